@@ -1,0 +1,42 @@
+GO        ?= go
+BIN       := bin
+VERSION   ?= 0.1.0
+LDFLAGS   := -X github.com/svc-dev/svc/internal/version.Version=$(VERSION)
+FUZZTIME  ?= 20s
+
+.PHONY: all build run test bench fuzz lint generate deps clean
+
+all: build
+
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+
+# Runs the sidecar on the embedded default: development mode (no IdP),
+# the default policy, loopback listeners.
+run: build
+	./$(BIN)/svc-sidecar --dev
+
+# Installs what the tests need (Debian packages, npm packages from the
+# lockfile) and runs vet plus the whole suite with the race detector.
+test: deps
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+deps:
+	./scripts/install-test-deps.sh
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime=2s ./...
+
+fuzz:
+	./scripts/fuzz.sh $(FUZZTIME)
+
+lint:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+
+generate:
+	./scripts/generate.sh
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,53 @@
+package engine
+
+import (
+	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+// Input is the policy input document; see policy.Input.
+type Input = policy.Input
+
+// TokenDecision is the result of ValidateToken.
+type TokenDecision struct {
+	// Allowed is true when the token verified (or in development mode).
+	Allowed bool `json:"allowed"`
+	// Claims is the verified claim set, custom claims untouched; nil in
+	// development mode and on failure.
+	Claims map[string]any `json:"claims"`
+	// Reason is a stable code: "ok", "dev-anonymous" or the failure.
+	Reason reason.Code `json:"reason"`
+	// Subject is the sub claim, or "anonymous" in development mode.
+	Subject string `json:"subject,omitempty"`
+	// TenantID is the tenant_id claim.
+	TenantID string `json:"tenant_id,omitempty"`
+	// Message explains a failure; it never holds token or key material.
+	Message string `json:"message,omitempty"`
+}
+
+// Decision is the result of a policy evaluation.
+type Decision struct {
+	// Allow is the value of data.svc.authz.allow (false when undefined).
+	Allow bool `json:"allow"`
+	// DenyReasons is data.svc.authz.deny_reasons, sorted.
+	DenyReasons []string `json:"deny_reasons"`
+	// DecisionID identifies this evaluation in logs, traces and audit.
+	DecisionID string `json:"decision_id"`
+	// Reason is "policy-allow", "policy-deny", "rate-limited" or a token
+	// failure code when Authorize stopped before the policy.
+	Reason reason.Code `json:"reason"`
+	// Revision is the revision of the policy set that decided.
+	Revision string `json:"revision,omitempty"`
+}
+
+// Result is the outcome of Authorize: the token decision, then (when the
+// token was accepted) the policy decision on the completed input.
+type Result struct {
+	Token    TokenDecision `json:"token"`
+	Decision Decision      `json:"decision"`
+	// Input is the input as evaluated, user filled from verified claims.
+	Input Input `json:"input"`
+}
+
+// Allowed reports whether both authentication and policy allowed.
+func (r Result) Allowed() bool { return r.Token.Allowed && r.Decision.Allow }

@@ -1,0 +1,58 @@
+package policy
+
+// Input is the document a policy sees as `input`. The user part is always
+// filled from verified token claims, never from what a caller sends.
+type Input struct {
+	// Action is "<resource>:<verb>", e.g. "orders:read".
+	Action string `json:"action"`
+	// User is the authenticated caller.
+	User User `json:"user"`
+	// Resource is what the action applies to.
+	Resource Resource `json:"resource"`
+	// Tenant is the deployment's tenant.
+	Tenant Tenant `json:"tenant"`
+	// Request is present when the input came from a proxy (Envoy, nginx,
+	// Caddy); headers never include authorization or cookie.
+	Request *Request `json:"request,omitempty"`
+}
+
+// User is input.user.
+type User struct {
+	// ID is the sub claim.
+	ID string `json:"id"`
+	// Role is the role claim, or the first of roles.
+	Role string `json:"role"`
+	// Roles is every role of the user.
+	Roles []string `json:"roles"`
+	// TenantID is the tenant_id claim.
+	TenantID string `json:"tenant_id"`
+	// Email is the email claim.
+	Email string `json:"email,omitempty"`
+	// Claims holds the non-standard claims, untouched.
+	Claims map[string]any `json:"claims"`
+}
+
+// Resource is input.resource.
+type Resource struct {
+	// Type is the resource kind ("orders"); the action's prefix.
+	Type string `json:"type,omitempty"`
+	// ID identifies the resource, when known.
+	ID string `json:"id"`
+	// Tenant owns the resource; defaults to the deployment's tenant.
+	Tenant string `json:"tenant"`
+}
+
+// Tenant is input.tenant.
+type Tenant struct {
+	ID   string `json:"id"`
+	Plan string `json:"plan"`
+}
+
+// Request is input.request.
+type Request struct {
+	Method  string            `json:"method"`
+	Path    string            `json:"path"`
+	Host    string            `json:"host,omitempty"`
+	Query   map[string]string `json:"query,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+}

@@ -1,0 +1,104 @@
+// Package reason holds the stable, kebab-case reason codes that every
+// decision of the engine carries. The same strings are used as metric
+// labels, span attributes, audit fields and API responses, so they never
+// change once released.
+package reason
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a stable reason code such as "token-expired".
+type Code string
+
+// Token decision codes (ValidateToken).
+const (
+	OK                  Code = "ok"
+	TokenMissing        Code = "token-missing"
+	TokenMalformed      Code = "token-malformed"
+	TokenExpired        Code = "token-expired"
+	TokenNotYetValid    Code = "token-not-yet-valid"
+	TokenIssuedInFuture Code = "token-issued-in-future"
+	SignatureInvalid    Code = "signature-invalid"
+	UnknownKID          Code = "unknown-kid"
+	AlgNotAllowed       Code = "alg-not-allowed"
+	KeyTooWeak          Code = "key-too-weak"
+	TenantMissing       Code = "tenant-missing"
+	TenantMismatch      Code = "tenant-mismatch"
+	IssuerMismatch      Code = "issuer-mismatch"
+	AudienceMismatch    Code = "audience-mismatch"
+	JWKSUnavailable     Code = "jwks-unavailable"
+	FailOpen            Code = "fail-open"
+	DevAnonymous        Code = "dev-anonymous"
+)
+
+// Policy and serving codes.
+const (
+	// PolicyAllow is the reason of a decision the policy allowed.
+	PolicyAllow Code = "policy-allow"
+	// PolicyDeny is the reason of a decision the policy denied; the
+	// policy's own deny_reasons explain why.
+	PolicyDeny Code = "policy-deny"
+	// PolicyError means the engine could not reach a decision (evaluation
+	// error, no policy loaded, conflicting rule values).
+	PolicyError Code = "policy-error"
+	// InputInvalid means the caller's input could not be used.
+	InputInvalid Code = "input-invalid"
+	// RateLimited means the tenant's request budget is spent.
+	RateLimited Code = "rate-limited"
+	// Unavailable means the decision service could not be reached.
+	Unavailable Code = "unavailable"
+)
+
+// Error is a failure with a stable reason code. Msg is safe to show to a
+// caller: it never holds a token, a key or a claim value.
+type Error struct {
+	Code Code
+	Msg  string
+	Err  error
+}
+
+// New returns an Error with the given code and message.
+func New(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an Error with the given code that wraps err.
+func Wrap(code Code, err error, format string, args ...any) *Error {
+	return &Error{Code: code, Msg: fmt.Sprintf(format, args...), Err: err}
+}
+
+// Error implements error as "<code>: <msg>[: <wrapped>]".
+func (e *Error) Error() string {
+	s := string(e.Code)
+	if e.Msg != "" {
+		s += ": " + e.Msg
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the wrapped error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is an *Error with the same code, so that
+// errors.Is(err, &reason.Error{Code: reason.TokenExpired}) works.
+func (e *Error) Is(target error) bool {
+	var t *Error
+	if errors.As(target, &t) {
+		return t.Code == e.Code
+	}
+	return false
+}
+
+// Of returns the reason code carried by err, or def when err carries none.
+func Of(err error, def Code) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return def
+}
