@@ -1,7 +1,7 @@
 GO        ?= go
 BIN       := bin
 VERSION   ?= 0.1.0
-LDFLAGS   := -X github.com/svc-dev/svc/internal/version.Version=$(VERSION)
+LDFLAGS   := -X github.com/svc-dev/svc/engine/version.Version=$(VERSION)
 FUZZTIME  ?= 20s
 
 .PHONY: all build run test bench fuzz lint generate deps clean
