@@ -1,8 +1,12 @@
 // Package config loads the svc configuration: the svc.toml file (or a YAML
 // file of the same shape) overridden by SVC_* environment variables.
 //
-// Every field is documented; SetDefaults fills what the file left out and
-// Validate rejects what cannot work, naming the key and where it came from.
+// Load reads the file strictly (an unknown key is an error naming the full
+// key, the file and the line), applies the environment (EnvVars lists the
+// variables), fills what is still unset with SetDefaults and checks the
+// result with Validate, whose errors name the key and where its value came
+// from. Every field below is documented; svc.example.toml at the root of
+// the repository shows them all.
 package config
 
 import "time"
@@ -30,12 +34,26 @@ type Config struct {
 	// Source names where the configuration came from (a file path, or
 	// "defaults"); it is not read from the file.
 	Source string `toml:"-" yaml:"-"`
+	// Overrides maps a config key such as "sdk.jwks_url" to the SVC_*
+	// environment variable that set it, so that errors and the live config
+	// can say where a value came from. It is not read from the file.
+	Overrides map[string]string `toml:"-" yaml:"-"`
 }
 
 // Fail modes.
 const (
-	FailOpen   = "open"
+	// FailOpen allows requests when the decision service cannot be reached.
+	FailOpen = "open"
+	// FailClosed denies requests when the decision service cannot be
+	// reached.
 	FailClosed = "closed"
+)
+
+// Audit destinations with a special meaning; anything else is a file path.
+const (
+	AuditStdout = "stdout"
+	AuditStderr = "stderr"
+	AuditOff    = "off"
 )
 
 // SDK is the [sdk] table.
@@ -60,10 +78,19 @@ type SDK struct {
 
 // SAML is the [sdk.saml] table.
 type SAML struct {
-	EntityID         string           `toml:"entity_id" yaml:"entity_id"`
-	ACSURL           string           `toml:"acs_url" yaml:"acs_url"`
-	IDPMetadataURL   string           `toml:"idp_metadata_url" yaml:"idp_metadata_url"`
-	ClockSkewSeconds int              `toml:"clock_skew_seconds" yaml:"clock_skew_seconds"`
+	// EntityID is the SP entity id; it must equal the audience configured
+	// at the identity provider.
+	EntityID string `toml:"entity_id" yaml:"entity_id"`
+	// ACSURL is the assertion consumer service URL; it must equal the
+	// single sign-on (reply) URL configured at the identity provider.
+	ACSURL string `toml:"acs_url" yaml:"acs_url"`
+	// IDPMetadataURL is the identity provider's metadata URL: https, or
+	// http on a loopback host, because it carries the IdP's signing keys.
+	IDPMetadataURL string `toml:"idp_metadata_url" yaml:"idp_metadata_url"`
+	// ClockSkewSeconds is the clock difference tolerated while validating
+	// an assertion.
+	ClockSkewSeconds int `toml:"clock_skew_seconds" yaml:"clock_skew_seconds"`
+	// AttributeMapping names the SAML attributes that fill the JWT claims.
 	AttributeMapping AttributeMapping `toml:"attribute_mapping" yaml:"attribute_mapping"`
 	// SPPrivateKeyFile / SPCertificateFile are paths; key material is never
 	// inline in the file (env SVC_SAML_SP_PRIVATE_KEY_PEM may carry it).
@@ -73,8 +100,13 @@ type SAML struct {
 
 // AttributeMapping names the SAML attributes that fill JWT claims.
 type AttributeMapping struct {
-	Email  string `toml:"email" yaml:"email"`
-	Role   string `toml:"role" yaml:"role"`
+	// Email is the attribute that fills the email claim. Default the
+	// standard e-mail-address claim URI.
+	Email string `toml:"email" yaml:"email"`
+	// Role is the attribute that fills the role claim. Default "role".
+	Role string `toml:"role" yaml:"role"`
+	// Tenant is the attribute that fills the tenant_id claim. Default
+	// "tenant_id".
 	Tenant string `toml:"tenant" yaml:"tenant"`
 }
 
@@ -116,14 +148,16 @@ type Tenant struct {
 // RateLimit is the [rate_limit] table.
 type RateLimit struct {
 	// DefaultRPM is the per-tenant budget in requests per minute when the
-	// tenant has no entry. Default 1000; 0 after defaults means unlimited
-	// only when Disabled.
+	// tenant has no entry. Default 1000 (zero means the default).
+	// Env SVC_RATE_LIMIT_DEFAULT_RPM.
 	DefaultRPM int `toml:"default_rpm" yaml:"default_rpm"`
-	// PerTenant maps a tenant id (case-sensitive) to its budget.
+	// PerTenant maps a tenant id (case-sensitive) to its budget in requests
+	// per minute; 0 means unlimited for that tenant.
 	PerTenant map[string]int `toml:"per_tenant" yaml:"per_tenant"`
 	// Disabled turns rate limiting off.
 	Disabled bool `toml:"disabled" yaml:"disabled"`
-	// RedisAddr, when set, shares budgets across replicas through Redis.
+	// RedisAddr (host:port), when set, shares budgets across replicas
+	// through Redis. Env SVC_REDIS_ADDR.
 	RedisAddr string `toml:"redis_addr" yaml:"redis_addr"`
 }
 
@@ -156,8 +190,9 @@ type Route struct {
 
 // Audit is the [audit] table.
 type Audit struct {
-	// Destination is "stdout", "stderr", a file path, or "" for off.
-	// Default "stdout". Env SVC_AUDIT_DESTINATION.
+	// Destination is "stdout" (default), "stderr", "off", or a file path.
+	// An empty destination means the default, so "off" is how the audit
+	// log is turned off. Env SVC_AUDIT_DESTINATION.
 	Destination string `toml:"destination" yaml:"destination"`
 	// QueueSize bounds records waiting to be written. Default 4096.
 	QueueSize int `toml:"queue_size" yaml:"queue_size"`
@@ -170,4 +205,37 @@ type Log struct {
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s").
+// Negative durations are rejected when decoding.
 type Duration struct{ time.Duration }
+
+// DevMode reports whether the engine runs without an identity provider: no
+// jwks_url and fail_mode open (an empty fail_mode counts as the default,
+// open). In that mode any bearer string is accepted.
+func (c Config) DevMode() bool {
+	return c.SDK.JWKSURL == "" && (c.SDK.FailMode == FailOpen || c.SDK.FailMode == "")
+}
+
+// TenantPlan returns the plan configured for tenant id under [tenants], or
+// "" when the tenant has no entry. Tenant ids are case-sensitive.
+func (c Config) TenantPlan(id string) string {
+	return c.Tenants[id].Plan
+}
+
+// RateLimitFor returns the budget of tenant in requests per minute: its
+// rate_limit.per_tenant entry when there is one, else rate_limit.default_rpm
+// (DefaultRPM when that is still zero). It does not look at
+// RateLimit.Disabled; callers that honor it check it themselves.
+func (c Config) RateLimitFor(tenant string) int {
+	if rpm, ok := c.RateLimit.PerTenant[tenant]; ok {
+		return rpm
+	}
+	if c.RateLimit.DefaultRPM == 0 {
+		return DefaultRPM
+	}
+	return c.RateLimit.DefaultRPM
+}
+
+// Enabled reports whether audit records are written at all.
+func (a Audit) Enabled() bool {
+	return a.Destination != AuditOff
+}

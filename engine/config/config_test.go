@@ -1,0 +1,421 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// noEnv is an environment with no variables set.
+func noEnv(string) (string, bool) { return "", false }
+
+// envOf returns a lookup function over m.
+func envOf(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func dur(d time.Duration) Duration { return Duration{d} }
+
+func TestLoadDefaults(t *testing.T) {
+	cfg, err := Load("", noEnv)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	want := Config{
+		Source: "defaults",
+		SDK:    SDK{SidecarAddr: "[::1]:50051", ServiceName: "svc-sidecar", FailMode: "open"},
+		JWT: JWT{ClockSkew: dur(30 * time.Second), CacheSize: 100000, JWKSFetchTimeout: dur(5 * time.Second),
+			JWKSMinRefresh: dur(time.Minute), JWKSMaxRefresh: dur(time.Hour)},
+		RateLimit: RateLimit{DefaultRPM: 1000},
+		Sidecar:   Sidecar{HTTPAddr: "127.0.0.1:7700", DrainTimeout: dur(30 * time.Second)},
+		Audit:     Audit{Destination: "stdout", QueueSize: 4096},
+		Log:       Log{Level: "info"},
+	}
+	if diff := cmp.Diff(want, cfg); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+	if !cfg.DevMode() {
+		t.Error("DevMode() = false for the defaults, want true")
+	}
+	if !cfg.Audit.Enabled() {
+		t.Error("Audit.Enabled() = false for the defaults, want true")
+	}
+}
+
+func TestSetDefaultsKeepsSetValues(t *testing.T) {
+	cfg, err := Parse(readFile(t, "testdata/full.toml"), FormatTOML, "full.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := cfg.MarshalTOML()
+	cfg.SetDefaults()
+	after, _ := cfg.MarshalTOML()
+	if diff := cmp.Diff(string(before), string(after)); diff != "" {
+		t.Errorf("SetDefaults changed set values (-before +after):\n%s", diff)
+	}
+}
+
+// TestFullFile checks that every key of full.toml is read, against a golden
+// file of the canonical TOML, and that the YAML twin reads the same.
+func TestFullFile(t *testing.T) {
+	golden := filepath.Join("testdata", "full.golden.toml")
+	for _, name := range []string{"full.toml", "full.yaml"} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join("testdata", name)
+			cfg, err := Load(path, noEnv)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if cfg.Source != path {
+				t.Errorf("Source = %q, want %q", cfg.Source, path)
+			}
+			if got := cfg.JWT.JWKSMaxRefresh.Duration; got != 150*time.Minute {
+				t.Errorf("jwt.jwks_max_refresh = %v, want 2h30m", got)
+			}
+			if got := cfg.SDK.SAML; got == nil || got.AttributeMapping.Role != "memberOf" {
+				t.Errorf("sdk.saml = %+v, want attribute_mapping.role memberOf", got)
+			}
+			if got := cfg.Sidecar.Routes; len(got) != 2 || got[1].Action != "report:export" {
+				t.Errorf("sidecar.routes = %+v", got)
+			}
+			out, err := cfg.MarshalTOML()
+			if err != nil {
+				t.Fatalf("MarshalTOML: %v", err)
+			}
+			if *update && name == "full.toml" {
+				if err := os.WriteFile(golden, out, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if diff := cmp.Diff(string(readFile(t, golden)), string(out)); diff != "" {
+				t.Errorf("MarshalTOML (-golden +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLoadEnvOverridesFile(t *testing.T) {
+	tests := []struct {
+		env   string
+		value string
+		get   func(Config) any
+		want  any
+	}{
+		{"SVC_SIDECAR_ADDR", "0.0.0.0:9000", func(c Config) any { return c.SDK.SidecarAddr }, "0.0.0.0:9000"},
+		{"SVC_TENANT_ID", "Initech", func(c Config) any { return c.SDK.TenantID }, "Initech"},
+		{"SVC_SERVICE_NAME", "billing", func(c Config) any { return c.SDK.ServiceName }, "billing"},
+		{"SVC_FAIL_MODE", "open", func(c Config) any { return c.SDK.FailMode }, "open"},
+		{"SVC_JWKS_URL", "http://localhost:8080/jwks", func(c Config) any { return c.SDK.JWKSURL }, "http://localhost:8080/jwks"},
+		{"SVC_POLICY_DIR", "/srv/policies", func(c Config) any { return c.Policy.Dir }, "/srv/policies"},
+		{"SVC_BUNDLE_VERIFY_KEY_FILE", "/srv/k.pem", func(c Config) any { return c.Policy.BundleVerifyKeyFile }, "/srv/k.pem"},
+		{"SVC_LOG_LEVEL", "warn", func(c Config) any { return c.Log.Level }, "warn"},
+		{"SVC_JWT_ISSUER", "https://other.example.com/", func(c Config) any { return c.JWT.Issuer }, "https://other.example.com/"},
+		{"SVC_JWT_AUDIENCES", " a, b ,,c ", func(c Config) any { return c.JWT.Audiences }, []string{"a", "b", "c"}},
+		{"SVC_HTTP_ADDR", "[::1]:7701", func(c Config) any { return c.Sidecar.HTTPAddr }, "[::1]:7701"},
+		{"SVC_ADMIN_TOKEN_FILE", "/run/token", func(c Config) any { return c.Sidecar.AdminTokenFile }, "/run/token"},
+		{"SVC_AUDIT_DESTINATION", "off", func(c Config) any { return c.Audit.Destination }, "off"},
+		{"SVC_RATE_LIMIT_DEFAULT_RPM", "42", func(c Config) any { return c.RateLimit.DefaultRPM }, 42},
+		{"SVC_REDIS_ADDR", "redis.internal:6380", func(c Config) any { return c.RateLimit.RedisAddr }, "redis.internal:6380"},
+	}
+	covered := map[string]bool{}
+	for _, tt := range tests {
+		covered[tt.env] = true
+		t.Run(tt.env, func(t *testing.T) {
+			cfg, err := Load("testdata/full.toml", envOf(map[string]string{tt.env: tt.value}))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, tt.get(cfg)); diff != "" {
+				t.Errorf("value (-want +got):\n%s", diff)
+			}
+			key := envKey(tt.env)
+			if got := cfg.Overrides; len(got) != 1 || got[key] != tt.env {
+				t.Errorf("Overrides = %v, want only %s=%s", got, key, tt.env)
+			}
+			file, err := Load("testdata/full.toml", noEnv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cmp.Equal(tt.get(file), tt.get(cfg)) {
+				t.Errorf("the file already holds %v: the case proves nothing", tt.want)
+			}
+		})
+	}
+	for _, ev := range EnvVars() {
+		if !covered[ev.Name] {
+			t.Errorf("%s has no override case", ev.Name)
+		}
+	}
+}
+
+func TestLoadEmptyEnvKeepsFile(t *testing.T) {
+	cfg, err := Load("testdata/full.toml", envOf(map[string]string{"SVC_TENANT_ID": "", "SVC_LOG_LEVEL": ""}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SDK.TenantID != "AcMe" || cfg.Log.Level != "debug" || len(cfg.Overrides) != 0 {
+		t.Errorf("empty variables changed the config: tenant %q, level %q, overrides %v",
+			cfg.SDK.TenantID, cfg.Log.Level, cfg.Overrides)
+	}
+}
+
+// TestLoadErrors checks that broken files fail with errors naming the
+// file, the line when known, and the full key.
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		file string
+		env  map[string]string
+		want []string
+		is   error
+	}{
+		{file: "unknown_key.toml", is: ErrUnknownKey, want: []string{
+			"testdata/unknown_key.toml:3:1: sdk.jwks_ur: unknown key",
+			"testdata/unknown_key.toml:7:1: tenants.AcMe.tier: unknown key"}},
+		{file: "unknown_key.yaml", is: ErrUnknownKey, want: []string{
+			"testdata/unknown_key.yaml:3:3: sdk.jwks_ur: unknown key",
+			"testdata/unknown_key.yaml:7:5: tenants.AcMe.tier: unknown key"}},
+		{file: "syntax.toml", want: []string{"testdata/syntax.toml:1:5: expected ']' to close table name"}},
+		{file: "syntax.yaml", want: []string{"testdata/syntax.yaml:3: mapping values are not allowed in this context"}},
+		{file: "closed_no_jwks.toml", want: []string{
+			"testdata/closed_no_jwks.toml: sdk.fail_mode: fail_mode=closed requires sdk.jwks_url"}},
+		{file: "bare_number_duration.toml", want: []string{
+			`testdata/bare_number_duration.toml: jwt.clock_skew: must be a duration string such as "30s", got a TOML integer`}},
+		{file: "negative_duration.yaml", want: []string{
+			`testdata/negative_duration.yaml:3:15: jwt.clock_skew: must not be negative, got "-5s"`}},
+		{file: "wrong_type.toml", want: []string{
+			"testdata/wrong_type.toml:2:14: jwt.cache_size: must be an integer, got a TOML string"}},
+		{file: "wrong_type.yaml", want: []string{
+			"testdata/wrong_type.yaml:3: jwt.cache_size: must be an integer, got a string"}},
+		{file: "public_http_jwks.toml", want: []string{
+			`testdata/public_http_jwks.toml: sdk.jwks_url: must use https (http only on a loopback host), got "http://idp.example.com/jwks"`}},
+		{file: "invalid_values.toml", want: []string{
+			`testdata/invalid_values.toml: sdk.sidecar_addr: must be host:port, got "localhost"`,
+			`testdata/invalid_values.toml: sdk.fail_mode: must be "open" or "closed", got "maybe"`,
+			`testdata/invalid_values.toml: jwt.jwks_min_refresh: must not exceed jwt.jwks_max_refresh (2h0m0s > 1h0m0s)`,
+			`testdata/invalid_values.toml: jwt.cache_size: must be positive, got -1`,
+			`testdata/invalid_values.toml: rate_limit.default_rpm: must not be negative, got -1`,
+			`testdata/invalid_values.toml: rate_limit.per_tenant."team a": must not be negative, got -5`,
+			`testdata/invalid_values.toml: sidecar.http_addr: port must be a number from 0 to 65535, got "99999"`,
+			`testdata/invalid_values.toml: sidecar.routes[0].path: must start with "/", got "api/{resource"`,
+			`testdata/invalid_values.toml: sidecar.routes[0].methods[0]: must be one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, CONNECT, TRACE, got "get"`,
+			`testdata/invalid_values.toml: log.level: must be one of trace, debug, info, warn, error, got "verbose"`}},
+		{file: "full.toml", env: map[string]string{"SVC_JWKS_URL": "http://idp.example.com/jwks"}, want: []string{
+			`SVC_JWKS_URL: must use https (http only on a loopback host), got "http://idp.example.com/jwks"`}},
+		{file: "closed_no_jwks.toml", env: map[string]string{"SVC_FAIL_MODE": "maybe", "SVC_RATE_LIMIT_DEFAULT_RPM": "lots"}, want: []string{
+			`SVC_FAIL_MODE: must be "open" or "closed", got "maybe"`,
+			`SVC_RATE_LIMIT_DEFAULT_RPM: must be a non-negative integer, got "lots"`}},
+	}
+	for _, tt := range tests {
+		name := tt.file
+		if tt.env != nil {
+			name += "+env"
+		}
+		t.Run(name, func(t *testing.T) {
+			_, err := Load(filepath.Join("testdata", tt.file), envOf(tt.env))
+			if err == nil {
+				t.Fatal("Load succeeded, want an error")
+			}
+			var got []string
+			for _, e := range Errors(err) {
+				got = append(got, e.Error())
+				if e.Key == "" && e.Line == 0 {
+					t.Errorf("%q names neither a key nor a line", e.Error())
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Error("errors.Is(err, ErrInvalid) = false")
+			}
+			if tt.is != nil && !errors.Is(err, tt.is) {
+				t.Errorf("errors.Is(err, %v) = false", tt.is)
+			}
+		})
+	}
+}
+
+func TestLoopbackHTTPJWKS(t *testing.T) {
+	tests := []struct {
+		url string
+		ok  bool
+	}{
+		{"http://127.0.0.1:8080/jwks", true},
+		{"http://127.9.9.9/jwks", true},
+		{"http://localhost:8080/jwks", true},
+		{"http://LOCALHOST/jwks", true},
+		{"http://[::1]:8080/jwks", true},
+		{"https://idp.example.com/jwks", true},
+		{"http://idp.example.com/jwks", false},
+		{"http://10.0.0.1/jwks", false},
+		{"http://localhost.example.com/jwks", false},
+		{"http://[::2]/jwks", false},
+		{"ftp://127.0.0.1/jwks", false},
+		{"https://user:secret@idp.example.com/jwks", false},
+		{"https:///jwks", false},
+		{"idp.example.com/jwks", false},
+		{"https://idp.example.com:bad/jwks", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			_, err := Load("", envOf(map[string]string{"SVC_JWKS_URL": tt.url}))
+			if (err == nil) != tt.ok {
+				t.Fatalf("Load with jwks_url %q: err = %v, want ok=%v", tt.url, err, tt.ok)
+			}
+			if err != nil && strings.Contains(err.Error(), "secret") {
+				t.Errorf("error %q leaks the URL's password", err)
+			}
+			if err == nil {
+				return
+			}
+			if got := Errors(err); len(got) != 1 || got[0].Key != "sdk.jwks_url" || got[0].Source != "SVC_JWKS_URL" {
+				t.Errorf("errors = %v, want one for sdk.jwks_url from SVC_JWKS_URL", err)
+			}
+		})
+	}
+	if _, err := Load("testdata/loopback_http_jwks.toml", noEnv); err != nil {
+		t.Errorf("loopback_http_jwks.toml: %v", err)
+	}
+}
+
+func TestCasePreserved(t *testing.T) {
+	yamlDoc := "tenants:\n  AcMe: {plan: pro}\n  acme: {plan: free}\nrate_limit:\n  per_tenant:\n    AcMe: 5\n"
+	for _, tt := range []struct {
+		name, format string
+		data         []byte
+	}{
+		{"toml", FormatTOML, readFile(t, "testdata/case.toml")},
+		{"yaml", FormatYAML, []byte(yamlDoc)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse(tt.data, tt.format, "case")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.TenantPlan("AcMe"); got != "pro" {
+				t.Errorf(`TenantPlan("AcMe") = %q, want "pro"`, got)
+			}
+			if got := cfg.TenantPlan("acme"); got != "free" {
+				t.Errorf(`TenantPlan("acme") = %q, want "free"`, got)
+			}
+			if got := cfg.TenantPlan("ACME"); got != "" {
+				t.Errorf(`TenantPlan("ACME") = %q, want ""`, got)
+			}
+			for id, want := range map[string]int{"AcMe": 5, "acme": 1000, "ACME": 1000} {
+				if got := cfg.RateLimitFor(id); got != want {
+					t.Errorf("RateLimitFor(%q) = %d, want %d", id, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestFormatOf(t *testing.T) {
+	tests := []struct{ path, want string }{
+		{"svc.toml", FormatTOML}, {"/etc/svc/SVC.TOML", FormatTOML},
+		{"svc.yaml", FormatYAML}, {"svc.yml", FormatYAML},
+		{"svc.json", ""}, {"svc", ""}, {"svc.toml.bak", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			got, err := FormatOf(tt.path)
+			if got != tt.want || (err != nil) != (tt.want == "") {
+				t.Errorf("FormatOf(%q) = %q, %v; want %q", tt.path, got, err, tt.want)
+			}
+		})
+	}
+	if _, err := Load("testdata/svc.json", noEnv); err == nil || !strings.HasPrefix(err.Error(), "testdata/svc.json: ") {
+		t.Errorf("Load of a .json file: err = %v, want one naming the file", err)
+	}
+	if _, err := Parse(nil, "ini", "x.ini"); err == nil {
+		t.Error(`Parse with format "ini" succeeded`)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "svc.toml")
+	_, err := Load(path, noEnv)
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("err = %v, want fs.ErrNotExist", err)
+	}
+	if want := path + ": cannot read: no such file or directory"; err.Error() != want {
+		t.Errorf("err = %q, want %q", err, want)
+	}
+}
+
+func TestParseEmptyAndTrivial(t *testing.T) {
+	tests := []struct {
+		name, format, data string
+		ok                 bool
+	}{
+		{"empty toml", FormatTOML, "", true},
+		{"empty yaml", FormatYAML, "", true},
+		{"yaml null document", FormatYAML, "~\n", true},
+		{"yaml comment only", FormatYAML, "# nothing\n", true},
+		{"yaml list at top", FormatYAML, "- a\n", false},
+		{"yaml two documents", FormatYAML, "log: {level: info}\n---\nlog: {level: warn}\n", false},
+		{"yaml merge keys", FormatYAML, "tenants: {a: &t {plan: pro}, b: {<<: *t}}\n", true},
+		{"yaml unknown key beside merge", FormatYAML, "tenants: {a: &t {plan: a}, b: {<<: [*t], tier: 1}}\n", false},
+		{"yaml merge of another table", FormatYAML, "sdk: &s {tenant_id: a}\nlog: {<<: *s}\n", false},
+		{"toml table where a value belongs", FormatTOML, "[log.level]\nx = 1\n", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.data), tt.format, "t")
+			if (err == nil) != tt.ok {
+				t.Errorf("Parse: err = %v, want ok=%v", err, tt.ok)
+			}
+			if err != nil && !errors.Is(err, ErrInvalid) {
+				t.Errorf("err %v is not an *Error", err)
+			}
+		})
+	}
+}
+
+func TestAccessors(t *testing.T) {
+	base := Config{RateLimit: RateLimit{DefaultRPM: 70, PerTenant: map[string]int{"a": 7, "z": 0}},
+		Tenants: map[string]Tenant{"a": {Plan: "gold"}}}
+	tests := []struct {
+		name string
+		got  any
+		want any
+	}{
+		{"dev: no jwks, open", Config{SDK: SDK{FailMode: FailOpen}}.DevMode(), true},
+		{"dev: no jwks, fail_mode unset", Config{}.DevMode(), true},
+		{"dev: no jwks, closed", Config{SDK: SDK{FailMode: FailClosed}}.DevMode(), false},
+		{"dev: jwks set", Config{SDK: SDK{FailMode: FailOpen, JWKSURL: "https://x/jwks"}}.DevMode(), false},
+		{"rate: per tenant", base.RateLimitFor("a"), 7},
+		{"rate: per tenant zero", base.RateLimitFor("z"), 0},
+		{"rate: default", base.RateLimitFor("b"), 70},
+		{"rate: default unset", Config{}.RateLimitFor("b"), DefaultRPM},
+		{"plan: set", base.TenantPlan("a"), "gold"},
+		{"plan: unknown tenant", base.TenantPlan("b"), ""},
+		{"audit: off", Audit{Destination: AuditOff}.Enabled(), false},
+		{"audit: file", Audit{Destination: "/var/log/a"}.Enabled(), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("got %v, want %v", tt.got, tt.want)
+			}
+		})
+	}
+}

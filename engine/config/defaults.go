@@ -1,0 +1,75 @@
+package config
+
+import "time"
+
+// Defaults applied by SetDefaults.
+const (
+	DefaultSidecarAddr      = "[::1]:50051"
+	DefaultServiceName      = "svc-sidecar"
+	DefaultFailMode         = FailOpen
+	DefaultJWTClockSkew     = 30 * time.Second
+	DefaultJWTCacheSize     = 100000
+	DefaultJWKSFetchTimeout = 5 * time.Second
+	DefaultJWKSMinRefresh   = time.Minute
+	DefaultJWKSMaxRefresh   = time.Hour
+	DefaultRPM              = 1000
+	DefaultHTTPAddr         = "127.0.0.1:7700"
+	DefaultDrainTimeout     = 30 * time.Second
+	DefaultAuditDestination = AuditStdout
+	DefaultAuditQueueSize   = 4096
+	DefaultLogLevel         = "info"
+
+	// Default SAML attribute names: the standard e-mail-address claim URI,
+	// "role" and "tenant_id".
+	DefaultSAMLEmailAttribute  = "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress"
+	DefaultSAMLRoleAttribute   = "role"
+	DefaultSAMLTenantAttribute = "tenant_id"
+)
+
+// SetDefaults fills every field left at its zero value with its default.
+// A zero value in the file therefore means "the default": a zero duration,
+// cache size, budget or queue size is never used as such.
+func (c *Config) SetDefaults() {
+	setString(&c.SDK.SidecarAddr, DefaultSidecarAddr)
+	setString(&c.SDK.ServiceName, DefaultServiceName)
+	setString(&c.SDK.FailMode, DefaultFailMode)
+	if s := c.SDK.SAML; s != nil {
+		setString(&s.AttributeMapping.Email, DefaultSAMLEmailAttribute)
+		setString(&s.AttributeMapping.Role, DefaultSAMLRoleAttribute)
+		setString(&s.AttributeMapping.Tenant, DefaultSAMLTenantAttribute)
+	}
+
+	setDuration(&c.JWT.ClockSkew, DefaultJWTClockSkew)
+	if c.JWT.CacheSize == 0 {
+		c.JWT.CacheSize = DefaultJWTCacheSize
+	}
+	setDuration(&c.JWT.JWKSFetchTimeout, DefaultJWKSFetchTimeout)
+	setDuration(&c.JWT.JWKSMinRefresh, DefaultJWKSMinRefresh)
+	setDuration(&c.JWT.JWKSMaxRefresh, DefaultJWKSMaxRefresh)
+
+	if c.RateLimit.DefaultRPM == 0 {
+		c.RateLimit.DefaultRPM = DefaultRPM
+	}
+
+	setString(&c.Sidecar.HTTPAddr, DefaultHTTPAddr)
+	setDuration(&c.Sidecar.DrainTimeout, DefaultDrainTimeout)
+
+	setString(&c.Audit.Destination, DefaultAuditDestination)
+	if c.Audit.QueueSize == 0 {
+		c.Audit.QueueSize = DefaultAuditQueueSize
+	}
+
+	setString(&c.Log.Level, DefaultLogLevel)
+}
+
+func setString(p *string, def string) {
+	if *p == "" {
+		*p = def
+	}
+}
+
+func setDuration(p *Duration, def time.Duration) {
+	if p.Duration == 0 {
+		p.Duration = def
+	}
+}

@@ -1,0 +1,136 @@
+package config
+
+import (
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// EnvVar describes one SVC_* environment variable that overrides a key of
+// the file. The table returned by EnvVars is the single place where the
+// variables are defined, so documentation can be generated from it.
+type EnvVar struct {
+	// Name is the variable, such as "SVC_JWKS_URL".
+	Name string
+	// Key is the config key it overrides, such as "sdk.jwks_url".
+	Key string
+	// Help says what the value is, in one sentence.
+	Help string
+
+	apply func(c *Config, v string) string
+}
+
+// envTable is never modified; EnvVars hands out copies.
+var envTable = []EnvVar{
+	{Name: "SVC_SIDECAR_ADDR", Key: "sdk.sidecar_addr",
+		Help:  `Listen address (host:port) of the gRPC endpoint. Default "[::1]:50051".`,
+		apply: func(c *Config, v string) string { c.SDK.SidecarAddr = v; return "" }},
+	{Name: "SVC_TENANT_ID", Key: "sdk.tenant_id",
+		Help:  "Tenant id of the deployment.",
+		apply: func(c *Config, v string) string { c.SDK.TenantID = v; return "" }},
+	{Name: "SVC_SERVICE_NAME", Key: "sdk.service_name",
+		Help:  `OTel service.name. Default "svc-sidecar".`,
+		apply: func(c *Config, v string) string { c.SDK.ServiceName = v; return "" }},
+	{Name: "SVC_FAIL_MODE", Key: "sdk.fail_mode",
+		Help: `"open" (default) or "closed".`,
+		apply: func(c *Config, v string) string {
+			c.SDK.FailMode = v
+			return checkFailMode(v)
+		}},
+	{Name: "SVC_JWKS_URL", Key: "sdk.jwks_url",
+		Help:  "HTTPS URL of the identity provider's JWKS endpoint (http only on a loopback host).",
+		apply: func(c *Config, v string) string { c.SDK.JWKSURL = v; return "" }},
+	{Name: "SVC_POLICY_DIR", Key: "policy.dir",
+		Help:  "Directory of .rego policy files; unset means the embedded default policy.",
+		apply: func(c *Config, v string) string { c.Policy.Dir = v; return "" }},
+	{Name: "SVC_BUNDLE_VERIFY_KEY_FILE", Key: "policy.bundle_verify_key_file",
+		Help:  "PEM public key file; when set, only bundles signed by it are accepted.",
+		apply: func(c *Config, v string) string { c.Policy.BundleVerifyKeyFile = v; return "" }},
+	{Name: "SVC_LOG_LEVEL", Key: "log.level",
+		Help: "One of trace, debug, info (default), warn, error.",
+		apply: func(c *Config, v string) string {
+			c.Log.Level = v
+			return checkLogLevel(v)
+		}},
+	{Name: "SVC_JWT_ISSUER", Key: "jwt.issuer",
+		Help:  "Required token issuer (iss), when set.",
+		apply: func(c *Config, v string) string { c.JWT.Issuer = v; return "" }},
+	{Name: "SVC_JWT_AUDIENCES", Key: "jwt.audiences",
+		Help: "Comma-separated audiences; a token must carry one of them, when set.",
+		apply: func(c *Config, v string) string {
+			var auds []string
+			for a := range strings.SplitSeq(v, ",") {
+				if a = strings.TrimSpace(a); a != "" {
+					auds = append(auds, a)
+				}
+			}
+			c.JWT.Audiences = auds
+			return ""
+		}},
+	{Name: "SVC_HTTP_ADDR", Key: "sidecar.http_addr",
+		Help:  `Listen address (host:port) of the local HTTP API. Default "127.0.0.1:7700".`,
+		apply: func(c *Config, v string) string { c.Sidecar.HTTPAddr = v; return "" }},
+	{Name: "SVC_ADMIN_TOKEN_FILE", Key: "sidecar.admin_token_file",
+		Help:  "File holding the bearer token that lets non-loopback callers use mutating endpoints.",
+		apply: func(c *Config, v string) string { c.Sidecar.AdminTokenFile = v; return "" }},
+	{Name: "SVC_AUDIT_DESTINATION", Key: "audit.destination",
+		Help:  `Audit log destination: "stdout" (default), "stderr", "off" or a file path.`,
+		apply: func(c *Config, v string) string { c.Audit.Destination = v; return "" }},
+	{Name: "SVC_RATE_LIMIT_DEFAULT_RPM", Key: "rate_limit.default_rpm",
+		Help: "Per-tenant budget in requests per minute for tenants without their own entry. Default 1000.",
+		apply: func(c *Config, v string) string {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return "must be a non-negative integer, got " + strconv.Quote(v)
+			}
+			c.RateLimit.DefaultRPM = n
+			return ""
+		}},
+	{Name: "SVC_REDIS_ADDR", Key: "rate_limit.redis_addr",
+		Help:  "Redis address (host:port) that shares rate-limit budgets across replicas.",
+		apply: func(c *Config, v string) string { c.RateLimit.RedisAddr = v; return "" }},
+}
+
+// EnvVars returns the SVC_* environment variables that override the file,
+// in a stable order.
+func EnvVars() []EnvVar {
+	return slices.Clone(envTable)
+}
+
+// envKey returns the config key that the environment variable name
+// overrides, or "" when name is not one of ours.
+func envKey(name string) string {
+	for _, v := range envTable {
+		if v.Name == name {
+			return v.Key
+		}
+	}
+	return ""
+}
+
+// FromEnv applies the SVC_* environment variables to cfg, recording each
+// one it used in cfg.Overrides. A variable that is unset or empty leaves
+// the file's value alone. lookupEnv is usually os.LookupEnv (used when nil).
+// A value that cannot be used is an error naming the variable; every such
+// variable is reported, and the others are still applied.
+func FromEnv(cfg *Config, lookupEnv func(string) (string, bool)) error {
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	var errs []*Error
+	for _, ev := range envTable {
+		v, ok := lookupEnv(ev.Name)
+		if !ok || v == "" {
+			continue
+		}
+		if cfg.Overrides == nil {
+			cfg.Overrides = make(map[string]string)
+		}
+		cfg.Overrides[ev.Key] = ev.Name
+		if msg := ev.apply(cfg, v); msg != "" {
+			errs = append(errs, &Error{Source: ev.Name, Key: ev.Key, Msg: msg})
+		}
+	}
+	return join(errs)
+}

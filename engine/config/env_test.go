@@ -1,0 +1,97 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestEnvVarsTable(t *testing.T) {
+	seen := map[string]bool{}
+	for _, ev := range EnvVars() {
+		t.Run(ev.Name, func(t *testing.T) {
+			if !strings.HasPrefix(ev.Name, "SVC_") || seen[ev.Name] {
+				t.Errorf("name %q is not a new SVC_ variable", ev.Name)
+			}
+			seen[ev.Name] = true
+			typ, ok := typeAt(configType, "toml", strings.Split(ev.Key, "."))
+			if !ok {
+				t.Errorf("key %q is not a config key", ev.Key)
+			} else if d := describe(typ); d == "a table" || d == "a list of tables" {
+				t.Errorf("key %q names %s, not a value", ev.Key, d)
+			}
+			if ev.Help == "" || !strings.HasSuffix(ev.Help, ".") {
+				t.Errorf("help %q is not a sentence", ev.Help)
+			}
+			if envKey(ev.Name) != ev.Key {
+				t.Errorf("envKey(%q) = %q, want %q", ev.Name, envKey(ev.Name), ev.Key)
+			}
+		})
+	}
+	if len(seen) != 15 {
+		t.Errorf("%d variables, want the 15 of the configuration reference", len(seen))
+	}
+	vars := EnvVars()
+	vars[0].Name = "CHANGED"
+	if EnvVars()[0].Name == "CHANGED" {
+		t.Error("EnvVars hands out the table itself")
+	}
+}
+
+func TestFromEnv(t *testing.T) {
+	tests := []struct {
+		name      string
+		env       map[string]string
+		want      []string
+		overrides map[string]string
+	}{
+		{name: "nothing set", env: nil},
+		{name: "empty values ignored", env: map[string]string{"SVC_FAIL_MODE": "", "SVC_RATE_LIMIT_DEFAULT_RPM": ""}},
+		{name: "good values", env: map[string]string{"SVC_FAIL_MODE": "closed", "SVC_RATE_LIMIT_DEFAULT_RPM": "0"},
+			overrides: map[string]string{"sdk.fail_mode": "SVC_FAIL_MODE", "rate_limit.default_rpm": "SVC_RATE_LIMIT_DEFAULT_RPM"}},
+		{name: "bad fail mode", env: map[string]string{"SVC_FAIL_MODE": "maybe"},
+			want:      []string{`SVC_FAIL_MODE: must be "open" or "closed", got "maybe"`},
+			overrides: map[string]string{"sdk.fail_mode": "SVC_FAIL_MODE"}},
+		{name: "bad log level", env: map[string]string{"SVC_LOG_LEVEL": "loud"},
+			want:      []string{`SVC_LOG_LEVEL: must be one of trace, debug, info, warn, error, got "loud"`},
+			overrides: map[string]string{"log.level": "SVC_LOG_LEVEL"}},
+		{name: "rpm not a number", env: map[string]string{"SVC_RATE_LIMIT_DEFAULT_RPM": "1k"},
+			want:      []string{`SVC_RATE_LIMIT_DEFAULT_RPM: must be a non-negative integer, got "1k"`},
+			overrides: map[string]string{"rate_limit.default_rpm": "SVC_RATE_LIMIT_DEFAULT_RPM"}},
+		{name: "rpm negative", env: map[string]string{"SVC_RATE_LIMIT_DEFAULT_RPM": "-1"},
+			want:      []string{`SVC_RATE_LIMIT_DEFAULT_RPM: must be a non-negative integer, got "-1"`},
+			overrides: map[string]string{"rate_limit.default_rpm": "SVC_RATE_LIMIT_DEFAULT_RPM"}},
+		{name: "all bad ones reported", env: map[string]string{"SVC_FAIL_MODE": "x", "SVC_LOG_LEVEL": "y", "SVC_TENANT_ID": "t"},
+			want: []string{`SVC_FAIL_MODE: must be "open" or "closed", got "x"`,
+				`SVC_LOG_LEVEL: must be one of trace, debug, info, warn, error, got "y"`},
+			overrides: map[string]string{"sdk.fail_mode": "SVC_FAIL_MODE", "log.level": "SVC_LOG_LEVEL", "sdk.tenant_id": "SVC_TENANT_ID"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{RateLimit: RateLimit{DefaultRPM: 7}}
+			err := FromEnv(&cfg, envOf(tt.env))
+			var got []string
+			for _, e := range Errors(err) {
+				got = append(got, e.Error())
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.overrides, cfg.Overrides); diff != "" {
+				t.Errorf("Overrides (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFromEnvDefaultLookup(t *testing.T) {
+	t.Setenv("SVC_SERVICE_NAME", "from-process-env")
+	var cfg Config
+	if err := FromEnv(&cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SDK.ServiceName != "from-process-env" {
+		t.Errorf("service_name = %q, want the process environment's value", cfg.SDK.ServiceName)
+	}
+}

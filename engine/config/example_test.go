@@ -1,0 +1,52 @@
+package config_test
+
+import (
+	"fmt"
+
+	"github.com/svc-dev/svc/engine/config"
+)
+
+func ExampleParse() {
+	_, err := config.Parse([]byte("[sdk]\nfail_mode = \"maybe\"\n"), config.FormatTOML, "svc.toml")
+	fmt.Println(err)
+	// Output: svc.toml: sdk.fail_mode: must be "open" or "closed", got "maybe"
+}
+
+func ExampleInspect() {
+	rep, err := config.Inspect([]byte("[tenants.AcMe]\nplan = \"pro\"\n"), config.FormatTOML, "svc.toml")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(rep.KeyCount, "keys")
+	for _, w := range rep.Warnings {
+		fmt.Println("warning:", w)
+	}
+	// Output:
+	// 1 keys
+	// warning: rate_limit.default_rpm unset: 1000 rpm applies
+	// warning: rate_limit.per_tenant.AcMe unset: default 1000 rpm applies
+}
+
+// ExampleEnvVars prints the environment variable reference.
+func ExampleEnvVars() {
+	for _, v := range config.EnvVars() {
+		fmt.Printf("%s overrides %s\n", v.Name, v.Key)
+	}
+	// Output:
+	// SVC_SIDECAR_ADDR overrides sdk.sidecar_addr
+	// SVC_TENANT_ID overrides sdk.tenant_id
+	// SVC_SERVICE_NAME overrides sdk.service_name
+	// SVC_FAIL_MODE overrides sdk.fail_mode
+	// SVC_JWKS_URL overrides sdk.jwks_url
+	// SVC_POLICY_DIR overrides policy.dir
+	// SVC_BUNDLE_VERIFY_KEY_FILE overrides policy.bundle_verify_key_file
+	// SVC_LOG_LEVEL overrides log.level
+	// SVC_JWT_ISSUER overrides jwt.issuer
+	// SVC_JWT_AUDIENCES overrides jwt.audiences
+	// SVC_HTTP_ADDR overrides sidecar.http_addr
+	// SVC_ADMIN_TOKEN_FILE overrides sidecar.admin_token_file
+	// SVC_AUDIT_DESTINATION overrides audit.destination
+	// SVC_RATE_LIMIT_DEFAULT_RPM overrides rate_limit.default_rpm
+	// SVC_REDIS_ADDR overrides rate_limit.redis_addr
+}

@@ -1,0 +1,77 @@
+package config
+
+import (
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestExampleFile loads svc.example.toml and checks that it mentions every
+// key of the configuration, set or commented out.
+func TestExampleFile(t *testing.T) {
+	const path = "../../svc.example.toml"
+	cfg, err := Load(path, noEnv)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if cfg.DevMode() {
+		t.Error("the example runs in development mode; it should show a production setup")
+	}
+	text := string(readFile(t, path))
+	for _, k := range allKeys(configType, nil) {
+		var re string
+		switch {
+		case k.table:
+			segs := make([]string, len(k.path))
+			for i, s := range k.path {
+				segs[i] = regexp.QuoteMeta(s)
+				if s == "<id>" {
+					segs[i] = `[^.\]]+`
+				}
+			}
+			re = `(?m)^#?\s*\[\[?` + strings.Join(segs, `\.`) + `[.\]]`
+		case k.path[len(k.path)-1] == "<id>":
+			continue
+		default:
+			re = `(?m)^#?\s*` + regexp.QuoteMeta(k.path[len(k.path)-1]) + `\s*=`
+		}
+		if !regexp.MustCompile(re).MatchString(text) {
+			t.Errorf("svc.example.toml does not document %s", strings.Join(k.path, "."))
+		}
+	}
+}
+
+type keyInfo struct {
+	path  []string
+	table bool
+}
+
+// allKeys lists the tables and leaf keys of t by their TOML names; map
+// keys are written "<id>".
+func allKeys(t reflect.Type, path []string) []keyInfo {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct {
+		t = t.Elem()
+	}
+	switch {
+	case t == durationType:
+	case t.Kind() == reflect.Struct:
+		var out []keyInfo
+		if len(path) > 0 {
+			out = append(out, keyInfo{path: path, table: true})
+		}
+		for i := range t.NumField() {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ",")
+			if name != "-" && name != "" {
+				out = append(out, allKeys(t.Field(i).Type, with(path, name))...)
+			}
+		}
+		return out
+	case t.Kind() == reflect.Map:
+		return append([]keyInfo{{path: path, table: true}}, allKeys(t.Elem(), with(path, "<id>"))...)
+	}
+	return []keyInfo{{path: path}}
+}

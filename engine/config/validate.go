@@ -1,0 +1,333 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Log levels accepted in log.level.
+var logLevels = []string{"trace", "debug", "info", "warn", "error"}
+
+// HTTP methods accepted in route method lists. Methods are case-sensitive,
+// so "get" is refused rather than silently never matching.
+var httpMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"}
+
+// Validate reports every setting that cannot work, as one *Error or a list
+// joined with errors.Join (see Errors). Each error names the key and its
+// source: the SVC_* variable that set it, or else c.Source. Validate
+// expects SetDefaults to have run; empty required fields are errors.
+func (c Config) Validate() error {
+	v := &validator{c: &c}
+	v.text(reflect.ValueOf(c), nil)
+	v.sdk()
+	v.jwt()
+	v.tenants()
+	v.rateLimit()
+	v.sidecar()
+	if msg := checkAuditDestination(c.Audit.Destination); msg != "" {
+		v.fail("audit.destination", "%s", msg)
+	}
+	if c.Audit.QueueSize <= 0 {
+		v.fail("audit.queue_size", "must be positive, got %d", c.Audit.QueueSize)
+	}
+	if msg := checkLogLevel(c.Log.Level); msg != "" {
+		v.fail("log.level", "%s", msg)
+	}
+	return join(v.errs)
+}
+
+type validator struct {
+	c    *Config
+	errs []*Error
+}
+
+// fail records a problem with key, sourced from the environment variable
+// that set the key, if any, else from the file.
+func (v *validator) fail(key, format string, args ...any) {
+	src := v.c.Source
+	if env, ok := v.c.Overrides[key]; ok {
+		src = env
+	}
+	v.errs = append(v.errs, &Error{Source: src, Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+// text reports strings that are not valid UTF-8, which no config file
+// format can carry (YAML's !!binary can smuggle them into a string field).
+func (v *validator) text(rv reflect.Value, path []string) {
+	switch rv.Kind() {
+	case reflect.String:
+		if !utf8.ValidString(rv.String()) {
+			v.fail(keyPath(path...), "must be valid UTF-8 text")
+		}
+	case reflect.Pointer:
+		if !rv.IsNil() {
+			v.text(rv.Elem(), path)
+		}
+	case reflect.Struct:
+		t := rv.Type()
+		for i := range t.NumField() {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ",")
+			if t.Field(i).IsExported() && name != "-" && name != "" {
+				v.text(rv.Field(i), with(path, name))
+			}
+		}
+	case reflect.Slice:
+		for i := range rv.Len() {
+			v.text(rv.Index(i), with(path, index(i)))
+		}
+	case reflect.Map:
+		keys := rv.MapKeys()
+		slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+		for _, k := range keys {
+			if !utf8.ValidString(k.String()) {
+				v.fail(keyPath(with(path, k.String())...), "key must be valid UTF-8 text")
+				continue
+			}
+			v.text(rv.MapIndex(k), with(path, k.String()))
+		}
+	}
+}
+
+func (v *validator) sdk() {
+	s := v.c.SDK
+	if msg := checkHostPort(s.SidecarAddr); msg != "" {
+		v.fail("sdk.sidecar_addr", "%s", msg)
+	}
+	if msg := checkFailMode(s.FailMode); msg != "" {
+		v.fail("sdk.fail_mode", "%s", msg)
+	} else if s.FailMode == FailClosed && s.JWKSURL == "" {
+		v.fail("sdk.fail_mode", "fail_mode=closed requires sdk.jwks_url")
+	}
+	if s.JWKSURL != "" {
+		if msg := checkURL(s.JWKSURL, true); msg != "" {
+			v.fail("sdk.jwks_url", "%s", msg)
+		}
+	}
+	if s.SAML != nil {
+		v.saml(*s.SAML)
+	}
+}
+
+func (v *validator) saml(s SAML) {
+	if s.EntityID == "" {
+		v.fail("sdk.saml.entity_id", "must be set when [sdk.saml] is present")
+	} else if _, err := url.Parse(s.EntityID); err != nil {
+		v.fail("sdk.saml.entity_id", "must be a URL: %s", urlReason(err))
+	}
+	if s.ACSURL == "" {
+		v.fail("sdk.saml.acs_url", "must be set when [sdk.saml] is present")
+	} else if msg := checkURL(s.ACSURL, false); msg != "" {
+		v.fail("sdk.saml.acs_url", "%s", msg)
+	}
+	if s.IDPMetadataURL == "" {
+		v.fail("sdk.saml.idp_metadata_url", "must be set when [sdk.saml] is present")
+	} else if msg := checkURL(s.IDPMetadataURL, true); msg != "" {
+		v.fail("sdk.saml.idp_metadata_url", "%s", msg)
+	}
+	if s.ClockSkewSeconds < 0 {
+		v.fail("sdk.saml.clock_skew_seconds", "must not be negative, got %d", s.ClockSkewSeconds)
+	}
+	for _, a := range []struct{ key, attr string }{
+		{"sdk.saml.attribute_mapping.email", s.AttributeMapping.Email},
+		{"sdk.saml.attribute_mapping.role", s.AttributeMapping.Role},
+		{"sdk.saml.attribute_mapping.tenant", s.AttributeMapping.Tenant},
+	} {
+		if strings.TrimSpace(a.attr) == "" {
+			v.fail(a.key, "must name a SAML attribute")
+		}
+	}
+}
+
+func (v *validator) jwt() {
+	j := v.c.JWT
+	for _, d := range []struct {
+		key string
+		d   Duration
+	}{
+		{"jwt.clock_skew", j.ClockSkew}, {"jwt.jwks_fetch_timeout", j.JWKSFetchTimeout},
+		{"jwt.jwks_min_refresh", j.JWKSMinRefresh}, {"jwt.jwks_max_refresh", j.JWKSMaxRefresh},
+	} {
+		if d.d.Duration < 0 {
+			v.fail(d.key, "must not be negative, got %q", d.d.String())
+		}
+	}
+	if j.JWKSFetchTimeout.Duration == 0 {
+		v.fail("jwt.jwks_fetch_timeout", "must be positive")
+	}
+	if j.JWKSMinRefresh.Duration > j.JWKSMaxRefresh.Duration {
+		v.fail("jwt.jwks_min_refresh", "must not exceed jwt.jwks_max_refresh (%s > %s)",
+			j.JWKSMinRefresh.Duration, j.JWKSMaxRefresh.Duration)
+	}
+	if j.CacheSize <= 0 {
+		v.fail("jwt.cache_size", "must be positive, got %d", j.CacheSize)
+	}
+	for i, a := range j.Audiences {
+		if strings.TrimSpace(a) == "" {
+			v.fail(keyPath("jwt", "audiences", index(i)), "must not be empty")
+		}
+	}
+}
+
+func (v *validator) tenants() {
+	for _, id := range slices.Sorted(maps.Keys(v.c.Tenants)) {
+		if strings.TrimSpace(id) == "" {
+			v.fail(keyPath("tenants", id), "tenant id must not be empty")
+		}
+	}
+}
+
+func (v *validator) rateLimit() {
+	r := v.c.RateLimit
+	if r.DefaultRPM < 0 {
+		v.fail("rate_limit.default_rpm", "must not be negative, got %d", r.DefaultRPM)
+	}
+	for _, id := range slices.Sorted(maps.Keys(r.PerTenant)) {
+		key := keyPath("rate_limit", "per_tenant", id)
+		if strings.TrimSpace(id) == "" {
+			v.fail(key, "tenant id must not be empty")
+		}
+		if rpm := r.PerTenant[id]; rpm < 0 {
+			v.fail(key, "must not be negative, got %d", rpm)
+		}
+	}
+	if r.RedisAddr != "" {
+		if msg := checkHostPort(r.RedisAddr); msg != "" {
+			v.fail("rate_limit.redis_addr", "%s", msg)
+		}
+	}
+}
+
+func (v *validator) sidecar() {
+	s := v.c.Sidecar
+	if msg := checkHostPort(s.HTTPAddr); msg != "" {
+		v.fail("sidecar.http_addr", "%s", msg)
+	}
+	if s.DrainTimeout.Duration < 0 {
+		v.fail("sidecar.drain_timeout", "must not be negative, got %q", s.DrainTimeout.String())
+	}
+	for i, r := range s.Routes {
+		if msg := checkRoutePath(r.Path); msg != "" {
+			v.fail(keyPath("sidecar", "routes", index(i), "path"), "%s", msg)
+		}
+		for j, m := range r.Methods {
+			if !slices.Contains(httpMethods, m) {
+				v.fail(keyPath("sidecar", "routes", index(i), "methods", index(j)),
+					"must be one of %s, got %q", strings.Join(httpMethods, ", "), m)
+			}
+		}
+	}
+}
+
+func checkFailMode(s string) string {
+	if s != FailOpen && s != FailClosed {
+		return fmt.Sprintf("must be %q or %q, got %q", FailOpen, FailClosed, s)
+	}
+	return ""
+}
+
+func checkLogLevel(s string) string {
+	if !slices.Contains(logLevels, s) {
+		return fmt.Sprintf("must be one of %s, got %q", strings.Join(logLevels, ", "), s)
+	}
+	return ""
+}
+
+func checkAuditDestination(s string) string {
+	switch {
+	case s == "":
+		return fmt.Sprintf("must be %q, %q, %q or a file path", AuditStdout, AuditStderr, AuditOff)
+	case strings.ContainsRune(s, 0):
+		return "file path must not contain a NUL byte"
+	}
+	return ""
+}
+
+// checkHostPort accepts host:port with a numeric port in 0-65535; the
+// host may be empty (all interfaces).
+func checkHostPort(s string) string {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Sprintf("must be host:port, got %q", s)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil || strings.ContainsAny(port, "+-") {
+		return fmt.Sprintf("port must be a number from 0 to 65535, got %q", port)
+	}
+	return ""
+}
+
+// checkURL accepts an absolute http or https URL with a host and no user
+// information. With httpsOnly, plain http is accepted only on a loopback
+// host, because the document fetched there is trusted key material.
+func checkURL(s string, httpsOnly bool) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "must be a URL: " + urlReason(err)
+	}
+	if u.User != nil {
+		return fmt.Sprintf("must not carry credentials, got %q", u.Redacted())
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Hostname() == "" {
+		return fmt.Sprintf("must be an absolute http(s) URL with a host, got %q", u.Redacted())
+	}
+	if httpsOnly && u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+		return fmt.Sprintf("must use https (http only on a loopback host), got %q", u.Redacted())
+	}
+	return ""
+}
+
+// urlReason returns why url.Parse failed without repeating the URL, which
+// could carry a password.
+func urlReason(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return "unparseable"
+}
+
+// isLoopbackHost reports whether host is localhost, in 127.0.0.0/8 or ::1.
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// checkRoutePath accepts an absolute path whose "{name}" placeholders are
+// closed, not nested and named.
+func checkRoutePath(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		return fmt.Sprintf("must start with \"/\", got %q", p)
+	}
+	open := -1
+	for i, r := range p {
+		switch r {
+		case '{':
+			if open >= 0 {
+				return fmt.Sprintf("placeholders must not nest, got %q", p)
+			}
+			open = i
+		case '}':
+			if open < 0 {
+				return fmt.Sprintf("unbalanced \"}\", got %q", p)
+			}
+			if i == open+1 {
+				return fmt.Sprintf("placeholder must have a name, got %q", p)
+			}
+			open = -1
+		}
+	}
+	if open >= 0 {
+		return fmt.Sprintf("unclosed \"{\", got %q", p)
+	}
+	return ""
+}

@@ -1,0 +1,210 @@
+package config
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// validConfig is a production-like configuration that passes Validate.
+func validConfig() Config {
+	c := Config{
+		Source: "svc.toml",
+		SDK: SDK{FailMode: FailClosed, JWKSURL: "https://idp.example.com/jwks", SAML: &SAML{
+			EntityID:       "https://app.example.com/auth/saml/metadata",
+			ACSURL:         "https://app.example.com/auth/saml/acs",
+			IDPMetadataURL: "https://idp.example.com/saml/metadata",
+		}},
+		Tenants:   map[string]Tenant{"acme": {Plan: "pro"}},
+		RateLimit: RateLimit{PerTenant: map[string]int{"acme": 10}, RedisAddr: "127.0.0.1:6379"},
+		Sidecar:   Sidecar{Routes: []Route{{Path: "/api/{resource}/{id}", Methods: []string{"GET"}}}},
+	}
+	c.SetDefaults()
+	return c
+}
+
+func TestValidateAcceptsValid(t *testing.T) {
+	if err := validConfig().Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	c := validConfig()
+	c.SDK.SidecarAddr, c.Sidecar.HTTPAddr = ":0", "[::]:65535"
+	c.SDK.SAML.ACSURL = "http://localhost:7701/auth/saml/acs"
+	c.JWT.JWKSMinRefresh = c.JWT.JWKSMaxRefresh
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate of edge values: %v", err)
+	}
+}
+
+// TestValidateNamesKeyAndSource checks each rule alone: exactly one error,
+// naming the key and where the value came from.
+func TestValidateNamesKeyAndSource(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Config)
+		env    string // the SVC_* variable the key came from, if any
+		key    string
+		want   string
+	}{
+		{"fail_mode enum", func(c *Config) { c.SDK.FailMode = "x" }, "",
+			"sdk.fail_mode", `svc.toml: sdk.fail_mode: must be "open" or "closed", got "x"`},
+		{"fail_mode enum from env", func(c *Config) { c.SDK.FailMode = "maybe" }, "SVC_FAIL_MODE",
+			"sdk.fail_mode", `SVC_FAIL_MODE: must be "open" or "closed", got "maybe"`},
+		{"closed without jwks_url", func(c *Config) { c.SDK.JWKSURL = "" }, "",
+			"sdk.fail_mode", "svc.toml: sdk.fail_mode: fail_mode=closed requires sdk.jwks_url"},
+		{"jwks_url unparseable", func(c *Config) { c.SDK.JWKSURL = "://idp" }, "",
+			"sdk.jwks_url", "svc.toml: sdk.jwks_url: must be a URL: missing protocol scheme"},
+		{"jwks_url public http", func(c *Config) { c.SDK.JWKSURL = "http://idp.example.com/jwks" }, "SVC_JWKS_URL",
+			"sdk.jwks_url", `SVC_JWKS_URL: must use https (http only on a loopback host), got "http://idp.example.com/jwks"`},
+		{"jwks_url with password", func(c *Config) { c.SDK.JWKSURL = "https://u:hunter2@idp.example.com/jwks" }, "",
+			"sdk.jwks_url", `svc.toml: sdk.jwks_url: must not carry credentials, got "https://u:xxxxx@idp.example.com/jwks"`},
+		{"sidecar_addr without port", func(c *Config) { c.SDK.SidecarAddr = "[::1]" }, "",
+			"sdk.sidecar_addr", `svc.toml: sdk.sidecar_addr: must be host:port, got "[::1]"`},
+		{"sidecar_addr named port", func(c *Config) { c.SDK.SidecarAddr = "localhost:grpc" }, "SVC_SIDECAR_ADDR",
+			"sdk.sidecar_addr", `SVC_SIDECAR_ADDR: port must be a number from 0 to 65535, got "grpc"`},
+		{"http_addr port out of range", func(c *Config) { c.Sidecar.HTTPAddr = "127.0.0.1:65536" }, "",
+			"sidecar.http_addr", `svc.toml: sidecar.http_addr: port must be a number from 0 to 65535, got "65536"`},
+		{"http_addr signed port", func(c *Config) { c.Sidecar.HTTPAddr = "127.0.0.1:+80" }, "",
+			"sidecar.http_addr", `svc.toml: sidecar.http_addr: port must be a number from 0 to 65535, got "+80"`},
+		{"log level", func(c *Config) { c.Log.Level = "INFO" }, "SVC_LOG_LEVEL",
+			"log.level", `SVC_LOG_LEVEL: must be one of trace, debug, info, warn, error, got "INFO"`},
+		{"default_rpm negative", func(c *Config) { c.RateLimit.DefaultRPM = -5 }, "",
+			"rate_limit.default_rpm", "svc.toml: rate_limit.default_rpm: must not be negative, got -5"},
+		{"per_tenant negative", func(c *Config) { c.RateLimit.PerTenant["AcMe"] = -1 }, "",
+			"rate_limit.per_tenant.AcMe", "svc.toml: rate_limit.per_tenant.AcMe: must not be negative, got -1"},
+		{"per_tenant empty id", func(c *Config) { c.RateLimit.PerTenant[""] = 3 }, "",
+			`rate_limit.per_tenant.""`, `svc.toml: rate_limit.per_tenant."": tenant id must not be empty`},
+		{"tenant empty id", func(c *Config) { c.Tenants[" "] = Tenant{} }, "",
+			`tenants." "`, `svc.toml: tenants." ": tenant id must not be empty`},
+		{"redis_addr", func(c *Config) { c.RateLimit.RedisAddr = "redis" }, "SVC_REDIS_ADDR",
+			"rate_limit.redis_addr", `SVC_REDIS_ADDR: must be host:port, got "redis"`},
+		{"cache_size", func(c *Config) { c.JWT.CacheSize = -3 }, "",
+			"jwt.cache_size", "svc.toml: jwt.cache_size: must be positive, got -3"},
+		{"min over max refresh", func(c *Config) { c.JWT.JWKSMinRefresh = dur(2 * time.Hour) }, "",
+			"jwt.jwks_min_refresh", "svc.toml: jwt.jwks_min_refresh: must not exceed jwt.jwks_max_refresh (2h0m0s > 1h0m0s)"},
+		{"negative clock skew", func(c *Config) { c.JWT.ClockSkew = dur(-time.Second) }, "",
+			"jwt.clock_skew", `svc.toml: jwt.clock_skew: must not be negative, got "-1s"`},
+		{"zero fetch timeout", func(c *Config) { c.JWT.JWKSFetchTimeout = dur(0) }, "",
+			"jwt.jwks_fetch_timeout", "svc.toml: jwt.jwks_fetch_timeout: must be positive"},
+		{"empty audience", func(c *Config) { c.JWT.Audiences = []string{"a", ""} }, "",
+			"jwt.audiences[1]", "svc.toml: jwt.audiences[1]: must not be empty"},
+		{"negative drain", func(c *Config) { c.Sidecar.DrainTimeout = dur(-time.Second) }, "",
+			"sidecar.drain_timeout", `svc.toml: sidecar.drain_timeout: must not be negative, got "-1s"`},
+		{"route path relative", func(c *Config) { c.Sidecar.Routes[0].Path = "api" }, "",
+			"sidecar.routes[0].path", `svc.toml: sidecar.routes[0].path: must start with "/", got "api"`},
+		{"route path empty placeholder", func(c *Config) { c.Sidecar.Routes[0].Path = "/a/{}/b" }, "",
+			"sidecar.routes[0].path", `svc.toml: sidecar.routes[0].path: placeholder must have a name, got "/a/{}/b"`},
+		{"route path unclosed", func(c *Config) { c.Sidecar.Routes[0].Path = "/a/{id" }, "",
+			"sidecar.routes[0].path", `svc.toml: sidecar.routes[0].path: unclosed "{", got "/a/{id"`},
+		{"route path nested", func(c *Config) { c.Sidecar.Routes[0].Path = "/a/{b{c}}" }, "",
+			"sidecar.routes[0].path", `svc.toml: sidecar.routes[0].path: placeholders must not nest, got "/a/{b{c}}"`},
+		{"route path stray brace", func(c *Config) { c.Sidecar.Routes[0].Path = "/a}" }, "",
+			"sidecar.routes[0].path", `svc.toml: sidecar.routes[0].path: unbalanced "}", got "/a}"`},
+		{"route method", func(c *Config) {
+			c.Sidecar.Routes = append(c.Sidecar.Routes, Route{Path: "/b", Methods: []string{"POST", "get"}})
+		}, "",
+			"sidecar.routes[1].methods[1]", `svc.toml: sidecar.routes[1].methods[1]: must be one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, CONNECT, TRACE, got "get"`},
+		{"audit destination empty", func(c *Config) { c.Audit.Destination = "" }, "SVC_AUDIT_DESTINATION",
+			"audit.destination", `SVC_AUDIT_DESTINATION: must be "stdout", "stderr", "off" or a file path`},
+		{"audit queue", func(c *Config) { c.Audit.QueueSize = -1 }, "",
+			"audit.queue_size", "svc.toml: audit.queue_size: must be positive, got -1"},
+		{"saml entity_id missing", func(c *Config) { c.SDK.SAML.EntityID = "" }, "",
+			"sdk.saml.entity_id", "svc.toml: sdk.saml.entity_id: must be set when [sdk.saml] is present"},
+		{"saml entity_id unparseable", func(c *Config) { c.SDK.SAML.EntityID = "https://app.example.com/%zz" }, "",
+			"sdk.saml.entity_id", `svc.toml: sdk.saml.entity_id: must be a URL: invalid URL escape "%zz"`},
+		{"saml acs_url relative", func(c *Config) { c.SDK.SAML.ACSURL = "/auth/saml/acs" }, "",
+			"sdk.saml.acs_url", `svc.toml: sdk.saml.acs_url: must be an absolute http(s) URL with a host, got "/auth/saml/acs"`},
+		{"saml metadata over public http", func(c *Config) { c.SDK.SAML.IDPMetadataURL = "http://idp.example.com/md" }, "",
+			"sdk.saml.idp_metadata_url", `svc.toml: sdk.saml.idp_metadata_url: must use https (http only on a loopback host), got "http://idp.example.com/md"`},
+		{"saml clock skew", func(c *Config) { c.SDK.SAML.ClockSkewSeconds = -1 }, "",
+			"sdk.saml.clock_skew_seconds", "svc.toml: sdk.saml.clock_skew_seconds: must not be negative, got -1"},
+		{"saml attribute blank", func(c *Config) { c.SDK.SAML.AttributeMapping.Role = " " }, "",
+			"sdk.saml.attribute_mapping.role", "svc.toml: sdk.saml.attribute_mapping.role: must name a SAML attribute"},
+		{"invalid utf-8", func(c *Config) { c.Tenants["acme"] = Tenant{Plan: "\xff"} }, "",
+			"tenants.acme.plan", "svc.toml: tenants.acme.plan: must be valid UTF-8 text"},
+		{"built in code", func(c *Config) { c.Source = ""; c.Log.Level = "loud" }, "",
+			"log.level", `log.level: must be one of trace, debug, info, warn, error, got "loud"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := validConfig()
+			tt.mutate(&c)
+			wantSource := c.Source
+			if tt.env != "" {
+				c.Overrides = map[string]string{tt.key: tt.env}
+				wantSource = tt.env
+			}
+			err := c.Validate()
+			errs := Errors(err)
+			if len(errs) != 1 {
+				t.Fatalf("Validate = %v, want exactly one error", err)
+			}
+			e := errs[0]
+			if e.Key != tt.key || e.Source != wantSource {
+				t.Errorf("Key, Source = %q, %q; want %q, %q", e.Key, e.Source, tt.key, wantSource)
+			}
+			if e.Error() != tt.want {
+				t.Errorf("Error() = %q\nwant      %q", e.Error(), tt.want)
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Error("errors.Is(err, ErrInvalid) = false")
+			}
+			var ce *Error
+			if !errors.As(err, &ce) || ce != e {
+				t.Error("errors.As does not find the *Error")
+			}
+		})
+	}
+}
+
+func TestValidateReportsAll(t *testing.T) {
+	c := validConfig()
+	c.SDK.FailMode = "x"
+	c.Log.Level = "y"
+	c.Sidecar.HTTPAddr = "z"
+	err := c.Validate()
+	if got := len(Errors(err)); got != 3 {
+		t.Fatalf("Validate = %v: %d errors, want 3", err, got)
+	}
+}
+
+func TestErrorFormat(t *testing.T) {
+	tests := []struct {
+		name string
+		err  *Error
+		want string
+	}{
+		{"all parts", &Error{Source: "svc.toml", Line: 3, Column: 7, Key: "sdk.x", Msg: "unknown key"}, "svc.toml:3:7: sdk.x: unknown key"},
+		{"line only", &Error{Source: "svc.yaml", Line: 3, Msg: "bad"}, "svc.yaml:3: bad"},
+		{"no source", &Error{Key: "log.level", Msg: "bad"}, "log.level: bad"},
+		{"env names its key", &Error{Source: "SVC_LOG_LEVEL", Key: "log.level", Msg: "bad"}, "SVC_LOG_LEVEL: bad"},
+		{"env with another key", &Error{Source: "SVC_FAIL_MODE", Key: "sdk.jwks_url", Msg: "bad"}, "SVC_FAIL_MODE: sdk.jwks_url: bad"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.err.Error(); got != tt.want {
+				t.Errorf("Error() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestKeyPath(t *testing.T) {
+	tests := []struct {
+		segs []string
+		want string
+	}{
+		{[]string{"sdk", "fail_mode"}, "sdk.fail_mode"},
+		{[]string{"tenants", "AcMe", "plan"}, "tenants.AcMe.plan"},
+		{[]string{"tenants", "a.b"}, `tenants."a.b"`},
+		{[]string{"rate_limit", "per_tenant", ""}, `rate_limit.per_tenant.""`},
+		{[]string{"sidecar", "routes", "[2]", "methods", "[0]"}, "sidecar.routes[2].methods[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			if got := keyPath(tt.segs...); got != tt.want {
+				t.Errorf("keyPath(%q) = %q, want %q", tt.segs, got, tt.want)
+			}
+		})
+	}
+}
