@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"time"
+
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reason"
 )
@@ -38,6 +40,8 @@ type Decision struct {
 	Reason reason.Code `json:"reason"`
 	// Revision is the revision of the policy set that decided.
 	Revision string `json:"revision,omitempty"`
+	// RetryAfter is set when Reason is "rate-limited".
+	RetryAfter time.Duration `json:"retry_after,omitempty"`
 }
 
 // Result is the outcome of Authorize: the token decision, then (when the

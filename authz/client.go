@@ -1,0 +1,186 @@
+package authz
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	authzv1 "github.com/svc-dev/svc/authz/v1"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+// DefaultTimeout bounds one decision call of a Client: a sidecar that does
+// not answer in time is treated as unreachable.
+const DefaultTimeout = time.Second
+
+// failOpenLogEvery spaces the warnings of a fail-open client so that an
+// outage of the sidecar does not flood the application's log.
+const failOpenLogEvery = 10 * time.Second
+
+// ClientOptions configures a Client. Every field is optional.
+type ClientOptions struct {
+	// FailMode is FailOpen (default) or FailClosed: what ValidateToken and
+	// Authorize return when the sidecar is unreachable.
+	FailMode string
+	// Timeout bounds each call; default DefaultTimeout. A shorter deadline
+	// on the caller's context wins.
+	Timeout time.Duration
+	// TLS, when set, secures the connection. Without it the connection is
+	// plaintext, which is meant for a sidecar on loopback or a Unix
+	// socket: bearer tokens travel on it.
+	TLS *tls.Config
+	// DialOptions are appended to the client's own (transport
+	// credentials); use them for interceptors or OTel stats handlers.
+	DialOptions []grpc.DialOption
+	// Logger receives fail-open warnings; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Client is the Go SDK of the sidecar: it asks svc.authz.v1 for token and
+// authorization decisions over one reused gRPC connection and applies the
+// fail mode when the sidecar cannot be reached. It is safe for concurrent
+// use.
+type Client struct {
+	conn     *grpc.ClientConn
+	rpc      authzv1.AuthzServiceClient
+	failMode string
+	timeout  time.Duration
+	log      *slog.Logger
+	lastWarn atomic.Int64
+}
+
+var _ Authorizer = (*Client)(nil)
+
+// NewClient returns a Client of the sidecar at addr, a gRPC target such as
+// "[::1]:50051" (the default when addr is empty), "localhost:50051" or
+// "unix:///run/svc.sock". It does not connect: the connection is made on
+// first use and re-made after failures.
+func NewClient(addr string, opts ClientOptions) (*Client, error) {
+	mode, err := checkFailMode(opts.FailMode)
+	if err != nil {
+		return nil, fmt.Errorf("authz: new client: %w", err)
+	}
+	if addr == "" {
+		addr = config.DefaultSidecarAddr
+	}
+	if opts.Timeout < 0 {
+		return nil, fmt.Errorf("authz: new client: negative timeout %s", opts.Timeout)
+	}
+	creds := insecure.NewCredentials()
+	if opts.TLS != nil {
+		creds = credentials.NewTLS(opts.TLS)
+	}
+	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, opts.DialOptions...)
+	conn, err := grpc.NewClient(addr, dial...)
+	if err != nil {
+		return nil, fmt.Errorf("authz: new client for %q: %w", addr, err)
+	}
+	c := &Client{
+		conn:     conn,
+		rpc:      authzv1.NewAuthzServiceClient(conn),
+		failMode: mode,
+		timeout:  opts.Timeout,
+		log:      opts.Logger,
+	}
+	if c.timeout == 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	return c, nil
+}
+
+// FailMode returns the client's fail mode, FailOpen or FailClosed.
+func (c *Client) FailMode() string { return c.failMode }
+
+// ValidateToken asks the sidecar to verify token. An invalid token is a
+// decision with Allowed=false and its reason, in both fail modes. When the
+// sidecar is unreachable it returns, in FailOpen mode, Allowed=true with
+// nil claims and reason "fail-open"; in FailClosed mode an
+// *UnavailableError. Any other error (a cancelled context, a request the
+// sidecar rejects) is returned as is.
+func (c *Client) ValidateToken(ctx context.Context, token string) (TokenDecision, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.rpc.ValidateToken(ctx, &authzv1.ValidateTokenRequest{Token: token})
+	if err != nil {
+		if err = c.callError(ctx, "validate-token", err); errors.Is(err, errFailOpen) {
+			return failOpenToken(), nil
+		}
+		return TokenDecision{Reason: reason.Of(err, reason.Unavailable)}, err
+	}
+	return tokenDecisionOf(resp), nil
+}
+
+// Authorize asks the sidecar whether the bearer of req.Token may perform
+// req.Action on req.Resource. Denials and invalid tokens are decisions
+// with Allowed=false, in both fail modes. When the sidecar is unreachable
+// or cannot decide it returns, in FailOpen mode, Allowed=true with reason
+// "fail-open"; in FailClosed mode an *UnavailableError. A request the
+// sidecar rejects as malformed is a *reason.Error with code
+// reason.InputInvalid.
+func (c *Client) Authorize(ctx context.Context, req AuthorizeRequest) (Decision, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.rpc.Authorize(ctx, authorizeRequestToProto(req))
+	if err != nil {
+		if err = c.callError(ctx, "authorize", err); errors.Is(err, errFailOpen) {
+			return failOpenDecision(), nil
+		}
+		return Decision{Reason: reason.Of(err, reason.Unavailable), DenyReasons: []string{}}, err
+	}
+	return decisionOfResponse(resp), nil
+}
+
+// Close releases the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// errFailOpen tells a method to answer with its fail-open decision.
+var errFailOpen = errors.New("fail open")
+
+// callError classifies the error of a call. Unreachable (Unavailable,
+// DeadlineExceeded, which covers a refused connection and a sidecar that
+// is too slow) becomes errFailOpen or an *UnavailableError by fail mode.
+// A context the caller itself ended is not the sidecar's failure and is
+// returned as is.
+func (c *Client) callError(ctx context.Context, op string, err error) error {
+	st, _ := status.FromError(err)
+	switch st.Code() {
+	case codes.Canceled:
+		if ctx.Err() != nil {
+			return fmt.Errorf("authz: %s: %w", op, ctx.Err())
+		}
+	case codes.Unavailable, codes.DeadlineExceeded:
+		rc := reasonOfStatus(st, reason.Unavailable)
+		if c.failMode == FailOpen {
+			c.warnFailOpen(op, rc, st.Code())
+			return errFailOpen
+		}
+		return &UnavailableError{Op: op, Reason: rc, Err: err}
+	case codes.InvalidArgument:
+		return reason.Wrap(reasonOfStatus(st, reason.InputInvalid), err, "%s: sidecar rejected the request", op)
+	}
+	return fmt.Errorf("authz: %s: %w", op, err)
+}
+
+func (c *Client) warnFailOpen(op string, rc reason.Code, code codes.Code) {
+	now := time.Now().UnixNano()
+	last := c.lastWarn.Load()
+	if now-last < int64(failOpenLogEvery) || !c.lastWarn.CompareAndSwap(last, now) {
+		return
+	}
+	c.log.Warn("decision service unavailable; allowing by fail_mode=open",
+		"op", op, "reason", rc, "grpc_code", code.String(), "fail_mode", FailOpen)
+}

@@ -1,0 +1,380 @@
+package authz_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"math/big"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/svc-dev/svc/authz"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+func TestClientAgainstRunningSidecar(t *testing.T) {
+	p := newIDP(t)
+	addr := serveGRPC(t, newServer(t, newEngine(t, p, nil)))
+	conflict := serveGRPC(t, newServer(t, newEngine(t, p, func(c *config.Config) { c.Policy.Dir = "testdata/policy-conflict" })))
+	viewer := p.token(t, fixedUser("alice", "viewer"))
+	expired := p.token(t, map[string]any{"sub": "alice", "tenant_id": tenant, "exp": time.Now().Add(-time.Hour).Unix(), "iat": fixedIat})
+
+	for _, mode := range []string{authz.FailOpen, authz.FailClosed} {
+		t.Run(mode, func(t *testing.T) {
+			c := newClient(t, addr, mode)
+			cc := newClient(t, conflict, mode)
+
+			t.Run("valid token", func(t *testing.T) {
+				got, err := c.ValidateToken(t.Context(), viewer)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := authz.TokenDecision{Allowed: true, Reason: reason.OK, Subject: "alice", TenantID: tenant, Claims: map[string]any{
+					"sub": "alice", "tenant_id": tenant, "roles": []any{"viewer"}, "email": "alice@example.com",
+					"department": "sales", "clearance": map[string]any{"level": 3.0, "tags": []any{"a", "b"}},
+					"exp": float64(fixedExp), "iat": float64(fixedIat),
+				}}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("decision (-want +got):\n%s", diff)
+				}
+			})
+
+			tokenCases := []struct {
+				name, token string
+				want        reason.Code
+			}{
+				{"expired token", expired, reason.TokenExpired},
+				{"garbage token", "garbage", reason.TokenMalformed},
+				{"no token", "", reason.TokenMissing},
+			}
+			for _, tc := range tokenCases {
+				t.Run(tc.name+" is a decision in either mode", func(t *testing.T) {
+					got, err := c.ValidateToken(t.Context(), tc.token)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got.Allowed || got.Reason != tc.want || got.Claims != nil {
+						t.Errorf("got %+v, want denied with %q and no claims", got, tc.want)
+					}
+				})
+			}
+
+			authzCases := []struct {
+				name    string
+				req     authz.AuthorizeRequest
+				allowed bool
+				reason  reason.Code
+				deny    []string
+			}{
+				{"allowed", authz.AuthorizeRequest{Token: viewer, Action: "orders:read", Resource: authz.Resource{ID: "o-1"}}, true, reason.PolicyAllow, []string{}},
+				{"denied", authz.AuthorizeRequest{Token: viewer, Action: "orders:update"}, false, reason.PolicyDeny, []string{"role-forbidden: viewer cannot orders:update"}},
+				{"expired token", authz.AuthorizeRequest{Token: expired, Action: "orders:read"}, false, reason.TokenExpired, []string{}},
+			}
+			for _, tc := range authzCases {
+				t.Run("authorize "+tc.name, func(t *testing.T) {
+					got, err := c.Authorize(t.Context(), tc.req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got.Allowed != tc.allowed || got.Reason != tc.reason || !cmp.Equal(got.DenyReasons, tc.deny) {
+						t.Errorf("got %+v, want allowed=%v reason=%q deny=%q", got, tc.allowed, tc.reason, tc.deny)
+					}
+					if evaluated := tc.reason == reason.PolicyAllow || tc.reason == reason.PolicyDeny; evaluated != (got.DecisionID != "") {
+						t.Errorf("decision id %q", got.DecisionID)
+					}
+				})
+			}
+
+			t.Run("malformed request is an error in either mode", func(t *testing.T) {
+				_, err := c.Authorize(t.Context(), authz.AuthorizeRequest{Token: viewer})
+				if !errors.Is(err, &reason.Error{Code: reason.InputInvalid}) || errors.Is(err, authz.ErrUnavailable) {
+					t.Fatalf("err %v, want input-invalid", err)
+				}
+			})
+
+			t.Run("engine cannot decide", func(t *testing.T) {
+				got, err := cc.Authorize(t.Context(), authz.AuthorizeRequest{Token: viewer, Action: "orders:read", Resource: authz.Resource{ID: "conflict"}})
+				checkUnavailable(t, mode, got, err, reason.PolicyError)
+			})
+		})
+	}
+}
+
+// checkUnavailable checks the outcome of an Authorize that got no decision.
+func checkUnavailable(t *testing.T, mode string, got authz.Decision, err error, want reason.Code) {
+	t.Helper()
+	if mode == authz.FailOpen {
+		if err != nil || !got.Allowed || got.Reason != reason.FailOpen || got.Claims != nil || got.Subject != "anonymous" {
+			t.Fatalf("fail-open: got %+v, %v", got, err)
+		}
+		return
+	}
+	var ue *authz.UnavailableError
+	if !errors.As(err, &ue) || !errors.Is(err, authz.ErrUnavailable) || ue.Reason != want || got.Allowed {
+		t.Fatalf("fail-closed: got %+v, err %v; want *UnavailableError with %q", got, err, want)
+	}
+}
+
+// blackHole accepts TCP connections and never answers: a sidecar that
+// hangs.
+func blackHole(t testing.TB) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = lis.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return lis.Addr().String()
+}
+
+func TestClientSidecarUnreachable(t *testing.T) {
+	targets := []struct {
+		name string
+		addr func(testing.TB) string
+		want reason.Code
+	}{
+		{"connection refused", deadAddr, reason.Unavailable},
+		{"sidecar hangs", blackHole, reason.Unavailable},
+	}
+	for _, target := range targets {
+		for _, mode := range []string{authz.FailOpen, authz.FailClosed} {
+			t.Run(target.name+"/"+mode, func(t *testing.T) {
+				c, err := authz.NewClient(target.addr(t), authz.ClientOptions{FailMode: mode, Timeout: 200 * time.Millisecond, Logger: quietLogger()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+
+				start := time.Now()
+				td, err := c.ValidateToken(t.Context(), "any-token")
+				if took := time.Since(start); took > 2*time.Second {
+					t.Errorf("ValidateToken took %v with a 200ms timeout", took)
+				}
+				if mode == authz.FailOpen {
+					want := authz.TokenDecision{Allowed: true, Claims: nil, Reason: reason.FailOpen}
+					if err != nil || td.Allowed != want.Allowed || td.Claims != nil || td.Reason != want.Reason {
+						t.Errorf("ValidateToken = %+v, %v; want %+v", td, err, want)
+					}
+				} else {
+					var ue *authz.UnavailableError
+					if !errors.As(err, &ue) || !errors.Is(err, authz.ErrUnavailable) || ue.Reason != target.want || ue.Op != "validate-token" || td.Allowed {
+						t.Errorf("ValidateToken = %+v, %v; want *UnavailableError", td, err)
+					}
+				}
+				d, err := c.Authorize(t.Context(), authz.AuthorizeRequest{Token: "any-token", Action: "orders:read"})
+				checkUnavailable(t, mode, d, err, target.want)
+			})
+		}
+	}
+}
+
+func TestClientCallerContext(t *testing.T) {
+	c := newClient(t, blackHole(t), authz.FailOpen)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	d, err := c.ValidateToken(ctx, "any-token")
+	if err == nil || !errors.Is(err, context.Canceled) || d.Allowed {
+		t.Fatalf("cancelled caller: %+v, %v; want context.Canceled, not fail-open", d, err)
+	}
+}
+
+// countingListener counts accepted connections.
+type countingListener struct {
+	net.Listener
+	n atomic.Int32
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
+}
+
+func TestClientReusesOneConnection(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis := &countingListener{Listener: raw}
+	g := grpc.NewServer()
+	newServer(t, newEngine(t, nil, nil)).Register(g)
+	go func() { _ = g.Serve(lis) }()
+	t.Cleanup(g.Stop)
+
+	c := newClient(t, raw.Addr().String(), authz.FailClosed)
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if d, err := c.ValidateToken(t.Context(), "dev-token"); err != nil || d.Reason != reason.DevAnonymous {
+				t.Errorf("ValidateToken = %+v, %v", d, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := lis.n.Load(); n != 1 {
+		t.Errorf("%d connections for 50 calls, want 1", n)
+	}
+}
+
+func TestClientReconnects(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	srv := newServer(t, newEngine(t, nil, nil))
+	serve := func(lis net.Listener) *grpc.Server {
+		g := grpc.NewServer()
+		srv.Register(g)
+		go func() { _ = g.Serve(lis) }()
+		return g
+	}
+	g := serve(lis)
+	c := newClient(t, addr, authz.FailClosed)
+	if _, err := c.ValidateToken(t.Context(), "t"); err != nil {
+		t.Fatalf("first call: %v", err)
+	}
+	g.Stop()
+	if _, err := c.ValidateToken(t.Context(), "t"); !errors.Is(err, authz.ErrUnavailable) {
+		t.Fatalf("sidecar stopped: err %v, want ErrUnavailable", err)
+	}
+	lis, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("cannot listen on %s again: %v", addr, err)
+	}
+	g = serve(lis)
+	defer g.Stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		d, err := c.ValidateToken(t.Context(), "t")
+		if err == nil && d.Reason == reason.DevAnonymous {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no decision 10s after the sidecar came back: %+v, %v", d, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestClientTLS(t *testing.T) {
+	cert, pool := selfSigned(t)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer(grpc.Creds(credentials.NewServerTLSFromCert(&cert)))
+	newServer(t, newEngine(t, nil, nil)).Register(g)
+	go func() { _ = g.Serve(lis) }()
+	t.Cleanup(g.Stop)
+
+	secure, err := authz.NewClient(lis.Addr().String(), authz.ClientOptions{FailMode: authz.FailClosed, TLS: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer secure.Close()
+	if d, err := secure.ValidateToken(t.Context(), "t"); err != nil || d.Reason != reason.DevAnonymous {
+		t.Errorf("over TLS: %+v, %v", d, err)
+	}
+
+	plain := newClient(t, lis.Addr().String(), authz.FailClosed)
+	if _, err := plain.ValidateToken(t.Context(), "t"); !errors.Is(err, authz.ErrUnavailable) {
+		t.Errorf("plaintext client to a TLS sidecar: err %v, want ErrUnavailable", err)
+	}
+}
+
+func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "svc-sidecar test"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
+}
+
+func TestNewClientOptions(t *testing.T) {
+	tests := []struct {
+		name    string
+		addr    string
+		opts    authz.ClientOptions
+		wantErr bool
+		mode    string
+	}{
+		{name: "defaults", opts: authz.ClientOptions{}, mode: authz.FailOpen},
+		{name: "closed", addr: "localhost:50051", opts: authz.ClientOptions{FailMode: "closed"}, mode: authz.FailClosed},
+		{name: "unknown fail mode", opts: authz.ClientOptions{FailMode: "maybe"}, wantErr: true},
+		{name: "negative timeout", opts: authz.ClientOptions{Timeout: -time.Second}, wantErr: true},
+		{name: "unparsable target", addr: "dns://a b/%zz", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := authz.NewClient(tt.addr, tt.opts)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err %v, wantErr %v", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			if c.FailMode() != tt.mode {
+				t.Errorf("FailMode %q, want %q", c.FailMode(), tt.mode)
+			}
+		})
+	}
+}

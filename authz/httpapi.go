@@ -1,0 +1,184 @@
+package authz
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	authzv1 "github.com/svc-dev/svc/authz/v1"
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+// Paths of the local HTTP JSON API. Bodies are the protojson form of the
+// svc.authz.v1 messages; responses use the proto field names
+// ("deny_reasons", "decision_id") and list every field.
+const (
+	PathValidateToken = "/v1/validate-token"
+	PathAuthorize     = "/v1/authorize"
+)
+
+var (
+	jsonIn  = protojson.UnmarshalOptions{}
+	jsonOut = protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}
+)
+
+// RegisterHTTP mounts the local HTTP JSON API on mux:
+//
+//	POST /v1/validate-token  ValidateTokenRequest -> ValidateTokenResponse
+//	POST /v1/authorize       AuthorizeRequest     -> AuthorizeResponse
+//
+// A request without a token in its body takes it from an
+// "Authorization: Bearer" header. A decision is always 200, allowed or
+// not. Errors are JSON {"error":{"code":"...","message":"..."}} with 400
+// (malformed request), 405 (not POST), 413 (body over the limit) or 503
+// (no decision could be reached).
+func (s *Server) RegisterHTTP(mux *http.ServeMux) {
+	mux.HandleFunc("POST "+PathValidateToken, s.httpValidateToken)
+	mux.HandleFunc("POST "+PathAuthorize, s.httpAuthorize)
+	mux.HandleFunc(PathValidateToken, methodNotAllowed)
+	mux.HandleFunc(PathAuthorize, methodNotAllowed)
+}
+
+func (s *Server) httpValidateToken(w http.ResponseWriter, r *http.Request) {
+	req := &authzv1.ValidateTokenRequest{}
+	if !s.readBody(w, r, req) {
+		return
+	}
+	if req.Token == "" {
+		req.Token = bearerToken(r)
+	}
+	writeProto(w, http.StatusOK, s.validateToken(engine.WithSource(r.Context(), "http"), req))
+}
+
+func (s *Server) httpAuthorize(w http.ResponseWriter, r *http.Request) {
+	req := &authzv1.AuthorizeRequest{}
+	if !s.readBody(w, r, req) {
+		return
+	}
+	if req.Token == "" {
+		req.Token = bearerToken(r)
+	}
+	resp, fail := s.authorize(engine.WithSource(r.Context(), "http"), req)
+	if fail != nil {
+		writeError(w, fail.httpStatus(), fail.code, fail.msg)
+		return
+	}
+	writeProto(w, http.StatusOK, resp)
+}
+
+// readBody decodes the request body into m, answering the caller itself
+// (and returning false) when it cannot. An empty body is an empty message.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, m proto.Message) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, reason.InputInvalid,
+				fmt.Sprintf("request body is larger than %d bytes", tooBig.Limit))
+			return false
+		}
+		writeError(w, http.StatusBadRequest, reason.InputInvalid, "request body could not be read")
+		return false
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return true
+	}
+	if err := jsonIn.Unmarshal(body, m); err != nil {
+		writeError(w, http.StatusBadRequest, reason.InputInvalid,
+			fmt.Sprintf("request body is not a valid %s JSON object: %s",
+				m.ProtoReflect().Descriptor().Name(), jsonErrorText(err)))
+		return false
+	}
+	return true
+}
+
+// jsonErrorText keeps protojson's description of what is wrong without its
+// "proto:" prefix. protojson quotes at most the offending token; that is
+// the caller's own input and it is returned only to the caller, never
+// logged.
+func jsonErrorText(err error) string {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "proto:")
+	msg = strings.TrimSpace(strings.TrimPrefix(msg, "\u00a0"))
+	if len(msg) > 200 {
+		msg = msg[:200] + "…"
+	}
+	return msg
+}
+
+func methodNotAllowed(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Allow", http.MethodPost)
+	writeError(w, http.StatusMethodNotAllowed, reason.InputInvalid, "use POST")
+}
+
+// writeProto writes m as compact protojson. protojson varies its
+// whitespace on purpose; compacting it gives every caller the same bytes.
+func writeProto(w http.ResponseWriter, code int, m proto.Message) {
+	b, err := jsonOut.Marshal(m)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, reason.PolicyError, "response could not be encoded")
+		return
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(b) + 1)
+	if err := json.Compact(&buf, b); err != nil {
+		writeError(w, http.StatusInternalServerError, reason.PolicyError, "response could not be encoded")
+		return
+	}
+	buf.WriteByte('\n')
+	writeJSONBytes(w, code, buf.Bytes())
+}
+
+// ErrorBody is the JSON body of every error response of the local HTTP
+// API.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the error of an ErrorBody: a stable reason code and a
+// message that never holds a token, a key or a claim value.
+type ErrorDetail struct {
+	Code    reason.Code `json:"code"`
+	Message string      `json:"message"`
+}
+
+func writeError(w http.ResponseWriter, code int, rc reason.Code, msg string) {
+	writeJSON(w, code, ErrorBody{Error: ErrorDetail{Code: rc, Message: msg}})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(`{"error":{"code":"policy-error","message":"response could not be encoded"}}`)
+		code = http.StatusInternalServerError
+	}
+	writeJSONBytes(w, code, append(b, '\n'))
+}
+
+func writeJSONBytes(w http.ResponseWriter, code int, b []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write(b)
+}
+
+// bearerToken returns the token of an "Authorization: Bearer <token>"
+// header (scheme case-insensitive, RFC 9110), or "".
+func bearerToken(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}

@@ -1,0 +1,199 @@
+package authz_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/svc-dev/svc/authz"
+	authzv1 "github.com/svc-dev/svc/authz/v1"
+	"github.com/svc-dev/svc/engine/config"
+)
+
+// Fixed times keep the claims of golden responses stable.
+const (
+	fixedIat = 1700000000 // 2023-11-14
+	fixedExp = 4102444800 // 2100-01-01
+)
+
+func fixedUser(sub string, roles ...string) map[string]any {
+	c := user(sub, roles...)
+	c["iat"], c["exp"] = fixedIat, fixedExp
+	return c
+}
+
+// serveHTTP serves s's HTTP API on loopback and returns its base URL.
+func serveHTTP(t *testing.T, s *authz.Server) string {
+	t.Helper()
+	mux := http.NewServeMux()
+	s.RegisterHTTP(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+type httpReply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func post(t *testing.T, method, url, body string, header map[string]string) httpReply {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return httpReply{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// Decision ids are random; messages are the engine's wording, checked
+// to be present by the gRPC tests.
+var (
+	decisionIDField = regexp.MustCompile(`"decision_id":"[^"]+"`)
+	messageField    = regexp.MustCompile(`"message":"[^"]+"`)
+)
+
+func TestHTTPAPI(t *testing.T) {
+	p := newIDP(t)
+	base := serveHTTP(t, newServer(t, newEngine(t, p, func(c *config.Config) {
+		c.Policy.Dir = "testdata/policy-conflict"
+	})))
+	defaultPolicy := serveHTTP(t, newServer(t, newEngine(t, p, nil)))
+	dev := serveHTTP(t, newServer(t, newEngine(t, nil, nil)))
+
+	viewer := p.token(t, fixedUser("alice", "viewer"))
+	tests := []struct {
+		name   string
+		base   string
+		method string
+		path   string
+		body   string
+		header map[string]string
+		status int
+		golden string // testdata/http/<golden>.json, ids and messages masked
+		code   string // error code expected instead of a golden
+	}{
+		{name: "validate token from body", base: base, path: authz.PathValidateToken, body: `{"token":"` + viewer + `"}`, status: 200, golden: "validate-ok"},
+		{name: "validate token from bearer header", base: base, path: authz.PathValidateToken, header: map[string]string{"Authorization": "Bearer " + viewer}, status: 200, golden: "validate-ok"},
+		{name: "validate lowercase bearer scheme", base: base, path: authz.PathValidateToken, body: `{}`, header: map[string]string{"Authorization": "bearer " + viewer}, status: 200, golden: "validate-ok"},
+		{name: "validate garbage token is a decision", base: base, path: authz.PathValidateToken, body: `{"token":"garbage"}`, status: 200, golden: "validate-malformed"},
+		{name: "validate without token", base: base, path: authz.PathValidateToken, body: ``, status: 200, golden: "validate-missing"},
+		{name: "validate in development mode", base: dev, path: authz.PathValidateToken, body: `{"token":"anything"}`, status: 200, golden: "validate-dev"},
+		{name: "authorize allowed", base: defaultPolicy, path: authz.PathAuthorize, body: `{"token":"` + viewer + `","action":"orders:read","resource":{"id":"o-1"}}`, status: 200, golden: "authorize-allowed"},
+		{name: "authorize denied", base: defaultPolicy, path: authz.PathAuthorize, body: `{"action":"orders:delete","resource":{"type":"orders","id":"o-1"}}`, header: map[string]string{"Authorization": "Bearer " + viewer}, status: 200, golden: "authorize-denied"},
+		{name: "authorize invalid token", base: defaultPolicy, path: authz.PathAuthorize, body: `{"token":"a.b.c","action":"orders:read"}`, status: 200, golden: "authorize-invalid-token"},
+		{name: "authorize with request info", base: defaultPolicy, path: authz.PathAuthorize, body: `{"token":"` + viewer + `","action":"orders:read","request":{"method":"GET","path":"/orders","query":{"a":"b"}}}`, status: 200, golden: "authorize-allowed"},
+		{name: "body token wins over header", base: defaultPolicy, path: authz.PathAuthorize, body: `{"token":"a.b.c","action":"orders:read"}`, header: map[string]string{"Authorization": "Bearer " + viewer}, status: 200, golden: "authorize-invalid-token"},
+		{name: "engine cannot decide", base: base, path: authz.PathAuthorize, body: `{"token":"` + viewer + `","action":"orders:read","resource":{"id":"conflict"}}`, status: 503, code: "policy-error"},
+		{name: "action missing", base: base, path: authz.PathAuthorize, body: `{"token":"x"}`, status: 400, code: "input-invalid"},
+		{name: "bad JSON", base: base, path: authz.PathAuthorize, body: `{"token":`, status: 400, code: "input-invalid"},
+		{name: "unknown field", base: base, path: authz.PathAuthorize, body: `{"action":"orders:read","user":{"id":"root"}}`, status: 400, code: "input-invalid"},
+		{name: "wrong type", base: base, path: authz.PathValidateToken, body: `{"token":42}`, status: 400, code: "input-invalid"},
+		{name: "trailing garbage", base: base, path: authz.PathValidateToken, body: `{"token":"x"} {}`, status: 400, code: "input-invalid"},
+		{name: "body over 1 MiB", base: base, path: authz.PathAuthorize, body: `{"token":"` + strings.Repeat("a", 1<<20) + `"}`, status: 413, code: "input-invalid"},
+		{name: "GET not allowed", base: base, method: http.MethodGet, path: authz.PathAuthorize, status: 405, code: "input-invalid"},
+		{name: "PUT not allowed", base: base, method: http.MethodPut, path: authz.PathValidateToken, body: `{}`, status: 405, code: "input-invalid"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			method := tt.method
+			if method == "" {
+				method = http.MethodPost
+			}
+			got := post(t, method, tt.base+tt.path, tt.body, tt.header)
+			if got.status != tt.status {
+				t.Fatalf("status %d, want %d; body %s", got.status, tt.status, got.body)
+			}
+			if ct := got.header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			if tt.status == http.StatusMethodNotAllowed && got.header.Get("Allow") != http.MethodPost {
+				t.Errorf("Allow %q, want POST", got.header.Get("Allow"))
+			}
+			if tt.code != "" {
+				var e authz.ErrorBody
+				if err := json.Unmarshal(got.body, &e); err != nil {
+					t.Fatalf("error body %s: %v", got.body, err)
+				}
+				if string(e.Error.Code) != tt.code || e.Error.Message == "" {
+					t.Errorf("error %+v, want code %q and a message", e.Error, tt.code)
+				}
+				if strings.Contains(string(got.body), viewer) {
+					t.Error("the error body quotes the token")
+				}
+				return
+			}
+			masked := decisionIDField.ReplaceAll(got.body, []byte(`"decision_id":"<decision-id>"`))
+			masked = messageField.ReplaceAll(masked, []byte(`"message":"<message>"`))
+			golden(t, "http/"+tt.golden+".json", masked)
+		})
+	}
+}
+
+// TestHTTPMirrorsGRPC checks that the JSON of the HTTP API decodes
+// (protojson) to the message the gRPC service returns for the same
+// request.
+func TestHTTPMirrorsGRPC(t *testing.T) {
+	p := newIDP(t)
+	s := newServer(t, newEngine(t, p, nil))
+	base := serveHTTP(t, s)
+	rpc := rpcClient(t, serveGRPC(t, s))
+	viewer := p.token(t, fixedUser("alice", "viewer", "billing"))
+
+	requests := []struct {
+		name string
+		req  *authzv1.AuthorizeRequest
+	}{
+		{"allowed", &authzv1.AuthorizeRequest{Token: viewer, Action: "invoices:void", Resource: &authzv1.Resource{Id: "i-1"}}},
+		{"denied", &authzv1.AuthorizeRequest{Token: viewer, Action: "orders:delete"}},
+		{"invalid token", &authzv1.AuthorizeRequest{Token: "nope", Action: "orders:read"}},
+		{"with request", &authzv1.AuthorizeRequest{Token: viewer, Action: "orders:read",
+			Request: &authzv1.RequestInfo{Method: "GET", Path: "/o", Query: map[string]string{"q": "1"}, Headers: map[string]string{"x-a": "b"}}}},
+	}
+	ignore := protocmp.IgnoreFields(&authzv1.AuthorizeResponse{}, "decision_id")
+	for _, tt := range requests {
+		t.Run(tt.name, func(t *testing.T) {
+			body, err := protojson.Marshal(tt.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reply := post(t, http.MethodPost, base+authz.PathAuthorize, string(body), nil)
+			if reply.status != http.StatusOK {
+				t.Fatalf("status %d: %s", reply.status, reply.body)
+			}
+			fromHTTP := &authzv1.AuthorizeResponse{}
+			if err := protojson.Unmarshal(reply.body, fromHTTP); err != nil {
+				t.Fatalf("HTTP body is not protojson of AuthorizeResponse: %v", err)
+			}
+			fromGRPC, err := rpc.Authorize(t.Context(), proto.Clone(tt.req).(*authzv1.AuthorizeRequest))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(fromGRPC, fromHTTP, protocmp.Transform(), ignore); diff != "" {
+				t.Errorf("gRPC vs HTTP (-grpc +http):\n%s", diff)
+			}
+		})
+	}
+}

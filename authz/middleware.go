@@ -1,0 +1,340 @@
+package authz
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+// MiddlewareOptions configures Middleware. Every field is optional.
+type MiddlewareOptions struct {
+	// FailMode overrides the Authorizer's fail mode (FailOpen or
+	// FailClosed) for every route. An unknown value means FailClosed.
+	FailMode string
+	// FailModeFor, when set, chooses the fail mode of one request, e.g.
+	// closed for /admin and open elsewhere; "" falls back to FailMode,
+	// then to the Authorizer's. An unknown value means FailClosed.
+	FailModeFor func(*http.Request) string
+	// AllowAnonymous lets a request without a bearer token through as the
+	// user "anonymous" with reason "token-missing", without asking the
+	// decision service (so without a policy check). A token that is
+	// present but invalid is still refused.
+	AllowAnonymous bool
+	// Action, when set and returning a non-empty action such as
+	// "orders:read", makes the middleware authorize the request against
+	// the policy and answer 403 on a denial. Otherwise it only validates
+	// the token.
+	Action func(*http.Request) string
+	// Resource, when set, names the resource of the action; by default its
+	// type is the action's prefix, its tenant the deployment's.
+	Resource func(*http.Request) Resource
+	// IncludeRequest sends the HTTP request (method, path, host, query,
+	// headers without credentials) to the policy as input.request.
+	IncludeRequest bool
+	// Realm, when set, is announced in WWW-Authenticate.
+	Realm string
+	// Logger receives errors that are neither decisions nor outages;
+	// default slog.Default().
+	Logger *slog.Logger
+}
+
+// User is the caller of a request that the middleware let through. It is
+// stored in the request's context; read it with UserFrom.
+type User struct {
+	// Subject is the sub claim, or "anonymous" in development mode, on
+	// fail-open and for an allowed anonymous request.
+	Subject string `json:"subject"`
+	// TenantID is the tenant_id claim.
+	TenantID string `json:"tenant_id,omitempty"`
+	// Claims is the verified claim set; nil in development mode, on
+	// fail-open and for an anonymous request. The map is the request's
+	// own copy.
+	Claims map[string]any `json:"claims"`
+	// Reason is how the caller was admitted: "ok" or "policy-allow" for a
+	// verified token, "dev-anonymous", "fail-open" or "token-missing".
+	Reason reason.Code `json:"reason"`
+	// DecisionID identifies the policy decision when the route has an
+	// Action.
+	DecisionID string `json:"decision_id,omitempty"`
+}
+
+type userKey struct{}
+
+// ContextWithUser returns a copy of ctx carrying u, as the middleware
+// stores it; handlers' tests use it to fake an authenticated request.
+func ContextWithUser(ctx context.Context, u User) context.Context {
+	return context.WithValue(ctx, userKey{}, u)
+}
+
+// UserFrom returns the user the middleware stored in ctx.
+func UserFrom(ctx context.Context) (User, bool) {
+	u, ok := ctx.Value(userKey{}).(User)
+	return u, ok
+}
+
+// DenyBody is the JSON body of every request the middleware refuses.
+type DenyBody struct {
+	Allow       bool        `json:"allow"`
+	DenyReasons []string    `json:"deny_reasons"`
+	Reason      reason.Code `json:"reason"`
+	DecisionID  string      `json:"decision_id,omitempty"`
+}
+
+// Middleware protects an http.Handler with bearer-token authentication
+// and, when opts.Action is set, policy authorization:
+//
+//	no bearer token              401 token-missing (unless AllowAnonymous)
+//	invalid token                401, WWW-Authenticate: Bearer error="invalid_token"
+//	policy denies                403 with the deny reasons and decision id
+//	tenant rate-limited          429 with Retry-After
+//	decision service unreachable open: let through as "anonymous", claims nil
+//	                             closed: 503
+//	keys unavailable (IdP down)  503
+//
+// Denials carry a DenyBody. Admitted requests carry the User in their
+// context (UserFrom). The middleware panics when c is nil.
+func Middleware(c Authorizer, opts MiddlewareOptions) func(http.Handler) http.Handler {
+	if c == nil {
+		panic("authz: Middleware needs an Authorizer")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return func(next http.Handler) http.Handler {
+		return &middleware{c: c, opts: opts, next: next}
+	}
+}
+
+type middleware struct {
+	c    Authorizer
+	opts MiddlewareOptions
+	next http.Handler
+}
+
+func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	tok := bearerToken(r)
+	if tok == "" {
+		if m.opts.AllowAnonymous {
+			m.admit(w, r, User{Subject: engine.AnonymousSubject, Reason: reason.TokenMissing})
+			return
+		}
+		m.challenge(w, "")
+		m.refuse(w, http.StatusUnauthorized, DenyBody{Reason: reason.TokenMissing})
+		return
+	}
+	action := ""
+	if m.opts.Action != nil {
+		action = m.opts.Action(r)
+	}
+	if action == "" {
+		td, err := m.c.ValidateToken(r.Context(), tok)
+		switch {
+		case err != nil:
+			m.failed(w, r, err)
+		case td.Reason == reason.FailOpen:
+			m.unavailable(w, r, reason.Unavailable)
+		case !td.Allowed:
+			m.denied(w, Decision{Reason: td.Reason})
+		default:
+			m.admit(w, r, User{Subject: td.Subject, TenantID: td.TenantID, Claims: td.Claims, Reason: td.Reason})
+		}
+		return
+	}
+	req := AuthorizeRequest{Token: tok, Action: action}
+	if m.opts.Resource != nil {
+		req.Resource = m.opts.Resource(r)
+	}
+	if m.opts.IncludeRequest {
+		info := requestInfoOf(r)
+		if _, err := requestOf(info); err != nil {
+			// The request itself is out of bounds (e.g. a huge path).
+			m.refuse(w, http.StatusBadRequest, DenyBody{Reason: reason.InputInvalid})
+			return
+		}
+		req.Request = info
+	}
+	d, err := m.c.Authorize(r.Context(), req)
+	switch {
+	case err != nil:
+		m.failed(w, r, err)
+	case d.Reason == reason.FailOpen:
+		m.unavailable(w, r, reason.Unavailable)
+	case !d.Allowed:
+		m.denied(w, d)
+	default:
+		m.admit(w, r, User{Subject: d.Subject, TenantID: d.TenantID, Claims: d.Claims, Reason: d.Reason, DecisionID: d.DecisionID})
+	}
+}
+
+func (m *middleware) admit(w http.ResponseWriter, r *http.Request, u User) {
+	m.next.ServeHTTP(w, r.WithContext(ContextWithUser(r.Context(), u)))
+}
+
+// failed handles an error of the Authorizer: an outage goes by fail mode,
+// anything else (a malformed action or resource from the route's own
+// configuration) is the server's fault, 500.
+func (m *middleware) failed(w http.ResponseWriter, r *http.Request, err error) {
+	var ue *UnavailableError
+	if errors.As(err, &ue) {
+		m.unavailable(w, r, ue.Reason)
+		return
+	}
+	if errors.Is(err, ErrUnavailable) {
+		m.unavailable(w, r, reason.Unavailable)
+		return
+	}
+	if r.Context().Err() != nil {
+		// The caller went away; nobody reads the answer.
+		m.refuse(w, http.StatusServiceUnavailable, DenyBody{Reason: reason.Unavailable})
+		return
+	}
+	rc := reason.Of(err, reason.PolicyError)
+	m.opts.Logger.ErrorContext(r.Context(), "authorization failed", "reason", rc, "err", err,
+		"method", r.Method, "path", r.URL.Path)
+	m.refuse(w, http.StatusInternalServerError, DenyBody{Reason: rc})
+}
+
+// unavailable applies the request's fail mode when no decision could be
+// obtained.
+func (m *middleware) unavailable(w http.ResponseWriter, r *http.Request, rc reason.Code) {
+	if m.failModeFor(r) == FailOpen {
+		m.admit(w, r, User{Subject: engine.AnonymousSubject, Reason: reason.FailOpen})
+		return
+	}
+	if rc == "" || rc == reason.FailOpen {
+		rc = reason.Unavailable
+	}
+	m.refuse(w, http.StatusServiceUnavailable, DenyBody{Reason: rc})
+}
+
+func (m *middleware) failModeFor(r *http.Request) string {
+	mode := ""
+	if m.opts.FailModeFor != nil {
+		mode = m.opts.FailModeFor(r)
+	}
+	if mode == "" {
+		mode = m.opts.FailMode
+	}
+	if mode == "" {
+		mode = m.c.FailMode()
+	}
+	if mode == FailOpen {
+		return FailOpen
+	}
+	return FailClosed
+}
+
+// denied answers a decision that refused the request.
+func (m *middleware) denied(w http.ResponseWriter, d Decision) {
+	body := DenyBody{Reason: d.Reason, DenyReasons: d.DenyReasons, DecisionID: d.DecisionID}
+	switch {
+	case d.Reason == reason.PolicyDeny:
+		m.refuse(w, http.StatusForbidden, body)
+	case d.Reason == reason.RateLimited:
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Max(1, math.Ceil(d.RetryAfter.Seconds())))))
+		m.refuse(w, http.StatusTooManyRequests, body)
+	case d.Reason == reason.JWKSUnavailable, d.Reason == reason.PolicyError, d.Reason == reason.Unavailable:
+		// The token could not be checked, which says nothing about it:
+		// never admit it, and do not make the client drop it either.
+		m.refuse(w, http.StatusServiceUnavailable, body)
+	case d.Reason == reason.TokenMissing:
+		m.challenge(w, "")
+		m.refuse(w, http.StatusUnauthorized, body)
+	case tokenFailures[d.Reason]:
+		m.challenge(w, d.Reason)
+		m.refuse(w, http.StatusUnauthorized, body)
+	default:
+		m.refuse(w, http.StatusForbidden, body)
+	}
+}
+
+// tokenFailures are the reasons for which a token itself was refused.
+var tokenFailures = map[reason.Code]bool{
+	reason.TokenMalformed: true, reason.TokenExpired: true, reason.TokenNotYetValid: true,
+	reason.TokenIssuedInFuture: true, reason.SignatureInvalid: true, reason.UnknownKID: true,
+	reason.AlgNotAllowed: true, reason.KeyTooWeak: true, reason.TenantMissing: true,
+	reason.TenantMismatch: true, reason.IssuerMismatch: true, reason.AudienceMismatch: true,
+}
+
+// challenge sets WWW-Authenticate (RFC 6750 §3): no error attribute when
+// the request had no token, invalid_token with the reason code otherwise.
+func (m *middleware) challenge(w http.ResponseWriter, rc reason.Code) {
+	var params []string
+	if m.opts.Realm != "" {
+		params = append(params, "realm="+strconv.Quote(m.opts.Realm))
+	}
+	if rc != "" {
+		params = append(params, `error="invalid_token"`, "error_description="+strconv.Quote(string(rc)))
+	}
+	v := "Bearer"
+	if len(params) > 0 {
+		v += " " + strings.Join(params, ", ")
+	}
+	w.Header().Set("WWW-Authenticate", v)
+}
+
+func (m *middleware) refuse(w http.ResponseWriter, code int, body DenyBody) {
+	if body.DenyReasons == nil {
+		body.DenyReasons = []string{}
+	}
+	writeJSON(w, code, body)
+}
+
+// requestInfoOf describes r for input.request: the first value of each
+// query parameter, headers joined with ", ", credentials left out. Entries
+// a policy could not be given (not UTF-8, oversized) are left out, and at
+// most maxRequestMap of each kept, sorted by name so the cut is stable.
+func requestInfoOf(r *http.Request) *RequestInfo {
+	info := &RequestInfo{Method: r.Method, Path: r.URL.Path, Host: r.Host}
+	q := make(map[string][]string)
+	for k, v := range r.URL.Query() {
+		if len(v) > 0 && usableEntry(k, v[0]) {
+			q[k] = v[:1]
+		}
+	}
+	if len(q) > 0 {
+		info.Query = make(map[string]string, min(len(q), maxRequestMap))
+		for _, k := range firstKeys(q, maxRequestMap) {
+			info.Query[k] = q[k][0]
+		}
+	}
+	hs := make(map[string][]string, len(r.Header))
+	for k, v := range r.Header {
+		name := strings.ToLower(k)
+		if !droppedHeaders[name] && validHeaderName(name) && usableEntry(name, strings.Join(v, ", ")) {
+			hs[name] = v
+		}
+	}
+	if len(hs) > 0 {
+		info.Headers = make(map[string]string, min(len(hs), maxRequestMap))
+		for _, k := range firstKeys(hs, maxRequestMap) {
+			info.Headers[k] = strings.Join(hs[k], ", ")
+		}
+	}
+	return info
+}
+
+func usableEntry(k, v string) bool {
+	return len(k) <= maxRequestValue && len(v) <= maxRequestValue && utf8.ValidString(k) && utf8.ValidString(v)
+}
+
+func firstKeys(m map[string][]string, n int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if len(keys) > n {
+		keys = keys[:n]
+	}
+	return keys
+}

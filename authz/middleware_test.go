@@ -1,0 +1,283 @@
+package authz_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/svc-dev/svc/authz"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+// echoUser answers 200 with the User the middleware stored.
+var echoUser = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	u, ok := authz.UserFrom(r.Context())
+	if !ok {
+		http.Error(w, "no user in context", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(u)
+})
+
+// protect serves echoUser behind the middleware on loopback.
+func protect(t *testing.T, a authz.Authorizer, opts authz.MiddlewareOptions) string {
+	t.Helper()
+	opts.Logger = quietLogger()
+	srv := httptest.NewServer(authz.Middleware(a, opts)(echoUser))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// routeAction maps /orders/... to orders:<verb by method>; other paths
+// only validate the token.
+func routeAction(r *http.Request) string {
+	if !strings.HasPrefix(r.URL.Path, "/orders") {
+		return ""
+	}
+	verb := map[string]string{http.MethodGet: "read", http.MethodPost: "create", http.MethodDelete: "delete"}[r.Method]
+	return "orders:" + verb
+}
+
+func TestMiddleware(t *testing.T) {
+	p := newIDP(t)
+	eng := newEngine(t, p, func(c *config.Config) {
+		c.RateLimit = config.RateLimit{PerTenant: map[string]int{"limited": 1}}
+	})
+	sidecar := serveGRPC(t, newServer(t, eng))
+	dead := deadAddr(t)
+	// The IdP is down and no key was ever fetched.
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(down.Close)
+	noKeys := newEngine(t, nil, func(c *config.Config) { c.SDK.JWKSURL = down.URL; c.SDK.FailMode = config.FailClosed })
+	conflictClosed := newEngine(t, p, func(c *config.Config) { c.Policy.Dir = "testdata/policy-conflict" })
+	conflictOpen := newEngine(t, nil, func(c *config.Config) { c.Policy.Dir = "testdata/policy-conflict" })
+
+	viewer := p.token(t, fixedUser("alice", "viewer"))
+	expired := p.token(t, map[string]any{"sub": "alice", "tenant_id": tenant, "exp": time.Now().Add(-time.Hour).Unix(), "iat": fixedIat})
+	limitedClaims := fixedUser("lee", "viewer")
+	limitedClaims["tenant_id"] = "limited"
+	limited := p.token(t, limitedClaims)
+
+	viaSidecarOpen := newClient(t, sidecar, authz.FailOpen)
+	viaSidecarClosed := newClient(t, sidecar, authz.FailClosed)
+	deadOpen := newClient(t, dead, authz.FailOpen)
+	deadClosed := newClient(t, dead, authz.FailClosed)
+	local := authz.Local(eng)
+	adminClosed := func(r *http.Request) string {
+		if strings.HasPrefix(r.URL.Path, "/admin") {
+			return authz.FailClosed
+		}
+		return ""
+	}
+
+	tests := []struct {
+		name      string
+		authz     authz.Authorizer
+		opts      authz.MiddlewareOptions
+		method    string
+		path      string
+		auth      string // Authorization header
+		status    int
+		user      *authz.User // expected on 200
+		deny      *authz.DenyBody
+		challenge string // expected WWW-Authenticate
+	}{
+		{name: "valid token", authz: viaSidecarOpen, path: "/profile", auth: "Bearer " + viewer, status: 200,
+			user: &authz.User{Subject: "alice", TenantID: tenant, Reason: reason.OK}},
+		{name: "valid token in-process", authz: local, path: "/profile", auth: "Bearer " + viewer, status: 200,
+			user: &authz.User{Subject: "alice", TenantID: tenant, Reason: reason.OK}},
+		{name: "no Authorization header", authz: viaSidecarOpen, path: "/profile", status: 401,
+			deny: &authz.DenyBody{Reason: reason.TokenMissing}, challenge: `Bearer`},
+		{name: "not a bearer scheme", authz: viaSidecarOpen, path: "/profile", auth: "Basic YTpi", status: 401,
+			deny: &authz.DenyBody{Reason: reason.TokenMissing}, challenge: `Bearer`},
+		{name: "expired token", authz: viaSidecarOpen, path: "/profile", auth: "Bearer " + expired, status: 401,
+			deny: &authz.DenyBody{Reason: reason.TokenExpired}, challenge: `Bearer error="invalid_token", error_description="token-expired"`},
+		{name: "expired token, fail closed", authz: viaSidecarClosed, path: "/profile", auth: "Bearer " + expired, status: 401,
+			deny: &authz.DenyBody{Reason: reason.TokenExpired}, challenge: `Bearer error="invalid_token", error_description="token-expired"`},
+		{name: "realm announced", authz: viaSidecarOpen, opts: authz.MiddlewareOptions{Realm: "shop"}, path: "/profile", auth: "Bearer junk", status: 401,
+			deny: &authz.DenyBody{Reason: reason.TokenMalformed}, challenge: `Bearer realm="shop", error="invalid_token", error_description="token-malformed"`},
+		{name: "policy allows", authz: viaSidecarClosed, opts: authz.MiddlewareOptions{Action: routeAction}, path: "/orders/o-1", auth: "Bearer " + viewer, status: 200,
+			user: &authz.User{Subject: "alice", TenantID: tenant, Reason: reason.PolicyAllow}},
+		{name: "policy denies", authz: viaSidecarClosed, opts: authz.MiddlewareOptions{Action: routeAction}, method: http.MethodDelete, path: "/orders/o-1", auth: "Bearer " + viewer, status: 403,
+			deny: &authz.DenyBody{Reason: reason.PolicyDeny, DenyReasons: []string{"role-forbidden: viewer cannot orders:delete"}}},
+		{name: "policy denies in-process", authz: local, opts: authz.MiddlewareOptions{Action: routeAction}, method: http.MethodDelete, path: "/orders/o-1", auth: "Bearer " + viewer, status: 403,
+			deny: &authz.DenyBody{Reason: reason.PolicyDeny, DenyReasons: []string{"role-forbidden: viewer cannot orders:delete"}}},
+		{name: "resource of another tenant", authz: viaSidecarClosed, opts: authz.MiddlewareOptions{Action: routeAction, Resource: func(*http.Request) authz.Resource { return authz.Resource{Tenant: "globex"} }},
+			path: "/orders/o-1", auth: "Bearer " + viewer, status: 403, deny: &authz.DenyBody{Reason: reason.PolicyDeny, DenyReasons: []string{"tenant-mismatch"}}},
+		{name: "policy sees the request", authz: viaSidecarClosed, opts: authz.MiddlewareOptions{Action: routeAction, IncludeRequest: true}, path: "/orders/o-1?expand=lines", auth: "Bearer " + viewer, status: 200,
+			user: &authz.User{Subject: "alice", TenantID: tenant, Reason: reason.PolicyAllow}},
+		{name: "request out of bounds", authz: viaSidecarClosed, opts: authz.MiddlewareOptions{Action: routeAction, IncludeRequest: true}, path: "/orders/" + strings.Repeat("x", 9000), auth: "Bearer " + viewer, status: 400,
+			deny: &authz.DenyBody{Reason: reason.InputInvalid}},
+		{name: "action of the route is malformed", authz: local, opts: authz.MiddlewareOptions{Action: func(*http.Request) string { return "orders:\x01" }}, path: "/x", auth: "Bearer " + viewer, status: 500,
+			deny: &authz.DenyBody{Reason: reason.InputInvalid}},
+		{name: "sidecar unreachable, fail open", authz: deadOpen, path: "/profile", auth: "Bearer " + viewer, status: 200,
+			user: &authz.User{Subject: "anonymous", Reason: reason.FailOpen}},
+		{name: "sidecar unreachable, fail open, with action", authz: deadOpen, opts: authz.MiddlewareOptions{Action: routeAction}, path: "/orders", auth: "Bearer " + viewer, status: 200,
+			user: &authz.User{Subject: "anonymous", Reason: reason.FailOpen}},
+		{name: "sidecar unreachable, fail closed", authz: deadClosed, path: "/profile", auth: "Bearer " + viewer, status: 503,
+			deny: &authz.DenyBody{Reason: reason.Unavailable}},
+		{name: "sidecar unreachable, fail closed, with action", authz: deadClosed, opts: authz.MiddlewareOptions{Action: routeAction}, path: "/orders", auth: "Bearer " + viewer, status: 503,
+			deny: &authz.DenyBody{Reason: reason.Unavailable}},
+		{name: "open client, closed route", authz: deadOpen, opts: authz.MiddlewareOptions{FailModeFor: adminClosed}, path: "/admin/users", auth: "Bearer " + viewer, status: 503,
+			deny: &authz.DenyBody{Reason: reason.Unavailable}},
+		{name: "open client, other route", authz: deadOpen, opts: authz.MiddlewareOptions{FailModeFor: adminClosed}, path: "/profile", auth: "Bearer " + viewer, status: 200,
+			user: &authz.User{Subject: "anonymous", Reason: reason.FailOpen}},
+		{name: "closed client, open middleware", authz: deadClosed, opts: authz.MiddlewareOptions{FailMode: authz.FailOpen}, path: "/profile", auth: "Bearer " + viewer, status: 200,
+			user: &authz.User{Subject: "anonymous", Reason: reason.FailOpen}},
+		{name: "unknown fail mode is closed", authz: deadOpen, opts: authz.MiddlewareOptions{FailMode: "sometimes"}, path: "/profile", auth: "Bearer " + viewer, status: 503,
+			deny: &authz.DenyBody{Reason: reason.Unavailable}},
+		{name: "anonymous allowed without token", authz: viaSidecarClosed, opts: authz.MiddlewareOptions{AllowAnonymous: true}, path: "/public", status: 200,
+			user: &authz.User{Subject: "anonymous", Reason: reason.TokenMissing}},
+		{name: "anonymous allowed, invalid token still refused", authz: viaSidecarClosed, opts: authz.MiddlewareOptions{AllowAnonymous: true}, path: "/public", auth: "Bearer " + expired, status: 401,
+			deny: &authz.DenyBody{Reason: reason.TokenExpired}, challenge: `Bearer error="invalid_token", error_description="token-expired"`},
+		{name: "development mode", authz: authz.Local(newEngine(t, nil, nil)), path: "/profile", auth: "Bearer whatever", status: 200,
+			user: &authz.User{Subject: "anonymous", TenantID: tenant, Reason: reason.DevAnonymous}},
+		{name: "keys unavailable", authz: authz.Local(noKeys), path: "/profile", auth: "Bearer " + viewer, status: 503,
+			deny: &authz.DenyBody{Reason: reason.JWKSUnavailable}},
+		{name: "engine cannot decide, closed", authz: authz.Local(conflictClosed), opts: authz.MiddlewareOptions{Action: routeAction, Resource: func(*http.Request) authz.Resource { return authz.Resource{ID: "conflict"} }},
+			path: "/orders", auth: "Bearer " + viewer, status: 503, deny: &authz.DenyBody{Reason: reason.PolicyError}},
+		{name: "engine cannot decide, open", authz: authz.Local(conflictOpen), opts: authz.MiddlewareOptions{Action: routeAction, Resource: func(*http.Request) authz.Resource { return authz.Resource{ID: "conflict"} }},
+			path: "/orders", auth: "Bearer x", status: 200, user: &authz.User{Subject: "anonymous", Reason: reason.FailOpen}},
+		{name: "sidecar cannot decide, closed", authz: newClient(t, serveGRPC(t, newServer(t, conflictClosed)), authz.FailClosed),
+			opts: authz.MiddlewareOptions{Action: routeAction, Resource: func(*http.Request) authz.Resource { return authz.Resource{ID: "conflict"} }},
+			path: "/orders", auth: "Bearer " + viewer, status: 503, deny: &authz.DenyBody{Reason: reason.PolicyError}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := protect(t, tt.authz, tt.opts)
+			method := tt.method
+			if method == "" {
+				method = http.MethodGet
+			}
+			header := map[string]string{}
+			if tt.auth != "" {
+				header["Authorization"] = tt.auth
+			}
+			got := post(t, method, base+tt.path, "", header)
+			if got.status != tt.status {
+				t.Fatalf("status %d, want %d; body %s", got.status, tt.status, got.body)
+			}
+			if c := got.header.Get("WWW-Authenticate"); c != tt.challenge {
+				t.Errorf("WWW-Authenticate %q, want %q", c, tt.challenge)
+			}
+			if strings.Contains(string(got.body), viewer) || strings.Contains(string(got.body), expired) {
+				t.Error("the response quotes the token")
+			}
+			if tt.user != nil {
+				var u authz.User
+				if err := json.Unmarshal(got.body, &u); err != nil {
+					t.Fatalf("body %s: %v", got.body, err)
+				}
+				checkUser(t, *tt.user, u)
+				return
+			}
+			var d authz.DenyBody
+			if err := json.Unmarshal(got.body, &d); err != nil {
+				t.Fatalf("body %s: %v", got.body, err)
+			}
+			want := *tt.deny
+			if want.DenyReasons == nil {
+				want.DenyReasons = []string{}
+			}
+			if d.Reason == reason.PolicyDeny && d.DecisionID == "" {
+				t.Error("a policy denial carries its decision id")
+			}
+			d.DecisionID = ""
+			if diff := cmp.Diff(want, d); diff != "" {
+				t.Errorf("deny body (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	t.Run("rate limited", func(t *testing.T) {
+		base := protect(t, viaSidecarClosed, authz.MiddlewareOptions{Action: routeAction})
+		header := map[string]string{"Authorization": "Bearer " + limited}
+		post(t, http.MethodGet, base+"/orders", "", header)
+		got := post(t, http.MethodGet, base+"/orders", "", header)
+		if got.status != http.StatusTooManyRequests {
+			t.Fatalf("status %d, want 429; body %s", got.status, got.body)
+		}
+		if s, err := strconv.Atoi(got.header.Get("Retry-After")); err != nil || s < 1 {
+			t.Errorf("Retry-After %q", got.header.Get("Retry-After"))
+		}
+	})
+
+	t.Run("deny body", func(t *testing.T) {
+		base := protect(t, viaSidecarClosed, authz.MiddlewareOptions{Action: routeAction})
+		got := post(t, http.MethodDelete, base+"/orders/o-1", "", map[string]string{"Authorization": "Bearer " + viewer})
+		golden(t, "middleware/policy-deny.json", decisionIDField.ReplaceAll(got.body, []byte(`"decision_id":"<decision-id>"`)))
+	})
+}
+
+// checkUser compares the user a handler saw, requiring claims exactly when
+// a token was verified.
+func checkUser(t *testing.T, want, got authz.User) {
+	t.Helper()
+	verified := want.Reason == reason.OK || want.Reason == reason.PolicyAllow
+	if verified != (got.Claims != nil) {
+		t.Errorf("claims %v; token verified: %v", got.Claims, verified)
+	}
+	if verified && got.Claims["department"] != "sales" {
+		t.Errorf("custom claim department = %v", got.Claims["department"])
+	}
+	if (want.Reason == reason.PolicyAllow) != (got.DecisionID != "") {
+		t.Errorf("decision id %q for reason %q", got.DecisionID, want.Reason)
+	}
+	got.Claims, got.DecisionID = nil, ""
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("user (-want +got):\n%s", diff)
+	}
+}
+
+func TestUserFrom(t *testing.T) {
+	if _, ok := authz.UserFrom(t.Context()); ok {
+		t.Error("a bare context has a user")
+	}
+	want := authz.User{Subject: "alice", Reason: reason.OK}
+	got, ok := authz.UserFrom(authz.ContextWithUser(t.Context(), want))
+	if !ok || !cmp.Equal(want, got) {
+		t.Errorf("UserFrom = %+v, %v", got, ok)
+	}
+}
+
+func TestMiddlewareClaimsAreTheRequestsOwn(t *testing.T) {
+	p := newIDP(t)
+	tok := p.token(t, fixedUser("alice", "viewer"))
+	a := authz.Local(newEngine(t, p, nil))
+	h := authz.Middleware(a, authz.MiddlewareOptions{})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, _ := authz.UserFrom(r.Context())
+		u.Claims["department"] = "changed"
+		u.Claims["clearance"].(map[string]any)["level"] = "changed"
+	}))
+	for i := 0; i < 2; i++ {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	d, err := a.ValidateToken(t.Context(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Claims["department"] != "sales" || d.Claims["clearance"].(map[string]any)["level"] == "changed" {
+		t.Errorf("a handler changed the engine's cached claims: %v", d.Claims)
+	}
+}
+
+func TestMiddlewareNilAuthorizerPanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("Middleware(nil) did not panic")
+		}
+	}()
+	authz.Middleware(nil, authz.MiddlewareOptions{})
+}

@@ -1,0 +1,55 @@
+// Command svc-sidecar serves svc's authentication and authorization
+// decisions: Envoy ext_authz and the svc.authz.v1 API over gRPC, and a
+// local HTTP API with the proxy check mode, admin endpoints and metrics.
+//
+//	svc-sidecar [--config <path>] [--version]
+//
+// Without --config it reads svc.toml from the working directory when one
+// exists; SVC_* environment variables override the file. With neither, it
+// runs in development mode on the embedded default policy.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/svc-dev/svc/engine/version"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("svc-sidecar", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "configuration file (.toml, .yaml); default ./svc.toml when present")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "svc-sidecar: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, "svc-sidecar", version.Version)
+		return 0
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := serve(ctx, *configPath, stderr); err != nil {
+		fmt.Fprintf(stderr, "svc-sidecar: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/version"
+	"github.com/svc-dev/svc/sidecar"
+	"github.com/svc-dev/svc/sidecar/telemetry"
+)
+
+const defaultConfigFile = "svc.toml"
+
+// flushTimeout bounds flushing telemetry and the audit log at exit.
+const flushTimeout = 5 * time.Second
+
+func loadConfig(path string) (config.Config, error) {
+	if path == "" {
+		if _, err := os.Stat(defaultConfigFile); err == nil {
+			path = defaultConfigFile
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return config.Config{}, err
+		}
+	}
+	return config.Load(path, os.LookupEnv)
+}
+
+func serve(ctx context.Context, configPath string, stderr io.Writer) error {
+	cfg, err := loadConfig(configPath)
+	if err != nil {
+		return err
+	}
+	log, _, err := telemetry.NewLogger(stderr, cfg.Log.Level)
+	if err != nil {
+		return fmt.Errorf("log.level: %w", err)
+	}
+	topts := telemetry.Options{ServiceName: cfg.SDK.ServiceName, ServiceVersion: version.Version, Logger: log}
+	if err := topts.ApplyEnv(os.Getenv); err != nil {
+		return err
+	}
+	tel, err := telemetry.Setup(ctx, topts)
+	if err != nil {
+		return err
+	}
+	defer flush("telemetry", log.Error, tel.Shutdown)
+
+	auditDest := cfg.Audit.Destination
+	if !cfg.Audit.Enabled() {
+		auditDest = ""
+	}
+	auditLog, err := audit.Open(auditDest, audit.Options{QueueSize: cfg.Audit.QueueSize, Logger: log})
+	if err != nil {
+		return fmt.Errorf("audit.destination: %w", err)
+	}
+	defer flush("audit log", log.Error, auditLog.Close)
+
+	eng, err := engine.New(cfg, engine.Deps{
+		Logger:         log,
+		TracerProvider: tel.TracerProvider(),
+		MeterProvider:  tel.MeterProvider(),
+		Audit:          auditLog,
+	})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+
+	srv, err := sidecar.New(sidecar.Deps{Engine: eng, Telemetry: tel, Audit: auditLog, Logger: log})
+	if err != nil {
+		return err
+	}
+	return srv.Serve(ctx)
+}
+
+func flush(what string, logErr func(string, ...any), fn func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	defer cancel()
+	if err := fn(ctx); err != nil {
+		logErr("flush failed", "what", what, "err", err)
+	}
+}

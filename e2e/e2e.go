@@ -1,0 +1,15 @@
+// Package e2e holds the end-to-end tests of svc. They build the real
+// binaries (svc-sidecar) and drive them as processes over loopback against
+// real peers: an OpenID provider issuing JWTs (npm oidc-provider), nginx
+// auth_request and Caddy forward_auth from the system, gRPC clients built
+// from go-control-plane's ext_authz types, the Go SDK and its middleware,
+// and an OTLP receiver. The package harness runs the processes.
+//
+// Run them with:
+//
+//	./scripts/install-test-deps.sh   # nginx, caddy, npm ci in e2e/
+//	go test -race -count=1 ./e2e/...
+//
+// A test whose external peer is missing is skipped, unless the CI
+// environment variable is set: then it fails.
+package e2e

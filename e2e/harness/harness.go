@@ -1,0 +1,173 @@
+// Package harness runs the real svc binaries and their peers as processes
+// for the end-to-end tests: it builds the binaries once per test run,
+// hands out loopback ports, starts and stops the sidecar, an OpenID
+// provider, nginx and Caddy, and serves the in-test peers (a JWKS endpoint
+// with its own signing keys, an echoing upstream, an OTLP receiver).
+//
+// Every helper takes the test's testing.TB, registers its own cleanup and
+// fails the test with the process's output when something does not start.
+// A test needing an external program that is not installed is skipped,
+// except under CI (the CI environment variable set), where it fails: a
+// missing peer must never turn into a green run.
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// InCI reports whether the tests run under CI, where a missing peer is a
+// failure rather than a reason to skip.
+func InCI() bool {
+	v := os.Getenv("CI")
+	return v != "" && v != "0" && v != "false"
+}
+
+// Missing skips the test, or fails it under CI, because something it needs
+// is not installed. hint says how to install it.
+func Missing(t testing.TB, what, hint string) {
+	t.Helper()
+	if InCI() {
+		t.Fatalf("%s is required under CI but was not found (%s)", what, hint)
+	}
+	t.Skipf("%s not found (%s); skipping outside CI", what, hint)
+}
+
+// LookPath returns the path of an external program, skipping the test (or
+// failing it under CI) when it is not installed.
+func LookPath(t testing.TB, name, hint string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		Missing(t, name, hint)
+	}
+	return p
+}
+
+var (
+	rootOnce sync.Once
+	rootDir  string
+	rootErr  error
+)
+
+// ModuleRoot returns the directory holding the repository's go.mod.
+func ModuleRoot(t testing.TB) string {
+	t.Helper()
+	rootOnce.Do(func() {
+		dir, err := os.Getwd()
+		if err != nil {
+			rootErr = err
+			return
+		}
+		for {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				rootDir = dir
+				return
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				rootErr = errors.New("no go.mod above the working directory")
+				return
+			}
+			dir = parent
+		}
+	})
+	if rootErr != nil {
+		t.Fatalf("module root: %v", rootErr)
+	}
+	return rootDir
+}
+
+var (
+	portsMu sync.Mutex
+	given   = map[int]bool{}
+)
+
+// FreeAddr returns a "127.0.0.1:port" address that nothing listens on. The
+// port is found by listening on port 0 and closing the listener; ports
+// handed out before by this process are never handed out again, so
+// parallel tests cannot collide among themselves.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("free port: %v", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if !given[port] {
+			given[port] = true
+			return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		}
+	}
+	t.Fatal("free port: no unused port found")
+	return ""
+}
+
+// WriteFile writes content to name inside dir and returns its path.
+func WriteFile(t testing.TB, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatalf("write %s: %v", name, err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatalf("write %s: %v", name, err)
+	}
+	return p
+}
+
+// baseEnv is the environment of a child process: the test's own, less
+// every variable that would change what the child does (SVC_*, OTEL_*,
+// proxies), so that only what a test sets explicitly applies.
+func baseEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(name, "SVC_"), strings.HasPrefix(name, "OTEL_"),
+			name == "HTTP_PROXY", name == "HTTPS_PROXY", name == "http_proxy",
+			name == "https_proxy", name == "ALL_PROXY", name == "all_proxy":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// envList turns a map into KEY=value pairs appended to base.
+func envList(base []string, extra map[string]string) []string {
+	env := append([]string(nil), base...)
+	for k, v := range extra {
+		env = append(env, fmt.Sprintf("%s=%s", k, v))
+	}
+	return env
+}
+
+// readFileIfExists returns the file's content, or nothing when it does not
+// exist (yet).
+func readFileIfExists(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// readAll reads a response body of at most 8 MiB.
+func readAll(resp *http.Response) ([]byte, error) {
+	return io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+}

@@ -1,0 +1,133 @@
+package harness
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// IDPClient is a client registered at the OpenID provider. Its tokens
+// carry sub = ID and the custom claims tenant_id, roles and email.
+type IDPClient struct {
+	ID       string   `json:"client_id"`
+	Secret   string   `json:"client_secret"`
+	TenantID string   `json:"tenant_id,omitempty"`
+	Roles    []string `json:"roles,omitempty"`
+	Email    string   `json:"email,omitempty"`
+}
+
+// IDP is a running OpenID provider (npm oidc-provider, e2e/idp/server.mjs)
+// issuing RS256 JWT access tokens through the client_credentials grant.
+type IDP struct {
+	*Process
+	// Issuer is the provider's issuer URL (the iss of its tokens).
+	Issuer string `json:"issuer"`
+	// TokenURL is the token endpoint.
+	TokenURL string `json:"token_endpoint"`
+	// JWKSURL is the provider's JWKS endpoint.
+	JWKSURL string `json:"jwks_uri"`
+	// Kid is the kid of the current signing key.
+	Kid string `json:"kid"`
+	// Resource is the resource indicator requested for tokens; it is
+	// their aud.
+	Resource string `json:"-"`
+
+	clients map[string]IDPClient
+}
+
+// StartIDP runs the OpenID provider with the given clients, issuing tokens
+// for resource that live ttl. It needs node and e2e/node_modules (installed
+// by scripts/install-test-deps.sh).
+func StartIDP(t testing.TB, resource string, ttl time.Duration, clients ...IDPClient) *IDP {
+	t.Helper()
+	node := LookPath(t, "node", "install Node.js")
+	e2e := filepath.Join(ModuleRoot(t), "e2e")
+	if _, err := os.Stat(filepath.Join(e2e, "node_modules", "oidc-provider", "package.json")); err != nil {
+		Missing(t, "npm package oidc-provider", "run scripts/install-test-deps.sh, or npm ci in e2e/")
+	}
+	cfg, err := json.Marshal(map[string]any{
+		"resource": resource,
+		"ttl":      int(ttl / time.Second),
+		"clients":  clients,
+	})
+	if err != nil {
+		t.Fatalf("idp config: %v", err)
+	}
+	cmd := exec.Command(node, filepath.Join(e2e, "idp", "server.mjs"))
+	cmd.Dir = e2e
+	cmd.Env = envList(baseEnv(), map[string]string{"IDP_CONFIG": string(cfg), "NODE_ENV": "test"})
+	p := &IDP{Process: StartProcess(t, "oidc-provider", cmd), Resource: resource, clients: map[string]IDPClient{}}
+	for _, c := range clients {
+		p.clients[c.ID] = c
+	}
+	out, err := p.WaitOutput(t, false, 30*time.Second, func(s string) bool { return strings.Contains(s, "\n") })
+	if err != nil {
+		t.Fatalf("oidc-provider did not start: %v", err)
+	}
+	line, _, _ := strings.Cut(out, "\n")
+	if err := json.Unmarshal([]byte(line), p); err != nil {
+		t.Fatalf("oidc-provider start line %q: %v", line, err)
+	}
+	return p
+}
+
+// Token gets an access token for the client from the token endpoint with
+// the client_credentials grant and the provider's resource indicator.
+func (p *IDP) Token(t testing.TB, clientID string) string {
+	t.Helper()
+	c, ok := p.clients[clientID]
+	if !ok {
+		t.Fatalf("idp: unknown client %q", clientID)
+	}
+	form := url.Values{"grant_type": {"client_credentials"}, "resource": {p.Resource}}
+	req, err := http.NewRequest(http.MethodPost, p.TokenURL, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatalf("token request: %v", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(url.QueryEscape(c.ID), url.QueryEscape(c.Secret))
+	status, h, body := Do(t, req)
+	if status != http.StatusOK {
+		t.Fatalf("token endpoint: %s", Describe(status, h, body))
+	}
+	var tok struct {
+		AccessToken string `json:"access_token"`
+		TokenType   string `json:"token_type"`
+	}
+	if err := json.Unmarshal(body, &tok); err != nil || tok.AccessToken == "" {
+		t.Fatalf("token endpoint answered no access token: %v", err)
+	}
+	return tok.AccessToken
+}
+
+// Rotate makes the provider sign with a new key from now on and returns
+// its kid. The previous keys stay in the JWKS unless retire is set.
+func (p *IDP) Rotate(t testing.TB, retire bool) string {
+	t.Helper()
+	u := strings.TrimSuffix(p.Issuer, "/") + "/_admin/rotate"
+	if retire {
+		u += "?retire=1"
+	}
+	req, err := http.NewRequest(http.MethodPost, u, nil)
+	if err != nil {
+		t.Fatalf("rotate: %v", err)
+	}
+	status, h, body := Do(t, req)
+	if status != http.StatusOK {
+		t.Fatalf("rotate: %s", Describe(status, h, body))
+	}
+	var r struct {
+		Kid string `json:"kid"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil || r.Kid == "" {
+		t.Fatalf("rotate answered no kid: %v", err)
+	}
+	p.Kid = r.Kid
+	return r.Kid
+}

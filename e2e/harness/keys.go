@@ -1,0 +1,253 @@
+package harness
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Signer signs JWTs with a key of its own. It uses the standard library
+// only, so the tokens are made independently of the JWT library the
+// sidecar verifies them with.
+type Signer struct {
+	// Kid is the key id written in the JWK and in token headers.
+	Kid string
+	// Alg is the algorithm published in the JWK and used by Token:
+	// RS256, PS256 or ES256.
+	Alg string
+
+	key crypto.Signer
+}
+
+// NewRSASigner returns a signer with a fresh RSA key of the given size.
+func NewRSASigner(t testing.TB, kid string, bits int, alg string) *Signer {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, bits)
+	if err != nil {
+		t.Fatalf("rsa key: %v", err)
+	}
+	return &Signer{Kid: kid, Alg: alg, key: k}
+}
+
+// NewECSigner returns an ES256 signer with a fresh P-256 key.
+func NewECSigner(t testing.TB, kid string) *Signer {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatalf("ec key: %v", err)
+	}
+	return &Signer{Kid: kid, Alg: "ES256", key: k}
+}
+
+// WithKid returns a signer sharing this one's key under another kid.
+func (s *Signer) WithKid(kid string) *Signer {
+	return &Signer{Kid: kid, Alg: s.Alg, key: s.key}
+}
+
+// PublicJWK returns the public key as a JWK with kid, alg and use.
+func (s *Signer) PublicJWK() map[string]any {
+	jwk := map[string]any{"kid": s.Kid, "alg": s.Alg, "use": "sig"}
+	switch k := s.key.Public().(type) {
+	case *rsa.PublicKey:
+		jwk["kty"] = "RSA"
+		jwk["n"] = b64(k.N.Bytes())
+		jwk["e"] = b64(big.NewInt(int64(k.E)).Bytes())
+	case *ecdsa.PublicKey:
+		ecdh, err := k.ECDH()
+		if err != nil {
+			panic(err) // a P-256 key generated above always converts
+		}
+		raw := ecdh.Bytes() // 0x04 || X || Y
+		jwk["kty"] = "EC"
+		jwk["crv"] = "P-256"
+		jwk["x"] = b64(raw[1:33])
+		jwk["y"] = b64(raw[33:])
+	}
+	return jwk
+}
+
+// Token signs claims with the signer's algorithm and kid.
+func (s *Signer) Token(t testing.TB, claims map[string]any) string {
+	t.Helper()
+	return s.Sign(t, s.Alg, nil, claims)
+}
+
+// Sign signs claims with alg (which may differ from the JWK's, to test
+// algorithm confusion). The header holds alg, typ "JWT" and kid; entries
+// of header replace them, and a nil entry removes one.
+func (s *Signer) Sign(t testing.TB, alg string, header, claims map[string]any) string {
+	t.Helper()
+	h := map[string]any{"alg": alg, "typ": "JWT", "kid": s.Kid}
+	for k, v := range header {
+		if v == nil {
+			delete(h, k)
+			continue
+		}
+		h[k] = v
+	}
+	signingInput := Segment(t, h) + "." + Segment(t, claims)
+	digest := sha256.Sum256([]byte(signingInput))
+	var sig []byte
+	var err error
+	switch alg {
+	case "RS256":
+		sig, err = rsa.SignPKCS1v15(rand.Reader, s.rsaKey(t), crypto.SHA256, digest[:])
+	case "PS256":
+		sig, err = rsa.SignPSS(rand.Reader, s.rsaKey(t), crypto.SHA256, digest[:], &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash})
+	case "ES256":
+		k, ok := s.key.(*ecdsa.PrivateKey)
+		if !ok {
+			t.Fatalf("ES256 needs an EC key")
+		}
+		var r, sv *big.Int
+		r, sv, err = ecdsa.Sign(rand.Reader, k, digest[:])
+		if err == nil {
+			sig = make([]byte, 64)
+			r.FillBytes(sig[:32])
+			sv.FillBytes(sig[32:])
+		}
+	default:
+		t.Fatalf("sign: unsupported alg %q", alg)
+	}
+	if err != nil {
+		t.Fatalf("sign %s: %v", alg, err)
+	}
+	return signingInput + "." + b64(sig)
+}
+
+func (s *Signer) rsaKey(t testing.TB) *rsa.PrivateKey {
+	t.Helper()
+	k, ok := s.key.(*rsa.PrivateKey)
+	if !ok {
+		t.Fatalf("%s needs an RSA key", s.Alg)
+	}
+	return k
+}
+
+// Public returns the public key.
+func (s *Signer) Public() crypto.PublicKey { return s.key.Public() }
+
+// PublicPEM returns the public key as a PEM "PUBLIC KEY" block, the
+// secret of the classic RS256-to-HS256 confusion attack.
+func (s *Signer) PublicPEM(t testing.TB) []byte {
+	t.Helper()
+	der, err := x509.MarshalPKIXPublicKey(s.key.Public())
+	if err != nil {
+		t.Fatalf("marshal public key: %v", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+}
+
+// HS256Token returns a token with the given header and claims signed with
+// HMAC-SHA256 under secret.
+func HS256Token(t testing.TB, secret []byte, header, claims map[string]any) string {
+	t.Helper()
+	signingInput := Segment(t, header) + "." + Segment(t, claims)
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte(signingInput))
+	return signingInput + "." + b64(mac.Sum(nil))
+}
+
+// UnsignedToken returns a JWT with the given header and claims and an
+// empty signature, as an "alg":"none" token has.
+func UnsignedToken(t testing.TB, header, claims map[string]any) string {
+	t.Helper()
+	return Segment(t, header) + "." + Segment(t, claims) + "."
+}
+
+// Claims returns a valid claim set: sub, tenant_id, roles, email, iat and
+// an exp five minutes ahead.
+func Claims(sub, tenant string, roles ...string) map[string]any {
+	now := time.Now()
+	if roles == nil {
+		roles = []string{}
+	}
+	return map[string]any{
+		"sub":       sub,
+		"tenant_id": tenant,
+		"roles":     roles,
+		"email":     sub + "@example.test",
+		"iat":       now.Unix(),
+		"exp":       now.Add(5 * time.Minute).Unix(),
+	}
+}
+
+// Segment returns the base64url (unpadded) JSON encoding of a JWT header
+// or claim set.
+func Segment(t testing.TB, v map[string]any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("encode JWT segment: %v", err)
+	}
+	return b64(b)
+}
+
+func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+// JWKSServer serves a JWKS over plain http on 127.0.0.1, which the sidecar
+// accepts for a loopback host.
+type JWKSServer struct {
+	// URL is the JWKS endpoint.
+	URL string
+
+	mu      sync.Mutex
+	keys    []map[string]any
+	fetches atomic.Int64
+}
+
+// StartJWKS serves the public keys of signers until the test ends.
+func StartJWKS(t testing.TB, signers ...*Signer) *JWKSServer {
+	t.Helper()
+	j := &JWKSServer{}
+	j.Publish(signers...)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/jwks.json" {
+			http.NotFound(w, r)
+			return
+		}
+		j.fetches.Add(1)
+		j.mu.Lock()
+		body, err := json.Marshal(map[string]any{"keys": j.keys})
+		j.mu.Unlock()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	j.URL = srv.URL + "/jwks.json"
+	return j
+}
+
+// Publish replaces the served keys with the public keys of signers.
+func (j *JWKSServer) Publish(signers ...*Signer) {
+	keys := make([]map[string]any, 0, len(signers))
+	for _, s := range signers {
+		keys = append(keys, s.PublicJWK())
+	}
+	j.mu.Lock()
+	j.keys = keys
+	j.mu.Unlock()
+}
+
+// Fetches returns how many times the JWKS was fetched.
+func (j *JWKSServer) Fetches() int64 { return j.fetches.Load() }

@@ -1,0 +1,150 @@
+package harness
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	metricsv1 "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	tracev1 "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonv1 "go.opentelemetry.io/proto/otlp/common/v1"
+	"google.golang.org/grpc"
+)
+
+// Span is one span received over OTLP, flattened for assertions.
+type Span struct {
+	// Name is the span name.
+	Name string
+	// TraceID and SpanID are hex-encoded.
+	TraceID, SpanID string
+	// Attrs holds the span attributes; values are strings, or for arrays
+	// their elements joined with ",".
+	Attrs map[string]string
+	// Resource holds the resource attributes of the span's batch.
+	Resource map[string]string
+}
+
+// OTLPReceiver is an OTLP gRPC collector that keeps every span it
+// receives; metrics exports are accepted and counted.
+type OTLPReceiver struct {
+	tracev1.UnimplementedTraceServiceServer
+	// Addr is the listen address, "127.0.0.1:port"; Endpoint is its URL
+	// for OTEL_EXPORTER_OTLP_ENDPOINT.
+	Addr, Endpoint string
+
+	mu             sync.Mutex
+	spans          []Span
+	metricsExports int
+}
+
+// StartOTLPReceiver serves OTLP gRPC on a free loopback port until the
+// test ends.
+func StartOTLPReceiver(t testing.TB) *OTLPReceiver {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("otlp listen: %v", err)
+	}
+	r := &OTLPReceiver{Addr: l.Addr().String()}
+	r.Endpoint = "http://" + r.Addr
+	srv := grpc.NewServer()
+	tracev1.RegisterTraceServiceServer(srv, r)
+	metricsv1.RegisterMetricsServiceServer(srv, metricsReceiver{r: r})
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(srv.Stop)
+	return r
+}
+
+// Export implements the OTLP trace service.
+func (r *OTLPReceiver) Export(_ context.Context, req *tracev1.ExportTraceServiceRequest) (*tracev1.ExportTraceServiceResponse, error) {
+	var got []Span
+	for _, rs := range req.GetResourceSpans() {
+		res := attrMap(rs.GetResource().GetAttributes())
+		for _, ss := range rs.GetScopeSpans() {
+			for _, s := range ss.GetSpans() {
+				got = append(got, Span{
+					Name:     s.GetName(),
+					TraceID:  hex.EncodeToString(s.GetTraceId()),
+					SpanID:   hex.EncodeToString(s.GetSpanId()),
+					Attrs:    attrMap(s.GetAttributes()),
+					Resource: res,
+				})
+			}
+		}
+	}
+	r.mu.Lock()
+	r.spans = append(r.spans, got...)
+	r.mu.Unlock()
+	return &tracev1.ExportTraceServiceResponse{}, nil
+}
+
+// Spans returns the spans received so far.
+func (r *OTLPReceiver) Spans() []Span {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Span(nil), r.spans...)
+}
+
+// SpansNamed returns the spans received so far with the given name.
+func (r *OTLPReceiver) SpansNamed(name string) []Span {
+	var out []Span
+	for _, s := range r.Spans() {
+		if s.Name == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// MetricsExports returns how many metrics export requests arrived.
+func (r *OTLPReceiver) MetricsExports() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.metricsExports
+}
+
+type metricsReceiver struct {
+	metricsv1.UnimplementedMetricsServiceServer
+	r *OTLPReceiver
+}
+
+func (m metricsReceiver) Export(context.Context, *metricsv1.ExportMetricsServiceRequest) (*metricsv1.ExportMetricsServiceResponse, error) {
+	m.r.mu.Lock()
+	m.r.metricsExports++
+	m.r.mu.Unlock()
+	return &metricsv1.ExportMetricsServiceResponse{}, nil
+}
+
+func attrMap(kvs []*commonv1.KeyValue) map[string]string {
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		m[kv.GetKey()] = anyString(kv.GetValue())
+	}
+	return m
+}
+
+func anyString(v *commonv1.AnyValue) string {
+	switch x := v.GetValue().(type) {
+	case *commonv1.AnyValue_StringValue:
+		return x.StringValue
+	case *commonv1.AnyValue_BoolValue:
+		return fmt.Sprint(x.BoolValue)
+	case *commonv1.AnyValue_IntValue:
+		return fmt.Sprint(x.IntValue)
+	case *commonv1.AnyValue_DoubleValue:
+		return fmt.Sprint(x.DoubleValue)
+	case *commonv1.AnyValue_ArrayValue:
+		parts := make([]string, 0, len(x.ArrayValue.GetValues()))
+		for _, e := range x.ArrayValue.GetValues() {
+			parts = append(parts, anyString(e))
+		}
+		return strings.Join(parts, ",")
+	case *commonv1.AnyValue_BytesValue:
+		return hex.EncodeToString(x.BytesValue)
+	}
+	return ""
+}

@@ -1,0 +1,190 @@
+package harness
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// SvcHeaders are the headers the sidecar sets on an allowed request for
+// the upstream. Proxies copy them from the check answer and drop whatever
+// the client sent under these names.
+var SvcHeaders = []string{"X-Svc-User-Id", "X-Svc-Tenant-Id", "X-Svc-Roles", "X-Svc-Decision-Id"}
+
+// Proxy is a reverse proxy (nginx or Caddy) in front of an upstream that
+// asks the sidecar's HTTP check endpoint before forwarding a request.
+type Proxy struct {
+	*Process
+	// URL is the proxy's base URL, "http://127.0.0.1:port".
+	URL string
+	// Dir holds the generated configuration, logs and temporary files.
+	Dir string
+}
+
+// NginxConfig returns an nginx configuration that listens on addr and
+// protects every path with auth_request against the sidecar's /check
+// endpoint at sidecarHTTP (passing X-Original-URI and X-Original-Method),
+// copying the x-svc-* answer headers to the request for upstream. Every
+// path nginx writes lies under dir.
+func NginxConfig(dir, addr, sidecarHTTP, upstream string) string {
+	var b strings.Builder
+	if os.Geteuid() == 0 {
+		// As root, nginx would switch its worker to "nobody", which cannot
+		// enter the test's private temporary directory.
+		b.WriteString("user root;\n")
+	}
+	fmt.Fprintf(&b, `worker_processes 1;
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log info;
+events { worker_connections 256; }
+http {
+    access_log %[1]s/access.log;
+    client_body_temp_path %[1]s/tmp/client_body;
+    proxy_temp_path %[1]s/tmp/proxy;
+    fastcgi_temp_path %[1]s/tmp/fastcgi;
+    uwsgi_temp_path %[1]s/tmp/uwsgi;
+    scgi_temp_path %[1]s/tmp/scgi;
+
+    server {
+        listen %[2]s;
+
+        location = /_svc_check {
+            internal;
+            proxy_pass http://%[3]s/check;
+            proxy_pass_request_body off;
+            proxy_set_header Content-Length "";
+            proxy_set_header X-Original-URI $request_uri;
+            proxy_set_header X-Original-Method $request_method;
+        }
+
+        location / {
+            auth_request /_svc_check;
+`, dir, addr, sidecarHTTP)
+	for _, h := range SvcHeaders {
+		v := "$svc_" + strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(h, "X-Svc-")), "-", "_")
+		fmt.Fprintf(&b, "            auth_request_set %s $upstream_http_%s;\n", v, strings.ReplaceAll(strings.ToLower(h), "-", "_"))
+		// proxy_set_header replaces the client's header of the same name,
+		// and sends none when the value is empty.
+		fmt.Fprintf(&b, "            proxy_set_header %s %s;\n", h, v)
+	}
+	fmt.Fprintf(&b, `            proxy_pass http://%s;
+        }
+    }
+}
+`, upstream)
+	return b.String()
+}
+
+// StartNginx runs nginx from the system (Debian package nginx) with
+// NginxConfig on a free loopback port until the test ends.
+func StartNginx(t testing.TB, sidecarHTTP, upstream string) *Proxy {
+	t.Helper()
+	bin := LookPath(t, "nginx", "apt-get install nginx (scripts/test-packages.txt)")
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o755); err != nil {
+		t.Fatalf("nginx dir: %v", err)
+	}
+	addr := FreeAddr(t)
+	conf := WriteFile(t, dir, "nginx.conf", NginxConfig(dir, addr, sidecarHTTP, upstream))
+	cmd := exec.Command(bin, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", conf, "-g", "daemon off;")
+	cmd.Env = baseEnv()
+	p := &Proxy{Process: StartProcess(t, "nginx", cmd), URL: "http://" + addr, Dir: dir}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logFile(t, "nginx error.log", filepath.Join(dir, "error.log"))
+		}
+	})
+	waitListening(t, p.Process, addr)
+	return p
+}
+
+// CaddyConfig returns a Caddyfile that listens on addr and protects every
+// path with forward_auth against the sidecar's /check endpoint at
+// sidecarHTTP (Caddy passes X-Forwarded-Method and X-Forwarded-Uri),
+// copying the x-svc-* answer headers to the request for upstream after
+// deleting the client's own. The admin endpoint is off and storage lies
+// under dir.
+func CaddyConfig(dir, addr, sidecarHTTP, upstream string) string {
+	_, port, _ := net.SplitHostPort(addr)
+	host, _, _ := net.SplitHostPort(addr)
+	var del strings.Builder
+	for _, h := range SvcHeaders {
+		fmt.Fprintf(&del, "\t\trequest_header -%s\n", h)
+	}
+	return fmt.Sprintf(`{
+	admin off
+	auto_https off
+	storage file_system %[1]s/storage
+}
+
+http://:%[2]s {
+	bind %[3]s
+	# route keeps the order written here: the client's x-svc-* headers go
+	# first, then the check may set them.
+	route {
+%[4]s		forward_auth %[5]s {
+			uri /check
+			copy_headers %[6]s
+		}
+		reverse_proxy %[7]s
+	}
+}
+`, dir, port, host, del.String(), sidecarHTTP, strings.Join(SvcHeaders, " "), upstream)
+}
+
+// StartCaddy runs Caddy from the system (Debian package caddy) with
+// CaddyConfig on a free loopback port until the test ends.
+func StartCaddy(t testing.TB, sidecarHTTP, upstream string) *Proxy {
+	t.Helper()
+	bin := LookPath(t, "caddy", "apt-get install caddy (scripts/test-packages.txt)")
+	dir := t.TempDir()
+	addr := FreeAddr(t)
+	conf := WriteFile(t, dir, "Caddyfile", CaddyConfig(dir, addr, sidecarHTTP, upstream))
+	cmd := exec.Command(bin, "run", "--config", conf, "--adapter", "caddyfile")
+	cmd.Dir = dir
+	cmd.Env = envList(baseEnv(), map[string]string{
+		"HOME":            dir,
+		"XDG_CONFIG_HOME": filepath.Join(dir, "config"),
+		"XDG_DATA_HOME":   filepath.Join(dir, "data"),
+	})
+	p := &Proxy{Process: StartProcess(t, "caddy", cmd), URL: "http://" + addr, Dir: dir}
+	waitListening(t, p.Process, addr)
+	return p
+}
+
+// waitListening waits until addr accepts TCP connections, failing the test
+// when the process exits first or 20 s pass.
+func waitListening(t testing.TB, p *Process, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			_ = c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not listening on %s after 20s: %v", p.Name, addr, err)
+		}
+		select {
+		case <-p.Done():
+			t.Fatalf("%s exited with code %d before listening on %s", p.Name, p.ExitCode(), addr)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// logFile writes a file's content to the test log.
+func logFile(t testing.TB, what, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		return
+	}
+	t.Logf("%s:\n%s", what, clip(string(b), 64<<10))
+}

@@ -1,0 +1,225 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/genproto/googleapis/rpc/code"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	authzv1 "github.com/svc-dev/svc/authz/v1"
+	"github.com/svc-dev/svc/e2e/harness"
+)
+
+// rpcTimeout bounds one call to the sidecar.
+const rpcTimeout = 10 * time.Second
+
+// keyring is the test's own identity provider: signing keys of every
+// supported kind plus a weak one, published by an in-test JWKS server.
+type keyring struct {
+	rsa, ps, ec *harness.Signer
+	// weak is a 1024-bit RSA key; it is published, and the sidecar must
+	// refuse it.
+	weak *harness.Signer
+	// stranger signs with a key that is not published, under rsa's kid.
+	stranger *harness.Signer
+	jwks     *harness.JWKSServer
+}
+
+func newKeyring(t testing.TB) *keyring {
+	t.Helper()
+	k := &keyring{
+		rsa:  harness.NewRSASigner(t, "rsa-1", 2048, "RS256"),
+		ps:   harness.NewRSASigner(t, "ps-1", 2048, "PS256"),
+		ec:   harness.NewECSigner(t, "ec-1"),
+		weak: harness.NewRSASigner(t, "weak-1", 1024, "RS256"),
+	}
+	k.stranger = harness.NewRSASigner(t, "rsa-1", 2048, "RS256")
+	k.jwks = harness.StartJWKS(t, k.rsa, k.ps, k.ec, k.weak)
+	return k
+}
+
+// token returns an RS256 token of a valid claim set.
+func (k *keyring) token(t testing.TB, sub, tenant string, roles ...string) string {
+	t.Helper()
+	return k.rsa.Token(t, harness.Claims(sub, tenant, roles...))
+}
+
+// sidecarConfig is the svc.toml of most tests: tenant acme on plan
+// "team", fail closed.
+const sidecarConfig = `
+[sdk]
+tenant_id = "acme"
+fail_mode = "closed"
+
+[tenants.acme]
+plan = "team"
+`
+
+// startSidecar starts a sidecar verifying tokens against the keyring.
+func startSidecar(t testing.TB, k *keyring, env map[string]string) *harness.Sidecar {
+	t.Helper()
+	e := map[string]string{"SVC_JWKS_URL": k.jwks.URL}
+	for n, v := range env {
+		e[n] = v
+	}
+	return harness.StartSidecar(t, harness.SidecarOptions{Config: sidecarConfig, Env: e})
+}
+
+// checkResult is an Envoy CheckResponse seen as the HTTP answer Envoy
+// would give: status 200 with the upstream headers, or the denial.
+type checkResult struct {
+	status   int
+	headers  map[string]string
+	body     string
+	metadata *structpb.Struct
+}
+
+// envoyCheck sends an ext_authz Check for an HTTP request. An empty token
+// sends no Authorization header.
+func envoyCheck(t testing.TB, s *harness.Sidecar, method, path, token string, ext map[string]string) checkResult {
+	t.Helper()
+	headers := map[string]string{"user-agent": "e2e"}
+	if token != "" {
+		headers["authorization"] = "Bearer " + token
+	}
+	return envoyCheckHeaders(t, s, method, path, headers, ext)
+}
+
+func envoyCheckHeaders(t testing.TB, s *harness.Sidecar, method, path string, headers, ext map[string]string) checkResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
+	defer cancel()
+	req := &authv3.CheckRequest{Attributes: &authv3.AttributeContext{
+		Source: &authv3.AttributeContext_Peer{Address: &corev3.Address{Address: &corev3.Address_SocketAddress{
+			SocketAddress: &corev3.SocketAddress{Address: "10.0.0.7", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 40000}},
+		}}},
+		Request: &authv3.AttributeContext_Request{Http: &authv3.AttributeContext_HttpRequest{
+			Id:       "req-1",
+			Method:   method,
+			Path:     path,
+			Host:     "api.example.test",
+			Scheme:   "https",
+			Protocol: "HTTP/1.1",
+			Headers:  headers,
+		}},
+		ContextExtensions: ext,
+	}}
+	resp, err := authv3.NewAuthorizationClient(s.Conn(t)).Check(ctx, req)
+	if err != nil {
+		t.Fatalf("Check %s %s: %v", method, path, err)
+	}
+	r := checkResult{headers: map[string]string{}, metadata: resp.GetDynamicMetadata()}
+	if resp.GetStatus().GetCode() == int32(code.Code_OK) {
+		r.status = http.StatusOK
+		if resp.GetDeniedResponse() != nil {
+			t.Errorf("Check %s %s: status OK with a denied response", method, path)
+		}
+		addHeaders(r.headers, resp.GetOkResponse().GetHeaders())
+		return r
+	}
+	d := resp.GetDeniedResponse()
+	if d == nil {
+		t.Fatalf("Check %s %s: status %d without a denied response", method, path, resp.GetStatus().GetCode())
+	}
+	r.status = int(d.GetStatus().GetCode())
+	r.body = d.GetBody()
+	addHeaders(r.headers, d.GetHeaders())
+	return r
+}
+
+func addHeaders(dst map[string]string, hs []*corev3.HeaderValueOption) {
+	for _, h := range hs {
+		v := h.GetHeader().GetValue()
+		if v == "" {
+			v = string(h.GetHeader().GetRawValue())
+		}
+		dst[strings.ToLower(h.GetHeader().GetKey())] = v
+	}
+}
+
+// denyBody is the JSON body of a denial.
+type denyBody struct {
+	Allow       *bool    `json:"allow"`
+	DenyReasons []string `json:"deny_reasons"`
+	Reason      string   `json:"reason"`
+	DecisionID  string   `json:"decision_id"`
+}
+
+func parseDeny(t testing.TB, body string) denyBody {
+	t.Helper()
+	var d denyBody
+	if err := json.Unmarshal([]byte(body), &d); err != nil {
+		t.Fatalf("deny body is not JSON: %v: %q", err, body)
+	}
+	if d.Allow == nil || *d.Allow {
+		t.Errorf("deny body: allow = %v, want false: %s", d.Allow, body)
+	}
+	return d
+}
+
+// hasReason reports whether reasons holds want, or a reason that starts
+// with want followed by ":" (as "role-forbidden: ..." does).
+func hasReason(reasons []string, want string) bool {
+	return slices.ContainsFunc(reasons, func(r string) bool {
+		return r == want || strings.HasPrefix(r, want+":")
+	})
+}
+
+// validate calls svc.authz.v1 ValidateToken over gRPC.
+func validate(t testing.TB, s *harness.Sidecar, token string) *authzv1.ValidateTokenResponse {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
+	defer cancel()
+	resp, err := authzv1.NewAuthzServiceClient(s.Conn(t)).ValidateToken(ctx, &authzv1.ValidateTokenRequest{Token: token})
+	if err != nil {
+		t.Fatalf("ValidateToken: %v", err)
+	}
+	return resp
+}
+
+// authorize calls svc.authz.v1 Authorize over gRPC.
+func authorize(t testing.TB, s *harness.Sidecar, req *authzv1.AuthorizeRequest) *authzv1.AuthorizeResponse {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
+	defer cancel()
+	resp, err := authzv1.NewAuthzServiceClient(s.Conn(t)).Authorize(ctx, req)
+	if err != nil {
+		t.Fatalf("Authorize %s: %v", req.GetAction(), err)
+	}
+	return resp
+}
+
+// tokenKid returns the kid in a JWT's header.
+func tokenKid(t testing.TB, token string) string {
+	t.Helper()
+	h, _, _ := strings.Cut(token, ".")
+	b, err := base64.RawURLEncoding.DecodeString(h)
+	if err != nil {
+		t.Fatalf("token header: %v", err)
+	}
+	var hdr struct {
+		Kid string `json:"kid"`
+	}
+	if err := json.Unmarshal(b, &hdr); err != nil {
+		t.Fatalf("token header: %v", err)
+	}
+	return hdr.Kid
+}
+
+// claim returns a claim of a ValidateToken answer as Go value.
+func claim(resp interface{ GetClaims() *structpb.Struct }, name string) any {
+	v, ok := resp.GetClaims().GetFields()[name]
+	if !ok {
+		return nil
+	}
+	return v.AsInterface()
+}

@@ -1,0 +1,147 @@
+// An OpenID provider (oidc-provider) for the end-to-end tests.
+//
+// It listens on a loopback port, issues RS256 JWT access tokens through the
+// client_credentials grant with a resource indicator, and adds the custom
+// claims tenant_id and roles (and email) configured per client. Its JWKS is
+// served at /jwks over plain http, which the sidecar accepts on loopback.
+//
+// Configuration, as JSON in the IDP_CONFIG environment variable:
+//
+//   {
+//     "resource": "urn:svc:e2e",             // resource indicator and aud
+//     "ttl": 300,                            // access token lifetime, s
+//     "clients": [{"client_id": "...", "client_secret": "...",
+//                  "tenant_id": "acme", "roles": ["viewer"],
+//                  "email": "svc@example.test"}]
+//   }
+//
+// When it is ready it prints one JSON line on stdout:
+//   {"issuer": ..., "token_endpoint": ..., "jwks_uri": ..., "kid": ...}
+//
+// POST /_admin/rotate generates a new RSA signing key and restarts the
+// provider with it on the same listener: new tokens carry the new kid. The
+// previous key stays published in the JWKS (the usual overlap of a
+// rotation) unless the request has ?retire=1. The answer is
+// {"kid": <new kid>, "kids": [<published kids>]}.
+//
+// SIGTERM or SIGINT closes the listener and exits 0.
+
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+
+import Provider from 'oidc-provider';
+
+const config = JSON.parse(process.env.IDP_CONFIG || '{}');
+const resource = config.resource || 'urn:svc:e2e';
+const ttl = config.ttl || 300;
+const clients = config.clients || [];
+const byClient = new Map(clients.map((c) => [c.client_id, c]));
+
+// newKey returns a fresh 2048-bit RSA private JWK for RS256 signatures.
+function newKey() {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  return {
+    ...privateKey.export({ format: 'jwk' }),
+    kid: randomUUID(),
+    alg: 'RS256',
+    use: 'sig',
+  };
+}
+
+// keys holds the published signing keys, the current one first.
+let keys = [newKey()];
+let provider;
+
+function buildProvider(issuer) {
+  const signingKid = keys[0].kid;
+  const p = new Provider(issuer, {
+    clients: clients.map((c) => ({
+      client_id: c.client_id,
+      client_secret: c.client_secret,
+      grant_types: ['client_credentials'],
+      redirect_uris: [],
+      response_types: [],
+      token_endpoint_auth_method: 'client_secret_basic',
+    })),
+    jwks: { keys },
+    features: {
+      clientCredentials: { enabled: true },
+      devInteractions: { enabled: false },
+      introspection: { enabled: false },
+      revocation: { enabled: false },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: () => resource,
+        useGrantedResource: () => true,
+        getResourceServerInfo(_ctx, indicator) {
+          if (indicator !== resource) {
+            throw new Provider.errors.InvalidTarget();
+          }
+          return {
+            scope: 'api',
+            audience: resource,
+            accessTokenTTL: ttl,
+            accessTokenFormat: 'jwt',
+            jwt: { sign: { alg: 'RS256', kid: signingKid } },
+          };
+        },
+      },
+    },
+    async extraTokenClaims(_ctx, token) {
+      const c = byClient.get(token.clientId);
+      if (!c) return undefined;
+      const extra = {};
+      if (c.tenant_id !== undefined) extra.tenant_id = c.tenant_id;
+      if (c.roles !== undefined) extra.roles = c.roles;
+      if (c.email !== undefined) extra.email = c.email;
+      return extra;
+    },
+  });
+  // Plain http on loopback: tell koa it is not behind a proxy.
+  p.proxy = false;
+  return p;
+}
+
+function publicKids() {
+  return keys.map((k) => k.kid);
+}
+
+function writeJSON(res, status, body) {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+const server = createServer((req, res) => {
+  const url = new URL(req.url, 'http://localhost');
+  if (url.pathname === '/_admin/rotate') {
+    if (req.method !== 'POST') {
+      writeJSON(res, 405, { error: 'method not allowed' });
+      return;
+    }
+    const fresh = newKey();
+    keys = url.searchParams.get('retire') === '1' ? [fresh] : [fresh, ...keys];
+    provider = buildProvider(provider.issuer);
+    writeJSON(res, 200, { kid: fresh.kid, kids: publicKids() });
+    return;
+  }
+  provider.callback()(req, res);
+});
+
+server.listen(0, '127.0.0.1', () => {
+  const { port } = server.address();
+  const issuer = `http://127.0.0.1:${port}`;
+  provider = buildProvider(issuer);
+  process.stdout.write(`${JSON.stringify({
+    issuer,
+    token_endpoint: `${issuer}/token`,
+    jwks_uri: `${issuer}/jwks`,
+    kid: keys[0].kid,
+  })}\n`);
+});
+
+function shutdown() {
+  server.close(() => process.exit(0));
+  server.closeAllConnections();
+}
+process.on('SIGTERM', shutdown);
+process.on('SIGINT', shutdown);

@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/e2e/harness"
+)
+
+// TestOTLPTraces starts the sidecar exporting to an in-test OTLP receiver
+// and checks the spans of a few decisions after SIGTERM, which must flush
+// the batch.
+func TestOTLPTraces(t *testing.T) {
+	t.Parallel()
+	const service = "orders-authz-e2e"
+	rcv := harness.StartOTLPReceiver(t)
+	k := newKeyring(t)
+	s := startSidecar(t, k, map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.Endpoint,
+		"SVC_SERVICE_NAME":            service,
+	})
+
+	allowed := envoyCheck(t, s, "GET", "/orders/42", k.token(t, "alice", "acme", "viewer"), nil)
+	if allowed.status != http.StatusOK {
+		t.Fatalf("allowed Check: status %d; body %s", allowed.status, allowed.body)
+	}
+	denied := envoyCheck(t, s, "GET", "/orders/42", k.token(t, "mallory", "globex", "admin"), nil)
+	if denied.status != http.StatusForbidden {
+		t.Fatalf("cross-tenant Check: status %d; body %s", denied.status, denied.body)
+	}
+	expiredClaims := harness.Claims("alice", "acme", "viewer")
+	expiredClaims["exp"] = time.Now().Add(-time.Hour).Unix()
+	if r := envoyCheck(t, s, "GET", "/orders/42", k.rsa.Token(t, expiredClaims), nil); r.status != http.StatusUnauthorized {
+		t.Fatalf("expired Check: status %d; body %s", r.status, r.body)
+	}
+	allowID := allowed.headers["x-svc-decision-id"]
+	denyID := parseDeny(t, denied.body).DecisionID
+
+	s.Stop(t)
+
+	spans := rcv.Spans()
+	if len(spans) == 0 {
+		t.Fatalf("no span received after SIGTERM (metrics exports: %d)", rcv.MetricsExports())
+	}
+	for _, sp := range spans {
+		if got := sp.Resource["service.name"]; got != service {
+			t.Errorf("span %q: resource service.name = %q, want %q", sp.Name, got, service)
+		}
+	}
+
+	verify := rcv.SpansNamed("auth.verify_token")
+	eval := rcv.SpansNamed("policy.evaluate")
+	byReason := func(spans []harness.Span, reason string) *harness.Span {
+		for i := range spans {
+			if spans[i].Attrs["svc.reason"] == reason {
+				return &spans[i]
+			}
+		}
+		return nil
+	}
+	findID := func(spans []harness.Span, id string) *harness.Span {
+		for i := range spans {
+			if spans[i].Attrs["svc.decision_id"] == id {
+				return &spans[i]
+			}
+		}
+		return nil
+	}
+
+	t.Run("auth.verify_token", func(t *testing.T) {
+		if len(verify) < 3 {
+			t.Fatalf("%d auth.verify_token spans, want one per Check (3): %+v", len(verify), verify)
+		}
+		ok := byReason(verify, "ok")
+		expired := byReason(verify, "token-expired")
+		if ok == nil || expired == nil {
+			t.Fatalf("want auth.verify_token spans with svc.reason ok and token-expired; got %+v", verify)
+		}
+		for _, sp := range []*harness.Span{ok, expired} {
+			for _, attr := range []string{"svc.tenant", "svc.result", "svc.reason"} {
+				if sp.Attrs[attr] == "" {
+					t.Errorf("span %s (reason %s) lacks %s: %v", sp.Name, sp.Attrs["svc.reason"], attr, sp.Attrs)
+				}
+			}
+		}
+		if ok.Attrs["svc.tenant"] != "acme" {
+			t.Errorf("svc.tenant = %q, want acme", ok.Attrs["svc.tenant"])
+		}
+		if ok.Attrs["svc.result"] == expired.Attrs["svc.result"] {
+			t.Errorf("svc.result %q is the same for an accepted and an expired token", ok.Attrs["svc.result"])
+		}
+		for _, sp := range verify {
+			for _, v := range sp.Attrs {
+				if strings.Count(v, ".") == 2 && len(v) > 100 {
+					t.Errorf("span attribute looks like a token: %s", v[:20])
+				}
+			}
+		}
+	})
+
+	t.Run("policy.evaluate", func(t *testing.T) {
+		allow := findID(eval, allowID)
+		deny := findID(eval, denyID)
+		if allow == nil || deny == nil {
+			t.Fatalf("want policy.evaluate spans with svc.decision_id %q and %q; got %+v", allowID, denyID, eval)
+		}
+		for _, sp := range []*harness.Span{allow, deny} {
+			for _, attr := range []string{"svc.tenant", "svc.action", "svc.result", "svc.reason", "svc.decision_id"} {
+				if sp.Attrs[attr] == "" {
+					t.Errorf("policy.evaluate %s lacks %s: %v", sp.Attrs["svc.decision_id"], attr, sp.Attrs)
+				}
+			}
+			if sp.Attrs["svc.action"] != "orders:read" {
+				t.Errorf("svc.action = %q, want orders:read", sp.Attrs["svc.action"])
+			}
+		}
+		if allow.Attrs["svc.tenant"] != "acme" {
+			t.Errorf("svc.tenant = %q, want acme", allow.Attrs["svc.tenant"])
+		}
+		if allow.Attrs["svc.reason"] != "policy-allow" || deny.Attrs["svc.reason"] != "policy-deny" {
+			t.Errorf("svc.reason = %q / %q, want policy-allow / policy-deny", allow.Attrs["svc.reason"], deny.Attrs["svc.reason"])
+		}
+		if allow.Attrs["svc.result"] == deny.Attrs["svc.result"] {
+			t.Errorf("svc.result %q is the same for allow and deny", allow.Attrs["svc.result"])
+		}
+		if !strings.Contains(deny.Attrs["svc.deny_reasons"], "tenant-mismatch") {
+			t.Errorf("svc.deny_reasons = %q, want tenant-mismatch", deny.Attrs["svc.deny_reasons"])
+		}
+		// The decision spans hang under the gRPC server span of Check.
+		var server *harness.Span
+		for i := range spans {
+			if spans[i].TraceID == allow.TraceID && strings.Contains(spans[i].Name, "Authorization/Check") {
+				server = &spans[i]
+			}
+		}
+		if server == nil {
+			t.Errorf("no gRPC server span of Check in trace %s", allow.TraceID)
+		}
+		if v := findVerifyInTrace(verify, allow.TraceID); v == nil {
+			t.Errorf("auth.verify_token and policy.evaluate of one Check are in different traces")
+		}
+	})
+}
+
+func findVerifyInTrace(spans []harness.Span, traceID string) *harness.Span {
+	for i := range spans {
+		if spans[i].TraceID == traceID {
+			return &spans[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,136 @@
+package bundle
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	opabundle "github.com/open-policy-agent/opa/v1/bundle"
+
+	"github.com/svc-dev/svc/engine/policy"
+)
+
+// verifyKeyID is the name the verification key goes by in OPA's key
+// configuration. Naming it ourselves, rather than looking it up by the
+// kid the signature carries, means the one configured key is the only key
+// ever tried.
+const verifyKeyID = "svc-verify-key"
+
+// Inspect reads a bundle and describes it without verifying its
+// signature: Info.Signature says what the signature claims. The bundle is
+// parsed in full, so a bundle whose modules do not parse or whose roots do
+// not permit its contents is an error.
+func Inspect(r io.Reader) (Info, error) {
+	a, err := readArchive(r)
+	if err != nil {
+		return Info{}, err
+	}
+	info, err := a.info()
+	if err != nil {
+		return Info{}, err
+	}
+	if info.Signature, err = a.signature(); err != nil {
+		return Info{}, err
+	}
+	if _, err := a.reader().WithSkipBundleVerification(true).WithRegoVersion(ast.RegoV1).Read(); err != nil {
+		return Info{}, fmt.Errorf("read bundle: %w", err)
+	}
+	return info, nil
+}
+
+// Verify reads a bundle and checks that it is signed by the key in
+// pubKeyPEM and that every file matches the digest the signature lists.
+// An unreadable bundle is an ordinary error; a readable bundle that fails
+// verification is a *VerificationError, returned with the bundle's Info.
+func Verify(r io.Reader, pubKeyPEM []byte) (Info, error) {
+	info, _, err := read(r, &VerifyOptions{PublicKeyPEM: pubKeyPEM})
+	return info, err
+}
+
+// Load reads a bundle and compiles it into a policy set whose revision is
+// the manifest's. With verify set, the bundle must pass Verify with those
+// options: an unsigned or wrongly signed bundle is always rejected. With
+// verify nil, signatures are not checked. Compile errors are
+// *policy.Error.
+func Load(r io.Reader, verify *VerifyOptions) (*policy.Set, error) {
+	info, b, err := read(r, verify)
+	if err != nil {
+		return nil, err
+	}
+	modules := make(map[string]string, len(b.Modules))
+	for _, m := range b.Modules {
+		modules[strings.TrimPrefix(m.Path, "/")] = string(m.Raw)
+	}
+	set, err := policy.FromModules(modules, b.Data)
+	if err != nil {
+		return nil, err
+	}
+	return set.WithRevision(info.Revision), nil
+}
+
+// read reads and, with opts set, verifies a bundle.
+func read(r io.Reader, opts *VerifyOptions) (Info, opabundle.Bundle, error) {
+	a, err := readArchive(r)
+	if err != nil {
+		return Info{}, opabundle.Bundle{}, err
+	}
+	info, err := a.info()
+	if err != nil {
+		return Info{}, opabundle.Bundle{}, err
+	}
+	rd := a.reader().WithRegoVersion(ast.RegoV1)
+	if opts == nil {
+		b, err := rd.WithSkipBundleVerification(true).Read()
+		if err != nil {
+			return Info{}, opabundle.Bundle{}, fmt.Errorf("read bundle: %w", err)
+		}
+		return info, b, nil
+	}
+	if info.Signature, err = a.signature(); err != nil {
+		// A signature that cannot even be decoded fails verification.
+		return info, opabundle.Bundle{}, &VerificationError{Err: err}
+	}
+	vc, err := verificationConfig(info, opts)
+	if err != nil {
+		return info, opabundle.Bundle{}, err
+	}
+	b, err := rd.WithBundleVerificationConfig(vc).Read()
+	if err != nil {
+		// The archive listed and parsed above, so what fails now is the
+		// signature or a digest.
+		return info, opabundle.Bundle{}, &VerificationError{Err: err}
+	}
+	info.Verified = true
+	return info, b, nil
+}
+
+// verificationConfig builds OPA's verification configuration for the one
+// key of opts, after the checks OPA leaves to its caller: the bundle is
+// signed at all, the key id matches when one is required, and the
+// algorithm fits the key.
+func verificationConfig(info Info, opts *VerifyOptions) (*opabundle.VerificationConfig, error) {
+	pub, keyPEM, err := parsePublicKey(opts.PublicKeyPEM)
+	if err != nil {
+		// A configured but unusable key must not let anything through.
+		return nil, &VerificationError{Err: fmt.Errorf("verification key: %w", err)}
+	}
+	sig := info.Signature
+	if sig == nil {
+		return nil, &VerificationError{Err: ErrUnsigned}
+	}
+	if opts.KeyID != "" && sig.KeyID != opts.KeyID {
+		return nil, &VerificationError{Err: fmt.Errorf("signed with key id %q, want %q", sig.KeyID, opts.KeyID)}
+	}
+	alg, err := algFor(pub, opts.Alg, sig.Alg)
+	if err != nil {
+		return nil, &VerificationError{Err: err}
+	}
+	if sig.Alg != alg {
+		return nil, &VerificationError{Err: fmt.Errorf("signed with %s, want %s", sig.Alg, alg)}
+	}
+	keys := map[string]*opabundle.KeyConfig{
+		verifyKeyID: {Key: string(keyPEM), Algorithm: alg},
+	}
+	return opabundle.NewVerificationConfig(keys, verifyKeyID, "", nil), nil
+}

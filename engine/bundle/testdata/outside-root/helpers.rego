@@ -1,0 +1,3 @@
+package helpers
+
+ok if input.action == "orders:read"

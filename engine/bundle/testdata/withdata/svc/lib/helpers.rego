@@ -1,0 +1,3 @@
+package svc.lib
+
+is_admin(role) if role in data.svc.lib.admin_roles

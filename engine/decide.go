@@ -1,0 +1,171 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+type sourceKey struct{}
+
+// WithSource tags ctx with the surface a decision was asked through
+// ("envoy", "grpc", "http", "sdk"); it lands in the audit record.
+func WithSource(ctx context.Context, source string) context.Context {
+	return context.WithValue(ctx, sourceKey{}, source)
+}
+
+func sourceOf(ctx context.Context) string {
+	s, _ := ctx.Value(sourceKey{}).(string)
+	return s
+}
+
+// ValidateToken verifies a bearer token. It never returns an error: every
+// outcome is a TokenDecision with a stable reason code.
+func (e *Engine) ValidateToken(ctx context.Context, raw string) TokenDecision {
+	ctx, span := e.tel.startVerify(ctx)
+	d := e.validate(ctx, raw)
+	e.tel.endVerify(ctx, span, d)
+	return d
+}
+
+func (e *Engine) validate(ctx context.Context, raw string) TokenDecision {
+	if raw == "" {
+		return TokenDecision{Reason: reason.TokenMissing, Message: "no bearer token"}
+	}
+	if e.verifier == nil {
+		return TokenDecision{Allowed: true, Reason: reason.DevAnonymous, Subject: AnonymousSubject, TenantID: e.cfg.SDK.TenantID}
+	}
+	claims, err := e.verifier.Verify(ctx, raw)
+	if err != nil {
+		var re *reason.Error
+		if errors.As(err, &re) {
+			return TokenDecision{Reason: re.Code, Message: re.Msg}
+		}
+		return TokenDecision{Reason: reason.TokenMalformed, Message: "token rejected"}
+	}
+	sub, _ := claims["sub"].(string)
+	tenant, _ := claims["tenant_id"].(string)
+	return TokenDecision{Allowed: true, Claims: claims, Reason: reason.OK, Subject: sub, TenantID: tenant}
+}
+
+// Authorize verifies the token, fills in.User and in.Tenant from the
+// verified claims and the configuration (whatever the caller put there is
+// replaced), applies the tenant's rate limit and evaluates the policy.
+//
+// An invalid token or an exhausted budget is a Result with the reason, not
+// an error; an error means the engine could not decide (reason.PolicyError)
+// and the caller applies its fail mode.
+func (e *Engine) Authorize(ctx context.Context, raw string, in Input) (Result, error) {
+	start := e.now()
+	res := Result{Token: e.ValidateToken(ctx, raw)}
+	if !res.Token.Allowed {
+		res.Decision = Decision{Reason: res.Token.Reason, DenyReasons: []string{}}
+		e.record(ctx, start, res, in)
+		return res, nil
+	}
+	in.User = userFrom(res.Token)
+	in.Tenant = policy.Tenant{ID: e.cfg.SDK.TenantID, Plan: e.cfg.TenantPlan(e.cfg.SDK.TenantID)}
+	if in.Resource.Tenant == "" {
+		in.Resource.Tenant = e.cfg.SDK.TenantID
+	}
+	res.Input = in
+	if e.limiter != nil {
+		ok, wait, err := e.limiter.Allow(ctx, in.User.TenantID)
+		if err != nil {
+			e.log.WarnContext(ctx, "rate limiter unavailable; request not counted", "err", err)
+		} else if !ok {
+			res.Decision = Decision{Reason: reason.RateLimited, DenyReasons: []string{string(reason.RateLimited)}, RetryAfter: wait}
+			e.record(ctx, start, res, in)
+			return res, nil
+		}
+	}
+	d, err := e.Evaluate(ctx, in)
+	res.Decision = d
+	e.record(ctx, start, res, in)
+	return res, err
+}
+
+// Evaluate runs the active policy on in as given.
+func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
+	ctx, span := e.tel.startEval(ctx, in)
+	set := e.policies.Load()
+	r, err := set.Eval(ctx, in)
+	d := Decision{Allow: r.Allow, DenyReasons: r.DenyReasons, DecisionID: r.DecisionID, Revision: r.Revision, Reason: reason.PolicyDeny}
+	if d.Allow {
+		d.Reason = reason.PolicyAllow
+	}
+	if err != nil {
+		d = Decision{Reason: reason.PolicyError, DenyReasons: []string{}, DecisionID: r.DecisionID, Revision: set.Revision()}
+		err = reason.Wrap(reason.PolicyError, err, "policy evaluation failed")
+	}
+	if d.DenyReasons == nil {
+		d.DenyReasons = []string{}
+	}
+	e.tel.endEval(ctx, span, in, d, err)
+	return d, err
+}
+
+func (e *Engine) record(ctx context.Context, start time.Time, res Result, in Input) {
+	latency := e.now().Sub(start)
+	allowed := res.Allowed()
+	e.tel.decided(ctx, res.Decision.Reason, allowed, latency)
+	if e.audit == nil {
+		return
+	}
+	rec := audit.Record{
+		Time:           start.UTC(),
+		DecisionID:     res.Decision.DecisionID,
+		Tenant:         res.Token.TenantID,
+		UserID:         res.Token.Subject,
+		Action:         in.Action,
+		Resource:       audit.Resource{Type: in.Resource.Type, ID: in.Resource.ID, Tenant: in.Resource.Tenant},
+		Allow:          allowed,
+		DenyReasons:    res.Decision.DenyReasons,
+		Reason:         string(res.Decision.Reason),
+		PolicyRevision: res.Decision.Revision,
+		LatencyUS:      latency.Microseconds(),
+		Source:         sourceOf(ctx),
+	}
+	rec.TraceID, rec.SpanID = traceIDs(ctx)
+	e.audit.Log(rec)
+}
+
+// registered are the claims that map to fixed input fields; the rest are
+// the user's custom claims (input.user.claims).
+var registered = map[string]bool{
+	"iss": true, "sub": true, "aud": true, "exp": true, "nbf": true, "iat": true, "jti": true,
+	"tenant_id": true, "role": true, "roles": true, "email": true,
+}
+
+func userFrom(d TokenDecision) policy.User {
+	u := policy.User{ID: d.Subject, TenantID: d.TenantID, Roles: []string{}, Claims: map[string]any{}}
+	if d.Claims == nil {
+		return u
+	}
+	if roles, ok := d.Claims["roles"].([]any); ok {
+		for _, r := range roles {
+			if s, ok := r.(string); ok && s != "" {
+				u.Roles = append(u.Roles, s)
+			}
+		}
+	}
+	if role, ok := d.Claims["role"].(string); ok && role != "" {
+		u.Role = role
+		if len(u.Roles) == 0 {
+			u.Roles = append(u.Roles, role)
+		}
+	} else if len(u.Roles) > 0 {
+		u.Role = u.Roles[0]
+	}
+	u.Email, _ = d.Claims["email"].(string)
+	for k, v := range d.Claims {
+		if !registered[k] {
+			u.Claims[k] = v
+		}
+	}
+	return u
+}

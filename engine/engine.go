@@ -1,0 +1,245 @@
+// Package engine is svc's decision engine, usable in-process by Go programs
+// and embedded by svc-sidecar: it verifies bearer JWTs against a cached,
+// rotating JWKS and evaluates svc.authz Rego policies.
+//
+// An Engine is created from a configuration with New, answers
+// ValidateToken, Authorize and Evaluate concurrently, swaps its policy set
+// atomically on ReloadPolicies or SetPolicies, and is released by Close.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/jwks"
+	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/engine/ratelimit"
+	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/engine/token"
+	"github.com/svc-dev/svc/engine/version"
+	"github.com/svc-dev/svc/policies"
+)
+
+// AnonymousSubject is the subject applications see in development mode and
+// when a fail-open client could not reach the sidecar.
+const AnonymousSubject = "anonymous"
+
+// Deps are the collaborators of an Engine. Every field is optional.
+type Deps struct {
+	// Logger receives the engine's logs; default slog.Default().
+	Logger *slog.Logger
+	// HTTPClient fetches the JWKS; default a client with sane timeouts.
+	HTTPClient *http.Client
+	// TracerProvider and MeterProvider instrument decisions; default no-op.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
+	// Audit receives one record per decision; default none.
+	Audit AuditSink
+	// Limiter enforces per-tenant budgets; default in-memory from the
+	// configuration's rate_limit table.
+	Limiter ratelimit.Limiter
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// AuditSink receives audit records. It must never block.
+type AuditSink interface {
+	Log(audit.Record)
+}
+
+// Engine verifies tokens and evaluates policies. It is safe for
+// concurrent use.
+type Engine struct {
+	cfg      config.Config
+	log      *slog.Logger
+	now      func() time.Time
+	keys     *jwks.Cache // nil in development mode
+	verifier *token.Verifier
+	policies *policy.Store
+	limiter  ratelimit.Limiter
+	audit    AuditSink
+	tel      *instruments
+	started  time.Time
+
+	reloadMu sync.Mutex
+	stop     context.CancelFunc
+	done     chan struct{}
+}
+
+// New creates an Engine: it validates cfg, loads the policy set (the
+// embedded default policy when cfg.Policy.Dir is empty) and, unless in
+// development mode, starts refreshing the JWKS in the background.
+func New(cfg config.Config, deps Deps) (*Engine, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		cfg:     cfg,
+		log:     deps.Logger,
+		now:     deps.Now,
+		limiter: deps.Limiter,
+		audit:   deps.Audit,
+		done:    make(chan struct{}),
+	}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	e.started = e.now()
+	if e.limiter == nil && !cfg.RateLimit.Disabled {
+		e.limiter = ratelimit.NewMemory(cfg.RateLimitFor, e.now)
+	}
+	tp, mp := deps.TracerProvider, deps.MeterProvider
+	if tp == nil {
+		tp = tracenoop.NewTracerProvider()
+	}
+	if mp == nil {
+		mp = metricnoop.NewMeterProvider()
+	}
+
+	set, err := loadPolicies(cfg.Policy.Dir)
+	if err != nil {
+		return nil, err
+	}
+	e.policies = policy.NewStore(set)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	e.stop = cancel
+	if cfg.DevMode() {
+		e.log.Warn("DEVELOPMENT MODE: no jwks_url is configured and fail_mode=open, so EVERY bearer token is accepted without verification; set sdk.jwks_url (SVC_JWKS_URL) before serving real traffic",
+			"reason", reason.DevAnonymous)
+		close(e.done)
+	} else {
+		e.keys, err = jwks.New(jwks.Options{
+			URL:          cfg.SDK.JWKSURL,
+			Client:       deps.HTTPClient,
+			FetchTimeout: cfg.JWT.JWKSFetchTimeout.Duration,
+			MinRefresh:   cfg.JWT.JWKSMinRefresh.Duration,
+			MaxRefresh:   cfg.JWT.JWKSMaxRefresh.Duration,
+			Logger:       e.log,
+			Now:          e.now,
+		})
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("jwks: %w", err)
+		}
+		e.verifier, err = token.New(token.Options{
+			Keys:      e.keys,
+			Issuer:    cfg.JWT.Issuer,
+			Audiences: cfg.JWT.Audiences,
+			Skew:      cfg.JWT.ClockSkew.Duration,
+			CacheSize: cfg.JWT.CacheSize,
+			Now:       e.now,
+		})
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("token verifier: %w", err)
+		}
+		go func() {
+			defer close(e.done)
+			if err := e.keys.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				e.log.Error("jwks refresh stopped", "err", err)
+			}
+		}()
+	}
+	e.tel, err = newInstruments(tp, mp, e)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return e, nil
+}
+
+func loadPolicies(dir string) (*policy.Set, error) {
+	if dir == "" {
+		set, err := policy.LoadFS(policies.Default, ".")
+		if err != nil {
+			return nil, fmt.Errorf("embedded default policy: %w", err)
+		}
+		return set, nil
+	}
+	return policy.Load(dir)
+}
+
+// Config returns the effective configuration.
+func (e *Engine) Config() config.Config { return e.cfg }
+
+// DevMode reports whether tokens are accepted without verification.
+func (e *Engine) DevMode() bool { return e.verifier == nil }
+
+// Policies returns the active policy set.
+func (e *Engine) Policies() *policy.Set { return e.policies.Load() }
+
+// ReloadPolicies reloads the policy directory and swaps it in atomically.
+// On error the active set stays.
+func (e *Engine) ReloadPolicies(ctx context.Context) error {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	set, err := loadPolicies(e.cfg.Policy.Dir)
+	if err != nil {
+		return err
+	}
+	e.policies.Swap(set)
+	e.log.InfoContext(ctx, "policies reloaded", "files", len(set.Files()), "revision", set.Revision())
+	return nil
+}
+
+// SetPolicies swaps in an already compiled set (for example from a
+// verified bundle) atomically and returns the one it replaced.
+func (e *Engine) SetPolicies(set *policy.Set) *policy.Set {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	return e.policies.Swap(set)
+}
+
+// Status is a snapshot of the engine's state for status endpoints.
+type Status struct {
+	Version        string      `json:"version"`
+	DevMode        bool        `json:"dev_mode"`
+	TenantID       string      `json:"tenant_id"`
+	PolicyFiles    int         `json:"policy_files"`
+	PolicyRevision string      `json:"policy_revision"`
+	JWKS           jwks.Status `json:"jwks"`
+	Started        time.Time   `json:"started"`
+	Uptime         string      `json:"uptime"`
+}
+
+// Status returns a snapshot of the engine's state.
+func (e *Engine) Status() Status {
+	set := e.policies.Load()
+	s := Status{
+		Version:        version.Version,
+		DevMode:        e.DevMode(),
+		TenantID:       e.cfg.SDK.TenantID,
+		PolicyFiles:    len(set.Files()),
+		PolicyRevision: set.Revision(),
+		Started:        e.started,
+		Uptime:         e.now().Sub(e.started).Round(time.Second).String(),
+	}
+	if e.keys != nil {
+		s.JWKS = e.keys.Status()
+	}
+	return s
+}
+
+// Close stops the background JWKS refresh. It is safe to call twice.
+func (e *Engine) Close() error {
+	e.stop()
+	<-e.done
+	return nil
+}

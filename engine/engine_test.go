@@ -1,0 +1,287 @@
+package engine_test
+
+import (
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+// idp is a real JWKS endpoint on loopback serving one RSA key.
+type idp struct {
+	key *rsa.PrivateKey
+	kid string
+	srv *httptest.Server
+}
+
+var idpKey = sync.OnceValue(func() *rsa.PrivateKey {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		panic(err)
+	}
+	return k
+})
+
+func newIDP(t testing.TB) *idp {
+	t.Helper()
+	p := &idp{key: idpKey(), kid: "k1"}
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		pub := p.key.PublicKey
+		enc := base64.RawURLEncoding.EncodeToString
+		json.NewEncoder(w).Encode(map[string]any{"keys": []any{map[string]any{
+			"kty": "RSA", "kid": p.kid, "alg": "RS256", "use": "sig",
+			"n": enc(pub.N.Bytes()), "e": enc(big.NewInt(int64(pub.E)).Bytes()),
+		}}})
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+// mint signs claims as an RS256 JWT with the IdP's key.
+func (p *idp) mint(t testing.TB, claims map[string]any) string {
+	t.Helper()
+	enc := base64.RawURLEncoding.EncodeToString
+	h, _ := json.Marshal(map[string]any{"alg": "RS256", "typ": "JWT", "kid": p.kid})
+	c, _ := json.Marshal(claims)
+	signing := enc(h) + "." + enc(c)
+	sum := sha256.Sum256([]byte(signing))
+	sig, err := rsa.SignPKCS1v15(rand.Reader, p.key, crypto.SHA256, sum[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signing + "." + enc(sig)
+}
+
+func claimsFor(tenant string, roles ...string) map[string]any {
+	now := time.Now().Unix()
+	return map[string]any{
+		"sub": "user-1", "tenant_id": tenant, "roles": roles, "email": "u@example.com",
+		"iat": now, "exp": now + 300, "department": "sales",
+	}
+}
+
+type auditSink struct {
+	mu   sync.Mutex
+	recs []audit.Record
+}
+
+func (s *auditSink) Log(r audit.Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recs = append(s.recs, r)
+}
+
+func newEngine(t testing.TB, cfg config.Config, deps engine.Deps) *engine.Engine {
+	t.Helper()
+	e, err := engine.New(cfg, deps)
+	if err != nil {
+		t.Fatalf("engine.New: %v", err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func prodConfig(jwksURL string) config.Config {
+	var cfg config.Config
+	cfg.SDK.TenantID = "acme"
+	cfg.SDK.JWKSURL = jwksURL
+	cfg.SDK.FailMode = config.FailClosed
+	cfg.Tenants = map[string]config.Tenant{"acme": {Plan: "enterprise"}}
+	return cfg
+}
+
+func TestValidateToken(t *testing.T) {
+	p := newIDP(t)
+	e := newEngine(t, prodConfig(p.srv.URL), engine.Deps{})
+	ctx := context.Background()
+
+	expired := claimsFor("acme", "viewer")
+	expired["exp"] = time.Now().Add(-time.Hour).Unix()
+	noTenant := claimsFor("acme", "viewer")
+	delete(noTenant, "tenant_id")
+
+	tests := []struct {
+		name    string
+		token   string
+		allowed bool
+		code    reason.Code
+	}{
+		{"valid", p.mint(t, claimsFor("acme", "viewer")), true, reason.OK},
+		{"other tenant still authenticates", p.mint(t, claimsFor("globex", "viewer")), true, reason.OK},
+		{"missing", "", false, reason.TokenMissing},
+		{"malformed", "not-a-jwt", false, reason.TokenMalformed},
+		{"expired", p.mint(t, expired), false, reason.TokenExpired},
+		{"no tenant", p.mint(t, noTenant), false, reason.TenantMissing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := e.ValidateToken(ctx, tt.token)
+			if d.Allowed != tt.allowed || d.Reason != tt.code {
+				t.Fatalf("got allowed=%v reason=%s (%s), want %v %s", d.Allowed, d.Reason, d.Message, tt.allowed, tt.code)
+			}
+			if tt.allowed {
+				if d.Subject != "user-1" || d.Claims["department"] != "sales" {
+					t.Fatalf("claims not carried through: subject=%q claims=%v", d.Subject, d.Claims)
+				}
+			} else if d.Claims != nil {
+				t.Fatalf("claims on failure: %v", d.Claims)
+			}
+		})
+	}
+}
+
+func TestAuthorize(t *testing.T) {
+	p := newIDP(t)
+	sink := &auditSink{}
+	e := newEngine(t, prodConfig(p.srv.URL), engine.Deps{Audit: sink})
+	ctx := engine.WithSource(context.Background(), "sdk")
+
+	tests := []struct {
+		name    string
+		token   string
+		in      engine.Input
+		allowed bool
+		code    reason.Code
+		reasons []string
+	}{
+		{"viewer reads", p.mint(t, claimsFor("acme", "viewer")), engine.Input{Action: "orders:read"}, true, reason.PolicyAllow, []string{}},
+		{"viewer cannot delete", p.mint(t, claimsFor("acme", "viewer")), engine.Input{Action: "orders:delete"}, false, reason.PolicyDeny, []string{"role-forbidden: viewer cannot orders:delete"}},
+		{"cross tenant", p.mint(t, claimsFor("globex", "admin")), engine.Input{Action: "orders:read"}, false, reason.PolicyDeny, []string{"tenant-mismatch"}},
+		{"plan-gated action on enterprise plan", p.mint(t, claimsFor("acme", "billing")), engine.Input{Action: "reports:export"}, true, reason.PolicyAllow, []string{}},
+		{"invalid token stops before policy", "garbage", engine.Input{Action: "orders:read"}, false, reason.TokenMalformed, []string{}},
+		{
+			"caller-supplied user is replaced by claims",
+			p.mint(t, claimsFor("acme", "viewer")),
+			engine.Input{Action: "orders:delete", User: engine.Input{}.User},
+			false, reason.PolicyDeny, []string{"role-forbidden: viewer cannot orders:delete"},
+		},
+	}
+	tests[5].in.User.Roles = []string{"admin"}
+	tests[5].in.User.TenantID = "acme"
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := e.Authorize(ctx, tt.token, tt.in)
+			if err != nil {
+				t.Fatalf("Authorize: %v", err)
+			}
+			if res.Allowed() != tt.allowed || res.Decision.Reason != tt.code {
+				t.Fatalf("got allowed=%v reason=%s reasons=%v, want %v %s", res.Allowed(), res.Decision.Reason, res.Decision.DenyReasons, tt.allowed, tt.code)
+			}
+			if !equal(res.Decision.DenyReasons, tt.reasons) {
+				t.Fatalf("deny reasons %q, want %q", res.Decision.DenyReasons, tt.reasons)
+			}
+			if res.Token.Allowed && (res.Input.User.ID != "user-1" || res.Input.Tenant.Plan != "enterprise" || res.Input.User.Claims["department"] != "sales") {
+				t.Fatalf("input not filled from claims and config: %+v", res.Input)
+			}
+		})
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(sink.recs) != len(tests) {
+		t.Fatalf("%d audit records, want one per decision (%d)", len(sink.recs), len(tests))
+	}
+	first := sink.recs[0]
+	if first.DecisionID == "" || first.Tenant != "acme" || first.UserID != "user-1" || first.Action != "orders:read" || !first.Allow || first.Source != "sdk" {
+		t.Fatalf("audit record incomplete: %+v", first)
+	}
+}
+
+func TestDevMode(t *testing.T) {
+	var cfg config.Config
+	cfg.SDK.TenantID = "dev"
+	e := newEngine(t, cfg, engine.Deps{})
+	if !e.DevMode() {
+		t.Fatal("no jwks_url with fail_mode open is development mode")
+	}
+	d := e.ValidateToken(context.Background(), "any string at all")
+	if !d.Allowed || d.Reason != reason.DevAnonymous || d.Claims != nil || d.Subject != engine.AnonymousSubject {
+		t.Fatalf("dev decision %+v", d)
+	}
+	if d := e.ValidateToken(context.Background(), ""); d.Allowed || d.Reason != reason.TokenMissing {
+		t.Fatalf("no bearer at all must still be token-missing, got %+v", d)
+	}
+}
+
+func TestClosedWithoutJWKSIsRefused(t *testing.T) {
+	var cfg config.Config
+	cfg.SDK.FailMode = config.FailClosed
+	if _, err := engine.New(cfg, engine.Deps{}); err == nil {
+		t.Fatal("fail_mode=closed without jwks_url accepted")
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	p := newIDP(t)
+	cfg := prodConfig(p.srv.URL)
+	cfg.RateLimit.PerTenant = map[string]int{"acme": 3}
+	e := newEngine(t, cfg, engine.Deps{})
+	tok := p.mint(t, claimsFor("acme", "viewer"))
+	for i := 0; i < 3; i++ {
+		if res, _ := e.Authorize(context.Background(), tok, engine.Input{Action: "orders:read"}); !res.Allowed() {
+			t.Fatalf("request %d within budget denied: %+v", i, res.Decision)
+		}
+	}
+	res, err := e.Authorize(context.Background(), tok, engine.Input{Action: "orders:read"})
+	if err != nil || res.Allowed() || res.Decision.Reason != reason.RateLimited || res.Decision.RetryAfter <= 0 {
+		t.Fatalf("4th request: %+v err=%v, want rate-limited with retry-after", res.Decision, err)
+	}
+}
+
+func TestReloadPolicies(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) {
+		if err := os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("package svc.authz\n\ndefault allow := false\n\ndeny_reasons contains \"closed\" if not allow\n")
+	var cfg config.Config
+	cfg.Policy.Dir = dir
+	e := newEngine(t, cfg, engine.Deps{})
+	ctx := context.Background()
+	if d, _ := e.Evaluate(ctx, engine.Input{Action: "a:b"}); d.Allow || !equal(d.DenyReasons, []string{"closed"}) {
+		t.Fatalf("before reload: %+v", d)
+	}
+	write("package svc.authz\n\nallow := true\n")
+	if err := e.ReloadPolicies(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := e.Evaluate(ctx, engine.Input{Action: "a:b"}); !d.Allow {
+		t.Fatalf("after reload: %+v", d)
+	}
+	write("package svc.authz\n\nallow if {\n")
+	if err := e.ReloadPolicies(ctx); err == nil {
+		t.Fatal("broken policy accepted")
+	}
+	if d, _ := e.Evaluate(ctx, engine.Input{Action: "a:b"}); !d.Allow {
+		t.Fatalf("a failed reload must keep the active set: %+v", d)
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,167 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+// Span and attribute names; they are part of the observable contract.
+const (
+	SpanVerifyToken = "auth.verify_token"
+	SpanEvaluate    = "policy.evaluate"
+
+	AttrTenant      = "svc.tenant"
+	AttrAction      = "svc.action"
+	AttrResult      = "svc.result"
+	AttrReason      = "svc.reason"
+	AttrDenyReasons = "svc.deny_reasons"
+	AttrDecisionID  = "svc.decision_id"
+	AttrRevision    = "svc.policy_revision"
+	AttrMatchedRule = "svc.matched_rule"
+)
+
+const instrumentationName = "github.com/svc-dev/svc/engine"
+
+type instruments struct {
+	tracer    trace.Tracer
+	decisions metric.Int64Counter
+	latency   metric.Float64Histogram
+	attrSets  sync.Map // decisionKey → metric.MeasurementOption
+}
+
+type decisionKey struct {
+	allowed bool
+	code    reason.Code
+}
+
+func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider, e *Engine) (*instruments, error) {
+	m := mp.Meter(instrumentationName)
+	t := &instruments{tracer: tp.Tracer(instrumentationName)}
+	var err error
+	if t.decisions, err = m.Int64Counter("svc.decisions",
+		metric.WithDescription("Authorization decisions by result and reason.")); err != nil {
+		return nil, err
+	}
+	if t.latency, err = m.Float64Histogram("svc.decision.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time to reach a decision, token verification included."),
+		metric.WithExplicitBucketBoundaries(0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05)); err != nil {
+		return nil, err
+	}
+	if e.keys == nil {
+		return t, nil
+	}
+	refreshes, err := m.Int64ObservableCounter("svc.jwks.fetches", metric.WithDescription("JWKS fetches by outcome."))
+	if err != nil {
+		return nil, err
+	}
+	keyAge, err := m.Float64ObservableGauge("svc.jwks.key_age", metric.WithUnit("s"),
+		metric.WithDescription("Time since the JWKS was last fetched successfully."))
+	if err != nil {
+		return nil, err
+	}
+	keys, err := m.Int64ObservableGauge("svc.jwks.keys", metric.WithDescription("Usable keys in the cached JWKS."))
+	if err != nil {
+		return nil, err
+	}
+	ok := metric.WithAttributes(attribute.String("outcome", "ok"))
+	failed := metric.WithAttributes(attribute.String("outcome", "error"))
+	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		s := e.keys.Status()
+		o.ObserveInt64(refreshes, int64(s.Fetches-s.FetchFailures), ok)
+		o.ObserveInt64(refreshes, int64(s.FetchFailures), failed)
+		o.ObserveInt64(keys, int64(s.Keys))
+		if !s.LastSuccess.IsZero() {
+			o.ObserveFloat64(keyAge, e.now().Sub(s.LastSuccess).Seconds())
+		}
+		return nil
+	}, refreshes, keyAge, keys)
+	return t, err
+}
+
+func (t *instruments) startVerify(ctx context.Context) (context.Context, trace.Span) {
+	return t.tracer.Start(ctx, SpanVerifyToken, trace.WithSpanKind(trace.SpanKindInternal))
+}
+
+func (t *instruments) endVerify(_ context.Context, span trace.Span, d TokenDecision) {
+	if span.IsRecording() {
+		span.SetAttributes(
+			attribute.String(AttrTenant, d.TenantID),
+			attribute.String(AttrResult, result(d.Allowed)),
+			attribute.String(AttrReason, string(d.Reason)),
+		)
+	}
+	span.End()
+}
+
+func (t *instruments) startEval(ctx context.Context, in Input) (context.Context, trace.Span) {
+	return t.tracer.Start(ctx, SpanEvaluate, trace.WithSpanKind(trace.SpanKindInternal))
+}
+
+func (t *instruments) endEval(_ context.Context, span trace.Span, in Input, d Decision, err error) {
+	if span.IsRecording() {
+		span.SetAttributes(
+			attribute.String(AttrTenant, in.User.TenantID),
+			attribute.String(AttrAction, in.Action),
+			attribute.String(AttrResult, result(d.Allow)),
+			attribute.String(AttrReason, string(d.Reason)),
+			attribute.StringSlice(AttrDenyReasons, d.DenyReasons),
+			attribute.String(AttrDecisionID, d.DecisionID),
+			attribute.String(AttrRevision, d.Revision),
+			attribute.String(AttrMatchedRule, matchedRule(d)),
+		)
+		if err != nil {
+			span.SetStatus(codes.Error, string(reason.PolicyError))
+		}
+	}
+	span.End()
+}
+
+// matchedRule names the rule of svc.authz that decided: allow when it
+// held, deny_reasons when a reason was given, else the default of allow.
+func matchedRule(d Decision) string {
+	switch {
+	case d.Allow:
+		return "data.svc.authz.allow"
+	case len(d.DenyReasons) > 0:
+		return "data.svc.authz.deny_reasons"
+	default:
+		return "data.svc.authz.allow (default)"
+	}
+}
+
+func (t *instruments) decided(ctx context.Context, code reason.Code, allowed bool, latency time.Duration) {
+	k := decisionKey{allowed: allowed, code: code}
+	opt, ok := t.attrSets.Load(k)
+	if !ok {
+		opt, _ = t.attrSets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(
+			attribute.String("result", result(allowed)),
+			attribute.String("reason", string(code)),
+		)))
+	}
+	o := opt.(metric.MeasurementOption)
+	t.decisions.Add(ctx, 1, o.(metric.AddOption))
+	t.latency.Record(ctx, latency.Seconds(), o.(metric.RecordOption))
+}
+
+func result(allowed bool) string {
+	if allowed {
+		return "allow"
+	}
+	return "deny"
+}
+
+func traceIDs(ctx context.Context) (traceID, spanID string) {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return "", ""
+	}
+	return sc.TraceID().String(), sc.SpanID().String()
+}

@@ -1,0 +1,165 @@
+package jwks_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/engine/jwks"
+)
+
+// testKeys are generated once per test binary: RSA generation is slow.
+type testKeys struct {
+	rsa, rsa2 *rsa.PrivateKey
+	weak      *rsa.PrivateKey // 1024 bits
+	ec        *ecdsa.PrivateKey
+	p384      *ecdsa.PrivateKey
+	ed        ed25519.PublicKey
+}
+
+var keys = sync.OnceValue(func() testKeys {
+	must := func(k *rsa.PrivateKey, err error) *rsa.PrivateKey {
+		if err != nil {
+			panic(err)
+		}
+		return k
+	}
+	mustEC := func(k *ecdsa.PrivateKey, err error) *ecdsa.PrivateKey {
+		if err != nil {
+			panic(err)
+		}
+		return k
+	}
+	ed, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	return testKeys{
+		rsa:  must(rsa.GenerateKey(rand.Reader, 2048)),
+		rsa2: must(rsa.GenerateKey(rand.Reader, 2048)),
+		weak: must(rsa.GenerateKey(rand.Reader, 1024)),
+		ec:   mustEC(ecdsa.GenerateKey(elliptic.P256(), rand.Reader)),
+		p384: mustEC(ecdsa.GenerateKey(elliptic.P384(), rand.Reader)),
+		ed:   ed,
+	}
+})
+
+func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+// rsaJWK builds the JWK by hand: jwx refuses to import a 1024-bit key.
+func rsaJWK(kid string, pub *rsa.PublicKey, extra ...string) map[string]any {
+	m := map[string]any{"kty": "RSA", "kid": kid, "n": b64(pub.N.Bytes()), "e": b64(big.NewInt(int64(pub.E)).Bytes())}
+	return withExtra(m, extra)
+}
+
+func ecJWK(kid string, pub *ecdsa.PublicKey, extra ...string) map[string]any {
+	size := (pub.Curve.Params().BitSize + 7) / 8
+	m := map[string]any{"kty": "EC", "kid": kid, "crv": pub.Curve.Params().Name,
+		"x": b64(pub.X.FillBytes(make([]byte, size))), "y": b64(pub.Y.FillBytes(make([]byte, size)))}
+	return withExtra(m, extra)
+}
+
+// withExtra adds name/value pairs such as "alg", "RS256".
+func withExtra(m map[string]any, extra []string) map[string]any {
+	for i := 0; i+1 < len(extra); i += 2 {
+		m[extra[i]] = extra[i+1]
+	}
+	return m
+}
+
+func jwksJSON(t testing.TB, keys ...map[string]any) []byte {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"keys": keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// idp is a JWKS endpoint over real TLS that counts its requests and can
+// rotate its keys or fail.
+type idp struct {
+	srv          *httptest.Server
+	requests     atomic.Int64
+	mu           sync.Mutex
+	body         []byte
+	status       int
+	cacheControl string
+	times        []time.Time
+}
+
+func newIDP(t testing.TB, body []byte) *idp {
+	t.Helper()
+	p := &idp{body: body, status: http.StatusOK}
+	p.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.requests.Add(1)
+		p.mu.Lock()
+		body, status, cc := p.body, p.status, p.cacheControl
+		p.times = append(p.times, time.Now())
+		p.mu.Unlock()
+		if cc != "" {
+			w.Header().Set("Cache-Control", cc)
+		}
+		w.Header().Set("Content-Type", "application/jwk-set+json")
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func (p *idp) serve(body []byte, status int, cacheControl string) {
+	p.mu.Lock()
+	p.body, p.status, p.cacheControl = body, status, cacheControl
+	p.mu.Unlock()
+}
+
+func (p *idp) requestTimes() []time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]time.Time(nil), p.times...)
+}
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func newCache(t testing.TB, p *idp, mod func(*jwks.Options)) *jwks.Cache {
+	t.Helper()
+	opts := jwks.Options{URL: p.srv.URL + "/jwks.json", Client: p.srv.Client()}
+	if mod != nil {
+		mod(&opts)
+	}
+	c, err := jwks.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

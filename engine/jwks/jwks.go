@@ -1,0 +1,311 @@
+// Package jwks keeps the identity provider's JSON Web Key Set in memory so
+// that tokens can be verified without I/O on the request path.
+//
+// A Cache fetches the set from one HTTPS URL, validates every key once when
+// the set is loaded (RSA of 2048 bits or more and EC P-256 only, for RS256,
+// PS256 and ES256 signatures), refreshes it in the background at the
+// interval the provider announces through Cache-Control (bounded by
+// Options.MinRefresh and Options.MaxRefresh), and refetches on demand when a
+// token names a kid it does not know. On-demand refetches are
+// singleflighted and rate-limited, so a flood of tokens with random kids
+// cannot hammer the provider. When the provider is unreachable the keys
+// already loaded keep serving and Status reports the cache as partitioned.
+//
+// The lifecycle is New → Run(ctx) (optional; without it the first Key call
+// fetches lazily) → Key from any number of goroutines → Status.
+package jwks
+
+import (
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwa"
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+// MaxBodySize is the largest JWKS response accepted, in bytes. A larger
+// body is a failed fetch; the keys already loaded stay.
+const MaxBodySize = 1 << 20
+
+// Defaults applied by New to zero Options fields.
+const (
+	DefaultFetchTimeout       = 5 * time.Second
+	DefaultMinRefresh         = time.Minute
+	DefaultMaxRefresh         = time.Hour
+	DefaultUnknownKIDInterval = time.Minute
+	DefaultUnknownKIDBurst    = 3
+)
+
+// Options configures a Cache. Only URL is required.
+type Options struct {
+	// URL is the JWKS endpoint: https, or http on a loopback host.
+	URL string
+	// Client performs the fetches. Default: a client with Go's default
+	// transport that follows redirects only to https (or http on a
+	// loopback host). Its Timeout, if any, applies on top of FetchTimeout.
+	Client *http.Client
+	// FetchTimeout bounds one fetch, from request to parsed body.
+	// Default 5s.
+	FetchTimeout time.Duration
+	// MinRefresh and MaxRefresh clamp the background refresh interval
+	// taken from the response's Cache-Control max-age; MinRefresh is used
+	// when the response carries none. MinRefresh also caps the retry
+	// backoff after a failed fetch. Defaults 1m and 1h.
+	MinRefresh, MaxRefresh time.Duration
+	// UnknownKIDInterval and UnknownKIDBurst rate-limit the refetches
+	// triggered by Key (an unknown kid, or no set loaded yet): at most
+	// UnknownKIDBurst fetches per UnknownKIDInterval. Defaults 1m and 3.
+	UnknownKIDInterval time.Duration
+	UnknownKIDBurst    int
+	// Logger receives fetch outcomes and rejected keys; never key
+	// material. Default: discard.
+	Logger *slog.Logger
+	// Now is the clock for timestamps and the refetch limiter. Default
+	// time.Now.
+	Now func() time.Time
+}
+
+// Key is a verification key accepted from the set. The algorithm is fixed
+// by the JWK, never by a token: Algs holds the JWK's own alg when present;
+// without one, an RSA key accepts RS256 and PS256 and a P-256 key ES256.
+// A Key and its fields are shared and must not be modified.
+type Key struct {
+	// ID is the key's kid, "" when the JWK has none.
+	ID string
+	// JWK is the public key as published by the provider.
+	JWK jwk.Key
+	// Public is the raw public key (*rsa.PublicKey or *ecdsa.PublicKey),
+	// exported once when the set was loaded.
+	Public crypto.PublicKey
+	// Algs lists the signature algorithms the key may verify.
+	Algs []jwa.SignatureAlgorithm
+}
+
+// Allows reports whether the key may verify a signature made with alg.
+func (k Key) Allows(alg jwa.SignatureAlgorithm) bool {
+	for _, a := range k.Algs {
+		if a == alg {
+			return true
+		}
+	}
+	return false
+}
+
+// Cache is a rotation-safe, concurrency-safe JWKS cache. Create it with New.
+type Cache struct {
+	opts    Options
+	url     string
+	log     *slog.Logger
+	set     atomic.Pointer[keySet]
+	group   singleflight.Group
+	limiter *bucket
+	running atomic.Bool
+
+	mu           sync.Mutex // guards st and lastRejected
+	st           Status
+	lastRejected string // the rejections last logged
+}
+
+// Status describes the cache for `sidecar status` and metrics.
+type Status struct {
+	// URL is the JWKS endpoint.
+	URL string
+	// KeySets is the number of key sets cached: 0 before the first
+	// successful fetch, then 1.
+	KeySets int
+	// Keys is the number of usable keys in the cached set.
+	Keys int
+	// Rejected is the number of keys of the cached set that failed
+	// validation (weak, wrong type or algorithm).
+	Rejected int
+	// LastFetch is when the last fetch attempt ended.
+	LastFetch time.Time
+	// LastSuccess is when the cached set was fetched.
+	LastSuccess time.Time
+	// LastError is the error of the last fetch, "" when it succeeded.
+	LastError string
+	// Partitioned is true when the last fetch failed while keys are cached:
+	// they keep serving. PartitionedSince is the first failure of that run.
+	Partitioned      bool
+	PartitionedSince time.Time
+	// Fetches counts fetch attempts; FetchFailures the failed ones.
+	Fetches       uint64
+	FetchFailures uint64
+	// KeyAge is how old the cached set is (zero when none is cached).
+	KeyAge time.Duration
+	// NextRefresh is when Run will fetch next (zero when Run is not
+	// running).
+	NextRefresh time.Time
+}
+
+// New validates opts, fills defaults and returns a Cache that has fetched
+// nothing yet.
+func New(opts Options) (*Cache, error) {
+	u, err := url.Parse(opts.URL)
+	if err != nil {
+		return nil, fmt.Errorf("jwks: invalid url: %w", err)
+	}
+	switch {
+	case u.Host == "":
+		return nil, errors.New("jwks: url must be absolute with a host")
+	case u.Scheme == "https":
+	case u.Scheme == "http" && isLoopback(u.Hostname()):
+	default:
+		return nil, fmt.Errorf("jwks: url scheme %q not allowed: use https (http only on a loopback host)", u.Scheme)
+	}
+	if opts.Client == nil {
+		opts.Client = &http.Client{CheckRedirect: checkRedirect}
+	}
+	if opts.FetchTimeout == 0 {
+		opts.FetchTimeout = DefaultFetchTimeout
+	}
+	if opts.MinRefresh == 0 {
+		opts.MinRefresh = DefaultMinRefresh
+	}
+	if opts.MaxRefresh == 0 {
+		opts.MaxRefresh = DefaultMaxRefresh
+	}
+	if opts.UnknownKIDInterval == 0 {
+		opts.UnknownKIDInterval = DefaultUnknownKIDInterval
+	}
+	if opts.UnknownKIDBurst == 0 {
+		opts.UnknownKIDBurst = DefaultUnknownKIDBurst
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	switch {
+	case opts.FetchTimeout < 0, opts.MinRefresh < 0, opts.MaxRefresh < 0, opts.UnknownKIDInterval < 0:
+		return nil, errors.New("jwks: durations must be positive")
+	case opts.MinRefresh > opts.MaxRefresh:
+		return nil, fmt.Errorf("jwks: min refresh %s exceeds max refresh %s", opts.MinRefresh, opts.MaxRefresh)
+	case opts.UnknownKIDBurst < 0:
+		return nil, errors.New("jwks: unknown-kid burst must be positive")
+	}
+	c := &Cache{
+		opts:    opts,
+		url:     u.String(),
+		log:     opts.Logger.With("component", "jwks"),
+		limiter: newBucket(opts.UnknownKIDBurst, opts.UnknownKIDInterval, opts.Now()),
+	}
+	c.st.URL = redactURL(u)
+	return c, nil
+}
+
+// Key returns the verification key named kid. A known kid is answered from
+// memory. An unknown kid triggers one refetch (shared by concurrent callers
+// and rate-limited); if the kid is still unknown the error carries
+// reason.UnknownKID. A kid whose key was rejected when the set was loaded
+// yields reason.KeyTooWeak or reason.AlgNotAllowed. When no set was ever
+// loaded and the fetch fails, the error carries reason.JWKSUnavailable. An
+// empty kid selects the set's only usable key, if it holds exactly one.
+// Every error is a *reason.Error.
+func (c *Cache) Key(ctx context.Context, kid string) (Key, error) {
+	s := c.set.Load()
+	if s == nil {
+		err := c.refetch(ctx)
+		if s = c.set.Load(); s == nil {
+			if errors.Is(err, errRateLimited) {
+				c.mu.Lock()
+				err = fmt.Errorf("%w; last fetch: %s", err, c.st.LastError)
+				c.mu.Unlock()
+			}
+			return Key{}, reason.Wrap(reason.JWKSUnavailable, err, "no key set loaded")
+		}
+	}
+	if k, found, err := s.lookup(kid); found {
+		return k, err
+	}
+	if kid == "" {
+		return Key{}, reason.New(reason.UnknownKID, "token names no kid and the key set holds %d usable keys", len(s.keys))
+	}
+	// An unknown kid may mean the provider rotated keys: look again once.
+	// A failed or refused refetch keeps the old set, so the lookup below
+	// decides either way.
+	err := c.refetch(ctx)
+	if k, found, kerr := c.set.Load().lookup(kid); found {
+		return k, kerr
+	}
+	return Key{}, reason.Wrap(reason.UnknownKID, err, "kid not found in the key set")
+}
+
+// errRateLimited means an on-demand refetch was refused by the limiter.
+var errRateLimited = errors.New("jwks refetch rate-limited")
+
+// refetch performs an on-demand fetch, shared with any fetch in flight
+// and subject to the unknown-kid limiter. The caller may stop waiting when
+// ctx ends; the fetch itself runs to its own timeout so that the other
+// waiters still get its result.
+func (c *Cache) refetch(ctx context.Context) error {
+	ch := c.group.DoChan("fetch", func() (any, error) {
+		if !c.limiter.allow(c.opts.Now()) {
+			return time.Duration(0), errRateLimited
+		}
+		return c.fetch(context.WithoutCancel(ctx))
+	})
+	select {
+	case r := <-ch:
+		return r.Err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Status returns a snapshot of the cache's state.
+func (c *Cache) Status() Status {
+	c.mu.Lock()
+	st := c.st
+	c.mu.Unlock()
+	if s := c.set.Load(); s != nil {
+		st.KeySets = 1
+		st.Keys = len(s.keys)
+		st.Rejected = s.nrejected
+		st.KeyAge = c.opts.Now().Sub(s.fetched)
+	}
+	return st
+}
+
+// checkRedirect lets the default client follow a redirect only to a URL
+// New would accept, so that keys never arrive over plain HTTP from afar.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 5 {
+		return errors.New("too many redirects")
+	}
+	if req.URL.Scheme != "https" && !(req.URL.Scheme == "http" && isLoopback(req.URL.Hostname())) {
+		return fmt.Errorf("redirect to scheme %q refused", req.URL.Scheme)
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// redactURL drops credentials and the query, which may carry secrets, from
+// the URL shown in Status.
+func redactURL(u *url.URL) string {
+	r := *u
+	r.User = nil
+	r.RawQuery = ""
+	r.Fragment = ""
+	return r.String()
+}

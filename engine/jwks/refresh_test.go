@@ -1,0 +1,121 @@
+package jwks_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/engine/jwks"
+)
+
+// runCache starts Run in the background and stops it when the test ends.
+func runCache(t *testing.T, c *jwks.Cache) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run returned %v after cancel, want nil", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("Run did not return after cancel")
+		}
+	})
+}
+
+// waitRequests waits until the IdP has seen n requests and returns their
+// arrival times.
+func waitRequests(t *testing.T, p *idp, n int, limit time.Duration) []time.Time {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if ts := p.requestTimes(); len(ts) >= n {
+			return ts
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("idp saw %d requests within %s, want %d", len(p.requestTimes()), limit, n)
+	return nil
+}
+
+func TestRunRefreshInterval(t *testing.T) {
+	k := keys()
+	tests := []struct {
+		name         string
+		cacheControl string
+		min, max     time.Duration
+		wantGap      time.Duration // expected gap between background fetches
+	}{
+		{"max-age honoured", "public, max-age=1", 10 * time.Millisecond, time.Hour, time.Second},
+		{"max-age clamped to max", "max-age=3600", 50 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond},
+		{"max-age raised to min", "max-age=0", 300 * time.Millisecond, time.Hour, 300 * time.Millisecond},
+		{"no cache-control uses min", "", 150 * time.Millisecond, time.Hour, 150 * time.Millisecond},
+		{"no-store uses min", "no-store, max-age=60", 150 * time.Millisecond, time.Hour, 150 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newIDP(t, nil)
+			p.serve(jwksJSON(t, rsaJWK("k1", &k.rsa.PublicKey)), http.StatusOK, tt.cacheControl)
+			c := newCache(t, p, func(o *jwks.Options) { o.MinRefresh, o.MaxRefresh = tt.min, tt.max })
+			runCache(t, c)
+			ts := waitRequests(t, p, 3, 10*tt.wantGap+5*time.Second)
+			for i := 1; i < 3; i++ {
+				gap := ts[i].Sub(ts[i-1])
+				// Timers never fire early; allow generous lateness on a
+				// loaded machine.
+				if gap < tt.wantGap-5*time.Millisecond || gap > tt.wantGap+750*time.Millisecond {
+					t.Errorf("gap %d = %s, want about %s", i, gap, tt.wantGap)
+				}
+			}
+			if st := c.Status(); st.NextRefresh.IsZero() || st.Keys != 1 {
+				t.Errorf("status = %+v, want keys and a next refresh", st)
+			}
+		})
+	}
+}
+
+func TestRunKeepsServingWhileDown(t *testing.T) {
+	k := keys()
+	p := newIDP(t, jwksJSON(t, rsaJWK("k1", &k.rsa.PublicKey)))
+	c := newCache(t, p, func(o *jwks.Options) { o.MinRefresh, o.MaxRefresh = 100*time.Millisecond, 100*time.Millisecond })
+	runCache(t, c)
+	waitRequests(t, p, 1, 5*time.Second)
+	p.serve(nil, http.StatusServiceUnavailable, "")
+	// Retries back off but never wait longer than MinRefresh.
+	ts := waitRequests(t, p, 5, 5*time.Second)
+	for i := 2; i < 5; i++ {
+		if gap := ts[i].Sub(ts[i-1]); gap > 100*time.Millisecond+750*time.Millisecond {
+			t.Errorf("retry gap %d = %s, want at most about 100ms", i, gap)
+		}
+	}
+	if _, err := c.Key(context.Background(), "k1"); err != nil {
+		t.Fatalf("cached key while down: %v", err)
+	}
+	st := c.Status()
+	if !st.Partitioned || st.PartitionedSince.IsZero() || st.FetchFailures < 3 || st.KeySets != 1 {
+		t.Fatalf("status = %+v", st)
+	}
+	p.serve(jwksJSON(t, rsaJWK("k1", &k.rsa.PublicKey)), http.StatusOK, "")
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Status().Partitioned && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := c.Status(); st.Partitioned {
+		t.Fatalf("still partitioned after the IdP came back: %+v", st)
+	}
+}
+
+func TestRunTwice(t *testing.T) {
+	p := newIDP(t, jwksJSON(t, rsaJWK("k1", &keys().rsa.PublicKey)))
+	c := newCache(t, p, nil)
+	runCache(t, c)
+	waitRequests(t, p, 1, 5*time.Second)
+	if err := c.Run(context.Background()); err == nil {
+		t.Fatal("second concurrent Run returned nil, want an error")
+	}
+}

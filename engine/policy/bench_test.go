@@ -1,0 +1,101 @@
+package policy_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/policies"
+)
+
+// benchInput is a typical allowed request of an editor.
+func benchInput() policy.Input {
+	return policy.Input{
+		Action: "orders:update",
+		User: policy.User{
+			ID:       "u-1001",
+			Role:     "editor",
+			Roles:    []string{"editor"},
+			TenantID: "acme",
+			Email:    "ed@acme.example",
+			Claims:   map[string]any{"department": "sales", "mfa": true},
+		},
+		Resource: policy.Resource{Type: "orders", ID: "ord-1", Tenant: "acme"},
+		Tenant:   policy.Tenant{ID: "acme", Plan: "team"},
+	}
+}
+
+// BenchmarkEvaluate measures one decision of the default policy and
+// reports its latency distribution: p50 and p99 over every operation.
+func BenchmarkEvaluate(b *testing.B) {
+	set, err := policy.LoadFS(policies.Default, ".")
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := benchInput()
+	raw, err := json.Marshal(in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		eval func() (policy.Result, error)
+	}{
+		{"typed", func() (policy.Result, error) { return set.Eval(ctx, in) }},
+		{"map", func() (policy.Result, error) { return set.EvalValue(ctx, m) }},
+		{"json-roundtrip", func() (policy.Result, error) {
+			raw, err := json.Marshal(in)
+			if err != nil {
+				return policy.Result{}, err
+			}
+			var v any
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return policy.Result{}, err
+			}
+			return set.EvalValue(ctx, v)
+		}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			for range 100 { // warm caches and the allocator
+				if _, err := c.eval(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			durs := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				start := time.Now()
+				res, err := c.eval()
+				durs = append(durs, time.Since(start))
+				if err != nil || !res.Allow {
+					b.Fatalf("eval: allow=%v err=%v", res.Allow, err)
+				}
+			}
+			b.StopTimer()
+			reportPercentiles(b, durs)
+		})
+	}
+}
+
+func reportPercentiles(b *testing.B, durs []time.Duration) {
+	if len(durs) == 0 {
+		return
+	}
+	slices.Sort(durs)
+	at := func(q float64) float64 {
+		i := int(q * float64(len(durs)-1))
+		return float64(durs[i].Nanoseconds()) / 1e3
+	}
+	b.ReportMetric(at(0.50), "p50-µs")
+	b.ReportMetric(at(0.99), "p99-µs")
+}

@@ -1,0 +1,210 @@
+package policy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"slices"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/metrics"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
+
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+// Result is the policy's decision on one input.
+type Result struct {
+	// Allow is data.svc.authz.allow; false when the rule is undefined.
+	Allow bool `json:"allow"`
+	// DenyReasons is data.svc.authz.deny_reasons, sorted; empty (never
+	// nil) when the rule is undefined or holds no reason.
+	DenyReasons []string `json:"deny_reasons"`
+	// DecisionID is a fresh random 128-bit id in UUID text form that
+	// names this evaluation in logs, traces and audit records.
+	DecisionID string `json:"decision_id"`
+	// Revision is the revision of the set that decided.
+	Revision string `json:"revision,omitempty"`
+}
+
+// Eval evaluates the policy on a typed input. Failures are *reason.Error:
+// reason.InputInvalid when the input cannot be converted, reason.PolicyError
+// when the policy fails or yields something that is not a decision.
+func (s *Set) Eval(ctx context.Context, in Input) (Result, error) {
+	v, err := in.Value()
+	if err != nil {
+		return Result{}, reason.Wrap(reason.InputInvalid, err, "convert policy input")
+	}
+	return s.eval(ctx, v)
+}
+
+// EvalValue evaluates the policy on an input given as a JSON-like Go value
+// (map[string]any, []any, string, json.Number, float64, bool, nil), an
+// ast.Value, or an Input. Failures are as for Eval.
+func (s *Set) EvalValue(ctx context.Context, input any) (Result, error) {
+	v, err := inputValue(input)
+	if err != nil {
+		return Result{}, err
+	}
+	return s.eval(ctx, v)
+}
+
+func inputValue(input any) (ast.Value, error) {
+	var (
+		v   ast.Value
+		err error
+	)
+	switch x := input.(type) {
+	case Input:
+		v, err = x.Value()
+	case *Input:
+		if x == nil {
+			return ast.Null{}, nil
+		}
+		v, err = x.Value()
+	case ast.Value:
+		return x, nil
+	default:
+		v, err = ast.InterfaceToValue(input)
+	}
+	if err != nil {
+		return nil, reason.Wrap(reason.InputInvalid, err, "convert policy input")
+	}
+	return v, nil
+}
+
+func (s *Set) eval(ctx context.Context, input ast.Value, opts ...rego.EvalOption) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, reason.Wrap(reason.PolicyError, err, "evaluate policy")
+	}
+	// rego would start a goroutine per evaluation to watch ctx; a callback
+	// registered on ctx cancels the same way without one.
+	cancel := topdown.NewCancel()
+	stop := context.AfterFunc(ctx, cancel.Cancel)
+	defer stop()
+	opts = append(opts,
+		rego.EvalParsedInput(input),
+		rego.EvalMetrics(metrics.NoOp()),
+		rego.EvalExternalCancel(cancel),
+	)
+	allow, reasons, err := s.decide(ctx, opts)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Revision: s.revision}
+	if res.Allow, err = decodeAllow(allow); err != nil {
+		return Result{}, err
+	}
+	if res.DenyReasons, err = decodeReasons(reasons); err != nil {
+		return Result{}, err
+	}
+	res.DecisionID = NewDecisionID()
+	return res, nil
+}
+
+// decide runs the decision query and returns the values of allow and
+// deny_reasons, nil for undefined. The fast query has a result only when
+// both rules are defined, which a policy with `default allow := false` and
+// a deny_reasons rule always has; otherwise the full query, which tells
+// each undefined rule apart, runs.
+func (s *Set) decide(ctx context.Context, opts []rego.EvalOption) (allow, reasons ast.Value, err error) {
+	rs, err := s.fast.Eval(ctx, opts...)
+	if err != nil {
+		return nil, nil, reason.Wrap(reason.PolicyError, err, "evaluate policy")
+	}
+	switch len(rs) {
+	case 1:
+		allow, _ = rs[0].Bindings["allow"].(ast.Value)
+		reasons, _ = rs[0].Bindings["reasons"].(ast.Value)
+		return allow, reasons, nil
+	case 0:
+	default:
+		return nil, nil, reason.New(reason.PolicyError, "decision query returned %d results", len(rs))
+	}
+	if rs, err = s.full.Eval(ctx, opts...); err != nil {
+		return nil, nil, reason.Wrap(reason.PolicyError, err, "evaluate policy")
+	}
+	if len(rs) != 1 {
+		return nil, nil, reason.New(reason.PolicyError, "decision query returned %d results", len(rs))
+	}
+	return firstOf(rs[0].Bindings["allow"]), firstOf(rs[0].Bindings["reasons"]), nil
+}
+
+// firstOf unwraps a binding of the full query: an array holding the rule's
+// value, or empty when the rule is undefined.
+func firstOf(b any) ast.Value {
+	if arr, ok := b.(*ast.Array); ok && arr.Len() > 0 {
+		return arr.Elem(0).Value
+	}
+	return nil
+}
+
+// decodeAllow reads allow: nil (undefined) is false, anything but a
+// boolean is an error.
+func decodeAllow(v ast.Value) (bool, error) {
+	if v == nil {
+		return false, nil
+	}
+	b, ok := v.(ast.Boolean)
+	if !ok {
+		return false, reason.New(reason.PolicyError, "%s.allow must be a boolean, got %s", Package, ast.ValueName(v))
+	}
+	return bool(b), nil
+}
+
+// decodeReasons reads deny_reasons: nil (undefined) is empty; otherwise a
+// set or array of strings.
+func decodeReasons(v ast.Value) ([]string, error) {
+	if v == nil {
+		return []string{}, nil
+	}
+	var (
+		out []string
+		bad ast.Value
+	)
+	collect := func(t *ast.Term) {
+		if s, ok := t.Value.(ast.String); ok {
+			out = append(out, string(s))
+		} else if bad == nil {
+			bad = t.Value
+		}
+	}
+	switch v := v.(type) {
+	case ast.Set:
+		out = make([]string, 0, v.Len())
+		v.Foreach(collect)
+	case *ast.Array:
+		out = make([]string, 0, v.Len())
+		v.Foreach(collect)
+	default:
+		return nil, reason.New(reason.PolicyError, "%s.deny_reasons must be a set of strings, got %s", Package, ast.ValueName(v))
+	}
+	if bad != nil {
+		return nil, reason.New(reason.PolicyError, "%s.deny_reasons must hold only strings, got a %s", Package, ast.ValueName(bad))
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// NewDecisionID returns a random 128-bit id as UUID version 4 text. It
+// reads the operating system's random source directly, which is cheap and
+// never blocks once the system is booted.
+func NewDecisionID() string {
+	var b [16]byte
+	// crypto/rand.Read never returns an error on supported platforms.
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	var out [36]byte
+	hex.Encode(out[0:8], b[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], b[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], b[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], b[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:], b[10:])
+	return string(out[:])
+}

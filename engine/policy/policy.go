@@ -1,0 +1,199 @@
+// Package policy loads, compiles and evaluates the Rego policies that
+// decide authorization requests. A policy set is a directory (or bundle) of
+// Rego v1 modules plus optional data files; the package svc.authz must
+// define it. Its rule allow decides and its set deny_reasons explains:
+// both are read by one prepared query per Set, so the hot path does no
+// parsing or compiling.
+//
+// A Set is immutable once built and safe for concurrent use. A Store holds
+// the active Set and swaps it atomically when a new policy is activated.
+package policy
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/util"
+)
+
+// Package is the Rego package every policy set must define.
+const Package = "svc.authz"
+
+// packageRef is data.svc.authz, the path of Package in the data document.
+var packageRef = ast.MustParseRef("data." + Package)
+
+// fastQuery reads both outputs of the policy in one evaluation; it has no
+// result when either rule is undefined.
+const fastQuery = `allow := data.svc.authz.allow; reasons := data.svc.authz.deny_reasons`
+
+// fullQuery is fastQuery for policies that leave allow or deny_reasons
+// undefined: the comprehensions turn an undefined rule into an empty
+// array, so it always has exactly one result.
+const fullQuery = `allow := [x | x := data.svc.authz.allow]; reasons := [x | x := data.svc.authz.deny_reasons]`
+
+// Set is a compiled policy set with its data and its prepared decision
+// query. It is immutable and safe for concurrent use.
+type Set struct {
+	files    []string
+	modules  map[string]*ast.Module
+	compiler *ast.Compiler
+	data     map[string]any
+	store    storage.Store
+	fast     rego.PreparedEvalQuery
+	full     rego.PreparedEvalQuery
+	revision string
+}
+
+// FromModules compiles a policy set from Rego sources keyed by file name
+// and a data document (nil for none). It is what bundles and tests use;
+// Load and LoadFS read the same from files. Errors are *Error.
+func FromModules(modules map[string]string, data map[string]any) (*Set, error) {
+	files := slices.Sorted(maps.Keys(modules))
+	return build(files, modules, data)
+}
+
+// build parses and compiles the modules, prepares the decision query and
+// returns the Set; files lists every file the set came from, data files
+// included.
+func build(files []string, sources map[string]string, data map[string]any) (*Set, error) {
+	if len(sources) == 0 {
+		return nil, &Error{Problems: []Problem{{Code: CodeLoad, Msg: "no policy modules (*.rego) to load"}}}
+	}
+	data, err := jsonData(data)
+	if err != nil {
+		return nil, &Error{Problems: []Problem{{Code: CodeData, Msg: err.Error()}}}
+	}
+	names := slices.Sorted(maps.Keys(sources))
+	parsed := make(map[string]*ast.Module, len(sources))
+	var problems []Problem
+	hasPackage := false
+	for _, name := range names {
+		m, err := ast.ParseModuleWithOpts(name, sources[name], ast.ParserOptions{
+			RegoVersion:       ast.RegoV1,
+			ProcessAnnotation: true,
+		})
+		if err != nil {
+			problems = append(problems, problemsOf(name, err)...)
+			continue
+		}
+		if m.Package.Path.Equal(packageRef) {
+			hasPackage = true
+		}
+		parsed[name] = m
+	}
+	if len(problems) > 0 {
+		return nil, &Error{Problems: problems}
+	}
+	if !hasPackage {
+		return nil, &Error{Problems: []Problem{{Code: CodePackageMissing, Msg: "no policy defines package " + Package}}}
+	}
+
+	ctx := context.Background()
+	// The store converts the data to AST values once, here, instead of on
+	// every read during evaluation. jsonData made it JSON already.
+	store := inmem.NewFromObjectWithOpts(data, inmem.OptRoundTripOnWrite(false), inmem.OptReturnASTValuesOnRead(true))
+	compiler, err := compile(ctx, store, parsed)
+	if err != nil {
+		return nil, err
+	}
+	s := &Set{
+		files:    files,
+		modules:  parsed,
+		compiler: compiler,
+		data:     data,
+		store:    store,
+	}
+	for _, q := range []struct {
+		dst   *rego.PreparedEvalQuery
+		query string
+	}{{&s.fast, fastQuery}, {&s.full, fullQuery}} {
+		*q.dst, err = rego.New(
+			rego.Query(q.query),
+			rego.SetRegoVersion(ast.RegoV1),
+			rego.Compiler(compiler),
+			rego.Store(store),
+			rego.GenerateJSON(astResult),
+		).PrepareForEval(ctx)
+		if err != nil {
+			return nil, &Error{Problems: problemsOf("", fmt.Errorf("prepare decision query: %w", err))}
+		}
+	}
+	return s, nil
+}
+
+// jsonData returns a JSON copy of data (an empty object for nil), so that
+// the set never shares the caller's maps and holds only values the store
+// can represent.
+func jsonData(data map[string]any) (map[string]any, error) {
+	if data == nil {
+		return map[string]any{}, nil
+	}
+	var x any = data
+	if err := util.RoundTrip(&x); err != nil {
+		return nil, fmt.Errorf("data is not a JSON document: %w", err)
+	}
+	obj, ok := x.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("data is not a JSON object")
+	}
+	return obj, nil
+}
+
+// compile compiles the modules against the store, so that a rule whose
+// path collides with a data document is reported as a conflict.
+func compile(ctx context.Context, store storage.Store, modules map[string]*ast.Module) (*ast.Compiler, error) {
+	txn, err := store.NewTransaction(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open data store: %w", err)
+	}
+	defer store.Abort(ctx, txn)
+	c := ast.NewCompiler().
+		WithDefaultRegoVersion(ast.RegoV1).
+		WithPathConflictsCheck(storage.NonEmpty(ctx, store, txn))
+	if c.Compile(modules); c.Failed() {
+		return nil, &Error{Problems: problemsOf("", c.Errors)}
+	}
+	return c, nil
+}
+
+// astResult keeps query results as AST values; decoding them directly is
+// cheaper than converting them to Go values first.
+func astResult(t *ast.Term, _ *rego.EvalContext) (any, error) { return t.Value, nil }
+
+// WithRevision returns a copy of the set that reports rev as its revision
+// (a bundle revision, a content hash). The copy shares everything else.
+func (s *Set) WithRevision(rev string) *Set {
+	c := *s
+	c.revision = rev
+	return &c
+}
+
+// Revision is the revision given with WithRevision, empty by default.
+func (s *Set) Revision() string { return s.revision }
+
+// Files lists the files the set was loaded from (modules and data files),
+// sorted, as the loader named them.
+func (s *Set) Files() []string { return slices.Clone(s.files) }
+
+// Modules returns the parsed modules keyed by file name. The modules are
+// shared with the compiler and must not be modified.
+func (s *Set) Modules() map[string]*ast.Module { return maps.Clone(s.modules) }
+
+// Compiler returns the compiler holding the compiled modules, for callers
+// that build their own queries (coverage, explanations, linting). It must
+// not be modified.
+func (s *Set) Compiler() *ast.Compiler { return s.compiler }
+
+// Data returns the data document the policies see as data (merged data
+// files). It is shared and must not be modified.
+func (s *Set) Data() map[string]any { return s.data }
+
+// Storage returns the storage holding Data, for callers that prepare their
+// own queries against the same compiler and data.
+func (s *Set) Storage() storage.Store { return s.store }

@@ -1,0 +1,3 @@
+package svc.authz
+
+default allow := false

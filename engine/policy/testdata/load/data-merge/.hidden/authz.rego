@@ -1,0 +1,3 @@
+package svc.authz
+
+allow := "from a hidden directory"

@@ -1,0 +1,3 @@
+package svc.other
+
+allow := true

@@ -1,0 +1,4 @@
+package svc.authz
+
+# Neither allow nor deny_reasons is ever defined.
+unused := input.nothing

@@ -1,0 +1,106 @@
+package policy_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/svc-dev/svc/engine/policy"
+)
+
+// viaJSON returns what a caller sending the input as JSON would pass.
+func viaJSON(t *testing.T, in policy.Input) any {
+	t.Helper()
+	raw, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestInputValueMatchesJSON checks that the hand-built AST of an Input is
+// the document its JSON encoding gives, and that Eval and EvalValue decide
+// alike on both.
+func TestInputValueMatchesJSON(t *testing.T) {
+	full := benchInput()
+	full.Request = &policy.Request{
+		Method:  "POST",
+		Path:    "/api/orders",
+		Host:    "shop.acme.example",
+		Query:   map[string]string{"dry_run": "1"},
+		Headers: map[string]string{"content-type": "application/json", "x-request-id": "r-1"},
+	}
+	full.User.Claims = map[string]any{
+		"department": "sales",
+		"level":      3,
+		"ratio":      0.5,
+		"groups":     []any{"a", "b"},
+		"nested":     map[string]any{"ok": true, "none": nil},
+	}
+	crossTenant := benchInput()
+	crossTenant.Resource.Tenant = "globex"
+	noRole := benchInput()
+	noRole.User.Role, noRole.User.Roles = "", nil
+	bare := policy.Input{}
+	emptyRequest := benchInput()
+	emptyRequest.Request = &policy.Request{}
+	tests := []struct {
+		name string
+		in   policy.Input
+	}{
+		{"allowed editor", benchInput()},
+		{"every field set", full},
+		{"cross tenant", crossTenant},
+		{"no role, nil roles", noRole},
+		{"zero input", bare},
+		{"empty request", emptyRequest},
+	}
+	set := mustDefault(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raw := viaJSON(t, tt.in)
+			typed, err := tt.in.Value()
+			if err != nil {
+				t.Fatal(err)
+			}
+			fromJSON, err := ast.InterfaceToValue(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if typed.Compare(fromJSON) != 0 {
+				t.Fatalf("typed input converts to\n%v\nJSON input to\n%v", typed, fromJSON)
+			}
+			a, err := set.Eval(context.Background(), tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := set.EvalValue(context.Background(), raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := set.EvalValue(context.Background(), &tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range []*policy.Result{&a, &b, &c} {
+				r.DecisionID = ""
+			}
+			if diff := cmp.Diff(a, b); diff != "" {
+				t.Errorf("Eval vs EvalValue(map) (-typed +map):\n%s", diff)
+			}
+			if diff := cmp.Diff(a, c); diff != "" {
+				t.Errorf("Eval vs EvalValue(*Input) (-typed +pointer):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,134 @@
+package token
+
+import (
+	"crypto/sha256"
+	"sync"
+)
+
+// shardCount spreads the cache over independently locked maps so that
+// concurrent hits rarely contend.
+const shardCount = 64
+
+// evictSample is how many entries a full shard looks at to make room:
+// expired ones among them go first, else the first one seen. Map iteration
+// starts at a random position, so this is sampled random eviction.
+const evictSample = 8
+
+// entry is one verified token.
+type entry struct {
+	claims Claims
+	times  times
+}
+
+// cache is a bounded, sharded map from the SHA-256 of a token to its
+// verified claims.
+type cache struct {
+	perShard int
+	shards   [shardCount]shard
+}
+
+type shard struct {
+	mu           sync.Mutex
+	m            map[[sha256.Size]byte]entry
+	hits, misses uint64
+	// Keeps neighbouring shards' locks off one cache line.
+	_ [32]byte
+}
+
+func newCache(size int) *cache {
+	c := &cache{perShard: max(1, (size+shardCount-1)/shardCount)}
+	for i := range c.shards {
+		c.shards[i].m = make(map[[sha256.Size]byte]entry)
+	}
+	return c
+}
+
+func (c *cache) shard(key *[sha256.Size]byte) *shard {
+	return &c.shards[key[0]%shardCount]
+}
+
+func (c *cache) get(key *[sha256.Size]byte) (entry, bool) {
+	s := c.shard(key)
+	s.mu.Lock()
+	e, ok := s.m[*key]
+	if ok {
+		s.hits++
+	} else {
+		s.misses++
+	}
+	s.mu.Unlock()
+	return e, ok
+}
+
+func (c *cache) remove(key *[sha256.Size]byte) {
+	s := c.shard(key)
+	s.mu.Lock()
+	delete(s.m, *key)
+	s.mu.Unlock()
+}
+
+// put stores e unless it has already expired at now; a full shard first
+// drops expired entries from a sample, or one random entry.
+func (c *cache) put(key *[sha256.Size]byte, e entry, now, skew int64) {
+	if now > e.times.exp+skew {
+		return
+	}
+	s := c.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.m[*key]; !ok && len(s.m) >= c.perShard {
+		var victim [sha256.Size]byte
+		evicted, seen := false, 0
+		for k, old := range s.m {
+			if now > old.times.exp+skew {
+				delete(s.m, k)
+				evicted = true
+			} else if seen == 0 {
+				victim = k
+			}
+			if seen++; seen == evictSample {
+				break
+			}
+		}
+		if !evicted {
+			delete(s.m, victim)
+		}
+	}
+	s.m[*key] = e
+}
+
+// size returns the number of cached entries.
+func (c *cache) size() int {
+	return c.stats().Entries
+}
+
+func (c *cache) stats() CacheStats {
+	var st CacheStats
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		st.Entries += len(s.m)
+		st.Hits += s.hits
+		st.Misses += s.misses
+		s.mu.Unlock()
+	}
+	return st
+}
+
+// CacheStats describes the verified-token cache.
+type CacheStats struct {
+	// Entries is the number of tokens cached now.
+	Entries int
+	// Hits and Misses count lookups since the Verifier was created; a
+	// miss is a full verification.
+	Hits, Misses uint64
+}
+
+// CacheStats returns the cache's counters; all zero when the cache is
+// disabled.
+func (v *Verifier) CacheStats() CacheStats {
+	if v.cache == nil {
+		return CacheStats{}
+	}
+	return v.cache.stats()
+}

@@ -1,0 +1,162 @@
+// Package envoy puts svc's decisions behind proxies: Envoy's external
+// authorization API (envoy.service.auth.v3.Authorization/Check, gRPC) and an
+// HTTP check mode for proxies that forward a subrequest (Envoy's
+// http_service, nginx auth_request, Caddy forward_auth).
+//
+// The package only translates. A Mapper turns a proxied request into the
+// bearer token and the policy input (context extensions, then the route
+// table, then a default mapping); CheckResponse and the HTTP check handler
+// render the engine's Result as the proxy's answer. The decision itself is
+// always the Authorizer's, in practice an *engine.Engine.
+package envoy
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
+
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+// Authorizer decides: it verifies the token, completes the input from the
+// verified claims and evaluates the policy. *engine.Engine implements it.
+//
+// An invalid token or a rate-limited tenant is a Result, not an error; an
+// error means no decision could be made, and the fail mode applies.
+type Authorizer interface {
+	Authorize(ctx context.Context, token string, in engine.Input) (engine.Result, error)
+}
+
+var _ Authorizer = (*engine.Engine)(nil)
+
+// Sources recorded with each decision (engine.WithSource).
+const (
+	SourceEnvoy     = "envoy"
+	SourceHTTPCheck = "http-check"
+)
+
+// Deps are the collaborators of a Server. Every field is optional.
+type Deps struct {
+	// Logger receives one debug line per decision and a warning per
+	// decision the engine could not make; default slog.Default(). Tokens,
+	// paths and headers are never logged.
+	Logger *slog.Logger
+}
+
+// Server answers Envoy's ext_authz Check over gRPC and the HTTP check mode,
+// with the same mapping and the same responses. It is safe for concurrent
+// use.
+type Server struct {
+	mapper   *Mapper
+	az       Authorizer
+	failMode string
+	log      *slog.Logger
+}
+
+var _ authv3.AuthorizationServer = (*Server)(nil)
+
+// New creates a Server from the configuration's tenant (sdk.tenant_id),
+// route table (sidecar.routes) and fail mode (sdk.fail_mode, default open).
+func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
+	if az == nil {
+		return nil, fmt.Errorf("envoy: nil authorizer")
+	}
+	failMode := cfg.SDK.FailMode
+	if failMode == "" {
+		failMode = config.DefaultFailMode
+	}
+	if failMode != config.FailOpen && failMode != config.FailClosed {
+		return nil, fmt.Errorf("envoy: sdk.fail_mode must be %q or %q, got %q", config.FailOpen, config.FailClosed, failMode)
+	}
+	m, err := NewMapper(cfg.SDK.TenantID, cfg.Sidecar.Routes)
+	if err != nil {
+		return nil, fmt.Errorf("envoy: %w", err)
+	}
+	log := deps.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{mapper: m, az: az, failMode: failMode, log: log}, nil
+}
+
+// Mapper returns the Server's request mapping.
+func (s *Server) Mapper() *Mapper { return s.mapper }
+
+// Register adds the Authorization service to g.
+func (s *Server) Register(g *grpc.Server) {
+	authv3.RegisterAuthorizationServer(g, s)
+}
+
+// Check implements authv3.AuthorizationServer. It never returns an error:
+// a request it cannot map is denied with HTTP 400 (reason input-invalid),
+// and a decision the engine cannot make is answered per fail mode, so that
+// Envoy's own failure_mode_allow only ever applies when the sidecar is
+// unreachable.
+func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
+	pr, err := proxyRequestFromCheck(req)
+	if err != nil {
+		v := invalidInput()
+		s.logInvalid(ctx, err)
+		return v.checkResponse(nil), nil
+	}
+	v, ok := s.authorize(engine.WithSource(ctx, SourceEnvoy), pr)
+	if !ok {
+		return v.checkResponse(nil), nil
+	}
+	var spoofed []string
+	if v.allow {
+		spoofed = spoofedHeaders(pr.headers)
+	}
+	return v.checkResponse(spoofed), nil
+}
+
+// authorize maps pr and asks the Authorizer; ok is false when the request
+// could not be mapped.
+func (s *Server) authorize(ctx context.Context, pr proxyRequest) (verdict, bool) {
+	token, in, err := s.mapper.mapRequest(pr)
+	if err != nil {
+		s.logInvalid(ctx, err)
+		return invalidInput(), false
+	}
+	res, err := s.az.Authorize(ctx, token, in)
+	v := decide(res, err, s.failMode)
+	if err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "no decision; fail mode applied",
+			slog.String("fail_mode", s.failMode),
+			slog.String("reason", string(reason.Of(err, reason.PolicyError))),
+			slog.String("decision_id", res.Decision.DecisionID),
+			slog.String("trace_id", traceID(ctx)),
+			slog.String("action", in.Action),
+			slog.Any("err", err))
+	} else if s.log.Enabled(ctx, slog.LevelDebug) {
+		s.log.LogAttrs(ctx, slog.LevelDebug, "checked",
+			slog.Bool("allow", v.allow),
+			slog.Int("status", v.status),
+			slog.String("reason", string(v.reason)),
+			slog.String("decision_id", res.Decision.DecisionID),
+			slog.String("trace_id", traceID(ctx)),
+			slog.String("action", in.Action))
+	}
+	return v, true
+}
+
+func (s *Server) logInvalid(ctx context.Context, err error) {
+	s.log.LogAttrs(ctx, slog.LevelDebug, "check request refused",
+		slog.String("reason", string(reason.InputInvalid)),
+		slog.String("trace_id", traceID(ctx)),
+		slog.Any("err", err))
+}
+
+func traceID(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.HasTraceID() {
+		return ""
+	}
+	return sc.TraceID().String()
+}

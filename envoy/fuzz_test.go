@@ -1,0 +1,183 @@
+package envoy
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+// loadCheckRequests reads testdata/checkrequests/*.json: CheckRequests as
+// Envoy sends them, in protojson.
+func loadCheckRequests(t testing.TB) map[string]*authv3.CheckRequest {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "checkrequests", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no check requests in testdata: %v", err)
+	}
+	out := map[string]*authv3.CheckRequest{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r authv3.CheckRequest
+		if err := protojson.Unmarshal(b, &r); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out[strings.TrimSuffix(filepath.Base(f), ".json")] = &r
+	}
+	return out
+}
+
+// TestCheckRequestGolden maps each recorded CheckRequest and compares the
+// token and input (or the error) with testdata/checkrequests/*.golden.
+func TestCheckRequestGolden(t *testing.T) {
+	m, err := NewMapper(testTenant, testRoutes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range loadCheckRequests(t) {
+		t.Run(name, func(t *testing.T) {
+			token, in, err := m.FromCheckRequest(r)
+			var out any
+			if err != nil {
+				out = map[string]string{"error": err.Error(), "reason": string(reason.Of(err, ""))}
+			} else {
+				out = map[string]any{"token": token, "input": in}
+			}
+			b, jerr := json.MarshalIndent(out, "", "  ")
+			if jerr != nil {
+				t.Fatal(jerr)
+			}
+			goldenFile(t, filepath.Join("testdata", "checkrequests", name+".golden"), string(b)+"\n")
+		})
+	}
+}
+
+func goldenFile(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs (run with -update to accept):\n--- want\n%s\n--- got\n%s", path, want, got)
+	}
+}
+
+func FuzzFromCheckRequest(f *testing.F) {
+	for _, r := range loadCheckRequests(f) {
+		h := r.GetAttributes().GetRequest().GetHttp()
+		ext := r.GetAttributes().GetContextExtensions()
+		f.Add(h.GetMethod(), h.GetPath(), h.GetHeaders()["authorization"], "x-request-id", "1", ExtAction, ext[ExtAction])
+	}
+	f.Add("GET", "/api/orders/1", "Bearer t", "cookie", "a=b", ExtResource, "ledger")
+	f.Add("PROPFIND", "//a/../../b/%2e%2E/%2F?x=%zz&y", "bEaReR\tt", "x-svc-user-id", "root", ExtTenant, "")
+	f.Add("", "", "", "", "", "", "")
+
+	m, err := NewMapper(testTenant, testRoutes)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, method, path, authz, hk, hv, ek, ev string) {
+		r := checkReq(method, path, map[string]string{"authorization": authz, strings.ToLower(hk): hv}, map[string]string{ek: ev})
+		token, in, err := m.FromCheckRequest(r)
+		if err != nil {
+			if !errors.Is(err, &reason.Error{Code: reason.InputInvalid}) {
+				t.Fatalf("error without reason %s: %v", reason.InputInvalid, err)
+			}
+			return
+		}
+		if in.Action == "" || in.Request == nil {
+			t.Fatalf("incomplete input %+v", in)
+		}
+		if !strings.HasPrefix(in.Request.Path, "/") {
+			t.Fatalf("path %q is not absolute", in.Request.Path)
+		}
+		// The normalized path is a fixed point of normalization.
+		if _, again, err := cleanPath(in.Request.Path); err != nil || again != in.Request.Path {
+			t.Fatalf("normalizing %q again gave %q, %v", in.Request.Path, again, err)
+		}
+		for k := range in.Request.Headers {
+			if strippedHeaders[k] || strings.HasPrefix(k, ":") || strings.HasPrefix(k, HeaderPrefix) {
+				t.Fatalf("header %q reached the input", k)
+			}
+		}
+		if token != "" && !strings.Contains(authz, token) {
+			t.Fatalf("token %q is not from the authorization header", token)
+		}
+		if in.Resource.Tenant == "" && ev == "" {
+			t.Fatalf("no resource tenant")
+		}
+	})
+}
+
+func FuzzHTTPCheck(f *testing.F) {
+	f.Add("GET", "/check", "/api/orders/1?a=b", "DELETE", "", "Bearer t", "X-Svc-Admin", "1")
+	f.Add("POST", "/check", "", "", "/api/x", "bearer", "X-Forwarded-Method", "PUT")
+	f.Add("PATCH", "/check/envoy/api/orders/1", "", "", "", "", "X-Original-URI", "/%zz")
+	f.Add("GET", "/check/envoy/", "", "", "", "Basic x", "Cookie", "a")
+	f.Add("M-SEARCH", "/check/envoy/a%2Fb/../c", "/x", "get", "/y", "Bearer", "", "")
+
+	var cfg config.Config
+	cfg.SDK.TenantID = testTenant
+	cfg.Audit.Destination = config.AuditOff
+	cfg.Sidecar.Routes = testRoutes
+	s := newTestServer(f, cfg, newTestEngine(f, cfg, nil))
+	mux := http.NewServeMux()
+	s.RegisterHTTP(mux)
+
+	allowed := map[int]bool{200: true, 301: true, 307: true, 308: true, 400: true, 401: true, 403: true, 404: true, 405: true, 429: true, 503: true}
+	f.Fuzz(func(t *testing.T, method, target, origURI, origMethod, fwdURI, authz, hk, hv string) {
+		u, err := url.ParseRequestURI(target)
+		if err != nil || method == "" || strings.ContainsAny(method, " \t\r\n") {
+			return // net/http never hands such a request to a handler
+		}
+		req := &http.Request{Method: method, URL: u, RequestURI: target, Host: "shop.example", Header: http.Header{}}
+		set := func(k, v string) {
+			if k != "" && v != "" {
+				req.Header.Set(k, v)
+			}
+		}
+		set("X-Original-URI", origURI)
+		set("X-Original-Method", origMethod)
+		set("X-Forwarded-Uri", fwdURI)
+		set("Authorization", authz)
+		set(hk, hv)
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		if !allowed[rec.Code] {
+			t.Fatalf("status %d", rec.Code)
+		}
+		if rec.Code == 400 || rec.Code == 401 || rec.Code == 403 || rec.Code == 429 || rec.Code == 503 {
+			var b DenyBody
+			if err := json.Unmarshal(rec.Body.Bytes(), &b); err != nil {
+				t.Fatalf("deny body %q: %v", rec.Body.String(), err)
+			}
+			if b.Allow || b.Reason == "" || b.DenyReasons == nil {
+				t.Fatalf("deny body %+v", b)
+			}
+			if st := rec.Header().Get(HeaderStatus); st != "" && rec.Code != 401 && rec.Code != 403 {
+				t.Fatalf("nginx mode answered %d", rec.Code)
+			}
+		}
+	})
+}

@@ -1,0 +1,251 @@
+package envoy
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+// Mount points of the HTTP check mode.
+const (
+	// CheckPath answers nginx auth_request and Caddy forward_auth
+	// subrequests; the proxy names the original request in headers.
+	CheckPath = "/check"
+	// EnvoyCheckPrefix answers Envoy's ext_authz http_service, configured
+	// with path_prefix "/check/envoy": the rest of the path is the original
+	// path, the method is the original method.
+	EnvoyCheckPrefix = "/check/envoy"
+)
+
+// Request headers that name the original request in a check subrequest.
+const (
+	// nginx auth_request: set by the shipped nginx.conf.
+	headerOriginalURI    = "X-Original-Uri"
+	headerOriginalMethod = "X-Original-Method"
+	// Caddy forward_auth (and Traefik forwardAuth): set by the proxy.
+	headerForwardedURI    = "X-Forwarded-Uri"
+	headerForwardedMethod = "X-Forwarded-Method"
+	headerForwardedHost   = "X-Forwarded-Host"
+)
+
+// Response headers of the nginx convention. nginx auth_request passes
+// only 2xx, 401 and 403 on (any other status becomes a 500 and loses every
+// header), so in that mode a 400, 429 or 503 is answered as 403 with the
+// real status in X-Svc-Status and the JSON body, escaped to ASCII, in
+// X-Svc-Body. The shipped deploy/nginx/nginx.conf picks both up with
+// auth_request_set and its @svc_denied location answers with that status,
+// body and Retry-After. When the sidecar itself is unreachable, nginx
+// answers 500 and the shipped config's @svc_unavailable turns it into 503.
+const (
+	HeaderStatus = "X-Svc-Status"
+	HeaderBody   = "X-Svc-Body"
+)
+
+// headerAuthRemove asks Envoy's http_service to remove request headers
+// before the request goes upstream (the HTTP form of headers_to_remove).
+const headerAuthRemove = "X-Envoy-Auth-Headers-To-Remove"
+
+// checkControlHeaders name the original request; they are not part of
+// input.request.headers.
+var checkControlHeaders = map[string]bool{
+	"x-original-uri":     true,
+	"x-original-method":  true,
+	"x-forwarded-uri":    true,
+	"x-forwarded-method": true,
+}
+
+// convention is the proxy a check request came from.
+type convention uint8
+
+const (
+	conventionEnvoy     convention = iota // ext_authz http_service
+	conventionNginx                       // auth_request
+	conventionForwarded                   // Caddy forward_auth, Traefik
+)
+
+// RegisterHTTP mounts the HTTP check mode on mux: CheckPath for nginx and
+// Caddy (told apart by their headers) and EnvoyCheckPrefix+"/" for Envoy's
+// http_service. Every method is accepted, since Envoy checks with the
+// original one. Responses carry the same decisions as Check: 200 with the
+// x-svc-* identity headers, or 400/401/403/429/503 with the JSON DenyBody.
+//
+// http.ServeMux redirects paths that are not clean ("//", "..");
+// the shipped Envoy configuration normalizes paths before checking, so
+// Envoy's check paths always are.
+func (s *Server) RegisterHTTP(mux *http.ServeMux) {
+	mux.HandleFunc(CheckPath, s.serveCheck)
+	mux.HandleFunc(EnvoyCheckPrefix+"/", s.serveEnvoyCheck)
+}
+
+// serveCheck answers nginx auth_request and Caddy forward_auth.
+func (s *Server) serveCheck(w http.ResponseWriter, r *http.Request) {
+	pr, conv, err := forwardedRequest(r)
+	if err != nil {
+		s.logInvalid(r.Context(), err)
+		s.writeHTTP(w, invalidInput(), conv, nil)
+		return
+	}
+	s.check(r.Context(), w, pr, conv)
+}
+
+// serveEnvoyCheck answers Envoy's http_service: the original path follows
+// EnvoyCheckPrefix.
+func (s *Server) serveEnvoyCheck(w http.ResponseWriter, r *http.Request) {
+	target := strings.TrimPrefix(r.URL.EscapedPath(), EnvoyCheckPrefix)
+	if r.URL.RawQuery != "" {
+		target += "?" + r.URL.RawQuery
+	}
+	pr := proxyRequest{
+		method:  r.Method,
+		target:  target,
+		host:    firstNonEmpty(r.Header.Get(headerForwardedHost), r.Host),
+		headers: lowerHeaders(r.Header),
+	}
+	s.check(r.Context(), w, pr, conventionEnvoy)
+}
+
+func (s *Server) check(ctx context.Context, w http.ResponseWriter, pr proxyRequest, conv convention) {
+	v, ok := s.authorize(engine.WithSource(ctx, SourceHTTPCheck), pr)
+	var spoofed []string
+	if ok && v.allow {
+		spoofed = spoofedHeaders(pr.headers)
+	}
+	s.writeHTTP(w, v, conv, spoofed)
+}
+
+// forwardedRequest reads the original request from nginx's X-Original-*
+// or Caddy's X-Forwarded-* headers. A client can add either set to its own
+// request and the proxy passes it on, so when both name a URI (or a
+// method) they must agree: otherwise the request is refused rather than
+// authorized for a target the proxy will not serve.
+func forwardedRequest(r *http.Request) (proxyRequest, convention, error) {
+	origURI, fwdURI := r.Header.Get(headerOriginalURI), r.Header.Get(headerForwardedURI)
+	origMethod, fwdMethod := r.Header.Get(headerOriginalMethod), r.Header.Get(headerForwardedMethod)
+	conv := conventionForwarded
+	target, method := fwdURI, fwdMethod
+	if origURI != "" {
+		conv, target, method = conventionNginx, origURI, origMethod
+	}
+	switch {
+	case target == "":
+		return proxyRequest{}, conv, reason.New(reason.InputInvalid, "check request names no original URI (X-Original-URI or X-Forwarded-Uri)")
+	case origURI != "" && fwdURI != "" && origURI != fwdURI:
+		return proxyRequest{}, conv, reason.New(reason.InputInvalid, "X-Original-URI and X-Forwarded-Uri disagree")
+	case origMethod != "" && fwdMethod != "" && !strings.EqualFold(origMethod, fwdMethod):
+		return proxyRequest{}, conv, reason.New(reason.InputInvalid, "X-Original-Method and X-Forwarded-Method disagree")
+	}
+	if method == "" {
+		method = firstNonEmpty(origMethod, fwdMethod, r.Method)
+	}
+	return proxyRequest{
+		method:  method,
+		target:  target,
+		host:    firstNonEmpty(r.Header.Get(headerForwardedHost), r.Host),
+		headers: lowerHeaders(r.Header),
+	}, conv, nil
+}
+
+// lowerHeaders flattens h into lower-case keys, values joined with ","
+// as Envoy does, leaving out the headers that name the original request.
+func lowerHeaders(h http.Header) map[string]string {
+	out := make(map[string]string, len(h))
+	for k, vs := range h {
+		lk := strings.ToLower(k)
+		if checkControlHeaders[lk] {
+			continue
+		}
+		out[lk] = strings.Join(vs, ",")
+	}
+	return out
+}
+
+func (s *Server) writeHTTP(w http.ResponseWriter, v verdict, conv convention, spoofed []string) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	if v.allow {
+		var remove []string
+		if v.failOpen {
+			h.Set(HeaderFailOpen, "true")
+			remove = append(remove, identityHeaders...)
+		} else {
+			h.Set(HeaderUserID, v.subject)
+			h.Set(HeaderTenantID, v.tenantID)
+			h.Set(HeaderRoles, v.roles)
+			h.Set(HeaderDecisionID, v.decisionID)
+			remove = append(remove, HeaderFailOpen)
+		}
+		if conv == conventionEnvoy {
+			h.Set(headerAuthRemove, strings.Join(append(remove, spoofed...), ","))
+		}
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	body := v.bodyJSON()
+	h.Set("Content-Type", "application/json")
+	if v.wwwAuthenticate != "" {
+		h.Set("WWW-Authenticate", v.wwwAuthenticate)
+	}
+	if v.retryAfter != "" {
+		h.Set("Retry-After", v.retryAfter)
+	}
+	status := v.status
+	if conv == conventionNginx {
+		h.Set(HeaderStatus, strconv.Itoa(v.status))
+		h.Set(HeaderBody, asciiJSON(body))
+		if status != http.StatusUnauthorized && status != http.StatusForbidden {
+			status = http.StatusForbidden
+		}
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// asciiJSON re-escapes the non-ASCII characters of a JSON document as
+// \uXXXX so that it fits in a header value unchanged.
+func asciiJSON(b []byte) string {
+	var sb strings.Builder
+	sb.Grow(len(b))
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			sb.WriteByte(c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		i += n
+		if r > 0xFFFF {
+			r1, r2 := utf16.EncodeRune(r)
+			writeU(&sb, r1)
+			writeU(&sb, r2)
+			continue
+		}
+		writeU(&sb, r)
+	}
+	return sb.String()
+}
+
+func writeU(sb *strings.Builder, r rune) {
+	const hex = "0123456789abcdef"
+	sb.WriteString(`\u`)
+	sb.WriteByte(hex[r>>12&0xF])
+	sb.WriteByte(hex[r>>8&0xF])
+	sb.WriteByte(hex[r>>4&0xF])
+	sb.WriteByte(hex[r&0xF])
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,213 @@
+package envoy
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/svc-dev/svc/engine/config"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+// uuidRE matches decision ids, which are random.
+var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
+// dumpResponse renders status, headers (sorted, Date left out) and body
+// with decision ids replaced, for golden comparison.
+func dumpResponse(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d\n", resp.StatusCode)
+	keys := make([]string, 0, len(resp.Header))
+	for k := range resp.Header {
+		if k != "Date" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		for _, v := range resp.Header[k] {
+			fmt.Fprintf(&b, "%s: %s\n", k, v)
+		}
+	}
+	fmt.Fprintf(&b, "\n%s\n", body)
+	return uuidRE.ReplaceAllString(b.String(), "<decision-id>")
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	goldenFile(t, filepath.Join("testdata", "httpcheck", name+".golden"), got)
+}
+
+// httpCheckServers runs the HTTP check mode over real engines: "main"
+// (verified tokens, fail closed), "limited" (one request a minute) and
+// "broken" (a policy that cannot decide, fail closed).
+func httpCheckServers(t *testing.T, idp *testIdP) map[string]*httptest.Server {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(conflictPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfgs := map[string]config.Config{}
+	cfgs["main"] = testConfig(idp, config.FailClosed)
+	limited := testConfig(idp, config.FailClosed)
+	limited.RateLimit.PerTenant = map[string]int{testTenant: 1}
+	cfgs["limited"] = limited
+	broken := testConfig(idp, config.FailClosed)
+	broken.Policy.Dir = dir
+	cfgs["broken"] = broken
+
+	out := map[string]*httptest.Server{}
+	for name, cfg := range cfgs {
+		mux := http.NewServeMux()
+		newTestServer(t, cfg, newTestEngine(t, cfg, idp)).RegisterHTTP(mux)
+		srv := httptest.NewServer(mux)
+		t.Cleanup(srv.Close)
+		out[name] = srv
+	}
+	return out
+}
+
+func TestHTTPCheck(t *testing.T) {
+	idp := newTestIdP(t)
+	servers := httpCheckServers(t, idp)
+	admin := "Bearer " + idp.token(t, map[string]any{"sub": "u-admin", "tenant_id": testTenant, "roles": []string{"admin"}})
+	viewer := "Bearer " + idp.token(t, map[string]any{"sub": "u-viewer", "tenant_id": testTenant, "role": "viewer"})
+	nginx := func(method, uri string) map[string]string {
+		return map[string]string{"X-Original-URI": uri, "X-Original-Method": method, "X-Forwarded-Host": "shop.example"}
+	}
+	caddy := func(method, uri string) map[string]string {
+		return map[string]string{"X-Forwarded-Uri": uri, "X-Forwarded-Method": method, "X-Forwarded-Host": "shop.example"}
+	}
+
+	tests := []struct {
+		name    string
+		server  string
+		method  string // of the check request itself
+		path    string // of the check request itself
+		auth    string
+		headers map[string]string
+	}{
+		{name: "nginx-allow", method: "GET", path: "/check", auth: admin, headers: nginx("DELETE", "/api/orders/1?force=true")},
+		{name: "nginx-policy-deny", method: "GET", path: "/check", auth: viewer, headers: nginx("DELETE", "/api/orders/1")},
+		{name: "nginx-no-token", method: "GET", path: "/check", headers: nginx("GET", "/api/orders/1")},
+		{name: "nginx-bad-token", method: "GET", path: "/check", auth: "Bearer x.y.z", headers: nginx("GET", "/api/orders/1")},
+		{name: "nginx-unavailable", server: "broken", method: "GET", path: "/check", auth: admin, headers: nginx("GET", "/boom/1")},
+		{name: "nginx-bad-path", method: "GET", path: "/check", auth: admin, headers: nginx("GET", "/api/%zz")},
+		{name: "caddy-allow", method: "GET", path: "/check", auth: viewer, headers: caddy("GET", "/api/orders/1")},
+		{name: "caddy-policy-deny", method: "GET", path: "/check", auth: viewer, headers: caddy("POST", "/api/orders")},
+		{name: "caddy-no-token", method: "GET", path: "/check", headers: caddy("GET", "/api/orders")},
+		{name: "caddy-unavailable", server: "broken", method: "GET", path: "/check", auth: admin, headers: caddy("GET", "/boom/1")},
+		{name: "caddy-spoofed-original-uri", method: "GET", path: "/check", auth: viewer,
+			headers: with(caddy("DELETE", "/api/orders/1"), "X-Original-URI", "/api/orders/1?ok")},
+		{name: "caddy-spoofed-original-method", method: "GET", path: "/check", auth: viewer,
+			headers: with(caddy("DELETE", "/api/orders/1"), "X-Original-URI", "/api/orders/1", "X-Original-Method", "GET")},
+		{name: "check-without-original-uri", method: "GET", path: "/check", auth: admin},
+		{name: "envoy-allow", method: "DELETE", path: "/check/envoy/api/orders/1?force=true", auth: admin,
+			headers: map[string]string{"X-Svc-User-Id": "spoofed", "X-Svc-Admin": "1"}},
+		{name: "envoy-policy-deny", method: "DELETE", path: "/check/envoy/api/orders/1", auth: viewer},
+		{name: "envoy-no-token", method: "GET", path: "/check/envoy/api/orders/1"},
+		{name: "envoy-root", method: "GET", path: "/check/envoy/", auth: viewer},
+		{name: "envoy-unavailable", server: "broken", method: "GET", path: "/check/envoy/boom/1", auth: admin},
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			server := tt.server
+			if server == "" {
+				server = "main"
+			}
+			req, err := http.NewRequestWithContext(t.Context(), tt.method, servers[server].URL+tt.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.auth != "" {
+				req.Header.Set("Authorization", tt.auth)
+			}
+			for k, v := range tt.headers {
+				req.Header.Set(k, v)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			golden(t, tt.name, dumpResponse(t, resp))
+		})
+	}
+}
+
+// TestHTTPCheckRateLimited checks the 429 in the three conventions: one
+// request a minute, so every request after the first is limited.
+func TestHTTPCheckRateLimited(t *testing.T) {
+	idp := newTestIdP(t)
+	srv := httpCheckServers(t, idp)["limited"]
+	auth := "Bearer " + idp.token(t, map[string]any{"tenant_id": testTenant, "role": "admin"})
+	do := func(t *testing.T, method, path string, headers map[string]string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", auth)
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	if resp := do(t, "GET", "/check/envoy/api/orders/1", nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("first request: status %d", resp.StatusCode)
+	}
+	tests := []struct {
+		name       string
+		method     string
+		path       string
+		headers    map[string]string
+		wantStatus int
+		wantNginx  string // X-Svc-Status
+	}{
+		{"envoy", "GET", "/check/envoy/api/orders/1", nil, http.StatusTooManyRequests, ""},
+		{"caddy", "GET", "/check", map[string]string{"X-Forwarded-Uri": "/api/orders/1", "X-Forwarded-Method": "GET"}, http.StatusTooManyRequests, ""},
+		{"nginx", "GET", "/check", map[string]string{"X-Original-Uri": "/api/orders/1", "X-Original-Method": "GET"}, http.StatusForbidden, "429"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := do(t, tt.method, tt.path, tt.headers)
+			if resp.StatusCode != tt.wantStatus {
+				t.Errorf("status = %d, want %d", resp.StatusCode, tt.wantStatus)
+			}
+			if got := resp.Header.Get(HeaderStatus); got != tt.wantNginx {
+				t.Errorf("%s = %q, want %q", HeaderStatus, got, tt.wantNginx)
+			}
+			if ra := resp.Header.Get("Retry-After"); ra == "" {
+				t.Error("no Retry-After")
+			}
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const want = `{"allow":false,"deny_reasons":["rate-limited"],"reason":"rate-limited","decision_id":""}`
+			if string(body) != want {
+				t.Errorf("body = %s, want %s", body, want)
+			}
+		})
+	}
+}

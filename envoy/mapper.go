@@ -1,0 +1,320 @@
+package envoy
+
+import (
+	"strings"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+// Context extension keys a route can set in Envoy's ext_authz per-route
+// configuration (check_settings.context_extensions). They win over the
+// route table and the default mapping, field by field.
+const (
+	// ExtAction sets input.action ("orders:read").
+	ExtAction = "svc.action"
+	// ExtResource sets input.resource.type, and the action's prefix when
+	// ExtAction is absent.
+	ExtResource = "svc.resource"
+	// ExtResourceID sets input.resource.id.
+	ExtResourceID = "svc.resource_id"
+	// ExtTenant sets input.resource.tenant.
+	ExtTenant = "svc.tenant"
+)
+
+// RootResource is the resource of a request for "/", which has no first
+// path segment to name one.
+const RootResource = "root"
+
+// FallbackVerb is the verb of a method that is not a plain word (the
+// default mapping lower-cases any other method: OPTIONS → "options").
+const FallbackVerb = "access"
+
+// Mapper translates proxied requests into policy input. It is built once
+// from configuration and is safe for concurrent use.
+type Mapper struct {
+	tenantID string
+	routes   []route
+}
+
+// NewMapper compiles the route table. tenantID is the deployment's tenant,
+// the default of input.resource.tenant. Routes are tried in order; the first
+// whose methods and path template match wins.
+func NewMapper(tenantID string, routes []config.Route) (*Mapper, error) {
+	m := &Mapper{tenantID: tenantID, routes: make([]route, 0, len(routes))}
+	for i, r := range routes {
+		rt, err := compileRoute(i, r)
+		if err != nil {
+			return nil, err
+		}
+		m.routes = append(m.routes, rt)
+	}
+	return m, nil
+}
+
+// proxyRequest is what every proxy convention tells about the request to
+// authorize, before mapping.
+type proxyRequest struct {
+	method string
+	target string // path and query as sent, not decoded
+	host   string
+	// headers have lower-case keys and still hold authorization.
+	headers map[string]string
+	// ext are Envoy context extensions; nil for HTTP check requests.
+	ext map[string]string
+}
+
+// FromCheckRequest translates an ext_authz CheckRequest into the bearer
+// token and the policy input to authorize.
+//
+// The token is the credential of an "Authorization: Bearer" header (the
+// scheme is matched case-insensitively); it is empty when there is none,
+// which the engine answers with reason token-missing. input.action and
+// input.resource come, field by field, from the context extensions
+// (ExtAction, ExtResource, ExtResourceID, ExtTenant), then from the first
+// matching route, then from the default mapping:
+//
+//   - resource: the route's Resource or its {resource} capture, else the
+//     prefix of an action given without a resource ("reports:export"),
+//     else the first path segment (RootResource for "/");
+//   - id: the route's {id} capture; without a route, the second segment of
+//     a two-segment path ("/orders/42");
+//   - tenant: the route's {tenant} capture, else the deployment's tenant;
+//   - action: the route's Action, else "<resource>:<verb>" where GET and
+//     HEAD read, POST creates, PUT and PATCH update, DELETE deletes, another
+//     method made of letters is lower-cased and any other is FallbackVerb.
+//
+// Paths are judged decoded and with dot segments resolved (see cleanPath).
+// input.request carries the
+// method, the normalized path, the host, the query and the headers less
+// authorization, cookie, proxy-authorization, HTTP/2 pseudo-headers and
+// x-svc-* headers.
+//
+// A request without HTTP attributes, method or path, or with a path that
+// cannot be decoded, yields an error carrying reason.InputInvalid.
+func (m *Mapper) FromCheckRequest(req *authv3.CheckRequest) (token string, in engine.Input, err error) {
+	pr, err := proxyRequestFromCheck(req)
+	if err != nil {
+		return "", engine.Input{}, err
+	}
+	return m.mapRequest(pr)
+}
+
+func proxyRequestFromCheck(req *authv3.CheckRequest) (proxyRequest, error) {
+	h := req.GetAttributes().GetRequest().GetHttp()
+	if h == nil {
+		return proxyRequest{}, reason.New(reason.InputInvalid, "check request carries no http attributes")
+	}
+	pr := proxyRequest{
+		method:  h.GetMethod(),
+		target:  h.GetPath(),
+		host:    h.GetHost(),
+		headers: h.GetHeaders(),
+		ext:     req.GetAttributes().GetContextExtensions(),
+	}
+	if hasUpper(pr.headers) {
+		// Envoy always sends lower-case keys; other clients may not.
+		lower := make(map[string]string, len(pr.headers))
+		for k, v := range pr.headers {
+			lk := strings.ToLower(k)
+			if prev, ok := lower[lk]; ok {
+				v = prev + "," + v
+			}
+			lower[lk] = v
+		}
+		pr.headers = lower
+	}
+	if len(pr.headers) == 0 && h.GetHeaderMap() != nil {
+		// encode_raw_headers: repeated entries, raw bytes, keys as sent.
+		raw := h.GetHeaderMap().GetHeaders()
+		pr.headers = make(map[string]string, len(raw))
+		for _, hv := range raw {
+			k := strings.ToLower(hv.GetKey())
+			v := hv.GetValue()
+			if len(hv.GetRawValue()) > 0 {
+				v = string(hv.GetRawValue())
+			}
+			if prev, ok := pr.headers[k]; ok {
+				v = prev + "," + v
+			}
+			pr.headers[k] = v
+		}
+	}
+	if pr.method == "" {
+		pr.method = pr.headers[":method"]
+	}
+	if pr.target == "" {
+		pr.target = pr.headers[":path"]
+	}
+	if pr.host == "" {
+		pr.host = pr.headers[":authority"]
+	}
+	return pr, nil
+}
+
+func hasUpper(h map[string]string) bool {
+	for k := range h {
+		for i := 0; i < len(k); i++ {
+			if 'A' <= k[i] && k[i] <= 'Z' {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mapRequest is the one mapping shared by ext_authz and HTTP check mode.
+func (m *Mapper) mapRequest(pr proxyRequest) (string, engine.Input, error) {
+	if pr.method == "" {
+		return "", engine.Input{}, reason.New(reason.InputInvalid, "request method is missing")
+	}
+	if pr.target == "" {
+		return "", engine.Input{}, reason.New(reason.InputInvalid, "request path is missing")
+	}
+	segs, path, err := cleanPath(pr.target)
+	if err != nil {
+		return "", engine.Input{}, err
+	}
+	method := strings.ToUpper(pr.method)
+	verb := verbOf(method)
+
+	var c captures
+	var rt *route
+	for i := range m.routes {
+		if cc, ok := m.routes[i].match(method, segs); ok {
+			c, rt = cc, &m.routes[i]
+			break
+		}
+	}
+
+	// Each field: context extension, then route, then default.
+	action := pr.ext[ExtAction]
+	if action == "" && rt != nil {
+		action = rt.action
+	}
+	resource := pr.ext[ExtResource]
+	if resource == "" && rt != nil {
+		resource = rt.resource
+		if resource == "" {
+			resource = c.resource
+		}
+	}
+	if resource == "" {
+		// An action given without a resource names it: "reports:export".
+		if prefix, _, ok := strings.Cut(action, ":"); ok {
+			resource = prefix
+		}
+	}
+	if resource == "" {
+		resource = defaultResource(segs)
+	}
+	id := pr.ext[ExtResourceID]
+	if id == "" {
+		if rt != nil {
+			id = c.id
+		} else if len(segs) == 2 {
+			id = segs[1]
+		}
+	}
+	tenant := pr.ext[ExtTenant]
+	if tenant == "" {
+		tenant = c.tenant
+	}
+	if tenant == "" {
+		tenant = m.tenantID
+	}
+	if action == "" {
+		action = resource + ":" + verb
+	}
+
+	in := engine.Input{
+		Action:   action,
+		Resource: policy.Resource{Type: resource, ID: id, Tenant: tenant},
+		Request: &policy.Request{
+			Method:  method,
+			Path:    path,
+			Host:    pr.host,
+			Query:   parseQuery(pr.target),
+			Headers: policyHeaders(pr.headers),
+		},
+	}
+	return bearerToken(pr.headers["authorization"]), in, nil
+}
+
+// defaultResource is the first path segment, or RootResource for "/".
+func defaultResource(segs []string) string {
+	if len(segs) == 0 {
+		return RootResource
+	}
+	return segs[0]
+}
+
+// verbOf maps an upper-case HTTP method to the action's verb: GET and HEAD
+// read, POST creates, PUT and PATCH update, DELETE deletes. Another method
+// made only of letters is lower-cased (OPTIONS → "options", so a policy can
+// name it); anything else is FallbackVerb.
+func verbOf(method string) string {
+	switch method {
+	case "GET", "HEAD":
+		return "read"
+	case "POST":
+		return "create"
+	case "PUT", "PATCH":
+		return "update"
+	case "DELETE":
+		return "delete"
+	}
+	for i := 0; i < len(method); i++ {
+		if method[i] < 'A' || method[i] > 'Z' {
+			return FallbackVerb
+		}
+	}
+	return strings.ToLower(method)
+}
+
+// strippedHeaders never reach the policy: they carry credentials.
+var strippedHeaders = map[string]bool{
+	"authorization":       true,
+	"cookie":              true,
+	"proxy-authorization": true,
+}
+
+// policyHeaders copies headers for input.request.headers, without
+// credentials, without HTTP/2 pseudo-headers (method, path and host have
+// their own fields) and without the x-svc-* headers the sidecar owns: a
+// client's copy of those is spoofed, and input.user is the identity.
+func policyHeaders(h map[string]string) map[string]string {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(h))
+	for k, v := range h {
+		if strippedHeaders[k] || strings.HasPrefix(k, ":") || strings.HasPrefix(k, HeaderPrefix) {
+			continue
+		}
+		out[k] = v
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// bearerToken returns the credential of an Authorization header value
+// using the Bearer scheme (RFC 6750; the scheme is case-insensitive), or ""
+// for any other value.
+func bearerToken(v string) string {
+	v = strings.TrimSpace(v)
+	const scheme = "bearer"
+	if len(v) <= len(scheme) || !strings.EqualFold(v[:len(scheme)], scheme) {
+		return ""
+	}
+	if c := v[len(scheme)]; c != ' ' && c != '\t' {
+		return ""
+	}
+	return strings.TrimSpace(v[len(scheme)+1:])
+}

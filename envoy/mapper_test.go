@@ -1,0 +1,366 @@
+package envoy
+
+import (
+	"errors"
+	"testing"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+const testTenant = "acme"
+
+var testRoutes = []config.Route{
+	{Path: "/api/reports/{id}/export", Methods: []string{"POST"}, Action: "reports:export"},
+	{Path: "/api/{resource}/{id}"},
+	{Path: "/api/{resource}"},
+	{Path: "/t/{tenant}/{resource}/{id}"},
+	{Path: "/files/{id}.json", Resource: "files"},
+	{Path: "/admin/*", Resource: "admin", Action: "admin:access"},
+}
+
+// checkReq builds a CheckRequest for method and path with header pairs.
+func checkReq(method, path string, headers map[string]string, ext map[string]string) *authv3.CheckRequest {
+	return &authv3.CheckRequest{Attributes: &authv3.AttributeContext{
+		Request: &authv3.AttributeContext_Request{Http: &authv3.AttributeContext_HttpRequest{
+			Method:  method,
+			Path:    path,
+			Host:    "shop.example",
+			Headers: headers,
+		}},
+		ContextExtensions: ext,
+	}}
+}
+
+func req(method, path string) *policy.Request {
+	return &policy.Request{Method: method, Path: path, Host: "shop.example"}
+}
+
+func TestFromCheckRequest(t *testing.T) {
+	m, err := NewMapper(testTenant, testRoutes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bearer := map[string]string{"authorization": "Bearer tok"}
+	tests := []struct {
+		name      string
+		req       *authv3.CheckRequest
+		wantToken string
+		want      engine.Input
+	}{
+		{
+			name:      "default GET reads first segment with id",
+			req:       checkReq("GET", "/orders/42", bearer, nil),
+			wantToken: "tok",
+			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: "42", Tenant: testTenant},
+				Request: req("GET", "/orders/42")},
+		},
+		{
+			name: "default HEAD is read",
+			req:  checkReq("HEAD", "/orders", nil, nil),
+			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
+				Request: req("HEAD", "/orders")},
+		},
+		{
+			name: "default POST is create",
+			req:  checkReq("POST", "/orders", nil, nil),
+			want: engine.Input{Action: "orders:create", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
+				Request: req("POST", "/orders")},
+		},
+		{
+			name: "default PUT is update",
+			req:  checkReq("PUT", "/orders/7", nil, nil),
+			want: engine.Input{Action: "orders:update", Resource: policy.Resource{Type: "orders", ID: "7", Tenant: testTenant},
+				Request: req("PUT", "/orders/7")},
+		},
+		{
+			name: "default PATCH is update",
+			req:  checkReq("PATCH", "/orders/7", nil, nil),
+			want: engine.Input{Action: "orders:update", Resource: policy.Resource{Type: "orders", ID: "7", Tenant: testTenant},
+				Request: req("PATCH", "/orders/7")},
+		},
+		{
+			name: "default DELETE is delete",
+			req:  checkReq("DELETE", "/orders/7", nil, nil),
+			want: engine.Input{Action: "orders:delete", Resource: policy.Resource{Type: "orders", ID: "7", Tenant: testTenant},
+				Request: req("DELETE", "/orders/7")},
+		},
+		{
+			name: "lower-case method is upper-cased",
+			req:  checkReq("delete", "/orders/7", nil, nil),
+			want: engine.Input{Action: "orders:delete", Resource: policy.Resource{Type: "orders", ID: "7", Tenant: testTenant},
+				Request: req("DELETE", "/orders/7")},
+		},
+		{
+			name: "unknown word method is lower-cased",
+			req:  checkReq("OPTIONS", "/orders", nil, nil),
+			want: engine.Input{Action: "orders:options", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
+				Request: req("OPTIONS", "/orders")},
+		},
+		{
+			name: "method that is not a word falls back to access",
+			req:  checkReq("M-SEARCH", "/orders", nil, nil),
+			want: engine.Input{Action: "orders:" + FallbackVerb, Resource: policy.Resource{Type: "orders", Tenant: testTenant},
+				Request: req("M-SEARCH", "/orders")},
+		},
+		{
+			name: "root path is the root resource",
+			req:  checkReq("GET", "/", nil, nil),
+			want: engine.Input{Action: RootResource + ":read", Resource: policy.Resource{Type: RootResource, Tenant: testTenant},
+				Request: req("GET", "/")},
+		},
+		{
+			name: "deeper default path has no id",
+			req:  checkReq("GET", "/orders/42/items", nil, nil),
+			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
+				Request: req("GET", "/orders/42/items")},
+		},
+		{
+			name: "route template captures resource and id",
+			req:  checkReq("GET", "/api/invoices/9", nil, nil),
+			want: engine.Input{Action: "invoices:read", Resource: policy.Resource{Type: "invoices", ID: "9", Tenant: testTenant},
+				Request: req("GET", "/api/invoices/9")},
+		},
+		{
+			name: "route without id",
+			req:  checkReq("POST", "/api/invoices", nil, nil),
+			want: engine.Input{Action: "invoices:create", Resource: policy.Resource{Type: "invoices", Tenant: testTenant},
+				Request: req("POST", "/api/invoices")},
+		},
+		{
+			name: "earlier route with method and action wins",
+			req:  checkReq("POST", "/api/reports/3/export", nil, nil),
+			want: engine.Input{Action: "reports:export", Resource: policy.Resource{Type: "reports", ID: "3", Tenant: testTenant},
+				Request: req("POST", "/api/reports/3/export")},
+		},
+		{
+			name: "method-restricted route skipped for other methods",
+			req:  checkReq("GET", "/api/reports/3/export", nil, nil),
+			want: engine.Input{Action: "api:read", Resource: policy.Resource{Type: "api", Tenant: testTenant},
+				Request: req("GET", "/api/reports/3/export")},
+		},
+		{
+			name: "route captures tenant",
+			req:  checkReq("GET", "/t/globex/orders/1", nil, nil),
+			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: "1", Tenant: "globex"},
+				Request: req("GET", "/t/globex/orders/1")},
+		},
+		{
+			name: "mixed segment template with fixed resource",
+			req:  checkReq("GET", "/files/a.b.json", nil, nil),
+			want: engine.Input{Action: "files:read", Resource: policy.Resource{Type: "files", ID: "a.b", Tenant: testTenant},
+				Request: req("GET", "/files/a.b.json")},
+		},
+		{
+			name: "wildcard route matches any depth",
+			req:  checkReq("DELETE", "/admin/users/5/sessions", nil, nil),
+			want: engine.Input{Action: "admin:access", Resource: policy.Resource{Type: "admin", Tenant: testTenant},
+				Request: req("DELETE", "/admin/users/5/sessions")},
+		},
+		{
+			name: "context extensions win over the route",
+			req: checkReq("GET", "/api/invoices/9", nil, map[string]string{
+				ExtAction: "billing:view", ExtResource: "ledger", ExtResourceID: "L1", ExtTenant: "initech"}),
+			want: engine.Input{Action: "billing:view", Resource: policy.Resource{Type: "ledger", ID: "L1", Tenant: "initech"},
+				Request: req("GET", "/api/invoices/9")},
+		},
+		{
+			name: "extension resource alone derives the action",
+			req:  checkReq("PUT", "/api/invoices/9", nil, map[string]string{ExtResource: "ledger"}),
+			want: engine.Input{Action: "ledger:update", Resource: policy.Resource{Type: "ledger", ID: "9", Tenant: testTenant},
+				Request: req("PUT", "/api/invoices/9")},
+		},
+		{
+			name: "extension action alone keeps the route's resource",
+			req:  checkReq("GET", "/api/invoices/9", nil, map[string]string{ExtAction: "invoices:export"}),
+			want: engine.Input{Action: "invoices:export", Resource: policy.Resource{Type: "invoices", ID: "9", Tenant: testTenant},
+				Request: req("GET", "/api/invoices/9")},
+		},
+		{
+			name: "extension action without route names the resource",
+			req:  checkReq("GET", "/v2/stats", nil, map[string]string{ExtAction: "reports:read"}),
+			want: engine.Input{Action: "reports:read", Resource: policy.Resource{Type: "reports", ID: "stats", Tenant: testTenant},
+				Request: req("GET", "/v2/stats")},
+		},
+		{
+			name: "upper-case header keys from a non-Envoy client",
+			req: checkReq("GET", "/orders", map[string]string{
+				"Authorization": "Bearer up", "Cookie": "sid=1", "X-Svc-Roles": "admin", "X-Trace": "t"}, nil),
+			wantToken: "up",
+			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
+				Request: &policy.Request{Method: "GET", Path: "/orders", Host: "shop.example",
+					Headers: map[string]string{"x-trace": "t"}}},
+		},
+		{
+			name: "query parsed and stripped from path",
+			req:  checkReq("GET", "/orders?page=2&tag=a&tag=b&empty=", nil, nil),
+			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
+				Request: &policy.Request{Method: "GET", Path: "/orders", Host: "shop.example",
+					Query: map[string]string{"page": "2", "tag": "a,b", "empty": ""}}},
+		},
+		{
+			name: "credential headers and pseudo-headers stripped",
+			req: checkReq("GET", "/orders", map[string]string{
+				"authorization": "Bearer tok", "cookie": "sid=1", "proxy-authorization": "Basic x",
+				":path": "/orders", ":method": "GET", "x-request-id": "r-1", "accept": "application/json",
+			}, nil),
+			wantToken: "tok",
+			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
+				Request: &policy.Request{Method: "GET", Path: "/orders", Host: "shop.example",
+					Headers: map[string]string{"x-request-id": "r-1", "accept": "application/json"}}},
+		},
+		{
+			name:      "lower-case bearer scheme",
+			req:       checkReq("GET", "/orders", map[string]string{"authorization": "bearer   tok2  "}, nil),
+			wantToken: "tok2",
+			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
+				Request: req("GET", "/orders")},
+		},
+		{
+			name: "basic scheme yields no token",
+			req:  checkReq("GET", "/orders", map[string]string{"authorization": "Basic dXNlcjpwYXNz"}, nil),
+			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
+				Request: req("GET", "/orders")},
+		},
+		{
+			name: "bearer without credential yields no token",
+			req:  checkReq("GET", "/orders", map[string]string{"authorization": "Bearer"}, nil),
+			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
+				Request: req("GET", "/orders")},
+		},
+		{
+			name: "missing bearer",
+			req:  checkReq("GET", "/orders", map[string]string{"x-other": "1"}, nil),
+			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
+				Request: &policy.Request{Method: "GET", Path: "/orders", Host: "shop.example", Headers: map[string]string{"x-other": "1"}}},
+		},
+		{
+			name: "dot segments resolved before mapping",
+			req:  checkReq("GET", "/public/../admin/x", nil, nil),
+			want: engine.Input{Action: "admin:access", Resource: policy.Resource{Type: "admin", Tenant: testTenant},
+				Request: req("GET", "/admin/x")},
+		},
+		{
+			name: "encoded dot segments resolved too",
+			req:  checkReq("GET", "/public/%2e%2e/orders/1", nil, nil),
+			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: "1", Tenant: testTenant},
+				Request: req("GET", "/orders/1")},
+		},
+		{
+			name: "encoded slash stays inside its segment",
+			req:  checkReq("GET", "/orders/a%2Fb", nil, nil),
+			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: "a/b", Tenant: testTenant},
+				Request: req("GET", "/orders/a%2Fb")},
+		},
+		{
+			name: "percent-decoded segments and merged slashes",
+			req:  checkReq("GET", "//orders//caf%C3%A9%20au%25lait/", nil, nil),
+			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: "café au%lait", Tenant: testTenant},
+				Request: req("GET", "/orders/café au%25lait")},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			token, in, err := m.FromCheckRequest(tt.req)
+			if err != nil {
+				t.Fatalf("FromCheckRequest: %v", err)
+			}
+			if token != tt.wantToken {
+				t.Errorf("token = %q, want %q", token, tt.wantToken)
+			}
+			if diff := cmp.Diff(tt.want, in); diff != "" {
+				t.Errorf("input (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFromCheckRequestRawHeaderMap(t *testing.T) {
+	m, err := NewMapper(testTenant, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &authv3.CheckRequest{Attributes: &authv3.AttributeContext{Request: &authv3.AttributeContext_Request{
+		Http: &authv3.AttributeContext_HttpRequest{HeaderMap: &corev3.HeaderMap{Headers: []*corev3.HeaderValue{
+			{Key: ":method", RawValue: []byte("GET")},
+			{Key: ":path", RawValue: []byte("/orders/1")},
+			{Key: ":authority", RawValue: []byte("raw.example")},
+			{Key: "Authorization", RawValue: []byte("Bearer raw-tok")},
+			{Key: "x-tag", RawValue: []byte("a")},
+			{Key: "x-tag", Value: "b"},
+		}}},
+	}}}
+	token, in, err := m.FromCheckRequest(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: "1", Tenant: testTenant},
+		Request: &policy.Request{Method: "GET", Path: "/orders/1", Host: "raw.example", Headers: map[string]string{"x-tag": "a,b"}}}
+	if token != "raw-tok" {
+		t.Errorf("token = %q", token)
+	}
+	if diff := cmp.Diff(want, in); diff != "" {
+		t.Errorf("input (-want +got):\n%s", diff)
+	}
+}
+
+func TestFromCheckRequestErrors(t *testing.T) {
+	m, err := NewMapper(testTenant, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		req  *authv3.CheckRequest
+	}{
+		{"nil request", nil},
+		{"no attributes", &authv3.CheckRequest{}},
+		{"no http attributes", &authv3.CheckRequest{Attributes: &authv3.AttributeContext{Request: &authv3.AttributeContext_Request{}}}},
+		{"no method", checkReq("", "/orders", nil, nil)},
+		{"no path", checkReq("GET", "", nil, nil)},
+		{"relative path", checkReq("GET", "orders", nil, nil)},
+		{"asterisk form", checkReq("OPTIONS", "*", nil, nil)},
+		{"malformed escape", checkReq("GET", "/orders/%zz", nil, nil)},
+		{"truncated escape", checkReq("GET", "/orders/%4", nil, nil)},
+		{"invalid utf-8", checkReq("GET", "/orders/%ff", nil, nil)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := m.FromCheckRequest(tt.req)
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			if !errors.Is(err, &reason.Error{Code: reason.InputInvalid}) {
+				t.Fatalf("error %v does not carry %s", err, reason.InputInvalid)
+			}
+		})
+	}
+}
+
+func TestNewMapperRejectsBadTemplates(t *testing.T) {
+	tests := []struct {
+		name string
+		path string
+	}{
+		{"relative", "api/{resource}"},
+		{"unclosed", "/api/{resource"},
+		{"unbalanced close", "/api/resource}"},
+		{"empty placeholder", "/api/{}"},
+		{"nested", "/api/{a{b}}"},
+		{"bad escape", "/api/%zz"},
+		{"bad escape in mixed segment", "/api/%zz{id}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := NewMapper(testTenant, []config.Route{{Path: tt.path}}); err == nil {
+				t.Fatalf("NewMapper(%q) succeeded", tt.path)
+			}
+		})
+	}
+}

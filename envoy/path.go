@@ -1,0 +1,115 @@
+package envoy
+
+import (
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+// cleanPath turns a request target's path ("/api/orders/%31?x=1") into its
+// decoded segments and the normalized path the policy sees.
+//
+// The query and fragment are cut off first. Each segment is then
+// percent-decoded on its own, so an encoded slash ("%2F") stays inside its
+// segment instead of creating a new one. Empty and "." segments are
+// dropped and ".." removes the segment before it (also when written
+// "%2e%2e"), so "/public/../admin" is judged as "/admin", the resource an
+// upstream that resolves dot segments would serve. A target that does not
+// start with "/", holds a malformed escape or decodes to invalid UTF-8 is
+// refused with reason.InputInvalid: guessing what the upstream makes of it
+// could authorize one resource and serve another.
+func cleanPath(target string) (segs []string, normalized string, err error) {
+	p := target
+	if i := strings.IndexAny(p, "?#"); i >= 0 {
+		p = p[:i]
+	}
+	if !strings.HasPrefix(p, "/") {
+		return nil, "", reason.New(reason.InputInvalid, "request path must start with \"/\"")
+	}
+	segs = make([]string, 0, strings.Count(p, "/"))
+	for raw := range strings.SplitSeq(p[1:], "/") {
+		seg := raw
+		if strings.IndexByte(raw, '%') >= 0 {
+			seg, err = url.PathUnescape(raw)
+			if err != nil {
+				return nil, "", reason.New(reason.InputInvalid, "request path holds a malformed percent-escape")
+			}
+		}
+		if !utf8.ValidString(seg) {
+			return nil, "", reason.New(reason.InputInvalid, "request path is not valid UTF-8")
+		}
+		switch seg {
+		case "", ".":
+		case "..":
+			if len(segs) > 0 {
+				segs = segs[:len(segs)-1]
+			}
+		default:
+			segs = append(segs, seg)
+		}
+	}
+	return segs, joinSegments(segs), nil
+}
+
+// joinSegments builds the normalized path from decoded segments, escaping
+// only what would change the segment structure: "%" (so the result decodes
+// back to the same segments) and "/".
+func joinSegments(segs []string) string {
+	if len(segs) == 0 {
+		return "/"
+	}
+	n := 0
+	for _, s := range segs {
+		n += len(s) + 1
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, s := range segs {
+		b.WriteByte('/')
+		if strings.IndexAny(s, "/%") < 0 {
+			b.WriteString(s)
+			continue
+		}
+		for i := 0; i < len(s); i++ {
+			switch s[i] {
+			case '/':
+				b.WriteString("%2F")
+			case '%':
+				b.WriteString("%25")
+			default:
+				b.WriteByte(s[i])
+			}
+		}
+	}
+	return b.String()
+}
+
+// parseQuery decodes the query part of a request target into a map. A key
+// given several times keeps every value, joined with ",", so a policy that
+// compares a parameter to one value does not match a request that smuggles
+// a second one. Pairs that fail to decode are dropped, as url.ParseQuery
+// does; the query never decides the resource, so leniency here is safe.
+func parseQuery(target string) map[string]string {
+	i := strings.IndexByte(target, '?')
+	if i < 0 {
+		return nil
+	}
+	raw := target[i+1:]
+	if j := strings.IndexByte(raw, '#'); j >= 0 {
+		raw = raw[:j]
+	}
+	if raw == "" {
+		return nil
+	}
+	vals, _ := url.ParseQuery(raw)
+	if len(vals) == 0 {
+		return nil
+	}
+	q := make(map[string]string, len(vals))
+	for k, v := range vals {
+		q[k] = strings.Join(v, ",")
+	}
+	return q
+}

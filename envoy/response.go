@@ -1,0 +1,289 @@
+package envoy
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+// Headers the sidecar sets on an allowed request before the proxy sends it
+// upstream. Upstreams can trust them only because every response either
+// overwrites or removes each of them, whatever the client sent.
+const (
+	HeaderUserID     = "x-svc-user-id"
+	HeaderTenantID   = "x-svc-tenant-id"
+	HeaderRoles      = "x-svc-roles"
+	HeaderDecisionID = "x-svc-decision-id"
+	// HeaderFailOpen is "true" on a request let through because the engine
+	// could not decide and fail_mode is open; it then carries no identity.
+	HeaderFailOpen = "x-svc-fail-open"
+	// HeaderPrefix starts every header the sidecar owns; incoming headers
+	// with it that the sidecar does not set are removed.
+	HeaderPrefix = "x-svc-"
+)
+
+// identityHeaders are set on every normal allow, and removed on a fail-open
+// allow.
+var identityHeaders = []string{HeaderUserID, HeaderTenantID, HeaderRoles, HeaderDecisionID}
+
+// DenyBody is the JSON body of every denied response.
+type DenyBody struct {
+	Allow       bool     `json:"allow"`
+	DenyReasons []string `json:"deny_reasons"`
+	Reason      string   `json:"reason"`
+	DecisionID  string   `json:"decision_id"`
+}
+
+// verdict is a decision in transport-neutral form: both the ext_authz
+// CheckResponse and the HTTP check response are rendered from it, so the
+// two can never disagree.
+type verdict struct {
+	allow    bool
+	failOpen bool
+	status   int        // HTTP status of a denial; 200 when allowed
+	code     codes.Code // google.rpc code of the CheckResponse
+	reason   reason.Code
+	// Identity of an allowed request.
+	subject, tenantID, roles, decisionID string
+	body                                 DenyBody
+	wwwAuthenticate                      string
+	retryAfter                           string
+}
+
+// decide turns an Authorize outcome into a verdict:
+//
+//   - err != nil (the engine could not decide): fail_mode closed → 503
+//     with the error's reason (policy-error); open → allowed, no identity,
+//     x-svc-fail-open: true.
+//   - token refused → 401 with WWW-Authenticate, except jwks-unavailable:
+//     the token was never judged, the identity provider's keys could not be
+//     had, so that is a 503 in both fail modes rather than a prompt to the
+//     client to fetch a new token (nor a pass in open mode).
+//   - rate limited → 429 with Retry-After (whole seconds, at least 1).
+//   - policy deny → 403; policy allow → OK with the identity headers.
+func decide(res engine.Result, err error, failMode string) verdict {
+	if err != nil {
+		code := reason.Of(err, reason.PolicyError)
+		if failMode == config.FailOpen {
+			return verdict{allow: true, failOpen: true, status: http.StatusOK, code: codes.OK,
+				reason: reason.FailOpen, decisionID: res.Decision.DecisionID}
+		}
+		return denied(http.StatusServiceUnavailable, codes.Unavailable, code, nil, res.Decision.DecisionID)
+	}
+	if !res.Token.Allowed {
+		code := res.Token.Reason
+		if code == "" {
+			code = reason.TokenMalformed
+		}
+		if code == reason.JWKSUnavailable {
+			return denied(http.StatusServiceUnavailable, codes.Unavailable, code, nil, res.Decision.DecisionID)
+		}
+		v := denied(http.StatusUnauthorized, codes.Unauthenticated, code, nil, "")
+		v.wwwAuthenticate = wwwAuthenticate(code)
+		return v
+	}
+	d := res.Decision
+	switch {
+	case d.Reason == reason.RateLimited:
+		v := denied(http.StatusTooManyRequests, codes.ResourceExhausted, reason.RateLimited, d.DenyReasons, d.DecisionID)
+		v.retryAfter = retryAfterSeconds(d.RetryAfter)
+		v.subject, v.tenantID = res.Token.Subject, res.Token.TenantID
+		return v
+	case !d.Allow:
+		code := d.Reason
+		if code == "" || code == reason.PolicyAllow {
+			code = reason.PolicyDeny
+		}
+		v := denied(http.StatusForbidden, codes.PermissionDenied, code, d.DenyReasons, d.DecisionID)
+		v.subject, v.tenantID = res.Token.Subject, res.Token.TenantID
+		return v
+	}
+	subject := res.Input.User.ID
+	if subject == "" {
+		subject = res.Token.Subject
+	}
+	tenant := res.Input.User.TenantID
+	if tenant == "" {
+		tenant = res.Token.TenantID
+	}
+	code := d.Reason
+	if code == "" {
+		code = reason.PolicyAllow
+	}
+	return verdict{
+		allow: true, status: http.StatusOK, code: codes.OK, reason: code,
+		subject:    headerSafe(subject),
+		tenantID:   headerSafe(tenant),
+		roles:      headerSafe(strings.Join(res.Input.User.Roles, ",")),
+		decisionID: headerSafe(d.DecisionID),
+	}
+}
+
+// invalidInput is the verdict on a request the mapping refused.
+func invalidInput() verdict {
+	return denied(http.StatusBadRequest, codes.InvalidArgument, reason.InputInvalid, nil, "")
+}
+
+func denied(status int, code codes.Code, rc reason.Code, reasons []string, decisionID string) verdict {
+	if reasons == nil {
+		reasons = []string{}
+	}
+	return verdict{
+		status: status, code: code, reason: rc, decisionID: decisionID,
+		body: DenyBody{DenyReasons: reasons, Reason: string(rc), DecisionID: decisionID},
+	}
+}
+
+// wwwAuthenticate follows RFC 6750 section 3: a request without any token
+// gets a bare challenge, one with a bad token the invalid_token error.
+func wwwAuthenticate(code reason.Code) string {
+	if code == reason.TokenMissing {
+		return "Bearer"
+	}
+	return `Bearer error="invalid_token", error_description="` + string(code) + `"`
+}
+
+func retryAfterSeconds(d time.Duration) string {
+	s := int64((d + time.Second - 1) / time.Second)
+	if s < 1 {
+		s = 1
+	}
+	return strconv.FormatInt(s, 10)
+}
+
+// headerSafe drops the bytes a header value cannot hold (control
+// characters), so a claim cannot split or forge a header.
+func headerSafe(v string) string {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return strings.Map(func(r rune) rune {
+				if r < 0x20 && r != '\t' || r == 0x7f {
+					return -1
+				}
+				return r
+			}, v)
+		}
+	}
+	return v
+}
+
+func (v *verdict) bodyJSON() []byte {
+	b, err := json.Marshal(v.body)
+	if err != nil { // a struct of strings always marshals
+		return []byte(`{"allow":false,"deny_reasons":[],"reason":"` + string(reason.PolicyError) + `","decision_id":""}`)
+	}
+	return b
+}
+
+// CheckResponse renders the outcome of Authorize as an ext_authz
+// CheckResponse, per fail mode ("open" or "closed"):
+//
+//   - allow: status OK; upstream headers x-svc-user-id, x-svc-tenant-id,
+//     x-svc-roles (comma-joined) and x-svc-decision-id overwrite whatever
+//     the client sent, x-svc-fail-open is removed;
+//   - invalid token: UNAUTHENTICATED, HTTP 401 with WWW-Authenticate;
+//   - policy deny: PERMISSION_DENIED, HTTP 403;
+//   - rate limited: RESOURCE_EXHAUSTED, HTTP 429 with Retry-After;
+//   - engine cannot decide (err != nil): closed → UNAVAILABLE, HTTP 503;
+//     open → OK with x-svc-fail-open: true and the identity headers removed.
+//
+// Denials carry the JSON DenyBody. Every response carries dynamic metadata
+// {decision_id, subject, tenant_id, reason} for access logs and later
+// filters (namespace envoy.filters.http.ext_authz).
+func CheckResponse(res engine.Result, err error, failMode string) *authv3.CheckResponse {
+	v := decide(res, err, failMode)
+	return v.checkResponse(nil)
+}
+
+// checkResponse renders v; extraRemove lists incoming x-svc-* headers the
+// sidecar does not set, removed from an allowed request.
+func (v *verdict) checkResponse(extraRemove []string) *authv3.CheckResponse {
+	resp := &authv3.CheckResponse{
+		Status:          &rpcstatus.Status{Code: int32(v.code)},
+		DynamicMetadata: v.metadata(),
+	}
+	if v.code != codes.OK {
+		resp.Status.Message = string(v.reason)
+	}
+	if v.allow {
+		ok := &authv3.OkHttpResponse{}
+		if v.failOpen {
+			ok.Headers = []*corev3.HeaderValueOption{setHeader(HeaderFailOpen, "true")}
+			ok.HeadersToRemove = append(ok.HeadersToRemove, identityHeaders...)
+		} else {
+			ok.Headers = []*corev3.HeaderValueOption{
+				setHeader(HeaderUserID, v.subject),
+				setHeader(HeaderTenantID, v.tenantID),
+				setHeader(HeaderRoles, v.roles),
+				setHeader(HeaderDecisionID, v.decisionID),
+			}
+			ok.HeadersToRemove = append(ok.HeadersToRemove, HeaderFailOpen)
+		}
+		ok.HeadersToRemove = append(ok.HeadersToRemove, extraRemove...)
+		resp.HttpResponse = &authv3.CheckResponse_OkResponse{OkResponse: ok}
+		return resp
+	}
+	headers := []*corev3.HeaderValueOption{setHeader("content-type", "application/json")}
+	if v.wwwAuthenticate != "" {
+		headers = append(headers, setHeader("www-authenticate", v.wwwAuthenticate))
+	}
+	if v.retryAfter != "" {
+		headers = append(headers, setHeader("retry-after", v.retryAfter))
+	}
+	resp.HttpResponse = &authv3.CheckResponse_DeniedResponse{DeniedResponse: &authv3.DeniedHttpResponse{
+		Status:  &typev3.HttpStatus{Code: typev3.StatusCode(v.status)},
+		Headers: headers,
+		Body:    string(v.bodyJSON()),
+	}}
+	return resp
+}
+
+func (v *verdict) metadata() *structpb.Struct {
+	return &structpb.Struct{Fields: map[string]*structpb.Value{
+		"decision_id": structpb.NewStringValue(v.decisionID),
+		"subject":     structpb.NewStringValue(v.subject),
+		"tenant_id":   structpb.NewStringValue(v.tenantID),
+		"reason":      structpb.NewStringValue(string(v.reason)),
+	}}
+}
+
+// setHeader overwrites the header or adds it. The deprecated append field
+// stays unset: Envoy reads append_action when append is absent.
+func setHeader(key, value string) *corev3.HeaderValueOption {
+	return &corev3.HeaderValueOption{
+		Header:       &corev3.HeaderValue{Key: key, Value: value},
+		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+	}
+}
+
+// spoofedHeaders lists the incoming x-svc-* headers an allow does not
+// overwrite, so that they are removed before the request goes upstream.
+func spoofedHeaders(h map[string]string) []string {
+	var out []string
+	for k := range h {
+		if len(k) <= len(HeaderPrefix) || !strings.EqualFold(k[:len(HeaderPrefix)], HeaderPrefix) {
+			continue
+		}
+		switch strings.ToLower(k) {
+		case HeaderUserID, HeaderTenantID, HeaderRoles, HeaderDecisionID, HeaderFailOpen:
+			continue
+		}
+		out = append(out, strings.ToLower(k))
+	}
+	slices.Sort(out)
+	return out
+}

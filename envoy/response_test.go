@@ -1,0 +1,252 @@
+package envoy
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/google/go-cmp/cmp"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+func meta(decisionID, subject, tenant string, rc reason.Code) *structpb.Struct {
+	return &structpb.Struct{Fields: map[string]*structpb.Value{
+		"decision_id": structpb.NewStringValue(decisionID),
+		"subject":     structpb.NewStringValue(subject),
+		"tenant_id":   structpb.NewStringValue(tenant),
+		"reason":      structpb.NewStringValue(string(rc)),
+	}}
+}
+
+func deniedResp(code codes.Code, status typev3.StatusCode, rc reason.Code, body string, md *structpb.Struct, extra ...*corev3.HeaderValueOption) *authv3.CheckResponse {
+	return &authv3.CheckResponse{
+		Status: &rpcstatus.Status{Code: int32(code), Message: string(rc)},
+		HttpResponse: &authv3.CheckResponse_DeniedResponse{DeniedResponse: &authv3.DeniedHttpResponse{
+			Status:  &typev3.HttpStatus{Code: status},
+			Headers: append([]*corev3.HeaderValueOption{setHeader("content-type", "application/json")}, extra...),
+			Body:    body,
+		}},
+		DynamicMetadata: md,
+	}
+}
+
+func allowedResult(sub, tenant string, roles []string, decisionID string) engine.Result {
+	return engine.Result{
+		Token:    engine.TokenDecision{Allowed: true, Reason: reason.OK, Subject: sub, TenantID: tenant},
+		Decision: engine.Decision{Allow: true, DenyReasons: []string{}, DecisionID: decisionID, Reason: reason.PolicyAllow},
+		Input:    engine.Input{User: policy.User{ID: sub, TenantID: tenant, Roles: roles}},
+	}
+}
+
+func TestCheckResponse(t *testing.T) {
+	errPolicy := fmt.Errorf("authorize: %w", reason.New(reason.PolicyError, "policy evaluation failed"))
+	tests := []struct {
+		name     string
+		res      engine.Result
+		err      error
+		failMode string
+		want     *authv3.CheckResponse
+	}{
+		{
+			name:     "allow sets identity headers and removes fail-open",
+			res:      allowedResult("user-1", "acme", []string{"editor", "billing"}, "dec-1"),
+			failMode: config.FailClosed,
+			want: &authv3.CheckResponse{
+				Status: &rpcstatus.Status{Code: int32(codes.OK)},
+				HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
+					Headers: []*corev3.HeaderValueOption{
+						setHeader(HeaderUserID, "user-1"),
+						setHeader(HeaderTenantID, "acme"),
+						setHeader(HeaderRoles, "editor,billing"),
+						setHeader(HeaderDecisionID, "dec-1"),
+					},
+					HeadersToRemove: []string{HeaderFailOpen},
+				}},
+				DynamicMetadata: meta("dec-1", "user-1", "acme", reason.PolicyAllow),
+			},
+		},
+		{
+			name: "development mode allow",
+			res: engine.Result{
+				Token:    engine.TokenDecision{Allowed: true, Reason: reason.DevAnonymous, Subject: engine.AnonymousSubject, TenantID: "acme"},
+				Decision: engine.Decision{Allow: true, DecisionID: "dec-2", Reason: reason.PolicyAllow},
+				Input:    engine.Input{User: policy.User{ID: engine.AnonymousSubject, TenantID: "acme", Roles: []string{}}},
+			},
+			failMode: config.FailOpen,
+			want: &authv3.CheckResponse{
+				Status: &rpcstatus.Status{Code: int32(codes.OK)},
+				HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
+					Headers: []*corev3.HeaderValueOption{
+						setHeader(HeaderUserID, "anonymous"),
+						setHeader(HeaderTenantID, "acme"),
+						setHeader(HeaderRoles, ""),
+						setHeader(HeaderDecisionID, "dec-2"),
+					},
+					HeadersToRemove: []string{HeaderFailOpen},
+				}},
+				DynamicMetadata: meta("dec-2", "anonymous", "acme", reason.PolicyAllow),
+			},
+		},
+		{
+			name:     "claims cannot inject header lines",
+			res:      allowedResult("evil\r\nx-admin: 1", "ac\x00me", []string{"a\nb"}, "dec-3"),
+			failMode: config.FailClosed,
+			want: &authv3.CheckResponse{
+				Status: &rpcstatus.Status{Code: int32(codes.OK)},
+				HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
+					Headers: []*corev3.HeaderValueOption{
+						setHeader(HeaderUserID, "evilx-admin: 1"),
+						setHeader(HeaderTenantID, "acme"),
+						setHeader(HeaderRoles, "ab"),
+						setHeader(HeaderDecisionID, "dec-3"),
+					},
+					HeadersToRemove: []string{HeaderFailOpen},
+				}},
+				DynamicMetadata: meta("dec-3", "evilx-admin: 1", "acme", reason.PolicyAllow),
+			},
+		},
+		{
+			name: "expired token is 401 invalid_token",
+			res: engine.Result{
+				Token:    engine.TokenDecision{Reason: reason.TokenExpired},
+				Decision: engine.Decision{Reason: reason.TokenExpired, DenyReasons: []string{}},
+			},
+			failMode: config.FailOpen,
+			want: deniedResp(codes.Unauthenticated, typev3.StatusCode_Unauthorized, reason.TokenExpired,
+				`{"allow":false,"deny_reasons":[],"reason":"token-expired","decision_id":""}`,
+				meta("", "", "", reason.TokenExpired),
+				setHeader("www-authenticate", `Bearer error="invalid_token", error_description="token-expired"`)),
+		},
+		{
+			name:     "missing token is a bare bearer challenge",
+			res:      engine.Result{Token: engine.TokenDecision{Reason: reason.TokenMissing}},
+			failMode: config.FailClosed,
+			want: deniedResp(codes.Unauthenticated, typev3.StatusCode_Unauthorized, reason.TokenMissing,
+				`{"allow":false,"deny_reasons":[],"reason":"token-missing","decision_id":""}`,
+				meta("", "", "", reason.TokenMissing),
+				setHeader("www-authenticate", "Bearer")),
+		},
+		{
+			name: "policy deny is 403 with reasons",
+			res: engine.Result{
+				Token: engine.TokenDecision{Allowed: true, Reason: reason.OK, Subject: "user-1", TenantID: "acme"},
+				Decision: engine.Decision{DecisionID: "dec-4", Reason: reason.PolicyDeny,
+					DenyReasons: []string{"role-forbidden: viewer cannot orders:delete", "tenant-mismatch"}},
+			},
+			failMode: config.FailClosed,
+			want: deniedResp(codes.PermissionDenied, typev3.StatusCode_Forbidden, reason.PolicyDeny,
+				`{"allow":false,"deny_reasons":["role-forbidden: viewer cannot orders:delete","tenant-mismatch"],"reason":"policy-deny","decision_id":"dec-4"}`,
+				meta("dec-4", "user-1", "acme", reason.PolicyDeny)),
+		},
+		{
+			name: "rate limited is 429 with retry-after rounded up",
+			res: engine.Result{
+				Token: engine.TokenDecision{Allowed: true, Reason: reason.OK, Subject: "user-1", TenantID: "acme"},
+				Decision: engine.Decision{Reason: reason.RateLimited, DenyReasons: []string{"rate-limited"},
+					RetryAfter: 1200 * time.Millisecond},
+			},
+			failMode: config.FailOpen,
+			want: deniedResp(codes.ResourceExhausted, typev3.StatusCode_TooManyRequests, reason.RateLimited,
+				`{"allow":false,"deny_reasons":["rate-limited"],"reason":"rate-limited","decision_id":""}`,
+				meta("", "user-1", "acme", reason.RateLimited),
+				setHeader("retry-after", "2")),
+		},
+		{
+			name: "rate limited without a wait still says one second",
+			res: engine.Result{
+				Token:    engine.TokenDecision{Allowed: true, Reason: reason.OK, Subject: "u", TenantID: "acme"},
+				Decision: engine.Decision{Reason: reason.RateLimited, DenyReasons: []string{"rate-limited"}},
+			},
+			failMode: config.FailClosed,
+			want: deniedResp(codes.ResourceExhausted, typev3.StatusCode_TooManyRequests, reason.RateLimited,
+				`{"allow":false,"deny_reasons":["rate-limited"],"reason":"rate-limited","decision_id":""}`,
+				meta("", "u", "acme", reason.RateLimited),
+				setHeader("retry-after", "1")),
+		},
+		{
+			name:     "engine cannot decide, fail closed is 503",
+			res:      engine.Result{Decision: engine.Decision{Reason: reason.PolicyError, DecisionID: "dec-5"}},
+			err:      errPolicy,
+			failMode: config.FailClosed,
+			want: deniedResp(codes.Unavailable, typev3.StatusCode_ServiceUnavailable, reason.PolicyError,
+				`{"allow":false,"deny_reasons":[],"reason":"policy-error","decision_id":"dec-5"}`,
+				meta("dec-5", "", "", reason.PolicyError)),
+		},
+		{
+			name:     "uncoded error counts as policy error",
+			err:      errors.New("boom"),
+			failMode: config.FailClosed,
+			want: deniedResp(codes.Unavailable, typev3.StatusCode_ServiceUnavailable, reason.PolicyError,
+				`{"allow":false,"deny_reasons":[],"reason":"policy-error","decision_id":""}`,
+				meta("", "", "", reason.PolicyError)),
+		},
+		{
+			name:     "engine cannot decide, fail open allows without identity",
+			res:      engine.Result{Token: engine.TokenDecision{Allowed: true, Subject: "user-1", TenantID: "acme"}},
+			err:      errPolicy,
+			failMode: config.FailOpen,
+			want: &authv3.CheckResponse{
+				Status: &rpcstatus.Status{Code: int32(codes.OK)},
+				HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
+					Headers:         []*corev3.HeaderValueOption{setHeader(HeaderFailOpen, "true")},
+					HeadersToRemove: []string{HeaderUserID, HeaderTenantID, HeaderRoles, HeaderDecisionID},
+				}},
+				DynamicMetadata: meta("", "", "", reason.FailOpen),
+			},
+		},
+		{
+			name:     "unreachable identity provider is 503 even when open",
+			res:      engine.Result{Token: engine.TokenDecision{Reason: reason.JWKSUnavailable}},
+			failMode: config.FailOpen,
+			want: deniedResp(codes.Unavailable, typev3.StatusCode_ServiceUnavailable, reason.JWKSUnavailable,
+				`{"allow":false,"deny_reasons":[],"reason":"jwks-unavailable","decision_id":""}`,
+				meta("", "", "", reason.JWKSUnavailable)),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := CheckResponse(tt.res, tt.err, tt.failMode)
+			if diff := cmp.Diff(tt.want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("CheckResponse (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSpoofedHeaders(t *testing.T) {
+	got := spoofedHeaders(map[string]string{
+		"x-svc-user-id": "admin", "x-svc-admin": "1", "X-Svc-Role": "root", "x-svc-": "",
+		"x-svc-fail-open": "true", "accept": "*/*",
+	})
+	want := []string{"x-svc-admin", "x-svc-role"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("spoofedHeaders (-want +got):\n%s", diff)
+	}
+}
+
+func TestASCIIJSON(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"ascii unchanged", `{"a":"b"}`, `{"a":"b"}`},
+		{"latin", `{"a":"café"}`, `{"a":"caf\u00e9"}`},
+		{"astral pair", `["😀"]`, `["\ud83d\ude00"]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := asciiJSON([]byte(tt.in)); got != tt.want {
+				t.Errorf("asciiJSON(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}

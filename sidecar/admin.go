@@ -1,0 +1,257 @@
+package sidecar
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/engine/bundle"
+	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+// Paths of the admin surface of the local HTTP API.
+const (
+	PathHealthz      = "/healthz"
+	PathReadyz       = "/readyz"
+	PathMetrics      = "/metrics"
+	PathStatus       = "/v1/status"
+	PathConfig       = "/v1/config"
+	PathReloadPolicy = "/v1/policy/reload"
+)
+
+// maxBundleBytes bounds an uploaded policy bundle.
+const maxBundleBytes = 32 << 20
+
+func (s *Server) registerAdmin(mux *http.ServeMux) {
+	mux.HandleFunc("GET "+PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET "+PathReadyz, s.serveReadyz)
+	if t := s.deps.Telemetry; t != nil {
+		mux.Handle("GET "+PathMetrics, t.MetricsHandler())
+	}
+	mux.HandleFunc("GET "+PathStatus, s.serveStatus)
+	mux.HandleFunc("GET "+PathConfig, s.serveConfig)
+	mux.HandleFunc("POST "+PathReloadPolicy, s.admin(s.serveReload))
+}
+
+// Status is the body of GET /v1/status; `core sidecar status` prints it.
+type Status struct {
+	// Status is "healthy", "degraded" (JWKS partitioned) or "draining".
+	Status           string        `json:"status"`
+	Ready            bool          `json:"ready"`
+	Partitioned      bool          `json:"partitioned"`
+	PartitionedSince *time.Time    `json:"partitioned_since,omitempty"`
+	LastSync         *time.Time    `json:"last_sync,omitempty"`
+	CacheValid       bool          `json:"cache_valid"`
+	CacheAge         string        `json:"cache_age,omitempty"`
+	PoliciesLoaded   int           `json:"policies_loaded"`
+	PolicyRevision   string        `json:"policy_revision"`
+	JWKSKeySets      int           `json:"jwks_key_sets_cached"`
+	JWKSKeys         int           `json:"jwks_keys"`
+	JWKSLastError    string        `json:"jwks_last_error,omitempty"`
+	DevMode          bool          `json:"dev_mode"`
+	TenantID         string        `json:"tenant_id"`
+	Uptime           string        `json:"uptime"`
+	Version          string        `json:"version"`
+	Audit            *audit.Stats  `json:"audit,omitempty"`
+	Engine           engine.Status `json:"-"`
+}
+
+func (s *Server) status() Status {
+	es := s.deps.Engine.Status()
+	st := Status{
+		Status:         "healthy",
+		Ready:          s.isReady(),
+		PoliciesLoaded: es.PolicyFiles,
+		PolicyRevision: es.PolicyRevision,
+		DevMode:        es.DevMode,
+		TenantID:       es.TenantID,
+		Uptime:         time.Since(s.started).Round(time.Second).String(),
+		Version:        es.Version,
+		Engine:         es,
+	}
+	if !es.DevMode {
+		j := es.JWKS
+		st.Partitioned = j.Partitioned
+		st.JWKSKeySets = j.KeySets
+		st.JWKSKeys = j.Keys
+		st.JWKSLastError = j.LastError
+		st.CacheValid = j.Keys > 0
+		if !j.LastSuccess.IsZero() {
+			t := j.LastSuccess
+			st.LastSync = &t
+			st.CacheAge = time.Since(t).Round(time.Second).String()
+		}
+		if j.Partitioned {
+			st.Status = "degraded"
+			t := j.PartitionedSince
+			st.PartitionedSince = &t
+		}
+	} else {
+		st.CacheValid = true
+	}
+	if s.draining.Load() {
+		st.Status = "draining"
+	}
+	if s.deps.Audit != nil {
+		a := s.deps.Audit.Stats()
+		st.Audit = &a
+	}
+	return st
+}
+
+// isReady: serving, not draining, and able to verify tokens (development
+// mode, or at least one key cached).
+func (s *Server) isReady() bool {
+	if !s.ready.Load() || s.draining.Load() {
+		return false
+	}
+	es := s.deps.Engine.Status()
+	return es.DevMode || es.JWKS.Keys > 0
+}
+
+func (s *Server) serveReadyz(w http.ResponseWriter, _ *http.Request) {
+	if s.isReady() {
+		writeJSON(w, http.StatusOK, map[string]any{"ready": true})
+		return
+	}
+	why := "starting"
+	switch {
+	case s.draining.Load():
+		why = "draining"
+	case s.ready.Load():
+		why = string(reason.JWKSUnavailable)
+	}
+	writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": why})
+}
+
+func (s *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.status())
+}
+
+// serveConfig returns the effective configuration as TOML. It holds no
+// secret: key material is only ever referenced by file path.
+func (s *Server) serveConfig(w http.ResponseWriter, _ *http.Request) {
+	b, err := s.deps.Engine.Config().MarshalTOML()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, reason.PolicyError, "config could not be rendered")
+		return
+	}
+	w.Header().Set("Content-Type", "application/toml")
+	w.Write(b)
+}
+
+// serveReload reloads the policy directory (empty body) or activates an
+// uploaded bundle (body: the tar.gz). A bundle must be signed by the
+// configured policy.bundle_verify_key_file; without one configured,
+// bundles are accepted only in development mode. On any error the active
+// policy set stays.
+func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBundleBytes))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, reason.InputInvalid, fmt.Sprintf("bundle larger than %d bytes", maxBundleBytes))
+		return
+	}
+	e := s.deps.Engine
+	if len(body) == 0 {
+		if err := e.ReloadPolicies(r.Context()); err != nil {
+			writeError(w, http.StatusUnprocessableEntity, reason.PolicyError, err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, s.reloaded("directory", e.Policies()))
+		return
+	}
+	verify, err := s.bundleVerification()
+	if err != nil {
+		writeError(w, http.StatusBadRequest, reason.InputInvalid, err.Error())
+		return
+	}
+	set, err := bundle.Load(bytes.NewReader(body), verify)
+	if err != nil {
+		s.log.Warn("policy bundle rejected; active policies kept", "err", err)
+		writeError(w, http.StatusUnprocessableEntity, reason.PolicyError, "bundle rejected: "+err.Error())
+		return
+	}
+	old := e.SetPolicies(set)
+	s.log.Info("policy bundle activated", "revision", set.Revision(), "previous_revision", old.Revision(), "files", len(set.Files()))
+	writeJSON(w, http.StatusOK, s.reloaded("bundle", set))
+}
+
+func (s *Server) bundleVerification() (*bundle.VerifyOptions, error) {
+	cfg := s.deps.Engine.Config()
+	if cfg.Policy.BundleVerifyKeyFile == "" {
+		if s.deps.Engine.DevMode() {
+			return nil, nil
+		}
+		return nil, errors.New("no policy.bundle_verify_key_file is configured: bundles are accepted unsigned only in development mode")
+	}
+	pem, err := os.ReadFile(cfg.Policy.BundleVerifyKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("read policy.bundle_verify_key_file: %w", err)
+	}
+	return &bundle.VerifyOptions{PublicKeyPEM: pem}, nil
+}
+
+func (s *Server) reloaded(source string, set *policy.Set) map[string]any {
+	return map[string]any{"reloaded": true, "source": source, "revision": set.Revision(), "policies_loaded": len(set.Files())}
+}
+
+// admin guards mutating endpoints: loopback callers, or any caller with
+// the configured admin token as a bearer token.
+func (s *Server) admin(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if isLoopback(r.RemoteAddr) || s.adminTokenOK(r) {
+			next(w, r)
+			return
+		}
+		writeError(w, http.StatusForbidden, reason.InputInvalid, "admin endpoints accept loopback callers or the admin token only")
+	}
+}
+
+func (s *Server) adminTokenOK(r *http.Request) bool {
+	file := s.deps.Engine.Config().Sidecar.AdminTokenFile
+	if file == "" {
+		return false
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		s.log.Error("admin token file unreadable", "err", err)
+		return false
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	w := bytes.TrimSpace(want)
+	return ok && len(w) > 0 && subtle.ConstantTimeCompare([]byte(got), w) == 1
+}
+
+func isLoopback(remote string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code reason.Code, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": string(code), "message": msg}})
+}

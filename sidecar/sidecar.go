@@ -1,0 +1,221 @@
+// Package sidecar composes svc-sidecar: one gRPC server carrying Envoy's
+// ext_authz Check, the svc.authz.v1 service, health and reflection, and
+// one local HTTP server carrying the JSON API, the proxy check mode, the
+// admin and status endpoints and /metrics, all on one engine.
+//
+// Lifecycle: New binds both listeners (so a port in use is an error at
+// once), Serve runs until its context ends, then shuts down in order:
+// readiness and gRPC health go NOT_SERVING, in-flight requests drain
+// within the drain timeout, and both servers stop.
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/svc-dev/svc/authz"
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/envoy"
+	"github.com/svc-dev/svc/sidecar/telemetry"
+)
+
+// Limits of the gRPC server: an ext_authz CheckRequest carries headers and
+// at most a buffered body; 4 MiB is Envoy's own default body limit.
+const (
+	maxRecvMsgBytes = 4 << 20
+	maxStreams      = 1024
+)
+
+// Deps are the parts a Server serves. Engine is required.
+type Deps struct {
+	Engine    *engine.Engine
+	Telemetry *telemetry.Telemetry // optional: no /metrics, no streams
+	Audit     *audit.Logger        // optional: audit stats in status
+	Logger    *slog.Logger
+}
+
+// Server is a running svc-sidecar.
+type Server struct {
+	deps     Deps
+	log      *slog.Logger
+	grpcLis  net.Listener
+	httpLis  net.Listener
+	grpc     *grpc.Server
+	http     *http.Server
+	health   *health.Server
+	ready    atomic.Bool
+	draining atomic.Bool
+	inflight atomic.Int64
+	started  time.Time
+}
+
+// New binds the gRPC (sdk.sidecar_addr) and HTTP (sidecar.http_addr)
+// listeners of the engine's configuration and builds both servers.
+func New(deps Deps) (*Server, error) {
+	if deps.Engine == nil {
+		return nil, errors.New("sidecar: an engine is required")
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	cfg := deps.Engine.Config()
+	s := &Server{deps: deps, log: deps.Logger, started: time.Now()}
+
+	var err error
+	if s.grpcLis, err = net.Listen("tcp", cfg.SDK.SidecarAddr); err != nil {
+		return nil, fmt.Errorf("grpc listener on %s (sdk.sidecar_addr): %w", cfg.SDK.SidecarAddr, err)
+	}
+	if s.httpLis, err = net.Listen("tcp", cfg.Sidecar.HTTPAddr); err != nil {
+		s.grpcLis.Close()
+		return nil, fmt.Errorf("http listener on %s (sidecar.http_addr): %w", cfg.Sidecar.HTTPAddr, err)
+	}
+
+	envoySrv, err := envoy.New(cfg, deps.Engine, envoy.Deps{Logger: s.log})
+	if err != nil {
+		s.closeListeners()
+		return nil, err
+	}
+	authzSrv, err := authz.NewServer(deps.Engine, authz.ServerOptions{Logger: s.log})
+	if err != nil {
+		s.closeListeners()
+		return nil, err
+	}
+
+	s.grpc = grpc.NewServer(s.grpcOptions()...)
+	envoySrv.Register(s.grpc)
+	authzSrv.Register(s.grpc)
+	s.health = health.NewServer()
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	reflection.Register(s.grpc)
+
+	mux := http.NewServeMux()
+	authzSrv.RegisterHTTP(mux)
+	envoySrv.RegisterHTTP(mux)
+	s.registerAdmin(mux)
+	s.http = &http.Server{
+		Handler:           s.countInflight(mux),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	return s, nil
+}
+
+func (s *Server) grpcOptions() []grpc.ServerOption {
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(maxRecvMsgBytes),
+		grpc.MaxConcurrentStreams(maxStreams),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			MaxConnectionIdle: 5 * time.Minute,
+			Time:              30 * time.Second,
+			Timeout:           10 * time.Second,
+		}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
+			MinTime:             10 * time.Second,
+			PermitWithoutStream: true,
+		}),
+	}
+	if t := s.deps.Telemetry; t != nil {
+		opts = append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(
+			otelgrpc.WithTracerProvider(t.TracerProvider()),
+			otelgrpc.WithMeterProvider(t.MeterProvider()),
+			otelgrpc.WithPropagators(t.Propagator()),
+		)))
+	}
+	return opts
+}
+
+// GRPCAddr is the bound gRPC address.
+func (s *Server) GRPCAddr() net.Addr { return s.grpcLis.Addr() }
+
+// HTTPAddr is the bound HTTP address.
+func (s *Server) HTTPAddr() net.Addr { return s.httpLis.Addr() }
+
+// Serve serves until ctx ends, then shuts down in order within the
+// configured drain timeout. It returns nil after a clean shutdown.
+func (s *Server) Serve(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := s.grpc.Serve(s.grpcLis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			return fmt.Errorf("grpc server: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		if err := s.http.Serve(s.httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("http server: %w", err)
+		}
+		return nil
+	})
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.ready.Store(true)
+	s.log.Info("svc-sidecar serving",
+		"grpc", s.GRPCAddr().String(), "http", s.HTTPAddr().String(),
+		"dev_mode", s.deps.Engine.DevMode(), "tenant", s.deps.Engine.Config().SDK.TenantID)
+	g.Go(func() error {
+		<-gctx.Done()
+		s.shutdown()
+		return nil
+	})
+	return g.Wait()
+}
+
+// shutdown: not ready → gRPC GracefulStop and HTTP Shutdown in parallel,
+// both bounded by the drain timeout, then forced.
+func (s *Server) shutdown() {
+	s.draining.Store(true)
+	s.ready.Store(false)
+	s.health.Shutdown()
+	drain := s.deps.Engine.Config().Sidecar.DrainTimeout.Duration
+	s.log.Info("draining", "timeout", drain.String(), "inflight_http", s.inflight.Load())
+	ctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+
+	done := make(chan struct{})
+	go func() {
+		s.grpc.GracefulStop()
+		close(done)
+	}()
+	if err := s.http.Shutdown(ctx); err != nil {
+		s.log.Warn("http drain timed out; closing connections", "err", err)
+		s.http.Close()
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.log.Warn("grpc drain timed out; stopping")
+		s.grpc.Stop()
+		<-done
+	}
+	s.log.Info("stopped")
+}
+
+func (s *Server) closeListeners() {
+	s.grpcLis.Close()
+	s.httpLis.Close()
+}
+
+func (s *Server) countInflight(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.inflight.Add(1)
+		defer s.inflight.Add(-1)
+		next.ServeHTTP(w, r)
+	})
+}

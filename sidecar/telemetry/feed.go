@@ -1,0 +1,160 @@
+package telemetry
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of the in-process feeds.
+const (
+	// DefaultFeedSize is how many recent records a feed keeps.
+	DefaultFeedSize = 4096
+	// SubscriberBuffer is how many live records a subscriber may fall
+	// behind by before records for it are dropped.
+	SubscriberBuffer = 256
+)
+
+// feed is a bounded ring buffer of recent records with fan-out to
+// subscribers. Publishing never blocks: a subscriber whose channel is full
+// misses the record, and the miss is counted.
+type feed[T any] struct {
+	stamp func(*T) time.Time // the time Subscribe's since compares with
+
+	mu     sync.Mutex
+	ring   []T
+	next   int  // index the next record goes to
+	full   bool // ring has wrapped
+	subs   map[*subscriber[T]]struct{}
+	closed bool
+
+	published atomic.Uint64
+	dropped   atomic.Uint64
+}
+
+type subscriber[T any] struct {
+	ch     chan T
+	filter func(T) bool
+}
+
+func newFeed[T any](size int, stamp func(*T) time.Time) *feed[T] {
+	if size <= 0 {
+		size = DefaultFeedSize
+	}
+	return &feed[T]{stamp: stamp, ring: make([]T, size), subs: map[*subscriber[T]]struct{}{}}
+}
+
+func (f *feed[T]) publish(v T) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ring[f.next] = v
+	f.next++
+	if f.next == len(f.ring) {
+		f.next, f.full = 0, true
+	}
+	f.published.Add(1)
+	for s := range f.subs {
+		if s.filter != nil && !s.filter(v) {
+			continue
+		}
+		select {
+		case s.ch <- v:
+		default:
+			f.dropped.Add(1)
+		}
+	}
+}
+
+// recentLocked returns the buffered records, oldest first, that match
+// filter and are stamped at or after since.
+func (f *feed[T]) recentLocked(filter func(T) bool, since time.Time) []T {
+	var out []T
+	visit := func(part []T) {
+		for i := range part {
+			if f.stamp(&part[i]).Before(since) {
+				continue
+			}
+			if filter == nil || filter(part[i]) {
+				out = append(out, part[i])
+			}
+		}
+	}
+	if f.full {
+		visit(f.ring[f.next:])
+	}
+	visit(f.ring[:f.next])
+	return out
+}
+
+func (f *feed[T]) recent(filter func(T) bool, since time.Time) []T {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.recentLocked(filter, since)
+}
+
+// subscribe returns a channel that first receives the buffered records
+// matching filter since since, then live ones, until ctx ends or the feed
+// is closed; then the channel is closed.
+func (f *feed[T]) subscribe(ctx context.Context, filter func(T) bool, since time.Time) <-chan T {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	backlog := f.recentLocked(filter, since)
+	s := &subscriber[T]{ch: make(chan T, len(backlog)+SubscriberBuffer), filter: filter}
+	for _, v := range backlog {
+		s.ch <- v
+	}
+	if f.closed || ctx.Err() != nil {
+		close(s.ch)
+		return s.ch
+	}
+	f.subs[s] = struct{}{}
+	context.AfterFunc(ctx, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if _, ok := f.subs[s]; ok {
+			delete(f.subs, s)
+			close(s.ch)
+		}
+	})
+	return s.ch
+}
+
+// close ends every subscription; records published later are still kept
+// in the ring.
+func (f *feed[T]) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	for s := range f.subs {
+		delete(f.subs, s)
+		close(s.ch)
+	}
+}
+
+// FeedStats are the counters of a span or log feed.
+type FeedStats struct {
+	// Published counts records that entered the feed.
+	Published uint64 `json:"published"`
+	// Dropped counts records a slow subscriber missed.
+	Dropped uint64 `json:"dropped"`
+	// Buffered is how many recent records are kept.
+	Buffered int `json:"buffered"`
+	// Subscribers is the number of live subscriptions.
+	Subscribers int `json:"subscribers"`
+}
+
+func (f *feed[T]) stats() FeedStats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.next
+	if f.full {
+		n = len(f.ring)
+	}
+	return FeedStats{
+		Published:   f.published.Load(),
+		Dropped:     f.dropped.Load(),
+		Buffered:    n,
+		Subscribers: len(f.subs),
+	}
+}

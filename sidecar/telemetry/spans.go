@@ -1,0 +1,119 @@
+package telemetry
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// SpanRecord is the compact form of a finished span kept by a SpanFeed.
+type SpanRecord struct {
+	// TraceID is the hex trace id.
+	TraceID string `json:"trace_id"`
+	// SpanID is the hex span id.
+	SpanID string `json:"span_id"`
+	// ParentID is the hex id of the parent span, empty for a root span.
+	ParentID string `json:"parent_id,omitempty"`
+	// Name is the span name, e.g. "policy.evaluate".
+	Name string `json:"name"`
+	// Kind is "internal", "server", "client", "producer" or "consumer".
+	Kind string `json:"kind"`
+	// Start is when the span started.
+	Start time.Time `json:"start"`
+	// Duration is how long the span lasted.
+	Duration time.Duration `json:"duration_ns"`
+	// Status is "unset", "ok" or "error".
+	Status string `json:"status"`
+	// StatusMessage describes an error status.
+	StatusMessage string `json:"status_message,omitempty"`
+	// Attributes are the span's attributes, each value in its string form.
+	Attributes map[string]string `json:"attributes,omitempty"`
+}
+
+// End returns when the span ended.
+func (r SpanRecord) End() time.Time { return r.Start.Add(r.Duration) }
+
+// SpanFeed is a span processor that keeps the most recent finished spans in
+// a bounded ring buffer and streams them to subscribers. It is what trace
+// tailing and dry-run sessions read. Ending a span never waits for a
+// subscriber.
+type SpanFeed struct {
+	f *feed[SpanRecord]
+}
+
+var _ sdktrace.SpanProcessor = (*SpanFeed)(nil)
+
+// NewSpanFeed returns a SpanFeed keeping the last size spans
+// (DefaultFeedSize when size ≤ 0).
+func NewSpanFeed(size int) *SpanFeed {
+	return &SpanFeed{f: newFeed(size, func(r *SpanRecord) time.Time { return r.End() })}
+}
+
+// OnStart implements sdktrace.SpanProcessor; started spans are not kept.
+func (*SpanFeed) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+
+// OnEnd implements sdktrace.SpanProcessor: it records s and hands it to
+// the subscribers whose filter accepts it.
+func (sf *SpanFeed) OnEnd(s sdktrace.ReadOnlySpan) {
+	sf.f.publish(spanRecord(s))
+}
+
+// Shutdown implements sdktrace.SpanProcessor: it ends every subscription.
+func (sf *SpanFeed) Shutdown(context.Context) error {
+	sf.f.close()
+	return nil
+}
+
+// ForceFlush implements sdktrace.SpanProcessor; there is nothing to flush.
+func (*SpanFeed) ForceFlush(context.Context) error { return nil }
+
+// Subscribe streams the buffered spans that ended at or after since (all
+// of them for a zero since) and then live ones, each only when filter (nil
+// means all) accepts it. The channel is closed when ctx ends or the feed
+// shuts down. A subscriber that falls more than SubscriberBuffer spans
+// behind misses spans; filter runs while the feed is locked, so it must be
+// quick and must not call the feed.
+func (sf *SpanFeed) Subscribe(ctx context.Context, filter func(SpanRecord) bool, since time.Time) <-chan SpanRecord {
+	return sf.f.subscribe(ctx, filter, since)
+}
+
+// Recent returns the buffered spans, oldest first, that ended at or after
+// since and that filter (nil means all) accepts.
+func (sf *SpanFeed) Recent(filter func(SpanRecord) bool, since time.Time) []SpanRecord {
+	return sf.f.recent(filter, since)
+}
+
+// Stats returns the feed's counters.
+func (sf *SpanFeed) Stats() FeedStats { return sf.f.stats() }
+
+func spanRecord(s sdktrace.ReadOnlySpan) SpanRecord {
+	sc := s.SpanContext()
+	r := SpanRecord{
+		TraceID:  sc.TraceID().String(),
+		SpanID:   sc.SpanID().String(),
+		Name:     s.Name(),
+		Kind:     s.SpanKind().String(),
+		Start:    s.StartTime(),
+		Duration: s.EndTime().Sub(s.StartTime()),
+	}
+	if p := s.Parent(); p.SpanID().IsValid() {
+		r.ParentID = p.SpanID().String()
+	}
+	switch st := s.Status(); st.Code {
+	case codes.Error:
+		r.Status, r.StatusMessage = "error", st.Description
+	case codes.Ok:
+		r.Status = "ok"
+	default:
+		r.Status = "unset"
+	}
+	if attrs := s.Attributes(); len(attrs) > 0 {
+		r.Attributes = make(map[string]string, len(attrs))
+		for _, kv := range attrs {
+			r.Attributes[string(kv.Key)] = kv.Value.Emit()
+		}
+	}
+	return r
+}
