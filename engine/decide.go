@@ -91,7 +91,7 @@ func (e *Engine) Authorize(ctx context.Context, raw string, in Input) (Result, e
 
 // Evaluate runs the active policy on in as given.
 func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
-	ctx, span := e.tel.startEval(ctx, in)
+	ctx, span := e.tel.startEval(ctx)
 	set := e.policies.Load()
 	r, err := set.Eval(ctx, in)
 	d := Decision{Allow: r.Allow, DenyReasons: r.DenyReasons, DecisionID: r.DecisionID, Revision: r.Revision, Reason: reason.PolicyDeny}

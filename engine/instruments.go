@@ -71,6 +71,17 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider, e *Engine)
 	if err != nil {
 		return nil, err
 	}
+	lookups, err := m.Int64ObservableCounter("svc.token_cache.lookups",
+		metric.WithDescription("Verified-token cache lookups by outcome (hit skips the signature check)."))
+	if err != nil {
+		return nil, err
+	}
+	cached, err := m.Int64ObservableGauge("svc.token_cache.entries", metric.WithDescription("Verified tokens cached."))
+	if err != nil {
+		return nil, err
+	}
+	hit := metric.WithAttributes(attribute.String("outcome", "hit"))
+	miss := metric.WithAttributes(attribute.String("outcome", "miss"))
 	ok := metric.WithAttributes(attribute.String("outcome", "ok"))
 	failed := metric.WithAttributes(attribute.String("outcome", "error"))
 	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -81,8 +92,12 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider, e *Engine)
 		if !s.LastSuccess.IsZero() {
 			o.ObserveFloat64(keyAge, e.now().Sub(s.LastSuccess).Seconds())
 		}
+		cs := e.verifier.CacheStats()
+		o.ObserveInt64(lookups, int64(cs.Hits), hit)
+		o.ObserveInt64(lookups, int64(cs.Misses), miss)
+		o.ObserveInt64(cached, int64(cs.Entries))
 		return nil
-	}, refreshes, keyAge, keys)
+	}, refreshes, keyAge, keys, lookups, cached)
 	return t, err
 }
 
@@ -101,7 +116,7 @@ func (t *instruments) endVerify(_ context.Context, span trace.Span, d TokenDecis
 	span.End()
 }
 
-func (t *instruments) startEval(ctx context.Context, in Input) (context.Context, trace.Span) {
+func (t *instruments) startEval(ctx context.Context) (context.Context, trace.Span) {
 	return t.tracer.Start(ctx, SpanEvaluate, trace.WithSpanKind(trace.SpanKindInternal))
 }
 

@@ -61,6 +61,9 @@ func serve(ctx context.Context, configPath string, stderr io.Writer) error {
 		return fmt.Errorf("audit.destination: %w", err)
 	}
 	defer flush("audit log", log.Error, auditLog.Close)
+	if _, err := auditLog.RegisterMetrics(tel.MeterProvider()); err != nil {
+		return fmt.Errorf("audit metrics: %w", err)
+	}
 
 	eng, err := engine.New(cfg, engine.Deps{
 		Logger:         log,

@@ -42,7 +42,7 @@ func TestLoadDefaults(t *testing.T) {
 	want := Config{
 		Source: "defaults",
 		SDK:    SDK{SidecarAddr: "[::1]:50051", ServiceName: "svc-sidecar", FailMode: "open"},
-		JWT: JWT{ClockSkew: dur(30 * time.Second), CacheSize: 100000, JWKSFetchTimeout: dur(5 * time.Second),
+		JWT: JWT{ClockSkew: dur(30 * time.Second), CacheSize: 20000, JWKSFetchTimeout: dur(5 * time.Second),
 			JWKSMinRefresh: dur(time.Minute), JWKSMaxRefresh: dur(time.Hour)},
 		RateLimit: RateLimit{DefaultRPM: 1000},
 		Sidecar:   Sidecar{HTTPAddr: "127.0.0.1:7700", DrainTimeout: dur(30 * time.Second)},

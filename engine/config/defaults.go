@@ -8,7 +8,7 @@ const (
 	DefaultServiceName      = "svc-sidecar"
 	DefaultFailMode         = FailOpen
 	DefaultJWTClockSkew     = 30 * time.Second
-	DefaultJWTCacheSize     = 100000
+	DefaultJWTCacheSize     = 20000
 	DefaultJWKSFetchTimeout = 5 * time.Second
 	DefaultJWKSMinRefresh   = time.Minute
 	DefaultJWKSMaxRefresh   = time.Hour

@@ -217,16 +217,15 @@ func (h *Handler) feedRecord(r slog.Record, traceID, spanID string) LogRecord {
 		TraceID: traceID,
 		SpanID:  spanID,
 	}
-	attrs := h.bound
-	r.Attrs(func(a slog.Attr) bool {
-		attrs = appendFeedAttr(attrs, h.prefix, a)
-		return true
-	})
-	if len(attrs) > 0 {
-		lr.Attributes = make(map[string]string, len(attrs))
-		for _, a := range attrs {
+	if n := len(h.bound) + r.NumAttrs(); n > 0 {
+		lr.Attributes = make(map[string]string, n)
+		for _, a := range h.bound {
 			lr.Attributes[a.key] = a.value
 		}
+		r.Attrs(func(a slog.Attr) bool {
+			flattenAttr(h.prefix, a, func(k, v string) { lr.Attributes[k] = v })
+			return true
+		})
 	}
 	// The ids may also have come as ordinary attributes.
 	if lr.TraceID == "" {
@@ -238,30 +237,38 @@ func (h *Handler) feedRecord(r slog.Record, traceID, spanID string) LogRecord {
 	return lr
 }
 
-// appendFeedAttr flattens a into key/value strings, group members under
-// dotted keys.
+// appendFeedAttr appends a, flattened, to dst.
 func appendFeedAttr(dst []feedAttr, prefix string, a slog.Attr) []feedAttr {
+	flattenAttr(prefix, a, func(k, v string) { dst = append(dst, feedAttr{key: k, value: v}) })
+	return dst
+}
+
+// flattenAttr calls emit with the key and string value of a, or of each
+// member of a group under a dotted key.
+func flattenAttr(prefix string, a slog.Attr, emit func(key, value string)) {
 	v := a.Value.Resolve()
 	if v.Kind() == slog.KindGroup {
 		if a.Key != "" {
 			prefix += a.Key + "."
 		}
 		for _, m := range v.Group() {
-			dst = appendFeedAttr(dst, prefix, m)
+			flattenAttr(prefix, m, emit)
 		}
-		return dst
+		return
 	}
 	if a.Key == "" {
-		return dst
+		return
 	}
-	var s string
+	key := a.Key
+	if prefix != "" {
+		key = prefix + a.Key
+	}
 	switch v.Kind() {
 	case slog.KindTime:
-		s = v.Time().Format(time.RFC3339Nano)
+		emit(key, v.Time().Format(time.RFC3339Nano))
 	default:
-		s = v.String()
+		emit(key, v.String())
 	}
-	return append(dst, feedAttr{key: prefix + a.Key, value: s})
 }
 
 // LogRecord is a log line as kept by a LogFeed.
