@@ -12,9 +12,10 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 # Runs the sidecar on the embedded default: development mode (no IdP),
-# the default policy, loopback listeners.
+# the default policy, loopback listeners. The repository root has no
+# svc.toml, so nothing but SVC_* variables you set yourself applies.
 run: build
-	./$(BIN)/svc-sidecar --dev
+	./$(BIN)/svc-sidecar
 
 # Installs what the tests need (Debian packages, npm packages from the
 # lockfile) and runs vet plus the whole suite with the race detector.

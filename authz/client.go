@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -73,6 +74,9 @@ func NewClient(addr string, opts ClientOptions) (*Client, error) {
 	}
 	if addr == "" {
 		addr = config.DefaultSidecarAddr
+	}
+	if strings.HasPrefix(addr, "http://") || strings.HasPrefix(addr, "https://") {
+		return nil, fmt.Errorf("authz: new client: sidecar address %q is a URL; the decision service is gRPC, give host:port (default %s)", addr, config.DefaultSidecarAddr)
 	}
 	if opts.Timeout < 0 {
 		return nil, fmt.Errorf("authz: new client: negative timeout %s", opts.Timeout)

@@ -361,6 +361,7 @@ func TestNewClientOptions(t *testing.T) {
 		{name: "unknown fail mode", opts: authz.ClientOptions{FailMode: "maybe"}, wantErr: true},
 		{name: "negative timeout", opts: authz.ClientOptions{Timeout: -time.Second}, wantErr: true},
 		{name: "unparsable target", addr: "dns://a b/%zz", wantErr: true},
+		{name: "URL of the HTTP API", addr: "http://localhost:7700", wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,11 +8,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/svc-dev/svc/authz"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
@@ -193,6 +195,38 @@ func TestHTTPMirrorsGRPC(t *testing.T) {
 			}
 			if diff := cmp.Diff(fromGRPC, fromHTTP, protocmp.Transform(), ignore); diff != "" {
 				t.Errorf("gRPC vs HTTP (-grpc +http):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestProtoJSONRoundTrip(t *testing.T) {
+	claims := mustStruct(t, map[string]any{"sub": "alice", "roles": []any{"viewer"}, "n": 1.5, "ok": true, "none": nil})
+	msgs := []struct {
+		name string
+		msg  proto.Message
+	}{
+		{"ValidateTokenRequest", &authzv1.ValidateTokenRequest{Token: "t"}},
+		{"ValidateTokenResponse", &authzv1.ValidateTokenResponse{Allowed: true, Claims: claims, Reason: "ok", Subject: "alice", TenantId: tenant}},
+		{"AuthorizeRequest", &authzv1.AuthorizeRequest{Token: "t", Action: "orders:read", Resource: &authzv1.Resource{Type: "orders", Id: "o-1", Tenant: tenant},
+			Request: &authzv1.RequestInfo{Method: "GET", Path: "/orders/o-1", Host: "h", Query: map[string]string{"a": "b"}, Headers: map[string]string{"x": "y"}}}},
+		{"AuthorizeResponse", &authzv1.AuthorizeResponse{Allowed: false, Reason: "rate-limited", DenyReasons: []string{"rate-limited"}, DecisionId: "d",
+			Subject: "alice", TenantId: tenant, Claims: claims, PolicyRevision: "r1", RetryAfter: durationpb.New(1500 * time.Millisecond), Message: "m"}},
+	}
+	for _, tt := range msgs {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, opts := range []protojson.MarshalOptions{{}, {UseProtoNames: true, EmitUnpopulated: true}} {
+				b, err := opts.Marshal(tt.msg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				back := tt.msg.ProtoReflect().New().Interface()
+				if err := protojson.Unmarshal(b, back); err != nil {
+					t.Fatalf("%s: %v", b, err)
+				}
+				if diff := cmp.Diff(tt.msg, back, protocmp.Transform()); diff != "" {
+					t.Errorf("round trip of %s (-want +got):\n%s", b, diff)
+				}
 			}
 		})
 	}
