@@ -17,7 +17,7 @@ import (
 func TestAuditLog(t *testing.T) {
 	t.Parallel()
 	k := newKeyring(t)
-	path := filepath.Join(t.TempDir(), "audit", "decisions.jsonl")
+	path := filepath.Join(t.TempDir(), "decisions.jsonl")
 	s := startSidecar(t, k, map[string]string{"SVC_AUDIT_DESTINATION": path})
 
 	// 1. Allowed through Envoy, with a resource id from the extensions.

@@ -11,5 +11,7 @@
 //	go test -race -count=1 ./e2e/...
 //
 // A test whose external peer is missing is skipped, unless the CI
-// environment variable is set: then it fails.
+// environment variable is set: then it fails. With E2E_VERBOSE set, the
+// output of every process (sidecar, provider, proxies) is written to the
+// test log even when the test passes.
 package e2e

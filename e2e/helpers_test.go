@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"google.golang.org/genproto/googleapis/rpc/code"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	authzv1 "github.com/svc-dev/svc/authz/v1"
@@ -96,6 +98,15 @@ func envoyCheck(t testing.TB, s *harness.Sidecar, method, path, token string, ex
 
 func envoyCheckHeaders(t testing.TB, s *harness.Sidecar, method, path string, headers, ext map[string]string) checkResult {
 	t.Helper()
+	r, err := doCheck(s.Conn(t), method, path, headers, ext)
+	if err != nil {
+		t.Fatalf("Check %s %s: %v", method, path, err)
+	}
+	return r
+}
+
+// doCheck sends an ext_authz Check; it is safe to call from any goroutine.
+func doCheck(conn grpc.ClientConnInterface, method, path string, headers, ext map[string]string) (checkResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
 	defer cancel()
 	req := &authv3.CheckRequest{Attributes: &authv3.AttributeContext{
@@ -113,27 +124,27 @@ func envoyCheckHeaders(t testing.TB, s *harness.Sidecar, method, path string, he
 		}},
 		ContextExtensions: ext,
 	}}
-	resp, err := authv3.NewAuthorizationClient(s.Conn(t)).Check(ctx, req)
+	resp, err := authv3.NewAuthorizationClient(conn).Check(ctx, req)
 	if err != nil {
-		t.Fatalf("Check %s %s: %v", method, path, err)
+		return checkResult{}, err
 	}
 	r := checkResult{headers: map[string]string{}, metadata: resp.GetDynamicMetadata()}
 	if resp.GetStatus().GetCode() == int32(code.Code_OK) {
-		r.status = http.StatusOK
 		if resp.GetDeniedResponse() != nil {
-			t.Errorf("Check %s %s: status OK with a denied response", method, path)
+			return r, fmt.Errorf("status OK with a denied response")
 		}
+		r.status = http.StatusOK
 		addHeaders(r.headers, resp.GetOkResponse().GetHeaders())
-		return r
+		return r, nil
 	}
 	d := resp.GetDeniedResponse()
 	if d == nil {
-		t.Fatalf("Check %s %s: status %d without a denied response", method, path, resp.GetStatus().GetCode())
+		return r, fmt.Errorf("status %d without a denied response", resp.GetStatus().GetCode())
 	}
 	r.status = int(d.GetStatus().GetCode())
 	r.body = d.GetBody()
 	addHeaders(r.headers, d.GetHeaders())
-	return r
+	return r, nil
 }
 
 func addHeaders(dst map[string]string, hs []*corev3.HeaderValueOption) {

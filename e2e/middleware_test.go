@@ -120,6 +120,10 @@ func TestMiddlewareFailModes(t *testing.T) {
 			if d := parseDeny(t, string(body)); !hasReason(d.DenyReasons, tc.wantReason) || d.DecisionID == "" {
 				t.Errorf("deny body = %s, want reason %q and a decision id", body, tc.wantReason)
 			}
+		case http.StatusServiceUnavailable:
+			if d := parseDeny(t, string(body)); d.Reason != tc.wantReason {
+				t.Errorf("deny reason = %q, want %q", d.Reason, tc.wantReason)
+			}
 		}
 	}
 
@@ -145,8 +149,8 @@ func TestMiddlewareFailModes(t *testing.T) {
 			{"policy route", guarded, "GET", valid, http.StatusOK, "anonymous", "fail-open"},
 		},
 		authz.FailClosed: {
-			{"valid token", apps, "GET", valid, http.StatusServiceUnavailable, "", ""},
-			{"policy route", guarded, "GET", valid, http.StatusServiceUnavailable, "", ""},
+			{"valid token", apps, "GET", valid, http.StatusServiceUnavailable, "", "unavailable"},
+			{"policy route", guarded, "GET", valid, http.StatusServiceUnavailable, "", "unavailable"},
 		},
 	}
 	for _, mode := range modes {

@@ -108,10 +108,12 @@ func (t *instruments) startVerify(ctx context.Context) (context.Context, trace.S
 func (t *instruments) endVerify(_ context.Context, span trace.Span, d TokenDecision) {
 	if span.IsRecording() {
 		span.SetAttributes(
-			attribute.String(AttrTenant, d.TenantID),
 			attribute.String(AttrResult, result(d.Allowed)),
 			attribute.String(AttrReason, string(d.Reason)),
 		)
+		if d.TenantID != "" {
+			span.SetAttributes(attribute.String(AttrTenant, d.TenantID))
+		}
 	}
 	span.End()
 }

@@ -160,7 +160,7 @@ func TestOTLPReceiver(t *testing.T) {
 // TestProcessOutput checks output capture, waiting on output and exit
 // codes of a child process.
 func TestProcessOutput(t *testing.T) {
-	p := StartProcess(t, "sh", exec.Command("sh", "-c", `echo '{"a":1}'; echo ready >&2; trap 'exit 0' TERM; while :; do sleep 0.05; done`))
+	p := StartProcess(t, "sh", exec.Command("sh", "-c", `trap 'exit 0' TERM; echo '{"a":1}'; echo ready >&2; while :; do sleep 0.05; done`))
 	if _, err := p.WaitOutput(t, true, 10*time.Second, func(s string) bool { return strings.Contains(s, "ready") }); err != nil {
 		t.Fatal(err)
 	}

@@ -208,6 +208,9 @@ type JWKSServer struct {
 
 	mu      sync.Mutex
 	keys    []map[string]any
+	gate    chan struct{} // non-nil while fetches are held
+	held    chan struct{}
+	fail    int // when non-zero, the status every fetch answers
 	fetches atomic.Int64
 }
 
@@ -223,8 +226,27 @@ func StartJWKS(t testing.TB, signers ...*Signer) *JWKSServer {
 		}
 		j.fetches.Add(1)
 		j.mu.Lock()
+		gate, held := j.gate, j.held
+		j.mu.Unlock()
+		if gate != nil {
+			select {
+			case held <- struct{}{}:
+			default:
+			}
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		j.mu.Lock()
+		fail := j.fail
 		body, err := json.Marshal(map[string]any{"keys": j.keys})
 		j.mu.Unlock()
+		if fail != 0 {
+			http.Error(w, "identity provider unavailable", fail)
+			return
+		}
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
@@ -247,6 +269,34 @@ func (j *JWKSServer) Publish(signers ...*Signer) {
 	j.mu.Lock()
 	j.keys = keys
 	j.mu.Unlock()
+}
+
+// Fail makes every fetch answer status (an outage of the identity
+// provider); 0 serves the keys again.
+func (j *JWKSServer) Fail(status int) {
+	j.mu.Lock()
+	j.fail = status
+	j.mu.Unlock()
+}
+
+// Hold makes fetches wait until release is called. Each fetch that waits
+// is announced on held (buffered; announcements beyond its capacity are
+// dropped).
+func (j *JWKSServer) Hold() (held <-chan struct{}, release func()) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	gate := make(chan struct{})
+	j.gate = gate
+	j.held = make(chan struct{}, 16)
+	var once sync.Once
+	return j.held, func() {
+		once.Do(func() {
+			j.mu.Lock()
+			j.gate = nil
+			j.mu.Unlock()
+			close(gate)
+		})
+	}
 }
 
 // Fetches returns how many times the JWKS was fetched.

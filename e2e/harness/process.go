@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -84,12 +85,16 @@ func StartProcess(t testing.TB, name string, cmd *exec.Cmd) *Process {
 	}()
 	t.Cleanup(func() {
 		p.kill(t)
-		if t.Failed() {
+		if t.Failed() || Verbose() {
 			p.LogOutput(t)
 		}
 	})
 	return p
 }
+
+// Verbose reports whether E2E_VERBOSE is set: then the output of every
+// process is written to the test log, also when the test passes.
+func Verbose() bool { return os.Getenv("E2E_VERBOSE") != "" }
 
 // Done is closed when the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }

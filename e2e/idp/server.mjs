@@ -26,8 +26,9 @@
 //
 // SIGTERM or SIGINT closes the listener and exits 0.
 
-import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { generateKeyPair, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
+import { promisify } from 'node:util';
 
 import Provider from 'oidc-provider';
 
@@ -37,9 +38,11 @@ const ttl = config.ttl || 300;
 const clients = config.clients || [];
 const byClient = new Map(clients.map((c) => [c.client_id, c]));
 
+const generate = promisify(generateKeyPair);
+
 // newKey returns a fresh 2048-bit RSA private JWK for RS256 signatures.
-function newKey() {
-  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+async function newKey() {
+  const { privateKey } = await generate('rsa', { modulusLength: 2048 });
   return {
     ...privateKey.export({ format: 'jwk' }),
     kid: randomUUID(),
@@ -48,8 +51,17 @@ function newKey() {
   };
 }
 
+// RSA key generation can take seconds on a busy machine, so the key of the
+// next rotation is always being made in advance.
+let spare = newKey();
+async function takeKey() {
+  const key = await spare;
+  spare = newKey();
+  return key;
+}
+
 // keys holds the published signing keys, the current one first.
-let keys = [newKey()];
+let keys = [await takeKey()];
 let provider;
 
 function buildProvider(issuer) {
@@ -64,6 +76,7 @@ function buildProvider(issuer) {
       token_endpoint_auth_method: 'client_secret_basic',
     })),
     jwks: { keys },
+    ttl: { ClientCredentials: (_ctx, token) => token.resourceServer?.accessTokenTTL || ttl },
     features: {
       clientCredentials: { enabled: true },
       devInteractions: { enabled: false },
@@ -118,10 +131,11 @@ const server = createServer((req, res) => {
       writeJSON(res, 405, { error: 'method not allowed' });
       return;
     }
-    const fresh = newKey();
-    keys = url.searchParams.get('retire') === '1' ? [fresh] : [fresh, ...keys];
-    provider = buildProvider(provider.issuer);
-    writeJSON(res, 200, { kid: fresh.kid, kids: publicKids() });
+    takeKey().then((fresh) => {
+      keys = url.searchParams.get('retire') === '1' ? [fresh] : [fresh, ...keys];
+      provider = buildProvider(provider.issuer);
+      writeJSON(res, 200, { kid: fresh.kid, kids: publicKids() });
+    }, (err) => writeJSON(res, 500, { error: String(err) }));
     return;
   }
   provider.callback()(req, res);
