@@ -61,8 +61,9 @@ allow if {
 
 	# "<resource>:<verb>", both lowercase words; never a wildcard. The
 	# pattern is action_pattern, written out to save a rule lookup.
-	regex.match(`^[a-z][a-z0-9_-]*:[a-z][a-z0-9_-]*$`, input.action)
-	[resource, verb] := split(input.action, ":")
+	action := input.action
+	regex.match(`^[a-z][a-z0-9_-]*:[a-z][a-z0-9_-]*$`, action)
+	[resource, verb] := split(action, ":")
 
 	# Some role of the caller grants the verb on the resource. Most grants
 	# name a verb on every resource ("*"), so that is tried first.
@@ -122,13 +123,15 @@ action_pattern := `^[a-z][a-z0-9_-]*:[a-z][a-z0-9_-]*$`
 # fail on the missing value instead.
 valid_action if regex.match(action_pattern, input.action)
 
-# roles lists the caller's roles: input.user.role and input.user.roles.
-# Usually role is the first of roles, and roles is all there is to read.
+# roles lists the caller's roles: input.user.role and input.user.roles,
+# either of which may be missing. Usually role is the first of roles, and
+# roles is all there is to read.
 roles := input.user.roles if {
 	input.user.roles[0] == input.user.role
-} else := array.concat([input.user.role], input.user.roles) if {
-	is_array(input.user.roles)
-} else := [input.user.role]
+} else := array.concat(
+	[role | role := input.user.role],
+	[role | some role in input.user.roles],
+)
 
 # valid_roles is the set of the caller's roles that are non-empty strings.
 valid_roles contains role if {

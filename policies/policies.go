@@ -1,7 +1,11 @@
 // Package policies ships the default authorization policy (package
-// svc.authz) and its fixtures. The sidecar runs Default when no policy
-// directory or bundle is configured; `core policy test policies/` runs the
-// fixtures in policies/fixtures against it.
+// svc.authz, authz.rego) and its fixtures. The sidecar runs Default when
+// no policy directory or bundle is configured, and `core policy test
+// policies/ --fixtures policies/fixtures` checks every fixture pair
+// (<name>.input.json and <name>.expect.json) against it.
+//
+// A policy directory is loaded recursively, so everything under this one
+// that ends in .rego is part of the default set.
 package policies
 
 import "embed"

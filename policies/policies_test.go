@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/policies"
@@ -160,5 +161,36 @@ func TestDefaultEmbedsPolicy(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"authz.rego"}, set.Files()); diff != "" {
 		t.Errorf("embedded files (-want +got):\n%s", diff)
+	}
+}
+
+// TestAllowUsesActionPattern guards the one duplication the hot path
+// allows itself: allow writes out the action pattern instead of reading
+// action_pattern, and the two must stay the same.
+func TestAllowUsesActionPattern(t *testing.T) {
+	set, err := policy.LoadFS(policies.Default, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pattern ast.Value
+	var inAllow []ast.Value
+	for _, rule := range set.Modules()["authz.rego"].Rules {
+		switch rule.Head.Name {
+		case "action_pattern":
+			pattern = rule.Head.Value.Value
+		case "allow":
+			ast.WalkExprs(rule.Body, func(e *ast.Expr) bool {
+				if e.IsCall() && e.Operator().String() == "regex.match" {
+					inAllow = append(inAllow, e.Operand(0).Value)
+				}
+				return false
+			})
+		}
+	}
+	if pattern == nil || len(inAllow) != 1 {
+		t.Fatalf("action_pattern %v, regex.match calls in allow %v", pattern, inAllow)
+	}
+	if pattern.Compare(inAllow[0]) != 0 {
+		t.Errorf("allow matches %v, action_pattern is %v", inAllow[0], pattern)
 	}
 }

@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+
 	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/policies"
 )
 
 // benchInput is a typical allowed request of an editor.
@@ -31,10 +32,7 @@ func benchInput() policy.Input {
 // BenchmarkEvaluate measures one decision of the default policy and
 // reports its latency distribution: p50 and p99 over every operation.
 func BenchmarkEvaluate(b *testing.B) {
-	set, err := policy.LoadFS(policies.Default, ".")
-	if err != nil {
-		b.Fatal(err)
-	}
+	set := mustDefault(b)
 	in := benchInput()
 	raw, err := json.Marshal(in)
 	if err != nil {
@@ -44,14 +42,22 @@ func BenchmarkEvaluate(b *testing.B) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
+	// A cancelable context, as a served request has.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	denied := in
+	denied.Action = "orders:delete"
+	denied.Resource.Tenant = "globex"
 	cases := []struct {
-		name string
-		eval func() (policy.Result, error)
+		name  string
+		allow bool
+		eval  func() (policy.Result, error)
 	}{
-		{"typed", func() (policy.Result, error) { return set.Eval(ctx, in) }},
-		{"map", func() (policy.Result, error) { return set.EvalValue(ctx, m) }},
-		{"json-roundtrip", func() (policy.Result, error) {
+		{"typed", true, func() (policy.Result, error) { return set.Eval(ctx, in) }},
+		// A denial also computes every reason: the slow path.
+		{"typed-denied", false, func() (policy.Result, error) { return set.Eval(ctx, denied) }},
+		{"map", true, func() (policy.Result, error) { return set.EvalValue(ctx, m) }},
+		{"json-roundtrip", true, func() (policy.Result, error) {
 			raw, err := json.Marshal(in)
 			if err != nil {
 				return policy.Result{}, err
@@ -77,7 +83,7 @@ func BenchmarkEvaluate(b *testing.B) {
 				start := time.Now()
 				res, err := c.eval()
 				durs = append(durs, time.Since(start))
-				if err != nil || !res.Allow {
+				if err != nil || res.Allow != c.allow {
 					b.Fatalf("eval: allow=%v err=%v", res.Allow, err)
 				}
 			}
@@ -98,4 +104,34 @@ func reportPercentiles(b *testing.B, durs []time.Duration) {
 	}
 	b.ReportMetric(at(0.50), "p50-µs")
 	b.ReportMetric(at(0.99), "p99-µs")
+}
+
+// BenchmarkInputValue compares the two ways of turning a typed input into
+// the AST the evaluator reads: built field by field, or through JSON.
+func BenchmarkInputValue(b *testing.B) {
+	in := benchInput()
+	b.Run("typed", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := in.Value(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			raw, err := json.Marshal(in)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var v any
+			if err := json.Unmarshal(raw, &v); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := ast.InterfaceToValue(v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

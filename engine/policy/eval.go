@@ -1,9 +1,11 @@
 package policy
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"slices"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -40,8 +42,9 @@ func (s *Set) Eval(ctx context.Context, in Input) (Result, error) {
 }
 
 // EvalValue evaluates the policy on an input given as a JSON-like Go value
-// (map[string]any, []any, string, json.Number, float64, bool, nil), an
-// ast.Value, or an Input. Failures are as for Eval.
+// (map[string]any, []any, string, json.Number, float64, bool, nil), as
+// JSON text in a json.RawMessage, as an ast.Value, or as an Input.
+// Failures are as for Eval.
 func (s *Set) EvalValue(ctx context.Context, input any) (Result, error) {
 	v, err := inputValue(input)
 	if err != nil {
@@ -65,6 +68,8 @@ func inputValue(input any) (ast.Value, error) {
 		v, err = x.Value()
 	case ast.Value:
 		return x, nil
+	case json.RawMessage:
+		v, err = ast.ValueFromReader(bytes.NewReader(x))
 	default:
 		v, err = ast.InterfaceToValue(input)
 	}
@@ -74,18 +79,25 @@ func inputValue(input any) (ast.Value, error) {
 	return v, nil
 }
 
+// noMetrics turns off the per-evaluation metrics rego would otherwise
+// allocate and time.
+var noMetrics = rego.EvalMetrics(metrics.NoOp())
+
 func (s *Set) eval(ctx context.Context, input ast.Value, opts ...rego.EvalOption) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, reason.Wrap(reason.PolicyError, err, "evaluate policy")
 	}
 	// rego would start a goroutine per evaluation to watch ctx; a callback
-	// registered on ctx cancels the same way without one.
+	// registered on ctx cancels the same way without one, and a context
+	// that can never be canceled needs neither.
 	cancel := topdown.NewCancel()
-	stop := context.AfterFunc(ctx, cancel.Cancel)
-	defer stop()
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, cancel.Cancel)
+		defer stop()
+	}
 	opts = append(opts,
 		rego.EvalParsedInput(input),
-		rego.EvalMetrics(metrics.NoOp()),
+		noMetrics,
 		rego.EvalExternalCancel(cancel),
 	)
 	allow, reasons, err := s.decide(ctx, opts)

@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"os"
@@ -167,10 +168,10 @@ func TestLoadDataMerge(t *testing.T) {
 func TestLoadFSAndFromModules(t *testing.T) {
 	const src = "package svc.authz\n\nallow if data.limits.orders.max > 5\n"
 	fsys := fstest.MapFS{
-		"policy/authz.rego":             {Data: []byte(src)},
+		"policy/authz.rego":              {Data: []byte(src)},
 		"policy/limits/orders/data.json": {Data: []byte(`{"max": 10}`)},
-		"policy/limits/notes.txt":       {Data: []byte("ignored")},
-		"elsewhere/authz.rego":          {Data: []byte("package svc.authz\n\nallow := false\n")},
+		"policy/limits/notes.txt":        {Data: []byte("ignored")},
+		"elsewhere/authz.rego":           {Data: []byte("package svc.authz\n\nallow := false\n")},
 	}
 	fromFS, err := policy.LoadFS(fsys, "policy")
 	if err != nil {
@@ -296,9 +297,21 @@ func TestEvalCanceledContext(t *testing.T) {
 
 func TestEvalInvalidInput(t *testing.T) {
 	set := mustDefault(t)
-	_, err := set.EvalValue(context.Background(), map[string]any{"bad": make(chan int)})
-	if code := reason.Of(err, ""); code != reason.InputInvalid {
-		t.Fatalf("error = %v (code %q), want %q", err, code, reason.InputInvalid)
+	tests := []struct {
+		name  string
+		input any
+	}{
+		{"value with no JSON form", map[string]any{"bad": make(chan int)}},
+		{"malformed JSON text", json.RawMessage(`{"action":`)},
+		{"claims with no JSON form", policy.Input{User: policy.User{Claims: map[string]any{"f": func() {}}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := set.EvalValue(context.Background(), tt.input)
+			if code := reason.Of(err, ""); code != reason.InputInvalid {
+				t.Fatalf("error = %v (code %q), want %q", err, code, reason.InputInvalid)
+			}
+		})
 	}
 }
 

@@ -1,8 +1,9 @@
 package policy
 
 import (
-	"encoding/json"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -33,8 +34,7 @@ var (
 // builds the objects field by field, which costs a fraction of a JSON round
 // trip, and yields exactly the document that encoding the input with
 // encoding/json would: omitempty fields left out, nil slices and maps as
-// null. The custom claims are converted only as far as the policy reads
-// them. The input must not be modified while an evaluation uses the value.
+// null.
 func (in *Input) Value() (ast.Value, error) {
 	claims, err := claimsValue(in.User.Claims)
 	if err != nil {
@@ -116,7 +116,29 @@ func (b *termBuf) term(v ast.Value) *ast.Term {
 	return &b.terms[len(b.terms)-1]
 }
 
-func (b *termBuf) str(s string) *ast.Term { return b.term(ast.String(s)) }
+// str converts s, replacing each byte that is not valid UTF-8 with U+FFFD
+// as encoding/json does, so that the policy sees what a JSON caller sends.
+func (b *termBuf) str(s string) *ast.Term {
+	if !utf8.ValidString(s) {
+		s = validUTF8(s)
+	}
+	return b.term(ast.String(s))
+}
+
+func validUTF8(s string) string {
+	var sb strings.Builder
+	sb.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			sb.WriteRune(utf8.RuneError)
+		} else {
+			sb.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return sb.String()
+}
 
 func (b *termBuf) strs(ss []string) *ast.Term {
 	if ss == nil {
@@ -137,48 +159,10 @@ func (b *termBuf) strMap(m map[string]string) *ast.Term {
 	return b.term(ast.NewObject(items...))
 }
 
-// claimsValue converts the custom claims. Claims decoded from JSON become
-// a lazy object, converted key by key as the policy reads them; anything
-// else is converted up front, so that a value the policy cannot represent
-// is an error here rather than a failure in the middle of an evaluation.
+// claimsValue converts the custom claims; nil is null, as in JSON.
 func claimsValue(c map[string]any) (ast.Value, error) {
 	if c == nil {
 		return ast.Null{}, nil
 	}
-	if jsonNative(c, 0) {
-		return ast.LazyObject(c), nil
-	}
 	return ast.InterfaceToValue(c)
-}
-
-// maxClaimDepth bounds the nesting jsonNative walks; deeper claims are
-// converted up front.
-const maxClaimDepth = 16
-
-// jsonNative reports whether v holds only the types encoding/json decodes
-// into, which the lazy conversion handles without error.
-func jsonNative(v any, depth int) bool {
-	if depth > maxClaimDepth {
-		return false
-	}
-	switch x := v.(type) {
-	case nil, bool, string, float64, json.Number:
-		return true
-	case []any:
-		for _, e := range x {
-			if !jsonNative(e, depth+1) {
-				return false
-			}
-		}
-		return true
-	case map[string]any:
-		for _, e := range x {
-			if !jsonNative(e, depth+1) {
-				return false
-			}
-		}
-		return true
-	default:
-		return false
-	}
 }

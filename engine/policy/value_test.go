@@ -54,6 +54,10 @@ func TestInputValueMatchesJSON(t *testing.T) {
 	bare := policy.Input{}
 	emptyRequest := benchInput()
 	emptyRequest.Request = &policy.Request{}
+	badUTF8 := benchInput()
+	badUTF8.Action = "orders:\xff\xferead"
+	badUTF8.User.Role, badUTF8.User.Roles = "edit\xf3or", []string{"\xc3"}
+	badUTF8.Request = &policy.Request{Method: "GET", Headers: map[string]string{"x-\xff": "\xfe"}}
 	tests := []struct {
 		name string
 		in   policy.Input
@@ -64,6 +68,7 @@ func TestInputValueMatchesJSON(t *testing.T) {
 		{"no role, nil roles", noRole},
 		{"zero input", bare},
 		{"empty request", emptyRequest},
+		{"invalid UTF-8", badUTF8},
 	}
 	set := mustDefault(t)
 	for _, tt := range tests {
@@ -92,8 +97,19 @@ func TestInputValueMatchesJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, r := range []*policy.Result{&a, &b, &c} {
+			rawJSON, err := json.Marshal(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := set.EvalValue(context.Background(), json.RawMessage(rawJSON))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range []*policy.Result{&a, &b, &c, &d} {
 				r.DecisionID = ""
+			}
+			if diff := cmp.Diff(a, d); diff != "" {
+				t.Errorf("Eval vs EvalValue(json.RawMessage) (-typed +raw):\n%s", diff)
 			}
 			if diff := cmp.Diff(a, b); diff != "" {
 				t.Errorf("Eval vs EvalValue(map) (-typed +map):\n%s", diff)
