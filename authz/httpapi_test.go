@@ -74,6 +74,7 @@ func post(t *testing.T, method, url, body string, header map[string]string) http
 // to be present by the gRPC tests.
 var (
 	decisionIDField = regexp.MustCompile(`"decision_id":"[^"]+"`)
+	revisionField   = regexp.MustCompile(`"policy_revision":"[^"]+"`)
 	messageField    = regexp.MustCompile(`"message":"[^"]+"`)
 )
 
@@ -148,6 +149,8 @@ func TestHTTPAPI(t *testing.T) {
 				return
 			}
 			masked := decisionIDField.ReplaceAll(got.body, []byte(`"decision_id":"<decision-id>"`))
+			// The default revision is a digest of the policy sources.
+			masked = revisionField.ReplaceAll(masked, []byte(`"policy_revision":"<revision>"`))
 			masked = messageField.ReplaceAll(masked, []byte(`"message":"<message>"`))
 			golden(t, "http/"+tt.golden+".json", masked)
 		})

@@ -11,6 +11,9 @@ package policy
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -108,6 +111,7 @@ func build(files []string, sources map[string]string, data map[string]any) (*Set
 		compiler: compiler,
 		data:     data,
 		store:    store,
+		revision: contentRevision(names, sources, data),
 	}
 	for _, q := range []struct {
 		dst   *rego.PreparedEvalQuery
@@ -125,6 +129,21 @@ func build(files []string, sources map[string]string, data map[string]any) (*Set
 		}
 	}
 	return s, nil
+}
+
+// contentRevision is the default revision of a set: a digest of its
+// module sources and data, so that status, audit records and traces tell
+// which policy decided even without a bundle revision.
+func contentRevision(names []string, sources map[string]string, data map[string]any) string {
+	h := sha256.New()
+	for _, name := range names {
+		fmt.Fprintf(h, "%d:%s%d:%s", len(name), name, len(sources[name]), sources[name])
+	}
+	// encoding/json sorts map keys, so equal data hashes equally.
+	if b, err := json.Marshal(data); err == nil {
+		h.Write(b)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 // jsonData returns a JSON copy of data (an empty object for nil), so that
@@ -174,7 +193,8 @@ func (s *Set) WithRevision(rev string) *Set {
 	return &c
 }
 
-// Revision is the revision given with WithRevision, empty by default.
+// Revision is the revision given with WithRevision; by default a digest
+// of the sources and data ("sha256:" and 16 hex digits).
 func (s *Set) Revision() string { return s.revision }
 
 // Files lists the files the set was loaded from (modules and data files),
