@@ -3,8 +3,6 @@ package bundle_test
 import (
 	"bytes"
 	"crypto/elliptic"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/svc-dev/svc/engine/bundle"
@@ -23,13 +21,6 @@ func FuzzInspect(f *testing.F) {
 	f.Add(signed[:len(signed)/2])
 	f.Add(rewrite(f, signed, replace("/authz.rego", func(b []byte) []byte { return append(b, "\n# edited\n"...) })))
 	f.Add(pack(f, []entry{{"/.manifest", []byte(`{"revision":"x","roots":["svc"]}`)}, {"/.signatures.json", []byte(`{"signatures":["e30.e30.e30"]}`)}}))
-	if seeds, err := filepath.Glob("testdata/*.tar.gz"); err == nil {
-		for _, s := range seeds {
-			if raw, err := os.ReadFile(s); err == nil {
-				f.Add(raw)
-			}
-		}
-	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		info, err := bundle.Inspect(bytes.NewReader(raw))
 		if err == nil && info.Verified {

@@ -99,7 +99,7 @@ func parsePublicKey(pemData []byte) (crypto.PublicKey, []byte, error) {
 			}
 			return c.PublicKey, pem.EncodeToMemory(block), nil
 		case "EC PRIVATE KEY", "RSA PRIVATE KEY", "PRIVATE KEY", "ENCRYPTED PRIVATE KEY":
-			return nil, nil, errors.New("verification key is a private key; give the public key (openssl pkey -pubout)")
+			return nil, nil, errors.New("it is a private key; give the public key instead (openssl pkey -pubout)")
 		}
 	}
 }

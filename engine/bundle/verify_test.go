@@ -51,9 +51,11 @@ func TestVerifyRejects(t *testing.T) {
 		want   string
 	}{
 		{
-			name:   "tampered policy",
-			bundle: rewrite(t, signed, replace("/authz.rego", func(b []byte) []byte { return bytes.Replace(b, []byte("default allow := false"), []byte("default allow := true"), 1) })),
-			want:   "authz.rego: digest mismatch",
+			name: "tampered policy",
+			bundle: rewrite(t, signed, replace("/authz.rego", func(b []byte) []byte {
+				return append(b, "\nallow if input.user.id == \"mallory\"\n"...)
+			})),
+			want: "authz.rego: digest mismatch",
 		},
 		{
 			name:   "tampered manifest",

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/svc-dev/svc/engine/policy"
+)
+
+// table writes aligned columns: cells separated by tabs, rows ending in
+// newlines.
+func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 1, ' ', 0) }
+
+// loadPolicy loads a policy directory; a policy that does not load is an
+// input error listing every problem, one per line.
+func (a *app) loadPolicy(dir string) (*policy.Set, error) {
+	set, err := policy.Load(dir)
+	if err != nil {
+		var perr *policy.Error
+		if errors.As(err, &perr) && len(perr.Problems) > 1 {
+			return nil, inputError(fmt.Errorf("policy %s does not load:\n%w", dir, err))
+		}
+		return nil, inputError(fmt.Errorf("policy %s does not load: %w", dir, err))
+	}
+	a.log.Debug("policy loaded", "dir", dir, "files", len(set.Files()))
+	return set, nil
+}
+
+// defaultFixtures is <dir>/fixtures when it exists, "" otherwise.
+func defaultFixtures(dir string) string {
+	p := filepath.Join(dir, "fixtures")
+	if st, err := os.Stat(p); err == nil && st.IsDir() {
+		return p
+	}
+	return ""
+}
+
+// plural writes "1 error" or "2 errors".
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// indent prefixes every line of s.
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = prefix + l
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,9 @@
+package svc.authz
+
+import input.tenant
+
+default allow := false
+
+allow if input.user.role == "admin"
+
+deny_reasons contains "not-admin" if not allow

@@ -1,0 +1,6 @@
+package svc.authz
+
+default allow := false
+
+allow if {
+	input.user.role == "admin"

@@ -1,0 +1,3 @@
+package lib.strings
+
+lower_action := lower(input.action)

@@ -1,0 +1,3 @@
+package svc.helpers
+
+is_admin if input.user.role == "admin"

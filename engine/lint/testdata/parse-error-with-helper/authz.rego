@@ -1,0 +1,8 @@
+package svc.authz
+
+default allow := false
+
+allow if {
+	input.user.role == "admin"
+
+deny_reasons contains "not-admin" if not allow

@@ -1,0 +1,3 @@
+package svc.lib.roles
+
+admin(role) if role == "admin"

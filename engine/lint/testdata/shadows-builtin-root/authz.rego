@@ -1,0 +1,9 @@
+package svc.authz
+
+default allow := false
+
+allow if input.user.role == "admin"
+
+deny_reasons contains "not-admin" if not allow
+
+data := {"role": "admin"}
