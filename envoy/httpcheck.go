@@ -3,6 +3,7 @@ package envoy
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -169,19 +170,23 @@ func (s *Server) writeHTTP(w http.ResponseWriter, v verdict, conv convention, sp
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	if v.allow {
-		var remove []string
+		// All five headers are always present: proxies copy them onto the
+		// upstream request by name, and some (Caddy before 2.9) copy an
+		// absent header as a literal placeholder. Envoy removes the ones
+		// that do not apply (x-envoy-auth-headers-to-remove, applied after
+		// the copy).
+		failOpen := "false"
+		remove := []string{HeaderFailOpen}
 		if v.failOpen {
-			h.Set(HeaderFailOpen, "true")
-			remove = append(remove, identityHeaders...)
-		} else {
-			h.Set(HeaderUserID, v.subject)
-			h.Set(HeaderTenantID, v.tenantID)
-			h.Set(HeaderRoles, v.roles)
-			h.Set(HeaderDecisionID, v.decisionID)
-			remove = append(remove, HeaderFailOpen)
+			failOpen, remove = "true", identityHeaders
 		}
+		h.Set(HeaderUserID, v.subject)
+		h.Set(HeaderTenantID, v.tenantID)
+		h.Set(HeaderRoles, v.roles)
+		h.Set(HeaderDecisionID, v.decisionID)
+		h.Set(HeaderFailOpen, failOpen)
 		if conv == conventionEnvoy {
-			h.Set(headerAuthRemove, strings.Join(append(remove, spoofed...), ","))
+			h.Set(headerAuthRemove, strings.Join(slices.Concat(remove, spoofed), ","))
 		}
 		w.WriteHeader(http.StatusOK)
 		return

@@ -54,7 +54,8 @@ func golden(t *testing.T, name, got string) {
 
 // httpCheckServers runs the HTTP check mode over real engines: "main"
 // (verified tokens, fail closed), "limited" (one request a minute) and
-// "broken" (a policy that cannot decide, fail closed).
+// "broken" and "broken-open" (a policy that cannot decide, fail closed
+// and open).
 func httpCheckServers(t *testing.T, idp *testIdP) map[string]*httptest.Server {
 	t.Helper()
 	dir := t.TempDir()
@@ -69,6 +70,9 @@ func httpCheckServers(t *testing.T, idp *testIdP) map[string]*httptest.Server {
 	broken := testConfig(idp, config.FailClosed)
 	broken.Policy.Dir = dir
 	cfgs["broken"] = broken
+	brokenOpen := testConfig(idp, config.FailOpen)
+	brokenOpen.Policy.Dir = dir
+	cfgs["broken-open"] = brokenOpen
 
 	out := map[string]*httptest.Server{}
 	for name, cfg := range cfgs {
@@ -122,6 +126,8 @@ func TestHTTPCheck(t *testing.T) {
 		{name: "envoy-no-token", method: "GET", path: "/check/envoy/api/orders/1"},
 		{name: "envoy-root", method: "GET", path: "/check/envoy/", auth: viewer},
 		{name: "envoy-unavailable", server: "broken", method: "GET", path: "/check/envoy/boom/1", auth: admin},
+		{name: "envoy-fail-open", server: "broken-open", method: "GET", path: "/check/envoy/boom/1", auth: admin},
+		{name: "nginx-fail-open", server: "broken-open", method: "GET", path: "/check", auth: admin, headers: nginx("GET", "/boom/1")},
 	}
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for _, tt := range tests {

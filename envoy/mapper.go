@@ -88,11 +88,12 @@ type proxyRequest struct {
 //     HEAD read, POST creates, PUT and PATCH update, DELETE deletes, another
 //     method made of letters is lower-cased and any other is FallbackVerb.
 //
-// Paths are judged decoded and with dot segments resolved (see cleanPath).
-// input.request carries the
-// method, the normalized path, the host, the query and the headers less
-// authorization, cookie, proxy-authorization, HTTP/2 pseudo-headers and
-// x-svc-* headers.
+// Paths are judged percent-decoded, segment by segment, with empty and dot
+// segments resolved, as the upstream will serve them. input.request
+// carries the method, that normalized path, the host, the query (a key
+// given several times keeps its values joined with ",") and the headers
+// less authorization, cookie, proxy-authorization, HTTP/2 pseudo-headers
+// and x-svc-* headers.
 //
 // A request without HTTP attributes, method or path, or with a path that
 // cannot be decoded, yields an error carrying reason.InputInvalid.

@@ -42,10 +42,17 @@ var identityHeaders = []string{HeaderUserID, HeaderTenantID, HeaderRoles, Header
 
 // DenyBody is the JSON body of every denied response.
 type DenyBody struct {
-	Allow       bool     `json:"allow"`
+	// Allow is always false.
+	Allow bool `json:"allow"`
+	// DenyReasons are the policy's reasons, sorted; empty when the request
+	// was refused before the policy ran.
 	DenyReasons []string `json:"deny_reasons"`
-	Reason      string   `json:"reason"`
-	DecisionID  string   `json:"decision_id"`
+	// Reason is the stable code of the outcome: a token failure such as
+	// "token-expired", "policy-deny", "rate-limited", "policy-error" or
+	// "input-invalid".
+	Reason string `json:"reason"`
+	// DecisionID identifies the policy evaluation, when there was one.
+	DecisionID string `json:"decision_id"`
 }
 
 // verdict is a decision in transport-neutral form: both the ext_authz

@@ -258,7 +258,7 @@ func TestCheckFailModes(t *testing.T) {
 			name: "open", failMode: config.FailOpen,
 			want: summary{Code: codes.OK, HTTPStatus: 200, Headers: map[string]string{HeaderFailOpen: "true"},
 				Remove: identityHeaders,
-				Meta: map[string]string{"subject": "", "tenant_id": "", "reason": string(reason.FailOpen)}},
+				Meta:   map[string]string{"subject": "", "tenant_id": "", "reason": string(reason.FailOpen)}},
 		},
 	}
 	for _, tt := range tests {

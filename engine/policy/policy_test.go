@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -318,8 +319,19 @@ func TestEvalInvalidInput(t *testing.T) {
 func TestRevisionAndDecisionID(t *testing.T) {
 	base := mustDefault(t)
 	set := base.WithRevision("rev-42")
-	if base.Revision() != "" || set.Revision() != "rev-42" {
-		t.Fatalf("revisions: base %q, copy %q", base.Revision(), set.Revision())
+	if !regexp.MustCompile(`^sha256:[0-9a-f]{16}$`).MatchString(base.Revision()) || set.Revision() != "rev-42" {
+		t.Fatalf("revisions: base %q (want a content digest), copy %q", base.Revision(), set.Revision())
+	}
+	other, err := policy.FromModules(map[string]string{"a.rego": "package svc.authz\n\nallow := true\n"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, err := policy.FromModules(map[string]string{"a.rego": "package svc.authz\n\nallow := true\n"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Revision() == base.Revision() || other.Revision() != same.Revision() {
+		t.Fatalf("content digest must follow the sources: default %q, other %q, same again %q", base.Revision(), other.Revision(), same.Revision())
 	}
 	seen := map[string]bool{}
 	for range 200 {

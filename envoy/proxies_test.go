@@ -1,0 +1,273 @@
+package envoy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// These tests run the shipped deploy/nginx/nginx.conf and
+// deploy/caddy/Caddyfile against the HTTP check mode on a real engine,
+// with only the listen and upstream ports rewritten. They are skipped
+// where nginx or caddy is not installed.
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// echoApp answers with the request's x-svc-* headers as JSON, standing in
+// for the protected application.
+func echoApp(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := map[string]string{"path": r.URL.RequestURI(), "method": r.Method}
+		for k, v := range r.Header {
+			if strings.HasPrefix(strings.ToLower(k), HeaderPrefix) {
+				got[strings.ToLower(k)] = strings.Join(v, ",")
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(got)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// proxyCase is one request through a proxy and what the client sees.
+type proxyCase struct {
+	name       string
+	server     string // "main" (default), "limited", "broken"
+	method     string
+	path       string
+	auth       string
+	headers    map[string]string
+	wantStatus int
+	// wantApp: identity headers the app saw (allowed requests); nil means
+	// the app must not have been reached.
+	wantApp map[string]string
+	// wantReason is the reason of the JSON deny body.
+	wantReason string
+	// wantHeader: response headers the client must see.
+	wantHeader map[string]string
+}
+
+func proxyCases(t *testing.T, idp *testIdP) []proxyCase {
+	admin := "Bearer " + idp.token(t, map[string]any{"sub": "u-admin", "tenant_id": testTenant, "roles": []string{"admin"}})
+	viewer := "Bearer " + idp.token(t, map[string]any{"sub": "u-viewer", "tenant_id": testTenant, "role": "viewer"})
+	return []proxyCase{
+		{name: "allowed with identity, spoofed headers replaced", method: "DELETE", path: "/api/orders/1?x=1", auth: admin,
+			headers:    map[string]string{"X-Svc-User-Id": "root", "X-Svc-Fail-Open": "true", "X-Original-URI": "/api/orders/1?x=1"},
+			wantStatus: 200,
+			wantApp: map[string]string{"method": "DELETE", "path": "/api/orders/1?x=1",
+				"x-svc-user-id": "u-admin", "x-svc-tenant-id": testTenant, "x-svc-roles": "admin", "x-svc-decision-id": "<set>",
+				"x-svc-fail-open": "false"}},
+		{name: "policy deny is 403", method: "DELETE", path: "/api/orders/1", auth: viewer,
+			wantStatus: 403, wantReason: "policy-deny"},
+		{name: "no token is 401", method: "GET", path: "/api/orders/1",
+			wantStatus: 401, wantReason: "token-missing", wantHeader: map[string]string{"Www-Authenticate": "Bearer"}},
+		{name: "bad token is 401", method: "GET", path: "/api/orders/1", auth: "Bearer a.b.c",
+			wantStatus: 401, wantReason: "token-malformed",
+			wantHeader: map[string]string{"Www-Authenticate": `Bearer error="invalid_token", error_description="token-malformed"`}},
+		{name: "no decision is 503", server: "broken", method: "GET", path: "/boom/1", auth: admin,
+			wantStatus: 503, wantReason: "policy-error"},
+		{name: "no decision with fail mode open passes without identity", server: "broken-open", method: "GET", path: "/boom/1", auth: admin,
+			headers:    map[string]string{"X-Svc-User-Id": "root"},
+			wantStatus: 200, wantApp: map[string]string{"method": "GET", "path": "/boom/1", "x-svc-fail-open": "true"}},
+		{name: "rate limited is 429", server: "limited", method: "GET", path: "/api/orders/1", auth: admin,
+			wantStatus: 429, wantReason: "rate-limited", wantHeader: map[string]string{"Retry-After": "*"}},
+		{name: "spoofed check headers refused", method: "DELETE", path: "/api/orders/1", auth: viewer,
+			headers:    map[string]string{"X-Forwarded-Uri": "/api/orders/1?safe", "X-Original-URI": "/api/orders/1?safe", "X-Forwarded-Method": "GET", "X-Original-Method": "GET"},
+			wantStatus: 403, wantReason: "policy-deny"},
+	}
+}
+
+// runProxyCases sends each case to the proxy at base; sidecars maps a
+// server name to the proxy base URL that uses it.
+func runProxyCases(t *testing.T, bases map[string]string, cases []proxyCase) {
+	client := &http.Client{Timeout: 5 * time.Second}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			server := tc.server
+			if server == "" {
+				server = "main"
+			}
+			if server == "limited" { // spend the one request of the minute
+				do(t, client, bases[server], tc).Body.Close()
+			}
+			resp := do(t, client, bases[server], tc)
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != tc.wantStatus {
+				t.Fatalf("status %d, want %d; body %s", resp.StatusCode, tc.wantStatus, body)
+			}
+			for k, v := range tc.wantHeader {
+				got := resp.Header.Values(k)
+				if len(got) != 1 || v != "*" && got[0] != v {
+					t.Errorf("header %s = %q, want one %q", k, got, v)
+				}
+			}
+			if tc.wantApp != nil {
+				var app map[string]string
+				if err := json.Unmarshal(body, &app); err != nil {
+					t.Fatalf("app body %s: %v", body, err)
+				}
+				if app["x-svc-decision-id"] != "" {
+					app["x-svc-decision-id"] = "<set>"
+				}
+				for k, v := range app {
+					if v == "" { // nginx drops empty headers, Caddy passes them
+						delete(app, k)
+					}
+				}
+				if fmt.Sprint(app) != fmt.Sprint(tc.wantApp) {
+					t.Errorf("app saw %v, want %v", app, tc.wantApp)
+				}
+				return
+			}
+			var deny DenyBody
+			if err := json.Unmarshal(body, &deny); err != nil {
+				t.Fatalf("deny body %q: %v", body, err)
+			}
+			if deny.Allow || deny.Reason != tc.wantReason {
+				t.Errorf("deny body %+v, want reason %s", deny, tc.wantReason)
+			}
+		})
+	}
+}
+
+func do(t *testing.T, client *http.Client, base string, tc proxyCase) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), tc.method, base+tc.path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc.auth != "" {
+		req.Header.Set("Authorization", tc.auth)
+	}
+	for k, v := range tc.headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// startProxy writes the shipped config with ports rewritten and runs
+// the proxy until the test ends; it returns the base URL once it answers.
+func startProxy(t *testing.T, bin string, args func(dir, conf string) []string, shipped, confName string, replace ...string) string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("..", shipped))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	text := strings.NewReplacer(append(replace, "8080", strconv.Itoa(port))...).Replace(string(src))
+	dir := t.TempDir()
+	conf := filepath.Join(dir, confName)
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, args(dir, conf)...)
+	// The proxy runs in its own process group, so that stopping the test
+	// stops its workers too; SIGTERM lets it shut down in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s output:\n%s", bin, out.String())
+		}
+	})
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 100*time.Millisecond); err == nil {
+			c.Close()
+			return base
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s did not listen on %d:\n%s", bin, port, out.String())
+	return ""
+}
+
+func sidecarHTTPServers(t *testing.T, idp *testIdP) map[string]string {
+	t.Helper()
+	addrs := map[string]string{}
+	for name, srv := range httpCheckServers(t, idp) {
+		addrs[name] = strings.TrimPrefix(srv.URL, "http://")
+	}
+	return addrs
+}
+
+func TestShippedNginxConfig(t *testing.T) {
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		if bin, err = exec.LookPath("/usr/sbin/nginx"); err != nil {
+			t.Skip("nginx is not installed")
+		}
+	}
+	idp := newTestIdP(t)
+	sidecars := sidecarHTTPServers(t, idp)
+	app := strings.TrimPrefix(echoApp(t).URL, "http://")
+	bases := map[string]string{}
+	for name, addr := range sidecars {
+		bases[name] = startProxy(t, bin, func(dir, conf string) []string {
+			return []string{"-p", dir, "-c", conf, "-e", "stderr", "-g", "daemon off;"}
+		}, "deploy/nginx/nginx.conf", "nginx.conf",
+			"127.0.0.1:7700", addr, "127.0.0.1:5678", app, "/tmp/svc-nginx.pid", filepath.Join(t.TempDir(), "nginx.pid"))
+	}
+	runProxyCases(t, bases, proxyCases(t, idp))
+}
+
+func TestShippedCaddyfile(t *testing.T) {
+	bin, err := exec.LookPath("caddy")
+	if err != nil {
+		t.Skip("caddy is not installed")
+	}
+	idp := newTestIdP(t)
+	sidecars := sidecarHTTPServers(t, idp)
+	app := strings.TrimPrefix(echoApp(t).URL, "http://")
+	bases := map[string]string{}
+	for name, addr := range sidecars {
+		bases[name] = startProxy(t, bin, func(_, conf string) []string {
+			return []string{"run", "--config", conf, "--adapter", "caddyfile"}
+		}, "deploy/caddy/Caddyfile", "Caddyfile", "127.0.0.1:7700", addr, "127.0.0.1:5678", app)
+	}
+	runProxyCases(t, bases, proxyCases(t, idp))
+}
