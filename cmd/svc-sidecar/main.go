@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/svc-dev/svc/engine/version"
@@ -48,7 +49,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := serve(ctx, *configPath, stderr); err != nil {
-		fmt.Fprintf(stderr, "svc-sidecar: %v\n", err)
+		// A configuration with several problems is one error per line;
+		// each line names the program, as log collectors expect.
+		for line := range strings.SplitSeq(err.Error(), "\n") {
+			fmt.Fprintf(stderr, "svc-sidecar: %s\n", line)
+		}
 		return 1
 	}
 	return 0

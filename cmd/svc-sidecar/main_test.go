@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestVersion(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--version"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("--version exited %d: %s", code, stderr.String())
+	}
+	if !regexp.MustCompile(`^svc-sidecar \d+\.\d+\.\d+\S*\n$`).MatchString(stdout.String()) {
+		t.Errorf("--version printed %q, want \"svc-sidecar <dotted version>\"", stdout.String())
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("--version wrote to stderr: %q", stderr.String())
+	}
+}
+
+// TestUsageErrors: a command line that cannot be understood exits 2.
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"--no-such-flag"}, "flag provided but not defined: -no-such-flag"},
+		{"flag without its value", []string{"--config"}, "flag needs an argument: -config"},
+		{"unexpected argument", []string{"serve"}, `svc-sidecar: unexpected argument "serve"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(tc.args, &stdout, &stderr); code != 2 {
+				t.Errorf("run(%q) = %d, want 2", tc.args, code)
+			}
+			if !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("stderr %q does not contain %q", stderr.String(), tc.want)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout %q, want nothing", stdout.String())
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"-h"}, &stdout, &stderr); code != 0 {
+		t.Errorf("-h exited %d, want 0", code)
+	}
+	for _, flag := range []string{"-config", "-version"} {
+		if !strings.Contains(stderr.String(), flag) {
+			t.Errorf("usage does not list %s:\n%s", flag, stderr.String())
+		}
+	}
+}
+
+// TestBadConfig: a configuration the sidecar cannot start with exits 1
+// with one line saying what is wrong and where, before serving anything.
+func TestBadConfig(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// Listeners of a configuration that gets as far as binding: free
+	// ports, and no audit output on the test's stdout.
+	const listeners = "[sidecar]\nhttp_addr = \"127.0.0.1:0\"\n[audit]\ndestination = \"off\"\n"
+
+	tests := []struct {
+		name string
+		path string
+		want []string
+	}{
+		{"missing file", filepath.Join(dir, "absent.toml"), []string{"absent.toml", "cannot read"}},
+		{"unknown extension", write("svc.ini", "x = 1\n"), []string{"svc.ini"}},
+		{"TOML syntax error", write("syntax.toml", "[sdk\ntenant_id = \"acme\"\n"), []string{"syntax.toml:1"}},
+		{"unknown key", write("unknown.toml", "[sdk]\njwks_ur = \"https://idp.example/jwks\"\n"), []string{"unknown.toml:2", "sdk.jwks_ur"}},
+		{"invalid value", write("value.toml", "[sdk]\nfail_mode = \"sideways\"\n"), []string{"value.toml", "sdk.fail_mode", `"sideways"`}},
+		{"closed without an identity provider", write("closed.toml", "[sdk]\nfail_mode = \"closed\"\n"), []string{"sdk.fail_mode", "requires sdk.jwks_url"}},
+		{"YAML type error", write("svc.yaml", "sdk:\n  tenant_id: [1, 2]\n"), []string{"svc.yaml", "sdk.tenant_id"}},
+		{"address in use", write("busy.toml", "[sdk]\nsidecar_addr = \""+busy.Addr().String()+"\"\n"+listeners),
+			[]string{busy.Addr().String(), "sdk.sidecar_addr", "address already in use"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{"--config", tc.path}, &stdout, &stderr); code != 1 {
+				t.Fatalf("exit code %d, want 1; stderr:\n%s", code, stderr.String())
+			}
+			// Start-up logs may come first; the error is the last line.
+			lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+			last := lines[len(lines)-1]
+			if !strings.HasPrefix(last, "svc-sidecar: ") {
+				t.Fatalf("last line of stderr %q is not the error; stderr:\n%s", last, stderr.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(last, w) {
+					t.Errorf("error %q does not mention %s", last, w)
+				}
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout %q, want nothing", stdout.String())
+			}
+		})
+	}
+}
+
+// TestBadDefaultConfig: without --config, ./svc.toml is read, and a bad
+// one is reported by name.
+func TestBadDefaultConfig(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "svc.toml"), []byte("[sdk]\nfail_mode = \"maybe\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	var stdout, stderr bytes.Buffer
+	if code := run(nil, &stdout, &stderr); code != 1 {
+		t.Fatalf("exit code %d, want 1; stderr:\n%s", code, stderr.String())
+	}
+	want := "svc-sidecar: svc.toml: sdk.fail_mode: must be \"open\" or \"closed\", got \"maybe\"\n"
+	if stderr.String() != want {
+		t.Errorf("stderr = %q, want %q", stderr.String(), want)
+	}
+}
+
+// TestBadEnvironment: an SVC_* variable overrides the file, and a bad one
+// is reported by the variable's name.
+func TestBadEnvironment(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("SVC_FAIL_MODE", "maybe")
+	var stdout, stderr bytes.Buffer
+	if code := run(nil, &stdout, &stderr); code != 1 {
+		t.Fatalf("exit code %d, want 1; stderr:\n%s", code, stderr.String())
+	}
+	if got := stderr.String(); strings.Count(got, "\n") != 1 || !strings.HasPrefix(got, "svc-sidecar: SVC_FAIL_MODE: ") {
+		t.Errorf("stderr = %q, want one line naming SVC_FAIL_MODE", got)
+	}
+}
+
+// TestSeveralProblems: each problem of a configuration is a line of its
+// own, and every line names the program.
+func TestSeveralProblems(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "svc.toml")
+	if err := os.WriteFile(path, []byte("[sdk]\nfail_mode = \"x\"\nsidecar_addr = \"nope\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--config", path}, &stdout, &stderr); code != 1 {
+		t.Fatalf("exit code %d, want 1; stderr:\n%s", code, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("stderr has %d lines, want one per problem (2):\n%s", len(lines), stderr.String())
+	}
+	for i, key := range []string{"sdk.sidecar_addr", "sdk.fail_mode"} {
+		if !strings.HasPrefix(lines[i], "svc-sidecar: "+path+": ") || !strings.Contains(lines[i], key) {
+			t.Errorf("line %d = %q, want the program, the file and %s", i+1, lines[i], key)
+		}
+	}
+}
