@@ -89,17 +89,24 @@ func (e *Engine) Authorize(ctx context.Context, raw string, in Input) (Result, e
 	return res, err
 }
 
-// Evaluate runs the active policy on in as given.
+// Evaluate runs the active policy on in as given. A repeated input is
+// answered from the active set's decision cache (policy.Set.Decide).
 func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
 	ctx, span := e.tel.startEval(ctx)
 	set := e.policies.Load()
-	r, err := set.Eval(ctx, in)
+	r, err := set.Decide(ctx, in)
 	d := Decision{Allow: r.Allow, DenyReasons: r.DenyReasons, DecisionID: r.DecisionID, Revision: r.Revision, Reason: reason.PolicyDeny}
 	if d.Allow {
 		d.Reason = reason.PolicyAllow
 	}
 	if err != nil {
-		d = Decision{Reason: reason.PolicyError, DenyReasons: []string{}, DecisionID: r.DecisionID, Revision: set.Revision()}
+		id := r.DecisionID
+		if id == "" {
+			// Failed evaluations are logged and audited too: give them an
+			// id to correlate the 503 or fail-open answer with.
+			id = policy.NewDecisionID()
+		}
+		d = Decision{Reason: reason.PolicyError, DenyReasons: []string{}, DecisionID: id, Revision: set.Revision()}
 		err = reason.Wrap(reason.PolicyError, err, "policy evaluation failed")
 	}
 	if d.DenyReasons == nil {

@@ -55,6 +55,11 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider, e *Engine)
 		metric.WithExplicitBucketBoundaries(0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05)); err != nil {
 		return nil, err
 	}
+	hit := metric.WithAttributes(attribute.String("outcome", "hit"))
+	miss := metric.WithAttributes(attribute.String("outcome", "miss"))
+	if err := observeDecisionCache(m, e, hit, miss); err != nil {
+		return nil, err
+	}
 	if e.keys == nil {
 		return t, nil
 	}
@@ -80,8 +85,6 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider, e *Engine)
 	if err != nil {
 		return nil, err
 	}
-	hit := metric.WithAttributes(attribute.String("outcome", "hit"))
-	miss := metric.WithAttributes(attribute.String("outcome", "miss"))
 	ok := metric.WithAttributes(attribute.String("outcome", "ok"))
 	failed := metric.WithAttributes(attribute.String("outcome", "error"))
 	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -99,6 +102,37 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider, e *Engine)
 		return nil
 	}, refreshes, keyAge, keys, lookups, cached)
 	return t, err
+}
+
+// observeDecisionCache reports the decision cache of the active policy
+// set. The cache lives in the set, so its counts restart when a policy is
+// activated, as a counter's do when a process restarts.
+func observeDecisionCache(m metric.Meter, e *Engine, hit, miss metric.ObserveOption) error {
+	lookups, err := m.Int64ObservableCounter("svc.decision_cache.lookups",
+		metric.WithDescription("Decision cache lookups of the active policy by outcome (hit skips evaluation)."))
+	if err != nil {
+		return err
+	}
+	cached, err := m.Int64ObservableGauge("svc.decision_cache.entries",
+		metric.WithDescription("Decisions cached for the active policy."))
+	if err != nil {
+		return err
+	}
+	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		set := e.policies.Load()
+		if set == nil {
+			return nil
+		}
+		hits, misses, entries, enabled := set.CacheStats()
+		if !enabled {
+			return nil
+		}
+		o.ObserveInt64(lookups, int64(hits), hit)
+		o.ObserveInt64(lookups, int64(misses), miss)
+		o.ObserveInt64(cached, int64(entries))
+		return nil
+	}, lookups, cached)
+	return err
 }
 
 func (t *instruments) startVerify(ctx context.Context) (context.Context, trace.Span) {

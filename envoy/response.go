@@ -38,7 +38,9 @@ const (
 
 // identityHeaders are set on every normal allow, and removed on a fail-open
 // allow.
-var identityHeaders = []string{HeaderUserID, HeaderTenantID, HeaderRoles, HeaderDecisionID}
+// The decision id is not identity: a fail-open allow carries it too, so the
+// upstream's logs can be matched with the sidecar's record of the failure.
+var identityHeaders = []string{HeaderUserID, HeaderTenantID, HeaderRoles}
 
 // DenyBody is the JSON body of every denied response.
 type DenyBody struct {
@@ -231,6 +233,11 @@ func (v *verdict) checkResponse(extraRemove []string) *authv3.CheckResponse {
 		if v.failOpen {
 			ok.Headers = []*corev3.HeaderValueOption{setHeader(HeaderFailOpen, "true")}
 			ok.HeadersToRemove = append(ok.HeadersToRemove, identityHeaders...)
+			if v.decisionID != "" {
+				ok.Headers = append(ok.Headers, setHeader(HeaderDecisionID, v.decisionID))
+			} else {
+				ok.HeadersToRemove = append(ok.HeadersToRemove, HeaderDecisionID)
+			}
 		} else {
 			ok.Headers = []*corev3.HeaderValueOption{
 				setHeader(HeaderUserID, v.subject),

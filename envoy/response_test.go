@@ -207,6 +207,20 @@ func TestCheckResponse(t *testing.T) {
 			},
 		},
 		{
+			name:     "fail open keeps the decision id of the failed evaluation",
+			res:      engine.Result{Token: engine.TokenDecision{Allowed: true, Subject: "user-1", TenantID: "acme"}, Decision: engine.Decision{DecisionID: "d-9"}},
+			err:      errPolicy,
+			failMode: config.FailOpen,
+			want: &authv3.CheckResponse{
+				Status: &rpcstatus.Status{Code: int32(codes.OK)},
+				HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
+					Headers:         []*corev3.HeaderValueOption{setHeader(HeaderFailOpen, "true"), setHeader(HeaderDecisionID, "d-9")},
+					HeadersToRemove: []string{HeaderUserID, HeaderTenantID, HeaderRoles},
+				}},
+				DynamicMetadata: meta("d-9", "", "", reason.FailOpen),
+			},
+		},
+		{
 			name:     "unreachable identity provider is 503 even when open",
 			res:      engine.Result{Token: engine.TokenDecision{Reason: reason.JWKSUnavailable}},
 			failMode: config.FailOpen,

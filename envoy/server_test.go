@@ -251,14 +251,16 @@ func TestCheckFailModes(t *testing.T) {
 		{
 			name: "closed", failMode: config.FailClosed,
 			want: summary{Code: codes.Unavailable, HTTPStatus: 503, Headers: jsonCT,
-				Body: &DenyBody{DenyReasons: []string{}, Reason: string(reason.PolicyError)},
-				Meta: map[string]string{"subject": "", "tenant_id": "", "reason": string(reason.PolicyError)}},
+				Body:        &DenyBody{DenyReasons: []string{}, Reason: string(reason.PolicyError)},
+				HasDecision: true, // a failed evaluation still has an id to correlate with logs
+				Meta:        map[string]string{"subject": "", "tenant_id": "", "reason": string(reason.PolicyError)}},
 		},
 		{
 			name: "open", failMode: config.FailOpen,
-			want: summary{Code: codes.OK, HTTPStatus: 200, Headers: map[string]string{HeaderFailOpen: "true"},
-				Remove: identityHeaders,
-				Meta:   map[string]string{"subject": "", "tenant_id": "", "reason": string(reason.FailOpen)}},
+			want: summary{Code: codes.OK, HTTPStatus: 200, Headers: map[string]string{HeaderFailOpen: "true", HeaderDecisionID: "<set>"},
+				Remove:      identityHeaders,
+				HasDecision: true,
+				Meta:        map[string]string{"subject": "", "tenant_id": "", "reason": string(reason.FailOpen)}},
 		},
 	}
 	for _, tt := range tests {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -89,6 +90,60 @@ func BenchmarkEvaluate(b *testing.B) {
 			}
 			b.StopTimer()
 			reportPercentiles(b, durs)
+		})
+	}
+}
+
+// BenchmarkDecide measures Decide on the default policy: "hit" decides
+// one input over and over, answered from the decision cache; "miss"
+// decides inputs that differ in their tenant every time, more of them than
+// the cache holds, so each one evaluates and is stored. Compare with
+// BenchmarkEvaluate/typed.
+func BenchmarkDecide(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	distinct := make([]policy.Input, 4*policy.DecisionCacheSize)
+	for i := range distinct {
+		in := benchInput()
+		tenant := "t-" + strconv.Itoa(i)
+		in.User.TenantID, in.Resource.Tenant, in.Tenant.ID = tenant, tenant, tenant
+		distinct[i] = in
+	}
+	same := benchInput()
+	for _, c := range []struct {
+		name  string
+		input func(i int) policy.Input
+		hit   bool
+	}{
+		{"hit", func(int) policy.Input { return same }, true},
+		{"miss", func(i int) policy.Input { return distinct[i%len(distinct)] }, false},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			set := mustDefault(b)
+			if _, err := set.Decide(ctx, benchInput()); err != nil {
+				b.Fatal(err)
+			}
+			durs := make([]time.Duration, 0, b.N)
+			i := 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				in := c.input(i)
+				i++
+				start := time.Now()
+				res, err := set.Decide(ctx, in)
+				durs = append(durs, time.Since(start))
+				if err != nil || !res.Allow {
+					b.Fatalf("decide: allow=%v err=%v", res.Allow, err)
+				}
+			}
+			b.StopTimer()
+			reportPercentiles(b, durs)
+			// The warm-up decision is the one miss of "hit".
+			hits, misses, _, _ := set.CacheStats()
+			if c.hit && misses != 1 || !c.hit && hits != 0 {
+				b.Fatalf("%d hits, %d misses", hits, misses)
+			}
 		})
 	}
 }

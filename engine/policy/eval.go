@@ -71,7 +71,9 @@ func inputValue(input any) (ast.Value, error) {
 	case json.RawMessage:
 		v, err = ast.ValueFromReader(bytes.NewReader(x))
 	default:
-		v, err = ast.InterfaceToValue(input)
+		if v, err = ast.InterfaceToValue(input); err == nil {
+			err = checkNumbers(v)
+		}
 	}
 	if err != nil {
 		return nil, reason.Wrap(reason.InputInvalid, err, "convert policy input")

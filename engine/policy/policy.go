@@ -7,6 +7,8 @@
 //
 // A Set is immutable once built and safe for concurrent use. A Store holds
 // the active Set and swaps it atomically when a new policy is activated.
+// Set.Decide answers repeated inputs from a bounded decision cache that
+// lives and dies with the Set; Set.Eval always evaluates.
 package policy
 
 import (
@@ -41,7 +43,8 @@ const fastQuery = `allow := data.svc.authz.allow; reasons := data.svc.authz.deny
 const fullQuery = `allow := [x | x := data.svc.authz.allow]; reasons := [x | x := data.svc.authz.deny_reasons]`
 
 // Set is a compiled policy set with its data and its prepared decision
-// query. It is immutable and safe for concurrent use.
+// query. It is immutable, apart from its decision cache, and safe for
+// concurrent use.
 type Set struct {
 	files    []string
 	modules  map[string]*ast.Module
@@ -51,6 +54,10 @@ type Set struct {
 	fast     rego.PreparedEvalQuery
 	full     rego.PreparedEvalQuery
 	revision string
+	// plan says which parts of input decide; cache is nil when the
+	// policy's decisions cannot be cached.
+	plan  cachePlan
+	cache *decisionCache
 }
 
 // FromModules compiles a policy set from Rego sources keyed by file name
@@ -112,6 +119,10 @@ func build(files []string, sources map[string]string, data map[string]any) (*Set
 		data:     data,
 		store:    store,
 		revision: contentRevision(names, sources, data),
+		plan:     planCache(compiler.Modules),
+	}
+	if s.plan.disabled == "" {
+		s.cache = newDecisionCache(s.plan, DecisionCacheSize)
 	}
 	for _, q := range []struct {
 		dst   *rego.PreparedEvalQuery
@@ -186,7 +197,8 @@ func compile(ctx context.Context, store storage.Store, modules map[string]*ast.M
 func astResult(t *ast.Term, _ *rego.EvalContext) (any, error) { return t.Value, nil }
 
 // WithRevision returns a copy of the set that reports rev as its revision
-// (a bundle revision, a content hash). The copy shares everything else.
+// (a bundle revision, a content hash). The copy shares everything else,
+// its decision cache included: the policy is the same.
 func (s *Set) WithRevision(rev string) *Set {
 	c := *s
 	c.revision = rev

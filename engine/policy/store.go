@@ -28,12 +28,22 @@ func (st *Store) Load() *Set { return st.active.Load() }
 // Swap makes s the active set and returns the set it replaces.
 func (st *Store) Swap(s *Set) (old *Set) { return st.active.Swap(s) }
 
-// Eval evaluates in with the active set. With no active set it fails with
-// reason.PolicyError.
+// Eval evaluates in with the active set, always running the policy (see
+// Set.Eval). With no active set it fails with reason.PolicyError.
 func (st *Store) Eval(ctx context.Context, in Input) (Result, error) {
 	s := st.active.Load()
 	if s == nil {
 		return Result{}, reason.New(reason.PolicyError, "no policy loaded")
 	}
 	return s.Eval(ctx, in)
+}
+
+// Decide decides in with the active set through its decision cache (see
+// Set.Decide). With no active set it fails with reason.PolicyError.
+func (st *Store) Decide(ctx context.Context, in Input) (Result, error) {
+	s := st.active.Load()
+	if s == nil {
+		return Result{}, reason.New(reason.PolicyError, "no policy loaded")
+	}
+	return s.Decide(ctx, in)
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -45,38 +46,12 @@ func (in *Input) Value() (ast.Value, error) {
 		n += 8 + 2*len(r.Query) + 2*len(r.Headers)
 	}
 	b := termBuf{terms: make([]ast.Term, 0, n)}
-
-	u := &in.User
-	user := make([][2]*ast.Term, 0, 6)
-	user = append(user,
-		[2]*ast.Term{keyID, b.str(u.ID)},
-		[2]*ast.Term{keyRole, b.str(u.Role)},
-		[2]*ast.Term{keyRoles, b.strs(u.Roles)},
-		[2]*ast.Term{keyTenantID, b.str(u.TenantID)},
-	)
-	if u.Email != "" {
-		user = append(user, [2]*ast.Term{keyEmail, b.str(u.Email)})
-	}
-	user = append(user, [2]*ast.Term{keyClaims, b.term(claims)})
-
-	res := make([][2]*ast.Term, 0, 3)
-	if in.Resource.Type != "" {
-		res = append(res, [2]*ast.Term{keyType, b.str(in.Resource.Type)})
-	}
-	res = append(res,
-		[2]*ast.Term{keyID, b.str(in.Resource.ID)},
-		[2]*ast.Term{keyTenant, b.str(in.Resource.Tenant)},
-	)
-
 	doc := make([][2]*ast.Term, 0, 5)
 	doc = append(doc,
 		[2]*ast.Term{keyAction, b.str(in.Action)},
-		[2]*ast.Term{keyUser, b.term(ast.NewObject(user...))},
-		[2]*ast.Term{keyResource, b.term(ast.NewObject(res...))},
-		[2]*ast.Term{keyTenant, b.term(ast.NewObject(
-			[2]*ast.Term{keyID, b.str(in.Tenant.ID)},
-			[2]*ast.Term{keyPlan, b.str(in.Tenant.Plan)},
-		))},
+		[2]*ast.Term{keyUser, b.term(in.User.value(&b, claims))},
+		[2]*ast.Term{keyResource, b.term(in.Resource.value(&b))},
+		[2]*ast.Term{keyTenant, b.term(in.Tenant.value(&b))},
 	)
 	if in.Request != nil {
 		doc = append(doc, [2]*ast.Term{keyRequest, b.term(in.Request.value(&b))})
@@ -84,22 +59,127 @@ func (in *Input) Value() (ast.Value, error) {
 	return ast.NewObject(doc...), nil
 }
 
-func (r *Request) value(b *termBuf) ast.Value {
-	items := make([][2]*ast.Term, 0, 5)
-	items = append(items,
-		[2]*ast.Term{keyMethod, b.str(r.Method)},
-		[2]*ast.Term{keyPath, b.str(r.Path)},
-	)
-	if r.Host != "" {
-		items = append(items, [2]*ast.Term{keyHost, b.str(r.Host)})
-	}
-	if len(r.Query) > 0 {
-		items = append(items, [2]*ast.Term{keyQuery, b.strMap(r.Query)})
-	}
-	if len(r.Headers) > 0 {
-		items = append(items, [2]*ast.Term{keyHeaders, b.strMap(r.Headers)})
+// userKeys are the keys of input.user in the order Value writes them.
+var userKeys = [...]*ast.Term{keyID, keyRole, keyRoles, keyTenantID, keyEmail, keyClaims}
+
+// value is input.user; claims is the converted Claims.
+func (u *User) value(b *termBuf, claims ast.Value) ast.Value {
+	items := make([][2]*ast.Term, 0, len(userKeys))
+	for _, k := range userKeys {
+		if v := u.field(b, k, claims); v != nil {
+			items = append(items, [2]*ast.Term{k, v})
+		}
 	}
 	return ast.NewObject(items...)
+}
+
+// field is input.user[key], nil when the document has no such key;
+// claims is the converted Claims.
+func (u *User) field(b *termBuf, key *ast.Term, claims ast.Value) *ast.Term {
+	switch key.Value {
+	case keyID.Value:
+		return b.str(u.ID)
+	case keyRole.Value:
+		return b.str(u.Role)
+	case keyRoles.Value:
+		return b.strs(u.Roles)
+	case keyTenantID.Value:
+		return b.str(u.TenantID)
+	case keyEmail.Value:
+		if u.Email != "" {
+			return b.str(u.Email)
+		}
+	case keyClaims.Value:
+		return b.term(claims)
+	}
+	return nil
+}
+
+// resourceKeys are the keys of input.resource in the order Value writes
+// them.
+var resourceKeys = [...]*ast.Term{keyType, keyID, keyTenant}
+
+// value is input.resource.
+func (r *Resource) value(b *termBuf) ast.Value {
+	items := make([][2]*ast.Term, 0, len(resourceKeys))
+	for _, k := range resourceKeys {
+		if v := r.field(b, k); v != nil {
+			items = append(items, [2]*ast.Term{k, v})
+		}
+	}
+	return ast.NewObject(items...)
+}
+
+// field is input.resource[key], nil when the document has no such key.
+func (r *Resource) field(b *termBuf, key *ast.Term) *ast.Term {
+	switch key.Value {
+	case keyType.Value:
+		if r.Type != "" {
+			return b.str(r.Type)
+		}
+	case keyID.Value:
+		return b.str(r.ID)
+	case keyTenant.Value:
+		return b.str(r.Tenant)
+	}
+	return nil
+}
+
+// value is input.tenant.
+func (t *Tenant) value(b *termBuf) ast.Value {
+	return ast.NewObject(
+		[2]*ast.Term{keyID, t.field(b, keyID)},
+		[2]*ast.Term{keyPlan, t.field(b, keyPlan)},
+	)
+}
+
+// field is input.tenant[key], nil when the document has no such key.
+func (t *Tenant) field(b *termBuf, key *ast.Term) *ast.Term {
+	switch key.Value {
+	case keyID.Value:
+		return b.str(t.ID)
+	case keyPlan.Value:
+		return b.str(t.Plan)
+	}
+	return nil
+}
+
+// requestKeys are the keys of input.request in the order Value writes
+// them.
+var requestKeys = [...]*ast.Term{keyMethod, keyPath, keyHost, keyQuery, keyHeaders}
+
+// value is input.request.
+func (r *Request) value(b *termBuf) ast.Value {
+	items := make([][2]*ast.Term, 0, len(requestKeys))
+	for _, k := range requestKeys {
+		if v := r.field(b, k); v != nil {
+			items = append(items, [2]*ast.Term{k, v})
+		}
+	}
+	return ast.NewObject(items...)
+}
+
+// field is input.request[key], nil when the document has no such key.
+func (r *Request) field(b *termBuf, key *ast.Term) *ast.Term {
+	switch key.Value {
+	case keyMethod.Value:
+		return b.str(r.Method)
+	case keyPath.Value:
+		return b.str(r.Path)
+	case keyHost.Value:
+		if r.Host != "" {
+			return b.str(r.Host)
+		}
+	case keyQuery.Value:
+		if len(r.Query) > 0 {
+			return b.strMap(r.Query)
+		}
+	case keyHeaders.Value:
+		if len(r.Headers) > 0 {
+			return b.strMap(r.Headers)
+		}
+	}
+	return nil
 }
 
 // termBuf hands out terms from one allocation. When it runs out it starts
@@ -164,5 +244,31 @@ func claimsValue(c map[string]any) (ast.Value, error) {
 	if c == nil {
 		return ast.Null{}, nil
 	}
-	return ast.InterfaceToValue(c)
+	v, err := ast.InterfaceToValue(c)
+	if err != nil {
+		return nil, err
+	}
+	return v, checkNumbers(v)
+}
+
+// checkNumbers rejects numbers that are not JSON numbers: a Go caller's
+// json.Number("") or json.Number("x") converts without error but would
+// fail deep inside evaluation.
+func checkNumbers(v ast.Value) error {
+	var bad ast.Number
+	found := false
+	ast.WalkTerms(v, func(t *ast.Term) bool {
+		if n, ok := t.Value.(ast.Number); ok && !found && !jsonNumber(string(n)) {
+			bad, found = n, true
+		}
+		return found
+	})
+	if found {
+		return fmt.Errorf("%q is not a JSON number", string(bad))
+	}
+	return nil
+}
+
+func jsonNumber(s string) bool {
+	return s != "" && (s[0] == '-' || (s[0] >= '0' && s[0] <= '9')) && json.Valid([]byte(s))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/engine/reason"
 )
 
 // viaJSON returns what a caller sending the input as JSON would pass.
@@ -116,6 +117,26 @@ func TestInputValueMatchesJSON(t *testing.T) {
 			}
 			if diff := cmp.Diff(a, c); diff != "" {
 				t.Errorf("Eval vs EvalValue(*Input) (-typed +pointer):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestInvalidNumbersAreInputErrors(t *testing.T) {
+	set := mustDefault(t)
+	for _, n := range []json.Number{"", "x", "1..2", "true"} {
+		t.Run(string(n), func(t *testing.T) {
+			in := benchInput()
+			in.User.Claims = map[string]any{"level": n}
+			if _, err := set.Eval(context.Background(), in); reason.Of(err, "") != reason.InputInvalid {
+				t.Fatalf("typed input: err = %v, want input-invalid", err)
+			}
+			if _, err := set.Decide(context.Background(), in); reason.Of(err, "") != reason.InputInvalid {
+				t.Fatalf("Decide: err = %v, want input-invalid", err)
+			}
+			raw := map[string]any{"action": "orders:read", "user": map[string]any{"claims": map[string]any{"level": n}}}
+			if _, err := set.EvalValue(context.Background(), raw); reason.Of(err, "") != reason.InputInvalid {
+				t.Fatalf("raw input: err = %v, want input-invalid", err)
 			}
 		})
 	}

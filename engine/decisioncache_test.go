@@ -1,0 +1,91 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/policy"
+)
+
+// cacheMetrics collects svc.decision_cache.* as "lookups/hit",
+// "lookups/miss" and "entries".
+func cacheMetrics(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				if m.Name != "svc.decision_cache.lookups" {
+					continue
+				}
+				for _, p := range d.DataPoints {
+					outcome, _ := p.Attributes.Value("outcome")
+					got["lookups/"+outcome.AsString()] = p.Value
+				}
+			case metricdata.Gauge[int64]:
+				if m.Name == "svc.decision_cache.entries" {
+					got["entries"] = d.DataPoints[0].Value
+				}
+			}
+		}
+	}
+	return got
+}
+
+// TestEvaluateUsesDecisionCache decides one input three times: the later
+// two come from the active set's decision cache, with decision ids of
+// their own, and the metrics say so. Activating a policy drops the cache.
+func TestEvaluateUsesDecisionCache(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	var cfg config.Config
+	cfg.SDK.TenantID = "acme"
+	e := newEngine(t, cfg, engine.Deps{MeterProvider: mp})
+	ctx := context.Background()
+	in := engine.Input{
+		Action:   "orders:update",
+		User:     policy.User{ID: "u-1", Role: "editor", Roles: []string{"editor"}, TenantID: "acme"},
+		Resource: policy.Resource{ID: "o-1", Tenant: "acme"},
+		Tenant:   policy.Tenant{ID: "acme", Plan: "team"},
+	}
+	ids := map[string]bool{}
+	for i := range 3 {
+		d, err := e.Evaluate(ctx, in)
+		if err != nil || !d.Allow || len(d.DenyReasons) != 0 || d.Revision != e.Policies().Revision() {
+			t.Fatalf("decision %d: %+v, %v", i, d, err)
+		}
+		if ids[d.DecisionID] {
+			t.Fatalf("decision id %q reused", d.DecisionID)
+		}
+		ids[d.DecisionID] = true
+	}
+	want := map[string]int64{"lookups/hit": 2, "lookups/miss": 1, "entries": 1}
+	if diff := cmp.Diff(want, cacheMetrics(t, reader)); diff != "" {
+		t.Fatalf("metrics differ (-want +got):\n%s", diff)
+	}
+
+	closed, err := policy.FromModules(map[string]string{"closed.rego": "package svc.authz\n\ndefault allow := false\n\ndeny_reasons contains \"closed\" if not allow\n"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetPolicies(closed)
+	if d, err := e.Evaluate(ctx, in); err != nil || d.Allow || !equal(d.DenyReasons, []string{"closed"}) {
+		t.Fatalf("after activation: %+v, %v", d, err)
+	}
+	want = map[string]int64{"lookups/hit": 0, "lookups/miss": 1, "entries": 1}
+	if diff := cmp.Diff(want, cacheMetrics(t, reader)); diff != "" {
+		t.Fatalf("metrics after activation differ (-want +got):\n%s", diff)
+	}
+}

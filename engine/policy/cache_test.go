@@ -1,0 +1,448 @@
+package policy_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+// fixtureInputs reads the inputs of the default policy's fixtures that fit
+// the typed Input; a few hold deliberately ill-typed fields.
+func fixtureInputs(t testing.TB) map[string]policy.Input {
+	t.Helper()
+	paths, err := filepath.Glob("../../policies/fixtures/*.input.json")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("fixtures: %v (%d found)", err, len(paths))
+	}
+	out := make(map[string]policy.Input, len(paths))
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in policy.Input
+		if json.Unmarshal(raw, &in) != nil {
+			continue
+		}
+		out[strings.TrimSuffix(filepath.Base(p), ".input.json")] = in
+	}
+	if len(out) < len(paths)/2 {
+		t.Fatalf("only %d of %d fixtures fit the typed input", len(out), len(paths))
+	}
+	return out
+}
+
+// stats is a snapshot of Set.CacheStats.
+type stats struct {
+	hits, misses uint64
+	entries      int
+}
+
+func statsOf(set *policy.Set) stats {
+	h, m, n, _ := set.CacheStats()
+	return stats{h, m, n}
+}
+
+// decideLikeEval decides in with Decide and with Eval and fails unless
+// both give the same decision; it returns Decide's result.
+func decideLikeEval(t testing.TB, set *policy.Set, in policy.Input) policy.Result {
+	t.Helper()
+	ctx := context.Background()
+	want, err := set.Eval(ctx, in)
+	if err != nil {
+		t.Fatalf("eval: %v", err)
+	}
+	got, err := set.Decide(ctx, in)
+	if err != nil {
+		t.Fatalf("decide: %v", err)
+	}
+	if got.Allow != want.Allow || !slices.Equal(got.DenyReasons, want.DenyReasons) || got.Revision != want.Revision {
+		t.Fatalf("decide = %+v, eval = %+v for %+v", got, want, in)
+	}
+	if got.DenyReasons == nil {
+		t.Fatalf("decide returned nil reasons for %+v", in)
+	}
+	return got
+}
+
+// TestDecideFixtures decides every fixture input of the default policy
+// twice: the second time from the cache (the first may be too, when an
+// earlier fixture had the same key), with a fresh decision id, and both
+// times exactly as evaluation decides.
+func TestDecideFixtures(t *testing.T) {
+	set := mustDefault(t)
+	inputs := fixtureInputs(t)
+	ids := map[string]bool{}
+	for name, in := range inputs {
+		t.Run(name, func(t *testing.T) {
+			first := decideLikeEval(t, set, in)
+			before := statsOf(set)
+			second := decideLikeEval(t, set, in)
+			after := statsOf(set)
+			if after.hits != before.hits+1 {
+				t.Errorf("second decision was not a hit: %+v → %+v", before, after)
+			}
+			for _, id := range []string{first.DecisionID, second.DecisionID} {
+				if len(id) != 36 || ids[id] {
+					t.Errorf("decision id %q is malformed or reused", id)
+				}
+				ids[id] = true
+			}
+		})
+	}
+	// Two fixtures can share a key; the cache holds one entry per key.
+	if s := statsOf(set); s.entries == 0 || s.entries > len(inputs) {
+		t.Errorf("entries = %d after %d fixtures", s.entries, len(inputs))
+	}
+}
+
+// TestDecideKeyChanges changes one field of a decided input at a time: a
+// field the default policy reads must miss the cache, any other must hit,
+// and either way the decision is evaluation's.
+func TestDecideKeyChanges(t *testing.T) {
+	base := benchInput()
+	base.Request = &policy.Request{Method: "GET", Path: "/api/orders/1", Headers: map[string]string{"x-request-id": "r-1"}}
+	tests := []struct {
+		name   string
+		change func(*policy.Input)
+		hit    bool
+	}{
+		{"role", func(in *policy.Input) { in.User.Role = "viewer" }, false},
+		{"roles", func(in *policy.Input) { in.User.Roles = []string{"editor", "billing"} }, false},
+		{"roles nil", func(in *policy.Input) { in.User.Roles = nil }, false},
+		{"user tenant", func(in *policy.Input) { in.User.TenantID = "globex" }, false},
+		{"resource tenant", func(in *policy.Input) { in.Resource.Tenant = "globex" }, false},
+		{"deployment tenant", func(in *policy.Input) { in.Tenant.ID = "globex" }, false},
+		{"action", func(in *policy.Input) { in.Action = "orders:read" }, false},
+		{"plan", func(in *policy.Input) { in.Tenant.Plan = "free" }, false},
+		{"request id header", func(in *policy.Input) { in.Request.Headers["x-request-id"] = "r-2" }, true},
+		{"new header", func(in *policy.Input) { in.Request.Headers["accept"] = "text/html" }, true},
+		{"no request", func(in *policy.Input) { in.Request = nil }, true},
+		{"path", func(in *policy.Input) { in.Request.Path = "/api/orders/2" }, true},
+		{"user id", func(in *policy.Input) { in.User.ID = "u-2" }, true},
+		{"email", func(in *policy.Input) { in.User.Email = "" }, true},
+		{"claims", func(in *policy.Input) { in.User.Claims = map[string]any{"department": "it"} }, true},
+		{"resource id", func(in *policy.Input) { in.Resource.ID = "ord-2" }, true},
+		{"resource type", func(in *policy.Input) { in.Resource.Type = "" }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := mustDefault(t)
+			decideLikeEval(t, set, base)
+			in := base
+			in.User.Roles = slices.Clone(base.User.Roles)
+			req := *base.Request
+			req.Headers = map[string]string{"x-request-id": "r-1"}
+			in.Request = &req
+			tt.change(&in)
+			before := statsOf(set)
+			decideLikeEval(t, set, in)
+			after := statsOf(set)
+			if hit := after.hits == before.hits+1; hit != tt.hit {
+				t.Fatalf("hit = %v, want %v (%+v → %+v)", hit, tt.hit, before, after)
+			}
+		})
+	}
+}
+
+// TestDecideVariableKey uses a policy that finds a header with a variable
+// key: every header is part of the key, other request fields are not
+// unless the policy reads them.
+func TestDecideVariableKey(t *testing.T) {
+	base := policy.Input{
+		Action:   "orders:read",
+		User:     policy.User{ID: "u-1", Claims: map[string]any{"level": json.Number("3"), "field": "state"}},
+		Resource: policy.Resource{ID: "ok", Tenant: "acme"},
+		Request:  &policy.Request{Method: "GET", Path: "/", Headers: map[string]string{"x-allow-orders": "yes"}},
+	}
+	tests := []struct {
+		name   string
+		change func(*policy.Input)
+		hit    bool
+	}{
+		{"any header", func(in *policy.Input) { in.Request.Headers["x-request-id"] = "r-2" }, false},
+		{"allowing header", func(in *policy.Input) { in.Request.Headers["x-allow-orders"] = "no" }, false},
+		{"method", func(in *policy.Input) { in.Request.Method = "POST" }, false},
+		{"level", func(in *policy.Input) { in.User.Claims["level"] = json.Number("1") }, false},
+		{"level written otherwise", func(in *policy.Input) { in.User.Claims["level"] = json.Number("3.0") }, false},
+		{"field", func(in *policy.Input) { in.User.Claims["field"] = "id" }, false},
+		{"resource", func(in *policy.Input) { in.Resource.ID = "other" }, false},
+		{"path", func(in *policy.Input) { in.Request.Path = "/other" }, true},
+		{"other claim", func(in *policy.Input) { in.User.Claims["team"] = "a" }, true},
+		{"action", func(in *policy.Input) { in.Action = "orders:write" }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := mustNested(t)
+			decideLikeEval(t, set, base)
+			in := base
+			in.User.Claims = map[string]any{"level": json.Number("3"), "field": "state"}
+			req := *base.Request
+			req.Headers = map[string]string{"x-allow-orders": "yes"}
+			in.Request = &req
+			tt.change(&in)
+			before := statsOf(set)
+			decideLikeEval(t, set, in)
+			after := statsOf(set)
+			if hit := after.hits == before.hits+1; hit != tt.hit {
+				t.Fatalf("hit = %v, want %v (%+v → %+v)", hit, tt.hit, before, after)
+			}
+		})
+	}
+}
+
+// TestDecideDistinctValues decides inputs whose key values look alike
+// (absent, null, empty, false, 1 and 1.0) in order, then again: each must
+// be a key of its own, so the second round hits every time and every
+// decision is the one evaluation gives.
+func TestDecideDistinctValues(t *testing.T) {
+	set := mustModule(t, `default allow := false
+
+default state := "absent"
+
+state := json.marshal(input.user.claims.flag)
+
+deny_reasons contains state`)
+	if keys, _ := set.CacheKeys(); !slices.Equal(keys, []string{"input.user.claims.flag"}) {
+		t.Fatalf("keys = %q", keys)
+	}
+	tests := []struct {
+		name   string
+		claims map[string]any
+		want   string
+	}{
+		{"absent", map[string]any{}, "absent"},
+		{"claims null", nil, "absent"},
+		{"null", map[string]any{"flag": nil}, "null"},
+		{"empty string", map[string]any{"flag": ""}, `""`},
+		{"false", map[string]any{"flag": false}, "false"},
+		{"one", map[string]any{"flag": json.Number("1")}, "1"},
+		{"one point zero", map[string]any{"flag": json.Number("1.0")}, "1.0"},
+		{"empty object", map[string]any{"flag": map[string]any{}}, "{}"},
+		{"empty array", map[string]any{"flag": []any{}}, "[]"},
+	}
+	for round := range 2 {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/%d", tt.name, round), func(t *testing.T) {
+				in := policy.Input{User: policy.User{Claims: tt.claims}}
+				before := statsOf(set)
+				res := decideLikeEval(t, set, in)
+				if !slices.Equal(res.DenyReasons, []string{tt.want}) {
+					t.Fatalf("reasons = %q, want %q", res.DenyReasons, tt.want)
+				}
+				if hit := statsOf(set).hits == before.hits+1; hit != (round == 1) {
+					t.Fatalf("round %d: hit = %v", round, hit)
+				}
+			})
+		}
+	}
+	if s := statsOf(set); s.entries != len(tests) {
+		t.Fatalf("entries = %d, want %d", s.entries, len(tests))
+	}
+}
+
+// TestDecideResultIsOwn checks what a hit hands out: reasons the caller
+// may change without changing later decisions, the revision of the set
+// asked (a copy made by WithRevision shares the cache) and errors exactly
+// as evaluation gives them.
+func TestDecideResultIsOwn(t *testing.T) {
+	set := mustDefault(t)
+	in := benchInput()
+	in.Action = "orders:delete"
+	first := decideLikeEval(t, set, in)
+	want := slices.Clone(first.DenyReasons)
+	first.DenyReasons[0] = "changed"
+	if got := decideLikeEval(t, set, in); !slices.Equal(got.DenyReasons, want) {
+		t.Fatalf("reasons = %q after the caller changed a result, want %q", got.DenyReasons, want)
+	}
+
+	renamed := set.WithRevision("bundle-7")
+	before := statsOf(set)
+	res, err := renamed.Decide(context.Background(), in)
+	if err != nil || res.Revision != "bundle-7" || statsOf(set).hits != before.hits+1 {
+		t.Fatalf("copy decided %+v, %v (hits %d → %d)", res, err, before.hits, statsOf(set).hits)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, evalErr := set.Eval(ctx, in)
+	_, err = set.Decide(ctx, in)
+	if evalErr == nil || err == nil || reason.Of(err, "") != reason.Of(evalErr, "") {
+		t.Fatalf("canceled: decide error %v, eval error %v", err, evalErr)
+	}
+}
+
+func TestDecideErrorsNotCached(t *testing.T) {
+	set := mustModule(t, `allow := input.user.role`)
+	in := benchInput()
+	for range 2 {
+		_, err := set.Decide(context.Background(), in)
+		if code := reason.Of(err, ""); code != reason.PolicyError {
+			t.Fatalf("error = %v (code %q), want %q", err, code, reason.PolicyError)
+		}
+	}
+	if s := statsOf(set); s != (stats{misses: 2}) {
+		t.Fatalf("stats = %+v, want two misses and no entry", s)
+	}
+	_, err := set.Decide(context.Background(), policy.Input{User: policy.User{Claims: map[string]any{"c": make(chan int)}}})
+	if code := reason.Of(err, ""); code != reason.InputInvalid {
+		t.Fatalf("error = %v (code %q), want %q", err, code, reason.InputInvalid)
+	}
+	_, err = policy.NewStore(nil).Decide(context.Background(), in)
+	if code := reason.Of(err, ""); code != reason.PolicyError {
+		t.Fatalf("empty store: error = %v (code %q), want %q", err, code, reason.PolicyError)
+	}
+}
+
+// TestDecideInvalidInputAfterHit decides an input, then inputs that agree
+// with it on every key path but whose claims (which the policy never
+// reads) cannot be converted: evaluation rejects them, so Decide must too
+// rather than answer from the cache.
+func TestDecideInvalidInputAfterHit(t *testing.T) {
+	set := mustModule(t, "allow if input.user.role == \"editor\"\n\ndeny_reasons := set()")
+	decideLikeEval(t, set, benchInput())
+	tests := []struct {
+		name   string
+		claims map[string]any
+	}{
+		{"channel", map[string]any{"c": make(chan int)}},
+		{"nested function", map[string]any{"a": []any{map[string]any{"f": func() {}}}}},
+		{"malformed number", map[string]any{"n": json.Number("1e")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := benchInput()
+			in.User.Claims = tt.claims
+			_, evalErr := set.Eval(context.Background(), in)
+			_, err := set.Decide(context.Background(), in)
+			if code := reason.Of(err, ""); code != reason.InputInvalid || reason.Of(evalErr, "") != code {
+				t.Fatalf("decide error %v, eval error %v; want both %q", err, evalErr, reason.InputInvalid)
+			}
+		})
+	}
+	in := benchInput()
+	in.User.Claims = map[string]any{"n": json.Number("12"), "ok": []any{1.5, nil, map[string]any{}}}
+	before := statsOf(set)
+	decideLikeEval(t, set, in)
+	if statsOf(set).hits != before.hits+1 {
+		t.Fatal("convertible claims the policy does not read must still hit")
+	}
+}
+
+// TestDecideLargeKeyNotCached keys the nested policy on a header map too
+// large to keep: such inputs are decided, never stored.
+func TestDecideLargeKeyNotCached(t *testing.T) {
+	set := mustNested(t)
+	in := policy.Input{Request: &policy.Request{Method: "GET", Headers: map[string]string{"x-big": strings.Repeat("a", 4096)}}}
+	for range 2 {
+		decideLikeEval(t, set, in)
+	}
+	if s := statsOf(set); s != (stats{misses: 2}) {
+		t.Fatalf("stats = %+v, want two misses and no entry", s)
+	}
+}
+
+// TestDecideBounded decides more distinct inputs than the cache holds: it
+// stays at its bound, and decisions that were evicted or kept are still
+// evaluation's.
+func TestDecideBounded(t *testing.T) {
+	set := mustModule(t, "allow if startswith(input.action, \"a\")\n\ndeny_reasons := set()")
+	n := policy.DecisionCacheSize * 3 / 2
+	ctx := context.Background()
+	for i := range n {
+		if _, err := set.Decide(ctx, policy.Input{Action: fmt.Sprintf("a%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := statsOf(set); s.entries != policy.DecisionCacheSize || s.misses != uint64(n) {
+		t.Fatalf("stats = %+v after %d distinct inputs, want %d entries", s, n, policy.DecisionCacheSize)
+	}
+	for _, i := range []int{0, 1, n / 2, n - 2, n - 1} {
+		decideLikeEval(t, set, policy.Input{Action: fmt.Sprintf("a%d", i)})
+		decideLikeEval(t, set, policy.Input{Action: fmt.Sprintf("b%d", i)})
+	}
+	if s := statsOf(set); s.entries != policy.DecisionCacheSize {
+		t.Fatalf("entries = %d, want %d", s.entries, policy.DecisionCacheSize)
+	}
+}
+
+// TestDecideConcurrentSwap decides from many goroutines, through the
+// store, while another goroutine swaps between two cacheable sets that
+// decide differently: every result must be exactly what the set named by
+// its revision evaluates for that input.
+func TestDecideConcurrentSwap(t *testing.T) {
+	sets := []*policy.Set{mustDefault(t).WithRevision("default"), mustNested(t).WithRevision("nested")}
+	inputs := slices.Collect(maps.Values(fixtureInputs(t)))
+	type decision struct {
+		allow   bool
+		reasons string
+	}
+	want := map[string][]decision{}
+	for _, set := range sets {
+		for _, in := range inputs {
+			res, err := set.Eval(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[set.Revision()] = append(want[set.Revision()], decision{res.Allow, strings.Join(res.DenyReasons, "\n")})
+		}
+	}
+	st := policy.NewStore(sets[0])
+	const readers, decisions = 8, 400
+	done := make(chan struct{})
+	var swapper sync.WaitGroup
+	swapper.Go(func() {
+		for i := 1; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			st.Swap(sets[i%2])
+		}
+	})
+	var wg sync.WaitGroup
+	var seen [2]atomic.Int64
+	for r := range readers {
+		wg.Go(func() {
+			for i := range decisions {
+				k := (r + i) % len(inputs)
+				res, err := st.Decide(context.Background(), inputs[k])
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				exp, ok := want[res.Revision]
+				if !ok || exp[k] != (decision{res.Allow, strings.Join(res.DenyReasons, "\n")}) {
+					t.Errorf("input %d: decided %+v, which set %q does not", k, res, res.Revision)
+					return
+				}
+				if res.Revision == "default" {
+					seen[0].Add(1)
+				} else {
+					seen[1].Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	swapper.Wait()
+	for i, set := range sets {
+		hits, _, _, _ := set.CacheStats()
+		if seen[i].Load() == 0 || hits == 0 {
+			t.Errorf("set %q decided %d times, %d from its cache; want both", set.Revision(), seen[i].Load(), hits)
+		}
+	}
+}

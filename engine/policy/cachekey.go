@@ -1,0 +1,296 @@
+package policy
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// keyPart is the value an input holds at one key path, as much of it as
+// the policy can observe.
+//
+//   - depth == len(path): v is the value at the path.
+//   - 0 <= depth < len(path): the value at path[:depth] is not an object
+//     (a string, an array, a set…); v is that whole value, which decides
+//     every lookup below it.
+//   - depth == undefinedDepth: some object on the way lacks the key, so
+//     every reference through the path is undefined. This is distinct from
+//     a null or an empty string at the path.
+type keyPart struct {
+	depth int
+	v     ast.Value
+}
+
+const undefinedDepth = -1
+
+// partAt looks path up in input the way a reference with those constant
+// keys would.
+func partAt(input ast.Value, path []*ast.Term) keyPart {
+	v := input
+	for i, k := range path {
+		obj, ok := v.(ast.Object)
+		if !ok {
+			return keyPart{depth: i, v: v}
+		}
+		t := obj.Get(k)
+		if t == nil {
+			return keyPart{depth: undefinedDepth}
+		}
+		v = t.Value
+	}
+	return keyPart{depth: len(path), v: v}
+}
+
+// typedPart is partAt(in.Value(), path) for a non-empty path, built from
+// the typed input without the rest of the document: only the value under
+// the path's first two keys (or its one key) is converted, by the code
+// Value uses. It fails only when the claims cannot be converted, which
+// Value reports too.
+//
+// claims is the converted Claims, or nil when not converted yet.
+func typedPart(in *Input, path []*ast.Term, b *termBuf, claims ast.Value) (keyPart, error) {
+	var (
+		t     *ast.Term
+		depth = 1
+	)
+	switch path[0].Value {
+	case keyAction.Value:
+		t = b.str(in.Action)
+	case keyUser.Value:
+		if claims == nil && (len(path) == 1 || path[1].Value == keyClaims.Value) {
+			var err error
+			if claims, err = claimsValue(in.User.Claims); err != nil {
+				return keyPart{}, err
+			}
+		}
+		if len(path) == 1 {
+			t = b.term(in.User.value(b, claims))
+		} else {
+			t, depth = in.User.field(b, path[1], claims), 2
+		}
+	case keyResource.Value:
+		if len(path) == 1 {
+			t = b.term(in.Resource.value(b))
+		} else {
+			t, depth = in.Resource.field(b, path[1]), 2
+		}
+	case keyTenant.Value:
+		if len(path) == 1 {
+			t = b.term(in.Tenant.value(b))
+		} else {
+			t, depth = in.Tenant.field(b, path[1]), 2
+		}
+	case keyRequest.Value:
+		switch {
+		case in.Request == nil:
+		case len(path) == 1:
+			t = b.term(in.Request.value(b))
+		default:
+			t, depth = in.Request.field(b, path[1]), 2
+		}
+	}
+	if t == nil {
+		return keyPart{depth: undefinedDepth}, nil
+	}
+	p := partAt(t.Value, path[depth:])
+	if p.depth != undefinedDepth {
+		p.depth += depth
+	}
+	return p, nil
+}
+
+// convertible reports whether ast.InterfaceToValue surely converts x: it
+// holds only kinds of values that conversion cannot fail on. False means
+// "not sure": the caller converts to find out.
+func convertible(x any) bool {
+	switch x := x.(type) {
+	case nil, bool, string, float64, int, int64, uint64, []string, map[string]string:
+		return true
+	case []any:
+		for _, e := range x {
+			if !convertible(e) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for _, e := range x {
+			if !convertible(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// Kinds of values as the hash tells them apart.
+const (
+	tagUndefined byte = iota
+	tagDepth
+	tagNull
+	tagFalse
+	tagTrue
+	tagNumber
+	tagString
+	tagArray
+	tagObject
+	tagSet
+	tagOther
+)
+
+// keyHasher hashes key parts and measures them. The hash only picks the
+// candidate entry; a hit is confirmed with sameValue, so collisions cost
+// an evaluation and never a wrong decision.
+type keyHasher struct {
+	h    maphash.Hash
+	size int
+}
+
+func (kh *keyHasher) part(p keyPart) {
+	if p.depth == undefinedDepth {
+		kh.h.WriteByte(tagUndefined)
+		kh.size++
+		return
+	}
+	kh.length(tagDepth, p.depth)
+	kh.value(p.v)
+}
+
+func (kh *keyHasher) length(tag byte, n int) {
+	var buf [9]byte
+	buf[0] = tag
+	binary.LittleEndian.PutUint64(buf[1:], uint64(n))
+	kh.h.Write(buf[:])
+}
+
+// value hashes v in a canonical order (objects and sets iterate sorted)
+// and adds its approximate memory footprint to size.
+func (kh *keyHasher) value(v ast.Value) {
+	kh.size += 16
+	switch x := v.(type) {
+	case ast.Null:
+		kh.h.WriteByte(tagNull)
+	case ast.Boolean:
+		if x {
+			kh.h.WriteByte(tagTrue)
+		} else {
+			kh.h.WriteByte(tagFalse)
+		}
+	case ast.String:
+		kh.length(tagString, len(x))
+		kh.h.WriteString(string(x))
+		kh.size += len(x)
+	case ast.Number:
+		// Numbers hash by their text: 1 and 1.0 are equal in Rego yet
+		// print differently, so they must be different keys.
+		kh.length(tagNumber, len(x))
+		kh.h.WriteString(string(x))
+		kh.size += len(x)
+	case *ast.Array:
+		kh.length(tagArray, x.Len())
+		x.Foreach(func(t *ast.Term) { kh.value(t.Value) })
+	case ast.Object:
+		kh.length(tagObject, x.Len())
+		x.Foreach(func(k, v *ast.Term) {
+			kh.value(k.Value)
+			kh.value(v.Value)
+		})
+	case ast.Set:
+		kh.length(tagSet, x.Len())
+		x.Foreach(func(t *ast.Term) { kh.value(t.Value) })
+	default:
+		// Input values hold none of the other kinds; sameValue still
+		// confirms them with ast.Compare.
+		kh.length(tagOther, v.Hash())
+	}
+}
+
+// sameParts reports whether two keys are identical.
+func sameParts(a, b []keyPart) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].depth != b[i].depth {
+			return false
+		}
+		if a[i].depth != undefinedDepth && !sameValue(a[i].v, b[i].v) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameValue is value equality that a policy cannot see through: like
+// ast.Compare, but numbers must also be written alike.
+func sameValue(a, b ast.Value) bool {
+	switch x := a.(type) {
+	case ast.String:
+		y, ok := b.(ast.String)
+		return ok && x == y
+	case ast.Number:
+		y, ok := b.(ast.Number)
+		return ok && x == y
+	case ast.Boolean:
+		y, ok := b.(ast.Boolean)
+		return ok && x == y
+	case ast.Null:
+		_, ok := b.(ast.Null)
+		return ok
+	case *ast.Array:
+		y, ok := b.(*ast.Array)
+		if !ok || x.Len() != y.Len() {
+			return false
+		}
+		for i := range x.Len() {
+			if !sameValue(x.Elem(i).Value, y.Elem(i).Value) {
+				return false
+			}
+		}
+		return true
+	case ast.Object:
+		y, ok := b.(ast.Object)
+		if !ok || x.Len() != y.Len() {
+			return false
+		}
+		// Keys iterate in sorted order, so equal objects line up pair by
+		// pair; comparing the texts of numeric keys needs that order.
+		xk, yk := x.Keys(), y.Keys()
+		for i := range xk {
+			if !sameValue(xk[i].Value, yk[i].Value) || !sameValue(x.Get(xk[i]).Value, y.Get(yk[i]).Value) {
+				return false
+			}
+		}
+		return true
+	case ast.Set:
+		y, ok := b.(ast.Set)
+		if !ok || x.Len() != y.Len() {
+			return false
+		}
+		xs, ys := x.Sorted(), y.Sorted()
+		for i := range xs.Len() {
+			if !sameValue(xs.Elem(i).Value, ys.Elem(i).Value) {
+				return false
+			}
+		}
+		return true
+	default:
+		return ast.Compare(a, b) == 0
+	}
+}
+
+// detach copies the composite values of a key so that a cache entry holds
+// only what it needs, not the block of terms the whole input was built in.
+func detach(parts []keyPart) []keyPart {
+	out := make([]keyPart, len(parts))
+	for i, p := range parts {
+		out[i] = p
+		switch p.v.(type) {
+		case *ast.Array, ast.Object, ast.Set:
+			out[i].v = ast.CopyValue(p.v)
+		}
+	}
+	return out
+}

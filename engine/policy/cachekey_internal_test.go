@@ -1,0 +1,119 @@
+package policy
+
+import (
+	"encoding/json"
+	"hash/maphash"
+	"strings"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// TestTypedPartMatchesValue checks that the key part built from the typed
+// input is, for every kind of path, the one read from the whole document
+// Value builds.
+func TestTypedPartMatchesValue(t *testing.T) {
+	full := Input{
+		Action: "orders:update",
+		User: User{
+			ID: "u-1", Role: "editor", Roles: []string{"editor", "billing"}, TenantID: "acme", Email: "e@acme.example",
+			Claims: map[string]any{
+				"level":  json.Number("1.0"),
+				"groups": []any{"a", "b"},
+				"nested": map[string]any{"ok": true, "none": nil},
+			},
+		},
+		Resource: Resource{Type: "orders", ID: "ord-1", Tenant: "acme"},
+		Tenant:   Tenant{ID: "acme", Plan: "team"},
+		Request: &Request{
+			Method: "POST", Path: "/api/orders", Host: "shop.example",
+			Query:   map[string]string{"dry_run": "1"},
+			Headers: map[string]string{"x-request-id": "r-1", "accept": "application/json"},
+		},
+	}
+	emptyRequest := full
+	emptyRequest.Request = &Request{}
+	badUTF8 := full
+	badUTF8.Action = "orders:\xffread"
+	badUTF8.User.Roles = []string{"\xc3"}
+	badUTF8.Request = &Request{Method: "G\xfeT", Headers: map[string]string{"x-\xff": "\xfe"}}
+	inputs := map[string]Input{
+		"every field":   full,
+		"zero":          {},
+		"empty request": emptyRequest,
+		"invalid UTF-8": badUTF8,
+		"null claims":   {User: User{Roles: []string{}}},
+	}
+	paths := []string{
+		"action", "action.x",
+		"user", "user.id", "user.role", "user.roles", "user.roles.x", "user.tenant_id", "user.email", "user.email.x",
+		"user.claims", "user.claims.level", "user.claims.level.x", "user.claims.groups", "user.claims.nested.ok",
+		"user.claims.nested.none", "user.claims.nested.none.x", "user.claims.missing", "user.other",
+		"resource", "resource.type", "resource.id", "resource.tenant", "resource.tenant.x", "resource.other",
+		"tenant", "tenant.id", "tenant.plan", "tenant.plan.x", "tenant.other",
+		"request", "request.method", "request.path", "request.host", "request.query", "request.query.dry_run",
+		"request.headers", "request.headers.x-request-id", "request.headers.x-\ufffd", "request.headers.missing",
+		"request.method.x", "request.other",
+		"other", "other.x",
+	}
+	for name, in := range inputs {
+		doc, err := in.Value()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range paths {
+			t.Run(name+"/"+p, func(t *testing.T) {
+				var path []*ast.Term
+				for _, k := range strings.Split(p, ".") {
+					path = append(path, ast.StringTerm(k))
+				}
+				want := partAt(doc, path)
+				got, err := typedPart(&in, path, &termBuf{}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !sameParts([]keyPart{got}, []keyPart{want}) {
+					t.Fatalf("typed part = {%d %v}, document part = {%d %v}", got.depth, got.v, want.depth, want.v)
+				}
+			})
+		}
+	}
+}
+
+// TestSameValue checks the equality a cache hit is confirmed with.
+func TestSameValue(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b string
+		want bool
+	}{
+		{"equal objects in another order", `{"a": 1, "b": [true, null]}`, `{"b": [true, null], "a": 1}`, true},
+		{"numbers written alike", `1.5`, `1.5`, true},
+		{"numbers written otherwise", `1`, `1.0`, false},
+		{"numeric keys written otherwise", `{1: "a"}`, `{1.0: "a"}`, false},
+		{"null and empty string", `null`, `""`, false},
+		{"false and null", `false`, `null`, false},
+		{"array and set", `["a"]`, `{"a"}`, false},
+		{"equal sets", `{"b", "a"}`, `{"a", "b"}`, true},
+		{"sets with numbers written otherwise", `{1, 2}`, `{1.0, 2}`, false},
+		{"longer array", `["a"]`, `["a", "b"]`, false},
+		{"object with another value", `{"a": "x"}`, `{"a": "y"}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := ast.MustParseTerm(tt.a).Value, ast.MustParseTerm(tt.b).Value
+			if got := sameValue(a, b); got != tt.want {
+				t.Fatalf("sameValue(%s, %s) = %v", tt.a, tt.b, got)
+			}
+			var ha, hb keyHasher
+			seed := maphash.MakeSeed()
+			ha.h.SetSeed(seed)
+			hb.h.SetSeed(seed)
+			ha.value(a)
+			hb.value(b)
+			if tt.want && ha.h.Sum64() != hb.h.Sum64() {
+				t.Fatalf("equal values hash differently")
+			}
+		})
+	}
+}
