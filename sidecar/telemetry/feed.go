@@ -31,6 +31,8 @@ type feed[T any] struct {
 
 	published atomic.Uint64
 	dropped   atomic.Uint64
+	// live mirrors len(subs), readable without the lock.
+	live atomic.Int64
 }
 
 type subscriber[T any] struct {
@@ -109,11 +111,13 @@ func (f *feed[T]) subscribe(ctx context.Context, filter func(T) bool, since time
 		return s.ch
 	}
 	f.subs[s] = struct{}{}
+	f.live.Add(1)
 	context.AfterFunc(ctx, func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if _, ok := f.subs[s]; ok {
 			delete(f.subs, s)
+			f.live.Add(-1)
 			close(s.ch)
 		}
 	})
@@ -128,6 +132,7 @@ func (f *feed[T]) close() {
 	f.closed = true
 	for s := range f.subs {
 		delete(f.subs, s)
+		f.live.Add(-1)
 		close(s.ch)
 	}
 }

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"go.opentelemetry.io/otel/trace"
 	"time"
 
 	"go.opentelemetry.io/otel/codes"
@@ -87,6 +88,25 @@ func (sf *SpanFeed) Recent(filter func(SpanRecord) bool, since time.Time) []Span
 
 // Stats returns the feed's counters.
 func (sf *SpanFeed) Stats() FeedStats { return sf.f.stats() }
+
+// Watched reports whether the feed has a live subscriber.
+func (sf *SpanFeed) Watched() bool { return sf.f.live.Load() > 0 }
+
+// watchedSampler records a trace only while the span feed has a live
+// subscriber. It is the sampler when no OTLP endpoint is configured: then
+// nothing but a live tail consumes spans, and a span nobody records costs
+// a fraction of a recorded one on every decision.
+type watchedSampler struct{ feed *SpanFeed }
+
+func (w watchedSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	ts := trace.SpanContextFromContext(p.ParentContext).TraceState()
+	if w.feed.Watched() {
+		return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample, Tracestate: ts}
+	}
+	return sdktrace.SamplingResult{Decision: sdktrace.Drop, Tracestate: ts}
+}
+
+func (watchedSampler) Description() string { return "WatchedBySpanFeed" }
 
 func spanRecord(s sdktrace.ReadOnlySpan) SpanRecord {
 	sc := s.SpanContext()

@@ -216,3 +216,47 @@ func BenchmarkSpanFeedOnEnd(b *testing.B) {
 		s.End()
 	}
 }
+
+// Without an OTLP endpoint nothing exports spans, so they are recorded only
+// while a live subscriber watches the feed.
+func TestSpansRecordedOnlyWhenWatchedWithoutExporter(t *testing.T) {
+	tel, err := Setup(context.Background(), Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	tr := tel.TracerProvider().Tracer("test")
+
+	_, span := tr.Start(context.Background(), "policy.evaluate")
+	recorded := span.IsRecording()
+	span.End()
+	if recorded || len(tel.Spans().Recent(nil, time.Time{})) != 0 {
+		t.Fatal("span recorded with no exporter and no subscriber")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := tel.Spans().Subscribe(ctx, nil, time.Time{})
+	_, span = tr.Start(context.Background(), "auth.verify_token")
+	span.End()
+	select {
+	case r := <-ch:
+		if r.Name != "auth.verify_token" {
+			t.Fatalf("got span %q", r.Name)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("watched span not delivered")
+	}
+	cancel()
+	waitUnwatched := time.Now().Add(5 * time.Second)
+	for tel.Spans().Watched() {
+		if time.Now().After(waitUnwatched) {
+			t.Fatal("feed still watched after the subscription ended")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	_, span = tr.Start(context.Background(), "policy.evaluate")
+	if span.IsRecording() {
+		t.Fatal("span recorded after the last subscriber left")
+	}
+	span.End()
+}

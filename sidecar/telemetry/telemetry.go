@@ -122,6 +122,12 @@ func Setup(ctx context.Context, opts Options) (*Telemetry, error) {
 
 	t := &Telemetry{spans: NewSpanFeed(opts.SpanFeedSize), log: opts.Logger}
 	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithSpanProcessor(t.spans)}
+	if traceEP == "" {
+		// Without an exporter, spans are recorded only for a live tail.
+		// With one, the SDK's sampler applies (OTEL_TRACES_SAMPLER,
+		// default parentbased_always_on).
+		tpOpts = append(tpOpts, sdktrace.WithSampler(watchedSampler{feed: t.spans}))
+	}
 	if traceEP != "" {
 		exp, err := otlptracegrpc.New(ctx, traceTarget.traceOptions()...)
 		if err != nil {
