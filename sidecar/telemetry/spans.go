@@ -99,11 +99,14 @@ func (sf *SpanFeed) Watched() bool { return sf.f.live.Load() > 0 }
 type watchedSampler struct{ feed *SpanFeed }
 
 func (w watchedSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
-	ts := trace.SpanContextFromContext(p.ParentContext).TraceState()
-	if w.feed.Watched() {
-		return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample, Tracestate: ts}
+	if !w.feed.Watched() {
+		// Checked first: it runs on every span of every decision, and the
+		// parent's trace state (a walk up the context) only matters for a
+		// span that is kept.
+		return sdktrace.SamplingResult{Decision: sdktrace.Drop}
 	}
-	return sdktrace.SamplingResult{Decision: sdktrace.Drop, Tracestate: ts}
+	ts := trace.SpanContextFromContext(p.ParentContext).TraceState()
+	return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample, Tracestate: ts}
 }
 
 func (watchedSampler) Description() string { return "WatchedBySpanFeed" }
