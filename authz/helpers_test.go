@@ -1,22 +1,12 @@
 package authz_test
 
 import (
-	"crypto"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"flag"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,86 +15,25 @@ import (
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/idptest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 const tenant = "acme"
 
-// idp is an identity provider on loopback: it serves a JWKS with one RSA
-// key and signs RS256 tokens with it.
-type idp struct {
-	key *rsa.PrivateKey
-	kid string
-	srv *httptest.Server
-}
+// idp is the loopback identity provider with this package's token
+// defaults.
+type idp struct{ *idptest.IdP }
 
-var (
-	keyOnce sync.Once
-	rsaKey  *rsa.PrivateKey
-)
+func newIDP(t testing.TB) *idp { return &idp{idptest.New(t)} }
 
-// testKey is generated once per test binary: 2048-bit generation is slow
-// under -race.
-func testKey(t testing.TB) *rsa.PrivateKey {
-	keyOnce.Do(func() {
-		k, err := rsa.GenerateKey(rand.Reader, 2048)
-		if err != nil {
-			panic(err)
-		}
-		rsaKey = k
-	})
-	return rsaKey
-}
-
-func newIDP(t testing.TB) *idp {
-	t.Helper()
-	p := &idp{key: testKey(t), kid: "test-key-1"}
-	jwks := map[string]any{"keys": []any{map[string]any{
-		"kty": "RSA", "kid": p.kid, "alg": "RS256", "use": "sig",
-		"n": b64(p.key.N.Bytes()),
-		"e": b64(big.NewInt(int64(p.key.E)).Bytes()),
-	}}}
-	body, err := json.Marshal(jwks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(body)
-	}))
-	t.Cleanup(p.srv.Close)
-	return p
-}
-
-func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
-
-// token signs claims; exp defaults to one hour ahead, iat to now.
+// token signs claims; exp defaults to one hour ahead, iat to now, and a
+// nil claim removes the default.
 func (p *idp) token(t testing.TB, claims map[string]any) string {
 	t.Helper()
-	c := map[string]any{"exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Unix()}
-	for k, v := range claims {
-		if v == nil {
-			delete(c, k)
-			continue
-		}
-		c[k] = v
-	}
-	header, err := json.Marshal(map[string]any{"alg": "RS256", "typ": "JWT", "kid": p.kid})
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload, err := json.Marshal(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signing := b64(header) + "." + b64(payload)
-	sum := sha256.Sum256([]byte(signing))
-	sig, err := rsa.SignPKCS1v15(rand.Reader, p.key, crypto.SHA256, sum[:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return signing + "." + b64(sig)
+	defaults := map[string]any{"exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Unix()}
+	return p.Token(t, idptest.Override(defaults, claims))
 }
 
 // user returns the claims of a user of tenant acme with the given roles.
@@ -131,7 +60,7 @@ func newEngine(t testing.TB, p *idp, mutate func(*config.Config)) *engine.Engine
 		RateLimit: config.RateLimit{Disabled: true},
 	}
 	if p != nil {
-		cfg.SDK.JWKSURL = p.srv.URL + "/jwks"
+		cfg.SDK.JWKSURL = p.JWKSURL()
 	} else {
 		cfg.SDK.FailMode = config.FailOpen
 	}

@@ -7,14 +7,15 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/idptest"
 )
 
 // BenchmarkAuthorize measures a whole decision on a cached RS256 token:
 // token cache hit, input built from claims, rate limit, default policy.
 func BenchmarkAuthorize(b *testing.B) {
-	p := newIDP(b)
-	e := newEngine(b, prodConfig(p.srv.URL), engine.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	tok := p.mint(b, claimsFor("acme", "viewer"))
+	p := idptest.New(b)
+	e := newEngine(b, prodConfig(p.JWKSURL()), engine.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	tok := p.Token(b, claimsFor("acme", "viewer"))
 	ctx := context.Background()
 	in := engine.Input{Action: "orders:read"}
 	if res, err := e.Authorize(ctx, tok, in); err != nil || !res.Allowed() {

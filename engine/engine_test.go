@@ -2,15 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"crypto"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
-	"math/big"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -20,60 +11,16 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/idptest"
 	"github.com/svc-dev/svc/engine/reason"
 )
 
-// idp is a real JWKS endpoint on loopback serving one RSA key.
-type idp struct {
-	key *rsa.PrivateKey
-	kid string
-	srv *httptest.Server
-}
-
-var idpKey = sync.OnceValue(func() *rsa.PrivateKey {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		panic(err)
-	}
-	return k
-})
-
-func newIDP(t testing.TB) *idp {
-	t.Helper()
-	p := &idp{key: idpKey(), kid: "k1"}
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		pub := p.key.PublicKey
-		enc := base64.RawURLEncoding.EncodeToString
-		json.NewEncoder(w).Encode(map[string]any{"keys": []any{map[string]any{
-			"kty": "RSA", "kid": p.kid, "alg": "RS256", "use": "sig",
-			"n": enc(pub.N.Bytes()), "e": enc(big.NewInt(int64(pub.E)).Bytes()),
-		}}})
-	}))
-	t.Cleanup(p.srv.Close)
-	return p
-}
-
-// mint signs claims as an RS256 JWT with the IdP's key.
-func (p *idp) mint(t testing.TB, claims map[string]any) string {
-	t.Helper()
-	enc := base64.RawURLEncoding.EncodeToString
-	h, _ := json.Marshal(map[string]any{"alg": "RS256", "typ": "JWT", "kid": p.kid})
-	c, _ := json.Marshal(claims)
-	signing := enc(h) + "." + enc(c)
-	sum := sha256.Sum256([]byte(signing))
-	sig, err := rsa.SignPKCS1v15(rand.Reader, p.key, crypto.SHA256, sum[:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return signing + "." + enc(sig)
-}
-
+// claimsFor returns the claims of user-1 in tenant with roles, valid for
+// five minutes.
 func claimsFor(tenant string, roles ...string) map[string]any {
-	now := time.Now().Unix()
-	return map[string]any{
-		"sub": "user-1", "tenant_id": tenant, "roles": roles, "email": "u@example.com",
-		"iat": now, "exp": now + 300, "department": "sales",
-	}
+	c := idptest.Claims("user-1", tenant, roles...)
+	c["email"], c["department"] = "u@example.com", "sales"
+	return c
 }
 
 type auditSink struct {
@@ -107,8 +54,8 @@ func prodConfig(jwksURL string) config.Config {
 }
 
 func TestValidateToken(t *testing.T) {
-	p := newIDP(t)
-	e := newEngine(t, prodConfig(p.srv.URL), engine.Deps{})
+	p := idptest.New(t)
+	e := newEngine(t, prodConfig(p.JWKSURL()), engine.Deps{})
 	ctx := context.Background()
 
 	expired := claimsFor("acme", "viewer")
@@ -122,12 +69,12 @@ func TestValidateToken(t *testing.T) {
 		allowed bool
 		code    reason.Code
 	}{
-		{"valid", p.mint(t, claimsFor("acme", "viewer")), true, reason.OK},
-		{"other tenant still authenticates", p.mint(t, claimsFor("globex", "viewer")), true, reason.OK},
+		{"valid", p.Token(t, claimsFor("acme", "viewer")), true, reason.OK},
+		{"other tenant still authenticates", p.Token(t, claimsFor("globex", "viewer")), true, reason.OK},
 		{"missing", "", false, reason.TokenMissing},
 		{"malformed", "not-a-jwt", false, reason.TokenMalformed},
-		{"expired", p.mint(t, expired), false, reason.TokenExpired},
-		{"no tenant", p.mint(t, noTenant), false, reason.TenantMissing},
+		{"expired", p.Token(t, expired), false, reason.TokenExpired},
+		{"no tenant", p.Token(t, noTenant), false, reason.TenantMissing},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,9 +94,9 @@ func TestValidateToken(t *testing.T) {
 }
 
 func TestAuthorize(t *testing.T) {
-	p := newIDP(t)
+	p := idptest.New(t)
 	sink := &auditSink{}
-	e := newEngine(t, prodConfig(p.srv.URL), engine.Deps{Audit: sink})
+	e := newEngine(t, prodConfig(p.JWKSURL()), engine.Deps{Audit: sink})
 	ctx := engine.WithSource(context.Background(), "sdk")
 
 	tests := []struct {
@@ -160,14 +107,14 @@ func TestAuthorize(t *testing.T) {
 		code    reason.Code
 		reasons []string
 	}{
-		{"viewer reads", p.mint(t, claimsFor("acme", "viewer")), engine.Input{Action: "orders:read"}, true, reason.PolicyAllow, []string{}},
-		{"viewer cannot delete", p.mint(t, claimsFor("acme", "viewer")), engine.Input{Action: "orders:delete"}, false, reason.PolicyDeny, []string{"role-forbidden: viewer cannot orders:delete"}},
-		{"cross tenant", p.mint(t, claimsFor("globex", "admin")), engine.Input{Action: "orders:read"}, false, reason.PolicyDeny, []string{"tenant-mismatch"}},
-		{"plan-gated action on enterprise plan", p.mint(t, claimsFor("acme", "billing")), engine.Input{Action: "reports:export"}, true, reason.PolicyAllow, []string{}},
+		{"viewer reads", p.Token(t, claimsFor("acme", "viewer")), engine.Input{Action: "orders:read"}, true, reason.PolicyAllow, []string{}},
+		{"viewer cannot delete", p.Token(t, claimsFor("acme", "viewer")), engine.Input{Action: "orders:delete"}, false, reason.PolicyDeny, []string{"role-forbidden: viewer cannot orders:delete"}},
+		{"cross tenant", p.Token(t, claimsFor("globex", "admin")), engine.Input{Action: "orders:read"}, false, reason.PolicyDeny, []string{"tenant-mismatch"}},
+		{"plan-gated action on enterprise plan", p.Token(t, claimsFor("acme", "billing")), engine.Input{Action: "reports:export"}, true, reason.PolicyAllow, []string{}},
 		{"invalid token stops before policy", "garbage", engine.Input{Action: "orders:read"}, false, reason.TokenMalformed, []string{}},
 		{
 			"caller-supplied user is replaced by claims",
-			p.mint(t, claimsFor("acme", "viewer")),
+			p.Token(t, claimsFor("acme", "viewer")),
 			engine.Input{Action: "orders:delete", User: engine.Input{}.User},
 			false, reason.PolicyDeny, []string{"role-forbidden: viewer cannot orders:delete"},
 		},
@@ -227,11 +174,11 @@ func TestClosedWithoutJWKSIsRefused(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
-	p := newIDP(t)
-	cfg := prodConfig(p.srv.URL)
+	p := idptest.New(t)
+	cfg := prodConfig(p.JWKSURL())
 	cfg.RateLimit.PerTenant = map[string]int{"acme": 3}
 	e := newEngine(t, cfg, engine.Deps{})
-	tok := p.mint(t, claimsFor("acme", "viewer"))
+	tok := p.Token(t, claimsFor("acme", "viewer"))
 	for i := 0; i < 3; i++ {
 		if res, _ := e.Authorize(context.Background(), tok, engine.Input{Action: "orders:read"}); !res.Allowed() {
 			t.Fatalf("request %d within budget denied: %+v", i, res.Decision)

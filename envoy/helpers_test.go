@@ -2,19 +2,9 @@ package envoy
 
 import (
 	"context"
-	"crypto"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
-	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,75 +14,22 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/idptest"
 )
 
-// idpKey is generated once per test binary: RSA generation is slow.
-var idpKey = sync.OnceValue(func() *rsa.PrivateKey {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		panic(err)
-	}
-	return k
-})
+// testIdP is the loopback identity provider, serving its JWKS over TLS,
+// with this package's token defaults.
+type testIdP struct{ *idptest.IdP }
 
-const idpKID = "test-key-1"
+func newTestIdP(t testing.TB) *testIdP { return &testIdP{idptest.New(t, idptest.WithTLS())} }
 
-func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
-
-// testIdP serves a JWKS over TLS on loopback and signs RS256 tokens with
-// its key, as an identity provider would.
-type testIdP struct {
-	srv *httptest.Server
-}
-
-func newTestIdP(t testing.TB) *testIdP {
-	t.Helper()
-	pub := idpKey().PublicKey
-	body, err := json.Marshal(map[string]any{"keys": []map[string]any{{
-		"kty": "RSA", "kid": idpKID, "use": "sig", "alg": "RS256",
-		"n": b64(pub.N.Bytes()), "e": b64(big.NewInt(int64(pub.E)).Bytes()),
-	}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "max-age=300")
-		_, _ = w.Write(body)
-	}))
-	t.Cleanup(srv.Close)
-	return &testIdP{srv: srv}
-}
-
-func (p *testIdP) url() string { return p.srv.URL + "/jwks.json" }
-
-// token signs claims; exp, iat and sub get defaults when absent.
+// token signs claims; exp, iat and sub get defaults when absent, and a nil
+// claim removes the default.
 func (p *testIdP) token(t testing.TB, claims map[string]any) string {
 	t.Helper()
 	now := time.Now()
-	c := map[string]any{"iat": now.Unix(), "exp": now.Add(10 * time.Minute).Unix(), "sub": "user-1"}
-	for k, v := range claims {
-		if v == nil {
-			delete(c, k)
-			continue
-		}
-		c[k] = v
-	}
-	hdr, err := json.Marshal(map[string]any{"alg": "RS256", "typ": "JWT", "kid": idpKID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload, err := json.Marshal(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signing := b64(hdr) + "." + b64(payload)
-	sum := sha256.Sum256([]byte(signing))
-	sig, err := rsa.SignPKCS1v15(rand.Reader, idpKey(), crypto.SHA256, sum[:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return signing + "." + b64(sig)
+	defaults := map[string]any{"iat": now.Unix(), "exp": now.Add(10 * time.Minute).Unix(), "sub": "user-1"}
+	return p.Token(t, idptest.Override(defaults, claims))
 }
 
 // testConfig is a verified-token deployment of tenant testTenant.
@@ -100,7 +37,7 @@ func testConfig(p *testIdP, failMode string) config.Config {
 	var cfg config.Config
 	cfg.SDK.TenantID = testTenant
 	cfg.SDK.FailMode = failMode
-	cfg.SDK.JWKSURL = p.url()
+	cfg.SDK.JWKSURL = p.JWKSURL()
 	cfg.Audit.Destination = config.AuditOff
 	cfg.Sidecar.Routes = testRoutes
 	cfg.Tenants = map[string]config.Tenant{testTenant: {Plan: "enterprise"}}
@@ -115,7 +52,7 @@ func newTestEngine(t testing.TB, cfg config.Config, p *testIdP) *engine.Engine {
 	t.Helper()
 	deps := engine.Deps{Logger: quietLogger()}
 	if p != nil {
-		deps.HTTPClient = p.srv.Client()
+		deps.HTTPClient = p.Client()
 	}
 	e, err := engine.New(cfg, deps)
 	if err != nil {

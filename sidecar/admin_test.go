@@ -251,7 +251,7 @@ func TestStatusPartitioned(t *testing.T) {
 	tok := idp.token(t, "alice", testTenant, "viewer") // never seen before the outage
 
 	down := time.Now()
-	idp.srv.Close()
+	idp.Close()
 	var st Status
 	waitFor(t, "status reports degraded", func() bool {
 		st = getStatus(t, r)

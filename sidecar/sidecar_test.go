@@ -3,23 +3,15 @@ package sidecar
 import (
 	"bufio"
 	"context"
-	"crypto"
 	"crypto/rand"
-	"crypto/rsa"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,6 +23,7 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/idptest"
 )
 
 // testTenant is the deployment tenant of the tests' sidecars.
@@ -39,85 +32,20 @@ const testTenant = "acme"
 // waitTimeout bounds every wait for a state the sidecar must reach.
 const waitTimeout = 10 * time.Second
 
-// idpKey is generated once per test binary: RSA generation is slow.
-var idpKey = sync.OnceValue(func() *rsa.PrivateKey {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		panic(err)
-	}
-	return k
-})
+// testIdP is the loopback identity provider, serving its JWKS over plain
+// HTTP, as the engine accepts for a loopback host.
+type testIdP struct{ *idptest.IdP }
 
-const idpKID = "idp-key-1"
-
-func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
-
-// testIdP serves its public key as a JWKS over plain HTTP on loopback, as
-// the engine accepts for a loopback host, and signs RS256 tokens.
-type testIdP struct {
-	srv     *httptest.Server
-	fetches atomic.Int64
-}
-
-func newTestIdP(t testing.TB) *testIdP {
-	t.Helper()
-	pub := idpKey().PublicKey
-	body, err := json.Marshal(map[string]any{"keys": []map[string]any{{
-		"kty": "RSA", "kid": idpKID, "use": "sig", "alg": "RS256",
-		"n": b64(pub.N.Bytes()), "e": b64(big.NewInt(int64(pub.E)).Bytes()),
-	}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &testIdP{}
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/jwks.json" {
-			http.NotFound(w, r)
-			return
-		}
-		p.fetches.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "max-age=300")
-		_, _ = w.Write(body)
-	}))
-	t.Cleanup(p.srv.Close)
-	return p
-}
-
-func (p *testIdP) url() string { return p.srv.URL + "/jwks.json" }
+func newTestIdP(t testing.TB) *testIdP { return &testIdP{idptest.New(t)} }
 
 // token signs an RS256 token for sub in tenant with roles, valid for ten
 // minutes, with a jti of its own.
 func (p *testIdP) token(t testing.TB, sub, tenant string, roles ...string) string {
 	t.Helper()
-	tok, err := signRS256(idpKey(), idpKID, map[string]any{
-		"sub": sub, "tenant_id": tenant, "roles": roles, "jti": sub + "-" + rand.Text(),
-		"iat": time.Now().Unix(), "exp": time.Now().Add(10 * time.Minute).Unix(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
-// signRS256 returns a compact JWS of claims, independently of the JWT
-// library the engine verifies with.
-func signRS256(key *rsa.PrivateKey, kid string, claims map[string]any) (string, error) {
-	hdr, err := json.Marshal(map[string]any{"alg": "RS256", "typ": "JWT", "kid": kid})
-	if err != nil {
-		return "", err
-	}
-	payload, err := json.Marshal(claims)
-	if err != nil {
-		return "", err
-	}
-	signing := b64(hdr) + "." + b64(payload)
-	sum := sha256.Sum256([]byte(signing))
-	sig, err := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, sum[:])
-	if err != nil {
-		return "", err
-	}
-	return signing + "." + b64(sig), nil
+	c := idptest.Claims(sub, tenant, roles...)
+	c["jti"] = sub + "-" + rand.Text()
+	c["exp"] = time.Now().Add(10 * time.Minute).Unix()
+	return p.Token(t, c)
 }
 
 // testConfig is a fail-closed deployment of testTenant verifying tokens
@@ -127,7 +55,7 @@ func testConfig(p *testIdP) config.Config {
 	cfg.SDK.SidecarAddr = "127.0.0.1:0"
 	cfg.SDK.TenantID = testTenant
 	cfg.SDK.FailMode = config.FailClosed
-	cfg.SDK.JWKSURL = p.url()
+	cfg.SDK.JWKSURL = p.JWKSURL()
 	cfg.Sidecar.HTTPAddr = "127.0.0.1:0"
 	cfg.Sidecar.DrainTimeout = config.Duration{Duration: waitTimeout}
 	cfg.Audit.Destination = config.AuditOff
