@@ -92,8 +92,8 @@ func TestClientAgainstRunningSidecar(t *testing.T) {
 					if got.Allowed != tc.allowed || got.Reason != tc.reason || !cmp.Equal(got.DenyReasons, tc.deny) {
 						t.Errorf("got %+v, want allowed=%v reason=%q deny=%q", got, tc.allowed, tc.reason, tc.deny)
 					}
-					if evaluated := tc.reason == reason.PolicyAllow || tc.reason == reason.PolicyDeny; evaluated != (got.DecisionID != "") {
-						t.Errorf("decision id %q", got.DecisionID)
+					if got.DecisionID == "" {
+						t.Error("no decision id: every decision has one, a rejected token's too")
 					}
 				})
 			}

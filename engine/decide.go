@@ -63,7 +63,9 @@ func (e *Engine) Authorize(ctx context.Context, raw string, in Input) (Result, e
 	start := e.now()
 	res := Result{Token: e.ValidateToken(ctx, raw)}
 	if !res.Token.Allowed {
-		res.Decision = Decision{Reason: res.Token.Reason, DenyReasons: []string{}}
+		// Every decision gets an id, so that a 401 can be matched with its
+		// audit record and log line.
+		res.Decision = Decision{Reason: res.Token.Reason, DenyReasons: []string{}, DecisionID: policy.NewDecisionID()}
 		e.record(ctx, start, res, in)
 		return res, nil
 	}
@@ -78,7 +80,7 @@ func (e *Engine) Authorize(ctx context.Context, raw string, in Input) (Result, e
 		if err != nil {
 			e.log.WarnContext(ctx, "rate limiter unavailable; request not counted", "err", err)
 		} else if !ok {
-			res.Decision = Decision{Reason: reason.RateLimited, DenyReasons: []string{string(reason.RateLimited)}, RetryAfter: wait}
+			res.Decision = Decision{Reason: reason.RateLimited, DenyReasons: []string{string(reason.RateLimited)}, RetryAfter: wait, DecisionID: policy.NewDecisionID()}
 			e.record(ctx, start, res, in)
 			return res, nil
 		}

@@ -143,6 +143,11 @@ func TestAuthorize(t *testing.T) {
 	if len(sink.recs) != len(tests) {
 		t.Fatalf("%d audit records, want one per decision (%d)", len(sink.recs), len(tests))
 	}
+	for i, r := range sink.recs {
+		if r.DecisionID == "" {
+			t.Errorf("audit record %d (%s) has no decision id: every decision needs one", i, r.Reason)
+		}
+	}
 	first := sink.recs[0]
 	if first.DecisionID == "" || first.Tenant != "acme" || first.UserID != "user-1" || first.Action != "orders:read" || !first.Allow || first.Source != "sdk" {
 		t.Fatalf("audit record incomplete: %+v", first)

@@ -101,7 +101,7 @@ func decide(res engine.Result, err error, failMode string) verdict {
 		if code == reason.JWKSUnavailable {
 			return denied(http.StatusServiceUnavailable, codes.Unavailable, code, nil, res.Decision.DecisionID)
 		}
-		v := denied(http.StatusUnauthorized, codes.Unauthenticated, code, nil, "")
+		v := denied(http.StatusUnauthorized, codes.Unauthenticated, code, nil, res.Decision.DecisionID)
 		v.wwwAuthenticate = wwwAuthenticate(code)
 		return v
 	}

@@ -139,24 +139,27 @@ func TestCheckOverGRPC(t *testing.T) {
 		{
 			name: "no token is 401", method: "GET", path: "/api/orders/1",
 			want: summary{Code: codes.Unauthenticated, HTTPStatus: 401, Headers: with(jsonCT, "www-authenticate", "Bearer"),
-				Body: &DenyBody{DenyReasons: []string{}, Reason: string(reason.TokenMissing)},
-				Meta: map[string]string{"subject": "", "tenant_id": "", "reason": string(reason.TokenMissing)}},
+				Body:        &DenyBody{DenyReasons: []string{}, Reason: string(reason.TokenMissing)},
+				HasDecision: true,
+				Meta:        map[string]string{"subject": "", "tenant_id": "", "reason": string(reason.TokenMissing)}},
 		},
 		{
 			name: "expired token is 401", method: "GET", path: "/api/orders/1",
 			headers: map[string]string{"authorization": "Bearer " + expired},
 			want: summary{Code: codes.Unauthenticated, HTTPStatus: 401,
-				Headers: with(jsonCT, "www-authenticate", `Bearer error="invalid_token", error_description="token-expired"`),
-				Body:    &DenyBody{DenyReasons: []string{}, Reason: string(reason.TokenExpired)},
-				Meta:    map[string]string{"subject": "", "tenant_id": "", "reason": string(reason.TokenExpired)}},
+				Headers:     with(jsonCT, "www-authenticate", `Bearer error="invalid_token", error_description="token-expired"`),
+				Body:        &DenyBody{DenyReasons: []string{}, Reason: string(reason.TokenExpired)},
+				HasDecision: true,
+				Meta:        map[string]string{"subject": "", "tenant_id": "", "reason": string(reason.TokenExpired)}},
 		},
 		{
 			name: "garbage token is 401", method: "GET", path: "/api/orders/1",
 			headers: map[string]string{"authorization": "Bearer not.a.jwt"},
 			want: summary{Code: codes.Unauthenticated, HTTPStatus: 401,
-				Headers: with(jsonCT, "www-authenticate", `Bearer error="invalid_token", error_description="token-malformed"`),
-				Body:    &DenyBody{DenyReasons: []string{}, Reason: string(reason.TokenMalformed)},
-				Meta:    map[string]string{"subject": "", "tenant_id": "", "reason": string(reason.TokenMalformed)}},
+				Headers:     with(jsonCT, "www-authenticate", `Bearer error="invalid_token", error_description="token-malformed"`),
+				Body:        &DenyBody{DenyReasons: []string{}, Reason: string(reason.TokenMalformed)},
+				HasDecision: true,
+				Meta:        map[string]string{"subject": "", "tenant_id": "", "reason": string(reason.TokenMalformed)}},
 		},
 		{
 			name: "undecodable path is 400", method: "GET", path: "/api/orders/%zz",
@@ -211,9 +214,10 @@ func TestCheckRateLimited(t *testing.T) {
 	}
 	got := summarize(t, second)
 	want := summary{Code: codes.ResourceExhausted, HTTPStatus: 429,
-		Headers: with(jsonCT, "retry-after", got.Headers["retry-after"]),
-		Body:    &DenyBody{DenyReasons: []string{string(reason.RateLimited)}, Reason: string(reason.RateLimited)},
-		Meta:    map[string]string{"subject": "user-1", "tenant_id": testTenant, "reason": string(reason.RateLimited)}}
+		Headers:     with(jsonCT, "retry-after", got.Headers["retry-after"]),
+		Body:        &DenyBody{DenyReasons: []string{string(reason.RateLimited)}, Reason: string(reason.RateLimited)},
+		HasDecision: true,
+		Meta:        map[string]string{"subject": "user-1", "tenant_id": testTenant, "reason": string(reason.RateLimited)}}
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("response (-want +got):\n%s", diff)
 	}
