@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
@@ -47,8 +48,9 @@ type Deps struct {
 	MeterProvider  metric.MeterProvider
 	// Audit receives one record per decision; default none.
 	Audit AuditSink
-	// Limiter enforces per-tenant budgets; default in-memory from the
-	// configuration's rate_limit table.
+	// Limiter enforces per-tenant budgets; default from the
+	// configuration's rate_limit table, in Redis when redis_addr is set,
+	// else in memory.
 	Limiter ratelimit.Limiter
 	// Now is the clock; default time.Now.
 	Now func() time.Time
@@ -69,6 +71,7 @@ type Engine struct {
 	verifier *token.Verifier
 	policies *policy.Store
 	limiter  ratelimit.Limiter
+	redis    *redis.Client // the limiter's client when New made one
 	audit    AuditSink
 	tel      *instruments
 	started  time.Time
@@ -101,7 +104,7 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 		e.now = time.Now
 	}
 	e.started = e.now()
-	if e.limiter == nil && !cfg.RateLimit.Disabled {
+	if e.limiter == nil && !cfg.RateLimit.Disabled && cfg.RateLimit.RedisAddr == "" {
 		e.limiter = ratelimit.NewMemory(cfg.RateLimitFor, e.now)
 	}
 	tp, mp := deps.TracerProvider, deps.MeterProvider
@@ -161,6 +164,11 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 	if err != nil {
 		cancel()
 		return nil, err
+	}
+	// Last, so that no earlier failure leaves a client open.
+	if e.limiter == nil && !cfg.RateLimit.Disabled && cfg.RateLimit.RedisAddr != "" {
+		e.redis = redis.NewClient(ratelimit.RedisClientOptions(cfg.RateLimit.RedisAddr))
+		e.limiter = ratelimit.NewRedis(e.redis, cfg.RateLimitFor, ratelimit.RedisOptions{Now: e.now})
 	}
 	return e, nil
 }
@@ -237,9 +245,15 @@ func (e *Engine) Status() Status {
 	return s
 }
 
-// Close stops the background JWKS refresh. It is safe to call twice.
+// Close stops the background JWKS refresh and closes the rate limiter's
+// Redis client. It is safe to call twice.
 func (e *Engine) Close() error {
 	e.stop()
 	<-e.done
+	if e.redis != nil {
+		if err := e.redis.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
+			return fmt.Errorf("close redis client: %w", err)
+		}
+	}
 	return nil
 }

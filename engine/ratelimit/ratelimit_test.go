@@ -12,14 +12,28 @@ type clock struct{ t time.Time }
 func (c *clock) now() time.Time { return c.t }
 
 func TestMemoryBudgets(t *testing.T) {
-	budgets := map[string]int{"AcMe": 60, "small": 2, "free": 0}
+	testBudgets(t, func(b Budgets, now func() time.Time) Limiter { return NewMemory(b, now) })
+}
+
+// testBudgets runs the budget cases every Limiter must pass against the
+// limiter newLimiter builds.
+func testBudgets(t *testing.T, newLimiter func(Budgets, func() time.Time) Limiter) {
+	budgets := map[string]int{"AcMe": 60, "acme": 1, "small": 2, "free": 0}
 	c := &clock{t: time.Unix(1_700_000_000, 0)}
-	m := NewMemory(func(id string) int { return budgets[id] }, c.now)
+	m := newLimiter(func(id string) int { return budgets[id] }, c.now)
 	ctx := context.Background()
+	allow := func(t *testing.T, tenant string) bool {
+		t.Helper()
+		ok, _, err := m.Allow(ctx, tenant)
+		if err != nil {
+			t.Fatalf("Allow(%q): %v", tenant, err)
+		}
+		return ok
+	}
 
 	t.Run("burst up to the per-minute budget then refuse", func(t *testing.T) {
 		for i := 0; i < 60; i++ {
-			if ok, _, _ := m.Allow(ctx, "AcMe"); !ok {
+			if !allow(t, "AcMe") {
 				t.Fatalf("request %d refused within budget", i)
 			}
 		}
@@ -34,26 +48,34 @@ func TestMemoryBudgets(t *testing.T) {
 	t.Run("refills at rpm per minute", func(t *testing.T) {
 		c.t = c.t.Add(2 * time.Second)
 		for i := 0; i < 2; i++ {
-			if ok, _, _ := m.Allow(ctx, "AcMe"); !ok {
+			if !allow(t, "AcMe") {
 				t.Fatalf("refilled request %d refused", i)
 			}
 		}
-		if ok, _, _ := m.Allow(ctx, "AcMe"); ok {
+		if allow(t, "AcMe") {
 			t.Fatal("third request after 2s at 1 rps allowed")
 		}
 	})
 	t.Run("tenants are independent and case-sensitive", func(t *testing.T) {
-		if ok, _, _ := m.Allow(ctx, "small"); !ok {
-			t.Fatal("small tenant refused")
+		// "AcMe" is spent; "acme" is another tenant with a budget of its own.
+		for tenant, budget := range map[string]int{"small": 2, "acme": 1} {
+			for i := 0; i < budget; i++ {
+				if !allow(t, tenant) {
+					t.Fatalf("%s: request %d refused within budget", tenant, i)
+				}
+			}
+			if allow(t, tenant) {
+				t.Fatalf("%s: request beyond budget %d allowed", tenant, budget)
+			}
 		}
-		// "acme" has no budget entry here: unlimited, unaffected by "AcMe".
-		if ok, _, _ := m.Allow(ctx, "acme"); !ok {
-			t.Fatal("acme refused")
+		// A tenant without an entry is unlimited in this table.
+		if !allow(t, "ACME") {
+			t.Fatal("tenant without budget refused")
 		}
 	})
 	t.Run("zero budget is unlimited", func(t *testing.T) {
 		for i := 0; i < 1000; i++ {
-			if ok, _, _ := m.Allow(ctx, "free"); !ok {
+			if !allow(t, "free") {
 				t.Fatal("unlimited tenant refused")
 			}
 		}

@@ -1,0 +1,216 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/svc-dev/svc/engine/ratelimit/redistest"
+)
+
+// TestRedis runs every Redis case against one redis-server; each case uses
+// a key prefix of its own.
+func TestRedis(t *testing.T) {
+	addr := redistest.Start(t)
+	// Generous timeout: these cases test the algorithm, not latency, on a
+	// loaded machine under the race detector.
+	const timeout = 5 * time.Second
+	newClient := func(t *testing.T) *redis.Client {
+		opts := RedisClientOptions(addr)
+		opts.ReadTimeout, opts.WriteTimeout = timeout, timeout
+		c := redis.NewClient(opts)
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+
+	t.Run("budgets", func(t *testing.T) {
+		client := newClient(t)
+		testBudgets(t, func(b Budgets, now func() time.Time) Limiter {
+			return NewRedis(client, b, RedisOptions{Prefix: "budgets", Now: now, Timeout: timeout})
+		})
+	})
+
+	t.Run("bucket key and expiry", func(t *testing.T) {
+		client := newClient(t)
+		ctx := context.Background()
+		for _, tenant := range []string{"AcMe", "a:b c/é", "nul\x00byte", ""} {
+			l := NewRedis(client, func(string) int { return 120 }, RedisOptions{Prefix: "keys", Timeout: timeout})
+			if ok, _, err := l.Allow(ctx, tenant); !ok || err != nil {
+				t.Fatalf("%q: ok=%v err=%v", tenant, ok, err)
+			}
+			key := "keys:" + tenant
+			h, err := client.HGetAll(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tokens, _ := strconv.ParseFloat(h["tokens"], 64)
+			if len(h) != 2 || tokens < 118.9 || tokens > 119.1 || h["ts_ms"] == "" {
+				t.Fatalf("%q: bucket %v, want tokens≈119 and ts_ms", tenant, h)
+			}
+			// One token short at 2 per second: full again in 500 ms, kept 1 s more.
+			ttl, err := client.PTTL(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ttl <= time.Second || ttl > 1500*time.Millisecond {
+				t.Fatalf("%q: ttl %v, want in (1s, 1.5s]", tenant, ttl)
+			}
+		}
+	})
+
+	t.Run("a budget change keeps the tokens left", func(t *testing.T) {
+		client := newClient(t)
+		ctx := context.Background()
+		budget := 3
+		c := &clock{t: time.Unix(1_700_000_000, 0)}
+		l := NewRedis(client, func(string) int { return budget }, RedisOptions{Prefix: "change", Now: c.now, Timeout: timeout})
+		for i := 0; i < 3; i++ {
+			if ok, _, err := l.Allow(ctx, "t"); !ok || err != nil {
+				t.Fatalf("request %d: ok=%v err=%v", i, ok, err)
+			}
+		}
+		budget = 100
+		if ok, _, err := l.Allow(ctx, "t"); ok || err != nil {
+			t.Fatalf("after raising the budget: ok=%v err=%v, want still refused", ok, err)
+		}
+	})
+
+	t.Run("two replicas share one budget exactly", func(t *testing.T) {
+		const budget, calls = 500, 2000
+		c := &clock{t: time.Unix(1_700_000_000, 0)}
+		budgets := func(string) int { return budget }
+		replicas := []*Redis{
+			NewRedis(newClient(t), budgets, RedisOptions{Prefix: "shared", Now: c.now, Timeout: timeout}),
+			NewRedis(newClient(t), budgets, RedisOptions{Prefix: "shared", Now: c.now, Timeout: timeout}),
+		}
+		var allowed, refused atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, calls)
+		const workers = 40
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l := replicas[w%2]
+				for i := 0; i < calls/workers; i++ {
+					ok, wait, err := l.Allow(context.Background(), "tenant-1")
+					switch {
+					case err != nil:
+						errs <- err
+					case ok:
+						allowed.Add(1)
+					case wait <= 0:
+						errs <- errNoRetryAfter
+					default:
+						refused.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if allowed.Load() != budget || refused.Load() != calls-budget {
+			t.Fatalf("allowed %d, refused %d of %d calls across two replicas, want exactly %d allowed",
+				allowed.Load(), refused.Load(), calls, budget)
+		}
+	})
+}
+
+var errNoRetryAfter = errors.New("refused without retry-after")
+
+// TestRedisUnavailable checks that an unreachable or silent Redis yields an
+// error quickly, with the default timeout and RedisClientOptions.
+func TestRedisUnavailable(t *testing.T) {
+	refused := func(t *testing.T) string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return addr
+	}
+	silent := func(t *testing.T) string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var conns []net.Conn
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				conns = append(conns, c)
+				mu.Unlock()
+			}
+		}()
+		t.Cleanup(func() {
+			l.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			for _, c := range conns {
+				c.Close()
+			}
+		})
+		return l.Addr().String()
+	}
+	for _, tc := range []struct {
+		name string
+		addr func(*testing.T) string
+	}{
+		{"connection refused", refused},
+		{"server never answers", silent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := redis.NewClient(RedisClientOptions(tc.addr(t)))
+			defer client.Close()
+			l := NewRedis(client, func(string) int { return 10 }, RedisOptions{})
+			for i := 0; i < 3; i++ {
+				start := time.Now()
+				ok, _, err := l.Allow(context.Background(), "acme")
+				if elapsed := time.Since(start); elapsed >= time.Second {
+					t.Fatalf("call %d took %v, want well under 1s", i, elapsed)
+				}
+				if err == nil || ok {
+					t.Fatalf("call %d: ok=%v err=%v, want an error", i, ok, err)
+				}
+			}
+		})
+	}
+	t.Run("unlimited tenants never reach Redis", func(t *testing.T) {
+		client := redis.NewClient(RedisClientOptions(refused(t)))
+		defer client.Close()
+		l := NewRedis(client, func(string) int { return 0 }, RedisOptions{})
+		if ok, _, err := l.Allow(context.Background(), "free"); !ok || err != nil {
+			t.Fatalf("ok=%v err=%v, want allowed", ok, err)
+		}
+	})
+}
+
+func BenchmarkRedisAllow(b *testing.B) {
+	client := redis.NewClient(&redis.Options{Addr: redistest.Start(b)})
+	defer client.Close()
+	l := NewRedis(client, func(string) int { return 1 << 30 }, RedisOptions{Prefix: "bench", Timeout: time.Second})
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := l.Allow(ctx, "acme"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
