@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -172,5 +173,38 @@ func TestSeveralProblems(t *testing.T) {
 		if !strings.HasPrefix(lines[i], "svc-sidecar: "+path+": ") || !strings.Contains(lines[i], key) {
 			t.Errorf("line %d = %q, want the program, the file and %s", i+1, lines[i], key)
 		}
+	}
+}
+
+// A [sdk.saml] table is valid configuration, but nothing serves SAML yet:
+// the sidecar must say so rather than start silently without it.
+func TestSAMLConfiguredWarns(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "svc.toml")
+	toml := `[sdk]
+sidecar_addr = "127.0.0.1:0"
+
+[sdk.saml]
+entity_id = "https://app.example.com/auth/saml/metadata"
+acs_url = "https://app.example.com/auth/saml/acs"
+idp_metadata_url = "https://idp.example.com/saml/metadata"
+
+[sidecar]
+http_addr = "127.0.0.1:0"
+
+[audit]
+destination = "off"
+`
+	if err := os.WriteFile(cfg, []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // serve starts, sees the ended context and shuts down
+	var stderr bytes.Buffer
+	if err := serve(ctx, cfg, &stderr); err != nil {
+		t.Fatalf("serve: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "no SAML gateway") {
+		t.Fatalf("no warning about the unserved SAML table in:\n%s", stderr.String())
 	}
 }
