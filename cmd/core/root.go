@@ -114,7 +114,7 @@ or input error (an unknown flag, a missing directory, malformed JSON).`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%w", err) })
 
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.sidecar, "sidecar", "http://localhost:7700", "sidecar address (`url`)")
+	pf.StringVar(&a.sidecar, "sidecar", defaultSidecarURL(), "sidecar address (`url`); env "+envSidecarURL)
 	pf.StringVar(&a.config, "config", "", "config file `path`")
 	pf.StringVar(&a.logLevel, "log-level", "warn", "log `level`: error, warn, info or debug")
 	pf.StringVar(&a.output, "output", "", "output `format`: json for one machine-readable JSON document")

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// exitUnreachable is the exit code of a command that could not reach the
+// sidecar at all (connection refused, no such host, timeout).
+const exitUnreachable = 3
+
+// envSidecarURL is the environment variable that sets --sidecar's default.
+const envSidecarURL = "SVC_SIDECAR_URL"
+
+// envAdminTokenFile names a file whose content is sent as the bearer
+// admin token, for sidecars whose admin endpoints are not on loopback.
+const envAdminTokenFile = "SVC_ADMIN_TOKEN_FILE"
+
+// defaultSidecarURL is --sidecar's default: SVC_SIDECAR_URL, else the
+// sidecar's default HTTP listen address.
+func defaultSidecarURL() string {
+	if v := os.Getenv(envSidecarURL); v != "" {
+		return v
+	}
+	return "http://localhost:7700"
+}
+
+// sidecarClient is the one client every command that talks to the
+// sidecar uses: the base URL from --sidecar, the admin token from
+// SVC_ADMIN_TOKEN_FILE, and one mapping of failures to exit codes.
+type sidecarClient struct {
+	base  *url.URL
+	http  *http.Client
+	token string
+}
+
+// APIError is a non-2xx answer of the sidecar, with the stable code of
+// its {"error":{"code","message"}} body when it has one.
+type APIError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *APIError) Error() string {
+	if e.Code != "" {
+		return fmt.Sprintf("sidecar answered %d %s: %s", e.Status, e.Code, e.Message)
+	}
+	return fmt.Sprintf("sidecar answered %d: %s", e.Status, e.Message)
+}
+
+// sidecarClient returns the shared client for --sidecar. Requests that
+// are not streams time out after timeout.
+func (a *app) sidecarClient() (*sidecarClient, error) {
+	u, err := url.Parse(a.sidecar)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usageError("invalid --sidecar %q: want an http or https URL such as http://localhost:7700", a.sidecar)
+	}
+	c := &sidecarClient{base: u, http: &http.Client{}}
+	if f := os.Getenv(envAdminTokenFile); f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, inputError(fmt.Errorf("%s: read admin token: %w", envAdminTokenFile, err))
+		}
+		c.token = strings.TrimSpace(string(b))
+	}
+	return c, nil
+}
+
+// Do sends a request to path (with its query) and returns the response
+// when its status is 2xx. Any other status is an *APIError (exit 1); a
+// sidecar that cannot be reached is exit 3 with a message naming the URL.
+func (c *sidecarClient) Do(ctx context.Context, method, path string, body io.Reader, contentType string) (*http.Response, error) {
+	ref, err := url.Parse(path)
+	if err != nil {
+		return nil, err
+	}
+	u := c.base.ResolveReference(ref)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return nil, err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, c.unreachable(err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	ae := &APIError{Status: resp.StatusCode, Message: strings.TrimSpace(string(b))}
+	var env struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &env) == nil && env.Error.Code != "" {
+		ae.Code, ae.Message = env.Error.Code, env.Error.Message
+	}
+	return nil, &exitError{code: exitFailed, err: ae}
+}
+
+// GetJSON decodes the JSON answer of GET path into out, within timeout.
+func (c *sidecarClient) GetJSON(ctx context.Context, path string, timeout time.Duration, out any) error {
+	return c.JSON(ctx, http.MethodGet, path, nil, timeout, out)
+}
+
+// JSON sends in (when not nil) as a JSON body and decodes the answer into
+// out (when not nil), within timeout.
+func (c *sidecarClient) JSON(ctx context.Context, method, path string, in any, timeout time.Duration, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var body io.Reader
+	ct := ""
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body, ct = bytes.NewReader(b), "application/json"
+	}
+	resp, err := c.Do(ctx, method, path, body, ct)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return c.unreachable(fmt.Errorf("no answer within %s", timeout))
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(out); err != nil {
+		return &exitError{code: exitFailed, err: fmt.Errorf("sidecar at %s: unreadable answer to %s: %w", c.base, path, err)}
+	}
+	return nil
+}
+
+// unreachable is the error of a sidecar that did not answer: it names the
+// URL and says how to point core elsewhere.
+func (c *sidecarClient) unreachable(err error) error {
+	why := err.Error()
+	var op *net.OpError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		why = "connection refused"
+	case errors.As(err, &op) && op.Timeout():
+		why = "timed out"
+	}
+	return &exitError{code: exitUnreachable, err: fmt.Errorf("sidecar at %s is not reachable: %s (is svc-sidecar running? set --sidecar or %s)", c.base, why, envSidecarURL)}
+}
