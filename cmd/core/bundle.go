@@ -17,48 +17,52 @@ import (
 
 // bundleFlags are the flags of `policy bundle`.
 type bundleFlags struct {
-	dir, signKey, output string
+	dir, signKey, out    string
 	revision, keyID, alg string
-	format               string
 }
 
 func (a *app) bundleCommand() *cobra.Command {
 	var f bundleFlags
 	cmd := &cobra.Command{
-		Use:   "bundle --dir <dir> --output <file> [--sign-key <pem>]",
+		Use:   "bundle --dir <dir> --out <file> [--sign-key <pem>]",
 		Short: "Package (and sign) a policy directory as an OPA bundle",
-		Long: `Packages the policy directory --dir as an OPA bundle (tar.gz) written to
---output: its Rego modules, its data files merged into one data.json, and a
+		Long: `Packages the policy directory --dir as an OPA bundle (tar.gz) written to the
+file --out: its Rego modules, its data files merged into one data.json, and a
 .manifest with the revision, the roots (svc, plus any top-level data key) and
 the creation time. With --sign-key (a PEM private key: EC P-256, or RSA of at
 least 2048 bits) it also writes .signatures.json, a JWS over the SHA-256 digest
-of every file. The key is read from the file and never printed.
+of every file. The key is read from the file and never printed. A key pair:
 
-Here --output names the bundle file; use --format json for JSON output.`,
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out signing.pem
+  openssl pkey -in signing.pem -pubout -out signing.pub.pem
+
+--output <file> is accepted for --out; --output json reports in JSON (and
+never writes a file named json).`,
 		Args: args(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			out, err := a.artifactPath(cmd)
+			if err != nil {
+				return err
+			}
+			f.out = out
 			return a.runBundle(f)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.dir, "dir", "", "policy `dir` to package (required)")
-	fl.StringVar(&f.output, "output", "", "bundle `file` to write (required)")
 	fl.StringVar(&f.signKey, "sign-key", "", "sign with the PEM private key in `path`")
 	fl.StringVar(&f.revision, "revision", "", "manifest revision (default: the creation time, 20060102T150405Z)")
 	fl.StringVar(&f.keyID, "key-id", bundle.DefaultKeyID, "key `id` named in the signature")
 	fl.StringVar(&f.alg, "alg", "", "signing `algorithm`: ES256, RS256 or PS256 (default: ES256 for EC keys, RS256 for RSA keys)")
-	fl.StringVar(&f.format, "format", "", "output `format`: json or text")
+	a.artifactFlag(cmd, "bundle")
+	a.formatFlag(cmd)
 	_ = cmd.MarkFlagRequired("dir")
-	_ = cmd.MarkFlagRequired("output")
-	cmd.AddCommand(a.bundleInspectCommand())
+	cmd.AddCommand(inProcess(a.bundleInspectCommand()))
 	return cmd
 }
 
 func (a *app) runBundle(f bundleFlags) error {
-	if f.format != "" && f.format != "json" && f.format != "text" {
-		return usageError("invalid --format %q: want json or text", f.format)
-	}
-	a.useJSON(f.format == "json")
+	a.useJSON()
 	switch f.alg {
 	case "", bundle.ES256, bundle.RS256, bundle.PS256:
 	default:
@@ -80,18 +84,18 @@ func (a *app) runBundle(f bundleFlags) error {
 	} else if !st.IsDir() {
 		return inputError(fmt.Errorf("--dir %s: not a directory", f.dir))
 	}
-	info, err := writeBundle(f.output, f.dir, opts)
+	info, err := writeBundle(f.out, f.dir, opts)
 	if perr := (*policy.Error)(nil); errors.As(err, &perr) {
 		return inputError(fmt.Errorf("policy %s does not load: %w", f.dir, err))
 	}
 	if err != nil {
 		return inputError(err)
 	}
-	a.log.Info("bundle written", "file", f.output, "revision", info.Revision)
+	a.log.Info("bundle written", "file", f.out, "revision", info.Revision)
 	if a.json {
-		return a.writeJSON(bundleReport{File: f.output, Info: info})
+		return a.writeJSON(bundleReport{File: f.out, Info: info})
 	}
-	fmt.Fprintf(a.stdout, "wrote %s\n", f.output)
+	fmt.Fprintf(a.stdout, "wrote %s\n", f.out)
 	printBundleInfo(a.stdout, bundleReport{Info: info})
 	return nil
 }
@@ -101,7 +105,7 @@ func (a *app) runBundle(f bundleFlags) error {
 func writeBundle(out, dir string, opts bundle.BuildOptions) (bundle.Info, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(out), ".bundle-*.tmp")
 	if err != nil {
-		return bundle.Info{}, fmt.Errorf("--output: %w", err)
+		return bundle.Info{}, fmt.Errorf("--out %s: %w", out, err)
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
 	info, err := bundle.Build(tmp, dir, opts)

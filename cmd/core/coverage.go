@@ -43,6 +43,9 @@ that.`,
 			if min < 0 || min > 100 {
 				return usageError("invalid --min %v: want a percentage from 0 to 100", min)
 			}
+			if err := checkPolicyDir(dir); err != nil {
+				return err
+			}
 			if fixtures == "" {
 				if fixtures = defaultFixtures(dir); fixtures == "" {
 					return usageError("give --fixtures (%s has no fixtures directory)", dir)

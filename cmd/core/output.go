@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,9 @@ func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 
 // loadPolicy loads a policy directory; a policy that does not load is an
 // input error listing every problem, one per line.
 func (a *app) loadPolicy(dir string) (*policy.Set, error) {
+	if err := checkPolicyDir(dir); err != nil {
+		return nil, err
+	}
 	set, err := policy.Load(dir)
 	if err != nil {
 		var perr *policy.Error
@@ -29,6 +33,21 @@ func (a *app) loadPolicy(dir string) (*policy.Set, error) {
 	}
 	a.log.Debug("policy loaded", "dir", dir, "files", len(set.Files()))
 	return set, nil
+}
+
+// checkPolicyDir is an input error when dir does not exist or is not a
+// directory.
+func checkPolicyDir(dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return inputError(fmt.Errorf("policy directory %s does not exist", dir))
+	case err != nil:
+		return inputError(fmt.Errorf("policy directory %s: %w", dir, unwrapPath(err)))
+	case !st.IsDir():
+		return inputError(fmt.Errorf("policy directory %s is not a directory", dir))
+	}
+	return nil
 }
 
 // defaultFixtures is <dir>/fixtures when it exists, "" otherwise.

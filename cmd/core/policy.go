@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +27,7 @@ func (a *app) policyCommand() *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(a.policyTestCommand(), a.policyLintCommand(), a.policyBenchCommand(), a.bundleCommand())
+	cmd.AddCommand(inProcess(a.policyTestCommand()), inProcess(a.policyLintCommand()), inProcess(a.policyBenchCommand()), inProcess(a.bundleCommand()))
 	return cmd
 }
 
@@ -48,6 +47,10 @@ func (a *app) policyTestCommand() *cobra.Command {
 for every fixture pair in a directory (--fixtures): <name>.input.json holds an
 input, <name>.expect.json the expected {"allow": …, "deny_reasons": […]}.
 Without an input or --fixtures, <policy-dir>/fixtures is used when it exists.
+--input is inline JSON, or @path to read a file (as curl does):
+
+  core policy test policies --input '{"action":"orders:read","user":{"id":"u-1","roles":["viewer"],"tenant_id":"acme"},"resource":{"tenant":"acme"},"tenant":{"id":"acme","plan":"team"}}' --expect allow
+  core policy test policies --input @request.json
 
 A failing fixture, a wrong --expect or an --expect-reason that no deny reason
 contains exits 1.`,
@@ -57,8 +60,8 @@ contains exits 1.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.input, "input", "", "the input as inline `json`")
-	fl.StringVar(&f.inputFile, "input-file", "", "read the input from `path`")
+	fl.StringVar(&f.input, "input", "", "the input: inline `json`, or @path to read a file")
+	fl.StringVar(&f.inputFile, "input-file", "", "read the input from `path` (as --input @path)")
 	fl.StringVar(&f.fixtures, "fixtures", "", "run every fixture pair in `dir`")
 	fl.StringVar(&f.expect, "expect", "", "exit 1 unless the decision is `allow|deny`")
 	fl.StringVar(&f.expectReason, "expect-reason", "", "exit 1 unless some deny reason contains `text`")
@@ -79,7 +82,10 @@ func (a *app) runTest(cmd *cobra.Command, dir string, f testFlags) error {
 		}
 	}
 	if cmd.Flags().Changed("input") && f.input == "" {
-		return usageError("--input is empty: give the input as inline JSON")
+		return usageError("--input is empty: give the input as inline JSON, or @path to read a file")
+	}
+	if err := checkPolicyDir(dir); err != nil {
+		return err
 	}
 	switch {
 	case sources > 1:
@@ -99,12 +105,14 @@ func (a *app) runTest(cmd *cobra.Command, dir string, f testFlags) error {
 	if f.fixtures != "" {
 		return a.runFixtures(cmd, set, f)
 	}
-	var input any
-	if f.input != "" {
-		input, err = fixture.DecodeJSON("--input", []byte(f.input))
-	} else {
-		input, err = fixture.ReadJSON(f.inputFile)
+	if f.inputFile != "" {
+		f.input = "@" + f.inputFile
 	}
+	name, raw, err := readInput("input", f.input)
+	if err != nil {
+		return err
+	}
+	input, err := fixture.DecodeJSON(name, raw)
 	if err != nil {
 		return inputError(err)
 	}
@@ -213,10 +221,7 @@ func (a *app) runFixtures(cmd *cobra.Command, set *policy.Set, f testFlags) erro
 }
 
 func (a *app) policyLintCommand() *cobra.Command {
-	var (
-		strict bool
-		format string
-	)
+	var strict bool
 	cmd := &cobra.Command{
 		Use:   "lint <policy-dir>",
 		Short: "Check policies for syntax errors and common mistakes",
@@ -229,10 +234,10 @@ Rules:
 ` + ruleList(),
 		Args: args("<policy-dir>"),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			if format != "" && format != "json" && format != "text" {
-				return usageError("invalid --format %q: want json or text", format)
+			a.useJSON()
+			if err := checkPolicyDir(argv[0]); err != nil {
+				return err
 			}
-			a.useJSON(format == "json")
 			report, err := lint.Dir(argv[0], lint.Options{Strict: strict})
 			if err != nil {
 				return inputError(err)
@@ -251,7 +256,7 @@ Rules:
 		},
 	}
 	cmd.Flags().BoolVar(&strict, "strict", false, "treat warnings as errors")
-	cmd.Flags().StringVar(&format, "format", "", "output `format`: json (same as --output json) or text")
+	a.formatFlag(cmd)
 	return cmd
 }
 
@@ -291,7 +296,7 @@ const maxIterations = 10_000_000
 
 // benchFlags are the flags of `policy bench`.
 type benchFlags struct {
-	input            string
+	input, inputFile string
 	iterations, warm int
 	p99MaxUS         float64
 	ci               bool
@@ -309,8 +314,10 @@ microseconds and heap allocations per evaluation.
 
 Without --input the input is an editor of tenant acme (plan team) updating one
 of its orders through a proxy, which the default policy allows after running
-every rule on its allow path. With --p99-max-us and --ci, a p99 above the
-threshold exits 1; without --ci it only prints a warning.`,
+every rule on its allow path. --input is inline JSON, or @path to read a file
+(as curl does). With --p99-max-us and --ci, a p99 above the threshold exits 1;
+without --ci it only prints a warning. Latency depends on the machine: set the
+gate from a run on the machine that enforces it.`,
 		Args: args("<policy-dir>"),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			f.p99MaxSet = cmd.Flags().Changed("p99-max-us")
@@ -318,7 +325,8 @@ threshold exits 1; without --ci it only prints a warning.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.input, "input", "", "read the input from `path` (default: a representative allowed input)")
+	fl.StringVar(&f.input, "input", "", "the input: inline `json`, or @path to read a file (default: a representative allowed input)")
+	fl.StringVar(&f.inputFile, "input-file", "", "read the input from `path` (as --input @path)")
 	fl.IntVar(&f.iterations, "iterations", 1000, "timed evaluations")
 	fl.IntVar(&f.warm, "warmup", 100, "untimed evaluations first")
 	fl.Float64Var(&f.p99MaxUS, "p99-max-us", 0, "p99 threshold in `microseconds`")
@@ -357,25 +365,36 @@ func (a *app) runBench(cmd *cobra.Command, dir string, f benchFlags) error {
 	if f.p99MaxSet && f.p99MaxUS < 0 {
 		return usageError("invalid --p99-max-us %v: want 0 or more", f.p99MaxUS)
 	}
-	set, err := a.loadPolicy(dir)
-	if err != nil {
-		return err
+	switch {
+	case f.input != "" && f.inputFile != "":
+		return usageError("give only one of --input and --input-file")
+	case f.inputFile != "":
+		f.input = "@" + f.inputFile
+	case cmd.Flags().Changed("input") && f.input == "":
+		return usageError("--input is empty: give the input as inline JSON, or @path to read a file")
 	}
 	var (
 		input any = fixture.DefaultBenchInput()
 		name      = "default (editor updates orders:update in tenant acme)"
 		form      = "typed"
+		raw   []byte
+		err   error
 	)
 	if f.input != "" {
-		raw, err := os.ReadFile(f.input)
-		if err != nil {
-			return inputError(err)
+		if name, raw, err = readInput("input", f.input); err != nil {
+			return err
 		}
+	}
+	set, err := a.loadPolicy(dir)
+	if err != nil {
+		return err
+	}
+	if raw != nil {
 		var typed bool
-		if input, typed, err = fixture.BenchInput(f.input, raw); err != nil {
+		if input, typed, err = fixture.BenchInput(name, raw); err != nil {
 			return inputError(err)
 		}
-		if name = f.input; !typed {
+		if !typed {
 			form = "value"
 		}
 	}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// TestFlagRuleInHelp checks that core --help states the one flag rule.
+func TestFlagRuleInHelp(t *testing.T) {
+	r := run(t, "", "--help")
+	for _, want := range []string{"--output text|json", "--out <file>", "--input <json>", "@path", "--config <path>", "--sidecar <url>"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("core --help does not state %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+// TestEveryCommandSaysWhatItUses walks the command tree: every runnable
+// command is marked in-process, sidecar or config, and an in-process
+// command says in its help that it uses neither --config nor --sidecar.
+func TestEveryCommandSaysWhatItUses(t *testing.T) {
+	root := NewRootCommand(io.Discard, io.Discard)
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if !c.Runnable() || c == root || c.Name() == "help" || c.Name() == "completion" || (c.Parent() != nil && c.Parent().Name() == "completion") {
+			return
+		}
+		uses := c.Annotations[annotUses]
+		if c.HasSubCommands() && uses == "" {
+			return // a group such as "policy" that only lists its commands
+		}
+		switch uses {
+		case "in-process":
+			if !strings.Contains(c.Long, "uses neither --config nor --sidecar") {
+				t.Errorf("%s is in-process but its help does not say so", c.CommandPath())
+			}
+		case "sidecar", "config":
+		default:
+			t.Errorf("%s does not say what it uses: wrap it in inProcess, talksToSidecar or readsConfig (cmd/core/root.go)", c.CommandPath())
+		}
+	}
+	walk(root)
+}
+
+// TestNoFileNamedAfterAFormat runs policy bundle with --output json in an
+// empty directory: it must not write a file named json.
+func TestNoFileNamedAfterAFormat(t *testing.T) {
+	pol, err := filepath.Abs("testdata/policy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, args := range [][]string{
+		{"policy", "bundle", "--dir", pol, "--output", "json"},
+		{"--output", "json", "policy", "bundle", "--dir", pol},
+		{"policy", "bundle", "--dir", pol, "--output", "text"},
+	} {
+		r := run(t, dir, args...)
+		if r.code != exitUsage {
+			t.Errorf("core %s: exit %d, want 2", strings.Join(args, " "), r.code)
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			t.Errorf("core %s wrote %s", strings.Join(args, " "), e.Name())
+		}
+	}
+	// The artifact goes to --out, or to an --output that names a file.
+	for _, args := range [][]string{
+		{"--output", "json", "policy", "bundle", "--dir", pol, "--out", "a.tar.gz"},
+		{"policy", "bundle", "--dir", pol, "--output", "b.tar.gz"},
+	} {
+		r := run(t, dir, args...)
+		if r.code != 0 {
+			t.Fatalf("core %s: exit %d\n%s", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+	for _, name := range []string{"a.tar.gz", "b.tar.gz"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("bundle not written: %v", err)
+		}
+	}
+}
