@@ -1,16 +1,13 @@
 package sidecar
 
 import (
-	"bytes"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/svc-dev/svc/engine"
@@ -49,24 +46,28 @@ func (s *Server) registerAdmin(mux *http.ServeMux) {
 // Status is the body of GET /v1/status; `core sidecar status` prints it.
 type Status struct {
 	// Status is "healthy", "degraded" (JWKS partitioned) or "draining".
-	Status           string        `json:"status"`
-	Ready            bool          `json:"ready"`
-	Partitioned      bool          `json:"partitioned"`
-	PartitionedSince *time.Time    `json:"partitioned_since,omitempty"`
-	LastSync         *time.Time    `json:"last_sync,omitempty"`
-	CacheValid       bool          `json:"cache_valid"`
-	CacheAge         string        `json:"cache_age,omitempty"`
-	PoliciesLoaded   int           `json:"policies_loaded"`
-	PolicyRevision   string        `json:"policy_revision"`
-	JWKSKeySets      int           `json:"jwks_key_sets_cached"`
-	JWKSKeys         int           `json:"jwks_keys"`
-	JWKSLastError    string        `json:"jwks_last_error,omitempty"`
-	DevMode          bool          `json:"dev_mode"`
-	TenantID         string        `json:"tenant_id"`
-	Uptime           string        `json:"uptime"`
-	Version          string        `json:"version"`
-	Audit            *audit.Stats  `json:"audit,omitempty"`
-	Engine           engine.Status `json:"-"`
+	Status           string     `json:"status"`
+	Ready            bool       `json:"ready"`
+	Partitioned      bool       `json:"partitioned"`
+	PartitionedSince *time.Time `json:"partitioned_since,omitempty"`
+	LastSync         *time.Time `json:"last_sync,omitempty"`
+	CacheValid       bool       `json:"cache_valid"`
+	CacheAge         string     `json:"cache_age,omitempty"`
+	PoliciesLoaded   int        `json:"policies_loaded"`
+	PolicyRevision   string     `json:"policy_revision"`
+	// PolicySource is where the active policy set came from: "config"
+	// (policy.dir or the embedded default), "upload", "cache" (the
+	// bundle persisted in policy.bundle_cache_dir) or "bundle_url".
+	PolicySource  string        `json:"policy_source"`
+	JWKSKeySets   int           `json:"jwks_key_sets_cached"`
+	JWKSKeys      int           `json:"jwks_keys"`
+	JWKSLastError string        `json:"jwks_last_error,omitempty"`
+	DevMode       bool          `json:"dev_mode"`
+	TenantID      string        `json:"tenant_id"`
+	Uptime        string        `json:"uptime"`
+	Version       string        `json:"version"`
+	Audit         *audit.Stats  `json:"audit,omitempty"`
+	Engine        engine.Status `json:"-"`
 }
 
 func (s *Server) status() Status {
@@ -102,6 +103,7 @@ func (s *Server) status() Status {
 	} else {
 		st.CacheValid = true
 	}
+	st.PolicySource, _ = s.policySource()
 	if s.draining.Load() {
 		st.Status = "draining"
 	}
@@ -142,9 +144,10 @@ func (s *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
 }
 
 // serveConfig returns the effective configuration as TOML. It holds no
-// secret: key material is only ever referenced by file path.
+// secret: key material is only ever referenced by file path, and URLs
+// lose their user information and query values.
 func (s *Server) serveConfig(w http.ResponseWriter, _ *http.Request) {
-	b, err := s.deps.Engine.Config().MarshalTOML()
+	b, err := s.deps.Engine.Config().Redacted().MarshalTOML()
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, reason.PolicyError, "config could not be rendered")
 		return
@@ -156,37 +159,43 @@ func (s *Server) serveConfig(w http.ResponseWriter, _ *http.Request) {
 // serveReload reloads the policy directory (empty body) or activates an
 // uploaded bundle (body: the tar.gz). A bundle must be signed by the
 // configured policy.bundle_verify_key_file; without one configured,
-// bundles are accepted only in development mode. On any error the active
-// policy set stays.
+// bundles are accepted only in development mode. With the key configured
+// a directory reload is refused, and a bundle older than the active one
+// is refused unless the query says allow_downgrade=true. On any error
+// the active policy set stays.
 func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBundleBytes))
 	if err != nil {
 		writeError(w, http.StatusRequestEntityTooLarge, reason.InputInvalid, fmt.Sprintf("bundle larger than %d bytes", maxBundleBytes))
 		return
 	}
-	e := s.deps.Engine
 	if len(body) == 0 {
-		if err := e.ReloadPolicies(r.Context()); err != nil {
-			writeError(w, http.StatusUnprocessableEntity, reason.PolicyError, err.Error())
+		prev := s.deps.Engine.Policies().Revision()
+		set, err := s.reloadDirectory(r)
+		if err != nil {
+			writeActivateError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, s.reloaded("directory", e.Policies()))
+		writeJSON(w, http.StatusOK, s.reloaded("directory", set, prev, false))
 		return
 	}
-	verify, err := s.bundleVerification()
+	allowOlder, _ := strconv.ParseBool(r.URL.Query().Get("allow_downgrade"))
+	act, err := s.activateBundle(body, sourceUpload, allowOlder)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, reason.InputInvalid, err.Error())
+		s.log.Warn("policy bundle refused; active policies kept", "err", err)
+		writeActivateError(w, err)
 		return
 	}
-	set, err := bundle.Load(bytes.NewReader(body), verify)
-	if err != nil {
-		s.log.Warn("policy bundle rejected; active policies kept", "err", err)
-		writeError(w, http.StatusUnprocessableEntity, reason.PolicyError, "bundle rejected: "+err.Error())
+	writeJSON(w, http.StatusOK, s.reloaded("bundle", act.Set, act.Previous, act.Persisted))
+}
+
+func writeActivateError(w http.ResponseWriter, err error) {
+	var ae *activateError
+	if errors.As(err, &ae) {
+		writeError(w, ae.status, ae.code, ae.msg)
 		return
 	}
-	old := e.SetPolicies(set)
-	s.log.Info("policy bundle activated", "revision", set.Revision(), "previous_revision", old.Revision(), "files", len(set.Files()))
-	writeJSON(w, http.StatusOK, s.reloaded("bundle", set))
+	writeError(w, http.StatusInternalServerError, reason.PolicyError, err.Error())
 }
 
 func (s *Server) bundleVerification() (*bundle.VerifyOptions, error) {
@@ -204,44 +213,9 @@ func (s *Server) bundleVerification() (*bundle.VerifyOptions, error) {
 	return &bundle.VerifyOptions{PublicKeyPEM: pem}, nil
 }
 
-func (s *Server) reloaded(source string, set *policy.Set) map[string]any {
-	return map[string]any{"reloaded": true, "source": source, "revision": set.Revision(), "policies_loaded": len(set.Files())}
-}
-
-// admin guards mutating endpoints: loopback callers, or any caller with
-// the configured admin token as a bearer token.
-func (s *Server) admin(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if isLoopback(r.RemoteAddr) || s.adminTokenOK(r) {
-			next(w, r)
-			return
-		}
-		writeError(w, http.StatusForbidden, reason.InputInvalid, "admin endpoints accept loopback callers or the admin token only")
-	}
-}
-
-func (s *Server) adminTokenOK(r *http.Request) bool {
-	file := s.deps.Engine.Config().Sidecar.AdminTokenFile
-	if file == "" {
-		return false
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		s.log.Error("admin token file unreadable", "err", err)
-		return false
-	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	w := bytes.TrimSpace(want)
-	return ok && len(w) > 0 && subtle.ConstantTimeCompare([]byte(got), w) == 1
-}
-
-func isLoopback(remote string) bool {
-	host, _, err := net.SplitHostPort(remote)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+func (s *Server) reloaded(source string, set *policy.Set, previous string, persisted bool) map[string]any {
+	return map[string]any{"reloaded": true, "source": source, "revision": set.Revision(),
+		"previous_revision": previous, "policies_loaded": len(set.Files()), "persisted": persisted}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

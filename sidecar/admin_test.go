@@ -472,7 +472,9 @@ func TestAdminGuard(t *testing.T) {
 		t.Cleanup(s.closeListeners)
 		return s.http.Handler
 	}
-	guarded, open := handler(withToken), handler(cfg)
+	public := cfg
+	public.Sidecar.PublicRead = true
+	guarded, open, publicRead := handler(withToken), handler(cfg), handler(public)
 
 	tests := []struct {
 		name     string
@@ -491,11 +493,18 @@ func TestAdminGuard(t *testing.T) {
 		{"remote with token not as bearer", guarded, http.MethodPost, PathReloadPolicy, "10.1.2.3:5555", token, http.StatusForbidden},
 		{"remote address unparseable", guarded, http.MethodPost, PathReloadPolicy, "garbage", "Bearer wrong", http.StatusForbidden},
 		{"remote, no admin token configured", open, http.MethodPost, PathReloadPolicy, "10.1.2.3:5555", "Bearer " + token, http.StatusForbidden},
-		{"remote reads status", open, http.MethodGet, PathStatus, "10.1.2.3:5555", "", http.StatusOK},
+		{"remote reads status without token", open, http.MethodGet, PathStatus, "10.1.2.3:5555", "", http.StatusForbidden},
+		{"remote reads status with token", guarded, http.MethodGet, PathStatus, "10.1.2.3:5555", "Bearer " + token, http.StatusOK},
+		{"remote reads config without token", guarded, http.MethodGet, PathConfig, "10.1.2.3:5555", "", http.StatusForbidden},
+		{"remote validates a token without admin token", guarded, http.MethodPost, "/v1/validate-token", "10.1.2.3:5555", "", http.StatusForbidden},
+		{"remote reads status, public_read", publicRead, http.MethodGet, PathStatus, "10.1.2.3:5555", "", http.StatusOK},
+		{"remote reloads, public_read", publicRead, http.MethodPost, PathReloadPolicy, "10.1.2.3:5555", "", http.StatusForbidden},
+		{"remote probes readiness", open, http.MethodGet, PathReadyz, "10.1.2.3:5555", "", http.StatusServiceUnavailable}, // open, but not serving yet
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			req := httptest.NewRequest(tc.method, tc.path, nil)
+			req.Host = "127.0.0.1:7700"
 			req.RemoteAddr = tc.remote
 			if tc.auth != "" {
 				req.Header.Set("Authorization", tc.auth)

@@ -62,6 +62,7 @@ type Server struct {
 	draining atomic.Bool
 	inflight atomic.Int64
 	started  time.Time
+	bundles  bundles
 }
 
 // New binds the gRPC (sdk.sidecar_addr) and HTTP (sidecar.http_addr)
@@ -107,8 +108,9 @@ func New(deps Deps) (*Server, error) {
 	authzSrv.RegisterHTTP(mux)
 	envoySrv.RegisterHTTP(mux)
 	s.registerAdmin(mux)
+	s.restoreBundle()
 	s.http = &http.Server{
-		Handler:           s.countInflight(mux),
+		Handler:           s.countInflight(s.guardReads(mux)),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,

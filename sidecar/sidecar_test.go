@@ -354,7 +354,7 @@ func TestDrain(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			fmt.Fprintf(c, "POST /v1/validate-token HTTP/1.1\r\nHost: sidecar\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:half])
+			fmt.Fprintf(c, "POST /v1/validate-token HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:half])
 			waitFor(t, "the request is in flight", func() bool { return r.inflight.Load() == 1 })
 
 			began := time.Now()

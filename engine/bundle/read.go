@@ -54,9 +54,16 @@ func Verify(r io.Reader, pubKeyPEM []byte) (Info, error) {
 // verify nil, signatures are not checked. Compile errors are
 // *policy.Error.
 func Load(r io.Reader, verify *VerifyOptions) (*policy.Set, error) {
+	set, _, err := Open(r, verify)
+	return set, err
+}
+
+// Open is Load that also returns the bundle's Info (revision, creation
+// time, signature), which callers need to order bundles.
+func Open(r io.Reader, verify *VerifyOptions) (*policy.Set, Info, error) {
 	info, b, err := read(r, verify)
 	if err != nil {
-		return nil, err
+		return nil, info, err
 	}
 	modules := make(map[string]string, len(b.Modules))
 	for _, m := range b.Modules {
@@ -64,9 +71,9 @@ func Load(r io.Reader, verify *VerifyOptions) (*policy.Set, error) {
 	}
 	set, err := policy.FromModules(modules, b.Data)
 	if err != nil {
-		return nil, err
+		return nil, info, err
 	}
-	return set.WithRevision(info.Revision), nil
+	return set.WithRevision(info.Revision), info, nil
 }
 
 // read reads and, with opts set, verifies a bundle.

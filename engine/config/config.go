@@ -118,6 +118,11 @@ type Policy struct {
 	// BundleVerifyKeyFile is a PEM public key; when set, only bundles signed
 	// by it are accepted. Env SVC_BUNDLE_VERIFY_KEY_FILE.
 	BundleVerifyKeyFile string `toml:"bundle_verify_key_file" yaml:"bundle_verify_key_file"`
+	// BundleCacheDir is a directory where the active bundle is persisted
+	// each time one is activated, so that a restart keeps serving it
+	// instead of falling back to Dir or the embedded default. Empty: not
+	// persisted. Env SVC_BUNDLE_CACHE_DIR.
+	BundleCacheDir string `toml:"bundle_cache_dir" yaml:"bundle_cache_dir"`
 }
 
 // JWT is the [jwt] table.
@@ -171,6 +176,16 @@ type Sidecar struct {
 	AdminTokenFile string `toml:"admin_token_file" yaml:"admin_token_file"`
 	// DrainTimeout bounds graceful shutdown. Default 30s.
 	DrainTimeout Duration `toml:"drain_timeout" yaml:"drain_timeout"`
+	// PublicRead lets any caller use the read endpoints (status, config,
+	// validate-token, authorize, streams) without the admin token when
+	// the HTTP listener is not on loopback. Default false: off loopback,
+	// reads need the admin token like mutating endpoints do.
+	// Env SVC_PUBLIC_READ.
+	PublicRead bool `toml:"public_read" yaml:"public_read"`
+	// AllowedHosts are extra host names accepted in the Host header of
+	// loopback callers, besides IP literals, "localhost" and the listen
+	// host; any other name is refused as a DNS-rebinding attempt.
+	AllowedHosts []string `toml:"allowed_hosts" yaml:"allowed_hosts"`
 	// Routes map request paths to resources and actions for the Envoy and
 	// HTTP check paths, tried in order.
 	Routes []Route `toml:"routes" yaml:"routes"`

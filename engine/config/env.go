@@ -47,6 +47,9 @@ var envTable = []EnvVar{
 	{Name: "SVC_BUNDLE_VERIFY_KEY_FILE", Key: "policy.bundle_verify_key_file",
 		Help:  "PEM public key file; when set, only bundles signed by it are accepted.",
 		apply: func(c *Config, v string) string { c.Policy.BundleVerifyKeyFile = v; return "" }},
+	{Name: "SVC_BUNDLE_CACHE_DIR", Key: "policy.bundle_cache_dir",
+		Help:  "Directory where the active policy bundle is persisted so that a restart keeps serving it.",
+		apply: func(c *Config, v string) string { c.Policy.BundleCacheDir = v; return "" }},
 	{Name: "SVC_LOG_LEVEL", Key: "log.level",
 		Help: "One of trace, debug, info (default), warn, error.",
 		apply: func(c *Config, v string) string {
@@ -74,6 +77,16 @@ var envTable = []EnvVar{
 	{Name: "SVC_ADMIN_TOKEN_FILE", Key: "sidecar.admin_token_file",
 		Help:  "File holding the bearer token that lets non-loopback callers use mutating endpoints.",
 		apply: func(c *Config, v string) string { c.Sidecar.AdminTokenFile = v; return "" }},
+	{Name: "SVC_PUBLIC_READ", Key: "sidecar.public_read",
+		Help: "true lets callers off loopback use the read endpoints without the admin token.",
+		apply: func(c *Config, v string) string {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return "must be true or false, got " + strconv.Quote(v)
+			}
+			c.Sidecar.PublicRead = b
+			return ""
+		}},
 	{Name: "SVC_AUDIT_DESTINATION", Key: "audit.destination",
 		Help:  `Audit log destination: "stdout" (default), "stderr", "off" or a file path.`,
 		apply: func(c *Config, v string) string { c.Audit.Destination = v; return "" }},

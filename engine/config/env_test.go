@@ -29,8 +29,8 @@ func TestEnvVarsTable(t *testing.T) {
 			}
 		})
 	}
-	if len(seen) != 15 {
-		t.Errorf("%d variables, want the 15 of the configuration reference", len(seen))
+	if len(seen) != 17 {
+		t.Errorf("%d variables, want the 17 of the configuration reference", len(seen))
 	}
 	vars := EnvVars()
 	vars[0].Name = "CHANGED"

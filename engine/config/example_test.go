@@ -41,11 +41,13 @@ func ExampleEnvVars() {
 	// SVC_JWKS_URL overrides sdk.jwks_url
 	// SVC_POLICY_DIR overrides policy.dir
 	// SVC_BUNDLE_VERIFY_KEY_FILE overrides policy.bundle_verify_key_file
+	// SVC_BUNDLE_CACHE_DIR overrides policy.bundle_cache_dir
 	// SVC_LOG_LEVEL overrides log.level
 	// SVC_JWT_ISSUER overrides jwt.issuer
 	// SVC_JWT_AUDIENCES overrides jwt.audiences
 	// SVC_HTTP_ADDR overrides sidecar.http_addr
 	// SVC_ADMIN_TOKEN_FILE overrides sidecar.admin_token_file
+	// SVC_PUBLIC_READ overrides sidecar.public_read
 	// SVC_AUDIT_DESTINATION overrides audit.destination
 	// SVC_RATE_LIMIT_DEFAULT_RPM overrides rate_limit.default_rpm
 	// SVC_REDIS_ADDR overrides rate_limit.redis_addr

@@ -213,6 +213,11 @@ func (v *validator) sidecar() {
 	if s.DrainTimeout.Duration < 0 {
 		v.fail("sidecar.drain_timeout", "must not be negative, got %q", s.DrainTimeout.String())
 	}
+	for i, h := range s.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, " /:@") {
+			v.fail(keyPath("sidecar", "allowed_hosts", index(i)), "must be a host name without port, got %q", h)
+		}
+	}
 	for i, r := range s.Routes {
 		if msg := checkRoutePath(r.Path); msg != "" {
 			v.fail(keyPath("sidecar", "routes", index(i), "path"), "%s", msg)

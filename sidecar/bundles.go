@@ -1,0 +1,199 @@
+package sidecar
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/svc-dev/svc/engine/bundle"
+	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+// Error codes of policy activation.
+const (
+	// CodeSignedBundleRequired refuses a directory reload while
+	// policy.bundle_verify_key_file says only signed bundles may replace
+	// the policy.
+	CodeSignedBundleRequired reason.Code = "signed-bundle-required"
+	// CodeRevisionOlder refuses a bundle older than the active one.
+	CodeRevisionOlder reason.Code = "revision-older"
+)
+
+// cachedBundleFile is the name of the persisted active bundle inside
+// policy.bundle_cache_dir.
+const cachedBundleFile = "active-bundle.tar.gz"
+
+// Sources of the active policy set, as status reports them.
+const (
+	sourceConfig = "config" // policy.dir or the embedded default
+	sourceUpload = "upload"
+	sourceCache  = "cache"
+)
+
+// bundles activates policy bundles one at a time: verify, order, swap,
+// persist. It remembers the active bundle to refuse older ones.
+type bundles struct {
+	mu     sync.Mutex
+	active *bundle.Info // nil while the active set does not come from a bundle
+	source string
+	at     time.Time
+}
+
+// activation is the outcome of activating a bundle.
+type activation struct {
+	Info      bundle.Info
+	Set       *policy.Set
+	Previous  string
+	Persisted bool
+}
+
+// activateError is a refused activation with its HTTP status and code.
+type activateError struct {
+	status int
+	code   reason.Code
+	msg    string
+}
+
+func (e *activateError) Error() string { return e.msg }
+
+// activateBundle verifies and compiles data and, unless it is older than
+// the active bundle and allowOlder is false, swaps it in and persists it
+// to policy.bundle_cache_dir. On any error the active set stays.
+func (s *Server) activateBundle(data []byte, source string, allowOlder bool) (activation, error) {
+	verify, err := s.bundleVerification()
+	if err != nil {
+		return activation{}, &activateError{http.StatusBadRequest, reason.InputInvalid, err.Error()}
+	}
+	set, info, err := bundle.Open(bytes.NewReader(data), verify)
+	if err != nil {
+		return activation{}, &activateError{http.StatusUnprocessableEntity, reason.PolicyError, "bundle rejected: " + err.Error()}
+	}
+	b := &s.bundles
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.active != nil && !allowOlder && olderBundle(info, *b.active) {
+		return activation{}, &activateError{http.StatusConflict, CodeRevisionOlder, fmt.Sprintf(
+			"bundle revision %q is older than the active revision %q; ask for it explicitly to go back", info.Revision, b.active.Revision)}
+	}
+	old := s.deps.Engine.SetPolicies(set)
+	b.active, b.source, b.at = &info, source, time.Now()
+	act := activation{Info: info, Set: set, Previous: old.Revision()}
+	if dir := s.deps.Engine.Config().Policy.BundleCacheDir; dir != "" && source != sourceCache {
+		if err := writeFileAtomic(filepath.Join(dir, cachedBundleFile), data); err != nil {
+			s.log.Error("active bundle not persisted: a restart would serve the previous one", "dir", dir, "err", err)
+		} else {
+			act.Persisted = true
+		}
+	}
+	s.log.Info("policy bundle activated", "revision", info.Revision, "previous_revision", old.Revision(),
+		"source", source, "files", len(set.Files()), "persisted", act.Persisted)
+	return act, nil
+}
+
+// reloadDirectory reloads policy.dir (or the embedded default). With a
+// verification key configured only signed bundles may change the policy,
+// so it is refused.
+func (s *Server) reloadDirectory(r *http.Request) (*policy.Set, error) {
+	e := s.deps.Engine
+	if e.Config().Policy.BundleVerifyKeyFile != "" {
+		return nil, &activateError{http.StatusConflict, CodeSignedBundleRequired,
+			"policy.bundle_verify_key_file is set: only a signed bundle can replace the policy; upload one"}
+	}
+	b := &s.bundles
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := e.ReloadPolicies(r.Context()); err != nil {
+		return nil, &activateError{http.StatusUnprocessableEntity, reason.PolicyError, err.Error()}
+	}
+	b.active, b.source, b.at = nil, sourceConfig, time.Now()
+	if dir := e.Config().Policy.BundleCacheDir; dir != "" {
+		// The directory is what a restart must serve now.
+		if err := os.Remove(filepath.Join(dir, cachedBundleFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.log.Error("persisted bundle not removed: a restart would serve it", "err", err)
+		}
+	}
+	return e.Policies(), nil
+}
+
+// restoreBundle activates the bundle persisted in policy.bundle_cache_dir,
+// if any. A persisted bundle that no longer verifies is logged and left
+// aside: the configured policy serves.
+func (s *Server) restoreBundle() {
+	dir := s.deps.Engine.Config().Policy.BundleCacheDir
+	if dir == "" {
+		return
+	}
+	data, err := os.ReadFile(filepath.Join(dir, cachedBundleFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	if err == nil {
+		_, err = s.activateBundle(data, sourceCache, true)
+	}
+	if err != nil {
+		s.log.Warn("persisted policy bundle not restored; serving the configured policy", "dir", dir, "err", err)
+	}
+}
+
+// policySource reports where the active set came from and when.
+func (s *Server) policySource() (string, time.Time) {
+	b := &s.bundles
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.source == "" {
+		return sourceConfig, s.started
+	}
+	return b.source, b.at
+}
+
+// olderBundle orders bundles by the creation time their signed manifest
+// records; without it on both sides, by revision when both are
+// integers. Bundles that cannot be ordered are not older.
+func olderBundle(next, active bundle.Info) bool {
+	if !next.CreatedAt.IsZero() && !active.CreatedAt.IsZero() {
+		return next.CreatedAt.Before(active.CreatedAt)
+	}
+	n, err1 := strconv.ParseUint(next.Revision, 10, 64)
+	a, err2 := strconv.ParseUint(active.Revision, 10, 64)
+	return err1 == nil && err2 == nil && n < a
+}
+
+// writeFileAtomic replaces path with data so that a crash leaves either
+// the old or the new content, never a torn file.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}

@@ -1,0 +1,136 @@
+package sidecar
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/engine/bundle"
+	"github.com/svc-dev/svc/engine/config"
+)
+
+// buildBundleAt bundles dir signed with signKey, recording created as its
+// creation time.
+func buildBundleAt(t testing.TB, dir, revision string, signKey []byte, created time.Time) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := bundle.Build(&buf, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: signKey, CreatedAt: created}); err != nil {
+		t.Fatalf("build bundle: %v", err)
+	}
+	return buf.Bytes()
+}
+
+// signedConfig is testConfig with a verification key and a bundle cache
+// directory.
+func signedConfig(t testing.TB, idp *testIdP, verifyKey []byte) config.Config {
+	cfg := testConfig(idp)
+	cfg.Policy.BundleVerifyKeyFile = filepath.Join(t.TempDir(), "bundle.pub.pem")
+	if err := os.WriteFile(cfg.Policy.BundleVerifyKeyFile, verifyKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Policy.BundleCacheDir = filepath.Join(t.TempDir(), "bundles")
+	return cfg
+}
+
+// TestBundleRevisionNotBackwards: an older bundle (by its signed creation
+// time) is refused unless the caller asks for it.
+func TestBundleRevisionNotBackwards(t *testing.T) {
+	idp := newTestIdP(t)
+	signKey, verifyKey := ecKeyPEM(t)
+	dir := t.TempDir()
+	writePolicy(t, dir, true)
+	r := startSidecar(t, signedConfig(t, idp, verifyKey))
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+	steps := []struct {
+		name     string
+		body     []byte
+		query    string
+		wantCode int
+		wantErr  string
+		wantRev  string
+	}{
+		{"first bundle", buildBundleAt(t, dir, "v2", signKey, t0), "", http.StatusOK, "", "v2"},
+		{"newer bundle", buildBundleAt(t, dir, "v3", signKey, t0.Add(time.Hour)), "", http.StatusOK, "", "v3"},
+		{"older bundle", buildBundleAt(t, dir, "v2", signKey, t0), "", http.StatusConflict, string(CodeRevisionOlder), "v3"},
+		{"same bundle again", buildBundleAt(t, dir, "v3", signKey, t0.Add(time.Hour)), "", http.StatusOK, "", "v3"},
+		{"older bundle asked for", buildBundleAt(t, dir, "v2", signKey, t0), "?allow_downgrade=true", http.StatusOK, "", "v2"},
+	}
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			code, body := post(t, r, PathReloadPolicy+step.query, step.body)
+			if code != step.wantCode || errorCode(body) != step.wantErr {
+				t.Fatalf("POST = %d %s, want %d %q", code, body, step.wantCode, step.wantErr)
+			}
+			if st := getStatus(t, r); st.PolicyRevision != step.wantRev {
+				t.Errorf("policy_revision = %q, want %q", st.PolicyRevision, step.wantRev)
+			}
+		})
+	}
+}
+
+func TestOlderBundle(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name         string
+		next, active bundle.Info
+		want         bool
+	}{
+		{"earlier creation", bundle.Info{Revision: "b", CreatedAt: t0}, bundle.Info{Revision: "a", CreatedAt: t0.Add(time.Second)}, true},
+		{"later creation", bundle.Info{Revision: "a", CreatedAt: t0.Add(time.Second)}, bundle.Info{Revision: "b", CreatedAt: t0}, false},
+		{"same creation", bundle.Info{Revision: "a", CreatedAt: t0}, bundle.Info{Revision: "b", CreatedAt: t0}, false},
+		{"numeric revisions", bundle.Info{Revision: "9"}, bundle.Info{Revision: "10"}, true},
+		{"numeric revisions forward", bundle.Info{Revision: "11"}, bundle.Info{Revision: "10"}, false},
+		{"unordered revisions", bundle.Info{Revision: "abc"}, bundle.Info{Revision: "def"}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := olderBundle(tc.next, tc.active); got != tc.want {
+				t.Errorf("olderBundle = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestBundlePersistedAcrossRestart: a restarted sidecar serves the bundle
+// that was active, not the configured policy it started from.
+func TestBundlePersistedAcrossRestart(t *testing.T) {
+	idp := newTestIdP(t)
+	signKey, verifyKey := ecKeyPEM(t)
+	dir := t.TempDir()
+	writePolicy(t, dir, true)
+	cfg := signedConfig(t, idp, verifyKey)
+	viewer := idp.token(t, "alice", testTenant, "viewer")
+
+	first := startSidecar(t, cfg)
+	code, body := post(t, first, PathReloadPolicy, buildBundle(t, dir, "rev-persisted", signKey))
+	if code != http.StatusOK {
+		t.Fatalf("upload: %d %s", code, body)
+	}
+	if err := first.stop(t); err != nil {
+		t.Fatal(err)
+	}
+
+	second := startSidecar(t, cfg)
+	st := getStatus(t, second)
+	if st.PolicyRevision != "rev-persisted" || st.PolicySource != sourceCache {
+		t.Errorf("after restart: policy_revision=%q source=%q, want rev-persisted from %s", st.PolicyRevision, st.PolicySource, sourceCache)
+	}
+	if allowed(t, dial(t, second.GRPCAddr()), viewer, "/orders/42") {
+		t.Error("after restart the configured policy decides, not the persisted bundle")
+	}
+
+	// A persisted bundle that no longer verifies (the key was rotated)
+	// is not served: the configured policy is.
+	_, rotated := ecKeyPEM(t)
+	if err := os.WriteFile(cfg.Policy.BundleVerifyKeyFile, rotated, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	third := startSidecar(t, cfg)
+	if st := getStatus(t, third); st.PolicyRevision == "rev-persisted" || st.PolicySource != sourceConfig {
+		t.Errorf("with a rotated key: policy_revision=%q source=%q, want the configured policy", st.PolicyRevision, st.PolicySource)
+	}
+}
