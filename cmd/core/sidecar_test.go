@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/sidecar"
+)
+
+// startSidecar runs a real sidecar in development mode on free ports,
+// verifying bundles with verifyKeyPEM when it is set, and returns the URL
+// of its HTTP API.
+func startSidecar(t *testing.T, verifyKeyFile string) string {
+	t.Helper()
+	var cfg config.Config
+	cfg.SDK.SidecarAddr, cfg.Sidecar.HTTPAddr, cfg.SDK.TenantID = "127.0.0.1:0", "127.0.0.1:0", "acme"
+	cfg.Audit.Destination = config.AuditOff
+	cfg.Policy.BundleVerifyKeyFile = verifyKeyFile
+	quiet := slog.New(slog.DiscardHandler)
+	eng, err := engine.New(cfg, engine.Deps{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Close() })
+	srv, err := sidecar.New(sidecar.Deps{Engine: eng, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return "http://" + srv.HTTPAddr().String()
+}
+
+// closedURL is the URL of a port nothing listens on.
+func closedURL(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
+}
+
+func TestSidecarStatus(t *testing.T) {
+	url := startSidecar(t, "")
+	r := run(t, "", "--sidecar", url, "sidecar", "status")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, label := range []string{"Status:", "Partitioned:", "Last sync:", "Cache valid:", "Cache age:",
+		"Policies loaded:", "JWKS key sets cached:", "Uptime:", "Version:"} {
+		if !strings.Contains(r.stdout, label) {
+			t.Errorf("status lacks %q:\n%s", label, r.stdout)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^Version:\s+\d+\.\d+\.\d+`).MatchString(r.stdout) {
+		t.Errorf("no dotted version:\n%s", r.stdout)
+	}
+
+	r = run(t, "", "--sidecar", url, "--output", "json", "sidecar", "status")
+	if r.code != 0 {
+		t.Fatalf("--output json: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("--output json: %v\n%s", err, r.stdout)
+	}
+	for _, field := range []string{"status", "partitioned", "cache_valid", "policies_loaded", "policy_revision", "jwks_key_sets_cached", "uptime", "version"} {
+		if _, ok := doc[field]; !ok {
+			t.Errorf("JSON status lacks %q: %s", field, r.stdout)
+		}
+	}
+}
+
+// TestSidecarUnreachable: every command that talks to the sidecar exits 3
+// and names the URL when nothing answers.
+func TestSidecarUnreachable(t *testing.T) {
+	url := closedURL(t)
+	tmp := workspace(t)
+	for _, args := range [][]string{
+		{"sidecar", "status"},
+		{"--output", "json", "sidecar", "status"},
+		{"sidecar", "reload-policy", "--bundle", "$TMP/signed.tar.gz"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			r := run(t, tmp, append([]string{"--sidecar", url}, args...)...)
+			if r.code != exitUnreachable || !strings.Contains(r.stderr, url) || !strings.Contains(r.stderr, "connection refused") {
+				t.Errorf("exit %d, stderr %q; want 3 naming %s", r.code, r.stderr, url)
+			}
+			if jsonArgs(args) {
+				checkOneJSON(t, r.stdout)
+			}
+		})
+	}
+}
+
+// TestReloadPolicy uploads bundles to a sidecar that verifies them: the
+// signed one is activated and its revision printed; an unsigned one or one
+// signed by another key exits 1 and the revision stays.
+func TestReloadPolicy(t *testing.T) {
+	tmp := workspace(t)
+	url := startSidecar(t, filepath.Join(tmp, "ec.pub"))
+	revision := func() string {
+		r := run(t, "", "--sidecar", url, "--output", "json", "sidecar", "status")
+		var st struct {
+			Revision string `json:"policy_revision"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+			t.Fatalf("status: %v\n%s", err, r.stdout)
+		}
+		return st.Revision
+	}
+	initial := revision()
+	if r := run(t, tmp, "policy", "bundle", "--dir", pol, "--sign-key", "$TMP/rsa.pem", "--output", "$TMP/other.tar.gz"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	if r := run(t, tmp, "policy", "bundle", "--dir", pol, "--sign-key", "$TMP/ec.pem", "--revision", "r-new", "--output", "$TMP/new.tar.gz"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+
+	steps := []struct {
+		name     string
+		args     []string
+		code     int
+		out      string
+		revision string
+	}{
+		{"unsigned", []string{"sidecar", "reload-policy", "--bundle", "$TMP/unsigned.tar.gz"}, 1, "bundle is not signed", initial},
+		{"another key", []string{"sidecar", "reload-policy", "--bundle", "$TMP/other.tar.gz"}, 1, "signature", initial},
+		{"missing file", []string{"sidecar", "reload-policy", "--bundle", "$TMP/nope.tar.gz"}, 2, "nope.tar.gz", initial},
+		{"signed", []string{"sidecar", "reload-policy", "--bundle", "$TMP/new.tar.gz"}, 0, "policy revision r-new active", "r-new"},
+		{"signed, json", []string{"--output", "json", "sidecar", "reload-policy", "--bundle", "$TMP/new.tar.gz"}, 0, `"revision": "r-new"`, "r-new"},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			r := run(t, tmp, append([]string{"--sidecar", url}, s.args...)...)
+			if r.code != s.code || !strings.Contains(r.stdout+r.stderr, s.out) {
+				t.Errorf("exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", r.code, s.code, s.out, r.stdout, r.stderr)
+			}
+			if jsonArgs(s.args) {
+				checkOneJSON(t, r.stdout)
+			}
+			if got := revision(); got != s.revision {
+				t.Errorf("policy_revision = %q, want %q", got, s.revision)
+			}
+		})
+	}
+}
