@@ -3,8 +3,11 @@ BIN       := bin
 VERSION   ?= 0.1.0
 LDFLAGS   := -X github.com/svc-dev/svc/engine/version.Version=$(VERSION)
 FUZZTIME  ?= 20s
+# Debian's interpreter: the frameworks the SDK tests use are Debian packages
+# (scripts/test-packages.txt), which only /usr/bin/python3 sees.
+PYTHON    ?= /usr/bin/python3
 
-.PHONY: all build run test bench fuzz lint generate deps clean
+.PHONY: all build run test test-sdk bench fuzz lint generate deps clean
 
 all: build
 
@@ -18,10 +21,17 @@ run: build
 	./$(BIN)/svc-sidecar
 
 # Installs what the tests need (Debian packages, npm packages from the
-# lockfile) and runs vet plus the whole suite with the race detector.
+# lockfile) and runs vet plus the whole suite with the race detector, then
+# the SDK tests against the real svc-sidecar.
 test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 30m ./...
+	$(MAKE) test-sdk
+
+# The Python SDK's tests, against a svc-sidecar built from this tree.
+test-sdk:
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/svc-sidecar
+	cd sdk/python && SVC_SIDECAR_BIN=$(abspath $(BIN))/svc-sidecar $(PYTHON) -m unittest discover -s tests -v
 
 deps:
 	./scripts/install-test-deps.sh

@@ -1,0 +1,36 @@
+"""svc_sdk: the Python client of the svc sidecar, and middleware for Flask
+(:mod:`svc_sdk.flask`), FastAPI (:mod:`svc_sdk.fastapi`) and Django
+(:mod:`svc_sdk.django`).
+
+The client talks to the sidecar's local HTTP JSON API
+(``POST /v1/validate-token``, ``POST /v1/authorize``) over pooled keep-alive
+connections, with the standard library only::
+
+    from svc_sdk import Client
+    client = Client()                       # SVC_SIDECAR_URL, SVC_FAIL_MODE
+    d = client.validate_token(token)        # TokenDecision(allowed, claims, reason)
+    d = client.authorize(token, "orders:read", resource_id="42")
+    d.allow, d.deny_reasons, d.reason, d.decision_id
+"""
+
+from .client import (
+    DEFAULT_SIDECAR_URL,
+    DEFAULT_TIMEOUT,
+    FAIL_CLOSED,
+    FAIL_OPEN,
+    Client,
+    Decision,
+    SidecarRequestError,
+    SidecarUnavailableError,
+    SvcError,
+    TokenDecision,
+)
+from ._web import Admission, Refusal, bearer_token
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client", "TokenDecision", "Decision", "SvcError", "SidecarUnavailableError",
+    "SidecarRequestError", "Admission", "Refusal", "bearer_token",
+    "DEFAULT_SIDECAR_URL", "DEFAULT_TIMEOUT", "FAIL_OPEN", "FAIL_CLOSED",
+]

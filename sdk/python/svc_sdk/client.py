@@ -1,0 +1,276 @@
+"""The client of the sidecar's local HTTP JSON API."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+import urllib.parse
+import weakref
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ._pool import Pool, Unreachable
+
+__all__ = [
+    "Client", "TokenDecision", "Decision", "SvcError", "SidecarUnavailableError",
+    "SidecarRequestError", "DEFAULT_SIDECAR_URL", "DEFAULT_TIMEOUT", "FAIL_OPEN", "FAIL_CLOSED",
+]
+
+#: Used when neither the constructor nor SVC_SIDECAR_URL names the sidecar.
+DEFAULT_SIDECAR_URL = "http://localhost:7700"
+#: Seconds one call may take, connection included, before the sidecar is
+#: taken as unreachable and the fail mode applies.
+DEFAULT_TIMEOUT = 1.0
+FAIL_OPEN = "open"
+FAIL_CLOSED = "closed"
+
+PATH_VALIDATE_TOKEN = "/v1/validate-token"
+PATH_AUTHORIZE = "/v1/authorize"
+
+ANONYMOUS = "anonymous"
+FAIL_OPEN_REASON = "fail-open"
+UNAVAILABLE_REASON = "unavailable"
+
+# An outage would otherwise log one warning per request.
+_WARN_EVERY = 10.0
+
+_log = logging.getLogger("svc_sdk")
+
+
+class SvcError(Exception):
+    """Base of the SDK's errors; ``reason`` is a stable kebab-case code."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+class SidecarUnavailableError(SvcError):
+    """No decision could be had (sidecar unreachable, too slow, or unable to
+    decide) and the fail mode is ``closed``. Middleware answers 503."""
+
+
+class SidecarRequestError(SvcError):
+    """The sidecar refused the request itself (for example a malformed
+    action), or answered something that is not its API. This is a bug or a
+    misconfiguration on the caller's side, never a decision."""
+
+
+@dataclass(frozen=True)
+class TokenDecision:
+    """The result of :meth:`Client.validate_token`.
+
+    ``claims`` is the verified claim set, or None when the token was refused,
+    in development mode (reason ``dev-anonymous``) and on ``fail-open``.
+    """
+
+    allowed: bool
+    claims: dict[str, Any] | None
+    reason: str
+    subject: str = ""
+    tenant_id: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The result of :meth:`Client.authorize`: a token check followed, when
+    the token was accepted, by a policy evaluation."""
+
+    allow: bool
+    deny_reasons: list[str]
+    reason: str
+    decision_id: str = ""
+    subject: str = ""
+    tenant_id: str = ""
+    claims: dict[str, Any] | None = None
+    policy_revision: str = ""
+    #: Seconds to wait before retrying, when reason is ``rate-limited``.
+    retry_after: float | None = None
+    message: str = ""
+
+
+class Client:
+    """Asks the sidecar for token and authorization decisions.
+
+    ``sidecar_url`` defaults to ``SVC_SIDECAR_URL``, then
+    ``http://localhost:7700``; ``fail_mode`` to ``SVC_FAIL_MODE``, then
+    ``open``; ``timeout`` (seconds per call, connection included) to
+    :data:`DEFAULT_TIMEOUT`. Connections are kept alive and pooled. A client
+    is safe to share between threads; make one per process.
+
+    Fail modes, when the sidecar is unreachable, times out or cannot decide:
+    ``open`` returns an allowed decision with no claims and reason
+    ``fail-open``; ``closed`` raises :class:`SidecarUnavailableError`. An
+    invalid token is a decision with ``allowed=False`` in both modes.
+    """
+
+    def __init__(self, sidecar_url: str | None = None, fail_mode: str | None = None,
+                 timeout: float | None = None, *, pool_size: int = 16, ssl_context=None,
+                 env: Mapping[str, str] | None = None):
+        env = os.environ if env is None else env
+        url = sidecar_url or env.get("SVC_SIDECAR_URL") or DEFAULT_SIDECAR_URL
+        mode = fail_mode or env.get("SVC_FAIL_MODE") or FAIL_OPEN
+        if mode not in (FAIL_OPEN, FAIL_CLOSED):
+            raise ValueError(f'fail mode {mode!r} is neither "open" nor "closed" (SVC_FAIL_MODE)')
+        if timeout is None:
+            timeout = DEFAULT_TIMEOUT
+        if not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"sidecar URL {url!r} must be http://host:port or https://host:port (SVC_SIDECAR_URL)")
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            raise ValueError(f"sidecar URL {url!r} has an invalid port (SVC_SIDECAR_URL)") from None
+        self._url = url
+        self._fail_mode = mode
+        self._timeout = float(timeout)
+        self._base = parts.path.rstrip("/")
+        self._authority = parts.netloc.rpartition("@")[2]
+        self._pool = Pool(parts.scheme, parts.hostname, port, self._timeout, pool_size, ssl_context)
+        weakref.finalize(self, self._pool.close)
+        self._warn_lock = threading.Lock()
+        self._last_warn = 0.0
+
+    @property
+    def sidecar_url(self) -> str:
+        """The base URL of the sidecar's local HTTP API."""
+        return self._url
+
+    @property
+    def fail_mode(self) -> str:
+        """``open`` or ``closed``."""
+        return self._fail_mode
+
+    @property
+    def timeout(self) -> float:
+        """Seconds one call may take."""
+        return self._timeout
+
+    def validate_token(self, token: str) -> TokenDecision:
+        """Verifies a bearer token (without the ``Bearer`` prefix)."""
+        try:
+            body = self._call(PATH_VALIDATE_TOKEN, {"token": token or ""}, "validate-token")
+        except _FailOpen:
+            return TokenDecision(True, None, FAIL_OPEN_REASON, subject=ANONYMOUS,
+                                 message="sidecar unavailable; allowed by fail_mode=open")
+        return TokenDecision(
+            allowed=bool(body.get("allowed")),
+            claims=_claims(body.get("claims")),
+            reason=str(body.get("reason") or ""),
+            subject=str(body.get("subject") or ""),
+            tenant_id=str(body.get("tenant_id") or ""),
+            message=str(body.get("message") or ""),
+        )
+
+    def authorize(self, token: str, action: str, resource: str | None = None,
+                  resource_id: str | None = None, *, resource_tenant: str | None = None,
+                  request: Mapping[str, Any] | None = None) -> Decision:
+        """Asks whether the bearer of ``token`` may perform ``action``
+        (``"<resource>:<verb>"``) on a resource of type ``resource`` (default:
+        the action's prefix) with id ``resource_id``, owned by
+        ``resource_tenant`` (default: the deployment's tenant). ``request``
+        optionally describes the HTTP request for the policy (method, path,
+        host, query, headers)."""
+        msg: dict[str, Any] = {"token": token or "", "action": action}
+        res = {k: v for k, v in (("type", resource), ("id", resource_id), ("tenant", resource_tenant)) if v}
+        if res:
+            msg["resource"] = res
+        if request:
+            msg["request"] = dict(request)
+        try:
+            body = self._call(PATH_AUTHORIZE, msg, "authorize")
+        except _FailOpen:
+            return Decision(True, [], FAIL_OPEN_REASON, subject=ANONYMOUS,
+                            message="sidecar unavailable; allowed by fail_mode=open")
+        return Decision(
+            allow=bool(body.get("allowed")),
+            deny_reasons=[str(r) for r in body.get("deny_reasons") or []],
+            reason=str(body.get("reason") or ""),
+            decision_id=str(body.get("decision_id") or ""),
+            subject=str(body.get("subject") or ""),
+            tenant_id=str(body.get("tenant_id") or ""),
+            claims=_claims(body.get("claims")),
+            policy_revision=str(body.get("policy_revision") or ""),
+            retry_after=_duration(body.get("retry_after")),
+            message=str(body.get("message") or ""),
+        )
+
+    def close(self) -> None:
+        """Closes the pooled connections."""
+        self._pool.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Client(sidecar_url={self._url!r}, fail_mode={self._fail_mode!r}, timeout={self._timeout!r})"
+
+    def _call(self, path: str, msg: dict[str, Any], op: str) -> dict[str, Any]:
+        data = json.dumps(msg, separators=(",", ":")).encode()
+        headers = {"Host": self._authority, "Content-Type": "application/json",
+                   "Accept": "application/json", "Connection": "keep-alive"}
+        try:
+            status, raw = self._pool.request("POST", self._base + path, data, headers)
+        except Unreachable as e:
+            self._unavailable(op, UNAVAILABLE_REASON, str(e))
+        if status >= 500:
+            code, text = _error_of(raw)
+            self._unavailable(op, code or UNAVAILABLE_REASON, f"sidecar answered {status}: {text}")
+        if status != 200:
+            code, text = _error_of(raw)
+            raise SidecarRequestError(code or "input-invalid", f"svc {op}: sidecar answered {status}: {text}")
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            raise SidecarRequestError("input-invalid", f"svc {op}: the answer at {self._url} is not JSON") from None
+        if not isinstance(body, dict):
+            raise SidecarRequestError("input-invalid", f"svc {op}: the answer at {self._url} is not a JSON object")
+        return body
+
+    def _unavailable(self, op: str, reason: str, detail: str):
+        if self._fail_mode == FAIL_OPEN:
+            now = time.monotonic()
+            with self._warn_lock:
+                warn = now - self._last_warn >= _WARN_EVERY or self._last_warn == 0.0
+                if warn:
+                    self._last_warn = now
+            if warn:
+                _log.warning("svc sidecar unavailable; allowing by fail_mode=open (op=%s reason=%s: %s)",
+                             op, reason, detail)
+            raise _FailOpen()
+        raise SidecarUnavailableError(reason, f"svc {op}: sidecar {self._url} unavailable: {detail}")
+
+
+class _FailOpen(Exception):
+    pass
+
+
+def _claims(v: Any) -> dict[str, Any] | None:
+    return v if isinstance(v, dict) else None
+
+
+def _duration(v: Any) -> float | None:
+    # protojson writes a google.protobuf.Duration as "1.500s".
+    if isinstance(v, str) and v.endswith("s"):
+        try:
+            return float(v[:-1])
+        except ValueError:
+            return None
+    return None
+
+
+def _error_of(raw: bytes) -> tuple[str, str]:
+    try:
+        err = json.loads(raw).get("error") or {}
+        return str(err.get("code") or ""), str(err.get("message") or "")
+    except (ValueError, AttributeError):
+        return "", raw[:200].decode("utf-8", "replace")

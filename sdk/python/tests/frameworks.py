@@ -1,0 +1,110 @@
+"""The behaviour every framework's middleware must show, as a mixin.
+
+A framework's test case builds an app with these routes:
+
+    GET /whoami             validated only; answers {"claims": <the request attribute>}
+    GET /orders/{order_id}  require_action("orders:read"); answers {"claims": ..., "decision_id": ...}
+    GET /orders/{order_id}/delete  require_action("orders:delete")
+    GET /healthz            excluded; answers {"claims": <the request attribute>}
+
+and implements ``call(client, path, token) -> (status, headers, json)``
+(``headers`` with lower-case names).
+"""
+
+from __future__ import annotations
+
+import time
+
+import harness
+from svc_sdk import Client
+
+
+class MiddlewareBehaviour:
+    def call(self, client: Client, path: str, token: str | None):  # pragma: no cover
+        raise NotImplementedError
+
+    @classmethod
+    def setUpClass(cls):
+        cls.idp, cls.sidecar = harness.shared()
+        cls.client = Client(cls.sidecar.url, "closed")
+
+    def token(self, **over):
+        return self.idp.token(harness.claims(**over))
+
+    def body(self, j):
+        # FastAPI's HTTPException wraps the refusal in "detail".
+        return j.get("detail", j) if isinstance(j, dict) else j
+
+    def test_valid_token_claims_on_the_request(self):
+        status, _, j = self.call(self.client, "/whoami", self.token(email="alice@example.com"))
+        self.assertEqual(status, 200, j)
+        self.assertEqual(j["claims"]["sub"], "alice")
+        self.assertEqual(j["claims"]["tenant_id"], harness.TENANT)
+        self.assertEqual(j["claims"]["email"], "alice@example.com")
+
+    def test_refusals(self):
+        now = int(time.time())
+        cases = [
+            ("no token", "/whoami", None, 401, "token-missing", "Bearer"),
+            ("expired", "/whoami", self.token(iat=now - 600, exp=now - 300), 401, "token-expired",
+             'Bearer error="invalid_token", error_description="token-expired"'),
+            ("malformed", "/whoami", "abc", 401, "token-malformed",
+             'Bearer error="invalid_token", error_description="token-malformed"'),
+            ("action without token", "/orders/1", None, 401, "token-missing", "Bearer"),
+            ("action, expired", "/orders/1", self.token(exp=now - 300), 401, "token-expired",
+             'Bearer error="invalid_token", error_description="token-expired"'),
+        ]
+        for name, path, tok, status, reason, challenge in cases:
+            with self.subTest(name):
+                got, headers, j = self.call(self.client, path, tok)
+                self.assertEqual(got, status, j)
+                self.assertEqual(headers.get("www-authenticate"), challenge)
+                b = self.body(j)
+                self.assertEqual((b["allow"], b["reason"]), (False, reason))
+
+    def test_require_action(self):
+        viewer = self.token(roles=["viewer"])
+        status, _, j = self.call(self.client, "/orders/7", viewer)
+        self.assertEqual(status, 200, j)
+        self.assertEqual(j["claims"]["sub"], "alice")
+        self.assertTrue(j["decision_id"])
+
+        status, headers, j = self.call(self.client, "/orders/7/delete", viewer)
+        self.assertEqual(status, 403, j)
+        self.assertIsNone(headers.get("www-authenticate"))
+        b = self.body(j)
+        self.assertEqual(b["reason"], "policy-deny")
+        self.assertEqual(b["deny_reasons"], ["role-forbidden: viewer cannot orders:delete"])
+        self.assertTrue(b["decision_id"])
+
+        status, _, j = self.call(self.client, "/orders/7/delete", self.token(roles=["admin"]))
+        self.assertEqual(status, 200, j)
+
+    def test_token_of_another_tenant_is_forbidden(self):
+        status, _, j = self.call(self.client, "/orders/7", self.token(tenant="globex"))
+        self.assertEqual(status, 403, j)
+        b = self.body(j)
+        self.assertIn("tenant-mismatch", [b["reason"], *b["deny_reasons"]])
+
+    def test_excluded_path(self):
+        status, _, j = self.call(self.client, "/healthz", None)
+        self.assertEqual((status, j), (200, {"claims": None}))
+
+    def test_fail_modes(self):
+        hole = harness.BlackHole()
+        self.addCleanup(hole.close)
+        targets = [("down", harness.down_url(), None), ("timing out", hole.url, 0.3)]
+        tok = self.token()
+        for name, url, timeout in targets:
+            for path in ("/whoami", "/orders/1"):
+                with self.subTest(f"{name}, open, {path}"):
+                    status, _, j = self.call(Client(url, "open", timeout), path, tok)
+                    self.assertEqual(status, 200, j)
+                    self.assertIsNone(j["claims"])
+                with self.subTest(f"{name}, closed, {path}"):
+                    status, _, j = self.call(Client(url, "closed", timeout), path, tok)
+                    self.assertEqual(status, 503, j)
+                    self.assertEqual(self.body(j)["reason"], "unavailable")
+                with self.subTest(f"{name}, open, invalid token still needs a token, {path}"):
+                    status, _, j = self.call(Client(url, "open", timeout), path, None)
+                    self.assertEqual(status, 401, j)

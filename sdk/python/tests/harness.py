@@ -1,0 +1,282 @@
+"""Real peers for the SDK tests: the svc-sidecar binary built from this
+repository, a JWKS endpoint whose RSA key signs real RS256 tokens, a
+sidecar that is down, one that never answers, and a counting TCP relay.
+
+SVC_SIDECAR_BIN names a prebuilt binary (``make test`` passes one);
+otherwise the binary is built with ``go build`` once per test run.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+REPO = Path(__file__).resolve().parents[3]
+TENANT = "acme"
+KID = "sdk-test-rsa-1"
+
+# Fail-open warnings are asserted where they matter, not printed.
+logging.getLogger("svc_sdk").setLevel(logging.ERROR)
+
+_lock = threading.RLock()
+_tmp = tempfile.mkdtemp(prefix="svc-sdk-py-")
+atexit.register(shutil.rmtree, _tmp, True)
+
+
+def b64(b: bytes) -> str:
+    return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+
+
+def free_addr() -> str:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"127.0.0.1:{port}"
+
+
+_binary: str | None = None
+
+
+def sidecar_binary() -> str:
+    """The svc-sidecar binary: SVC_SIDECAR_BIN, or built once from REPO."""
+    global _binary
+    with _lock:
+        if _binary:
+            return _binary
+        given = os.environ.get("SVC_SIDECAR_BIN")
+        if given:
+            _binary = given
+            return given
+        out = os.path.join(_tmp, "svc-sidecar")
+        subprocess.run(["go", "build", "-o", out, "./cmd/svc-sidecar"], cwd=REPO, check=True)
+        _binary = out
+        return out
+
+
+class IdP:
+    """A JWKS endpoint on loopback and the RSA key that signs its tokens."""
+
+    def __init__(self) -> None:
+        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        pub = self.key.public_key().public_numbers()
+        n = pub.n.to_bytes((pub.n.bit_length() + 7) // 8, "big")
+        e = pub.e.to_bytes((pub.e.bit_length() + 7) // 8, "big")
+        jwks = json.dumps({"keys": [{"kty": "RSA", "kid": KID, "use": "sig", "alg": "RS256",
+                                     "n": b64(n), "e": b64(e)}]}).encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                if self.path != "/jwks.json":
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(jwks)))
+                self.end_headers()
+                self.wfile.write(jwks)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.jwks_url = f"http://127.0.0.1:{self.server.server_address[1]}/jwks.json"
+
+    def token(self, claims: dict, key=None) -> str:
+        """An RS256 token of exactly ``claims``, signed by the IdP's key or
+        by ``key`` (under the IdP's kid, for a wrong signature)."""
+        header = b64(json.dumps({"alg": "RS256", "typ": "JWT", "kid": KID}).encode())
+        payload = b64(json.dumps(claims).encode())
+        signing = f"{header}.{payload}".encode()
+        sig = (key or self.key).sign(signing, padding.PKCS1v15(), hashes.SHA256())
+        return f"{header}.{payload}.{b64(sig)}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def claims(sub: str = "alice", tenant: str = TENANT, roles=("viewer",), **extra) -> dict:
+    now = int(time.time())
+    c = {"sub": sub, "tenant_id": tenant, "roles": list(roles), "iat": now, "exp": now + 300}
+    c.update(extra)
+    return c
+
+
+class Sidecar:
+    """A svc-sidecar process on loopback ports, verifying tokens of ``idp``."""
+
+    def __init__(self, idp: IdP, env: dict[str, str] | None = None) -> None:
+        self.http_addr = free_addr()
+        self.dir = tempfile.mkdtemp(prefix="sidecar-", dir=_tmp)
+        full = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": self.dir,
+            "SVC_SIDECAR_ADDR": free_addr(),
+            "SVC_HTTP_ADDR": self.http_addr,
+            "SVC_TENANT_ID": TENANT,
+            "SVC_JWKS_URL": idp.jwks_url,
+            "SVC_FAIL_MODE": "closed",
+            "SVC_AUDIT_DESTINATION": "off",
+            "SVC_LOG_LEVEL": "warn",
+            "SVC_RATE_LIMIT_DEFAULT_RPM": "1000000",
+        }
+        full.update(env or {})
+        self.log_path = os.path.join(self.dir, "sidecar.log")
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen([sidecar_binary()], cwd=self.dir, env=full,
+                                     stdout=self._log, stderr=subprocess.STDOUT)
+        self.url = f"http://{self.http_addr}"
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"svc-sidecar exited with {self.proc.returncode}: {self.log()}")
+            try:
+                with urllib.request.urlopen(self.url + "/readyz", timeout=1) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"svc-sidecar not ready within 60s: {self.log()}")
+
+    def log(self) -> str:
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")[-4000:]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+
+_shared: tuple[IdP, Sidecar] | None = None
+
+
+def shared() -> tuple[IdP, Sidecar]:
+    """One IdP and one sidecar for the whole test run, stopped at exit."""
+    global _shared
+    with _lock:
+        if _shared is None:
+            idp = IdP()
+            sc = Sidecar(idp)
+            atexit.register(idp.close)
+            atexit.register(sc.stop)
+            _shared = (idp, sc)
+        return _shared
+
+
+def down_url() -> str:
+    """The URL of a sidecar that is down: nothing listens there."""
+    return f"http://{free_addr()}"
+
+
+class BlackHole:
+    """A TCP listener that accepts connections and never answers, as a hung
+    sidecar would."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self._conns: list[socket.socket] = []
+        self._stop = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._stop:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self._conns.append(c)
+
+    def close(self) -> None:
+        self._stop = True
+        self.sock.close()
+        for c in self._conns:
+            c.close()
+
+
+class Relay:
+    """A TCP relay to ``target`` (host:port) counting the connections it
+    accepted, to observe connection reuse. ``drop_all`` closes every open
+    connection, as a server closing idle keep-alive connections would."""
+
+    def __init__(self, target: str) -> None:
+        host, port = target.rsplit(":", 1)
+        self.target = (host, int(port))
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.accepted = 0
+        self._pairs: list[tuple[socket.socket, socket.socket]] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            u = socket.create_connection(self.target)
+            self.accepted += 1
+            self._pairs.append((c, u))
+            threading.Thread(target=self._pipe, args=(c, u), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(u, c), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def drop_all(self) -> None:
+        pairs, self._pairs = self._pairs, []
+        for c, u in pairs:
+            for s in (c, u):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                s.close()
+        time.sleep(0.05)
+
+    def close(self) -> None:
+        self.sock.close()
+        self.drop_all()
