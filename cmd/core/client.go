@@ -63,9 +63,15 @@ func (e *APIError) Error() string {
 // sidecarClient returns the shared client for --sidecar. Requests that
 // are not streams time out after timeout.
 func (a *app) sidecarClient() (*sidecarClient, error) {
-	u, err := url.Parse(a.sidecar)
+	return a.sidecarClientAt(a.sidecar, "--sidecar")
+}
+
+// sidecarClientAt is the shared client for a sidecar URL given by another
+// flag (flag names it in errors), such as config diff's --live.
+func (a *app) sidecarClientAt(base, flag string) (*sidecarClient, error) {
+	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, usageError("invalid --sidecar %q: want an http or https URL such as http://localhost:7700", a.sidecar)
+		return nil, usageError("invalid %s %q: want an http or https URL such as http://localhost:7700", flag, base)
 	}
 	c := &sidecarClient{base: u, http: &http.Client{}}
 	if f := os.Getenv(envAdminTokenFile); f != "" {

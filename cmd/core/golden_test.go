@@ -111,6 +111,25 @@ var goldenCases = []goldenCase{
 	{"inspect-garbage", []string{"policy", "bundle", "inspect", "$TMP/garbage.tar.gz"}, 2},
 	{"inspect-missing", []string{"policy", "bundle", "inspect", "$TMP/nope.tar.gz"}, 2},
 
+	// config validate
+	{"config-validate-ok", []string{"config", "validate", "testdata/config/svc.toml"}, 0},
+	{"config-validate-yaml", []string{"config", "validate", "testdata/config/svc.yaml"}, 0},
+	{"config-validate-json", []string{"--output", "json", "config", "validate", "testdata/config/changed.toml"}, 0},
+	{"config-validate-unknown-key", []string{"config", "validate", "testdata/config/unknown_key.toml"}, 1},
+	{"config-validate-bad-value", []string{"config", "validate", "testdata/config/bad_value.yaml"}, 1},
+	{"config-validate-bad-value-json", []string{"--output", "json", "config", "validate", "testdata/config/bad_value.yaml"}, 1},
+	{"config-validate-syntax", []string{"config", "validate", "testdata/config/syntax.toml"}, 1},
+	{"config-validate-missing", []string{"config", "validate", "testdata/config/nope.toml"}, 2},
+	{"config-validate-extension", []string{"config", "validate", "testdata/config/svc.ini"}, 2},
+
+	// config diff
+	{"config-diff-twins", []string{"config", "diff", "testdata/config/svc.toml", "testdata/config/svc.yaml"}, 0},
+	{"config-diff-changed", []string{"config", "diff", "testdata/config/svc.toml", "testdata/config/changed.toml"}, 1},
+	{"config-diff-changed-json", []string{"--output", "json", "config", "diff", "testdata/config/svc.toml", "testdata/config/changed.toml"}, 1},
+	{"config-diff-invalid", []string{"config", "diff", "testdata/config/svc.toml", "testdata/config/unknown_key.toml"}, 2},
+	{"config-diff-missing", []string{"config", "diff", "testdata/config/svc.toml", "testdata/config/nope.toml"}, 2},
+	{"config-diff-no-other", []string{"config", "diff", "testdata/config/svc.toml"}, 2},
+
 	// coverage
 	{"coverage", []string{"coverage", pol}, 0},
 	{"coverage-json", []string{"--output", "json", "coverage", pol, "--fixtures", "testdata/fixtures-failing"}, 0},

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -20,10 +22,20 @@ import (
 // of its HTTP API.
 func startSidecar(t *testing.T, verifyKeyFile string) string {
 	t.Helper()
+	cfg := devConfig()
+	cfg.Policy.BundleVerifyKeyFile = verifyKeyFile
+	return startSidecarWith(t, cfg)
+}
+
+func devConfig() config.Config {
 	var cfg config.Config
 	cfg.SDK.SidecarAddr, cfg.Sidecar.HTTPAddr, cfg.SDK.TenantID = "127.0.0.1:0", "127.0.0.1:0", "acme"
 	cfg.Audit.Destination = config.AuditOff
-	cfg.Policy.BundleVerifyKeyFile = verifyKeyFile
+	return cfg
+}
+
+func startSidecarWith(t *testing.T, cfg config.Config) string {
+	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	eng, err := engine.New(cfg, engine.Deps{Logger: quiet})
 	if err != nil {
@@ -158,6 +170,54 @@ func TestReloadPolicy(t *testing.T) {
 			}
 			if got := revision(); got != s.revision {
 				t.Errorf("policy_revision = %q, want %q", got, s.revision)
+			}
+		})
+	}
+}
+
+// TestConfigDiffLive compares files with the live configuration of a
+// running sidecar.
+func TestConfigDiffLive(t *testing.T) {
+	cfg := devConfig()
+	cfg.SDK.JWKSURL = ""
+	cfg.Tenants = map[string]config.Tenant{"acme": {Plan: "team"}}
+	url := startSidecarWith(t, cfg)
+	dir := t.TempDir()
+	cfg.SetDefaults()
+	same, err := cfg.MarshalTOML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	sameFile := write("same.toml", same)
+	changedFile := write("changed.toml", bytes.Replace(same, []byte(`plan = 'team'`), []byte(`plan = 'enterprise'`), 1))
+
+	tests := []struct {
+		name string
+		args []string
+		code int
+		out  string
+	}{
+		{"equal", []string{"config", "diff", sameFile, "--live", url}, 0, "equal"},
+		{"different", []string{"config", "diff", changedFile, "--live", url}, 1, `+tenants.acme.plan = "team"`},
+		{"different, json", []string{"--output", "json", "config", "diff", changedFile, "--live", url}, 1, `"key": "tenants.acme.plan"`},
+		{"unreachable", []string{"config", "diff", sameFile, "--live", closedURL(t)}, 2, "connection refused"},
+		{"not a URL", []string{"config", "diff", sameFile, "--live", "localhost:7700"}, 2, "invalid --live"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, "", tc.args...)
+			if r.code != tc.code || !strings.Contains(r.stdout+r.stderr, tc.out) {
+				t.Errorf("exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", r.code, tc.code, tc.out, r.stdout, r.stderr)
+			}
+			if jsonArgs(tc.args) {
+				checkOneJSON(t, r.stdout)
 			}
 		})
 	}

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/svc-dev/svc/engine/config"
+)
+
+// pathConfig is the sidecar's live configuration (TOML).
+const pathConfig = "/v1/config"
+
+// exitDiffTrouble is config diff's exit code for any error, as diff(1).
+const exitDiffTrouble = 2
+
+func (a *app) configCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Validate svc configuration files and compare them with each other or a live sidecar",
+		Args:  args(),
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(inProcess(a.configValidateCommand()), talksToSidecar(a.configDiffCommand()))
+	return cmd
+}
+
+// configProblem is one error of `config validate --output json`.
+type configProblem struct {
+	Source  string `json:"source,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
+	Key     string `json:"key,omitempty"`
+	Message string `json:"message"`
+	Text    string `json:"text"`
+}
+
+type validateReport struct {
+	File     string          `json:"file"`
+	Valid    bool            `json:"valid"`
+	Keys     int             `json:"keys"`
+	Warnings []string        `json:"warnings"`
+	Errors   []configProblem `json:"errors"`
+}
+
+func (a *app) configValidateCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate <file>",
+		Short: "Check a config file (TOML or YAML): syntax, unknown keys, values; count keys, warn on default rate limits",
+		Long: `Checks a configuration file as svc-sidecar reads it (.toml, or .yaml/.yml of
+the same shape), without the SVC_* environment: syntax errors and unknown keys
+with file:line, and values that cannot work, each naming its key. It prints
+the number of keys the file sets ("N keys") and warnings: every tenant under
+[tenants] without rate_limit.per_tenant.<tenant>, and an unset
+rate_limit.default_rpm, with the 1000 rpm default that then applies.
+
+Exit codes: 0 valid, 1 invalid, 2 the file cannot be read.`,
+		Args: args("<file>"),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			return a.runConfigValidate(argv[0])
+		},
+	}
+}
+
+func (a *app) runConfigValidate(path string) error {
+	a.useJSON()
+	format, err := config.FormatOf(path)
+	if err != nil {
+		return inputError(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return inputError(fmt.Errorf("%s: cannot read: %w", path, unwrapPath(err)))
+	}
+	rep, err := config.Inspect(data, format, path)
+	out := validateReport{File: path, Valid: err == nil, Keys: rep.KeyCount, Warnings: rep.Warnings, Errors: []configProblem{}}
+	if out.Warnings == nil {
+		out.Warnings = []string{}
+	}
+	for _, e := range config.Errors(err) {
+		out.Errors = append(out.Errors, configProblem{Source: e.Source, Line: e.Line, Column: e.Column, Key: e.Key, Message: e.Msg, Text: e.Error()})
+	}
+	if err != nil && len(out.Errors) == 0 {
+		out.Errors = append(out.Errors, configProblem{Message: err.Error(), Text: err.Error()})
+	}
+	if a.json {
+		if err := a.writeJSON(out); err != nil {
+			return err
+		}
+	} else {
+		for _, p := range out.Errors {
+			fmt.Fprintf(a.stdout, "error: %s\n", p.Text)
+		}
+		for _, w := range out.Warnings {
+			fmt.Fprintf(a.stdout, "warning: %s\n", w)
+		}
+		verdict := "valid"
+		if !out.Valid {
+			verdict = "invalid, " + plural(len(out.Errors), "error")
+		}
+		fmt.Fprintf(a.stdout, "%s: %s, %s, %s\n", path, verdict, plural(out.Keys, "key"), plural(len(out.Warnings), "warning"))
+	}
+	if !out.Valid {
+		return checkFailed(fmt.Errorf("%s is not a valid configuration", path), true)
+	}
+	return nil
+}
+
+type diffReport struct {
+	A           string              `json:"a"`
+	B           string              `json:"b"`
+	Equal       bool                `json:"equal"`
+	Differences []config.Difference `json:"differences"`
+}
+
+func (a *app) configDiffCommand() *cobra.Command {
+	var live string
+	cmd := &cobra.Command{
+		Use:   "diff <file> [<other-file> | --live <sidecar-url>]",
+		Short: "Compare a config file with another one or with a running sidecar's configuration, key by key",
+		Long: `Compares the effective configuration of <file> (defaults applied, no SVC_*
+environment) with <other-file>, or with the live configuration of the sidecar
+at --live (GET /v1/config, which includes its environment overrides). A TOML
+file and its YAML twin are equal. Each differing key is printed with both
+values; URL user information and query values show as REDACTED, and the
+configuration never holds secrets, only the paths of the files that do.
+
+Exit codes, as diff(1): 0 equal, 1 different, 2 any trouble (an unreadable or
+invalid file, a sidecar that cannot be reached or refuses).`,
+		Args: func(cmd *cobra.Command, argv []string) error {
+			if live != "" {
+				return args("<file>")(cmd, argv)
+			}
+			if len(argv) == 1 {
+				return usageError("%s needs <other-file> or --live <sidecar-url>", cmd.CommandPath())
+			}
+			return args("<file>", "<other-file>")(cmd, argv)
+		},
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			err := a.runConfigDiff(cmd.Context(), argv, live)
+			var ee *exitError
+			if errors.As(err, &ee) && ee.code != exitFailed {
+				ee.code = exitDiffTrouble
+			} else if err != nil && !errors.As(err, &ee) {
+				err = &exitError{code: exitDiffTrouble, err: err}
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&live, "live", "", "compare with the live configuration of the sidecar at `url`")
+	return cmd
+}
+
+func (a *app) runConfigDiff(ctx context.Context, argv []string, live string) error {
+	a.useJSON()
+	left, err := readConfigFile(argv[0])
+	if err != nil {
+		return err
+	}
+	var right config.Config
+	rightName := ""
+	if live != "" {
+		if right, err = a.liveConfig(ctx, live); err != nil {
+			return err
+		}
+		rightName = "live " + live
+	} else {
+		if right, err = readConfigFile(argv[1]); err != nil {
+			return err
+		}
+		rightName = argv[1]
+	}
+	diffs := config.Diff(left, right)
+	rep := diffReport{A: argv[0], B: rightName, Equal: len(diffs) == 0, Differences: diffs}
+	if rep.Differences == nil {
+		rep.Differences = []config.Difference{}
+	}
+	if a.json {
+		if err := a.writeJSON(rep); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(a.stdout, "--- %s\n+++ %s\n", rep.A, rep.B)
+		for _, d := range diffs {
+			if d.A != nil {
+				fmt.Fprintf(a.stdout, "-%s = %s\n", d.Key, *d.A)
+			}
+			if d.B != nil {
+				fmt.Fprintf(a.stdout, "+%s = %s\n", d.Key, *d.B)
+			}
+			if d.Redacted {
+				fmt.Fprintf(a.stdout, " %s: the values differ in redacted parts\n", d.Key)
+			}
+		}
+		if rep.Equal {
+			fmt.Fprintln(a.stdout, "equal")
+		} else {
+			fmt.Fprintf(a.stdout, "%s differ\n", plural(len(diffs), "key"))
+		}
+	}
+	if !rep.Equal {
+		return checkFailed(errors.New("the configurations differ"), true)
+	}
+	return nil
+}
+
+// readConfigFile parses a config file with defaults applied; any problem
+// is an input error.
+func readConfigFile(path string) (config.Config, error) {
+	format, err := config.FormatOf(path)
+	if err != nil {
+		return config.Config{}, inputError(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return config.Config{}, inputError(fmt.Errorf("%s: cannot read: %w", path, unwrapPath(err)))
+	}
+	c, err := config.Parse(data, format, path)
+	if err != nil {
+		return config.Config{}, inputError(err)
+	}
+	return c, nil
+}
+
+// liveConfig fetches GET /v1/config from the sidecar at base through the
+// shared client.
+func (a *app) liveConfig(ctx context.Context, base string) (config.Config, error) {
+	c, err := a.sidecarClientAt(base, "--live")
+	if err != nil {
+		return config.Config{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	resp, err := c.Do(ctx, http.MethodGet, pathConfig, nil, "")
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return config.Config{}, c.unreachable(fmt.Errorf("no answer within %s", statusTimeout))
+		}
+		return config.Config{}, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return config.Config{}, c.unreachable(err)
+	}
+	u, _ := url.JoinPath(base, pathConfig)
+	cfg, err := config.Parse(data, config.FormatTOML, u)
+	if err != nil {
+		return config.Config{}, fmt.Errorf("live configuration of %s does not parse: %w", base, err)
+	}
+	return cfg, nil
+}
