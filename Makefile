@@ -7,7 +7,7 @@ FUZZTIME  ?= 20s
 # (scripts/test-packages.txt), which only /usr/bin/python3 sees.
 PYTHON    ?= /usr/bin/python3
 
-.PHONY: all build run test test-sdk bench fuzz lint generate deps clean
+.PHONY: all build run test test-sdk test-deploy bench fuzz lint generate deps clean
 
 all: build
 
@@ -22,16 +22,22 @@ run: build
 
 # Installs what the tests need (Debian packages, npm packages from the
 # lockfile) and runs vet plus the whole suite with the race detector, then
-# the SDK tests against the real svc-sidecar.
+# the SDK tests against the real svc-sidecar, then the tests of the
+# deployment files (deploy/, a module of its own).
 test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) test-sdk
+	$(MAKE) test-deploy
 
 # The Python SDK's tests, against a svc-sidecar built from this tree.
 test-sdk:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/svc-sidecar
 	cd sdk/python && SVC_SIDECAR_BIN=$(abspath $(BIN))/svc-sidecar $(PYTHON) -m unittest discover -s tests -v
+
+# The Kubernetes, Istio and Compose files, decoded by their own libraries.
+test-deploy:
+	cd deploy && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 deps:
 	./scripts/install-test-deps.sh
@@ -44,6 +50,7 @@ fuzz:
 
 lint:
 	$(GO) vet ./...
+	cd deploy && $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 
 generate:
