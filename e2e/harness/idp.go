@@ -2,11 +2,13 @@ package harness
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,11 +48,6 @@ type IDP struct {
 // by scripts/install-test-deps.sh).
 func StartIDP(t testing.TB, resource string, ttl time.Duration, clients ...IDPClient) *IDP {
 	t.Helper()
-	node := LookPath(t, "node", "install Node.js")
-	e2e := filepath.Join(ModuleRoot(t), "e2e")
-	if _, err := os.Stat(filepath.Join(e2e, "node_modules", "oidc-provider", "package.json")); err != nil {
-		Missing(t, "npm package oidc-provider", "run scripts/install-test-deps.sh, or npm ci in e2e/")
-	}
 	cfg, err := json.Marshal(map[string]any{
 		"resource": resource,
 		"ttl":      int(ttl / time.Second),
@@ -59,9 +56,56 @@ func StartIDP(t testing.TB, resource string, ttl time.Duration, clients ...IDPCl
 	if err != nil {
 		t.Fatalf("idp config: %v", err)
 	}
+	return startIDP(t, map[string]string{"IDP_CONFIG": string(cfg)}, resource, clients)
+}
+
+// StartIDPConfigFile runs the OpenID provider on a configuration file of
+// its own format (see e2e/idp/server.mjs), such as the demo's. addr, when
+// set, replaces the file's host and port.
+func StartIDPConfigFile(t testing.TB, path, addr string) *IDP {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var parts struct {
+		Resource string      `json:"resource"`
+		Clients  []IDPClient `json:"clients"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if addr != "" {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg["host"] = host
+		cfg["port"], _ = strconv.Atoi(port)
+		b, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path = WriteFile(t, t.TempDir(), "idp.json", string(b))
+	}
+	return startIDP(t, map[string]string{"IDP_CONFIG_FILE": path}, parts.Resource, parts.Clients)
+}
+
+func startIDP(t testing.TB, env map[string]string, resource string, clients []IDPClient) *IDP {
+	t.Helper()
+	node := LookPath(t, "node", "install Node.js")
+	e2e := filepath.Join(ModuleRoot(t), "e2e")
+	if _, err := os.Stat(filepath.Join(e2e, "node_modules", "oidc-provider", "package.json")); err != nil {
+		Missing(t, "npm package oidc-provider", "run scripts/install-test-deps.sh, or npm ci in e2e/")
+	}
+	env["NODE_ENV"] = "test"
 	cmd := exec.Command(node, filepath.Join(e2e, "idp", "server.mjs"))
 	cmd.Dir = e2e
-	cmd.Env = envList(baseEnv(), map[string]string{"IDP_CONFIG": string(cfg), "NODE_ENV": "test"})
+	cmd.Env = envList(baseEnv(), env)
 	p := &IDP{Process: StartProcess(t, "oidc-provider", cmd), Resource: resource, clients: map[string]IDPClient{}}
 	for _, c := range clients {
 		p.clients[c.ID] = c

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,12 @@ type Proxy struct {
 // copying the x-svc-* answer headers to the request for upstream. Every
 // path nginx writes lies under dir.
 func NginxConfig(dir, addr, sidecarHTTP, upstream string) string {
+	return NginxRoutesConfig(dir, addr, sidecarHTTP, map[string]string{"/": upstream})
+}
+
+// NginxRoutesConfig is NginxConfig with one upstream per location prefix,
+// as a front proxy routes to several services.
+func NginxRoutesConfig(dir, addr, sidecarHTTP string, routes map[string]string) string {
 	var b strings.Builder
 	if os.Geteuid() == 0 {
 		// As root, nginx would switch its worker to "nobody", which cannot
@@ -61,22 +68,29 @@ http {
             proxy_set_header X-Original-URI $request_uri;
             proxy_set_header X-Original-Method $request_method;
         }
-
-        location / {
-            auth_request /_svc_check;
 `, dir, addr, sidecarHTTP)
-	for _, h := range SvcHeaders {
-		v := "$svc_" + strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(h, "X-Svc-")), "-", "_")
-		fmt.Fprintf(&b, "            auth_request_set %s $upstream_http_%s;\n", v, strings.ReplaceAll(strings.ToLower(h), "-", "_"))
-		// proxy_set_header replaces the client's header of the same name,
-		// and sends none when the value is empty.
-		fmt.Fprintf(&b, "            proxy_set_header %s %s;\n", h, v)
+	prefixes := make([]string, 0, len(routes))
+	for p := range routes {
+		prefixes = append(prefixes, p)
 	}
-	fmt.Fprintf(&b, `            proxy_pass http://%s;
+	sort.Strings(prefixes)
+	for _, prefix := range prefixes {
+		fmt.Fprintf(&b, `
+        location %s {
+            auth_request /_svc_check;
+`, prefix)
+		for _, h := range SvcHeaders {
+			v := "$svc_" + strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(h, "X-Svc-")), "-", "_")
+			fmt.Fprintf(&b, "            auth_request_set %s $upstream_http_%s;\n", v, strings.ReplaceAll(strings.ToLower(h), "-", "_"))
+			// proxy_set_header replaces the client's header of the same
+			// name, and sends none when the value is empty.
+			fmt.Fprintf(&b, "            proxy_set_header %s %s;\n", h, v)
+		}
+		fmt.Fprintf(&b, `            proxy_pass http://%s;
         }
-    }
-}
-`, upstream)
+`, routes[prefix])
+	}
+	b.WriteString("    }\n}\n")
 	return b.String()
 }
 
@@ -84,13 +98,20 @@ http {
 // NginxConfig on a free loopback port until the test ends.
 func StartNginx(t testing.TB, sidecarHTTP, upstream string) *Proxy {
 	t.Helper()
+	return StartNginxRoutes(t, sidecarHTTP, map[string]string{"/": upstream})
+}
+
+// StartNginxRoutes runs nginx with NginxRoutesConfig on a free loopback
+// port until the test ends.
+func StartNginxRoutes(t testing.TB, sidecarHTTP string, routes map[string]string) *Proxy {
+	t.Helper()
 	bin := LookPath(t, "nginx", "apt-get install nginx (scripts/test-packages.txt)")
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o755); err != nil {
 		t.Fatalf("nginx dir: %v", err)
 	}
 	addr := FreeAddr(t)
-	conf := WriteFile(t, dir, "nginx.conf", NginxConfig(dir, addr, sidecarHTTP, upstream))
+	conf := WriteFile(t, dir, "nginx.conf", NginxRoutesConfig(dir, addr, sidecarHTTP, routes))
 	cmd := exec.Command(bin, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", conf, "-g", "daemon off;")
 	cmd.Env = baseEnv()
 	p := &Proxy{Process: StartProcess(t, "nginx", cmd), URL: "http://" + addr, Dir: dir}

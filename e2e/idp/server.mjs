@@ -5,9 +5,13 @@
 // claims tenant_id and roles (and email) configured per client. Its JWKS is
 // served at /jwks over plain http, which the sidecar accepts on loopback.
 //
-// Configuration, as JSON in the IDP_CONFIG environment variable:
+// Configuration, as JSON in the IDP_CONFIG environment variable, or in the
+// file named by IDP_CONFIG_FILE:
 //
 //   {
+//     "host": "127.0.0.1",                   // listen address (default)
+//     "port": 0,                             // listen port (default: any)
+//     "issuer": "http://127.0.0.1:9400",     // default http://<host>:<port>
 //     "resource": "urn:svc:e2e",             // resource indicator and aud
 //     "ttl": 300,                            // access token lifetime, s
 //     "clients": [{"client_id": "...", "client_secret": "...",
@@ -15,7 +19,8 @@
 //                  "email": "svc@example.test"}]
 //   }
 //
-// When it is ready it prints one JSON line on stdout:
+// When it is ready it prints one JSON line on stdout, with the endpoints at
+// the address it listens on:
 //   {"issuer": ..., "token_endpoint": ..., "jwks_uri": ..., "kid": ...}
 //
 // POST /_admin/rotate generates a new RSA signing key and restarts the
@@ -27,12 +32,16 @@
 // SIGTERM or SIGINT closes the listener and exits 0.
 
 import { generateKeyPair, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { promisify } from 'node:util';
 
 import Provider from 'oidc-provider';
 
-const config = JSON.parse(process.env.IDP_CONFIG || '{}');
+const config = JSON.parse(process.env.IDP_CONFIG_FILE
+  ? readFileSync(process.env.IDP_CONFIG_FILE, 'utf8')
+  : process.env.IDP_CONFIG || '{}');
+const host = config.host || '127.0.0.1';
 const resource = config.resource || 'urn:svc:e2e';
 const ttl = config.ttl || 300;
 const clients = config.clients || [];
@@ -141,14 +150,17 @@ const server = createServer((req, res) => {
   provider.callback()(req, res);
 });
 
-server.listen(0, '127.0.0.1', () => {
+server.listen(config.port || 0, host, () => {
   const { port } = server.address();
-  const issuer = `http://127.0.0.1:${port}`;
+  const local = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+  const issuer = config.issuer || local;
   provider = buildProvider(issuer);
+  // The endpoints where this process listens, which differ from the
+  // issuer's when a port is published under another name.
   process.stdout.write(`${JSON.stringify({
     issuer,
-    token_endpoint: `${issuer}/token`,
-    jwks_uri: `${issuer}/jwks`,
+    token_endpoint: `${local}/token`,
+    jwks_uri: `${local}/jwks`,
     kid: keys[0].kid,
   })}\n`);
 });

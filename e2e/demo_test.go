@@ -1,0 +1,221 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/demo/traffic"
+	"github.com/svc-dev/svc/e2e/harness"
+)
+
+// demoMesh is the local mesh demo run as processes: the demo's OpenID
+// provider on its shipped configuration, the sidecar on the demo's
+// svc.toml, the orders and billing services, and nginx as the front proxy
+// in Envoy's place.
+type demoMesh struct {
+	idp     *harness.IDP
+	sidecar *harness.Sidecar
+	front   *harness.Proxy
+	idpFile string
+}
+
+func startDemoMesh(t *testing.T, policyDir string) demoMesh {
+	t.Helper()
+	root := harness.ModuleRoot(t)
+	m := demoMesh{idpFile: filepath.Join(root, "deploy", "demo", "idp.json")}
+	m.idp = harness.StartIDPConfigFile(t, m.idpFile, harness.FreeAddr(t))
+	toml, err := os.ReadFile(filepath.Join(root, "deploy", "demo", "svc.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		// The demo's values for the variables docker-compose.yml sets;
+		// the addresses are the harness's free loopback ports.
+		"SVC_FAIL_MODE":        "closed",
+		"SVC_JWKS_URL":         m.idp.JWKSURL,
+		"SVC_TENANT_ID":        "",
+		"SVC_ADMIN_TOKEN_FILE": filepath.Join(root, "deploy", "demo", "admin-token"),
+	}
+	if policyDir != "" {
+		env["SVC_POLICY_DIR"] = policyDir
+	}
+	m.sidecar = harness.StartSidecar(t, harness.SidecarOptions{Config: string(toml), Env: env})
+	routes := map[string]string{}
+	for _, svc := range []struct{ name, resource string }{{"orders", "orders"}, {"billing", "invoices"}} {
+		addr := harness.FreeAddr(t)
+		cmd := exec.Command(harness.Binary(t, "svc-demo"), "service", "--name", svc.name, "--resource", svc.resource, "--addr", addr, "--trust-proxy-headers")
+		p := harness.StartProcess(t, svc.name, cmd)
+		waitHealthy(t, p, "http://"+addr+"/healthz")
+		t.Cleanup(func() {
+			if code := p.Stop(t); code != 0 {
+				t.Errorf("%s exited %d on SIGTERM", svc.name, code)
+			}
+		})
+		routes["/"+svc.resource] = addr
+	}
+	m.front = harness.StartNginxRoutes(t, m.sidecar.HTTPAddr, routes)
+	return m
+}
+
+func waitHealthy(t *testing.T, p *harness.Process, url string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-p.Done():
+			t.Fatalf("%s exited: %s", p.Name, p.Stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatalf("%s: %s never answered 200", p.Name, url)
+}
+
+// runTraffic runs the demo's traffic generator for rounds rounds and
+// returns its exit code and report.
+func (m demoMesh) runTraffic(t *testing.T, rounds int) (int, traffic.Report) {
+	t.Helper()
+	cmd := exec.Command(harness.Binary(t, "svc-demo"), "traffic",
+		"--target", m.front.URL, "--token-url", m.idp.TokenURL, "--idp-config", m.idpFile,
+		"--rate", "100", "--rounds", strconv.Itoa(rounds))
+	p := harness.StartProcess(t, "traffic", cmd)
+	code := p.Wait(t, 60*time.Second)
+	var r traffic.Report
+	if err := json.Unmarshal([]byte(p.Stdout.String()), &r); err != nil {
+		t.Fatalf("traffic report %q: %v\n%s", p.Stdout.String(), err, p.Stderr.String())
+	}
+	return code, r
+}
+
+
+// TestDemoTraffic runs every process of the local mesh demo but Envoy and
+// the telemetry back ends: the generator's whole mix gets the answers the
+// demo documents, and the sidecar records each kind with its reason.
+func TestDemoTraffic(t *testing.T) {
+	m := startDemoMesh(t, "")
+	const rounds = 3
+	code, r := m.runTraffic(t, rounds)
+	if code != 0 || r.Unexpected != 0 || r.Errors != 0 {
+		t.Fatalf("traffic exited %d: %+v", code, r)
+	}
+	kinds := map[string]int{}
+	for _, s := range traffic.Scenarios {
+		c := r.Scenarios[s.Name]
+		if c == nil || c.Expected != rounds {
+			t.Errorf("scenario %s: %+v, want %d expected answers", s.Name, c, rounds)
+			continue
+		}
+		kinds[s.Kind] += c.Expected
+	}
+	for _, k := range []string{traffic.KindAllowed, traffic.KindPolicyDenied, traffic.KindInvalidToken, traffic.KindOtherTenant} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s traffic", k)
+		}
+	}
+
+	// The audit log has the decisions behind those answers.
+	var allow, roleForbidden, mismatch, invalid int
+	for _, rec := range m.sidecar.AuditRecords(t) {
+		reasons, _ := json.Marshal(rec["deny_reasons"])
+		switch {
+		case rec["allow"] == true:
+			allow++
+		case strings.Contains(string(reasons), "role-forbidden"):
+			roleForbidden++
+		case strings.Contains(string(reasons), "tenant-mismatch"):
+			mismatch++
+		case rec["reason"] != "policy-deny":
+			invalid++
+		}
+	}
+	if allow != 4*rounds || roleForbidden != 2*rounds || mismatch != rounds || invalid != 3*rounds {
+		t.Errorf("audit: %d allowed, %d role-forbidden, %d tenant-mismatch, %d token failures; want %d, %d, %d, %d",
+			allow, roleForbidden, mismatch, invalid, 4*rounds, 2*rounds, rounds, 3*rounds)
+	}
+}
+
+// TestDemoCandidatePolicy enforces the candidate policy shipped for the
+// dry-run walkthrough on the same traffic: exactly the viewer's invoice
+// reads change, to denials.
+func TestDemoCandidatePolicy(t *testing.T) {
+	m := startDemoMesh(t, filepath.Join(harness.ModuleRoot(t), "deploy", "demo", "candidate-policy"))
+	code, r := m.runTraffic(t, 1)
+	if code != 1 {
+		t.Fatalf("traffic exited %d, want 1 (answers differ from the default policy's): %+v", code, r)
+	}
+	for _, s := range traffic.Scenarios {
+		c := r.Scenarios[s.Name]
+		wantUnexpected := 0
+		if s.Name == "viewer-reads-invoice" {
+			wantUnexpected = 1
+		}
+		if c.Unexpected != wantUnexpected || c.Errors != 0 {
+			t.Errorf("scenario %s: %+v, want %d unexpected", s.Name, c, wantUnexpected)
+		}
+	}
+	var restricted int
+	for _, rec := range m.sidecar.AuditRecords(t) {
+		reasons, _ := json.Marshal(rec["deny_reasons"])
+		if strings.Contains(string(reasons), "restricted-resource: invoices") {
+			restricted++
+		}
+	}
+	if restricted != 1 {
+		t.Errorf("%d denials with restricted-resource: invoices, want 1", restricted)
+	}
+}
+
+// TestDemoServiceSDK runs the demo service as the Kubernetes base does:
+// alone, asking the sidecar through the Go SDK.
+func TestDemoServiceSDK(t *testing.T) {
+	root := harness.ModuleRoot(t)
+	idp := harness.StartIDPConfigFile(t, filepath.Join(root, "deploy", "demo", "idp.json"), harness.FreeAddr(t))
+	toml, err := os.ReadFile(filepath.Join(root, "deploy", "demo", "svc.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := harness.StartSidecar(t, harness.SidecarOptions{Config: string(toml), Env: map[string]string{
+		"SVC_JWKS_URL": idp.JWKSURL, "SVC_TENANT_ID": "", "SVC_ADMIN_TOKEN_FILE": filepath.Join(root, "deploy", "demo", "admin-token"),
+	}})
+	addr := harness.FreeAddr(t)
+	p := harness.StartProcess(t, "orders", exec.Command(harness.Binary(t, "svc-demo"), "service", "--name", "orders", "--addr", addr, "--sidecar", sc.GRPCAddr))
+	waitHealthy(t, p, "http://"+addr+"/healthz")
+	viewer := idp.Token(t, "demo-viewer")
+	tests := []struct {
+		name, method, bearer string
+		want                 int
+		wantBody             string
+	}{
+		{"read", "GET", viewer, 200, `"subject":"demo-viewer"`},
+		{"delete denied with reasons", "DELETE", viewer, 403, "role-forbidden: viewer cannot orders:delete"},
+		{"no token", "GET", "", 401, ""},
+		{"other tenant", "GET", idp.Token(t, "other-admin"), 403, "tenant-mismatch"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tt.method, "http://"+addr+"/orders/5", nil)
+			if tt.bearer != "" {
+				req.Header.Set("Authorization", "Bearer "+tt.bearer)
+			}
+			status, h, body := harness.Do(t, req)
+			if status != tt.want || !strings.Contains(string(body), tt.wantBody) {
+				t.Fatalf("%s, want %d with %q", harness.Describe(status, h, body), tt.want, tt.wantBody)
+			}
+		})
+	}
+	if code := p.Stop(t); code != 0 {
+		t.Errorf("orders exited %d on SIGTERM", code)
+	}
+}
