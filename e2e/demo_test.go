@@ -99,7 +99,6 @@ func (m demoMesh) runTraffic(t *testing.T, rounds int) (int, traffic.Report) {
 	return code, r
 }
 
-
 // TestDemoTraffic runs every process of the local mesh demo but Envoy and
 // the telemetry back ends: the generator's whole mix gets the answers the
 // demo documents, and the sidecar records each kind with its reason.
