@@ -94,6 +94,7 @@ type DenyBody struct {
 //
 //	no bearer token              401 token-missing (unless AllowAnonymous)
 //	invalid token                401, WWW-Authenticate: Bearer error="invalid_token"
+//	token of another tenant      403 tenant-mismatch (validate-only mode)
 //	policy denies                403 with the deny reasons and decision id
 //	tenant rate-limited          429 with Retry-After
 //	decision service unreachable open: let through as "anonymous", claims nil
@@ -237,7 +238,9 @@ func (m *middleware) failModeFor(r *http.Request) string {
 func (m *middleware) denied(w http.ResponseWriter, d Decision) {
 	body := DenyBody{Reason: d.Reason, DenyReasons: d.DenyReasons, DecisionID: d.DecisionID}
 	switch {
-	case d.Reason == reason.PolicyDeny:
+	case d.Reason == reason.PolicyDeny, d.Reason == reason.TenantMismatch:
+		// A token of a tenant this deployment does not serve is authentic:
+		// a new token would not help, so 403 rather than a challenge.
 		m.refuse(w, http.StatusForbidden, body)
 	case d.Reason == reason.RateLimited:
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Max(1, math.Ceil(d.RetryAfter.Seconds())))))
@@ -262,7 +265,7 @@ var tokenFailures = map[reason.Code]bool{
 	reason.TokenMalformed: true, reason.TokenExpired: true, reason.TokenNotYetValid: true,
 	reason.TokenIssuedInFuture: true, reason.SignatureInvalid: true, reason.UnknownKID: true,
 	reason.AlgNotAllowed: true, reason.KeyTooWeak: true, reason.TenantMissing: true,
-	reason.TenantMismatch: true, reason.IssuerMismatch: true, reason.AudienceMismatch: true,
+	reason.IssuerMismatch: true, reason.AudienceMismatch: true, reason.TypNotAllowed: true,
 }
 
 // challenge sets WWW-Authenticate (RFC 6750 §3): no error attribute when

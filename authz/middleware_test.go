@@ -67,6 +67,9 @@ func TestMiddleware(t *testing.T) {
 	limitedClaims := fixedUser("lee", "viewer")
 	limitedClaims["tenant_id"] = "limited"
 	limited := p.token(t, limitedClaims)
+	otherClaims := fixedUser("mallory", "admin")
+	otherClaims["tenant_id"] = "globex"
+	otherTenant := p.token(t, otherClaims)
 
 	viaSidecarOpen := newClient(t, sidecar, authz.FailOpen)
 	viaSidecarClosed := newClient(t, sidecar, authz.FailClosed)
@@ -96,6 +99,10 @@ func TestMiddleware(t *testing.T) {
 			user: &authz.User{Subject: "alice", TenantID: tenant, Reason: reason.OK}},
 		{name: "valid token in-process", authz: local, path: "/profile", auth: "Bearer " + viewer, status: 200,
 			user: &authz.User{Subject: "alice", TenantID: tenant, Reason: reason.OK}},
+		{name: "token of another tenant", authz: viaSidecarOpen, path: "/profile", auth: "Bearer " + otherTenant, status: 403,
+			deny: &authz.DenyBody{Reason: reason.TenantMismatch}},
+		{name: "token of another tenant in-process", authz: local, path: "/profile", auth: "Bearer " + otherTenant, status: 403,
+			deny: &authz.DenyBody{Reason: reason.TenantMismatch}},
 		{name: "no Authorization header", authz: viaSidecarOpen, path: "/profile", status: 401,
 			deny: &authz.DenyBody{Reason: reason.TokenMissing}, challenge: `Bearer`},
 		{name: "not a bearer scheme", authz: viaSidecarOpen, path: "/profile", auth: "Basic YTpi", status: 401,

@@ -83,6 +83,10 @@ func TestOIDCProviderTokens(t *testing.T) {
 		if d := parseDeny(t, r.body); !hasReason(d.DenyReasons, "tenant-mismatch") {
 			t.Errorf("deny_reasons = %q, want tenant-mismatch", d.DenyReasons)
 		}
+		// ValidateToken runs no policy: it refuses the tenant itself.
+		if v := validate(t, s, idp.Token(t, "globex-admin")); v.GetAllowed() || v.GetReason() != "tenant-mismatch" || v.GetClaims() != nil {
+			t.Errorf("ValidateToken = allowed %v reason %q claims %v, want false tenant-mismatch and no claims", v.GetAllowed(), v.GetReason(), v.GetClaims())
+		}
 	})
 
 	t.Run("a token without tenant_id is invalid", func(t *testing.T) {
@@ -149,6 +153,14 @@ func TestOIDCProviderTokens(t *testing.T) {
 		}
 		if v := validate(t, s, latest); !v.GetAllowed() {
 			t.Errorf("token after the second rotation: reason %q (%s)", v.GetReason(), v.GetMessage())
+		}
+		// The retired keys took the tokens they verified with them, even
+		// those the sidecar had cached and that are far from expiring.
+		if v := validate(t, s, viewer); v.GetAllowed() || v.GetReason() != "unknown-kid" {
+			t.Errorf("cached token of a retired key: allowed %v reason %q, want false unknown-kid", v.GetAllowed(), v.GetReason())
+		}
+		if r := envoyCheck(t, s, "GET", "/orders/1", viewer, nil); r.status != http.StatusUnauthorized {
+			t.Errorf("Check with a token of a retired key: status %d, want 401; body %s", r.status, r.body)
 		}
 	})
 }

@@ -25,7 +25,24 @@ func sourceOf(ctx context.Context) string {
 
 // ValidateToken verifies a bearer token. It never returns an error: every
 // outcome is a TokenDecision with a stable reason code.
+//
+// ValidateToken runs no policy, so it also refuses an authentic token of a
+// tenant the deployment does not serve (reason tenant-mismatch): one other
+// than sdk.tenant_id and not listed in sdk.accepted_tenants. A deployment
+// with neither set serves every tenant.
 func (e *Engine) ValidateToken(ctx context.Context, raw string) TokenDecision {
+	ctx, span := e.tel.startVerify(ctx)
+	d := e.validate(ctx, raw)
+	if d.Allowed && d.Reason == reason.OK && !e.cfg.SDK.AcceptsTenant(d.TenantID) {
+		d = TokenDecision{Reason: reason.TenantMismatch, Message: "the token's tenant is not served by this deployment"}
+	}
+	e.tel.endVerify(ctx, span, d)
+	return d
+}
+
+// verifyToken is ValidateToken without the tenant check: Authorize leaves
+// the tenant to the policy, which may allow a cross-tenant support role.
+func (e *Engine) verifyToken(ctx context.Context, raw string) TokenDecision {
 	ctx, span := e.tel.startVerify(ctx)
 	d := e.validate(ctx, raw)
 	e.tel.endVerify(ctx, span, d)
@@ -61,7 +78,7 @@ func (e *Engine) validate(ctx context.Context, raw string) TokenDecision {
 // and the caller applies its fail mode.
 func (e *Engine) Authorize(ctx context.Context, raw string, in Input) (Result, error) {
 	start := e.now()
-	res := Result{Token: e.ValidateToken(ctx, raw)}
+	res := Result{Token: e.verifyToken(ctx, raw)}
 	if !res.Token.Allowed {
 		// Every decision gets an id, so that a 401 can be matched with its
 		// audit record and log line.

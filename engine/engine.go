@@ -136,22 +136,36 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 			MaxRefresh:   cfg.JWT.JWKSMaxRefresh.Duration,
 			Logger:       e.log,
 			Now:          e.now,
+			// Tokens verified with a key the provider withdrew (or
+			// replaced under its kid) leave the cache with the key. Run,
+			// the only source of fetches before the first Verify, starts
+			// after e.verifier is set.
+			OnChange: func() {
+				if n := e.verifier.Retain(e.keys.Holds); n > 0 {
+					e.log.Info("jwks changed: cached tokens of withdrawn keys dropped", "dropped", n)
+				}
+			},
 		})
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("jwks: %w", err)
 		}
 		e.verifier, err = token.New(token.Options{
-			Keys:      e.keys,
-			Issuer:    cfg.JWT.Issuer,
-			Audiences: cfg.JWT.Audiences,
-			Skew:      cfg.JWT.ClockSkew.Duration,
-			CacheSize: cfg.JWT.CacheSize,
-			Now:       e.now,
+			Keys:        e.keys,
+			Issuer:      cfg.JWT.Issuer,
+			Audiences:   cfg.JWT.Audiences,
+			Skew:        cfg.JWT.ClockSkew.Duration,
+			CacheSize:   cfg.JWT.CacheSize,
+			CacheMaxAge: cfg.JWT.CacheMaxAge.Duration,
+			AllowedTyp:  cfg.JWT.AllowedTyp,
+			Now:         e.now,
 		})
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("token verifier: %w", err)
+		}
+		if len(cfg.JWT.Audiences) == 0 {
+			e.log.Warn("jwt.audiences is unset: any token the identity provider issues for any client or API is accepted; set jwt.audiences (SVC_JWT_AUDIENCES) to this API's audience")
 		}
 		go func() {
 			defer close(e.done)

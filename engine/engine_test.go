@@ -1,9 +1,12 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -70,7 +73,8 @@ func TestValidateToken(t *testing.T) {
 		code    reason.Code
 	}{
 		{"valid", p.Token(t, claimsFor("acme", "viewer")), true, reason.OK},
-		{"other tenant still authenticates", p.Token(t, claimsFor("globex", "viewer")), true, reason.OK},
+		{"other tenant refused", p.Token(t, claimsFor("globex", "admin")), false, reason.TenantMismatch},
+		{"tenant ids are case-sensitive", p.Token(t, claimsFor("ACME", "admin")), false, reason.TenantMismatch},
 		{"missing", "", false, reason.TokenMissing},
 		{"malformed", "not-a-jwt", false, reason.TokenMalformed},
 		{"expired", p.Token(t, expired), false, reason.TokenExpired},
@@ -236,4 +240,84 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+func TestValidateTokenTenants(t *testing.T) {
+	p := idptest.New(t)
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		tenantID string
+		accepted []string
+		token    string
+		want     reason.Code
+	}{
+		{"own tenant", "acme", nil, "acme", reason.OK},
+		{"listed tenant", "acme", []string{"globex"}, "globex", reason.OK},
+		{"unlisted tenant", "acme", []string{"globex"}, "initech", reason.TenantMismatch},
+		{"every tenant when none is configured", "", nil, "initech", reason.OK},
+		{"only listed tenants without tenant_id", "", []string{"globex"}, "acme", reason.TenantMismatch},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := prodConfig(p.JWKSURL())
+			cfg.SDK.TenantID, cfg.SDK.AcceptedTenants = tt.tenantID, tt.accepted
+			e := newEngine(t, cfg, engine.Deps{})
+			d := e.ValidateToken(ctx, p.Token(t, claimsFor(tt.token, "admin")))
+			if d.Reason != tt.want || d.Allowed != (tt.want == reason.OK) {
+				t.Fatalf("got allowed=%v reason=%s, want %s", d.Allowed, d.Reason, tt.want)
+			}
+			if !d.Allowed && (d.Claims != nil || d.Subject != "") {
+				t.Fatalf("a refused token carries its identity: %+v", d)
+			}
+			// Authorize leaves the tenant to the policy: a token of another
+			// tenant is a policy decision, never a token failure.
+			res, err := e.Authorize(ctx, p.Token(t, claimsFor(tt.token, "admin")), engine.Input{Action: "orders:read"})
+			if err != nil || !res.Token.Allowed {
+				t.Fatalf("Authorize token decision = %+v, %v; want the token accepted", res.Token, err)
+			}
+		})
+	}
+}
+
+func TestAudiencesUnsetWarnsAtStart(t *testing.T) {
+	p := idptest.New(t)
+	tests := []struct {
+		name      string
+		audiences []string
+		warn      bool
+	}{
+		{"unset", nil, true},
+		{"set", []string{"orders-api"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf syncBuffer
+			cfg := prodConfig(p.JWKSURL())
+			cfg.JWT.Audiences = tt.audiences
+			newEngine(t, cfg, engine.Deps{Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
+			got := strings.Contains(buf.String(), `"level":"WARN","msg":"jwt.audiences is unset`)
+			if got != tt.warn {
+				t.Fatalf("audience warning logged = %v, want %v; log:\n%s", got, tt.warn, buf.String())
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the engine's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

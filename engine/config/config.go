@@ -49,6 +49,13 @@ const (
 	FailClosed = "closed"
 )
 
+// Proxies of the HTTP check endpoint (sidecar.check_proxy).
+const (
+	CheckProxyAuto      = "auto"
+	CheckProxyNginx     = "nginx"
+	CheckProxyForwarded = "forwarded"
+)
+
 // Audit destinations with a special meaning; anything else is a file path.
 const (
 	AuditStdout = "stdout"
@@ -61,8 +68,16 @@ type SDK struct {
 	// SidecarAddr is the gRPC listen address of the sidecar (and the address
 	// clients dial). Default "[::1]:50051". Env SVC_SIDECAR_ADDR.
 	SidecarAddr string `toml:"sidecar_addr" yaml:"sidecar_addr"`
-	// TenantID is the tenant of this deployment. Env SVC_TENANT_ID.
+	// TenantID is the tenant of this deployment. ValidateToken refuses a
+	// token of any other tenant (tenant-mismatch) unless AcceptedTenants
+	// lists it; empty (with AcceptedTenants empty) means the deployment
+	// serves every tenant. Env SVC_TENANT_ID.
 	TenantID string `toml:"tenant_id" yaml:"tenant_id"`
+	// AcceptedTenants lists further tenants (case-sensitive) whose tokens
+	// ValidateToken accepts, for a deployment that serves several. Check
+	// and Authorize leave tenants to the policy. Env SVC_ACCEPTED_TENANTS
+	// (comma-separated).
+	AcceptedTenants []string `toml:"accepted_tenants" yaml:"accepted_tenants"`
 	// ServiceName becomes the OTel service.name. Default "svc-sidecar".
 	// Env SVC_SERVICE_NAME.
 	ServiceName string `toml:"service_name" yaml:"service_name"`
@@ -136,6 +151,15 @@ type JWT struct {
 	ClockSkew Duration `toml:"clock_skew" yaml:"clock_skew"`
 	// CacheSize bounds the verified-token cache (entries). Default 20000 (about 1–2 KB each).
 	CacheSize int `toml:"cache_size" yaml:"cache_size"`
+	// CacheMaxAge caps how long a verified token is served from the cache,
+	// whatever its exp; after it the token is verified again against the
+	// current keys. Default 10m. Env SVC_JWT_CACHE_MAX_AGE.
+	CacheMaxAge Duration `toml:"cache_max_age" yaml:"cache_max_age"`
+	// AllowedTyp, when set, lists the JOSE typ header values accepted
+	// (e.g. "at+jwt" of RFC 9068, which ID tokens do not carry); compared
+	// case-insensitively, "application/" optional. A token without typ is
+	// then refused. Env SVC_JWT_ALLOWED_TYP (comma-separated).
+	AllowedTyp []string `toml:"allowed_typ" yaml:"allowed_typ"`
 	// JWKSFetchTimeout bounds one JWKS fetch. Default 5s.
 	JWKSFetchTimeout Duration `toml:"jwks_fetch_timeout" yaml:"jwks_fetch_timeout"`
 	// JWKSMinRefresh / JWKSMaxRefresh bound the background refresh interval
@@ -186,6 +210,17 @@ type Sidecar struct {
 	// loopback callers, besides IP literals, "localhost" and the listen
 	// host; any other name is refused as a DNS-rebinding attempt.
 	AllowedHosts []string `toml:"allowed_hosts" yaml:"allowed_hosts"`
+	// CheckProxy names the proxy in front of the HTTP check endpoint
+	// (/check), and so the only headers trusted to name the original
+	// request: "nginx" (X-Original-URI, X-Original-Method), "forwarded"
+	// (Caddy, Traefik: X-Forwarded-Uri, X-Forwarded-Method) or "auto"
+	// (default: told apart by the headers). Env SVC_CHECK_PROXY.
+	CheckProxy string `toml:"check_proxy" yaml:"check_proxy"`
+	// TrustForwardedFor lets policies see the client's X-Forwarded-For,
+	// Forwarded and X-Real-IP headers in input.request.headers. Leave it
+	// false unless every path to the sidecar goes through a proxy that
+	// overwrites them. Env SVC_TRUST_FORWARDED_FOR.
+	TrustForwardedFor bool `toml:"trust_forwarded_for" yaml:"trust_forwarded_for"`
 	// Routes map request paths to resources and actions for the Envoy and
 	// HTTP check paths, tried in order.
 	Routes []Route `toml:"routes" yaml:"routes"`
@@ -248,6 +283,24 @@ func (c Config) RateLimitFor(tenant string) int {
 		return DefaultRPM
 	}
 	return c.RateLimit.DefaultRPM
+}
+
+// AcceptsTenant reports whether ValidateToken accepts a token of tenant:
+// any tenant when neither sdk.tenant_id nor sdk.accepted_tenants is set,
+// else sdk.tenant_id and the tenants listed in sdk.accepted_tenants.
+func (s SDK) AcceptsTenant(tenant string) bool {
+	if s.TenantID == "" && len(s.AcceptedTenants) == 0 {
+		return true
+	}
+	if tenant == s.TenantID && tenant != "" {
+		return true
+	}
+	for _, t := range s.AcceptedTenants {
+		if t == tenant {
+			return true
+		}
+	}
+	return false
 }
 
 // Enabled reports whether audit records are written at all.

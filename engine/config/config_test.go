@@ -42,10 +42,10 @@ func TestLoadDefaults(t *testing.T) {
 	want := Config{
 		Source: "defaults",
 		SDK:    SDK{SidecarAddr: "[::1]:50051", ServiceName: "svc-sidecar", FailMode: "open"},
-		JWT: JWT{ClockSkew: dur(30 * time.Second), CacheSize: 20000, JWKSFetchTimeout: dur(5 * time.Second),
+		JWT: JWT{ClockSkew: dur(30 * time.Second), CacheSize: 20000, CacheMaxAge: dur(10 * time.Minute), JWKSFetchTimeout: dur(5 * time.Second),
 			JWKSMinRefresh: dur(time.Minute), JWKSMaxRefresh: dur(time.Hour)},
 		RateLimit: RateLimit{DefaultRPM: 1000},
-		Sidecar:   Sidecar{HTTPAddr: "127.0.0.1:7700", DrainTimeout: dur(30 * time.Second)},
+		Sidecar:   Sidecar{HTTPAddr: "127.0.0.1:7700", DrainTimeout: dur(30 * time.Second), CheckProxy: "auto"},
 		Audit:     Audit{Destination: "stdout", QueueSize: 4096},
 		Log:       Log{Level: "info"},
 	}
@@ -135,6 +135,11 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		{"SVC_PUBLIC_READ", "true", func(c Config) any { return c.Sidecar.PublicRead }, true},
 		{"SVC_AUDIT_DESTINATION", "off", func(c Config) any { return c.Audit.Destination }, "off"},
 		{"SVC_RATE_LIMIT_DEFAULT_RPM", "42", func(c Config) any { return c.RateLimit.DefaultRPM }, 42},
+		{"SVC_ACCEPTED_TENANTS", "globex, initech", func(c Config) any { return c.SDK.AcceptedTenants }, []string{"globex", "initech"}},
+		{"SVC_JWT_ALLOWED_TYP", "at+jwt", func(c Config) any { return c.JWT.AllowedTyp }, []string{"at+jwt"}},
+		{"SVC_JWT_CACHE_MAX_AGE", "90s", func(c Config) any { return c.JWT.CacheMaxAge }, dur(90 * time.Second)},
+		{"SVC_CHECK_PROXY", "nginx", func(c Config) any { return c.Sidecar.CheckProxy }, "nginx"},
+		{"SVC_TRUST_FORWARDED_FOR", "true", func(c Config) any { return c.Sidecar.TrustForwardedFor }, true},
 		{"SVC_REDIS_ADDR", "redis.internal:6380", func(c Config) any { return c.RateLimit.RedisAddr }, "redis.internal:6380"},
 	}
 	covered := map[string]bool{}

@@ -9,12 +9,14 @@ const (
 	DefaultFailMode         = FailOpen
 	DefaultJWTClockSkew     = 30 * time.Second
 	DefaultJWTCacheSize     = 20000
+	DefaultJWTCacheMaxAge   = 10 * time.Minute
 	DefaultJWKSFetchTimeout = 5 * time.Second
 	DefaultJWKSMinRefresh   = time.Minute
 	DefaultJWKSMaxRefresh   = time.Hour
 	DefaultRPM              = 1000
 	DefaultHTTPAddr         = "127.0.0.1:7700"
 	DefaultDrainTimeout     = 30 * time.Second
+	DefaultCheckProxy       = CheckProxyAuto
 	DefaultAuditDestination = AuditStdout
 	DefaultAuditQueueSize   = 4096
 	DefaultLogLevel         = "info"
@@ -43,6 +45,7 @@ func (c *Config) SetDefaults() {
 	if c.JWT.CacheSize == 0 {
 		c.JWT.CacheSize = DefaultJWTCacheSize
 	}
+	setDuration(&c.JWT.CacheMaxAge, DefaultJWTCacheMaxAge)
 	setDuration(&c.JWT.JWKSFetchTimeout, DefaultJWKSFetchTimeout)
 	setDuration(&c.JWT.JWKSMinRefresh, DefaultJWKSMinRefresh)
 	setDuration(&c.JWT.JWKSMaxRefresh, DefaultJWKSMaxRefresh)
@@ -53,6 +56,7 @@ func (c *Config) SetDefaults() {
 
 	setString(&c.Sidecar.HTTPAddr, DefaultHTTPAddr)
 	setDuration(&c.Sidecar.DrainTimeout, DefaultDrainTimeout)
+	setString(&c.Sidecar.CheckProxy, DefaultCheckProxy)
 
 	setString(&c.Audit.Destination, DefaultAuditDestination)
 	if c.Audit.QueueSize == 0 {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // EnvVar describes one SVC_* environment variable that overrides a key of
@@ -29,6 +30,9 @@ var envTable = []EnvVar{
 	{Name: "SVC_TENANT_ID", Key: "sdk.tenant_id",
 		Help:  "Tenant id of the deployment.",
 		apply: func(c *Config, v string) string { c.SDK.TenantID = v; return "" }},
+	{Name: "SVC_ACCEPTED_TENANTS", Key: "sdk.accepted_tenants",
+		Help:  "Comma-separated further tenants whose tokens ValidateToken accepts.",
+		apply: func(c *Config, v string) string { c.SDK.AcceptedTenants = commaList(v); return "" }},
 	{Name: "SVC_SERVICE_NAME", Key: "sdk.service_name",
 		Help:  `OTel service.name. Default "svc-sidecar".`,
 		apply: func(c *Config, v string) string { c.SDK.ServiceName = v; return "" }},
@@ -60,20 +64,40 @@ var envTable = []EnvVar{
 		Help:  "Required token issuer (iss), when set.",
 		apply: func(c *Config, v string) string { c.JWT.Issuer = v; return "" }},
 	{Name: "SVC_JWT_AUDIENCES", Key: "jwt.audiences",
-		Help: "Comma-separated audiences; a token must carry one of them, when set.",
+		Help:  "Comma-separated audiences; a token must carry one of them, when set.",
+		apply: func(c *Config, v string) string { c.JWT.Audiences = commaList(v); return "" }},
+	{Name: "SVC_JWT_ALLOWED_TYP", Key: "jwt.allowed_typ",
+		Help:  `Comma-separated JOSE typ values a token must carry one of, when set (e.g. "at+jwt").`,
+		apply: func(c *Config, v string) string { c.JWT.AllowedTyp = commaList(v); return "" }},
+	{Name: "SVC_JWT_CACHE_MAX_AGE", Key: "jwt.cache_max_age",
+		Help: `Longest time a verified token is served from the cache, whatever its exp. Default "10m".`,
 		apply: func(c *Config, v string) string {
-			var auds []string
-			for a := range strings.SplitSeq(v, ",") {
-				if a = strings.TrimSpace(a); a != "" {
-					auds = append(auds, a)
-				}
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return "must be a non-negative duration such as \"10m\", got " + strconv.Quote(v)
 			}
-			c.JWT.Audiences = auds
+			c.JWT.CacheMaxAge = Duration{d}
 			return ""
 		}},
 	{Name: "SVC_HTTP_ADDR", Key: "sidecar.http_addr",
 		Help:  `Listen address (host:port) of the local HTTP API. Default "127.0.0.1:7700".`,
 		apply: func(c *Config, v string) string { c.Sidecar.HTTPAddr = v; return "" }},
+	{Name: "SVC_CHECK_PROXY", Key: "sidecar.check_proxy",
+		Help: `Proxy in front of /check: "auto" (default), "nginx" or "forwarded" (Caddy, Traefik).`,
+		apply: func(c *Config, v string) string {
+			c.Sidecar.CheckProxy = v
+			return checkCheckProxy(v)
+		}},
+	{Name: "SVC_TRUST_FORWARDED_FOR", Key: "sidecar.trust_forwarded_for",
+		Help: "true lets policies see X-Forwarded-For, Forwarded and X-Real-IP request headers.",
+		apply: func(c *Config, v string) string {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return "must be true or false, got " + strconv.Quote(v)
+			}
+			c.Sidecar.TrustForwardedFor = b
+			return ""
+		}},
 	{Name: "SVC_ADMIN_TOKEN_FILE", Key: "sidecar.admin_token_file",
 		Help:  "File holding the bearer token that lets non-loopback callers use mutating endpoints.",
 		apply: func(c *Config, v string) string { c.Sidecar.AdminTokenFile = v; return "" }},
@@ -103,6 +127,17 @@ var envTable = []EnvVar{
 	{Name: "SVC_REDIS_ADDR", Key: "rate_limit.redis_addr",
 		Help:  "Redis address (host:port) that shares rate-limit budgets across replicas.",
 		apply: func(c *Config, v string) string { c.RateLimit.RedisAddr = v; return "" }},
+}
+
+// commaList splits a comma-separated value, dropping empty items.
+func commaList(v string) []string {
+	var out []string
+	for a := range strings.SplitSeq(v, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // EnvVars returns the SVC_* environment variables that override the file,

@@ -36,6 +36,7 @@ func ExampleEnvVars() {
 	// Output:
 	// SVC_SIDECAR_ADDR overrides sdk.sidecar_addr
 	// SVC_TENANT_ID overrides sdk.tenant_id
+	// SVC_ACCEPTED_TENANTS overrides sdk.accepted_tenants
 	// SVC_SERVICE_NAME overrides sdk.service_name
 	// SVC_FAIL_MODE overrides sdk.fail_mode
 	// SVC_JWKS_URL overrides sdk.jwks_url
@@ -45,7 +46,11 @@ func ExampleEnvVars() {
 	// SVC_LOG_LEVEL overrides log.level
 	// SVC_JWT_ISSUER overrides jwt.issuer
 	// SVC_JWT_AUDIENCES overrides jwt.audiences
+	// SVC_JWT_ALLOWED_TYP overrides jwt.allowed_typ
+	// SVC_JWT_CACHE_MAX_AGE overrides jwt.cache_max_age
 	// SVC_HTTP_ADDR overrides sidecar.http_addr
+	// SVC_CHECK_PROXY overrides sidecar.check_proxy
+	// SVC_TRUST_FORWARDED_FOR overrides sidecar.trust_forwarded_for
 	// SVC_ADMIN_TOKEN_FILE overrides sidecar.admin_token_file
 	// SVC_PUBLIC_READ overrides sidecar.public_read
 	// SVC_AUDIT_DESTINATION overrides audit.destination

@@ -111,6 +111,11 @@ func (v *validator) sdk() {
 			v.fail("sdk.jwks_url", "%s", msg)
 		}
 	}
+	for i, t := range s.AcceptedTenants {
+		if strings.TrimSpace(t) == "" {
+			v.fail(keyPath("sdk", "accepted_tenants", index(i)), "must not be empty")
+		}
+	}
 	if s.SAML != nil {
 		v.saml(*s.SAML)
 	}
@@ -152,7 +157,7 @@ func (v *validator) jwt() {
 		key string
 		d   Duration
 	}{
-		{"jwt.clock_skew", j.ClockSkew}, {"jwt.jwks_fetch_timeout", j.JWKSFetchTimeout},
+		{"jwt.clock_skew", j.ClockSkew}, {"jwt.cache_max_age", j.CacheMaxAge}, {"jwt.jwks_fetch_timeout", j.JWKSFetchTimeout},
 		{"jwt.jwks_min_refresh", j.JWKSMinRefresh}, {"jwt.jwks_max_refresh", j.JWKSMaxRefresh},
 	} {
 		if d.d.Duration < 0 {
@@ -172,6 +177,11 @@ func (v *validator) jwt() {
 	for i, a := range j.Audiences {
 		if strings.TrimSpace(a) == "" {
 			v.fail(keyPath("jwt", "audiences", index(i)), "must not be empty")
+		}
+	}
+	for i, t := range j.AllowedTyp {
+		if strings.TrimSpace(t) == "" {
+			v.fail(keyPath("jwt", "allowed_typ", index(i)), "must not be empty")
 		}
 	}
 }
@@ -218,6 +228,9 @@ func (v *validator) sidecar() {
 			v.fail(keyPath("sidecar", "allowed_hosts", index(i)), "must be a host name without port, got %q", h)
 		}
 	}
+	if msg := checkCheckProxy(s.CheckProxy); msg != "" {
+		v.fail("sidecar.check_proxy", "%s", msg)
+	}
 	for i, r := range s.Routes {
 		if msg := checkRoutePath(r.Path); msg != "" {
 			v.fail(keyPath("sidecar", "routes", index(i), "path"), "%s", msg)
@@ -229,6 +242,14 @@ func (v *validator) sidecar() {
 			}
 		}
 	}
+}
+
+func checkCheckProxy(s string) string {
+	switch s {
+	case CheckProxyAuto, CheckProxyNginx, CheckProxyForwarded:
+		return ""
+	}
+	return fmt.Sprintf("must be %q, %q or %q, got %q", CheckProxyAuto, CheckProxyNginx, CheckProxyForwarded, s)
 }
 
 func checkFailMode(s string) string {

@@ -43,7 +43,8 @@ func (c *Cache) fetch(ctx context.Context) (time.Duration, error) {
 		return interval, err
 	}
 	recovered := c.st.Partitioned
-	c.set.Store(s)
+	old := c.set.Swap(s)
+	changed := old != nil && !s.sameKeys(old)
 	c.st.LastSuccess = now
 	c.st.LastError = ""
 	c.st.Partitioned = false
@@ -52,6 +53,9 @@ func (c *Cache) fetch(ctx context.Context) (time.Duration, error) {
 
 	if recovered {
 		c.log.Info("jwks reachable again")
+	}
+	if changed && c.opts.OnChange != nil {
+		c.opts.OnChange()
 	}
 	c.log.Debug("jwks loaded", "keys", len(s.keys), "rejected", len(rejected), "next_refresh_in", interval.String())
 	return interval, nil

@@ -18,6 +18,7 @@ package jwks
 import (
 	"context"
 	"crypto"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -75,6 +76,11 @@ type Options struct {
 	// Now is the clock for timestamps and the refetch limiter. Default
 	// time.Now.
 	Now func() time.Time
+	// OnChange, when set, is called after a fetched set replaced a loaded
+	// one that held other keys (a kid added, withdrawn or given new material), so
+	// that what was verified with a withdrawn key can be forgotten (see
+	// Holds). It runs on the fetching goroutine and must not call Key.
+	OnChange func()
 }
 
 // Key is a verification key accepted from the set. The algorithm is fixed
@@ -91,6 +97,9 @@ type Key struct {
 	Public crypto.PublicKey
 	// Algs lists the signature algorithms the key may verify.
 	Algs []jwa.SignatureAlgorithm
+	// Thumbprint is the key's RFC 7638 SHA-256 thumbprint: it tells two
+	// keys published under the same kid apart.
+	Thumbprint [sha256.Size]byte
 }
 
 // Allows reports whether the key may verify a signature made with alg.
@@ -242,6 +251,18 @@ func (c *Cache) Key(ctx context.Context, kid string) (Key, error) {
 		return k, kerr
 	}
 	return Key{}, reason.Wrap(reason.UnknownKID, err, "kid not found in the key set")
+}
+
+// Holds reports whether the key set loaded now holds the key with this kid
+// and thumbprint (for an empty kid: as its only usable key). It never
+// fetches.
+func (c *Cache) Holds(kid string, thumbprint [sha256.Size]byte) bool {
+	s := c.set.Load()
+	if s == nil {
+		return false
+	}
+	k, found, err := s.lookup(kid)
+	return found && err == nil && k.Thumbprint == thumbprint
 }
 
 // errRateLimited means an on-demand refetch was refused by the limiter.

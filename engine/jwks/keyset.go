@@ -1,6 +1,7 @@
 package jwks
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rsa"
@@ -81,6 +82,21 @@ func (s *keySet) lookup(kid string) (k Key, found bool, err error) {
 	return Key{}, false, nil
 }
 
+// sameKeys reports whether s and o hold the same kids with the same
+// thumbprints.
+func (s *keySet) sameKeys(o *keySet) bool {
+	if s == nil || o == nil || len(s.keys) != len(o.keys) {
+		return false
+	}
+	for kid, k := range s.keys {
+		ok, found := o.keys[kid]
+		if !found || ok.Thumbprint != k.Thumbprint {
+			return false
+		}
+	}
+	return true
+}
+
 // rejectedKey names a key that failed validation, for the log.
 type rejectedKey struct {
 	kid string
@@ -116,6 +132,12 @@ func buildKeySet(set jwk.Set, fetched time.Time) (*keySet, []rejectedKey) {
 			continue
 		}
 		k.ID = kid
+		tp, err := jk.Thumbprint(crypto.SHA256)
+		if err != nil || len(tp) != len(k.Thumbprint) {
+			rejected = append(rejected, rejectedKey{kid: kid, rejection: rejection{reason.AlgNotAllowed, "no RFC 7638 thumbprint"}})
+			continue
+		}
+		copy(k.Thumbprint[:], tp)
 		s.keys[kid] = k
 	}
 	for kid := range s.keys {

@@ -28,9 +28,12 @@ const (
 	TenantMismatch      Code = "tenant-mismatch"
 	IssuerMismatch      Code = "issuer-mismatch"
 	AudienceMismatch    Code = "audience-mismatch"
-	JWKSUnavailable     Code = "jwks-unavailable"
-	FailOpen            Code = "fail-open"
-	DevAnonymous        Code = "dev-anonymous"
+	// TypNotAllowed: the JOSE typ header is not one of jwt.allowed_typ
+	// (an ID token where an access token is expected, say).
+	TypNotAllowed   Code = "typ-not-allowed"
+	JWKSUnavailable Code = "jwks-unavailable"
+	FailOpen        Code = "fail-open"
+	DevAnonymous    Code = "dev-anonymous"
 )
 
 // Policy and serving codes.

@@ -3,6 +3,7 @@ package token
 import (
 	"crypto/sha256"
 	"sync"
+	"sync/atomic"
 )
 
 // shardCount spreads the cache over independently locked maps so that
@@ -14,17 +15,27 @@ const shardCount = 64
 // starts at a random position, so this is sampled random eviction.
 const evictSample = 8
 
-// entry is one verified token.
+// entry is one verified token, tied to the key that verified it.
 type entry struct {
 	claims Claims
 	times  times
+	// until is when the entry stops being served (Unix nanoseconds):
+	// Options.CacheMaxAge after verification, whatever exp says.
+	until int64
+	// kid and thumbprint name the key that verified the token; the entry
+	// is dropped when the key set no longer holds that key.
+	kid        string
+	thumbprint [sha256.Size]byte
 }
 
 // cache is a bounded, sharded map from the SHA-256 of a token to its
 // verified claims.
 type cache struct {
 	perShard int
-	shards   [shardCount]shard
+	// epoch counts retain calls; put refuses entries whose verification
+	// began in an earlier epoch.
+	epoch  atomic.Uint64
+	shards [shardCount]shard
 }
 
 type shard struct {
@@ -67,20 +78,25 @@ func (c *cache) remove(key *[sha256.Size]byte) {
 	s.mu.Unlock()
 }
 
-// put stores e unless it has already expired at now; a full shard first
-// drops expired entries from a sample, or one random entry.
-func (c *cache) put(key *[sha256.Size]byte, e entry, now, skew int64) {
-	if now > e.times.exp+skew {
+// put stores e unless it has already expired at now, or the key set
+// changed since the verification began (epoch moved: the key that verified
+// it may have been withdrawn meanwhile, and retain has already run). A full
+// shard first drops expired entries from a sample, or one random entry.
+func (c *cache) put(key *[sha256.Size]byte, e entry, now, skew int64, epoch uint64) {
+	if now > e.times.exp+skew || now > e.until {
 		return
 	}
 	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if c.epoch.Load() != epoch {
+		return
+	}
 	if _, ok := s.m[*key]; !ok && len(s.m) >= c.perShard {
 		var victim [sha256.Size]byte
 		evicted, seen := false, 0
 		for k, old := range s.m {
-			if now > old.times.exp+skew {
+			if now > old.times.exp+skew || now > old.until {
 				delete(s.m, k)
 				evicted = true
 			} else if seen == 0 {
@@ -95,6 +111,27 @@ func (c *cache) put(key *[sha256.Size]byte, e entry, now, skew int64) {
 		}
 	}
 	s.m[*key] = e
+}
+
+// retain drops every entry whose key keep does not accept, and returns how
+// many it dropped. The epoch moves first, under every shard's lock in turn,
+// so that a verification still in flight with a withdrawn key cannot put
+// its entry after the shard was swept.
+func (c *cache) retain(keep func(kid string, thumbprint [sha256.Size]byte) bool) int {
+	c.epoch.Add(1)
+	dropped := 0
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		for k, e := range s.m {
+			if !keep(e.kid, e.thumbprint) {
+				delete(s.m, k)
+				dropped++
+			}
+		}
+		s.mu.Unlock()
+	}
+	return dropped
 }
 
 // size returns the number of cached entries.

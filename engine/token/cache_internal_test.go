@@ -13,9 +13,10 @@ func TestCacheBoundAndEviction(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0).UnixNano()
 	skew := int64(30 * time.Second)
 	live := times{exp: now + int64(time.Hour)}
+	forever := now + int64(24*time.Hour)
 	for i := range 10 * size {
 		k := sha256.Sum256(fmt.Appendf(nil, "token-%d", i))
-		c.put(&k, entry{times: live}, now, skew)
+		c.put(&k, entry{times: live, until: forever}, now, skew, 0)
 	}
 	if n := c.size(); n > size+shardCount || n < size/2 {
 		t.Fatalf("size = %d after 10x inserts, want about %d", n, size)
@@ -23,7 +24,7 @@ func TestCacheBoundAndEviction(t *testing.T) {
 
 	// An expired token is never stored.
 	k := sha256.Sum256([]byte("expired"))
-	c.put(&k, entry{times: times{exp: now - 31*int64(time.Second)}}, now, skew)
+	c.put(&k, entry{times: times{exp: now - 31*int64(time.Second)}, until: forever}, now, skew, 0)
 	if _, ok := c.get(&k); ok {
 		t.Fatal("expired entry stored")
 	}
@@ -32,13 +33,41 @@ func TestCacheBoundAndEviction(t *testing.T) {
 	c = newCache(shardCount) // one entry per shard
 	var a, b [sha256.Size]byte
 	a[0], b[0] = 5, 5+shardCount // same shard
-	c.put(&a, entry{times: times{exp: now}}, now, skew)
+	c.put(&a, entry{times: times{exp: now}, until: forever}, now, skew, 0)
 	later := now + int64(time.Minute)
-	c.put(&b, entry{times: live}, later, skew)
+	c.put(&b, entry{times: live, until: forever}, later, skew, 0)
 	if _, ok := c.get(&a); ok {
 		t.Fatal("expired entry kept over a new one")
 	}
 	if _, ok := c.get(&b); !ok {
 		t.Fatal("new entry missing")
+	}
+}
+
+func TestCachePutAfterRetainIsRefused(t *testing.T) {
+	c := newCache(64)
+	now := time.Unix(1_800_000_000, 0).UnixNano()
+	e := entry{times: times{exp: now + int64(time.Hour)}, until: now + int64(time.Minute), kid: "k1"}
+	k := sha256.Sum256([]byte("token"))
+	epoch := c.epoch.Load()
+	// The key set changed while the token was being verified.
+	if n := c.retain(func(string, [sha256.Size]byte) bool { return false }); n != 0 {
+		t.Fatalf("retain dropped %d entries of an empty cache", n)
+	}
+	c.put(&k, e, now, 0, epoch)
+	if _, ok := c.get(&k); ok {
+		t.Fatal("an entry verified before the key set changed was stored after it")
+	}
+	c.put(&k, e, now, 0, c.epoch.Load())
+	if _, ok := c.get(&k); !ok {
+		t.Fatal("an entry of the current epoch was not stored")
+	}
+	// An entry already past its lifetime cap is not stored.
+	k2 := sha256.Sum256([]byte("token-2"))
+	old := e
+	old.until = now - 1
+	c.put(&k2, old, now, 0, c.epoch.Load())
+	if _, ok := c.get(&k2); ok {
+		t.Fatal("an entry past its lifetime was stored")
 	}
 }

@@ -3,6 +3,7 @@ package token_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"reflect"
 	"sync"
 	"testing"
@@ -28,7 +29,8 @@ func TestCacheHit(t *testing.T) {
 		{"hit beyond skew after exp", exp.Add(31 * time.Second), reason.TokenExpired, 1},
 		{"entry dropped once expired", exp.Add(31 * time.Second), reason.TokenExpired, 2},
 	}
-	f := newFixture(t, nil)
+	// The lifetime cap is beyond exp here, so that hits are seen up to exp.
+	f := newFixture(t, func(o *token.Options) { o.CacheMaxAge = 2 * time.Hour })
 	var first token.Claims
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
@@ -121,5 +123,71 @@ func TestCacheConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+func TestCacheLifetimeCap(t *testing.T) {
+	k := keys()
+	// A leaked key can sign tokens that expire centuries ahead.
+	tok := signClaims(hdr("RS256", "rsa", nil), with(map[string]any{"exp": t0.AddDate(200, 0, 0).Unix()}), k.rsa)
+	steps := []struct {
+		name    string
+		after   time.Duration
+		lookups int64
+	}{
+		{"first verification", 0, 1},
+		{"hit within the cap", 9 * time.Minute, 1},
+		{"verified again after the default 10 minutes", 11 * time.Minute, 2},
+		{"hit again after the new verification", 12 * time.Minute, 2},
+	}
+	f := newFixture(t, nil)
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			f.clock.Set(t0.Add(s.after))
+			if _, err := f.v.Verify(context.Background(), tok); err != nil {
+				t.Fatal(err)
+			}
+			if n := f.keys.n.Load(); n != s.lookups {
+				t.Fatalf("key lookups = %d, want %d", n, s.lookups)
+			}
+		})
+	}
+}
+
+func TestCacheDropsTokensOfWithdrawnKeys(t *testing.T) {
+	k := keys()
+	others := idpKeys()[1:] // everything but "rsa"
+	tests := []struct {
+		name string
+		// next is the set the IdP publishes after the token was cached.
+		next []map[string]any
+		want reason.Code
+	}{
+		{"key withdrawn", others, reason.UnknownKID},
+		{"kid kept, key material replaced", append([]map[string]any{rsaJWK("rsa", &k.rotated.PublicKey, "")}, others...), reason.SignatureInvalid},
+		{"key kept", append(idpKeys(), rsaJWK("new", &k.rotated.PublicKey, "")), reason.OK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			ctx := context.Background()
+			tok := signClaims(hdr("RS256", "rsa", nil), claims(), k.rsa)
+			for range 2 {
+				if _, err := f.v.Verify(ctx, tok); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if st := f.v.CacheStats(); st.Entries != 1 || st.Hits != 1 {
+				t.Fatalf("cache stats = %+v, want the token cached", st)
+			}
+			f.idp.serve(jwksJSON(tt.next...), http.StatusOK)
+			// A token naming a kid the cache does not know makes it refetch
+			// the set, as the background refresh would.
+			probe := signClaims(hdr("RS256", "new", nil), claims(), k.rotated)
+			_, _ = f.v.Verify(ctx, probe)
+			if _, err := f.v.Verify(ctx, tok); reason.Of(err, reason.OK) != tt.want {
+				t.Fatalf("cached token after the key set changed: %v, want %s", err, tt.want)
+			}
+		})
 	}
 }

@@ -161,7 +161,10 @@ type fixture struct {
 func newFixture(t testing.TB, mod func(*token.Options)) *fixture {
 	t.Helper()
 	f := &fixture{idp: newJWKSServer(t, jwksJSON(idpKeys()...)), clock: &clock{t: t0}}
-	c, err := jwks.New(jwks.Options{URL: f.idp.srv.URL + "/jwks.json", Client: f.idp.srv.Client(), Now: f.clock.Now})
+	// As the engine wires it: a changed key set drops what withdrawn keys
+	// verified.
+	onChange := func() { f.v.Retain(f.cache.Holds) }
+	c, err := jwks.New(jwks.Options{URL: f.idp.srv.URL + "/jwks.json", Client: f.idp.srv.Client(), Now: f.clock.Now, OnChange: onChange})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,13 @@
 //
 // Verified tokens are cached by the SHA-256 of the whole token string, so
 // a repeated token skips the signature check; its time claims are checked
-// again on every hit and an entry is never served past exp plus the skew.
-// A key the provider withdraws therefore stops verifying new tokens at
-// once, while tokens it already verified stay accepted until they expire.
+// again on every hit and an entry is never served past exp plus the skew,
+// nor longer than Options.CacheMaxAge (10 minutes by default) after it was
+// verified, however far ahead exp lies. Each entry remembers the kid and
+// RFC 7638 thumbprint of the key that verified it, and Retain drops the
+// entries of keys the provider withdrew (the engine calls it whenever the
+// JWKS changes), so a withdrawn or leaked key stops working at once for
+// cached tokens too.
 package token
 
 import (
@@ -37,6 +41,7 @@ const (
 	DefaultSkew        = 30 * time.Second
 	DefaultCacheSize   = 100_000
 	DefaultTenantClaim = "tenant_id"
+	DefaultCacheMaxAge = 10 * time.Minute
 )
 
 // MaxSkew is the largest clock skew New accepts.
@@ -65,6 +70,14 @@ type Options struct {
 	// the bound is spread over shards). Default 100000; negative disables
 	// the cache.
 	CacheSize int
+	// CacheMaxAge caps how long a verified token is served from the cache
+	// before it is verified again, whatever its exp. Default 10m.
+	CacheMaxAge time.Duration
+	// AllowedTyp, when set, lists the JOSE typ header values accepted
+	// (RFC 7515 §4.1.9: compared case-insensitively, "application/"
+	// optional), e.g. "at+jwt" (RFC 9068) to refuse ID tokens. A token
+	// without typ is then refused with reason typ-not-allowed.
+	AllowedTyp []string
 	// TenantClaim names the required tenant claim. Default "tenant_id".
 	TenantClaim string
 	// Now is the clock. Default time.Now.
@@ -123,6 +136,8 @@ type Verifier struct {
 	audiences   map[string]struct{}
 	skew        int64 // nanoseconds
 	tenantClaim string
+	allowedTyp  []string // lower-case, without "application/"
+	maxAge      int64    // nanoseconds
 	now         func() time.Time
 	cache       *cache // nil when disabled
 }
@@ -144,6 +159,12 @@ func New(opts Options) (*Verifier, error) {
 	if opts.TenantClaim == "" {
 		opts.TenantClaim = DefaultTenantClaim
 	}
+	switch {
+	case opts.CacheMaxAge == 0:
+		opts.CacheMaxAge = DefaultCacheMaxAge
+	case opts.CacheMaxAge < 0:
+		return nil, fmt.Errorf("token: negative cache max age %s", opts.CacheMaxAge)
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -152,7 +173,15 @@ func New(opts Options) (*Verifier, error) {
 		issuer:      opts.Issuer,
 		skew:        int64(opts.Skew),
 		tenantClaim: opts.TenantClaim,
+		maxAge:      int64(opts.CacheMaxAge),
 		now:         opts.Now,
+	}
+	for _, t := range opts.AllowedTyp {
+		t = normalizeTyp(t)
+		if t == "" {
+			return nil, errors.New("token: empty allowed typ")
+		}
+		v.allowedTyp = append(v.allowedTyp, t)
 	}
 	if len(opts.Audiences) > 0 {
 		v.audiences = make(map[string]struct{}, len(opts.Audiences))
@@ -179,27 +208,50 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Claims, error) {
 	if len(raw) > MaxTokenSize {
 		return nil, reason.New(reason.TokenMalformed, "token exceeds %d bytes", MaxTokenSize)
 	}
-	var sum [sha256.Size]byte
+	var (
+		sum   [sha256.Size]byte
+		epoch uint64
+	)
 	if v.cache != nil {
 		// The hash only reads the bytes; aliasing the string avoids a copy
 		// on the hot path.
 		sum = sha256.Sum256(unsafeBytes(raw))
+		epoch = v.cache.epoch.Load()
 		if e, ok := v.cache.get(&sum); ok {
-			if err := v.checkTimes(e.times, v.now().UnixNano()); err != nil {
+			now := v.now().UnixNano()
+			if err := v.checkTimes(e.times, now); err != nil {
 				v.cache.remove(&sum)
 				return nil, err
 			}
-			return e.claims, nil
+			if now <= e.until {
+				return e.claims, nil
+			}
+			// Served long enough: verify again against the current keys.
+			v.cache.remove(&sum)
 		}
 	}
-	claims, ts, err := v.verify(ctx, raw)
+	claims, ts, key, err := v.verify(ctx, raw)
 	if err != nil {
 		return nil, err
 	}
 	if v.cache != nil {
-		v.cache.put(&sum, entry{claims: claims, times: ts}, v.now().UnixNano(), v.skew)
+		now := v.now().UnixNano()
+		v.cache.put(&sum, entry{claims: claims, times: ts, until: now + v.maxAge, kid: key.ID, thumbprint: key.Thumbprint},
+			now, v.skew, epoch)
 	}
 	return claims, nil
+}
+
+// Retain drops the cached tokens whose verifying key holds does not
+// accept (by kid and RFC 7638 thumbprint), and returns how many it
+// dropped. Call it whenever the key source's keys change; with a
+// *jwks.Cache: Options.OnChange calling Retain(cache.Holds). A
+// verification running meanwhile is not cached.
+func (v *Verifier) Retain(holds func(kid string, thumbprint [sha256.Size]byte) bool) int {
+	if v.cache == nil {
+		return 0
+	}
+	return v.cache.retain(holds)
 }
 
 // checkTimes applies the exp, nbf and iat rules at now (Unix nanoseconds).

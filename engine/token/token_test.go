@@ -39,7 +39,13 @@ func TestVerify(t *testing.T) {
 	parts := strings.Split(valid, ".")
 	tampered := parts[0] + "." + b64(mustJSON(with(map[string]any{"tenant_id": "other"}))) + "." + parts[2]
 	sigBytes := []byte(parts[2])
-	sigBytes[10] ^= 0x01
+	// Another base64url letter: flipping a bit could yield a byte that is
+	// not base64url at all ('-' becomes ',').
+	if sigBytes[10] == 'A' {
+		sigBytes[10] = 'B'
+	} else {
+		sigBytes[10] = 'A'
+	}
 	flippedSig := parts[0] + "." + parts[1] + "." + string(sigBytes)
 	interop, err := jws.Sign(mustJSON(claims()), jws.WithKey(jwa.ES256(), k.ec, jws.WithProtectedHeaders(func() jws.Headers {
 		h := jws.NewHeaders()
@@ -250,6 +256,8 @@ func TestNewOptions(t *testing.T) {
 		{"huge skew", token.Options{Keys: f.cache, Skew: 2 * time.Hour}, false},
 		{"empty audience", token.Options{Keys: f.cache, Audiences: []string{""}}, false},
 		{"cache disabled", token.Options{Keys: f.cache, CacheSize: -1}, true},
+		{"negative cache max age", token.Options{Keys: f.cache, CacheMaxAge: -time.Second}, false},
+		{"empty allowed typ", token.Options{Keys: f.cache, AllowedTyp: []string{" "}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -263,4 +271,42 @@ func TestNewOptions(t *testing.T) {
 func sha256Sum(s string) []byte {
 	d := sha256.Sum256([]byte(s))
 	return d[:]
+}
+
+func TestAllowedTyp(t *testing.T) {
+	k := keys()
+	withTyp := func(typ any) string {
+		h := hdr("RS256", "rsa", nil)
+		if typ == nil {
+			delete(h, "typ")
+		} else {
+			h["typ"] = typ
+		}
+		return signClaims(h, claims(), k.rsa)
+	}
+	tests := []struct {
+		name    string
+		allowed []string
+		token   string
+		want    reason.Code
+	}{
+		{"any typ when unset", nil, withTyp("JWT"), reason.OK},
+		{"no typ when unset", nil, withTyp(nil), reason.OK},
+		{"access token", []string{"at+jwt"}, withTyp("at+jwt"), reason.OK},
+		{"case-insensitive, application/ optional", []string{"at+jwt"}, withTyp("application/AT+JWT"), reason.OK},
+		{"configured with application/", []string{"application/at+jwt"}, withTyp("at+jwt"), reason.OK},
+		{"ID token refused", []string{"at+jwt"}, withTyp("JWT"), reason.TypNotAllowed},
+		{"token without typ refused", []string{"at+jwt"}, withTyp(nil), reason.TypNotAllowed},
+		{"typ not a string", []string{"at+jwt"}, withTyp(7), reason.TokenMalformed},
+		{"one of several", []string{"at+jwt", "jwt"}, withTyp("JWT"), reason.OK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, func(o *token.Options) { o.AllowedTyp = tt.allowed })
+			_, err := f.v.Verify(context.Background(), tt.token)
+			if got := reason.Of(err, reason.OK); got != tt.want {
+				t.Fatalf("Verify = %v, want %s", err, tt.want)
+			}
+		})
+	}
 }

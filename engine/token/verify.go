@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -13,6 +14,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jws/jwsbb"
 
+	"github.com/svc-dev/svc/engine/jwks"
 	"github.com/svc-dev/svc/engine/reason"
 )
 
@@ -28,35 +30,40 @@ type times struct {
 	hasNbf, hasIat bool
 }
 
-// verify runs every check on a token that is not in the cache.
-func (v *Verifier) verify(ctx context.Context, raw string) (Claims, times, error) {
+// verify runs every check on a token that is not in the cache, and
+// returns its claims, time claims and the key that verified it.
+func (v *Verifier) verify(ctx context.Context, raw string) (Claims, times, jwks.Key, error) {
+	var none jwks.Key
 	seg, ok := splitCompact(raw)
 	if !ok {
-		return nil, times{}, reason.New(reason.TokenMalformed, "not a compact JWS of three base64url parts")
+		return nil, times{}, none, reason.New(reason.TokenMalformed, "not a compact JWS of three base64url parts")
 	}
 	h, err := parseHeader(seg.header)
 	if err != nil {
-		return nil, times{}, err
+		return nil, times{}, none, err
+	}
+	if v.allowedTyp != nil && !slices.Contains(v.allowedTyp, normalizeTyp(h.typ)) {
+		return nil, times{}, none, reason.New(reason.TypNotAllowed, "header typ is not one of jwt.allowed_typ")
 	}
 	key, err := v.keys.Key(ctx, h.kid)
 	if err != nil {
 		var re *reason.Error
 		if errors.As(err, &re) {
-			return nil, times{}, re
+			return nil, times{}, none, re
 		}
-		return nil, times{}, reason.Wrap(reason.JWKSUnavailable, err, "key lookup failed")
+		return nil, times{}, none, reason.Wrap(reason.JWKSUnavailable, err, "key lookup failed")
 	}
 	// The algorithm is the key's, never the header's alone (RFC 8725
 	// §3.1): a header naming another algorithm is refused.
 	if !key.Allows(h.alg) {
-		return nil, times{}, reason.New(reason.AlgNotAllowed, "header alg %s does not match the key", h.alg)
+		return nil, times{}, none, reason.New(reason.AlgNotAllowed, "header alg %s does not match the key", h.alg)
 	}
 	if seg.signature == "" {
-		return nil, times{}, reason.New(reason.SignatureInvalid, "empty signature")
+		return nil, times{}, none, reason.New(reason.SignatureInvalid, "empty signature")
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(seg.signature)
 	if err != nil {
-		return nil, times{}, reason.New(reason.TokenMalformed, "signature is not base64url")
+		return nil, times{}, none, reason.New(reason.TokenMalformed, "signature is not base64url")
 	}
 	// The header was decoded once, above; the signature is checked with
 	// jwx's JWS verification primitive under the key's algorithm. The
@@ -64,28 +71,28 @@ func (v *Verifier) verify(ctx context.Context, raw string) (Claims, times, error
 	// typed values, parsing any x5c certificate or jwk the token carries,
 	// and more than double the allocations of the whole verification.
 	if err := jwsbb.Verify(key.Public, h.alg.String(), unsafeBytes(seg.signingInput), sig); err != nil {
-		return nil, times{}, reason.New(reason.SignatureInvalid, "signature does not verify")
+		return nil, times{}, none, reason.New(reason.SignatureInvalid, "signature does not verify")
 	}
 	// Only an authenticated payload is decoded.
 	payload, err := base64.RawURLEncoding.DecodeString(seg.payload)
 	if err != nil {
-		return nil, times{}, reason.New(reason.TokenMalformed, "payload is not base64url")
+		return nil, times{}, none, reason.New(reason.TokenMalformed, "payload is not base64url")
 	}
 	claims, err := parseClaims(payload)
 	if err != nil {
-		return nil, times{}, err
+		return nil, times{}, none, err
 	}
 	ts, err := claimTimes(claims)
 	if err != nil {
-		return nil, times{}, err
+		return nil, times{}, none, err
 	}
 	if err := v.checkTimes(ts, v.now().UnixNano()); err != nil {
-		return nil, times{}, err
+		return nil, times{}, none, err
 	}
 	if err := v.checkClaims(claims); err != nil {
-		return nil, times{}, err
+		return nil, times{}, none, err
 	}
-	return claims, ts, nil
+	return claims, ts, key, nil
 }
 
 // segments are the parts of a compact JWS.
@@ -123,6 +130,7 @@ func unsafeBytes(s string) []byte {
 type header struct {
 	alg jwa.SignatureAlgorithm
 	kid string
+	typ string
 }
 
 // parseHeader decodes the protected header. Member names are matched
@@ -165,7 +173,20 @@ func parseHeader(seg string) (header, error) {
 			return header{}, reason.New(reason.TokenMalformed, "header kid is not a string")
 		}
 	}
+	if typ, ok := m["typ"]; ok {
+		if h.typ, ok = typ.(string); !ok {
+			return header{}, reason.New(reason.TokenMalformed, "header typ is not a string")
+		}
+	}
 	return h, nil
+}
+
+// normalizeTyp puts a typ header value in the form RFC 7515 §4.1.9
+// compares: media type names are case-insensitive and "application/" may
+// be left out.
+func normalizeTyp(typ string) string {
+	typ = strings.ToLower(strings.TrimSpace(typ))
+	return strings.TrimPrefix(typ, "application/")
 }
 
 // parseClaims decodes the payload, keeping numbers as json.Number.
