@@ -88,12 +88,10 @@ func TestClaimsToStruct(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			start := time.Now()
+			// An unbounded conversion of the shared or cyclic values would
+			// not end; the node budget is asserted by the checks.
 			s := claimsToStruct(map[string]any{"c": tt.claim})
 			mustEncode(t, s)
-			if took := time.Since(start); took > 5*time.Second {
-				t.Errorf("conversion took %v", took)
-			}
 			v := s.Fields["c"]
 			if tt.check != nil {
 				tt.check(t, v)
