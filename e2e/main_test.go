@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -8,6 +9,14 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if addr := os.Getenv(noopAddrEnv); addr != "" {
+		// BenchmarkCompareNoop's no-op server, in a process of its own.
+		if err := serveNoop(addr); err != nil {
+			fmt.Fprintln(os.Stderr, "no-op ext_authz server:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	code := m.Run()
 	harness.Cleanup()
 	os.Exit(code)

@@ -1,0 +1,345 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/genproto/googleapis/rpc/code"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/svc-dev/svc/e2e/harness"
+)
+
+// Load of BenchmarkCompareNoop: Envoys of a node share a few connections
+// to their sidecar and keep many checks in flight on them.
+const (
+	compareCallers = 32
+	compareConns   = 4
+	compareTokens  = 1000 // distinct users, each with a token of its own
+	compareRounds  = 4    // the servers take turns, so both see the same machine
+	// compareSampleRatio is the trace sampling ratio the sidecar is
+	// configured with (OTEL_TRACES_SAMPLER=parentbased_traceidratio).
+	compareSampleRatio = "0.1"
+)
+
+var compareDuration = flag.Duration("compare.duration", 8*time.Second,
+	"BenchmarkCompareNoop: load time of each server, split over its rounds")
+
+// noopAddrEnv makes the e2e test binary serve a no-op ext_authz server on
+// the address it names instead of running tests (see TestMain).
+const noopAddrEnv = "SVC_E2E_NOOP_AUTHZ_ADDR"
+
+// BenchmarkCompareNoop measures Envoy's Authorization/Check against two
+// processes in one run: svc-sidecar as production runs it (fail closed,
+// RS256 tokens from a JWKS, the default policy, rate limits on with a
+// budget the load never exhausts, the audit log written to a file, info
+// logs, traces exported over OTLP with a sampling ratio of
+// compareSampleRatio, Prometheus metrics) and a no-op ext_authz server
+// that answers OK without looking at the request. One closed-loop client
+// drives each in turn with compareCallers concurrent callers over
+// compareConns connections for -compare.duration (default 8s), cycling
+// through compareTokens users' tokens and as many order paths; every
+// answer must be OK.
+//
+// Reported: the checks per second of each and their ratio
+// (throughput-ratio, sidecar/noop: the bar is 0.67), the p50 and p99
+// latencies and their ratios (noop/sidecar latencies are in µs), and the
+// CPU time each server process spent per check (cpu-us/check, from
+// /proc/<pid>/stat), which depends far less on what else runs on the
+// machine than the throughput does. Run it with -benchtime 1x
+// (`make bench-compare`).
+func BenchmarkCompareNoop(b *testing.B) {
+	if testing.Short() {
+		b.Skip("starts svc-sidecar and a no-op server and loads them for seconds")
+	}
+	signer := harness.NewRSASigner(b, "cmp-1", 2048, "RS256")
+	jwks := harness.StartJWKS(b, signer)
+	otlp := harness.StartOTLPReceiver(b)
+	reqs := rssRequests(b, signer, compareTokens)
+
+	side := harness.StartSidecar(b, harness.SidecarOptions{Config: rssConfig, Env: map[string]string{
+		"SVC_JWKS_URL":                jwks.URL,
+		"SVC_LOG_LEVEL":               "info",
+		"OTEL_EXPORTER_OTLP_ENDPOINT": otlp.Endpoint,
+		"OTEL_TRACES_SAMPLER":         "parentbased_traceidratio",
+		"OTEL_TRACES_SAMPLER_ARG":     compareSampleRatio,
+	}})
+	if side.AuditPath == "" {
+		b.Fatal("the sidecar writes no audit file")
+	}
+	noop := startNoopProcess(b)
+
+	targets := []*compareTarget{
+		{name: "sidecar", pid: side.Pid(), clients: compareClients(b, side.GRPCAddr)},
+		{name: "noop", pid: noop.Pid(), clients: compareClients(b, noop.addr)},
+	}
+	for _, tg := range targets {
+		// Every token verified and every connection up before timing.
+		tg.run(b, reqs, 0, len(reqs))
+		tg.reset()
+	}
+	b.ResetTimer()
+	for r := range compareRounds {
+		order := targets
+		if r%2 == 1 {
+			order = []*compareTarget{targets[1], targets[0]}
+		}
+		for _, tg := range order {
+			tg.run(b, reqs, *compareDuration/compareRounds, 0)
+		}
+	}
+	b.StopTimer()
+
+	s, n := targets[0].summary(), targets[1].summary()
+	b.ReportMetric(s.rate, "sidecar-checks/s")
+	b.ReportMetric(n.rate, "noop-checks/s")
+	b.ReportMetric(s.rate/n.rate, "throughput-ratio")
+	b.ReportMetric(us(s.p50), "sidecar-p50-us")
+	b.ReportMetric(us(n.p50), "noop-p50-us")
+	b.ReportMetric(float64(s.p50)/float64(n.p50), "p50-ratio")
+	b.ReportMetric(us(s.p99), "sidecar-p99-us")
+	b.ReportMetric(us(n.p99), "noop-p99-us")
+	b.ReportMetric(float64(s.p99)/float64(n.p99), "p99-ratio")
+	b.ReportMetric(s.cpuPerCheck, "sidecar-cpu-us/check")
+	b.ReportMetric(n.cpuPerCheck, "noop-cpu-us/check")
+	b.Logf("\n%-8s %12s %10s %10s %14s\n%-8s %12.0f %10.0f %10.0f %14.1f\n%-8s %12.0f %10.0f %10.0f %14.1f\n%-8s %12.2f %10.2f %10.2f %14.2f",
+		"", "checks/s", "p50 µs", "p99 µs", "cpu µs/check",
+		"sidecar", s.rate, us(s.p50), us(s.p99), s.cpuPerCheck,
+		"noop", n.rate, us(n.p50), us(n.p99), n.cpuPerCheck,
+		"ratio", s.rate/n.rate, float64(s.p50)/float64(n.p50), float64(s.p99)/float64(n.p99), s.cpuPerCheck/n.cpuPerCheck)
+	if len(otlp.Spans()) == 0 {
+		b.Error("the sidecar exported no span: telemetry was not on")
+	}
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// compareTarget is one ext_authz server process under load and what it
+// measured.
+type compareTarget struct {
+	name      string
+	pid       int
+	clients   []authv3.AuthorizationClient
+	latencies []time.Duration
+	wall      time.Duration
+	cpu       time.Duration
+}
+
+func (tg *compareTarget) reset() {
+	tg.latencies, tg.wall, tg.cpu = tg.latencies[:0], 0, 0
+}
+
+// run loads the target from compareCallers goroutines, for d, or for n
+// calls in all when d is 0. Call i sends reqs[(start+i) % len(reqs)].
+func (tg *compareTarget) run(b *testing.B, reqs []*authv3.CheckRequest, d time.Duration, n int) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		next     = len(tg.latencies)
+		end      = next + n
+		failure  error
+		wg       sync.WaitGroup
+		deadline time.Time
+	)
+	take := func() (int, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failure != nil || (d == 0 && next >= end) {
+			return 0, false
+		}
+		next++
+		return next - 1, true
+	}
+	cpu0 := procCPU(b, tg.pid)
+	start := time.Now()
+	if d > 0 {
+		deadline = start.Add(d)
+	}
+	lats := make([][]time.Duration, compareCallers)
+	for g := range compareCallers {
+		client := tg.clients[g%len(tg.clients)]
+		wg.Go(func() {
+			for d == 0 || time.Now().Before(deadline) {
+				i, ok := take()
+				if !ok {
+					return
+				}
+				t0 := time.Now()
+				resp, err := client.Check(ctx, reqs[i%len(reqs)])
+				lats[g] = append(lats[g], time.Since(t0))
+				if err == nil && code.Code(resp.GetStatus().GetCode()) != code.Code_OK {
+					err = fmt.Errorf("status %v, denied body %q", resp.GetStatus(), resp.GetDeniedResponse().GetBody())
+				}
+				if err != nil {
+					mu.Lock()
+					if failure == nil {
+						failure = err
+						cancel()
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	tg.wall += time.Since(start)
+	tg.cpu += procCPU(b, tg.pid) - cpu0
+	if failure != nil {
+		b.Fatalf("%s: Check: %v", tg.name, failure)
+	}
+	for _, l := range lats {
+		tg.latencies = append(tg.latencies, l...)
+	}
+}
+
+type compareSummary struct {
+	rate        float64 // checks per second
+	p50, p99    time.Duration
+	cpuPerCheck float64 // µs of server CPU per check
+}
+
+func (tg *compareTarget) summary() compareSummary {
+	s := slices.Clone(tg.latencies)
+	slices.Sort(s)
+	rank := func(q float64) time.Duration {
+		if len(s) == 0 {
+			return 0
+		}
+		return s[max(0, min(int(q*float64(len(s))+0.999999)-1, len(s)-1))]
+	}
+	n := float64(len(s))
+	return compareSummary{
+		rate:        n / tg.wall.Seconds(),
+		p50:         rank(0.50),
+		p99:         rank(0.99),
+		cpuPerCheck: us(tg.cpu) / n,
+	}
+}
+
+func compareClients(b *testing.B, addr string) []authv3.AuthorizationClient {
+	b.Helper()
+	cs := make([]authv3.AuthorizationClient, compareConns)
+	for i := range cs {
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = conn.Close() })
+		cs[i] = authv3.NewAuthorizationClient(conn)
+	}
+	return cs
+}
+
+// procCPU is the user plus system CPU time the process has used, from
+// /proc/<pid>/stat (in clock ticks of 10 ms).
+func procCPU(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatalf("process CPU time: %v", err)
+	}
+	// Fields after the command name, which is in parentheses and may hold
+	// spaces: state is field 3, utime 14 and stime 15.
+	_, rest, ok := strings.Cut(string(raw), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		b.Fatalf("/proc/%d/stat: unexpected format %q", pid, raw)
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			b.Fatalf("/proc/%d/stat: %v", pid, err)
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// noopProcess is the e2e test binary serving noopAuthz.
+type noopProcess struct {
+	*harness.Process
+	addr string
+}
+
+// startNoopProcess runs this test binary as a no-op ext_authz server in a
+// process of its own, as the sidecar runs in one, and waits until it
+// accepts connections.
+func startNoopProcess(b *testing.B) *noopProcess {
+	b.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := harness.FreeAddr(b)
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), noopAddrEnv+"="+addr)
+	p := &noopProcess{Process: harness.StartProcess(b, "noop-authz", cmd), addr: addr}
+	deadline := time.Now().Add(harness.ReadyTimeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_ = c.Close()
+			return p
+		}
+		select {
+		case <-p.Done():
+			b.Fatalf("no-op server exited with code %d", p.ExitCode())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("no-op server not listening on %s: %v", addr, err)
+		}
+	}
+}
+
+// serveNoop serves noopAuthz on addr until SIGTERM or SIGINT.
+func serveNoop(addr string) error {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	g := grpc.NewServer()
+	authv3.RegisterAuthorizationServer(g, noopAuthz{})
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		g.Stop()
+	}()
+	if err := g.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return err
+	}
+	return nil
+}
+
+// noopAuthz answers every Check with OK and does nothing else.
+type noopAuthz struct {
+	authv3.UnimplementedAuthorizationServer
+}
+
+func (noopAuthz) Check(context.Context, *authv3.CheckRequest) (*authv3.CheckResponse, error) {
+	return &authv3.CheckResponse{
+		Status:       &status.Status{Code: int32(code.Code_OK)},
+		HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{}},
+	}, nil
+}
