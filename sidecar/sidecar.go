@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +41,12 @@ const (
 	maxRecvMsgBytes = 4 << 20
 	maxStreams      = 1024
 )
+
+// streamWorkers is the number of goroutines that serve gRPC calls and are
+// kept between them: a call served by a fresh goroutine first grows its
+// stack, copying it several times. A call that finds every worker busy
+// (blocked on Redis, say) gets a goroutine of its own, as without workers.
+func streamWorkers() uint32 { return uint32(max(16, 4*runtime.GOMAXPROCS(0))) }
 
 // Deps are the parts a Server serves. Engine is required.
 type Deps struct {
@@ -124,6 +131,7 @@ func (s *Server) grpcOptions() []grpc.ServerOption {
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxRecvMsgBytes),
 		grpc.MaxConcurrentStreams(maxStreams),
+		grpc.NumStreamWorkers(streamWorkers()),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			MaxConnectionIdle: 5 * time.Minute,
 			Time:              30 * time.Second,

@@ -12,6 +12,7 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/gctune"
 	"github.com/svc-dev/svc/engine/version"
 	"github.com/svc-dev/svc/sidecar"
 	"github.com/svc-dev/svc/sidecar/telemetry"
@@ -47,6 +48,8 @@ func serve(ctx context.Context, configPath string, stderr io.Writer) error {
 		// loudly: nothing serves /auth/saml in this version.
 		log.Warn("sdk.saml is configured but this version of svc-sidecar has no SAML gateway: no SAML endpoint is served")
 	}
+	gc := gctune.Apply(cfg.JWT.CacheSize, os.LookupEnv)
+	log.Info("garbage collector", "settings", gc.String())
 	topts := telemetry.Options{ServiceName: cfg.SDK.ServiceName, ServiceVersion: version.Version, Logger: log}
 	if err := topts.ApplyEnv(os.Getenv); err != nil {
 		return err
