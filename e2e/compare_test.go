@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,6 +96,7 @@ func BenchmarkCompareNoop(b *testing.B) {
 		tg.run(b, reqs, 0, len(reqs))
 		tg.reset()
 	}
+	mem0 := sidecarMemStats(b, side)
 	b.ResetTimer()
 	for r := range compareRounds {
 		order := targets
@@ -105,8 +108,13 @@ func BenchmarkCompareNoop(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	mem1 := sidecarMemStats(b, side)
 
 	s, n := targets[0].summary(), targets[1].summary()
+	checks := float64(len(targets[0].latencies))
+	b.ReportMetric((mem1.mallocs-mem0.mallocs)/checks, "sidecar-allocs/check")
+	b.ReportMetric((mem1.bytes-mem0.bytes)/checks, "sidecar-B/check")
+	b.ReportMetric((mem1.gcs-mem0.gcs)/checks*1000, "sidecar-gc/1k-checks")
 	b.ReportMetric(s.rate, "sidecar-checks/s")
 	b.ReportMetric(n.rate, "noop-checks/s")
 	b.ReportMetric(s.rate/n.rate, "throughput-ratio")
@@ -126,6 +134,35 @@ func BenchmarkCompareNoop(b *testing.B) {
 	if len(otlp.Spans()) == 0 {
 		b.Error("the sidecar exported no span: telemetry was not on")
 	}
+}
+
+// memStats are the sidecar's allocation counters from its /metrics.
+type memStats struct{ mallocs, bytes, gcs float64 }
+
+var (
+	mallocsMetric = regexp.MustCompile(`(?m)^go_memstats_mallocs_total (\S+)$`)
+	bytesMetric   = regexp.MustCompile(`(?m)^go_memstats_alloc_bytes_total (\S+)$`)
+	gcsMetric     = regexp.MustCompile(`(?m)^go_gc_duration_seconds_count (\S+)$`)
+)
+
+func sidecarMemStats(b *testing.B, s *harness.Sidecar) memStats {
+	b.Helper()
+	status, h, body := harness.Get(b, s.URL("/metrics"))
+	if status != http.StatusOK {
+		b.Fatalf("GET /metrics: %s", harness.Describe(status, h, body))
+	}
+	value := func(re *regexp.Regexp) float64 {
+		m := re.FindSubmatch(body)
+		if m == nil {
+			b.Fatalf("/metrics has no match for %s", re)
+		}
+		v, err := strconv.ParseFloat(string(m[1]), 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return v
+	}
+	return memStats{value(mallocsMetric), value(bytesMetric), value(gcsMetric)}
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

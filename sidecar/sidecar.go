@@ -46,7 +46,7 @@ const (
 // kept between them: a call served by a fresh goroutine first grows its
 // stack, copying it several times. A call that finds every worker busy
 // (blocked on Redis, say) gets a goroutine of its own, as without workers.
-func streamWorkers() uint32 { return uint32(max(16, 4*runtime.GOMAXPROCS(0))) }
+func streamWorkers() uint32 { return uint32(max(64, 16*runtime.GOMAXPROCS(0))) }
 
 // Deps are the parts a Server serves. Engine is required.
 type Deps struct {

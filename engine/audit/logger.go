@@ -38,9 +38,10 @@ type Options struct {
 	// QueueSize bounds the records waiting to be written; a record logged
 	// while the queue is full is dropped. Default DefaultQueueSize.
 	QueueSize int
-	// FlushInterval bounds how long a written record may sit in the write
-	// buffer while records keep arriving; an idle queue is flushed at once.
-	// Default DefaultFlushInterval.
+	// FlushInterval bounds how long a record may wait in the writer
+	// before it is written; the writer waits at most 5ms anyway, to gather
+	// the records that arrive meanwhile into one write. Default
+	// DefaultFlushInterval.
 	FlushInterval time.Duration
 	// Logger receives write errors (never record contents). Default
 	// slog.Default().
@@ -215,36 +216,53 @@ func (l *Logger) Close(ctx context.Context) error {
 	}
 }
 
-// run is the writer goroutine. It gathers encoded records in batch and
-// writes the batch when the queue runs empty, when it reaches batchSize,
-// or when flushEvery has passed since the last write.
+// linger is how long the writer lets records gather after the first of a
+// batch arrives, at most FlushInterval: under load that is one write per
+// linger instead of one per record, and the writer is not woken for every
+// record.
+const linger = 5 * time.Millisecond
+
+// run is the writer goroutine. It waits for a record, lets more gather for
+// linger (FlushInterval if shorter), then encodes all that are queued and
+// writes them, in chunks of about batchSize.
 func (l *Logger) run() {
 	defer close(l.done)
-	w := writer{Logger: l, batch: make([]byte, 0, batchSize+1024), last: time.Now()}
-	var rec []byte
+	w := writer{Logger: l, batch: make([]byte, 0, batchSize+1024)}
+	wait := time.NewTimer(time.Hour)
+	wait.Stop()
 	for {
-		select {
-		case <-l.abort:
-			w.finish(true)
-			return
-		default:
-		}
 		select {
 		case r, ok := <-l.queue:
 			if !ok {
 				w.finish(false)
 				return
 			}
-			rec = r.AppendJSON(rec[:0])
-			w.batch = append(append(w.batch, rec...), '\n')
-			w.pending++
-			if len(l.queue) == 0 || len(w.batch) >= batchSize || time.Since(w.last) >= l.flushEvery {
-				w.flush()
-			}
+			w.add(r)
 		case <-l.abort:
 			w.finish(true)
 			return
 		}
+		wait.Reset(min(linger, l.flushEvery))
+		select {
+		case <-wait.C:
+		case <-l.abort:
+			wait.Stop()
+			w.finish(true)
+			return
+		}
+		for more := true; more; {
+			select {
+			case r, ok := <-l.queue:
+				if !ok {
+					w.finish(false)
+					return
+				}
+				w.add(r)
+			default:
+				more = false
+			}
+		}
+		w.flush()
 	}
 }
 
@@ -252,14 +270,24 @@ func (l *Logger) run() {
 type writer struct {
 	*Logger
 	batch   []byte
+	rec     []byte // scratch space of add
 	pending uint64 // records in batch
-	last    time.Time
 	failing bool   // the last write failed
 	lost    uint64 // records lost since failing began
 }
 
+// add encodes r into the batch, and writes the batch once it reaches
+// batchSize.
+func (w *writer) add(r Record) {
+	w.rec = r.AppendJSON(w.rec[:0])
+	w.batch = append(append(w.batch, w.rec...), '\n')
+	w.pending++
+	if len(w.batch) >= batchSize {
+		w.flush()
+	}
+}
+
 func (w *writer) flush() {
-	w.last = time.Now()
 	if w.pending == 0 {
 		return
 	}
