@@ -7,7 +7,7 @@ FUZZTIME  ?= 20s
 # (scripts/test-packages.txt), which only /usr/bin/python3 sees.
 PYTHON    ?= /usr/bin/python3
 
-.PHONY: all build run test test-sdk test-deploy bench fuzz lint generate deps clean
+.PHONY: all build run demo test test-sdk test-deploy bench fuzz lint generate deps clean
 
 all: build
 
@@ -19,6 +19,18 @@ build:
 # svc.toml, so nothing but SVC_* variables you set yourself applies.
 run: build
 	./$(BIN)/svc-sidecar
+
+# The local mesh demo (docker-compose.yml; walkthrough in the README):
+# Envoy, the sidecar, identity providers, two services, telemetry and
+# traffic. Needs Docker with the compose plugin.
+demo:
+	@if ! command -v docker >/dev/null 2>&1; then \
+	  echo "make demo: docker is not installed; the demo needs Docker Engine with the compose plugin (https://docs.docker.com/compose/install/)" >&2; exit 1; fi
+	@if ! docker compose version >/dev/null 2>&1; then \
+	  echo "make demo: 'docker compose' is not available; install the Docker Compose plugin (https://docs.docker.com/compose/install/)" >&2; exit 1; fi
+	@if ! docker info >/dev/null 2>&1; then \
+	  echo "make demo: cannot reach a Docker engine (is the daemon running, and may this user use it?)" >&2; exit 1; fi
+	docker compose up --build
 
 # Installs what the tests need (Debian packages, npm packages from the
 # lockfile) and runs vet plus the whole suite with the race detector, then

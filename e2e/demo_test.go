@@ -89,7 +89,7 @@ func (m demoMesh) runTraffic(t *testing.T, rounds int) (int, traffic.Report) {
 	t.Helper()
 	cmd := exec.Command(harness.Binary(t, "svc-demo"), "traffic",
 		"--target", m.front.URL, "--token-url", m.idp.TokenURL, "--idp-config", m.idpFile,
-		"--rate", "100", "--rounds", strconv.Itoa(rounds))
+		"--rate", "100", "--rounds", strconv.Itoa(rounds), "--wait-ready", "20s")
 	p := harness.StartProcess(t, "traffic", cmd)
 	code := p.Wait(t, 60*time.Second)
 	var r traffic.Report
@@ -124,7 +124,8 @@ func TestDemoTraffic(t *testing.T) {
 		}
 	}
 
-	// The audit log has the decisions behind those answers.
+	// The audit log has the decisions behind those answers, and the one
+	// allowed request of the generator's readiness wait.
 	var allow, roleForbidden, mismatch, invalid int
 	for _, rec := range m.sidecar.AuditRecords(t) {
 		reasons, _ := json.Marshal(rec["deny_reasons"])
@@ -139,9 +140,9 @@ func TestDemoTraffic(t *testing.T) {
 			invalid++
 		}
 	}
-	if allow != 4*rounds || roleForbidden != 2*rounds || mismatch != rounds || invalid != 3*rounds {
+	if allow != 4*rounds+1 || roleForbidden != 2*rounds || mismatch != rounds || invalid != 3*rounds {
 		t.Errorf("audit: %d allowed, %d role-forbidden, %d tenant-mismatch, %d token failures; want %d, %d, %d, %d",
-			allow, roleForbidden, mismatch, invalid, 4*rounds, 2*rounds, rounds, 3*rounds)
+			allow, roleForbidden, mismatch, invalid, 4*rounds+1, 2*rounds, rounds, 3*rounds)
 	}
 }
 

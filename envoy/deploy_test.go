@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	tracev3 "github.com/envoyproxy/go-control-plane/envoy/config/trace/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -273,114 +274,60 @@ func TestShippedDockerfile(t *testing.T) {
 	}
 }
 
-// composeFile is the part of docker-compose.yml the test reads.
-type composeFile struct {
-	Services map[string]struct {
-		Image       string            `yaml:"image"`
-		Build       yaml.Node         `yaml:"build"`
-		NetworkMode string            `yaml:"network_mode"`
-		Volumes     []string          `yaml:"volumes"`
-		Environment map[string]string `yaml:"environment"`
-	} `yaml:"services"`
-}
+// demoSAMLAddr is where the demo's Envoy sends /auth/saml/: the sidecar's
+// SAML listener on its default address.
+const demoSAMLAddr = "127.0.0.1:7701"
 
-func TestShippedCompose(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "docker-compose.yml"))
+// TestShippedDemoEnvoy checks the local mesh demo's front proxy
+// (docker-compose.yml): a valid bootstrap that fails closed, asks the
+// sidecar the demo's svc.toml configures, routes SAML sign-in around the
+// check, and traces to the collector.
+func TestShippedDemoEnvoy(t *testing.T) {
+	const path = "deploy/demo/envoy.yaml"
+	s := inspectEnvoy(t, path)
+	checkFailMode(t, path, s.extAuthz)
+	cfg, err := config.Load(filepath.Join(repoRoot, "deploy", "demo", "svc.toml"), func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c composeFile
-	dec := yaml.NewDecoder(strings.NewReader(string(raw)))
-	if err := dec.Decode(&c); err != nil {
-		t.Fatal(err)
+	if cfg.SDK.FailMode != config.FailClosed {
+		t.Errorf("the demo's svc.toml fails %s", cfg.SDK.FailMode)
 	}
-	for _, name := range []string{"envoy", "sidecar", "app"} {
-		if _, ok := c.Services[name]; !ok {
-			t.Fatalf("no service %q", name)
-		}
-	}
-	for name, svc := range c.Services {
-		for _, v := range svc.Volumes {
-			host, _, _ := strings.Cut(v, ":")
-			if _, err := os.Stat(filepath.Join(repoRoot, host)); err != nil {
-				t.Errorf("service %s mounts %s: %v", name, host, err)
-			}
-		}
-		if name != "envoy" && svc.NetworkMode != "service:envoy" {
-			t.Errorf("service %s does not share Envoy's network namespace", name)
-		}
-	}
-	if img := c.Services["envoy"].Image; !strings.HasPrefix(img, "envoyproxy/envoy:") {
-		t.Errorf("envoy image %q", img)
-	}
-	var build struct {
-		Context    string `yaml:"context"`
-		Dockerfile string `yaml:"dockerfile"`
-	}
-	buildNode := c.Services["sidecar"].Build
-	if err := buildNode.Decode(&build); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(repoRoot, build.Context, build.Dockerfile)); err != nil {
-		t.Errorf("sidecar build: %v", err)
+	cluster := s.extAuthz.GetGrpcService().GetEnvoyGrpc().GetClusterName()
+	if addr := s.clusters[cluster]; addr != cfg.SDK.SidecarAddr {
+		t.Errorf("ext_authz dials %s (cluster %q), the demo sidecar listens on %s", addr, cluster, cfg.SDK.SidecarAddr)
 	}
 
-	envoyYAML := inspectEnvoy(t, "deploy/envoy/envoy.yaml")
-	var mountsEnvoy bool
-	for _, v := range c.Services["envoy"].Volumes {
-		mountsEnvoy = mountsEnvoy || strings.HasPrefix(v, "./deploy/envoy/envoy.yaml:")
+	var samlRoutes int
+	for _, vh := range s.hcm.GetRouteConfig().GetVirtualHosts() {
+		for _, r := range vh.GetRoutes() {
+			prefix := r.GetMatch().GetPrefix()
+			a, hasPerRoute := r.GetTypedPerFilterConfig()["envoy.filters.http.ext_authz"]
+			disabled := hasPerRoute && unpack(t, a, &extauthzv3.ExtAuthzPerRoute{}).GetDisabled()
+			switch {
+			case prefix == "/auth/saml/":
+				samlRoutes++
+				if !disabled {
+					t.Error("/auth/saml/ is checked by ext_authz: nobody could sign in")
+				}
+				if addr := s.clusters[r.GetRoute().GetCluster()]; addr != demoSAMLAddr {
+					t.Errorf("/auth/saml/ goes to %s, want the SAML listener %s", addr, demoSAMLAddr)
+				}
+			case disabled:
+				t.Errorf("route %s skips the check", prefix)
+			}
+		}
 	}
-	if !mountsEnvoy {
-		t.Error("envoy does not mount deploy/envoy/envoy.yaml")
+	if samlRoutes != 1 {
+		t.Errorf("%d /auth/saml/ routes, want 1", samlRoutes)
 	}
-	env := c.Services["sidecar"].Environment
-	if got := env["SVC_SIDECAR_ADDR"]; got != envoyYAML.clusters["svc_sidecar"] {
-		t.Errorf("sidecar listens on %q, Envoy dials %q", got, envoyYAML.clusters["svc_sidecar"])
-	}
-	if got := env["SVC_HTTP_ADDR"]; got != config.DefaultHTTPAddr {
-		t.Errorf("sidecar HTTP on %q, want %s", got, config.DefaultHTTPAddr)
-	}
-	if got, want := c.Services["app"].Environment["PORT"], port(t, envoyYAML.clusters["app"]); got != want {
-		t.Errorf("app listens on %s, Envoy dials port %s", got, want)
-	}
-}
 
-// TestComposeDemoPolicy runs the demo's setup (development mode, tenant
-// "demo", deploy/envoy/demo-policy) on a real engine: the curl lines at
-// the top of docker-compose.yml get the answers they promise.
-func TestComposeDemoPolicy(t *testing.T) {
-	var cfg config.Config
-	cfg.SDK.TenantID = "demo"
-	cfg.SDK.FailMode = config.FailOpen
-	cfg.Policy.Dir = filepath.Join(repoRoot, "deploy", "envoy", "demo-policy")
-	cfg.Audit.Destination = config.AuditOff
-	s := newTestServer(t, cfg, newTestEngine(t, cfg, nil))
-	bearer := map[string]string{"authorization": "Bearer demo"}
-	tests := []struct {
-		name       string
-		method     string
-		path       string
-		headers    map[string]string
-		wantStatus int
-		wantReason string
-	}{
-		{"no token", "GET", "/orders/1", nil, 401, "token-missing"},
-		{"read", "GET", "/orders/1", bearer, 200, "policy-allow"},
-		{"delete", "DELETE", "/orders/1", bearer, 403, "policy-deny"},
+	tracer := s.hcm.GetTracing().GetProvider()
+	if tracer.GetName() != "envoy.tracers.opentelemetry" {
+		t.Fatalf("tracing provider %q, want envoy.tracers.opentelemetry", tracer.GetName())
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			resp, err := s.Check(t.Context(), checkReq(tt.method, tt.path, tt.headers, nil))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := summarize(t, resp)
-			if got.HTTPStatus != tt.wantStatus || got.Meta["reason"] != tt.wantReason {
-				t.Fatalf("got %d %s, want %d %s", got.HTTPStatus, got.Meta["reason"], tt.wantStatus, tt.wantReason)
-			}
-			if tt.name == "delete" && (got.Body == nil || len(got.Body.DenyReasons) != 1 || got.Body.DenyReasons[0] != "demo-read-only") {
-				t.Errorf("deny body %+v", got.Body)
-			}
-		})
+	otel := unpack(t, tracer.GetTypedConfig(), &tracev3.OpenTelemetryConfig{})
+	if c := otel.GetGrpcService().GetEnvoyGrpc().GetClusterName(); s.clusters[c] == "" {
+		t.Errorf("traces go to unknown cluster %q", c)
 	}
 }

@@ -122,6 +122,7 @@ func trafficCmd(log *slog.Logger, stdout io.Writer) *cobra.Command {
 	f.StringVar(&idpFile, "idp-config", "deploy/demo/idp.json", "the OpenID provider's configuration file (resource and clients)")
 	f.Float64Var(&cfg.Rate, "rate", 5, "requests per second")
 	f.IntVar(&cfg.Rounds, "rounds", 0, "send every scenario this many times, print the report and exit (0: run until stopped)")
+	f.DurationVar(&cfg.WaitReady, "wait-ready", 0, "first wait this long for the mesh to answer as expected")
 	f.DurationVar(&cfg.ReportEvery, "report-every", 30*time.Second, "interval of the summary log line")
 	return c
 }

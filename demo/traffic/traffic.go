@@ -105,6 +105,10 @@ type Config struct {
 	// Rounds, when positive, stops after sending every scenario that many
 	// times; otherwise the generator runs until its context ends.
 	Rounds int
+	// WaitReady, when positive, is how long Run first waits for the mesh
+	// to give the first scenario its expected answer (the sidecar may
+	// still be fetching keys when the generator starts).
+	WaitReady time.Duration
 	// ReportEvery is the interval of the summary log line; default 30s.
 	ReportEvery time.Duration
 	// HTTPClient sends the requests; default one with a 5 s timeout.
@@ -188,6 +192,9 @@ func (g *Generator) Run(ctx context.Context) Report {
 	defer tick.Stop()
 	summary := time.NewTicker(g.cfg.ReportEvery)
 	defer summary.Stop()
+	if g.cfg.WaitReady > 0 {
+		g.waitReady(ctx)
+	}
 	g.log.Info("traffic generator running", "target", g.cfg.Target, "rate", g.cfg.Rate, "scenarios", len(Scenarios))
 	for i := 0; g.cfg.Rounds <= 0 || i < g.cfg.Rounds*len(Scenarios); i++ {
 		select {
@@ -202,6 +209,27 @@ func (g *Generator) Run(ctx context.Context) Report {
 	}
 	g.logSummary()
 	return g.Report()
+}
+
+// waitReady sends the first scenario, uncounted, until it gets its
+// expected answer or WaitReady has passed.
+func (g *Generator) waitReady(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.WaitReady)
+	defer cancel()
+	s := Scenarios[0]
+	for {
+		status, _, err := g.do(ctx, s)
+		if err == nil && status == s.Want {
+			return
+		}
+		g.log.Info("waiting for the mesh", "scenario", s.Name, "status", status, "err", err)
+		select {
+		case <-ctx.Done():
+			g.log.Warn("the mesh is not ready; sending traffic anyway", "waited", g.cfg.WaitReady)
+			return
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // Report returns a copy of the counts so far.

@@ -1,0 +1,334 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/compose-spec/compose-go/v2/loader"
+	"github.com/compose-spec/compose-go/v2/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/svc-dev/svc/demo/traffic"
+	"github.com/svc-dev/svc/engine/config"
+)
+
+// loadCompose loads a compose file as `docker compose up` does, with the
+// loader docker compose itself uses: schema validation (an unknown key is
+// an error), interpolation, normalization and the consistency checks
+// (depends_on, network_mode: service:... name existing services). It also
+// requires every bind-mounted file and every build's Dockerfile to exist,
+// which the loader leaves to the engine.
+func loadCompose(file string) (*types.Project, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, err
+	}
+	details := types.ConfigDetails{
+		WorkingDir:  filepath.Dir(abs),
+		ConfigFiles: []types.ConfigFile{{Filename: abs}},
+		Environment: types.Mapping{},
+	}
+	p, err := loader.LoadWithContext(context.Background(), details, func(o *loader.Options) {
+		o.SetProjectName("svc-demo-test", true)
+		o.ResolvePaths = true
+	})
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, name := range p.ServiceNames() {
+		s := p.Services[name]
+		for _, v := range s.Volumes {
+			if v.Type != types.VolumeTypeBind {
+				continue
+			}
+			if _, err := os.Stat(v.Source); err != nil {
+				errs = append(errs, fmt.Errorf("service %s mounts %s: %w", name, v.Source, err))
+			}
+		}
+		if s.Build != nil {
+			df := s.Build.Dockerfile
+			if !filepath.IsAbs(df) {
+				df = filepath.Join(s.Build.Context, df)
+			}
+			if err := checkDockerfile(df, s.Build.Context); err != nil {
+				errs = append(errs, fmt.Errorf("service %s build: %w", name, err))
+			}
+		}
+	}
+	return p, errors.Join(errs...)
+}
+
+var copyLine = regexp.MustCompile(`(?m)^COPY\s+(?:--\S+\s+)*(.+)\s+\S+\s*$`)
+
+// checkDockerfile requires the Dockerfile and the sources of its COPY
+// lines from the build context to exist.
+func checkDockerfile(path, context string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	for _, m := range copyLine.FindAllStringSubmatch(string(raw), -1) {
+		if strings.Contains(m[0], "--from=") {
+			continue
+		}
+		for _, src := range strings.Fields(m[1]) {
+			if src == "." {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(context, src)); err != nil {
+				return fmt.Errorf("%s copies %s: %w", filepath.Base(path), src, err)
+			}
+		}
+	}
+	return nil
+}
+
+func TestComposeLoaderRefuses(t *testing.T) {
+	tests := []struct{ file, wantErr string }{
+		{"unknown-key.yml", "services.app.enviroment"},
+		{"missing-mount.yml", "no-such-file.yaml"},
+		{"undefined-depends-on.yml", "depends on undefined service"},
+		{"undefined-network-service.yml", `undefined service "proxy"`},
+		{"missing-copy-source.yml", "copies no-such-dir"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			_, err := loadCompose(filepath.Join("testdata", "compose", tt.file))
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// composeEnv is a service's environment as plain strings.
+func composeEnv(s types.ServiceConfig) map[string]string {
+	env := map[string]string{}
+	for k, v := range s.Environment {
+		if v != nil {
+			env[k] = *v
+		}
+	}
+	return env
+}
+
+// mountOf returns the host file mounted at target in service s.
+func mountOf(t *testing.T, s types.ServiceConfig, target string) string {
+	t.Helper()
+	for _, v := range s.Volumes {
+		if v.Target == target {
+			return v.Source
+		}
+	}
+	t.Fatalf("service %s mounts nothing at %s", s.Name, target)
+	return ""
+}
+
+func flag(args []string, name string) string {
+	if i := slices.Index(args, name); i >= 0 && i+1 < len(args) {
+		return args[i+1]
+	}
+	return ""
+}
+
+func TestComposeDemo(t *testing.T) {
+	p, err := loadCompose("../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"envoy", "sidecar", "oidc", "orders", "billing", "traffic", "otel-collector", "jaeger"} {
+		if _, ok := p.Services[name]; !ok {
+			t.Errorf("no service %q", name)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// Published ports stay on the host's loopback.
+	for _, name := range p.ServiceNames() {
+		for _, port := range p.Services[name].Ports {
+			if port.HostIP != "127.0.0.1" {
+				t.Errorf("service %s publishes %d on %q, want 127.0.0.1", name, port.Target, port.HostIP)
+			}
+		}
+	}
+
+	// The sidecar, in production mode, shares Envoy's network namespace
+	// with the OpenID provider, whose JWKS it reads on loopback.
+	sidecar := p.Services["sidecar"]
+	env := composeEnv(sidecar)
+	if sidecar.NetworkMode != "service:envoy" || p.Services["oidc"].NetworkMode != "service:envoy" {
+		t.Errorf("sidecar and oidc network_mode %q, %q: want service:envoy", sidecar.NetworkMode, p.Services["oidc"].NetworkMode)
+	}
+	if env["SVC_FAIL_MODE"] != "closed" {
+		t.Errorf("SVC_FAIL_MODE=%q, want closed", env["SVC_FAIL_MODE"])
+	}
+	if !strings.HasPrefix(env["OTEL_EXPORTER_OTLP_ENDPOINT"], "http://otel-collector:") {
+		t.Errorf("OTEL_EXPORTER_OTLP_ENDPOINT=%q, want the collector", env["OTEL_EXPORTER_OTLP_ENDPOINT"])
+	}
+	cfg, err := config.Load(mountOf(t, sidecar, "/etc/svc/svc.toml"), func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	})
+	if err != nil {
+		t.Fatalf("the sidecar's configuration: %v", err)
+	}
+	if cfg.SDK.FailMode != config.FailClosed || cfg.SDK.JWKSURL == "" {
+		t.Errorf("sidecar fail_mode %s jwks_url %q: not production mode", cfg.SDK.FailMode, cfg.SDK.JWKSURL)
+	}
+	if cfg.Sidecar.AdminTokenFile != "" {
+		mountOf(t, sidecar, cfg.Sidecar.AdminTokenFile)
+	}
+	if sidecar.Build == nil || filepath.Base(sidecar.Build.Dockerfile) != "Dockerfile" || filepath.Clean(sidecar.Build.Context) != filepath.Clean(mustAbs(t, "..")) {
+		t.Errorf("the sidecar is not built from the repository's Dockerfile: %+v", sidecar.Build)
+	}
+	// The HTTP API is published for core on the host.
+	checkPublished(t, p.Services["envoy"], cfg.Sidecar.HTTPAddr)
+
+	// The OpenID provider: the sidecar's JWKS URL, issuer and audience are
+	// those of its configuration, and its port is published for the
+	// documented curl.
+	idpFile := mountOf(t, p.Services["oidc"], composeEnv(p.Services["oidc"])["IDP_CONFIG_FILE"])
+	var idp struct {
+		Host     string `json:"host"`
+		Port     int    `json:"port"`
+		Issuer   string `json:"issuer"`
+		Resource string `json:"resource"`
+	}
+	raw, err := os.ReadFile(idpFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(raw, &idp); err != nil {
+		t.Fatal(err)
+	}
+	if want := "http://127.0.0.1:" + strconv.Itoa(idp.Port) + "/jwks"; cfg.SDK.JWKSURL != want {
+		t.Errorf("sidecar jwks_url %s, the provider serves %s", cfg.SDK.JWKSURL, want)
+	}
+	if cfg.JWT.Issuer != idp.Issuer || !slices.Contains(cfg.JWT.Audiences, idp.Resource) {
+		t.Errorf("sidecar issuer %q audiences %q, provider issuer %q resource %q", cfg.JWT.Issuer, cfg.JWT.Audiences, idp.Issuer, idp.Resource)
+	}
+	checkPublished(t, p.Services["envoy"], net.JoinHostPort(idp.Host, strconv.Itoa(idp.Port)))
+
+	// Envoy routes to the demo services where they listen, and traces to
+	// the collector.
+	envoyFile := mountOf(t, p.Services["envoy"], "/etc/envoy/envoy.yaml")
+	dns := envoyDNSClusters(t, envoyFile)
+	for _, svc := range []string{"orders", "billing"} {
+		if got, want := dns[svc], listenPort(t, p.Services[svc]); got != want {
+			t.Errorf("Envoy dials %s:%s, the service listens on %s", svc, got, want)
+		}
+	}
+	if dns["otel-collector"] == "" {
+		t.Error("Envoy does not trace to otel-collector")
+	}
+	checkPublished(t, p.Services["envoy"], "0.0.0.0:8080")
+	checkPublished(t, p.Services["jaeger"], "0.0.0.0:16686")
+
+	// The traffic generator reads the provider's clients and goes through
+	// Envoy.
+	tr := p.Services["traffic"]
+	args := []string(tr.Command)
+	if got := mountOf(t, tr, flag(args, "--idp-config")); got != idpFile {
+		t.Errorf("traffic reads %s, the provider %s", got, idpFile)
+	}
+	c, err := traffic.LoadIDPConfig(idpFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := traffic.New(traffic.Config{Target: flag(args, "--target"), TokenURL: flag(args, "--token-url"), IDP: c}, nil); err != nil {
+		t.Errorf("traffic: %v", err)
+	}
+	if !strings.HasPrefix(flag(args, "--target"), "http://envoy:8080") {
+		t.Errorf("traffic targets %s, not Envoy", flag(args, "--target"))
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// checkPublished requires the container port of addr to be published by s.
+func checkPublished(t *testing.T, s types.ServiceConfig, addr string) {
+	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(port)
+	for _, p := range s.Ports {
+		if p.Target == uint32(n) {
+			return
+		}
+	}
+	t.Errorf("service %s does not publish port %s", s.Name, port)
+}
+
+// listenPort is the port of a demo service's --addr.
+func listenPort(t *testing.T, s types.ServiceConfig) string {
+	t.Helper()
+	_, port, err := net.SplitHostPort(flag(s.Command, "--addr"))
+	if err != nil {
+		t.Fatalf("service %s: %v", s.Name, err)
+	}
+	return port
+}
+
+// envoyDNSClusters maps the host names of an Envoy bootstrap's clusters
+// to their ports.
+func envoyDNSClusters(t *testing.T, file string) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b struct {
+		StaticResources struct {
+			Clusters []struct {
+				LoadAssignment struct {
+					Endpoints []struct {
+						LbEndpoints []struct {
+							Endpoint struct {
+								Address struct {
+									SocketAddress struct {
+										Address   string `json:"address"`
+										PortValue int    `json:"port_value"`
+									} `json:"socket_address"`
+								} `json:"address"`
+							} `json:"endpoint"`
+						} `json:"lb_endpoints"`
+					} `json:"endpoints"`
+				} `json:"load_assignment"`
+			} `json:"clusters"`
+		} `json:"static_resources"`
+	}
+	if err := yaml.Unmarshal(raw, &b); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, c := range b.StaticResources.Clusters {
+		for _, e := range c.LoadAssignment.Endpoints {
+			for _, lb := range e.LbEndpoints {
+				sa := lb.Endpoint.Address.SocketAddress
+				out[sa.Address] = strconv.Itoa(sa.PortValue)
+			}
+		}
+	}
+	return out
+}

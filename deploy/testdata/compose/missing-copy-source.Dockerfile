@@ -1,0 +1,2 @@
+FROM scratch
+COPY no-such-dir /app
