@@ -104,7 +104,17 @@ func (e *Engine) Authorize(ctx context.Context, raw string, in Input) (Result, e
 	}
 	d, err := e.Evaluate(ctx, in)
 	res.Decision = d
-	e.record(ctx, start, res, in)
+	if e.dryRun && err == nil {
+		// policy.mode = "dry-run": the would-be outcome is recorded as
+		// simulated and the request goes through.
+		e.recordEvaluated(ctx, start, res, in, true)
+		if !d.Allow {
+			res.Decision.Allow = true
+			res.Decision.Reason = reason.PolicyDryRun
+		}
+		return res, nil
+	}
+	e.recordEvaluated(ctx, start, res, in, false)
 	return res, err
 }
 
@@ -136,10 +146,28 @@ func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
 }
 
 func (e *Engine) record(ctx context.Context, start time.Time, res Result, in Input) {
+	e.finish(ctx, start, res, in, false, false)
+}
+
+func (e *Engine) recordEvaluated(ctx context.Context, start time.Time, res Result, in Input, simulated bool) {
+	e.finish(ctx, start, res, in, true, simulated)
+}
+
+// finish counts the decision, writes its audit record and shows it to the
+// observer. With simulated set (dry-run policy mode), the record carries
+// the policy's own outcome, which was not enforced.
+func (e *Engine) finish(ctx context.Context, start time.Time, res Result, in Input, evaluated, simulated bool) {
 	latency := e.now().Sub(start)
 	allowed := res.Allowed()
-	e.tel.decided(ctx, res.Decision.Reason, allowed, latency)
-	if e.audit == nil {
+	code := res.Decision.Reason
+	if simulated && !res.Decision.Allow {
+		// Counted as what the caller saw: let through.
+		code = reason.PolicyDryRun
+		allowed = true
+	}
+	e.tel.decided(ctx, code, allowed, latency)
+	observing := e.observer != nil && e.observer.Observing()
+	if e.audit == nil && !observing {
 		return
 	}
 	rec := audit.Record{
@@ -149,15 +177,24 @@ func (e *Engine) record(ctx context.Context, start time.Time, res Result, in Inp
 		UserID:         res.Token.Subject,
 		Action:         in.Action,
 		Resource:       audit.Resource{Type: in.Resource.Type, ID: in.Resource.ID, Tenant: in.Resource.Tenant},
-		Allow:          allowed,
+		Allow:          res.Allowed(),
 		DenyReasons:    res.Decision.DenyReasons,
 		Reason:         string(res.Decision.Reason),
 		PolicyRevision: res.Decision.Revision,
 		LatencyUS:      latency.Microseconds(),
+		Simulated:      simulated,
 		Source:         sourceOf(ctx),
 	}
 	rec.TraceID, rec.SpanID = traceIDs(ctx)
-	e.audit.Log(rec)
+	if e.audit != nil {
+		e.audit.Log(rec)
+	}
+	if observing {
+		e.observer.ObserveDecision(ctx, DecisionEvent{
+			Record: rec, Input: in, Evaluated: evaluated,
+			PolicyAllow: evaluated && res.Decision.Allow, Latency: latency,
+		})
+	}
 }
 
 // registered are the claims that map to fixed input fields; the rest are

@@ -48,6 +48,9 @@ type Deps struct {
 	MeterProvider  metric.MeterProvider
 	// Audit receives one record per decision; default none.
 	Audit AuditSink
+	// Observer sees every decision while it is observing (live streams,
+	// dry-run sessions); default none.
+	Observer DecisionObserver
 	// Limiter enforces per-tenant budgets; default from the
 	// configuration's rate_limit table, in Redis when redis_addr is set,
 	// else in memory.
@@ -73,6 +76,8 @@ type Engine struct {
 	limiter  ratelimit.Limiter
 	redis    *redis.Client // the limiter's client when New made one
 	audit    AuditSink
+	observer DecisionObserver
+	dryRun   bool // policy.mode = "dry-run": the policy never denies
 	tel      *instruments
 	started  time.Time
 
@@ -96,6 +101,9 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 		limiter: deps.Limiter,
 		audit:   deps.Audit,
 		done:    make(chan struct{}),
+
+		observer: deps.Observer,
+		dryRun:   cfg.Policy.Mode == config.PolicyModeDryRun,
 	}
 	if e.log == nil {
 		e.log = slog.Default()
@@ -204,6 +212,14 @@ func (e *Engine) Config() config.Config { return e.cfg }
 // DevMode reports whether tokens are accepted without verification.
 func (e *Engine) DevMode() bool { return e.verifier == nil }
 
+// PolicyMode is "enforce" or "dry-run" (policy.mode).
+func (e *Engine) PolicyMode() string {
+	if e.dryRun {
+		return config.PolicyModeDryRun
+	}
+	return config.PolicyModeEnforce
+}
+
 // Policies returns the active policy set.
 func (e *Engine) Policies() *policy.Set { return e.policies.Load() }
 
@@ -233,6 +249,7 @@ func (e *Engine) SetPolicies(set *policy.Set) *policy.Set {
 type Status struct {
 	Version        string      `json:"version"`
 	DevMode        bool        `json:"dev_mode"`
+	PolicyMode     string      `json:"policy_mode"`
 	TenantID       string      `json:"tenant_id"`
 	PolicyFiles    int         `json:"policy_files"`
 	PolicyRevision string      `json:"policy_revision"`
@@ -247,6 +264,7 @@ func (e *Engine) Status() Status {
 	s := Status{
 		Version:        version.Version,
 		DevMode:        e.DevMode(),
+		PolicyMode:     e.PolicyMode(),
 		TenantID:       e.cfg.SDK.TenantID,
 		PolicyFiles:    len(set.Files()),
 		PolicyRevision: set.Revision(),

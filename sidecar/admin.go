@@ -63,6 +63,7 @@ type Status struct {
 	JWKSKeys      int           `json:"jwks_keys"`
 	JWKSLastError string        `json:"jwks_last_error,omitempty"`
 	DevMode       bool          `json:"dev_mode"`
+	PolicyMode    string        `json:"policy_mode"`
 	TenantID      string        `json:"tenant_id"`
 	Uptime        string        `json:"uptime"`
 	Version       string        `json:"version"`
@@ -78,6 +79,7 @@ func (s *Server) status() Status {
 		PoliciesLoaded: es.PolicyFiles,
 		PolicyRevision: es.PolicyRevision,
 		DevMode:        es.DevMode,
+		PolicyMode:     es.PolicyMode,
 		TenantID:       es.TenantID,
 		Uptime:         time.Since(s.started).Round(time.Second).String(),
 		Version:        es.Version,

@@ -32,6 +32,7 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/envoy"
+	"github.com/svc-dev/svc/sidecar/live"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 )
 
@@ -53,6 +54,7 @@ type Deps struct {
 	Engine    *engine.Engine
 	Telemetry *telemetry.Telemetry // optional: no /metrics, no streams
 	Audit     *audit.Logger        // optional: audit stats in status
+	Live      *live.Hub            // optional: no span, log and decision streams
 	Logger    *slog.Logger
 }
 
@@ -65,6 +67,7 @@ type Server struct {
 	grpc     *grpc.Server
 	http     *http.Server
 	health   *health.Server
+	streams  *live.Streams // nil without Deps.Live
 	ready    atomic.Bool
 	draining atomic.Bool
 	inflight atomic.Int64
@@ -116,6 +119,10 @@ func New(deps Deps) (*Server, error) {
 	envoySrv.RegisterHTTP(mux)
 	s.registerAdmin(mux)
 	s.restoreBundle()
+	if deps.Live != nil {
+		s.streams = live.NewStreams(deps.Live)
+		s.streams.Register(mux, s.admin)
+	}
 	s.http = &http.Server{
 		Handler:           s.countInflight(s.guardReads(mux)),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -193,6 +200,11 @@ func (s *Server) shutdown() {
 	s.draining.Store(true)
 	s.ready.Store(false)
 	s.health.Shutdown()
+	if s.streams != nil {
+		// Watchers never go idle: end their streams, or the HTTP drain
+		// would wait for them until the timeout.
+		s.streams.Shutdown()
+	}
 	drain := s.deps.Engine.Config().Sidecar.DrainTimeout.Duration
 	s.log.Info("draining", "timeout", drain.String(), "inflight_http", s.inflight.Load())
 	ctx, cancel := context.WithTimeout(context.Background(), drain)

@@ -15,6 +15,7 @@ import (
 	"github.com/svc-dev/svc/engine/gctune"
 	"github.com/svc-dev/svc/engine/version"
 	"github.com/svc-dev/svc/sidecar"
+	"github.com/svc-dev/svc/sidecar/live"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 )
 
@@ -73,18 +74,21 @@ func serve(ctx context.Context, configPath string, stderr io.Writer) error {
 		return fmt.Errorf("audit metrics: %w", err)
 	}
 
+	hub := live.NewHub(live.Deps{Spans: tel.Spans(), Logs: tel.Logs(), Logger: log})
+	defer hub.Close()
 	eng, err := engine.New(cfg, engine.Deps{
 		Logger:         log,
 		TracerProvider: tel.TracerProvider(),
 		MeterProvider:  tel.MeterProvider(),
 		Audit:          auditLog,
+		Observer:       hub,
 	})
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
 
-	srv, err := sidecar.New(sidecar.Deps{Engine: eng, Telemetry: tel, Audit: auditLog, Logger: log})
+	srv, err := sidecar.New(sidecar.Deps{Engine: eng, Telemetry: tel, Audit: auditLog, Live: hub, Logger: log})
 	if err != nil {
 		return err
 	}

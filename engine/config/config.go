@@ -56,6 +56,15 @@ const (
 	CheckProxyForwarded = "forwarded"
 )
 
+// Policy modes.
+const (
+	// PolicyModeEnforce denies what the policy denies.
+	PolicyModeEnforce = "enforce"
+	// PolicyModeDryRun evaluates the policy and records the would-be
+	// outcome as simulated, but never denies on policy.
+	PolicyModeDryRun = "dry-run"
+)
+
 // Audit destinations with a special meaning; anything else is a file path.
 const (
 	AuditStdout = "stdout"
@@ -138,6 +147,11 @@ type Policy struct {
 	// instead of falling back to Dir or the embedded default. Empty: not
 	// persisted. Env SVC_BUNDLE_CACHE_DIR.
 	BundleCacheDir string `toml:"bundle_cache_dir" yaml:"bundle_cache_dir"`
+	// Mode is "enforce" (default) or "dry-run". In dry-run the policy is
+	// evaluated and its outcome recorded with simulated: true, but it
+	// never denies a request; authentication and rate limits still apply.
+	// Env SVC_POLICY_MODE.
+	Mode string `toml:"mode" yaml:"mode"`
 }
 
 // JWT is the [jwt] table.
@@ -246,6 +260,13 @@ type Audit struct {
 	Destination string `toml:"destination" yaml:"destination"`
 	// QueueSize bounds records waiting to be written. Default 4096.
 	QueueSize int `toml:"queue_size" yaml:"queue_size"`
+	// MaxSizeMB rotates a file destination when it would grow past this
+	// many megabytes; the rotated file keeps a timestamp in its name.
+	// 0 (default) never rotates. Env SVC_AUDIT_MAX_SIZE_MB.
+	MaxSizeMB int `toml:"max_size_mb" yaml:"max_size_mb"`
+	// MaxBackups is how many rotated files are kept (oldest removed
+	// first); 0 (default) keeps them all. Env SVC_AUDIT_MAX_BACKUPS.
+	MaxBackups int `toml:"max_backups" yaml:"max_backups"`
 }
 
 // Log is the [log] table.
@@ -301,6 +322,15 @@ func (s SDK) AcceptsTenant(tenant string) bool {
 		}
 	}
 	return false
+}
+
+// IsFile reports whether the destination is a file path.
+func (a Audit) IsFile() bool {
+	switch a.Destination {
+	case "", AuditStdout, AuditStderr, AuditOff:
+		return false
+	}
+	return true
 }
 
 // Enabled reports whether audit records are written at all.

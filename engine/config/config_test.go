@@ -46,6 +46,7 @@ func TestLoadDefaults(t *testing.T) {
 			JWKSMinRefresh: dur(time.Minute), JWKSMaxRefresh: dur(time.Hour)},
 		RateLimit: RateLimit{DefaultRPM: 1000},
 		Sidecar:   Sidecar{HTTPAddr: "127.0.0.1:7700", DrainTimeout: dur(30 * time.Second), CheckProxy: "auto"},
+		Policy:    Policy{Mode: "enforce"},
 		Audit:     Audit{Destination: "stdout", QueueSize: 4096},
 		Log:       Log{Level: "info"},
 	}
@@ -140,6 +141,9 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		{"SVC_JWT_CACHE_MAX_AGE", "90s", func(c Config) any { return c.JWT.CacheMaxAge }, dur(90 * time.Second)},
 		{"SVC_CHECK_PROXY", "nginx", func(c Config) any { return c.Sidecar.CheckProxy }, "nginx"},
 		{"SVC_TRUST_FORWARDED_FOR", "true", func(c Config) any { return c.Sidecar.TrustForwardedFor }, true},
+		{"SVC_POLICY_MODE", "dry-run", func(c Config) any { return c.Policy.Mode }, "dry-run"},
+		{"SVC_AUDIT_MAX_SIZE_MB", "7", func(c Config) any { return c.Audit.MaxSizeMB }, 7},
+		{"SVC_AUDIT_MAX_BACKUPS", "0", func(c Config) any { return c.Audit.MaxBackups }, 0},
 		{"SVC_REDIS_ADDR", "redis.internal:6380", func(c Config) any { return c.RateLimit.RedisAddr }, "redis.internal:6380"},
 	}
 	covered := map[string]bool{}

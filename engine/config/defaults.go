@@ -58,6 +58,7 @@ func (c *Config) SetDefaults() {
 	setDuration(&c.Sidecar.DrainTimeout, DefaultDrainTimeout)
 	setString(&c.Sidecar.CheckProxy, DefaultCheckProxy)
 
+	setString(&c.Policy.Mode, PolicyModeEnforce)
 	setString(&c.Audit.Destination, DefaultAuditDestination)
 	if c.Audit.QueueSize == 0 {
 		c.Audit.QueueSize = DefaultAuditQueueSize

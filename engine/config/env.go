@@ -54,6 +54,12 @@ var envTable = []EnvVar{
 	{Name: "SVC_BUNDLE_CACHE_DIR", Key: "policy.bundle_cache_dir",
 		Help:  "Directory where the active policy bundle is persisted so that a restart keeps serving it.",
 		apply: func(c *Config, v string) string { c.Policy.BundleCacheDir = v; return "" }},
+	{Name: "SVC_POLICY_MODE", Key: "policy.mode",
+		Help: `"enforce" (default) or "dry-run": evaluate and record simulated outcomes, never deny on policy.`,
+		apply: func(c *Config, v string) string {
+			c.Policy.Mode = v
+			return checkPolicyMode(v)
+		}},
 	{Name: "SVC_LOG_LEVEL", Key: "log.level",
 		Help: "One of trace, debug, info (default), warn, error.",
 		apply: func(c *Config, v string) string {
@@ -114,6 +120,12 @@ var envTable = []EnvVar{
 	{Name: "SVC_AUDIT_DESTINATION", Key: "audit.destination",
 		Help:  `Audit log destination: "stdout" (default), "stderr", "off" or a file path.`,
 		apply: func(c *Config, v string) string { c.Audit.Destination = v; return "" }},
+	{Name: "SVC_AUDIT_MAX_SIZE_MB", Key: "audit.max_size_mb",
+		Help:  "Rotate a file audit log when it would grow past this many megabytes; 0 never rotates.",
+		apply: func(c *Config, v string) string { return nonNegative(&c.Audit.MaxSizeMB, v) }},
+	{Name: "SVC_AUDIT_MAX_BACKUPS", Key: "audit.max_backups",
+		Help:  "Rotated audit files to keep; 0 keeps them all.",
+		apply: func(c *Config, v string) string { return nonNegative(&c.Audit.MaxBackups, v) }},
 	{Name: "SVC_RATE_LIMIT_DEFAULT_RPM", Key: "rate_limit.default_rpm",
 		Help: "Per-tenant budget in requests per minute for tenants without their own entry. Default 1000.",
 		apply: func(c *Config, v string) string {
@@ -181,4 +193,14 @@ func FromEnv(cfg *Config, lookupEnv func(string) (string, bool)) error {
 		}
 	}
 	return join(errs)
+}
+
+// nonNegative parses v into *p, or says why it cannot.
+func nonNegative(p *int, v string) string {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return "must be a non-negative integer, got " + strconv.Quote(v)
+	}
+	*p = n
+	return ""
 }

@@ -43,6 +43,7 @@ func ExampleEnvVars() {
 	// SVC_POLICY_DIR overrides policy.dir
 	// SVC_BUNDLE_VERIFY_KEY_FILE overrides policy.bundle_verify_key_file
 	// SVC_BUNDLE_CACHE_DIR overrides policy.bundle_cache_dir
+	// SVC_POLICY_MODE overrides policy.mode
 	// SVC_LOG_LEVEL overrides log.level
 	// SVC_JWT_ISSUER overrides jwt.issuer
 	// SVC_JWT_AUDIENCES overrides jwt.audiences
@@ -54,6 +55,8 @@ func ExampleEnvVars() {
 	// SVC_ADMIN_TOKEN_FILE overrides sidecar.admin_token_file
 	// SVC_PUBLIC_READ overrides sidecar.public_read
 	// SVC_AUDIT_DESTINATION overrides audit.destination
+	// SVC_AUDIT_MAX_SIZE_MB overrides audit.max_size_mb
+	// SVC_AUDIT_MAX_BACKUPS overrides audit.max_backups
 	// SVC_RATE_LIMIT_DEFAULT_RPM overrides rate_limit.default_rpm
 	// SVC_REDIS_ADDR overrides rate_limit.redis_addr
 }

@@ -38,6 +38,15 @@ func (c Config) Validate() error {
 	if c.Audit.QueueSize <= 0 {
 		v.fail("audit.queue_size", "must be positive, got %d", c.Audit.QueueSize)
 	}
+	if c.Audit.MaxSizeMB < 0 {
+		v.fail("audit.max_size_mb", "must not be negative, got %d", c.Audit.MaxSizeMB)
+	}
+	if c.Audit.MaxBackups < 0 {
+		v.fail("audit.max_backups", "must not be negative, got %d", c.Audit.MaxBackups)
+	}
+	if msg := checkPolicyMode(c.Policy.Mode); msg != "" {
+		v.fail("policy.mode", "%s", msg)
+	}
 	if msg := checkLogLevel(c.Log.Level); msg != "" {
 		v.fail("log.level", "%s", msg)
 	}
@@ -262,6 +271,13 @@ func checkFailMode(s string) string {
 func checkLogLevel(s string) string {
 	if !slices.Contains(logLevels, s) {
 		return fmt.Sprintf("must be one of %s, got %q", strings.Join(logLevels, ", "), s)
+	}
+	return ""
+}
+
+func checkPolicyMode(s string) string {
+	if s != PolicyModeEnforce && s != PolicyModeDryRun {
+		return fmt.Sprintf("must be %q or %q, got %q", PolicyModeEnforce, PolicyModeDryRun, s)
 	}
 	return ""
 }

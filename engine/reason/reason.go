@@ -46,6 +46,10 @@ const (
 	// PolicyError means the engine could not reach a decision (evaluation
 	// error, no policy loaded, conflicting rule values).
 	PolicyError Code = "policy-error"
+	// PolicyDryRun is the reason of a request the policy denied but let
+	// through because policy.mode is "dry-run"; the audit record holds
+	// the would-be outcome with simulated: true.
+	PolicyDryRun Code = "policy-dry-run"
 	// InputInvalid means the caller's input could not be used.
 	InputInvalid Code = "input-invalid"
 	// RateLimited means the tenant's request budget is spent.

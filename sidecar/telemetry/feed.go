@@ -36,9 +36,22 @@ type feed[T any] struct {
 }
 
 type subscriber[T any] struct {
-	ch     chan T
-	filter func(T) bool
+	ch      chan T
+	filter  func(T) bool
+	dropped atomic.Uint64
 }
+
+// Subscription is one subscriber's view of a feed: C delivers the records
+// (closed when the subscription ends) and Dropped counts the records this
+// subscriber missed because it fell behind.
+type Subscription[T any] struct {
+	// C receives the records; it is closed when the subscription ends.
+	C <-chan T
+	s *subscriber[T]
+}
+
+// Dropped is how many records this subscriber missed so far.
+func (s *Subscription[T]) Dropped() uint64 { return s.s.dropped.Load() }
 
 func newFeed[T any](size int, stamp func(*T) time.Time) *feed[T] {
 	if size <= 0 {
@@ -64,6 +77,7 @@ func (f *feed[T]) publish(v T) {
 		case s.ch <- v:
 		default:
 			f.dropped.Add(1)
+			s.dropped.Add(1)
 		}
 	}
 }
@@ -99,6 +113,11 @@ func (f *feed[T]) recent(filter func(T) bool, since time.Time) []T {
 // matching filter since since, then live ones, until ctx ends or the feed
 // is closed; then the channel is closed.
 func (f *feed[T]) subscribe(ctx context.Context, filter func(T) bool, since time.Time) <-chan T {
+	return f.watch(ctx, filter, since).C
+}
+
+// watch is subscribe returning the Subscription with its drop count.
+func (f *feed[T]) watch(ctx context.Context, filter func(T) bool, since time.Time) *Subscription[T] {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	backlog := f.recentLocked(filter, since)
@@ -106,9 +125,10 @@ func (f *feed[T]) subscribe(ctx context.Context, filter func(T) bool, since time
 	for _, v := range backlog {
 		s.ch <- v
 	}
+	sub := &Subscription[T]{C: s.ch, s: s}
 	if f.closed || ctx.Err() != nil {
 		close(s.ch)
-		return s.ch
+		return sub
 	}
 	f.subs[s] = struct{}{}
 	f.live.Add(1)
@@ -121,7 +141,7 @@ func (f *feed[T]) subscribe(ctx context.Context, filter func(T) bool, since time
 			close(s.ch)
 		}
 	})
-	return s.ch
+	return sub
 }
 
 // close ends every subscription; records published later are still kept

@@ -314,6 +314,21 @@ func (lf *LogFeed) Subscribe(ctx context.Context, filter func(LogRecord) bool, s
 	return lf.f.subscribe(ctx, filter, since)
 }
 
+// Watch is Subscribe returning the Subscription, which also counts the
+// records this subscriber missed.
+func (lf *LogFeed) Watch(ctx context.Context, filter func(LogRecord) bool, since time.Time) *Subscription[LogRecord] {
+	return lf.f.watch(ctx, filter, since)
+}
+
+// Publish adds r to the feed, as a logged record would be, without
+// writing it to the logger's output. It is how records that only live
+// subscribers see (one per decision) enter the feed.
+func (lf *LogFeed) Publish(r LogRecord) { lf.f.publish(r) }
+
+// Watched reports whether the feed has a live subscriber; it is one
+// atomic load.
+func (lf *LogFeed) Watched() bool { return lf.f.live.Load() > 0 }
+
 // Recent returns the buffered records, oldest first, logged at or after
 // since and accepted by filter (nil means all).
 func (lf *LogFeed) Recent(filter func(LogRecord) bool, since time.Time) []LogRecord {

@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 )
 
 // SpanRecord is the compact form of a finished span kept by a SpanFeed.
@@ -19,6 +20,8 @@ type SpanRecord struct {
 	ParentID string `json:"parent_id,omitempty"`
 	// Name is the span name, e.g. "policy.evaluate".
 	Name string `json:"name"`
+	// Service is the service.name of the process that recorded the span.
+	Service string `json:"service,omitempty"`
 	// Kind is "internal", "server", "client", "producer" or "consumer".
 	Kind string `json:"kind"`
 	// Start is when the span started.
@@ -80,6 +83,12 @@ func (sf *SpanFeed) Subscribe(ctx context.Context, filter func(SpanRecord) bool,
 	return sf.f.subscribe(ctx, filter, since)
 }
 
+// Watch is Subscribe returning the Subscription, which also counts the
+// spans this subscriber missed.
+func (sf *SpanFeed) Watch(ctx context.Context, filter func(SpanRecord) bool, since time.Time) *Subscription[SpanRecord] {
+	return sf.f.watch(ctx, filter, since)
+}
+
 // Recent returns the buffered spans, oldest first, that ended at or after
 // since and that filter (nil means all) accepts.
 func (sf *SpanFeed) Recent(filter func(SpanRecord) bool, since time.Time) []SpanRecord {
@@ -118,6 +127,7 @@ func spanRecord(s sdktrace.ReadOnlySpan) SpanRecord {
 		SpanID:   sc.SpanID().String(),
 		Name:     s.Name(),
 		Kind:     s.SpanKind().String(),
+		Service:  serviceName(s),
 		Start:    s.StartTime(),
 		Duration: s.EndTime().Sub(s.StartTime()),
 	}
@@ -139,4 +149,13 @@ func spanRecord(s sdktrace.ReadOnlySpan) SpanRecord {
 		}
 	}
 	return r
+}
+
+func serviceName(s sdktrace.ReadOnlySpan) string {
+	if res := s.Resource(); res != nil {
+		if v, ok := res.Set().Value(semconv.ServiceNameKey); ok {
+			return v.Emit()
+		}
+	}
+	return ""
 }

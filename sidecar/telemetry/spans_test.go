@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -164,7 +165,10 @@ func TestSpanFeedShutdownEndsSubscriptions(t *testing.T) {
 
 func TestSpanRecordFields(t *testing.T) {
 	feed := NewSpanFeed(4)
-	tr := feedTracer(t, feed)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(feed),
+		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "orders-sidecar"))))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	tr := tp.Tracer("feed-test")
 	start := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	ctx, parent := tr.Start(context.Background(), "server", trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(start))
 	_, child := tr.Start(ctx, "policy.evaluate", trace.WithTimestamp(start.Add(time.Millisecond)),
@@ -183,6 +187,7 @@ func TestSpanRecordFields(t *testing.T) {
 		SpanID:        child.SpanContext().SpanID().String(),
 		ParentID:      parent.SpanContext().SpanID().String(),
 		Name:          "policy.evaluate",
+		Service:       "orders-sidecar",
 		Kind:          "internal",
 		Start:         start.Add(time.Millisecond),
 		Duration:      2 * time.Millisecond,

@@ -1,0 +1,156 @@
+package live
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/svc-dev/svc/sidecar/filter"
+	"github.com/svc-dev/svc/sidecar/telemetry"
+)
+
+// Query parameters of the stream endpoints.
+const (
+	ParamSince      = "since"       // a duration ("5m") back from now, or an RFC 3339 time
+	ParamTenant     = "tenant"      // tenant id (case-sensitive)
+	ParamService    = "service"     // service.name of spans
+	ParamTraceID    = "trace_id"    // hex trace id
+	ParamErrorsOnly = "errors_only" // true: failing traces, denied decisions, error logs
+	ParamLevel      = "level"       // minimum log level: trace, debug, info, warn, error
+	ParamFilter     = "filter"      // field filter expression (package filter)
+	ParamFormat     = "format"      // ndjson (default) or sse
+)
+
+// maxSince bounds how far back a replay may ask; the ring buffers hold
+// far less than that anyway.
+const maxSince = 24 * time.Hour
+
+// Query is a parsed stream request.
+type Query struct {
+	Since      time.Time
+	Tenant     string
+	Service    string
+	TraceID    string
+	ErrorsOnly bool
+	Level      slog.Level
+	HasLevel   bool
+	Filter     *filter.Expr
+	SSE        bool
+}
+
+// QueryError is a stream request that cannot be served; Code is
+// "input-invalid", or "filter-invalid" for a malformed filter.
+type QueryError struct {
+	Code string
+	Msg  string
+}
+
+func (e *QueryError) Error() string { return e.Msg }
+
+// ParseQuery reads the stream parameters of q; allowed names the ones the
+// endpoint accepts (format always is). accept is the request's Accept
+// header: text/event-stream selects Server-Sent Events.
+func ParseQuery(q url.Values, accept string, now time.Time, allowed ...string) (Query, error) {
+	var out Query
+	for name := range q {
+		if name != ParamFormat && !contains(allowed, name) {
+			return out, &QueryError{Code: "input-invalid", Msg: fmt.Sprintf("unknown parameter %q: this stream takes %s", name, strings.Join(allowed, ", "))}
+		}
+	}
+	bad := func(name, format string, args ...any) error {
+		return &QueryError{Code: "input-invalid", Msg: name + ": " + fmt.Sprintf(format, args...)}
+	}
+	if v := q.Get(ParamSince); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			if d < 0 || d > maxSince {
+				return out, bad(ParamSince, "must be between 0 and %s, got %s", maxSince, v)
+			}
+			out.Since = now.Add(-d)
+		} else if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			out.Since = t
+		} else {
+			return out, bad(ParamSince, "want a duration such as 5m or an RFC 3339 time, got %q", v)
+		}
+	}
+	out.Tenant = q.Get(ParamTenant)
+	out.Service = q.Get(ParamService)
+	out.TraceID = strings.ToLower(q.Get(ParamTraceID))
+	if v := out.TraceID; v != "" && !isHex(v, 32) {
+		return out, bad(ParamTraceID, "want 32 hex digits, got %q", v)
+	}
+	if v := q.Get(ParamErrorsOnly); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return out, bad(ParamErrorsOnly, "want true or false, got %q", v)
+		}
+		out.ErrorsOnly = b
+	}
+	if v := q.Get(ParamLevel); v != "" {
+		l, err := telemetry.ParseLevel(v)
+		if err != nil {
+			return out, bad(ParamLevel, "want trace, debug, info, warn or error, got %q", v)
+		}
+		out.Level, out.HasLevel = l, true
+	}
+	if v := q.Get(ParamFilter); v != "" {
+		e, err := filter.Parse(v)
+		if err != nil {
+			var se *filter.SyntaxError
+			if errors.As(err, &se) {
+				return out, &QueryError{Code: "filter-invalid", Msg: se.Error()}
+			}
+			return out, bad(ParamFilter, "%v", err)
+		}
+		out.Filter = e
+	}
+	switch q.Get(ParamFormat) {
+	case "", "ndjson":
+		out.SSE = q.Get(ParamFormat) == "" && strings.Contains(accept, "text/event-stream")
+	case "sse":
+		out.SSE = true
+	default:
+		return out, bad(ParamFormat, "want ndjson or sse, got %q", q.Get(ParamFormat))
+	}
+	return out, nil
+}
+
+// LevelOf parses a record's level name (TRACE, DEBUG, INFO, WARN, ERROR,
+// or slog's "INFO+2" form).
+func LevelOf(name string) slog.Level {
+	if l, err := telemetry.ParseLevel(name); err == nil {
+		return l
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(name)); err == nil {
+		return l
+	}
+	if strings.HasPrefix(strings.ToUpper(name), "TRACE") {
+		return telemetry.LevelTrace
+	}
+	return slog.LevelInfo
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
