@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -176,4 +177,43 @@ func (c *sidecarClient) unreachable(err error) error {
 		why = "timed out"
 	}
 	return &exitError{code: exitUnreachable, err: fmt.Errorf("sidecar at %s is not reachable: %s (is svc-sidecar running? set --sidecar or %s)", c.base, why, envSidecarURL)}
+}
+
+// maxStreamLine bounds one line of a stream.
+const maxStreamLine = 4 << 20
+
+// Stream opens the long-lived NDJSON stream at path (with its query) and
+// calls fn with each line until the stream ends, ctx ends (nil: the user
+// stopped it) or fn returns an error. opened, when set, is called once the
+// sidecar has accepted the subscription. Failures map to exit codes as
+// Do's do; a stream the sidecar cuts is exit 3.
+func (c *sidecarClient) Stream(ctx context.Context, path string, opened func(), fn func(line []byte) error) error {
+	resp, err := c.Do(ctx, http.MethodGet, path, nil, "")
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	if opened != nil {
+		opened()
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), maxStreamLine)
+	for sc.Scan() {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		if err := fn(sc.Bytes()); err != nil {
+			return err
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err := sc.Err(); err != nil {
+		return &exitError{code: exitUnreachable, err: fmt.Errorf("stream from sidecar at %s broke: %w", c.base, err)}
+	}
+	return &exitError{code: exitUnreachable, err: fmt.Errorf("sidecar at %s ended the stream (stopped or restarting)", c.base)}
 }

@@ -65,7 +65,10 @@ func serve(ctx context.Context, configPath string, stderr io.Writer) error {
 	if !cfg.Audit.Enabled() {
 		auditDest = ""
 	}
-	auditLog, err := audit.Open(auditDest, audit.Options{QueueSize: cfg.Audit.QueueSize, Logger: log})
+	auditLog, err := audit.Open(auditDest, audit.Options{
+		QueueSize: cfg.Audit.QueueSize, Logger: log,
+		MaxSizeMB: cfg.Audit.MaxSizeMB, MaxBackups: cfg.Audit.MaxBackups,
+	})
 	if err != nil {
 		return fmt.Errorf("audit.destination: %w", err)
 	}

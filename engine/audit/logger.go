@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"gopkg.in/natefinch/lumberjack.v2"
 )
 
 // Destinations with a special meaning for Open; anything else is a file
@@ -46,6 +48,15 @@ type Options struct {
 	// Logger receives write errors (never record contents). Default
 	// slog.Default().
 	Logger *slog.Logger
+	// MaxSizeMB rotates a file destination before a write would take it
+	// past this many megabytes: the file is renamed with a timestamp
+	// (audit-2026-11-23T21-40-01.123.log) and a new one is started. The
+	// writer goroutine rotates, so a decision never waits for it. 0 never
+	// rotates.
+	MaxSizeMB int
+	// MaxBackups is how many rotated files are kept, the oldest removed
+	// first; 0 keeps them all.
+	MaxBackups int
 }
 
 func (o *Options) setDefaults() {
@@ -131,6 +142,14 @@ func Open(destination string, opts Options) (*Logger, error) {
 	f, err := os.OpenFile(destination, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit: open log file: %w", err)
+	}
+	if opts.MaxSizeMB > 0 {
+		// The file was opened to report a bad path now rather than at the
+		// first write; lumberjack reopens it (keeping its mode) and
+		// rotates it.
+		f.Close()
+		r := &lumberjack.Logger{Filename: destination, MaxSize: opts.MaxSizeMB, MaxBackups: opts.MaxBackups}
+		return start(r, r, opts), nil
 	}
 	return start(f, f, opts), nil
 }

@@ -409,3 +409,68 @@ func TestNilLogger(t *testing.T) {
 		t.Error("nil logger must do nothing")
 	}
 }
+
+func TestOpenFileRotatesBySize(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.log")
+	const n = 12000 // about 3.5 MB of records
+	l, err := Open(path, Options{MaxSizeMB: 1, MaxBackups: 2, QueueSize: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		l.Log(seqRecord(i))
+	}
+	closeNow(t, l)
+	if s := l.Stats(); s.Written != n || s.Dropped != 0 || s.Failed != 0 {
+		t.Fatalf("stats = %+v, want all %d written", s, n)
+	}
+	var backups []string
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		matches, err := filepath.Glob(filepath.Join(dir, "audit-*.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		backups = matches
+		// Old backups are removed in the background.
+		if len(backups) <= 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(backups) != 2 {
+		t.Fatalf("rotated files = %v, want the 2 newest kept", backups)
+	}
+	seen := 0
+	last := ""
+	for _, p := range append(backups, path) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() > 1<<20 {
+			t.Errorf("%s is %d bytes, over the 1 MB limit", p, fi.Size())
+		}
+		if perm := fi.Mode().Perm(); perm != 0o600 {
+			t.Errorf("%s has mode %v, want 0600", p, perm)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs := decodeLines(t, string(data)) // every line a whole record
+		seen += len(recs)
+		if p == path && len(recs) > 0 {
+			last = recs[len(recs)-1].DecisionID
+		}
+	}
+	if want := seqRecord(n - 1).DecisionID; last != want {
+		t.Errorf("newest record of the current file = %q, want %q", last, want)
+	}
+	r0 := seqRecord(0)
+	size := len(r0.AppendJSON(nil)) + 1
+	if seen >= n || seen*size < (2<<20)*9/10 {
+		t.Errorf("%d records kept over 3 files, want between two files' worth and fewer than all %d", seen, n)
+	}
+}

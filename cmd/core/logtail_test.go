@@ -1,0 +1,63 @@
+package main
+
+import (
+	"net"
+	"strings"
+	"testing"
+)
+
+func TestLogTailRefusesBadFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"filter missing a value", []string{"log", "tail", "--filter", "policy.result="}, 2,
+			[]string{"malformed filter at position 15: expected a value", "  policy.result=\n                ^"}},
+		{"filter with a dangling AND", []string{"log", "tail", "--filter", "tenant=acme AND"}, 2,
+			[]string{"position 16", "got the end of the filter"}},
+		{"unbalanced parenthesis", []string{"log", "tail", "--filter", "(tenant=acme OR tenant=globex"}, 2,
+			[]string{"position 30", "expected ) to close the ( at position 1"}},
+		{"bad level", []string{"log", "tail", "--level", "loud"}, 2, []string{`invalid --level "loud"`}},
+		{"bad since", []string{"log", "tail", "--since", "yesterday"}, 2, []string{`invalid --since "yesterday"`}},
+		{"bad trace id", []string{"log", "tail", "--trace-id", "xyz"}, 2, []string{"want 32 hex digits"}},
+		{"bad format", []string{"log", "tail", "--format", "yaml"}, 2, []string{`invalid --format "yaml"`}},
+		{"format and output disagree", []string{"log", "tail", "--format", "text", "--output", "json"}, 2, []string{"contradicts"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// The sidecar address is never dialled: bad flags are refused first.
+			r := run(t, "", append(tt.args, "--sidecar", "http://127.0.0.1:1")...)
+			if r.code != tt.code {
+				t.Fatalf("exit %d, want %d\nstderr:\n%s", r.code, tt.code, r.stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr does not say %q:\n%s", w, r.stderr)
+				}
+			}
+		})
+	}
+}
+
+func TestLiveCommandsUnreachableSidecar(t *testing.T) {
+	// A port that was free a moment ago: nothing listens there.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String()
+	l.Close()
+	for _, args := range [][]string{
+		{"log", "tail"},
+		{"log", "tail", "--format", "json"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			r := run(t, "", append(args, "--sidecar", url)...)
+			if r.code != 3 || !strings.Contains(r.stderr, "sidecar at "+url+" is not reachable: connection refused") {
+				t.Fatalf("exit %d, want 3 naming %s\nstderr:\n%s", r.code, url, r.stderr)
+			}
+		})
+	}
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// interruptible is ctx ended also by Ctrl-C or SIGTERM: long-running
+// commands stop cleanly and still report.
+func interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
+// sinceFlag validates --since (a duration such as 5m or 1h).
+func sinceFlag(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return "", usageError("invalid --since %q: want a duration such as 5m or 1h", v)
+	}
+	return d.String(), nil
+}
+
+// streamPath is path with the non-empty parameters of q.
+func streamPath(path string, q map[string]string) string {
+	v := url.Values{}
+	for k, s := range q {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	if len(v) == 0 {
+		return path
+	}
+	return path + "?" + v.Encode()
+}
+
+// dropNotice reports, on stderr, a stream line telling that the sidecar
+// dropped records for this watcher; it returns false for any other line.
+func (a *app) dropNotice(line []byte, what string) bool {
+	var n struct {
+		Type    string `json:"type"`
+		Dropped uint64 `json:"dropped"`
+	}
+	if json.Unmarshal(line, &n) != nil || n.Type != "dropped" {
+		return false
+	}
+	fmt.Fprintf(a.stderr, "core: the sidecar dropped %d %s for this watcher (it fell behind)\n", n.Dropped, what)
+	return true
+}
+
+// liveCommand is a group command (log, trace) that only holds subcommands.
+func liveCommand(use, short string, sub ...*cobra.Command) *cobra.Command {
+	c := &cobra.Command{Use: use, Short: short, Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() }}
+	c.AddCommand(sub...)
+	return c
+}
