@@ -193,11 +193,18 @@ func checkRequest(token, method, path string) *authv3.CheckRequest {
 // allowed asks the sidecar over gRPC whether token may GET path.
 func allowed(t testing.TB, conn *grpc.ClientConn, token, path string) bool {
 	t.Helper()
+	return allowedMethod(t, conn, token, http.MethodGet, path)
+}
+
+// allowedMethod asks the sidecar over gRPC whether token may send method
+// to path.
+func allowedMethod(t testing.TB, conn *grpc.ClientConn, token, method, path string) bool {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	resp, err := authv3.NewAuthorizationClient(conn).Check(ctx, checkRequest(token, http.MethodGet, path))
+	resp, err := authv3.NewAuthorizationClient(conn).Check(ctx, checkRequest(token, method, path))
 	if err != nil {
-		t.Fatalf("Check GET %s: %v", path, err)
+		t.Fatalf("Check %s %s: %v", method, path, err)
 	}
 	return code.Code(resp.GetStatus().GetCode()) == code.Code_OK
 }

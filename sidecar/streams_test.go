@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
-	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/grpc"
 
 	"github.com/svc-dev/svc/engine"
@@ -278,11 +276,5 @@ func TestStreamsEndWhenTheSidecarStops(t *testing.T) {
 // deleteAllowed asks the sidecar over gRPC whether token may DELETE path.
 func deleteAllowed(t testing.TB, conn *grpc.ClientConn, token, path string) bool {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	resp, err := authv3.NewAuthorizationClient(conn).Check(ctx, checkRequest(token, http.MethodDelete, path))
-	if err != nil {
-		t.Fatalf("Check DELETE %s: %v", path, err)
-	}
-	return code.Code(resp.GetStatus().GetCode()) == code.Code_OK
+	return allowedMethod(t, conn, token, http.MethodDelete, path)
 }
