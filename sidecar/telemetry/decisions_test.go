@@ -43,6 +43,8 @@ func TestDecisionFeedCountsDropsPerSubscriber(t *testing.T) {
 	cancel()
 	for range slow.C {
 	}
+	for range fast.C {
+	}
 	if df.Watched() {
 		t.Error("Watched() after the subscriptions ended")
 	}
