@@ -42,10 +42,14 @@ test: deps
 	$(MAKE) test-sdk
 	$(MAKE) test-deploy
 
-# The Python SDK's tests, against a svc-sidecar built from this tree.
+# The Python and TypeScript SDKs' tests, against a svc-sidecar built from
+# this tree (npm ci ran in deps). The TypeScript build and type check must
+# pass without errors.
 test-sdk:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/svc-sidecar
 	cd sdk/python && SVC_SIDECAR_BIN=$(abspath $(BIN))/svc-sidecar $(PYTHON) -m unittest discover -s tests -v
+	cd sdk/typescript && npm run --silent build && npm run --silent typecheck && \
+		SVC_SIDECAR_BIN=$(abspath $(BIN))/svc-sidecar npm test --silent
 
 # The Kubernetes, Istio and Compose files, decoded by their own libraries.
 test-deploy:

@@ -14,8 +14,12 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
 
-if [ -f e2e/package-lock.json ]; then
-  if [ ! -d e2e/node_modules ] || [ e2e/package-lock.json -nt e2e/node_modules/.package-lock.json ]; then
-    (cd e2e && npm ci --no-audit --no-fund --silent)
+# npm packages from each lockfile: the e2e peers, the TypeScript SDK's
+# compiler, types and test frameworks.
+for dir in e2e sdk/typescript; do
+  if [ -f "$dir/package-lock.json" ]; then
+    if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+      (cd "$dir" && npm ci --no-audit --no-fund --silent)
+    fi
   fi
-fi
+done

@@ -1,0 +1,260 @@
+/**
+ * The client of the svc sidecar's local HTTP JSON API
+ * (`POST /v1/validate-token`, `POST /v1/authorize`).
+ */
+
+/** Used when neither the options nor SVC_SIDECAR_URL name the sidecar. */
+export const DEFAULT_SIDECAR_URL = "http://localhost:7700";
+/** Milliseconds one call may take, connection included, before the sidecar is taken as unreachable. */
+export const DEFAULT_TIMEOUT_MS = 1000;
+
+export type FailMode = "open" | "closed";
+
+export interface SvcClientOptions {
+  /** Base URL of the sidecar's HTTP API; default SVC_SIDECAR_URL, then http://localhost:7700. */
+  sidecarUrl?: string;
+  /** What happens when the sidecar is unreachable; default SVC_FAIL_MODE, then "open". */
+  failMode?: FailMode;
+  /** Per-call timeout in milliseconds; default 1000. */
+  timeoutMs?: number;
+  /** Environment to read the defaults from; default process.env. */
+  env?: Record<string, string | undefined>;
+  /** Receives the fail-open warning (at most one every 10 s); default console.warn. */
+  warn?: (message: string) => void;
+}
+
+/** The result of validateToken. */
+export interface TokenDecision {
+  allowed: boolean;
+  /** The verified claims; null when refused, in development mode and on fail-open. */
+  claims: Record<string, unknown> | null;
+  /** A stable code: "ok", "dev-anonymous", "fail-open", or the failure ("token-expired", ...). */
+  reason: string;
+  /** The sub claim, or "anonymous" in development mode and on fail-open. */
+  subject: string;
+  tenantId: string;
+  message: string;
+}
+
+/** What authorize asks about. */
+export interface AuthorizeOptions {
+  /** Resource type; default the action's prefix. */
+  resource?: string;
+  resourceId?: string;
+  /** Tenant owning the resource; default the deployment's tenant. */
+  resourceTenant?: string;
+  /** The HTTP request being authorized, for policies that read input.request. */
+  request?: {
+    method?: string;
+    path?: string;
+    host?: string;
+    query?: Record<string, string>;
+    headers?: Record<string, string>;
+  };
+}
+
+/** The result of authorize: a token check and, when it passed, a policy evaluation. */
+export interface Decision {
+  allow: boolean;
+  /** The policy's deny reasons, sorted; empty when allowed or when the token was refused. */
+  denyReasons: string[];
+  /** "policy-allow", "policy-deny", "rate-limited", a token failure code, or "fail-open". */
+  reason: string;
+  /** Identifies the policy evaluation; empty when the policy was not evaluated. */
+  decisionId: string;
+  subject: string;
+  tenantId: string;
+  claims: Record<string, unknown> | null;
+  policyRevision: string;
+  /** Seconds to wait, when reason is "rate-limited". */
+  retryAfter: number | null;
+  message: string;
+}
+
+/** Base of the SDK's errors; `reason` is a stable kebab-case code. */
+export class SvcError extends Error {
+  constructor(readonly reason: string, message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** No decision could be had and the fail mode is "closed"; middleware answers 503. */
+export class SidecarUnavailableError extends SvcError {}
+
+/** The sidecar refused the request itself, or the URL is not its API: a bug, never a decision. */
+export class SidecarRequestError extends SvcError {}
+
+const WARN_EVERY_MS = 10_000;
+
+/**
+ * SvcClient asks the sidecar for decisions. Node's fetch keeps connections
+ * alive and pools them per origin. Make one per process.
+ *
+ * Fail modes, when the sidecar is unreachable, times out or cannot decide
+ * (503): "open" resolves to an allowed decision with null claims and reason
+ * "fail-open"; "closed" rejects with SidecarUnavailableError. An invalid
+ * token is a decision with allowed=false in both modes.
+ */
+export class SvcClient {
+  readonly sidecarUrl: string;
+  readonly failMode: FailMode;
+  readonly timeoutMs: number;
+  readonly #base: string;
+  readonly #warn: (message: string) => void;
+  #lastWarn = 0;
+
+  constructor(opts: SvcClientOptions = {}) {
+    const env = opts.env ?? process.env;
+    const url = opts.sidecarUrl || env.SVC_SIDECAR_URL || DEFAULT_SIDECAR_URL;
+    const mode = opts.failMode || env.SVC_FAIL_MODE || "open";
+    if (mode !== "open" && mode !== "closed") {
+      throw new TypeError(`fail mode ${JSON.stringify(mode)} is neither "open" nor "closed" (SVC_FAIL_MODE)`);
+    }
+    const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
+      throw new TypeError(`timeoutMs must be a positive number, not ${String(timeoutMs)}`);
+    }
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new TypeError(`sidecar URL ${JSON.stringify(url)} must be http://host:port or https://host:port (SVC_SIDECAR_URL)`);
+    }
+    if ((parsed.protocol !== "http:" && parsed.protocol !== "https:") || !parsed.hostname) {
+      throw new TypeError(`sidecar URL ${JSON.stringify(url)} must be http://host:port or https://host:port (SVC_SIDECAR_URL)`);
+    }
+    this.sidecarUrl = url;
+    this.failMode = mode;
+    this.timeoutMs = timeoutMs;
+    this.#base = parsed.origin + parsed.pathname.replace(/\/+$/, "");
+    this.#warn = opts.warn ?? ((m) => console.warn(m));
+  }
+
+  /** Verifies a bearer token (without the "Bearer " prefix). */
+  async validateToken(token: string): Promise<TokenDecision> {
+    const body = await this.#call("/v1/validate-token", { token: token ?? "" }, "validate-token");
+    if (body === FAIL_OPEN) {
+      return { allowed: true, claims: null, reason: "fail-open", subject: "anonymous", tenantId: "",
+        message: "sidecar unavailable; allowed by fail_mode=open" };
+    }
+    return {
+      allowed: body.allowed === true,
+      claims: claimsOf(body.claims),
+      reason: str(body.reason),
+      subject: str(body.subject),
+      tenantId: str(body.tenant_id),
+      message: str(body.message),
+    };
+  }
+
+  /** Asks whether the bearer of token may perform action ("<resource>:<verb>"). */
+  async authorize(token: string, action: string, opts: AuthorizeOptions = {}): Promise<Decision> {
+    const msg: Record<string, unknown> = { token: token ?? "", action };
+    const resource: Record<string, string> = {};
+    if (opts.resource) resource.type = opts.resource;
+    if (opts.resourceId) resource.id = opts.resourceId;
+    if (opts.resourceTenant) resource.tenant = opts.resourceTenant;
+    if (Object.keys(resource).length > 0) msg.resource = resource;
+    if (opts.request) msg.request = opts.request;
+    const body = await this.#call("/v1/authorize", msg, "authorize");
+    if (body === FAIL_OPEN) {
+      return { allow: true, denyReasons: [], reason: "fail-open", decisionId: "", subject: "anonymous",
+        tenantId: "", claims: null, policyRevision: "", retryAfter: null,
+        message: "sidecar unavailable; allowed by fail_mode=open" };
+    }
+    return {
+      allow: body.allowed === true,
+      denyReasons: Array.isArray(body.deny_reasons) ? body.deny_reasons.map(String) : [],
+      reason: str(body.reason),
+      decisionId: str(body.decision_id),
+      subject: str(body.subject),
+      tenantId: str(body.tenant_id),
+      claims: claimsOf(body.claims),
+      policyRevision: str(body.policy_revision),
+      retryAfter: durationOf(body.retry_after),
+      message: str(body.message),
+    };
+  }
+
+  async #call(path: string, msg: unknown, op: string): Promise<Record<string, unknown> | typeof FAIL_OPEN> {
+    let res: Response;
+    let text: string;
+    try {
+      res = await fetch(this.#base + path, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json" },
+        body: JSON.stringify(msg),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+      text = await res.text();
+    } catch (e) {
+      return this.#unavailable(op, "unavailable", describe(e, this.timeoutMs));
+    }
+    if (res.status >= 500) {
+      const [code, detail] = errorOf(text);
+      return this.#unavailable(op, code || "unavailable", `sidecar answered ${res.status}: ${detail}`);
+    }
+    if (res.status !== 200) {
+      const [code, detail] = errorOf(text);
+      throw new SidecarRequestError(code || "input-invalid", `svc ${op}: sidecar answered ${res.status}: ${detail}`);
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw new SidecarRequestError("input-invalid", `svc ${op}: the answer at ${this.sidecarUrl} is not JSON`);
+    }
+    if (body === null || typeof body !== "object" || Array.isArray(body)) {
+      throw new SidecarRequestError("input-invalid", `svc ${op}: the answer at ${this.sidecarUrl} is not a JSON object`);
+    }
+    return body as Record<string, unknown>;
+  }
+
+  #unavailable(op: string, reason: string, detail: string): typeof FAIL_OPEN {
+    if (this.failMode === "open") {
+      const now = Date.now();
+      if (this.#lastWarn === 0 || now - this.#lastWarn >= WARN_EVERY_MS) {
+        this.#lastWarn = now;
+        this.#warn(`svc sidecar unavailable; allowing by fail_mode=open (op=${op} reason=${reason}: ${detail})`);
+      }
+      return FAIL_OPEN;
+    }
+    throw new SidecarUnavailableError(reason, `svc ${op}: sidecar ${this.sidecarUrl} unavailable: ${detail}`);
+  }
+}
+
+const FAIL_OPEN = Symbol("fail-open");
+
+function str(v: unknown): string {
+  return typeof v === "string" ? v : "";
+}
+
+function claimsOf(v: unknown): Record<string, unknown> | null {
+  return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+}
+
+// protojson writes a google.protobuf.Duration as "1.500s".
+function durationOf(v: unknown): number | null {
+  if (typeof v !== "string" || !v.endsWith("s")) return null;
+  const n = Number(v.slice(0, -1));
+  return Number.isFinite(n) ? n : null;
+}
+
+function errorOf(text: string): [string, string] {
+  try {
+    const err = (JSON.parse(text) as { error?: { code?: unknown; message?: unknown } }).error ?? {};
+    return [str(err.code), str(err.message)];
+  } catch {
+    return ["", text.slice(0, 200)];
+  }
+}
+
+function describe(e: unknown, timeoutMs: number): string {
+  if (e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")) {
+    return `no answer within ${timeoutMs} ms`;
+  }
+  const cause = e instanceof Error ? (e.cause as { code?: string; message?: string } | undefined) : undefined;
+  if (cause?.code === "ECONNREFUSED") return "connection refused";
+  return cause?.code ?? cause?.message ?? (e instanceof Error ? e.message : String(e));
+}

@@ -1,0 +1,20 @@
+/**
+ * @svc/sdk: the TypeScript client of the svc sidecar. Middleware lives in
+ * "@svc/sdk/express" and "@svc/sdk/fastify", SAML gateway helpers in
+ * "@svc/sdk/saml".
+ */
+
+export {
+  type AuthorizeOptions,
+  type Decision,
+  DEFAULT_SIDECAR_URL,
+  DEFAULT_TIMEOUT_MS,
+  type FailMode,
+  SidecarRequestError,
+  SidecarUnavailableError,
+  SvcClient,
+  type SvcClientOptions,
+  SvcError,
+  type TokenDecision,
+} from "./client.js";
+export { bearerToken, type DenyBody, type Refusal, refusalOf } from "./web.js";

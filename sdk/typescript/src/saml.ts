@@ -1,0 +1,258 @@
+/**
+ * Helpers for the sidecar's SAML gateway (its own listener, default
+ * http://127.0.0.1:7701, endpoints under /auth/saml):
+ *
+ *     GET  {prefix}/login?return_to=/path  redirect to the IdP; return_to comes back as RelayState
+ *     POST {prefix}/acs                    form SAMLResponse (+ RelayState): a browser gets 303 to the
+ *                                          return path and an HttpOnly cookie (default svc_session);
+ *                                          Accept: application/json gets {"token","token_type","expires_at"}
+ *     GET  {prefix}/metadata, {prefix}/jwks.json, {prefix}/logout
+ *
+ * When a proxy (Envoy, nginx) routes {prefix} of the application's origin to
+ * the gateway, the browser flow needs nothing but loginUrl and the session
+ * cookie. When it does not, samlAcs completes the flow on the application's
+ * own origin: mount it at the ACS URL the IdP posts to.
+ */
+
+import { cookieValue } from "./web.js";
+
+/** The gateway's default path prefix. */
+export const DEFAULT_PREFIX = "/auth/saml";
+/** The gateway's default session cookie. */
+export const DEFAULT_COOKIE = "svc_session";
+/** The gateway's default listen address, as a URL. */
+export const DEFAULT_GATEWAY_URL = "http://127.0.0.1:7701";
+/** Largest ACS form accepted by samlAcs, as by the gateway. */
+export const MAX_ACS_BODY = 1 << 20;
+
+export interface LoginUrlOptions {
+  /** Path prefix of the gateway's endpoints; default "/auth/saml". */
+  prefix?: string;
+  /** Origin of the gateway as the browser reaches it; default "" (same origin, through the proxy). */
+  baseUrl?: string;
+}
+
+/**
+ * The URL that starts SP-initiated sign-on and brings the browser back to
+ * returnTo. A returnTo that is not a relative path on this site (an open
+ * redirect) is replaced by "/".
+ */
+export function loginUrl(returnTo: string = "/", opts: LoginUrlOptions = {}): string {
+  const prefix = trimSlash(opts.prefix ?? DEFAULT_PREFIX);
+  const base = trimSlash(opts.baseUrl ?? "");
+  return `${base}${prefix}/login?return_to=${encodeURIComponent(safeReturnTo(returnTo))}`;
+}
+
+/** The session token in a Cookie header (default cookie svc_session), or "". */
+export function sessionToken(cookieHeader: string | undefined | null, name: string = DEFAULT_COOKIE): string {
+  return cookieValue(cookieHeader, name);
+}
+
+/**
+ * returnTo when it is a relative path on this site ("/app?x=1"), else "/":
+ * never a URL a browser would resolve to another origin.
+ */
+export function safeReturnTo(returnTo: string | undefined | null): string {
+  const s = returnTo ?? "";
+  if (!s.startsWith("/") || s.startsWith("//") || s.startsWith("/\\") || s.length > 2048) return "/";
+  for (const ch of s) {
+    const c = ch.codePointAt(0) ?? 0;
+    if (c < 0x20 || c === 0x7f || ch === "\\") return "/";
+  }
+  return s;
+}
+
+/** The gateway's answer to a JSON ACS request. */
+export interface SamlToken {
+  token: string;
+  tokenType: string;
+  expiresAt: Date;
+}
+
+/** A refusal of the gateway: {"error": "<code>", "message": "..."} with its status. */
+export class SamlError extends Error {
+  constructor(readonly status: number, readonly code: string, message: string) {
+    super(message);
+    this.name = "SamlError";
+  }
+}
+
+export interface ExchangeOptions {
+  /** The gateway's URL; default SVC_SAML_URL, then http://127.0.0.1:7701. */
+  gatewayUrl?: string;
+  prefix?: string;
+  /** Default 5000 ms: the gateway validates signatures and may fetch metadata. */
+  timeoutMs?: number;
+}
+
+/**
+ * Posts a SAMLResponse (base64, as the IdP sent it) to the gateway's ACS
+ * asking for JSON, and returns the issued token. Refusals reject with
+ * SamlError (status and code of the gateway; 503 "unavailable" when it
+ * cannot be reached).
+ */
+export async function exchangeAssertion(samlResponse: string, opts: ExchangeOptions = {}): Promise<SamlToken> {
+  const form = new URLSearchParams({ SAMLResponse: samlResponse });
+  return postAcs(form.toString(), opts);
+}
+
+async function postAcs(form: string, opts: ExchangeOptions): Promise<SamlToken> {
+  const url = `${gatewayOf(opts)}${trimSlash(opts.prefix ?? DEFAULT_PREFIX)}/acs`;
+  let res: Response;
+  let text: string;
+  try {
+    res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
+      body: form,
+      redirect: "manual",
+      signal: AbortSignal.timeout(opts.timeoutMs ?? 5000),
+    });
+    text = await res.text();
+  } catch (e) {
+    throw new SamlError(503, "unavailable", `SAML gateway ${url} unavailable: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  let body: Record<string, unknown> = {};
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed && typeof parsed === "object") body = parsed as Record<string, unknown>;
+  } catch {
+    // handled below
+  }
+  if (res.status !== 200) {
+    const code = typeof body.error === "string" ? body.error : "saml-refused";
+    const message = typeof body.message === "string" ? body.message : `the gateway answered ${res.status}`;
+    throw new SamlError(res.status >= 500 ? 503 : res.status, code, message);
+  }
+  const expiresAt = new Date(typeof body.expires_at === "string" ? body.expires_at : NaN);
+  if (typeof body.token !== "string" || !body.token || Number.isNaN(expiresAt.getTime())) {
+    throw new SamlError(502, "saml-bad-answer", `the answer of ${url} is not a token`);
+  }
+  return { token: body.token, tokenType: typeof body.token_type === "string" ? body.token_type : "Bearer", expiresAt };
+}
+
+/** The parts of an Express request samlAcs reads (the raw body stream). */
+export interface AcsRequestLike extends AsyncIterable<unknown> {
+  headers: Record<string, string | string[] | undefined>;
+  secure?: boolean;
+  body?: unknown;
+}
+
+/** The parts of an Express response samlAcs uses. */
+export interface AcsResponseLike {
+  status(code: number): this;
+  set(field: Record<string, string>): this;
+  cookie?: unknown;
+  json(body: unknown): unknown;
+  redirect(status: number, url: string): unknown;
+  append(field: string, value: string): this;
+}
+
+export interface SamlAcsOptions extends ExchangeOptions {
+  /** Cookie to set; default "svc_session", the name the middleware's sessionCookie option reads. */
+  cookieName?: string;
+  /** Mark the cookie Secure; default: when the request came over https (req.secure). */
+  secure?: boolean;
+  /** Cookie path; default "/". */
+  cookiePath?: string;
+}
+
+/**
+ * An Express route handler that completes the browser flow on the
+ * application's origin: mount it at the ACS URL the IdP posts to, e.g.
+ * `app.post("/auth/saml/acs", samlAcs())`. It forwards the form to the
+ * gateway, sets the HttpOnly session cookie (SameSite=Lax) for the token it
+ * issued, and answers 303 to the RelayState return path (a relative path on
+ * this site, else "/"). A refused assertion answers the gateway's status
+ * with {"error","message"}; an unreachable gateway 503.
+ *
+ * It reads the raw urlencoded body itself; when a body parser already ran
+ * (req.body is an object), that is used instead.
+ */
+export function samlAcs(opts: SamlAcsOptions = {}) {
+  const cookieName = opts.cookieName ?? DEFAULT_COOKIE;
+  return async function svcSamlAcs(req: AcsRequestLike, res: AcsResponseLike, next: (err?: unknown) => void): Promise<void> {
+    try {
+      let form: URLSearchParams;
+      if (req.body && typeof req.body === "object" && !Buffer.isBuffer(req.body)) {
+        form = new URLSearchParams(req.body as Record<string, string>);
+      } else {
+        const ct = String(req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
+        if (ct !== "application/x-www-form-urlencoded") {
+          res.status(400).set({ "cache-control": "no-store" })
+            .json({ error: "saml-malformed", message: "the ACS takes a form post with a SAMLResponse field" });
+          return;
+        }
+        const raw = await readBody(req, MAX_ACS_BODY);
+        if (raw === null) {
+          res.status(413).set({ "cache-control": "no-store" })
+            .json({ error: "saml-too-large", message: `the request body is over ${MAX_ACS_BODY} bytes` });
+          return;
+        }
+        form = new URLSearchParams(raw);
+      }
+      const relay = safeReturnTo(form.get("RelayState"));
+      let tok: SamlToken;
+      try {
+        tok = await postAcs(form.toString(), opts);
+      } catch (e) {
+        if (e instanceof SamlError) {
+          res.status(e.status).set({ "cache-control": "no-store" }).json({ error: e.code, message: e.message });
+          return;
+        }
+        throw e;
+      }
+      const maxAge = Math.max(0, Math.floor((tok.expiresAt.getTime() - Date.now()) / 1000));
+      const secure = opts.secure ?? req.secure === true;
+      const attrs = [`${cookieName}=${encodeURIComponent(tok.token)}`, `Path=${opts.cookiePath ?? "/"}`,
+        `Max-Age=${maxAge}`, `Expires=${tok.expiresAt.toUTCString()}`, "HttpOnly", "SameSite=Lax"];
+      if (secure) attrs.push("Secure");
+      res.append("Set-Cookie", attrs.join("; "));
+      res.set({ "cache-control": "no-store" });
+      res.redirect(303, relay);
+    } catch (e) {
+      next(e);
+    }
+  };
+}
+
+/**
+ * Express middleware for browser routes: a request carrying neither a
+ * bearer token nor the session cookie is redirected (302) to loginUrl with
+ * its own URL as the return path; others go on to the authentication
+ * middleware.
+ */
+export function samlLoginRedirect(opts: LoginUrlOptions & { cookieName?: string } = {}) {
+  const cookieName = opts.cookieName ?? DEFAULT_COOKIE;
+  return function svcSamlLoginRedirect(req: { headers: Record<string, string | string[] | undefined>; originalUrl?: string; url?: string },
+    res: { redirect(status: number, url: string): unknown }, next: () => void): void {
+    const auth = req.headers.authorization;
+    const cookie = req.headers.cookie;
+    if ((typeof auth === "string" && /^\s*bearer\s+\S/i.test(auth)) ||
+      sessionToken(Array.isArray(cookie) ? cookie.join("; ") : cookie, cookieName)) {
+      next();
+      return;
+    }
+    res.redirect(302, loginUrl(req.originalUrl ?? req.url ?? "/", opts));
+  };
+}
+
+async function readBody(req: AsyncIterable<unknown>, limit: number): Promise<string | null> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+    size += b.length;
+    if (size > limit) return null;
+    chunks.push(b);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function gatewayOf(opts: ExchangeOptions): string {
+  return trimSlash(opts.gatewayUrl || process.env.SVC_SAML_URL || DEFAULT_GATEWAY_URL);
+}
+
+function trimSlash(s: string): string {
+  return s.replace(/\/+$/, "");
+}

@@ -1,0 +1,158 @@
+/**
+ * What every middleware does with a request, whatever the framework:
+ *
+ *     no bearer token            401 token-missing, WWW-Authenticate: Bearer
+ *     invalid token              401, WWW-Authenticate: Bearer error="invalid_token"
+ *     token of another tenant    403 tenant-mismatch
+ *     policy denies              403 with the deny reasons and decision id
+ *     tenant rate-limited        429 with Retry-After
+ *     sidecar unreachable        open: admitted, claims null, reason fail-open; closed: 503
+ *     keys or policy unavailable 503
+ */
+
+import { type AuthorizeOptions, type Decision, SidecarUnavailableError, type SvcClient, SvcError,
+  type TokenDecision } from "./client.js";
+
+/** Reasons for which the token itself was refused (RFC 6750 invalid_token). */
+const TOKEN_FAILURES = new Set([
+  "token-malformed", "token-expired", "token-not-yet-valid", "token-issued-in-future",
+  "signature-invalid", "unknown-kid", "alg-not-allowed", "key-too-weak", "tenant-missing",
+  "issuer-mismatch", "audience-mismatch",
+]);
+
+/** Reasons for which nothing could be said about the token. */
+const UNDECIDED = new Set(["jwks-unavailable", "policy-error", "unavailable"]);
+
+/** The JSON body of every refusal. */
+export interface DenyBody {
+  allow: false;
+  deny_reasons: string[];
+  reason: string;
+  decision_id?: string;
+}
+
+/** A refused request: status, headers and body. */
+export interface Refusal {
+  status: number;
+  headers: Record<string, string>;
+  body: DenyBody;
+}
+
+/** A request let through, with the verified claims (null in development mode and on fail-open). */
+export interface Admission {
+  claims: Record<string, unknown> | null;
+  decision: TokenDecision | Decision;
+}
+
+export type Outcome = { admitted: true; admission: Admission } | { admitted: false; refusal: Refusal };
+
+/** Where middleware finds the token. */
+export interface TokenSource {
+  /** The Authorization header. */
+  authorization?: string | undefined;
+  /** The Cookie header, read when sessionCookie is set and there is no bearer token. */
+  cookie?: string | undefined;
+}
+
+/** The token of "Authorization: Bearer <token>" (scheme case-insensitive), or "". */
+export function bearerToken(authorization: string | undefined | null): string {
+  if (!authorization) return "";
+  const m = /^\s*bearer\s+(.+?)\s*$/i.exec(authorization);
+  return m?.[1] ?? "";
+}
+
+/** The value of cookie `name` in a Cookie header, or "". */
+export function cookieValue(cookieHeader: string | undefined | null, name: string): string {
+  if (!cookieHeader) return "";
+  for (const part of cookieHeader.split(";")) {
+    const eq = part.indexOf("=");
+    if (eq < 0) continue;
+    if (part.slice(0, eq).trim() !== name) continue;
+    let v = part.slice(eq + 1).trim();
+    if (v.startsWith('"') && v.endsWith('"') && v.length >= 2) v = v.slice(1, -1);
+    try {
+      return decodeURIComponent(v);
+    } catch {
+      return v;
+    }
+  }
+  return "";
+}
+
+/** The request's token: the bearer header, else the session cookie when one is named. */
+export function tokenOf(src: TokenSource, sessionCookie?: string): string {
+  const tok = bearerToken(src.authorization);
+  if (tok || !sessionCookie) return tok;
+  return cookieValue(src.cookie, sessionCookie);
+}
+
+/** Whether path is exempt: an entry matches exactly, or as a prefix when it ends with "*". */
+export function isExcluded(path: string, exclude: readonly string[] | undefined): boolean {
+  for (const e of exclude ?? []) {
+    if (e.endsWith("*") ? path.startsWith(e.slice(0, -1)) : path === e) return true;
+  }
+  return false;
+}
+
+/** Validates the token (no policy evaluation). */
+export async function checkToken(client: SvcClient, token: string): Promise<Outcome> {
+  if (!token) return refused(challenge("token-missing"));
+  let d: TokenDecision;
+  try {
+    d = await client.validateToken(token);
+  } catch (e) {
+    return refused(failed(e));
+  }
+  if (d.allowed) return { admitted: true, admission: { claims: d.claims, decision: d } };
+  return refused(refusalOf(d.reason));
+}
+
+/** Validates the token and authorizes action by the policy. */
+export async function checkAction(client: SvcClient, token: string, action: string,
+  opts: AuthorizeOptions = {}): Promise<Outcome> {
+  if (!token) return refused(challenge("token-missing"));
+  let d: Decision;
+  try {
+    d = await client.authorize(token, action, opts);
+  } catch (e) {
+    return refused(failed(e));
+  }
+  if (d.allow) return { admitted: true, admission: { claims: d.claims, decision: d } };
+  return refused(refusalOf(d.reason, d.denyReasons, d.decisionId, d.retryAfter));
+}
+
+/** Maps a refused decision to its answer. */
+export function refusalOf(reason: string, denyReasons: string[] = [], decisionId = "",
+  retryAfter: number | null = null): Refusal {
+  const body: DenyBody = { allow: false, deny_reasons: [...denyReasons], reason };
+  if (decisionId) body.decision_id = decisionId;
+  if (reason === "rate-limited") {
+    return { status: 429, headers: { "retry-after": String(Math.max(1, Math.ceil(retryAfter ?? 1))) }, body };
+  }
+  if (UNDECIDED.has(reason)) return { status: 503, headers: {}, body };
+  if (reason === "token-missing") return { status: 401, headers: { "www-authenticate": "Bearer" }, body };
+  if (TOKEN_FAILURES.has(reason)) {
+    return { status: 401, headers: { "www-authenticate": `Bearer error="invalid_token", error_description="${reason}"` }, body };
+  }
+  // policy-deny, tenant-mismatch (an authentic token of another tenant), and anything newer.
+  return { status: 403, headers: {}, body };
+}
+
+function challenge(reason: string): Refusal {
+  return refusalOf(reason);
+}
+
+function refused(refusal: Refusal): Outcome {
+  return { admitted: false, refusal };
+}
+
+function failed(e: unknown): Refusal {
+  if (e instanceof SidecarUnavailableError) {
+    const reason = e.reason && e.reason !== "fail-open" ? e.reason : "unavailable";
+    return { status: 503, headers: {}, body: { allow: false, deny_reasons: [], reason } };
+  }
+  // The route's configuration or the sidecar URL is wrong: the server's fault.
+  const reason = e instanceof SvcError ? e.reason : "policy-error";
+  console.error(`svc: ${e instanceof Error ? e.message : String(e)}`);
+  return { status: 500, headers: {}, body: { allow: false, deny_reasons: [], reason } };
+}

@@ -1,0 +1,113 @@
+// The behaviour every framework's middleware must show. A framework's test
+// passes start(client) returning { url, close } of an app with the routes:
+//   GET /whoami                  validated only; answers {"claims": <request attribute>}
+//   GET /orders/:id              requireAction("orders:read"); answers {"claims", "decision_id"}
+//   GET /orders/:id/delete       requireAction("orders:delete")
+//   GET /healthz                 excluded; answers {"claims": <request attribute>}
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+
+import { SvcClient } from "@svc/sdk";
+
+import { blackHole, claims, downUrl, IdP, Sidecar, TENANT } from "./harness.mjs";
+
+export function middlewareBehaviour(name, start) {
+  describe(name, () => {
+    let idp, sidecar, client;
+    before(async () => {
+      idp = await IdP.start();
+      sidecar = await Sidecar.start(idp);
+      client = new SvcClient({ sidecarUrl: sidecar.url, failMode: "closed" });
+    });
+    after(async () => {
+      await sidecar?.stop();
+      idp?.close();
+    });
+
+    async function call(c, path, token) {
+      const app = await start(c);
+      try {
+        const res = await fetch(app.url + path, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+        return { status: res.status, headers: res.headers, body: await res.json() };
+      } finally {
+        await app.close();
+      }
+    }
+    const tok = (over) => idp.token(claims(over));
+
+    test("valid token: claims on the request", async () => {
+      const r = await call(client, "/whoami", tok({ email: "alice@example.com" }));
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.equal(r.body.claims.sub, "alice");
+      assert.equal(r.body.claims.tenant_id, TENANT);
+      assert.equal(r.body.claims.email, "alice@example.com");
+    });
+
+    test("refusals", async () => {
+      const now = Math.floor(Date.now() / 1000);
+      const invalid = (reason) => `Bearer error="invalid_token", error_description="${reason}"`;
+      const cases = [
+        ["no token", "/whoami", null, 401, "token-missing", "Bearer"],
+        ["expired", "/whoami", tok({ iat: now - 600, exp: now - 300 }), 401, "token-expired", invalid("token-expired")],
+        ["malformed", "/whoami", "abc", 401, "token-malformed", invalid("token-malformed")],
+        ["action without token", "/orders/1", null, 401, "token-missing", "Bearer"],
+        ["action, expired", "/orders/1", tok({ exp: now - 300 }), 401, "token-expired", invalid("token-expired")],
+      ];
+      for (const [what, path, token, status, reason, challenge] of cases) {
+        const r = await call(client, path, token);
+        assert.equal(r.status, status, what);
+        assert.equal(r.headers.get("www-authenticate"), challenge, what);
+        assert.deepEqual([r.body.allow, r.body.reason], [false, reason], what);
+      }
+    });
+
+    test("requireAction", async () => {
+      const viewer = tok({ roles: ["viewer"] });
+      let r = await call(client, "/orders/7", viewer);
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.equal(r.body.claims.sub, "alice");
+      assert.ok(r.body.decision_id);
+
+      r = await call(client, "/orders/7/delete", viewer);
+      assert.equal(r.status, 403);
+      assert.equal(r.headers.get("www-authenticate"), null);
+      assert.equal(r.body.reason, "policy-deny");
+      assert.deepEqual(r.body.deny_reasons, ["role-forbidden: viewer cannot orders:delete"]);
+      assert.ok(r.body.decision_id);
+
+      r = await call(client, "/orders/7/delete", tok({ roles: ["admin"] }));
+      assert.equal(r.status, 200);
+    });
+
+    test("token of another tenant is forbidden", async () => {
+      const r = await call(client, "/orders/7", tok({ tenant_id: "globex" }));
+      assert.equal(r.status, 403);
+      assert.ok([r.body.reason, ...r.body.deny_reasons].includes("tenant-mismatch"), JSON.stringify(r.body));
+    });
+
+    test("excluded path", async () => {
+      const r = await call(client, "/healthz", null);
+      assert.deepEqual([r.status, r.body], [200, { claims: null }]);
+    });
+
+    test("fail modes: sidecar down or timing out", async () => {
+      const hole = await blackHole();
+      const quiet = { warn: () => {} };
+      try {
+        const targets = [["down", await downUrl(), undefined], ["timing out", hole.url, 300]];
+        for (const [what, sidecarUrl, timeoutMs] of targets) {
+          for (const path of ["/whoami", "/orders/1"]) {
+            let r = await call(new SvcClient({ sidecarUrl, failMode: "open", timeoutMs, ...quiet }), path, tok());
+            assert.deepEqual([r.status, r.body.claims], [200, null], `${what}, open, ${path}`);
+            r = await call(new SvcClient({ sidecarUrl, failMode: "closed", timeoutMs }), path, tok());
+            assert.deepEqual([r.status, r.body.reason], [503, "unavailable"], `${what}, closed, ${path}`);
+            r = await call(new SvcClient({ sidecarUrl, failMode: "open", timeoutMs, ...quiet }), path, null);
+            assert.equal(r.status, 401, `${what}, open, no token, ${path}`);
+          }
+        }
+      } finally {
+        hole.close();
+      }
+    });
+  });
+}

@@ -1,0 +1,195 @@
+// SvcClient against the real sidecar, a sidecar that is down and one that
+// never answers.
+import assert from "node:assert/strict";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+
+import { SidecarRequestError, SidecarUnavailableError, SvcClient } from "@svc/sdk";
+
+import { blackHole, claims, downUrl, IdP, newKey, relay, Sidecar, TENANT } from "./harness.mjs";
+
+const quiet = { warn: () => {} };
+
+describe("configuration", () => {
+  test("defaults, environment, options", () => {
+    const cases = [
+      ["no environment", {}, {}, "http://localhost:7700", "open"],
+      ["environment", { SVC_SIDECAR_URL: "http://127.0.0.1:9", SVC_FAIL_MODE: "closed" }, {}, "http://127.0.0.1:9", "closed"],
+      ["options win", { SVC_SIDECAR_URL: "http://127.0.0.1:9", SVC_FAIL_MODE: "closed" },
+        { sidecarUrl: "http://[::1]:7700", failMode: "open" }, "http://[::1]:7700", "open"],
+    ];
+    for (const [name, env, opts, url, mode] of cases) {
+      const c = new SvcClient({ env, ...opts });
+      assert.deepEqual([c.sidecarUrl, c.failMode, c.timeoutMs], [url, mode, 1000], name);
+    }
+  });
+
+  test("process environment", () => {
+    const old = { u: process.env.SVC_SIDECAR_URL, m: process.env.SVC_FAIL_MODE };
+    process.env.SVC_SIDECAR_URL = "http://127.0.0.1:7799";
+    process.env.SVC_FAIL_MODE = "closed";
+    try {
+      const c = new SvcClient();
+      assert.deepEqual([c.sidecarUrl, c.failMode], ["http://127.0.0.1:7799", "closed"]);
+    } finally {
+      for (const [k, v] of [["SVC_SIDECAR_URL", old.u], ["SVC_FAIL_MODE", old.m]]) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+  });
+
+  test("bad configuration is refused", () => {
+    const cases = [
+      ["unknown fail mode", { failMode: "sometimes" }, /SVC_FAIL_MODE/],
+      ["not a URL", { sidecarUrl: "[::1]:50051" }, /SVC_SIDECAR_URL/],
+      ["grpc scheme", { sidecarUrl: "grpc://localhost:50051" }, /SVC_SIDECAR_URL/],
+      ["zero timeout", { timeoutMs: 0 }, /timeoutMs/],
+    ];
+    for (const [name, opts, re] of cases) {
+      assert.throws(() => new SvcClient({ env: {}, ...opts }), re, name);
+    }
+  });
+});
+
+describe("against the sidecar", () => {
+  let idp, sidecar, client;
+  before(async () => {
+    idp = await IdP.start();
+    sidecar = await Sidecar.start(idp);
+    client = new SvcClient({ sidecarUrl: sidecar.url, failMode: "closed" });
+  });
+  after(async () => {
+    await sidecar?.stop();
+    idp?.close();
+  });
+
+  test("validateToken", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const other = newKey().privateKey;
+    const noTenant = claims();
+    delete noTenant.tenant_id;
+    const cases = [
+      ["valid", idp.token(claims({ dept: "eng" })), true, "ok"],
+      ["expired", idp.token(claims({ iat: now - 600, exp: now - 300 })), false, "token-expired"],
+      ["wrong signature", idp.token(claims(), other), false, "signature-invalid"],
+      ["no tenant", idp.token(noTenant), false, "tenant-missing"],
+      ["garbage", "not-a-jwt", false, "token-malformed"],
+      ["empty", "", false, "token-missing"],
+    ];
+    for (const [name, tok, allowed, reason] of cases) {
+      const d = await client.validateToken(tok);
+      assert.deepEqual([d.allowed, d.reason], [allowed, reason], name);
+      if (allowed) {
+        assert.equal(d.claims.sub, "alice", name);
+        assert.equal(d.claims.tenant_id, TENANT, name);
+        assert.equal(d.claims.dept, "eng", name);
+        assert.equal(d.subject, "alice", name);
+      } else {
+        assert.equal(d.claims, null, name);
+      }
+    }
+  });
+
+  test("authorize", async () => {
+    const viewer = idp.token(claims({ roles: ["viewer"] }));
+    const cases = [
+      ["allowed", viewer, "orders:read", {}, true, "policy-allow", []],
+      ["role forbids", viewer, "orders:delete", { resourceId: "42" }, false, "policy-deny",
+        ["role-forbidden: viewer cannot orders:delete"]],
+      ["other tenant's resource", viewer, "orders:read", { resourceTenant: "globex" }, false, "policy-deny",
+        ["tenant-mismatch"]],
+      ["expired token", idp.token(claims({ exp: Math.floor(Date.now() / 1000) - 300 })), "orders:read", {}, false,
+        "token-expired", []],
+    ];
+    for (const [name, tok, action, opts, allow, reason, deny] of cases) {
+      const d = await client.authorize(tok, action, opts);
+      assert.deepEqual([d.allow, d.reason, d.denyReasons], [allow, reason, deny], name);
+      if (reason.startsWith("policy-")) {
+        assert.ok(d.decisionId, name);
+        assert.equal(d.claims.sub, "alice", name);
+      }
+    }
+  });
+
+  test("a malformed request is an error, not a decision", async () => {
+    for (const failMode of ["open", "closed"]) {
+      const c = new SvcClient({ sidecarUrl: sidecar.url, failMode });
+      await assert.rejects(c.authorize(idp.token(claims()), ""),
+        (e) => e instanceof SidecarRequestError && e.reason === "input-invalid");
+    }
+  });
+
+  test("connections are kept alive and reused", async () => {
+    const r = await relay(sidecar.httpAddr);
+    try {
+      const c = new SvcClient({ sidecarUrl: r.url, failMode: "closed" });
+      const tok = idp.token(claims());
+      for (let i = 0; i < 20; i++) assert.equal((await c.validateToken(tok)).allowed, true);
+      // Node's fetch (undici) may open a second connection early on; it
+      // never opens one per call.
+      const pooled = r.accepted;
+      assert.ok(pooled >= 1 && pooled <= 2, `${pooled} connections for 20 calls`);
+      for (let i = 0; i < 20; i++) assert.equal((await c.validateToken(tok)).allowed, true);
+      assert.equal(r.accepted, pooled, "no new connection once warm");
+      await r.dropAll();
+      assert.equal((await c.validateToken(tok)).allowed, true, "reconnects after the server closed them");
+      assert.equal(r.accepted, pooled + 1);
+    } finally {
+      await r.close();
+    }
+  });
+
+  test("a sidecar that cannot decide (503) is governed by the fail mode", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "policy-"));
+    writeFileSync(join(dir, "authz.rego"),
+      "package svc.authz\n\nallow := true if input.action\n\nallow := false if input.action\n\ndeny_reasons := set()\n");
+    const sc = await Sidecar.start(idp, { SVC_POLICY_DIR: dir });
+    try {
+      const tok = idp.token(claims());
+      await assert.rejects(new SvcClient({ sidecarUrl: sc.url, failMode: "closed" }).authorize(tok, "orders:read"),
+        (e) => e instanceof SidecarUnavailableError && e.reason === "policy-error");
+      const d = await new SvcClient({ sidecarUrl: sc.url, failMode: "open", ...quiet }).authorize(tok, "orders:read");
+      assert.equal(d.reason, "fail-open");
+    } finally {
+      await sc.stop();
+    }
+  });
+});
+
+describe("unavailable sidecar", () => {
+  async function check(url, timeoutMs) {
+    const warnings = [];
+    const open = new SvcClient({ sidecarUrl: url, failMode: "open", timeoutMs, warn: (m) => warnings.push(m) });
+    assert.deepEqual(await open.validateToken("any"), {
+      allowed: true, claims: null, reason: "fail-open", subject: "anonymous", tenantId: "",
+      message: "sidecar unavailable; allowed by fail_mode=open",
+    });
+    const a = await open.authorize("any", "orders:read");
+    assert.deepEqual([a.allow, a.claims, a.reason, a.denyReasons], [true, null, "fail-open", []]);
+    assert.equal(warnings.length, 1, "one warning per 10 s");
+    assert.match(warnings[0], /fail_mode=open/);
+
+    const closed = new SvcClient({ sidecarUrl: url, failMode: "closed", timeoutMs });
+    await assert.rejects(closed.validateToken("any"),
+      (e) => e instanceof SidecarUnavailableError && e.reason === "unavailable" && e.message.includes(url));
+    await assert.rejects(closed.authorize("any", "orders:read"), SidecarUnavailableError);
+  }
+
+  test("down", async () => {
+    await check(await downUrl());
+  });
+
+  test("times out", async () => {
+    const hole = await blackHole();
+    try {
+      const start = Date.now();
+      await check(hole.url, 300);
+      assert.ok(Date.now() - start < 4 * 300 + 2000, "each call bounded by the timeout");
+    } finally {
+      hole.close();
+    }
+  });
+});

@@ -1,0 +1,197 @@
+// Real peers for the SDK tests: the svc-sidecar binary built from this
+// repository, a JWKS endpoint whose RSA key signs real RS256 tokens, a
+// sidecar that is down, one that never answers, and a counting TCP relay.
+// SVC_SIDECAR_BIN names a prebuilt binary (make test passes one); otherwise
+// it is built with `go build` once per test file.
+
+import { execFileSync, spawn } from "node:child_process";
+import { generateKeyPairSync, sign } from "node:crypto";
+import { mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+export const TENANT = "acme";
+export const KID = "sdk-test-rsa-1";
+
+const tmp = mkdtempSync(join(tmpdir(), "svc-sdk-ts-"));
+process.on("exit", () => rmSync(tmp, { recursive: true, force: true }));
+
+let binary;
+export function sidecarBinary() {
+  if (binary) return binary;
+  if (process.env.SVC_SIDECAR_BIN) return (binary = process.env.SVC_SIDECAR_BIN);
+  const out = join(tmp, "svc-sidecar");
+  execFileSync("go", ["build", "-o", out, "./cmd/svc-sidecar"], { cwd: REPO, stdio: "inherit" });
+  return (binary = out);
+}
+
+export async function freeAddr() {
+  const srv = net.createServer();
+  await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+  const { port } = srv.address();
+  await new Promise((r) => srv.close(r));
+  return `127.0.0.1:${port}`;
+}
+
+const b64 = (b) => Buffer.from(b).toString("base64url");
+
+export function newKey() {
+  return generateKeyPairSync("rsa", { modulusLength: 2048 });
+}
+
+/** A JWKS endpoint on loopback and the RSA key that signs its tokens. */
+export class IdP {
+  static async start() {
+    const idp = new IdP();
+    idp.keys = newKey();
+    const jwk = idp.keys.publicKey.export({ format: "jwk" });
+    const jwks = JSON.stringify({ keys: [{ ...jwk, kid: KID, use: "sig", alg: "RS256" }] });
+    idp.server = createServer((req, res) => {
+      if (req.url !== "/jwks.json") {
+        res.writeHead(404).end();
+        return;
+      }
+      res.writeHead(200, { "content-type": "application/json" }).end(jwks);
+    });
+    await new Promise((r) => idp.server.listen(0, "127.0.0.1", r));
+    idp.jwksUrl = `http://127.0.0.1:${idp.server.address().port}/jwks.json`;
+    return idp;
+  }
+
+  /** An RS256 token of exactly claims, signed by the IdP's key or by privateKey under the IdP's kid. */
+  token(claims, privateKey = this.keys.privateKey) {
+    const signing = `${b64(JSON.stringify({ alg: "RS256", typ: "JWT", kid: KID }))}.${b64(JSON.stringify(claims))}`;
+    return `${signing}.${b64(sign("sha256", Buffer.from(signing), privateKey))}`;
+  }
+
+  close() {
+    this.server.closeAllConnections?.();
+    this.server.close();
+  }
+}
+
+export function claims(over = {}) {
+  const now = Math.floor(Date.now() / 1000);
+  return { sub: "alice", tenant_id: TENANT, roles: ["viewer"], iat: now, exp: now + 300, ...over };
+}
+
+/** A svc-sidecar process on loopback ports, verifying tokens of idp. */
+export class Sidecar {
+  static async start(idp, env = {}) {
+    const sc = new Sidecar();
+    sc.httpAddr = await freeAddr();
+    sc.dir = mkdtempSync(join(tmp, "sidecar-"));
+    sc.logPath = join(sc.dir, "sidecar.log");
+    const fd = openSync(sc.logPath, "w");
+    sc.proc = spawn(sidecarBinary(), [], {
+      cwd: sc.dir,
+      stdio: ["ignore", fd, fd],
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: sc.dir,
+        SVC_SIDECAR_ADDR: await freeAddr(),
+        SVC_HTTP_ADDR: sc.httpAddr,
+        SVC_TENANT_ID: TENANT,
+        SVC_JWKS_URL: idp.jwksUrl,
+        SVC_FAIL_MODE: "closed",
+        SVC_AUDIT_DESTINATION: "off",
+        SVC_LOG_LEVEL: "warn",
+        SVC_RATE_LIMIT_DEFAULT_RPM: "1000000",
+        ...env,
+      },
+    });
+    sc.exited = new Promise((r) => sc.proc.once("exit", r));
+    sc.url = `http://${sc.httpAddr}`;
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      if (sc.proc.exitCode !== null) throw new Error(`svc-sidecar exited: ${sc.log()}`);
+      try {
+        const r = await fetch(`${sc.url}/readyz`, { signal: AbortSignal.timeout(1000) });
+        if (r.status === 200) return sc;
+      } catch {
+        // not yet
+      }
+      if (Date.now() > deadline) {
+        await sc.stop();
+        throw new Error(`svc-sidecar not ready within 60s: ${sc.log()}`);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  log() {
+    return readFileSync(this.logPath, "utf8").slice(-4000);
+  }
+
+  async stop() {
+    if (this.proc.exitCode === null && this.proc.signalCode === null) {
+      this.proc.kill("SIGTERM");
+      const t = setTimeout(() => this.proc.kill("SIGKILL"), 30_000);
+      await this.exited;
+      clearTimeout(t);
+    }
+  }
+}
+
+/** The URL of a sidecar that is down: nothing listens there. */
+export async function downUrl() {
+  return `http://${await freeAddr()}`;
+}
+
+/** A TCP listener that accepts connections and never answers, as a hung sidecar would. */
+export async function blackHole() {
+  const sockets = new Set();
+  const srv = net.createServer((s) => {
+    sockets.add(s);
+    s.on("error", () => {});
+  });
+  await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${srv.address().port}`,
+    close() {
+      for (const s of sockets) s.destroy();
+      srv.close();
+    },
+  };
+}
+
+/** A TCP relay to target (host:port) counting the connections it accepted. */
+export async function relay(target) {
+  const [host, port] = [target.slice(0, target.lastIndexOf(":")), Number(target.slice(target.lastIndexOf(":") + 1))];
+  const pairs = new Set();
+  const r = { accepted: 0 };
+  const srv = net.createServer((c) => {
+    r.accepted++;
+    const u = net.connect(port, host);
+    const pair = [c, u];
+    pairs.add(pair);
+    c.pipe(u);
+    u.pipe(c);
+    const end = () => {
+      c.destroy();
+      u.destroy();
+      pairs.delete(pair);
+    };
+    c.on("error", end).on("close", end);
+    u.on("error", end).on("close", end);
+  });
+  await new Promise((res) => srv.listen(0, "127.0.0.1", res));
+  r.url = `http://127.0.0.1:${srv.address().port}`;
+  r.dropAll = async () => {
+    for (const [c, u] of pairs) {
+      c.destroy();
+      u.destroy();
+    }
+    pairs.clear();
+    await new Promise((res) => setTimeout(res, 50));
+  };
+  r.close = async () => {
+    await r.dropAll();
+    srv.close();
+  };
+  return r;
+}

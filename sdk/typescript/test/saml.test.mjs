@@ -1,0 +1,173 @@
+// @svc/sdk/saml: the login URL, the session cookie, and the Express ACS
+// helper completing the browser flow against an HTTP server that speaks the
+// SAML gateway's contract (303 + HttpOnly cookie for a browser, JSON token
+// for Accept: application/json), with the issued token verified by the
+// real sidecar.
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { after, before, describe, test } from "node:test";
+
+import express from "express";
+
+import { SvcClient } from "@svc/sdk";
+import { svcExpress } from "@svc/sdk/express";
+import { exchangeAssertion, loginUrl, safeReturnTo, SamlError, samlAcs, samlLoginRedirect, sessionToken }
+  from "@svc/sdk/saml";
+
+import { claims, IdP, Sidecar } from "./harness.mjs";
+
+describe("helpers", () => {
+  test("loginUrl", () => {
+    const cases = [
+      ["/app/page?x=1", {}, "/auth/saml/login?return_to=%2Fapp%2Fpage%3Fx%3D1"],
+      [undefined, {}, "/auth/saml/login?return_to=%2F"],
+      ["/a", { prefix: "/sso/", baseUrl: "https://app.example.com/" }, "https://app.example.com/sso/login?return_to=%2Fa"],
+      ["https://evil.example.com/", {}, "/auth/saml/login?return_to=%2F"],
+      ["//evil.example.com/", {}, "/auth/saml/login?return_to=%2F"],
+    ];
+    for (const [to, opts, want] of cases) assert.equal(loginUrl(to, opts), want, String(to));
+  });
+
+  test("safeReturnTo", () => {
+    const cases = [["/x?y=1", "/x?y=1"], ["", "/"], [null, "/"], ["x", "/"], ["/\\evil", "/"], ["//evil", "/"],
+      ["/a\r\nSet-Cookie: x", "/"], ["/a\\b", "/"], ["/" + "a".repeat(3000), "/"]];
+    for (const [input, want] of cases) assert.equal(safeReturnTo(input), want, String(input));
+  });
+
+  test("sessionToken", () => {
+    const cases = [["a=1; svc_session=tok.en.sig; b=2", undefined, "tok.en.sig"], ["svc_session=\"q\"", undefined, "q"],
+      ["other=1", undefined, ""], [undefined, undefined, ""], ["sid=abc", "sid", "abc"], ["xsvc_session=1", undefined, ""]];
+    for (const [header, name, want] of cases) assert.equal(sessionToken(header, name), want, String(header));
+  });
+});
+
+describe("browser flow through the application's origin", () => {
+  let idp, sidecar, gateway, gatewayUrl, app, appUrl;
+  const seen = [];
+
+  before(async () => {
+    idp = await IdP.start();
+    sidecar = await Sidecar.start(idp);
+    // The gateway's ACS: a SAMLResponse "valid:<email>" is accepted and
+    // becomes an RS256 token of the test IdP, anything else is refused
+    // with the gateway's refusal body.
+    gateway = createServer((req, res) => {
+      let raw = "";
+      req.on("data", (c) => (raw += c));
+      req.on("end", () => {
+        seen.push({ method: req.method, url: req.url, accept: req.headers.accept, type: req.headers["content-type"] });
+        const form = new URLSearchParams(raw);
+        const assertion = form.get("SAMLResponse") ?? "";
+        if (req.method !== "POST" || req.url !== "/auth/saml/acs") {
+          res.writeHead(404).end();
+          return;
+        }
+        if (!assertion.startsWith("valid:")) {
+          res.writeHead(403, { "content-type": "application/json" })
+            .end(JSON.stringify({ error: "saml-signature-invalid", message: "the assertion signature is invalid" }));
+          return;
+        }
+        const exp = Math.floor(Date.now() / 1000) + 600;
+        const token = idp.token(claims({ sub: assertion.slice(6), email: assertion.slice(6), roles: ["viewer"], exp }));
+        res.writeHead(200, { "content-type": "application/json" })
+          .end(JSON.stringify({ token, token_type: "Bearer", expires_at: new Date(exp * 1000).toISOString() }));
+      });
+    });
+    await new Promise((r) => gateway.listen(0, "127.0.0.1", r));
+    gatewayUrl = `http://127.0.0.1:${gateway.address().port}`;
+
+    const a = express();
+    a.post("/auth/saml/acs", samlAcs({ gatewayUrl }));
+    a.use("/app", samlLoginRedirect());
+    a.use("/app", svcExpress({ client: new SvcClient({ sidecarUrl: sidecar.url, failMode: "closed" }), sessionCookie: "svc_session" }));
+    a.get("/app/page", (req, res) => res.json({ claims: req.svcClaims }));
+    app = await new Promise((r) => {
+      const s = a.listen(0, "127.0.0.1", () => r(s));
+    });
+    appUrl = `http://127.0.0.1:${app.address().port}`;
+  });
+
+  after(async () => {
+    app?.closeAllConnections();
+    app?.close();
+    gateway?.close();
+    await sidecar?.stop();
+    idp?.close();
+  });
+
+  test("login redirect, ACS, cookie, authenticated request", async () => {
+    // 1. Not signed in: redirected to the gateway's login with the return path.
+    let r = await fetch(`${appUrl}/app/page?tab=2`, { redirect: "manual" });
+    assert.equal(r.status, 302);
+    assert.equal(r.headers.get("location"), "/auth/saml/login?return_to=%2Fapp%2Fpage%3Ftab%3D2");
+
+    // 2. The IdP posts the response to the ACS with the return path as RelayState.
+    r = await fetch(`${appUrl}/auth/saml/acs`, {
+      method: "POST", redirect: "manual",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ SAMLResponse: "valid:alice@example.com", RelayState: "/app/page?tab=2" }),
+    });
+    assert.equal(r.status, 303);
+    assert.equal(r.headers.get("location"), "/app/page?tab=2");
+    const setCookie = r.headers.get("set-cookie");
+    assert.match(setCookie, /^svc_session=[\w-]+\.[\w-]+\.[\w-]+; Path=\/; Max-Age=\d+; Expires=.+; HttpOnly; SameSite=Lax$/);
+    assert.ok(Number(/Max-Age=(\d+)/.exec(setCookie)[1]) > 500);
+    assert.deepEqual(seen.at(-1), { method: "POST", url: "/auth/saml/acs", accept: "application/json",
+      type: "application/x-www-form-urlencoded" });
+
+    // 3. Back on the page with the cookie: the sidecar verifies the token.
+    const cookie = setCookie.split(";")[0];
+    r = await fetch(`${appUrl}/app/page?tab=2`, { headers: { cookie }, redirect: "manual" });
+    assert.equal(r.status, 200);
+    assert.equal((await r.json()).claims.email, "alice@example.com");
+
+    // A tampered cookie is refused by the sidecar.
+    r = await fetch(`${appUrl}/app/page`, { headers: { cookie: cookie.slice(0, -4) + "AAAA" }, redirect: "manual" });
+    assert.equal(r.status, 401);
+    assert.equal((await r.json()).reason, "signature-invalid");
+  });
+
+  test("an open redirect in RelayState goes to /", async () => {
+    const r = await fetch(`${appUrl}/auth/saml/acs`, {
+      method: "POST", redirect: "manual",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ SAMLResponse: "valid:bob@example.com", RelayState: "https://evil.example.com/" }),
+    });
+    assert.equal(r.status, 303);
+    assert.equal(r.headers.get("location"), "/");
+  });
+
+  test("refusals", async () => {
+    let r = await fetch(`${appUrl}/auth/saml/acs`, {
+      method: "POST", redirect: "manual",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ SAMLResponse: "forged" }),
+    });
+    assert.equal(r.status, 403);
+    assert.equal(r.headers.get("set-cookie"), null);
+    assert.deepEqual(await r.json(), { error: "saml-signature-invalid", message: "the assertion signature is invalid" });
+
+    r = await fetch(`${appUrl}/auth/saml/acs`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    assert.equal(r.status, 400);
+    assert.equal((await r.json()).error, "saml-malformed");
+
+    r = await fetch(`${appUrl}/auth/saml/acs`, {
+      method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "a=" + "x".repeat((1 << 20) + 10),
+    });
+    assert.equal(r.status, 413);
+  });
+
+  test("exchangeAssertion", async () => {
+    const t = await exchangeAssertion("valid:carol@example.com", { gatewayUrl });
+    assert.equal(t.tokenType, "Bearer");
+    assert.ok(t.expiresAt.getTime() > Date.now());
+    const d = await new SvcClient({ sidecarUrl: sidecar.url }).validateToken(t.token);
+    assert.deepEqual([d.allowed, d.claims.email], [true, "carol@example.com"]);
+
+    await assert.rejects(exchangeAssertion("forged", { gatewayUrl }),
+      (e) => e instanceof SamlError && e.status === 403 && e.code === "saml-signature-invalid");
+    const down = `http://127.0.0.1:${(await import("./harness.mjs").then((h) => h.freeAddr())).split(":")[1]}`;
+    await assert.rejects(exchangeAssertion("valid:x", { gatewayUrl: down }),
+      (e) => e instanceof SamlError && e.status === 503 && e.code === "unavailable");
+  });
+});
