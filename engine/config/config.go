@@ -100,26 +100,66 @@ type SDK struct {
 	SAML *SAML `toml:"saml" yaml:"saml"`
 }
 
-// SAML is the [sdk.saml] table.
+// SAML is the [sdk.saml] table. Its presence turns the SAML gateway on:
+// svc-sidecar then serves login, ACS, metadata, JWKS and logout on
+// sidecar.saml_addr under PathPrefix.
 type SAML struct {
 	// EntityID is the SP entity id; it must equal the audience configured
-	// at the identity provider.
+	// at the identity provider. It is also the iss and aud of the tokens
+	// the gateway issues. Env SVC_SAML_ENTITY_ID.
 	EntityID string `toml:"entity_id" yaml:"entity_id"`
 	// ACSURL is the assertion consumer service URL; it must equal the
-	// single sign-on (reply) URL configured at the identity provider.
+	// single sign-on (reply) URL configured at the identity provider, and
+	// every response's Destination and Recipient. Env SVC_SAML_ACS_URL.
 	ACSURL string `toml:"acs_url" yaml:"acs_url"`
 	// IDPMetadataURL is the identity provider's metadata URL: https, or
 	// http on a loopback host, because it carries the IdP's signing keys.
+	// Fetched with a timeout and a size cap, refreshed in the background,
+	// the last good copy kept while the IdP is unreachable. Exactly one of
+	// idp_metadata_url and idp_metadata_file is required.
+	// Env SVC_SAML_IDP_METADATA_URL.
 	IDPMetadataURL string `toml:"idp_metadata_url" yaml:"idp_metadata_url"`
+	// IDPMetadataFile is a downloaded copy of the identity provider's
+	// metadata, read at start. Env SVC_SAML_IDP_METADATA_FILE.
+	IDPMetadataFile string `toml:"idp_metadata_file" yaml:"idp_metadata_file"`
 	// ClockSkewSeconds is the clock difference tolerated while validating
-	// an assertion.
+	// an assertion. Default 30 (zero means the default).
+	// Env SVC_SAML_CLOCK_SKEW_SECONDS.
 	ClockSkewSeconds int `toml:"clock_skew_seconds" yaml:"clock_skew_seconds"`
 	// AttributeMapping names the SAML attributes that fill the JWT claims.
 	AttributeMapping AttributeMapping `toml:"attribute_mapping" yaml:"attribute_mapping"`
-	// SPPrivateKeyFile / SPCertificateFile are paths; key material is never
-	// inline in the file (env SVC_SAML_SP_PRIVATE_KEY_PEM may carry it).
+	// SPPrivateKeyFile / SPCertificateFile are PEM files of the SP key pair
+	// (signs AuthnRequests, decrypts EncryptedAssertions, published in the
+	// metadata). Key material is never inline in the file: the environment
+	// variables SVC_SAML_SP_PRIVATE_KEY_PEM / SVC_SAML_SP_CERTIFICATE_PEM
+	// may carry the PEM text instead. Env SVC_SAML_SP_PRIVATE_KEY_FILE,
+	// SVC_SAML_SP_CERTIFICATE_FILE.
 	SPPrivateKeyFile  string `toml:"sp_private_key_file" yaml:"sp_private_key_file"`
 	SPCertificateFile string `toml:"sp_certificate_file" yaml:"sp_certificate_file"`
+	// SPPrivateKeyPEM / SPCertificatePEM are only ever set from
+	// SVC_SAML_SP_PRIVATE_KEY_PEM / SVC_SAML_SP_CERTIFICATE_PEM; they are
+	// never read from nor written to a file.
+	SPPrivateKeyPEM  string `toml:"-" yaml:"-" json:"-"`
+	SPCertificatePEM string `toml:"-" yaml:"-" json:"-"`
+	// AllowIDPInitiated accepts unsolicited responses (no InResponseTo).
+	// Default false. Env SVC_SAML_ALLOW_IDP_INITIATED.
+	AllowIDPInitiated bool `toml:"allow_idp_initiated" yaml:"allow_idp_initiated"`
+	// TokenTTL is the lifetime of the JWTs the gateway issues. Default
+	// 15m, at most 24h. Env SVC_SAML_TOKEN_TTL.
+	TokenTTL Duration `toml:"token_ttl" yaml:"token_ttl"`
+	// TokenSigningKeyFile is an EC P-256 private key (PEM) that signs the
+	// issued tokens; replicas share it. Further keys in the file (private
+	// or public) still verify, for rotation. Without it a key is generated
+	// at start: tokens then do not survive a restart nor reach other
+	// replicas. Env SVC_SAML_TOKEN_SIGNING_KEY_FILE.
+	TokenSigningKeyFile string `toml:"token_signing_key_file" yaml:"token_signing_key_file"`
+	// CookieName is the session cookie that carries the issued token to
+	// browsers; the Envoy and HTTP checks read it when a request has no
+	// Authorization header. Default "svc_session". Env SVC_SAML_COOKIE_NAME.
+	CookieName string `toml:"cookie_name" yaml:"cookie_name"`
+	// PathPrefix is where the endpoints are mounted. Default "/auth/saml".
+	// Env SVC_SAML_PATH_PREFIX.
+	PathPrefix string `toml:"path_prefix" yaml:"path_prefix"`
 }
 
 // AttributeMapping names the SAML attributes that fill JWT claims.
@@ -235,6 +275,9 @@ type Sidecar struct {
 	// false unless every path to the sidecar goes through a proxy that
 	// overwrites them. Env SVC_TRUST_FORWARDED_FOR.
 	TrustForwardedFor bool `toml:"trust_forwarded_for" yaml:"trust_forwarded_for"`
+	// SAMLAddr is the listen address of the SAML gateway, served only when
+	// [sdk.saml] is configured. Default "127.0.0.1:7701". Env SVC_SAML_ADDR.
+	SAMLAddr string `toml:"saml_addr" yaml:"saml_addr"`
 	// Routes map request paths to resources and actions for the Envoy and
 	// HTTP check paths, tried in order.
 	Routes []Route `toml:"routes" yaml:"routes"`
@@ -282,8 +325,11 @@ type Duration struct{ time.Duration }
 // DevMode reports whether the engine runs without an identity provider: no
 // jwks_url and fail_mode open (an empty fail_mode counts as the default,
 // open). In that mode any bearer string is accepted.
+//
+// A configuration with [sdk.saml] is never in development mode: the
+// tokens the SAML gateway issues are verified with its own keys.
 func (c Config) DevMode() bool {
-	return c.SDK.JWKSURL == "" && (c.SDK.FailMode == FailOpen || c.SDK.FailMode == "")
+	return c.SDK.JWKSURL == "" && c.SDK.SAML == nil && (c.SDK.FailMode == FailOpen || c.SDK.FailMode == "")
 }
 
 // TenantPlan returns the plan configured for tenant id under [tenants], or

@@ -45,7 +45,7 @@ func TestLoadDefaults(t *testing.T) {
 		JWT: JWT{ClockSkew: dur(30 * time.Second), CacheSize: 20000, CacheMaxAge: dur(10 * time.Minute), JWKSFetchTimeout: dur(5 * time.Second),
 			JWKSMinRefresh: dur(time.Minute), JWKSMaxRefresh: dur(time.Hour)},
 		RateLimit: RateLimit{DefaultRPM: 1000},
-		Sidecar:   Sidecar{HTTPAddr: "127.0.0.1:7700", DrainTimeout: dur(30 * time.Second), CheckProxy: "auto"},
+		Sidecar:   Sidecar{HTTPAddr: "127.0.0.1:7700", DrainTimeout: dur(30 * time.Second), CheckProxy: "auto", SAMLAddr: "127.0.0.1:7701"},
 		Policy:    Policy{Mode: "enforce"},
 		Audit:     Audit{Destination: "stdout", QueueSize: 4096},
 		Log:       Log{Level: "info"},
@@ -145,6 +145,21 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		{"SVC_AUDIT_MAX_SIZE_MB", "7", func(c Config) any { return c.Audit.MaxSizeMB }, 7},
 		{"SVC_AUDIT_MAX_BACKUPS", "0", func(c Config) any { return c.Audit.MaxBackups }, 0},
 		{"SVC_REDIS_ADDR", "redis.internal:6380", func(c Config) any { return c.RateLimit.RedisAddr }, "redis.internal:6380"},
+		{"SVC_SAML_ADDR", "0.0.0.0:7701", func(c Config) any { return c.Sidecar.SAMLAddr }, "0.0.0.0:7701"},
+		{"SVC_SAML_ENTITY_ID", "https://e.example.com/sp", func(c Config) any { return c.SDK.SAML.EntityID }, "https://e.example.com/sp"},
+		{"SVC_SAML_ACS_URL", "https://e.example.com/acs", func(c Config) any { return c.SDK.SAML.ACSURL }, "https://e.example.com/acs"},
+		{"SVC_SAML_IDP_METADATA_URL", "https://idp2.example.com/md", func(c Config) any { return c.SDK.SAML.IDPMetadataURL }, "https://idp2.example.com/md"},
+		{"SVC_SAML_CLOCK_SKEW_SECONDS", "5", func(c Config) any { return c.SDK.SAML.ClockSkewSeconds }, 5},
+		{"SVC_SAML_ATTRIBUTE_EMAIL", "email", func(c Config) any { return c.SDK.SAML.AttributeMapping.Email }, "email"},
+		{"SVC_SAML_ATTRIBUTE_ROLE", "groups", func(c Config) any { return c.SDK.SAML.AttributeMapping.Role }, "groups"},
+		{"SVC_SAML_ATTRIBUTE_TENANT", "tenant", func(c Config) any { return c.SDK.SAML.AttributeMapping.Tenant }, "tenant"},
+		{"SVC_SAML_SP_PRIVATE_KEY_FILE", "/run/k.pem", func(c Config) any { return c.SDK.SAML.SPPrivateKeyFile }, "/run/k.pem"},
+		{"SVC_SAML_SP_CERTIFICATE_FILE", "/run/c.pem", func(c Config) any { return c.SDK.SAML.SPCertificateFile }, "/run/c.pem"},
+		{"SVC_SAML_ALLOW_IDP_INITIATED", "false", func(c Config) any { return c.SDK.SAML.AllowIDPInitiated }, false},
+		{"SVC_SAML_TOKEN_TTL", "1h", func(c Config) any { return c.SDK.SAML.TokenTTL.Duration }, time.Hour},
+		{"SVC_SAML_TOKEN_SIGNING_KEY_FILE", "/run/t.pem", func(c Config) any { return c.SDK.SAML.TokenSigningKeyFile }, "/run/t.pem"},
+		{"SVC_SAML_COOKIE_NAME", "sess", func(c Config) any { return c.SDK.SAML.CookieName }, "sess"},
+		{"SVC_SAML_PATH_PREFIX", "/saml", func(c Config) any { return c.SDK.SAML.PathPrefix }, "/saml"},
 	}
 	covered := map[string]bool{}
 	for _, tt := range tests {
@@ -169,6 +184,10 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 				t.Errorf("the file already holds %v: the case proves nothing", tt.want)
 			}
 		})
+	}
+	// Covered by TestSAMLFromEnvOnly: full.toml's own values conflict with them.
+	for _, n := range []string{"SVC_SAML_IDP_METADATA_FILE", "SVC_SAML_SP_PRIVATE_KEY_PEM", "SVC_SAML_SP_CERTIFICATE_PEM"} {
+		covered[n] = true
 	}
 	for _, ev := range EnvVars() {
 		if !covered[ev.Name] {
@@ -206,7 +225,7 @@ func TestLoadErrors(t *testing.T) {
 		{file: "syntax.toml", want: []string{"testdata/syntax.toml:1:5: expected ']' to close table name"}},
 		{file: "syntax.yaml", want: []string{"testdata/syntax.yaml:3: mapping values are not allowed in this context"}},
 		{file: "closed_no_jwks.toml", want: []string{
-			"testdata/closed_no_jwks.toml: sdk.fail_mode: fail_mode=closed requires sdk.jwks_url"}},
+			"testdata/closed_no_jwks.toml: sdk.fail_mode: fail_mode=closed requires sdk.jwks_url (or [sdk.saml])"}},
 		{file: "bare_number_duration.toml", want: []string{
 			`testdata/bare_number_duration.toml: jwt.clock_skew: must be a duration string such as "30s", got a TOML integer`}},
 		{file: "negative_duration.yaml", want: []string{
@@ -428,5 +447,43 @@ func TestAccessors(t *testing.T) {
 				t.Errorf("got %v, want %v", tt.got, tt.want)
 			}
 		})
+	}
+}
+
+func TestSAMLFromEnvOnly(t *testing.T) {
+	const keyPEM = "-----BEGIN PRIVATE KEY-----\nsecret\n-----END PRIVATE KEY-----\n"
+	cfg, err := Load("", envOf(map[string]string{
+		"SVC_SAML_ENTITY_ID":          "https://app.example.com/sp",
+		"SVC_SAML_ACS_URL":            "https://app.example.com/auth/saml/acs",
+		"SVC_SAML_IDP_METADATA_FILE":  "/etc/svc/idp.xml",
+		"SVC_SAML_SP_PRIVATE_KEY_PEM": keyPEM,
+		"SVC_SAML_SP_CERTIFICATE_PEM": "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n",
+	}))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	s := cfg.SDK.SAML
+	if s == nil || s.IDPMetadataFile != "/etc/svc/idp.xml" || s.SPPrivateKeyPEM != keyPEM || s.SPCertificatePEM == "" {
+		t.Fatalf("sdk.saml = %+v", s)
+	}
+	if s.TokenTTL.Duration != 15*time.Minute || s.CookieName != "svc_session" || s.PathPrefix != "/auth/saml" || s.ClockSkewSeconds != 30 {
+		t.Errorf("defaults not applied: %+v", s)
+	}
+	if cfg.DevMode() {
+		t.Error("DevMode() = true with [sdk.saml], want false")
+	}
+	out, err := cfg.MarshalTOML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "secret") {
+		t.Errorf("MarshalTOML wrote the SP private key:\n%s", out)
+	}
+	_, err = Load("", envOf(map[string]string{
+		"SVC_SAML_ENTITY_ID": "https://app.example.com/sp", "SVC_SAML_ACS_URL": "https://app.example.com/acs",
+		"SVC_SAML_IDP_METADATA_FILE": "/x.xml", "SVC_SAML_SP_PRIVATE_KEY_PEM": keyPEM,
+	}))
+	if err == nil || !strings.Contains(err.Error(), "sdk.saml.sp_certificate_file") {
+		t.Errorf("key without certificate: err = %v", err)
 	}
 }

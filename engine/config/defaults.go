@@ -26,6 +26,13 @@ const (
 	DefaultSAMLEmailAttribute  = "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress"
 	DefaultSAMLRoleAttribute   = "role"
 	DefaultSAMLTenantAttribute = "tenant_id"
+
+	DefaultSAMLAddr       = "127.0.0.1:7701"
+	DefaultSAMLClockSkew  = 30
+	DefaultSAMLTokenTTL   = 15 * time.Minute
+	MaxSAMLTokenTTL       = 24 * time.Hour
+	DefaultSAMLCookieName = "svc_session"
+	DefaultSAMLPathPrefix = "/auth/saml"
 )
 
 // SetDefaults fills every field left at its zero value with its default.
@@ -39,6 +46,12 @@ func (c *Config) SetDefaults() {
 		setString(&s.AttributeMapping.Email, DefaultSAMLEmailAttribute)
 		setString(&s.AttributeMapping.Role, DefaultSAMLRoleAttribute)
 		setString(&s.AttributeMapping.Tenant, DefaultSAMLTenantAttribute)
+		if s.ClockSkewSeconds == 0 {
+			s.ClockSkewSeconds = DefaultSAMLClockSkew
+		}
+		setDuration(&s.TokenTTL, DefaultSAMLTokenTTL)
+		setString(&s.CookieName, DefaultSAMLCookieName)
+		setString(&s.PathPrefix, DefaultSAMLPathPrefix)
 	}
 
 	setDuration(&c.JWT.ClockSkew, DefaultJWTClockSkew)
@@ -57,6 +70,7 @@ func (c *Config) SetDefaults() {
 	setString(&c.Sidecar.HTTPAddr, DefaultHTTPAddr)
 	setDuration(&c.Sidecar.DrainTimeout, DefaultDrainTimeout)
 	setString(&c.Sidecar.CheckProxy, DefaultCheckProxy)
+	setString(&c.Sidecar.SAMLAddr, DefaultSAMLAddr)
 
 	setString(&c.Policy.Mode, PolicyModeEnforce)
 	setString(&c.Audit.Destination, DefaultAuditDestination)

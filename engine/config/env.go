@@ -139,6 +139,91 @@ var envTable = []EnvVar{
 	{Name: "SVC_REDIS_ADDR", Key: "rate_limit.redis_addr",
 		Help:  "Redis address (host:port) that shares rate-limit budgets across replicas.",
 		apply: func(c *Config, v string) string { c.RateLimit.RedisAddr = v; return "" }},
+	{Name: "SVC_SAML_ADDR", Key: "sidecar.saml_addr",
+		Help:  `Listen address (host:port) of the SAML gateway. Default "127.0.0.1:7701".`,
+		apply: func(c *Config, v string) string { c.Sidecar.SAMLAddr = v; return "" }},
+	// Every SVC_SAML_* variable below creates [sdk.saml] when the file has
+	// none, so that SAML can be configured from the environment alone.
+	{Name: "SVC_SAML_ENTITY_ID", Key: "sdk.saml.entity_id",
+		Help:  "SAML SP entity id (the audience at the identity provider; iss and aud of the issued tokens).",
+		apply: func(c *Config, v string) string { samlOf(c).EntityID = v; return "" }},
+	{Name: "SVC_SAML_ACS_URL", Key: "sdk.saml.acs_url",
+		Help:  "SAML assertion consumer service URL (the reply URL at the identity provider).",
+		apply: func(c *Config, v string) string { samlOf(c).ACSURL = v; return "" }},
+	{Name: "SVC_SAML_IDP_METADATA_URL", Key: "sdk.saml.idp_metadata_url",
+		Help:  "Metadata URL of the SAML identity provider (https, or http on a loopback host).",
+		apply: func(c *Config, v string) string { samlOf(c).IDPMetadataURL = v; return "" }},
+	{Name: "SVC_SAML_IDP_METADATA_FILE", Key: "sdk.saml.idp_metadata_file",
+		Help:  "Downloaded metadata file of the SAML identity provider.",
+		apply: func(c *Config, v string) string { samlOf(c).IDPMetadataFile = v; return "" }},
+	{Name: "SVC_SAML_CLOCK_SKEW_SECONDS", Key: "sdk.saml.clock_skew_seconds",
+		Help: "Clock difference tolerated while validating an assertion, in seconds. Default 30.",
+		apply: func(c *Config, v string) string {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return "must be a non-negative integer, got " + strconv.Quote(v)
+			}
+			samlOf(c).ClockSkewSeconds = n
+			return ""
+		}},
+	{Name: "SVC_SAML_ATTRIBUTE_EMAIL", Key: "sdk.saml.attribute_mapping.email",
+		Help:  "SAML attribute that fills the email claim. Default the standard e-mail-address claim URI.",
+		apply: func(c *Config, v string) string { samlOf(c).AttributeMapping.Email = v; return "" }},
+	{Name: "SVC_SAML_ATTRIBUTE_ROLE", Key: "sdk.saml.attribute_mapping.role",
+		Help:  `SAML attribute that fills the roles claim. Default "role".`,
+		apply: func(c *Config, v string) string { samlOf(c).AttributeMapping.Role = v; return "" }},
+	{Name: "SVC_SAML_ATTRIBUTE_TENANT", Key: "sdk.saml.attribute_mapping.tenant",
+		Help:  `SAML attribute that fills the tenant_id claim (required in every assertion). Default "tenant_id".`,
+		apply: func(c *Config, v string) string { samlOf(c).AttributeMapping.Tenant = v; return "" }},
+	{Name: "SVC_SAML_SP_PRIVATE_KEY_FILE", Key: "sdk.saml.sp_private_key_file",
+		Help:  "PEM file of the SAML SP private key.",
+		apply: func(c *Config, v string) string { samlOf(c).SPPrivateKeyFile = v; return "" }},
+	{Name: "SVC_SAML_SP_CERTIFICATE_FILE", Key: "sdk.saml.sp_certificate_file",
+		Help:  "PEM file of the SAML SP certificate.",
+		apply: func(c *Config, v string) string { samlOf(c).SPCertificateFile = v; return "" }},
+	{Name: "SVC_SAML_SP_PRIVATE_KEY_PEM", Key: "sdk.saml.sp_private_key_pem",
+		Help:  "PEM text of the SAML SP private key (instead of sp_private_key_file; never in a file).",
+		apply: func(c *Config, v string) string { samlOf(c).SPPrivateKeyPEM = v; return "" }},
+	{Name: "SVC_SAML_SP_CERTIFICATE_PEM", Key: "sdk.saml.sp_certificate_pem",
+		Help:  "PEM text of the SAML SP certificate (instead of sp_certificate_file).",
+		apply: func(c *Config, v string) string { samlOf(c).SPCertificatePEM = v; return "" }},
+	{Name: "SVC_SAML_ALLOW_IDP_INITIATED", Key: "sdk.saml.allow_idp_initiated",
+		Help: "true accepts unsolicited (IdP-initiated) SAML responses. Default false.",
+		apply: func(c *Config, v string) string {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return "must be true or false, got " + strconv.Quote(v)
+			}
+			samlOf(c).AllowIDPInitiated = b
+			return ""
+		}},
+	{Name: "SVC_SAML_TOKEN_TTL", Key: "sdk.saml.token_ttl",
+		Help: "Lifetime of the tokens the SAML gateway issues (Go duration). Default 15m.",
+		apply: func(c *Config, v string) string {
+			var d Duration
+			if err := d.UnmarshalText([]byte(v)); err != nil {
+				return err.Error()
+			}
+			samlOf(c).TokenTTL = d
+			return ""
+		}},
+	{Name: "SVC_SAML_TOKEN_SIGNING_KEY_FILE", Key: "sdk.saml.token_signing_key_file",
+		Help:  "EC P-256 private key (PEM) that signs the SAML gateway's tokens, shared by replicas.",
+		apply: func(c *Config, v string) string { samlOf(c).TokenSigningKeyFile = v; return "" }},
+	{Name: "SVC_SAML_COOKIE_NAME", Key: "sdk.saml.cookie_name",
+		Help:  `Session cookie of the SAML gateway. Default "svc_session".`,
+		apply: func(c *Config, v string) string { samlOf(c).CookieName = v; return "" }},
+	{Name: "SVC_SAML_PATH_PREFIX", Key: "sdk.saml.path_prefix",
+		Help:  `Path prefix of the SAML endpoints. Default "/auth/saml".`,
+		apply: func(c *Config, v string) string { samlOf(c).PathPrefix = v; return "" }},
+}
+
+// samlOf returns c's [sdk.saml] table, creating it when absent.
+func samlOf(c *Config) *SAML {
+	if c.SDK.SAML == nil {
+		c.SDK.SAML = &SAML{}
+	}
+	return c.SDK.SAML
 }
 
 // commaList splits a comma-separated value, dropping empty items.

@@ -59,4 +59,22 @@ func ExampleEnvVars() {
 	// SVC_AUDIT_MAX_BACKUPS overrides audit.max_backups
 	// SVC_RATE_LIMIT_DEFAULT_RPM overrides rate_limit.default_rpm
 	// SVC_REDIS_ADDR overrides rate_limit.redis_addr
+	// SVC_SAML_ADDR overrides sidecar.saml_addr
+	// SVC_SAML_ENTITY_ID overrides sdk.saml.entity_id
+	// SVC_SAML_ACS_URL overrides sdk.saml.acs_url
+	// SVC_SAML_IDP_METADATA_URL overrides sdk.saml.idp_metadata_url
+	// SVC_SAML_IDP_METADATA_FILE overrides sdk.saml.idp_metadata_file
+	// SVC_SAML_CLOCK_SKEW_SECONDS overrides sdk.saml.clock_skew_seconds
+	// SVC_SAML_ATTRIBUTE_EMAIL overrides sdk.saml.attribute_mapping.email
+	// SVC_SAML_ATTRIBUTE_ROLE overrides sdk.saml.attribute_mapping.role
+	// SVC_SAML_ATTRIBUTE_TENANT overrides sdk.saml.attribute_mapping.tenant
+	// SVC_SAML_SP_PRIVATE_KEY_FILE overrides sdk.saml.sp_private_key_file
+	// SVC_SAML_SP_CERTIFICATE_FILE overrides sdk.saml.sp_certificate_file
+	// SVC_SAML_SP_PRIVATE_KEY_PEM overrides sdk.saml.sp_private_key_pem
+	// SVC_SAML_SP_CERTIFICATE_PEM overrides sdk.saml.sp_certificate_pem
+	// SVC_SAML_ALLOW_IDP_INITIATED overrides sdk.saml.allow_idp_initiated
+	// SVC_SAML_TOKEN_TTL overrides sdk.saml.token_ttl
+	// SVC_SAML_TOKEN_SIGNING_KEY_FILE overrides sdk.saml.token_signing_key_file
+	// SVC_SAML_COOKIE_NAME overrides sdk.saml.cookie_name
+	// SVC_SAML_PATH_PREFIX overrides sdk.saml.path_prefix
 }

@@ -112,8 +112,8 @@ func (v *validator) sdk() {
 	}
 	if msg := checkFailMode(s.FailMode); msg != "" {
 		v.fail("sdk.fail_mode", "%s", msg)
-	} else if s.FailMode == FailClosed && s.JWKSURL == "" {
-		v.fail("sdk.fail_mode", "fail_mode=closed requires sdk.jwks_url")
+	} else if s.FailMode == FailClosed && s.JWKSURL == "" && s.SAML == nil {
+		v.fail("sdk.fail_mode", "fail_mode=closed requires sdk.jwks_url (or [sdk.saml])")
 	}
 	if s.JWKSURL != "" {
 		if msg := checkURL(s.JWKSURL, true); msg != "" {
@@ -141,13 +141,18 @@ func (v *validator) saml(s SAML) {
 	} else if msg := checkURL(s.ACSURL, false); msg != "" {
 		v.fail("sdk.saml.acs_url", "%s", msg)
 	}
-	if s.IDPMetadataURL == "" {
-		v.fail("sdk.saml.idp_metadata_url", "must be set when [sdk.saml] is present")
-	} else if msg := checkURL(s.IDPMetadataURL, true); msg != "" {
-		v.fail("sdk.saml.idp_metadata_url", "%s", msg)
+	switch {
+	case s.IDPMetadataURL == "" && s.IDPMetadataFile == "":
+		v.fail("sdk.saml.idp_metadata_url", "one of sdk.saml.idp_metadata_url and sdk.saml.idp_metadata_file must be set when [sdk.saml] is present")
+	case s.IDPMetadataURL != "" && s.IDPMetadataFile != "":
+		v.fail("sdk.saml.idp_metadata_file", "must not be set together with sdk.saml.idp_metadata_url")
+	case s.IDPMetadataURL != "":
+		if msg := checkURL(s.IDPMetadataURL, true); msg != "" {
+			v.fail("sdk.saml.idp_metadata_url", "%s", msg)
+		}
 	}
-	if s.ClockSkewSeconds < 0 {
-		v.fail("sdk.saml.clock_skew_seconds", "must not be negative, got %d", s.ClockSkewSeconds)
+	if s.ClockSkewSeconds < 0 || s.ClockSkewSeconds > 3600 {
+		v.fail("sdk.saml.clock_skew_seconds", "must be from 0 to 3600, got %d", s.ClockSkewSeconds)
 	}
 	for _, a := range []struct{ key, attr string }{
 		{"sdk.saml.attribute_mapping.email", s.AttributeMapping.Email},
@@ -158,6 +163,39 @@ func (v *validator) saml(s SAML) {
 			v.fail(a.key, "must name a SAML attribute")
 		}
 	}
+	if s.SPPrivateKeyFile != "" && s.SPPrivateKeyPEM != "" {
+		v.fail("sdk.saml.sp_private_key_pem", "must not be set together with sdk.saml.sp_private_key_file")
+	}
+	if s.SPCertificateFile != "" && s.SPCertificatePEM != "" {
+		v.fail("sdk.saml.sp_certificate_pem", "must not be set together with sdk.saml.sp_certificate_file")
+	}
+	hasKey := s.SPPrivateKeyFile != "" || s.SPPrivateKeyPEM != ""
+	hasCert := s.SPCertificateFile != "" || s.SPCertificatePEM != ""
+	if hasKey != hasCert {
+		v.fail("sdk.saml.sp_certificate_file", "the SP private key and certificate must be given together")
+	}
+	if d := s.TokenTTL.Duration; d <= 0 || d > MaxSAMLTokenTTL {
+		v.fail("sdk.saml.token_ttl", "must be positive and at most %s, got %q", MaxSAMLTokenTTL, s.TokenTTL.String())
+	}
+	if !validCookieName(s.CookieName) {
+		v.fail("sdk.saml.cookie_name", "must be a cookie name (letters, digits, '-', '_', '.'), got %q", s.CookieName)
+	}
+	if p := s.PathPrefix; !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.ContainsAny(p, "?#{} ") {
+		v.fail("sdk.saml.path_prefix", "must be an absolute path without a trailing slash, got %q", p)
+	}
+}
+
+func validCookieName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func (v *validator) jwt() {
@@ -228,6 +266,9 @@ func (v *validator) sidecar() {
 	s := v.c.Sidecar
 	if msg := checkHostPort(s.HTTPAddr); msg != "" {
 		v.fail("sidecar.http_addr", "%s", msg)
+	}
+	if msg := checkHostPort(s.SAMLAddr); msg != "" {
+		v.fail("sidecar.saml_addr", "%s", msg)
 	}
 	if s.DrainTimeout.Duration < 0 {
 		v.fail("sidecar.drain_timeout", "must not be negative, got %q", s.DrainTimeout.String())
