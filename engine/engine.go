@@ -24,6 +24,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/issuer"
 	"github.com/svc-dev/svc/engine/jwks"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/ratelimit"
@@ -71,7 +72,11 @@ type Engine struct {
 	log      *slog.Logger
 	now      func() time.Time
 	keys     *jwks.Cache // nil in development mode
-	verifier *token.Verifier
+	verifier *token.Verifier // nil without jwks_url
+	// issuer signs the tokens of the SAML gateway and local verifies them
+	// from its keys; both nil without [sdk.saml].
+	issuer   *issuer.Issuer
+	local    *token.Verifier
 	policies *policy.Store
 	limiter  ratelimit.Limiter
 	redis    *redis.Client // the limiter's client when New made one
@@ -131,9 +136,17 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	e.stop = cancel
+	if s := cfg.SDK.SAML; s != nil {
+		if err := e.newLocalIssuer(*s); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
 	if cfg.DevMode() {
 		e.log.Warn("DEVELOPMENT MODE: no jwks_url is configured and fail_mode=open, so EVERY bearer token is accepted without verification; set sdk.jwks_url (SVC_JWKS_URL) before serving real traffic",
 			"reason", reason.DevAnonymous)
+		close(e.done)
+	} else if cfg.SDK.JWKSURL == "" {
 		close(e.done)
 	} else {
 		e.keys, err = jwks.New(jwks.Options{
@@ -206,11 +219,50 @@ func loadPolicies(dir string) (*policy.Set, error) {
 	return policy.Load(dir)
 }
 
+// newLocalIssuer sets up the keys of the tokens the SAML gateway issues
+// and their local verifier: iss and aud must be the SP entity id.
+func (e *Engine) newLocalIssuer(s config.SAML) error {
+	var err error
+	e.issuer, err = issuer.New(issuer.Options{
+		KeyFile: s.TokenSigningKeyFile,
+		Issuer:  s.EntityID,
+		TTL:     s.TokenTTL.Duration,
+		Now:     e.now,
+	})
+	if err != nil {
+		return fmt.Errorf("sdk.saml.token_signing_key_file: %w", err)
+	}
+	if e.issuer.Generated() {
+		e.log.Warn("sdk.saml.token_signing_key_file is not set: a signing key was generated for this process; the tokens it issues do not survive a restart and are not accepted by other replicas",
+			"kid", e.issuer.KeyID())
+	}
+	size := e.cfg.JWT.CacheSize / 4
+	if size < 64 {
+		size = 64
+	}
+	e.local, err = token.New(token.Options{
+		Keys:      e.issuer,
+		Issuer:    s.EntityID,
+		Audiences: []string{s.EntityID},
+		Skew:      e.cfg.JWT.ClockSkew.Duration,
+		CacheSize: size,
+		Now:       e.now,
+	})
+	if err != nil {
+		return fmt.Errorf("local token verifier: %w", err)
+	}
+	return nil
+}
+
+// Issuer returns the signer of the tokens the SAML gateway issues, nil
+// without [sdk.saml]. The engine verifies those tokens from its keys.
+func (e *Engine) Issuer() *issuer.Issuer { return e.issuer }
+
 // Config returns the effective configuration.
 func (e *Engine) Config() config.Config { return e.cfg }
 
 // DevMode reports whether tokens are accepted without verification.
-func (e *Engine) DevMode() bool { return e.verifier == nil }
+func (e *Engine) DevMode() bool { return e.verifier == nil && e.local == nil }
 
 // PolicyMode is "enforce" or "dry-run" (policy.mode).
 func (e *Engine) PolicyMode() string {

@@ -1,0 +1,354 @@
+package samlgw_test
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/beevik/etree"
+
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/samlgw"
+	"github.com/svc-dev/svc/samlgw/testidp"
+)
+
+func allowIDPInitiated(s *config.SAML) { s.AllowIDPInitiated = true }
+
+func TestACSAcceptsSignedResponse(t *testing.T) {
+	for _, onResponse := range []bool{false, true} {
+		name := "assertion signed"
+		if onResponse {
+			name = "response signed"
+		}
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, withSAML(allowIDPInitiated))
+			r := valid()
+			r.SignResponse = onResponse
+			a := f.post(t, signed(t, r), true)
+			if a.status != http.StatusOK || a.token == "" {
+				t.Fatalf("status %d code %q message %q, want 200 with a token", a.status, a.code, a.message)
+			}
+			c := claimsOf(t, a.token)
+			for k, want := range map[string]any{
+				"sub": "alice@example.com", "email": "alice@example.com", "tenant_id": "AcMe",
+				"iss": entityID, "aud": entityID, "department": "finance",
+			} {
+				if c[k] != want {
+					t.Errorf("claim %s = %v, want %v", k, c[k], want)
+				}
+			}
+			if roles, _ := c["roles"].([]any); len(roles) != 2 || roles[0] != "admin" || roles[1] != "billing" {
+				t.Errorf("roles = %v, want [admin billing]", c["roles"])
+			}
+		})
+	}
+}
+
+func TestACSBrowserGetsCookieAndRedirect(t *testing.T) {
+	f := newFixture(t, withSAML(allowIDPInitiated))
+	a := f.post(t, signed(t, valid()), false)
+	if a.status != http.StatusSeeOther || a.header.Get("Location") != "/dashboard?tab=1" {
+		t.Fatalf("status %d Location %q, want 303 to the RelayState", a.status, a.header.Get("Location"))
+	}
+	c := a.header.Get("Set-Cookie")
+	for _, want := range []string{"svc_session=ey", "HttpOnly", "SameSite=Lax", "Secure", "Path=/"} {
+		if !strings.Contains(c, want) {
+			t.Errorf("Set-Cookie %q lacks %q", c, want)
+		}
+	}
+}
+
+// TestACSRefusals is the negative corpus: documents signed by xmlsec1 with
+// the IdP's real key, each refused with its code.
+func TestACSRefusals(t *testing.T) {
+	past := time.Now().Add(-2 * time.Hour)
+	future := time.Now().Add(2 * time.Hour)
+	tests := []struct {
+		name   string
+		doc    func(t *testing.T) []byte
+		status int
+		code   samlgw.Code
+	}{
+		{"unsigned", func(t *testing.T) []byte { return testIdP.XML(valid(), false) },
+			401, samlgw.SignatureInvalid},
+		{"signed by another key", func(t *testing.T) []byte {
+			other, err := testidp.Generate(idpID, ssoURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return xmlsecSign(t, other, other.XML(valid(), true), false)
+		}, 401, samlgw.SignatureInvalid},
+		{"tampered after signing", func(t *testing.T) []byte {
+			return bytes.Replace(signed(t, valid()), []byte("alice@example.com</saml:NameID>"), []byte("mallory@example.com</saml:NameID>"), 1)
+		}, 401, samlgw.SignatureInvalid},
+		{"sha1", func(t *testing.T) []byte {
+			r := valid()
+			r.SignatureMethod, r.DigestMethod = "http://www.w3.org/2000/09/xmldsig#rsa-sha1", "http://www.w3.org/2000/09/xmldsig#sha1"
+			return signed(t, r)
+		}, 401, samlgw.AlgorithmNotAllowed},
+		{"two assertions", func(t *testing.T) []byte {
+			d := readDoc(t, signed(t, valid()))
+			second := readDoc(t, signed(t, valid())).Root().SelectElement("Assertion")
+			d.Root().AddChild(second.Copy())
+			return writeDoc(t, d)
+		}, 400, samlgw.MultipleAssertions},
+		{"DTD", func(t *testing.T) []byte {
+			doc := signed(t, valid())
+			doc = bytes.Replace(doc, []byte("<?xml version=\"1.0\"?>\n"), nil, 1)
+			return append([]byte(`<?xml version="1.0"?><!DOCTYPE r [<!ENTITY e "x">]>`), doc...)
+		}, 400, samlgw.DTDForbidden},
+		{"expired", func(t *testing.T) []byte {
+			r := valid()
+			r.NotBefore, r.NotOnOrAfter, r.IssueInstant = past.Add(-time.Hour), past, past.Add(-time.Hour)
+			return signed(t, r)
+		}, 401, samlgw.Expired},
+		{"not yet valid", func(t *testing.T) []byte {
+			r := valid()
+			r.NotBefore, r.NotOnOrAfter = future, future.Add(time.Hour)
+			return signed(t, r)
+		}, 401, samlgw.NotYetValid},
+		{"audience", func(t *testing.T) []byte {
+			r := valid()
+			r.Audience = "https://other.example.com/sp"
+			return signed(t, r)
+		}, 401, samlgw.AudienceMismatch},
+		{"recipient", func(t *testing.T) []byte {
+			r := valid()
+			r.Recipient = "https://evil.example.com/acs"
+			return signed(t, r)
+		}, 401, samlgw.RecipientMismatch},
+		{"destination", func(t *testing.T) []byte {
+			r := valid()
+			r.Destination = "https://evil.example.com/acs"
+			return signed(t, r)
+		}, 401, samlgw.RecipientMismatch},
+		{"status", func(t *testing.T) []byte {
+			r := valid()
+			r.Status = "urn:oasis:names:tc:SAML:2.0:status:Responder"
+			return signed(t, r)
+		}, 401, samlgw.StatusFailure},
+		{"issuer", func(t *testing.T) []byte {
+			r := valid()
+			r.Issuer = "https://evil.example.com/idp"
+			return signed(t, r)
+		}, 401, samlgw.UntrustedIssuer},
+		{"missing tenant", func(t *testing.T) []byte {
+			r := valid()
+			r.Attributes = r.Attributes[:2]
+			return signed(t, r)
+		}, 403, samlgw.TenantMissing},
+		{"two tenants", func(t *testing.T) []byte {
+			r := valid()
+			r.Attributes[2].Values = []string{"AcMe", "globex"}
+			return signed(t, r)
+		}, 403, samlgw.TenantMissing},
+		{"request unknown", func(t *testing.T) []byte {
+			r := valid()
+			r.InResponseTo = "_never-sent"
+			return signed(t, r)
+		}, 401, samlgw.RequestUnknown},
+		{"not base64", nil, 400, samlgw.Malformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, withSAML(allowIDPInitiated))
+			var a answer
+			if tt.doc == nil {
+				a = f.postBody(t, "SAMLResponse=%%%not-base64", true)
+			} else {
+				a = f.post(t, tt.doc(t), true)
+			}
+			if a.status != tt.status || a.code != string(tt.code) {
+				t.Fatalf("status %d code %q (%s), want %d %q", a.status, a.code, a.message, tt.status, tt.code)
+			}
+			if a.message == "" {
+				t.Error("refusal without a message")
+			}
+		})
+	}
+}
+
+// xsw applies one of the XML signature wrapping attacks to a signed
+// document: the attacker's assertion names mallory, the signed original
+// is kept somewhere the signature still finds it.
+func xsw(t *testing.T, n int) []byte {
+	onResponse := n <= 2
+	r := valid()
+	r.SignResponse = onResponse
+	d := readDoc(t, signed(t, r))
+	root := d.Root()
+	orig := root.SelectElement("Assertion")
+	evil := orig.Copy()
+	if nid := evil.FindElement(".//NameID"); nid != nil {
+		nid.SetText("mallory@example.com")
+	}
+	evil.CreateAttr("ID", testidp.NewID())
+	if s := evil.SelectElement("Signature"); s != nil {
+		evil.RemoveChild(s)
+	}
+	switch n {
+	case 1, 2: // evil Response at the root, the signed original inside its Signature (1) or beside it (2)
+		origResp := root.Copy()
+		sig := root.SelectElement("Signature")
+		root.CreateAttr("ID", testidp.NewID())
+		root.RemoveChild(root.SelectElement("Assertion"))
+		root.AddChild(evil)
+		if n == 1 {
+			sig.AddChild(origResp)
+		} else {
+			root.InsertChildAt(sig.Index(), origResp)
+		}
+	case 3: // evil assertion before the signed one
+		root.InsertChildAt(orig.Index(), evil)
+	case 4: // evil assertion wraps the signed one
+		root.RemoveChild(orig)
+		evil.AddChild(orig)
+		root.AddChild(evil)
+	case 5: // the signature moves to the evil copy, the original is appended
+		sig := orig.SelectElement("Signature")
+		orig.RemoveChild(sig)
+		evil.InsertChildAt(1, sig)
+		root.RemoveChild(orig)
+		root.AddChild(evil)
+		root.AddChild(orig)
+	case 6: // the original lives inside the signature of the evil copy
+		sig := orig.SelectElement("Signature")
+		orig.RemoveChild(sig)
+		evil.InsertChildAt(1, sig)
+		sig.AddChild(orig)
+		root.RemoveChild(orig)
+		root.AddChild(evil)
+	case 7: // the original hides in Extensions
+		root.RemoveChild(orig)
+		ext := root.CreateElement("samlp:Extensions")
+		ext.AddChild(orig)
+		root.AddChild(evil)
+	case 8: // the original in a ds:Object of the evil copy's signature
+		sig := orig.SelectElement("Signature").Copy()
+		obj := sig.CreateElement("ds:Object")
+		if s := orig.SelectElement("Signature"); s != nil {
+			orig.RemoveChild(s)
+		}
+		root.RemoveChild(orig)
+		obj.AddChild(orig)
+		evil.InsertChildAt(1, sig)
+		root.AddChild(evil)
+	}
+	return writeDoc(t, d)
+}
+
+func TestACSRefusesSignatureWrapping(t *testing.T) {
+	for n := 1; n <= 8; n++ {
+		t.Run("XSW"+string(rune('0'+n)), func(t *testing.T) {
+			f := newFixture(t, withSAML(allowIDPInitiated))
+			a := f.post(t, xsw(t, n), true)
+			if a.status < 400 || a.status >= 500 || a.token != "" {
+				t.Fatalf("status %d code %q token %v: the wrapped document was not refused", a.status, a.code, a.token != "")
+			}
+			want := map[bool]samlgw.Code{true: samlgw.Malformed, false: samlgw.MultipleAssertions}[n <= 2]
+			if a.code != string(want) {
+				t.Errorf("code %q (%s), want %q", a.code, a.message, want)
+			}
+		})
+	}
+}
+
+func TestACSReplay(t *testing.T) {
+	f := newFixture(t, withSAML(allowIDPInitiated))
+	doc := signed(t, valid())
+	if a := f.post(t, doc, true); a.status != http.StatusOK {
+		t.Fatalf("first post: %d %q %s", a.status, a.code, a.message)
+	}
+	if a := f.post(t, doc, true); a.status != http.StatusUnauthorized || a.code != string(samlgw.Replayed) {
+		t.Fatalf("replay: %d %q, want 401 %q", a.status, a.code, samlgw.Replayed)
+	}
+}
+
+// A comment inside NameID does not cut the name short: the IdP signed
+// "alice@example.com.evil.com", and that is who signs in.
+func TestACSCommentInNameID(t *testing.T) {
+	f := newFixture(t, withSAML(allowIDPInitiated))
+	r := valid()
+	r.NameID = "alice@example.com.evil.com"
+	r.Attributes = r.Attributes[1:] // the email falls back to the NameID
+	doc := bytes.Replace(signed(t, r), []byte("alice@example.com.evil.com"), []byte("alice@example.com<!---->.evil.com"), 1)
+	if !bytes.Contains(doc, []byte("<!---->")) {
+		t.Fatal("comment not inserted")
+	}
+	a := f.post(t, doc, true)
+	if a.status != http.StatusOK {
+		t.Fatalf("status %d %q %s", a.status, a.code, a.message)
+	}
+	c := claimsOf(t, a.token)
+	if c["sub"] != "alice@example.com.evil.com" || c["email"] != "alice@example.com.evil.com" {
+		t.Errorf("sub %v email %v, want the whole text alice@example.com.evil.com", c["sub"], c["email"])
+	}
+}
+
+func TestACSBodyLimit(t *testing.T) {
+	f := newFixture(t, withSAML(allowIDPInitiated))
+	body := "SAMLResponse=" + strings.Repeat("A", 12<<20)
+	a := f.postBody(t, body, true)
+	if a.status != http.StatusRequestEntityTooLarge || a.code != string(samlgw.TooLarge) {
+		t.Fatalf("status %d code %q, want 413 %q", a.status, a.code, samlgw.TooLarge)
+	}
+}
+
+func TestACSUnsolicitedRefusedByDefault(t *testing.T) {
+	f := newFixture(t)
+	a := f.post(t, signed(t, valid()), true)
+	if a.status != http.StatusUnauthorized || a.code != string(samlgw.Unsolicited) {
+		t.Fatalf("status %d code %q, want 401 %q", a.status, a.code, samlgw.Unsolicited)
+	}
+}
+
+func TestSPInitiatedLogin(t *testing.T) {
+	f := newFixture(t)
+	id, loc, status := f.login(t, "/reports?q=1")
+	if status != http.StatusFound {
+		t.Fatalf("login status %d, want 302", status)
+	}
+	if got := loc.Scheme + "://" + loc.Host + loc.Path; got != ssoURL {
+		t.Errorf("redirect to %s, want the IdP SSO URL %s", got, ssoURL)
+	}
+	if loc.Query().Get("RelayState") != "/reports?q=1" {
+		t.Errorf("RelayState %q", loc.Query().Get("RelayState"))
+	}
+	r := valid()
+	r.InResponseTo = id
+	if a := f.post(t, signed(t, r), true); a.status != http.StatusOK {
+		t.Fatalf("answer to our request: %d %q %s", a.status, a.code, a.message)
+	}
+	// The request is answered once: a second assertion for it is refused.
+	if a := f.post(t, signed(t, r), true); a.code != string(samlgw.RequestUnknown) {
+		t.Fatalf("second answer: %d %q, want %q", a.status, a.code, samlgw.RequestUnknown)
+	}
+}
+
+func TestLoginRefusesOpenRedirect(t *testing.T) {
+	f := newFixture(t)
+	for _, rt := range []string{"https://evil.example.com/", "//evil.example.com/x", "/\\evil.example.com", "javascript:alert(1)", "relative"} {
+		if _, _, status := f.login(t, rt); status != http.StatusBadRequest {
+			t.Errorf("return_to %q: status %d, want 400", rt, status)
+		}
+	}
+}
+
+func TestDevelopmentSkipsSignatureOnly(t *testing.T) {
+	f := newFixture(t, withSAML(allowIDPInitiated), devMode)
+	if a := f.post(t, testIdP.XML(valid(), false), true); a.status != http.StatusOK {
+		t.Fatalf("unsigned in development: %d %q %s, want 200", a.status, a.code, a.message)
+	}
+	r := valid()
+	r.Audience = "https://other.example.com/"
+	if a := f.post(t, testIdP.XML(r, false), true); a.code != string(samlgw.AudienceMismatch) {
+		t.Fatalf("wrong audience in development: %d %q, want %q", a.status, a.code, samlgw.AudienceMismatch)
+	}
+	if !f.gw.Status().SignatureCheckDisabled {
+		t.Error("status does not show that signatures are not checked")
+	}
+}
+
+var _ = etree.NewDocument

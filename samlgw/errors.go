@@ -1,0 +1,116 @@
+package samlgw
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Code is a stable kebab-case reason for refusing a SAML message. Codes are
+// the "error" field of a refusal, the reason of its audit record and a
+// label of the svc.saml.acs metric.
+type Code string
+
+// Refusal codes.
+const (
+	// Malformed: not a form post, not base64, not well-formed XML, not a
+	// SAML Response of the expected shape (duplicate IDs, a Signature out
+	// of place, no Subject or NameID).
+	Malformed Code = "saml-malformed"
+	// TooLarge: the request body is over MaxBodyBytes.
+	TooLarge Code = "saml-too-large"
+	// DTDForbidden: the document carries a DOCTYPE (DTDs and entities are
+	// never processed).
+	DTDForbidden Code = "saml-dtd-forbidden"
+	// SignatureInvalid: no signature over the Response or the Assertion, a
+	// signature that does not verify against the IdP's certificates, or a
+	// Reference that does not cover the element it is attached to.
+	SignatureInvalid Code = "saml-signature-invalid"
+	// AlgorithmNotAllowed: SHA-1 (or an unknown algorithm) in the signature
+	// or digest method.
+	AlgorithmNotAllowed Code = "saml-algorithm-not-allowed"
+	// UntrustedIssuer: the Issuer is not the IdP's entity id.
+	UntrustedIssuer Code = "saml-untrusted-issuer"
+	// AudienceMismatch: no AudienceRestriction names entity_id.
+	AudienceMismatch Code = "saml-audience-mismatch"
+	// RecipientMismatch: the Destination or the bearer Recipient is not
+	// acs_url.
+	RecipientMismatch Code = "saml-recipient-mismatch"
+	// Expired: NotOnOrAfter (Conditions or SubjectConfirmationData) has
+	// passed, skew included.
+	Expired Code = "saml-expired"
+	// NotYetValid: NotBefore (or IssueInstant) is in the future, skew
+	// included.
+	NotYetValid Code = "saml-not-yet-valid"
+	// Replayed: the assertion id was accepted before.
+	Replayed Code = "saml-replayed"
+	// StatusFailure: the IdP answered with a status other than Success.
+	StatusFailure Code = "saml-status-failure"
+	// TenantMissing: the tenant attribute is absent, empty or multi-valued.
+	TenantMissing Code = "saml-tenant-missing"
+	// MultipleAssertions: the document holds more than one assertion.
+	MultipleAssertions Code = "saml-multiple-assertions"
+	// RequestUnknown: InResponseTo names no pending AuthnRequest of this
+	// gateway (unknown, expired or already answered).
+	RequestUnknown Code = "saml-request-unknown"
+	// Unsolicited: a response without InResponseTo while
+	// allow_idp_initiated is false.
+	Unsolicited Code = "saml-unsolicited"
+	// BadReturnTo: login's return_to is not a same-origin relative path.
+	BadReturnTo Code = "saml-bad-return-to"
+	// IDPUnavailable: no IdP metadata could be loaded yet (503).
+	IDPUnavailable Code = "saml-idp-unavailable"
+	// StoreUnavailable: the replay or request store (Redis) failed (503).
+	StoreUnavailable Code = "saml-store-unavailable"
+	// Internal: the gateway failed on its own side (500); never caused by
+	// what the client sent.
+	Internal Code = "saml-internal"
+)
+
+// status is the HTTP status of a refusal with code c.
+func (c Code) status() int {
+	switch c {
+	case Malformed, DTDForbidden, MultipleAssertions, BadReturnTo:
+		return http.StatusBadRequest
+	case TooLarge:
+		return http.StatusRequestEntityTooLarge
+	case TenantMissing:
+		return http.StatusForbidden
+	case IDPUnavailable, StoreUnavailable:
+		return http.StatusServiceUnavailable
+	case Internal:
+		return http.StatusInternalServerError
+	}
+	return http.StatusUnauthorized
+}
+
+// Error is a refusal: a code and a message safe to show the client (it
+// never holds the assertion, a key or an attribute value).
+type Error struct {
+	Code Code
+	Msg  string
+	Err  error
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Msg }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is matches another *Error by code, so errors.Is(err, &Error{Code: c}) works.
+func (e *Error) Is(target error) bool {
+	var t *Error
+	return errors.As(target, &t) && t.Code == e.Code && t.Msg == ""
+}
+
+func refuse(c Code, format string, args ...any) *Error {
+	return &Error{Code: c, Msg: fmt.Sprintf(format, args...)}
+}
+
+// CodeOf returns the code of err, Malformed for an error that carries none.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return Malformed
+}

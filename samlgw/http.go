@@ -1,0 +1,354 @@
+package samlgw
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/crewjam/saml"
+	dsig "github.com/russellhaering/goxmldsig"
+
+	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/engine/policy"
+)
+
+// Paths below the prefix.
+const (
+	PathLogin    = "/login"
+	PathACS      = "/acs"
+	PathMetadata = "/metadata"
+	PathJWKS     = "/jwks.json"
+	PathLogout   = "/logout"
+)
+
+// Handler serves the endpoints under the configured path prefix.
+func (g *Gateway) Handler() http.Handler {
+	p := g.cfg.PathPrefix
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+p+PathLogin, g.serveLogin)
+	mux.HandleFunc("POST "+p+PathACS, g.serveACS)
+	mux.HandleFunc("GET "+p+PathMetadata, g.serveMetadata)
+	mux.HandleFunc("GET "+p+PathJWKS, g.serveJWKS)
+	mux.HandleFunc("GET "+p+PathLogout, g.serveLogout)
+	mux.HandleFunc("POST "+p+PathLogout, g.serveLogout)
+	return mux
+}
+
+// refusal is the body of every 4xx/5xx answer.
+type refusal struct {
+	Error   Code   `json:"error"`
+	Message string `json:"message"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeRefusal(w http.ResponseWriter, err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		e = &Error{Code: Malformed, Msg: "request refused"}
+	}
+	writeJSON(w, e.Code.status(), refusal{Error: e.Code, Message: e.Msg})
+}
+
+// safeReturnTo accepts a same-origin relative path ("/app?x=1"), never a
+// URL that a browser would resolve to another origin.
+func safeReturnTo(s string) (string, bool) {
+	if s == "" {
+		return "/", true
+	}
+	if !strings.HasPrefix(s, "/") || strings.HasPrefix(s, "//") || strings.HasPrefix(s, "/\\") || len(s) > 2048 {
+		return "", false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == '\\' {
+			return "", false
+		}
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
+		return "", false
+	}
+	return s, true
+}
+
+func (g *Gateway) serviceProvider() *saml.ServiceProvider {
+	sp := &saml.ServiceProvider{
+		EntityID:          g.cfg.EntityID,
+		AcsURL:            *g.acsURL,
+		AuthnNameIDFormat: saml.EmailAddressNameIDFormat,
+	}
+	if g.spKey != nil {
+		sp.Key, sp.Certificate = g.spKey, g.spCert
+		sp.SignatureMethod = dsig.RSASHA256SignatureMethod
+		if _, ok := g.spKey.(*ecdsa.PrivateKey); ok {
+			sp.SignatureMethod = dsig.ECDSASHA256SignatureMethod
+		}
+	}
+	return sp
+}
+
+// serveLogin starts SP-initiated sign-on: an AuthnRequest to the IdP over
+// HTTP-Redirect, signed when an SP key is configured. Its id is stored so
+// that the response's InResponseTo can be checked; return_to travels as
+// RelayState.
+func (g *Gateway) serveLogin(w http.ResponseWriter, r *http.Request) {
+	returnTo, ok := safeReturnTo(r.URL.Query().Get("return_to"))
+	if !ok {
+		writeRefusal(w, refuse(BadReturnTo, "return_to must be a relative path on this site, such as /app"))
+		return
+	}
+	idp := g.meta.current()
+	if idp == nil {
+		writeRefusal(w, refuse(IDPUnavailable, "the identity provider's metadata is not loaded yet"))
+		return
+	}
+	if idp.SSOURL == "" {
+		writeRefusal(w, refuse(IDPUnavailable, "the identity provider's metadata names no HTTP-Redirect sign-on service"))
+		return
+	}
+	sp := g.serviceProvider()
+	req, err := sp.MakeAuthenticationRequest(idp.SSOURL, saml.HTTPRedirectBinding, saml.HTTPPostBinding)
+	if err != nil {
+		g.log.Error("AuthnRequest could not be built", "err", err)
+		writeJSON(w, http.StatusInternalServerError, refusal{Error: Internal, Message: "the sign-on request could not be built"})
+		return
+	}
+	if _, err := g.v.store.Add(r.Context(), keyRequest+req.ID, RequestTTL); err != nil {
+		g.log.Error("pending request could not be stored", "err", err)
+		writeRefusal(w, &Error{Code: StoreUnavailable, Msg: "request store unavailable", Err: err})
+		return
+	}
+	to, err := req.Redirect(returnTo, sp)
+	if err != nil {
+		g.log.Error("AuthnRequest could not be encoded", "err", err)
+		writeJSON(w, http.StatusInternalServerError, refusal{Error: Internal, Message: "the sign-on request could not be built"})
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, to.String(), http.StatusFound)
+}
+
+// tokenAnswer is the ACS answer to a client that accepts JSON.
+type tokenAnswer struct {
+	Token     string    `json:"token"`
+	TokenType string    `json:"token_type"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// serveACS validates a SAMLResponse and issues a token.
+func (g *Gateway) serveACS(w http.ResponseWriter, r *http.Request) {
+	start := g.now()
+	id, token, exp, err := g.consume(w, r)
+	g.record(r.Context(), start, id, err)
+	if err != nil {
+		writeRefusal(w, err)
+		return
+	}
+	if wantsJSON(r) {
+		writeJSON(w, http.StatusOK, tokenAnswer{Token: token, TokenType: "Bearer", ExpiresAt: exp.UTC()})
+		return
+	}
+	relay, ok := safeReturnTo(r.PostFormValue("RelayState"))
+	if !ok {
+		relay = "/"
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: g.cfg.CookieName, Value: token, Path: "/",
+		Expires: exp, MaxAge: int(time.Until(exp).Seconds()),
+		HttpOnly: true, Secure: g.secure, SameSite: http.SameSiteLaxMode,
+	})
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, relay, http.StatusSeeOther)
+}
+
+func (g *Gateway) consume(w http.ResponseWriter, r *http.Request) (*Identity, string, time.Time, error) {
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/x-www-form-urlencoded" {
+		return nil, "", time.Time{}, refuse(Malformed, "the ACS takes a form post (application/x-www-form-urlencoded) with a SAMLResponse field")
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	if err := r.ParseForm(); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, "", time.Time{}, refuse(TooLarge, "the request body is over %d bytes", MaxBodyBytes)
+		}
+		return nil, "", time.Time{}, refuse(Malformed, "the form cannot be read")
+	}
+	raw := r.PostForm.Get("SAMLResponse")
+	if raw == "" {
+		return nil, "", time.Time{}, refuse(Malformed, "no SAMLResponse field")
+	}
+	data, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(raw), ""))
+	if err != nil {
+		return nil, "", time.Time{}, refuse(Malformed, "SAMLResponse is not base64")
+	}
+	idp := g.meta.current()
+	if idp == nil {
+		return nil, "", time.Time{}, refuse(IDPUnavailable, "the identity provider's metadata is not loaded yet")
+	}
+	id, err := g.v.validate(r.Context(), data, idp)
+	if err != nil {
+		return nil, "", time.Time{}, err
+	}
+	token, exp, err := g.issuer.Issue(g.claims(id))
+	if err != nil {
+		return id, "", time.Time{}, &Error{Code: Internal, Msg: "the token could not be issued", Err: err}
+	}
+	return id, token, exp, nil
+}
+
+// claims are the JWT claims of an identity: sub, email, roles, tenant_id
+// and every other attribute (one value as a string, several as a list).
+func (g *Gateway) claims(id *Identity) map[string]any {
+	c := map[string]any{"sub": id.NameID, "tenant_id": id.Tenant}
+	if id.Email != "" {
+		c["email"] = id.Email
+	}
+	roles := id.Roles
+	if roles == nil {
+		roles = []string{}
+	}
+	c["roles"] = roles
+	for k, vs := range id.Attributes {
+		if len(vs) == 1 {
+			c[k] = vs[0]
+		} else {
+			c[k] = vs
+		}
+	}
+	return c
+}
+
+// record logs, audits and counts one ACS outcome; never the assertion.
+func (g *Gateway) record(ctx context.Context, start time.Time, id *Identity, err error) {
+	var code Code
+	msg := ""
+	if err != nil {
+		code = CodeOf(err)
+		var e *Error
+		if errors.As(err, &e) {
+			msg = e.Msg
+		}
+	}
+	g.count(ctx, code)
+	decisionID := policy.NewDecisionID()
+	rec := audit.Record{
+		Time: start.UTC(), DecisionID: decisionID, Action: "saml:acs",
+		Resource: audit.Resource{Type: "saml"}, Allow: err == nil, DenyReasons: []string{},
+		Reason: "saml-accepted", LatencyUS: g.now().Sub(start).Microseconds(), Source: "saml",
+	}
+	if id != nil {
+		rec.Tenant, rec.UserID = id.Tenant, id.NameID
+	}
+	if err != nil {
+		rec.Reason = string(code)
+		rec.DenyReasons = []string{string(code)}
+		lvl := g.log.Warn
+		if code == StoreUnavailable || code == Internal {
+			lvl = g.log.Error
+		}
+		args := []any{"reason", string(code), "message", msg, "decision_id", decisionID}
+		if e := errors.Unwrap(err); e != nil {
+			args = append(args, "err", e.Error())
+		}
+		lvl("SAML response refused", args...)
+	} else {
+		if g.v.skipSignature {
+			g.log.Warn("SVC_ENV=development: SAML assertion accepted WITHOUT signature verification", "decision_id", decisionID, "tenant", id.Tenant)
+		} else {
+			g.log.Info("SAML sign-on", "decision_id", decisionID, "tenant", id.Tenant)
+		}
+	}
+	if g.audit != nil {
+		g.audit.Log(rec)
+	}
+}
+
+func wantsJSON(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
+		if mt == "application/json" {
+			return true
+		}
+	}
+	return false
+}
+
+// Metadata returns the SP metadata document: entity id, the HTTP-POST ACS
+// URL, NameID format emailAddress, and the SP certificate when configured.
+func (g *Gateway) Metadata() ([]byte, error) {
+	return MetadataXML(g.serviceProvider())
+}
+
+// MetadataXML renders sp's metadata with the HTTP-POST ACS only.
+func MetadataXML(sp *saml.ServiceProvider) ([]byte, error) {
+	md := sp.Metadata()
+	for i := range md.SPSSODescriptors {
+		d := &md.SPSSODescriptors[i]
+		var acs []saml.IndexedEndpoint
+		for _, e := range d.AssertionConsumerServices {
+			if e.Binding == saml.HTTPPostBinding {
+				acs = append(acs, e)
+			}
+		}
+		d.AssertionConsumerServices = acs
+	}
+	out, err := xml.MarshalIndent(md, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(xml.Header), out...), nil
+}
+
+func (g *Gateway) serveMetadata(w http.ResponseWriter, _ *http.Request) {
+	out, err := g.Metadata()
+	if err != nil {
+		g.log.Error("SP metadata could not be rendered", "err", err)
+		writeJSON(w, http.StatusInternalServerError, refusal{Error: Internal, Message: "metadata could not be rendered"})
+		return
+	}
+	w.Header().Set("Content-Type", "application/samlmetadata+xml")
+	_, _ = w.Write(out)
+}
+
+func (g *Gateway) serveJWKS(w http.ResponseWriter, _ *http.Request) {
+	out, err := g.issuer.JWKS()
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, refusal{Error: Internal, Message: "keys could not be rendered"})
+		return
+	}
+	w.Header().Set("Content-Type", "application/jwk-set+json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, _ = w.Write(out)
+}
+
+// serveLogout clears the session cookie and sends the browser to
+// return_to (or /); a JSON client gets 204.
+func (g *Gateway) serveLogout(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{
+		Name: g.cfg.CookieName, Value: "", Path: "/", MaxAge: -1, Expires: time.Unix(0, 0),
+		HttpOnly: true, Secure: g.secure, SameSite: http.SameSiteLaxMode,
+	})
+	w.Header().Set("Cache-Control", "no-store")
+	if wantsJSON(r) {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	to, ok := safeReturnTo(r.URL.Query().Get("return_to"))
+	if !ok {
+		to = "/"
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}

@@ -1,0 +1,259 @@
+package samlgw
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crewjam/saml"
+)
+
+// Bounds of IdP metadata fetching.
+const (
+	// MaxMetadataBytes caps a metadata document.
+	MaxMetadataBytes = 1 << 20
+	// MetadataFetchTimeout bounds one fetch.
+	MetadataFetchTimeout = 10 * time.Second
+	// MetadataMinRefresh / MetadataMaxRefresh bound the refresh interval
+	// the document asks for (cacheDuration, validUntil); without either
+	// it is refreshed every MetadataDefaultRefresh.
+	MetadataMinRefresh     = 5 * time.Minute
+	MetadataMaxRefresh     = 24 * time.Hour
+	MetadataDefaultRefresh = time.Hour
+	// metadataRetryMin / metadataRetryMax bound the retry after a failure.
+	metadataRetryMin = 5 * time.Second
+	metadataRetryMax = 5 * time.Minute
+)
+
+// MetadataStatus is what /v1/status shows of the IdP metadata.
+type MetadataStatus struct {
+	// Source is the metadata URL or file.
+	Source string `json:"source"`
+	// EntityID is the IdP's entity id, once loaded.
+	EntityID string `json:"entity_id,omitempty"`
+	// Loaded is true once a good copy is held.
+	Loaded bool `json:"loaded"`
+	// Certificates counts the signing certificates trusted.
+	Certificates int `json:"certificates"`
+	// FetchedAt is when the copy in use was loaded.
+	FetchedAt *time.Time `json:"fetched_at,omitempty"`
+	// LastAttempt / LastError describe the last fetch that failed; the
+	// last good copy keeps serving meanwhile (Stale).
+	LastAttempt *time.Time `json:"last_attempt,omitempty"`
+	LastError   string     `json:"last_error,omitempty"`
+	Stale       bool       `json:"stale"`
+	// NextRefresh is when the URL is fetched again.
+	NextRefresh *time.Time `json:"next_refresh,omitempty"`
+}
+
+// metadataSource holds the current IdP metadata: from a file, loaded once,
+// or from a URL, refreshed by run.
+type metadataSource struct {
+	url, file string
+	client    *http.Client
+	log       *slog.Logger
+	now       func() time.Time
+
+	mu          sync.RWMutex
+	idp         *IDP
+	fetched     time.Time
+	lastAttempt time.Time
+	lastErr     string
+	next        time.Time
+}
+
+func (m *metadataSource) current() *IDP {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.idp
+}
+
+func (m *metadataSource) status() MetadataStatus {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	st := MetadataStatus{Source: m.url, LastError: m.lastErr}
+	if m.file != "" {
+		st.Source = m.file
+	}
+	if m.idp != nil {
+		st.Loaded, st.EntityID, st.Certificates = true, m.idp.EntityID, len(m.idp.Certs)
+		t := m.fetched
+		st.FetchedAt = &t
+	}
+	if m.lastErr != "" {
+		t := m.lastAttempt
+		st.LastAttempt = &t
+		st.Stale = m.idp != nil
+	}
+	if !m.next.IsZero() {
+		t := m.next
+		st.NextRefresh = &t
+	}
+	return st
+}
+
+// loadFile reads the metadata file once.
+func (m *metadataSource) loadFile() error {
+	data, err := os.ReadFile(m.file)
+	if err != nil {
+		return fmt.Errorf("sdk.saml.idp_metadata_file: %w", err)
+	}
+	idp, _, err := ParseIDPMetadata(data)
+	if err != nil {
+		return fmt.Errorf("sdk.saml.idp_metadata_file %s: %w", m.file, err)
+	}
+	m.mu.Lock()
+	m.idp, m.fetched = idp, m.now()
+	m.mu.Unlock()
+	return nil
+}
+
+// run fetches the URL now and then again within the bounds, until ctx ends.
+func (m *metadataSource) run(ctx context.Context) {
+	if m.url == "" {
+		return
+	}
+	retry := metadataRetryMin
+	for {
+		wait, err := m.fetch(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			m.log.Warn("IdP metadata fetch failed; the last good copy keeps serving", "url", m.url, "err", err, "retry_in", retry.String())
+			wait = retry
+			retry = min(retry*2, metadataRetryMax)
+		} else {
+			retry = metadataRetryMin
+		}
+		m.mu.Lock()
+		m.next = m.now().Add(wait)
+		m.mu.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// fetch loads the URL once and returns when to refresh.
+func (m *metadataSource) fetch(ctx context.Context) (time.Duration, error) {
+	now := m.now()
+	idp, refresh, err := m.get(ctx)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		m.lastAttempt, m.lastErr = now, err.Error()
+		return 0, err
+	}
+	m.idp, m.fetched, m.lastErr = idp, now, ""
+	m.lastAttempt = time.Time{}
+	return refresh, nil
+}
+
+func (m *metadataSource) get(ctx context.Context) (*IDP, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, MetadataFetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.url, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	req.Header.Set("Accept", "application/samlmetadata+xml, application/xml, text/xml")
+	resp, err := m.client.Do(req)
+	if err != nil {
+		return nil, 0, fmt.Errorf("fetch: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, 0, fmt.Errorf("fetch: HTTP %d", resp.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxMetadataBytes+1))
+	if err != nil {
+		return nil, 0, fmt.Errorf("read: %w", err)
+	}
+	if len(data) > MaxMetadataBytes {
+		return nil, 0, fmt.Errorf("metadata larger than %d bytes", MaxMetadataBytes)
+	}
+	idp, refresh, err := ParseIDPMetadata(data)
+	if err != nil {
+		return nil, 0, err
+	}
+	return idp, refresh, nil
+}
+
+// ParseIDPMetadata reads an IdP's EntityDescriptor (alone, or the first
+// one with an IDPSSODescriptor in an EntitiesDescriptor): its entity id,
+// signing certificates and HTTP-Redirect SSO location, and the refresh
+// interval it asks for, within the bounds.
+func ParseIDPMetadata(data []byte) (*IDP, time.Duration, error) {
+	if err := scanTokens(data); err != nil {
+		return nil, 0, err
+	}
+	var eds []saml.EntityDescriptor
+	var ed saml.EntityDescriptor
+	if err := xml.Unmarshal(data, &ed); err == nil && ed.EntityID != "" {
+		eds = append(eds, ed)
+	} else {
+		var set saml.EntitiesDescriptor
+		if err := xml.Unmarshal(data, &set); err != nil {
+			return nil, 0, errors.New("not SAML metadata (EntityDescriptor or EntitiesDescriptor)")
+		}
+		eds = set.EntityDescriptors
+	}
+	for _, ed := range eds {
+		if len(ed.IDPSSODescriptors) == 0 {
+			continue
+		}
+		idp := &IDP{EntityID: ed.EntityID}
+		d := ed.IDPSSODescriptors[0]
+		for _, kd := range d.KeyDescriptors {
+			if kd.Use != "" && kd.Use != "signing" {
+				continue
+			}
+			for _, xc := range kd.KeyInfo.X509Data.X509Certificates {
+				raw, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(xc.Data), ""))
+				if err != nil {
+					return nil, 0, errors.New("a signing certificate is not base64")
+				}
+				cert, err := x509.ParseCertificate(raw)
+				if err != nil {
+					return nil, 0, fmt.Errorf("a signing certificate does not parse: %w", err)
+				}
+				idp.Certs = append(idp.Certs, cert)
+			}
+		}
+		for _, sso := range d.SingleSignOnServices {
+			if sso.Binding == saml.HTTPRedirectBinding {
+				idp.SSOURL = sso.Location
+				break
+			}
+		}
+		if idp.EntityID == "" || len(idp.Certs) == 0 {
+			return nil, 0, errors.New("the IdP metadata names no entity id or no signing certificate")
+		}
+		refresh := MetadataDefaultRefresh
+		if ed.CacheDuration > 0 {
+			refresh = ed.CacheDuration
+		}
+		if !ed.ValidUntil.IsZero() {
+			if until := time.Until(ed.ValidUntil); until < refresh {
+				refresh = until
+			}
+		}
+		return idp, min(max(refresh, MetadataMinRefresh), MetadataMaxRefresh), nil
+	}
+	return nil, 0, errors.New("the metadata holds no identity provider (IDPSSODescriptor)")
+}

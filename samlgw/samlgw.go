@@ -1,0 +1,296 @@
+// Package samlgw is svc's SAML 2.0 service provider: SP-initiated login
+// (HTTP-Redirect AuthnRequest), the assertion consumer service (HTTP-POST),
+// SP metadata, the JWKS of the tokens it issues, and logout. It is built on
+// github.com/crewjam/saml (message types, AuthnRequest and metadata
+// generation, XML encryption) and github.com/russellhaering/goxmldsig, with
+// stricter rules than crewjam applies on its own at the ACS: exactly one
+// assertion, only the content the verified signature covers is read (XML
+// signature wrapping), SHA-1 refused, replay refused (in memory or Redis),
+// no DTD, a required tenant attribute, and every refusal a stable code.
+//
+// An accepted assertion becomes a short-lived ES256 JWT signed through the
+// engine (engine/issuer), which the engine verifies from its local keys
+// like any IdP token.
+//
+// Lifecycle: New → Handler (served by the sidecar on its own listener) and
+// Run(ctx), which refreshes the IdP metadata until ctx ends.
+package samlgw
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/issuer"
+	"github.com/svc-dev/svc/engine/ratelimit"
+)
+
+// MaxBodyBytes caps an ACS request body; a larger one is refused with 413.
+const MaxBodyBytes = 1 << 20
+
+// RequestTTL is how long a pending AuthnRequest id is remembered.
+const RequestTTL = 10 * time.Minute
+
+// AuditSink receives one record per ACS outcome. It must never block.
+type AuditSink interface {
+	Log(audit.Record)
+}
+
+// Deps are the collaborators of a Gateway. Issuer is required.
+type Deps struct {
+	// Issuer signs the tokens (engine.Engine.Issuer()).
+	Issuer *issuer.Issuer
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// Audit receives ACS outcomes; optional.
+	Audit AuditSink
+	// MeterProvider counts ACS outcomes; default no-op.
+	MeterProvider metric.MeterProvider
+	// Store is the replay and request store; default Redis when
+	// rate_limit.redis_addr is set, else memory.
+	Store Store
+	// HTTPClient fetches the IdP metadata; default a plain client.
+	HTTPClient *http.Client
+	// Getenv reads SVC_ENV; default os.Getenv.
+	Getenv func(string) string
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Gateway is the SAML service provider. It is safe for concurrent use.
+type Gateway struct {
+	cfg      config.SAML
+	acsURL   *url.URL
+	issuer   *issuer.Issuer
+	log      *slog.Logger
+	audit    AuditSink
+	meta     *metadataSource
+	v        *validator
+	spKey    crypto.Signer
+	spCert   *x509.Certificate
+	secure   bool // Secure cookies
+	redis    *redis.Client
+	now      func() time.Time
+	outcomes metric.Int64Counter
+	attrs    map[Code]metric.MeasurementOption
+}
+
+// New builds a Gateway from cfg.SDK.SAML (which must be set). With an
+// idp_metadata_file the file is read now; an idp_metadata_url is fetched
+// by Run.
+func New(cfg config.Config, deps Deps) (*Gateway, error) {
+	s := cfg.SDK.SAML
+	if s == nil {
+		return nil, errors.New("samlgw: [sdk.saml] is not configured")
+	}
+	if deps.Issuer == nil {
+		return nil, errors.New("samlgw: a token issuer is required")
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if deps.Getenv == nil {
+		deps.Getenv = os.Getenv
+	}
+	if deps.HTTPClient == nil {
+		deps.HTTPClient = &http.Client{Timeout: MetadataFetchTimeout}
+	}
+	if deps.MeterProvider == nil {
+		deps.MeterProvider = metricnoop.NewMeterProvider()
+	}
+	acs, err := url.Parse(s.ACSURL)
+	if err != nil {
+		return nil, fmt.Errorf("sdk.saml.acs_url: %w", err)
+	}
+	g := &Gateway{
+		cfg: *s, acsURL: acs, issuer: deps.Issuer, log: deps.Logger, audit: deps.Audit, now: deps.Now,
+		secure: !(acs.Scheme == "http" && isLoopback(acs.Hostname())),
+	}
+	if g.spKey, g.spCert, err = loadSPKeyPair(*s); err != nil {
+		return nil, err
+	}
+	store := deps.Store
+	if store == nil {
+		if cfg.RateLimit.RedisAddr != "" {
+			g.redis = redis.NewClient(ratelimit.RedisClientOptions(cfg.RateLimit.RedisAddr))
+			store = NewRedisStore(g.redis)
+		} else {
+			store = NewMemoryStore(deps.Now)
+		}
+	}
+	skipSig := deps.Getenv("SVC_ENV") == "development"
+	g.v = &validator{
+		entityID: s.EntityID, acsURL: s.ACSURL,
+		skew:              time.Duration(s.ClockSkewSeconds) * time.Second,
+		allowIDPInitiated: s.AllowIDPInitiated,
+		skipSignature:     skipSig,
+		mapping:           s.AttributeMapping,
+		store:             store,
+		now:               deps.Now,
+	}
+	if g.spKey != nil {
+		g.v.spKey = g.spKey
+	}
+	g.meta = &metadataSource{url: s.IDPMetadataURL, file: s.IDPMetadataFile, client: deps.HTTPClient, log: g.log, now: deps.Now}
+	if s.IDPMetadataFile != "" {
+		if err := g.meta.loadFile(); err != nil {
+			g.Close()
+			return nil, err
+		}
+	}
+	m := deps.MeterProvider.Meter("github.com/svc-dev/svc/samlgw")
+	if g.outcomes, err = m.Int64Counter("svc.saml.acs",
+		metric.WithDescription("SAML assertions received at the ACS, by result and reason.")); err != nil {
+		g.Close()
+		return nil, err
+	}
+	g.attrs = map[Code]metric.MeasurementOption{}
+	if skipSig {
+		g.log.Warn("SVC_ENV=development: SAML SIGNATURES ARE NOT VERIFIED; any party can sign in as anyone. Every other check still runs. Never set SVC_ENV=development in production")
+	}
+	return g, nil
+}
+
+// Close releases the Redis client the Gateway created, if any.
+func (g *Gateway) Close() error {
+	if g.redis != nil {
+		return g.redis.Close()
+	}
+	return nil
+}
+
+// Run refreshes the IdP metadata from idp_metadata_url until ctx ends.
+func (g *Gateway) Run(ctx context.Context) error {
+	g.meta.run(ctx)
+	return nil
+}
+
+// Status is what /v1/status shows of the gateway.
+type Status struct {
+	EntityID string `json:"entity_id"`
+	ACSURL   string `json:"acs_url"`
+	// SignatureCheckDisabled is true under SVC_ENV=development.
+	SignatureCheckDisabled bool           `json:"signature_check_disabled"`
+	AllowIDPInitiated      bool           `json:"allow_idp_initiated"`
+	IDPMetadata            MetadataStatus `json:"idp_metadata"`
+	TokenKeyID             string         `json:"token_key_id"`
+	// TokenKeyGenerated is true when no token_signing_key_file is set.
+	TokenKeyGenerated bool `json:"token_key_generated"`
+}
+
+// Status returns a snapshot of the gateway's state.
+func (g *Gateway) Status() Status {
+	return Status{
+		EntityID: g.cfg.EntityID, ACSURL: g.cfg.ACSURL,
+		SignatureCheckDisabled: g.v.skipSignature,
+		AllowIDPInitiated:      g.cfg.AllowIDPInitiated,
+		IDPMetadata:            g.meta.status(),
+		TokenKeyID:             g.issuer.KeyID(),
+		TokenKeyGenerated:      g.issuer.Generated(),
+	}
+}
+
+func (g *Gateway) count(ctx context.Context, code Code) {
+	opt, ok := g.attrs[code]
+	if !ok {
+		result := "refused"
+		if code == "" {
+			result = "accepted"
+		}
+		opt = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", result), attribute.String("reason", string(code))))
+	}
+	g.outcomes.Add(ctx, 1, opt)
+}
+
+// loadSPKeyPair reads the SP key pair from its files or from the PEM text
+// the environment gave; both nil when none is configured.
+func loadSPKeyPair(s config.SAML) (crypto.Signer, *x509.Certificate, error) {
+	keyPEM, certPEM := []byte(s.SPPrivateKeyPEM), []byte(s.SPCertificatePEM)
+	var err error
+	if s.SPPrivateKeyFile != "" {
+		if keyPEM, err = os.ReadFile(s.SPPrivateKeyFile); err != nil {
+			return nil, nil, fmt.Errorf("sdk.saml.sp_private_key_file: %w", err)
+		}
+	}
+	if s.SPCertificateFile != "" {
+		if certPEM, err = os.ReadFile(s.SPCertificateFile); err != nil {
+			return nil, nil, fmt.Errorf("sdk.saml.sp_certificate_file: %w", err)
+		}
+	}
+	if len(keyPEM) == 0 {
+		return nil, nil, nil
+	}
+	key, err := parsePrivateKey(keyPEM)
+	if err != nil {
+		return nil, nil, fmt.Errorf("SP private key: %w", err)
+	}
+	b, _ := pem.Decode(certPEM)
+	if b == nil || b.Type != "CERTIFICATE" {
+		return nil, nil, errors.New("SP certificate: no PEM CERTIFICATE block")
+	}
+	cert, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("SP certificate: %w", err)
+	}
+	return key, cert, nil
+}
+
+func parsePrivateKey(data []byte) (crypto.Signer, error) {
+	b, _ := pem.Decode(data)
+	if b == nil {
+		return nil, errors.New("no PEM block")
+	}
+	var (
+		k   any
+		err error
+	)
+	switch b.Type {
+	case "PRIVATE KEY":
+		k, err = x509.ParsePKCS8PrivateKey(b.Bytes)
+	case "RSA PRIVATE KEY":
+		k, err = x509.ParsePKCS1PrivateKey(b.Bytes)
+	case "EC PRIVATE KEY":
+		k, err = x509.ParseECPrivateKey(b.Bytes)
+	default:
+		return nil, fmt.Errorf("unexpected PEM block %q", b.Type)
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch k := k.(type) {
+	case *rsa.PrivateKey:
+		return k, nil
+	case *ecdsa.PrivateKey:
+		return k, nil
+	}
+	return nil, errors.New("the key is neither RSA nor ECDSA")
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

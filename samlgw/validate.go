@@ -1,0 +1,362 @@
+package samlgw
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/x509"
+	"encoding/xml"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/beevik/etree"
+	"github.com/crewjam/saml"
+	"github.com/crewjam/saml/xmlenc"
+	"github.com/russellhaering/goxmldsig/etreeutils"
+
+	"github.com/svc-dev/svc/engine/config"
+)
+
+// IDP is what the gateway trusts of the identity provider, from its
+// metadata.
+type IDP struct {
+	// EntityID must be the Issuer of every response and assertion.
+	EntityID string
+	// Certs verify signatures.
+	Certs []*x509.Certificate
+	// SSOURL receives AuthnRequests (HTTP-Redirect binding).
+	SSOURL string
+}
+
+// Identity is a validated assertion's subject and attributes.
+type Identity struct {
+	// AssertionID is the assertion's ID (remembered against replay).
+	AssertionID string
+	// NameID is the subject, read as its whole text.
+	NameID string
+	// Email, Roles and Tenant come through the attribute mapping.
+	Email  string
+	Roles  []string
+	Tenant string
+	// Attributes are every other attribute by name.
+	Attributes map[string][]string
+	// NotOnOrAfter is when the assertion stops being valid.
+	NotOnOrAfter time.Time
+	// InResponseTo is the request answered, "" for IdP-initiated.
+	InResponseTo string
+}
+
+// validator holds the rules of the ACS, independent of HTTP.
+type validator struct {
+	entityID, acsURL  string
+	skew              time.Duration
+	allowIDPInitiated bool
+	// skipSignature is SVC_ENV=development: signatures are not checked,
+	// every other rule is.
+	skipSignature bool
+	mapping       config.AttributeMapping
+	spKey         crypto.PrivateKey // decrypts EncryptedAssertion; may be nil
+	store         Store
+	now           func() time.Time
+}
+
+// Replay and request keys in the store.
+const (
+	keyReplay  = "svc:saml:assertion:"
+	keyRequest = "svc:saml:request:"
+)
+
+// validate runs every rule on a decoded SAMLResponse. On success the
+// assertion id is remembered and the answered request consumed.
+func (v *validator) validate(ctx context.Context, data []byte, idp *IDP) (*Identity, error) {
+	now := v.now()
+	d, err := ParseResponse(data)
+	if err != nil {
+		return nil, err
+	}
+	respEl, assertionEl := d.response, d.assertion
+	if !v.skipSignature && d.respSig != nil {
+		if respEl, err = verifySigned(d.response, idp.Certs, now); err != nil {
+			return nil, err
+		}
+		assertionEl = childNS(respEl, nsAssertion, "Assertion")
+	}
+	if d.encrypted != nil {
+		enc := d.encrypted
+		if respEl != d.response {
+			enc = childNS(respEl, nsAssertion, "EncryptedAssertion")
+		}
+		if assertionEl, err = v.decrypt(enc); err != nil {
+			return nil, err
+		}
+	}
+	if assertionEl == nil {
+		return nil, refuse(Malformed, "the response holds no assertion")
+	}
+	if !v.skipSignature {
+		if childNS(assertionEl, nsDSig, "Signature") != nil {
+			if assertionEl, err = verifySigned(assertionEl, idp.Certs, now); err != nil {
+				return nil, err
+			}
+		} else if d.respSig == nil {
+			return nil, refuse(SignatureInvalid, "neither the Response nor the Assertion is signed")
+		}
+	}
+
+	var a saml.Assertion
+	if err := unmarshalElement(assertionEl, &a); err != nil {
+		return nil, refuse(Malformed, "assertion: %s", firstLine(err.Error()))
+	}
+	id, err := v.check(respEl, d.respSig != nil, &a, idp, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.mapAttributes(&a, id); err != nil {
+		return nil, err
+	}
+	// Last, so that a refused assertion neither burns its id nor the
+	// pending request.
+	ttl := id.NotOnOrAfter.Add(v.skew).Sub(now)
+	fresh, err := v.store.Add(ctx, keyReplay+id.AssertionID, max(ttl, time.Second))
+	if err != nil {
+		return nil, &Error{Code: StoreUnavailable, Msg: "replay cache unavailable", Err: err}
+	}
+	if !fresh {
+		return nil, refuse(Replayed, "assertion already used")
+	}
+	if id.InResponseTo != "" {
+		ok, err := v.store.Take(ctx, keyRequest+id.InResponseTo)
+		if err != nil {
+			return nil, &Error{Code: StoreUnavailable, Msg: "request store unavailable", Err: err}
+		}
+		if !ok {
+			return nil, refuse(RequestUnknown, "InResponseTo names no pending request of this service provider")
+		}
+	}
+	return id, nil
+}
+
+// check applies issuer, status, destination, audience, recipient, time
+// and request rules.
+func (v *validator) check(resp *etree.Element, respSigned bool, a *saml.Assertion, idp *IDP, now time.Time) (*Identity, error) {
+	if c := statusCode(resp); c != statusSuccess {
+		return nil, refuse(StatusFailure, "the identity provider answered %s", clip(c))
+	}
+	if iss := childNS(resp, nsAssertion, "Issuer"); iss != nil && strings.TrimSpace(iss.Text()) != idp.EntityID {
+		return nil, refuse(UntrustedIssuer, "the response Issuer is not the identity provider %s", idp.EntityID)
+	}
+	if strings.TrimSpace(a.Issuer.Value) != idp.EntityID {
+		return nil, refuse(UntrustedIssuer, "the assertion Issuer is not the identity provider %s", idp.EntityID)
+	}
+	if dst := resp.SelectAttrValue("Destination", ""); dst != v.acsURL && (dst != "" || respSigned) {
+		return nil, refuse(RecipientMismatch, "Destination is not %s", v.acsURL)
+	}
+	if a.ID == "" {
+		return nil, refuse(Malformed, "assertion without an ID")
+	}
+	if a.Subject == nil || a.Subject.NameID == nil || strings.TrimSpace(a.Subject.NameID.Value) == "" {
+		return nil, refuse(Malformed, "assertion without a Subject NameID")
+	}
+	if !a.IssueInstant.IsZero() && a.IssueInstant.After(now.Add(v.skew)) {
+		return nil, refuse(NotYetValid, "assertion issued in the future")
+	}
+	id := &Identity{AssertionID: a.ID, NameID: strings.TrimSpace(a.Subject.NameID.Value)}
+
+	// Conditions: required, with the audience and the validity window.
+	c := a.Conditions
+	if c == nil {
+		return nil, refuse(AudienceMismatch, "assertion without Conditions (no audience restriction)")
+	}
+	if !c.NotBefore.IsZero() && c.NotBefore.After(now.Add(v.skew)) {
+		return nil, refuse(NotYetValid, "Conditions NotBefore is in the future")
+	}
+	if !c.NotOnOrAfter.IsZero() && !now.Before(c.NotOnOrAfter.Add(v.skew)) {
+		return nil, refuse(Expired, "Conditions NotOnOrAfter has passed")
+	}
+	if len(c.AudienceRestrictions) == 0 {
+		return nil, refuse(AudienceMismatch, "no AudienceRestriction")
+	}
+	for _, ar := range c.AudienceRestrictions {
+		// Every restriction must admit us (SAML core 2.5.1.4).
+		if strings.TrimSpace(ar.Audience.Value) != v.entityID {
+			return nil, refuse(AudienceMismatch, "the audience is not %s", v.entityID)
+		}
+	}
+
+	// A bearer confirmation for our ACS, within its window.
+	var scd *saml.SubjectConfirmationData
+	for i := range a.Subject.SubjectConfirmations {
+		sc := &a.Subject.SubjectConfirmations[i]
+		if sc.Method == "urn:oasis:names:tc:SAML:2.0:cm:bearer" && sc.SubjectConfirmationData != nil {
+			scd = sc.SubjectConfirmationData
+			break
+		}
+	}
+	if scd == nil {
+		return nil, refuse(Malformed, "no bearer SubjectConfirmation")
+	}
+	if scd.Recipient != v.acsURL {
+		return nil, refuse(RecipientMismatch, "the bearer Recipient is not %s", v.acsURL)
+	}
+	if scd.NotOnOrAfter.IsZero() {
+		return nil, refuse(Malformed, "SubjectConfirmationData without NotOnOrAfter")
+	}
+	if !now.Before(scd.NotOnOrAfter.Add(v.skew)) {
+		return nil, refuse(Expired, "SubjectConfirmationData NotOnOrAfter has passed")
+	}
+	if !scd.NotBefore.IsZero() && scd.NotBefore.After(now.Add(v.skew)) {
+		return nil, refuse(NotYetValid, "SubjectConfirmationData NotBefore is in the future")
+	}
+	id.NotOnOrAfter = scd.NotOnOrAfter
+	if !c.NotOnOrAfter.IsZero() && c.NotOnOrAfter.After(id.NotOnOrAfter) {
+		id.NotOnOrAfter = c.NotOnOrAfter
+	}
+
+	// InResponseTo: the same on the Response and the confirmation, and a
+	// pending request of ours (checked when consumed), or absent when
+	// IdP-initiated sign-on is allowed.
+	respIRT := resp.SelectAttrValue("InResponseTo", "")
+	irt := scd.InResponseTo
+	if respIRT != "" && irt != "" && respIRT != irt {
+		return nil, refuse(RequestUnknown, "the Response and the assertion answer different requests")
+	}
+	if irt == "" {
+		irt = respIRT
+	}
+	if irt == "" && !v.allowIDPInitiated {
+		return nil, refuse(Unsolicited, "unsolicited response (no InResponseTo) and allow_idp_initiated is false")
+	}
+	id.InResponseTo = irt
+	return id, nil
+}
+
+// registeredClaims are claims an attribute can never set.
+var registeredClaims = map[string]bool{
+	"iss": true, "sub": true, "aud": true, "exp": true, "nbf": true, "iat": true, "jti": true,
+	"tenant_id": true, "role": true, "roles": true, "email": true,
+}
+
+func (v *validator) mapAttributes(a *saml.Assertion, id *Identity) error {
+	id.Attributes = map[string][]string{}
+	var tenants []string
+	for _, st := range a.AttributeStatements {
+		for _, at := range st.Attributes {
+			var vals []string
+			for _, av := range at.Values {
+				if s := strings.TrimSpace(av.Value); s != "" {
+					vals = append(vals, s)
+				}
+			}
+			switch at.Name {
+			case v.mapping.Tenant:
+				tenants = append(tenants, vals...)
+			case v.mapping.Role:
+				id.Roles = append(id.Roles, vals...)
+			case v.mapping.Email:
+				if len(vals) > 0 && id.Email == "" {
+					id.Email = vals[0]
+				}
+			default:
+				if at.Name != "" && !registeredClaims[at.Name] && len(vals) > 0 {
+					id.Attributes[at.Name] = append(id.Attributes[at.Name], vals...)
+				}
+			}
+		}
+	}
+	slices.Sort(tenants)
+	tenants = slices.Compact(tenants)
+	if len(tenants) != 1 {
+		return refuse(TenantMissing, "the assertion must carry exactly one %q attribute value, got %d", v.mapping.Tenant, len(tenants))
+	}
+	id.Tenant = tenants[0]
+	if id.Email == "" && a.Subject.NameID.Format == string(saml.EmailAddressNameIDFormat) {
+		id.Email = id.NameID
+	}
+	return nil
+}
+
+// decrypt opens an EncryptedAssertion with the SP key.
+func (v *validator) decrypt(enc *etree.Element) (*etree.Element, error) {
+	if v.spKey == nil {
+		return nil, refuse(Malformed, "encrypted assertion, but no SP private key is configured")
+	}
+	data := childNS(enc, "http://www.w3.org/2001/04/xmlenc#", "EncryptedData")
+	if data == nil {
+		return nil, refuse(Malformed, "EncryptedAssertion without EncryptedData")
+	}
+	var key any = v.spKey
+	if ek := enc.FindElement("./EncryptedKey"); ek != nil {
+		k, err := xmlenc.Decrypt(v.spKey, ek)
+		if err != nil {
+			return nil, refuse(Malformed, "the assertion key cannot be decrypted with the SP key")
+		}
+		key = k
+	}
+	plain, err := safeDecrypt(key, data)
+	if err != nil {
+		return nil, refuse(Malformed, "the assertion cannot be decrypted with the SP key")
+	}
+	if err := scanTokens(plain); err != nil {
+		return nil, err
+	}
+	doc := etree.NewDocument()
+	if err := doc.ReadFromBytes(plain); err != nil || doc.Root() == nil {
+		return nil, refuse(Malformed, "decrypted assertion is not well-formed XML")
+	}
+	root := doc.Root()
+	if root.Tag != "Assertion" || root.NamespaceURI() != nsAssertion {
+		return nil, refuse(Malformed, "decrypted content is not an Assertion")
+	}
+	if n := countDescendants(root, nsAssertion, "Assertion"); n > 0 {
+		return nil, refuse(MultipleAssertions, "the decrypted assertion nests another assertion")
+	}
+	return root, nil
+}
+
+func safeDecrypt(key any, el *etree.Element) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("decrypt failed")
+		}
+	}()
+	return xmlenc.Decrypt(key, el)
+}
+
+// unmarshalElement decodes el, with the namespace declarations in scope,
+// into v. encoding/xml joins all character data of an element, so a
+// comment inside NameID does not cut its text short.
+func unmarshalElement(el *etree.Element, v any) error {
+	ctx, err := etreeutils.NSBuildParentContext(el)
+	if err != nil {
+		return err
+	}
+	if ctx, err = ctx.SubContext(el); err != nil {
+		return err
+	}
+	detached, err := etreeutils.NSDetatch(ctx, el)
+	if err != nil {
+		return err
+	}
+	doc := etree.NewDocument()
+	doc.SetRoot(detached)
+	buf, err := doc.WriteToBytes()
+	if err != nil {
+		return err
+	}
+	return xml.NewDecoder(bytes.NewReader(buf)).Decode(v)
+}
+
+// countDescendants counts the elements below el (el excluded) named tag in
+// namespace ns.
+func countDescendants(el *etree.Element, ns, tag string) int {
+	n := 0
+	for _, c := range el.ChildElements() {
+		if c.Tag == tag && c.NamespaceURI() == ns {
+			n++
+		}
+		n += countDescendants(c, ns, tag)
+	}
+	return n
+}
