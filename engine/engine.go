@@ -71,7 +71,7 @@ type Engine struct {
 	cfg      config.Config
 	log      *slog.Logger
 	now      func() time.Time
-	keys     *jwks.Cache // nil in development mode
+	keys     *jwks.Cache     // nil in development mode
 	verifier *token.Verifier // nil without jwks_url
 	// issuer signs the tokens of the SAML gateway and local verifies them
 	// from its keys; both nil without [sdk.saml].

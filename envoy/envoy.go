@@ -78,6 +78,9 @@ func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("envoy: %w", err)
 	}
+	if cfg.SDK.SAML != nil {
+		m.WithSessionCookie(cfg.SDK.SAML.CookieName)
+	}
 	log := deps.Logger
 	if log == nil {
 		log = slog.Default()

@@ -39,6 +39,17 @@ const FallbackVerb = "access"
 type Mapper struct {
 	tenantID string
 	routes   []route
+	// sessionCookie names the cookie that carries a token issued by the
+	// SAML gateway; read only when there is no Authorization header.
+	sessionCookie string
+}
+
+// WithSessionCookie makes the mapper take the token from the cookie name
+// when a request carries no Authorization header (browsers signed in
+// through the SAML gateway). It returns m.
+func (m *Mapper) WithSessionCookie(name string) *Mapper {
+	m.sessionCookie = name
+	return m
 }
 
 // NewMapper compiles the route table. tenantID is the deployment's tenant,
@@ -243,7 +254,28 @@ func (m *Mapper) mapRequest(pr proxyRequest) (string, engine.Input, error) {
 			Headers: policyHeaders(pr.headers),
 		},
 	}
-	return bearerToken(pr.headers["authorization"]), in, nil
+	tok := bearerToken(pr.headers["authorization"])
+	if tok == "" && m.sessionCookie != "" {
+		if _, hasAuth := pr.headers["authorization"]; !hasAuth {
+			tok = cookieValue(pr.headers["cookie"], m.sessionCookie)
+		}
+	}
+	return tok, in, nil
+}
+
+// cookieValue returns the value of the cookie name in a Cookie header (or
+// several joined with "; " or ","), "" when absent.
+func cookieValue(header, name string) string {
+	if header == "" {
+		return ""
+	}
+	for part := range strings.FieldsFuncSeq(header, func(r rune) bool { return r == ';' || r == ',' }) {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if ok && k == name {
+			return strings.Trim(v, `"`)
+		}
+	}
+	return ""
 }
 
 // defaultResource is the first path segment, or RootResource for "/".

@@ -364,3 +364,45 @@ func TestNewMapperRejectsBadTemplates(t *testing.T) {
 		})
 	}
 }
+
+func TestSessionCookie(t *testing.T) {
+	req := func(h map[string]string) *authv3.CheckRequest {
+		h[":method"], h[":path"] = "GET", "/orders/1"
+		return &authv3.CheckRequest{Attributes: &authv3.AttributeContext{Request: &authv3.AttributeContext_Request{
+			Http: &authv3.AttributeContext_HttpRequest{Method: "GET", Path: "/orders/1", Headers: h},
+		}}}
+	}
+	tests := []struct {
+		name    string
+		cookie  string // the mapper's session cookie, "" for none
+		headers map[string]string
+		want    string
+	}{
+		{"cookie when no authorization", "svc_session", map[string]string{"cookie": "a=1; svc_session=tok.from.cookie; b=2"}, "tok.from.cookie"},
+		{"bearer wins over cookie", "svc_session", map[string]string{"authorization": "Bearer hdr", "cookie": "svc_session=c"}, "hdr"},
+		{"another scheme is not replaced by the cookie", "svc_session", map[string]string{"authorization": "Basic x", "cookie": "svc_session=c"}, ""},
+		{"no cookie configured", "", map[string]string{"cookie": "svc_session=c"}, ""},
+		{"other cookie only", "svc_session", map[string]string{"cookie": "svc_session_x=c"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := NewMapper(testTenant, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.cookie != "" {
+				m.WithSessionCookie(tt.cookie)
+			}
+			token, in, err := m.FromCheckRequest(req(tt.headers))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if token != tt.want {
+				t.Errorf("token = %q, want %q", token, tt.want)
+			}
+			if _, ok := in.Request.Headers["cookie"]; ok {
+				t.Error("the cookie header reached the policy input")
+			}
+		})
+	}
+}

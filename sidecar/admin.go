@@ -15,6 +15,7 @@ import (
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/samlgw"
 )
 
 // Paths of the admin surface of the local HTTP API.
@@ -58,17 +59,20 @@ type Status struct {
 	// PolicySource is where the active policy set came from: "config"
 	// (policy.dir or the embedded default), "upload", "cache" (the
 	// bundle persisted in policy.bundle_cache_dir) or "bundle_url".
-	PolicySource  string        `json:"policy_source"`
-	JWKSKeySets   int           `json:"jwks_key_sets_cached"`
-	JWKSKeys      int           `json:"jwks_keys"`
-	JWKSLastError string        `json:"jwks_last_error,omitempty"`
-	DevMode       bool          `json:"dev_mode"`
-	PolicyMode    string        `json:"policy_mode"`
-	TenantID      string        `json:"tenant_id"`
-	Uptime        string        `json:"uptime"`
-	Version       string        `json:"version"`
-	Audit         *audit.Stats  `json:"audit,omitempty"`
-	Engine        engine.Status `json:"-"`
+	PolicySource  string       `json:"policy_source"`
+	JWKSKeySets   int          `json:"jwks_key_sets_cached"`
+	JWKSKeys      int          `json:"jwks_keys"`
+	JWKSLastError string       `json:"jwks_last_error,omitempty"`
+	DevMode       bool         `json:"dev_mode"`
+	PolicyMode    string       `json:"policy_mode"`
+	TenantID      string       `json:"tenant_id"`
+	Uptime        string       `json:"uptime"`
+	Version       string       `json:"version"`
+	Audit         *audit.Stats `json:"audit,omitempty"`
+	// SAML is the SAML gateway's state (IdP metadata, last good copy,
+	// whether signatures are checked), present with [sdk.saml].
+	SAML   *samlgw.Status `json:"saml,omitempty"`
+	Engine engine.Status  `json:"-"`
 }
 
 func (s *Server) status() Status {
@@ -106,6 +110,17 @@ func (s *Server) status() Status {
 		st.CacheValid = true
 	}
 	st.PolicySource, _ = s.policySource()
+	if s.saml != nil {
+		ss := s.saml.Status()
+		st.SAML = &ss
+		if s.deps.Engine.Config().SDK.JWKSURL == "" {
+			// SAML-only: the tokens are verified with local keys.
+			st.CacheValid = true
+		}
+		if !ss.IDPMetadata.Loaded || ss.IDPMetadata.Stale {
+			st.Status = "degraded"
+		}
+	}
 	if s.draining.Load() {
 		st.Status = "draining"
 	}
@@ -123,7 +138,7 @@ func (s *Server) isReady() bool {
 		return false
 	}
 	es := s.deps.Engine.Status()
-	return es.DevMode || es.JWKS.Keys > 0
+	return es.DevMode || es.JWKS.Keys > 0 || s.deps.Engine.Config().SDK.JWKSURL == ""
 }
 
 func (s *Server) serveReadyz(w http.ResponseWriter, _ *http.Request) {

@@ -32,6 +32,7 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/envoy"
+	"github.com/svc-dev/svc/samlgw"
 	"github.com/svc-dev/svc/sidecar/live"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 )
@@ -60,14 +61,18 @@ type Deps struct {
 
 // Server is a running svc-sidecar.
 type Server struct {
-	deps     Deps
-	log      *slog.Logger
-	grpcLis  net.Listener
-	httpLis  net.Listener
-	grpc     *grpc.Server
-	http     *http.Server
-	health   *health.Server
-	streams  *live.Streams // nil without Deps.Live
+	deps    Deps
+	log     *slog.Logger
+	grpcLis net.Listener
+	httpLis net.Listener
+	grpc    *grpc.Server
+	http    *http.Server
+	health  *health.Server
+	streams *live.Streams // nil without Deps.Live
+	// saml and its listener and server exist only with [sdk.saml].
+	saml     *samlgw.Gateway
+	samlLis  net.Listener
+	samlHTTP *http.Server
 	ready    atomic.Bool
 	draining atomic.Bool
 	inflight atomic.Int64
@@ -122,6 +127,12 @@ func New(deps Deps) (*Server, error) {
 	if deps.Live != nil {
 		s.streams = live.NewStreams(deps.Live)
 		s.streams.Register(mux, s.admin)
+	}
+	if cfg.SDK.SAML != nil {
+		if err := s.newSAML(cfg.Sidecar.SAMLAddr); err != nil {
+			s.closeListeners()
+			return nil, err
+		}
 	}
 	s.http = &http.Server{
 		Handler:           s.countInflight(s.guardReads(mux)),
@@ -181,6 +192,15 @@ func (s *Server) Serve(ctx context.Context) error {
 		}
 		return nil
 	})
+	if s.saml != nil {
+		g.Go(func() error {
+			if err := s.samlHTTP.Serve(s.samlLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("saml server: %w", err)
+			}
+			return nil
+		})
+		g.Go(func() error { return s.saml.Run(gctx) })
+	}
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.ready.Store(true)
 	s.log.Info("svc-sidecar serving",
@@ -215,6 +235,13 @@ func (s *Server) shutdown() {
 		s.grpc.GracefulStop()
 		close(done)
 	}()
+	if s.samlHTTP != nil {
+		go func() {
+			if err := s.samlHTTP.Shutdown(ctx); err != nil {
+				s.samlHTTP.Close()
+			}
+		}()
+	}
 	if err := s.http.Shutdown(ctx); err != nil {
 		s.log.Warn("http drain timed out; closing connections", "err", err)
 		s.http.Close()
@@ -226,12 +253,63 @@ func (s *Server) shutdown() {
 		s.grpc.Stop()
 		<-done
 	}
+	if s.saml != nil {
+		if err := s.saml.Close(); err != nil {
+			s.log.Warn("saml gateway close", "err", err)
+		}
+	}
 	s.log.Info("stopped")
 }
 
 func (s *Server) closeListeners() {
 	s.grpcLis.Close()
 	s.httpLis.Close()
+	if s.samlLis != nil {
+		s.samlLis.Close()
+	}
+	if s.saml != nil {
+		s.saml.Close()
+	}
+}
+
+// newSAML builds the SAML gateway on the engine's token issuer and binds
+// its own listener (sidecar.saml_addr), so that a proxy can route the
+// sign-on paths there while the admin API stays on loopback.
+func (s *Server) newSAML(addr string) error {
+	deps := samlgw.Deps{Issuer: s.deps.Engine.Issuer(), Logger: s.log.With("component", "saml")}
+	if s.deps.Audit != nil {
+		deps.Audit = s.deps.Audit
+	}
+	if t := s.deps.Telemetry; t != nil {
+		deps.MeterProvider = t.MeterProvider()
+	}
+	gw, err := samlgw.New(s.deps.Engine.Config(), deps)
+	if err != nil {
+		return fmt.Errorf("saml gateway: %w", err)
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		gw.Close()
+		return fmt.Errorf("saml listener on %s (sidecar.saml_addr): %w", addr, err)
+	}
+	s.saml, s.samlLis = gw, lis
+	s.samlHTTP = &http.Server{
+		Handler:           s.countInflight(gw.Handler()),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	return nil
+}
+
+// SAMLAddr is the bound address of the SAML gateway, nil without [sdk.saml].
+func (s *Server) SAMLAddr() net.Addr {
+	if s.samlLis == nil {
+		return nil
+	}
+	return s.samlLis.Addr()
 }
 
 func (s *Server) countInflight(next http.Handler) http.Handler {

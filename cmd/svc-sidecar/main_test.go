@@ -176,9 +176,9 @@ func TestSeveralProblems(t *testing.T) {
 	}
 }
 
-// A [sdk.saml] table is valid configuration, but nothing serves SAML yet:
-// the sidecar must say so rather than start silently without it.
-func TestSAMLConfiguredWarns(t *testing.T) {
+// With [sdk.saml] and no token signing key file, the sidecar serves SAML
+// with a generated key and says that its tokens die with the process.
+func TestSAMLGeneratedKeyWarns(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "svc.toml")
 	toml := `[sdk]
@@ -191,6 +191,7 @@ idp_metadata_url = "https://idp.example.com/saml/metadata"
 
 [sidecar]
 http_addr = "127.0.0.1:0"
+saml_addr = "127.0.0.1:0"
 
 [audit]
 destination = "off"
@@ -204,7 +205,7 @@ destination = "off"
 	if err := serve(ctx, cfg, &stderr); err != nil {
 		t.Fatalf("serve: %v\n%s", err, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "no SAML gateway") {
-		t.Fatalf("no warning about the unserved SAML table in:\n%s", stderr.String())
+	if !strings.Contains(stderr.String(), "do not survive a restart") {
+		t.Fatalf("no warning about the generated token signing key in:\n%s", stderr.String())
 	}
 }

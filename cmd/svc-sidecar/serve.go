@@ -44,11 +44,6 @@ func serve(ctx context.Context, configPath string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("log.level: %w", err)
 	}
-	if cfg.SDK.SAML != nil {
-		// Accepted so that a configuration can be written ahead, but said
-		// loudly: nothing serves /auth/saml in this version.
-		log.Warn("sdk.saml is configured but this version of svc-sidecar has no SAML gateway: no SAML endpoint is served")
-	}
 	gc := gctune.Apply(cfg.JWT.CacheSize, os.LookupEnv)
 	log.Info("garbage collector", "settings", gc.String())
 	topts := telemetry.Options{ServiceName: cfg.SDK.ServiceName, ServiceVersion: version.Version, Logger: log}

@@ -1,0 +1,119 @@
+package engine_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/idptest"
+	"github.com/svc-dev/svc/engine/issuer"
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+const samlEntity = "https://app.example.com/auth/saml/metadata"
+
+func withSAML(cfg config.Config, keyFile string) config.Config {
+	cfg.SDK.SAML = &config.SAML{
+		EntityID: samlEntity, ACSURL: "https://app.example.com/auth/saml/acs",
+		IDPMetadataFile: "/unused/by/the/engine.xml", TokenSigningKeyFile: keyFile,
+	}
+	return cfg
+}
+
+func writeECKey(t *testing.T) string {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "token-key.pem")
+	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The engine verifies the tokens the SAML gateway issues from its own keys,
+// next to the IdP's JWKS, with the same claims and policy input.
+func TestSAMLTokensVerifiedLocally(t *testing.T) {
+	p := idptest.New(t)
+	cfg := withSAML(prodConfig(p.JWKSURL()), writeECKey(t))
+	// The IdP's issuer and audience checks must not apply to SAML tokens.
+	cfg.JWT.Issuer = "https://idp.example.com/"
+	cfg.JWT.Audiences = []string{"orders"}
+	sink := &auditSink{}
+	e := newEngine(t, cfg, engine.Deps{Audit: sink})
+	ctx := context.Background()
+
+	tok, _, err := e.Issuer().Issue(map[string]any{
+		"sub": "alice@example.com", "email": "alice@example.com", "tenant_id": "acme",
+		"roles": []string{"viewer"}, "department": "finance",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Authorize(ctx, tok, engine.Input{Action: "orders:read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Allowed() {
+		t.Fatalf("SAML token refused: %s %v", res.Decision.Reason, res.Decision.DenyReasons)
+	}
+	u := res.Input.User
+	if u.ID != "alice@example.com" || u.TenantID != "acme" || u.Email != "alice@example.com" || u.Claims["department"] != "finance" || len(u.Roles) != 1 {
+		t.Errorf("policy input user = %+v", u)
+	}
+	// The IdP's own tokens still verify beside them.
+	idpClaims := claimsFor("acme", "viewer")
+	idpClaims["iss"], idpClaims["aud"] = "https://idp.example.com/", "orders"
+	if d := e.ValidateToken(ctx, p.Token(t, idpClaims)); !d.Allowed {
+		t.Errorf("IdP token refused next to SAML: %s", d.Reason)
+	}
+
+	// A token from another gateway's key is not trusted.
+	other, err := issuer.New(issuer.Options{Issuer: samlEntity, TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, _, err := other.Issue(map[string]any{"sub": "mallory", "tenant_id": "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := e.ValidateToken(ctx, foreign); d.Allowed || d.Reason != reason.UnknownKID {
+		t.Errorf("foreign token: allowed=%v reason=%s, want unknown-kid", d.Allowed, d.Reason)
+	}
+}
+
+func TestSAMLOnlyIsNotDevMode(t *testing.T) {
+	var cfg config.Config
+	cfg.SDK.TenantID = "acme"
+	cfg.SDK.FailMode = config.FailClosed
+	cfg = withSAML(cfg, "")
+	e := newEngine(t, cfg, engine.Deps{})
+	if e.DevMode() {
+		t.Fatal("an engine with [sdk.saml] and no jwks_url is in development mode")
+	}
+	if d := e.ValidateToken(context.Background(), "any-bearer-string"); d.Allowed {
+		t.Fatalf("any bearer string accepted: %s", d.Reason)
+	}
+	tok, _, err := e.Issuer().Issue(map[string]any{"sub": "bob", "tenant_id": "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := e.ValidateToken(context.Background(), tok); !d.Allowed || d.Subject != "bob" {
+		t.Fatalf("own token: %+v", d)
+	}
+}

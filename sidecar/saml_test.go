@@ -1,0 +1,99 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/genproto/googleapis/rpc/code"
+
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/samlgw/testidp"
+)
+
+// A SAML sign-on on the gateway's own listener yields a session cookie
+// that an Envoy Check through the sidecar accepts, with the SAML user's
+// claims in the upstream headers; status shows the gateway.
+func TestSAMLSignOnThenCheck(t *testing.T) {
+	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := filepath.Join(t.TempDir(), "idp.xml")
+	if err := os.WriteFile(md, idp.Metadata(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(newTestIdP(t))
+	cfg.Sidecar.SAMLAddr = "127.0.0.1:0"
+	cfg.SDK.SAML = &config.SAML{
+		EntityID: "https://shop.example/auth/saml/metadata", ACSURL: "https://shop.example/auth/saml/acs",
+		IDPMetadataFile: md, AllowIDPInitiated: true,
+	}
+	r := startSidecar(t, cfg)
+	if r.SAMLAddr() == nil {
+		t.Fatal("no SAML listener")
+	}
+	base := "http://" + r.SAMLAddr().String() + "/auth/saml"
+
+	doc, err := idp.Sign(testidp.Response{
+		Destination: cfg.SDK.SAML.ACSURL, Recipient: cfg.SDK.SAML.ACSURL, Audience: cfg.SDK.SAML.EntityID,
+		NameID: "carol@example.com",
+		Attributes: []testidp.Attribute{
+			{Name: "role", Values: []string{"admin"}}, {Name: "tenant_id", Values: []string{testTenant}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.PostForm(base+"/acs", url.Values{"SAMLResponse": {base64.StdEncoding.EncodeToString(doc)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("ACS status %d, want 303", resp.StatusCode)
+	}
+	var session string
+	for _, c := range resp.Cookies() {
+		if c.Name == "svc_session" {
+			session = c.Value
+		}
+	}
+	if session == "" {
+		t.Fatal("no session cookie")
+	}
+
+	conn := dial(t, r.GRPCAddr())
+	req := checkRequest("", http.MethodGet, "/orders/7")
+	req.Attributes.Request.Http.Headers["cookie"] = "theme=dark; svc_session=" + session
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	out, err := authv3.NewAuthorizationClient(conn).Check(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code.Code(out.GetStatus().GetCode()) != code.Code_OK {
+		t.Fatalf("Check with the session cookie: %v", out.GetDeniedResponse())
+	}
+	headers := map[string]string{}
+	for _, h := range out.GetOkResponse().GetHeaders() {
+		headers[h.GetHeader().GetKey()] = h.GetHeader().GetValue()
+	}
+	if headers["x-svc-user-id"] != "carol@example.com" || headers["x-svc-tenant-id"] != testTenant || !strings.Contains(headers["x-svc-roles"], "admin") {
+		t.Errorf("upstream headers %v, want the SAML user's claims", headers)
+	}
+
+	status, body := get(t, r, PathStatus)
+	var st Status
+	if status != http.StatusOK || json.Unmarshal(body, &st) != nil || st.SAML == nil || !st.SAML.IDPMetadata.Loaded {
+		t.Errorf("status %d %s: want the SAML gateway with its metadata loaded", status, body)
+	}
+}
