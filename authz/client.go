@@ -17,7 +17,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	authzv1 "github.com/svc-dev/svc/authz/v1"
-	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/reason"
 )
 
@@ -46,15 +45,23 @@ type ClientOptions struct {
 	DialOptions []grpc.DialOption
 	// Logger receives fail-open warnings; default slog.Default().
 	Logger *slog.Logger
+	// ConfigFile is read for the [sdk] keys sidecar_addr and fail_mode
+	// when the address or FailMode is left empty and the SVC_SIDECAR_ADDR
+	// or SVC_FAIL_MODE variable is unset; default DefaultConfigFile
+	// ("svc.toml" in the working directory). "-" reads no file.
+	ConfigFile string
+	// LookupEnv reads the environment; default os.LookupEnv.
+	LookupEnv func(string) (string, bool)
 }
 
-// Client is the Go SDK of the sidecar: it asks svc.authz.v1 for token and
-// authorization decisions over one reused gRPC connection and applies the
-// fail mode when the sidecar cannot be reached. It is safe for concurrent
-// use.
+// Client is the Go SDK of the sidecar: it asks for token and authorization
+// decisions over one reused gRPC connection (svc.authz.v1), or over pooled
+// keep-alive connections to the local HTTP JSON API when given an http://
+// or https:// URL, and applies the fail mode when the sidecar cannot be
+// reached. It is safe for concurrent use.
 type Client struct {
-	conn     *grpc.ClientConn
-	rpc      authzv1.AuthzServiceClient
+	t        transport
+	target   string
 	failMode string
 	timeout  time.Duration
 	log      *slog.Logger
@@ -63,36 +70,55 @@ type Client struct {
 
 var _ Authorizer = (*Client)(nil)
 
-// NewClient returns a Client of the sidecar at addr, a gRPC target such as
-// "[::1]:50051" (the default when addr is empty), "localhost:50051" or
-// "unix:///run/svc.sock". It does not connect: the connection is made on
-// first use and re-made after failures.
+// NewClient returns a Client of the sidecar at addr: host:port or
+// another gRPC target ("[::1]:50051", "unix:///run/svc.sock") for the gRPC
+// API, or the URL of the local HTTP API ("http://127.0.0.1:7700"). An
+// empty addr is taken from SVC_SIDECAR_ADDR, then from sdk.sidecar_addr of
+// svc.toml in the working directory (opts.ConfigFile), then
+// "[::1]:50051"; an empty opts.FailMode likewise from SVC_FAIL_MODE and
+// sdk.fail_mode, then "open". It does not connect: connections are made
+// on first use and re-made after failures.
 func NewClient(addr string, opts ClientOptions) (*Client, error) {
-	mode, err := checkFailMode(opts.FailMode)
+	file := opts.ConfigFile
+	switch file {
+	case "":
+		file = DefaultConfigFile
+	case "-":
+		file = ""
+	}
+	addr, modeName, err := clientDefaults(addr, opts.FailMode, opts.LookupEnv, file)
 	if err != nil {
 		return nil, fmt.Errorf("authz: new client: %w", err)
 	}
-	if addr == "" {
-		addr = config.DefaultSidecarAddr
-	}
-	if strings.HasPrefix(addr, "http://") || strings.HasPrefix(addr, "https://") {
-		return nil, fmt.Errorf("authz: new client: sidecar address %q is a URL; the decision service is gRPC, give host:port (default %s)", addr, config.DefaultSidecarAddr)
+	mode, err := checkFailMode(modeName)
+	if err != nil {
+		return nil, fmt.Errorf("authz: new client: %w", err)
 	}
 	if opts.Timeout < 0 {
 		return nil, fmt.Errorf("authz: new client: negative timeout %s", opts.Timeout)
 	}
-	creds := insecure.NewCredentials()
-	if opts.TLS != nil {
-		creds = credentials.NewTLS(opts.TLS)
-	}
-	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, opts.DialOptions...)
-	conn, err := grpc.NewClient(addr, dial...)
-	if err != nil {
-		return nil, fmt.Errorf("authz: new client for %q: %w", addr, err)
+	var t transport
+	if strings.HasPrefix(addr, "http://") || strings.HasPrefix(addr, "https://") {
+		ht, err := newHTTPTransport(addr, opts.TLS)
+		if err != nil {
+			return nil, fmt.Errorf("authz: new client: %w", err)
+		}
+		t = ht
+	} else {
+		creds := insecure.NewCredentials()
+		if opts.TLS != nil {
+			creds = credentials.NewTLS(opts.TLS)
+		}
+		dial := append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, opts.DialOptions...)
+		conn, err := grpc.NewClient(addr, dial...)
+		if err != nil {
+			return nil, fmt.Errorf("authz: new client for %q: %w", addr, err)
+		}
+		t = grpcTransport{conn: conn, rpc: authzv1.NewAuthzServiceClient(conn)}
 	}
 	c := &Client{
-		conn:     conn,
-		rpc:      authzv1.NewAuthzServiceClient(conn),
+		t:        t,
+		target:   addr,
 		failMode: mode,
 		timeout:  opts.Timeout,
 		log:      opts.Logger,
@@ -109,6 +135,9 @@ func NewClient(addr string, opts ClientOptions) (*Client, error) {
 // FailMode returns the client's fail mode, FailOpen or FailClosed.
 func (c *Client) FailMode() string { return c.failMode }
 
+// Target returns the sidecar address or URL the client talks to.
+func (c *Client) Target() string { return c.target }
+
 // ValidateToken asks the sidecar to verify token. An invalid token is a
 // decision with Allowed=false and its reason, in both fail modes. When the
 // sidecar is unreachable it returns, in FailOpen mode, Allowed=true with
@@ -118,7 +147,7 @@ func (c *Client) FailMode() string { return c.failMode }
 func (c *Client) ValidateToken(ctx context.Context, token string) (TokenDecision, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	resp, err := c.rpc.ValidateToken(ctx, &authzv1.ValidateTokenRequest{Token: token})
+	resp, err := c.t.validateToken(ctx, &authzv1.ValidateTokenRequest{Token: token})
 	if err != nil {
 		if err = c.callError(ctx, "validate-token", err); errors.Is(err, errFailOpen) {
 			return failOpenToken(), nil
@@ -138,7 +167,7 @@ func (c *Client) ValidateToken(ctx context.Context, token string) (TokenDecision
 func (c *Client) Authorize(ctx context.Context, req AuthorizeRequest) (Decision, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	resp, err := c.rpc.Authorize(ctx, authorizeRequestToProto(req))
+	resp, err := c.t.authorize(ctx, authorizeRequestToProto(req))
 	if err != nil {
 		if err = c.callError(ctx, "authorize", err); errors.Is(err, errFailOpen) {
 			return failOpenDecision(), nil
@@ -148,8 +177,8 @@ func (c *Client) Authorize(ctx context.Context, req AuthorizeRequest) (Decision,
 	return decisionOfResponse(resp), nil
 }
 
-// Close releases the connection.
-func (c *Client) Close() error { return c.conn.Close() }
+// Close releases the connections.
+func (c *Client) Close() error { return c.t.close() }
 
 // errFailOpen tells a method to answer with its fail-open decision.
 var errFailOpen = errors.New("fail open")

@@ -11,6 +11,11 @@ import (
 	"errors"
 	"math/big"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,89 +32,97 @@ import (
 
 func TestClientAgainstRunningSidecar(t *testing.T) {
 	p := newIDP(t)
-	addr := serveGRPC(t, newServer(t, newEngine(t, p, nil)))
-	conflict := serveGRPC(t, newServer(t, newEngine(t, p, func(c *config.Config) { c.Policy.Dir = "testdata/policy-conflict" })))
+	srv := newServer(t, newEngine(t, p, nil))
+	conflictSrv := newServer(t, newEngine(t, p, func(c *config.Config) { c.Policy.Dir = "testdata/policy-conflict" }))
+	// The same calls over gRPC and over the local HTTP API give the same
+	// decisions and the same errors.
+	targets := []struct{ name, addr, conflict string }{
+		{"grpc", serveGRPC(t, srv), serveGRPC(t, conflictSrv)},
+		{"http", serveHTTP(t, srv), serveHTTP(t, conflictSrv)},
+	}
 	viewer := p.token(t, fixedUser("alice", "viewer"))
 	expired := p.token(t, map[string]any{"sub": "alice", "tenant_id": tenant, "exp": time.Now().Add(-time.Hour).Unix(), "iat": fixedIat})
 
-	for _, mode := range []string{authz.FailOpen, authz.FailClosed} {
-		t.Run(mode, func(t *testing.T) {
-			c := newClient(t, addr, mode)
-			cc := newClient(t, conflict, mode)
+	for _, target := range targets {
+		for _, mode := range []string{authz.FailOpen, authz.FailClosed} {
+			t.Run(target.name+"/"+mode, func(t *testing.T) {
+				c := newClient(t, target.addr, mode)
+				cc := newClient(t, target.conflict, mode)
 
-			t.Run("valid token", func(t *testing.T) {
-				got, err := c.ValidateToken(t.Context(), viewer)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := authz.TokenDecision{Allowed: true, Reason: reason.OK, Subject: "alice", TenantID: tenant, Claims: map[string]any{
-					"sub": "alice", "tenant_id": tenant, "roles": []any{"viewer"}, "email": "alice@example.com",
-					"department": "sales", "clearance": map[string]any{"level": 3.0, "tags": []any{"a", "b"}},
-					"exp": float64(fixedExp), "iat": float64(fixedIat),
-				}}
-				if diff := cmp.Diff(want, got); diff != "" {
-					t.Errorf("decision (-want +got):\n%s", diff)
-				}
-			})
-
-			tokenCases := []struct {
-				name, token string
-				want        reason.Code
-			}{
-				{"expired token", expired, reason.TokenExpired},
-				{"garbage token", "garbage", reason.TokenMalformed},
-				{"no token", "", reason.TokenMissing},
-			}
-			for _, tc := range tokenCases {
-				t.Run(tc.name+" is a decision in either mode", func(t *testing.T) {
-					got, err := c.ValidateToken(t.Context(), tc.token)
+				t.Run("valid token", func(t *testing.T) {
+					got, err := c.ValidateToken(t.Context(), viewer)
 					if err != nil {
 						t.Fatal(err)
 					}
-					if got.Allowed || got.Reason != tc.want || got.Claims != nil {
-						t.Errorf("got %+v, want denied with %q and no claims", got, tc.want)
+					want := authz.TokenDecision{Allowed: true, Reason: reason.OK, Subject: "alice", TenantID: tenant, Claims: map[string]any{
+						"sub": "alice", "tenant_id": tenant, "roles": []any{"viewer"}, "email": "alice@example.com",
+						"department": "sales", "clearance": map[string]any{"level": 3.0, "tags": []any{"a", "b"}},
+						"exp": float64(fixedExp), "iat": float64(fixedIat),
+					}}
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Errorf("decision (-want +got):\n%s", diff)
 					}
 				})
-			}
 
-			authzCases := []struct {
-				name    string
-				req     authz.AuthorizeRequest
-				allowed bool
-				reason  reason.Code
-				deny    []string
-			}{
-				{"allowed", authz.AuthorizeRequest{Token: viewer, Action: "orders:read", Resource: authz.Resource{ID: "o-1"}}, true, reason.PolicyAllow, []string{}},
-				{"denied", authz.AuthorizeRequest{Token: viewer, Action: "orders:update"}, false, reason.PolicyDeny, []string{"role-forbidden: viewer cannot orders:update"}},
-				{"expired token", authz.AuthorizeRequest{Token: expired, Action: "orders:read"}, false, reason.TokenExpired, []string{}},
-			}
-			for _, tc := range authzCases {
-				t.Run("authorize "+tc.name, func(t *testing.T) {
-					got, err := c.Authorize(t.Context(), tc.req)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if got.Allowed != tc.allowed || got.Reason != tc.reason || !cmp.Equal(got.DenyReasons, tc.deny) {
-						t.Errorf("got %+v, want allowed=%v reason=%q deny=%q", got, tc.allowed, tc.reason, tc.deny)
-					}
-					if got.DecisionID == "" {
-						t.Error("no decision id: every decision has one, a rejected token's too")
-					}
-				})
-			}
-
-			t.Run("malformed request is an error in either mode", func(t *testing.T) {
-				_, err := c.Authorize(t.Context(), authz.AuthorizeRequest{Token: viewer})
-				if !errors.Is(err, &reason.Error{Code: reason.InputInvalid}) || errors.Is(err, authz.ErrUnavailable) {
-					t.Fatalf("err %v, want input-invalid", err)
+				tokenCases := []struct {
+					name, token string
+					want        reason.Code
+				}{
+					{"expired token", expired, reason.TokenExpired},
+					{"garbage token", "garbage", reason.TokenMalformed},
+					{"no token", "", reason.TokenMissing},
 				}
-			})
+				for _, tc := range tokenCases {
+					t.Run(tc.name+" is a decision in either mode", func(t *testing.T) {
+						got, err := c.ValidateToken(t.Context(), tc.token)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if got.Allowed || got.Reason != tc.want || got.Claims != nil {
+							t.Errorf("got %+v, want denied with %q and no claims", got, tc.want)
+						}
+					})
+				}
 
-			t.Run("engine cannot decide", func(t *testing.T) {
-				got, err := cc.Authorize(t.Context(), authz.AuthorizeRequest{Token: viewer, Action: "orders:read", Resource: authz.Resource{ID: "conflict"}})
-				checkUnavailable(t, mode, got, err, reason.PolicyError)
+				authzCases := []struct {
+					name    string
+					req     authz.AuthorizeRequest
+					allowed bool
+					reason  reason.Code
+					deny    []string
+				}{
+					{"allowed", authz.AuthorizeRequest{Token: viewer, Action: "orders:read", Resource: authz.Resource{ID: "o-1"}}, true, reason.PolicyAllow, []string{}},
+					{"denied", authz.AuthorizeRequest{Token: viewer, Action: "orders:update"}, false, reason.PolicyDeny, []string{"role-forbidden: viewer cannot orders:update"}},
+					{"expired token", authz.AuthorizeRequest{Token: expired, Action: "orders:read"}, false, reason.TokenExpired, []string{}},
+				}
+				for _, tc := range authzCases {
+					t.Run("authorize "+tc.name, func(t *testing.T) {
+						got, err := c.Authorize(t.Context(), tc.req)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if got.Allowed != tc.allowed || got.Reason != tc.reason || !cmp.Equal(got.DenyReasons, tc.deny) {
+							t.Errorf("got %+v, want allowed=%v reason=%q deny=%q", got, tc.allowed, tc.reason, tc.deny)
+						}
+						if got.DecisionID == "" {
+							t.Error("no decision id: every decision has one, a rejected token's too")
+						}
+					})
+				}
+
+				t.Run("malformed request is an error in either mode", func(t *testing.T) {
+					_, err := c.Authorize(t.Context(), authz.AuthorizeRequest{Token: viewer})
+					if !errors.Is(err, &reason.Error{Code: reason.InputInvalid}) || errors.Is(err, authz.ErrUnavailable) {
+						t.Fatalf("err %v, want input-invalid", err)
+					}
+				})
+
+				t.Run("engine cannot decide", func(t *testing.T) {
+					got, err := cc.Authorize(t.Context(), authz.AuthorizeRequest{Token: viewer, Action: "orders:read", Resource: authz.Resource{ID: "conflict"}})
+					checkUnavailable(t, mode, got, err, reason.PolicyError)
+				})
 			})
-		})
+		}
 	}
 }
 
@@ -168,6 +181,8 @@ func TestClientSidecarUnreachable(t *testing.T) {
 	}{
 		{"connection refused", deadAddr, reason.Unavailable},
 		{"sidecar hangs", blackHole, reason.Unavailable},
+		{"http/connection refused", func(t testing.TB) string { return "http://" + deadAddr(t) }, reason.Unavailable},
+		{"http/sidecar hangs", func(t testing.TB) string { return "http://" + blackHole(t) }, reason.Unavailable},
 	}
 	for _, target := range targets {
 		for _, mode := range []string{authz.FailOpen, authz.FailClosed} {
@@ -361,10 +376,14 @@ func TestNewClientOptions(t *testing.T) {
 		{name: "unknown fail mode", opts: authz.ClientOptions{FailMode: "maybe"}, wantErr: true},
 		{name: "negative timeout", opts: authz.ClientOptions{Timeout: -time.Second}, wantErr: true},
 		{name: "unparsable target", addr: "dns://a b/%zz", wantErr: true},
-		{name: "URL of the HTTP API", addr: "http://localhost:7700", wantErr: true},
+		{name: "URL of the HTTP API", addr: "http://localhost:7700", mode: authz.FailOpen},
+		{name: "https URL", addr: "https://sidecar.internal:7700/", opts: authz.ClientOptions{FailMode: "closed"}, mode: authz.FailClosed},
+		{name: "URL without host", addr: "http://", wantErr: true},
+		{name: "URL with a query", addr: "http://localhost:7700/?a=b", wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.ConfigFile, tt.opts.LookupEnv = "-", noEnv
 			c, err := authz.NewClient(tt.addr, tt.opts)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err %v, wantErr %v", err, tt.wantErr)
@@ -375,6 +394,88 @@ func TestNewClientOptions(t *testing.T) {
 			defer c.Close()
 			if c.FailMode() != tt.mode {
 				t.Errorf("FailMode %q, want %q", c.FailMode(), tt.mode)
+			}
+		})
+	}
+}
+
+func noEnv(string) (string, bool) { return "", false }
+
+// TestNewClientDefaults checks where a client finds what the caller left
+// unset: SVC_SIDECAR_ADDR and SVC_FAIL_MODE, then the [sdk] table of
+// svc.toml, then the defaults.
+func TestNewClientDefaults(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "svc.toml")
+	if err := os.WriteFile(file, []byte("[sdk]\nsidecar_addr = \"http://127.0.0.1:7700\"\nfail_mode = \"closed\"\ntenant_id = \"acme\"\n\n[policy]\ndir = \"/etc/svc\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	broken := filepath.Join(dir, "broken.toml")
+	if err := os.WriteFile(broken, []byte("[sdk\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := func(vars map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	}
+	tests := []struct {
+		name       string
+		addr       string
+		opts       authz.ClientOptions
+		wantTarget string
+		wantMode   string
+		wantErr    string
+	}{
+		{name: "nothing set", opts: authz.ClientOptions{ConfigFile: filepath.Join(dir, "none.toml"), LookupEnv: noEnv},
+			wantTarget: "[::1]:50051", wantMode: authz.FailOpen},
+		{name: "svc.toml", opts: authz.ClientOptions{ConfigFile: file, LookupEnv: noEnv},
+			wantTarget: "http://127.0.0.1:7700", wantMode: authz.FailClosed},
+		{name: "environment over svc.toml", opts: authz.ClientOptions{ConfigFile: file,
+			LookupEnv: env(map[string]string{"SVC_SIDECAR_ADDR": "localhost:50051", "SVC_FAIL_MODE": "open"})},
+			wantTarget: "localhost:50051", wantMode: authz.FailOpen},
+		{name: "arguments over both", addr: "[::1]:6000", opts: authz.ClientOptions{FailMode: "open", ConfigFile: file,
+			LookupEnv: env(map[string]string{"SVC_SIDECAR_ADDR": "localhost:50051", "SVC_FAIL_MODE": "closed"})},
+			wantTarget: "[::1]:6000", wantMode: authz.FailOpen},
+		{name: "no file read with -", opts: authz.ClientOptions{ConfigFile: "-", LookupEnv: noEnv},
+			wantTarget: "[::1]:50051", wantMode: authz.FailOpen},
+		{name: "broken svc.toml", opts: authz.ClientOptions{ConfigFile: broken, LookupEnv: noEnv}, wantErr: "broken.toml"},
+		{name: "bad fail mode in the environment", opts: authz.ClientOptions{ConfigFile: "-",
+			LookupEnv: env(map[string]string{"SVC_FAIL_MODE": "sometimes"})}, wantErr: "sometimes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := authz.NewClient(tt.addr, tt.opts)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want one naming %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if c.Target() != tt.wantTarget || c.FailMode() != tt.wantMode {
+				t.Errorf("target %q mode %q, want %q %q", c.Target(), c.FailMode(), tt.wantTarget, tt.wantMode)
+			}
+		})
+	}
+}
+
+// TestClientHTTPNotASidecar: a URL that leads elsewhere (404) is a
+// configuration error, never an outage the fail mode would let through.
+func TestClientHTTPNotASidecar(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	for _, mode := range []string{authz.FailOpen, authz.FailClosed} {
+		t.Run(mode, func(t *testing.T) {
+			c := newClient(t, srv.URL, mode)
+			td, err := c.ValidateToken(t.Context(), "any-token")
+			if err == nil || errors.Is(err, authz.ErrUnavailable) || td.Allowed {
+				t.Errorf("ValidateToken = %+v, %v; want a non-outage error", td, err)
+			}
+			d, err := c.Authorize(t.Context(), authz.AuthorizeRequest{Token: "any-token", Action: "orders:read"})
+			if err == nil || errors.Is(err, authz.ErrUnavailable) || d.Allowed {
+				t.Errorf("Authorize = %+v, %v; want a non-outage error", d, err)
 			}
 		})
 	}

@@ -47,7 +47,8 @@ type appUser struct {
 }
 
 // TestMiddlewareFailModes runs the Go middleware against a running sidecar
-// and then against the same sidecar stopped, in both fail modes.
+// and then against the same sidecar stopped, in both fail modes, with the
+// client talking gRPC (host:port) and the local HTTP API (http:// URL).
 func TestMiddlewareFailModes(t *testing.T) {
 	t.Parallel()
 	k := newKeyring(t)
@@ -58,18 +59,21 @@ func TestMiddlewareFailModes(t *testing.T) {
 	expired := k.rsa.Token(t, expiredClaims)
 
 	modes := []string{authz.FailOpen, authz.FailClosed}
+	targets := map[string]string{"grpc": s.GRPCAddr, "http": "http://" + s.HTTPAddr}
 	apps := map[string]*httptest.Server{}
 	guarded := map[string]*httptest.Server{}
 	for _, m := range modes {
-		apps[m] = sdkApp(t, s.GRPCAddr, m, authz.MiddlewareOptions{})
-		guarded[m] = sdkApp(t, s.GRPCAddr, m, authz.MiddlewareOptions{
-			Action: func(r *http.Request) string {
-				if r.Method == http.MethodDelete {
-					return "orders:delete"
-				}
-				return "orders:read"
-			},
-		})
+		for tr, addr := range targets {
+			apps[m+"/"+tr] = sdkApp(t, addr, m, authz.MiddlewareOptions{})
+			guarded[m+"/"+tr] = sdkApp(t, addr, m, authz.MiddlewareOptions{
+				Action: func(r *http.Request) string {
+					if r.Method == http.MethodDelete {
+						return "orders:delete"
+					}
+					return "orders:read"
+				},
+			})
+		}
 	}
 
 	type tcase struct {
@@ -81,9 +85,9 @@ func TestMiddlewareFailModes(t *testing.T) {
 		wantUser   string
 		wantReason string
 	}
-	run := func(t *testing.T, mode string, tc tcase) {
+	run := func(t *testing.T, key string, tc tcase) {
 		t.Helper()
-		req, err := http.NewRequest(tc.method, tc.app[mode].URL+"/orders/42", nil)
+		req, err := http.NewRequest(tc.method, tc.app[key].URL+"/orders/42", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,8 +140,10 @@ func TestMiddlewareFailModes(t *testing.T) {
 		{"policy denies", guarded, "DELETE", valid, http.StatusForbidden, "", "role-forbidden"},
 	}
 	for _, mode := range modes {
-		for _, tc := range running {
-			t.Run("running/"+mode+"/"+tc.name, func(t *testing.T) { run(t, mode, tc) })
+		for tr := range targets {
+			for _, tc := range running {
+				t.Run("running/"+mode+"/"+tr+"/"+tc.name, func(t *testing.T) { run(t, mode+"/"+tr, tc) })
+			}
 		}
 	}
 
@@ -154,8 +160,10 @@ func TestMiddlewareFailModes(t *testing.T) {
 		},
 	}
 	for _, mode := range modes {
-		for _, tc := range stopped[mode] {
-			t.Run("stopped/"+mode+"/"+tc.name, func(t *testing.T) { run(t, mode, tc) })
+		for tr := range targets {
+			for _, tc := range stopped[mode] {
+				t.Run("stopped/"+mode+"/"+tr+"/"+tc.name, func(t *testing.T) { run(t, mode+"/"+tr, tc) })
+			}
 		}
 	}
 }

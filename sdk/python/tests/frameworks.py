@@ -81,10 +81,13 @@ class MiddlewareBehaviour:
         self.assertEqual(status, 200, j)
 
     def test_token_of_another_tenant_is_forbidden(self):
-        status, _, j = self.call(self.client, "/orders/7", self.token(tenant="globex"))
-        self.assertEqual(status, 403, j)
-        b = self.body(j)
-        self.assertIn("tenant-mismatch", [b["reason"], *b["deny_reasons"]])
+        for path in ("/whoami", "/orders/7"):
+            with self.subTest(path):
+                status, headers, j = self.call(self.client, path, self.token(tenant="globex"))
+                self.assertEqual(status, 403, j)
+                self.assertIsNone(headers.get("www-authenticate"))
+                b = self.body(j)
+                self.assertIn("tenant-mismatch", [b["reason"], *b["deny_reasons"]])
 
     def test_excluded_path(self):
         status, _, j = self.call(self.client, "/healthz", None)

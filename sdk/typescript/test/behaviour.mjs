@@ -80,9 +80,12 @@ export function middlewareBehaviour(name, start) {
     });
 
     test("token of another tenant is forbidden", async () => {
-      const r = await call(client, "/orders/7", tok({ tenant_id: "globex" }));
-      assert.equal(r.status, 403);
-      assert.ok([r.body.reason, ...r.body.deny_reasons].includes("tenant-mismatch"), JSON.stringify(r.body));
+      for (const path of ["/whoami", "/orders/7"]) {
+        const r = await call(client, path, tok({ tenant_id: "globex" }));
+        assert.equal(r.status, 403, path);
+        assert.equal(r.headers.get("www-authenticate"), null, path);
+        assert.ok([r.body.reason, ...r.body.deny_reasons].includes("tenant-mismatch"), JSON.stringify(r.body));
+      }
     });
 
     test("excluded path", async () => {
