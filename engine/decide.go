@@ -157,7 +157,10 @@ func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
 	if d.DenyReasons == nil {
 		d.DenyReasons = []string{}
 	}
-	e.tel.endEval(ctx, span, in, d, err)
+	// The input goes on the span only for a live watcher (trace tail's
+	// variable inspector), never to an exporter on its own.
+	withInput := span.IsRecording() && e.observer != nil && e.observer.Observing()
+	e.tel.endEval(ctx, span, in, d, err, withInput)
 	return d, err
 }
 

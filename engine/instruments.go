@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reason"
 )
 
@@ -26,6 +27,11 @@ const (
 	AttrDecisionID  = "svc.decision_id"
 	AttrRevision    = "svc.policy_revision"
 	AttrMatchedRule = "svc.matched_rule"
+	// AttrResource is the resource of the intent, "type/id".
+	AttrResource = "svc.resource"
+	// AttrInput is the policy input as JSON, claims redacted (see
+	// RedactedInput); set only while a live watcher observes decisions.
+	AttrInput = "svc.input"
 )
 
 const instrumentationName = "github.com/svc-dev/svc/engine"
@@ -156,11 +162,12 @@ func (t *instruments) startEval(ctx context.Context) (context.Context, trace.Spa
 	return t.tracer.Start(ctx, SpanEvaluate, trace.WithSpanKind(trace.SpanKindInternal))
 }
 
-func (t *instruments) endEval(_ context.Context, span trace.Span, in Input, d Decision, err error) {
+func (t *instruments) endEval(_ context.Context, span trace.Span, in Input, d Decision, err error, withInput bool) {
 	if span.IsRecording() {
 		span.SetAttributes(
 			attribute.String(AttrTenant, in.User.TenantID),
 			attribute.String(AttrAction, in.Action),
+			attribute.String(AttrResource, resourceName(in.Resource)),
 			attribute.String(AttrResult, result(d.Allow)),
 			attribute.String(AttrReason, string(d.Reason)),
 			attribute.StringSlice(AttrDenyReasons, d.DenyReasons),
@@ -171,8 +178,19 @@ func (t *instruments) endEval(_ context.Context, span trace.Span, in Input, d De
 		if err != nil {
 			span.SetStatus(codes.Error, string(reason.PolicyError))
 		}
+		if withInput {
+			span.SetAttributes(attribute.String(AttrInput, string(RedactedInput(in))))
+		}
 	}
 	span.End()
+}
+
+// resourceName is "type/id", "type" or "" for the span's intent.
+func resourceName(r policy.Resource) string {
+	if r.ID == "" {
+		return r.Type
+	}
+	return r.Type + "/" + r.ID
 }
 
 // matchedRule names the rule of svc.authz that decided: allow when it

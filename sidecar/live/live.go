@@ -77,9 +77,11 @@ var _ engine.DecisionObserver = (*Hub)(nil)
 func (h *Hub) Decisions() *telemetry.DecisionFeed { return h.decisions }
 
 // Observing implements engine.DecisionObserver.
+// A span watcher counts: the engine then puts the redacted policy input
+// on policy.evaluate spans for the variable inspector of trace tail.
 func (h *Hub) Observing() bool {
 	return h.decisions.Watched() || (h.logs != nil && h.logs.Watched()) ||
-		(h.sessions != nil && h.sessions.Active())
+		(h.spans != nil && h.spans.Watched()) || (h.sessions != nil && h.sessions.Active())
 }
 
 // ObserveDecision implements engine.DecisionObserver.

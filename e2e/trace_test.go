@@ -1,0 +1,175 @@
+package e2e
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/e2e/harness"
+)
+
+func TestTraceTailJSON(t *testing.T) {
+	t.Parallel()
+	k := newKeyring(t)
+	s := startSidecar(t, k, nil)
+	viewer := k.token(t, "u-viewer", "acme", "viewer")
+
+	tail := startCore(t, s, "trace", "tail", "--errors-only", "--tenant", "acme")
+	waitStderr(t, tail, "tailing the traces of")
+	if r := envoyCheck(t, s, "GET", "/orders/1", viewer, nil); r.status != http.StatusOK {
+		t.Fatalf("viewer GET = %d", r.status)
+	}
+	if r := envoyCheck(t, s, "DELETE", "/orders/1", viewer, nil); r.status != http.StatusForbidden {
+		t.Fatalf("viewer DELETE = %d", r.status)
+	}
+	// Not a terminal: one JSON object per span, the denied trace only.
+	lines := waitLines(t, tail, 3)
+	names := map[string]map[string]any{}
+	for _, l := range lines[:3] {
+		var sp map[string]any
+		if err := json.Unmarshal([]byte(l), &sp); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		names[sp["name"].(string)] = sp
+	}
+	eval := names["policy.evaluate"]
+	server := names["envoy.service.auth.v3.Authorization/Check"]
+	if eval == nil || names["auth.verify_token"] == nil || server == nil {
+		t.Fatalf("spans = %v, want the server span, auth.verify_token and policy.evaluate", lines)
+	}
+	attrs := eval["attributes"].(map[string]any)
+	if attrs["svc.result"] != "deny" || attrs["svc.action"] != "orders:delete" || eval["trace_id"] != server["trace_id"] {
+		t.Errorf("policy.evaluate = %v", eval)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := strings.Count(tail.Stdout.String(), "\n"); n != 3 {
+		t.Errorf("printed %d spans, want the 3 of the denied trace:\n%s", n, tail.Stdout.String())
+	}
+	interrupt(t, tail)
+}
+
+// tmux drives a terminal program in a detached tmux session of its own
+// server.
+type tmux struct {
+	t      *testing.T
+	bin    string
+	socket string
+}
+
+func newTmux(t *testing.T, width, height int, command string) *tmux {
+	t.Helper()
+	bin := harness.LookPath(t, "tmux", "apt-get install tmux (scripts/test-packages.txt)")
+	m := &tmux{t: t, bin: bin, socket: "svc-e2e-" + rand.Text()[:10]}
+	m.run("-f", "/dev/null", "new-session", "-d", "-s", "main", "-x", itoa(width), "-y", itoa(height), command)
+	t.Cleanup(func() { _ = exec.Command(bin, "-L", m.socket, "kill-server").Run() })
+	return m
+}
+
+func (m *tmux) run(args ...string) string {
+	m.t.Helper()
+	out, err := exec.Command(m.bin, append([]string{"-L", m.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		m.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func (m *tmux) keys(keys ...string) { m.t.Helper(); m.run(append([]string{"send-keys", "-t", "main"}, keys...)...) }
+
+// screen waits until the pane shows everything in want and returns it.
+func (m *tmux) screen(want ...string) string {
+	m.t.Helper()
+	deadline := time.Now().Add(outputTimeout)
+	var pane string
+	for time.Now().Before(deadline) {
+		out, err := exec.Command(m.bin, "-L", m.socket, "capture-pane", "-p", "-t", "main").CombinedOutput()
+		pane = string(out)
+		if err == nil && containsAll(pane, want) {
+			return pane
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	m.t.Fatalf("the screen never showed %q:\n%s", want, pane)
+	return ""
+}
+
+func containsAll(s string, want []string) bool {
+	for _, w := range want {
+		if !strings.Contains(s, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestTraceTailTerminal(t *testing.T) {
+	t.Parallel()
+	k := newKeyring(t)
+	s := startSidecar(t, k, nil)
+	viewer := k.token(t, "u-viewer", "acme", "viewer")
+
+	exitFile := filepath.Join(t.TempDir(), "exit")
+	core := harness.Binary(t, "core")
+	m := newTmux(t, 160, 40, "'"+core+"' trace tail --sidecar "+s.URL("")+"; echo $? > '"+exitFile+"'")
+	m.screen("svc trace tail", "waiting for decisions")
+
+	if r := envoyCheck(t, s, "GET", "/orders/1", viewer, nil); r.status != http.StatusOK {
+		t.Fatalf("viewer GET = %d", r.status)
+	}
+	if r := envoyCheck(t, s, "DELETE", "/orders/1", viewer, nil); r.status != http.StatusForbidden {
+		t.Fatalf("viewer DELETE = %d", r.status)
+	}
+	// Two traces, each a tree with timings: server span, then its two children.
+	pane := m.screen("ALLOW  orders:read on orders/1", "DENY  orders:delete on orders/1", "reason=policy-deny")
+	tree := regexp.MustCompile(`(?m)^ {2}\S* ?envoy\.service\.auth\.v3\.Authorization/Check +\d+(\.\d+)?(µs|ms)\n {4}\S* ?auth\.verify_token +\d+(\.\d+)?(µs|ms) +ALLOW\n {4}\S* ?policy\.evaluate +\d+(\.\d+)?(µs|ms) +DENY`)
+	if !tree.MatchString(pane) {
+		t.Fatalf("no span tree with timings for the denied trace:\n%s", pane)
+	}
+
+	// The newest span (the denied policy.evaluate) is selected; Enter
+	// expands it, Enter again collapses it.
+	m.keys("Enter")
+	m.screen("matched rule: data.svc.authz.deny_reasons", "deny reasons: role-forbidden: viewer cannot orders:delete",
+		"intent: orders:delete on orders/1", "reason: policy-deny")
+	m.keys("Enter")
+	for deadline := time.Now().Add(outputTimeout); strings.Contains(m.screen("DENY"), "matched rule:"); {
+		if time.Now().After(deadline) {
+			t.Fatal("Enter did not collapse the span")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// v: the variable inspector, the policy input with claims redacted.
+	m.keys("v")
+	insp := m.screen("policy input", `"id": "u-viewer"`, `"tenant_id": "acme"`, `"email": "[REDACTED]"`, "svc.decision_id =", "svc.matched_rule = data.svc.authz.deny_reasons")
+	if strings.Contains(insp, "u-viewer@example.test") {
+		t.Errorf("the inspector shows the e-mail claim:\n%s", insp)
+	}
+	m.keys("Escape")
+	m.screen("svc trace tail", "DENY")
+
+	m.keys("q")
+	deadline := time.Now().Add(outputTimeout)
+	for {
+		b, err := os.ReadFile(exitFile)
+		if err == nil && strings.TrimSpace(string(b)) != "" {
+			if code := strings.TrimSpace(string(b)); code != "0" {
+				t.Fatalf("core trace tail exited %s after q, want 0", code)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("core trace tail still runs after q:\n%s", m.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
