@@ -23,6 +23,8 @@ func TestLogTailRefusesBadFlags(t *testing.T) {
 		{"bad since", []string{"log", "tail", "--since", "yesterday"}, 2, []string{`invalid --since "yesterday"`}},
 		{"bad trace id", []string{"log", "tail", "--trace-id", "xyz"}, 2, []string{"want 32 hex digits"}},
 		{"bad format", []string{"log", "tail", "--format", "yaml"}, 2, []string{`invalid --format "yaml"`}},
+		{"trace tail bad since", []string{"trace", "tail", "--since", "-5m"}, 2, []string{`invalid --since "-5m"`}},
+		{"trace tail bad trace id", []string{"trace", "tail", "--trace-id", "abc"}, 2, []string{"want 32 hex digits"}},
 		{"format and output disagree", []string{"log", "tail", "--format", "text", "--output", "json"}, 2, []string{"contradicts"}},
 	}
 	for _, tt := range tests {
@@ -52,6 +54,8 @@ func TestLiveCommandsUnreachableSidecar(t *testing.T) {
 	for _, args := range [][]string{
 		{"log", "tail"},
 		{"log", "tail", "--format", "json"},
+		{"trace", "tail"},
+		{"trace", "tail", "--errors-only", "--output", "json"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			r := run(t, "", append(args, "--sidecar", url)...)
