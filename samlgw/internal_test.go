@@ -1,0 +1,120 @@
+package samlgw
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/samlgw/testidp"
+)
+
+// acceptAll is a store that never refuses: benchmarks and fuzzing post the
+// same assertion again and again.
+type acceptAll struct{}
+
+func (acceptAll) Add(context.Context, string, time.Duration) (bool, error) { return true, nil }
+func (acceptAll) Take(context.Context, string) (bool, error)               { return true, nil }
+
+const (
+	benchEntity = "https://app.example.com/auth/saml/metadata"
+	benchACS    = "https://app.example.com/auth/saml/acs"
+)
+
+func benchSetup(tb testing.TB) (*validator, *IDP, *testidp.IdP) {
+	tb.Helper()
+	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	trusted, _, err := ParseIDPMetadata(idp.Metadata())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	v := &validator{
+		entityID: benchEntity, acsURL: benchACS, skew: 30 * time.Second, allowIDPInitiated: true,
+		mapping: config.AttributeMapping{Email: config.DefaultSAMLEmailAttribute, Role: "role", Tenant: "tenant_id"},
+		store:   acceptAll{}, now: time.Now,
+	}
+	return v, trusted, idp
+}
+
+func benchResponse() testidp.Response {
+	return testidp.Response{
+		Destination: benchACS, Recipient: benchACS, Audience: benchEntity, NameID: "alice@example.com",
+		Attributes: []testidp.Attribute{
+			{Name: "role", Values: []string{"admin"}}, {Name: "tenant_id", Values: []string{"acme"}},
+			{Name: "department", Values: []string{"finance"}},
+		},
+	}
+}
+
+// BenchmarkACSValidate measures the whole ACS validation of a response
+// whose assertion is signed with RSA-2048 / SHA-256: structural checks,
+// signature verification, conditions and attribute mapping.
+func BenchmarkACSValidate(b *testing.B) {
+	v, trusted, idp := benchSetup(b)
+	doc, err := idp.Sign(benchResponse())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := v.validate(ctx, doc, trusted); err != nil {
+		b.Fatalf("validate: %v", err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(doc)))
+	for b.Loop() {
+		if _, err := v.validate(ctx, doc, trusted); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// FuzzACS feeds arbitrary documents to the whole ACS validation path: it
+// must never panic, and every refusal must carry a code.
+func FuzzACS(f *testing.F) {
+	v, trusted, idp := benchSetup(f)
+	doc, err := idp.Sign(benchResponse())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(doc)
+	f.Add(idp.XML(benchResponse(), false))
+	seeds, _ := filepath.Glob(filepath.Join("testdata", "*.xml"))
+	for _, p := range seeds {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := v.validate(context.Background(), data, trusted)
+		if err == nil {
+			return
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Code == "" || e.Code.status() >= 500 {
+			t.Fatalf("refusal without a client code: %v", err)
+		}
+	})
+}
+
+func TestParseResponseSeeds(t *testing.T) {
+	tests := map[string]Code{"dtd.xml": DTDForbidden, "two-responses.xml": Malformed, "no-assertion.xml": Malformed, "failed-status.xml": StatusFailure}
+	for name, want := range tests {
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("testdata", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ParseResponse(b); CodeOf(err) != want {
+				t.Fatalf("ParseResponse = %v, want code %s", err, want)
+			}
+		})
+	}
+}
