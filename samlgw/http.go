@@ -2,11 +2,14 @@ package samlgw
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"mime"
 	"net/http"
 	"net/url"
@@ -17,6 +20,7 @@ import (
 	dsig "github.com/russellhaering/goxmldsig"
 
 	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
 )
 
@@ -85,19 +89,37 @@ func safeReturnTo(s string) (string, bool) {
 }
 
 func (g *Gateway) serviceProvider() *saml.ServiceProvider {
+	return serviceProvider(g.cfg.EntityID, g.acsURL, g.spKey, g.spCert)
+}
+
+func serviceProvider(entityID string, acs *url.URL, key crypto.Signer, cert *x509.Certificate) *saml.ServiceProvider {
 	sp := &saml.ServiceProvider{
-		EntityID:          g.cfg.EntityID,
-		AcsURL:            *g.acsURL,
+		EntityID:          entityID,
+		AcsURL:            *acs,
 		AuthnNameIDFormat: saml.EmailAddressNameIDFormat,
 	}
-	if g.spKey != nil {
-		sp.Key, sp.Certificate = g.spKey, g.spCert
+	if key != nil {
+		sp.Key, sp.Certificate = key, cert
 		sp.SignatureMethod = dsig.RSASHA256SignatureMethod
-		if _, ok := g.spKey.(*ecdsa.PrivateKey); ok {
+		if _, ok := key.(*ecdsa.PrivateKey); ok {
 			sp.SignatureMethod = dsig.ECDSASHA256SignatureMethod
 		}
 	}
 	return sp
+}
+
+// SPMetadata renders the SP metadata of a configuration without running a
+// gateway (`core saml metadata`): it reads the SP key pair, nothing else.
+func SPMetadata(s config.SAML) ([]byte, error) {
+	acs, err := url.Parse(s.ACSURL)
+	if err != nil {
+		return nil, fmt.Errorf("sdk.saml.acs_url: %w", err)
+	}
+	key, cert, err := loadSPKeyPair(s)
+	if err != nil {
+		return nil, err
+	}
+	return MetadataXML(serviceProvider(s.EntityID, acs, key, cert))
 }
 
 // serveLogin starts SP-initiated sign-on: an AuthnRequest to the IdP over

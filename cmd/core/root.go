@@ -134,7 +134,7 @@ the sidecar could not be reached.`,
 	pf.StringVar(&a.logLevel, "log-level", "warn", "log `level`: error, warn, info or debug")
 	pf.StringVar(&a.output, "output", "text", "output `format`: text, or json (one JSON document; one per line when streaming)")
 
-	root.AddCommand(a.policyCommand(), inProcess(a.coverageCommand()), a.sidecarCommand(), a.configCommand(), a.logCommand(), a.traceCommand())
+	root.AddCommand(a.policyCommand(), inProcess(a.coverageCommand()), a.sidecarCommand(), a.configCommand(), a.logCommand(), a.traceCommand(), a.samlCommand())
 	return root
 }
 
