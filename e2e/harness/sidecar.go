@@ -191,7 +191,21 @@ func (s *Sidecar) AuditRecords(t testing.TB) []map[string]any {
 	if s.AuditPath == "" {
 		t.Fatal("the sidecar was started with an audit destination of the test's own")
 	}
-	return ReadJSONLines(t, s.AuditPath)
+	// The sidecar gathers audit records for a few milliseconds before it
+	// writes them: read until the count has held still for a while, so
+	// that the decisions just answered are all in the file.
+	recs := ReadJSONLines(t, s.AuditPath)
+	for still, deadline := 0, time.Now().Add(5*time.Second); still < 3 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		next := ReadJSONLines(t, s.AuditPath)
+		if len(next) == len(recs) {
+			still++
+		} else {
+			still = 0
+		}
+		recs = next
+	}
+	return recs
 }
 
 // ReadJSONLines parses a file of JSON lines; a missing file is no lines.
