@@ -331,3 +331,91 @@ func TestShippedDemoEnvoy(t *testing.T) {
 		t.Errorf("traces go to unknown cluster %q", c)
 	}
 }
+
+// envoyRoute picks the route Envoy's router would pick for method and
+// path in the shipped file's first virtual host, reading the match kinds
+// the shipped files use (and failing on any other, so that the test never
+// guesses), and returns the context extensions it gives the check.
+func envoyRoute(t *testing.T, path, method, target string) map[string]string {
+	t.Helper()
+	b := loadBootstrap(t, path)
+	hcm := unpack(t, b.GetStaticResources().GetListeners()[0].GetFilterChains()[0].GetFilters()[0].GetTypedConfig(), &hcmv3.HttpConnectionManager{})
+	p, _, _ := strings.Cut(target, "?")
+	for _, r := range hcm.GetRouteConfig().GetVirtualHosts()[0].GetRoutes() {
+		m := r.GetMatch()
+		var ok bool
+		switch {
+		case m.GetPath() != "":
+			ok = p == m.GetPath()
+		case m.GetPrefix() != "":
+			ok = strings.HasPrefix(p, m.GetPrefix())
+		case m.GetSafeRegex() != nil:
+			// Envoy's safe_regex is RE2, as Go's regexp, and must match
+			// the whole path.
+			ok = regexp.MustCompile(`^(?:` + m.GetSafeRegex().GetRegex() + `)$`).MatchString(p)
+		default:
+			t.Fatalf("%s: route match %v is not read by this test", path, m)
+		}
+		for _, h := range m.GetHeaders() {
+			if h.GetName() != ":method" || h.GetStringMatch().GetExact() == "" {
+				t.Fatalf("%s: header match %v is not read by this test", path, h)
+			}
+			ok = ok && h.GetStringMatch().GetExact() == method
+		}
+		if !ok {
+			continue
+		}
+		a, has := r.GetTypedPerFilterConfig()["envoy.filters.http.ext_authz"]
+		if !has {
+			return nil
+		}
+		return unpack(t, a, &extauthzv3.ExtAuthzPerRoute{}).GetCheckSettings().GetContextExtensions()
+	}
+	t.Fatalf("%s: no route for %s %s", path, method, target)
+	return nil
+}
+
+// TestShippedEnvoyRoutesTakeTrailingSlash checks that the plan-gated
+// action of the shipped config cannot be skipped by a trailing slash, which
+// the app serves as the same resource.
+func TestShippedEnvoyRoutesTakeTrailingSlash(t *testing.T) {
+	const path = "deploy/envoy/envoy.yaml"
+	tests := []struct {
+		method, target, action string
+	}{
+		{"POST", "/api/reports/1/export", "reports:export"},
+		{"POST", "/api/reports/1/export/", "reports:export"},
+		{"POST", "/api/reports/1/export/?format=csv", "reports:export"},
+		{"GET", "/api/reports/1/export/", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.target, func(t *testing.T) {
+			if got := envoyRoute(t, path, tt.method, tt.target)[ExtAction]; got != tt.action {
+				t.Fatalf("%s = %q, want %q", ExtAction, got, tt.action)
+			}
+		})
+	}
+}
+
+// TestRouteTemplatesTakeTrailingSlash checks the sidecar's own route
+// table: a template matches with and without a trailing slash.
+func TestRouteTemplatesTakeTrailingSlash(t *testing.T) {
+	m, err := NewMapper(testTenant, []config.Route{
+		{Path: "/api/reports/{id}/export", Methods: []string{"POST"}, Action: "reports:export"},
+		{Path: "/admin/reports/", Action: "report:export"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{"/api/reports/1/export", "/api/reports/1/export/", "/api/reports/1/export//", "/admin/reports", "/admin/reports/"} {
+		t.Run(target, func(t *testing.T) {
+			_, in, err := m.FromCheckRequest(checkReq("POST", target, nil, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasSuffix(in.Action, ":export") {
+				t.Fatalf("action = %q, want the route's", in.Action)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ package envoy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -53,16 +54,19 @@ type Deps struct {
 // with the same mapping and the same responses. It is safe for concurrent
 // use.
 type Server struct {
-	mapper   *Mapper
-	az       Authorizer
-	failMode string
-	log      *slog.Logger
+	mapper     *Mapper
+	az         Authorizer
+	failMode   string
+	checkProxy string // sidecar.check_proxy
+	log        *slog.Logger
 }
 
 var _ authv3.AuthorizationServer = (*Server)(nil)
 
 // New creates a Server from the configuration's tenant (sdk.tenant_id),
-// route table (sidecar.routes) and fail mode (sdk.fail_mode, default open).
+// route table (sidecar.routes), fail mode (sdk.fail_mode, default open),
+// proxy of the HTTP check (sidecar.check_proxy, default auto) and trust of
+// forwarding headers (sidecar.trust_forwarded_for).
 func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 	if az == nil {
 		return nil, fmt.Errorf("envoy: nil authorizer")
@@ -81,11 +85,21 @@ func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 	if cfg.SDK.SAML != nil {
 		m.WithSessionCookie(cfg.SDK.SAML.CookieName)
 	}
+	m.trustForwardedFor = cfg.Sidecar.TrustForwardedFor
+	checkProxy := cfg.Sidecar.CheckProxy
+	switch checkProxy {
+	case "":
+		checkProxy = config.CheckProxyAuto
+	case config.CheckProxyAuto, config.CheckProxyNginx, config.CheckProxyForwarded:
+	default:
+		return nil, fmt.Errorf("envoy: sidecar.check_proxy must be %q, %q or %q, got %q",
+			config.CheckProxyAuto, config.CheckProxyNginx, config.CheckProxyForwarded, checkProxy)
+	}
 	log := deps.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{mapper: m, az: az, failMode: failMode, log: log}, nil
+	return &Server{mapper: m, az: az, failMode: failMode, checkProxy: checkProxy, log: log}, nil
 }
 
 // Mapper returns the Server's request mapping.
@@ -104,7 +118,7 @@ func (s *Server) Register(g *grpc.Server) {
 func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
 	pr, err := proxyRequestFromCheck(req)
 	if err != nil {
-		v := invalidInput()
+		v := invalidInput(err)
 		s.logInvalid(ctx, err)
 		return v.checkResponse(nil), nil
 	}
@@ -125,18 +139,19 @@ func (s *Server) authorize(ctx context.Context, pr proxyRequest) (verdict, bool)
 	token, in, err := s.mapper.mapRequest(pr)
 	if err != nil {
 		s.logInvalid(ctx, err)
-		return invalidInput(), false
+		return invalidInput(err), false
 	}
 	res, err := s.az.Authorize(ctx, token, in)
 	v := decide(res, err, s.failMode)
 	if err != nil {
+		// The code only: the wrapped engine error (an OPA evaluation
+		// error, say) can quote input values, which stay out of logs.
 		s.log.LogAttrs(ctx, slog.LevelWarn, "no decision; fail mode applied",
 			slog.String("fail_mode", s.failMode),
 			slog.String("reason", string(reason.Of(err, reason.PolicyError))),
 			slog.String("decision_id", res.Decision.DecisionID),
 			slog.String("trace_id", traceID(ctx)),
-			slog.String("action", in.Action),
-			slog.Any("err", err))
+			slog.String("action", in.Action))
 	} else if s.log.Enabled(ctx, slog.LevelDebug) {
 		s.log.LogAttrs(ctx, slog.LevelDebug, "checked",
 			slog.Bool("allow", v.allow),
@@ -149,11 +164,21 @@ func (s *Server) authorize(ctx context.Context, pr proxyRequest) (verdict, bool)
 	return v, true
 }
 
+// logInvalid logs a refused request by its code and the reason's own
+// message, written to be safe; never the request's values.
 func (s *Server) logInvalid(ctx context.Context, err error) {
+	if !s.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	msg := ""
+	var re *reason.Error
+	if errors.As(err, &re) {
+		msg = re.Msg
+	}
 	s.log.LogAttrs(ctx, slog.LevelDebug, "check request refused",
-		slog.String("reason", string(reason.InputInvalid)),
-		slog.String("trace_id", traceID(ctx)),
-		slog.Any("err", err))
+		slog.String("reason", string(reason.Of(err, reason.InputInvalid))),
+		slog.String("detail", msg),
+		slog.String("trace_id", traceID(ctx)))
 }
 
 func traceID(ctx context.Context) string {

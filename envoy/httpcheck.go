@@ -2,6 +2,7 @@ package envoy
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/reason"
 )
 
@@ -86,10 +88,10 @@ func (s *Server) RegisterHTTP(mux *http.ServeMux) {
 
 // serveCheck answers nginx auth_request and Caddy forward_auth.
 func (s *Server) serveCheck(w http.ResponseWriter, r *http.Request) {
-	pr, conv, err := forwardedRequest(r)
+	pr, conv, err := forwardedRequest(r, s.checkProxy)
 	if err != nil {
 		s.logInvalid(r.Context(), err)
-		s.writeHTTP(w, invalidInput(), conv, nil)
+		s.writeHTTP(w, invalidInput(err), conv, nil)
 		return
 	}
 	s.check(r.Context(), w, pr, conv)
@@ -103,10 +105,12 @@ func (s *Server) serveEnvoyCheck(w http.ResponseWriter, r *http.Request) {
 		target += "?" + r.URL.RawQuery
 	}
 	pr := proxyRequest{
-		method:  r.Method,
-		target:  target,
-		host:    firstNonEmpty(r.Header.Get(headerForwardedHost), r.Host),
-		headers: lowerHeaders(r.Header),
+		method:   r.Method,
+		target:   target,
+		host:     firstNonEmpty(r.Header.Get(headerForwardedHost), r.Host),
+		headers:  lowerHeaders(r.Header),
+		sourceIP: peerHost(r.RemoteAddr),
+		viaProxy: true,
 	}
 	s.check(r.Context(), w, pr, conventionEnvoy)
 }
@@ -121,13 +125,28 @@ func (s *Server) check(ctx context.Context, w http.ResponseWriter, pr proxyReque
 }
 
 // forwardedRequest reads the original request from nginx's X-Original-*
-// or Caddy's X-Forwarded-* headers. A client can add either set to its own
-// request and the proxy passes it on, so when both name a URI (or a
-// method) they must agree: otherwise the request is refused rather than
-// authorized for a target the proxy will not serve.
-func forwardedRequest(r *http.Request) (proxyRequest, convention, error) {
+// or Caddy's X-Forwarded-* headers, per proxy (sidecar.check_proxy):
+//
+//   - nginx: X-Original-URI and X-Original-Method only; without the
+//     latter, the check request's own method;
+//   - forwarded (Caddy, Traefik): X-Forwarded-Uri and X-Forwarded-Method
+//     only; without the latter, the check request's own method;
+//   - auto: nginx's when X-Original-URI is present, else the forwarded
+//     headers. The two sets are passed on from the client by both proxies,
+//     so when both name a URI (or a method) they must agree, or the request
+//     is refused rather than authorized for a target the proxy will not
+//     serve; and a method is only ever taken from the set that named the
+//     URI: nginx sets no X-Forwarded-Method, so one on an nginx check
+//     request is the client's.
+func forwardedRequest(r *http.Request, proxy string) (proxyRequest, convention, error) {
 	origURI, fwdURI := r.Header.Get(headerOriginalURI), r.Header.Get(headerForwardedURI)
 	origMethod, fwdMethod := r.Header.Get(headerOriginalMethod), r.Header.Get(headerForwardedMethod)
+	switch proxy {
+	case config.CheckProxyNginx:
+		fwdURI, fwdMethod = "", ""
+	case config.CheckProxyForwarded:
+		origURI, origMethod = "", ""
+	}
 	conv := conventionForwarded
 	target, method := fwdURI, fwdMethod
 	if origURI != "" {
@@ -142,14 +161,24 @@ func forwardedRequest(r *http.Request) (proxyRequest, convention, error) {
 		return proxyRequest{}, conv, reason.New(reason.InputInvalid, "X-Original-Method and X-Forwarded-Method disagree")
 	}
 	if method == "" {
-		method = firstNonEmpty(origMethod, fwdMethod, r.Method)
+		method = r.Method
 	}
 	return proxyRequest{
-		method:  method,
-		target:  target,
-		host:    firstNonEmpty(r.Header.Get(headerForwardedHost), r.Host),
-		headers: lowerHeaders(r.Header),
+		method:   method,
+		target:   target,
+		host:     firstNonEmpty(r.Header.Get(headerForwardedHost), r.Host),
+		headers:  lowerHeaders(r.Header),
+		sourceIP: peerHost(r.RemoteAddr),
+		viaProxy: true,
 	}, conv, nil
+}
+
+// peerHost is the host of a "host:port" remote address.
+func peerHost(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
 }
 
 // lowerHeaders flattens h into lower-case keys, values joined with ","

@@ -217,3 +217,98 @@ func TestHTTPCheckRateLimited(t *testing.T) {
 		})
 	}
 }
+
+// TestForwardedRequestTrust checks which headers name the original request
+// per proxy: a method a client adds must never decide the action.
+func TestForwardedRequestTrust(t *testing.T) {
+	tests := []struct {
+		name    string
+		proxy   string
+		method  string // of the check request itself
+		headers map[string]string
+		want    string // "METHOD target", or "error"
+	}{
+		{"nginx conf without X-Original-Method ignores the client's X-Forwarded-Method", config.CheckProxyAuto, "GET",
+			map[string]string{"X-Original-URI": "/orders/1", "X-Forwarded-Method": "DELETE"}, "GET /orders/1"},
+		{"nginx", config.CheckProxyAuto, "GET",
+			map[string]string{"X-Original-URI": "/orders/1", "X-Original-Method": "DELETE"}, "DELETE /orders/1"},
+		{"caddy", config.CheckProxyAuto, "GET",
+			map[string]string{"X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "PUT"}, "PUT /orders/1"},
+		{"caddy without method", config.CheckProxyAuto, "GET",
+			map[string]string{"X-Forwarded-Uri": "/orders/1"}, "GET /orders/1"},
+		{"auto: the two URIs disagree", config.CheckProxyAuto, "GET",
+			map[string]string{"X-Original-URI": "/public", "X-Forwarded-Uri": "/orders/1"}, "error"},
+		{"auto: the two methods disagree", config.CheckProxyAuto, "GET",
+			map[string]string{"X-Original-URI": "/orders/1", "X-Original-Method": "GET", "X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "DELETE"}, "error"},
+		{"nginx mode ignores the forwarded set", config.CheckProxyNginx, "GET",
+			map[string]string{"X-Original-URI": "/orders/1", "X-Forwarded-Uri": "/public", "X-Forwarded-Method": "DELETE"}, "GET /orders/1"},
+		{"nginx mode needs X-Original-URI", config.CheckProxyNginx, "GET",
+			map[string]string{"X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "DELETE"}, "error"},
+		{"forwarded mode ignores a client's X-Original-*", config.CheckProxyForwarded, "GET",
+			map[string]string{"X-Original-URI": "/public", "X-Original-Method": "GET", "X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "DELETE"}, "DELETE /orders/1"},
+		{"forwarded mode needs X-Forwarded-Uri", config.CheckProxyForwarded, "GET",
+			map[string]string{"X-Original-URI": "/orders/1"}, "error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(tt.method, CheckPath, nil)
+			for k, v := range tt.headers {
+				r.Header.Set(k, v)
+			}
+			pr, _, err := forwardedRequest(r, tt.proxy)
+			got := "error"
+			if err == nil {
+				got = pr.method + " " + pr.target
+			}
+			if got != tt.want {
+				t.Fatalf("got %q (%v), want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestSourceIP checks input.request.source_ip and that the forwarding
+// headers a client can forge reach the policy only when trusted.
+func TestSourceIP(t *testing.T) {
+	xff := map[string]string{"x-forwarded-for": "6.6.6.6, 203.0.113.9", "forwarded": "for=6.6.6.6", "x-real-ip": "6.6.6.6", "x-tag": "a"}
+	tests := []struct {
+		name        string
+		trust       bool
+		pr          proxyRequest
+		wantIP      string
+		wantHeaders []string
+	}{
+		{"envoy peer, forwarding headers dropped", false,
+			proxyRequest{method: "GET", target: "/orders", headers: xff, sourceIP: "198.51.100.4"}, "198.51.100.4", []string{"x-tag"}},
+		{"envoy peer stays the peer when trusted", true,
+			proxyRequest{method: "GET", target: "/orders", headers: xff, sourceIP: "198.51.100.4"}, "198.51.100.4", []string{"forwarded", "x-forwarded-for", "x-real-ip", "x-tag"}},
+		{"http check: the proxy's address", false,
+			proxyRequest{method: "GET", target: "/orders", headers: xff, sourceIP: "127.0.0.1", viaProxy: true}, "127.0.0.1", []string{"x-tag"}},
+		{"http check trusted: the entry the proxy appended", true,
+			proxyRequest{method: "GET", target: "/orders", headers: xff, sourceIP: "127.0.0.1", viaProxy: true}, "203.0.113.9", []string{"forwarded", "x-forwarded-for", "x-real-ip", "x-tag"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := NewMapper(testTenant, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.trustForwardedFor = tt.trust
+			_, in, err := m.mapRequest(tt.pr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in.Request.SourceIP != tt.wantIP {
+				t.Errorf("source_ip = %q, want %q", in.Request.SourceIP, tt.wantIP)
+			}
+			var keys []string
+			for k := range in.Request.Headers {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			if !slices.Equal(keys, tt.wantHeaders) {
+				t.Errorf("headers = %q, want %q", keys, tt.wantHeaders)
+			}
+		})
+	}
+}

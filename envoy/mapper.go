@@ -39,6 +39,10 @@ const FallbackVerb = "access"
 type Mapper struct {
 	tenantID string
 	routes   []route
+	// trustForwardedFor passes X-Forwarded-For, Forwarded and X-Real-IP to
+	// the policy, and takes an HTTP check's source address from
+	// X-Forwarded-For (sidecar.trust_forwarded_for).
+	trustForwardedFor bool
 	// sessionCookie names the cookie that carries a token issued by the
 	// SAML gateway; read only when there is no Authorization header.
 	sessionCookie string
@@ -77,6 +81,11 @@ type proxyRequest struct {
 	headers map[string]string
 	// ext are Envoy context extensions; nil for HTTP check requests.
 	ext map[string]string
+	// sourceIP is the address of the peer: the downstream client Envoy
+	// reports in a CheckRequest, or the proxy that sent an HTTP check.
+	sourceIP string
+	// viaProxy is true for HTTP checks, whose peer is the proxy.
+	viaProxy bool
 }
 
 // FromCheckRequest translates an ext_authz CheckRequest into the bearer
@@ -106,8 +115,9 @@ type proxyRequest struct {
 // less authorization, cookie, proxy-authorization, HTTP/2 pseudo-headers
 // and x-svc-* headers.
 //
-// A request without HTTP attributes, method or path, or with a path that
-// cannot be decoded, yields an error carrying reason.InputInvalid.
+// A request without HTTP attributes, method or path yields an error
+// carrying reason.InputInvalid; one whose path has no single meaning
+// (see cleanPath) an error carrying reason.PathInvalid.
 func (m *Mapper) FromCheckRequest(req *authv3.CheckRequest) (token string, in engine.Input, err error) {
 	pr, err := proxyRequestFromCheck(req)
 	if err != nil {
@@ -127,6 +137,9 @@ func proxyRequestFromCheck(req *authv3.CheckRequest) (proxyRequest, error) {
 		host:    h.GetHost(),
 		headers: h.GetHeaders(),
 		ext:     req.GetAttributes().GetContextExtensions(),
+		// Envoy's own view of the downstream peer (which honours its
+		// use_remote_address and xff_num_trusted_hops), never a header.
+		sourceIP: req.GetAttributes().GetSource().GetAddress().GetSocketAddress().GetAddress(),
 	}
 	if hasUpper(pr.headers) {
 		// Envoy always sends lower-case keys; other clients may not.
@@ -247,11 +260,12 @@ func (m *Mapper) mapRequest(pr proxyRequest) (string, engine.Input, error) {
 		Action:   action,
 		Resource: policy.Resource{Type: resource, ID: id, Tenant: tenant},
 		Request: &policy.Request{
-			Method:  method,
-			Path:    path,
-			Host:    pr.host,
-			Query:   parseQuery(pr.target),
-			Headers: policyHeaders(pr.headers),
+			Method:   method,
+			Path:     path,
+			Host:     pr.host,
+			Query:    parseQuery(pr.target),
+			Headers:  policyHeaders(pr.headers, m.trustForwardedFor),
+			SourceIP: m.sourceIP(pr),
 		},
 	}
 	tok := bearerToken(pr.headers["authorization"])
@@ -276,6 +290,23 @@ func cookieValue(header, name string) string {
 		}
 	}
 	return ""
+}
+
+// sourceIP is input.request.source_ip: the peer address, except that an
+// HTTP check, whose peer is the proxy, takes the last X-Forwarded-For entry
+// (the one the proxy itself appended) when sidecar.trust_forwarded_for is
+// set.
+func (m *Mapper) sourceIP(pr proxyRequest) string {
+	if pr.viaProxy && m.trustForwardedFor {
+		xff := pr.headers["x-forwarded-for"]
+		if i := strings.LastIndexByte(xff, ','); i >= 0 {
+			xff = xff[i+1:]
+		}
+		if ip := strings.TrimSpace(xff); ip != "" {
+			return ip
+		}
+	}
+	return pr.sourceIP
 }
 
 // defaultResource is the first path segment, or RootResource for "/".
@@ -316,17 +347,28 @@ var strippedHeaders = map[string]bool{
 	"proxy-authorization": true,
 }
 
+// forwardingHeaders name the client's address; any client can send them,
+// so they reach the policy only when sidecar.trust_forwarded_for is set.
+// input.request.source_ip is the address to judge by.
+var forwardingHeaders = map[string]bool{
+	"x-forwarded-for": true,
+	"forwarded":       true,
+	"x-real-ip":       true,
+}
+
 // policyHeaders copies headers for input.request.headers, without
 // credentials, without HTTP/2 pseudo-headers (method, path and host have
-// their own fields) and without the x-svc-* headers the sidecar owns: a
-// client's copy of those is spoofed, and input.user is the identity.
-func policyHeaders(h map[string]string) map[string]string {
+// their own fields), without the x-svc-* headers the sidecar owns (a
+// client's copy of those is spoofed, and input.user is the identity) and,
+// unless trustForwardedFor, without the forwarding headers.
+func policyHeaders(h map[string]string, trustForwardedFor bool) map[string]string {
 	if len(h) == 0 {
 		return nil
 	}
 	out := make(map[string]string, len(h))
 	for k, v := range h {
-		if strippedHeaders[k] || strings.HasPrefix(k, ":") || strings.HasPrefix(k, HeaderPrefix) {
+		if strippedHeaders[k] || strings.HasPrefix(k, ":") || strings.HasPrefix(k, HeaderPrefix) ||
+			(!trustForwardedFor && forwardingHeaders[k]) {
 			continue
 		}
 		out[k] = v

@@ -253,12 +253,6 @@ func TestFromCheckRequest(t *testing.T) {
 				Request: req("GET", "/orders/1")},
 		},
 		{
-			name: "encoded slash stays inside its segment",
-			req:  checkReq("GET", "/orders/a%2Fb", nil, nil),
-			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: "a/b", Tenant: testTenant},
-				Request: req("GET", "/orders/a%2Fb")},
-		},
-		{
 			name: "percent-decoded segments and merged slashes",
 			req:  checkReq("GET", "//orders//caf%C3%A9%20au%25lait/", nil, nil),
 			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: "café au%lait", Tenant: testTenant},
@@ -318,17 +312,28 @@ func TestFromCheckRequestErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		req  *authv3.CheckRequest
+		code reason.Code
 	}{
-		{"nil request", nil},
-		{"no attributes", &authv3.CheckRequest{}},
-		{"no http attributes", &authv3.CheckRequest{Attributes: &authv3.AttributeContext{Request: &authv3.AttributeContext_Request{}}}},
-		{"no method", checkReq("", "/orders", nil, nil)},
-		{"no path", checkReq("GET", "", nil, nil)},
-		{"relative path", checkReq("GET", "orders", nil, nil)},
-		{"asterisk form", checkReq("OPTIONS", "*", nil, nil)},
-		{"malformed escape", checkReq("GET", "/orders/%zz", nil, nil)},
-		{"truncated escape", checkReq("GET", "/orders/%4", nil, nil)},
-		{"invalid utf-8", checkReq("GET", "/orders/%ff", nil, nil)},
+		{"nil request", nil, reason.InputInvalid},
+		{"no attributes", &authv3.CheckRequest{}, reason.InputInvalid},
+		{"no http attributes", &authv3.CheckRequest{Attributes: &authv3.AttributeContext{Request: &authv3.AttributeContext_Request{}}}, reason.InputInvalid},
+		{"no method", checkReq("", "/orders", nil, nil), reason.InputInvalid},
+		{"no path", checkReq("GET", "", nil, nil), reason.InputInvalid},
+		{"relative path", checkReq("GET", "orders", nil, nil), reason.PathInvalid},
+		{"asterisk form", checkReq("OPTIONS", "*", nil, nil), reason.PathInvalid},
+		{"malformed escape", checkReq("GET", "/orders/%zz", nil, nil), reason.PathInvalid},
+		{"truncated escape", checkReq("GET", "/orders/%4", nil, nil), reason.PathInvalid},
+		{"invalid utf-8", checkReq("GET", "/orders/%ff", nil, nil), reason.PathInvalid},
+		// Servlet containers cut ";..." off a segment: "/public/..;/admin"
+		// is their "/admin".
+		{"path parameter climbing out", checkReq("GET", "/public/..;/admin/users", nil, nil), reason.PathInvalid},
+		{"path parameter", checkReq("GET", "/orders;jsessionid=1/42", nil, nil), reason.PathInvalid},
+		{"encoded path parameter", checkReq("GET", "/public/..%3B/admin", nil, nil), reason.PathInvalid},
+		// nginx and WSGI decode %2F and %5C into separators.
+		{"encoded slash", checkReq("GET", "/public%2F..%2Fadmin/users", nil, nil), reason.PathInvalid},
+		{"encoded slash lower case", checkReq("GET", "/public/..%2fadmin", nil, nil), reason.PathInvalid},
+		{"encoded backslash", checkReq("GET", "/public/..%5Cadmin", nil, nil), reason.PathInvalid},
+		{"backslash", checkReq("GET", "/public/..\\admin", nil, nil), reason.PathInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -336,8 +341,8 @@ func TestFromCheckRequestErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("want an error")
 			}
-			if !errors.Is(err, &reason.Error{Code: reason.InputInvalid}) {
-				t.Fatalf("error %v does not carry %s", err, reason.InputInvalid)
+			if !errors.Is(err, &reason.Error{Code: tt.code}) {
+				t.Fatalf("error %v does not carry %s", err, tt.code)
 			}
 		})
 	}

@@ -12,21 +12,29 @@ import (
 // decoded segments and the normalized path the policy sees.
 //
 // The query and fragment are cut off first. Each segment is then
-// percent-decoded on its own, so an encoded slash ("%2F") stays inside its
-// segment instead of creating a new one. Empty and "." segments are
-// dropped and ".." removes the segment before it (also when written
-// "%2e%2e"), so "/public/../admin" is judged as "/admin", the resource an
-// upstream that resolves dot segments would serve. A target that does not
-// start with "/", holds a malformed escape or decodes to invalid UTF-8 is
-// refused with reason.InputInvalid: guessing what the upstream makes of it
-// could authorize one resource and serve another.
+// percent-decoded on its own, and empty and "." segments are dropped and
+// ".." removes the segment before it (also when written "%2e%2e"), so
+// "/public/../admin" is judged as "/admin", the resource an upstream that
+// resolves dot segments would serve.
+//
+// Upstreams disagree on what else a path means: Tomcat, Spring and Jetty
+// cut a ";" path parameter off each segment ("/public/..;/admin" is their
+// "/admin"), nginx and WSGI servers decode "%2F" and "%5C" into separators,
+// IIS and some frameworks take "\" for "/". A path holding any of ";", "\",
+// or an encoded "/", "\" or ";" therefore has no single meaning and is
+// refused with reason.PathInvalid, as is a target that does not start with
+// "/", holds a malformed escape or decodes to invalid UTF-8: guessing what
+// the upstream makes of it could authorize one resource and serve another.
 func cleanPath(target string) (segs []string, normalized string, err error) {
 	p := target
 	if i := strings.IndexAny(p, "?#"); i >= 0 {
 		p = p[:i]
 	}
 	if !strings.HasPrefix(p, "/") {
-		return nil, "", reason.New(reason.InputInvalid, "request path must start with \"/\"")
+		return nil, "", reason.New(reason.PathInvalid, "request path must start with \"/\"")
+	}
+	if strings.ContainsAny(p, ";\\") {
+		return nil, "", reason.New(reason.PathInvalid, "request path holds \";\" or \"\\\", which upstreams read differently")
 	}
 	segs = make([]string, 0, strings.Count(p, "/"))
 	for raw := range strings.SplitSeq(p[1:], "/") {
@@ -34,11 +42,14 @@ func cleanPath(target string) (segs []string, normalized string, err error) {
 		if strings.IndexByte(raw, '%') >= 0 {
 			seg, err = url.PathUnescape(raw)
 			if err != nil {
-				return nil, "", reason.New(reason.InputInvalid, "request path holds a malformed percent-escape")
+				return nil, "", reason.New(reason.PathInvalid, "request path holds a malformed percent-escape")
+			}
+			if strings.ContainsAny(seg, "/;\\") {
+				return nil, "", reason.New(reason.PathInvalid, "request path holds an encoded \"/\", \"\\\" or \";\", which upstreams read differently")
 			}
 		}
 		if !utf8.ValidString(seg) {
-			return nil, "", reason.New(reason.InputInvalid, "request path is not valid UTF-8")
+			return nil, "", reason.New(reason.PathInvalid, "request path is not valid UTF-8")
 		}
 		switch seg {
 		case "", ".":
@@ -54,8 +65,8 @@ func cleanPath(target string) (segs []string, normalized string, err error) {
 }
 
 // joinSegments builds the normalized path from decoded segments, escaping
-// only what would change the segment structure: "%" (so the result decodes
-// back to the same segments) and "/".
+// "%" so that the result decodes back to the same segments (cleanPath
+// refuses segments holding "/").
 func joinSegments(segs []string) string {
 	if len(segs) == 0 {
 		return "/"

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
@@ -137,14 +138,15 @@ func decide(res engine.Result, err error, failMode string) verdict {
 		allow: true, status: http.StatusOK, code: codes.OK, reason: code,
 		subject:    headerSafe(subject),
 		tenantID:   headerSafe(tenant),
-		roles:      headerSafe(strings.Join(res.Input.User.Roles, ",")),
+		roles:      rolesHeader(res.Input.User.Roles),
 		decisionID: headerSafe(d.DecisionID),
 	}
 }
 
-// invalidInput is the verdict on a request the mapping refused.
-func invalidInput() verdict {
-	return denied(http.StatusBadRequest, codes.InvalidArgument, reason.InputInvalid, nil, "")
+// invalidInput is the verdict on a request the mapping refused: 400 with
+// the error's code (path-invalid, or input-invalid).
+func invalidInput(err error) verdict {
+	return denied(http.StatusBadRequest, codes.InvalidArgument, reason.Of(err, reason.InputInvalid), nil, "")
 }
 
 func denied(status int, code codes.Code, rc reason.Code, reasons []string, decisionID string) verdict {
@@ -172,6 +174,47 @@ func retryAfterSeconds(d time.Duration) string {
 		s = 1
 	}
 	return strconv.FormatInt(s, 10)
+}
+
+// rolesHeader renders roles as the x-svc-roles value: the roles joined with
+// "," and nothing else, each role percent-encoded (RFC 3986) for "%", ",",
+// '"', space and control characters, so that a role holding a comma cannot
+// pass for two roles upstream ("x,admin" becomes "x%2Cadmin"), nor one
+// with spaces for another once an upstream trims around the commas. Roles
+// made of other characters, as nearly all are, appear unchanged.
+func rolesHeader(roles []string) string {
+	clean := true
+	for _, r := range roles {
+		if strings.IndexFunc(r, roleNeedsEscape) >= 0 {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return strings.Join(roles, ",")
+	}
+	var b strings.Builder
+	for i, r := range roles {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		for j := 0; j < len(r); j++ {
+			if c := r[j]; c < utf8.RuneSelf && roleNeedsEscape(rune(c)) {
+				b.WriteByte('%')
+				b.WriteByte(upperHex[c>>4])
+				b.WriteByte(upperHex[c&0xF])
+			} else {
+				b.WriteByte(c)
+			}
+		}
+	}
+	return b.String()
+}
+
+const upperHex = "0123456789ABCDEF"
+
+func roleNeedsEscape(r rune) bool {
+	return r == '%' || r == ',' || r == '"' || r == ' ' || r < 0x20 || r == 0x7f
 }
 
 // headerSafe drops the bytes a header value cannot hold (control
@@ -202,7 +245,8 @@ func (v *verdict) bodyJSON() []byte {
 // CheckResponse, per fail mode ("open" or "closed"):
 //
 //   - allow: status OK; upstream headers x-svc-user-id, x-svc-tenant-id,
-//     x-svc-roles (comma-joined) and x-svc-decision-id overwrite whatever
+//     x-svc-roles (comma-joined, each role percent-encoded for "%", ",",
+//     '"', space and controls) and x-svc-decision-id overwrite whatever
 //     the client sent, x-svc-fail-open is removed;
 //   - invalid token: UNAUTHENTICATED, HTTP 401 with WWW-Authenticate;
 //   - policy deny: PERMISSION_DENIED, HTTP 403;

@@ -3,6 +3,9 @@ package envoy
 import (
 	"errors"
 	"fmt"
+	"net/url"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,7 +112,7 @@ func TestCheckResponse(t *testing.T) {
 					Headers: []*corev3.HeaderValueOption{
 						setHeader(HeaderUserID, "evilx-admin: 1"),
 						setHeader(HeaderTenantID, "acme"),
-						setHeader(HeaderRoles, "ab"),
+						setHeader(HeaderRoles, "a%0Ab"),
 						setHeader(HeaderDecisionID, "dec-3"),
 					},
 					HeadersToRemove: []string{HeaderFailOpen},
@@ -260,6 +263,53 @@ func TestASCIIJSON(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := asciiJSON([]byte(tt.in)); got != tt.want {
 				t.Errorf("asciiJSON(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRolesHeader checks that x-svc-roles carries exactly the roles of the
+// token: a comma inside a role must not forge a second one upstream.
+func TestRolesHeader(t *testing.T) {
+	tests := []struct {
+		name  string
+		roles []string
+		want  string
+	}{
+		{"plain roles unchanged", []string{"viewer", "billing:read", "org/admin", "ünï"}, "viewer,billing:read,org/admin,ünï"},
+		{"none", nil, ""},
+		{"comma inside a role", []string{"viewer", "x,admin"}, "viewer,x%2Cadmin"},
+		{"quote", []string{`a"b`}, "a%22b"},
+		{"percent", []string{"100%"}, "100%25"},
+		{"spaces an upstream would trim", []string{" admin", "Billing Admin"}, "%20admin,Billing%20Admin"},
+		{"control characters", []string{"a\r\nx-svc-user-id: root"}, "a%0D%0Ax-svc-user-id:%20root"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := CheckResponse(allowedResult("u", "acme", tt.roles, "d"), nil, config.FailClosed)
+			var got string
+			for _, h := range resp.GetOkResponse().GetHeaders() {
+				if h.GetHeader().GetKey() == HeaderRoles {
+					got = h.GetHeader().GetValue()
+				}
+			}
+			if got != tt.want {
+				t.Fatalf("%s = %q, want %q", HeaderRoles, got, tt.want)
+			}
+			// An upstream splitting on "," and percent-decoding each item
+			// gets the roles back.
+			var back []string
+			if got != "" {
+				for _, item := range strings.Split(got, ",") {
+					r, err := url.PathUnescape(item)
+					if err != nil {
+						t.Fatal(err)
+					}
+					back = append(back, r)
+				}
+			}
+			if len(tt.roles) > 0 && !slices.Equal(back, tt.roles) {
+				t.Fatalf("decoded %q, want %q", back, tt.roles)
 			}
 		})
 	}

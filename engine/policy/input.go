@@ -55,4 +55,8 @@ type Request struct {
 	Host    string            `json:"host,omitempty"`
 	Query   map[string]string `json:"query,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// SourceIP is the address of the client as the proxy saw it (Envoy's
+	// downstream peer); never taken from a client-sent header unless
+	// sidecar.trust_forwarded_for says so.
+	SourceIP string `json:"source_ip,omitempty"`
 }

@@ -29,6 +29,7 @@ var (
 	keyHost     = ast.StringTerm("host")
 	keyQuery    = ast.StringTerm("query")
 	keyHeaders  = ast.StringTerm("headers")
+	keySourceIP = ast.StringTerm("source_ip")
 )
 
 // Value converts the input to the AST value the policy sees as input. It
@@ -146,7 +147,7 @@ func (t *Tenant) field(b *termBuf, key *ast.Term) *ast.Term {
 
 // requestKeys are the keys of input.request in the order Value writes
 // them.
-var requestKeys = [...]*ast.Term{keyMethod, keyPath, keyHost, keyQuery, keyHeaders}
+var requestKeys = [...]*ast.Term{keyMethod, keyPath, keyHost, keyQuery, keyHeaders, keySourceIP}
 
 // value is input.request.
 func (r *Request) value(b *termBuf) ast.Value {
@@ -177,6 +178,10 @@ func (r *Request) field(b *termBuf, key *ast.Term) *ast.Term {
 	case keyHeaders.Value:
 		if len(r.Headers) > 0 {
 			return b.strMap(r.Headers)
+		}
+	case keySourceIP.Value:
+		if r.SourceIP != "" {
+			return b.str(r.SourceIP)
 		}
 	}
 	return nil

@@ -52,6 +52,10 @@ const (
 	PolicyDryRun Code = "policy-dry-run"
 	// InputInvalid means the caller's input could not be used.
 	InputInvalid Code = "input-invalid"
+	// PathInvalid means a proxied request's path has no single meaning
+	// (a ";" path parameter, a backslash, an encoded "/" or backslash, a malformed
+	// escape): upstreams would disagree on the resource it names.
+	PathInvalid Code = "path-invalid"
 	// RateLimited means the tenant's request budget is spent.
 	RateLimited Code = "rate-limited"
 	// Unavailable means the decision service could not be reached.
