@@ -3,8 +3,11 @@ package envoy
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -322,5 +325,39 @@ func TestNewRejects(t *testing.T) {
 				t.Fatal("New succeeded")
 			}
 		})
+	}
+}
+
+// TestServerLogsCodesNotErrors checks that what a client sent never
+// reaches the log through an error: an engine error may quote input
+// values (an OPA evaluation error quotes the operands), a refused path is
+// the client's own text.
+func TestServerLogsCodesNotErrors(t *testing.T) {
+	const secret = "s3cr3t-input-value"
+	failing := authorizerFunc(func(context.Context, string, engine.Input) (engine.Result, error) {
+		return engine.Result{}, reason.Wrap(reason.PolicyError, errors.New(`eval_type_error: to_number: invalid syntax "`+secret+`"`), "policy evaluation failed")
+	})
+	var buf strings.Builder
+	var cfg config.Config
+	cfg.SDK.TenantID = testTenant
+	s, err := New(cfg, failing, Deps{Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.Check(ctx, checkReq("GET", "/orders/"+secret, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Check(ctx, checkReq("GET", "/orders/"+secret+"%zz", nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	log := buf.String()
+	if strings.Contains(log, secret) {
+		t.Fatalf("the log quotes the request:\n%s", log)
+	}
+	for _, code := range []reason.Code{reason.PolicyError, reason.PathInvalid} {
+		if !strings.Contains(log, `"reason":"`+string(code)+`"`) {
+			t.Errorf("the log lacks reason %s:\n%s", code, log)
+		}
 	}
 }
