@@ -274,10 +274,6 @@ func TestShippedDockerfile(t *testing.T) {
 	}
 }
 
-// demoSAMLAddr is where the demo's Envoy sends /auth/saml/: the sidecar's
-// SAML listener on its default address.
-const demoSAMLAddr = "127.0.0.1:7701"
-
 // TestShippedDemoEnvoy checks the local mesh demo's front proxy
 // (docker-compose.yml): a valid bootstrap that fails closed, asks the
 // sidecar the demo's svc.toml configures, routes SAML sign-in around the
@@ -305,13 +301,13 @@ func TestShippedDemoEnvoy(t *testing.T) {
 			a, hasPerRoute := r.GetTypedPerFilterConfig()["envoy.filters.http.ext_authz"]
 			disabled := hasPerRoute && unpack(t, a, &extauthzv3.ExtAuthzPerRoute{}).GetDisabled()
 			switch {
-			case prefix == "/auth/saml/":
+			case prefix == config.DefaultSAMLPathPrefix+"/":
 				samlRoutes++
 				if !disabled {
 					t.Error("/auth/saml/ is checked by ext_authz: nobody could sign in")
 				}
-				if addr := s.clusters[r.GetRoute().GetCluster()]; addr != demoSAMLAddr {
-					t.Errorf("/auth/saml/ goes to %s, want the SAML listener %s", addr, demoSAMLAddr)
+				if addr := s.clusters[r.GetRoute().GetCluster()]; addr != cfg.Sidecar.SAMLAddr {
+					t.Errorf("/auth/saml/ goes to %s, want the SAML listener %s", addr, cfg.Sidecar.SAMLAddr)
 				}
 			case disabled:
 				t.Errorf("route %s skips the check", prefix)
