@@ -127,7 +127,7 @@ func TestDemoTraffic(t *testing.T) {
 	// The audit log has the decisions behind those answers, and the one
 	// allowed request of the generator's readiness wait.
 	var allow, roleForbidden, mismatch, invalid int
-	for _, rec := range m.sidecar.AuditRecords(t) {
+	for _, rec := range auditRecords(t, m.sidecar, (4+2+1+3)*rounds+1) {
 		reasons, _ := json.Marshal(rec["deny_reasons"])
 		switch {
 		case rec["allow"] == true:
@@ -143,6 +143,20 @@ func TestDemoTraffic(t *testing.T) {
 	if allow != 4*rounds+1 || roleForbidden != 2*rounds || mismatch != rounds || invalid != 3*rounds {
 		t.Errorf("audit: %d allowed, %d role-forbidden, %d tenant-mismatch, %d token failures; want %d, %d, %d, %d",
 			allow, roleForbidden, mismatch, invalid, 4*rounds+1, 2*rounds, rounds, 3*rounds)
+	}
+}
+
+// auditRecords waits for the sidecar to have written n audit records
+// (writing is asynchronous) and returns them.
+func auditRecords(t *testing.T, s *harness.Sidecar, n int) []map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		recs := s.AuditRecords(t)
+		if len(recs) >= n || time.Now().After(deadline) {
+			return recs
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -166,7 +180,7 @@ func TestDemoCandidatePolicy(t *testing.T) {
 		}
 	}
 	var restricted int
-	for _, rec := range m.sidecar.AuditRecords(t) {
+	for _, rec := range auditRecords(t, m.sidecar, len(traffic.Scenarios)+1) {
 		reasons, _ := json.Marshal(rec["deny_reasons"])
 		if strings.Contains(string(reasons), "restricted-resource: invoices") {
 			restricted++
