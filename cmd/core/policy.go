@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/svc-dev/svc/engine/fixture"
+	"github.com/svc-dev/svc/engine/gctune"
 	"github.com/svc-dev/svc/engine/lint"
 	"github.com/svc-dev/svc/engine/policy"
 )
@@ -350,6 +352,7 @@ type benchReport struct {
 	Mean        float64       `json:"mean_us"`
 	AllocsPerOp float64       `json:"allocs_per_op"`
 	BytesPerOp  float64       `json:"bytes_per_op"`
+	GC          string        `json:"gc"`
 	P99MaxUS    *float64      `json:"p99_max_us,omitempty"`
 	Pass        bool          `json:"pass"`
 }
@@ -398,6 +401,13 @@ func (a *app) runBench(cmd *cobra.Command, dir string, f benchFlags) error {
 			form = "value"
 		}
 	}
+	// The collector runs as svc-sidecar runs it, so that the tail is the
+	// sidecar's; GOGC in the environment overrides both.
+	gc := "GOGC " + os.Getenv("GOGC") + " (environment)"
+	if tuner := gctune.Tune(os.LookupEnv); tuner != nil {
+		defer tuner.Stop()
+		gc = fmt.Sprintf("GOGC %d-%d tuned to the live heap, as svc-sidecar", gctune.MinPercent, gctune.MaxPercent)
+	}
 	res, err := fixture.Bench(cmd.Context(), set, input, fixture.BenchOptions{Iterations: f.iterations, Warmup: f.warm})
 	if err != nil {
 		return checkFailed(fmt.Errorf("evaluate: %w", err), false)
@@ -407,7 +417,7 @@ func (a *app) runBench(cmd *cobra.Command, dir string, f benchFlags) error {
 		Policy: dir, Input: name, InputForm: form, Decision: res.Decision,
 		Iterations: res.Iterations, Warmup: res.Warmup,
 		P50: us(res.P50), P95: us(res.P95), P99: us(res.P99), P999: us(res.P999), Max: us(res.Max), Mean: us(res.Mean),
-		AllocsPerOp: res.AllocsPerOp, BytesPerOp: res.BytesPerOp, Pass: true,
+		AllocsPerOp: res.AllocsPerOp, BytesPerOp: res.BytesPerOp, GC: gc, Pass: true,
 	}
 	if f.p99MaxSet {
 		rep.P99MaxUS = &f.p99MaxUS
@@ -449,6 +459,7 @@ func printBench(w io.Writer, r benchReport) {
 	}
 	fmt.Fprintf(tw, "allocs/op:\t%.0f\n", r.AllocsPerOp)
 	fmt.Fprintf(tw, "bytes/op:\t%.0f\n", r.BytesPerOp)
+	fmt.Fprintf(tw, "gc:\t%s\n", r.GC)
 	if r.P99MaxUS != nil {
 		limit := strconv.FormatFloat(*r.P99MaxUS, 'f', -1, 64)
 		if r.Pass {

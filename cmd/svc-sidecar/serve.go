@@ -44,8 +44,11 @@ func serve(ctx context.Context, configPath string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("log.level: %w", err)
 	}
-	gc := gctune.Apply(cfg.JWT.CacheSize, os.LookupEnv)
-	log.Info("garbage collector", "settings", gc.String())
+	if gc := gctune.Tune(os.LookupEnv); gc != nil {
+		defer gc.Stop()
+		log.Info("garbage collector tuned to the live heap", "gogc_min", gctune.MinPercent, "gogc_max", gctune.MaxPercent,
+			"heap_target_mib", gctune.HeapTarget>>20)
+	}
 	topts := telemetry.Options{ServiceName: cfg.SDK.ServiceName, ServiceVersion: version.Version, Logger: log}
 	if err := topts.ApplyEnv(os.Getenv); err != nil {
 		return err

@@ -1,77 +1,108 @@
-// Package gctune chooses the Go garbage collector's settings for
-// svc-sidecar: a decision allocates a few kilobytes that die at once, and
-// with the runtime's default (GOGC=100) on the small heap of a sidecar the
-// collector runs hundreds of times a second under load, costing a quarter
-// of the CPU and most of the latency tail. svc-sidecar therefore lets the
-// heap grow to five times its live size (GOGC=400), bounded by a soft
-// memory limit that scales with what the sidecar is configured to keep
-// (the verified-token cache), so that its memory stays near what it was
-// with the default.
+// Package gctune adapts the Go garbage collector to svc-sidecar's load.
 //
-// GOGC and GOMEMLIMIT set in the environment always win: the runtime
-// applies them itself and Apply leaves each one that is set alone.
+// A decision allocates a few kilobytes that die at once. With the
+// runtime's default (GOGC=100) on the small heap of a sidecar, the
+// collector runs hundreds of times a second under load, costing a
+// quarter of the CPU and most of the latency tail. A fixed higher GOGC
+// would multiply the memory of a sidecar whose token cache is full, and a
+// memory limit makes the collector thrash once the live heap nears it.
+//
+// Tune therefore sets GOGC after every collection from the live heap:
+// the heap may grow to HeapTarget in all, as far as GOGC=MaxPercent
+// allows, and never by less than the default allows (MinPercent). A
+// sidecar with little live data collects up to four times less often; one
+// whose cache holds most of HeapTarget behaves as with the default.
+//
+// GOGC set in the environment always wins: Tune then does nothing.
+// GOMEMLIMIT is the runtime's own and applies either way.
 package gctune
 
 import (
-	"fmt"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
+	"sync/atomic"
 )
 
-// Defaults of svc-sidecar when the environment sets neither variable.
+// Bounds of the tuning.
 const (
-	// Percent is the GOGC value.
-	Percent = 400
-	// BaseLimit is the soft memory limit of a sidecar that caches no
-	// token: code, policy, buffers and the garbage of in-flight requests.
-	BaseLimit = 48 << 20
-	// PerCachedToken is the limit added per entry of jwt.cache_size: a
-	// cached token keeps its claims, about 1-2 KiB.
-	PerCachedToken = 2 << 10
+	// HeapTarget is the total heap that Tune lets garbage fill before a
+	// collection, live data included, when MaxPercent allows.
+	HeapTarget = 64 << 20
+	// MinPercent and MaxPercent bound the GOGC values Tune sets.
+	MinPercent = 100
+	MaxPercent = 400
 )
 
-// Settings are the collector settings Apply put in place; a zero field
-// was left to the environment.
-type Settings struct {
-	// Percent is the GOGC value set, 0 when GOGC was set in the
-	// environment.
-	Percent int
-	// Limit is the soft memory limit set in bytes, 0 when GOMEMLIMIT was
-	// set in the environment.
-	Limit int64
-}
+// liveHeap is the runtime metric of the heap the last collection found
+// live.
+const liveHeap = "/gc/heap/live:bytes"
 
-// String describes s for logs and reports.
-func (s Settings) String() string {
-	gogc, limit := "from environment", "from environment"
-	if s.Percent != 0 {
-		gogc = fmt.Sprint(s.Percent)
+// Percent returns the GOGC value for a live heap of live bytes.
+func Percent(live uint64) int {
+	if live == 0 {
+		return MaxPercent
 	}
-	if s.Limit != 0 {
-		limit = fmt.Sprintf("%dMiB", s.Limit>>20)
+	if live >= HeapTarget {
+		return MinPercent
 	}
-	return fmt.Sprintf("GOGC=%s GOMEMLIMIT=%s", gogc, limit)
+	return int(min(max((HeapTarget-live)*100/live, MinPercent), MaxPercent))
 }
 
-// For returns the settings of a sidecar whose token cache holds up to
-// cachedTokens entries, as Apply would set them with an empty environment.
-func For(cachedTokens int) Settings {
-	return Settings{Percent: Percent, Limit: BaseLimit + int64(max(cachedTokens, 0))*PerCachedToken}
+// Tuner adjusts GOGC after every collection until stopped.
+type Tuner struct {
+	stopped atomic.Bool
+	last    atomic.Int64 // the GOGC value set last
+	sample  []metrics.Sample
 }
 
-// Apply sets the collector's settings for a sidecar caching up to
-// cachedTokens verified tokens, except those that lookupEnv (usually
-// os.LookupEnv) reports set: GOGC and GOMEMLIMIT.
-func Apply(cachedTokens int, lookupEnv func(string) (string, bool)) Settings {
-	s := For(cachedTokens)
+// Tune starts adjusting GOGC after every collection, unless lookupEnv
+// (usually os.LookupEnv) reports GOGC set; then it returns nil.
+func Tune(lookupEnv func(string) (string, bool)) *Tuner {
 	if _, ok := lookupEnv("GOGC"); ok {
-		s.Percent = 0
-	} else {
-		debug.SetGCPercent(s.Percent)
+		return nil
 	}
-	if _, ok := lookupEnv("GOMEMLIMIT"); ok {
-		s.Limit = 0
-	} else {
-		debug.SetMemoryLimit(s.Limit)
+	t := &Tuner{sample: []metrics.Sample{{Name: liveHeap}}}
+	t.adjust()
+	t.arm()
+	return t
+}
+
+// Percent returns the GOGC value set last.
+func (t *Tuner) Percent() int { return int(t.last.Load()) }
+
+// Stop ends the tuning and restores GOGC=100. It is safe to call on a nil
+// Tuner.
+func (t *Tuner) Stop() {
+	if t == nil || t.stopped.Swap(true) {
+		return
 	}
-	return s
+	debug.SetGCPercent(MinPercent)
+}
+
+func (t *Tuner) adjust() {
+	metrics.Read(t.sample)
+	var live uint64
+	if t.sample[0].Value.Kind() == metrics.KindUint64 {
+		live = t.sample[0].Value.Uint64()
+	}
+	p := Percent(live)
+	if int(t.last.Swap(int64(p))) != p {
+		debug.SetGCPercent(p)
+	}
+}
+
+// sentinel is garbage from birth: its finalizer runs after the next
+// collection, adjusts and arms a new one. It holds a pointer so that it is
+// never combined with other tiny objects, whose finalizers could wait.
+type sentinel struct{ t *Tuner }
+
+func (t *Tuner) arm() {
+	runtime.SetFinalizer(&sentinel{t: t}, func(s *sentinel) {
+		if s.t.stopped.Load() {
+			return
+		}
+		s.t.adjust()
+		s.t.arm()
+	})
 }

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-
-	"github.com/svc-dev/svc/engine/reason"
 )
 
 // DecisionCacheSize is the most decisions one Set keeps in its decision
@@ -60,9 +58,7 @@ func (s *Set) Decide(ctx context.Context, in Input) (Result, error) {
 	}
 	sh.misses.Add(1)
 	if whole == nil {
-		if whole, err = in.Value(); err != nil {
-			return Result{}, reason.Wrap(reason.InputInvalid, err, "convert policy input")
-		}
+		whole = c.document(k.parts)
 	}
 	res, err := s.eval(ctx, whole)
 	if err == nil && k.size <= maxKeySize {

@@ -72,7 +72,14 @@ func FuzzDecideMatchesEval(f *testing.F) {
 func sameDecision(t *testing.T, set *policy.Set, in policy.Input) {
 	t.Helper()
 	ctx := context.Background()
-	want, wantErr := set.Eval(ctx, in)
+	want, wantErr := evalWhole(ctx, set, in)
+	pruned, prunedErr := set.Eval(ctx, in)
+	if (prunedErr == nil) != (wantErr == nil) || reason.Of(prunedErr, "") != reason.Of(wantErr, "") {
+		t.Fatalf("eval error %v, whole-input eval error %v for %+v", prunedErr, wantErr, in)
+	}
+	if pruned.Allow != want.Allow || !slices.Equal(pruned.DenyReasons, want.DenyReasons) {
+		t.Fatalf("eval %+v, whole-input eval %+v for %+v", pruned, want, in)
+	}
 	got, err := set.Decide(ctx, in)
 	if (err == nil) != (wantErr == nil) || reason.Of(err, "") != reason.Of(wantErr, "") {
 		t.Fatalf("decide error %v, eval error %v for %+v", err, wantErr, in)

@@ -54,21 +54,40 @@ func statsOf(set *policy.Set) stats {
 	return stats{h, m, n}
 }
 
-// decideLikeEval decides in with Decide and with Eval and fails unless
-// both give the same decision; it returns Decide's result.
+// evalWhole evaluates the policy on the whole input document, as a
+// reference for Decide and Eval, which give the policy only the parts it
+// reads.
+func evalWhole(ctx context.Context, set *policy.Set, in policy.Input) (policy.Result, error) {
+	v, err := in.Value()
+	if err != nil {
+		return set.Eval(ctx, in)
+	}
+	return set.EvalValue(ctx, v)
+}
+
+// decideLikeEval decides in with Decide, with Eval and on the whole input
+// document, and fails unless all give the same decision; it returns
+// Decide's result.
 func decideLikeEval(t testing.TB, set *policy.Set, in policy.Input) policy.Result {
 	t.Helper()
 	ctx := context.Background()
-	want, err := set.Eval(ctx, in)
+	want, err := evalWhole(ctx, set, in)
 	if err != nil {
 		t.Fatalf("eval: %v", err)
+	}
+	pruned, err := set.Eval(ctx, in)
+	if err != nil {
+		t.Fatalf("eval: %v", err)
+	}
+	if pruned.Allow != want.Allow || !slices.Equal(pruned.DenyReasons, want.DenyReasons) || pruned.Revision != want.Revision {
+		t.Fatalf("eval = %+v, whole-input evaluation = %+v for %+v", pruned, want, in)
 	}
 	got, err := set.Decide(ctx, in)
 	if err != nil {
 		t.Fatalf("decide: %v", err)
 	}
 	if got.Allow != want.Allow || !slices.Equal(got.DenyReasons, want.DenyReasons) || got.Revision != want.Revision {
-		t.Fatalf("decide = %+v, eval = %+v for %+v", got, want, in)
+		t.Fatalf("decide = %+v, whole-input evaluation = %+v for %+v", got, want, in)
 	}
 	if got.DenyReasons == nil {
 		t.Fatalf("decide returned nil reasons for %+v", in)

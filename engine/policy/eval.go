@@ -30,11 +30,12 @@ type Result struct {
 	Revision string `json:"revision,omitempty"`
 }
 
-// Eval evaluates the policy on a typed input. Failures are *reason.Error:
+// Eval evaluates the policy on a typed input: on the parts of it the
+// policy can read, when the set knows them (see CacheKeys). Failures are *reason.Error:
 // reason.InputInvalid when the input cannot be converted, reason.PolicyError
 // when the policy fails or yields something that is not a decision.
 func (s *Set) Eval(ctx context.Context, in Input) (Result, error) {
-	v, err := in.Value()
+	v, err := s.input(&in)
 	if err != nil {
 		return Result{}, reason.Wrap(reason.InputInvalid, err, "convert policy input")
 	}
@@ -46,6 +47,14 @@ func (s *Set) Eval(ctx context.Context, in Input) (Result, error) {
 // JSON text in a json.RawMessage, as an ast.Value, or as an Input.
 // Failures are as for Eval.
 func (s *Set) EvalValue(ctx context.Context, input any) (Result, error) {
+	switch x := input.(type) {
+	case Input:
+		return s.Eval(ctx, x)
+	case *Input:
+		if x != nil {
+			return s.Eval(ctx, *x)
+		}
+	}
 	v, err := inputValue(input)
 	if err != nil {
 		return Result{}, err
