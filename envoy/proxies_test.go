@@ -271,3 +271,66 @@ func TestShippedCaddyfile(t *testing.T) {
 	}
 	runProxyCases(t, bases, proxyCases(t, idp))
 }
+
+// samlUpstream stands for the sidecar's SAML listener: it answers every
+// request, so a 200 through the proxy shows the path was routed there
+// without an authorization check.
+func samlUpstream(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Saml-Upstream", r.URL.Path)
+		_, _ = io.WriteString(w, "saml")
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+func TestShippedProxiesRouteSAML(t *testing.T) {
+	for _, p := range []struct {
+		bin, shipped, conf string
+		args               func(dir, conf string) []string
+		extra              []string
+	}{
+		{"nginx", "deploy/nginx/nginx.conf", "nginx.conf", func(dir, conf string) []string {
+			return []string{"-p", dir, "-c", conf, "-e", "stderr", "-g", "daemon off;"}
+		}, []string{"/tmp/svc-nginx.pid", filepath.Join(t.TempDir(), "nginx.pid")}},
+		{"caddy", "deploy/caddy/Caddyfile", "Caddyfile", func(_, conf string) []string {
+			return []string{"run", "--config", conf, "--adapter", "caddyfile"}
+		}, nil},
+	} {
+		t.Run(p.bin, func(t *testing.T) {
+			bin, err := exec.LookPath(p.bin)
+			if err != nil {
+				if bin, err = exec.LookPath("/usr/sbin/" + p.bin); err != nil {
+					t.Skipf("%s is not installed", p.bin)
+				}
+			}
+			idp := newTestIdP(t)
+			var sidecar string
+			for _, addr := range sidecarHTTPServers(t, idp) {
+				sidecar = addr
+				break
+			}
+			app := strings.TrimPrefix(echoApp(t).URL, "http://")
+			repl := append([]string{"127.0.0.1:7700", sidecar, "127.0.0.1:7701", samlUpstream(t), "127.0.0.1:5678", app}, p.extra...)
+			base := startProxy(t, bin, p.args, p.shipped, p.conf, repl...)
+			resp, err := http.Get(base + "/auth/saml/metadata")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Saml-Upstream") != "/auth/saml/metadata" {
+				t.Fatalf("GET /auth/saml/metadata without a token: %d, upstream %q; want 200 from the SAML listener", resp.StatusCode, resp.Header.Get("X-Saml-Upstream"))
+			}
+			// The rest of the site still needs a token.
+			resp, err = http.Get(base + "/orders/1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("GET /orders/1 without a token: %d, want 401", resp.StatusCode)
+			}
+		})
+	}
+}
