@@ -1,0 +1,251 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/genproto/googleapis/rpc/code"
+
+	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/engine/ratelimit/redistest"
+	"github.com/svc-dev/svc/samlgw/testidp"
+)
+
+// samlSetup is one samlify IdP and the SP identity its sidecars share.
+type samlSetup struct {
+	idp      *harness.SAMLIdP
+	samlAddr string // the first sidecar's SAML listener, named in acs_url
+}
+
+func (s samlSetup) env(samlAddr string, allowIdPInitiated bool, extra map[string]string) map[string]string {
+	env := map[string]string{
+		"SVC_SAML_ADDR":                samlAddr,
+		"SVC_SAML_ENTITY_ID":           "http://" + s.samlAddr + "/auth/saml/metadata",
+		"SVC_SAML_ACS_URL":             "http://" + s.samlAddr + "/auth/saml/acs",
+		"SVC_SAML_IDP_METADATA_URL":    s.idp.MetadataURL,
+		"SVC_SAML_ALLOW_IDP_INITIATED": map[bool]string{true: "true", false: "false"}[allowIdPInitiated],
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+func startSAMLIdP(t *testing.T) samlSetup {
+	t.Helper()
+	key, err := testidp.Generate("unused", "unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	samlAddr := harness.FreeAddr(t)
+	idp := harness.StartSAMLIdP(t, key.KeyPEM, key.CertPEM, "http://"+samlAddr+"/auth/saml/metadata")
+	return samlSetup{idp: idp, samlAddr: samlAddr}
+}
+
+var noRedirect = &http.Client{
+	Timeout:       10 * time.Second,
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
+// idpAnswer is what the samlify IdP answers a JSON client.
+type idpAnswer struct {
+	ACSURL       string `json:"acs_url"`
+	SAMLResponse string `json:"SAMLResponse"`
+	RelayState   string `json:"RelayState"`
+}
+
+func askIdP(t *testing.T, u string) idpAnswer {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	req.Header.Set("Accept", "application/json")
+	status, h, body := harness.Do(t, req)
+	var a idpAnswer
+	if status != http.StatusOK || json.Unmarshal(body, &a) != nil || a.SAMLResponse == "" {
+		t.Fatalf("IdP %s: %s", u, harness.Describe(status, h, body))
+	}
+	return a
+}
+
+// postACS posts a SAMLResponse to the ACS at samlAddr as a browser does.
+func postACS(t *testing.T, samlAddr string, a idpAnswer) *http.Response {
+	t.Helper()
+	form := url.Values{"SAMLResponse": {a.SAMLResponse}, "RelayState": {a.RelayState}}
+	resp, err := noRedirect.PostForm("http://"+samlAddr+"/auth/saml/acs", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func refusalCode(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	var body struct {
+		Error string `json:"error"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&body)
+	return body.Error
+}
+
+func sessionCookie(resp *http.Response) string {
+	for _, c := range resp.Cookies() {
+		if c.Name == "svc_session" {
+			return c.Value
+		}
+	}
+	return ""
+}
+
+// samlCheck sends an ext_authz Check for GET path with the session cookie
+// and no Authorization header.
+func samlCheck(t *testing.T, s *harness.Sidecar, path, cookie string) *authv3.CheckResponse {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h := map[string]string{":method": "GET", ":path": path, ":authority": "shop.example"}
+	if cookie != "" {
+		h["cookie"] = "theme=dark; svc_session=" + cookie
+	}
+	resp, err := authv3.NewAuthorizationClient(s.Conn(t)).Check(ctx, &authv3.CheckRequest{Attributes: &authv3.AttributeContext{
+		Request: &authv3.AttributeContext_Request{Http: &authv3.AttributeContext_HttpRequest{
+			Method: "GET", Path: path, Host: "shop.example", Scheme: "https", Protocol: "HTTP/1.1", Headers: h,
+		}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// SP-initiated sign-on against samlify: login redirects to the IdP, the
+// IdP's signed response is accepted at the ACS, and the session cookie
+// gets an Envoy Check allowed with the SAML user's claims.
+func TestSAMLSPInitiatedWithSamlify(t *testing.T) {
+	s := startSAMLIdP(t)
+	sc := harness.StartSidecar(t, harness.SidecarOptions{Env: s.env(s.samlAddr, false, nil)})
+
+	// Before sign-on the Check has no token.
+	if out := samlCheck(t, sc, "/orders/7", ""); code.Code(out.GetStatus().GetCode()) == code.Code_OK {
+		t.Fatal("Check without a session allowed")
+	}
+	var resp *http.Response
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var err error
+		resp, err = noRedirect.Get("http://" + s.samlAddr + "/auth/saml/login?return_to=" + url.QueryEscape("/orders/7"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		// 503 until the sidecar has fetched the IdP metadata.
+		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc, s.idp.BaseURL+"/sso?") {
+		t.Fatalf("login: %d Location %q, want 302 to the IdP's SSO", resp.StatusCode, loc)
+	}
+	a := askIdP(t, loc+"&user=alice")
+	if a.RelayState != "/orders/7" {
+		t.Errorf("RelayState through the IdP = %q", a.RelayState)
+	}
+	acs := postACS(t, s.samlAddr, a)
+	if acs.StatusCode != http.StatusSeeOther || acs.Header.Get("Location") != "/orders/7" {
+		t.Fatalf("ACS: %d Location %q code %q, want 303 to /orders/7", acs.StatusCode, acs.Header.Get("Location"), refusalCode(t, acs))
+	}
+	cookie := sessionCookie(acs)
+	if cookie == "" {
+		t.Fatal("no session cookie")
+	}
+	out := samlCheck(t, sc, "/orders/7", cookie)
+	if code.Code(out.GetStatus().GetCode()) != code.Code_OK {
+		t.Fatalf("Check with the session cookie denied: %v", out.GetDeniedResponse().GetBody())
+	}
+	headers := map[string]string{}
+	for _, h := range out.GetOkResponse().GetHeaders() {
+		headers[h.GetHeader().GetKey()] = h.GetHeader().GetValue()
+	}
+	if headers["x-svc-user-id"] != "alice@example.com" || headers["x-svc-tenant-id"] != "acme" || headers["x-svc-roles"] != "admin" {
+		t.Errorf("upstream identity %v, want alice@example.com / acme / admin", headers)
+	}
+
+	// The same response again is a replay.
+	if again := postACS(t, s.samlAddr, a); again.StatusCode != http.StatusUnauthorized || refusalCode(t, again) != "saml-replayed" {
+		t.Errorf("replayed response: %d", again.StatusCode)
+	}
+	// IdP-initiated sign-on is refused while allow_idp_initiated is false.
+	un := postACS(t, s.samlAddr, askIdP(t, s.idp.BaseURL+"/idp-initiated?user=bob"))
+	if got := refusalCode(t, un); un.StatusCode != http.StatusUnauthorized || got != "saml-unsolicited" {
+		t.Errorf("unsolicited response: %d %q, want 401 saml-unsolicited", un.StatusCode, got)
+	}
+}
+
+// IdP-initiated sign-on when allowed, refused without a tenant; and two
+// sidecars sharing one real Redis refuse a response replayed across them.
+func TestSAMLIdPInitiatedAndSharedReplayCache(t *testing.T) {
+	s := startSAMLIdP(t)
+	redisAddr := redistest.Start(t)
+	extra := map[string]string{"SVC_REDIS_ADDR": redisAddr}
+	a := harness.StartSidecar(t, harness.SidecarOptions{Env: s.env(s.samlAddr, true, extra)})
+	otherAddr := harness.FreeAddr(t)
+	b := harness.StartSidecar(t, harness.SidecarOptions{Env: s.env(otherAddr, true, extra)})
+	_ = b
+
+	var ans idpAnswer
+	var first *http.Response
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ans = askIdP(t, s.idp.BaseURL+"/idp-initiated?user=carol&relay_state=/reports")
+		first = postACS(t, s.samlAddr, ans)
+		if first.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if first.StatusCode != http.StatusSeeOther || sessionCookie(first) == "" {
+		t.Fatalf("IdP-initiated on sidecar A: %d %q", first.StatusCode, refusalCode(t, first))
+	}
+	if out := samlCheck(t, a, "/orders/1", sessionCookie(first)); code.Code(out.GetStatus().GetCode()) == code.Code_OK {
+		// carol is of tenant globex; the deployment is acme.
+		t.Error("a globex user was allowed on the acme deployment")
+	}
+	// The same response at the other replica: refused through Redis.
+	var replay *http.Response
+	for {
+		replay = postACS(t, otherAddr, ans)
+		if replay.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got := refusalCode(t, replay); replay.StatusCode != http.StatusUnauthorized || got != "saml-replayed" {
+		t.Fatalf("replay on sidecar B: %d %q, want 401 saml-replayed", replay.StatusCode, got)
+	}
+	// A fresh response is accepted by B too.
+	if ok := postACS(t, otherAddr, askIdP(t, s.idp.BaseURL+"/idp-initiated?user=bob")); ok.StatusCode != http.StatusSeeOther {
+		t.Errorf("fresh response on sidecar B: %d %q", ok.StatusCode, refusalCode(t, ok))
+	}
+	// A user without the tenant attribute is refused.
+	nt := postACS(t, s.samlAddr, askIdP(t, s.idp.BaseURL+"/idp-initiated?user=nora"))
+	if got := refusalCode(t, nt); nt.StatusCode != http.StatusForbidden || got != "saml-tenant-missing" {
+		t.Errorf("no tenant: %d %q, want 403 saml-tenant-missing", nt.StatusCode, got)
+	}
+	// Each refusal is audited with its code.
+	var refused []string
+	for _, r := range a.AuditRecords(t) {
+		if r["source"] == "saml" && r["allow"] == false {
+			refused = append(refused, r["reason"].(string))
+		}
+	}
+	if !strings.Contains(strings.Join(refused, ","), "saml-tenant-missing") {
+		t.Errorf("audit refusals on A = %v, want saml-tenant-missing among them", refused)
+	}
+}
