@@ -33,6 +33,7 @@ import (
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/envoy"
 	"github.com/svc-dev/svc/samlgw"
+	"github.com/svc-dev/svc/sidecar/dryrun"
 	"github.com/svc-dev/svc/sidecar/live"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 )
@@ -56,6 +57,7 @@ type Deps struct {
 	Telemetry *telemetry.Telemetry // optional: no /metrics, no streams
 	Audit     *audit.Logger        // optional: audit stats in status
 	Live      *live.Hub            // optional: no span, log and decision streams
+	DryRun    *dryrun.Manager      // optional: no dry-run sessions
 	Logger    *slog.Logger
 }
 
@@ -127,6 +129,9 @@ func New(deps Deps) (*Server, error) {
 	if deps.Live != nil {
 		s.streams = live.NewStreams(deps.Live)
 		s.streams.Register(mux, s.admin)
+	}
+	if deps.DryRun != nil {
+		deps.DryRun.Register(mux, s.admin)
 	}
 	if cfg.SDK.SAML != nil {
 		if err := s.newSAML(cfg.Sidecar.SAMLAddr); err != nil {
@@ -224,6 +229,10 @@ func (s *Server) shutdown() {
 		// Watchers never go idle: end their streams, or the HTTP drain
 		// would wait for them until the timeout.
 		s.streams.Shutdown()
+	}
+	if s.deps.DryRun != nil {
+		// Their last simulated records reach the audit log before it closes.
+		s.deps.DryRun.Close()
 	}
 	drain := s.deps.Engine.Config().Sidecar.DrainTimeout.Duration
 	s.log.Info("draining", "timeout", drain.String(), "inflight_http", s.inflight.Load())

@@ -15,6 +15,7 @@ import (
 	"github.com/svc-dev/svc/engine/gctune"
 	"github.com/svc-dev/svc/engine/version"
 	"github.com/svc-dev/svc/sidecar"
+	"github.com/svc-dev/svc/sidecar/dryrun"
 	"github.com/svc-dev/svc/sidecar/live"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 )
@@ -75,7 +76,9 @@ func serve(ctx context.Context, configPath string, stderr io.Writer) error {
 		return fmt.Errorf("audit metrics: %w", err)
 	}
 
-	hub := live.NewHub(live.Deps{Spans: tel.Spans(), Logs: tel.Logs(), Logger: log})
+	dry := dryrun.NewManager(dryrun.Deps{Audit: auditLog, Logger: log})
+	defer dry.Close()
+	hub := live.NewHub(live.Deps{Spans: tel.Spans(), Logs: tel.Logs(), Sessions: dry, Logger: log})
 	defer hub.Close()
 	eng, err := engine.New(cfg, engine.Deps{
 		Logger:         log,
@@ -89,7 +92,7 @@ func serve(ctx context.Context, configPath string, stderr io.Writer) error {
 	}
 	defer eng.Close()
 
-	srv, err := sidecar.New(sidecar.Deps{Engine: eng, Telemetry: tel, Audit: auditLog, Live: hub, Logger: log})
+	srv, err := sidecar.New(sidecar.Deps{Engine: eng, Telemetry: tel, Audit: auditLog, Live: hub, DryRun: dry, Logger: log})
 	if err != nil {
 		return err
 	}

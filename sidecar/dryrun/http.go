@@ -1,0 +1,124 @@
+package dryrun
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/svc-dev/svc/engine/bundle"
+)
+
+// Paths of the dry-run endpoints.
+const (
+	PathSessions = "/v1/dry-run/sessions"
+	pathSession  = PathSessions + "/{id}"
+)
+
+// maxCandidateBytes bounds an uploaded candidate bundle.
+const maxCandidateBytes = 32 << 20
+
+// Register adds the dry-run endpoints to mux, each behind guard (the
+// sidecar's admin guard):
+//
+//	POST   /v1/dry-run/sessions?duration=5m[&queue_size=N]  body: the candidate bundle (tar.gz)
+//	GET    /v1/dry-run/sessions                              every running and recent session
+//	GET    /v1/dry-run/sessions/{id}                         one session's report so far
+//	DELETE /v1/dry-run/sessions/{id}                         stop it; its final report
+func (m *Manager) Register(mux *http.ServeMux, guard func(http.HandlerFunc) http.HandlerFunc) {
+	mux.HandleFunc("POST "+PathSessions, guard(m.serveStart))
+	mux.HandleFunc("GET "+PathSessions, guard(m.serveList))
+	mux.HandleFunc("GET "+pathSession, guard(m.serveGet))
+	mux.HandleFunc("DELETE "+pathSession, guard(m.serveStop))
+}
+
+func (m *Manager) serveStart(w http.ResponseWriter, r *http.Request) {
+	var opts Options
+	q := r.URL.Query()
+	d, err := time.ParseDuration(q.Get("duration"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "input-invalid", fmt.Sprintf("duration: want a duration such as 5m, got %q", q.Get("duration")))
+		return
+	}
+	opts.Duration = d
+	if v := q.Get("queue_size"); v != "" {
+		if opts.QueueSize, err = strconv.Atoi(v); err != nil {
+			writeError(w, http.StatusBadRequest, "input-invalid", fmt.Sprintf("queue_size: want an integer, got %q", v))
+			return
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCandidateBytes))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "input-invalid", fmt.Sprintf("candidate bundle larger than %d bytes", maxCandidateBytes))
+		return
+	}
+	if len(body) == 0 {
+		writeError(w, http.StatusBadRequest, "input-invalid", "the body must be the candidate policy bundle (tar.gz)")
+		return
+	}
+	// Never activated, so a signature is not required; it only has to
+	// compile.
+	set, err := bundle.Load(bytes.NewReader(body), nil)
+	if err != nil {
+		writeError(w, http.StatusUnprocessableEntity, "policy-error", "candidate rejected: "+err.Error())
+		return
+	}
+	s, err := m.Start(set, opts)
+	switch {
+	case errors.Is(err, ErrOptions):
+		writeError(w, http.StatusBadRequest, "input-invalid", err.Error())
+		return
+	case errors.Is(err, ErrTooMany):
+		writeError(w, http.StatusConflict, "too-many-sessions", err.Error())
+		return
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
+		return
+	}
+	w.Header().Set("Location", PathSessions+"/"+s.ID())
+	writeJSON(w, http.StatusCreated, s.Report())
+}
+
+func (m *Manager) serveList(w http.ResponseWriter, _ *http.Request) {
+	list := m.List()
+	out := make([]Report, len(list))
+	for i, s := range list {
+		out[i] = s.Report()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
+}
+
+func (m *Manager) serveGet(w http.ResponseWriter, r *http.Request) {
+	s, ok := m.Get(r.PathValue("id"))
+	if !ok {
+		writeError(w, http.StatusNotFound, "session-not-found", fmt.Sprintf("no dry-run session %q", r.PathValue("id")))
+		return
+	}
+	writeJSON(w, http.StatusOK, s.Report())
+}
+
+func (m *Manager) serveStop(w http.ResponseWriter, r *http.Request) {
+	s, ok := m.Stop(r.PathValue("id"))
+	if !ok {
+		writeError(w, http.StatusNotFound, "session-not-found", fmt.Sprintf("no dry-run session %q", r.PathValue("id")))
+		return
+	}
+	<-s.Done()
+	writeJSON(w, http.StatusOK, s.Report())
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+}

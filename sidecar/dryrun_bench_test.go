@@ -1,0 +1,124 @@
+package sidecar
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/genproto/googleapis/rpc/code"
+
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/policies"
+	"github.com/svc-dev/svc/sidecar/dryrun"
+	"github.com/svc-dev/svc/sidecar/live"
+	"github.com/svc-dev/svc/sidecar/telemetry"
+)
+
+// BenchmarkCheckDryRun measures the Check throughput of the sidecar as
+// svc-sidecar composes it (telemetry, audit log, live hub, dry-run
+// manager) over loopback gRPC, benchCallers callers on benchConns
+// connections, alternately without and with a dry-run session of a
+// candidate policy active, b.N checks each per round. Reported: checks/s
+// of each and their ratio with/without (the bar is at least 0.9).
+func BenchmarkCheckDryRun(b *testing.B) {
+	idp := newTestIdP(b)
+	cfg := testConfig(idp)
+	cfg.RateLimit.DefaultRPM = 1 << 40
+	tel, err := telemetry.Setup(context.Background(), telemetry.Options{Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	auditLog := audit.New(io.Discard, audit.Options{QueueSize: cfg.Audit.QueueSize, Logger: quietLogger()})
+	b.Cleanup(func() { _ = auditLog.Close(context.Background()) })
+	dry := dryrun.NewManager(dryrun.Deps{Audit: auditLog, Logger: quietLogger()})
+	hub := live.NewHub(live.Deps{Spans: tel.Spans(), Sessions: dry, Logger: quietLogger()})
+	eng, err := engine.New(cfg, engine.Deps{Logger: quietLogger(), TracerProvider: tel.TracerProvider(),
+		MeterProvider: tel.MeterProvider(), Audit: auditLog, Observer: hub})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = eng.Close() })
+	r := startServer(b, Deps{Engine: eng, Telemetry: tel, Audit: auditLog, Live: hub, DryRun: dry})
+	waitFor(b, "ready", r.isReady)
+	clients := authzClients(b, r.GRPCAddr())
+	req := checkRequest(idp.token(b, "u-1", testTenant, "viewer"), "GET", "/orders/1")
+	cand := benchCandidate(b)
+
+	var took [2]time.Duration
+	var evaluated, skipped uint64
+	b.ResetTimer()
+	for range benchRounds {
+		for mode := range 2 {
+			var sess *dryrun.Session
+			if mode == 1 {
+				if sess, err = dry.Start(cand, dryrun.Options{Duration: time.Hour}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			took[mode] += driveChecks(b, clients, req, b.N)
+			if sess != nil {
+				dry.Stop(sess.ID())
+				rep := sess.Report()
+				evaluated += rep.Evaluated
+				skipped += rep.Skipped
+			}
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N * benchRounds)
+	off, on := n/took[0].Seconds(), n/took[1].Seconds()
+	b.ReportMetric(off, "checks/s-without")
+	b.ReportMetric(on, "checks/s-with-dry-run")
+	b.ReportMetric(on/off, "ratio")
+	b.ReportMetric(float64(skipped)/float64(evaluated+skipped), "skipped-share")
+}
+
+// driveChecks sends n checks from benchCallers callers and returns the
+// wall time they took.
+func driveChecks(b *testing.B, clients []authv3.AuthorizationClient, req *authv3.CheckRequest, n int) time.Duration {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := range benchCallers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := clients[c%len(clients)]
+			for next.Add(1) <= int64(n) {
+				resp, err := cl.Check(context.Background(), req)
+				if err != nil || code.Code(resp.GetStatus().GetCode()) != code.Code_OK {
+					b.Errorf("check: %v %v", resp.GetStatus(), err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// benchCandidate is the default policy with viewers limited to listing
+// orders, so that the candidate denies what enforcement allows.
+func benchCandidate(b *testing.B) *policy.Set {
+	src, err := fs.ReadFile(policies.Default, "authz.rego")
+	if err != nil {
+		b.Fatal(err)
+	}
+	mod := strings.Replace(string(src), `"viewer": {"*": {"read"}}`, `"viewer": {"orders": {"list"}}`, 1)
+	set, err := policy.FromModules(map[string]string{"authz.rego": mod}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return set.WithRevision("bench-candidate")
+}
+
+
