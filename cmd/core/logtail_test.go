@@ -25,6 +25,10 @@ func TestLogTailRefusesBadFlags(t *testing.T) {
 		{"bad format", []string{"log", "tail", "--format", "yaml"}, 2, []string{`invalid --format "yaml"`}},
 		{"trace tail bad since", []string{"trace", "tail", "--since", "-5m"}, 2, []string{`invalid --since "-5m"`}},
 		{"trace tail bad trace id", []string{"trace", "tail", "--trace-id", "abc"}, 2, []string{"want 32 hex digits"}},
+		{"dry-run zero duration", []string{"policy", "dry-run", "../../policies", "--duration", "0s"}, 2, []string{"invalid --duration 0s"}},
+		{"dry-run queue too large", []string{"policy", "dry-run", "../../policies", "--queue-size", "100000000"}, 2, []string{"invalid --queue-size"}},
+		{"dry-run missing dir", []string{"policy", "dry-run", "testdata/nope"}, 2, []string{"does not exist"}},
+		{"dry-run broken candidate", []string{"policy", "dry-run", "testdata/policy-broken"}, 2, []string{"does not load"}},
 		{"format and output disagree", []string{"log", "tail", "--format", "text", "--output", "json"}, 2, []string{"contradicts"}},
 	}
 	for _, tt := range tests {
@@ -56,6 +60,7 @@ func TestLiveCommandsUnreachableSidecar(t *testing.T) {
 		{"log", "tail", "--format", "json"},
 		{"trace", "tail"},
 		{"trace", "tail", "--errors-only", "--output", "json"},
+		{"policy", "dry-run", "../../policies", "--duration", "1s"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			r := run(t, "", append(args, "--sidecar", url)...)
