@@ -186,6 +186,8 @@ var errFailOpen = errors.New("fail open")
 // callError classifies the error of a call. Unreachable (Unavailable,
 // DeadlineExceeded, which covers a refused connection and a sidecar that
 // is too slow) becomes errFailOpen or an *UnavailableError by fail mode.
+// A sidecar that answered Internal (policy-error) gets an
+// *UnavailableError in both modes.
 // A context the caller itself ended is not the sidecar's failure and is
 // returned as is.
 func (c *Client) callError(ctx context.Context, op string, err error) error {
@@ -204,6 +206,10 @@ func (c *Client) callError(ctx context.Context, op string, err error) error {
 		return &UnavailableError{Op: op, Reason: rc, Err: err}
 	case codes.InvalidArgument:
 		return reason.Wrap(reasonOfStatus(st, reason.InputInvalid), err, "%s: sidecar rejected the request", op)
+	case codes.Internal:
+		// The sidecar answered but could not decide (policy-error): a
+		// denial in both fail modes, never a fail-open pass.
+		return &UnavailableError{Op: op, Reason: reasonOfStatus(st, reason.PolicyError), Err: err}
 	}
 	return fmt.Errorf("authz: %s: %w", op, err)
 }

@@ -118,8 +118,10 @@ func TestClientAgainstRunningSidecar(t *testing.T) {
 				})
 
 				t.Run("engine cannot decide", func(t *testing.T) {
+					// The sidecar answered: a denial in both fail modes,
+					// never a fail-open pass.
 					got, err := cc.Authorize(t.Context(), authz.AuthorizeRequest{Token: viewer, Action: "orders:read", Resource: authz.Resource{ID: "conflict"}})
-					checkUnavailable(t, mode, got, err, reason.PolicyError)
+					checkUnavailable(t, authz.FailClosed, got, err, reason.PolicyError)
 				})
 			})
 		}

@@ -130,6 +130,9 @@ func (h *httpTransport) call(ctx context.Context, path string, in, out proto.Mes
 			return status.Errorf(codes.Internal, "the answer of %s is not a %s", h.base+path, out.ProtoReflect().Descriptor().Name())
 		}
 		return nil
+	case resp.StatusCode == http.StatusInternalServerError:
+		// The sidecar answered and could not decide: never fail open.
+		return answerStatus(codes.Internal, resp.StatusCode, data, reason.PolicyError)
 	case resp.StatusCode >= 500:
 		return answerStatus(codes.Unavailable, resp.StatusCode, data, reason.Unavailable)
 	case resp.StatusCode == http.StatusBadRequest, resp.StatusCode == http.StatusRequestEntityTooLarge:

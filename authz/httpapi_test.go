@@ -109,7 +109,7 @@ func TestHTTPAPI(t *testing.T) {
 		{name: "authorize invalid token", base: defaultPolicy, path: authz.PathAuthorize, body: `{"token":"a.b.c","action":"orders:read"}`, status: 200, golden: "authorize-invalid-token"},
 		{name: "authorize with request info", base: defaultPolicy, path: authz.PathAuthorize, body: `{"token":"` + viewer + `","action":"orders:read","request":{"method":"GET","path":"/orders","query":{"a":"b"}}}`, status: 200, golden: "authorize-allowed"},
 		{name: "body token wins over header", base: defaultPolicy, path: authz.PathAuthorize, body: `{"token":"a.b.c","action":"orders:read"}`, header: map[string]string{"Authorization": "Bearer " + viewer}, status: 200, golden: "authorize-invalid-token"},
-		{name: "engine cannot decide", base: base, path: authz.PathAuthorize, body: `{"token":"` + viewer + `","action":"orders:read","resource":{"id":"conflict"}}`, status: 503, code: "policy-error"},
+		{name: "engine cannot decide", base: base, path: authz.PathAuthorize, body: `{"token":"` + viewer + `","action":"orders:read","resource":{"id":"conflict"}}`, status: 500, code: "policy-error"},
 		{name: "action missing", base: base, path: authz.PathAuthorize, body: `{"token":"x"}`, status: 400, code: "input-invalid"},
 		{name: "bad JSON", base: base, path: authz.PathAuthorize, body: `{"token":`, status: 400, code: "input-invalid"},
 		{name: "unknown field", base: base, path: authz.PathAuthorize, body: `{"action":"orders:read","user":{"id":"root"}}`, status: 400, code: "input-invalid"},

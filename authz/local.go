@@ -42,9 +42,9 @@ func (l *LocalAuthorizer) ValidateToken(ctx context.Context, token string) (Toke
 }
 
 // Authorize decides req in-process. A malformed request is a *reason.Error
-// with code reason.InputInvalid. When the engine cannot decide it returns,
-// in FailOpen mode, Allowed=true with reason "fail-open"; in FailClosed
-// mode an *UnavailableError with reason "policy-error".
+// with code reason.InputInvalid. When the engine cannot decide it returns
+// an *UnavailableError with reason "policy-error", in both fail modes: fail
+// open applies only to a sidecar that cannot be reached.
 func (l *LocalAuthorizer) Authorize(ctx context.Context, req AuthorizeRequest) (Decision, error) {
 	in, err := inputOf(req)
 	if err != nil {
@@ -52,9 +52,8 @@ func (l *LocalAuthorizer) Authorize(ctx context.Context, req AuthorizeRequest) (
 	}
 	res, err := l.d.Authorize(engine.WithSource(ctx, "sdk"), req.Token, in)
 	if err != nil {
-		if l.failMode == FailOpen {
-			return failOpenDecision(), nil
-		}
+		// In-process there is no sidecar to be unreachable: an engine that
+		// cannot decide is a denial whatever the fail mode.
 		rc := reason.Of(err, reason.PolicyError)
 		return Decision{Reason: rc, DenyReasons: []string{}}, &UnavailableError{Op: "authorize", Reason: rc, Err: err}
 	}

@@ -99,6 +99,7 @@ type DenyBody struct {
 //	tenant rate-limited          429 with Retry-After
 //	decision service unreachable open: let through as "anonymous", claims nil
 //	                             closed: 503
+//	engine cannot decide         503 policy-error in both fail modes
 //	keys unavailable (IdP down)  503
 //
 // Denials carry a DenyBody. Admitted requests carry the User in their
@@ -186,6 +187,12 @@ func (m *middleware) admit(w http.ResponseWriter, r *http.Request, u User) {
 func (m *middleware) failed(w http.ResponseWriter, r *http.Request, err error) {
 	var ue *UnavailableError
 	if errors.As(err, &ue) {
+		if ue.Reason == reason.PolicyError {
+			// The decision service answered: it could not decide. Fail
+			// open is for a service that cannot be reached, never this.
+			m.refuse(w, http.StatusServiceUnavailable, DenyBody{Reason: reason.PolicyError})
+			return
+		}
 		m.unavailable(w, r, ue.Reason)
 		return
 	}

@@ -120,20 +120,25 @@ func apiErrorOf(err error, def reason.Code) *apiError {
 
 func (e *apiError) Error() string { return string(e.code) + ": " + e.msg }
 
-// grpcCode is InvalidArgument for a malformed request and Unavailable for
-// anything that kept the engine from deciding.
+// grpcCode is InvalidArgument for a malformed request and Internal for an
+// engine that answered but could not decide (policy-error: an evaluation
+// error or timeout). Unavailable is left to what it means to clients, a
+// sidecar that cannot be reached, the one case a fail-open client lets
+// through: an evaluation error must be a denial in every fail mode.
 func (e *apiError) grpcCode() codes.Code {
 	if e.code == reason.InputInvalid {
 		return codes.InvalidArgument
 	}
-	return codes.Unavailable
+	return codes.Internal
 }
 
+// httpStatus is 400 for a malformed request and 500 when the engine could
+// not decide, never 503 (unreachable), for the same reason.
 func (e *apiError) httpStatus() int {
 	if e.code == reason.InputInvalid {
 		return http.StatusBadRequest
 	}
-	return http.StatusServiceUnavailable
+	return http.StatusInternalServerError
 }
 
 func (e *apiError) grpcStatus() *status.Status {

@@ -252,7 +252,7 @@ func TestServerErrors(t *testing.T) {
 		{name: "action with a control character", req: &authzv1.AuthorizeRequest{Token: viewer, Action: "orders:read\n"}, code: codes.InvalidArgument, reason: "input-invalid"},
 		{name: "action too long", req: &authzv1.AuthorizeRequest{Token: viewer, Action: strings.Repeat("a", 300)}, code: codes.InvalidArgument, reason: "input-invalid"},
 		{name: "header name not a token", req: &authzv1.AuthorizeRequest{Token: viewer, Action: "orders:read", Request: &authzv1.RequestInfo{Headers: map[string]string{"bad name": "v"}}}, code: codes.InvalidArgument, reason: "input-invalid"},
-		{name: "policy cannot decide", req: &authzv1.AuthorizeRequest{Token: viewer, Action: "orders:read", Resource: &authzv1.Resource{Id: "conflict"}}, code: codes.Unavailable, reason: "policy-error"},
+		{name: "policy cannot decide", req: &authzv1.AuthorizeRequest{Token: viewer, Action: "orders:read", Resource: &authzv1.Resource{Id: "conflict"}}, code: codes.Internal, reason: "policy-error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

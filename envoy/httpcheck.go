@@ -204,18 +204,13 @@ func (s *Server) writeHTTP(w http.ResponseWriter, v verdict, conv convention, sp
 		// absent header as a literal placeholder. Envoy removes the ones
 		// that do not apply (x-envoy-auth-headers-to-remove, applied after
 		// the copy).
-		failOpen := "false"
-		remove := []string{HeaderFailOpen}
-		if v.failOpen {
-			failOpen, remove = "true", identityHeaders
-		}
 		h.Set(HeaderUserID, v.subject)
 		h.Set(HeaderTenantID, v.tenantID)
 		h.Set(HeaderRoles, v.roles)
 		h.Set(HeaderDecisionID, v.decisionID)
-		h.Set(HeaderFailOpen, failOpen)
+		h.Set(HeaderFailOpen, "false")
 		if conv == conventionEnvoy {
-			h.Set(headerAuthRemove, strings.Join(slices.Concat(remove, spoofed), ","))
+			h.Set(headerAuthRemove, strings.Join(slices.Concat([]string{HeaderFailOpen}, spoofed), ","))
 		}
 		w.WriteHeader(http.StatusOK)
 		return
@@ -229,7 +224,11 @@ func (s *Server) writeHTTP(w http.ResponseWriter, v verdict, conv convention, sp
 		h.Set("Retry-After", v.retryAfter)
 	}
 	status := v.status
-	if conv == conventionNginx {
+	// Envoy's http_service takes a 5xx from the authorization server for
+	// an outage and lets the request through under failure_mode_allow: a
+	// sidecar that answered (policy-error, jwks-unavailable) says 403 to it,
+	// with the real status in X-Svc-Status as for nginx.
+	if conv == conventionNginx || (conv == conventionEnvoy && status >= http.StatusInternalServerError) {
 		h.Set(HeaderStatus, strconv.Itoa(v.status))
 		h.Set(HeaderBody, asciiJSON(body))
 		if status != http.StatusUnauthorized && status != http.StatusForbidden {

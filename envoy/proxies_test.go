@@ -88,11 +88,13 @@ func proxyCases(t *testing.T, idp *testIdP) []proxyCase {
 		{name: "bad token is 401", method: "GET", path: "/api/orders/1", auth: "Bearer a.b.c",
 			wantStatus: 401, wantReason: "token-malformed",
 			wantHeader: map[string]string{"Www-Authenticate": `Bearer error="invalid_token", error_description="token-malformed"`}},
-		{name: "no decision is 503", server: "broken", method: "GET", path: "/boom/1", auth: admin,
-			wantStatus: 503, wantReason: "policy-error"},
-		{name: "no decision with fail mode open passes with its decision id but no identity", server: "broken-open", method: "GET", path: "/boom/1", auth: admin,
+		{name: "no decision is 500", server: "broken", method: "GET", path: "/boom/1", auth: admin,
+			wantStatus: 500, wantReason: "policy-error"},
+		// Fail open is for a sidecar that cannot be reached; one that
+		// answered an evaluation error is a denial in every fail mode.
+		{name: "no decision is 500 with fail mode open too", server: "broken-open", method: "GET", path: "/boom/1", auth: admin,
 			headers:    map[string]string{"X-Svc-User-Id": "root"},
-			wantStatus: 200, wantApp: map[string]string{"method": "GET", "path": "/boom/1", "x-svc-fail-open": "true", "x-svc-decision-id": "<set>"}},
+			wantStatus: 500, wantReason: "policy-error"},
 		{name: "rate limited is 429", server: "limited", method: "GET", path: "/api/orders/1", auth: admin,
 			wantStatus: 429, wantReason: "rate-limited", wantHeader: map[string]string{"Retry-After": "*"}},
 		{name: "spoofed check headers refused", method: "DELETE", path: "/api/orders/1", auth: viewer,

@@ -17,7 +17,6 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/svc-dev/svc/engine"
-	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/reason"
 )
 
@@ -29,19 +28,15 @@ const (
 	HeaderTenantID   = "x-svc-tenant-id"
 	HeaderRoles      = "x-svc-roles"
 	HeaderDecisionID = "x-svc-decision-id"
-	// HeaderFailOpen is "true" on a request let through because the engine
-	// could not decide and fail_mode is open; it then carries no identity.
+	// HeaderFailOpen is never "true" from the sidecar, which does not fail
+	// open itself; it is removed from (or set "false" on) every allowed
+	// request so that a client's copy never reaches the upstream.
 	HeaderFailOpen = "x-svc-fail-open"
 	// HeaderPrefix starts every header the sidecar owns; incoming headers
 	// with it that the sidecar does not set are removed.
 	HeaderPrefix = "x-svc-"
 )
 
-// identityHeaders are set on every normal allow, and removed on a fail-open
-// allow.
-// The decision id is not identity: a fail-open allow carries it too, so the
-// upstream's logs can be matched with the sidecar's record of the failure.
-var identityHeaders = []string{HeaderUserID, HeaderTenantID, HeaderRoles}
 
 // DenyBody is the JSON body of every denied response.
 type DenyBody struct {
@@ -62,11 +57,10 @@ type DenyBody struct {
 // CheckResponse and the HTTP check response are rendered from it, so the
 // two can never disagree.
 type verdict struct {
-	allow    bool
-	failOpen bool
-	status   int        // HTTP status of a denial; 200 when allowed
-	code     codes.Code // google.rpc code of the CheckResponse
-	reason   reason.Code
+	allow  bool
+	status int        // HTTP status of a denial; 200 when allowed
+	code   codes.Code // google.rpc code of the CheckResponse
+	reason reason.Code
 	// Identity of an allowed request.
 	subject, tenantID, roles, decisionID string
 	body                                 DenyBody
@@ -76,23 +70,21 @@ type verdict struct {
 
 // decide turns an Authorize outcome into a verdict:
 //
-//   - err != nil (the engine could not decide): fail_mode closed → 503
-//     with the error's reason (policy-error); open → allowed, no identity,
-//     x-svc-fail-open: true.
+//   - err != nil (the engine answered but could not decide: an evaluation
+//     error or timeout) → 500 with the error's reason (policy-error), in
+//     both fail modes. Fail open is for a sidecar that cannot be reached,
+//     which only the proxy (Envoy's failure_mode_allow) or the SDK can see;
+//     an evaluation error is never a pass.
 //   - token refused → 401 with WWW-Authenticate, except jwks-unavailable:
 //     the token was never judged, the identity provider's keys could not be
 //     had, so that is a 503 in both fail modes rather than a prompt to the
 //     client to fetch a new token (nor a pass in open mode).
 //   - rate limited → 429 with Retry-After (whole seconds, at least 1).
 //   - policy deny → 403; policy allow → OK with the identity headers.
-func decide(res engine.Result, err error, failMode string) verdict {
+func decide(res engine.Result, err error, _ string) verdict {
 	if err != nil {
 		code := reason.Of(err, reason.PolicyError)
-		if failMode == config.FailOpen {
-			return verdict{allow: true, failOpen: true, status: http.StatusOK, code: codes.OK,
-				reason: reason.FailOpen, decisionID: res.Decision.DecisionID}
-		}
-		return denied(http.StatusServiceUnavailable, codes.Unavailable, code, nil, res.Decision.DecisionID)
+		return denied(http.StatusInternalServerError, codes.Internal, code, nil, res.Decision.DecisionID)
 	}
 	if !res.Token.Allowed {
 		code := res.Token.Reason
@@ -251,8 +243,10 @@ func (v *verdict) bodyJSON() []byte {
 //   - invalid token: UNAUTHENTICATED, HTTP 401 with WWW-Authenticate;
 //   - policy deny: PERMISSION_DENIED, HTTP 403;
 //   - rate limited: RESOURCE_EXHAUSTED, HTTP 429 with Retry-After;
-//   - engine cannot decide (err != nil): closed → UNAVAILABLE, HTTP 503;
-//     open → OK with x-svc-fail-open: true and the identity headers removed.
+//   - engine cannot decide (err != nil): INTERNAL, HTTP 500 with reason
+//     policy-error, in both fail modes (failMode no longer changes the
+//     answer: fail open is Envoy's failure_mode_allow, for a sidecar that
+//     cannot be reached).
 //
 // Denials carry the JSON DenyBody. Every response carries dynamic metadata
 // {decision_id, subject, tenant_id, reason} for access logs and later
@@ -273,23 +267,14 @@ func (v *verdict) checkResponse(extraRemove []string) *authv3.CheckResponse {
 		resp.Status.Message = string(v.reason)
 	}
 	if v.allow {
-		ok := &authv3.OkHttpResponse{}
-		if v.failOpen {
-			ok.Headers = []*corev3.HeaderValueOption{setHeader(HeaderFailOpen, "true")}
-			ok.HeadersToRemove = append(ok.HeadersToRemove, identityHeaders...)
-			if v.decisionID != "" {
-				ok.Headers = append(ok.Headers, setHeader(HeaderDecisionID, v.decisionID))
-			} else {
-				ok.HeadersToRemove = append(ok.HeadersToRemove, HeaderDecisionID)
-			}
-		} else {
-			ok.Headers = []*corev3.HeaderValueOption{
+		ok := &authv3.OkHttpResponse{
+			Headers: []*corev3.HeaderValueOption{
 				setHeader(HeaderUserID, v.subject),
 				setHeader(HeaderTenantID, v.tenantID),
 				setHeader(HeaderRoles, v.roles),
 				setHeader(HeaderDecisionID, v.decisionID),
-			}
-			ok.HeadersToRemove = append(ok.HeadersToRemove, HeaderFailOpen)
+			},
+			HeadersToRemove: []string{HeaderFailOpen},
 		}
 		ok.HeadersToRemove = append(ok.HeadersToRemove, extraRemove...)
 		resp.HttpResponse = &authv3.CheckResponse_OkResponse{OkResponse: ok}

@@ -179,11 +179,11 @@ func TestCheckResponse(t *testing.T) {
 				setHeader("retry-after", "1")),
 		},
 		{
-			name:     "engine cannot decide, fail closed is 503",
+			name:     "engine cannot decide, fail closed is 500",
 			res:      engine.Result{Decision: engine.Decision{Reason: reason.PolicyError, DecisionID: "dec-5"}},
 			err:      errPolicy,
 			failMode: config.FailClosed,
-			want: deniedResp(codes.Unavailable, typev3.StatusCode_ServiceUnavailable, reason.PolicyError,
+			want: deniedResp(codes.Internal, typev3.StatusCode_InternalServerError, reason.PolicyError,
 				`{"allow":false,"deny_reasons":[],"reason":"policy-error","decision_id":"dec-5"}`,
 				meta("dec-5", "", "", reason.PolicyError)),
 		},
@@ -191,37 +191,20 @@ func TestCheckResponse(t *testing.T) {
 			name:     "uncoded error counts as policy error",
 			err:      errors.New("boom"),
 			failMode: config.FailClosed,
-			want: deniedResp(codes.Unavailable, typev3.StatusCode_ServiceUnavailable, reason.PolicyError,
+			want: deniedResp(codes.Internal, typev3.StatusCode_InternalServerError, reason.PolicyError,
 				`{"allow":false,"deny_reasons":[],"reason":"policy-error","decision_id":""}`,
 				meta("", "", "", reason.PolicyError)),
 		},
 		{
-			name:     "engine cannot decide, fail open allows without identity",
-			res:      engine.Result{Token: engine.TokenDecision{Allowed: true, Subject: "user-1", TenantID: "acme"}},
-			err:      errPolicy,
-			failMode: config.FailOpen,
-			want: &authv3.CheckResponse{
-				Status: &rpcstatus.Status{Code: int32(codes.OK)},
-				HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
-					Headers:         []*corev3.HeaderValueOption{setHeader(HeaderFailOpen, "true")},
-					HeadersToRemove: []string{HeaderUserID, HeaderTenantID, HeaderRoles, HeaderDecisionID},
-				}},
-				DynamicMetadata: meta("", "", "", reason.FailOpen),
-			},
-		},
-		{
-			name:     "fail open keeps the decision id of the failed evaluation",
+			// Fail open is Envoy's failure_mode_allow, for a sidecar it
+			// cannot reach: an answered evaluation error is a denial.
+			name:     "engine cannot decide, fail open is 500 too",
 			res:      engine.Result{Token: engine.TokenDecision{Allowed: true, Subject: "user-1", TenantID: "acme"}, Decision: engine.Decision{DecisionID: "d-9"}},
 			err:      errPolicy,
 			failMode: config.FailOpen,
-			want: &authv3.CheckResponse{
-				Status: &rpcstatus.Status{Code: int32(codes.OK)},
-				HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
-					Headers:         []*corev3.HeaderValueOption{setHeader(HeaderFailOpen, "true"), setHeader(HeaderDecisionID, "d-9")},
-					HeadersToRemove: []string{HeaderUserID, HeaderTenantID, HeaderRoles},
-				}},
-				DynamicMetadata: meta("d-9", "", "", reason.FailOpen),
-			},
+			want: deniedResp(codes.Internal, typev3.StatusCode_InternalServerError, reason.PolicyError,
+				`{"allow":false,"deny_reasons":[],"reason":"policy-error","decision_id":"d-9"}`,
+				meta("d-9", "", "", reason.PolicyError)),
 		},
 		{
 			name:     "unreachable identity provider is 503 even when open",

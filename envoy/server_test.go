@@ -257,17 +257,19 @@ func TestCheckFailModes(t *testing.T) {
 	}{
 		{
 			name: "closed", failMode: config.FailClosed,
-			want: summary{Code: codes.Unavailable, HTTPStatus: 503, Headers: jsonCT,
+			want: summary{Code: codes.Internal, HTTPStatus: 500, Headers: jsonCT,
 				Body:        &DenyBody{DenyReasons: []string{}, Reason: string(reason.PolicyError)},
 				HasDecision: true, // a failed evaluation still has an id to correlate with logs
 				Meta:        map[string]string{"subject": "", "tenant_id": "", "reason": string(reason.PolicyError)}},
 		},
 		{
+			// The sidecar answered: fail open is Envoy's, for a sidecar it
+			// cannot reach, never for an evaluation error.
 			name: "open", failMode: config.FailOpen,
-			want: summary{Code: codes.OK, HTTPStatus: 200, Headers: map[string]string{HeaderFailOpen: "true", HeaderDecisionID: "<set>"},
-				Remove:      identityHeaders,
+			want: summary{Code: codes.Internal, HTTPStatus: 500, Headers: jsonCT,
+				Body:        &DenyBody{DenyReasons: []string{}, Reason: string(reason.PolicyError)},
 				HasDecision: true,
-				Meta:        map[string]string{"subject": "", "tenant_id": "", "reason": string(reason.FailOpen)}},
+				Meta:        map[string]string{"subject": "", "tenant_id": "", "reason": string(reason.PolicyError)}},
 		},
 	}
 	for _, tt := range tests {
