@@ -37,7 +37,6 @@ const (
 	HeaderPrefix = "x-svc-"
 )
 
-
 // DenyBody is the JSON body of every denied response.
 type DenyBody struct {
 	// Allow is always false.
