@@ -11,8 +11,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -128,7 +130,7 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 		mp = metricnoop.NewMeterProvider()
 	}
 
-	set, err := loadPolicies(cfg.Policy.Dir)
+	set, err := loadPolicies(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +210,10 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 	return e, nil
 }
 
-func loadPolicies(dir string) (*policy.Set, error) {
+// loadPolicies loads policy.dir, or the embedded default when it is
+// empty. Errors name the setting and where it was set.
+func loadPolicies(cfg config.Config) (*policy.Set, error) {
+	dir := cfg.Policy.Dir
 	if dir == "" {
 		set, err := policy.LoadFS(policies.Default, ".")
 		if err != nil {
@@ -216,7 +221,15 @@ func loadPolicies(dir string) (*policy.Set, error) {
 		}
 		return set, nil
 	}
-	return policy.Load(dir)
+	set, err := policy.Load(dir)
+	if err == nil {
+		return set, nil
+	}
+	msg := err.Error()
+	if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
+		msg = "policy directory " + dir + " does not exist"
+	}
+	return nil, &SettingError{Key: "policy.dir", Origin: cfg.Origin("policy.dir"), Msg: msg, Err: err}
 }
 
 // newLocalIssuer sets up the keys of the tokens the SAML gateway issues
@@ -280,7 +293,7 @@ func (e *Engine) Policies() *policy.Set { return e.policies.Load() }
 func (e *Engine) ReloadPolicies(ctx context.Context) error {
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
-	set, err := loadPolicies(e.cfg.Policy.Dir)
+	set, err := loadPolicies(e.cfg)
 	if err != nil {
 		return err
 	}

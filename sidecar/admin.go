@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"strconv"
@@ -225,7 +226,7 @@ func (s *Server) bundleVerification() (*bundle.VerifyOptions, error) {
 	}
 	pem, err := os.ReadFile(cfg.Policy.BundleVerifyKeyFile)
 	if err != nil {
-		return nil, fmt.Errorf("read policy.bundle_verify_key_file: %w", err)
+		return nil, fmt.Errorf("%s: cannot read %s: %w", cfg.Setting("policy.bundle_verify_key_file"), cfg.Policy.BundleVerifyKeyFile, unwrapPath(err))
 	}
 	return &bundle.VerifyOptions{PublicKeyPEM: pem}, nil
 }
@@ -233,6 +234,16 @@ func (s *Server) bundleVerification() (*bundle.VerifyOptions, error) {
 func (s *Server) reloaded(source string, set *policy.Set, previous string, persisted bool) map[string]any {
 	return map[string]any{"reloaded": true, "source": source, "revision": set.Revision(),
 		"previous_revision": previous, "policies_loaded": len(set.Files()), "persisted": persisted}
+}
+
+// unwrapPath drops the "open <path>:" of an *fs.PathError, for messages
+// that name the setting instead.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -96,11 +96,11 @@ func New(deps Deps) (*Server, error) {
 
 	var err error
 	if s.grpcLis, err = net.Listen("tcp", cfg.SDK.SidecarAddr); err != nil {
-		return nil, fmt.Errorf("grpc listener on %s (sdk.sidecar_addr): %w", cfg.SDK.SidecarAddr, err)
+		return nil, fmt.Errorf("%s: grpc listener on %s: %w", cfg.Setting("sdk.sidecar_addr"), cfg.SDK.SidecarAddr, err)
 	}
 	if s.httpLis, err = net.Listen("tcp", cfg.Sidecar.HTTPAddr); err != nil {
 		s.grpcLis.Close()
-		return nil, fmt.Errorf("http listener on %s (sidecar.http_addr): %w", cfg.Sidecar.HTTPAddr, err)
+		return nil, fmt.Errorf("%s: http listener on %s: %w", cfg.Setting("sidecar.http_addr"), cfg.Sidecar.HTTPAddr, err)
 	}
 
 	envoySrv, err := envoy.New(cfg, deps.Engine, envoy.Deps{Logger: s.log})

@@ -43,7 +43,7 @@ func serve(ctx context.Context, configPath string, stderr io.Writer) error {
 	}
 	log, _, err := telemetry.NewLogger(stderr, cfg.Log.Level)
 	if err != nil {
-		return fmt.Errorf("log.level: %w", err)
+		return fmt.Errorf("%s: %w", cfg.Setting("log.level"), err)
 	}
 	if gc := gctune.Tune(os.LookupEnv); gc != nil {
 		defer gc.Stop()
@@ -69,7 +69,7 @@ func serve(ctx context.Context, configPath string, stderr io.Writer) error {
 		MaxSizeMB: cfg.Audit.MaxSizeMB, MaxBackups: cfg.Audit.MaxBackups,
 	})
 	if err != nil {
-		return fmt.Errorf("audit.destination: %w", err)
+		return fmt.Errorf("%s: %w", cfg.Setting("audit.destination"), err)
 	}
 	defer flush("audit log", log.Error, auditLog.Close)
 	if _, err := auditLog.RegisterMetrics(tel.MeterProvider()); err != nil {

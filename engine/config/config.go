@@ -38,6 +38,10 @@ type Config struct {
 	// environment variable that set it, so that errors and the live config
 	// can say where a value came from. It is not read from the file.
 	Overrides map[string]string `toml:"-" yaml:"-"`
+	// Lines maps a config key to the line of the file that sets it, so
+	// that errors can say "policy.dir (svc.toml:7)" (see Origin). It is
+	// not read from the file.
+	Lines map[string]int `toml:"-" yaml:"-"`
 }
 
 // Fail modes.

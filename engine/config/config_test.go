@@ -217,15 +217,15 @@ func TestLoadErrors(t *testing.T) {
 		is   error
 	}{
 		{file: "unknown_key.toml", is: ErrUnknownKey, want: []string{
-			"testdata/unknown_key.toml:3:1: sdk.jwks_ur: unknown key",
+			"testdata/unknown_key.toml:3:1: sdk.jwks_ur: unknown key (did you mean sdk.jwks_url?)",
 			"testdata/unknown_key.toml:7:1: tenants.AcMe.tier: unknown key"}},
 		{file: "unknown_key.yaml", is: ErrUnknownKey, want: []string{
-			"testdata/unknown_key.yaml:3:3: sdk.jwks_ur: unknown key",
+			"testdata/unknown_key.yaml:3:3: sdk.jwks_ur: unknown key (did you mean sdk.jwks_url?)",
 			"testdata/unknown_key.yaml:7:5: tenants.AcMe.tier: unknown key"}},
 		{file: "syntax.toml", want: []string{"testdata/syntax.toml:1:5: expected ']' to close table name"}},
 		{file: "syntax.yaml", want: []string{"testdata/syntax.yaml:3: mapping values are not allowed in this context"}},
 		{file: "closed_no_jwks.toml", want: []string{
-			"testdata/closed_no_jwks.toml: sdk.fail_mode: fail_mode=closed requires sdk.jwks_url (or [sdk.saml])"}},
+			"testdata/closed_no_jwks.toml:3: sdk.fail_mode: fail_mode=closed requires sdk.jwks_url (or [sdk.saml])"}},
 		{file: "bare_number_duration.toml", want: []string{
 			`testdata/bare_number_duration.toml: jwt.clock_skew: must be a duration string such as "30s", got a TOML integer`}},
 		{file: "negative_duration.yaml", want: []string{
@@ -235,18 +235,18 @@ func TestLoadErrors(t *testing.T) {
 		{file: "wrong_type.yaml", want: []string{
 			"testdata/wrong_type.yaml:3: jwt.cache_size: must be an integer, got a string"}},
 		{file: "public_http_jwks.toml", want: []string{
-			`testdata/public_http_jwks.toml: sdk.jwks_url: must use https (http only on a loopback host), got "http://idp.example.com/jwks"`}},
+			`testdata/public_http_jwks.toml:3: sdk.jwks_url: must use https (http only on a loopback host), got "http://idp.example.com/jwks"`}},
 		{file: "invalid_values.toml", want: []string{
-			`testdata/invalid_values.toml: sdk.sidecar_addr: must be host:port, got "localhost"`,
-			`testdata/invalid_values.toml: sdk.fail_mode: must be "open" or "closed", got "maybe"`,
-			`testdata/invalid_values.toml: jwt.jwks_min_refresh: must not exceed jwt.jwks_max_refresh (2h0m0s > 1h0m0s)`,
-			`testdata/invalid_values.toml: jwt.cache_size: must be positive, got -1`,
-			`testdata/invalid_values.toml: rate_limit.default_rpm: must not be negative, got -1`,
-			`testdata/invalid_values.toml: rate_limit.per_tenant."team a": must not be negative, got -5`,
-			`testdata/invalid_values.toml: sidecar.http_addr: port must be a number from 0 to 65535, got "99999"`,
-			`testdata/invalid_values.toml: sidecar.routes[0].path: must start with "/", got "api/{resource"`,
-			`testdata/invalid_values.toml: sidecar.routes[0].methods[0]: must be one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, CONNECT, TRACE, got "get"`,
-			`testdata/invalid_values.toml: log.level: must be one of trace, debug, info, warn, error, got "verbose"`}},
+			`testdata/invalid_values.toml:3: sdk.sidecar_addr: must be host:port, got "localhost"`,
+			`testdata/invalid_values.toml:4: sdk.fail_mode: must be "open" or "closed", got "maybe"`,
+			`testdata/invalid_values.toml:8: jwt.jwks_min_refresh: must not exceed jwt.jwks_max_refresh (2h0m0s > 1h0m0s)`,
+			`testdata/invalid_values.toml:7: jwt.cache_size: must be positive, got -1`,
+			`testdata/invalid_values.toml:12: rate_limit.default_rpm: must not be negative, got -1`,
+			`testdata/invalid_values.toml:15: rate_limit.per_tenant."team a": must not be negative, got -5`,
+			`testdata/invalid_values.toml:18: sidecar.http_addr: port must be a number from 0 to 65535, got "99999"`,
+			`testdata/invalid_values.toml:21: sidecar.routes[0].path: must start with "/", got "api/{resource"`,
+			`testdata/invalid_values.toml:22: sidecar.routes[0].methods[0]: must be one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, CONNECT, TRACE, got "get"`,
+			`testdata/invalid_values.toml:25: log.level: must be one of trace, debug, info, warn, error, got "verbose"`}},
 		{file: "full.toml", env: map[string]string{"SVC_JWKS_URL": "http://idp.example.com/jwks"}, want: []string{
 			`SVC_JWKS_URL: must use https (http only on a loopback host), got "http://idp.example.com/jwks"`}},
 		{file: "closed_no_jwks.toml", env: map[string]string{"SVC_FAIL_MODE": "maybe", "SVC_RATE_LIMIT_DEFAULT_RPM": "lots"}, want: []string{

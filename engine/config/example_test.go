@@ -9,7 +9,7 @@ import (
 func ExampleParse() {
 	_, err := config.Parse([]byte("[sdk]\nfail_mode = \"maybe\"\n"), config.FormatTOML, "svc.toml")
 	fmt.Println(err)
-	// Output: svc.toml: sdk.fail_mode: must be "open" or "closed", got "maybe"
+	// Output: svc.toml:2: sdk.fail_mode: must be "open" or "closed", got "maybe"
 }
 
 func ExampleInspect() {

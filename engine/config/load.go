@@ -103,6 +103,9 @@ func decode(data []byte, format, source string) (Config, error) {
 		return Config{}, err
 	}
 	cfg.Source = source
+	if cfg.Lines == nil && strings.ToLower(format) == FormatTOML {
+		cfg.Lines = tomlLines(data)
+	}
 	return cfg, nil
 }
 
@@ -127,7 +130,7 @@ func decodeTOML(data []byte, source string) (Config, error) {
 			de := &sme.Errors[i]
 			line, col := de.Position()
 			errs = append(errs, &Error{Source: source, Line: line, Column: col,
-				Key: keyPath(de.Key()...), Msg: "unknown key", Err: ErrUnknownKey})
+				Key: keyPath(de.Key()...), Msg: unknownKey("toml", de.Key()), Err: ErrUnknownKey})
 		}
 		return Config{}, join(errs)
 	}

@@ -61,11 +61,11 @@ type validator struct {
 // fail records a problem with key, sourced from the environment variable
 // that set the key, if any, else from the file.
 func (v *validator) fail(key, format string, args ...any) {
-	src := v.c.Source
+	src, line := v.c.Source, v.c.line(key)
 	if env, ok := v.c.Overrides[key]; ok {
-		src = env
+		src, line = env, 0
 	}
-	v.errs = append(v.errs, &Error{Source: src, Key: key, Msg: fmt.Sprintf(format, args...)})
+	v.errs = append(v.errs, &Error{Source: src, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
 }
 
 // text reports strings that are not valid UTF-8, which no config file

@@ -61,7 +61,7 @@ func decodeYAML(data []byte, source string) (Config, error) {
 			Msg: "the top level must be a mapping of tables such as sdk:"}
 	}
 
-	w := yamlWalker{source: source, lines: make(map[int]yamlLine), seen: make(map[yamlSeen]bool)}
+	w := yamlWalker{source: source, lines: make(map[int]yamlLine), keyLines: make(map[string]int), seen: make(map[yamlSeen]bool)}
 	w.walk(doc, configType, nil)
 	if len(w.errs) > 0 {
 		return Config{}, join(w.errs)
@@ -76,6 +76,7 @@ func decodeYAML(data []byte, source string) (Config, error) {
 	if err != nil {
 		return Config{}, yamlError(err, source, w.lines)
 	}
+	cfg.Lines = w.keyLines
 	return cfg, nil
 }
 
@@ -131,6 +132,8 @@ type yamlWalker struct {
 	errs   []*Error
 	// lines maps a line to the deepest key whose value starts on it.
 	lines map[int]yamlLine
+	// keyLines maps a key to the line of its value (Config.Lines).
+	keyLines map[string]int
 	// seen bounds the walk through aliases: each anchored node is walked
 	// at most once per type, so alias bombs cost nothing here.
 	seen map[yamlSeen]bool
@@ -147,6 +150,9 @@ func (w *yamlWalker) walk(n *yaml.Node, t reflect.Type, path []string) {
 	}
 	if len(path) > 0 {
 		w.lines[n.Line] = yamlLine{key: keyPath(path...), t: t}
+		if _, ok := w.keyLines[keyPath(path...)]; !ok {
+			w.keyLines[keyPath(path...)] = n.Line
+		}
 	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -167,7 +173,7 @@ func (w *yamlWalker) walk(n *yaml.Node, t reflect.Type, path []string) {
 		w.mapping(n, t, path, func(k, v *yaml.Node) {
 			f, ok := fieldByTag(t, "yaml", k.Value)
 			if !ok {
-				w.fail(k, with(path, k.Value), "unknown key", ErrUnknownKey)
+				w.fail(k, with(path, k.Value), unknownKey("yaml", with(path, k.Value)), ErrUnknownKey)
 				return
 			}
 			w.walk(v, f.Type, with(path, k.Value))

@@ -1,0 +1,70 @@
+package engine_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/policy"
+)
+
+// TestPolicyDirErrorNamesTheSetting checks that a policy directory that
+// cannot be loaded is reported with the setting and where it was set.
+func TestPolicyDirErrorNamesTheSetting(t *testing.T) {
+	dir := t.TempDir()
+	broken := filepath.Join(dir, "broken")
+	if err := os.Mkdir(broken, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(broken, "authz.rego"), []byte("package svc.authz\n\nallow if {\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "svc.toml")
+	if err := os.WriteFile(file, []byte("[sdk]\ntenant_id = \"acme\"\n\n[policy]\ndir = \"/nonexistent/policies\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := config.Load(file, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromEnv, err := config.Load("", func(k string) (string, bool) {
+		if k == "SVC_POLICY_DIR" {
+			return broken, true
+		}
+		return "", false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		cfg     config.Config
+		want    string
+		problem bool
+	}{
+		{"missing directory from the file", fromFile, "policy.dir (" + file + ":5): policy directory /nonexistent/policies does not exist", true},
+		{"broken policy from the environment", fromEnv, "policy.dir (SVC_POLICY_DIR): " + broken + "/authz.rego:", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := engine.New(tt.cfg, engine.Deps{})
+			if err == nil {
+				t.Fatal("engine.New succeeded")
+			}
+			if got := err.Error(); len(got) < len(tt.want) || got[:len(tt.want)] != tt.want {
+				t.Errorf("err = %q\nwant it to start with %q", got, tt.want)
+			}
+			var se *engine.SettingError
+			if !errors.As(err, &se) || se.Key != "policy.dir" {
+				t.Errorf("err is not a *SettingError for policy.dir: %#v", err)
+			}
+			var pe *policy.Error
+			if tt.problem && !errors.As(err, &pe) {
+				t.Errorf("err does not wrap the *policy.Error: %#v", err)
+			}
+		})
+	}
+}
