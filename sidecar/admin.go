@@ -47,8 +47,14 @@ func (s *Server) registerAdmin(mux *http.ServeMux) {
 
 // Status is the body of GET /v1/status; `core sidecar status` prints it.
 type Status struct {
-	// Status is "healthy", "degraded" (JWKS partitioned) or "draining".
-	Status           string     `json:"status"`
+	// Status agrees with readiness (GET /readyz): "healthy" (ready),
+	// "degraded" (ready, but the JWKS cannot be refreshed and cached keys
+	// are used), "unavailable" (not ready) or "draining" (shutting down).
+	Status string `json:"status"`
+	// Reason says why Status is not "healthy": the code /readyz gives
+	// ("jwks-unavailable", "starting", "draining"), or
+	// "saml-idp-metadata-unavailable" for a degraded SAML gateway.
+	Reason           string     `json:"reason,omitempty"`
 	Ready            bool       `json:"ready"`
 	Partitioned      bool       `json:"partitioned"`
 	PartitionedSince *time.Time `json:"partitioned_since,omitempty"`
@@ -78,9 +84,10 @@ type Status struct {
 
 func (s *Server) status() Status {
 	es := s.deps.Engine.Status()
+	ready, why := s.readiness()
 	st := Status{
-		Status:         "healthy",
-		Ready:          s.isReady(),
+		Status:         StatusHealthy,
+		Ready:          ready,
 		PoliciesLoaded: es.PolicyFiles,
 		PolicyRevision: es.PolicyRevision,
 		DevMode:        es.DevMode,
@@ -103,7 +110,7 @@ func (s *Server) status() Status {
 			st.CacheAge = time.Since(t).Round(time.Second).String()
 		}
 		if j.Partitioned {
-			st.Status = "degraded"
+			st.Status, st.Reason = StatusDegraded, string(reason.JWKSUnavailable)
 			t := j.PartitionedSince
 			st.PartitionedSince = &t
 		}
@@ -118,12 +125,15 @@ func (s *Server) status() Status {
 			// SAML-only: the tokens are verified with local keys.
 			st.CacheValid = true
 		}
-		if !ss.IDPMetadata.Loaded || ss.IDPMetadata.Stale {
-			st.Status = "degraded"
+		if (!ss.IDPMetadata.Loaded || ss.IDPMetadata.Stale) && st.Status == StatusHealthy {
+			st.Status, st.Reason = StatusDegraded, "saml-idp-metadata-unavailable"
 		}
 	}
-	if s.draining.Load() {
-		st.Status = "draining"
+	switch {
+	case s.draining.Load():
+		st.Status, st.Reason = StatusDraining, why
+	case !ready:
+		st.Status, st.Reason = StatusUnavailable, why
 	}
 	if s.deps.Audit != nil {
 		a := s.deps.Audit.Stats()
@@ -132,27 +142,42 @@ func (s *Server) status() Status {
 	return st
 }
 
+// Values of Status.Status.
+const (
+	StatusHealthy     = "healthy"
+	StatusDegraded    = "degraded"
+	StatusUnavailable = "unavailable"
+	StatusDraining    = "draining"
+)
+
 // isReady: serving, not draining, and able to verify tokens (development
 // mode, or at least one key cached).
 func (s *Server) isReady() bool {
-	if !s.ready.Load() || s.draining.Load() {
-		return false
+	ready, _ := s.readiness()
+	return ready
+}
+
+// readiness is the one answer of /readyz and /v1/status: ready or not,
+// and when not, why ("starting", "draining" or "jwks-unavailable").
+func (s *Server) readiness() (bool, string) {
+	switch {
+	case s.draining.Load():
+		return false, "draining"
+	case !s.ready.Load():
+		return false, "starting"
 	}
-	es := s.deps.Engine.Status()
-	return es.DevMode || es.JWKS.Keys > 0 || s.deps.Engine.Config().SDK.JWKSURL == ""
+	// SAML-only deployments (no sdk.jwks_url) verify with local keys.
+	if es := s.deps.Engine.Status(); !es.DevMode && es.JWKS.Keys == 0 && s.deps.Engine.Config().SDK.JWKSURL != "" {
+		return false, string(reason.JWKSUnavailable)
+	}
+	return true, ""
 }
 
 func (s *Server) serveReadyz(w http.ResponseWriter, _ *http.Request) {
-	if s.isReady() {
+	ready, why := s.readiness()
+	if ready {
 		writeJSON(w, http.StatusOK, map[string]any{"ready": true})
 		return
-	}
-	why := "starting"
-	switch {
-	case s.draining.Load():
-		why = "draining"
-	case s.ready.Load():
-		why = string(reason.JWKSUnavailable)
 	}
 	writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": why})
 }
@@ -191,6 +216,7 @@ func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
 		prev := s.deps.Engine.Policies().Revision()
 		set, err := s.reloadDirectory(r)
 		if err != nil {
+			s.log.Warn("policy reload failed; active policies kept", "err", err)
 			writeActivateError(w, err)
 			return
 		}

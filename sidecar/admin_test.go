@@ -388,13 +388,14 @@ func TestReloadBundle(t *testing.T) {
 		name         string
 		body         []byte
 		wantCode     int
+		wantError    string
 		wantAllow    bool
 		wantRevision string // "" for the initial one
 	}{
-		{"unsigned", buildBundle(t, restricted, "rev-unsigned", nil), http.StatusUnprocessableEntity, true, ""},
-		{"signed by another key", buildBundle(t, restricted, "rev-other", otherKey), http.StatusUnprocessableEntity, true, ""},
-		{"not a bundle", []byte("not a tar.gz"), http.StatusUnprocessableEntity, true, ""},
-		{"signed by the configured key", buildBundle(t, restricted, "rev-2", signKey), http.StatusOK, false, "rev-2"},
+		{"unsigned", buildBundle(t, restricted, "rev-unsigned", nil), http.StatusUnprocessableEntity, "policy-error", true, ""},
+		{"signed by another key", buildBundle(t, restricted, "rev-other", otherKey), http.StatusUnprocessableEntity, "policy-error", true, ""},
+		{"not a bundle", []byte("not a tar.gz"), http.StatusBadRequest, "bundle-malformed", true, ""},
+		{"signed by the configured key", buildBundle(t, restricted, "rev-2", signKey), http.StatusOK, "", false, "rev-2"},
 	}
 	for _, step := range steps {
 		t.Run(step.name, func(t *testing.T) {
@@ -402,8 +403,8 @@ func TestReloadBundle(t *testing.T) {
 			if code != step.wantCode {
 				t.Fatalf("POST %s = %d %s, want %d", PathReloadPolicy, code, body, step.wantCode)
 			}
-			if code != http.StatusOK && errorCode(body) != "policy-error" {
-				t.Errorf("refusal without the policy-error code: %s", body)
+			if got := errorCode(body); got != step.wantError {
+				t.Errorf("error code = %q, want %q: %s", got, step.wantError, body)
 			}
 			if got := allowed(t, conn, viewer, "/orders/42"); got != step.wantAllow {
 				t.Errorf("viewer reads an order: allowed=%v, want %v", got, step.wantAllow)

@@ -67,6 +67,12 @@ func (e *activateError) Error() string { return e.msg }
 // the active bundle and allowOlder is false, swaps it in and persists it
 // to policy.bundle_cache_dir. On any error the active set stays.
 func (s *Server) activateBundle(data []byte, source string, allowOlder bool) (activation, error) {
+	// Data that is not a bundle at all says so, whatever the signing
+	// configuration.
+	if err := bundle.CheckArchive(bytes.NewReader(data)); err != nil {
+		return activation{}, &activateError{http.StatusBadRequest, reason.BundleMalformed,
+			"malformed bundle: " + err.Error() + " (send a .tar.gz made by core policy bundle, or an empty body to re-read policy.dir)"}
+	}
 	verify, err := s.bundleVerification()
 	if err != nil {
 		return activation{}, &activateError{http.StatusBadRequest, reason.InputInvalid, err.Error()}

@@ -27,8 +27,25 @@ type archive struct {
 	signatures []byte            // nil when absent
 }
 
-// readArchive reads a gzipped tar from r within the package limits.
+// readArchive reads a gzipped tar from r within the package limits, and
+// its manifest. Its errors match ErrMalformed.
 func readArchive(r io.Reader) (*archive, error) {
+	a, err := readTar(r)
+	if err == nil && a.manifest != nil {
+		var m opabundle.Manifest
+		if jerr := json.Unmarshal(a.manifest, &m); jerr != nil {
+			err = fmt.Errorf("decode .manifest: %w", jerr)
+		}
+	}
+	if err != nil {
+		return nil, &malformedError{err}
+	}
+	return a, nil
+}
+
+// readTar reads the files of a gzipped tar from r within the package
+// limits.
+func readTar(r io.Reader) (*archive, error) {
 	raw, err := io.ReadAll(io.LimitReader(r, MaxArchiveBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read bundle: %w", err)

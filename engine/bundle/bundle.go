@@ -78,6 +78,18 @@ type Signature struct {
 	Files int `json:"files"`
 }
 
+// ErrMalformed matches, with errors.Is, the error of input that is not a
+// bundle at all: not a gzipped tar, over the size limits, or with a
+// manifest that does not decode.
+var ErrMalformed = errors.New("malformed bundle")
+
+// malformedError keeps the message of its cause and matches ErrMalformed.
+type malformedError struct{ err error }
+
+func (e *malformedError) Error() string        { return e.err.Error() }
+func (e *malformedError) Unwrap() error        { return e.err }
+func (e *malformedError) Is(target error) bool { return target == ErrMalformed }
+
 // ErrUnsigned is the reason a bundle without a signature fails
 // verification.
 var ErrUnsigned = errors.New("bundle is not signed")

@@ -39,6 +39,14 @@ func Inspect(r io.Reader) (Info, error) {
 	return info, nil
 }
 
+// CheckArchive reads r as a bundle archive, a gzipped tar within the
+// package limits whose manifest decodes, without parsing its modules or
+// verifying its signature. Its errors match ErrMalformed.
+func CheckArchive(r io.Reader) error {
+	_, err := readArchive(r)
+	return err
+}
+
 // Verify reads a bundle and checks that it is signed by the key in
 // pubKeyPEM and that every file matches the digest the signature lists.
 // An unreadable bundle is an ordinary error; a readable bundle that fails

@@ -60,6 +60,9 @@ const (
 	RateLimited Code = "rate-limited"
 	// Unavailable means the decision service could not be reached.
 	Unavailable Code = "unavailable"
+	// BundleMalformed means an uploaded policy bundle is not a bundle at
+	// all: not a gzipped tar, or an unreadable manifest.
+	BundleMalformed Code = "bundle-malformed"
 )
 
 // Error is a failure with a stable reason code. Msg is safe to show to a
