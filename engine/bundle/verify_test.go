@@ -171,21 +171,24 @@ func TestVerifyCertificate(t *testing.T) {
 
 func TestReadMalformed(t *testing.T) {
 	valid := build(t, defaultPolicyDir, bundle.BuildOptions{})
+	// malformed says whether the archive itself is broken (ErrMalformed,
+	// CheckArchive fails) rather than its content.
 	tests := []struct {
-		name string
-		raw  []byte
-		want string
+		name      string
+		raw       []byte
+		want      string
+		malformed bool
 	}{
-		{"empty", nil, "not a gzip archive"},
-		{"not gzip", []byte("hello"), "not a gzip archive"},
-		{"truncated", valid[:len(valid)/2], "unexpected EOF"},
-		{"no files", pack(t, nil), "holds no files"},
-		{"bad manifest", rewrite(t, valid, replace("/.manifest", func([]byte) []byte { return []byte("{") })), "decode .manifest"},
-		{"bad rego", rewrite(t, valid, replace("/authz.rego", func([]byte) []byte { return []byte("package svc.authz\nallow if {") })), "read bundle"},
+		{"empty", nil, "not a gzip archive", true},
+		{"not gzip", []byte("hello"), "not a gzip archive", true},
+		{"truncated", valid[:len(valid)/2], "unexpected EOF", true},
+		{"no files", pack(t, nil), "holds no files", true},
+		{"bad manifest", rewrite(t, valid, replace("/.manifest", func([]byte) []byte { return []byte("{") })), "decode .manifest", true},
+		{"bad rego", rewrite(t, valid, replace("/authz.rego", func([]byte) []byte { return []byte("package svc.authz\nallow if {") })), "read bundle", false},
 		{"module outside roots", rewrite(t, valid, func(es []entry) []entry {
 			return append(es, entry{"/x.rego", []byte("package other\n")})
-		}), "do not permit"},
-		{"duplicate file", rewrite(t, valid, func(es []entry) []entry { return append(es, es[len(es)-1]) }), "twice"},
+		}), "do not permit", false},
+		{"duplicate file", rewrite(t, valid, func(es []entry) []entry { return append(es, es[len(es)-1]) }), "twice", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -200,6 +203,15 @@ func TestReadMalformed(t *testing.T) {
 			if _, err := bundle.Load(bytes.NewReader(tt.raw), nil); err == nil {
 				t.Error("Load accepted a malformed bundle")
 			}
+			if got := errors.Is(err, bundle.ErrMalformed); got != tt.malformed {
+				t.Errorf("errors.Is(err, ErrMalformed) = %v, want %v: %v", got, tt.malformed, err)
+			}
+			if err := bundle.CheckArchive(bytes.NewReader(tt.raw)); (err != nil) != tt.malformed || (err != nil && !errors.Is(err, bundle.ErrMalformed)) {
+				t.Errorf("CheckArchive = %v, want an ErrMalformed error: %v", err, tt.malformed)
+			}
 		})
+	}
+	if err := bundle.CheckArchive(bytes.NewReader(valid)); err != nil {
+		t.Errorf("CheckArchive of a valid bundle: %v", err)
 	}
 }

@@ -227,7 +227,7 @@ func safely(decode func() error) (err error) {
 
 // MarshalTOML writes the configuration as canonical TOML: every key, in
 // the order of the struct, map keys sorted, durations in Go's canonical
-// form. Parsing the output yields an equal Config (Source and Overrides,
+// form. Parsing the output yields an equal Config (Source, Overrides and Lines,
 // which are not part of the file, aside).
 func (c Config) MarshalTOML() ([]byte, error) {
 	// plain has Config's fields but none of its methods, so the encoder
