@@ -4,6 +4,9 @@
 //
 //	svc-sidecar [--config <path>] [--version]
 //
+// svc-sidecar --help lists where the configuration is looked up, the
+// default listen addresses and every SVC_* variable.
+//
 // Without --config it reads svc.toml from the working directory when one
 // exists; SVC_* environment variables override the file. With neither, it
 // runs in development mode on the embedded default policy.
@@ -32,10 +35,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "configuration file (.toml, .yaml); default ./svc.toml when present")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	fs.Usage = func() {} // the full help is printHelp's, on --help
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			printHelp(stdout, fs)
 			return 0
 		}
+		fmt.Fprintln(stderr, "Run 'svc-sidecar --help' for usage.")
 		return 2
 	}
 	if fs.NArg() > 0 {

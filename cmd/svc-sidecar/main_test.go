@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/svc-dev/svc/engine/config"
 )
 
 func TestVersion(t *testing.T) {
@@ -51,15 +53,29 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// TestHelp: --help lists the flags, where the configuration file is
+// looked up, the default listen addresses and every SVC_* variable.
 func TestHelp(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	if code := run([]string{"-h"}, &stdout, &stderr); code != 0 {
-		t.Errorf("-h exited %d, want 0", code)
-	}
-	for _, flag := range []string{"-config", "-version"} {
-		if !strings.Contains(stderr.String(), flag) {
-			t.Errorf("usage does not list %s:\n%s", flag, stderr.String())
-		}
+	for _, arg := range []string{"-h", "--help"} {
+		t.Run(arg, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{arg}, &stdout, &stderr); code != 0 {
+				t.Errorf("%s exited %d, want 0", arg, code)
+			}
+			want := []string{"-config", "-version", "svc.toml in the working directory", "svc.example.toml",
+				"[::1]:50051", "127.0.0.1:7700", "OTEL_EXPORTER_OTLP_ENDPOINT"}
+			for _, v := range config.EnvVars() {
+				want = append(want, v.Name)
+			}
+			for _, w := range want {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("help does not mention %s:\n%s", w, stdout.String())
+				}
+			}
+			if stderr.Len() != 0 {
+				t.Errorf("help wrote to stderr: %s", stderr.String())
+			}
+		})
 	}
 }
 
@@ -91,7 +107,9 @@ func TestBadConfig(t *testing.T) {
 		{"missing file", filepath.Join(dir, "absent.toml"), []string{"absent.toml", "cannot read"}},
 		{"unknown extension", write("svc.ini", "x = 1\n"), []string{"svc.ini"}},
 		{"TOML syntax error", write("syntax.toml", "[sdk\ntenant_id = \"acme\"\n"), []string{"syntax.toml:1"}},
-		{"unknown key", write("unknown.toml", "[sdk]\njwks_ur = \"https://idp.example/jwks\"\n"), []string{"unknown.toml:2", "sdk.jwks_ur"}},
+		{"unknown key", write("unknown.toml", "[sdk]\njwks_ur = \"https://idp.example/jwks\"\n"), []string{"unknown.toml:2", "sdk.jwks_ur", "did you mean sdk.jwks_url?"}},
+		{"missing policy directory", write("nopolicy.toml", "[policy]\ndir = \"/nonexistent/policies\"\n"+listeners),
+			[]string{"policy.dir (" + filepath.Join(dir, "nopolicy.toml") + ":2)", "/nonexistent/policies does not exist"}},
 		{"invalid value", write("value.toml", "[sdk]\nfail_mode = \"sideways\"\n"), []string{"value.toml", "sdk.fail_mode", `"sideways"`}},
 		{"closed without an identity provider", write("closed.toml", "[sdk]\nfail_mode = \"closed\"\n"), []string{"sdk.fail_mode", "requires sdk.jwks_url"}},
 		{"YAML type error", write("svc.yaml", "sdk:\n  tenant_id: [1, 2]\n"), []string{"svc.yaml", "sdk.tenant_id"}},
@@ -134,9 +152,27 @@ func TestBadDefaultConfig(t *testing.T) {
 	if code := run(nil, &stdout, &stderr); code != 1 {
 		t.Fatalf("exit code %d, want 1; stderr:\n%s", code, stderr.String())
 	}
-	want := "svc-sidecar: svc.toml: sdk.fail_mode: must be \"open\" or \"closed\", got \"maybe\"\n"
+	want := "svc-sidecar: svc.toml:2: sdk.fail_mode: must be \"open\" or \"closed\", got \"maybe\"\n"
 	if stderr.String() != want {
 		t.Errorf("stderr = %q, want %q", stderr.String(), want)
+	}
+}
+
+// TestMissingPolicyDirFromEnvironment: a policy directory set by
+// SVC_POLICY_DIR that does not exist is reported with the variable.
+func TestMissingPolicyDirFromEnvironment(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("SVC_POLICY_DIR", "/nonexistent/policies")
+	t.Setenv("SVC_HTTP_ADDR", "127.0.0.1:0")
+	t.Setenv("SVC_SIDECAR_ADDR", "127.0.0.1:0")
+	t.Setenv("SVC_AUDIT_DESTINATION", "off")
+	var stdout, stderr bytes.Buffer
+	if code := run(nil, &stdout, &stderr); code != 1 {
+		t.Fatalf("exit code %d, want 1; stderr:\n%s", code, stderr.String())
+	}
+	want := "svc-sidecar: policy.dir (SVC_POLICY_DIR): policy directory /nonexistent/policies does not exist\n"
+	if got := stderr.String(); !strings.HasSuffix(got, want) {
+		t.Errorf("stderr = %q, want it to end with %q", got, want)
 	}
 }
 
@@ -169,9 +205,9 @@ func TestSeveralProblems(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("stderr has %d lines, want one per problem (2):\n%s", len(lines), stderr.String())
 	}
-	for i, key := range []string{"sdk.sidecar_addr", "sdk.fail_mode"} {
-		if !strings.HasPrefix(lines[i], "svc-sidecar: "+path+": ") || !strings.Contains(lines[i], key) {
-			t.Errorf("line %d = %q, want the program, the file and %s", i+1, lines[i], key)
+	for i, want := range []struct{ line, key string }{{"3", "sdk.sidecar_addr"}, {"2", "sdk.fail_mode"}} {
+		if !strings.HasPrefix(lines[i], "svc-sidecar: "+path+":"+want.line+": ") || !strings.Contains(lines[i], want.key) {
+			t.Errorf("line %d = %q, want the program, the file, line %s and %s", i+1, lines[i], want.line, want.key)
 		}
 	}
 }

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/sidecar/telemetry"
+)
+
+// printHelp writes the full help of svc-sidecar: the flags, where the
+// configuration comes from, the default listen addresses and every SVC_*
+// variable, taken from engine/config so that it cannot drift.
+func printHelp(w io.Writer, fs *flag.FlagSet) {
+	var defaults config.Config
+	defaults.SetDefaults()
+	fmt.Fprintf(w, `Usage: svc-sidecar [--config <path>] [--version]
+
+svc-sidecar answers authentication and authorization questions: Envoy
+ext_authz and svc.authz.v1 over gRPC, and a local HTTP API (JSON API, proxy
+check mode for nginx and Caddy, status, admin endpoints, Prometheus metrics).
+
+Flags:
+`)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprintf(w, `
+Configuration file:
+  --config <path>   a .toml, .yaml or .yml file
+  otherwise         %s in the working directory, when it exists
+  otherwise         the defaults: development mode (no sdk.jwks_url, every
+                    bearer accepted as "anonymous"), the embedded default policy
+  Every key is documented in svc.example.toml and in the README's
+  configuration reference. Errors name the key and where it was set.
+
+Listens on (defaults):
+`, defaultConfigFile)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  gRPC\t%s\tsdk.sidecar_addr (SVC_SIDECAR_ADDR): Envoy ext_authz, svc.authz.v1, health, reflection\n", defaults.SDK.SidecarAddr)
+	fmt.Fprintf(tw, "  HTTP\t%s\tsidecar.http_addr (SVC_HTTP_ADDR): /v1/..., /check, /healthz, /readyz, /metrics\n", defaults.Sidecar.HTTPAddr)
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\nEnvironment (each SVC_* variable overrides its key of the file):\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, v := range config.EnvVars() {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", v.Name, v.Key, v.Help)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "  %s, %s, ...\n    OpenTelemetry export of traces and metrics (OTLP); unset, nothing is exported\n",
+		telemetry.EnvEndpoint, telemetry.EnvSDKDisabled)
+	fmt.Fprintf(w, `
+Signals: SIGTERM or SIGINT drain in-flight requests (sidecar.drain_timeout)
+and exit 0. Exit codes: 0 clean stop, 1 the configuration or a listener
+failed (the message names the setting), 2 a usage error.
+`)
+}
