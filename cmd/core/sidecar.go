@@ -67,7 +67,8 @@ func (a *app) sidecarStatusCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "Print the sidecar's health, partition state, caches, policies, uptime and version",
-		Long: `Prints Status (healthy, degraded or draining), Partitioned (with the time it
+		Long: `Prints Status (healthy, degraded, unavailable or draining, the same answer
+as GET /readyz, with the reason when not healthy), Partitioned (with the time it
 began), Last sync, Cache valid, Cache age, Policies loaded (with the active
 revision), JWKS key sets cached, Uptime and Version. With --output json it
 prints GET /v1/status as the sidecar answers it, with the same field names
