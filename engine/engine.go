@@ -157,8 +157,9 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 			FetchTimeout: cfg.JWT.JWKSFetchTimeout.Duration,
 			MinRefresh:   cfg.JWT.JWKSMinRefresh.Duration,
 			MaxRefresh:   cfg.JWT.JWKSMaxRefresh.Duration,
-			Logger:       e.log,
-			Now:          e.now,
+			// Fetch failures name the setting they come from.
+			Logger: e.log.With("setting", cfg.Setting("sdk.jwks_url")),
+			Now:    e.now,
 			// Tokens verified with a key the provider withdrew (or
 			// replaced under its kid) leave the cache with the key. Run,
 			// the only source of fetches before the first Verify, starts

@@ -1,10 +1,16 @@
 package engine_test
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
@@ -66,5 +72,57 @@ func TestPolicyDirErrorNamesTheSetting(t *testing.T) {
 				t.Errorf("err does not wrap the *policy.Error: %#v", err)
 			}
 		})
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestJWKSFailureNamesTheSetting: a JWKS that cannot be fetched is logged
+// with the setting that points at it and where it was set.
+func TestJWKSFailureNamesTheSetting(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String() + "/jwks.json"
+	l.Close()
+	cfg, err := config.Load("", func(k string) (string, bool) {
+		if k == "SVC_JWKS_URL" {
+			return url, true
+		}
+		return "", false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	e, err := engine.New(cfg, engine.Deps{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	const want = `msg="jwks fetch failed" setting="sdk.jwks_url (SVC_JWKS_URL)"`
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line with %s:\n%s", want, logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

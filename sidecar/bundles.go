@@ -93,7 +93,7 @@ func (s *Server) activateBundle(data []byte, source string, allowOlder bool) (ac
 	act := activation{Info: info, Set: set, Previous: old.Revision()}
 	if dir := s.deps.Engine.Config().Policy.BundleCacheDir; dir != "" && source != sourceCache {
 		if err := writeFileAtomic(filepath.Join(dir, cachedBundleFile), data); err != nil {
-			s.log.Error("active bundle not persisted: a restart would serve the previous one", "dir", dir, "err", err)
+			s.log.Error("active bundle not persisted: a restart would serve the previous one", "setting", s.deps.Engine.Config().Setting("policy.bundle_cache_dir"), "err", err)
 		} else {
 			act.Persisted = true
 		}

@@ -146,7 +146,7 @@ func (s *Server) adminTokenOK(r *http.Request) bool {
 	}
 	want, err := os.ReadFile(file)
 	if err != nil {
-		s.log.Error("admin token file unreadable", "err", err)
+		s.log.Error("admin token file unreadable", "setting", s.deps.Engine.Config().Setting("sidecar.admin_token_file"), "err", err)
 		return false
 	}
 	w := bytes.TrimSpace(want)
