@@ -1,14 +1,12 @@
 package engine_test
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -75,24 +73,6 @@ func TestPolicyDirErrorNamesTheSetting(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // TestJWKSFailureNamesTheSetting: a JWKS that cannot be fetched is logged
 // with the setting that points at it and where it was set.
 func TestJWKSFailureNamesTheSetting(t *testing.T) {
@@ -111,7 +91,7 @@ func TestJWKSFailureNamesTheSetting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs syncBuffer
 	e, err := engine.New(cfg, engine.Deps{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
