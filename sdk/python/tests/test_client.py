@@ -187,3 +187,23 @@ class UnavailableTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RateLimitTest(unittest.TestCase):
+    def test_rate_limited_decision_and_answer(self):
+        from svc_sdk._web import check_action
+
+        idp, _ = harness.shared()
+        sc = harness.Sidecar(idp, {"SVC_RATE_LIMIT_DEFAULT_RPM": "1"})
+        self.addCleanup(sc.stop)
+        c = Client(sc.url, "closed")
+        self.addCleanup(c.close)
+        tok = idp.token(harness.claims())
+        self.assertTrue(c.authorize(tok, "orders:read").allow)
+        d = c.authorize(tok, "orders:read")
+        self.assertEqual((d.allow, d.reason), (False, "rate-limited"))
+        self.assertIsNotNone(d.retry_after)
+        self.assertGreater(d.retry_after, 0)
+        r = check_action(c, f"Bearer {tok}", "orders:read")
+        self.assertEqual(r.status, 429)
+        self.assertGreaterEqual(int(r.headers["Retry-After"]), 1)

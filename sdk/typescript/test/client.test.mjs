@@ -8,6 +8,8 @@ import { after, before, describe, test } from "node:test";
 
 import { SidecarRequestError, SidecarUnavailableError, SvcClient } from "@svc/sdk";
 
+import { checkAction } from "../dist/web.js";
+
 import { blackHole, claims, downUrl, IdP, newKey, relay, Sidecar, TENANT } from "./harness.mjs";
 
 const quiet = { warn: () => {} };
@@ -139,6 +141,24 @@ describe("against the sidecar", () => {
       assert.equal(r.accepted, pooled + 1);
     } finally {
       await r.close();
+    }
+  });
+
+  test("a rate-limited tenant: decision with retryAfter, 429 with Retry-After", async () => {
+    const sc = await Sidecar.start(idp, { SVC_RATE_LIMIT_DEFAULT_RPM: "1" });
+    try {
+      const c = new SvcClient({ sidecarUrl: sc.url, failMode: "closed" });
+      const tok = idp.token(claims());
+      assert.equal((await c.authorize(tok, "orders:read")).allow, true);
+      const d = await c.authorize(tok, "orders:read");
+      assert.deepEqual([d.allow, d.reason], [false, "rate-limited"]);
+      assert.ok(d.retryAfter > 0, String(d.retryAfter));
+      const out = await checkAction(c, tok, "orders:read");
+      assert.equal(out.admitted, false);
+      assert.equal(out.refusal.status, 429);
+      assert.ok(Number(out.refusal.headers["retry-after"]) >= 1);
+    } finally {
+      await sc.stop();
     }
   });
 
