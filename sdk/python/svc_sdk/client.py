@@ -49,8 +49,9 @@ class SvcError(Exception):
 
 
 class SidecarUnavailableError(SvcError):
-    """No decision could be had (sidecar unreachable, too slow, or unable to
-    decide) and the fail mode is ``closed``. Middleware answers 503."""
+    """No decision could be had: the sidecar is unreachable or too slow and
+    the fail mode is ``closed``, or it could not decide (reason
+    ``policy-error``, in both modes). Middleware answers 503."""
 
 
 class SidecarRequestError(SvcError):
@@ -102,10 +103,12 @@ class Client:
     :data:`DEFAULT_TIMEOUT`. Connections are kept alive and pooled. A client
     is safe to share between threads; make one per process.
 
-    Fail modes, when the sidecar is unreachable, times out or cannot decide:
-    ``open`` returns an allowed decision with no claims and reason
-    ``fail-open``; ``closed`` raises :class:`SidecarUnavailableError`. An
-    invalid token is a decision with ``allowed=False`` in both modes.
+    Fail modes, when the sidecar is unreachable, times out, or answers 502,
+    503 or 504: ``open`` returns an allowed decision with no claims and
+    reason ``fail-open``; ``closed`` raises :class:`SidecarUnavailableError`.
+    A sidecar that answers but cannot decide (500 ``policy-error``) raises
+    :class:`SidecarUnavailableError` in both modes. An invalid token is a
+    decision with ``allowed=False`` in both modes.
     """
 
     def __init__(self, sidecar_url: str | None = None, fail_mode: str | None = None,
@@ -222,6 +225,11 @@ class Client:
             status, raw = self._pool.request("POST", self._base + path, data, headers)
         except Unreachable as e:
             self._unavailable(op, UNAVAILABLE_REASON, str(e))
+        if status == 500:
+            # The sidecar answered and could not decide (policy-error): a
+            # refusal in both fail modes, never a fail-open pass.
+            code, text = _error_of(raw)
+            raise SidecarUnavailableError(code or "policy-error", f"svc {op}: sidecar {self._url} could not decide: {text}")
         if status >= 500:
             code, text = _error_of(raw)
             self._unavailable(op, code or UNAVAILABLE_REASON, f"sidecar answered {status}: {text}")

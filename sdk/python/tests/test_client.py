@@ -170,7 +170,8 @@ class UnavailableTest(unittest.TestCase):
 
     def test_sidecar_cannot_decide(self):
         # A policy whose evaluation fails at run time: the sidecar answers
-        # 503 policy-error, which the fail mode governs like an outage.
+        # 500 policy-error, a refusal in both fail modes (fail open is for
+        # a sidecar that cannot be reached).
         idp, _ = harness.shared()
         d = tempfile.mkdtemp(prefix="policy-", dir=harness._tmp)
         with open(os.path.join(d, "authz.rego"), "w") as f:
@@ -179,14 +180,14 @@ class UnavailableTest(unittest.TestCase):
         sc = harness.Sidecar(idp, {"SVC_POLICY_DIR": d})
         self.addCleanup(sc.stop)
         tok = idp.token(harness.claims())
-        with self.assertRaises(SidecarUnavailableError) as cm:
-            Client(sc.url, "closed").authorize(tok, "orders:read")
-        self.assertEqual(cm.exception.reason, "policy-error")
-        self.assertEqual(Client(sc.url, "open").authorize(tok, "orders:read").reason, "fail-open")
-
-
-if __name__ == "__main__":
-    unittest.main()
+        for mode in ("open", "closed"):
+            with self.subTest(mode):
+                with self.assertRaises(SidecarUnavailableError) as cm:
+                    Client(sc.url, mode).authorize(tok, "orders:read")
+                self.assertEqual(cm.exception.reason, "policy-error")
+                from svc_sdk._web import check_action
+                r = check_action(Client(sc.url, mode), f"Bearer {tok}", "orders:read")
+                self.assertEqual((r.status, r.reason), (503, "policy-error"))
 
 
 class RateLimitTest(unittest.TestCase):

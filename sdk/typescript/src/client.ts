@@ -79,7 +79,7 @@ export class SvcError extends Error {
   }
 }
 
-/** No decision could be had and the fail mode is "closed"; middleware answers 503. */
+/** No decision could be had: unreachable in "closed" mode, or policy-error in both modes; middleware answers 503. */
 export class SidecarUnavailableError extends SvcError {}
 
 /** The sidecar refused the request itself, or the URL is not its API: a bug, never a decision. */
@@ -91,10 +91,12 @@ const WARN_EVERY_MS = 10_000;
  * SvcClient asks the sidecar for decisions. Node's fetch keeps connections
  * alive and pools them per origin. Make one per process.
  *
- * Fail modes, when the sidecar is unreachable, times out or cannot decide
- * (503): "open" resolves to an allowed decision with null claims and reason
- * "fail-open"; "closed" rejects with SidecarUnavailableError. An invalid
- * token is a decision with allowed=false in both modes.
+ * Fail modes, when the sidecar is unreachable, times out, or answers 502,
+ * 503 or 504: "open" resolves to an allowed decision with null claims and
+ * reason "fail-open"; "closed" rejects with SidecarUnavailableError. A
+ * sidecar that answers but cannot decide (500 policy-error) rejects with
+ * SidecarUnavailableError in both modes. An invalid token is a decision
+ * with allowed=false in both modes.
  */
 export class SvcClient {
   readonly sidecarUrl: string;
@@ -190,6 +192,12 @@ export class SvcClient {
       text = await res.text();
     } catch (e) {
       return this.#unavailable(op, "unavailable", describe(e, this.timeoutMs));
+    }
+    if (res.status === 500) {
+      // The sidecar answered and could not decide (policy-error): a refusal
+      // in both fail modes, never a fail-open pass.
+      const [code, detail] = errorOf(text);
+      throw new SidecarUnavailableError(code || "policy-error", `svc ${op}: sidecar ${this.sidecarUrl} could not decide: ${detail}`);
     }
     if (res.status >= 500) {
       const [code, detail] = errorOf(text);

@@ -162,17 +162,20 @@ describe("against the sidecar", () => {
     }
   });
 
-  test("a sidecar that cannot decide (503) is governed by the fail mode", async () => {
+  test("a sidecar that cannot decide (500 policy-error) is refused in both fail modes", async () => {
     const dir = mkdtempSync(join(tmpdir(), "policy-"));
     writeFileSync(join(dir, "authz.rego"),
       "package svc.authz\n\nallow := true if input.action\n\nallow := false if input.action\n\ndeny_reasons := set()\n");
     const sc = await Sidecar.start(idp, { SVC_POLICY_DIR: dir });
     try {
       const tok = idp.token(claims());
-      await assert.rejects(new SvcClient({ sidecarUrl: sc.url, failMode: "closed" }).authorize(tok, "orders:read"),
-        (e) => e instanceof SidecarUnavailableError && e.reason === "policy-error");
-      const d = await new SvcClient({ sidecarUrl: sc.url, failMode: "open", ...quiet }).authorize(tok, "orders:read");
-      assert.equal(d.reason, "fail-open");
+      for (const failMode of ["open", "closed"]) {
+        const c = new SvcClient({ sidecarUrl: sc.url, failMode, ...quiet });
+        await assert.rejects(c.authorize(tok, "orders:read"),
+          (e) => e instanceof SidecarUnavailableError && e.reason === "policy-error", failMode);
+        const out = await checkAction(c, tok, "orders:read");
+        assert.deepEqual([out.admitted, out.refusal?.status, out.refusal?.body.reason], [false, 503, "policy-error"], failMode);
+      }
     } finally {
       await sc.stop();
     }
