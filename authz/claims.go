@@ -24,7 +24,10 @@ const (
 // claimsToStruct converts a claim set into a Struct that always marshals,
 // in binary and in protojson: strings and keys are made valid UTF-8,
 // non-finite numbers become strings, values JSON cannot hold become their
-// JSON encoding or null. It returns nil for nil claims and never fails.
+// JSON encoding or null. An integer beyond ±2^53, which the Struct's
+// double would round, is carried exactly as a string of its decimal
+// digits ("9007199254740993"). It returns nil for nil claims and never
+// fails.
 func claimsToStruct(claims map[string]any) *structpb.Struct {
 	if claims == nil {
 		return nil
@@ -75,6 +78,11 @@ func (c *claimConverter) value(v any, depth int) *structpb.Value {
 	case bool:
 		return structpb.NewBoolValue(x)
 	case json.Number:
+		if isBigInteger(string(x)) {
+			// A double cannot hold it exactly: 9007199254740993 would
+			// reach clients as ...992. The digits travel as a string.
+			return structpb.NewStringValue(string(x))
+		}
 		f, err := x.Float64()
 		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 			return structpb.NewStringValue(validUTF8(x.String()))
@@ -85,7 +93,7 @@ func (c *claimConverter) value(v any, depth int) *structpb.Value {
 	case float32:
 		return number(float64(x))
 	case int:
-		return structpb.NewNumberValue(float64(x))
+		return intValue(int64(x))
 	case int8:
 		return structpb.NewNumberValue(float64(x))
 	case int16:
@@ -93,9 +101,9 @@ func (c *claimConverter) value(v any, depth int) *structpb.Value {
 	case int32:
 		return structpb.NewNumberValue(float64(x))
 	case int64:
-		return structpb.NewNumberValue(float64(x))
+		return intValue(x)
 	case uint:
-		return structpb.NewNumberValue(float64(x))
+		return uintValue(uint64(x))
 	case uint8:
 		return structpb.NewNumberValue(float64(x))
 	case uint16:
@@ -103,7 +111,7 @@ func (c *claimConverter) value(v any, depth int) *structpb.Value {
 	case uint32:
 		return structpb.NewNumberValue(float64(x))
 	case uint64:
-		return structpb.NewNumberValue(float64(x))
+		return uintValue(x)
 	case []byte:
 		// As encoding/json would carry it.
 		return structpb.NewStringValue(base64.StdEncoding.EncodeToString(x))
@@ -162,6 +170,41 @@ func (c *claimConverter) fromProto(v *structpb.Value, depth int) *structpb.Value
 		return structpb.NewNullValue()
 	}
 	return c.value(v.AsInterface(), depth)
+}
+
+// maxExactInt is 2^53: every integer of at most this magnitude is exact
+// in a double, the number type of google.protobuf.Value and of JSON in
+// JavaScript.
+const maxExactInt = 1 << 53
+
+// isBigInteger reports whether a JSON number literal is an integer (no
+// fraction, no exponent) beyond ±2^53, which a double would round.
+func isBigInteger(lit string) bool {
+	digits := strings.TrimPrefix(lit, "-")
+	if digits == "" || strings.ContainsAny(digits, ".eE") {
+		return false
+	}
+	if len(digits) < 16 {
+		return false
+	}
+	if len(digits) > 16 {
+		return true
+	}
+	return digits > "9007199254740992"
+}
+
+func intValue(i int64) *structpb.Value {
+	if i > maxExactInt || i < -maxExactInt {
+		return structpb.NewStringValue(strconv.FormatInt(i, 10))
+	}
+	return structpb.NewNumberValue(float64(i))
+}
+
+func uintValue(u uint64) *structpb.Value {
+	if u > maxExactInt {
+		return structpb.NewStringValue(strconv.FormatUint(u, 10))
+	}
+	return structpb.NewNumberValue(float64(u))
 }
 
 func number(f float64) *structpb.Value {

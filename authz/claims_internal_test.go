@@ -190,3 +190,27 @@ func BenchmarkClaimsToStruct(b *testing.B) {
 		}
 	}
 }
+
+func TestBigIntegersAreStrings(t *testing.T) {
+	tests := []struct {
+		name  string
+		claim any
+		want  any
+	}{
+		{"json number at 2^53", json.Number("9007199254740992"), 9007199254740992.0},
+		{"json number past 2^53", json.Number("9007199254740993"), "9007199254740993"},
+		{"negative json number past 2^53", json.Number("-9007199254740993"), "-9007199254740993"},
+		{"exponent stays a number", json.Number("1e20"), 1e20},
+		{"int64 past 2^53", int64(1<<53 + 1), "9007199254740993"},
+		{"uint64 past 2^53", uint64(1<<64 - 1), "18446744073709551615"},
+		{"small int", 42, 42.0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := claimsToStruct(map[string]any{"c": tt.claim}).Fields["c"].AsInterface()
+			if got != tt.want {
+				t.Fatalf("got %#v, want %#v", got, tt.want)
+			}
+		})
+	}
+}

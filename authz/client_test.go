@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"errors"
 	"math/big"
 	"net"
@@ -478,6 +479,46 @@ func TestClientHTTPNotASidecar(t *testing.T) {
 			d, err := c.Authorize(t.Context(), authz.AuthorizeRequest{Token: "any-token", Action: "orders:read"})
 			if err == nil || errors.Is(err, authz.ErrUnavailable) || d.Allowed {
 				t.Errorf("Authorize = %+v, %v; want a non-outage error", d, err)
+			}
+		})
+	}
+}
+
+// TestLargeIntegerClaimsRoundTrip checks that integer claims beyond 2^53,
+// which a double rounds (9007199254740993 would arrive as ...992), reach
+// clients exactly, as strings, over both transports and both operations.
+func TestLargeIntegerClaimsRoundTrip(t *testing.T) {
+	p := newIDP(t)
+	srv := newServer(t, newEngine(t, p, nil))
+	claims := fixedUser("alice", "viewer")
+	claims["user_num"] = json.Number("9007199254740993")
+	claims["neg_num"] = json.Number("-9007199254740993")
+	claims["huge_num"] = json.Number("123456789012345678901234567890")
+	claims["max_exact"] = json.Number("9007199254740992")
+	claims["fraction"] = json.Number("1.5")
+	tok := p.token(t, claims)
+	want := map[string]any{
+		"user_num": "9007199254740993", "neg_num": "-9007199254740993", "huge_num": "123456789012345678901234567890",
+		"max_exact": 9007199254740992.0, "fraction": 1.5,
+	}
+	for _, target := range []struct{ name, addr string }{{"grpc", serveGRPC(t, srv)}, {"http", serveHTTP(t, srv)}} {
+		t.Run(target.name, func(t *testing.T) {
+			c := newClient(t, target.addr, authz.FailClosed)
+			td, err := c.ValidateToken(t.Context(), tok)
+			if err != nil || !td.Allowed {
+				t.Fatalf("ValidateToken = %+v, %v", td, err)
+			}
+			d, err := c.Authorize(t.Context(), authz.AuthorizeRequest{Token: tok, Action: "orders:read"})
+			if err != nil || !d.Allowed {
+				t.Fatalf("Authorize = %+v, %v", d, err)
+			}
+			for k, v := range want {
+				if td.Claims[k] != v {
+					t.Errorf("ValidateToken claim %s = %#v, want %#v", k, td.Claims[k], v)
+				}
+				if d.Claims[k] != v {
+					t.Errorf("Authorize claim %s = %#v, want %#v", k, d.Claims[k], v)
+				}
 			}
 		})
 	}

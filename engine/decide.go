@@ -34,12 +34,45 @@ func sourceOf(ctx context.Context) string {
 func (e *Engine) ValidateToken(ctx context.Context, raw string) TokenDecision {
 	ctx, span := e.tel.startVerify(ctx)
 	d := e.validate(ctx, raw)
-	if d.Allowed && d.Reason == reason.OK && !e.cfg.SDK.AcceptsTenant(d.TenantID) {
-		d = TokenDecision{Reason: reason.TenantMismatch, Message: "the token's tenant is not served by this deployment"}
+	if d.Allowed && d.Reason == reason.OK {
+		if !e.cfg.SDK.AcceptsTenant(d.TenantID) {
+			d = TokenDecision{Reason: reason.TenantMismatch, Message: "the token's tenant is not served by this deployment"}
+		} else if ok, _ := e.allowRate(ctx, d.TenantID); !ok {
+			// A validation is a request of the tenant like any other:
+			// validate-only callers must not escape its budget.
+			d = TokenDecision{Reason: reason.RateLimited, Message: "the tenant's request budget is spent"}
+		}
 	}
 	e.tel.endVerify(ctx, span, d)
 	return d
 }
+
+// allowRate takes one request from tenant's budget. A limiter that fails
+// (Redis down) lets the request through uncounted, and says so in a
+// warning at most once per limiterWarnEvery, with the count of requests
+// passed uncounted meanwhile.
+func (e *Engine) allowRate(ctx context.Context, tenant string) (bool, time.Duration) {
+	if e.limiter == nil {
+		return true, 0
+	}
+	ok, wait, err := e.limiter.Allow(ctx, tenant)
+	if err == nil {
+		return ok, wait
+	}
+	n := e.uncounted.Add(1)
+	now := e.now().UnixNano()
+	last := e.limiterWarned.Load()
+	if (last == 0 || now-last >= int64(limiterWarnEvery)) && e.limiterWarned.CompareAndSwap(last, now) {
+		e.uncounted.Add(-n)
+		e.log.WarnContext(ctx, "rate limiter unavailable; requests pass uncounted", "err", err,
+			"uncounted", n, "next_warning_in", limiterWarnEvery.String())
+	}
+	return true, 0
+}
+
+// limiterWarnEvery spaces the warnings of a failing rate limiter, so that
+// an outage of Redis does not write one line per request.
+const limiterWarnEvery = 30 * time.Second
 
 // verifyToken is ValidateToken without the tenant check: Authorize leaves
 // the tenant to the policy, which may allow a cross-tenant support role.
@@ -108,15 +141,10 @@ func (e *Engine) Authorize(ctx context.Context, raw string, in Input) (Result, e
 		in.Resource.Tenant = e.cfg.SDK.TenantID
 	}
 	res.Input = in
-	if e.limiter != nil {
-		ok, wait, err := e.limiter.Allow(ctx, in.User.TenantID)
-		if err != nil {
-			e.log.WarnContext(ctx, "rate limiter unavailable; request not counted", "err", err)
-		} else if !ok {
-			res.Decision = Decision{Reason: reason.RateLimited, DenyReasons: []string{string(reason.RateLimited)}, RetryAfter: wait, DecisionID: policy.NewDecisionID()}
-			e.record(ctx, start, res, in)
-			return res, nil
-		}
+	if ok, wait := e.allowRate(ctx, in.User.TenantID); !ok {
+		res.Decision = Decision{Reason: reason.RateLimited, DenyReasons: []string{string(reason.RateLimited)}, RetryAfter: wait, DecisionID: policy.NewDecisionID()}
+		e.record(ctx, start, res, in)
+		return res, nil
 	}
 	d, err := e.Evaluate(ctx, in)
 	res.Decision = d

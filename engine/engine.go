@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -87,6 +88,11 @@ type Engine struct {
 	dryRun   bool // policy.mode = "dry-run": the policy never denies
 	tel      *instruments
 	started  time.Time
+
+	// limiterWarned is when a failing limiter was last logged (Unix
+	// nanoseconds); uncounted counts the requests passed since.
+	limiterWarned atomic.Int64
+	uncounted     atomic.Int64
 
 	reloadMu sync.Mutex
 	stop     context.CancelFunc

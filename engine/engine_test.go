@@ -3,6 +3,7 @@ package engine_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -320,4 +321,65 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+func TestValidateTokenCountsTowardTheRateLimit(t *testing.T) {
+	p := idptest.New(t)
+	cfg := prodConfig(p.JWKSURL())
+	cfg.RateLimit.PerTenant = map[string]int{"acme": 3}
+	e := newEngine(t, cfg, engine.Deps{})
+	tok := p.Token(t, claimsFor("acme", "viewer"))
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		if d := e.ValidateToken(ctx, tok); !d.Allowed {
+			t.Fatalf("validation %d within budget refused: %+v", i, d)
+		}
+	}
+	// Validations and authorizations share the tenant's budget.
+	if res, _ := e.Authorize(ctx, tok, engine.Input{Action: "orders:read"}); !res.Allowed() {
+		t.Fatalf("third request within budget denied: %+v", res.Decision)
+	}
+	if d := e.ValidateToken(ctx, tok); d.Allowed || d.Reason != reason.RateLimited || d.Claims != nil {
+		t.Fatalf("validation past the budget: %+v, want rate-limited", d)
+	}
+}
+
+// failingLimiter is a rate limiter whose store is down.
+type failingLimiter struct{}
+
+func (failingLimiter) Allow(context.Context, string) (bool, time.Duration, error) {
+	return false, 0, errors.New("redis: connection refused")
+}
+
+func TestRateLimiterOutageWarnsOncePerInterval(t *testing.T) {
+	p := idptest.New(t)
+	var (
+		buf syncBuffer
+		mu  sync.Mutex
+		now = time.Now()
+	)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	e := newEngine(t, prodConfig(p.JWKSURL()), engine.Deps{
+		Logger: slog.New(slog.NewJSONHandler(&buf, nil)), Limiter: failingLimiter{}, Now: clock,
+	})
+	tok := p.Token(t, claimsFor("acme", "viewer"))
+	ctx := context.Background()
+	for i := 0; i < 50; i++ {
+		if res, err := e.Authorize(ctx, tok, engine.Input{Action: "orders:read"}); err != nil || !res.Allowed() {
+			t.Fatalf("request %d with the limiter down: %+v %v, want allowed uncounted", i, res.Decision, err)
+		}
+		if d := e.ValidateToken(ctx, tok); !d.Allowed {
+			t.Fatalf("validation %d with the limiter down: %+v", i, d)
+		}
+	}
+	if n := strings.Count(buf.String(), "rate limiter unavailable"); n != 1 {
+		t.Fatalf("%d warnings for 100 requests, want 1:\n%s", n, buf.String())
+	}
+	mu.Lock()
+	now = now.Add(31 * time.Second)
+	mu.Unlock()
+	e.ValidateToken(ctx, tok)
+	if n := strings.Count(buf.String(), "rate limiter unavailable"); n != 2 || !strings.Contains(buf.String(), `"uncounted":100`) {
+		t.Fatalf("after the interval: %d warnings, want 2, the second counting 100 uncounted requests:\n%s", n, buf.String())
+	}
 }

@@ -29,9 +29,19 @@ type Memory struct {
 	budgets Budgets
 	now     func() time.Time
 
-	mu      sync.Mutex
-	buckets map[string]*bucket
+	mu        sync.Mutex
+	buckets   map[string]*bucket
+	lastSweep time.Time
 }
+
+// idleAfter is how long a bucket must go unused before it is dropped: a
+// minute refills any bucket to its full budget, so a dropped bucket and a
+// new one are the same. The map therefore holds only the tenants seen in
+// the last minutes, however many tenant ids go by.
+const idleAfter = time.Minute
+
+// sweepEvery spaces the sweeps, which look at every bucket.
+const sweepEvery = time.Minute
 
 type bucket struct {
 	tokens float64
@@ -58,6 +68,9 @@ func (m *Memory) Allow(_ context.Context, tenant string) (bool, time.Duration, e
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if now.Sub(m.lastSweep) >= sweepEvery {
+		m.sweep(now)
+	}
 	b, ok := m.buckets[tenant]
 	if !ok || b.rpm != rpm {
 		b = &bucket{tokens: float64(rpm), last: now, rpm: rpm}
@@ -74,4 +87,21 @@ func (m *Memory) Allow(_ context.Context, tenant string) (bool, time.Duration, e
 	}
 	wait := time.Duration((1 - b.tokens) / perSec * float64(time.Second))
 	return false, wait, nil
+}
+
+// sweep drops the buckets idle for idleAfter or more. m.mu is held.
+func (m *Memory) sweep(now time.Time) {
+	m.lastSweep = now
+	for t, b := range m.buckets {
+		if now.Sub(b.last) >= idleAfter {
+			delete(m.buckets, t)
+		}
+	}
+}
+
+// Len returns the number of tenants whose buckets are held in memory.
+func (m *Memory) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.buckets)
 }

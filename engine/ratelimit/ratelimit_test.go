@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -104,6 +105,39 @@ func TestMemoryConcurrentExactCount(t *testing.T) {
 	wg.Wait()
 	if allowed != 500 {
 		t.Fatalf("allowed %d of 2000 concurrent requests, want exactly the budget 500", allowed)
+	}
+}
+
+func TestMemoryForgetsIdleTenants(t *testing.T) {
+	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	m := NewMemory(func(string) int { return 2 }, c.now)
+	ctx := context.Background()
+	for i := 0; i < 1000; i++ {
+		m.Allow(ctx, fmt.Sprintf("tenant-%d", i))
+	}
+	// A tenant still using its budget keeps its bucket, spent or not.
+	m.Allow(ctx, "busy")
+	m.Allow(ctx, "busy")
+	if n := m.Len(); n != 1001 {
+		t.Fatalf("%d buckets, want 1001", n)
+	}
+	c.t = c.t.Add(30 * time.Second)
+	m.Allow(ctx, "busy")
+	c.t = c.t.Add(40 * time.Second)
+	if ok, _, _ := m.Allow(ctx, "busy"); !ok {
+		t.Fatal("busy tenant refused after its bucket refilled")
+	}
+	if n := m.Len(); n != 1 {
+		t.Fatalf("%d buckets after the others idled for over a minute, want 1 (the busy tenant)", n)
+	}
+	// A bucket dropped while idle was full again: the budget is the same.
+	for i := 0; i < 2; i++ {
+		if ok, _, _ := m.Allow(ctx, "tenant-7"); !ok {
+			t.Fatalf("request %d of a returning tenant refused", i)
+		}
+	}
+	if ok, _, _ := m.Allow(ctx, "tenant-7"); ok {
+		t.Fatal("a returning tenant got more than its budget")
 	}
 }
 
