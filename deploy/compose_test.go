@@ -146,7 +146,7 @@ func TestComposeDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"envoy", "sidecar", "oidc", "orders", "billing", "traffic", "otel-collector", "jaeger"} {
+	for _, name := range []string{"envoy", "sidecar", "oidc", "saml-idp", "orders", "billing", "traffic", "otel-collector", "jaeger"} {
 		if _, ok := p.Services[name]; !ok {
 			t.Errorf("no service %q", name)
 		}
@@ -220,6 +220,38 @@ func TestComposeDemo(t *testing.T) {
 		t.Errorf("sidecar issuer %q audiences %q, provider issuer %q resource %q", cfg.JWT.Issuer, cfg.JWT.Audiences, idp.Issuer, idp.Resource)
 	}
 	checkPublished(t, p.Services["envoy"], net.JoinHostPort(idp.Host, strconv.Itoa(idp.Port)))
+
+	// SAML: the sidecar's gateway and the IdP know each other's metadata,
+	// in the shared namespace; the IdP and the browser's way in through
+	// Envoy are published.
+	saml := p.Services["saml-idp"]
+	samlEnv := composeEnv(saml)
+	if saml.NetworkMode != "service:envoy" {
+		t.Errorf("saml-idp network_mode %q, want service:envoy", saml.NetworkMode)
+	}
+	if cfg.SDK.SAML == nil {
+		t.Fatal("the sidecar has no [sdk.saml]")
+	}
+	if want := "http://127.0.0.1:" + samlEnv["SAMLIDP_PORT"] + "/metadata"; cfg.SDK.SAML.IDPMetadataURL != want {
+		t.Errorf("sidecar reads IdP metadata at %s, the IdP serves %s", cfg.SDK.SAML.IDPMetadataURL, want)
+	}
+	if want := "http://" + cfg.Sidecar.SAMLAddr + cfg.SDK.SAML.PathPrefix + "/metadata"; samlEnv["SAMLIDP_SP_METADATA"] != want {
+		t.Errorf("IdP reads SP metadata at %s, the gateway serves %s", samlEnv["SAMLIDP_SP_METADATA"], want)
+	}
+	if want := "http://localhost:8080" + cfg.SDK.SAML.PathPrefix + "/acs"; cfg.SDK.SAML.ACSURL != want {
+		t.Errorf("acs_url %s, want Envoy's %s", cfg.SDK.SAML.ACSURL, want)
+	}
+	checkPublished(t, p.Services["envoy"], "0.0.0.0:"+samlEnv["SAMLIDP_PORT"])
+	usersFile := mountOf(t, saml, samlEnv["SAMLIDP_USERS_FILE"])
+	var samlUsers map[string]struct {
+		Tenant string `json:"tenant"`
+	}
+	if raw, err := os.ReadFile(usersFile); err != nil || yaml.Unmarshal(raw, &samlUsers) != nil {
+		t.Fatalf("%s: %v", usersFile, err)
+	}
+	if samlUsers[samlEnv["SAMLIDP_DEFAULT_USER"]].Tenant != cfg.SDK.TenantID {
+		t.Errorf("the IdP's default user %q is not of tenant %s", samlEnv["SAMLIDP_DEFAULT_USER"], cfg.SDK.TenantID)
+	}
 
 	// Envoy routes to the demo services where they listen, and traces to
 	// the collector.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/svc-dev/svc/demo/traffic"
 	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
 // demoMesh is the local mesh demo run as processes: the demo's OpenID
@@ -26,7 +28,7 @@ type demoMesh struct {
 	idpFile string
 }
 
-func startDemoMesh(t *testing.T, policyDir string) demoMesh {
+func startDemoMesh(t *testing.T, policyDir string, extraEnv map[string]string) demoMesh {
 	t.Helper()
 	root := harness.ModuleRoot(t)
 	m := demoMesh{idpFile: filepath.Join(root, "deploy", "demo", "idp.json")}
@@ -45,6 +47,9 @@ func startDemoMesh(t *testing.T, policyDir string) demoMesh {
 	}
 	if policyDir != "" {
 		env["SVC_POLICY_DIR"] = policyDir
+	}
+	for k, v := range extraEnv {
+		env[k] = v
 	}
 	m.sidecar = harness.StartSidecar(t, harness.SidecarOptions{Config: string(toml), Env: env})
 	routes := map[string]string{}
@@ -103,7 +108,7 @@ func (m demoMesh) runTraffic(t *testing.T, rounds int) (int, traffic.Report) {
 // the telemetry back ends: the generator's whole mix gets the answers the
 // demo documents, and the sidecar records each kind with its reason.
 func TestDemoTraffic(t *testing.T) {
-	m := startDemoMesh(t, "")
+	m := startDemoMesh(t, "", nil)
 	const rounds = 3
 	code, r := m.runTraffic(t, rounds)
 	if code != 0 || r.Unexpected != 0 || r.Errors != 0 {
@@ -164,7 +169,7 @@ func auditRecords(t *testing.T, s *harness.Sidecar, n int) []map[string]any {
 // dry-run walkthrough on the same traffic: exactly the viewer's invoice
 // reads change, to denials.
 func TestDemoCandidatePolicy(t *testing.T) {
-	m := startDemoMesh(t, filepath.Join(harness.ModuleRoot(t), "deploy", "demo", "candidate-policy"))
+	m := startDemoMesh(t, filepath.Join(harness.ModuleRoot(t), "deploy", "demo", "candidate-policy"), nil)
 	code, r := m.runTraffic(t, 1)
 	if code != 1 {
 		t.Fatalf("traffic exited %d, want 1 (answers differ from the default policy's): %+v", code, r)
@@ -231,5 +236,73 @@ func TestDemoServiceSDK(t *testing.T) {
 	}
 	if code := p.Stop(t); code != 0 {
 		t.Errorf("orders exited %d on SIGTERM", code)
+	}
+}
+
+// TestDemoSAML signs the demo's SAML users in as the browser flow of the
+// walkthrough does, with the samlify IdP on deploy/demo/saml-users.json:
+// login redirect, the IdP's answer posted to the ACS, then the session
+// cookie alone authorizes calls through the front proxy.
+func TestDemoSAML(t *testing.T) {
+	key, err := testidp.Generate("unused", "unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	samlAddr := harness.FreeAddr(t)
+	users := filepath.Join(harness.ModuleRoot(t), "deploy", "demo", "saml-users.json")
+	idp := harness.StartSAMLIdPArgs(t, key.KeyPEM, key.CertPEM, "http://"+samlAddr+"/auth/saml/metadata", "--users", users, "--user", "dana")
+	m := startDemoMesh(t, "", map[string]string{
+		"SVC_SAML_ADDR":             samlAddr,
+		"SVC_SAML_ENTITY_ID":        "http://" + samlAddr + "/auth/saml/metadata",
+		"SVC_SAML_ACS_URL":          "http://" + samlAddr + "/auth/saml/acs",
+		"SVC_SAML_IDP_METADATA_URL": idp.MetadataURL,
+	})
+	tests := []struct {
+		user       string
+		path       string
+		want       int
+		wantInBody string
+	}{
+		{"", "/orders/7", 200, `"subject":"dana@demo.example"`},
+		{"bill", "/invoices/3", 200, `"subject":"bill@demo.example"`},
+		// nginx answers a denied subrequest with its own 403 page.
+		{"olga", "/orders/7", 403, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.user+tt.path, func(t *testing.T) {
+			var resp *http.Response
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				var err error
+				resp, err = noRedirect.Get("http://" + samlAddr + "/auth/saml/login?return_to=" + url.QueryEscape(tt.path))
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				// 503 until the sidecar has fetched the IdP metadata.
+				if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			loc := resp.Header.Get("Location")
+			if resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc, idp.BaseURL+"/sso?") {
+				t.Fatalf("login: %d Location %q", resp.StatusCode, loc)
+			}
+			if tt.user != "" {
+				loc += "&user=" + tt.user
+			}
+			acs := postACS(t, samlAddr, askIdP(t, loc))
+			if acs.StatusCode != http.StatusSeeOther || acs.Header.Get("Location") != tt.path {
+				t.Fatalf("ACS: %d Location %q code %q", acs.StatusCode, acs.Header.Get("Location"), refusalCode(t, acs))
+			}
+			cookie := sessionCookie(acs)
+			req, _ := http.NewRequest(http.MethodGet, m.front.URL+tt.path, nil)
+			req.AddCookie(&http.Cookie{Name: "svc_session", Value: cookie})
+			status, h, body := harness.Do(t, req)
+			if status != tt.want || !strings.Contains(string(body), tt.wantInBody) {
+				t.Fatalf("%s: %s, want %d with %q", tt.path, harness.Describe(status, h, body), tt.want, tt.wantInBody)
+			}
+		})
 	}
 }

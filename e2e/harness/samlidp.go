@@ -21,6 +21,13 @@ type SAMLIdP struct {
 // spMetadata (fetched on the first sign-on).
 func StartSAMLIdP(t testing.TB, keyPEM, certPEM []byte, spMetadata string) *SAMLIdP {
 	t.Helper()
+	return StartSAMLIdPArgs(t, keyPEM, certPEM, spMetadata)
+}
+
+// StartSAMLIdPArgs is StartSAMLIdP with further command-line options of
+// the IdP, such as --users <file> and --user <name>.
+func StartSAMLIdPArgs(t testing.TB, keyPEM, certPEM []byte, spMetadata string, args ...string) *SAMLIdP {
+	t.Helper()
 	node := LookPath(t, "node", "install Node.js")
 	e2e := filepath.Join(ModuleRoot(t), "e2e")
 	if _, err := os.Stat(filepath.Join(e2e, "node_modules", "samlify", "package.json")); err != nil {
@@ -29,8 +36,8 @@ func StartSAMLIdP(t testing.TB, keyPEM, certPEM []byte, spMetadata string) *SAML
 	dir := t.TempDir()
 	key := WriteFile(t, dir, "idp-key.pem", string(keyPEM))
 	cert := WriteFile(t, dir, "idp-cert.pem", string(certPEM))
-	cmd := exec.Command(node, filepath.Join(e2e, "samlidp", "server.mjs"),
-		"--key", key, "--cert", cert, "--sp-metadata", spMetadata)
+	cmd := exec.Command(node, append([]string{filepath.Join(e2e, "samlidp", "server.mjs"),
+		"--key", key, "--cert", cert, "--sp-metadata", spMetadata}, args...)...)
 	cmd.Dir = e2e
 	cmd.Env = envList(baseEnv(), nil)
 	p := &SAMLIdP{Process: StartProcess(t, "samlidp", cmd)}

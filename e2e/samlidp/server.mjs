@@ -14,6 +14,8 @@
 //   --entity-id / SAMLIDP_ENTITY_ID  the IdP's entity id (default http://HOST:PORT/metadata)
 //   --base-url / SAMLIDP_BASE_URL    URL the IdP is reached at (default http://HOST:PORT)
 //   --user / SAMLIDP_DEFAULT_USER    demo user signed in when none is named (default alice)
+//   --users / SAMLIDP_USERS_FILE     JSON file of users replacing the built-in ones, each
+//                                    {"email", "roles": [...], "tenant", "department"}
 //
 // A key pair: `core saml test-assertion --metadata` creates one in its
 // --idp-dir (idp-key.pem, idp-cert.pem), or
@@ -54,8 +56,10 @@ const { values: opt } = parseArgs({
     'entity-id': { type: 'string', default: process.env.SAMLIDP_ENTITY_ID },
     'base-url': { type: 'string', default: process.env.SAMLIDP_BASE_URL },
     user: { type: 'string', default: process.env.SAMLIDP_DEFAULT_USER ?? 'alice' },
+    users: { type: 'string', default: process.env.SAMLIDP_USERS_FILE },
   },
 });
+const people = opt.users ? JSON.parse(readFileSync(opt.users, 'utf8')) : users;
 for (const need of ['key', 'cert', 'sp-metadata']) {
   if (!opt[need]) {
     console.error(`samlidp: --${need} is required`);
@@ -157,11 +161,11 @@ const server = createServer(async (req, res) => {
     }
     if (url.pathname === '/users') {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(users));
+      res.end(JSON.stringify(people));
       return;
     }
     const name = url.searchParams.get('user') ?? opt.user;
-    const user = users[name];
+    const user = people[name];
     if (!user && (url.pathname === '/sso' || url.pathname === '/idp-initiated')) {
       fail(res, 404, `no demo user ${name}`);
       return;
