@@ -207,4 +207,9 @@ server.listen(Number(opt.port), opt.host, () => {
   console.log(`samlidp listening on ${base}`);
 });
 
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => server.close(() => process.exit(0)));
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    server.close(() => process.exit(0));
+    server.closeAllConnections();
+  });
+}
