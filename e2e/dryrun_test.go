@@ -185,3 +185,23 @@ func mustRequest(t *testing.T, method, url string) *http.Request {
 	}
 	return req
 }
+
+func TestPolicyDryRunProgressOnATerminal(t *testing.T) {
+	t.Parallel()
+	k := newKeyring(t)
+	s := startSidecar(t, k, nil)
+	viewer := k.token(t, "u-viewer", "acme", "viewer")
+	dir := candidateDir(t)
+	core := harness.Binary(t, "core")
+	m := newTmux(t, 160, 20, "'"+core+"' policy dry-run '"+dir+"' --duration 4s --sidecar "+s.URL("")+"; sleep 30")
+	m.screen("core: dry-run ")
+	for range 3 {
+		envoyCheck(t, s, "GET", "/orders/1", viewer, nil)
+	}
+	// The progress line counts while the session runs, then the report.
+	m.screen("dry-run ", "/4s · evaluated 3 · allow 0 · simulated deny 3 · errors 0 · skipped 0")
+	pane := m.screen("changes against enforcement:", "would newly deny 3 orders:read for tenant acme")
+	if !strings.Contains(pane, "simulated deny 3") || !strings.Contains(pane, "top deny reasons:") {
+		t.Errorf("final report:\n%s", pane)
+	}
+}

@@ -129,10 +129,17 @@ func TestTraceTailTerminal(t *testing.T) {
 		t.Fatalf("viewer DELETE = %d", r.status)
 	}
 	// Two traces, each a tree with timings: server span, then its two children.
-	pane := m.screen("ALLOW  orders:read on orders/1", "DENY  orders:delete on orders/1", "reason=policy-deny")
+	m.screen("ALLOW  orders:read on orders/1", "DENY  orders:delete on orders/1", "reason=policy-deny")
+	// The server span ends last: the tree is whole once it has arrived.
 	tree := regexp.MustCompile(`(?m)^ {2}\S* ?envoy\.service\.auth\.v3\.Authorization/Check +\d+(\.\d+)?(µs|ms)\n {4}\S* ?auth\.verify_token +\d+(\.\d+)?(µs|ms) +ALLOW\n {4}\S* ?policy\.evaluate +\d+(\.\d+)?(µs|ms) +DENY`)
-	if !tree.MatchString(pane) {
-		t.Fatalf("no span tree with timings for the denied trace:\n%s", pane)
+	for deadline := time.Now().Add(outputTimeout); ; time.Sleep(50 * time.Millisecond) {
+		pane := m.screen("DENY")
+		if tree.MatchString(pane) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no span tree with timings for the denied trace:\n%s", pane)
+		}
 	}
 
 	// The newest span (the denied policy.evaluate) is selected; Enter

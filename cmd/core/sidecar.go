@@ -58,6 +58,7 @@ type sidecarStatus struct {
 	PoliciesLoaded   int        `json:"policies_loaded"`
 	PolicyRevision   string     `json:"policy_revision"`
 	PolicySource     string     `json:"policy_source"`
+	PolicyMode       string     `json:"policy_mode"`
 	JWKSKeySets      int        `json:"jwks_key_sets_cached"`
 	Uptime           string     `json:"uptime"`
 	Version          string     `json:"version"`
@@ -127,6 +128,9 @@ func (a *app) runSidecarStatus(ctx context.Context) error {
 		policies += ", from " + st.PolicySource
 	}
 	fmt.Fprintf(w, "Policies loaded:\t%s)\n", policies)
+	if st.PolicyMode != "" {
+		fmt.Fprintf(w, "Policy mode:\t%s\n", st.PolicyMode)
+	}
 	fmt.Fprintf(w, "JWKS key sets cached:\t%d\n", st.JWKSKeySets)
 	fmt.Fprintf(w, "Uptime:\t%s\n", st.Uptime)
 	fmt.Fprintf(w, "Version:\t%s\n", st.Version)

@@ -76,7 +76,7 @@ func TestSidecarStatus(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	for _, label := range []string{"Status:", "Partitioned:", "Last sync:", "Cache valid:", "Cache age:",
-		"Policies loaded:", "JWKS key sets cached:", "Uptime:", "Version:"} {
+		"Policies loaded:", "Policy mode:", "JWKS key sets cached:", "Uptime:", "Version:"} {
 		if !strings.Contains(r.stdout, label) {
 			t.Errorf("status lacks %q:\n%s", label, r.stdout)
 		}
