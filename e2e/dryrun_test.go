@@ -74,8 +74,8 @@ func TestPolicyDryRunUnderLoad(t *testing.T) {
 	}
 	var rep struct {
 		Evaluated, Allow, SimulatedDeny, Errors, Skipped, Decisions int64
-		Revision                                                   string
-		TopDenyReasons                                             []struct {
+		Revision                                                    string
+		TopDenyReasons                                              []struct {
 			Reason string
 			Count  int64
 		} `json:"top_deny_reasons"`

@@ -81,7 +81,10 @@ func (m *tmux) run(args ...string) string {
 	return string(out)
 }
 
-func (m *tmux) keys(keys ...string) { m.t.Helper(); m.run(append([]string{"send-keys", "-t", "main"}, keys...)...) }
+func (m *tmux) keys(keys ...string) {
+	m.t.Helper()
+	m.run(append([]string{"send-keys", "-t", "main"}, keys...)...)
+}
 
 // screen waits until the pane shows everything in want and returns it.
 func (m *tmux) screen(want ...string) string {

@@ -120,5 +120,3 @@ func benchCandidate(b *testing.B) *policy.Set {
 	}
 	return set.WithRevision("bench-candidate")
 }
-
-
