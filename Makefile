@@ -79,6 +79,12 @@ clean:
 
 # Envoy Check throughput of svc-sidecar (as production runs it) against a
 # no-op ext_authz server, in one run: checks/s, p50/p99 and their ratios.
+# Default policy evaluation latency (core policy bench, median of 3 runs)
+# beside opa bench of the same policy and input.
+.PHONY: bench-policy
+bench-policy:
+	GO=$(GO) ./scripts/bench-policy.sh
+
 .PHONY: bench-compare
 bench-compare:
 	$(GO) test -run '^$$' -bench CompareNoop -benchtime 1x -count 1 -timeout 10m ./e2e/
