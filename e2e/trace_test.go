@@ -66,15 +66,17 @@ type tmux struct {
 func newTmux(t *testing.T, width, height int, command string) *tmux {
 	t.Helper()
 	bin := harness.LookPath(t, "tmux", "apt-get install tmux (scripts/test-packages.txt)")
-	m := &tmux{t: t, bin: bin, socket: "svc-e2e-" + rand.Text()[:10]}
+	// A socket in the test's own directory: a server of its own, nothing
+	// left behind.
+	m := &tmux{t: t, bin: bin, socket: filepath.Join(t.TempDir(), "tmux-"+rand.Text()[:6])}
 	m.run("-f", "/dev/null", "new-session", "-d", "-s", "main", "-x", itoa(width), "-y", itoa(height), command)
-	t.Cleanup(func() { _ = exec.Command(bin, "-L", m.socket, "kill-server").Run() })
+	t.Cleanup(func() { _ = exec.Command(bin, "-S", m.socket, "kill-server").Run() })
 	return m
 }
 
 func (m *tmux) run(args ...string) string {
 	m.t.Helper()
-	out, err := exec.Command(m.bin, append([]string{"-L", m.socket}, args...)...).CombinedOutput()
+	out, err := exec.Command(m.bin, append([]string{"-S", m.socket}, args...)...).CombinedOutput()
 	if err != nil {
 		m.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -92,7 +94,7 @@ func (m *tmux) screen(want ...string) string {
 	deadline := time.Now().Add(outputTimeout)
 	var pane string
 	for time.Now().Before(deadline) {
-		out, err := exec.Command(m.bin, "-L", m.socket, "capture-pane", "-p", "-t", "main").CombinedOutput()
+		out, err := exec.Command(m.bin, "-S", m.socket, "capture-pane", "-p", "-t", "main").CombinedOutput()
 		pane = string(out)
 		if err == nil && containsAll(pane, want) {
 			return pane
