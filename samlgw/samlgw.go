@@ -90,7 +90,6 @@ type Gateway struct {
 	redis    *redis.Client
 	now      func() time.Time
 	outcomes metric.Int64Counter
-	attrs    map[Code]metric.MeasurementOption
 }
 
 // New builds a Gateway from cfg.SDK.SAML (which must be set). With an
@@ -165,7 +164,6 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
-	g.attrs = map[Code]metric.MeasurementOption{}
 	if skipSig {
 		g.log.Warn("SVC_ENV=development: SAML SIGNATURES ARE NOT VERIFIED; any party can sign in as anyone. Every other check still runs. Never set SVC_ENV=development in production")
 	}
@@ -212,15 +210,11 @@ func (g *Gateway) Status() Status {
 }
 
 func (g *Gateway) count(ctx context.Context, code Code) {
-	opt, ok := g.attrs[code]
-	if !ok {
-		result := "refused"
-		if code == "" {
-			result = "accepted"
-		}
-		opt = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", result), attribute.String("reason", string(code))))
+	result := "refused"
+	if code == "" {
+		result = "accepted"
 	}
-	g.outcomes.Add(ctx, 1, opt)
+	g.outcomes.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attribute.String("result", result), attribute.String("reason", string(code)))))
 }
 
 // loadSPKeyPair reads the SP key pair from its files or from the PEM text

@@ -1,0 +1,56 @@
+package samlgw_test
+
+import (
+	"context"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/samlgw"
+)
+
+type auditRecords struct{ recs []audit.Record }
+
+func (a *auditRecords) Log(r audit.Record) { a.recs = append(a.recs, r) }
+
+// Every ACS outcome is counted by result and reason and audited.
+func TestACSOutcomesCountedAndAudited(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	sink := &auditRecords{}
+	f := newFixture(t, withSAML(func(s *config.SAML) { s.AllowIDPInitiated = true }), func(_ *config.Config, d *samlgw.Deps) {
+		d.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+		d.Audit = sink
+	})
+	doc := signed(t, valid())
+	f.post(t, doc, true)
+	f.post(t, doc, true) // replayed
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "svc.saml.acs" {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				r, _ := dp.Attributes.Value(attribute.Key("result"))
+				c, _ := dp.Attributes.Value(attribute.Key("reason"))
+				counts[r.AsString()+"/"+c.AsString()] += dp.Value
+			}
+		}
+	}
+	if counts["accepted/"] != 1 || counts["refused/saml-replayed"] != 1 {
+		t.Errorf("svc.saml.acs = %v, want one accepted and one refused/saml-replayed", counts)
+	}
+	if len(sink.recs) != 2 || !sink.recs[0].Allow || sink.recs[1].Allow || sink.recs[1].Reason != "saml-replayed" ||
+		sink.recs[0].UserID != "alice@example.com" || sink.recs[0].Tenant != "AcMe" || sink.recs[1].Source != "saml" {
+		t.Errorf("audit records %+v", sink.recs)
+	}
+}
