@@ -43,6 +43,7 @@ func (s *Server) registerAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+PathStatus, s.serveStatus)
 	mux.HandleFunc("GET "+PathConfig, s.serveConfig)
 	mux.HandleFunc("POST "+PathReloadPolicy, s.admin(s.serveReload))
+	mux.HandleFunc("POST "+PathRestart, s.admin(s.serveRestart))
 }
 
 // Status is the body of GET /v1/status; `core sidecar status` prints it.
@@ -66,16 +67,20 @@ type Status struct {
 	// PolicySource is where the active policy set came from: "config"
 	// (policy.dir or the embedded default), "upload", "cache" (the
 	// bundle persisted in policy.bundle_cache_dir) or "bundle_url".
-	PolicySource  string       `json:"policy_source"`
-	JWKSKeySets   int          `json:"jwks_key_sets_cached"`
-	JWKSKeys      int          `json:"jwks_keys"`
-	JWKSLastError string       `json:"jwks_last_error,omitempty"`
-	DevMode       bool         `json:"dev_mode"`
-	PolicyMode    string       `json:"policy_mode"`
-	TenantID      string       `json:"tenant_id"`
-	Uptime        string       `json:"uptime"`
-	Version       string       `json:"version"`
-	Audit         *audit.Stats `json:"audit,omitempty"`
+	PolicySource  string `json:"policy_source"`
+	JWKSKeySets   int    `json:"jwks_key_sets_cached"`
+	JWKSKeys      int    `json:"jwks_keys"`
+	JWKSLastError string `json:"jwks_last_error,omitempty"`
+	DevMode       bool   `json:"dev_mode"`
+	PolicyMode    string `json:"policy_mode"`
+	TenantID      string `json:"tenant_id"`
+	Uptime        string `json:"uptime"`
+	// StartedAt is when this process image started; a restart changes
+	// it while the PID stays the same.
+	StartedAt time.Time    `json:"started_at"`
+	PID       int          `json:"pid"`
+	Version   string       `json:"version"`
+	Audit     *audit.Stats `json:"audit,omitempty"`
 	// SAML is the SAML gateway's state (IdP metadata, last good copy,
 	// whether signatures are checked), present with [sdk.saml].
 	SAML   *samlgw.Status `json:"saml,omitempty"`
@@ -94,6 +99,8 @@ func (s *Server) status() Status {
 		PolicyMode:     es.PolicyMode,
 		TenantID:       es.TenantID,
 		Uptime:         time.Since(s.started).Round(time.Second).String(),
+		StartedAt:      s.started,
+		PID:            os.Getpid(),
 		Version:        es.Version,
 		Engine:         es,
 	}
@@ -214,7 +221,7 @@ func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(body) == 0 {
 		prev := s.deps.Engine.Policies().Revision()
-		set, err := s.reloadDirectory(r)
+		set, err := s.reloadDirectory(r.Context())
 		if err != nil {
 			s.log.Warn("policy reload failed; active policies kept", "err", err)
 			writeActivateError(w, err)

@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -106,7 +107,7 @@ func (s *Server) activateBundle(data []byte, source string, allowOlder bool) (ac
 // reloadDirectory reloads policy.dir (or the embedded default). With a
 // verification key configured only signed bundles may change the policy,
 // so it is refused.
-func (s *Server) reloadDirectory(r *http.Request) (*policy.Set, error) {
+func (s *Server) reloadDirectory(ctx context.Context) (*policy.Set, error) {
 	e := s.deps.Engine
 	if e.Config().Policy.BundleVerifyKeyFile != "" {
 		return nil, &activateError{http.StatusConflict, CodeSignedBundleRequired,
@@ -115,7 +116,7 @@ func (s *Server) reloadDirectory(r *http.Request) (*policy.Set, error) {
 	b := &s.bundles
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := e.ReloadPolicies(r.Context()); err != nil {
+	if err := e.ReloadPolicies(ctx); err != nil {
 		return nil, &activateError{http.StatusUnprocessableEntity, reason.PolicyError, err.Error()}
 	}
 	b.active, b.source, b.at = nil, sourceConfig, time.Now()
@@ -127,6 +128,16 @@ func (s *Server) reloadDirectory(r *http.Request) (*policy.Set, error) {
 	}
 	return e.Policies(), nil
 }
+
+// ReloadPolicies reloads policy.dir (or the embedded default) as an
+// empty-body POST /v1/policy/reload does; SIGHUP calls it.
+func (s *Server) ReloadPolicies(ctx context.Context) error {
+	_, err := s.reloadDirectory(ctx)
+	return err
+}
+
+// PolicyRevision is the revision of the active policy set.
+func (s *Server) PolicyRevision() string { return s.deps.Engine.Policies().Revision() }
 
 // restoreBundle activates the bundle persisted in policy.bundle_cache_dir,
 // if any. A persisted bundle that no longer verifies is logged and left

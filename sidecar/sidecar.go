@@ -51,6 +51,13 @@ const (
 // (blocked on Redis, say) gets a goroutine of its own, as without workers.
 func streamWorkers() uint32 { return uint32(max(64, 16*runtime.GOMAXPROCS(0))) }
 
+// Names of the sidecar's listeners, as Deps.Listen receives them.
+const (
+	ListenerGRPC = "grpc" // sdk.sidecar_addr
+	ListenerHTTP = "http" // sidecar.http_addr
+	ListenerSAML = "saml" // sidecar.saml_addr, with [sdk.saml]
+)
+
 // Deps are the parts a Server serves. Engine is required.
 type Deps struct {
 	Engine    *engine.Engine
@@ -59,6 +66,16 @@ type Deps struct {
 	Live      *live.Hub            // optional: no span, log and decision streams
 	DryRun    *dryrun.Manager      // optional: no dry-run sessions
 	Logger    *slog.Logger
+	// Listen opens the listener called name (ListenerGRPC, ...) on the
+	// configured addr; default a new TCP listener. svc-sidecar passes a
+	// listeners.Set, which takes over sockets across restarts.
+	Listen func(name, addr string) (net.Listener, error)
+	// Restart, when set, is called when a restart is asked for
+	// (POST /v1/restart, Server.Restart): it prepares the next process
+	// image (svc-sidecar duplicates the listening sockets). Serve then
+	// drains as the request says and returns; its caller starts the next
+	// image. Without it the sidecar cannot restart itself.
+	Restart func(RestartRequest) error
 }
 
 // Server is a running svc-sidecar.
@@ -80,6 +97,8 @@ type Server struct {
 	inflight atomic.Int64
 	started  time.Time
 	bundles  bundles
+	restart  atomic.Pointer[RestartRequest]
+	stop     atomic.Pointer[context.CancelFunc]
 }
 
 // New binds the gRPC (sdk.sidecar_addr) and HTTP (sidecar.http_addr)
@@ -94,11 +113,15 @@ func New(deps Deps) (*Server, error) {
 	cfg := deps.Engine.Config()
 	s := &Server{deps: deps, log: deps.Logger, started: time.Now()}
 
+	listen := deps.Listen
+	if listen == nil {
+		listen = func(_, addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+	}
 	var err error
-	if s.grpcLis, err = net.Listen("tcp", cfg.SDK.SidecarAddr); err != nil {
+	if s.grpcLis, err = listen(ListenerGRPC, cfg.SDK.SidecarAddr); err != nil {
 		return nil, fmt.Errorf("%s: grpc listener on %s: %w", cfg.Setting("sdk.sidecar_addr"), cfg.SDK.SidecarAddr, err)
 	}
-	if s.httpLis, err = net.Listen("tcp", cfg.Sidecar.HTTPAddr); err != nil {
+	if s.httpLis, err = listen(ListenerHTTP, cfg.Sidecar.HTTPAddr); err != nil {
 		s.grpcLis.Close()
 		return nil, fmt.Errorf("%s: http listener on %s: %w", cfg.Setting("sidecar.http_addr"), cfg.Sidecar.HTTPAddr, err)
 	}
@@ -134,7 +157,7 @@ func New(deps Deps) (*Server, error) {
 		deps.DryRun.Register(mux, s.admin)
 	}
 	if cfg.SDK.SAML != nil {
-		if err := s.newSAML(cfg.Sidecar.SAMLAddr); err != nil {
+		if err := s.newSAML(cfg.Sidecar.SAMLAddr, listen); err != nil {
 			s.closeListeners()
 			return nil, err
 		}
@@ -184,6 +207,9 @@ func (s *Server) HTTPAddr() net.Addr { return s.httpLis.Addr() }
 // Serve serves until ctx ends, then shuts down in order within the
 // configured drain timeout. It returns nil after a clean shutdown.
 func (s *Server) Serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.stop.Store(&cancel)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := s.grpc.Serve(s.grpcLis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
@@ -219,8 +245,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	return g.Wait()
 }
 
-// shutdown: not ready → gRPC GracefulStop and HTTP Shutdown in parallel,
-// both bounded by the drain timeout, then forced.
+// shutdown: not ready → gRPC GracefulStop (GOAWAY) and HTTP Shutdown
+// (keep-alives off, idle connections closed) in parallel, both bounded by
+// the drain timeout, then forced. A restart request sets its own drain
+// timeout, or skips draining with Force.
 func (s *Server) shutdown() {
 	s.draining.Store(true)
 	s.ready.Store(false)
@@ -234,8 +262,25 @@ func (s *Server) shutdown() {
 		// Their last simulated records reach the audit log before it closes.
 		s.deps.DryRun.Close()
 	}
+	s.http.SetKeepAlivesEnabled(false)
+	if s.samlHTTP != nil {
+		s.samlHTTP.SetKeepAlivesEnabled(false)
+	}
 	drain := s.deps.Engine.Config().Sidecar.DrainTimeout.Duration
-	s.log.Info("draining", "timeout", drain.String(), "inflight_http", s.inflight.Load())
+	force := false
+	if r := s.restart.Load(); r != nil {
+		drain, force = r.DrainTimeout, r.Force
+	}
+	s.log.Info("draining", "timeout", drain.String(), "force", force, "inflight_http", s.inflight.Load())
+	if force {
+		s.grpc.Stop()
+		s.http.Close()
+		if s.samlHTTP != nil {
+			s.samlHTTP.Close()
+		}
+		s.log.Info("stopped without draining")
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 
@@ -284,7 +329,7 @@ func (s *Server) closeListeners() {
 // newSAML builds the SAML gateway on the engine's token issuer and binds
 // its own listener (sidecar.saml_addr), so that a proxy can route the
 // sign-on paths there while the admin API stays on loopback.
-func (s *Server) newSAML(addr string) error {
+func (s *Server) newSAML(addr string, listen func(name, addr string) (net.Listener, error)) error {
 	deps := samlgw.Deps{Issuer: s.deps.Engine.Issuer(), Logger: s.log.With("component", "saml")}
 	if s.deps.Audit != nil {
 		deps.Audit = s.deps.Audit
@@ -296,7 +341,7 @@ func (s *Server) newSAML(addr string) error {
 	if err != nil {
 		return fmt.Errorf("saml gateway: %w", err)
 	}
-	lis, err := net.Listen("tcp", addr)
+	lis, err := listen(ListenerSAML, addr)
 	if err != nil {
 		gw.Close()
 		return fmt.Errorf("saml listener on %s (sidecar.saml_addr): %w", addr, err)

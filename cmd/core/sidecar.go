@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,7 +41,7 @@ bundle file), 3 the sidecar could not be reached.`,
 		Args: args(),
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(talksToSidecar(a.sidecarStatusCommand()), talksToSidecar(a.reloadPolicyCommand()))
+	cmd.AddCommand(talksToSidecar(a.sidecarStatusCommand()), talksToSidecar(a.reloadPolicyCommand()), talksToSidecar(a.restartCommand()))
 	return cmd
 }
 
@@ -216,5 +217,125 @@ func (a *app) runReloadPolicy(ctx context.Context, file string, allowDowngrade b
 	var r reloaded
 	_ = json.Unmarshal(raw, &r)
 	fmt.Fprintf(a.stdout, "policy revision %s active (previous %s, %s)\n", r.Revision, r.PreviousRevision, plural(r.PoliciesLoaded, "policy file"))
+	return nil
+}
+
+// pathRestart asks the sidecar to restart itself.
+const pathRestart = "/v1/restart"
+
+// restartGrace is how long restart waits for the new image beyond the
+// drain timeout.
+const restartGrace = time.Minute
+
+func (a *app) restartCommand() *cobra.Command {
+	var drain string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "restart [--drain-timeout 30] [--force]",
+		Short: "Drain the sidecar and restart it in place without closing its listening sockets",
+		Long: `Asks the sidecar to restart: it stops taking new work (gRPC GOAWAY, HTTP
+keep-alives closed), lets in-flight requests finish within --drain-timeout
+seconds (default 30; a Go duration such as 500ms is accepted too), flushes
+the OTel batch and the audit log, and replaces its process image with a new
+one of the same executable (same PID, so it works as PID 1 in a container)
+that inherits the listening sockets: connections that arrive meanwhile wait
+in the kernel's queue instead of being refused. --force skips draining.
+
+The command waits until the new image reports ready and prints its status
+and dotted version, such as "healthy 0.1.0". Exit 1 when the sidecar refuses
+or does not come back healthy, 3 when it cannot be reached.`,
+		Args: args(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := parseDrain(drain)
+			if err != nil {
+				return err
+			}
+			return a.runRestart(cmd.Context(), d, force)
+		},
+	}
+	cmd.Flags().StringVar(&drain, "drain-timeout", "30", "`seconds` in-flight requests may take to finish")
+	cmd.Flags().BoolVar(&force, "force", false, "skip draining: stop in-flight requests at once")
+	return cmd
+}
+
+// parseDrain reads --drain-timeout: whole or fractional seconds, or a Go
+// duration.
+func parseDrain(s string) (time.Duration, error) {
+	if f, err := strconv.ParseFloat(s, 64); err == nil && f >= 0 {
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return d, nil
+	}
+	return 0, usageError("invalid --drain-timeout %q: want seconds, such as 30", s)
+}
+
+type restartReport struct {
+	Status            string    `json:"status"`
+	Version           string    `json:"version"`
+	Ready             bool      `json:"ready"`
+	PID               int       `json:"pid"`
+	StartedAt         time.Time `json:"started_at"`
+	PreviousStartedAt time.Time `json:"previous_started_at"`
+	Seconds           float64   `json:"seconds"`
+}
+
+func (a *app) runRestart(ctx context.Context, drain time.Duration, force bool) error {
+	a.useJSON()
+	c, err := a.sidecarClient()
+	if err != nil {
+		return err
+	}
+	var before struct {
+		StartedAt time.Time `json:"started_at"`
+	}
+	if err := c.GetJSON(ctx, pathStatus, statusTimeout, &before); err != nil {
+		return err
+	}
+	began := time.Now()
+	in := map[string]any{"drain_timeout_seconds": drain.Seconds(), "force": force}
+	if err := c.JSON(ctx, http.MethodPost, pathRestart, in, statusTimeout, nil); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(drain + restartGrace)
+	var st struct {
+		sidecarStatus
+		StartedAt time.Time `json:"started_at"`
+		PID       int       `json:"pid"`
+	}
+	var last error
+	for {
+		st.StartedAt = time.Time{}
+		err := c.GetJSON(ctx, pathStatus, statusTimeout, &st)
+		if err == nil && st.StartedAt.After(before.StartedAt) && st.Ready {
+			break
+		}
+		if err != nil {
+			last = err
+		}
+		if time.Now().After(deadline) {
+			if last != nil {
+				return last
+			}
+			return &exitError{code: exitFailed, err: fmt.Errorf("sidecar at %s did not come back ready within %s", c.base, drain+restartGrace)}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	rep := restartReport{Status: st.Status, Version: st.Version, Ready: st.Ready, PID: st.PID,
+		StartedAt: st.StartedAt, PreviousStartedAt: before.StartedAt, Seconds: time.Since(began).Seconds()}
+	if a.json {
+		if err := a.writeJSON(rep); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(a.stdout, "%s %s\n", rep.Status, rep.Version)
+	}
+	if rep.Status != "healthy" {
+		return checkFailed(fmt.Errorf("sidecar restarted but reports %s", rep.Status), true)
+	}
 	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"syscall"
 
 	"github.com/svc-dev/svc/engine/version"
+	"github.com/svc-dev/svc/sidecar/listeners"
 )
 
 func main() {
@@ -52,9 +53,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "svc-sidecar", version.Version)
 		return 0
 	}
+	set, err := listeners.New(os.Getenv(listeners.EnvVar))
+	if err != nil {
+		fmt.Fprintf(stderr, "svc-sidecar: %s\n", err)
+		return 1
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := serve(ctx, *configPath, stderr); err != nil {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	next, err := serveImage(ctx, *configPath, stderr, set, hup)
+	if err == nil && next != nil {
+		err = execNext(next) // returns only when exec failed
+	}
+	if err != nil {
 		// A configuration with several problems is one error per line;
 		// each line names the program, as log collectors expect.
 		for line := range strings.SplitSeq(err.Error(), "\n") {

@@ -16,6 +16,7 @@ import (
 	"github.com/svc-dev/svc/engine/version"
 	"github.com/svc-dev/svc/sidecar"
 	"github.com/svc-dev/svc/sidecar/dryrun"
+	"github.com/svc-dev/svc/sidecar/listeners"
 	"github.com/svc-dev/svc/sidecar/live"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 )
@@ -36,14 +37,28 @@ func loadConfig(path string) (config.Config, error) {
 	return config.Load(path, os.LookupEnv)
 }
 
+// serve runs the sidecar once, on fresh listeners, without restarts.
 func serve(ctx context.Context, configPath string, stderr io.Writer) error {
-	cfg, err := loadConfig(configPath)
+	set, err := listeners.New("")
 	if err != nil {
 		return err
 	}
+	_, err = serveImage(ctx, configPath, stderr, set, nil)
+	return err
+}
+
+// serveImage runs this process image of the sidecar on the listeners of
+// set until ctx ends or a restart is asked for; then it drains, flushes
+// telemetry and the audit log, and returns the handover for the next
+// image (nil when simply stopping). hup delivers SIGHUP.
+func serveImage(ctx context.Context, configPath string, stderr io.Writer, set *listeners.Set, hup <-chan os.Signal) (*handover, error) {
+	cfg, err := loadConfig(configPath)
+	if err != nil {
+		return nil, err
+	}
 	log, _, err := telemetry.NewLogger(stderr, cfg.Log.Level)
 	if err != nil {
-		return fmt.Errorf("%s: %w", cfg.Setting("log.level"), err)
+		return nil, fmt.Errorf("%s: %w", cfg.Setting("log.level"), err)
 	}
 	if gc := gctune.Tune(os.LookupEnv); gc != nil {
 		defer gc.Stop()
@@ -52,11 +67,11 @@ func serve(ctx context.Context, configPath string, stderr io.Writer) error {
 	}
 	topts := telemetry.Options{ServiceName: cfg.SDK.ServiceName, ServiceVersion: version.Version, Logger: log}
 	if err := topts.ApplyEnv(os.Getenv); err != nil {
-		return err
+		return nil, err
 	}
 	tel, err := telemetry.Setup(ctx, topts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer flush("telemetry", log.Error, tel.Shutdown)
 
@@ -69,11 +84,11 @@ func serve(ctx context.Context, configPath string, stderr io.Writer) error {
 		MaxSizeMB: cfg.Audit.MaxSizeMB, MaxBackups: cfg.Audit.MaxBackups,
 	})
 	if err != nil {
-		return fmt.Errorf("%s: %w", cfg.Setting("audit.destination"), err)
+		return nil, fmt.Errorf("%s: %w", cfg.Setting("audit.destination"), err)
 	}
 	defer flush("audit log", log.Error, auditLog.Close)
 	if _, err := auditLog.RegisterMetrics(tel.MeterProvider()); err != nil {
-		return fmt.Errorf("audit metrics: %w", err)
+		return nil, fmt.Errorf("audit metrics: %w", err)
 	}
 
 	dry := dryrun.NewManager(dryrun.Deps{Audit: auditLog, Logger: log})
@@ -88,15 +103,32 @@ func serve(ctx context.Context, configPath string, stderr io.Writer) error {
 		Observer:       hub,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer eng.Close()
 
-	srv, err := sidecar.New(sidecar.Deps{Engine: eng, Telemetry: tel, Audit: auditLog, Live: hub, DryRun: dry, Logger: log})
+	r := &restarter{set: set}
+	srv, err := sidecar.New(sidecar.Deps{Engine: eng, Telemetry: tel, Audit: auditLog, Live: hub, DryRun: dry, Logger: log,
+		Listen: set.Listen, Restart: r.prepare})
+	set.Close() // inherited sockets the configuration no longer names
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return srv.Serve(ctx)
+	if set.TookOver() {
+		log.Info("listening sockets taken over from the previous image")
+		// Connections wait in the accept queue until this image can
+		// verify tokens, rather than meet a sidecar without keys.
+		waitEngineReady(ctx, eng, log)
+	}
+	go r.watchHUP(ctx, hup, configPath, cfg, srv, log)
+	if err := srv.Serve(ctx); err != nil {
+		return nil, err
+	}
+	next := r.next()
+	if next != nil {
+		log.Info("restarting: a new image of the process takes over the listening sockets")
+	}
+	return next, nil
 }
 
 func flush(what string, logErr func(string, ...any), fn func(context.Context) error) {

@@ -38,6 +38,10 @@ type SidecarOptions struct {
 	Env map[string]string
 	// Args are extra command-line arguments.
 	Args []string
+	// Wrapper, when set, is a command that runs svc-sidecar: the binary
+	// path and Args are appended to it (for example unshare, to run the
+	// sidecar as PID 1 of its own PID namespace).
+	Wrapper []string
 }
 
 // Sidecar is a svc-sidecar process.
@@ -105,7 +109,8 @@ func LaunchSidecar(t testing.TB, opts SidecarOptions) *Sidecar {
 			WriteFile(t, dir, "svc.toml", opts.Config)
 		}
 	}
-	cmd := exec.Command(bin, args...)
+	argv := append(append(append([]string(nil), opts.Wrapper...), bin), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = envList(baseEnv(), env)
 	s.Process = StartProcess(t, "svc-sidecar", cmd)

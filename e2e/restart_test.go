@@ -1,0 +1,334 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/svc-dev/svc/e2e/harness"
+)
+
+// loadClients is the number of goroutines, each on its own connection,
+// that keep Check calls going.
+const loadClients = 8
+
+// checkLoad keeps Check calls going on several gRPC connections and
+// counts them, their failures and the worst latency.
+type checkLoad struct {
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	count    atomic.Int64
+	mu       sync.Mutex
+	failures []string
+	worst    time.Duration
+}
+
+// startCheckLoad starts loadClients loops of Check calls with token,
+// each of which must be allowed.
+func startCheckLoad(t *testing.T, s *harness.Sidecar, token string) *checkLoad {
+	t.Helper()
+	l := &checkLoad{stop: make(chan struct{})}
+	headers := map[string]string{"authorization": "Bearer " + token}
+	for range loadClients {
+		conn, err := grpc.NewClient(s.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				began := time.Now()
+				r, err := doCheck(conn, "GET", "/orders/1", headers, nil)
+				took := time.Since(began)
+				l.count.Add(1)
+				l.mu.Lock()
+				if took > l.worst {
+					l.worst = took
+				}
+				if err != nil {
+					l.failures = append(l.failures, err.Error())
+				} else if r.status != http.StatusOK {
+					l.failures = append(l.failures, "status "+http.StatusText(r.status)+": "+r.body)
+				}
+				l.mu.Unlock()
+			}
+		}()
+	}
+	return l
+}
+
+// finish stops the load and returns the request count, the failures and
+// the worst latency.
+func (l *checkLoad) finish() (int64, []string, time.Duration) {
+	close(l.stop)
+	l.wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.count.Load(), l.failures, l.worst
+}
+
+// waitCount waits until the load made at least n more calls.
+func (l *checkLoad) waitCount(t *testing.T, n int64) {
+	t.Helper()
+	target := l.count.Load() + n
+	deadline := time.Now().Add(30 * time.Second)
+	for l.count.Load() < target {
+		if time.Now().After(deadline) {
+			t.Fatalf("load made %d calls, want %d", l.count.Load(), target)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type sidecarStatus struct {
+	Status         string    `json:"status"`
+	Ready          bool      `json:"ready"`
+	PID            int       `json:"pid"`
+	StartedAt      time.Time `json:"started_at"`
+	PolicyRevision string    `json:"policy_revision"`
+	Version        string    `json:"version"`
+}
+
+func statusOf(t *testing.T, s *harness.Sidecar) sidecarStatus {
+	t.Helper()
+	code, _, body := harness.Get(t, s.URL("/v1/status"))
+	if code != http.StatusOK {
+		t.Fatalf("GET /v1/status = %d %s", code, body)
+	}
+	var st sidecarStatus
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// core runs the core binary against the sidecar and returns its exit
+// code and output.
+func core(t *testing.T, s *harness.Sidecar, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(harness.Binary(t, "core"), append([]string{"--sidecar", "http://" + s.HTTPAddr}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+// TestRestartAndReloadUnderLoad restarts the sidecar with core sidecar
+// restart, then swaps its policy with core sidecar reload-policy, while
+// gRPC clients keep Check calls going: not one call may fail. The PID
+// stays, the image changes, and the restart prints "healthy <version>".
+func TestRestartAndReloadUnderLoad(t *testing.T) {
+	k := newKeyring(t)
+	dir := t.TempDir()
+	signKey, verifyKey := ecKeyPair(t, dir)
+	s := startSidecar(t, k, map[string]string{
+		"SVC_RATE_LIMIT_DEFAULT_RPM": "100000000",
+		"SVC_BUNDLE_VERIFY_KEY_FILE": verifyKey,
+		"SVC_LOG_LEVEL":              "info",
+	})
+	before := statusOf(t, s)
+	load := startCheckLoad(t, s, k.token(t, "alice", "acme", "viewer"))
+	load.waitCount(t, 200)
+
+	code, stdout, stderr := core(t, s, "sidecar", "restart", "--drain-timeout", "10")
+	if code != 0 || !regexp.MustCompile(`^healthy \d+\.\d+\.\d+\S*\n$`).MatchString(stdout) {
+		t.Fatalf("core sidecar restart: exit %d, stdout %q, stderr %q; want healthy and a dotted version", code, stdout, stderr)
+	}
+	load.waitCount(t, 200)
+	after := statusOf(t, s)
+	if after.PID != before.PID || after.PID != s.Pid() || !after.StartedAt.After(before.StartedAt) {
+		t.Errorf("pid %d→%d (process %d), started_at %s→%s; want the same PID and a new image",
+			before.PID, after.PID, s.Pid(), before.StartedAt, after.StartedAt)
+	}
+
+	bundle := filepath.Join(dir, "policy.tar.gz")
+	if code, _, stderr := core(t, s, "policy", "bundle", "--dir", filepath.Join(harness.ModuleRoot(t), "policies"),
+		"--sign-key", signKey, "--revision", "under-load-2", "--out", bundle); code != 0 {
+		t.Fatalf("core policy bundle: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr = core(t, s, "sidecar", "reload-policy", "--bundle", bundle)
+	if code != 0 || !strings.Contains(stdout, "under-load-2") {
+		t.Fatalf("core sidecar reload-policy: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	load.waitCount(t, 200)
+
+	n, failures, worst := load.finish()
+	t.Logf("%d Check calls from %d clients through a restart and a policy swap; %d failed; worst latency %s",
+		n, loadClients, len(failures), worst)
+	if len(failures) > 0 {
+		t.Errorf("%d of %d calls failed; first: %s", len(failures), n, failures[0])
+	}
+	if st := statusOf(t, s); st.PolicyRevision != "under-load-2" || st.Status != "healthy" {
+		t.Errorf("after the swap: status %q revision %q, want healthy under-load-2", st.Status, st.PolicyRevision)
+	}
+}
+
+// ecKeyPair writes a P-256 bundle signing key pair into dir and returns
+// the paths of the private and the public key.
+func ecKeyPair(t *testing.T, dir string) (private, public string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	private = harness.WriteFile(t, dir, "bundle.pem", string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})))
+	public = harness.WriteFile(t, dir, "bundle.pub.pem", string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})))
+	return private, public
+}
+
+// TestSIGHUP: an invalid configuration is refused and the sidecar keeps
+// serving as it was; a changed one is applied by a new image of the same
+// process; an unchanged one reloads the policy directory in place.
+func TestSIGHUP(t *testing.T) {
+	k := newKeyring(t)
+	policyDir := t.TempDir()
+	harness.WriteFile(t, policyDir, "authz.rego", readPolicy(t))
+	s := startSidecar(t, k, map[string]string{"SVC_POLICY_DIR": policyDir, "SVC_LOG_LEVEL": "info"})
+	first := statusOf(t, s)
+	hup := func() {
+		t.Helper()
+		if err := s.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Unchanged configuration, edited policy: reloaded in place.
+	harness.WriteFile(t, policyDir, "extra.rego", "package svc.extra\n\nx := 1\n")
+	hup()
+	waitUntil(t, "the policy reload", func() bool { return statusOf(t, s).PolicyRevision != first.PolicyRevision })
+	if st := statusOf(t, s); !st.StartedAt.Equal(first.StartedAt) {
+		t.Errorf("an unchanged configuration restarted the image")
+	}
+
+	// Invalid configuration: refused, nothing changes.
+	harness.WriteFile(t, s.Dir, "svc.toml", sidecarConfig+"\n[sdk]\nfail_mode = \"sideways\"\n")
+	hup()
+	if _, err := s.WaitOutput(t, true, 10*time.Second, func(out string) bool {
+		return strings.Contains(out, "SIGHUP: configuration refused")
+	}); err != nil {
+		t.Fatalf("no refusal logged: %v", err)
+	}
+	if st := statusOf(t, s); !st.StartedAt.Equal(first.StartedAt) || st.Status != "healthy" {
+		t.Errorf("after an invalid configuration: %+v, want the same image, healthy", st)
+	}
+
+	// Changed configuration: a new image serves it, same PID.
+	harness.WriteFile(t, s.Dir, "svc.toml", strings.Replace(sidecarConfig, `plan = "team"`, `plan = "enterprise"`, 1))
+	hup()
+	waitUntil(t, "the new image", func() bool { return statusOf(t, s).StartedAt.After(first.StartedAt) })
+	if st := statusOf(t, s); st.PID != s.Pid() {
+		t.Errorf("pid %d, want %d", st.PID, s.Pid())
+	}
+	_, _, body := harness.Get(t, s.URL("/v1/config"))
+	if !strings.Contains(string(body), "plan = 'enterprise'") {
+		t.Errorf("the new image does not serve the changed configuration:\n%s", body)
+	}
+}
+
+func readPolicy(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "policies", "authz.rego"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestRestartAsPID1 runs the sidecar as PID 1 of its own PID namespace,
+// as in a container: a restart keeps it PID 1 (the container lives on)
+// and brings it back healthy.
+func TestRestartAsPID1(t *testing.T) {
+	if err := exec.Command("unshare", "--pid", "--fork", "true").Run(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("unshare --pid (util-linux, root or user namespaces) is needed: %v", err)
+		}
+		t.Skipf("cannot make a PID namespace here: %v", err)
+	}
+	s := harness.LaunchSidecar(t, harness.SidecarOptions{
+		Wrapper: []string{"unshare", "--pid", "--fork", "--kill-child=SIGTERM"},
+		Env:     map[string]string{"SVC_AUDIT_DESTINATION": "off"},
+	})
+	waitUntil(t, "the sidecar serving", func() bool {
+		resp, err := http.Get(s.URL("/readyz"))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	before := statusOf(t, s)
+	if before.PID != 1 {
+		t.Fatalf("pid %d, want 1 inside the namespace", before.PID)
+	}
+	code, stdout, stderr := core(t, s, "sidecar", "restart", "--drain-timeout", "2")
+	if code != 0 || !strings.HasPrefix(stdout, "healthy ") {
+		t.Fatalf("core sidecar restart: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	after := statusOf(t, s)
+	if after.PID != 1 || !after.StartedAt.After(before.StartedAt) {
+		t.Errorf("after the restart: pid %d, started_at %s (was %s); want PID 1 and a new image", after.PID, after.StartedAt, before.StartedAt)
+	}
+	select {
+	case <-s.Done():
+		t.Fatal("the namespace's init exited: a container would have stopped")
+	default:
+	}
+	// unshare ignores SIGTERM while it waits; the process group reaches
+	// the sidecar, as a container runtime's stop reaches PID 1.
+	if err := syscall.Kill(-s.Pid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := s.Wait(t, 20*time.Second); code != 0 {
+		t.Errorf("exit code %d after SIGTERM, want 0", code)
+	}
+}

@@ -1,0 +1,206 @@
+// Package listeners opens the sidecar's named listening sockets and hands
+// them over to the next image of the process, so that a restart never
+// closes a listening socket: connections that arrive while one image
+// drains and the next starts wait in the kernel's accept queue instead of
+// being refused.
+//
+// The handover travels in one environment variable, EnvVar, whose value
+// lists "name=fd@address" entries separated by ";": the name of the
+// listener (such as "grpc" or "http"), the descriptor number the process
+// inherits, and the configured address it was opened for. A listener is
+// taken over only when the configuration still names the same address;
+// otherwise a new socket is opened and the inherited one closed.
+package listeners
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// EnvVar carries inherited listening sockets into a new process image.
+const EnvVar = "SVC_LISTEN_FDS"
+
+// Set opens named listeners, taking over inherited ones, and remembers
+// every listener it opened for a handover. It is safe for concurrent use.
+type Set struct {
+	mu        sync.Mutex
+	inherited map[string]inherited
+	open      map[string]opened
+	tookOver  bool
+}
+
+type inherited struct {
+	file *os.File
+	addr string
+}
+
+type opened struct {
+	l    net.Listener
+	addr string
+}
+
+// New returns a Set that inherits the listeners described by value (the
+// content of EnvVar; "" for none).
+func New(value string) (*Set, error) {
+	s := &Set{inherited: map[string]inherited{}, open: map[string]opened{}}
+	if value == "" {
+		return s, nil
+	}
+	// Parse everything before adopting any descriptor, so that a
+	// malformed value never closes a descriptor it does not own.
+	fds := map[string]int{}
+	addrs := map[string]string{}
+	for entry := range strings.SplitSeq(value, ";") {
+		name, rest, ok1 := strings.Cut(entry, "=")
+		fdText, addr, ok2 := strings.Cut(rest, "@")
+		fd, err := strconv.Atoi(fdText)
+		if !ok1 || !ok2 || name == "" || err != nil || fd < 3 {
+			return nil, fmt.Errorf("%s: malformed entry %q: want name=fd@address", EnvVar, entry)
+		}
+		if _, dup := fds[name]; dup {
+			return nil, fmt.Errorf("%s: listener %q given twice", EnvVar, name)
+		}
+		fds[name], addrs[name] = fd, addr
+	}
+	for name, fd := range fds {
+		s.inherited[name] = inherited{file: os.NewFile(uintptr(fd), name), addr: addrs[name]}
+	}
+	return s, nil
+}
+
+// TookOver reports whether Listen took over at least one inherited
+// listener: this image continues a previous one.
+func (s *Set) TookOver() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tookOver
+}
+
+// takenOver wraps a listener built from an inherited descriptor.
+type takenOver struct{ net.Listener }
+
+// Listen returns the listener called name for addr: the inherited one
+// when the previous image handed over a listener of that name for the
+// same configured address, else a new TCP listener.
+func (s *Set) Listen(name, addr string) (net.Listener, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.open[name]; dup {
+		return nil, fmt.Errorf("listener %q opened twice", name)
+	}
+	var l net.Listener
+	if in, ok := s.inherited[name]; ok && in.addr == addr {
+		delete(s.inherited, name)
+		fl, err := net.FileListener(in.file)
+		in.file.Close() // FileListener holds its own duplicate
+		if err != nil {
+			return nil, fmt.Errorf("inherited listener %q (%s): %w", name, addr, err)
+		}
+		l = &takenOver{fl}
+		s.tookOver = true
+	} else {
+		var err error
+		if l, err = net.Listen("tcp", addr); err != nil {
+			return nil, err
+		}
+	}
+	s.open[name] = opened{l: l, addr: addr}
+	return l, nil
+}
+
+// Forget drops a listener the caller closed without serving it, so that
+// it is not handed over.
+func (s *Set) Forget(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.open, name)
+}
+
+// Close closes inherited descriptors no listener took over (the
+// configuration moved to another address). Call it once every listener
+// is open.
+func (s *Set) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, in := range s.inherited {
+		in.file.Close()
+		delete(s.inherited, name)
+	}
+}
+
+// Handover duplicates every open listener's socket into a descriptor
+// that survives exec and returns the files (keep them referenced until
+// exec: closing or collecting them closes the descriptors) and the value
+// of EnvVar describing them. The listeners themselves may then be closed:
+// the duplicates keep the sockets listening.
+func (s *Set) Handover() ([]*os.File, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var files []*os.File
+	var entries []string
+	names := make([]string, 0, len(s.open))
+	for name := range s.open {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		o := s.open[name]
+		l := o.l
+		if t, ok := l.(*takenOver); ok {
+			l = t.Listener
+		}
+		fl, ok := l.(interface{ File() (*os.File, error) })
+		if !ok {
+			closeAll(files)
+			return nil, "", fmt.Errorf("listener %q (%T) cannot be handed over", name, l)
+		}
+		f, err := fl.File()
+		if err != nil {
+			closeAll(files)
+			return nil, "", fmt.Errorf("listener %q: %w", name, err)
+		}
+		if err := keepOnExec(f); err != nil {
+			f.Close()
+			closeAll(files)
+			return nil, "", fmt.Errorf("listener %q: %w", name, err)
+		}
+		files = append(files, f)
+		entries = append(entries, fmt.Sprintf("%s=%d@%s", name, f.Fd(), o.addr))
+	}
+	if len(files) == 0 {
+		return nil, "", errors.New("no listener to hand over")
+	}
+	return files, strings.Join(entries, ";"), nil
+}
+
+// keepOnExec clears FD_CLOEXEC, which Go sets on every descriptor it
+// creates.
+func keepOnExec(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		_, _, errno := syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_SETFD, 0)
+		if errno != 0 {
+			serr = errno
+		}
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}

@@ -1,0 +1,61 @@
+package sidecar
+
+import (
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestRestartEndpoint: POST /v1/restart hands the request to the restart
+// hook, which ends Serve; without a hook it is refused.
+func TestRestartEndpoint(t *testing.T) {
+	t.Run("no hook", func(t *testing.T) {
+		r := startSidecar(t, devConfig())
+		code, body := post(t, r, PathRestart, nil)
+		if code != http.StatusNotImplemented || errorCode(body) != string(CodeRestartUnsupported) {
+			t.Errorf("POST %s = %d %s, want 501 %s", PathRestart, code, body, CodeRestartUnsupported)
+		}
+	})
+	tests := []struct {
+		name     string
+		body     string
+		wantCode int
+		want     RestartRequest
+	}{
+		{"defaults", "", http.StatusAccepted, RestartRequest{DrainTimeout: 30 * time.Second}},
+		{"drain and force", `{"drain_timeout_seconds": 1.5, "force": true}`, http.StatusAccepted, RestartRequest{DrainTimeout: 1500 * time.Millisecond, Force: true}},
+		{"negative drain", `{"drain_timeout_seconds": -1}`, http.StatusBadRequest, RestartRequest{}},
+		{"unknown field", `{"drain": 1}`, http.StatusBadRequest, RestartRequest{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := make(chan RestartRequest, 1)
+			r := startServer(t, Deps{Engine: newTestEngine(t, devConfig()), Restart: func(req RestartRequest) error {
+				got <- req
+				return nil
+			}})
+			waitFor(t, "ready", r.isReady)
+			code, body := post(t, r, PathRestart, []byte(tc.body))
+			if code != tc.wantCode {
+				t.Fatalf("POST %s %s = %d %s, want %d", PathRestart, tc.body, code, body, tc.wantCode)
+			}
+			if code != http.StatusAccepted {
+				return
+			}
+			select {
+			case req := <-got:
+				if req != tc.want {
+					t.Errorf("restart request %+v, want %+v", req, tc.want)
+				}
+			case <-time.After(waitTimeout):
+				t.Fatal("the restart hook was not called")
+			}
+			select {
+			case err := <-r.done:
+				r.done <- err
+			case <-time.After(waitTimeout):
+				t.Fatal("Serve did not return after the restart")
+			}
+		})
+	}
+}
