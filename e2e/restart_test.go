@@ -6,8 +6,8 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
-	"encoding/pem"
 	"encoding/json"
+	"encoding/pem"
 	"net/http"
 	"os"
 	"os/exec"
@@ -127,11 +127,10 @@ func statusOf(t *testing.T, s *harness.Sidecar) sidecarStatus {
 	return st
 }
 
-// core runs the core binary against the sidecar and returns its exit
-// code and output.
-func core(t *testing.T, s *harness.Sidecar, args ...string) (int, string, string) {
+// runCore runs the core binary and returns its exit code and output.
+func runCore(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.Command(harness.Binary(t, "core"), append([]string{"--sidecar", "http://" + s.HTTPAddr}, args...)...)
+	cmd := exec.Command(harness.Binary(t, "core"), args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -142,6 +141,12 @@ func core(t *testing.T, s *harness.Sidecar, args ...string) (int, string, string
 		t.Fatal(err)
 	}
 	return code, stdout.String(), stderr.String()
+}
+
+// runCoreAt runs core against the sidecar s.
+func runCoreAt(t *testing.T, s *harness.Sidecar, args ...string) (int, string, string) {
+	t.Helper()
+	return runCore(t, append([]string{"--sidecar", "http://" + s.HTTPAddr}, args...)...)
 }
 
 // TestRestartAndReloadUnderLoad restarts the sidecar with core sidecar
@@ -161,7 +166,7 @@ func TestRestartAndReloadUnderLoad(t *testing.T) {
 	load := startCheckLoad(t, s, k.token(t, "alice", "acme", "viewer"))
 	load.waitCount(t, 200)
 
-	code, stdout, stderr := core(t, s, "sidecar", "restart", "--drain-timeout", "10")
+	code, stdout, stderr := runCoreAt(t, s, "sidecar", "restart", "--drain-timeout", "10")
 	if code != 0 || !regexp.MustCompile(`^healthy \d+\.\d+\.\d+\S*\n$`).MatchString(stdout) {
 		t.Fatalf("core sidecar restart: exit %d, stdout %q, stderr %q; want healthy and a dotted version", code, stdout, stderr)
 	}
@@ -173,11 +178,11 @@ func TestRestartAndReloadUnderLoad(t *testing.T) {
 	}
 
 	bundle := filepath.Join(dir, "policy.tar.gz")
-	if code, _, stderr := core(t, s, "policy", "bundle", "--dir", filepath.Join(harness.ModuleRoot(t), "policies"),
+	if code, _, stderr := runCoreAt(t, s, "policy", "bundle", "--dir", filepath.Join(harness.ModuleRoot(t), "policies"),
 		"--sign-key", signKey, "--revision", "under-load-2", "--out", bundle); code != 0 {
 		t.Fatalf("core policy bundle: exit %d: %s", code, stderr)
 	}
-	code, stdout, stderr = core(t, s, "sidecar", "reload-policy", "--bundle", bundle)
+	code, stdout, stderr = runCoreAt(t, s, "sidecar", "reload-policy", "--bundle", bundle)
 	if code != 0 || !strings.Contains(stdout, "under-load-2") {
 		t.Fatalf("core sidecar reload-policy: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
@@ -310,7 +315,7 @@ func TestRestartAsPID1(t *testing.T) {
 	if before.PID != 1 {
 		t.Fatalf("pid %d, want 1 inside the namespace", before.PID)
 	}
-	code, stdout, stderr := core(t, s, "sidecar", "restart", "--drain-timeout", "2")
+	code, stdout, stderr := runCoreAt(t, s, "sidecar", "restart", "--drain-timeout", "2")
 	if code != 0 || !strings.HasPrefix(stdout, "healthy ") {
 		t.Fatalf("core sidecar restart: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}

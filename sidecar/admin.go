@@ -83,8 +83,10 @@ type Status struct {
 	Audit     *audit.Stats `json:"audit,omitempty"`
 	// SAML is the SAML gateway's state (IdP metadata, last good copy,
 	// whether signatures are checked), present with [sdk.saml].
-	SAML   *samlgw.Status `json:"saml,omitempty"`
-	Engine engine.Status  `json:"-"`
+	SAML *samlgw.Status `json:"saml,omitempty"`
+	// Bundle is the policy.bundle_url poller's state; absent without it.
+	Bundle *BundleStatus `json:"bundle,omitempty"`
+	Engine engine.Status `json:"-"`
 }
 
 func (s *Server) status() Status {
@@ -124,6 +126,11 @@ func (s *Server) status() Status {
 	} else {
 		st.CacheValid = true
 	}
+	if p := s.poller; p != nil {
+		bs := p.status()
+		st.Bundle = &bs
+		mergeBundleSync(&st, bs)
+	}
 	st.PolicySource, _ = s.policySource()
 	if s.saml != nil {
 		ss := s.saml.Status()
@@ -156,6 +163,28 @@ const (
 	StatusUnavailable = "unavailable"
 	StatusDraining    = "draining"
 )
+
+// mergeBundleSync folds the bundle poller's state into the control-plane
+// fields: partitioned when either the JWKS or the bundle server is, since
+// the earlier of the two; the last sync is the older of the two, so that
+// cache_age says how stale the oldest cached part is.
+func mergeBundleSync(st *Status, bs BundleStatus) {
+	if bs.Partitioned {
+		st.Partitioned = true
+		if st.Status == StatusHealthy {
+			st.Status, st.Reason = StatusDegraded, "bundle-server-unreachable"
+		}
+		if st.PartitionedSince == nil || bs.PartitionedSince.Before(*st.PartitionedSince) {
+			st.PartitionedSince = bs.PartitionedSince
+		}
+	}
+	if bs.LastSync != nil && (st.LastSync == nil || bs.LastSync.Before(*st.LastSync)) {
+		st.LastSync = bs.LastSync
+	}
+	if st.LastSync != nil {
+		st.CacheAge = time.Since(*st.LastSync).Round(time.Second).String()
+	}
+}
 
 // isReady: serving, not draining, and able to verify tokens (development
 // mode, or at least one key cached).

@@ -140,23 +140,25 @@ func (s *Server) ReloadPolicies(ctx context.Context) error {
 func (s *Server) PolicyRevision() string { return s.deps.Engine.Policies().Revision() }
 
 // restoreBundle activates the bundle persisted in policy.bundle_cache_dir,
-// if any. A persisted bundle that no longer verifies is logged and left
-// aside: the configured policy serves.
-func (s *Server) restoreBundle() {
+// if any, and reports whether it did. A persisted bundle that no longer
+// verifies is logged and left aside: the configured policy serves.
+func (s *Server) restoreBundle() bool {
 	dir := s.deps.Engine.Config().Policy.BundleCacheDir
 	if dir == "" {
-		return
+		return false
 	}
 	data, err := os.ReadFile(filepath.Join(dir, cachedBundleFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return
+		return false
 	}
 	if err == nil {
 		_, err = s.activateBundle(data, sourceCache, true)
 	}
 	if err != nil {
 		s.log.Warn("persisted policy bundle not restored; serving the configured policy", "dir", dir, "err", err)
+		return false
 	}
+	return true
 }
 
 // policySource reports where the active set came from and when.

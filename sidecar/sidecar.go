@@ -98,6 +98,7 @@ type Server struct {
 	started  time.Time
 	bundles  bundles
 	restart  atomic.Pointer[RestartRequest]
+	poller   *bundlePoller // nil without policy.bundle_url
 	stop     atomic.Pointer[context.CancelFunc]
 }
 
@@ -148,7 +149,6 @@ func New(deps Deps) (*Server, error) {
 	authzSrv.RegisterHTTP(mux)
 	envoySrv.RegisterHTTP(mux)
 	s.registerAdmin(mux)
-	s.restoreBundle()
 	if deps.Live != nil {
 		s.streams = live.NewStreams(deps.Live)
 		s.streams.Register(mux, s.admin)
@@ -161,6 +161,10 @@ func New(deps Deps) (*Server, error) {
 			s.closeListeners()
 			return nil, err
 		}
+	}
+	s.poller = newBundlePoller(cfg.Policy)
+	if s.restoreBundle() && s.poller != nil {
+		s.poller.restoreETag(cfg.Policy.BundleCacheDir)
 	}
 	s.http = &http.Server{
 		Handler:           s.countInflight(s.guardReads(mux)),
@@ -231,6 +235,12 @@ func (s *Server) Serve(ctx context.Context) error {
 			return nil
 		})
 		g.Go(func() error { return s.saml.Run(gctx) })
+	}
+	if s.poller != nil {
+		g.Go(func() error {
+			s.pollBundles(gctx)
+			return nil
+		})
 	}
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.ready.Store(true)

@@ -209,3 +209,46 @@ func logFile(t testing.TB, what, path string) {
 	}
 	t.Logf("%s:\n%s", what, clip(string(b), 64<<10))
 }
+
+// StartNginxStatic runs nginx from the system serving the files under
+// root on addr (a fixed address, so that a test can stop nginx and start
+// it again where clients expect it). nginx answers with its own ETags
+// and 304 Not Modified to a matching If-None-Match. Its access log,
+// access.log in the returned Proxy's Dir, has one line per request:
+// the status, then the If-None-Match and Authorization headers quoted.
+func StartNginxStatic(t testing.TB, root, addr string) *Proxy {
+	t.Helper()
+	bin := LookPath(t, "nginx", "apt-get install nginx (scripts/test-packages.txt)")
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o755); err != nil {
+		t.Fatalf("nginx dir: %v", err)
+	}
+	var b strings.Builder
+	if os.Geteuid() == 0 {
+		b.WriteString("user root;\n")
+	}
+	fmt.Fprintf(&b, `worker_processes 1;
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log info;
+events { worker_connections 64; }
+http {
+    log_format conditional escape=none '$status "$http_if_none_match" "$http_authorization"';
+    access_log %[1]s/access.log conditional;
+    client_body_temp_path %[1]s/tmp/client_body;
+    proxy_temp_path %[1]s/tmp/proxy;
+    fastcgi_temp_path %[1]s/tmp/fastcgi;
+    uwsgi_temp_path %[1]s/tmp/uwsgi;
+    scgi_temp_path %[1]s/tmp/scgi;
+    server {
+        listen %[2]s;
+        root %[3]s;
+    }
+}
+`, dir, addr, root)
+	conf := WriteFile(t, dir, "nginx.conf", b.String())
+	cmd := exec.Command(bin, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", conf, "-g", "daemon off;")
+	cmd.Env = baseEnv()
+	p := &Proxy{Process: StartProcess(t, "nginx", cmd), URL: "http://" + addr, Dir: dir}
+	waitListening(t, p.Process, addr)
+	return p
+}

@@ -196,6 +196,18 @@ type Policy struct {
 	// never denies a request; authentication and rate limits still apply.
 	// Env SVC_POLICY_MODE.
 	Mode string `toml:"mode" yaml:"mode"`
+	// BundleURL is a control plane's bundle: polled with OPA's bundle
+	// service protocol (ETag / If-None-Match), verified with
+	// BundleVerifyKeyFile (required with it) and activated atomically.
+	// https, or http on a loopback host. Env SVC_BUNDLE_URL.
+	BundleURL string `toml:"bundle_url" yaml:"bundle_url"`
+	// BundleTokenFile holds a bearer token sent to BundleURL.
+	// Env SVC_BUNDLE_TOKEN_FILE.
+	BundleTokenFile string `toml:"bundle_token_file" yaml:"bundle_token_file"`
+	// BundleMinPoll / BundleMaxPoll bound the jittered interval between
+	// two polls of BundleURL. Defaults 60s and 120s.
+	BundleMinPoll Duration `toml:"bundle_min_poll" yaml:"bundle_min_poll"`
+	BundleMaxPoll Duration `toml:"bundle_max_poll" yaml:"bundle_max_poll"`
 }
 
 // JWT is the [jwt] table.

@@ -16,6 +16,8 @@ const (
 	DefaultRPM              = 1000
 	DefaultHTTPAddr         = "127.0.0.1:7700"
 	DefaultDrainTimeout     = 30 * time.Second
+	DefaultBundleMinPoll    = 60 * time.Second
+	DefaultBundleMaxPoll    = 120 * time.Second
 	DefaultCheckProxy       = CheckProxyAuto
 	DefaultAuditDestination = AuditStdout
 	DefaultAuditQueueSize   = 4096
@@ -53,6 +55,9 @@ func (c *Config) SetDefaults() {
 		setString(&s.CookieName, DefaultSAMLCookieName)
 		setString(&s.PathPrefix, DefaultSAMLPathPrefix)
 	}
+
+	setDuration(&c.Policy.BundleMinPoll, DefaultBundleMinPoll)
+	setDuration(&c.Policy.BundleMaxPoll, DefaultBundleMaxPoll)
 
 	setDuration(&c.JWT.ClockSkew, DefaultJWTClockSkew)
 	if c.JWT.CacheSize == 0 {

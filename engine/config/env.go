@@ -60,6 +60,12 @@ var envTable = []EnvVar{
 			c.Policy.Mode = v
 			return checkPolicyMode(v)
 		}},
+	{Name: "SVC_BUNDLE_URL", Key: "policy.bundle_url",
+		Help:  "URL of a control plane's policy bundle, polled with ETag and verified with the bundle key.",
+		apply: func(c *Config, v string) string { c.Policy.BundleURL = v; return "" }},
+	{Name: "SVC_BUNDLE_TOKEN_FILE", Key: "policy.bundle_token_file",
+		Help:  "File holding the bearer token sent to policy.bundle_url.",
+		apply: func(c *Config, v string) string { c.Policy.BundleTokenFile = v; return "" }},
 	{Name: "SVC_LOG_LEVEL", Key: "log.level",
 		Help: "One of trace, debug, info (default), warn, error.",
 		apply: func(c *Config, v string) string {

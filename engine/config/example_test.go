@@ -44,6 +44,8 @@ func ExampleEnvVars() {
 	// SVC_BUNDLE_VERIFY_KEY_FILE overrides policy.bundle_verify_key_file
 	// SVC_BUNDLE_CACHE_DIR overrides policy.bundle_cache_dir
 	// SVC_POLICY_MODE overrides policy.mode
+	// SVC_BUNDLE_URL overrides policy.bundle_url
+	// SVC_BUNDLE_TOKEN_FILE overrides policy.bundle_token_file
 	// SVC_LOG_LEVEL overrides log.level
 	// SVC_JWT_ISSUER overrides jwt.issuer
 	// SVC_JWT_AUDIENCES overrides jwt.audiences

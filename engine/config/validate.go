@@ -32,6 +32,7 @@ func (c Config) Validate() error {
 	v.tenants()
 	v.rateLimit()
 	v.sidecar()
+	v.policy()
 	if msg := checkAuditDestination(c.Audit.Destination); msg != "" {
 		v.fail("audit.destination", "%s", msg)
 	}
@@ -259,6 +260,25 @@ func (v *validator) rateLimit() {
 		if msg := checkHostPort(r.RedisAddr); msg != "" {
 			v.fail("rate_limit.redis_addr", "%s", msg)
 		}
+	}
+}
+
+func (v *validator) policy() {
+	p := v.c.Policy
+	if p.BundleURL != "" {
+		if msg := checkURL(p.BundleURL, true); msg != "" {
+			v.fail("policy.bundle_url", "%s", msg)
+		}
+		if p.BundleVerifyKeyFile == "" {
+			v.fail("policy.bundle_url", "requires policy.bundle_verify_key_file: bundles from a control plane are always verified")
+		}
+	}
+	if p.BundleMinPoll.Duration <= 0 {
+		v.fail("policy.bundle_min_poll", "must be positive, got %q", p.BundleMinPoll.String())
+	}
+	if p.BundleMinPoll.Duration > p.BundleMaxPoll.Duration {
+		v.fail("policy.bundle_min_poll", "must not exceed policy.bundle_max_poll (%s > %s)",
+			p.BundleMinPoll.Duration, p.BundleMaxPoll.Duration)
 	}
 }
 

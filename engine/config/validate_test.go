@@ -66,6 +66,15 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 			"sidecar.http_addr", `svc.toml: sidecar.http_addr: port must be a number from 0 to 65535, got "65536"`},
 		{"http_addr signed port", func(c *Config) { c.Sidecar.HTTPAddr = "127.0.0.1:+80" }, "",
 			"sidecar.http_addr", `svc.toml: sidecar.http_addr: port must be a number from 0 to 65535, got "+80"`},
+		{"bundle_url without a verification key", func(c *Config) { c.Policy.BundleURL = "https://cp.example.com/b.tar.gz" }, "SVC_BUNDLE_URL",
+			"policy.bundle_url", "SVC_BUNDLE_URL: requires policy.bundle_verify_key_file: bundles from a control plane are always verified"},
+		{"bundle_url public http", func(c *Config) {
+			c.Policy.BundleURL, c.Policy.BundleVerifyKeyFile = "http://cp.example.com/b.tar.gz", "/k.pem"
+		}, "", "policy.bundle_url", `svc.toml: policy.bundle_url: must use https (http only on a loopback host), got "http://cp.example.com/b.tar.gz"`},
+		{"bundle poll bounds", func(c *Config) { c.Policy.BundleMinPoll = Duration{3 * time.Minute} }, "",
+			"policy.bundle_min_poll", "svc.toml: policy.bundle_min_poll: must not exceed policy.bundle_max_poll (3m0s > 2m0s)"},
+		{"allowed host with port", func(c *Config) { c.Sidecar.AllowedHosts = []string{"svc:7700"} }, "",
+			"sidecar.allowed_hosts[0]", `svc.toml: sidecar.allowed_hosts[0]: must be a host name without port, got "svc:7700"`},
 		{"log level", func(c *Config) { c.Log.Level = "INFO" }, "SVC_LOG_LEVEL",
 			"log.level", `SVC_LOG_LEVEL: must be one of trace, debug, info, warn, error, got "INFO"`},
 		{"default_rpm negative", func(c *Config) { c.RateLimit.DefaultRPM = -5 }, "",

@@ -1,0 +1,207 @@
+package sidecar
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/svc-dev/svc/engine/config"
+)
+
+// sourceBundleURL tags a policy set polled from policy.bundle_url.
+const sourceBundleURL = "bundle_url"
+
+// cachedETagFile holds the ETag of the persisted bundle when it came from
+// policy.bundle_url, so that a restarted sidecar asks with If-None-Match.
+const cachedETagFile = "active-bundle.etag"
+
+// bundleFetchTimeout bounds one poll of policy.bundle_url.
+const bundleFetchTimeout = 30 * time.Second
+
+// BundleStatus is the state of the policy.bundle_url poller in GET
+// /v1/status.
+type BundleStatus struct {
+	// URL is policy.bundle_url with credentials redacted.
+	URL string `json:"url"`
+	// ETag is the ETag of the active bundle as the server gave it.
+	ETag string `json:"etag,omitempty"`
+	// LastSync is the last time the server answered with the active
+	// bundle or 304 Not Modified.
+	LastSync *time.Time `json:"last_sync,omitempty"`
+	// LastAttempt is the last poll, successful or not.
+	LastAttempt *time.Time `json:"last_attempt,omitempty"`
+	// Partitioned is true while the server cannot be reached or answers
+	// with an error; the last good bundle keeps serving.
+	Partitioned      bool       `json:"partitioned"`
+	PartitionedSince *time.Time `json:"partitioned_since,omitempty"`
+	// LastError says why the last poll failed or its bundle was refused.
+	LastError string `json:"last_error,omitempty"`
+}
+
+// bundlePoller polls policy.bundle_url with the OPA bundle service
+// protocol: GET with If-None-Match, 304 keeps the active bundle, 200
+// brings a bundle that is verified and activated like an upload.
+type bundlePoller struct {
+	url       string
+	tokenFile string
+	min, max  time.Duration
+	client    *http.Client
+
+	mu      sync.Mutex
+	etag    string
+	synced  time.Time
+	tried   time.Time
+	since   time.Time // zero while not partitioned
+	lastErr string
+}
+
+func newBundlePoller(p config.Policy) *bundlePoller {
+	if p.BundleURL == "" {
+		return nil
+	}
+	return &bundlePoller{
+		url: p.BundleURL, tokenFile: p.BundleTokenFile,
+		min: p.BundleMinPoll.Duration, max: p.BundleMaxPoll.Duration,
+		client: &http.Client{Timeout: bundleFetchTimeout},
+	}
+}
+
+// pollBundles polls until ctx ends: once at once, then after a random
+// interval between the configured minimum and maximum, so that a fleet
+// of sidecars does not poll in step.
+func (s *Server) pollBundles(ctx context.Context) {
+	p := s.poller
+	for {
+		s.pollOnce(ctx)
+		wait := p.min
+		if p.max > p.min {
+			wait += rand.N(p.max - p.min)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// pollOnce fetches the bundle once and records the outcome.
+func (s *Server) pollOnce(ctx context.Context) {
+	p := s.poller
+	now := time.Now()
+	data, etag, err := p.fetch(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tried = now
+	if err != nil {
+		if p.since.IsZero() {
+			p.since = now
+			s.log.Warn("policy bundle server unreachable; the active policy keeps serving", "url", config.RedactURL(p.url), "err", err)
+		}
+		p.lastErr = err.Error()
+		return
+	}
+	if !p.since.IsZero() {
+		s.log.Info("policy bundle server answers again", "url", config.RedactURL(p.url), "partitioned_for", now.Sub(p.since).Round(time.Millisecond).String())
+	}
+	p.since = time.Time{}
+	if data == nil { // 304 Not Modified
+		p.synced, p.lastErr = now, ""
+		return
+	}
+	if _, err := s.activateBundle(data, sourceBundleURL, false); err != nil {
+		// The server answered, with a bundle we refuse: keep the active
+		// one, and keep asking with the old ETag until it is fixed.
+		p.lastErr = "bundle refused: " + err.Error()
+		s.log.Warn("policy bundle from the control plane refused; the active policy stays", "url", config.RedactURL(p.url), "err", err)
+		return
+	}
+	p.etag, p.synced, p.lastErr = etag, now, ""
+	if dir := s.deps.Engine.Config().Policy.BundleCacheDir; dir != "" {
+		if err := writeFileAtomic(filepath.Join(dir, cachedETagFile), []byte(etag)); err != nil {
+			s.log.Warn("bundle ETag not persisted", "err", err)
+		}
+	}
+}
+
+// fetch GETs the bundle. It returns nil data for 304 Not Modified.
+func (p *bundlePoller) fetch(ctx context.Context) (data []byte, etag string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	p.mu.Lock()
+	if p.etag != "" {
+		req.Header.Set("If-None-Match", p.etag)
+	}
+	p.mu.Unlock()
+	req.Header.Set("Accept", "application/gzip, application/octet-stream")
+	if p.tokenFile != "" {
+		tok, err := os.ReadFile(p.tokenFile)
+		if err != nil {
+			return nil, "", fmt.Errorf("read policy.bundle_token_file: %w", err)
+		}
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		var ue interface{ Unwrap() error }
+		if errors.As(err, &ue) {
+			err = ue.Unwrap() // the URL is logged beside it, redacted
+		}
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusNotModified:
+		return nil, "", nil
+	case http.StatusOK:
+		data, err := io.ReadAll(io.LimitReader(resp.Body, maxBundleBytes+1))
+		if err != nil {
+			return nil, "", fmt.Errorf("read bundle: %w", err)
+		}
+		if len(data) > maxBundleBytes {
+			return nil, "", fmt.Errorf("bundle larger than %d bytes", maxBundleBytes)
+		}
+		return data, resp.Header.Get("ETag"), nil
+	}
+	return nil, "", fmt.Errorf("bundle server answered %s", resp.Status)
+}
+
+// restoreETag loads the ETag persisted with a bundle from the URL.
+func (p *bundlePoller) restoreETag(dir string) {
+	if b, err := os.ReadFile(filepath.Join(dir, cachedETagFile)); err == nil {
+		p.etag = string(bytes.TrimSpace(b))
+	}
+}
+
+func (p *bundlePoller) status() BundleStatus {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := BundleStatus{URL: config.RedactURL(p.url), ETag: p.etag, Partitioned: !p.since.IsZero(), LastError: p.lastErr}
+	if !p.synced.IsZero() {
+		t := p.synced
+		st.LastSync = &t
+	}
+	if !p.tried.IsZero() {
+		t := p.tried
+		st.LastAttempt = &t
+	}
+	if st.Partitioned {
+		t := p.since
+		st.PartitionedSince = &t
+	}
+	return st
+}
