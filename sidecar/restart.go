@@ -78,6 +78,10 @@ func (s *Server) serveRestart(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, reason.InputInvalid, "restart body: "+err.Error())
 		return
 	}
+	// Read the body to its end: a forced stop closes this connection,
+	// and unread request bytes would make that close a reset that can
+	// lose the answer.
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 4<<10))
 	req := RestartRequest{DrainTimeout: s.deps.Engine.Config().Sidecar.DrainTimeout.Duration, Force: body.Force}
 	if d := body.DrainTimeoutSeconds; d != nil {
 		if *d < 0 || time.Duration(*d*float64(time.Second)) > maxDrainTimeout {
