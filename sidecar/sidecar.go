@@ -11,18 +11,22 @@ package sidecar
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -34,6 +38,7 @@ import (
 	"github.com/svc-dev/svc/envoy"
 	"github.com/svc-dev/svc/samlgw"
 	"github.com/svc-dev/svc/sidecar/dryrun"
+	"github.com/svc-dev/svc/sidecar/listeners"
 	"github.com/svc-dev/svc/sidecar/live"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 )
@@ -99,6 +104,7 @@ type Server struct {
 	bundles  bundles
 	restart  atomic.Pointer[RestartRequest]
 	poller   *bundlePoller // nil without policy.bundle_url
+	certs    *certs        // nil without sidecar.tls_cert_file
 	stop     atomic.Pointer[context.CancelFunc]
 }
 
@@ -114,17 +120,26 @@ func New(deps Deps) (*Server, error) {
 	cfg := deps.Engine.Config()
 	s := &Server{deps: deps, log: deps.Logger, started: time.Now()}
 
+	var err error
+	if s.certs, err = newCerts(cfg.Sidecar, s.log); err != nil {
+		return nil, err
+	}
 	listen := deps.Listen
 	if listen == nil {
-		listen = func(_, addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+		mode, _ := strconv.ParseUint(cfg.Sidecar.SocketMode, 8, 32)
+		listen = func(_, addr string) (net.Listener, error) { return listeners.Open(addr, os.FileMode(mode)) }
 	}
-	var err error
 	if s.grpcLis, err = listen(ListenerGRPC, cfg.SDK.SidecarAddr); err != nil {
 		return nil, fmt.Errorf("%s: grpc listener on %s: %w", cfg.Setting("sdk.sidecar_addr"), cfg.SDK.SidecarAddr, err)
 	}
 	if s.httpLis, err = listen(ListenerHTTP, cfg.Sidecar.HTTPAddr); err != nil {
 		s.grpcLis.Close()
 		return nil, fmt.Errorf("%s: http listener on %s: %w", cfg.Setting("sidecar.http_addr"), cfg.Sidecar.HTTPAddr, err)
+	}
+	if s.certs != nil {
+		// gRPC does its own handshakes (with ALPN h2); HTTP gets a TLS
+		// listener over the plain one, which stays the one handed over.
+		s.httpLis = tls.NewListener(s.httpLis, s.certs.config("http/1.1"))
 	}
 
 	envoySrv, err := envoy.New(cfg, deps.Engine, envoy.Deps{Logger: s.log})
@@ -191,6 +206,9 @@ func (s *Server) grpcOptions() []grpc.ServerOption {
 			MinTime:             10 * time.Second,
 			PermitWithoutStream: true,
 		}),
+	}
+	if s.certs != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(s.certs.config("h2"))))
 	}
 	if t := s.deps.Telemetry; t != nil {
 		opts = append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(

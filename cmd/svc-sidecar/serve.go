@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/svc-dev/svc/engine"
@@ -108,6 +109,9 @@ func serveImage(ctx context.Context, configPath string, stderr io.Writer, set *l
 	defer eng.Close()
 
 	r := &restarter{set: set}
+	if mode, err := strconv.ParseUint(cfg.Sidecar.SocketMode, 8, 32); err == nil {
+		set.SetSocketMode(os.FileMode(mode))
+	}
 	srv, err := sidecar.New(sidecar.Deps{Engine: eng, Telemetry: tel, Audit: auditLog, Live: hub, DryRun: dry, Logger: log,
 		Listen: set.Listen, Restart: r.prepare})
 	set.Close() // inherited sockets the configuration no longer names

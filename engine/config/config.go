@@ -276,6 +276,21 @@ type Sidecar struct {
 	// reads need the admin token like mutating endpoints do.
 	// Env SVC_PUBLIC_READ.
 	PublicRead bool `toml:"public_read" yaml:"public_read"`
+	// TLSCertFile and TLSKeyFile are a PEM certificate chain and its
+	// private key; when both are set, the gRPC and HTTP listeners serve
+	// TLS. The files are read again when they change. Env
+	// SVC_TLS_CERT_FILE, SVC_TLS_KEY_FILE.
+	TLSCertFile string `toml:"tls_cert_file" yaml:"tls_cert_file"`
+	TLSKeyFile  string `toml:"tls_key_file" yaml:"tls_key_file"`
+	// TLSClientCAFile is a PEM bundle of CA certificates; when set, both
+	// listeners require a client certificate issued by one of them
+	// (mutual TLS). Requires TLSCertFile. Env SVC_TLS_CLIENT_CA_FILE.
+	TLSClientCAFile string `toml:"tls_client_ca_file" yaml:"tls_client_ca_file"`
+	// SocketMode is the file mode of Unix domain sockets the sidecar
+	// listens on (sdk.sidecar_addr or http_addr of the form
+	// unix:///path), as an octal string. Default "0660". Env
+	// SVC_SOCKET_MODE.
+	SocketMode string `toml:"socket_mode" yaml:"socket_mode"`
 	// AllowedHosts are extra host names accepted in the Host header of
 	// loopback callers, besides IP literals, "localhost" and the listen
 	// host; any other name is refused as a DNS-rebinding attempt.

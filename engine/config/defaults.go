@@ -16,6 +16,7 @@ const (
 	DefaultRPM              = 1000
 	DefaultHTTPAddr         = "127.0.0.1:7700"
 	DefaultDrainTimeout     = 30 * time.Second
+	DefaultSocketMode       = "0660"
 	DefaultBundleMinPoll    = 60 * time.Second
 	DefaultBundleMaxPoll    = 120 * time.Second
 	DefaultCheckProxy       = CheckProxyAuto
@@ -74,6 +75,7 @@ func (c *Config) SetDefaults() {
 
 	setString(&c.Sidecar.HTTPAddr, DefaultHTTPAddr)
 	setDuration(&c.Sidecar.DrainTimeout, DefaultDrainTimeout)
+	setString(&c.Sidecar.SocketMode, DefaultSocketMode)
 	setString(&c.Sidecar.CheckProxy, DefaultCheckProxy)
 	setString(&c.Sidecar.SAMLAddr, DefaultSAMLAddr)
 

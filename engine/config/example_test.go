@@ -55,6 +55,10 @@ func ExampleEnvVars() {
 	// SVC_CHECK_PROXY overrides sidecar.check_proxy
 	// SVC_TRUST_FORWARDED_FOR overrides sidecar.trust_forwarded_for
 	// SVC_ADMIN_TOKEN_FILE overrides sidecar.admin_token_file
+	// SVC_TLS_CERT_FILE overrides sidecar.tls_cert_file
+	// SVC_TLS_KEY_FILE overrides sidecar.tls_key_file
+	// SVC_TLS_CLIENT_CA_FILE overrides sidecar.tls_client_ca_file
+	// SVC_SOCKET_MODE overrides sidecar.socket_mode
 	// SVC_PUBLIC_READ overrides sidecar.public_read
 	// SVC_AUDIT_DESTINATION overrides audit.destination
 	// SVC_AUDIT_MAX_SIZE_MB overrides audit.max_size_mb

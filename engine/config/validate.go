@@ -108,7 +108,7 @@ func (v *validator) text(rv reflect.Value, path []string) {
 
 func (v *validator) sdk() {
 	s := v.c.SDK
-	if msg := checkHostPort(s.SidecarAddr); msg != "" {
+	if msg := checkListenAddr(s.SidecarAddr); msg != "" {
 		v.fail("sdk.sidecar_addr", "%s", msg)
 	}
 	if msg := checkFailMode(s.FailMode); msg != "" {
@@ -284,7 +284,7 @@ func (v *validator) policy() {
 
 func (v *validator) sidecar() {
 	s := v.c.Sidecar
-	if msg := checkHostPort(s.HTTPAddr); msg != "" {
+	if msg := checkListenAddr(s.HTTPAddr); msg != "" {
 		v.fail("sidecar.http_addr", "%s", msg)
 	}
 	if msg := checkHostPort(s.SAMLAddr); msg != "" {
@@ -292,6 +292,15 @@ func (v *validator) sidecar() {
 	}
 	if s.DrainTimeout.Duration < 0 {
 		v.fail("sidecar.drain_timeout", "must not be negative, got %q", s.DrainTimeout.String())
+	}
+	if (s.TLSCertFile == "") != (s.TLSKeyFile == "") {
+		v.fail("sidecar.tls_cert_file", "sidecar.tls_cert_file and sidecar.tls_key_file must be set together")
+	}
+	if s.TLSClientCAFile != "" && s.TLSCertFile == "" {
+		v.fail("sidecar.tls_client_ca_file", "requires sidecar.tls_cert_file and sidecar.tls_key_file: client certificates are asked for over TLS")
+	}
+	if m, err := strconv.ParseUint(s.SocketMode, 8, 32); err != nil || m > 0o777 {
+		v.fail("sidecar.socket_mode", "must be an octal file mode such as \"0660\", got %q", s.SocketMode)
 	}
 	for i, h := range s.AllowedHosts {
 		if h == "" || strings.ContainsAny(h, " /:@") {
@@ -349,6 +358,30 @@ func checkAuditDestination(s string) string {
 		return fmt.Sprintf("must be %q, %q, %q or a file path", AuditStdout, AuditStderr, AuditOff)
 	case strings.ContainsRune(s, 0):
 		return "file path must not contain a NUL byte"
+	}
+	return ""
+}
+
+// UnixScheme prefixes a listen address that is a Unix domain socket:
+// "unix:///run/svc/grpc.sock".
+const UnixScheme = "unix://"
+
+// maxSocketPath is the longest socket path Linux accepts (sun_path).
+const maxSocketPath = 107
+
+// checkListenAddr accepts host:port, or unix:// and an absolute path.
+func checkListenAddr(s string) string {
+	path, ok := strings.CutPrefix(s, UnixScheme)
+	if !ok {
+		return checkHostPort(s)
+	}
+	switch {
+	case !strings.HasPrefix(path, "/"):
+		return fmt.Sprintf("a Unix socket address must be unix:// and an absolute path, got %q", s)
+	case len(path) > maxSocketPath:
+		return fmt.Sprintf("Unix socket path longer than %d bytes: %q", maxSocketPath, path)
+	case strings.ContainsRune(path, 0):
+		return "Unix socket path must not contain a NUL byte"
 	}
 	return ""
 }

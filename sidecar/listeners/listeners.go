@@ -30,10 +30,11 @@ const EnvVar = "SVC_LISTEN_FDS"
 // Set opens named listeners, taking over inherited ones, and remembers
 // every listener it opened for a handover. It is safe for concurrent use.
 type Set struct {
-	mu        sync.Mutex
-	inherited map[string]inherited
-	open      map[string]opened
-	tookOver  bool
+	mu         sync.Mutex
+	inherited  map[string]inherited
+	open       map[string]opened
+	tookOver   bool
+	socketMode os.FileMode
 }
 
 type inherited struct {
@@ -49,7 +50,7 @@ type opened struct {
 // New returns a Set that inherits the listeners described by value (the
 // content of EnvVar; "" for none).
 func New(value string) (*Set, error) {
-	s := &Set{inherited: map[string]inherited{}, open: map[string]opened{}}
+	s := &Set{inherited: map[string]inherited{}, open: map[string]opened{}, socketMode: DefaultSocketMode}
 	if value == "" {
 		return s, nil
 	}
@@ -75,6 +76,13 @@ func New(value string) (*Set, error) {
 	return s, nil
 }
 
+// SetSocketMode sets the file mode of the Unix sockets Listen creates.
+func (s *Set) SetSocketMode(mode os.FileMode) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.socketMode = mode
+}
+
 // TookOver reports whether Listen took over at least one inherited
 // listener: this image continues a previous one.
 func (s *Set) TookOver() bool {
@@ -88,7 +96,7 @@ type takenOver struct{ net.Listener }
 
 // Listen returns the listener called name for addr: the inherited one
 // when the previous image handed over a listener of that name for the
-// same configured address, else a new TCP listener.
+// same configured address, else a new one (see Open).
 func (s *Set) Listen(name, addr string) (net.Listener, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -107,7 +115,7 @@ func (s *Set) Listen(name, addr string) (net.Listener, error) {
 		s.tookOver = true
 	} else {
 		var err error
-		if l, err = net.Listen("tcp", addr); err != nil {
+		if l, err = Open(addr, s.socketMode); err != nil {
 			return nil, err
 		}
 	}
@@ -161,6 +169,10 @@ func (s *Set) Handover() ([]*os.File, string, error) {
 			closeAll(files)
 			return nil, "", fmt.Errorf("listener %q (%T) cannot be handed over", name, l)
 		}
+		if ul, ok := l.(*net.UnixListener); ok {
+			// The socket file must outlive this image's Close.
+			ul.SetUnlinkOnClose(false)
+		}
 		f, err := fl.File()
 		if err != nil {
 			closeAll(files)
@@ -203,4 +215,40 @@ func closeAll(files []*os.File) {
 	for _, f := range files {
 		f.Close()
 	}
+}
+
+// UnixScheme prefixes a listen address that is a Unix domain socket path:
+// "unix:///run/svc/grpc.sock".
+const UnixScheme = "unix://"
+
+// DefaultSocketMode is the file mode of Unix sockets unless set.
+const DefaultSocketMode os.FileMode = 0o660
+
+// Open listens on addr: host:port over TCP, or unix:///path on a Unix
+// domain socket whose file gets mode. A socket file left by a process
+// that is gone is replaced; one that still accepts connections is an
+// error, as a TCP port in use is.
+func Open(addr string, mode os.FileMode) (net.Listener, error) {
+	path, ok := strings.CutPrefix(addr, UnixScheme)
+	if !ok {
+		return net.Listen("tcp", addr)
+	}
+	if st, err := os.Lstat(path); err == nil && st.Mode()&os.ModeSocket != 0 {
+		if c, err := net.Dial("unix", path); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("listen unix %s: address already in use", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
+		}
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("socket mode of %s: %w", path, err)
+	}
+	return l, nil
 }

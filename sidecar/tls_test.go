@@ -1,0 +1,258 @@
+package sidecar
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// testCA issues certificates for the TLS tests.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pem  []byte
+}
+
+func newTestCA(t testing.TB, name string) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// issue returns a certificate for name (a server on 127.0.0.1, or a
+// client) as PEM certificate and key.
+func (ca *testCA) issue(t testing.TB, name string, server bool) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if server {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+		tmpl.DNSNames = []string{"localhost"}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+}
+
+func writeTemp(t testing.TB, dir, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// tlsCheck dials the gRPC listener with the client TLS configuration and
+// sends one Check; it returns the error of the call.
+func tlsCheck(t testing.TB, addr net.Addr, cfg *tls.Config, token string) error {
+	t.Helper()
+	var creds grpc.DialOption
+	if cfg == nil {
+		creds = grpc.WithTransportCredentials(insecure.NewCredentials())
+	} else {
+		creds = grpc.WithTransportCredentials(credentials.NewTLS(cfg))
+	}
+	conn, err := grpc.NewClient(addr.String(), creds)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = authv3.NewAuthorizationClient(conn).Check(ctx, checkRequest(token, "GET", "/orders/1"))
+	return err
+}
+
+// TestTLSAndMutualTLS runs the sidecar with a server certificate and a
+// client CA: grpc-go and net/http clients with a certificate the CA
+// issued are served; no certificate, a certificate of another CA, and
+// plaintext are refused. A renewed server certificate is picked up
+// without a restart.
+func TestTLSAndMutualTLS(t *testing.T) {
+	idp := newTestIdP(t)
+	dir := t.TempDir()
+	ca, otherCA := newTestCA(t, "svc test CA"), newTestCA(t, "another CA")
+	srvCert, srvKey := ca.issue(t, "sidecar", true)
+	cliCert, cliKey := ca.issue(t, "envoy", false)
+	wrongCert, wrongKey := otherCA.issue(t, "intruder", false)
+
+	cfg := testConfig(idp)
+	cfg.Sidecar.TLSCertFile = writeTemp(t, dir, "tls.crt", srvCert)
+	cfg.Sidecar.TLSKeyFile = writeTemp(t, dir, "tls.key", srvKey)
+	cfg.Sidecar.TLSClientCAFile = writeTemp(t, dir, "client-ca.pem", ca.pem)
+	r := startServer(t, Deps{Engine: newTestEngine(t, cfg)})
+
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.pem)
+	pair := func(c, k []byte) []tls.Certificate {
+		kp, err := tls.X509KeyPair(c, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []tls.Certificate{kp}
+	}
+	good := &tls.Config{RootCAs: roots, Certificates: pair(cliCert, cliKey)}
+	token := idp.token(t, "alice", testTenant, "viewer")
+
+	tests := []struct {
+		name    string
+		cfg     *tls.Config
+		wantErr bool
+	}{
+		{"client certificate of the CA", good, false},
+		{"no client certificate", &tls.Config{RootCAs: roots}, true},
+		{"client certificate of another CA", &tls.Config{RootCAs: roots, Certificates: pair(wrongCert, wrongKey)}, true},
+		{"plaintext", nil, true},
+	}
+	for _, tc := range tests {
+		t.Run("grpc "+tc.name, func(t *testing.T) {
+			err := tlsCheck(t, r.GRPCAddr(), tc.cfg, token)
+			if (err != nil) != tc.wantErr {
+				t.Errorf("Check: %v, want error %v", err, tc.wantErr)
+			}
+		})
+		if tc.cfg == nil {
+			continue
+		}
+		t.Run("https "+tc.name, func(t *testing.T) {
+			c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tc.cfg}}
+			resp, err := c.Get("https://" + r.HTTPAddr().String() + PathHealthz)
+			if err == nil {
+				resp.Body.Close()
+			}
+			if (err != nil) != tc.wantErr {
+				t.Errorf("GET %s: %v, want error %v", PathHealthz, err, tc.wantErr)
+			}
+		})
+	}
+
+	// Renew the server certificate: new handshakes present it.
+	renewed, renewedKey := ca.issue(t, "sidecar-renewed", true)
+	writeTemp(t, dir, "tls.key", renewedKey)
+	writeTemp(t, dir, "tls.crt", renewed)
+	waitFor(t, "the renewed certificate is served", func() bool {
+		c, err := tls.Dial("tcp", r.HTTPAddr().String(), good)
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].Subject.CommonName == "sidecar-renewed"
+	})
+	if err := tlsCheck(t, r.GRPCAddr(), good, token); err != nil {
+		t.Errorf("Check after the renewal: %v", err)
+	}
+}
+
+// TestUnixSockets serves gRPC and HTTP on Unix domain sockets with the
+// configured file mode.
+func TestUnixSockets(t *testing.T) {
+	dir := t.TempDir()
+	grpcSock, httpSock := filepath.Join(dir, "grpc.sock"), filepath.Join(dir, "http.sock")
+	cfg := devConfig()
+	cfg.SDK.SidecarAddr, cfg.Sidecar.HTTPAddr = "unix://"+grpcSock, "unix://"+httpSock
+	cfg.Sidecar.SocketMode = "0600"
+	r := startServer(t, Deps{Engine: newTestEngine(t, cfg)})
+
+	for _, p := range []string{grpcSock, httpSock} {
+		st, err := os.Stat(p)
+		if err != nil || st.Mode()&os.ModeSocket == 0 || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v, want a socket with mode 0600", p, st.Mode(), err)
+		}
+	}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", httpSock)
+		},
+	}}
+	waitFor(t, "ready over the socket", func() bool {
+		resp, err := c.Get("http://localhost" + PathReadyz)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	resp, err := c.Get("http://localhost" + PathStatus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"status"`) {
+		t.Errorf("GET %s over the socket = %d %s", PathStatus, resp.StatusCode, body)
+	}
+	conn, err := grpc.NewClient("unix://"+grpcSock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := authv3.NewAuthorizationClient(conn).Check(ctx, checkRequest("dev", "GET", "/orders/1")); err != nil {
+		t.Errorf("Check over the socket: %v", err)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	// A socket file left behind by a process that is gone does not keep
+	// the next sidecar out.
+	stale, err := net.Listen("unix", httpSock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.(*net.UnixListener).SetUnlinkOnClose(false)
+	stale.Close()
+	if _, err := os.Stat(httpSock); err != nil {
+		t.Fatalf("no stale socket file: %v", err)
+	}
+	startServer(t, Deps{Engine: newTestEngine(t, cfg)})
+}
