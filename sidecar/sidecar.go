@@ -176,6 +176,9 @@ func New(deps Deps) (*Server, error) {
 			s.closeListeners()
 			return nil, err
 		}
+		if s.certs != nil {
+			s.samlLis = tls.NewListener(s.samlLis, s.certs.config("http/1.1"))
+		}
 	}
 	s.poller = newBundlePoller(cfg.Policy)
 	if s.restoreBundle() && s.poller != nil {
