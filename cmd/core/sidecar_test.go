@@ -109,6 +109,8 @@ func TestSidecarUnreachable(t *testing.T) {
 		{"sidecar", "status"},
 		{"--output", "json", "sidecar", "status"},
 		{"sidecar", "reload-policy", "--bundle", "$TMP/signed.tar.gz"},
+		{"sidecar", "restart"},
+		{"--output", "json", "sidecar", "restart", "--drain-timeout", "5"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			r := run(t, tmp, append([]string{"--sidecar", url}, args...)...)
