@@ -1,13 +1,9 @@
 package sidecar
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/samlgw/testidp"
 	"github.com/svc-dev/svc/sidecar/listeners"
 )
 
@@ -16,20 +12,7 @@ import (
 // builds the next server from the handover: every listener (gRPC, HTTP,
 // SAML) is taken over on the same address.
 func TestHandoverCoversEveryListener(t *testing.T) {
-	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
-	if err != nil {
-		t.Fatal(err)
-	}
-	md := filepath.Join(t.TempDir(), "idp.xml")
-	if err := os.WriteFile(md, idp.Metadata(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := testConfig(newTestIdP(t))
-	cfg.Sidecar.SAMLAddr = "127.0.0.1:0"
-	cfg.SDK.SAML = &config.SAML{
-		EntityID: "https://shop.example/auth/saml/metadata", ACSURL: "https://shop.example/auth/saml/acs",
-		IDPMetadataFile: md,
-	}
+	cfg, _ := samlConfig(t)
 
 	first, _ := listeners.New("")
 	s1, err := New(Deps{Engine: newTestEngine(t, cfg), Logger: quietLogger(), Listen: first.Listen})

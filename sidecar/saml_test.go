@@ -18,10 +18,10 @@ import (
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
-// A SAML sign-on on the gateway's own listener yields a session cookie
-// that an Envoy Check through the sidecar accepts, with the SAML user's
-// claims in the upstream headers; status shows the gateway.
-func TestSAMLSignOnThenCheck(t *testing.T) {
+// samlConfig is testConfig with the SAML gateway on a free port, trusting
+// a generated test identity provider, which it returns too.
+func samlConfig(t testing.TB) (config.Config, *testidp.IdP) {
+	t.Helper()
 	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +36,14 @@ func TestSAMLSignOnThenCheck(t *testing.T) {
 		EntityID: "https://shop.example/auth/saml/metadata", ACSURL: "https://shop.example/auth/saml/acs",
 		IDPMetadataFile: md, AllowIDPInitiated: true,
 	}
+	return cfg, idp
+}
+
+// A SAML sign-on on the gateway's own listener yields a session cookie
+// that an Envoy Check through the sidecar accepts, with the SAML user's
+// claims in the upstream headers; status shows the gateway.
+func TestSAMLSignOnThenCheck(t *testing.T) {
+	cfg, idp := samlConfig(t)
 	r := startSidecar(t, cfg)
 	if r.SAMLAddr() == nil {
 		t.Fatal("no SAML listener")

@@ -40,23 +40,8 @@ func NginxConfig(dir, addr, sidecarHTTP, upstream string) string {
 // as a front proxy routes to several services.
 func NginxRoutesConfig(dir, addr, sidecarHTTP string, routes map[string]string) string {
 	var b strings.Builder
-	if os.Geteuid() == 0 {
-		// As root, nginx would switch its worker to "nobody", which cannot
-		// enter the test's private temporary directory.
-		b.WriteString("user root;\n")
-	}
-	fmt.Fprintf(&b, `worker_processes 1;
-pid %[1]s/nginx.pid;
-error_log %[1]s/error.log info;
-events { worker_connections 256; }
-http {
-    access_log %[1]s/access.log;
-    client_body_temp_path %[1]s/tmp/client_body;
-    proxy_temp_path %[1]s/tmp/proxy;
-    fastcgi_temp_path %[1]s/tmp/fastcgi;
-    uwsgi_temp_path %[1]s/tmp/uwsgi;
-    scgi_temp_path %[1]s/tmp/scgi;
-
+	nginxHead(&b, dir, "")
+	fmt.Fprintf(&b, `
     server {
         listen %[2]s;
 
@@ -224,31 +209,45 @@ func StartNginxStatic(t testing.TB, root, addr string) *Proxy {
 		t.Fatalf("nginx dir: %v", err)
 	}
 	var b strings.Builder
-	if os.Geteuid() == 0 {
-		b.WriteString("user root;\n")
-	}
-	fmt.Fprintf(&b, `worker_processes 1;
-pid %[1]s/nginx.pid;
-error_log %[1]s/error.log info;
-events { worker_connections 64; }
-http {
-    log_format conditional escape=none '$status "$http_if_none_match" "$http_authorization"';
-    access_log %[1]s/access.log conditional;
-    client_body_temp_path %[1]s/tmp/client_body;
-    proxy_temp_path %[1]s/tmp/proxy;
-    fastcgi_temp_path %[1]s/tmp/fastcgi;
-    uwsgi_temp_path %[1]s/tmp/uwsgi;
-    scgi_temp_path %[1]s/tmp/scgi;
-    server {
-        listen %[2]s;
-        root %[3]s;
+	nginxHead(&b, dir, `'$status "$http_if_none_match" "$http_authorization"'`)
+	fmt.Fprintf(&b, `    server {
+        listen %s;
+        root %s;
     }
 }
-`, dir, addr, root)
+`, addr, root)
 	conf := WriteFile(t, dir, "nginx.conf", b.String())
 	cmd := exec.Command(bin, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", conf, "-g", "daemon off;")
 	cmd.Env = baseEnv()
 	p := &Proxy{Process: StartProcess(t, "nginx", cmd), URL: "http://" + addr, Dir: dir}
 	waitListening(t, p.Process, addr)
 	return p
+}
+
+// nginxHead writes the start of an nginx configuration whose files all lie
+// under dir, up to and inside the opening of the http block; logFormat,
+// when set, is the format of access.log.
+func nginxHead(b *strings.Builder, dir, logFormat string) {
+	if os.Geteuid() == 0 {
+		// As root, nginx would switch its worker to "nobody", which cannot
+		// enter the test's private temporary directory.
+		b.WriteString("user root;\n")
+	}
+	fmt.Fprintf(b, `worker_processes 1;
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log info;
+events { worker_connections 256; }
+http {
+`, dir)
+	if logFormat != "" {
+		fmt.Fprintf(b, "    log_format conditional escape=none %s;\n    access_log %s/access.log conditional;\n", logFormat, dir)
+	} else {
+		fmt.Fprintf(b, "    access_log %s/access.log;\n", dir)
+	}
+	fmt.Fprintf(b, `    client_body_temp_path %[1]s/tmp/client_body;
+    proxy_temp_path %[1]s/tmp/proxy;
+    fastcgi_temp_path %[1]s/tmp/fastcgi;
+    uwsgi_temp_path %[1]s/tmp/uwsgi;
+    scgi_temp_path %[1]s/tmp/scgi;
+`, dir)
 }
