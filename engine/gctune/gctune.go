@@ -28,7 +28,7 @@ import (
 const (
 	// HeapTarget is the total heap that Tune lets garbage fill before a
 	// collection, live data included, when MaxPercent allows.
-	HeapTarget = 64 << 20
+	HeapTarget = 48 << 20
 	// MinPercent and MaxPercent bound the GOGC values Tune sets.
 	MinPercent = 100
 	MaxPercent = 400
