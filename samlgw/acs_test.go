@@ -327,6 +327,22 @@ func TestSPInitiatedLogin(t *testing.T) {
 	}
 }
 
+// An unsigned Response cannot make a signed IdP-initiated assertion look
+// solicited: InResponseTo is read only from signed content.
+func TestUnsignedInResponseToDoesNotSolicit(t *testing.T) {
+	f := newFixture(t)
+	id, _, status := f.login(t, "/")
+	if status != http.StatusFound {
+		t.Fatalf("login status %d, want 302", status)
+	}
+	d := readDoc(t, signed(t, valid())) // the assertion alone is signed
+	d.Root().CreateAttr("InResponseTo", id)
+	a := f.post(t, writeDoc(t, d), true)
+	if a.status != http.StatusUnauthorized || a.code != string(samlgw.Unsolicited) {
+		t.Fatalf("status %d code %q, want 401 %q", a.status, a.code, samlgw.Unsolicited)
+	}
+}
+
 func TestLoginRefusesOpenRedirect(t *testing.T) {
 	f := newFixture(t)
 	for _, rt := range []string{"https://evil.example.com/", "//evil.example.com/x", "/\\evil.example.com", "javascript:alert(1)", "relative"} {

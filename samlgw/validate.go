@@ -216,8 +216,13 @@ func (v *validator) check(resp *etree.Element, respSigned bool, a *saml.Assertio
 
 	// InResponseTo: the same on the Response and the confirmation, and a
 	// pending request of ours (checked when consumed), or absent when
-	// IdP-initiated sign-on is allowed.
-	respIRT := resp.SelectAttrValue("InResponseTo", "")
+	// IdP-initiated sign-on is allowed. An unsigned Response's own
+	// InResponseTo is not read: anyone could add it around a signed
+	// IdP-initiated assertion to pass it off as solicited.
+	respIRT := ""
+	if respSigned || v.skipSignature {
+		respIRT = resp.SelectAttrValue("InResponseTo", "")
+	}
 	irt := scd.InResponseTo
 	if respIRT != "" && irt != "" && respIRT != irt {
 		return nil, refuse(RequestUnknown, "the Response and the assertion answer different requests")
