@@ -1,6 +1,7 @@
 package samlgw_test
 
 import (
+	"encoding/base64"
 	"net/http"
 	"testing"
 
@@ -70,5 +71,32 @@ func TestACSEncryptedAssertion(t *testing.T) {
 	}
 	if a := f.post(t, encryptedResponse(t, other), true); a.status != http.StatusBadRequest || a.code != string(samlgw.Malformed) {
 		t.Errorf("encrypted for another key: %d %q", a.status, a.code)
+	}
+}
+
+// A hostile EncryptedKey (a block cipher over a ciphertext that is not
+// whole blocks, its key wrapped for the public SP certificate) is a 400,
+// not a panic that drops the connection.
+func TestACSHostileEncryptedKey(t *testing.T) {
+	sp, err := testidp.Generate(entityID, "unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := readDoc(t, encryptedResponse(t, sp))
+	wrapper := d.Root().SelectElement("EncryptedAssertion")
+	ek := wrapper.SelectElement("EncryptedData").Copy()
+	ek.Tag = "EncryptedKey"
+	cv := ek.FindElement("./CipherData/CipherValue")
+	if cv == nil {
+		t.Fatal("no CipherValue in the encrypted data")
+	}
+	cv.SetText(base64.StdEncoding.EncodeToString(make([]byte, 21)))
+	wrapper.AddChild(ek)
+	f := newFixture(t, withSAML(func(s *config.SAML) {
+		s.AllowIDPInitiated = true
+		s.SPPrivateKeyPEM, s.SPCertificatePEM = string(sp.KeyPEM), string(sp.CertPEM)
+	}))
+	if a := f.post(t, writeDoc(t, d), true); a.status != http.StatusBadRequest || a.code != string(samlgw.Malformed) {
+		t.Fatalf("hostile EncryptedKey: %d %q, want 400 %q", a.status, a.code, samlgw.Malformed)
 	}
 }

@@ -293,7 +293,7 @@ func (v *validator) decrypt(enc *etree.Element) (*etree.Element, error) {
 	}
 	var key any = v.spKey
 	if ek := enc.FindElement("./EncryptedKey"); ek != nil {
-		k, err := xmlenc.Decrypt(v.spKey, ek)
+		k, err := safeDecrypt(v.spKey, ek)
 		if err != nil {
 			return nil, refuse(Malformed, "the assertion key cannot be decrypted with the SP key")
 		}
@@ -320,6 +320,9 @@ func (v *validator) decrypt(enc *etree.Element) (*etree.Element, error) {
 	return root, nil
 }
 
+// safeDecrypt turns a panic of the encryption library on hostile input
+// (a block cipher over a ciphertext that is not whole blocks) into an
+// error.
 func safeDecrypt(key any, el *etree.Element) (out []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
