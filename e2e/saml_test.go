@@ -196,8 +196,7 @@ func TestSAMLIdPInitiatedAndSharedReplayCache(t *testing.T) {
 	extra := map[string]string{"SVC_REDIS_ADDR": redisAddr}
 	a := harness.StartSidecar(t, harness.SidecarOptions{Env: s.env(s.samlAddr, true, extra)})
 	otherAddr := harness.FreeAddr(t)
-	b := harness.StartSidecar(t, harness.SidecarOptions{Env: s.env(otherAddr, true, extra)})
-	_ = b
+	harness.StartSidecar(t, harness.SidecarOptions{Env: s.env(otherAddr, true, extra)})
 
 	var ans idpAnswer
 	var first *http.Response

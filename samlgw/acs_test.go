@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/beevik/etree"
-
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/samlgw"
 	"github.com/svc-dev/svc/samlgw/testidp"
@@ -366,5 +364,3 @@ func TestDevelopmentSkipsSignatureOnly(t *testing.T) {
 		t.Error("status does not show that signatures are not checked")
 	}
 }
-
-var _ = etree.NewDocument

@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/beevik/etree"
 
@@ -230,7 +229,7 @@ func writeDoc(t testing.TB, d *etree.Document) []byte {
 	return b
 }
 
-// authnRequestID starts a login and returns the AuthnRequest id and the
+// login starts a login and returns the AuthnRequest id and the
 // redirect location.
 func (f *fixture) login(t testing.TB, returnTo string) (id string, loc *url.URL, status int) {
 	t.Helper()
@@ -258,5 +257,3 @@ func (f *fixture) login(t testing.TB, returnTo string) (id string, loc *url.URL,
 	d := readDoc(t, xmlReq)
 	return d.Root().SelectAttrValue("ID", ""), loc, resp.StatusCode
 }
-
-var _ = time.Second
