@@ -42,6 +42,7 @@ func defaultSidecarURL() string {
 // SVC_ADMIN_TOKEN_FILE, and one mapping of failures to exit codes.
 type sidecarClient struct {
 	base  *url.URL
+	flag  string // the flag that gave base, named in the unreachable hint
 	http  *http.Client
 	token string
 }
@@ -74,7 +75,7 @@ func (a *app) sidecarClientAt(base, flag string) (*sidecarClient, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, usageError("invalid %s %q: want an http or https URL such as http://localhost:7700", flag, base)
 	}
-	c := &sidecarClient{base: u, http: &http.Client{}}
+	c := &sidecarClient{base: u, flag: flag, http: &http.Client{}}
 	if f := os.Getenv(envAdminTokenFile); f != "" {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -166,7 +167,8 @@ func (c *sidecarClient) JSON(ctx context.Context, method, path string, in any, t
 }
 
 // unreachable is the error of a sidecar that did not answer: it names the
-// URL and says how to point core elsewhere.
+// URL and says how to point core elsewhere: the flag that gave the URL,
+// and for --sidecar its environment variable too.
 func (c *sidecarClient) unreachable(err error) error {
 	why := err.Error()
 	var op *net.OpError
@@ -176,7 +178,11 @@ func (c *sidecarClient) unreachable(err error) error {
 	case errors.As(err, &op) && op.Timeout():
 		why = "timed out"
 	}
-	return &exitError{code: exitUnreachable, err: fmt.Errorf("sidecar at %s is not reachable: %s (is svc-sidecar running? set --sidecar or %s)", c.base, why, envSidecarURL)}
+	hint := c.flag
+	if hint == "--sidecar" {
+		hint += " or " + envSidecarURL
+	}
+	return &exitError{code: exitUnreachable, err: fmt.Errorf("sidecar at %s is not reachable: %s (is svc-sidecar running? set %s)", c.base, why, hint)}
 }
 
 // maxStreamLine bounds one line of a stream.

@@ -209,7 +209,7 @@ func TestConfigDiffLive(t *testing.T) {
 		{"equal", []string{"config", "diff", sameFile, "--live", url}, 0, "equal"},
 		{"different", []string{"config", "diff", changedFile, "--live", url}, 1, `+tenants.acme.plan = "team"`},
 		{"different, json", []string{"--output", "json", "config", "diff", changedFile, "--live", url}, 1, `"key": "tenants.acme.plan"`},
-		{"unreachable", []string{"config", "diff", sameFile, "--live", closedURL(t)}, 2, "connection refused"},
+		{"unreachable", []string{"config", "diff", sameFile, "--live", closedURL(t)}, 2, "connection refused (is svc-sidecar running? set --live)"},
 		{"not a URL", []string{"config", "diff", sameFile, "--live", "localhost:7700"}, 2, "invalid --live"},
 	}
 	for _, tc := range tests {
