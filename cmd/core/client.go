@@ -71,9 +71,9 @@ func (a *app) sidecarClient() (*sidecarClient, error) {
 // sidecarClientAt is the shared client for a sidecar URL given by another
 // flag (flag names it in errors), such as config diff's --live.
 func (a *app) sidecarClientAt(base, flag string) (*sidecarClient, error) {
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, usageError("invalid %s %q: want an http or https URL such as http://localhost:7700", flag, base)
+	u, err := parseSidecarURL(base, flag)
+	if err != nil {
+		return nil, err
 	}
 	c := &sidecarClient{base: u, flag: flag, http: &http.Client{}}
 	if f := os.Getenv(envAdminTokenFile); f != "" {
@@ -84,6 +84,16 @@ func (a *app) sidecarClientAt(base, flag string) (*sidecarClient, error) {
 		c.token = strings.TrimSpace(string(b))
 	}
 	return c, nil
+}
+
+// parseSidecarURL parses the sidecar URL that flag gave: http or https
+// with a host, else a usage error naming the flag.
+func parseSidecarURL(base, flag string) (*url.URL, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usageError("invalid %s %q: want an http or https URL such as http://localhost:7700", flag, base)
+	}
+	return u, nil
 }
 
 // Do sends a request to path (with its query) and returns the response

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -147,9 +146,8 @@ func (a *app) setup(cmd *cobra.Command) error {
 	if err := a.resolveFormat(cmd); err != nil {
 		return err
 	}
-	u, err := url.Parse(a.sidecar)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageError("invalid --sidecar %q: want an http or https URL such as http://localhost:7700", a.sidecar)
+	if _, err := parseSidecarURL(a.sidecar, "--sidecar"); err != nil {
+		return err
 	}
 	if err := a.checkConfig(); err != nil {
 		return err
