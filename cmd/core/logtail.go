@@ -67,7 +67,7 @@ func (a *app) runLogTail(cmd *cobra.Command, o logTailOptions) error {
 	var err error
 	if o.level != "" {
 		if _, err := telemetry.ParseLevel(o.level); err != nil {
-			return usageError("invalid --level %q: want error, warn, info or debug", o.level)
+			return usageError("invalid --level %q: want error, warn, info, debug or trace", o.level)
 		}
 	}
 	since, err := sinceFlag(o.since)
