@@ -20,6 +20,37 @@ func TestFlagRuleInHelp(t *testing.T) {
 	}
 }
 
+// TestFormatSynonymListed checks that the flag rule in core --help names
+// every command that takes --format, and only those.
+func TestFormatSynonymListed(t *testing.T) {
+	rule := strings.Join(strings.Fields(flagRule), " ")
+	_, list, ok := strings.Cut(rule, "--format is a synonym on ")
+	if !ok {
+		t.Fatalf("the flag rule does not say where --format is a synonym:\n%s", flagRule)
+	}
+	list, _, _ = strings.Cut(list, ".")
+	named := map[string]bool{}
+	for _, part := range strings.Split(strings.ReplaceAll(list, " and ", ", "), ", ") {
+		named[strings.TrimSpace(part)] = true
+	}
+	root := NewRootCommand(io.Discard, io.Discard)
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		name := strings.TrimPrefix(c.CommandPath(), "core ")
+		if takes := c.Annotations[annotFormat] != ""; takes != named[name] {
+			t.Errorf("%s: takes --format %v, named in the flag rule %v (%q)", c.CommandPath(), takes, named[name], list)
+		}
+		delete(named, name)
+	}
+	walk(root)
+	for name := range named {
+		t.Errorf("the flag rule names %q, which is no command", name)
+	}
+}
+
 // TestEveryCommandSaysWhatItUses walks the command tree: every runnable
 // command is marked in-process, sidecar or config, and an in-process
 // command says in its help that it uses neither --config nor --sidecar.

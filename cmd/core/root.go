@@ -188,7 +188,7 @@ func (a *app) exitCode(cmd *cobra.Command, err error) int {
 //     compact object per line (a.writeJSONLine) for streaming ones.
 //     a.format() returns the resolved "text" or "json".
 //   - --format is a synonym of --output on the commands that register it
-//     with a.formatFlag(cmd) (policy lint; log tail).
+//     with a.formatFlag(cmd) (policy lint, policy bundle, log tail).
 //   - --output never names a file. A command that writes an artifact
 //     registers --out with a.artifactFlag(cmd, what) and reads the path
 //     with a.artifactPath(cmd); on such a command an --output value that is
@@ -206,7 +206,7 @@ const flagRule = `Flags mean the same on every command:
   --output text|json  the format of what the command reports: text (default)
                       or json, one JSON document on stdout (one JSON object
                       per line for streaming commands). --format is a
-                      synonym on policy lint and log tail.
+                      synonym on policy lint, policy bundle and log tail.
   --out <file>        where a command that writes an artifact (policy
                       bundle, saml metadata, saml test-assertion) writes it;
                       on these commands only, --output <file> (a value that
