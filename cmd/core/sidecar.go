@@ -72,9 +72,11 @@ func (a *app) sidecarStatusCommand() *cobra.Command {
 		Long: `Prints Status (healthy, degraded, unavailable or draining, the same answer
 as GET /readyz, with the reason when not healthy), Partitioned (with the time it
 began), Last sync, Cache valid, Cache age, Policies loaded (with the active
-revision), JWKS key sets cached, Uptime and Version. With --output json it
-prints GET /v1/status as the sidecar answers it, with the same field names
-(policy_revision, partitioned_since, last_sync, cache_valid, cache_age, ...).`,
+revision and where it came from), Policy mode (enforce, or dry-run when
+policy.mode never denies), JWKS key sets cached, Uptime and Version. With
+--output json it prints GET /v1/status as the sidecar answers it, with the
+same field names (policy_revision, partitioned_since, last_sync, cache_valid,
+cache_age, policy_mode, ...).`,
 		Args: args(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runSidecarStatus(cmd.Context())
