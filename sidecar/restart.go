@@ -84,7 +84,9 @@ func (s *Server) serveRestart(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 4<<10))
 	req := RestartRequest{DrainTimeout: s.deps.Engine.Config().Sidecar.DrainTimeout.Duration, Force: body.Force}
 	if d := body.DrainTimeoutSeconds; d != nil {
-		if *d < 0 || time.Duration(*d*float64(time.Second)) > maxDrainTimeout {
+		// Compared as seconds: a value beyond what a Duration holds must
+		// not wrap to a negative timeout on conversion.
+		if !(*d >= 0 && *d <= maxDrainTimeout.Seconds()) {
 			writeError(w, http.StatusBadRequest, reason.InputInvalid, fmt.Sprintf("drain_timeout_seconds must be from 0 to %.0f", maxDrainTimeout.Seconds()))
 			return
 		}

@@ -25,6 +25,10 @@ func TestRestartEndpoint(t *testing.T) {
 		{"defaults", "", http.StatusAccepted, RestartRequest{DrainTimeout: 30 * time.Second}},
 		{"drain and force", `{"drain_timeout_seconds": 1.5, "force": true}`, http.StatusAccepted, RestartRequest{DrainTimeout: 1500 * time.Millisecond, Force: true}},
 		{"negative drain", `{"drain_timeout_seconds": -1}`, http.StatusBadRequest, RestartRequest{}},
+		{"drain above the bound", `{"drain_timeout_seconds": 601}`, http.StatusBadRequest, RestartRequest{}},
+		// Beyond what a time.Duration holds: refused, not wrapped to a
+		// negative timeout that skips the drain.
+		{"drain beyond a duration", `{"drain_timeout_seconds": 1e20}`, http.StatusBadRequest, RestartRequest{}},
 		{"unknown field", `{"drain": 1}`, http.StatusBadRequest, RestartRequest{}},
 	}
 	for _, tc := range tests {
