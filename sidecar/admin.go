@@ -266,6 +266,11 @@ func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
 		writeActivateError(w, err)
 		return
 	}
+	if s.poller != nil {
+		// Outside the bundle lock: a poll holds the poller's lock while
+		// it activates.
+		s.poller.forgetETag(s.deps.Engine.Config().Policy.BundleCacheDir, s.log)
+	}
 	writeJSON(w, http.StatusOK, s.reloaded("bundle", act.Set, act.Previous, act.Persisted))
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -184,6 +185,22 @@ func (p *bundlePoller) fetch(ctx context.Context) (data []byte, etag string, err
 func (p *bundlePoller) restoreETag(dir string) {
 	if b, err := os.ReadFile(filepath.Join(dir, cachedETagFile)); err == nil {
 		p.etag = string(bytes.TrimSpace(b))
+	}
+}
+
+// forgetETag drops the ETag once an uploaded bundle replaced the polled
+// one: it no longer describes the active bundle, so the next poll asks
+// without If-None-Match, and a restart serving the persisted upload does
+// not take it for the control plane's bundle.
+func (p *bundlePoller) forgetETag(dir string, log *slog.Logger) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.etag = ""
+	if dir == "" {
+		return
+	}
+	if err := os.Remove(filepath.Join(dir, cachedETagFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		log.Warn("stale bundle ETag not removed: a restart would ask with it", "err", err)
 	}
 }
 

@@ -1,0 +1,90 @@
+package sidecar
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/engine/config"
+)
+
+// TestBundlePollAfterUpload: the poller asks with the ETag of the active
+// bundle. Once an upload replaces the polled bundle, that ETag no longer
+// describes what serves: the status stops showing it, the persisted ETag
+// goes (a restart must not claim the upload is the control plane's
+// bundle), and the next poll asks without If-None-Match.
+func TestBundlePollAfterUpload(t *testing.T) {
+	idp := newTestIdP(t)
+	signKey, verifyKey := ecKeyPEM(t)
+	dir := t.TempDir()
+	writePolicy(t, dir, true)
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	polled := buildBundleAt(t, dir, "v1", signKey, t0)
+
+	var mu sync.Mutex
+	var asked []string // If-None-Match of each poll
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked = append(asked, r.Header.Get("If-None-Match"))
+		mu.Unlock()
+		if r.Header.Get("If-None-Match") == `"e1"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.Header().Set("ETag", `"e1"`)
+		_, _ = w.Write(polled)
+	}))
+	t.Cleanup(srv.Close)
+	polls := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), asked...)
+	}
+
+	cfg := signedConfig(t, idp, verifyKey)
+	cfg.Policy.BundleURL = srv.URL + "/bundle.tar.gz"
+	cfg.Policy.BundleMinPoll = config.Duration{Duration: 20 * time.Millisecond}
+	cfg.Policy.BundleMaxPoll = config.Duration{Duration: 20 * time.Millisecond}
+	r := startSidecar(t, cfg)
+	etagFile := filepath.Join(cfg.Policy.BundleCacheDir, cachedETagFile)
+	waitFor(t, "the polled bundle active", func() bool {
+		st := getStatus(t, r)
+		return st.PolicyRevision == "v1" && st.Bundle != nil && st.Bundle.ETag == `"e1"`
+	})
+	if _, err := os.Stat(etagFile); err != nil {
+		t.Fatalf("ETag of the polled bundle not persisted: %v", err)
+	}
+
+	code, body := post(t, r, PathReloadPolicy, buildBundleAt(t, dir, "v2", signKey, t0.Add(time.Hour)))
+	if code != http.StatusOK {
+		t.Fatalf("upload = %d %s", code, body)
+	}
+	n := len(polls())
+	if st := getStatus(t, r); st.Bundle == nil || st.Bundle.ETag != "" {
+		t.Errorf("status bundle after the upload = %+v, want no ETag: it is not the active bundle's", st.Bundle)
+	}
+	if _, err := os.Stat(etagFile); !os.IsNotExist(err) {
+		t.Errorf("persisted ETag after the upload: stat = %v, want it removed", err)
+	}
+	waitFor(t, "a poll without If-None-Match after the upload", func() bool {
+		for _, inm := range polls()[n:] {
+			if inm == "" {
+				return true
+			}
+		}
+		return false
+	})
+	// The control plane's bundle is older than the upload: refused, the
+	// upload keeps serving.
+	waitFor(t, "the older polled bundle refused", func() bool {
+		st := getStatus(t, r)
+		return st.Bundle != nil && st.Bundle.LastError != ""
+	})
+	if st := getStatus(t, r); st.PolicyRevision != "v2" {
+		t.Errorf("policy_revision = %q, want the upload's v2", st.PolicyRevision)
+	}
+}
