@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -69,5 +70,30 @@ func TestLiveCommandsUnreachableSidecar(t *testing.T) {
 				t.Fatalf("exit %d, want 3 naming %s\nstderr:\n%s", r.code, url, r.stderr)
 			}
 		})
+	}
+}
+
+// TestDropNotice: the sidecar's {"type":"dropped"} line is reported on
+// stderr with its count and kept out of the output; records are not.
+func TestDropNotice(t *testing.T) {
+	tests := []struct {
+		line string
+		drop bool
+		want string
+	}{
+		{`{"type":"dropped","dropped":42}`, true, "core: the sidecar dropped 42 spans for this watcher"},
+		{`{"trace_id":"46c9e122401354ad6d3eec22e04870bb","name":"policy.evaluate"}`, false, ""},
+		{`{"type":"span","dropped":1}`, false, ""},
+		{`not json`, false, ""},
+	}
+	for _, tt := range tests {
+		var stderr strings.Builder
+		a := newApp(io.Discard, &stderr)
+		if got := a.dropNotice([]byte(tt.line), "spans"); got != tt.drop {
+			t.Errorf("dropNotice(%s) = %v, want %v", tt.line, got, tt.drop)
+		}
+		if !strings.Contains(stderr.String(), tt.want) || (tt.want == "" && stderr.Len() > 0) {
+			t.Errorf("dropNotice(%s) wrote %q, want %q", tt.line, stderr.String(), tt.want)
+		}
 	}
 }

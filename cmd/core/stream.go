@@ -48,15 +48,25 @@ func streamPath(path string, q map[string]string) string {
 // dropNotice reports, on stderr, a stream line telling that the sidecar
 // dropped records for this watcher; it returns false for any other line.
 func (a *app) dropNotice(line []byte, what string) bool {
+	n, ok := droppedCount(line)
+	if !ok {
+		return false
+	}
+	fmt.Fprintf(a.stderr, "core: the sidecar dropped %d %s for this watcher (it fell behind)\n", n, what)
+	return true
+}
+
+// droppedCount reads a stream line {"type":"dropped","dropped":n}: the
+// number of records the sidecar dropped for this watcher.
+func droppedCount(line []byte) (uint64, bool) {
 	var n struct {
 		Type    string `json:"type"`
 		Dropped uint64 `json:"dropped"`
 	}
 	if json.Unmarshal(line, &n) != nil || n.Type != "dropped" {
-		return false
+		return 0, false
 	}
-	fmt.Fprintf(a.stderr, "core: the sidecar dropped %d %s for this watcher (it fell behind)\n", n.Dropped, what)
-	return true
+	return n.Dropped, true
 }
 
 // liveCommand is a group command (log, trace) that only holds subcommands.

@@ -112,12 +112,8 @@ func (a *app) traceBrowser(ctx context.Context, c *sidecarClient, path string) e
 	go func() {
 		ended <- c.Stream(ctx, path, func() { close(opened) }, func(line []byte) error {
 			var m tea.Msg
-			var n struct {
-				Type    string `json:"type"`
-				Dropped uint64 `json:"dropped"`
-			}
-			if json.Unmarshal(line, &n) == nil && n.Type == "dropped" {
-				m = droppedMsg(n.Dropped)
+			if n, ok := droppedCount(line); ok {
+				m = droppedMsg(n)
 			} else {
 				var sp telemetry.SpanRecord
 				if err := json.Unmarshal(line, &sp); err != nil {
