@@ -64,7 +64,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	next, err := serveImage(ctx, *configPath, stderr, set, hup)
-	if err == nil && next != nil {
+	switch {
+	case err == nil && next != nil && ctx.Err() != nil:
+		// SIGTERM or SIGINT arrived while this image drained for a
+		// restart: the signal would die with this image, so stop here
+		// instead of starting a new one that never heard it.
+	case err == nil && next != nil:
 		err = execNext(next) // returns only when exec failed
 	}
 	if err != nil {
