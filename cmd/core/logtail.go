@@ -64,18 +64,14 @@ func (a *app) runLogTail(cmd *cobra.Command, o logTailOptions) error {
 			return filterError(o.filter, err)
 		}
 	}
-	var err error
 	if o.level != "" {
 		if _, err := telemetry.ParseLevel(o.level); err != nil {
 			return usageError("invalid --level %q: want error, warn, info, debug or trace", o.level)
 		}
 	}
-	since, err := sinceFlag(o.since)
+	since, traceID, err := windowFlags(o.since, o.traceID)
 	if err != nil {
 		return err
-	}
-	if o.traceID != "" && !isTraceID(o.traceID) {
-		return usageError("invalid --trace-id %q: want 32 hex digits", o.traceID)
 	}
 	c, err := a.sidecarClient()
 	if err != nil {
@@ -84,7 +80,7 @@ func (a *app) runLogTail(cmd *cobra.Command, o logTailOptions) error {
 	ctx, stop := interruptible(cmd.Context())
 	defer stop()
 	path := streamPath(live.PathLogs, map[string]string{
-		live.ParamTenant: o.tenant, live.ParamFilter: o.filter, live.ParamTraceID: strings.ToLower(o.traceID),
+		live.ParamTenant: o.tenant, live.ParamFilter: o.filter, live.ParamTraceID: traceID,
 		live.ParamLevel: o.level, live.ParamSince: since,
 	})
 	p := newLogPrinter(a)

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -29,6 +30,20 @@ func sinceFlag(v string) (string, error) {
 		return "", usageError("invalid --since %q: want a duration such as 5m or 1h", v)
 	}
 	return d.String(), nil
+}
+
+// windowFlags validates the --since and --trace-id flags that every tail
+// command shares, and returns them as stream parameters: the duration
+// normalized and the trace id in lower case.
+func windowFlags(since, traceID string) (string, string, error) {
+	since, err := sinceFlag(since)
+	if err != nil {
+		return "", "", err
+	}
+	if traceID != "" && !isTraceID(traceID) {
+		return "", "", usageError("invalid --trace-id %q: want 32 hex digits", traceID)
+	}
+	return since, strings.ToLower(traceID), nil
 }
 
 // streamPath is path with the non-empty parameters of q.

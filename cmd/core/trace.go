@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/cobra"
@@ -60,12 +59,9 @@ cannot be reached or goes away.`,
 
 func (a *app) runTraceTail(cmd *cobra.Command, o traceTailOptions) error {
 	asJSON := a.useJSON()
-	since, err := sinceFlag(o.since)
+	since, traceID, err := windowFlags(o.since, o.traceID)
 	if err != nil {
 		return err
-	}
-	if o.traceID != "" && !isTraceID(o.traceID) {
-		return usageError("invalid --trace-id %q: want 32 hex digits", o.traceID)
 	}
 	c, err := a.sidecarClient()
 	if err != nil {
@@ -76,7 +72,7 @@ func (a *app) runTraceTail(cmd *cobra.Command, o traceTailOptions) error {
 		errorsOnly = "true"
 	}
 	path := streamPath(live.PathSpans, map[string]string{
-		live.ParamTenant: o.tenant, live.ParamService: o.service, live.ParamTraceID: strings.ToLower(o.traceID),
+		live.ParamTenant: o.tenant, live.ParamService: o.service, live.ParamTraceID: traceID,
 		live.ParamErrorsOnly: errorsOnly, live.ParamSince: since,
 	})
 	ctx, stop := interruptible(cmd.Context())
