@@ -43,12 +43,23 @@ def b64(b: bytes) -> str:
     return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
 
 
+_given_ports: set[int] = set()
+
+
 def free_addr() -> str:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return f"127.0.0.1:{port}"
+    """A loopback address nothing listens on: port 0 is bound and released.
+    A port handed out once is never handed out again by this process, so
+    two listeners of one sidecar cannot be given the same port."""
+    with _lock:
+        for _ in range(50):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            s.close()
+            if port not in _given_ports:
+                _given_ports.add(port)
+                return f"127.0.0.1:{port}"
+    raise RuntimeError("free port: no unused port found")
 
 
 _binary: str | None = None
@@ -120,11 +131,27 @@ def claims(sub: str = "alice", tenant: str = TENANT, roles=("viewer",), **extra)
     return c
 
 
+class _AddressInUse(RuntimeError):
+    """The sidecar exited because a port it was given was taken meanwhile."""
+
+
 class Sidecar:
     """A svc-sidecar process on loopback ports, verifying tokens of ``idp``."""
 
     def __init__(self, idp: IdP, env: dict[str, str] | None = None) -> None:
-        self.http_addr = free_addr()
+        # A port released by free_addr can be taken by another process
+        # before the sidecar binds it; such a start is tried again on
+        # fresh ports.
+        for attempt in range(1, 4):
+            try:
+                self._start(idp, env or {})
+                return
+            except _AddressInUse:
+                if attempt == 3:
+                    raise
+
+    def _start(self, idp: IdP, env: dict[str, str]) -> None:
+        self.http_addr = env.get("SVC_HTTP_ADDR") or free_addr()
         self.dir = tempfile.mkdtemp(prefix="sidecar-", dir=_tmp)
         full = {
             "PATH": os.environ.get("PATH", ""),
@@ -138,7 +165,7 @@ class Sidecar:
             "SVC_LOG_LEVEL": "warn",
             "SVC_RATE_LIMIT_DEFAULT_RPM": "1000000",
         }
-        full.update(env or {})
+        full.update(env)
         self.log_path = os.path.join(self.dir, "sidecar.log")
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen([sidecar_binary()], cwd=self.dir, env=full,
@@ -150,7 +177,11 @@ class Sidecar:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"svc-sidecar exited with {self.proc.returncode}: {self.log()}")
+                self._log.close()
+                log = self.log()
+                if "address already in use" in log:
+                    raise _AddressInUse(f"svc-sidecar exited with {self.proc.returncode}: {log}")
+                raise RuntimeError(f"svc-sidecar exited with {self.proc.returncode}: {log}")
             try:
                 with urllib.request.urlopen(self.url + "/readyz", timeout=1) as r:
                     if r.status == 200:

@@ -6,7 +6,7 @@
 
 import { execFileSync, spawn } from "node:child_process";
 import { generateKeyPairSync, sign } from "node:crypto";
-import { mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
 import net from "node:net";
 import { tmpdir } from "node:os";
@@ -29,12 +29,25 @@ export function sidecarBinary() {
   return (binary = out);
 }
 
+const given = new Set();
+
+/**
+ * A loopback address nothing listens on: port 0 is bound and released.
+ * A port handed out once is never handed out again by this process, so
+ * two listeners of one sidecar cannot be given the same port.
+ */
 export async function freeAddr() {
-  const srv = net.createServer();
-  await new Promise((r) => srv.listen(0, "127.0.0.1", r));
-  const { port } = srv.address();
-  await new Promise((r) => srv.close(r));
-  return `127.0.0.1:${port}`;
+  for (let i = 0; i < 50; i++) {
+    const srv = net.createServer();
+    await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+    const { port } = srv.address();
+    await new Promise((r) => srv.close(r));
+    if (!given.has(port)) {
+      given.add(port);
+      return `127.0.0.1:${port}`;
+    }
+  }
+  throw new Error("free port: no unused port found");
 }
 
 const b64 = (b) => Buffer.from(b).toString("base64url");
@@ -81,9 +94,27 @@ export function claims(over = {}) {
 
 /** A svc-sidecar process on loopback ports, verifying tokens of idp. */
 export class Sidecar {
+  /**
+   * Starts a sidecar and waits until /readyz answers 200. A port released
+   * by freeAddr can be taken by another process before the sidecar binds
+   * it; a start that fails that way is tried again on fresh ports.
+   */
   static async start(idp, env = {}) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await Sidecar.#startOnce(idp, env);
+      } catch (e) {
+        if (attempt >= 3 || !e.addrInUse) {
+          process.stderr.write(`${e.message}\n`);
+          throw e;
+        }
+      }
+    }
+  }
+
+  static async #startOnce(idp, env) {
     const sc = new Sidecar();
-    sc.httpAddr = await freeAddr();
+    sc.httpAddr = env.SVC_HTTP_ADDR ?? (await freeAddr());
     sc.dir = mkdtempSync(join(tmp, "sidecar-"));
     sc.logPath = join(sc.dir, "sidecar.log");
     const fd = openSync(sc.logPath, "w");
@@ -104,11 +135,17 @@ export class Sidecar {
         ...env,
       },
     });
+    closeSync(fd);
     sc.exited = new Promise((r) => sc.proc.once("exit", r));
     sc.url = `http://${sc.httpAddr}`;
     const deadline = Date.now() + 60_000;
     for (;;) {
-      if (sc.proc.exitCode !== null) throw new Error(`svc-sidecar exited: ${sc.log()}`);
+      if (sc.proc.exitCode !== null || sc.proc.signalCode !== null) {
+        const log = sc.log();
+        const err = new Error(`svc-sidecar exited (${sc.proc.exitCode ?? sc.proc.signalCode}): ${log}`);
+        err.addrInUse = log.includes("address already in use");
+        throw err;
+      }
       try {
         const r = await fetch(`${sc.url}/readyz`, { signal: AbortSignal.timeout(1000) });
         if (r.status === 200) return sc;
