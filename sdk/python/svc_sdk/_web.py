@@ -66,7 +66,8 @@ class Refusal:
         return json.dumps(self.payload(), separators=(",", ":")).encode() + b"\n"
 
     def all_headers(self) -> dict[str, str]:
-        return {"Content-Type": "application/json", "Cache-Control": "no-store", **self.headers}
+        return {"Content-Type": "application/json", "Cache-Control": "no-store",
+                "X-Content-Type-Options": "nosniff", **self.headers}
 
 
 def bearer_token(authorization: str | None) -> str:

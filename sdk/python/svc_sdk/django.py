@@ -106,8 +106,7 @@ def _default_client() -> Client:
 
 
 def _response(r: Refusal) -> HttpResponse:
-    resp = HttpResponse(r.body(), status=r.status, content_type="application/json")
-    for k, v in r.headers.items():
+    resp = HttpResponse(r.body(), status=r.status)
+    for k, v in r.all_headers().items():
         resp[k] = v
-    resp["Cache-Control"] = "no-store"
     return resp

@@ -18,22 +18,47 @@ development mode, on fail-open and on excluded paths;
 The sidecar is called on a worker thread (``asyncio.to_thread``) so the event
 loop keeps serving other requests while a call is in flight.
 
-The middleware refuses with a JSON body
-``{"allow": false, "deny_reasons": [...], "reason": "...", "decision_id": "..."}``;
-``require_action`` raises ``HTTPException`` whose ``detail`` is that object
-(FastAPI answers ``{"detail": {...}}``) with the same status and headers.
+Every refusal, the middleware's and ``require_action``'s alike, answers the
+JSON body of the other SDKs' middleware,
+``{"allow": false, "deny_reasons": [...], "reason": "...", "decision_id": "..."}``,
+with the status and headers listed in :mod:`svc_sdk._web`. ``require_action``
+raises :class:`SvcRefused`, which SvcMiddleware answers; an app that uses
+``require_action`` without the middleware registers the answer itself with
+``app.add_exception_handler(SvcRefused, refusal_handler)``.
 """
 
 import asyncio
+import logging
 import threading
 from typing import Any, Callable, Iterable, Optional
 
 from fastapi import HTTPException, Request
+from starlette.responses import Response
 
 from ._web import Refusal, check_action, check_token, excluded
 from .client import Client, Decision
 
-__all__ = ["SvcMiddleware", "require_action"]
+__all__ = ["SvcMiddleware", "require_action", "SvcRefused", "refusal_handler"]
+
+_log = logging.getLogger("svc_sdk")
+
+
+class SvcRefused(Exception):
+    """Raised by ``require_action`` for a refused request; ``refusal``
+    holds the status, headers and body to answer with. SvcMiddleware and
+    :func:`refusal_handler` answer it."""
+
+    def __init__(self, refusal: Refusal):
+        super().__init__(f"svc refused the request: {refusal.status} {refusal.reason}")
+        self.refusal = refusal
+
+
+async def refusal_handler(request: Request, exc: SvcRefused) -> Response:
+    """The answer to :class:`SvcRefused`, for apps that use
+    ``require_action`` without SvcMiddleware:
+    ``app.add_exception_handler(SvcRefused, refusal_handler)``."""
+    r = exc.refusal
+    return Response(r.body(), status_code=r.status, headers=r.all_headers())
 
 
 class SvcMiddleware:
@@ -57,7 +82,7 @@ class SvcMiddleware:
         state["svc_user"] = None
         state["svc_decision"] = None
         if excluded(scope.get("path", ""), self.exclude):
-            await self.app(scope, receive, send)
+            await self._call_app(scope, receive, send)
             return
         out = await asyncio.to_thread(check_token, self.client, _header(scope, b"authorization"))
         if isinstance(out, Refusal):
@@ -65,17 +90,36 @@ class SvcMiddleware:
             return
         state["svc_user"] = out.claims
         state["svc_decision"] = out.decision
-        await self.app(scope, receive, send)
+        await self._call_app(scope, receive, send)
+
+    async def _call_app(self, scope: dict, receive: Callable, send: Callable) -> None:
+        # A SvcRefused of require_action passes FastAPI's exception
+        # handling (it is not an HTTPException) and is answered here.
+        started = False
+
+        async def tracking_send(message: dict) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except SvcRefused as e:
+            if started:
+                raise
+            await _send_refusal(send, e.refusal)
 
 
 def require_action(action: str, resource: Optional[str] = None, resource_id_param: Optional[str] = None,
                    client: Optional[Client] = None) -> Callable:
     """A dependency that authorizes ``action`` by the policy, on the
     resource whose id is the path parameter ``resource_id_param`` if given.
-    It returns the Decision, and raises HTTPException (403 with the deny
-    reasons on a denial; 401, 429 or 503 as the middleware would) otherwise.
-    The client is, in order: ``client``, the SvcMiddleware's, a default
-    Client()."""
+    It returns the Decision, and otherwise raises :class:`SvcRefused` (403
+    with the deny reasons on a denial; 401, 429 or 503 as the middleware
+    would), answered with the middleware's JSON body by SvcMiddleware or
+    :func:`refusal_handler`. The client is, in order: ``client``, the
+    SvcMiddleware's, a default Client()."""
 
     async def dependency(request: Request) -> Decision:
         c = client or getattr(request.state, "svc_client", None) or _default_client()
@@ -83,12 +127,34 @@ def require_action(action: str, resource: Optional[str] = None, resource_id_para
         out = await asyncio.to_thread(check_action, c, request.headers.get("authorization"), action,
                                       resource, None if rid is None else str(rid))
         if isinstance(out, Refusal):
-            raise HTTPException(status_code=out.status, detail=out.payload(), headers=out.headers or None)
+            if "svc_client" in request.scope.get("state", {}) or _has_handler(request):
+                raise SvcRefused(out)
+            # Nothing in this app would answer SvcRefused: answer in
+            # FastAPI's own shape rather than with a 500.
+            _warn_no_handler()
+            raise HTTPException(status_code=out.status, detail=out.payload(), headers=out.all_headers())
         request.state.svc_user = out.claims
         request.state.svc_decision = out.decision
         return out.decision
 
     return dependency
+
+
+def _has_handler(request: Request) -> bool:
+    handlers = getattr(request.app, "exception_handlers", None) or {}
+    return any(isinstance(k, type) and issubclass(SvcRefused, k) and k is not Exception for k in handlers)
+
+
+_warned = False
+
+
+def _warn_no_handler() -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        _log.warning("svc_sdk.fastapi.require_action is used without SvcMiddleware or "
+                     "app.add_exception_handler(SvcRefused, refusal_handler): refusals are answered "
+                     'as {"detail": ...} instead of the svc refusal body')
 
 
 _default: Optional[Client] = None

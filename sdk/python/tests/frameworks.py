@@ -32,8 +32,14 @@ class MiddlewareBehaviour:
         return self.idp.token(harness.claims(**over))
 
     def body(self, j):
-        # FastAPI's HTTPException wraps the refusal in "detail".
-        return j.get("detail", j) if isinstance(j, dict) else j
+        """The refusal body, checked to have exactly the fields every svc
+        middleware (Python, TypeScript, Go) answers with."""
+        self.assertIsInstance(j, dict)
+        self.assertLessEqual({"allow", "deny_reasons", "reason"}, set(j), j)
+        self.assertLessEqual(set(j), {"allow", "deny_reasons", "reason", "decision_id"}, j)
+        self.assertIs(j["allow"], False, j)
+        self.assertIsInstance(j["deny_reasons"], list, j)
+        return j
 
     def test_valid_token_claims_on_the_request(self):
         status, _, j = self.call(self.client, "/whoami", self.token(email="alice@example.com"))
@@ -54,31 +60,41 @@ class MiddlewareBehaviour:
             ("action, expired", "/orders/1", self.token(exp=now - 300), 401, "token-expired",
              'Bearer error="invalid_token", error_description="token-expired"'),
         ]
-        for name, path, tok, status, reason, challenge in cases:
-            with self.subTest(name):
-                got, headers, j = self.call(self.client, path, tok)
-                self.assertEqual(got, status, j)
-                self.assertEqual(headers.get("www-authenticate"), challenge)
-                b = self.body(j)
-                self.assertEqual((b["allow"], b["reason"]), (False, reason))
+        # A reachable sidecar refuses an invalid token whatever the mode.
+        for mode in ("open", "closed"):
+            client = Client(self.sidecar.url, mode)
+            for name, path, tok, status, reason, challenge in cases:
+                with self.subTest(f"{name}, {mode}"):
+                    got, headers, j = self.call(client, path, tok)
+                    self.assertEqual(got, status, j)
+                    self.assertEqual(headers.get("www-authenticate"), challenge)
+                    self.assertTrue(headers.get("content-type", "").startswith("application/json"), headers)
+                    self.assertEqual((headers.get("cache-control"), headers.get("x-content-type-options")),
+                                     ("no-store", "nosniff"))
+                    b = self.body(j)
+                    self.assertEqual((b["deny_reasons"], b["reason"]), ([], reason))
 
     def test_require_action(self):
-        viewer = self.token(roles=["viewer"])
-        status, _, j = self.call(self.client, "/orders/7", viewer)
-        self.assertEqual(status, 200, j)
-        self.assertEqual(j["claims"]["sub"], "alice")
-        self.assertTrue(j["decision_id"])
+        for mode in ("open", "closed"):
+            client = Client(self.sidecar.url, mode)
+            with self.subTest(mode):
+                viewer = self.token(roles=["viewer"])
+                status, _, j = self.call(client, "/orders/7", viewer)
+                self.assertEqual(status, 200, j)
+                self.assertEqual(j["claims"]["sub"], "alice")
+                self.assertTrue(j["decision_id"])
 
-        status, headers, j = self.call(self.client, "/orders/7/delete", viewer)
-        self.assertEqual(status, 403, j)
-        self.assertIsNone(headers.get("www-authenticate"))
-        b = self.body(j)
-        self.assertEqual(b["reason"], "policy-deny")
-        self.assertEqual(b["deny_reasons"], ["role-forbidden: viewer cannot orders:delete"])
-        self.assertTrue(b["decision_id"])
+                status, headers, j = self.call(client, "/orders/7/delete", viewer)
+                self.assertEqual(status, 403, j)
+                self.assertIsNone(headers.get("www-authenticate"))
+                self.assertTrue(headers.get("content-type", "").startswith("application/json"), headers)
+                b = self.body(j)
+                self.assertEqual(b["reason"], "policy-deny")
+                self.assertEqual(b["deny_reasons"], ["role-forbidden: viewer cannot orders:delete"])
+                self.assertTrue(b["decision_id"])
 
-        status, _, j = self.call(self.client, "/orders/7/delete", self.token(roles=["admin"]))
-        self.assertEqual(status, 200, j)
+                status, _, j = self.call(client, "/orders/7/delete", self.token(roles=["admin"]))
+                self.assertEqual(status, 200, j)
 
     def test_token_of_another_tenant_is_forbidden(self):
         for path in ("/whoami", "/orders/7"):
@@ -108,6 +124,32 @@ class MiddlewareBehaviour:
                     status, _, j = self.call(Client(url, "closed", timeout), path, tok)
                     self.assertEqual(status, 503, j)
                     self.assertEqual(self.body(j)["reason"], "unavailable")
-                with self.subTest(f"{name}, open, invalid token still needs a token, {path}"):
+                with self.subTest(f"{name}, open, a request without a token is still refused, {path}"):
                     status, _, j = self.call(Client(url, "open", timeout), path, None)
                     self.assertEqual(status, 401, j)
+
+    def test_fail_modes_when_the_running_sidecar_stops(self):
+        # A real sidecar that answered, then went down: the clients hold
+        # pooled connections to it when it stops.
+        sidecar = harness.Sidecar(self.idp)
+        self.addCleanup(sidecar.stop)
+        clients = {mode: Client(sidecar.url, mode) for mode in ("open", "closed")}
+        tok = self.token()
+        paths = ("/whoami", "/orders/1")
+        for mode, client in clients.items():
+            for path in paths:
+                with self.subTest(f"up, {mode}, {path}"):
+                    status, _, j = self.call(client, path, tok)
+                    self.assertEqual(status, 200, j)
+                    self.assertEqual(j["claims"]["sub"], "alice")
+        sidecar.stop()
+        for path in paths:
+            with self.subTest(f"stopped, open, {path}"):
+                status, _, j = self.call(clients["open"], path, tok)
+                self.assertEqual(status, 200, j)
+                self.assertIsNone(j["claims"])
+            with self.subTest(f"stopped, closed, {path}"):
+                status, headers, j = self.call(clients["closed"], path, tok)
+                self.assertEqual(status, 503, j)
+                self.assertEqual(self.body(j)["reason"], "unavailable")
+                self.assertIsNone(headers.get("www-authenticate"))

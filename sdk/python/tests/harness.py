@@ -249,6 +249,10 @@ class BlackHole:
                 return
             self._conns.append(c)
 
+    def accepted(self) -> int:
+        """How many connections were accepted so far."""
+        return len(self._conns)
+
     def close(self) -> None:
         self._stop = True
         self.sock.close()

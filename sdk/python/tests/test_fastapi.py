@@ -9,9 +9,10 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.testclient import TestClient
 
 import harness
+import svc_sdk.fastapi
 from frameworks import MiddlewareBehaviour
 from svc_sdk import Client, Decision
-from svc_sdk.fastapi import SvcMiddleware, require_action
+from svc_sdk.fastapi import SvcMiddleware, SvcRefused, refusal_handler, require_action
 
 
 def make_app(client, with_middleware=True):
@@ -48,24 +49,74 @@ class FastAPITest(MiddlewareBehaviour, unittest.TestCase):
         return resp.status_code, {k.lower(): v for k, v in resp.headers.items()}, resp.json()
 
     def test_require_action_without_the_middleware(self):
-        app = FastAPI()
+        def app_with(handler):
+            app = FastAPI()
+            if handler:
+                app.add_exception_handler(SvcRefused, refusal_handler)
 
-        @app.get("/orders/{order_id}")
-        async def order(order_id: str, request: Request,
-                        decision: Decision = Depends(require_action("orders:delete", client=self.client))):
-            return {"claims": request.state.svc_user}
+            @app.get("/orders/{order_id}")
+            async def order(order_id: str, request: Request,
+                            decision: Decision = Depends(require_action("orders:delete", client=self.client))):
+                return {"claims": request.state.svc_user}
 
-        with TestClient(app) as tc:
-            ok = tc.get("/orders/1", headers={"Authorization": f"Bearer {self.token(roles=['admin'])}"})
-            denied = tc.get("/orders/1", headers={"Authorization": f"Bearer {self.token(roles=['viewer'])}"})
+            return app
+
+        admin = {"Authorization": f"Bearer {self.token(roles=['admin'])}"}
+        viewer = {"Authorization": f"Bearer {self.token(roles=['viewer'])}"}
+        with TestClient(app_with(True)) as tc:
+            ok = tc.get("/orders/1", headers=admin)
+            denied = tc.get("/orders/1", headers=viewer)
+            missing = tc.get("/orders/1")
         self.assertEqual((ok.status_code, ok.json()["claims"]["sub"]), (200, "alice"))
         self.assertEqual(denied.status_code, 403)
+        b = self.body(denied.json())
+        self.assertEqual((b["reason"], b["deny_reasons"]), ("policy-deny", ["role-forbidden: viewer cannot orders:delete"]))
+        self.assertEqual((missing.status_code, missing.headers.get("www-authenticate")), (401, "Bearer"))
+        self.assertEqual(self.body(missing.json())["reason"], "token-missing")
+
+        # With nothing to answer SvcRefused, the dependency still refuses
+        # with the right status (in FastAPI's own body) and says why.
+        svc_sdk.fastapi._warned = False
+        with TestClient(app_with(False)) as tc, self.assertLogs("svc_sdk", "WARNING") as logs:
+            denied = tc.get("/orders/1", headers=viewer)
+        self.assertEqual(denied.status_code, 403)
         self.assertEqual(denied.json()["detail"]["deny_reasons"], ["role-forbidden: viewer cannot orders:delete"])
+        self.assertIn("refusal_handler", "".join(logs.output))
+
+    def test_refusal_body_matches_the_middleware(self):
+        # The dependency and the middleware answer the same refusal with
+        # the same status, headers and bytes. /open/* is left to the
+        # dependency alone.
+        app = FastAPI()
+        app.add_middleware(SvcMiddleware, client=self.client, exclude=("/open/*",))
+
+        @app.get("/whoami")
+        async def whoami(request: Request):
+            return {"claims": request.state.svc_user}
+
+        @app.get("/open/orders/{order_id}")
+        async def order(order_id: str, decision: Decision = Depends(require_action("orders:read"))):
+            return {"decision_id": decision.decision_id}
+
+        with TestClient(app) as tc:
+            by_middleware = tc.get("/whoami")
+            by_dependency = tc.get("/open/orders/1")
+            ok = tc.get("/open/orders/1", headers={"Authorization": f"Bearer {self.token()}"})
+        for r in (by_middleware, by_dependency):
+            self.assertEqual(r.status_code, 401)
+            self.assertEqual(r.headers["www-authenticate"], "Bearer")
+            self.assertEqual(r.headers["content-type"], "application/json")
+            self.assertEqual(r.headers["cache-control"], "no-store")
+        self.assertEqual(by_dependency.content, by_middleware.content)
+        self.assertEqual(by_dependency.json(), {"allow": False, "deny_reasons": [], "reason": "token-missing"})
+        self.assertEqual(ok.status_code, 200, ok.text)
 
     def test_event_loop_keeps_serving_while_the_sidecar_is_slow(self):
         hole = harness.BlackHole()
         self.addCleanup(hole.close)
-        app = make_app(Client(hole.url, "open", timeout=1.0))
+        # The slow call takes the whole timeout; the fast request is sent
+        # once the slow one is known to wait on the sidecar.
+        app = make_app(Client(hole.url, "open", timeout=3.0))
 
         async def scenario():
             async with httpx.AsyncClient(app=app, base_url="http://test") as ac:
@@ -77,7 +128,10 @@ class FastAPITest(MiddlewareBehaviour, unittest.TestCase):
                     return r
 
                 slow = asyncio.create_task(get("/whoami", {"Authorization": "Bearer x"}))
-                await asyncio.sleep(0.1)
+                deadline = time.monotonic() + 30
+                while not hole.accepted() and time.monotonic() < deadline:
+                    await asyncio.sleep(0.02)
+                self.assertTrue(hole.accepted(), "the slow request never reached the sidecar")
                 fast = await get("/healthz", {})
                 slow_resp = await slow
                 return fast, slow_resp, finished

@@ -15,7 +15,7 @@
  */
 
 import { type Decision, SvcClient, type TokenDecision } from "./client.js";
-import { checkAction, checkToken, isExcluded, type Outcome, type Refusal, tokenOf } from "./web.js";
+import { checkAction, checkToken, isExcluded, type Outcome, REFUSAL_HEADERS, type Refusal, tokenOf } from "./web.js";
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -122,5 +122,5 @@ function settle(out: Outcome, req: ExpressRequestLike, res: ExpressResponseLike,
 }
 
 function send(res: ExpressResponseLike, r: Refusal): void {
-  res.status(r.status).set({ ...r.headers, "cache-control": "no-store" }).json(r.body);
+  res.status(r.status).set({ ...REFUSAL_HEADERS, ...r.headers }).json(r.body);
 }

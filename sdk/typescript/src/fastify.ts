@@ -17,7 +17,7 @@
 
 import type {} from "fastify";
 import { type Decision, SvcClient, type TokenDecision } from "./client.js";
-import { checkAction, checkToken, isExcluded, type Outcome, tokenOf } from "./web.js";
+import { checkAction, checkToken, isExcluded, type Outcome, REFUSAL_HEADERS, tokenOf } from "./web.js";
 
 /** The parts of a Fastify request the plugin reads and writes. */
 export interface FastifyRequestLike {
@@ -118,7 +118,7 @@ function sources(req: FastifyRequestLike) {
 function settle(out: Outcome, request: FastifyRequestLike, reply: FastifyReplyLike): unknown {
   if (!out.admitted) {
     const r = out.refusal;
-    return reply.code(r.status).headers({ ...r.headers, "cache-control": "no-store" }).send(r.body);
+    return reply.code(r.status).headers({ ...REFUSAL_HEADERS, ...r.headers }).send(r.body);
   }
   request.svcClaims = out.admission.claims;
   request.svcDecision = out.admission.decision;

@@ -31,6 +31,12 @@ export interface DenyBody {
   decision_id?: string;
 }
 
+/** Headers of every refusal, besides the refusal's own (as the Go middleware sends). */
+export const REFUSAL_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  "cache-control": "no-store",
+  "x-content-type-options": "nosniff",
+});
+
 /** A refused request: status, headers and body. */
 export interface Refusal {
   status: number;

@@ -34,6 +34,20 @@ export function middlewareBehaviour(name, start) {
       }
     }
     const tok = (over) => idp.token(claims(over));
+    // The refusal body: exactly the fields every svc middleware (TypeScript,
+    // Python, Go) answers with, as JSON.
+    function refusal(r, what) {
+      assert.match(r.headers.get("content-type") ?? "", /^application\/json/, what);
+      assert.equal(r.headers.get("cache-control"), "no-store", what);
+      assert.equal(r.headers.get("x-content-type-options"), "nosniff", what);
+      const keys = Object.keys(r.body).sort();
+      const want = ["allow", "deny_reasons", "reason"];
+      if ("decision_id" in r.body) want.push("decision_id");
+      assert.deepEqual(keys, want.sort(), `${what}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.allow, false, what);
+      assert.ok(Array.isArray(r.body.deny_reasons), what);
+      return r.body;
+    }
 
     test("valid token: claims on the request", async () => {
       const r = await call(client, "/whoami", tok({ email: "alice@example.com" }));
@@ -53,30 +67,39 @@ export function middlewareBehaviour(name, start) {
         ["action without token", "/orders/1", null, 401, "token-missing", "Bearer"],
         ["action, expired", "/orders/1", tok({ exp: now - 300 }), 401, "token-expired", invalid("token-expired")],
       ];
-      for (const [what, path, token, status, reason, challenge] of cases) {
-        const r = await call(client, path, token);
-        assert.equal(r.status, status, what);
-        assert.equal(r.headers.get("www-authenticate"), challenge, what);
-        assert.deepEqual([r.body.allow, r.body.reason], [false, reason], what);
+      // A reachable sidecar refuses an invalid token whatever the mode.
+      for (const failMode of ["open", "closed"]) {
+        const c = new SvcClient({ sidecarUrl: sidecar.url, failMode });
+        for (const [what, path, token, status, reason, challenge] of cases) {
+          const r = await call(c, path, token);
+          assert.equal(r.status, status, `${what}, ${failMode}`);
+          assert.equal(r.headers.get("www-authenticate"), challenge, `${what}, ${failMode}`);
+          const b = refusal(r, `${what}, ${failMode}`);
+          assert.deepEqual([b.deny_reasons, b.reason], [[], reason], `${what}, ${failMode}`);
+        }
       }
     });
 
     test("requireAction", async () => {
-      const viewer = tok({ roles: ["viewer"] });
-      let r = await call(client, "/orders/7", viewer);
-      assert.equal(r.status, 200, JSON.stringify(r.body));
-      assert.equal(r.body.claims.sub, "alice");
-      assert.ok(r.body.decision_id);
+      for (const failMode of ["open", "closed"]) {
+        const c = new SvcClient({ sidecarUrl: sidecar.url, failMode });
+        const viewer = tok({ roles: ["viewer"] });
+        let r = await call(c, "/orders/7", viewer);
+        assert.equal(r.status, 200, JSON.stringify(r.body));
+        assert.equal(r.body.claims.sub, "alice");
+        assert.ok(r.body.decision_id);
 
-      r = await call(client, "/orders/7/delete", viewer);
-      assert.equal(r.status, 403);
-      assert.equal(r.headers.get("www-authenticate"), null);
-      assert.equal(r.body.reason, "policy-deny");
-      assert.deepEqual(r.body.deny_reasons, ["role-forbidden: viewer cannot orders:delete"]);
-      assert.ok(r.body.decision_id);
+        r = await call(c, "/orders/7/delete", viewer);
+        assert.equal(r.status, 403, failMode);
+        assert.equal(r.headers.get("www-authenticate"), null);
+        const b = refusal(r, `policy deny, ${failMode}`);
+        assert.equal(b.reason, "policy-deny");
+        assert.deepEqual(b.deny_reasons, ["role-forbidden: viewer cannot orders:delete"]);
+        assert.ok(b.decision_id);
 
-      r = await call(client, "/orders/7/delete", tok({ roles: ["admin"] }));
-      assert.equal(r.status, 200);
+        r = await call(c, "/orders/7/delete", tok({ roles: ["admin"] }));
+        assert.equal(r.status, 200, failMode);
+      }
     });
 
     test("token of another tenant is forbidden", async () => {
@@ -103,13 +126,43 @@ export function middlewareBehaviour(name, start) {
             let r = await call(new SvcClient({ sidecarUrl, failMode: "open", timeoutMs, ...quiet }), path, tok());
             assert.deepEqual([r.status, r.body.claims], [200, null], `${what}, open, ${path}`);
             r = await call(new SvcClient({ sidecarUrl, failMode: "closed", timeoutMs }), path, tok());
-            assert.deepEqual([r.status, r.body.reason], [503, "unavailable"], `${what}, closed, ${path}`);
+            assert.deepEqual([r.status, refusal(r, what).reason], [503, "unavailable"], `${what}, closed, ${path}`);
             r = await call(new SvcClient({ sidecarUrl, failMode: "open", timeoutMs, ...quiet }), path, null);
             assert.equal(r.status, 401, `${what}, open, no token, ${path}`);
           }
         }
       } finally {
         hole.close();
+      }
+    });
+
+    test("fail modes: the running sidecar stops", async () => {
+      // A real sidecar that answered, then went down: the clients hold
+      // pooled connections to it when it stops.
+      const sc = await Sidecar.start(idp);
+      try {
+        const clients = {
+          open: new SvcClient({ sidecarUrl: sc.url, failMode: "open", warn: () => {} }),
+          closed: new SvcClient({ sidecarUrl: sc.url, failMode: "closed" }),
+        };
+        const paths = ["/whoami", "/orders/1"];
+        for (const [mode, c] of Object.entries(clients)) {
+          for (const path of paths) {
+            const r = await call(c, path, tok());
+            assert.deepEqual([r.status, r.body.claims?.sub], [200, "alice"], `up, ${mode}, ${path}`);
+          }
+        }
+        await sc.stop();
+        for (const path of paths) {
+          let r = await call(clients.open, path, tok());
+          assert.deepEqual([r.status, r.body.claims], [200, null], `stopped, open, ${path}`);
+          r = await call(clients.closed, path, tok());
+          assert.equal(r.status, 503, `stopped, closed, ${path}`);
+          assert.equal(refusal(r, `stopped, closed, ${path}`).reason, "unavailable");
+          assert.equal(r.headers.get("www-authenticate"), null);
+        }
+      } finally {
+        await sc.stop();
       }
     });
   });
