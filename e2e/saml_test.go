@@ -189,7 +189,8 @@ func TestSAMLSPInitiatedWithSamlify(t *testing.T) {
 }
 
 // IdP-initiated sign-on when allowed, refused without a tenant; and two
-// sidecars sharing one real Redis refuse a response replayed across them.
+// sidecars sharing one real Redis refuse a response replayed across them
+// and complete a login that the other one started.
 func TestSAMLIdPInitiatedAndSharedReplayCache(t *testing.T) {
 	s := startSAMLIdP(t)
 	redisAddr := redistest.Start(t)
@@ -231,6 +232,19 @@ func TestSAMLIdPInitiatedAndSharedReplayCache(t *testing.T) {
 	// A fresh response is accepted by B too.
 	if ok := postACS(t, otherAddr, askIdP(t, s.idp.BaseURL+"/idp-initiated?user=bob")); ok.StatusCode != http.StatusSeeOther {
 		t.Errorf("fresh response on sidecar B: %d %q", ok.StatusCode, refusalCode(t, ok))
+	}
+	// A login started at B is answered at A: the replicas share the
+	// request key through Redis.
+	resp, err := noRedirect.Get("http://" + otherAddr + "/auth/saml/login?return_to=/reports")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound {
+		t.Fatalf("login at B: %d", resp.StatusCode)
+	}
+	if sp := postACS(t, s.samlAddr, askIdP(t, resp.Header.Get("Location")+"&user=bob")); sp.StatusCode != http.StatusSeeOther {
+		t.Errorf("answer at A to a login started at B: %d %q", sp.StatusCode, refusalCode(t, sp))
 	}
 	// A user without the tenant attribute is refused.
 	nt := postACS(t, s.samlAddr, askIdP(t, s.idp.BaseURL+"/idp-initiated?user=nora"))

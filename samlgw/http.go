@@ -123,9 +123,10 @@ func SPMetadata(s config.SAML) ([]byte, error) {
 }
 
 // serveLogin starts SP-initiated sign-on: an AuthnRequest to the IdP over
-// HTTP-Redirect, signed when an SP key is configured. Its id is stored so
-// that the response's InResponseTo can be checked; return_to travels as
-// RelayState.
+// HTTP-Redirect, signed when an SP key is configured. Its id carries an
+// HMAC and an expiry (requestIDs), so the response's InResponseTo can be
+// checked without keeping state for anonymous callers; return_to travels
+// as RelayState.
 func (g *Gateway) serveLogin(w http.ResponseWriter, r *http.Request) {
 	returnTo, ok := safeReturnTo(r.URL.Query().Get("return_to"))
 	if !ok {
@@ -148,9 +149,9 @@ func (g *Gateway) serveLogin(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, refusal{Error: Internal, Message: "the sign-on request could not be built"})
 		return
 	}
-	if _, err := g.v.store.Add(r.Context(), keyRequest+req.ID, RequestTTL); err != nil {
-		g.log.Error("pending request could not be stored", "err", err)
-		writeRefusal(w, &Error{Code: StoreUnavailable, Msg: "request store unavailable", Err: err})
+	if req.ID, err = g.v.requests.mint(r.Context()); err != nil {
+		g.log.Error("request id could not be minted", "err", err)
+		writeRefusal(w, &Error{Code: StoreUnavailable, Msg: "request key unavailable", Err: err})
 		return
 	}
 	to, err := req.Redirect(returnTo, sp)

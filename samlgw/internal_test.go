@@ -17,7 +17,6 @@ import (
 type acceptAll struct{}
 
 func (acceptAll) Add(context.Context, string, time.Duration) (bool, error) { return true, nil }
-func (acceptAll) Take(context.Context, string) (bool, error)               { return true, nil }
 
 const (
 	benchEntity = "https://app.example.com/auth/saml/metadata"
@@ -40,6 +39,7 @@ func benchSetup(tb testing.TB) (*validator, *IDP, *testidp.IdP) {
 		entityID: benchEntity, acsURL: benchACS, skew: 30 * time.Second, allowIDPInitiated: true,
 		mapping: config.AttributeMapping{Email: config.DefaultSAMLEmailAttribute, Role: "role", Tenant: "tenant_id"},
 		store:   acceptAll{}, now: time.Now,
+		requests: &requestIDs{keys: staticKey(make([]byte, 32)), now: time.Now, ttl: RequestTTL},
 	}
 	return v, trusted, idp
 }

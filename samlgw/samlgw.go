@@ -46,7 +46,7 @@ import (
 // MaxBodyBytes caps an ACS request body; a larger one is refused with 413.
 const MaxBodyBytes = 1 << 20
 
-// RequestTTL is how long a pending AuthnRequest id is remembered.
+// RequestTTL is how long an AuthnRequest can be answered.
 const RequestTTL = 10 * time.Minute
 
 // AuditSink receives one record per ACS outcome. It must never block.
@@ -64,8 +64,8 @@ type Deps struct {
 	Audit AuditSink
 	// MeterProvider counts ACS outcomes; default no-op.
 	MeterProvider metric.MeterProvider
-	// Store is the replay and request store; default Redis when
-	// rate_limit.redis_addr is set, else memory.
+	// Store is the replay store; default Redis when rate_limit.redis_addr
+	// is set, else memory.
 	Store Store
 	// HTTPClient fetches the IdP metadata; default a plain client.
 	HTTPClient *http.Client
@@ -138,6 +138,13 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 			store = NewMemoryStore(deps.Now)
 		}
 	}
+	var keys keySource
+	if g.redis != nil {
+		keys = &redisKey{c: g.redis, now: deps.Now}
+	} else if keys, err = newStaticKey(); err != nil {
+		g.Close()
+		return nil, err
+	}
 	skipSig := deps.Getenv("SVC_ENV") == "development"
 	g.v = &validator{
 		entityID: s.EntityID, acsURL: s.ACSURL,
@@ -146,6 +153,7 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 		skipSignature:     skipSig,
 		mapping:           s.AttributeMapping,
 		store:             store,
+		requests:          &requestIDs{keys: keys, now: deps.Now, ttl: RequestTTL},
 		now:               deps.Now,
 	}
 	if g.spKey != nil {

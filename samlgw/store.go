@@ -9,14 +9,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Store remembers keys for a while: accepted assertion ids (replay) and
-// pending AuthnRequest ids. The memory store serves one process; the
-// Redis store is shared by replicas.
+// Store remembers keys for a while: the ids of accepted assertions and of
+// the AuthnRequests they answered (replay). Only a response whose
+// signature verified writes to it; pending requests keep no state (see
+// requestIDs). The memory store serves one process; the Redis store is
+// shared by replicas.
 type Store interface {
 	// Add records key for ttl; it reports false when key is already there.
 	Add(ctx context.Context, key string, ttl time.Duration) (bool, error)
-	// Take removes key and reports whether it was there.
-	Take(ctx context.Context, key string) (bool, error)
 }
 
 // MaxMemoryEntries bounds the memory store; past it, Add sweeps expired
@@ -31,6 +31,7 @@ type MemoryStore struct {
 	mu  sync.Mutex
 	m   map[string]time.Time
 	now func() time.Time
+	max int
 }
 
 // NewMemoryStore returns an empty MemoryStore; now defaults to time.Now.
@@ -38,7 +39,7 @@ func NewMemoryStore(now func() time.Time) *MemoryStore {
 	if now == nil {
 		now = time.Now
 	}
-	return &MemoryStore{m: map[string]time.Time{}, now: now}
+	return &MemoryStore{m: map[string]time.Time{}, now: now, max: MaxMemoryEntries}
 }
 
 // Add implements Store.
@@ -49,13 +50,13 @@ func (s *MemoryStore) Add(_ context.Context, key string, ttl time.Duration) (boo
 	if exp, ok := s.m[key]; ok && now.Before(exp) {
 		return false, nil
 	}
-	if len(s.m) >= MaxMemoryEntries {
+	if len(s.m) >= s.max {
 		for k, exp := range s.m {
 			if !now.Before(exp) {
 				delete(s.m, k)
 			}
 		}
-		if len(s.m) >= MaxMemoryEntries {
+		if len(s.m) >= s.max {
 			return false, ErrStoreFull
 		}
 	}
@@ -63,17 +64,8 @@ func (s *MemoryStore) Add(_ context.Context, key string, ttl time.Duration) (boo
 	return true, nil
 }
 
-// Take implements Store.
-func (s *MemoryStore) Take(_ context.Context, key string) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	exp, ok := s.m[key]
-	delete(s.m, key)
-	return ok && s.now().Before(exp), nil
-}
-
 // RedisStore is a Store in Redis, shared by every replica that uses the
-// same server: SET NX PX records, DEL takes.
+// same server: SET NX PX records.
 type RedisStore struct {
 	c *redis.Client
 }
@@ -84,10 +76,4 @@ func NewRedisStore(c *redis.Client) *RedisStore { return &RedisStore{c: c} }
 // Add implements Store.
 func (s *RedisStore) Add(ctx context.Context, key string, ttl time.Duration) (bool, error) {
 	return s.c.SetNX(ctx, key, 1, ttl).Result()
-}
-
-// Take implements Store.
-func (s *RedisStore) Take(ctx context.Context, key string) (bool, error) {
-	n, err := s.c.Del(ctx, key).Result()
-	return n == 1, err
 }

@@ -59,13 +59,14 @@ type validator struct {
 	mapping       config.AttributeMapping
 	spKey         crypto.PrivateKey // decrypts EncryptedAssertion; may be nil
 	store         Store
+	requests      *requestIDs
 	now           func() time.Time
 }
 
 // Replay and request keys in the store.
 const (
 	keyReplay  = "svc:saml:assertion:"
-	keyRequest = "svc:saml:request:"
+	keyRequest = "svc:saml:answered:"
 )
 
 // validate runs every rule on a decoded SAMLResponse. On success the
@@ -116,8 +117,20 @@ func (v *validator) validate(ctx context.Context, data []byte, idp *IDP) (*Ident
 	if err := v.mapAttributes(&a, id); err != nil {
 		return nil, err
 	}
-	// Last, so that a refused assertion neither burns its id nor the
-	// pending request.
+	// The answered request: one this gateway minted, not expired.
+	var reqExp time.Time
+	if id.InResponseTo != "" {
+		exp, ok, err := v.requests.verify(ctx, id.InResponseTo, v.skew)
+		if err != nil {
+			return nil, &Error{Code: StoreUnavailable, Msg: "request key unavailable", Err: err}
+		}
+		if !ok {
+			return nil, refuse(RequestUnknown, "InResponseTo names no pending request of this service provider")
+		}
+		reqExp = exp
+	}
+	// Last, so that a refused assertion burns neither its id nor the
+	// request it answers.
 	ttl := id.NotOnOrAfter.Add(v.skew).Sub(now)
 	fresh, err := v.store.Add(ctx, keyReplay+id.AssertionID, max(ttl, time.Second))
 	if err != nil {
@@ -127,12 +140,12 @@ func (v *validator) validate(ctx context.Context, data []byte, idp *IDP) (*Ident
 		return nil, refuse(Replayed, "assertion already used")
 	}
 	if id.InResponseTo != "" {
-		ok, err := v.store.Take(ctx, keyRequest+id.InResponseTo)
+		fresh, err := v.store.Add(ctx, keyRequest+id.InResponseTo, max(reqExp.Add(v.skew).Sub(now), time.Second))
 		if err != nil {
-			return nil, &Error{Code: StoreUnavailable, Msg: "request store unavailable", Err: err}
+			return nil, &Error{Code: StoreUnavailable, Msg: "replay cache unavailable", Err: err}
 		}
-		if !ok {
-			return nil, refuse(RequestUnknown, "InResponseTo names no pending request of this service provider")
+		if !fresh {
+			return nil, refuse(RequestUnknown, "the request InResponseTo names was already answered")
 		}
 	}
 	return id, nil
