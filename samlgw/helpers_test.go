@@ -257,3 +257,25 @@ func (f *fixture) login(t testing.TB, returnTo string) (id string, loc *url.URL,
 	d := readDoc(t, xmlReq)
 	return d.Root().SelectAttrValue("ID", ""), loc, resp.StatusCode
 }
+
+// answering starts a login at f and returns a valid response that answers
+// it.
+func (f *fixture) answering(t testing.TB) testidp.Response {
+	t.Helper()
+	id, _, status := f.login(t, "/")
+	if status != http.StatusFound {
+		t.Fatalf("login: %d, want 302", status)
+	}
+	r := valid()
+	r.InResponseTo = id
+	return r
+}
+
+// answeredOnce posts a second signed answer to the request r answers and
+// expects it refused.
+func (f *fixture) answeredOnce(t testing.TB, r testidp.Response) {
+	t.Helper()
+	if a := f.post(t, signed(t, r), true); a.status != http.StatusUnauthorized || a.code != string(samlgw.RequestUnknown) {
+		t.Fatalf("second answer to one request: %d %q, want 401 %q", a.status, a.code, samlgw.RequestUnknown)
+	}
+}
