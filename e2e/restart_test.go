@@ -31,7 +31,8 @@ import (
 const loadClients = 8
 
 // checkLoad keeps Check calls going on several gRPC connections and
-// counts them, their failures and the worst latency.
+// counts them, their failures and the worst latency, in total and per
+// phase (cut ends one).
 type checkLoad struct {
 	stop     chan struct{}
 	wg       sync.WaitGroup
@@ -39,6 +40,23 @@ type checkLoad struct {
 	mu       sync.Mutex
 	failures []string
 	worst    time.Duration
+	phase    loadPhase
+}
+
+// loadPhase is what the load saw between two cuts.
+type loadPhase struct {
+	calls    int64
+	failures int
+	worst    time.Duration
+}
+
+// cut returns the phase since the previous cut and starts a new one.
+func (l *checkLoad) cut() loadPhase {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p := l.phase
+	l.phase = loadPhase{}
+	return p
 }
 
 // startCheckLoad starts loadClients loops of Check calls with token,
@@ -67,13 +85,15 @@ func startCheckLoad(t *testing.T, s *harness.Sidecar, token string) *checkLoad {
 				took := time.Since(began)
 				l.count.Add(1)
 				l.mu.Lock()
-				if took > l.worst {
-					l.worst = took
-				}
+				l.phase.calls++
+				l.worst = max(l.worst, took)
+				l.phase.worst = max(l.phase.worst, took)
 				if err != nil {
 					l.failures = append(l.failures, err.Error())
+					l.phase.failures++
 				} else if r.status != http.StatusOK {
 					l.failures = append(l.failures, "status "+http.StatusText(r.status)+": "+r.body)
+					l.phase.failures++
 				}
 				l.mu.Unlock()
 			}
@@ -165,12 +185,18 @@ func TestRestartAndReloadUnderLoad(t *testing.T) {
 	before := statusOf(t, s)
 	load := startCheckLoad(t, s, k.token(t, "alice", "acme", "viewer"))
 	load.waitCount(t, 200)
+	load.cut()
 
 	code, stdout, stderr := runCoreAt(t, s, "sidecar", "restart", "--drain-timeout", "10")
 	if code != 0 || !regexp.MustCompile(`^healthy \d+\.\d+\.\d+\S*\n$`).MatchString(stdout) {
 		t.Fatalf("core sidecar restart: exit %d, stdout %q, stderr %q; want healthy and a dotted version", code, stdout, stderr)
 	}
+	if strings.Contains(stderr, "policy revision") {
+		t.Errorf("restart with an unchanged policy notes a revision change: %q", stderr)
+	}
 	load.waitCount(t, 200)
+	restart := load.cut()
+	t.Logf("restart: %d Check calls from %d clients, %d failed, worst latency %s", restart.calls, loadClients, restart.failures, restart.worst)
 	after := statusOf(t, s)
 	if after.PID != before.PID || after.PID != s.Pid() || !after.StartedAt.After(before.StartedAt) {
 		t.Errorf("pid %d→%d (process %d), started_at %s→%s; want the same PID and a new image",
@@ -187,15 +213,34 @@ func TestRestartAndReloadUnderLoad(t *testing.T) {
 		t.Fatalf("core sidecar reload-policy: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	load.waitCount(t, 200)
+	swap := load.cut()
+	t.Logf("policy swap: %d Check calls from %d clients, %d failed, worst latency %s", swap.calls, loadClients, swap.failures, swap.worst)
 
 	n, failures, worst := load.finish()
-	t.Logf("%d Check calls from %d clients through a restart and a policy swap; %d failed; worst latency %s",
+	t.Logf("in all: %d Check calls from %d clients through a restart and a policy swap; %d failed; worst latency %s",
 		n, loadClients, len(failures), worst)
 	if len(failures) > 0 {
-		t.Errorf("%d of %d calls failed; first: %s", len(failures), n, failures[0])
+		t.Errorf("%d of %d calls failed (restart %d, swap %d); first: %s", len(failures), n, restart.failures, swap.failures, failures[0])
 	}
 	if st := statusOf(t, s); st.PolicyRevision != "under-load-2" || st.Status != "healthy" {
 		t.Errorf("after the swap: status %q revision %q, want healthy under-load-2", st.Status, st.PolicyRevision)
+	}
+
+	// Without policy.bundle_cache_dir the uploaded bundle is not kept
+	// across a restart: the command says so instead of letting the
+	// revision change go unnoticed.
+	code, stdout, stderr = runCoreAt(t, s, "--output", "json", "sidecar", "restart", "--drain-timeout", "10")
+	var rep struct {
+		Status                 string `json:"status"`
+		PolicyRevision         string `json:"policy_revision"`
+		PreviousPolicyRevision string `json:"previous_policy_revision"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != 0 {
+		t.Fatalf("core --output json sidecar restart: exit %d, %v, stdout %q, stderr %q", code, err, stdout, stderr)
+	}
+	if rep.PreviousPolicyRevision != "under-load-2" || rep.PolicyRevision != before.PolicyRevision ||
+		!strings.Contains(stderr, "policy revision under-load-2 before the restart, "+before.PolicyRevision+" (from config) now") {
+		t.Errorf("restart after an unpersisted upload: %+v, stderr %q; want under-load-2 → %s noted", rep, stderr, before.PolicyRevision)
 	}
 }
 

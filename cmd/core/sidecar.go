@@ -13,6 +13,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// statusHealthy is GET /v1/status's status of a sidecar that is ready and
+// in sync (sidecar.StatusHealthy; the package is not linked into core).
+const statusHealthy = "healthy"
+
 // Paths of the sidecar's local HTTP API that the sidecar commands use.
 const (
 	pathStatus       = "/v1/status"
@@ -36,7 +40,7 @@ are not on loopback send the admin token read from the file named by
 SVC_ADMIN_TOKEN_FILE.
 
 Exit codes: 0 ok, 1 the sidecar refused (a wrong or missing bundle
-signature, an older revision), 2 usage or input error (an unreadable
+signature, an older revision) or is not healthy (status, restart), 2 usage or input error (an unreadable
 bundle file), 3 the sidecar could not be reached.`,
 		Args: args(),
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
@@ -76,7 +80,12 @@ revision and where it came from), Policy mode (enforce, or dry-run when
 policy.mode never denies), JWKS key sets cached, Uptime and Version. With
 --output json it prints GET /v1/status as the sidecar answers it, with the
 same field names (policy_revision, partitioned_since, last_sync, cache_valid,
-cache_age, policy_mode, ...).`,
+cache_age, policy_mode, ...).
+
+Exit codes, for scripts (core sidecar status && ...): 0 the sidecar is
+healthy; 1 it answers but is degraded, unavailable or draining (the report
+is printed all the same, and the status with its reason on stderr); 3 it
+cannot be reached.`,
 		Args: args(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runSidecarStatus(cmd.Context())
@@ -94,22 +103,38 @@ func (a *app) runSidecarStatus(ctx context.Context) error {
 	if err := c.GetJSON(ctx, pathStatus, statusTimeout, &raw); err != nil {
 		return err
 	}
+	var st sidecarStatus
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return &exitError{code: exitFailed, err: fmt.Errorf("sidecar at %s: unreadable status: %w", c.base, err)}
+	}
+	status := st.Status
+	if st.Reason != "" {
+		status += " (" + st.Reason + ")"
+	}
 	if a.json {
 		var doc any
 		if err := json.Unmarshal(raw, &doc); err != nil {
 			return err
 		}
-		return a.writeJSON(doc)
+		if err := a.writeJSON(doc); err != nil {
+			return err
+		}
+	} else if err := a.printStatus(st, status); err != nil {
+		return err
 	}
-	var st sidecarStatus
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return &exitError{code: exitFailed, err: fmt.Errorf("sidecar at %s: unreadable status: %w", c.base, err)}
+	// Scripts write `core sidecar status && ...`: only a healthy sidecar
+	// is a success. One that answers but is degraded, unavailable or
+	// draining is exit 1 (the report above says why), one that does not
+	// answer exit 3 (GetJSON).
+	if st.Status != statusHealthy {
+		return checkFailed(fmt.Errorf("sidecar at %s is %s", c.base, status), false)
 	}
+	return nil
+}
+
+// printStatus writes the status report as the labelled text table.
+func (a *app) printStatus(st sidecarStatus, status string) error {
 	w := table(a.stdout)
-	status := st.Status
-	if st.Reason != "" {
-		status += " (" + st.Reason + ")"
-	}
 	fmt.Fprintf(w, "Status:\t%s\n", status)
 	partitioned := "false"
 	if st.Partitioned {
@@ -219,6 +244,9 @@ func (a *app) runReloadPolicy(ctx context.Context, file string, allowDowngrade b
 	var r reloaded
 	_ = json.Unmarshal(raw, &r)
 	fmt.Fprintf(a.stdout, "policy revision %s active (previous %s, %s)\n", r.Revision, r.PreviousRevision, plural(r.PoliciesLoaded, "policy file"))
+	if !r.Persisted {
+		fmt.Fprintf(a.stderr, "core: note: the bundle is not persisted (policy.bundle_cache_dir is not set): a restart serves the configured policy again\n")
+	}
 	return nil
 }
 
@@ -280,6 +308,12 @@ type restartReport struct {
 	StartedAt         time.Time `json:"started_at"`
 	PreviousStartedAt time.Time `json:"previous_started_at"`
 	Seconds           float64   `json:"seconds"`
+	// PolicyRevision is the revision the new image serves;
+	// PreviousPolicyRevision the one served before the restart. They
+	// differ when an uploaded bundle was not persisted
+	// (policy.bundle_cache_dir) or the policy directory changed.
+	PolicyRevision         string `json:"policy_revision"`
+	PreviousPolicyRevision string `json:"previous_policy_revision"`
 }
 
 func (a *app) runRestart(ctx context.Context, drain time.Duration, force bool) error {
@@ -289,7 +323,8 @@ func (a *app) runRestart(ctx context.Context, drain time.Duration, force bool) e
 		return err
 	}
 	var before struct {
-		StartedAt time.Time `json:"started_at"`
+		StartedAt      time.Time `json:"started_at"`
+		PolicyRevision string    `json:"policy_revision"`
 	}
 	if err := c.GetJSON(ctx, pathStatus, statusTimeout, &before); err != nil {
 		return err
@@ -328,7 +363,8 @@ func (a *app) runRestart(ctx context.Context, drain time.Duration, force bool) e
 		}
 	}
 	rep := restartReport{Status: st.Status, Version: st.Version, Ready: st.Ready, PID: st.PID,
-		StartedAt: st.StartedAt, PreviousStartedAt: before.StartedAt, Seconds: time.Since(began).Seconds()}
+		StartedAt: st.StartedAt, PreviousStartedAt: before.StartedAt, Seconds: time.Since(began).Seconds(),
+		PolicyRevision: st.PolicyRevision, PreviousPolicyRevision: before.PolicyRevision}
 	if a.json {
 		if err := a.writeJSON(rep); err != nil {
 			return err
@@ -336,7 +372,11 @@ func (a *app) runRestart(ctx context.Context, drain time.Duration, force bool) e
 	} else {
 		fmt.Fprintf(a.stdout, "%s %s\n", rep.Status, rep.Version)
 	}
-	if rep.Status != "healthy" {
+	if rep.PolicyRevision != rep.PreviousPolicyRevision {
+		fmt.Fprintf(a.stderr, "core: note: policy revision %s before the restart, %s (from %s) now; an uploaded bundle survives a restart only with policy.bundle_cache_dir\n",
+			rep.PreviousPolicyRevision, rep.PolicyRevision, orDash(st.PolicySource))
+	}
+	if rep.Status != statusHealthy {
 		return checkFailed(fmt.Errorf("sidecar restarted but reports %s", rep.Status), true)
 	}
 	return nil

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,7 +13,8 @@ import (
 
 // TestSidecarStatusNotReady runs a sidecar whose identity provider never
 // answered: `core sidecar status` says unavailable with the reason, as
-// /readyz does, instead of healthy.
+// /readyz does, instead of healthy, and exits 1 so that
+// `core sidecar status && ...` stops there; in JSON too.
 func TestSidecarStatusNotReady(t *testing.T) {
 	cfg := devConfig()
 	cfg.SDK.FailMode = config.FailClosed
@@ -19,18 +23,85 @@ func TestSidecarStatusNotReady(t *testing.T) {
 
 	// Until Serve has begun the reason is "starting".
 	want := regexp.MustCompile(`(?m)^Status:\s+unavailable \(jwks-unavailable\)$`)
-	deadline := time.Now().Add(10 * time.Second)
+	r := waitStatus(t, url, func(r result) bool { return want.MatchString(r.stdout) })
+	if r.code != exitFailed {
+		t.Errorf("exit %d for an unavailable sidecar, want 1\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "sidecar at "+url+" is unavailable (jwks-unavailable)") {
+		t.Errorf("stderr does not say why: %q", r.stderr)
+	}
+
+	r = run(t, "", "--sidecar", url, "--output", "json", "sidecar", "status")
+	checkOneJSON(t, r.stdout)
+	var doc struct {
+		Status string `json:"status"`
+		Reason string `json:"reason"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if r.code != exitFailed || doc.Status != "unavailable" || doc.Reason != "jwks-unavailable" {
+		t.Errorf("--output json: exit %d, status %q (%q); want 1, unavailable (jwks-unavailable)\n%s", r.code, doc.Status, doc.Reason, r.stdout)
+	}
+}
+
+// TestSidecarStatusDegraded: a sidecar that is ready but cannot reach its
+// bundle server is degraded; status exits 1 although /readyz would
+// admit traffic, because it is not in sync.
+func TestSidecarStatusDegraded(t *testing.T) {
+	tmp := workspace(t)
+	cfg := devConfig()
+	cfg.Policy.BundleVerifyKeyFile = filepath.Join(tmp, "ec.pub")
+	cfg.Policy.BundleURL = closedURL(t) + "/bundle.tar.gz"
+	url := startSidecarWith(t, cfg)
+
+	want := regexp.MustCompile(`(?m)^Status:\s+degraded \(bundle-server-unreachable\)$`)
+	r := waitStatus(t, url, func(r result) bool { return want.MatchString(r.stdout) })
+	if r.code != exitFailed || !strings.Contains(r.stderr, "is degraded (bundle-server-unreachable)") {
+		t.Errorf("exit %d, stderr %q; want 1 saying degraded\n%s", r.code, r.stderr, r.stdout)
+	}
+	if !regexp.MustCompile(`(?m)^Partitioned:\s+true, since `).MatchString(r.stdout) {
+		t.Errorf("the report is not printed whole:\n%s", r.stdout)
+	}
+}
+
+// waitStatus runs `core sidecar status` until done accepts its result
+// (generous deadline: the sidecar starts on a loaded machine).
+func waitStatus(t *testing.T, url string, done func(result) bool) result {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		r := run(t, "", "--sidecar", url, "sidecar", "status")
-		if r.code != 0 {
+		if r.code == exitUnreachable || r.code == exitUsage {
 			t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
-		if want.MatchString(r.stdout) {
-			break
+		if done(r) {
+			return r
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("status of a sidecar that cannot verify tokens:\n%s", r.stdout)
+			t.Fatalf("status never reached the expected state; last:\n%s%s", r.stdout, r.stderr)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestReloadPolicyNotPersisted: an upload to a sidecar without
+// policy.bundle_cache_dir is active until the next restart only, and
+// reload-policy says so; with the cache directory it says nothing more.
+func TestReloadPolicyNotPersisted(t *testing.T) {
+	tmp := workspace(t)
+	const note = "the bundle is not persisted (policy.bundle_cache_dir is not set)"
+	for _, cacheDir := range []string{"", t.TempDir()} {
+		cfg := devConfig()
+		cfg.Policy.BundleVerifyKeyFile = filepath.Join(tmp, "ec.pub")
+		cfg.Policy.BundleCacheDir = cacheDir
+		url := startSidecarWith(t, cfg)
+		r := run(t, tmp, "--sidecar", url, "sidecar", "reload-policy", "--bundle", "$TMP/signed.tar.gz")
+		if r.code != 0 || !strings.Contains(r.stdout, "policy revision r1 active") {
+			t.Fatalf("cache dir %q: exit %d\n%s%s", cacheDir, r.code, r.stdout, r.stderr)
+		}
+		if got := strings.Contains(r.stderr, note); got != (cacheDir == "") {
+			t.Errorf("cache dir %q: note on stderr %t, want %t: %q", cacheDir, got, cacheDir == "", r.stderr)
+		}
 	}
 }
