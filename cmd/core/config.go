@@ -201,7 +201,11 @@ func (a *app) runConfigDiff(ctx context.Context, argv []string, live string) err
 		if rep.Equal {
 			fmt.Fprintln(a.stdout, "equal")
 		} else {
-			fmt.Fprintf(a.stdout, "%s differ\n", plural(len(diffs), "key"))
+			verb := "differ"
+			if len(diffs) == 1 {
+				verb = "differs"
+			}
+			fmt.Fprintf(a.stdout, "%s %s\n", plural(len(diffs), "key"), verb)
 		}
 	}
 	if !rep.Equal {

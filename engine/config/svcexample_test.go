@@ -75,3 +75,13 @@ func allKeys(t reflect.Type, path []string) []keyInfo {
 	}
 	return []keyInfo{{path: path}}
 }
+
+// TestExampleYAMLTwin: svc.example.yaml is the YAML twin of
+// svc.example.toml (the README diffs the two): every setting the TOML
+// file makes, the YAML file makes too, with the same effect.
+func TestExampleYAMLTwin(t *testing.T) {
+	toml, yaml := parseFile(t, "../../svc.example.toml"), parseFile(t, "../../svc.example.yaml")
+	if d := Diff(toml, yaml); len(d) != 0 {
+		t.Errorf("svc.example.toml and svc.example.yaml differ after defaults; bring the YAML file along: %+v", d)
+	}
+}
