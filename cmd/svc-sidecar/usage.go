@@ -40,7 +40,12 @@ Listens on (defaults):
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  gRPC\t%s\tsdk.sidecar_addr (SVC_SIDECAR_ADDR): Envoy ext_authz, svc.authz.v1, health, reflection\n", defaults.SDK.SidecarAddr)
 	fmt.Fprintf(tw, "  HTTP\t%s\tsidecar.http_addr (SVC_HTTP_ADDR): /v1/..., /check, /healthz, /readyz, /metrics\n", defaults.Sidecar.HTTPAddr)
+	fmt.Fprintf(tw, "  SAML\t%s\tsidecar.saml_addr (SVC_SAML_ADDR): with [sdk.saml] only\n", defaults.Sidecar.SAMLAddr)
 	_ = tw.Flush()
+	fmt.Fprintf(w, `  The gRPC and HTTP addresses are host:port or unix:///path/to.sock (mode
+  sidecar.socket_mode). With sidecar.tls_cert_file and tls_key_file the
+  listeners serve TLS; with sidecar.tls_client_ca_file, mutual TLS.
+`)
 	fmt.Fprintf(w, "\nEnvironment (each SVC_* variable overrides its key of the file):\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, v := range config.EnvVars() {
@@ -51,7 +56,10 @@ Listens on (defaults):
 		telemetry.EnvEndpoint, telemetry.EnvSDKDisabled)
 	fmt.Fprintf(w, `
 Signals: SIGTERM or SIGINT drain in-flight requests (sidecar.drain_timeout)
-and exit 0. Exit codes: 0 clean stop, 1 the configuration or a listener
+and exit 0. SIGHUP reads the configuration file again: an invalid one is
+logged and changes nothing, an unchanged one reloads the policies, a changed
+one is applied by a new image of this process that inherits the listening
+sockets (as core sidecar restart). Exit codes: 0 clean stop, 1 the configuration or a listener
 failed (the message names the setting), 2 a usage error.
 `)
 }
