@@ -7,13 +7,14 @@ The client talks to the sidecar's local HTTP JSON API
 connections, with the standard library only::
 
     from svc_sdk import Client
-    client = Client()                       # SVC_SIDECAR_URL, SVC_FAIL_MODE
+    client = Client()                       # SVC_SIDECAR_URL, SVC_FAIL_MODE, svc.toml
     d = client.validate_token(token)        # TokenDecision(allowed, claims, reason)
     d = client.authorize(token, "orders:read", resource_id="42")
     d.allow, d.deny_reasons, d.reason, d.decision_id
 """
 
 from .client import (
+    DEFAULT_CONFIG_FILE,
     DEFAULT_SIDECAR_URL,
     DEFAULT_TIMEOUT,
     FAIL_CLOSED,
@@ -32,5 +33,5 @@ __version__ = "0.1.0"
 __all__ = [
     "Client", "TokenDecision", "Decision", "SvcError", "SidecarUnavailableError",
     "SidecarRequestError", "Admission", "Refusal", "bearer_token",
-    "DEFAULT_SIDECAR_URL", "DEFAULT_TIMEOUT", "FAIL_OPEN", "FAIL_CLOSED",
+    "DEFAULT_SIDECAR_URL", "DEFAULT_TIMEOUT", "DEFAULT_CONFIG_FILE", "FAIL_OPEN", "FAIL_CLOSED",
 ]

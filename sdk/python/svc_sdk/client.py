@@ -7,6 +7,7 @@ import logging
 import os
 import threading
 import time
+import tomllib
 import urllib.parse
 import weakref
 from dataclasses import dataclass
@@ -16,7 +17,8 @@ from ._pool import Pool, Unreachable
 
 __all__ = [
     "Client", "TokenDecision", "Decision", "SvcError", "SidecarUnavailableError",
-    "SidecarRequestError", "DEFAULT_SIDECAR_URL", "DEFAULT_TIMEOUT", "FAIL_OPEN", "FAIL_CLOSED",
+    "SidecarRequestError", "DEFAULT_SIDECAR_URL", "DEFAULT_TIMEOUT", "DEFAULT_CONFIG_FILE", "FAIL_OPEN",
+    "FAIL_CLOSED", "Settings", "resolve_settings",
 ]
 
 #: Used when neither the constructor nor SVC_SIDECAR_URL names the sidecar.
@@ -26,6 +28,11 @@ DEFAULT_SIDECAR_URL = "http://localhost:7700"
 DEFAULT_TIMEOUT = 1.0
 FAIL_OPEN = "open"
 FAIL_CLOSED = "closed"
+
+#: Read, in the working directory, for the [sdk] keys sidecar_addr and
+#: fail_mode when neither the arguments nor the environment give them, as
+#: the Go client and the sidecar read it.
+DEFAULT_CONFIG_FILE = "svc.toml"
 
 PATH_VALIDATE_TOKEN = "/v1/validate-token"
 PATH_AUTHORIZE = "/v1/authorize"
@@ -97,11 +104,18 @@ class Decision:
 class Client:
     """Asks the sidecar for token and authorization decisions.
 
-    ``sidecar_url`` defaults to ``SVC_SIDECAR_URL``, then
-    ``http://localhost:7700``; ``fail_mode`` to ``SVC_FAIL_MODE``, then
-    ``open``; ``timeout`` (seconds per call, connection included) to
-    :data:`DEFAULT_TIMEOUT`. Connections are kept alive and pooled. A client
-    is safe to share between threads; make one per process.
+    ``sidecar_url`` defaults to ``SVC_SIDECAR_URL``; then to
+    ``SVC_SIDECAR_ADDR`` and the key ``sdk.sidecar_addr`` of ``svc.toml``
+    (``config_file``, in the working directory), each only when it is an
+    ``http://`` or ``https://`` URL (a host:port there is the sidecar's gRPC
+    address, which this client does not speak); then to
+    ``http://localhost:7700``. ``fail_mode`` defaults to ``SVC_FAIL_MODE``,
+    then ``sdk.fail_mode`` of ``svc.toml``, then ``open``. ``timeout``
+    (seconds per call, connection included) defaults to
+    :data:`DEFAULT_TIMEOUT`. ``config_file=None`` reads no file; a missing
+    file is no error, an unreadable or malformed one is. Connections are
+    kept alive and pooled. A client is safe to share between threads; make
+    one per process.
 
     Fail modes, when the sidecar is unreachable, times out, or answers 502,
     503 or 504: ``open`` returns an allowed decision with no claims and
@@ -113,23 +127,23 @@ class Client:
 
     def __init__(self, sidecar_url: str | None = None, fail_mode: str | None = None,
                  timeout: float | None = None, *, pool_size: int = 16, ssl_context=None,
-                 env: Mapping[str, str] | None = None):
+                 env: Mapping[str, str] | None = None, config_file: str | None = DEFAULT_CONFIG_FILE):
         env = os.environ if env is None else env
-        url = sidecar_url or env.get("SVC_SIDECAR_URL") or DEFAULT_SIDECAR_URL
-        mode = fail_mode or env.get("SVC_FAIL_MODE") or FAIL_OPEN
+        st = resolve_settings(sidecar_url, fail_mode, env, config_file)
+        url, mode, source = st.sidecar_url, st.fail_mode, st.sidecar_url_source
         if mode not in (FAIL_OPEN, FAIL_CLOSED):
-            raise ValueError(f'fail mode {mode!r} is neither "open" nor "closed" (SVC_FAIL_MODE)')
+            raise ValueError(f'fail mode {mode!r} is neither "open" nor "closed" ({st.fail_mode_source})')
         if timeout is None:
             timeout = DEFAULT_TIMEOUT
         if not isinstance(timeout, (int, float)) or timeout <= 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"sidecar URL {url!r} must be http://host:port or https://host:port (SVC_SIDECAR_URL)")
+            raise ValueError(f"sidecar URL {url!r} must be http://host:port or https://host:port ({source})")
         try:
             port = parts.port or (443 if parts.scheme == "https" else 80)
         except ValueError:
-            raise ValueError(f"sidecar URL {url!r} has an invalid port (SVC_SIDECAR_URL)") from None
+            raise ValueError(f"sidecar URL {url!r} has an invalid port ({source})") from None
         self._url = url
         self._fail_mode = mode
         self._timeout = float(timeout)
@@ -256,6 +270,71 @@ class Client:
                              op, reason, detail)
             raise _FailOpen()
         raise SidecarUnavailableError(reason, f"svc {op}: sidecar {self._url} unavailable: {detail}")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where a Client's sidecar URL and fail mode come from; the
+    ``*_source`` fields name the argument, variable or file key, for
+    errors."""
+
+    sidecar_url: str
+    sidecar_url_source: str
+    fail_mode: str
+    fail_mode_source: str
+
+
+def resolve_settings(sidecar_url: str | None, fail_mode: str | None, env: Mapping[str, str],
+                     config_file: str | None = DEFAULT_CONFIG_FILE) -> Settings:
+    """The sidecar URL and fail mode a Client uses, in the order documented
+    on :class:`Client`."""
+    url = [(sidecar_url, "sidecar_url"), (env.get("SVC_SIDECAR_URL"), "SVC_SIDECAR_URL"),
+           (_http_url(env.get("SVC_SIDECAR_ADDR")), "SVC_SIDECAR_ADDR")]
+    mode = [(fail_mode, "fail_mode"), (env.get("SVC_FAIL_MODE"), "SVC_FAIL_MODE")]
+    if config_file and not (_first(url) and _first(mode)):
+        sdk = _sdk_table(config_file)
+        url.append((_http_url(sdk.get("sidecar_addr")), f"sdk.sidecar_addr of {config_file}"))
+        mode.append((sdk.get("fail_mode"), f"sdk.fail_mode of {config_file}"))
+    u = _first(url) or (DEFAULT_SIDECAR_URL, "default")
+    m = _first(mode) or (FAIL_OPEN, "default")
+    return Settings(u[0], u[1], m[0], m[1])
+
+
+def _first(choices: list[tuple[str | None, str]]) -> tuple[str, str] | None:
+    for value, source in choices:
+        if value:
+            return value, source
+    return None
+
+
+def _http_url(v: str | None) -> str:
+    v = (v or "").strip()
+    return v if v.startswith(("http://", "https://")) else ""
+
+
+def _sdk_table(path: str) -> dict[str, str]:
+    """The string keys sidecar_addr and fail_mode of the [sdk] table of a
+    TOML file; {} when the file does not exist. Other keys belong to the
+    sidecar and are not checked here."""
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        raise ValueError(f"{path}: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"{path}: not valid TOML: {e}") from None
+    sdk = doc.get("sdk", {})
+    if not isinstance(sdk, dict):
+        raise ValueError(f"{path}: sdk must be a table")
+    out = {}
+    for key in ("sidecar_addr", "fail_mode"):
+        if key in sdk:
+            if not isinstance(sdk[key], str):
+                raise ValueError(f"{path}: sdk.{key} must be a string")
+            out[key] = sdk[key]
+    return out
 
 
 class _FailOpen(Exception):

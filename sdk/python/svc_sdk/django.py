@@ -3,8 +3,8 @@
 settings.py::
 
     MIDDLEWARE = [..., "svc_sdk.django.SvcMiddleware"]
-    SVC_SIDECAR_URL = "http://localhost:7700"   # else the environment variable, else this default
-    SVC_FAIL_MODE = "closed"                    # else the environment variable, else "open"
+    SVC_SIDECAR_URL = "http://localhost:7700"   # else the environment, then svc.toml, else this default
+    SVC_FAIL_MODE = "closed"                    # else the environment, then svc.toml, else "open"
     SVC_EXCLUDE = ("/healthz",)                 # optional: exact paths, or prefixes ending with "*"
 
 views.py::
@@ -38,7 +38,7 @@ __all__ = ["SvcMiddleware", "require_action", "client_from_settings"]
 
 def client_from_settings() -> Client:
     """A Client configured by the settings SVC_SIDECAR_URL, SVC_FAIL_MODE
-    and SVC_TIMEOUT, each falling back to the environment (then to the
+    and SVC_TIMEOUT, each falling back to the environment and svc.toml (then to the
     defaults) when unset."""
     return Client(getattr(settings, "SVC_SIDECAR_URL", None) or None,
                   getattr(settings, "SVC_FAIL_MODE", None) or None,

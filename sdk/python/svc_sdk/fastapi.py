@@ -65,8 +65,8 @@ class SvcMiddleware:
     """ASGI middleware validating the bearer token of every HTTP request but
     those whose path is in ``exclude`` (exact paths, or prefixes ending with
     ``*``). Use it as ``app.add_middleware(SvcMiddleware, client=...)``;
-    without ``client`` one is made from ``SVC_SIDECAR_URL`` and
-    ``SVC_FAIL_MODE``."""
+    without ``client`` one is made from the environment and svc.toml (see
+    :class:`~svc_sdk.Client`)."""
 
     def __init__(self, app: Callable, client: Optional[Client] = None, exclude: Iterable[str] = ()):
         self.app = app

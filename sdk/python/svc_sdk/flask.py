@@ -36,7 +36,7 @@ class SvcAuth:
 
     Without ``client``, one is made from the app config keys
     ``SVC_SIDECAR_URL`` and ``SVC_FAIL_MODE``, falling back to the
-    environment variables of the same names.
+    environment variables of the same names, then svc.toml (see Client).
     """
 
     def __init__(self, app: Flask | None = None, client: Client | None = None, exclude: Iterable[str] = ()):

@@ -12,6 +12,41 @@ import harness
 from svc_sdk import Client, Decision, SidecarRequestError, SidecarUnavailableError, TokenDecision
 
 
+TOML_URL_CLOSED = """# the application's svc.toml
+[sdk]
+sidecar_addr = "https://sidecar.internal:7700"  # the local HTTP API
+fail_mode = 'closed'
+tenant_id = "acme"
+
+[sdk.saml]
+sidecar_addr = "http://not-this-one:1"
+fail_mode = "open"
+"""
+
+CONFIG_DIR = tempfile.mkdtemp(prefix="svc-sdk-config-")
+
+
+def _config(name: str, text: str) -> str:
+    path = os.path.join(CONFIG_DIR, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+FILE_URL_CLOSED = _config("url-closed.toml", TOML_URL_CLOSED)
+# The sidecar's own svc.toml: sidecar_addr is its gRPC listen address.
+FILE_GRPC_OPEN = _config("grpc-open.toml", '[sdk]\nsidecar_addr = "[::1]:50051"\nfail_mode = "open"\n')
+FILE_OTHER = _config("other.toml", '[sidecar]\nhttp_addr = "127.0.0.1:7700"\n')
+FILE_BAD_MODE = _config("bad-mode.toml", '[sdk]\nfail_mode = "sometimes"\n')
+FILE_NOT_TOML = _config("not-toml.toml", '[sdk\nfail_mode = closed\n')
+FILE_NOT_STRING = _config("not-string.toml", '[sdk]\nsidecar_addr = 7700\n')
+
+
+def tearDownModule():
+    import shutil
+    shutil.rmtree(CONFIG_DIR, ignore_errors=True)
+
+
 class ConfigTest(unittest.TestCase):
     def test_defaults_and_environment(self):
         cases = [
@@ -20,6 +55,21 @@ class ConfigTest(unittest.TestCase):
              "http://127.0.0.1:9", "closed"),
             ("arguments win", {"SVC_SIDECAR_URL": "http://127.0.0.1:9", "SVC_FAIL_MODE": "closed"},
              {"sidecar_url": "http://[::1]:7700", "fail_mode": "open"}, "http://[::1]:7700", "open"),
+            ("SVC_SIDECAR_ADDR as a URL", {"SVC_SIDECAR_ADDR": "http://127.0.0.1:8"}, {}, "http://127.0.0.1:8", "open"),
+            ("SVC_SIDECAR_ADDR as host:port is the gRPC address, not ours", {"SVC_SIDECAR_ADDR": "[::1]:50051"}, {},
+             "http://localhost:7700", "open"),
+            ("SVC_SIDECAR_URL before SVC_SIDECAR_ADDR",
+             {"SVC_SIDECAR_URL": "http://127.0.0.1:9", "SVC_SIDECAR_ADDR": "https://sidecar.internal:7700"}, {},
+             "http://127.0.0.1:9", "open"),
+            ("svc.toml", {}, {"config_file": FILE_URL_CLOSED}, "https://sidecar.internal:7700", "closed"),
+            ("svc.toml with a gRPC address", {}, {"config_file": FILE_GRPC_OPEN}, "http://localhost:7700", "open"),
+            ("environment before svc.toml", {"SVC_SIDECAR_ADDR": "http://127.0.0.1:8", "SVC_FAIL_MODE": "open"},
+             {"config_file": FILE_URL_CLOSED}, "http://127.0.0.1:8", "open"),
+            ("svc.toml fills what the environment leaves", {"SVC_SIDECAR_URL": "http://127.0.0.1:9"},
+             {"config_file": FILE_URL_CLOSED}, "http://127.0.0.1:9", "closed"),
+            ("no file", {}, {"config_file": None}, "http://localhost:7700", "open"),
+            ("a missing file", {}, {"config_file": "/nonexistent/svc.toml"}, "http://localhost:7700", "open"),
+            ("svc.toml without [sdk]", {}, {"config_file": FILE_OTHER}, "http://localhost:7700", "open"),
         ]
         for name, env, kwargs, url, mode in cases:
             with self.subTest(name):
@@ -27,6 +77,26 @@ class ConfigTest(unittest.TestCase):
                 self.assertEqual(c.sidecar_url, url)
                 self.assertEqual(c.fail_mode, mode)
                 self.assertEqual(c.timeout, 1.0)
+
+    def test_svc_toml_in_the_working_directory(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(os.rmdir, d)
+        with open(os.path.join(d, "svc.toml"), "w") as f:
+            f.write(TOML_URL_CLOSED)
+        self.addCleanup(os.remove, os.path.join(d, "svc.toml"))
+        cwd = os.getcwd()
+        os.chdir(d)
+        try:
+            c = Client(env={})
+        finally:
+            os.chdir(cwd)
+        self.assertEqual((c.sidecar_url, c.fail_mode), ("https://sidecar.internal:7700", "closed"))
+
+    def test_the_shipped_svc_example_toml(self):
+        # Its sidecar_addr is the sidecar's gRPC listen address: the URL
+        # stays the default; its fail_mode applies.
+        c = Client(env={}, config_file=str(harness.REPO / "svc.example.toml"))
+        self.assertEqual((c.sidecar_url, c.fail_mode), ("http://localhost:7700", "closed"))
 
     def test_process_environment(self):
         old = {k: os.environ.get(k) for k in ("SVC_SIDECAR_URL", "SVC_FAIL_MODE")}
@@ -43,16 +113,24 @@ class ConfigTest(unittest.TestCase):
 
     def test_bad_configuration_is_refused(self):
         cases = [
-            ("unknown fail mode", {"fail_mode": "sometimes"}, "SVC_FAIL_MODE"),
-            ("not a URL", {"sidecar_url": "localhost:7700"}, "SVC_SIDECAR_URL"),
-            ("grpc address", {"sidecar_url": "[::1]:50051"}, "SVC_SIDECAR_URL"),
-            ("bad port", {"sidecar_url": "http://localhost:99999"}, "SVC_SIDECAR_URL"),
-            ("zero timeout", {"timeout": 0}, "timeout"),
+            ("unknown fail mode", {}, {"fail_mode": "sometimes"}, "(fail_mode)"),
+            ("unknown SVC_FAIL_MODE", {"SVC_FAIL_MODE": "sometimes"}, {}, "(SVC_FAIL_MODE)"),
+            ("not a URL", {}, {"sidecar_url": "localhost:7700"}, "(sidecar_url)"),
+            ("grpc address", {}, {"sidecar_url": "[::1]:50051"}, "(sidecar_url)"),
+            ("SVC_SIDECAR_URL not a URL", {"SVC_SIDECAR_URL": "[::1]:50051"}, {}, "(SVC_SIDECAR_URL)"),
+            ("SVC_SIDECAR_ADDR URL without a host", {"SVC_SIDECAR_ADDR": "http://"}, {}, "(SVC_SIDECAR_ADDR)"),
+            ("bad port", {}, {"sidecar_url": "http://localhost:99999"}, "invalid port (sidecar_url)"),
+            ("zero timeout", {}, {"timeout": 0}, "timeout"),
+            ("unknown fail mode in svc.toml", {}, {"config_file": FILE_BAD_MODE}, "sdk.fail_mode of " + FILE_BAD_MODE),
+            ("svc.toml not TOML", {}, {"config_file": FILE_NOT_TOML}, FILE_NOT_TOML + ": not valid TOML"),
+            ("svc.toml sidecar_addr not a string", {}, {"config_file": FILE_NOT_STRING},
+             "sdk.sidecar_addr must be a string"),
+            ("svc.toml a directory", {}, {"config_file": CONFIG_DIR}, CONFIG_DIR),
         ]
-        for name, kwargs, mention in cases:
+        for name, env, kwargs, mention in cases:
             with self.subTest(name):
                 with self.assertRaises(ValueError) as cm:
-                    Client(env={}, **kwargs)
+                    Client(env=env, **kwargs)
                 self.assertIn(mention, str(cm.exception))
 
 

@@ -3,7 +3,9 @@
  * (`POST /v1/validate-token`, `POST /v1/authorize`).
  */
 
-/** Used when neither the options nor SVC_SIDECAR_URL name the sidecar. */
+import { DEFAULT_CONFIG_FILE, resolveSettings } from "./config.js";
+
+/** Used when neither the options, the environment nor svc.toml name the sidecar. */
 export const DEFAULT_SIDECAR_URL = "http://localhost:7700";
 /** Milliseconds one call may take, connection included, before the sidecar is taken as unreachable. */
 export const DEFAULT_TIMEOUT_MS = 1000;
@@ -11,14 +13,25 @@ export const DEFAULT_TIMEOUT_MS = 1000;
 export type FailMode = "open" | "closed";
 
 export interface SvcClientOptions {
-  /** Base URL of the sidecar's HTTP API; default SVC_SIDECAR_URL, then http://localhost:7700. */
+  /**
+   * Base URL of the sidecar's HTTP API; default SVC_SIDECAR_URL, then
+   * SVC_SIDECAR_ADDR and sdk.sidecar_addr of svc.toml when they are http(s)
+   * URLs (a host:port there is the gRPC address), then http://localhost:7700.
+   */
   sidecarUrl?: string;
-  /** What happens when the sidecar is unreachable; default SVC_FAIL_MODE, then "open". */
+  /** What happens when the sidecar is unreachable; default SVC_FAIL_MODE, then sdk.fail_mode of svc.toml, then "open". */
   failMode?: FailMode;
   /** Per-call timeout in milliseconds; default 1000. */
   timeoutMs?: number;
   /** Environment to read the defaults from; default process.env. */
   env?: Record<string, string | undefined>;
+  /**
+   * TOML file whose [sdk] sidecar_addr and fail_mode fill what the options
+   * and the environment leave unset; default "svc.toml" in the working
+   * directory, null for none. A missing file is no error; an unreadable or
+   * malformed one is.
+   */
+  configFile?: string | null;
   /** Receives the fail-open warning (at most one every 10 s); default console.warn. */
   warn?: (message: string) => void;
 }
@@ -108,10 +121,12 @@ export class SvcClient {
 
   constructor(opts: SvcClientOptions = {}) {
     const env = opts.env ?? process.env;
-    const url = opts.sidecarUrl || env.SVC_SIDECAR_URL || DEFAULT_SIDECAR_URL;
-    const mode = opts.failMode || env.SVC_FAIL_MODE || "open";
+    const configFile = opts.configFile === undefined ? DEFAULT_CONFIG_FILE : opts.configFile;
+    const settings = resolveSettings(opts.sidecarUrl, opts.failMode, env, configFile, DEFAULT_SIDECAR_URL);
+    const url = settings.sidecarUrl.value;
+    const mode = settings.failMode.value;
     if (mode !== "open" && mode !== "closed") {
-      throw new TypeError(`fail mode ${JSON.stringify(mode)} is neither "open" nor "closed" (SVC_FAIL_MODE)`);
+      throw new TypeError(`fail mode ${JSON.stringify(mode)} is neither "open" nor "closed" (${settings.failMode.source})`);
     }
     const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
@@ -121,10 +136,10 @@ export class SvcClient {
     try {
       parsed = new URL(url);
     } catch {
-      throw new TypeError(`sidecar URL ${JSON.stringify(url)} must be http://host:port or https://host:port (SVC_SIDECAR_URL)`);
+      throw new TypeError(`sidecar URL ${JSON.stringify(url)} must be http://host:port or https://host:port (${settings.sidecarUrl.source})`);
     }
     if ((parsed.protocol !== "http:" && parsed.protocol !== "https:") || !parsed.hostname) {
-      throw new TypeError(`sidecar URL ${JSON.stringify(url)} must be http://host:port or https://host:port (SVC_SIDECAR_URL)`);
+      throw new TypeError(`sidecar URL ${JSON.stringify(url)} must be http://host:port or https://host:port (${settings.sidecarUrl.source})`);
     }
     this.sidecarUrl = url;
     this.failMode = mode;

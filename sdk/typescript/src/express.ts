@@ -51,7 +51,7 @@ export interface ExpressResponseLike {
 export type ExpressNext = (err?: unknown) => void;
 
 export interface SvcExpressOptions {
-  /** Default: new SvcClient() (SVC_SIDECAR_URL, SVC_FAIL_MODE). */
+  /** Default: new SvcClient() (SVC_SIDECAR_URL, SVC_FAIL_MODE, svc.toml). */
   client?: SvcClient;
   /** Exempt paths: exact, or prefixes ending with "*". */
   exclude?: string[];

@@ -43,7 +43,7 @@ export interface FastifyInstanceLike {
 }
 
 export interface SvcFastifyOptions {
-  /** Default: new SvcClient() (SVC_SIDECAR_URL, SVC_FAIL_MODE). */
+  /** Default: new SvcClient() (SVC_SIDECAR_URL, SVC_FAIL_MODE, svc.toml). */
   client?: SvcClient;
   /** Exempt paths: exact, or prefixes ending with "*". */
   exclude?: string[];

@@ -17,4 +17,6 @@ export {
   SvcError,
   type TokenDecision,
 } from "./client.js";
+export { DEFAULT_CONFIG_FILE, readSdkTable, resolveSettings, type ResolvedSettings, type SdkKeys,
+  type Setting } from "./config.js";
 export { bearerToken, type DenyBody, type Refusal, refusalOf } from "./web.js";

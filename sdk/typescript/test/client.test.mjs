@@ -45,13 +45,16 @@ describe("configuration", () => {
 
   test("bad configuration is refused", () => {
     const cases = [
-      ["unknown fail mode", { failMode: "sometimes" }, /SVC_FAIL_MODE/],
-      ["not a URL", { sidecarUrl: "[::1]:50051" }, /SVC_SIDECAR_URL/],
-      ["grpc scheme", { sidecarUrl: "grpc://localhost:50051" }, /SVC_SIDECAR_URL/],
-      ["zero timeout", { timeoutMs: 0 }, /timeoutMs/],
+      ["unknown fail mode", {}, { failMode: "sometimes" }, /\(failMode\)/],
+      ["unknown SVC_FAIL_MODE", { SVC_FAIL_MODE: "sometimes" }, {}, /\(SVC_FAIL_MODE\)/],
+      ["not a URL", {}, { sidecarUrl: "[::1]:50051" }, /\(sidecarUrl\)/],
+      ["grpc scheme", {}, { sidecarUrl: "grpc://localhost:50051" }, /\(sidecarUrl\)/],
+      ["SVC_SIDECAR_URL not a URL", { SVC_SIDECAR_URL: "[::1]:50051" }, {}, /\(SVC_SIDECAR_URL\)/],
+      ["SVC_SIDECAR_ADDR URL without a host", { SVC_SIDECAR_ADDR: "http://" }, {}, /\(SVC_SIDECAR_ADDR\)/],
+      ["zero timeout", {}, { timeoutMs: 0 }, /timeoutMs/],
     ];
-    for (const [name, opts, re] of cases) {
-      assert.throws(() => new SvcClient({ env: {}, ...opts }), re, name);
+    for (const [name, env, opts, re] of cases) {
+      assert.throws(() => new SvcClient({ env, configFile: null, ...opts }), re, name);
     }
   });
 });
