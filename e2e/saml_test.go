@@ -194,7 +194,10 @@ func TestSAMLSPInitiatedWithSamlify(t *testing.T) {
 func TestSAMLIdPInitiatedAndSharedReplayCache(t *testing.T) {
 	s := startSAMLIdP(t)
 	redisAddr := redistest.Start(t)
-	extra := map[string]string{"SVC_REDIS_ADDR": redisAddr}
+	// A generous Redis timeout: under load a first call (dial, handshake)
+	// can take longer than the default, and a replay-cache write whose
+	// reply timed out would make the retried response a replay.
+	extra := map[string]string{"SVC_REDIS_ADDR": redisAddr, "SVC_REDIS_TIMEOUT": "10s"}
 	a := harness.StartSidecar(t, harness.SidecarOptions{Env: s.env(s.samlAddr, true, extra)})
 	otherAddr := harness.FreeAddr(t)
 	harness.StartSidecar(t, harness.SidecarOptions{Env: s.env(otherAddr, true, extra)})

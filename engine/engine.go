@@ -211,8 +211,9 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 	}
 	// Last, so that no earlier failure leaves a client open.
 	if e.limiter == nil && !cfg.RateLimit.Disabled && cfg.RateLimit.RedisAddr != "" {
-		e.redis = redis.NewClient(ratelimit.RedisClientOptions(cfg.RateLimit.RedisAddr))
-		e.limiter = ratelimit.NewRedis(e.redis, cfg.RateLimitFor, ratelimit.RedisOptions{Now: e.now})
+		timeout := cfg.RateLimit.RedisTimeout.Duration
+		e.redis = redis.NewClient(ratelimit.RedisClientOptions(cfg.RateLimit.RedisAddr, timeout))
+		e.limiter = ratelimit.NewRedis(e.redis, cfg.RateLimitFor, ratelimit.RedisOptions{Now: e.now, Timeout: timeout})
 	}
 	return e, nil
 }

@@ -132,7 +132,7 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 	store := deps.Store
 	if store == nil {
 		if cfg.RateLimit.RedisAddr != "" {
-			g.redis = redis.NewClient(ratelimit.RedisClientOptions(cfg.RateLimit.RedisAddr))
+			g.redis = redis.NewClient(ratelimit.RedisClientOptions(cfg.RateLimit.RedisAddr, cfg.RateLimit.RedisTimeout.Duration))
 			store = NewRedisStore(g.redis)
 		} else {
 			store = NewMemoryStore(deps.Now)

@@ -258,6 +258,11 @@ type RateLimit struct {
 	// RedisAddr (host:port), when set, shares budgets across replicas
 	// through Redis. Env SVC_REDIS_ADDR.
 	RedisAddr string `toml:"redis_addr" yaml:"redis_addr"`
+	// RedisTimeout bounds each rate-limit call to Redis; past it the
+	// request passes uncounted. Connections to Redis (the SAML replay
+	// cache's too) wait at least this long to dial, read and write.
+	// Default 50ms. Env SVC_REDIS_TIMEOUT.
+	RedisTimeout Duration `toml:"redis_timeout" yaml:"redis_timeout"`
 }
 
 // Sidecar is the [sidecar] table.

@@ -14,6 +14,7 @@ const (
 	DefaultJWKSMinRefresh   = time.Minute
 	DefaultJWKSMaxRefresh   = time.Hour
 	DefaultRPM              = 1000
+	DefaultRedisTimeout     = 50 * time.Millisecond
 	DefaultHTTPAddr         = "127.0.0.1:7700"
 	DefaultDrainTimeout     = 30 * time.Second
 	DefaultSocketMode       = "0660"
@@ -72,6 +73,7 @@ func (c *Config) SetDefaults() {
 	if c.RateLimit.DefaultRPM == 0 {
 		c.RateLimit.DefaultRPM = DefaultRPM
 	}
+	setDuration(&c.RateLimit.RedisTimeout, DefaultRedisTimeout)
 
 	setString(&c.Sidecar.HTTPAddr, DefaultHTTPAddr)
 	setDuration(&c.Sidecar.DrainTimeout, DefaultDrainTimeout)

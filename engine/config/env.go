@@ -157,6 +157,16 @@ var envTable = []EnvVar{
 	{Name: "SVC_REDIS_ADDR", Key: "rate_limit.redis_addr",
 		Help:  "Redis address (host:port) that shares rate-limit budgets across replicas.",
 		apply: func(c *Config, v string) string { c.RateLimit.RedisAddr = v; return "" }},
+	{Name: "SVC_REDIS_TIMEOUT", Key: "rate_limit.redis_timeout",
+		Help: `Bound of each rate-limit call to Redis (Go duration); past it the request passes uncounted. Default "50ms".`,
+		apply: func(c *Config, v string) string {
+			var d Duration
+			if err := d.UnmarshalText([]byte(v)); err != nil {
+				return err.Error()
+			}
+			c.RateLimit.RedisTimeout = d
+			return ""
+		}},
 	{Name: "SVC_SAML_ADDR", Key: "sidecar.saml_addr",
 		Help:  `Listen address (host:port) of the SAML gateway. Default "127.0.0.1:7701".`,
 		apply: func(c *Config, v string) string { c.Sidecar.SAMLAddr = v; return "" }},

@@ -261,6 +261,9 @@ func (v *validator) rateLimit() {
 			v.fail("rate_limit.redis_addr", "%s", msg)
 		}
 	}
+	if r.RedisTimeout.Duration <= 0 {
+		v.fail("rate_limit.redis_timeout", "must be positive, got %q", r.RedisTimeout.String())
+	}
 }
 
 func (v *validator) policy() {

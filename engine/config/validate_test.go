@@ -95,6 +95,8 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 			`tenants." "`, `svc.toml: tenants." ": tenant id must not be empty`},
 		{"redis_addr", func(c *Config) { c.RateLimit.RedisAddr = "redis" }, "SVC_REDIS_ADDR",
 			"rate_limit.redis_addr", `SVC_REDIS_ADDR: must be host:port, got "redis"`},
+		{"redis_timeout negative", func(c *Config) { c.RateLimit.RedisTimeout = dur(-time.Second) }, "SVC_REDIS_TIMEOUT",
+			"rate_limit.redis_timeout", `SVC_REDIS_TIMEOUT: must be positive, got "-1s"`},
 		{"cache_size", func(c *Config) { c.JWT.CacheSize = -3 }, "",
 			"jwt.cache_size", "svc.toml: jwt.cache_size: must be positive, got -3"},
 		{"min over max refresh", func(c *Config) { c.JWT.JWKSMinRefresh = dur(2 * time.Hour) }, "",

@@ -57,19 +57,28 @@ type Redis struct {
 
 var _ Limiter = (*Redis)(nil)
 
+// redisSocketTimeout is the shortest dial, read and write timeout of a
+// client from RedisClientOptions. Calls with a context deadline end at
+// that deadline when it comes first.
+const redisSocketTimeout = 250 * time.Millisecond
+
 // RedisClientOptions returns go-redis options for a limiter's client to
-// the Redis at addr (host:port). They make the client honor the context
-// deadline of each call, which is what bounds Allow to its timeout (by
-// default go-redis waits its own 5 s read timeout), keep connection
-// attempts short, and turn retries off: the script takes a token, so
-// retrying one whose reply was lost could count a request twice.
-func RedisClientOptions(addr string) *redis.Options {
+// the Redis at addr (host:port), whose calls are bounded by timeout (the
+// limiter's RedisOptions.Timeout; zero means DefaultRedisTimeout). They
+// make the client honor the context deadline of each call, which is what
+// bounds Allow to its timeout (by default go-redis waits its own 5 s read
+// timeout); dial, read and write timeouts are 250 ms, or timeout when it
+// is longer, so that a call without a deadline is bounded too and one with
+// a longer deadline is not cut short. Retries are off: the script takes a
+// token, so retrying one whose reply was lost could count a request twice.
+func RedisClientOptions(addr string, timeout time.Duration) *redis.Options {
+	socket := max(redisSocketTimeout, timeout)
 	return &redis.Options{
 		Addr:                  addr,
 		ContextTimeoutEnabled: true,
-		DialTimeout:           250 * time.Millisecond,
-		ReadTimeout:           250 * time.Millisecond,
-		WriteTimeout:          250 * time.Millisecond,
+		DialTimeout:           socket,
+		ReadTimeout:           socket,
+		WriteTimeout:          socket,
 		DialerRetries:         1,
 		MaxRetries:            -1,
 		// A plain standalone Redis: no cluster maintenance push messages.

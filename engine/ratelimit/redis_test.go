@@ -23,9 +23,7 @@ func TestRedis(t *testing.T) {
 	// loaded machine under the race detector.
 	const timeout = 5 * time.Second
 	newClient := func(t *testing.T) *redis.Client {
-		opts := RedisClientOptions(addr)
-		opts.ReadTimeout, opts.WriteTimeout = timeout, timeout
-		c := redis.NewClient(opts)
+		c := redis.NewClient(RedisClientOptions(addr, timeout))
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
@@ -176,7 +174,7 @@ func TestRedisUnavailable(t *testing.T) {
 		{"server never answers", silent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			client := redis.NewClient(RedisClientOptions(tc.addr(t)))
+			client := redis.NewClient(RedisClientOptions(tc.addr(t), 0))
 			defer client.Close()
 			l := NewRedis(client, func(string) int { return 10 }, RedisOptions{})
 			for i := 0; i < 3; i++ {
@@ -192,7 +190,7 @@ func TestRedisUnavailable(t *testing.T) {
 		})
 	}
 	t.Run("unlimited tenants never reach Redis", func(t *testing.T) {
-		client := redis.NewClient(RedisClientOptions(refused(t)))
+		client := redis.NewClient(RedisClientOptions(refused(t), 0))
 		defer client.Close()
 		l := NewRedis(client, func(string) int { return 0 }, RedisOptions{})
 		if ok, _, err := l.Allow(context.Background(), "free"); !ok || err != nil {
