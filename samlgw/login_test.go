@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -54,7 +55,12 @@ func TestLoginFloodDoesNotStopSignOn(t *testing.T) {
 // but that key.
 func TestLoginAcrossReplicasWithRedis(t *testing.T) {
 	addr := redistest.Start(t)
-	withRedis := func(c *config.Config, _ *samlgw.Deps) { c.RateLimit.RedisAddr = addr }
+	withRedis := func(c *config.Config, _ *samlgw.Deps) {
+		c.RateLimit.RedisAddr = addr
+		// Generous: a first call (dial, handshake) under the race detector
+		// on a loaded machine can take longer than the default bound.
+		c.RateLimit.RedisTimeout = config.Duration{Duration: 10 * time.Second}
+	}
 	a, b := newFixture(t, withRedis), newFixture(t, withRedis)
 
 	for i := 0; i < 200; i++ {
