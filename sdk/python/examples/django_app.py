@@ -1,6 +1,6 @@
 """Django example in one file: run `make run` at the repository root, then
 
-    cd sdk/python && python3 examples/django_app.py runserver 8000
+    cd sdk/python && /usr/bin/python3 examples/django_app.py runserver 8000
     curl -s localhost:8000/whoami -H 'Authorization: Bearer anything'
     curl -s localhost:8000/orders/42 -H 'Authorization: Bearer anything'
 """

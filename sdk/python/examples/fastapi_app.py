@@ -1,6 +1,6 @@
 """FastAPI example: run `make run` at the repository root, then
 
-    cd sdk/python && python3 examples/fastapi_app.py
+    cd sdk/python && /usr/bin/python3 examples/fastapi_app.py
     curl -s localhost:8000/whoami -H 'Authorization: Bearer anything'
     curl -s localhost:8000/orders/42 -H 'Authorization: Bearer anything'
 """
@@ -16,7 +16,7 @@ from svc_sdk import Client, Decision  # noqa: E402
 from svc_sdk.fastapi import SvcMiddleware, require_action  # noqa: E402
 
 app = FastAPI()
-# SVC_SIDECAR_URL (default http://localhost:7700), SVC_FAIL_MODE (default open).
+# SVC_SIDECAR_URL (default http://localhost:7700), SVC_FAIL_MODE (default open), or svc.toml [sdk].
 app.add_middleware(SvcMiddleware, client=Client(), exclude=("/healthz",))
 
 

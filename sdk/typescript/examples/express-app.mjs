@@ -8,7 +8,7 @@ import { SvcClient } from "@svc/sdk";
 import { requireAction, svcExpress } from "@svc/sdk/express";
 import { samlAcs, samlLoginRedirect } from "@svc/sdk/saml";
 
-// SVC_SIDECAR_URL (default http://localhost:7700), SVC_FAIL_MODE (default open).
+// SVC_SIDECAR_URL (default http://localhost:7700), SVC_FAIL_MODE (default open), or svc.toml [sdk].
 const client = new SvcClient();
 const app = express();
 

@@ -8,7 +8,7 @@ import { SvcClient } from "@svc/sdk";
 import { requireAction, svcFastify } from "@svc/sdk/fastify";
 
 const app = Fastify();
-// SVC_SIDECAR_URL (default http://localhost:7700), SVC_FAIL_MODE (default open).
+// SVC_SIDECAR_URL (default http://localhost:7700), SVC_FAIL_MODE (default open), or svc.toml [sdk].
 await app.register(svcFastify, { client: new SvcClient(), exclude: ["/healthz"] });
 
 app.get("/healthz", async () => "ok\n");
