@@ -123,3 +123,46 @@ func TestNoFileNamedAfterAFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigUnreadableOnEveryCommand walks the command tree: every
+// command, whatever it uses, refuses an unreadable --config with exit 2
+// naming the path, before it does anything else (before it reads its
+// arguments or checks its required flags).
+func TestConfigUnreadableOnEveryCommand(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope.toml")
+	// Arguments of the commands that require some; cobra checks their
+	// number before --config is looked at.
+	argsOf := map[string][]string{
+		"config diff":           {"testdata/config/svc.toml", "testdata/config/svc.yaml"},
+		"config validate":       {"testdata/config/svc.toml"},
+		"coverage":              {pol},
+		"policy bench":          {pol},
+		"policy bundle inspect": {"testdata/nope.tar.gz"},
+		"policy dry-run":        {pol},
+		"policy lint":           {pol},
+		"policy test":           {pol},
+	}
+	root := NewRootCommand(io.Discard, io.Discard)
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if !c.Runnable() || c.Name() == "help" || c.Name() == "completion" || (c.Parent() != nil && c.Parent().Name() == "completion") {
+			return
+		}
+		path := strings.Fields(c.CommandPath())[1:]
+		args := append(path, argsOf[strings.Join(path, " ")]...)
+		for _, output := range []string{"text", "json"} {
+			r := run(t, "", append([]string{"--config", missing, "--output", output}, args...)...)
+			if r.code != exitUsage || !strings.Contains(r.stderr, "--config "+missing+": cannot read") {
+				t.Errorf("core --output %s %s with an unreadable --config: exit %d, stderr %q; want 2 naming the path",
+					output, strings.Join(path, " "), r.code, r.stderr)
+			}
+			if output == "json" {
+				checkOneJSON(t, r.stdout)
+			}
+		}
+	}
+	walk(root)
+}
