@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -105,13 +106,41 @@ bundle_max_poll = "300ms"
 		t.Helper()
 		waitUntil(t, what, func() bool { st = controlPlane(t, s); return cond(st) })
 	}
+	// partition checks the fields a user reads at each step, together:
+	// in sync (healthy, not partitioned, no since-time) or partitioned
+	// (degraded, since a time no earlier than the last sync), a valid
+	// cache with an age either way, and core sidecar status agreeing
+	// (exit 0 healthy, 1 degraded).
+	partition := func(step string, want bool) {
+		t.Helper()
+		status, since := "healthy", "false"
+		if want {
+			status, since = "degraded", "true, since "
+		}
+		if st.Status != status || st.Partitioned != want || st.Bundle.Partitioned != want ||
+			(st.PartitionedSince != nil) != want || st.LastSync == nil || !st.CacheValid {
+			t.Errorf("%s: status %q, partitioned %v (bundle %v) since %v, last_sync %v, cache_valid %v; want %s",
+				step, st.Status, st.Partitioned, st.Bundle.Partitioned, st.PartitionedSince, st.LastSync, st.CacheValid, status)
+		}
+		if want && st.PartitionedSince != nil && st.LastSync != nil && st.LastSync.After(*st.PartitionedSince) {
+			t.Errorf("%s: last_sync %v after partitioned_since %v", step, st.LastSync, st.PartitionedSince)
+		}
+		if _, err := time.ParseDuration(st.CacheAge); err != nil {
+			t.Errorf("%s: cache_age %q: %v", step, st.CacheAge, err)
+		}
+		code, stdout, stderr := runCoreAt(t, s, "sidecar", "status")
+		if wantCode := map[bool]int{false: 0, true: 1}[want]; code != wantCode ||
+			!regexp.MustCompile(`(?m)^Partitioned:\s+`+since).MatchString(stdout) {
+			t.Errorf("%s: core sidecar status exit %d, want %d with Partitioned: %s\n%s%s", step, code, wantCode, since, stdout, stderr)
+		}
+	}
 
 	// 1. The first bundle arrives; later polls are answered 304.
 	await("revision cp-1", func(st controlPlaneStatus) bool { return st.PolicyRevision == "cp-1" })
-	if st.Status != "healthy" || st.Partitioned || st.PartitionedSince != nil || st.LastSync == nil || !st.CacheValid ||
-		st.PolicySource != "bundle_url" || st.Bundle.ETag == "" {
+	if st.PolicySource != "bundle_url" || st.Bundle.ETag == "" {
 		t.Errorf("after the first sync: %+v %+v", st, *st.Bundle)
 	}
+	partition("first sync", false)
 	etag := st.Bundle.ETag
 	access := filepath.Join(nginx.Dir, "access.log")
 	waitUntil(t, "a 304 for the ETag, with the bearer token", func() bool {
@@ -126,15 +155,16 @@ bundle_max_poll = "300ms"
 	if st.Bundle.ETag == etag {
 		t.Errorf("the ETag did not change with the bundle: %q", etag)
 	}
+	partition("new bundle", false)
 
 	// 3. Outage: partitioned since a time, still serving cp-2 from memory.
 	synced := *st.Bundle.LastSync
 	nginx.Stop(t)
 	await("partitioned", func(st controlPlaneStatus) bool { return st.Partitioned })
-	if st.Status != "degraded" || st.PartitionedSince == nil || !st.CacheValid || st.PolicyRevision != "cp-2" ||
-		st.LastSync == nil || st.LastSync.After(*st.PartitionedSince) {
-		t.Errorf("during the outage: %+v", st)
+	if st.PolicyRevision != "cp-2" {
+		t.Errorf("during the outage: revision %q, want cp-2", st.PolicyRevision)
 	}
+	partition("outage", true)
 	since := *st.PartitionedSince
 	time.Sleep(1500 * time.Millisecond)
 	st = controlPlane(t, s)
@@ -146,16 +176,18 @@ bundle_max_poll = "300ms"
 	// 4. Recovery: healthy again, synced after the outage began.
 	nginx = harness.StartNginxStatic(t, served, addr)
 	await("healthy again", func(st controlPlaneStatus) bool { return !st.Partitioned && st.Status == "healthy" })
-	if st.PartitionedSince != nil || st.Bundle.LastSync == nil || !st.Bundle.LastSync.After(synced) || st.PolicyRevision != "cp-2" {
+	if st.Bundle.LastSync == nil || !st.Bundle.LastSync.After(synced) || st.PolicyRevision != "cp-2" {
 		t.Errorf("after recovery: %+v %+v", st, *st.Bundle)
 	}
+	partition("recovery", false)
 
 	// 5. A bundle with a bad signature is refused; cp-2 stays.
 	publish("cp-3", otherKey)
 	await("the refusal", func(st controlPlaneStatus) bool { return strings.Contains(st.Bundle.LastError, "signature") })
-	if st.PolicyRevision != "cp-2" || st.Partitioned {
-		t.Errorf("after a badly signed bundle: revision %q partitioned %v", st.PolicyRevision, st.Partitioned)
+	if st.PolicyRevision != "cp-2" {
+		t.Errorf("after a badly signed bundle: revision %q, want cp-2", st.PolicyRevision)
 	}
+	partition("bad signature (the server answered)", false)
 	decides("bad signature")
 
 	// 6. A restart during an outage serves the persisted bundle.
@@ -169,8 +201,9 @@ bundle_max_poll = "300ms"
 		t.Fatalf("restart during an outage: exit %d %q %s", code, stdout, stderr)
 	}
 	await("partitioned after the restart", func(st controlPlaneStatus) bool { return st.Partitioned })
-	if st.PolicyRevision != "cp-2b" || st.PolicySource != "cache" || !st.CacheValid {
-		t.Errorf("restarted during an outage: revision %q from %q, cache_valid %v; want the persisted cp-2b", st.PolicyRevision, st.PolicySource, st.CacheValid)
+	if st.PolicyRevision != "cp-2b" || st.PolicySource != "cache" {
+		t.Errorf("restarted during an outage: revision %q from %q; want the persisted cp-2b", st.PolicyRevision, st.PolicySource)
 	}
+	partition("restarted during the outage", true)
 	decides("restarted during the outage")
 }
