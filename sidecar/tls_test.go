@@ -190,6 +190,17 @@ func TestTLSAndMutualTLS(t *testing.T) {
 	if err := tlsCheck(t, r.GRPCAddr(), good, token); err != nil {
 		t.Errorf("Check after the renewal: %v", err)
 	}
+
+	// Rotate the client CA: certificates of the new CA are accepted, those
+	// of the old one refused, without a restart.
+	writeTemp(t, dir, "client-ca.pem", otherCA.pem)
+	rotated := &tls.Config{RootCAs: roots, Certificates: pair(wrongCert, wrongKey)}
+	waitFor(t, "a client certificate of the new CA is accepted", func() bool {
+		return tlsCheck(t, r.GRPCAddr(), rotated, token) == nil
+	})
+	if err := tlsCheck(t, r.GRPCAddr(), good, token); err == nil {
+		t.Error("a client certificate of the retired CA is still accepted")
+	}
 }
 
 // TestUnixSockets serves gRPC and HTTP on Unix domain sockets with the
