@@ -83,16 +83,20 @@ func (s *Server) pollBundles(ctx context.Context) {
 	p := s.poller
 	for {
 		s.pollOnce(ctx)
-		wait := p.min
-		if p.max > p.min {
-			wait += rand.N(p.max - p.min)
-		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(wait):
+		case <-time.After(p.nextWait()):
 		}
 	}
+}
+
+// nextWait is the interval before the next poll: uniform in [min, max).
+func (p *bundlePoller) nextWait() time.Duration {
+	if p.max <= p.min {
+		return p.min
+	}
+	return p.min + rand.N(p.max-p.min)
 }
 
 // pollOnce fetches the bundle once and records the outcome.

@@ -88,3 +88,32 @@ func TestBundlePollAfterUpload(t *testing.T) {
 		t.Errorf("policy_revision = %q, want the upload's v2", st.PolicyRevision)
 	}
 }
+
+// TestBundlePollJitter: polls come at a random interval between
+// policy.bundle_min_poll and bundle_max_poll, so that a fleet started
+// together does not poll in step.
+func TestBundlePollJitter(t *testing.T) {
+	p := newBundlePoller(config.Policy{BundleURL: "https://cp.example.com/b.tar.gz",
+		BundleMinPoll: config.Duration{Duration: 60 * time.Second}, BundleMaxPoll: config.Duration{Duration: 120 * time.Second}})
+	seen := map[time.Duration]bool{}
+	lowHalf := 0
+	for range 1000 {
+		w := p.nextWait()
+		if w < 60*time.Second || w >= 120*time.Second {
+			t.Fatalf("wait %s outside [60s, 120s)", w)
+		}
+		if w < 90*time.Second {
+			lowHalf++
+		}
+		seen[w] = true
+	}
+	// 1000 uniform draws: each half gets 500 ± 16 on average; 350 is
+	// about nine standard deviations away.
+	if len(seen) < 900 || lowHalf < 350 || lowHalf > 650 {
+		t.Errorf("1000 waits: %d distinct, %d in the lower half; want spread over the interval", len(seen), lowHalf)
+	}
+	p.min, p.max = 5*time.Second, 5*time.Second
+	if w := p.nextWait(); w != 5*time.Second {
+		t.Errorf("min = max = 5s: wait %s", w)
+	}
+}
