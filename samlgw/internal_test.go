@@ -31,7 +31,7 @@ func benchSetup(tb testing.TB) (*validator, *IDP, *testidp.IdP) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	trusted, _, err := ParseIDPMetadata(idp.Metadata())
+	trusted, _, err := ParseIDPMetadata(idp.Metadata(), time.Now())
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -61,6 +61,7 @@ type MetadataStatus struct {
 type metadataSource struct {
 	url, file string
 	client    *http.Client
+	timeout   time.Duration // of one fetch; MetadataFetchTimeout when 0
 	log       *slog.Logger
 	now       func() time.Time
 
@@ -108,7 +109,7 @@ func (m *metadataSource) loadFile() error {
 	if err != nil {
 		return fmt.Errorf("sdk.saml.idp_metadata_file: %w", err)
 	}
-	idp, _, err := ParseIDPMetadata(data)
+	idp, _, err := ParseIDPMetadata(data, m.now())
 	if err != nil {
 		return fmt.Errorf("sdk.saml.idp_metadata_file %s: %w", m.file, err)
 	}
@@ -165,14 +166,20 @@ func (m *metadataSource) fetch(ctx context.Context) (time.Duration, error) {
 }
 
 func (m *metadataSource) get(ctx context.Context) (*IDP, time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, MetadataFetchTimeout)
+	timeout := m.timeout
+	if timeout <= 0 {
+		timeout = MetadataFetchTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.url, nil)
 	if err != nil {
 		return nil, 0, err
 	}
 	req.Header.Set("Accept", "application/samlmetadata+xml, application/xml, text/xml")
-	resp, err := m.client.Do(req)
+	client := *m.client
+	client.CheckRedirect = checkMetadataRedirect
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, 0, fmt.Errorf("fetch: %w", err)
 	}
@@ -187,23 +194,42 @@ func (m *metadataSource) get(ctx context.Context) (*IDP, time.Duration, error) {
 	if len(data) > MaxMetadataBytes {
 		return nil, 0, fmt.Errorf("metadata larger than %d bytes", MaxMetadataBytes)
 	}
-	idp, refresh, err := ParseIDPMetadata(data)
+	idp, refresh, err := ParseIDPMetadata(data, m.now())
 	if err != nil {
 		return nil, 0, err
 	}
 	return idp, refresh, nil
 }
 
+// maxMetadataRedirects bounds the redirects of one metadata fetch.
+const maxMetadataRedirects = 5
+
+// checkMetadataRedirect follows a redirect only to https, or to http on a
+// loopback host: the document is trusted key material, so a redirect must
+// not take the fetch to plain http elsewhere.
+func checkMetadataRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxMetadataRedirects {
+		return fmt.Errorf("more than %d redirects", maxMetadataRedirects)
+	}
+	if req.URL.Scheme != "https" && !(req.URL.Scheme == "http" && isLoopback(req.URL.Hostname())) {
+		return fmt.Errorf("redirect to %s://%s refused: metadata is fetched over https only (http on loopback)", req.URL.Scheme, req.URL.Host)
+	}
+	return nil
+}
+
 // ParseIDPMetadata reads an IdP's EntityDescriptor (alone, or the first
 // one with an IDPSSODescriptor in an EntitiesDescriptor): its entity id,
 // signing certificates and HTTP-Redirect SSO location, and the refresh
-// interval it asks for, within the bounds.
-func ParseIDPMetadata(data []byte) (*IDP, time.Duration, error) {
+// interval it asks for, within the bounds. A document whose validUntil
+// (of the EntitiesDescriptor or of the EntityDescriptor) is not after now
+// is refused.
+func ParseIDPMetadata(data []byte, now time.Time) (*IDP, time.Duration, error) {
 	if err := scanTokens(data); err != nil {
 		return nil, 0, err
 	}
 	var eds []saml.EntityDescriptor
 	var ed saml.EntityDescriptor
+	var setUntil time.Time
 	if err := xml.Unmarshal(data, &ed); err == nil && ed.EntityID != "" {
 		eds = append(eds, ed)
 	} else {
@@ -212,6 +238,9 @@ func ParseIDPMetadata(data []byte) (*IDP, time.Duration, error) {
 			return nil, 0, errors.New("not SAML metadata (EntityDescriptor or EntitiesDescriptor)")
 		}
 		eds = set.EntityDescriptors
+		if set.ValidUntil != nil {
+			setUntil = *set.ValidUntil
+		}
 	}
 	for _, ed := range eds {
 		if len(ed.IDPSSODescriptors) == 0 {
@@ -248,10 +277,14 @@ func ParseIDPMetadata(data []byte) (*IDP, time.Duration, error) {
 		if ed.CacheDuration > 0 {
 			refresh = ed.CacheDuration
 		}
-		if !ed.ValidUntil.IsZero() {
-			if until := time.Until(ed.ValidUntil); until < refresh {
-				refresh = until
+		for _, vu := range []time.Time{setUntil, ed.ValidUntil} {
+			if vu.IsZero() {
+				continue
 			}
+			if !vu.After(now) {
+				return nil, 0, fmt.Errorf("the metadata expired at %s (validUntil)", vu.UTC().Format(time.RFC3339))
+			}
+			refresh = min(refresh, vu.Sub(now))
 		}
 		return idp, min(max(refresh, MetadataMinRefresh), MetadataMaxRefresh), nil
 	}

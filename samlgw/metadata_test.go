@@ -67,3 +67,104 @@ func TestMetadataURLKeepsLastGoodCopy(t *testing.T) {
 		t.Errorf("status after recovery: %+v", st)
 	}
 }
+
+// withRootAttrs adds attributes to the root element of a metadata document.
+func withRootAttrs(t *testing.T, md []byte, attrs string) []byte {
+	t.Helper()
+	out := strings.Replace(string(md), "<md:EntityDescriptor ", "<md:EntityDescriptor "+attrs+" ", 1)
+	if out == string(md) {
+		t.Fatal("no EntityDescriptor in the metadata")
+	}
+	return []byte(out)
+}
+
+// The refresh interval follows cacheDuration and validUntil within the
+// bounds; a document past its validUntil is refused.
+func TestParseIDPMetadataRefreshAndExpiry(t *testing.T) {
+	idp, _, err := testidp.LoadOrCreate(filepath.Join("testdata", "idp"), "https://idp.example.com/saml", "https://idp.example.com/saml/sso")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) string { return now.Add(d).Format(time.RFC3339) }
+	set := func(inner []byte, attrs string) []byte {
+		body := strings.TrimPrefix(string(inner), `<?xml version="1.0" encoding="UTF-8"?>`)
+		return []byte(`<md:EntitiesDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" ` + attrs + `>` + body + `</md:EntitiesDescriptor>`)
+	}
+	tests := []struct {
+		name    string
+		doc     []byte
+		refresh time.Duration
+		err     string
+	}{
+		{"neither", idp.Metadata(), MetadataDefaultRefresh, ""},
+		{"cacheDuration", withRootAttrs(t, idp.Metadata(), `cacheDuration="PT2H"`), 2 * time.Hour, ""},
+		{"cacheDuration below the floor", withRootAttrs(t, idp.Metadata(), `cacheDuration="PT1M"`), MetadataMinRefresh, ""},
+		{"cacheDuration above the ceiling", withRootAttrs(t, idp.Metadata(), `cacheDuration="P7D"`), MetadataMaxRefresh, ""},
+		{"validUntil sooner", withRootAttrs(t, idp.Metadata(), `cacheDuration="PT2H" validUntil="`+at(30*time.Minute)+`"`), 30 * time.Minute, ""},
+		{"validUntil passed", withRootAttrs(t, idp.Metadata(), `validUntil="`+at(-time.Minute)+`"`), 0, "expired"},
+		{"set validUntil passed", set(idp.Metadata(), `validUntil="`+at(-time.Minute)+`"`), 0, "expired"},
+		{"set validUntil sooner", set(idp.Metadata(), `validUntil="`+at(20*time.Minute)+`"`), 20 * time.Minute, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, refresh, err := ParseIDPMetadata(tt.doc, now)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err %v, want one with %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || got.EntityID != "https://idp.example.com/saml" {
+				t.Fatalf("ParseIDPMetadata: %v", err)
+			}
+			if refresh != tt.refresh {
+				t.Errorf("refresh %s, want %s", refresh, tt.refresh)
+			}
+		})
+	}
+}
+
+// A fetch that hangs ends at the timeout, and a redirect to plain http
+// off loopback is not followed; the last good copy keeps serving.
+func TestMetadataFetchBounds(t *testing.T) {
+	idp, _, err := testidp.LoadOrCreate(filepath.Join("testdata", "idp"), "https://idp.example.com/saml", "https://idp.example.com/saml/sso")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var mode atomic.Int32 // 0 good, 1 hang, 2 redirect off loopback over http
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch mode.Load() {
+		case 1:
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		case 2:
+			http.Redirect(w, r, "http://idp.example.com/metadata", http.StatusFound)
+		default:
+			_, _ = w.Write(idp.Metadata())
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	m := &metadataSource{url: srv.URL, client: srv.Client(), timeout: 200 * time.Millisecond, log: slog.New(slog.DiscardHandler), now: time.Now}
+	ctx := context.Background()
+	if _, err := m.fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		mode int32
+		want string
+	}{{1, "deadline exceeded"}, {2, "redirect to http://idp.example.com refused"}} {
+		mode.Store(tc.mode)
+		_, err := m.fetch(ctx)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("mode %d: err %v, want one with %q", tc.mode, err, tc.want)
+		}
+		if st := m.status(); !st.Stale || m.current() == nil {
+			t.Errorf("mode %d: status %+v, want the last good copy, stale", tc.mode, st)
+		}
+	}
+}

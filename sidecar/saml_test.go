@@ -99,6 +99,29 @@ func TestSAMLSignOnThenCheck(t *testing.T) {
 		t.Errorf("upstream headers %v, want the SAML user's claims", headers)
 	}
 
+	// The HTTP check (nginx auth_request) takes the token from the cookie
+	// too, and without it the request is not authenticated.
+	for _, tc := range []struct {
+		cookie string
+		want   int
+	}{{"theme=dark; svc_session=" + session, http.StatusOK}, {"theme=dark", http.StatusUnauthorized}} {
+		hreq, _ := http.NewRequest(http.MethodGet, "http://"+r.HTTPAddr().String()+"/check", nil)
+		hreq.Header.Set("X-Original-URI", "/orders/7")
+		hreq.Header.Set("X-Original-Method", http.MethodGet)
+		hreq.Header.Set("Cookie", tc.cookie)
+		hresp, err := httpClient.Do(hreq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hresp.Body.Close()
+		if hresp.StatusCode != tc.want {
+			t.Errorf("HTTP check with Cookie %q: %d, want %d", tc.cookie, hresp.StatusCode, tc.want)
+		}
+		if tc.want == http.StatusOK && hresp.Header.Get("X-Svc-User-Id") != "carol@example.com" {
+			t.Errorf("HTTP check: X-Svc-User-Id %q, want the SAML user", hresp.Header.Get("X-Svc-User-Id"))
+		}
+	}
+
 	status, body := get(t, r, PathStatus)
 	var st Status
 	if status != http.StatusOK || json.Unmarshal(body, &st) != nil || st.SAML == nil || !st.SAML.IDPMetadata.Loaded {

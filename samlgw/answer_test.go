@@ -1,0 +1,150 @@
+package samlgw_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/samlgw"
+)
+
+// The session cookie is Secure unless acs_url is plain http on a loopback
+// host, at the ACS and at logout alike.
+func TestCookieSecureRule(t *testing.T) {
+	tests := []struct {
+		acs    string
+		secure bool
+	}{
+		{"https://app.example.com/auth/saml/acs", true},
+		{"http://app.example.com/auth/saml/acs", true},
+		{"http://127.0.0.1:7701/auth/saml/acs", false},
+		{"http://localhost:7701/auth/saml/acs", false},
+		{"http://[::1]:7701/auth/saml/acs", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.acs, func(t *testing.T) {
+			f := newFixture(t, withSAML(func(s *config.SAML) { s.ACSURL, s.AllowIDPInitiated = tt.acs, true }))
+			r := valid()
+			r.Destination, r.Recipient = tt.acs, tt.acs
+			a := f.post(t, signed(t, r), false)
+			if a.status != http.StatusSeeOther {
+				t.Fatalf("ACS: %d %q %s", a.status, a.code, a.message)
+			}
+			logout, err := http.NewRequest(http.MethodPost, f.srv.URL+"/auth/saml/logout", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(logout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			for where, h := range map[string]http.Header{"acs": a.header, "logout": resp.Header} {
+				cs := (&http.Response{Header: h}).Cookies()
+				if len(cs) != 1 || cs[0].Name != "svc_session" {
+					t.Fatalf("%s: cookies %v, want svc_session", where, cs)
+				}
+				c := cs[0]
+				if c.Secure != tt.secure || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/" {
+					t.Errorf("%s: Set-Cookie %q: Secure=%v HttpOnly=%v SameSite=%v, want Secure=%v HttpOnly Lax", where, h.Get("Set-Cookie"), c.Secure, c.HttpOnly, c.SameSite, tt.secure)
+				}
+				if where == "logout" && (c.MaxAge >= 0 || c.Value != "") {
+					t.Errorf("logout does not clear the cookie: %q", h.Get("Set-Cookie"))
+				}
+			}
+		})
+	}
+}
+
+// A client accepting JSON gets exactly {token, token_type, expires_at},
+// expires_at being the token's exp, and no cookie.
+func TestACSJSONAnswer(t *testing.T) {
+	f := newFixture(t, withSAML(allowIDPInitiated))
+	form := url.Values{"SAMLResponse": {b64(signed(t, valid()))}}
+	req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/auth/saml/acs", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "text/html;q=0.5, application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("Set-Cookie") != "" {
+		t.Fatalf("%d %q Set-Cookie %q: %s", resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Set-Cookie"), raw)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Fatal(err)
+	}
+	if len(body) != 3 || body["token_type"] != "Bearer" {
+		t.Fatalf("body %s, want token, token_type Bearer, expires_at", raw)
+	}
+	tok, _ := body["token"].(string)
+	exp, err := time.Parse(time.RFC3339, body["expires_at"].(string))
+	if err != nil {
+		t.Fatalf("expires_at: %v", err)
+	}
+	if claimExp, _ := claimsOf(t, tok)["exp"].(float64); int64(claimExp) != exp.Unix() {
+		t.Errorf("expires_at %s, token exp %v", exp, claimExp)
+	}
+	if d := time.Until(exp); d <= 0 || d > 15*time.Minute {
+		t.Errorf("expires in %s, want within the default token_ttl of 15m", d)
+	}
+}
+
+// Each refusal is logged with its code, and no log line carries the
+// assertion or who it names.
+func TestACSRefusalLogged(t *testing.T) {
+	var buf bytes.Buffer
+	f := newFixture(t, withSAML(allowIDPInitiated), func(_ *config.Config, d *samlgw.Deps) {
+		d.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
+	})
+	r := valid()
+	r.NameID = "zed@example.com"
+	r.Attributes = r.Attributes[1:]
+	doc := signed(t, r)
+	f.post(t, doc, true)
+	f.post(t, doc, true)
+	f.post(t, bytes.Replace(doc, []byte("zed@example.com"), []byte("mallory@example.com"), 1), true)
+	logs := buf.String()
+	for _, want := range []string{`"reason":"saml-replayed"`, `"reason":"saml-signature-invalid"`, `"msg":"SAML response refused"`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log lacks %s:\n%s", want, logs)
+		}
+	}
+	for _, leak := range []string{"zed@example.com", "mallory@example.com", "finance", "SignatureValue", b64(doc)[:40]} {
+		if strings.Contains(logs, leak) {
+			t.Errorf("log carries %q:\n%s", leak, logs)
+		}
+	}
+}
+
+// Within clock_skew_seconds of its window an assertion is accepted.
+func TestACSClockSkewTolerated(t *testing.T) {
+	f := newFixture(t, withSAML(allowIDPInitiated))
+	now := time.Now()
+	for name, window := range map[string][2]time.Time{
+		"ended 10s ago": {now.Add(-5 * time.Minute), now.Add(-10 * time.Second)},
+		"starts in 10s": {now.Add(10 * time.Second), now.Add(5 * time.Minute)},
+	} {
+		r := valid()
+		r.NotBefore, r.NotOnOrAfter, r.IssueInstant = window[0], window[1], window[0]
+		if a := f.post(t, signed(t, r), true); a.status != http.StatusOK {
+			t.Errorf("%s: %d %q %s, want 200 within the default 30s skew", name, a.status, a.code, a.message)
+		}
+	}
+}
+
+func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
