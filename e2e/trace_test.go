@@ -55,6 +55,89 @@ func TestTraceTailJSON(t *testing.T) {
 	interrupt(t, tail)
 }
 
+// httpDecision sends one decision request to the sidecar's HTTP listener
+// and returns its status.
+func httpDecision(t *testing.T, s *harness.Sidecar, method, path, body string, header map[string]string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, s.URL(path), strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// The local API and the HTTP check mode show in trace tail as one tree
+// each, under the server span of the request, continuing the caller's
+// trace when it sends a traceparent.
+func TestTraceTailHTTPDecisions(t *testing.T) {
+	t.Parallel()
+	k := newKeyring(t)
+	s := startSidecar(t, k, nil)
+	viewer := k.token(t, "u-viewer", "acme", "viewer")
+	const callerTrace = "0af7651916cd43dd8448eb211c80319c"
+
+	tail := startCore(t, s, "trace", "tail", "--output", "json")
+	waitStderr(t, tail, "tailing the traces of")
+	if st := httpDecision(t, s, http.MethodPost, "/v1/authorize", `{"action":"orders:read","resource":{"id":"9"}}`, map[string]string{
+		"Authorization": "Bearer " + viewer, "traceparent": "00-" + callerTrace + "-b7ad6b7169203331-01",
+	}); st != http.StatusOK {
+		t.Fatalf("POST /v1/authorize = %d", st)
+	}
+	if st := httpDecision(t, s, http.MethodGet, "/check", "", map[string]string{
+		"Authorization": "Bearer " + viewer, "X-Original-URI": "/orders/9", "X-Original-Method": "DELETE",
+	}); st != http.StatusForbidden {
+		t.Fatalf("GET /check for a viewer's DELETE = %d", st)
+	}
+	// Two traces of three spans each; the server span of each ends last.
+	traces := map[string][]map[string]any{}
+	for _, l := range waitLines(t, tail, 6)[:6] {
+		var sp map[string]any
+		if err := json.Unmarshal([]byte(l), &sp); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		id := sp["trace_id"].(string)
+		traces[id] = append(traces[id], sp)
+	}
+	for _, want := range []struct{ server, result string }{{"POST /v1/authorize", "allow"}, {"GET /check", "deny"}} {
+		var tree []map[string]any
+		for _, spans := range traces {
+			if spans[len(spans)-1]["name"] == want.server {
+				tree = spans
+			}
+		}
+		if len(tree) != 3 {
+			t.Fatalf("traces = %v, want one of three spans under %q", traces, want.server)
+		}
+		server := tree[2]
+		if server["kind"] != "server" {
+			t.Errorf("%s: kind %v, want server", want.server, server["kind"])
+		}
+		names := map[string]map[string]any{}
+		for _, sp := range tree[:2] {
+			names[sp["name"].(string)] = sp
+			if sp["parent_id"] != server["span_id"] {
+				t.Errorf("%s is not a child of %s: %v", sp["name"], want.server, sp)
+			}
+		}
+		eval := names["policy.evaluate"]
+		if names["auth.verify_token"] == nil || eval == nil || eval["attributes"].(map[string]any)["svc.result"] != want.result {
+			t.Errorf("%s: children %v, want auth.verify_token and policy.evaluate with result %s", want.server, tree[:2], want.result)
+		}
+		if want.server == "POST /v1/authorize" && (server["trace_id"] != callerTrace || server["parent_id"] != "b7ad6b7169203331") {
+			t.Errorf("the authorize server span %v does not continue the caller's trace %s", server, callerTrace)
+		}
+	}
+	interrupt(t, tail)
+}
+
 // tmux drives a terminal program in a detached tmux session of its own
 // server.
 type tmux struct {
@@ -126,6 +209,24 @@ func TestTraceTailTerminal(t *testing.T) {
 	core := harness.Binary(t, "core")
 	m := newTmux(t, 160, 40, "'"+core+"' trace tail --sidecar "+s.URL("")+"; echo $? > '"+exitFile+"'")
 	m.screen("svc trace tail", "waiting for decisions")
+
+	// A decision of the HTTP check mode is a tree like a gRPC one.
+	if st := httpDecision(t, s, http.MethodGet, "/check", "", map[string]string{
+		"Authorization": "Bearer " + viewer, "X-Original-URI": "/orders/9", "X-Original-Method": "GET",
+	}); st != http.StatusOK {
+		t.Fatalf("GET /check = %d", st)
+	}
+	m.screen("ALLOW  orders:read on orders/9")
+	httpTree := regexp.MustCompile(`(?m)^ {2}\S* ?GET /check +\d+(\.\d+)?(µs|ms)\n {4}\S* ?auth\.verify_token +\d+(\.\d+)?(µs|ms) +ALLOW\n {4}\S* ?policy\.evaluate +\d+(\.\d+)?(µs|ms) +ALLOW`)
+	for deadline := time.Now().Add(outputTimeout); ; time.Sleep(50 * time.Millisecond) {
+		pane := m.screen("GET /check")
+		if httpTree.MatchString(pane) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no span tree with timings for the HTTP check:\n%s", pane)
+		}
+	}
 
 	if r := envoyCheck(t, s, "GET", "/orders/1", viewer, nil); r.status != http.StatusOK {
 		t.Fatalf("viewer GET = %d", r.status)

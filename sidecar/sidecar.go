@@ -185,7 +185,7 @@ func New(deps Deps) (*Server, error) {
 		s.poller.restoreETag(cfg.Policy.BundleCacheDir)
 	}
 	s.http = &http.Server{
-		Handler:           s.countInflight(s.guardReads(mux)),
+		Handler:           s.countInflight(s.guardReads(s.traceDecisions(mux))),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,

@@ -187,6 +187,30 @@ func TestStreamsSinceReplaysRecentDecisions(t *testing.T) {
 	}
 	none := openStream(t, ls.running, live.PathDecisions, url.Values{"since": {"1m"}, "tenant": {"globex"}})
 	none.quiet(t, 200*time.Millisecond)
+
+}
+
+func TestStreamsWithoutSinceStartNow(t *testing.T) {
+	idp := newTestIdP(t)
+	ls := startLiveSidecar(t, testConfig(idp))
+	conn := dial(t, ls.GRPCAddr())
+	viewer := idp.token(t, "u-viewer", testTenant, "viewer")
+	paths := []string{live.PathDecisions, live.PathLogs, live.PathSpans}
+	var watching []*stream
+	for _, p := range paths {
+		watching = append(watching, openStream(t, ls.running, p, nil))
+	}
+	allowed(t, conn, viewer, "/orders/1")
+	for _, s := range watching {
+		s.next(t)
+		s.close()
+	}
+	for _, p := range paths {
+		// The feeds hold the decision: since replays it...
+		openStream(t, ls.running, p, url.Values{"since": {"1m"}}).next(t)
+		// ...and a stream without since does not.
+		openStream(t, ls.running, p, nil).quiet(t, 200*time.Millisecond)
+	}
 }
 
 func TestStreamsSpansShowFailingTracesWhole(t *testing.T) {

@@ -31,6 +31,8 @@ const maxSince = 24 * time.Hour
 
 // Query is a parsed stream request.
 type Query struct {
+	// Since is the start of the replay; without the since parameter it
+	// is now: live records only.
 	Since      time.Time
 	Tenant     string
 	Service    string
@@ -64,6 +66,7 @@ func ParseQuery(q url.Values, accept string, now time.Time, allowed ...string) (
 	bad := func(name, format string, args ...any) error {
 		return &QueryError{Code: "input-invalid", Msg: name + ": " + fmt.Sprintf(format, args...)}
 	}
+	out.Since = now
 	if v := q.Get(ParamSince); v != "" {
 		if d, err := time.ParseDuration(v); err == nil {
 			if d < 0 || d > maxSince {

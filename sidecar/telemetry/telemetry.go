@@ -81,6 +81,8 @@ type Telemetry struct {
 	handler  http.Handler
 	spans    *SpanFeed
 	log      *slog.Logger
+	// exporting is set when spans go to an OTLP endpoint.
+	exporting bool
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -120,7 +122,7 @@ func Setup(ctx context.Context, opts Options) (*Telemetry, error) {
 		return nil, fmt.Errorf("telemetry: resource: %w", err)
 	}
 
-	t := &Telemetry{spans: NewSpanFeed(opts.SpanFeedSize), log: opts.Logger}
+	t := &Telemetry{spans: NewSpanFeed(opts.SpanFeedSize), log: opts.Logger, exporting: traceEP != ""}
 	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithSpanProcessor(t.spans)}
 	if traceEP == "" {
 		// Without an exporter, spans are recorded only for a live tail.
@@ -195,6 +197,12 @@ func (t *Telemetry) MetricsHandler() http.Handler { return t.handler }
 // Registerer is the private Prometheus registry behind MetricsHandler, for
 // collectors that are not OpenTelemetry instruments.
 func (t *Telemetry) Registerer() prometheus.Registerer { return t.registry }
+
+// SpansRecorded reports whether a span started now may be recorded: spans
+// go to an OTLP endpoint, or somebody watches the span feed. When it is
+// false every span is dropped unrecorded, and a caller may skip the work
+// of describing one.
+func (t *Telemetry) SpansRecorded() bool { return t.exporting || t.spans.Watched() }
 
 // Spans returns the in-process feed of finished spans.
 func (t *Telemetry) Spans() *SpanFeed { return t.spans }
