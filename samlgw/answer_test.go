@@ -14,6 +14,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/samlgw"
+	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
 // The session cookie is Secure unless acs_url is plain http on a loopback
@@ -148,3 +149,73 @@ func TestACSClockSkewTolerated(t *testing.T) {
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// attribute_mapping renames the attributes that fill email, roles and
+// tenant_id; the default names then become ordinary custom claims, and an
+// attribute named like a registered claim never sets it.
+func TestACSAttributeMapping(t *testing.T) {
+	f := newFixture(t, withSAML(func(s *config.SAML) {
+		s.AllowIDPInitiated = true
+		s.AttributeMapping = config.AttributeMapping{Email: "mail", Role: "memberOf", Tenant: "org"}
+	}))
+	r := valid()
+	r.NameID = "alice"
+	r.Attributes = []testidp.Attribute{
+		{Name: "mail", Values: []string{"alice@example.org"}},
+		{Name: "memberOf", Values: []string{"admins", "auditors"}},
+		{Name: "org", Values: []string{"globex"}},
+		{Name: "tenant_id", Values: []string{"acme"}},
+		{Name: "sub", Values: []string{"mallory"}},
+		{Name: "cost_center", Values: []string{"42"}},
+	}
+	a := f.post(t, signed(t, r), true)
+	if a.status != http.StatusOK {
+		t.Fatalf("%d %q %s", a.status, a.code, a.message)
+	}
+	c := claimsOf(t, a.token)
+	for k, want := range map[string]any{"sub": "alice", "email": "alice@example.org", "tenant_id": "globex", "cost_center": "42"} {
+		if c[k] != want {
+			t.Errorf("claim %s = %v, want %v", k, c[k], want)
+		}
+	}
+	if roles, _ := c["roles"].([]any); len(roles) != 2 || roles[0] != "admins" || roles[1] != "auditors" {
+		t.Errorf("roles = %v, want [admins auditors]", c["roles"])
+	}
+	// The default tenant attribute is no longer the tenant, and cannot
+	// become one through a custom claim either (tenant_id is registered).
+	r.Attributes = r.Attributes[:2]
+	r.Attributes = append(r.Attributes, testidp.Attribute{Name: "tenant_id", Values: []string{"acme"}})
+	if a := f.post(t, signed(t, r), true); a.status != http.StatusForbidden || a.code != string(samlgw.TenantMissing) {
+		t.Errorf("without the mapped tenant attribute: %d %q, want 403 %q", a.status, a.code, samlgw.TenantMissing)
+	}
+}
+
+// Unknown paths and methods under the prefix are JSON refusals too.
+func TestUnknownRouteRefusals(t *testing.T) {
+	f := newFixture(t)
+	tests := []struct {
+		method, path string
+		status       int
+		code         samlgw.Code
+		allow        string
+	}{
+		{http.MethodGet, "/auth/saml/acs", http.StatusMethodNotAllowed, samlgw.MethodNotAllowed, "POST"},
+		{http.MethodDelete, "/auth/saml/logout", http.StatusMethodNotAllowed, samlgw.MethodNotAllowed, "GET, HEAD, POST"},
+		{http.MethodPost, "/auth/saml/metadata", http.StatusMethodNotAllowed, samlgw.MethodNotAllowed, "GET, HEAD"},
+		{http.MethodGet, "/auth/saml/nope", http.StatusNotFound, samlgw.NotFound, ""},
+		{http.MethodGet, "/", http.StatusNotFound, samlgw.NotFound, ""},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest(tt.method, f.srv.URL+tt.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]string
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status || err != nil || body["error"] != string(tt.code) || body["message"] == "" || resp.Header.Get("Allow") != tt.allow {
+			t.Errorf("%s %s: %d %v Allow %q, want %d %q Allow %q", tt.method, tt.path, resp.StatusCode, body, resp.Header.Get("Allow"), tt.status, tt.code, tt.allow)
+		}
+	}
+}

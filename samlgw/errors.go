@@ -56,6 +56,10 @@ const (
 	// Unsolicited: a response without InResponseTo while
 	// allow_idp_initiated is false.
 	Unsolicited Code = "saml-unsolicited"
+	// NotFound: no endpoint of the gateway at this path (404).
+	NotFound Code = "saml-not-found"
+	// MethodNotAllowed: the endpoint does not take this method (405).
+	MethodNotAllowed Code = "saml-method-not-allowed"
 	// BadReturnTo: login's return_to is not a same-origin relative path.
 	BadReturnTo Code = "saml-bad-return-to"
 	// IDPUnavailable: no IdP metadata could be loaded yet (503).
@@ -76,6 +80,10 @@ func (c Code) status() int {
 		return http.StatusRequestEntityTooLarge
 	case TenantMissing:
 		return http.StatusForbidden
+	case NotFound:
+		return http.StatusNotFound
+	case MethodNotAllowed:
+		return http.StatusMethodNotAllowed
 	case IDPUnavailable, StoreUnavailable:
 		return http.StatusServiceUnavailable
 	case Internal:

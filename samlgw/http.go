@@ -43,7 +43,23 @@ func (g *Gateway) Handler() http.Handler {
 	mux.HandleFunc("GET "+p+PathJWKS, g.serveJWKS)
 	mux.HandleFunc("GET "+p+PathLogout, g.serveLogout)
 	mux.HandleFunc("POST "+p+PathLogout, g.serveLogout)
-	return mux
+	allow := map[string]string{
+		p + PathLogin: "GET, HEAD", p + PathACS: "POST", p + PathMetadata: "GET, HEAD",
+		p + PathJWKS: "GET, HEAD", p + PathLogout: "GET, HEAD, POST",
+	}
+	// Unknown paths and methods get a JSON refusal like every other one.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		if methods, ok := allow[r.URL.Path]; ok {
+			w.Header().Set("Allow", methods)
+			writeRefusal(w, refuse(MethodNotAllowed, "%s takes %s", r.URL.Path, methods))
+			return
+		}
+		writeRefusal(w, refuse(NotFound, "no SAML endpoint here; the endpoints are %s/login, /acs, /metadata, /jwks.json and /logout", p))
+	})
 }
 
 // refusal is the body of every 4xx/5xx answer.
