@@ -318,11 +318,14 @@ def _sdk_table(path: str) -> dict[str, str]:
     sidecar and are not checked here."""
     try:
         with open(path, "rb") as f:
-            doc = tomllib.load(f)
+            # A byte order mark, which some editors write, is no TOML error.
+            doc = tomllib.loads(f.read().decode("utf-8-sig"))
     except FileNotFoundError:
         return {}
     except OSError as e:
         raise ValueError(f"{path}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not valid TOML: not UTF-8") from None
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"{path}: not valid TOML: {e}") from None
     sdk = doc.get("sdk", {})

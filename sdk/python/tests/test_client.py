@@ -40,6 +40,10 @@ FILE_OTHER = _config("other.toml", '[sidecar]\nhttp_addr = "127.0.0.1:7700"\n')
 FILE_BAD_MODE = _config("bad-mode.toml", '[sdk]\nfail_mode = "sometimes"\n')
 FILE_NOT_TOML = _config("not-toml.toml", '[sdk\nfail_mode = closed\n')
 FILE_NOT_STRING = _config("not-string.toml", '[sdk]\nsidecar_addr = 7700\n')
+FILE_BOM = _config("bom.toml", '\ufeff[sdk]\nfail_mode = "closed"\n')
+FILE_NOT_UTF8 = os.path.join(CONFIG_DIR, "latin1.toml")
+with open(FILE_NOT_UTF8, "wb") as _f:
+    _f.write(b'[sdk]\nfail_mode = "clos\xe9d"\n')
 
 
 def tearDownModule():
@@ -70,6 +74,7 @@ class ConfigTest(unittest.TestCase):
             ("no file", {}, {"config_file": None}, "http://localhost:7700", "open"),
             ("a missing file", {}, {"config_file": "/nonexistent/svc.toml"}, "http://localhost:7700", "open"),
             ("svc.toml without [sdk]", {}, {"config_file": FILE_OTHER}, "http://localhost:7700", "open"),
+            ("svc.toml with a byte order mark", {}, {"config_file": FILE_BOM}, "http://localhost:7700", "closed"),
         ]
         for name, env, kwargs, url, mode in cases:
             with self.subTest(name):
@@ -126,6 +131,7 @@ class ConfigTest(unittest.TestCase):
             ("svc.toml sidecar_addr not a string", {}, {"config_file": FILE_NOT_STRING},
              "sdk.sidecar_addr must be a string"),
             ("svc.toml a directory", {}, {"config_file": CONFIG_DIR}, CONFIG_DIR),
+            ("svc.toml not UTF-8", {}, {"config_file": FILE_NOT_UTF8}, "not UTF-8"),
         ]
         for name, env, kwargs, mention in cases:
             with self.subTest(name):

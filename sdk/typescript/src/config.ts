@@ -84,7 +84,7 @@ const WANTED = new Set(["sidecar_addr", "fail_mode"]);
  */
 export function sdkKeysOf(text: string, path = DEFAULT_CONFIG_FILE): SdkKeys {
   const out: SdkKeys = {};
-  const sc = new Scanner(text, path);
+  const sc = new Scanner(text.startsWith("\uFEFF") ? text.slice(1) : text, path);
   let table: string[] = [];
   for (;;) {
     sc.skipBlank();

@@ -93,6 +93,7 @@ describe("svc.toml and the environment", () => {
       ["spaces in the header", "[ sdk ]\nfail_mode = \"closed\"\n", { fail_mode: "closed" }],
       ["escapes", '[sdk]\nsidecar_addr = "http://h\\u0041:1"\n', { sidecar_addr: "http://hA:1" }],
       ["CRLF", '[sdk]\r\nfail_mode = "closed"\r\n', { fail_mode: "closed" }],
+      ["a byte order mark", '\uFEFF[sdk]\nfail_mode = "closed"\n', { fail_mode: "closed" }],
       ["a later [sdk] key after an array spanning lines",
         '[sdk]\naccepted_tenants = [\n  "a", # one\n  ["[x]"],\n]\nfail_mode = "closed"\n', { fail_mode: "closed" }],
       ["a multi-line string holding a header",
