@@ -154,3 +154,38 @@ func findVerifyInTrace(spans []harness.Span, traceID string) *harness.Span {
 	}
 	return nil
 }
+
+// TestOTLPFlushedOnRestart: core sidecar restart flushes the OTel batch
+// before the process image is replaced. The batch timer is set to an
+// hour, so the spans of a decision made just before the restart reach
+// the receiver only through that flush.
+func TestOTLPFlushedOnRestart(t *testing.T) {
+	rcv := harness.StartOTLPReceiver(t)
+	k := newKeyring(t)
+	s := startSidecar(t, k, map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.Endpoint,
+		"OTEL_BSP_SCHEDULE_DELAY":     "3600000",
+	})
+	allowed := envoyCheck(t, s, "GET", "/orders/42", k.token(t, "alice", "acme", "viewer"), nil)
+	if allowed.status != http.StatusOK {
+		t.Fatalf("Check: status %d; body %s", allowed.status, allowed.body)
+	}
+	id := allowed.headers["x-svc-decision-id"]
+	if n := len(rcv.SpansNamed("policy.evaluate")); n != 0 {
+		t.Fatalf("%d policy.evaluate spans exported before the restart; the batch timer is not holding them", n)
+	}
+
+	if code, stdout, stderr := runCoreAt(t, s, "sidecar", "restart", "--drain-timeout", "5"); code != 0 {
+		t.Fatalf("core sidecar restart: exit %d %q %s", code, stdout, stderr)
+	}
+	// The old image flushed before exec; allow the receiver a moment to
+	// record what it was sent.
+	waitUntil(t, "the decision's span from the flush at restart", func() bool {
+		for _, sp := range rcv.SpansNamed("policy.evaluate") {
+			if sp.Attrs["svc.decision_id"] == id {
+				return true
+			}
+		}
+		return false
+	})
+}
