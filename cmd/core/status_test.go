@@ -105,3 +105,20 @@ func TestReloadPolicyNotPersisted(t *testing.T) {
 		}
 	}
 }
+
+// TestSidecarURLFromEnvironment: without --sidecar the sidecar commands
+// use SVC_SIDECAR_URL, and --sidecar wins over it.
+func TestSidecarURLFromEnvironment(t *testing.T) {
+	url, dead := startSidecar(t, ""), closedURL(t)
+	t.Setenv(envSidecarURL, url)
+	if r := run(t, "", "sidecar", "status"); r.code != 0 {
+		t.Errorf("SVC_SIDECAR_URL=%s core sidecar status: exit %d\n%s%s", url, r.code, r.stdout, r.stderr)
+	}
+	if r := run(t, "", "--sidecar", dead, "sidecar", "status"); r.code != exitUnreachable || !strings.Contains(r.stderr, dead) {
+		t.Errorf("--sidecar %s over SVC_SIDECAR_URL: exit %d, stderr %q; want 3 naming the flag's URL", dead, r.code, r.stderr)
+	}
+	t.Setenv(envSidecarURL, dead)
+	if r := run(t, "", "sidecar", "status"); r.code != exitUnreachable || !strings.Contains(r.stderr, dead) {
+		t.Errorf("SVC_SIDECAR_URL=%s: exit %d, stderr %q; want 3 naming it", dead, r.code, r.stderr)
+	}
+}
