@@ -1,6 +1,9 @@
 package sidecar
 
 import (
+	"bufio"
+	"fmt"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -62,4 +65,39 @@ func TestRestartEndpoint(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRestartForceSkipsDrain: a restart with force does not wait for
+// in-flight requests, even under a long drain timeout; they are cut and
+// Serve returns at once. (Without force, TestDrain shows them finish.)
+func TestRestartForceSkipsDrain(t *testing.T) {
+	idp := newTestIdP(t)
+	r := startServer(t, Deps{Engine: newTestEngine(t, testConfig(idp)), Restart: func(RestartRequest) error { return nil }})
+	waitFor(t, "ready", r.isReady)
+	body := `{"token":"` + idp.token(t, "alice", testTenant, "viewer") + `"}`
+	half := len(body) / 2
+	c, err := net.DialTimeout("tcp", r.HTTPAddr().String(), waitTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /v1/validate-token HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:half])
+	waitFor(t, "the request is in flight", func() bool { return r.inflight.Load() == 1 })
+
+	began := time.Now()
+	if code, answer := post(t, r, PathRestart, []byte(`{"drain_timeout_seconds": 600, "force": true}`)); code != http.StatusAccepted {
+		t.Fatalf("POST %s = %d %s", PathRestart, code, answer)
+	}
+	select {
+	case err := <-r.done:
+		r.done <- err
+	case <-time.After(waitTimeout):
+		t.Fatalf("Serve did not return within %s of a forced restart with a 600 s drain timeout", waitTimeout)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(waitTimeout))
+	if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+		resp.Body.Close()
+		t.Errorf("the in-flight request got an answer (%d) from a forced restart, want it cut", resp.StatusCode)
+	}
+	t.Logf("forced restart returned after %s", time.Since(began))
 }
