@@ -2,8 +2,6 @@ package sidecar
 
 import (
 	"bufio"
-	"fmt"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -74,15 +72,7 @@ func TestRestartForceSkipsDrain(t *testing.T) {
 	idp := newTestIdP(t)
 	r := startServer(t, Deps{Engine: newTestEngine(t, testConfig(idp)), Restart: func(RestartRequest) error { return nil }})
 	waitFor(t, "ready", r.isReady)
-	body := `{"token":"` + idp.token(t, "alice", testTenant, "viewer") + `"}`
-	half := len(body) / 2
-	c, err := net.DialTimeout("tcp", r.HTTPAddr().String(), waitTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	fmt.Fprintf(c, "POST /v1/validate-token HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:half])
-	waitFor(t, "the request is in flight", func() bool { return r.inflight.Load() == 1 })
+	c, _ := inFlight(t, r, idp)
 
 	began := time.Now()
 	if code, answer := post(t, r, PathRestart, []byte(`{"drain_timeout_seconds": 600, "force": true}`)); code != http.StatusAccepted {

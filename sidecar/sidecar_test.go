@@ -336,6 +336,23 @@ func TestServeLifecycle(t *testing.T) {
 // TestDrain checks the HTTP side of the shutdown: a request in flight
 // when shutdown begins keeps running while readiness reports draining,
 // and completes; one still running at the drain timeout is cut.
+// inFlight starts a request that stays in flight as long as the test
+// wants: a raw connection sends the headers and half the body of a
+// validate-token call. The caller sends rest to finish it.
+func inFlight(t *testing.T, r *running, idp *testIdP) (c net.Conn, rest string) {
+	t.Helper()
+	body := `{"token":"` + idp.token(t, "alice", testTenant, "viewer") + `"}`
+	half := len(body) / 2
+	c, err := net.DialTimeout("tcp", r.HTTPAddr().String(), waitTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "POST /v1/validate-token HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:half])
+	waitFor(t, "the request is in flight", func() bool { return r.inflight.Load() == 1 })
+	return c, body[half:]
+}
+
 func TestDrain(t *testing.T) {
 	idp := newTestIdP(t)
 	tests := []struct {
@@ -351,18 +368,7 @@ func TestDrain(t *testing.T) {
 			cfg := testConfig(idp)
 			cfg.Sidecar.DrainTimeout = config.Duration{Duration: tc.drain}
 			r := startSidecar(t, cfg)
-			body := `{"token":"` + idp.token(t, "alice", testTenant, "viewer") + `"}`
-			half := len(body) / 2
-
-			// A raw connection sends the headers and half the body, so
-			// that the request is in flight for as long as the test wants.
-			c, err := net.DialTimeout("tcp", r.HTTPAddr().String(), waitTimeout)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			fmt.Fprintf(c, "POST /v1/validate-token HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:half])
-			waitFor(t, "the request is in flight", func() bool { return r.inflight.Load() == 1 })
+			c, rest := inFlight(t, r, idp)
 
 			began := time.Now()
 			r.cancel()
@@ -381,7 +387,7 @@ func TestDrain(t *testing.T) {
 					t.Fatalf("Serve returned (%v) while a request was in flight", err)
 				case <-time.After(100 * time.Millisecond):
 				}
-				if _, err := io.WriteString(c, body[half:]); err != nil {
+				if _, err := io.WriteString(c, rest); err != nil {
 					t.Fatalf("send the rest of the body: %v", err)
 				}
 			}
