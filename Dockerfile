@@ -19,7 +19,7 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=0.1.0
-RUN CGO_ENABLED=0 go build -trimpath \
+RUN CGO_ENABLED=0 go build -trimpath -tags vtprotobuf \
       -ldflags "-s -w -X github.com/svc-dev/svc/engine/version.Version=${VERSION}" \
       -o /out/svc-sidecar ./cmd/svc-sidecar
 

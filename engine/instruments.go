@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/hex"
 	"sync"
 	"time"
 
@@ -37,7 +38,10 @@ const (
 const instrumentationName = "github.com/svc-dev/svc/engine"
 
 type instruments struct {
-	tracer    trace.Tracer
+	tracer trace.Tracer
+	// internal holds the start options of the engine's spans, made once:
+	// an option built per span is an allocation on every check.
+	internal  []trace.SpanStartOption
 	decisions metric.Int64Counter
 	latency   metric.Float64Histogram
 	attrSets  sync.Map // decisionKey → metric.MeasurementOption
@@ -50,7 +54,10 @@ type decisionKey struct {
 
 func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider, e *Engine) (*instruments, error) {
 	m := mp.Meter(instrumentationName)
-	t := &instruments{tracer: tp.Tracer(instrumentationName)}
+	t := &instruments{
+		tracer:   tp.Tracer(instrumentationName),
+		internal: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)},
+	}
 	var err error
 	if t.decisions, err = m.Int64Counter("svc.decisions",
 		metric.WithDescription("Authorization decisions by result and reason.")); err != nil {
@@ -142,7 +149,7 @@ func observeDecisionCache(m metric.Meter, e *Engine, hit, miss metric.ObserveOpt
 }
 
 func (t *instruments) startVerify(ctx context.Context) (context.Context, trace.Span) {
-	return t.tracer.Start(ctx, SpanVerifyToken, trace.WithSpanKind(trace.SpanKindInternal))
+	return t.tracer.Start(ctx, SpanVerifyToken, t.internal...)
 }
 
 func (t *instruments) endVerify(_ context.Context, span trace.Span, d TokenDecision) {
@@ -159,7 +166,7 @@ func (t *instruments) endVerify(_ context.Context, span trace.Span, d TokenDecis
 }
 
 func (t *instruments) startEval(ctx context.Context) (context.Context, trace.Span) {
-	return t.tracer.Start(ctx, SpanEvaluate, trace.WithSpanKind(trace.SpanKindInternal))
+	return t.tracer.Start(ctx, SpanEvaluate, t.internal...)
 }
 
 func (t *instruments) endEval(_ context.Context, span trace.Span, in Input, d Decision, err error, withInput bool) {
@@ -232,5 +239,11 @@ func traceIDs(ctx context.Context) (traceID, spanID string) {
 	if !sc.IsValid() {
 		return "", ""
 	}
-	return sc.TraceID().String(), sc.SpanID().String()
+	// Both in one string: every audited decision carries them.
+	tid, sid := sc.TraceID(), sc.SpanID()
+	var buf [2*len(tid) + 2*len(sid)]byte
+	hex.Encode(buf[:2*len(tid)], tid[:])
+	hex.Encode(buf[2*len(tid):], sid[:])
+	ids := string(buf[:])
+	return ids[:2*len(tid)], ids[2*len(tid):]
 }

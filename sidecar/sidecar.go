@@ -200,6 +200,7 @@ func (s *Server) grpcOptions() []grpc.ServerOption {
 		grpc.MaxRecvMsgSize(maxRecvMsgBytes),
 		grpc.MaxConcurrentStreams(maxStreams),
 		grpc.NumStreamWorkers(streamWorkers()),
+		grpc.ForceServerCodecV2(newCodec()),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			MaxConnectionIdle: 5 * time.Minute,
 			Time:              30 * time.Second,

@@ -15,6 +15,11 @@ var (
 	buildErr = map[string]string{}
 )
 
+// BuildTags are the build tags of the binaries, as `make build` sets them:
+// vtprotobuf compiles go-control-plane's generated marshaling, which the
+// sidecar's gRPC codec uses.
+const BuildTags = "vtprotobuf"
+
 // Binary builds ./cmd/<name> from the module root, once per test run, and
 // returns the path of the executable. A build failure fails every test
 // that needs the binary, with the compiler's output.
@@ -36,7 +41,7 @@ func Binary(t testing.TB, name string) string {
 		}
 		binDir = d
 	}
-	cmd := exec.Command(goTool(), "build", "-o", binDir+string(filepath.Separator), "./cmd/"+name)
+	cmd := exec.Command(goTool(), "build", "-tags", BuildTags, "-o", binDir+string(filepath.Separator), "./cmd/"+name)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
