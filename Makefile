@@ -42,6 +42,7 @@ demo:
 test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -tags '$(TAGS)' -count=1 -run Codec ./sidecar/
 	$(MAKE) test-sdk
 	$(MAKE) test-deploy
 
