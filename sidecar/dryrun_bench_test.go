@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,8 +27,12 @@ import (
 // svc-sidecar composes it (telemetry, audit log, live hub, dry-run
 // manager) over loopback gRPC, benchCallers callers on benchConns
 // connections, alternately without and with a dry-run session of a
-// candidate policy active, b.N checks each per round. Reported: checks/s
-// of each and their ratio with/without (the bar is at least 0.9).
+// candidate policy active, b.N checks each per round, either mode first
+// in turn. Reported: checks/s of each and their ratio with/without (the
+// bar is at least 0.9); the process's CPU time per check of each (the
+// callers' included; the session's from its start until its queue is
+// drained) and their ratio without/with, which a shared machine's load
+// disturbs far less than throughput.
 func BenchmarkCheckDryRun(b *testing.B) {
 	idp := newTestIdP(b)
 	cfg := testConfig(idp)
@@ -53,11 +58,15 @@ func BenchmarkCheckDryRun(b *testing.B) {
 	req := checkRequest(idp.token(b, "u-1", testTenant, "viewer"), "GET", "/orders/1")
 	cand := benchCandidate(b)
 
-	var took [2]time.Duration
+	var took, cpu [2]time.Duration
 	var evaluated, skipped uint64
 	b.ResetTimer()
-	for range benchRounds {
-		for mode := range 2 {
+	for r := range benchRounds {
+		// Either mode goes first in every other round: a shared machine's
+		// load drifts, and the second run of a round finds a grown heap.
+		for i := range 2 {
+			mode := i ^ r%2
+			cpu0 := processCPU(b)
 			var sess *dryrun.Session
 			if mode == 1 {
 				if sess, err = dry.Start(cand, dryrun.Options{Duration: time.Hour}); err != nil {
@@ -71,6 +80,7 @@ func BenchmarkCheckDryRun(b *testing.B) {
 				evaluated += rep.Evaluated
 				skipped += rep.Skipped
 			}
+			cpu[mode] += processCPU(b) - cpu0
 		}
 	}
 	b.StopTimer()
@@ -79,7 +89,22 @@ func BenchmarkCheckDryRun(b *testing.B) {
 	b.ReportMetric(off, "checks/s-without")
 	b.ReportMetric(on, "checks/s-with-dry-run")
 	b.ReportMetric(on/off, "ratio")
+	// CPU time depends far less than throughput on what else the machine
+	// runs: the process's CPU per check (callers included), and its ratio
+	// without/with, the throughput ratio of a machine the checks saturate.
+	b.ReportMetric(float64(cpu[0].Microseconds())/n, "cpu-us/check-without")
+	b.ReportMetric(float64(cpu[1].Microseconds())/n, "cpu-us/check-with")
+	b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "cpu-ratio")
 	b.ReportMetric(float64(skipped)/float64(evaluated+skipped), "skipped-share")
+}
+
+// processCPU is the CPU time (user and system) this process used so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // driveChecks sends n checks from benchCallers callers and returns the
