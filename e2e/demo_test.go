@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -313,7 +314,7 @@ func TestDemoSAML(t *testing.T) {
 func TestDemoDryRun(t *testing.T) {
 	m := startDemoMesh(t, "", nil)
 	candidate := filepath.Join(harness.ModuleRoot(t), "deploy", "demo", "candidate-policy")
-	cmd := exec.Command(harness.Binary(t, "core"), "--sidecar", m.sidecar.URL(""), "policy", "dry-run", candidate, "--duration", "10s")
+	cmd := exec.Command(harness.Binary(t, "core"), "--sidecar", m.sidecar.URL(""), "policy", "dry-run", candidate, "--duration", "10m")
 	core := harness.StartProcess(t, "core policy dry-run", cmd)
 	if _, err := core.WaitOutput(t, true, 30*time.Second, func(s string) bool { return strings.Contains(s, "Ctrl-C ends it early") }); err != nil {
 		t.Fatalf("dry-run did not start: %v\n%s", err, core.Stderr.String())
@@ -321,6 +322,11 @@ func TestDemoDryRun(t *testing.T) {
 	const rounds = 2
 	if code, r := m.runTraffic(t, rounds); code != 0 {
 		t.Fatalf("traffic exited %d: %+v", code, r)
+	}
+	// Ctrl-C ends the session once the traffic is done: its window holds
+	// all of it however slow the machine, and the report follows.
+	if err := core.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
 	}
 	if code := core.Wait(t, 60*time.Second); code != 0 {
 		t.Fatalf("core policy dry-run exited %d:\n%s\n%s", code, core.Stdout.String(), core.Stderr.String())

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -165,6 +166,12 @@ func TestPolicyModeDryRun(t *testing.T) {
 	_, _, body := harness.Do(t, mustRequest(t, http.MethodGet, s.URL("/v1/status")))
 	if !strings.Contains(string(body), `"policy_mode": "dry-run"`) {
 		t.Errorf("/v1/status does not show the mode: %s", body)
+	}
+	if code, out, errOut := runCoreAt(t, s, "sidecar", "status"); code != 0 || !regexp.MustCompile(`(?m)^Policy mode:\s+dry-run$`).MatchString(out) {
+		t.Errorf("core sidecar status: exit %d, want the line Policy mode: dry-run\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := runCoreAt(t, s, "--output", "json", "sidecar", "status"); code != 0 || !strings.Contains(out, `"policy_mode": "dry-run"`) {
+		t.Errorf("core sidecar status --output json: exit %d, want policy_mode dry-run\n%s", code, out)
 	}
 	s.Stop(t)
 	var found bool
