@@ -111,8 +111,19 @@ func valid() testidp.Response {
 }
 
 // xmlsecSign signs the template in doc with xmlsec1, the independent
-// signer; idAttr names the element whose ID the reference uses.
+// signer: the signature on the Response (onResponse) or the Assertion.
 func xmlsecSign(t testing.TB, idp *testidp.IdP, doc []byte, onResponse bool) []byte {
+	t.Helper()
+	idAttr := "urn:oasis:names:tc:SAML:2.0:assertion:Assertion"
+	if onResponse {
+		idAttr = "urn:oasis:names:tc:SAML:2.0:protocol:Response"
+	}
+	return xmlsecSignID(t, idp, doc, idAttr)
+}
+
+// xmlsecSignID signs the signature template in doc with idp's key pair;
+// idAttr names the element (namespace:name) whose ID the reference uses.
+func xmlsecSignID(t testing.TB, idp *testidp.IdP, doc []byte, idAttr string) []byte {
 	t.Helper()
 	bin, err := exec.LookPath("xmlsec1")
 	if err != nil {
@@ -127,10 +138,6 @@ func xmlsecSign(t testing.TB, idp *testidp.IdP, doc []byte, onResponse bool) []b
 		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-	}
-	idAttr := "urn:oasis:names:tc:SAML:2.0:assertion:Assertion"
-	if onResponse {
-		idAttr = "urn:oasis:names:tc:SAML:2.0:protocol:Response"
 	}
 	cmd := exec.Command(bin, "--sign", "--privkey-pem", key+","+cert, "--id-attr:ID", idAttr, "--output", out, in)
 	if b, err := cmd.CombinedOutput(); err != nil {

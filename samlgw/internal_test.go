@@ -31,7 +31,7 @@ func benchSetup(tb testing.TB) (*validator, *IDP, *testidp.IdP) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	trusted, _, err := ParseIDPMetadata(idp.Metadata(), time.Now())
+	trusted, _, err := ParseIDPMetadata(idp.Metadata(), time.Now(), nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/pem"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/beevik/etree"
 	"github.com/crewjam/saml"
 )
 
@@ -62,6 +64,9 @@ type metadataSource struct {
 	url, file string
 	client    *http.Client
 	timeout   time.Duration // of one fetch; MetadataFetchTimeout when 0
+	// trust, when set, are the certificates one of which must have signed
+	// the metadata.
+	trust []*x509.Certificate
 	log       *slog.Logger
 	now       func() time.Time
 
@@ -109,7 +114,7 @@ func (m *metadataSource) loadFile() error {
 	if err != nil {
 		return fmt.Errorf("sdk.saml.idp_metadata_file: %w", err)
 	}
-	idp, _, err := ParseIDPMetadata(data, m.now())
+	idp, _, err := ParseIDPMetadata(data, m.now(), m.trust)
 	if err != nil {
 		return fmt.Errorf("sdk.saml.idp_metadata_file %s: %w", m.file, err)
 	}
@@ -194,7 +199,7 @@ func (m *metadataSource) get(ctx context.Context) (*IDP, time.Duration, error) {
 	if len(data) > MaxMetadataBytes {
 		return nil, 0, fmt.Errorf("metadata larger than %d bytes", MaxMetadataBytes)
 	}
-	idp, refresh, err := ParseIDPMetadata(data, m.now())
+	idp, refresh, err := ParseIDPMetadata(data, m.now(), m.trust)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -222,10 +227,18 @@ func checkMetadataRedirect(req *http.Request, via []*http.Request) error {
 // signing certificates and HTTP-Redirect SSO location, and the refresh
 // interval it asks for, within the bounds. A document whose validUntil
 // (of the EntitiesDescriptor or of the EntityDescriptor) is not after now
-// is refused.
-func ParseIDPMetadata(data []byte, now time.Time) (*IDP, time.Duration, error) {
+// is refused. With trust certificates, the root element must carry an
+// enveloped signature that verifies with one of them, and only the signed
+// content is read.
+func ParseIDPMetadata(data []byte, now time.Time, trust []*x509.Certificate) (*IDP, time.Duration, error) {
 	if err := scanTokens(data); err != nil {
 		return nil, 0, err
+	}
+	if len(trust) > 0 {
+		var err error
+		if data, err = verifiedMetadata(data, trust, now); err != nil {
+			return nil, 0, err
+		}
 	}
 	var eds []saml.EntityDescriptor
 	var ed saml.EntityDescriptor
@@ -289,4 +302,53 @@ func ParseIDPMetadata(data []byte, now time.Time) (*IDP, time.Duration, error) {
 		return idp, min(max(refresh, MetadataMinRefresh), MetadataMaxRefresh), nil
 	}
 	return nil, 0, errors.New("the metadata holds no identity provider (IDPSSODescriptor)")
+}
+
+// verifiedMetadata returns the content of the metadata's root element as
+// its enveloped signature covers it, when that signature verifies with
+// one of the trust certificates.
+func verifiedMetadata(data []byte, trust []*x509.Certificate, now time.Time) ([]byte, error) {
+	doc := etree.NewDocument()
+	if err := doc.ReadFromBytes(data); err != nil || doc.Root() == nil {
+		return nil, errors.New("the metadata is not well-formed XML")
+	}
+	el, err := verifySigned(doc.Root(), trust, now)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return nil, fmt.Errorf("the metadata signature: %s", e.Msg)
+		}
+		return nil, fmt.Errorf("the metadata signature: %w", err)
+	}
+	out := etree.NewDocument()
+	out.SetRoot(el)
+	return out.WriteToBytes()
+}
+
+// LoadCertificates reads every PEM CERTIFICATE block of a file.
+func LoadCertificates(path string) ([]*x509.Certificate, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var certs []*x509.Certificate
+	for {
+		var b *pem.Block
+		b, data = pem.Decode(data)
+		if b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return nil, err
+		}
+		certs = append(certs, c)
+	}
+	if len(certs) == 0 {
+		return nil, errors.New("no PEM CERTIFICATE block")
+	}
+	return certs, nil
 }

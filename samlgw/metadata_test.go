@@ -2,6 +2,7 @@ package samlgw
 
 import (
 	"context"
+	"crypto/x509"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -108,7 +109,7 @@ func TestParseIDPMetadataRefreshAndExpiry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, refresh, err := ParseIDPMetadata(tt.doc, now)
+			got, refresh, err := ParseIDPMetadata(tt.doc, now, nil)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("err %v, want one with %q", err, tt.err)
@@ -167,4 +168,31 @@ func TestMetadataFetchBounds(t *testing.T) {
 			t.Errorf("mode %d: status %+v, want the last good copy, stale", tc.mode, st)
 		}
 	}
+}
+
+// FuzzParseIDPMetadata feeds arbitrary documents to the metadata parser,
+// with and without a trusted signer: an error or a usable IdP, never a
+// panic.
+func FuzzParseIDPMetadata(f *testing.F) {
+	idp, _, err := testidp.LoadOrCreate(filepath.Join("testdata", "idp"), "https://idp.example.com/saml", "https://idp.example.com/saml/sso")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(idp.Metadata(), false)
+	f.Add(idp.Metadata(), true)
+	f.Add([]byte(`<md:EntitiesDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" validUntil="2000-01-01T00:00:00Z"/>`), false)
+	now := time.Now()
+	f.Fuzz(func(t *testing.T, data []byte, signed bool) {
+		var trust []*x509.Certificate
+		if signed {
+			trust = []*x509.Certificate{idp.Cert}
+		}
+		got, refresh, err := ParseIDPMetadata(data, now, trust)
+		if err != nil {
+			return
+		}
+		if got.EntityID == "" || len(got.Certs) == 0 || refresh < MetadataMinRefresh || refresh > MetadataMaxRefresh {
+			t.Fatalf("accepted metadata without an entity id or certificate, or refresh %s out of bounds", refresh)
+		}
+	})
 }

@@ -160,6 +160,12 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 		g.v.spKey = g.spKey
 	}
 	g.meta = &metadataSource{url: s.IDPMetadataURL, file: s.IDPMetadataFile, client: deps.HTTPClient, log: g.log, now: deps.Now}
+	if f := s.IDPMetadataSigningCertificateFile; f != "" {
+		if g.meta.trust, err = LoadCertificates(f); err != nil {
+			g.Close()
+			return nil, fmt.Errorf("sdk.saml.idp_metadata_signing_certificate_file: %w", err)
+		}
+	}
 	if s.IDPMetadataFile != "" {
 		if err := g.meta.loadFile(); err != nil {
 			g.Close()

@@ -126,6 +126,13 @@ type SAML struct {
 	// IDPMetadataFile is a downloaded copy of the identity provider's
 	// metadata, read at start. Env SVC_SAML_IDP_METADATA_FILE.
 	IDPMetadataFile string `toml:"idp_metadata_file" yaml:"idp_metadata_file"`
+	// IDPMetadataSigningCertificateFile is a PEM file of one or more
+	// certificates (a federation's metadata signer, or the IdP's own):
+	// when set, the metadata, from the URL or the file, must carry an
+	// enveloped signature on its root element that verifies with one of
+	// them (SHA-256 or stronger), and only the signed content is read.
+	// Env SVC_SAML_IDP_METADATA_SIGNING_CERTIFICATE_FILE.
+	IDPMetadataSigningCertificateFile string `toml:"idp_metadata_signing_certificate_file" yaml:"idp_metadata_signing_certificate_file"`
 	// ClockSkewSeconds is the clock difference tolerated while validating
 	// an assertion. Default 30 (zero means the default).
 	// Env SVC_SAML_CLOCK_SKEW_SECONDS.

@@ -162,6 +162,7 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		{"SVC_SAML_ATTRIBUTE_TENANT", "tenant", func(c Config) any { return c.SDK.SAML.AttributeMapping.Tenant }, "tenant"},
 		{"SVC_SAML_SP_PRIVATE_KEY_FILE", "/run/k.pem", func(c Config) any { return c.SDK.SAML.SPPrivateKeyFile }, "/run/k.pem"},
 		{"SVC_SAML_SP_CERTIFICATE_FILE", "/run/c.pem", func(c Config) any { return c.SDK.SAML.SPCertificateFile }, "/run/c.pem"},
+		{"SVC_SAML_IDP_METADATA_SIGNING_CERTIFICATE_FILE", "/run/md.pem", func(c Config) any { return c.SDK.SAML.IDPMetadataSigningCertificateFile }, "/run/md.pem"},
 		{"SVC_SAML_ALLOW_IDP_INITIATED", "false", func(c Config) any { return c.SDK.SAML.AllowIDPInitiated }, false},
 		{"SVC_SAML_TOKEN_TTL", "1h", func(c Config) any { return c.SDK.SAML.TokenTTL.Duration }, time.Hour},
 		{"SVC_SAML_TOKEN_SIGNING_KEY_FILE", "/run/t.pem", func(c Config) any { return c.SDK.SAML.TokenSigningKeyFile }, "/run/t.pem"},

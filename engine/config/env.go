@@ -184,6 +184,9 @@ var envTable = []EnvVar{
 	{Name: "SVC_SAML_IDP_METADATA_FILE", Key: "sdk.saml.idp_metadata_file",
 		Help:  "Downloaded metadata file of the SAML identity provider.",
 		apply: func(c *Config, v string) string { samlOf(c).IDPMetadataFile = v; return "" }},
+	{Name: "SVC_SAML_IDP_METADATA_SIGNING_CERTIFICATE_FILE", Key: "sdk.saml.idp_metadata_signing_certificate_file",
+		Help:  "PEM certificate(s) that must have signed the SAML identity provider's metadata.",
+		apply: func(c *Config, v string) string { samlOf(c).IDPMetadataSigningCertificateFile = v; return "" }},
 	{Name: "SVC_SAML_CLOCK_SKEW_SECONDS", Key: "sdk.saml.clock_skew_seconds",
 		Help: "Clock difference tolerated while validating an assertion, in seconds. Default 30.",
 		apply: func(c *Config, v string) string {

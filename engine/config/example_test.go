@@ -71,6 +71,7 @@ func ExampleEnvVars() {
 	// SVC_SAML_ACS_URL overrides sdk.saml.acs_url
 	// SVC_SAML_IDP_METADATA_URL overrides sdk.saml.idp_metadata_url
 	// SVC_SAML_IDP_METADATA_FILE overrides sdk.saml.idp_metadata_file
+	// SVC_SAML_IDP_METADATA_SIGNING_CERTIFICATE_FILE overrides sdk.saml.idp_metadata_signing_certificate_file
 	// SVC_SAML_CLOCK_SKEW_SECONDS overrides sdk.saml.clock_skew_seconds
 	// SVC_SAML_ATTRIBUTE_EMAIL overrides sdk.saml.attribute_mapping.email
 	// SVC_SAML_ATTRIBUTE_ROLE overrides sdk.saml.attribute_mapping.role
