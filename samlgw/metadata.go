@@ -67,8 +67,8 @@ type metadataSource struct {
 	// trust, when set, are the certificates one of which must have signed
 	// the metadata.
 	trust []*x509.Certificate
-	log       *slog.Logger
-	now       func() time.Time
+	log   *slog.Logger
+	now   func() time.Time
 
 	mu          sync.RWMutex
 	idp         *IDP
