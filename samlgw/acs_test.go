@@ -2,6 +2,7 @@ package samlgw_test
 
 import (
 	"bytes"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -349,9 +350,18 @@ func TestLoginRefusesOpenRedirect(t *testing.T) {
 }
 
 func TestDevelopmentSkipsSignatureOnly(t *testing.T) {
-	f := newFixture(t, withSAML(allowIDPInitiated), devMode)
+	var logs syncBuffer
+	f := newFixture(t, withSAML(allowIDPInitiated), devMode, func(_ *config.Config, d *samlgw.Deps) {
+		d.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	if !strings.Contains(logs.String(), "SAML SIGNATURES ARE NOT VERIFIED") {
+		t.Errorf("no warning at start:\n%s", logs.String())
+	}
 	if a := f.post(t, testIdP.XML(valid(), false), true); a.status != http.StatusOK {
 		t.Fatalf("unsigned in development: %d %q %s, want 200", a.status, a.code, a.message)
+	}
+	if !strings.Contains(logs.String(), "accepted WITHOUT signature verification") {
+		t.Errorf("no warning on the accepted assertion:\n%s", logs.String())
 	}
 	r := valid()
 	r.Audience = "https://other.example.com/"

@@ -103,12 +103,26 @@ func TestACSJSONAnswer(t *testing.T) {
 	if d := time.Until(exp); d <= 0 || d > 15*time.Minute {
 		t.Errorf("expires in %s, want within the default token_ttl of 15m", d)
 	}
+	// ES256 with the issuer's kid; iat = nbf, exp = iat + token_ttl.
+	hdr, err := base64.RawURLEncoding.DecodeString(strings.Split(tok, ".")[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h map[string]any
+	if err := json.Unmarshal(hdr, &h); err != nil || h["alg"] != "ES256" || h["kid"] != f.issuer.KeyID() || h["kid"] == "" {
+		t.Errorf("JWS header %s, want alg ES256 and kid %q", hdr, f.issuer.KeyID())
+	}
+	c := claimsOf(t, tok)
+	iat, _ := c["iat"].(float64)
+	if nbf, _ := c["nbf"].(float64); iat == 0 || nbf != iat || int64(iat)+int64((15*time.Minute).Seconds()) != exp.Unix() {
+		t.Errorf("iat %v nbf %v exp %v, want iat = nbf and exp = iat + 15m", c["iat"], c["nbf"], c["exp"])
+	}
 }
 
 // Each refusal is logged with its code, and no log line carries the
 // assertion or who it names.
 func TestACSRefusalLogged(t *testing.T) {
-	var buf bytes.Buffer
+	var buf syncBuffer
 	f := newFixture(t, withSAML(allowIDPInitiated), func(_ *config.Config, d *samlgw.Deps) {
 		d.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
 	})
