@@ -206,7 +206,7 @@ func (g *Gateway) serveACS(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: g.cfg.CookieName, Value: token, Path: "/",
-		Expires: exp, MaxAge: int(time.Until(exp).Seconds()),
+		Expires: exp, MaxAge: int(exp.Sub(g.now()).Seconds()),
 		HttpOnly: true, Secure: g.secure, SameSite: http.SameSiteLaxMode,
 	})
 	w.Header().Set("Cache-Control", "no-store")
