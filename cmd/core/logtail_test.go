@@ -31,11 +31,18 @@ func TestLogTailRefusesBadFlags(t *testing.T) {
 		{"dry-run queue too large", []string{"policy", "dry-run", "../../policies", "--queue-size", "100000000"}, 2, []string{"invalid --queue-size"}},
 		{"dry-run missing dir", []string{"policy", "dry-run", "testdata/nope"}, 2, []string{"does not exist"}},
 		{"dry-run broken candidate", []string{"policy", "dry-run", "testdata/policy-broken"}, 2, []string{"does not load"}},
+		{"dry-run candidate failing lint", []string{"policy", "dry-run", "testdata/lint-broken"}, 2,
+			[]string{"error no-default-allow-false", "candidate testdata/lint-broken refused: lint found 2 errors"}},
+		{"dry-run --strict counts warnings", []string{"policy", "dry-run", "testdata/lint-warning", "--strict"}, 2,
+			[]string{"error unused-import", "refused: lint found 1 error"}},
+		// A warning alone does not refuse: the candidate goes on to the sidecar.
+		{"dry-run candidate with a warning", []string{"policy", "dry-run", "testdata/lint-warning"}, 3, []string{"is not reachable"}},
 		{"format and output disagree", []string{"log", "tail", "--format", "text", "--output", "json"}, 2, []string{"contradicts"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			// The sidecar address is never dialled: bad flags are refused first.
+			// Bad flags and candidates are refused before the sidecar
+			// address (where nothing listens) is dialled.
 			r := run(t, "", append(tt.args, "--sidecar", "http://127.0.0.1:1")...)
 			if r.code != tt.code {
 				t.Fatalf("exit %d, want %d\nstderr:\n%s", r.code, tt.code, r.stderr)

@@ -32,8 +32,8 @@ func (a *app) traceTailCommand() *cobra.Command {
 until q or Ctrl-C.
 
 On a terminal it is a live list of traces, each a tree of spans with their
-durations (the gRPC server span, auth.verify_token, policy.evaluate) and the
-outcome: allow or deny, the reason, the matched rule, the deny reasons and
+durations (the server span of the gRPC or HTTP request, auth.verify_token,
+policy.evaluate) and the outcome: allow or deny, the reason, the matched rule, the deny reasons and
 the intent (action and resource).
   up/down, k/j   select          Enter   expand or collapse the span
   v              variable inspector: the span's attributes and the policy
