@@ -35,6 +35,14 @@ func TestOTLPTraces(t *testing.T) {
 	if r := envoyCheck(t, s, "GET", "/orders/42", k.rsa.Token(t, expiredClaims), nil); r.status != http.StatusUnauthorized {
 		t.Fatalf("expired Check: status %d; body %s", r.status, r.body)
 	}
+	// nginx's auth_request passing on the client's trace context.
+	const callerTrace, callerSpan = "5b8aa5a2d2c872e8321cf37308d69df2", "051581bf3cb55c13"
+	if st := httpDecision(t, s, http.MethodGet, "/check", "", map[string]string{
+		"Authorization": "Bearer " + k.token(t, "alice", "acme", "viewer"), "X-Original-URI": "/orders/43",
+		"traceparent": "00-" + callerTrace + "-" + callerSpan + "-01",
+	}); st != http.StatusOK {
+		t.Fatalf("HTTP check: status %d", st)
+	}
 	allowID := allowed.headers["x-svc-decision-id"]
 	denyID := parseDeny(t, denied.body).DecisionID
 
@@ -142,6 +150,33 @@ func TestOTLPTraces(t *testing.T) {
 		}
 		if v := findVerifyInTrace(verify, allow.TraceID); v == nil {
 			t.Errorf("auth.verify_token and policy.evaluate of one Check are in different traces")
+		}
+	})
+
+	t.Run("HTTP check", func(t *testing.T) {
+		// One trace, the caller's: the HTTP server span under the caller's
+		// span, the decision's spans under the server span.
+		var server *harness.Span
+		children := map[string]bool{}
+		for i := range spans {
+			sp := &spans[i]
+			if sp.TraceID != callerTrace {
+				continue
+			}
+			if sp.Name == "GET /check" {
+				server = sp
+			}
+		}
+		if server == nil || server.ParentID != callerSpan {
+			t.Fatalf("no server span GET /check under the caller's span %s in trace %s: %+v", callerSpan, callerTrace, server)
+		}
+		for _, sp := range spans {
+			if sp.TraceID == callerTrace && sp.ParentID == server.SpanID {
+				children[sp.Name] = true
+			}
+		}
+		if !children["auth.verify_token"] || !children["policy.evaluate"] {
+			t.Errorf("children of the HTTP server span: %v, want auth.verify_token and policy.evaluate", children)
 		}
 	})
 }

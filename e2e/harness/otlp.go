@@ -19,8 +19,9 @@ import (
 type Span struct {
 	// Name is the span name.
 	Name string
-	// TraceID and SpanID are hex-encoded.
-	TraceID, SpanID string
+	// TraceID, SpanID and ParentID (empty for a root span) are
+	// hex-encoded.
+	TraceID, SpanID, ParentID string
 	// Attrs holds the span attributes; values are strings, or for arrays
 	// their elements joined with ",".
 	Attrs map[string]string
@@ -70,6 +71,7 @@ func (r *OTLPReceiver) Export(_ context.Context, req *tracev1.ExportTraceService
 					Name:     s.GetName(),
 					TraceID:  hex.EncodeToString(s.GetTraceId()),
 					SpanID:   hex.EncodeToString(s.GetSpanId()),
+					ParentID: hex.EncodeToString(s.GetParentSpanId()),
 					Attrs:    attrMap(s.GetAttributes()),
 					Resource: res,
 				})
