@@ -73,9 +73,9 @@ func (a *app) sidecarStatusCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "Print the sidecar's health, partition state, caches, policies, uptime and version",
-		Long: `Prints Status (healthy, degraded, unavailable or draining, the same answer
-as GET /readyz, with the reason when not healthy), Partitioned (with the time it
-began), Last sync, Cache valid, Cache age, Policies loaded (with the active
+		Long: `Prints Status (healthy, degraded, unavailable or draining, with the reason
+when not healthy; unavailable or draining exactly when GET /readyz says not
+ready), Partitioned (with the time it began), Last sync, Cache valid, Cache age, Policies loaded (with the active
 revision and where it came from), Policy mode (enforce, or dry-run when
 policy.mode never denies), JWKS key sets cached, Uptime and Version. With
 --output json it prints GET /v1/status as the sidecar answers it, with the

@@ -65,6 +65,18 @@ func TestSidecarStatusDegraded(t *testing.T) {
 	}
 }
 
+// TestSidecarStatusHelpExitCodes: the exit codes scripts rely on are in
+// the command's help.
+func TestSidecarStatusHelpExitCodes(t *testing.T) {
+	r := run(t, "", "sidecar", "status", "--help")
+	help := strings.Join(strings.Fields(r.stdout), " ")
+	for _, want := range []string{"0 the sidecar is healthy", "1 it answers but is degraded, unavailable or draining", "3 it cannot be reached"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("core sidecar status --help does not say %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
 // waitStatus runs `core sidecar status` until done accepts its result
 // (generous deadline: the sidecar starts on a loaded machine).
 func waitStatus(t *testing.T, url string, done func(result) bool) result {
