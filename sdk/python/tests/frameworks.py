@@ -26,7 +26,7 @@ class MiddlewareBehaviour:
     @classmethod
     def setUpClass(cls):
         cls.idp, cls.sidecar = harness.shared()
-        cls.client = Client(cls.sidecar.url, "closed")
+        cls.client = Client(cls.sidecar.url, "closed", harness.CALL_TIMEOUT)
 
     def token(self, **over):
         return self.idp.token(harness.claims(**over))
@@ -62,7 +62,7 @@ class MiddlewareBehaviour:
         ]
         # A reachable sidecar refuses an invalid token whatever the mode.
         for mode in ("open", "closed"):
-            client = Client(self.sidecar.url, mode)
+            client = Client(self.sidecar.url, mode, harness.CALL_TIMEOUT)
             for name, path, tok, status, reason, challenge in cases:
                 with self.subTest(f"{name}, {mode}"):
                     got, headers, j = self.call(client, path, tok)
@@ -76,7 +76,7 @@ class MiddlewareBehaviour:
 
     def test_require_action(self):
         for mode in ("open", "closed"):
-            client = Client(self.sidecar.url, mode)
+            client = Client(self.sidecar.url, mode, harness.CALL_TIMEOUT)
             with self.subTest(mode):
                 viewer = self.token(roles=["viewer"])
                 status, _, j = self.call(client, "/orders/7", viewer)
@@ -133,7 +133,7 @@ class MiddlewareBehaviour:
         # pooled connections to it when it stops.
         sidecar = harness.Sidecar(self.idp)
         self.addCleanup(sidecar.stop)
-        clients = {mode: Client(sidecar.url, mode) for mode in ("open", "closed")}
+        clients = {mode: Client(sidecar.url, mode, harness.CALL_TIMEOUT) for mode in ("open", "closed")}
         tok = self.token()
         paths = ("/whoami", "/orders/1")
         for mode, client in clients.items():

@@ -34,6 +34,11 @@ KID = "sdk-test-rsa-1"
 # Fail-open warnings are asserted where they matter, not printed.
 logging.getLogger("svc_sdk").setLevel(logging.ERROR)
 
+# Bound of each SDK call to a running sidecar in these tests: far above
+# the 1 s default, which a call can exceed on a loaded machine. Tests of
+# the timeout itself use a black hole and a short timeout of their own.
+CALL_TIMEOUT = 30.0
+
 _lock = threading.RLock()
 _tmp = tempfile.mkdtemp(prefix="svc-sdk-py-")
 atexit.register(shutil.rmtree, _tmp, True)

@@ -144,7 +144,7 @@ class SidecarTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.idp, cls.sidecar = harness.shared()
-        cls.client = Client(cls.sidecar.url, "closed")
+        cls.client = Client(cls.sidecar.url, "closed", harness.CALL_TIMEOUT)
 
     def test_validate_token(self):
         other_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -194,7 +194,7 @@ class SidecarTest(unittest.TestCase):
     def test_malformed_request_is_an_error_not_a_decision(self):
         for mode in ("open", "closed"):
             with self.subTest(mode):
-                c = Client(self.sidecar.url, mode)
+                c = Client(self.sidecar.url, mode, harness.CALL_TIMEOUT)
                 with self.assertRaises(SidecarRequestError) as cm:
                     c.authorize(self.idp.token(harness.claims()), "")
                 self.assertEqual(cm.exception.reason, "input-invalid")
@@ -202,7 +202,7 @@ class SidecarTest(unittest.TestCase):
     def test_connections_are_kept_alive_and_reused(self):
         relay = harness.Relay(self.sidecar.http_addr)
         self.addCleanup(relay.close)
-        c = Client(relay.url, "closed")
+        c = Client(relay.url, "closed", harness.CALL_TIMEOUT)
         tok = self.idp.token(harness.claims())
         for _ in range(20):
             self.assertTrue(c.validate_token(tok).allowed)
@@ -268,10 +268,10 @@ class UnavailableTest(unittest.TestCase):
         for mode in ("open", "closed"):
             with self.subTest(mode):
                 with self.assertRaises(SidecarUnavailableError) as cm:
-                    Client(sc.url, mode).authorize(tok, "orders:read")
+                    Client(sc.url, mode, harness.CALL_TIMEOUT).authorize(tok, "orders:read")
                 self.assertEqual(cm.exception.reason, "policy-error")
                 from svc_sdk._web import check_action
-                r = check_action(Client(sc.url, mode), f"Bearer {tok}", "orders:read")
+                r = check_action(Client(sc.url, mode, harness.CALL_TIMEOUT), f"Bearer {tok}", "orders:read")
                 self.assertEqual((r.status, r.reason), (503, "policy-error"))
 
 
@@ -282,7 +282,7 @@ class RateLimitTest(unittest.TestCase):
         idp, _ = harness.shared()
         sc = harness.Sidecar(idp, {"SVC_RATE_LIMIT_DEFAULT_RPM": "1"})
         self.addCleanup(sc.stop)
-        c = Client(sc.url, "closed")
+        c = Client(sc.url, "closed", harness.CALL_TIMEOUT)
         self.addCleanup(c.close)
         tok = idp.token(harness.claims())
         self.assertTrue(c.authorize(tok, "orders:read").allow)

@@ -9,7 +9,7 @@ import { after, before, describe, test } from "node:test";
 
 import { SvcClient } from "@svc/sdk";
 
-import { blackHole, claims, downUrl, IdP, Sidecar, TENANT } from "./harness.mjs";
+import { blackHole, CALL_TIMEOUT_MS, claims, downUrl, IdP, Sidecar, TENANT } from "./harness.mjs";
 
 export function middlewareBehaviour(name, start) {
   describe(name, () => {
@@ -17,7 +17,7 @@ export function middlewareBehaviour(name, start) {
     before(async () => {
       idp = await IdP.start();
       sidecar = await Sidecar.start(idp);
-      client = new SvcClient({ sidecarUrl: sidecar.url, failMode: "closed" });
+      client = new SvcClient({ sidecarUrl: sidecar.url, failMode: "closed", timeoutMs: CALL_TIMEOUT_MS });
     });
     after(async () => {
       await sidecar?.stop();
@@ -69,7 +69,7 @@ export function middlewareBehaviour(name, start) {
       ];
       // A reachable sidecar refuses an invalid token whatever the mode.
       for (const failMode of ["open", "closed"]) {
-        const c = new SvcClient({ sidecarUrl: sidecar.url, failMode });
+        const c = new SvcClient({ sidecarUrl: sidecar.url, failMode, timeoutMs: CALL_TIMEOUT_MS });
         for (const [what, path, token, status, reason, challenge] of cases) {
           const r = await call(c, path, token);
           assert.equal(r.status, status, `${what}, ${failMode}`);
@@ -82,7 +82,7 @@ export function middlewareBehaviour(name, start) {
 
     test("requireAction", async () => {
       for (const failMode of ["open", "closed"]) {
-        const c = new SvcClient({ sidecarUrl: sidecar.url, failMode });
+        const c = new SvcClient({ sidecarUrl: sidecar.url, failMode, timeoutMs: CALL_TIMEOUT_MS });
         const viewer = tok({ roles: ["viewer"] });
         let r = await call(c, "/orders/7", viewer);
         assert.equal(r.status, 200, JSON.stringify(r.body));
@@ -142,8 +142,8 @@ export function middlewareBehaviour(name, start) {
       const sc = await Sidecar.start(idp);
       try {
         const clients = {
-          open: new SvcClient({ sidecarUrl: sc.url, failMode: "open", warn: () => {} }),
-          closed: new SvcClient({ sidecarUrl: sc.url, failMode: "closed" }),
+          open: new SvcClient({ sidecarUrl: sc.url, failMode: "open", timeoutMs: CALL_TIMEOUT_MS, warn: () => {} }),
+          closed: new SvcClient({ sidecarUrl: sc.url, failMode: "closed", timeoutMs: CALL_TIMEOUT_MS }),
         };
         const paths = ["/whoami", "/orders/1"];
         for (const [mode, c] of Object.entries(clients)) {

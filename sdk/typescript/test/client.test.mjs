@@ -10,7 +10,7 @@ import { SidecarRequestError, SidecarUnavailableError, SvcClient } from "@svc/sd
 
 import { checkAction } from "../dist/web.js";
 
-import { blackHole, claims, downUrl, IdP, newKey, relay, Sidecar, TENANT } from "./harness.mjs";
+import { blackHole, CALL_TIMEOUT_MS, claims, downUrl, IdP, newKey, relay, Sidecar, TENANT } from "./harness.mjs";
 
 const quiet = { warn: () => {} };
 
@@ -64,7 +64,7 @@ describe("against the sidecar", () => {
   before(async () => {
     idp = await IdP.start();
     sidecar = await Sidecar.start(idp);
-    client = new SvcClient({ sidecarUrl: sidecar.url, failMode: "closed" });
+    client = new SvcClient({ sidecarUrl: sidecar.url, failMode: "closed", timeoutMs: CALL_TIMEOUT_MS });
   });
   after(async () => {
     await sidecar?.stop();
@@ -121,7 +121,7 @@ describe("against the sidecar", () => {
 
   test("a malformed request is an error, not a decision", async () => {
     for (const failMode of ["open", "closed"]) {
-      const c = new SvcClient({ sidecarUrl: sidecar.url, failMode });
+      const c = new SvcClient({ sidecarUrl: sidecar.url, failMode, timeoutMs: CALL_TIMEOUT_MS });
       await assert.rejects(c.authorize(idp.token(claims()), ""),
         (e) => e instanceof SidecarRequestError && e.reason === "input-invalid");
     }
@@ -130,7 +130,7 @@ describe("against the sidecar", () => {
   test("connections are kept alive and reused", async () => {
     const r = await relay(sidecar.httpAddr);
     try {
-      const c = new SvcClient({ sidecarUrl: r.url, failMode: "closed" });
+      const c = new SvcClient({ sidecarUrl: r.url, failMode: "closed", timeoutMs: CALL_TIMEOUT_MS });
       const tok = idp.token(claims());
       for (let i = 0; i < 20; i++) assert.equal((await c.validateToken(tok)).allowed, true);
       // Node's fetch (undici) may open a second connection early on; it
@@ -150,7 +150,7 @@ describe("against the sidecar", () => {
   test("a rate-limited tenant: decision with retryAfter, 429 with Retry-After", async () => {
     const sc = await Sidecar.start(idp, { SVC_RATE_LIMIT_DEFAULT_RPM: "1" });
     try {
-      const c = new SvcClient({ sidecarUrl: sc.url, failMode: "closed" });
+      const c = new SvcClient({ sidecarUrl: sc.url, failMode: "closed", timeoutMs: CALL_TIMEOUT_MS });
       const tok = idp.token(claims());
       assert.equal((await c.authorize(tok, "orders:read")).allow, true);
       const d = await c.authorize(tok, "orders:read");
@@ -173,7 +173,7 @@ describe("against the sidecar", () => {
     try {
       const tok = idp.token(claims());
       for (const failMode of ["open", "closed"]) {
-        const c = new SvcClient({ sidecarUrl: sc.url, failMode, ...quiet });
+        const c = new SvcClient({ sidecarUrl: sc.url, failMode, timeoutMs: CALL_TIMEOUT_MS, ...quiet });
         await assert.rejects(c.authorize(tok, "orders:read"),
           (e) => e instanceof SidecarUnavailableError && e.reason === "policy-error", failMode);
         const out = await checkAction(c, tok, "orders:read");

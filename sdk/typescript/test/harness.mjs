@@ -16,6 +16,10 @@ import { fileURLToPath } from "node:url";
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 export const TENANT = "acme";
 export const KID = "sdk-test-rsa-1";
+// Bound of each SDK call to a running sidecar in these tests: far above the
+// 1 s default, which a call can exceed on a loaded machine. Tests of the
+// timeout itself use a black hole and a short timeout of their own.
+export const CALL_TIMEOUT_MS = 30_000;
 
 const tmp = mkdtempSync(join(tmpdir(), "svc-sdk-ts-"));
 process.on("exit", () => rmSync(tmp, { recursive: true, force: true }));

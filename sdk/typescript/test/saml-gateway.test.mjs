@@ -18,7 +18,7 @@ import { SvcClient } from "@svc/sdk";
 import { svcExpress } from "@svc/sdk/express";
 import { samlAcs, samlLoginRedirect } from "@svc/sdk/saml";
 
-import { freeAddr, IdP, Sidecar, TENANT } from "./harness.mjs";
+import { CALL_TIMEOUT_MS, freeAddr, IdP, Sidecar, TENANT } from "./harness.mjs";
 
 const IDP_ENTITY = "https://idp.test/metadata";
 const IDP_SSO = "https://idp.test/sso";
@@ -76,7 +76,7 @@ describe("SAML browser flow against the sidecar's gateway", () => {
       SVC_SAML_ACS_URL: `${appUrl}/auth/saml/acs`,
       SVC_SAML_IDP_METADATA_FILE: join(dir, "idp-metadata.xml"),
     });
-    client = new SvcClient({ sidecarUrl: sidecar.url, failMode: "closed" });
+    client = new SvcClient({ sidecarUrl: sidecar.url, failMode: "closed", timeoutMs: CALL_TIMEOUT_MS });
   });
 
   after(async () => {

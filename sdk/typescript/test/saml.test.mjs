@@ -14,7 +14,7 @@ import { svcExpress } from "@svc/sdk/express";
 import { exchangeAssertion, loginUrl, safeReturnTo, SamlError, samlAcs, samlLoginRedirect, sessionToken }
   from "@svc/sdk/saml";
 
-import { claims, IdP, Sidecar } from "./harness.mjs";
+import { CALL_TIMEOUT_MS, claims, IdP, Sidecar } from "./harness.mjs";
 
 describe("helpers", () => {
   test("loginUrl", () => {
@@ -79,7 +79,7 @@ describe("browser flow through the application's origin", () => {
     const a = express();
     a.post("/auth/saml/acs", samlAcs({ gatewayUrl }));
     a.use("/app", samlLoginRedirect());
-    a.use("/app", svcExpress({ client: new SvcClient({ sidecarUrl: sidecar.url, failMode: "closed" }), sessionCookie: "svc_session" }));
+    a.use("/app", svcExpress({ client: new SvcClient({ sidecarUrl: sidecar.url, failMode: "closed", timeoutMs: CALL_TIMEOUT_MS }), sessionCookie: "svc_session" }));
     a.get("/app/page", (req, res) => res.json({ claims: req.svcClaims }));
     app = await new Promise((r) => {
       const s = a.listen(0, "127.0.0.1", () => r(s));
@@ -161,7 +161,7 @@ describe("browser flow through the application's origin", () => {
     const t = await exchangeAssertion("valid:carol@example.com", { gatewayUrl });
     assert.equal(t.tokenType, "Bearer");
     assert.ok(t.expiresAt.getTime() > Date.now());
-    const d = await new SvcClient({ sidecarUrl: sidecar.url }).validateToken(t.token);
+    const d = await new SvcClient({ sidecarUrl: sidecar.url, timeoutMs: CALL_TIMEOUT_MS }).validateToken(t.token);
     assert.deepEqual([d.allowed, d.claims.email], [true, "carol@example.com"]);
 
     await assert.rejects(exchangeAssertion("forged", { gatewayUrl }),
