@@ -5,11 +5,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"google.golang.org/genproto/googleapis/rpc/code"
@@ -126,5 +129,68 @@ func TestSAMLSignOnThenCheck(t *testing.T) {
 	var st Status
 	if status != http.StatusOK || json.Unmarshal(body, &st) != nil || st.SAML == nil || !st.SAML.IDPMetadata.Loaded {
 		t.Errorf("status %d %s: want the SAML gateway with its metadata loaded", status, body)
+	}
+}
+
+// While the IdP metadata URL fails the sidecar reports itself degraded
+// with the fetch error and the login answers 503; once the IdP answers,
+// the metadata is loaded and the status is healthy again.
+func TestSAMLMetadataURLInStatus(t *testing.T) {
+	cfg, idp := samlConfig(t)
+	var up atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if !up.Load() {
+			http.Error(w, "maintenance", http.StatusBadGateway)
+			return
+		}
+		_, _ = w.Write(idp.Metadata())
+	}))
+	t.Cleanup(srv.Close)
+	cfg.SDK.SAML.IDPMetadataFile, cfg.SDK.SAML.IDPMetadataURL = "", srv.URL
+	r := startSidecar(t, cfg)
+
+	status := func() Status {
+		t.Helper()
+		code, body := get(t, r, PathStatus)
+		var st Status
+		if code != http.StatusOK || json.Unmarshal(body, &st) != nil || st.SAML == nil {
+			t.Fatalf("status %d %s", code, body)
+		}
+		return st
+	}
+	waitFor := func(what string, ok func(Status) bool) Status {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			st := status()
+			if ok(st) {
+				return st
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s within 60s: %+v", what, st.SAML.IDPMetadata)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	st := waitFor("fetch error", func(st Status) bool { return st.SAML.IDPMetadata.LastError != "" })
+	if st.Status != StatusDegraded || st.Reason != "saml-idp-metadata-unavailable" || st.SAML.IDPMetadata.Loaded ||
+		!strings.Contains(st.SAML.IDPMetadata.LastError, "502") || st.SAML.IDPMetadata.Source != srv.URL {
+		t.Errorf("while the IdP fails: status %q reason %q metadata %+v", st.Status, st.Reason, st.SAML.IDPMetadata)
+	}
+	resp, err := httpClient.Get("http://" + r.SAMLAddr().String() + "/auth/saml/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refusal map[string]string
+	_ = json.NewDecoder(resp.Body).Decode(&refusal)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || refusal["error"] != "saml-idp-unavailable" {
+		t.Errorf("login without metadata: %d %v, want 503 saml-idp-unavailable", resp.StatusCode, refusal)
+	}
+
+	up.Store(true) // the retry comes within metadataRetryMin (5s)
+	st = waitFor("loaded metadata", func(st Status) bool { return st.SAML.IDPMetadata.Loaded })
+	if st.Status != StatusHealthy || st.SAML.IDPMetadata.Stale || st.SAML.IDPMetadata.LastError != "" || st.SAML.IDPMetadata.EntityID != idp.EntityID {
+		t.Errorf("after recovery: status %q metadata %+v", st.Status, st.SAML.IDPMetadata)
 	}
 }
