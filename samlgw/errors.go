@@ -50,8 +50,9 @@ const (
 	TenantMissing Code = "saml-tenant-missing"
 	// MultipleAssertions: the document holds more than one assertion.
 	MultipleAssertions Code = "saml-multiple-assertions"
-	// RequestUnknown: InResponseTo names no pending AuthnRequest of this
-	// gateway (unknown, expired or already answered).
+	// RequestUnknown: InResponseTo names no AuthnRequest of this gateway
+	// (its HMAC does not verify, it is too old, or it was answered), or
+	// the Response and the assertion answer different requests.
 	RequestUnknown Code = "saml-request-unknown"
 	// Unsolicited: a response without InResponseTo while
 	// allow_idp_initiated is false.
@@ -64,7 +65,8 @@ const (
 	BadReturnTo Code = "saml-bad-return-to"
 	// IDPUnavailable: no IdP metadata could be loaded yet (503).
 	IDPUnavailable Code = "saml-idp-unavailable"
-	// StoreUnavailable: the replay or request store (Redis) failed (503).
+	// StoreUnavailable: the replay store or the shared request key
+	// (Redis) could not be reached (503).
 	StoreUnavailable Code = "saml-store-unavailable"
 	// Internal: the gateway failed on its own side (500); never caused by
 	// what the client sent.

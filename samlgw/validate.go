@@ -125,7 +125,7 @@ func (v *validator) validate(ctx context.Context, data []byte, idp *IDP) (*Ident
 			return nil, &Error{Code: StoreUnavailable, Msg: "request key unavailable", Err: err}
 		}
 		if !ok {
-			return nil, refuse(RequestUnknown, "InResponseTo names no pending request of this service provider")
+			return nil, refuse(RequestUnknown, "InResponseTo names no request of this service provider, or one over %s old", RequestTTL)
 		}
 		reqExp = exp
 	}
@@ -228,7 +228,7 @@ func (v *validator) check(resp *etree.Element, respSigned bool, a *saml.Assertio
 	}
 
 	// InResponseTo: the same on the Response and the confirmation, and a
-	// pending request of ours (checked when consumed), or absent when
+	// request of ours (its HMAC checked in validate), or absent when
 	// IdP-initiated sign-on is allowed. An unsigned Response's own
 	// InResponseTo is not read: anyone could add it around a signed
 	// IdP-initiated assertion to pass it off as solicited.
