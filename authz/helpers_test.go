@@ -119,9 +119,12 @@ func deadAddr(t testing.TB) string {
 	return addr
 }
 
+// newClient returns a client of the sidecar at addr. Its timeout is far
+// above what a decision takes, even under the race detector on a loaded
+// machine: tests of the timeout itself set a short one of their own.
 func newClient(t testing.TB, addr, mode string) *authz.Client {
 	t.Helper()
-	c, err := authz.NewClient(addr, authz.ClientOptions{FailMode: mode, Timeout: 2 * time.Second, Logger: quietLogger()})
+	c, err := authz.NewClient(addr, authz.ClientOptions{FailMode: mode, Timeout: 30 * time.Second, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,9 @@ import (
 func sdkApp(t *testing.T, sidecarAddr, failMode string, opts authz.MiddlewareOptions) *httptest.Server {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c, err := authz.NewClient(sidecarAddr, authz.ClientOptions{FailMode: failMode, Timeout: 2 * time.Second, Logger: quiet})
+	// A timeout far above what a decision takes on a loaded machine: a
+	// slow answer must not pass for a sidecar that is down.
+	c, err := authz.NewClient(sidecarAddr, authz.ClientOptions{FailMode: failMode, Timeout: 30 * time.Second, Logger: quiet})
 	if err != nil {
 		t.Fatalf("authz.NewClient: %v", err)
 	}
