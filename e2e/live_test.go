@@ -120,3 +120,32 @@ func TestLiveCommandsWhenTheSidecarGoes(t *testing.T) {
 		t.Errorf("stderr does not say the sidecar ended the stream:\n%s", tail.Stderr.String())
 	}
 }
+
+// On a terminal, log tail prints coloured lines, and trace tail with
+// --output json prints one JSON object per span instead of its terminal
+// view.
+func TestLiveToolsOnATerminal(t *testing.T) {
+	t.Parallel()
+	k := newKeyring(t)
+	s := startSidecar(t, k, nil)
+	viewer := k.token(t, "u-viewer", "acme", "viewer")
+	core := harness.Binary(t, "core")
+	// CI and NO_COLOR would turn colours off (termenv); a terminal that
+	// has them is what is tested.
+	env := "env -u CI -u NO_COLOR TERM=xterm-256color "
+	logs := newTmux(t, 200, 20, env+"'"+core+"' log tail --sidecar "+s.URL("")+"; sleep 60")
+	traces := newTmux(t, 200, 20, env+"'"+core+"' trace tail --output json --sidecar "+s.URL("")+"; sleep 60")
+	logs.screen("tailing the logs of")
+	traces.screen("tailing the traces of")
+	if r := envoyCheck(t, s, "DELETE", "/orders/1", viewer, nil); r.status != http.StatusForbidden {
+		t.Fatalf("viewer DELETE = %d", r.status)
+	}
+	logs.screen("WARN", "decision", "policy.result=denied")
+	if styled := logs.styled(); !strings.Contains(styled, "\x1b[") {
+		t.Errorf("log tail on a terminal prints no colour:\n%q", styled)
+	}
+	pane := traces.screen(`"name":"policy.evaluate"`, `"name":"envoy.service.auth.v3.Authorization/Check"`)
+	if strings.Contains(pane, "svc trace tail ·") {
+		t.Errorf("trace tail --output json showed its terminal view:\n%s", pane)
+	}
+}

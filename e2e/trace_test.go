@@ -188,6 +188,13 @@ func (m *tmux) screen(want ...string) string {
 	return ""
 }
 
+// styled returns the pane with its colours and attributes as escape
+// sequences.
+func (m *tmux) styled() string {
+	m.t.Helper()
+	return m.run("capture-pane", "-p", "-e", "-t", "main")
+}
+
 func containsAll(s string, want []string) bool {
 	for _, w := range want {
 		if !strings.Contains(s, w) {
