@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/samlgw"
+	"github.com/svc-dev/svc/sidecar/apijson"
 )
 
 // Paths of the admin surface of the local HTTP API.
@@ -34,7 +34,7 @@ const maxBundleBytes = 32 << 20
 
 func (s *Server) registerAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		apijson.Write(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET "+PathReadyz, s.serveReadyz)
 	if t := s.deps.Telemetry; t != nil {
@@ -212,14 +212,14 @@ func (s *Server) readiness() (bool, string) {
 func (s *Server) serveReadyz(w http.ResponseWriter, _ *http.Request) {
 	ready, why := s.readiness()
 	if ready {
-		writeJSON(w, http.StatusOK, map[string]any{"ready": true})
+		apijson.Write(w, http.StatusOK, map[string]any{"ready": true})
 		return
 	}
-	writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": why})
+	apijson.Write(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": why})
 }
 
 func (s *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, s.status())
+	apijson.Write(w, http.StatusOK, s.status())
 }
 
 // serveConfig returns the effective configuration as TOML. It holds no
@@ -228,7 +228,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) serveConfig(w http.ResponseWriter, _ *http.Request) {
 	b, err := s.deps.Engine.Config().Redacted().MarshalTOML()
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, reason.PolicyError, "config could not be rendered")
+		apijson.Error(w, http.StatusInternalServerError, reason.PolicyError, "config could not be rendered")
 		return
 	}
 	w.Header().Set("Content-Type", "application/toml")
@@ -245,7 +245,7 @@ func (s *Server) serveConfig(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBundleBytes))
 	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, reason.InputInvalid, fmt.Sprintf("bundle larger than %d bytes", maxBundleBytes))
+		apijson.Error(w, http.StatusRequestEntityTooLarge, reason.InputInvalid, fmt.Sprintf("bundle larger than %d bytes", maxBundleBytes))
 		return
 	}
 	if len(body) == 0 {
@@ -256,7 +256,7 @@ func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
 			writeActivateError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, s.reloaded("directory", set, prev, false))
+		apijson.Write(w, http.StatusOK, s.reloaded("directory", set, prev, false))
 		return
 	}
 	allowOlder, _ := strconv.ParseBool(r.URL.Query().Get("allow_downgrade"))
@@ -271,16 +271,16 @@ func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
 		// it activates.
 		s.poller.forgetETag(s.deps.Engine.Config().Policy.BundleCacheDir, s.log)
 	}
-	writeJSON(w, http.StatusOK, s.reloaded("bundle", act.Set, act.Previous, act.Persisted))
+	apijson.Write(w, http.StatusOK, s.reloaded("bundle", act.Set, act.Previous, act.Persisted))
 }
 
 func writeActivateError(w http.ResponseWriter, err error) {
 	var ae *activateError
 	if errors.As(err, &ae) {
-		writeError(w, ae.status, ae.code, ae.msg)
+		apijson.Error(w, ae.status, ae.code, ae.msg)
 		return
 	}
-	writeError(w, http.StatusInternalServerError, reason.PolicyError, err.Error())
+	apijson.Error(w, http.StatusInternalServerError, reason.PolicyError, err.Error())
 }
 
 func (s *Server) bundleVerification() (*bundle.VerifyOptions, error) {
@@ -311,16 +311,4 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v)
-}
-
-func writeError(w http.ResponseWriter, status int, code reason.Code, msg string) {
-	writeJSON(w, status, map[string]any{"error": map[string]string{"code": string(code), "message": msg}})
 }

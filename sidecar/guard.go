@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/sidecar/apijson"
 )
 
 // Error codes of the guards in front of the local HTTP API.
@@ -69,7 +70,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, publicRead bool)
 		return false
 	}
 	w.Header().Set("Connection", "close")
-	writeError(w, http.StatusForbidden, code, msg)
+	apijson.Error(w, http.StatusForbidden, code, msg)
 	return true
 }
 

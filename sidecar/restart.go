@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/sidecar/apijson"
 )
 
 // PathRestart asks the sidecar to restart itself.
@@ -75,7 +76,7 @@ func (s *Server) serveRestart(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(io.LimitReader(r.Body, 4<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
-		writeError(w, http.StatusBadRequest, reason.InputInvalid, "restart body: "+err.Error())
+		apijson.Error(w, http.StatusBadRequest, reason.InputInvalid, "restart body: "+err.Error())
 		return
 	}
 	// Read the body to its end: a forced stop closes this connection,
@@ -87,20 +88,20 @@ func (s *Server) serveRestart(w http.ResponseWriter, r *http.Request) {
 		// Compared as seconds: a value beyond what a Duration holds must
 		// not wrap to a negative timeout on conversion.
 		if !(*d >= 0 && *d <= maxDrainTimeout.Seconds()) {
-			writeError(w, http.StatusBadRequest, reason.InputInvalid, fmt.Sprintf("drain_timeout_seconds must be from 0 to %.0f", maxDrainTimeout.Seconds()))
+			apijson.Error(w, http.StatusBadRequest, reason.InputInvalid, fmt.Sprintf("drain_timeout_seconds must be from 0 to %.0f", maxDrainTimeout.Seconds()))
 			return
 		}
 		req.DrainTimeout = time.Duration(*d * float64(time.Second))
 	}
 	if s.deps.Restart == nil {
-		writeError(w, http.StatusNotImplemented, CodeRestartUnsupported, "this sidecar cannot restart itself")
+		apijson.Error(w, http.StatusNotImplemented, CodeRestartUnsupported, "this sidecar cannot restart itself")
 		return
 	}
 	if err := s.prepareRestart(req); err != nil {
-		writeError(w, http.StatusConflict, reason.Unavailable, err.Error())
+		apijson.Error(w, http.StatusConflict, reason.Unavailable, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{
+	apijson.Write(w, http.StatusAccepted, map[string]any{
 		"restarting": true, "drain_timeout_seconds": req.DrainTimeout.Seconds(), "force": req.Force,
 		"pid": os.Getpid(), "started_at": s.started,
 	})

@@ -2,7 +2,6 @@ package dryrun
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/bundle"
+	"github.com/svc-dev/svc/sidecar/apijson"
 )
 
 // Paths of the dry-run endpoints.
@@ -41,46 +41,46 @@ func (m *Manager) serveStart(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	d, err := time.ParseDuration(q.Get("duration"))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "input-invalid", fmt.Sprintf("duration: want a duration such as 5m, got %q", q.Get("duration")))
+		apijson.Error(w, http.StatusBadRequest, "input-invalid", fmt.Sprintf("duration: want a duration such as 5m, got %q", q.Get("duration")))
 		return
 	}
 	opts.Duration = d
 	if v := q.Get("queue_size"); v != "" {
 		if opts.QueueSize, err = strconv.Atoi(v); err != nil {
-			writeError(w, http.StatusBadRequest, "input-invalid", fmt.Sprintf("queue_size: want an integer, got %q", v))
+			apijson.Error(w, http.StatusBadRequest, "input-invalid", fmt.Sprintf("queue_size: want an integer, got %q", v))
 			return
 		}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCandidateBytes))
 	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, "input-invalid", fmt.Sprintf("candidate bundle larger than %d bytes", maxCandidateBytes))
+		apijson.Error(w, http.StatusRequestEntityTooLarge, "input-invalid", fmt.Sprintf("candidate bundle larger than %d bytes", maxCandidateBytes))
 		return
 	}
 	if len(body) == 0 {
-		writeError(w, http.StatusBadRequest, "input-invalid", "the body must be the candidate policy bundle (tar.gz)")
+		apijson.Error(w, http.StatusBadRequest, "input-invalid", "the body must be the candidate policy bundle (tar.gz)")
 		return
 	}
 	// Never activated, so a signature is not required; it only has to
 	// compile.
 	set, err := bundle.Load(bytes.NewReader(body), nil)
 	if err != nil {
-		writeError(w, http.StatusUnprocessableEntity, "policy-error", "candidate rejected: "+err.Error())
+		apijson.Error(w, http.StatusUnprocessableEntity, "policy-error", "candidate rejected: "+err.Error())
 		return
 	}
 	s, err := m.Start(set, opts)
 	switch {
 	case errors.Is(err, ErrOptions):
-		writeError(w, http.StatusBadRequest, "input-invalid", err.Error())
+		apijson.Error(w, http.StatusBadRequest, "input-invalid", err.Error())
 		return
 	case errors.Is(err, ErrTooMany):
-		writeError(w, http.StatusConflict, "too-many-sessions", err.Error())
+		apijson.Error(w, http.StatusConflict, "too-many-sessions", err.Error())
 		return
 	case err != nil:
-		writeError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
+		apijson.Error(w, http.StatusServiceUnavailable, "unavailable", err.Error())
 		return
 	}
 	w.Header().Set("Location", PathSessions+"/"+s.ID())
-	writeJSON(w, http.StatusCreated, s.Report())
+	apijson.Write(w, http.StatusCreated, s.Report())
 }
 
 func (m *Manager) serveList(w http.ResponseWriter, _ *http.Request) {
@@ -89,36 +89,24 @@ func (m *Manager) serveList(w http.ResponseWriter, _ *http.Request) {
 	for i, s := range list {
 		out[i] = s.Report()
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
+	apijson.Write(w, http.StatusOK, map[string]any{"sessions": out})
 }
 
 func (m *Manager) serveGet(w http.ResponseWriter, r *http.Request) {
 	s, ok := m.Get(r.PathValue("id"))
 	if !ok {
-		writeError(w, http.StatusNotFound, "session-not-found", fmt.Sprintf("no dry-run session %q", r.PathValue("id")))
+		apijson.Error(w, http.StatusNotFound, "session-not-found", fmt.Sprintf("no dry-run session %q", r.PathValue("id")))
 		return
 	}
-	writeJSON(w, http.StatusOK, s.Report())
+	apijson.Write(w, http.StatusOK, s.Report())
 }
 
 func (m *Manager) serveStop(w http.ResponseWriter, r *http.Request) {
 	s, ok := m.Stop(r.PathValue("id"))
 	if !ok {
-		writeError(w, http.StatusNotFound, "session-not-found", fmt.Sprintf("no dry-run session %q", r.PathValue("id")))
+		apijson.Error(w, http.StatusNotFound, "session-not-found", fmt.Sprintf("no dry-run session %q", r.PathValue("id")))
 		return
 	}
 	<-s.Done()
-	writeJSON(w, http.StatusOK, s.Report())
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v)
-}
-
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+	apijson.Write(w, http.StatusOK, s.Report())
 }

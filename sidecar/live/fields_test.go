@@ -15,7 +15,7 @@ func TestFilterFieldsOfADecision(t *testing.T) {
 		DecisionID: "d-1", Tenant: "acme", UserID: "u-1", Action: "orders:delete",
 		Resource: audit.Resource{Type: "orders", ID: "7", Tenant: "acme"},
 		Reason:   "policy-deny", DenyReasons: []string{"role-forbidden: viewer cannot orders:delete"},
-		TraceID:  "4bf92f3577b34da6a3ce929d0e0e4736", Source: "envoy",
+		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Source: "envoy",
 	}
 	tests := []struct {
 		expr string

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/sidecar/apijson"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 )
 
@@ -62,7 +64,7 @@ func (s *Streams) query(w http.ResponseWriter, r *http.Request, allowed ...strin
 	q, err := ParseQuery(r.URL.Query(), r.Header.Get("Accept"), s.now(), allowed...)
 	if err != nil {
 		qe, _ := err.(*QueryError)
-		writeError(w, http.StatusBadRequest, qe.Code, qe.Msg)
+		apijson.Error(w, http.StatusBadRequest, reason.Code(qe.Code), qe.Msg)
 		return q, false
 	}
 	return q, true
@@ -253,10 +255,4 @@ func (e *encoder) flush() error {
 	}
 	e.err = e.rc.Flush()
 	return e.err
-}
-
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
 }
