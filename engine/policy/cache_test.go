@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reason"
@@ -433,9 +434,21 @@ func TestDecideConcurrentSwap(t *testing.T) {
 	})
 	var wg sync.WaitGroup
 	var seen [2]atomic.Int64
+	// Each reader makes at least `decisions` decisions, and goes on until
+	// both sets have decided from their caches: on a loaded machine the
+	// swapper may run seldom, and the test must still exercise both.
+	covered := func() bool {
+		for i, set := range sets {
+			if hits, _, _, _ := set.CacheStats(); seen[i].Load() == 0 || hits == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(time.Minute)
 	for r := range readers {
 		wg.Go(func() {
-			for i := range decisions {
+			for i := 0; i < decisions || (!covered() && time.Now().Before(deadline)); i++ {
 				k := (r + i) % len(inputs)
 				res, err := st.Decide(context.Background(), inputs[k])
 				if err != nil {
