@@ -137,7 +137,8 @@ func (s *Server) check(ctx context.Context, w http.ResponseWriter, pr proxyReque
 //     is refused rather than authorized for a target the proxy will not
 //     serve; and a method is only ever taken from the set that named the
 //     URI: nginx sets no X-Forwarded-Method, so one on an nginx check
-//     request is the client's.
+//     request is the client's. When both sets name the URI, the method
+//     named by either (they agree) is the proxy's.
 func forwardedRequest(r *http.Request, proxy string) (proxyRequest, convention, error) {
 	origURI, fwdURI := r.Header.Get(headerOriginalURI), r.Header.Get(headerForwardedURI)
 	origMethod, fwdMethod := r.Header.Get(headerOriginalMethod), r.Header.Get(headerForwardedMethod)
@@ -159,6 +160,16 @@ func forwardedRequest(r *http.Request, proxy string) (proxyRequest, convention, 
 		return proxyRequest{}, conv, reason.New(reason.InputInvalid, "X-Original-URI and X-Forwarded-Uri disagree")
 	case origMethod != "" && fwdMethod != "" && !strings.EqualFold(origMethod, fwdMethod):
 		return proxyRequest{}, conv, reason.New(reason.InputInvalid, "X-Original-Method and X-Forwarded-Method disagree")
+	}
+	if origURI != "" && fwdURI != "" {
+		// Both sets name the URI: one was set by the proxy, the other
+		// passed on from the client, and which is which cannot be told.
+		// The proxy's method header, when it sets one, is then the only
+		// method named (two named methods were checked to agree above):
+		// falling back to the check request's own method would let a
+		// client behind Caddy turn its DELETE into the GET of the
+		// forward_auth request by adding an X-Original-URI.
+		method = firstNonEmpty(origMethod, fwdMethod)
 	}
 	if method == "" {
 		method = r.Method

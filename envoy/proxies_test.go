@@ -100,6 +100,15 @@ func proxyCases(t *testing.T, idp *testIdP) []proxyCase {
 		{name: "spoofed check headers refused", method: "DELETE", path: "/api/orders/1", auth: viewer,
 			headers:    map[string]string{"X-Forwarded-Uri": "/api/orders/1?safe", "X-Original-URI": "/api/orders/1?safe", "X-Forwarded-Method": "GET", "X-Original-Method": "GET"},
 			wantStatus: 403, wantReason: "policy-deny"},
+		// Caddy sets X-Forwarded-Uri and -Method and passes the client's
+		// X-Original-URI on: the DELETE must not be judged as the GET of
+		// the forward_auth request.
+		{name: "client X-Original-URI alone keeps the method", method: "DELETE", path: "/api/orders/1", auth: viewer,
+			headers:    map[string]string{"X-Original-URI": "/api/orders/1"},
+			wantStatus: 403, wantReason: "policy-deny"},
+		{name: "client X-Forwarded-Uri alone keeps the method", method: "DELETE", path: "/api/orders/1", auth: viewer,
+			headers:    map[string]string{"X-Forwarded-Uri": "/api/orders/1"},
+			wantStatus: 403, wantReason: "policy-deny"},
 	}
 }
 
@@ -272,6 +281,34 @@ func TestShippedCaddyfile(t *testing.T) {
 		}, "deploy/caddy/Caddyfile", "Caddyfile", "127.0.0.1:7700", addr, "127.0.0.1:5678", app)
 	}
 	runProxyCases(t, bases, proxyCases(t, idp))
+}
+
+// TestCaddyForwardAuthWithoutHeaderHygiene runs the proxy cases through a
+// Caddyfile with a bare forward_auth, as Caddy's documentation shows it:
+// the client's X-Original-* headers then reach the check, and the
+// sidecar's default auto mode must still judge the request's own method.
+func TestCaddyForwardAuthWithoutHeaderHygiene(t *testing.T) {
+	bin, err := exec.LookPath("caddy")
+	if err != nil {
+		t.Skip("caddy is not installed")
+	}
+	idp := newTestIdP(t)
+	sidecars := sidecarHTTPServers(t, idp)
+	app := strings.TrimPrefix(echoApp(t).URL, "http://")
+	base := startProxy(t, bin, func(_, conf string) []string {
+		return []string{"run", "--config", conf, "--adapter", "caddyfile"}
+	}, "deploy/caddy/Caddyfile", "Caddyfile", "127.0.0.1:7700", sidecars["main"], "127.0.0.1:5678", app,
+		"request_header -X-Original-Uri", "", "request_header -X-Original-Method", "")
+	var cases []proxyCase
+	for _, c := range proxyCases(t, idp) {
+		if c.server == "" && c.headers["X-Original-URI"] != "" && c.headers["X-Original-Method"] == "" {
+			cases = append(cases, c)
+		}
+	}
+	if len(cases) < 2 {
+		t.Fatalf("%d cases carry X-Original-URI, want at least 2", len(cases))
+	}
+	runProxyCases(t, map[string]string{"main": base}, cases)
 }
 
 // samlUpstream stands for the sidecar's SAML listener: it answers every
