@@ -15,6 +15,8 @@ var (
 	errSyntax   = errors.New("invalid json")
 	errDepth    = errors.New("json nested too deeply")
 	errNoObject = errors.New("json value is not an object")
+	// errDuplicate: an object of a unique decoding names a member twice.
+	errDuplicate = errors.New("json object names a member twice")
 )
 
 // decodeObject decodes a JSON object exactly as encoding/json decodes it
@@ -46,10 +48,33 @@ func decodeObject(buf []byte) (map[string]any, error) {
 	return m, nil
 }
 
+// decodeUniqueObject is decodeObject refusing (errDuplicate) any object,
+// at any depth, that names a member twice. RFC 7519 lets a parser keep the
+// last duplicate, but parsers that keep the first exist: a token whose
+// payload names tenant_id twice would then mean one tenant to the sidecar
+// and another to an upstream that reads the same bearer token.
+func decodeUniqueObject(buf []byte) (map[string]any, error) {
+	d := decoder{buf: buf, unique: true}
+	d.skipSpace()
+	if d.pos >= len(d.buf) || d.buf[d.pos] != '{' {
+		return nil, errNoObject
+	}
+	m, err := d.object()
+	if err != nil {
+		return nil, err
+	}
+	d.skipSpace()
+	if d.pos != len(d.buf) {
+		return nil, errSyntax
+	}
+	return m, nil
+}
+
 type decoder struct {
-	buf   []byte
-	pos   int
-	depth int
+	buf    []byte
+	pos    int
+	depth  int
+	unique bool
 }
 
 func (d *decoder) skipSpace() {
@@ -126,6 +151,11 @@ func (d *decoder) object() (map[string]any, error) {
 		v, err := d.value()
 		if err != nil {
 			return nil, err
+		}
+		if d.unique {
+			if _, dup := m[k]; dup {
+				return nil, errDuplicate
+			}
 		}
 		m[k] = v
 		switch d.next() {

@@ -3,6 +3,7 @@ package token
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"reflect"
 	"strings"
@@ -66,6 +67,36 @@ func compareDecoders(t *testing.T, buf []byte) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("decode(%q) = %#v, encoding/json = %#v", buf, got, want)
+	}
+	// The unique decoding gives the same result or refuses a duplicate
+	// member of a document that is otherwise valid.
+	u, uErr := decodeUniqueObject(bytes.Clone(buf))
+	switch {
+	case errors.Is(uErr, errDuplicate):
+		if gotErr != nil {
+			t.Fatalf("decodeUnique(%q): duplicate reported for an invalid document (%v)", buf, gotErr)
+		}
+	case (uErr == nil) != (gotErr == nil):
+		t.Fatalf("decodeUnique(%q): err = %v, decode err = %v", buf, uErr, gotErr)
+	case !reflect.DeepEqual(u, got):
+		t.Fatalf("decodeUnique(%q) = %#v, decode = %#v", buf, u, got)
+	}
+}
+
+func TestDecodeUniqueObjectRefusesDuplicates(t *testing.T) {
+	for _, doc := range []string{
+		`{"tenant_id":"globex","tenant_id":"acme"}`,
+		`{"a":1,"b":2,"a":1}`,
+		`{"org":{"id":1,"id":2}}`,
+		`{"x":[{"k":1,"k":1}]}`,
+		`{"t":1,"\u0074":2}`,
+	} {
+		if _, err := decodeUniqueObject([]byte(doc)); !errors.Is(err, errDuplicate) {
+			t.Errorf("decodeUnique(%s) err = %v, want errDuplicate", doc, err)
+		}
+	}
+	if _, err := decodeUniqueObject([]byte(`{"a":{"a":1},"b":[{"a":2},{"a":3}]}`)); err != nil {
+		t.Errorf("same name in different objects: %v", err)
 	}
 }
 

@@ -56,6 +56,9 @@ func TestVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	globex := mustJSON(with(map[string]any{"tenant_id": "globex"}))
+	dupTenant := append(globex[:len(globex)-1:len(globex)-1], `,"tenant_id":"acme"}`...)
+
 	tests := []struct {
 		name  string
 		token string
@@ -69,6 +72,10 @@ func TestVerify(t *testing.T) {
 		{"valid ES256", signClaims(hdr("ES256", "ec", nil), claims(), k.ec), nil, reason.OK},
 		{"valid ES256 signed by jwx", string(interop), nil, reason.OK},
 		{"fractional exp", signClaims(hdr("RS256", "rsa", nil), with(map[string]any{"exp": json.Number("1767272400.5")}), k.rsa), nil, reason.OK},
+
+		// Parsers differ on which of two same-named members counts.
+		{"claims name tenant_id twice", sign(hdr("RS256", "rsa", nil), dupTenant, k.rsa), nil, reason.TokenMalformed},
+		{"header names kid twice", signSegments("RS256", b64([]byte(`{"alg":"RS256","kid":"other","kid":"rsa"}`))+"."+parts[1], k.rsa), nil, reason.TokenMalformed},
 
 		{"empty", "", nil, reason.TokenMissing},
 		{"oversized", signClaims(hdr("RS256", "rsa", nil), with(map[string]any{"pad": strings.Repeat("x", 64<<10)}), k.rsa), nil, reason.TokenMalformed},

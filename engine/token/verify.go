@@ -140,7 +140,10 @@ func parseHeader(seg string) (header, error) {
 	if err != nil {
 		return header{}, reason.New(reason.TokenMalformed, "header is not base64url")
 	}
-	m, err := decodeObject(buf)
+	m, err := decodeUniqueObject(buf)
+	if errors.Is(err, errDuplicate) {
+		return header{}, reason.New(reason.TokenMalformed, "header names a member twice")
+	}
 	if err != nil {
 		return header{}, reason.New(reason.TokenMalformed, "header is not a JSON object")
 	}
@@ -189,9 +192,13 @@ func normalizeTyp(typ string) string {
 	return strings.TrimPrefix(typ, "application/")
 }
 
-// parseClaims decodes the payload, keeping numbers as json.Number.
+// parseClaims decodes the payload, keeping numbers as json.Number and
+// refusing a member named twice.
 func parseClaims(payload []byte) (Claims, error) {
-	m, err := decodeObject(payload)
+	m, err := decodeUniqueObject(payload)
+	if errors.Is(err, errDuplicate) {
+		return nil, reason.New(reason.TokenMalformed, "claims name a member twice")
+	}
 	if err != nil {
 		return nil, reason.New(reason.TokenMalformed, "claims are not a JSON object")
 	}
