@@ -23,7 +23,8 @@ import (
 // IIS and some frameworks take "\" for "/". A path holding any of ";", "\",
 // or an encoded "/", "\" or ";" therefore has no single meaning and is
 // refused with reason.PathInvalid, as is a target that does not start with
-// "/", holds a malformed escape or decodes to invalid UTF-8: guessing what
+// "/", holds a malformed escape, decodes to invalid UTF-8 or holds a control
+// character (raw or encoded; NUL ends the path in C): guessing what
 // the upstream makes of it could authorize one resource and serve another.
 func cleanPath(target string) (segs []string, normalized string, err error) {
 	p := target
@@ -51,6 +52,9 @@ func cleanPath(target string) (segs []string, normalized string, err error) {
 		if !utf8.ValidString(seg) {
 			return nil, "", reason.New(reason.PathInvalid, "request path is not valid UTF-8")
 		}
+		if hasControl(seg) {
+			return nil, "", reason.New(reason.PathInvalid, "request path holds a control character")
+		}
 		switch seg {
 		case "", ".":
 		case "..":
@@ -62,6 +66,18 @@ func cleanPath(target string) (segs []string, normalized string, err error) {
 		}
 	}
 	return segs, joinSegments(segs), nil
+}
+
+// hasControl reports whether s holds an ASCII control character. NUL
+// ends the path for servers in C ("/admin%00/../public" is their "/admin"),
+// and CR, LF or TAB in a resource id would reach headers and logs.
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return true
+		}
+	}
+	return false
 }
 
 // joinSegments builds the normalized path from decoded segments, escaping

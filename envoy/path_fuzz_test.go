@@ -45,6 +45,16 @@ var upstreams = map[string]upstreamPath{
 		}
 		return resolveDots(strings.Split(strings.ReplaceAll(dec, `\`, "/"), "/")), true
 	},
+	// Servers and CGI layers in C: decode the whole path, then the string
+	// ends at the first NUL ("/admin%00/../public" is "/admin").
+	"c-string": func(target string) ([]string, bool) {
+		dec, err := url.PathUnescape(pathOnly(target))
+		if err != nil {
+			return nil, false
+		}
+		dec, _, _ = strings.Cut(dec, "\x00")
+		return resolveDots(strings.Split(dec, "/")), true
+	},
 	// RFC 3986 section 6.2.2: decode unreserved characters only, resolve
 	// dot segments on the encoded path, then decode each segment.
 	"rfc3986": func(target string) ([]string, bool) {
@@ -96,6 +106,7 @@ func FuzzCleanPathDifferential(f *testing.F) {
 		"/api/orders/1", "/public/../admin", "/public/..;/admin/users", "/a/%2e%2e/b",
 		"/public%2F..%2Fadmin", "/public/..%5Cadmin", `/public/..\admin`, "/x;a=b/y",
 		"//a//b/./c/", "/a/%252F", "/%3B", "/a/.%2e/b?x=/../c#f", "/caf%C3%A9", "/%",
+		"/admin%00/../public", "/a%0a/b", "/a\tb",
 	} {
 		f.Add(s)
 	}
@@ -126,6 +137,9 @@ func TestCleanPathAttacks(t *testing.T) {
 		"/public%2F..%2Fadmin/users", // nginx, WSGI: /admin/users
 		"/public/..%5Cadmin/users",   // IIS: /admin/users
 		`/public/..\admin/users`,
+		"/admin%00/../public/x", // C upstreams: the string ends at the NUL, /admin
+		"/public/x%0d%0aX-Svc-Roles:%20admin", // control characters in a decoded segment
+		"/public/\x7f",
 	} {
 		t.Run(target, func(t *testing.T) {
 			segs, _, err := cleanPath(target)
