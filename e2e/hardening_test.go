@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/svc-dev/svc/e2e/harness"
+)
+
+// TestTokenGatesOfTheBinary attacks the token checks of a running sidecar
+// configured with sdk.accepted_tenants and jwt.allowed_typ, through gRPC
+// ValidateToken and POST /v1/validate-token alike: other tenants, typ
+// variations and algorithm confusion.
+func TestTokenGatesOfTheBinary(t *testing.T) {
+	t.Parallel()
+	k := newKeyring(t)
+	s := startSidecar(t, k, map[string]string{
+		"SVC_ACCEPTED_TENANTS": "globex",
+		"SVC_JWT_ALLOWED_TYP":  "at+jwt",
+	})
+	at := func(tenant string, typ any) string {
+		return k.rsa.Sign(t, "RS256", map[string]any{"typ": typ}, harness.Claims("u-1", tenant, "admin"))
+	}
+	pub := k.rsa.PublicPEM(t)
+	tests := []struct {
+		name, token, want string
+	}{
+		{"deployment tenant, at+jwt", at("acme", "at+jwt"), "ok"},
+		{"accepted tenant", at("globex", "at+jwt"), "ok"},
+		{"media type form, other case", at("acme", "application/AT+JWT"), "ok"},
+		{"tenant not served", at("initech", "at+jwt"), "tenant-mismatch"},
+		{"tenant differs in case", at("ACME", "at+jwt"), "tenant-mismatch"},
+		{"ID token (typ JWT)", at("acme", "JWT"), "typ-not-allowed"},
+		{"typ missing", at("acme", nil), "typ-not-allowed"},
+		{"typ not a string", at("acme", []any{"at+jwt"}), "token-malformed"},
+		{"alg none", harness.UnsignedToken(t, map[string]any{"alg": "none", "typ": "at+jwt", "kid": k.rsa.Kid}, harness.Claims("u-1", "acme", "admin")), "alg-not-allowed"},
+		{"HS256 keyed with the RSA public key", harness.HS256Token(t, pub, map[string]any{"alg": "HS256", "typ": "at+jwt", "kid": k.rsa.Kid}, harness.Claims("u-1", "acme", "admin")), "alg-not-allowed"},
+		{"kid of another RSA key, which is PS256 only", k.rsa.Sign(t, "RS256", map[string]any{"typ": "at+jwt", "kid": k.ps.Kid}, harness.Claims("u-1", "acme", "admin")), "alg-not-allowed"},
+		{"kid of another RSA key, PS256", k.rsa.Sign(t, "PS256", map[string]any{"typ": "at+jwt", "kid": k.ps.Kid}, harness.Claims("u-1", "acme", "admin")), "signature-invalid"},
+		{"kid of the EC key", k.rsa.Sign(t, "RS256", map[string]any{"typ": "at+jwt", "kid": k.ec.Kid}, harness.Claims("u-1", "acme", "admin")), "alg-not-allowed"},
+		{"jku naming the attacker's keys is ignored", k.stranger.Sign(t, "RS256", map[string]any{"typ": "at+jwt", "jku": k.jwks.URL, "x5u": k.jwks.URL}, harness.Claims("u-1", "acme", "admin")), "signature-invalid"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := validate(t, s, tt.token)
+			if v.GetReason() != tt.want || v.GetAllowed() != (tt.want == "ok") {
+				t.Errorf("gRPC ValidateToken: allowed %v reason %q (%s), want %s", v.GetAllowed(), v.GetReason(), v.GetMessage(), tt.want)
+			}
+			req, err := http.NewRequest(http.MethodPost, s.URL("/v1/validate-token"), strings.NewReader("{}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+tt.token)
+			status, h, body := harness.Do(t, req)
+			var got struct {
+				Allowed bool   `json:"allowed"`
+				Reason  string `json:"reason"`
+			}
+			if err := json.Unmarshal(body, &got); err != nil {
+				t.Fatalf("POST /v1/validate-token: %s", harness.Describe(status, h, body))
+			}
+			if got.Reason != tt.want || got.Allowed != (tt.want == "ok") {
+				t.Errorf("POST /v1/validate-token: %s, want reason %s", harness.Describe(status, h, body), tt.want)
+			}
+		})
+	}
+}
+
+// TestCheckPathsAndMethodsOfTheBinary sends the path and method tricks to a
+// running sidecar's Envoy Check and /check (auto mode).
+func TestCheckPathsAndMethodsOfTheBinary(t *testing.T) {
+	t.Parallel()
+	k := newKeyring(t)
+	s := startSidecar(t, k, nil)
+	viewer := k.token(t, "u-viewer", "acme", "viewer")
+
+	for _, path := range []string{
+		"/orders/..;/admin/users", "/orders%2f..%2fadmin", "/orders/..%5Cadmin", "/orders/%2e%2e%3b/admin",
+		"/admin%00/../orders/1", "/orders/1%0d%0aX-Svc-Roles:%20admin",
+	} {
+		t.Run("envoy "+path, func(t *testing.T) {
+			r := envoyCheck(t, s, "GET", path, viewer, nil)
+			if r.status != http.StatusBadRequest || !strings.Contains(r.body, "path-invalid") {
+				t.Errorf("status %d body %s, want 400 path-invalid", r.status, r.body)
+			}
+		})
+	}
+
+	check := func(t *testing.T, headers map[string]string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, s.URL("/check"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+viewer)
+		for n, v := range headers {
+			req.Header.Set(n, v)
+		}
+		status, _, _ := harness.Do(t, req)
+		return status
+	}
+	for _, tc := range []struct {
+		name    string
+		headers map[string]string
+		want    int
+	}{
+		{"caddy: viewer may read", map[string]string{"X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "GET"}, http.StatusOK},
+		{"caddy: viewer may not delete", map[string]string{"X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "DELETE"}, http.StatusForbidden},
+		{"caddy passing on a client's X-Original-URI: still the DELETE", map[string]string{"X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "DELETE", "X-Original-URI": "/orders/1"}, http.StatusForbidden},
+		{"nginx with a client's X-Forwarded-Method: still nginx's DELETE", map[string]string{"X-Original-URI": "/orders/1", "X-Original-Method": "DELETE", "X-Forwarded-Uri": "/orders/1"}, http.StatusForbidden},
+		{"nginx: the client's X-Forwarded-Method does not count", map[string]string{"X-Original-URI": "/orders/1", "X-Original-Method": "GET", "X-Forwarded-Method": "GET"}, http.StatusOK},
+	} {
+		t.Run("check "+tc.name, func(t *testing.T) {
+			if got := check(t, tc.headers); got != tc.want {
+				t.Errorf("status %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
