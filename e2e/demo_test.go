@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -21,7 +22,7 @@ import (
 // demoMesh is the local mesh demo run as processes: the demo's OpenID
 // provider on its shipped configuration, the sidecar on the demo's
 // svc.toml, the orders and billing services, and nginx as the front proxy
-// in Envoy's place.
+// in Envoy's place, on deploy/demo/nginx.conf (the demo without Docker).
 type demoMesh struct {
 	idp     *harness.IDP
 	sidecar *harness.Sidecar
@@ -29,7 +30,11 @@ type demoMesh struct {
 	idpFile string
 }
 
-func startDemoMesh(t *testing.T, policyDir string, extraEnv map[string]string) demoMesh {
+// startDemoMesh starts the demo's processes. frontAddr is the front
+// proxy's address, "" for a free one; extraEnv is added to the sidecar's
+// environment, and its SVC_SAML_ADDR is where the front proxy sends
+// /auth/saml/.
+func startDemoMesh(t *testing.T, policyDir, frontAddr string, extraEnv map[string]string) demoMesh {
 	t.Helper()
 	root := harness.ModuleRoot(t)
 	m := demoMesh{idpFile: filepath.Join(root, "deploy", "demo", "idp.json")}
@@ -53,7 +58,20 @@ func startDemoMesh(t *testing.T, policyDir string, extraEnv map[string]string) d
 		env[k] = v
 	}
 	m.sidecar = harness.StartSidecar(t, harness.SidecarOptions{Config: string(toml), Env: env})
-	routes := map[string]string{}
+	if frontAddr == "" {
+		frontAddr = harness.FreeAddr(t)
+	}
+	samlAddr := extraEnv["SVC_SAML_ADDR"]
+	if samlAddr == "" {
+		samlAddr = harness.FreeAddr(t) // no SAML gateway: nginx answers 502
+	}
+	// deploy/demo/nginx.conf's addresses are docker-compose.yml's ports on
+	// loopback; here they are the harness's free ports.
+	addrs := map[string]string{
+		"127.0.0.1:8080": frontAddr,
+		"127.0.0.1:7700": m.sidecar.HTTPAddr,
+		"127.0.0.1:7701": samlAddr,
+	}
 	for _, svc := range []struct{ name, resource string }{{"orders", "orders"}, {"billing", "invoices"}} {
 		addr := harness.FreeAddr(t)
 		cmd := exec.Command(harness.Binary(t, "svc-demo"), "service", "--name", svc.name, "--resource", svc.resource, "--addr", addr, "--trust-proxy-headers")
@@ -64,10 +82,50 @@ func startDemoMesh(t *testing.T, policyDir string, extraEnv map[string]string) d
 				t.Errorf("%s exited %d on SIGTERM", svc.name, code)
 			}
 		})
-		routes["/"+svc.resource] = addr
+		addrs[map[string]string{"orders": "127.0.0.1:8081", "billing": "127.0.0.1:8082"}[svc.name]] = addr
 	}
-	m.front = harness.StartNginxRoutes(t, m.sidecar.HTTPAddr, routes)
+	m.front = startDemoNginx(t, filepath.Join(root, "deploy", "demo", "nginx.conf"), addrs)
 	return m
+}
+
+// startDemoNginx runs nginx on the demo's configuration with each of its
+// loopback addresses replaced as addrs says; every one must be in the file.
+func startDemoNginx(t *testing.T, file string, addrs map[string]string) *harness.Proxy {
+	t.Helper()
+	bin := harness.LookPath(t, "nginx", "apt-get install nginx (scripts/test-packages.txt)")
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := string(raw)
+	for from, to := range addrs {
+		if !strings.Contains(conf, from) {
+			t.Fatalf("%s does not mention %s", file, from)
+		}
+		conf = strings.ReplaceAll(conf, from, to)
+	}
+	dir := t.TempDir()
+	path := harness.WriteFile(t, dir, "nginx.conf", conf)
+	cmd := exec.Command(bin, "-p", dir, "-c", path, "-e", "stderr", "-g", "daemon off;")
+	p := harness.StartProcess(t, "nginx", cmd)
+	front := addrs["127.0.0.1:8080"]
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", front, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nginx never listened on %s: %s", front, p.Stderr.String())
+		}
+		select {
+		case <-p.Done():
+			t.Fatalf("nginx exited: %s", p.Stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return &harness.Proxy{Process: p, URL: "http://" + front, Dir: dir}
 }
 
 func waitHealthy(t *testing.T, p *harness.Process, url string) {
@@ -109,7 +167,7 @@ func (m demoMesh) runTraffic(t *testing.T, rounds int) (int, traffic.Report) {
 // the telemetry back ends: the generator's whole mix gets the answers the
 // demo documents, and the sidecar records each kind with its reason.
 func TestDemoTraffic(t *testing.T) {
-	m := startDemoMesh(t, "", nil)
+	m := startDemoMesh(t, "", "", nil)
 	const rounds = 3
 	code, r := m.runTraffic(t, rounds)
 	if code != 0 || r.Unexpected != 0 || r.Errors != 0 {
@@ -170,7 +228,7 @@ func auditRecords(t *testing.T, s *harness.Sidecar, n int) []map[string]any {
 // dry-run walkthrough on the same traffic: exactly the viewer's invoice
 // reads change, to denials.
 func TestDemoCandidatePolicy(t *testing.T) {
-	m := startDemoMesh(t, filepath.Join(harness.ModuleRoot(t), "deploy", "demo", "candidate-policy"), nil)
+	m := startDemoMesh(t, filepath.Join(harness.ModuleRoot(t), "deploy", "demo", "candidate-policy"), "", nil)
 	code, r := m.runTraffic(t, 1)
 	if code != 1 {
 		t.Fatalf("traffic exited %d, want 1 (answers differ from the default policy's): %+v", code, r)
@@ -252,10 +310,13 @@ func TestDemoSAML(t *testing.T) {
 	samlAddr := harness.FreeAddr(t)
 	users := filepath.Join(harness.ModuleRoot(t), "deploy", "demo", "saml-users.json")
 	idp := harness.StartSAMLIdPArgs(t, key.KeyPEM, key.CertPEM, "http://"+samlAddr+"/auth/saml/metadata", "--users", users, "--user", "dana")
-	m := startDemoMesh(t, "", map[string]string{
+	// As in the demo, the browser signs in through the front proxy's
+	// /auth/saml/ route, which reaches the gateway without a check.
+	front := harness.FreeAddr(t)
+	m := startDemoMesh(t, "", front, map[string]string{
 		"SVC_SAML_ADDR":             samlAddr,
-		"SVC_SAML_ENTITY_ID":        "http://" + samlAddr + "/auth/saml/metadata",
-		"SVC_SAML_ACS_URL":          "http://" + samlAddr + "/auth/saml/acs",
+		"SVC_SAML_ENTITY_ID":        "http://" + front + "/auth/saml/metadata",
+		"SVC_SAML_ACS_URL":          "http://" + front + "/auth/saml/acs",
 		"SVC_SAML_IDP_METADATA_URL": idp.MetadataURL,
 	})
 	tests := []struct {
@@ -266,8 +327,7 @@ func TestDemoSAML(t *testing.T) {
 	}{
 		{"", "/orders/7", 200, `"subject":"dana@demo.example"`},
 		{"bill", "/invoices/3", 200, `"subject":"bill@demo.example"`},
-		// nginx answers a denied subrequest with its own 403 page.
-		{"olga", "/orders/7", 403, ""},
+		{"olga", "/orders/7", 403, `"deny_reasons":["tenant-mismatch"]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.user+tt.path, func(t *testing.T) {
@@ -275,7 +335,7 @@ func TestDemoSAML(t *testing.T) {
 			deadline := time.Now().Add(20 * time.Second)
 			for {
 				var err error
-				resp, err = noRedirect.Get("http://" + samlAddr + "/auth/saml/login?return_to=" + url.QueryEscape(tt.path))
+				resp, err = noRedirect.Get(m.front.URL + "/auth/saml/login?return_to=" + url.QueryEscape(tt.path))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -293,7 +353,7 @@ func TestDemoSAML(t *testing.T) {
 			if tt.user != "" {
 				loc += "&user=" + tt.user
 			}
-			acs := postACS(t, samlAddr, askIdP(t, loc))
+			acs := postACS(t, front, askIdP(t, loc))
 			if acs.StatusCode != http.StatusSeeOther || acs.Header.Get("Location") != tt.path {
 				t.Fatalf("ACS: %d Location %q code %q", acs.StatusCode, acs.Header.Get("Location"), refusalCode(t, acs))
 			}
@@ -312,7 +372,7 @@ func TestDemoSAML(t *testing.T) {
 // the shipped candidate policy while the demo's traffic flows reports the
 // viewer's invoice reads as the only change.
 func TestDemoDryRun(t *testing.T) {
-	m := startDemoMesh(t, "", nil)
+	m := startDemoMesh(t, "", "", nil)
 	candidate := filepath.Join(harness.ModuleRoot(t), "deploy", "demo", "candidate-policy")
 	cmd := exec.Command(harness.Binary(t, "core"), "--sidecar", m.sidecar.URL(""), "policy", "dry-run", candidate, "--duration", "10m")
 	core := harness.StartProcess(t, "core policy dry-run", cmd)
