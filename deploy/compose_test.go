@@ -364,3 +364,51 @@ func envoyDNSClusters(t *testing.T, file string) map[string]string {
 	}
 	return out
 }
+
+// TestComposeNginxStandIn checks that deploy/demo/nginx.conf, the front
+// proxy of the demo without Docker, dials the demo's processes where
+// docker-compose.yml has them listen, on loopback, and listens where Envoy
+// is published.
+func TestComposeNginxStandIn(t *testing.T) {
+	p, err := loadCompose("../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sidecar := p.Services["sidecar"]
+	env := composeEnv(sidecar)
+	cfg, err := config.Load(mountOf(t, sidecar, "/etc/svc/svc.toml"), func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("demo/nginx.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := func(addr string) string {
+		_, p, err := net.SplitHostPort(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	wants := []string{
+		"listen 127.0.0.1:8080;",
+		"proxy_pass http://127.0.0.1:" + port(cfg.Sidecar.HTTPAddr) + "/check;",
+		"proxy_pass http://127.0.0.1:" + port(cfg.Sidecar.SAMLAddr) + ";",
+		"proxy_pass http://127.0.0.1:" + listenPort(t, p.Services["orders"]) + ";",
+		"proxy_pass http://127.0.0.1:" + listenPort(t, p.Services["billing"]) + ";",
+	}
+	for _, want := range wants {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("deploy/demo/nginx.conf has no %q", want)
+		}
+	}
+	for _, loc := range []string{"location /auth/saml/ {", "location /orders {", "location /invoices {"} {
+		if !strings.Contains(string(raw), loc) {
+			t.Errorf("deploy/demo/nginx.conf has no %q, a route of deploy/demo/envoy.yaml", loc)
+		}
+	}
+}
