@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -180,6 +181,80 @@ func FuzzHTTPCheck(f *testing.F) {
 			}
 			if st := rec.Header().Get(HeaderStatus); st != "" && rec.Code != 401 && rec.Code != 403 {
 				t.Fatalf("nginx mode answered %d", rec.Code)
+			}
+		}
+	})
+}
+
+// FuzzRolesHeader holds x-svc-roles to its documented format: one item per
+// role, split on ",", each percent-decoding back to the role, and nothing
+// that could end or split the header.
+func FuzzRolesHeader(f *testing.F) {
+	f.Add("viewer", "x,admin", `a"b`)
+	f.Add("100%", "a b", "\x00\r\n\x7f")
+	f.Add("caf\u00e9", "%2C", "")
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		roles := []string{a, b, c}
+		for _, r := range roles {
+			if !utf8.ValidString(r) {
+				return // roles come from decoded JSON strings: always UTF-8
+			}
+		}
+		h := rolesHeader(roles)
+		if i := strings.IndexFunc(h, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '"' || r == ' ' }); i >= 0 {
+			t.Fatalf("rolesHeader(%q) = %q holds %q", roles, h, h[i])
+		}
+		items := strings.Split(h, ",")
+		if len(items) != len(roles) {
+			t.Fatalf("rolesHeader(%q) = %q: %d items", roles, h, len(items))
+		}
+		for i, it := range items {
+			dec, err := url.PathUnescape(it)
+			if err != nil || dec != roles[i] {
+				t.Fatalf("item %q of %q decodes to %q (%v), want %q", it, h, dec, err, roles[i])
+			}
+		}
+	})
+}
+
+// FuzzForwardedRequest checks where /check takes the original method
+// from: never from the set of headers the configured proxy does not set,
+// and never the check request's own method when the proxy named one.
+func FuzzForwardedRequest(f *testing.F) {
+	f.Add(uint8(0), "/orders/1", "", "/orders/1", "DELETE")
+	f.Add(uint8(0), "/orders/1", "POST", "/orders/1", "")
+	f.Add(uint8(0), "/orders/1", "", "", "DELETE")
+	f.Add(uint8(1), "/orders/1", "", "/public", "DELETE")
+	f.Add(uint8(2), "/public", "GET", "/orders/1", "PUT")
+	modes := []string{config.CheckProxyAuto, config.CheckProxyNginx, config.CheckProxyForwarded}
+	f.Fuzz(func(t *testing.T, mode uint8, origURI, origMethod, fwdURI, fwdMethod string) {
+		proxy := modes[int(mode)%len(modes)]
+		r := httptest.NewRequest(http.MethodGet, CheckPath, nil)
+		for k, v := range map[string]string{"X-Original-URI": origURI, "X-Original-Method": origMethod, "X-Forwarded-Uri": fwdURI, "X-Forwarded-Method": fwdMethod} {
+			if v != "" {
+				r.Header[http.CanonicalHeaderKey(k)] = []string{v}
+			}
+		}
+		pr, _, err := forwardedRequest(r, proxy)
+		if err != nil {
+			return
+		}
+		var named []string // methods of the sets the proxy mode reads that named the URI
+		if proxy != config.CheckProxyForwarded && origURI != "" && origMethod != "" {
+			named = append(named, origMethod)
+		}
+		if proxy != config.CheckProxyNginx && fwdURI != "" && fwdMethod != "" && (proxy == config.CheckProxyForwarded || origURI == "" || origURI == fwdURI) {
+			named = append(named, fwdMethod)
+		}
+		if len(named) == 0 {
+			if pr.method != r.Method {
+				t.Fatalf("%s: method %q, want the request's own %q", proxy, pr.method, r.Method)
+			}
+			return
+		}
+		for _, m := range named {
+			if !strings.EqualFold(pr.method, m) {
+				t.Fatalf("%s: method %q, but the proxy named %q", proxy, pr.method, m)
 			}
 		}
 	})
