@@ -137,7 +137,7 @@ func TestCleanPathAttacks(t *testing.T) {
 		"/public%2F..%2Fadmin/users", // nginx, WSGI: /admin/users
 		"/public/..%5Cadmin/users",   // IIS: /admin/users
 		`/public/..\admin/users`,
-		"/admin%00/../public/x", // C upstreams: the string ends at the NUL, /admin
+		"/admin%00/../public/x",               // C upstreams: the string ends at the NUL, /admin
 		"/public/x%0d%0aX-Svc-Roles:%20admin", // control characters in a decoded segment
 		"/public/\x7f",
 	} {
