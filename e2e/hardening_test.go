@@ -88,6 +88,15 @@ func TestCheckPathsAndMethodsOfTheBinary(t *testing.T) {
 		})
 	}
 
+	t.Run("envoy method override naming another method", func(t *testing.T) {
+		r := envoyCheckHeaders(t, s, "POST", "/orders/1", map[string]string{
+			"authorization": "Bearer " + viewer, "x-http-method-override": "DELETE",
+		}, nil)
+		if r.status != http.StatusBadRequest || !strings.Contains(r.body, "input-invalid") {
+			t.Errorf("status %d body %s, want 400 input-invalid", r.status, r.body)
+		}
+	})
+
 	check := func(t *testing.T, headers map[string]string) int {
 		t.Helper()
 		req, err := http.NewRequest(http.MethodGet, s.URL("/check"), nil)
@@ -110,6 +119,7 @@ func TestCheckPathsAndMethodsOfTheBinary(t *testing.T) {
 		{"caddy: viewer may not delete", map[string]string{"X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "DELETE"}, http.StatusForbidden},
 		{"caddy passing on a client's X-Original-URI: still the DELETE", map[string]string{"X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "DELETE", "X-Original-URI": "/orders/1"}, http.StatusForbidden},
 		{"nginx with a client's X-Forwarded-Method: still nginx's DELETE", map[string]string{"X-Original-URI": "/orders/1", "X-Original-Method": "DELETE", "X-Forwarded-Uri": "/orders/1"}, http.StatusForbidden},
+		{"caddy: method override header refused", map[string]string{"X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "POST", "X-Http-Method-Override": "DELETE"}, http.StatusBadRequest},
 		{"nginx: the client's X-Forwarded-Method does not count", map[string]string{"X-Original-URI": "/orders/1", "X-Original-Method": "GET", "X-Forwarded-Method": "GET"}, http.StatusOK},
 	} {
 		t.Run("check "+tc.name, func(t *testing.T) {

@@ -205,6 +205,9 @@ func (m *Mapper) mapRequest(pr proxyRequest) (string, engine.Input, error) {
 		return "", engine.Input{}, err
 	}
 	method := strings.ToUpper(pr.method)
+	if err := checkMethodOverride(pr.headers, method); err != nil {
+		return "", engine.Input{}, err
+	}
 	verb := verbOf(method)
 
 	var c captures
@@ -315,6 +318,23 @@ func defaultResource(segs []string) string {
 		return RootResource
 	}
 	return segs[0]
+}
+
+// methodOverrideHeaders make Rails, Express (method-override), Spring and
+// other frameworks serve a request as the method they name.
+var methodOverrideHeaders = [...]string{"x-http-method-override", "x-http-method", "x-method-override"}
+
+// checkMethodOverride refuses (reason.InputInvalid) a request whose method
+// override header names a method other than its own: the upstream would
+// serve "POST /orders/1" with "X-HTTP-Method-Override: DELETE" as the
+// DELETE while the policy judged the create.
+func checkMethodOverride(headers map[string]string, method string) error {
+	for _, h := range methodOverrideHeaders {
+		if v, ok := headers[h]; ok && !strings.EqualFold(strings.TrimSpace(v), method) {
+			return reason.New(reason.InputInvalid, "%s names another method than the request's; upstreams would serve that method", h)
+		}
+	}
+	return nil
 }
 
 // verbOf maps an upper-case HTTP method to the action's verb: GET and HEAD

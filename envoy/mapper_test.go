@@ -334,6 +334,12 @@ func TestFromCheckRequestErrors(t *testing.T) {
 		{"encoded slash lower case", checkReq("GET", "/public/..%2fadmin", nil, nil), reason.PathInvalid},
 		{"encoded backslash", checkReq("GET", "/public/..%5Cadmin", nil, nil), reason.PathInvalid},
 		{"backslash", checkReq("GET", "/public/..\\admin", nil, nil), reason.PathInvalid},
+		// Rails, Express and Spring apps turn a POST carrying an override
+		// header into the method it names.
+		{"method override", checkReq("POST", "/orders/1", map[string]string{"x-http-method-override": "DELETE"}, nil), reason.InputInvalid},
+		{"method override, other name", checkReq("POST", "/orders/1", map[string]string{"x-http-method": "delete"}, nil), reason.InputInvalid},
+		{"method override, third name", checkReq("GET", "/orders/1", map[string]string{"x-method-override": "PUT"}, nil), reason.InputInvalid},
+		{"method override naming two", checkReq("POST", "/orders/1", map[string]string{"x-http-method-override": "POST,DELETE"}, nil), reason.InputInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -345,6 +351,22 @@ func TestFromCheckRequestErrors(t *testing.T) {
 				t.Fatalf("error %v does not carry %s", err, tt.code)
 			}
 		})
+	}
+}
+
+// TestMethodOverrideNamingTheMethodPasses: an override header that names
+// the request's own method changes nothing and is allowed.
+func TestMethodOverrideNamingTheMethodPasses(t *testing.T) {
+	m, err := NewMapper(testTenant, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, in, err := m.FromCheckRequest(checkReq("DELETE", "/orders/1", map[string]string{"x-http-method-override": "delete"}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Action != "orders:delete" {
+		t.Fatalf("action %q, want orders:delete", in.Action)
 	}
 }
 
