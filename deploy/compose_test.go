@@ -412,3 +412,71 @@ func TestComposeNginxStandIn(t *testing.T) {
 		}
 	}
 }
+
+// TestComposeTelemetry checks the demo's trace path: Envoy and the sidecar
+// export OTLP over gRPC to the port the collector receives on, and the
+// collector's trace pipeline exports to the Jaeger service.
+func TestComposeTelemetry(t *testing.T) {
+	p, err := loadCompose("../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := p.Services["otel-collector"]
+	var cfgPath string
+	for _, arg := range col.Command {
+		if v, ok := strings.CutPrefix(arg, "--config="); ok {
+			cfgPath = v
+		}
+	}
+	raw, err := os.ReadFile(mountOf(t, col, cfgPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Receivers struct {
+			OTLP struct {
+				Protocols struct {
+					GRPC struct {
+						Endpoint string `json:"endpoint"`
+					} `json:"grpc"`
+				} `json:"protocols"`
+			} `json:"otlp"`
+		} `json:"receivers"`
+		Exporters map[string]struct {
+			Endpoint string `json:"endpoint"`
+		} `json:"exporters"`
+		Service struct {
+			Pipelines map[string]struct {
+				Receivers []string `json:"receivers"`
+				Exporters []string `json:"exporters"`
+			} `json:"pipelines"`
+		} `json:"service"`
+	}
+	if err := yaml.Unmarshal(raw, &c); err != nil {
+		t.Fatal(err)
+	}
+	_, port, err := net.SplitHostPort(c.Receivers.OTLP.Protocols.GRPC.Endpoint)
+	if err != nil {
+		t.Fatalf("collector OTLP gRPC receiver %q: %v", c.Receivers.OTLP.Protocols.GRPC.Endpoint, err)
+	}
+	if got := envoyDNSClusters(t, mountOf(t, p.Services["envoy"], "/etc/envoy/envoy.yaml"))["otel-collector"]; got != port {
+		t.Errorf("Envoy traces to otel-collector:%s, the collector receives on %s", got, port)
+	}
+	if got, want := composeEnv(p.Services["sidecar"])["OTEL_EXPORTER_OTLP_ENDPOINT"], "http://otel-collector:"+port; got != want {
+		t.Errorf("sidecar OTEL_EXPORTER_OTLP_ENDPOINT=%q, want %q", got, want)
+	}
+	traces := c.Service.Pipelines["traces"]
+	if !slices.Contains(traces.Receivers, "otlp") {
+		t.Errorf("the collector's traces pipeline does not receive otlp: %v", traces.Receivers)
+	}
+	toJaeger := false
+	for _, name := range traces.Exporters {
+		host, _, err := net.SplitHostPort(c.Exporters[name].Endpoint)
+		if err == nil && host == "jaeger" {
+			toJaeger = true
+		}
+	}
+	if _, ok := p.Services["jaeger"]; !ok || !toJaeger {
+		t.Errorf("the collector's traces pipeline exports %v, none to the jaeger service", traces.Exporters)
+	}
+}
