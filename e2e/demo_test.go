@@ -208,6 +208,9 @@ func TestDemoTraffic(t *testing.T) {
 		t.Errorf("audit: %d allowed, %d role-forbidden, %d tenant-mismatch, %d token failures; want %d, %d, %d, %d",
 			allow, roleForbidden, mismatch, invalid, 4*rounds+1, 2*rounds, rounds, 3*rounds)
 	}
+
+	// The README's walkthrough, steps 1 and 2, gets the answers it shows.
+	checkReadmeWalkthrough(t, m)
 }
 
 // auditRecords waits for the sidecar to have written n audit records

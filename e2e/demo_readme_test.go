@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/svc-dev/svc/e2e/harness"
+)
+
+// The README's walkthrough of the local mesh demo, steps 1 and 2: the
+// token commands and the calls through the front proxy with the answers
+// the README shows.
+var (
+	readmeToken = regexp.MustCompile(`(\w+)=\$\(curl -s -u ([^:\s]+):(\S+) -d grant_type=client_credentials\s+-d resource=(\S+) http://127\.0\.0\.1:9400/token \| jq -r \.access_token\)`)
+	readmeCall  = regexp.MustCompile(`^curl -s(i?) (?:-X (\w+) )?-H "Authorization: Bearer ([^"]+)" http://127\.0\.0\.1:8080(\S+)$`)
+	jsonField   = regexp.MustCompile(`"(subject|tenant|reason|deny_reasons)":("[^"]*"|\[[^\]]*\])`)
+)
+
+// readmeWalkthrough returns the text of the README's walkthrough from step
+// 1 to step 3, with shell line continuations joined.
+func readmeWalkthrough(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(raw)
+	start := strings.Index(s, "**1. Get a token.**")
+	end := strings.Index(s, "**3. Sign in with SAML")
+	if start < 0 || end < start {
+		t.Fatal("README.md: no walkthrough steps 1 and 2")
+	}
+	return regexp.MustCompile(`\\\n\s*`).ReplaceAllString(s[start:end], " ")
+}
+
+// checkReadmeWalkthrough runs the README's token commands against the
+// demo's OpenID provider and its calls through the front proxy, and
+// requires the status, the JSON fields and the WWW-Authenticate the
+// README shows for each.
+func checkReadmeWalkthrough(t *testing.T, m demoMesh) {
+	t.Helper()
+	text := readmeWalkthrough(t)
+	vars := map[string]string{}
+	for _, c := range readmeToken.FindAllStringSubmatch(text, -1) {
+		form := url.Values{"grant_type": {"client_credentials"}, "resource": {c[4]}}
+		req, _ := http.NewRequest(http.MethodPost, m.idp.TokenURL, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth(c[2], c[3])
+		status, h, body := harness.Do(t, req)
+		var tok struct {
+			AccessToken string `json:"access_token"`
+		}
+		if status != http.StatusOK || json.Unmarshal(body, &tok) != nil || tok.AccessToken == "" {
+			t.Fatalf("README token command for %s: %s", c[2], harness.Describe(status, h, body))
+		}
+		vars[c[1]] = tok.AccessToken
+	}
+	if len(vars) < 2 {
+		t.Fatalf("README: %d token commands, want one for tenant demo and one for another tenant", len(vars))
+	}
+
+	lines := strings.Split(text, "\n")
+	calls := 0
+	for i, line := range lines {
+		c := readmeCall.FindStringSubmatch(strings.TrimSpace(line))
+		if c == nil {
+			continue
+		}
+		calls++
+		method := c[2]
+		if method == "" {
+			method = http.MethodGet
+		}
+		token := c[3]
+		if v, ok := strings.CutPrefix(token, "$"); ok {
+			if token = vars[v]; token == "" {
+				t.Fatalf("README: %s uses $%s, which no token command sets", line, v)
+			}
+		}
+		// The answer the README shows: the comment lines after the command.
+		wantStatus, wantHeader, statusShown := 200, "", false
+		var wantFields []string
+		for _, next := range lines[i+1:] {
+			shown, ok := strings.CutPrefix(strings.TrimSpace(next), "# ")
+			if !ok {
+				break
+			}
+			switch {
+			case strings.HasPrefix(shown, "HTTP/1.1 "):
+				if _, err := fmt.Sscanf(shown, "HTTP/1.1 %d", &wantStatus); err != nil {
+					t.Fatalf("README: %q: %v", shown, err)
+				}
+				statusShown = true
+			case strings.HasPrefix(strings.ToLower(shown), "www-authenticate: "):
+				wantHeader = shown[len("www-authenticate: "):]
+			case strings.HasPrefix(shown, "{"):
+				wantFields = jsonField.FindAllString(shown, -1)
+				// A denial shown without its status line (curl -s) is a 403.
+				if strings.Contains(shown, `"allow":false`) && c[1] == "" {
+					wantStatus = http.StatusForbidden
+				}
+			}
+		}
+		req, _ := http.NewRequest(method, m.front.URL+c[4], nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		status, h, body := harness.Do(t, req)
+		if status != wantStatus {
+			t.Errorf("README %q: %s, want status %d", line, harness.Describe(status, h, body), wantStatus)
+		}
+		if wantHeader != "" && h.Get("WWW-Authenticate") != wantHeader {
+			t.Errorf("README %q: WWW-Authenticate %q, want %q", line, h.Get("WWW-Authenticate"), wantHeader)
+		}
+		if len(wantFields) == 0 && !statusShown {
+			t.Errorf("README %q shows no answer", line)
+		}
+		for _, f := range wantFields {
+			if !strings.Contains(string(body), f) {
+				t.Errorf("README %q: body %s lacks %s", line, body, f)
+			}
+		}
+	}
+	if calls < 4 {
+		t.Errorf("README: %d calls through the front proxy, want the allowed call and three denials", calls)
+	}
+}
