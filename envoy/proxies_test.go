@@ -276,39 +276,35 @@ func TestShippedCaddyfile(t *testing.T) {
 	app := strings.TrimPrefix(echoApp(t).URL, "http://")
 	bases := map[string]string{}
 	for name, addr := range sidecars {
-		bases[name] = startProxy(t, bin, func(_, conf string) []string {
-			return []string{"run", "--config", conf, "--adapter", "caddyfile"}
-		}, "deploy/caddy/Caddyfile", "Caddyfile", "127.0.0.1:7700", addr, "127.0.0.1:5678", app)
+		bases[name] = startCaddy(t, bin, "127.0.0.1:7700", addr, "127.0.0.1:5678", app)
 	}
 	runProxyCases(t, bases, proxyCases(t, idp))
+
+	// A bare forward_auth, as Caddy's documentation shows it, passes the
+	// client's X-Original-* headers on to the check: the sidecar's default
+	// auto mode must still judge the request's own method.
+	t.Run("without header hygiene", func(t *testing.T) {
+		base := startCaddy(t, bin, "127.0.0.1:7700", sidecars["main"], "127.0.0.1:5678", app,
+			"request_header -X-Original-Uri", "", "request_header -X-Original-Method", "")
+		var cases []proxyCase
+		for _, c := range proxyCases(t, idp) {
+			if c.server == "" && c.headers["X-Original-URI"] != "" && c.headers["X-Original-Method"] == "" {
+				cases = append(cases, c)
+			}
+		}
+		if len(cases) < 2 {
+			t.Fatalf("%d cases carry X-Original-URI, want at least 2", len(cases))
+		}
+		runProxyCases(t, map[string]string{"main": base}, cases)
+	})
 }
 
-// TestCaddyForwardAuthWithoutHeaderHygiene runs the proxy cases through a
-// Caddyfile with a bare forward_auth, as Caddy's documentation shows it:
-// the client's X-Original-* headers then reach the check, and the
-// sidecar's default auto mode must still judge the request's own method.
-func TestCaddyForwardAuthWithoutHeaderHygiene(t *testing.T) {
-	bin, err := exec.LookPath("caddy")
-	if err != nil {
-		t.Skip("caddy is not installed")
-	}
-	idp := newTestIdP(t)
-	sidecars := sidecarHTTPServers(t, idp)
-	app := strings.TrimPrefix(echoApp(t).URL, "http://")
-	base := startProxy(t, bin, func(_, conf string) []string {
+// startCaddy runs caddy on the shipped Caddyfile changed by replace.
+func startCaddy(t *testing.T, bin string, replace ...string) string {
+	t.Helper()
+	return startProxy(t, bin, func(_, conf string) []string {
 		return []string{"run", "--config", conf, "--adapter", "caddyfile"}
-	}, "deploy/caddy/Caddyfile", "Caddyfile", "127.0.0.1:7700", sidecars["main"], "127.0.0.1:5678", app,
-		"request_header -X-Original-Uri", "", "request_header -X-Original-Method", "")
-	var cases []proxyCase
-	for _, c := range proxyCases(t, idp) {
-		if c.server == "" && c.headers["X-Original-URI"] != "" && c.headers["X-Original-Method"] == "" {
-			cases = append(cases, c)
-		}
-	}
-	if len(cases) < 2 {
-		t.Fatalf("%d cases carry X-Original-URI, want at least 2", len(cases))
-	}
-	runProxyCases(t, map[string]string{"main": base}, cases)
+	}, "deploy/caddy/Caddyfile", "Caddyfile", replace...)
 }
 
 // samlUpstream stands for the sidecar's SAML listener: it answers every

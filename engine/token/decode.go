@@ -32,20 +32,7 @@ var (
 // result alias it (saving a copy and an allocation each), so buf must not
 // be modified afterwards.
 func decodeObject(buf []byte) (map[string]any, error) {
-	d := decoder{buf: buf}
-	d.skipSpace()
-	if d.pos >= len(d.buf) || d.buf[d.pos] != '{' {
-		return nil, errNoObject
-	}
-	m, err := d.object()
-	if err != nil {
-		return nil, err
-	}
-	d.skipSpace()
-	if d.pos != len(d.buf) {
-		return nil, errSyntax
-	}
-	return m, nil
+	return decode(decoder{buf: buf})
 }
 
 // decodeUniqueObject is decodeObject refusing (errDuplicate) any object,
@@ -54,7 +41,11 @@ func decodeObject(buf []byte) (map[string]any, error) {
 // payload names tenant_id twice would then mean one tenant to the sidecar
 // and another to an upstream that reads the same bearer token.
 func decodeUniqueObject(buf []byte) (map[string]any, error) {
-	d := decoder{buf: buf, unique: true}
+	return decode(decoder{buf: buf, unique: true})
+}
+
+// decode reads the one object that is d's whole buffer.
+func decode(d decoder) (map[string]any, error) {
 	d.skipSpace()
 	if d.pos >= len(d.buf) || d.buf[d.pos] != '{' {
 		return nil, errNoObject
