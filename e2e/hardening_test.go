@@ -129,3 +129,55 @@ func TestCheckPathsAndMethodsOfTheBinary(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimsReachCallersIntact sends a token whose roles hold the
+// separators of x-svc-roles and whose user id is past 2^53 through the
+// running sidecar: roles arrive as their items, the id with every digit.
+func TestClaimsReachCallersIntact(t *testing.T) {
+	t.Parallel()
+	k := newKeyring(t)
+	s := startSidecar(t, k, nil)
+	claims := harness.Claims("u-1", "acme", "viewer", "x,admin", `a"b`)
+	claims["uid"] = json.Number("9007199254740993")
+	tok := k.rsa.Token(t, claims)
+	const wantRoles = "viewer,x%2Cadmin,a%22b"
+
+	t.Run("envoy x-svc-roles", func(t *testing.T) {
+		r := envoyCheck(t, s, "GET", "/orders/1", tok, nil)
+		if r.status != http.StatusOK || r.headers["x-svc-roles"] != wantRoles {
+			t.Fatalf("status %d x-svc-roles %q, want 200 %q", r.status, r.headers["x-svc-roles"], wantRoles)
+		}
+	})
+	t.Run("check X-Svc-Roles", func(t *testing.T) {
+		req, err := http.NewRequest(http.MethodGet, s.URL("/check"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("X-Forwarded-Uri", "/orders/1")
+		req.Header.Set("X-Forwarded-Method", "GET")
+		status, h, body := harness.Do(t, req)
+		if status != http.StatusOK || h.Get("X-Svc-Roles") != wantRoles {
+			t.Fatalf("%s, want 200 with X-Svc-Roles %q", harness.Describe(status, h, body), wantRoles)
+		}
+	})
+	t.Run("gRPC ValidateToken uid", func(t *testing.T) {
+		if got := claim(validate(t, s, tok), "uid"); got != "9007199254740993" {
+			t.Fatalf("uid = %#v, want the string 9007199254740993", got)
+		}
+	})
+	t.Run("HTTP validate-token uid", func(t *testing.T) {
+		req, err := http.NewRequest(http.MethodPost, s.URL("/v1/validate-token"), strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+		status, h, body := harness.Do(t, req)
+		var got struct {
+			Claims map[string]json.RawMessage `json:"claims"`
+		}
+		if err := json.Unmarshal(body, &got); err != nil || string(got.Claims["uid"]) != `"9007199254740993"` {
+			t.Fatalf("%s, want claims.uid \"9007199254740993\"", harness.Describe(status, h, body))
+		}
+	})
+}
