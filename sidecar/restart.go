@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/svc-dev/svc/engine/reason"
@@ -101,12 +102,18 @@ func (s *Server) serveRestart(w http.ResponseWriter, r *http.Request) {
 		apijson.Error(w, http.StatusConflict, reason.Unavailable, err.Error())
 		return
 	}
-	apijson.Write(w, http.StatusAccepted, map[string]any{
+	answer, _ := json.MarshalIndent(map[string]any{
 		"restarting": true, "drain_timeout_seconds": req.DrainTimeout.Seconds(), "force": req.Force,
 		"pid": os.Getpid(), "started_at": s.started,
-	})
-	// The answer goes out before the drain starts: a forced stop closes
-	// every connection at once, this one included.
+	}, "", "  ")
+	// The answer goes out whole before the drain starts: a forced stop
+	// closes every connection at once, this one included. With its length
+	// known it is not chunked, so no closing chunk is left to write after
+	// the handler returns, which a forced stop could cut off.
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(answer)+1))
+	w.WriteHeader(http.StatusAccepted)
+	_, _ = w.Write(append(answer, '\n'))
 	if f, ok := w.(http.Flusher); ok {
 		f.Flush()
 	}
