@@ -271,9 +271,8 @@ func TestRestartAndReloadUnderLoad(t *testing.T) {
 		t.Errorf("after the swap: status %q revision %q, want healthy under-load-2", st.Status, st.PolicyRevision)
 	}
 
-	// Without policy.bundle_cache_dir the uploaded bundle is not kept
-	// across a restart: the command says so instead of letting the
-	// revision change go unnoticed.
+	// Without policy.bundle_cache_dir too, the uploaded bundle is what the
+	// next image serves.
 	code, stdout, stderr = runCoreAt(t, s, "--output", "json", "sidecar", "restart", "--drain-timeout", "10")
 	var rep struct {
 		Status                 string `json:"status"`
@@ -283,9 +282,8 @@ func TestRestartAndReloadUnderLoad(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != 0 {
 		t.Fatalf("core --output json sidecar restart: exit %d, %v, stdout %q, stderr %q", code, err, stdout, stderr)
 	}
-	if rep.PreviousPolicyRevision != "under-load-2" || rep.PolicyRevision != before.PolicyRevision ||
-		!strings.Contains(stderr, "policy revision under-load-2 before the restart, "+before.PolicyRevision+" (from config) now") {
-		t.Errorf("restart after an unpersisted upload: %+v, stderr %q; want under-load-2 → %s noted", rep, stderr, before.PolicyRevision)
+	if rep.PreviousPolicyRevision != "under-load-2" || rep.PolicyRevision != "under-load-2" || strings.Contains(stderr, "policy revision") {
+		t.Errorf("restart after an unpersisted upload: %+v, stderr %q; want under-load-2 kept", rep, stderr)
 	}
 }
 

@@ -67,14 +67,20 @@ type Status struct {
 	// PolicySource is where the active policy set came from: "config"
 	// (policy.dir or the embedded default), "upload", "cache" (the
 	// bundle persisted in policy.bundle_cache_dir) or "bundle_url".
-	PolicySource  string `json:"policy_source"`
-	JWKSKeySets   int    `json:"jwks_key_sets_cached"`
-	JWKSKeys      int    `json:"jwks_keys"`
-	JWKSLastError string `json:"jwks_last_error,omitempty"`
-	DevMode       bool   `json:"dev_mode"`
-	PolicyMode    string `json:"policy_mode"`
-	TenantID      string `json:"tenant_id"`
-	Uptime        string `json:"uptime"`
+	PolicySource string `json:"policy_source"`
+	// PolicyHandoverRefused is set when the bundle served before the
+	// last restart was refused by this image's configuration (for
+	// example a new verification key): the configured policy serves and
+	// the status is degraded (policy-handover-refused) until a bundle is
+	// activated or the policy directory reloaded.
+	PolicyHandoverRefused *HandoverRefusal `json:"policy_handover_refused,omitempty"`
+	JWKSKeySets           int              `json:"jwks_key_sets_cached"`
+	JWKSKeys              int              `json:"jwks_keys"`
+	JWKSLastError         string           `json:"jwks_last_error,omitempty"`
+	DevMode               bool             `json:"dev_mode"`
+	PolicyMode            string           `json:"policy_mode"`
+	TenantID              string           `json:"tenant_id"`
+	Uptime                string           `json:"uptime"`
 	// StartedAt is when this process image started; a restart changes
 	// it while the PID stays the same.
 	StartedAt time.Time    `json:"started_at"`
@@ -132,6 +138,12 @@ func (s *Server) status() Status {
 		mergeBundleSync(&st, bs)
 	}
 	st.PolicySource, _ = s.policySource()
+	if ref := s.handoverRefusal(); ref != nil {
+		st.PolicyHandoverRefused = ref
+		if st.Status == StatusHealthy {
+			st.Status, st.Reason = StatusDegraded, string(CodeHandoverRefused)
+		}
+	}
 	if s.saml != nil {
 		ss := s.saml.Status()
 		st.SAML = &ss

@@ -43,9 +43,32 @@ const (
 type bundles struct {
 	mu     sync.Mutex
 	active *bundle.Info // nil while the active set does not come from a bundle
+	data   []byte       // the active bundle as received, signature included
 	source string
 	at     time.Time
+	// refused is why the bundle carried over from the previous image was
+	// not activated; cleared by the next activation.
+	refused *HandoverRefusal
 }
+
+// CarriedBundle is the bundle the previous process image served, handed
+// to the next one across a restart: its bytes as received (signature
+// included) and where it came from ("upload" or "bundle_url").
+type CarriedBundle struct {
+	Data   []byte
+	Source string
+}
+
+// HandoverRefusal says why the new image did not activate the bundle the
+// previous one served, and so serves the configured policy.
+type HandoverRefusal struct {
+	Code    reason.Code `json:"code"`
+	Message string      `json:"message"`
+}
+
+// CodeHandoverRefused marks a status degraded because the bundle served
+// before a restart was refused by the new image's configuration.
+const CodeHandoverRefused reason.Code = "policy-handover-refused"
 
 // activation is the outcome of activating a bundle.
 type activation struct {
@@ -90,7 +113,7 @@ func (s *Server) activateBundle(data []byte, source string, allowOlder bool) (ac
 			"bundle revision %q is older than the active revision %q; ask for it explicitly to go back", info.Revision, b.active.Revision)}
 	}
 	old := s.deps.Engine.SetPolicies(set)
-	b.active, b.source, b.at = &info, source, time.Now()
+	b.active, b.data, b.source, b.at, b.refused = &info, data, source, time.Now(), nil
 	act := activation{Info: info, Set: set, Previous: old.Revision()}
 	if dir := s.deps.Engine.Config().Policy.BundleCacheDir; dir != "" && source != sourceCache {
 		if err := writeFileAtomic(filepath.Join(dir, cachedBundleFile), data); err != nil {
@@ -119,7 +142,7 @@ func (s *Server) reloadDirectory(ctx context.Context) (*policy.Set, error) {
 	if err := e.ReloadPolicies(ctx); err != nil {
 		return nil, &activateError{http.StatusUnprocessableEntity, reason.PolicyError, err.Error()}
 	}
-	b.active, b.source, b.at = nil, sourceConfig, time.Now()
+	b.active, b.data, b.source, b.at, b.refused = nil, nil, sourceConfig, time.Now(), nil
 	if dir := e.Config().Policy.BundleCacheDir; dir != "" {
 		// The directory is what a restart must serve now.
 		if err := os.Remove(filepath.Join(dir, cachedBundleFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -159,6 +182,60 @@ func (s *Server) restoreBundle() bool {
 		return false
 	}
 	return true
+}
+
+// ActiveBundle returns the active bundle as it was received and where it
+// came from, or nil when the active set does not come from a bundle. A
+// restart hands it to the next image (Deps.Carried).
+func (s *Server) ActiveBundle() *CarriedBundle {
+	b := &s.bundles
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.active == nil || b.data == nil {
+		return nil
+	}
+	return &CarriedBundle{Data: b.data, Source: b.source}
+}
+
+// activateCarried activates the bundle the previous image served, as
+// received: verified again with this image's key and compiled again. A
+// refusal is logged and reported in status; the configured policy serves.
+func (s *Server) activateCarried(c *CarriedBundle) bool {
+	if c == nil {
+		return false
+	}
+	source := c.Source
+	switch source {
+	case sourceUpload, sourceBundleURL, sourceCache:
+	default:
+		source = sourceUpload
+	}
+	// The previous image had accepted it, possibly as an explicit
+	// downgrade: nothing active here can be newer.
+	act, err := s.activateBundle(c.Data, source, true)
+	if err != nil {
+		ref := &HandoverRefusal{Code: reason.PolicyError, Message: err.Error()}
+		var ae *activateError
+		if errors.As(err, &ae) {
+			ref.Code = ae.code
+		}
+		s.bundles.mu.Lock()
+		s.bundles.refused = ref
+		s.bundles.mu.Unlock()
+		s.log.Error("the policy bundle served before the restart is refused by this configuration; serving the configured policy",
+			"code", ref.Code, "err", err, "revision", s.PolicyRevision())
+		return false
+	}
+	s.log.Info("policy bundle served before the restart activated", "revision", act.Info.Revision, "source", source)
+	return true
+}
+
+// handoverRefusal is the refusal of the carried bundle, nil when none.
+func (s *Server) handoverRefusal() *HandoverRefusal {
+	b := &s.bundles
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.refused
 }
 
 // policySource reports where the active set came from and when.

@@ -81,6 +81,12 @@ type Deps struct {
 	// drains as the request says and returns; its caller starts the next
 	// image. Without it the sidecar cannot restart itself.
 	Restart func(RestartRequest) error
+	// Carried, when set, is the bundle the previous process image served
+	// (ActiveBundle before a restart): New activates it, verified again
+	// with this configuration's key, before the server reports ready,
+	// instead of the one persisted in policy.bundle_cache_dir. A refused
+	// one leaves the configured policy serving and the status degraded.
+	Carried *CarriedBundle
 }
 
 // Server is a running svc-sidecar.
@@ -181,7 +187,13 @@ func New(deps Deps) (*Server, error) {
 		}
 	}
 	s.poller = newBundlePoller(cfg.Policy)
-	if s.restoreBundle() && s.poller != nil {
+	restored := false
+	if deps.Carried != nil {
+		restored = s.activateCarried(deps.Carried)
+	} else {
+		restored = s.restoreBundle()
+	}
+	if restored && s.poller != nil {
 		s.poller.restoreETag(cfg.Policy.BundleCacheDir)
 	}
 	s.http = &http.Server{

@@ -63,10 +63,16 @@ type sidecarStatus struct {
 	PoliciesLoaded   int        `json:"policies_loaded"`
 	PolicyRevision   string     `json:"policy_revision"`
 	PolicySource     string     `json:"policy_source"`
-	PolicyMode       string     `json:"policy_mode"`
-	JWKSKeySets      int        `json:"jwks_key_sets_cached"`
-	Uptime           string     `json:"uptime"`
-	Version          string     `json:"version"`
+	// PolicyHandoverRefused: the bundle served before the last restart
+	// was refused by the new image's configuration.
+	PolicyHandoverRefused *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"policy_handover_refused"`
+	PolicyMode  string `json:"policy_mode"`
+	JWKSKeySets int    `json:"jwks_key_sets_cached"`
+	Uptime      string `json:"uptime"`
+	Version     string `json:"version"`
 }
 
 func (a *app) sidecarStatusCommand() *cobra.Command {
@@ -156,6 +162,9 @@ func (a *app) printStatus(st sidecarStatus, status string) error {
 		policies += ", from " + st.PolicySource
 	}
 	fmt.Fprintf(w, "Policies loaded:\t%s)\n", policies)
+	if r := st.PolicyHandoverRefused; r != nil {
+		fmt.Fprintf(w, "Bundle refused on restart:\t%s: %s\n", r.Code, r.Message)
+	}
 	if st.PolicyMode != "" {
 		fmt.Fprintf(w, "Policy mode:\t%s\n", st.PolicyMode)
 	}
@@ -245,7 +254,7 @@ func (a *app) runReloadPolicy(ctx context.Context, file string, allowDowngrade b
 	_ = json.Unmarshal(raw, &r)
 	fmt.Fprintf(a.stdout, "policy revision %s active (previous %s, %s)\n", r.Revision, r.PreviousRevision, plural(r.PoliciesLoaded, "policy file"))
 	if !r.Persisted {
-		fmt.Fprintf(a.stderr, "core: note: the bundle is not persisted (policy.bundle_cache_dir is not set): a restart serves the configured policy again\n")
+		fmt.Fprintf(a.stderr, "core: note: the bundle is not persisted (policy.bundle_cache_dir is not set): core sidecar restart and SIGHUP keep it, a new process serves the configured policy again\n")
 	}
 	return nil
 }
@@ -310,8 +319,8 @@ type restartReport struct {
 	Seconds           float64   `json:"seconds"`
 	// PolicyRevision is the revision the new image serves;
 	// PreviousPolicyRevision the one served before the restart. They
-	// differ when an uploaded bundle was not persisted
-	// (policy.bundle_cache_dir) or the policy directory changed.
+	// differ when the policy directory changed, or when the new image's
+	// configuration refused the bundle served before the restart.
 	PolicyRevision         string `json:"policy_revision"`
 	PreviousPolicyRevision string `json:"previous_policy_revision"`
 }
@@ -373,8 +382,11 @@ func (a *app) runRestart(ctx context.Context, drain time.Duration, force bool) e
 		fmt.Fprintf(a.stdout, "%s %s\n", rep.Status, rep.Version)
 	}
 	if rep.PolicyRevision != rep.PreviousPolicyRevision {
-		fmt.Fprintf(a.stderr, "core: note: policy revision %s before the restart, %s (from %s) now; an uploaded bundle survives a restart only with policy.bundle_cache_dir\n",
+		fmt.Fprintf(a.stderr, "core: note: policy revision %s before the restart, %s (from %s) now\n",
 			rep.PreviousPolicyRevision, rep.PolicyRevision, orDash(st.PolicySource))
+	}
+	if r := st.PolicyHandoverRefused; r != nil {
+		fmt.Fprintf(a.stderr, "core: the bundle served before the restart was refused (%s): %s\n", r.Code, r.Message)
 	}
 	if rep.Status != statusHealthy {
 		return checkFailed(fmt.Errorf("sidecar restarted but reports %s", rep.Status), true)

@@ -98,8 +98,8 @@ func waitStatus(t *testing.T, url string, done func(result) bool) result {
 }
 
 // TestReloadPolicyNotPersisted: an upload to a sidecar without
-// policy.bundle_cache_dir is active until the next restart only, and
-// reload-policy says so; with the cache directory it says nothing more.
+// policy.bundle_cache_dir is kept by restarts but not by a new process,
+// and reload-policy says so; with the cache directory it says nothing more.
 func TestReloadPolicyNotPersisted(t *testing.T) {
 	tmp := workspace(t)
 	const note = "the bundle is not persisted (policy.bundle_cache_dir is not set)"

@@ -24,6 +24,7 @@ import (
 	"syscall"
 
 	"github.com/svc-dev/svc/engine/version"
+	"github.com/svc-dev/svc/sidecar"
 	"github.com/svc-dev/svc/sidecar/listeners"
 )
 
@@ -58,12 +59,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "svc-sidecar: %s\n", err)
 		return 1
 	}
+	carried, err := takeCarried(os.Getenv(envCarried))
+	if err != nil {
+		// Stopping here would take the service down in the middle of a
+		// restart: the new image starts, refuses the unreadable bundle
+		// in its status and serves the configured policy.
+		fmt.Fprintf(stderr, "svc-sidecar: %s\n", err)
+		carried = &sidecar.CarriedBundle{}
+	}
+	os.Unsetenv(envCarried)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	next, err := serveImage(ctx, *configPath, stderr, set, hup)
+	next, err := serveImage(ctx, *configPath, stderr, set, hup, carried)
 	switch {
 	case err == nil && next != nil && ctx.Err() != nil:
 		// SIGTERM or SIGINT arrived while this image drained for a

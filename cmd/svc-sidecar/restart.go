@@ -27,6 +27,9 @@ const handoverReadyTimeout = 30 * time.Second
 type handover struct {
 	files []*os.File
 	env   string
+	// bundle is the active policy bundle, nil when the policy comes from
+	// the configuration.
+	bundle *sidecar.CarriedBundle
 }
 
 // restarter prepares restarts of this image: it duplicates the listening
@@ -115,9 +118,21 @@ func execNext(h *handover) error {
 	}
 	exe = strings.TrimSuffix(exe, " (deleted)")
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, listeners.EnvVar+"=")
+		return strings.HasPrefix(kv, listeners.EnvVar+"=") || strings.HasPrefix(kv, envCarried+"=")
 	})
 	env = append(env, listeners.EnvVar+"="+h.env)
+	if h.bundle != nil {
+		f, v, err := carryBundle(h.bundle)
+		if err != nil {
+			// Refuse to restart rather than silently serve another policy.
+			for _, f := range h.files {
+				f.Close()
+			}
+			return fmt.Errorf("restart: %w", err)
+		}
+		h.files = append(h.files, f)
+		env = append(env, envCarried+"="+v)
+	}
 	err = syscall.Exec(exe, os.Args, env)
 	// Only reached when exec failed; the descriptors are ours to close.
 	for _, f := range h.files {

@@ -44,15 +44,16 @@ func serve(ctx context.Context, configPath string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	_, err = serveImage(ctx, configPath, stderr, set, nil)
+	_, err = serveImage(ctx, configPath, stderr, set, nil, nil)
 	return err
 }
 
 // serveImage runs this process image of the sidecar on the listeners of
 // set until ctx ends or a restart is asked for; then it drains, flushes
 // telemetry and the audit log, and returns the handover for the next
-// image (nil when simply stopping). hup delivers SIGHUP.
-func serveImage(ctx context.Context, configPath string, stderr io.Writer, set *listeners.Set, hup <-chan os.Signal) (*handover, error) {
+// image (nil when simply stopping). hup delivers SIGHUP; carried is the
+// policy bundle the previous image served, if any.
+func serveImage(ctx context.Context, configPath string, stderr io.Writer, set *listeners.Set, hup <-chan os.Signal, carried *sidecar.CarriedBundle) (*handover, error) {
 	cfg, err := loadConfig(configPath)
 	if err != nil {
 		return nil, err
@@ -113,7 +114,7 @@ func serveImage(ctx context.Context, configPath string, stderr io.Writer, set *l
 		set.SetSocketMode(os.FileMode(mode))
 	}
 	srv, err := sidecar.New(sidecar.Deps{Engine: eng, Telemetry: tel, Audit: auditLog, Live: hub, DryRun: dry, Logger: log,
-		Listen: set.Listen, Restart: r.prepare})
+		Listen: set.Listen, Restart: r.prepare, Carried: carried})
 	set.Close() // inherited sockets the configuration no longer names
 	if err != nil {
 		return nil, err
@@ -130,6 +131,9 @@ func serveImage(ctx context.Context, configPath string, stderr io.Writer, set *l
 	}
 	next := r.next()
 	if next != nil {
+		// Taken once draining is over: an upload answered during the
+		// drain is what the next image must serve.
+		next.bundle = srv.ActiveBundle()
 		log.Info("restarting: a new image of the process takes over the listening sockets")
 	}
 	return next, nil
