@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -35,16 +34,9 @@ type controlPlaneStatus struct {
 
 func controlPlane(t *testing.T, s *harness.Sidecar) controlPlaneStatus {
 	t.Helper()
-	code, _, body := harness.Get(t, s.URL("/v1/status"))
-	if code != http.StatusOK {
-		t.Fatalf("GET /v1/status = %d %s", code, body)
-	}
-	var st controlPlaneStatus
-	if err := json.Unmarshal(body, &st); err != nil {
-		t.Fatal(err)
-	}
+	st := getStatus[controlPlaneStatus](t, s)
 	if st.Bundle == nil {
-		t.Fatalf("status without the bundle poller: %s", body)
+		t.Fatalf("status without the bundle poller: %+v", st)
 	}
 	return st
 }

@@ -130,12 +130,7 @@ type policyStatus struct {
 
 func policyStatusOf(t *testing.T, s *harness.Sidecar) policyStatus {
 	t.Helper()
-	code, _, body := harness.Get(t, s.URL("/v1/status"))
-	var st policyStatus
-	if err := json.Unmarshal(body, &st); code != http.StatusOK || err != nil {
-		t.Fatalf("GET /v1/status = %d %s (%v)", code, body, err)
-	}
-	return st
+	return getStatus[policyStatus](t, s)
 }
 
 // authorizeAllowed asks POST /v1/authorize with the bearer token.

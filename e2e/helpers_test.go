@@ -234,3 +234,17 @@ func claim(resp interface{ GetClaims() *structpb.Struct }, name string) any {
 	}
 	return v.AsInterface()
 }
+
+// getStatus reads GET /v1/status into a T, the fields a test looks at.
+func getStatus[T any](t *testing.T, s *harness.Sidecar) T {
+	t.Helper()
+	code, _, body := harness.Get(t, s.URL("/v1/status"))
+	var st T
+	if code != http.StatusOK {
+		t.Fatalf("GET /v1/status = %d %s", code, body)
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Fatalf("GET /v1/status: %v: %s", err, body)
+	}
+	return st
+}

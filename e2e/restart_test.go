@@ -137,15 +137,7 @@ type sidecarStatus struct {
 
 func statusOf(t *testing.T, s *harness.Sidecar) sidecarStatus {
 	t.Helper()
-	code, _, body := harness.Get(t, s.URL("/v1/status"))
-	if code != http.StatusOK {
-		t.Fatalf("GET /v1/status = %d %s", code, body)
-	}
-	var st sidecarStatus
-	if err := json.Unmarshal(body, &st); err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return getStatus[sidecarStatus](t, s)
 }
 
 // fetchStatus reads /v1/status without failing the test, for polls that
