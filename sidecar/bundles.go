@@ -210,6 +210,13 @@ func (s *Server) activateCarried(c *CarriedBundle) bool {
 	default:
 		source = sourceUpload
 	}
+	if dir := s.deps.Engine.Config().Policy.BundleCacheDir; dir != "" {
+		// The same bundle persisted: served from the cache, as a new
+		// process would serve it, and not written again.
+		if cached, err := os.ReadFile(filepath.Join(dir, cachedBundleFile)); err == nil && bytes.Equal(cached, c.Data) {
+			source = sourceCache
+		}
+	}
 	// The previous image had accepted it, possibly as an explicit
 	// downgrade: nothing active here can be newer.
 	act, err := s.activateBundle(c.Data, source, true)
