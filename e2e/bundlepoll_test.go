@@ -29,6 +29,7 @@ type controlPlaneStatus struct {
 		LastSync    *time.Time `json:"last_sync"`
 		Partitioned bool       `json:"partitioned"`
 		LastError   string     `json:"last_error"`
+		LastCode    string     `json:"last_error_code"`
 	} `json:"bundle"`
 }
 
@@ -176,6 +177,9 @@ bundle_max_poll = "300ms"
 	// 5. A bundle with a bad signature is refused; cp-2 stays.
 	publish("cp-3", otherKey)
 	await("the refusal", func(st controlPlaneStatus) bool { return strings.Contains(st.Bundle.LastError, "signature") })
+	if st.Bundle.LastCode != "bundle-signature-invalid" {
+		t.Errorf("bad signature: last_error_code %q, want bundle-signature-invalid (%s)", st.Bundle.LastCode, st.Bundle.LastError)
+	}
 	if st.PolicyRevision != "cp-2" {
 		t.Errorf("after a badly signed bundle: revision %q, want cp-2", st.PolicyRevision)
 	}

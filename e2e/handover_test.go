@@ -105,8 +105,8 @@ func TestRestartKeepsUploadedBundle(t *testing.T) {
 	_, otherKey := ecKeyPair(t, t.TempDir())
 	st = hupWith(configWith("enterprise", otherKey), st.StartedAt)
 	if st.PolicyRevision != configured.PolicyRevision || st.PolicySource != "config" || st.Status != "degraded" ||
-		st.Reason != "policy-handover-refused" || st.Refused == nil || st.Refused.Code == "" {
-		t.Errorf("after SIGHUP with another verification key: %+v; want %s from config, degraded, policy-handover-refused with its code",
+		st.Reason != "policy-handover-refused" || st.Refused == nil || st.Refused.Code != "bundle-signature-invalid" {
+		t.Errorf("after SIGHUP with another verification key: %+v; want %s from config, degraded, policy-handover-refused with bundle-signature-invalid",
 			st, configured.PolicyRevision)
 	}
 	canDelete("after the carried bundle was refused", false)

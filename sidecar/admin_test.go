@@ -392,8 +392,8 @@ func TestReloadBundle(t *testing.T) {
 		wantAllow    bool
 		wantRevision string // "" for the initial one
 	}{
-		{"unsigned", buildBundle(t, restricted, "rev-unsigned", nil), http.StatusUnprocessableEntity, "policy-error", true, ""},
-		{"signed by another key", buildBundle(t, restricted, "rev-other", otherKey), http.StatusUnprocessableEntity, "policy-error", true, ""},
+		{"unsigned", buildBundle(t, restricted, "rev-unsigned", nil), http.StatusUnprocessableEntity, "bundle-signature-invalid", true, ""},
+		{"signed by another key", buildBundle(t, restricted, "rev-other", otherKey), http.StatusUnprocessableEntity, "bundle-signature-invalid", true, ""},
 		{"not a bundle", []byte("not a tar.gz"), http.StatusBadRequest, "bundle-malformed", true, ""},
 		{"signed by the configured key", buildBundle(t, restricted, "rev-2", signKey), http.StatusOK, "", false, "rev-2"},
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/reason"
 )
 
 // sourceBundleURL tags a policy set polled from policy.bundle_url.
@@ -46,6 +47,10 @@ type BundleStatus struct {
 	PartitionedSince *time.Time `json:"partitioned_since,omitempty"`
 	// LastError says why the last poll failed or its bundle was refused.
 	LastError string `json:"last_error,omitempty"`
+	// LastErrorCode is the reason code of a refused bundle, as an upload
+	// would answer it: bundle-signature-invalid, bundle-malformed,
+	// policy-error or revision-older.
+	LastErrorCode reason.Code `json:"last_error_code,omitempty"`
 }
 
 // bundlePoller polls policy.bundle_url with the OPA bundle service
@@ -57,12 +62,13 @@ type bundlePoller struct {
 	min, max  time.Duration
 	client    *http.Client
 
-	mu      sync.Mutex
-	etag    string
-	synced  time.Time
-	tried   time.Time
-	since   time.Time // zero while not partitioned
-	lastErr string
+	mu       sync.Mutex
+	etag     string
+	synced   time.Time
+	tried    time.Time
+	since    time.Time // zero while not partitioned
+	lastErr  string
+	lastCode reason.Code
 }
 
 func newBundlePoller(p config.Policy) *bundlePoller {
@@ -115,7 +121,7 @@ func (s *Server) pollOnce(ctx context.Context) {
 			p.since = now
 			s.log.Warn("policy bundle server unreachable; the active policy keeps serving", "url", config.RedactURL(p.url), "err", err)
 		}
-		p.lastErr = err.Error()
+		p.lastErr, p.lastCode = err.Error(), ""
 		return
 	}
 	if !p.since.IsZero() {
@@ -123,17 +129,21 @@ func (s *Server) pollOnce(ctx context.Context) {
 	}
 	p.since = time.Time{}
 	if data == nil { // 304 Not Modified
-		p.synced, p.lastErr = now, ""
+		p.synced, p.lastErr, p.lastCode = now, "", ""
 		return
 	}
 	if _, err := s.activateBundle(data, sourceBundleURL, false); err != nil {
 		// The server answered, with a bundle we refuse: keep the active
 		// one, and keep asking with the old ETag until it is fixed.
-		p.lastErr = "bundle refused: " + err.Error()
+		p.lastErr, p.lastCode = "bundle refused: "+err.Error(), reason.PolicyError
+		var ae *activateError
+		if errors.As(err, &ae) {
+			p.lastCode = ae.code
+		}
 		s.log.Warn("policy bundle from the control plane refused; the active policy stays", "url", config.RedactURL(p.url), "err", err)
 		return
 	}
-	p.etag, p.synced, p.lastErr = etag, now, ""
+	p.etag, p.synced, p.lastErr, p.lastCode = etag, now, "", ""
 	if dir := s.deps.Engine.Config().Policy.BundleCacheDir; dir != "" {
 		if err := writeFileAtomic(filepath.Join(dir, cachedETagFile), []byte(etag)); err != nil {
 			s.log.Warn("bundle ETag not persisted", "err", err)
@@ -211,7 +221,7 @@ func (p *bundlePoller) forgetETag(dir string, log *slog.Logger) {
 func (p *bundlePoller) status() BundleStatus {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	st := BundleStatus{URL: config.RedactURL(p.url), ETag: p.etag, Partitioned: !p.since.IsZero(), LastError: p.lastErr}
+	st := BundleStatus{URL: config.RedactURL(p.url), ETag: p.etag, Partitioned: !p.since.IsZero(), LastError: p.lastErr, LastErrorCode: p.lastCode}
 	if !p.synced.IsZero() {
 		t := p.synced
 		st.LastSync = &t

@@ -102,6 +102,10 @@ func (s *Server) activateBundle(data []byte, source string, allowOlder bool) (ac
 		return activation{}, &activateError{http.StatusBadRequest, reason.InputInvalid, err.Error()}
 	}
 	set, info, err := bundle.Open(bytes.NewReader(data), verify)
+	if ve := (*bundle.VerificationError)(nil); errors.As(err, &ve) {
+		return activation{}, &activateError{http.StatusUnprocessableEntity, reason.BundleSignatureInvalid,
+			"bundle rejected: " + err.Error() + "; sign it with the private key whose public key is policy.bundle_verify_key_file"}
+	}
 	if err != nil {
 		return activation{}, &activateError{http.StatusUnprocessableEntity, reason.PolicyError, "bundle rejected: " + err.Error()}
 	}

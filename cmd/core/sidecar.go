@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -201,9 +202,10 @@ verifies its signature with policy.bundle_verify_key_file, compiles it, swaps
 it in atomically for the active policy set and retires the old one; requests
 in flight finish on the set they started with. Prints the new revision.
 
-A wrong or missing signature, a bundle that does not compile, or a bundle
-older than the active one (by the creation time in its signed manifest)
-exits 1 and the active revision stays. --allow-downgrade activates an older
+A wrong or missing signature (the sidecar answers 422
+bundle-signature-invalid), a bundle that does not compile (422 policy-error),
+or a bundle older than the active one (by the creation time in its signed
+manifest; 409 revision-older) exits 1 and the active revision stays. --allow-downgrade activates an older
 bundle on purpose.`,
 		Args: args(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -215,6 +217,10 @@ bundle on purpose.`,
 	_ = cmd.MarkFlagRequired("bundle")
 	return cmd
 }
+
+// codeBundleSignatureInvalid is the sidecar's answer to a bundle whose
+// signature does not verify with its key.
+const codeBundleSignatureInvalid = "bundle-signature-invalid"
 
 func (a *app) runReloadPolicy(ctx context.Context, file string, allowDowngrade bool) error {
 	a.useJSON()
@@ -237,6 +243,9 @@ func (a *app) runReloadPolicy(ctx context.Context, file string, allowDowngrade b
 	ctx, cancel := context.WithTimeout(ctx, uploadTimeout)
 	defer cancel()
 	resp, err := c.Do(ctx, http.MethodPost, path, f, "application/gzip")
+	if ae := (*APIError)(nil); errors.As(err, &ae) && ae.Code == codeBundleSignatureInvalid {
+		return &exitError{code: exitFailed, err: fmt.Errorf("%w\nthe bundle's signature does not verify with the sidecar's policy.bundle_verify_key_file; the active policy stays", ae)}
+	}
 	if err != nil {
 		return err
 	}

@@ -155,8 +155,10 @@ func TestReloadPolicy(t *testing.T) {
 		out      string
 		revision string
 	}{
-		{"unsigned", []string{"sidecar", "reload-policy", "--bundle", "$TMP/unsigned.tar.gz"}, 1, "bundle is not signed", initial},
-		{"another key", []string{"sidecar", "reload-policy", "--bundle", "$TMP/other.tar.gz"}, 1, "signature", initial},
+		{"unsigned", []string{"sidecar", "reload-policy", "--bundle", "$TMP/unsigned.tar.gz"}, 1, "422 bundle-signature-invalid: bundle rejected: signature invalid: bundle is not signed", initial},
+		{"another key", []string{"sidecar", "reload-policy", "--bundle", "$TMP/other.tar.gz"}, 1, "422 bundle-signature-invalid", initial},
+		{"tampered", []string{"sidecar", "reload-policy", "--bundle", "$TMP/tampered.tar.gz"}, 1, "does not verify with the sidecar's policy.bundle_verify_key_file; the active policy stays", initial},
+		{"unsigned, json", []string{"--output", "json", "sidecar", "reload-policy", "--bundle", "$TMP/unsigned.tar.gz"}, 1, "bundle-signature-invalid", initial},
 		{"missing file", []string{"sidecar", "reload-policy", "--bundle", "$TMP/nope.tar.gz"}, 2, "nope.tar.gz", initial},
 		{"signed", []string{"sidecar", "reload-policy", "--bundle", "$TMP/new.tar.gz"}, 0, "policy revision r-new active", "r-new"},
 		{"signed, json", []string{"--output", "json", "sidecar", "reload-policy", "--bundle", "$TMP/new.tar.gz"}, 0, `"revision": "r-new"`, "r-new"},

@@ -63,6 +63,10 @@ const (
 	// BundleMalformed means an uploaded policy bundle is not a bundle at
 	// all: not a gzipped tar, or an unreadable manifest.
 	BundleMalformed Code = "bundle-malformed"
+	// BundleSignatureInvalid means a policy bundle's signature does not
+	// verify with the configured key: it is unsigned, signed by another
+	// key or algorithm, or a file differs from its signed digest.
+	BundleSignatureInvalid Code = "bundle-signature-invalid"
 )
 
 // Error is a failure with a stable reason code. Msg is safe to show to a
