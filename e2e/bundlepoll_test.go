@@ -58,12 +58,25 @@ func TestBundleFromControlPlane(t *testing.T) {
 	policies := filepath.Join(harness.ModuleRoot(t), "policies")
 
 	// publish builds a bundle and moves it into nginx's root at once.
+	// nginx's ETag is the file's modification time in seconds and its
+	// size, and bundles differing only in a revision of the same length
+	// have the same size: each gets a modification time of its own, or
+	// two published within a second would share an ETag.
+	var modified time.Time
 	publish := func(revision, key string) {
 		t.Helper()
 		tmp := filepath.Join(keys, revision+".tar.gz")
 		cmd := []string{"policy", "bundle", "--dir", policies, "--sign-key", key, "--revision", revision, "--out", tmp}
 		if code, _, stderr := runCore(t, cmd...); code != 0 {
 			t.Fatalf("core policy bundle: %s", stderr)
+		}
+		if now := time.Now().Truncate(time.Second); now.After(modified) {
+			modified = now
+		} else {
+			modified = modified.Add(time.Second)
+		}
+		if err := os.Chtimes(tmp, modified, modified); err != nil {
+			t.Fatal(err)
 		}
 		if err := os.Rename(tmp, filepath.Join(served, "svc.tar.gz")); err != nil {
 			t.Fatal(err)

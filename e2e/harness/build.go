@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -13,7 +14,14 @@ var (
 	binDir   string
 	built    = map[string]string{}
 	buildErr = map[string]string{}
+	// builtAll is set once the first Binary call tried Commands at once.
+	builtAll bool
 )
+
+// Commands are the commands e2e tests run. The first Binary call for one
+// of them builds them all in one go build, which compiles their shared
+// packages once and links them in parallel.
+var Commands = []string{"svc-sidecar", "core", "svc-demo"}
 
 // BuildTags are the build tags of the binaries, as `make build` sets them:
 // vtprotobuf compiles go-control-plane's generated marshaling, which the
@@ -41,9 +49,18 @@ func Binary(t testing.TB, name string) string {
 		}
 		binDir = d
 	}
-	cmd := exec.Command(goTool(), "build", "-tags", BuildTags, "-o", binDir+string(filepath.Separator), "./cmd/"+name)
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
+	if !builtAll && slices.Contains(Commands, name) {
+		builtAll = true
+		if buildCommands(root, Commands...) == nil {
+			for _, c := range Commands {
+				built[c] = filepath.Join(binDir, c)
+			}
+			return built[name]
+		}
+		// One of them does not build: each is built on its own below,
+		// so that only the tests needing it fail, with its own output.
+	}
+	out, err := buildCommandsOutput(root, name)
 	if err != nil {
 		buildErr[name] = string(out) + err.Error()
 		t.Fatalf("build ./cmd/%s failed:\n%s", name, buildErr[name])
@@ -51,6 +68,22 @@ func Binary(t testing.TB, name string) string {
 	p := filepath.Join(binDir, name)
 	built[name] = p
 	return p
+}
+
+// buildCommands builds ./cmd/<name> of each name into binDir.
+func buildCommands(root string, names ...string) error {
+	_, err := buildCommandsOutput(root, names...)
+	return err
+}
+
+func buildCommandsOutput(root string, names ...string) ([]byte, error) {
+	args := []string{"build", "-tags", BuildTags, "-o", binDir + string(filepath.Separator)}
+	for _, n := range names {
+		args = append(args, "./cmd/"+n)
+	}
+	cmd := exec.Command(goTool(), args...)
+	cmd.Dir = root
+	return cmd.CombinedOutput()
 }
 
 // Cleanup removes the binaries built during the run. TestMain calls it
@@ -62,6 +95,7 @@ func Cleanup() {
 		_ = os.RemoveAll(binDir)
 		binDir = ""
 		built = map[string]string{}
+		builtAll = false
 	}
 }
 
