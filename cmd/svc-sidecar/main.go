@@ -13,7 +13,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -68,14 +67,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		carried = &sidecar.CarriedBundle{}
 	}
 	os.Unsetenv(envCarried)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
+	stops := watchStopSignals()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	next, err := serveImage(ctx, *configPath, stderr, set, hup, carried)
+	next, err := serveImage(stops.ctx, *configPath, stderr, set, hup, carried)
+	// From here on SIGTERM and SIGINT end the process by their default
+	// action: this image has drained and a signal must not be lost in
+	// the exec of the next one.
+	signalled := stops.release()
 	switch {
-	case err == nil && next != nil && ctx.Err() != nil:
+	case err == nil && next != nil && signalled:
 		// SIGTERM or SIGINT arrived while this image drained for a
 		// restart: the signal would die with this image, so stop here
 		// instead of starting a new one that never heard it.
