@@ -21,11 +21,11 @@ import (
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"google.golang.org/genproto/googleapis/rpc/code"
-	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/testkit/noopauthz"
 )
 
 // Load of BenchmarkCompareNoop: Envoys of a node share a few connections
@@ -312,7 +312,7 @@ func procCPU(b *testing.B, pid int) time.Duration {
 	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
-// noopProcess is the e2e test binary serving noopAuthz.
+// noopProcess is the e2e test binary serving noopauthz.Server.
 type noopProcess struct {
 	*harness.Process
 	addr string
@@ -349,14 +349,14 @@ func startNoopProcess(b *testing.B) *noopProcess {
 	}
 }
 
-// serveNoop serves noopAuthz on addr until SIGTERM or SIGINT.
+// serveNoop serves noopauthz.Server on addr until SIGTERM or SIGINT.
 func serveNoop(addr string) error {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
 	g := grpc.NewServer()
-	authv3.RegisterAuthorizationServer(g, noopAuthz{})
+	authv3.RegisterAuthorizationServer(g, noopauthz.Server{})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	go func() {
@@ -367,16 +367,4 @@ func serveNoop(addr string) error {
 		return err
 	}
 	return nil
-}
-
-// noopAuthz answers every Check with OK and does nothing else.
-type noopAuthz struct {
-	authv3.UnimplementedAuthorizationServer
-}
-
-func (noopAuthz) Check(context.Context, *authv3.CheckRequest) (*authv3.CheckResponse, error) {
-	return &authv3.CheckResponse{
-		Status:       &status.Status{Code: int32(code.Code_OK)},
-		HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{}},
-	}, nil
 }

@@ -2,12 +2,7 @@ package e2e
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"net/http"
 	"os"
@@ -25,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // loadClients is the number of goroutines, each on its own connection,
@@ -283,20 +279,9 @@ func TestRestartAndReloadUnderLoad(t *testing.T) {
 // the paths of the private and the public key.
 func ecKeyPair(t *testing.T, dir string) (private, public string) {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	private = harness.WriteFile(t, dir, "bundle.pem", string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})))
-	public = harness.WriteFile(t, dir, "bundle.pub.pem", string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})))
+	priv, pub := testkit.ECKeyPEM(t)
+	private = harness.WriteFile(t, dir, "bundle.pem", string(priv))
+	public = harness.WriteFile(t, dir, "bundle.pub.pem", string(pub))
 	return private, public
 }
 

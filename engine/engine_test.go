@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/idptest"
 	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // claimsFor returns the claims of user-1 in tenant with roles, valid for
@@ -293,7 +293,7 @@ func TestAudiencesUnsetWarnsAtStart(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var buf syncBuffer
+			var buf testkit.SyncBuffer
 			cfg := prodConfig(p.JWKSURL())
 			cfg.JWT.Audiences = tt.audiences
 			newEngine(t, cfg, engine.Deps{Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
@@ -303,24 +303,6 @@ func TestAudiencesUnsetWarnsAtStart(t *testing.T) {
 			}
 		})
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the engine's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestValidateTokenCountsTowardTheRateLimit(t *testing.T) {
@@ -354,7 +336,7 @@ func (failingLimiter) Allow(context.Context, string) (bool, time.Duration, error
 func TestRateLimiterOutageWarnsOncePerInterval(t *testing.T) {
 	p := idptest.New(t)
 	var (
-		buf syncBuffer
+		buf testkit.SyncBuffer
 		mu  sync.Mutex
 		now = time.Now()
 	)

@@ -13,6 +13,7 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // TestPolicyDirErrorNamesTheSetting checks that a policy directory that
@@ -91,7 +92,7 @@ func TestJWKSFailureNamesTheSetting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	e, err := engine.New(cfg, engine.Deps{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/samlgw"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
@@ -350,7 +351,7 @@ func TestLoginRefusesOpenRedirect(t *testing.T) {
 }
 
 func TestDevelopmentSkipsSignatureOnly(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	f := newFixture(t, withSAML(allowIDPInitiated), devMode, func(_ *config.Config, d *samlgw.Deps) {
 		d.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/samlgw"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
@@ -122,7 +123,7 @@ func TestACSJSONAnswer(t *testing.T) {
 // Each refusal is logged with its code, and no log line carries the
 // assertion or who it names.
 func TestACSRefusalLogged(t *testing.T) {
-	var buf syncBuffer
+	var buf testkit.SyncBuffer
 	f := newFixture(t, withSAML(allowIDPInitiated), func(_ *config.Config, d *samlgw.Deps) {
 		d.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
 	})

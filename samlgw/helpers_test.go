@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/beevik/etree"
@@ -286,23 +285,4 @@ func (f *fixture) answeredOnce(t testing.TB, r testidp.Response) {
 	if a := f.post(t, signed(t, r), true); a.status != http.StatusUnauthorized || a.code != string(samlgw.RequestUnknown) {
 		t.Fatalf("second answer to one request: %d %q, want 401 %q", a.status, a.code, samlgw.RequestUnknown)
 	}
-}
-
-// syncBuffer is a log destination that handlers write to while the test
-// reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -3,12 +3,7 @@ package sidecar
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"io"
 	"io/fs"
 	"net/http"
@@ -27,6 +22,7 @@ import (
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/policies"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 )
@@ -55,26 +51,6 @@ func writePolicy(t testing.TB, dir string, restricted bool) {
 	if err := os.WriteFile(filepath.Join(dir, "authz.rego"), src, 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// ecKeyPEM returns a fresh P-256 key as PEM: private (to sign bundles)
-// and public (to verify them).
-func ecKeyPEM(t testing.TB) (private, public []byte) {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})
 }
 
 // buildBundle bundles the policy directory dir, signed with signKey
@@ -369,8 +345,8 @@ func TestReloadDirectory(t *testing.T) {
 // keeps deciding.
 func TestReloadBundle(t *testing.T) {
 	idp := newTestIdP(t)
-	signKey, verifyKey := ecKeyPEM(t)
-	otherKey, _ := ecKeyPEM(t)
+	signKey, verifyKey := testkit.ECKeyPEM(t)
+	otherKey, _ := testkit.ECKeyPEM(t)
 	restricted := t.TempDir()
 	writePolicy(t, restricted, true)
 

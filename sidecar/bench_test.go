@@ -17,11 +17,11 @@ import (
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"google.golang.org/genproto/googleapis/rpc/code"
-	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/internal/testkit/noopauthz"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 )
 
@@ -206,19 +206,7 @@ func startBenchSidecar(b *testing.B, idp *testIdP) *running {
 	return r
 }
 
-// noopAuthz answers every Check with OK and does nothing else.
-type noopAuthz struct {
-	authv3.UnimplementedAuthorizationServer
-}
-
-func (noopAuthz) Check(context.Context, *authv3.CheckRequest) (*authv3.CheckResponse, error) {
-	return &authv3.CheckResponse{
-		Status:       &status.Status{Code: int32(code.Code_OK)},
-		HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{}},
-	}, nil
-}
-
-// startNoopAuthz serves noopAuthz on a loopback port of its own.
+// startNoopAuthz serves noopauthz.Server on a loopback port of its own.
 func startNoopAuthz(b *testing.B) net.Addr {
 	b.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -226,7 +214,7 @@ func startNoopAuthz(b *testing.B) net.Addr {
 		b.Fatal(err)
 	}
 	g := grpc.NewServer()
-	authv3.RegisterAuthorizationServer(g, noopAuthz{})
+	authv3.RegisterAuthorizationServer(g, noopauthz.Server{})
 	go func() { _ = g.Serve(lis) }()
 	b.Cleanup(g.Stop)
 	return lis.Addr()

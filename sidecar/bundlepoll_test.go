@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // TestBundlePollAfterUpload: the poller asks with the ETag of the active
@@ -19,7 +20,7 @@ import (
 // bundle), and the next poll asks without If-None-Match.
 func TestBundlePollAfterUpload(t *testing.T) {
 	idp := newTestIdP(t)
-	signKey, verifyKey := ecKeyPEM(t)
+	signKey, verifyKey := testkit.ECKeyPEM(t)
 	dir := t.TempDir()
 	writePolicy(t, dir, true)
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // buildBundleAt bundles dir signed with signKey, recording created as its
@@ -39,7 +40,7 @@ func signedConfig(t testing.TB, idp *testIdP, verifyKey []byte) config.Config {
 // time) is refused unless the caller asks for it.
 func TestBundleRevisionNotBackwards(t *testing.T) {
 	idp := newTestIdP(t)
-	signKey, verifyKey := ecKeyPEM(t)
+	signKey, verifyKey := testkit.ECKeyPEM(t)
 	dir := t.TempDir()
 	writePolicy(t, dir, true)
 	r := startSidecar(t, signedConfig(t, idp, verifyKey))
@@ -99,7 +100,7 @@ func TestOlderBundle(t *testing.T) {
 // that was active, not the configured policy it started from.
 func TestBundlePersistedAcrossRestart(t *testing.T) {
 	idp := newTestIdP(t)
-	signKey, verifyKey := ecKeyPEM(t)
+	signKey, verifyKey := testkit.ECKeyPEM(t)
 	dir := t.TempDir()
 	writePolicy(t, dir, true)
 	cfg := signedConfig(t, idp, verifyKey)
@@ -125,7 +126,7 @@ func TestBundlePersistedAcrossRestart(t *testing.T) {
 
 	// A persisted bundle that no longer verifies (the key was rotated)
 	// is not served: the configured policy is.
-	_, rotated := ecKeyPEM(t)
+	_, rotated := testkit.ECKeyPEM(t)
 	if err := os.WriteFile(cfg.Policy.BundleVerifyKeyFile, rotated, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // devConfig is a development-mode configuration on free ports, where an
@@ -149,7 +150,7 @@ func TestConfigRedactsURLs(t *testing.T) {
 // directory or the embedded default.
 func TestDirectoryReloadRefusedWithVerifyKey(t *testing.T) {
 	idp := newTestIdP(t)
-	signKey, verifyKey := ecKeyPEM(t)
+	signKey, verifyKey := testkit.ECKeyPEM(t)
 	restricted := t.TempDir()
 	writePolicy(t, restricted, true)
 	cfg := testConfig(idp)

@@ -1,15 +1,15 @@
 package sidecar
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // TestStatusAgreesWithReadiness starts a sidecar whose identity provider
@@ -43,24 +43,6 @@ func TestStatusAgreesWithReadiness(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // TestReloadFailuresAreLogged checks that a reload that fails is logged
 // as a warning naming the file and line of the error, and that a body
 // that is no bundle at all is reported as such.
@@ -69,7 +51,7 @@ func TestReloadFailuresAreLogged(t *testing.T) {
 	cfg := testConfig(idp)
 	cfg.Policy.Dir = t.TempDir()
 	writePolicy(t, cfg.Policy.Dir, false)
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	r := startServer(t, Deps{Engine: newTestEngine(t, cfg), Logger: logger})
 	waitFor(t, "ready", r.isReady)

@@ -2,7 +2,6 @@ package audit
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,33 +13,16 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
-
-// lockedBuffer is a bytes.Buffer safe to read while the writer goroutine
-// writes to it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // gateWriter blocks every Write until release is closed, announcing each
 // call on entered first.
 type gateWriter struct {
 	entered chan struct{}
 	release chan struct{}
-	lockedBuffer
+	testkit.SyncBuffer
 }
 
 func newGateWriter() *gateWriter {
@@ -50,7 +32,7 @@ func newGateWriter() *gateWriter {
 func (g *gateWriter) Write(p []byte) (int, error) {
 	g.entered <- struct{}{}
 	<-g.release
-	return g.lockedBuffer.Write(p)
+	return g.SyncBuffer.Write(p)
 }
 
 func decodeLines(t *testing.T, s string) []Record {
@@ -96,7 +78,7 @@ func logWithin(t *testing.T, d time.Duration, fn func()) {
 }
 
 func TestLoggerWritesEveryField(t *testing.T) {
-	var out lockedBuffer
+	var out testkit.SyncBuffer
 	l := New(&out, Options{})
 	l.Log(fullRecord())
 	r := fullRecord()
@@ -135,7 +117,7 @@ func TestLoggerWritesEveryField(t *testing.T) {
 
 func TestLoggerPreservesOrder(t *testing.T) {
 	const n = 2000
-	var out lockedBuffer
+	var out testkit.SyncBuffer
 	l := New(&out, Options{QueueSize: n})
 	for i := range n {
 		l.Log(seqRecord(i))
@@ -222,7 +204,7 @@ func TestLoggerCloseDeadline(t *testing.T) {
 }
 
 func TestLoggerLogAfterClose(t *testing.T) {
-	var out lockedBuffer
+	var out testkit.SyncBuffer
 	l := New(&out, Options{})
 	l.Log(seqRecord(0))
 	closeNow(t, l)
@@ -237,7 +219,7 @@ func TestLoggerLogAfterClose(t *testing.T) {
 
 func TestLoggerConcurrentLog(t *testing.T) {
 	const workers, each = 8, 500
-	var out lockedBuffer
+	var out testkit.SyncBuffer
 	l := New(&out, Options{QueueSize: 64})
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -267,7 +249,7 @@ func TestLoggerConcurrentLog(t *testing.T) {
 }
 
 func TestLoggerFlushesWhenIdle(t *testing.T) {
-	var out lockedBuffer
+	var out testkit.SyncBuffer
 	l := New(&out, Options{FlushInterval: time.Hour})
 	defer closeNow(t, l)
 	l.Log(seqRecord(0))
@@ -283,7 +265,7 @@ func TestLoggerFlushesWhenIdle(t *testing.T) {
 // failingWriter fails its first n writes.
 type failingWriter struct {
 	n int
-	lockedBuffer
+	testkit.SyncBuffer
 }
 
 func (f *failingWriter) Write(p []byte) (int, error) {
@@ -291,11 +273,11 @@ func (f *failingWriter) Write(p []byte) (int, error) {
 		f.n--
 		return 0, errors.New("disk full")
 	}
-	return f.lockedBuffer.Write(p)
+	return f.SyncBuffer.Write(p)
 }
 
 func TestLoggerWriteErrors(t *testing.T) {
-	var logs lockedBuffer
+	var logs testkit.SyncBuffer
 	fw := &failingWriter{n: 2}
 	l := New(fw, Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	for i := range 3 {

@@ -1,7 +1,6 @@
 package jwks_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/jwks"
 	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 func codeOf(err error) reason.Code { return reason.Of(err, "") }
@@ -401,7 +401,7 @@ func TestNewOptions(t *testing.T) {
 
 func TestLogging(t *testing.T) {
 	k := keys()
-	var buf safeBuffer
+	var buf testkit.SyncBuffer
 	p := newIDP(t, jwksJSON(t, rsaJWK("good", &k.rsa.PublicKey), rsaJWK("weak", &k.weak.PublicKey)))
 	c, err := jwks.New(jwks.Options{
 		URL:             p.srv.URL + "/jwks.json?client_secret=s3cr3t",
@@ -434,22 +434,4 @@ func TestLogging(t *testing.T) {
 			t.Errorf("log holds %q:\n%s", secret, out)
 		}
 	}
-}
-
-// safeBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type safeBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *safeBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *safeBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
