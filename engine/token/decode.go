@@ -23,10 +23,12 @@ var (
 // into a map[string]any with UseNumber: nested objects become
 // map[string]any, arrays []any, numbers json.Number holding the literal,
 // duplicate members keep the last value, and strings with escapes or
-// invalid UTF-8 are unquoted by encoding/json itself. It exists because
-// the claims of every uncached token are decoded on the request path and
-// encoding/json's reflection costs several times the work; FuzzDecodeObject
-// holds the two decoders to the same results.
+// invalid UTF-8 are unquoted by encoding/json itself. The request path
+// decodes the header and claims of every uncached token with its strict
+// form, decodeUniqueObject, because encoding/json's reflection costs
+// several times the work; this form, which keeps the last duplicate as
+// encoding/json does, is what FuzzDecodeObject holds to encoding/json's
+// results on every input, duplicates included.
 //
 // decodeObject takes ownership of buf: plain strings and numbers in the
 // result alias it (saving a copy and an allocation each), so buf must not

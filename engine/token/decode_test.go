@@ -109,10 +109,10 @@ var benchClaims = []byte(`{"aud":"svc","big":123456789012345678901234567890,"ema
 
 // BenchmarkDecodeClaims compares the claims decoder with encoding/json.
 func BenchmarkDecodeClaims(b *testing.B) {
-	b.Run("decodeObject", func(b *testing.B) {
+	b.Run("decodeUniqueObject", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := decodeObject(benchClaims); err != nil {
+			if _, err := decodeUniqueObject(benchClaims); err != nil {
 				b.Fatal(err)
 			}
 		}
