@@ -18,6 +18,7 @@ import (
 
 	"github.com/beevik/etree"
 	"github.com/crewjam/saml"
+	"github.com/svc-dev/svc/engine/loopback"
 )
 
 // Bounds of IdP metadata fetching.
@@ -216,7 +217,7 @@ func checkMetadataRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= maxMetadataRedirects {
 		return fmt.Errorf("more than %d redirects", maxMetadataRedirects)
 	}
-	if req.URL.Scheme != "https" && !(req.URL.Scheme == "http" && isLoopback(req.URL.Hostname())) {
+	if !loopback.SecureURL(req.URL) {
 		return fmt.Errorf("redirect to %s://%s refused: metadata is fetched over https only (http on loopback)", req.URL.Scheme, req.URL.Host)
 	}
 	return nil

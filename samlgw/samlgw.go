@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -40,6 +39,7 @@ import (
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/issuer"
+	"github.com/svc-dev/svc/engine/loopback"
 	"github.com/svc-dev/svc/engine/ratelimit"
 )
 
@@ -124,7 +124,7 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 	}
 	g := &Gateway{
 		cfg: *s, acsURL: acs, issuer: deps.Issuer, log: deps.Logger, audit: deps.Audit, now: deps.Now,
-		secure: !(acs.Scheme == "http" && isLoopback(acs.Hostname())),
+		secure: !(acs.Scheme == "http" && loopback.Host(acs.Hostname())),
 	}
 	if g.spKey, g.spCert, err = loadSPKeyPair(*s); err != nil {
 		return nil, err
@@ -293,12 +293,4 @@ func parsePrivateKey(data []byte) (crypto.Signer, error) {
 		return k, nil
 	}
 	return nil, errors.New("the key is neither RSA nor ECDSA")
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

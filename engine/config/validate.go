@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/svc-dev/svc/engine/loopback"
 )
 
 // Log levels accepted in log.level.
@@ -416,7 +418,7 @@ func checkURL(s string, httpsOnly bool) string {
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Hostname() == "" {
 		return fmt.Sprintf("must be an absolute http(s) URL with a host, got %q", u.Redacted())
 	}
-	if httpsOnly && u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+	if httpsOnly && u.Scheme == "http" && !loopback.Host(u.Hostname()) {
 		return fmt.Sprintf("must use https (http only on a loopback host), got %q", u.Redacted())
 	}
 	return ""
@@ -430,15 +432,6 @@ func urlReason(err error) string {
 		return ue.Err.Error()
 	}
 	return "unparseable"
-}
-
-// isLoopbackHost reports whether host is localhost, in 127.0.0.0/8 or ::1.
-func isLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // checkRoutePath accepts an absolute path whose "{name}" placeholders are

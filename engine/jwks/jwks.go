@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -33,6 +32,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/svc-dev/svc/engine/loopback"
 	"github.com/svc-dev/svc/engine/reason"
 )
 
@@ -169,8 +169,7 @@ func New(opts Options) (*Cache, error) {
 	switch {
 	case u.Host == "":
 		return nil, errors.New("jwks: url must be absolute with a host")
-	case u.Scheme == "https":
-	case u.Scheme == "http" && isLoopback(u.Hostname()):
+	case loopback.SecureURL(u):
 	default:
 		return nil, fmt.Errorf("jwks: url scheme %q not allowed: use https (http only on a loopback host)", u.Scheme)
 	}
@@ -307,18 +306,10 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= 5 {
 		return errors.New("too many redirects")
 	}
-	if req.URL.Scheme != "https" && !(req.URL.Scheme == "http" && isLoopback(req.URL.Hostname())) {
+	if !loopback.SecureURL(req.URL) {
 		return fmt.Errorf("redirect to scheme %q refused", req.URL.Scheme)
 	}
 	return nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // redactURL drops credentials and the query, which may carry secrets, from
