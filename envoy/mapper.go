@@ -46,6 +46,19 @@ type Mapper struct {
 	// sessionCookie names the cookie that carries a token issued by the
 	// SAML gateway; read only when there is no Authorization header.
 	sessionCookie string
+	// caseSensitive matches the literal segments of route templates
+	// case-sensitively (envoy.routes_case_sensitive).
+	caseSensitive bool
+}
+
+// WithCaseSensitiveRoutes makes the route table match literal segments
+// case-sensitively (envoy.routes_case_sensitive); a request that would
+// match a route in another letter case is then refused with
+// reason.PathInvalid instead of falling to the default mapping. The
+// default folds case. It returns m.
+func (m *Mapper) WithCaseSensitiveRoutes(on bool) *Mapper {
+	m.caseSensitive = on
+	return m
 }
 
 // WithSessionCookie makes the mapper take the token from the cookie name
@@ -108,8 +121,12 @@ type proxyRequest struct {
 //     HEAD read, POST creates, PUT and PATCH update, DELETE deletes, another
 //     method made of letters is lower-cased and any other is FallbackVerb.
 //
-// Paths are judged percent-decoded, segment by segment, with empty and dot
-// segments resolved, as the upstream will serve them. input.request
+// Route templates match their literal segments in any letter case, and
+// the last segment with or without one format suffix (".json"), as
+// Express, ASP.NET Core and Rails route; with WithCaseSensitiveRoutes a
+// request that matches a route only in another case is refused (see
+// matchRoute). Paths are judged percent-decoded, segment by segment, with
+// empty and dot segments resolved, as the upstream will serve them. input.request
 // carries the method, that normalized path, the host, the query (a key
 // given several times keeps its values joined with ",") and the headers
 // less authorization, cookie, proxy-authorization, HTTP/2 pseudo-headers
@@ -210,13 +227,9 @@ func (m *Mapper) mapRequest(pr proxyRequest) (string, engine.Input, error) {
 	}
 	verb := verbOf(method)
 
-	var c captures
-	var rt *route
-	for i := range m.routes {
-		if cc, ok := m.routes[i].match(method, segs); ok {
-			c, rt = cc, &m.routes[i]
-			break
-		}
+	c, rt, err := m.matchRoute(method, segs)
+	if err != nil {
+		return "", engine.Input{}, err
 	}
 
 	// Each field: context extension, then route, then default.
@@ -278,6 +291,32 @@ func (m *Mapper) mapRequest(pr proxyRequest) (string, engine.Input, error) {
 		}
 	}
 	return tok, in, nil
+}
+
+// matchRoute finds the first route that matches method and segs; rt is
+// nil when none does. Routes fold case unless m.caseSensitive; then a
+// request that only a case-folding match would give a route (a near miss:
+// "/api/reports/1/Export" for "/api/reports/{id}/export") is refused with
+// reason.PathInvalid. An upstream that routes case-insensitively serves it
+// as that route, and the default mapping would judge it as something else
+// ("api:create" instead of the route's "reports:export").
+func (m *Mapper) matchRoute(method string, segs []string) (captures, *route, error) {
+	fold := !m.caseSensitive
+	for i := range m.routes {
+		if c, ok := m.routes[i].match(method, segs, fold); ok {
+			return c, &m.routes[i], nil
+		}
+	}
+	if fold {
+		return captures{}, nil, nil
+	}
+	for i := range m.routes {
+		if _, ok := m.routes[i].match(method, segs, true); ok {
+			return captures{}, nil, reason.New(reason.PathInvalid,
+				"request path matches route %q only in another letter case (envoy.routes_case_sensitive is on)", m.routes[i].template)
+		}
+	}
+	return captures{}, nil, nil
 }
 
 // cookieValue returns the value of the cookie name in a Cookie header (or

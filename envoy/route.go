@@ -32,6 +32,7 @@ type tmplSeg struct {
 	literal string         // segLiteral
 	name    string         // segParam
 	re      *regexp.Regexp // segMixed, anchored
+	reFold  *regexp.Regexp // segMixed, anchored, literal parts in any case
 	names   []string       // segMixed: placeholder name of each group
 }
 
@@ -150,7 +151,13 @@ func compileSegment(part string) (tmplSeg, error) {
 	if err != nil {
 		return tmplSeg{}, fmt.Errorf("segment %q: %w", part, err)
 	}
-	return tmplSeg{kind: segMixed, re: re, names: names}, nil
+	// (?i) folds the literal parts only in effect: a capture is (.+?),
+	// which any case matches, and keeps the request's own letters.
+	reFold, err := regexp.Compile("(?i)" + expr.String())
+	if err != nil {
+		return tmplSeg{}, fmt.Errorf("segment %q: %w", part, err)
+	}
+	return tmplSeg{kind: segMixed, re: re, reFold: reFold, names: names}, nil
 }
 
 func writeLiteral(b *strings.Builder, lit, part string) error {
@@ -163,12 +170,34 @@ func writeLiteral(b *strings.Builder, lit, part string) error {
 }
 
 // match reports whether the route applies to method and the decoded path
-// segments, and what it captured.
-func (rt *route) match(method string, segs []string) (captures, bool) {
-	var c captures
+// segments, and what it captured. With fold, literal segments (and the
+// literal parts of mixed ones) match in any letter case, as the routers of
+// Express, ASP.NET Core and others do; captured values keep the request's
+// case either way (ids are case-sensitive).
+//
+// The last segment may also carry one format suffix, ".json" or any "."
+// followed by ASCII letters and digits (see formatSuffix): Rails serves
+// "/reports/1/export.json" as the "/reports/1/export" route. The segment
+// is tried as sent first, so a template that matches it whole
+// ("/files/{name}", "/files/{id}.json") captures it whole.
+func (rt *route) match(method string, segs []string, fold bool) (captures, bool) {
 	if len(rt.methods) > 0 && !slices.Contains(rt.methods, method) {
-		return c, false
+		return captures{}, false
 	}
+	if c, ok := rt.matchSegs(segs, fold); ok {
+		return c, true
+	}
+	if n := len(segs); n > 0 {
+		if base, ok := formatSuffix(segs[n-1]); ok {
+			stripped := append(slices.Clip(segs[:n-1]), base)
+			return rt.matchSegs(stripped, fold)
+		}
+	}
+	return captures{}, false
+}
+
+func (rt *route) matchSegs(segs []string, fold bool) (captures, bool) {
+	var c captures
 	if len(segs) < len(rt.segs) || (!rt.rest && len(segs) != len(rt.segs)) {
 		return c, false
 	}
@@ -176,13 +205,17 @@ func (rt *route) match(method string, segs []string) (captures, bool) {
 		s := segs[i]
 		switch ts.kind {
 		case segLiteral:
-			if s != ts.literal {
+			if s != ts.literal && (!fold || !strings.EqualFold(s, ts.literal)) {
 				return captures{}, false
 			}
 		case segParam:
 			c.set(ts.name, s)
 		case segMixed:
-			m := ts.re.FindStringSubmatch(s)
+			re := ts.re
+			if fold {
+				re = ts.reFold
+			}
+			m := re.FindStringSubmatch(s)
 			if m == nil {
 				return captures{}, false
 			}
@@ -192,4 +225,22 @@ func (rt *route) match(method string, segs []string) (captures, bool) {
 		}
 	}
 	return c, true
+}
+
+// formatSuffix splits a format suffix off a path segment: "export.json"
+// is "export". A suffix is a "." followed by one or more ASCII letters or
+// digits, after a non-empty base; only the last one is taken
+// ("a.tar.gz" is "a.tar").
+func formatSuffix(seg string) (base string, ok bool) {
+	dot := strings.LastIndexByte(seg, '.')
+	if dot <= 0 || dot == len(seg)-1 {
+		return "", false
+	}
+	for i := dot + 1; i < len(seg); i++ {
+		c := seg[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return "", false
+		}
+	}
+	return seg[:dot], true
 }

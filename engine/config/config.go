@@ -26,6 +26,9 @@ type Config struct {
 	RateLimit RateLimit `toml:"rate_limit" yaml:"rate_limit"`
 	// Sidecar holds the daemon's own listeners and lifecycle settings.
 	Sidecar Sidecar `toml:"sidecar" yaml:"sidecar"`
+	// Envoy tunes how proxied requests (Envoy ext_authz and the HTTP
+	// check) are matched against the route table sidecar.routes.
+	Envoy Envoy `toml:"envoy" yaml:"envoy"`
 	// Audit configures the decision audit log.
 	Audit Audit `toml:"audit" yaml:"audit"`
 	// Log configures structured logging.
@@ -324,6 +327,19 @@ type Sidecar struct {
 	// Routes map request paths to resources and actions for the Envoy and
 	// HTTP check paths, tried in order.
 	Routes []Route `toml:"routes" yaml:"routes"`
+}
+
+// Envoy is the [envoy] table: how a proxied request meets the route table
+// (sidecar.routes).
+type Envoy struct {
+	// RoutesCaseSensitive matches the literal segments of route templates
+	// case-sensitively. Default false: "/api/reports/{id}/export" also
+	// matches ".../Export" and ".../EXPORT", as Express, ASP.NET Core and
+	// other case-insensitive routers serve them. Set it only when every
+	// upstream routes case-sensitively; a request that then differs from a
+	// route only in case is refused (path-invalid) rather than mapped by
+	// the default rule. Env SVC_ENVOY_ROUTES_CASE_SENSITIVE.
+	RoutesCaseSensitive bool `toml:"routes_case_sensitive" yaml:"routes_case_sensitive"`
 }
 
 // Route maps a path template such as "/api/{resource}/{id}" to an action.

@@ -147,6 +147,7 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		{"SVC_JWT_CACHE_MAX_AGE", "90s", func(c Config) any { return c.JWT.CacheMaxAge }, dur(90 * time.Second)},
 		{"SVC_CHECK_PROXY", "nginx", func(c Config) any { return c.Sidecar.CheckProxy }, "nginx"},
 		{"SVC_TRUST_FORWARDED_FOR", "true", func(c Config) any { return c.Sidecar.TrustForwardedFor }, true},
+		{"SVC_ENVOY_ROUTES_CASE_SENSITIVE", "false", func(c Config) any { return c.Envoy.RoutesCaseSensitive }, false},
 		{"SVC_POLICY_MODE", "dry-run", func(c Config) any { return c.Policy.Mode }, "dry-run"},
 		{"SVC_AUDIT_MAX_SIZE_MB", "7", func(c Config) any { return c.Audit.MaxSizeMB }, 7},
 		{"SVC_AUDIT_MAX_BACKUPS", "0", func(c Config) any { return c.Audit.MaxBackups }, 0},

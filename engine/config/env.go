@@ -110,6 +110,16 @@ var envTable = []EnvVar{
 			c.Sidecar.TrustForwardedFor = b
 			return ""
 		}},
+	{Name: "SVC_ENVOY_ROUTES_CASE_SENSITIVE", Key: "envoy.routes_case_sensitive",
+		Help: "true matches the literal segments of sidecar.routes templates case-sensitively (default false: case folded).",
+		apply: func(c *Config, v string) string {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return "must be true or false, got " + strconv.Quote(v)
+			}
+			c.Envoy.RoutesCaseSensitive = b
+			return ""
+		}},
 	{Name: "SVC_ADMIN_TOKEN_FILE", Key: "sidecar.admin_token_file",
 		Help:  "File holding the bearer token that lets non-loopback callers use mutating endpoints.",
 		apply: func(c *Config, v string) string { c.Sidecar.AdminTokenFile = v; return "" }},
