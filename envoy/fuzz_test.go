@@ -218,12 +218,14 @@ func FuzzRolesHeader(f *testing.F) {
 }
 
 // FuzzForwardedRequest checks where /check takes the original method
-// from: never from the set of headers the configured proxy does not set,
-// and never the check request's own method when the proxy named one.
+// from: only from a method header the configured proxy sets, never the
+// check request's own method, and never when the other proxy's method
+// header arrives alone with the URI of one.
 func FuzzForwardedRequest(f *testing.F) {
 	f.Add(uint8(0), "/orders/1", "", "/orders/1", "DELETE")
 	f.Add(uint8(0), "/orders/1", "POST", "/orders/1", "")
 	f.Add(uint8(0), "/orders/1", "", "", "DELETE")
+	f.Add(uint8(0), "/orders/1", "", "", "")
 	f.Add(uint8(1), "/orders/1", "", "/public", "DELETE")
 	f.Add(uint8(2), "/public", "GET", "/orders/1", "PUT")
 	modes := []string{config.CheckProxyAuto, config.CheckProxyNginx, config.CheckProxyForwarded}
@@ -237,20 +239,28 @@ func FuzzForwardedRequest(f *testing.F) {
 		}
 		pr, _, err := forwardedRequest(r, proxy)
 		if err != nil {
+			if c := reason.Of(err, ""); c != reason.InputInvalid {
+				t.Fatalf("%s: reason %q, want %s", proxy, c, reason.InputInvalid)
+			}
 			return
 		}
-		var named []string // methods of the sets the proxy mode reads that named the URI
-		if proxy != config.CheckProxyForwarded && origURI != "" && origMethod != "" {
+		nginx := proxy != config.CheckProxyForwarded && origURI != ""
+		forwarded := proxy != config.CheckProxyNginx && fwdURI != ""
+		switch {
+		case nginx && !forwarded && fwdMethod != "":
+			t.Fatalf("%s: an nginx check with X-Forwarded-Method was taken", proxy)
+		case forwarded && !nginx && origMethod != "":
+			t.Fatalf("%s: a forwarded check with X-Original-Method was taken", proxy)
+		}
+		var named []string // method headers of the sets that named the URI
+		if nginx && origMethod != "" {
 			named = append(named, origMethod)
 		}
-		if proxy != config.CheckProxyNginx && fwdURI != "" && fwdMethod != "" && (proxy == config.CheckProxyForwarded || origURI == "" || origURI == fwdURI) {
+		if forwarded && fwdMethod != "" && (!nginx || origURI == fwdURI) {
 			named = append(named, fwdMethod)
 		}
 		if len(named) == 0 {
-			if pr.method != r.Method {
-				t.Fatalf("%s: method %q, want the request's own %q", proxy, pr.method, r.Method)
-			}
-			return
+			t.Fatalf("%s: method %q taken, but no header the proxy sets named one", proxy, pr.method)
 		}
 		for _, m := range named {
 			if !strings.EqualFold(pr.method, m) {

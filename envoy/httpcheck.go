@@ -125,28 +125,37 @@ func (s *Server) check(ctx context.Context, w http.ResponseWriter, pr proxyReque
 }
 
 // forwardedRequest reads the original request from nginx's X-Original-*
-// or Caddy's X-Forwarded-* headers, per proxy (sidecar.check_proxy):
+// or Caddy's X-Forwarded-* headers, per proxy (sidecar.check_proxy). The
+// method comes only from a header the proxy sets, never from the check
+// request itself (nginx's auth_request subrequest and Caddy's forward_auth
+// are always GET):
 //
-//   - nginx: X-Original-URI and X-Original-Method only; without the
-//     latter, the check request's own method;
-//   - forwarded (Caddy, Traefik): X-Forwarded-Uri and X-Forwarded-Method
-//     only; without the latter, the check request's own method;
+//   - nginx: X-Original-URI and X-Original-Method, both required (nginx
+//     sets neither by itself: the shipped nginx.conf sets both). An
+//     X-Forwarded-Method is the client's, since nginx never sets it, and
+//     the request is refused: a config that passes it on would pass a
+//     client's X-Original-Method on as well when it does not set one;
+//   - forwarded (Caddy, Traefik): X-Forwarded-Uri and X-Forwarded-Method,
+//     both required; an X-Original-Method is refused likewise;
 //   - auto: nginx's when X-Original-URI is present, else the forwarded
-//     headers. The two sets are passed on from the client by both proxies,
-//     so when both name a URI (or a method) they must agree, or the request
-//     is refused rather than authorized for a target the proxy will not
-//     serve; and a method is only ever taken from the set that named the
-//     URI: nginx sets no X-Forwarded-Method, so one on an nginx check
-//     request is the client's. When both sets name the URI, the method
+//     headers, with the rules of that proxy. The two sets are passed on
+//     from the client by both proxies, so when both name a URI (or a
+//     method) they must agree, or the request is refused rather than
+//     authorized for a target the proxy will not serve. When both sets
+//     name the URI, which proxy set which cannot be told, and the method
 //     named by either (they agree) is the proxy's.
+//
+// Every refusal carries reason.InputInvalid.
 func forwardedRequest(r *http.Request, proxy string) (proxyRequest, convention, error) {
 	origURI, fwdURI := r.Header.Get(headerOriginalURI), r.Header.Get(headerForwardedURI)
 	origMethod, fwdMethod := r.Header.Get(headerOriginalMethod), r.Header.Get(headerForwardedMethod)
+	// The other proxy's URI header is the client's: ignored. Its method
+	// header is refused below.
 	switch proxy {
 	case config.CheckProxyNginx:
-		fwdURI, fwdMethod = "", ""
+		fwdURI = ""
 	case config.CheckProxyForwarded:
-		origURI, origMethod = "", ""
+		origURI = ""
 	}
 	conv := conventionForwarded
 	target, method := fwdURI, fwdMethod
@@ -160,19 +169,27 @@ func forwardedRequest(r *http.Request, proxy string) (proxyRequest, convention, 
 		return proxyRequest{}, conv, reason.New(reason.InputInvalid, "X-Original-URI and X-Forwarded-Uri disagree")
 	case origMethod != "" && fwdMethod != "" && !strings.EqualFold(origMethod, fwdMethod):
 		return proxyRequest{}, conv, reason.New(reason.InputInvalid, "X-Original-Method and X-Forwarded-Method disagree")
-	}
-	if origURI != "" && fwdURI != "" {
+	case origURI != "" && fwdURI != "":
 		// Both sets name the URI: one was set by the proxy, the other
-		// passed on from the client, and which is which cannot be told.
-		// The proxy's method header, when it sets one, is then the only
-		// method named (two named methods were checked to agree above):
-		// falling back to the check request's own method would let a
-		// client behind Caddy turn its DELETE into the GET of the
-		// forward_auth request by adding an X-Original-URI.
+		// passed on from the client. The proxy's method header is then
+		// the only method named (two were checked to agree above).
 		method = firstNonEmpty(origMethod, fwdMethod)
+	case origURI != "" && fwdMethod != "":
+		return proxyRequest{}, conv, reason.New(reason.InputInvalid,
+			"X-Forwarded-Method on an nginx check request: nginx does not set it, so the client did; the proxy must drop it")
+	case fwdURI != "" && origMethod != "":
+		return proxyRequest{}, conv, reason.New(reason.InputInvalid,
+			"X-Original-Method on a forwarded check request: the proxy does not set it, so the client did; the proxy must drop it")
 	}
 	if method == "" {
-		method = r.Method
+		// The check request's own method is the proxy's GET, never the
+		// original one: judging a DELETE as that GET would allow it.
+		if conv == conventionNginx {
+			return proxyRequest{}, conv, reason.New(reason.InputInvalid,
+				"check request names no original method: the proxy must set X-Original-Method ($request_method)")
+		}
+		return proxyRequest{}, conv, reason.New(reason.InputInvalid,
+			"check request names no original method: the proxy must set X-Forwarded-Method")
 	}
 	return proxyRequest{
 		method:   method,

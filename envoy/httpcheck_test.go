@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/reason"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
@@ -228,28 +229,48 @@ func TestForwardedRequestTrust(t *testing.T) {
 		headers map[string]string
 		want    string // "METHOD target", or "error"
 	}{
-		{"nginx conf without X-Original-Method ignores the client's X-Forwarded-Method", config.CheckProxyAuto, "GET",
-			map[string]string{"X-Original-URI": "/orders/1", "X-Forwarded-Method": "DELETE"}, "GET /orders/1"},
+		// nginx's own auth_request example sets X-Original-URI only: the
+		// method is unknown (the subrequest is always GET), so the check
+		// is refused rather than judged as the GET, and a client's method
+		// header is never taken in its place.
+		{"nginx conf without X-Original-Method", config.CheckProxyAuto, "GET",
+			map[string]string{"X-Original-URI": "/orders/1"}, "error"},
+		{"nginx mode without X-Original-Method", config.CheckProxyNginx, "GET",
+			map[string]string{"X-Original-URI": "/orders/1"}, "error"},
+		{"nginx conf without X-Original-Method: a client's X-Forwarded-Method is refused", config.CheckProxyAuto, "GET",
+			map[string]string{"X-Original-URI": "/orders/1", "X-Forwarded-Method": "DELETE"}, "error"},
+		{"nginx: a client's X-Forwarded-Method is refused even when it agrees", config.CheckProxyAuto, "GET",
+			map[string]string{"X-Original-URI": "/orders/1", "X-Original-Method": "GET", "X-Forwarded-Method": "GET"}, "error"},
 		{"nginx", config.CheckProxyAuto, "GET",
 			map[string]string{"X-Original-URI": "/orders/1", "X-Original-Method": "DELETE"}, "DELETE /orders/1"},
 		{"caddy", config.CheckProxyAuto, "GET",
 			map[string]string{"X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "PUT"}, "PUT /orders/1"},
 		{"caddy without method", config.CheckProxyAuto, "GET",
-			map[string]string{"X-Forwarded-Uri": "/orders/1"}, "GET /orders/1"},
+			map[string]string{"X-Forwarded-Uri": "/orders/1"}, "error"},
+		{"caddy: a client's X-Original-Method is refused", config.CheckProxyAuto, "GET",
+			map[string]string{"X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "DELETE", "X-Original-Method": "DELETE"}, "error"},
 		{"auto: the two URIs disagree", config.CheckProxyAuto, "GET",
 			map[string]string{"X-Original-URI": "/public", "X-Forwarded-Uri": "/orders/1"}, "error"},
 		{"auto: the two methods disagree", config.CheckProxyAuto, "GET",
 			map[string]string{"X-Original-URI": "/orders/1", "X-Original-Method": "GET", "X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "DELETE"}, "error"},
+		{"auto: both URIs, no method", config.CheckProxyAuto, "GET",
+			map[string]string{"X-Original-URI": "/orders/1", "X-Forwarded-Uri": "/orders/1"}, "error"},
 		{"caddy: a client's X-Original-URI does not turn DELETE into the check's GET", config.CheckProxyAuto, "GET",
 			map[string]string{"X-Original-URI": "/orders/1", "X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "DELETE"}, "DELETE /orders/1"},
 		{"nginx: a client's X-Forwarded-Uri does not hide X-Original-Method", config.CheckProxyAuto, "GET",
 			map[string]string{"X-Original-URI": "/orders/1", "X-Original-Method": "POST", "X-Forwarded-Uri": "/orders/1"}, "POST /orders/1"},
-		{"nginx mode ignores the forwarded set", config.CheckProxyNginx, "GET",
-			map[string]string{"X-Original-URI": "/orders/1", "X-Forwarded-Uri": "/public", "X-Forwarded-Method": "DELETE"}, "GET /orders/1"},
+		{"nginx mode ignores a client's X-Forwarded-Uri", config.CheckProxyNginx, "GET",
+			map[string]string{"X-Original-URI": "/orders/1", "X-Original-Method": "PUT", "X-Forwarded-Uri": "/public"}, "PUT /orders/1"},
+		{"nginx mode refuses X-Forwarded-Method", config.CheckProxyNginx, "GET",
+			map[string]string{"X-Original-URI": "/orders/1", "X-Original-Method": "GET", "X-Forwarded-Method": "GET"}, "error"},
 		{"nginx mode needs X-Original-URI", config.CheckProxyNginx, "GET",
 			map[string]string{"X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "DELETE"}, "error"},
-		{"forwarded mode ignores a client's X-Original-*", config.CheckProxyForwarded, "GET",
-			map[string]string{"X-Original-URI": "/public", "X-Original-Method": "GET", "X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "DELETE"}, "DELETE /orders/1"},
+		{"forwarded mode ignores a client's X-Original-URI", config.CheckProxyForwarded, "GET",
+			map[string]string{"X-Original-URI": "/public", "X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "DELETE"}, "DELETE /orders/1"},
+		{"forwarded mode refuses X-Original-Method", config.CheckProxyForwarded, "GET",
+			map[string]string{"X-Original-Method": "DELETE", "X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "DELETE"}, "error"},
+		{"forwarded mode without X-Forwarded-Method", config.CheckProxyForwarded, "DELETE",
+			map[string]string{"X-Forwarded-Uri": "/orders/1"}, "error"},
 		{"forwarded mode needs X-Forwarded-Uri", config.CheckProxyForwarded, "GET",
 			map[string]string{"X-Original-URI": "/orders/1"}, "error"},
 	}
@@ -263,6 +284,8 @@ func TestForwardedRequestTrust(t *testing.T) {
 			got := "error"
 			if err == nil {
 				got = pr.method + " " + pr.target
+			} else if c := reason.Of(err, ""); c != reason.InputInvalid {
+				t.Errorf("reason %q, want %s", c, reason.InputInvalid)
 			}
 			if got != tt.want {
 				t.Fatalf("got %q (%v), want %q", got, err, tt.want)

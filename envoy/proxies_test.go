@@ -264,6 +264,54 @@ func TestShippedNginxConfig(t *testing.T) {
 			"127.0.0.1:7700", addr, "127.0.0.1:5678", app, "/tmp/svc-nginx.pid", filepath.Join(t.TempDir(), "nginx.pid"))
 	}
 	runProxyCases(t, bases, proxyCases(t, idp))
+
+	// nginx's own auth_request example sets X-Original-URI only. The
+	// subrequest is a GET whatever the client sent, so the sidecar must
+	// refuse rather than judge a viewer's DELETE as that GET.
+	t.Run("without X-Original-Method", func(t *testing.T) {
+		const setMethod = "proxy_set_header X-Original-Method $request_method;"
+		raw, err := os.ReadFile(filepath.Join("..", "deploy", "nginx", "nginx.conf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(raw), setMethod) {
+			t.Fatalf("the shipped nginx.conf does not hold %q", setMethod)
+		}
+		base := startProxy(t, bin, func(dir, conf string) []string {
+			return []string{"-p", dir, "-c", conf, "-e", "stderr", "-g", "daemon off;"}
+		}, "deploy/nginx/nginx.conf", "nginx.conf",
+			"127.0.0.1:7700", sidecars["main"], "127.0.0.1:5678", app, "/tmp/svc-nginx.pid", filepath.Join(t.TempDir(), "nginx.pid"),
+			setMethod, "")
+		viewer := "Bearer " + idp.token(t, map[string]any{"sub": "u-viewer", "tenant_id": testTenant, "role": "viewer"})
+		runProxyCases(t, map[string]string{"main": base}, []proxyCase{
+			{name: "a viewer's DELETE is refused, not judged as the GET", method: "DELETE", path: "/api/orders/1", auth: viewer,
+				wantStatus: 400, wantReason: "input-invalid"},
+			{name: "a GET is refused too: the method is unknown", method: "GET", path: "/api/orders/1", auth: viewer,
+				wantStatus: 400, wantReason: "input-invalid"},
+		})
+	})
+}
+
+// TestShippedNginxConfsSetTheMethod checks that every shipped nginx
+// configuration names the original method to /check and drops the
+// forwarded convention's headers, which nginx passes on from the client.
+func TestShippedNginxConfsSetTheMethod(t *testing.T) {
+	for _, path := range []string{"deploy/nginx/nginx.conf", "deploy/demo/nginx.conf"} {
+		raw, err := os.ReadFile(filepath.Join("..", path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{
+			"proxy_set_header X-Original-URI    $request_uri;",
+			"proxy_set_header X-Original-Method $request_method;",
+			`proxy_set_header X-Forwarded-Uri    "";`,
+			`proxy_set_header X-Forwarded-Method "";`,
+		} {
+			if !strings.Contains(string(raw), want) {
+				t.Errorf("%s does not hold %q", path, want)
+			}
+		}
+	}
 }
 
 func TestShippedCaddyfile(t *testing.T) {

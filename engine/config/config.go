@@ -314,7 +314,9 @@ type Sidecar struct {
 	// (/check), and so the only headers trusted to name the original
 	// request: "nginx" (X-Original-URI, X-Original-Method), "forwarded"
 	// (Caddy, Traefik: X-Forwarded-Uri, X-Forwarded-Method) or "auto"
-	// (default: told apart by the headers). Env SVC_CHECK_PROXY.
+	// (default: told apart by X-Original-URI). The method header is
+	// required, and the other proxy's method header is refused: only a
+	// client can have sent it. Env SVC_CHECK_PROXY.
 	CheckProxy string `toml:"check_proxy" yaml:"check_proxy"`
 	// TrustForwardedFor lets policies see the client's X-Forwarded-For,
 	// Forwarded and X-Real-IP headers in input.request.headers. Leave it
