@@ -302,8 +302,9 @@ func (m *Mapper) mapRequest(pr proxyRequest) (string, engine.Input, error) {
 // ("api:create" instead of the route's "reports:export").
 func (m *Mapper) matchRoute(method string, segs []string) (captures, *route, error) {
 	fold := !m.caseSensitive
+	stripped := withoutSuffix(segs)
 	for i := range m.routes {
-		if c, ok := m.routes[i].match(method, segs, fold); ok {
+		if c, ok := m.routes[i].match(method, segs, stripped, fold); ok {
 			return c, &m.routes[i], nil
 		}
 	}
@@ -311,7 +312,7 @@ func (m *Mapper) matchRoute(method string, segs []string) (captures, *route, err
 		return captures{}, nil, nil
 	}
 	for i := range m.routes {
-		if _, ok := m.routes[i].match(method, segs, true); ok {
+		if _, ok := m.routes[i].match(method, segs, stripped, true); ok {
 			return captures{}, nil, reason.New(reason.PathInvalid,
 				"request path matches route %q only in another letter case (envoy.routes_case_sensitive is on)", m.routes[i].template)
 		}

@@ -175,25 +175,36 @@ func writeLiteral(b *strings.Builder, lit, part string) error {
 // Express, ASP.NET Core and others do; captured values keep the request's
 // case either way (ids are case-sensitive).
 //
-// The last segment may also carry one format suffix, ".json" or any "."
-// followed by ASCII letters and digits (see formatSuffix): Rails serves
-// "/reports/1/export.json" as the "/reports/1/export" route. The segment
-// is tried as sent first, so a template that matches it whole
-// ("/files/{name}", "/files/{id}.json") captures it whole.
-func (rt *route) match(method string, segs []string, fold bool) (captures, bool) {
+// stripped is segs with a format suffix cut off the last segment (see
+// withoutSuffix), or nil: Rails serves "/reports/1/export.json" as the
+// "/reports/1/export" route. segs are tried first, so a template that
+// matches the segment whole ("/files/{name}", "/files/{id}.json")
+// captures it whole.
+func (rt *route) match(method string, segs, stripped []string, fold bool) (captures, bool) {
 	if len(rt.methods) > 0 && !slices.Contains(rt.methods, method) {
 		return captures{}, false
 	}
 	if c, ok := rt.matchSegs(segs, fold); ok {
 		return c, true
 	}
-	if n := len(segs); n > 0 {
-		if base, ok := formatSuffix(segs[n-1]); ok {
-			stripped := append(slices.Clip(segs[:n-1]), base)
-			return rt.matchSegs(stripped, fold)
-		}
+	if stripped != nil {
+		return rt.matchSegs(stripped, fold)
 	}
 	return captures{}, false
+}
+
+// withoutSuffix returns segs with the format suffix of the last segment
+// cut off, or nil when it has none.
+func withoutSuffix(segs []string) []string {
+	n := len(segs)
+	if n == 0 {
+		return nil
+	}
+	base, ok := formatSuffix(segs[n-1])
+	if !ok {
+		return nil
+	}
+	return append(slices.Clip(segs[:n-1]), base)
 }
 
 func (rt *route) matchSegs(segs []string, fold bool) (captures, bool) {

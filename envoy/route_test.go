@@ -131,3 +131,19 @@ func TestServerRoutesCaseSensitiveFromConfig(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRouteMatchFolded maps a path that matches its route only with
+// case folding and the format suffix cut off, after missing the others.
+func BenchmarkRouteMatchFolded(b *testing.B) {
+	m, err := NewMapper(testTenant, append(append([]config.Route{}, testRoutes[1:]...), exportRoutes...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := checkReq("POST", "/API/Reports/R7/Export.json", nil, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, in, err := m.FromCheckRequest(req); err != nil || in.Action != "reports:export" {
+			b.Fatalf("%q %v", in.Action, err)
+		}
+	}
+}
