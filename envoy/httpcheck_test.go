@@ -121,6 +121,9 @@ func TestHTTPCheck(t *testing.T) {
 		{name: "caddy-spoofed-original-method", method: "GET", path: "/check", auth: viewer,
 			headers: with(caddy("DELETE", "/api/orders/1"), "X-Original-URI", "/api/orders/1", "X-Original-Method", "GET")},
 		{name: "check-without-original-uri", method: "GET", path: "/check", auth: admin},
+		// nginx's own auth_request example: no X-Original-Method.
+		{name: "nginx-without-original-method", method: "GET", path: "/check", auth: viewer,
+			headers: map[string]string{"X-Original-URI": "/api/orders/1"}},
 		{name: "envoy-allow", method: "DELETE", path: "/check/envoy/api/orders/1?force=true", auth: admin,
 			headers: map[string]string{"X-Svc-User-Id": "spoofed", "X-Svc-Admin": "1"}},
 		{name: "envoy-policy-deny", method: "DELETE", path: "/check/envoy/api/orders/1", auth: viewer},
