@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reason"
@@ -101,13 +102,13 @@ func (s *Server) activateBundle(data []byte, source string, allowOlder bool) (ac
 	if err != nil {
 		return activation{}, &activateError{http.StatusBadRequest, reason.InputInvalid, err.Error()}
 	}
-	set, info, err := bundle.Open(bytes.NewReader(data), verify)
+	set, info, err := bundle.Open(bytes.NewReader(data), verify, engine.PolicyOptions(s.deps.Engine.Config())...)
 	if ve := (*bundle.VerificationError)(nil); errors.As(err, &ve) {
 		return activation{}, &activateError{http.StatusUnprocessableEntity, reason.BundleSignatureInvalid,
 			"bundle rejected: " + err.Error() + "; sign it with the private key whose public key is policy.bundle_verify_key_file"}
 	}
 	if err != nil {
-		return activation{}, &activateError{http.StatusUnprocessableEntity, reason.PolicyError, "bundle rejected: " + err.Error()}
+		return activation{}, &activateError{http.StatusUnprocessableEntity, policy.ReasonOf(err), "bundle rejected: " + err.Error()}
 	}
 	b := &s.bundles
 	b.mu.Lock()
@@ -144,7 +145,7 @@ func (s *Server) reloadDirectory(ctx context.Context) (*policy.Set, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := e.ReloadPolicies(ctx); err != nil {
-		return nil, &activateError{http.StatusUnprocessableEntity, reason.PolicyError, err.Error()}
+		return nil, &activateError{http.StatusUnprocessableEntity, policy.ReasonOf(err), err.Error()}
 	}
 	b.active, b.data, b.source, b.at, b.refused = nil, nil, sourceConfig, time.Now(), nil
 	if dir := e.Config().Policy.BundleCacheDir; dir != "" {
