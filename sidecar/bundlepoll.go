@@ -54,8 +54,10 @@ type BundleStatus struct {
 	LastError string `json:"last_error,omitempty"`
 	// LastErrorCode is the reason code of a refused bundle, as an upload
 	// would answer it: bundle-signature-invalid, bundle-malformed,
-	// policy-error or revision-older; or bundle-redirect-refused when
-	// the server redirected where bundle_url could not point.
+	// policy-error, policy-builtin-forbidden or revision-older; or
+	// bundle-unordered for a bundle without created_at, which only the
+	// poller refuses; or bundle-redirect-refused when the server
+	// redirected where bundle_url could not point.
 	LastErrorCode reason.Code `json:"last_error_code,omitempty"`
 }
 
