@@ -210,7 +210,7 @@ func TestPolicyDryRunProgressOnATerminal(t *testing.T) {
 		envoyCheck(t, s, "GET", "/orders/1", viewer, nil)
 	}
 	// The progress line counts while the session runs, then the report.
-	m.screen("dry-run ", "/8s · evaluated 3 · allow 0 · simulated deny 3 · errors 0 · skipped 0")
+	m.screen("dry-run ", "/8s · evaluated 3 · allow 0 · simulated deny 3 · errors 0 · timeouts 0 · skipped 0")
 	pane := m.screen("changes against enforcement:", "would newly deny 3 orders:read for tenant acme")
 	if !strings.Contains(pane, "simulated deny 3") || !strings.Contains(pane, "top deny reasons:") {
 		t.Errorf("final report:\n%s", pane)

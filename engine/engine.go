@@ -218,18 +218,26 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 	return e, nil
 }
 
+// PolicyOptions are the compile options of every policy the sidecar
+// serves or dry-runs under cfg: policy.dir, uploaded and polled bundles,
+// dry-run candidates.
+func PolicyOptions(cfg config.Config) []policy.Option {
+	return []policy.Option{policy.AllowNetworkBuiltins(cfg.Policy.AllowNetworkBuiltins)}
+}
+
 // loadPolicies loads policy.dir, or the embedded default when it is
 // empty. Errors name the setting and where it was set.
 func loadPolicies(cfg config.Config) (*policy.Set, error) {
 	dir := cfg.Policy.Dir
+	opts := PolicyOptions(cfg)
 	if dir == "" {
-		set, err := policy.LoadFS(policies.Default, ".")
+		set, err := policy.LoadFS(policies.Default, ".", opts...)
 		if err != nil {
 			return nil, fmt.Errorf("embedded default policy: %w", err)
 		}
 		return set, nil
 	}
-	set, err := policy.Load(dir)
+	set, err := policy.Load(dir, opts...)
 	if err == nil {
 		return set, nil
 	}

@@ -184,7 +184,7 @@ func (m *metadataSource) get(ctx context.Context) (*IDP, time.Duration, error) {
 	}
 	req.Header.Set("Accept", "application/samlmetadata+xml, application/xml, text/xml")
 	client := *m.client
-	client.CheckRedirect = checkMetadataRedirect
+	client.CheckRedirect = loopback.CheckRedirect
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, 0, fmt.Errorf("fetch: %w", err)
@@ -205,22 +205,6 @@ func (m *metadataSource) get(ctx context.Context) (*IDP, time.Duration, error) {
 		return nil, 0, err
 	}
 	return idp, refresh, nil
-}
-
-// maxMetadataRedirects bounds the redirects of one metadata fetch.
-const maxMetadataRedirects = 5
-
-// checkMetadataRedirect follows a redirect only to https, or to http on a
-// loopback host: the document is trusted key material, so a redirect must
-// not take the fetch to plain http elsewhere.
-func checkMetadataRedirect(req *http.Request, via []*http.Request) error {
-	if len(via) >= maxMetadataRedirects {
-		return fmt.Errorf("more than %d redirects", maxMetadataRedirects)
-	}
-	if !loopback.SecureURL(req.URL) {
-		return fmt.Errorf("redirect to %s://%s refused: metadata is fetched over https only (http on loopback)", req.URL.Scheme, req.URL.Host)
-	}
-	return nil
 }
 
 // ParseIDPMetadata reads an IdP's EntityDescriptor (alone, or the first

@@ -54,7 +54,9 @@ type Status struct {
 	Status string `json:"status"`
 	// Reason says why Status is not "healthy": the code /readyz gives
 	// ("jwks-unavailable", "starting", "draining"), or
-	// "saml-idp-metadata-unavailable" for a degraded SAML gateway.
+	// "saml-idp-metadata-unavailable" for a degraded SAML gateway, or
+	// "policy-bundle-stale" when the active bundle is older than
+	// policy.bundle_max_age.
 	Reason           string     `json:"reason,omitempty"`
 	Ready            bool       `json:"ready"`
 	Partitioned      bool       `json:"partitioned"`
@@ -68,6 +70,10 @@ type Status struct {
 	// (policy.dir or the embedded default), "upload", "cache" (the
 	// bundle persisted in policy.bundle_cache_dir) or "bundle_url".
 	PolicySource string `json:"policy_source"`
+	// PolicyCreatedAt is the created_at the active bundle's signed
+	// manifest records; absent when the active set is not a bundle or
+	// records none.
+	PolicyCreatedAt *time.Time `json:"policy_created_at,omitempty"`
 	// PolicyHandoverRefused is set when the bundle served before the
 	// last restart was refused by this image's configuration (for
 	// example a new verification key): the configured policy serves and
@@ -138,6 +144,13 @@ func (s *Server) status() Status {
 		mergeBundleSync(&st, bs)
 	}
 	st.PolicySource, _ = s.policySource()
+	if created := s.activeCreatedAt(); !created.IsZero() {
+		st.PolicyCreatedAt = &created
+		maxAge := s.deps.Engine.Config().Policy.BundleMaxAge.Duration
+		if maxAge > 0 && time.Since(created) > maxAge && st.Status == StatusHealthy {
+			st.Status, st.Reason = StatusDegraded, string(CodeBundleStale)
+		}
+	}
 	if ref := s.handoverRefusal(); ref != nil {
 		st.PolicyHandoverRefused = ref
 		if st.Status == StatusHealthy {

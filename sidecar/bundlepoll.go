@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/loopback"
 	"github.com/svc-dev/svc/engine/reason"
 )
 
@@ -25,6 +26,10 @@ const sourceBundleURL = "bundle_url"
 // cachedETagFile holds the ETag of the persisted bundle when it came from
 // policy.bundle_url, so that a restarted sidecar asks with If-None-Match.
 const cachedETagFile = "active-bundle.etag"
+
+// CodeBundleRedirectRefused is the last_error_code of a poll whose
+// server redirected to plain http off loopback, or too many times.
+const CodeBundleRedirectRefused reason.Code = "bundle-redirect-refused"
 
 // bundleFetchTimeout bounds one poll of policy.bundle_url.
 const bundleFetchTimeout = 30 * time.Second
@@ -49,7 +54,10 @@ type BundleStatus struct {
 	LastError string `json:"last_error,omitempty"`
 	// LastErrorCode is the reason code of a refused bundle, as an upload
 	// would answer it: bundle-signature-invalid, bundle-malformed,
-	// policy-error or revision-older.
+	// policy-error, policy-builtin-forbidden or revision-older; or
+	// bundle-unordered for a bundle without created_at, which only the
+	// poller refuses; or bundle-redirect-refused when the server
+	// redirected where bundle_url could not point.
 	LastErrorCode reason.Code `json:"last_error_code,omitempty"`
 }
 
@@ -78,7 +86,10 @@ func newBundlePoller(p config.Policy) *bundlePoller {
 	return &bundlePoller{
 		url: p.BundleURL, tokenFile: p.BundleTokenFile,
 		min: p.BundleMinPoll.Duration, max: p.BundleMaxPoll.Duration,
-		client: &http.Client{Timeout: bundleFetchTimeout},
+		// Every redirect hop obeys the rule bundle_url does (https, or
+		// http on loopback), and the bearer token stays with the origin
+		// of bundle_url.
+		client: &http.Client{Timeout: bundleFetchTimeout, CheckRedirect: loopback.CheckRedirect},
 	}
 }
 
@@ -122,6 +133,9 @@ func (s *Server) pollOnce(ctx context.Context) {
 			s.log.Warn("policy bundle server unreachable; the active policy keeps serving", "url", config.RedactURL(p.url), "err", err)
 		}
 		p.lastErr, p.lastCode = err.Error(), ""
+		if errors.Is(err, loopback.ErrRedirectRefused) {
+			p.lastCode = CodeBundleRedirectRefused
+		}
 		return
 	}
 	if !p.since.IsZero() {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reason"
@@ -25,6 +26,14 @@ const (
 	CodeSignedBundleRequired reason.Code = "signed-bundle-required"
 	// CodeRevisionOlder refuses a bundle older than the active one.
 	CodeRevisionOlder reason.Code = "revision-older"
+	// CodeBundleUnordered refuses a polled bundle whose signed manifest
+	// records no created_at (an opa build bundle, say): it cannot be
+	// ordered against the active one, so a replayed old bundle would be
+	// activated.
+	CodeBundleUnordered reason.Code = "bundle-unordered"
+	// CodeBundleStale marks a status degraded because the active
+	// bundle's created_at is older than policy.bundle_max_age.
+	CodeBundleStale reason.Code = "policy-bundle-stale"
 )
 
 // cachedBundleFile is the name of the persisted active bundle inside
@@ -101,13 +110,21 @@ func (s *Server) activateBundle(data []byte, source string, allowOlder bool) (ac
 	if err != nil {
 		return activation{}, &activateError{http.StatusBadRequest, reason.InputInvalid, err.Error()}
 	}
-	set, info, err := bundle.Open(bytes.NewReader(data), verify)
+	set, info, err := bundle.Open(bytes.NewReader(data), verify, engine.PolicyOptions(s.deps.Engine.Config())...)
 	if ve := (*bundle.VerificationError)(nil); errors.As(err, &ve) {
 		return activation{}, &activateError{http.StatusUnprocessableEntity, reason.BundleSignatureInvalid,
 			"bundle rejected: " + err.Error() + "; sign it with the private key whose public key is policy.bundle_verify_key_file"}
 	}
 	if err != nil {
-		return activation{}, &activateError{http.StatusUnprocessableEntity, reason.PolicyError, "bundle rejected: " + err.Error()}
+		return activation{}, &activateError{http.StatusUnprocessableEntity, policy.ReasonOf(err), "bundle rejected: " + err.Error()}
+	}
+	if source == sourceBundleURL && info.CreatedAt.IsZero() {
+		// A control plane's bundles are ordered by the creation time
+		// their signed manifest records; one without it would let
+		// whoever can answer for the server replay any older signed
+		// bundle.
+		return activation{}, &activateError{http.StatusUnprocessableEntity, CodeBundleUnordered, fmt.Sprintf(
+			"bundle revision %q records no created_at in its signed manifest metadata, so it cannot be ordered against the active bundle; build it with core policy bundle", info.Revision)}
 	}
 	b := &s.bundles
 	b.mu.Lock()
@@ -144,7 +161,7 @@ func (s *Server) reloadDirectory(ctx context.Context) (*policy.Set, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := e.ReloadPolicies(ctx); err != nil {
-		return nil, &activateError{http.StatusUnprocessableEntity, reason.PolicyError, err.Error()}
+		return nil, &activateError{http.StatusUnprocessableEntity, policy.ReasonOf(err), err.Error()}
 	}
 	b.active, b.data, b.source, b.at, b.refused = nil, nil, sourceConfig, time.Now(), nil
 	if dir := e.Config().Policy.BundleCacheDir; dir != "" {
@@ -247,6 +264,18 @@ func (s *Server) handoverRefusal() *HandoverRefusal {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.refused
+}
+
+// activeCreatedAt is the created_at of the active bundle: zero when the
+// active set is not a bundle or its manifest records none.
+func (s *Server) activeCreatedAt() time.Time {
+	b := &s.bundles
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.active == nil {
+		return time.Time{}
+	}
+	return b.active.CreatedAt
 }
 
 // policySource reports where the active set came from and when.

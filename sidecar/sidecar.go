@@ -175,7 +175,7 @@ func New(deps Deps) (*Server, error) {
 		s.streams.Register(mux, s.admin)
 	}
 	if deps.DryRun != nil {
-		deps.DryRun.Register(mux, s.admin)
+		deps.DryRun.Register(mux, s.admin, s.loadCandidate)
 	}
 	if cfg.SDK.SAML != nil {
 		if err := s.newSAML(cfg.Sidecar.SAMLAddr, listen); err != nil {

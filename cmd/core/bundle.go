@@ -108,6 +108,9 @@ func writeBundle(out, dir string, opts bundle.BuildOptions) (bundle.Info, error)
 		return bundle.Info{}, fmt.Errorf("--out %s: %w", out, err)
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
+	// The sidecar decides whether the policy may call network built-ins
+	// (policy.allow_network_builtins); a bundle may hold such calls.
+	opts.AllowNetworkBuiltins = true
 	info, err := bundle.Build(tmp, dir, opts)
 	if cerr := tmp.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("write %s: %w", out, cerr)

@@ -27,6 +27,7 @@ type dryRunFlags struct {
 	duration  time.Duration
 	queueSize int
 	strict    bool
+	signKey   string
 }
 
 func (a *app) policyDryRunCommand() *cobra.Command {
@@ -42,13 +43,17 @@ sidecar writes an audit record with simulated: true and the candidate's
 revision for every evaluation. Decisions that arrive while the session's
 queue is full are counted as skipped rather than slowing a request.
 
+A sidecar with policy.bundle_verify_key_file accepts only a candidate signed
+by its key: give the private key with --sign-key. Each evaluation is cut off
+after the sidecar's policy.dry_run_eval_timeout and counted in timeouts.
+
 On a terminal a progress line updates every second. At the end, or on
 Ctrl-C, it prints the counts (evaluated, allow, simulated deny, errors,
-skipped), the top deny reasons with counts, and where the candidate decides
-differently from enforcement, by action and tenant. --output json prints one
-document with the keys evaluated, allow, simulated_deny, errors, skipped,
-top_deny_reasons ([{reason, count}]) and changed. Exit 3 when the sidecar
-cannot be reached.`,
+timeouts, skipped), the top deny reasons with counts, and where the
+candidate decides differently from enforcement, by action and tenant.
+--output json prints one document with the keys evaluated, allow,
+simulated_deny, errors, timeouts, skipped, top_deny_reasons
+([{reason, count}]) and changed. Exit 3 when the sidecar cannot be reached.`,
 		Args: args("<policy-dir>"),
 		RunE: func(cmd *cobra.Command, argv []string) error { return a.runDryRun(cmd, argv[0], f) },
 	}
@@ -56,6 +61,7 @@ cannot be reached.`,
 	fl.DurationVar(&f.duration, "duration", 5*time.Minute, "how long to evaluate live traffic (`duration`, e.g. 5m)")
 	fl.IntVar(&f.queueSize, "queue-size", dryrun.DefaultQueueSize, "decisions that may wait for the candidate before more are skipped (`n`)")
 	fl.BoolVar(&f.strict, "strict", false, "refuse the candidate on lint warnings too")
+	fl.StringVar(&f.signKey, "sign-key", "", "sign the candidate with the PEM private key in `path` (a sidecar with policy.bundle_verify_key_file requires it)")
 	return talksToSidecar(cmd)
 }
 
@@ -81,8 +87,18 @@ func (a *app) runDryRun(cmd *cobra.Command, dir string, f dryRunFlags) error {
 		printLint(a.stderr, report)
 		return inputError(fmt.Errorf("candidate %s refused: lint found %s", dir, plural(report.Errors, "error")))
 	}
+	// The sidecar decides whether the candidate may call network
+	// built-ins (policy.allow_network_builtins).
+	opts := bundle.BuildOptions{AllowNetworkBuiltins: true}
+	if f.signKey != "" {
+		key, err := os.ReadFile(f.signKey)
+		if err != nil {
+			return inputError(fmt.Errorf("read --sign-key: %w", err))
+		}
+		opts.SignKeyPEM = key
+	}
 	var candidate bytes.Buffer
-	if _, err := bundle.Build(&candidate, dir, bundle.BuildOptions{}); err != nil {
+	if _, err := bundle.Build(&candidate, dir, opts); err != nil {
 		return inputError(fmt.Errorf("candidate %s: %w", dir, err))
 	}
 	c, err := a.sidecarClient()
@@ -151,8 +167,8 @@ func (a *app) stderrIsTerminal() bool {
 func progressLine(r dryrun.Report, now time.Time) string {
 	elapsed := now.Sub(r.Started).Round(time.Second)
 	total := r.Ends.Sub(r.Started).Round(time.Second)
-	return fmt.Sprintf("dry-run %s/%s · evaluated %d · allow %d · simulated deny %d · errors %d · skipped %d",
-		min(elapsed, total), total, r.Evaluated, r.Allow, r.SimulatedDeny, r.Errors, r.Skipped)
+	return fmt.Sprintf("dry-run %s/%s · evaluated %d · allow %d · simulated deny %d · errors %d · timeouts %d · skipped %d",
+		min(elapsed, total), total, r.Evaluated, r.Allow, r.SimulatedDeny, r.Errors, r.Timeouts, r.Skipped)
 }
 
 func printDryRun(w io.Writer, r dryrun.Report) {
@@ -162,8 +178,8 @@ func printDryRun(w io.Writer, r dryrun.Report) {
 	}
 	fmt.Fprintf(w, "dry-run of revision %s: %s, %s\n", r.Revision, took.Round(time.Millisecond), plural(int(r.Decisions), "decision"))
 	tw := table(w)
-	fmt.Fprintf(tw, "  evaluated\t%d\n  allow\t%d\n  simulated deny\t%d\n  errors\t%d\n  skipped\t%d\n",
-		r.Evaluated, r.Allow, r.SimulatedDeny, r.Errors, r.Skipped)
+	fmt.Fprintf(tw, "  evaluated\t%d\n  allow\t%d\n  simulated deny\t%d\n  errors\t%d\n  timeouts\t%d\n  skipped\t%d\n",
+		r.Evaluated, r.Allow, r.SimulatedDeny, r.Errors, r.Timeouts, r.Skipped)
 	_ = tw.Flush()
 	if len(r.TopDenyReason) > 0 {
 		fmt.Fprintln(w, "top deny reasons:")

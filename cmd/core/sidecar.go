@@ -64,6 +64,9 @@ type sidecarStatus struct {
 	PoliciesLoaded   int        `json:"policies_loaded"`
 	PolicyRevision   string     `json:"policy_revision"`
 	PolicySource     string     `json:"policy_source"`
+	// PolicyCreatedAt is the active bundle's created_at, which
+	// policy.bundle_max_age holds to (degraded: policy-bundle-stale).
+	PolicyCreatedAt *time.Time `json:"policy_created_at"`
 	// PolicyHandoverRefused: the bundle served before the last restart
 	// was refused by the new image's configuration.
 	PolicyHandoverRefused *struct {
@@ -83,7 +86,7 @@ func (a *app) sidecarStatusCommand() *cobra.Command {
 		Long: `Prints Status (healthy, degraded, unavailable or draining, with the reason
 when not healthy; unavailable or draining exactly when GET /readyz says not
 ready), Partitioned (with the time it began), Last sync, Cache valid, Cache age, Policies loaded (with the active
-revision and where it came from), Policy mode (enforce, or dry-run when
+revision, where it came from and, for a bundle, when it was created), Policy mode (enforce, or dry-run when
 policy.mode never denies), JWKS key sets cached, Uptime and Version. With
 --output json it prints GET /v1/status as the sidecar answers it, with the
 same field names (policy_revision, partitioned_since, last_sync, cache_valid,
@@ -161,6 +164,9 @@ func (a *app) printStatus(st sidecarStatus, status string) error {
 	policies := fmt.Sprintf("%d (revision %s", st.PoliciesLoaded, st.PolicyRevision)
 	if st.PolicySource != "" {
 		policies += ", from " + st.PolicySource
+	}
+	if st.PolicyCreatedAt != nil {
+		policies += ", created " + st.PolicyCreatedAt.UTC().Format(time.RFC3339)
 	}
 	fmt.Fprintf(w, "Policies loaded:\t%s)\n", policies)
 	if r := st.PolicyHandoverRefused; r != nil {

@@ -93,7 +93,7 @@ func serveImage(ctx context.Context, configPath string, stderr io.Writer, set *l
 		return nil, fmt.Errorf("audit metrics: %w", err)
 	}
 
-	dry := dryrun.NewManager(dryrun.Deps{Audit: auditLog, Logger: log})
+	dry := dryrun.NewManager(dryrun.Deps{Audit: auditLog, Logger: log, EvalTimeout: cfg.Policy.DryRunEvalTimeout.Duration})
 	defer dry.Close()
 	hub := live.NewHub(live.Deps{Spans: tel.Spans(), Logs: tel.Logs(), Sessions: dry, Logger: log})
 	defer hub.Close()

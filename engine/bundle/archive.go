@@ -159,6 +159,9 @@ func (a *archive) signature() (*Signature, error) {
 	return decodeSignatures(a.signatures)
 }
 
+// opaDefaultSignaturePlugin is the plugin OPA's own signer records.
+const opaDefaultSignaturePlugin = "_default"
+
 // decodeSignatures reads what .signatures.json claims: the algorithm and
 // key id from the JWS header, the number of files from the payload.
 func decodeSignatures(raw []byte) (*Signature, error) {
@@ -166,7 +169,9 @@ func decodeSignatures(raw []byte) (*Signature, error) {
 	if err := json.Unmarshal(raw, &sc); err != nil {
 		return nil, fmt.Errorf("decode .signatures.json: %w", err)
 	}
-	if sc.Plugin != "" {
+	// "_default" is OPA's built-in verifier, which opa build --signing-key
+	// names: the same JWS as no plugin.
+	if sc.Plugin != "" && sc.Plugin != opaDefaultSignaturePlugin {
 		return nil, fmt.Errorf("decode .signatures.json: signature plugin %q is not supported", sc.Plugin)
 	}
 	if len(sc.Signatures) != 1 {

@@ -36,6 +36,10 @@ type BuildOptions struct {
 	Alg string
 	// CreatedAt is the creation time to record; zero means now.
 	CreatedAt time.Time
+	// AllowNetworkBuiltins lets the policies call policy.NetworkBuiltins;
+	// a sidecar still refuses such a bundle unless its own
+	// policy.allow_network_builtins is true.
+	AllowNetworkBuiltins bool
 }
 
 // Build compiles the policy directory dir exactly as policy.Load reads it
@@ -59,7 +63,7 @@ func Build(w io.Writer, dir string, opts BuildOptions) (Info, error) {
 	} else if opts.Alg != "" {
 		return Info{}, fmt.Errorf("algorithm %s given without a signing key", opts.Alg)
 	}
-	set, err := policy.Load(dir)
+	set, err := policy.Load(dir, policy.AllowNetworkBuiltins(opts.AllowNetworkBuiltins))
 	if err != nil {
 		return Info{}, err
 	}

@@ -59,16 +59,17 @@ func Verify(r io.Reader, pubKeyPEM []byte) (Info, error) {
 // Load reads a bundle and compiles it into a policy set whose revision is
 // the manifest's. With verify set, the bundle must pass Verify with those
 // options: an unsigned or wrongly signed bundle is always rejected. With
-// verify nil, signatures are not checked. Compile errors are
+// verify nil, signatures are not checked. The modules compile with opts
+// (by default without policy.NetworkBuiltins). Compile errors are
 // *policy.Error.
-func Load(r io.Reader, verify *VerifyOptions) (*policy.Set, error) {
-	set, _, err := Open(r, verify)
+func Load(r io.Reader, verify *VerifyOptions, opts ...policy.Option) (*policy.Set, error) {
+	set, _, err := Open(r, verify, opts...)
 	return set, err
 }
 
 // Open is Load that also returns the bundle's Info (revision, creation
 // time, signature), which callers need to order bundles.
-func Open(r io.Reader, verify *VerifyOptions) (*policy.Set, Info, error) {
+func Open(r io.Reader, verify *VerifyOptions, opts ...policy.Option) (*policy.Set, Info, error) {
 	info, b, err := read(r, verify)
 	if err != nil {
 		return nil, info, err
@@ -77,7 +78,7 @@ func Open(r io.Reader, verify *VerifyOptions) (*policy.Set, Info, error) {
 	for _, m := range b.Modules {
 		modules[strings.TrimPrefix(m.Path, "/")] = string(m.Raw)
 	}
-	set, err := policy.FromModules(modules, b.Data)
+	set, err := policy.FromModules(modules, b.Data, opts...)
 	if err != nil {
 		return nil, info, err
 	}

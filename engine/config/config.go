@@ -218,6 +218,23 @@ type Policy struct {
 	// two polls of BundleURL. Defaults 60s and 120s.
 	BundleMinPoll Duration `toml:"bundle_min_poll" yaml:"bundle_min_poll"`
 	BundleMaxPoll Duration `toml:"bundle_max_poll" yaml:"bundle_max_poll"`
+	// BundleMaxAge, when positive, is the oldest the active bundle may be,
+	// by the created_at its signed manifest records: past it, the status
+	// turns degraded (policy-bundle-stale), since a control plane should
+	// have published a newer one. 0 (default) turns the check off.
+	// Env SVC_BUNDLE_MAX_AGE.
+	BundleMaxAge Duration `toml:"bundle_max_age" yaml:"bundle_max_age"`
+	// AllowNetworkBuiltins lets policies call the built-ins that reach the
+	// network or the process (http.send, net.lookup_ip_addr, opa.runtime),
+	// and fetch a JSON schema's remote $ref. Off by default: a policy
+	// calling one does not compile (policy-builtin-forbidden), whether it
+	// comes from Dir, an upload, BundleURL or a dry-run candidate.
+	// Env SVC_POLICY_ALLOW_NETWORK_BUILTINS.
+	AllowNetworkBuiltins bool `toml:"allow_network_builtins" yaml:"allow_network_builtins"`
+	// DryRunEvalTimeout bounds each evaluation of a dry-run candidate;
+	// one that takes longer is cut off and counted in the session's
+	// timeouts. Default 50ms.
+	DryRunEvalTimeout Duration `toml:"dry_run_eval_timeout" yaml:"dry_run_eval_timeout"`
 }
 
 // JWT is the [jwt] table.

@@ -46,7 +46,7 @@ func TestLoadDefaults(t *testing.T) {
 			JWKSMinRefresh: dur(time.Minute), JWKSMaxRefresh: dur(time.Hour)},
 		RateLimit: RateLimit{DefaultRPM: 1000, RedisTimeout: dur(50 * time.Millisecond)},
 		Sidecar:   Sidecar{HTTPAddr: "127.0.0.1:7700", DrainTimeout: dur(30 * time.Second), CheckProxy: "auto", SAMLAddr: "127.0.0.1:7701", SocketMode: "0660"},
-		Policy:    Policy{Mode: "enforce", BundleMinPoll: dur(time.Minute), BundleMaxPoll: dur(2 * time.Minute)},
+		Policy:    Policy{Mode: "enforce", BundleMinPoll: dur(time.Minute), BundleMaxPoll: dur(2 * time.Minute), DryRunEvalTimeout: dur(50 * time.Millisecond)},
 		Audit:     Audit{Destination: "stdout", QueueSize: 4096},
 		Log:       Log{Level: "info"},
 	}
@@ -130,6 +130,8 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		{"SVC_BUNDLE_CACHE_DIR", "/var/lib/svc", func(c Config) any { return c.Policy.BundleCacheDir }, "/var/lib/svc"},
 		{"SVC_BUNDLE_URL", "https://cp.example.com/bundles/svc.tar.gz", func(c Config) any { return c.Policy.BundleURL }, "https://cp.example.com/bundles/svc.tar.gz"},
 		{"SVC_BUNDLE_TOKEN_FILE", "/run/cp-token", func(c Config) any { return c.Policy.BundleTokenFile }, "/run/cp-token"},
+		{"SVC_BUNDLE_MAX_AGE", "168h", func(c Config) any { return c.Policy.BundleMaxAge }, dur(168 * time.Hour)},
+		{"SVC_POLICY_ALLOW_NETWORK_BUILTINS", "true", func(c Config) any { return c.Policy.AllowNetworkBuiltins }, true},
 		{"SVC_LOG_LEVEL", "warn", func(c Config) any { return c.Log.Level }, "warn"},
 		{"SVC_JWT_ISSUER", "https://other.example.com/", func(c Config) any { return c.JWT.Issuer }, "https://other.example.com/"},
 		{"SVC_JWT_AUDIENCES", " a, b ,,c ", func(c Config) any { return c.JWT.Audiences }, []string{"a", "b", "c"}},

@@ -20,10 +20,14 @@ const (
 	DefaultSocketMode       = "0660"
 	DefaultBundleMinPoll    = 60 * time.Second
 	DefaultBundleMaxPoll    = 120 * time.Second
-	DefaultCheckProxy       = CheckProxyAuto
-	DefaultAuditDestination = AuditStdout
-	DefaultAuditQueueSize   = 4096
-	DefaultLogLevel         = "info"
+	// DefaultDryRunEvalTimeout bounds one evaluation of a dry-run
+	// candidate; MaxDryRunEvalTimeout bounds the setting.
+	DefaultDryRunEvalTimeout = 50 * time.Millisecond
+	MaxDryRunEvalTimeout     = 10 * time.Second
+	DefaultCheckProxy        = CheckProxyAuto
+	DefaultAuditDestination  = AuditStdout
+	DefaultAuditQueueSize    = 4096
+	DefaultLogLevel          = "info"
 
 	// Default SAML attribute names: the standard e-mail-address claim URI,
 	// "role" and "tenant_id".
@@ -60,6 +64,7 @@ func (c *Config) SetDefaults() {
 
 	setDuration(&c.Policy.BundleMinPoll, DefaultBundleMinPoll)
 	setDuration(&c.Policy.BundleMaxPoll, DefaultBundleMaxPoll)
+	setDuration(&c.Policy.DryRunEvalTimeout, DefaultDryRunEvalTimeout)
 
 	setDuration(&c.JWT.ClockSkew, DefaultJWTClockSkew)
 	if c.JWT.CacheSize == 0 {

@@ -66,6 +66,26 @@ var envTable = []EnvVar{
 	{Name: "SVC_BUNDLE_TOKEN_FILE", Key: "policy.bundle_token_file",
 		Help:  "File holding the bearer token sent to policy.bundle_url.",
 		apply: func(c *Config, v string) string { c.Policy.BundleTokenFile = v; return "" }},
+	{Name: "SVC_BUNDLE_MAX_AGE", Key: "policy.bundle_max_age",
+		Help: `Oldest the active bundle may be (by its manifest's created_at) before the status turns degraded; "0" (default) is off.`,
+		apply: func(c *Config, v string) string {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return "must be a non-negative duration such as \"24h\", got " + strconv.Quote(v)
+			}
+			c.Policy.BundleMaxAge = Duration{d}
+			return ""
+		}},
+	{Name: "SVC_POLICY_ALLOW_NETWORK_BUILTINS", Key: "policy.allow_network_builtins",
+		Help: "true lets policies call http.send, net.lookup_ip_addr and opa.runtime.",
+		apply: func(c *Config, v string) string {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return "must be true or false, got " + strconv.Quote(v)
+			}
+			c.Policy.AllowNetworkBuiltins = b
+			return ""
+		}},
 	{Name: "SVC_LOG_LEVEL", Key: "log.level",
 		Help: "One of trace, debug, info (default), warn, error.",
 		apply: func(c *Config, v string) string {

@@ -46,6 +46,8 @@ func ExampleEnvVars() {
 	// SVC_POLICY_MODE overrides policy.mode
 	// SVC_BUNDLE_URL overrides policy.bundle_url
 	// SVC_BUNDLE_TOKEN_FILE overrides policy.bundle_token_file
+	// SVC_BUNDLE_MAX_AGE overrides policy.bundle_max_age
+	// SVC_POLICY_ALLOW_NETWORK_BUILTINS overrides policy.allow_network_builtins
 	// SVC_LOG_LEVEL overrides log.level
 	// SVC_JWT_ISSUER overrides jwt.issuer
 	// SVC_JWT_AUDIENCES overrides jwt.audiences

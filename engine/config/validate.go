@@ -285,6 +285,12 @@ func (v *validator) policy() {
 		v.fail("policy.bundle_min_poll", "must not exceed policy.bundle_max_poll (%s > %s)",
 			p.BundleMinPoll.Duration, p.BundleMaxPoll.Duration)
 	}
+	if p.BundleMaxAge.Duration < 0 {
+		v.fail("policy.bundle_max_age", "must not be negative (0 turns the check off), got %q", p.BundleMaxAge.String())
+	}
+	if d := p.DryRunEvalTimeout.Duration; d <= 0 || d > MaxDryRunEvalTimeout {
+		v.fail("policy.dry_run_eval_timeout", "must be positive and at most %s, got %q", MaxDryRunEvalTimeout, p.DryRunEvalTimeout.String())
+	}
 }
 
 func (v *validator) sidecar() {

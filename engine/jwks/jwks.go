@@ -174,7 +174,7 @@ func New(opts Options) (*Cache, error) {
 		return nil, fmt.Errorf("jwks: url scheme %q not allowed: use https (http only on a loopback host)", u.Scheme)
 	}
 	if opts.Client == nil {
-		opts.Client = &http.Client{CheckRedirect: checkRedirect}
+		opts.Client = &http.Client{CheckRedirect: loopback.CheckRedirect}
 	}
 	if opts.FetchTimeout == 0 {
 		opts.FetchTimeout = DefaultFetchTimeout
@@ -298,18 +298,6 @@ func (c *Cache) Status() Status {
 		st.KeyAge = c.opts.Now().Sub(s.fetched)
 	}
 	return st
-}
-
-// checkRedirect lets the default client follow a redirect only to a URL
-// New would accept, so that keys never arrive over plain HTTP from afar.
-func checkRedirect(req *http.Request, via []*http.Request) error {
-	if len(via) >= 5 {
-		return errors.New("too many redirects")
-	}
-	if !loopback.SecureURL(req.URL) {
-		return fmt.Errorf("redirect to scheme %q refused", req.URL.Scheme)
-	}
-	return nil
 }
 
 // redactURL drops credentials and the query, which may carry secrets, from

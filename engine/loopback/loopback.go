@@ -1,11 +1,15 @@
 // Package loopback says which addresses stay on this host: the one rule
-// by which configuration validation, the JWKS fetcher and the SAML
-// gateway accept plain http (for key material, only on loopback) and set
-// the Secure attribute of cookies.
+// by which configuration validation, the JWKS fetcher, the SAML gateway
+// and the policy bundle poller accept plain http (for key material and
+// policy, only on loopback), follow redirects, and set the Secure
+// attribute of cookies.
 package loopback
 
 import (
+	"errors"
+	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 )
@@ -24,4 +28,61 @@ func Host(host string) bool {
 // or plain http to a loopback host.
 func SecureURL(u *url.URL) bool {
 	return u.Scheme == "https" || u.Scheme == "http" && Host(u.Hostname())
+}
+
+// MaxRedirects bounds the redirects CheckRedirect follows in one fetch.
+const MaxRedirects = 5
+
+// ErrRedirectRefused matches, with errors.Is, the error of a redirect
+// CheckRedirect refuses.
+var ErrRedirectRefused = errors.New("redirect refused")
+
+// credentialHeaders are the request headers that never follow a redirect
+// to another origin.
+var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie"}
+
+// CheckRedirect is the http.Client CheckRedirect of every fetch of keys,
+// trusted documents or policy (JWKS, SAML metadata, policy bundles): it
+// follows at most MaxRedirects redirects, each to a URL SecureURL accepts,
+// and drops the credential headers (Authorization, Proxy-Authorization,
+// Cookie) from a hop whose origin (scheme, host and port) is not the first
+// request's. net/http drops them only when the host changes, so an https
+// origin redirecting to plain http, or to another port, on the same host
+// would otherwise receive them. Its errors match ErrRedirectRefused.
+func CheckRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= MaxRedirects {
+		return fmt.Errorf("%w: more than %d redirects", ErrRedirectRefused, MaxRedirects)
+	}
+	if !SecureURL(req.URL) {
+		return fmt.Errorf("%w: redirect to %s://%s refused: only https, or http on a loopback host",
+			ErrRedirectRefused, req.URL.Scheme, req.URL.Host)
+	}
+	if len(via) > 0 && !SameOrigin(req.URL, via[0].URL) {
+		for _, h := range credentialHeaders {
+			req.Header.Del(h)
+		}
+	}
+	return nil
+}
+
+// SameOrigin reports whether a and b have the same scheme, host and port,
+// the port defaulting to the scheme's. Host names are case-insensitive.
+func SameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) &&
+		strings.EqualFold(a.Hostname(), b.Hostname()) &&
+		port(a) == port(b)
+}
+
+// port is u's port, or its scheme's default.
+func port(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+		return "443"
+	case "http":
+		return "80"
+	}
+	return ""
 }

@@ -19,7 +19,9 @@ import (
 // every data.json, data.yaml or data.yml file, merged into data at the path
 // of its directory relative to dir, as OPA bundles do. dir may also name a
 // single .rego file. File names in errors and in Files start with dir.
-func Load(dir string) (*Set, error) {
+// Unless opts allow them, a call to one of NetworkBuiltins does not
+// compile.
+func Load(dir string, opts ...Option) (*Set, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, &Error{Problems: []Problem{{File: dir, Code: CodeLoad, Msg: loadMsg(err)}}}
@@ -33,21 +35,21 @@ func Load(dir string) (*Set, error) {
 			return nil, &Error{Problems: []Problem{{File: dir, Code: CodeLoad, Msg: loadMsg(err)}}}
 		}
 		name := filepath.ToSlash(dir)
-		return build([]string{name}, map[string]string{name: string(src)}, nil)
+		return build([]string{name}, map[string]string{name: string(src)}, nil, optionsOf(opts))
 	}
 	prefix := filepath.ToSlash(filepath.Clean(dir))
-	return loadFS(os.DirFS(dir), ".", func(rel string) string { return path.Join(prefix, rel) })
+	return loadFS(os.DirFS(dir), ".", func(rel string) string { return path.Join(prefix, rel) }, optionsOf(opts))
 }
 
 // LoadFS is Load on a file system: it reads the tree rooted at name in
 // fsys ("." for all of it). File names are fsys paths.
-func LoadFS(fsys fs.FS, name string) (*Set, error) {
-	return loadFS(fsys, path.Clean(name), func(p string) string { return p })
+func LoadFS(fsys fs.FS, name string, opts ...Option) (*Set, error) {
+	return loadFS(fsys, path.Clean(name), func(p string) string { return p }, optionsOf(opts))
 }
 
 // loadFS walks root in fsys; display turns an fsys path into the file name
 // shown in errors and used for modules.
-func loadFS(fsys fs.FS, root string, display func(string) string) (*Set, error) {
+func loadFS(fsys fs.FS, root string, display func(string) string, o options) (*Set, error) {
 	sources := map[string]string{}
 	data := map[string]any{}
 	var files []string
@@ -100,7 +102,7 @@ func loadFS(fsys fs.FS, root string, display func(string) string) (*Set, error) 
 		return nil, &Error{Problems: []Problem{{File: display(root), Code: CodeLoad, Msg: "no policy files (*.rego) found"}}}
 	}
 	slices.Sort(files)
-	return build(files, sources, data)
+	return build(files, sources, data, o)
 }
 
 // mergeDataFile decodes the data file at p and merges it into data at the

@@ -62,16 +62,17 @@ type Set struct {
 
 // FromModules compiles a policy set from Rego sources keyed by file name
 // and a data document (nil for none). It is what bundles and tests use;
-// Load and LoadFS read the same from files. Errors are *Error.
-func FromModules(modules map[string]string, data map[string]any) (*Set, error) {
+// Load and LoadFS read the same from files. Unless opts allow them, a
+// call to one of NetworkBuiltins does not compile. Errors are *Error.
+func FromModules(modules map[string]string, data map[string]any, opts ...Option) (*Set, error) {
 	files := slices.Sorted(maps.Keys(modules))
-	return build(files, modules, data)
+	return build(files, modules, data, optionsOf(opts))
 }
 
 // build parses and compiles the modules, prepares the decision query and
 // returns the Set; files lists every file the set came from, data files
 // included.
-func build(files []string, sources map[string]string, data map[string]any) (*Set, error) {
+func build(files []string, sources map[string]string, data map[string]any, o options) (*Set, error) {
 	if len(sources) == 0 {
 		return nil, &Error{Problems: []Problem{{Code: CodeLoad, Msg: "no policy modules (*.rego) to load"}}}
 	}
@@ -108,7 +109,8 @@ func build(files []string, sources map[string]string, data map[string]any) (*Set
 	// The store converts the data to AST values once, here, instead of on
 	// every read during evaluation. jsonData made it JSON already.
 	store := inmem.NewFromObjectWithOpts(data, inmem.OptRoundTripOnWrite(false), inmem.OptReturnASTValuesOnRead(true))
-	compiler, err := compile(ctx, store, parsed)
+	caps := o.capabilities()
+	compiler, err := compile(ctx, store, parsed, caps)
 	if err != nil {
 		return nil, err
 	}
@@ -132,6 +134,7 @@ func build(files []string, sources map[string]string, data map[string]any) (*Set
 			rego.Query(q.query),
 			rego.SetRegoVersion(ast.RegoV1),
 			rego.Compiler(compiler),
+			rego.Capabilities(caps),
 			rego.Store(store),
 			rego.GenerateJSON(astResult),
 		).PrepareForEval(ctx)
@@ -176,8 +179,9 @@ func jsonData(data map[string]any) (map[string]any, error) {
 }
 
 // compile compiles the modules against the store, so that a rule whose
-// path collides with a data document is reported as a conflict.
-func compile(ctx context.Context, store storage.Store, modules map[string]*ast.Module) (*ast.Compiler, error) {
+// path collides with a data document is reported as a conflict, with the
+// built-ins caps allows (nil: all of OPA's).
+func compile(ctx context.Context, store storage.Store, modules map[string]*ast.Module, caps *ast.Capabilities) (*ast.Compiler, error) {
 	txn, err := store.NewTransaction(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open data store: %w", err)
@@ -186,8 +190,11 @@ func compile(ctx context.Context, store storage.Store, modules map[string]*ast.M
 	c := ast.NewCompiler().
 		WithDefaultRegoVersion(ast.RegoV1).
 		WithPathConflictsCheck(storage.NonEmpty(ctx, store, txn))
+	if caps != nil {
+		c = c.WithCapabilities(caps)
+	}
 	if c.Compile(modules); c.Failed() {
-		return nil, &Error{Problems: problemsOf("", c.Errors)}
+		return nil, &Error{Problems: forbiddenBuiltins(problemsOf("", c.Errors))}
 	}
 	return c, nil
 }

@@ -67,6 +67,10 @@ const (
 	// verify with the configured key: it is unsigned, signed by another
 	// key or algorithm, or a file differs from its signed digest.
 	BundleSignatureInvalid Code = "bundle-signature-invalid"
+	// PolicyBuiltinForbidden means a policy calls a built-in that reaches
+	// the network (http.send, net.lookup_ip_addr) or the process
+	// (opa.runtime), which policy.allow_network_builtins leaves off.
+	PolicyBuiltinForbidden Code = "policy-builtin-forbidden"
 )
 
 // Error is a failure with a stable reason code. Msg is safe to show to a

@@ -9,7 +9,10 @@
 // never depend on the candidate. Every evaluation is written to the audit
 // log with simulated: true and the candidate's revision, and counted: allow,
 // simulated deny, errors, the deny reasons, and where the candidate differs
-// from enforcement, by action and tenant.
+// from enforcement, by action and tenant. Each evaluation is cut off after
+// Deps.EvalTimeout and counted in the report's timeouts, so a slow
+// candidate costs the worker a bounded time per decision and overflows
+// its queue (counted as skipped) rather than ever waiting on enforcement.
 //
 // A Manager holds the sessions; it is the sidecar's live.Session and costs
 // a decision one atomic load while no session runs.
@@ -42,6 +45,8 @@ const (
 	keepFinished = 16
 	// topReasons is how many deny reasons a report lists.
 	topReasons = 10
+	// DefaultEvalTimeout bounds one evaluation of the candidate.
+	DefaultEvalTimeout = 50 * time.Millisecond
 )
 
 // Errors of Start.
@@ -67,6 +72,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// EvalTimeout bounds each evaluation of a candidate; default
+	// DefaultEvalTimeout (policy.dry_run_eval_timeout).
+	EvalTimeout time.Duration
 }
 
 // Manager runs dry-run sessions. Its methods are safe for concurrent use.
@@ -87,6 +95,9 @@ func NewManager(deps Deps) *Manager {
 	}
 	if deps.Now == nil {
 		deps.Now = time.Now
+	}
+	if deps.EvalTimeout <= 0 {
+		deps.EvalTimeout = DefaultEvalTimeout
 	}
 	return &Manager{deps: deps, running: map[string]*Session{}}
 }
@@ -140,6 +151,7 @@ func (m *Manager) Start(candidate *policy.Set, opts Options) (*Session, error) {
 		changes:     map[change]uint64{},
 		audit:       m.deps.Audit,
 		now:         m.deps.Now,
+		timeout:     m.deps.EvalTimeout,
 	}
 	s.timer = time.AfterFunc(opts.Duration, func() { m.Stop(s.id) })
 	m.running[s.id] = s
@@ -203,7 +215,7 @@ func (m *Manager) Stop(id string) (*Session, bool) {
 	<-s.done
 	r := s.Report()
 	m.deps.Logger.Info("dry-run session ended", "session", id, "revision", s.revision,
-		"evaluated", r.Evaluated, "simulated_deny", r.SimulatedDeny, "errors", r.Errors, "skipped", r.Skipped)
+		"evaluated", r.Evaluated, "simulated_deny", r.SimulatedDeny, "errors", r.Errors, "timeouts", r.Timeouts, "skipped", r.Skipped)
 	return s, true
 }
 
@@ -239,8 +251,9 @@ type Session struct {
 	done         chan struct{}
 	audit        engine.AuditSink
 	now          func() time.Time
+	timeout      time.Duration // of one evaluation
 
-	decisions, allow, deny, errs, skipped atomic.Uint64
+	decisions, allow, deny, errs, skipped, timeouts atomic.Uint64
 
 	mu          sync.Mutex
 	denyReasons map[string]uint64
@@ -274,7 +287,10 @@ func (s *Session) work() {
 
 func (s *Session) evaluate(ctx context.Context, ev engine.DecisionEvent) {
 	start := s.now()
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	res, err := s.candidate.Decide(ctx, ev.Input)
+	overrun := err != nil && ctx.Err() != nil
+	cancel()
 	rec := ev.Record
 	rec.Simulated = true
 	rec.PolicyRevision = s.revision
@@ -282,6 +298,9 @@ func (s *Session) evaluate(ctx context.Context, ev engine.DecisionEvent) {
 	rec.LatencyUS = s.now().Sub(start).Microseconds()
 	if err != nil {
 		s.errs.Add(1)
+		if overrun {
+			s.timeouts.Add(1)
+		}
 		rec.Allow, rec.DenyReasons, rec.Reason = false, []string{}, string(reason.PolicyError)
 		s.log(rec)
 		return

@@ -1,7 +1,6 @@
 package dryrun
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/svc-dev/svc/engine/bundle"
+	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/sidecar/apijson"
 )
 
@@ -22,21 +22,38 @@ const (
 // maxCandidateBytes bounds an uploaded candidate bundle.
 const maxCandidateBytes = 32 << 20
 
+// Loader reads and compiles an uploaded candidate bundle. The sidecar's
+// loader holds candidates to what it holds the bundles it serves: the
+// signature policy.bundle_verify_key_file requires, the built-ins
+// policy.allow_network_builtins allows. A refusal it returns as a
+// *CandidateError is answered with that status and code; any other error
+// is 422 policy-error.
+type Loader func(candidate []byte) (*policy.Set, error)
+
+// CandidateError is a refused candidate.
+type CandidateError struct {
+	Status int
+	Code   reason.Code
+	Msg    string
+}
+
+func (e *CandidateError) Error() string { return e.Msg }
+
 // Register adds the dry-run endpoints to mux, each behind guard (the
-// sidecar's admin guard):
+// sidecar's admin guard); load reads the candidates:
 //
 //	POST   /v1/dry-run/sessions?duration=5m[&queue_size=N]  body: the candidate bundle (tar.gz)
 //	GET    /v1/dry-run/sessions                              every running and recent session
 //	GET    /v1/dry-run/sessions/{id}                         one session's report so far
 //	DELETE /v1/dry-run/sessions/{id}                         stop it; its final report
-func (m *Manager) Register(mux *http.ServeMux, guard func(http.HandlerFunc) http.HandlerFunc) {
-	mux.HandleFunc("POST "+PathSessions, guard(m.serveStart))
+func (m *Manager) Register(mux *http.ServeMux, guard func(http.HandlerFunc) http.HandlerFunc, load Loader) {
+	mux.HandleFunc("POST "+PathSessions, guard(func(w http.ResponseWriter, r *http.Request) { m.serveStart(w, r, load) }))
 	mux.HandleFunc("GET "+PathSessions, guard(m.serveList))
 	mux.HandleFunc("GET "+pathSession, guard(m.serveGet))
 	mux.HandleFunc("DELETE "+pathSession, guard(m.serveStop))
 }
 
-func (m *Manager) serveStart(w http.ResponseWriter, r *http.Request) {
+func (m *Manager) serveStart(w http.ResponseWriter, r *http.Request, load Loader) {
 	var opts Options
 	q := r.URL.Query()
 	d, err := time.ParseDuration(q.Get("duration"))
@@ -60,11 +77,13 @@ func (m *Manager) serveStart(w http.ResponseWriter, r *http.Request) {
 		apijson.Error(w, http.StatusBadRequest, "input-invalid", "the body must be the candidate policy bundle (tar.gz)")
 		return
 	}
-	// Never activated, so a signature is not required; it only has to
-	// compile.
-	set, err := bundle.Load(bytes.NewReader(body), nil)
+	set, err := load(body)
+	if ce := (*CandidateError)(nil); errors.As(err, &ce) {
+		apijson.Error(w, ce.Status, ce.Code, ce.Msg)
+		return
+	}
 	if err != nil {
-		apijson.Error(w, http.StatusUnprocessableEntity, "policy-error", "candidate rejected: "+err.Error())
+		apijson.Error(w, http.StatusUnprocessableEntity, reason.PolicyError, "candidate rejected: "+err.Error())
 		return
 	}
 	s, err := m.Start(set, opts)

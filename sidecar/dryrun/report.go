@@ -16,11 +16,14 @@ type Report struct {
 	Ended    *time.Time `json:"ended,omitempty"`
 	// Decisions counts the policy decisions offered to the session;
 	// Evaluated + Skipped = Decisions once the session has finished.
-	Decisions     uint64        `json:"decisions"`
-	Evaluated     uint64        `json:"evaluated"`
-	Allow         uint64        `json:"allow"`
-	SimulatedDeny uint64        `json:"simulated_deny"`
-	Errors        uint64        `json:"errors"`
+	Decisions     uint64 `json:"decisions"`
+	Evaluated     uint64 `json:"evaluated"`
+	Allow         uint64 `json:"allow"`
+	SimulatedDeny uint64 `json:"simulated_deny"`
+	Errors        uint64 `json:"errors"`
+	// Timeouts counts the evaluations cut off after
+	// policy.dry_run_eval_timeout; they are among Errors.
+	Timeouts      uint64        `json:"timeouts"`
 	Skipped       uint64        `json:"skipped"`
 	TopDenyReason []ReasonCount `json:"top_deny_reasons"`
 	Changed       []Change      `json:"changed"`
@@ -48,7 +51,7 @@ func (s *Session) Report() Report {
 	r := Report{
 		ID: s.id, Revision: s.revision, State: "running", Started: s.started, Ends: s.ends,
 		Decisions: s.decisions.Load(), Allow: s.allow.Load(), SimulatedDeny: s.deny.Load(),
-		Errors: s.errs.Load(), Skipped: s.skipped.Load(),
+		Errors: s.errs.Load(), Timeouts: s.timeouts.Load(), Skipped: s.skipped.Load(),
 		TopDenyReason: []ReasonCount{}, Changed: []Change{},
 	}
 	r.Evaluated = r.Allow + r.SimulatedDeny + r.Errors

@@ -1,0 +1,128 @@
+package e2e
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	opabundle "github.com/open-policy-agent/opa/v1/bundle"
+
+	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/engine/bundle"
+)
+
+// TestBundleAgeAndReplay runs a sidecar polling a control plane with
+// policy.bundle_max_age = 1h. A bundle created 2 h ago serves but turns
+// the status degraded (policy-bundle-stale), which core sidecar status
+// shows with the bundle's creation time; a replayed older signed bundle
+// is refused (revision-older), and so is a signed bundle without
+// created_at (bundle-unordered), which could not be told from a replay.
+func TestBundleAgeAndReplay(t *testing.T) {
+	t.Parallel()
+	k := newKeyring(t)
+	keys := t.TempDir()
+	signKey, verifyKey := ecKeyPair(t, keys)
+	signPEM, err := os.ReadFile(signKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies := filepath.Join(harness.ModuleRoot(t), "policies")
+	build := func(revision string, created time.Time) []byte {
+		t.Helper()
+		var buf bytes.Buffer
+		if _, err := bundle.Build(&buf, policies, bundle.BuildOptions{Revision: revision, SignKeyPEM: signPEM, CreatedAt: created}); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	// opaBuild signs as opa build --signing-key does: no created_at.
+	opaBuild := func(revision string) []byte {
+		t.Helper()
+		src, err := os.ReadFile(filepath.Join(policies, "authz.rego"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := opabundle.Bundle{
+			Manifest: opabundle.Manifest{Revision: revision, Roots: &[]string{"svc"}},
+			Modules:  []opabundle.ModuleFile{{URL: "/authz.rego", Path: "/authz.rego", Raw: src}},
+			Data:     map[string]any{},
+		}
+		if err := b.GenerateSignature(opabundle.NewSigningConfig(string(signPEM), "ES256", ""), "default", false); err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := opabundle.NewWriter(&buf).Write(b); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	var mu sync.Mutex
+	served := build("cp-2h", now.Add(-2*time.Hour))
+	cp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		_, _ = w.Write(served)
+	}))
+	t.Cleanup(cp.Close)
+	serve := func(b []byte) { mu.Lock(); served = b; mu.Unlock() }
+
+	s := harness.StartSidecar(t, harness.SidecarOptions{
+		Config: sidecarConfig + `
+[policy]
+bundle_min_poll = "100ms"
+bundle_max_poll = "200ms"
+`,
+		Env: map[string]string{
+			"SVC_JWKS_URL":               k.jwks.URL,
+			"SVC_BUNDLE_URL":             cp.URL + "/svc.tar.gz",
+			"SVC_BUNDLE_VERIFY_KEY_FILE": verifyKey,
+			"SVC_BUNDLE_MAX_AGE":         "1h",
+		},
+	})
+	type ageStatus struct {
+		controlPlaneStatus
+		Reason          string     `json:"reason"`
+		PolicyCreatedAt *time.Time `json:"policy_created_at"`
+	}
+	var st ageStatus
+	waitUntil(t, "cp-2h active", func() bool { st = getStatus[ageStatus](t, s); return st.PolicyRevision == "cp-2h" })
+	if st.Status != "degraded" || st.Reason != "policy-bundle-stale" || st.PolicyCreatedAt == nil || !st.PolicyCreatedAt.Equal(now.Add(-2*time.Hour)) {
+		t.Errorf("a bundle 2h old with max age 1h: status %q (%s), created %v", st.Status, st.Reason, st.PolicyCreatedAt)
+	}
+	code, stdout, stderr := runCoreAt(t, s, "sidecar", "status")
+	if code != 1 || !regexp.MustCompile(`(?m)^Status:\s+degraded \(policy-bundle-stale\)$`).MatchString(stdout) ||
+		!strings.Contains(stdout, "created "+now.Add(-2*time.Hour).Format(time.RFC3339)) {
+		t.Errorf("core sidecar status: exit %d\n%s%s", code, stdout, stderr)
+	}
+
+	// A replay of an older signed bundle: refused.
+	serve(build("cp-3h", now.Add(-3*time.Hour)))
+	waitUntil(t, "the replay refused", func() bool { st = getStatus[ageStatus](t, s); return st.Bundle.LastCode != "" })
+	if st.Bundle.LastCode != "revision-older" || st.PolicyRevision != "cp-2h" {
+		t.Errorf("replayed older bundle: %q (%s), revision %q", st.Bundle.LastCode, st.Bundle.LastError, st.PolicyRevision)
+	}
+	// A bundle that cannot be ordered: refused as well.
+	serve(opaBuild("opa-1"))
+	waitUntil(t, "the unordered bundle refused", func() bool {
+		st = getStatus[ageStatus](t, s)
+		return st.Bundle.LastCode == "bundle-unordered" || st.PolicyRevision != "cp-2h"
+	})
+	if st.PolicyRevision != "cp-2h" || !strings.Contains(st.Bundle.LastError, "created_at") {
+		t.Errorf("unordered bundle: revision %q, %+v", st.PolicyRevision, *st.Bundle)
+	}
+
+	// A fresh bundle: healthy again.
+	serve(build("cp-now", time.Now()))
+	waitUntil(t, "cp-now active", func() bool { st = getStatus[ageStatus](t, s); return st.PolicyRevision == "cp-now" })
+	if st.Status != "healthy" || st.Reason != "" {
+		t.Errorf("a fresh bundle: status %q (%s)", st.Status, st.Reason)
+	}
+}
