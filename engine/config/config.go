@@ -153,6 +153,8 @@ type SAML struct {
 	SPPrivateKeyPEM  string `toml:"-" yaml:"-" json:"-"`
 	SPCertificatePEM string `toml:"-" yaml:"-" json:"-"`
 	// AllowIDPInitiated accepts unsolicited responses (no InResponseTo).
+	// Outside development mode (DevModeSettings) it requires
+	// rate_limit.redis_addr, the replay cache replicas and restarts share.
 	// Default false. Env SVC_SAML_ALLOW_IDP_INITIATED.
 	AllowIDPInitiated bool `toml:"allow_idp_initiated" yaml:"allow_idp_initiated"`
 	// TokenTTL is the lifetime of the JWTs the gateway issues. Default
