@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -259,4 +260,39 @@ func inflate(t *testing.T, param string) string {
 		t.Fatal(err)
 	}
 	return string(out)
+}
+
+// A configuration read again on SIGHUP that would make SVC_ENV=development
+// refused is itself refused: the running development image keeps serving
+// instead of handing over to one that cannot start.
+func TestSAMLDevelopmentEnvSIGHUP(t *testing.T) {
+	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
+	if err != nil {
+		t.Fatal(err)
+	}
+	samlAddr := harness.FreeAddr(t)
+	dir := t.TempDir()
+	md := harness.WriteFile(t, dir, "idp.xml", string(idp.Metadata()))
+	saml := "[sdk.saml]\nentity_id = \"http://" + samlAddr + "/auth/saml/metadata\"\nacs_url = \"http://" + samlAddr +
+		"/auth/saml/acs\"\nidp_metadata_file = \"" + md + "\"\n"
+	s := harness.StartSidecar(t, harness.SidecarOptions{Config: "[sdk]\nfail_mode = \"open\"\n" + saml,
+		Env: map[string]string{"SVC_ENV": "development", "SVC_SAML_ADDR": samlAddr, "SVC_LOG_LEVEL": "info"}})
+	first := statusOf(t, s)
+
+	harness.WriteFile(t, s.Dir, "svc.toml", "[sdk]\nfail_mode = \"closed\"\n"+saml)
+	if err := s.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.WaitOutput(t, true, time.Minute, func(out string) bool {
+		return strings.Contains(out, "SIGHUP: configuration refused")
+	})
+	if err != nil {
+		t.Fatalf("no refusal logged: %v", err)
+	}
+	if !strings.Contains(out[strings.Index(out, "SIGHUP: configuration refused"):], "SVC_ENV") {
+		t.Errorf("the refusal does not name SVC_ENV:\n%s", out)
+	}
+	if st := statusOf(t, s); !st.StartedAt.Equal(first.StartedAt) || st.Status != "healthy" {
+		t.Errorf("after the refused configuration: %+v, want the same image, healthy", st)
+	}
 }

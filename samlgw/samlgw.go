@@ -133,7 +133,7 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sdk.saml.acs_url: %w", err)
 	}
-	skipSig, err := skipSignature(cfg, deps.Getenv)
+	skipSig, err := DevEnv(cfg, deps.Getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -198,11 +198,15 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 	return g, nil
 }
 
-// skipSignature reports whether DevEnvVar turns off signature checks, and
-// refuses it in a configuration that is not a development one, naming the
-// setting that makes it a production one.
-func skipSignature(cfg config.Config, getenv func(string) string) (bool, error) {
-	if getenv(DevEnvVar) != DevEnvValue {
+// DevEnv reports whether the environment (getenv, usually os.Getenv)
+// turns off the signature checks of a gateway of cfg (DevEnvVar), and
+// refuses that in a configuration that is not a development one with a
+// *config.Error naming the variable and the setting that makes the
+// configuration a production one. New applies it; svc-sidecar also checks
+// a configuration read again on SIGHUP with it, before handing over to
+// an image that would fail to start.
+func DevEnv(cfg config.Config, getenv func(string) string) (bool, error) {
+	if cfg.SDK.SAML == nil || getenv(DevEnvVar) != DevEnvValue {
 		return false, nil
 	}
 	if cfg.DevModeSettings() {
