@@ -13,7 +13,7 @@ func TestPrefersHTML(t *testing.T) {
 		html, json bool
 	}{
 		{"text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8", true, false}, // Chrome
-		{"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", true, false},                         // Firefox
+		{"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", true, false},                       // Firefox
 		{"", false, false},
 		{"*/*", false, false},
 		{"application/json", false, true},
