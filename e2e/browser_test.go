@@ -94,10 +94,27 @@ func TestShippedProxiesBrowserSignIn(t *testing.T) {
 				}
 			}
 
+			// A bearer token is an API client's, whatever its Accept.
 			resp, body = get("/orders/42", "Accept", browserAccept, "Authorization", "Bearer garbage")
-			if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" ||
-				!strings.Contains(body, "<code>token-malformed</code>") || !strings.Contains(body, `href="/auth/saml/login?return_to=%2Forders%2F42"`) {
-				t.Errorf("browser with a bad bearer token: %s, want the HTML 401 with a sign-in link", harness.Describe(resp.StatusCode, resp.Header, []byte(body)))
+			if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("Content-Type") != "application/json" ||
+				!strings.Contains(body, `"reason":"token-malformed"`) {
+				t.Errorf("bad bearer token: %s, want the JSON 401", harness.Describe(resp.StatusCode, resp.Header, []byte(body)))
+			}
+			// A browser with an expired session gets the HTML 401 when it
+			// posts (no redirect: a POST cannot be repeated as a GET).
+			req, _ := http.NewRequest(http.MethodPost, front+"/orders", strings.NewReader("a=1"))
+			req.Header.Set("Accept", browserAccept)
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Cookie", "svc_session=garbage")
+			presp, err := noRedirect.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pbody, _ := readBody(presp)
+			presp.Body.Close()
+			if presp.StatusCode != http.StatusUnauthorized || presp.Header.Get("Content-Type") != "text/html; charset=utf-8" ||
+				!strings.Contains(pbody, "<code>token-malformed</code>") || !strings.Contains(pbody, `href="/auth/saml/login"`) {
+				t.Errorf("browser POST with a bad session: %s, want the HTML 401 with a sign-in link", harness.Describe(presp.StatusCode, presp.Header, []byte(pbody)))
 			}
 			if up.Hits() != 0 {
 				t.Errorf("%d refused requests reached the upstream", up.Hits())
