@@ -75,6 +75,8 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 			"policy.bundle_min_poll", "svc.toml: policy.bundle_min_poll: must not exceed policy.bundle_max_poll (3m0s > 2m0s)"},
 		{"tls key without cert", func(c *Config) { c.Sidecar.TLSKeyFile = "/k.pem" }, "",
 			"sidecar.tls_cert_file", "svc.toml: sidecar.tls_cert_file: sidecar.tls_cert_file and sidecar.tls_key_file must be set together"},
+		{"admin token required without a token file", func(c *Config) { c.Sidecar.AdminRequireToken = true }, "SVC_ADMIN_REQUIRE_TOKEN",
+			"sidecar.admin_require_token", "SVC_ADMIN_REQUIRE_TOKEN: admin_require_token=true requires sidecar.admin_token_file: no caller could use the admin endpoints"},
 		{"client CA without TLS", func(c *Config) { c.Sidecar.TLSClientCAFile = "/ca.pem" }, "SVC_TLS_CLIENT_CA_FILE",
 			"sidecar.tls_client_ca_file", "SVC_TLS_CLIENT_CA_FILE: requires sidecar.tls_cert_file and sidecar.tls_key_file: client certificates are asked for over TLS"},
 		{"socket mode not octal", func(c *Config) { c.Sidecar.SocketMode = "rw-rw----" }, "",
