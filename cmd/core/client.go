@@ -15,11 +15,18 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/svc-dev/svc/engine/loopback"
 )
 
 // exitUnreachable is the exit code of a command that could not reach the
 // sidecar at all (connection refused, no such host, timeout).
 const exitUnreachable = 3
+
+// exitInsecureToken is the exit code of a command refused before it sent
+// anything: the admin token would have crossed the network in the clear
+// (plain http to a host that is not loopback).
+const exitInsecureToken = 4
 
 // envSidecarURL is the environment variable that sets --sidecar's default.
 const envSidecarURL = "SVC_SIDECAR_URL"
@@ -82,6 +89,11 @@ func (a *app) sidecarClientAt(base, flag string) (*sidecarClient, error) {
 			return nil, inputError(fmt.Errorf("%s: read admin token: %w", envAdminTokenFile, err))
 		}
 		c.token = strings.TrimSpace(string(b))
+	}
+	if c.token != "" && !loopback.SecureURL(u) {
+		return nil, &exitError{code: exitInsecureToken, err: fmt.Errorf(
+			"refusing to send the admin token (%s) over plain http to %s, which is not a loopback host: use an https URL, or http to localhost, 127.0.0.1 or ::1 (%s)",
+			envAdminTokenFile, u.Host, flag)}
 	}
 	return c, nil
 }
