@@ -43,7 +43,8 @@ type ClientOptions struct {
 	// DialOptions are appended to the client's own (transport
 	// credentials); use them for interceptors or OTel stats handlers.
 	DialOptions []grpc.DialOption
-	// Logger receives fail-open warnings; default slog.Default().
+	// Logger receives fail-open warnings, and a fail-open client's notice
+	// at construction; default slog.Default().
 	Logger *slog.Logger
 	// ConfigFile is read for the [sdk] keys sidecar_addr and fail_mode
 	// when the address or FailMode is left empty and the SVC_SIDECAR_ADDR
@@ -129,8 +130,16 @@ func NewClient(addr string, opts ClientOptions) (*Client, error) {
 	if c.log == nil {
 		c.log = slog.Default()
 	}
+	if mode == FailOpen {
+		c.log.Warn(FailOpenNotice, "sidecar", addr, "fail_mode", FailOpen)
+	}
 	return c, nil
 }
+
+// FailOpenNotice is the warning a fail-open Client logs once, when it is
+// made: what fail-open means and how to turn it off.
+const FailOpenNotice = "authz: fail_mode=open: requests are allowed when the sidecar is unreachable; " +
+	"set SVC_FAIL_MODE=closed (or sdk.fail_mode, ClientOptions.FailMode) to deny them instead"
 
 // FailMode returns the client's fail mode, FailOpen or FailClosed.
 func (c *Client) FailMode() string { return c.failMode }
