@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -121,5 +124,63 @@ func TestClientSlowSidecarWithinTimeout(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// fullBacklog is a TCP listener whose accept queue is full: connecting to
+// it hangs, as with a sidecar too busy to accept.
+func fullBacklog(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
+	for range 3 {
+		d := net.Dialer{Timeout: 200 * time.Millisecond}
+		if c, err := d.Dial("tcp", addr); err == nil {
+			t.Cleanup(func() { c.Close() })
+		}
+	}
+	return addr
+}
+
+// TestClientConnectWithinTimeout: a connection that is not accepted is
+// unreachable once the client's whole timeout has passed, not after a
+// shorter connect timeout of the transport (gRPC's is 20 s).
+func TestClientConnectWithinTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes 21 s")
+	}
+	const timeout = 21 * time.Second
+	addr := fullBacklog(t)
+	for _, target := range []string{addr, "http://" + addr} {
+		t.Run(target, func(t *testing.T) {
+			t.Parallel()
+			c, err := authz.NewClient(target, authz.ClientOptions{FailMode: authz.FailClosed, Timeout: timeout, Logger: quietLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			start := time.Now()
+			_, err = c.ValidateToken(t.Context(), "t")
+			if took := time.Since(start); took < timeout {
+				t.Errorf("unreachable after %v, before the %v timeout: %v", took, timeout, err)
+			}
+			if !errors.Is(err, authz.ErrUnavailable) {
+				t.Errorf("err = %v, want ErrUnavailable", err)
+			}
+		})
 	}
 }
