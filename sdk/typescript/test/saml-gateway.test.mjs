@@ -125,7 +125,7 @@ describe("SAML browser flow against the sidecar's gateway", () => {
     assert.equal(r.status, 303, await r.clone().text());
     assert.equal(r.headers.get("location"), "/app/page?tab=2");
     const setCookie = r.headers.get("set-cookie");
-    assert.match(setCookie, /^svc_session=[\w-]+\.[\w-]+\.[\w-]+; Path=\/; Max-Age=\d+; .*HttpOnly; SameSite=Lax$/);
+    assert.match(setCookie, /^svc_session=[\w-]+\.[\w-]+\.[\w-]+; Path=\/; Max-Age=\d+; .*HttpOnly; SameSite=Lax; Secure$/);
 
     // 4. Back on the page: the sidecar verifies the gateway's token.
     r = await fetch(`${appUrl}/app/page?tab=2`, { headers: { cookie: setCookie.split(";")[0] }, redirect: "manual" });
