@@ -271,6 +271,10 @@ func Open(addr string, mode os.FileMode) (net.Listener, error) {
 	return listenPrivate(path, mode)
 }
 
+// maxSocketPath is the longest path a Unix socket address holds on Linux
+// (sun_path is 108 bytes with its terminating NUL).
+const maxSocketPath = 107
+
 // afterBind, when set by a test, is called with the path the socket was
 // bound to, right after the bind.
 var afterBind func(bound string)
@@ -280,7 +284,7 @@ var afterBind func(bound string)
 // rename(2), fails when path exists, so a file created at path meanwhile
 // is never replaced.
 func listenPrivate(path string, mode os.FileMode) (net.Listener, error) {
-	dir, err := os.MkdirTemp(filepath.Dir(path), ".sock-")
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".s")
 	if err != nil {
 		return nil, fmt.Errorf("listen unix %s: private directory: %w", path, err)
 	}
@@ -289,6 +293,10 @@ func listenPrivate(path string, mode os.FileMode) (net.Listener, error) {
 		return nil, fmt.Errorf("listen unix %s: private directory: %w", path, err)
 	}
 	bound := filepath.Join(dir, "s")
+	if len(bound) > maxSocketPath {
+		return nil, fmt.Errorf("listen unix %s: the directory is too deep: the socket is first bound at %s, %d bytes, over the %d a Unix socket address holds",
+			path, bound, len(bound), maxSocketPath)
+	}
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: bound, Net: "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("listen unix %s: %w", path, err)

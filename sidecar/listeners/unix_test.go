@@ -143,3 +143,21 @@ func TestUnixSocketHandover(t *testing.T) {
 	}
 	c.Close()
 }
+
+// TestUnixSocketPathTooDeep: a path whose private bind path would not fit
+// a socket address is refused with an error that says so.
+func TestUnixSocketPathTooDeep(t *testing.T) {
+	dir := t.TempDir()
+	deep := filepath.Join(dir, strings.Repeat("d", maxSocketPath-len(dir)-8))
+	if err := os.Mkdir(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(deep, "a.sock")
+	_, err := Open(UnixScheme+path, 0o600)
+	if err == nil || !strings.Contains(err.Error(), "too deep") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Open(%d-byte path) = %v, want an error saying the directory is too deep", len(path), err)
+	}
+	if entries, _ := os.ReadDir(deep); len(entries) != 0 {
+		t.Errorf("%s holds %d entries, want none", deep, len(entries))
+	}
+}
