@@ -95,6 +95,22 @@ func (a *app) sidecarClientAt(base, flag string) (*sidecarClient, error) {
 			"refusing to send the admin token (%s) over plain http to %s, which is not a loopback host: use an https URL, or http to localhost, 127.0.0.1 or ::1 (%s)",
 			envAdminTokenFile, u.Host, flag)}
 	}
+	if c.token != "" {
+		// A redirect to the same host keeps the Authorization header, so
+		// https://sidecar redirecting to http://sidecar would send it in
+		// the clear: the rule holds for every hop.
+		c.http.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+			if !loopback.SecureURL(req.URL) {
+				return &exitError{code: exitInsecureToken, err: fmt.Errorf(
+					"refusing to follow the redirect to %s: the admin token (%s) would go over plain http to a host that is not loopback",
+					req.URL.Redacted(), envAdminTokenFile)}
+			}
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			return nil
+		}
+	}
 	return c, nil
 }
 
@@ -131,6 +147,10 @@ func (c *sidecarClient) Do(ctx context.Context, method, path string, body io.Rea
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		var refused *exitError
+		if errors.As(err, &refused) {
+			return nil, refused
 		}
 		return nil, c.unreachable(err)
 	}

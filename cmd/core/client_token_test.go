@@ -133,3 +133,43 @@ func TestAdminTokenURLRule(t *testing.T) {
 		t.Errorf("plain http off loopback without a token: %v", err)
 	}
 }
+
+// TestAdminTokenNotSentOnInsecureRedirect: a loopback sidecar URL that
+// redirects to plain http off loopback is not followed with the token.
+func TestAdminTokenNotSentOnInsecureRedirect(t *testing.T) {
+	const token = "admin-token-9d0c"
+	adminTokenEnv(t, token)
+	ip := nonLoopbackIPv4(t)
+	if ip == "" {
+		ip = "192.0.2.1" // TEST-NET-1: the refusal comes before any dial
+	}
+	var hits atomic.Int32
+	if l, err := net.Listen("tcp", net.JoinHostPort(ip, "0")); err == nil {
+		far := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"status":"healthy","ready":true}`))
+		}))
+		far.Listener.Close()
+		far.Listener = l
+		far.Start()
+		t.Cleanup(far.Close)
+		ip = strings.TrimPrefix(far.URL, "http://")
+	} else {
+		ip += ":7700"
+	}
+	near := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://"+ip+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(near.Close)
+	r := run(t, "", "--sidecar", near.URL, "sidecar", "status")
+	if r.code != exitInsecureToken || !strings.Contains(r.stderr, "refusing to follow the redirect") {
+		t.Errorf("exit %d, want %d refusing the redirect\n%s%s", r.code, exitInsecureToken, r.stdout, r.stderr)
+	}
+	if n := hits.Load(); n > 0 {
+		t.Errorf("core followed the redirect to plain http off loopback %d times", n)
+	}
+	if strings.Contains(r.stdout+r.stderr, token) {
+		t.Error("the output shows the admin token")
+	}
+}
