@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -24,6 +25,10 @@ import (
 // not answer in time is treated as unreachable.
 const DefaultTimeout = time.Second
 
+// minConnectTimeout is gRPC's own default bound of one connection
+// attempt, kept for clients whose timeout is shorter.
+const minConnectTimeout = 20 * time.Second
+
 // failOpenLogEvery spaces the warnings of a fail-open client so that an
 // outage of the sidecar does not flood the application's log.
 const failOpenLogEvery = 10 * time.Second
@@ -33,8 +38,10 @@ type ClientOptions struct {
 	// FailMode is FailOpen (default) or FailClosed: what ValidateToken and
 	// Authorize return when the sidecar is unreachable.
 	FailMode string
-	// Timeout bounds each call; default DefaultTimeout. A shorter deadline
-	// on the caller's context wins.
+	// Timeout bounds each call, connecting included; default
+	// DefaultTimeout. The sidecar counts as unreachable only when the
+	// connection is refused or the timeout has passed, never sooner. A
+	// shorter deadline on the caller's context wins.
 	Timeout time.Duration
 	// TLS, when set, secures the connection. Without it the connection is
 	// plaintext, which is meant for a sidecar on loopback or a Unix
@@ -43,7 +50,8 @@ type ClientOptions struct {
 	// DialOptions are appended to the client's own (transport
 	// credentials); use them for interceptors or OTel stats handlers.
 	DialOptions []grpc.DialOption
-	// Logger receives fail-open warnings; default slog.Default().
+	// Logger receives fail-open warnings, and a fail-open client's notice
+	// at construction; default slog.Default().
 	Logger *slog.Logger
 	// ConfigFile is read for the [sdk] keys sidecar_addr and fail_mode
 	// when the address or FailMode is left empty and the SVC_SIDECAR_ADDR
@@ -97,6 +105,10 @@ func NewClient(addr string, opts ClientOptions) (*Client, error) {
 	if opts.Timeout < 0 {
 		return nil, fmt.Errorf("authz: new client: negative timeout %s", opts.Timeout)
 	}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
 	var t transport
 	if strings.HasPrefix(addr, "http://") || strings.HasPrefix(addr, "https://") {
 		ht, err := newHTTPTransport(addr, opts.TLS)
@@ -109,7 +121,11 @@ func NewClient(addr string, opts ClientOptions) (*Client, error) {
 		if opts.TLS != nil {
 			creds = credentials.NewTLS(opts.TLS)
 		}
-		dial := append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, opts.DialOptions...)
+		// gRPC gives up connecting after MinConnectTimeout (20 s by
+		// default) and fails the call then: a longer timeout must not end
+		// sooner than it says.
+		params := grpc.ConnectParams{Backoff: backoff.DefaultConfig, MinConnectTimeout: max(timeout, minConnectTimeout)}
+		dial := append([]grpc.DialOption{grpc.WithTransportCredentials(creds), grpc.WithConnectParams(params)}, opts.DialOptions...)
 		conn, err := grpc.NewClient(addr, dial...)
 		if err != nil {
 			return nil, fmt.Errorf("authz: new client for %q: %w", addr, err)
@@ -120,17 +136,22 @@ func NewClient(addr string, opts ClientOptions) (*Client, error) {
 		t:        t,
 		target:   addr,
 		failMode: mode,
-		timeout:  opts.Timeout,
+		timeout:  timeout,
 		log:      opts.Logger,
-	}
-	if c.timeout == 0 {
-		c.timeout = DefaultTimeout
 	}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
+	if mode == FailOpen {
+		c.log.Warn(FailOpenNotice, "sidecar", addr, "fail_mode", FailOpen)
+	}
 	return c, nil
 }
+
+// FailOpenNotice is the warning a fail-open Client logs once, when it is
+// made: what fail-open means and how to turn it off.
+const FailOpenNotice = "authz: fail_mode=open: requests are allowed when the sidecar is unreachable; " +
+	"set SVC_FAIL_MODE=closed (or sdk.fail_mode, ClientOptions.FailMode) to deny them instead"
 
 // FailMode returns the client's fail mode, FailOpen or FailClosed.
 func (c *Client) FailMode() string { return c.failMode }

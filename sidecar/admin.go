@@ -227,11 +227,22 @@ func (s *Server) readiness() (bool, string) {
 	case !s.ready.Load():
 		return false, "starting"
 	}
-	// SAML-only deployments (no sdk.jwks_url) verify with local keys.
-	if es := s.deps.Engine.Status(); !es.DevMode && es.JWKS.Keys == 0 && s.deps.Engine.Config().SDK.JWKSURL != "" {
+	if !KeysReady(s.deps.Engine) {
 		return false, string(reason.JWKSUnavailable)
 	}
 	return true, ""
+}
+
+// KeysReady reports whether eng can verify tokens: in development mode,
+// without sdk.jwks_url (a SAML-only deployment: tokens come from the
+// local issuer, whose keys the engine holds from the start), or with the
+// JWKS's keys cached. Readiness and the restart handover both ask it.
+func KeysReady(eng *engine.Engine) bool {
+	if eng.Config().SDK.JWKSURL == "" {
+		return true
+	}
+	es := eng.Status()
+	return es.DevMode || es.JWKS.Keys > 0
 }
 
 func (s *Server) serveReadyz(w http.ResponseWriter, _ *http.Request) {

@@ -21,8 +21,9 @@ const (
 	// CodeHostNotAllowed refuses a Host header that names neither the
 	// listener nor an allowed host (DNS rebinding).
 	CodeHostNotAllowed reason.Code = "host-not-allowed"
-	// CodeAdminTokenRequired refuses a caller that is not on loopback and
-	// did not present the admin token.
+	// CodeAdminTokenRequired refuses a caller that did not present the
+	// admin token: one off loopback, or any caller of the admin
+	// endpoints under sidecar.admin_require_token.
 	CodeAdminTokenRequired reason.Code = "admin-token-required"
 )
 
@@ -48,13 +49,21 @@ func (s *Server) guardReads(next http.Handler) http.Handler {
 	})
 }
 
-// admin guards mutating endpoints: loopback callers, or any caller with
-// the configured admin token as a bearer token; never a browser's
-// cross-site request, and never a loopback caller that names a host the
-// sidecar does not answer to.
+// admin guards mutating endpoints (and the streams and dry-run
+// sessions): loopback callers, or any caller with the configured admin
+// token as a bearer token; never a browser's cross-site request, and
+// never a loopback caller that names a host the sidecar does not answer
+// to. With sidecar.admin_require_token, loopback and Unix socket callers
+// need the token too.
 func (s *Server) admin(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.refuse(w, r, false) {
+			return
+		}
+		if s.deps.Engine.Config().Sidecar.AdminRequireToken && !s.adminTokenOK(r) {
+			w.Header().Set("Connection", "close")
+			apijson.Error(w, http.StatusForbidden, CodeAdminTokenRequired,
+				"this endpoint requires the admin token from every caller (sidecar.admin_require_token)")
 			return
 		}
 		next(w, r)

@@ -15,11 +15,18 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/svc-dev/svc/engine/loopback"
 )
 
 // exitUnreachable is the exit code of a command that could not reach the
 // sidecar at all (connection refused, no such host, timeout).
 const exitUnreachable = 3
+
+// exitInsecureToken is the exit code of a command refused before it sent
+// anything: the admin token would have crossed the network in the clear
+// (plain http to a host that is not loopback).
+const exitInsecureToken = 4
 
 // envSidecarURL is the environment variable that sets --sidecar's default.
 const envSidecarURL = "SVC_SIDECAR_URL"
@@ -83,6 +90,27 @@ func (a *app) sidecarClientAt(base, flag string) (*sidecarClient, error) {
 		}
 		c.token = strings.TrimSpace(string(b))
 	}
+	if c.token != "" && !loopback.SecureURL(u) {
+		return nil, &exitError{code: exitInsecureToken, err: fmt.Errorf(
+			"refusing to send the admin token (%s) over plain http to %s, which is not a loopback host: use an https URL, or http to localhost, 127.0.0.1 or ::1 (%s)",
+			envAdminTokenFile, u.Host, flag)}
+	}
+	if c.token != "" {
+		// A redirect to the same host keeps the Authorization header, so
+		// https://sidecar redirecting to http://sidecar would send it in
+		// the clear: the rule holds for every hop.
+		c.http.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+			if !loopback.SecureURL(req.URL) {
+				return &exitError{code: exitInsecureToken, err: fmt.Errorf(
+					"refusing to follow the redirect to %s: the admin token (%s) would go over plain http to a host that is not loopback",
+					req.URL.Redacted(), envAdminTokenFile)}
+			}
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			return nil
+		}
+	}
 	return c, nil
 }
 
@@ -119,6 +147,10 @@ func (c *sidecarClient) Do(ctx context.Context, method, path string, body io.Rea
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		var refused *exitError
+		if errors.As(err, &refused) {
+			return nil, refused
 		}
 		return nil, c.unreachable(err)
 	}

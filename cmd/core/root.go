@@ -114,7 +114,8 @@ Exit codes: 0 on success; 1 when a check fails (a wrong --expect, a failing
 fixture, a lint error, a p99 over its threshold, an invalid bundle
 signature) or the sidecar refused; 2 for a usage or input error (an unknown
 flag, an unreadable --config, a missing directory, malformed JSON); 3 when
-the sidecar could not be reached.`,
+the sidecar could not be reached; 4 when the admin token would have gone
+over plain http to a host that is not loopback (nothing was sent).`,
 		Version:       version.Version,
 		SilenceErrors: true,
 		SilenceUsage:  true,

@@ -38,11 +38,13 @@ func (a *app) sidecarCommand() *cobra.Command {
 		Long: `Commands that talk to a running svc-sidecar over its local HTTP API
 (--sidecar, default SVC_SIDECAR_URL or http://localhost:7700). Callers that
 are not on loopback send the admin token read from the file named by
-SVC_ADMIN_TOKEN_FILE.
+SVC_ADMIN_TOKEN_FILE; that token goes over https, or plain http to a
+loopback host only.
 
 Exit codes: 0 ok, 1 the sidecar refused (a wrong or missing bundle
 signature, an older revision) or is not healthy (status, restart), 2 usage or input error (an unreadable
-bundle file), 3 the sidecar could not be reached.`,
+bundle file), 3 the sidecar could not be reached, 4 refused to send the admin
+token over plain http to a host that is not loopback.`,
 		Args: args(),
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}

@@ -96,18 +96,18 @@ func (r *restarter) watchHUP(ctx context.Context, hup <-chan os.Signal, path str
 	}
 }
 
-// waitEngineReady waits until the engine can verify tokens (development
-// mode, or keys cached), at most handoverReadyTimeout.
-func waitEngineReady(ctx context.Context, eng *engine.Engine, log *slog.Logger) {
+// waitEngineReady waits until the engine can verify tokens
+// (sidecar.KeysReady: development mode, no JWKS to wait for, or its keys
+// cached), at most handoverReadyTimeout, and reports whether it can.
+func waitEngineReady(ctx context.Context, eng *engine.Engine, log *slog.Logger) bool {
 	deadline := time.Now().Add(handoverReadyTimeout)
 	for {
-		st := eng.Status()
-		if st.DevMode || st.JWKS.Keys > 0 {
-			return
+		if sidecar.KeysReady(eng) {
+			return true
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			log.Warn("serving before the JWKS is cached", "waited", handoverReadyTimeout.String())
-			return
+			return false
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

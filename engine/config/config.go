@@ -319,6 +319,12 @@ type Sidecar struct {
 	// AdminTokenFile holds a bearer token that lets non-loopback callers
 	// use mutating endpoints. Env SVC_ADMIN_TOKEN_FILE.
 	AdminTokenFile string `toml:"admin_token_file" yaml:"admin_token_file"`
+	// AdminRequireToken requires the admin token of AdminTokenFile from
+	// every caller of the guarded endpoints, loopback and Unix socket
+	// callers included: on a shared host any local user or process
+	// could otherwise administer the sidecar. Requires AdminTokenFile.
+	// Default false. Env SVC_ADMIN_REQUIRE_TOKEN.
+	AdminRequireToken bool `toml:"admin_require_token" yaml:"admin_require_token"`
 	// DrainTimeout bounds graceful shutdown. Default 30s.
 	DrainTimeout Duration `toml:"drain_timeout" yaml:"drain_timeout"`
 	// PublicRead lets any caller use the read endpoints (status, config,

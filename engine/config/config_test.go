@@ -137,6 +137,7 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		{"SVC_JWT_AUDIENCES", " a, b ,,c ", func(c Config) any { return c.JWT.Audiences }, []string{"a", "b", "c"}},
 		{"SVC_HTTP_ADDR", "[::1]:7701", func(c Config) any { return c.Sidecar.HTTPAddr }, "[::1]:7701"},
 		{"SVC_ADMIN_TOKEN_FILE", "/run/token", func(c Config) any { return c.Sidecar.AdminTokenFile }, "/run/token"},
+		{"SVC_ADMIN_REQUIRE_TOKEN", "true", func(c Config) any { return c.Sidecar.AdminRequireToken }, true},
 		{"SVC_TLS_CERT_FILE", "/run/tls/crt.pem", func(c Config) any { return c.Sidecar.TLSCertFile }, "/run/tls/crt.pem"},
 		{"SVC_TLS_KEY_FILE", "/run/tls/key.pem", func(c Config) any { return c.Sidecar.TLSKeyFile }, "/run/tls/key.pem"},
 		{"SVC_TLS_CLIENT_CA_FILE", "/run/tls/ca.pem", func(c Config) any { return c.Sidecar.TLSClientCAFile }, "/run/tls/ca.pem"},

@@ -143,6 +143,16 @@ var envTable = []EnvVar{
 	{Name: "SVC_ADMIN_TOKEN_FILE", Key: "sidecar.admin_token_file",
 		Help:  "File holding the bearer token that lets non-loopback callers use mutating endpoints.",
 		apply: func(c *Config, v string) string { c.Sidecar.AdminTokenFile = v; return "" }},
+	{Name: "SVC_ADMIN_REQUIRE_TOKEN", Key: "sidecar.admin_require_token",
+		Help: "true requires the admin token from loopback and Unix socket callers too.",
+		apply: func(c *Config, v string) string {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return "must be true or false, got " + strconv.Quote(v)
+			}
+			c.Sidecar.AdminRequireToken = b
+			return ""
+		}},
 	{Name: "SVC_TLS_CERT_FILE", Key: "sidecar.tls_cert_file",
 		Help:  "PEM certificate chain; with SVC_TLS_KEY_FILE the gRPC and HTTP listeners serve TLS.",
 		apply: func(c *Config, v string) string { c.Sidecar.TLSCertFile = v; return "" }},

@@ -314,6 +314,9 @@ func (v *validator) sidecar() {
 	if msg := checkHostPort(s.SAMLAddr); msg != "" {
 		v.fail("sidecar.saml_addr", "%s", msg)
 	}
+	if s.AdminRequireToken && s.AdminTokenFile == "" {
+		v.fail("sidecar.admin_require_token", "admin_require_token=true requires sidecar.admin_token_file: no caller could use the admin endpoints")
+	}
 	if s.DrainTimeout.Duration < 0 {
 		v.fail("sidecar.drain_timeout", "must not be negative, got %q", s.DrainTimeout.String())
 	}

@@ -81,6 +81,8 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 			"policy.dry_run_eval_timeout", `svc.toml: policy.dry_run_eval_timeout: must be positive and at most 10s, got "-1s"`},
 		{"tls key without cert", func(c *Config) { c.Sidecar.TLSKeyFile = "/k.pem" }, "",
 			"sidecar.tls_cert_file", "svc.toml: sidecar.tls_cert_file: sidecar.tls_cert_file and sidecar.tls_key_file must be set together"},
+		{"admin token required without a token file", func(c *Config) { c.Sidecar.AdminRequireToken = true }, "SVC_ADMIN_REQUIRE_TOKEN",
+			"sidecar.admin_require_token", "SVC_ADMIN_REQUIRE_TOKEN: admin_require_token=true requires sidecar.admin_token_file: no caller could use the admin endpoints"},
 		{"client CA without TLS", func(c *Config) { c.Sidecar.TLSClientCAFile = "/ca.pem" }, "SVC_TLS_CLIENT_CA_FILE",
 			"sidecar.tls_client_ca_file", "SVC_TLS_CLIENT_CA_FILE: requires sidecar.tls_cert_file and sidecar.tls_key_file: client certificates are asked for over TLS"},
 		{"socket mode not octal", func(c *Config) { c.Sidecar.SocketMode = "rw-rw----" }, "",

@@ -15,12 +15,15 @@ package listeners
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -91,8 +94,20 @@ func (s *Set) TookOver() bool {
 	return s.tookOver
 }
 
-// takenOver wraps a listener built from an inherited descriptor.
-type takenOver struct{ net.Listener }
+// takenOver wraps a listener built from an inherited descriptor. For a
+// Unix socket, unixPath is the configured path: the kernel's name of the
+// socket is the private path it was bound to (see Open).
+type takenOver struct {
+	net.Listener
+	unixPath string
+}
+
+func (t *takenOver) Addr() net.Addr {
+	if t.unixPath != "" {
+		return &net.UnixAddr{Name: t.unixPath, Net: "unix"}
+	}
+	return t.Listener.Addr()
+}
 
 // Listen returns the listener called name for addr: the inherited one
 // when the previous image handed over a listener of that name for the
@@ -111,7 +126,11 @@ func (s *Set) Listen(name, addr string) (net.Listener, error) {
 		if err != nil {
 			return nil, fmt.Errorf("inherited listener %q (%s): %w", name, addr, err)
 		}
-		l = &takenOver{fl}
+		path, _ := strings.CutPrefix(addr, UnixScheme)
+		if path == addr {
+			path = ""
+		}
+		l = &takenOver{Listener: fl, unixPath: path}
 		s.tookOver = true
 	} else {
 		var err error
@@ -169,7 +188,7 @@ func (s *Set) Handover() ([]*os.File, string, error) {
 			closeAll(files)
 			return nil, "", fmt.Errorf("listener %q (%T) cannot be handed over", name, l)
 		}
-		if ul, ok := l.(*net.UnixListener); ok {
+		if ul, ok := l.(interface{ SetUnlinkOnClose(bool) }); ok {
 			// The socket file must outlive this image's Close.
 			ul.SetUnlinkOnClose(false)
 		}
@@ -226,8 +245,15 @@ const DefaultSocketMode os.FileMode = 0o660
 
 // Open listens on addr: host:port over TCP, or unix:///path on a Unix
 // domain socket whose file gets mode. A socket file left by a process
-// that is gone is replaced; one that still accepts connections is an
-// error, as a TCP port in use is.
+// that is gone is replaced; one that still accepts connections, or any
+// other file at the path, is an error, as a TCP port in use is.
+//
+// The socket file never exists with a broader mode than mode: bind(2)
+// creates it with the process umask's mode, so it is bound inside a
+// directory of its own with mode 0700 next to path (which no other user
+// can enter), chmod-ed there, and only then linked to path. The process
+// umask is left alone: it is process-wide, and changing it around the
+// bind would race with every other goroutine creating files.
 func Open(addr string, mode os.FileMode) (net.Listener, error) {
 	path, ok := strings.CutPrefix(addr, UnixScheme)
 	if !ok {
@@ -242,13 +268,80 @@ func Open(addr string, mode os.FileMode) (net.Listener, error) {
 			return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
 		}
 	}
-	l, err := net.Listen("unix", path)
+	return listenPrivate(path, mode)
+}
+
+// maxSocketPath is the longest path a Unix socket address holds on Linux
+// (sun_path is 108 bytes with its terminating NUL).
+const maxSocketPath = 107
+
+// afterBind, when set by a test, is called with the path the socket was
+// bound to, right after the bind.
+var afterBind func(bound string)
+
+// listenPrivate binds a Unix socket in a fresh 0700 directory beside
+// path, sets its mode there and links it to path. link(2), unlike
+// rename(2), fails when path exists, so a file created at path meanwhile
+// is never replaced.
+func listenPrivate(path string, mode os.FileMode) (net.Listener, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".s")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("listen unix %s: private directory: %w", path, err)
 	}
-	if err := os.Chmod(path, mode); err != nil {
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("listen unix %s: private directory: %w", path, err)
+	}
+	bound := filepath.Join(dir, "s")
+	if len(bound) > maxSocketPath {
+		return nil, fmt.Errorf("listen unix %s: the directory is too deep: the socket is first bound at %s, %d bytes, over the %d a Unix socket address holds",
+			path, bound, len(bound), maxSocketPath)
+	}
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: bound, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen unix %s: %w", path, err)
+	}
+	l.SetUnlinkOnClose(false)
+	if afterBind != nil {
+		afterBind(bound)
+	}
+	if err := os.Chmod(bound, mode); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("socket mode of %s: %w", path, err)
 	}
-	return l, nil
+	if err := os.Link(bound, path); err != nil {
+		l.Close()
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("listen unix %s: address already in use", path)
+		}
+		return nil, fmt.Errorf("listen unix %s: %w", path, err)
+	}
+	ul := &unixListener{UnixListener: l, path: path}
+	ul.unlink.Store(true)
+	return ul, nil
+}
+
+// unixListener is a Unix socket listener whose file is at path, not at
+// the private path it was bound to: Addr names path, and Close removes
+// path unless SetUnlinkOnClose(false) said otherwise (a handover).
+type unixListener struct {
+	*net.UnixListener
+	path   string
+	unlink atomic.Bool
+	once   sync.Once
+}
+
+func (l *unixListener) Addr() net.Addr { return &net.UnixAddr{Name: l.path, Net: "unix"} }
+
+// SetUnlinkOnClose says whether Close removes the socket file.
+func (l *unixListener) SetUnlinkOnClose(unlink bool) { l.unlink.Store(unlink) }
+
+func (l *unixListener) Close() error {
+	err := l.UnixListener.Close()
+	l.once.Do(func() {
+		if l.unlink.Load() {
+			os.Remove(l.path)
+		}
+	})
+	return err
 }

@@ -19,6 +19,7 @@ from .client import (
     DEFAULT_TIMEOUT,
     FAIL_CLOSED,
     FAIL_OPEN,
+    FAIL_OPEN_NOTICE,
     Client,
     Decision,
     SidecarRequestError,
@@ -34,4 +35,5 @@ __all__ = [
     "Client", "TokenDecision", "Decision", "SvcError", "SidecarUnavailableError",
     "SidecarRequestError", "Admission", "Refusal", "bearer_token",
     "DEFAULT_SIDECAR_URL", "DEFAULT_TIMEOUT", "DEFAULT_CONFIG_FILE", "FAIL_OPEN", "FAIL_CLOSED",
+    "FAIL_OPEN_NOTICE",
 ]

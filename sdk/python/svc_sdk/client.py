@@ -18,7 +18,7 @@ from ._pool import Pool, Unreachable
 __all__ = [
     "Client", "TokenDecision", "Decision", "SvcError", "SidecarUnavailableError",
     "SidecarRequestError", "DEFAULT_SIDECAR_URL", "DEFAULT_TIMEOUT", "DEFAULT_CONFIG_FILE", "FAIL_OPEN",
-    "FAIL_CLOSED", "Settings", "resolve_settings",
+    "FAIL_CLOSED", "FAIL_OPEN_NOTICE", "Settings", "resolve_settings",
 ]
 
 #: Used when neither the constructor nor SVC_SIDECAR_URL names the sidecar.
@@ -43,6 +43,11 @@ UNAVAILABLE_REASON = "unavailable"
 
 # An outage would otherwise log one warning per request.
 _WARN_EVERY = 10.0
+
+#: Logged once (a warning on the ``svc_sdk`` logger) when a fail-open
+#: Client is made.
+FAIL_OPEN_NOTICE = ("svc_sdk: fail_mode=open: requests are allowed when the sidecar is unreachable; "
+                    "set SVC_FAIL_MODE=closed (or sdk.fail_mode, Client(fail_mode='closed')) to deny them instead")
 
 _log = logging.getLogger("svc_sdk")
 
@@ -120,6 +125,9 @@ class Client:
     Fail modes, when the sidecar is unreachable, times out, or answers 502,
     503 or 504: ``open`` returns an allowed decision with no claims and
     reason ``fail-open``; ``closed`` raises :class:`SidecarUnavailableError`.
+    A fail-open client logs :data:`FAIL_OPEN_NOTICE` once, when it is made.
+    A sidecar counts as unreachable when the connection is refused or no
+    answer came within the whole ``timeout``, never sooner.
     A sidecar that answers but cannot decide (500 ``policy-error``) raises
     :class:`SidecarUnavailableError` in both modes. An invalid token is a
     decision with ``allowed=False`` in both modes.
@@ -153,6 +161,10 @@ class Client:
         weakref.finalize(self, self._pool.close)
         self._warn_lock = threading.Lock()
         self._last_warn = 0.0
+        if mode == FAIL_OPEN:
+            src = st.fail_mode_source
+            _log.warning("%s (sidecar %s; fail_mode=open %s)", FAIL_OPEN_NOTICE, url,
+                         "by default" if src == "default" else f"from {src}")
 
     @property
     def sidecar_url(self) -> str:

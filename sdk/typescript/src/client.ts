@@ -9,6 +9,15 @@ import { DEFAULT_CONFIG_FILE, resolveSettings } from "./config.js";
 export const DEFAULT_SIDECAR_URL = "http://localhost:7700";
 /** Milliseconds one call may take, connection included, before the sidecar is taken as unreachable. */
 export const DEFAULT_TIMEOUT_MS = 1000;
+/**
+ * Largest timeoutMs: Node's fetch gives up waiting for an answer's headers
+ * or body after 300 s of its own, which a longer timeout could not outlast.
+ */
+export const MAX_TIMEOUT_MS = 300_000;
+
+/** Given to the warn option (default console.warn) once, when a fail-open client is made. */
+export const FAIL_OPEN_NOTICE = "svc: fail_mode=open: requests are allowed when the sidecar is unreachable; " +
+  'set SVC_FAIL_MODE=closed (or sdk.fail_mode, failMode: "closed") to deny them instead';
 
 export type FailMode = "open" | "closed";
 
@@ -21,7 +30,11 @@ export interface SvcClientOptions {
   sidecarUrl?: string;
   /** What happens when the sidecar is unreachable; default SVC_FAIL_MODE, then sdk.fail_mode of svc.toml, then "open". */
   failMode?: FailMode;
-  /** Per-call timeout in milliseconds; default 1000. */
+  /**
+   * Per-call timeout in milliseconds, connecting included; default 1000, at
+   * most MAX_TIMEOUT_MS. The sidecar counts as unreachable when the
+   * connection is refused or no answer came within it, never sooner.
+   */
   timeoutMs?: number;
   /** Environment to read the defaults from; default process.env. */
   env?: Record<string, string | undefined>;
@@ -32,7 +45,11 @@ export interface SvcClientOptions {
    * malformed one is.
    */
   configFile?: string | null;
-  /** Receives the fail-open warning (at most one every 10 s); default console.warn. */
+  /**
+   * Receives the fail-open warnings: FAIL_OPEN_NOTICE once when a fail-open
+   * client is made, then at most one every 10 s while the sidecar is
+   * unavailable; default console.warn.
+   */
   warn?: (message: string) => void;
 }
 
@@ -129,8 +146,8 @@ export class SvcClient {
       throw new TypeError(`fail mode ${JSON.stringify(mode)} is neither "open" nor "closed" (${settings.failMode.source})`);
     }
     const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-      throw new TypeError(`timeoutMs must be a positive number, not ${String(timeoutMs)}`);
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_MS) {
+      throw new TypeError(`timeoutMs must be a positive number of at most ${MAX_TIMEOUT_MS}, not ${String(timeoutMs)}`);
     }
     let parsed: URL;
     try {
@@ -146,6 +163,10 @@ export class SvcClient {
     this.timeoutMs = timeoutMs;
     this.#base = parsed.origin + parsed.pathname.replace(/\/+$/, "");
     this.#warn = opts.warn ?? ((m) => console.warn(m));
+    if (mode === "open") {
+      const from = settings.failMode.source === "default" ? "by default" : `from ${settings.failMode.source}`;
+      this.#warn(`${FAIL_OPEN_NOTICE} (sidecar ${url}; fail_mode=open ${from})`);
+    }
   }
 
   /** Verifies a bearer token (without the "Bearer " prefix). */
@@ -197,16 +218,24 @@ export class SvcClient {
   async #call(path: string, msg: unknown, op: string): Promise<Record<string, unknown> | typeof FAIL_OPEN> {
     let res: Response;
     let text: string;
-    try {
-      res = await fetch(this.#base + path, {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json" },
-        body: JSON.stringify(msg),
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
-      text = await res.text();
-    } catch (e) {
-      return this.#unavailable(op, "unavailable", describe(e, this.timeoutMs));
+    const signal = AbortSignal.timeout(this.timeoutMs);
+    const payload = JSON.stringify(msg);
+    for (;;) {
+      try {
+        res = await fetch(this.#base + path, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json" },
+          body: payload,
+          signal,
+        });
+        text = await res.text();
+        break;
+      } catch (e) {
+        // Node's fetch abandons a connection attempt after 10 s of its own;
+        // nothing was sent, so a longer timeout tries again until it ends.
+        if (!signal.aborted && connectTimedOut(e)) continue;
+        return this.#unavailable(op, "unavailable", describe(e, this.timeoutMs));
+      }
     }
     if (res.status === 500) {
       // The sidecar answered and could not decide (policy-error): a refusal
@@ -271,6 +300,11 @@ function errorOf(text: string): [string, string] {
   } catch {
     return ["", text.slice(0, 200)];
   }
+}
+
+function connectTimedOut(e: unknown): boolean {
+  const cause = e instanceof Error ? (e.cause as { code?: string } | undefined) : undefined;
+  return cause?.code === "UND_ERR_CONNECT_TIMEOUT";
 }
 
 function describe(e: unknown, timeoutMs: number): string {

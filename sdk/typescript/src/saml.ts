@@ -160,7 +160,14 @@ export interface SamlAcsOptions extends ExchangeOptions {
    * default cookieName + "_req".
    */
   requestCookieName?: string;
-  /** Mark the cookie Secure; default: when the request came over https (req.secure). */
+  /**
+   * Mark the cookie Secure; default true. Behind a proxy that terminates TLS
+   * the request reaches the application over plain http (req.secure is
+   * false), so the default does not look at it. `false` leaves Secure out
+   * only for a request whose Host is a loopback host (localhost,
+   * 127.0.0.0/8, [::1]): local development over plain http. For any other
+   * host the cookie stays Secure.
+   */
   secure?: boolean;
   /** Cookie path; default "/". */
   cookiePath?: string;
@@ -170,8 +177,8 @@ export interface SamlAcsOptions extends ExchangeOptions {
  * An Express route handler that completes the browser flow on the
  * application's origin: mount it at the ACS URL the IdP posts to, e.g.
  * `app.post("/auth/saml/acs", samlAcs())`. It forwards the form to the
- * gateway, sets the HttpOnly session cookie (SameSite=Lax) for the token it
- * issued, and answers 303 to the RelayState return path (a relative path on
+ * gateway, sets the HttpOnly, Secure session cookie (SameSite=Lax; see the
+ * secure option for plain http on loopback) for the token it issued, and answers 303 to the RelayState return path (a relative path on
  * this site, else "/"). A refused assertion answers the gateway's status
  * with {"error","message"}; an unreachable gateway 503.
  *
@@ -229,7 +236,7 @@ export function samlAcs(opts: SamlAcsOptions = {}) {
         throw e;
       }
       const maxAge = Math.max(0, Math.floor((tok.expiresAt.getTime() - Date.now()) / 1000));
-      const secure = opts.secure ?? req.secure === true;
+      const secure = opts.secure !== false || !loopbackHost(req.headers.host);
       const attrs = [`${cookieName}=${encodeURIComponent(tok.token)}`, `Path=${opts.cookiePath ?? "/"}`,
         `Max-Age=${maxAge}`, `Expires=${tok.expiresAt.toUTCString()}`, "HttpOnly", "SameSite=Lax"];
       if (secure) attrs.push("Secure");
@@ -280,6 +287,26 @@ async function readBody(req: AsyncIterable<unknown>, limit: number): Promise<str
 
 function gatewayOf(opts: ExchangeOptions): string {
   return trimSlash(opts.gatewayUrl || process.env.SVC_SAML_URL || DEFAULT_GATEWAY_URL);
+}
+
+/**
+ * Whether a Host header names a loopback host: localhost, 127.0.0.0/8 or
+ * ::1 (the rule of the sidecar's engine/loopback).
+ */
+export function loopbackHost(host: string | string[] | undefined): boolean {
+  if (typeof host !== "string") return false;
+  let name = host.trim();
+  if (name.startsWith("[")) {
+    const end = name.indexOf("]");
+    if (end < 0) return false;
+    name = name.slice(1, end);
+  } else if (name.indexOf(":") === name.lastIndexOf(":")) {
+    name = name.split(":")[0] ?? "";
+  }
+  name = name.toLowerCase();
+  if (name === "localhost" || name === "::1" || name === "0:0:0:0:0:0:0:1") return true;
+  const m = /^127\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(name);
+  return m !== null && m.slice(1).every((o) => Number(o) <= 255);
 }
 
 function trimSlash(s: string): string {

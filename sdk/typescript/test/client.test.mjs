@@ -195,8 +195,9 @@ describe("unavailable sidecar", () => {
     });
     const a = await open.authorize("any", "orders:read");
     assert.deepEqual([a.allow, a.claims, a.reason, a.denyReasons], [true, null, "fail-open", []]);
-    assert.equal(warnings.length, 1, "one warning per 10 s");
-    assert.match(warnings[0], /fail_mode=open/);
+    assert.equal(warnings.length, 2, "the notice at construction, then one warning per 10 s");
+    assert.match(warnings[0], /requests are allowed when the sidecar is unreachable/);
+    assert.match(warnings[1], /sidecar unavailable; allowing by fail_mode=open/);
 
     const closed = new SvcClient({ sidecarUrl: url, failMode: "closed", timeoutMs });
     await assert.rejects(closed.validateToken("any"),

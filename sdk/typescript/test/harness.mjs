@@ -236,3 +236,42 @@ export async function relay(target) {
   };
   return r;
 }
+
+/**
+ * A loopback listener whose accept queue is full, so that connecting to it
+ * hangs, as with a sidecar too busy to accept. Node accepts every
+ * connection itself, so a python3 process holds the listener.
+ */
+export async function fullBacklog() {
+  const script = [
+    "import socket, sys",
+    "l = socket.socket(); l.bind(('127.0.0.1', 0)); l.listen(0)",
+    "port = l.getsockname()[1]; fill = []",
+    "for _ in range(3):",
+    "    c = socket.socket(); c.setblocking(False)",
+    "    try: c.connect(('127.0.0.1', port))",
+    "    except BlockingIOError: pass",
+    "    fill.append(c)",
+    "print(port, flush=True)",
+    "sys.stdin.read()",
+  ].join("\n");
+  const child = spawn("python3", ["-c", script], { stdio: ["pipe", "pipe", "inherit"] });
+  const port = await new Promise((resolve, reject) => {
+    let out = "";
+    child.on("error", reject);
+    child.on("exit", (code) => reject(new Error(`python3 exited ${code} before listening`)));
+    child.stdout.on("data", (d) => {
+      out += d;
+      if (out.includes("\n")) resolve(Number(out.trim()));
+    });
+  });
+  // Let the filling connections reach the queue.
+  await new Promise((r) => setTimeout(r, 200));
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close() {
+      child.stdin.end();
+      child.kill();
+    },
+  };
+}

@@ -110,7 +110,7 @@ describe("browser flow through the application's origin", () => {
     assert.equal(r.status, 303);
     assert.equal(r.headers.get("location"), "/app/page?tab=2");
     const setCookie = r.headers.get("set-cookie");
-    assert.match(setCookie, /^svc_session=[\w-]+\.[\w-]+\.[\w-]+; Path=\/; Max-Age=\d+; Expires=.+; HttpOnly; SameSite=Lax$/);
+    assert.match(setCookie, /^svc_session=[\w-]+\.[\w-]+\.[\w-]+; Path=\/; Max-Age=\d+; Expires=.+; HttpOnly; SameSite=Lax; Secure$/);
     assert.ok(Number(/Max-Age=(\d+)/.exec(setCookie)[1]) > 500);
     assert.deepEqual(seen.at(-1), { method: "POST", url: "/auth/saml/acs", accept: "application/json",
       type: "application/x-www-form-urlencoded" });

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// adminTokenEnv writes token to a file and points SVC_ADMIN_TOKEN_FILE
+// at it for the test.
+func adminTokenEnv(t *testing.T, token string) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "admin-token")
+	if err := os.WriteFile(f, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(envAdminTokenFile, f)
+}
+
+// nonLoopbackIPv4 is an address of this host that is not loopback, "" if
+// it has none.
+func nonLoopbackIPv4(t *testing.T) string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	return ""
+}
+
+// TestAdminTokenNotSentInTheClear: with an admin token, core refuses
+// plain http to a host that is not loopback before it connects (exit 4,
+// naming the variable and the way out), and the server never sees the
+// token.
+func TestAdminTokenNotSentInTheClear(t *testing.T) {
+	const token = "admin-token-51aa"
+	adminTokenEnv(t, token)
+	target := "http://192.0.2.1:7700" // TEST-NET-1: never answers
+	var hits, leaked atomic.Int32
+	if ip := nonLoopbackIPv4(t); ip != "" {
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		if err == nil {
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				if strings.Contains(r.Header.Get("Authorization"), token) {
+					leaked.Add(1)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(`{"status":"healthy","ready":true}`))
+			}))
+			srv.Listener.Close()
+			srv.Listener = l
+			srv.Start()
+			t.Cleanup(srv.Close)
+			target = srv.URL
+		}
+	}
+	r := run(t, "", "--sidecar", target, "sidecar", "status")
+	if r.code != exitInsecureToken {
+		t.Errorf("exit %d, want %d\n%s%s", r.code, exitInsecureToken, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"refusing to send the admin token", envAdminTokenFile, "https", "--sidecar"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stdout+r.stderr, token) {
+		t.Error("the output shows the admin token")
+	}
+	if n := leaked.Load(); n > 0 {
+		t.Errorf("the admin token crossed plain http %d times", n)
+	}
+	if n := hits.Load(); n > 0 {
+		t.Errorf("core sent %d requests to a plain-http host off loopback", n)
+	}
+}
+
+// TestAdminTokenOverLoopbackHTTP: plain http on loopback carries the
+// token as before.
+func TestAdminTokenOverLoopbackHTTP(t *testing.T) {
+	const token = "admin-token-0b3f"
+	adminTokenEnv(t, token)
+	var got atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"healthy","ready":true}`))
+	}))
+	t.Cleanup(srv.Close)
+	for _, base := range []string{srv.URL, strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)} {
+		r := run(t, "", "--sidecar", base, "sidecar", "status")
+		if r.code != 0 {
+			t.Errorf("%s: exit %d\n%s%s", base, r.code, r.stdout, r.stderr)
+		}
+		if a, _ := got.Load().(string); a != "Bearer "+token {
+			t.Errorf("%s: Authorization = %q, want the admin token", base, a)
+		}
+	}
+}
+
+// TestAdminTokenURLRule: the rule is engine/loopback's: https anywhere,
+// http only to a loopback host; without a token any URL goes.
+func TestAdminTokenURLRule(t *testing.T) {
+	a := &app{}
+	adminTokenEnv(t, "admin-token-77c2")
+	for raw, ok := range map[string]bool{
+		"https://sidecar.internal:7700": true,
+		"https://10.0.0.5:7700":         true,
+		"http://localhost:7700":         true,
+		"http://LOCALHOST:7700":         true,
+		"http://127.0.0.2:7700":         true,
+		"http://[::1]:7700":             true,
+		"http://sidecar.internal:7700":  false,
+		"http://10.0.0.5:7700":          false,
+		"http://localhost.evil.example": false,
+	} {
+		_, err := a.sidecarClientAt(raw, "--sidecar")
+		if (err == nil) != ok {
+			t.Errorf("%s with a token: err = %v, want allowed %v", raw, err, ok)
+		}
+	}
+	t.Setenv(envAdminTokenFile, "")
+	if _, err := a.sidecarClientAt("http://10.0.0.5:7700", "--sidecar"); err != nil {
+		t.Errorf("plain http off loopback without a token: %v", err)
+	}
+}
+
+// TestAdminTokenNotSentOnInsecureRedirect: a loopback sidecar URL that
+// redirects to plain http off loopback is not followed with the token.
+func TestAdminTokenNotSentOnInsecureRedirect(t *testing.T) {
+	const token = "admin-token-9d0c"
+	adminTokenEnv(t, token)
+	ip := nonLoopbackIPv4(t)
+	if ip == "" {
+		ip = "192.0.2.1" // TEST-NET-1: the refusal comes before any dial
+	}
+	var hits atomic.Int32
+	if l, err := net.Listen("tcp", net.JoinHostPort(ip, "0")); err == nil {
+		far := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"status":"healthy","ready":true}`))
+		}))
+		far.Listener.Close()
+		far.Listener = l
+		far.Start()
+		t.Cleanup(far.Close)
+		ip = strings.TrimPrefix(far.URL, "http://")
+	} else {
+		ip += ":7700"
+	}
+	near := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://"+ip+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(near.Close)
+	r := run(t, "", "--sidecar", near.URL, "sidecar", "status")
+	if r.code != exitInsecureToken || !strings.Contains(r.stderr, "refusing to follow the redirect") {
+		t.Errorf("exit %d, want %d refusing the redirect\n%s%s", r.code, exitInsecureToken, r.stdout, r.stderr)
+	}
+	if n := hits.Load(); n > 0 {
+		t.Errorf("core followed the redirect to plain http off loopback %d times", n)
+	}
+	if strings.Contains(r.stdout+r.stderr, token) {
+		t.Error("the output shows the admin token")
+	}
+}
