@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
@@ -241,5 +242,15 @@ func (b *Browser) SetCookie(t testing.TB, url string, c network.SetCookieParams)
 	defer cancel()
 	if _, err := chromedp.Call(ctx, network.SetCookie, c); err != nil {
 		t.Fatalf("browser set cookie: %v", err)
+	}
+}
+
+// ClearCookies empties the browser's cookie store, as a fresh profile.
+func (b *Browser) ClearCookies(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	if _, err := chromedp.Call(ctx, network.ClearBrowserCookies, cdp.Empty{}); err != nil {
+		t.Fatalf("browser clear cookies: %v", err)
 	}
 }
