@@ -58,6 +58,7 @@ type Server struct {
 	az         Authorizer
 	failMode   string
 	checkProxy string // sidecar.check_proxy
+	signIn     signIn // where browsers sign in ([sdk.saml])
 	log        *slog.Logger
 }
 
@@ -99,7 +100,7 @@ func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{mapper: m, az: az, failMode: failMode, checkProxy: checkProxy, log: log}, nil
+	return &Server{mapper: m, az: az, failMode: failMode, checkProxy: checkProxy, signIn: newSignIn(cfg.SDK.SAML), log: log}, nil
 }
 
 // Mapper returns the Server's request mapping.
@@ -118,11 +119,12 @@ func (s *Server) Register(g *grpc.Server) {
 func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
 	pr, err := proxyRequestFromCheck(req)
 	if err != nil {
-		v := invalidInput(err)
+		v := s.present(invalidInput(err), pr)
 		s.logInvalid(ctx, err)
 		return v.checkResponse(nil), nil
 	}
 	v, ok := s.authorize(engine.WithSource(ctx, SourceEnvoy), pr)
+	v = s.present(v, pr)
 	if !ok {
 		return v.checkResponse(nil), nil
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/internal/refusalpage"
 )
 
 // Mount points of the HTTP check mode.
@@ -91,7 +92,7 @@ func (s *Server) serveCheck(w http.ResponseWriter, r *http.Request) {
 	pr, conv, err := forwardedRequest(r, s.checkProxy)
 	if err != nil {
 		s.logInvalid(r.Context(), err)
-		s.writeHTTP(w, invalidInput(err), conv, nil)
+		s.writeHTTP(w, s.present(invalidInput(err), proxyRequest{headers: lowerHeaders(r.Header)}), conv, nil)
 		return
 	}
 	s.check(r.Context(), w, pr, conv)
@@ -117,6 +118,7 @@ func (s *Server) serveEnvoyCheck(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) check(ctx context.Context, w http.ResponseWriter, pr proxyRequest, conv convention) {
 	v, ok := s.authorize(engine.WithSource(ctx, SourceHTTPCheck), pr)
+	v = s.present(v, pr)
 	var spoofed []string
 	if ok && v.allow {
 		spoofed = spoofedHeaders(pr.headers)
@@ -226,15 +228,27 @@ func (s *Server) writeHTTP(w http.ResponseWriter, v verdict, conv convention, sp
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	body := v.bodyJSON()
-	h.Set("Content-Type", "application/json")
-	if v.wwwAuthenticate != "" {
+	ct, body := v.answer()
+	if v.html {
+		refusalpage.SetHeaders(h)
+	}
+	h.Set("Content-Type", ct)
+	status := v.status
+	switch {
+	case v.redirect && conv == conventionNginx:
+		// auth_request passes a 401 on, never a 302: the shipped
+		// nginx.conf answers 302 to X-Svc-Login.
+		h.Set(HeaderLogin, v.login)
+	case v.redirect:
+		status = http.StatusFound
+		h.Set("Location", v.login)
+	}
+	if v.wwwAuthenticate != "" && status == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", v.wwwAuthenticate)
 	}
 	if v.retryAfter != "" {
 		h.Set("Retry-After", v.retryAfter)
 	}
-	status := v.status
 	// Envoy's http_service takes a 5xx from the authorization server for
 	// an outage and lets the request through under failure_mode_allow: a
 	// sidecar that answered (policy-error, jwks-unavailable) says 403 to it,
@@ -242,6 +256,10 @@ func (s *Server) writeHTTP(w http.ResponseWriter, v verdict, conv convention, sp
 	if conv == conventionNginx || (conv == conventionEnvoy && status >= http.StatusInternalServerError) {
 		h.Set(HeaderStatus, strconv.Itoa(v.status))
 		h.Set(HeaderBody, asciiJSON(body))
+		if conv == conventionNginx && v.html {
+			// The shipped nginx.conf answers with JSON when it is absent.
+			h.Set(headerContentType, ct)
+		}
 		if status != http.StatusUnauthorized && status != http.StatusForbidden {
 			status = http.StatusForbidden
 		}

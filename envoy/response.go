@@ -65,6 +65,13 @@ type verdict struct {
 	body                                 DenyBody
 	wwwAuthenticate                      string
 	retryAfter                           string
+	// html: the client is a browser, answered with the HTML page instead
+	// of the JSON body (present).
+	html bool
+	// login is the sign-in URL a browser is offered (or sent to); redirect
+	// sends it there instead of answering the 401.
+	login    string
+	redirect bool
 }
 
 // decide turns an Authorize outcome into a verdict:
@@ -268,17 +275,27 @@ func (v *verdict) checkResponse(extraRemove []string) *authv3.CheckResponse {
 	if v.code != codes.OK {
 		resp.Status.Message = string(v.reason)
 	}
-	headers := []*corev3.HeaderValueOption{setHeader("content-type", "application/json")}
-	if v.wwwAuthenticate != "" {
+	ct, body := v.answer()
+	status := v.status
+	headers := []*corev3.HeaderValueOption{setHeader("content-type", ct)}
+	if v.html {
+		for _, kv := range pageHeaders {
+			headers = append(headers, setHeader(kv[0], kv[1]))
+		}
+	}
+	if v.redirect {
+		status = http.StatusFound
+		headers = append(headers, setHeader("location", v.login))
+	} else if v.wwwAuthenticate != "" {
 		headers = append(headers, setHeader("www-authenticate", v.wwwAuthenticate))
 	}
 	if v.retryAfter != "" {
 		headers = append(headers, setHeader("retry-after", v.retryAfter))
 	}
 	resp.HttpResponse = &authv3.CheckResponse_DeniedResponse{DeniedResponse: &authv3.DeniedHttpResponse{
-		Status:  &typev3.HttpStatus{Code: typev3.StatusCode(v.status)},
+		Status:  &typev3.HttpStatus{Code: typev3.StatusCode(status)},
 		Headers: headers,
-		Body:    string(v.bodyJSON()),
+		Body:    string(body),
 	}}
 	return resp
 }

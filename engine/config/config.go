@@ -171,6 +171,23 @@ type SAML struct {
 	// PathPrefix is where the endpoints are mounted. Default "/auth/saml".
 	// Env SVC_SAML_PATH_PREFIX.
 	PathPrefix string `toml:"path_prefix" yaml:"path_prefix"`
+	// BrowserRedirect sends a browser without a valid session (a GET or
+	// HEAD preferring text/html, no Authorization header, refused for its
+	// token) to PathPrefix+"/login?return_to=<its path>" instead of the
+	// 401: a 302 from Envoy and Caddy, a 401 with X-Svc-Login that the
+	// shipped nginx.conf turns into the 302. Default true (nil means the
+	// default). Env SVC_SAML_BROWSER_REDIRECT.
+	BrowserRedirect *bool `toml:"browser_redirect" yaml:"browser_redirect"`
+	// DefaultReturnTo is where login, the ACS and logout send the browser
+	// when no return_to (RelayState) names a page: a relative path on this
+	// site, under the same rule as return_to. Default "/".
+	// Env SVC_SAML_DEFAULT_RETURN_TO.
+	DefaultReturnTo string `toml:"default_return_to" yaml:"default_return_to"`
+}
+
+// RedirectsBrowsers reports whether browser_redirect is on (its default).
+func (s *SAML) RedirectsBrowsers() bool {
+	return s != nil && (s.BrowserRedirect == nil || *s.BrowserRedirect)
 }
 
 // AttributeMapping names the SAML attributes that fill JWT claims.

@@ -168,6 +168,8 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		{"SVC_SAML_TOKEN_SIGNING_KEY_FILE", "/run/t.pem", func(c Config) any { return c.SDK.SAML.TokenSigningKeyFile }, "/run/t.pem"},
 		{"SVC_SAML_COOKIE_NAME", "sess", func(c Config) any { return c.SDK.SAML.CookieName }, "sess"},
 		{"SVC_SAML_PATH_PREFIX", "/saml", func(c Config) any { return c.SDK.SAML.PathPrefix }, "/saml"},
+		{"SVC_SAML_BROWSER_REDIRECT", "true", func(c Config) any { return c.SDK.SAML.RedirectsBrowsers() }, true},
+		{"SVC_SAML_DEFAULT_RETURN_TO", "/home?tab=1", func(c Config) any { return c.SDK.SAML.DefaultReturnTo }, "/home?tab=1"},
 	}
 	covered := map[string]bool{}
 	for _, tt := range tests {

@@ -37,6 +37,8 @@ const (
 	MaxSAMLTokenTTL       = 24 * time.Hour
 	DefaultSAMLCookieName = "svc_session"
 	DefaultSAMLPathPrefix = "/auth/saml"
+	// DefaultSAMLReturnTo is sdk.saml.default_return_to's default.
+	DefaultSAMLReturnTo = "/"
 )
 
 // SetDefaults fills every field left at its zero value with its default.
@@ -56,6 +58,11 @@ func (c *Config) SetDefaults() {
 		setDuration(&s.TokenTTL, DefaultSAMLTokenTTL)
 		setString(&s.CookieName, DefaultSAMLCookieName)
 		setString(&s.PathPrefix, DefaultSAMLPathPrefix)
+		setString(&s.DefaultReturnTo, DefaultSAMLReturnTo)
+		if s.BrowserRedirect == nil {
+			on := true
+			s.BrowserRedirect = &on
+		}
 	}
 
 	setDuration(&c.Policy.BundleMinPoll, DefaultBundleMinPoll)

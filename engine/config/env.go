@@ -247,6 +247,19 @@ var envTable = []EnvVar{
 	{Name: "SVC_SAML_PATH_PREFIX", Key: "sdk.saml.path_prefix",
 		Help:  `Path prefix of the SAML endpoints. Default "/auth/saml".`,
 		apply: func(c *Config, v string) string { samlOf(c).PathPrefix = v; return "" }},
+	{Name: "SVC_SAML_BROWSER_REDIRECT", Key: "sdk.saml.browser_redirect",
+		Help: "false answers browsers without a session 401 instead of sending them to the SAML login. Default true.",
+		apply: func(c *Config, v string) string {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return "must be true or false, got " + strconv.Quote(v)
+			}
+			samlOf(c).BrowserRedirect = &b
+			return ""
+		}},
+	{Name: "SVC_SAML_DEFAULT_RETURN_TO", Key: "sdk.saml.default_return_to",
+		Help:  `Relative path where SAML login, ACS and logout land without return_to. Default "/".`,
+		apply: func(c *Config, v string) string { samlOf(c).DefaultReturnTo = v; return "" }},
 }
 
 // samlOf returns c's [sdk.saml] table, creating it when absent.

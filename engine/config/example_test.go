@@ -85,4 +85,6 @@ func ExampleEnvVars() {
 	// SVC_SAML_TOKEN_SIGNING_KEY_FILE overrides sdk.saml.token_signing_key_file
 	// SVC_SAML_COOKIE_NAME overrides sdk.saml.cookie_name
 	// SVC_SAML_PATH_PREFIX overrides sdk.saml.path_prefix
+	// SVC_SAML_BROWSER_REDIRECT overrides sdk.saml.browser_redirect
+	// SVC_SAML_DEFAULT_RETURN_TO overrides sdk.saml.default_return_to
 }

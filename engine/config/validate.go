@@ -186,6 +186,9 @@ func (v *validator) saml(s SAML) {
 	if p := s.PathPrefix; !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.ContainsAny(p, "?#{} ") {
 		v.fail("sdk.saml.path_prefix", "must be an absolute path without a trailing slash, got %q", p)
 	}
+	if _, ok := ReturnToPath(s.DefaultReturnTo); !ok || s.DefaultReturnTo == "" {
+		v.fail("sdk.saml.default_return_to", "must be a relative path on this site, such as /home, got %q", s.DefaultReturnTo)
+	}
 }
 
 func validCookieName(s string) bool {

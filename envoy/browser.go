@@ -1,0 +1,128 @@
+package envoy
+
+import (
+	"net/http"
+	"net/url"
+
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/internal/refusalpage"
+)
+
+// HeaderLogin carries, on a 401 answered to nginx auth_request, the login
+// URL a browser is to be sent to: auth_request passes on only 401 and 403,
+// never a 302, so the shipped nginx.conf reads it with auth_request_set and
+// its @svc_denied location answers 302 to it.
+const HeaderLogin = "X-Svc-Login"
+
+// headerContentType tells nginx the media type of X-Svc-Body (JSON, or
+// the HTML page for a browser); @svc_denied answers with it.
+const headerContentType = "X-Svc-Content-Type"
+
+// signIn is where browsers sign in: the SAML gateway's login, when
+// [sdk.saml] is configured.
+type signIn struct {
+	// loginPath is <path_prefix>/login; "" when SAML is not configured.
+	loginPath string
+	// redirect is sdk.saml.browser_redirect.
+	redirect bool
+}
+
+func newSignIn(s *config.SAML) signIn {
+	if s == nil {
+		return signIn{}
+	}
+	prefix := s.PathPrefix
+	if prefix == "" {
+		prefix = config.DefaultSAMLPathPrefix
+	}
+	return signIn{loginPath: prefix + "/login", redirect: s.RedirectsBrowsers()}
+}
+
+// present adapts a denial to who asked. An API client (no text/html
+// preferred in Accept: application/json, "*/*" alone, no Accept at all)
+// gets it unchanged, JSON byte for byte. A browser gets the HTML page; and
+// when its token was refused (401: missing, expired, malformed, unknown
+// key...; not a policy denial, not jwks-unavailable), the request is a GET
+// or HEAD without an Authorization header and browser_redirect is on, it
+// is sent to sign in, to come back to the page it asked for.
+func (s *Server) present(v verdict, pr proxyRequest) verdict {
+	if v.allow || !refusalpage.PrefersHTML(pr.headers["accept"]) {
+		return v
+	}
+	v.html = true
+	if s.signIn.loginPath == "" || v.status != http.StatusUnauthorized {
+		return v
+	}
+	readOnly := pr.method == http.MethodGet || pr.method == http.MethodHead
+	v.login = s.signIn.loginURL(pr.target, readOnly)
+	_, bearer := pr.headers["authorization"]
+	v.redirect = s.signIn.redirect && readOnly && !bearer
+	return v
+}
+
+// loginURL is the login path with return_to naming target (the original
+// path and query) when it is a same-origin path and the request can be
+// repeated as a GET; otherwise the gateway's default_return_to applies.
+func (si signIn) loginURL(target string, repeatable bool) string {
+	if !repeatable {
+		return si.loginPath
+	}
+	if t, ok := config.ReturnToPath(target); !ok || t == "" {
+		return si.loginPath
+	}
+	return si.loginPath + "?return_to=" + url.QueryEscape(target)
+}
+
+// page is the HTML page of a denial.
+func (v *verdict) page() refusalpage.Page {
+	p := refusalpage.Page{
+		Status: v.status, Reason: string(v.reason), DecisionID: v.decisionID,
+		Message: denialMessage(v), SignInURL: v.login,
+	}
+	if v.reason == reason.TokenMissing {
+		p.SignInText = "Sign in"
+	}
+	return p
+}
+
+func denialMessage(v *verdict) string {
+	switch v.status {
+	case http.StatusUnauthorized:
+		switch v.reason {
+		case reason.TokenMissing:
+			return "You need to sign in to see this page."
+		case reason.TokenExpired:
+			return "Your session has expired; sign in again to continue."
+		}
+		return "Your session is not valid here; sign in again to continue."
+	case http.StatusForbidden:
+		return "You do not have access to this page."
+	case http.StatusTooManyRequests:
+		if v.retryAfter == "1" {
+			return "Too many requests; try again in a second."
+		}
+		return "Too many requests; try again in " + v.retryAfter + " seconds."
+	case http.StatusBadRequest:
+		return "This request could not be read."
+	case http.StatusServiceUnavailable:
+		return "Sign-in cannot be checked right now; try again shortly."
+	}
+	return "This request could not be checked; try again shortly."
+}
+
+// answer is the body of a denial and its media type: the JSON DenyBody,
+// or the HTML page for a browser.
+func (v *verdict) answer() (contentType string, body []byte) {
+	if v.html {
+		return refusalpage.ContentType, refusalpage.Render(v.page())
+	}
+	return "application/json", v.bodyJSON()
+}
+
+// pageHeaders are the headers of an HTML denial besides Content-Type.
+var pageHeaders = [][2]string{
+	{"content-security-policy", refusalpage.ContentSecurityPolicy},
+	{"x-content-type-options", "nosniff"},
+	{"cache-control", "no-store"},
+}
