@@ -72,13 +72,16 @@ func startDemoMeshWith(t *testing.T, opts demoOptions) demoMesh {
 	if opts.config != nil {
 		conf = opts.config(conf)
 	}
-	env := map[string]string{
+	env := demoSAMLEnv(t, root)
+	for k, v := range map[string]string{
 		// The demo's values for the variables docker-compose.yml sets;
 		// the addresses are the harness's free loopback ports.
 		"SVC_FAIL_MODE":        "closed",
 		"SVC_JWKS_URL":         m.idp.JWKSURL,
 		"SVC_TENANT_ID":        "",
 		"SVC_ADMIN_TOKEN_FILE": filepath.Join(root, "deploy", "demo", "admin-token"),
+	} {
+		env[k] = v
 	}
 	if opts.policyDir != "" {
 		env["SVC_POLICY_DIR"] = opts.policyDir
@@ -91,10 +94,7 @@ func startDemoMeshWith(t *testing.T, opts demoOptions) demoMesh {
 	if frontAddr == "" {
 		frontAddr = harness.FreeAddr(t)
 	}
-	samlAddr := opts.env["SVC_SAML_ADDR"]
-	if samlAddr == "" {
-		samlAddr = harness.FreeAddr(t) // no SAML gateway: the proxy answers 502
-	}
+	samlAddr := env["SVC_SAML_ADDR"]
 	services := map[string]string{}
 	for _, svc := range []struct{ name, resource string }{{"orders", "orders"}, {"billing", "invoices"}} {
 		addr := harness.FreeAddr(t)
@@ -128,6 +128,18 @@ func startDemoMeshWith(t *testing.T, opts demoOptions) demoMesh {
 		"127.0.0.1:8082": services["billing"],
 	})
 	return m
+}
+
+// demoSAMLEnv points the [sdk.saml] of the demo's svc.toml at this
+// machine: the gateway on a free port, the demo's session key from the
+// repository (docker-compose.yml mounts it at /etc/svc), and no IdP (a
+// closed port) unless the test starts one.
+func demoSAMLEnv(t *testing.T, root string) map[string]string {
+	return map[string]string{
+		"SVC_SAML_ADDR":                   harness.FreeAddr(t),
+		"SVC_SAML_TOKEN_SIGNING_KEY_FILE": filepath.Join(root, "deploy", "demo", "saml-token-key.pem"),
+		"SVC_SAML_IDP_METADATA_URL":       "http://" + harness.FreeAddr(t) + "/metadata",
+	}
 }
 
 // startDemoNginx runs nginx on the demo's configuration with each of its
@@ -344,9 +356,9 @@ func TestDemoServiceSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := harness.StartSidecar(t, harness.SidecarOptions{Config: string(toml), Env: map[string]string{
-		"SVC_JWKS_URL": idp.JWKSURL, "SVC_TENANT_ID": "", "SVC_ADMIN_TOKEN_FILE": filepath.Join(root, "deploy", "demo", "admin-token"),
-	}})
+	env := demoSAMLEnv(t, root)
+	env["SVC_JWKS_URL"], env["SVC_TENANT_ID"], env["SVC_ADMIN_TOKEN_FILE"] = idp.JWKSURL, "", filepath.Join(root, "deploy", "demo", "admin-token")
+	sc := harness.StartSidecar(t, harness.SidecarOptions{Config: string(toml), Env: env})
 	addr := harness.FreeAddr(t)
 	p := harness.StartProcess(t, "orders", exec.Command(harness.Binary(t, "svc-demo"), "service", "--name", "orders", "--addr", addr, "--sidecar", sc.GRPCAddr))
 	waitHealthy(t, p, "http://"+addr+"/healthz")
@@ -431,6 +443,10 @@ func TestDemoSAML(t *testing.T) {
 		{"", "/orders/7", 200, `"subject":"dana@demo.example"`},
 		{"bill", "/invoices/3", 200, `"subject":"bill@demo.example"`},
 		{"olga", "/orders/7", 403, `"deny_reasons":["tenant-mismatch"]`},
+		// No return_to: the sign-in lands on default_return_to, /home,
+		// which every signed-in user of the tenant may read (the check
+		// passes; the page is svc-demo's).
+		{"bill", "", 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.user+tt.path, func(t *testing.T) {
@@ -438,7 +454,11 @@ func TestDemoSAML(t *testing.T) {
 			deadline := time.Now().Add(20 * time.Second)
 			for {
 				var err error
-				resp, err = noRedirect.Get(m.front.URL + "/auth/saml/login?return_to=" + url.QueryEscape(tt.path))
+				login := m.front.URL + "/auth/saml/login"
+				if tt.path != "" {
+					login += "?return_to=" + url.QueryEscape(tt.path)
+				}
+				resp, err = noRedirect.Get(login)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -457,19 +477,67 @@ func TestDemoSAML(t *testing.T) {
 				loc += "&user=" + tt.user
 			}
 			acs := postACS(t, front, askIdP(t, loc))
-			if acs.StatusCode != http.StatusSeeOther || acs.Header.Get("Location") != tt.path {
+			landing := tt.path
+			if landing == "" {
+				landing = "/home"
+			}
+			if acs.StatusCode != http.StatusSeeOther || acs.Header.Get("Location") != landing {
 				t.Fatalf("ACS: %d Location %q code %q", acs.StatusCode, acs.Header.Get("Location"), refusalCode(t, acs))
 			}
 			cookie := sessionCookie(acs)
-			req, _ := http.NewRequest(http.MethodGet, m.front.URL+tt.path, nil)
+			req, _ := http.NewRequest(http.MethodGet, m.front.URL+landing, nil)
+			if tt.want == 0 {
+				req.Header.Set("Accept", browserAccept)
+			}
 			req.AddCookie(&http.Cookie{Name: "svc_session", Value: cookie})
 			status, h, body := harness.Do(t, req)
+			if tt.want == 0 {
+				// Authorized: the answer is the service's, whatever it is.
+				if status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusFound || status >= 500 {
+					t.Fatalf("%s: %s, want the check to pass", landing, harness.Describe(status, h, body))
+				}
+				return
+			}
 			if status != tt.want || !strings.Contains(string(body), tt.wantInBody) {
 				t.Fatalf("%s: %s, want %d with %q", tt.path, harness.Describe(status, h, body), tt.want, tt.wantInBody)
 			}
 		})
 	}
 }
+
+// TestDemoBrowserSignIn: through the demo's nginx, a browser that opens a
+// protected page without a session is sent to sign in and back to that
+// page; an API client gets the JSON 401 as before.
+func TestDemoBrowserSignIn(t *testing.T) {
+	m := startDemoMesh(t, "", "", nil)
+	for _, path := range []string{"/home", "/orders/7?expand=items"} {
+		req, _ := http.NewRequest(http.MethodGet, m.front.URL+path, nil)
+		req.Header.Set("Accept", browserAccept)
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := "/auth/saml/login?return_to=" + url.QueryEscape(path)
+		if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != want {
+			t.Errorf("browser GET %s: %d Location %q, want 302 to %s", path, resp.StatusCode, resp.Header.Get("Location"), want)
+		}
+	}
+	for _, accept := range []string{"application/json", "*/*", ""} {
+		req, _ := http.NewRequest(http.MethodGet, m.front.URL+"/orders/7", nil)
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		status, h, body := harness.Do(t, req)
+		if status != http.StatusUnauthorized || h.Get("Content-Type") != "application/json" ||
+			!strings.HasPrefix(string(body), `{"allow":false,"deny_reasons":[],"reason":"token-missing","decision_id":"`) {
+			t.Errorf("Accept %q: %s, want the JSON 401", accept, harness.Describe(status, h, body))
+		}
+	}
+}
+
+// browserAccept is Chrome's Accept for a page.
+const browserAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"
 
 // TestDemoDryRun is the walkthrough's last step: `core policy dry-run` of
 // the shipped candidate policy while the demo's traffic flows reports the

@@ -40,14 +40,18 @@ func newSignIn(s *config.SAML) signIn {
 }
 
 // present adapts a denial to who asked. An API client (no text/html
-// preferred in Accept: application/json, "*/*" alone, no Accept at all)
-// gets it unchanged, JSON byte for byte. A browser gets the HTML page; and
-// when its token was refused (401: missing, expired, malformed, unknown
-// key...; not a policy denial, not jwks-unavailable), the request is a GET
-// or HEAD without an Authorization header and browser_redirect is on, it
-// is sent to sign in, to come back to the page it asked for.
+// preferred in Accept: application/json, "*/*" alone, no Accept at all; or
+// any request with an Authorization header, which a browser does not send
+// on its own) gets it unchanged, JSON byte for byte. A browser gets the
+// HTML page; and when its token was refused (401: missing, expired,
+// malformed, unknown key...; not a policy denial, not jwks-unavailable),
+// the request is a GET or HEAD and browser_redirect is on, it is sent to
+// sign in, to come back to the page it asked for.
 func (s *Server) present(v verdict, pr proxyRequest) verdict {
 	if v.allow || !refusalpage.PrefersHTML(pr.headers["accept"]) {
+		return v
+	}
+	if _, bearer := pr.headers["authorization"]; bearer {
 		return v
 	}
 	v.html = true
@@ -56,8 +60,7 @@ func (s *Server) present(v verdict, pr proxyRequest) verdict {
 	}
 	readOnly := pr.method == http.MethodGet || pr.method == http.MethodHead
 	v.login = s.signIn.loginURL(pr.target, readOnly)
-	_, bearer := pr.headers["authorization"]
-	v.redirect = s.signIn.redirect && readOnly && !bearer
+	v.redirect = s.signIn.redirect && readOnly
 	return v
 }
 

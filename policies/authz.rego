@@ -23,10 +23,12 @@ role_permissions := {
 	"viewer": {"*": {"read"}},
 	# Day-to-day work: read, create and change, but never delete.
 	"editor": {"*": {"read", "create", "update"}},
-	# Billing staff: invoices in full, reports read and export.
+	# Billing staff: invoices in full, reports read and export, and the
+	# home page every other role reads too (where SAML sign-in lands).
 	"billing": {
 		"invoices": {"*"},
 		"reports": {"read", "export"},
+		"home": {"read"},
 	},
 	# Everything, deletes included.
 	"admin": {"*": {"*"}},

@@ -22,6 +22,7 @@ import (
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/refusalpage"
 )
 
 // Paths below the prefix.
@@ -47,8 +48,10 @@ func (g *Gateway) Handler() http.Handler {
 		p + PathLogin: "GET, HEAD", p + PathACS: "POST", p + PathMetadata: "GET, HEAD",
 		p + PathJWKS: "GET, HEAD", p + PathLogout: "GET, HEAD, POST",
 	}
-	// Unknown paths and methods get a JSON refusal like every other one.
+	// Unknown paths and methods get a refusal like every other one: JSON,
+	// or the HTML page for a browser (answerWriter).
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w = &answerWriter{ResponseWriter: w, r: r, g: g}
 		if _, pattern := mux.Handler(r); pattern != "" {
 			mux.ServeHTTP(w, r)
 			return
@@ -69,6 +72,9 @@ type refusal struct {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	if rf, ok := v.(refusal); ok && writePage(w, status, rf) {
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
@@ -81,27 +87,6 @@ func writeRefusal(w http.ResponseWriter, err error) {
 		e = &Error{Code: Malformed, Msg: "request refused"}
 	}
 	writeJSON(w, e.Code.status(), refusal{Error: e.Code, Message: e.Msg})
-}
-
-// safeReturnTo accepts a same-origin relative path ("/app?x=1"), never a
-// URL that a browser would resolve to another origin.
-func safeReturnTo(s string) (string, bool) {
-	if s == "" {
-		return "/", true
-	}
-	if !strings.HasPrefix(s, "/") || strings.HasPrefix(s, "//") || strings.HasPrefix(s, "/\\") || len(s) > 2048 {
-		return "", false
-	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == '\\' {
-			return "", false
-		}
-	}
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
-		return "", false
-	}
-	return s, true
 }
 
 func (g *Gateway) serviceProvider() *saml.ServiceProvider {
@@ -144,7 +129,7 @@ func SPMetadata(s config.SAML) ([]byte, error) {
 // checked without keeping state for anonymous callers; return_to travels
 // as RelayState.
 func (g *Gateway) serveLogin(w http.ResponseWriter, r *http.Request) {
-	returnTo, ok := safeReturnTo(r.URL.Query().Get("return_to"))
+	returnTo, ok := g.returnTo(r.URL.Query().Get("return_to"))
 	if !ok {
 		writeRefusal(w, refuse(BadReturnTo, "return_to must be a relative path on this site, such as /app"))
 		return
@@ -200,9 +185,9 @@ func (g *Gateway) serveACS(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, tokenAnswer{Token: token, TokenType: "Bearer", ExpiresAt: exp.UTC()})
 		return
 	}
-	relay, ok := safeReturnTo(r.PostFormValue("RelayState"))
+	relay, ok := g.returnTo(r.PostFormValue("RelayState"))
 	if !ok {
-		relay = "/"
+		relay = g.defaultReturnTo()
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: g.cfg.CookieName, Value: token, Path: "/",
@@ -315,14 +300,9 @@ func (g *Gateway) record(ctx context.Context, start time.Time, id *Identity, err
 	}
 }
 
+// wantsJSON: the client asks for JSON over HTML (refusalpage.WantsJSON).
 func wantsJSON(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-		mt, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
-		if mt == "application/json" {
-			return true
-		}
-	}
-	return false
+	return refusalpage.WantsJSON(r.Header.Get("Accept"))
 }
 
 // Metadata returns the SP metadata document: entity id, the HTTP-POST ACS
@@ -351,14 +331,20 @@ func MetadataXML(sp *saml.ServiceProvider) ([]byte, error) {
 	return append([]byte(xml.Header), out...), nil
 }
 
-func (g *Gateway) serveMetadata(w http.ResponseWriter, _ *http.Request) {
+func (g *Gateway) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	out, err := g.Metadata()
 	if err != nil {
 		g.log.Error("SP metadata could not be rendered", "err", err)
 		writeJSON(w, http.StatusInternalServerError, refusal{Error: Internal, Message: "metadata could not be rendered"})
 		return
 	}
-	w.Header().Set("Content-Type", "application/samlmetadata+xml")
+	if refusalpage.PrefersHTML(r.Header.Get("Accept")) {
+		// A browser shows XML inline; it would download the SAML type.
+		w.Header().Set("Content-Type", "application/xml; charset=utf-8")
+		w.Header().Set("Content-Disposition", "inline")
+	} else {
+		w.Header().Set("Content-Type", "application/samlmetadata+xml")
+	}
 	_, _ = w.Write(out)
 }
 
@@ -374,7 +360,7 @@ func (g *Gateway) serveJWKS(w http.ResponseWriter, _ *http.Request) {
 }
 
 // serveLogout clears the session cookie and sends the browser to
-// return_to (or /); a JSON client gets 204.
+// return_to (or default_return_to); a JSON client gets 204.
 func (g *Gateway) serveLogout(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{
 		Name: g.cfg.CookieName, Value: "", Path: "/", MaxAge: -1, Expires: time.Unix(0, 0),
@@ -385,9 +371,9 @@ func (g *Gateway) serveLogout(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	to, ok := safeReturnTo(r.URL.Query().Get("return_to"))
+	to, ok := g.returnTo(r.URL.Query().Get("return_to"))
 	if !ok {
-		to = "/"
+		to = g.defaultReturnTo()
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
 }

@@ -71,6 +71,11 @@ type metadataSource struct {
 	log   *slog.Logger
 	now   func() time.Time
 
+	// failures counts the failed fetches since the last good one;
+	// announced is set once a copy was loaded. Only run touches them.
+	failures  int
+	announced bool
+
 	mu          sync.RWMutex
 	idp         *IDP
 	fetched     time.Time
@@ -137,10 +142,11 @@ func (m *metadataSource) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			m.log.Warn("IdP metadata fetch failed; the last good copy keeps serving", "url", m.url, "err", err, "retry_in", retry.String())
+			m.noteFailure(err, retry)
 			wait = retry
 			retry = min(retry*2, metadataRetryMax)
 		} else {
+			m.noteSuccess()
 			retry = metadataRetryMin
 		}
 		m.mu.Lock()
@@ -154,6 +160,26 @@ func (m *metadataSource) run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// noteFailure logs a failed fetch: whether a good copy still serves or
+// there is none yet.
+func (m *metadataSource) noteFailure(err error, retry time.Duration) {
+	m.failures++
+	if m.current() == nil {
+		m.log.Warn("IdP metadata fetch failed; no copy yet, retrying (sign-in answers saml-idp-unavailable until then)",
+			"url", m.url, "err", err, "retry_in", retry.String())
+		return
+	}
+	m.log.Warn("IdP metadata fetch failed; the last good copy keeps serving", "url", m.url, "err", err, "retry_in", retry.String())
+}
+
+// noteSuccess logs, once, the first copy loaded after failed fetches.
+func (m *metadataSource) noteSuccess() {
+	if m.failures > 0 && !m.announced {
+		m.log.Info("IdP metadata available; sign-in works", "url", m.url, "failed_fetches", m.failures)
+	}
+	m.announced, m.failures = true, 0
 }
 
 // fetch loads the URL once and returns when to refresh.

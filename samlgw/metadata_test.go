@@ -196,3 +196,49 @@ func FuzzParseIDPMetadata(f *testing.F) {
 		}
 	})
 }
+
+// An IdP down at start: "no copy yet, retrying" rather than a last good
+// copy that does not exist, then one Info line once the metadata loads.
+func TestMetadataLogsNoCopyYetThenAvailable(t *testing.T) {
+	idp, _, err := testidp.LoadOrCreate(filepath.Join("testdata", "idp"), "https://idp.example.com/saml", "https://idp.example.com/saml/sso")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var down atomic.Bool
+	down.Store(true)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if down.Load() {
+			http.Error(w, "down", http.StatusBadGateway)
+			return
+		}
+		_, _ = w.Write(idp.Metadata())
+	}))
+	defer srv.Close()
+	var logs strings.Builder
+	m := &metadataSource{url: srv.URL, client: srv.Client(), log: slog.New(slog.NewTextHandler(&logs, nil)), now: time.Now}
+	ctx := context.Background()
+	step := func() {
+		if _, err := m.fetch(ctx); err != nil {
+			m.noteFailure(err, time.Second)
+		} else {
+			m.noteSuccess()
+		}
+	}
+	step()
+	step()
+	down.Store(false)
+	step()
+	step()
+	down.Store(true)
+	step()
+	out := logs.String()
+	if n := strings.Count(out, "no copy yet, retrying"); n != 2 {
+		t.Errorf("%d no-copy-yet lines, want 2:\n%s", n, out)
+	}
+	if n := strings.Count(out, "level=INFO msg=\"IdP metadata available; sign-in works\""); n != 1 || !strings.Contains(out, "failed_fetches=2") {
+		t.Errorf("%d available lines, want one after 2 failures:\n%s", n, out)
+	}
+	if n := strings.Count(out, "the last good copy keeps serving"); n != 1 {
+		t.Errorf("%d last-good-copy lines, want 1 (the failure after the load):\n%s", n, out)
+	}
+}

@@ -194,6 +194,10 @@ func (g *Gateway) Close() error {
 
 // Run refreshes the IdP metadata from idp_metadata_url until ctx ends.
 func (g *Gateway) Run(ctx context.Context) error {
+	if g.tokenKeyEphemeral() {
+		g.log.Warn("sdk.saml.token_signing_key_file is not set: the token key was generated at start, so every restart signs everyone out and other replicas refuse these sessions; " +
+			"make one with: openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out saml-token-key.pem")
+	}
 	g.meta.run(ctx)
 	return nil
 }
@@ -209,6 +213,10 @@ type Status struct {
 	TokenKeyID             string         `json:"token_key_id"`
 	// TokenKeyGenerated is true when no token_signing_key_file is set.
 	TokenKeyGenerated bool `json:"token_key_generated"`
+	// TokenKeyEphemeral is TokenKeyGenerated outside development mode
+	// (SVC_ENV=development): sessions end with the process and do not
+	// reach other replicas. `core sidecar status` warns about it.
+	TokenKeyEphemeral bool `json:"token_key_ephemeral"`
 }
 
 // Status returns a snapshot of the gateway's state.
@@ -220,7 +228,14 @@ func (g *Gateway) Status() Status {
 		IDPMetadata:            g.meta.status(),
 		TokenKeyID:             g.issuer.KeyID(),
 		TokenKeyGenerated:      g.issuer.Generated(),
+		TokenKeyEphemeral:      g.tokenKeyEphemeral(),
 	}
+}
+
+// tokenKeyEphemeral: the token key was generated at start, outside
+// development mode.
+func (g *Gateway) tokenKeyEphemeral() bool {
+	return g.issuer.Generated() && !g.v.skipSignature
 }
 
 func (g *Gateway) count(ctx context.Context, code Code) {

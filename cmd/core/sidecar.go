@@ -74,6 +74,12 @@ type sidecarStatus struct {
 	JWKSKeySets int    `json:"jwks_key_sets_cached"`
 	Uptime      string `json:"uptime"`
 	Version     string `json:"version"`
+	// SAML is present with [sdk.saml].
+	SAML *struct {
+		// TokenKeyEphemeral: no token_signing_key_file outside
+		// development mode.
+		TokenKeyEphemeral bool `json:"token_key_ephemeral"`
+	} `json:"saml"`
 }
 
 func (a *app) sidecarStatusCommand() *cobra.Command {
@@ -172,6 +178,9 @@ func (a *app) printStatus(st sidecarStatus, status string) error {
 	fmt.Fprintf(w, "JWKS key sets cached:\t%d\n", st.JWKSKeySets)
 	fmt.Fprintf(w, "Uptime:\t%s\n", st.Uptime)
 	fmt.Fprintf(w, "Version:\t%s\n", st.Version)
+	if st.SAML != nil && st.SAML.TokenKeyEphemeral {
+		fmt.Fprintf(w, "Warning:\tSAML sessions are ephemeral: no sdk.saml.token_signing_key_file, so every restart or replica signs everyone out\n")
+	}
 	return w.Flush()
 }
 

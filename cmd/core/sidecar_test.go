@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -96,6 +99,26 @@ func TestSidecarStatus(t *testing.T) {
 	for _, field := range []string{"status", "partitioned", "cache_valid", "policies_loaded", "policy_revision", "jwks_key_sets_cached", "uptime", "version"} {
 		if _, ok := doc[field]; !ok {
 			t.Errorf("JSON status lacks %q: %s", field, r.stdout)
+		}
+	}
+}
+
+// TestSidecarStatusWarnsEphemeralSAMLKey: a sidecar whose SAML token key
+// was generated at start (saml.token_key_ephemeral) gets a warning line.
+func TestSidecarStatusWarnsEphemeralSAMLKey(t *testing.T) {
+	for _, ephemeral := range []bool{true, false} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"status":"healthy","ready":true,"policies_loaded":1,"uptime":"1s","version":"0.1.0","saml":{"token_key_generated":true,"token_key_ephemeral":%t}}`, ephemeral)
+		}))
+		r := run(t, "", "--sidecar", srv.URL, "sidecar", "status")
+		srv.Close()
+		if r.code != 0 {
+			t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		warned := regexp.MustCompile(`(?m)^Warning:\s+SAML sessions are ephemeral`).MatchString(r.stdout)
+		if warned != ephemeral {
+			t.Errorf("token_key_ephemeral=%t: warning shown %t:\n%s", ephemeral, warned, r.stdout)
 		}
 	}
 }

@@ -37,6 +37,8 @@ func (c *Cache) fetch(ctx context.Context) (time.Duration, error) {
 		c.mu.Unlock()
 		if enter {
 			c.log.Warn("jwks fetch failed, serving cached keys", "error", err)
+		} else if c.set.Load() == nil {
+			c.log.Warn("jwks fetch failed; no copy yet, retrying (tokens are refused with jwks-unavailable until then)", "error", err)
 		} else {
 			c.log.Warn("jwks fetch failed", "error", err)
 		}
@@ -45,6 +47,8 @@ func (c *Cache) fetch(ctx context.Context) (time.Duration, error) {
 	recovered := c.st.Partitioned
 	old := c.set.Swap(s)
 	changed := old != nil && !s.sameKeys(old)
+	available := old == nil && c.st.FetchFailures > 0
+	failures := c.st.FetchFailures
 	c.st.LastSuccess = now
 	c.st.LastError = ""
 	c.st.Partitioned = false
@@ -53,6 +57,9 @@ func (c *Cache) fetch(ctx context.Context) (time.Duration, error) {
 
 	if recovered {
 		c.log.Info("jwks reachable again")
+	}
+	if available {
+		c.log.Info("jwks available; tokens can be verified", "keys", len(s.keys), "failed_fetches", failures)
 	}
 	if changed && c.opts.OnChange != nil {
 		c.opts.OnChange()

@@ -435,3 +435,37 @@ func TestLogging(t *testing.T) {
 		}
 	}
 }
+
+// A provider down at start: "no copy yet, retrying", then one Info line
+// when the keys become available.
+func TestLoggingNoCopyYetThenAvailable(t *testing.T) {
+	k := keys()
+	var buf testkit.SyncBuffer
+	p := newIDP(t, jwksJSON(t, rsaJWK("good", &k.rsa.PublicKey)))
+	p.serve(nil, http.StatusBadGateway, "")
+	c, err := jwks.New(jwks.Options{
+		URL: p.srv.URL + "/jwks.json", Client: p.srv.Client(), UnknownKIDBurst: 10,
+		Logger: slog.New(slog.NewJSONHandler(&buf, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, _ = c.Key(ctx, "good")
+	_, _ = c.Key(ctx, "good")
+	p.serve(jwksJSON(t, rsaJWK("good", &k.rsa.PublicKey)), http.StatusOK, "")
+	if _, err := c.Key(ctx, "good"); err != nil {
+		t.Fatalf("Key after recovery: %v", err)
+	}
+	_, _ = c.Key(ctx, "other")
+	out := buf.String()
+	if n := strings.Count(out, `"msg":"jwks fetch failed; no copy yet, retrying`); n != 2 {
+		t.Errorf("%d no-copy-yet lines, want 2:\n%s", n, out)
+	}
+	if strings.Contains(out, "serving cached keys") {
+		t.Errorf("claims cached keys before any were loaded:\n%s", out)
+	}
+	if n := strings.Count(out, `"msg":"jwks available; tokens can be verified"`); n != 1 || !strings.Contains(out, `"level":"INFO"`) {
+		t.Errorf("%d available lines, want one Info:\n%s", n, out)
+	}
+}

@@ -18,7 +18,7 @@ package svc.authz
 grants := {
 	"viewer": {"*:read"},
 	"editor": {"*:read", "*:create", "*:update"},
-	"billing": {"invoices:*", "reports:read", "reports:export"},
+	"billing": {"invoices:*", "reports:read", "reports:export", "home:read"},
 	"admin": {"*:*"},
 }
 
