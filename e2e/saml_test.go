@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"strings"
 	"testing"
@@ -48,9 +49,23 @@ func startSAMLIdP(t *testing.T) samlSetup {
 	return samlSetup{idp: idp, samlAddr: samlAddr}
 }
 
-var noRedirect = &http.Client{
-	Timeout:       10 * time.Second,
-	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+// noRedirect is the tests' browser: it does not follow redirects, and it
+// keeps cookies, so that the request cookie a login sets goes back to the
+// ACS with the IdP's answer (the gateway refuses an answer to a sign-on
+// the posting browser did not start).
+var noRedirect = newBrowser()
+
+// newBrowser returns an HTTP client with a cookie jar of its own that
+// does not follow redirects.
+func newBrowser() *http.Client {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		panic(err) // cookiejar.New fails only on a bad public-suffix list
+	}
+	return &http.Client{
+		Timeout: 10 * time.Second, Jar: jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // idpAnswer is what the samlify IdP answers a JSON client.
@@ -75,8 +90,14 @@ func askIdP(t *testing.T, u string) idpAnswer {
 // postACS posts a SAMLResponse to the ACS at samlAddr as a browser does.
 func postACS(t *testing.T, samlAddr string, a idpAnswer) *http.Response {
 	t.Helper()
+	return postACSFrom(t, noRedirect, samlAddr, a)
+}
+
+// postACSFrom is postACS from the given browser.
+func postACSFrom(t *testing.T, browser *http.Client, samlAddr string, a idpAnswer) *http.Response {
+	t.Helper()
 	form := url.Values{"SAMLResponse": {a.SAMLResponse}, "RelayState": {a.RelayState}}
-	resp, err := noRedirect.PostForm("http://"+samlAddr+"/auth/saml/acs", form)
+	resp, err := browser.PostForm("http://"+samlAddr+"/auth/saml/acs", form)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,10 @@ const (
 	// (its HMAC does not verify, it is too old, or it was answered), or
 	// the Response and the assertion answer different requests.
 	RequestUnknown Code = "saml-request-unknown"
+	// RequestNotBound: InResponseTo names a request of this gateway that
+	// the posting browser did not start: its request cookie
+	// (cookie_name + "_req", set by login) does not list it (login CSRF).
+	RequestNotBound Code = "saml-request-not-bound"
 	// Unsolicited: a response without InResponseTo while
 	// allow_idp_initiated is false.
 	Unsolicited Code = "saml-unsolicited"

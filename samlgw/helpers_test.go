@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -45,6 +46,14 @@ type fixture struct {
 	gw     *samlgw.Gateway
 	srv    *httptest.Server
 	issuer *issuer.Issuer
+	// jar keeps cookies as a browser does: the request cookie of login
+	// goes back to the ACS with the response.
+	jar http.CookieJar
+}
+
+// client is a browser of f: f's cookie jar, no redirects followed.
+func (f *fixture) client() *http.Client {
+	return &http.Client{Jar: f.jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 type option func(*config.Config, *samlgw.Deps)
@@ -92,7 +101,11 @@ func newFixture(t testing.TB, opts ...option) *fixture {
 	t.Cleanup(func() { gw.Close() })
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(srv.Close)
-	return &fixture{gw: gw, srv: srv, issuer: is}
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{gw: gw, srv: srv, issuer: is, jar: jar}
 }
 
 // valid is a response that the gateway accepts when IdP-initiated
@@ -181,8 +194,7 @@ func (f *fixture) postBody(t testing.TB, body string, jsonClient bool) answer {
 	if jsonClient {
 		req.Header.Set("Accept", "application/json")
 	}
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.Do(req)
+	resp, err := f.client().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,8 +252,7 @@ func writeDoc(t testing.TB, d *etree.Document) []byte {
 // redirect location.
 func (f *fixture) login(t testing.TB, returnTo string) (id string, loc *url.URL, status int) {
 	t.Helper()
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.Get(f.srv.URL + "/auth/saml/login?return_to=" + url.QueryEscape(returnTo))
+	resp, err := f.client().Get(f.srv.URL + "/auth/saml/login?return_to=" + url.QueryEscape(returnTo))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,8 +126,9 @@ func SPMetadata(s config.SAML) ([]byte, error) {
 // serveLogin starts SP-initiated sign-on: an AuthnRequest to the IdP over
 // HTTP-Redirect, signed when an SP key is configured. Its id carries an
 // HMAC and an expiry (requestIDs), so the response's InResponseTo can be
-// checked without keeping state for anonymous callers; return_to travels
-// as RelayState.
+// checked without keeping state for anonymous callers, and the request
+// cookie binds it to this browser (binding.go); return_to travels as
+// RelayState.
 func (g *Gateway) serveLogin(w http.ResponseWriter, r *http.Request) {
 	returnTo, ok := g.returnTo(r.URL.Query().Get("return_to"))
 	if !ok {
@@ -161,6 +162,7 @@ func (g *Gateway) serveLogin(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, refusal{Error: Internal, Message: "the sign-on request could not be built"})
 		return
 	}
+	g.bindRequest(w, r, req.ID)
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, to.String(), http.StatusFound)
 }
@@ -180,6 +182,9 @@ func (g *Gateway) serveACS(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeRefusal(w, err)
 		return
+	}
+	if id.InResponseTo != "" {
+		g.unbindRequest(w, r, id.InResponseTo)
 	}
 	if wantsJSON(r) {
 		writeJSON(w, http.StatusOK, tokenAnswer{Token: token, TokenType: "Bearer", ExpiresAt: exp.UTC()})
@@ -225,6 +230,11 @@ func (g *Gateway) consume(w http.ResponseWriter, r *http.Request) (*Identity, st
 	id, err := g.v.validate(r.Context(), data, idp)
 	if err != nil {
 		return nil, "", time.Time{}, err
+	}
+	// After validate, which has spent the response: one posted by a
+	// browser that did not start the sign-on is refused for good.
+	if err := g.checkBound(r, id); err != nil {
+		return id, "", time.Time{}, err
 	}
 	token, exp, err := g.issuer.Issue(g.claims(id))
 	if err != nil {

@@ -62,6 +62,7 @@ func TestLoginAcrossReplicasWithRedis(t *testing.T) {
 		c.RateLimit.RedisTimeout = config.Duration{Duration: 10 * time.Second}
 	}
 	a, b := newFixture(t, withRedis), newFixture(t, withRedis)
+	b.jar = a.jar // one browser, behind a proxy that spreads it over both
 
 	for i := 0; i < 200; i++ {
 		if _, _, status := a.login(t, "/"); status != http.StatusFound {

@@ -49,6 +49,17 @@ const MaxBodyBytes = 1 << 20
 // RequestTTL is how long an AuthnRequest can be answered.
 const RequestTTL = 10 * time.Minute
 
+// DevEnvVar set to DevEnvValue turns off the verification of SAML
+// signatures, for trying the gateway with an identity provider that does
+// not sign. New refuses it unless the configuration is a development one
+// (config.DevModeSettings: no sdk.jwks_url, sdk.fail_mode open): in any
+// other, a variable left in an environment would let anyone sign in as
+// anyone.
+const (
+	DevEnvVar   = "SVC_ENV"
+	DevEnvValue = "development"
+)
+
 // AuditSink receives one record per ACS outcome. It must never block.
 type AuditSink interface {
 	Log(audit.Record)
@@ -69,7 +80,7 @@ type Deps struct {
 	Store Store
 	// HTTPClient fetches the IdP metadata; default a plain client.
 	HTTPClient *http.Client
-	// Getenv reads SVC_ENV; default os.Getenv.
+	// Getenv reads DevEnvVar; default os.Getenv.
 	Getenv func(string) string
 	// Now is the clock; default time.Now.
 	Now func() time.Time
@@ -122,6 +133,10 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sdk.saml.acs_url: %w", err)
 	}
+	skipSig, err := DevEnv(cfg, deps.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	g := &Gateway{
 		cfg: *s, acsURL: acs, issuer: deps.Issuer, log: deps.Logger, audit: deps.Audit, now: deps.Now,
 		secure: !(acs.Scheme == "http" && loopback.Host(acs.Hostname())),
@@ -145,7 +160,6 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
-	skipSig := deps.Getenv("SVC_ENV") == "development"
 	g.v = &validator{
 		entityID: s.EntityID, acsURL: s.ACSURL,
 		skew:              time.Duration(s.ClockSkewSeconds) * time.Second,
@@ -179,9 +193,33 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 		return nil, err
 	}
 	if skipSig {
-		g.log.Warn("SVC_ENV=development: SAML SIGNATURES ARE NOT VERIFIED; any party can sign in as anyone. Every other check still runs. Never set SVC_ENV=development in production")
+		g.log.Warn("SVC_ENV=development: SAML SIGNATURES ARE NOT VERIFIED; any party can sign in as anyone. Every other check still runs. It is refused outside development mode (no sdk.jwks_url, sdk.fail_mode open)")
 	}
 	return g, nil
+}
+
+// DevEnv reports whether the environment (getenv, usually os.Getenv)
+// turns off the signature checks of a gateway of cfg (DevEnvVar), and
+// refuses that in a configuration that is not a development one with a
+// *config.Error naming the variable and the setting that makes the
+// configuration a production one. New applies it; svc-sidecar also checks
+// a configuration read again on SIGHUP with it, before handing over to
+// an image that would fail to start.
+func DevEnv(cfg config.Config, getenv func(string) string) (bool, error) {
+	if cfg.SDK.SAML == nil || getenv(DevEnvVar) != DevEnvValue {
+		return false, nil
+	}
+	if cfg.DevModeSettings() {
+		return true, nil
+	}
+	why := cfg.Setting("sdk.jwks_url") + " is set"
+	if cfg.SDK.JWKSURL == "" {
+		why = fmt.Sprintf("%s is %q", cfg.Setting("sdk.fail_mode"), cfg.SDK.FailMode)
+	}
+	return false, &config.Error{Source: DevEnvVar, Msg: fmt.Sprintf(
+		"%q turns off SAML signature verification and is accepted only in development mode "+
+			"(no sdk.jwks_url, sdk.fail_mode open), but %s; unset %s",
+		DevEnvValue, why, DevEnvVar)}
 }
 
 // Close releases the Redis client the Gateway created, if any.

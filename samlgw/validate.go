@@ -250,10 +250,25 @@ func (v *validator) check(resp *etree.Element, respSigned bool, a *saml.Assertio
 	return id, nil
 }
 
-// registeredClaims are claims an attribute can never set.
-var registeredClaims = map[string]bool{
-	"iss": true, "sub": true, "aud": true, "exp": true, "nbf": true, "iat": true, "jti": true,
-	"tenant_id": true, "role": true, "roles": true, "email": true,
+// registeredClaims are claims an attribute can never set, in any case:
+// see registeredClaim.
+var registeredClaims = []string{
+	"iss", "sub", "aud", "exp", "nbf", "iat", "jti",
+	"tenant_id", "role", "roles", "email",
+}
+
+// registeredClaim reports whether an attribute named name would shadow a
+// registered claim. Names are compared with Unicode case folding, as
+// encoding/json matches object keys to struct fields (and many other
+// decoders ignore case): an application that reads the token that way
+// would take "Tenant_ID", or "ſub" (long s), for the claim itself.
+func registeredClaim(name string) bool {
+	for _, c := range registeredClaims {
+		if strings.EqualFold(name, c) {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *validator) mapAttributes(a *saml.Assertion, id *Identity) error {
@@ -277,7 +292,7 @@ func (v *validator) mapAttributes(a *saml.Assertion, id *Identity) error {
 					id.Email = vals[0]
 				}
 			default:
-				if at.Name != "" && !registeredClaims[at.Name] && len(vals) > 0 {
+				if at.Name != "" && !registeredClaim(at.Name) && len(vals) > 0 {
 					id.Attributes[at.Name] = append(id.Attributes[at.Name], vals...)
 				}
 			}

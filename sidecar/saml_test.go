@@ -18,6 +18,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/code"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/ratelimit/redistest"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
@@ -37,7 +38,7 @@ func samlConfig(t testing.TB) (config.Config, *testidp.IdP) {
 	cfg.Sidecar.SAMLAddr = "127.0.0.1:0"
 	cfg.SDK.SAML = &config.SAML{
 		EntityID: "https://shop.example/auth/saml/metadata", ACSURL: "https://shop.example/auth/saml/acs",
-		IDPMetadataFile: md, AllowIDPInitiated: true,
+		IDPMetadataFile: md,
 	}
 	return cfg, idp
 }
@@ -47,6 +48,10 @@ func samlConfig(t testing.TB) (config.Config, *testidp.IdP) {
 // claims in the upstream headers; status shows the gateway.
 func TestSAMLSignOnThenCheck(t *testing.T) {
 	cfg, idp := samlConfig(t)
+	// IdP-initiated, which a production configuration allows only with
+	// a replay cache that replicas and restarts share.
+	cfg.SDK.SAML.AllowIDPInitiated = true
+	cfg.RateLimit.RedisAddr = redistest.Start(t)
 	r := startSidecar(t, cfg)
 	if r.SAMLAddr() == nil {
 		t.Fatal("no SAML listener")

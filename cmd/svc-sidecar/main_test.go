@@ -63,7 +63,7 @@ func TestHelp(t *testing.T) {
 				t.Errorf("%s exited %d, want 0", arg, code)
 			}
 			want := []string{"-config", "-version", "svc.toml in the working directory", "svc.example.toml",
-				"[::1]:50051", "127.0.0.1:7700", "127.0.0.1:7701", "unix:///", "SIGHUP", "OTEL_EXPORTER_OTLP_ENDPOINT"}
+				"[::1]:50051", "127.0.0.1:7700", "127.0.0.1:7701", "unix:///", "SIGHUP", "OTEL_EXPORTER_OTLP_ENDPOINT", "SVC_ENV=development", "GOGC"}
 			for _, v := range config.EnvVars() {
 				want = append(want, v.Name)
 			}

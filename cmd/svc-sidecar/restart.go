@@ -14,6 +14,7 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/samlgw"
 	"github.com/svc-dev/svc/sidecar"
 	"github.com/svc-dev/svc/sidecar/listeners"
 )
@@ -71,6 +72,11 @@ func (r *restarter) watchHUP(ctx context.Context, hup <-chan os.Signal, path str
 		case <-hup:
 		}
 		next, err := loadConfig(path)
+		if err == nil {
+			// What the new image would refuse at start, with the
+			// environment it inherits.
+			_, err = samlgw.DevEnv(next, os.Getenv)
+		}
 		if err != nil {
 			log.Error("SIGHUP: configuration refused; the running configuration stays", "err", err)
 			continue

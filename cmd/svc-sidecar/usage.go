@@ -7,12 +7,14 @@ import (
 	"text/tabwriter"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/samlgw"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 )
 
 // printHelp writes the full help of svc-sidecar: the flags, where the
-// configuration comes from, the default listen addresses and every SVC_*
-// variable, taken from engine/config so that it cannot drift.
+// configuration comes from, the default listen addresses, every SVC_*
+// variable of engine/config (so that the list cannot drift) and the other
+// variables the sidecar reads: SVC_ENV, OTEL_* and GOGC.
 func printHelp(w io.Writer, fs *flag.FlagSet) {
 	var defaults config.Config
 	defaults.SetDefaults()
@@ -52,8 +54,13 @@ Listens on (defaults):
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", v.Name, v.Key, v.Help)
 	}
 	_ = tw.Flush()
+	fmt.Fprintf(w, "\nOther variables:\n")
+	fmt.Fprintf(w, "  %s=%s\n    turns off SAML signature verification, for an identity provider that does not\n"+
+		"    sign; accepted only in development mode (no sdk.jwks_url, sdk.fail_mode open),\n"+
+		"    in any other configuration the sidecar refuses to start\n", samlgw.DevEnvVar, samlgw.DevEnvValue)
 	fmt.Fprintf(w, "  %s, %s, ...\n    OpenTelemetry export of traces and metrics (OTLP); unset, nothing is exported\n",
 		telemetry.EnvEndpoint, telemetry.EnvSDKDisabled)
+	fmt.Fprintf(w, "  GOGC\n    when set, the sidecar leaves the garbage collector's tuning to it\n")
 	fmt.Fprintf(w, `
 Signals: SIGTERM or SIGINT drain in-flight requests (sidecar.drain_timeout)
 and exit 0. SIGHUP reads the configuration file again: an invalid one is

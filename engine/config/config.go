@@ -153,6 +153,8 @@ type SAML struct {
 	SPPrivateKeyPEM  string `toml:"-" yaml:"-" json:"-"`
 	SPCertificatePEM string `toml:"-" yaml:"-" json:"-"`
 	// AllowIDPInitiated accepts unsolicited responses (no InResponseTo).
+	// Outside development mode (DevModeSettings) it requires
+	// rate_limit.redis_addr, the replay cache replicas and restarts share.
 	// Default false. Env SVC_SAML_ALLOW_IDP_INITIATED.
 	AllowIDPInitiated bool `toml:"allow_idp_initiated" yaml:"allow_idp_initiated"`
 	// TokenTTL is the lifetime of the JWTs the gateway issues. Default
@@ -389,7 +391,17 @@ type Duration struct{ time.Duration }
 // A configuration with [sdk.saml] is never in development mode: the
 // tokens the SAML gateway issues are verified with its own keys.
 func (c Config) DevMode() bool {
-	return c.SDK.JWKSURL == "" && c.SDK.SAML == nil && (c.SDK.FailMode == FailOpen || c.SDK.FailMode == "")
+	return c.SDK.SAML == nil && c.DevModeSettings()
+}
+
+// DevModeSettings reports whether sdk.jwks_url and sdk.fail_mode are those
+// of development mode: no jwks_url and fail_mode open (or empty). Unlike
+// DevMode it does not look at [sdk.saml], so it tells a development
+// configuration of the SAML gateway from a production one: only the former
+// may turn off the gateway's signature checks (SVC_ENV=development) or
+// accept IdP-initiated sign-on without a shared replay store (Redis).
+func (c Config) DevModeSettings() bool {
+	return c.SDK.JWKSURL == "" && (c.SDK.FailMode == FailOpen || c.SDK.FailMode == "")
 }
 
 // TenantPlan returns the plan configured for tenant id under [tenants], or

@@ -183,6 +183,16 @@ func (v *validator) saml(s SAML) {
 	if !validCookieName(s.CookieName) {
 		v.fail("sdk.saml.cookie_name", "must be a cookie name (letters, digits, '-', '_', '.'), got %q", s.CookieName)
 	}
+	// Without Redis the replay store is per process: an unsolicited
+	// assertion accepted by one replica, or before a restart, is accepted
+	// again by the next. (A solicited one answers a request id minted
+	// under a per-process key too, which another replica or a restart
+	// does not accept.)
+	if s.AllowIDPInitiated && v.c.RateLimit.RedisAddr == "" && !v.c.DevModeSettings() {
+		v.fail("sdk.saml.allow_idp_initiated", "true requires rate_limit.redis_addr (SVC_REDIS_ADDR) outside development mode "+
+			"(no sdk.jwks_url, sdk.fail_mode open): without Redis the assertion replay cache is per process, "+
+			"so a replica or a restart would accept an unsolicited assertion again")
+	}
 	if p := s.PathPrefix; !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.ContainsAny(p, "?#{} ") {
 		v.fail("sdk.saml.path_prefix", "must be an absolute path without a trailing slash, got %q", p)
 	}

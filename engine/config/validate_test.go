@@ -165,6 +165,18 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 			"sdk.saml.path_prefix", `svc.toml: sdk.saml.path_prefix: must be an absolute path without a trailing slash, got "/auth/saml/"`},
 		{"saml addr", func(c *Config) { c.Sidecar.SAMLAddr = "7701" }, "",
 			"sidecar.saml_addr", `svc.toml: sidecar.saml_addr: must be host:port, got "7701"`},
+		{"saml idp-initiated without redis", func(c *Config) { c.SDK.SAML.AllowIDPInitiated = true; c.RateLimit.RedisAddr = "" }, "",
+			"sdk.saml.allow_idp_initiated", "svc.toml: sdk.saml.allow_idp_initiated: " + idpInitiatedWithoutRedis},
+		{"saml idp-initiated without redis, fail closed only", func(c *Config) {
+			c.SDK.SAML.AllowIDPInitiated = true
+			c.RateLimit.RedisAddr, c.SDK.JWKSURL = "", ""
+		}, "SVC_SAML_ALLOW_IDP_INITIATED",
+			"sdk.saml.allow_idp_initiated", "SVC_SAML_ALLOW_IDP_INITIATED: " + idpInitiatedWithoutRedis},
+		{"saml idp-initiated without redis, jwks_url only", func(c *Config) {
+			c.SDK.SAML.AllowIDPInitiated = true
+			c.RateLimit.RedisAddr, c.SDK.FailMode = "", FailOpen
+		}, "",
+			"sdk.saml.allow_idp_initiated", "svc.toml: sdk.saml.allow_idp_initiated: " + idpInitiatedWithoutRedis},
 		{"saml attribute blank", func(c *Config) { c.SDK.SAML.AttributeMapping.Role = " " }, "",
 			"sdk.saml.attribute_mapping.role", "svc.toml: sdk.saml.attribute_mapping.role: must name a SAML attribute"},
 		{"invalid utf-8", func(c *Config) { c.Tenants["acme"] = Tenant{Plan: "\xff"} }, "",
@@ -201,6 +213,24 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 				t.Error("errors.As does not find the *Error")
 			}
 		})
+	}
+}
+
+const idpInitiatedWithoutRedis = "true requires rate_limit.redis_addr (SVC_REDIS_ADDR) outside development mode " +
+	"(no sdk.jwks_url, sdk.fail_mode open): without Redis the assertion replay cache is per process, " +
+	"so a replica or a restart would accept an unsolicited assertion again"
+
+// IdP-initiated sign-on needs a shared replay cache only outside
+// development mode; with Redis it is accepted anywhere.
+func TestValidateIdPInitiatedReplayCache(t *testing.T) {
+	c := validConfig()
+	c.SDK.SAML.AllowIDPInitiated = true
+	if err := c.Validate(); err != nil {
+		t.Errorf("with Redis: %v", err)
+	}
+	c.RateLimit.RedisAddr, c.SDK.JWKSURL, c.SDK.FailMode = "", "", FailOpen
+	if err := c.Validate(); err != nil {
+		t.Errorf("in development mode without Redis: %v", err)
 	}
 }
 

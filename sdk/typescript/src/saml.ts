@@ -96,19 +96,22 @@ export async function exchangeAssertion(samlResponse: string, opts: ExchangeOpti
   return postAcs(form.toString(), opts);
 }
 
-async function postAcs(form: string, opts: ExchangeOptions): Promise<SamlToken> {
+async function postAcs(form: string, opts: ExchangeOptions, cookie = "", setCookies: string[] = []): Promise<SamlToken> {
   const url = `${gatewayOf(opts)}${trimSlash(opts.prefix ?? DEFAULT_PREFIX)}/acs`;
   let res: Response;
   let text: string;
+  const headers: Record<string, string> = { "content-type": "application/x-www-form-urlencoded", accept: "application/json" };
+  if (cookie) headers.cookie = cookie;
   try {
     res = await fetch(url, {
       method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
+      headers,
       body: form,
       redirect: "manual",
       signal: AbortSignal.timeout(opts.timeoutMs ?? 5000),
     });
     text = await res.text();
+    setCookies.push(...res.headers.getSetCookie());
   } catch (e) {
     throw new SamlError(503, "unavailable", `SAML gateway ${url} unavailable: ${e instanceof Error ? e.message : String(e)}`);
   }
@@ -151,6 +154,12 @@ export interface AcsResponseLike {
 export interface SamlAcsOptions extends ExchangeOptions {
   /** Cookie to set; default "svc_session", the name the middleware's sessionCookie option reads. */
   cookieName?: string;
+  /**
+   * The gateway's request cookie, which its login sets and the ACS needs to
+   * accept the answer to that sign-on: sdk.saml.cookie_name + "_req";
+   * default cookieName + "_req".
+   */
+  requestCookieName?: string;
   /** Mark the cookie Secure; default: when the request came over https (req.secure). */
   secure?: boolean;
   /** Cookie path; default "/". */
@@ -165,6 +174,15 @@ export interface SamlAcsOptions extends ExchangeOptions {
  * issued, and answers 303 to the RelayState return path (a relative path on
  * this site, else "/"). A refused assertion answers the gateway's status
  * with {"error","message"}; an unreachable gateway 503.
+ *
+ * An SP-initiated sign-on is bound to the browser that started it: the
+ * gateway's login sets the request cookie (requestCookieName, Path the
+ * gateway's prefix), which samlAcs forwards with the form, and the gateway
+ * refuses an answer the posting browser did not ask for
+ * (saml-request-not-bound). The browser sends that cookie here only if the
+ * login URL and this route share the host name (cookies ignore the port)
+ * and the route lies under the prefix: serve the login through the
+ * application's origin, or the gateway on the same host.
  *
  * It reads the raw urlencoded body itself; when a body parser already ran
  * (req.body is an object), that is used instead.
@@ -192,9 +210,17 @@ export function samlAcs(opts: SamlAcsOptions = {}) {
         form = new URLSearchParams(raw);
       }
       const relay = safeReturnTo(form.get("RelayState"));
+      // The gateway binds an SP-initiated sign-on to the browser that
+      // started it: the browser's request cookie goes with the form, and
+      // the gateway's update of that cookie goes back to the browser.
+      const requestCookie = opts.requestCookieName ?? `${cookieName}_req`;
+      const cookieHeader = req.headers.cookie;
+      let pending = cookieValue(Array.isArray(cookieHeader) ? cookieHeader.join("; ") : cookieHeader, requestCookie);
+      if (!/^[\w.-]{1,1024}$/.test(pending)) pending = ""; // request ids are base64url, joined by "."
+      const gatewayCookies: string[] = [];
       let tok: SamlToken;
       try {
-        tok = await postAcs(form.toString(), opts);
+        tok = await postAcs(form.toString(), opts, pending ? `${requestCookie}=${pending}` : "", gatewayCookies);
       } catch (e) {
         if (e instanceof SamlError) {
           res.status(e.status).set({ "cache-control": "no-store" }).json({ error: e.code, message: e.message });
@@ -207,6 +233,9 @@ export function samlAcs(opts: SamlAcsOptions = {}) {
       const attrs = [`${cookieName}=${encodeURIComponent(tok.token)}`, `Path=${opts.cookiePath ?? "/"}`,
         `Max-Age=${maxAge}`, `Expires=${tok.expiresAt.toUTCString()}`, "HttpOnly", "SameSite=Lax"];
       if (secure) attrs.push("Secure");
+      for (const c of gatewayCookies) {
+        if (c.startsWith(`${requestCookie}=`)) res.append("Set-Cookie", c);
+      }
       res.append("Set-Cookie", attrs.join("; "));
       res.set({ "cache-control": "no-store" });
       res.redirect(303, relay);

@@ -38,6 +38,13 @@ function responseTemplate({ inResponseTo, acsUrl, audience, nameId, attrs }) {
   return `<samlp:Response xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="_r${randomUUID()}" Version="2.0" IssueInstant="${iso(now)}" Destination="${x(acsUrl)}" InResponseTo="${x(inResponseTo)}"><saml:Issuer>${IDP_ENTITY}</saml:Issuer><samlp:Status><samlp:StatusCode Value="urn:oasis:names:tc:SAML:2.0:status:Success"/></samlp:Status><saml:Assertion ID="${aid}" Version="2.0" IssueInstant="${iso(now)}"><saml:Issuer>${IDP_ENTITY}</saml:Issuer><ds:Signature xmlns:ds="http://www.w3.org/2000/09/xmldsig#"><ds:SignedInfo><ds:CanonicalizationMethod Algorithm="http://www.w3.org/2001/10/xml-exc-c14n#"/><ds:SignatureMethod Algorithm="http://www.w3.org/2001/04/xmldsig-more#rsa-sha256"/><ds:Reference URI="#${aid}"><ds:Transforms><ds:Transform Algorithm="http://www.w3.org/2000/09/xmldsig#enveloped-signature"/><ds:Transform Algorithm="http://www.w3.org/2001/10/xml-exc-c14n#"/></ds:Transforms><ds:DigestMethod Algorithm="http://www.w3.org/2001/04/xmlenc#sha256"/><ds:DigestValue></ds:DigestValue></ds:Reference></ds:SignedInfo><ds:SignatureValue></ds:SignatureValue><ds:KeyInfo><ds:X509Data></ds:X509Data></ds:KeyInfo></ds:Signature><saml:Subject><saml:NameID Format="urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress">${x(nameId)}</saml:NameID><saml:SubjectConfirmation Method="urn:oasis:names:tc:SAML:2.0:cm:bearer"><saml:SubjectConfirmationData NotOnOrAfter="${iso(later)}" Recipient="${x(acsUrl)}" InResponseTo="${x(inResponseTo)}"/></saml:SubjectConfirmation></saml:Subject><saml:Conditions NotBefore="${iso(now)}" NotOnOrAfter="${iso(later)}"><saml:AudienceRestriction><saml:Audience>${x(audience)}</saml:Audience></saml:AudienceRestriction></saml:Conditions><saml:AuthnStatement AuthnInstant="${iso(now)}"><saml:AuthnContext><saml:AuthnContextClassRef>urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport</saml:AuthnContextClassRef></saml:AuthnContext></saml:AuthnStatement><saml:AttributeStatement>${attributes}</saml:AttributeStatement></saml:Assertion></samlp:Response>`;
 }
 
+/** The request cookie a gateway login set, as a Cookie header ("name=value"). */
+function requestCookieOf(res) {
+  const c = res.headers.getSetCookie().find((h) => h.startsWith("svc_session_req="));
+  assert.ok(c, `no request cookie in ${res.headers.getSetCookie()}`);
+  return c.split(";")[0];
+}
+
 describe("SAML browser flow against the sidecar's gateway", () => {
   let dir, idp, sidecar, gatewayUrl, server, appUrl;
 
@@ -104,6 +111,10 @@ describe("SAML browser flow against the sidecar's gateway", () => {
     //    path travels as RelayState.
     r = await fetch(login, { redirect: "manual" });
     assert.equal(r.status, 302, await r.clone().text());
+    // The request cookie binds the sign-on to this browser; the browser
+    // sends it to the application's ACS on the same host (cookies ignore
+    // the port), as this test does.
+    const requestCookie = requestCookieOf(r);
     const toIdP = new URL(r.headers.get("location"));
     assert.equal(`${toIdP.origin}${toIdP.pathname}`, IDP_SSO);
     const relayState = toIdP.searchParams.get("RelayState");
@@ -118,14 +129,17 @@ describe("SAML browser flow against the sidecar's gateway", () => {
     })).toString("base64");
     const post = () => fetch(`${appUrl}/auth/saml/acs`, {
       method: "POST", redirect: "manual",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
+      headers: { "content-type": "application/x-www-form-urlencoded", cookie: requestCookie },
       body: new URLSearchParams({ SAMLResponse: signedResponse, RelayState: relayState }),
     });
     r = await post();
     assert.equal(r.status, 303, await r.clone().text());
     assert.equal(r.headers.get("location"), "/app/page?tab=2");
-    const setCookie = r.headers.get("set-cookie");
+    const cookies = r.headers.getSetCookie();
+    const setCookie = cookies.find((c) => c.startsWith("svc_session="));
     assert.match(setCookie, /^svc_session=[\w-]+\.[\w-]+\.[\w-]+; Path=\/; Max-Age=\d+; .*HttpOnly; SameSite=Lax$/);
+    // The answered sign-on is removed from the request cookie (cleared).
+    assert.ok(cookies.some((c) => /^svc_session_req=; Path=\/auth\/saml; .*Max-Age=0/.test(c)), cookies.join("\n"));
 
     // 4. Back on the page: the sidecar verifies the gateway's token.
     r = await fetch(`${appUrl}/app/page?tab=2`, { headers: { cookie: setCookie.split(";")[0] }, redirect: "manual" });
@@ -144,6 +158,28 @@ describe("SAML browser flow against the sidecar's gateway", () => {
     const refusal = await r.json();
     assert.equal(typeof refusal.error, "string");
     assert.match(refusal.error, /replay/, JSON.stringify(refusal));
+  });
+
+  test("an answer posted by a browser that did not start the sign-on is refused", async () => {
+    // Login CSRF: the attacker's own sign-on, answered by the IdP, posted
+    // from the victim's browser (no request cookie, or the victim's own).
+    const r0 = await fetch(`${gatewayUrl}/auth/saml/login?return_to=%2F`, { redirect: "manual" });
+    const toIdP = new URL(r0.headers.get("location"));
+    const requestId = /\bID="([^"]+)"/.exec(
+      inflateRawSync(Buffer.from(toIdP.searchParams.get("SAMLRequest"), "base64")).toString())[1];
+    const victim = await fetch(`${gatewayUrl}/auth/saml/login?return_to=%2F`, { redirect: "manual" });
+    const signedResponse = sign(responseTemplate({
+      inResponseTo: requestId, acsUrl: `${appUrl}/auth/saml/acs`, audience: `${appUrl}/auth/saml/metadata`,
+      nameId: "mallory@example.com", attrs: { role: "viewer", tenant_id: TENANT },
+    })).toString("base64");
+    const r = await fetch(`${appUrl}/auth/saml/acs`, {
+      method: "POST", redirect: "manual",
+      headers: { "content-type": "application/x-www-form-urlencoded", cookie: requestCookieOf(victim) },
+      body: new URLSearchParams({ SAMLResponse: signedResponse, RelayState: "/" }),
+    });
+    assert.equal(r.status, 401);
+    assert.deepEqual(r.headers.getSetCookie(), []);
+    assert.equal((await r.json()).error, "saml-request-not-bound");
   });
 
   test("a response signed by another key is refused", async () => {

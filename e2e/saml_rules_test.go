@@ -1,0 +1,298 @@
+package e2e
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/engine/ratelimit/redistest"
+	"github.com/svc-dev/svc/samlgw/testidp"
+)
+
+// loginFrom starts SP-initiated sign-on at samlAddr from browser, waiting
+// out the 503 of a gateway that has not loaded the IdP metadata yet, and
+// returns where the gateway sends the browser.
+func loginFrom(t *testing.T, browser *http.Client, samlAddr, returnTo string) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := browser.Get("http://" + samlAddr + "/auth/saml/login?return_to=" + url.QueryEscape(returnTo))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusFound {
+			return resp.Header.Get("Location")
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("login: %d, want 302", resp.StatusCode)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Login CSRF against the real binary and samlify: an attacker signs in at
+// the IdP with their own account through a sign-on they started, and has
+// the victim's browser post the IdP's answer to the ACS (an auto-posted
+// form on the attacker's page). The gateway refuses it, whether or not
+// the victim has a sign-on of their own pending, and sets no session.
+func TestSAMLLoginCSRFRefused(t *testing.T) {
+	s := startSAMLIdP(t)
+	sc := harness.StartSidecar(t, harness.SidecarOptions{Env: s.env(s.samlAddr, false, nil)})
+	attacker := newBrowser()
+
+	for _, victimPending := range []bool{false, true} {
+		victim := newBrowser()
+		if victimPending {
+			loginFrom(t, victim, s.samlAddr, "/")
+		}
+		ans := askIdP(t, loginFrom(t, attacker, s.samlAddr, "/orders/1")+"&user=bob")
+		resp := postACSFrom(t, victim, s.samlAddr, ans)
+		if got := refusalCode(t, resp); resp.StatusCode != http.StatusUnauthorized || got != "saml-request-not-bound" {
+			t.Fatalf("attacker's answer from the victim's browser (victim pending %v): %d %q, want 401 saml-request-not-bound",
+				victimPending, resp.StatusCode, got)
+		}
+		if sessionCookie(resp) != "" {
+			t.Error("the refusal set a session cookie")
+		}
+	}
+	// The binding is all that stops it: in the browser that started it,
+	// the same kind of answer signs in.
+	ok := postACSFrom(t, attacker, s.samlAddr, askIdP(t, loginFrom(t, attacker, s.samlAddr, "/orders/1")+"&user=bob"))
+	if ok.StatusCode != http.StatusSeeOther || sessionCookie(ok) == "" {
+		t.Fatalf("answer in the browser that started the sign-on: %d %q, want 303 with a session", ok.StatusCode, refusalCode(t, ok))
+	}
+	var refused int
+	for _, r := range sc.AuditRecords(t) {
+		if r["source"] == "saml" && r["reason"] == "saml-request-not-bound" && r["allow"] == false {
+			refused++
+		}
+	}
+	if refused != 2 {
+		t.Errorf("%d audit records of saml-request-not-bound, want 2", refused)
+	}
+}
+
+// samlProduction is a production configuration of a SAML-only sidecar
+// (fail closed, signed policy bundles, an admin token) trusting idp,
+// with its SAML listener at samlAddr.
+func samlProduction(t *testing.T, idp *testidp.IdP, samlAddr string) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	return map[string]string{
+		"SVC_FAIL_MODE":              "closed",
+		"SVC_BUNDLE_VERIFY_KEY_FILE": harness.WriteFile(t, dir, "bundle.pub", string(harness.NewECSigner(t, "bundle").PublicPEM(t))),
+		"SVC_ADMIN_TOKEN_FILE":       harness.WriteFile(t, dir, "admin-token", "e2e-admin-token-0123456789abcdef\n"),
+		"SVC_SAML_ADDR":              samlAddr,
+		"SVC_SAML_ENTITY_ID":         "http://" + samlAddr + "/auth/saml/metadata",
+		"SVC_SAML_ACS_URL":           "http://" + samlAddr + "/auth/saml/acs",
+		"SVC_SAML_IDP_METADATA_FILE": harness.WriteFile(t, dir, "idp.xml", string(idp.Metadata())),
+	}
+}
+
+// adminAssertion is an assertion of an admin of tenant acme for the SP
+// at samlAddr, answering the request inResponseTo ("" for IdP-initiated).
+func adminAssertion(samlAddr, inResponseTo string) testidp.Response {
+	acs := "http://" + samlAddr + "/auth/saml/acs"
+	return testidp.Response{
+		Destination: acs, Recipient: acs, Audience: "http://" + samlAddr + "/auth/saml/metadata",
+		NameID: "mallory@example.com", InResponseTo: inResponseTo,
+		Attributes: []testidp.Attribute{{Name: "role", Values: []string{"admin"}}, {Name: "tenant_id", Values: []string{harness.DefaultTenant}}},
+	}
+}
+
+// postJSON posts a SAMLResponse to the ACS as an API client, from browser.
+func postJSON(t *testing.T, browser *http.Client, samlAddr string, doc []byte) (int, map[string]any) {
+	t.Helper()
+	form := url.Values{"SAMLResponse": {base64.StdEncoding.EncodeToString(doc)}}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+samlAddr+"/auth/saml/acs", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	resp, err := browser.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&body)
+	return resp.StatusCode, body
+}
+
+// requestIDOf returns the AuthnRequest id in a login's redirect.
+func requestIDOf(t *testing.T, location string) string {
+	t.Helper()
+	u, err := url.Parse(location)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xml := inflate(t, u.Query().Get("SAMLRequest"))
+	_, rest, ok := strings.Cut(xml, ` ID="`)
+	id, _, ok2 := strings.Cut(rest, `"`)
+	if !ok || !ok2 {
+		t.Fatalf("no ID in the AuthnRequest %s", xml)
+	}
+	return id
+}
+
+// failedStart launches a sidecar that must refuse to start and returns
+// its stderr.
+func failedStart(t *testing.T, env map[string]string) string {
+	t.Helper()
+	s := harness.LaunchSidecar(t, harness.SidecarOptions{Env: env})
+	code := s.Wait(t, exitTimeout)
+	stderr := strings.TrimSpace(s.Stderr.String())
+	if code <= 0 {
+		t.Fatalf("sidecar exit code %d, want a refusal to start (exit 1); stderr:\n%s", code, stderr)
+	}
+	lines := strings.Split(stderr, "\n")
+	return lines[len(lines)-1]
+}
+
+// SVC_ENV=development used to turn SAML signature checks off in any
+// configuration: with a production one an unsigned admin assertion signed
+// in. Now the sidecar refuses to start, naming SVC_ENV; without the
+// variable that configuration checks signatures; in development mode the
+// variable still works as before.
+func TestSAMLDevelopmentEnvOnlyInDevelopmentMode(t *testing.T) {
+	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	samlAddr := harness.FreeAddr(t)
+	prod := samlProduction(t, idp, samlAddr)
+	prod["SVC_ENV"] = "development"
+	last := failedStart(t, prod)
+	for _, want := range []string{"svc-sidecar: ", "SVC_ENV", `sdk.fail_mode (SVC_FAIL_MODE) is "closed"`, "unset SVC_ENV"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("last line of stderr %q does not mention %q", last, want)
+		}
+	}
+
+	delete(prod, "SVC_ENV")
+	harness.StartSidecar(t, harness.SidecarOptions{Env: prod})
+	browser := newBrowser()
+	id := requestIDOf(t, loginFrom(t, browser, samlAddr, "/"))
+	if status, body := postJSON(t, browser, samlAddr, idp.XML(adminAssertion(samlAddr, id), false)); status != http.StatusUnauthorized || body["error"] != "saml-signature-invalid" {
+		t.Errorf("unsigned admin assertion in production: %d %v, want 401 saml-signature-invalid", status, body)
+	}
+
+	devAddr := harness.FreeAddr(t)
+	dev := samlProduction(t, idp, devAddr)
+	for _, k := range []string{"SVC_FAIL_MODE", "SVC_BUNDLE_VERIFY_KEY_FILE", "SVC_ADMIN_TOKEN_FILE"} {
+		delete(dev, k)
+	}
+	dev["SVC_ENV"] = "development"
+	dev["SVC_SAML_ALLOW_IDP_INITIATED"] = "true"
+	sc := harness.StartSidecar(t, harness.SidecarOptions{Env: dev})
+	status, body := postJSON(t, newBrowser(), devAddr, idp.XML(adminAssertion(devAddr, ""), false))
+	token, _ := body["token"].(string)
+	if status != http.StatusOK || token == "" {
+		t.Fatalf("unsigned assertion in development mode: %d %v, want 200 with a token", status, body)
+	}
+	req, _ := http.NewRequest(http.MethodPost, sc.URL("/v1/validate-token"), nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if code, h, raw := harness.Do(t, req); code != http.StatusOK || !strings.Contains(string(raw), `"allowed":true`) {
+		t.Errorf("validate-token of the development token: %s", harness.Describe(code, h, raw))
+	}
+	code, h, raw := harness.Get(t, sc.URL("/v1/status"))
+	var st struct {
+		SAML struct {
+			SignatureCheckDisabled bool `json:"signature_check_disabled"`
+		} `json:"saml"`
+	}
+	if code != http.StatusOK || json.Unmarshal(raw, &st) != nil || !st.SAML.SignatureCheckDisabled {
+		t.Errorf("status: %s, want saml.signature_check_disabled true", harness.Describe(code, h, raw))
+	}
+}
+
+// IdP-initiated sign-on in production needs the replay cache replicas and
+// restarts share: without Redis the sidecar refuses to start, naming both
+// settings; with it, an unsolicited assertion is accepted once.
+func TestSAMLIdPInitiatedNeedsRedisInProduction(t *testing.T) {
+	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
+	if err != nil {
+		t.Fatal(err)
+	}
+	samlAddr := harness.FreeAddr(t)
+	env := samlProduction(t, idp, samlAddr)
+	env["SVC_SAML_ALLOW_IDP_INITIATED"] = "true"
+	last := failedStart(t, env)
+	for _, want := range []string{"SVC_SAML_ALLOW_IDP_INITIATED", "rate_limit.redis_addr"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("last line of stderr %q does not mention %q", last, want)
+		}
+	}
+
+	env["SVC_REDIS_ADDR"] = redistest.Start(t)
+	env["SVC_REDIS_TIMEOUT"] = "10s" // a first call under load (dial, handshake) may be slow
+	harness.StartSidecar(t, harness.SidecarOptions{Env: env})
+	doc, err := idp.Sign(adminAssertion(samlAddr, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, body := postJSON(t, newBrowser(), samlAddr, doc); status != http.StatusOK {
+		t.Fatalf("IdP-initiated with Redis: %d %v, want 200", status, body)
+	}
+	if status, body := postJSON(t, newBrowser(), samlAddr, doc); status != http.StatusUnauthorized || body["error"] != "saml-replayed" {
+		t.Errorf("the same assertion again: %d %v, want 401 saml-replayed", status, body)
+	}
+}
+
+// inflate decodes an HTTP-Redirect binding's SAMLRequest parameter.
+func inflate(t *testing.T, param string) string {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(param)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(flate.NewReader(bytes.NewReader(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// A configuration read again on SIGHUP that would make SVC_ENV=development
+// refused is itself refused: the running development image keeps serving
+// instead of handing over to one that cannot start.
+func TestSAMLDevelopmentEnvSIGHUP(t *testing.T) {
+	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
+	if err != nil {
+		t.Fatal(err)
+	}
+	samlAddr := harness.FreeAddr(t)
+	dir := t.TempDir()
+	md := harness.WriteFile(t, dir, "idp.xml", string(idp.Metadata()))
+	saml := "[sdk.saml]\nentity_id = \"http://" + samlAddr + "/auth/saml/metadata\"\nacs_url = \"http://" + samlAddr +
+		"/auth/saml/acs\"\nidp_metadata_file = \"" + md + "\"\n"
+	s := harness.StartSidecar(t, harness.SidecarOptions{Config: "[sdk]\nfail_mode = \"open\"\n" + saml,
+		Env: map[string]string{"SVC_ENV": "development", "SVC_SAML_ADDR": samlAddr, "SVC_LOG_LEVEL": "info"}})
+	first := statusOf(t, s)
+
+	harness.WriteFile(t, s.Dir, "svc.toml", "[sdk]\nfail_mode = \"closed\"\n"+saml)
+	if err := s.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.WaitOutput(t, true, time.Minute, func(out string) bool {
+		return strings.Contains(out, "SIGHUP: configuration refused")
+	})
+	if err != nil {
+		t.Fatalf("no refusal logged: %v", err)
+	}
+	if !strings.Contains(out[strings.Index(out, "SIGHUP: configuration refused"):], "SVC_ENV") {
+		t.Errorf("the refusal does not name SVC_ENV:\n%s", out)
+	}
+	if st := statusOf(t, s); !st.StartedAt.Equal(first.StartedAt) || st.Status != "healthy" {
+		t.Errorf("after the refused configuration: %+v, want the same image, healthy", st)
+	}
+}

@@ -1,0 +1,54 @@
+package samlgw_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/svc-dev/svc/samlgw/testidp"
+)
+
+// An attribute named like a registered claim in another case (or with a
+// Unicode case variant, such as "ſ" for "s") is dropped: an application
+// that decodes the token with encoding/json into a struct matches keys
+// case-insensitively and would take it for the claim itself.
+func TestACSAttributeCannotShadowClaimInAnotherCase(t *testing.T) {
+	f := newFixture(t, withSAML(allowIDPInitiated))
+	r := valid()
+	shadows := []string{"Tenant_ID", "TENANT_ID", "SUB", "\u017fub", "Roles", "EMAIL", "Exp", "Iss", "aUD", "Role", "JTI", "nbF", "IAT"}
+	for _, name := range shadows {
+		r.Attributes = append(r.Attributes, testidp.Attribute{Name: name, Values: []string{"mallory"}})
+	}
+	a := f.post(t, signed(t, r), true)
+	if a.status != http.StatusOK {
+		t.Fatalf("%d %q %s", a.status, a.code, a.message)
+	}
+	c := claimsOf(t, a.token)
+	for _, name := range shadows {
+		if _, ok := c[name]; ok {
+			t.Errorf("attribute %q became a claim", name)
+		}
+	}
+	if c["department"] != "finance" {
+		t.Errorf("the ordinary attribute department = %v, want finance", c["department"])
+	}
+	// What an application decoding into a struct reads.
+	var app struct {
+		Sub    string   `json:"sub"`
+		Tenant string   `json:"tenant_id"`
+		Email  string   `json:"email"`
+		Roles  []string `json:"roles"`
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.Split(a.token, ".")[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(payload, &app); err != nil {
+		t.Fatal(err)
+	}
+	if app.Sub != "alice@example.com" || app.Tenant != "AcMe" || app.Email != "alice@example.com" || strings.Join(app.Roles, ",") != "admin,billing" {
+		t.Errorf("decoded into a struct: %+v, want alice@example.com / AcMe / alice@example.com / admin,billing", app)
+	}
+}

@@ -1,0 +1,84 @@
+package samlgw
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/issuer"
+)
+
+// FuzzRequestCookie sends login an arbitrary request cookie, as a browser
+// may hold anything under that name: login still answers 302, and the
+// cookie it sets lists the new request id first and at most
+// maxBoundRequests ids, each one a valid request of this gateway.
+func FuzzRequestCookie(f *testing.F) {
+	_, _, idp := benchSetup(f)
+	md := filepath.Join(f.TempDir(), "idp.xml")
+	if err := os.WriteFile(md, idp.Metadata(), 0o600); err != nil {
+		f.Fatal(err)
+	}
+	cfg := config.Config{SDK: config.SDK{SAML: &config.SAML{EntityID: benchEntity, ACSURL: benchACS, IDPMetadataFile: md}}}
+	cfg.SetDefaults()
+	is, err := issuer.New(issuer.Options{Issuer: benchEntity, TTL: cfg.SDK.SAML.TokenTTL.Duration})
+	if err != nil {
+		f.Fatal(err)
+	}
+	g, err := New(cfg, Deps{Issuer: is, Logger: slog.New(slog.DiscardHandler), Store: acceptAll{}, Getenv: func(string) string { return "" }})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer g.Close()
+	h := g.Handler()
+	valid, err := g.v.requests.mint(f.Context())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("")
+	f.Add(valid)
+	f.Add(strings.Repeat(valid+".", 9) + "x")
+	f.Add("..id-.%zz")
+	f.Fuzz(func(t *testing.T, value string) {
+		req := httptest.NewRequest(http.MethodGet, "/auth/saml/login", nil)
+		req.Header.Set("Cookie", "svc_session_req="+value)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusFound {
+			t.Fatalf("login with cookie %q: %d %s", value, rec.Code, rec.Body)
+		}
+		var set *http.Cookie
+		for _, c := range rec.Result().Cookies() {
+			if c.Name == "svc_session_req" {
+				set = c
+			}
+		}
+		if set == nil {
+			t.Fatalf("login with cookie %q set no request cookie", value)
+		}
+		ids := strings.Split(set.Value, ".")
+		if len(ids) > maxBoundRequests {
+			t.Fatalf("cookie %q lists %d ids", set.Value, len(ids))
+		}
+		if strings.Contains(value, ids[0]) {
+			t.Fatalf("cookie %q: the first id is not the new request", set.Value)
+		}
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if seen[id] {
+				t.Fatalf("cookie %q lists %q twice", set.Value, id)
+			}
+			seen[id] = true
+			if _, ok, err := g.v.requests.verify(t.Context(), id, 0); !ok || err != nil {
+				t.Fatalf("cookie %q lists %q, not a valid request id", set.Value, id)
+			}
+		}
+		if !strings.Contains(rec.Header().Get("Location"), "SAMLRequest=") {
+			t.Fatalf("no AuthnRequest in %q", rec.Header().Get("Location"))
+		}
+	})
+}
