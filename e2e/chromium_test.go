@@ -306,6 +306,10 @@ func loginCSRF(t *testing.T, d browserDemo) {
 	if strings.Contains(p.Text, "olga") {
 		t.Errorf("the victim sees the attacker's identity: %s", p)
 	}
+	// The gateway's refusal, as a page: the browser started no sign-on.
+	if !strings.Contains(p.Text, "saml-request-not-bound") || doc.MIMEType != "text/html" {
+		t.Errorf("the victim sees %s (%s), want the saml-request-not-bound page", p, doc.MIMEType)
+	}
 	// And nothing of the attacker's is left: the home page asks to sign in.
 	d.b.Navigate(t, d.front+"/home")
 	d.b.WaitPage(t, 30*time.Second, d.onIdP)
