@@ -223,6 +223,9 @@ func TestBrowserSAML(t *testing.T) {
 		if err != nil && !strings.HasPrefix(string(out), "degraded ") {
 			t.Fatalf("core sidecar restart: %v\n%s", err, out)
 		}
+		if err != nil {
+			t.Logf("core sidecar restart: %v: %s", err, out)
+		}
 		waitStatus(t, d.sidecar, "healthy after the restart", func(st sidecarStatus) bool { return st.Status == "healthy" })
 		before := len(d.b.Documents())
 		d.b.Navigate(t, d.front+"/home")
