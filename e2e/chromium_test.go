@@ -181,7 +181,22 @@ func TestBrowserSAML(t *testing.T) {
 
 	if !t.Run("sign-in from a protected page lands on it", func(t *testing.T) {
 		// A query of several parameters comes back whole.
-		d.signIn(t, "/orders/7?expand=items&lang=en", "dana", `"subject":"dana@demo.example"`, `"tenant":"demo"`)
+		const page = "/orders/7?expand=items&lang=en"
+		d.b.Navigate(t, d.front+page)
+		d.b.WaitPage(t, 30*time.Second, d.onIdP)
+		// The sign-on is bound to this browser by a request cookie that
+		// must reach the ACS with the IdP's cross-site POST: SameSite=None,
+		// so Secure, which Chromium keeps from http on loopback.
+		acs := d.front + "/auth/saml/acs"
+		req := d.b.Cookie(t, acs, "svc_session_req")
+		if req == nil || !req.Secure || req.SameSite != network.CookieSameSiteNone || !req.HTTPOnly || req.Path != "/auth/saml" {
+			t.Errorf("sign-on request cookie %+v; want HttpOnly, Secure, SameSite=None, Path /auth/saml", req)
+		}
+		d.pickUser(t, "dana")
+		d.b.WaitPage(t, 30*time.Second, d.at(page, `"subject":"dana@demo.example"`, `"tenant":"demo"`))
+		if req := d.b.Cookie(t, acs, "svc_session_req"); req != nil {
+			t.Errorf("the sign-on request cookie outlived the sign-on: %+v", req)
+		}
 	}) {
 		// The steps below start signed in.
 		t.Run("login CSRF from another site fails", func(t *testing.T) { loginCSRF(t, d) })
