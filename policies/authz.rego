@@ -23,12 +23,10 @@ role_permissions := {
 	"viewer": {"*": {"read"}},
 	# Day-to-day work: read, create and change, but never delete.
 	"editor": {"*": {"read", "create", "update"}},
-	# Billing staff: invoices in full, reports read and export, and the
-	# home page every other role reads too (where SAML sign-in lands).
+	# Billing staff: invoices in full, reports read and export, home read.
 	"billing": {
 		"invoices": {"*"},
-		"reports": {"read", "export"},
-		"home": {"read"},
+		"reports": {"read", "export"}, "home": {"read"},
 	},
 	# Everything, deletes included.
 	"admin": {"*": {"*"}},
