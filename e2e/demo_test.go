@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -36,12 +37,40 @@ type demoMesh struct {
 // /auth/saml/.
 func startDemoMesh(t *testing.T, policyDir, frontAddr string, extraEnv map[string]string) demoMesh {
 	t.Helper()
+	return startDemoMeshWith(t, demoOptions{policyDir: policyDir, frontAddr: frontAddr, env: extraEnv})
+}
+
+// demoOptions changes how startDemoMeshWith runs the demo.
+type demoOptions struct {
+	// policyDir replaces the default policy; "" keeps it.
+	policyDir string
+	// frontAddr is the front proxy's address, "" for a free one.
+	frontAddr string
+	// env is added to the sidecar's environment; its SVC_SAML_ADDR is
+	// where the front proxy sends /auth/saml/.
+	env map[string]string
+	// caddy puts Caddy on the shipped deploy/caddy/Caddyfile in front, its
+	// one application being the orders service, instead of nginx on
+	// deploy/demo/nginx.conf.
+	caddy bool
+	// config, when set, edits deploy/demo/svc.toml before the sidecar
+	// reads it.
+	config func(string) string
+}
+
+// startDemoMeshWith starts the demo's processes as opts says.
+func startDemoMeshWith(t *testing.T, opts demoOptions) demoMesh {
+	t.Helper()
 	root := harness.ModuleRoot(t)
 	m := demoMesh{idpFile: filepath.Join(root, "deploy", "demo", "idp.json")}
 	m.idp = harness.StartIDPConfigFile(t, m.idpFile, harness.FreeAddr(t))
 	toml, err := os.ReadFile(filepath.Join(root, "deploy", "demo", "svc.toml"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	conf := string(toml)
+	if opts.config != nil {
+		conf = opts.config(conf)
 	}
 	env := demoSAMLEnv(t, root)
 	for k, v := range map[string]string{
@@ -54,24 +83,19 @@ func startDemoMesh(t *testing.T, policyDir, frontAddr string, extraEnv map[strin
 	} {
 		env[k] = v
 	}
-	if policyDir != "" {
-		env["SVC_POLICY_DIR"] = policyDir
+	if opts.policyDir != "" {
+		env["SVC_POLICY_DIR"] = opts.policyDir
 	}
-	for k, v := range extraEnv {
+	for k, v := range opts.env {
 		env[k] = v
 	}
-	m.sidecar = harness.StartSidecar(t, harness.SidecarOptions{Config: string(toml), Env: env})
+	m.sidecar = harness.StartSidecar(t, harness.SidecarOptions{Config: conf, Env: env})
+	frontAddr := opts.frontAddr
 	if frontAddr == "" {
 		frontAddr = harness.FreeAddr(t)
 	}
 	samlAddr := env["SVC_SAML_ADDR"]
-	// deploy/demo/nginx.conf's addresses are docker-compose.yml's ports on
-	// loopback; here they are the harness's free ports.
-	addrs := map[string]string{
-		"127.0.0.1:8080": frontAddr,
-		"127.0.0.1:7700": m.sidecar.HTTPAddr,
-		"127.0.0.1:7701": samlAddr,
-	}
+	services := map[string]string{}
 	for _, svc := range []struct{ name, resource string }{{"orders", "orders"}, {"billing", "invoices"}} {
 		addr := harness.FreeAddr(t)
 		cmd := exec.Command(harness.Binary(t, "svc-demo"), "service", "--name", svc.name, "--resource", svc.resource, "--addr", addr, "--trust-proxy-headers")
@@ -82,9 +106,27 @@ func startDemoMesh(t *testing.T, policyDir, frontAddr string, extraEnv map[strin
 				t.Errorf("%s exited %d on SIGTERM", svc.name, code)
 			}
 		})
-		addrs[map[string]string{"orders": "127.0.0.1:8081", "billing": "127.0.0.1:8082"}[svc.name]] = addr
+		services[svc.name] = addr
 	}
-	m.front = startDemoNginx(t, filepath.Join(root, "deploy", "demo", "nginx.conf"), addrs)
+	if opts.caddy {
+		// deploy/caddy/Caddyfile's addresses are its comment's; here they
+		// are the harness's free ports, the application being orders.
+		m.front = startDemoCaddy(t, filepath.Join(root, "deploy", "caddy", "Caddyfile"), frontAddr, map[string]string{
+			"127.0.0.1:7700": m.sidecar.HTTPAddr,
+			"127.0.0.1:7701": samlAddr,
+			"127.0.0.1:5678": services["orders"],
+		})
+		return m
+	}
+	// deploy/demo/nginx.conf's addresses are docker-compose.yml's ports on
+	// loopback; here they are the harness's free ports.
+	m.front = startDemoNginx(t, filepath.Join(root, "deploy", "demo", "nginx.conf"), map[string]string{
+		"127.0.0.1:8080": frontAddr,
+		"127.0.0.1:7700": m.sidecar.HTTPAddr,
+		"127.0.0.1:7701": samlAddr,
+		"127.0.0.1:8081": services["orders"],
+		"127.0.0.1:8082": services["billing"],
+	})
 	return m
 }
 
@@ -121,23 +163,58 @@ func startDemoNginx(t *testing.T, file string, addrs map[string]string) *harness
 	cmd := exec.Command(bin, "-p", dir, "-c", path, "-e", "stderr", "-g", "daemon off;")
 	p := harness.StartProcess(t, "nginx", cmd)
 	front := addrs["127.0.0.1:8080"]
+	waitListening(t, p, front)
+	return &harness.Proxy{Process: p, URL: "http://" + front, Dir: dir}
+}
+
+// startDemoCaddy runs Caddy on a shipped Caddyfile listening on front
+// (plain http), with each of its loopback addresses replaced as addrs
+// says; every one must be in the file.
+func startDemoCaddy(t *testing.T, file, front string, addrs map[string]string) *harness.Proxy {
+	t.Helper()
+	bin := harness.LookPath(t, "caddy", "apt-get install caddy (scripts/test-packages.txt)")
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := string(raw)
+	addrs = maps.Clone(addrs)
+	addrs["\n:8080 {"] = "\nhttp://" + front + " {"
+	for from, to := range addrs {
+		if !strings.Contains(conf, from) {
+			t.Fatalf("%s does not mention %q", file, from)
+		}
+		conf = strings.ReplaceAll(conf, from, to)
+	}
+	dir := t.TempDir()
+	path := harness.WriteFile(t, dir, "Caddyfile", conf)
+	cmd := exec.Command(bin, "run", "--config", path, "--adapter", "caddyfile")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "XDG_DATA_HOME="+filepath.Join(dir, "data"))
+	p := harness.StartProcess(t, "caddy", cmd)
+	waitListening(t, p, front)
+	return &harness.Proxy{Process: p, URL: "http://" + front, Dir: dir}
+}
+
+// waitListening waits until p accepts connections on addr.
+func waitListening(t *testing.T, p *harness.Process, addr string) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", front, time.Second)
+		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("nginx never listened on %s: %s", front, p.Stderr.String())
+			t.Fatalf("%s never listened on %s: %s", p.Name, addr, p.Stderr.String())
 		}
 		select {
 		case <-p.Done():
-			t.Fatalf("nginx exited: %s", p.Stderr.String())
+			t.Fatalf("%s exited: %s", p.Name, p.Stderr.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return &harness.Proxy{Process: p, URL: "http://" + front, Dir: dir}
 }
 
 func waitHealthy(t *testing.T, p *harness.Process, url string) {
@@ -313,27 +390,50 @@ func TestDemoServiceSDK(t *testing.T) {
 	}
 }
 
+// demoSAML is the demo with SAML sign-on, as the walkthrough's step 3
+// runs it: the samlify IdP on deploy/demo/saml-users.json (default user
+// dana), and the sidecar's SAML gateway, which the browser reaches through
+// the front proxy's /auth/saml/ route without a check.
+type demoSAML struct {
+	demoMesh
+	saml *harness.SAMLIdP
+	// frontAddr is the front proxy's address, samlAddr the gateway's.
+	frontAddr, samlAddr string
+}
+
+// startDemoSAML starts the demo with SAML sign-on; opts.env may add to or
+// override the SAML settings.
+func startDemoSAML(t *testing.T, opts demoOptions) demoSAML {
+	t.Helper()
+	key, err := testidp.Generate("unused", "unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := demoSAML{samlAddr: harness.FreeAddr(t), frontAddr: opts.frontAddr}
+	if d.frontAddr == "" {
+		d.frontAddr = harness.FreeAddr(t)
+	}
+	users := filepath.Join(harness.ModuleRoot(t), "deploy", "demo", "saml-users.json")
+	d.saml = harness.StartSAMLIdPArgs(t, key.KeyPEM, key.CertPEM, "http://"+d.samlAddr+"/auth/saml/metadata", "--users", users, "--user", "dana")
+	env := map[string]string{
+		"SVC_SAML_ADDR":             d.samlAddr,
+		"SVC_SAML_ENTITY_ID":        "http://" + d.frontAddr + "/auth/saml/metadata",
+		"SVC_SAML_ACS_URL":          "http://" + d.frontAddr + "/auth/saml/acs",
+		"SVC_SAML_IDP_METADATA_URL": d.saml.MetadataURL,
+	}
+	maps.Copy(env, opts.env)
+	opts.env, opts.frontAddr = env, d.frontAddr
+	d.demoMesh = startDemoMeshWith(t, opts)
+	return d
+}
+
 // TestDemoSAML signs the demo's SAML users in as the browser flow of the
 // walkthrough does, with the samlify IdP on deploy/demo/saml-users.json:
 // login redirect, the IdP's answer posted to the ACS, then the session
 // cookie alone authorizes calls through the front proxy.
 func TestDemoSAML(t *testing.T) {
-	key, err := testidp.Generate("unused", "unused")
-	if err != nil {
-		t.Fatal(err)
-	}
-	samlAddr := harness.FreeAddr(t)
-	users := filepath.Join(harness.ModuleRoot(t), "deploy", "demo", "saml-users.json")
-	idp := harness.StartSAMLIdPArgs(t, key.KeyPEM, key.CertPEM, "http://"+samlAddr+"/auth/saml/metadata", "--users", users, "--user", "dana")
-	// As in the demo, the browser signs in through the front proxy's
-	// /auth/saml/ route, which reaches the gateway without a check.
-	front := harness.FreeAddr(t)
-	m := startDemoMesh(t, "", front, map[string]string{
-		"SVC_SAML_ADDR":             samlAddr,
-		"SVC_SAML_ENTITY_ID":        "http://" + front + "/auth/saml/metadata",
-		"SVC_SAML_ACS_URL":          "http://" + front + "/auth/saml/acs",
-		"SVC_SAML_IDP_METADATA_URL": idp.MetadataURL,
-	})
+	d := startDemoSAML(t, demoOptions{})
+	m, idp, front := d.demoMesh, d.saml, d.frontAddr
 	tests := []struct {
 		user       string
 		path       string

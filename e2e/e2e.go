@@ -3,11 +3,12 @@
 // real peers: an OpenID provider issuing JWTs (npm oidc-provider), nginx
 // auth_request and Caddy forward_auth from the system, gRPC clients built
 // from go-control-plane's ext_authz types, the Go SDK and its middleware,
-// and an OTLP receiver. The package harness runs the processes.
+// an OTLP receiver, and headless Chromium (driven by chromedp) for what a
+// person sees signing in with SAML. The package harness runs the processes.
 //
 // Run them with:
 //
-//	./scripts/install-test-deps.sh   # nginx, caddy, npm ci in e2e/
+//	./scripts/install-test-deps.sh   # nginx, caddy, chromium, npm ci in e2e/
 //	go test -race -count=1 ./e2e/...
 //
 // A test whose external peer is missing is skipped, unless the CI

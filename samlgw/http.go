@@ -156,7 +156,10 @@ func (g *Gateway) serveLogin(w http.ResponseWriter, r *http.Request) {
 		writeRefusal(w, &Error{Code: StoreUnavailable, Msg: "request key unavailable", Err: err})
 		return
 	}
-	to, err := req.Redirect(returnTo, sp)
+	// crewjam/saml appends RelayState to the query as given: escaped here,
+	// a return_to with a query of its own arrives whole and adds no
+	// parameter of its own to the redirect.
+	to, err := req.Redirect(url.QueryEscape(returnTo), sp)
 	if err != nil {
 		g.log.Error("AuthnRequest could not be encoded", "err", err)
 		writeJSON(w, http.StatusInternalServerError, refusal{Error: Internal, Message: "the sign-on request could not be built"})

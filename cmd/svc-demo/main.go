@@ -5,10 +5,11 @@
 //	svc-demo service --name orders --addr 0.0.0.0:8080 --sidecar 127.0.0.1:50051
 //	svc-demo traffic --target http://envoy:8080 --token-url http://envoy:9400/token --idp-config idp.json
 //
-// service serves one resource collection and exits 0 on SIGTERM after
-// draining. traffic runs until SIGTERM, or with --rounds N sends every
-// scenario N times, prints the report as JSON and exits 1 if an answer
-// differed from the one expected.
+// service serves one resource collection and the signed-in person's HTML
+// home page at /home, and exits 0 on SIGTERM after draining. traffic runs
+// until SIGTERM, or with --rounds N sends every scenario N times, prints
+// the report as JSON and exits 1 if an answer differed from the one
+// expected.
 package main
 
 import (

@@ -1,6 +1,8 @@
 // Package app is the demo application of the local mesh demo and of the
 // Kubernetes manifests: a small HTTP service of one resource collection
-// ("orders", "invoices") that keeps items per tenant in memory.
+// ("orders", "invoices") that keeps items per tenant in memory, and an
+// HTML home page at /home naming the signed-in person, where the demo's
+// SAML sign-in lands.
 //
 // It learns who calls in one of two ways. Behind a proxy that asks the
 // sidecar (Envoy ext_authz, istio-proxy, nginx auth_request), it reads
@@ -115,9 +117,10 @@ func (s *Server) Serve(ctx context.Context) error {
 }
 
 // Handler is the service's HTTP handler: /healthz without identity,
-// /<resource> and /<resource>/<id> with it.
+// /<resource>, /<resource>/<id> and the HTML home page /home with it.
 func (s *Server) Handler() http.Handler {
 	items := http.Handler(http.HandlerFunc(s.serveItems))
+	home := http.Handler(http.HandlerFunc(s.serveHome))
 	if s.client != nil {
 		items = authz.Middleware(s.client, authz.MiddlewareOptions{
 			Action: func(r *http.Request) string { return s.cfg.Resource + ":" + verb(r.Method) },
@@ -126,14 +129,21 @@ func (s *Server) Handler() http.Handler {
 			},
 			Logger: s.log,
 		})(items)
+		home = authz.Middleware(s.client, authz.MiddlewareOptions{
+			Action:   func(*http.Request) string { return "home:read" },
+			Resource: func(*http.Request) authz.Resource { return authz.Resource{Type: "home"} },
+			Logger:   s.log,
+		})(home)
 	} else {
 		items = http.HandlerFunc(s.fromProxy(items))
+		home = http.HandlerFunc(s.fromProxy(home))
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = w.Write([]byte("ok\n"))
 	})
+	mux.Handle("GET "+HomePath, home)
 	mux.Handle("/"+s.cfg.Resource, items)
 	mux.Handle("/"+s.cfg.Resource+"/", items)
 	return mux

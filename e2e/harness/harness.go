@@ -1,8 +1,9 @@
 // Package harness runs the real svc binaries and their peers as processes
 // for the end-to-end tests: it builds the binaries once per test run,
 // hands out loopback ports, starts and stops the sidecar, an OpenID
-// provider, nginx and Caddy, and serves the in-test peers (a JWKS endpoint
-// with its own signing keys, an echoing upstream, an OTLP receiver).
+// provider, nginx, Caddy and a headless Chromium, and serves the in-test
+// peers (a JWKS endpoint with its own signing keys, an echoing upstream,
+// an OTLP receiver).
 //
 // Every helper takes the test's testing.TB, registers its own cleanup and
 // fails the test with the process's output when something does not start.

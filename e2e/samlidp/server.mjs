@@ -28,6 +28,10 @@
 //                                 picks the demo user. Answers an auto-submitting form that
 //                                 POSTs the SAMLResponse to the SP's ACS, or with
 //                                 Accept: application/json {"acs_url","SAMLResponse","RelayState"}.
+//                                 Without &user=, a browser (Accept preferring text/html) gets
+//                                 a sign-in page listing the demo users instead: picking one
+//                                 asks /sso again with the same query and &user=<name>. Other
+//                                 clients (curl's */*, JSON) get the default user.
 //   GET /idp-initiated?user=<name>&relay_state=/path   an unsolicited response, same answers.
 //   GET /users                    the demo users.
 // It prints one line "samlidp listening on <base-url>" once it serves.
@@ -134,7 +138,8 @@ async function loginResponse(sp, user, inResponseTo) {
 }
 
 function answer(req, res, acsURL, samlResponse, relayState) {
-  if ((req.headers.accept ?? '').includes('application/json')) {
+  const accept = req.headers.accept ?? '';
+  if (accept.includes('application/json') && !prefersHTML(accept)) {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ acs_url: acsURL, SAMLResponse: samlResponse, RelayState: relayState ?? '' }));
     return;
@@ -144,6 +149,48 @@ function answer(req, res, acsURL, samlResponse, relayState) {
 <input type="hidden" name="SAMLResponse" value="${xmlEscape(samlResponse)}">
 <input type="hidden" name="RelayState" value="${xmlEscape(relayState ?? '')}">
 <noscript><button type="submit">Continue</button></noscript></form></body></html>`);
+}
+
+// prefersHTML reports whether an Accept header is a browser's: text/html
+// listed with a quality at least that of application/json. A wildcard
+// alone (curl's */*) or a missing header is not a browser.
+function prefersHTML(accept) {
+  let html = 0;
+  let json = 0;
+  for (const part of String(accept ?? '').split(',')) {
+    const [type, ...params] = part.split(';').map((x) => x.trim().toLowerCase());
+    let q = 1;
+    for (const p of params) {
+      const [k, v] = p.split('=').map((x) => x.trim());
+      if (k === 'q') q = Number.isFinite(Number(v)) ? Number(v) : 0;
+    }
+    if (type === 'text/html') html = Math.max(html, q);
+    if (type === 'application/json') json = Math.max(json, q);
+  }
+  return html > 0 && html >= json;
+}
+
+// chooseUser answers a browser's sign-on without &user= with a page that
+// lists the demo users; each button asks /sso again with the same query
+// (SAMLRequest, RelayState, signature if any) and the chosen user.
+function chooseUser(res, url) {
+  const hidden = [...url.searchParams]
+    .filter(([k]) => k !== 'user')
+    .map(([k, v]) => `<input type="hidden" name="${xmlEscape(k)}" value="${xmlEscape(v)}">`)
+    .join('\n');
+  const rows = Object.entries(people)
+    .map(([name, u]) => `<li><button type="submit" name="user" value="${xmlEscape(name)}">${xmlEscape(name)}</button>
+<span>${xmlEscape(u.email)} · tenant ${xmlEscape(u.tenant || '(none)')} · ${xmlEscape((u.roles ?? []).join(', '))}</span>${name === opt.user ? ' <em>(default)</em>' : ''}</li>`)
+    .join('\n');
+  res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
+  res.end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Demo IdP: sign in</title>
+<style>body{font-family:sans-serif;max-width:40em;margin:3em auto}li{margin:.6em 0;list-style:none}button{min-width:6em;margin-right:1em}</style>
+</head><body><h1>Sign in as</h1><p>The demo identity provider asks for no password: pick a demo user.</p>
+<form method="get" action="/sso">
+${hidden}
+<ul>
+${rows}
+</ul></form></body></html>`);
 }
 
 function fail(res, status, msg) {
@@ -174,6 +221,10 @@ const server = createServer(async (req, res) => {
       const sp = await serviceProvider();
       const query = Object.fromEntries(url.searchParams);
       const { extract } = await idp.parseLoginRequest(sp, 'redirect', { query });
+      if (!url.searchParams.has('user') && prefersHTML(req.headers.accept)) {
+        chooseUser(res, url);
+        return;
+      }
       const { acsURL, samlResponse } = await loginResponse(sp, user, extract.request.id);
       answer(req, res, acsURL, samlResponse, query.RelayState);
       return;
