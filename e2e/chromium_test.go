@@ -103,7 +103,7 @@ func (d browserDemo) signedIn(t *testing.T, user string) {
 
 // refusalPage: bill (billing) may not read orders (role-forbidden).
 // Signing in on /orders/7 ends on the refusal page, HTML with the reason
-// code and the decision id, not the check's JSON.
+// code, the policy's deny reasons and the decision id, not the check's JSON.
 func refusalPage(t *testing.T, d browserDemo) {
 	t.Helper()
 	d.b.ClearCookies(t)
@@ -112,6 +112,9 @@ func refusalPage(t *testing.T, d browserDemo) {
 	p := d.b.WaitPage(t, 30*time.Second, d.at("/orders/7"))
 	if !strings.Contains(p.Text, "policy-deny") {
 		t.Fatalf("the refusal page does not name its reason code policy-deny: %s\n%s", p, d.b.HTML(t))
+	}
+	if !strings.Contains(p.Text, "role-forbidden") {
+		t.Errorf("the refusal page does not say why (role-forbidden): %s", p)
 	}
 	if doc := d.lastDocument(t, d.front+"/orders/7"); doc.Status != http.StatusForbidden || doc.MIMEType != "text/html" {
 		t.Errorf("answer %+v, want 403 text/html", doc)
