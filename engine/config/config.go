@@ -171,6 +171,16 @@ type SAML struct {
 	// PathPrefix is where the endpoints are mounted. Default "/auth/saml".
 	// Env SVC_SAML_PATH_PREFIX.
 	PathPrefix string `toml:"path_prefix" yaml:"path_prefix"`
+	// ACSMaxConcurrent caps the responses the ACS validates at once; one
+	// more is answered 503 saml-busy with Retry-After at once, never
+	// queued, so that hostile posts cannot take the CPU from the checks
+	// the process also serves. Default max(2, GOMAXPROCS) (zero means the
+	// default). Env SVC_SAML_ACS_MAX_CONCURRENT.
+	ACSMaxConcurrent int `toml:"acs_max_concurrent" yaml:"acs_max_concurrent"`
+	// ACSTimeout bounds the validation of one response (parsing,
+	// signature, decryption, replay store); past it the work stops and
+	// the answer is 503 saml-busy. Default 5s. Env SVC_SAML_ACS_TIMEOUT.
+	ACSTimeout Duration `toml:"acs_timeout" yaml:"acs_timeout"`
 }
 
 // AttributeMapping names the SAML attributes that fill JWT claims.

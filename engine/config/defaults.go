@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"runtime"
+	"time"
+)
 
 // Defaults applied by SetDefaults.
 const (
@@ -37,7 +40,14 @@ const (
 	MaxSAMLTokenTTL       = 24 * time.Hour
 	DefaultSAMLCookieName = "svc_session"
 	DefaultSAMLPathPrefix = "/auth/saml"
+	DefaultSAMLACSTimeout = 5 * time.Second
 )
+
+// DefaultSAMLACSMaxConcurrent is the default sdk.saml.acs_max_concurrent:
+// one validation per CPU the process may use, at least two.
+func DefaultSAMLACSMaxConcurrent() int {
+	return max(2, runtime.GOMAXPROCS(0))
+}
 
 // SetDefaults fills every field left at its zero value with its default.
 // A zero value in the file therefore means "the default": a zero duration,
@@ -56,6 +66,10 @@ func (c *Config) SetDefaults() {
 		setDuration(&s.TokenTTL, DefaultSAMLTokenTTL)
 		setString(&s.CookieName, DefaultSAMLCookieName)
 		setString(&s.PathPrefix, DefaultSAMLPathPrefix)
+		if s.ACSMaxConcurrent == 0 {
+			s.ACSMaxConcurrent = DefaultSAMLACSMaxConcurrent()
+		}
+		setDuration(&s.ACSTimeout, DefaultSAMLACSTimeout)
 	}
 
 	setDuration(&c.Policy.BundleMinPoll, DefaultBundleMinPoll)

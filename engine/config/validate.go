@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/svc-dev/svc/engine/loopback"
@@ -185,6 +186,12 @@ func (v *validator) saml(s SAML) {
 	}
 	if p := s.PathPrefix; !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.ContainsAny(p, "?#{} ") {
 		v.fail("sdk.saml.path_prefix", "must be an absolute path without a trailing slash, got %q", p)
+	}
+	if n := s.ACSMaxConcurrent; n < 1 || n > 4096 {
+		v.fail("sdk.saml.acs_max_concurrent", "must be from 1 to 4096, got %d", n)
+	}
+	if d := s.ACSTimeout.Duration; d <= 0 || d > 5*time.Minute {
+		v.fail("sdk.saml.acs_timeout", "must be positive and at most 5m, got %q", s.ACSTimeout.String())
 	}
 }
 
