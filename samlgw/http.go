@@ -193,6 +193,9 @@ func (g *Gateway) serveACS(w http.ResponseWriter, r *http.Request) {
 	id, token, exp, err := g.consume(w, r)
 	g.record(r.Context(), start, id, err)
 	if err != nil {
+		if CodeOf(err) == Busy {
+			w.Header().Set("Retry-After", retryAfterHeader)
+		}
 		writeRefusal(w, err)
 		return
 	}
@@ -237,7 +240,14 @@ func (g *Gateway) consume(w http.ResponseWriter, r *http.Request) (*Identity, st
 	if idp == nil {
 		return nil, "", time.Time{}, refuse(IDPUnavailable, "the identity provider's metadata is not loaded yet")
 	}
-	id, err := g.v.validate(r.Context(), data, idp)
+	// The work a response costs is bounded in its shape (scanTokens),
+	// in time and in how many run at once: the checks share the CPU.
+	ctx, done, err := g.acs.enter(r.Context())
+	if err != nil {
+		return nil, "", time.Time{}, err
+	}
+	defer done()
+	id, err := g.v.validate(ctx, data, idp)
 	if err != nil {
 		return nil, "", time.Time{}, err
 	}

@@ -114,7 +114,7 @@ func TestParseResponseSeeds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := ParseResponse(b); CodeOf(err) != want {
+			if _, err := ParseResponse(context.Background(), b); CodeOf(err) != want {
 				t.Fatalf("ParseResponse = %v, want code %s", err, want)
 			}
 		})
