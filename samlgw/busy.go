@@ -32,6 +32,19 @@ func newACSGate(s config.SAML) *acsGate {
 	return &acsGate{slots: make(chan struct{}, n), timeout: d}
 }
 
+// vacancy returns the busy refusal when every slot is taken, nil when
+// one is free now (enter may still find none).
+func (a *acsGate) vacancy() error {
+	if len(a.slots) == cap(a.slots) {
+		return a.busy()
+	}
+	return nil
+}
+
+func (a *acsGate) busy() error {
+	return refuse(Busy, "the service provider is validating %d responses already; try again in %d s", cap(a.slots), retryAfter)
+}
+
 // enter takes a slot and returns the context of the work, bounded by the
 // deadline, and the function that ends it; or an error when every slot is
 // taken.
@@ -39,7 +52,7 @@ func (a *acsGate) enter(ctx context.Context) (context.Context, func(), error) {
 	select {
 	case a.slots <- struct{}{}:
 	default:
-		return nil, nil, refuse(Busy, "the service provider is validating %d responses already; try again in %d s", cap(a.slots), retryAfter)
+		return nil, nil, a.busy()
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	return ctx, func() {

@@ -220,6 +220,11 @@ func (g *Gateway) consume(w http.ResponseWriter, r *http.Request) (*Identity, st
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/x-www-form-urlencoded" {
 		return nil, "", time.Time{}, refuse(Malformed, "the ACS takes a form post (application/x-www-form-urlencoded) with a SAMLResponse field")
 	}
+	// Refused before its body is read when no slot is free: a flood's
+	// excess costs no reading, decoding or parsing.
+	if err := g.acs.vacancy(); err != nil {
+		return nil, "", time.Time{}, err
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 	if err := r.ParseForm(); err != nil {
 		var mbe *http.MaxBytesError

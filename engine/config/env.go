@@ -239,7 +239,7 @@ var envTable = []EnvVar{
 			return ""
 		}},
 	{Name: "SVC_SAML_ACS_MAX_CONCURRENT", Key: "sdk.saml.acs_max_concurrent",
-		Help: "Responses the SAML ACS validates at once; more are answered 503 saml-busy. Default max(2, GOMAXPROCS).",
+		Help: "Responses the SAML ACS validates at once; more are answered 503 saml-busy. Default half of GOMAXPROCS, at least 1.",
 		apply: func(c *Config, v string) string {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 {
