@@ -1,9 +1,12 @@
 package samlgw_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -86,6 +89,26 @@ func TestACSBusyWhenEverySlotIsTaken(t *testing.T) {
 	if ra := a.header.Get("Retry-After"); ra != "1" {
 		t.Errorf("Retry-After %q, want 1", ra)
 	}
+	// Answered before its body is read: a post whose body never comes
+	// gets its 503 all the same.
+	conn, err := net.Dial("tcp", f.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(conn, "POST /auth/saml/acs HTTP/1.1\r\nHost: sp\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000000\r\n\r\nSAMLResponse="); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("a post without its body while busy: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("a post without its body while busy: %d, want 503", resp.StatusCode)
+	}
+	conn.Close()
 	st.release()
 	for range slots {
 		if a := <-answers; a.status != http.StatusOK {

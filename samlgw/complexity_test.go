@@ -1,14 +1,18 @@
 package samlgw
 
 import (
+	"bytes"
 	"context"
+	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/beevik/etree"
 	"golang.org/x/sys/unix"
 )
 
@@ -296,4 +300,46 @@ func BenchmarkParseResponseHostile(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzScanTokens holds the scan to the parsers that read after it: a
+// document it accepts within the ACS bounds is well-formed to
+// encoding/xml's checking decoder and to etree, and the one-pass namespace
+// walk gives every element the namespace etree finds up its parents.
+func FuzzScanTokens(f *testing.F) {
+	f.Add([]byte(respOpen + `<saml:Assertion ID="a"><x:y xmlns:x="urn:x" xmlns="urn:d"><z/></x:y></saml:Assertion></samlp:Response>`))
+	f.Add([]byte(`<a xmlns="u"><b xmlns=""><c xmlns:p="v"><p:d/></c></b></a>`))
+	f.Add([]byte(`<a><b></a></b>`))
+	f.Add([]byte(`<a><!-- x --><?xml version="1.0"?></a>`))
+	f.Add([]byte(`<p:a xmlns:p="u" p:x="1" xmlns:q="u" q:x="2"/>`))
+	f.Add(fill(2000, "<a>", "</a>"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := scanTokens(context.Background(), data, acsLimits); err != nil {
+			if CodeOf(err) == "" {
+				t.Fatalf("refusal without a code: %v", err)
+			}
+			return
+		}
+		dec := xml.NewDecoder(bytes.NewReader(data))
+		for {
+			_, err := dec.Token()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("the scan accepted what encoding/xml refuses: %v", err)
+			}
+		}
+		doc := etree.NewDocument()
+		doc.ReadSettings.Permissive = false
+		if err := doc.ReadFromBytes(data); err != nil || doc.Root() == nil {
+			t.Fatalf("the scan accepted what etree refuses: %v", err)
+		}
+		walkNS(doc.Root(), nil, func(el *etree.Element, ns string) bool {
+			if want := el.NamespaceURI(); ns != want && !(el.Space == "xml" && ns == xmlNamespace) {
+				t.Fatalf("<%s>: walk found namespace %q, etree %q", el.FullTag(), ns, want)
+			}
+			return true
+		})
+	})
 }

@@ -86,6 +86,10 @@ func FuzzACS(f *testing.F) {
 	}
 	f.Add(doc)
 	f.Add(idp.XML(benchResponse(), false))
+	// Shapes near the scan's bounds, small enough to mutate.
+	f.Add(fill(1000, "<a>", "</a>"))
+	f.Add(fill(1000, `<p:a xmlns:p="urn:x">`, "</p:a>"))
+	f.Add(fill(1000, "<a/>", ""))
 	seeds, _ := filepath.Glob(filepath.Join("testdata", "*.xml"))
 	for _, p := range seeds {
 		b, err := os.ReadFile(p)
