@@ -3,6 +3,7 @@ package samlgw
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
@@ -15,6 +16,24 @@ import (
 type acsGate struct {
 	slots   chan struct{}
 	timeout time.Duration
+	// lastLog (unix nanoseconds) and unlogged throttle the log lines of
+	// saml-busy refusals.
+	lastLog  atomic.Int64
+	unlogged atomic.Int64
+}
+
+// busyLogEvery is the least time between two log lines of saml-busy.
+const busyLogEvery = 10 * time.Second
+
+// logTurn reports whether a saml-busy refusal at now gets a log line, and
+// how many did not since the last one.
+func (a *acsGate) logTurn(now time.Time) (int64, bool) {
+	last := a.lastLog.Load()
+	if now.UnixNano()-last < int64(busyLogEvery) || !a.lastLog.CompareAndSwap(last, now.UnixNano()) {
+		a.unlogged.Add(1)
+		return 0, false
+	}
+	return a.unlogged.Swap(0), true
 }
 
 // retryAfter is the Retry-After of a saml-busy answer, in seconds.

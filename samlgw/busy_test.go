@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"log/slog"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/samlgw"
 )
 
@@ -70,10 +72,11 @@ func waitEntered(t *testing.T, st *gateStore, n int) {
 func TestACSBusyWhenEverySlotIsTaken(t *testing.T) {
 	const slots = 2
 	st := newGateStore()
+	var logs testkit.SyncBuffer
 	f := newFixture(t, withStore(st), withSAML(func(s *config.SAML) {
 		s.AllowIDPInitiated = true
 		s.ACSMaxConcurrent = slots
-	}))
+	}), func(_ *config.Config, d *samlgw.Deps) { d.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	t.Cleanup(st.release)
 	answers := make(chan answer, slots)
 	for range slots {
@@ -109,6 +112,15 @@ func TestACSBusyWhenEverySlotIsTaken(t *testing.T) {
 		t.Errorf("a post without its body while busy: %d, want 503", resp.StatusCode)
 	}
 	conn.Close()
+	// A flood's refusals are not a log line each.
+	for range 5 {
+		if a := f.post(t, signed(t, valid()), true); a.code != string(samlgw.Busy) {
+			t.Fatalf("busy again: %d %q", a.status, a.code)
+		}
+	}
+	if n := strings.Count(logs.String(), "reason=saml-busy"); n != 1 {
+		t.Errorf("%d log lines for 7 saml-busy refusals, want 1:\n%s", n, logs.String())
+	}
 	st.release()
 	for range slots {
 		if a := <-answers; a.status != http.StatusOK {

@@ -317,7 +317,13 @@ func (g *Gateway) record(ctx context.Context, start time.Time, id *Identity, err
 		if e := errors.Unwrap(err); e != nil {
 			args = append(args, "err", e.Error())
 		}
-		lvl("SAML response refused", args...)
+		// A flood's saml-busy answers would be a line each: one a while,
+		// with how many were not logged.
+		if code != Busy {
+			lvl("SAML response refused", args...)
+		} else if n, ok := g.acs.logTurn(start); ok {
+			lvl("SAML response refused", append(args, "busy_not_logged", n)...)
+		}
 	} else {
 		if g.v.skipSignature {
 			g.log.Warn("SVC_ENV=development: SAML assertion accepted WITHOUT signature verification", "decision_id", decisionID, "tenant", id.Tenant)
