@@ -116,7 +116,7 @@ func hostileShapes() map[string][]byte {
 }
 
 // cpuBudget is what refusing one hostile document may cost.
-const cpuBudget = 100 * time.Millisecond
+const cpuBudget = cpuScale * 100 * time.Millisecond
 
 // TestACSRefusesComplexDocumentsCheaply posts each hostile shape to the
 // whole ACS validation: refused saml-too-complex within cpuBudget of CPU

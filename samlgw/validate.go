@@ -131,6 +131,9 @@ func (v *validator) validate(ctx context.Context, data []byte, idp *IDP) (*Ident
 	if id.InResponseTo != "" {
 		exp, ok, err := v.requests.verify(ctx, id.InResponseTo, v.skew)
 		if err != nil {
+			if e := ctxErr(ctx); e != nil {
+				return nil, e
+			}
 			return nil, &Error{Code: StoreUnavailable, Msg: "request key unavailable", Err: err}
 		}
 		if !ok {
