@@ -44,9 +44,9 @@ const (
 )
 
 // DefaultSAMLACSMaxConcurrent is the default sdk.saml.acs_max_concurrent:
-// half the CPUs the process may use, at least one. One validation takes
-// about 2 ms for a real response, so one slot serves hundreds of sign-ons
-// a second, and a flood can take no more than half the CPU from the
+// half the CPUs the process may use, at least one. A real response
+// validates in about 0.5 ms, so one slot serves hundreds of sign-ons a
+// second, and a flood can take no more than half the CPU from the
 // checks (BenchmarkCheckUnderACSFlood measured Check p99 twice as high
 // with a slot per CPU as with half as many).
 func DefaultSAMLACSMaxConcurrent() int {
