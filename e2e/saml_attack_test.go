@@ -349,3 +349,48 @@ func TestSAMLACSFloodLeavesChecksAnswering(t *testing.T) {
 			busy.Load(), refused.Load(), len(lat), lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
 	}
 }
+
+// TestSAMLEncryptedAssertionFromSamlify signs in through samlify with the
+// assertion encrypted for the SP certificate of svc's metadata: with
+// RSA-OAEP and AES-256-GCM it is accepted; with samlify's default data
+// encryption, AES-256-CBC, it is refused before decryption, naming the
+// algorithm.
+func TestSAMLEncryptedAssertionFromSamlify(t *testing.T) {
+	t.Parallel()
+	key, err := testidp.Generate("unused", "unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := testidp.Generate("unused", "unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		mode, want string
+	}{
+		{"gcm", ""},
+		{"cbc", "saml-algorithm-not-allowed"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			samlAddr := harness.FreeAddr(t)
+			idp := harness.StartSAMLIdPArgs(t, key.KeyPEM, key.CertPEM, "http://"+samlAddr+"/auth/saml/metadata", "--encrypt", tc.mode)
+			s := samlSetup{idp: idp, samlAddr: samlAddr}
+			harness.StartSidecar(t, harness.SidecarOptions{Env: s.env(samlAddr, true, map[string]string{
+				"SVC_SAML_SP_PRIVATE_KEY_PEM": string(sp.KeyPEM),
+				"SVC_SAML_SP_CERTIFICATE_PEM": string(sp.CertPEM),
+			})})
+			ans := askIdP(t, idp.BaseURL+"/idp-initiated?user=alice&relay_state=/orders")
+			raw, err := base64.StdEncoding.DecodeString(ans.SAMLResponse)
+			if err != nil || !bytes.Contains(raw, []byte("EncryptedAssertion")) {
+				t.Fatalf("samlify sent no EncryptedAssertion (%v)", err)
+			}
+			resp := postACS(t, samlAddr, ans)
+			switch got := refusalCode(t, resp); {
+			case tc.want == "" && (resp.StatusCode != http.StatusSeeOther || sessionCookie(resp) == ""):
+				t.Fatalf("encrypted with %s: %d %q, want 303 with a session", tc.mode, resp.StatusCode, got)
+			case tc.want != "" && got != tc.want:
+				t.Fatalf("encrypted with %s: %d %q, want %s", tc.mode, resp.StatusCode, got, tc.want)
+			}
+		})
+	}
+}
