@@ -31,7 +31,9 @@ const (
 	// Reference that does not cover the element it is attached to.
 	SignatureInvalid Code = "saml-signature-invalid"
 	// AlgorithmNotAllowed: SHA-1 (or an unknown algorithm) in the signature
-	// or digest method.
+	// or digest method; an EncryptedAssertion whose key transport is not
+	// RSA-OAEP or whose data encryption is not AES-GCM (checked before the
+	// SP key is used).
 	AlgorithmNotAllowed Code = "saml-algorithm-not-allowed"
 	// DecryptionFailed: the EncryptedAssertion could not be opened with
 	// the SP key. Every failure after the algorithm check (the key
