@@ -20,6 +20,7 @@ import (
 	"github.com/beevik/etree"
 
 	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/engine/ratelimit/redistest"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
@@ -58,6 +59,9 @@ func startSAMLTarget(t testing.TB, env map[string]string) samlTarget {
 		"SVC_SAML_SP_PRIVATE_KEY_PEM":  string(sp.KeyPEM),
 		"SVC_SAML_SP_CERTIFICATE_PEM":  string(sp.CertPEM),
 		"SVC_LOG_LEVEL":                "warn",
+		// Outside development mode allow_idp_initiated needs the shared
+		// replay cache.
+		"SVC_REDIS_ADDR": redistest.Start(t),
 	}
 	for n, v := range env {
 		e[n] = v
