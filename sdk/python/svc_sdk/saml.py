@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import re
 import urllib.parse
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
 from .client import DEFAULT_CONFIG_FILE, load_toml
@@ -100,6 +100,9 @@ class SamlConfig:
         ``[sdk.saml]`` in ``config_file`` (None: no file; a missing file is
         no error), else the sidecar's default. A value of the wrong type is
         a ValueError naming the key."""
+        unknown = set(given) - {f.name for f in fields(cls)}
+        if unknown:
+            raise TypeError(f"SamlConfig has no field {', '.join(sorted(unknown))}")
         env_: Mapping[str, str] = os.environ if env is None else env
         table: dict[str, Any] = {}
         if config_file:

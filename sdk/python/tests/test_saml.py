@@ -123,6 +123,22 @@ tenant = "org"
         self.assertEqual(SamlConfig.load(env={}, config_file="/nonexistent/svc.toml"), SamlConfig())
 
 
+class UntrustedInputTest(unittest.TestCase):
+    def test_headers_never_raise(self):
+        import random
+        for seed in range(3000):
+            r = random.Random(seed)
+            s = "".join(r.choice('text/html;q=0.,*/ajson"=\x00\u00e9 ') for _ in range(r.randrange(40)))
+            with self.subTest(seed=seed):
+                self.assertIsInstance(prefers_html(s), bool)
+                self.assertIsInstance(cookie_value(s, "svc_session"), str)
+                self.assertTrue(safe_return_to(s) in ("/", s))
+
+    def test_unknown_arguments_are_refused(self):
+        with self.assertRaisesRegex(TypeError, "cookiename"):
+            SamlConfig.load(env={}, config_file=None, cookiename="x")
+
+
 class BrowserRuleTest(unittest.TestCase):
     def test_prefers_html(self):
         cases = [

@@ -78,6 +78,53 @@ tenant = "org"
   });
 });
 
+describe("untrusted text never breaks the readers", () => {
+  // A seeded generator: a failure names the seed that reproduces it.
+  function rng(seed) {
+    let x = seed >>> 0 || 1;
+    return () => ((x ^= x << 13, x ^= x >>> 17, x ^= x << 5) >>> 0) / 2 ** 32;
+  }
+  const SEED_DOC = '[sdk]\nfail_mode = "closed"\n[sdk.saml]\ncookie_name = "a"\nclock_skew_seconds = 1_0\n' +
+    "[sdk.saml.attribute_mapping]\nrole = 'r' # c\nx = [1, {a = \"\"\"m\"\"\"}]\n";
+  const ALPHABET = ['"', "'", "[", "]", "{", "}", "=", ".", "#", "\n", "\\", " ", "_", "1", "a", "-", "\u00e9", "\r"];
+
+  test("svc.toml: a value or a TypeError naming the file", async () => {
+    const { tomlKeysOf } = await import("../dist/config.js");
+    const wanted = { "sdk.saml.cookie_name": "string", "sdk.saml.clock_skew_seconds": "integer",
+      "sdk.saml.attribute_mapping.role": "string" };
+    for (let seed = 1; seed <= 3000; seed++) {
+      const r = rng(seed);
+      const chars = [...SEED_DOC];
+      for (let n = 1 + Math.floor(r() * 4); n > 0; n--) {
+        const at = Math.floor(r() * (chars.length + 1));
+        const op = r();
+        const c = ALPHABET[Math.floor(r() * ALPHABET.length)];
+        if (op < 0.4) chars.splice(at, 1);
+        else if (op < 0.8) chars.splice(at, 0, c);
+        else chars[at] = c;
+      }
+      const text = chars.join("");
+      try {
+        const out = tomlKeysOf(text, wanted, "svc.toml");
+        for (const [k, v] of Object.entries(out)) {
+          assert.equal(typeof v, wanted[k] === "integer" ? "number" : "string", `seed ${seed}: ${k}`);
+        }
+      } catch (e) {
+        assert.ok(e instanceof TypeError && e.message.startsWith("svc.toml:"), `seed ${seed}: ${e}\n${text}`);
+      }
+    }
+  });
+
+  test("Accept headers", () => {
+    for (let seed = 1; seed <= 3000; seed++) {
+      const r = rng(seed);
+      let s = "";
+      for (let n = Math.floor(r() * 40); n > 0; n--) s += "text/html;q=0.,*/ajson\u0000"[Math.floor(r() * 24)];
+      assert.equal(typeof prefersHtml(s), "boolean", `seed ${seed}`);
+    }
+  });
+});
+
 describe("the browser rule", () => {
   test("prefersHtml", () => {
     const cases = [
