@@ -97,7 +97,7 @@ describe("browser flow through the application's origin", () => {
 
   test("login redirect, ACS, cookie, authenticated request", async () => {
     // 1. Not signed in: redirected to the gateway's login with the return path.
-    let r = await fetch(`${appUrl}/app/page?tab=2`, { redirect: "manual" });
+    let r = await fetch(`${appUrl}/app/page?tab=2`, { redirect: "manual", headers: { accept: "text/html" } });
     assert.equal(r.status, 302);
     assert.equal(r.headers.get("location"), "/auth/saml/login?return_to=%2Fapp%2Fpage%3Ftab%3D2");
 
