@@ -121,6 +121,13 @@ describe("browser flow through the application's origin", () => {
     assert.equal(r.status, 200);
     assert.equal((await r.json()).claims.email, "alice@example.com");
 
+    // Credentials the client chose to send are judged alone: Basic plus the
+    // session cookie is no bearer (the sidecar and the Go and Python
+    // middlewares agree).
+    r = await fetch(`${appUrl}/app/page?tab=2`, { headers: { cookie, authorization: "Basic YTpi" }, redirect: "manual" });
+    assert.equal(r.status, 401);
+    assert.equal((await r.json()).reason, "token-missing");
+
     // A tampered cookie is refused by the sidecar.
     r = await fetch(`${appUrl}/app/page`, { headers: { cookie: cookie.slice(0, -4) + "AAAA" }, redirect: "manual" });
     assert.equal(r.status, 401);
