@@ -87,7 +87,7 @@ type verdict struct {
 //     client to fetch a new token (nor a pass in open mode).
 //   - rate limited → 429 with Retry-After (whole seconds, at least 1).
 //   - policy deny → 403; policy allow → OK with the identity headers.
-func decide(res engine.Result, err error, _ string) verdict {
+func decide(res engine.Result, err error) verdict {
 	if err != nil {
 		code := reason.Of(err, reason.PolicyError)
 		return denied(http.StatusInternalServerError, codes.Internal, code, nil, res.Decision.DecisionID)
@@ -240,7 +240,7 @@ func (v *verdict) bodyJSON() []byte {
 }
 
 // CheckResponse renders the outcome of Authorize as an ext_authz
-// CheckResponse, per fail mode ("open" or "closed"):
+// CheckResponse:
 //
 //   - allow: status OK; upstream headers x-svc-user-id, x-svc-tenant-id,
 //     x-svc-roles (comma-joined, each role percent-encoded for "%", ",",
@@ -250,15 +250,14 @@ func (v *verdict) bodyJSON() []byte {
 //   - policy deny: PERMISSION_DENIED, HTTP 403;
 //   - rate limited: RESOURCE_EXHAUSTED, HTTP 429 with Retry-After;
 //   - engine cannot decide (err != nil): INTERNAL, HTTP 500 with reason
-//     policy-error, in both fail modes (failMode no longer changes the
-//     answer: fail open is Envoy's failure_mode_allow, for a sidecar that
-//     cannot be reached).
+//     policy-error, whatever sdk.fail_mode says: fail open is Envoy's
+//     failure_mode_allow, for a sidecar that cannot be reached.
 //
 // Denials carry the JSON DenyBody. Every response carries dynamic metadata
 // {decision_id, subject, tenant_id, reason} for access logs and later
 // filters (namespace envoy.filters.http.ext_authz).
-func CheckResponse(res engine.Result, err error, failMode string) *authv3.CheckResponse {
-	v := decide(res, err, failMode)
+func CheckResponse(res engine.Result, err error) *authv3.CheckResponse {
+	v := decide(res, err)
 	return v.checkResponse(nil)
 }
 
