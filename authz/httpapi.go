@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/svc-dev/svc/authz/localapi"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/reason"
@@ -134,42 +135,19 @@ func writeProto(w http.ResponseWriter, code int, m proto.Message) {
 		return
 	}
 	buf.WriteByte('\n')
-	writeJSONBytes(w, code, buf.Bytes())
+	localapi.WriteRaw(w, code, buf.Bytes())
 }
 
 // ErrorBody is the JSON body of every error response of the local HTTP
-// API.
-type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
-}
+// API (package localapi).
+type ErrorBody = localapi.ErrorBody
 
 // ErrorDetail is the error of an ErrorBody: a stable reason code and a
 // message that never holds a token, a key or a claim value.
-type ErrorDetail struct {
-	Code    reason.Code `json:"code"`
-	Message string      `json:"message"`
-}
+type ErrorDetail = localapi.ErrorDetail
 
 func writeError(w http.ResponseWriter, code int, rc reason.Code, msg string) {
-	writeJSON(w, code, ErrorBody{Error: ErrorDetail{Code: rc, Message: msg}})
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b = []byte(`{"error":{"code":"policy-error","message":"response could not be encoded"}}`)
-		code = http.StatusInternalServerError
-	}
-	writeJSONBytes(w, code, append(b, '\n'))
-}
-
-func writeJSONBytes(w http.ResponseWriter, code int, b []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	_, _ = w.Write(b)
+	localapi.WriteError(w, code, localapi.Compact, string(rc), msg)
 }
 
 // bearerToken returns the token of an "Authorization: Bearer <token>"

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/reason"
 )
@@ -37,20 +38,9 @@ const (
 	HeaderPrefix = "x-svc-"
 )
 
-// DenyBody is the JSON body of every denied response.
-type DenyBody struct {
-	// Allow is always false.
-	Allow bool `json:"allow"`
-	// DenyReasons are the policy's reasons, sorted; empty when the request
-	// was refused before the policy ran.
-	DenyReasons []string `json:"deny_reasons"`
-	// Reason is the stable code of the outcome: a token failure such as
-	// "token-expired", "policy-deny", "rate-limited", "policy-error" or
-	// "input-invalid".
-	Reason string `json:"reason"`
-	// DecisionID identifies the policy evaluation, when there was one.
-	DecisionID string `json:"decision_id"`
-}
+// DenyBody is the JSON body of every denied response (package localapi);
+// the check always writes decision_id, empty before the policy ran.
+type DenyBody = localapi.DenyBody
 
 // verdict is a decision in transport-neutral form: both the ext_authz
 // CheckResponse and the HTTP check response are rendered from it, so the
