@@ -263,7 +263,7 @@ type Policy struct {
 	AllowNetworkBuiltins bool `toml:"allow_network_builtins" yaml:"allow_network_builtins"`
 	// DryRunEvalTimeout bounds each evaluation of a dry-run candidate;
 	// one that takes longer is cut off and counted in the session's
-	// timeouts. Default 50ms.
+	// timeouts. Default 50ms. Env SVC_POLICY_DRY_RUN_EVAL_TIMEOUT.
 	DryRunEvalTimeout Duration `toml:"dry_run_eval_timeout" yaml:"dry_run_eval_timeout"`
 }
 
