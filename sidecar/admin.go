@@ -14,6 +14,7 @@ import (
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/engine/ratelimit"
 	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/samlgw"
 	"github.com/svc-dev/svc/sidecar/apijson"
@@ -98,7 +99,11 @@ type Status struct {
 	SAML *samlgw.Status `json:"saml,omitempty"`
 	// Bundle is the policy.bundle_url poller's state; absent without it.
 	Bundle *BundleStatus `json:"bundle,omitempty"`
-	Engine engine.Status `json:"-"`
+	// RateLimit is the Redis rate limiter's mode: the configured
+	// rate_limit.redis_fallback, whether it is in force now (Redis
+	// unreachable) and since when; absent without rate_limit.redis_addr.
+	RateLimit *ratelimit.FallbackStatus `json:"rate_limit,omitempty"`
+	Engine    engine.Status             `json:"-"`
 }
 
 func (s *Server) status() Status {
@@ -116,6 +121,7 @@ func (s *Server) status() Status {
 		StartedAt:      s.started,
 		PID:            os.Getpid(),
 		Version:        es.Version,
+		RateLimit:      es.RateLimit,
 		Engine:         es,
 	}
 	if !es.DevMode {
