@@ -80,6 +80,7 @@ type FallbackStatus struct {
 // out a fresh local budget on every failure.
 type Fallback struct {
 	shared   Limiter
+	budgets  Budgets
 	mode     FallbackMode
 	replicas int
 	local    *Memory
@@ -106,7 +107,7 @@ func NewFallback(shared Limiter, budgets Budgets, mode FallbackMode, replicas in
 	if mode == "" {
 		mode = FallbackLocal
 	}
-	f := &Fallback{shared: shared, mode: mode, replicas: replicas, now: now}
+	f := &Fallback{shared: shared, budgets: budgets, mode: mode, replicas: replicas, now: now}
 	f.local = NewMemory(func(tenant string) int { return ShareOf(budgets(tenant), replicas) }, now)
 	return f
 }
@@ -124,6 +125,11 @@ func ShareOf(rpm, replicas int) int {
 // Allow implements Limiter. When the shared limiter fails, the decision
 // of the fallback mode comes with a *FallbackError.
 func (f *Fallback) Allow(ctx context.Context, tenant string) (bool, time.Duration, error) {
+	// An unlimited tenant asks nothing of Redis, so its requests say
+	// nothing about whether Redis answers: they must not end an outage.
+	if f.budgets(tenant) <= 0 {
+		return true, 0, nil
+	}
 	ok, wait, err := f.shared.Allow(ctx, tenant)
 	if err == nil {
 		if f.since.Load() != 0 {

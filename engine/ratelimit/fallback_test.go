@@ -137,6 +137,30 @@ func TestFallbackAgainstRedis(t *testing.T) {
 		}
 	})
 
+	t.Run("unlimited tenants do not end an outage", func(t *testing.T) {
+		p := tcpproxy.Start(t, addr)
+		c := redis.NewClient(RedisClientOptions(p.Addr, timeout))
+		t.Cleanup(func() { c.Close() })
+		mixed := func(tenant string) int {
+			if tenant == "free" {
+				return 0
+			}
+			return rpm
+		}
+		fb := NewFallback(NewRedis(c, mixed, RedisOptions{Prefix: "fb-mixed", Now: now, Timeout: timeout}), mixed, FallbackLocal, 1, now)
+		p.Cut()
+		ctx := context.Background()
+		if _, _, err := fb.Allow(ctx, "acme"); err == nil {
+			t.Fatal("Redis cut: no FallbackError")
+		}
+		if ok, _, err := fb.Allow(ctx, "free"); !ok || err != nil {
+			t.Fatalf("unlimited tenant: ok=%v err=%v", ok, err)
+		}
+		if st := fb.Status(); !st.Active {
+			t.Fatalf("an unlimited tenant's request ended the outage: %+v", st)
+		}
+	})
+
 	t.Run("allow", func(t *testing.T) {
 		rs := fleet("fb-allow", FallbackAllow)
 		for _, r := range rs {
