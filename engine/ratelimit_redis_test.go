@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/idptest"
@@ -147,6 +150,9 @@ func TestRateLimitRedisFallback(t *testing.T) {
 		}
 		return res
 	}
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	fleet := func(mode string) ([]*engine.Engine, []*tcpproxy.Proxy, *bytes.Buffer) {
 		cfg := prodConfig(p.JWKSURL())
 		cfg.RateLimit.PerTenant = map[string]int{"acme": 10}
@@ -160,7 +166,11 @@ func TestRateLimitRedisFallback(t *testing.T) {
 			px := tcpproxy.Start(t, redisAddr)
 			c := cfg
 			c.RateLimit.RedisAddr = px.Addr
-			es = append(es, newEngine(t, c, engine.Deps{Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
+			deps := engine.Deps{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+			if i == 0 && mode == "" {
+				deps.MeterProvider = mp
+			}
+			es = append(es, newEngine(t, c, deps))
 			ps = append(ps, px)
 		}
 		return es, ps, &logs
@@ -192,6 +202,9 @@ func TestRateLimitRedisFallback(t *testing.T) {
 		if st == nil || !st.Active || st.Since == nil || st.Mode != "local" {
 			t.Fatalf("status with Redis down: %+v", st)
 		}
+		if got := fallbackMetrics(t, reader); got["active/local"] != 1 || got["decisions/local"] < 20 {
+			t.Fatalf("metrics with Redis down: %v, want active/local 1 and the fallback's decisions", got)
+		}
 		if !strings.Contains(logs.String(), "limited by the fallback mode") {
 			t.Fatalf("no warning logged:\n%s", logs.String())
 		}
@@ -201,6 +214,9 @@ func TestRateLimitRedisFallback(t *testing.T) {
 		authorize(es[0])
 		if st := es[0].Status().RateLimit; st == nil || st.Active {
 			t.Fatalf("status with Redis back: %+v", st)
+		}
+		if got := fallbackMetrics(t, reader); got["active/local"] != 0 {
+			t.Fatalf("metrics with Redis back: %v, want active/local 0", got)
 		}
 	})
 
@@ -218,4 +234,35 @@ func TestRateLimitRedisFallback(t *testing.T) {
 			t.Fatalf("the replica still connected: %+v", res.Decision)
 		}
 	})
+}
+
+// fallbackMetrics collects svc.rate_limit.fallback.* as "active/<mode>"
+// and "decisions/<mode>".
+func fallbackMetrics(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			var points []metricdata.DataPoint[int64]
+			var name string
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				points, name = d.DataPoints, "decisions"
+			case metricdata.Gauge[int64]:
+				points, name = d.DataPoints, "active"
+			}
+			if !strings.HasPrefix(m.Name, "svc.rate_limit.fallback.") {
+				continue
+			}
+			for _, p := range points {
+				mode, _ := p.Attributes.Value("mode")
+				got[name+"/"+mode.AsString()] = p.Value
+			}
+		}
+	}
+	return got
 }
