@@ -2,12 +2,15 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -40,6 +43,9 @@ type chaosResult struct {
 	allowed bool
 	reason  string
 	err     string
+	// retried: an HTTP request sent again on a new connection after the
+	// server closed the kept-alive one it went out on.
+	retried bool
 }
 
 // chaosTarget is one replica as the load sees it.
@@ -56,6 +62,9 @@ type chaosLoad struct {
 	classes []chaosClass
 	targets []*chaosTarget
 	client  *http.Client
+	// fresh sends without keep-alive: the retry of a request whose kept-
+	// alive connection the server closed.
+	fresh *http.Client
 
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -67,6 +76,7 @@ func startChaosLoad(classes []chaosClass, targets []*chaosTarget, callers int) *
 	l := &chaosLoad{
 		classes: classes, targets: targets, stop: make(chan struct{}),
 		client: &http.Client{Timeout: rpcTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: callers}},
+		fresh:  &http.Client{Timeout: rpcTimeout, Transport: &http.Transport{DisableKeepAlives: true}},
 	}
 	for _, t := range targets {
 		t.up.Store(true)
@@ -139,6 +149,16 @@ func (l *chaosLoad) send(r, c int, useGRPC bool) chaosResult {
 	req.Header.Set("X-Original-Method", cl.method)
 	req.Header.Set("Authorization", "Bearer "+cl.token)
 	resp, err := l.client.Do(req)
+	if err != nil && closedKeepAlive(err) {
+		// A draining sidecar closes its idle keep-alive connections; a
+		// request already on its way over one meets EOF. The check is
+		// idempotent and a client may send it again (RFC 9112 9.3.1), as
+		// nginx does with a closed upstream keep-alive connection. Go's
+		// transport retries once itself, onto another idle connection
+		// that may be closing too: this retry takes a new one.
+		res.retried = true
+		resp, err = l.fresh.Do(req)
+	}
 	if err != nil {
 		res.end = time.Now()
 		res.failed, res.err = true, err.Error()
@@ -209,4 +229,10 @@ func p99(rs []chaosResult) time.Duration {
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	return ds[(len(ds)*99)/100]
+}
+
+// closedKeepAlive reports whether err is the server closing the kept-alive
+// connection a request went out on (EOF or reset before any answer).
+func closedKeepAlive(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
 }

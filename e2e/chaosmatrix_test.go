@@ -53,6 +53,7 @@ type chaosRow struct {
 	name                    string
 	requests, failed, wrong int
 	failedElsewhere         int
+	retried                 int
 	p99                     time.Duration
 	converge                time.Duration
 	bound                   time.Duration
@@ -268,15 +269,35 @@ func TestChaosMatrix(t *testing.T) {
 		if fl.inject != nil {
 			fl.inject()
 		}
+		// A change (rotation, publication) converges while it is held:
+		// watch for it from the injection on.
+		var watched chan time.Time
+		if fl.fromInject && fl.converged != nil {
+			watched = make(chan time.Time, 1)
+			go func() {
+				deadline := time.Now().Add(hold + 60*time.Second)
+				for !fl.converged() && time.Now().Before(deadline) {
+					time.Sleep(20 * time.Millisecond)
+				}
+				watched <- time.Now()
+			}()
+		}
 		time.Sleep(hold)
 		if fl.during != nil {
 			fl.problem = fl.during()
 		}
+		// The fault ends as healing begins: a Redis started again may
+		// answer before heal returns.
+		fl.healed = time.Now()
 		if fl.heal != nil {
 			fl.heal()
 		}
-		fl.healed = time.Now()
-		if fl.converged != nil {
+		if watched != nil {
+			fl.convergedAt = <-watched
+			if !fl.converged() {
+				fl.problem += " did not converge"
+			}
+		} else if fl.converged != nil {
 			deadline := time.Now().Add(60 * time.Second)
 			for !fl.converged() {
 				if time.Now().After(deadline) {
@@ -286,7 +307,9 @@ func TestChaosMatrix(t *testing.T) {
 				time.Sleep(50 * time.Millisecond)
 			}
 		}
-		fl.convergedAt = time.Now()
+		if watched == nil {
+			fl.convergedAt = time.Now()
+		}
 		// A moment of steady state before the next fault.
 		time.Sleep(hold / 5)
 		fl.end = time.Now()
@@ -324,6 +347,9 @@ func TestChaosMatrix(t *testing.T) {
 				continue
 			}
 			row.requests++
+			if r.retried {
+				row.retried++
+			}
 			if !r.start.After(fl.healed) {
 				during = append(during, r)
 			}
@@ -388,15 +414,15 @@ func TestChaosMatrix(t *testing.T) {
 
 func chaosTable(rows []chaosRow) string {
 	var b strings.Builder
-	b.WriteString("| Fault | Requests | Failed | Wrong decisions | p99 during fault | Converged after healing | Metered tenant past its limit (bound) |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| Fault | Requests | Failed | Wrong decisions | p99 during fault | Converged after healing | Metered tenant past its limit (bound) | HTTP retried on a new connection |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
 		conv := r.converge.Round(time.Millisecond).String()
 		if r.bound > 0 {
 			conv += fmt.Sprintf(" (bound %v)", r.bound)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %v | %s | %d (%d) |\n", r.name, r.requests, r.failed, r.wrong,
-			r.p99.Round(10*time.Microsecond), conv, r.metered, r.meteredBound)
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %v | %s | %d (%d) | %d |\n", r.name, r.requests, r.failed, r.wrong,
+			r.p99.Round(10*time.Microsecond), conv, r.metered, r.meteredBound, r.retried)
 	}
 	return b.String()
 }
@@ -431,6 +457,10 @@ host, not of the sidecar alone).
 - **Metered tenant past its limit**: globex requests not refused as `+"`rate-limited`"+` while the fault was
   held; the bound is one budget plus its refill over that time, plus 5 %% (one budget and one replica's
   share when one replica is cut off from Redis).
+- **HTTP retried on a new connection**: `+"`/check`"+` requests that met EOF on a kept-alive connection
+  the draining sidecar had just closed, and were sent again on a new connection as an HTTP client may
+  (RFC 9112 §9.3.1; nginx does so with its upstream keep-alive connections). Their answers count above
+  like any other; a retry that fails counts as failed.
 - The SIGKILL row's failures are the killed process's in-flight requests; the load balancer of the load
   generator then routes around it until its `+"`/readyz`"+` answers again.
 `, chaosCallers, chaosBudget, hold, time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), load, table)
