@@ -58,6 +58,7 @@ type chaosRow struct {
 	converge                time.Duration
 	bound                   time.Duration
 	metered, meteredBound   int
+	meteredBudget           int
 	budgetOK                bool
 	problem                 string
 }
@@ -380,7 +381,8 @@ func TestChaosMatrix(t *testing.T) {
 		}
 		row.converge = fl.convergedAt.Sub(from)
 		mins := meteredTo.Sub(meteredFrom).Minutes()
-		row.meteredBound = int(fl.budget*chaosBudget*(1+mins)*1.05) + 1
+		row.meteredBudget = int(fl.budget * chaosBudget * (1 + mins))
+		row.meteredBound = int(float64(row.meteredBudget)*1.05) + 1
 		row.budgetOK = row.metered <= row.meteredBound
 		rows = append(rows, row)
 	}
@@ -414,15 +416,15 @@ func TestChaosMatrix(t *testing.T) {
 
 func chaosTable(rows []chaosRow) string {
 	var b strings.Builder
-	b.WriteString("| Fault | Requests | Failed | Wrong decisions | p99 during fault | Converged after healing | Metered tenant past its limit (bound) | HTTP retried on a new connection |\n")
+	b.WriteString("| Fault | Requests | Failed | Wrong decisions | p99 during fault | Converged after healing | Metered tenant past its limit: got / budget | HTTP retried on a new connection |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
 		conv := r.converge.Round(time.Millisecond).String()
 		if r.bound > 0 {
 			conv += fmt.Sprintf(" (bound %v)", r.bound)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %v | %s | %d (%d) | %d |\n", r.name, r.requests, r.failed, r.wrong,
-			r.p99.Round(10*time.Microsecond), conv, r.metered, r.meteredBound, r.retried)
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %v | %s | %d / %d | %d |\n", r.name, r.requests, r.failed, r.wrong,
+			r.p99.Round(10*time.Microsecond), conv, r.metered, r.meteredBudget, r.retried)
 	}
 	return b.String()
 }
@@ -454,9 +456,12 @@ host, not of the sidecar alone).
 - **Converged**: from healing (from injection for the key rotation and the bundle publication) until every
   replica shows the healthy state again (not partitioned, shared rate limits, the new key accepted, the
   new bundle served, the killed replica ready).
-- **Metered tenant past its limit**: globex requests not refused as `+"`rate-limited`"+` while the fault was
-  held; the bound is one budget plus its refill over that time, plus 5 %% (one budget and one replica's
-  share when one replica is cut off from Redis).
+- **Metered tenant past its limit**: globex requests not refused as `+"`rate-limited`"+` by the whole fleet
+  while the fault was held, against the budget for that time: one budget (a full bucket) plus its refill
+  (one budget and one replica's share when one replica is cut off from Redis). The test fails above the
+  budget plus 5 %%. Where Redis holds the bucket it is nearly spent when the fault begins, hence the
+  low counts; where each replica falls back to its own share (Redis killed), the fleet together gets
+  about one budget.
 - **HTTP retried on a new connection**: `+"`/check`"+` requests that met EOF on a kept-alive connection
   the draining sidecar had just closed, and were sent again on a new connection as an HTTP client may
   (RFC 9112 §9.3.1; nginx does so with its upstream keep-alive connections). Their answers count above
