@@ -1,0 +1,25 @@
+//! The cost of a cached validate_token across the C boundary:
+//! cargo test --release --test bench -- --ignored --nocapture
+
+mod common;
+
+use std::time::Instant;
+
+#[test]
+#[ignore]
+fn cached_validate_token() {
+    let e = common::engine("bench");
+    let tok = common::idp().token("user-1", "acme", &["viewer"]);
+    assert!(e.validate_token(&tok).unwrap().allowed);
+    let n = 200_000;
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let start = Instant::now();
+        for _ in 0..n {
+            let d = e.validate_token(&tok).unwrap();
+            assert!(d.allowed);
+        }
+        best = best.min(start.elapsed().as_nanos() as f64 / n as f64);
+    }
+    println!("rust cached validate_token: {best:.0} ns/op (best of 5 x {n})");
+}
