@@ -75,6 +75,21 @@ fn authorize_evaluates_the_default_policy() {
 }
 
 #[test]
+fn decisions_reach_the_audit_log_by_drop() {
+    let path = common::config_file("audit", common::UNLIMITED);
+    let tok = idp().token("user-7", "acme", &["viewer"]);
+    let e = svc::Engine::from_config_file(&path).unwrap();
+    let p = e.authorize(&tok, &json!({"action": "orders:read"})).unwrap();
+    drop(e); // flushes the audit log
+    let log = std::fs::read_to_string(path.with_file_name("audit.log")).unwrap();
+    let rec: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
+    assert_eq!(rec["decision_id"], json!(p.decision_id));
+    assert_eq!(rec["user_id"], "user-7");
+    assert_eq!(rec["reason"], "policy-allow");
+    assert!(!log.contains(&tok), "the audit log holds the token");
+}
+
+#[test]
 fn the_tenant_rate_limit_applies() {
     let e = svc::Engine::from_config_file(common::config_file("ratelimit", "\n[rate_limit]\ndefault_rpm = 3\n")).unwrap();
     let tok = idp().token("user-1", "acme", &["viewer"]);

@@ -72,7 +72,7 @@ pub fn claims(sub: &str, tenant: &str, roles: &[&str]) -> serde_json::Value {
 }
 
 /// Writes a production configuration (tenant acme, fail closed, the
-/// IdP's JWKS) into a fresh directory and returns the file's path.
+/// IdP's JWKS, the audit log in audit.log beside it) into a fresh directory and returns the file's path.
 pub fn config_file(name: &str, extra: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("svc-rs-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -80,8 +80,9 @@ pub fn config_file(name: &str, extra: &str) -> PathBuf {
     std::fs::write(
         &path,
         format!(
-            "[sdk]\ntenant_id = \"acme\"\nfail_mode = \"closed\"\njwks_url = \"{}\"\n\n[tenants.acme]\nplan = \"enterprise\"\n\n[log]\nlevel = \"error\"\n{extra}",
-            idp().jwks_url
+            "[sdk]\ntenant_id = \"acme\"\nfail_mode = \"closed\"\njwks_url = \"{}\"\n\n[tenants.acme]\nplan = \"enterprise\"\n\n[log]\nlevel = \"error\"\n\n[audit]\ndestination = \"{}\"\n{extra}",
+            idp().jwks_url,
+            dir.join("audit.log").display()
         ),
     )
     .unwrap();
