@@ -44,6 +44,8 @@ type instance struct {
 	tel   *telemetry.Telemetry
 	audit *audit.Logger
 	log   *slog.Logger
+	// claims encodes the claim sets of the answers.
+	claims claimsCache
 }
 
 // handles is the table of open engines; C holds only their numbers.
@@ -169,19 +171,18 @@ func validateJSON(h uint64, token string) []byte {
 	if !ok {
 		return errorJSON(EngineClosed, "the engine is closed")
 	}
-	d := in.eng.ValidateToken(context.Background(), token)
-	b, err := json.Marshal(d)
+	w, err := in.claims.wire(in.eng.ValidateToken(context.Background(), token))
 	if err != nil {
 		return errorJSON(reason.InputInvalid, "the token's claims cannot be encoded: "+err.Error())
 	}
-	return b
+	return w.appendJSON(make([]byte, 0, 64+len(w.claims)))
 }
 
 // authorizeResult is the answer of Authorize: the policy decision and the
 // token decision it started from.
 type authorizeResult struct {
-	Token    engine.TokenDecision `json:"token"`
-	Decision engine.Decision      `json:"decision"`
+	Token    tokenDecisionWire `json:"token"`
+	Decision engine.Decision   `json:"decision"`
 }
 
 // authorizeJSON answers Authorize as JSON. input is the policy input
@@ -205,7 +206,11 @@ func authorizeJSON(h uint64, token string, input []byte) []byte {
 	if res.Decision.DenyReasons == nil {
 		res.Decision.DenyReasons = []string{}
 	}
-	b, err := json.Marshal(authorizeResult{Token: res.Token, Decision: res.Decision})
+	w, err := in.claims.wire(res.Token)
+	if err != nil {
+		return errorJSON(reason.InputInvalid, "the token's claims cannot be encoded: "+err.Error())
+	}
+	b, err := json.Marshal(authorizeResult{Token: w, Decision: res.Decision})
 	if err != nil {
 		return errorJSON(reason.InputInvalid, "the decision cannot be encoded: "+err.Error())
 	}
