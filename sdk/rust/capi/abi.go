@@ -24,17 +24,42 @@ func abiOpen(path string, fromEnv bool) (uint64, string) {
 	return uint64(h), abiTake(errOut)
 }
 
+// abiBufSize is the caller's buffer of these helpers, small enough that
+// the tests see both ways of answering.
+const abiBufSize = 256
+
 func abiValidate(h uint64, token string) string {
 	t := C.CString(token)
 	defer C.free(unsafe.Pointer(t))
-	return abiTake(svc_validate_token(C.uint64_t(h), t, C.size_t(len(token))))
+	buf := (*C.char)(C.malloc(abiBufSize))
+	defer C.free(unsafe.Pointer(buf))
+	var big *C.char
+	n := svc_validate_token(C.uint64_t(h), t, C.size_t(len(token)), buf, abiBufSize, &big)
+	return abiAnswer(n, buf, big)
 }
 
 func abiAuthorize(h uint64, token, input string) string {
 	t, in := C.CString(token), C.CString(input)
 	defer C.free(unsafe.Pointer(t))
 	defer C.free(unsafe.Pointer(in))
-	return abiTake(svc_authorize(C.uint64_t(h), t, C.size_t(len(token)), in, C.size_t(len(input))))
+	buf := (*C.char)(C.malloc(abiBufSize))
+	defer C.free(unsafe.Pointer(buf))
+	var big *C.char
+	n := svc_authorize(C.uint64_t(h), t, C.size_t(len(token)), in, C.size_t(len(input)), buf, abiBufSize, &big)
+	return abiAnswer(n, buf, big)
+}
+
+func abiAnswer(n C.size_t, buf, big *C.char) string {
+	if n <= abiBufSize {
+		if big != nil {
+			panic("an answer that fits was malloc'd")
+		}
+		return C.GoStringN(buf, C.int(n))
+	}
+	if big == nil {
+		panic("an answer that does not fit was not malloc'd")
+	}
+	return abiTake(big)
 }
 
 func abiClose(h uint64) { svc_engine_close(C.uint64_t(h)) }

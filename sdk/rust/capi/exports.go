@@ -77,29 +77,44 @@ func svc_engine_close(h C.uint64_t) {
 	closeEngine(uint64(h))
 }
 
-// svc_validate_token verifies a bearer token: it returns the engine's
-// token decision as JSON, or a JSON error document.
+// answer hands a JSON answer to the caller: into buf when it fits in cap
+// bytes (no call into C: a call across the boundary is the cost that
+// matters here), else into memory from malloc set in *big, which the
+// caller releases with free (or svc_free). It returns the answer's length.
+func answer(b []byte, buf *C.char, capacity C.size_t, big **C.char) C.size_t {
+	if buf != nil && len(b) <= int(capacity) {
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(buf)), len(b)), b)
+	} else if big != nil {
+		*big = cJSON(b)
+	}
+	return C.size_t(len(b))
+}
+
+// svc_validate_token verifies a bearer token and answers the engine's
+// token decision as JSON, or a JSON error document (see answer for buf,
+// cap and big).
 //
 //export svc_validate_token
-func svc_validate_token(h C.uint64_t, token *C.char, tokenLen C.size_t) *C.char {
-	return cJSON(validateJSON(uint64(h), goString(token, tokenLen)))
+func svc_validate_token(h C.uint64_t, token *C.char, tokenLen C.size_t, buf *C.char, capacity C.size_t, big **C.char) C.size_t {
+	return answer(validateJSON(uint64(h), goString(token, tokenLen)), buf, capacity, big)
 }
 
 // svc_authorize verifies a bearer token and evaluates the policy on the
 // input document given as JSON (input_len 0 for an empty input). It
-// returns {"token": ..., "decision": ...} as JSON, or a JSON error
-// document.
+// answers {"token": ..., "decision": ...} as JSON, or a JSON error
+// document (see answer for buf, cap and big).
 //
 //export svc_authorize
-func svc_authorize(h C.uint64_t, token *C.char, tokenLen C.size_t, input *C.char, inputLen C.size_t) *C.char {
+func svc_authorize(h C.uint64_t, token *C.char, tokenLen C.size_t, input *C.char, inputLen C.size_t, buf *C.char, capacity C.size_t, big **C.char) C.size_t {
 	var in []byte
 	if input != nil && inputLen > 0 {
 		in = C.GoBytes(unsafe.Pointer(input), C.int(inputLen))
 	}
-	return cJSON(authorizeJSON(uint64(h), goString(token, tokenLen), in))
+	return answer(authorizeJSON(uint64(h), goString(token, tokenLen), in), buf, capacity, big)
 }
 
-// svc_free releases a string returned by this interface; NULL is ignored.
+// svc_free releases a string returned by this interface (C's free does
+// too); NULL is ignored.
 //
 //export svc_free
 func svc_free(p *C.char) {

@@ -146,8 +146,8 @@ impl Engine {
     /// rate limit. A refused token is `Ok` with `allowed` false; `Err` is
     /// for an engine that could not answer.
     pub fn validate_token(&self, token: &str) -> Result<TokenDecision, Error> {
-        let p = unsafe { ffi::svc_validate_token(self.inner.0, token.as_ptr().cast(), token.len()) };
-        let b = unsafe { ffi::take(p) }.ok_or_else(|| Error::new("engine-failed", "no answer"))?;
+        let h = self.inner.0;
+        let b = unsafe { ffi::call(|buf, cap, big| ffi::svc_validate_token(h, token.as_ptr().cast(), token.len(), buf, cap, big)) };
         parse(&b)
     }
 
@@ -158,10 +158,12 @@ impl Engine {
     pub fn authorize<T: Serialize + ?Sized>(&self, token: &str, input: &T) -> Result<PolicyDecision, Error> {
         let input = serde_json::to_vec(input)
             .map_err(|e| Error::new("input-invalid", format!("the policy input cannot be encoded: {e}")))?;
-        let p = unsafe {
-            ffi::svc_authorize(self.inner.0, token.as_ptr().cast(), token.len(), input.as_ptr().cast(), input.len())
+        let h = self.inner.0;
+        let b = unsafe {
+            ffi::call(|buf, cap, big| {
+                ffi::svc_authorize(h, token.as_ptr().cast(), token.len(), input.as_ptr().cast(), input.len(), buf, cap, big)
+            })
         };
-        let b = unsafe { ffi::take(p) }.ok_or_else(|| Error::new("engine-failed", "no answer"))?;
         let r: RawResult = parse(&b)?;
         Ok(PolicyDecision {
             allowed: r.token.allowed && r.decision.allow,

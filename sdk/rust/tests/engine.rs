@@ -24,6 +24,22 @@ fn a_valid_token_is_allowed_with_its_claims() {
 }
 
 #[test]
+fn answers_larger_than_the_buffer_come_back_whole() {
+    let e = engine("big");
+    let mut c = claims("user-1", "acme", &["viewer"]);
+    let blob = "x".repeat(20_000); // past the 4 KiB answer buffer
+    c["blob"] = json!(blob);
+    let tok = idp().sign(&c);
+    for _ in 0..2 {
+        let d = e.validate_token(&tok).unwrap();
+        assert!(d.allowed, "{d:?}");
+        assert_eq!(d.claims["blob"].as_str().map(str::len), Some(20_000));
+        let p = e.authorize(&tok, &json!({"action": "orders:read"})).unwrap();
+        assert_eq!(p.token.claims["blob"].as_str().map(str::len), Some(20_000));
+    }
+}
+
+#[test]
 fn refused_tokens_carry_their_reason() {
     let e = engine("refused");
     let mut expired = claims("user-1", "acme", &["viewer"]);
