@@ -3,11 +3,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -165,8 +167,17 @@ func TestTokenDecisionWire(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if string(got) != string(want) {
+			var g, wnt map[string]any
+			if err := json.Unmarshal(got, &g); err != nil {
+				t.Fatalf("%s: %v", got, err)
+			}
+			json.Unmarshal(want, &wnt)
+			if !reflect.DeepEqual(g, wnt) {
 				t.Errorf("wire encoding\n got %s\nwant %s", got, want)
+			}
+			claims, _ := json.Marshal(d.Claims)
+			if !bytes.HasSuffix(got, append(append([]byte(`,"claims":`), claims...), '}')) || bytes.Count(got, []byte(`,"claims":`)) != 1 {
+				t.Errorf("wire encoding %s: want the claims last, once", got)
 			}
 		}
 	}

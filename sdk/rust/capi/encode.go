@@ -53,7 +53,8 @@ func (c *claimsCache) encode(m map[string]any) (json.RawMessage, error) {
 }
 
 // tokenDecisionWire is engine.TokenDecision with its claims encoded; its
-// MarshalJSON writes what json.Marshal writes for engine.TokenDecision.
+// MarshalJSON writes what json.Marshal writes for engine.TokenDecision,
+// claims last.
 type tokenDecisionWire struct {
 	d      engine.TokenDecision
 	claims json.RawMessage
@@ -73,14 +74,16 @@ func (w tokenDecisionWire) MarshalJSON() ([]byte, error) {
 	return w.appendJSON(make([]byte, 0, 64+len(w.claims))), nil
 }
 
+// appendJSON writes the decision with its claims last, so that a reader
+// can find them after the last top-level key `,"claims":` (which cannot
+// occur inside a JSON string, where quotes are escaped) and reuse what it
+// made of the same claims before.
 func (w tokenDecisionWire) appendJSON(b []byte) []byte {
 	if w.d.Allowed {
-		b = append(b, `{"allowed":true,"claims":`...)
+		b = append(b, `{"allowed":true,"reason":`...)
 	} else {
-		b = append(b, `{"allowed":false,"claims":`...)
+		b = append(b, `{"allowed":false,"reason":`...)
 	}
-	b = append(b, w.claims...)
-	b = append(b, `,"reason":`...)
 	b = appendString(b, string(w.d.Reason))
 	for _, f := range [...]struct{ name, v string }{{"subject", w.d.Subject}, {"tenant_id", w.d.TenantID}, {"message", w.d.Message}} {
 		if f.v != "" {
@@ -90,6 +93,8 @@ func (w tokenDecisionWire) appendJSON(b []byte) []byte {
 			b = appendString(b, f.v)
 		}
 	}
+	b = append(b, `,"claims":`...)
+	b = append(b, w.claims...)
 	return append(b, '}')
 }
 
