@@ -31,7 +31,15 @@ fn main() {
     }
     println!("cargo:rerun-if-env-changed=SVC_GO");
     // The engine's Go sources: a directory is scanned for any change.
-    for p in ["go.mod", "go.sum", "engine", "sidecar", "policies", "internal", "sdk/rust/capi"] {
+    for p in [
+        "go.mod",
+        "go.sum",
+        "engine",
+        "sidecar",
+        "policies",
+        "internal",
+        "sdk/rust/capi",
+    ] {
         println!("cargo:rerun-if-changed={}", root.join(p).display());
     }
 }

@@ -38,12 +38,25 @@ impl Service<Request<String>> for Orders {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let auth = args.next().unwrap_or_default();
-    let method = if args.next().as_deref() == Some("delete") { Method::DELETE } else { Method::GET };
+    let method = if args.next().as_deref() == Some("delete") {
+        Method::DELETE
+    } else {
+        Method::GET
+    };
 
     let engine = svc::Engine::from_env()?;
-    let layer = AuthLayer::new(engine).with_realm("orders").with_action(|r: &Request<String>| {
-        Some(if r.method() == Method::DELETE { "orders:delete" } else { "orders:read" }.to_string())
-    });
+    let layer = AuthLayer::new(engine)
+        .with_realm("orders")
+        .with_action(|r: &Request<String>| {
+            Some(
+                if r.method() == Method::DELETE {
+                    "orders:delete"
+                } else {
+                    "orders:read"
+                }
+                .to_string(),
+            )
+        });
     let mut svc = layer.layer(Orders);
 
     let mut req = Request::builder().method(method).uri("/orders");

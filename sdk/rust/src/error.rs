@@ -18,7 +18,10 @@ pub struct Error {
 
 impl Error {
     pub(crate) fn new(reason: &str, message: impl Into<String>) -> Self {
-        Error { reason: reason.to_string(), message: message.into() }
+        Error {
+            reason: reason.to_string(),
+            message: message.into(),
+        }
     }
 
     /// The stable reason code.

@@ -21,8 +21,8 @@ mod error;
 mod ffi;
 pub mod tower;
 
-use std::os::raw::c_char;
 use std::collections::HashMap;
+use std::os::raw::c_char;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -184,7 +184,9 @@ impl Engine {
                 None => Error::new("engine-start-failed", "the engine did not start"),
             });
         }
-        Ok(Engine { inner: Arc::new(Handle(h, ClaimsCache::default())) })
+        Ok(Engine {
+            inner: Arc::new(Handle(h, ClaimsCache::default())),
+        })
     }
 
     /// Verifies a bearer token (without the `Bearer ` prefix): signature
@@ -193,8 +195,9 @@ impl Engine {
     /// for an engine that could not answer.
     pub fn validate_token(&self, token: &str) -> Result<TokenDecision, Error> {
         let h = self.inner.0;
-        let mut b =
-            unsafe { ffi::call(|buf, cap, big| ffi::svc_validate_token(h, token.as_ptr().cast(), token.len(), buf, cap, big)) };
+        let mut b = unsafe {
+            ffi::call(|buf, cap, big| ffi::svc_validate_token(h, token.as_ptr().cast(), token.len(), buf, cap, big))
+        };
         if b.starts_with(b"{\"error\":") {
             return Err(parse_error(&b));
         }
@@ -228,7 +231,16 @@ impl Engine {
         let h = self.inner.0;
         let b = unsafe {
             ffi::call(|buf, cap, big| {
-                ffi::svc_authorize(h, token.as_ptr().cast(), token.len(), input.as_ptr().cast(), input.len(), buf, cap, big)
+                ffi::svc_authorize(
+                    h,
+                    token.as_ptr().cast(),
+                    token.len(),
+                    input.as_ptr().cast(),
+                    input.len(),
+                    buf,
+                    cap,
+                    big,
+                )
             })
         };
         let r: RawResult = parse(&b)?;
@@ -282,7 +294,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("svc-rs-unit-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("svc.toml");
-        std::fs::write(&path, "[sdk]\ntenant_id = \"acme\"\nfail_mode = \"open\"\n[log]\nlevel = \"error\"\n").unwrap();
+        std::fs::write(
+            &path,
+            "[sdk]\ntenant_id = \"acme\"\nfail_mode = \"open\"\n[log]\nlevel = \"error\"\n",
+        )
+        .unwrap();
         let e = Engine::from_config_file(&path).unwrap();
         let d = e.validate_token("any-token").unwrap();
         assert!(d.allowed);

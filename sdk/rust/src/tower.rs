@@ -66,14 +66,22 @@ pub struct AuthLayer<B> {
 
 impl<B> Clone for AuthLayer<B> {
     fn clone(&self) -> Self {
-        AuthLayer { engine: self.engine.clone(), action: self.action.clone(), realm: self.realm.clone() }
+        AuthLayer {
+            engine: self.engine.clone(),
+            action: self.action.clone(),
+            realm: self.realm.clone(),
+        }
     }
 }
 
 impl<B> AuthLayer<B> {
     /// Verifies tokens only (no policy).
     pub fn new(engine: Engine) -> Self {
-        AuthLayer { engine, action: None, realm: None }
+        AuthLayer {
+            engine,
+            action: None,
+            realm: None,
+        }
     }
 
     /// Evaluates the policy with the action this function returns for a
@@ -94,7 +102,10 @@ impl<S, B> ::tower::Layer<S> for AuthLayer<B> {
     type Service = AuthService<S, B>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        AuthService { inner, layer: self.clone() }
+        AuthService {
+            inner,
+            layer: self.clone(),
+        }
     }
 }
 
@@ -106,7 +117,10 @@ pub struct AuthService<S, B> {
 
 impl<S: Clone, B> Clone for AuthService<S, B> {
     fn clone(&self) -> Self {
-        AuthService { inner: self.inner.clone(), layer: self.layer.clone() }
+        AuthService {
+            inner: self.inner.clone(),
+            layer: self.layer.clone(),
+        }
     }
 }
 
@@ -132,9 +146,13 @@ where
                 // that the ready one serves this request.
                 let clone = self.inner.clone();
                 let mut ready = std::mem::replace(&mut self.inner, clone);
-                ResponseFuture { state: State::Inner(Box::pin(ready.call(req))) }
+                ResponseFuture {
+                    state: State::Inner(Box::pin(ready.call(req))),
+                }
             }
-            Err(resp) => ResponseFuture { state: State::Refused(Some(resp)) },
+            Err(resp) => ResponseFuture {
+                state: State::Refused(Some(resp)),
+            },
         }
     }
 }
@@ -162,7 +180,12 @@ impl<S, B> AuthService<S, B> {
                 }))
             }
         };
-        let action = self.layer.action.as_ref().and_then(|f| f(req)).filter(|a| !a.is_empty());
+        let action = self
+            .layer
+            .action
+            .as_ref()
+            .and_then(|f| f(req))
+            .filter(|a| !a.is_empty());
         let engine = &self.layer.engine;
         match action {
             None => match engine.validate_token(token) {
@@ -253,7 +276,13 @@ fn denied(reason: String, deny_reasons: Vec<String>, decision_id: String) -> Ref
         r if TOKEN_FAILURES.contains(&r) => (StatusCode::UNAUTHORIZED, Some(r.to_string())),
         _ => (StatusCode::FORBIDDEN, None),
     };
-    Refusal { status, reason, deny_reasons, decision_id, challenge }
+    Refusal {
+        status,
+        reason,
+        deny_reasons,
+        decision_id,
+        challenge,
+    }
 }
 
 /// An engine that could not answer: never admit, 503 for a policy error,
@@ -264,7 +293,13 @@ fn error_refusal(e: crate::Error) -> Refusal {
         "input-invalid" => StatusCode::BAD_REQUEST,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
-    Refusal { status, reason: e.reason, deny_reasons: vec![], decision_id: String::new(), challenge: None }
+    Refusal {
+        status,
+        reason: e.reason,
+        deny_reasons: vec![],
+        decision_id: String::new(),
+        challenge: None,
+    }
 }
 
 /// The bearer token of the Authorization header (scheme case-insensitive).
@@ -331,6 +366,11 @@ mod tests {
         assert_eq!(s("token-expired"), StatusCode::UNAUTHORIZED);
         assert_eq!(s("rate-limited"), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(s("jwks-unavailable"), StatusCode::SERVICE_UNAVAILABLE);
-        assert_eq!(denied("signature-invalid".into(), vec![], String::new()).challenge.as_deref(), Some("signature-invalid"));
+        assert_eq!(
+            denied("signature-invalid".into(), vec![], String::new())
+                .challenge
+                .as_deref(),
+            Some("signature-invalid")
+        );
     }
 }

@@ -45,7 +45,10 @@ fn parse_answer() {
         }
         best = best.min(start.elapsed().as_nanos() as f64 / n as f64);
     }
-    println!("rust parse of a {}-byte answer: {best:.0} ns/op (best of 5 x {n})", answer.len());
+    println!(
+        "rust parse of a {}-byte answer: {best:.0} ns/op (best of 5 x {n})",
+        answer.len()
+    );
     let mut best = f64::MAX;
     for _ in 0..5 {
         let start = Instant::now();

@@ -97,7 +97,10 @@ fn authorize_evaluates_the_default_policy() {
     let p = e.authorize(&tok, &json!({"action": "orders:delete"})).unwrap();
     assert!(!p.allowed);
     assert_eq!(p.reason, "policy-deny");
-    assert_eq!(p.deny_reasons, vec!["role-forbidden: viewer cannot orders:delete".to_string()]);
+    assert_eq!(
+        p.deny_reasons,
+        vec!["role-forbidden: viewer cannot orders:delete".to_string()]
+    );
 
     let p = e.authorize("garbage", &json!({"action": "orders:read"})).unwrap();
     assert!(!p.allowed);
@@ -125,7 +128,8 @@ fn decisions_reach_the_audit_log_by_drop() {
 
 #[test]
 fn the_tenant_rate_limit_applies() {
-    let e = svc::Engine::from_config_file(common::config_file("ratelimit", "\n[rate_limit]\ndefault_rpm = 3\n")).unwrap();
+    let e =
+        svc::Engine::from_config_file(common::config_file("ratelimit", "\n[rate_limit]\ndefault_rpm = 3\n")).unwrap();
     let tok = idp().token("user-1", "acme", &["viewer"]);
     for _ in 0..3 {
         assert!(e.validate_token(&tok).unwrap().allowed);
@@ -138,8 +142,11 @@ fn the_tenant_rate_limit_applies() {
 #[test]
 fn many_threads_share_one_engine() {
     let e = engine("threads");
-    let toks: Arc<Vec<String>> =
-        Arc::new((0..8).map(|i| idp().token(&format!("user-{i}"), "acme", &["viewer"])).collect());
+    let toks: Arc<Vec<String>> = Arc::new(
+        (0..8)
+            .map(|i| idp().token(&format!("user-{i}"), "acme", &["viewer"]))
+            .collect(),
+    );
     let handles: Vec<_> = (0..8)
         .map(|t| {
             let e = e.clone();

@@ -14,4 +14,3 @@ fn environment_variables_apply_over_the_file() {
     assert_eq!(err.reason(), "config-invalid", "{err}");
     assert!(err.to_string().contains("SVC_FAIL_MODE"), "{err}");
 }
-

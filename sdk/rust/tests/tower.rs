@@ -27,8 +27,14 @@ impl Service<Request<String>> for Echo {
     }
 
     fn call(&mut self, req: Request<String>) -> Self::Future {
-        let u = req.extensions().get::<User>().expect("the layer stores the user").clone();
-        ready(Ok(Response::new(json!({"sub": u.subject, "dept": u.claims["department"], "reason": u.reason}).to_string())))
+        let u = req
+            .extensions()
+            .get::<User>()
+            .expect("the layer stores the user")
+            .clone();
+        ready(Ok(Response::new(
+            json!({"sub": u.subject, "dept": u.claims["department"], "reason": u.reason}).to_string(),
+        )))
     }
 }
 
@@ -63,14 +69,20 @@ fn validate_only() {
 
     let (st, h, body) = send(&mut svc, None, "/orders");
     assert_eq!(st, StatusCode::UNAUTHORIZED);
-    assert_eq!(body, json!({"allow": false, "deny_reasons": [], "reason": "token-missing"}));
+    assert_eq!(
+        body,
+        json!({"allow": false, "deny_reasons": [], "reason": "token-missing"})
+    );
     assert_eq!(h["www-authenticate"], "Bearer realm=\"orders\"");
     assert_eq!(h["content-type"], "application/json");
 
     let (st, h, body) = send(&mut svc, Some("Bearer not-a-jwt".into()), "/orders");
     assert_eq!(st, StatusCode::UNAUTHORIZED);
     assert_eq!(body["reason"], "token-malformed");
-    assert_eq!(h["www-authenticate"], "Bearer realm=\"orders\", error=\"invalid_token\", error_description=\"token-malformed\"");
+    assert_eq!(
+        h["www-authenticate"],
+        "Bearer realm=\"orders\", error=\"invalid_token\", error_description=\"token-malformed\""
+    );
 
     let other = idp.token("user-2", "globex", &["viewer"]);
     let (st, _, body) = send(&mut svc, Some(format!("Bearer {other}")), "/orders");
@@ -88,7 +100,14 @@ fn with_a_policy_action() {
     let e = common::engine("tower-authorize");
     let mut svc = AuthLayer::new(e)
         .with_action(|r: &Request<String>| {
-            Some(if r.uri().path() == "/delete" { "orders:delete" } else { "orders:read" }.to_string())
+            Some(
+                if r.uri().path() == "/delete" {
+                    "orders:delete"
+                } else {
+                    "orders:read"
+                }
+                .to_string(),
+            )
         })
         .layer(Echo);
     let tok = common::idp().token("user-1", "acme", &["viewer"]);
@@ -101,14 +120,18 @@ fn with_a_policy_action() {
     assert_eq!(st, StatusCode::FORBIDDEN);
     assert_eq!(body["allow"], false);
     assert_eq!(body["reason"], "policy-deny");
-    assert_eq!(body["deny_reasons"], json!(["role-forbidden: viewer cannot orders:delete"]));
+    assert_eq!(
+        body["deny_reasons"],
+        json!(["role-forbidden: viewer cannot orders:delete"])
+    );
     assert!(body["decision_id"].as_str().is_some_and(|s| !s.is_empty()), "{body}");
     assert!(h.get("www-authenticate").is_none());
 }
 
 #[test]
 fn rate_limited_is_429() {
-    let e = svc::Engine::from_config_file(common::config_file("tower-rl", "\n[rate_limit]\ndefault_rpm = 1\n")).unwrap();
+    let e =
+        svc::Engine::from_config_file(common::config_file("tower-rl", "\n[rate_limit]\ndefault_rpm = 1\n")).unwrap();
     let mut svc = AuthLayer::new(e).layer(Echo);
     let tok = common::idp().token("user-1", "acme", &["viewer"]);
     assert_eq!(send(&mut svc, Some(format!("Bearer {tok}")), "/").0, StatusCode::OK);

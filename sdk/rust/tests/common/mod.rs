@@ -16,7 +16,10 @@ pub struct Idp {
 }
 
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 /// The shared IdP of this test binary.
@@ -33,13 +36,21 @@ pub fn idp() -> &'static Idp {
             .status()
             .expect("go build testidp");
         assert!(st.success(), "go build ./sdk/rust/testidp: {st}");
-        let mut child = Command::new(&bin).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("testidp");
+        let mut child = Command::new(&bin)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("testidp");
         let stdin = child.stdin.take().unwrap();
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
         stdout.read_line(&mut line).unwrap();
         let v: serde_json::Value = serde_json::from_str(&line).expect("testidp's first line");
-        Idp { jwks_url: v["jwks_url"].as_str().unwrap().to_string(), io: Mutex::new((stdin, stdout)), _child: child }
+        Idp {
+            jwks_url: v["jwks_url"].as_str().unwrap().to_string(),
+            io: Mutex::new((stdin, stdout)),
+            _child: child,
+        }
     })
 }
 
