@@ -45,6 +45,7 @@ test: deps
 	$(GO) test -tags '$(TAGS)' -count=1 -run Codec ./sidecar/
 	$(MAKE) test-sdk
 	$(MAKE) test-deploy
+	$(MAKE) test-rust
 
 # The Python and TypeScript SDKs' tests, against a svc-sidecar built from
 # this tree (npm ci ran in deps). The TypeScript build and type check must
@@ -100,3 +101,17 @@ bench-policy:
 .PHONY: bench-compare
 bench-compare:
 	$(GO) test -run '^$$' -bench CompareNoop -benchtime 1x -count 1 -timeout 10m ./e2e/
+
+# The Rust crate (sdk/rust): the Go engine built as a C archive and linked
+# in-process. Offline, from Debian's librust-*-dev packages (deps).
+CARGO ?= cargo
+.PHONY: test-rust bench-rust
+test-rust:
+	cd sdk/rust && SVC_GO=$(GO) $(CARGO) test
+
+# A cached validate_token across the C boundary beside the Go engine's
+# cached ValidateToken, in one run.
+bench-rust:
+	$(GO) test -run '^$$' -bench 'BenchmarkValidateToken$$' -benchtime 2s ./engine/
+	$(GO) test -run '^$$' -bench 'ValidateToken$$' -benchtime 2s ./sdk/rust/capi/
+	cd sdk/rust && SVC_GO=$(GO) $(CARGO) test --release --test bench -- --ignored --nocapture
