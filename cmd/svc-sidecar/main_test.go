@@ -245,3 +245,36 @@ destination = "off"
 		t.Fatalf("no warning about the generated token signing key in:\n%s", stderr.String())
 	}
 }
+
+// TestSAMLSubcommands: svc-sidecar saml runs core's saml commands (the
+// comparison of the two programs is e2e's TestSAMLCommandsSameInBothPrograms);
+// --config before "saml" is the config of the command.
+func TestSAMLSubcommands(t *testing.T) {
+	dir := t.TempDir()
+	idp := filepath.Join(dir, "idp")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"saml", "test-assertion", "--idp-dir", idp, "--metadata"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("saml test-assertion --metadata: exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "<md:EntityDescriptor") && !strings.Contains(stdout.String(), "EntityDescriptor") {
+		t.Errorf("stdout is not IdP metadata: %.200s", stdout.String())
+	}
+	cfg := filepath.Join(dir, "svc.toml")
+	if err := os.WriteFile(cfg, []byte("[sdk]\ntenant_id = \"acme\"\n[sdk.saml]\nentity_id = \"urn:sp\"\nacs_url = \"https://sp.example/acs\"\nidp_metadata_file = \"/nonexistent\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"--config", cfg, "saml", "metadata"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("--config <file> saml metadata: exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), `entityID="urn:sp"`) {
+		t.Errorf("SP metadata does not carry the configured entity id: %.300s", stdout.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"saml", "test-assertion", "--idp-dir", idp}, &stdout, &stderr); code != 2 ||
+		!strings.Contains(stderr.String(), "svc-sidecar: --email and --tenant are required") {
+		t.Errorf("missing --email: exit %d, stderr %q", code, stderr.String())
+	}
+}
