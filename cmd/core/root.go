@@ -199,7 +199,8 @@ func (a *app) exitCode(cmd *cobra.Command, err error) int {
 //   - --sidecar: every command that talks to the sidecar uses
 //     a.sidecarClient() (client.go).
 //   - --input is a JSON document: inline, or @path for a file's content (as
-//     curl -d @file); a.readInput(flag, value) implements it.
+//     curl -d @file); a.readInput(flag, value) implements it. policy bench
+//     also takes a plain path (readBenchInput), as the specification writes.
 //   - Each runnable command says what it uses, with exactly one of
 //     inProcess(cmd) (neither --config nor --sidecar; said in its help),
 //     talksToSidecar(cmd) or readsConfig(cmd). A test checks every command.
@@ -214,7 +215,7 @@ const flagRule = `Flags mean the same on every command:
                       is neither text nor json) is accepted for --out.
   --input <json>      an input document: inline JSON, or @path to read a file
                       (as curl does); --input-file <path> is the same as
-                      --input @path.
+                      --input @path. policy bench also takes a plain path.
   --config <path>     an svc config file; a path that cannot be read is an
                       error (exit 2) on every command.
   --sidecar <url>     the sidecar of the commands that talk to one (default
@@ -383,6 +384,30 @@ func readInput(flag, value string) (name string, raw []byte, err error) {
 		}
 	}
 	return "--" + flag, []byte(value), nil
+}
+
+// readBenchInput reads the --input of policy bench, which the
+// specification writes as --input <path>: a value that does not start as
+// JSON and names a readable file is that file (a value that is JSON, such
+// as 42, stays JSON); otherwise it is what
+// readInput takes (inline JSON, or @path).
+func readBenchInput(value string) (name string, raw []byte, err error) {
+	trimmed := strings.TrimSpace(value)
+	if trimmed == "" || strings.HasPrefix(value, "@") || strings.ContainsRune("{[\"", rune(trimmed[0])) || json.Valid([]byte(trimmed)) {
+		return readInput("input", value)
+	}
+	st, err := os.Stat(value)
+	if err != nil {
+		return "", nil, inputError(fmt.Errorf("--input %s: not JSON, and not a readable file: %w", value, unwrapPath(err)))
+	}
+	if st.IsDir() {
+		return "", nil, inputError(fmt.Errorf("--input %s: is a directory; give an input file (or inline JSON)", value))
+	}
+	raw, err = os.ReadFile(value)
+	if err != nil {
+		return "", nil, inputError(fmt.Errorf("--input %s: %w", value, unwrapPath(err)))
+	}
+	return value, raw, nil
 }
 
 // unwrapPath drops the "open <path>:" of an *fs.PathError, for messages
