@@ -75,6 +75,15 @@ func TestHelp(t *testing.T) {
 			if stderr.Len() != 0 {
 				t.Errorf("help wrote to stderr: %s", stderr.String())
 			}
+			// A key that a file may not set is not offered as one.
+			for _, v := range config.EnvVars() {
+				if v.EnvOnly && strings.Contains(stdout.String(), v.Key) {
+					t.Errorf("help names %s as a key, but it is environment only (%s)", v.Key, v.Name)
+				}
+			}
+			if !strings.Contains(stdout.String(), "(environment only)") {
+				t.Errorf("help does not mark the environment-only variables")
+			}
 		})
 	}
 }

@@ -57,7 +57,11 @@ Listens on (defaults):
 	fmt.Fprintf(w, "\nEnvironment (each SVC_* variable overrides its key of the file):\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, v := range config.EnvVars() {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", v.Name, v.Key, v.Help)
+		key := v.Key
+		if v.EnvOnly {
+			key = "(environment only)" // no file key: key material never sits in a file
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", v.Name, key, v.Help)
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nOther variables:\n")
