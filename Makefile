@@ -89,8 +89,12 @@ bench:
 fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)
 
+# staticcheck, pinned: 0.8.x is the release line that knows go1.26.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 lint:
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 	cd deploy && $(GO) vet -mod=mod ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 

@@ -185,8 +185,8 @@ func (a *app) exitCode(cmd *cobra.Command, err error) int {
 //   - --output text|json (global) chooses the format of what a command
 //     reports. A command calls a.useJSON(...) once (passing its own
 //     switches that also ask for JSON, such as --ci) and then writes either
-//     text or a.writeJSON(v): one document for one-shot commands, one
-//     compact object per line (a.writeJSONLine) for streaming ones.
+//     text or a.writeJSON(v): one document for one-shot commands; streaming
+//     ones pass the sidecar's compact JSON lines through, one per line.
 //     a.format() returns the resolved "text" or "json".
 //   - --format is a synonym of --output on the commands that register it
 //     with a.formatFlag(cmd) (policy lint, policy bundle, log tail).
@@ -418,15 +418,6 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
-}
-
-// writeJSONLine writes v as one compact JSON object on its own line: the
-// form of --output json for streaming commands.
-func (a *app) writeJSONLine(v any) error {
-	a.wroteJSON = true
-	enc := json.NewEncoder(a.stdout)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }
 
 // writeJSON writes v as the command's one JSON document.
