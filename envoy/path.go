@@ -95,7 +95,7 @@ func joinSegments(segs []string) string {
 	b.Grow(n)
 	for _, s := range segs {
 		b.WriteByte('/')
-		if strings.IndexAny(s, "/%") < 0 {
+		if !strings.ContainsAny(s, "/%") {
 			b.WriteString(s)
 			continue
 		}

@@ -5,7 +5,8 @@
 // (<name>.input.json and <name>.expect.json) against it.
 //
 // A policy directory is loaded recursively, so everything under this one
-// that ends in .rego is part of the default set.
+// that ends in .rego is part of the default set; for that reason the
+// example policies to start from live in examples/policies/, not here.
 package policies
 
 import "embed"

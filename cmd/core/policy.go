@@ -316,8 +316,9 @@ microseconds and heap allocations per evaluation.
 
 Without --input the input is an editor of tenant acme (plan team) updating one
 of its orders through a proxy, which the default policy allows after running
-every rule on its allow path. --input is inline JSON, or @path to read a file
-(as curl does). With --p99-max-us and --ci, a p99 above the threshold exits 1;
+every rule on its allow path. --input is a path (as the specification writes
+--input <path> for bench), inline JSON, or @path (as curl does): a value that
+does not start as JSON and names a readable file is that file. With --p99-max-us and --ci, a p99 above the threshold exits 1;
 without --ci it only prints a warning. Latency depends on the machine: set the
 gate from a run on the machine that enforces it.`,
 		Args: args("<policy-dir>"),
@@ -327,7 +328,7 @@ gate from a run on the machine that enforces it.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.input, "input", "", "the input: inline `json`, or @path to read a file (default: a representative allowed input)")
+	fl.StringVar(&f.input, "input", "", "the input: a `path`, inline JSON, or @path (default: a representative allowed input)")
 	fl.StringVar(&f.inputFile, "input-file", "", "read the input from `path` (as --input @path)")
 	fl.IntVar(&f.iterations, "iterations", 1000, "timed evaluations")
 	fl.IntVar(&f.warm, "warmup", 100, "untimed evaluations first")
@@ -384,7 +385,7 @@ func (a *app) runBench(cmd *cobra.Command, dir string, f benchFlags) error {
 		err   error
 	)
 	if f.input != "" {
-		if name, raw, err = readInput("input", f.input); err != nil {
+		if name, raw, err = readBenchInput(f.input); err != nil {
 			return err
 		}
 	}

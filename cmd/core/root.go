@@ -185,8 +185,8 @@ func (a *app) exitCode(cmd *cobra.Command, err error) int {
 //   - --output text|json (global) chooses the format of what a command
 //     reports. A command calls a.useJSON(...) once (passing its own
 //     switches that also ask for JSON, such as --ci) and then writes either
-//     text or a.writeJSON(v): one document for one-shot commands, one
-//     compact object per line (a.writeJSONLine) for streaming ones.
+//     text or a.writeJSON(v): one document for one-shot commands; streaming
+//     ones pass the sidecar's compact JSON lines through, one per line.
 //     a.format() returns the resolved "text" or "json".
 //   - --format is a synonym of --output on the commands that register it
 //     with a.formatFlag(cmd) (policy lint, policy bundle, log tail).
@@ -199,7 +199,8 @@ func (a *app) exitCode(cmd *cobra.Command, err error) int {
 //   - --sidecar: every command that talks to the sidecar uses
 //     a.sidecarClient() (client.go).
 //   - --input is a JSON document: inline, or @path for a file's content (as
-//     curl -d @file); a.readInput(flag, value) implements it.
+//     curl -d @file); a.readInput(flag, value) implements it. policy bench
+//     also takes a plain path (readBenchInput), as the specification writes.
 //   - Each runnable command says what it uses, with exactly one of
 //     inProcess(cmd) (neither --config nor --sidecar; said in its help),
 //     talksToSidecar(cmd) or readsConfig(cmd). A test checks every command.
@@ -214,7 +215,7 @@ const flagRule = `Flags mean the same on every command:
                       is neither text nor json) is accepted for --out.
   --input <json>      an input document: inline JSON, or @path to read a file
                       (as curl does); --input-file <path> is the same as
-                      --input @path.
+                      --input @path. policy bench also takes a plain path.
   --config <path>     an svc config file; a path that cannot be read is an
                       error (exit 2) on every command.
   --sidecar <url>     the sidecar of the commands that talk to one (default
@@ -385,6 +386,30 @@ func readInput(flag, value string) (name string, raw []byte, err error) {
 	return "--" + flag, []byte(value), nil
 }
 
+// readBenchInput reads the --input of policy bench, which the
+// specification writes as --input <path>: a value that does not start as
+// JSON and names a readable file is that file (a value that is JSON, such
+// as 42, stays JSON); otherwise it is what
+// readInput takes (inline JSON, or @path).
+func readBenchInput(value string) (name string, raw []byte, err error) {
+	trimmed := strings.TrimSpace(value)
+	if trimmed == "" || strings.HasPrefix(value, "@") || strings.ContainsRune("{[\"", rune(trimmed[0])) || json.Valid([]byte(trimmed)) {
+		return readInput("input", value)
+	}
+	st, err := os.Stat(value)
+	if err != nil {
+		return "", nil, inputError(fmt.Errorf("--input %s: not JSON, and not a readable file: %w", value, unwrapPath(err)))
+	}
+	if st.IsDir() {
+		return "", nil, inputError(fmt.Errorf("--input %s: is a directory; give an input file (or inline JSON)", value))
+	}
+	raw, err = os.ReadFile(value)
+	if err != nil {
+		return "", nil, inputError(fmt.Errorf("--input %s: %w", value, unwrapPath(err)))
+	}
+	return value, raw, nil
+}
+
 // unwrapPath drops the "open <path>:" of an *fs.PathError, for messages
 // that name the path themselves.
 func unwrapPath(err error) error {
@@ -393,15 +418,6 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
-}
-
-// writeJSONLine writes v as one compact JSON object on its own line: the
-// form of --output json for streaming commands.
-func (a *app) writeJSONLine(v any) error {
-	a.wroteJSON = true
-	enc := json.NewEncoder(a.stdout)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }
 
 // writeJSON writes v as the command's one JSON document.

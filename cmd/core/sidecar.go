@@ -190,7 +190,12 @@ A wrong or missing signature (the sidecar answers 422
 bundle-signature-invalid), a bundle that does not compile (422 policy-error),
 or a bundle older than the active one (by the creation time in its signed
 manifest; 409 revision-older) exits 1 and the active revision stays. --allow-downgrade activates an older
-bundle on purpose.`,
+bundle on purpose.
+
+Without policy.bundle_verify_key_file, a sidecar in development mode (no
+sdk.jwks_url, fail_mode open) activates a bundle without checking any
+signature, an unsigned one too; a sidecar outside development mode refuses
+every bundle until the key is configured.`,
 		Args: args(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runReloadPolicy(cmd.Context(), file, allowDowngrade)

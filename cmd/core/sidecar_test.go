@@ -249,3 +249,16 @@ func TestConfigDiffLive(t *testing.T) {
 		})
 	}
 }
+
+// TestReloadPolicyHelpSaysWhenUnsignedIsActivated: the help must not
+// promise that an unsigned bundle is never activated; without a verify
+// key, development mode activates one.
+func TestReloadPolicyHelpSaysWhenUnsignedIsActivated(t *testing.T) {
+	r := run(t, "", "sidecar", "reload-policy", "--help")
+	help := strings.Join(strings.Fields(r.stdout), " ")
+	for _, want := range []string{"Without policy.bundle_verify_key_file", "development mode", "an unsigned one too", "refuses every bundle"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("reload-policy --help does not say %q:\n%s", want, r.stdout)
+		}
+	}
+}

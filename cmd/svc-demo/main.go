@@ -28,6 +28,7 @@ import (
 
 	"github.com/svc-dev/svc/demo/app"
 	"github.com/svc-dev/svc/demo/traffic"
+	"github.com/svc-dev/svc/engine/version"
 )
 
 // errUnexpected marks a traffic run whose answers differed from the
@@ -42,7 +43,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	root := &cobra.Command{Use: "svc-demo", Short: "Demo service and traffic generator of the svc mesh demo", SilenceUsage: true, SilenceErrors: true}
+	root := &cobra.Command{Use: "svc-demo", Short: "Demo service and traffic generator of the svc mesh demo", SilenceUsage: true, SilenceErrors: true,
+		Version: version.Version}
+	root.SetVersionTemplate("svc-demo {{.Version}}\n")
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

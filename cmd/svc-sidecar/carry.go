@@ -8,15 +8,14 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/svc-dev/svc/sidecar"
 )
 
 // envCarried names the descriptor that carries the active policy bundle
 // into the next process image, as "<fd>:<source>". The bundle travels as
-// received, signature included, in an anonymous memory file (memfd), so
-// that it never touches a disk and only this process can read it.
+// received, signature included, in an anonymous memory file (memfd on
+// Linux, carry_linux.go), so that it never touches a disk and only this
+// process can read it; elsewhere in an unlinked temporary file.
 const envCarried = "SVC_HANDOVER_BUNDLE"
 
 // maxCarriedBytes bounds what the next image reads back; uploads are
@@ -26,11 +25,11 @@ const maxCarriedBytes = 64 << 20
 // carryBundle writes b into a new memory file that survives exec and
 // returns it with the value of envCarried describing it.
 func carryBundle(b *sidecar.CarriedBundle) (*os.File, string, error) {
-	fd, err := unix.MemfdCreate("svc-active-bundle", 0) // no MFD_CLOEXEC: exec keeps it
+	f, err := carryFile()
 	if err != nil {
-		return nil, "", fmt.Errorf("carry the active bundle: memfd: %w", err)
+		return nil, "", fmt.Errorf("carry the active bundle: %w", err)
 	}
-	f := os.NewFile(uintptr(fd), "svc-active-bundle")
+	fd := f.Fd()
 	if _, err := f.Write(b.Data); err != nil {
 		f.Close()
 		return nil, "", fmt.Errorf("carry the active bundle: %w", err)

@@ -3,6 +3,7 @@
 // local HTTP API with the proxy check mode, admin endpoints and metrics.
 //
 //	svc-sidecar [--config <path>] [--version]
+//	svc-sidecar [--config <path>] saml metadata|test-assertion [flags]
 //
 // svc-sidecar --help lists where the configuration is looked up, the
 // default listen addresses and every SVC_* variable.
@@ -10,6 +11,9 @@
 // Without --config it reads svc.toml from the working directory when one
 // exists; SVC_* environment variables override the file. With neither, it
 // runs in development mode on the embedded default policy.
+//
+// The saml subcommands are core's (cmd/internal/samlcmd): the same flags,
+// the same output.
 package main
 
 import (
@@ -22,6 +26,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/svc-dev/svc/cmd/internal/samlcmd"
 	"github.com/svc-dev/svc/engine/version"
 	"github.com/svc-dev/svc/sidecar"
 	"github.com/svc-dev/svc/sidecar/listeners"
@@ -44,6 +49,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stderr, "Run 'svc-sidecar --help' for usage.")
 		return 2
+	}
+	if fs.NArg() > 0 && fs.Arg(0) == "saml" {
+		return samlcmd.Run("svc-sidecar", fs.Args(), *configPath, stdout, stderr)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "svc-sidecar: unexpected argument %q\n", fs.Arg(0))

@@ -75,6 +75,15 @@ func TestHelp(t *testing.T) {
 			if stderr.Len() != 0 {
 				t.Errorf("help wrote to stderr: %s", stderr.String())
 			}
+			// A key that a file may not set is not offered as one.
+			for _, v := range config.EnvVars() {
+				if v.EnvOnly && strings.Contains(stdout.String(), v.Key) {
+					t.Errorf("help names %s as a key, but it is environment only (%s)", v.Key, v.Name)
+				}
+			}
+			if !strings.Contains(stdout.String(), "(environment only)") {
+				t.Errorf("help does not mark the environment-only variables")
+			}
 		})
 	}
 }
@@ -243,5 +252,38 @@ destination = "off"
 	}
 	if !strings.Contains(stderr.String(), "do not survive a restart") {
 		t.Fatalf("no warning about the generated token signing key in:\n%s", stderr.String())
+	}
+}
+
+// TestSAMLSubcommands: svc-sidecar saml runs core's saml commands (the
+// comparison of the two programs is e2e's TestSAMLCommandsSameInBothPrograms);
+// --config before "saml" is the config of the command.
+func TestSAMLSubcommands(t *testing.T) {
+	dir := t.TempDir()
+	idp := filepath.Join(dir, "idp")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"saml", "test-assertion", "--idp-dir", idp, "--metadata"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("saml test-assertion --metadata: exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "<md:EntityDescriptor") && !strings.Contains(stdout.String(), "EntityDescriptor") {
+		t.Errorf("stdout is not IdP metadata: %.200s", stdout.String())
+	}
+	cfg := filepath.Join(dir, "svc.toml")
+	if err := os.WriteFile(cfg, []byte("[sdk]\ntenant_id = \"acme\"\n[sdk.saml]\nentity_id = \"urn:sp\"\nacs_url = \"https://sp.example/acs\"\nidp_metadata_file = \"/nonexistent\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"--config", cfg, "saml", "metadata"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("--config <file> saml metadata: exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), `entityID="urn:sp"`) {
+		t.Errorf("SP metadata does not carry the configured entity id: %.300s", stdout.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"saml", "test-assertion", "--idp-dir", idp}, &stdout, &stderr); code != 2 ||
+		!strings.Contains(stderr.String(), "svc-sidecar: --email and --tenant are required") {
+		t.Errorf("missing --email: exit %d, stderr %q", code, stderr.String())
 	}
 }

@@ -19,10 +19,16 @@ func printHelp(w io.Writer, fs *flag.FlagSet) {
 	var defaults config.Config
 	defaults.SetDefaults()
 	fmt.Fprintf(w, `Usage: svc-sidecar [--config <path>] [--version]
+       svc-sidecar [--config <path>] saml metadata|test-assertion [flags]
 
 svc-sidecar answers authentication and authorization questions: Envoy
 ext_authz and svc.authz.v1 over gRPC, and a local HTTP API (JSON API, proxy
 check mode for nginx and Caddy, status, admin endpoints, Prometheus metrics).
+
+The saml subcommands are those of core saml (the same flags and output):
+  metadata         print the SP metadata XML of the [sdk.saml] configuration
+  test-assertion   sign a SAMLResponse with a local test IdP, for the ACS
+  See 'svc-sidecar saml <command> --help'.
 
 Flags:
 `)
@@ -51,7 +57,11 @@ Listens on (defaults):
 	fmt.Fprintf(w, "\nEnvironment (each SVC_* variable overrides its key of the file):\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, v := range config.EnvVars() {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", v.Name, v.Key, v.Help)
+		key := v.Key
+		if v.EnvOnly {
+			key = "(environment only)" // no file key: key material never sits in a file
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", v.Name, key, v.Help)
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nOther variables:\n")

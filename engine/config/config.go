@@ -224,7 +224,9 @@ type Policy struct {
 	// Empty means the embedded default policy. Env SVC_POLICY_DIR.
 	Dir string `toml:"dir" yaml:"dir"`
 	// BundleVerifyKeyFile is a PEM public key; when set, only bundles signed
-	// by it are accepted. Env SVC_BUNDLE_VERIFY_KEY_FILE.
+	// by it are accepted. When unset, development mode (DevModeSettings)
+	// accepts any bundle without checking a signature, and any other
+	// configuration refuses every bundle. Env SVC_BUNDLE_VERIFY_KEY_FILE.
 	BundleVerifyKeyFile string `toml:"bundle_verify_key_file" yaml:"bundle_verify_key_file"`
 	// BundleCacheDir is a directory where the active bundle is persisted
 	// each time one is activated, so that a restart keeps serving it

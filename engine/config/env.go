@@ -18,6 +18,10 @@ type EnvVar struct {
 	Key string
 	// Help says what the value is, in one sentence.
 	Help string
+	// EnvOnly marks a setting that exists only as this variable: key
+	// material that is never inline in a file. Key names it in messages,
+	// but a file that sets Key is refused as an unknown key.
+	EnvOnly bool
 
 	apply func(c *Config, v string) string
 }
@@ -49,7 +53,7 @@ var envTable = []EnvVar{
 		Help:  "Directory of .rego policy files; unset means the embedded default policy.",
 		apply: func(c *Config, v string) string { c.Policy.Dir = v; return "" }},
 	{Name: "SVC_BUNDLE_VERIFY_KEY_FILE", Key: "policy.bundle_verify_key_file",
-		Help:  "PEM public key file; when set, only bundles signed by it are accepted.",
+		Help:  "PEM public key file; when set, only bundles signed by it are accepted. Unset: bundles are refused, except in development mode, which accepts them unchecked.",
 		apply: func(c *Config, v string) string { c.Policy.BundleVerifyKeyFile = v; return "" }},
 	{Name: "SVC_BUNDLE_CACHE_DIR", Key: "policy.bundle_cache_dir",
 		Help:  "Directory where the active policy bundle is persisted so that a restart keeps serving it.",
@@ -275,11 +279,11 @@ var envTable = []EnvVar{
 	{Name: "SVC_SAML_SP_CERTIFICATE_FILE", Key: "sdk.saml.sp_certificate_file",
 		Help:  "PEM file of the SAML SP certificate.",
 		apply: func(c *Config, v string) string { samlOf(c).SPCertificateFile = v; return "" }},
-	{Name: "SVC_SAML_SP_PRIVATE_KEY_PEM", Key: "sdk.saml.sp_private_key_pem",
-		Help:  "PEM text of the SAML SP private key (instead of sp_private_key_file; never in a file).",
+	{Name: "SVC_SAML_SP_PRIVATE_KEY_PEM", Key: "sdk.saml.sp_private_key_pem", EnvOnly: true,
+		Help:  "PEM text of the SAML SP private key, instead of sdk.saml.sp_private_key_file; environment only, no file key.",
 		apply: func(c *Config, v string) string { samlOf(c).SPPrivateKeyPEM = v; return "" }},
-	{Name: "SVC_SAML_SP_CERTIFICATE_PEM", Key: "sdk.saml.sp_certificate_pem",
-		Help:  "PEM text of the SAML SP certificate (instead of sp_certificate_file).",
+	{Name: "SVC_SAML_SP_CERTIFICATE_PEM", Key: "sdk.saml.sp_certificate_pem", EnvOnly: true,
+		Help:  "PEM text of the SAML SP certificate, instead of sdk.saml.sp_certificate_file; environment only, no file key.",
 		apply: func(c *Config, v string) string { samlOf(c).SPCertificatePEM = v; return "" }},
 	{Name: "SVC_SAML_ALLOW_IDP_INITIATED", Key: "sdk.saml.allow_idp_initiated",
 		Help: "true accepts unsolicited (IdP-initiated) SAML responses. Default false.",

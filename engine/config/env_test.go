@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,8 +18,10 @@ func TestEnvVarsTable(t *testing.T) {
 			}
 			seen[ev.Name] = true
 			typ, ok := typeAt(configType, "toml", strings.Split(ev.Key, "."))
-			if envOnlyKeys[ev.Key] {
-				// Key material that is never read from a file.
+			if ev.EnvOnly {
+				if ok {
+					t.Errorf("key %q is environment only but is a config key too", ev.Key)
+				}
 			} else if !ok {
 				t.Errorf("key %q is not a config key", ev.Key)
 			} else if d := describe(typ); d == "a table" || d == "a list of tables" {
@@ -51,9 +54,48 @@ func TestEnvVarsTable(t *testing.T) {
 	}
 }
 
-// envOnlyKeys are set only from the environment: PEM text that must never
-// be inline in a file.
-var envOnlyKeys = map[string]bool{"sdk.saml.sp_private_key_pem": true, "sdk.saml.sp_certificate_pem": true}
+// TestEnvOnlyKeyInFile: a file that sets an environment-only key is
+// refused with a message that names the variable to use instead, and the
+// help of the variable says it has no file key.
+func TestEnvOnlyKeyInFile(t *testing.T) {
+	base := map[string]string{
+		"toml": "[sdk]\ntenant_id = \"acme\"\n[sdk.saml]\nentity_id = \"urn:sp\"\nacs_url = \"https://sp.example/acs\"\nidp_metadata_file = \"/x.xml\"\n",
+		"yaml": "sdk:\n  tenant_id: acme\n  saml:\n    entity_id: urn:sp\n    acs_url: https://sp.example/acs\n    idp_metadata_file: /x.xml\n",
+	}
+	n := 0
+	for _, ev := range EnvVars() {
+		if !ev.EnvOnly {
+			continue
+		}
+		n++
+		if !strings.Contains(ev.Help, "environment only") {
+			t.Errorf("%s: help %q does not say it is environment only", ev.Name, ev.Help)
+		}
+		name := ev.Key[strings.LastIndex(ev.Key, ".")+1:]
+		for format, doc := range base {
+			line := name + " = \"-----BEGIN X-----\"\n"
+			if format == "yaml" {
+				line = "    " + name + ": \"-----BEGIN X-----\"\n"
+			}
+			path := filepath.Join(t.TempDir(), "svc."+format)
+			if err := os.WriteFile(path, []byte(doc+line), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(path, envOf(nil))
+			if err == nil {
+				t.Fatalf("%s: a file that sets %s loaded", format, ev.Key)
+			}
+			for _, want := range []string{ev.Key, ev.Name, "never inline in a file"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%s: error %q does not mention %q", format, err, want)
+				}
+			}
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d environment-only variables, want 2 (the SP key pair's PEM text)", n)
+	}
+}
 
 func TestFromEnv(t *testing.T) {
 	tests := []struct {

@@ -31,6 +31,10 @@ func ExampleInspect() {
 // ExampleEnvVars prints the environment variable reference.
 func ExampleEnvVars() {
 	for _, v := range config.EnvVars() {
+		if v.EnvOnly {
+			fmt.Printf("%s sets %s (environment only, no file key)\n", v.Name, v.Key)
+			continue
+		}
 		fmt.Printf("%s overrides %s\n", v.Name, v.Key)
 	}
 	// Output:
@@ -85,8 +89,8 @@ func ExampleEnvVars() {
 	// SVC_SAML_ATTRIBUTE_TENANT overrides sdk.saml.attribute_mapping.tenant
 	// SVC_SAML_SP_PRIVATE_KEY_FILE overrides sdk.saml.sp_private_key_file
 	// SVC_SAML_SP_CERTIFICATE_FILE overrides sdk.saml.sp_certificate_file
-	// SVC_SAML_SP_PRIVATE_KEY_PEM overrides sdk.saml.sp_private_key_pem
-	// SVC_SAML_SP_CERTIFICATE_PEM overrides sdk.saml.sp_certificate_pem
+	// SVC_SAML_SP_PRIVATE_KEY_PEM sets sdk.saml.sp_private_key_pem (environment only, no file key)
+	// SVC_SAML_SP_CERTIFICATE_PEM sets sdk.saml.sp_certificate_pem (environment only, no file key)
 	// SVC_SAML_ALLOW_IDP_INITIATED overrides sdk.saml.allow_idp_initiated
 	// SVC_SAML_TOKEN_TTL overrides sdk.saml.token_ttl
 	// SVC_SAML_ACS_MAX_CONCURRENT overrides sdk.saml.acs_max_concurrent

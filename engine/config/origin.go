@@ -98,6 +98,12 @@ func tomlKey(p *unstable.Parser, it unstable.Iterator) ([]string, int) {
 // with the nearest known key when one is close enough to be a likely
 // misspelling or a key put in the wrong table.
 func unknownKey(format string, path []string) string {
+	for _, ev := range envTable {
+		if ev.EnvOnly && ev.Key == keyPath(path...) {
+			return "not a file key: key material is never inline in a file; set the environment variable " +
+				ev.Name + ", or " + strings.TrimSuffix(ev.Key, "_pem") + "_file to a PEM file"
+		}
+	}
 	if s := suggestKey(format, path); s != "" {
 		return "unknown key (did you mean " + s + "?)"
 	}

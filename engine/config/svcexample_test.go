@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"reflect"
 	"regexp"
 	"strings"
@@ -83,5 +84,69 @@ func TestExampleYAMLTwin(t *testing.T) {
 	toml, yaml := parseFile(t, "../../svc.example.toml"), parseFile(t, "../../svc.example.yaml")
 	if d := Diff(toml, yaml); len(d) != 0 {
 		t.Errorf("svc.example.toml and svc.example.yaml differ after defaults; bring the YAML file along: %+v", d)
+	}
+}
+
+// TestExampleYAMLTwinKeys: the two example files set the same keys. Equal
+// values after defaults (TestExampleYAMLTwin) miss a key that one file
+// sets to its default and the other leaves out.
+func TestExampleYAMLTwinKeys(t *testing.T) {
+	keys := func(path, format string) map[string]bool {
+		tree, err := genericTree(readFile(t, path), format)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out := map[string]bool{}
+		leafKeys(tree, "", out)
+		return out
+	}
+	toml, yaml := keys("../../svc.example.toml", FormatTOML), keys("../../svc.example.yaml", FormatYAML)
+	if len(toml) < 10 {
+		t.Fatalf("svc.example.toml sets only %d keys: %v", len(toml), toml)
+	}
+	for k := range toml {
+		if !yaml[k] {
+			t.Errorf("svc.example.toml sets %s, svc.example.yaml does not", k)
+		}
+	}
+	for k := range yaml {
+		if !toml[k] {
+			t.Errorf("svc.example.yaml sets %s, svc.example.toml does not", k)
+		}
+	}
+}
+
+// leafKeys adds the dotted path of every key of v that holds a value to
+// out; a list of tables counts as one key per item index.
+func leafKeys(v any, prefix string, out map[string]bool) {
+	join := func(k string) string {
+		if prefix == "" {
+			return k
+		}
+		return prefix + "." + k
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		for k, c := range v {
+			leafKeys(c, join(k), out)
+		}
+	case map[any]any:
+		for k, c := range v {
+			leafKeys(c, join(fmt.Sprint(k)), out)
+		}
+	case []any:
+		tables := false
+		for i, c := range v {
+			switch c.(type) {
+			case map[string]any, map[any]any:
+				tables = true
+				leafKeys(c, join(fmt.Sprintf("[%d]", i)), out)
+			}
+		}
+		if !tables {
+			out[prefix] = true
+		}
+	default:
+		out[prefix] = true
 	}
 }

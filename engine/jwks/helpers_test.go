@@ -65,8 +65,12 @@ func rsaJWK(kid string, pub *rsa.PublicKey, extra ...string) map[string]any {
 
 func ecJWK(kid string, pub *ecdsa.PublicKey, extra ...string) map[string]any {
 	size := (pub.Curve.Params().BitSize + 7) / 8
+	point, err := pub.Bytes() // 0x04 || X || Y
+	if err != nil {
+		panic(err)
+	}
 	m := map[string]any{"kty": "EC", "kid": kid, "crv": pub.Curve.Params().Name,
-		"x": b64(pub.X.FillBytes(make([]byte, size))), "y": b64(pub.Y.FillBytes(make([]byte, size)))}
+		"x": b64(point[1 : 1+size]), "y": b64(point[1+size:])}
 	return withExtra(m, extra)
 }
 

@@ -166,7 +166,7 @@ func checkReasons(rules []ruleAt, env *ast.TypeEnv) []Finding {
 	if flagged || env == nil || len(rules) == 0 {
 		return out
 	}
-	t := env.Get(authzRef.Append(ast.StringTerm("deny_reasons")))
+	t := env.GetByRef(authzRef.Append(ast.StringTerm("deny_reasons")))
 	if ok, known := isStringSet(t); known && !ok {
 		r := rules[0]
 		out = append(out, at(r.file, r.rule.Location, Error, RuleDenyReasons,

@@ -64,8 +64,12 @@ func rsaJWK(kid string, pub *rsa.PublicKey, alg string) map[string]any {
 }
 
 func ecJWK(kid string, pub *ecdsa.PublicKey) map[string]any {
+	point, err := pub.Bytes() // 0x04 || X || Y
+	if err != nil {
+		panic(err)
+	}
 	return map[string]any{"kty": "EC", "kid": kid, "crv": "P-256",
-		"x": b64(pub.X.FillBytes(make([]byte, 32))), "y": b64(pub.Y.FillBytes(make([]byte, 32)))}
+		"x": b64(point[1:33]), "y": b64(point[33:])}
 }
 
 func jwksJSON(keys ...map[string]any) []byte {

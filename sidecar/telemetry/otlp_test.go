@@ -118,7 +118,7 @@ func (c *collector) counterTotal(name string, attr attribute.KeyValue) (value in
 						continue
 					}
 					for _, dp := range m.GetSum().GetDataPoints() {
-						if attrMap(dp.GetAttributes())[string(attr.Key)] == attr.Value.Emit() {
+						if attrMap(dp.GetAttributes())[string(attr.Key)] == attr.Value.String() {
 							value, resource, found = dp.GetAsInt(), attrMap(rm.GetResource().GetAttributes()), true
 						}
 					}

@@ -122,7 +122,7 @@ func spanRecord(s sdktrace.ReadOnlySpan) SpanRecord {
 	if attrs := s.Attributes(); len(attrs) > 0 {
 		r.Attributes = make(map[string]string, len(attrs))
 		for _, kv := range attrs {
-			r.Attributes[string(kv.Key)] = kv.Value.Emit()
+			r.Attributes[string(kv.Key)] = kv.Value.String()
 		}
 	}
 	return r
@@ -131,7 +131,7 @@ func spanRecord(s sdktrace.ReadOnlySpan) SpanRecord {
 func serviceName(s sdktrace.ReadOnlySpan) string {
 	if res := s.Resource(); res != nil {
 		if v, ok := res.Set().Value(semconv.ServiceNameKey); ok {
-			return v.Emit()
+			return v.String()
 		}
 	}
 	return ""
