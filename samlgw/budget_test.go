@@ -24,11 +24,15 @@ func TestWorkBudget(t *testing.T) {
 	for b.available() {
 		b.spend(100 * time.Millisecond)
 	}
-	// The credit grows back at 2 x 0.25 per second: 100 ms of debt at
-	// most is repaid within 200 ms.
-	now = now.Add(250 * time.Millisecond)
+	// The credit grows back at 2 x paceShare per second: 100 ms of debt
+	// at most is repaid within 100 ms / (2 x paceShare).
+	if b.available() {
+		t.Fatal("a validation may start while the budget is spent")
+	}
+	repaid := time.Duration(float64(100*time.Millisecond) / (2 * paceShare))
+	now = now.Add(repaid + time.Millisecond)
 	if !b.available() {
-		t.Fatalf("still refused 250 ms after the debt, credit %v", b.credit)
+		t.Fatalf("still refused %v after the debt, credit %v", repaid, b.credit)
 	}
 	// Over a long flood the work admitted is the share, not more.
 	var work time.Duration
