@@ -10,7 +10,7 @@ FUZZTIME  ?= 20s
 # (scripts/test-packages.txt), which only /usr/bin/python3 sees.
 PYTHON    ?= /usr/bin/python3
 
-.PHONY: all build run demo test test-sdk test-deploy bench fuzz lint generate deps clean
+.PHONY: all build run demo test test-sdk test-deploy bench fuzz lint generate docs deps clean
 
 all: build
 
@@ -45,6 +45,14 @@ test: deps
 	$(GO) test -tags '$(TAGS)' -count=1 -run Codec ./sidecar/
 	$(MAKE) test-sdk
 	$(MAKE) test-deploy
+
+# Rewrites the generated parts of docs/: the configuration keys and the
+# reason codes (internal/docgen), the core and svc-sidecar references
+# (cmd/core, cmd/svc-sidecar). The same tests without -update, part of
+# make test, fail when a page is not current.
+docs:
+	$(GO) test -count=1 -run TestGeneratedPagesCurrent ./internal/docgen/ -update
+	$(GO) test -count=1 -run TestCLIReferenceCurrent ./cmd/core/ ./cmd/svc-sidecar/ -update
 
 # The Python and TypeScript SDKs' tests, against a svc-sidecar built from
 # this tree (npm ci ran in deps). The TypeScript build and type check must
