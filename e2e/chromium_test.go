@@ -103,7 +103,7 @@ func (d browserDemo) signedIn(t *testing.T, user string) {
 
 // refusalPage: bill (billing) may not read orders (role-forbidden).
 // Signing in on /orders/7 ends on the refusal page, HTML with the reason
-// code and the decision id, not the check's JSON.
+// code, the policy's deny reasons and the decision id, not the check's JSON.
 func refusalPage(t *testing.T, d browserDemo) {
 	t.Helper()
 	d.b.ClearCookies(t)
@@ -112,6 +112,9 @@ func refusalPage(t *testing.T, d browserDemo) {
 	p := d.b.WaitPage(t, 30*time.Second, d.at("/orders/7"))
 	if !strings.Contains(p.Text, "policy-deny") {
 		t.Fatalf("the refusal page does not name its reason code policy-deny: %s\n%s", p, d.b.HTML(t))
+	}
+	if !strings.Contains(p.Text, "role-forbidden") {
+		t.Errorf("the refusal page does not say why (role-forbidden): %s", p)
 	}
 	if doc := d.lastDocument(t, d.front+"/orders/7"); doc.Status != http.StatusForbidden || doc.MIMEType != "text/html" {
 		t.Errorf("answer %+v, want 403 text/html", doc)
@@ -232,16 +235,11 @@ func TestBrowserSAML(t *testing.T) {
 	t.Run("session survives a sidecar restart", func(t *testing.T) {
 		cmd := exec.Command(harness.Binary(t, "core"), "--sidecar", d.sidecar.URL(""), "sidecar", "restart", "--drain-timeout", "10")
 		cmd.Env = append(cmd.Environ(), "SVC_ADMIN_TOKEN_FILE="+filepath.Join(harness.ModuleRoot(t), "deploy", "demo", "admin-token"))
-		out, err := cmd.CombinedOutput()
-		// The new image reports ready before it has fetched the IdP's
-		// metadata again: core may see it degraded for that moment.
-		if err != nil && !strings.HasPrefix(string(out), "degraded ") {
+		// The new image is ready before it has fetched the IdP's metadata
+		// again; core waits for it to be healthy and says so.
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "healthy ") {
 			t.Fatalf("core sidecar restart: %v\n%s", err, out)
 		}
-		if err != nil {
-			t.Logf("core sidecar restart: %v: %s", err, out)
-		}
-		waitStatus(t, d.sidecar, "healthy after the restart", func(st sidecarStatus) bool { return st.Status == "healthy" })
 		before := len(d.b.Documents())
 		d.b.Navigate(t, d.front+"/home")
 		p := d.b.WaitPage(t, 20*time.Second, func(p harness.Page) bool { return p.URL == d.front+"/home" || d.onIdP(p) })

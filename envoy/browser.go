@@ -81,7 +81,7 @@ func (si signIn) loginURL(target string, repeatable bool) string {
 func (v *verdict) page() refusalpage.Page {
 	p := refusalpage.Page{
 		Status: v.status, Reason: string(v.reason), DecisionID: v.decisionID,
-		Message: denialMessage(v), SignInURL: v.login,
+		Message: denialMessage(v), SignInURL: v.login, Why: v.body.DenyReasons,
 	}
 	if v.reason == reason.TokenMissing {
 		p.SignInText = "Sign in"

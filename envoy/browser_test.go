@@ -277,6 +277,9 @@ func checkOutcome(t *testing.T, via string, want outcome, status int, h http.Hea
 	if !strings.HasPrefix(page, "<!doctype html>") || !strings.Contains(page, "<code>"+want.reason+"</code>") {
 		t.Errorf("page lacks the reason %s: %s", want.reason, page)
 	}
+	if want.reason == "policy-deny" && !strings.Contains(page, "<dt>Why</dt><dd><code>") {
+		t.Errorf("a policy denial's page does not say why: %s", page)
+	}
 	if strings.Contains(page, "http://") || strings.Contains(page, "https://") || strings.Contains(page, "<script") {
 		t.Errorf("page is not self-contained: %s", page)
 	}

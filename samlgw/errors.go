@@ -19,6 +19,10 @@ const (
 	Malformed Code = "saml-malformed"
 	// TooLarge: the request body is over MaxBodyBytes.
 	TooLarge Code = "saml-too-large"
+	// TooComplex: the document nests too deep or holds too many
+	// elements, attributes, namespace declarations or tokens (the ACS
+	// bounds); refused from the first scan, before any tree is built.
+	TooComplex Code = "saml-too-complex"
 	// DTDForbidden: the document carries a DOCTYPE (DTDs and entities are
 	// never processed).
 	DTDForbidden Code = "saml-dtd-forbidden"
@@ -27,8 +31,15 @@ const (
 	// Reference that does not cover the element it is attached to.
 	SignatureInvalid Code = "saml-signature-invalid"
 	// AlgorithmNotAllowed: SHA-1 (or an unknown algorithm) in the signature
-	// or digest method.
+	// or digest method; an EncryptedAssertion whose key transport is not
+	// RSA-OAEP or whose data encryption is not AES-GCM (checked before the
+	// SP key is used).
 	AlgorithmNotAllowed Code = "saml-algorithm-not-allowed"
+	// DecryptionFailed: the EncryptedAssertion could not be opened with
+	// the SP key. Every failure after the algorithm check (the key
+	// transport, the data, the decrypted content) gives this one answer,
+	// so that it tells an attacker nothing about where it failed.
+	DecryptionFailed Code = "saml-decryption-failed"
 	// UntrustedIssuer: the Issuer is not the IdP's entity id.
 	UntrustedIssuer Code = "saml-untrusted-issuer"
 	// AudienceMismatch: no AudienceRestriction names entity_id.
@@ -72,6 +83,9 @@ const (
 	// StoreUnavailable: the replay store or the shared request key
 	// (Redis) could not be reached (503).
 	StoreUnavailable Code = "saml-store-unavailable"
+	// Busy: the ACS already validates acs_max_concurrent responses, or
+	// the validation did not end within acs_timeout (503, Retry-After).
+	Busy Code = "saml-busy"
 	// Internal: the gateway failed on its own side (500); never caused by
 	// what the client sent.
 	Internal Code = "saml-internal"
@@ -80,7 +94,7 @@ const (
 // status is the HTTP status of a refusal with code c.
 func (c Code) status() int {
 	switch c {
-	case Malformed, DTDForbidden, MultipleAssertions, BadReturnTo:
+	case Malformed, TooComplex, DTDForbidden, MultipleAssertions, BadReturnTo, DecryptionFailed:
 		return http.StatusBadRequest
 	case TooLarge:
 		return http.StatusRequestEntityTooLarge
@@ -90,7 +104,7 @@ func (c Code) status() int {
 		return http.StatusNotFound
 	case MethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case IDPUnavailable, StoreUnavailable:
+	case IDPUnavailable, StoreUnavailable, Busy:
 		return http.StatusServiceUnavailable
 	case Internal:
 		return http.StatusInternalServerError

@@ -183,6 +183,9 @@ func (g *Gateway) serveACS(w http.ResponseWriter, r *http.Request) {
 	id, token, exp, err := g.consume(w, r)
 	g.record(r.Context(), start, id, err)
 	if err != nil {
+		if CodeOf(err) == Busy {
+			w.Header().Set("Retry-After", retryAfterHeader)
+		}
 		writeRefusal(w, err)
 		return
 	}
@@ -210,6 +213,11 @@ func (g *Gateway) consume(w http.ResponseWriter, r *http.Request) (*Identity, st
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/x-www-form-urlencoded" {
 		return nil, "", time.Time{}, refuse(Malformed, "the ACS takes a form post (application/x-www-form-urlencoded) with a SAMLResponse field")
 	}
+	// Refused before its body is read when no slot is free: a flood's
+	// excess costs no reading, decoding or parsing.
+	if err := g.acs.vacancy(); err != nil {
+		return nil, "", time.Time{}, err
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 	if err := r.ParseForm(); err != nil {
 		var mbe *http.MaxBytesError
@@ -230,7 +238,14 @@ func (g *Gateway) consume(w http.ResponseWriter, r *http.Request) (*Identity, st
 	if idp == nil {
 		return nil, "", time.Time{}, refuse(IDPUnavailable, "the identity provider's metadata is not loaded yet")
 	}
-	id, err := g.v.validate(r.Context(), data, idp)
+	// The work a response costs is bounded in its shape (scanTokens),
+	// in time and in how many run at once: the checks share the CPU.
+	ctx, done, err := g.acs.enter(r.Context())
+	if err != nil {
+		return nil, "", time.Time{}, err
+	}
+	defer done()
+	id, err := g.v.validate(ctx, data, idp)
 	if err != nil {
 		return nil, "", time.Time{}, err
 	}
@@ -300,7 +315,13 @@ func (g *Gateway) record(ctx context.Context, start time.Time, id *Identity, err
 		if e := errors.Unwrap(err); e != nil {
 			args = append(args, "err", e.Error())
 		}
-		lvl("SAML response refused", args...)
+		// A flood's saml-busy answers would be a line each: one a while,
+		// with how many were not logged.
+		if code != Busy {
+			lvl("SAML response refused", args...)
+		} else if n, ok := g.acs.logTurn(start); ok {
+			lvl("SAML response refused", append(args, "busy_not_logged", n)...)
+		}
 	} else {
 		if g.v.skipSignature {
 			g.log.Warn("SVC_ENV=development: SAML assertion accepted WITHOUT signature verification", "decision_id", decisionID, "tenant", id.Tenant)

@@ -86,6 +86,10 @@ func FuzzACS(f *testing.F) {
 	}
 	f.Add(doc)
 	f.Add(idp.XML(benchResponse(), false))
+	// Shapes near the scan's bounds, small enough to mutate.
+	f.Add(fill(1000, "<a>", "</a>"))
+	f.Add(fill(1000, `<p:a xmlns:p="urn:x">`, "</p:a>"))
+	f.Add(fill(1000, "<a/>", ""))
 	seeds, _ := filepath.Glob(filepath.Join("testdata", "*.xml"))
 	for _, p := range seeds {
 		b, err := os.ReadFile(p)
@@ -114,7 +118,7 @@ func TestParseResponseSeeds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := ParseResponse(b); CodeOf(err) != want {
+			if _, err := ParseResponse(context.Background(), b); CodeOf(err) != want {
 				t.Fatalf("ParseResponse = %v, want code %s", err, want)
 			}
 		})

@@ -2,12 +2,9 @@ package samlgw
 
 import (
 	"bytes"
-	"encoding/xml"
-	"errors"
-	"io"
+	"context"
 
 	"github.com/beevik/etree"
-	xrv "github.com/mattermost/xml-roundtrip-validator"
 )
 
 // XML namespaces of the elements the gateway reads.
@@ -29,21 +26,26 @@ type document struct {
 }
 
 // ParseResponse applies the structural rules to a decoded SAMLResponse:
-// well-formed XML without DTD, that round-trips through encoding/xml, a
+// well-formed XML without DTD, within the ACS bounds of depth, size and
+// namespace declarations, that round-trips through encoding/xml, a
 // samlp:Response root holding exactly one assertion, no duplicate ID and
 // no XML signature anywhere but directly under the Response or the
-// Assertion. It checks no signature; every failure is an *Error.
-func ParseResponse(data []byte) (*document, error) {
-	if err := scanTokens(data); err != nil {
+// Assertion. It checks no signature; every failure is an *Error. It stops
+// when ctx ends.
+func ParseResponse(ctx context.Context, data []byte) (*document, error) {
+	// The bounds come first, in the one pass that also checks the round
+	// trip: everything after it (the tree, the namespace walk, the
+	// signature's canonicalization) costs more per token than the scan.
+	if err := scanTokens(ctx, data, acsLimits); err != nil {
 		return nil, err
-	}
-	if err := xrv.Validate(bytes.NewReader(data)); err != nil {
-		return nil, refuse(Malformed, "XML does not round-trip: %s", firstLine(err.Error()))
 	}
 	doc := etree.NewDocument()
 	doc.ReadSettings.Permissive = false
 	if err := doc.ReadFromBytes(data); err != nil {
 		return nil, refuse(Malformed, "not well-formed XML")
+	}
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
 	}
 	root := doc.Root()
 	if root == nil || root.Tag != "Response" || root.NamespaceURI() != nsProtocol {
@@ -54,12 +56,7 @@ func ParseResponse(data []byte) (*document, error) {
 	var assertions, responses, signatures int
 	ids := map[string]bool{}
 	var walkErr error
-	var walk func(el *etree.Element)
-	walk = func(el *etree.Element) {
-		if walkErr != nil {
-			return
-		}
-		ns := el.NamespaceURI()
+	walkNS(root, nil, func(el *etree.Element, ns string) bool {
 		switch {
 		case ns == nsAssertion && (el.Tag == "Assertion" || el.Tag == "EncryptedAssertion"):
 			assertions++
@@ -71,15 +68,12 @@ func ParseResponse(data []byte) (*document, error) {
 		if a := el.SelectAttr("ID"); a != nil && a.Space == "" {
 			if ids[a.Value] {
 				walkErr = refuse(Malformed, "duplicate ID attribute")
-				return
+				return false
 			}
 			ids[a.Value] = true
 		}
-		for _, c := range el.ChildElements() {
-			walk(c)
-		}
-	}
-	walk(root)
+		return true
+	})
 	if walkErr != nil {
 		return nil, walkErr
 	}
@@ -127,36 +121,10 @@ func ParseResponse(data []byte) (*document, error) {
 	return d, nil
 }
 
-// scanTokens reads every token once: the document must be well-formed and
-// carry no DOCTYPE (so no DTD and no entity can ever be processed).
-func scanTokens(data []byte) error {
-	dec := xml.NewDecoder(bytes.NewReader(data))
-	dec.Strict = true
-	seenRoot := false
-	for {
-		tok, err := dec.RawToken()
-		if errors.Is(err, io.EOF) {
-			if !seenRoot {
-				return refuse(Malformed, "empty document")
-			}
-			return nil
-		}
-		if err != nil {
-			return refuse(Malformed, "not well-formed XML: %s", firstLine(err.Error()))
-		}
-		switch t := tok.(type) {
-		case xml.Directive:
-			return refuse(DTDForbidden, "a DOCTYPE or other directive is not accepted")
-		case xml.StartElement:
-			seenRoot = true
-		case xml.ProcInst:
-			if t.Target != "xml" {
-				return refuse(Malformed, "processing instructions are not accepted")
-			}
-		}
-	}
-}
-
+// childrenNS returns the child elements of el named tag in namespace ns.
+// It resolves each child's namespace up the parent chain, a cost of el's
+// depth: callers use it on elements near the root (Response, Assertion,
+// Signature), never to walk a whole tree (walkNS does).
 func childrenNS(el *etree.Element, ns, tag string) []*etree.Element {
 	var out []*etree.Element
 	for _, c := range el.ChildElements() {

@@ -101,6 +101,7 @@ type Gateway struct {
 	redis    *redis.Client
 	now      func() time.Time
 	outcomes metric.Int64Counter
+	acs      *acsGate
 }
 
 // New builds a Gateway from cfg.SDK.SAML (which must be set). With an
@@ -140,6 +141,7 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 	g := &Gateway{
 		cfg: *s, acsURL: acs, issuer: deps.Issuer, log: deps.Logger, audit: deps.Audit, now: deps.Now,
 		secure: !(acs.Scheme == "http" && loopback.Host(acs.Hostname())),
+		acs:    newACSGate(*s),
 	}
 	if g.spKey, g.spCert, err = loadSPKeyPair(*s); err != nil {
 		return nil, err

@@ -6,14 +6,12 @@ import (
 	"crypto"
 	"crypto/x509"
 	"encoding/xml"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/beevik/etree"
 	"github.com/crewjam/saml"
-	"github.com/crewjam/saml/xmlenc"
 	"github.com/russellhaering/goxmldsig/etreeutils"
 
 	"github.com/svc-dev/svc/engine/config"
@@ -73,12 +71,17 @@ const (
 // assertion id is remembered and the answered request consumed.
 func (v *validator) validate(ctx context.Context, data []byte, idp *IDP) (*Identity, error) {
 	now := v.now()
-	d, err := ParseResponse(data)
+	// ctx ends when the client leaves or the ACS deadline passes: the
+	// stages below look at it between them (the scan also within).
+	d, err := ParseResponse(ctx, data)
 	if err != nil {
 		return nil, err
 	}
 	respEl, assertionEl := d.response, d.assertion
 	if !v.skipSignature && d.respSig != nil {
+		if err := ctxErr(ctx); err != nil {
+			return nil, err
+		}
 		if respEl, err = verifySigned(d.response, idp.Certs, now); err != nil {
 			return nil, err
 		}
@@ -89,7 +92,7 @@ func (v *validator) validate(ctx context.Context, data []byte, idp *IDP) (*Ident
 		if respEl != d.response {
 			enc = childNS(respEl, nsAssertion, "EncryptedAssertion")
 		}
-		if assertionEl, err = v.decrypt(enc); err != nil {
+		if assertionEl, err = v.decrypt(ctx, enc); err != nil {
 			return nil, err
 		}
 	}
@@ -98,6 +101,9 @@ func (v *validator) validate(ctx context.Context, data []byte, idp *IDP) (*Ident
 	}
 	if !v.skipSignature {
 		if childNS(assertionEl, nsDSig, "Signature") != nil {
+			if err := ctxErr(ctx); err != nil {
+				return nil, err
+			}
 			if assertionEl, err = verifySigned(assertionEl, idp.Certs, now); err != nil {
 				return nil, err
 			}
@@ -117,11 +123,17 @@ func (v *validator) validate(ctx context.Context, data []byte, idp *IDP) (*Ident
 	if err := v.mapAttributes(&a, id); err != nil {
 		return nil, err
 	}
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	// The answered request: one this gateway minted, not expired.
 	var reqExp time.Time
 	if id.InResponseTo != "" {
 		exp, ok, err := v.requests.verify(ctx, id.InResponseTo, v.skew)
 		if err != nil {
+			if e := ctxErr(ctx); e != nil {
+				return nil, e
+			}
 			return nil, &Error{Code: StoreUnavailable, Msg: "request key unavailable", Err: err}
 		}
 		if !ok {
@@ -130,11 +142,14 @@ func (v *validator) validate(ctx context.Context, data []byte, idp *IDP) (*Ident
 		reqExp = exp
 	}
 	// Last, so that a refused assertion burns neither its id nor the
-	// request it answers.
+	// request it answers; nor does one whose client has left.
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	ttl := id.NotOnOrAfter.Add(v.skew).Sub(now)
 	fresh, err := v.store.Add(ctx, keyReplay+id.AssertionID, max(ttl, time.Second))
 	if err != nil {
-		return nil, &Error{Code: StoreUnavailable, Msg: "replay cache unavailable", Err: err}
+		return nil, storeErr(ctx, err)
 	}
 	if !fresh {
 		return nil, refuse(Replayed, "assertion already used")
@@ -142,13 +157,22 @@ func (v *validator) validate(ctx context.Context, data []byte, idp *IDP) (*Ident
 	if id.InResponseTo != "" {
 		fresh, err := v.store.Add(ctx, keyRequest+id.InResponseTo, max(reqExp.Add(v.skew).Sub(now), time.Second))
 		if err != nil {
-			return nil, &Error{Code: StoreUnavailable, Msg: "replay cache unavailable", Err: err}
+			return nil, storeErr(ctx, err)
 		}
 		if !fresh {
 			return nil, refuse(RequestUnknown, "the request InResponseTo names was already answered")
 		}
 	}
 	return id, nil
+}
+
+// storeErr is the refusal for a replay store failure: saml-busy when the
+// request ended while the store answered, else the store is unavailable.
+func storeErr(ctx context.Context, err error) error {
+	if e := ctxErr(ctx); e != nil {
+		return e
+	}
+	return &Error{Code: StoreUnavailable, Msg: "replay cache unavailable", Err: err}
 }
 
 // check applies issuer, status, destination, audience, recipient, time
@@ -310,56 +334,6 @@ func (v *validator) mapAttributes(a *saml.Assertion, id *Identity) error {
 	return nil
 }
 
-// decrypt opens an EncryptedAssertion with the SP key.
-func (v *validator) decrypt(enc *etree.Element) (*etree.Element, error) {
-	if v.spKey == nil {
-		return nil, refuse(Malformed, "encrypted assertion, but no SP private key is configured")
-	}
-	data := childNS(enc, "http://www.w3.org/2001/04/xmlenc#", "EncryptedData")
-	if data == nil {
-		return nil, refuse(Malformed, "EncryptedAssertion without EncryptedData")
-	}
-	var key any = v.spKey
-	if ek := enc.FindElement("./EncryptedKey"); ek != nil {
-		k, err := safeDecrypt(v.spKey, ek)
-		if err != nil {
-			return nil, refuse(Malformed, "the assertion key cannot be decrypted with the SP key")
-		}
-		key = k
-	}
-	plain, err := safeDecrypt(key, data)
-	if err != nil {
-		return nil, refuse(Malformed, "the assertion cannot be decrypted with the SP key")
-	}
-	if err := scanTokens(plain); err != nil {
-		return nil, err
-	}
-	doc := etree.NewDocument()
-	if err := doc.ReadFromBytes(plain); err != nil || doc.Root() == nil {
-		return nil, refuse(Malformed, "decrypted assertion is not well-formed XML")
-	}
-	root := doc.Root()
-	if root.Tag != "Assertion" || root.NamespaceURI() != nsAssertion {
-		return nil, refuse(Malformed, "decrypted content is not an Assertion")
-	}
-	if n := countDescendants(root, nsAssertion, "Assertion"); n > 0 {
-		return nil, refuse(MultipleAssertions, "the decrypted assertion nests another assertion")
-	}
-	return root, nil
-}
-
-// safeDecrypt turns a panic of the encryption library on hostile input
-// (a block cipher over a ciphertext that is not whole blocks) into an
-// error.
-func safeDecrypt(key any, el *etree.Element) (out []byte, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			out, err = nil, fmt.Errorf("decrypt failed")
-		}
-	}()
-	return xmlenc.Decrypt(key, el)
-}
-
 // unmarshalElement decodes el, with the namespace declarations in scope,
 // into v. encoding/xml joins all character data of an element, so a
 // comment inside NameID does not cut its text short.
@@ -382,17 +356,4 @@ func unmarshalElement(el *etree.Element, v any) error {
 		return err
 	}
 	return xml.NewDecoder(bytes.NewReader(buf)).Decode(v)
-}
-
-// countDescendants counts the elements below el (el excluded) named tag in
-// namespace ns.
-func countDescendants(el *etree.Element, ns, tag string) int {
-	n := 0
-	for _, c := range el.ChildElements() {
-		if c.Tag == tag && c.NamespaceURI() == ns {
-			n++
-		}
-		n += countDescendants(c, ns, tag)
-	}
-	return n
 }

@@ -292,6 +292,14 @@ const pathRestart = "/v1/restart"
 // drain timeout.
 const restartGrace = time.Minute
 
+// restartSettle is how long restart waits, once the new image is ready,
+// for it to report healthy. A new image is ready before its background
+// fetches (IdP metadata, the bundle server) have answered once, and is
+// degraded until they do; a restart that reported that moment as a
+// failure would fail every SAML deployment whose metadata comes from a
+// URL. A sidecar that stays degraded is reported as such after it.
+const restartSettle = 10 * time.Second
+
 func (a *app) restartCommand() *cobra.Command {
 	var drain string
 	var force bool
@@ -306,9 +314,11 @@ one of the same executable (same PID, so it works as PID 1 in a container)
 that inherits the listening sockets: connections that arrive meanwhile wait
 in the kernel's queue instead of being refused. --force skips draining.
 
-The command waits until the new image reports ready and prints its status
-and dotted version, such as "healthy 0.1.0". Exit 1 when the sidecar refuses
-or does not come back healthy, 3 when it cannot be reached.`,
+The command waits until the new image reports ready (and, for up to 10
+seconds more, healthy: a new image is degraded until its first fetch of the
+IdP metadata or the bundle server has answered) and prints its status and
+dotted version, such as "healthy 0.1.0". Exit 1 when the sidecar refuses or
+does not come back healthy, 3 when it cannot be reached.`,
 		Args: args(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d, err := parseDrain(drain)
@@ -375,12 +385,20 @@ func (a *app) runRestart(ctx context.Context, drain time.Duration, force bool) e
 		StartedAt time.Time `json:"started_at"`
 		PID       int       `json:"pid"`
 	}
-	var last error
+	var (
+		last    error
+		readyAt time.Time
+	)
 	for {
 		st.StartedAt = time.Time{}
 		err := c.GetJSON(ctx, pathStatus, statusTimeout, &st)
 		if err == nil && st.StartedAt.After(before.StartedAt) && st.Ready {
-			break
+			if readyAt.IsZero() {
+				readyAt = time.Now()
+			}
+			if st.Status == statusHealthy || time.Since(readyAt) >= restartSettle || time.Now().After(deadline) {
+				break
+			}
 		}
 		if err != nil {
 			last = err

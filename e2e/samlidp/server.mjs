@@ -16,6 +16,10 @@
 //   --user / SAMLIDP_DEFAULT_USER    demo user signed in when none is named (default alice)
 //   --users / SAMLIDP_USERS_FILE     JSON file of users replacing the built-in ones, each
 //                                    {"email", "roles": [...], "tenant", "department"}
+//   --encrypt / SAMLIDP_ENCRYPT      encrypt the assertion for the SP's certificate: "gcm"
+//                                    (RSA-OAEP and AES-256-GCM, what svc accepts) or "cbc"
+//                                    (RSA-OAEP and AES-256-CBC, samlify's default, which svc
+//                                    refuses); default none
 //
 // A key pair: `core saml test-assertion --metadata` creates one in its
 // --idp-dir (idp-key.pem, idp-cert.pem), or
@@ -61,8 +65,17 @@ const { values: opt } = parseArgs({
     'base-url': { type: 'string', default: process.env.SAMLIDP_BASE_URL },
     user: { type: 'string', default: process.env.SAMLIDP_DEFAULT_USER ?? 'alice' },
     users: { type: 'string', default: process.env.SAMLIDP_USERS_FILE },
+    encrypt: { type: 'string', default: process.env.SAMLIDP_ENCRYPT ?? '' },
   },
 });
+const dataEncryption = {
+  gcm: 'http://www.w3.org/2009/xmlenc11#aes256-gcm',
+  cbc: 'http://www.w3.org/2001/04/xmlenc#aes256-cbc',
+}[opt.encrypt];
+if (opt.encrypt && !dataEncryption) {
+  console.error(`samlidp: --encrypt must be gcm or cbc, got ${opt.encrypt}`);
+  process.exit(2);
+}
 const people = opt.users ? JSON.parse(readFileSync(opt.users, 'utf8')) : users;
 for (const need of ['key', 'cert', 'sp-metadata']) {
   if (!opt[need]) {
@@ -251,6 +264,11 @@ server.listen(Number(opt.port), opt.host, () => {
     wantAuthnRequestsSigned: false,
     requestSignatureAlgorithm: 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256',
     nameIDFormat: ['urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress'],
+    ...(dataEncryption && {
+      isAssertionEncrypted: true,
+      dataEncryptionAlgorithm: dataEncryption,
+      keyEncryptionAlgorithm: 'http://www.w3.org/2001/04/xmlenc#rsa-oaep-mgf1p',
+    }),
     singleSignOnService: [
       { Binding: 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect', Location: `${base}/sso` },
     ],

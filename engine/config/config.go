@@ -188,6 +188,19 @@ type SAML struct {
 	// site, under the same rule as return_to. Default "/".
 	// Env SVC_SAML_DEFAULT_RETURN_TO.
 	DefaultReturnTo string `toml:"default_return_to" yaml:"default_return_to"`
+	// ACSMaxConcurrent caps the responses the ACS validates at once; one
+	// more is answered 503 saml-busy with Retry-After at once, never
+	// queued, so that hostile posts cannot take the CPU from the checks
+	// the process also serves. Default half of GOMAXPROCS, at least 1, so
+	// that a flood of the costliest documents leaves the checks half the
+	// CPU (zero means the default). At most 4096.
+	// Env SVC_SAML_ACS_MAX_CONCURRENT.
+	ACSMaxConcurrent int `toml:"acs_max_concurrent" yaml:"acs_max_concurrent"`
+	// ACSTimeout bounds the validation of one response (parsing,
+	// signature, decryption, replay store); past it the work stops and
+	// the answer is 503 saml-busy. Default 5s, at most 5m.
+	// Env SVC_SAML_ACS_TIMEOUT.
+	ACSTimeout Duration `toml:"acs_timeout" yaml:"acs_timeout"`
 }
 
 // RedirectsBrowsers reports whether browser_redirect is on (its default).

@@ -169,6 +169,8 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		{"SVC_SAML_IDP_METADATA_SIGNING_CERTIFICATE_FILE", "/run/md.pem", func(c Config) any { return c.SDK.SAML.IDPMetadataSigningCertificateFile }, "/run/md.pem"},
 		{"SVC_SAML_ALLOW_IDP_INITIATED", "false", func(c Config) any { return c.SDK.SAML.AllowIDPInitiated }, false},
 		{"SVC_SAML_TOKEN_TTL", "1h", func(c Config) any { return c.SDK.SAML.TokenTTL.Duration }, time.Hour},
+		{"SVC_SAML_ACS_MAX_CONCURRENT", "16", func(c Config) any { return c.SDK.SAML.ACSMaxConcurrent }, 16},
+		{"SVC_SAML_ACS_TIMEOUT", "2s", func(c Config) any { return c.SDK.SAML.ACSTimeout.Duration }, 2 * time.Second},
 		{"SVC_SAML_TOKEN_SIGNING_KEY_FILE", "/run/t.pem", func(c Config) any { return c.SDK.SAML.TokenSigningKeyFile }, "/run/t.pem"},
 		{"SVC_SAML_COOKIE_NAME", "sess", func(c Config) any { return c.SDK.SAML.CookieName }, "sess"},
 		{"SVC_SAML_PATH_PREFIX", "/saml", func(c Config) any { return c.SDK.SAML.PathPrefix }, "/saml"},

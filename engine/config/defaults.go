@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"runtime"
+	"time"
+)
 
 // Defaults applied by SetDefaults.
 const (
@@ -42,8 +45,19 @@ const (
 	DefaultSAMLCookieName = "svc_session"
 	DefaultSAMLPathPrefix = "/auth/saml"
 	// DefaultSAMLReturnTo is sdk.saml.default_return_to's default.
-	DefaultSAMLReturnTo = "/"
+	DefaultSAMLReturnTo   = "/"
+	DefaultSAMLACSTimeout = 5 * time.Second
 )
+
+// DefaultSAMLACSMaxConcurrent is the default sdk.saml.acs_max_concurrent:
+// half the CPUs the process may use, at least one. A real response
+// validates in about 0.5 ms, so one slot serves hundreds of sign-ons a
+// second, and a flood can take no more than half the CPU from the
+// checks (BenchmarkCheckUnderACSFlood measured Check p99 twice as high
+// with a slot per CPU as with half as many).
+func DefaultSAMLACSMaxConcurrent() int {
+	return max(1, runtime.GOMAXPROCS(0)/2)
+}
 
 // SetDefaults fills every field left at its zero value with its default.
 // A zero value in the file therefore means "the default": a zero duration,
@@ -67,6 +81,10 @@ func (c *Config) SetDefaults() {
 			on := true
 			s.BrowserRedirect = &on
 		}
+		if s.ACSMaxConcurrent == 0 {
+			s.ACSMaxConcurrent = DefaultSAMLACSMaxConcurrent()
+		}
+		setDuration(&s.ACSTimeout, DefaultSAMLACSTimeout)
 	}
 
 	setDuration(&c.Policy.BundleMinPoll, DefaultBundleMinPoll)

@@ -278,6 +278,26 @@ var envTable = []EnvVar{
 			samlOf(c).TokenTTL = d
 			return ""
 		}},
+	{Name: "SVC_SAML_ACS_MAX_CONCURRENT", Key: "sdk.saml.acs_max_concurrent",
+		Help: "Responses the SAML ACS validates at once; more are answered 503 saml-busy. Default half of GOMAXPROCS, at least 1.",
+		apply: func(c *Config, v string) string {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return "must be a positive integer, got " + strconv.Quote(v)
+			}
+			samlOf(c).ACSMaxConcurrent = n
+			return ""
+		}},
+	{Name: "SVC_SAML_ACS_TIMEOUT", Key: "sdk.saml.acs_timeout",
+		Help: "Deadline of the validation of one SAML response (Go duration). Default 5s.",
+		apply: func(c *Config, v string) string {
+			var d Duration
+			if err := d.UnmarshalText([]byte(v)); err != nil {
+				return err.Error()
+			}
+			samlOf(c).ACSTimeout = d
+			return ""
+		}},
 	{Name: "SVC_SAML_TOKEN_SIGNING_KEY_FILE", Key: "sdk.saml.token_signing_key_file",
 		Help:  "EC P-256 private key (PEM) that signs the SAML gateway's tokens, shared by replicas.",
 		apply: func(c *Config, v string) string { samlOf(c).TokenSigningKeyFile = v; return "" }},

@@ -86,6 +86,8 @@ func ExampleEnvVars() {
 	// SVC_SAML_SP_CERTIFICATE_PEM overrides sdk.saml.sp_certificate_pem
 	// SVC_SAML_ALLOW_IDP_INITIATED overrides sdk.saml.allow_idp_initiated
 	// SVC_SAML_TOKEN_TTL overrides sdk.saml.token_ttl
+	// SVC_SAML_ACS_MAX_CONCURRENT overrides sdk.saml.acs_max_concurrent
+	// SVC_SAML_ACS_TIMEOUT overrides sdk.saml.acs_timeout
 	// SVC_SAML_TOKEN_SIGNING_KEY_FILE overrides sdk.saml.token_signing_key_file
 	// SVC_SAML_COOKIE_NAME overrides sdk.saml.cookie_name
 	// SVC_SAML_PATH_PREFIX overrides sdk.saml.path_prefix

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/svc-dev/svc/engine/loopback"
@@ -198,6 +199,12 @@ func (v *validator) saml(s SAML) {
 	}
 	if _, ok := ReturnToPath(s.DefaultReturnTo); !ok || s.DefaultReturnTo == "" {
 		v.fail("sdk.saml.default_return_to", "must be a relative path on this site, such as /home, got %q", s.DefaultReturnTo)
+	}
+	if n := s.ACSMaxConcurrent; n < 1 || n > 4096 {
+		v.fail("sdk.saml.acs_max_concurrent", "must be from 1 to 4096, got %d", n)
+	}
+	if d := s.ACSTimeout.Duration; d <= 0 || d > 5*time.Minute {
+		v.fail("sdk.saml.acs_timeout", "must be positive and at most 5m, got %q", s.ACSTimeout.String())
 	}
 }
 

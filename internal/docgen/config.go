@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 
 	"github.com/svc-dev/svc/engine/config"
@@ -33,9 +34,14 @@ func ConfigKeys(root string) ([]ConfigKey, error) {
 	for _, v := range config.EnvVars() {
 		env[v.Key], envHelp[v.Key] = v.Name, v.Help
 	}
-	defaults := config.Config{SDK: config.SDK{SAML: &config.SAML{}}}
-	defaults.SetDefaults()
-	flat := defaults.Flatten()
+	flat := defaultsWith(1)
+	// A default computed from the machine (half the CPUs, say) is not a
+	// fact of the page: its doc comment says how it is computed.
+	for k, v := range defaultsWith(64) {
+		if flat[k] != v {
+			flat[k] = "(from the machine)"
+		}
+	}
 
 	var keys []ConfigKey
 	seen := map[string]bool{}
@@ -87,6 +93,15 @@ func ConfigKeys(root string) ([]ConfigKey, error) {
 	return keys, nil
 }
 
+// defaultsWith returns the flattened defaults, every optional table
+// present, as SetDefaults computes them with GOMAXPROCS at procs.
+func defaultsWith(procs int) map[string]string {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+	c := config.Config{SDK: config.SDK{SAML: &config.SAML{}}}
+	c.SetDefaults()
+	return c.Flatten()
+}
+
 // fieldDocs maps "Type.Field" of the struct types in dir to the field's
 // doc comment; a field without one shares the comment of the field
 // declared before it (TLSCertFile and TLSKeyFile, say).
@@ -128,15 +143,18 @@ func ConfigTable(keys []ConfigKey) string {
 	var b strings.Builder
 	b.WriteString("| key | env | default | meaning |\n|---|---|---|---|\n")
 	for _, k := range keys {
-		def := k.Default
-		if def == `""` {
+		def := Code(k.Default)
+		switch k.Default {
+		case `""`:
 			def = ""
+		case "(from the machine)":
+			def = k.Default
 		}
 		key := Code(k.Key)
 		if k.Note != "" {
 			key += " " + k.Note
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", key, Code(k.Env), Cell(Code(def)), Cell(k.Meaning))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", key, Code(k.Env), Cell(def), Cell(k.Meaning))
 	}
 	return b.String()
 }

@@ -48,6 +48,7 @@ func TestConfigKeysKnown(t *testing.T) {
 		{Key: "jwt.cache_size", Default: "20000"},
 		{Key: "sdk.saml.token_ttl", Env: "SVC_SAML_TOKEN_TTL", Default: `"15m0s"`},
 		{Key: "tenants.<id>.plan"},
+		{Key: "sdk.saml.acs_max_concurrent", Env: "SVC_SAML_ACS_MAX_CONCURRENT", Default: "(from the machine)"},
 		{Key: "rate_limit.per_tenant.<id>"},
 		{Key: "sidecar.routes[].path"},
 		{Key: "sdk.saml.sp_private_key_pem", Env: "SVC_SAML_SP_PRIVATE_KEY_PEM"},

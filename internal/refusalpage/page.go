@@ -27,6 +27,9 @@ type Page struct {
 	Reason string
 	// DecisionID identifies the decision, when there was one.
 	DecisionID string
+	// Why lists the policy's deny reasons, the same the JSON body carries,
+	// so that a person sees why a page is refused.
+	Why []string
 	// SignInURL, when set, is the target of the page's sign-in link (the
 	// login URL with return_to): a same-origin path.
 	SignInURL string
@@ -53,6 +56,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>` +
 	`<h1>{{.Message}}</h1>` +
 	`{{if .SignInURL}}<p><a class="button" href="{{.SignInURL}}">{{.SignInText}}</a></p>{{end}}` +
 	`<dl><dt>Reason</dt><dd><code>{{.Reason}}</code></dd>` +
+	`{{if .Why}}<dt>Why</dt><dd>{{range $i, $w := .Why}}{{if $i}}<br>{{end}}<code>{{$w}}</code>{{end}}</dd>{{end}}` +
 	`{{if .DecisionID}}<dt>Decision id</dt><dd><code>{{.DecisionID}}</code></dd>{{end}}</dl>` +
 	`</main></body></html>`))
 

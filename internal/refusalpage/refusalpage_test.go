@@ -48,6 +48,7 @@ func TestRenderEscapesAndStaysOneASCIILine(t *testing.T) {
 	page := string(Render(Page{
 		Status: 401, Message: "Bonjour <b>été</b>\n\"x\"", Reason: "a<script>alert(1)</script>",
 		DecisionID: "d'1&2", SignInURL: "/auth/saml/login?return_to=%2Fa%3Fb%3D1", SignInText: "Sign <in>",
+		Why: []string{"role-forbidden: <viewer>", "plan-required"},
 	}))
 	for _, bad := range []string{"<script>", "<b>", "\n", "d'1&2", "Sign <in>"} {
 		if strings.Contains(page, bad) {
@@ -57,6 +58,7 @@ func TestRenderEscapesAndStaysOneASCIILine(t *testing.T) {
 	for _, want := range []string{
 		"<title>401 Unauthorized</title>", "&lt;script&gt;", "&lt;b&gt;&#233;t&#233;&lt;/b&gt;", "&#10;",
 		`href="/auth/saml/login?return_to=%2Fa%3Fb%3D1"`, "d&#39;1&amp;2", "Sign &lt;in&gt;",
+		"<dt>Why</dt><dd><code>role-forbidden: &lt;viewer&gt;</code><br><code>plan-required</code></dd>",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q: %s", want, page)

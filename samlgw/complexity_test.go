@@ -1,0 +1,366 @@
+package samlgw
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/beevik/etree"
+	"golang.org/x/sys/unix"
+)
+
+// threadCPU is the CPU time (user and system) of the calling thread.
+func threadCPU(tb testing.TB) time.Duration {
+	tb.Helper()
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+		tb.Fatalf("getrusage(RUSAGE_THREAD): %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cpuOf runs fn on one locked OS thread and returns the CPU time that
+// thread spent: on a shared machine wall-clock time says little.
+func cpuOf(tb testing.TB, fn func()) time.Duration {
+	tb.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	before := threadCPU(tb)
+	fn()
+	return threadCPU(tb) - before
+}
+
+// maxACSXML is the largest decoded SAMLResponse a form body of
+// MaxBodyBytes can carry (base64: 3 bytes in 4).
+const maxACSXML = MaxBodyBytes / 4 * 3
+
+const respOpen = `<samlp:Response xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="r1" Version="2.0">`
+
+// fill repeats unit after the Response start tag until the document is
+// about size bytes, then closes what is open.
+func fill(size int, open, closeTag string) []byte {
+	var b strings.Builder
+	b.WriteString(respOpen)
+	n := (size - len(respOpen) - len("</samlp:Response>")) / (len(open) + len(closeTag))
+	for range n {
+		b.WriteString(open)
+	}
+	for range n {
+		b.WriteString(closeTag)
+	}
+	b.WriteString("</samlp:Response>")
+	return []byte(b.String())
+}
+
+// hostileShapes are documents of the largest size the ACS reads, each
+// over one of the bounds.
+func hostileShapes() map[string][]byte {
+	shapes := map[string][]byte{
+		"nested":            fill(maxACSXML, "<a>", "</a>"),
+		"nested, prefixed":  fill(maxACSXML, `<p:a xmlns:p="urn:x">`, "</p:a>"),
+		"nested, signature": fill(maxACSXML, `<ds:Signature xmlns:ds="http://www.w3.org/2000/09/xmldsig#">`, "</ds:Signature>"),
+		"wide":              fill(maxACSXML, "<a/>", ""),
+		"comments":          fill(maxACSXML, "<!---->", ""),
+		"text and tags":     fill(maxACSXML, "<a>x</a>", ""),
+	}
+	var attrs strings.Builder
+	attrs.WriteString(respOpen + "<a")
+	for i := 0; attrs.Len() < maxACSXML-100; i++ {
+		fmt.Fprintf(&attrs, ` a%d=""`, i)
+	}
+	attrs.WriteString("/></samlp:Response>")
+	shapes["attributes"] = []byte(attrs.String())
+
+	var prefixed strings.Builder
+	prefixed.WriteString(respOpen + "<a")
+	for i := 0; prefixed.Len() < maxACSXML-100; i++ {
+		fmt.Fprintf(&prefixed, ` xmlns:p%d="urn:x" p%d:a=""`, i, i)
+	}
+	prefixed.WriteString("/></samlp:Response>")
+	shapes["prefixed attributes"] = []byte(prefixed.String())
+
+	// Under the depth and attribute bounds, but with many namespace
+	// declarations in scope at once: what the signature library copies
+	// for each element.
+	var scope strings.Builder
+	scope.WriteString(respOpen)
+	for d := range 40 {
+		scope.WriteString("<a")
+		for i := range 10 {
+			fmt.Fprintf(&scope, ` xmlns:n%d_%d="urn:x"`, d, i)
+		}
+		scope.WriteString(">")
+	}
+	for scope.Len() < maxACSXML-1000 {
+		scope.WriteString("<b/>")
+	}
+	scope.WriteString(strings.Repeat("</a>", 40) + "</samlp:Response>")
+	shapes["namespace scope"] = []byte(scope.String())
+
+	// Deep, under the depth bound, repeated: the element bound.
+	var forest strings.Builder
+	forest.WriteString(respOpen)
+	for forest.Len() < maxACSXML-2000 {
+		forest.WriteString(strings.Repeat("<a>", 60) + strings.Repeat("</a>", 60))
+	}
+	forest.WriteString("</samlp:Response>")
+	shapes["deep forest"] = []byte(forest.String())
+	return shapes
+}
+
+// cpuBudget is what refusing one hostile document may cost.
+const cpuBudget = cpuScale * 100 * time.Millisecond
+
+// TestACSRefusesComplexDocumentsCheaply posts each hostile shape to the
+// whole ACS validation: refused saml-too-complex within cpuBudget of CPU
+// on the validating thread. Before the bounds, 560 KB of nested elements
+// cost 35 s: the namespace of each element was looked up through all its
+// ancestors.
+func TestACSRefusesComplexDocumentsCheaply(t *testing.T) {
+	v, trusted, _ := benchSetup(t)
+	for name, doc := range hostileShapes() {
+		t.Run(name, func(t *testing.T) {
+			if len(doc) > maxACSXML {
+				t.Fatalf("%d bytes, over the %d a form body carries", len(doc), maxACSXML)
+			}
+			var err error
+			cpu := cpuOf(t, func() { _, err = v.validate(context.Background(), doc, trusted) })
+			if CodeOf(err) != TooComplex {
+				t.Errorf("%d bytes: %v, want %s", len(doc), err, TooComplex)
+			}
+			if cpu > cpuBudget {
+				t.Errorf("%d bytes refused after %s of CPU, over %s", len(doc), cpu, cpuBudget)
+			}
+			t.Logf("%d bytes: %s of CPU", len(doc), cpu)
+		})
+	}
+}
+
+// boundsFiller returns chains of elements as deep as the bounds allow,
+// each head declaring as many prefixes as the scope holds beside the
+// Response's two, up to about size bytes and at most elements elements.
+func boundsFiller(size, elements int) (string, int) {
+	depth := acsLimits.Depth - 2
+	var head strings.Builder
+	head.WriteString(`<x:a xmlns:x="urn:x"`)
+	for i := range acsLimits.NSScope - 4 {
+		fmt.Fprintf(&head, ` xmlns:n%d="urn:n%d"`, i, i)
+	}
+	head.WriteString(">")
+	chain := head.String() + strings.Repeat(`<x:a b="1" c="2">`, depth-1) + strings.Repeat("</x:a>", depth)
+	var b strings.Builder
+	n := 0
+	for n+depth <= elements && b.Len()+len(chain) < size {
+		b.WriteString(chain)
+		n += depth
+	}
+	return b.String(), n
+}
+
+// A document at the bounds (depth, elements, namespace declarations in
+// scope) passes the scan and is refused for what it is, cheaply too:
+// every step after the scan is linear in the bounded size, the
+// canonicalization of a forged signature over the whole Response
+// included. The budget is twice a hostile shape's: this document costs
+// what a real response of its size costs (about 80 ms here).
+func TestACSDocumentAtTheBoundsIsCheap(t *testing.T) {
+	v, trusted, idp := benchSetup(t)
+	r := benchResponse()
+	r.SignResponse = true
+	signedTmpl := string(idp.XML(r, true))
+	signedTmpl = strings.Replace(signedTmpl, "<ds:DigestValue></ds:DigestValue>", "<ds:DigestValue>"+strings.Repeat("A", 43)+"=</ds:DigestValue>", 1)
+	signedTmpl = strings.Replace(signedTmpl, "<ds:SignatureValue></ds:SignatureValue>", "<ds:SignatureValue>"+strings.Repeat("A", 342)+"==</ds:SignatureValue>", 1)
+	end := strings.Index(signedTmpl, "<samlp:Status>")
+	room := maxACSXML - len(signedTmpl) - 100
+	tokens := strings.Count(signedTmpl, "<") * 2
+	filler, n := boundsFiller(room, acsLimits.Elements-tokens/2)
+	tests := []struct {
+		name string
+		doc  string
+		want Code
+	}{
+		{"no assertion", respOpen + filler + "</samlp:Response>", Malformed},
+		{"forged Response signature", signedTmpl[:end] + filler + signedTmpl[end:], SignatureInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			cpu := cpuOf(t, func() { _, err = v.validate(context.Background(), []byte(tt.doc), trusted) })
+			if CodeOf(err) != tt.want {
+				t.Errorf("%d filler elements, %d bytes: %v, want %s", n, len(tt.doc), err, tt.want)
+			}
+			if cpu > 2*cpuBudget {
+				t.Errorf("%d filler elements, %d bytes refused after %s of CPU, over %s", n, len(tt.doc), cpu, 2*cpuBudget)
+			}
+			t.Logf("%d filler elements, %d bytes: %s of CPU", n, len(tt.doc), cpu)
+		})
+	}
+}
+
+// The bounds: one over each is refused, one at each is not refused for
+// it.
+func TestScanTokensLimits(t *testing.T) {
+	lim := limits{Depth: 3, Elements: 5, Attrs: 2, NSScope: 2, Tokens: 12, RoundTrip: true}
+	tests := []struct {
+		name, doc string
+		want      Code
+	}{
+		{"at every bound", `<r xmlns="u"><a x:y="1" xmlns:x="v"><b/></a><c/><d/></r>`, ""},
+		{"too deep", `<r><a><b><c/></b></a></r>`, TooComplex},
+		{"too many elements", `<r><a/><a/><a/><a/><a/></r>`, TooComplex},
+		{"too many attributes", `<r><a x="1" y="2" z="3"/></r>`, TooComplex},
+		{"too many declarations in scope", `<r xmlns="u"><a xmlns:x="v"><b xmlns:y="w"/></a></r>`, TooComplex},
+		{"declarations out of scope again", `<r><a xmlns:x="v" xmlns:y="w"/><b xmlns:x="v" xmlns:y="w"/></r>`, ""},
+		{"too many tokens", `<r>` + strings.Repeat("<!---->", 12) + `</r>`, TooComplex},
+		{"stray end tag", `<r/></r>`, Malformed},
+		{"end tag of another element", `<r><a></b></r>`, Malformed},
+		{"end tag of another prefix", `<x:r xmlns:x="u" xmlns:y="u"></y:r>`, Malformed},
+		{"unclosed", `<r><a/>`, Malformed},
+		{"two roots", `<r/><r/>`, Malformed},
+		{"comment with --", `<r><!-- a -- b --></r>`, Malformed},
+		{"doctype", `<!DOCTYPE r><r/>`, DTDForbidden},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := scanTokens(context.Background(), []byte(tt.doc), lim)
+			if got := Code(""); err != nil {
+				got = CodeOf(err)
+				if got != tt.want {
+					t.Fatalf("scanTokens = %v, want %q", err, tt.want)
+				}
+			} else if tt.want != "" {
+				t.Fatalf("scanTokens = nil, want %q", tt.want)
+			}
+		})
+	}
+}
+
+// The scan stops when its context ends: a client that left costs no
+// more work, and the refusal says why.
+func TestScanTokensStopsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	doc := fill(maxACSXML, "<a/>", "")
+	err := scanTokens(ctx, doc, limits{})
+	if CodeOf(err) != Busy || !errors.Is(err, context.Canceled) {
+		t.Fatalf("scanTokens with an ended context = %v, want %s wrapping context.Canceled", err, Busy)
+	}
+}
+
+// The whole validation stops at its deadline, and a response refused so
+// burns nothing in the replay store.
+func TestValidateStopsAtItsDeadline(t *testing.T) {
+	v, trusted, idp := benchSetup(t)
+	st := &countingStore{}
+	v.store = st
+	doc, err := idp.Sign(benchResponse())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	if _, err := v.validate(ctx, doc, trusted); CodeOf(err) != Busy || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("validate past its deadline = %v, want %s", err, Busy)
+	}
+	if st.adds != 0 {
+		t.Errorf("%d replay store writes for a response refused at its deadline", st.adds)
+	}
+	if _, err := v.validate(context.Background(), doc, trusted); err != nil {
+		t.Fatalf("validate without a deadline = %v", err)
+	}
+}
+
+type countingStore struct{ adds int }
+
+func (s *countingStore) Add(context.Context, string, time.Duration) (bool, error) {
+	s.adds++
+	return true, nil
+}
+
+// BenchmarkACSValidateAtTheBounds measures the whole validation of the
+// costliest document the bounds let through: 9,900 elements 62 deep, 28
+// namespace declarations in scope, under a forged Response signature.
+func BenchmarkACSValidateAtTheBounds(b *testing.B) {
+	v, trusted, idp := benchSetup(b)
+	r := benchResponse()
+	r.SignResponse = true
+	tmpl := string(idp.XML(r, true))
+	tmpl = strings.Replace(tmpl, "<ds:DigestValue></ds:DigestValue>", "<ds:DigestValue>"+strings.Repeat("A", 43)+"=</ds:DigestValue>", 1)
+	tmpl = strings.Replace(tmpl, "<ds:SignatureValue></ds:SignatureValue>", "<ds:SignatureValue>"+strings.Repeat("A", 342)+"==</ds:SignatureValue>", 1)
+	filler, _ := boundsFiller(maxACSXML-len(tmpl)-100, acsLimits.Elements-100)
+	at := strings.Index(tmpl, "<samlp:Status>")
+	doc := []byte(tmpl[:at] + filler + tmpl[at:])
+	b.ReportAllocs()
+	b.SetBytes(int64(len(doc)))
+	for b.Loop() {
+		if _, err := v.validate(context.Background(), doc, trusted); CodeOf(err) != SignatureInvalid {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParseResponseHostile measures the refusal of hostile shapes.
+func BenchmarkParseResponseHostile(b *testing.B) {
+	shapes := hostileShapes()
+	for _, name := range []string{"nested", "wide", "namespace scope"} {
+		doc := shapes[name]
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(doc)))
+			for b.Loop() {
+				if _, err := ParseResponse(context.Background(), doc); CodeOf(err) != TooComplex {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// FuzzScanTokens holds the scan to the parsers that read after it: a
+// document it accepts within the ACS bounds is well-formed to
+// encoding/xml's checking decoder and to etree, and the one-pass namespace
+// walk gives every element the namespace etree finds up its parents.
+func FuzzScanTokens(f *testing.F) {
+	f.Add([]byte(respOpen + `<saml:Assertion ID="a"><x:y xmlns:x="urn:x" xmlns="urn:d"><z/></x:y></saml:Assertion></samlp:Response>`))
+	f.Add([]byte(`<a xmlns="u"><b xmlns=""><c xmlns:p="v"><p:d/></c></b></a>`))
+	f.Add([]byte(`<a><b></a></b>`))
+	f.Add([]byte(`<a><!-- x --><?xml version="1.0"?></a>`))
+	f.Add([]byte(`<p:a xmlns:p="u" p:x="1" xmlns:q="u" q:x="2"/>`))
+	f.Add(fill(2000, "<a>", "</a>"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := scanTokens(context.Background(), data, acsLimits); err != nil {
+			if CodeOf(err) == "" {
+				t.Fatalf("refusal without a code: %v", err)
+			}
+			return
+		}
+		dec := xml.NewDecoder(bytes.NewReader(data))
+		for {
+			_, err := dec.Token()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("the scan accepted what encoding/xml refuses: %v", err)
+			}
+		}
+		doc := etree.NewDocument()
+		doc.ReadSettings.Permissive = false
+		if err := doc.ReadFromBytes(data); err != nil || doc.Root() == nil {
+			t.Fatalf("the scan accepted what etree refuses: %v", err)
+		}
+		walkNS(doc.Root(), nil, func(el *etree.Element, ns string) bool {
+			if want := el.NamespaceURI(); ns != want && !(el.Space == "xml" && ns == xmlNamespace) {
+				t.Fatalf("<%s>: walk found namespace %q, etree %q", el.FullTag(), ns, want)
+			}
+			return true
+		})
+	})
+}
