@@ -41,7 +41,9 @@ func Replace(page, name, body string) (string, error) {
 	if j < 0 {
 		return "", fmt.Errorf("no line %q after %q", e, b)
 	}
-	body = strings.TrimRight(body, "\n") + "\n"
+	// Blank lines around the body, so that a table or heading never
+	// touches a marker line.
+	body = "\n" + strings.Trim(body, "\n") + "\n\n"
 	return page[:i+len(b)+1] + body + rest[j:], nil
 }
 
@@ -61,7 +63,12 @@ func UpdateFile(path, name, body string, update bool) error {
 		return nil
 	}
 	if update {
-		return os.WriteFile(path, []byte(updated), 0o644)
+		// Write beside and rename, so that a reader never sees half a page.
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, []byte(updated), 0o644); err != nil {
+			return err
+		}
+		return os.Rename(tmp, path)
 	}
 	return fmt.Errorf("%s: the generated part %q is not current; run make docs", path, name)
 }

@@ -71,7 +71,7 @@ func TestReplace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "intro\n" + Begin("x") + "\nnew\n" + End("x") + "\nafter\n"; got != want {
+	if want := "intro\n" + Begin("x") + "\n\nnew\n\n" + End("x") + "\nafter\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	if _, err := Replace("no markers", "x", "new"); err == nil {
