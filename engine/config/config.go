@@ -265,7 +265,7 @@ type Policy struct {
 	AllowNetworkBuiltins bool `toml:"allow_network_builtins" yaml:"allow_network_builtins"`
 	// DryRunEvalTimeout bounds each evaluation of a dry-run candidate;
 	// one that takes longer is cut off and counted in the session's
-	// timeouts. Default 50ms.
+	// timeouts. Default 50ms, at most 10s.
 	DryRunEvalTimeout Duration `toml:"dry_run_eval_timeout" yaml:"dry_run_eval_timeout"`
 }
 
@@ -319,8 +319,8 @@ type RateLimit struct {
 	RedisAddr string `toml:"redis_addr" yaml:"redis_addr"`
 	// RedisTimeout bounds each rate-limit call to Redis; past it the
 	// request passes uncounted. Connections to Redis (the SAML replay
-	// cache's too) wait at least this long to dial, read and write.
-	// Default 50ms. Env SVC_REDIS_TIMEOUT.
+	// cache's too) wait at least this long, and at least 250 ms, to
+	// dial, read and write. Default 50ms. Env SVC_REDIS_TIMEOUT.
 	RedisTimeout Duration `toml:"redis_timeout" yaml:"redis_timeout"`
 }
 
