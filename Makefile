@@ -23,7 +23,7 @@ build:
 run: build
 	./$(BIN)/svc-sidecar
 
-# The local mesh demo (docker-compose.yml; walkthrough in the README):
+# The local mesh demo (docker-compose.yml; walkthrough in docs/demo.md):
 # Envoy, the sidecar, identity providers, two services, telemetry and
 # traffic. Needs Docker with the compose plugin.
 demo:
