@@ -1,11 +1,13 @@
-// Package authz is svc's own decision API: the svc.authz.v1 gRPC service
-// (Server), its local HTTP JSON mirror (Server.RegisterHTTP), the Go client
-// SDK with fail modes (Client) and net/http middleware (Middleware).
+// Package authz is the Go client of svc's own decision API: the Go SDK
+// with fail modes (Client), talking to the sidecar over the svc.authz.v1
+// gRPC service or its local HTTP JSON mirror, and net/http middleware
+// (Middleware) that protects handlers with any Authorizer.
 //
-// The package holds no policy or JWT logic of its own: every decision comes
-// from the engine, in the sidecar (Server, Client) or in-process (Local).
-// authz only translates between the engine and its callers and chooses
-// transport statuses at this edge.
+// The package links neither the engine nor a policy or JWT library: it
+// depends on the API types (authz/v1), gRPC and the standard library, so
+// that an application that only calls the sidecar stays small. The server
+// side of the API and the in-process Authorizer over an embedded engine
+// are in package github.com/svc-dev/svc/authz/server.
 //
 // Fail modes apply on the client side (Client, Middleware):
 //
@@ -18,36 +20,31 @@ import (
 	"context"
 	"time"
 
-	"github.com/svc-dev/svc/engine"
-	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
-// Fail modes of a Client, a Local authorizer or a route of the Middleware.
+// Fail modes of a Client, a local authorizer or a route of the Middleware.
 const (
 	// FailOpen allows a request when the decision service cannot be
 	// reached, with no claims and reason "fail-open". It is the default.
-	FailOpen = config.FailOpen
+	FailOpen = "open"
 	// FailClosed denies a request when the decision service cannot be
 	// reached: the SDK returns an *UnavailableError, the middleware 503.
-	FailClosed = config.FailClosed
+	FailClosed = "closed"
 )
 
-// Decider is the decision engine as this package uses it. *engine.Engine
-// implements it; Server and Local are built on one.
-type Decider interface {
-	// ValidateToken verifies a bearer token. Every outcome, including a
-	// rejection, is a TokenDecision with a stable reason code.
-	ValidateToken(ctx context.Context, token string) engine.TokenDecision
-	// Authorize verifies the token, completes in (user from the verified
-	// claims, tenant from the configuration) and evaluates the policy. An
-	// error means the engine could not decide (reason.PolicyError).
-	Authorize(ctx context.Context, token string, in engine.Input) (engine.Result, error)
-}
+// AnonymousSubject is the subject of a request admitted without verified
+// claims: in development mode, on fail-open and for an allowed anonymous
+// request.
+const AnonymousSubject = "anonymous"
+
+// DefaultSidecarAddr is the sidecar's gRPC address when none is given
+// (sdk.sidecar_addr's default).
+const DefaultSidecarAddr = "[::1]:50051"
 
 // Authorizer answers the middleware's questions. Both *Client (through the
-// sidecar) and the adapter returned by Local (in-process) implement it.
+// sidecar) and the in-process adapter of package authz/server implement
+// it.
 type Authorizer interface {
 	// ValidateToken returns the token decision. An error wrapping
 	// ErrUnavailable means no decision could be obtained.
@@ -63,13 +60,44 @@ type Authorizer interface {
 // TokenDecision is the result of ValidateToken: allowed, the verified
 // claims (nil in development mode, on rejection and on fail-open) and a
 // stable reason code.
-type TokenDecision = engine.TokenDecision
+type TokenDecision struct {
+	// Allowed is true when the token verified (or in development mode).
+	Allowed bool `json:"allowed"`
+	// Claims is the verified claim set, custom claims untouched; nil in
+	// development mode and on failure.
+	Claims map[string]any `json:"claims"`
+	// Reason is a stable code: "ok", "dev-anonymous" or the failure.
+	Reason reason.Code `json:"reason"`
+	// Subject is the sub claim, or "anonymous" in development mode.
+	Subject string `json:"subject,omitempty"`
+	// TenantID is the tenant_id claim.
+	TenantID string `json:"tenant_id,omitempty"`
+	// Message explains a failure; it never holds token or key material.
+	Message string `json:"message,omitempty"`
+}
 
 // Resource is what an action applies to (input.resource).
-type Resource = policy.Resource
+type Resource struct {
+	// Type is the resource kind ("orders"); the action's prefix.
+	Type string `json:"type,omitempty"`
+	// ID identifies the resource, when known.
+	ID string `json:"id"`
+	// Tenant owns the resource; defaults to the deployment's tenant.
+	Tenant string `json:"tenant"`
+}
 
 // RequestInfo describes the HTTP request being authorized (input.request).
-type RequestInfo = policy.Request
+type RequestInfo struct {
+	Method  string            `json:"method"`
+	Path    string            `json:"path"`
+	Host    string            `json:"host,omitempty"`
+	Query   map[string]string `json:"query,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// SourceIP is the address of the client as the proxy saw it. The
+	// svc.authz.v1 API does not carry it: the sidecar's policy input has
+	// it only from its own proxy checks.
+	SourceIP string `json:"source_ip,omitempty"`
+}
 
 // AuthorizeRequest asks whether the bearer of Token may perform Action on
 // Resource. There is no user field: the policy's user always comes from
@@ -120,14 +148,14 @@ type Decision struct {
 // failOpenToken is the token decision of a fail-open client that could not
 // reach the sidecar.
 func failOpenToken() TokenDecision {
-	return TokenDecision{Allowed: true, Reason: reason.FailOpen, Subject: engine.AnonymousSubject,
+	return TokenDecision{Allowed: true, Reason: reason.FailOpen, Subject: AnonymousSubject,
 		Message: "decision service unavailable; allowed by fail_mode=open"}
 }
 
 // failOpenDecision is the authorization decision of a fail-open client
 // that could not reach the sidecar.
 func failOpenDecision() Decision {
-	return Decision{Allowed: true, Reason: reason.FailOpen, DenyReasons: []string{}, Subject: engine.AnonymousSubject,
+	return Decision{Allowed: true, Reason: reason.FailOpen, DenyReasons: []string{}, Subject: AnonymousSubject,
 		Message: "decision service unavailable; allowed by fail_mode=open"}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/authz"
+	"github.com/svc-dev/svc/authz/server"
 )
 
 // BenchmarkClient measures one decision through the SDK and the sidecar's
@@ -64,7 +65,7 @@ func BenchmarkHTTPAuthorize(b *testing.B) {
 // with and without a policy check.
 func BenchmarkMiddleware(b *testing.B) {
 	p := newIDP(b)
-	a := authz.Local(newEngine(b, p, nil))
+	a := server.Local(newEngine(b, p, nil))
 	tok := "Bearer " + p.token(b, user("alice", "viewer"))
 	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	for _, bc := range []struct {

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	authzv1 "github.com/svc-dev/svc/authz/v1"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // DefaultTimeout bounds one decision call of a Client: a sidecar that does
@@ -55,8 +55,9 @@ type ClientOptions struct {
 	Logger *slog.Logger
 	// ConfigFile is read for the [sdk] keys sidecar_addr and fail_mode
 	// when the address or FailMode is left empty and the SVC_SIDECAR_ADDR
-	// or SVC_FAIL_MODE variable is unset; default DefaultConfigFile
-	// ("svc.toml" in the working directory). "-" reads no file.
+	// or SVC_FAIL_MODE variable is unset, and for sdk.saml.cookie_name
+	// (SessionCookie); default DefaultConfigFile ("svc.toml" in the working
+	// directory). A missing file is no error; "-" reads none.
 	ConfigFile string
 	// LookupEnv reads the environment; default os.LookupEnv.
 	LookupEnv func(string) (string, bool)
@@ -71,6 +72,7 @@ type Client struct {
 	t        transport
 	target   string
 	failMode string
+	cookie   string
 	timeout  time.Duration
 	log      *slog.Logger
 	lastWarn atomic.Int64
@@ -94,11 +96,12 @@ func NewClient(addr string, opts ClientOptions) (*Client, error) {
 	case "-":
 		file = ""
 	}
-	addr, modeName, err := clientDefaults(addr, opts.FailMode, opts.LookupEnv, file)
+	cc, err := clientDefaults(addr, opts.FailMode, opts.LookupEnv, file)
 	if err != nil {
 		return nil, fmt.Errorf("authz: new client: %w", err)
 	}
-	mode, err := checkFailMode(modeName)
+	addr = cc.addr
+	mode, err := checkFailMode(cc.mode)
 	if err != nil {
 		return nil, fmt.Errorf("authz: new client: %w", err)
 	}
@@ -136,6 +139,7 @@ func NewClient(addr string, opts ClientOptions) (*Client, error) {
 		t:        t,
 		target:   addr,
 		failMode: mode,
+		cookie:   cc.cookie,
 		timeout:  timeout,
 		log:      opts.Logger,
 	}
@@ -156,6 +160,13 @@ const FailOpenNotice = "authz: fail_mode=open: requests are allowed when the sid
 // FailMode returns the client's fail mode, FailOpen or FailClosed.
 func (c *Client) FailMode() string { return c.failMode }
 
+// SessionCookie returns the name of the SAML gateway's session cookie in
+// this deployment: SVC_SAML_COOKIE_NAME, else sdk.saml.cookie_name of the
+// configuration file, else DefaultSessionCookie when the deployment has a
+// gateway ([sdk.saml] or SVC_SAML_ENTITY_ID); "" when it has none. The
+// Middleware takes a token from it when its options name no cookie.
+func (c *Client) SessionCookie() string { return c.cookie }
+
 // Target returns the sidecar address or URL the client talks to.
 func (c *Client) Target() string { return c.target }
 
@@ -175,7 +186,7 @@ func (c *Client) ValidateToken(ctx context.Context, token string) (TokenDecision
 		}
 		return TokenDecision{Reason: reason.Of(err, reason.Unavailable)}, err
 	}
-	return tokenDecisionOf(resp), nil
+	return TokenDecisionFromProto(resp), nil
 }
 
 // Authorize asks the sidecar whether the bearer of req.Token may perform
@@ -188,14 +199,14 @@ func (c *Client) ValidateToken(ctx context.Context, token string) (TokenDecision
 func (c *Client) Authorize(ctx context.Context, req AuthorizeRequest) (Decision, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	resp, err := c.t.authorize(ctx, authorizeRequestToProto(req))
+	resp, err := c.t.authorize(ctx, req.Proto())
 	if err != nil {
 		if err = c.callError(ctx, "authorize", err); errors.Is(err, errFailOpen) {
 			return failOpenDecision(), nil
 		}
 		return Decision{Reason: reason.Of(err, reason.Unavailable), DenyReasons: []string{}}, err
 	}
-	return decisionOfResponse(resp), nil
+	return DecisionFromProto(resp), nil
 }
 
 // Close releases the connections.

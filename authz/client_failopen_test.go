@@ -15,8 +15,9 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/authz"
+	"github.com/svc-dev/svc/authz/server"
 	"github.com/svc-dev/svc/engine"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // TestClientFailOpenNotice: a fail-open client says so once when it is
@@ -54,7 +55,7 @@ func TestClientFailOpenNotice(t *testing.T) {
 
 // slowDecider answers after delay, as a loaded sidecar would.
 type slowDecider struct {
-	authz.Decider
+	server.Decider
 	delay time.Duration
 }
 
@@ -74,9 +75,9 @@ func (s slowDecider) Authorize(ctx context.Context, token string, in engine.Inpu
 func TestClientSlowSidecarWithinTimeout(t *testing.T) {
 	const timeout, margin = 2 * time.Second, 600 * time.Millisecond
 	eng := newEngine(t, nil, nil)
-	targets := map[string]func(authz.Decider) string{
-		"grpc": func(d authz.Decider) string { return serveGRPC(t, newServer(t, d)) },
-		"http": func(d authz.Decider) string {
+	targets := map[string]func(server.Decider) string{
+		"grpc": func(d server.Decider) string { return serveGRPC(t, newServer(t, d)) },
+		"http": func(d server.Decider) string {
 			mux := http.NewServeMux()
 			newServer(t, d).RegisterHTTP(mux)
 			srv := httptest.NewServer(mux)

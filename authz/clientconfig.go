@@ -7,28 +7,47 @@ import (
 	"os"
 
 	"github.com/pelletier/go-toml/v2"
-
-	"github.com/svc-dev/svc/engine/config"
 )
 
 // DefaultConfigFile is the file NewClient reads, in the working directory,
 // for what the caller leaves unset: the [sdk] keys sidecar_addr and
-// fail_mode, as the sidecar and the other SDKs do.
+// fail_mode, and sdk.saml.cookie_name, as the sidecar and the other SDKs
+// do.
 const DefaultConfigFile = "svc.toml"
 
-// clientSettings are the [sdk] keys a client uses. Other keys of the file
-// belong to the sidecar and are not the client's to check.
+// DefaultSessionCookie is the SAML gateway's session cookie when
+// sdk.saml.cookie_name is not set.
+const DefaultSessionCookie = "svc_session"
+
+// clientSettings are the keys of the file a client uses. Other keys belong
+// to the sidecar and are not the client's to check.
 type clientSettings struct {
 	SDK struct {
 		SidecarAddr string `toml:"sidecar_addr"`
 		FailMode    string `toml:"fail_mode"`
+		SAML        *struct {
+			CookieName string `toml:"cookie_name"`
+		} `toml:"saml"`
 	} `toml:"sdk"`
+}
+
+// clientConfig is what a client takes from its options, the environment
+// and the file.
+type clientConfig struct {
+	addr, mode string
+	// cookie is the SAML gateway's session cookie, "" when the deployment
+	// has no gateway.
+	cookie string
 }
 
 // clientDefaults fills addr and mode when empty: SVC_SIDECAR_ADDR and
 // SVC_FAIL_MODE first, then sdk.sidecar_addr and sdk.fail_mode of file
-// (none when "" or missing), then the defaults ("[::1]:50051", open).
-func clientDefaults(addr, mode string, lookupEnv func(string) (string, bool), file string) (string, string, error) {
+// (none when "" or missing), then the defaults ("[::1]:50051", open). The
+// session cookie is SVC_SAML_COOKIE_NAME, else sdk.saml.cookie_name, else
+// DefaultSessionCookie when the deployment has a SAML gateway (an
+// [sdk.saml] table, or SVC_SAML_ENTITY_ID, which the sidecar needs for
+// one), else none.
+func clientDefaults(addr, mode string, lookupEnv func(string) (string, bool), file string) (clientConfig, error) {
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
 	}
@@ -38,16 +57,20 @@ func clientDefaults(addr, mode string, lookupEnv func(string) (string, bool), fi
 	if mode == "" {
 		mode, _ = lookupEnv("SVC_FAIL_MODE")
 	}
-	if (addr == "" || mode == "") && file != "" {
+	cookie, cookieSet := lookupEnv("SVC_SAML_COOKIE_NAME")
+	if _, ok := lookupEnv("SVC_SAML_ENTITY_ID"); ok && !cookieSet {
+		cookie = DefaultSessionCookie
+	}
+	if file != "" {
 		data, err := os.ReadFile(file)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
-			return "", "", fmt.Errorf("%s: %w", file, err)
+			return clientConfig{}, fmt.Errorf("%s: %w", file, err)
 		default:
 			var s clientSettings
 			if err := toml.Unmarshal(data, &s); err != nil {
-				return "", "", fmt.Errorf("%s: %w", file, err)
+				return clientConfig{}, fmt.Errorf("%s: %w", file, err)
 			}
 			if addr == "" {
 				addr = s.SDK.SidecarAddr
@@ -55,10 +78,33 @@ func clientDefaults(addr, mode string, lookupEnv func(string) (string, bool), fi
 			if mode == "" {
 				mode = s.SDK.FailMode
 			}
+			if s.SDK.SAML != nil && !cookieSet {
+				cookie = s.SDK.SAML.CookieName
+				if cookie == "" {
+					cookie = DefaultSessionCookie
+				}
+			}
 		}
 	}
 	if addr == "" {
-		addr = config.DefaultSidecarAddr
+		addr = DefaultSidecarAddr
 	}
-	return addr, mode, nil
+	if cookie != "" && !validCookieName(cookie) {
+		return clientConfig{}, fmt.Errorf("sdk.saml.cookie_name must be a cookie name (letters, digits, '-', '_', '.'), got %q", cookie)
+	}
+	return clientConfig{addr: addr, mode: mode, cookie: cookie}, nil
+}
+
+// validCookieName is the rule of sdk.saml.cookie_name.
+func validCookieName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
+		if !ok {
+			return false
+		}
+	}
+	return true
 }

@@ -22,7 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	authzv1 "github.com/svc-dev/svc/authz/v1"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // transport carries the two calls of a Client to the sidecar: gRPC

@@ -3,7 +3,7 @@ package authz
 import (
 	"errors"
 
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // ErrUnavailable is matched (errors.Is) by every error that means no

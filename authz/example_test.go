@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/authz"
+	"github.com/svc-dev/svc/authz/server"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 )
@@ -28,7 +29,7 @@ func ExampleMiddleware() {
 		u, _ := authz.UserFrom(r.Context())
 		fmt.Fprintf(w, "hello %s (%s)", u.Subject, u.Reason)
 	})
-	h := authz.Middleware(authz.Local(e), authz.MiddlewareOptions{})(orders)
+	h := authz.Middleware(server.Local(e), authz.MiddlewareOptions{})(orders)
 
 	for _, auth := range []string{"Bearer anything", ""} {
 		req := httptest.NewRequest(http.MethodGet, "/orders", nil)
@@ -67,26 +68,4 @@ func ExampleNewClient() {
 	default:
 		fmt.Println("allowed for", d.Subject)
 	}
-}
-
-// Serving the decision API: the gRPC service and its local HTTP mirror.
-func ExampleServer_RegisterHTTP() {
-	e, err := engine.New(config.Config{SDK: config.SDK{TenantID: "acme"}}, engine.Deps{Logger: quietLogger()})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer e.Close()
-	s, err := authz.NewServer(e, authz.ServerOptions{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	s.RegisterHTTP(mux)
-
-	req := httptest.NewRequest(http.MethodPost, authz.PathValidateToken, strings.NewReader(`{"token":"anything"}`))
-	rec := httptest.NewRecorder()
-	mux.ServeHTTP(rec, req)
-	fmt.Println(rec.Code, strings.TrimSpace(rec.Body.String()))
-	// Output:
-	// 200 {"allowed":true,"claims":null,"reason":"dev-anonymous","subject":"anonymous","tenant_id":"acme","message":""}
 }

@@ -5,14 +5,18 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 
 	"github.com/svc-dev/svc/authz"
+	"github.com/svc-dev/svc/authz/server"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/idptest"
@@ -75,9 +79,9 @@ func newEngine(t testing.TB, p *idp, mutate func(*config.Config)) *engine.Engine
 	return e
 }
 
-func newServer(t testing.TB, d authz.Decider) *authz.Server {
+func newServer(t testing.TB, d server.Decider) *server.Server {
 	t.Helper()
-	s, err := authz.NewServer(d, authz.ServerOptions{Logger: quietLogger()})
+	s, err := server.New(d, server.Options{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +89,7 @@ func newServer(t testing.TB, d authz.Decider) *authz.Server {
 }
 
 // serveGRPC serves s on a loopback TCP port and returns its address.
-func serveGRPC(t testing.TB, s *authz.Server) string {
+func serveGRPC(t testing.TB, s *server.Server) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -152,4 +156,53 @@ func golden(t *testing.T, name string, got []byte) {
 	if string(got) != string(want) {
 		t.Errorf("%s differs from the golden file:\n got: %s\nwant: %s", name, got, want)
 	}
+}
+
+// serveHTTP serves s's HTTP API on loopback and returns its base URL.
+func serveHTTP(t *testing.T, s *server.Server) string {
+	t.Helper()
+	mux := http.NewServeMux()
+	s.RegisterHTTP(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// Fixed times keep the claims of golden responses stable.
+const (
+	fixedIat = 1700000000 // 2023-11-14
+	fixedExp = 4102444800 // 2100-01-01
+)
+
+func fixedUser(sub string, roles ...string) map[string]any {
+	c := user(sub, roles...)
+	c["iat"], c["exp"] = fixedIat, fixedExp
+	return c
+}
+
+type httpReply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func post(t *testing.T, method, url, body string, header map[string]string) httpReply {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return httpReply{status: resp.StatusCode, header: resp.Header, body: b}
 }

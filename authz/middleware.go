@@ -11,8 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/svc-dev/svc/engine"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // MiddlewareOptions configures Middleware. Every field is optional.
@@ -40,6 +39,16 @@ type MiddlewareOptions struct {
 	// IncludeRequest sends the HTTP request (method, path, host, query,
 	// headers without credentials) to the policy as input.request.
 	IncludeRequest bool
+	// SessionCookie names the SAML gateway's session cookie
+	// (sdk.saml.cookie_name, default "svc_session"): a request with no
+	// Authorization header is authenticated by the token in it, checked
+	// by the decision service exactly as a bearer token. Empty means the
+	// Authorizer's own (SessionCookie() of a Client, read from the
+	// deployment's configuration; of a local authorizer, its engine's),
+	// which is none when the deployment has no SAML gateway; "-" turns
+	// the cookie off. A request with an Authorization header never falls
+	// back to the cookie, whatever its scheme.
+	SessionCookie string
 	// Realm, when set, is announced in WWW-Authenticate.
 	Realm string
 	// Logger receives errors that are neither decisions nor outages;
@@ -90,7 +99,9 @@ type DenyBody struct {
 }
 
 // Middleware protects an http.Handler with bearer-token authentication
-// and, when opts.Action is set, policy authorization:
+// (or the SAML gateway's session cookie, see
+// MiddlewareOptions.SessionCookie) and, when opts.Action is set, policy
+// authorization:
 //
 //	no bearer token              401 token-missing (unless AllowAnonymous)
 //	invalid token                401, WWW-Authenticate: Bearer error="invalid_token"
@@ -111,6 +122,14 @@ func Middleware(c Authorizer, opts MiddlewareOptions) func(http.Handler) http.Ha
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	switch opts.SessionCookie {
+	case "-":
+		opts.SessionCookie = ""
+	case "":
+		if sc, ok := c.(interface{ SessionCookie() string }); ok {
+			opts.SessionCookie = sc.SessionCookie()
+		}
+	}
 	return func(next http.Handler) http.Handler {
 		return &middleware{c: c, opts: opts, next: next}
 	}
@@ -123,10 +142,10 @@ type middleware struct {
 }
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	tok := bearerToken(r)
+	tok := m.token(r)
 	if tok == "" {
 		if m.opts.AllowAnonymous {
-			m.admit(w, r, User{Subject: engine.AnonymousSubject, Reason: reason.TokenMissing})
+			m.admit(w, r, User{Subject: AnonymousSubject, Reason: reason.TokenMissing})
 			return
 		}
 		m.challenge(w, "")
@@ -177,6 +196,22 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// token returns the bearer token of r or, when r has no Authorization
+// header at all, the session cookie's.
+func (m *middleware) token(r *http.Request) string {
+	if tok := BearerToken(r); tok != "" || m.opts.SessionCookie == "" {
+		return tok
+	}
+	if _, ok := r.Header["Authorization"]; ok {
+		return ""
+	}
+	c, err := r.Cookie(m.opts.SessionCookie)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(c.Value)
+}
+
 func (m *middleware) admit(w http.ResponseWriter, r *http.Request, u User) {
 	m.next.ServeHTTP(w, r.WithContext(ContextWithUser(r.Context(), u)))
 }
@@ -215,7 +250,7 @@ func (m *middleware) failed(w http.ResponseWriter, r *http.Request, err error) {
 // obtained.
 func (m *middleware) unavailable(w http.ResponseWriter, r *http.Request, rc reason.Code) {
 	if m.failModeFor(r) == FailOpen {
-		m.admit(w, r, User{Subject: engine.AnonymousSubject, Reason: reason.FailOpen})
+		m.admit(w, r, User{Subject: AnonymousSubject, Reason: reason.FailOpen})
 		return
 	}
 	if rc == "" || rc == reason.FailOpen {

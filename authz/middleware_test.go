@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,8 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/svc-dev/svc/authz"
+	"github.com/svc-dev/svc/authz/server"
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // echoUser answers 200 with the User the middleware stored.
@@ -75,7 +77,7 @@ func TestMiddleware(t *testing.T) {
 	viaSidecarClosed := newClient(t, sidecar, authz.FailClosed)
 	deadOpen := newClient(t, dead, authz.FailOpen)
 	deadClosed := newClient(t, dead, authz.FailClosed)
-	local := authz.Local(eng)
+	local := server.Local(eng)
 	adminClosed := func(r *http.Request) string {
 		if strings.HasPrefix(r.URL.Path, "/admin") {
 			return authz.FailClosed
@@ -147,13 +149,13 @@ func TestMiddleware(t *testing.T) {
 			user: &authz.User{Subject: "anonymous", Reason: reason.TokenMissing}},
 		{name: "anonymous allowed, invalid token still refused", authz: viaSidecarClosed, opts: authz.MiddlewareOptions{AllowAnonymous: true}, path: "/public", auth: "Bearer " + expired, status: 401,
 			deny: &authz.DenyBody{Reason: reason.TokenExpired}, challenge: `Bearer error="invalid_token", error_description="token-expired"`},
-		{name: "development mode", authz: authz.Local(newEngine(t, nil, nil)), path: "/profile", auth: "Bearer whatever", status: 200,
+		{name: "development mode", authz: server.Local(newEngine(t, nil, nil)), path: "/profile", auth: "Bearer whatever", status: 200,
 			user: &authz.User{Subject: "anonymous", TenantID: tenant, Reason: reason.DevAnonymous}},
-		{name: "keys unavailable", authz: authz.Local(noKeys), path: "/profile", auth: "Bearer " + viewer, status: 503,
+		{name: "keys unavailable", authz: server.Local(noKeys), path: "/profile", auth: "Bearer " + viewer, status: 503,
 			deny: &authz.DenyBody{Reason: reason.JWKSUnavailable}},
-		{name: "engine cannot decide, closed", authz: authz.Local(conflictClosed), opts: authz.MiddlewareOptions{Action: routeAction, Resource: func(*http.Request) authz.Resource { return authz.Resource{ID: "conflict"} }},
+		{name: "engine cannot decide, closed", authz: server.Local(conflictClosed), opts: authz.MiddlewareOptions{Action: routeAction, Resource: func(*http.Request) authz.Resource { return authz.Resource{ID: "conflict"} }},
 			path: "/orders", auth: "Bearer " + viewer, status: 503, deny: &authz.DenyBody{Reason: reason.PolicyError}},
-		{name: "engine cannot decide, open", authz: authz.Local(conflictOpen), opts: authz.MiddlewareOptions{Action: routeAction, Resource: func(*http.Request) authz.Resource { return authz.Resource{ID: "conflict"} }},
+		{name: "engine cannot decide, open", authz: server.Local(conflictOpen), opts: authz.MiddlewareOptions{Action: routeAction, Resource: func(*http.Request) authz.Resource { return authz.Resource{ID: "conflict"} }},
 			path: "/orders", auth: "Bearer x", status: 503, deny: &authz.DenyBody{Reason: reason.PolicyError}},
 		{name: "sidecar cannot decide, open", authz: newClient(t, serveGRPC(t, newServer(t, conflictClosed)), authz.FailOpen),
 			opts: authz.MiddlewareOptions{Action: routeAction, Resource: func(*http.Request) authz.Resource { return authz.Resource{ID: "conflict"} }},
@@ -225,7 +227,7 @@ func TestMiddleware(t *testing.T) {
 	t.Run("deny body", func(t *testing.T) {
 		base := protect(t, viaSidecarClosed, authz.MiddlewareOptions{Action: routeAction})
 		got := post(t, http.MethodDelete, base+"/orders/o-1", "", map[string]string{"Authorization": "Bearer " + viewer})
-		golden(t, "middleware/policy-deny.json", decisionIDField.ReplaceAll(got.body, []byte(`"decision_id":"<decision-id>"`)))
+		golden(t, "middleware/policy-deny.json", regexp.MustCompile(`"decision_id":"[^"]+"`).ReplaceAll(got.body, []byte(`"decision_id":"<decision-id>"`)))
 	})
 }
 
@@ -263,7 +265,7 @@ func TestUserFrom(t *testing.T) {
 func TestMiddlewareClaimsAreTheRequestsOwn(t *testing.T) {
 	p := newIDP(t)
 	tok := p.token(t, fixedUser("alice", "viewer"))
-	a := authz.Local(newEngine(t, p, nil))
+	a := server.Local(newEngine(t, p, nil))
 	h := authz.Middleware(a, authz.MiddlewareOptions{})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, _ := authz.UserFrom(r.Context())
 		u.Claims["department"] = "changed"

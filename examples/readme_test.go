@@ -6,6 +6,7 @@ package examples
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,9 +41,10 @@ func readmeBlocks(t *testing.T) []block {
 	return blocks
 }
 
-// TestREADMEGoProgramsAreTheExamples: every Go block of the docs is a
-// program under examples/, byte for byte, so that it builds with the
-// module (go vet ./... and go build ./... compile it).
+// TestREADMEGoProgramsAreTheExamples: every marked Go block of the docs
+// is a program under examples/, byte for byte, so that it builds with the
+// module (go vet ./... and go build ./... compile it); an unmarked one is
+// an excerpt of such programs.
 func TestREADMEGoProgramsAreTheExamples(t *testing.T) {
 	var shown []string
 	for _, b := range readmeBlocks(t) {
@@ -51,7 +53,12 @@ func TestREADMEGoProgramsAreTheExamples(t *testing.T) {
 		}
 		file, ok := strings.CutPrefix(b.marker, "examples/")
 		if !ok {
-			t.Errorf("a Go block of the docs is not marked <!-- examples/<dir>/main.go -->:\n%s", b.body)
+			// An unmarked block is an excerpt: each of its lines is a
+			// line of a program under examples/, so it cannot show code
+			// that no longer builds.
+			if err := isExcerpt(b.body); err != nil {
+				t.Errorf("a Go block of the docs is neither marked <!-- examples/<dir>/main.go --> nor an excerpt of one: %v\n%s", err, b.body)
+			}
 			continue
 		}
 		want, err := os.ReadFile(file)
@@ -105,4 +112,41 @@ func TestInProcessOutput(t *testing.T) {
 	if !strings.Contains(stderr.String(), "DEVELOPMENT MODE") {
 		t.Errorf("no development-mode warning on stderr:\n%s", stderr.String())
 	}
+}
+
+// isExcerpt reports whether every line of body, but "// …" elisions and
+// blank lines, is a line (indentation and a trailing comment aside) of a
+// Go file under examples/.
+func isExcerpt(body string) error {
+	files, err := filepath.Glob("*/*.go")
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			if code, _, ok := strings.Cut(l, " // "); ok && strings.TrimSpace(code) != "" {
+				l = code
+			}
+			known[strings.TrimSpace(l)] = true
+		}
+	}
+	for _, l := range strings.Split(body, "\n") {
+		// A comment after the code may differ from the file's.
+		if code, _, ok := strings.Cut(l, " // "); ok && strings.TrimSpace(code) != "" {
+			l = code
+		}
+		l = strings.TrimSpace(l)
+		if l == "" || l == "// …" || strings.HasPrefix(l, "// …") {
+			continue
+		}
+		if !known[l] {
+			return fmt.Errorf("line %q is in no file of examples/", l)
+		}
+	}
+	return nil
 }

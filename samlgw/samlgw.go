@@ -13,7 +13,10 @@
 // like any IdP token.
 //
 // Lifecycle: New → Handler (served by the sidecar on its own listener) and
-// Run(ctx), which refreshes the IdP metadata until ctx ends.
+// Run(ctx), which refreshes the IdP metadata until ctx ends. An
+// application that embeds the engine runs a gateway itself with Start (on
+// the engine's configuration and issuer; Close ends it) and Mount (the
+// endpoints in its own mux).
 package samlgw
 
 import (

@@ -32,7 +32,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
-	"github.com/svc-dev/svc/authz"
+	authzserver "github.com/svc-dev/svc/authz/server"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/envoy"
@@ -153,7 +153,7 @@ func New(deps Deps) (*Server, error) {
 		s.closeListeners()
 		return nil, err
 	}
-	authzSrv, err := authz.NewServer(deps.Engine, authz.ServerOptions{Logger: s.log})
+	authzSrv, err := authzserver.New(deps.Engine, authzserver.Options{Logger: s.log})
 	if err != nil {
 		s.closeListeners()
 		return nil, err

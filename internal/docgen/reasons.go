@@ -21,7 +21,7 @@ type ReasonCode struct {
 // reasonSources are the packages that declare reason codes as constants
 // of a Code type, and how the reference names each.
 var reasonSources = []struct{ dir, where string }{
-	{"engine/reason", "decisions (all APIs)"},
+	{"reason", "decisions (all APIs)"},
 	{"sidecar", "HTTP API, status"},
 	{"samlgw", "SAML gateway"},
 }

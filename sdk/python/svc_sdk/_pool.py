@@ -88,7 +88,8 @@ class Pool:
             return status, data
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _roundtrip(self, conn, method, path, body, headers, deadline):
+    def _roundtrip(self, conn: http.client.HTTPConnection, method: str, path: str, body: bytes,
+                   headers: dict[str, str], deadline: float) -> tuple[int, bytes, bool]:
         _set_timeout(conn, deadline)
         if conn.sock is None:
             conn.connect()

@@ -93,9 +93,20 @@ def excluded(path: str, exclude: Iterable[str]) -> bool:
     return False
 
 
-def check_token(client: Client, authorization: str | None) -> Admission | Refusal:
-    """Validates the request's bearer token (no policy evaluation)."""
-    tok = bearer_token(authorization)
+def request_token(authorization: str | None, session: str = "") -> str:
+    """The request's token: the bearer token of its Authorization header,
+    else, when it has no Authorization header at all, ``session`` (the
+    SAML gateway's session cookie), as the sidecar reads them."""
+    if authorization:
+        return bearer_token(authorization)
+    return session
+
+
+def check_token(client: Client, authorization: str | None, session: str = "") -> Admission | Refusal:
+    """Validates the request's bearer token, or its session cookie's
+    (``session``) when there is no Authorization header; no policy
+    evaluation."""
+    tok = request_token(authorization, session)
     if not tok:
         return _challenge("token-missing")
     try:
@@ -108,9 +119,11 @@ def check_token(client: Client, authorization: str | None) -> Admission | Refusa
 
 
 def check_action(client: Client, authorization: str | None, action: str, resource: str | None = None,
-                 resource_id: str | None = None, request: dict[str, Any] | None = None) -> Admission | Refusal:
-    """Validates the bearer token and authorizes ``action`` by the policy."""
-    tok = bearer_token(authorization)
+                 resource_id: str | None = None, request: dict[str, Any] | None = None,
+                 session: str = "") -> Admission | Refusal:
+    """Validates the bearer token (or ``session``, as :func:`check_token`)
+    and authorizes ``action`` by the policy."""
+    tok = request_token(authorization, session)
     if not tok:
         return _challenge("token-missing")
     try:
@@ -152,3 +165,8 @@ def _failed(e: SvcError, op: str) -> Refusal:
     # server's fault, not the caller's.
     _log.error("svc %s failed: %s (reason=%s)", op, e, e.reason)
     return Refusal(500, e.reason or "policy-error")
+
+
+def login_redirect(r: Refusal, location: str) -> Refusal:
+    """The 302 that sends a refused browser to sign in instead of ``r``."""
+    return Refusal(302, r.reason, [], "", {"Location": location})

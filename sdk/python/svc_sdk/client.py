@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import ssl
 import threading
 import time
 import tomllib
 import urllib.parse
 import weakref
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, NoReturn
 
 from ._pool import Pool, Unreachable
 
@@ -134,7 +135,7 @@ class Client:
     """
 
     def __init__(self, sidecar_url: str | None = None, fail_mode: str | None = None,
-                 timeout: float | None = None, *, pool_size: int = 16, ssl_context=None,
+                 timeout: float | None = None, *, pool_size: int = 16, ssl_context: ssl.SSLContext | None = None,
                  env: Mapping[str, str] | None = None, config_file: str | None = DEFAULT_CONFIG_FILE):
         env = os.environ if env is None else env
         st = resolve_settings(sidecar_url, fail_mode, env, config_file)
@@ -237,7 +238,7 @@ class Client:
     def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
@@ -270,7 +271,7 @@ class Client:
             raise SidecarRequestError("input-invalid", f"svc {op}: the answer at {self._url} is not a JSON object")
         return body
 
-    def _unavailable(self, op: str, reason: str, detail: str):
+    def _unavailable(self, op: str, reason: str, detail: str) -> NoReturn:
         if self._fail_mode == FAIL_OPEN:
             now = time.monotonic()
             with self._warn_lock:
@@ -328,6 +329,21 @@ def _sdk_table(path: str) -> dict[str, str]:
     """The string keys sidecar_addr and fail_mode of the [sdk] table of a
     TOML file; {} when the file does not exist. Other keys belong to the
     sidecar and are not checked here."""
+    sdk = load_toml(path).get("sdk", {})
+    if not isinstance(sdk, dict):
+        raise ValueError(f"{path}: sdk must be a table")
+    out = {}
+    for key in ("sidecar_addr", "fail_mode"):
+        if key in sdk:
+            if not isinstance(sdk[key], str):
+                raise ValueError(f"{path}: sdk.{key} must be a string")
+            out[key] = sdk[key]
+    return out
+
+
+def load_toml(path: str) -> dict[str, Any]:
+    """The TOML document of ``path``; {} when the file does not exist. An
+    unreadable or malformed file is a ValueError naming it."""
     try:
         with open(path, "rb") as f:
             # A byte order mark, which some editors write, is no TOML error.
@@ -340,16 +356,7 @@ def _sdk_table(path: str) -> dict[str, str]:
         raise ValueError(f"{path}: not valid TOML: not UTF-8") from None
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"{path}: not valid TOML: {e}") from None
-    sdk = doc.get("sdk", {})
-    if not isinstance(sdk, dict):
-        raise ValueError(f"{path}: sdk must be a table")
-    out = {}
-    for key in ("sidecar_addr", "fail_mode"):
-        if key in sdk:
-            if not isinstance(sdk[key], str):
-                raise ValueError(f"{path}: sdk.{key} must be a string")
-            out[key] = sdk[key]
-    return out
+    return doc
 
 
 class _FailOpen(Exception):

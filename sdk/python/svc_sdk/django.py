@@ -6,6 +6,8 @@ settings.py::
     SVC_SIDECAR_URL = "http://localhost:7700"   # else the environment, then svc.toml, else this default
     SVC_FAIL_MODE = "closed"                    # else the environment, then svc.toml, else "open"
     SVC_EXCLUDE = ("/healthz",)                 # optional: exact paths, or prefixes ending with "*"
+    SVC_LOGIN_REDIRECT = True                   # optional: send browsers without a session to sign in
+    SVC_SAML = SamlConfig(...)                  # optional: else SamlConfig.load() (SVC_SAML_*, svc.toml)
 
 views.py::
 
@@ -15,6 +17,15 @@ views.py::
     def order(request, order_id):
         return JsonResponse({"claims": request.svc_claims})
 
+``require_action`` works on sync and async views alike (an ``async def``
+view gets an async wrapper; the sidecar is called on a worker thread).
+
+A request without an Authorization header is authenticated by the SAML
+gateway's session cookie (``cookie_name`` of the SamlConfig, default
+``svc_session``). With ``SVC_LOGIN_REDIRECT``, a browser refused for its
+token (401; a GET or HEAD preferring text/html, see :mod:`svc_sdk.saml`) is
+redirected (302) to the gateway's login with its path as ``return_to``.
+
 ``request.svc_claims`` holds the verified claims (a dict), or None in
 development mode, on fail-open and on excluded paths; ``request.svc_decision``
 holds the whole TokenDecision or Decision. Refused requests get a JSON body
@@ -23,17 +34,21 @@ holds the whole TokenDecision or Decision. Refused requests get a JSON body
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import threading
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable, TypeVar, cast
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from ._web import Refusal, check_action, check_token, excluded
+from ._web import Admission, Refusal, check_action, check_token, excluded, login_redirect
 from .client import Client
+from .saml import SamlConfig, login_redirect_url, session_token
 
-__all__ = ["SvcMiddleware", "require_action", "client_from_settings"]
+__all__ = ["SvcMiddleware", "require_action", "client_from_settings", "saml_from_settings"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def client_from_settings() -> Client:
@@ -45,56 +60,113 @@ def client_from_settings() -> Client:
                   getattr(settings, "SVC_TIMEOUT", None) or None)
 
 
+def saml_from_settings() -> SamlConfig:
+    """The setting SVC_SAML (a SamlConfig), else SamlConfig.load()."""
+    s = getattr(settings, "SVC_SAML", None)
+    if s is None:
+        return SamlConfig.load()
+    if not isinstance(s, SamlConfig):
+        raise TypeError("the SVC_SAML setting must be a svc_sdk.saml.SamlConfig")
+    return s
+
+
 class SvcMiddleware:
-    """Validates the bearer token of every request but those whose path is
-    in the setting ``SVC_EXCLUDE``."""
+    """Validates the bearer token (or session cookie) of every request but
+    those whose path is in the setting ``SVC_EXCLUDE``."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
         self.get_response = get_response
         self.client = client_from_settings()
+        self.saml = saml_from_settings()
+        self.login_redirect = bool(getattr(settings, "SVC_LOGIN_REDIRECT", False))
         self.exclude = tuple(getattr(settings, "SVC_EXCLUDE", ()) or ())
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        request.svc_claims = None
-        request.svc_decision = None
-        request.svc_client = self.client
+        r: Any = request
+        r.svc_claims = None
+        r.svc_decision = None
+        r.svc_client = self.client
+        r.svc_saml = self.saml
+        r.svc_login_redirect = self.login_redirect
         if excluded(request.path, self.exclude):
             return self.get_response(request)
-        out = check_token(self.client, request.META.get("HTTP_AUTHORIZATION"))
-        if isinstance(out, Refusal):
-            return _response(out)
-        request.svc_claims = out.claims
-        request.svc_decision = out.decision
+        out = check_token(self.client, request.META.get("HTTP_AUTHORIZATION"),
+                          session_token(request.META.get("HTTP_COOKIE"), self.saml.cookie_name))
+        refused = _admit(request, out, self.saml, self.login_redirect)
+        if refused is not None:
+            return refused
         return self.get_response(request)
 
 
 def require_action(action: str, resource: str | None = None, resource_id_kwarg: str | None = None,
-                   client: Client | None = None) -> Callable:
-    """Decorates a view so that the policy must allow ``action`` (on the
-    resource whose id is the URL keyword argument ``resource_id_kwarg``, if
-    given); a denial answers 403 with the deny reasons. The client is, in
-    order: ``client``, the SvcMiddleware's, one made from the settings."""
+                   client: Client | None = None) -> Callable[[F], F]:
+    """Decorates a view, sync or async, so that the policy must allow
+    ``action`` (on the resource whose id is the URL keyword argument
+    ``resource_id_kwarg``, if given); a denial answers 403 with the deny
+    reasons. The client is, in order: ``client``, the SvcMiddleware's, one
+    made from the settings."""
 
-    def decorate(view: Callable) -> Callable:
+    def check(request: HttpRequest, kwargs: dict[str, Any]) -> HttpResponse | None:
+        r: Any = request
+        c = client or getattr(r, "svc_client", None) or _default_client()
+        saml = getattr(r, "svc_saml", None) or _default_saml()
+        redirect = getattr(r, "svc_login_redirect", None)
+        if redirect is None:
+            redirect = bool(getattr(settings, "SVC_LOGIN_REDIRECT", False))
+        rid = kwargs.get(resource_id_kwarg) if resource_id_kwarg else None
+        out = check_action(c, request.META.get("HTTP_AUTHORIZATION"), action, resource,
+                           None if rid is None else str(rid),
+                           session=session_token(request.META.get("HTTP_COOKIE"), saml.cookie_name))
+        return _admit(request, out, saml, redirect)
+
+    def decorate(view: F) -> F:
+        if asyncio.iscoroutinefunction(view):
+            async_view = cast(Callable[..., Awaitable[HttpResponse]], view)
+
+            @functools.wraps(view)
+            async def async_wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+                # The client blocks: keep the event loop serving meanwhile.
+                refused = await asyncio.to_thread(check, request, kwargs)
+                if refused is not None:
+                    return refused
+                return await async_view(request, *args, **kwargs)
+
+            return cast(F, async_wrapper)
+
         @functools.wraps(view)
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            c = client or getattr(request, "svc_client", None) or _default_client()
-            rid = kwargs.get(resource_id_kwarg) if resource_id_kwarg else None
-            out = check_action(c, request.META.get("HTTP_AUTHORIZATION"), action, resource,
-                               None if rid is None else str(rid))
-            if isinstance(out, Refusal):
-                return _response(out)
-            request.svc_claims = out.claims
-            request.svc_decision = out.decision
-            return view(request, *args, **kwargs)
+            refused = check(request, kwargs)
+            if refused is not None:
+                return refused
+            result: HttpResponse = view(request, *args, **kwargs)
+            return result
 
-        return wrapper
+        return cast(F, wrapper)
 
     return decorate
 
 
+def _admit(request: HttpRequest, out: Admission | Refusal, saml: SamlConfig, redirect: bool) -> HttpResponse | None:
+    """Sets the request attributes of an admitted request, or returns the
+    answer to a refused one."""
+    r: Any = request
+    if isinstance(out, Refusal):
+        if redirect:
+            loc = login_redirect_url(out.status, request.method, request.META.get("HTTP_ACCEPT"),
+                                     request.META.get("HTTP_AUTHORIZATION"), request.get_full_path(), saml)
+            if loc:
+                out = login_redirect(out, loc)
+        return _response(out)
+    r.svc_claims = out.claims
+    r.svc_decision = out.decision
+    return None
+
+
 _default: Client | None = None
 _default_lock = threading.Lock()
+
+
+_default_saml_config: SamlConfig | None = None
 
 
 def _default_client() -> Client:
@@ -103,6 +175,14 @@ def _default_client() -> Client:
         if _default is None:
             _default = client_from_settings()
         return _default
+
+
+def _default_saml() -> SamlConfig:
+    global _default_saml_config
+    with _default_lock:
+        if _default_saml_config is None:
+            _default_saml_config = saml_from_settings()
+        return _default_saml_config
 
 
 def _response(r: Refusal) -> HttpResponse:

@@ -12,6 +12,12 @@
                     decision: Decision = Depends(require_action("orders:read", resource_id_param="order_id"))):
         return {"claims": request.state.svc_user}
 
+A request without an Authorization header is authenticated by the SAML
+gateway's session cookie (``saml.cookie_name``, default ``svc_session``).
+With ``login_redirect=True``, a browser refused for its token (401; a GET or
+HEAD preferring text/html, see :mod:`svc_sdk.saml`) is redirected (302) to
+the gateway's login with its path as ``return_to``.
+
 ``request.state.svc_user`` holds the verified claims (a dict), or None in
 development mode, on fail-open and on excluded paths;
 ``request.state.svc_decision`` holds the whole TokenDecision or Decision.
@@ -30,13 +36,20 @@ raises :class:`SvcRefused`, which SvcMiddleware answers; an app that uses
 import asyncio
 import logging
 import threading
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Awaitable, Callable, Iterable, MutableMapping, Optional
 
 from fastapi import HTTPException, Request
 from starlette.responses import Response
 
-from ._web import Refusal, check_action, check_token, excluded
+from ._web import Refusal, check_action, check_token, excluded, login_redirect
 from .client import Client, Decision
+from .saml import SamlConfig, login_redirect_url, session_token
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 __all__ = ["SvcMiddleware", "require_action", "SvcRefused", "refusal_handler"]
 
@@ -68,36 +81,42 @@ class SvcMiddleware:
     without ``client`` one is made from the environment and svc.toml (see
     :class:`~svc_sdk.Client`)."""
 
-    def __init__(self, app: Callable, client: Optional[Client] = None, exclude: Iterable[str] = ()):
+    def __init__(self, app: ASGIApp, client: Optional[Client] = None, exclude: Iterable[str] = (),
+                 saml: Optional[SamlConfig] = None, login_redirect: bool = False):
         self.app = app
         self.client = client or Client()
         self.exclude = tuple(exclude)
+        self.saml = saml or SamlConfig.load()
+        self.login_redirect = login_redirect
 
-    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         state = scope.setdefault("state", {})
         state["svc_client"] = self.client
+        state["svc_saml"] = self.saml
+        state["svc_login_redirect"] = self.login_redirect
         state["svc_user"] = None
         state["svc_decision"] = None
         if excluded(scope.get("path", ""), self.exclude):
             await self._call_app(scope, receive, send)
             return
-        out = await asyncio.to_thread(check_token, self.client, _header(scope, b"authorization"))
+        out = await asyncio.to_thread(check_token, self.client, _header(scope, b"authorization"),
+                                      session_token(_header(scope, b"cookie"), self.saml.cookie_name))
         if isinstance(out, Refusal):
-            await _send_refusal(send, out)
+            await _send_refusal(send, _browser(scope, out, self.saml, self.login_redirect))
             return
         state["svc_user"] = out.claims
         state["svc_decision"] = out.decision
         await self._call_app(scope, receive, send)
 
-    async def _call_app(self, scope: dict, receive: Callable, send: Callable) -> None:
+    async def _call_app(self, scope: Scope, receive: Receive, send: Send) -> None:
         # A SvcRefused of require_action passes FastAPI's exception
         # handling (it is not an HTTPException) and is answered here.
         started = False
 
-        async def tracking_send(message: dict) -> None:
+        async def tracking_send(message: Message) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
@@ -112,7 +131,7 @@ class SvcMiddleware:
 
 
 def require_action(action: str, resource: Optional[str] = None, resource_id_param: Optional[str] = None,
-                   client: Optional[Client] = None) -> Callable:
+                   client: Optional[Client] = None) -> Callable[[Request], Awaitable[Decision]]:
     """A dependency that authorizes ``action`` by the policy, on the
     resource whose id is the path parameter ``resource_id_param`` if given.
     It returns the Decision, and otherwise raises :class:`SvcRefused` (403
@@ -123,10 +142,13 @@ def require_action(action: str, resource: Optional[str] = None, resource_id_para
 
     async def dependency(request: Request) -> Decision:
         c = client or getattr(request.state, "svc_client", None) or _default_client()
+        saml: SamlConfig = getattr(request.state, "svc_saml", None) or _default_saml()
         rid = request.path_params.get(resource_id_param) if resource_id_param else None
         out = await asyncio.to_thread(check_action, c, request.headers.get("authorization"), action,
-                                      resource, None if rid is None else str(rid))
+                                      resource, None if rid is None else str(rid), None,
+                                      session_token(request.headers.get("cookie"), saml.cookie_name))
         if isinstance(out, Refusal):
+            out = _browser(request.scope, out, saml, bool(getattr(request.state, "svc_login_redirect", False)))
             if "svc_client" in request.scope.get("state", {}) or _has_handler(request):
                 raise SvcRefused(out)
             # Nothing in this app would answer SvcRefused: answer in
@@ -135,6 +157,8 @@ def require_action(action: str, resource: Optional[str] = None, resource_id_para
             raise HTTPException(status_code=out.status, detail=out.payload(), headers=out.all_headers())
         request.state.svc_user = out.claims
         request.state.svc_decision = out.decision
+        if not isinstance(out.decision, Decision):  # check_action admits with a Decision
+            raise TypeError(f"svc authorize answered {type(out.decision).__name__}")
         return out.decision
 
     return dependency
@@ -169,14 +193,36 @@ def _default_client() -> Client:
         return _default
 
 
-def _header(scope: dict, name: bytes) -> Optional[str]:
+_default_saml_config: Optional[SamlConfig] = None
+
+
+def _default_saml() -> SamlConfig:
+    global _default_saml_config
+    with _default_lock:
+        if _default_saml_config is None:
+            _default_saml_config = SamlConfig.load()
+        return _default_saml_config
+
+
+def _browser(scope: Scope, r: Refusal, saml: SamlConfig, redirect: bool) -> Refusal:
+    """``r``, or the redirect to sign in for a browser refused for its token."""
+    if not redirect:
+        return r
+    qs = bytes(scope.get("query_string") or b"").decode("latin-1")
+    target = str(scope.get("path", "/")) + ("?" + qs if qs else "")
+    loc = login_redirect_url(r.status, scope.get("method"), _header(scope, b"accept"),
+                             _header(scope, b"authorization"), target, saml)
+    return login_redirect(r, loc) if loc else r
+
+
+def _header(scope: Scope, name: bytes) -> Optional[str]:
     for k, v in scope.get("headers") or ():
-        if k.lower() == name:
-            return v.decode("latin-1")
+        if bytes(k).lower() == name:
+            return bytes(v).decode("latin-1")
     return None
 
 
-async def _send_refusal(send: Callable, r: Refusal) -> None:
+async def _send_refusal(send: Send, r: Refusal) -> None:
     body = r.body()
     headers: list[Any] = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in r.all_headers().items()]
     headers.append((b"content-length", str(len(body)).encode()))

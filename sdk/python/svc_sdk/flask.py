@@ -8,6 +8,13 @@
     def order(order_id):
         return {"sub": g.claims["sub"] if g.claims else "anonymous"}
 
+A request without an Authorization header is authenticated by the SAML
+gateway's session cookie (``saml.cookie_name``, default ``svc_session``).
+With ``login_redirect=True`` (or the app config key ``SVC_LOGIN_REDIRECT``),
+a browser refused for its token (401; a GET or HEAD preferring text/html,
+see :mod:`svc_sdk.saml`) is redirected (302) to the gateway's login with its
+path as ``return_to``.
+
 ``g.claims`` holds the verified claims (a dict), or None in development
 mode, on fail-open and on excluded paths; ``g.svc_decision`` holds the whole
 TokenDecision or Decision. Refused requests get the answers listed in
@@ -18,12 +25,15 @@ TokenDecision or Decision. Refused requests get the answers listed in
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, TypeVar, cast
 
 from flask import Flask, Response, current_app, g, request
 
-from ._web import Refusal, check_action, check_token, excluded
+from ._web import Admission, Refusal, check_action, check_token, excluded, login_redirect
 from .client import Client
+from .saml import SamlConfig, login_redirect_url, session_token
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["SvcAuth", "require_action"]
 
@@ -39,16 +49,22 @@ class SvcAuth:
     environment variables of the same names, then svc.toml (see Client).
     """
 
-    def __init__(self, app: Flask | None = None, client: Client | None = None, exclude: Iterable[str] = ()):
+    def __init__(self, app: Flask | None = None, client: Client | None = None, exclude: Iterable[str] = (),
+                 saml: SamlConfig | None = None, login_redirect: bool | None = None):
         self.client = client
         self.exclude = tuple(exclude)
+        self.saml = saml
+        self.login_redirect = login_redirect
         if app is not None:
             self.init_app(app)
 
     def init_app(self, app: Flask) -> None:
         if self.client is None:
-            self.client = Client(app.config.get("SVC_SIDECAR_URL"), app.config.get("SVC_FAIL_MODE"),
-                                 app.config.get("SVC_TIMEOUT"))
+            self.client = _client_of(app)
+        if self.saml is None:
+            self.saml = SamlConfig.load()
+        if self.login_redirect is None:
+            self.login_redirect = bool(app.config.get("SVC_LOGIN_REDIRECT", False))
         app.extensions[_EXT] = self
         app.before_request(self._before_request)
 
@@ -57,48 +73,67 @@ class SvcAuth:
         g.svc_decision = None
         if excluded(request.path, self.exclude):
             return None
-        out = check_token(self.client, request.headers.get("Authorization"))
+        assert self.client is not None and self.saml is not None  # set by init_app
+        out = check_token(self.client, request.headers.get("Authorization"),
+                          session_token(request.headers.get("Cookie"), self.saml.cookie_name))
+        return self._admit(out)
+
+    def _admit(self, out: Admission | Refusal) -> Response | None:
         if isinstance(out, Refusal):
-            return _response(out)
+            return _response(self._browser(out))
         g.claims = out.claims
         g.svc_decision = out.decision
         return None
 
+    def _browser(self, r: Refusal) -> Refusal:
+        if not self.login_redirect:
+            return r
+        qs = request.query_string.decode("latin-1")
+        loc = login_redirect_url(r.status, request.method, request.headers.get("Accept"),
+                                 request.headers.get("Authorization"),
+                                 request.path + ("?" + qs if qs else ""), self.saml)
+        return login_redirect(r, loc) if loc else r
+
 
 def require_action(action: str, resource: str | None = None, resource_id_arg: str | None = None,
-                   client: Client | None = None) -> Callable:
+                   client: Client | None = None) -> Callable[[F], F]:
     """Decorates a view so that the policy must allow ``action`` (on the
     resource whose id is the view argument ``resource_id_arg``, if given);
-    a denial answers 403 with the deny reasons. The client is the app's
-    SvcAuth's unless given."""
+    a denial answers 403 with the deny reasons. The client, session cookie
+    and login redirect are the app's SvcAuth's (the client unless given)."""
 
-    def decorate(view: Callable) -> Callable:
+    def decorate(view: F) -> F:
         @functools.wraps(view)
-        def wrapper(*args: Any, **kwargs: Any):
-            c = client or _app_client()
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            ext = _app_ext()
+            assert ext.client is not None and ext.saml is not None
             rid = kwargs.get(resource_id_arg) if resource_id_arg else None
-            out = check_action(c, request.headers.get("Authorization"), action, resource,
-                               None if rid is None else str(rid))
-            if isinstance(out, Refusal):
-                return _response(out)
-            g.claims = out.claims
-            g.svc_decision = out.decision
+            out = check_action(client or ext.client, request.headers.get("Authorization"), action, resource,
+                               None if rid is None else str(rid),
+                               session=session_token(request.headers.get("Cookie"), ext.saml.cookie_name))
+            refused = ext._admit(out)
+            if refused is not None:
+                return refused
             return view(*args, **kwargs)
 
-        return wrapper
+        return cast(F, wrapper)
 
     return decorate
 
 
-def _app_client() -> Client:
+def _client_of(app: Flask) -> Client:
+    return Client(app.config.get("SVC_SIDECAR_URL"), app.config.get("SVC_FAIL_MODE"),
+                  app.config.get("SVC_TIMEOUT"))
+
+
+def _app_ext() -> SvcAuth:
     ext = current_app.extensions.get(_EXT)
-    if ext is None or ext.client is None:
-        ext = SvcAuth.__new__(SvcAuth)
-        ext.client, ext.exclude = Client(current_app.config.get("SVC_SIDECAR_URL"),
-                                         current_app.config.get("SVC_FAIL_MODE"),
-                                         current_app.config.get("SVC_TIMEOUT")), ()
+    if not isinstance(ext, SvcAuth) or ext.client is None:
+        # require_action without SvcAuth: the app's settings, no hook.
+        ext = SvcAuth(client=_client_of(current_app), saml=SamlConfig.load(),
+                      login_redirect=bool(current_app.config.get("SVC_LOGIN_REDIRECT", False)))
         current_app.extensions[_EXT] = ext
-    return ext.client
+    return ext
 
 
 def _response(r: Refusal) -> Response:

@@ -39,6 +39,22 @@ logging.getLogger("svc_sdk").setLevel(logging.ERROR)
 # the timeout itself use a black hole and a short timeout of their own.
 CALL_TIMEOUT = 30.0
 
+def in_ci() -> bool:
+    """Whether the tests run under CI (the CI variable set), where a
+    missing peer is a failure rather than a reason to skip."""
+    return os.environ.get("CI", "") not in ("", "0", "false")
+
+
+def missing(what: str, hint: str) -> None:
+    """Skips the test, or fails it under CI, because ``what`` is not
+    installed (the rule of the Go suites' e2e/harness.Missing)."""
+    import unittest
+
+    if in_ci():
+        raise AssertionError(f"{what} is required under CI but was not found ({hint})")
+    raise unittest.SkipTest(f"{what} not found ({hint}); skipping outside CI")
+
+
 _lock = threading.RLock()
 _tmp = tempfile.mkdtemp(prefix="svc-sdk-py-")
 atexit.register(shutil.rmtree, _tmp, True)

@@ -1,5 +1,6 @@
 """svc_sdk.django against the real sidecar."""
 
+import asyncio
 import json
 import os
 import unittest
@@ -21,7 +22,7 @@ if not settings.configured:
     django.setup()
 
 from django.http import JsonResponse  # noqa: E402
-from django.test import Client as DjangoClient, override_settings  # noqa: E402
+from django.test import AsyncClient, Client as DjangoClient, override_settings  # noqa: E402
 from django.urls import path  # noqa: E402
 
 from frameworks import MiddlewareBehaviour  # noqa: E402
@@ -42,7 +43,21 @@ def delete(request, order_id):
     return JsonResponse({"claims": request.svc_claims, "decision_id": request.svc_decision.decision_id})
 
 
+@require_action("orders:read", resource_id_kwarg="order_id")
+async def async_order(request, order_id):
+    await asyncio.sleep(0)
+    return JsonResponse({"claims": request.svc_claims, "decision_id": request.svc_decision.decision_id,
+                         "order": order_id})
+
+
+@require_action("orders:delete", resource_id_kwarg="order_id")
+async def async_delete(request, order_id):
+    return JsonResponse({"deleted": order_id})
+
+
 urlpatterns = [
+    path("async/orders/<str:order_id>", async_order),
+    path("async/orders/<str:order_id>/delete", async_delete),
     path("whoami", whoami),
     path("healthz", whoami),
     path("orders/<str:order_id>", order),
@@ -57,6 +72,30 @@ class DjangoTest(MiddlewareBehaviour, unittest.TestCase):
                                SVC_TIMEOUT=client.timeout):
             resp = DjangoClient().get(path, **headers)
         return resp.status_code, {k.lower(): v for k, v in resp.items()}, json.loads(resp.content)
+
+    def test_require_action_on_async_views(self):
+        # Django runs an async view natively only when the view itself is a
+        # coroutine function: the decorator must keep it one.
+        self.assertTrue(asyncio.iscoroutinefunction(async_order))
+        token = self.token(roles=["viewer"])
+        with override_settings(SVC_SIDECAR_URL=self.client.sidecar_url, SVC_FAIL_MODE="closed",
+                               SVC_TIMEOUT=self.client.timeout):
+            # Django 3.2's AsyncClient takes header names as sent, not as
+            # WSGI environ keys.
+            for name, get in (("async", lambda p, **h: asyncio.run(AsyncClient().get(
+                    p, **{k.removeprefix("HTTP_").lower(): v for k, v in h.items()}))),
+                              ("sync", lambda p, **h: DjangoClient().get(p, **h))):
+                with self.subTest(client=name):
+                    resp = get("/async/orders/7", HTTP_AUTHORIZATION=f"Bearer {token}")
+                    self.assertEqual(resp.status_code, 200, resp.content)
+                    j = json.loads(resp.content)
+                    self.assertEqual((j["order"], j["claims"]["sub"]), ("7", "alice"))
+                    self.assertTrue(j["decision_id"])
+                    resp = get("/async/orders/7/delete", HTTP_AUTHORIZATION=f"Bearer {token}")
+                    self.assertEqual(resp.status_code, 403, resp.content)
+                    self.assertEqual(self.body(json.loads(resp.content))["reason"], "policy-deny")
+                    resp = get("/async/orders/7")
+                    self.assertEqual(resp.status_code, 401, resp.content)
 
     def test_settings_then_environment(self):
         old = {k: os.environ.get(k) for k in ("SVC_SIDECAR_URL", "SVC_FAIL_MODE")}

@@ -2,6 +2,7 @@
 //   cd sdk/typescript && npm ci && npm run build && node examples/express-app.mjs
 //   curl -s localhost:8000/whoami -H 'Authorization: Bearer anything'
 //   curl -s localhost:8000/orders/42 -H 'Authorization: Bearer anything'
+//   curl -si localhost:8000/app -H 'Accept: text/html' | grep -i location   # a browser: sent to sign in
 import express from "express";
 
 import { SvcClient } from "@svc/sdk";
@@ -16,7 +17,8 @@ app.get("/healthz", (req, res) => res.send("ok\n"));
 
 // Browser pages signed in through the SAML gateway (sidecar.saml_addr): the
 // IdP posts to this origin's ACS, which trades the assertion for a token in
-// the svc_session cookie; pages without it go to the gateway's login.
+// the svc_session cookie; browsers (GET/HEAD preferring text/html) without
+// it go to the gateway's login, API clients get the 401.
 app.post("/auth/saml/acs", samlAcs({ gatewayUrl: process.env.SVC_SAML_URL ?? "http://127.0.0.1:7701" }));
 app.use("/app", samlLoginRedirect());
 

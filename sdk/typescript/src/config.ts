@@ -72,7 +72,7 @@ export function readSdkTable(path: string): SdkKeys {
   return sdkKeysOf(text, path);
 }
 
-const WANTED = new Set(["sidecar_addr", "fail_mode"]);
+const SDK_KEYS: Record<string, "string"> = { "sdk.sidecar_addr": "string", "sdk.fail_mode": "string" };
 
 /**
  * The [sdk] string keys of a TOML document. Node has no TOML parser and the
@@ -84,7 +84,26 @@ const WANTED = new Set(["sidecar_addr", "fail_mode"]);
  */
 export function sdkKeysOf(text: string, path = DEFAULT_CONFIG_FILE): SdkKeys {
   const out: SdkKeys = {};
+  for (const [k, v] of Object.entries(tomlKeysOf(text, SDK_KEYS, path))) out[k.slice(4) as keyof SdkKeys] = String(v);
+  return out;
+}
+
+/** The kind of value a wanted key must have. */
+export type TomlKind = "string" | "integer" | "boolean";
+
+/**
+ * The values of the wanted keys (full dotted paths, e.g. "sdk.saml.cookie_name")
+ * of a TOML document, read as sdkKeysOf reads [sdk]; a key of another kind
+ * than wanted is an error naming the file and line.
+ */
+export function tomlKeysOf(text: string, wanted: Record<string, TomlKind>,
+  path = DEFAULT_CONFIG_FILE): Record<string, string | number | boolean> {
+  const out: Record<string, string | number | boolean> = {};
   const sc = new Scanner(text.startsWith("\uFEFF") ? text.slice(1) : text, path);
+  const tables = new Set(Object.keys(wanted).flatMap((k) => {
+    const parts = k.split(".");
+    return parts.slice(1).map((_, i) => parts.slice(0, i + 1).join("."));
+  }));
   let table: string[] = [];
   for (;;) {
     sc.skipBlank();
@@ -99,15 +118,16 @@ export function sdkKeysOf(text: string, path = DEFAULT_CONFIG_FILE): SdkKeys {
     }
     const key = [...table, ...sc.keyPath()];
     sc.expect("=");
-    if (key.length === 1 && key[0] === "sdk") {
-      throw sc.error("sdk is read as a [sdk] table, not as an inline table");
+    const name = key.join(".");
+    if (tables.has(name)) {
+      throw sc.error(`${name} is read as a [${name}] table, not as an inline table`);
     }
-    const name = key.length === 2 && key[0] === "sdk" ? key[1] : undefined;
-    if (name !== undefined && WANTED.has(name)) {
+    const kind = wanted[name];
+    if (kind !== undefined) {
       const line = sc.line();
-      const v = sc.singleLineString();
-      if (v === undefined) throw sc.error(`sdk.${name} must be a string`, line);
-      out[name as keyof SdkKeys] = v;
+      const v = kind === "string" ? sc.singleLineString() : kind === "integer" ? sc.integer() : sc.boolean();
+      if (v === undefined) throw sc.error(`${name} must be ${kind === "integer" ? "an integer" : `a ${kind}`}`, line);
+      out[name] = v;
     } else {
       sc.skipValue();
     }
@@ -191,6 +211,25 @@ class Scanner {
       if (this.peek() !== ".") return parts;
       this.pos++;
     }
+  }
+
+  /** A decimal integer (underscores allowed between digits), or undefined. */
+  integer(): number | undefined {
+    this.skipSpaces();
+    const m = /^[+-]?\d+(?:_\d+)*(?=[\s#]|$)/.exec(this.text.slice(this.pos, this.pos + 64));
+    if (!m) return undefined;
+    this.pos += m[0].length;
+    const n = Number(m[0].replace(/_/g, ""));
+    return Number.isSafeInteger(n) ? n : undefined;
+  }
+
+  /** true or false, or undefined. */
+  boolean(): boolean | undefined {
+    this.skipSpaces();
+    const m = /^(true|false)(?=[\s#]|$)/.exec(this.text.slice(this.pos, this.pos + 8));
+    if (!m) return undefined;
+    this.pos += m[0].length;
+    return m[1] === "true";
   }
 
   /** A basic or literal string on one line, or undefined (position unchanged) when none starts here. */

@@ -14,6 +14,9 @@
  * own origin: mount it at the ACS URL the IdP posts to.
  */
 
+import { readFileSync } from "node:fs";
+
+import { DEFAULT_CONFIG_FILE, tomlKeysOf, type TomlKind } from "./config.js";
 import { cookieValue } from "./web.js";
 
 /** The gateway's default path prefix. */
@@ -24,6 +27,164 @@ export const DEFAULT_COOKIE = "svc_session";
 export const DEFAULT_GATEWAY_URL = "http://127.0.0.1:7701";
 /** Largest ACS form accepted by samlAcs, as by the gateway. */
 export const MAX_ACS_BODY = 1 << 20;
+
+/** The gateway's default clock skew tolerance, in seconds. */
+export const DEFAULT_CLOCK_SKEW_SECONDS = 30;
+/** The SAML attribute that fills the email claim by default. */
+export const DEFAULT_EMAIL_ATTRIBUTE = "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress";
+
+/** Which SAML attribute fills each JWT claim (sdk.saml.attribute_mapping). */
+export interface AttributeMapping {
+  /** Default the standard e-mail-address claim URI. */
+  email: string;
+  /** Default "role". */
+  role: string;
+  /** Fills tenant_id; default "tenant_id". */
+  tenant: string;
+}
+
+/**
+ * The [sdk.saml] settings of the sidecar (spec SamlConfig) in camelCase, as
+ * resolveSamlConfig reads them: what an application needs to reach the
+ * gateway and to show the identity provider's administrator the values to
+ * enter. The SP private key is never read from a file here:
+ * spPrivateKeyPem comes from SVC_SAML_SP_PRIVATE_KEY_PEM only.
+ */
+export interface SamlConfig {
+  /** SP entity id; equals the audience at the IdP (sdk.saml.entity_id). */
+  entityId: string;
+  /** Assertion consumer service URL; equals the reply URL at the IdP (sdk.saml.acs_url). */
+  acsUrl: string;
+  /** The IdP's metadata URL (sdk.saml.idp_metadata_url). */
+  idpMetadataUrl: string;
+  /** Tolerated clock difference, seconds; default 30. */
+  clockSkewSeconds: number;
+  attributeMapping: AttributeMapping;
+  /** SP private key, PEM, from SVC_SAML_SP_PRIVATE_KEY_PEM only; never logged. */
+  spPrivateKeyPem?: string;
+  /** SP certificate, PEM, from SVC_SAML_SP_CERTIFICATE_PEM. */
+  spCertificatePem?: string;
+  /** Session cookie of the gateway (sdk.saml.cookie_name); default "svc_session". */
+  cookieName: string;
+  /** Path prefix of the gateway's endpoints (sdk.saml.path_prefix); default "/auth/saml". */
+  pathPrefix: string;
+  /** The gateway's URL for server-side calls: SVC_SAML_URL, default http://127.0.0.1:7701. */
+  gatewayUrl: string;
+}
+
+const SAML_KEYS: Record<string, TomlKind> = {
+  "sdk.saml.entity_id": "string",
+  "sdk.saml.acs_url": "string",
+  "sdk.saml.idp_metadata_url": "string",
+  "sdk.saml.clock_skew_seconds": "integer",
+  "sdk.saml.attribute_mapping.email": "string",
+  "sdk.saml.attribute_mapping.role": "string",
+  "sdk.saml.attribute_mapping.tenant": "string",
+  "sdk.saml.cookie_name": "string",
+  "sdk.saml.path_prefix": "string",
+};
+
+/**
+ * The SAML settings: each field from `given`, else its SVC_SAML_* variable
+ * (SVC_SAML_ENTITY_ID, SVC_SAML_ACS_URL, SVC_SAML_IDP_METADATA_URL,
+ * SVC_SAML_CLOCK_SKEW_SECONDS, SVC_SAML_ATTRIBUTE_EMAIL/_ROLE/_TENANT,
+ * SVC_SAML_COOKIE_NAME, SVC_SAML_PATH_PREFIX, SVC_SAML_URL), else the
+ * [sdk.saml] key of `configFile` (null: no file; a missing file is no
+ * error), else the sidecar's default. The PEM fields come from
+ * SVC_SAML_SP_PRIVATE_KEY_PEM / SVC_SAML_SP_CERTIFICATE_PEM only. A
+ * clock skew that is not a non-negative integer throws a TypeError.
+ */
+export function resolveSamlConfig(given: Partial<SamlConfig> = {},
+  env: Record<string, string | undefined> = process.env,
+  configFile: string | null = DEFAULT_CONFIG_FILE): SamlConfig {
+  let file: Record<string, string | number | boolean> = {};
+  if (configFile) {
+    let text: string | undefined;
+    try {
+      text = readFileSync(configFile, "utf8");
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw new TypeError(`${configFile}: ${(e as Error).message}`);
+    }
+    if (text !== undefined) file = tomlKeysOf(text, SAML_KEYS, configFile);
+  }
+  const pick = (g: string | undefined, envName: string, key: string, dflt: string): string =>
+    g || env[envName] || (typeof file[key] === "string" ? (file[key] as string) : "") || dflt;
+  let skew = given.clockSkewSeconds;
+  if (skew === undefined) {
+    const raw = env.SVC_SAML_CLOCK_SKEW_SECONDS;
+    if (raw) {
+      if (!/^\d{1,9}$/.test(raw.trim())) throw new TypeError(`SVC_SAML_CLOCK_SKEW_SECONDS=${JSON.stringify(raw)} is not a number of seconds`);
+      skew = Number(raw.trim());
+    } else if (typeof file["sdk.saml.clock_skew_seconds"] === "number") {
+      skew = file["sdk.saml.clock_skew_seconds"];
+    }
+  }
+  if (skew !== undefined && (!Number.isSafeInteger(skew) || skew < 0)) {
+    throw new TypeError(`clock_skew_seconds must be a non-negative integer, not ${skew}`);
+  }
+  const am: Partial<AttributeMapping> = given.attributeMapping ?? {};
+  const cfg: SamlConfig = {
+    entityId: pick(given.entityId, "SVC_SAML_ENTITY_ID", "sdk.saml.entity_id", ""),
+    acsUrl: pick(given.acsUrl, "SVC_SAML_ACS_URL", "sdk.saml.acs_url", ""),
+    idpMetadataUrl: pick(given.idpMetadataUrl, "SVC_SAML_IDP_METADATA_URL", "sdk.saml.idp_metadata_url", ""),
+    clockSkewSeconds: skew || DEFAULT_CLOCK_SKEW_SECONDS,
+    attributeMapping: {
+      email: pick(am.email, "SVC_SAML_ATTRIBUTE_EMAIL", "sdk.saml.attribute_mapping.email", DEFAULT_EMAIL_ATTRIBUTE),
+      role: pick(am.role, "SVC_SAML_ATTRIBUTE_ROLE", "sdk.saml.attribute_mapping.role", "role"),
+      tenant: pick(am.tenant, "SVC_SAML_ATTRIBUTE_TENANT", "sdk.saml.attribute_mapping.tenant", "tenant_id"),
+    },
+    cookieName: pick(given.cookieName, "SVC_SAML_COOKIE_NAME", "sdk.saml.cookie_name", DEFAULT_COOKIE),
+    pathPrefix: trimSlash(pick(given.pathPrefix, "SVC_SAML_PATH_PREFIX", "sdk.saml.path_prefix", DEFAULT_PREFIX)),
+    gatewayUrl: trimSlash(given.gatewayUrl || env.SVC_SAML_URL || DEFAULT_GATEWAY_URL),
+  };
+  const key = given.spPrivateKeyPem || env.SVC_SAML_SP_PRIVATE_KEY_PEM;
+  const cert = given.spCertificatePem || env.SVC_SAML_SP_CERTIFICATE_PEM;
+  // Not enumerable: JSON.stringify, console.log and util.inspect of the
+  // config never show the private key.
+  if (key) Object.defineProperty(cfg, "spPrivateKeyPem", { value: key, enumerable: false, writable: true, configurable: true });
+  if (cert) cfg.spCertificatePem = cert;
+  return cfg;
+}
+
+/**
+ * Whether a browser, not an API client, asks: text/html named in Accept
+ * with a quality at least that of application/json (by its most specific
+ * range) — the sidecar's rule for HTML refusal pages and sign-on redirects.
+ */
+export function prefersHtml(accept: string | undefined | null): boolean {
+  let html = 0;
+  let json = 0;
+  let spec = 0; // 3 application/json, 2 application/*, 1 */*
+  for (const part of (accept ?? "").split(",")) {
+    const [rawType, ...params] = part.split(";");
+    const type = (rawType ?? "").trim().toLowerCase();
+    let q = 1;
+    for (const p of params) {
+      const [k, v] = p.split("=");
+      if (v !== undefined && (k ?? "").trim().toLowerCase() === "q") {
+        const n = Number(v.trim());
+        q = v.trim() !== "" && n >= 0 && n <= 1 ? n : 0; // unreadable: 0, never wins
+        break;
+      }
+    }
+    const rank = type === "application/json" ? 3 : type === "application/*" ? 2 : type === "*/*" ? 1 : 0;
+    if (type === "text/html") html = Math.max(html, q);
+    else if (rank > spec) [spec, json] = [rank, q];
+    else if (rank > 0 && rank === spec) json = Math.max(json, q);
+  }
+  return html > 0 && html >= json;
+}
+
+/**
+ * Whether a refused request is a browser's to send to sign in: a GET or
+ * HEAD, preferring text/html, without an Authorization header (which a
+ * browser does not send on its own) — the sidecar's browser_redirect rule.
+ */
+export function wantsLoginRedirect(method: string | undefined, accept: string | undefined | null,
+  authorization: string | undefined | null): boolean {
+  const m = (method ?? "").toUpperCase();
+  return (m === "GET" || m === "HEAD") && !authorization && prefersHtml(accept);
+}
 
 export interface LoginUrlOptions {
   /** Path prefix of the gateway's endpoints; default "/auth/saml". */
@@ -253,19 +414,23 @@ export function samlAcs(opts: SamlAcsOptions = {}) {
 }
 
 /**
- * Express middleware for browser routes: a request carrying neither a
- * bearer token nor the session cookie is redirected (302) to loginUrl with
- * its own URL as the return path; others go on to the authentication
- * middleware.
+ * Express middleware for browser routes: a browser's request (GET or HEAD
+ * preferring text/html, see wantsLoginRedirect) carrying neither a bearer
+ * token nor the session cookie is redirected (302) to loginUrl with its own
+ * URL as the return path. Every other request goes on to the
+ * authentication middleware, which answers an API client 401 in JSON.
  */
 export function samlLoginRedirect(opts: LoginUrlOptions & { cookieName?: string } = {}) {
   const cookieName = opts.cookieName ?? DEFAULT_COOKIE;
-  return function svcSamlLoginRedirect(req: { headers: Record<string, string | string[] | undefined>; originalUrl?: string; url?: string },
-    res: { redirect(status: number, url: string): unknown }, next: () => void): void {
+  return function svcSamlLoginRedirect(req: { method?: string; headers: Record<string, string | string[] | undefined>;
+    originalUrl?: string; url?: string }, res: { redirect(status: number, url: string): unknown }, next: () => void): void {
     const auth = req.headers.authorization;
     const cookie = req.headers.cookie;
+    const accept = req.headers.accept;
     if ((typeof auth === "string" && /^\s*bearer\s+\S/i.test(auth)) ||
-      sessionToken(Array.isArray(cookie) ? cookie.join("; ") : cookie, cookieName)) {
+      sessionToken(Array.isArray(cookie) ? cookie.join("; ") : cookie, cookieName) ||
+      !wantsLoginRedirect(req.method ?? "GET", Array.isArray(accept) ? accept.join(",") : accept,
+        Array.isArray(auth) ? auth.join(",") : auth)) {
       next();
       return;
     }

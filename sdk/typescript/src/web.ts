@@ -85,10 +85,15 @@ export function cookieValue(cookieHeader: string | undefined | null, name: strin
   return "";
 }
 
-/** The request's token: the bearer header, else the session cookie when one is named. */
+/**
+ * The request's token: the bearer header; without any Authorization header,
+ * the session cookie when one is named. A request that carries another
+ * Authorization scheme (Basic, ...) is judged by that header alone, as the
+ * sidecar, the Go and the Python middlewares do: a cookie never stands in
+ * for credentials the client chose to send.
+ */
 export function tokenOf(src: TokenSource, sessionCookie?: string): string {
-  const tok = bearerToken(src.authorization);
-  if (tok || !sessionCookie) return tok;
+  if (src.authorization || !sessionCookie) return bearerToken(src.authorization);
   return cookieValue(src.cookie, sessionCookie);
 }
 

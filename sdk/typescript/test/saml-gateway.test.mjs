@@ -22,6 +22,7 @@ import { CALL_TIMEOUT_MS, freeAddr, IdP, Sidecar, TENANT } from "./harness.mjs";
 
 const IDP_ENTITY = "https://idp.test/metadata";
 const IDP_SSO = "https://idp.test/sso";
+const BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
 const EMAIL_ATTR = "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress";
 
 const x = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
@@ -102,7 +103,13 @@ describe("SAML browser flow against the sidecar's gateway", () => {
 
   test("login, ACS through samlAcs, cookie, request verified by the sidecar", async () => {
     // 1. A page without a session goes to the gateway's login with its path.
-    let r = await fetch(`${appUrl}/app/page?tab=2`, { redirect: "manual" });
+    //    An API client (no text/html preferred) gets the 401 instead.
+    let r = await fetch(`${appUrl}/app/page?tab=2`, { redirect: "manual", headers: { accept: "application/json" } });
+    assert.equal(r.status, 401);
+    assert.equal((await r.json()).reason, "token-missing");
+    r = await fetch(`${appUrl}/app/page?tab=2`, { method: "POST", redirect: "manual", headers: { accept: "text/html" } });
+    assert.equal(r.status, 401, "a POST is not repeated after sign-on: no redirect");
+    r = await fetch(`${appUrl}/app/page?tab=2`, { redirect: "manual", headers: { accept: BROWSER_ACCEPT } });
     assert.equal(r.status, 302);
     const login = r.headers.get("location");
     assert.equal(login, `${gatewayUrl}/auth/saml/login?return_to=%2Fapp%2Fpage%3Ftab%3D2`);

@@ -97,7 +97,7 @@ describe("browser flow through the application's origin", () => {
 
   test("login redirect, ACS, cookie, authenticated request", async () => {
     // 1. Not signed in: redirected to the gateway's login with the return path.
-    let r = await fetch(`${appUrl}/app/page?tab=2`, { redirect: "manual" });
+    let r = await fetch(`${appUrl}/app/page?tab=2`, { redirect: "manual", headers: { accept: "text/html" } });
     assert.equal(r.status, 302);
     assert.equal(r.headers.get("location"), "/auth/saml/login?return_to=%2Fapp%2Fpage%3Ftab%3D2");
 
@@ -120,6 +120,13 @@ describe("browser flow through the application's origin", () => {
     r = await fetch(`${appUrl}/app/page?tab=2`, { headers: { cookie }, redirect: "manual" });
     assert.equal(r.status, 200);
     assert.equal((await r.json()).claims.email, "alice@example.com");
+
+    // Credentials the client chose to send are judged alone: Basic plus the
+    // session cookie is no bearer (the sidecar and the Go and Python
+    // middlewares agree).
+    r = await fetch(`${appUrl}/app/page?tab=2`, { headers: { cookie, authorization: "Basic YTpi" }, redirect: "manual" });
+    assert.equal(r.status, 401);
+    assert.equal((await r.json()).reason, "token-missing");
 
     // A tampered cookie is refused by the sidecar.
     r = await fetch(`${appUrl}/app/page`, { headers: { cookie: cookie.slice(0, -4) + "AAAA" }, redirect: "manual" });

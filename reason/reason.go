@@ -2,6 +2,10 @@
 // decision of the engine carries. The same strings are used as metric
 // labels, span attributes, audit fields and API responses, so they never
 // change once released.
+//
+// It is a leaf package (standard library only): the Go client of the
+// sidecar (package authz) carries these codes without linking the engine,
+// which re-exports them as github.com/svc-dev/svc/engine/reason.
 package reason
 
 import (

@@ -1,4 +1,4 @@
-package authz_test
+package server_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/svc-dev/svc/authz"
+	"github.com/svc-dev/svc/authz/server"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
 )
 
@@ -36,7 +37,7 @@ func FuzzHTTPAuthorize(f *testing.F) {
 	f.Add([]byte(`{"action":"orders:read"}`), "bearer  spaced  ")
 
 	mux := http.NewServeMux()
-	s, err := authz.NewServer(newEngine(f, nil, nil), authz.ServerOptions{Logger: quietLogger(), MaxBodyBytes: 64 << 10})
+	s, err := server.New(newEngine(f, nil, nil), server.Options{Logger: quietLogger(), MaxBodyBytes: 64 << 10})
 	if err != nil {
 		f.Fatal(err)
 	}

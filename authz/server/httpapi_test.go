@@ -1,4 +1,4 @@
-package authz_test
+package server_test
 
 import (
 	"encoding/json"
@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/svc-dev/svc/authz"
+	"github.com/svc-dev/svc/authz/server"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
 	"github.com/svc-dev/svc/engine/config"
 )
@@ -34,7 +35,7 @@ func fixedUser(sub string, roles ...string) map[string]any {
 }
 
 // serveHTTP serves s's HTTP API on loopback and returns its base URL.
-func serveHTTP(t *testing.T, s *authz.Server) string {
+func serveHTTP(t *testing.T, s *server.Server) string {
 	t.Helper()
 	mux := http.NewServeMux()
 	s.RegisterHTTP(mux)

@@ -1,4 +1,4 @@
-package authz
+package server
 
 import (
 	"bytes"
@@ -12,17 +12,10 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/svc-dev/svc/authz"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/reason"
-)
-
-// Paths of the local HTTP JSON API. Bodies are the protojson form of the
-// svc.authz.v1 messages; responses use the proto field names
-// ("deny_reasons", "decision_id") and list every field.
-const (
-	PathValidateToken = "/v1/validate-token"
-	PathAuthorize     = "/v1/authorize"
 )
 
 var (
@@ -41,10 +34,10 @@ var (
 // (malformed request), 405 (not POST), 413 (body over the limit) or 503
 // (no decision could be reached).
 func (s *Server) RegisterHTTP(mux *http.ServeMux) {
-	mux.HandleFunc("POST "+PathValidateToken, s.httpValidateToken)
-	mux.HandleFunc("POST "+PathAuthorize, s.httpAuthorize)
-	mux.HandleFunc(PathValidateToken, methodNotAllowed)
-	mux.HandleFunc(PathAuthorize, methodNotAllowed)
+	mux.HandleFunc("POST "+authz.PathValidateToken, s.httpValidateToken)
+	mux.HandleFunc("POST "+authz.PathAuthorize, s.httpAuthorize)
+	mux.HandleFunc(authz.PathValidateToken, methodNotAllowed)
+	mux.HandleFunc(authz.PathAuthorize, methodNotAllowed)
 }
 
 func (s *Server) httpValidateToken(w http.ResponseWriter, r *http.Request) {
@@ -53,7 +46,7 @@ func (s *Server) httpValidateToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Token == "" {
-		req.Token = bearerToken(r)
+		req.Token = authz.BearerToken(r)
 	}
 	writeProto(w, http.StatusOK, s.validateToken(engine.WithSource(r.Context(), "http"), req))
 }
@@ -64,7 +57,7 @@ func (s *Server) httpAuthorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Token == "" {
-		req.Token = bearerToken(r)
+		req.Token = authz.BearerToken(r)
 	}
 	resp, fail := s.authorize(engine.WithSource(r.Context(), "http"), req)
 	if fail != nil {
@@ -137,21 +130,8 @@ func writeProto(w http.ResponseWriter, code int, m proto.Message) {
 	writeJSONBytes(w, code, buf.Bytes())
 }
 
-// ErrorBody is the JSON body of every error response of the local HTTP
-// API.
-type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
-}
-
-// ErrorDetail is the error of an ErrorBody: a stable reason code and a
-// message that never holds a token, a key or a claim value.
-type ErrorDetail struct {
-	Code    reason.Code `json:"code"`
-	Message string      `json:"message"`
-}
-
 func writeError(w http.ResponseWriter, code int, rc reason.Code, msg string) {
-	writeJSON(w, code, ErrorBody{Error: ErrorDetail{Code: rc, Message: msg}})
+	writeJSON(w, code, authz.ErrorBody{Error: authz.ErrorDetail{Code: rc, Message: msg}})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -170,15 +150,4 @@ func writeJSONBytes(w http.ResponseWriter, code int, b []byte) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	_, _ = w.Write(b)
-}
-
-// bearerToken returns the token of an "Authorization: Bearer <token>"
-// header (scheme case-insensitive, RFC 9110), or "".
-func bearerToken(r *http.Request) string {
-	h := r.Header.Get("Authorization")
-	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return strings.TrimSpace(tok)
 }

@@ -1,4 +1,12 @@
-package authz
+// Package server is the server side of svc's own decision API, over the
+// decision engine: the svc.authz.v1 gRPC service (Server.Register), its
+// local HTTP JSON mirror (Server.RegisterHTTP), and LocalAuthorizer, the
+// authz.Authorizer that decides in-process on an embedded engine so that
+// the authz middleware runs without a sidecar.
+//
+// The client and the middleware are in package authz, which does not link
+// the engine; this package does, and svc-sidecar imports it.
+package server
 
 import (
 	"context"
@@ -11,20 +19,29 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/svc-dev/svc/authz"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/reason"
 )
 
-// ErrorDomain is the google.rpc.ErrorInfo domain of the reason code that
-// accompanies every error status of the svc.authz.v1 service.
-const ErrorDomain = "svc.authz.v1"
+// Decider is the decision engine as this package uses it. *engine.Engine
+// implements it; Server and LocalAuthorizer are built on one.
+type Decider interface {
+	// ValidateToken verifies a bearer token. Every outcome, including a
+	// rejection, is a TokenDecision with a stable reason code.
+	ValidateToken(ctx context.Context, token string) engine.TokenDecision
+	// Authorize verifies the token, completes in (user from the verified
+	// claims, tenant from the configuration) and evaluates the policy. An
+	// error means the engine could not decide (reason.PolicyError).
+	Authorize(ctx context.Context, token string, in engine.Input) (engine.Result, error)
+}
 
 // DefaultMaxBodyBytes bounds a request body of the local HTTP API.
 const DefaultMaxBodyBytes = 1 << 20
 
-// ServerOptions configures a Server. Every field is optional.
-type ServerOptions struct {
+// Options configures a Server. Every field is optional.
+type Options struct {
 	// Logger receives the server's logs; default slog.Default().
 	Logger *slog.Logger
 	// MaxBodyBytes bounds a request body of the local HTTP API; larger
@@ -45,10 +62,10 @@ type Server struct {
 
 var _ authzv1.AuthzServiceServer = (*Server)(nil)
 
-// NewServer returns a Server answering from d.
-func NewServer(d Decider, opts ServerOptions) (*Server, error) {
+// New returns a Server answering from d.
+func New(d Decider, opts Options) (*Server, error) {
 	if d == nil {
-		return nil, errors.New("authz: server needs a decider")
+		return nil, errors.New("authz/server: a decider is required")
 	}
 	s := &Server{d: d, log: opts.Logger, maxBody: opts.MaxBodyBytes}
 	if s.log == nil {
@@ -80,11 +97,11 @@ func (s *Server) Authorize(ctx context.Context, req *authzv1.AuthorizeRequest) (
 }
 
 func (s *Server) validateToken(ctx context.Context, req *authzv1.ValidateTokenRequest) *authzv1.ValidateTokenResponse {
-	return tokenResponseOf(s.d.ValidateToken(ctx, req.GetToken()))
+	return tokenDecisionOf(s.d.ValidateToken(ctx, req.GetToken()), false).Proto()
 }
 
 func (s *Server) authorize(ctx context.Context, req *authzv1.AuthorizeRequest) (*authzv1.AuthorizeResponse, *apiError) {
-	areq := authorizeRequestOf(req)
+	areq := authz.AuthorizeRequestFromProto(req)
 	in, err := inputOf(areq)
 	if err != nil {
 		return nil, apiErrorOf(err, reason.InputInvalid)
@@ -98,7 +115,7 @@ func (s *Server) authorize(ctx context.Context, req *authzv1.AuthorizeRequest) (
 			"decision_id", res.Decision.DecisionID, "action", in.Action)
 		return nil, fail
 	}
-	return authorizeResponseOf(decisionOf(res, false)), nil
+	return decisionOf(res, false).Proto(), nil
 }
 
 // apiError is a request the server could not decide, with the reason code
@@ -143,20 +160,9 @@ func (e *apiError) httpStatus() int {
 
 func (e *apiError) grpcStatus() *status.Status {
 	st := status.New(e.grpcCode(), e.Error())
-	withInfo, err := st.WithDetails(&errdetails.ErrorInfo{Reason: string(e.code), Domain: ErrorDomain})
+	withInfo, err := st.WithDetails(&errdetails.ErrorInfo{Reason: string(e.code), Domain: authz.ErrorDomain})
 	if err != nil {
 		return st
 	}
 	return withInfo
-}
-
-// reasonOfStatus returns the reason code an error status of this service
-// carries in its ErrorInfo detail, or def.
-func reasonOfStatus(st *status.Status, def reason.Code) reason.Code {
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == ErrorDomain && info.GetReason() != "" {
-			return reason.Code(info.GetReason())
-		}
-	}
-	return def
 }

@@ -1,4 +1,4 @@
-package authz_test
+package server_test
 
 import (
 	"context"
@@ -17,14 +17,16 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/svc-dev/svc/authz"
+	"github.com/svc-dev/svc/authz/server"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/policy"
 )
 
 // spy wraps a real engine and records what the server hands it.
 type spy struct {
-	authz.Decider
+	server.Decider
 	mu     sync.Mutex
 	inputs []engine.Input
 }
@@ -211,8 +213,8 @@ func TestServerAuthorize(t *testing.T) {
 		}
 		want := engine.Input{
 			Action:   "orders:read",
-			Resource: authz.Resource{Type: "orders", ID: "o-9"},
-			Request: &authz.RequestInfo{Method: "GET", Path: "/orders/o-9", Host: "shop.example",
+			Resource: policy.Resource{Type: "orders", ID: "o-9"},
+			Request: &policy.Request{Method: "GET", Path: "/orders/o-9", Host: "shop.example",
 				Query: map[string]string{"expand": "lines"}, Headers: map[string]string{"x-request-id": "r-1"}},
 		}
 		if diff := cmp.Diff(want, eng.last(t)); diff != "" {
@@ -285,7 +287,7 @@ func TestServerErrors(t *testing.T) {
 }
 
 func TestNewServerNeedsDecider(t *testing.T) {
-	if _, err := authz.NewServer(nil, authz.ServerOptions{}); err == nil {
+	if _, err := server.New(nil, server.Options{}); err == nil {
 		t.Fatal("NewServer(nil) succeeded")
 	}
 }

@@ -1,0 +1,73 @@
+package authz
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/status"
+
+	"github.com/svc-dev/svc/reason"
+)
+
+// ErrorDomain is the google.rpc.ErrorInfo domain of the reason code that
+// accompanies every error status of the svc.authz.v1 service.
+const ErrorDomain = "svc.authz.v1"
+
+// Paths of the local HTTP JSON API. Bodies are the protojson form of the
+// svc.authz.v1 messages; responses use the proto field names
+// ("deny_reasons", "decision_id") and list every field.
+const (
+	PathValidateToken = "/v1/validate-token"
+	PathAuthorize     = "/v1/authorize"
+)
+
+// ErrorBody is the JSON body of every error response of the local HTTP
+// API.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the error of an ErrorBody: a stable reason code and a
+// message that never holds a token, a key or a claim value.
+type ErrorDetail struct {
+	Code    reason.Code `json:"code"`
+	Message string      `json:"message"`
+}
+
+// BearerToken returns the token of an "Authorization: Bearer <token>"
+// header (scheme case-insensitive, RFC 9110), or "".
+func BearerToken(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}
+
+// reasonOfStatus returns the reason code an error status of this service
+// carries in its ErrorInfo detail, or def.
+func reasonOfStatus(st *status.Status, def reason.Code) reason.Code {
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == ErrorDomain && info.GetReason() != "" {
+			return reason.Code(info.GetReason())
+		}
+	}
+	return def
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(`{"error":{"code":"policy-error","message":"response could not be encoded"}}`)
+		code = http.StatusInternalServerError
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,206 @@
+package authz_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/authz"
+	"github.com/svc-dev/svc/authz/server"
+	"github.com/svc-dev/svc/engine/config"
+)
+
+// TestMiddlewareSessionCookie: with a session cookie configured, a request
+// without an Authorization header is authenticated by the token in the
+// cookie, which the sidecar checks exactly as a bearer token (over gRPC
+// and over the HTTP API), for validation-only and policy routes alike. A
+// request with an Authorization header never falls back to the cookie.
+func TestMiddlewareSessionCookie(t *testing.T) {
+	p := newIDP(t)
+	srv := newServer(t, newEngine(t, p, nil))
+	viewer := p.token(t, fixedUser("alice", "viewer"))
+	expired := p.token(t, map[string]any{"sub": "alice", "tenant_id": tenant, "exp": time.Now().Add(-time.Hour).Unix(), "iat": fixedIat})
+	clients := map[string]*authz.Client{
+		"grpc": newClient(t, serveGRPC(t, srv), authz.FailClosed),
+		"http": newClient(t, serveHTTP(t, srv), authz.FailClosed),
+	}
+	type req struct {
+		method string
+		path   string
+		header map[string]string
+	}
+	cookie := func(name, v string) map[string]string { return map[string]string{"Cookie": name + "=" + v} }
+	tests := []struct {
+		name    string
+		opts    authz.MiddlewareOptions
+		req     req
+		status  int
+		reason  string
+		subject string
+	}{
+		{name: "cookie alone", opts: authz.MiddlewareOptions{SessionCookie: "svc_session"},
+			req: req{path: "/profile", header: cookie("svc_session", viewer)}, status: 200, reason: "ok", subject: "alice"},
+		{name: "cookie among others", opts: authz.MiddlewareOptions{SessionCookie: "svc_session"},
+			req: req{path: "/profile", header: map[string]string{"Cookie": "theme=dark; svc_session=" + viewer + "; lang=fr"}}, status: 200, reason: "ok", subject: "alice"},
+		{name: "cookie on a policy route, allowed", opts: authz.MiddlewareOptions{SessionCookie: "svc_session", Action: routeAction},
+			req: req{path: "/orders/o-1", header: cookie("svc_session", viewer)}, status: 200, reason: "policy-allow", subject: "alice"},
+		{name: "cookie on a policy route, denied", opts: authz.MiddlewareOptions{SessionCookie: "svc_session", Action: routeAction},
+			req: req{method: http.MethodDelete, path: "/orders/o-1", header: cookie("svc_session", viewer)}, status: 403, reason: "policy-deny"},
+		{name: "expired token in the cookie", opts: authz.MiddlewareOptions{SessionCookie: "svc_session"},
+			req: req{path: "/profile", header: cookie("svc_session", expired)}, status: 401, reason: "token-expired"},
+		{name: "garbage in the cookie", opts: authz.MiddlewareOptions{SessionCookie: "svc_session"},
+			req: req{path: "/profile", header: cookie("svc_session", "not-a-jwt")}, status: 401, reason: "token-malformed"},
+		{name: "another cookie name", opts: authz.MiddlewareOptions{SessionCookie: "svc_session"},
+			req: req{path: "/profile", header: cookie("other", viewer)}, status: 401, reason: "token-missing"},
+		{name: "no session cookie configured", opts: authz.MiddlewareOptions{},
+			req: req{path: "/profile", header: cookie("svc_session", viewer)}, status: 401, reason: "token-missing"},
+		{name: "Basic Authorization header and a cookie", opts: authz.MiddlewareOptions{SessionCookie: "svc_session"},
+			req: req{path: "/profile", header: map[string]string{"Authorization": "Basic YTpi", "Cookie": "svc_session=" + viewer}}, status: 401, reason: "token-missing"},
+		{name: "bearer wins over the cookie", opts: authz.MiddlewareOptions{SessionCookie: "svc_session"},
+			req: req{path: "/profile", header: map[string]string{"Authorization": "Bearer " + expired, "Cookie": "svc_session=" + viewer}}, status: 401, reason: "token-expired"},
+		{name: "custom cookie name", opts: authz.MiddlewareOptions{SessionCookie: "app_sess"},
+			req: req{path: "/profile", header: cookie("app_sess", viewer)}, status: 200, reason: "ok", subject: "alice"},
+	}
+	for tr, c := range clients {
+		for _, tt := range tests {
+			t.Run(tr+"/"+tt.name, func(t *testing.T) {
+				base := protect(t, c, tt.opts)
+				method := tt.req.method
+				if method == "" {
+					method = http.MethodGet
+				}
+				got := post(t, method, base+tt.req.path, "", tt.req.header)
+				if got.status != tt.status {
+					t.Fatalf("status %d, want %d: %s", got.status, tt.status, got.body)
+				}
+				var body struct {
+					Reason  string         `json:"reason"`
+					Subject string         `json:"subject"`
+					Claims  map[string]any `json:"claims"`
+				}
+				if err := json.Unmarshal(got.body, &body); err != nil {
+					t.Fatalf("body %s: %v", got.body, err)
+				}
+				if body.Reason != tt.reason || body.Subject != tt.subject {
+					t.Errorf("reason %q subject %q, want %q %q", body.Reason, body.Subject, tt.reason, tt.subject)
+				}
+				if tt.status == 200 && body.Claims["email"] != "alice@example.com" {
+					t.Errorf("claims %v: want the verified claims of the cookie's token", body.Claims)
+				}
+				if tt.status == 401 && tt.reason != "token-missing" {
+					if h := got.header.Get("WWW-Authenticate"); !strings.Contains(h, `error="invalid_token"`) {
+						t.Errorf("WWW-Authenticate %q", h)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestMiddlewareSessionCookieFromConfig: with no SessionCookie option the
+// middleware takes the cookie the deployment's configuration names
+// (sdk.saml.cookie_name through the Client, the engine's for
+// server.Local), none without a SAML gateway, and "-" turns it off.
+func TestMiddlewareSessionCookieFromConfig(t *testing.T) {
+	p := newIDP(t)
+	eng := newEngine(t, p, nil)
+	addr := serveGRPC(t, newServer(t, eng))
+	viewer := p.token(t, fixedUser("alice", "viewer"))
+	client := func(env map[string]string) *authz.Client {
+		c, err := authz.NewClient(addr, authz.ClientOptions{FailMode: authz.FailClosed, Timeout: 30 * time.Second, Logger: quietLogger(),
+			ConfigFile: "-", LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	// The engine does not read the IdP metadata; the gateway would.
+	samlEngine := newEngine(t, p, func(c *config.Config) {
+		c.SDK.SAML = &config.SAML{EntityID: "https://app.example.com/auth/saml/metadata", ACSURL: "https://app.example.com/auth/saml/acs",
+			IDPMetadataFile: filepath.Join(t.TempDir(), "idp.xml"), CookieName: "engine_sess"}
+	})
+	tests := []struct {
+		name   string
+		a      authz.Authorizer
+		opts   authz.MiddlewareOptions
+		cookie string
+		status int
+	}{
+		{"SVC_SAML_COOKIE_NAME", client(map[string]string{"SVC_SAML_COOKIE_NAME": "app_sess"}), authz.MiddlewareOptions{}, "app_sess", 200},
+		{"SVC_SAML_ENTITY_ID: the default name", client(map[string]string{"SVC_SAML_ENTITY_ID": "https://app.example.com/auth/saml/metadata"}), authz.MiddlewareOptions{}, "svc_session", 200},
+		{"no SAML gateway: no cookie", client(nil), authz.MiddlewareOptions{}, "svc_session", 401},
+		{"turned off", client(map[string]string{"SVC_SAML_COOKIE_NAME": "app_sess"}), authz.MiddlewareOptions{SessionCookie: "-"}, "app_sess", 401},
+		{"option over the configuration", client(map[string]string{"SVC_SAML_COOKIE_NAME": "app_sess"}), authz.MiddlewareOptions{SessionCookie: "mine"}, "mine", 200},
+		{"local engine with [sdk.saml]", server.Local(samlEngine), authz.MiddlewareOptions{}, "engine_sess", 200},
+		{"local engine without [sdk.saml]", server.Local(eng), authz.MiddlewareOptions{}, "svc_session", 401},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := protect(t, tt.a, tt.opts)
+			got := post(t, http.MethodGet, base+"/profile", "", map[string]string{"Cookie": tt.cookie + "=" + viewer})
+			if got.status != tt.status {
+				t.Errorf("status %d, want %d: %s", got.status, tt.status, got.body)
+			}
+		})
+	}
+}
+
+// TestClientSessionCookie: where a Client finds the session cookie's
+// name: SVC_SAML_COOKIE_NAME, then sdk.saml.cookie_name of svc.toml, then
+// svc_session when the deployment has a SAML gateway, else none; a name
+// that is not a cookie name is a configuration error.
+func TestClientSessionCookie(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	named := write("named.toml", "[sdk]\nfail_mode = \"closed\"\n\n[sdk.saml]\nentity_id = \"https://app.example.com/auth/saml/metadata\"\ncookie_name = \"file_sess\"\n")
+	unnamed := write("unnamed.toml", "[sdk.saml]\nentity_id = \"https://app.example.com/auth/saml/metadata\"\n")
+	plain := write("plain.toml", "[sdk]\nfail_mode = \"closed\"\n")
+	bad := write("bad.toml", "[sdk.saml]\ncookie_name = \"a b\"\n")
+	env := func(vars map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	}
+	tests := []struct {
+		name, file string
+		env        map[string]string
+		want       string
+		wantErr    string
+	}{
+		{name: "svc.toml names it", file: named, want: "file_sess"},
+		{name: "svc.toml has [sdk.saml]: the default", file: unnamed, want: "svc_session"},
+		{name: "no [sdk.saml]", file: plain, want: ""},
+		{name: "no file", file: "-", want: ""},
+		{name: "environment over the file", file: named, env: map[string]string{"SVC_SAML_COOKIE_NAME": "env_sess"}, want: "env_sess"},
+		{name: "SVC_SAML_ENTITY_ID alone", file: "-", env: map[string]string{"SVC_SAML_ENTITY_ID": "x"}, want: "svc_session"},
+		{name: "bad name in the file", file: bad, wantErr: "sdk.saml.cookie_name"},
+		{name: "bad name in the environment", file: "-", env: map[string]string{"SVC_SAML_COOKIE_NAME": "a;b"}, wantErr: "sdk.saml.cookie_name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := authz.NewClient("[::1]:1", authz.ClientOptions{FailMode: authz.FailClosed, ConfigFile: tt.file, LookupEnv: env(tt.env)})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want one naming %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if got := c.SessionCookie(); got != tt.want {
+				t.Errorf("SessionCookie() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
