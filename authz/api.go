@@ -1,7 +1,7 @@
 package authz
 
 import (
-	"encoding/json"
+	"github.com/svc-dev/svc/authz/localapi"
 	"net/http"
 	"strings"
 
@@ -24,17 +24,12 @@ const (
 )
 
 // ErrorBody is the JSON body of every error response of the local HTTP
-// API.
-type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
-}
+// API (package localapi).
+type ErrorBody = localapi.ErrorBody
 
 // ErrorDetail is the error of an ErrorBody: a stable reason code and a
 // message that never holds a token, a key or a claim value.
-type ErrorDetail struct {
-	Code    reason.Code `json:"code"`
-	Message string      `json:"message"`
-}
+type ErrorDetail = localapi.ErrorDetail
 
 // BearerToken returns the token of an "Authorization: Bearer <token>"
 // header (scheme case-insensitive, RFC 9110), or "".
@@ -56,18 +51,4 @@ func reasonOfStatus(st *status.Status, def reason.Code) reason.Code {
 		}
 	}
 	return def
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b = []byte(`{"error":{"code":"policy-error","message":"response could not be encoded"}}`)
-		code = http.StatusInternalServerError
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	_, _ = w.Write(append(b, '\n'))
 }

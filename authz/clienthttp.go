@@ -161,7 +161,7 @@ func answerStatus(c codes.Code, httpStatus int, data []byte, def reason.Code) er
 	var body ErrorBody
 	rc, msg := def, fmt.Sprintf("sidecar answered %d", httpStatus)
 	if json.Unmarshal(data, &body) == nil && body.Error.Code != "" {
-		rc = body.Error.Code
+		rc = reason.Code(body.Error.Code)
 		if body.Error.Message != "" {
 			msg = body.Error.Message
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -90,13 +91,10 @@ func UserFrom(ctx context.Context) (User, bool) {
 	return u, ok
 }
 
-// DenyBody is the JSON body of every request the middleware refuses.
-type DenyBody struct {
-	Allow       bool        `json:"allow"`
-	DenyReasons []string    `json:"deny_reasons"`
-	Reason      reason.Code `json:"reason"`
-	DecisionID  string      `json:"decision_id,omitempty"`
-}
+// DenyBody is the JSON body of every request the middleware refuses, the
+// same as the proxy check's (package localapi); the middleware leaves
+// decision_id out when there was no decision.
+type DenyBody = localapi.DenyBody
 
 // Middleware protects an http.Handler with bearer-token authentication
 // (or the SAML gateway's session cookie, see
@@ -149,7 +147,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		m.challenge(w, "")
-		m.refuse(w, http.StatusUnauthorized, DenyBody{Reason: reason.TokenMissing})
+		m.refuse(w, http.StatusUnauthorized, DenyBody{Reason: string(reason.TokenMissing)})
 		return
 	}
 	action := ""
@@ -178,7 +176,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		info := requestInfoOf(r)
 		if _, err := requestOf(info); err != nil {
 			// The request itself is out of bounds (e.g. a huge path).
-			m.refuse(w, http.StatusBadRequest, DenyBody{Reason: reason.InputInvalid})
+			m.refuse(w, http.StatusBadRequest, DenyBody{Reason: string(reason.InputInvalid)})
 			return
 		}
 		req.Request = info
@@ -225,7 +223,7 @@ func (m *middleware) failed(w http.ResponseWriter, r *http.Request, err error) {
 		if ue.Reason == reason.PolicyError {
 			// The decision service answered: it could not decide. Fail
 			// open is for a service that cannot be reached, never this.
-			m.refuse(w, http.StatusServiceUnavailable, DenyBody{Reason: reason.PolicyError})
+			m.refuse(w, http.StatusServiceUnavailable, DenyBody{Reason: string(reason.PolicyError)})
 			return
 		}
 		m.unavailable(w, r, ue.Reason)
@@ -237,13 +235,13 @@ func (m *middleware) failed(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if r.Context().Err() != nil {
 		// The caller went away; nobody reads the answer.
-		m.refuse(w, http.StatusServiceUnavailable, DenyBody{Reason: reason.Unavailable})
+		m.refuse(w, http.StatusServiceUnavailable, DenyBody{Reason: string(reason.Unavailable)})
 		return
 	}
 	rc := reason.Of(err, reason.PolicyError)
 	m.opts.Logger.ErrorContext(r.Context(), "authorization failed", "reason", rc, "err", err,
 		"method", r.Method, "path", r.URL.Path)
-	m.refuse(w, http.StatusInternalServerError, DenyBody{Reason: rc})
+	m.refuse(w, http.StatusInternalServerError, DenyBody{Reason: string(rc)})
 }
 
 // unavailable applies the request's fail mode when no decision could be
@@ -256,7 +254,7 @@ func (m *middleware) unavailable(w http.ResponseWriter, r *http.Request, rc reas
 	if rc == "" || rc == reason.FailOpen {
 		rc = reason.Unavailable
 	}
-	m.refuse(w, http.StatusServiceUnavailable, DenyBody{Reason: rc})
+	m.refuse(w, http.StatusServiceUnavailable, DenyBody{Reason: string(rc)})
 }
 
 func (m *middleware) failModeFor(r *http.Request) string {
@@ -278,7 +276,7 @@ func (m *middleware) failModeFor(r *http.Request) string {
 
 // denied answers a decision that refused the request.
 func (m *middleware) denied(w http.ResponseWriter, d Decision) {
-	body := DenyBody{Reason: d.Reason, DenyReasons: d.DenyReasons, DecisionID: d.DecisionID}
+	body := DenyBody{Reason: string(d.Reason), DenyReasons: d.DenyReasons, DecisionID: d.DecisionID}
 	switch {
 	case d.Reason == reason.PolicyDeny, d.Reason == reason.TenantMismatch:
 		// A token of a tenant this deployment does not serve is authentic:
@@ -328,10 +326,8 @@ func (m *middleware) challenge(w http.ResponseWriter, rc reason.Code) {
 }
 
 func (m *middleware) refuse(w http.ResponseWriter, code int, body DenyBody) {
-	if body.DenyReasons == nil {
-		body.DenyReasons = []string{}
-	}
-	writeJSON(w, code, body)
+	body.OmitEmptyDecisionID = true
+	localapi.WriteJSON(w, code, localapi.Compact, body)
 }
 
 // requestInfoOf describes r for input.request: the first value of each

@@ -128,7 +128,7 @@ func TestShippedProxiesBrowserSignIn(t *testing.T) {
 // 8080; it returns the proxy's base URL once it accepts connections.
 func startShippedProxy(t *testing.T, name, file string, args func(dir, conf string) []string, repl map[string]string) string {
 	t.Helper()
-	bin := harness.LookPath(t, name, "apt-get install "+name+" (scripts/test-packages.txt)")
+	bin := harness.LookPath(t, name, name)
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)

@@ -146,7 +146,7 @@ func demoSAMLEnv(t *testing.T, root string) map[string]string {
 // loopback addresses replaced as addrs says; every one must be in the file.
 func startDemoNginx(t *testing.T, file string, addrs map[string]string) *harness.Proxy {
 	t.Helper()
-	bin := harness.LookPath(t, "nginx", "apt-get install nginx (scripts/test-packages.txt)")
+	bin := harness.LookPath(t, "nginx", "nginx", "/usr/sbin/nginx")
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +172,7 @@ func startDemoNginx(t *testing.T, file string, addrs map[string]string) *harness
 // says; every one must be in the file.
 func startDemoCaddy(t *testing.T, file, front string, addrs map[string]string) *harness.Proxy {
 	t.Helper()
-	bin := harness.LookPath(t, "caddy", "apt-get install caddy (scripts/test-packages.txt)")
+	bin := harness.LookPath(t, "caddy", "caddy")
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)

@@ -358,7 +358,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // and brings it back healthy.
 func TestRestartAsPID1(t *testing.T) {
 	if err := exec.Command("unshare", "--pid", "--fork", "true").Run(); err != nil {
-		if os.Getenv("CI") != "" {
+		if harness.InCI() {
 			t.Fatalf("unshare --pid (util-linux, root or user namespaces) is needed: %v", err)
 		}
 		t.Skipf("cannot make a PID namespace here: %v", err)

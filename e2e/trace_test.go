@@ -148,7 +148,7 @@ type tmux struct {
 
 func newTmux(t *testing.T, width, height int, command string) *tmux {
 	t.Helper()
-	bin := harness.LookPath(t, "tmux", "apt-get install tmux (scripts/test-packages.txt)")
+	bin := harness.LookPath(t, "tmux", "tmux")
 	// A socket in the test's own directory: a server of its own, nothing
 	// left behind.
 	m := &tmux{t: t, bin: bin, socket: filepath.Join(t.TempDir(), "tmux-"+rand.Text()[:6])}

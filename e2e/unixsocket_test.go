@@ -38,7 +38,7 @@ func curlUnix(t *testing.T, sock, method, path string) (int, string) {
 // socket, and nginx (auth_request) and Caddy (forward_auth) ask the
 // sidecar through the socket. A restart keeps the socket file in place.
 func TestUnixSocketListeners(t *testing.T) {
-	harness.LookPath(t, "curl", "apt-get install curl (scripts/test-packages.txt)")
+	harness.LookPath(t, "curl", "curl")
 	k := newKeyring(t)
 	dir, err := os.MkdirTemp("", "svc-sock-") // short: socket paths are limited to 107 bytes
 	if err != nil {

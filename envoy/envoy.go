@@ -146,7 +146,7 @@ func (s *Server) authorize(ctx context.Context, pr proxyRequest) (verdict, bool)
 		return invalidInput(err), false
 	}
 	res, err := s.az.Authorize(ctx, token, in)
-	v := decide(res, err, s.failMode)
+	v := decide(res, err)
 	if err != nil {
 		// The code only: the wrapped engine error (an OPA evaluation
 		// error, say) can quote input values, which stay out of logs.

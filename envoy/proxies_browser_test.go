@@ -4,13 +4,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // TestShippedProxiesSendBrowsersToSignIn runs the shipped nginx.conf and
@@ -42,12 +42,7 @@ func TestShippedProxiesSendBrowsersToSignIn(t *testing.T) {
 		}, nil},
 	} {
 		t.Run(p.bin, func(t *testing.T) {
-			bin, err := exec.LookPath(p.bin)
-			if err != nil {
-				if bin, err = exec.LookPath("/usr/sbin/" + p.bin); err != nil {
-					t.Skipf("%s is not installed", p.bin)
-				}
-			}
+			bin := testkit.LookPath(t, p.bin, p.bin, "/usr/sbin/"+p.bin)
 			app := strings.TrimPrefix(echoApp(t).URL, "http://")
 			repl := append([]string{"127.0.0.1:7700", sidecarAddr, "127.0.0.1:7701", samlUpstream(t), "127.0.0.1:5678", app}, p.extra...)
 			front := startProxy(t, bin, p.args, p.shipped, p.conf, repl...)

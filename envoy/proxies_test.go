@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // These tests run the shipped deploy/nginx/nginx.conf and
@@ -247,12 +249,7 @@ func sidecarHTTPServers(t *testing.T, idp *testIdP) map[string]string {
 }
 
 func TestShippedNginxConfig(t *testing.T) {
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		if bin, err = exec.LookPath("/usr/sbin/nginx"); err != nil {
-			t.Skip("nginx is not installed")
-		}
-	}
+	bin := testkit.LookPath(t, "nginx", "nginx", "/usr/sbin/nginx")
 	idp := newTestIdP(t)
 	sidecars := sidecarHTTPServers(t, idp)
 	app := strings.TrimPrefix(echoApp(t).URL, "http://")
@@ -315,10 +312,7 @@ func TestShippedNginxConfsSetTheMethod(t *testing.T) {
 }
 
 func TestShippedCaddyfile(t *testing.T) {
-	bin, err := exec.LookPath("caddy")
-	if err != nil {
-		t.Skip("caddy is not installed")
-	}
+	bin := testkit.LookPath(t, "caddy", "caddy")
 	idp := newTestIdP(t)
 	sidecars := sidecarHTTPServers(t, idp)
 	app := strings.TrimPrefix(echoApp(t).URL, "http://")
@@ -382,12 +376,7 @@ func TestShippedProxiesRouteSAML(t *testing.T) {
 		}, nil},
 	} {
 		t.Run(p.bin, func(t *testing.T) {
-			bin, err := exec.LookPath(p.bin)
-			if err != nil {
-				if bin, err = exec.LookPath("/usr/sbin/" + p.bin); err != nil {
-					t.Skipf("%s is not installed", p.bin)
-				}
-			}
+			bin := testkit.LookPath(t, p.bin, p.bin, "/usr/sbin/"+p.bin)
 			idp := newTestIdP(t)
 			var sidecar string
 			for _, addr := range sidecarHTTPServers(t, idp) {

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/reason"
 )
@@ -37,20 +38,9 @@ const (
 	HeaderPrefix = "x-svc-"
 )
 
-// DenyBody is the JSON body of every denied response.
-type DenyBody struct {
-	// Allow is always false.
-	Allow bool `json:"allow"`
-	// DenyReasons are the policy's reasons, sorted; empty when the request
-	// was refused before the policy ran.
-	DenyReasons []string `json:"deny_reasons"`
-	// Reason is the stable code of the outcome: a token failure such as
-	// "token-expired", "policy-deny", "rate-limited", "policy-error" or
-	// "input-invalid".
-	Reason string `json:"reason"`
-	// DecisionID identifies the policy evaluation, when there was one.
-	DecisionID string `json:"decision_id"`
-}
+// DenyBody is the JSON body of every denied response (package localapi);
+// the check always writes decision_id, empty before the policy ran.
+type DenyBody = localapi.DenyBody
 
 // verdict is a decision in transport-neutral form: both the ext_authz
 // CheckResponse and the HTTP check response are rendered from it, so the
@@ -87,7 +77,7 @@ type verdict struct {
 //     client to fetch a new token (nor a pass in open mode).
 //   - rate limited → 429 with Retry-After (whole seconds, at least 1).
 //   - policy deny → 403; policy allow → OK with the identity headers.
-func decide(res engine.Result, err error, _ string) verdict {
+func decide(res engine.Result, err error) verdict {
 	if err != nil {
 		code := reason.Of(err, reason.PolicyError)
 		return denied(http.StatusInternalServerError, codes.Internal, code, nil, res.Decision.DecisionID)
@@ -240,7 +230,7 @@ func (v *verdict) bodyJSON() []byte {
 }
 
 // CheckResponse renders the outcome of Authorize as an ext_authz
-// CheckResponse, per fail mode ("open" or "closed"):
+// CheckResponse:
 //
 //   - allow: status OK; upstream headers x-svc-user-id, x-svc-tenant-id,
 //     x-svc-roles (comma-joined, each role percent-encoded for "%", ",",
@@ -250,15 +240,14 @@ func (v *verdict) bodyJSON() []byte {
 //   - policy deny: PERMISSION_DENIED, HTTP 403;
 //   - rate limited: RESOURCE_EXHAUSTED, HTTP 429 with Retry-After;
 //   - engine cannot decide (err != nil): INTERNAL, HTTP 500 with reason
-//     policy-error, in both fail modes (failMode no longer changes the
-//     answer: fail open is Envoy's failure_mode_allow, for a sidecar that
-//     cannot be reached).
+//     policy-error, whatever sdk.fail_mode says: fail open is Envoy's
+//     failure_mode_allow, for a sidecar that cannot be reached.
 //
 // Denials carry the JSON DenyBody. Every response carries dynamic metadata
 // {decision_id, subject, tenant_id, reason} for access logs and later
 // filters (namespace envoy.filters.http.ext_authz).
-func CheckResponse(res engine.Result, err error, failMode string) *authv3.CheckResponse {
-	v := decide(res, err, failMode)
+func CheckResponse(res engine.Result, err error) *authv3.CheckResponse {
+	v := decide(res, err)
 	return v.checkResponse(nil)
 }
 

@@ -19,7 +19,6 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/svc-dev/svc/engine"
-	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reason"
 )
@@ -56,16 +55,14 @@ func allowedResult(sub, tenant string, roles []string, decisionID string) engine
 func TestCheckResponse(t *testing.T) {
 	errPolicy := fmt.Errorf("authorize: %w", reason.New(reason.PolicyError, "policy evaluation failed"))
 	tests := []struct {
-		name     string
-		res      engine.Result
-		err      error
-		failMode string
-		want     *authv3.CheckResponse
+		name string
+		res  engine.Result
+		err  error
+		want *authv3.CheckResponse
 	}{
 		{
-			name:     "allow sets identity headers and removes fail-open",
-			res:      allowedResult("user-1", "acme", []string{"editor", "billing"}, "dec-1"),
-			failMode: config.FailClosed,
+			name: "allow sets identity headers and removes fail-open",
+			res:  allowedResult("user-1", "acme", []string{"editor", "billing"}, "dec-1"),
 			want: &authv3.CheckResponse{
 				Status: &rpcstatus.Status{Code: int32(codes.OK)},
 				HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
@@ -87,7 +84,6 @@ func TestCheckResponse(t *testing.T) {
 				Decision: engine.Decision{Allow: true, DecisionID: "dec-2", Reason: reason.PolicyAllow},
 				Input:    engine.Input{User: policy.User{ID: engine.AnonymousSubject, TenantID: "acme", Roles: []string{}}},
 			},
-			failMode: config.FailOpen,
 			want: &authv3.CheckResponse{
 				Status: &rpcstatus.Status{Code: int32(codes.OK)},
 				HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
@@ -103,9 +99,8 @@ func TestCheckResponse(t *testing.T) {
 			},
 		},
 		{
-			name:     "claims cannot inject header lines",
-			res:      allowedResult("evil\r\nx-admin: 1", "ac\x00me", []string{"a\nb"}, "dec-3"),
-			failMode: config.FailClosed,
+			name: "claims cannot inject header lines",
+			res:  allowedResult("evil\r\nx-admin: 1", "ac\x00me", []string{"a\nb"}, "dec-3"),
 			want: &authv3.CheckResponse{
 				Status: &rpcstatus.Status{Code: int32(codes.OK)},
 				HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
@@ -126,16 +121,14 @@ func TestCheckResponse(t *testing.T) {
 				Token:    engine.TokenDecision{Reason: reason.TokenExpired},
 				Decision: engine.Decision{Reason: reason.TokenExpired, DenyReasons: []string{}},
 			},
-			failMode: config.FailOpen,
 			want: deniedResp(codes.Unauthenticated, typev3.StatusCode_Unauthorized, reason.TokenExpired,
 				`{"allow":false,"deny_reasons":[],"reason":"token-expired","decision_id":""}`,
 				meta("", "", "", reason.TokenExpired),
 				setHeader("www-authenticate", `Bearer error="invalid_token", error_description="token-expired"`)),
 		},
 		{
-			name:     "missing token is a bare bearer challenge",
-			res:      engine.Result{Token: engine.TokenDecision{Reason: reason.TokenMissing}},
-			failMode: config.FailClosed,
+			name: "missing token is a bare bearer challenge",
+			res:  engine.Result{Token: engine.TokenDecision{Reason: reason.TokenMissing}},
 			want: deniedResp(codes.Unauthenticated, typev3.StatusCode_Unauthorized, reason.TokenMissing,
 				`{"allow":false,"deny_reasons":[],"reason":"token-missing","decision_id":""}`,
 				meta("", "", "", reason.TokenMissing),
@@ -148,7 +141,6 @@ func TestCheckResponse(t *testing.T) {
 				Decision: engine.Decision{DecisionID: "dec-4", Reason: reason.PolicyDeny,
 					DenyReasons: []string{"role-forbidden: viewer cannot orders:delete", "tenant-mismatch"}},
 			},
-			failMode: config.FailClosed,
 			want: deniedResp(codes.PermissionDenied, typev3.StatusCode_Forbidden, reason.PolicyDeny,
 				`{"allow":false,"deny_reasons":["role-forbidden: viewer cannot orders:delete","tenant-mismatch"],"reason":"policy-deny","decision_id":"dec-4"}`,
 				meta("dec-4", "user-1", "acme", reason.PolicyDeny)),
@@ -160,7 +152,6 @@ func TestCheckResponse(t *testing.T) {
 				Decision: engine.Decision{Reason: reason.RateLimited, DenyReasons: []string{"rate-limited"},
 					RetryAfter: 1200 * time.Millisecond},
 			},
-			failMode: config.FailOpen,
 			want: deniedResp(codes.ResourceExhausted, typev3.StatusCode_TooManyRequests, reason.RateLimited,
 				`{"allow":false,"deny_reasons":["rate-limited"],"reason":"rate-limited","decision_id":""}`,
 				meta("", "user-1", "acme", reason.RateLimited),
@@ -172,25 +163,22 @@ func TestCheckResponse(t *testing.T) {
 				Token:    engine.TokenDecision{Allowed: true, Reason: reason.OK, Subject: "u", TenantID: "acme"},
 				Decision: engine.Decision{Reason: reason.RateLimited, DenyReasons: []string{"rate-limited"}},
 			},
-			failMode: config.FailClosed,
 			want: deniedResp(codes.ResourceExhausted, typev3.StatusCode_TooManyRequests, reason.RateLimited,
 				`{"allow":false,"deny_reasons":["rate-limited"],"reason":"rate-limited","decision_id":""}`,
 				meta("", "u", "acme", reason.RateLimited),
 				setHeader("retry-after", "1")),
 		},
 		{
-			name:     "engine cannot decide, fail closed is 500",
-			res:      engine.Result{Decision: engine.Decision{Reason: reason.PolicyError, DecisionID: "dec-5"}},
-			err:      errPolicy,
-			failMode: config.FailClosed,
+			name: "engine cannot decide, fail closed is 500",
+			res:  engine.Result{Decision: engine.Decision{Reason: reason.PolicyError, DecisionID: "dec-5"}},
+			err:  errPolicy,
 			want: deniedResp(codes.Internal, typev3.StatusCode_InternalServerError, reason.PolicyError,
 				`{"allow":false,"deny_reasons":[],"reason":"policy-error","decision_id":"dec-5"}`,
 				meta("dec-5", "", "", reason.PolicyError)),
 		},
 		{
-			name:     "uncoded error counts as policy error",
-			err:      errors.New("boom"),
-			failMode: config.FailClosed,
+			name: "uncoded error counts as policy error",
+			err:  errors.New("boom"),
 			want: deniedResp(codes.Internal, typev3.StatusCode_InternalServerError, reason.PolicyError,
 				`{"allow":false,"deny_reasons":[],"reason":"policy-error","decision_id":""}`,
 				meta("", "", "", reason.PolicyError)),
@@ -198,18 +186,16 @@ func TestCheckResponse(t *testing.T) {
 		{
 			// Fail open is Envoy's failure_mode_allow, for a sidecar it
 			// cannot reach: an answered evaluation error is a denial.
-			name:     "engine cannot decide, fail open is 500 too",
-			res:      engine.Result{Token: engine.TokenDecision{Allowed: true, Subject: "user-1", TenantID: "acme"}, Decision: engine.Decision{DecisionID: "d-9"}},
-			err:      errPolicy,
-			failMode: config.FailOpen,
+			name: "engine cannot decide, fail open is 500 too",
+			res:  engine.Result{Token: engine.TokenDecision{Allowed: true, Subject: "user-1", TenantID: "acme"}, Decision: engine.Decision{DecisionID: "d-9"}},
+			err:  errPolicy,
 			want: deniedResp(codes.Internal, typev3.StatusCode_InternalServerError, reason.PolicyError,
 				`{"allow":false,"deny_reasons":[],"reason":"policy-error","decision_id":"d-9"}`,
 				meta("d-9", "", "", reason.PolicyError)),
 		},
 		{
-			name:     "unreachable identity provider is 503 even when open",
-			res:      engine.Result{Token: engine.TokenDecision{Reason: reason.JWKSUnavailable}},
-			failMode: config.FailOpen,
+			name: "unreachable identity provider is 503 even when open",
+			res:  engine.Result{Token: engine.TokenDecision{Reason: reason.JWKSUnavailable}},
 			want: deniedResp(codes.Unavailable, typev3.StatusCode_ServiceUnavailable, reason.JWKSUnavailable,
 				`{"allow":false,"deny_reasons":[],"reason":"jwks-unavailable","decision_id":""}`,
 				meta("", "", "", reason.JWKSUnavailable)),
@@ -217,7 +203,7 @@ func TestCheckResponse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := CheckResponse(tt.res, tt.err, tt.failMode)
+			got := CheckResponse(tt.res, tt.err)
 			if diff := cmp.Diff(tt.want, got, protocmp.Transform()); diff != "" {
 				t.Errorf("CheckResponse (-want +got):\n%s", diff)
 			}
@@ -269,7 +255,7 @@ func TestRolesHeader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := CheckResponse(allowedResult("u", "acme", tt.roles, "d"), nil, config.FailClosed)
+			resp := CheckResponse(allowedResult("u", "acme", tt.roles, "d"), nil)
 			var got string
 			for _, h := range resp.GetOkResponse().GetHeaders() {
 				if h.GetHeader().GetKey() == HeaderRoles {

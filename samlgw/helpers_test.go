@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -22,6 +21,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/issuer"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/samlgw"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
@@ -138,13 +138,7 @@ func xmlsecSign(t testing.TB, idp *testidp.IdP, doc []byte, onResponse bool) []b
 // idAttr names the element (namespace:name) whose ID the reference uses.
 func xmlsecSignID(t testing.TB, idp *testidp.IdP, doc []byte, idAttr string) []byte {
 	t.Helper()
-	bin, err := exec.LookPath("xmlsec1")
-	if err != nil {
-		if v, _ := strconv.ParseBool(os.Getenv("CI")); v || os.Getenv("CI") != "" && os.Getenv("CI") != "false" {
-			t.Fatalf("xmlsec1 is required under CI: %v", err)
-		}
-		t.Skipf("xmlsec1 not installed (apt-get install xmlsec1): %v", err)
-	}
+	bin := testkit.LookPath(t, "xmlsec1", "xmlsec1")
 	dir := t.TempDir()
 	key, cert, in, out := filepath.Join(dir, "k.pem"), filepath.Join(dir, "c.pem"), filepath.Join(dir, "in.xml"), filepath.Join(dir, "out.xml")
 	for p, b := range map[string][]byte{key: idp.KeyPEM, cert: idp.CertPEM, in: doc} {

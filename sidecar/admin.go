@@ -10,23 +10,22 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine"
-	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/samlgw"
-	"github.com/svc-dev/svc/sidecar/apijson"
 )
 
-// Paths of the admin surface of the local HTTP API.
+// Paths of the admin surface of the local HTTP API (package localapi).
 const (
-	PathHealthz      = "/healthz"
-	PathReadyz       = "/readyz"
-	PathMetrics      = "/metrics"
-	PathStatus       = "/v1/status"
-	PathConfig       = "/v1/config"
-	PathReloadPolicy = "/v1/policy/reload"
+	PathHealthz      = localapi.PathHealthz
+	PathReadyz       = localapi.PathReadyz
+	PathMetrics      = localapi.PathMetrics
+	PathStatus       = localapi.PathStatus
+	PathConfig       = localapi.PathConfig
+	PathReloadPolicy = localapi.PathReloadPolicy
 )
 
 // maxBundleBytes bounds an uploaded policy bundle.
@@ -34,7 +33,7 @@ const maxBundleBytes = 32 << 20
 
 func (s *Server) registerAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
-		apijson.Write(w, http.StatusOK, map[string]string{"status": "ok"})
+		localapi.WriteJSON(w, http.StatusOK, localapi.Indented, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET "+PathReadyz, s.serveReadyz)
 	if t := s.deps.Telemetry; t != nil {
@@ -46,60 +45,8 @@ func (s *Server) registerAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+PathRestart, s.admin(s.serveRestart))
 }
 
-// Status is the body of GET /v1/status; `core sidecar status` prints it.
-type Status struct {
-	// Status agrees with readiness (GET /readyz): "healthy" (ready),
-	// "degraded" (ready, but the JWKS cannot be refreshed and cached keys
-	// are used), "unavailable" (not ready) or "draining" (shutting down).
-	Status string `json:"status"`
-	// Reason says why Status is not "healthy": the code /readyz gives
-	// ("jwks-unavailable", "starting", "draining"), or
-	// "saml-idp-metadata-unavailable" for a degraded SAML gateway, or
-	// "policy-bundle-stale" when the active bundle is older than
-	// policy.bundle_max_age.
-	Reason           string     `json:"reason,omitempty"`
-	Ready            bool       `json:"ready"`
-	Partitioned      bool       `json:"partitioned"`
-	PartitionedSince *time.Time `json:"partitioned_since,omitempty"`
-	LastSync         *time.Time `json:"last_sync,omitempty"`
-	CacheValid       bool       `json:"cache_valid"`
-	CacheAge         string     `json:"cache_age,omitempty"`
-	PoliciesLoaded   int        `json:"policies_loaded"`
-	PolicyRevision   string     `json:"policy_revision"`
-	// PolicySource is where the active policy set came from: "config"
-	// (policy.dir or the embedded default), "upload", "cache" (the
-	// bundle persisted in policy.bundle_cache_dir) or "bundle_url".
-	PolicySource string `json:"policy_source"`
-	// PolicyCreatedAt is the created_at the active bundle's signed
-	// manifest records; absent when the active set is not a bundle or
-	// records none.
-	PolicyCreatedAt *time.Time `json:"policy_created_at,omitempty"`
-	// PolicyHandoverRefused is set when the bundle served before the
-	// last restart was refused by this image's configuration (for
-	// example a new verification key): the configured policy serves and
-	// the status is degraded (policy-handover-refused) until a bundle is
-	// activated or the policy directory reloaded.
-	PolicyHandoverRefused *HandoverRefusal `json:"policy_handover_refused,omitempty"`
-	JWKSKeySets           int              `json:"jwks_key_sets_cached"`
-	JWKSKeys              int              `json:"jwks_keys"`
-	JWKSLastError         string           `json:"jwks_last_error,omitempty"`
-	DevMode               bool             `json:"dev_mode"`
-	PolicyMode            string           `json:"policy_mode"`
-	TenantID              string           `json:"tenant_id"`
-	Uptime                string           `json:"uptime"`
-	// StartedAt is when this process image started; a restart changes
-	// it while the PID stays the same.
-	StartedAt time.Time    `json:"started_at"`
-	PID       int          `json:"pid"`
-	Version   string       `json:"version"`
-	Audit     *audit.Stats `json:"audit,omitempty"`
-	// SAML is the SAML gateway's state (IdP metadata, last good copy,
-	// whether signatures are checked), present with [sdk.saml].
-	SAML *samlgw.Status `json:"saml,omitempty"`
-	// Bundle is the policy.bundle_url poller's state; absent without it.
-	Bundle *BundleStatus `json:"bundle,omitempty"`
-	Engine engine.Status `json:"-"`
-}
+// Status is the body of GET /v1/status (package localapi).
+type Status = localapi.Status
 
 func (s *Server) status() Status {
 	es := s.deps.Engine.Status()
@@ -116,7 +63,6 @@ func (s *Server) status() Status {
 		StartedAt:      s.started,
 		PID:            os.Getpid(),
 		Version:        es.Version,
-		Engine:         es,
 	}
 	if !es.DevMode {
 		j := es.JWKS
@@ -158,7 +104,7 @@ func (s *Server) status() Status {
 		}
 	}
 	if s.saml != nil {
-		ss := s.saml.Status()
+		ss := samlStatus(s.saml.Status())
 		st.SAML = &ss
 		if s.deps.Engine.Config().SDK.JWKSURL == "" {
 			// SAML-only: the tokens are verified with local keys.
@@ -175,7 +121,7 @@ func (s *Server) status() Status {
 		st.Status, st.Reason = StatusUnavailable, why
 	}
 	if s.deps.Audit != nil {
-		a := s.deps.Audit.Stats()
+		a := localapi.AuditStats(s.deps.Audit.Stats())
 		st.Audit = &a
 	}
 	return st
@@ -183,11 +129,22 @@ func (s *Server) status() Status {
 
 // Values of Status.Status.
 const (
-	StatusHealthy     = "healthy"
-	StatusDegraded    = "degraded"
-	StatusUnavailable = "unavailable"
-	StatusDraining    = "draining"
+	StatusHealthy     = localapi.StatusHealthy
+	StatusDegraded    = localapi.StatusDegraded
+	StatusUnavailable = localapi.StatusUnavailable
+	StatusDraining    = localapi.StatusDraining
 )
+
+// samlStatus is the gateway's state in its wire form.
+func samlStatus(ss samlgw.Status) localapi.SAMLStatus {
+	return localapi.SAMLStatus{
+		EntityID: ss.EntityID, ACSURL: ss.ACSURL,
+		SignatureCheckDisabled: ss.SignatureCheckDisabled, AllowIDPInitiated: ss.AllowIDPInitiated,
+		IDPMetadata:       localapi.SAMLMetadataStatus(ss.IDPMetadata),
+		TokenKeyID:        ss.TokenKeyID,
+		TokenKeyGenerated: ss.TokenKeyGenerated, TokenKeyEphemeral: ss.TokenKeyEphemeral,
+	}
+}
 
 // mergeBundleSync folds the bundle poller's state into the control-plane
 // fields: partitioned when either the JWKS or the bundle server is, since
@@ -248,14 +205,14 @@ func KeysReady(eng *engine.Engine) bool {
 func (s *Server) serveReadyz(w http.ResponseWriter, _ *http.Request) {
 	ready, why := s.readiness()
 	if ready {
-		apijson.Write(w, http.StatusOK, map[string]any{"ready": true})
+		localapi.WriteJSON(w, http.StatusOK, localapi.Indented, map[string]any{"ready": true})
 		return
 	}
-	apijson.Write(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": why})
+	localapi.WriteJSON(w, http.StatusServiceUnavailable, localapi.Indented, map[string]any{"ready": false, "reason": why})
 }
 
 func (s *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
-	apijson.Write(w, http.StatusOK, s.status())
+	localapi.WriteJSON(w, http.StatusOK, localapi.Indented, s.status())
 }
 
 // serveConfig returns the effective configuration as TOML. It holds no
@@ -264,7 +221,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) serveConfig(w http.ResponseWriter, _ *http.Request) {
 	b, err := s.deps.Engine.Config().Redacted().MarshalTOML()
 	if err != nil {
-		apijson.Error(w, http.StatusInternalServerError, reason.PolicyError, "config could not be rendered")
+		localapi.WriteError(w, http.StatusInternalServerError, localapi.Indented, string(reason.PolicyError), "config could not be rendered")
 		return
 	}
 	w.Header().Set("Content-Type", "application/toml")
@@ -281,7 +238,7 @@ func (s *Server) serveConfig(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBundleBytes))
 	if err != nil {
-		apijson.Error(w, http.StatusRequestEntityTooLarge, reason.InputInvalid, fmt.Sprintf("bundle larger than %d bytes", maxBundleBytes))
+		localapi.WriteError(w, http.StatusRequestEntityTooLarge, localapi.Indented, string(reason.InputInvalid), fmt.Sprintf("bundle larger than %d bytes", maxBundleBytes))
 		return
 	}
 	if len(body) == 0 {
@@ -292,7 +249,7 @@ func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
 			writeActivateError(w, err)
 			return
 		}
-		apijson.Write(w, http.StatusOK, s.reloaded("directory", set, prev, false))
+		localapi.WriteJSON(w, http.StatusOK, localapi.Indented, s.reloaded("directory", set, prev, false))
 		return
 	}
 	allowOlder, _ := strconv.ParseBool(r.URL.Query().Get("allow_downgrade"))
@@ -307,16 +264,16 @@ func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
 		// it activates.
 		s.poller.forgetETag(s.deps.Engine.Config().Policy.BundleCacheDir, s.log)
 	}
-	apijson.Write(w, http.StatusOK, s.reloaded("bundle", act.Set, act.Previous, act.Persisted))
+	localapi.WriteJSON(w, http.StatusOK, localapi.Indented, s.reloaded("bundle", act.Set, act.Previous, act.Persisted))
 }
 
 func writeActivateError(w http.ResponseWriter, err error) {
 	var ae *activateError
 	if errors.As(err, &ae) {
-		apijson.Error(w, ae.status, ae.code, ae.msg)
+		localapi.WriteError(w, ae.status, localapi.Indented, string(ae.code), ae.msg)
 		return
 	}
-	apijson.Error(w, http.StatusInternalServerError, reason.PolicyError, err.Error())
+	localapi.WriteError(w, http.StatusInternalServerError, localapi.Indented, string(reason.PolicyError), err.Error())
 }
 
 func (s *Server) bundleVerification() (*bundle.VerifyOptions, error) {

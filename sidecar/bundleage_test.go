@@ -75,7 +75,7 @@ func TestBundlePollRefusesUnordered(t *testing.T) {
 		st = getStatus(t, r)
 		return st.Bundle != nil && st.Bundle.LastErrorCode != "" || st.PolicyRevision != "cp-1"
 	})
-	if st.PolicyRevision != "cp-1" || st.Bundle.LastErrorCode != CodeBundleUnordered || st.Bundle.Partitioned {
+	if st.PolicyRevision != "cp-1" || st.Bundle.LastErrorCode != string(CodeBundleUnordered) || st.Bundle.Partitioned {
 		t.Errorf("after an unordered bundle: revision %q, bundle %+v; want cp-1 kept, %s", st.PolicyRevision, *st.Bundle, CodeBundleUnordered)
 	}
 

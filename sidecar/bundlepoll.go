@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/loopback"
 	"github.com/svc-dev/svc/engine/reason"
@@ -36,30 +37,7 @@ const bundleFetchTimeout = 30 * time.Second
 
 // BundleStatus is the state of the policy.bundle_url poller in GET
 // /v1/status.
-type BundleStatus struct {
-	// URL is policy.bundle_url with credentials redacted.
-	URL string `json:"url"`
-	// ETag is the ETag of the active bundle as the server gave it.
-	ETag string `json:"etag,omitempty"`
-	// LastSync is the last time the server answered with the active
-	// bundle or 304 Not Modified.
-	LastSync *time.Time `json:"last_sync,omitempty"`
-	// LastAttempt is the last poll, successful or not.
-	LastAttempt *time.Time `json:"last_attempt,omitempty"`
-	// Partitioned is true while the server cannot be reached or answers
-	// with an error; the last good bundle keeps serving.
-	Partitioned      bool       `json:"partitioned"`
-	PartitionedSince *time.Time `json:"partitioned_since,omitempty"`
-	// LastError says why the last poll failed or its bundle was refused.
-	LastError string `json:"last_error,omitempty"`
-	// LastErrorCode is the reason code of a refused bundle, as an upload
-	// would answer it: bundle-signature-invalid, bundle-malformed,
-	// policy-error, policy-builtin-forbidden or revision-older; or
-	// bundle-unordered for a bundle without created_at, which only the
-	// poller refuses; or bundle-redirect-refused when the server
-	// redirected where bundle_url could not point.
-	LastErrorCode reason.Code `json:"last_error_code,omitempty"`
-}
+type BundleStatus = localapi.BundleStatus
 
 // bundlePoller polls policy.bundle_url with the OPA bundle service
 // protocol: GET with If-None-Match, 304 keeps the active bundle, 200
@@ -235,7 +213,7 @@ func (p *bundlePoller) forgetETag(dir string, log *slog.Logger) {
 func (p *bundlePoller) status() BundleStatus {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	st := BundleStatus{URL: config.RedactURL(p.url), ETag: p.etag, Partitioned: !p.since.IsZero(), LastError: p.lastErr, LastErrorCode: p.lastCode}
+	st := BundleStatus{URL: config.RedactURL(p.url), ETag: p.etag, Partitioned: !p.since.IsZero(), LastError: p.lastErr, LastErrorCode: string(p.lastCode)}
 	if !p.synced.IsZero() {
 		t := p.synced
 		st.LastSync = &t

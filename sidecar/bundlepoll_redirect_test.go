@@ -135,7 +135,7 @@ func TestBundlePollRedirect(t *testing.T) {
 	var st Status
 	waitFor(t, "the redirect refused", func() bool {
 		st = getStatus(t, r)
-		return st.Bundle != nil && st.Bundle.LastErrorCode == CodeBundleRedirectRefused
+		return st.Bundle != nil && st.Bundle.LastErrorCode == string(CodeBundleRedirectRefused)
 	})
 	if !st.Bundle.Partitioned || !strings.Contains(st.Bundle.LastError, "redirect to http://cp.example.invalid refused") || st.PolicyRevision != "cdn-1" {
 		t.Errorf("after a redirect to plain http: %+v, revision %q", *st.Bundle, st.PolicyRevision)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/engine/policy"
@@ -70,10 +71,7 @@ type CarriedBundle struct {
 
 // HandoverRefusal says why the new image did not activate the bundle the
 // previous one served, and so serves the configured policy.
-type HandoverRefusal struct {
-	Code    reason.Code `json:"code"`
-	Message string      `json:"message"`
-}
+type HandoverRefusal = localapi.HandoverRefusal
 
 // CodeHandoverRefused marks a status degraded because the bundle served
 // before a restart was refused by the new image's configuration.
@@ -242,10 +240,10 @@ func (s *Server) activateCarried(c *CarriedBundle) bool {
 	// downgrade: nothing active here can be newer.
 	act, err := s.activateBundle(c.Data, source, true)
 	if err != nil {
-		ref := &HandoverRefusal{Code: reason.PolicyError, Message: err.Error()}
+		ref := &HandoverRefusal{Code: string(reason.PolicyError), Message: err.Error()}
 		var ae *activateError
 		if errors.As(err, &ae) {
-			ref.Code = ae.code
+			ref.Code = string(ae.code)
 		}
 		s.bundles.mu.Lock()
 		s.bundles.refused = ref

@@ -51,16 +51,16 @@ func TestCodecMarshalsAsProto(t *testing.T) {
 		Token:    engine.TokenDecision{Allowed: true, Reason: reason.OK, Subject: "alice", TenantID: "acme"},
 		Input:    engine.Input{User: policy.User{ID: "alice", TenantID: "acme", Roles: []string{"viewer", "x,admin"}}},
 		Decision: engine.Decision{Allow: true, Reason: reason.PolicyAllow, DecisionID: "d-1"},
-	}, nil, "closed")
+	}, nil)
 	denied := envoy.CheckResponse(engine.Result{
 		Token:    engine.TokenDecision{Allowed: true, Reason: reason.OK, Subject: "bob", TenantID: "acme"},
 		Decision: engine.Decision{Reason: reason.PolicyDeny, DenyReasons: []string{"not-owner"}, DecisionID: "d-2"},
-	}, nil, "closed")
+	}, nil)
 	large := envoy.CheckResponse(engine.Result{
 		Token:    engine.TokenDecision{Allowed: true, Reason: reason.OK, Subject: strings.Repeat("s", 64<<10), TenantID: "acme"},
 		Input:    engine.Input{User: policy.User{ID: strings.Repeat("s", 64<<10), TenantID: "acme"}},
 		Decision: engine.Decision{Allow: true, Reason: reason.PolicyAllow, DecisionID: "d-3"},
-	}, nil, "closed")
+	}, nil)
 	cases := []struct {
 		name string
 		msg  any
@@ -122,7 +122,7 @@ func BenchmarkCodecMarshal(b *testing.B) {
 		Token:    engine.TokenDecision{Allowed: true, Reason: reason.OK, Subject: "user-417", TenantID: "acme"},
 		Input:    engine.Input{User: policy.User{ID: "user-417", TenantID: "acme", Roles: []string{"viewer"}}},
 		Decision: engine.Decision{Allow: true, Reason: reason.PolicyAllow, DecisionID: "0b7f4d2c-8a3e-4c1b-9f6d-2e5a7c9b1d3f"},
-	}, nil, "closed")
+	}, nil)
 	for _, bc := range []struct {
 		name  string
 		codec encoding.CodecV2

@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine/reason"
-	"github.com/svc-dev/svc/sidecar/apijson"
 )
 
 // Error codes of the guards in front of the local HTTP API.
@@ -62,7 +62,7 @@ func (s *Server) admin(next http.HandlerFunc) http.HandlerFunc {
 		}
 		if s.deps.Engine.Config().Sidecar.AdminRequireToken && !s.adminTokenOK(r) {
 			w.Header().Set("Connection", "close")
-			apijson.Error(w, http.StatusForbidden, CodeAdminTokenRequired,
+			localapi.WriteError(w, http.StatusForbidden, localapi.Indented, string(CodeAdminTokenRequired),
 				"this endpoint requires the admin token from every caller (sidecar.admin_require_token)")
 			return
 		}
@@ -79,7 +79,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, publicRead bool)
 		return false
 	}
 	w.Header().Set("Connection", "close")
-	apijson.Error(w, http.StatusForbidden, code, msg)
+	localapi.WriteError(w, http.StatusForbidden, localapi.Indented, string(code), msg)
 	return true
 }
 

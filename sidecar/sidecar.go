@@ -333,12 +333,20 @@ func (s *Server) shutdown() {
 		s.grpc.GracefulStop()
 		close(done)
 	}()
+	// The SAML listener drains beside the others and is waited for: an
+	// ACS POST in flight finishes (within the same bound) before the
+	// gateway closes and Serve returns.
+	samlDone := make(chan struct{})
 	if s.samlHTTP != nil {
 		go func() {
+			defer close(samlDone)
 			if err := s.samlHTTP.Shutdown(ctx); err != nil {
+				s.log.Warn("saml drain timed out; closing connections", "err", err)
 				s.samlHTTP.Close()
 			}
 		}()
+	} else {
+		close(samlDone)
 	}
 	if err := s.http.Shutdown(ctx); err != nil {
 		s.log.Warn("http drain timed out; closing connections", "err", err)
@@ -351,6 +359,7 @@ func (s *Server) shutdown() {
 		s.grpc.Stop()
 		<-done
 	}
+	<-samlDone
 	if s.saml != nil {
 		if err := s.saml.Close(); err != nil {
 			s.log.Warn("saml gateway close", "err", err)

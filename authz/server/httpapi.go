@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/svc-dev/svc/authz"
+	"github.com/svc-dev/svc/authz/localapi"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/reason"
@@ -127,27 +128,9 @@ func writeProto(w http.ResponseWriter, code int, m proto.Message) {
 		return
 	}
 	buf.WriteByte('\n')
-	writeJSONBytes(w, code, buf.Bytes())
+	localapi.WriteRaw(w, code, buf.Bytes())
 }
 
 func writeError(w http.ResponseWriter, code int, rc reason.Code, msg string) {
-	writeJSON(w, code, authz.ErrorBody{Error: authz.ErrorDetail{Code: rc, Message: msg}})
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b = []byte(`{"error":{"code":"policy-error","message":"response could not be encoded"}}`)
-		code = http.StatusInternalServerError
-	}
-	writeJSONBytes(w, code, append(b, '\n'))
-}
-
-func writeJSONBytes(w http.ResponseWriter, code int, b []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	_, _ = w.Write(b)
+	localapi.WriteError(w, code, localapi.Compact, string(rc), msg)
 }

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine/loopback"
 )
 
@@ -160,12 +161,7 @@ func (c *sidecarClient) Do(ctx context.Context, method, path string, body io.Rea
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	ae := &APIError{Status: resp.StatusCode, Message: strings.TrimSpace(string(b))}
-	var env struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
+	var env localapi.ErrorBody
 	if json.Unmarshal(b, &env) == nil && env.Error.Code != "" {
 		ae.Code, ae.Message = env.Error.Code, env.Error.Message
 	}

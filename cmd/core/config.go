@@ -11,11 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine/config"
 )
 
 // pathConfig is the sidecar's live configuration (TOML).
-const pathConfig = "/v1/config"
+const pathConfig = localapi.PathConfig
 
 // exitDiffTrouble is config diff's exit code for any error, as diff(1).
 const exitDiffTrouble = 2

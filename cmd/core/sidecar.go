@@ -12,16 +12,18 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/svc-dev/svc/authz/localapi"
 )
 
 // statusHealthy is GET /v1/status's status of a sidecar that is ready and
-// in sync (sidecar.StatusHealthy; the package is not linked into core).
-const statusHealthy = "healthy"
+// in sync.
+const statusHealthy = localapi.StatusHealthy
 
 // Paths of the sidecar's local HTTP API that the sidecar commands use.
 const (
-	pathStatus       = "/v1/status"
-	pathReloadPolicy = "/v1/policy/reload"
+	pathStatus       = localapi.PathStatus
+	pathReloadPolicy = localapi.PathReloadPolicy
 )
 
 // statusTimeout bounds one status request; uploadTimeout one bundle
@@ -50,41 +52,6 @@ token over plain http to a host that is not loopback.`,
 	}
 	cmd.AddCommand(talksToSidecar(a.sidecarStatusCommand()), talksToSidecar(a.reloadPolicyCommand()), talksToSidecar(a.restartCommand()))
 	return cmd
-}
-
-// sidecarStatus is the part of GET /v1/status that `sidecar status`
-// prints as text; --output json passes the whole document through.
-type sidecarStatus struct {
-	Status           string     `json:"status"`
-	Reason           string     `json:"reason"`
-	Ready            bool       `json:"ready"`
-	Partitioned      bool       `json:"partitioned"`
-	PartitionedSince *time.Time `json:"partitioned_since"`
-	LastSync         *time.Time `json:"last_sync"`
-	CacheValid       bool       `json:"cache_valid"`
-	CacheAge         string     `json:"cache_age"`
-	PoliciesLoaded   int        `json:"policies_loaded"`
-	PolicyRevision   string     `json:"policy_revision"`
-	PolicySource     string     `json:"policy_source"`
-	// PolicyCreatedAt is the active bundle's created_at, which
-	// policy.bundle_max_age holds to (degraded: policy-bundle-stale).
-	PolicyCreatedAt *time.Time `json:"policy_created_at"`
-	// PolicyHandoverRefused: the bundle served before the last restart
-	// was refused by the new image's configuration.
-	PolicyHandoverRefused *struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"policy_handover_refused"`
-	PolicyMode  string `json:"policy_mode"`
-	JWKSKeySets int    `json:"jwks_key_sets_cached"`
-	Uptime      string `json:"uptime"`
-	Version     string `json:"version"`
-	// SAML is present with [sdk.saml].
-	SAML *struct {
-		// TokenKeyEphemeral: no token_signing_key_file outside
-		// development mode.
-		TokenKeyEphemeral bool `json:"token_key_ephemeral"`
-	} `json:"saml"`
 }
 
 func (a *app) sidecarStatusCommand() *cobra.Command {
@@ -121,7 +88,7 @@ func (a *app) runSidecarStatus(ctx context.Context) error {
 	if err := c.GetJSON(ctx, pathStatus, statusTimeout, &raw); err != nil {
 		return err
 	}
-	var st sidecarStatus
+	var st localapi.Status
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return &exitError{code: exitFailed, err: fmt.Errorf("sidecar at %s: unreadable status: %w", c.base, err)}
 	}
@@ -151,7 +118,7 @@ func (a *app) runSidecarStatus(ctx context.Context) error {
 }
 
 // printStatus writes the status report as the labelled text table.
-func (a *app) printStatus(st sidecarStatus, status string) error {
+func (a *app) printStatus(st localapi.Status, status string) error {
 	w := table(a.stdout)
 	fmt.Fprintf(w, "Status:\t%s\n", status)
 	partitioned := "false"
@@ -286,7 +253,7 @@ func (a *app) runReloadPolicy(ctx context.Context, file string, allowDowngrade b
 }
 
 // pathRestart asks the sidecar to restart itself.
-const pathRestart = "/v1/restart"
+const pathRestart = localapi.PathRestart
 
 // restartGrace is how long restart waits for the new image beyond the
 // drain timeout.
@@ -380,11 +347,7 @@ func (a *app) runRestart(ctx context.Context, drain time.Duration, force bool) e
 		return err
 	}
 	deadline := time.Now().Add(drain + restartGrace)
-	var st struct {
-		sidecarStatus
-		StartedAt time.Time `json:"started_at"`
-		PID       int       `json:"pid"`
-	}
+	var st localapi.Status
 	var (
 		last    error
 		readyAt time.Time

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/svc-dev/svc/authz/localapi"
 )
 
 // interruptible is ctx ended also by Ctrl-C or SIGTERM: long-running
@@ -63,25 +64,12 @@ func streamPath(path string, q map[string]string) string {
 // dropNotice reports, on stderr, a stream line telling that the sidecar
 // dropped records for this watcher; it returns false for any other line.
 func (a *app) dropNotice(line []byte, what string) bool {
-	n, ok := droppedCount(line)
+	n, ok := localapi.ParseDropped(line)
 	if !ok {
 		return false
 	}
 	fmt.Fprintf(a.stderr, "core: the sidecar dropped %d %s for this watcher (it fell behind)\n", n, what)
 	return true
-}
-
-// droppedCount reads a stream line {"type":"dropped","dropped":n}: the
-// number of records the sidecar dropped for this watcher.
-func droppedCount(line []byte) (uint64, bool) {
-	var n struct {
-		Type    string `json:"type"`
-		Dropped uint64 `json:"dropped"`
-	}
-	if json.Unmarshal(line, &n) != nil || n.Type != "dropped" {
-		return 0, false
-	}
-	return n.Dropped, true
 }
 
 // liveCommand is a group command (log, trace) that only holds subcommands.

@@ -10,8 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/svc-dev/svc/sidecar/live"
-	"github.com/svc-dev/svc/sidecar/telemetry"
+	"github.com/svc-dev/svc/authz/localapi"
 )
 
 type traceTailOptions struct {
@@ -71,9 +70,9 @@ func (a *app) runTraceTail(cmd *cobra.Command, o traceTailOptions) error {
 	if o.errorsOnly {
 		errorsOnly = "true"
 	}
-	path := streamPath(live.PathSpans, map[string]string{
-		live.ParamTenant: o.tenant, live.ParamService: o.service, live.ParamTraceID: traceID,
-		live.ParamErrorsOnly: errorsOnly, live.ParamSince: since,
+	path := streamPath(localapi.PathSpans, map[string]string{
+		localapi.ParamTenant: o.tenant, localapi.ParamService: o.service, localapi.ParamTraceID: traceID,
+		localapi.ParamErrorsOnly: errorsOnly, localapi.ParamSince: since,
 	})
 	ctx, stop := interruptible(cmd.Context())
 	defer stop()
@@ -108,10 +107,10 @@ func (a *app) traceBrowser(ctx context.Context, c *sidecarClient, path string) e
 	go func() {
 		ended <- c.Stream(ctx, path, func() { close(opened) }, func(line []byte) error {
 			var m tea.Msg
-			if n, ok := droppedCount(line); ok {
+			if n, ok := localapi.ParseDropped(line); ok {
 				m = droppedMsg(n)
 			} else {
-				var sp telemetry.SpanRecord
+				var sp localapi.SpanRecord
 				if err := json.Unmarshal(line, &sp); err != nil {
 					return fmt.Errorf("unreadable span from the sidecar: %w", err)
 				}

@@ -52,7 +52,7 @@ type DocumentResponse struct {
 func StartBrowser(t testing.TB) *Browser {
 	t.Helper()
 	if _, err := os.Stat(ChromiumPath); err != nil {
-		Missing(t, "chromium", "apt-get install chromium (scripts/test-packages.txt)")
+		Missing(t, "chromium", "Debian package chromium: apt-get install chromium")
 	}
 	b := &Browser{out: &testkit.SyncBuffer{}}
 	opts := []chromedp.ExecAllocatorOption{

@@ -8,7 +8,7 @@
 // Every helper takes the test's testing.TB, registers its own cleanup and
 // fails the test with the process's output when something does not start.
 // A test needing an external program that is not installed is skipped,
-// except under CI (the CI environment variable set), where it fails: a
+// except under CI (CI=true, testkit.InCI), where it fails: a
 // missing peer must never turn into a green run.
 package harness
 
@@ -19,40 +19,32 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
-// InCI reports whether the tests run under CI, where a missing peer is a
-// failure rather than a reason to skip.
-func InCI() bool {
-	v := os.Getenv("CI")
-	return v != "" && v != "0" && v != "false"
-}
+// InCI reports whether the tests run under CI (testkit.InCI), where a
+// missing peer is a failure rather than a reason to skip.
+func InCI() bool { return testkit.InCI() }
 
 // Missing skips the test, or fails it under CI, because something it needs
-// is not installed. hint says how to install it.
-func Missing(t testing.TB, what, hint string) {
+// is not installed (testkit.Missing). install says how to install it.
+func Missing(t testing.TB, what, install string) {
 	t.Helper()
-	if InCI() {
-		t.Fatalf("%s is required under CI but was not found (%s)", what, hint)
-	}
-	t.Skipf("%s not found (%s); skipping outside CI", what, hint)
+	testkit.Missing(t, what, install)
 }
 
 // LookPath returns the path of an external program, skipping the test (or
-// failing it under CI) when it is not installed.
-func LookPath(t testing.TB, name, hint string) string {
+// failing it under CI) with the Debian package pkg named when it is not
+// installed (testkit.LookPath).
+func LookPath(t testing.TB, name, pkg string, also ...string) string {
 	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		Missing(t, name, hint)
-	}
-	return p
+	return testkit.LookPath(t, name, pkg, also...)
 }
 
 var (

@@ -97,7 +97,7 @@ func StartIDPConfigFile(t testing.TB, path, addr string) *IDP {
 
 func startIDP(t testing.TB, env map[string]string, resource string, clients []IDPClient) *IDP {
 	t.Helper()
-	node := LookPath(t, "node", "install Node.js")
+	node := LookPath(t, "node", "nodejs")
 	e2e := filepath.Join(ModuleRoot(t), "e2e")
 	if _, err := os.Stat(filepath.Join(e2e, "node_modules", "oidc-provider", "package.json")); err != nil {
 		Missing(t, "npm package oidc-provider", "run scripts/install-test-deps.sh, or npm ci in e2e/")

@@ -90,7 +90,7 @@ func StartNginx(t testing.TB, sidecarHTTP, upstream string) *Proxy {
 // port until the test ends.
 func StartNginxRoutes(t testing.TB, sidecarHTTP string, routes map[string]string) *Proxy {
 	t.Helper()
-	bin := LookPath(t, "nginx", "apt-get install nginx (scripts/test-packages.txt)")
+	bin := LookPath(t, "nginx", "nginx", "/usr/sbin/nginx")
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o755); err != nil {
 		t.Fatalf("nginx dir: %v", err)
@@ -147,7 +147,7 @@ http://:%[2]s {
 // CaddyConfig on a free loopback port until the test ends.
 func StartCaddy(t testing.TB, sidecarHTTP, upstream string) *Proxy {
 	t.Helper()
-	bin := LookPath(t, "caddy", "apt-get install caddy (scripts/test-packages.txt)")
+	bin := LookPath(t, "caddy", "caddy")
 	dir := t.TempDir()
 	addr := FreeAddr(t)
 	conf := WriteFile(t, dir, "Caddyfile", CaddyConfig(dir, addr, sidecarHTTP, upstream))
@@ -203,7 +203,7 @@ func logFile(t testing.TB, what, path string) {
 // the status, then the If-None-Match and Authorization headers quoted.
 func StartNginxStatic(t testing.TB, root, addr string) *Proxy {
 	t.Helper()
-	bin := LookPath(t, "nginx", "apt-get install nginx (scripts/test-packages.txt)")
+	bin := LookPath(t, "nginx", "nginx", "/usr/sbin/nginx")
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o755); err != nil {
 		t.Fatalf("nginx dir: %v", err)

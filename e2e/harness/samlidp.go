@@ -28,7 +28,7 @@ func StartSAMLIdP(t testing.TB, keyPEM, certPEM []byte, spMetadata string) *SAML
 // the IdP, such as --users <file> and --user <name>.
 func StartSAMLIdPArgs(t testing.TB, keyPEM, certPEM []byte, spMetadata string, args ...string) *SAMLIdP {
 	t.Helper()
-	node := LookPath(t, "node", "install Node.js")
+	node := LookPath(t, "node", "nodejs")
 	e2e := filepath.Join(ModuleRoot(t), "e2e")
 	if _, err := os.Stat(filepath.Join(e2e, "node_modules", "samlify", "package.json")); err != nil {
 		Missing(t, "npm package samlify", "run scripts/install-test-deps.sh, or npm ci in e2e/")

@@ -266,6 +266,7 @@ type Policy struct {
 	// DryRunEvalTimeout bounds each evaluation of a dry-run candidate;
 	// one that takes longer is cut off and counted in the session's
 	// timeouts. Default 50ms, at most 10s.
+	// Env SVC_POLICY_DRY_RUN_EVAL_TIMEOUT.
 	DryRunEvalTimeout Duration `toml:"dry_run_eval_timeout" yaml:"dry_run_eval_timeout"`
 }
 

@@ -131,6 +131,7 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		{"SVC_BUNDLE_URL", "https://cp.example.com/bundles/svc.tar.gz", func(c Config) any { return c.Policy.BundleURL }, "https://cp.example.com/bundles/svc.tar.gz"},
 		{"SVC_BUNDLE_TOKEN_FILE", "/run/cp-token", func(c Config) any { return c.Policy.BundleTokenFile }, "/run/cp-token"},
 		{"SVC_BUNDLE_MAX_AGE", "168h", func(c Config) any { return c.Policy.BundleMaxAge }, dur(168 * time.Hour)},
+		{"SVC_POLICY_DRY_RUN_EVAL_TIMEOUT", "2s", func(c Config) any { return c.Policy.DryRunEvalTimeout }, dur(2 * time.Second)},
 		{"SVC_POLICY_ALLOW_NETWORK_BUILTINS", "true", func(c Config) any { return c.Policy.AllowNetworkBuiltins }, true},
 		{"SVC_LOG_LEVEL", "warn", func(c Config) any { return c.Log.Level }, "warn"},
 		{"SVC_JWT_ISSUER", "https://other.example.com/", func(c Config) any { return c.JWT.Issuer }, "https://other.example.com/"},

@@ -86,6 +86,16 @@ var envTable = []EnvVar{
 			c.Policy.AllowNetworkBuiltins = b
 			return ""
 		}},
+	{Name: "SVC_POLICY_DRY_RUN_EVAL_TIMEOUT", Key: "policy.dry_run_eval_timeout",
+		Help: `Bound of each evaluation of a dry-run candidate, such as "50ms" (default; at most 10s).`,
+		apply: func(c *Config, v string) string {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return "must be a duration such as \"50ms\", got " + strconv.Quote(v)
+			}
+			c.Policy.DryRunEvalTimeout = Duration{d}
+			return ""
+		}},
 	{Name: "SVC_LOG_LEVEL", Key: "log.level",
 		Help: "One of trace, debug, info (default), warn, error.",
 		apply: func(c *Config, v string) string {

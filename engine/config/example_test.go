@@ -48,6 +48,7 @@ func ExampleEnvVars() {
 	// SVC_BUNDLE_TOKEN_FILE overrides policy.bundle_token_file
 	// SVC_BUNDLE_MAX_AGE overrides policy.bundle_max_age
 	// SVC_POLICY_ALLOW_NETWORK_BUILTINS overrides policy.allow_network_builtins
+	// SVC_POLICY_DRY_RUN_EVAL_TIMEOUT overrides policy.dry_run_eval_timeout
 	// SVC_LOG_LEVEL overrides log.level
 	// SVC_JWT_ISSUER overrides jwt.issuer
 	// SVC_JWT_AUDIENCES overrides jwt.audiences

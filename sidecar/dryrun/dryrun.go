@@ -28,6 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/policy"
@@ -36,9 +37,9 @@ import (
 
 // Limits and defaults of sessions.
 const (
-	DefaultQueueSize = 1024
-	MaxQueueSize     = 1 << 16
-	MaxDuration      = 24 * time.Hour
+	DefaultQueueSize = localapi.DryRunDefaultQueueSize
+	MaxQueueSize     = localapi.DryRunMaxQueueSize
+	MaxDuration      = localapi.DryRunMaxDuration
 	// MaxSessions bounds the sessions running at once.
 	MaxSessions = 4
 	// keepFinished is how many finished sessions keep their report.

@@ -67,7 +67,7 @@ func enforcedSet(t testing.TB) *policy.Set {
 func TestSessionCountsAndAudits(t *testing.T) {
 	enf := enforcedSet(t)
 	s := &sink{}
-	m := NewManager(Deps{Audit: s})
+	m := NewManager(Deps{Audit: s, EvalTimeout: testEvalTimeout})
 	if m.Active() {
 		t.Fatal("Active() with no session")
 	}
@@ -116,7 +116,7 @@ func TestSessionCountsAndAudits(t *testing.T) {
 
 func TestSessionSkipsWhatItCannotKeepUpWith(t *testing.T) {
 	enf := enforcedSet(t)
-	m := NewManager(Deps{})
+	m := NewManager(Deps{EvalTimeout: testEvalTimeout})
 	sess, err := m.Start(candidate(t), Options{Duration: time.Minute, QueueSize: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +134,7 @@ func TestSessionSkipsWhatItCannotKeepUpWith(t *testing.T) {
 }
 
 func TestSessionEndsByItself(t *testing.T) {
-	m := NewManager(Deps{})
+	m := NewManager(Deps{EvalTimeout: testEvalTimeout})
 	sess, err := m.Start(candidate(t), Options{Duration: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func TestSessionEndsByItself(t *testing.T) {
 }
 
 func TestStartRefuses(t *testing.T) {
-	m := NewManager(Deps{})
+	m := NewManager(Deps{EvalTimeout: testEvalTimeout})
 	defer m.Close()
 	for _, o := range []Options{{Duration: 0}, {Duration: 25 * time.Hour}, {Duration: time.Minute, QueueSize: -1}, {Duration: time.Minute, QueueSize: MaxQueueSize + 1}} {
 		if _, err := m.Start(candidate(t), o); err == nil {
@@ -173,3 +173,8 @@ func TestStartRefuses(t *testing.T) {
 		t.Error("Active() after Close")
 	}
 }
+
+// testEvalTimeout bounds the evaluations of the tests that are not about
+// the bound: generous, as the race detector on a loaded machine can take
+// the default 50 ms for one evaluation.
+const testEvalTimeout = time.Minute

@@ -8,14 +8,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reason"
-	"github.com/svc-dev/svc/sidecar/apijson"
 )
 
 // Paths of the dry-run endpoints.
 const (
-	PathSessions = "/v1/dry-run/sessions"
+	PathSessions = localapi.PathDryRunSessions
 	pathSession  = PathSessions + "/{id}"
 )
 
@@ -58,48 +58,48 @@ func (m *Manager) serveStart(w http.ResponseWriter, r *http.Request, load Loader
 	q := r.URL.Query()
 	d, err := time.ParseDuration(q.Get("duration"))
 	if err != nil {
-		apijson.Error(w, http.StatusBadRequest, "input-invalid", fmt.Sprintf("duration: want a duration such as 5m, got %q", q.Get("duration")))
+		localapi.WriteError(w, http.StatusBadRequest, localapi.Indented, "input-invalid", fmt.Sprintf("duration: want a duration such as 5m, got %q", q.Get("duration")))
 		return
 	}
 	opts.Duration = d
 	if v := q.Get("queue_size"); v != "" {
 		if opts.QueueSize, err = strconv.Atoi(v); err != nil {
-			apijson.Error(w, http.StatusBadRequest, "input-invalid", fmt.Sprintf("queue_size: want an integer, got %q", v))
+			localapi.WriteError(w, http.StatusBadRequest, localapi.Indented, "input-invalid", fmt.Sprintf("queue_size: want an integer, got %q", v))
 			return
 		}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCandidateBytes))
 	if err != nil {
-		apijson.Error(w, http.StatusRequestEntityTooLarge, "input-invalid", fmt.Sprintf("candidate bundle larger than %d bytes", maxCandidateBytes))
+		localapi.WriteError(w, http.StatusRequestEntityTooLarge, localapi.Indented, "input-invalid", fmt.Sprintf("candidate bundle larger than %d bytes", maxCandidateBytes))
 		return
 	}
 	if len(body) == 0 {
-		apijson.Error(w, http.StatusBadRequest, "input-invalid", "the body must be the candidate policy bundle (tar.gz)")
+		localapi.WriteError(w, http.StatusBadRequest, localapi.Indented, "input-invalid", "the body must be the candidate policy bundle (tar.gz)")
 		return
 	}
 	set, err := load(body)
 	if ce := (*CandidateError)(nil); errors.As(err, &ce) {
-		apijson.Error(w, ce.Status, ce.Code, ce.Msg)
+		localapi.WriteError(w, ce.Status, localapi.Indented, string(ce.Code), ce.Msg)
 		return
 	}
 	if err != nil {
-		apijson.Error(w, http.StatusUnprocessableEntity, reason.PolicyError, "candidate rejected: "+err.Error())
+		localapi.WriteError(w, http.StatusUnprocessableEntity, localapi.Indented, string(reason.PolicyError), "candidate rejected: "+err.Error())
 		return
 	}
 	s, err := m.Start(set, opts)
 	switch {
 	case errors.Is(err, ErrOptions):
-		apijson.Error(w, http.StatusBadRequest, "input-invalid", err.Error())
+		localapi.WriteError(w, http.StatusBadRequest, localapi.Indented, "input-invalid", err.Error())
 		return
 	case errors.Is(err, ErrTooMany):
-		apijson.Error(w, http.StatusConflict, "too-many-sessions", err.Error())
+		localapi.WriteError(w, http.StatusConflict, localapi.Indented, "too-many-sessions", err.Error())
 		return
 	case err != nil:
-		apijson.Error(w, http.StatusServiceUnavailable, "unavailable", err.Error())
+		localapi.WriteError(w, http.StatusServiceUnavailable, localapi.Indented, "unavailable", err.Error())
 		return
 	}
 	w.Header().Set("Location", PathSessions+"/"+s.ID())
-	apijson.Write(w, http.StatusCreated, s.Report())
+	localapi.WriteJSON(w, http.StatusCreated, localapi.Indented, s.Report())
 }
 
 func (m *Manager) serveList(w http.ResponseWriter, _ *http.Request) {
@@ -108,24 +108,24 @@ func (m *Manager) serveList(w http.ResponseWriter, _ *http.Request) {
 	for i, s := range list {
 		out[i] = s.Report()
 	}
-	apijson.Write(w, http.StatusOK, map[string]any{"sessions": out})
+	localapi.WriteJSON(w, http.StatusOK, localapi.Indented, map[string]any{"sessions": out})
 }
 
 func (m *Manager) serveGet(w http.ResponseWriter, r *http.Request) {
 	s, ok := m.Get(r.PathValue("id"))
 	if !ok {
-		apijson.Error(w, http.StatusNotFound, "session-not-found", fmt.Sprintf("no dry-run session %q", r.PathValue("id")))
+		localapi.WriteError(w, http.StatusNotFound, localapi.Indented, "session-not-found", fmt.Sprintf("no dry-run session %q", r.PathValue("id")))
 		return
 	}
-	apijson.Write(w, http.StatusOK, s.Report())
+	localapi.WriteJSON(w, http.StatusOK, localapi.Indented, s.Report())
 }
 
 func (m *Manager) serveStop(w http.ResponseWriter, r *http.Request) {
 	s, ok := m.Stop(r.PathValue("id"))
 	if !ok {
-		apijson.Error(w, http.StatusNotFound, "session-not-found", fmt.Sprintf("no dry-run session %q", r.PathValue("id")))
+		localapi.WriteError(w, http.StatusNotFound, localapi.Indented, "session-not-found", fmt.Sprintf("no dry-run session %q", r.PathValue("id")))
 		return
 	}
 	<-s.Done()
-	apijson.Write(w, http.StatusOK, s.Report())
+	localapi.WriteJSON(w, http.StatusOK, localapi.Indented, s.Report())
 }

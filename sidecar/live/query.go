@@ -9,20 +9,21 @@ import (
 	"strings"
 	"time"
 
-	"github.com/svc-dev/svc/sidecar/filter"
+	"github.com/svc-dev/svc/authz/localapi"
+	"github.com/svc-dev/svc/authz/localapi/filter"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 )
 
-// Query parameters of the stream endpoints.
+// Query parameters of the stream endpoints (package localapi).
 const (
-	ParamSince      = "since"       // a duration ("5m") back from now, or an RFC 3339 time
-	ParamTenant     = "tenant"      // tenant id (case-sensitive)
-	ParamService    = "service"     // service.name of spans
-	ParamTraceID    = "trace_id"    // hex trace id
-	ParamErrorsOnly = "errors_only" // true: failing traces, denied decisions, error logs
-	ParamLevel      = "level"       // minimum log level: trace, debug, info, warn, error
-	ParamFilter     = "filter"      // field filter expression (package filter)
-	ParamFormat     = "format"      // ndjson (default) or sse
+	ParamSince      = localapi.ParamSince
+	ParamTenant     = localapi.ParamTenant
+	ParamService    = localapi.ParamService
+	ParamTraceID    = localapi.ParamTraceID
+	ParamErrorsOnly = localapi.ParamErrorsOnly
+	ParamLevel      = localapi.ParamLevel
+	ParamFilter     = localapi.ParamFilter
+	ParamFormat     = localapi.ParamFormat
 )
 
 // maxSince bounds how far back a replay may ask; the ring buffers hold
@@ -119,22 +120,6 @@ func ParseQuery(q url.Values, accept string, now time.Time, allowed ...string) (
 		return out, bad(ParamFormat, "want ndjson or sse, got %q", q.Get(ParamFormat))
 	}
 	return out, nil
-}
-
-// LevelOf parses a record's level name (TRACE, DEBUG, INFO, WARN, ERROR,
-// or slog's "INFO+2" form).
-func LevelOf(name string) slog.Level {
-	if l, err := telemetry.ParseLevel(name); err == nil {
-		return l
-	}
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(name)); err == nil {
-		return l
-	}
-	if strings.HasPrefix(strings.ToUpper(name), "TRACE") {
-		return telemetry.LevelTrace
-	}
-	return slog.LevelInfo
 }
 
 func contains(list []string, s string) bool {

@@ -6,17 +6,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine/audit"
-	"github.com/svc-dev/svc/engine/reason"
-	"github.com/svc-dev/svc/sidecar/apijson"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 )
 
-// Paths of the stream endpoints.
+// Paths of the stream endpoints (package localapi).
 const (
-	PathSpans     = "/v1/streams/spans"
-	PathLogs      = "/v1/streams/logs"
-	PathDecisions = "/v1/streams/decisions"
+	PathSpans     = localapi.PathSpans
+	PathLogs      = localapi.PathLogs
+	PathDecisions = localapi.PathDecisions
 )
 
 // Stream timing.
@@ -64,7 +63,7 @@ func (s *Streams) query(w http.ResponseWriter, r *http.Request, allowed ...strin
 	q, err := ParseQuery(r.URL.Query(), r.Header.Get("Accept"), s.now(), allowed...)
 	if err != nil {
 		qe, _ := err.(*QueryError)
-		apijson.Error(w, http.StatusBadRequest, reason.Code(qe.Code), qe.Msg)
+		localapi.WriteError(w, http.StatusBadRequest, localapi.Indented, qe.Code, qe.Msg)
 		return q, false
 	}
 	return q, true
@@ -95,7 +94,7 @@ func (s *Streams) serveLogs(w http.ResponseWriter, r *http.Request) {
 		if q.Tenant != "" && lr.Attributes["tenant"] != q.Tenant {
 			return false
 		}
-		lvl := LevelOf(lr.Level)
+		lvl := localapi.LevelOf(lr.Level)
 		if (q.HasLevel && lvl < q.Level) || (q.ErrorsOnly && lvl < errorLevel) {
 			return false
 		}
@@ -215,7 +214,7 @@ func (e *encoder) record(v any) { e.write(e.event, v) }
 // dropped tells the client that n records were dropped for it: an SSE
 // event "dropped", or an NDJSON line {"type":"dropped","dropped":n}.
 func (e *encoder) dropped(n uint64) {
-	e.write("dropped", map[string]any{"type": "dropped", "dropped": n})
+	e.write(localapi.DroppedType, localapi.DroppedNotice{Type: localapi.DroppedType, Dropped: n})
 }
 
 func (e *encoder) comment(c string) {

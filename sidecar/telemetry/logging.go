@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/svc-dev/svc/authz/localapi"
 )
 
 // LevelTrace is the level below debug, for per-request detail.
-const LevelTrace = slog.Level(-8)
+const LevelTrace = localapi.LevelTrace
 
 // Keys under which a log line carries the ids of the span in its context.
 const (
@@ -23,19 +24,11 @@ const (
 // ParseLevel maps trace, debug, info, warn and error (any case) to a
 // level. The empty string means info.
 func ParseLevel(s string) (slog.Level, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "trace":
-		return LevelTrace, nil
-	case "debug":
-		return slog.LevelDebug, nil
-	case "info", "":
-		return slog.LevelInfo, nil
-	case "warn":
-		return slog.LevelWarn, nil
-	case "error":
-		return slog.LevelError, nil
+	l, err := localapi.ParseLevel(s)
+	if err != nil {
+		return 0, fmt.Errorf("telemetry: %w", err)
 	}
-	return 0, fmt.Errorf("telemetry: unknown log level %q: want trace, debug, info, warn or error", s)
+	return l, nil
 }
 
 // LevelName is the name a level is written with: TRACE, DEBUG, INFO, WARN,
@@ -271,22 +264,9 @@ func flattenAttr(prefix string, a slog.Attr, emit func(key, value string)) {
 	}
 }
 
-// LogRecord is a log line as kept by a LogFeed.
-type LogRecord struct {
-	// Time is when the record was logged.
-	Time time.Time `json:"time"`
-	// Level is the level name (see LevelName).
-	Level string `json:"level"`
-	// Message is the log message.
-	Message string `json:"msg"`
-	// TraceID is the hex trace id of the context's span, when there is one.
-	TraceID string `json:"trace_id,omitempty"`
-	// SpanID is the hex id of the context's span, when there is one.
-	SpanID string `json:"span_id,omitempty"`
-	// Attributes are the record's attributes after redaction, group
-	// members under dotted keys ("request.method"), values in string form.
-	Attributes map[string]string `json:"attributes,omitempty"`
-}
+// LogRecord is a log line as kept by a LogFeed; its JSON form is the
+// local API's (package localapi).
+type LogRecord = localapi.LogRecord
 
 // LogFeed keeps the most recent log records in a bounded ring buffer and
 // streams them to subscribers; it is what log tailing reads. Logging never

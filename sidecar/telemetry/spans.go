@@ -2,42 +2,19 @@ package telemetry
 
 import (
 	"context"
-	"go.opentelemetry.io/otel/trace"
 	"time"
 
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/svc-dev/svc/authz/localapi"
 )
 
-// SpanRecord is the compact form of a finished span kept by a SpanFeed.
-type SpanRecord struct {
-	// TraceID is the hex trace id.
-	TraceID string `json:"trace_id"`
-	// SpanID is the hex span id.
-	SpanID string `json:"span_id"`
-	// ParentID is the hex id of the parent span, empty for a root span.
-	ParentID string `json:"parent_id,omitempty"`
-	// Name is the span name, e.g. "policy.evaluate".
-	Name string `json:"name"`
-	// Service is the service.name of the process that recorded the span.
-	Service string `json:"service,omitempty"`
-	// Kind is "internal", "server", "client", "producer" or "consumer".
-	Kind string `json:"kind"`
-	// Start is when the span started.
-	Start time.Time `json:"start"`
-	// Duration is how long the span lasted.
-	Duration time.Duration `json:"duration_ns"`
-	// Status is "unset", "ok" or "error".
-	Status string `json:"status"`
-	// StatusMessage describes an error status.
-	StatusMessage string `json:"status_message,omitempty"`
-	// Attributes are the span's attributes, each value in its string form.
-	Attributes map[string]string `json:"attributes,omitempty"`
-}
-
-// End returns when the span ended.
-func (r SpanRecord) End() time.Time { return r.Start.Add(r.Duration) }
+// SpanRecord is the compact form of a finished span kept by a SpanFeed;
+// its JSON form is the local API's (package localapi).
+type SpanRecord = localapi.SpanRecord
 
 // SpanFeed is a span processor that keeps the most recent finished spans in
 // a bounded ring buffer and streams them to subscribers. It is what trace

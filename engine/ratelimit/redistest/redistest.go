@@ -1,9 +1,9 @@
 // Package redistest runs a throwaway redis-server for tests.
 //
 // Start looks for the redis-server binary (Debian package redis-server).
-// When it is absent the test is skipped, unless the CI environment
-// variable is set to a true value, where a missing Redis fails the test:
-// continuous integration must not silently skip what it is there to run.
+// When it is absent the test is skipped, unless CI is true
+// (testkit.InCI), where a missing Redis fails the test: continuous
+// integration must not silently skip what it is there to run.
 package redistest
 
 import (
@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -20,6 +19,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // startTimeout bounds how long a fresh server may take to answer PING.
@@ -29,13 +30,7 @@ const startTimeout = 10 * time.Second
 // a temporary directory, stops it when tb ends, and returns its address.
 func Start(tb testing.TB) string {
 	tb.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if inCI() {
-			tb.Fatalf("redis-server is required under CI: %v", err)
-		}
-		tb.Skipf("redis-server not installed (apt-get install redis-server): %v", err)
-	}
+	bin := testkit.LookPath(tb, "redis-server", "redis-server")
 	dir := tb.TempDir()
 	var lastErr error
 	// The free port is found by binding and releasing it, so another
@@ -49,15 +44,6 @@ func Start(tb testing.TB) string {
 	}
 	tb.Fatalf("redistest: %v", lastErr)
 	return ""
-}
-
-func inCI() bool {
-	v, ok := os.LookupEnv("CI")
-	if !ok || v == "" {
-		return false
-	}
-	b, err := strconv.ParseBool(v)
-	return err != nil || b
 }
 
 func freePort() (int, error) {

@@ -1,0 +1,146 @@
+package localapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/authz/localapi"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// goldenValues are the shapes the CLI and the SDKs read, each with every
+// field set, so that its golden file names every key. The Python and
+// TypeScript SDK tests read the same files.
+func goldenValues() map[string]any {
+	t0 := time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)
+	t1 := t0.Add(5 * time.Minute)
+	return map[string]any{
+		"status": localapi.Status{
+			Status: localapi.StatusDegraded, Reason: "jwks-unavailable", Ready: true,
+			Partitioned: true, PartitionedSince: &t0, LastSync: &t0, CacheValid: true, CacheAge: "5m0s",
+			PoliciesLoaded: 3, PolicyRevision: "sha256:4f2a", PolicySource: "bundle_url", PolicyCreatedAt: &t0,
+			PolicyHandoverRefused: &localapi.HandoverRefusal{Code: "bundle-signature-invalid", Message: "signature does not verify"},
+			JWKSKeySets:           1, JWKSKeys: 2, JWKSLastError: "connection refused",
+			DevMode: false, PolicyMode: "enforce", TenantID: "acme", Uptime: "1h2m3s",
+			StartedAt: t0, PID: 4242, Version: "v1.4.0",
+			Audit: &localapi.AuditStats{Written: 10, Dropped: 1, Failed: 2, QueueLen: 3, QueueCap: 1024},
+			SAML: &localapi.SAMLStatus{
+				EntityID: "https://shop.example/auth/saml/metadata", ACSURL: "https://shop.example/auth/saml/acs",
+				SignatureCheckDisabled: false, AllowIDPInitiated: true,
+				IDPMetadata: localapi.SAMLMetadataStatus{
+					Source: "https://idp.example.com/metadata", EntityID: "https://idp.example.com/saml", Loaded: true,
+					Certificates: 1, FetchedAt: &t0, LastAttempt: &t1, LastError: "timeout", Stale: true, NextRefresh: &t1,
+				},
+				TokenKeyID: "k-1", TokenKeyGenerated: true, TokenKeyEphemeral: true,
+			},
+			Bundle: &localapi.BundleStatus{
+				URL: "https://bundles.example/svc.tar.gz", ETag: `"e-1"`, LastSync: &t0, LastAttempt: &t1,
+				Partitioned: true, PartitionedSince: &t1, LastError: "503 Service Unavailable", LastErrorCode: "bundle-malformed",
+			},
+		},
+		"log-record": localapi.LogRecord{
+			Time: t0, Level: "WARN", Message: "decision",
+			TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7",
+			Attributes: map[string]string{"policy.result": "denied", "tenant": "acme"},
+		},
+		"span-record": localapi.SpanRecord{
+			TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7", ParentID: "53995c3f42cd8ad8",
+			Name: "policy.evaluate", Service: "svc-sidecar", Kind: "internal", Start: t0, Duration: 1500 * time.Microsecond,
+			Status: "error", StatusMessage: "policy-error", Attributes: map[string]string{"svc.action": "orders:read"},
+		},
+		"dropped": localapi.DroppedNotice{Dropped: 7, Type: localapi.DroppedType},
+		"dry-run-report": localapi.DryRunReport{
+			ID: "dr-1", Revision: "sha256:9c1e", State: localapi.DryRunFinished, Started: t0, Ends: t1, Ended: &t1,
+			Decisions: 100, Evaluated: 98, Allow: 90, SimulatedDeny: 6, Errors: 2, Timeouts: 1, Skipped: 2,
+			TopDenyReason: []localapi.ReasonCount{{Reason: "role-forbidden", Count: 6}},
+			Changed:       []localapi.Change{{Change: "newly-denied", Action: "orders:delete", Tenant: "acme", Count: 6}},
+		},
+		"error": localapi.ErrorBody{Error: localapi.ErrorDetail{Code: "input-invalid", Message: "request body is not a valid JSON object"}},
+		"deny-body": localapi.DenyBody{
+			DenyReasons: []string{"role-forbidden: viewer cannot orders:delete"}, Reason: "policy-deny",
+			DecisionID: "0b7f4d2c-8a3e-4c1b-9f6d-2e5a7c9b1d3f",
+		},
+	}
+}
+
+// TestGolden marshals each shape and compares it with testdata/<name>.json
+// (-update rewrites them); each golden decodes back, without unknown
+// fields, to the same value; and each names every field of its type.
+func TestGolden(t *testing.T) {
+	for name, v := range goldenValues() {
+		t.Run(name, func(t *testing.T) {
+			got, err := json.MarshalIndent(v, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			path := filepath.Join("testdata", name+".json")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from the marshaled %T (run with -update if the change is meant):\n got: %s\nwant: %s", path, v, got, want)
+			}
+			back := reflect.New(reflect.TypeOf(v))
+			dec := json.NewDecoder(bytes.NewReader(want))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(back.Interface()); err != nil {
+				t.Fatalf("%s does not decode into %T: %v", path, v, err)
+			}
+			if !reflect.DeepEqual(back.Elem().Interface(), v) {
+				t.Errorf("%s decodes to %+v, want %+v", path, back.Elem().Interface(), v)
+			}
+			var doc any
+			if err := json.Unmarshal(want, &doc); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range missingKeys(reflect.TypeOf(v), doc, "") {
+				t.Errorf("%s has no key %s: give the field a value in goldenValues", path, k)
+			}
+		})
+	}
+}
+
+// missingKeys lists the JSON keys of t's fields (nested structs too) that
+// doc lacks.
+func missingKeys(t reflect.Type, doc any, prefix string) []string {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+		t = t.Elem()
+		if arr, ok := doc.([]any); ok && len(arr) > 0 {
+			doc = arr[0]
+		}
+	}
+	if t.Kind() != reflect.Struct || t == reflect.TypeOf(time.Time{}) {
+		return nil
+	}
+	obj, _ := doc.(map[string]any)
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if key == "-" || !f.IsExported() {
+			continue
+		}
+		sub, ok := obj[key]
+		if !ok {
+			out = append(out, prefix+key)
+			continue
+		}
+		out = append(out, missingKeys(f.Type, sub, prefix+key+".")...)
+	}
+	return out
+}

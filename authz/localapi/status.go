@@ -1,0 +1,158 @@
+package localapi
+
+import "time"
+
+// Values of Status.Status.
+const (
+	StatusHealthy     = "healthy"
+	StatusDegraded    = "degraded"
+	StatusUnavailable = "unavailable"
+	StatusDraining    = "draining"
+)
+
+// Status is the body of GET /v1/status; `core sidecar status` prints it.
+type Status struct {
+	// Status agrees with readiness (GET /readyz): "healthy" (ready),
+	// "degraded" (ready, but the JWKS cannot be refreshed and cached keys
+	// are used), "unavailable" (not ready) or "draining" (shutting down).
+	Status string `json:"status"`
+	// Reason says why Status is not "healthy": the code /readyz gives
+	// ("jwks-unavailable", "starting", "draining"), or
+	// "saml-idp-metadata-unavailable" for a degraded SAML gateway, or
+	// "policy-bundle-stale" when the active bundle is older than
+	// policy.bundle_max_age.
+	Reason string `json:"reason,omitempty"`
+	// Ready is what GET /readyz answers.
+	Ready bool `json:"ready"`
+	// Partitioned is true while the JWKS or the bundle server cannot be
+	// reached, since PartitionedSince.
+	Partitioned      bool       `json:"partitioned"`
+	PartitionedSince *time.Time `json:"partitioned_since,omitempty"`
+	// LastSync is the older of the last JWKS and bundle syncs.
+	LastSync *time.Time `json:"last_sync,omitempty"`
+	// CacheValid is true when tokens can be verified with cached keys.
+	CacheValid bool `json:"cache_valid"`
+	// CacheAge is how long ago LastSync was, as a Go duration.
+	CacheAge       string `json:"cache_age,omitempty"`
+	PoliciesLoaded int    `json:"policies_loaded"`
+	PolicyRevision string `json:"policy_revision"`
+	// PolicySource is where the active policy set came from: "config"
+	// (policy.dir or the embedded default), "upload", "cache" (the
+	// bundle persisted in policy.bundle_cache_dir) or "bundle_url".
+	PolicySource string `json:"policy_source"`
+	// PolicyCreatedAt is the created_at the active bundle's signed
+	// manifest records; absent when the active set is not a bundle or
+	// records none.
+	PolicyCreatedAt *time.Time `json:"policy_created_at,omitempty"`
+	// PolicyHandoverRefused is set when the bundle served before the
+	// last restart was refused by this image's configuration (for
+	// example a new verification key): the configured policy serves and
+	// the status is degraded (policy-handover-refused) until a bundle is
+	// activated or the policy directory reloaded.
+	PolicyHandoverRefused *HandoverRefusal `json:"policy_handover_refused,omitempty"`
+	JWKSKeySets           int              `json:"jwks_key_sets_cached"`
+	JWKSKeys              int              `json:"jwks_keys"`
+	JWKSLastError         string           `json:"jwks_last_error,omitempty"`
+	DevMode               bool             `json:"dev_mode"`
+	// PolicyMode is "enforce", or "dry-run" when policy.mode never denies.
+	PolicyMode string `json:"policy_mode"`
+	TenantID   string `json:"tenant_id"`
+	Uptime     string `json:"uptime"`
+	// StartedAt is when this process image started; a restart changes
+	// it while the PID stays the same.
+	StartedAt time.Time `json:"started_at"`
+	PID       int       `json:"pid"`
+	Version   string    `json:"version"`
+	// Audit is the audit log's counters, absent without an audit log.
+	Audit *AuditStats `json:"audit,omitempty"`
+	// SAML is the SAML gateway's state (IdP metadata, last good copy,
+	// whether signatures are checked), present with [sdk.saml].
+	SAML *SAMLStatus `json:"saml,omitempty"`
+	// Bundle is the policy.bundle_url poller's state; absent without it.
+	Bundle *BundleStatus `json:"bundle,omitempty"`
+}
+
+// HandoverRefusal is why the bundle served before a restart was refused.
+type HandoverRefusal struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// AuditStats are the audit log's counters.
+type AuditStats struct {
+	// Written counts records handed to the destination without error.
+	Written uint64 `json:"written"`
+	// Dropped counts records discarded because the queue was full, the
+	// logger was closed, or Close gave up waiting for them.
+	Dropped uint64 `json:"dropped"`
+	// Failed counts records lost to write errors of the destination.
+	Failed uint64 `json:"failed"`
+	// QueueLen is the number of records waiting to be written.
+	QueueLen int `json:"queue_len"`
+	// QueueCap is the queue's capacity.
+	QueueCap int `json:"queue_cap"`
+}
+
+// SAMLStatus is what /v1/status shows of the SAML gateway.
+type SAMLStatus struct {
+	EntityID string `json:"entity_id"`
+	ACSURL   string `json:"acs_url"`
+	// SignatureCheckDisabled is true under SVC_ENV=development.
+	SignatureCheckDisabled bool               `json:"signature_check_disabled"`
+	AllowIDPInitiated      bool               `json:"allow_idp_initiated"`
+	IDPMetadata            SAMLMetadataStatus `json:"idp_metadata"`
+	TokenKeyID             string             `json:"token_key_id"`
+	// TokenKeyGenerated is true when no token_signing_key_file is set.
+	TokenKeyGenerated bool `json:"token_key_generated"`
+	// TokenKeyEphemeral is TokenKeyGenerated outside development mode
+	// (SVC_ENV=development): sessions end with the process and do not
+	// reach other replicas. `core sidecar status` warns about it.
+	TokenKeyEphemeral bool `json:"token_key_ephemeral"`
+}
+
+// SAMLMetadataStatus is the state of the IdP metadata the gateway trusts.
+type SAMLMetadataStatus struct {
+	// Source is the metadata URL or file.
+	Source string `json:"source"`
+	// EntityID is the IdP's entity id, once loaded.
+	EntityID string `json:"entity_id,omitempty"`
+	// Loaded is true once a good copy is held.
+	Loaded bool `json:"loaded"`
+	// Certificates counts the signing certificates trusted.
+	Certificates int `json:"certificates"`
+	// FetchedAt is when the copy in use was loaded.
+	FetchedAt *time.Time `json:"fetched_at,omitempty"`
+	// LastAttempt / LastError describe the last fetch that failed; the
+	// last good copy keeps serving meanwhile (Stale).
+	LastAttempt *time.Time `json:"last_attempt,omitempty"`
+	LastError   string     `json:"last_error,omitempty"`
+	Stale       bool       `json:"stale"`
+	// NextRefresh is when the URL is fetched again.
+	NextRefresh *time.Time `json:"next_refresh,omitempty"`
+}
+
+// BundleStatus is the state of the policy.bundle_url poller.
+type BundleStatus struct {
+	// URL is policy.bundle_url with credentials redacted.
+	URL string `json:"url"`
+	// ETag is the ETag of the active bundle as the server gave it.
+	ETag string `json:"etag,omitempty"`
+	// LastSync is the last time the server answered with the active
+	// bundle or 304 Not Modified.
+	LastSync *time.Time `json:"last_sync,omitempty"`
+	// LastAttempt is the last poll, successful or not.
+	LastAttempt *time.Time `json:"last_attempt,omitempty"`
+	// Partitioned is true while the server cannot be reached or answers
+	// with an error; the last good bundle keeps serving.
+	Partitioned      bool       `json:"partitioned"`
+	PartitionedSince *time.Time `json:"partitioned_since,omitempty"`
+	// LastError says why the last poll failed or its bundle was refused.
+	LastError string `json:"last_error,omitempty"`
+	// LastErrorCode is the reason code of a refused bundle, as an upload
+	// would answer it: bundle-signature-invalid, bundle-malformed,
+	// policy-error, policy-builtin-forbidden or revision-older; or
+	// bundle-unordered for a bundle without created_at, which only the
+	// poller refuses; or bundle-redirect-refused when the server
+	// redirected where bundle_url could not point.
+	LastErrorCode string `json:"last_error_code,omitempty"`
+}

@@ -1,0 +1,92 @@
+package localapi_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/svc-dev/svc/authz/localapi"
+)
+
+// TestWriteError: one writer, one envelope, the same headers; the admin
+// API's documents are indented, the decision API's answers one line.
+func TestWriteError(t *testing.T) {
+	tests := []struct {
+		name   string
+		layout localapi.Layout
+		want   string
+	}{
+		{"compact", localapi.Compact, `{"error":{"code":"too-many-sessions","message":"at most 4 \"sessions\" \u003cnow\u003e"}}` + "\n"},
+		{"indented", localapi.Indented, "{\n  \"error\": {\n    \"code\": \"too-many-sessions\",\n    \"message\": \"at most 4 \\\"sessions\\\" \\u003cnow\\u003e\"\n  }\n}\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			localapi.WriteError(rec, http.StatusConflict, tt.layout, "too-many-sessions", `at most 4 "sessions" <now>`)
+			if rec.Code != http.StatusConflict || rec.Body.String() != tt.want {
+				t.Errorf("answer = %d %q, want 409 %q", rec.Code, rec.Body, tt.want)
+			}
+			for k, v := range map[string]string{"Content-Type": "application/json", "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"} {
+				if got := rec.Header().Get(k); got != v {
+					t.Errorf("%s = %q, want %q", k, got, v)
+				}
+			}
+		})
+	}
+}
+
+// TestWriteJSONUnencodable: a value that cannot be encoded is a 500 with
+// the envelope, never a half-written body.
+func TestWriteJSONUnencodable(t *testing.T) {
+	rec := httptest.NewRecorder()
+	localapi.WriteJSON(rec, http.StatusOK, localapi.Indented, map[string]any{"f": func() {}})
+	want := `{"error":{"code":"policy-error","message":"response could not be encoded"}}` + "\n"
+	if rec.Code != http.StatusInternalServerError || rec.Body.String() != want {
+		t.Errorf("answer = %d %q, want 500 %q", rec.Code, rec.Body, want)
+	}
+}
+
+// TestDenyBody: deny_reasons is never null; decision_id is always written
+// by the proxy check and left out, when empty, by the middlewares.
+func TestDenyBody(t *testing.T) {
+	tests := []struct {
+		name string
+		body localapi.DenyBody
+		want string
+	}{
+		{"check without decision", localapi.DenyBody{Reason: "input-invalid"},
+			`{"allow":false,"deny_reasons":[],"reason":"input-invalid","decision_id":""}`},
+		{"check with decision", localapi.DenyBody{Reason: "policy-deny", DenyReasons: []string{"a", "b"}, DecisionID: "d-1"},
+			`{"allow":false,"deny_reasons":["a","b"],"reason":"policy-deny","decision_id":"d-1"}`},
+		{"middleware without decision", localapi.DenyBody{Reason: "token-missing", OmitEmptyDecisionID: true},
+			`{"allow":false,"deny_reasons":[],"reason":"token-missing"}`},
+		{"middleware with decision", localapi.DenyBody{Reason: "policy-deny", DenyReasons: []string{}, DecisionID: "d-2", OmitEmptyDecisionID: true},
+			`{"allow":false,"deny_reasons":[],"reason":"policy-deny","decision_id":"d-2"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := json.Marshal(tt.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Errorf("DenyBody = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestParseDropped reads the drop notice and nothing else.
+func TestParseDropped(t *testing.T) {
+	for line, want := range map[string]uint64{`{"dropped":3,"type":"dropped"}`: 3, `{"type":"dropped","dropped":9}`: 9} {
+		if n, ok := localapi.ParseDropped([]byte(line)); !ok || n != want {
+			t.Errorf("ParseDropped(%s) = %d, %v; want %d, true", line, n, ok, want)
+		}
+	}
+	for _, line := range []string{`{"msg":"dropped"}`, `{"type":"log","dropped":1}`, `not json`, ``} {
+		if _, ok := localapi.ParseDropped([]byte(line)); ok {
+			t.Errorf("ParseDropped(%q) = ok, want not a notice", line)
+		}
+	}
+}

@@ -1,0 +1,49 @@
+"""The SDK's types read the local API's JSON shapes as the sidecar writes them.
+
+The golden files are the Go wire package's (authz/localapi/testdata), which
+the Go tests marshal from the sidecar's own types: a field renamed on either
+side fails here.
+"""
+
+import dataclasses
+import json
+import pathlib
+import unittest
+
+from svc_sdk._web import Refusal, refusal_of
+from svc_sdk.client import Decision, _error_of
+
+GOLDEN = pathlib.Path(__file__).resolve().parents[3] / "authz" / "localapi" / "testdata"
+
+
+def golden(name: str) -> dict:
+    with open(GOLDEN / name, encoding="utf-8") as f:
+        return json.load(f)
+
+
+class DenyBodyGoldenTest(unittest.TestCase):
+    def test_refusal_writes_the_deny_body(self):
+        g = golden("deny-body.json")
+        r = refusal_of(g["reason"], g["deny_reasons"], g["decision_id"])
+        self.assertEqual(r.payload(), g)
+        self.assertEqual(json.loads(r.body()), g)
+
+    def test_every_key_is_a_field(self):
+        g = golden("deny-body.json")
+        decision = {f.name for f in dataclasses.fields(Decision)}
+        self.assertLessEqual(set(g), decision, "deny body keys missing from Decision")
+        refusal = {f.name for f in dataclasses.fields(Refusal)}
+        self.assertLessEqual(set(g) - {"allow"}, refusal, "deny body keys missing from Refusal")
+
+
+class ErrorEnvelopeGoldenTest(unittest.TestCase):
+    def test_error_of_reads_code_and_message(self):
+        g = golden("error.json")
+        self.assertEqual(set(g), {"error"})
+        self.assertEqual(set(g["error"]), {"code", "message"})
+        raw = (GOLDEN / "error.json").read_bytes()
+        self.assertEqual(_error_of(raw), (g["error"]["code"], g["error"]["message"]))
+
+
+if __name__ == "__main__":
+    unittest.main()
