@@ -10,7 +10,7 @@ FUZZTIME  ?= 20s
 # (scripts/test-packages.txt), which only /usr/bin/python3 sees.
 PYTHON    ?= /usr/bin/python3
 
-.PHONY: all build run demo test test-sdk test-deploy bench fuzz lint generate docs deps clean
+.PHONY: all build run demo test test-sdk test-deploy chaos bench fuzz lint generate docs deps clean
 
 all: build
 
@@ -45,6 +45,7 @@ test: deps
 	$(GO) test -tags '$(TAGS)' -count=1 -run Codec ./sidecar/
 	$(MAKE) test-sdk
 	$(MAKE) test-deploy
+	$(MAKE) test-rust
 
 # Rewrites the generated parts of docs/: the configuration keys and the
 # reason codes (internal/docgen), the core and svc-sidecar references
@@ -69,6 +70,14 @@ test-sdk:
 # its go.mod and go.sum follow when this module's requirements change.
 test-deploy:
 	cd deploy && $(GO) vet -mod=mod ./... && $(GO) test -mod=mod -race -count=1 ./...
+
+# The fault matrix, long version: three replicas, Redis, nginx serving
+# signed bundles, the IdPs, under load; each fault held 20 s. Prints the
+# table and regenerates docs/reliability.md from it. (The short version,
+# faults held 2.5 s, is TestChaosMatrix in make test.)
+chaos: deps
+	$(GO) test -count=1 -timeout 30m -v -run '^TestChaosMatrix$$' ./e2e/ \
+		-chaos.long -chaos.write=$(abspath docs/reliability.md)
 
 deps:
 	./scripts/install-test-deps.sh
@@ -101,3 +110,17 @@ bench-policy:
 .PHONY: bench-compare
 bench-compare:
 	$(GO) test -run '^$$' -bench CompareNoop -benchtime 1x -count 1 -timeout 10m ./e2e/
+
+# The Rust crate (sdk/rust): the Go engine built as a C archive and linked
+# in-process. Offline, from Debian's librust-*-dev packages (deps).
+CARGO ?= cargo
+.PHONY: test-rust bench-rust
+test-rust:
+	cd sdk/rust && SVC_GO=$(GO) $(CARGO) test
+
+# A cached validate_token across the C boundary beside the Go engine's
+# cached ValidateToken, in one run.
+bench-rust:
+	$(GO) test -run '^$$' -bench 'BenchmarkValidateToken$$' -benchtime 2s ./engine/
+	$(GO) test -run '^$$' -bench 'ValidateToken$$' -benchtime 2s ./sdk/rust/capi/
+	cd sdk/rust && SVC_GO=$(GO) $(CARGO) test --release --test bench -- --ignored --nocapture

@@ -54,13 +54,16 @@ func TestShippedProxiesBrowserSignIn(t *testing.T) {
 			front := startShippedProxy(t, px.bin, filepath.Join(root, px.file), px.args, map[string]string{
 				"127.0.0.1:7700": s.HTTPAddr, "127.0.0.1:7701": samlAddr, "127.0.0.1:5678": up.Addr,
 			})
+			// A browser of its own: the shared one may hold another test's
+			// session for this host, and each proxy starts signed out.
+			browser := newBrowser()
 			get := func(path string, headers ...string) (*http.Response, string) {
 				t.Helper()
 				req, _ := http.NewRequest(http.MethodGet, front+path, nil)
 				for i := 0; i < len(headers); i += 2 {
 					req.Header.Set(headers[i], headers[i+1])
 				}
-				resp, err := noRedirect.Do(req)
+				resp, err := browser.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -106,7 +109,7 @@ func TestShippedProxiesBrowserSignIn(t *testing.T) {
 			req.Header.Set("Accept", browserAccept)
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			req.Header.Set("Cookie", "svc_session=garbage")
-			presp, err := noRedirect.Do(req)
+			presp, err := browser.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/engine/ratelimit"
 	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/engine/token"
 )
@@ -47,10 +48,12 @@ func (e *Engine) ValidateToken(ctx context.Context, raw string) TokenDecision {
 	return d
 }
 
-// allowRate takes one request from tenant's budget. A limiter that fails
-// (Redis down) lets the request through uncounted, and says so in a
-// warning at most once per limiterWarnEvery, with the count of requests
-// passed uncounted meanwhile.
+// allowRate takes one request from tenant's budget. When the shared
+// limiter fails (Redis down) the fallback mode decides
+// (rate_limit.redis_fallback: local budgets, deny, or allow uncounted), and
+// a warning says so at most once per limiterWarnEvery, with the count of
+// requests decided by the fallback meanwhile. A limiter that fails
+// without a fallback lets the request through uncounted.
 func (e *Engine) allowRate(ctx context.Context, tenant string) (bool, time.Duration) {
 	if e.limiter == nil {
 		return true, 0
@@ -59,15 +62,25 @@ func (e *Engine) allowRate(ctx context.Context, tenant string) (bool, time.Durat
 	if err == nil {
 		return ok, wait
 	}
+	var fe *ratelimit.FallbackError
+	fallback := errors.As(err, &fe)
+	if !fallback {
+		ok, wait = true, 0
+	}
 	n := e.uncounted.Add(1)
 	now := e.now().UnixNano()
 	last := e.limiterWarned.Load()
 	if (last == 0 || now-last >= int64(limiterWarnEvery)) && e.limiterWarned.CompareAndSwap(last, now) {
 		e.uncounted.Add(-n)
-		e.log.WarnContext(ctx, "rate limiter unavailable; requests pass uncounted", "err", err,
-			"uncounted", n, "next_warning_in", limiterWarnEvery.String())
+		if fallback && fe.Mode != ratelimit.FallbackAllow {
+			e.log.WarnContext(ctx, "rate limiter's Redis unavailable; requests limited by the fallback mode",
+				"mode", string(fe.Mode), "err", fe.Err, "fallback_decisions", n, "next_warning_in", limiterWarnEvery.String())
+		} else {
+			e.log.WarnContext(ctx, "rate limiter unavailable; requests pass uncounted", "err", err,
+				"uncounted", n, "next_warning_in", limiterWarnEvery.String())
+		}
 	}
-	return true, 0
+	return ok, wait
 }
 
 // limiterWarnEvery spaces the warnings of a failing rate limiter, so that

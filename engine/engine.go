@@ -83,6 +83,9 @@ type Engine struct {
 	policies *policy.Store
 	limiter  ratelimit.Limiter
 	redis    *redis.Client // the limiter's client when New made one
+	// fallback wraps the Redis limiter when New made one; atomic because
+	// metric callbacks may read it while New sets it.
+	fallback atomic.Pointer[ratelimit.Fallback]
 	audit    AuditSink
 	observer DecisionObserver
 	dryRun   bool // policy.mode = "dry-run": the policy never denies
@@ -213,7 +216,12 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 	if e.limiter == nil && !cfg.RateLimit.Disabled && cfg.RateLimit.RedisAddr != "" {
 		timeout := cfg.RateLimit.RedisTimeout.Duration
 		e.redis = redis.NewClient(ratelimit.RedisClientOptions(cfg.RateLimit.RedisAddr, timeout))
-		e.limiter = ratelimit.NewRedis(e.redis, cfg.RateLimitFor, ratelimit.RedisOptions{Now: e.now, Timeout: timeout})
+		shared := ratelimit.NewRedis(e.redis, cfg.RateLimitFor, ratelimit.RedisOptions{Now: e.now, Timeout: timeout})
+		// Validate accepted the mode; Parse maps "" to the default.
+		mode, _ := ratelimit.ParseFallbackMode(cfg.RateLimit.RedisFallback)
+		fb := ratelimit.NewFallback(shared, cfg.RateLimitFor, mode, cfg.RateLimit.Replicas, e.now)
+		e.fallback.Store(fb)
+		e.limiter = fb
 	}
 	return e, nil
 }
@@ -335,8 +343,11 @@ type Status struct {
 	PolicyFiles    int         `json:"policy_files"`
 	PolicyRevision string      `json:"policy_revision"`
 	JWKS           jwks.Status `json:"jwks"`
-	Started        time.Time   `json:"started"`
-	Uptime         string      `json:"uptime"`
+	// RateLimit is the Redis limiter's fallback state; nil without
+	// rate_limit.redis_addr.
+	RateLimit *ratelimit.FallbackStatus `json:"rate_limit,omitempty"`
+	Started   time.Time                 `json:"started"`
+	Uptime    string                    `json:"uptime"`
 }
 
 // Status returns a snapshot of the engine's state.
@@ -354,6 +365,10 @@ func (e *Engine) Status() Status {
 	}
 	if e.keys != nil {
 		s.JWKS = e.keys.Status()
+	}
+	if fb := e.fallback.Load(); fb != nil {
+		rs := fb.Status()
+		s.RateLimit = &rs
 	}
 	return s
 }

@@ -73,6 +73,9 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider, e *Engine)
 	if err := observeDecisionCache(m, e, hit, miss); err != nil {
 		return nil, err
 	}
+	if err := observeRateLimitFallback(m, e); err != nil {
+		return nil, err
+	}
 	if e.keys == nil {
 		return t, nil
 	}
@@ -246,4 +249,37 @@ func traceIDs(ctx context.Context) (traceID, spanID string) {
 	hex.Encode(buf[2*len(tid):], sid[:])
 	ids := string(buf[:])
 	return ids[:2*len(tid)], ids[2*len(tid):]
+}
+
+// observeRateLimitFallback reports which rate-limit mode is in force when
+// budgets live in Redis: svc.rate_limit.fallback.active is 1 while Redis
+// is unreachable and rate_limit.redis_fallback decides (attribute mode),
+// svc.rate_limit.fallback.decisions counts the requests it decided.
+func observeRateLimitFallback(m metric.Meter, e *Engine) error {
+	active, err := m.Int64ObservableGauge("svc.rate_limit.fallback.active",
+		metric.WithDescription("1 while Redis is unreachable and rate_limit.redis_fallback limits requests, by mode."))
+	if err != nil {
+		return err
+	}
+	decisions, err := m.Int64ObservableCounter("svc.rate_limit.fallback.decisions",
+		metric.WithDescription("Requests whose rate limit the fallback mode decided because Redis was unreachable."))
+	if err != nil {
+		return err
+	}
+	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		fb := e.fallback.Load()
+		if fb == nil {
+			return nil
+		}
+		s := fb.Status()
+		mode := metric.WithAttributes(attribute.String("mode", string(s.Mode)))
+		var v int64
+		if s.Active {
+			v = 1
+		}
+		o.ObserveInt64(active, v, mode)
+		o.ObserveInt64(decisions, s.Fallbacks, mode)
+		return nil
+	}, active, decisions)
+	return err
 }

@@ -10,11 +10,15 @@ import (
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/idptest"
 	"github.com/svc-dev/svc/engine/ratelimit/redistest"
 	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/internal/testkit/tcpproxy"
 )
 
 func TestRateLimitSharedThroughRedis(t *testing.T) {
@@ -55,6 +59,7 @@ func TestRateLimitRedisUnreachablePassesUncounted(t *testing.T) {
 	cfg := prodConfig(p.JWKSURL())
 	cfg.RateLimit.PerTenant = map[string]int{"acme": 1}
 	cfg.RateLimit.RedisAddr = addr
+	cfg.RateLimit.RedisFallback = "allow"
 	var logs bytes.Buffer
 	e := newEngine(t, cfg, engine.Deps{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	tok := p.Token(t, claimsFor("acme", "viewer"))
@@ -110,6 +115,7 @@ func TestRateLimitRedisTimeoutConfigured(t *testing.T) {
 	cfg.RateLimit.PerTenant = map[string]int{"acme": 1}
 	cfg.RateLimit.RedisAddr = l.Addr().String()
 	cfg.RateLimit.RedisTimeout = config.Duration{Duration: timeout}
+	cfg.RateLimit.RedisFallback = "allow"
 	e := newEngine(t, cfg, engine.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	tok := p.Token(t, claimsFor("acme", "viewer"))
 	for i := 0; i < 2; i++ {
@@ -124,4 +130,139 @@ func TestRateLimitRedisTimeoutConfigured(t *testing.T) {
 			t.Fatalf("request %d returned after %v, want it to wait rate_limit.redis_timeout (%v)", i, elapsed, timeout)
 		}
 	}
+}
+
+// TestRateLimitRedisFallback cuts two replicas off their Redis: under the
+// default local fallback the tenant keeps its budget across them (each
+// replica its share), status says which mode is in force and since when,
+// and once Redis answers the shared budget decides again. Under deny every
+// request of a budgeted tenant is refused.
+func TestRateLimitRedisFallback(t *testing.T) {
+	redisAddr := redistest.Start(t)
+	p := idptest.New(t)
+	tok := p.Token(t, claimsFor("acme", "viewer"))
+	ctx := context.Background()
+	authorize := func(e *engine.Engine) engine.Result {
+		t.Helper()
+		res, err := e.Authorize(ctx, tok, engine.Input{Action: "orders:read"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	fleet := func(mode string) ([]*engine.Engine, []*tcpproxy.Proxy, *bytes.Buffer) {
+		cfg := prodConfig(p.JWKSURL())
+		cfg.RateLimit.PerTenant = map[string]int{"acme": 10}
+		cfg.RateLimit.RedisTimeout = config.Duration{Duration: 5 * time.Second}
+		cfg.RateLimit.RedisFallback = mode
+		cfg.RateLimit.Replicas = 2
+		var logs bytes.Buffer
+		var es []*engine.Engine
+		var ps []*tcpproxy.Proxy
+		for i := 0; i < 2; i++ {
+			px := tcpproxy.Start(t, redisAddr)
+			c := cfg
+			c.RateLimit.RedisAddr = px.Addr
+			deps := engine.Deps{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+			if i == 0 && mode == "" {
+				deps.MeterProvider = mp
+			}
+			es = append(es, newEngine(t, c, deps))
+			ps = append(ps, px)
+		}
+		return es, ps, &logs
+	}
+
+	t.Run("local", func(t *testing.T) {
+		es, ps, logs := fleet("")
+		if st := es[0].Status().RateLimit; st == nil || st.Mode != "local" || st.Active || st.Replicas != 2 {
+			t.Fatalf("status with Redis up: %+v", st)
+		}
+		for _, px := range ps {
+			px.Cut()
+		}
+		allowed := 0
+		for i := 0; i < 40; i++ {
+			res := authorize(es[i%2])
+			if res.Allowed() {
+				allowed++
+			} else if res.Decision.Reason != reason.RateLimited {
+				t.Fatalf("request %d: %+v, want allowed or rate-limited", i, res.Decision)
+			}
+		}
+		// 10 a minute across two replicas: 5 each, and a minute's refill
+		// of a request at most during the test.
+		if allowed < 10 || allowed > 12 {
+			t.Fatalf("Redis down: %d of 40 allowed, want the tenant's budget 10 across the fleet", allowed)
+		}
+		st := es[0].Status().RateLimit
+		if st == nil || !st.Active || st.Since == nil || st.Mode != "local" {
+			t.Fatalf("status with Redis down: %+v", st)
+		}
+		if got := fallbackMetrics(t, reader); got["active/local"] != 1 || got["decisions/local"] < 20 {
+			t.Fatalf("metrics with Redis down: %v, want active/local 1 and the fallback's decisions", got)
+		}
+		if !strings.Contains(logs.String(), "limited by the fallback mode") {
+			t.Fatalf("no warning logged:\n%s", logs.String())
+		}
+		for _, px := range ps {
+			px.Heal()
+		}
+		authorize(es[0])
+		if st := es[0].Status().RateLimit; st == nil || st.Active {
+			t.Fatalf("status with Redis back: %+v", st)
+		}
+		if got := fallbackMetrics(t, reader); got["active/local"] != 0 {
+			t.Fatalf("metrics with Redis back: %v, want active/local 0", got)
+		}
+	})
+
+	t.Run("deny", func(t *testing.T) {
+		es, ps, _ := fleet("deny")
+		if res := authorize(es[0]); !res.Allowed() {
+			t.Fatalf("Redis up: %+v", res.Decision)
+		}
+		ps[0].Cut()
+		res := authorize(es[0])
+		if res.Allowed() || res.Decision.Reason != reason.RateLimited || res.Decision.RetryAfter <= 0 {
+			t.Fatalf("deny, Redis down: %+v, want rate-limited with retry-after", res.Decision)
+		}
+		if res := authorize(es[1]); !res.Allowed() {
+			t.Fatalf("the replica still connected: %+v", res.Decision)
+		}
+	})
+}
+
+// fallbackMetrics collects svc.rate_limit.fallback.* as "active/<mode>"
+// and "decisions/<mode>".
+func fallbackMetrics(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			var points []metricdata.DataPoint[int64]
+			var name string
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				points, name = d.DataPoints, "decisions"
+			case metricdata.Gauge[int64]:
+				points, name = d.DataPoints, "active"
+			}
+			if !strings.HasPrefix(m.Name, "svc.rate_limit.fallback.") {
+				continue
+			}
+			for _, p := range points {
+				mode, _ := p.Attributes.Value("mode")
+				got[name+"/"+mode.AsString()] = p.Value
+			}
+		}
+	}
+	return got
 }

@@ -14,6 +14,17 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
 
+# The Rust crate (sdk/rust) builds offline from the librust-*-dev packages
+# above: sdk/rust/.cargo/config.toml replaces crates.io with their
+# directory. cargo and rustc themselves are not Debian's (too old there).
+if [ ! -d /usr/share/cargo/registry ]; then
+  echo "install-test-deps: /usr/share/cargo/registry is missing: the librust-*-dev packages did not install" >&2
+  exit 1
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "install-test-deps: cargo is not on PATH: sdk/rust's tests need cargo >= 1.85 (https://rustup.rs)" >&2
+fi
+
 # npm packages from each lockfile: the e2e peers, the TypeScript SDK's
 # compiler, types and test frameworks.
 for dir in e2e sdk/typescript; do

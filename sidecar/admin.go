@@ -120,6 +120,10 @@ func (s *Server) status() Status {
 	case !ready:
 		st.Status, st.Reason = StatusUnavailable, why
 	}
+	if rl := es.RateLimit; rl != nil {
+		st.RateLimit = &localapi.RateLimitStatus{Mode: string(rl.Mode), Active: rl.Active, Since: rl.Since,
+			Replicas: rl.Replicas, Fallbacks: rl.Fallbacks}
+	}
 	if s.deps.Audit != nil {
 		a := localapi.AuditStats(s.deps.Audit.Stats())
 		st.Audit = &a

@@ -45,6 +45,7 @@ func goldenValues() map[string]any {
 				URL: "https://bundles.example/svc.tar.gz", ETag: `"e-1"`, LastSync: &t0, LastAttempt: &t1,
 				Partitioned: true, PartitionedSince: &t1, LastError: "503 Service Unavailable", LastErrorCode: "bundle-malformed",
 			},
+			RateLimit: &localapi.RateLimitStatus{Mode: "local", Active: true, Since: &t1, Replicas: 3, Fallbacks: 12},
 		},
 		"log-record": localapi.LogRecord{
 			Time: t0, Level: "WARN", Message: "decision",

@@ -70,6 +70,26 @@ type Status struct {
 	SAML *SAMLStatus `json:"saml,omitempty"`
 	// Bundle is the policy.bundle_url poller's state; absent without it.
 	Bundle *BundleStatus `json:"bundle,omitempty"`
+	// RateLimit is the Redis rate limiter's mode: the configured
+	// rate_limit.redis_fallback, whether it is in force now (Redis
+	// unreachable) and since when; absent without rate_limit.redis_addr.
+	RateLimit *RateLimitStatus `json:"rate_limit,omitempty"`
+}
+
+// RateLimitStatus is what /v1/status shows of the shared (Redis) rate
+// limiter and its fallback.
+type RateLimitStatus struct {
+	// Mode is rate_limit.redis_fallback: local, allow or deny.
+	Mode string `json:"redis_fallback"`
+	// Active is true while Redis is unreachable and Mode decides; Since
+	// is when that began.
+	Active bool       `json:"fallback_active"`
+	Since  *time.Time `json:"fallback_since,omitempty"`
+	// Replicas divides each budget in local mode.
+	Replicas int `json:"replicas"`
+	// Fallbacks counts the requests the fallback mode decided since the
+	// process started.
+	Fallbacks int64 `json:"fallback_decisions"`
 }
 
 // HandoverRefusal is why the bundle served before a restart was refused.

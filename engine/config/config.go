@@ -323,6 +323,16 @@ type RateLimit struct {
 	// cache's too) wait at least this long, and at least 250 ms, to
 	// dial, read and write. Default 50ms. Env SVC_REDIS_TIMEOUT.
 	RedisTimeout Duration `toml:"redis_timeout" yaml:"redis_timeout"`
+	// RedisFallback says how requests are limited while Redis cannot be
+	// reached: "local" (the default) limits each tenant in memory at its
+	// budget divided by Replicas until Redis answers again; "allow" lets
+	// requests pass uncounted; "deny" refuses them (rate-limited).
+	// Env SVC_RATE_LIMIT_REDIS_FALLBACK.
+	RedisFallback string `toml:"redis_fallback" yaml:"redis_fallback"`
+	// Replicas is the number of sidecar replicas sharing the Redis
+	// budgets; in local fallback each replica allows 1/Replicas of a
+	// tenant's budget. Default 1. Env SVC_RATE_LIMIT_REPLICAS.
+	Replicas int `toml:"replicas" yaml:"replicas"`
 }
 
 // Sidecar is the [sidecar] table.

@@ -18,6 +18,7 @@ const (
 	DefaultJWKSMaxRefresh   = time.Hour
 	DefaultRPM              = 1000
 	DefaultRedisTimeout     = 50 * time.Millisecond
+	DefaultRedisFallback    = "local"
 	DefaultHTTPAddr         = "127.0.0.1:7700"
 	DefaultDrainTimeout     = 30 * time.Second
 	DefaultSocketMode       = "0660"
@@ -104,6 +105,12 @@ func (c *Config) SetDefaults() {
 		c.RateLimit.DefaultRPM = DefaultRPM
 	}
 	setDuration(&c.RateLimit.RedisTimeout, DefaultRedisTimeout)
+	if c.RateLimit.RedisFallback == "" {
+		c.RateLimit.RedisFallback = DefaultRedisFallback
+	}
+	if c.RateLimit.Replicas == 0 {
+		c.RateLimit.Replicas = 1
+	}
 
 	setString(&c.Sidecar.HTTPAddr, DefaultHTTPAddr)
 	setDuration(&c.Sidecar.DrainTimeout, DefaultDrainTimeout)

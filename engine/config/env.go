@@ -217,6 +217,19 @@ var envTable = []EnvVar{
 			c.RateLimit.RedisTimeout = d
 			return ""
 		}},
+	{Name: "SVC_RATE_LIMIT_REDIS_FALLBACK", Key: "rate_limit.redis_fallback",
+		Help:  `How requests are limited while Redis is unreachable: "local" (each tenant's budget divided by rate_limit.replicas, in memory), "allow" (uncounted) or "deny" (rate-limited). Default "local".`,
+		apply: func(c *Config, v string) string { c.RateLimit.RedisFallback = v; return "" }},
+	{Name: "SVC_RATE_LIMIT_REPLICAS", Key: "rate_limit.replicas",
+		Help: "Number of replicas sharing the Redis budgets; the local fallback allows each 1/replicas of a budget. Default 1.",
+		apply: func(c *Config, v string) string {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return "must be a positive integer, got " + strconv.Quote(v)
+			}
+			c.RateLimit.Replicas = n
+			return ""
+		}},
 	{Name: "SVC_SAML_ADDR", Key: "sidecar.saml_addr",
 		Help:  `Listen address (host:port) of the SAML gateway. Default "127.0.0.1:7701".`,
 		apply: func(c *Config, v string) string { c.Sidecar.SAMLAddr = v; return "" }},

@@ -71,6 +71,8 @@ func ExampleEnvVars() {
 	// SVC_RATE_LIMIT_DEFAULT_RPM overrides rate_limit.default_rpm
 	// SVC_REDIS_ADDR overrides rate_limit.redis_addr
 	// SVC_REDIS_TIMEOUT overrides rate_limit.redis_timeout
+	// SVC_RATE_LIMIT_REDIS_FALLBACK overrides rate_limit.redis_fallback
+	// SVC_RATE_LIMIT_REPLICAS overrides rate_limit.replicas
 	// SVC_SAML_ADDR overrides sidecar.saml_addr
 	// SVC_SAML_ENTITY_ID overrides sdk.saml.entity_id
 	// SVC_SAML_ACS_URL overrides sdk.saml.acs_url

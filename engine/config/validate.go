@@ -286,6 +286,14 @@ func (v *validator) rateLimit() {
 	if r.RedisTimeout.Duration <= 0 {
 		v.fail("rate_limit.redis_timeout", "must be positive, got %q", r.RedisTimeout.String())
 	}
+	switch r.RedisFallback {
+	case "local", "allow", "deny":
+	default:
+		v.fail("rate_limit.redis_fallback", `must be "local", "allow" or "deny", got %q`, r.RedisFallback)
+	}
+	if r.Replicas < 1 {
+		v.fail("rate_limit.replicas", "must be at least 1, got %d", r.Replicas)
+	}
 }
 
 func (v *validator) policy() {

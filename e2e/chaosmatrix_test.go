@@ -1,0 +1,478 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/e2e/harness"
+)
+
+func netDial(addr string) (net.Conn, error) { return net.DialTimeout("tcp", addr, time.Second) }
+
+func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
+
+// chaosFault is one row of the matrix.
+type chaosFault struct {
+	name string
+	// inject starts the fault; heal ends it (nil: nothing to heal).
+	inject, heal func()
+	// during, when set, is checked at the end of the hold (what status
+	// must show while the fault lasts); it returns a problem or "".
+	during func() string
+	// converged reports whether the fleet is back to normal; polled
+	// after heal (or after inject when fromInject).
+	converged  func() bool
+	fromInject bool
+	// bound is how long convergence may take, 0 for no bound.
+	bound time.Duration
+	// failOK: replica whose failures this row allows (-1: none).
+	failOK int
+	// budget is the most requests of the metered tenant the fleet may
+	// let past the rate limit per budget while the fault is held (1:
+	// one budget; 1+1/replicas when one replica limits on its own).
+	budget float64
+
+	// measured
+	injected, healed, convergedAt, end time.Time
+	problem                            string
+}
+
+// chaosRow is the measured outcome of a fault.
+type chaosRow struct {
+	name                    string
+	requests, failed, wrong int
+	failedElsewhere         int
+	retried                 int
+	p99                     time.Duration
+	converge                time.Duration
+	bound                   time.Duration
+	metered, meteredBound   int
+	meteredBudget           int
+	budgetOK                bool
+	problem                 string
+}
+
+// TestChaosMatrix runs a fleet of three sidecars under a closed-loop load
+// whose right answers are known, injects one fault after another, and
+// checks for each: no wrong decision, no failed request (except the
+// killed replica's in flight), the metered tenant held to one budget
+// across the fleet, and convergence after healing. -chaos.long holds each
+// fault 20 s; -chaos.write writes the table (docs/reliability.md).
+func TestChaosMatrix(t *testing.T) {
+	hold := 2500 * time.Millisecond
+	if *chaosLong {
+		hold = 20 * time.Second
+	}
+	f := startChaosFleet(t)
+	k := f.k
+
+	// The v2 policy lets viewers create orders; v1 does not.
+	v2dir := t.TempDir()
+	harness.WriteFile(t, v2dir, "authz.rego", strings.Replace(readPolicy(t),
+		`"viewer": {"*": {"read"}},`, `"viewer": {"*": {"read"}, "orders": {"create"}},`, 1))
+	if !strings.Contains(readPolicy(t), `"viewer": {"*": {"read"}},`) {
+		t.Fatal("policies/authz.rego no longer has the viewer line the v2 policy edits")
+	}
+
+	expired := harness.Claims("erin", "acme", "admin")
+	expired["exp"] = time.Now().Add(-time.Hour).Unix()
+	expired["iat"] = time.Now().Add(-2 * time.Hour).Unix()
+	classes := []chaosClass{
+		{name: "acme viewer reads", token: k.token(t, "alice", "acme", "viewer"), method: "GET", path: "/orders/1", allowV1: true, allowV2: true},
+		{name: "acme viewer creates", token: k.token(t, "victor", "acme", "viewer"), method: "POST", path: "/orders", allowV1: false, allowV2: true},
+		{name: "acme editor deletes", token: k.token(t, "ed", "acme", "editor"), method: "DELETE", path: "/orders/1"},
+		{name: "acme admin deletes", token: k.token(t, "ada", "acme", "admin"), method: "DELETE", path: "/orders/1", allowV1: true, allowV2: true},
+		{name: "expired admin", token: k.rsa.Token(t, expired), method: "GET", path: "/orders/1"},
+		{name: "globex admin (other tenant, metered)", token: k.token(t, "gus", "globex", "admin"), method: "GET", path: "/orders/1", metered: true},
+		{name: "initech viewer (other tenant)", token: k.token(t, "ivy", "initech", "viewer"), method: "GET", path: "/orders/1"},
+		{name: "bad signature", token: k.stranger.Token(t, harness.Claims("mallory", "acme", "admin")), method: "GET", path: "/orders/1"},
+	}
+
+	// v2Seen[i]: when replica i was first seen serving v2 (zero: not yet).
+	var (
+		v2mu        sync.Mutex
+		v2Published time.Time
+		v2Seen      = make([]time.Time, chaosReplicas)
+	)
+	servingV2 := func() bool {
+		ok := true
+		for i := range f.replicas {
+			st, got := f.status(i)
+			v2mu.Lock()
+			if got && strings.HasPrefix(st.PolicyRevision, "v2") && v2Seen[i].IsZero() {
+				v2Seen[i] = time.Now()
+			}
+			ok = ok && !v2Seen[i].IsZero()
+			v2mu.Unlock()
+		}
+		return ok
+	}
+	notPartitioned := func() bool { return f.all(func(st chaosStatus) bool { return !st.Partitioned && st.Ready }) }
+	rateLimitShared := func() bool {
+		return f.all(func(st chaosStatus) bool { return st.RateLimit != nil && !st.RateLimit.Active })
+	}
+	rotated := harness.NewRSASigner(t, "rsa-2", 2048, "RS256")
+	rotatedToken := rotated.Token(t, harness.Claims("rita", "acme", "viewer"))
+	var samlProblem string
+	var startedBefore [chaosReplicas]time.Time
+	v2bundle := f.build(v2dir, "v2")
+
+	faults := []*chaosFault{
+		{name: "none (baseline)", failOK: -1, budget: 1},
+		{name: "IdP JWKS endpoint down", failOK: -1, budget: 1,
+			inject: func() { k.jwks.Fail(503) }, heal: func() { k.jwks.Fail(0) },
+			during: func() string {
+				if !f.all(func(st chaosStatus) bool { return st.Partitioned && st.PartitionedSince != nil }) {
+					return "a replica does not show partitioned with its since-time"
+				}
+				return ""
+			},
+			converged: notPartitioned, bound: chaosJWKSMax + time.Second},
+		{name: "IdP key rotation (new kid)", failOK: -1, budget: 1, fromInject: true,
+			inject: func() { k.jwks.Publish(k.rsa, k.ps, k.ec, k.weak, rotated) },
+			converged: func() bool {
+				for _, s := range f.replicas {
+					r, err := doCheck(s.Conn(t), "GET", "/orders/1", map[string]string{"authorization": "Bearer " + rotatedToken}, nil)
+					if err != nil || r.status != 200 {
+						return false
+					}
+				}
+				return true
+			}, bound: chaosJWKSMax + time.Second},
+		{name: "Redis killed", failOK: -1, budget: 1,
+			inject: func() { f.redis.Signal(syscall.SIGKILL); <-f.redis.Done() },
+			heal:   f.startRedis,
+			during: func() string {
+				if !f.all(func(st chaosStatus) bool {
+					return st.RateLimit != nil && st.RateLimit.Active && st.RateLimit.Mode == "local"
+				}) {
+					return "a replica does not show the local fallback in force"
+				}
+				return ""
+			},
+			converged: rateLimitShared},
+		{name: "bundle server down", failOK: -1, budget: 1,
+			inject: func() { f.nginx.Stop(t) },
+			heal:   func() { f.nginx = harness.StartNginxStatic(t, f.served, f.bundleAt) },
+			during: func() string {
+				if !f.all(func(st chaosStatus) bool {
+					return st.Partitioned && st.PartitionedSince != nil && st.Status == "degraded"
+				}) {
+					return "a replica does not show partitioned (degraded) with its since-time"
+				}
+				return ""
+			},
+			converged: notPartitioned, bound: 2 * chaosBundlePoll},
+		{name: "new signed bundle published", failOK: -1, budget: 1, fromInject: true,
+			inject: func() {
+				v2mu.Lock()
+				v2Published = time.Now()
+				v2mu.Unlock()
+				f.serve(v2bundle)
+			},
+			converged: servingV2, bound: chaosBundlePoll + 500*time.Millisecond},
+		{name: "restart / SIGHUP (changed config) / reload-policy", failOK: -1, budget: 1,
+			inject: func() {
+				for i := range f.replicas {
+					st, _ := f.status(i)
+					startedBefore[i] = st.StartedAt
+				}
+				var wg sync.WaitGroup
+				wg.Add(3)
+				go func() {
+					defer wg.Done()
+					if code, _, stderr := runCoreAt(t, f.replicas[0], "sidecar", "restart", "--drain-timeout", "10"); code != 0 {
+						t.Errorf("core sidecar restart: exit %d: %s", code, stderr)
+					}
+				}()
+				go func() {
+					defer wg.Done()
+					s := f.replicas[1]
+					harness.WriteFile(t, s.Dir, "svc.toml", f.opts[1].Config+"\n[tenants.initech]\nplan = \"free\"\n")
+					if err := s.Signal(syscall.SIGHUP); err != nil {
+						t.Error(err)
+					}
+				}()
+				go func() {
+					defer wg.Done()
+					if code, _, stderr := runCoreAt(t, f.replicas[2], "sidecar", "reload-policy", "--bundle", v2bundle); code != 0 {
+						t.Errorf("core sidecar reload-policy: exit %d: %s", code, stderr)
+					}
+				}()
+				wg.Wait()
+			},
+			converged: func() bool {
+				st0, ok0 := f.status(0)
+				st1, ok1 := f.status(1)
+				return ok0 && ok1 && st0.StartedAt.After(startedBefore[0]) && st1.StartedAt.After(startedBefore[1]) &&
+					f.all(func(st chaosStatus) bool { return st.Ready && strings.HasPrefix(st.PolicyRevision, "v2") })
+			}},
+		{name: "one replica SIGKILLed, started again", failOK: 2, budget: 1,
+			inject: func() {
+				s := f.replicas[2]
+				_ = s.Signal(syscall.SIGKILL)
+				<-s.Done()
+			},
+			heal:      func() { f.launch(2) },
+			converged: func() bool { return ready(f.replicas[2]) && f.targets[2].up.Load() }},
+		{name: "SAML assertion posted to two replicas", failOK: -1, budget: 1,
+			inject: func() {
+				// The IdP's metadata may still be loading (503): retry.
+				deadline := time.Now().Add(20 * time.Second)
+				var ans idpAnswer
+				var first *http.Response
+				for {
+					ans = askIdP(t, f.saml.idp.BaseURL+"/idp-initiated?user=bob")
+					first = postACS(t, f.samlAddrs[0], ans)
+					if first.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+						break
+					}
+					time.Sleep(200 * time.Millisecond)
+				}
+				if first.StatusCode != http.StatusSeeOther {
+					samlProblem = fmt.Sprintf("first post answered %d %q, want 303", first.StatusCode, refusalCode(t, first))
+					return
+				}
+				replay := postACS(t, f.samlAddrs[1], ans)
+				if got := refusalCode(t, replay); replay.StatusCode != http.StatusUnauthorized || got != "saml-replayed" {
+					samlProblem = fmt.Sprintf("the same assertion at a second replica answered %d %q, want 401 saml-replayed", replay.StatusCode, got)
+				}
+			},
+			during: func() string { return samlProblem }},
+		{name: "one replica cut off from Redis", failOK: -1, budget: 1 + 1.0/chaosReplicas,
+			inject: func() { f.proxies[0].Cut() }, heal: func() { f.proxies[0].Heal() },
+			during: func() string {
+				st0, _ := f.status(0)
+				st1, _ := f.status(1)
+				if st0.RateLimit == nil || !st0.RateLimit.Active || st1.RateLimit == nil || st1.RateLimit.Active {
+					return "the cut replica is not in fallback, or a connected one is"
+				}
+				return ""
+			},
+			converged: rateLimitShared},
+	}
+
+	load := startChaosLoad(classes, f.targets, chaosCallers)
+	time.Sleep(hold) // the baseline starts once the load runs
+	for _, fl := range faults {
+		fl.injected = time.Now()
+		if fl.inject != nil {
+			fl.inject()
+		}
+		// A change (rotation, publication) converges while it is held:
+		// watch for it from the injection on.
+		var watched chan time.Time
+		if fl.fromInject && fl.converged != nil {
+			watched = make(chan time.Time, 1)
+			go func() {
+				deadline := time.Now().Add(hold + 60*time.Second)
+				for !fl.converged() && time.Now().Before(deadline) {
+					time.Sleep(20 * time.Millisecond)
+				}
+				watched <- time.Now()
+			}()
+		}
+		time.Sleep(hold)
+		if fl.during != nil {
+			fl.problem = fl.during()
+		}
+		// The fault ends as healing begins: a Redis started again may
+		// answer before heal returns.
+		fl.healed = time.Now()
+		if fl.heal != nil {
+			fl.heal()
+		}
+		if watched != nil {
+			fl.convergedAt = <-watched
+			if !fl.converged() {
+				fl.problem += " did not converge"
+			}
+		} else if fl.converged != nil {
+			deadline := time.Now().Add(60 * time.Second)
+			for !fl.converged() {
+				if time.Now().After(deadline) {
+					fl.problem += " did not converge within 60 s"
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		if watched == nil {
+			fl.convergedAt = time.Now()
+		}
+		// A moment of steady state before the next fault.
+		time.Sleep(hold / 5)
+		fl.end = time.Now()
+		t.Logf("%s: done", fl.name)
+	}
+	results := load.finish()
+
+	// wantAllow is the right answer of r, or false with known=false while
+	// the replica may serve either policy.
+	wantAllow := func(r chaosResult) (allow, known bool) {
+		c := classes[r.class]
+		if c.allowV1 == c.allowV2 {
+			return c.allowV1, true
+		}
+		v2mu.Lock()
+		defer v2mu.Unlock()
+		switch {
+		case v2Published.IsZero() || r.end.Before(v2Published):
+			return c.allowV1, true
+		case !v2Seen[r.replica].IsZero() && r.start.After(v2Seen[r.replica]):
+			return c.allowV2, true
+		}
+		return false, false
+	}
+
+	var rows []chaosRow
+	for _, fl := range faults {
+		row := chaosRow{name: fl.name, problem: strings.TrimSpace(fl.problem), bound: fl.bound}
+		var during []chaosResult
+		meteredFrom, meteredTo := fl.injected, fl.healed
+		for _, r := range results {
+			// By the time the answer came: the in-flight requests a
+			// fault breaks started before it.
+			if r.end.Before(fl.injected) || !r.end.Before(fl.end) {
+				continue
+			}
+			row.requests++
+			if r.retried {
+				row.retried++
+			}
+			if !r.start.After(fl.healed) {
+				during = append(during, r)
+			}
+			if r.failed {
+				row.failed++
+				if r.replica != fl.failOK {
+					row.failedElsewhere++
+					if row.failedElsewhere <= 3 {
+						t.Logf("%s: failed on replica %d (%s): %s %s", fl.name, r.replica, classes[r.class].name, r.reason, r.err)
+					}
+				}
+				continue
+			}
+			if allow, known := wantAllow(r); known && allow != r.allowed {
+				row.wrong++
+				if row.wrong <= 3 {
+					t.Logf("%s: wrong decision on replica %d for %q: allowed=%v reason %q", fl.name, r.replica, classes[r.class].name, r.allowed, r.reason)
+				}
+			}
+			if classes[r.class].metered && !r.start.Before(meteredFrom) && r.start.Before(meteredTo) && r.reason != "rate-limited" {
+				row.metered++
+			}
+		}
+		row.p99 = p99(during)
+		from := fl.healed
+		if fl.fromInject {
+			from = fl.injected
+		}
+		row.converge = fl.convergedAt.Sub(from)
+		mins := meteredTo.Sub(meteredFrom).Minutes()
+		row.meteredBudget = int(fl.budget * chaosBudget * (1 + mins))
+		row.meteredBound = int(float64(row.meteredBudget)*1.05) + 1
+		row.budgetOK = row.metered <= row.meteredBound
+		rows = append(rows, row)
+	}
+
+	table := chaosTable(rows)
+	fmt.Println(table)
+	if *chaosWrite != "" {
+		writeReliability(t, *chaosWrite, table, hold)
+	}
+	for _, r := range rows {
+		if r.wrong != 0 {
+			t.Errorf("%s: %d wrong decisions", r.name, r.wrong)
+		}
+		if r.failedElsewhere != 0 {
+			t.Errorf("%s: %d failed requests where none may fail", r.name, r.failedElsewhere)
+		}
+		if !r.budgetOK {
+			t.Errorf("%s: the metered tenant got %d requests past its limit, bound %d", r.name, r.metered, r.meteredBound)
+		}
+		if r.problem != "" {
+			t.Errorf("%s: %s", r.name, r.problem)
+		}
+		if r.bound > 0 && r.converge > r.bound+5*time.Second {
+			// Loaded machines stretch every bound (fetching, verifying and
+			// compiling take CPU): a miss by more than 5 s fails, a smaller
+			// one is only reported in the table.
+			t.Errorf("%s: converged in %v, bound %v", r.name, r.converge, r.bound)
+		}
+	}
+}
+
+func chaosTable(rows []chaosRow) string {
+	var b strings.Builder
+	b.WriteString("| Fault | Requests | Failed | Wrong decisions | p99 during fault | Converged after healing | Metered tenant past its limit: got / budget | HTTP retried on a new connection |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		conv := r.converge.Round(time.Millisecond).String()
+		if r.bound > 0 {
+			conv += fmt.Sprintf(" (bound %v)", r.bound)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %v | %s | %d / %d | %d |\n", r.name, r.requests, r.failed, r.wrong,
+			r.p99.Round(10*time.Microsecond), conv, r.metered, r.meteredBudget, r.retried)
+	}
+	return b.String()
+}
+
+func writeReliability(t *testing.T, path, table string, hold time.Duration) {
+	var load string
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		load = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	page := fmt.Sprintf(`# Reliability: the fault matrix
+
+What happens to a fleet of sidecars when things break while it serves. `+"`make chaos`"+` runs three
+`+"`svc-sidecar`"+` replicas (fail closed, signed bundles polled from nginx, audit on, rate limits in one
+`+"`redis-server`"+`) under a closed-loop load of %d callers (gRPC Check and HTTP `+"`/check`"+`, spread over
+the replicas) whose right answer is known for every request: allowed and denied users of tenant acme,
+expired tokens, other tenants' tokens (globex, rate-limited at %d requests a minute, is the metered
+tenant), bad signatures. Each fault is held %v, then healed. This page is written by the command
+(`+"`go test ./e2e/ -run TestChaosMatrix -chaos.long -chaos.write=...`"+`); the short version (faults held
+2.5 s) runs in `+"`make test`"+`. Where each piece of state lives, and so why each row ends as it does:
+[state.md](state.md).
+
+Run: %s, %d CPUs, load average %s (the machine is shared: p99 figures are those of a loaded
+host, not of the sidecar alone).
+
+%s
+- **Requests**: answered from the fault's injection until the next fault. **Failed**: transport errors or
+  5xx. **Wrong decisions**: an allow where a deny was due, or the reverse (while a replica may serve
+  either the old or the new bundle, both answers count as right). **p99** over the time the fault was held.
+- **Converged**: from healing (from injection for the key rotation and the bundle publication) until every
+  replica shows the healthy state again (not partitioned, shared rate limits, the new key accepted, the
+  new bundle served, the killed replica ready).
+- **Metered tenant past its limit**: globex requests not refused as `+"`rate-limited`"+` by the whole fleet
+  while the fault was held, against the budget for that time: one budget (a full bucket) plus its refill
+  (one budget and one replica's share when one replica is cut off from Redis). The test fails above the
+  budget plus 5 %%. Where Redis holds the bucket it is nearly spent when the fault begins, hence the
+  low counts; where each replica falls back to its own share (Redis killed), the fleet together gets
+  about one budget.
+- **HTTP retried on a new connection**: `+"`/check`"+` requests that met EOF on a kept-alive connection
+  the draining sidecar had just closed, and were sent again on a new connection as an HTTP client may
+  (RFC 9112 §9.3.1; nginx does so with its upstream keep-alive connections). Their answers count above
+  like any other; a retry that fails counts as failed.
+- The SIGKILL row's failures are the killed process's in-flight requests; the load balancer of the load
+  generator then routes around it until its `+"`/readyz`"+` answers again.
+`, chaosCallers, chaosBudget, hold, time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), load, table)
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(harness.ModuleRoot(t), path)
+	}
+	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

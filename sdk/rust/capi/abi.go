@@ -1,0 +1,73 @@
+package main
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+*/
+import "C"
+
+import "unsafe"
+
+// The functions below call the exported C ABI the way a C caller does:
+// C strings in, C strings out, freed with svc_free. They serve this
+// package's tests (a _test.go file cannot use cgo).
+
+func abiOpen(path string, fromEnv bool) (uint64, string) {
+	p := C.CString(path)
+	defer C.free(unsafe.Pointer(p))
+	env := C.int(0)
+	if fromEnv {
+		env = 1
+	}
+	var errOut *C.char
+	h := svc_engine_open(p, C.size_t(len(path)), env, &errOut)
+	return uint64(h), abiTake(errOut)
+}
+
+// abiBufSize is the caller's buffer of these helpers, small enough that
+// the tests see both ways of answering.
+const abiBufSize = 256
+
+func abiValidate(h uint64, token string) string {
+	t := C.CString(token)
+	defer C.free(unsafe.Pointer(t))
+	buf := (*C.char)(C.malloc(abiBufSize))
+	defer C.free(unsafe.Pointer(buf))
+	var big *C.char
+	n := svc_validate_token(C.uint64_t(h), t, C.size_t(len(token)), buf, abiBufSize, &big)
+	return abiAnswer(n, buf, big)
+}
+
+func abiAuthorize(h uint64, token, input string) string {
+	t, in := C.CString(token), C.CString(input)
+	defer C.free(unsafe.Pointer(t))
+	defer C.free(unsafe.Pointer(in))
+	buf := (*C.char)(C.malloc(abiBufSize))
+	defer C.free(unsafe.Pointer(buf))
+	var big *C.char
+	n := svc_authorize(C.uint64_t(h), t, C.size_t(len(token)), in, C.size_t(len(input)), buf, abiBufSize, &big)
+	return abiAnswer(n, buf, big)
+}
+
+func abiAnswer(n C.size_t, buf, big *C.char) string {
+	if n <= abiBufSize {
+		if big != nil {
+			panic("an answer that fits was malloc'd")
+		}
+		return C.GoStringN(buf, C.int(n))
+	}
+	if big == nil {
+		panic("an answer that does not fit was not malloc'd")
+	}
+	return abiTake(big)
+}
+
+func abiClose(h uint64) { svc_engine_close(C.uint64_t(h)) }
+
+func abiTake(p *C.char) string {
+	if p == nil {
+		return ""
+	}
+	defer svc_free(p)
+	return C.GoString(p)
+}

@@ -1,0 +1,122 @@
+package main
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+*/
+import "C"
+
+import (
+	"errors"
+	"unsafe"
+)
+
+// goString copies n bytes at p into a Go string; p may be NULL when n is 0.
+func goString(p *C.char, n C.size_t) string {
+	if p == nil || n == 0 {
+		return ""
+	}
+	return C.GoStringN(p, C.int(n))
+}
+
+// cJSON returns b as a NUL-terminated string in C memory, owned by the
+// caller, who releases it with svc_free.
+func cJSON(b []byte) *C.char {
+	p := (*C.char)(C.malloc(C.size_t(len(b) + 1)))
+	if p == nil {
+		return nil
+	}
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(p)), len(b)+1)
+	copy(buf, b)
+	buf[len(b)] = 0
+	return p
+}
+
+// lookupEnv reads the process environment as C sees it now. The Go
+// runtime of a c-archive copies the environment when the library loads,
+// so os.LookupEnv would miss variables the program set since.
+func lookupEnv(key string) (string, bool) {
+	k := C.CString(key)
+	defer C.free(unsafe.Pointer(k))
+	v := C.getenv(k)
+	if v == nil {
+		return "", false
+	}
+	return C.GoString(v), true
+}
+
+// svc_engine_open starts an engine. With from_env set and an empty path
+// it reads ./svc.toml when present, then the SVC_* variables, as
+// svc-sidecar does without --config; otherwise it reads the file at path
+// (.toml, .yaml, .yml), then the variables. It returns the engine's
+// handle, or 0 with *err set to a JSON error document (release with
+// svc_free).
+//
+//export svc_engine_open
+func svc_engine_open(path *C.char, pathLen C.size_t, fromEnv C.int, errOut **C.char) C.uint64_t {
+	h, err := openEngine(goString(path, pathLen), fromEnv != 0, lookupEnv)
+	if err != nil {
+		if errOut != nil {
+			var ae *apiError
+			if !errors.As(err, &ae) {
+				ae = &apiError{EngineStartFailed, err.Error()}
+			}
+			*errOut = cJSON(errorJSON(ae.Reason, ae.Message))
+		}
+		return 0
+	}
+	return C.uint64_t(h)
+}
+
+// svc_engine_close stops the engine and releases it; the handle is then
+// unknown. Closing 0 or a closed handle does nothing.
+//
+//export svc_engine_close
+func svc_engine_close(h C.uint64_t) {
+	closeEngine(uint64(h))
+}
+
+// answer hands a JSON answer to the caller: into buf when it fits in cap
+// bytes (no call into C: a call across the boundary is the cost that
+// matters here), else into memory from malloc set in *big, which the
+// caller releases with free (or svc_free). It returns the answer's length.
+func answer(b []byte, buf *C.char, capacity C.size_t, big **C.char) C.size_t {
+	if buf != nil && len(b) <= int(capacity) {
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(buf)), len(b)), b)
+	} else if big != nil {
+		*big = cJSON(b)
+	}
+	return C.size_t(len(b))
+}
+
+// svc_validate_token verifies a bearer token and answers the engine's
+// token decision as JSON, or a JSON error document (see answer for buf,
+// cap and big).
+//
+//export svc_validate_token
+func svc_validate_token(h C.uint64_t, token *C.char, tokenLen C.size_t, buf *C.char, capacity C.size_t, big **C.char) C.size_t {
+	return answer(validateJSON(uint64(h), goString(token, tokenLen)), buf, capacity, big)
+}
+
+// svc_authorize verifies a bearer token and evaluates the policy on the
+// input document given as JSON (input_len 0 for an empty input). It
+// answers {"token": ..., "decision": ...} as JSON, or a JSON error
+// document (see answer for buf, cap and big).
+//
+//export svc_authorize
+func svc_authorize(h C.uint64_t, token *C.char, tokenLen C.size_t, input *C.char, inputLen C.size_t, buf *C.char, capacity C.size_t, big **C.char) C.size_t {
+	var in []byte
+	if input != nil && inputLen > 0 {
+		in = C.GoBytes(unsafe.Pointer(input), C.int(inputLen))
+	}
+	return answer(authorizeJSON(uint64(h), goString(token, tokenLen), in), buf, capacity, big)
+}
+
+// svc_free releases a string returned by this interface (C's free does
+// too); NULL is ignored.
+//
+//export svc_free
+func svc_free(p *C.char) {
+	C.free(unsafe.Pointer(p))
+}

@@ -1,0 +1,142 @@
+//! The tower layer: refusals as the Go middleware answers them, claims in
+//! the request's extensions.
+
+mod common;
+
+use std::convert::Infallible;
+use std::future::{ready, Future, Ready};
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use http::{Request, Response, StatusCode};
+use serde_json::{json, Value};
+use svc::tower::{AuthLayer, User};
+use tower::{Layer, Service};
+
+/// Answers with the admitted user's subject and department claim.
+#[derive(Clone)]
+struct Echo;
+
+impl Service<Request<String>> for Echo {
+    type Response = Response<String>;
+    type Error = Infallible;
+    type Future = Ready<Result<Response<String>, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<String>) -> Self::Future {
+        let u = req
+            .extensions()
+            .get::<User>()
+            .expect("the layer stores the user")
+            .clone();
+        ready(Ok(Response::new(
+            json!({"sub": u.subject, "dept": u.claims["department"], "reason": u.reason}).to_string(),
+        )))
+    }
+}
+
+/// Runs a future that never waits (the layer and Echo answer at once).
+fn now<F: Future>(f: F) -> F::Output {
+    let mut f = pin!(f);
+    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(v) => v,
+        Poll::Pending => panic!("the future waited"),
+    }
+}
+
+fn send<S>(svc: &mut S, auth: Option<String>, path: &str) -> (StatusCode, http::HeaderMap, Value)
+where
+    S: Service<Request<String>, Response = Response<String>, Error = Infallible>,
+{
+    let mut b = Request::builder().uri(path);
+    if let Some(a) = auth {
+        b = b.header("authorization", a);
+    }
+    now(std::future::poll_fn(|cx| svc.poll_ready(cx))).unwrap();
+    let resp = now(svc.call(b.body(String::new()).unwrap())).unwrap();
+    let (parts, body) = resp.into_parts();
+    (parts.status, parts.headers, serde_json::from_str(&body).unwrap())
+}
+
+#[test]
+fn validate_only() {
+    let e = common::engine("tower-validate");
+    let mut svc = AuthLayer::new(e).with_realm("orders").layer(Echo);
+    let idp = common::idp();
+
+    let (st, h, body) = send(&mut svc, None, "/orders");
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        body,
+        json!({"allow": false, "deny_reasons": [], "reason": "token-missing"})
+    );
+    assert_eq!(h["www-authenticate"], "Bearer realm=\"orders\"");
+    assert_eq!(h["content-type"], "application/json");
+
+    let (st, h, body) = send(&mut svc, Some("Bearer not-a-jwt".into()), "/orders");
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    assert_eq!(body["reason"], "token-malformed");
+    assert_eq!(
+        h["www-authenticate"],
+        "Bearer realm=\"orders\", error=\"invalid_token\", error_description=\"token-malformed\""
+    );
+
+    let other = idp.token("user-2", "globex", &["viewer"]);
+    let (st, _, body) = send(&mut svc, Some(format!("Bearer {other}")), "/orders");
+    assert_eq!(st, StatusCode::FORBIDDEN);
+    assert_eq!(body["reason"], "tenant-mismatch");
+
+    let tok = idp.token("user-1", "acme", &["viewer"]);
+    let (st, _, body) = send(&mut svc, Some(format!("Bearer {tok}")), "/orders");
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(body, json!({"sub": "user-1", "dept": "sales", "reason": "ok"}));
+}
+
+#[test]
+fn with_a_policy_action() {
+    let e = common::engine("tower-authorize");
+    let mut svc = AuthLayer::new(e)
+        .with_action(|r: &Request<String>| {
+            Some(
+                if r.uri().path() == "/delete" {
+                    "orders:delete"
+                } else {
+                    "orders:read"
+                }
+                .to_string(),
+            )
+        })
+        .layer(Echo);
+    let tok = common::idp().token("user-1", "acme", &["viewer"]);
+
+    let (st, _, body) = send(&mut svc, Some(format!("Bearer {tok}")), "/read");
+    assert_eq!(st, StatusCode::OK, "{body}");
+    assert_eq!(body["reason"], "policy-allow");
+
+    let (st, h, body) = send(&mut svc, Some(format!("Bearer {tok}")), "/delete");
+    assert_eq!(st, StatusCode::FORBIDDEN);
+    assert_eq!(body["allow"], false);
+    assert_eq!(body["reason"], "policy-deny");
+    assert_eq!(
+        body["deny_reasons"],
+        json!(["role-forbidden: viewer cannot orders:delete"])
+    );
+    assert!(body["decision_id"].as_str().is_some_and(|s| !s.is_empty()), "{body}");
+    assert!(h.get("www-authenticate").is_none());
+}
+
+#[test]
+fn rate_limited_is_429() {
+    let e =
+        svc::Engine::from_config_file(common::config_file("tower-rl", "\n[rate_limit]\ndefault_rpm = 1\n")).unwrap();
+    let mut svc = AuthLayer::new(e).layer(Echo);
+    let tok = common::idp().token("user-1", "acme", &["viewer"]);
+    assert_eq!(send(&mut svc, Some(format!("Bearer {tok}")), "/").0, StatusCode::OK);
+    let (st, h, body) = send(&mut svc, Some(format!("Bearer {tok}")), "/");
+    assert_eq!(st, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(body["reason"], "rate-limited");
+    assert!(h.contains_key("retry-after"));
+}
