@@ -10,7 +10,7 @@ FUZZTIME  ?= 20s
 # (scripts/test-packages.txt), which only /usr/bin/python3 sees.
 PYTHON    ?= /usr/bin/python3
 
-.PHONY: all build run demo test test-sdk test-deploy test-rust bench-rust chaos bench fuzz lint generate deps clean dist
+.PHONY: all build run demo test test-sdk test-deploy test-rust bench-rust chaos bench fuzz lint generate docs deps clean dist
 
 all: build
 
@@ -23,7 +23,7 @@ build:
 run: build
 	./$(BIN)/svc-sidecar
 
-# The local mesh demo (docker-compose.yml; walkthrough in the README):
+# The local mesh demo (docker-compose.yml; walkthrough in docs/demo.md):
 # Envoy, the sidecar, identity providers, two services, telemetry and
 # traffic. Needs Docker with the compose plugin.
 demo:
@@ -46,6 +46,15 @@ test: deps
 	$(MAKE) test-sdk
 	$(MAKE) test-deploy
 	$(MAKE) test-rust
+
+# Rewrites the generated parts of docs/: the configuration keys and the
+# reason codes (internal/docgen), the core and svc-sidecar references
+# (cmd/core, cmd/svc-sidecar). The same tests without -update, part of
+# make test, fail when a page is not current. Both CLI tests rewrite
+# docs/cli.md, hence -p 1.
+docs:
+	$(GO) test -count=1 -run TestGeneratedPagesCurrent ./internal/docgen/ -update
+	$(GO) test -count=1 -p 1 -run TestCLIReferenceCurrent ./cmd/core/ ./cmd/svc-sidecar/ -update
 
 # The Python and TypeScript SDKs' tests, against a svc-sidecar built from
 # this tree (npm ci ran in deps). The TypeScript build and type check must

@@ -211,7 +211,7 @@ func TestBrowserSAML(t *testing.T) {
 		if c == nil {
 			t.Fatalf("no svc_session cookie; cookies: %+v", d.b.Cookies(t, d.front+"/"))
 		}
-		// README, SAML sign-on: HttpOnly, SameSite=Lax, Secure unless the
+		// docs/saml.md: HttpOnly, SameSite=Lax, Secure unless the
 		// ACS is plain http on loopback (as here), Path /, Max-Age the
 		// token's lifetime (sdk.saml.token_ttl, 15m by default).
 		if !c.HTTPOnly || c.SameSite != network.CookieSameSiteLax || c.Secure || c.Path != "/" || c.Session || c.Domain != "127.0.0.1" {

@@ -14,7 +14,7 @@ import (
 	"github.com/svc-dev/svc/e2e/harness"
 )
 
-// The README's walkthrough of the local mesh demo, steps 1 and 2: the
+// The walkthrough of the local mesh demo (docs/demo.md), steps 1 and 2: the
 // token commands and the calls through the front proxy with the answers
 // the README shows.
 var (
@@ -23,11 +23,11 @@ var (
 	jsonField   = regexp.MustCompile(`"(subject|tenant|reason|deny_reasons)":("[^"]*"|\[[^\]]*\])`)
 )
 
-// readmeWalkthrough returns the text of the README's walkthrough from step
+// readmeWalkthrough returns the text of docs/demo.md's walkthrough from step
 // 1 to step 3, with shell line continuations joined.
 func readmeWalkthrough(t *testing.T) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "README.md"))
+	raw, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "docs", "demo.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func readmeWalkthrough(t *testing.T) string {
 	start := strings.Index(s, "**1. Get a token.**")
 	end := strings.Index(s, "**3. Sign in with SAML")
 	if start < 0 || end < start {
-		t.Fatal("README.md: no walkthrough steps 1 and 2")
+		t.Fatal("docs/demo.md: no walkthrough steps 1 and 2")
 	}
 	return regexp.MustCompile(`\\\n\s*`).ReplaceAllString(s[start:end], " ")
 }

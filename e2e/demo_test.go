@@ -298,7 +298,7 @@ func TestDemoTraffic(t *testing.T) {
 			allow, roleForbidden, mismatch, invalid, 4*rounds+1, 2*rounds, rounds, 3*rounds)
 	}
 
-	// The README's walkthrough, steps 1 and 2, gets the answers it shows.
+	// The walkthrough of docs/demo.md, steps 1 and 2, gets the answers it shows.
 	checkReadmeWalkthrough(t, m)
 }
 

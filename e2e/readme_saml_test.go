@@ -13,17 +13,17 @@ import (
 	"github.com/svc-dev/svc/e2e/harness"
 )
 
-// readmeBlock returns the first ```sh block after the line that starts
-// with marker in the README.
-func readmeBlock(t *testing.T, marker string) string {
+// docsBlock returns the first ```sh block after the line that starts
+// with marker in the page docs/<page>.
+func docsBlock(t *testing.T, page, marker string) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "README.md"))
+	raw, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "docs", page))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(raw), "\n"+marker)
 	if !ok {
-		t.Fatalf("README has no line starting with %q", marker)
+		t.Fatalf("docs/%s has no line starting with %q", page, marker)
 	}
 	_, rest, ok = strings.Cut(rest, "\n```sh\n")
 	if !ok {
@@ -36,7 +36,7 @@ func readmeBlock(t *testing.T, marker string) string {
 	return block
 }
 
-// The README's local SAML round trip works as written: only the default
+// The local SAML round trip of docs/saml.md works as written: only the default
 // ports are swapped for free ones.
 func TestREADMESAMLRoundTrip(t *testing.T) {
 	bash := harness.LookPath(t, "bash", "bash")
@@ -44,7 +44,7 @@ func TestREADMESAMLRoundTrip(t *testing.T) {
 	harness.LookPath(t, "jq", "jq")
 	grpcAddr, httpAddr, samlAddr := harness.FreeAddr(t), harness.FreeAddr(t), harness.FreeAddr(t)
 	script := strings.NewReplacer("127.0.0.1:7701", samlAddr, "127.0.0.1:7700", httpAddr).
-		Replace(readmeBlock(t, "**Local round trip**"))
+		Replace(docsBlock(t, "saml.md", "## Local round trip"))
 
 	bin := filepath.Dir(harness.Binary(t, "svc-sidecar"))
 	harness.Binary(t, "core")
@@ -70,7 +70,7 @@ func TestREADMESAMLRoundTrip(t *testing.T) {
 	})
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("the README round trip failed: %v\n%s", err, out)
+		t.Fatalf("the docs/saml.md round trip failed: %v\n%s", err, out)
 	}
 	for _, want := range []string{`"allowed":true`, `"sub":"alice@example.com"`, `"roles":["admin"]`} {
 		if !strings.Contains(string(out), want) {

@@ -1,19 +1,22 @@
-// Package examples holds the Go programs the README shows, as complete
-// programs that build; this test keeps the README's copies identical to
-// them and checks what they print.
+// Package examples holds the Go programs the documentation shows
+// (docs/go.md), as complete programs that build; this test keeps the
+// copies in README.md and docs/ identical to them and checks what they
+// print.
 package examples
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// fence is a fenced code block of the README with the marker line before
+// fence is a fenced code block of a page with the marker line before
 // it: <!-- examples/<dir>/main.go --> or <!-- output of examples/<dir> -->.
 var fence = regexp.MustCompile("(?m)^(?:<!-- (.+?) -->\\n)?```(\\w*)\\n((?s:.*?))^```$")
 
@@ -21,20 +24,27 @@ type block struct{ marker, lang, body string }
 
 func readmeBlocks(t *testing.T) []block {
 	t.Helper()
-	readme, err := os.ReadFile("../README.md")
+	pages, err := filepath.Glob("../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var blocks []block
-	for _, m := range fence.FindAllStringSubmatch(string(readme), -1) {
-		blocks = append(blocks, block{marker: m[1], lang: m[2], body: m[3]})
+	for _, page := range append(pages, "../README.md") {
+		text, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range fence.FindAllStringSubmatch(string(text), -1) {
+			blocks = append(blocks, block{marker: m[1], lang: m[2], body: m[3]})
+		}
 	}
 	return blocks
 }
 
-// TestREADMEGoProgramsAreTheExamples: every Go block of the README is a
-// program under examples/, byte for byte, so that it builds with the
-// module (go vet ./... and go build ./... compile it).
+// TestREADMEGoProgramsAreTheExamples: every marked Go block of the docs
+// is a program under examples/, byte for byte, so that it builds with the
+// module (go vet ./... and go build ./... compile it); an unmarked one is
+// an excerpt of such programs.
 func TestREADMEGoProgramsAreTheExamples(t *testing.T) {
 	var shown []string
 	for _, b := range readmeBlocks(t) {
@@ -43,28 +53,33 @@ func TestREADMEGoProgramsAreTheExamples(t *testing.T) {
 		}
 		file, ok := strings.CutPrefix(b.marker, "examples/")
 		if !ok {
-			t.Errorf("a Go block of the README is not marked <!-- examples/<dir>/main.go -->:\n%s", b.body)
+			// An unmarked block is an excerpt: each of its lines is a
+			// line of a program under examples/, so it cannot show code
+			// that no longer builds.
+			if err := isExcerpt(b.body); err != nil {
+				t.Errorf("a Go block of the docs is neither marked <!-- examples/<dir>/main.go --> nor an excerpt of one: %v\n%s", err, b.body)
+			}
 			continue
 		}
 		want, err := os.ReadFile(file)
 		if err != nil {
-			t.Errorf("README shows %s: %v", b.marker, err)
+			t.Errorf("the docs show %s: %v", b.marker, err)
 			continue
 		}
 		if b.body != string(want) {
-			t.Errorf("README's copy of %s differs from the file; copy the file into the README", b.marker)
+			t.Errorf("the docs' copy of %s differs from the file; copy the file into the page", b.marker)
 		}
 		shown = append(shown, file)
 	}
 	for _, want := range []string{"sidecar-client/main.go", "in-process/main.go"} {
 		if !slices.Contains(shown, want) {
-			t.Errorf("README does not show examples/%s", want)
+			t.Errorf("the docs do not show examples/%s", want)
 		}
 	}
 }
 
 // TestInProcessOutput runs the in-process example as a user would and
-// compares what it prints with the README.
+// compares what it prints with docs/go.md.
 func TestInProcessOutput(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a program")
@@ -76,7 +91,7 @@ func TestInProcessOutput(t *testing.T) {
 		}
 	}
 	if want == "" {
-		t.Fatal("README does not show the output of examples/in-process")
+		t.Fatal("the docs do not show the output of examples/in-process")
 	}
 	cmd := exec.Command("go", "run", "./in-process")
 	cmd.Dir = "."
@@ -92,9 +107,46 @@ func TestInProcessOutput(t *testing.T) {
 		t.Fatalf("go run ./in-process: %v\n%s", err, stderr.String())
 	}
 	if stdout.String() != want {
-		t.Errorf("go run ./examples/in-process printed\n%s\nthe README shows\n%s", stdout.String(), want)
+		t.Errorf("go run ./examples/in-process printed\n%s\nthe docs show\n%s", stdout.String(), want)
 	}
 	if !strings.Contains(stderr.String(), "DEVELOPMENT MODE") {
 		t.Errorf("no development-mode warning on stderr:\n%s", stderr.String())
 	}
+}
+
+// isExcerpt reports whether every line of body, but "// …" elisions and
+// blank lines, is a line (indentation and a trailing comment aside) of a
+// Go file under examples/.
+func isExcerpt(body string) error {
+	files, err := filepath.Glob("*/*.go")
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			if code, _, ok := strings.Cut(l, " // "); ok && strings.TrimSpace(code) != "" {
+				l = code
+			}
+			known[strings.TrimSpace(l)] = true
+		}
+	}
+	for _, l := range strings.Split(body, "\n") {
+		// A comment after the code may differ from the file's.
+		if code, _, ok := strings.Cut(l, " // "); ok && strings.TrimSpace(code) != "" {
+			l = code
+		}
+		l = strings.TrimSpace(l)
+		if l == "" || l == "// …" || strings.HasPrefix(l, "// …") {
+			continue
+		}
+		if !known[l] {
+			return fmt.Errorf("line %q is in no file of examples/", l)
+		}
+	}
+	return nil
 }

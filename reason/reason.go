@@ -18,26 +18,53 @@ type Code string
 
 // Token decision codes (ValidateToken).
 const (
-	OK                  Code = "ok"
-	TokenMissing        Code = "token-missing"
-	TokenMalformed      Code = "token-malformed"
-	TokenExpired        Code = "token-expired"
-	TokenNotYetValid    Code = "token-not-yet-valid"
+	// OK is the reason of a token that verified.
+	OK Code = "ok"
+	// TokenMissing: the request carries no bearer token.
+	TokenMissing Code = "token-missing"
+	// TokenMalformed: over 32 KiB, not a compact JWS, not decodable, a crit
+	// header, or a header or payload that names a member twice.
+	TokenMalformed Code = "token-malformed"
+	// TokenExpired: exp has passed (30 s clock skew allowed), or exp is
+	// missing.
+	TokenExpired Code = "token-expired"
+	// TokenNotYetValid: nbf is in the future.
+	TokenNotYetValid Code = "token-not-yet-valid"
+	// TokenIssuedInFuture: iat is in the future.
 	TokenIssuedInFuture Code = "token-issued-in-future"
-	SignatureInvalid    Code = "signature-invalid"
-	UnknownKID          Code = "unknown-kid"
-	AlgNotAllowed       Code = "alg-not-allowed"
-	KeyTooWeak          Code = "key-too-weak"
-	TenantMissing       Code = "tenant-missing"
-	TenantMismatch      Code = "tenant-mismatch"
-	IssuerMismatch      Code = "issuer-mismatch"
-	AudienceMismatch    Code = "audience-mismatch"
+	// SignatureInvalid: the signature does not verify with the key its
+	// kid names.
+	SignatureInvalid Code = "signature-invalid"
+	// UnknownKID: no key of the JWKS has the token's kid, even after a
+	// refresh.
+	UnknownKID Code = "unknown-kid"
+	// AlgNotAllowed: alg is not RS256, ES256 or PS256, or the key does not
+	// allow it (none and HS* are always refused); also a non-signature key.
+	AlgNotAllowed Code = "alg-not-allowed"
+	// KeyTooWeak: the key the token names is an RSA key under 2048 bits.
+	KeyTooWeak Code = "key-too-weak"
+	// TenantMissing: the token has no tenant_id claim.
+	TenantMissing Code = "tenant-missing"
+	// TenantMismatch: the token's tenant is not one this deployment
+	// serves (sdk.tenant_id, sdk.accepted_tenants), or the policy found it
+	// is not the resource's.
+	TenantMismatch Code = "tenant-mismatch"
+	// IssuerMismatch: iss is not jwt.issuer.
+	IssuerMismatch Code = "issuer-mismatch"
+	// AudienceMismatch: aud holds none of jwt.audiences.
+	AudienceMismatch Code = "audience-mismatch"
 	// TypNotAllowed: the JOSE typ header is not one of jwt.allowed_typ
 	// (an ID token where an access token is expected, say).
-	TypNotAllowed   Code = "typ-not-allowed"
+	TypNotAllowed Code = "typ-not-allowed"
+	// JWKSUnavailable: no keys could be fetched from sdk.jwks_url yet, so
+	// no token can be verified.
 	JWKSUnavailable Code = "jwks-unavailable"
-	FailOpen        Code = "fail-open"
-	DevAnonymous    Code = "dev-anonymous"
+	// FailOpen: the sidecar could not be reached and the client's
+	// fail_mode is open, so the request passed as "anonymous".
+	FailOpen Code = "fail-open"
+	// DevAnonymous: development mode (no sdk.jwks_url, fail_mode open)
+	// accepted the bearer without verification as "anonymous".
+	DevAnonymous Code = "dev-anonymous"
 )
 
 // Policy and serving codes.

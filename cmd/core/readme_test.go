@@ -3,53 +3,67 @@ package main
 import (
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestReadmeCommandLines reads every core command line the README shows
-// (lines of its code blocks that begin with "core", "bin/core" or
-// "$ core") and checks it against the command tree without running it:
+// TestReadmeCommandLines reads every core command line README.md and the
+// pages of docs/ show (lines of their code blocks that begin with "core",
+// "bin/core" or "$ core"; the generated reference is left out, being
+// the command tree itself) and checks it against the command tree without
+// running it:
 // the command exists, each flag exists and takes its value, the number
 // of arguments is right and required flags are present. A renamed
 // command or flag then fails here instead of in a reader's terminal.
 func TestReadmeCommandLines(t *testing.T) {
-	data, err := os.ReadFile("../../README.md")
+	pages, err := filepath.Glob("../../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := readmeCoreLines(string(data))
+	var lines []string
+	for _, page := range append(pages, "../../README.md") {
+		data, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(data)
+		if i := strings.Index(text, "<!-- BEGIN GENERATED "); i >= 0 {
+			text = text[:i]
+		}
+		lines = append(lines, readmeCoreLines(text)...)
+	}
 	if len(lines) < 30 {
-		t.Fatalf("found %d core command lines in the README; the extraction is broken", len(lines))
+		t.Fatalf("found %d core command lines in README.md and docs/; the extraction is broken", len(lines))
 	}
 	for _, line := range lines {
 		words, err := shellWords(line)
 		if err != nil {
-			t.Errorf("README line %q: %v", line, err)
+			t.Errorf("docs line %q: %v", line, err)
 			continue
 		}
 		root := NewRootCommand(io.Discard, io.Discard)
 		cmd, rest, err := root.Find(words[1:])
 		if err != nil || cmd == root {
-			t.Errorf("README line %q: no such command (%v)", line, err)
+			t.Errorf("docs line %q: no such command (%v)", line, err)
 			continue
 		}
 		if err := cmd.ParseFlags(rest); err != nil {
-			t.Errorf("README line %q: %v", line, err)
+			t.Errorf("docs line %q: %v", line, err)
 			continue
 		}
 		if err := cmd.ValidateArgs(cmd.Flags().Args()); err != nil {
-			t.Errorf("README line %q: %v", line, err)
+			t.Errorf("docs line %q: %v", line, err)
 		}
 		if err := cmd.ValidateRequiredFlags(); err != nil {
-			t.Errorf("README line %q: %v", line, err)
+			t.Errorf("docs line %q: %v", line, err)
 		}
 		// Files of the repository it names exist (a fresh clone has them).
 		for _, w := range words {
 			w = strings.TrimPrefix(w, "@")
 			if strings.HasPrefix(w, "policies/") || strings.HasPrefix(w, "svc.example.") {
 				if _, err := os.Stat("../../" + w); err != nil {
-					t.Errorf("README line %q names %s, which the repository does not have", line, w)
+					t.Errorf("docs line %q names %s, which the repository does not have", line, w)
 				}
 			}
 		}

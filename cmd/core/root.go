@@ -179,8 +179,8 @@ func (a *app) exitCode(cmd *cobra.Command, err error) int {
 	return ee.code
 }
 
-// The one flag rule of core, stated in core --help (flagRule) and the
-// README. Commands follow it through these helpers:
+// The one flag rule of core, stated in core --help (flagRule) and
+// docs/cli.md. Commands follow it through these helpers:
 //
 //   - --output text|json (global) chooses the format of what a command
 //     reports. A command calls a.useJSON(...) once (passing its own

@@ -17,7 +17,7 @@ import (
 	"github.com/svc-dev/svc/samlgw"
 )
 
-// The local round trip of the README: the test IdP's metadata configures
+// The local round trip of docs/saml.md: the test IdP's metadata configures
 // the SP, test-assertion signs a response, the ACS accepts it and issues a
 // token with the user's claims.
 func TestSAMLTestAssertionRoundTrip(t *testing.T) {

@@ -40,8 +40,8 @@ Configuration file:
   otherwise         %s in the working directory, when it exists
   otherwise         the defaults: development mode (no sdk.jwks_url, every
                     bearer accepted as "anonymous"), the embedded default policy
-  Every key is documented in svc.example.toml and in the README's
-  configuration reference. Errors name the key and where it was set.
+  Every key is documented in svc.example.toml and in docs/configuration.md.
+  Errors name the key and where it was set.
 
 Listens on (defaults):
 `, defaultConfigFile)

@@ -193,11 +193,13 @@ type SAML struct {
 	// queued, so that hostile posts cannot take the CPU from the checks
 	// the process also serves. Default half of GOMAXPROCS, at least 1, so
 	// that a flood of the costliest documents leaves the checks half the
-	// CPU (zero means the default). Env SVC_SAML_ACS_MAX_CONCURRENT.
+	// CPU (zero means the default). At most 4096.
+	// Env SVC_SAML_ACS_MAX_CONCURRENT.
 	ACSMaxConcurrent int `toml:"acs_max_concurrent" yaml:"acs_max_concurrent"`
 	// ACSTimeout bounds the validation of one response (parsing,
 	// signature, decryption, replay store); past it the work stops and
-	// the answer is 503 saml-busy. Default 5s. Env SVC_SAML_ACS_TIMEOUT.
+	// the answer is 503 saml-busy. Default 5s, at most 5m.
+	// Env SVC_SAML_ACS_TIMEOUT.
 	ACSTimeout Duration `toml:"acs_timeout" yaml:"acs_timeout"`
 }
 
@@ -265,7 +267,8 @@ type Policy struct {
 	AllowNetworkBuiltins bool `toml:"allow_network_builtins" yaml:"allow_network_builtins"`
 	// DryRunEvalTimeout bounds each evaluation of a dry-run candidate;
 	// one that takes longer is cut off and counted in the session's
-	// timeouts. Default 50ms. Env SVC_POLICY_DRY_RUN_EVAL_TIMEOUT.
+	// timeouts. Default 50ms, at most 10s.
+	// Env SVC_POLICY_DRY_RUN_EVAL_TIMEOUT.
 	DryRunEvalTimeout Duration `toml:"dry_run_eval_timeout" yaml:"dry_run_eval_timeout"`
 }
 
@@ -319,8 +322,8 @@ type RateLimit struct {
 	RedisAddr string `toml:"redis_addr" yaml:"redis_addr"`
 	// RedisTimeout bounds each rate-limit call to Redis; past it the
 	// request passes uncounted. Connections to Redis (the SAML replay
-	// cache's too) wait at least this long to dial, read and write.
-	// Default 50ms. Env SVC_REDIS_TIMEOUT.
+	// cache's too) wait at least this long, and at least 250 ms, to
+	// dial, read and write. Default 50ms. Env SVC_REDIS_TIMEOUT.
 	RedisTimeout Duration `toml:"redis_timeout" yaml:"redis_timeout"`
 	// RedisFallback says how requests are limited while Redis cannot be
 	// reached: "local" (the default) limits each tenant in memory at its

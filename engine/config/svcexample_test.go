@@ -78,7 +78,7 @@ func allKeys(t reflect.Type, path []string) []keyInfo {
 }
 
 // TestExampleYAMLTwin: svc.example.yaml is the YAML twin of
-// svc.example.toml (the README diffs the two): every setting the TOML
+// svc.example.toml (docs/cli.md diffs the two): every setting the TOML
 // file makes, the YAML file makes too, with the same effect.
 func TestExampleYAMLTwin(t *testing.T) {
 	toml, yaml := parseFile(t, "../../svc.example.toml"), parseFile(t, "../../svc.example.yaml")

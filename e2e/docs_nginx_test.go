@@ -1,0 +1,90 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/e2e/harness"
+)
+
+// The "Try it with nginx" block of docs/nginx-caddy.md works as written:
+// the sidecar in development mode, the demo service as the application
+// and nginx on the shipped deploy/nginx/nginx.conf. Only the fixed ports
+// and paths are swapped for free ones, and the binaries are the ones the
+// harness built.
+func TestDocsNginxTryIt(t *testing.T) {
+	bash := harness.LookPath(t, "bash", "install bash")
+	nginx := harness.LookPath(t, "nginx", "apt-get install nginx (scripts/test-packages.txt)")
+	harness.LookPath(t, "curl", "apt-get install curl (scripts/test-packages.txt)")
+	bin := filepath.Dir(harness.Binary(t, "svc-sidecar"))
+	harness.Binary(t, "svc-demo")
+	root := harness.ModuleRoot(t)
+	dir := t.TempDir()
+	front, httpAddr, app, saml := harness.FreeAddr(t), harness.FreeAddr(t), harness.FreeAddr(t), harness.FreeAddr(t)
+
+	raw, err := os.ReadFile(filepath.Join(root, "deploy", "nginx", "nginx.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := string(raw)
+	for from, to := range map[string]string{
+		"listen 8080;": "listen " + front + ";", "127.0.0.1:7700": httpAddr, "127.0.0.1:5678": app,
+		"127.0.0.1:7701": saml, "pid /tmp/svc-nginx.pid;": "pid " + filepath.Join(dir, "nginx.pid") + ";",
+	} {
+		if !strings.Contains(conf, from) {
+			t.Fatalf("deploy/nginx/nginx.conf does not mention %q", from)
+		}
+		conf = strings.ReplaceAll(conf, from, to)
+	}
+	confPath := harness.WriteFile(t, dir, "nginx.conf", conf)
+
+	block := docsBlock(t, "nginx-caddy.md", "## Try it with nginx")
+	if !strings.HasPrefix(block, "make build\n") {
+		t.Fatalf("the block no longer starts with make build:\n%s", block)
+	}
+	script := strings.NewReplacer(
+		"make build\n", "",
+		"./bin/", bin+"/",
+		`"$PWD/deploy/nginx/nginx.conf"`, confPath,
+		"/tmp/svc-nginx", filepath.Join(dir, "prefix"),
+		"localhost:8080", front,
+		"localhost:7700", httpAddr,
+		"127.0.0.1:5678", app,
+		"nginx -p", nginx+" -p",
+	).Replace(block)
+
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
+		"SVC_HTTP_ADDR=" + httpAddr, "SVC_SIDECAR_ADDR=" + harness.FreeAddr(t), "SVC_SAML_ADDR=" + saml}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bash, "-uo", "pipefail", "-c", script)
+	cmd.Dir, cmd.Env = dir, env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	t.Cleanup(func() {
+		if cmd.Process != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	})
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the docs/nginx-caddy.md block failed: %v\n%s", err, out)
+	}
+	s := string(out)
+	i401, i403 := strings.Index(s, "HTTP/1.1 401"), strings.Index(s, "HTTP/1.1 403")
+	if i401 < 0 || i403 < i401 {
+		t.Fatalf("want a 401 and then a 403 through nginx:\n%s", s)
+	}
+	for _, want := range []string{`"reason":"token-missing"`, `"reason":"policy-deny"`, `"deny_reasons":["no-role","tenant-missing"]`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the answers lack %s:\n%s", want, s)
+		}
+	}
+}
