@@ -18,6 +18,8 @@ import (
 
 	"github.com/beevik/etree"
 	"github.com/crewjam/saml"
+
+	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine/loopback"
 )
 
@@ -38,26 +40,9 @@ const (
 	metadataRetryMax = 5 * time.Minute
 )
 
-// MetadataStatus is what /v1/status shows of the IdP metadata.
-type MetadataStatus struct {
-	// Source is the metadata URL or file.
-	Source string `json:"source"`
-	// EntityID is the IdP's entity id, once loaded.
-	EntityID string `json:"entity_id,omitempty"`
-	// Loaded is true once a good copy is held.
-	Loaded bool `json:"loaded"`
-	// Certificates counts the signing certificates trusted.
-	Certificates int `json:"certificates"`
-	// FetchedAt is when the copy in use was loaded.
-	FetchedAt *time.Time `json:"fetched_at,omitempty"`
-	// LastAttempt / LastError describe the last fetch that failed; the
-	// last good copy keeps serving meanwhile (Stale).
-	LastAttempt *time.Time `json:"last_attempt,omitempty"`
-	LastError   string     `json:"last_error,omitempty"`
-	Stale       bool       `json:"stale"`
-	// NextRefresh is when the URL is fetched again.
-	NextRefresh *time.Time `json:"next_refresh,omitempty"`
-}
+// MetadataStatus is what /v1/status shows of the IdP metadata (package
+// localapi).
+type MetadataStatus = localapi.SAMLMetadataStatus
 
 // metadataSource holds the current IdP metadata: from a file, loaded once,
 // or from a URL, refreshed by run.

@@ -39,6 +39,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 
+	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/issuer"
@@ -245,22 +246,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 	return nil
 }
 
-// Status is what /v1/status shows of the gateway.
-type Status struct {
-	EntityID string `json:"entity_id"`
-	ACSURL   string `json:"acs_url"`
-	// SignatureCheckDisabled is true under SVC_ENV=development.
-	SignatureCheckDisabled bool           `json:"signature_check_disabled"`
-	AllowIDPInitiated      bool           `json:"allow_idp_initiated"`
-	IDPMetadata            MetadataStatus `json:"idp_metadata"`
-	TokenKeyID             string         `json:"token_key_id"`
-	// TokenKeyGenerated is true when no token_signing_key_file is set.
-	TokenKeyGenerated bool `json:"token_key_generated"`
-	// TokenKeyEphemeral is TokenKeyGenerated outside development mode
-	// (SVC_ENV=development): sessions end with the process and do not
-	// reach other replicas. `core sidecar status` warns about it.
-	TokenKeyEphemeral bool `json:"token_key_ephemeral"`
-}
+// Status is what /v1/status shows of the gateway: the local API's shape
+// (package localapi), filled here.
+type Status = localapi.SAMLStatus
 
 // Status returns a snapshot of the gateway's state.
 func (g *Gateway) Status() Status {

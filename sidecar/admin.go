@@ -15,7 +15,6 @@ import (
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reason"
-	"github.com/svc-dev/svc/samlgw"
 )
 
 // Paths of the admin surface of the local HTTP API (package localapi).
@@ -104,7 +103,7 @@ func (s *Server) status() Status {
 		}
 	}
 	if s.saml != nil {
-		ss := samlStatus(s.saml.Status())
+		ss := s.saml.Status()
 		st.SAML = &ss
 		if s.deps.Engine.Config().SDK.JWKSURL == "" {
 			// SAML-only: the tokens are verified with local keys.
@@ -140,15 +139,6 @@ const (
 )
 
 // samlStatus is the gateway's state in its wire form.
-func samlStatus(ss samlgw.Status) localapi.SAMLStatus {
-	return localapi.SAMLStatus{
-		EntityID: ss.EntityID, ACSURL: ss.ACSURL,
-		SignatureCheckDisabled: ss.SignatureCheckDisabled, AllowIDPInitiated: ss.AllowIDPInitiated,
-		IDPMetadata:       localapi.SAMLMetadataStatus(ss.IDPMetadata),
-		TokenKeyID:        ss.TokenKeyID,
-		TokenKeyGenerated: ss.TokenKeyGenerated, TokenKeyEphemeral: ss.TokenKeyEphemeral,
-	}
-}
 
 // mergeBundleSync folds the bundle poller's state into the control-plane
 // fields: partitioned when either the JWKS or the bundle server is, since
