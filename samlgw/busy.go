@@ -81,11 +81,11 @@ func (a *acsGate) enter(ctx context.Context) (context.Context, func(), error) {
 	default:
 		return nil, nil, a.busy()
 	}
-	start := time.Now()
+	work := startWork()
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	return ctx, func() {
 		cancel()
-		a.budget.spend(time.Since(start))
+		a.budget.spend(work())
 		<-a.slots
 	}, nil
 }
@@ -98,9 +98,9 @@ func (a *acsGate) enter(ctx context.Context) (context.Context, func(), error) {
 // once the burst is spent and the checks keep the CPU
 // (BenchmarkCheckUnderACSFlood: Check p99 4.4 ms under an 80 posts/s flood
 // without pacing, 3.0 ms at a quarter of a CPU, 1.6 ms at a twentieth,
-// 0.65 ms quiet; what remains is the flood's own HTTP traffic). Wall time
-// stands for CPU time: on a busy machine it is longer, so the ACS yields
-// more, which is the point.
+// 0.65 ms quiet; what remains is the flood's own HTTP traffic). The work
+// charged is the validating thread's CPU time (startWork), so a slow
+// replay store does not throttle real sign-ons.
 const (
 	paceShare = 0.05
 	paceBurst = 250 * time.Millisecond
