@@ -17,7 +17,7 @@ func BenchmarkClient(b *testing.B) {
 	p := newIDP(b)
 	addr := serveGRPC(b, newServer(b, newEngine(b, p, nil)))
 	c := newClient(b, addr, authz.FailClosed)
-	tok := p.token(b, user("alice", "viewer"))
+	tok := p.TokenFor(b, user("alice", "viewer"))
 
 	b.Run("ValidateToken", func(b *testing.B) {
 		b.ReportAllocs()
@@ -50,7 +50,7 @@ func BenchmarkHTTPAuthorize(b *testing.B) {
 	p := newIDP(b)
 	mux := http.NewServeMux()
 	newServer(b, newEngine(b, p, nil)).RegisterHTTP(mux)
-	body := []byte(`{"token":"` + p.token(b, user("alice", "viewer")) + `","action":"orders:read","resource":{"id":"o-1"}}`)
+	body := []byte(`{"token":"` + p.TokenFor(b, user("alice", "viewer")) + `","action":"orders:read","resource":{"id":"o-1"}}`)
 	b.ReportAllocs()
 	for b.Loop() {
 		rec := httptest.NewRecorder()
@@ -66,7 +66,7 @@ func BenchmarkHTTPAuthorize(b *testing.B) {
 func BenchmarkMiddleware(b *testing.B) {
 	p := newIDP(b)
 	a := server.Local(newEngine(b, p, nil))
-	tok := "Bearer " + p.token(b, user("alice", "viewer"))
+	tok := "Bearer " + p.TokenFor(b, user("alice", "viewer"))
 	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	for _, bc := range []struct {
 		name string

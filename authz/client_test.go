@@ -41,8 +41,8 @@ func TestClientAgainstRunningSidecar(t *testing.T) {
 		{"grpc", serveGRPC(t, srv), serveGRPC(t, conflictSrv)},
 		{"http", serveHTTP(t, srv), serveHTTP(t, conflictSrv)},
 	}
-	viewer := p.token(t, fixedUser("alice", "viewer"))
-	expired := p.token(t, map[string]any{"sub": "alice", "tenant_id": tenant, "exp": time.Now().Add(-time.Hour).Unix(), "iat": fixedIat})
+	viewer := p.TokenFor(t, fixedUser("alice", "viewer"))
+	expired := p.TokenFor(t, map[string]any{"sub": "alice", "tenant_id": tenant, "exp": time.Now().Add(-time.Hour).Unix(), "iat": fixedIat})
 
 	for _, target := range targets {
 		for _, mode := range []string{authz.FailOpen, authz.FailClosed} {
@@ -497,7 +497,7 @@ func TestLargeIntegerClaimsRoundTrip(t *testing.T) {
 	claims["huge_num"] = json.Number("123456789012345678901234567890")
 	claims["max_exact"] = json.Number("9007199254740992")
 	claims["fraction"] = json.Number("1.5")
-	tok := p.token(t, claims)
+	tok := p.TokenFor(t, claims)
 	want := map[string]any{
 		"user_num": "9007199254740993", "neg_num": "-9007199254740993", "huge_num": "123456789012345678901234567890",
 		"max_exact": 9007199254740992.0, "fraction": 1.5,

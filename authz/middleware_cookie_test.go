@@ -22,8 +22,8 @@ import (
 func TestMiddlewareSessionCookie(t *testing.T) {
 	p := newIDP(t)
 	srv := newServer(t, newEngine(t, p, nil))
-	viewer := p.token(t, fixedUser("alice", "viewer"))
-	expired := p.token(t, map[string]any{"sub": "alice", "tenant_id": tenant, "exp": time.Now().Add(-time.Hour).Unix(), "iat": fixedIat})
+	viewer := p.TokenFor(t, fixedUser("alice", "viewer"))
+	expired := p.TokenFor(t, map[string]any{"sub": "alice", "tenant_id": tenant, "exp": time.Now().Add(-time.Hour).Unix(), "iat": fixedIat})
 	clients := map[string]*authz.Client{
 		"grpc": newClient(t, serveGRPC(t, srv), authz.FailClosed),
 		"http": newClient(t, serveHTTP(t, srv), authz.FailClosed),
@@ -109,7 +109,7 @@ func TestMiddlewareSessionCookieFromConfig(t *testing.T) {
 	p := newIDP(t)
 	eng := newEngine(t, p, nil)
 	addr := serveGRPC(t, newServer(t, eng))
-	viewer := p.token(t, fixedUser("alice", "viewer"))
+	viewer := p.TokenFor(t, fixedUser("alice", "viewer"))
 	client := func(env map[string]string) *authz.Client {
 		c, err := authz.NewClient(addr, authz.ClientOptions{FailMode: authz.FailClosed, Timeout: 30 * time.Second, Logger: quietLogger(),
 			ConfigFile: "-", LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})

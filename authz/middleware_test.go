@@ -64,14 +64,14 @@ func TestMiddleware(t *testing.T) {
 	conflictClosed := newEngine(t, p, func(c *config.Config) { c.Policy.Dir = "testdata/policy-conflict" })
 	conflictOpen := newEngine(t, nil, func(c *config.Config) { c.Policy.Dir = "testdata/policy-conflict" })
 
-	viewer := p.token(t, fixedUser("alice", "viewer"))
-	expired := p.token(t, map[string]any{"sub": "alice", "tenant_id": tenant, "exp": time.Now().Add(-time.Hour).Unix(), "iat": fixedIat})
+	viewer := p.TokenFor(t, fixedUser("alice", "viewer"))
+	expired := p.TokenFor(t, map[string]any{"sub": "alice", "tenant_id": tenant, "exp": time.Now().Add(-time.Hour).Unix(), "iat": fixedIat})
 	limitedClaims := fixedUser("lee", "viewer")
 	limitedClaims["tenant_id"] = "limited"
-	limited := p.token(t, limitedClaims)
+	limited := p.TokenFor(t, limitedClaims)
 	otherClaims := fixedUser("mallory", "admin")
 	otherClaims["tenant_id"] = "globex"
-	otherTenant := p.token(t, otherClaims)
+	otherTenant := p.TokenFor(t, otherClaims)
 
 	viaSidecarOpen := newClient(t, sidecar, authz.FailOpen)
 	viaSidecarClosed := newClient(t, sidecar, authz.FailClosed)
@@ -264,7 +264,7 @@ func TestUserFrom(t *testing.T) {
 
 func TestMiddlewareClaimsAreTheRequestsOwn(t *testing.T) {
 	p := newIDP(t)
-	tok := p.token(t, fixedUser("alice", "viewer"))
+	tok := p.TokenFor(t, fixedUser("alice", "viewer"))
 	a := server.Local(newEngine(t, p, nil))
 	h := authz.Middleware(a, authz.MiddlewareOptions{})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, _ := authz.UserFrom(r.Context())

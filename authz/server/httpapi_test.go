@@ -87,7 +87,7 @@ func TestHTTPAPI(t *testing.T) {
 	defaultPolicy := serveHTTP(t, newServer(t, newEngine(t, p, nil)))
 	dev := serveHTTP(t, newServer(t, newEngine(t, nil, nil)))
 
-	viewer := p.token(t, fixedUser("alice", "viewer"))
+	viewer := p.TokenFor(t, fixedUser("alice", "viewer"))
 	tests := []struct {
 		name   string
 		base   string
@@ -166,7 +166,7 @@ func TestHTTPMirrorsGRPC(t *testing.T) {
 	s := newServer(t, newEngine(t, p, nil))
 	base := serveHTTP(t, s)
 	rpc := rpcClient(t, serveGRPC(t, s))
-	viewer := p.token(t, fixedUser("alice", "viewer", "billing"))
+	viewer := p.TokenFor(t, fixedUser("alice", "viewer", "billing"))
 
 	requests := []struct {
 		name string

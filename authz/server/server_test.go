@@ -92,18 +92,18 @@ func TestServerValidateToken(t *testing.T) {
 		{
 			name:  "valid token",
 			rpc:   rpc,
-			token: p.token(t, valid),
+			token: p.TokenFor(t, valid),
 			want:  &authzv1.ValidateTokenResponse{Allowed: true, Reason: "ok", Subject: "alice", TenantId: tenant, Claims: validClaims},
 		},
 		{
 			name:  "expired token",
 			rpc:   rpc,
-			token: p.token(t, map[string]any{"sub": "alice", "tenant_id": tenant, "exp": time.Now().Add(-time.Hour).Unix(), "iat": time.Now().Add(-2 * time.Hour).Unix()}),
+			token: p.TokenFor(t, map[string]any{"sub": "alice", "tenant_id": tenant, "exp": time.Now().Add(-time.Hour).Unix(), "iat": time.Now().Add(-2 * time.Hour).Unix()}),
 			want:  &authzv1.ValidateTokenResponse{Reason: "token-expired"},
 		},
 		{name: "garbage", rpc: rpc, token: "not-a-jwt", want: &authzv1.ValidateTokenResponse{Reason: "token-malformed"}},
 		{name: "empty token", rpc: rpc, token: "", want: &authzv1.ValidateTokenResponse{Reason: "token-missing"}},
-		{name: "tenant claim missing", rpc: rpc, token: p.token(t, noTenant), want: &authzv1.ValidateTokenResponse{Reason: "tenant-missing"}},
+		{name: "tenant claim missing", rpc: rpc, token: p.TokenFor(t, noTenant), want: &authzv1.ValidateTokenResponse{Reason: "tenant-missing"}},
 		{
 			name:  "development mode accepts any bearer string",
 			rpc:   dev,
@@ -138,10 +138,10 @@ func TestServerAuthorize(t *testing.T) {
 	})}
 	rpc := rpcClient(t, serveGRPC(t, newServer(t, eng)))
 
-	viewer := p.token(t, user("alice", "viewer"))
+	viewer := p.TokenFor(t, user("alice", "viewer"))
 	limitedClaims := user("lee", "viewer")
 	limitedClaims["tenant_id"] = "limited"
-	limited := p.token(t, limitedClaims)
+	limited := p.TokenFor(t, limitedClaims)
 	ignore := protocmp.IgnoreFields(&authzv1.AuthorizeResponse{}, "decision_id", "policy_revision", "claims", "retry_after", "message")
 
 	tests := []struct {
@@ -242,7 +242,7 @@ func TestServerErrors(t *testing.T) {
 	rpc := rpcClient(t, serveGRPC(t, newServer(t, newEngine(t, p, func(c *config.Config) {
 		c.Policy.Dir = "testdata/policy-conflict"
 	}))))
-	viewer := p.token(t, user("alice", "viewer"))
+	viewer := p.TokenFor(t, user("alice", "viewer"))
 
 	tests := []struct {
 		name   string

@@ -1,0 +1,132 @@
+// Package servertest holds what the tests of the Go client (authz) and of
+// the server side (authz/server) share: a loopback identity provider with
+// their token defaults, users of one tenant, a real engine, and a server
+// on a loopback port. It is for tests only.
+package servertest
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/svc-dev/svc/authz/server"
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/idptest"
+)
+
+// Tenant is the deployment's tenant in these tests.
+const Tenant = "acme"
+
+// IDP is the loopback identity provider with the tests' token defaults.
+type IDP struct{ *idptest.IdP }
+
+// NewIDP starts an identity provider for the test.
+func NewIDP(t testing.TB) *IDP { return &IDP{idptest.New(t)} }
+
+// TokenFor signs claims; exp defaults to one hour ahead, iat to now, and
+// a nil claim removes the default.
+func (p *IDP) TokenFor(t testing.TB, claims map[string]any) string {
+	t.Helper()
+	defaults := map[string]any{"exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Unix()}
+	return p.Token(t, idptest.Override(defaults, claims))
+}
+
+// User returns the claims of a user of Tenant with the given roles.
+func User(sub string, roles ...string) map[string]any {
+	rs := make([]any, len(roles))
+	for i, r := range roles {
+		rs[i] = r
+	}
+	return map[string]any{
+		"sub": sub, "tenant_id": Tenant, "roles": rs, "email": sub + "@example.com",
+		"department": "sales", "clearance": map[string]any{"level": 3, "tags": []any{"a", "b"}},
+	}
+}
+
+// QuietLogger discards everything.
+func QuietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// NewEngine builds a real engine verifying tokens against p (nil: none,
+// development mode when fail_mode is open).
+func NewEngine(t testing.TB, p *IDP, mutate func(*config.Config)) *engine.Engine {
+	t.Helper()
+	cfg := config.Config{
+		SDK:       config.SDK{TenantID: Tenant, FailMode: config.FailClosed},
+		Tenants:   map[string]config.Tenant{Tenant: {Plan: "team"}},
+		RateLimit: config.RateLimit{Disabled: true},
+	}
+	if p != nil {
+		cfg.SDK.JWKSURL = p.JWKSURL()
+	} else {
+		cfg.SDK.FailMode = config.FailOpen
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	e, err := engine.New(cfg, engine.Deps{Logger: QuietLogger()})
+	if err != nil {
+		t.Fatalf("engine.New: %v", err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+// NewServer builds the gRPC and HTTP service over d.
+func NewServer(t testing.TB, d server.Decider) *server.Server {
+	t.Helper()
+	s, err := server.New(d, server.Options{Logger: QuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// ServeGRPC serves s on a loopback TCP port and returns its address.
+func ServeGRPC(t testing.TB, s *server.Server) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	s.Register(g)
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(lis) }()
+	t.Cleanup(func() {
+		g.GracefulStop()
+		if err := <-done; err != nil {
+			t.Errorf("grpc serve: %v", err)
+		}
+	})
+	return lis.Addr().String()
+}
+
+// Golden compares got with testdata/<name>, rewriting it when update is
+// set (the package's -update flag).
+func Golden(t *testing.T, update bool, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s differs from the golden file:\n got: %s\nwant: %s", name, got, want)
+	}
+}
