@@ -2,12 +2,8 @@ package authz_test
 
 import (
 	"flag"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -69,51 +65,20 @@ func newClient(t testing.TB, addr, mode string) *authz.Client {
 	return c
 }
 
-// serveHTTP serves s's HTTP API on loopback and returns its base URL.
-func serveHTTP(t *testing.T, s *server.Server) string {
-	t.Helper()
-	mux := http.NewServeMux()
-	s.RegisterHTTP(mux)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
-// Fixed times keep the claims of golden responses stable.
-const (
-	fixedIat = 1700000000 // 2023-11-14
-	fixedExp = 4102444800 // 2100-01-01
-)
-
-func fixedUser(sub string, roles ...string) map[string]any {
-	c := user(sub, roles...)
-	c["iat"], c["exp"] = fixedIat, fixedExp
-	return c
-}
-
-type httpReply struct {
-	status int
-	header http.Header
-	body   []byte
-}
+type httpReply = servertest.Reply
 
 func post(t *testing.T, method, url, body string, header map[string]string) httpReply {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return httpReply{status: resp.StatusCode, header: resp.Header, body: b}
+	return servertest.Post(t, method, url, body, header)
 }
+
+func serveHTTP(t *testing.T, s *server.Server) string { t.Helper(); return servertest.ServeHTTP(t, s) }
+
+func fixedUser(sub string, roles ...string) map[string]any {
+	return servertest.FixedUser(sub, roles...)
+}
+
+const (
+	fixedIat = servertest.FixedIat
+	fixedExp = servertest.FixedExp
+)

@@ -74,16 +74,16 @@ func TestMiddlewareSessionCookie(t *testing.T) {
 					method = http.MethodGet
 				}
 				got := post(t, method, base+tt.req.path, "", tt.req.header)
-				if got.status != tt.status {
-					t.Fatalf("status %d, want %d: %s", got.status, tt.status, got.body)
+				if got.Status != tt.status {
+					t.Fatalf("status %d, want %d: %s", got.Status, tt.status, got.Body)
 				}
 				var body struct {
 					Reason  string         `json:"reason"`
 					Subject string         `json:"subject"`
 					Claims  map[string]any `json:"claims"`
 				}
-				if err := json.Unmarshal(got.body, &body); err != nil {
-					t.Fatalf("body %s: %v", got.body, err)
+				if err := json.Unmarshal(got.Body, &body); err != nil {
+					t.Fatalf("body %s: %v", got.Body, err)
 				}
 				if body.Reason != tt.reason || body.Subject != tt.subject {
 					t.Errorf("reason %q subject %q, want %q %q", body.Reason, body.Subject, tt.reason, tt.subject)
@@ -92,7 +92,7 @@ func TestMiddlewareSessionCookie(t *testing.T) {
 					t.Errorf("claims %v: want the verified claims of the cookie's token", body.Claims)
 				}
 				if tt.status == 401 && tt.reason != "token-missing" {
-					if h := got.header.Get("WWW-Authenticate"); !strings.Contains(h, `error="invalid_token"`) {
+					if h := got.Header.Get("WWW-Authenticate"); !strings.Contains(h, `error="invalid_token"`) {
 						t.Errorf("WWW-Authenticate %q", h)
 					}
 				}
@@ -143,8 +143,8 @@ func TestMiddlewareSessionCookieFromConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			base := protect(t, tt.a, tt.opts)
 			got := post(t, http.MethodGet, base+"/profile", "", map[string]string{"Cookie": tt.cookie + "=" + viewer})
-			if got.status != tt.status {
-				t.Errorf("status %d, want %d: %s", got.status, tt.status, got.body)
+			if got.Status != tt.status {
+				t.Errorf("status %d, want %d: %s", got.Status, tt.status, got.Body)
 			}
 		})
 	}

@@ -176,26 +176,26 @@ func TestMiddleware(t *testing.T) {
 				header["Authorization"] = tt.auth
 			}
 			got := post(t, method, base+tt.path, "", header)
-			if got.status != tt.status {
-				t.Fatalf("status %d, want %d; body %s", got.status, tt.status, got.body)
+			if got.Status != tt.status {
+				t.Fatalf("status %d, want %d; body %s", got.Status, tt.status, got.Body)
 			}
-			if c := got.header.Get("WWW-Authenticate"); c != tt.challenge {
+			if c := got.Header.Get("WWW-Authenticate"); c != tt.challenge {
 				t.Errorf("WWW-Authenticate %q, want %q", c, tt.challenge)
 			}
-			if strings.Contains(string(got.body), viewer) || strings.Contains(string(got.body), expired) {
+			if strings.Contains(string(got.Body), viewer) || strings.Contains(string(got.Body), expired) {
 				t.Error("the response quotes the token")
 			}
 			if tt.user != nil {
 				var u authz.User
-				if err := json.Unmarshal(got.body, &u); err != nil {
-					t.Fatalf("body %s: %v", got.body, err)
+				if err := json.Unmarshal(got.Body, &u); err != nil {
+					t.Fatalf("body %s: %v", got.Body, err)
 				}
 				checkUser(t, *tt.user, u)
 				return
 			}
 			var d authz.DenyBody
-			if err := json.Unmarshal(got.body, &d); err != nil {
-				t.Fatalf("body %s: %v", got.body, err)
+			if err := json.Unmarshal(got.Body, &d); err != nil {
+				t.Fatalf("body %s: %v", got.Body, err)
 			}
 			want := *tt.deny
 			if want.DenyReasons == nil {
@@ -216,18 +216,18 @@ func TestMiddleware(t *testing.T) {
 		header := map[string]string{"Authorization": "Bearer " + limited}
 		post(t, http.MethodGet, base+"/orders", "", header)
 		got := post(t, http.MethodGet, base+"/orders", "", header)
-		if got.status != http.StatusTooManyRequests {
-			t.Fatalf("status %d, want 429; body %s", got.status, got.body)
+		if got.Status != http.StatusTooManyRequests {
+			t.Fatalf("status %d, want 429; body %s", got.Status, got.Body)
 		}
-		if s, err := strconv.Atoi(got.header.Get("Retry-After")); err != nil || s < 1 {
-			t.Errorf("Retry-After %q", got.header.Get("Retry-After"))
+		if s, err := strconv.Atoi(got.Header.Get("Retry-After")); err != nil || s < 1 {
+			t.Errorf("Retry-After %q", got.Header.Get("Retry-After"))
 		}
 	})
 
 	t.Run("deny body", func(t *testing.T) {
 		base := protect(t, viaSidecarClosed, authz.MiddlewareOptions{Action: routeAction})
 		got := post(t, http.MethodDelete, base+"/orders/o-1", "", map[string]string{"Authorization": "Bearer " + viewer})
-		golden(t, "middleware/policy-deny.json", regexp.MustCompile(`"decision_id":"[^"]+"`).ReplaceAll(got.body, []byte(`"decision_id":"<decision-id>"`)))
+		golden(t, "middleware/policy-deny.json", regexp.MustCompile(`"decision_id":"[^"]+"`).ReplaceAll(got.Body, []byte(`"decision_id":"<decision-id>"`)))
 	})
 }
 

@@ -2,9 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,58 +16,10 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/authz/server"
+	"github.com/svc-dev/svc/authz/server/servertest"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
 	"github.com/svc-dev/svc/engine/config"
 )
-
-// Fixed times keep the claims of golden responses stable.
-const (
-	fixedIat = 1700000000 // 2023-11-14
-	fixedExp = 4102444800 // 2100-01-01
-)
-
-func fixedUser(sub string, roles ...string) map[string]any {
-	c := user(sub, roles...)
-	c["iat"], c["exp"] = fixedIat, fixedExp
-	return c
-}
-
-// serveHTTP serves s's HTTP API on loopback and returns its base URL.
-func serveHTTP(t *testing.T, s *server.Server) string {
-	t.Helper()
-	mux := http.NewServeMux()
-	s.RegisterHTTP(mux)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
-type httpReply struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func post(t *testing.T, method, url, body string, header map[string]string) httpReply {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return httpReply{status: resp.StatusCode, header: resp.Header, body: b}
-}
 
 // Decision ids are random; messages are the engine's wording, checked
 // to be present by the gRPC tests.
@@ -127,29 +77,29 @@ func TestHTTPAPI(t *testing.T) {
 				method = http.MethodPost
 			}
 			got := post(t, method, tt.base+tt.path, tt.body, tt.header)
-			if got.status != tt.status {
-				t.Fatalf("status %d, want %d; body %s", got.status, tt.status, got.body)
+			if got.Status != tt.status {
+				t.Fatalf("status %d, want %d; body %s", got.Status, tt.status, got.Body)
 			}
-			if ct := got.header.Get("Content-Type"); ct != "application/json" {
+			if ct := got.Header.Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type %q", ct)
 			}
-			if tt.status == http.StatusMethodNotAllowed && got.header.Get("Allow") != http.MethodPost {
-				t.Errorf("Allow %q, want POST", got.header.Get("Allow"))
+			if tt.status == http.StatusMethodNotAllowed && got.Header.Get("Allow") != http.MethodPost {
+				t.Errorf("Allow %q, want POST", got.Header.Get("Allow"))
 			}
 			if tt.code != "" {
 				var e authz.ErrorBody
-				if err := json.Unmarshal(got.body, &e); err != nil {
-					t.Fatalf("error body %s: %v", got.body, err)
+				if err := json.Unmarshal(got.Body, &e); err != nil {
+					t.Fatalf("error body %s: %v", got.Body, err)
 				}
 				if string(e.Error.Code) != tt.code || e.Error.Message == "" {
 					t.Errorf("error %+v, want code %q and a message", e.Error, tt.code)
 				}
-				if strings.Contains(string(got.body), viewer) {
+				if strings.Contains(string(got.Body), viewer) {
 					t.Error("the error body quotes the token")
 				}
 				return
 			}
-			masked := decisionIDField.ReplaceAll(got.body, []byte(`"decision_id":"<decision-id>"`))
+			masked := decisionIDField.ReplaceAll(got.Body, []byte(`"decision_id":"<decision-id>"`))
 			// The default revision is a digest of the policy sources.
 			masked = revisionField.ReplaceAll(masked, []byte(`"policy_revision":"<revision>"`))
 			masked = messageField.ReplaceAll(masked, []byte(`"message":"<message>"`))
@@ -186,11 +136,11 @@ func TestHTTPMirrorsGRPC(t *testing.T) {
 				t.Fatal(err)
 			}
 			reply := post(t, http.MethodPost, base+authz.PathAuthorize, string(body), nil)
-			if reply.status != http.StatusOK {
-				t.Fatalf("status %d: %s", reply.status, reply.body)
+			if reply.Status != http.StatusOK {
+				t.Fatalf("status %d: %s", reply.Status, reply.Body)
 			}
 			fromHTTP := &authzv1.AuthorizeResponse{}
-			if err := protojson.Unmarshal(reply.body, fromHTTP); err != nil {
+			if err := protojson.Unmarshal(reply.Body, fromHTTP); err != nil {
 				t.Fatalf("HTTP body is not protojson of AuthorizeResponse: %v", err)
 			}
 			fromGRPC, err := rpc.Authorize(t.Context(), proto.Clone(tt.req).(*authzv1.AuthorizeRequest))
@@ -235,3 +185,21 @@ func TestProtoJSONRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+type httpReply = servertest.Reply
+
+func post(t *testing.T, method, url, body string, header map[string]string) httpReply {
+	t.Helper()
+	return servertest.Post(t, method, url, body, header)
+}
+
+func serveHTTP(t *testing.T, s *server.Server) string { t.Helper(); return servertest.ServeHTTP(t, s) }
+
+func fixedUser(sub string, roles ...string) map[string]any {
+	return servertest.FixedUser(sub, roles...)
+}
+
+const (
+	fixedIat = servertest.FixedIat
+	fixedExp = servertest.FixedExp
+)

@@ -8,8 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,4 +132,56 @@ func Golden(t *testing.T, update bool, name string, got []byte) {
 	if string(got) != string(want) {
 		t.Errorf("%s differs from the golden file:\n got: %s\nwant: %s", name, got, want)
 	}
+}
+
+// Fixed times keep the claims of golden responses stable.
+const (
+	FixedIat = 1700000000 // 2023-11-14
+	FixedExp = 4102444800 // 2100-01-01
+)
+
+// FixedUser is User with fixed iat and exp.
+func FixedUser(sub string, roles ...string) map[string]any {
+	c := User(sub, roles...)
+	c["iat"], c["exp"] = FixedIat, FixedExp
+	return c
+}
+
+// ServeHTTP serves s's HTTP API on loopback and returns its base URL.
+func ServeHTTP(t *testing.T, s *server.Server) string {
+	t.Helper()
+	mux := http.NewServeMux()
+	s.RegisterHTTP(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// Reply is an HTTP answer read whole.
+type Reply struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Post sends body to url with method and header and reads the answer.
+func Post(t *testing.T, method, url, body string, header map[string]string) Reply {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Reply{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }
