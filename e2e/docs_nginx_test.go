@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -61,19 +58,7 @@ func TestDocsNginxTryIt(t *testing.T) {
 
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
 		"SVC_HTTP_ADDR=" + httpAddr, "SVC_SIDECAR_ADDR=" + harness.FreeAddr(t), "SVC_SAML_ADDR=" + saml}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bash, "-uo", "pipefail", "-c", script)
-	cmd.Dir, cmd.Env = dir, env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 10 * time.Second
-	t.Cleanup(func() {
-		if cmd.Process != nil {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		}
-	})
-	out, err := cmd.CombinedOutput()
+	out, err := runDocBlock(t, bash, "-uo pipefail", dir, env, script, 2*time.Minute)
 	if err != nil {
 		t.Fatalf("the docs/nginx-caddy.md block failed: %v\n%s", err, out)
 	}

@@ -54,21 +54,7 @@ func TestREADMESAMLRoundTrip(t *testing.T) {
 		"HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, "config"),
 		"SVC_SIDECAR_ADDR=" + grpcAddr, "SVC_HTTP_ADDR=" + httpAddr, "SVC_SAML_ADDR=" + samlAddr,
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bash, "-euo", "pipefail", "-c", script)
-	cmd.Dir, cmd.Env = dir, env
-	// Its own process group, so that the sidecar it starts in the
-	// background is stopped with it whatever happens.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 10 * time.Second
-	t.Cleanup(func() {
-		if cmd.Process != nil {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		}
-	})
-	out, err := cmd.CombinedOutput()
+	out, err := runDocBlock(t, bash, "-euo pipefail", dir, env, script, 3*time.Minute)
 	if err != nil {
 		t.Fatalf("the docs/saml.md round trip failed: %v\n%s", err, out)
 	}
@@ -88,4 +74,25 @@ func TestREADMESAMLRoundTrip(t *testing.T) {
 	if len(statuses) != 1 || statuses[0] != "200" {
 		t.Errorf("check statuses %v, want [200] for the browser's cookie:\n%s", statuses, out)
 	}
+}
+
+// runDocBlock runs a shell block of the docs with bash (options such as
+// "-euo pipefail") in dir with env, in a process group of its own, so that
+// whatever it starts in the background is stopped with it, whatever
+// happens; it returns the block's combined output.
+func runDocBlock(t *testing.T, bash, opts, dir string, env []string, script string, timeout time.Duration) ([]byte, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bash, append(strings.Fields(opts), "-c", script)...)
+	cmd.Dir, cmd.Env = dir, env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	t.Cleanup(func() {
+		if cmd.Process != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	})
+	return cmd.CombinedOutput()
 }

@@ -18,26 +18,11 @@ import (
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
-// loginFrom starts SP-initiated sign-on at samlAddr from browser, waiting
-// out the 503 of a gateway that has not loaded the IdP metadata yet, and
-// returns where the gateway sends the browser.
+// loginFrom starts SP-initiated sign-on at samlAddr from browser and
+// returns where the gateway sends the browser (loginRedirect).
 func loginFrom(t *testing.T, browser *http.Client, samlAddr, returnTo string) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := browser.Get("http://" + samlAddr + "/auth/saml/login?return_to=" + url.QueryEscape(returnTo))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusFound {
-			return resp.Header.Get("Location")
-		}
-		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
-			t.Fatalf("login: %d, want 302", resp.StatusCode)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return loginRedirect(t, browser, "http://"+samlAddr, returnTo)
 }
 
 // Login CSRF against the real binary and samlify: an attacker signs in at

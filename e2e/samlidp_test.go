@@ -14,7 +14,7 @@ import (
 	"github.com/svc-dev/svc/e2e/harness"
 )
 
-// loginRedirect asks the gateway at samlAddr for a login to returnTo and
+// loginRedirect asks the gateway at base for a login to returnTo and
 // returns the IdP address it redirects to, waiting while the gateway has
 // no IdP metadata yet (503).
 func loginRedirect(t *testing.T, client *http.Client, base, returnTo string) string {
