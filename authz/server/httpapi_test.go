@@ -198,8 +198,3 @@ func serveHTTP(t *testing.T, s *server.Server) string { t.Helper(); return serve
 func fixedUser(sub string, roles ...string) map[string]any {
 	return servertest.FixedUser(sub, roles...)
 }
-
-const (
-	fixedIat = servertest.FixedIat
-	fixedExp = servertest.FixedExp
-)
