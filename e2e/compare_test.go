@@ -40,35 +40,43 @@ const (
 	compareSampleRatio = "0.1"
 )
 
-var compareDuration = flag.Duration("compare.duration", 8*time.Second,
-	"BenchmarkCompareNoop: load time of each server, split over its rounds")
+var (
+	compareDuration = flag.Duration("compare.duration", 8*time.Second,
+		"BenchmarkCompareNoop: load time of each server in each run, split over its rounds")
+	compareRuns = flag.Int("compare.runs", 3,
+		"BenchmarkCompareNoop: runs, each of interleaved rounds; the medians are reported")
+)
 
 // noopAddrEnv makes the e2e test binary serve a no-op ext_authz server on
 // the address it names instead of running tests (see TestMain).
 const noopAddrEnv = "SVC_E2E_NOOP_AUTHZ_ADDR"
 
 // BenchmarkCompareNoop measures Envoy's Authorization/Check against two
-// processes in one run: svc-sidecar as production runs it (fail closed,
-// RS256 tokens from a JWKS, the default policy, rate limits on with a
-// budget the load never exhausts, the audit log written to a file, info
-// logs, traces exported over OTLP with a sampling ratio of
+// processes in one sitting: svc-sidecar as production runs it (fail
+// closed, RS256 tokens from a JWKS, the default policy, rate limits on
+// with a budget the load never exhausts, the audit log written to a file,
+// info logs, traces exported over OTLP with a sampling ratio of
 // compareSampleRatio, Prometheus metrics) and a no-op ext_authz server
 // that answers OK without looking at the request. One closed-loop client
 // drives each in turn with compareCallers concurrent callers over
-// compareConns connections for -compare.duration (default 8s), cycling
-// through compareTokens users' tokens and as many order paths; every
-// answer must be OK.
+// compareConns connections, cycling through compareTokens users' tokens
+// and as many order paths; every answer must be OK. A run gives each
+// server -compare.duration (default 8s) in compareRounds alternating
+// rounds; -compare.runs (default 3) runs follow each other.
 //
-// Reported: the checks per second of each and their ratio
-// (throughput-ratio, sidecar/noop: the bar is 0.67), the p50 and p99
-// latencies and their ratios (noop/sidecar latencies are in µs), and the
-// CPU time each server process spent per check (cpu-us/check, from
-// /proc/<pid>/stat), which depends far less on what else runs on the
-// machine than the throughput does. Run it with -benchtime 1x
-// (`make bench-compare`).
+// Reported, as medians over the runs: the checks per second of each and
+// their ratio (throughput-ratio, sidecar/noop), the p50 and p99 latencies
+// and their ratios, and the CPU time each server process spent per check
+// (cpu-us/check, from /proc/<pid>/stat), which depends far less on what
+// else runs on the machine than the throughput does; over the whole
+// sitting, the sidecar's allocations per check. The log shows every run.
+// Run it with -benchtime 1x (`make bench-compare`).
 func BenchmarkCompareNoop(b *testing.B) {
 	if testing.Short() {
 		b.Skip("starts svc-sidecar and a no-op server and loads them for seconds")
+	}
+	if *compareRuns < 1 {
+		b.Fatalf("-compare.runs must be at least 1, got %d", *compareRuns)
 	}
 	signer := harness.NewRSASigner(b, "cmp-1", 2048, "RS256")
 	jwks := harness.StartJWKS(b, signer)
@@ -97,43 +105,84 @@ func BenchmarkCompareNoop(b *testing.B) {
 		tg.reset()
 	}
 	mem0 := sidecarMemStats(b, side)
+	var (
+		runs   []compareRun
+		checks int
+	)
 	b.ResetTimer()
-	for r := range compareRounds {
-		order := targets
-		if r%2 == 1 {
-			order = []*compareTarget{targets[1], targets[0]}
+	for range *compareRuns {
+		for r := range compareRounds {
+			order := targets
+			if r%2 == 1 {
+				order = []*compareTarget{targets[1], targets[0]}
+			}
+			for _, tg := range order {
+				tg.run(b, reqs, *compareDuration/compareRounds, 0)
+			}
 		}
-		for _, tg := range order {
-			tg.run(b, reqs, *compareDuration/compareRounds, 0)
+		runs = append(runs, compareRun{side: targets[0].summary(), noop: targets[1].summary()})
+		checks += len(targets[0].latencies)
+		for _, tg := range targets {
+			tg.reset()
 		}
 	}
 	b.StopTimer()
 	mem1 := sidecarMemStats(b, side)
 
-	s, n := targets[0].summary(), targets[1].summary()
-	checks := float64(len(targets[0].latencies))
-	b.ReportMetric((mem1.mallocs-mem0.mallocs)/checks, "sidecar-allocs/check")
-	b.ReportMetric((mem1.bytes-mem0.bytes)/checks, "sidecar-B/check")
-	b.ReportMetric((mem1.gcs-mem0.gcs)/checks*1000, "sidecar-gc/1k-checks")
-	b.ReportMetric(s.rate, "sidecar-checks/s")
-	b.ReportMetric(n.rate, "noop-checks/s")
-	b.ReportMetric(s.rate/n.rate, "throughput-ratio")
-	b.ReportMetric(us(s.p50), "sidecar-p50-us")
-	b.ReportMetric(us(n.p50), "noop-p50-us")
-	b.ReportMetric(float64(s.p50)/float64(n.p50), "p50-ratio")
-	b.ReportMetric(us(s.p99), "sidecar-p99-us")
-	b.ReportMetric(us(n.p99), "noop-p99-us")
-	b.ReportMetric(float64(s.p99)/float64(n.p99), "p99-ratio")
-	b.ReportMetric(s.cpuPerCheck, "sidecar-cpu-us/check")
-	b.ReportMetric(n.cpuPerCheck, "noop-cpu-us/check")
-	b.Logf("\n%-8s %12s %10s %10s %14s\n%-8s %12.0f %10.0f %10.0f %14.1f\n%-8s %12.0f %10.0f %10.0f %14.1f\n%-8s %12.2f %10.2f %10.2f %14.2f",
-		"", "checks/s", "p50 µs", "p99 µs", "cpu µs/check",
-		"sidecar", s.rate, us(s.p50), us(s.p99), s.cpuPerCheck,
-		"noop", n.rate, us(n.p50), us(n.p99), n.cpuPerCheck,
-		"ratio", s.rate/n.rate, float64(s.p50)/float64(n.p50), float64(s.p99)/float64(n.p99), s.cpuPerCheck/n.cpuPerCheck)
+	b.ReportMetric((mem1.mallocs-mem0.mallocs)/float64(checks), "sidecar-allocs/check")
+	b.ReportMetric((mem1.bytes-mem0.bytes)/float64(checks), "sidecar-B/check")
+	b.ReportMetric((mem1.gcs-mem0.gcs)/float64(checks)*1000, "sidecar-gc/1k-checks")
+	med := func(f func(compareRun) float64) float64 {
+		v := make([]float64, len(runs))
+		for i, r := range runs {
+			v[i] = f(r)
+		}
+		return median(v)
+	}
+	b.ReportMetric(med(func(r compareRun) float64 { return r.side.rate }), "sidecar-checks/s")
+	b.ReportMetric(med(func(r compareRun) float64 { return r.noop.rate }), "noop-checks/s")
+	b.ReportMetric(med(compareRun.throughputRatio), "throughput-ratio")
+	b.ReportMetric(med(func(r compareRun) float64 { return us(r.side.p50) }), "sidecar-p50-us")
+	b.ReportMetric(med(func(r compareRun) float64 { return us(r.noop.p50) }), "noop-p50-us")
+	b.ReportMetric(med(func(r compareRun) float64 { return float64(r.side.p50) / float64(r.noop.p50) }), "p50-ratio")
+	b.ReportMetric(med(func(r compareRun) float64 { return us(r.side.p99) }), "sidecar-p99-us")
+	b.ReportMetric(med(func(r compareRun) float64 { return us(r.noop.p99) }), "noop-p99-us")
+	b.ReportMetric(med(func(r compareRun) float64 { return float64(r.side.p99) / float64(r.noop.p99) }), "p99-ratio")
+	b.ReportMetric(med(func(r compareRun) float64 { return r.side.cpuPerCheck }), "sidecar-cpu-us/check")
+	b.ReportMetric(med(func(r compareRun) float64 { return r.noop.cpuPerCheck }), "noop-cpu-us/check")
+	b.ReportMetric(med(func(r compareRun) float64 { return r.side.cpuPerCheck / r.noop.cpuPerCheck }), "cpu-ratio")
+	var log strings.Builder
+	fmt.Fprintf(&log, "\n%-12s %12s %10s %10s %14s", "", "checks/s", "p50 µs", "p99 µs", "cpu µs/check")
+	for i, r := range runs {
+		s, n := r.side, r.noop
+		fmt.Fprintf(&log, "\nrun %d\n%-12s %12.0f %10.0f %10.0f %14.1f\n%-12s %12.0f %10.0f %10.0f %14.1f\n%-12s %12.2f %10.2f %10.2f %14.2f",
+			i+1,
+			"  sidecar", s.rate, us(s.p50), us(s.p99), s.cpuPerCheck,
+			"  noop", n.rate, us(n.p50), us(n.p99), n.cpuPerCheck,
+			"  ratio", r.throughputRatio(), float64(s.p50)/float64(n.p50), float64(s.p99)/float64(n.p99), s.cpuPerCheck/n.cpuPerCheck)
+	}
+	fmt.Fprintf(&log, "\nmedian throughput ratio %.2f over %d runs; sidecar %.1f allocations per check",
+		med(compareRun.throughputRatio), len(runs), (mem1.mallocs-mem0.mallocs)/float64(checks))
+	b.Log(log.String())
 	if len(otlp.Spans()) == 0 {
 		b.Error("the sidecar exported no span: telemetry was not on")
 	}
+}
+
+// compareRun is what one run of interleaved rounds measured.
+type compareRun struct{ side, noop compareSummary }
+
+func (r compareRun) throughputRatio() float64 { return r.side.rate / r.noop.rate }
+
+// median is the middle value of v (the mean of the two middle ones for
+// an even count); v is reordered.
+func median(v []float64) float64 {
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
 }
 
 // memStats are the sidecar's allocation counters from its /metrics.
