@@ -86,14 +86,7 @@ func TestGRPCServerSpan(t *testing.T) {
 		}
 	}
 
-	status, body := get(t, r, PathMetrics)
-	if status != http.StatusOK {
-		t.Fatalf("GET %s = %d", PathMetrics, status)
-	}
-	count := regexp.MustCompile(`(?m)^rpc_server_call_duration_seconds_count\{[^}]*rpc_method="envoy.service.auth.v3.Authorization/Check",rpc_response_status_code="OK",rpc_system_name="grpc"\} 1$`)
-	if !count.Match(body) {
-		t.Errorf("/metrics has no rpc_server_call_duration_seconds_count of the Check:\n%s", grep(body, "rpc_server"))
-	}
+	waitMetric(t, r, `(?m)^rpc_server_call_duration_seconds_count\{[^}]*rpc_method="envoy.service.auth.v3.Authorization/Check",rpc_response_status_code="OK",rpc_system_name="grpc"\} 1$`)
 }
 
 // TestGRPCUnsampledNoSpan: while nothing records spans, a Check leaves no
@@ -107,9 +100,26 @@ func TestGRPCUnsampledNoSpan(t *testing.T) {
 	if spans := tel.Spans().Recent(nil, time.Time{}); len(spans) != 0 {
 		t.Errorf("unwatched Check recorded %d spans: %+v", len(spans), spans)
 	}
-	_, body := get(t, r, PathMetrics)
-	if !regexp.MustCompile(`(?m)^rpc_server_call_duration_seconds_count\{[^}]*rpc_method="envoy.service.auth.v3.Authorization/Check"[^}]*\} 1$`).Match(body) {
-		t.Errorf("/metrics does not count the Check:\n%s", grep(body, "rpc_server"))
+	waitMetric(t, r, `(?m)^rpc_server_call_duration_seconds_count\{[^}]*rpc_method="envoy.service.auth.v3.Authorization/Check"[^}]*\} 1$`)
+}
+
+// waitMetric waits for /metrics to match expr: a call's duration is
+// recorded at its end on the server, which may come after the client
+// has its answer.
+func waitMetric(t *testing.T, r *running, expr string) {
+	t.Helper()
+	re := regexp.MustCompile(expr)
+	var body []byte
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		var status int
+		if status, body = get(t, r, PathMetrics); status == http.StatusOK && re.Match(body) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics does not match %s:\n%s", expr, grep(body, "rpc_server"))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
