@@ -116,3 +116,21 @@ func remote(i int, flags trace.TraceFlags) context.Context {
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: trace.SpanID{1, 2, 3, 4, 5, 6, 7, 8}, TraceFlags: flags, Remote: true})
 	return trace.ContextWithRemoteSpanContext(context.Background(), sc)
 }
+
+// BenchmarkDecisionTelemetry measures a decision's telemetry under a
+// server span the sampler dropped.
+func BenchmarkDecisionTelemetry(b *testing.B) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())), sdktrace.WithSpanProcessor(rec))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tel, err := newInstruments(tp, mp, &Engine{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, server := tp.Tracer("server").Start(context.Background(), "Check")
+	defer server.End()
+	b.ReportAllocs()
+	for b.Loop() {
+		decisionTelemetry(tel, ctx)
+	}
+}

@@ -87,3 +87,21 @@ func (nopHandler) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Conte
 func (nopHandler) HandleRPC(context.Context, stats.RPCStats)                         {}
 func (nopHandler) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
 func (nopHandler) HandleConn(context.Context, stats.ConnStats)                       {}
+
+// BenchmarkUnsampledCall measures the handler on the events of a call
+// whose span the sampler drops (the events' own cost included).
+func BenchmarkUnsampledCall(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	prop := propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	h, err := New(Options{TracerProvider: tp, MeterProvider: mp, Propagator: prop})
+	if err != nil {
+		b.Fatal(err)
+	}
+	base := metadata.NewIncomingContext(context.Background(), envoyMetadata())
+	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7701}
+	b.ReportAllocs()
+	for b.Loop() {
+		callEvents(h, base, "/envoy.service.auth.v3.Authorization/Check", local)
+	}
+}

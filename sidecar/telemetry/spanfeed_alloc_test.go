@@ -60,3 +60,14 @@ func TestSpanFeedKeepsUnreadSpansAsTheyAre(t *testing.T) {
 		t.Errorf("backlog and live records differ (-backlog +live):\n%s", d)
 	}
 }
+
+// BenchmarkSpanFeedUnwatched measures keeping an ended span nobody
+// watches.
+func BenchmarkSpanFeedUnwatched(b *testing.B) {
+	sf := NewSpanFeed(DefaultFeedSize)
+	ro := decisionSpan(time.Now()).Snapshot()
+	b.ReportAllocs()
+	for b.Loop() {
+		sf.OnEnd(ro)
+	}
+}
