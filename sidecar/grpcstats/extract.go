@@ -18,7 +18,10 @@ import (
 // asked for no key list and returned its context unchanged, a call whose
 // metadata holds none of those keys would have it ask for the same keys,
 // get the same empty answers and return the context unchanged too, so
-// looking the keys up is enough. Otherwise every call is extracted.
+// looking the keys up is enough. That holds for a propagator whose reads
+// depend on the carrier alone, as OpenTelemetry's do (TraceContext,
+// Baggage, composites of them). A propagator that lists the carrier's
+// keys is extracted on every call.
 type extractor struct {
 	prop propagation.TextMapPropagator
 	// keys are the keys the propagator reads from an empty carrier;
