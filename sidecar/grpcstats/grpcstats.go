@@ -5,8 +5,10 @@
 //
 // It records what otelgrpc's server handler (v0.72, default semantic
 // conventions) recorded: the span's name, kind, attributes and status,
-// and the histogram's name, unit, buckets and attributes. What it does
-// not do is pay for that on calls nobody looks at. The sampler still
+// and the histogram's name, unit, buckets and attributes (the older
+// conventions otelgrpc could be switched to with
+// OTEL_SEMCONV_STABILITY_OPT_IN=rpc/old or rpc/dup are not offered).
+// What it does not do is pay for that on calls nobody looks at. The sampler still
 // decides, through the configured TracerProvider, whether a call's span
 // is recorded; an unsampled call then costs what the SDK needs to carry
 // its non-recording span to the decision's child spans, and nothing else:
