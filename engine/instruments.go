@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reason"
@@ -44,7 +45,21 @@ type instruments struct {
 	internal  []trace.SpanStartOption
 	decisions metric.Int64Counter
 	latency   metric.Float64Histogram
-	attrSets  sync.Map // decisionKey → metric.MeasurementOption
+	// bound holds the options of each decisionKey seen so far, made
+	// once: the key space is the reason codes of the engine, a small
+	// fixed set, times allowed or not.
+	bound sync.Map // decisionKey → *decisionOptions
+	// dropped is what startVerify and startEval return in place of a
+	// span that would not be recorded.
+	dropped trace.Span
+}
+
+// decisionOptions are the measurement options of one decisionKey, as
+// slices: passing an option on its own to Add or Record makes a slice of
+// it on every call.
+type decisionOptions struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
 }
 
 type decisionKey struct {
@@ -57,6 +72,7 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider, e *Engine)
 	t := &instruments{
 		tracer:   tp.Tracer(instrumentationName),
 		internal: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)},
+		dropped:  noop.Span{},
 	}
 	var err error
 	if t.decisions, err = m.Int64Counter("svc.decisions",
@@ -151,8 +167,27 @@ func observeDecisionCache(m metric.Meter, e *Engine, hit, miss metric.ObserveOpt
 	return err
 }
 
+// startVerify starts the auth.verify_token span, unless its parent was
+// dropped (see parentDropped).
 func (t *instruments) startVerify(ctx context.Context) (context.Context, trace.Span) {
+	if parentDropped(ctx) {
+		return ctx, t.dropped
+	}
 	return t.tracer.Start(ctx, SpanVerifyToken, t.internal...)
+}
+
+// parentDropped reports whether the span in ctx is one of this process
+// that the sampler dropped: it is valid, local, not recording and not
+// sampled. Its children would be dropped too by every sampler that
+// follows the parent (the parent-based ones, OpenTelemetry's default)
+// and by the trace id ratio, which decides the same for the whole trace,
+// so they are not started: starting a span the SDK drops still costs a
+// span and a context. A remote parent (the caller's traceparent) or none
+// leaves the decision to the sampler.
+func parentDropped(ctx context.Context) bool {
+	p := trace.SpanFromContext(ctx)
+	sc := p.SpanContext()
+	return sc.IsValid() && !sc.IsRemote() && !sc.IsSampled() && !p.IsRecording()
 }
 
 func (t *instruments) endVerify(_ context.Context, span trace.Span, d TokenDecision) {
@@ -168,7 +203,12 @@ func (t *instruments) endVerify(_ context.Context, span trace.Span, d TokenDecis
 	span.End()
 }
 
+// startEval starts the policy.evaluate span, unless its parent was
+// dropped (see parentDropped).
 func (t *instruments) startEval(ctx context.Context) (context.Context, trace.Span) {
+	if parentDropped(ctx) {
+		return ctx, t.dropped
+	}
 	return t.tracer.Start(ctx, SpanEvaluate, t.internal...)
 }
 
@@ -218,16 +258,20 @@ func matchedRule(d Decision) string {
 
 func (t *instruments) decided(ctx context.Context, code reason.Code, allowed bool, latency time.Duration) {
 	k := decisionKey{allowed: allowed, code: code}
-	opt, ok := t.attrSets.Load(k)
+	v, ok := t.bound.Load(k)
 	if !ok {
-		opt, _ = t.attrSets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(
+		set := metric.WithAttributeSet(attribute.NewSet(
 			attribute.String("result", result(allowed)),
 			attribute.String("reason", string(code)),
-		)))
+		))
+		v, _ = t.bound.LoadOrStore(k, &decisionOptions{
+			add:    []metric.AddOption{set},
+			record: []metric.RecordOption{set},
+		})
 	}
-	o := opt.(metric.MeasurementOption)
-	t.decisions.Add(ctx, 1, o.(metric.AddOption))
-	t.latency.Record(ctx, latency.Seconds(), o.(metric.RecordOption))
+	o := v.(*decisionOptions)
+	t.decisions.Add(ctx, 1, o.add...)
+	t.latency.Record(ctx, latency.Seconds(), o.record...)
 }
 
 func result(allowed bool) string {

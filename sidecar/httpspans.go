@@ -14,10 +14,10 @@ import (
 
 // traceDecisions gives every decision request of the HTTP listener a
 // server span, the parent of the engine's auth.verify_token and
-// policy.evaluate spans, as otelgrpc's span is on the gRPC listener. The
-// span continues the caller's trace when the request carries a W3C
-// traceparent (nginx, Caddy, an SDK). Its name is the method and route,
-// e.g. "POST /v1/authorize" or "GET /check".
+// policy.evaluate spans, as the grpcstats handler's span is on the gRPC
+// listener. The span continues the caller's trace when the request
+// carries a W3C traceparent (nginx, Caddy, an SDK). Its name is the
+// method and route, e.g. "POST /v1/authorize" or "GET /check".
 //
 // Only decision paths get one: the local API's authorize and
 // validate-token, and the check mode's /check and /check/envoy/…. Probes,

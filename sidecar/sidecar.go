@@ -23,7 +23,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -38,6 +37,7 @@ import (
 	"github.com/svc-dev/svc/envoy"
 	"github.com/svc-dev/svc/samlgw"
 	"github.com/svc-dev/svc/sidecar/dryrun"
+	"github.com/svc-dev/svc/sidecar/grpcstats"
 	"github.com/svc-dev/svc/sidecar/listeners"
 	"github.com/svc-dev/svc/sidecar/live"
 	"github.com/svc-dev/svc/sidecar/telemetry"
@@ -159,7 +159,12 @@ func New(deps Deps) (*Server, error) {
 		return nil, err
 	}
 
-	s.grpc = grpc.NewServer(s.grpcOptions()...)
+	grpcOpts, err := s.grpcOptions()
+	if err != nil {
+		s.closeListeners()
+		return nil, err
+	}
+	s.grpc = grpc.NewServer(grpcOpts...)
 	envoySrv.Register(s.grpc)
 	authzSrv.Register(s.grpc)
 	s.health = health.NewServer()
@@ -207,7 +212,7 @@ func New(deps Deps) (*Server, error) {
 	return s, nil
 }
 
-func (s *Server) grpcOptions() []grpc.ServerOption {
+func (s *Server) grpcOptions() ([]grpc.ServerOption, error) {
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxRecvMsgBytes),
 		grpc.MaxConcurrentStreams(maxStreams),
@@ -227,13 +232,17 @@ func (s *Server) grpcOptions() []grpc.ServerOption {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.certs.config("h2"))))
 	}
 	if t := s.deps.Telemetry; t != nil {
-		opts = append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(
-			otelgrpc.WithTracerProvider(t.TracerProvider()),
-			otelgrpc.WithMeterProvider(t.MeterProvider()),
-			otelgrpc.WithPropagators(t.Propagator()),
-		)))
+		h, err := grpcstats.New(grpcstats.Options{
+			TracerProvider: t.TracerProvider(),
+			MeterProvider:  t.MeterProvider(),
+			Propagator:     t.Propagator(),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("grpc telemetry: %w", err)
+		}
+		opts = append(opts, grpc.StatsHandler(h))
 	}
-	return opts
+	return opts, nil
 }
 
 // GRPCAddr is the bound gRPC address.

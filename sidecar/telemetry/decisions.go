@@ -12,7 +12,7 @@ import (
 // decisions made while somebody watches are kept: publishing costs a lock
 // and a copy, which an unwatched decision should not pay.
 type DecisionFeed struct {
-	f *feed[audit.Record]
+	f *feed[audit.Record, audit.Record]
 }
 
 // NewDecisionFeed returns a DecisionFeed keeping the last size decisions

@@ -19,11 +19,16 @@ const (
 // feed is a bounded ring buffer of recent records with fan-out to
 // subscribers. Publishing never blocks: a subscriber whose channel is full
 // misses the record, and the miss is counted.
-type feed[T any] struct {
-	stamp func(*T) time.Time // the time Subscribe's since compares with
+//
+// The ring keeps records as published (S); readers and subscribers get
+// them as view makes them (T), only when they ask: a record nobody reads
+// costs no conversion.
+type feed[S, T any] struct {
+	stamp func(*S) time.Time // the time Subscribe's since compares with
+	view  func(S) T
 
 	mu     sync.Mutex
-	ring   []T
+	ring   []S
 	next   int  // index the next record goes to
 	full   bool // ring has wrapped
 	subs   map[*subscriber[T]]struct{}
@@ -53,14 +58,28 @@ type Subscription[T any] struct {
 // Dropped is how many records this subscriber missed so far.
 func (s *Subscription[T]) Dropped() uint64 { return s.s.dropped.Load() }
 
-func newFeed[T any](size int, stamp func(*T) time.Time) *feed[T] {
+// newFeed returns a feed of records kept and delivered as they are.
+func newFeed[T any](size int, stamp func(*T) time.Time) *feed[T, T] {
+	return newViewFeed(size, stamp, func(r T) T { return r })
+}
+
+// newViewFeed returns a feed that keeps records of type S and delivers
+// view's T of them.
+func newViewFeed[S, T any](size int, stamp func(*S) time.Time, view func(S) T) *feed[S, T] {
 	if size <= 0 {
 		size = DefaultFeedSize
 	}
-	return &feed[T]{stamp: stamp, ring: make([]T, size), subs: map[*subscriber[T]]struct{}{}}
+	return &feed[S, T]{stamp: stamp, view: view, ring: make([]S, size), subs: map[*subscriber[T]]struct{}{}}
 }
 
-func (f *feed[T]) publish(v T) {
+func (f *feed[S, T]) publish(v S) {
+	// The view is made outside the lock when somebody watches, inside
+	// only for a subscriber that came meanwhile.
+	var t T
+	viewed := false
+	if f.live.Load() > 0 {
+		t, viewed = f.view(v), true
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.ring[f.next] = v
@@ -70,11 +89,14 @@ func (f *feed[T]) publish(v T) {
 	}
 	f.published.Add(1)
 	for s := range f.subs {
-		if s.filter != nil && !s.filter(v) {
+		if !viewed {
+			t, viewed = f.view(v), true
+		}
+		if s.filter != nil && !s.filter(t) {
 			continue
 		}
 		select {
-		case s.ch <- v:
+		case s.ch <- t:
 		default:
 			f.dropped.Add(1)
 			s.dropped.Add(1)
@@ -84,15 +106,15 @@ func (f *feed[T]) publish(v T) {
 
 // recentLocked returns the buffered records, oldest first, that match
 // filter and are stamped at or after since.
-func (f *feed[T]) recentLocked(filter func(T) bool, since time.Time) []T {
+func (f *feed[S, T]) recentLocked(filter func(T) bool, since time.Time) []T {
 	var out []T
-	visit := func(part []T) {
+	visit := func(part []S) {
 		for i := range part {
 			if f.stamp(&part[i]).Before(since) {
 				continue
 			}
-			if filter == nil || filter(part[i]) {
-				out = append(out, part[i])
+			if t := f.view(part[i]); filter == nil || filter(t) {
+				out = append(out, t)
 			}
 		}
 	}
@@ -103,7 +125,7 @@ func (f *feed[T]) recentLocked(filter func(T) bool, since time.Time) []T {
 	return out
 }
 
-func (f *feed[T]) recent(filter func(T) bool, since time.Time) []T {
+func (f *feed[S, T]) recent(filter func(T) bool, since time.Time) []T {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.recentLocked(filter, since)
@@ -112,12 +134,12 @@ func (f *feed[T]) recent(filter func(T) bool, since time.Time) []T {
 // subscribe returns a channel that first receives the buffered records
 // matching filter since since, then live ones, until ctx ends or the feed
 // is closed; then the channel is closed.
-func (f *feed[T]) subscribe(ctx context.Context, filter func(T) bool, since time.Time) <-chan T {
+func (f *feed[S, T]) subscribe(ctx context.Context, filter func(T) bool, since time.Time) <-chan T {
 	return f.watch(ctx, filter, since).C
 }
 
 // watch is subscribe returning the Subscription with its drop count.
-func (f *feed[T]) watch(ctx context.Context, filter func(T) bool, since time.Time) *Subscription[T] {
+func (f *feed[S, T]) watch(ctx context.Context, filter func(T) bool, since time.Time) *Subscription[T] {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	backlog := f.recentLocked(filter, since)
@@ -146,7 +168,7 @@ func (f *feed[T]) watch(ctx context.Context, filter func(T) bool, since time.Tim
 
 // close ends every subscription; records published later are still kept
 // in the ring.
-func (f *feed[T]) close() {
+func (f *feed[S, T]) close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.closed = true
@@ -169,7 +191,7 @@ type FeedStats struct {
 	Subscribers int `json:"subscribers"`
 }
 
-func (f *feed[T]) stats() FeedStats {
+func (f *feed[S, T]) stats() FeedStats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := f.next

@@ -273,7 +273,7 @@ type LogRecord = localapi.LogRecord
 // waits for a subscriber. Only records at or above the logger's level
 // reach the feed.
 type LogFeed struct {
-	f *feed[LogRecord]
+	f *feed[LogRecord, LogRecord]
 }
 
 // NewLogFeed returns a LogFeed keeping the last size records

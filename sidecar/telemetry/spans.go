@@ -21,7 +21,10 @@ type SpanRecord = localapi.SpanRecord
 // tailing and dry-run sessions read. Ending a span never waits for a
 // subscriber.
 type SpanFeed struct {
-	f *feed[SpanRecord]
+	// f keeps the SDK's read-only spans: a span becomes a SpanRecord only
+	// when it is read, and most are not (every span is kept for a trace
+	// tail's replay while spans are exported, watched or not).
+	f *feed[sdktrace.ReadOnlySpan, SpanRecord]
 }
 
 var _ sdktrace.SpanProcessor = (*SpanFeed)(nil)
@@ -29,16 +32,19 @@ var _ sdktrace.SpanProcessor = (*SpanFeed)(nil)
 // NewSpanFeed returns a SpanFeed keeping the last size spans
 // (DefaultFeedSize when size ≤ 0).
 func NewSpanFeed(size int) *SpanFeed {
-	return &SpanFeed{f: newFeed(size, func(r *SpanRecord) time.Time { return r.End() })}
+	return &SpanFeed{f: newViewFeed(size,
+		func(s *sdktrace.ReadOnlySpan) time.Time { return (*s).EndTime() },
+		spanRecord)}
 }
 
 // OnStart implements sdktrace.SpanProcessor; started spans are not kept.
 func (*SpanFeed) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 
-// OnEnd implements sdktrace.SpanProcessor: it records s and hands it to
-// the subscribers whose filter accepts it.
+// OnEnd implements sdktrace.SpanProcessor: it keeps s and hands it to
+// the subscribers whose filter accepts it. The SDK's ended span is
+// immutable, so it is kept as it is.
 func (sf *SpanFeed) OnEnd(s sdktrace.ReadOnlySpan) {
-	sf.f.publish(spanRecord(s))
+	sf.f.publish(s)
 }
 
 // Shutdown implements sdktrace.SpanProcessor: it ends every subscription.

@@ -1,0 +1,199 @@
+// Package grpcstats is the telemetry of the sidecar's gRPC server: a
+// stats handler that gives every call a server span, continuing the
+// caller's trace from the call's metadata, and records the call's
+// duration in the rpc.server.call.duration histogram.
+//
+// It records what otelgrpc's server handler (v0.72, default semantic
+// conventions) recorded: the span's name, kind, attributes and status,
+// and the histogram's name, unit, buckets and attributes (the older
+// conventions otelgrpc could be switched to with
+// OTEL_SEMCONV_STABILITY_OPT_IN=rpc/old or rpc/dup are not offered).
+// What it does not do is pay for that on calls nobody looks at. The sampler still
+// decides, through the configured TracerProvider, whether a call's span
+// is recorded; an unsampled call then costs what the SDK needs to carry
+// its non-recording span to the decision's child spans, and nothing else:
+// no attribute is built, no per-call state is kept in the context, and
+// the duration is recorded with an attribute set built once per method
+// and status code.
+package grpcstats
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
+	grpccodes "google.golang.org/grpc/codes"
+	"google.golang.org/grpc/stats"
+	"google.golang.org/grpc/status"
+)
+
+// ScopeName is the instrumentation scope of the handler's tracer and meter.
+const ScopeName = "github.com/svc-dev/svc/sidecar/grpcstats"
+
+// MetricCallDuration is the histogram of server call durations, in
+// seconds (semantic conventions v1.43, as otelgrpc records it).
+const MetricCallDuration = "rpc.server.call.duration"
+
+// callDurationBuckets are otelgrpc's bucket boundaries of the histogram.
+var callDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
+
+// Options are what a Handler records with. Every field is required.
+type Options struct {
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
+	// Propagator extracts the caller's trace context from the incoming
+	// metadata.
+	Propagator propagation.TextMapPropagator
+}
+
+// Handler is a grpc stats.Handler for a server. It is safe for
+// concurrent use.
+type Handler struct {
+	tracer trace.Tracer
+	// start holds the span start options, made once: an option made per
+	// call is an allocation on every call.
+	start    []trace.SpanStartOption
+	extract  extractor
+	duration metric.Float64Histogram
+	methods  methodTable
+}
+
+var _ stats.Handler = (*Handler)(nil)
+
+// New returns a Handler recording with opts' providers.
+func New(opts Options) (*Handler, error) {
+	m := opts.MeterProvider.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))
+	duration, err := m.Float64Histogram(MetricCallDuration,
+		metric.WithDescription("Measures the duration of an incoming Remote Procedure Call (RPC)."),
+		metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(callDurationBuckets...))
+	if err != nil {
+		return nil, err
+	}
+	return &Handler{
+		tracer:   opts.TracerProvider.Tracer(ScopeName),
+		start:    []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)},
+		extract:  newExtractor(opts.Propagator),
+		duration: duration,
+	}, nil
+}
+
+// TagConn implements stats.Handler; connections are not traced.
+func (*Handler) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+
+// HandleConn implements stats.Handler; connections are not traced.
+func (*Handler) HandleConn(context.Context, stats.ConnStats) {}
+
+// TagRPC implements stats.Handler: it starts the call's server span,
+// under the caller's span when the metadata carries one. The span is
+// described only when the sampler chose to record it.
+func (h *Handler) TagRPC(ctx context.Context, info *stats.RPCTagInfo) context.Context {
+	ctx = h.extract.extract(ctx)
+	ctx, span := h.tracer.Start(ctx, spanName(info.FullMethodName), h.start...)
+	if span.IsRecording() {
+		if ms := h.methods.lookup(info.FullMethodName); ms != nil {
+			span.SetAttributes(ms.span...)
+		} else {
+			span.SetAttributes(methodAttrs(info.FullMethodName)...)
+		}
+	}
+	return ctx
+}
+
+// HandleRPC implements stats.Handler. A recorded span gets the server's
+// address from the call's header and its status at the end; the
+// duration is recorded at the end of every call.
+func (h *Handler) HandleRPC(ctx context.Context, rs stats.RPCStats) {
+	if rs.IsClient() {
+		return
+	}
+	switch rs := rs.(type) {
+	case *stats.InHeader:
+		if rs.LocalAddr == nil {
+			return
+		}
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			span.SetAttributes(serverAddrAttrs(rs.LocalAddr.String())...)
+		}
+	case *stats.End:
+		h.end(ctx, rs)
+	}
+}
+
+func (h *Handler) end(ctx context.Context, rs *stats.End) {
+	code := grpccodes.OK
+	var st *status.Status
+	if rs.Error != nil {
+		st, _ = status.FromError(rs.Error)
+		code = st.Code()
+	}
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		if st != nil {
+			span.SetStatus(spanStatus(st))
+		}
+		span.SetAttributes(semconv.RPCResponseStatusCode(canonicalString(code)))
+		span.End()
+	}
+	if !h.duration.Enabled(ctx) {
+		return
+	}
+	// The stream, which names the method, is in the context of every
+	// call that reaches its end: only calls of a registered method do.
+	method, _ := grpc.Method(ctx)
+	elapsed := float64(rs.EndTime.Sub(rs.BeginTime)) / float64(time.Second)
+	if ms := h.methods.get(method); ms != nil && int(code) < len(ms.byCode) {
+		h.duration.Record(ctx, elapsed, ms.byCode[code]...)
+		return
+	}
+	h.duration.Record(ctx, elapsed, recordOptions(method, code)...)
+}
+
+// spanName is the span name of a call: the full method without its
+// leading slash, "package.Service/Method".
+func spanName(fullMethod string) string {
+	if len(fullMethod) > 0 && fullMethod[0] == '/' {
+		return fullMethod[1:]
+	}
+	return fullMethod
+}
+
+// isServerError reports the codes that mean the server failed, which set
+// the span's status to Error and the metric's error.type; the others
+// (a refused argument, a missing permission) are the caller's.
+func isServerError(c grpccodes.Code) bool {
+	switch c {
+	case grpccodes.Unknown, grpccodes.DeadlineExceeded, grpccodes.Unimplemented,
+		grpccodes.Internal, grpccodes.Unavailable, grpccodes.DataLoss:
+		return true
+	}
+	return false
+}
+
+func spanStatus(st *status.Status) (codes.Code, string) {
+	if isServerError(st.Code()) {
+		return codes.Error, st.Message()
+	}
+	return codes.Unset, ""
+}
+
+// serverAddrAttrs are server.address and server.port of a local address
+// "host:port"; only server.address when it does not split so.
+func serverAddrAttrs(hostport string) []attribute.KeyValue {
+	h, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return []attribute.KeyValue{semconv.ServerAddress(hostport)}
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		return []attribute.KeyValue{semconv.ServerAddress(h)}
+	}
+	return []attribute.KeyValue{semconv.ServerAddress(h), semconv.ServerPort(port)}
+}
