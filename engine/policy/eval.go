@@ -98,7 +98,11 @@ func (s *Set) evalTraced(ctx context.Context, input ast.Value, tracer topdown.Qu
 	if err := ctx.Err(); err != nil {
 		return Result{}, reason.Wrap(reason.PolicyError, err, "evaluate policy")
 	}
-	args := evalArgs{store: s.store, txn: s.txn, input: ast.NewTerm(input), tracer: tracer}
+	// The rule cache goes back for reuse once the decision is decoded:
+	// nothing of the evaluation is needed after that.
+	rules := s.rules.get()
+	defer s.rules.put(rules)
+	args := evalArgs{store: s.store, txn: s.txn, input: ast.NewTerm(input), tracer: tracer, rules: rules}
 	allow, reasons, err := s.decide(ctx, &args)
 	if err != nil {
 		return Result{}, err

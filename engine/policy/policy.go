@@ -51,9 +51,11 @@ type Set struct {
 	data     map[string]any
 	store    storage.Store
 	// txn is the read transaction of store every evaluation shares.
-	txn      storage.Transaction
-	fast     decisionQuery
-	full     decisionQuery
+	txn  storage.Transaction
+	fast decisionQuery
+	full decisionQuery
+	// rules holds the rule caches of finished evaluations for the next.
+	rules    *ruleCaches
 	revision string
 	// plan says which parts of input decide; cache is nil when the
 	// policy's decisions cannot be cached.
@@ -123,6 +125,7 @@ func build(files []string, sources map[string]string, data map[string]any, o opt
 		store:    store,
 		revision: contentRevision(names, sources, data),
 		plan:     planCache(compiler.Modules),
+		rules:    &ruleCaches{},
 	}
 	if s.plan.disabled == "" {
 		s.cache = newDecisionCache(s.plan, DecisionCacheSize)

@@ -58,6 +58,7 @@ type evalArgs struct {
 	txn    storage.Transaction
 	input  *ast.Term
 	tracer topdown.QueryTracer
+	rules  topdown.VirtualCache
 }
 
 // run evaluates the query and returns how many results it had and the
@@ -70,7 +71,8 @@ func (q *decisionQuery) run(ctx context.Context, c *ast.Compiler, a *evalArgs) (
 		WithTransaction(a.txn).
 		WithMetrics(metrics.NoOp()).
 		WithStrictBuiltinErrors(false).
-		WithInput(a.input)
+		WithInput(a.input).
+		WithVirtualCache(a.rules)
 	if done := ctx.Done(); done != nil {
 		tq = tq.WithCancel(doneCancel(done))
 	}
