@@ -98,11 +98,12 @@ func (s *Set) evalTraced(ctx context.Context, input ast.Value, tracer topdown.Qu
 	if err := ctx.Err(); err != nil {
 		return Result{}, reason.Wrap(reason.PolicyError, err, "evaluate policy")
 	}
-	// The rule cache goes back for reuse once the decision is decoded:
-	// nothing of the evaluation is needed after that.
-	rules := s.rules.get()
-	defer s.rules.put(rules)
-	args := evalArgs{store: s.store, txn: s.txn, input: ast.NewTerm(input), tracer: tracer, rules: rules}
+	// The state goes back for reuse once the decision is decoded: nothing
+	// of the evaluation is needed after that.
+	st := s.states.get()
+	defer s.states.put(st)
+	st.input.Value = input
+	args := evalArgs{store: s.store, txn: s.txn, tracer: tracer, rules: &st.rules, st: st}
 	allow, reasons, err := s.decide(ctx, &args)
 	if err != nil {
 		return Result{}, err
@@ -181,6 +182,18 @@ func decodeAllow(v ast.Value) (bool, error) {
 func decodeReasons(v ast.Value) ([]string, error) {
 	if v == nil {
 		return []string{}, nil
+	}
+	// An allowed request has no reasons: no need for the collector below,
+	// which escapes to the heap with what it captures.
+	switch x := v.(type) {
+	case ast.Set:
+		if x.Len() == 0 {
+			return []string{}, nil
+		}
+	case *ast.Array:
+		if x.Len() == 0 {
+			return []string{}, nil
+		}
 	}
 	var (
 		out []string

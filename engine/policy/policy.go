@@ -54,8 +54,8 @@ type Set struct {
 	txn  storage.Transaction
 	fast decisionQuery
 	full decisionQuery
-	// rules holds the rule caches of finished evaluations for the next.
-	rules    *ruleCaches
+	// states holds the states of finished evaluations for the next.
+	states   *evalStates
 	revision string
 	// plan says which parts of input decide; cache is nil when the
 	// policy's decisions cannot be cached.
@@ -125,7 +125,7 @@ func build(files []string, sources map[string]string, data map[string]any, o opt
 		store:    store,
 		revision: contentRevision(names, sources, data),
 		plan:     planCache(compiler.Modules),
-		rules:    &ruleCaches{},
+		states:   &evalStates{},
 	}
 	if s.plan.disabled == "" {
 		s.cache = newDecisionCache(s.plan, DecisionCacheSize)

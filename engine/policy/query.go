@@ -56,10 +56,16 @@ func compileQuery(compiler *ast.Compiler, src string) (decisionQuery, error) {
 type evalArgs struct {
 	store  storage.Store
 	txn    storage.Transaction
-	input  *ast.Term
 	tracer topdown.QueryTracer
-	rules  topdown.VirtualCache
+	// rules is the rule cache; st.rules unless a test gives another.
+	rules topdown.VirtualCache
+	st    *evalState
 }
+
+// noRequestMetadata is the request metadata of every evaluation: topdown
+// would make an empty map for each. Only built-ins registered by the
+// embedding program read it, and this package registers none.
+var noRequestMetadata = map[string]any{}
 
 // run evaluates the query and returns how many results it had and the
 // outputs of the first (nil when it had none).
@@ -71,7 +77,8 @@ func (q *decisionQuery) run(ctx context.Context, c *ast.Compiler, a *evalArgs) (
 		WithTransaction(a.txn).
 		WithMetrics(metrics.NoOp()).
 		WithStrictBuiltinErrors(false).
-		WithInput(a.input).
+		WithRequestMetadata(noRequestMetadata).
+		WithInput(&a.st.input).
 		WithVirtualCache(a.rules)
 	if done := ctx.Done(); done != nil {
 		tq = tq.WithCancel(doneCancel(done))
@@ -79,14 +86,9 @@ func (q *decisionQuery) run(ctx context.Context, c *ast.Compiler, a *evalArgs) (
 	if a.tracer != nil {
 		tq = tq.WithQueryTracer(a.tracer)
 	}
-	err = tq.Iter(ctx, func(qr topdown.QueryResult) error {
-		if n == 0 {
-			allow, reasons = qr[q.allow], qr[q.reasons]
-		}
-		n++
-		return nil
-	})
-	return n, allow, reasons, err
+	a.st.start(q)
+	err = tq.Iter(ctx, a.st.collect)
+	return a.st.n, a.st.allow, a.st.reasons, err
 }
 
 // doneCancel stops an evaluation once its context is done: topdown asks

@@ -1,8 +1,6 @@
 package policy
 
 import (
-	"sync"
-
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/topdown"
 )
@@ -12,8 +10,8 @@ import (
 // per input. topdown's own cache is a trie that allocates a node and a
 // hash map per key element and is thrown away after each evaluation; this
 // one keeps each frame's entries in flat slices under a hash index, and
-// the set reuses it for the next evaluation once reset, so a warm cache
-// allocates nothing. It behaves as topdown's: exact lookups of a
+// the set reuses it for the next evaluation once reset (see evalState), so
+// a warm cache allocates nothing. It behaves as topdown's: exact lookups of a
 // reference by the equality of its terms, in the top frame only.
 type ruleCache struct {
 	frames []cacheFrame
@@ -49,23 +47,13 @@ func newRuleCache() *ruleCache {
 	return &ruleCache{frames: make([]cacheFrame, 1, 2)}
 }
 
-// ruleCaches hands out reset rule caches.
-type ruleCaches struct{ pool sync.Pool }
-
-func (p *ruleCaches) get() *ruleCache {
-	if c, ok := p.pool.Get().(*ruleCache); ok {
-		return c
-	}
-	return newRuleCache()
-}
-
-// put resets c and keeps it for another evaluation, unless it grew past
-// maxPooledEntries. The values of the evaluation must no longer be needed.
-func (p *ruleCaches) put(c *ruleCache) {
+// reset empties c for another evaluation and reports whether it is worth
+// keeping: false when it grew past maxPooledEntries.
+func (c *ruleCache) reset() bool {
 	for i := range c.frames {
 		f := &c.frames[i]
 		if len(f.entries) > maxPooledEntries || len(f.terms) > 8*maxPooledEntries {
-			return
+			return false
 		}
 		clear(f.index)
 		clear(f.entries)
@@ -73,7 +61,7 @@ func (p *ruleCaches) put(c *ruleCache) {
 		f.entries, f.terms = f.entries[:0], f.terms[:0]
 	}
 	c.top = 0
-	p.pool.Put(c)
+	return true
 }
 
 // Push implements topdown.VirtualCache.

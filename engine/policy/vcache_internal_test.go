@@ -10,7 +10,7 @@ import (
 )
 
 // TestRuleCacheMatchesTopdown runs random sequences of operations on a
-// ruleCache, reused through ruleCaches as evaluations reuse it, and on
+// ruleCache, reset and reused as evaluations reuse it, and on
 // topdown's own virtual cache, and checks that every lookup and key list
 // agrees. References share prefixes, differ in number forms, reuse the
 // slice Put was given (as topdown does), and collide in length.
@@ -21,10 +21,12 @@ func TestRuleCacheMatchesTopdown(t *testing.T) {
 		ast.ArrayTerm(ast.StringTerm("a")), ast.BooleanTerm(true), ast.NullTerm(),
 	}
 	values := []*ast.Term{nil, ast.BooleanTerm(false), ast.StringTerm("v"), ast.ArrayTerm(ast.IntNumberTerm(1))}
-	var caches ruleCaches
 	rng := rand.New(rand.NewPCG(3, 4))
+	got := newRuleCache()
 	for round := range 200 {
-		got := caches.get()
+		if !got.reset() {
+			t.Fatal("a cache of at most 300 entries is not kept")
+		}
 		want := topdown.NewVirtualCache()
 		depth := 0
 		buf := make(ast.Ref, 0, 6)
@@ -64,7 +66,6 @@ func TestRuleCacheMatchesTopdown(t *testing.T) {
 				}
 			}
 		}
-		caches.put(got)
 	}
 }
 
@@ -97,29 +98,30 @@ func sameRefs(a, b []ast.Ref) bool {
 // TestRuleCacheReuse checks that a cache handed out again holds nothing
 // of the evaluation before, and that an oversized one is not kept.
 func TestRuleCacheReuse(t *testing.T) {
-	var caches ruleCaches
-	c := caches.get()
+	var states evalStates
+	st := states.get()
+	c := &st.rules
 	ref := ast.MustParseRef("data.svc.authz.allow")
 	c.Put(ref, ast.BooleanTerm(true))
 	c.Push()
 	c.Put(ref, ast.BooleanTerm(false))
-	caches.put(c)
+	states.put(st)
 	for range 10 {
-		c := caches.get()
+		st := states.get()
+		c := &st.rules
 		if v, undefined := c.Get(ref); v != nil || undefined {
 			t.Fatalf("reused cache holds %v (undefined %v)", v, undefined)
 		}
 		if c.top != 0 {
 			t.Fatalf("reused cache starts in frame %d", c.top)
 		}
-		caches.put(c)
+		states.put(st)
 	}
 	big := newRuleCache()
 	for i := range maxPooledEntries + 1 {
 		big.Put(ast.Ref{ast.IntNumberTerm(i)}, ast.BooleanTerm(true))
 	}
-	caches.put(big)
-	if len(big.frames[0].entries) != maxPooledEntries+1 {
+	if big.reset() || len(big.frames[0].entries) != maxPooledEntries+1 {
 		t.Fatal("an oversized cache was reset for reuse")
 	}
 }
