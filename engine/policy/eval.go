@@ -100,7 +100,7 @@ func (s *Set) evalTraced(ctx context.Context, input ast.Value, tracer topdown.Qu
 	}
 	// The state goes back for reuse once the decision is decoded: nothing
 	// of the evaluation is needed after that.
-	st := s.states.get()
+	st := s.states.get(tracer == nil)
 	defer s.states.put(st)
 	st.input.Value = input
 	args := evalArgs{store: s.store, txn: s.txn, tracer: tracer, rules: &st.rules, st: st}

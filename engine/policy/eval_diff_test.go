@@ -169,22 +169,32 @@ func TestEvalMatchesRego(t *testing.T) {
 }
 
 // withPolicy replaces input and data with `with`, which pushes frames on
-// the rule cache, and calls functions whose results the cache holds.
+// the rule cache, calls functions whose results the cache holds, and
+// replaces a constant rule with `with`.
 const withPolicy = `package svc.authz
 
 default allow := false
+
+admin_roles := {"admin"}
+
+is_admin(roles) if {
+	some r in roles
+	admin_roles[r]
+}
 
 rank(plan) := data.plans[plan]
 
 tenant_ok if input.user.tenant_id == input.resource.tenant
 
-admin if "admin" in input.user.roles
+admin if is_admin(input.user.roles)
 
 allow if {
 	tenant_ok
 	rank(input.tenant.plan) >= 1
 	admin with input.user.roles as ["admin"]
 	not admin with input.user.roles as []
+	not is_admin(["admin"]) with data.svc.authz.admin_roles as {"root"}
+	is_admin(["admin"])
 	ranks := [rank(p) | some p in ["team", "enterprise", input.tenant.plan]]
 	count(ranks) >= 2
 }

@@ -43,14 +43,26 @@ func (st *evalState) result(qr topdown.QueryResult) error {
 	return nil
 }
 
-// evalStates hands out evaluation states.
-type evalStates struct{ pool sync.Pool }
+// evalStates hands out the evaluation states of one set.
+type evalStates struct {
+	pool sync.Pool
+	// consts are the set's constant rules, nil when it has none.
+	consts *constantRules
+}
 
-func (p *evalStates) get() *evalState {
-	if st, ok := p.pool.Get().(*evalState); ok {
-		return st
+// get returns a state whose rule cache holds the set's constant rules
+// when withConsts is true. A traced evaluation goes without them, so that
+// the tracer sees every rule evaluated as it always was.
+func (p *evalStates) get(withConsts bool) *evalState {
+	st, ok := p.pool.Get().(*evalState)
+	if !ok {
+		st = newEvalState()
 	}
-	return newEvalState()
+	st.rules.consts = nil
+	if withConsts {
+		st.rules.consts = p.consts
+	}
+	return st
 }
 
 // put keeps st for another evaluation, unless its rule cache grew too

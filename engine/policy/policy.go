@@ -125,7 +125,7 @@ func build(files []string, sources map[string]string, data map[string]any, o opt
 		store:    store,
 		revision: contentRevision(names, sources, data),
 		plan:     planCache(compiler.Modules),
-		states:   &evalStates{},
+		states:   &evalStates{consts: findConstantRules(compiler)},
 	}
 	if s.plan.disabled == "" {
 		s.cache = newDecisionCache(s.plan, DecisionCacheSize)

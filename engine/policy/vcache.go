@@ -16,6 +16,9 @@ import (
 type ruleCache struct {
 	frames []cacheFrame
 	top    int // index of the active frame
+	// consts, when not nil, are values the first frame holds from the
+	// start (see constantRules).
+	consts *constantRules
 }
 
 var _ topdown.VirtualCache = (*ruleCache)(nil)
@@ -111,7 +114,11 @@ func (f *cacheFrame) find(ref ast.Ref, h uint64) *ruleEntry {
 // Get implements topdown.VirtualCache: the value cached for ref, or nil
 // and whether ref is known to be undefined.
 func (c *ruleCache) Get(ref ast.Ref) (*ast.Term, bool) {
-	e := c.frames[c.top].find(ref, refHash(ref))
+	h := refHash(ref)
+	e := c.frames[c.top].find(ref, h)
+	if e == nil && c.top == 0 && c.consts != nil {
+		e = c.consts.find(ref, h)
+	}
 	switch {
 	case e == nil:
 		return nil, false
@@ -155,6 +162,13 @@ func (c *ruleCache) Keys() []ast.Ref {
 	for _, e := range c.frames[c.top].entries {
 		if e.value != nil {
 			keys = append(keys, e.ref.Copy())
+		}
+	}
+	if c.top == 0 && c.consts != nil {
+		for _, e := range c.consts.entries {
+			if c.frames[0].find(e.ref, refHash(e.ref)) == nil {
+				keys = append(keys, e.ref.Copy())
+			}
 		}
 	}
 	return keys

@@ -99,7 +99,7 @@ func sameRefs(a, b []ast.Ref) bool {
 // of the evaluation before, and that an oversized one is not kept.
 func TestRuleCacheReuse(t *testing.T) {
 	var states evalStates
-	st := states.get()
+	st := states.get(true)
 	c := &st.rules
 	ref := ast.MustParseRef("data.svc.authz.allow")
 	c.Put(ref, ast.BooleanTerm(true))
@@ -107,7 +107,7 @@ func TestRuleCacheReuse(t *testing.T) {
 	c.Put(ref, ast.BooleanTerm(false))
 	states.put(st)
 	for range 10 {
-		st := states.get()
+		st := states.get(true)
 		c := &st.rules
 		if v, undefined := c.Get(ref); v != nil || undefined {
 			t.Fatalf("reused cache holds %v (undefined %v)", v, undefined)
