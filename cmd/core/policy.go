@@ -310,7 +310,7 @@ func (a *app) policyBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench <policy-dir>",
 		Short: "Benchmark in-process policy evaluation",
-		Long: `Evaluates the policy in <policy-dir> repeatedly, in-process, with the prepared
+		Long: `Evaluates the policy in <policy-dir> repeatedly, in-process, with the compiled
 decision query the sidecar uses, and reports latency percentiles in
 microseconds, heap allocations per evaluation, and the CPU time per
 evaluation: the user plus system time of the whole process (getrusage

@@ -41,7 +41,7 @@ const fastQuery = `allow := data.svc.authz.allow; reasons := data.svc.authz.deny
 // array, so it always has exactly one result.
 const fullQuery = `allow := [x | x := data.svc.authz.allow]; reasons := [x | x := data.svc.authz.deny_reasons]`
 
-// Set is a compiled policy set with its data and its prepared decision
+// Set is a compiled policy set with its data and its compiled decision
 // query. It is immutable, apart from its decision cache, and safe for
 // concurrent use.
 type Set struct {
