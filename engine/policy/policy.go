@@ -231,5 +231,5 @@ func (s *Set) Data() map[string]any { return s.data }
 // Storage returns the storage holding Data, for callers that prepare their
 // own queries against the same compiler and data. It must only be read:
 // the set's evaluations share one read transaction of it, open for as long
-// as the set lives, so a write transaction would wait for ever.
+// as the set lives, so committing a write would wait for ever.
 func (s *Set) Storage() storage.Store { return s.store }
