@@ -70,16 +70,18 @@ allow if {
 	some role in roles
 	some r in ["*", resource]
 	some v in [verb, "*"]
-	role_permissions[role][r][v]
+	v in role_permissions[role][r]
 
-	# The tenant's plan includes the action.
-	not plan_blocked
+	# The tenant's plan includes the action. A function of the action
+	# already at hand costs the evaluator less than a rule reading input.
+	not plan_gated(action)
 }
 
 # deny_reasons is empty when allowed; otherwise it lists every reason found,
 # or "policy-denied" should a condition of allow have no reason yet.
 deny_reasons := set() if {
-	allow
+	# A comparison, not a bare reference: the evaluator allocates less.
+	allow == true
 } else := explained if {
 	count(explained) > 0
 } else := {"policy-denied"}
@@ -108,7 +110,7 @@ explained contains reason if {
 }
 
 explained contains reason if {
-	plan_blocked
+	plan_gated(input.action)
 	reason := concat(" ", ["plan-required:", plan_gates[input.action]])
 }
 
@@ -144,11 +146,12 @@ granted(resource, verb) if {
 	some role in roles
 	some r in ["*", resource]
 	some v in [verb, "*"]
-	role_permissions[role][r][v]
+	v in role_permissions[role][r]
 }
 
-plan_blocked if {
-	required := plan_gates[input.action]
+# plan_gated holds when the tenant's plan does not include action.
+plan_gated(action) if {
+	required := plan_gates[action]
 	not plan_includes(required)
 }
 

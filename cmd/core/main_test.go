@@ -50,6 +50,7 @@ var normalizers = []struct {
 	{regexp.MustCompile(`\d+\.\d µs`), "<n> µs"},
 	{regexp.MustCompile(`"(p50|p95|p99|p999|max|mean)_us": [-+.e0-9]+`), `"${1}_us": <n>`},
 	{regexp.MustCompile(`"(allocs|bytes)_per_op": [-+.e0-9]+`), `"${1}_per_op": <n>`},
+	{regexp.MustCompile(`"cpu_per_op_us": [-+.e0-9]+`), `"cpu_per_op_us": <n>`},
 	{regexp.MustCompile(`((?:allocs|bytes)/op:\s+)\d+`), "${1}<n>"},
 	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`), "<time>"},
 	{regexp.MustCompile(`\b\d{8}T\d{6}Z\b`), "<revision>"},

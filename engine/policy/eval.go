@@ -9,8 +9,6 @@ import (
 	"slices"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/metrics"
-	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
 
 	"github.com/svc-dev/svc/engine/reason"
@@ -90,28 +88,23 @@ func inputValue(input any) (ast.Value, error) {
 	return v, nil
 }
 
-// noMetrics turns off the per-evaluation metrics rego would otherwise
-// allocate and time.
-var noMetrics = rego.EvalMetrics(metrics.NoOp())
+func (s *Set) eval(ctx context.Context, input ast.Value) (Result, error) {
+	return s.evalTraced(ctx, input, nil)
+}
 
-func (s *Set) eval(ctx context.Context, input ast.Value, opts ...rego.EvalOption) (Result, error) {
+// evalTraced evaluates the policy on input, reporting to tracer when it
+// is not nil.
+func (s *Set) evalTraced(ctx context.Context, input ast.Value, tracer topdown.QueryTracer) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, reason.Wrap(reason.PolicyError, err, "evaluate policy")
 	}
-	// rego would start a goroutine per evaluation to watch ctx; a callback
-	// registered on ctx cancels the same way without one, and a context
-	// that can never be canceled needs neither.
-	cancel := topdown.NewCancel()
-	if ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, cancel.Cancel)
-		defer stop()
-	}
-	opts = append(opts,
-		rego.EvalParsedInput(input),
-		noMetrics,
-		rego.EvalExternalCancel(cancel),
-	)
-	allow, reasons, err := s.decide(ctx, opts)
+	// The state goes back for reuse once the decision is decoded: nothing
+	// of the evaluation is needed after that.
+	st := s.states.get(tracer == nil)
+	defer s.states.put(st)
+	st.input.Value = input
+	args := evalArgs{store: s.store, txn: s.txn, tracer: tracer, rules: &st.rules, st: st}
+	allow, reasons, err := s.decide(ctx, &args)
 	if err != nil {
 		return Result{}, err
 	}
@@ -131,33 +124,41 @@ func (s *Set) eval(ctx context.Context, input ast.Value, opts ...rego.EvalOption
 // both rules are defined, which a policy with `default allow := false` and
 // a deny_reasons rule always has; otherwise the full query, which tells
 // each undefined rule apart, runs.
-func (s *Set) decide(ctx context.Context, opts []rego.EvalOption) (allow, reasons ast.Value, err error) {
-	rs, err := s.fast.Eval(ctx, opts...)
+func (s *Set) decide(ctx context.Context, args *evalArgs) (allow, reasons ast.Value, err error) {
+	n, a, r, err := s.fast.run(ctx, s.compiler, args)
 	if err != nil {
 		return nil, nil, reason.Wrap(reason.PolicyError, err, "evaluate policy")
 	}
-	switch len(rs) {
+	switch n {
 	case 1:
-		allow, _ = rs[0].Bindings["allow"].(ast.Value)
-		reasons, _ = rs[0].Bindings["reasons"].(ast.Value)
-		return allow, reasons, nil
+		return valueOf(a), valueOf(r), nil
 	case 0:
 	default:
-		return nil, nil, reason.New(reason.PolicyError, "decision query returned %d results", len(rs))
+		return nil, nil, reason.New(reason.PolicyError, "decision query returned %d results", n)
 	}
-	if rs, err = s.full.Eval(ctx, opts...); err != nil {
+	if n, a, r, err = s.full.run(ctx, s.compiler, args); err != nil {
 		return nil, nil, reason.Wrap(reason.PolicyError, err, "evaluate policy")
 	}
-	if len(rs) != 1 {
-		return nil, nil, reason.New(reason.PolicyError, "decision query returned %d results", len(rs))
+	if n != 1 {
+		return nil, nil, reason.New(reason.PolicyError, "decision query returned %d results", n)
 	}
-	return firstOf(rs[0].Bindings["allow"]), firstOf(rs[0].Bindings["reasons"]), nil
+	return firstOf(a), firstOf(r), nil
+}
+
+func valueOf(t *ast.Term) ast.Value {
+	if t == nil {
+		return nil
+	}
+	return t.Value
 }
 
 // firstOf unwraps a binding of the full query: an array holding the rule's
 // value, or empty when the rule is undefined.
-func firstOf(b any) ast.Value {
-	if arr, ok := b.(*ast.Array); ok && arr.Len() > 0 {
+func firstOf(b *ast.Term) ast.Value {
+	if b == nil {
+		return nil
+	}
+	if arr, ok := b.Value.(*ast.Array); ok && arr.Len() > 0 {
 		return arr.Elem(0).Value
 	}
 	return nil
@@ -181,6 +182,18 @@ func decodeAllow(v ast.Value) (bool, error) {
 func decodeReasons(v ast.Value) ([]string, error) {
 	if v == nil {
 		return []string{}, nil
+	}
+	// An allowed request has no reasons: no need for the collector below,
+	// which escapes to the heap with what it captures.
+	switch x := v.(type) {
+	case ast.Set:
+		if x.Len() == 0 {
+			return []string{}, nil
+		}
+	case *ast.Array:
+		if x.Len() == 0 {
+			return []string{}, nil
+		}
 	}
 	var (
 		out []string

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
 )
 
@@ -57,7 +56,7 @@ func (s *Set) Explain(ctx context.Context, input any) (Result, []RuleEval, error
 		return Result{}, nil, err
 	}
 	tr := newRuleTracer(s.compiler.Modules)
-	res, err := s.eval(ctx, v, rego.EvalQueryTracer(tr))
+	res, err := s.evalTraced(ctx, v, tr)
 	if err != nil {
 		return Result{}, nil, err
 	}

@@ -2,7 +2,7 @@
 // decide authorization requests. A policy set is a directory (or bundle) of
 // Rego v1 modules plus optional data files; the package svc.authz must
 // define it. Its rule allow decides and its set deny_reasons explains:
-// both are read by one prepared query per Set, so the hot path does no
+// both are read by one query compiled once per Set, so the hot path does no
 // parsing or compiling.
 //
 // A Set is immutable once built and safe for concurrent use. A Store holds
@@ -21,7 +21,6 @@ import (
 	"slices"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/util"
@@ -42,7 +41,7 @@ const fastQuery = `allow := data.svc.authz.allow; reasons := data.svc.authz.deny
 // array, so it always has exactly one result.
 const fullQuery = `allow := [x | x := data.svc.authz.allow]; reasons := [x | x := data.svc.authz.deny_reasons]`
 
-// Set is a compiled policy set with its data and its prepared decision
+// Set is a compiled policy set with its data and its compiled decision
 // query. It is immutable, apart from its decision cache, and safe for
 // concurrent use.
 type Set struct {
@@ -51,8 +50,12 @@ type Set struct {
 	compiler *ast.Compiler
 	data     map[string]any
 	store    storage.Store
-	fast     rego.PreparedEvalQuery
-	full     rego.PreparedEvalQuery
+	// txn is the read transaction of store every evaluation shares.
+	txn  storage.Transaction
+	fast decisionQuery
+	full decisionQuery
+	// states holds the states of finished evaluations for the next.
+	states   *evalStates
 	revision string
 	// plan says which parts of input decide; cache is nil when the
 	// policy's decisions cannot be cached.
@@ -122,25 +125,21 @@ func build(files []string, sources map[string]string, data map[string]any, o opt
 		store:    store,
 		revision: contentRevision(names, sources, data),
 		plan:     planCache(compiler.Modules),
+		states:   &evalStates{consts: findConstantRules(compiler)},
 	}
 	if s.plan.disabled == "" {
 		s.cache = newDecisionCache(s.plan, DecisionCacheSize)
 	}
 	for _, q := range []struct {
-		dst   *rego.PreparedEvalQuery
+		dst   *decisionQuery
 		query string
 	}{{&s.fast, fastQuery}, {&s.full, fullQuery}} {
-		*q.dst, err = rego.New(
-			rego.Query(q.query),
-			rego.SetRegoVersion(ast.RegoV1),
-			rego.Compiler(compiler),
-			rego.Capabilities(caps),
-			rego.Store(store),
-			rego.GenerateJSON(astResult),
-		).PrepareForEval(ctx)
-		if err != nil {
+		if *q.dst, err = compileQuery(compiler, q.query); err != nil {
 			return nil, &Error{Problems: problemsOf("", fmt.Errorf("prepare decision query: %w", err))}
 		}
+	}
+	if s.txn, err = readTxn(store); err != nil {
+		return nil, &Error{Problems: problemsOf("", err)}
 	}
 	return s, nil
 }
@@ -199,10 +198,6 @@ func compile(ctx context.Context, store storage.Store, modules map[string]*ast.M
 	return c, nil
 }
 
-// astResult keeps query results as AST values; decoding them directly is
-// cheaper than converting them to Go values first.
-func astResult(t *ast.Term, _ *rego.EvalContext) (any, error) { return t.Value, nil }
-
 // WithRevision returns a copy of the set that reports rev as its revision
 // (a bundle revision, a content hash). The copy shares everything else,
 // its decision cache included: the policy is the same.
@@ -234,5 +229,7 @@ func (s *Set) Compiler() *ast.Compiler { return s.compiler }
 func (s *Set) Data() map[string]any { return s.data }
 
 // Storage returns the storage holding Data, for callers that prepare their
-// own queries against the same compiler and data.
+// own queries against the same compiler and data. It must only be read:
+// the set's evaluations share one read transaction of it, open for as long
+// as the set lives, so committing a write would wait for ever.
 func (s *Set) Storage() storage.Store { return s.store }

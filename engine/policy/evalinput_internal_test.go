@@ -1,0 +1,112 @@
+package policy
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// TestInputMatchesDocument checks that the document Eval evaluates a
+// typed input on is, for varied sets of key paths and inputs, the one
+// decisionCache.document builds from the input's key parts.
+func TestInputMatchesDocument(t *testing.T) {
+	full := Input{
+		Action: "orders:update",
+		User: User{
+			ID: "u-1", Role: "editor", Roles: []string{"editor", "billing"}, TenantID: "acme", Email: "e@acme.example",
+			Claims: map[string]any{
+				"level":  json.Number("1.0"),
+				"groups": []any{"a", "b"},
+				"nested": map[string]any{"ok": true, "none": nil},
+			},
+		},
+		Resource: Resource{Type: "orders", ID: "ord-1", Tenant: "acme"},
+		Tenant:   Tenant{ID: "acme", Plan: "team"},
+		Request: &Request{
+			Method: "POST", Path: "/api/orders", Host: "shop.example",
+			Query:   map[string]string{"dry_run": "1"},
+			Headers: map[string]string{"x-request-id": "r-1", "accept": "application/json"},
+		},
+	}
+	badUTF8 := full
+	badUTF8.Action = "orders:\xffread"
+	badUTF8.User.Roles = []string{"\xc3"}
+	badUTF8.Request = &Request{Method: "G\xfeT", Headers: map[string]string{"x-\xff": "\xfe"}}
+	scalarClaims := full
+	scalarClaims.User.Claims = map[string]any{"level": "x", "nested": 3, "groups": nil}
+	inputs := map[string]Input{
+		"every field":   full,
+		"zero":          {},
+		"empty request": {Request: &Request{}},
+		"invalid UTF-8": badUTF8,
+		"null claims":   {User: User{Roles: []string{}}},
+		"scalar claims": scalarClaims,
+	}
+	paths := []string{
+		"action", "action.x",
+		"user", "user.id", "user.role", "user.roles", "user.roles.x", "user.tenant_id", "user.email", "user.email.x",
+		"user.claims", "user.claims.level", "user.claims.level.x", "user.claims.groups", "user.claims.nested.ok",
+		"user.claims.nested.none", "user.claims.nested.none.x", "user.claims.missing", "user.other",
+		"resource", "resource.type", "resource.id", "resource.tenant", "resource.tenant.x", "resource.other",
+		"tenant", "tenant.id", "tenant.plan", "tenant.plan.x", "tenant.other",
+		"request", "request.method", "request.path", "request.host", "request.query", "request.query.dry_run",
+		"request.headers", "request.headers.x-request-id", "request.headers.x-\ufffd", "request.headers.missing",
+		"request.method.x", "request.other",
+		"other", "other.x", "user.claims.nested", "user.claims.nested.ok.x",
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	sets := [][]string{{""}, paths, {"action", "user.roles", "user.role", "user.tenant_id", "resource.tenant", "tenant.id", "tenant.plan"}}
+	for range 300 {
+		n := 1 + rng.IntN(12)
+		set := make([]string, n)
+		for i := range set {
+			set[i] = paths[rng.IntN(len(paths))]
+		}
+		sets = append(sets, set)
+	}
+	for _, set := range sets {
+		var keyPaths [][]*ast.Term
+		for _, p := range set {
+			path := []*ast.Term{}
+			if p != "" {
+				for _, k := range strings.Split(p, ".") {
+					path = append(path, ast.StringTerm(k))
+				}
+			}
+			keyPaths = append(keyPaths, path)
+		}
+		plan := cachePlan{paths: minimalPaths(keyPaths)}
+		s := &Set{plan: plan, cache: newDecisionCache(plan, 16)}
+		for name, in := range inputs {
+			k, whole, err := s.cache.key(&in, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := whole
+			if want == nil {
+				want = s.cache.document(k.parts)
+			}
+			got, err := s.input(&in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sameValue(got, want) {
+				t.Errorf("paths %q, input %s:\n got %v\nwant %v", set, name, got, want)
+			}
+		}
+	}
+}
+
+// TestInputClaimsError checks that claims that cannot be converted fail
+// the input whether or not the policy reads them, as Value does.
+func TestInputClaimsError(t *testing.T) {
+	plan := cachePlan{paths: [][]*ast.Term{{keyAction}}}
+	s := &Set{plan: plan, cache: newDecisionCache(plan, 16)}
+	in := Input{User: User{Claims: map[string]any{"n": json.Number("x")}}}
+	if _, err := s.input(&in); err == nil {
+		t.Fatal("claims holding an invalid number converted")
+	}
+}

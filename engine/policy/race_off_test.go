@@ -1,0 +1,6 @@
+//go:build !race
+
+package policy_test
+
+// raceEnabled is true under -race, which changes allocation counts.
+const raceEnabled = false
