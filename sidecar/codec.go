@@ -43,6 +43,16 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 		return c.proto.Marshal(v)
 	}
 	size := m.SizeVT()
+	if size <= smallMessage {
+		s := new(smallBuffer)
+		s.buf = s.data[:size]
+		if err := marshalVT(m, s.buf); err != nil {
+			return nil, err
+		}
+		// *SliceBuffer is a Buffer: no copy of the slice to the heap.
+		s.slice[0] = &s.buf
+		return s.slice[:], nil
+	}
 	if mem.IsBelowBufferPoolingThreshold(size) {
 		buf := make([]byte, size)
 		if err := marshalVT(m, buf); err != nil {
@@ -58,6 +68,20 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	}
 	*buf = (*buf)[:size]
 	return mem.BufferSlice{mem.NewBuffer(buf, pool)}, nil
+}
+
+// smallMessage is the largest encoding a smallBuffer holds: an allowed
+// ext_authz answer takes some 300 bytes.
+const smallMessage = 512
+
+// smallBuffer is the BufferSlice of a small message in one allocation,
+// where a slice of a SliceBuffer takes three (the bytes, the slice header
+// boxed in the interface, the one-element slice). Like a SliceBuffer it is
+// left to the garbage collector.
+type smallBuffer struct {
+	slice [1]mem.Buffer
+	buf   mem.SliceBuffer
+	data  [smallMessage]byte
 }
 
 // marshalVT fills buf, sized by SizeVT, from its end, as the generated
