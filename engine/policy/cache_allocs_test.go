@@ -7,8 +7,9 @@ import (
 )
 
 // TestDecideHitAllocs guards the cost of a decision cache hit on the
-// default policy: the decision id, and nothing built from the input (its
-// key parts are read from the typed input's strings).
+// default policy: the decision id (one allocation), and nothing built
+// from the input (its key parts are read from the typed input's strings,
+// and hashed without moving the hasher to the heap).
 func TestDecideHitAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes allocation counts")
@@ -24,8 +25,8 @@ func TestDecideHitAllocs(t *testing.T) {
 			t.Fatalf("decide: allow=%v err=%v", res.Allow, err)
 		}
 	})
-	if allocs > 3 {
-		t.Errorf("Decide hit: %v allocations, want at most 3", allocs)
+	if allocs > 2 {
+		t.Errorf("Decide hit: %v allocations, want at most 2", allocs)
 	}
 	if hits, misses, _, _ := set.CacheStats(); misses != 1 || hits < 200 {
 		t.Errorf("%d hits, %d misses: the decisions were not cache hits", hits, misses)

@@ -227,18 +227,28 @@ func (kh *keyHasher) value(v ast.Value) {
 		kh.length(tagNumber, len(x))
 		kh.h.WriteString(string(x))
 		kh.size += len(x)
+	// Loops rather than Foreach: a closure would move kh, and with it
+	// every key's hasher, to the heap.
 	case *ast.Array:
 		kh.length(tagArray, x.Len())
-		x.Foreach(func(t *ast.Term) { kh.value(t.Value) })
+		for i := range x.Len() {
+			kh.value(x.Elem(i).Value)
+		}
 	case ast.Object:
 		kh.length(tagObject, x.Len())
-		x.Foreach(func(k, v *ast.Term) {
+		for it := x.KeysIterator(); ; {
+			k, ok := it.Next()
+			if !ok {
+				break
+			}
 			kh.value(k.Value)
-			kh.value(v.Value)
-		})
+			kh.value(x.Get(k).Value)
+		}
 	case ast.Set:
 		kh.length(tagSet, x.Len())
-		x.Foreach(func(t *ast.Term) { kh.value(t.Value) })
+		for _, t := range x.Slice() {
+			kh.value(t.Value)
+		}
 	default:
 		// Input values hold none of the other kinds; sameValue still
 		// confirms them with ast.Compare.
