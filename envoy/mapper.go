@@ -217,7 +217,8 @@ func (m *Mapper) mapRequest(pr proxyRequest) (string, engine.Input, error) {
 	if pr.target == "" {
 		return "", engine.Input{}, reason.New(reason.InputInvalid, "request path is missing")
 	}
-	segs, path, err := cleanPath(pr.target)
+	blk := new(mappedRequest)
+	segs, path, err := cleanPathInto(pr.target, blk.segs[:0])
 	if err != nil {
 		return "", engine.Input{}, err
 	}
@@ -272,17 +273,18 @@ func (m *Mapper) mapRequest(pr proxyRequest) (string, engine.Input, error) {
 		action = resource + ":" + verb
 	}
 
+	blk.req = policy.Request{
+		Method:   method,
+		Path:     path,
+		Host:     pr.host,
+		Query:    parseQuery(pr.target),
+		Headers:  policyHeaders(pr.headers, m.trustForwardedFor),
+		SourceIP: m.sourceIP(pr),
+	}
 	in := engine.Input{
 		Action:   action,
 		Resource: policy.Resource{Type: resource, ID: id, Tenant: tenant},
-		Request: &policy.Request{
-			Method:   method,
-			Path:     path,
-			Host:     pr.host,
-			Query:    parseQuery(pr.target),
-			Headers:  policyHeaders(pr.headers, m.trustForwardedFor),
-			SourceIP: m.sourceIP(pr),
-		},
+		Request:  &blk.req,
 	}
 	tok := bearerToken(pr.headers["authorization"])
 	if tok == "" && m.sessionCookie != "" {
@@ -291,6 +293,13 @@ func (m *Mapper) mapRequest(pr proxyRequest) (string, engine.Input, error) {
 		}
 	}
 	return tok, in, nil
+}
+
+// mappedRequest holds input.request and the path's segments, which most
+// paths have few enough of to fit, in one allocation.
+type mappedRequest struct {
+	req  policy.Request
+	segs [8]string
 }
 
 // matchRoute finds the first route that matches method and segs; rt is
