@@ -163,6 +163,13 @@ func derivedUser(v any) *policy.User {
 // an error; an error means the engine could not decide (reason.PolicyError)
 // and the caller applies its fail mode.
 func (e *Engine) Authorize(ctx context.Context, raw string, in Input) (Result, error) {
+	return e.AuthorizeFrom(ctx, sourceOf(ctx), raw, in)
+}
+
+// AuthorizeFrom is Authorize for a decision asked through source, as
+// WithSource would tag ctx with, without the context that costs every
+// request.
+func (e *Engine) AuthorizeFrom(ctx context.Context, source, raw string, in Input) (Result, error) {
 	start := e.now()
 	var user *policy.User
 	res := Result{}
@@ -171,7 +178,7 @@ func (e *Engine) Authorize(ctx context.Context, raw string, in Input) (Result, e
 		// Every decision gets an id, so that a 401 can be matched with its
 		// audit record and log line.
 		res.Decision = Decision{Reason: res.Token.Reason, DenyReasons: []string{}, DecisionID: policy.NewDecisionID()}
-		e.record(ctx, start, res, in)
+		e.record(ctx, source, start, res, in)
 		return res, nil
 	}
 	if user != nil {
@@ -186,7 +193,7 @@ func (e *Engine) Authorize(ctx context.Context, raw string, in Input) (Result, e
 	res.Input = in
 	if ok, wait := e.allowRate(ctx, in.User.TenantID); !ok {
 		res.Decision = Decision{Reason: reason.RateLimited, DenyReasons: []string{string(reason.RateLimited)}, RetryAfter: wait, DecisionID: policy.NewDecisionID()}
-		e.record(ctx, start, res, in)
+		e.record(ctx, source, start, res, in)
 		return res, nil
 	}
 	d, err := e.Evaluate(ctx, in)
@@ -194,14 +201,14 @@ func (e *Engine) Authorize(ctx context.Context, raw string, in Input) (Result, e
 	if e.dryRun && err == nil {
 		// policy.mode = "dry-run": the would-be outcome is recorded as
 		// simulated and the request goes through.
-		e.recordEvaluated(ctx, start, res, in, true)
+		e.recordEvaluated(ctx, source, start, res, in, true)
 		if !d.Allow {
 			res.Decision.Allow = true
 			res.Decision.Reason = reason.PolicyDryRun
 		}
 		return res, nil
 	}
-	e.recordEvaluated(ctx, start, res, in, false)
+	e.recordEvaluated(ctx, source, start, res, in, false)
 	return res, err
 }
 
@@ -235,18 +242,18 @@ func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
 	return d, err
 }
 
-func (e *Engine) record(ctx context.Context, start time.Time, res Result, in Input) {
-	e.finish(ctx, start, res, in, false, false)
+func (e *Engine) record(ctx context.Context, source string, start time.Time, res Result, in Input) {
+	e.finish(ctx, source, start, res, in, false, false)
 }
 
-func (e *Engine) recordEvaluated(ctx context.Context, start time.Time, res Result, in Input, simulated bool) {
-	e.finish(ctx, start, res, in, true, simulated)
+func (e *Engine) recordEvaluated(ctx context.Context, source string, start time.Time, res Result, in Input, simulated bool) {
+	e.finish(ctx, source, start, res, in, true, simulated)
 }
 
 // finish counts the decision, writes its audit record and shows it to the
 // observer. With simulated set (dry-run policy mode), the record carries
 // the policy's own outcome, which was not enforced.
-func (e *Engine) finish(ctx context.Context, start time.Time, res Result, in Input, evaluated, simulated bool) {
+func (e *Engine) finish(ctx context.Context, source string, start time.Time, res Result, in Input, evaluated, simulated bool) {
 	latency := e.now().Sub(start)
 	allowed := res.Allowed()
 	code := res.Decision.Reason
@@ -273,7 +280,7 @@ func (e *Engine) finish(ctx context.Context, start time.Time, res Result, in Inp
 		PolicyRevision: res.Decision.Revision,
 		LatencyUS:      latency.Microseconds(),
 		Simulated:      simulated,
-		Source:         sourceOf(ctx),
+		Source:         source,
 	}
 	rec.TraceID, rec.SpanID = traceIDs(ctx)
 	if e.audit != nil {
