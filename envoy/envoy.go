@@ -138,7 +138,8 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.C
 	if _, ok := s.az.(sourceAuthorizer); !ok {
 		ctx, source = engine.WithSource(ctx, SourceEnvoy), ""
 	}
-	v, ok := s.authorizeFrom(ctx, source, pr)
+	blk := new(checkAnswer)
+	v, ok := s.authorizeFrom(ctx, source, pr, &blk.mapped)
 	v = s.present(v, pr)
 	if !ok {
 		return v.checkResponse(nil), nil
@@ -147,20 +148,27 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.C
 	if v.allow {
 		spoofed = spoofedHeaders(pr.headers)
 	}
-	return v.checkResponse(spoofed), nil
+	return v.checkResponseInto(spoofed, &blk.ok), nil
+}
+
+// checkAnswer holds, in one allocation, the policy input's request (and
+// what mapping builds for it) and the messages of an allowed answer.
+type checkAnswer struct {
+	mapped mappedRequest
+	ok     okBlock
 }
 
 // authorize maps pr and asks the Authorizer; ok is false when the request
 // could not be mapped. ctx carries the source (engine.WithSource).
 func (s *Server) authorize(ctx context.Context, pr proxyRequest) (verdict, bool) {
-	return s.authorizeFrom(ctx, "", pr)
+	return s.authorizeFrom(ctx, "", pr, new(mappedRequest))
 }
 
 // authorizeFrom is authorize for a decision asked through source, or
 // through the source ctx carries when source is empty; a source is given
-// only to a sourceAuthorizer.
-func (s *Server) authorizeFrom(ctx context.Context, source string, pr proxyRequest) (verdict, bool) {
-	token, in, err := s.mapper.mapRequest(pr)
+// only to a sourceAuthorizer. The input is mapped into blk.
+func (s *Server) authorizeFrom(ctx context.Context, source string, pr proxyRequest, blk *mappedRequest) (verdict, bool) {
+	token, in, err := s.mapper.mapRequestInto(pr, blk)
 	if err != nil {
 		s.logInvalid(ctx, err)
 		return invalidInput(err), false
