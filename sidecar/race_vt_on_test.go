@@ -1,7 +1,7 @@
-//go:build race
+//go:build race && vtprotobuf
 
 package sidecar
 
 // raceEnabled: the race detector changes allocation counts, which the
-// allocation tests then skip.
+// allocation tests (built with -tags vtprotobuf) then skip.
 const raceEnabled = true
