@@ -2,6 +2,7 @@ package envoy
 
 import (
 	"bytes"
+	"slices"
 	"unicode/utf8"
 	"unsafe"
 
@@ -281,6 +282,7 @@ func decodeHTTP(b []byte, h *authv3.AttributeContext_HttpRequest) bool {
 // in one allocation.
 func decodeHeaderMap(b []byte, m *corev3.HeaderMap) bool {
 	vals := make([]corev3.HeaderValue, countField(b, 1))
+	m.Headers = slices.Grow(m.Headers, len(vals))
 	n := 0
 	for len(b) > 0 {
 		f, rest, ok := nextField(b)
