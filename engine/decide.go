@@ -34,7 +34,7 @@ func sourceOf(ctx context.Context) string {
 // with neither set serves every tenant.
 func (e *Engine) ValidateToken(ctx context.Context, raw string) TokenDecision {
 	ctx, span := e.tel.startVerify(ctx)
-	d := e.validate(ctx, raw)
+	d, _ := e.validate(ctx, raw)
 	if d.Allowed && d.Reason == reason.OK {
 		if !e.cfg.SDK.AcceptsTenant(d.TenantID) {
 			d = TokenDecision{Reason: reason.TenantMismatch, Message: "the token's tenant is not served by this deployment"}
@@ -89,46 +89,70 @@ const limiterWarnEvery = 30 * time.Second
 
 // verifyToken is ValidateToken without the tenant check: Authorize leaves
 // the tenant to the policy, which may allow a cross-tenant support role.
-func (e *Engine) verifyToken(ctx context.Context, raw string) TokenDecision {
+// user is the policy input's user for an accepted token, built once per
+// verification (deriveUser), or nil when userFrom must build it.
+func (e *Engine) verifyToken(ctx context.Context, raw string) (d TokenDecision, user *policy.User) {
 	ctx, span := e.tel.startVerify(ctx)
-	d := e.validate(ctx, raw)
+	d, user = e.validate(ctx, raw)
 	e.tel.endVerify(ctx, span, d)
-	return d
+	return d, user
 }
 
-func (e *Engine) validate(ctx context.Context, raw string) TokenDecision {
+func (e *Engine) validate(ctx context.Context, raw string) (TokenDecision, *policy.User) {
 	if raw == "" {
-		return TokenDecision{Reason: reason.TokenMissing, Message: "no bearer token"}
+		return TokenDecision{Reason: reason.TokenMissing, Message: "no bearer token"}, nil
 	}
 	if e.DevMode() {
-		return TokenDecision{Allowed: true, Reason: reason.DevAnonymous, Subject: AnonymousSubject, TenantID: e.cfg.SDK.TenantID}
+		return TokenDecision{Allowed: true, Reason: reason.DevAnonymous, Subject: AnonymousSubject, TenantID: e.cfg.SDK.TenantID}, nil
 	}
-	claims, err := e.verify(ctx, raw)
+	claims, user, err := e.verify(ctx, raw)
 	if err != nil {
 		var re *reason.Error
 		if errors.As(err, &re) {
-			return TokenDecision{Reason: re.Code, Message: re.Msg}
+			return TokenDecision{Reason: re.Code, Message: re.Msg}, nil
 		}
-		return TokenDecision{Reason: reason.TokenMalformed, Message: "token rejected"}
+		return TokenDecision{Reason: reason.TokenMalformed, Message: "token rejected"}, nil
 	}
-	sub, _ := claims["sub"].(string)
-	tenant, _ := claims["tenant_id"].(string)
-	return TokenDecision{Allowed: true, Claims: claims, Reason: reason.OK, Subject: sub, TenantID: tenant}
+	sub, tenant := identity(claims)
+	return TokenDecision{Allowed: true, Claims: claims, Reason: reason.OK, Subject: sub, TenantID: tenant}, user
+}
+
+// identity is the subject and tenant of verified claims.
+func identity(claims token.Claims) (sub, tenant string) {
+	sub, _ = claims["sub"].(string)
+	tenant, _ = claims["tenant_id"].(string)
+	return sub, tenant
 }
 
 // verify tries the local keys (tokens of the SAML gateway) first: they
 // answer an unknown kid at once, with no fetch, while the JWKS cache would
 // try to refresh on it. A token with a local kid is judged by the local
 // verifier alone.
-func (e *Engine) verify(ctx context.Context, raw string) (token.Claims, error) {
+func (e *Engine) verify(ctx context.Context, raw string) (token.Claims, *policy.User, error) {
 	if e.local != nil {
-		claims, err := e.local.Verify(ctx, raw)
+		claims, user, err := e.local.VerifyDerived(ctx, raw)
 		var re *reason.Error
 		if err == nil || e.verifier == nil || !errors.As(err, &re) || re.Code != reason.UnknownKID {
-			return claims, err
+			return claims, derivedUser(user), err
 		}
 	}
-	return e.verifier.Verify(ctx, raw)
+	claims, user, err := e.verifier.VerifyDerived(ctx, raw)
+	return claims, derivedUser(user), err
+}
+
+// deriveUser is the token.Options.Derive of the engine's verifiers: the
+// user of the policy input, built once per verified token rather than
+// once per request. Every request with the token shares it, as it shares
+// the claims.
+func deriveUser(claims token.Claims) any {
+	sub, tenant := identity(claims)
+	u := userFrom(TokenDecision{Claims: claims, Subject: sub, TenantID: tenant})
+	return &u
+}
+
+func derivedUser(v any) *policy.User {
+	u, _ := v.(*policy.User)
+	return u
 }
 
 // Authorize verifies the token, fills in.User and in.Tenant from the
@@ -139,16 +163,29 @@ func (e *Engine) verify(ctx context.Context, raw string) (token.Claims, error) {
 // an error; an error means the engine could not decide (reason.PolicyError)
 // and the caller applies its fail mode.
 func (e *Engine) Authorize(ctx context.Context, raw string, in Input) (Result, error) {
+	return e.AuthorizeFrom(ctx, sourceOf(ctx), raw, in)
+}
+
+// AuthorizeFrom is Authorize for a decision asked through source, as
+// WithSource would tag ctx with, without the context that costs every
+// request.
+func (e *Engine) AuthorizeFrom(ctx context.Context, source, raw string, in Input) (Result, error) {
 	start := e.now()
-	res := Result{Token: e.verifyToken(ctx, raw)}
+	var user *policy.User
+	res := Result{}
+	res.Token, user = e.verifyToken(ctx, raw)
 	if !res.Token.Allowed {
 		// Every decision gets an id, so that a 401 can be matched with its
 		// audit record and log line.
 		res.Decision = Decision{Reason: res.Token.Reason, DenyReasons: []string{}, DecisionID: policy.NewDecisionID()}
-		e.record(ctx, start, res, in)
+		e.record(ctx, source, start, res, in)
 		return res, nil
 	}
-	in.User = userFrom(res.Token)
+	if user != nil {
+		in.User = *user
+	} else {
+		in.User = userFrom(res.Token)
+	}
 	in.Tenant = policy.Tenant{ID: e.cfg.SDK.TenantID, Plan: e.cfg.TenantPlan(e.cfg.SDK.TenantID)}
 	if in.Resource.Tenant == "" {
 		in.Resource.Tenant = e.cfg.SDK.TenantID
@@ -156,7 +193,7 @@ func (e *Engine) Authorize(ctx context.Context, raw string, in Input) (Result, e
 	res.Input = in
 	if ok, wait := e.allowRate(ctx, in.User.TenantID); !ok {
 		res.Decision = Decision{Reason: reason.RateLimited, DenyReasons: []string{string(reason.RateLimited)}, RetryAfter: wait, DecisionID: policy.NewDecisionID()}
-		e.record(ctx, start, res, in)
+		e.record(ctx, source, start, res, in)
 		return res, nil
 	}
 	d, err := e.Evaluate(ctx, in)
@@ -164,14 +201,14 @@ func (e *Engine) Authorize(ctx context.Context, raw string, in Input) (Result, e
 	if e.dryRun && err == nil {
 		// policy.mode = "dry-run": the would-be outcome is recorded as
 		// simulated and the request goes through.
-		e.recordEvaluated(ctx, start, res, in, true)
+		e.recordEvaluated(ctx, source, start, res, in, true)
 		if !d.Allow {
 			res.Decision.Allow = true
 			res.Decision.Reason = reason.PolicyDryRun
 		}
 		return res, nil
 	}
-	e.recordEvaluated(ctx, start, res, in, false)
+	e.recordEvaluated(ctx, source, start, res, in, false)
 	return res, err
 }
 
@@ -205,18 +242,18 @@ func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
 	return d, err
 }
 
-func (e *Engine) record(ctx context.Context, start time.Time, res Result, in Input) {
-	e.finish(ctx, start, res, in, false, false)
+func (e *Engine) record(ctx context.Context, source string, start time.Time, res Result, in Input) {
+	e.finish(ctx, source, start, res, in, false, false)
 }
 
-func (e *Engine) recordEvaluated(ctx context.Context, start time.Time, res Result, in Input, simulated bool) {
-	e.finish(ctx, start, res, in, true, simulated)
+func (e *Engine) recordEvaluated(ctx context.Context, source string, start time.Time, res Result, in Input, simulated bool) {
+	e.finish(ctx, source, start, res, in, true, simulated)
 }
 
 // finish counts the decision, writes its audit record and shows it to the
 // observer. With simulated set (dry-run policy mode), the record carries
 // the policy's own outcome, which was not enforced.
-func (e *Engine) finish(ctx context.Context, start time.Time, res Result, in Input, evaluated, simulated bool) {
+func (e *Engine) finish(ctx context.Context, source string, start time.Time, res Result, in Input, evaluated, simulated bool) {
 	latency := e.now().Sub(start)
 	allowed := res.Allowed()
 	code := res.Decision.Reason
@@ -243,7 +280,7 @@ func (e *Engine) finish(ctx context.Context, start time.Time, res Result, in Inp
 		PolicyRevision: res.Decision.Revision,
 		LatencyUS:      latency.Microseconds(),
 		Simulated:      simulated,
-		Source:         sourceOf(ctx),
+		Source:         source,
 	}
 	rec.TraceID, rec.SpanID = traceIDs(ctx)
 	if e.audit != nil {

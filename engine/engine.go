@@ -192,6 +192,7 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 			CacheMaxAge: cfg.JWT.CacheMaxAge.Duration,
 			AllowedTyp:  cfg.JWT.AllowedTyp,
 			Now:         e.now,
+			Derive:      deriveUser,
 		})
 		if err != nil {
 			cancel()
@@ -284,6 +285,7 @@ func (e *Engine) newLocalIssuer(s config.SAML) error {
 		Skew:      e.cfg.JWT.ClockSkew.Duration,
 		CacheSize: size,
 		Now:       e.now,
+		Derive:    deriveUser,
 	})
 	if err != nil {
 		return fmt.Errorf("local token verifier: %w", err)

@@ -36,6 +36,15 @@ type Authorizer interface {
 
 var _ Authorizer = (*engine.Engine)(nil)
 
+// sourceAuthorizer is an Authorizer told the source of a decision as an
+// argument rather than through the context (engine.WithSource), which
+// spares a context per request. *engine.Engine implements it.
+type sourceAuthorizer interface {
+	AuthorizeFrom(ctx context.Context, source, token string, in engine.Input) (engine.Result, error)
+}
+
+var _ sourceAuthorizer = (*engine.Engine)(nil)
+
 // Sources recorded with each decision (engine.WithSource).
 const (
 	SourceEnvoy     = "envoy"
@@ -125,7 +134,12 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.C
 		s.logInvalid(ctx, err)
 		return v.checkResponse(nil), nil
 	}
-	v, ok := s.authorize(engine.WithSource(ctx, SourceEnvoy), pr)
+	source := SourceEnvoy
+	if _, ok := s.az.(sourceAuthorizer); !ok {
+		ctx, source = engine.WithSource(ctx, SourceEnvoy), ""
+	}
+	blk := new(checkAnswer)
+	v, ok := s.authorizeFrom(ctx, source, pr, &blk.mapped)
 	v = s.present(v, pr)
 	if !ok {
 		return v.checkResponse(nil), nil
@@ -134,18 +148,37 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.C
 	if v.allow {
 		spoofed = spoofedHeaders(pr.headers)
 	}
-	return v.checkResponse(spoofed), nil
+	return v.checkResponseInto(spoofed, &blk.ok), nil
+}
+
+// checkAnswer holds, in one allocation, the policy input's request (and
+// what mapping builds for it) and the messages of an allowed answer.
+type checkAnswer struct {
+	mapped mappedRequest
+	ok     okBlock
 }
 
 // authorize maps pr and asks the Authorizer; ok is false when the request
-// could not be mapped.
+// could not be mapped. ctx carries the source (engine.WithSource).
 func (s *Server) authorize(ctx context.Context, pr proxyRequest) (verdict, bool) {
-	token, in, err := s.mapper.mapRequest(pr)
+	return s.authorizeFrom(ctx, "", pr, new(mappedRequest))
+}
+
+// authorizeFrom is authorize for a decision asked through source, or
+// through the source ctx carries when source is empty; a source is given
+// only to a sourceAuthorizer. The input is mapped into blk.
+func (s *Server) authorizeFrom(ctx context.Context, source string, pr proxyRequest, blk *mappedRequest) (verdict, bool) {
+	token, in, err := s.mapper.mapRequestInto(pr, blk)
 	if err != nil {
 		s.logInvalid(ctx, err)
 		return invalidInput(err), false
 	}
-	res, err := s.az.Authorize(ctx, token, in)
+	var res engine.Result
+	if sa, ok := s.az.(sourceAuthorizer); ok && source != "" {
+		res, err = sa.AuthorizeFrom(ctx, source, token, in)
+	} else {
+		res, err = s.az.Authorize(ctx, token, in)
+	}
 	v := decide(res, err)
 	if err != nil {
 		// The code only: the wrapped engine error (an OPA evaluation

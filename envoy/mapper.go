@@ -2,6 +2,7 @@ package envoy
 
 import (
 	"strings"
+	"unsafe"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 
@@ -211,13 +212,19 @@ func hasUpper(h map[string]string) bool {
 
 // mapRequest is the one mapping shared by ext_authz and HTTP check mode.
 func (m *Mapper) mapRequest(pr proxyRequest) (string, engine.Input, error) {
+	return m.mapRequestInto(pr, new(mappedRequest))
+}
+
+// mapRequestInto is mapRequest, building input.request and what it needs
+// in blk, which the input then shares.
+func (m *Mapper) mapRequestInto(pr proxyRequest, blk *mappedRequest) (string, engine.Input, error) {
 	if pr.method == "" {
 		return "", engine.Input{}, reason.New(reason.InputInvalid, "request method is missing")
 	}
 	if pr.target == "" {
 		return "", engine.Input{}, reason.New(reason.InputInvalid, "request path is missing")
 	}
-	segs, path, err := cleanPath(pr.target)
+	segs, path, err := cleanPathInto(pr.target, blk.segs[:0])
 	if err != nil {
 		return "", engine.Input{}, err
 	}
@@ -269,20 +276,21 @@ func (m *Mapper) mapRequest(pr proxyRequest) (string, engine.Input, error) {
 		tenant = m.tenantID
 	}
 	if action == "" {
-		action = resource + ":" + verb
+		action = blk.join(resource, verb)
 	}
 
+	blk.req = policy.Request{
+		Method:   method,
+		Path:     path,
+		Host:     pr.host,
+		Query:    parseQuery(pr.target),
+		Headers:  policyHeaders(pr.headers, m.trustForwardedFor),
+		SourceIP: m.sourceIP(pr),
+	}
 	in := engine.Input{
 		Action:   action,
 		Resource: policy.Resource{Type: resource, ID: id, Tenant: tenant},
-		Request: &policy.Request{
-			Method:   method,
-			Path:     path,
-			Host:     pr.host,
-			Query:    parseQuery(pr.target),
-			Headers:  policyHeaders(pr.headers, m.trustForwardedFor),
-			SourceIP: m.sourceIP(pr),
-		},
+		Request:  &blk.req,
 	}
 	tok := bearerToken(pr.headers["authorization"])
 	if tok == "" && m.sessionCookie != "" {
@@ -291,6 +299,27 @@ func (m *Mapper) mapRequest(pr proxyRequest) (string, engine.Input, error) {
 		}
 	}
 	return tok, in, nil
+}
+
+// mappedRequest holds input.request, the path's segments (most paths have
+// few enough to fit) and the default action's text, in one allocation.
+type mappedRequest struct {
+	req    policy.Request
+	segs   [8]string
+	action [32]byte
+}
+
+// join returns resource + ":" + verb, written into b.action when it fits.
+// The string points into b, which it keeps alive; nothing writes there
+// again.
+func (b *mappedRequest) join(resource, verb string) string {
+	n := len(resource) + 1 + len(verb)
+	if n > len(b.action) {
+		return resource + ":" + verb
+	}
+	copy(b.action[copy(b.action[:], resource):], ":")
+	copy(b.action[len(resource)+1:], verb)
+	return unsafe.String(&b.action[0], n)
 }
 
 // matchRoute finds the first route that matches method and segs; rt is

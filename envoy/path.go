@@ -27,6 +27,12 @@ import (
 // character (raw or encoded; NUL ends the path in C): guessing what
 // the upstream makes of it could authorize one resource and serve another.
 func cleanPath(target string) (segs []string, normalized string, err error) {
+	return cleanPathInto(target, nil)
+}
+
+// cleanPathInto is cleanPath, appending the segments to buf[:0] when it
+// has room for them.
+func cleanPathInto(target string, buf []string) (segs []string, normalized string, err error) {
 	p := target
 	if i := strings.IndexAny(p, "?#"); i >= 0 {
 		p = p[:i]
@@ -37,7 +43,11 @@ func cleanPath(target string) (segs []string, normalized string, err error) {
 	if strings.ContainsAny(p, ";\\") {
 		return nil, "", reason.New(reason.PathInvalid, "request path holds \";\" or \"\\\", which upstreams read differently")
 	}
-	segs = make([]string, 0, strings.Count(p, "/"))
+	if n := strings.Count(p, "/"); n <= cap(buf) {
+		segs = buf[:0]
+	} else {
+		segs = make([]string, 0, n)
+	}
 	for raw := range strings.SplitSeq(p[1:], "/") {
 		seg := raw
 		if strings.IndexByte(raw, '%') >= 0 {
@@ -65,7 +75,27 @@ func cleanPath(target string) (segs []string, normalized string, err error) {
 			segs = append(segs, seg)
 		}
 	}
+	if strings.IndexByte(p, '%') < 0 && isJoin(p, segs) {
+		// Already normalized: the segments are p's own, none needing an
+		// escape, and nothing was dropped.
+		return segs, p, nil
+	}
 	return segs, joinSegments(segs), nil
+}
+
+// isJoin reports whether p is "/" followed by segs joined with "/" ("/"
+// for none).
+func isJoin(p string, segs []string) bool {
+	if len(segs) == 0 {
+		return p == "/"
+	}
+	for _, s := range segs {
+		if len(p) < 1+len(s) || p[0] != '/' || p[1:1+len(s)] != s {
+			return false
+		}
+		p = p[1+len(s):]
+	}
+	return p == ""
 }
 
 // hasControl reports whether s holds an ASCII control character. NUL

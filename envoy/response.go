@@ -254,8 +254,17 @@ func CheckResponse(res engine.Result, err error) *authv3.CheckResponse {
 // checkResponse renders v; extraRemove lists incoming x-svc-* headers the
 // sidecar does not set, removed from an allowed request.
 func (v *verdict) checkResponse(extraRemove []string) *authv3.CheckResponse {
+	return v.checkResponseInto(extraRemove, nil)
+}
+
+// checkResponseInto is checkResponse, building an allowed answer in ok
+// when it is not nil.
+func (v *verdict) checkResponseInto(extraRemove []string, ok *okBlock) *authv3.CheckResponse {
 	if v.allow {
-		return v.okResponse(extraRemove)
+		if ok == nil {
+			ok = new(okBlock)
+		}
+		return v.okResponse(extraRemove, ok)
 	}
 	resp := &authv3.CheckResponse{
 		Status:          &rpcstatus.Status{Code: int32(v.code)},
@@ -304,8 +313,7 @@ type okBlock struct {
 	remove  [1]string
 }
 
-func (v *verdict) okResponse(extraRemove []string) *authv3.CheckResponse {
-	b := new(okBlock)
+func (v *verdict) okResponse(extraRemove []string, b *okBlock) *authv3.CheckResponse {
 	kv := [4][2]string{
 		{HeaderUserID, v.subject},
 		{HeaderTenantID, v.tenantID},

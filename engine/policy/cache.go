@@ -41,7 +41,7 @@ func (s *Set) Decide(ctx context.Context, in Input) (Result, error) {
 		return s.Eval(ctx, in)
 	}
 	var parts [8]keyPart
-	k, whole, err := c.key(&in, parts[:0])
+	k, whole, err := c.lazyKey(&in, parts[:0])
 	if err != nil {
 		// Eval reports the input that cannot be converted.
 		return s.Eval(ctx, in)
@@ -58,6 +58,7 @@ func (s *Set) Decide(ctx context.Context, in Input) (Result, error) {
 	}
 	sh.misses.Add(1)
 	if whole == nil {
+		k.materialize()
 		whole = c.document(k.parts)
 	}
 	res, err := s.eval(ctx, whole)
@@ -132,6 +133,24 @@ type cacheKey struct {
 // of the document under the key paths are built, unless a path is the
 // whole input: then whole is the document, for evaluation to reuse.
 func (c *decisionCache) key(in *Input, buf []keyPart) (k cacheKey, whole ast.Value, err error) {
+	k, whole, err = c.lazyKey(in, buf)
+	if err == nil {
+		k.materialize()
+	}
+	return k, whole, err
+}
+
+// materialize sets the value of every part (keyPart.materialize).
+func (k *cacheKey) materialize() {
+	for i := range k.parts {
+		k.parts[i].materialize()
+	}
+}
+
+// lazyKey is key, except that parts read from string fields hold the
+// strings rather than AST values (see keyPart): enough to look a decision
+// up, which then builds no value at all.
+func (c *decisionCache) lazyKey(in *Input, buf []keyPart) (k cacheKey, whole ast.Value, err error) {
 	// Value fails exactly when the claims cannot be converted; so must the
 	// key, or a hit would answer an input that evaluation rejects.
 	var claims ast.Value
@@ -142,7 +161,9 @@ func (c *decisionCache) key(in *Input, buf []keyPart) (k cacheKey, whole ast.Val
 	}
 	var kh keyHasher
 	kh.h.SetSeed(c.seed)
-	b := termBuf{terms: make([]ast.Term, 0, 2*len(c.paths)+len(in.User.Roles))}
+	// The terms of parts that are not plain strings, allocated when the
+	// first is built.
+	var b termBuf
 	for _, path := range c.paths {
 		var part keyPart
 		if len(path) == 0 {

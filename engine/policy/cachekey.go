@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/binary"
 	"hash/maphash"
+	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -10,17 +11,32 @@ import (
 // keyPart is the value an input holds at one key path, as much of it as
 // the policy can observe.
 //
-//   - depth == len(path): v is the value at the path.
+//   - depth == len(path): the value is the value at the path.
 //   - 0 <= depth < len(path): the value at path[:depth] is not an object
-//     (a string, an array, a set…); v is that whole value, which decides
-//     every lookup below it.
+//     (a string, an array, a set…); the value is that whole value, which
+//     decides every lookup below it.
 //   - depth == undefinedDepth: some object on the way lacks the key, so
 //     every reference through the path is undefined. This is distinct from
 //     a null or an empty string at the path.
+//
+// The value is v, or for a part read straight from a string field of the
+// typed input (kind partString) the string s, and for input.user.roles
+// (kind partStrings) the array of the strings ss: a cache hit then builds
+// no AST value at all. materialize sets v for those too.
 type keyPart struct {
 	depth int
 	v     ast.Value
+	kind  uint8
+	s     string
+	ss    []string
 }
+
+// Kinds of keyPart values.
+const (
+	partValue   uint8 = iota // v
+	partString               // s: ast.String(s)
+	partStrings              // ss: an array of ast.String
+)
 
 const undefinedDepth = -1
 
@@ -50,6 +66,9 @@ func partAt(input ast.Value, path []*ast.Term) keyPart {
 //
 // claims is the converted Claims, or nil when not converted yet.
 func typedPart(in *Input, path []*ast.Term, b *termBuf, claims ast.Value) (keyPart, error) {
+	if p, ok := leafPart(in, path); ok {
+		return p, nil
+	}
 	var (
 		t     *ast.Term
 		depth = 1
@@ -155,7 +174,27 @@ func (kh *keyHasher) part(p keyPart) {
 		return
 	}
 	kh.length(tagDepth, p.depth)
-	kh.value(p.v)
+	switch p.kind {
+	case partString:
+		kh.str(p.s)
+	case partStrings:
+		// As value hashes the array of strings.
+		kh.size += 16
+		kh.length(tagArray, len(p.ss))
+		for _, s := range p.ss {
+			kh.str(s)
+		}
+	default:
+		kh.value(p.v)
+	}
+}
+
+// str hashes s as value hashes ast.String(s).
+func (kh *keyHasher) str(s string) {
+	kh.size += 16
+	kh.length(tagString, len(s))
+	kh.h.WriteString(s)
+	kh.size += len(s)
 }
 
 func (kh *keyHasher) length(tag byte, n int) {
@@ -168,6 +207,10 @@ func (kh *keyHasher) length(tag byte, n int) {
 // value hashes v in a canonical order (objects and sets iterate sorted)
 // and adds its approximate memory footprint to size.
 func (kh *keyHasher) value(v ast.Value) {
+	if x, ok := v.(ast.String); ok {
+		kh.str(string(x))
+		return
+	}
 	kh.size += 16
 	switch x := v.(type) {
 	case ast.Null:
@@ -178,28 +221,34 @@ func (kh *keyHasher) value(v ast.Value) {
 		} else {
 			kh.h.WriteByte(tagFalse)
 		}
-	case ast.String:
-		kh.length(tagString, len(x))
-		kh.h.WriteString(string(x))
-		kh.size += len(x)
 	case ast.Number:
 		// Numbers hash by their text: 1 and 1.0 are equal in Rego yet
 		// print differently, so they must be different keys.
 		kh.length(tagNumber, len(x))
 		kh.h.WriteString(string(x))
 		kh.size += len(x)
+	// Loops rather than Foreach: a closure would move kh, and with it
+	// every key's hasher, to the heap.
 	case *ast.Array:
 		kh.length(tagArray, x.Len())
-		x.Foreach(func(t *ast.Term) { kh.value(t.Value) })
+		for i := range x.Len() {
+			kh.value(x.Elem(i).Value)
+		}
 	case ast.Object:
 		kh.length(tagObject, x.Len())
-		x.Foreach(func(k, v *ast.Term) {
+		for it := x.KeysIterator(); ; {
+			k, ok := it.Next()
+			if !ok {
+				break
+			}
 			kh.value(k.Value)
-			kh.value(v.Value)
-		})
+			kh.value(x.Get(k).Value)
+		}
 	case ast.Set:
 		kh.length(tagSet, x.Len())
-		x.Foreach(func(t *ast.Term) { kh.value(t.Value) })
+		for _, t := range x.Slice() {
+			kh.value(t.Value)
+		}
 	default:
 		// Input values hold none of the other kinds; sameValue still
 		// confirms them with ast.Compare.
@@ -216,7 +265,7 @@ func sameParts(a, b []keyPart) bool {
 		if a[i].depth != b[i].depth {
 			return false
 		}
-		if a[i].depth != undefinedDepth && !sameValue(a[i].v, b[i].v) {
+		if a[i].depth != undefinedDepth && !samePart(a[i], b[i]) {
 			return false
 		}
 	}
@@ -281,16 +330,44 @@ func sameValue(a, b ast.Value) bool {
 	}
 }
 
-// detach copies the composite values of a key so that a cache entry holds
-// only what it needs, not the block of terms the whole input was built in.
+// detach copies a key so that a cache entry holds only what it needs: not
+// the block of terms the whole input was built in, nor the memory of the
+// request its strings may share (see envoy.UnmarshalCheckRequest).
 func detach(parts []keyPart) []keyPart {
 	out := make([]keyPart, len(parts))
 	for i, p := range parts {
-		out[i] = p
-		switch p.v.(type) {
-		case *ast.Array, ast.Object, ast.Set:
-			out[i].v = ast.CopyValue(p.v)
+		out[i] = keyPart{depth: p.depth, kind: p.kind}
+		switch p.kind {
+		case partString:
+			out[i].s = strings.Clone(p.s)
+		case partStrings:
+			out[i].ss = make([]string, len(p.ss))
+			for j, s := range p.ss {
+				out[i].ss[j] = strings.Clone(s)
+			}
+		default:
+			out[i].v = ownValue(p.v)
 		}
 	}
 	return out
+}
+
+// ownValue is a copy of v whose strings are copies too.
+func ownValue(v ast.Value) ast.Value {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case ast.String:
+		return ast.String(strings.Clone(string(x)))
+	case *ast.Array, ast.Object, ast.Set:
+		c := ast.CopyValue(v)
+		ast.WalkTerms(c, func(t *ast.Term) bool {
+			if s, ok := t.Value.(ast.String); ok {
+				t.Value = ast.String(strings.Clone(string(s)))
+			}
+			return false
+		})
+		return c
+	}
+	return v
 }

@@ -2,5 +2,6 @@
 
 package policy_test
 
-// raceEnabled is true under -race, which changes allocation counts.
+// raceEnabled: the race detector changes allocation counts, which the
+// allocation tests then skip.
 const raceEnabled = false

@@ -18,7 +18,9 @@ const evictSample = 8
 // entry is one verified token, tied to the key that verified it.
 type entry struct {
 	claims Claims
-	times  times
+	// derived is Options.Derive's value for claims.
+	derived any
+	times   times
 	// until is when the entry stops being served (Unix nanoseconds):
 	// Options.CacheMaxAge after verification, whatever exp says.
 	until int64

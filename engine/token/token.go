@@ -82,6 +82,13 @@ type Options struct {
 	TenantClaim string
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Derive, when set, computes a value from a token's claims once per
+	// verification; VerifyDerived returns it with the claims, from the
+	// cache for as long as the token is cached (never past its exp,
+	// CacheMaxAge, or the withdrawal of its key). Derive must not modify
+	// the claims, and every request presenting the token shares its value,
+	// which must therefore never be modified either.
+	Derive func(Claims) any
 }
 
 // Claims holds every claim of a verified token as decoded by
@@ -139,7 +146,8 @@ type Verifier struct {
 	allowedTyp  []string // lower-case, without "application/"
 	maxAge      int64    // nanoseconds
 	now         func() time.Time
-	cache       *cache // nil when disabled
+	derive      func(Claims) any // nil: nothing derived
+	cache       *cache           // nil when disabled
 }
 
 // New validates opts, fills defaults and returns a Verifier.
@@ -175,6 +183,7 @@ func New(opts Options) (*Verifier, error) {
 		tenantClaim: opts.TenantClaim,
 		maxAge:      int64(opts.CacheMaxAge),
 		now:         opts.Now,
+		derive:      opts.Derive,
 	}
 	for _, t := range opts.AllowedTyp {
 		t = normalizeTyp(t)
@@ -202,11 +211,19 @@ func New(opts Options) (*Verifier, error) {
 // its claims. Every error is a *reason.Error; its message never holds the
 // token, key material or a claim value.
 func (v *Verifier) Verify(ctx context.Context, raw string) (Claims, error) {
+	claims, _, err := v.VerifyDerived(ctx, raw)
+	return claims, err
+}
+
+// VerifyDerived is Verify, and also returns what Options.Derive computed
+// from the claims (nil without Derive, or on error): on a cache hit, the
+// value computed when the token was verified.
+func (v *Verifier) VerifyDerived(ctx context.Context, raw string) (Claims, any, error) {
 	if raw == "" {
-		return nil, reason.New(reason.TokenMissing, "no token")
+		return nil, nil, reason.New(reason.TokenMissing, "no token")
 	}
 	if len(raw) > MaxTokenSize {
-		return nil, reason.New(reason.TokenMalformed, "token exceeds %d bytes", MaxTokenSize)
+		return nil, nil, reason.New(reason.TokenMalformed, "token exceeds %d bytes", MaxTokenSize)
 	}
 	var (
 		sum   [sha256.Size]byte
@@ -221,10 +238,10 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Claims, error) {
 			now := v.now().UnixNano()
 			if err := v.checkTimes(e.times, now); err != nil {
 				v.cache.remove(&sum)
-				return nil, err
+				return nil, nil, err
 			}
 			if now <= e.until {
-				return e.claims, nil
+				return e.claims, e.derived, nil
 			}
 			// Served long enough: verify again against the current keys.
 			v.cache.remove(&sum)
@@ -232,14 +249,18 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Claims, error) {
 	}
 	claims, ts, key, err := v.verify(ctx, raw)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	var derived any
+	if v.derive != nil {
+		derived = v.derive(claims)
 	}
 	if v.cache != nil {
 		now := v.now().UnixNano()
-		v.cache.put(&sum, entry{claims: claims, times: ts, until: now + v.maxAge, kid: key.ID, thumbprint: key.Thumbprint},
+		v.cache.put(&sum, entry{claims: claims, derived: derived, times: ts, until: now + v.maxAge, kid: key.ID, thumbprint: key.Thumbprint},
 			now, v.skew, epoch)
 	}
-	return claims, nil
+	return claims, derived, nil
 }
 
 // Retain drops the cached tokens whose verifying key holds does not

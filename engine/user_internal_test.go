@@ -1,0 +1,62 @@
+package engine
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/idptest"
+)
+
+// TestAuthorizeUserFromCachedToken: the user of the policy input, built
+// once per verified token (deriveUser) and shared by every request with
+// it, is the one userFrom builds from the token decision, for varied
+// claims, on the verification and on cache hits alike.
+func TestAuthorizeUserFromCachedToken(t *testing.T) {
+	p := idptest.New(t)
+	var cfg config.Config
+	cfg.SDK.TenantID = "acme"
+	cfg.SDK.JWKSURL = p.JWKSURL()
+	cfg.SDK.FailMode = config.FailClosed
+	e, err := New(cfg, Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	base := idptest.Claims("user-1", "acme", "viewer")
+	cases := map[string]map[string]any{
+		"roles":                 base,
+		"no roles":              idptest.Override(base, map[string]any{"roles": nil}),
+		"role only":             idptest.Override(base, map[string]any{"roles": nil, "role": "editor"}),
+		"role and roles":        idptest.Override(base, map[string]any{"role": "admin", "roles": []any{"viewer", "billing"}}),
+		"odd roles":             idptest.Override(base, map[string]any{"roles": []any{"", 7, "viewer", nil, "x,y"}}),
+		"roles not a list":      idptest.Override(base, map[string]any{"roles": "viewer"}),
+		"email and custom":      idptest.Override(base, map[string]any{"email": "u@acme.example", "department": "sales", "level": 3, "groups": []any{"a", map[string]any{"b": true}}}),
+		"registered claims":     idptest.Override(base, map[string]any{"iss": "https://idp", "aud": "svc", "jti": "j-1", "nbf": 1}),
+		"email not a string":    idptest.Override(base, map[string]any{"email": 5}),
+		"other tenant":          idptest.Override(base, map[string]any{"tenant_id": "globex"}),
+		"subject not a string":  idptest.Override(base, map[string]any{"sub": 42}),
+		"null custom claim":     idptest.Override(base, map[string]any{"x": nil}),
+		"empty role, roles set": idptest.Override(base, map[string]any{"role": "", "roles": []any{"editor"}}),
+	}
+	ctx := context.Background()
+	for name, claims := range cases {
+		t.Run(name, func(t *testing.T) {
+			tok := p.Token(t, claims)
+			for _, call := range []string{"verification", "cache hit", "another cache hit"} {
+				res, err := e.Authorize(ctx, tok, Input{Action: "orders:read"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !res.Token.Allowed {
+					t.Fatalf("%s: token refused: %s", call, res.Token.Reason)
+				}
+				if diff := cmp.Diff(userFrom(res.Token), res.Input.User); diff != "" {
+					t.Fatalf("%s: input user differs from userFrom's (-want +got):\n%s", call, diff)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,108 @@
+package envoy
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/engine/config"
+)
+
+type recordSink struct {
+	mu   sync.Mutex
+	recs []audit.Record
+}
+
+func (s *recordSink) Log(r audit.Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recs = append(s.recs, r)
+}
+
+func (s *recordSink) last(t *testing.T) audit.Record {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.recs) == 0 {
+		t.Fatal("no audit record")
+	}
+	return s.recs[len(s.recs)-1]
+}
+
+// plainAuthorizer hides every method of an Authorizer but Authorize.
+type plainAuthorizer struct{ Authorizer }
+
+// TestCheckAuditSource: a decision asked over ext_authz is audited with
+// source "envoy", whether the Authorizer takes the source as an argument
+// (the engine) or reads it from the context; one asked by an HTTP check
+// with "http-check".
+func TestCheckAuditSource(t *testing.T) {
+	idp := newTestIdP(t)
+	cfg := testConfig(idp, config.FailClosed)
+	sink := &recordSink{}
+	e, err := engine.New(cfg, engine.Deps{Logger: quietLogger(), HTTPClient: idp.Client(), Audit: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	tok := idp.token(t, map[string]any{"sub": "u-1", "tenant_id": testTenant, "roles": []string{"viewer"}})
+	req := checkReq("GET", "/api/orders/42", map[string]string{"authorization": "Bearer " + tok}, nil)
+	for name, az := range map[string]Authorizer{"engine": e, "plain authorizer": plainAuthorizer{e}} {
+		t.Run(name, func(t *testing.T) {
+			resp, err := newTestServer(t, cfg, az).Check(context.Background(), req)
+			if err != nil || resp.GetOkResponse() == nil {
+				t.Fatalf("check not allowed: %v %v", resp, err)
+			}
+			if got := sink.last(t).Source; got != SourceEnvoy {
+				t.Errorf("audit source = %q, want %q", got, SourceEnvoy)
+			}
+		})
+	}
+	mux := http.NewServeMux()
+	newTestServer(t, cfg, e).RegisterHTTP(mux)
+	r := httptest.NewRequest("GET", "/check", nil)
+	r.Header.Set("Authorization", "Bearer "+tok)
+	r.Header.Set("X-Original-URI", "/api/orders/42")
+	r.Header.Set("X-Original-Method", "GET")
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, r)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("HTTP check: status %d", rec.Code)
+	}
+	if got := sink.last(t).Source; got != SourceHTTPCheck {
+		t.Errorf("HTTP check audit source = %q, want %q", got, SourceHTTPCheck)
+	}
+}
+
+// TestCheckAllocs guards the allocations of an allowed Check in process on
+// the real engine, token and decision both cached (BenchmarkCheck/engine).
+func TestCheckAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes allocation counts")
+	}
+	idp := newTestIdP(t)
+	cfg := testConfig(idp, config.FailClosed)
+	cfg.RateLimit.Disabled = true
+	s := newTestServer(t, cfg, newTestEngine(t, cfg, idp))
+	tok := idp.token(t, map[string]any{"sub": "u-1", "tenant_id": testTenant, "roles": []string{"editor", "billing"}})
+	req := checkReq("GET", "/api/orders/42?page=2", map[string]string{
+		":authority": "shop.example", ":method": "GET", ":path": "/api/orders/42?page=2",
+		"authorization": "Bearer " + tok, "accept": "application/json",
+		"user-agent": "bench/1.0", "x-request-id": "9b1d3a4e-1c2f-4a5b-8c7d-0e1f2a3b4c5d",
+	}, nil)
+	ctx := context.Background()
+	check := func() {
+		resp, err := s.Check(ctx, req)
+		if err != nil || resp.GetOkResponse() == nil {
+			t.Fatalf("check not allowed: %v %v", resp, err)
+		}
+	}
+	check()
+	if allocs := testing.AllocsPerRun(200, check); allocs > 15 {
+		t.Errorf("allowed Check: %v allocations, want at most 15", allocs)
+	}
+}
