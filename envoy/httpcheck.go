@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -82,7 +81,13 @@ const (
 // http.ServeMux redirects paths that are not clean ("//", "..");
 // the shipped Envoy configuration normalizes paths before checking, so
 // Envoy's check paths always are.
+//
+// CheckPath is registered for GET as well as for every method, with the
+// same handler: nginx and Caddy check with GET, and http.ServeMux looks a
+// request up among the patterns of its method first, allocating when it
+// finds none there before it falls back to the patterns of every method.
 func (s *Server) RegisterHTTP(mux *http.ServeMux) {
+	mux.HandleFunc(http.MethodGet+" "+CheckPath, s.serveCheck)
 	mux.HandleFunc(CheckPath, s.serveCheck)
 	mux.HandleFunc(EnvoyCheckPrefix+"/", s.serveEnvoyCheck)
 }
@@ -216,7 +221,7 @@ func peerHost(addr string) string {
 func lowerHeaders(h http.Header) map[string]string {
 	out := make(map[string]string, len(h))
 	for k, vs := range h {
-		lk := strings.ToLower(k)
+		lk := lowerKey(k)
 		if checkControlHeaders[lk] {
 			continue
 		}
@@ -227,24 +232,12 @@ func lowerHeaders(h http.Header) map[string]string {
 
 func (s *Server) writeHTTP(w http.ResponseWriter, v verdict, conv convention, spoofed []string) {
 	h := w.Header()
-	h.Set("Cache-Control", "no-store")
 	if v.allow {
-		// All five headers are always present: proxies copy them onto the
-		// upstream request by name, and some (Caddy before 2.9) copy an
-		// absent header as a literal placeholder. Envoy removes the ones
-		// that do not apply (x-envoy-auth-headers-to-remove, applied after
-		// the copy).
-		h.Set(HeaderUserID, v.subject)
-		h.Set(HeaderTenantID, v.tenantID)
-		h.Set(HeaderRoles, v.roles)
-		h.Set(HeaderDecisionID, v.decisionID)
-		h.Set(HeaderFailOpen, "false")
-		if conv == conventionEnvoy {
-			h.Set(headerAuthRemove, strings.Join(slices.Concat([]string{HeaderFailOpen}, spoofed), ","))
-		}
+		writeAllowed(h, v, conv, spoofed)
 		w.WriteHeader(http.StatusOK)
 		return
 	}
+	h.Set("Cache-Control", "no-store")
 	ct, body := v.answer()
 	if v.html {
 		refusalpage.SetHeaders(h)
