@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -18,6 +19,13 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/reason"
 )
+
+// bodyBuffers hold the buffers AuthorizeResponse bodies are rendered
+// into; one larger than maxBufferedBody (a token with a large claim set)
+// is left to the collector.
+var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxBufferedBody = 16 << 10
 
 var (
 	jsonIn  = protojson.UnmarshalOptions{}
@@ -115,7 +123,24 @@ func methodNotAllowed(w http.ResponseWriter, _ *http.Request) {
 
 // writeProto writes m as compact protojson. protojson varies its
 // whitespace on purpose; compacting it gives every caller the same bytes.
+// An AuthorizeResponse, the answer to every decision, is rendered to the
+// same bytes by appendAuthorizeResponse, into a buffer kept for reuse.
 func writeProto(w http.ResponseWriter, code int, m proto.Message) {
+	if r, ok := m.(*authzv1.AuthorizeResponse); ok {
+		bp := bodyBuffers.Get().(*[]byte)
+		b, ok := appendAuthorizeResponse((*bp)[:0], r)
+		if ok {
+			// WriteRaw's Write copies b: a writer must not keep it.
+			localapi.WriteRaw(w, code, append(b, '\n'))
+		}
+		if cap(b) <= maxBufferedBody {
+			*bp = b[:0]
+			bodyBuffers.Put(bp)
+		}
+		if ok {
+			return
+		}
+	}
 	b, err := jsonOut.Marshal(m)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, reason.PolicyError, "response could not be encoded")
