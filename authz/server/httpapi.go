@@ -20,8 +20,7 @@ import (
 	"github.com/svc-dev/svc/engine/reason"
 )
 
-// bodyBuffers hold the buffers AuthorizeResponse bodies are rendered
-// into; one larger than maxBufferedBody (a token with a large claim set)
+// bodyBuffers hold the buffers decisions are rendered into; one larger than maxBufferedBody (a token with a large claim set)
 // is left to the collector.
 var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
@@ -68,12 +67,31 @@ func (s *Server) httpAuthorize(w http.ResponseWriter, r *http.Request) {
 	if req.Token == "" {
 		req.Token = authz.BearerToken(r)
 	}
-	resp, fail := s.authorize(engine.WithSource(r.Context(), "http"), req)
+	d, fail := s.decide(engine.WithSource(r.Context(), "http"), req)
 	if fail != nil {
 		writeError(w, fail.httpStatus(), fail.code, fail.msg)
 		return
 	}
-	writeProto(w, http.StatusOK, resp)
+	writeDecision(w, d)
+}
+
+// writeDecision answers 200 with d as an AuthorizeResponse: rendered by
+// appendDecision into a buffer kept for reuse, or, for the decisions it
+// leaves alone, by writeProto; the bytes are the same.
+func writeDecision(w http.ResponseWriter, d authz.Decision) {
+	bp := bodyBuffers.Get().(*[]byte)
+	b, ok := appendDecision((*bp)[:0], d)
+	if ok {
+		// Write copies b: a ResponseWriter does not keep it.
+		localapi.WriteRaw(w, http.StatusOK, append(b, '\n'))
+	}
+	if cap(b) <= maxBufferedBody {
+		*bp = b[:0]
+		bodyBuffers.Put(bp)
+	}
+	if !ok {
+		writeProto(w, http.StatusOK, d.Proto())
+	}
 }
 
 // readBody decodes the request body into m, answering the caller itself
@@ -123,24 +141,7 @@ func methodNotAllowed(w http.ResponseWriter, _ *http.Request) {
 
 // writeProto writes m as compact protojson. protojson varies its
 // whitespace on purpose; compacting it gives every caller the same bytes.
-// An AuthorizeResponse, the answer to every decision, is rendered to the
-// same bytes by appendAuthorizeResponse, into a buffer kept for reuse.
 func writeProto(w http.ResponseWriter, code int, m proto.Message) {
-	if r, ok := m.(*authzv1.AuthorizeResponse); ok {
-		bp := bodyBuffers.Get().(*[]byte)
-		b, ok := appendAuthorizeResponse((*bp)[:0], r)
-		if ok {
-			// WriteRaw's Write copies b: a writer must not keep it.
-			localapi.WriteRaw(w, code, append(b, '\n'))
-		}
-		if cap(b) <= maxBufferedBody {
-			*bp = b[:0]
-			bodyBuffers.Put(bp)
-		}
-		if ok {
-			return
-		}
-	}
 	b, err := jsonOut.Marshal(m)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, reason.PolicyError, "response could not be encoded")

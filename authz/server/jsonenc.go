@@ -1,42 +1,48 @@
 package server
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
-	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/structpb"
-
-	authzv1 "github.com/svc-dev/svc/authz/v1"
+	"github.com/svc-dev/svc/authz"
 )
 
-// maxJSONDepth bounds the nesting of claims appendAuthorizeResponse
-// renders itself; deeper ones (which claimsToStruct never makes) take
-// protojson's path.
-const maxJSONDepth = 100
+// Bounds of the claims appendDecision renders itself; larger or deeper
+// claim sets (which tokens do not carry) take the protojson path.
+const (
+	maxJSONDepth = 32
+	maxJSONNodes = 4096
+)
 
-// appendAuthorizeResponse appends r to b as writeProto renders it through
-// protojson (jsonOut: proto field names, unpopulated fields written,
-// compacted): the fields in declaration order, claims with their keys
-// sorted, numbers and durations formatted and strings escaped as protojson
-// does. It walks the message itself instead of through protoreflect,
-// which allocates for nearly every field and claim.
+// appendDecision appends d to b as the local API answers it:
+// d.Proto() rendered by protojson (jsonOut: proto field names, unpopulated
+// fields written) and compacted, byte for byte. That is the fields in
+// declaration order, the claims as claimsToStruct converts them with
+// their keys sorted, numbers, durations and strings formatted and escaped
+// as protojson does. It renders the decision itself, instead of building
+// a Struct of the claims and walking the message through protoreflect,
+// which allocate for nearly every field and claim.
 //
-// ok is false, b then being of no use, when r holds anything protojson
-// refuses or this encoder does not render: a string that is not valid
-// UTF-8, a number that is not finite, a claim value of no kind or a nil
-// one, an invalid duration, claims nested deeper than maxJSONDepth. The
-// caller then encodes with protojson, which answers as it always has.
-func appendAuthorizeResponse(b []byte, r *authzv1.AuthorizeResponse) (_ []byte, ok bool) {
+// ok is false, b then being of no use, when d holds anything this encoder
+// leaves to that path: a string that is not valid UTF-8 (claimsToStruct
+// repairs those in claims, protojson refuses them elsewhere), a claim of
+// another type than those decoded from a token's JSON (string, bool, nil,
+// json.Number, float64, map[string]any, []any, []string), a number
+// literal of 16 characters or more (which may be an integer beyond 2^53),
+// more than maxJSONNodes claims or claims nested deeper than
+// maxJSONDepth.
+func appendDecision(b []byte, d authz.Decision) (_ []byte, ok bool) {
 	b = append(b, `{"allowed":`...)
-	b = strconv.AppendBool(b, r.GetAllowed())
-	if b, ok = appendField(b, `,"reason":`, r.GetReason()); !ok {
+	b = strconv.AppendBool(b, d.Allowed)
+	if b, ok = appendField(b, `,"reason":`, string(d.Reason)); !ok {
 		return b, false
 	}
 	b = append(b, `,"deny_reasons":[`...)
-	for i, s := range r.GetDenyReasons() {
+	for i, s := range d.DenyReasons {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -45,31 +51,34 @@ func appendAuthorizeResponse(b []byte, r *authzv1.AuthorizeResponse) (_ []byte, 
 		}
 	}
 	b = append(b, ']')
-	if b, ok = appendField(b, `,"decision_id":`, r.GetDecisionId()); !ok {
+	if b, ok = appendField(b, `,"decision_id":`, d.DecisionID); !ok {
 		return b, false
 	}
-	if b, ok = appendField(b, `,"subject":`, r.GetSubject()); !ok {
+	if b, ok = appendField(b, `,"subject":`, d.Subject); !ok {
 		return b, false
 	}
-	if b, ok = appendField(b, `,"tenant_id":`, r.GetTenantId()); !ok {
+	if b, ok = appendField(b, `,"tenant_id":`, d.TenantID); !ok {
 		return b, false
 	}
 	b = append(b, `,"claims":`...)
-	if c := r.GetClaims(); c == nil {
+	if d.Claims == nil {
 		b = append(b, "null"...)
-	} else if b, ok = appendStruct(b, c, 0); !ok {
-		return b, false
+	} else {
+		nodes := 0
+		if b, ok = appendClaimObject(b, d.Claims, 0, &nodes); !ok {
+			return b, false
+		}
 	}
-	if b, ok = appendField(b, `,"policy_revision":`, r.GetPolicyRevision()); !ok {
+	if b, ok = appendField(b, `,"policy_revision":`, d.PolicyRevision); !ok {
 		return b, false
 	}
 	b = append(b, `,"retry_after":`...)
-	if d := r.GetRetryAfter(); d == nil {
+	if d.RetryAfter > 0 {
+		b = appendDuration(b, int64(d.RetryAfter/time.Second), int64(d.RetryAfter%time.Second))
+	} else {
 		b = append(b, "null"...)
-	} else if b, ok = appendDuration(b, d); !ok {
-		return b, false
 	}
-	if b, ok = appendField(b, `,"message":`, r.GetMessage()); !ok {
+	if b, ok = appendField(b, `,"message":`, d.Message); !ok {
 		return b, false
 	}
 	return append(b, '}'), true
@@ -79,14 +88,14 @@ func appendField(b []byte, name, value string) ([]byte, bool) {
 	return appendJSONString(append(b, name...), value)
 }
 
-// appendStruct renders a google.protobuf.Struct: an object, keys sorted.
-func appendStruct(b []byte, s *structpb.Struct, depth int) (_ []byte, ok bool) {
+// appendClaimObject renders a claim object: keys sorted.
+func appendClaimObject(b []byte, m map[string]any, depth int, nodes *int) (_ []byte, ok bool) {
 	if depth > maxJSONDepth {
 		return b, false
 	}
 	var arr [16]string
 	keys := arr[:0]
-	for k := range s.GetFields() {
+	for k := range m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
@@ -99,52 +108,66 @@ func appendStruct(b []byte, s *structpb.Struct, depth int) (_ []byte, ok bool) {
 			return b, false
 		}
 		b = append(b, ':')
-		if b, ok = appendValue(b, s.GetFields()[k], depth+1); !ok {
+		if b, ok = appendClaim(b, m[k], depth+1, nodes); !ok {
 			return b, false
 		}
 	}
 	return append(b, '}'), true
 }
 
-// appendValue renders a google.protobuf.Value.
-func appendValue(b []byte, v *structpb.Value, depth int) (_ []byte, ok bool) {
-	if depth > maxJSONDepth {
+// appendClaim renders one claim value as claimsToStruct converts it and
+// protojson then writes it.
+func appendClaim(b []byte, v any, depth int, nodes *int) (_ []byte, ok bool) {
+	*nodes++
+	if *nodes > maxJSONNodes || depth > maxJSONDepth {
 		return b, false
 	}
-	switch k := v.GetKind().(type) {
-	case *structpb.Value_NullValue:
-		if k != nil {
-			return append(b, "null"...), true
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...), true
+	case string:
+		return appendJSONString(b, x)
+	case bool:
+		return strconv.AppendBool(b, x), true
+	case json.Number:
+		if len(x) >= 16 {
+			return b, false
 		}
-	case *structpb.Value_NumberValue:
-		if k != nil && !math.IsNaN(k.NumberValue) && !math.IsInf(k.NumberValue, 0) {
-			return appendFloat(b, k.NumberValue), true
+		f, err := x.Float64()
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return appendJSONString(b, x.String())
 		}
-	case *structpb.Value_StringValue:
-		if k != nil {
-			return appendJSONString(b, k.StringValue)
+		return appendFloat(b, f), true
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return appendJSONString(b, strconv.FormatFloat(x, 'g', -1, 64))
 		}
-	case *structpb.Value_BoolValue:
-		if k != nil {
-			return strconv.AppendBool(b, k.BoolValue), true
-		}
-	case *structpb.Value_StructValue:
-		if k != nil && k.StructValue != nil {
-			return appendStruct(b, k.StructValue, depth)
-		}
-	case *structpb.Value_ListValue:
-		if k != nil && k.ListValue != nil {
-			b = append(b, '[')
-			for i, e := range k.ListValue.GetValues() {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				if b, ok = appendValue(b, e, depth+1); !ok {
-					return b, false
-				}
+		return appendFloat(b, x), true
+	case map[string]any:
+		return appendClaimObject(b, x, depth, nodes)
+	case []any:
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
 			}
-			return append(b, ']'), true
+			if b, ok = appendClaim(b, e, depth+1, nodes); !ok {
+				return b, false
+			}
 		}
+		return append(b, ']'), true
+	case []string:
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			*nodes++
+			if b, ok = appendJSONString(b, e); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
 	}
 	return b, false
 }
@@ -168,26 +191,10 @@ func appendFloat(b []byte, n float64) []byte {
 	return b
 }
 
-// Bounds protojson puts on a google.protobuf.Duration.
-const (
-	maxDurationSeconds = 315576000000
-	maxDurationNanos   = 999999999
-)
-
-// appendDuration renders a google.protobuf.Duration as protojson does:
-// seconds with 0, 3, 6 or 9 fractional digits and "s", as a string.
-func appendDuration(b []byte, d *durationpb.Duration) ([]byte, bool) {
-	secs, nanos := d.GetSeconds(), int64(d.GetNanos())
-	if secs < -maxDurationSeconds || secs > maxDurationSeconds ||
-		nanos < -maxDurationNanos || nanos > maxDurationNanos ||
-		(secs > 0 && nanos < 0) || (secs < 0 && nanos > 0) {
-		return b, false
-	}
+// appendDuration renders a positive google.protobuf.Duration as protojson
+// does: seconds with 0, 3, 6 or 9 fractional digits and "s", as a string.
+func appendDuration(b []byte, secs, nanos int64) []byte {
 	b = append(b, '"')
-	if secs < 0 || nanos < 0 {
-		b = append(b, '-')
-		secs, nanos = -secs, -nanos
-	}
 	b = strconv.AppendInt(b, secs, 10)
 	// Nine digits, less the trailing groups of three zeros.
 	var frac [9]byte
@@ -203,7 +210,7 @@ func appendDuration(b []byte, d *durationpb.Duration) ([]byte, bool) {
 		b = append(b, '.')
 		b = append(b, digits...)
 	}
-	return append(b, `s"`...), true
+	return append(b, `s"`...)
 }
 
 // appendJSONString quotes s as protojson does: '"', '\\' and control
