@@ -96,8 +96,19 @@ func writeDecision(w http.ResponseWriter, d authz.Decision) {
 
 // readBody decodes the request body into m, answering the caller itself
 // (and returning false) when it cannot. An empty body is an empty message.
+//
+// The body is read into a buffer kept for reuse: protojson copies what it
+// keeps, and so does decodeAuthorizeRequest, which decodes the usual
+// AuthorizeRequest before protojson is asked to.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, m proto.Message) bool {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	bp := bodyBuffers.Get().(*[]byte)
+	body, err := readAll(http.MaxBytesReader(w, r.Body, s.maxBody), (*bp)[:0])
+	defer func() {
+		if cap(body) <= maxBufferedBody {
+			*bp = body[:0]
+			bodyBuffers.Put(bp)
+		}
+	}()
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -111,6 +122,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, m proto.Messag
 	if len(bytes.TrimSpace(body)) == 0 {
 		return true
 	}
+	if req, ok := m.(*authzv1.AuthorizeRequest); ok && decodeAuthorizeRequest(body, req) {
+		return true
+	}
 	if err := jsonIn.Unmarshal(body, m); err != nil {
 		writeError(w, http.StatusBadRequest, reason.InputInvalid,
 			fmt.Sprintf("request body is not a valid %s JSON object: %s",
@@ -118,6 +132,23 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, m proto.Messag
 		return false
 	}
 	return true
+}
+
+// readAll is io.ReadAll into b.
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 // jsonErrorText keeps protojson's description of what is wrong without its
