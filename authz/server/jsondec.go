@@ -20,8 +20,8 @@ import (
 func decodeAuthorizeRequest(body []byte, req *authzv1.AuthorizeRequest) bool {
 	d := fastDecoder{b: body}
 	var seen [4]bool // token, action, resource, resource fields below
-	ok := d.object(func(name string) bool {
-		switch name {
+	ok := d.object(func(name []byte) bool {
+		switch string(name) {
 		case "token":
 			return !seen[0] && d.setString(&req.Token, &seen[0])
 		case "action":
@@ -34,8 +34,8 @@ func decodeAuthorizeRequest(body []byte, req *authzv1.AuthorizeRequest) bool {
 			res := &authzv1.Resource{}
 			req.Resource = res
 			var rseen [3]bool
-			return d.object(func(name string) bool {
-				switch name {
+			return d.object(func(name []byte) bool {
+				switch string(name) {
 				case "type":
 					return !rseen[0] && d.setString(&res.Type, &rseen[0])
 				case "id":
@@ -80,8 +80,9 @@ func (d *fastDecoder) consume(c byte) bool {
 }
 
 // object reads an object, calling field for each member after its name
-// and colon; field reads the value.
-func (d *fastDecoder) object(field func(name string) bool) bool {
+// and colon; field reads the value. The name is a slice of the input:
+// a string would be allocated for every call.
+func (d *fastDecoder) object(field func(name []byte) bool) bool {
 	if !d.consume('{') {
 		return false
 	}
@@ -90,7 +91,7 @@ func (d *fastDecoder) object(field func(name string) bool) bool {
 	}
 	for {
 		name, ok := d.plainString()
-		if !ok || !d.consume(':') || !field(string(name)) {
+		if !ok || !d.consume(':') || !field(name) {
 			return false
 		}
 		if d.consume('}') {
