@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -12,7 +11,6 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/reason"
-	"github.com/svc-dev/svc/internal/refusalpage"
 )
 
 // Mount points of the HTTP check mode.
@@ -237,44 +235,8 @@ func (s *Server) writeHTTP(w http.ResponseWriter, v verdict, conv convention, sp
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	h.Set("Cache-Control", "no-store")
 	ct, body := v.answer()
-	if v.html {
-		refusalpage.SetHeaders(h)
-	}
-	h.Set("Content-Type", ct)
-	status := v.status
-	switch {
-	case v.redirect && conv == conventionNginx:
-		// auth_request passes a 401 on, never a 302: the shipped
-		// nginx.conf answers 302 to X-Svc-Login.
-		h.Set(HeaderLogin, v.login)
-	case v.redirect:
-		status = http.StatusFound
-		h.Set("Location", v.login)
-	}
-	if v.wwwAuthenticate != "" && status == http.StatusUnauthorized {
-		h.Set("WWW-Authenticate", v.wwwAuthenticate)
-	}
-	if v.retryAfter != "" {
-		h.Set("Retry-After", v.retryAfter)
-	}
-	// Envoy's http_service takes a 5xx from the authorization server for
-	// an outage and lets the request through under failure_mode_allow: a
-	// sidecar that answered (policy-error, jwks-unavailable) says 403 to it,
-	// with the real status in X-Svc-Status as for nginx.
-	if conv == conventionNginx || (conv == conventionEnvoy && status >= http.StatusInternalServerError) {
-		h.Set(HeaderStatus, strconv.Itoa(v.status))
-		h.Set(HeaderBody, asciiJSON(body))
-		if conv == conventionNginx && v.html {
-			// The shipped nginx.conf answers with JSON when it is absent.
-			h.Set(headerContentType, ct)
-		}
-		if status != http.StatusUnauthorized && status != http.StatusForbidden {
-			status = http.StatusForbidden
-		}
-	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	status := writeDenied(h, v, conv, ct, body)
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }

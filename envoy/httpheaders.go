@@ -2,7 +2,10 @@ package envoy
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
+
+	"github.com/svc-dev/svc/internal/refusalpage"
 )
 
 // Canonical keys of the headers an allowed check answers with, computed
@@ -16,6 +19,16 @@ var (
 	canonDecisionID   = http.CanonicalHeaderKey(HeaderDecisionID)
 	canonFailOpen     = http.CanonicalHeaderKey(HeaderFailOpen)
 	canonAuthRemove   = http.CanonicalHeaderKey(headerAuthRemove)
+
+	canonContentType     = http.CanonicalHeaderKey("Content-Type")
+	canonContentLength   = http.CanonicalHeaderKey("Content-Length")
+	canonLocation        = http.CanonicalHeaderKey("Location")
+	canonWWWAuthenticate = http.CanonicalHeaderKey("WWW-Authenticate")
+	canonRetryAfter      = http.CanonicalHeaderKey("Retry-After")
+	canonLogin           = http.CanonicalHeaderKey(HeaderLogin)
+	canonStatus          = http.CanonicalHeaderKey(HeaderStatus)
+	canonBody            = http.CanonicalHeaderKey(HeaderBody)
+	canonSvcContentType  = http.CanonicalHeaderKey(headerContentType)
 )
 
 // writeAllowed sets the headers of an allowed check on h, as h.Set would,
@@ -48,6 +61,77 @@ func writeAllowed(h http.Header, v verdict, conv convention, spoofed []string) {
 		}
 		h[canonAuthRemove] = vals[6:7:7]
 	}
+}
+
+// writeDenied sets the headers of a denied check on h, as h.Set would,
+// with every value in one array (see writeAllowed), and returns the
+// status to answer with. ct and body are the denial's answer.
+func writeDenied(h http.Header, v verdict, conv convention, ct string, body []byte) int {
+	vals := new([9]string)
+	n := 0
+	set := func(key, value string) {
+		vals[n] = value
+		h[key] = vals[n : n+1 : n+1]
+		n++
+	}
+	set(canonCacheControl, "no-store")
+	if v.html {
+		refusalpage.SetHeaders(h)
+	}
+	set(canonContentType, ct)
+	status := v.status
+	switch {
+	case v.redirect && conv == conventionNginx:
+		// auth_request passes a 401 on, never a 302: the shipped
+		// nginx.conf answers 302 to X-Svc-Login.
+		set(canonLogin, v.login)
+	case v.redirect:
+		status = http.StatusFound
+		set(canonLocation, v.login)
+	}
+	if v.wwwAuthenticate != "" && status == http.StatusUnauthorized {
+		set(canonWWWAuthenticate, v.wwwAuthenticate)
+	}
+	if v.retryAfter != "" {
+		set(canonRetryAfter, v.retryAfter)
+	}
+	// Envoy's http_service takes a 5xx from the authorization server for
+	// an outage and lets the request through under failure_mode_allow: a
+	// sidecar that answered (policy-error, jwks-unavailable) says 403 to it,
+	// with the real status in X-Svc-Status as for nginx.
+	if conv == conventionNginx || (conv == conventionEnvoy && status >= http.StatusInternalServerError) {
+		set(canonStatus, statusString(v.status))
+		set(canonBody, asciiJSON(body))
+		if conv == conventionNginx && v.html {
+			// The shipped nginx.conf answers with JSON when it is absent.
+			set(canonSvcContentType, ct)
+		}
+		if status != http.StatusUnauthorized && status != http.StatusForbidden {
+			status = http.StatusForbidden
+		}
+	}
+	set(canonContentLength, strconv.Itoa(len(body)))
+	return status
+}
+
+// statusString is strconv.Itoa(code), without allocating for the
+// statuses of denials.
+func statusString(code int) string {
+	switch code {
+	case http.StatusBadRequest:
+		return "400"
+	case http.StatusUnauthorized:
+		return "401"
+	case http.StatusForbidden:
+		return "403"
+	case http.StatusTooManyRequests:
+		return "429"
+	case http.StatusInternalServerError:
+		return "500"
+	case http.StatusServiceUnavailable:
+		return "503"
+	}
+	return strconv.Itoa(code)
 }
 
 // lowerKeys maps the canonical keys of the headers that proxies pass on

@@ -5,10 +5,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/svc-dev/svc/internal/refusalpage"
 )
 
 func TestLowerKeys(t *testing.T) {
@@ -153,6 +156,77 @@ func TestCheckAnyMethod(t *testing.T) {
 			first = got
 		} else if got != first {
 			t.Errorf("%s %s = %q, want %q as for GET", method, CheckPath, got, first)
+		}
+	}
+}
+
+// writeDeniedBySet is writeDenied as h.Set calls.
+func writeDeniedBySet(h http.Header, v verdict, conv convention, ct string, body []byte) int {
+	h.Set("Cache-Control", "no-store")
+	if v.html {
+		refusalpage.SetHeaders(h)
+	}
+	h.Set("Content-Type", ct)
+	status := v.status
+	switch {
+	case v.redirect && conv == conventionNginx:
+		h.Set(HeaderLogin, v.login)
+	case v.redirect:
+		status = http.StatusFound
+		h.Set("Location", v.login)
+	}
+	if v.wwwAuthenticate != "" && status == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", v.wwwAuthenticate)
+	}
+	if v.retryAfter != "" {
+		h.Set("Retry-After", v.retryAfter)
+	}
+	if conv == conventionNginx || (conv == conventionEnvoy && status >= http.StatusInternalServerError) {
+		h.Set(HeaderStatus, strconv.Itoa(v.status))
+		h.Set(HeaderBody, asciiJSON(body))
+		if conv == conventionNginx && v.html {
+			h.Set(headerContentType, ct)
+		}
+		if status != http.StatusUnauthorized && status != http.StatusForbidden {
+			status = http.StatusForbidden
+		}
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	return status
+}
+
+func TestWriteDeniedAsSet(t *testing.T) {
+	var verdicts []verdict
+	for _, status := range []int{400, 401, 403, 429, 500, 503} {
+		v := denied(status, 0, "some-reason", []string{"why é"}, "d-1")
+		verdicts = append(verdicts, v)
+		v.wwwAuthenticate = `Bearer error="invalid_token"`
+		verdicts = append(verdicts, v)
+		v.retryAfter = "2"
+		verdicts = append(verdicts, v)
+		v.html, v.login = true, "/saml/login?return_to=%2Fa"
+		verdicts = append(verdicts, v)
+		v.redirect = true
+		verdicts = append(verdicts, v)
+	}
+	for _, v := range verdicts {
+		for _, conv := range []convention{conventionEnvoy, conventionNginx, conventionForwarded} {
+			ct, body := v.answer()
+			want := http.Header{"Vary": {"Accept"}, "Content-Type": {"text/plain"}}
+			got := want.Clone()
+			wantStatus := writeDeniedBySet(want, v, conv, ct, body)
+			gotStatus := writeDenied(got, v, conv, ct, body)
+			if diff := cmp.Diff(want, got); diff != "" || gotStatus != wantStatus {
+				t.Fatalf("verdict %+v, convention %d: status %d, want %d (-Set +writeDenied):\n%s", v, conv, gotStatus, wantStatus, diff)
+			}
+		}
+	}
+}
+
+func TestStatusString(t *testing.T) {
+	for code := 100; code < 600; code++ {
+		if got := statusString(code); got != strconv.Itoa(code) {
+			t.Errorf("statusString(%d) = %q", code, got)
 		}
 	}
 }
