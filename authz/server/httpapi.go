@@ -56,7 +56,8 @@ func (s *Server) httpValidateToken(w http.ResponseWriter, r *http.Request) {
 	if req.Token == "" {
 		req.Token = authz.BearerToken(r)
 	}
-	writeProto(w, http.StatusOK, s.validateToken(engine.WithSource(r.Context(), "http"), req))
+	d := tokenDecisionOf(s.d.ValidateToken(engine.WithSource(r.Context(), "http"), req.GetToken()), false)
+	writeAnswer(w, func(b []byte) ([]byte, bool) { return appendTokenDecision(b, d) }, d.Proto)
 }
 
 func (s *Server) httpAuthorize(w http.ResponseWriter, r *http.Request) {
@@ -72,15 +73,16 @@ func (s *Server) httpAuthorize(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fail.httpStatus(), fail.code, fail.msg)
 		return
 	}
-	writeDecision(w, d)
+	writeAnswer(w, func(b []byte) ([]byte, bool) { return appendDecision(b, d) }, d.Proto)
 }
 
-// writeDecision answers 200 with d as an AuthorizeResponse: rendered by
-// appendDecision into a buffer kept for reuse, or, for the decisions it
-// leaves alone, by writeProto; the bytes are the same.
-func writeDecision(w http.ResponseWriter, d authz.Decision) {
+// writeAnswer answers 200 with a decision rendered by appendTo
+// (appendDecision, appendTokenDecision) into a buffer kept for reuse, or,
+// when appendTo leaves the decision alone, with writeProto of its message;
+// the bytes are the same.
+func writeAnswer[M proto.Message](w http.ResponseWriter, appendTo func([]byte) ([]byte, bool), message func() M) {
 	bp := bodyBuffers.Get().(*[]byte)
-	b, ok := appendDecision((*bp)[:0], d)
+	b, ok := appendTo((*bp)[:0])
 	if ok {
 		// Write copies b: a ResponseWriter does not keep it.
 		localapi.WriteRaw(w, http.StatusOK, append(b, '\n'))
@@ -90,7 +92,7 @@ func writeDecision(w http.ResponseWriter, d authz.Decision) {
 		bodyBuffers.Put(bp)
 	}
 	if !ok {
-		writeProto(w, http.StatusOK, d.Proto())
+		writeProto(w, http.StatusOK, message())
 	}
 }
 
@@ -98,8 +100,8 @@ func writeDecision(w http.ResponseWriter, d authz.Decision) {
 // (and returning false) when it cannot. An empty body is an empty message.
 //
 // The body is read into a buffer kept for reuse: protojson copies what it
-// keeps, and so does decodeAuthorizeRequest, which decodes the usual
-// AuthorizeRequest before protojson is asked to.
+// keeps, and so do decodeAuthorizeRequest and decodeValidateTokenRequest,
+// which decode the usual requests before protojson is asked to.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, m proto.Message) bool {
 	bp := bodyBuffers.Get().(*[]byte)
 	body, err := readAll(http.MaxBytesReader(w, r.Body, s.maxBody), (*bp)[:0])
@@ -122,8 +124,15 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, m proto.Messag
 	if len(bytes.TrimSpace(body)) == 0 {
 		return true
 	}
-	if req, ok := m.(*authzv1.AuthorizeRequest); ok && decodeAuthorizeRequest(body, req) {
-		return true
+	switch req := m.(type) {
+	case *authzv1.AuthorizeRequest:
+		if decodeAuthorizeRequest(body, req) {
+			return true
+		}
+	case *authzv1.ValidateTokenRequest:
+		if decodeValidateTokenRequest(body, req) {
+			return true
+		}
 	}
 	if err := jsonIn.Unmarshal(body, m); err != nil {
 		writeError(w, http.StatusBadRequest, reason.InputInvalid,

@@ -52,6 +52,18 @@ func decodeAuthorizeRequest(body []byte, req *authzv1.AuthorizeRequest) bool {
 	return ok && d.i == len(d.b)
 }
 
+// decodeValidateTokenRequest is decodeAuthorizeRequest for a
+// ValidateTokenRequest: an object of at most the token field.
+func decodeValidateTokenRequest(body []byte, req *authzv1.ValidateTokenRequest) bool {
+	d := fastDecoder{b: body}
+	seen := false
+	ok := d.object(func(name []byte) bool {
+		return string(name) == "token" && !seen && d.setString(&req.Token, &seen)
+	})
+	d.space()
+	return ok && d.i == len(d.b)
+}
+
 // fastDecoder reads the subset of JSON decodeAuthorizeRequest accepts.
 type fastDecoder struct {
 	b []byte

@@ -50,6 +50,28 @@ func FuzzDecodeAuthorizeRequest(f *testing.F) {
 	})
 }
 
+// FuzzDecodeValidateTokenRequest: whatever decodeValidateTokenRequest
+// accepts, protojson accepts too, as the same message.
+func FuzzDecodeValidateTokenRequest(f *testing.F) {
+	for _, s := range []string{`{"token":"a.b.c"}`, " { \"token\" : \"t\" } ", `{}`, `{"token":"a","token":"b"}`, `{"token":"\u0041"}`,
+		`{"token":null}`, `{"token":"x","action":"y"}`, `{"Token":"x"}`, `{"token":"x"}x`, "{\"token\":\"\xff\"}", `{"token":"é"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got := &authzv1.ValidateTokenRequest{}
+		if !decodeValidateTokenRequest(body, got) {
+			return
+		}
+		want := &authzv1.ValidateTokenRequest{}
+		if err := jsonIn.Unmarshal(body, want); err != nil {
+			t.Fatalf("decodeValidateTokenRequest accepts %q, protojson refuses it: %v", body, err)
+		}
+		if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+			t.Fatalf("%q (-protojson +decodeValidateTokenRequest):\n%s", body, diff)
+		}
+	})
+}
+
 // TestDecodeAuthorizeRequestTakesSDKBodies: the bodies SDKs send are
 // decoded here, not left to protojson.
 func TestDecodeAuthorizeRequestTakesSDKBodies(t *testing.T) {
@@ -61,5 +83,8 @@ func TestDecodeAuthorizeRequestTakesSDKBodies(t *testing.T) {
 		if !decodeAuthorizeRequest([]byte(body), &authzv1.AuthorizeRequest{}) {
 			t.Errorf("decodeAuthorizeRequest declines %s", body)
 		}
+	}
+	if !decodeValidateTokenRequest([]byte(`{"token":"a.b.c"}`), &authzv1.ValidateTokenRequest{}) {
+		t.Error("decodeValidateTokenRequest declines a token")
 	}
 }

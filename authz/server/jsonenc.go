@@ -84,6 +84,35 @@ func appendDecision(b []byte, d authz.Decision) (_ []byte, ok bool) {
 	return append(b, '}'), true
 }
 
+// appendTokenDecision is appendDecision for the answer of
+// /v1/validate-token: d.Proto() as protojson renders it, compacted.
+func appendTokenDecision(b []byte, d authz.TokenDecision) (_ []byte, ok bool) {
+	b = append(b, `{"allowed":`...)
+	b = strconv.AppendBool(b, d.Allowed)
+	b = append(b, `,"claims":`...)
+	if d.Claims == nil {
+		b = append(b, "null"...)
+	} else {
+		nodes := 0
+		if b, ok = appendClaimObject(b, d.Claims, 0, &nodes); !ok {
+			return b, false
+		}
+	}
+	if b, ok = appendField(b, `,"reason":`, string(d.Reason)); !ok {
+		return b, false
+	}
+	if b, ok = appendField(b, `,"subject":`, d.Subject); !ok {
+		return b, false
+	}
+	if b, ok = appendField(b, `,"tenant_id":`, d.TenantID); !ok {
+		return b, false
+	}
+	if b, ok = appendField(b, `,"message":`, d.Message); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
 func appendField(b []byte, name, value string) ([]byte, bool) {
 	return appendJSONString(append(b, name...), value)
 }

@@ -10,15 +10,17 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/engine/reason"
 )
 
-// protojsonBody is what writeProto writes for d.Proto(), the answer
-// before appendDecision: jsonOut's encoding, compacted.
-func protojsonBody(t *testing.T, d authz.Decision) ([]byte, bool) {
+// protojsonBody is what writeProto writes for m, the answer before
+// appendDecision and appendTokenDecision: jsonOut's encoding, compacted.
+func protojsonBody(t *testing.T, m proto.Message) ([]byte, bool) {
 	t.Helper()
-	b, err := jsonOut.Marshal(d.Proto())
+	b, err := jsonOut.Marshal(m)
 	if err != nil {
 		return nil, false
 	}
@@ -29,15 +31,26 @@ func protojsonBody(t *testing.T, d authz.Decision) ([]byte, bool) {
 	return buf.Bytes(), true
 }
 
+// checkSameAsProtojson compares appendDecision with protojson for d, and
+// appendTokenDecision for the TokenDecision of the same fields.
 func checkSameAsProtojson(t *testing.T, d authz.Decision) {
 	t.Helper()
-	want, wantOK := protojsonBody(t, d)
+	want, wantOK := protojsonBody(t, d.Proto())
 	got, ok := appendDecision(nil, d)
 	switch {
 	case !wantOK && ok:
 		t.Fatalf("protojson refuses %+v, appendDecision wrote %s", d, got)
 	case ok && !bytes.Equal(got, want):
 		t.Fatalf("appendDecision:\n%s\nprotojson:\n%s", got, want)
+	}
+	td := authz.TokenDecision{Allowed: d.Allowed, Claims: d.Claims, Reason: d.Reason, Subject: d.Subject, TenantID: d.TenantID, Message: d.Message}
+	want, wantOK = protojsonBody(t, td.Proto())
+	got, ok = appendTokenDecision(nil, td)
+	switch {
+	case !wantOK && ok:
+		t.Fatalf("protojson refuses %+v, appendTokenDecision wrote %s", td, got)
+	case ok && !bytes.Equal(got, want):
+		t.Fatalf("appendTokenDecision:\n%s\nprotojson:\n%s", got, want)
 	}
 }
 
@@ -98,10 +111,13 @@ func TestAppendDecisionCases(t *testing.T) {
 	if _, ok := appendDecision(nil, cases[1]); !ok {
 		t.Error("appendDecision declines a token's claims")
 	}
+	if _, ok := appendTokenDecision(nil, authz.TokenDecision{Allowed: true, Claims: cases[1].Claims}); !ok {
+		t.Error("appendTokenDecision declines a token's claims")
+	}
 }
 
-// FuzzAppendDecision compares appendDecision with protojson over random
-// decisions built from the fuzzer's input.
+// FuzzAppendDecision compares appendDecision and appendTokenDecision with
+// protojson over random decisions built from the fuzzer's input.
 func FuzzAppendDecision(f *testing.F) {
 	f.Add(uint64(1), "alice", "policy-allow", []byte{1, 2, 3})
 	f.Add(uint64(2), "b\xffad", "\x00\"\\<", []byte{0xff, 0, 0x7f, 0x80})
