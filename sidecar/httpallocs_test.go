@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -39,6 +40,7 @@ func TestHTTPDecisionAllocs(t *testing.T) {
 	idp := newTestIdP(t)
 	sc := startBenchSidecar(t, idp)
 	tok := idp.token(t, "alice", testTenant, "viewer")
+	host := sc.HTTPAddr().String()
 	body := `{"token":"` + tok + `","action":"orders:read","resource":{"id":"o-1"}}`
 	cases := []struct {
 		name string
@@ -47,6 +49,7 @@ func TestHTTPDecisionAllocs(t *testing.T) {
 	}{
 		{"check", maxCheckAllocs, func() *http.Request {
 			r := httptest.NewRequest(http.MethodGet, envoy.CheckPath, nil)
+			r.Host = host
 			r.Header.Set("Authorization", "Bearer "+tok)
 			r.Header.Set("X-Original-URI", "/orders/42")
 			r.Header.Set("X-Original-Method", http.MethodGet)
@@ -54,32 +57,20 @@ func TestHTTPDecisionAllocs(t *testing.T) {
 		}},
 		{"authorize", maxAuthorizeAllocs, func() *http.Request {
 			r := httptest.NewRequest(http.MethodPost, authz.PathAuthorize, strings.NewReader(body))
+			r.Host = host
 			r.Header.Set("Content-Type", "application/json")
 			return r
 		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			const runs = 500
-			reqs := make([]*http.Request, runs+2) // AllocsPerRun warms up once
-			recs := make([]*httptest.ResponseRecorder, len(reqs))
-			for i := range reqs {
-				r := tc.req()
-				r.RemoteAddr, r.Host = "127.0.0.1:40000", sc.HTTPAddr().String()
-				reqs[i], recs[i] = r, httptest.NewRecorder()
-			}
-			// Warm the token and decision caches as a steady stream does.
-			i := len(reqs) - 1
-			sc.http.Handler.ServeHTTP(recs[i], reqs[i])
-			i = 0
-			got := testing.AllocsPerRun(runs, func() {
-				sc.http.Handler.ServeHTTP(recs[i], reqs[i])
-				i++
-			})
-			for j := range i {
-				if recs[j].Code != http.StatusOK {
-					t.Fatalf("request %d: status %d: %s", j, recs[j].Code, recs[j].Body)
-				}
+			// AllocsPerRun counts the whole process's allocations: the
+			// least of three counts leaves out what the sidecar's
+			// background work allocates meanwhile, and a regression shows
+			// in all three.
+			got := math.Inf(1)
+			for range 3 {
+				got = min(got, decisionAllocs(t, sc.http.Handler, tc.req))
 			}
 			t.Logf("%.0f allocations per %s", got, tc.name)
 			if got > float64(tc.max) {
@@ -87,4 +78,33 @@ func TestHTTPDecisionAllocs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// decisionAllocs is the average allocation count of handler answering a
+// decision request made by req, each request and recorder built
+// beforehand, after a first request has warmed the token and decision
+// caches as a steady stream does.
+func decisionAllocs(t *testing.T, handler http.Handler, req func() *http.Request) float64 {
+	t.Helper()
+	const runs = 500
+	reqs := make([]*http.Request, runs+2) // AllocsPerRun warms up once
+	recs := make([]*httptest.ResponseRecorder, len(reqs))
+	for i := range reqs {
+		r := req()
+		r.RemoteAddr = "127.0.0.1:40000"
+		reqs[i], recs[i] = r, httptest.NewRecorder()
+	}
+	i := len(reqs) - 1
+	handler.ServeHTTP(recs[i], reqs[i])
+	i = 0
+	got := testing.AllocsPerRun(runs, func() {
+		handler.ServeHTTP(recs[i], reqs[i])
+		i++
+	})
+	for j := range i {
+		if recs[j].Code != http.StatusOK {
+			t.Fatalf("request %d: status %d: %s", j, recs[j].Code, recs[j].Body)
+		}
+	}
+	return got
 }
