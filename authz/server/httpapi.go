@@ -20,8 +20,9 @@ import (
 	"github.com/svc-dev/svc/engine/reason"
 )
 
-// bodyBuffers hold the buffers decisions are rendered into; one larger than maxBufferedBody (a token with a large claim set)
-// is left to the collector.
+// bodyBuffers hold the buffers request bodies are read into and
+// decisions rendered into; one grown larger than maxBufferedBody (a body
+// near the limit, a large claim set) is left to the collector.
 var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 const maxBufferedBody = 16 << 10
