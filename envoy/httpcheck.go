@@ -4,8 +4,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -13,7 +11,6 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/reason"
-	"github.com/svc-dev/svc/internal/refusalpage"
 )
 
 // Mount points of the HTTP check mode.
@@ -82,7 +79,13 @@ const (
 // http.ServeMux redirects paths that are not clean ("//", "..");
 // the shipped Envoy configuration normalizes paths before checking, so
 // Envoy's check paths always are.
+//
+// CheckPath is registered for GET as well as for every method, with the
+// same handler: nginx and Caddy check with GET, and http.ServeMux looks a
+// request up among the patterns of its method first, allocating when it
+// finds none there before it falls back to the patterns of every method.
 func (s *Server) RegisterHTTP(mux *http.ServeMux) {
+	mux.HandleFunc(http.MethodGet+" "+CheckPath, s.serveCheck)
 	mux.HandleFunc(CheckPath, s.serveCheck)
 	mux.HandleFunc(EnvoyCheckPrefix+"/", s.serveEnvoyCheck)
 }
@@ -216,7 +219,7 @@ func peerHost(addr string) string {
 func lowerHeaders(h http.Header) map[string]string {
 	out := make(map[string]string, len(h))
 	for k, vs := range h {
-		lk := strings.ToLower(k)
+		lk := lowerKey(k)
 		if checkControlHeaders[lk] {
 			continue
 		}
@@ -227,61 +230,13 @@ func lowerHeaders(h http.Header) map[string]string {
 
 func (s *Server) writeHTTP(w http.ResponseWriter, v verdict, conv convention, spoofed []string) {
 	h := w.Header()
-	h.Set("Cache-Control", "no-store")
 	if v.allow {
-		// All five headers are always present: proxies copy them onto the
-		// upstream request by name, and some (Caddy before 2.9) copy an
-		// absent header as a literal placeholder. Envoy removes the ones
-		// that do not apply (x-envoy-auth-headers-to-remove, applied after
-		// the copy).
-		h.Set(HeaderUserID, v.subject)
-		h.Set(HeaderTenantID, v.tenantID)
-		h.Set(HeaderRoles, v.roles)
-		h.Set(HeaderDecisionID, v.decisionID)
-		h.Set(HeaderFailOpen, "false")
-		if conv == conventionEnvoy {
-			h.Set(headerAuthRemove, strings.Join(slices.Concat([]string{HeaderFailOpen}, spoofed), ","))
-		}
+		writeAllowed(h, v, conv, spoofed)
 		w.WriteHeader(http.StatusOK)
 		return
 	}
 	ct, body := v.answer()
-	if v.html {
-		refusalpage.SetHeaders(h)
-	}
-	h.Set("Content-Type", ct)
-	status := v.status
-	switch {
-	case v.redirect && conv == conventionNginx:
-		// auth_request passes a 401 on, never a 302: the shipped
-		// nginx.conf answers 302 to X-Svc-Login.
-		h.Set(HeaderLogin, v.login)
-	case v.redirect:
-		status = http.StatusFound
-		h.Set("Location", v.login)
-	}
-	if v.wwwAuthenticate != "" && status == http.StatusUnauthorized {
-		h.Set("WWW-Authenticate", v.wwwAuthenticate)
-	}
-	if v.retryAfter != "" {
-		h.Set("Retry-After", v.retryAfter)
-	}
-	// Envoy's http_service takes a 5xx from the authorization server for
-	// an outage and lets the request through under failure_mode_allow: a
-	// sidecar that answered (policy-error, jwks-unavailable) says 403 to it,
-	// with the real status in X-Svc-Status as for nginx.
-	if conv == conventionNginx || (conv == conventionEnvoy && status >= http.StatusInternalServerError) {
-		h.Set(HeaderStatus, strconv.Itoa(v.status))
-		h.Set(HeaderBody, asciiJSON(body))
-		if conv == conventionNginx && v.html {
-			// The shipped nginx.conf answers with JSON when it is absent.
-			h.Set(headerContentType, ct)
-		}
-		if status != http.StatusUnauthorized && status != http.StatusForbidden {
-			status = http.StatusForbidden
-		}
-	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	status := writeDenied(h, v, conv, ct, body)
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }

@@ -183,7 +183,7 @@ func (tg *loadTarget) percentiles() (p50, p99 time.Duration) {
 // telemetry (spans to the in-process feed, metrics on /metrics), an audit
 // log (to io.Discard) and the rate limiter, with a budget that never runs
 // out, so that every allowed request costs what it does in production.
-func startBenchSidecar(b *testing.B, idp *testIdP) *running {
+func startBenchSidecar(b testing.TB, idp *testIdP) *running {
 	b.Helper()
 	cfg := testConfig(idp)
 	cfg.RateLimit.DefaultRPM = 1 << 40

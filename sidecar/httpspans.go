@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"net/http"
+	"net/textproto"
 	"strings"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -49,7 +50,7 @@ func (s *Server) traceDecisions(next http.Handler) http.Handler {
 			traced.ServeHTTP(w, r)
 		default:
 			ctx := r.Context()
-			if ext := prop.Extract(ctx, propagation.HeaderCarrier(r.Header)); ext != ctx {
+			if ext := prop.Extract(ctx, headerCarrier(r.Header)); ext != ctx {
 				r = r.WithContext(ext)
 			}
 			next.ServeHTTP(w, r)
@@ -66,3 +67,41 @@ func isDecisionRequest(r *http.Request) bool {
 		return strings.HasPrefix(p, envoy.EnvoyCheckPrefix+"/")
 	}
 }
+
+// headerCarrier is propagation.HeaderCarrier, but finds the W3C fields
+// (traceparent, tracestate, baggage) by their canonical keys without
+// computing them: http.Header.Get canonicalizes the lower-case field
+// names propagators use, allocating on every request that is not traced.
+type headerCarrier http.Header
+
+var _ propagation.ValuesGetter = headerCarrier{}
+
+// canonicalField is textproto.CanonicalMIMEHeaderKey(field).
+func canonicalField(field string) string {
+	switch field {
+	case "traceparent":
+		return "Traceparent"
+	case "tracestate":
+		return "Tracestate"
+	case "baggage":
+		return "Baggage"
+	}
+	return textproto.CanonicalMIMEHeaderKey(field)
+}
+
+// Get returns the first value of field, as http.Header.Get.
+func (c headerCarrier) Get(field string) string {
+	if vs := c[canonicalField(field)]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
+
+// Values returns every value of field, as http.Header.Values.
+func (c headerCarrier) Values(field string) []string { return c[canonicalField(field)] }
+
+// Set sets field, as http.Header.Set.
+func (c headerCarrier) Set(field, value string) { propagation.HeaderCarrier(c).Set(field, value) }
+
+// Keys lists the keys of the header, as propagation.HeaderCarrier.Keys.
+func (c headerCarrier) Keys() []string { return propagation.HeaderCarrier(c).Keys() }

@@ -58,10 +58,14 @@ func WriteJSON(w http.ResponseWriter, status int, layout Layout, v any) {
 // WriteRaw answers status with b, a JSON body already encoded, with the
 // headers of WriteJSON.
 func WriteRaw(w http.ResponseWriter, status int, b []byte) {
+	// As h.Set with canonical keys, the values in one array rather than
+	// a slice each; each slice is capped at its value, so that an Add
+	// later appends to a copy.
+	vals := &[3]string{"application/json", "no-store", "nosniff"}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
+	h["Content-Type"] = vals[0:1:1]
+	h["Cache-Control"] = vals[1:2:2]
+	h["X-Content-Type-Options"] = vals[2:3:3]
 	w.WriteHeader(status)
 	_, _ = w.Write(b) // the status is sent: a failed write has no one to tell
 }

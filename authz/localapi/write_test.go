@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"testing"
 
 	"github.com/svc-dev/svc/authz/localapi"
@@ -88,5 +89,33 @@ func TestParseDropped(t *testing.T) {
 		if _, ok := localapi.ParseDropped([]byte(line)); ok {
 			t.Errorf("ParseDropped(%q) = ok, want not a notice", line)
 		}
+	}
+}
+
+// TestWriteRawHeaders: WriteRaw sets its headers as http.Header.Set
+// would, over any earlier value, and an Add to one of them afterwards
+// leaves the others alone.
+func TestWriteRawHeaders(t *testing.T) {
+	rec := httptest.NewRecorder()
+	rec.Header().Set("Content-Type", "text/plain")
+	rec.Header().Add("Cache-Control", "max-age=1")
+	rec.Header().Set("Allow", "POST")
+	localapi.WriteRaw(rec, http.StatusOK, []byte("{}\n"))
+	want := http.Header{
+		"Content-Type":           {"application/json"},
+		"Cache-Control":          {"no-store"},
+		"X-Content-Type-Options": {"nosniff"},
+		"Allow":                  {"POST"},
+	}
+	if !reflect.DeepEqual(rec.Header(), want) {
+		t.Fatalf("headers %v, want %v", rec.Header(), want)
+	}
+	rec.Header().Add("Content-Type", "x")
+	rec.Header().Add("Cache-Control", "y")
+	if got := rec.Header().Values("Cache-Control"); !reflect.DeepEqual(got, []string{"no-store", "y"}) {
+		t.Errorf("Cache-Control %q after Add", got)
+	}
+	if got := rec.Header().Values("X-Content-Type-Options"); !reflect.DeepEqual(got, []string{"nosniff"}) {
+		t.Errorf("X-Content-Type-Options %q after Add to its neighbours", got)
 	}
 }

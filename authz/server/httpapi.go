@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -18,6 +19,13 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/reason"
 )
+
+// bodyBuffers hold the buffers request bodies are read into and
+// decisions rendered into; one grown larger than maxBufferedBody (a body
+// near the limit, a large claim set) is left to the collector.
+var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxBufferedBody = 16 << 10
 
 var (
 	jsonIn  = protojson.UnmarshalOptions{}
@@ -49,7 +57,8 @@ func (s *Server) httpValidateToken(w http.ResponseWriter, r *http.Request) {
 	if req.Token == "" {
 		req.Token = authz.BearerToken(r)
 	}
-	writeProto(w, http.StatusOK, s.validateToken(engine.WithSource(r.Context(), "http"), req))
+	d := tokenDecisionOf(s.d.ValidateToken(engine.WithSource(r.Context(), "http"), req.GetToken()), false)
+	writeAnswer(w, func(b []byte) ([]byte, bool) { return appendTokenDecision(b, d) }, d.Proto)
 }
 
 func (s *Server) httpAuthorize(w http.ResponseWriter, r *http.Request) {
@@ -60,18 +69,49 @@ func (s *Server) httpAuthorize(w http.ResponseWriter, r *http.Request) {
 	if req.Token == "" {
 		req.Token = authz.BearerToken(r)
 	}
-	resp, fail := s.authorize(engine.WithSource(r.Context(), "http"), req)
+	d, fail := s.decide(engine.WithSource(r.Context(), "http"), req)
 	if fail != nil {
 		writeError(w, fail.httpStatus(), fail.code, fail.msg)
 		return
 	}
-	writeProto(w, http.StatusOK, resp)
+	writeAnswer(w, func(b []byte) ([]byte, bool) { return appendDecision(b, d) }, d.Proto)
+}
+
+// writeAnswer answers 200 with a decision rendered by appendTo
+// (appendDecision, appendTokenDecision) into a buffer kept for reuse, or,
+// when appendTo leaves the decision alone, with writeProto of its message;
+// the bytes are the same.
+func writeAnswer[M proto.Message](w http.ResponseWriter, appendTo func([]byte) ([]byte, bool), message func() M) {
+	bp := bodyBuffers.Get().(*[]byte)
+	b, ok := appendTo((*bp)[:0])
+	if ok {
+		// Write copies b: a ResponseWriter does not keep it.
+		localapi.WriteRaw(w, http.StatusOK, append(b, '\n'))
+	}
+	if cap(b) <= maxBufferedBody {
+		*bp = b[:0]
+		bodyBuffers.Put(bp)
+	}
+	if !ok {
+		writeProto(w, http.StatusOK, message())
+	}
 }
 
 // readBody decodes the request body into m, answering the caller itself
 // (and returning false) when it cannot. An empty body is an empty message.
+//
+// The body is read into a buffer kept for reuse: protojson copies what it
+// keeps, and so do decodeAuthorizeRequest and decodeValidateTokenRequest,
+// which decode the usual requests before protojson is asked to.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, m proto.Message) bool {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	bp := bodyBuffers.Get().(*[]byte)
+	body, err := readAll(http.MaxBytesReader(w, r.Body, s.maxBody), (*bp)[:0])
+	defer func() {
+		if cap(body) <= maxBufferedBody {
+			*bp = body[:0]
+			bodyBuffers.Put(bp)
+		}
+	}()
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -85,6 +125,16 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, m proto.Messag
 	if len(bytes.TrimSpace(body)) == 0 {
 		return true
 	}
+	switch req := m.(type) {
+	case *authzv1.AuthorizeRequest:
+		if decodeAuthorizeRequest(body, req) {
+			return true
+		}
+	case *authzv1.ValidateTokenRequest:
+		if decodeValidateTokenRequest(body, req) {
+			return true
+		}
+	}
 	if err := jsonIn.Unmarshal(body, m); err != nil {
 		writeError(w, http.StatusBadRequest, reason.InputInvalid,
 			fmt.Sprintf("request body is not a valid %s JSON object: %s",
@@ -92,6 +142,23 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, m proto.Messag
 		return false
 	}
 	return true
+}
+
+// readAll is io.ReadAll into b.
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 // jsonErrorText keeps protojson's description of what is wrong without its

@@ -101,10 +101,19 @@ func (s *Server) validateToken(ctx context.Context, req *authzv1.ValidateTokenRe
 }
 
 func (s *Server) authorize(ctx context.Context, req *authzv1.AuthorizeRequest) (*authzv1.AuthorizeResponse, *apiError) {
+	d, fail := s.decide(ctx, req)
+	if fail != nil {
+		return nil, fail
+	}
+	return d.Proto(), nil
+}
+
+// decide is authorize's decision, before it becomes an AuthorizeResponse.
+func (s *Server) decide(ctx context.Context, req *authzv1.AuthorizeRequest) (authz.Decision, *apiError) {
 	areq := authz.AuthorizeRequestFromProto(req)
 	in, err := inputOf(areq)
 	if err != nil {
-		return nil, apiErrorOf(err, reason.InputInvalid)
+		return authz.Decision{}, apiErrorOf(err, reason.InputInvalid)
 	}
 	res, err := s.d.Authorize(ctx, areq.Token, in)
 	if err != nil {
@@ -113,9 +122,9 @@ func (s *Server) authorize(ctx context.Context, req *authzv1.AuthorizeRequest) (
 		// quote input values, and claim values never go to logs.
 		s.log.ErrorContext(ctx, "no decision", "reason", fail.code, "detail", fail.msg,
 			"decision_id", res.Decision.DecisionID, "action", in.Action)
-		return nil, fail
+		return authz.Decision{}, fail
 	}
-	return decisionOf(res, false).Proto(), nil
+	return decisionOf(res, false), nil
 }
 
 // apiError is a request the server could not decide, with the reason code
