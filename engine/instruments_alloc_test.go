@@ -13,6 +13,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // decisionTelemetry runs the telemetry of one allowed decision the way
@@ -42,7 +43,7 @@ func newTestInstruments(t *testing.T, sampler sdktrace.Sampler) (*instruments, *
 // a decision's telemetry (child spans, counter, histogram) allocates
 // nothing.
 func TestUnsampledDecisionAllocs(t *testing.T) {
-	if raceEnabled {
+	if testkit.RaceEnabled {
 		t.Skip("the race detector changes allocation counts")
 	}
 	tel, tp, rec := newTestInstruments(t, sdktrace.ParentBased(sdktrace.NeverSample()))

@@ -10,6 +10,7 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 type recordSink struct {
@@ -81,7 +82,7 @@ func TestCheckAuditSource(t *testing.T) {
 // TestCheckAllocs guards the allocations of an allowed Check in process on
 // the real engine, token and decision both cached (BenchmarkCheck/engine).
 func TestCheckAllocs(t *testing.T) {
-	if raceEnabled {
+	if testkit.RaceEnabled {
 		t.Skip("the race detector changes allocation counts")
 	}
 	idp := newTestIdP(t)

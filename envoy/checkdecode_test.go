@@ -11,6 +11,8 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // envoyCheckRequest is a CheckRequest as Envoy fills it: peers with socket
@@ -191,7 +193,7 @@ func FuzzUnmarshalCheckRequest(f *testing.F) {
 // extensions map and the destination's labels (see
 // BenchmarkUnmarshalCheckRequest for proto.Unmarshal's).
 func TestUnmarshalCheckRequestAllocs(t *testing.T) {
-	if raceEnabled {
+	if testkit.RaceEnabled {
 		t.Skip("the race detector changes allocation counts")
 	}
 	b, err := proto.Marshal(envoyCheckRequest())

@@ -11,6 +11,7 @@ import (
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/envoy"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // Built with -tags vtprotobuf, the ext_authz answer has the generated
@@ -20,7 +21,7 @@ var _ vtMessage = (*authv3.CheckResponse)(nil)
 // TestCodecMarshalAllocs guards the encoding of an allowed answer: one
 // allocation, holding the bytes and the BufferSlice around them.
 func TestCodecMarshalAllocs(t *testing.T) {
-	if raceEnabled {
+	if testkit.RaceEnabled {
 		t.Skip("the race detector changes allocation counts")
 	}
 	resp := envoy.CheckResponse(engine.Result{

@@ -9,6 +9,7 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/envoy"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // Bounds of the allocations of one allowed decision through the
@@ -31,7 +32,7 @@ const (
 // (BenchmarkHTTPDecision/*/unwatched): it fails when one of the
 // allocations the HTTP layer no longer makes comes back.
 func TestHTTPDecisionAllocs(t *testing.T) {
-	if raceEnabled {
+	if testkit.RaceEnabled {
 		t.Skip("-race changes allocation counts")
 	}
 	if testing.Short() {

@@ -3,6 +3,8 @@ package policy_test
 import (
 	"context"
 	"testing"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // TestEvalAllocs guards the allocations of one evaluation of the default
@@ -11,7 +13,7 @@ import (
 // topdown directly with reused rule caches and constant tables. The bars
 // leave a little room; an old cost coming back fails.
 func TestEvalAllocs(t *testing.T) {
-	if raceEnabled {
+	if testkit.RaceEnabled {
 		t.Skip("the race detector changes allocation counts")
 	}
 	set := mustDefault(t)

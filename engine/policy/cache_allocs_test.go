@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"unsafe"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // TestDecideHitAllocs guards the cost of a decision cache hit on the
@@ -11,7 +13,7 @@ import (
 // from the input (its key parts are read from the typed input's strings,
 // and hashed without moving the hasher to the heap).
 func TestDecideHitAllocs(t *testing.T) {
-	if raceEnabled {
+	if testkit.RaceEnabled {
 		t.Skip("the race detector changes allocation counts")
 	}
 	ctx := context.Background()

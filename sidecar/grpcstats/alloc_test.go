@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/stats"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // fakeStream names the method of a call, as the server's stream does in
@@ -51,7 +53,7 @@ func callEvents(h stats.Handler, base context.Context, method string, local net.
 // SDK's non-recording span and its context and nothing more, metrics
 // included.
 func TestUnsampledCallAllocs(t *testing.T) {
-	if raceEnabled {
+	if testkit.RaceEnabled {
 		t.Skip("the race detector changes allocation counts")
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))

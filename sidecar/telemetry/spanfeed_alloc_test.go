@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // decisionSpan is an ended policy.evaluate span as the SDK hands it to
@@ -36,7 +38,7 @@ func TestSpanFeedKeepsUnreadSpansAsTheyAre(t *testing.T) {
 	for range 10 {
 		sf.OnEnd(ro)
 	}
-	if !raceEnabled {
+	if !testkit.RaceEnabled {
 		if n := testing.AllocsPerRun(100, func() { sf.OnEnd(ro) }); n != 0 {
 			t.Errorf("OnEnd of an unwatched span allocates %.0f times, want 0", n)
 		}

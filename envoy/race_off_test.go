@@ -1,7 +1,0 @@
-//go:build !race
-
-package envoy
-
-// raceEnabled: the race detector changes allocation counts, which the
-// allocation tests then skip.
-const raceEnabled = false

@@ -1,6 +1,0 @@
-//go:build !race
-
-package grpcstats
-
-// raceEnabled: the race detector changes allocation counts.
-const raceEnabled = false
