@@ -47,6 +47,9 @@ func (s *Set) input(in *Input) (ast.Value, error) {
 			return in.Value()
 		}
 		if p.depth != undefinedDepth {
+			// A string part carries its Go string; the document needs
+			// the value.
+			p.materialize()
 			d.add(path[:p.depth], p.v)
 		}
 	}
