@@ -30,6 +30,9 @@ type vtMessage interface {
 // few headers, the hand decoder four). Both decode to the same message.
 type codec struct {
 	proto encoding.CodecV2
+	// undecodable, when set, counts a request that did not decode: gRPC
+	// answers it INTERNAL before any interceptor sees the call.
+	undecodable func(v any)
 }
 
 var _ encoding.CodecV2 = codec{}
@@ -98,12 +101,18 @@ func marshalVT(m vtMessage, buf []byte) error {
 }
 
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
+	var err error
 	if req, ok := v.(*authv3.CheckRequest); ok {
 		// Materialize copies the request into memory of its own, which
 		// nothing writes to again: its strings can share it.
-		return envoy.UnmarshalCheckRequest(data.Materialize(), req)
+		err = envoy.UnmarshalCheckRequest(data.Materialize(), req)
+	} else {
+		err = c.proto.Unmarshal(data, v)
 	}
-	return c.proto.Unmarshal(data, v)
+	if err != nil && c.undecodable != nil {
+		c.undecodable(v)
+	}
+	return err
 }
 
 // Name is the proto codec's: the wire format is the same.

@@ -213,11 +213,25 @@ func New(deps Deps) (*Server, error) {
 }
 
 func (s *Server) grpcOptions() ([]grpc.ServerOption, error) {
+	codec := newCodec()
+	var stats *grpcstats.Handler
+	if t := s.deps.Telemetry; t != nil {
+		var err error
+		stats, err = grpcstats.New(grpcstats.Options{
+			TracerProvider: t.TracerProvider(),
+			MeterProvider:  t.MeterProvider(),
+			Propagator:     t.Propagator(),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("grpc telemetry: %w", err)
+		}
+		codec.undecodable = stats.CountUndecodable
+	}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxRecvMsgBytes),
 		grpc.MaxConcurrentStreams(maxStreams),
 		grpc.NumStreamWorkers(streamWorkers()),
-		grpc.ForceServerCodecV2(newCodec()),
+		grpc.ForceServerCodecV2(codec),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			MaxConnectionIdle: 5 * time.Minute,
 			Time:              30 * time.Second,
@@ -231,16 +245,14 @@ func (s *Server) grpcOptions() ([]grpc.ServerOption, error) {
 	if s.certs != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.certs.config("h2"))))
 	}
-	if t := s.deps.Telemetry; t != nil {
-		h, err := grpcstats.New(grpcstats.Options{
-			TracerProvider: t.TracerProvider(),
-			MeterProvider:  t.MeterProvider(),
-			Propagator:     t.Propagator(),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("grpc telemetry: %w", err)
-		}
-		opts = append(opts, grpc.StatsHandler(h))
+	if stats != nil {
+		// Interceptors rather than a stats handler, with which gRPC
+		// copies every call's metadata and allocates an event per step
+		// of the call (grpcstats.Handler). First in the chains: the
+		// server span is the parent of whatever comes after.
+		opts = append(opts,
+			grpc.ChainUnaryInterceptor(stats.Unary),
+			grpc.ChainStreamInterceptor(stats.Stream))
 	}
 	return opts, nil
 }

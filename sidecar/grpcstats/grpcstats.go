@@ -1,13 +1,22 @@
-// Package grpcstats is the telemetry of the sidecar's gRPC server: a
-// stats handler that gives every call a server span, continuing the
-// caller's trace from the call's metadata, and records the call's
-// duration in the rpc.server.call.duration histogram.
+// Package grpcstats is the telemetry of the sidecar's gRPC server:
+// interceptors that give every call a server span, continuing the
+// caller's trace from the call's metadata, and record the call's
+// duration in the rpc.server.call.duration histogram, and a counter of
+// the requests whose message did not decode, which gRPC answers before
+// any interceptor.
 //
 // It records what otelgrpc's server handler (v0.72, default semantic
 // conventions) recorded: the span's name, kind, attributes and status,
 // and the histogram's name, unit, buckets and attributes (the older
 // conventions otelgrpc could be switched to with
 // OTEL_SEMCONV_STABILITY_OPT_IN=rpc/old or rpc/dup are not offered).
+// Being an interceptor, it sees a call from its decoded request to its
+// handler's answer: the span and the duration leave out reading and
+// decoding the request and writing the answer, which otelgrpc's stats
+// handler counted, and a call that never reaches its handler (an unknown
+// method, as before; a request that does not decode, now counted by
+// MetricUndecodable) has neither.
+//
 // What it does not do is pay for that on calls nobody looks at. The sampler still
 // decides, through the configured TracerProvider, whether a call's span
 // is recorded; an unsampled call then costs what the SDK needs to carry
@@ -29,9 +38,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/grpc"
 	grpccodes "google.golang.org/grpc/codes"
-	"google.golang.org/grpc/stats"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 )
 
@@ -45,6 +53,11 @@ const MetricCallDuration = "rpc.server.call.duration"
 // callDurationBuckets are otelgrpc's bucket boundaries of the histogram.
 var callDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
 
+// MetricUndecodable counts the requests whose message did not decode
+// (Prometheus: svc_grpc_undecodable_requests_total), by the message's
+// type (attribute message).
+const MetricUndecodable = "svc.grpc.undecodable_requests"
+
 // Options are what a Handler records with. Every field is required.
 type Options struct {
 	TracerProvider trace.TracerProvider
@@ -54,19 +67,24 @@ type Options struct {
 	Propagator propagation.TextMapPropagator
 }
 
-// Handler is a grpc stats.Handler for a server. It is safe for
-// concurrent use.
+// Handler serves the telemetry of a gRPC server's calls from a unary and
+// a stream interceptor (Unary, Stream), which the server runs first, and
+// counts the requests gRPC refused before any interceptor because their
+// body did not decode (CountUndecodable). It is safe for concurrent use.
+//
+// It is not a stats.Handler: with one installed, gRPC copies every
+// call's incoming metadata, builds its peer twice and allocates an event
+// for each of the call's steps, whether or not anything is recorded.
 type Handler struct {
 	tracer trace.Tracer
 	// start holds the span start options, made once: an option made per
 	// call is an allocation on every call.
-	start    []trace.SpanStartOption
-	extract  extractor
-	duration metric.Float64Histogram
-	methods  methodTable
+	start       []trace.SpanStartOption
+	extract     extractor
+	duration    metric.Float64Histogram
+	undecodable metric.Int64Counter
+	methods     methodTable
 }
-
-var _ stats.Handler = (*Handler)(nil)
 
 // New returns a Handler recording with opts' providers.
 func New(opts Options) (*Handler, error) {
@@ -78,64 +96,48 @@ func New(opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	undecodable, err := m.Int64Counter(MetricUndecodable,
+		metric.WithDescription("gRPC requests answered INTERNAL before their handler because their message did not decode."))
+	if err != nil {
+		return nil, err
+	}
 	return &Handler{
-		tracer:   opts.TracerProvider.Tracer(ScopeName),
-		start:    []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)},
-		extract:  newExtractor(opts.Propagator),
-		duration: duration,
+		tracer:      opts.TracerProvider.Tracer(ScopeName),
+		start:       []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)},
+		extract:     newExtractor(opts.Propagator),
+		duration:    duration,
+		undecodable: undecodable,
 	}, nil
 }
 
-// TagConn implements stats.Handler; connections are not traced.
-func (*Handler) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
-
-// HandleConn implements stats.Handler; connections are not traced.
-func (*Handler) HandleConn(context.Context, stats.ConnStats) {}
-
-// TagRPC implements stats.Handler: it starts the call's server span,
-// under the caller's span when the metadata carries one. The span is
-// described only when the sampler chose to record it.
-func (h *Handler) TagRPC(ctx context.Context, info *stats.RPCTagInfo) context.Context {
+// begin starts the call's server span, under the caller's span when the
+// metadata carries one. The span is described only when the sampler
+// chose to record it.
+func (h *Handler) begin(ctx context.Context, fullMethod string) (context.Context, trace.Span) {
 	ctx = h.extract.extract(ctx)
-	ctx, span := h.tracer.Start(ctx, spanName(info.FullMethodName), h.start...)
+	ctx, span := h.tracer.Start(ctx, spanName(fullMethod), h.start...)
 	if span.IsRecording() {
-		if ms := h.methods.lookup(info.FullMethodName); ms != nil {
+		if ms := h.methods.lookup(fullMethod); ms != nil {
 			span.SetAttributes(ms.span...)
 		} else {
-			span.SetAttributes(methodAttrs(info.FullMethodName)...)
+			span.SetAttributes(methodAttrs(fullMethod)...)
+		}
+		// The connection's peer is in the context of every call.
+		if p, ok := peer.FromContext(ctx); ok && p.LocalAddr != nil {
+			span.SetAttributes(serverAddrAttrs(p.LocalAddr.String())...)
 		}
 	}
-	return ctx
+	return ctx, span
 }
 
-// HandleRPC implements stats.Handler. A recorded span gets the server's
-// address from the call's header and its status at the end; the
-// duration is recorded at the end of every call.
-func (h *Handler) HandleRPC(ctx context.Context, rs stats.RPCStats) {
-	if rs.IsClient() {
-		return
-	}
-	switch rs := rs.(type) {
-	case *stats.InHeader:
-		if rs.LocalAddr == nil {
-			return
-		}
-		if span := trace.SpanFromContext(ctx); span.IsRecording() {
-			span.SetAttributes(serverAddrAttrs(rs.LocalAddr.String())...)
-		}
-	case *stats.End:
-		h.end(ctx, rs)
-	}
-}
-
-func (h *Handler) end(ctx context.Context, rs *stats.End) {
+// end ends the call's span with its status and records its duration
+// since began. st is nil for a call answered OK.
+func (h *Handler) end(ctx context.Context, span trace.Span, fullMethod string, began time.Time, st *status.Status) {
 	code := grpccodes.OK
-	var st *status.Status
-	if rs.Error != nil {
-		st, _ = status.FromError(rs.Error)
+	if st != nil {
 		code = st.Code()
 	}
-	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+	if span.IsRecording() {
 		if st != nil {
 			span.SetStatus(spanStatus(st))
 		}
@@ -145,15 +147,12 @@ func (h *Handler) end(ctx context.Context, rs *stats.End) {
 	if !h.duration.Enabled(ctx) {
 		return
 	}
-	// The stream, which names the method, is in the context of every
-	// call that reaches its end: only calls of a registered method do.
-	method, _ := grpc.Method(ctx)
-	elapsed := float64(rs.EndTime.Sub(rs.BeginTime)) / float64(time.Second)
-	if ms := h.methods.get(method); ms != nil && int(code) < len(ms.byCode) {
+	elapsed := float64(time.Since(began)) / float64(time.Second)
+	if ms := h.methods.get(fullMethod); ms != nil && int(code) < len(ms.byCode) {
 		h.duration.Record(ctx, elapsed, ms.byCode[code]...)
 		return
 	}
-	h.duration.Record(ctx, elapsed, recordOptions(method, code)...)
+	h.duration.Record(ctx, elapsed, recordOptions(fullMethod, code)...)
 }
 
 // spanName is the span name of a call: the full method without its

@@ -19,7 +19,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 )
 
@@ -35,19 +34,30 @@ var answerDesc = grpc.ServiceDesc{
 	HandlerType: (*any)(nil),
 	Methods: []grpc.MethodDesc{{
 		MethodName: "Answer",
-		Handler: func(_ any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+		// As generated code does: decode, then the interceptor.
+		Handler: func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
 			in := new(healthpb.HealthCheckRequest)
 			if err := dec(in); err != nil {
 				return nil, err
 			}
-			for c := codes.OK; c <= codes.Unauthenticated; c++ {
-				if in.GetService() == c.String() && c != codes.OK {
-					return nil, status.Error(c, "answered "+c.String())
-				}
+			if interceptor == nil {
+				return answer(ctx, in)
 			}
-			return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
+			info := &grpc.UnaryServerInfo{Server: srv, FullMethod: answerMethod}
+			return interceptor(ctx, in, info, func(ctx context.Context, req any) (any, error) {
+				return answer(ctx, req.(*healthpb.HealthCheckRequest))
+			})
 		},
 	}},
+}
+
+func answer(_ context.Context, in *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	for c := codes.OK; c <= codes.Unauthenticated; c++ {
+		if in.GetService() == c.String() && c != codes.OK {
+			return nil, status.Error(c, "answered "+c.String())
+		}
+	}
+	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
 }
 
 // observed is what a handler recorded, in a form comparable between
@@ -90,10 +100,10 @@ func sampledParent() metadata.MD {
 	return metadata.Pairs("traceparent", "00-"+callerTrace+"-"+callerSpan+"-01")
 }
 
-// runScenario serves the test service with the stats handler newHandler
-// returns for the providers and makes the calls, then returns what was
-// recorded. sampler decides which spans are recorded.
-func runScenario(t *testing.T, sampler sdktrace.Sampler, newHandler func(trace.TracerProvider, *sdkmetric.MeterProvider, propagation.TextMapPropagator) stats.Handler, calls []call) observed {
+// runScenario serves the test service with the interceptors of the
+// Handler newHandler returns for the providers and makes the calls, then
+// returns what was recorded. sampler decides which spans are recorded.
+func runScenario(t *testing.T, sampler sdktrace.Sampler, newHandler func(trace.TracerProvider, *sdkmetric.MeterProvider, propagation.TextMapPropagator) *Handler, calls []call) observed {
 	t.Helper()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithSpanProcessor(rec))
@@ -105,7 +115,8 @@ func runScenario(t *testing.T, sampler sdktrace.Sampler, newHandler func(trace.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer(grpc.StatsHandler(newHandler(tp, mp, prop)), grpc.WaitForHandlers(true))
+	h := newHandler(tp, mp, prop)
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(h.Unary), grpc.ChainStreamInterceptor(h.Stream), grpc.WaitForHandlers(true))
 	srv.RegisterService(&answerDesc, nil)
 	go func() { _ = srv.Serve(lis) }()
 	defer srv.Stop()
@@ -123,7 +134,7 @@ func runScenario(t *testing.T, sampler sdktrace.Sampler, newHandler func(trace.T
 			t.Fatalf("%s %s: %v", c.method, c.service, err)
 		}
 	}
-	srv.Stop() // every call has ended: their End events were handled
+	srv.Stop() // every call has ended: their interceptors have returned
 
 	var o observed
 	for _, s := range rec.Ended() {
@@ -210,8 +221,8 @@ func scenario() []call {
 	return calls
 }
 
-func ourHandler(t *testing.T) func(trace.TracerProvider, *sdkmetric.MeterProvider, propagation.TextMapPropagator) stats.Handler {
-	return func(tp trace.TracerProvider, mp *sdkmetric.MeterProvider, prop propagation.TextMapPropagator) stats.Handler {
+func ourHandler(t *testing.T) func(trace.TracerProvider, *sdkmetric.MeterProvider, propagation.TextMapPropagator) *Handler {
+	return func(tp trace.TracerProvider, mp *sdkmetric.MeterProvider, prop propagation.TextMapPropagator) *Handler {
 		h, err := New(Options{TracerProvider: tp, MeterProvider: mp, Propagator: prop})
 		if err != nil {
 			t.Fatal(err)
