@@ -108,13 +108,21 @@ func (s *Set) CacheKeys() (paths []string, disabled string) {
 // bounded and evicts with the clock algorithm: an entry that was hit since
 // the hand last passed gets a second chance.
 type decisionCache struct {
-	paths  [][]*ast.Term
+	paths [][]*ast.Term
+	// leaves are the leaf fields of paths, index by index (leafOf; an
+	// empty path, the whole input, has leafNone).
+	leaves []leafField
 	seed   maphash.Seed
 	shards [cacheShards]cacheShard
 }
 
 func newDecisionCache(plan cachePlan, size int) *decisionCache {
-	c := &decisionCache{paths: plan.paths, seed: maphash.MakeSeed()}
+	c := &decisionCache{paths: plan.paths, leaves: make([]leafField, len(plan.paths)), seed: maphash.MakeSeed()}
+	for i, path := range plan.paths {
+		if len(path) > 0 {
+			c.leaves[i] = leafOf(path)
+		}
+	}
 	per := max(1, size/cacheShards)
 	for i := range c.shards {
 		c.shards[i].capacity = per
@@ -164,14 +172,14 @@ func (c *decisionCache) lazyKey(in *Input, buf []keyPart) (k cacheKey, whole ast
 	// The terms of parts that are not plain strings, allocated when the
 	// first is built.
 	var b termBuf
-	for _, path := range c.paths {
+	for i, path := range c.paths {
 		var part keyPart
 		if len(path) == 0 {
 			if whole, err = in.Value(); err != nil {
 				return cacheKey{}, nil, err
 			}
 			part = keyPart{v: whole}
-		} else if part, err = typedPart(in, path, &b, claims); err != nil {
+		} else if part, err = typedPartOf(in, path, c.leaves[i], &b, claims); err != nil {
 			return cacheKey{}, nil, err
 		}
 		buf = append(buf, part)
