@@ -104,6 +104,19 @@ func (s *Set) CacheKeys() (paths []string, disabled string) {
 	return paths, ""
 }
 
+// ReadsRequestParts reports whether an evaluation of the set can observe
+// input.request.headers (headers) and input.request.query (query). Both
+// are true when the set does not cache decisions: its plan is then not
+// known to cover every read. A caller that builds those maps only when
+// they can be read gives the policy the same decisions.
+func (s *Set) ReadsRequestParts() (headers, query bool) {
+	c := s.cache
+	if c == nil {
+		return true, true
+	}
+	return c.readsHeaders, c.readsQuery
+}
+
 // decisionCache maps the key parts of inputs to decisions. Each shard is
 // bounded and evicts with the clock algorithm: an entry that was hit since
 // the hand last passed gets a second chance.
@@ -112,6 +125,9 @@ type decisionCache struct {
 	// leaves are the leaf fields of paths, index by index (leafOf; an
 	// empty path, the whole input, has leafNone).
 	leaves []leafField
+	// readsHeaders and readsQuery say whether some path reaches into
+	// input.request.headers or input.request.query (or is above them).
+	readsHeaders, readsQuery bool
 	seed   maphash.Seed
 	shards [cacheShards]cacheShard
 }
@@ -123,6 +139,8 @@ func newDecisionCache(plan cachePlan, size int) *decisionCache {
 			c.leaves[i] = leafOf(path)
 		}
 	}
+	c.readsHeaders = plan.reads(keyRequest, keyHeaders)
+	c.readsQuery = plan.reads(keyRequest, keyQuery)
 	per := max(1, size/cacheShards)
 	for i := range c.shards {
 		c.shards[i].capacity = per
