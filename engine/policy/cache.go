@@ -128,6 +128,7 @@ type decisionCache struct {
 	// readsHeaders and readsQuery say whether some path reaches into
 	// input.request.headers or input.request.query (or is above them).
 	readsHeaders, readsQuery bool
+
 	seed   maphash.Seed
 	shards [cacheShards]cacheShard
 }
