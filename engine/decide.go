@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/ratelimit"
@@ -332,6 +334,16 @@ func (e *Engine) finish(ctx context.Context, source string, start time.Time, res
 		LatencyUS:      latency.Microseconds(),
 		Simulated:      simulated,
 		Source:         source,
+	}
+	if lg, ok := e.audit.(*audit.Logger); ok && !observing {
+		// The log writes the ids from their bytes, off the request path;
+		// only an observer or another sink reads the strings.
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			lg.LogTraced(rec, sc.TraceID(), sc.SpanID())
+		} else {
+			lg.Log(rec)
+		}
+		return
 	}
 	rec.TraceID, rec.SpanID = traceIDs(ctx)
 	if e.audit != nil {
