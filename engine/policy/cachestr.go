@@ -92,15 +92,11 @@ func leafOf(path []*ast.Term) leafField {
 	return leafNone
 }
 
-// leafPart is typedPart for the paths that end at, or run through, one of
-// the input's string fields or input.user.roles, read without building a
-// value; ok is false for every other path, and for a value that
-// conversion would change (invalid UTF-8, null roles).
-func leafPart(in *Input, path []*ast.Term) (p keyPart, ok bool) {
-	return leafValue(in, leafOf(path))
-}
-
-// leafValue is leafPart for a path whose leaf field is f.
+// leafValue is typedPart for the paths that end at, or run through, one
+// of the input's string fields or input.user.roles (leaf field f), read
+// without building a value; ok is false for every other path (leafNone),
+// and for a value that conversion would change (invalid UTF-8, null
+// roles).
 func leafValue(in *Input, f leafField) (p keyPart, ok bool) {
 	var (
 		s       string
