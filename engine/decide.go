@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/ratelimit"
@@ -113,7 +115,14 @@ func (e *Engine) validate(ctx context.Context, raw string) (TokenDecision, *poli
 		}
 		return TokenDecision{Reason: reason.TokenMalformed, Message: "token rejected"}, nil
 	}
-	sub, tenant := identity(claims)
+	var sub, tenant string
+	if user != nil {
+		// deriveUser took both from these claims when the token was
+		// verified; the cached user spares two lookups per request.
+		sub, tenant = user.ID, user.TenantID
+	} else {
+		sub, tenant = identity(claims)
+	}
 	return TokenDecision{Allowed: true, Claims: claims, Reason: reason.OK, Subject: sub, TenantID: tenant}, user
 }
 
@@ -170,6 +179,36 @@ func (e *Engine) Authorize(ctx context.Context, raw string, in Input) (Result, e
 // WithSource would tag ctx with, without the context that costs every
 // request.
 func (e *Engine) AuthorizeFrom(ctx context.Context, source, raw string, in Input) (Result, error) {
+	return e.authorize(ctx, source, raw, in, nil)
+}
+
+// RequestCompleter fills in the parts of a policy input's request that
+// cost the most to build: its Headers and Query. CompleteRequest is called
+// at most once per request that needs them, before anything reads them,
+// on the goroutine that asked for the decision; it must give the maps the
+// caller would otherwise have set, and must not touch the other fields.
+type RequestCompleter interface {
+	CompleteRequest(r *policy.Request)
+}
+
+// AuthorizeDeferred is AuthorizeFrom for an input whose in.Request still
+// lacks Headers and Query: rc fills them in only when something can read
+// them, that is when the active policy set can observe them
+// (policy.Set.ReadsRequestParts, asked of the very set that decides), when
+// the input goes on a span for a live watcher, or when a decision observer
+// sees the decision. The decision, the audit record and what observers see
+// are those of AuthorizeFrom on the completed input; only
+// Result.Input.Request may lack the two maps when nothing read them.
+func (e *Engine) AuthorizeDeferred(ctx context.Context, source, raw string, in Input, rc RequestCompleter) (Result, error) {
+	if in.Request == nil {
+		rc = nil
+	}
+	return e.authorize(ctx, source, raw, in, rc)
+}
+
+// authorize is AuthorizeFrom, completing in.Request with rc when it is
+// not nil (AuthorizeDeferred).
+func (e *Engine) authorize(ctx context.Context, source, raw string, in Input, rc RequestCompleter) (Result, error) {
 	start := e.now()
 	var user *policy.User
 	res := Result{}
@@ -178,7 +217,7 @@ func (e *Engine) AuthorizeFrom(ctx context.Context, source, raw string, in Input
 		// Every decision gets an id, so that a 401 can be matched with its
 		// audit record and log line.
 		res.Decision = Decision{Reason: res.Token.Reason, DenyReasons: []string{}, DecisionID: policy.NewDecisionID()}
-		e.record(ctx, source, start, res, in)
+		e.record(ctx, source, start, res, in, rc)
 		return res, nil
 	}
 	if user != nil {
@@ -193,30 +232,41 @@ func (e *Engine) AuthorizeFrom(ctx context.Context, source, raw string, in Input
 	res.Input = in
 	if ok, wait := e.allowRate(ctx, in.User.TenantID); !ok {
 		res.Decision = Decision{Reason: reason.RateLimited, DenyReasons: []string{string(reason.RateLimited)}, RetryAfter: wait, DecisionID: policy.NewDecisionID()}
-		e.record(ctx, source, start, res, in)
+		e.record(ctx, source, start, res, in, rc)
 		return res, nil
 	}
-	d, err := e.Evaluate(ctx, in)
+	d, err := e.evaluate(ctx, in, rc)
 	res.Decision = d
 	if e.dryRun && err == nil {
 		// policy.mode = "dry-run": the would-be outcome is recorded as
 		// simulated and the request goes through.
-		e.recordEvaluated(ctx, source, start, res, in, true)
+		e.recordEvaluated(ctx, source, start, res, in, true, rc)
 		if !d.Allow {
 			res.Decision.Allow = true
 			res.Decision.Reason = reason.PolicyDryRun
 		}
 		return res, nil
 	}
-	e.recordEvaluated(ctx, source, start, res, in, false)
+	e.recordEvaluated(ctx, source, start, res, in, false, rc)
 	return res, err
 }
 
 // Evaluate runs the active policy on in as given. A repeated input is
 // answered from the active set's decision cache (policy.Set.Decide).
 func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
+	return e.evaluate(ctx, in, nil)
+}
+
+// evaluate is Evaluate, completing in.Request with rc (when not nil)
+// first if the set that decides can read what rc fills in.
+func (e *Engine) evaluate(ctx context.Context, in Input, rc RequestCompleter) (Decision, error) {
 	ctx, span := e.tel.startEval(ctx)
 	set := e.policies.Load()
+	if rc != nil {
+		if headers, query := set.ReadsRequestParts(); headers || query {
+			rc.CompleteRequest(in.Request)
+		}
+	}
 	r, err := set.Decide(ctx, in)
 	d := Decision{Allow: r.Allow, DenyReasons: r.DenyReasons, DecisionID: r.DecisionID, Revision: r.Revision, Reason: reason.PolicyDeny}
 	if d.Allow {
@@ -238,22 +288,25 @@ func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
 	// The input goes on the span only for a live watcher (trace tail's
 	// variable inspector), never to an exporter on its own.
 	withInput := span.IsRecording() && e.observer != nil && e.observer.Observing()
+	if withInput && rc != nil {
+		rc.CompleteRequest(in.Request)
+	}
 	e.tel.endEval(ctx, span, in, d, err, withInput)
 	return d, err
 }
 
-func (e *Engine) record(ctx context.Context, source string, start time.Time, res Result, in Input) {
-	e.finish(ctx, source, start, res, in, false, false)
+func (e *Engine) record(ctx context.Context, source string, start time.Time, res Result, in Input, rc RequestCompleter) {
+	e.finish(ctx, source, start, res, in, rc, false, false)
 }
 
-func (e *Engine) recordEvaluated(ctx context.Context, source string, start time.Time, res Result, in Input, simulated bool) {
-	e.finish(ctx, source, start, res, in, true, simulated)
+func (e *Engine) recordEvaluated(ctx context.Context, source string, start time.Time, res Result, in Input, simulated bool, rc RequestCompleter) {
+	e.finish(ctx, source, start, res, in, rc, true, simulated)
 }
 
 // finish counts the decision, writes its audit record and shows it to the
 // observer. With simulated set (dry-run policy mode), the record carries
 // the policy's own outcome, which was not enforced.
-func (e *Engine) finish(ctx context.Context, source string, start time.Time, res Result, in Input, evaluated, simulated bool) {
+func (e *Engine) finish(ctx context.Context, source string, start time.Time, res Result, in Input, rc RequestCompleter, evaluated, simulated bool) {
 	latency := e.now().Sub(start)
 	allowed := res.Allowed()
 	code := res.Decision.Reason
@@ -282,11 +335,24 @@ func (e *Engine) finish(ctx context.Context, source string, start time.Time, res
 		Simulated:      simulated,
 		Source:         source,
 	}
+	if lg, ok := e.audit.(*audit.Logger); ok && !observing {
+		// The log writes the ids from their bytes, off the request path;
+		// only an observer or another sink reads the strings.
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			lg.LogTraced(rec, sc.TraceID(), sc.SpanID())
+		} else {
+			lg.Log(rec)
+		}
+		return
+	}
 	rec.TraceID, rec.SpanID = traceIDs(ctx)
 	if e.audit != nil {
 		e.audit.Log(rec)
 	}
 	if observing {
+		if rc != nil {
+			rc.CompleteRequest(in.Request)
+		}
 		e.observer.ObserveDecision(ctx, DecisionEvent{
 			Record: rec, Input: in, Evaluated: evaluated,
 			PolicyAllow: evaluated && res.Decision.Allow, Latency: latency,

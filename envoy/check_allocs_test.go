@@ -103,7 +103,7 @@ func TestCheckAllocs(t *testing.T) {
 		}
 	}
 	check()
-	if allocs := testing.AllocsPerRun(200, check); allocs > 15 {
-		t.Errorf("allowed Check: %v allocations, want at most 15", allocs)
+	if allocs := testing.AllocsPerRun(200, check); allocs > 8 {
+		t.Errorf("allowed Check: %v allocations, want at most 8", allocs)
 	}
 }

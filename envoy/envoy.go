@@ -45,6 +45,16 @@ type sourceAuthorizer interface {
 
 var _ sourceAuthorizer = (*engine.Engine)(nil)
 
+// deferredAuthorizer is a sourceAuthorizer that builds the input's request
+// headers and query only when it can read them (engine.AuthorizeDeferred):
+// most policies never do, and the two maps are a large part of mapping a
+// request. *engine.Engine implements it.
+type deferredAuthorizer interface {
+	AuthorizeDeferred(ctx context.Context, source, token string, in engine.Input, rc engine.RequestCompleter) (engine.Result, error)
+}
+
+var _ deferredAuthorizer = (*engine.Engine)(nil)
+
 // Sources recorded with each decision (engine.WithSource).
 const (
 	SourceEnvoy     = "envoy"
@@ -168,13 +178,17 @@ func (s *Server) authorize(ctx context.Context, pr proxyRequest) (verdict, bool)
 // through the source ctx carries when source is empty; a source is given
 // only to a sourceAuthorizer. The input is mapped into blk.
 func (s *Server) authorizeFrom(ctx context.Context, source string, pr proxyRequest, blk *mappedRequest) (verdict, bool) {
-	token, in, err := s.mapper.mapRequestInto(pr, blk)
+	da, deferred := s.az.(deferredAuthorizer)
+	deferred = deferred && source != ""
+	token, in, err := s.mapper.mapRequestInto(pr, blk, deferred)
 	if err != nil {
 		s.logInvalid(ctx, err)
 		return invalidInput(err), false
 	}
 	var res engine.Result
-	if sa, ok := s.az.(sourceAuthorizer); ok && source != "" {
+	if deferred {
+		res, err = da.AuthorizeDeferred(ctx, source, token, in, blk)
+	} else if sa, ok := s.az.(sourceAuthorizer); ok && source != "" {
 		res, err = sa.AuthorizeFrom(ctx, source, token, in)
 	} else {
 		res, err = s.az.Authorize(ctx, token, in)

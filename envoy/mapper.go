@@ -212,12 +212,13 @@ func hasUpper(h map[string]string) bool {
 
 // mapRequest is the one mapping shared by ext_authz and HTTP check mode.
 func (m *Mapper) mapRequest(pr proxyRequest) (string, engine.Input, error) {
-	return m.mapRequestInto(pr, new(mappedRequest))
+	return m.mapRequestInto(pr, new(mappedRequest), false)
 }
 
 // mapRequestInto is mapRequest, building input.request and what it needs
-// in blk, which the input then shares.
-func (m *Mapper) mapRequestInto(pr proxyRequest, blk *mappedRequest) (string, engine.Input, error) {
+// in blk, which the input then shares. With deferred set, input.request's
+// headers and query are left for blk.CompleteRequest to fill in.
+func (m *Mapper) mapRequestInto(pr proxyRequest, blk *mappedRequest, deferred bool) (string, engine.Input, error) {
 	if pr.method == "" {
 		return "", engine.Input{}, reason.New(reason.InputInvalid, "request method is missing")
 	}
@@ -283,9 +284,11 @@ func (m *Mapper) mapRequestInto(pr proxyRequest, blk *mappedRequest) (string, en
 		Method:   method,
 		Path:     path,
 		Host:     pr.host,
-		Query:    parseQuery(pr.target),
-		Headers:  policyHeaders(pr.headers, m.trustForwardedFor),
 		SourceIP: m.sourceIP(pr),
+	}
+	blk.headers, blk.target, blk.trustForwardedFor, blk.pending = pr.headers, pr.target, m.trustForwardedFor, true
+	if !deferred {
+		blk.CompleteRequest(&blk.req)
 	}
 	in := engine.Input{
 		Action:   action,
@@ -307,6 +310,26 @@ type mappedRequest struct {
 	req    policy.Request
 	segs   [8]string
 	action [32]byte
+
+	// What CompleteRequest builds req.Headers and req.Query from, until
+	// it has (pending false).
+	headers           map[string]string
+	target            string
+	trustForwardedFor bool
+	pending           bool
+}
+
+// CompleteRequest sets the request's headers and query (policyHeaders,
+// parseQuery) the first time it is called, and does nothing after:
+// engine.AuthorizeDeferred calls it only when something can read them.
+// r is the request b holds.
+func (b *mappedRequest) CompleteRequest(r *policy.Request) {
+	if !b.pending || r != &b.req {
+		return
+	}
+	b.pending = false
+	r.Query = parseQuery(b.target)
+	r.Headers = policyHeaders(b.headers, b.trustForwardedFor)
 }
 
 // join returns resource + ":" + verb, written into b.action when it fits.

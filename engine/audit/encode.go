@@ -15,15 +15,35 @@ import (
 // HTML escaping off: quotes, backslashes, control characters and
 // U+2028/U+2029 are escaped, and each invalid UTF-8 byte becomes U+FFFD.
 func (r *Record) AppendJSON(b []byte) []byte {
+	return r.appendJSON(b, &rawIDs{})
+}
+
+// rawIDs are a record's trace and span ids as bytes (Logger.LogTraced).
+type rawIDs struct {
+	trace [16]byte
+	span  [8]byte
+	set   bool
+}
+
+// appendJSON is AppendJSON writing ids, when set, in place of an empty
+// TraceID and SpanID.
+func (r *Record) appendJSON(b []byte, ids *rawIDs) []byte {
 	b = append(b, `{"time":"`...)
 	b = r.Time.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","decision_id":`...)
 	b = appendString(b, r.DecisionID)
 	b = append(b, `,"trace_id":`...)
-	b = appendString(b, r.TraceID)
+	if r.TraceID == "" && ids.set {
+		b = appendHex(b, ids.trace[:])
+	} else {
+		b = appendString(b, r.TraceID)
+	}
 	if r.SpanID != "" {
 		b = append(b, `,"span_id":`...)
 		b = appendString(b, r.SpanID)
+	} else if ids.set {
+		b = append(b, `,"span_id":`...)
+		b = appendHex(b, ids.span[:])
 	}
 	b = append(b, `,"tenant":`...)
 	b = appendString(b, r.Tenant)
@@ -62,6 +82,15 @@ func (r *Record) AppendJSON(b []byte) []byte {
 }
 
 const hexDigits = "0123456789abcdef"
+
+// appendHex appends id as a quoted string of lower-case hex digits.
+func appendHex(b []byte, id []byte) []byte {
+	b = append(b, '"')
+	for _, c := range id {
+		b = append(b, hexDigits[c>>4], hexDigits[c&0xf])
+	}
+	return append(b, '"')
+}
 
 // appendString appends s as a quoted JSON string.
 func appendString(b []byte, s string) []byte {

@@ -95,7 +95,7 @@ type Logger struct {
 	// the read lock, Close closes under the write lock.
 	mu     sync.RWMutex
 	closed bool
-	queue  chan Record
+	queue  chan queued
 
 	closeOnce sync.Once
 	abortOnce sync.Once
@@ -157,7 +157,7 @@ func Open(destination string, opts Options) (*Logger, error) {
 func start(w io.Writer, c io.Closer, opts Options) *Logger {
 	opts.setDefaults()
 	l := &Logger{
-		queue:      make(chan Record, opts.QueueSize),
+		queue:      make(chan queued, opts.QueueSize),
 		abort:      make(chan struct{}),
 		done:       make(chan struct{}),
 		out:        w,
@@ -176,11 +176,30 @@ func (l *Logger) Enabled() bool { return l != nil && l.queue != nil }
 // the Logger is closed, r is dropped and counted in Stats.Dropped. A zero
 // r.Time is set to the current time.
 func (l *Logger) Log(r Record) {
+	l.enqueue(queued{rec: r})
+}
+
+// LogTraced is Log for a record whose TraceID and SpanID are to be the
+// W3C ids trace and span, which are written as hex from their bytes (as
+// the fields would be written) unless the record's own fields are set:
+// the two strings are never made.
+func (l *Logger) LogTraced(r Record, trace [16]byte, span [8]byte) {
+	l.enqueue(queued{rec: r, ids: rawIDs{trace: trace, span: span, set: true}})
+}
+
+// queued is a record waiting for the writer, with its trace ids as bytes
+// (LogTraced).
+type queued struct {
+	rec Record
+	ids rawIDs
+}
+
+func (l *Logger) enqueue(q queued) {
 	if l == nil || l.queue == nil {
 		return
 	}
-	if r.Time.IsZero() {
-		r.Time = time.Now()
+	if q.rec.Time.IsZero() {
+		q.rec.Time = time.Now()
 	}
 	l.mu.RLock()
 	if l.closed {
@@ -189,7 +208,7 @@ func (l *Logger) Log(r Record) {
 		return
 	}
 	select {
-	case l.queue <- r:
+	case l.queue <- q:
 	default:
 		l.dropped.Add(1)
 	}
@@ -297,8 +316,8 @@ type writer struct {
 
 // add encodes r into the batch, and writes the batch once it reaches
 // batchSize.
-func (w *writer) add(r Record) {
-	w.rec = r.AppendJSON(w.rec[:0])
+func (w *writer) add(q queued) {
+	w.rec = q.rec.appendJSON(w.rec[:0], &q.ids)
 	w.batch = append(append(w.batch, w.rec...), '\n')
 	w.pending++
 	if len(w.batch) >= batchSize {

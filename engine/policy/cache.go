@@ -104,17 +104,44 @@ func (s *Set) CacheKeys() (paths []string, disabled string) {
 	return paths, ""
 }
 
+// ReadsRequestParts reports whether an evaluation of the set can observe
+// input.request.headers (headers) and input.request.query (query). Both
+// are true when the set does not cache decisions: its plan is then not
+// known to cover every read. A caller that builds those maps only when
+// they can be read gives the policy the same decisions.
+func (s *Set) ReadsRequestParts() (headers, query bool) {
+	c := s.cache
+	if c == nil {
+		return true, true
+	}
+	return c.readsHeaders, c.readsQuery
+}
+
 // decisionCache maps the key parts of inputs to decisions. Each shard is
 // bounded and evicts with the clock algorithm: an entry that was hit since
 // the hand last passed gets a second chance.
 type decisionCache struct {
-	paths  [][]*ast.Term
+	paths [][]*ast.Term
+	// leaves are the leaf fields of paths, index by index (leafOf; an
+	// empty path, the whole input, has leafNone).
+	leaves []leafField
+	// readsHeaders and readsQuery say whether some path reaches into
+	// input.request.headers or input.request.query (or is above them).
+	readsHeaders, readsQuery bool
+
 	seed   maphash.Seed
 	shards [cacheShards]cacheShard
 }
 
 func newDecisionCache(plan cachePlan, size int) *decisionCache {
-	c := &decisionCache{paths: plan.paths, seed: maphash.MakeSeed()}
+	c := &decisionCache{paths: plan.paths, leaves: make([]leafField, len(plan.paths)), seed: maphash.MakeSeed()}
+	for i, path := range plan.paths {
+		if len(path) > 0 {
+			c.leaves[i] = leafOf(path)
+		}
+	}
+	c.readsHeaders = plan.reads(keyRequest, keyHeaders)
+	c.readsQuery = plan.reads(keyRequest, keyQuery)
 	per := max(1, size/cacheShards)
 	for i := range c.shards {
 		c.shards[i].capacity = per
@@ -164,14 +191,14 @@ func (c *decisionCache) lazyKey(in *Input, buf []keyPart) (k cacheKey, whole ast
 	// The terms of parts that are not plain strings, allocated when the
 	// first is built.
 	var b termBuf
-	for _, path := range c.paths {
+	for i, path := range c.paths {
 		var part keyPart
 		if len(path) == 0 {
 			if whole, err = in.Value(); err != nil {
 				return cacheKey{}, nil, err
 			}
 			part = keyPart{v: whole}
-		} else if part, err = typedPart(in, path, &b, claims); err != nil {
+		} else if part, err = typedPartOf(in, path, c.leaves[i], &b, claims); err != nil {
 			return cacheKey{}, nil, err
 		}
 		buf = append(buf, part)

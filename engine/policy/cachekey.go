@@ -66,7 +66,12 @@ func partAt(input ast.Value, path []*ast.Term) keyPart {
 //
 // claims is the converted Claims, or nil when not converted yet.
 func typedPart(in *Input, path []*ast.Term, b *termBuf, claims ast.Value) (keyPart, error) {
-	if p, ok := leafPart(in, path); ok {
+	return typedPartOf(in, path, leafOf(path), b, claims)
+}
+
+// typedPartOf is typedPart for a path whose leaf field is leaf (leafOf).
+func typedPartOf(in *Input, path []*ast.Term, leaf leafField, b *termBuf, claims ast.Value) (keyPart, error) {
+	if p, ok := leafValue(in, leaf); ok {
 		return p, nil
 	}
 	var (

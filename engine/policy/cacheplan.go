@@ -50,6 +50,21 @@ func planCache(modules map[string]*ast.Module) cachePlan {
 	return cachePlan{paths: minimalPaths(p.paths)}
 }
 
+// reads reports whether the value at the key path keys (below input) can
+// be observed by the policy: some key path of the plan runs through it, or
+// ends at it or above it. A disabled plan reads everything.
+func (p cachePlan) reads(keys ...*ast.Term) bool {
+	if p.disabled != "" {
+		return true
+	}
+	for _, path := range p.paths {
+		if hasPrefix(path, keys) || hasPrefix(keys, path) {
+			return true
+		}
+	}
+	return false
+}
+
 type planner struct {
 	paths    [][]*ast.Term
 	disabled string

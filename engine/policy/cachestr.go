@@ -10,76 +10,140 @@ import (
 // Key parts read straight from the typed input's strings: a decision cache
 // hit on them converts nothing to AST values.
 
-// leafPart is typedPart for the paths that end at, or run through, one of
-// the input's string fields or input.user.roles, read without building a
-// value; ok is false for every other path, and for a value that
-// conversion would change (invalid UTF-8, null roles).
-func leafPart(in *Input, path []*ast.Term) (p keyPart, ok bool) {
+// leafField names the string field (or input.user.roles) a key path ends
+// at or runs through, as leafOf finds it once per path: the decision cache
+// then reads the field per request without comparing the path's keys.
+type leafField uint8
+
+// Leaf fields; leafNone for a path that reaches none.
+const (
+	leafNone leafField = iota
+	leafAction
+	leafUserID
+	leafUserRole
+	leafUserTenantID
+	leafUserEmail
+	leafUserRoles
+	leafResourceType
+	leafResourceID
+	leafResourceTenant
+	leafTenantID
+	leafTenantPlan
+	leafRequestMethod
+	leafRequestPath
+	leafRequestHost
+	leafRequestSourceIP
+	// leafRequestOther is any other path below input.request: undefined
+	// when the input has no request, else not a leaf.
+	leafRequestOther
+)
+
+// leafOf finds the leaf field of a non-empty key path.
+func leafOf(path []*ast.Term) leafField {
 	if path[0].Value == keyAction.Value {
-		return strPart(1, in.Action)
+		return leafAction
 	}
 	if len(path) < 2 {
-		return keyPart{}, false
+		return leafNone
 	}
-	var (
-		s       string
-		defined = true
-	)
 	switch k := path[1].Value; path[0].Value {
 	case keyUser.Value:
 		switch k {
 		case keyID.Value:
-			s = in.User.ID
+			return leafUserID
 		case keyRole.Value:
-			s = in.User.Role
+			return leafUserRole
 		case keyTenantID.Value:
-			s = in.User.TenantID
+			return leafUserTenantID
 		case keyEmail.Value:
-			s, defined = in.User.Email, in.User.Email != ""
+			return leafUserEmail
 		case keyRoles.Value:
-			return strsPart(2, in.User.Roles)
-		default:
-			return keyPart{}, false
+			return leafUserRoles
 		}
 	case keyResource.Value:
 		switch k {
 		case keyType.Value:
-			s, defined = in.Resource.Type, in.Resource.Type != ""
+			return leafResourceType
 		case keyID.Value:
-			s = in.Resource.ID
+			return leafResourceID
 		case keyTenant.Value:
-			s = in.Resource.Tenant
-		default:
-			return keyPart{}, false
+			return leafResourceTenant
 		}
 	case keyTenant.Value:
 		switch k {
 		case keyID.Value:
-			s = in.Tenant.ID
+			return leafTenantID
 		case keyPlan.Value:
-			s = in.Tenant.Plan
-		default:
-			return keyPart{}, false
+			return leafTenantPlan
 		}
 	case keyRequest.Value:
+		switch k {
+		case keyMethod.Value:
+			return leafRequestMethod
+		case keyPath.Value:
+			return leafRequestPath
+		case keyHost.Value:
+			return leafRequestHost
+		case keySourceIP.Value:
+			return leafRequestSourceIP
+		}
+		return leafRequestOther
+	}
+	return leafNone
+}
+
+// leafValue is typedPart for the paths that end at, or run through, one
+// of the input's string fields or input.user.roles (leaf field f), read
+// without building a value; ok is false for every other path (leafNone),
+// and for a value that conversion would change (invalid UTF-8, null
+// roles).
+func leafValue(in *Input, f leafField) (p keyPart, ok bool) {
+	var (
+		s       string
+		defined = true
+	)
+	switch f {
+	case leafNone:
+		return keyPart{}, false
+	case leafAction:
+		return strPart(1, in.Action)
+	case leafUserID:
+		s = in.User.ID
+	case leafUserRole:
+		s = in.User.Role
+	case leafUserTenantID:
+		s = in.User.TenantID
+	case leafUserEmail:
+		s, defined = in.User.Email, in.User.Email != ""
+	case leafUserRoles:
+		return strsPart(2, in.User.Roles)
+	case leafResourceType:
+		s, defined = in.Resource.Type, in.Resource.Type != ""
+	case leafResourceID:
+		s = in.Resource.ID
+	case leafResourceTenant:
+		s = in.Resource.Tenant
+	case leafTenantID:
+		s = in.Tenant.ID
+	case leafTenantPlan:
+		s = in.Tenant.Plan
+	default:
 		r := in.Request
 		if r == nil {
 			return keyPart{depth: undefinedDepth}, true
 		}
-		switch k {
-		case keyMethod.Value:
+		switch f {
+		case leafRequestMethod:
 			s = r.Method
-		case keyPath.Value:
+		case leafRequestPath:
 			s = r.Path
-		case keyHost.Value:
+		case leafRequestHost:
 			s, defined = r.Host, r.Host != ""
-		case keySourceIP.Value:
+		case leafRequestSourceIP:
 			s, defined = r.SourceIP, r.SourceIP != ""
 		default:
 			return keyPart{}, false
 		}
-	default:
-		return keyPart{}, false
 	}
 	if !defined {
 		return keyPart{depth: undefinedDepth}, true

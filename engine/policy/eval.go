@@ -3,8 +3,6 @@ package policy
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"slices"
 
@@ -221,26 +219,4 @@ func decodeReasons(v ast.Value) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
-}
-
-// NewDecisionID returns a random 128-bit id as UUID version 4 text. It
-// reads the operating system's random source directly, which is cheap and
-// never blocks once the system is booted.
-func NewDecisionID() string {
-	var b [16]byte
-	// crypto/rand.Read never returns an error on supported platforms.
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	var out [36]byte
-	hex.Encode(out[0:8], b[0:4])
-	out[8] = '-'
-	hex.Encode(out[9:13], b[4:6])
-	out[13] = '-'
-	hex.Encode(out[14:18], b[6:8])
-	out[18] = '-'
-	hex.Encode(out[19:23], b[8:10])
-	out[23] = '-'
-	hex.Encode(out[24:], b[10:])
-	return string(out[:])
 }

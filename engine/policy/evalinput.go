@@ -31,7 +31,7 @@ func (s *Set) input(in *Input) (ast.Value, error) {
 	d := docBuilder{b: termBuf{terms: make([]ast.Term, 0, 2*len(c.paths)+len(in.User.Roles))}}
 	d.nodes = d.buf[:1]
 	d.nodes[0] = docNode{first: noNode, last: noNode, next: noNode}
-	for _, path := range c.paths {
+	for i, path := range c.paths {
 		if len(path) == 0 {
 			// The whole input is a key part: the document is the input.
 			return in.Value()
@@ -42,7 +42,7 @@ func (s *Set) input(in *Input) (ast.Value, error) {
 				return in.Value()
 			}
 		}
-		p, err := typedPart(in, path, &d.b, claims)
+		p, err := typedPartOf(in, path, c.leaves[i], &d.b, claims)
 		if err != nil {
 			return in.Value()
 		}
