@@ -368,7 +368,7 @@ var registered = map[string]bool{
 }
 
 func userFrom(d TokenDecision) policy.User {
-	u := policy.User{ID: d.Subject, TenantID: d.TenantID, Roles: []string{}, Claims: map[string]any{}}
+	u := policy.User{ID: d.Subject, TenantID: d.TenantID, Roles: []string{}, Claims: noClaims}
 	if d.Claims == nil {
 		return u
 	}
@@ -388,6 +388,19 @@ func userFrom(d TokenDecision) policy.User {
 		u.Role = u.Roles[0]
 	}
 	u.Email, _ = d.Claims["email"].(string)
+	custom := 0
+	for k := range d.Claims {
+		if !registered[k] {
+			custom++
+		}
+	}
+	if custom == 0 {
+		// Most tokens carry registered claims only: they share one empty
+		// map, which saves every cached token's user a map.
+		u.Claims = noClaims
+		return u
+	}
+	u.Claims = make(map[string]any, custom)
 	for k, v := range d.Claims {
 		if !registered[k] {
 			u.Claims[k] = v
@@ -395,3 +408,7 @@ func userFrom(d TokenDecision) policy.User {
 	}
 	return u
 }
+
+// noClaims is the custom claims of a user who has none. It is shared and,
+// like every user's claims, never modified.
+var noClaims = map[string]any{}
