@@ -2,7 +2,8 @@ package localapi
 
 import (
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/svc-dev/svc/internal/jsonstr"
 )
 
 // DenyBody is the JSON body of every refused request, whether the proxy
@@ -48,67 +49,13 @@ func (b DenyBody) AppendJSON(dst []byte) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, r)
+		dst = jsonstr.Append(dst, r, true)
 	}
 	dst = append(dst, `],"reason":`...)
-	dst = appendJSONString(dst, b.Reason)
+	dst = jsonstr.Append(dst, b.Reason, true)
 	if !b.OmitEmptyDecisionID || b.DecisionID != "" {
 		dst = append(dst, `,"decision_id":`...)
-		dst = appendJSONString(dst, b.DecisionID)
+		dst = jsonstr.Append(dst, b.DecisionID, true)
 	}
 	return append(dst, '}')
-}
-
-// appendJSONString quotes s as encoding/json does by default: '"', '\\',
-// control characters (\b \f \n \r \t, others \u00xx), '<', '>', '&',
-// U+2028 and U+2029 escaped, invalid UTF-8 replaced by \ufffd.
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= ' ' && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

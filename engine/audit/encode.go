@@ -3,7 +3,8 @@ package audit
 import (
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/svc-dev/svc/internal/jsonstr"
 )
 
 // AppendJSON appends the JSON object of r to b, without a newline, and
@@ -92,55 +93,6 @@ func appendHex(b []byte, id []byte) []byte {
 	return append(b, '"')
 }
 
-// appendString appends s as a quoted JSON string.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0 // s[start:i] is pending, copied verbatim
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			// Valid JSON, but line terminators to JavaScript and to some
-			// log shippers that split on them.
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// appendString appends s as a quoted JSON string, as encoding/json
+// writes it without HTML escaping.
+func appendString(b []byte, s string) []byte { return jsonstr.Append(b, s, false) }
