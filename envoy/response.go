@@ -1,7 +1,6 @@
 package envoy
 
 import (
-	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
@@ -222,7 +221,9 @@ func headerSafe(v string) string {
 }
 
 func (v *verdict) bodyJSON() []byte {
-	b, err := json.Marshal(v.body)
+	// DenyBody's own encoder: json.Marshal would call it, then copy and
+	// check its output.
+	b, err := v.body.MarshalJSON()
 	if err != nil { // a struct of strings always marshals
 		return []byte(`{"allow":false,"deny_reasons":[],"reason":"` + string(reason.PolicyError) + `","decision_id":""}`)
 	}
