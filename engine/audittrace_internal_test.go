@@ -9,7 +9,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-dev/svc/engine/audit"
-	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/idptest"
 )
 
@@ -18,10 +17,7 @@ import (
 // without a span.
 func TestAuditLogTraceIDs(t *testing.T) {
 	p := idptest.New(t)
-	var cfg config.Config
-	cfg.SDK.TenantID = "acme"
-	cfg.SDK.JWKSURL = p.JWKSURL()
-	cfg.SDK.FailMode = config.FailClosed
+	cfg := jwksConfig(p)
 	var out bytes.Buffer
 	lg := audit.New(&out, audit.Options{})
 	e, err := New(cfg, Deps{Audit: lg})

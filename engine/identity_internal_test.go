@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/idptest"
 )
 
@@ -14,15 +13,7 @@ import (
 // and on cache hits alike.
 func TestTokenIdentityFromDerivedUser(t *testing.T) {
 	p := idptest.New(t)
-	var cfg config.Config
-	cfg.SDK.TenantID = "acme"
-	cfg.SDK.JWKSURL = p.JWKSURL()
-	cfg.SDK.FailMode = config.FailClosed
-	e, err := New(cfg, Deps{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
+	e := newTestEngine(t, jwksConfig(p), Deps{})
 	base := idptest.Claims("user-1", "acme", "viewer")
 	cases := map[string]map[string]any{
 		"plain":                base,

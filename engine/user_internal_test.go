@@ -16,15 +16,7 @@ import (
 // claims, on the verification and on cache hits alike.
 func TestAuthorizeUserFromCachedToken(t *testing.T) {
 	p := idptest.New(t)
-	var cfg config.Config
-	cfg.SDK.TenantID = "acme"
-	cfg.SDK.JWKSURL = p.JWKSURL()
-	cfg.SDK.FailMode = config.FailClosed
-	e, err := New(cfg, Deps{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
+	e := newTestEngine(t, jwksConfig(p), Deps{})
 	base := idptest.Claims("user-1", "acme", "viewer")
 	cases := map[string]map[string]any{
 		"roles":                 base,
@@ -59,4 +51,25 @@ func TestAuthorizeUserFromCachedToken(t *testing.T) {
 			}
 		})
 	}
+}
+
+// jwksConfig is the configuration of an engine of tenant acme that
+// verifies p's tokens, failing closed.
+func jwksConfig(p *idptest.IdP) config.Config {
+	var cfg config.Config
+	cfg.SDK.TenantID = "acme"
+	cfg.SDK.JWKSURL = p.JWKSURL()
+	cfg.SDK.FailMode = config.FailClosed
+	return cfg
+}
+
+// newTestEngine opens an engine closed when the test ends.
+func newTestEngine(t *testing.T, cfg config.Config, deps Deps) *Engine {
+	t.Helper()
+	e, err := New(cfg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
 }

@@ -13,24 +13,7 @@ import (
 // input is, for every kind of path, the one read from the whole document
 // Value builds.
 func TestTypedPartMatchesValue(t *testing.T) {
-	full := Input{
-		Action: "orders:update",
-		User: User{
-			ID: "u-1", Role: "editor", Roles: []string{"editor", "billing"}, TenantID: "acme", Email: "e@acme.example",
-			Claims: map[string]any{
-				"level":  json.Number("1.0"),
-				"groups": []any{"a", "b"},
-				"nested": map[string]any{"ok": true, "none": nil},
-			},
-		},
-		Resource: Resource{Type: "orders", ID: "ord-1", Tenant: "acme"},
-		Tenant:   Tenant{ID: "acme", Plan: "team"},
-		Request: &Request{
-			Method: "POST", Path: "/api/orders", Host: "shop.example",
-			Query:   map[string]string{"dry_run": "1"},
-			Headers: map[string]string{"x-request-id": "r-1", "accept": "application/json"},
-		},
-	}
+	full := fullInput()
 	emptyRequest := full
 	emptyRequest.Request = &Request{}
 	badUTF8 := full
@@ -115,5 +98,28 @@ func TestSameValue(t *testing.T) {
 				t.Fatalf("equal values hash differently")
 			}
 		})
+	}
+}
+
+// fullInput is an input with every field set, claims of every JSON kind
+// and a request with query and headers.
+func fullInput() Input {
+	return Input{
+		Action: "orders:update",
+		User: User{
+			ID: "u-1", Role: "editor", Roles: []string{"editor", "billing"}, TenantID: "acme", Email: "e@acme.example",
+			Claims: map[string]any{
+				"level":  json.Number("1.0"),
+				"groups": []any{"a", "b"},
+				"nested": map[string]any{"ok": true, "none": nil},
+			},
+		},
+		Resource: Resource{Type: "orders", ID: "ord-1", Tenant: "acme"},
+		Tenant:   Tenant{ID: "acme", Plan: "team"},
+		Request: &Request{
+			Method: "POST", Path: "/api/orders", Host: "shop.example",
+			Query:   map[string]string{"dry_run": "1"},
+			Headers: map[string]string{"x-request-id": "r-1", "accept": "application/json"},
+		},
 	}
 }

@@ -13,24 +13,7 @@ import (
 // typed input on is, for varied sets of key paths and inputs, the one
 // decisionCache.document builds from the input's key parts.
 func TestInputMatchesDocument(t *testing.T) {
-	full := Input{
-		Action: "orders:update",
-		User: User{
-			ID: "u-1", Role: "editor", Roles: []string{"editor", "billing"}, TenantID: "acme", Email: "e@acme.example",
-			Claims: map[string]any{
-				"level":  json.Number("1.0"),
-				"groups": []any{"a", "b"},
-				"nested": map[string]any{"ok": true, "none": nil},
-			},
-		},
-		Resource: Resource{Type: "orders", ID: "ord-1", Tenant: "acme"},
-		Tenant:   Tenant{ID: "acme", Plan: "team"},
-		Request: &Request{
-			Method: "POST", Path: "/api/orders", Host: "shop.example",
-			Query:   map[string]string{"dry_run": "1"},
-			Headers: map[string]string{"x-request-id": "r-1", "accept": "application/json"},
-		},
-	}
+	full := fullInput()
 	badUTF8 := full
 	badUTF8.Action = "orders:\xffread"
 	badUTF8.User.Roles = []string{"\xc3"}
