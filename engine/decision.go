@@ -50,6 +50,9 @@ type Result struct {
 	Token    TokenDecision `json:"token"`
 	Decision Decision      `json:"decision"`
 	// Input is the input as evaluated, user filled from verified claims.
+	// The user's Roles and Claims are shared with the verified-token
+	// cache and with every request presenting the same token (claims like
+	// Token.Claims): treat them as read-only, and copy them to modify.
 	Input Input `json:"input"`
 }
 
