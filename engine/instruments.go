@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/hex"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -224,8 +225,11 @@ func (t *instruments) endEval(_ context.Context, span trace.Span, in Input, d De
 	if span.IsRecording() {
 		span.SetAttributes(
 			attribute.String(AttrTenant, in.User.TenantID),
-			attribute.String(AttrAction, in.Action),
-			attribute.String(AttrResource, resourceName(in.Resource)),
+			// Copies: a recorded span waits in the export queue, and the
+			// action and resource may share the memory of the whole
+			// request they were mapped from, which it would keep alive.
+			attribute.String(AttrAction, strings.Clone(in.Action)),
+			attribute.String(AttrResource, strings.Clone(resourceName(in.Resource))),
 			attribute.String(AttrResult, result(d.Allow)),
 			attribute.String(AttrReason, string(d.Reason)),
 			attribute.StringSlice(AttrDenyReasons, d.DenyReasons),
