@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-dev/svc/internal/otelhist"
@@ -38,21 +37,19 @@ func TestConcurrent(t *testing.T) {
 			TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled,
 		}))
 	}
-	check := func(sms []metricdata.ScopeMetrics, last map[string]uint64) {
-		for _, sm := range sms {
-			for _, m := range sm.Metrics {
-				for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
-					key := dp.Attributes.Encoded(attribute.DefaultEncoder())
-					if dp.Count < last[key] {
-						t.Errorf("%s: count went back from %d to %d", key, last[key], dp.Count)
-					}
-					last[key] = dp.Count
-					for _, e := range dp.Exemplars {
-						want := binary.BigEndian.AppendUint64([]byte{1, 0, 0, 0, 0, 0, 0, 0}, math.Float64bits(e.Value))
-						if string(e.TraceID) != string(want) ||
-							binary.BigEndian.Uint64(e.SpanID) != math.Float64bits(e.Value)|1 {
-							t.Errorf("torn exemplar: %+v", e)
-						}
+	check := func(ds []otelhist.Data, last map[string]uint64) {
+		for _, d := range ds {
+			for _, dp := range d.Points {
+				key := dp.Attributes.Encoded(attribute.DefaultEncoder())
+				if dp.Count < last[key] {
+					t.Errorf("%s: count went back from %d to %d", key, last[key], dp.Count)
+				}
+				last[key] = dp.Count
+				for _, e := range dp.Exemplars {
+					want := binary.BigEndian.AppendUint64([]byte{1, 0, 0, 0, 0, 0, 0, 0}, math.Float64bits(e.Value))
+					if string(e.TraceID) != string(want) ||
+						binary.BigEndian.Uint64(e.SpanID) != math.Float64bits(e.Value)|1 {
+						t.Errorf("torn exemplar: %+v", e)
 					}
 				}
 			}
@@ -68,11 +65,7 @@ func TestConcurrent(t *testing.T) {
 			defer collectors.Done()
 			last := map[string]uint64{}
 			for {
-				sms, err := reg.Produce(context.Background())
-				if err != nil {
-					t.Error(err)
-				}
-				check(sms, last)
+				check(reg.Collect(), last)
 				select {
 				case <-done:
 					return
@@ -96,11 +89,8 @@ func TestConcurrent(t *testing.T) {
 	close(done)
 	collectors.Wait()
 
-	sms, err := reg.Produce(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(sms, map[string]uint64{})
+	ds := reg.Collect()
+	check(ds, map[string]uint64{})
 	wantSum := map[string]float64{}
 	for w := range workers {
 		key := sets[w%len(sets)].Encoded(attribute.DefaultEncoder())
@@ -109,17 +99,14 @@ func TestConcurrent(t *testing.T) {
 		}
 	}
 	var total uint64
-	for _, dp := range sms[0].Metrics[0].Data.(metricdata.Histogram[float64]).DataPoints {
+	for _, dp := range ds[0].Points {
 		key := dp.Attributes.Encoded(attribute.DefaultEncoder())
 		total += dp.Count
 		if dp.Sum != wantSum[key] {
 			t.Errorf("%s: sum %v, want %v", key, dp.Sum, wantSum[key])
 		}
-		if lo, _ := dp.Min.Value(); lo != 0 {
-			t.Errorf("%s: min %v", key, lo)
-		}
-		if hi, _ := dp.Max.Value(); hi != 63.0/1024 {
-			t.Errorf("%s: max %v", key, hi)
+		if dp.Min != 0 || dp.Max != 63.0/1024 {
+			t.Errorf("%s: min %v, max %v", key, dp.Min, dp.Max)
 		}
 	}
 	if total != workers*perWorker {

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -70,7 +69,7 @@ func (e *exemplarSlot) offer(ctx context.Context, v float64) {
 // collect reads the slot's exemplar into dst and restarts the sampling;
 // false when it holds none. The exemplar is kept for the next
 // collection, as the SDK keeps it.
-func (e *exemplarSlot) collect(dst *metricdata.Exemplar[float64]) bool {
+func (e *exemplarSlot) collect(dst *Exemplar) bool {
 	defer e.offers.Store(0)
 	// A writer holds the lock for a few stores; a reader that keeps
 	// missing gives up on this exemplar for this collection.
@@ -90,7 +89,7 @@ func (e *exemplarSlot) collect(dst *metricdata.Exemplar[float64]) bool {
 		if e.seq.Load() != s {
 			continue
 		}
-		*dst = metricdata.Exemplar[float64]{Time: time.Unix(0, t), Value: math.Float64frombits(v)}
+		*dst = Exemplar{Time: time.Unix(0, t), Value: math.Float64frombits(v)}
 		if ids&hasSpanID != 0 {
 			dst.SpanID = binary.BigEndian.AppendUint64(make([]byte, 0, 8), sp)
 		}

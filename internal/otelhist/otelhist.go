@@ -1,14 +1,17 @@
-// Package otelhist records explicit-bucket histograms without a lock and
-// exports them through the OpenTelemetry SDK's metric Producer, for the
-// histograms recorded on every request.
+// Package otelhist records explicit-bucket histograms without a lock, for
+// the histograms recorded on every request; package sdkexport exports
+// them through the OpenTelemetry SDK's metric Producer. This package
+// depends on the OpenTelemetry API only, so that a component can offer
+// to record here without taking in the SDK.
 //
 // The SDK's synchronous histogram resolves the attributes of every
 // measurement, looks their set up in a map and takes a lock in its
 // exemplar reservoir. Here the attribute set is bound once (Bind), and a
 // measurement is a few atomic operations on the bound series (Record).
 // A Registry holds the histograms; attached to the readers of a
-// MeterProvider (sdkmetric.WithProducer, the Prometheus exporter's
-// WithProducer), it hands them to every collection as the SDK would: the
+// MeterProvider (sdkexport.Producer with sdkmetric.WithProducer, the
+// Prometheus exporter's WithProducer), it hands them to every
+// collection as the SDK would: the
 // same metricdata.Histogram (cumulative temporality, the bucket counts,
 // count, sum, min and max of each series, a start time that is the
 // histogram's creation), the same cardinality limit and overflow series,
@@ -38,8 +41,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/sdk/instrumentation"
-	"go.opentelemetry.io/otel/sdk/metric/exemplar"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Provider is implemented by a MeterProvider whose readers also collect a
@@ -69,11 +71,36 @@ const DefaultCardinalityLimit = 2000
 // measurements of the series beyond the cardinality limit, as the SDK's.
 var overflowSet = attribute.NewSet(attribute.Bool("otel.metric.overflow", true))
 
+// Filter decides which measurements are offered as exemplars, as the
+// SDK's exemplar.Filter.
+type Filter func(context.Context) bool
+
+// TraceBased offers the measurements made under a sampled span, the
+// SDK's default filter.
+func TraceBased(ctx context.Context) bool { return trace.SpanContextFromContext(ctx).IsSampled() }
+
+// AlwaysOn offers every measurement.
+func AlwaysOn(context.Context) bool { return true }
+
+// AlwaysOff offers none.
+func AlwaysOff(context.Context) bool { return false }
+
+// Scope is the instrumentation scope of a histogram: that of the Meter
+// the SDK's instrument would come from.
+type Scope struct {
+	Name, Version, SchemaURL string
+	Attributes               attribute.Set
+}
+
+func (s Scope) equal(o Scope) bool {
+	return s.Name == o.Name && s.Version == o.Version && s.SchemaURL == o.SchemaURL && s.Attributes.Equals(&o.Attributes)
+}
+
 // Options configure a Registry.
 type Options struct {
 	// Filter decides which measurements are offered as exemplars. Nil
-	// means exemplar.TraceBasedFilter, the SDK's default.
-	Filter exemplar.Filter
+	// means TraceBased, the SDK's default.
+	Filter Filter
 	// CardinalityLimit bounds the series of each histogram, the overflow
 	// series included; measurements of a series beyond it go to the
 	// overflow series. 0 or less means no limit.
@@ -84,12 +111,12 @@ type Options struct {
 // options takes from the environment: OTEL_METRICS_EXEMPLAR_FILTER and
 // OTEL_GO_X_CARDINALITY_LIMIT.
 func OptionsFromEnv() Options {
-	o := Options{Filter: exemplar.TraceBasedFilter, CardinalityLimit: DefaultCardinalityLimit}
+	o := Options{Filter: TraceBased, CardinalityLimit: DefaultCardinalityLimit}
 	switch strings.ToLower(strings.TrimSpace(os.Getenv("OTEL_METRICS_EXEMPLAR_FILTER"))) {
 	case "always_on":
-		o.Filter = exemplar.AlwaysOnFilter
+		o.Filter = AlwaysOn
 	case "always_off":
-		o.Filter = exemplar.AlwaysOffFilter
+		o.Filter = AlwaysOff
 	}
 	if v := strings.TrimSpace(os.Getenv("OTEL_GO_X_CARDINALITY_LIMIT")); v != "" {
 		if n, err := strconv.Atoi(v); err == nil {
@@ -102,7 +129,7 @@ func OptionsFromEnv() Options {
 // Registry holds histograms and produces their data for metric readers.
 // It is safe for concurrent use.
 type Registry struct {
-	filter exemplar.Filter
+	filter Filter
 	limit  int
 
 	mu    sync.Mutex
@@ -112,7 +139,7 @@ type Registry struct {
 // NewRegistry returns an empty Registry.
 func NewRegistry(o Options) *Registry {
 	if o.Filter == nil {
-		o.Filter = exemplar.TraceBasedFilter
+		o.Filter = TraceBased
 	}
 	return &Registry{filter: o.Filter, limit: o.CardinalityLimit}
 }
@@ -122,7 +149,7 @@ func NewRegistry(o Options) *Registry {
 // Float64Histogram.
 type Histogram struct {
 	r           *Registry
-	scope       instrumentation.Scope
+	scope       Scope
 	name        string
 	description string
 	unit        string
@@ -139,15 +166,13 @@ type Histogram struct {
 // Histogram returns the histogram of that identity, creating it the
 // first time: as the SDK does for an instrument created twice, every
 // caller records into the same one.
-func (r *Registry) Histogram(scope instrumentation.Scope, name, description, unit string, bounds []float64) *Histogram {
+func (r *Registry) Histogram(scope Scope, name, description, unit string, bounds []float64) *Histogram {
 	b := slices.Clone(bounds)
 	slices.Sort(b)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, h := range r.hists {
-		if h.scope.Name == scope.Name && h.scope.Version == scope.Version &&
-			h.scope.SchemaURL == scope.SchemaURL && h.scope.Attributes.Equals(&scope.Attributes) &&
-			h.name == name && h.description == description && h.unit == unit && slices.Equal(h.bounds, b) {
+		if h.scope.equal(scope) && h.name == name && h.description == description && h.unit == unit && slices.Equal(h.bounds, b) {
 			return h
 		}
 	}
