@@ -41,6 +41,8 @@ import (
 	grpccodes "google.golang.org/grpc/codes"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+
+	"github.com/svc-dev/svc/internal/otelhist"
 )
 
 // ScopeName is the instrumentation scope of the handler's tracer and meter.
@@ -49,6 +51,8 @@ const ScopeName = "github.com/svc-dev/svc/sidecar/grpcstats"
 // MetricCallDuration is the histogram of server call durations, in
 // seconds (semantic conventions v1.43, as otelgrpc records it).
 const MetricCallDuration = "rpc.server.call.duration"
+
+const callDurationDesc = "Measures the duration of an incoming Remote Procedure Call (RPC)."
 
 // callDurationBuckets are otelgrpc's bucket boundaries of the histogram.
 var callDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
@@ -79,9 +83,13 @@ type Handler struct {
 	tracer trace.Tracer
 	// start holds the span start options, made once: an option made per
 	// call is an allocation on every call.
-	start       []trace.SpanStartOption
-	extract     extractor
+	start   []trace.SpanStartOption
+	extract extractor
+	// duration is rpc.server.call.duration: in hist, a histogram of the
+	// provider's otelhist.Registry, when it has one (the methods' series
+	// are then in methods); else the SDK's instrument.
 	duration    metric.Float64Histogram
+	hist        *otelhist.Histogram
 	undecodable metric.Int64Counter
 	methods     methodTable
 }
@@ -89,25 +97,33 @@ type Handler struct {
 // New returns a Handler recording with opts' providers.
 func New(opts Options) (*Handler, error) {
 	m := opts.MeterProvider.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))
-	duration, err := m.Float64Histogram(MetricCallDuration,
-		metric.WithDescription("Measures the duration of an incoming Remote Procedure Call (RPC)."),
-		metric.WithUnit("s"),
-		metric.WithExplicitBucketBoundaries(callDurationBuckets...))
-	if err != nil {
+	h := &Handler{
+		tracer:  opts.TracerProvider.Tracer(ScopeName),
+		start:   []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)},
+		extract: newExtractor(opts.Propagator),
+	}
+	// The duration is recorded on every call: in the provider's
+	// otelhist.Registry when it has one, exported as the SDK's
+	// instrument would be, for a fraction of its cost.
+	if reg := otelhist.From(opts.MeterProvider); reg != nil {
+		h.hist = reg.Histogram(otelhist.Scope{Name: ScopeName, SchemaURL: semconv.SchemaURL},
+			MetricCallDuration, callDurationDesc, "s", callDurationBuckets)
+		h.methods.hist = h.hist
+	} else {
+		var err error
+		if h.duration, err = m.Float64Histogram(MetricCallDuration,
+			metric.WithDescription(callDurationDesc),
+			metric.WithUnit("s"),
+			metric.WithExplicitBucketBoundaries(callDurationBuckets...)); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if h.undecodable, err = m.Int64Counter(MetricUndecodable,
+		metric.WithDescription("gRPC requests answered INTERNAL before their handler because their message did not decode.")); err != nil {
 		return nil, err
 	}
-	undecodable, err := m.Int64Counter(MetricUndecodable,
-		metric.WithDescription("gRPC requests answered INTERNAL before their handler because their message did not decode."))
-	if err != nil {
-		return nil, err
-	}
-	return &Handler{
-		tracer:      opts.TracerProvider.Tracer(ScopeName),
-		start:       []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)},
-		extract:     newExtractor(opts.Propagator),
-		duration:    duration,
-		undecodable: undecodable,
-	}, nil
+	return h, nil
 }
 
 // begin starts the call's server span, under the caller's span when the
@@ -143,6 +159,15 @@ func (h *Handler) end(ctx context.Context, span trace.Span, fullMethod string, b
 		}
 		span.SetAttributes(semconv.RPCResponseStatusCode(canonicalString(code)))
 		span.End()
+	}
+	if h.hist != nil {
+		elapsed := float64(time.Since(began)) / float64(time.Second)
+		if ms := h.methods.get(fullMethod); ms != nil && int(code) < len(ms.series) {
+			ms.series[code].Record(ctx, elapsed)
+			return
+		}
+		h.hist.Bind(durationAttrs(fullMethod, code)).Record(ctx, elapsed)
+		return
 	}
 	if !h.duration.Enabled(ctx) {
 		return

@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	grpccodes "google.golang.org/grpc/codes"
+
+	"github.com/svc-dev/svc/internal/otelhist"
 )
 
 // maxMethods bounds the methods whose attributes are kept. Only calls of
@@ -22,13 +24,18 @@ const maxMethods = 256
 type methodTable struct {
 	mu sync.Mutex
 	m  atomic.Pointer[map[string]*methodSets]
+	// hist, when set, is the duration histogram in which each method's
+	// series are bound.
+	hist *otelhist.Histogram
 }
 
 // methodSets are a method's span attributes and, per status code, the
-// record options of the duration histogram, built once.
+// record options of the duration histogram or, with methodTable.hist,
+// its series, built once.
 type methodSets struct {
 	span   []attribute.KeyValue
 	byCode [grpccodes.Unauthenticated + 1][]metric.RecordOption
+	series [grpccodes.Unauthenticated + 1]*otelhist.Series
 }
 
 // lookup returns the method's sets when they were built, else nil.
@@ -57,7 +64,7 @@ func (t *methodTable) get(fullMethod string) *methodSets {
 	if len(old) >= maxMethods {
 		return nil
 	}
-	ms := newMethodSets(fullMethod)
+	ms := newMethodSets(fullMethod, t.hist)
 	next := make(map[string]*methodSets, len(old)+1)
 	for k, v := range old {
 		next[k] = v
@@ -67,10 +74,14 @@ func (t *methodTable) get(fullMethod string) *methodSets {
 	return ms
 }
 
-func newMethodSets(fullMethod string) *methodSets {
+func newMethodSets(fullMethod string, hist *otelhist.Histogram) *methodSets {
 	ms := &methodSets{span: methodAttrs(fullMethod)}
 	for c := range ms.byCode {
-		ms.byCode[c] = recordOptions(fullMethod, grpccodes.Code(c))
+		if hist != nil {
+			ms.series[c] = hist.Bind(durationAttrs(fullMethod, grpccodes.Code(c)))
+		} else {
+			ms.byCode[c] = recordOptions(fullMethod, grpccodes.Code(c))
+		}
 	}
 	return ms
 }
@@ -89,11 +100,16 @@ func methodAttrs(fullMethod string) []attribute.KeyValue {
 // attributes, rpc.response.status_code and, for a server error,
 // error.type.
 func recordOptions(fullMethod string, code grpccodes.Code) []metric.RecordOption {
+	return []metric.RecordOption{metric.WithAttributeSet(durationAttrs(fullMethod, code))}
+}
+
+// durationAttrs are the attributes of a call's duration.
+func durationAttrs(fullMethod string, code grpccodes.Code) attribute.Set {
 	attrs := append(methodAttrs(fullMethod), semconv.RPCResponseStatusCode(canonicalString(code)))
 	if isServerError(code) {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(canonicalString(code)))
 	}
-	return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}
+	return attribute.NewSet(attrs...)
 }
 
 // canonicalString is the status code's name in the semantic conventions.

@@ -36,6 +36,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/svc-dev/svc/internal/otelhist"
+	"github.com/svc-dev/svc/internal/otelhist/sdkexport"
 )
 
 // DefaultServiceName is the service.name used when Options leaves it empty.
@@ -75,8 +78,11 @@ type Options struct {
 // Telemetry holds the providers built by Setup. Its methods are safe for
 // concurrent use.
 type Telemetry struct {
-	tp       *sdktrace.TracerProvider
-	mp       *sdkmetric.MeterProvider
+	tp *sdktrace.TracerProvider
+	mp *sdkmetric.MeterProvider
+	// meters is mp as components get it, with the histograms its readers
+	// also collect (meterProvider).
+	meters   metric.MeterProvider
 	registry *prometheus.Registry
 	handler  http.Handler
 	spans    *SpanFeed
@@ -159,23 +165,43 @@ func (t *Telemetry) setupMetrics(ctx context.Context, res *resource.Resource, ep
 			return fmt.Errorf("telemetry: prometheus collector: %w", err)
 		}
 	}
-	promExp, err := otelprom.New(otelprom.WithRegisterer(t.registry))
+	// The histograms recorded on every request go to hist when every
+	// reader takes them as it produces them: the Prometheus exporter
+	// always (cumulative, explicit buckets), OTLP unless configured
+	// otherwise.
+	var exp sdkmetric.Exporter
+	if ep != "" {
+		var err error
+		if exp, err = otlpmetricgrpc.New(ctx, tg.metricOptions()...); err != nil {
+			return fmt.Errorf("telemetry: otlp metric exporter: %w", err)
+		}
+	}
+	var hist *otelhist.Registry
+	if exp == nil || histogramsFit(exp) {
+		hist = otelhist.NewRegistry(otelhist.OptionsFromEnv())
+	}
+	promOpts := []otelprom.Option{otelprom.WithRegisterer(t.registry)}
+	if hist != nil {
+		promOpts = append(promOpts, otelprom.WithProducer(sdkexport.Producer(hist)))
+	}
+	promExp, err := otelprom.New(promOpts...)
 	if err != nil {
 		return fmt.Errorf("telemetry: prometheus exporter: %w", err)
 	}
 	mpOpts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(promExp)}
-	if ep != "" {
-		exp, err := otlpmetricgrpc.New(ctx, tg.metricOptions()...)
-		if err != nil {
-			return fmt.Errorf("telemetry: otlp metric exporter: %w", err)
-		}
+	if exp != nil {
 		var readerOpts []sdkmetric.PeriodicReaderOption
 		if interval > 0 {
 			readerOpts = append(readerOpts, sdkmetric.WithInterval(interval))
 		}
+		if hist != nil {
+			readerOpts = append(readerOpts, sdkmetric.WithProducer(sdkexport.Producer(hist)))
+			exp = scopeMerger{exp}
+		}
 		mpOpts = append(mpOpts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp, readerOpts...)))
 	}
 	t.mp = sdkmetric.NewMeterProvider(mpOpts...)
+	t.meters = meters(t.mp, hist)
 	t.handler = promhttp.HandlerFor(t.registry, promhttp.HandlerOpts{
 		Registry:      t.registry,
 		ErrorHandling: promhttp.ContinueOnError,
@@ -187,8 +213,11 @@ func (t *Telemetry) setupMetrics(ctx context.Context, res *resource.Resource, ep
 // TracerProvider returns the provider every component takes its tracer from.
 func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.tp }
 
-// MeterProvider returns the provider every component takes its meter from.
-func (t *Telemetry) MeterProvider() metric.MeterProvider { return t.mp }
+// MeterProvider returns the provider every component takes its meter
+// from. It implements otelhist.Provider: components record the
+// histograms of every request in its otelhist.Registry, which its
+// readers export as they export the SDK's.
+func (t *Telemetry) MeterProvider() metric.MeterProvider { return t.meters }
 
 // MetricsHandler serves the metrics in the Prometheus exposition format,
 // Go runtime and process metrics included.
