@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -94,5 +95,59 @@ func TestDecideMemoHitAllocs(t *testing.T) {
 	})
 	if allocs > 1 {
 		t.Errorf("DecideMemo hit: %v allocations, want at most 1", allocs)
+	}
+}
+
+// TestDecideMemoConcurrent shares memos between goroutines that decide
+// for two users in turn, on a policy whose key holds claim values built
+// into the memo (testdata/cache/nested): every decision is Eval's, and
+// the race detector sees the memo published and read.
+func TestDecideMemoConcurrent(t *testing.T) {
+	set := mustNested(t)
+	users := []policy.User{
+		{ID: "u-1", Claims: map[string]any{"level": json.Number("3"), "field": "id"}},
+		{ID: "u-2", Claims: map[string]any{"level": 1, "field": "tenant"}},
+	}
+	in := policy.Input{
+		Resource: policy.Resource{ID: "ok", Tenant: "ok"},
+		Request:  &policy.Request{Method: "GET", Headers: map[string]string{"x-allow-a": "yes"}},
+	}
+	ctx := context.Background()
+	want := make([]bool, len(users))
+	for i, u := range users {
+		in.User = u
+		res, err := set.Eval(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = res.Allow
+	}
+	if want[0] == want[1] {
+		t.Fatalf("both users decided %v: the test would not see a memo answer for the wrong user", want[0])
+	}
+	var memos [2]policy.UserMemo
+	done := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			for n := range 200 {
+				i := (g + n) % len(users)
+				x := in
+				x.User = users[i]
+				res, err := set.DecideMemo(ctx, x, &memos[n%2])
+				if err == nil && res.Allow != want[i] {
+					err = fmt.Errorf("user %d: allow=%v, want %v", i, res.Allow, want[i])
+				}
+				if err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
