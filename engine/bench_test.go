@@ -49,3 +49,26 @@ func BenchmarkValidateToken(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAuthorizeAllowed is BenchmarkAuthorize with a budget that is
+// counted but never spent, so that every decision reaches the policy:
+// token cache hit, input built from claims, rate limit, decision cache
+// hit of the default policy.
+func BenchmarkAuthorizeAllowed(b *testing.B) {
+	p := idptest.New(b)
+	cfg := prodConfig(p.JWKSURL())
+	cfg.RateLimit.DefaultRPM = 1 << 40
+	e := newEngine(b, cfg, engine.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	tok := p.Token(b, claimsFor("acme", "viewer"))
+	ctx := context.Background()
+	in := engine.Input{Action: "orders:read"}
+	if res, err := e.Authorize(ctx, tok, in); err != nil || !res.Allowed() {
+		b.Fatalf("warm-up decision: %+v %v", res.Decision, err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if res, err := e.Authorize(ctx, tok, in); err != nil || !res.Allowed() {
+			b.Fatalf("decision: %+v %v", res.Decision, err)
+		}
+	}
+}

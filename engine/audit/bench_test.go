@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"testing"
 )
 
@@ -89,4 +90,20 @@ func BenchmarkEncodingJSON(b *testing.B) {
 		}
 	}
 	b.SetBytes(int64(buf.Len()))
+}
+
+// BenchmarkWriterAdd measures the writer goroutine's work per record, as
+// the sidecar logs it (LogTraced: the trace ids as bytes): encoding into
+// the batch, and the batch's write once it is full.
+func BenchmarkWriterAdd(b *testing.B) {
+	l := &Logger{out: io.Discard, log: slog.New(slog.DiscardHandler)}
+	w := writer{Logger: l, batch: make([]byte, 0, batchSize+1024)}
+	r := fullRecord()
+	r.TraceID, r.SpanID = "", ""
+	q := queued{rec: r, ids: rawIDs{trace: [16]byte{0x4b, 0xf9, 0x2f}, span: [8]byte{0, 0xf0, 0x67}, set: true}}
+	b.ReportAllocs()
+	for b.Loop() {
+		w.add(&q)
+	}
+	w.flush()
 }

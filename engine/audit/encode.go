@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"encoding/hex"
 	"strconv"
 	"time"
 
@@ -82,14 +83,10 @@ func (r *Record) appendJSON(b []byte, ids *rawIDs) []byte {
 	return append(b, '}')
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendHex appends id as a quoted string of lower-case hex digits.
 func appendHex(b []byte, id []byte) []byte {
 	b = append(b, '"')
-	for _, c := range id {
-		b = append(b, hexDigits[c>>4], hexDigits[c&0xf])
-	}
+	b = hex.AppendEncode(b, id)
 	return append(b, '"')
 }
 

@@ -275,7 +275,7 @@ func (l *Logger) run() {
 				w.finish(false)
 				return
 			}
-			w.add(r)
+			w.add(&r)
 		case <-l.abort:
 			w.finish(true)
 			return
@@ -295,7 +295,7 @@ func (l *Logger) run() {
 					w.finish(false)
 					return
 				}
-				w.add(r)
+				w.add(&r)
 			default:
 				more = false
 			}
@@ -308,7 +308,6 @@ func (l *Logger) run() {
 type writer struct {
 	*Logger
 	batch   []byte
-	rec     []byte // scratch space of add
 	pending uint64 // records in batch
 	failing bool   // the last write failed
 	lost    uint64 // records lost since failing began
@@ -316,9 +315,8 @@ type writer struct {
 
 // add encodes r into the batch, and writes the batch once it reaches
 // batchSize.
-func (w *writer) add(q queued) {
-	w.rec = q.rec.appendJSON(w.rec[:0], &q.ids)
-	w.batch = append(append(w.batch, w.rec...), '\n')
+func (w *writer) add(q *queued) {
+	w.batch = append(q.rec.appendJSON(w.batch, &q.ids), '\n')
 	w.pending++
 	if len(w.batch) >= batchSize {
 		w.flush()

@@ -1,8 +1,6 @@
 package policy
 
 import (
-	"encoding/binary"
-	"hash/maphash"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -71,8 +69,16 @@ func typedPart(in *Input, path []*ast.Term, b *termBuf, claims ast.Value) (keyPa
 
 // typedPartOf is typedPart for a path whose leaf field is leaf (leafOf).
 func typedPartOf(in *Input, path []*ast.Term, leaf leafField, b *termBuf, claims ast.Value) (keyPart, error) {
-	if p, ok := leafValue(in, leaf); ok {
-		return p, nil
+	var p keyPart
+	err := typedPartInto(in, path, leaf, b, claims, &p)
+	return p, err
+}
+
+// typedPartInto is typedPartOf writing the part to out, which it sets
+// wholly unless it fails.
+func typedPartInto(in *Input, path []*ast.Term, leaf leafField, b *termBuf, claims ast.Value, out *keyPart) error {
+	if leafValue(in, leaf, out) {
+		return nil
 	}
 	var (
 		t     *ast.Term
@@ -85,7 +91,7 @@ func typedPartOf(in *Input, path []*ast.Term, leaf leafField, b *termBuf, claims
 		if claims == nil && (len(path) == 1 || path[1].Value == keyClaims.Value) {
 			var err error
 			if claims, err = claimsValue(in.User.Claims); err != nil {
-				return keyPart{}, err
+				return err
 			}
 		}
 		if len(path) == 1 {
@@ -115,13 +121,14 @@ func typedPartOf(in *Input, path []*ast.Term, leaf leafField, b *termBuf, claims
 		}
 	}
 	if t == nil {
-		return keyPart{depth: undefinedDepth}, nil
+		*out = keyPart{depth: undefinedDepth}
+		return nil
 	}
-	p := partAt(t.Value, path[depth:])
-	if p.depth != undefinedDepth {
-		p.depth += depth
+	*out = partAt(t.Value, path[depth:])
+	if out.depth != undefinedDepth {
+		out.depth += depth
 	}
-	return p, nil
+	return nil
 }
 
 // convertible reports whether ast.InterfaceToValue surely converts x: it
@@ -168,13 +175,13 @@ const (
 // candidate entry; a hit is confirmed with sameValue, so collisions cost
 // an evaluation and never a wrong decision.
 type keyHasher struct {
-	h    maphash.Hash
+	h    bufHash
 	size int
 }
 
-func (kh *keyHasher) part(p keyPart) {
+func (kh *keyHasher) part(p *keyPart) {
 	if p.depth == undefinedDepth {
-		kh.h.WriteByte(tagUndefined)
+		kh.h.writeByte(tagUndefined)
 		kh.size++
 		return
 	}
@@ -198,15 +205,17 @@ func (kh *keyHasher) part(p keyPart) {
 func (kh *keyHasher) str(s string) {
 	kh.size += 16
 	kh.length(tagString, len(s))
-	kh.h.WriteString(s)
+	kh.h.writeString(s)
 	kh.size += len(s)
 }
 
+// word hashes x, the hash of other parts.
+func (kh *keyHasher) word(x uint64) {
+	kh.h.writeWord(x)
+}
+
 func (kh *keyHasher) length(tag byte, n int) {
-	var buf [9]byte
-	buf[0] = tag
-	binary.LittleEndian.PutUint64(buf[1:], uint64(n))
-	kh.h.Write(buf[:])
+	kh.h.writeTagged(tag, uint64(n))
 }
 
 // value hashes v in a canonical order (objects and sets iterate sorted)
@@ -219,18 +228,18 @@ func (kh *keyHasher) value(v ast.Value) {
 	kh.size += 16
 	switch x := v.(type) {
 	case ast.Null:
-		kh.h.WriteByte(tagNull)
+		kh.h.writeByte(tagNull)
 	case ast.Boolean:
 		if x {
-			kh.h.WriteByte(tagTrue)
+			kh.h.writeByte(tagTrue)
 		} else {
-			kh.h.WriteByte(tagFalse)
+			kh.h.writeByte(tagFalse)
 		}
 	case ast.Number:
 		// Numbers hash by their text: 1 and 1.0 are equal in Rego yet
 		// print differently, so they must be different keys.
 		kh.length(tagNumber, len(x))
-		kh.h.WriteString(string(x))
+		kh.h.writeString(string(x))
 		kh.size += len(x)
 	// Loops rather than Foreach: a closure would move kh, and with it
 	// every key's hasher, to the heap.
@@ -270,7 +279,7 @@ func sameParts(a, b []keyPart) bool {
 		if a[i].depth != b[i].depth {
 			return false
 		}
-		if a[i].depth != undefinedDepth && !samePart(a[i], b[i]) {
+		if a[i].depth != undefinedDepth && !samePart(&a[i], &b[i]) {
 			return false
 		}
 	}

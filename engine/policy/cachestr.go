@@ -94,19 +94,20 @@ func leafOf(path []*ast.Term) leafField {
 
 // leafValue is typedPart for the paths that end at, or run through, one
 // of the input's string fields or input.user.roles (leaf field f), read
-// without building a value; ok is false for every other path (leafNone),
-// and for a value that conversion would change (invalid UTF-8, null
-// roles).
-func leafValue(in *Input, f leafField) (p keyPart, ok bool) {
+// without building a value, into p; ok is false, and p left alone, for
+// every other path (leafNone), and for a value that conversion would
+// change (invalid UTF-8, null roles). The part is written in place: a
+// part is large, and copies of it cost more than the lookup.
+func leafValue(in *Input, f leafField, p *keyPart) (ok bool) {
 	var (
 		s       string
 		defined = true
 	)
 	switch f {
 	case leafNone:
-		return keyPart{}, false
+		return false
 	case leafAction:
-		return strPart(1, in.Action)
+		return strPart(p, 1, in.Action)
 	case leafUserID:
 		s = in.User.ID
 	case leafUserRole:
@@ -116,7 +117,7 @@ func leafValue(in *Input, f leafField) (p keyPart, ok bool) {
 	case leafUserEmail:
 		s, defined = in.User.Email, in.User.Email != ""
 	case leafUserRoles:
-		return strsPart(2, in.User.Roles)
+		return strsPart(p, 2, in.User.Roles)
 	case leafResourceType:
 		s, defined = in.Resource.Type, in.Resource.Type != ""
 	case leafResourceID:
@@ -130,7 +131,8 @@ func leafValue(in *Input, f leafField) (p keyPart, ok bool) {
 	default:
 		r := in.Request
 		if r == nil {
-			return keyPart{depth: undefinedDepth}, true
+			*p = keyPart{depth: undefinedDepth}
+			return true
 		}
 		switch f {
 		case leafRequestMethod:
@@ -142,32 +144,35 @@ func leafValue(in *Input, f leafField) (p keyPart, ok bool) {
 		case leafRequestSourceIP:
 			s, defined = r.SourceIP, r.SourceIP != ""
 		default:
-			return keyPart{}, false
+			return false
 		}
 	}
 	if !defined {
-		return keyPart{depth: undefinedDepth}, true
+		*p = keyPart{depth: undefinedDepth}
+		return true
 	}
-	return strPart(2, s)
+	return strPart(p, 2, s)
 }
 
-func strPart(depth int, s string) (keyPart, bool) {
+func strPart(p *keyPart, depth int, s string) bool {
 	if !utf8.ValidString(s) {
-		return keyPart{}, false
+		return false
 	}
-	return keyPart{depth: depth, kind: partString, s: s}, true
+	*p = keyPart{depth: depth, kind: partString, s: s}
+	return true
 }
 
-func strsPart(depth int, ss []string) (keyPart, bool) {
+func strsPart(p *keyPart, depth int, ss []string) bool {
 	if ss == nil {
-		return keyPart{}, false
+		return false
 	}
 	for _, s := range ss {
 		if !utf8.ValidString(s) {
-			return keyPart{}, false
+			return false
 		}
 	}
-	return keyPart{depth: depth, kind: partStrings, ss: ss}, true
+	*p = keyPart{depth: depth, kind: partStrings, ss: ss}
+	return true
 }
 
 // materialize sets p.v for the kinds of part that hold their value in
@@ -186,7 +191,7 @@ func (p *keyPart) materialize() {
 }
 
 // samePart is sameValue on the values of two parts, whatever their kinds.
-func samePart(a, b keyPart) bool {
+func samePart(a, b *keyPart) bool {
 	if a.kind == partValue && b.kind == partValue {
 		return sameValue(a.v, b.v)
 	}

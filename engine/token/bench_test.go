@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -180,4 +181,40 @@ func BenchmarkCacheFootprint(b *testing.B) {
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "B/entry")
 	runtime.KeepAlive(f)
+}
+
+// BenchmarkCachedMany verifies 1000 users' cached tokens in turn from
+// parallel callers, as a sidecar serving many users does: the cache's
+// map, locks and expiry checks with entries that are not all in the
+// processor's caches.
+func BenchmarkCachedMany(b *testing.B) {
+	k := keys()
+	toks := make([]string, 1000)
+	for i := range toks {
+		toks[i] = signClaims(hdr("ES256", "ec", nil), with(map[string]any{"sub": "user-" + strconv.Itoa(i)}), k.ec)
+	}
+	f := newFixture(b, func(o *token.Options) { o.CacheSize = 4096 })
+	ctx := context.Background()
+	for _, tok := range toks {
+		if _, err := f.v.Verify(ctx, tok); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var next atomic.Uint64
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(next.Add(7919))
+		for pb.Next() {
+			i = (i + 1) % len(toks)
+			if _, err := f.v.Verify(ctx, toks[i]); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	if st := f.v.CacheStats(); st.Misses != uint64(len(toks)) {
+		b.Fatalf("%d misses, want %d: not every call was a hit", st.Misses, len(toks))
+	}
 }

@@ -47,3 +47,47 @@ func FuzzAppend(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendEveryByteEveryPosition compares Append with encoding/json on
+// strings of every length up to three words in which one byte, of every
+// value, or one multi-byte sequence sits at every position: the boundaries
+// between the word-at-a-time scan and the byte loop.
+func TestAppendEveryByteEveryPosition(t *testing.T) {
+	specials := []string{"\u00e9", "\u2028", "\u2029", "\xe2\x80", "\xf0\x9f\x8e\x89", "<>&", "\"\\"}
+	for _, bg := range []byte{'a', '<', 0x1f} {
+		for n := 1; n <= 25; n++ {
+			for pos := range n {
+				var ins []string
+				for v := range 256 {
+					ins = append(ins, string([]byte{byte(v)}))
+				}
+				ins = append(ins, specials...)
+				for _, in := range ins {
+					b := bytes.Repeat([]byte{bg}, n)
+					s := string(b[:pos]) + in + string(b[pos+1:])
+					for _, html := range []bool{true, false} {
+						if got, want := jsonstr.Append(nil, s, html), encodingJSON(t, s, html); !bytes.Equal(got, want) {
+							t.Fatalf("Append(%q, html=%v) = %s, want %s", s, html, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkAppend(b *testing.B) {
+	for _, c := range []struct{ name, s string }{
+		{"id", "0d9f1c7e-3b7a-4c52-9a43-0e6b5a1f2c11"},
+		{"short", "acme"},
+		{"escapes", "tab\there \"quoted\" <b>ünï</b>"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			buf := make([]byte, 0, 256)
+			b.SetBytes(int64(len(c.s)))
+			for b.Loop() {
+				buf = jsonstr.Append(buf[:0], c.s, false)
+			}
+		})
+	}
+}

@@ -1,0 +1,295 @@
+package policy
+
+import (
+	"encoding/json"
+	"hash/maphash"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// memoUsers are users of every kind the key of input.user tells apart:
+// no custom claims (the shared empty map), custom claims of every JSON
+// kind, claims that convert only through conversion (json.Number), claims
+// that fail conversion, nil claims and roles, invalid UTF-8.
+func memoUsers() map[string]User {
+	full := fullInput().User
+	return map[string]User{
+		"no custom claims": {ID: "u-1", Role: "editor", Roles: []string{"editor"}, TenantID: "acme", Claims: map[string]any{}},
+		"custom claims":    full,
+		"other claims":     {ID: "u-1", Role: "editor", Roles: []string{"editor", "billing"}, TenantID: "acme", Email: "e@acme.example", Claims: map[string]any{"level": json.Number("1"), "groups": []any{"a"}}},
+		"scalar claims":    {ID: "u-1", Role: "editor", Roles: []string{"editor", "billing"}, TenantID: "acme", Claims: map[string]any{"level": "x", "nested": 3, "groups": nil}},
+		"convertible":      {ID: "u-2", Roles: []string{}, TenantID: "acme", Claims: map[string]any{"mfa": true, "n": 2.5, "tags": []string{"a"}, "m": map[string]string{"k": "v"}}},
+		"bad number":       {ID: "u-3", Roles: []string{"viewer"}, Claims: map[string]any{"n": json.Number("x")}},
+		"unconvertible":    {ID: "u-3", Roles: []string{"viewer"}, Claims: map[string]any{"ch": make(chan int)}},
+		"nil claims":       {ID: "u-4", Role: "viewer"},
+		"nil roles":        {ID: "u-4", Role: "viewer", Claims: map[string]any{}},
+		"invalid UTF-8":    {ID: "u-\xff", Role: "\xc3", Roles: []string{"\xfe"}, TenantID: "acme", Email: "\xff", Claims: map[string]any{"level": "\xff"}},
+		"other tenant":     {ID: "u-1", Role: "editor", Roles: []string{"editor"}, TenantID: "globex", Claims: map[string]any{}},
+		"zero":             {},
+	}
+}
+
+// memoInputs combines every memo user with requests that differ outside
+// input.user.
+func memoInputs() []Input {
+	users := memoUsers()
+	var ins []Input
+	for _, name := range sortedKeys(users) {
+		for _, in := range []Input{
+			fullInput(),
+			{Action: "orders:read", Resource: Resource{Tenant: "acme"}, Tenant: Tenant{ID: "acme", Plan: "team"}},
+			{Action: "orders:read", Resource: Resource{Tenant: "globex"}, Tenant: Tenant{ID: "acme"}},
+			{},
+		} {
+			in.User = users[name]
+			ins = append(ins, in)
+		}
+	}
+	return ins
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// memoPathSets are sets of key paths: those of the default policy, the
+// whole input, the whole user, every path, and random ones.
+func memoPathSets() [][][]*ast.Term {
+	paths := []string{
+		"action", "user", "user.id", "user.role", "user.roles", "user.roles.x", "user.tenant_id", "user.email",
+		"user.claims", "user.claims.level", "user.claims.level.x", "user.claims.groups", "user.claims.nested.ok",
+		"user.claims.missing", "user.other", "resource.tenant", "resource.id", "tenant.id", "tenant.plan",
+		"request.method", "request.headers", "other",
+	}
+	sets := [][]string{
+		{"action", "user.roles", "user.role", "user.tenant_id", "resource.tenant", "tenant.id", "tenant.plan"},
+		{""}, {"user"}, {"action"}, {"user.claims"}, paths,
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 60 {
+		set := make([]string, 1+rng.IntN(8))
+		for i := range set {
+			set[i] = paths[rng.IntN(len(paths))]
+		}
+		sets = append(sets, set)
+	}
+	var out [][][]*ast.Term
+	for _, set := range sets {
+		var keyPaths [][]*ast.Term
+		for _, p := range set {
+			path := []*ast.Term{}
+			if p != "" {
+				for _, k := range strings.Split(p, ".") {
+					path = append(path, ast.StringTerm(k))
+				}
+			}
+			keyPaths = append(keyPaths, path)
+		}
+		out = append(out, minimalPaths(keyPaths))
+	}
+	return out
+}
+
+// refKey is the key as the document defines it: the part at each path of
+// in.Value(), or the error of in.Value().
+func refKey(c *decisionCache, in *Input) ([]keyPart, error) {
+	doc, err := in.Value()
+	if err != nil {
+		return nil, err
+	}
+	parts := make([]keyPart, len(c.paths))
+	for i, path := range c.paths {
+		parts[i] = partAt(doc, path)
+	}
+	return parts, nil
+}
+
+// TestUserMemoKeys: the key lazyKey builds with a memo is the key it
+// builds without one, part for part, hash and size alike, for every set
+// of key paths and every input; both fail exactly when the document
+// cannot be built; and two inputs share a key exactly when their parts of
+// the document agree at every path, as before memos.
+func TestUserMemoKeys(t *testing.T) {
+	ins := memoInputs()
+	for _, paths := range memoPathSets() {
+		plan := cachePlan{paths: paths}
+		c := newDecisionCache(plan, 16)
+		memos := make([]*UserMemo, len(ins))
+		keys := make([]cacheKey, len(ins))
+		refs := make([][]keyPart, len(ins))
+		for i := range ins {
+			in := &ins[i]
+			memos[i] = new(UserMemo)
+			ref, refErr := refKey(c, in)
+			plain, _, plainErr := c.lazyKey(in, nil, nil)
+			// The second time, the parts of the user come from the memo.
+			for round := range 2 {
+				k, _, err := c.lazyKey(in, nil, memos[i])
+				if (err != nil) != (refErr != nil) || (plainErr != nil) != (refErr != nil) {
+					t.Fatalf("paths %v, input %d, round %d: memo error %v, plain error %v, document error %v", paths, i, round, err, plainErr, refErr)
+				}
+				if err != nil {
+					continue
+				}
+				if k.hash != plain.hash || k.size != plain.size || !sameKind(k.parts, plain.parts) {
+					t.Fatalf("paths %v, input %d, round %d: memo key %+v, plain key %+v", paths, i, round, k, plain)
+				}
+				k.materialize()
+				if !sameParts(k.parts, ref) {
+					t.Fatalf("paths %v, input %d, round %d: memo parts %v, document parts %v", paths, i, round, k.parts, ref)
+				}
+				keys[i], refs[i] = k, ref
+			}
+		}
+		for i := range ins {
+			for j := range ins {
+				if refs[i] == nil || refs[j] == nil {
+					continue
+				}
+				want := sameParts(refs[i], refs[j])
+				if got := sameParts(keys[i].parts, keys[j].parts); got != want {
+					t.Fatalf("paths %v, inputs %d and %d: same key %v, same document parts %v", paths, i, j, got, want)
+				}
+				if want && keys[i].hash != keys[j].hash {
+					t.Fatalf("paths %v, inputs %d and %d: equal keys hash differently", paths, i, j)
+				}
+			}
+		}
+	}
+}
+
+// sameKind reports whether two keys have parts of the same depths and
+// kinds holding the same values: the memo's parts are built by the same
+// code as the plain ones.
+func sameKind(a, b []keyPart) bool {
+	return slices.EqualFunc(a, b, func(x, y keyPart) bool {
+		return x.depth == y.depth && x.kind == y.kind && (x.depth == undefinedDepth || samePart(&x, &y))
+	})
+}
+
+// TestUserMemoRefills: one memo used with another user, with a copy of
+// the user that has a field set anew, and across caches (a policy
+// swap between policies that read different parts of the user) gives the
+// key of the input at hand every time.
+func TestUserMemoRefills(t *testing.T) {
+	sets := memoPathSets()
+	caches := []*decisionCache{
+		newDecisionCache(cachePlan{paths: sets[0]}, 16), // the default policy's paths
+		newDecisionCache(cachePlan{paths: sets[4]}, 16), // input.user.claims
+		newDecisionCache(cachePlan{paths: sets[5]}, 16), // every path
+		newDecisionCache(cachePlan{paths: sets[3]}, 16), // input.action: no user path
+	}
+	users := memoUsers()
+	changed := users["custom claims"]
+	changed.Roles = []string{"admin"}
+	changed.Claims = map[string]any{"level": json.Number("2")}
+	sequence := []User{users["custom claims"], users["custom claims"], changed, users["custom claims"], users["no custom claims"], users["bad number"], users["custom claims"]}
+	var m UserMemo
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 400 {
+		c := caches[rng.IntN(len(caches))]
+		in := fullInput()
+		in.User = sequence[rng.IntN(len(sequence))]
+		want, _, wantErr := c.lazyKey(&in, nil, nil)
+		got, _, err := c.lazyKey(&in, nil, &m)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("memo error %v, plain error %v", err, wantErr)
+		}
+		if err == nil && (got.hash != want.hash || got.size != want.size || !sameKind(got.parts, want.parts)) {
+			t.Fatalf("memo key %+v, plain key %+v", got, want)
+		}
+	}
+}
+
+// TestSameUser: copies of a user are the same user; a user with any field
+// set anew, even to an equal value, is not.
+func TestSameUser(t *testing.T) {
+	u := fullInput().User
+	cp := u
+	if !sameUser(&u, &cp) {
+		t.Fatal("a copy is not the same user")
+	}
+	for name, change := range map[string]func(*User){
+		"id":         func(u *User) { u.ID = strings.Clone(u.ID) },
+		"role":       func(u *User) { u.Role = "viewer" },
+		"roles":      func(u *User) { u.Roles = slices.Clone(u.Roles) },
+		"nil roles":  func(u *User) { u.Roles = nil },
+		"tenant":     func(u *User) { u.TenantID = "globex" },
+		"email":      func(u *User) { u.Email = "" },
+		"claims":     func(u *User) { u.Claims = map[string]any{"level": json.Number("1.0")} },
+		"nil claims": func(u *User) { u.Claims = nil },
+	} {
+		v := u
+		change(&v)
+		if sameUser(&u, &v) {
+			t.Errorf("%s set anew: still the same user", name)
+		}
+	}
+	var empty1, empty2 User
+	empty2.Roles, empty1.Roles = []string{}, []string{}
+	if !sameUser(&empty1, &empty2) {
+		t.Error("two users with empty strings and empty roles differ")
+	}
+}
+
+// TestBufHashMatchesMaphash: however a byte sequence is written, in
+// pieces small or larger than the buffer, its hash is maphash.Bytes of it.
+func TestBufHashMatchesMaphash(t *testing.T) {
+	seed := maphash.MakeSeed()
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 2000 {
+		var (
+			h   bufHash
+			all []byte
+		)
+		h.SetSeed(seed)
+		for range rng.IntN(40) {
+			switch rng.IntN(5) {
+			case 0:
+				c := byte(rng.Uint32())
+				h.writeByte(c)
+				all = append(all, c)
+			case 1:
+				p := make([]byte, rng.IntN(2*bufHashSize))
+				for i := range p {
+					p[i] = byte(rng.Uint32())
+				}
+				h.write(p)
+				all = append(all, p...)
+			case 2:
+				s := strings.Repeat("x", rng.IntN(bufHashSize+50))
+				h.writeString(s)
+				all = append(all, s...)
+			case 3:
+				tag, n := byte(rng.Uint32()), rng.Uint64()
+				h.writeTagged(tag, n)
+				all = append(all, tag)
+				all = appendLE(all, n)
+			case 4:
+				x := rng.Uint64()
+				h.writeWord(x)
+				all = appendLE(all, x)
+			}
+		}
+		if got, want := h.Sum64(), maphash.Bytes(seed, all); got != want {
+			t.Fatalf("hash of %d bytes = %x, want %x", len(all), got, want)
+		}
+	}
+}
+
+func appendLE(b []byte, x uint64) []byte {
+	for range 8 {
+		b = append(b, byte(x))
+		x >>= 8
+	}
+	return b
+}
