@@ -93,14 +93,14 @@ const limiterWarnEvery = 30 * time.Second
 // the tenant to the policy, which may allow a cross-tenant support role.
 // user is the policy input's user for an accepted token, built once per
 // verification (deriveUser), or nil when userFrom must build it.
-func (e *Engine) verifyToken(ctx context.Context, raw string) (d TokenDecision, user *tokenUser) {
+func (e *Engine) verifyToken(ctx context.Context, raw string) (d TokenDecision, user *policy.User) {
 	ctx, span := e.tel.startVerify(ctx)
 	d, user = e.validate(ctx, raw)
 	e.tel.endVerify(ctx, span, d)
 	return d, user
 }
 
-func (e *Engine) validate(ctx context.Context, raw string) (TokenDecision, *tokenUser) {
+func (e *Engine) validate(ctx context.Context, raw string) (TokenDecision, *policy.User) {
 	if raw == "" {
 		return TokenDecision{Reason: reason.TokenMissing, Message: "no bearer token"}, nil
 	}
@@ -119,7 +119,7 @@ func (e *Engine) validate(ctx context.Context, raw string) (TokenDecision, *toke
 	if user != nil {
 		// deriveUser took both from these claims when the token was
 		// verified; the cached user spares two lookups per request.
-		sub, tenant = user.user.ID, user.user.TenantID
+		sub, tenant = user.ID, user.TenantID
 	} else {
 		sub, tenant = identity(claims)
 	}
@@ -137,7 +137,7 @@ func identity(claims token.Claims) (sub, tenant string) {
 // answer an unknown kid at once, with no fetch, while the JWKS cache would
 // try to refresh on it. A token with a local kid is judged by the local
 // verifier alone.
-func (e *Engine) verify(ctx context.Context, raw string) (token.Claims, *tokenUser, error) {
+func (e *Engine) verify(ctx context.Context, raw string) (token.Claims, *policy.User, error) {
 	if e.local != nil {
 		claims, user, err := e.local.VerifyDerived(ctx, raw)
 		var re *reason.Error
@@ -151,24 +151,16 @@ func (e *Engine) verify(ctx context.Context, raw string) (token.Claims, *tokenUs
 
 // deriveUser is the token.Options.Derive of the engine's verifiers: the
 // user of the policy input, built once per verified token rather than
-// once per request, with the memo of its part of decision cache keys.
-// Every request with the token shares them, as it shares the claims.
+// once per request. Every request with the token shares it, as it shares
+// the claims.
 func deriveUser(claims token.Claims) any {
 	sub, tenant := identity(claims)
-	return &tokenUser{user: userFrom(TokenDecision{Claims: claims, Subject: sub, TenantID: tenant})}
+	u := userFrom(TokenDecision{Claims: claims, Subject: sub, TenantID: tenant})
+	return &u
 }
 
-// tokenUser is what deriveUser derives from a verified token.
-type tokenUser struct {
-	// user is the policy input's user; never modified.
-	user policy.User
-	// keys remembers the decision cache's work on user
-	// (policy.Set.DecideMemo).
-	keys policy.UserMemo
-}
-
-func derivedUser(v any) *tokenUser {
-	u, _ := v.(*tokenUser)
+func derivedUser(v any) *policy.User {
+	u, _ := v.(*policy.User)
 	return u
 }
 
@@ -218,7 +210,7 @@ func (e *Engine) AuthorizeDeferred(ctx context.Context, source, raw string, in I
 // not nil (AuthorizeDeferred).
 func (e *Engine) authorize(ctx context.Context, source, raw string, in Input, rc RequestCompleter) (Result, error) {
 	start := e.now()
-	var user *tokenUser
+	var user *policy.User
 	res := Result{}
 	res.Token, user = e.verifyToken(ctx, raw)
 	if !res.Token.Allowed {
@@ -228,9 +220,8 @@ func (e *Engine) authorize(ctx context.Context, source, raw string, in Input, rc
 		e.record(ctx, source, start, res, in, rc)
 		return res, nil
 	}
-	var keys *policy.UserMemo
 	if user != nil {
-		in.User, keys = user.user, &user.keys
+		in.User = *user
 	} else {
 		in.User = userFrom(res.Token)
 	}
@@ -244,7 +235,7 @@ func (e *Engine) authorize(ctx context.Context, source, raw string, in Input, rc
 		e.record(ctx, source, start, res, in, rc)
 		return res, nil
 	}
-	d, err := e.evaluate(ctx, in, rc, keys)
+	d, err := e.evaluate(ctx, in, rc)
 	res.Decision = d
 	if e.dryRun && err == nil {
 		// policy.mode = "dry-run": the would-be outcome is recorded as
@@ -263,13 +254,12 @@ func (e *Engine) authorize(ctx context.Context, source, raw string, in Input, rc
 // Evaluate runs the active policy on in as given. A repeated input is
 // answered from the active set's decision cache (policy.Set.Decide).
 func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
-	return e.evaluate(ctx, in, nil, nil)
+	return e.evaluate(ctx, in, nil)
 }
 
 // evaluate is Evaluate, completing in.Request with rc (when not nil)
-// first if the set that decides can read what rc fills in, and reusing
-// what keys (when not nil) remembers of in.User.
-func (e *Engine) evaluate(ctx context.Context, in Input, rc RequestCompleter, keys *policy.UserMemo) (Decision, error) {
+// first if the set that decides can read what rc fills in.
+func (e *Engine) evaluate(ctx context.Context, in Input, rc RequestCompleter) (Decision, error) {
 	ctx, span := e.tel.startEval(ctx)
 	set := e.policies.Load()
 	if rc != nil {
@@ -277,7 +267,7 @@ func (e *Engine) evaluate(ctx context.Context, in Input, rc RequestCompleter, ke
 			rc.CompleteRequest(in.Request)
 		}
 	}
-	r, err := set.DecideMemo(ctx, in, keys)
+	r, err := set.Decide(ctx, in)
 	d := Decision{Allow: r.Allow, DenyReasons: r.DenyReasons, DecisionID: r.DecisionID, Revision: r.Revision, Reason: reason.PolicyDeny}
 	if d.Allow {
 		d.Reason = reason.PolicyAllow

@@ -95,9 +95,7 @@ func BenchmarkEvaluate(b *testing.B) {
 }
 
 // BenchmarkDecide measures Decide on the default policy: "hit" decides
-// one input over and over, answered from the decision cache, and
-// "hit-memo" the same with DecideMemo, as the engine decides for a cached
-// token's user; "miss"
+// one input over and over, answered from the decision cache; "miss"
 // decides inputs that differ in their tenant every time, more of them than
 // the cache holds, so each one evaluates and is stored. Compare with
 // BenchmarkEvaluate/typed.
@@ -116,20 +114,14 @@ func BenchmarkDecide(b *testing.B) {
 		name  string
 		input func(i int) policy.Input
 		hit   bool
-		memo  bool
 	}{
-		{"hit", func(int) policy.Input { return same }, true, false},
-		{"hit-memo", func(int) policy.Input { return same }, true, true},
-		{"miss", func(i int) policy.Input { return distinct[i%len(distinct)] }, false, false},
+		{"hit", func(int) policy.Input { return same }, true},
+		{"miss", func(i int) policy.Input { return distinct[i%len(distinct)] }, false},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			set := mustDefault(b)
 			if _, err := set.Decide(ctx, benchInput()); err != nil {
 				b.Fatal(err)
-			}
-			var memo *policy.UserMemo
-			if c.memo {
-				memo = new(policy.UserMemo)
 			}
 			durs := make([]time.Duration, 0, b.N)
 			i := 0
@@ -139,7 +131,7 @@ func BenchmarkDecide(b *testing.B) {
 				in := c.input(i)
 				i++
 				start := time.Now()
-				res, err := set.DecideMemo(ctx, in, memo)
+				res, err := set.Decide(ctx, in)
 				durs = append(durs, time.Since(start))
 				if err != nil || !res.Allow {
 					b.Fatalf("decide: allow=%v err=%v", res.Allow, err)

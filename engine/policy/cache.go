@@ -36,18 +36,12 @@ const cacheShards = 16
 // cache assumes the data document (see Data and Storage) never changes,
 // which holds for every set this package builds.
 func (s *Set) Decide(ctx context.Context, in Input) (Result, error) {
-	return s.decideMemo(ctx, in, nil)
-}
-
-// decideMemo is Decide, with the user part of the key from m when m is not
-// nil (DecideMemo).
-func (s *Set) decideMemo(ctx context.Context, in Input, m *UserMemo) (Result, error) {
 	c := s.cache
 	if c == nil || ctx.Err() != nil {
 		return s.Eval(ctx, in)
 	}
 	var parts [8]keyPart
-	k, whole, err := c.lazyKey(&in, parts[:0], m)
+	k, whole, err := c.lazyKey(&in, parts[:0])
 	if err != nil {
 		// Eval reports the input that cannot be converted.
 		return s.Eval(ctx, in)
@@ -134,30 +128,16 @@ type decisionCache struct {
 	// readsHeaders and readsQuery say whether some path reaches into
 	// input.request.headers or input.request.query (or is above them).
 	readsHeaders, readsQuery bool
-	// user tells, index by index, the paths below input.user: the user
-	// part of the key (userKey), userPaths of them. A plan with the
-	// whole input as its path has none.
-	user      []bool
-	userPaths int
 
-	// id tells the cache from every other (userKey.cache).
-	id     uint64
 	seed   maphash.Seed
 	shards [cacheShards]cacheShard
 }
 
 func newDecisionCache(plan cachePlan, size int) *decisionCache {
-	c := &decisionCache{
-		paths: plan.paths, leaves: make([]leafField, len(plan.paths)), user: make([]bool, len(plan.paths)),
-		id: cacheIDs.Add(1), seed: maphash.MakeSeed(),
-	}
+	c := &decisionCache{paths: plan.paths, leaves: make([]leafField, len(plan.paths)), seed: maphash.MakeSeed()}
 	for i, path := range plan.paths {
 		if len(path) > 0 {
 			c.leaves[i] = leafOf(path)
-			if path[0].Value == keyUser.Value {
-				c.user[i] = true
-				c.userPaths++
-			}
 		}
 	}
 	c.readsHeaders = plan.reads(keyRequest, keyHeaders)
@@ -180,7 +160,7 @@ type cacheKey struct {
 // of the document under the key paths are built, unless a path is the
 // whole input: then whole is the document, for evaluation to reuse.
 func (c *decisionCache) key(in *Input, buf []keyPart) (k cacheKey, whole ast.Value, err error) {
-	k, whole, err = c.lazyKey(in, buf, nil)
+	k, whole, err = c.lazyKey(in, buf)
 	if err == nil {
 		k.materialize()
 	}
@@ -196,71 +176,37 @@ func (k *cacheKey) materialize() {
 
 // lazyKey is key, except that parts read from string fields hold the
 // strings rather than AST values (see keyPart): enough to look a decision
-// up, which then builds no value at all. With m not nil, the parts under
-// input.user come from m (userKeyFor).
-//
-// The hash covers the parts of the other paths in order, then the hash of
-// the user's parts (userKey.hash), whether or not they come from a memo.
-func (c *decisionCache) lazyKey(in *Input, buf []keyPart, m *UserMemo) (k cacheKey, whole ast.Value, err error) {
+// up, which then builds no value at all.
+func (c *decisionCache) lazyKey(in *Input, buf []keyPart) (k cacheKey, whole ast.Value, err error) {
 	// Value fails exactly when the claims cannot be converted; so must the
 	// key, or a hit would answer an input that evaluation rejects.
-	var (
-		claims ast.Value
-		uk     *userKey
-	)
-	if m != nil {
-		if uk = c.userKeyFor(in, m); uk.err != nil {
-			return cacheKey{}, nil, uk.err
-		}
-	} else if !convertible(map[string]any(in.User.Claims)) {
+	var claims ast.Value
+	if !convertible(map[string]any(in.User.Claims)) {
 		if claims, err = claimsValue(in.User.Claims); err != nil {
 			return cacheKey{}, nil, err
 		}
 	}
-	// kh hashes the parts of the other paths, ukh those of the user's
-	// when no memo has them.
-	var kh, ukh keyHasher
+	var kh keyHasher
 	kh.h.SetSeed(c.seed)
-	if uk == nil && c.userPaths > 0 {
-		ukh.h.SetSeed(c.seed)
-	}
 	// The terms of parts that are not plain strings, allocated when the
 	// first is built.
 	var b termBuf
-	next := 0 // the next of uk.parts
 	for i, path := range c.paths {
-		switch {
-		case len(path) == 0:
+		if len(path) == 0 {
 			if whole, err = in.Value(); err != nil {
 				return cacheKey{}, nil, err
 			}
 			buf = append(buf, keyPart{v: whole})
 			kh.part(&buf[len(buf)-1])
-		case uk != nil && c.user[i]:
-			buf = append(buf, uk.parts[next])
-			next++
-		default:
-			// Built in place: a part is large.
-			buf = append(buf, keyPart{})
-			p := &buf[len(buf)-1]
-			if err = typedPartInto(in, path, c.leaves[i], &b, claims, p); err != nil {
-				return cacheKey{}, nil, err
-			}
-			if c.user[i] {
-				ukh.part(p)
-			} else {
-				kh.part(p)
-			}
+			continue
 		}
-	}
-	if c.userPaths > 0 {
-		if uk != nil {
-			kh.word(uk.hash)
-			kh.size += uk.size
-		} else {
-			kh.word(ukh.h.Sum64())
-			kh.size += ukh.size
+		// Built in place: a part is large.
+		buf = append(buf, keyPart{})
+		p := &buf[len(buf)-1]
+		if err = typedPartInto(in, path, c.leaves[i], &b, claims, p); err != nil {
+			return cacheKey{}, nil, err
 		}
+		kh.part(p)
 	}
 	return cacheKey{parts: buf, hash: kh.h.Sum64(), size: kh.size}, whole, nil
 }

@@ -67,15 +67,6 @@ func (b *bufHash) writeTagged(tag byte, n uint64) {
 	b.n += 9
 }
 
-// writeWord writes x as 8 little-endian bytes.
-func (b *bufHash) writeWord(x uint64) {
-	if len(b.buf)-b.n < 8 {
-		b.spill()
-	}
-	binary.LittleEndian.PutUint64(b.buf[b.n:b.n+8], x)
-	b.n += 8
-}
-
 // spill moves the buffer into h.
 func (b *bufHash) spill() {
 	if !b.streaming {

@@ -209,11 +209,6 @@ func (kh *keyHasher) str(s string) {
 	kh.size += len(s)
 }
 
-// word hashes x, the hash of other parts.
-func (kh *keyHasher) word(x uint64) {
-	kh.h.writeWord(x)
-}
-
 func (kh *keyHasher) length(tag byte, n int) {
 	kh.h.writeTagged(tag, uint64(n))
 }
