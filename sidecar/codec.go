@@ -70,52 +70,34 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 // outBuffer is the memory of one encoded message and the BufferSlice
 // that hands it to gRPC.
 type outBuffer struct {
-	buf    []byte
-	slice  mem.BufferSlice
-	pooled *[]byte // from the default pool, returned by free
+	buf   []byte
+	slice mem.BufferSlice
 }
 
-// newOutBuffer returns a buffer of size bytes: a smallBuffer for a small
-// message, a slice of its own below gRPC's pooling threshold, a pooled
-// buffer above it.
+// newOutBuffer returns a buffer of size bytes from gRPC's default pool;
+// gRPC gives it back once the message is written. mem.NewBuffer pools
+// only a buffer whose capacity reaches gRPC's pooling threshold (1 KB):
+// a smaller message (an allowed answer takes some 300 bytes) takes a
+// buffer of that capacity, which spares the garbage collector a buffer
+// per answer.
 func newOutBuffer(size int) outBuffer {
-	if size <= smallMessage {
-		s := new(smallBuffer)
-		s.buf = s.data[:size]
-		// *SliceBuffer is a Buffer: no copy of the slice to the heap.
-		s.slice[0] = &s.buf
-		return outBuffer{buf: s.buf, slice: s.slice[:]}
-	}
-	if mem.IsBelowBufferPoolingThreshold(size) {
-		buf := make([]byte, size)
-		return outBuffer{buf: buf, slice: mem.BufferSlice{mem.SliceBuffer(buf)}}
-	}
 	pool := mem.DefaultBufferPool()
-	buf := pool.Get(size)
+	buf := pool.Get(max(size, poolableSize))
 	*buf = (*buf)[:size]
-	return outBuffer{buf: *buf, slice: mem.BufferSlice{mem.NewBuffer(buf, pool)}, pooled: buf}
+	return outBuffer{buf: *buf, slice: mem.BufferSlice{mem.NewBuffer(buf, pool)}}
 }
 
-// free gives a pooled buffer back when the encoding failed.
-func (o outBuffer) free() {
-	if o.pooled != nil {
-		mem.DefaultBufferPool().Put(o.pooled)
+// free gives the buffer back when the encoding failed.
+func (o outBuffer) free() { o.slice.Free() }
+
+// poolableSize is the smallest capacity mem.NewBuffer pools.
+var poolableSize = func() int {
+	n := 1
+	for mem.IsBelowBufferPoolingThreshold(n) {
+		n *= 2
 	}
-}
-
-// smallMessage is the largest encoding a smallBuffer holds: an allowed
-// ext_authz answer takes some 300 bytes.
-const smallMessage = 512
-
-// smallBuffer is the BufferSlice of a small message in one allocation,
-// where a slice of a SliceBuffer takes three (the bytes, the slice header
-// boxed in the interface, the one-element slice). Like a SliceBuffer it is
-// left to the garbage collector.
-type smallBuffer struct {
-	slice [1]mem.Buffer
-	buf   mem.SliceBuffer
-	data  [smallMessage]byte
-}
+	return n
+}()
 
 // marshalVT fills buf, sized by SizeVT, from its end, as the generated
 // code does.
