@@ -39,6 +39,7 @@ import (
 // a time.
 type CheckResponseEncoder struct {
 	m        *authv3.CheckResponse
+	answer   *CheckAnswer // when the answer is written from its verdict
 	prepared bool
 	declined bool
 	size     int
@@ -61,7 +62,7 @@ var errEncodeChanged = errors.New("envoy: CheckResponse changed while it was enc
 // Prepare reads m and returns the size of its encoding; ok is false when
 // the encoder does not handle m, which must then be marshaled otherwise.
 func (e *CheckResponseEncoder) Prepare(m *authv3.CheckResponse) (size int, ok bool) {
-	e.m, e.prepared, e.declined, e.n, e.big = m, false, false, 0, nil
+	e.m, e.answer, e.prepared, e.declined, e.n, e.big = m, nil, false, false, 0, nil
 	size = e.sizeCheckResponse(m)
 	if e.declined {
 		return 0, false
@@ -91,7 +92,11 @@ func (e *CheckResponseEncoder) Encode(buf []byte) (err error) {
 		}
 	}()
 	w := checkWriter{b: buf, i: len(buf), entries: e.entries()}
-	w.checkResponse(e.m)
+	if a := e.answer; a != nil {
+		w.allowed(&a.v, a.remove)
+	} else {
+		w.checkResponse(e.m)
+	}
 	if w.i != 0 {
 		return errEncodeChanged
 	}

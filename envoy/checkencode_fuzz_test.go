@@ -25,8 +25,8 @@ import (
 // answers (every verdict kind, as a browser or an API client sees it,
 // with headers to remove) when sel's low bit is clear, else one built
 // field by field. exotic reports a part the encoder declines whatever the
-// strings hold.
-func fuzzAnswer(sel uint32, a, b, c, body string, code int32, num float64) (m *authv3.CheckResponse, exotic bool) {
+// strings hold; answer is the sidecar's answer as a CheckAnswer.
+func fuzzAnswer(sel uint32, a, b, c, body string, code int32, num float64) (m *authv3.CheckResponse, answer *CheckAnswer, exotic bool) {
 	bit := func(n uint) bool { return sel>>n&1 == 1 }
 	if !bit(0) {
 		var res engine.Result
@@ -58,7 +58,7 @@ func fuzzAnswer(sel uint32, a, b, c, body string, code int32, num float64) (m *a
 		if bit(7) {
 			remove = strings.Split(body, " ")
 		}
-		return v.checkResponse(remove), false
+		return v.checkResponse(remove), &CheckAnswer{v: v, remove: remove, ok: new(okBlock)}, false
 	}
 	hdr := &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: a, Value: b}, AppendAction: corev3.HeaderValueOption_HeaderAppendAction(code % 5)}
 	if bit(1) {
@@ -104,7 +104,7 @@ func fuzzAnswer(sel uint32, a, b, c, body string, code int32, num float64) (m *a
 		}
 		m.DynamicMetadata = &structpb.Struct{Fields: fields}
 	}
-	return m, exotic
+	return m, nil, exotic
 }
 
 // FuzzCheckResponseEncoder: whatever the answer, the encoder writes
@@ -119,8 +119,24 @@ func FuzzCheckResponseEncoder(f *testing.F) {
 	f.Add(uint32(1|2<<6|1<<8|1<<10), "", "", "", "", int32(404), math.Copysign(0, -1))
 	f.Add(uint32(1|3<<6), "a", "\xff", "c", "body", int32(7), 1.5)
 	f.Fuzz(func(t *testing.T, sel uint32, a, b, c, body string, code int32, num float64) {
-		m, exotic := fuzzAnswer(sel, a, b, c, body, code, num)
+		m, answer, exotic := fuzzAnswer(sel, a, b, c, body, code, num)
 		want, werr := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+		if answer != nil {
+			var enc CheckResponseEncoder
+			size, ok := enc.PrepareAnswer(answer)
+			if ok != (werr == nil) {
+				t.Fatalf("answer encoded: %v; proto.Marshal: %v", ok, werr)
+			}
+			if ok {
+				got := make([]byte, size)
+				if err := enc.Encode(got); err != nil {
+					t.Fatalf("Encode of the answer: %v", err)
+				}
+				if string(got) != string(want) {
+					t.Fatalf("answer encoding differs from proto.Marshal's\n hand: %x\nproto: %x", got, want)
+				}
+			}
+		}
 		var enc CheckResponseEncoder
 		size, ok := enc.Prepare(m)
 		if !ok {

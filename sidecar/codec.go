@@ -44,6 +44,18 @@ var _ encoding.CodecV2 = codec{}
 func newCodec() codec { return codec{proto: encoding.GetCodecV2(grpcproto.Name)} }
 
 func (c codec) Marshal(v any) (mem.BufferSlice, error) {
+	if a, ok := v.(*envoy.CheckAnswer); ok {
+		var enc envoy.CheckResponseEncoder
+		if size, ok := enc.PrepareAnswer(a); ok {
+			out := newOutBuffer(size)
+			if err := enc.Encode(out.buf); err != nil {
+				out.free()
+				return nil, err
+			}
+			return out.slice, nil
+		}
+		v = a.Response()
+	}
 	if r, ok := v.(*authv3.CheckResponse); ok {
 		var enc envoy.CheckResponseEncoder
 		if size, ok := enc.Prepare(r); ok {
