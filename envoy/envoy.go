@@ -127,9 +127,9 @@ func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 // Mapper returns the Server's request mapping.
 func (s *Server) Mapper() *Mapper { return s.mapper }
 
-// Register adds the Authorization service to g. Its Check replies with
-// a *CheckAnswer, the message Check returns in a form the sidecar's codec
-// encodes without building it.
+// Register adds the Authorization service to g. Over gRPC, Check
+// replies with a *CheckAnswer: a proto.Message equal to what Check
+// returns, which the sidecar's codec encodes without building it.
 func (s *Server) Register(g *grpc.Server) {
 	g.RegisterService(&authorizationService, s)
 }
