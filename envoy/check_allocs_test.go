@@ -107,3 +107,43 @@ func TestCheckAllocs(t *testing.T) {
 		t.Errorf("allowed Check: %v allocations, want at most 8", allocs)
 	}
 }
+
+// TestCheckAnswerAllocs guards the allocations of an allowed Check as the
+// gRPC service answers it (the CheckAnswer, encoded from its verdict):
+// two fewer than Check's, which builds the dynamic metadata's map.
+func TestCheckAnswerAllocs(t *testing.T) {
+	if testkit.RaceEnabled {
+		t.Skip("the race detector changes allocation counts")
+	}
+	idp := newTestIdP(t)
+	cfg := testConfig(idp, config.FailClosed)
+	cfg.RateLimit.Disabled = true
+	s := newTestServer(t, cfg, newTestEngine(t, cfg, idp))
+	tok := idp.token(t, map[string]any{"sub": "u-1", "tenant_id": testTenant, "roles": []string{"editor", "billing"}})
+	req := checkReq("GET", "/api/orders/42?page=2", map[string]string{
+		":authority": "shop.example", ":method": "GET", ":path": "/api/orders/42?page=2",
+		"authorization": "Bearer " + tok, "accept": "application/json",
+		"user-agent": "bench/1.0", "x-request-id": "9b1d3a4e-1c2f-4a5b-8c7d-0e1f2a3b4c5d",
+	}, nil)
+	ctx := context.Background()
+	buf := make([]byte, 4096)
+	check := func() {
+		a := s.answer(ctx, req)
+		var enc CheckResponseEncoder
+		size, ok := enc.PrepareAnswer(a)
+		if !a.v.allow || !ok || enc.Encode(buf[:size]) != nil {
+			t.Fatal("check not allowed and encoded")
+		}
+	}
+	check()
+	checkResp := func() {
+		if _, err := s.Check(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answer, response := testing.AllocsPerRun(200, check), testing.AllocsPerRun(200, checkResp)
+	t.Logf("allocations: answer %v, Check %v", answer, response)
+	if answer > 6 || answer > response-2 {
+		t.Errorf("allowed Check answered and encoded: %v allocations, want at most 6 and Check's (%v) less 2", answer, response)
+	}
+}

@@ -127,9 +127,11 @@ func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 // Mapper returns the Server's request mapping.
 func (s *Server) Mapper() *Mapper { return s.mapper }
 
-// Register adds the Authorization service to g.
+// Register adds the Authorization service to g. Over gRPC, Check
+// replies with a *CheckAnswer: a proto.Message equal to what Check
+// returns, which the sidecar's codec encodes without building it.
 func (s *Server) Register(g *grpc.Server) {
-	authv3.RegisterAuthorizationServer(g, s)
+	g.RegisterService(&authorizationService, s)
 }
 
 // Check implements authv3.AuthorizationServer. It never returns an error:
@@ -138,11 +140,16 @@ func (s *Server) Register(g *grpc.Server) {
 // Envoy's own failure_mode_allow only ever applies when the sidecar is
 // unreachable.
 func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
+	return s.answer(ctx, req).Response(), nil
+}
+
+// answer decides req, as Check does.
+func (s *Server) answer(ctx context.Context, req *authv3.CheckRequest) *CheckAnswer {
 	pr, err := proxyRequestFromCheck(req)
 	if err != nil {
 		v := s.present(invalidInput(err), pr)
 		s.logInvalid(ctx, err)
-		return v.checkResponse(nil), nil
+		return &CheckAnswer{v: v}
 	}
 	source := SourceEnvoy
 	if _, ok := s.az.(sourceAuthorizer); !ok {
@@ -150,21 +157,23 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.C
 	}
 	blk := new(checkAnswer)
 	v, ok := s.authorizeFrom(ctx, source, pr, &blk.mapped)
-	v = s.present(v, pr)
-	if !ok {
-		return v.checkResponse(nil), nil
+	a := &blk.answer
+	a.v = s.present(v, pr)
+	if ok {
+		if a.v.allow {
+			a.remove = spoofedHeaders(pr.headers)
+		}
+		a.ok = &blk.ok
 	}
-	var spoofed []string
-	if v.allow {
-		spoofed = spoofedHeaders(pr.headers)
-	}
-	return v.checkResponseInto(spoofed, &blk.ok), nil
+	return a
 }
 
 // checkAnswer holds, in one allocation, the policy input's request (and
-// what mapping builds for it) and the messages of an allowed answer.
+// what mapping builds for it), the answer and the messages of an allowed
+// response.
 type checkAnswer struct {
 	mapped mappedRequest
+	answer CheckAnswer
 	ok     okBlock
 }
 

@@ -181,10 +181,11 @@ func TestCodecUnmarshalsCheckRequest(t *testing.T) {
 }
 
 // TestCodecMarshalSizes: every size of encoding, around the bounds of the
-// small, the plain and the pooled buffers, gives proto.Marshal's bytes.
+// pool's tiers and of the capacity gRPC pools, gives proto.Marshal's
+// bytes.
 func TestCodecMarshalSizes(t *testing.T) {
 	c := newCodec()
-	for _, size := range []int{0, 1, smallMessage - 1, smallMessage, smallMessage + 1, 1023, 1024, 1025, 4096} {
+	for _, size := range []int{0, 1, 255, 256, 257, 1023, 1024, 1025, poolableSize, poolableSize + 1, 4096, 4097} {
 		// A CheckResponse of one status message: 2 or 3 bytes of tags and
 		// lengths around the text.
 		resp := &authv3.CheckResponse{}
