@@ -250,9 +250,9 @@ func (s *Server) grpcOptions() ([]grpc.ServerOption, error) {
 		// copies every call's metadata and allocates an event per step
 		// of the call (grpcstats.Handler). First in the chains: the
 		// server span is the parent of whatever comes after.
-		opts = append(opts,
-			grpc.ChainUnaryInterceptor(stats.Unary),
-			grpc.ChainStreamInterceptor(stats.Stream))
+		// Its tap handle finds the trace headers in the call's headers
+		// with exact lookups, before the interceptors.
+		opts = append(opts, stats.ServerOptions()...)
 	}
 	return opts, nil
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"reflect"
 	"slices"
+	"strings"
 
 	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/tap"
 )
 
 // extractor takes the caller's trace context from a call's incoming
@@ -22,12 +24,18 @@ import (
 // depend on the carrier alone, as OpenTelemetry's do (TraceContext,
 // Baggage, composites of them). A propagator that lists the carrier's
 // keys is extracted on every call.
+//
+// The keys it reads from an empty carrier are those that can start a
+// context: a key the propagator reads only once another was found (W3C
+// tracestate, after traceparent) is not among them.
 type extractor struct {
 	prop propagation.TextMapPropagator
 	// keys are the keys the propagator reads from an empty carrier;
 	// meaningful only with skippable.
 	keys      []string
 	skippable bool
+	// lower are keys in lower case, for the tap.
+	lower []string
 }
 
 func newExtractor(p propagation.TextMapPropagator) extractor {
@@ -35,7 +43,47 @@ func newExtractor(p propagation.TextMapPropagator) extractor {
 	in := context.WithValue(context.Background(), probeKey{}, true)
 	out := p.Extract(in, probe)
 	same := out != nil && reflect.TypeOf(out).Comparable() && out == in
-	return extractor{prop: p, keys: probe.keys, skippable: same && !probe.listed}
+	lower := make([]string, len(probe.keys))
+	for i, k := range probe.keys {
+		lower[i] = strings.ToLower(k)
+	}
+	return extractor{prop: p, keys: probe.keys, skippable: same && !probe.listed, lower: lower}
+}
+
+// tappedKey marks the context of a call whose headers the tap found a
+// key of the propagator in.
+type tappedKey struct{}
+
+// tap is the server's tap handle (grpc.InTapHandle): it marks the
+// context of a call whose headers hold one of the propagator's keys, so
+// that the interceptor extracts only then (tapped). The tap sees the
+// call's metadata as the HTTP/2 transport decoded it, the map the
+// call's context then carries, where every key is lower case: the
+// transport refuses a header whose name has an upper-case letter (HTTP/2
+// requires lower case; x/net/http2's validWireHeaderFieldName, checked
+// for every header the server's framer decodes). A lookup of the key in
+// lower case is therefore exact, where metadata.ValueFromIncomingContext
+// must compare a missing key with every key of the call in any case.
+//
+// The transport runs the tap under its lock: it does the lookups only,
+// never the extraction.
+func (e extractor) tap(ctx context.Context, info *tap.Info) (context.Context, error) {
+	if !e.skippable {
+		return ctx, nil
+	}
+	for _, k := range e.lower {
+		if _, ok := info.Header[k]; ok {
+			return context.WithValue(ctx, tappedKey{}, true), nil
+		}
+	}
+	return ctx, nil
+}
+
+// tapped reports whether the caller's context is to be extracted from a
+// call that went through tap: always when the propagator cannot be
+// skipped, else when the tap marked it.
+func (e extractor) tapped(ctx context.Context) bool {
+	return !e.skippable || ctx.Value(tappedKey{}) != nil
 }
 
 // extract returns ctx with the caller's trace context (and whatever else

@@ -129,8 +129,16 @@ func New(opts Options) (*Handler, error) {
 // begin starts the call's server span, under the caller's span when the
 // metadata carries one. The span is described only when the sampler
 // chose to record it.
-func (h *Handler) begin(ctx context.Context, fullMethod string) (context.Context, trace.Span) {
-	ctx = h.extract.extract(ctx)
+//
+// With tapped, the Handler's tap (ServerOptions) saw the call's headers
+// first: the caller's context is extracted only when it found a key of
+// the propagator there.
+func (h *Handler) begin(ctx context.Context, fullMethod string, tapped bool) (context.Context, trace.Span) {
+	if !tapped {
+		ctx = h.extract.extract(ctx)
+	} else if h.extract.tapped(ctx) {
+		ctx = h.extract.prop.Extract(ctx, mdCarrier{ctx})
+	}
 	ctx, span := h.tracer.Start(ctx, spanName(fullMethod), h.start...)
 	if span.IsRecording() {
 		if ms := h.methods.lookup(fullMethod); ms != nil {
