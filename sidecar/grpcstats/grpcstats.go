@@ -23,7 +23,10 @@
 // its non-recording span to the decision's child spans, and nothing else:
 // no attribute is built, no per-call state is kept in the context, and
 // the duration is recorded with an attribute set built once per method
-// and status code.
+// and status code (in the provider's otelhist.Registry when it offers
+// one: a few atomic operations). Installed with ServerOptions, a tap
+// handle finds the caller's trace headers with exact lookups in the
+// headers as the transport decoded them, before the interceptors.
 package grpcstats
 
 import (
