@@ -23,7 +23,6 @@ import (
 type CheckAnswer struct {
 	v      verdict
 	remove []string // incoming x-svc-* headers to remove from an allowed request
-	ok     *okBlock // the messages of an allowed response, or nil
 
 	once  sync.Once
 	built atomic.Bool
@@ -41,7 +40,7 @@ func NewCheckAnswer(res engine.Result, err error) *CheckAnswer {
 // on the first call.
 func (a *CheckAnswer) Response() *authv3.CheckResponse {
 	a.once.Do(func() {
-		a.resp = a.v.checkResponseInto(a.remove, a.ok)
+		a.resp = a.v.checkResponseInto(a.remove, nil)
 		a.built.Store(true)
 	})
 	return a.resp

@@ -34,7 +34,7 @@ func encodeAnswer(t testing.TB, a *CheckAnswer) []byte {
 func answerVerdicts() map[string]*CheckAnswer {
 	out := map[string]*CheckAnswer{}
 	add := func(name string, v verdict, remove []string) {
-		out[name] = &CheckAnswer{v: v, remove: remove, ok: new(okBlock)}
+		out[name] = &CheckAnswer{v: v, remove: remove}
 	}
 	add("allow", decide(allowedResult("user-417", "acme", []string{"viewer", "x,admin"}, "0b7f4d2c"), nil), nil)
 	add("allow empty", decide(allowedResult("", "", nil, ""), nil), nil)
@@ -58,7 +58,7 @@ func answerVerdicts() map[string]*CheckAnswer {
 func TestCheckAnswerEncoding(t *testing.T) {
 	for name, a := range answerVerdicts() {
 		t.Run(name, func(t *testing.T) {
-			again := &CheckAnswer{v: a.v, remove: a.remove, ok: new(okBlock)}
+			again := &CheckAnswer{v: a.v, remove: a.remove}
 			var enc CheckResponseEncoder
 			size, ok := enc.PrepareAnswer(a)
 			fromVerdict := ok && !a.built.Load()

@@ -58,7 +58,7 @@ func fuzzAnswer(sel uint32, a, b, c, body string, code int32, num float64) (m *a
 		if bit(7) {
 			remove = strings.Split(body, " ")
 		}
-		return v.checkResponse(remove), &CheckAnswer{v: v, remove: remove, ok: new(okBlock)}, false
+		return v.checkResponse(remove), &CheckAnswer{v: v, remove: remove}, false
 	}
 	hdr := &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: a, Value: b}, AppendAction: corev3.HeaderValueOption_HeaderAppendAction(code % 5)}
 	if bit(1) {

@@ -159,22 +159,20 @@ func (s *Server) answer(ctx context.Context, req *authv3.CheckRequest) *CheckAns
 	v, ok := s.authorizeFrom(ctx, source, pr, &blk.mapped)
 	a := &blk.answer
 	a.v = s.present(v, pr)
-	if ok {
-		if a.v.allow {
-			a.remove = spoofedHeaders(pr.headers)
-		}
-		a.ok = &blk.ok
+	if ok && a.v.allow {
+		a.remove = spoofedHeaders(pr.headers)
 	}
 	return a
 }
 
 // checkAnswer holds, in one allocation, the policy input's request (and
-// what mapping builds for it), the answer and the messages of an allowed
-// response.
+// what mapping builds for it) and the answer. The messages of a
+// CheckResponse (okBlock, larger than both) are allocated only when
+// somebody asks for the Response: the codec writes an allowed answer
+// straight from its verdict.
 type checkAnswer struct {
 	mapped mappedRequest
 	answer CheckAnswer
-	ok     okBlock
 }
 
 // authorize maps pr and asks the Authorizer; ok is false when the request
