@@ -7,6 +7,9 @@ import (
 	"sync"
 	"testing"
 
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/grpc"
+
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
@@ -145,5 +148,53 @@ func TestCheckAnswerAllocs(t *testing.T) {
 	t.Logf("allocations: answer %v, Check %v", answer, response)
 	if answer > 6 || answer > response-2 {
 		t.Errorf("allowed Check answered and encoded: %v allocations, want at most 6 and Check's (%v) less 2", answer, response)
+	}
+}
+
+// TestCheckHandlerInterceptorAllocs: with an interceptor, as the sidecar
+// serves, the Check handler hands it the server info and the handler made
+// once by New, so an intercepted call allocates no more than the answer.
+func TestCheckHandlerInterceptorAllocs(t *testing.T) {
+	if testkit.RaceEnabled {
+		t.Skip("the race detector changes allocation counts")
+	}
+	idp := newTestIdP(t)
+	cfg := testConfig(idp, config.FailClosed)
+	cfg.RateLimit.Disabled = true
+	s := newTestServer(t, cfg, newTestEngine(t, cfg, idp))
+	tok := idp.token(t, map[string]any{"sub": "u-1", "tenant_id": testTenant, "roles": []string{"editor"}})
+	req := checkReq("GET", "/api/orders/42", map[string]string{"authorization": "Bearer " + tok}, nil)
+	ctx := context.Background()
+	var infos []*grpc.UnaryServerInfo
+	intercept := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if len(infos) < 2 {
+			infos = append(infos, info)
+		}
+		return h(ctx, req)
+	}
+	dec := func(v any) error {
+		v.(*authv3.CheckRequest).Attributes = req.Attributes
+		return nil
+	}
+	call := func() {
+		out, err := checkHandler(s, ctx, dec, intercept)
+		if a, ok := out.(*CheckAnswer); err != nil || !ok || !a.v.allow {
+			t.Fatalf("intercepted Check: %T %v", out, err)
+		}
+	}
+	call()
+	call()
+	if infos[0] != infos[1] || infos[0].FullMethod != authv3.Authorization_Check_FullMethodName || infos[0].Server != s {
+		t.Errorf("server info %+v, then %p: want one made by New", infos[0], infos[1])
+	}
+	direct := testing.AllocsPerRun(200, func() {
+		if a := s.answer(ctx, req); !a.v.allow {
+			t.Fatal("not allowed")
+		}
+	})
+	intercepted := testing.AllocsPerRun(200, call)
+	// The decoded request is the handler's one allocation of its own.
+	if intercepted > direct+1 {
+		t.Errorf("intercepted Check: %v allocations, the answer alone %v: want at most one more", intercepted, direct)
 	}
 }

@@ -69,6 +69,9 @@ func checkHandler(srv any, ctx context.Context, dec func(any) error, interceptor
 	if interceptor == nil {
 		return s.answer(ctx, in), nil
 	}
+	if s.checkUnary != nil { // made by New
+		return interceptor(ctx, in, &s.checkInfo, s.checkUnary)
+	}
 	info := &grpc.UnaryServerInfo{Server: srv, FullMethod: authv3.Authorization_Check_FullMethodName}
 	handler := func(ctx context.Context, req any) (any, error) {
 		return s.answer(ctx, req.(*authv3.CheckRequest)), nil

@@ -79,6 +79,12 @@ type Server struct {
 	checkProxy string // sidecar.check_proxy
 	signIn     signIn // where browsers sign in ([sdk.saml])
 	log        *slog.Logger
+
+	// checkInfo and checkUnary are what checkHandler hands the
+	// interceptors on every call, made once (the generated handler
+	// allocates both per call). Interceptors only read them.
+	checkInfo  grpc.UnaryServerInfo
+	checkUnary grpc.UnaryHandler
 }
 
 var _ authv3.AuthorizationServer = (*Server)(nil)
@@ -121,7 +127,12 @@ func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{mapper: m, az: az, failMode: failMode, checkProxy: checkProxy, signIn: newSignIn(cfg.SDK.SAML), log: log}, nil
+	s := &Server{mapper: m, az: az, failMode: failMode, checkProxy: checkProxy, signIn: newSignIn(cfg.SDK.SAML), log: log}
+	s.checkInfo = grpc.UnaryServerInfo{Server: s, FullMethod: authv3.Authorization_Check_FullMethodName}
+	s.checkUnary = func(ctx context.Context, req any) (any, error) {
+		return s.answer(ctx, req.(*authv3.CheckRequest)), nil
+	}
+	return s, nil
 }
 
 // Mapper returns the Server's request mapping.
