@@ -82,22 +82,29 @@ func TestCheckAuditSource(t *testing.T) {
 	}
 }
 
+// allowedCheck is a Server on the real engine, rate limits off, and an
+// Envoy-shaped request it allows.
+func allowedCheck(t *testing.T) (*Server, *authv3.CheckRequest) {
+	t.Helper()
+	idp := newTestIdP(t)
+	cfg := testConfig(idp, config.FailClosed)
+	cfg.RateLimit.Disabled = true
+	s := newTestServer(t, cfg, newTestEngine(t, cfg, idp))
+	tok := idp.token(t, map[string]any{"sub": "u-1", "tenant_id": testTenant, "roles": []string{"editor", "billing"}})
+	return s, checkReq("GET", "/api/orders/42?page=2", map[string]string{
+		":authority": "shop.example", ":method": "GET", ":path": "/api/orders/42?page=2",
+		"authorization": "Bearer " + tok, "accept": "application/json",
+		"user-agent": "bench/1.0", "x-request-id": "9b1d3a4e-1c2f-4a5b-8c7d-0e1f2a3b4c5d",
+	}, nil)
+}
+
 // TestCheckAllocs guards the allocations of an allowed Check in process on
 // the real engine, token and decision both cached (BenchmarkCheck/engine).
 func TestCheckAllocs(t *testing.T) {
 	if testkit.RaceEnabled {
 		t.Skip("the race detector changes allocation counts")
 	}
-	idp := newTestIdP(t)
-	cfg := testConfig(idp, config.FailClosed)
-	cfg.RateLimit.Disabled = true
-	s := newTestServer(t, cfg, newTestEngine(t, cfg, idp))
-	tok := idp.token(t, map[string]any{"sub": "u-1", "tenant_id": testTenant, "roles": []string{"editor", "billing"}})
-	req := checkReq("GET", "/api/orders/42?page=2", map[string]string{
-		":authority": "shop.example", ":method": "GET", ":path": "/api/orders/42?page=2",
-		"authorization": "Bearer " + tok, "accept": "application/json",
-		"user-agent": "bench/1.0", "x-request-id": "9b1d3a4e-1c2f-4a5b-8c7d-0e1f2a3b4c5d",
-	}, nil)
+	s, req := allowedCheck(t)
 	ctx := context.Background()
 	check := func() {
 		resp, err := s.Check(ctx, req)
@@ -118,16 +125,7 @@ func TestCheckAnswerAllocs(t *testing.T) {
 	if testkit.RaceEnabled {
 		t.Skip("the race detector changes allocation counts")
 	}
-	idp := newTestIdP(t)
-	cfg := testConfig(idp, config.FailClosed)
-	cfg.RateLimit.Disabled = true
-	s := newTestServer(t, cfg, newTestEngine(t, cfg, idp))
-	tok := idp.token(t, map[string]any{"sub": "u-1", "tenant_id": testTenant, "roles": []string{"editor", "billing"}})
-	req := checkReq("GET", "/api/orders/42?page=2", map[string]string{
-		":authority": "shop.example", ":method": "GET", ":path": "/api/orders/42?page=2",
-		"authorization": "Bearer " + tok, "accept": "application/json",
-		"user-agent": "bench/1.0", "x-request-id": "9b1d3a4e-1c2f-4a5b-8c7d-0e1f2a3b4c5d",
-	}, nil)
+	s, req := allowedCheck(t)
 	ctx := context.Background()
 	buf := make([]byte, 4096)
 	check := func() {
@@ -158,12 +156,7 @@ func TestCheckHandlerInterceptorAllocs(t *testing.T) {
 	if testkit.RaceEnabled {
 		t.Skip("the race detector changes allocation counts")
 	}
-	idp := newTestIdP(t)
-	cfg := testConfig(idp, config.FailClosed)
-	cfg.RateLimit.Disabled = true
-	s := newTestServer(t, cfg, newTestEngine(t, cfg, idp))
-	tok := idp.token(t, map[string]any{"sub": "u-1", "tenant_id": testTenant, "roles": []string{"editor"}})
-	req := checkReq("GET", "/api/orders/42", map[string]string{"authorization": "Bearer " + tok}, nil)
+	s, req := allowedCheck(t)
 	ctx := context.Background()
 	var infos []*grpc.UnaryServerInfo
 	intercept := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
