@@ -18,19 +18,12 @@ import (
 	"github.com/svc-dev/svc/internal/testkit"
 )
 
-// histProvider is an SDK MeterProvider whose reader also collects an
+// newHistProvider is an SDK MeterProvider whose reader also collects an
 // otelhist.Registry, as the sidecar's telemetry is.
-type histProvider struct {
-	*sdkmetric.MeterProvider
-	reg *otelhist.Registry
-}
-
-func (p histProvider) Histograms() *otelhist.Registry { return p.reg }
-
-func newHistProvider() (histProvider, *sdkmetric.ManualReader) {
+func newHistProvider() (sdkexport.MeterProvider, *sdkmetric.ManualReader) {
 	reg := otelhist.NewRegistry(otelhist.Options{})
 	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(sdkexport.Producer(reg)))
-	return histProvider{sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), reg}, reader
+	return sdkexport.MeterProvider{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), Registry: reg}, reader
 }
 
 // histogramOf returns the scope and data of the metric name in reader.

@@ -9,23 +9,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/svc-dev/svc/internal/otelhist"
+	"github.com/svc-dev/svc/internal/otelhist/sdkexport"
 )
-
-// meterProvider is the MeterProvider components get: the SDK's, and the
-// otelhist.Registry its readers collect, in which the histograms
-// recorded on every request (svc.decision.duration,
-// rpc.server.call.duration) are recorded without the SDK's per-record
-// cost. Its readers export both the same way.
-type meterProvider struct {
-	*sdkmetric.MeterProvider
-	hist *otelhist.Registry
-}
-
-var _ otelhist.Provider = meterProvider{}
-
-// Histograms returns the Registry, nil when a reader wants histograms
-// the Registry cannot give (see histogramsFit).
-func (p meterProvider) Histograms() *otelhist.Registry { return p.hist }
 
 // histogramsFit reports whether exp exports histograms as an
 // otelhist.Registry produces them: cumulative, in explicit buckets with
@@ -80,8 +65,12 @@ func mergeScopes(sms []metricdata.ScopeMetrics) []metricdata.ScopeMetrics {
 	return out
 }
 
-// meters returns the provider to hand out: with the Registry when hist
-// is set.
+// meters returns the provider components get: the SDK's, and the
+// otelhist.Registry its readers collect when hist is set (nil when a
+// reader wants histograms the Registry cannot give, see histogramsFit),
+// in which the histograms recorded on every request
+// (svc.decision.duration, rpc.server.call.duration) are recorded without
+// the SDK's per-record cost. Its readers export both the same way.
 func meters(mp *sdkmetric.MeterProvider, hist *otelhist.Registry) metric.MeterProvider {
-	return meterProvider{MeterProvider: mp, hist: hist}
+	return sdkexport.MeterProvider{MeterProvider: mp, Registry: hist}
 }

@@ -12,6 +12,20 @@ import (
 	"github.com/svc-dev/svc/internal/otelhist"
 )
 
+// MeterProvider is an SDK MeterProvider with the otelhist.Registry its
+// readers collect through Producer: a component that finds the Registry
+// (otelhist.From) records its histograms there, everything else records
+// in the SDK. A nil Registry leaves every histogram to the SDK.
+type MeterProvider struct {
+	*sdkmetric.MeterProvider
+	Registry *otelhist.Registry
+}
+
+var _ otelhist.Provider = MeterProvider{}
+
+// Histograms returns the Registry.
+func (p MeterProvider) Histograms() *otelhist.Registry { return p.Registry }
+
 // Producer returns the Producer of reg's histograms, for
 // sdkmetric.WithProducer and the Prometheus exporter's WithProducer:
 // each collection gets them as the SDK's Float64Histogram would give
