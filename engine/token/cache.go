@@ -60,17 +60,27 @@ func (c *cache) shard(key *[sha256.Size]byte) *shard {
 	return &c.shards[key[0]%shardCount]
 }
 
+// get returns the entry of key, and counts a hit when there is one. A
+// lookup that finds nothing is counted by miss, when the token is
+// verified: an engine may look a token up in a cache whose verifier never
+// sees it.
 func (c *cache) get(key *[sha256.Size]byte) (entry, bool) {
 	s := c.shard(key)
 	s.mu.Lock()
 	e, ok := s.m[*key]
 	if ok {
 		s.hits++
-	} else {
-		s.misses++
 	}
 	s.mu.Unlock()
 	return e, ok
+}
+
+// miss counts a lookup that found nothing to serve.
+func (c *cache) miss(key *[sha256.Size]byte) {
+	s := c.shard(key)
+	s.mu.Lock()
+	s.misses++
+	s.mu.Unlock()
 }
 
 func (c *cache) remove(key *[sha256.Size]byte) {
@@ -158,8 +168,10 @@ func (c *cache) stats() CacheStats {
 type CacheStats struct {
 	// Entries is the number of tokens cached now.
 	Entries int
-	// Hits and Misses count lookups since the Verifier was created; a
-	// miss is a full verification.
+	// Hits count the lookups that found the token since the Verifier
+	// was created; Misses count the tokens verified in full because the
+	// cache did not hold them (a lookup by Cached alone is not counted
+	// until VerifyDigest verifies the token).
 	Hits, Misses uint64
 }
 

@@ -219,48 +219,17 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Claims, error) {
 // from the claims (nil without Derive, or on error): on a cache hit, the
 // value computed when the token was verified.
 func (v *Verifier) VerifyDerived(ctx context.Context, raw string) (Claims, any, error) {
-	if raw == "" {
-		return nil, nil, reason.New(reason.TokenMissing, "no token")
-	}
-	if len(raw) > MaxTokenSize {
-		return nil, nil, reason.New(reason.TokenMalformed, "token exceeds %d bytes", MaxTokenSize)
-	}
-	var (
-		sum   [sha256.Size]byte
-		epoch uint64
-	)
+	var d Digest
 	if v.cache != nil {
-		// The hash only reads the bytes; aliasing the string avoids a copy
-		// on the hot path.
-		sum = sha256.Sum256(unsafeBytes(raw))
-		epoch = v.cache.epoch.Load()
-		if e, ok := v.cache.get(&sum); ok {
-			now := v.now().UnixNano()
-			if err := v.checkTimes(e.times, now); err != nil {
-				v.cache.remove(&sum)
-				return nil, nil, err
-			}
-			if now <= e.until {
-				return e.claims, e.derived, nil
-			}
-			// Served long enough: verify again against the current keys.
-			v.cache.remove(&sum)
+		d = DigestOf(raw)
+		if claims, derived, ok, err := v.Cached(&d); ok {
+			return claims, derived, err
 		}
+	} else {
+		// Without a cache the hash is of no use: only the token is kept.
+		d.raw = raw
 	}
-	claims, ts, key, err := v.verify(ctx, raw)
-	if err != nil {
-		return nil, nil, err
-	}
-	var derived any
-	if v.derive != nil {
-		derived = v.derive(claims)
-	}
-	if v.cache != nil {
-		now := v.now().UnixNano()
-		v.cache.put(&sum, entry{claims: claims, derived: derived, times: ts, until: now + v.maxAge, kid: key.ID, thumbprint: key.Thumbprint},
-			now, v.skew, epoch)
-	}
-	return claims, derived, nil
+	return v.VerifyDigest(ctx, &d)
 }
 
 // Retain drops the cached tokens whose verifying key holds does not

@@ -1,0 +1,104 @@
+package token
+
+import (
+	"context"
+	"crypto/sha256"
+
+	"github.com/svc-dev/svc/engine/reason"
+)
+
+// Digest is a token with its SHA-256, the key of the verified-token
+// cache. A caller with several Verifiers (the engine's local one for the
+// tokens of the SAML gateway, and the JWKS one) hashes a token once with
+// DigestOf and asks each cache with Cached before any verification with
+// VerifyDigest, instead of paying a hash per VerifyDerived.
+type Digest struct {
+	raw string
+	sum [sha256.Size]byte
+	// hashed says sum is raw's: raw is neither empty nor oversized.
+	hashed bool
+	// stale is the cache in which Cached found the token served past
+	// Options.CacheMaxAge: that lookup counted as a hit, so the
+	// verification that follows is not counted as a miss there.
+	stale *cache
+}
+
+// DigestOf hashes raw (the token without the "Bearer " prefix). An empty
+// or oversized token is not hashed: no cache holds it, and VerifyDigest
+// refuses it.
+func DigestOf(raw string) Digest {
+	d := Digest{raw: raw}
+	if raw != "" && len(raw) <= MaxTokenSize {
+		// The hash only reads the bytes; aliasing the string avoids a
+		// copy on the hot path.
+		d.sum = sha256.Sum256(unsafeBytes(raw))
+		d.hashed = true
+	}
+	return d
+}
+
+// Cached answers d's token from the cache alone: ok reports whether it
+// did, with the token's claims and derived value (see VerifyDerived), or
+// with the error of a cached token no longer valid at the current time
+// (expired meanwhile; the entry is dropped). When ok is false (not
+// cached, cache disabled, or served past Options.CacheMaxAge and dropped)
+// the token must be verified with VerifyDigest.
+func (v *Verifier) Cached(d *Digest) (claims Claims, derived any, ok bool, err error) {
+	if v.cache == nil || !d.hashed {
+		return nil, nil, false, nil
+	}
+	e, found := v.cache.get(&d.sum)
+	if !found {
+		return nil, nil, false, nil
+	}
+	now := v.now().UnixNano()
+	if err := v.checkTimes(e.times, now); err != nil {
+		v.cache.remove(&d.sum)
+		return nil, nil, true, err
+	}
+	if now <= e.until {
+		return e.claims, e.derived, true, nil
+	}
+	// Served long enough: verify again against the current keys.
+	v.cache.remove(&d.sum)
+	d.stale = v.cache
+	return nil, nil, false, nil
+}
+
+// VerifyDigest verifies d's token in full, as VerifyDerived does on a
+// cache miss, and caches the result. Call it when Cached answered no.
+func (v *Verifier) VerifyDigest(ctx context.Context, d *Digest) (Claims, any, error) {
+	raw := d.raw
+	if raw == "" {
+		return nil, nil, reason.New(reason.TokenMissing, "no token")
+	}
+	if len(raw) > MaxTokenSize {
+		return nil, nil, reason.New(reason.TokenMalformed, "token exceeds %d bytes", MaxTokenSize)
+	}
+	var epoch uint64
+	if v.cache != nil {
+		if !d.hashed {
+			*d = DigestOf(raw)
+		}
+		// The epoch is read before the key lookup: put refuses the entry
+		// if the key set changed during the verification.
+		epoch = v.cache.epoch.Load()
+		if d.stale != v.cache {
+			v.cache.miss(&d.sum)
+		}
+	}
+	claims, ts, key, err := v.verify(ctx, raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	var derived any
+	if v.derive != nil {
+		derived = v.derive(claims)
+	}
+	if v.cache != nil {
+		now := v.now().UnixNano()
+		v.cache.put(&d.sum, entry{claims: claims, derived: derived, times: ts, until: now + v.maxAge, kid: key.ID, thumbprint: key.Thumbprint},
+			now, v.skew, epoch)
+	}
+	return claims, derived, nil
+}
