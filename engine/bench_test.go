@@ -72,3 +72,35 @@ func BenchmarkAuthorizeAllowed(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkValidateTokenSAML is BenchmarkValidateToken on an engine with
+// [sdk.saml] configured, so that two verifiers stand before the JWKS: a
+// cached token of the IdP (idp) and a cached token of the SAML gateway
+// (local).
+func BenchmarkValidateTokenSAML(b *testing.B) {
+	p := idptest.New(b)
+	cfg := withSAML(prodConfig(p.JWKSURL()), writeECKey(b))
+	cfg.RateLimit.DefaultRPM = 1 << 40 // counted, never refused
+	e := newEngine(b, cfg, engine.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	local, _, err := e.Issuer().Issue(map[string]any{"sub": "alice", "tenant_id": "acme", "roles": []string{"viewer"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct{ name, tok string }{
+		{"idp", p.Token(b, claimsFor("acme", "viewer"))},
+		{"local", local},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx := context.Background()
+			if d := e.ValidateToken(ctx, bc.tok); !d.Allowed {
+				b.Fatalf("warm-up: %+v", d)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if d := e.ValidateToken(ctx, bc.tok); !d.Allowed {
+					b.Fatalf("refused: %+v", d)
+				}
+			}
+		})
+	}
+}

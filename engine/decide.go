@@ -137,15 +137,37 @@ func identity(claims token.Claims) (sub, tenant string) {
 // answer an unknown kid at once, with no fetch, while the JWKS cache would
 // try to refresh on it. A token with a local kid is judged by the local
 // verifier alone.
+//
+// With both verifiers, the token is hashed once and both caches are asked
+// before either verifies, so that a cached IdP token costs neither a
+// second hash nor the local verifier's header parse and unknown-kid error.
+// Asking the JWKS cache before the local verifier judges is the same: the
+// JWKS verifier only ever saw tokens the local one refused with unknown
+// kid, and it refuses them so again (the local keys are fixed for the
+// engine's life; the checks before the key lookup depend on the token
+// alone).
 func (e *Engine) verify(ctx context.Context, raw string) (token.Claims, *policy.User, error) {
-	if e.local != nil {
-		claims, user, err := e.local.VerifyDerived(ctx, raw)
-		var re *reason.Error
-		if err == nil || e.verifier == nil || !errors.As(err, &re) || re.Code != reason.UnknownKID {
-			return claims, derivedUser(user), err
-		}
+	if e.local == nil {
+		claims, user, err := e.verifier.VerifyDerived(ctx, raw)
+		return claims, derivedUser(user), err
 	}
-	claims, user, err := e.verifier.VerifyDerived(ctx, raw)
+	if e.verifier == nil {
+		claims, user, err := e.local.VerifyDerived(ctx, raw)
+		return claims, derivedUser(user), err
+	}
+	d := token.DigestOf(raw)
+	if claims, user, ok, err := e.local.Cached(&d); ok {
+		return claims, derivedUser(user), err
+	}
+	if claims, user, ok, err := e.verifier.Cached(&d); ok {
+		return claims, derivedUser(user), err
+	}
+	claims, user, err := e.local.VerifyDigest(ctx, &d)
+	var re *reason.Error
+	if err == nil || !errors.As(err, &re) || re.Code != reason.UnknownKID {
+		return claims, derivedUser(user), err
+	}
+	claims, user, err = e.verifier.VerifyDigest(ctx, &d)
 	return claims, derivedUser(user), err
 }
 

@@ -29,7 +29,7 @@ func withSAML(cfg config.Config, keyFile string) config.Config {
 	return cfg
 }
 
-func writeECKey(t *testing.T) string {
+func writeECKey(t testing.TB) string {
 	t.Helper()
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
