@@ -8,6 +8,7 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/idptest"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // BenchmarkAuthorize measures a whole decision on a cached RS256 token:
@@ -79,7 +80,7 @@ func BenchmarkAuthorizeAllowed(b *testing.B) {
 // (local).
 func BenchmarkValidateTokenSAML(b *testing.B) {
 	p := idptest.New(b)
-	cfg := withSAML(prodConfig(p.JWKSURL()), writeECKey(b))
+	cfg := withSAML(prodConfig(p.JWKSURL()), testkit.TokenKeyFile(b))
 	cfg.RateLimit.DefaultRPM = 1 << 40 // counted, never refused
 	e := newEngine(b, cfg, engine.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	local, _, err := e.Issuer().Issue(map[string]any{"sub": "alice", "tenant_id": "acme", "roles": []string{"viewer"}})

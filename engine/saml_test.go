@@ -2,13 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,6 +10,7 @@ import (
 	"github.com/svc-dev/svc/engine/idptest"
 	"github.com/svc-dev/svc/engine/issuer"
 	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 const samlEntity = "https://app.example.com/auth/saml/metadata"
@@ -29,28 +23,11 @@ func withSAML(cfg config.Config, keyFile string) config.Config {
 	return cfg
 }
 
-func writeECKey(t testing.TB) string {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "token-key.pem")
-	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // The engine verifies the tokens the SAML gateway issues from its own keys,
 // next to the IdP's JWKS, with the same claims and policy input.
 func TestSAMLTokensVerifiedLocally(t *testing.T) {
 	p := idptest.New(t)
-	cfg := withSAML(prodConfig(p.JWKSURL()), writeECKey(t))
+	cfg := withSAML(prodConfig(p.JWKSURL()), testkit.TokenKeyFile(t))
 	// The IdP's issuer and audience checks must not apply to SAML tokens.
 	cfg.JWT.Issuer = "https://idp.example.com/"
 	cfg.JWT.Audiences = []string{"orders"}

@@ -2,17 +2,10 @@ package engine
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -55,23 +48,6 @@ func samlEngine(t testing.TB, p *idptest.IdP, keyFile string, now func() time.Ti
 	return e
 }
 
-func writeSigningKey(t testing.TB) string {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "token-key.pem")
-	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // verifyBefore is the engine's verify as it was before the token was
 // hashed once for both verifiers: each VerifyDerived in turn, the JWKS
 // verifier only on the local verifier's unknown kid.
@@ -111,7 +87,7 @@ func withSignatureOf(tok, other string) string {
 // verifier's cache (reported as svc metrics).
 func TestSAMLVerifyAsBefore(t *testing.T) {
 	p := idptest.New(t)
-	keyFile := writeSigningKey(t)
+	keyFile := testkit.TokenKeyFile(t)
 	t0 := time.Now().Truncate(time.Second)
 	var clock atomic.Int64
 	clock.Store(t0.UnixNano())
@@ -224,7 +200,7 @@ func TestSAMLCachedTokenAllocs(t *testing.T) {
 		t.Skip("the race detector changes allocation counts")
 	}
 	p := idptest.New(t)
-	e := samlEngine(t, p, writeSigningKey(t), nil)
+	e := samlEngine(t, p, testkit.TokenKeyFile(t), nil)
 	ctx := context.Background()
 	local, _, err := e.Issuer().Issue(map[string]any{"sub": "alice", "tenant_id": "acme"})
 	if err != nil {

@@ -1,5 +1,6 @@
 // Package testkit holds small helpers that tests of several packages
-// share: a log buffer safe for concurrent writers and bundle signing keys.
+// share: a log buffer safe for concurrent writers, bundle and token
+// signing keys.
 // It imports nothing of this module, so any package's tests can use it.
 package testkit
 
@@ -10,6 +11,8 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 )
@@ -53,4 +56,24 @@ func ECKeyPEM(t testing.TB) (private, public []byte) {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}),
 		pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})
+}
+
+// TokenKeyFile writes a fresh P-256 private key, PKCS #8 in a "PRIVATE
+// KEY" PEM block, to a file in the test's temporary directory and returns
+// its path: a token signing key (sdk.saml.token_signing_key_file).
+func TokenKeyFile(t testing.TB) string {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "token-key.pem")
+	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
