@@ -71,3 +71,31 @@ func abiTake(p *C.char) string {
 	defer svc_free(p)
 	return C.GoString(p)
 }
+
+// abiCallClaiming calls svc_validate_token (input == "") or svc_authorize
+// with the token's and input's lengths claimed as tokenLen and inputLen,
+// as a caller with a bad length would: the interface must refuse what is
+// too long without reading past the bytes it is allowed to read.
+func abiCallClaiming(h uint64, token string, tokenLen uint64, input string, inputLen uint64) string {
+	t := (*C.char)(C.CBytes([]byte(token)))
+	defer C.free(unsafe.Pointer(t))
+	buf := (*C.char)(C.malloc(abiBufSize))
+	defer C.free(unsafe.Pointer(buf))
+	var big *C.char
+	if input == "" {
+		return abiAnswer(svc_validate_token(C.uint64_t(h), t, C.size_t(tokenLen), buf, abiBufSize, &big), buf, big)
+	}
+	in := (*C.char)(C.CBytes([]byte(input)))
+	defer C.free(unsafe.Pointer(in))
+	return abiAnswer(svc_authorize(C.uint64_t(h), t, C.size_t(tokenLen), in, C.size_t(inputLen), buf, abiBufSize, &big), buf, big)
+}
+
+// abiOpenClaiming calls svc_engine_open with the path's length claimed as
+// pathLen.
+func abiOpenClaiming(path string, pathLen uint64) (uint64, string) {
+	p := (*C.char)(C.CBytes([]byte(path)))
+	defer C.free(unsafe.Pointer(p))
+	var errOut *C.char
+	h := svc_engine_open(p, C.size_t(pathLen), 0, &errOut)
+	return uint64(h), abiTake(errOut)
+}

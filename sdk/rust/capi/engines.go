@@ -29,6 +29,12 @@ const (
 	EngineStartFailed reason.Code = "engine-start-failed"
 	// EngineClosed: the handle names no open engine.
 	EngineClosed reason.Code = "engine-closed"
+	// InputTooLarge: a length given to the interface is more than it
+	// accepts for that argument; nothing was read.
+	InputTooLarge reason.Code = "input-too-large"
+	// EnginePanic: the call failed on an internal error (a recovered
+	// panic, logged to standard error); the engine stays usable.
+	EnginePanic reason.Code = "engine-panic"
 )
 
 // defaultConfigFile is read, when present in the working directory, by

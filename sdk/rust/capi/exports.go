@@ -9,15 +9,66 @@ import "C"
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
 	"unsafe"
+
+	"github.com/svc-dev/svc/engine/token"
 )
 
-// goString copies n bytes at p into a Go string; p may be NULL when n is 0.
-func goString(p *C.char, n C.size_t) string {
+// Bounds of the inputs that cross the boundary. Lengths are size_t: they
+// are compared with these bounds before any byte is read or any length is
+// converted, so a length of 2 GiB or more (which C.int would turn negative)
+// or 4 GiB or more (which it would truncate) is refused, never misread.
+const (
+	// maxPathBytes bounds a configuration file's path (PATH_MAX).
+	maxPathBytes = 4096
+	// maxInputBytes bounds a policy input document: the bound the
+	// sidecar's HTTP API puts on a request body.
+	maxInputBytes = 1 << 20
+	// tokenReadBytes is what is read of a token: one byte past the
+	// longest token the engine accepts, so that a longer token gets the
+	// engine's own answer (token-malformed) without being copied whole.
+	tokenReadBytes = token.MaxTokenSize + 1
+)
+
+// goString copies n bytes at p into a Go string; p may be NULL when n is
+// 0. n must be at most max, which fits in a C int.
+func goString(p *C.char, n C.size_t, max int) (string, error) {
 	if p == nil || n == 0 {
-		return ""
+		return "", nil
 	}
-	return C.GoStringN(p, C.int(n))
+	if n > C.size_t(max) {
+		return "", &apiError{InputTooLarge, fmt.Sprintf("%d bytes is more than the %d accepted", uint64(n), max)}
+	}
+	return C.GoStringN(p, C.int(n)), nil
+}
+
+// tokenString copies a token: at most tokenReadBytes of it, which is
+// enough for the engine to refuse a longer one.
+func tokenString(p *C.char, n C.size_t) string {
+	if n > tokenReadBytes {
+		n = tokenReadBytes
+	}
+	s, _ := goString(p, n, tokenReadBytes) // n is within the bound
+	return s
+}
+
+// recovered turns a panic of the call it is deferred in into the JSON
+// error document of EnginePanic, written by set; the panic and its stack
+// go to standard error, never to the caller (a panic value may quote
+// input). Every export defers it: a panic must not cross into the host
+// program, which it would kill.
+func recovered(export string, set func([]byte)) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("svc engine: panic recovered",
+		"export", export, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	set(errorJSON(EnginePanic, export+" failed on an internal error; the engine logged it to standard error"))
 }
 
 // cJSON returns b as a NUL-terminated string in C memory, owned by the
@@ -54,16 +105,25 @@ func lookupEnv(key string) (string, bool) {
 // svc_free).
 //
 //export svc_engine_open
-func svc_engine_open(path *C.char, pathLen C.size_t, fromEnv C.int, errOut **C.char) C.uint64_t {
-	h, err := openEngine(goString(path, pathLen), fromEnv != 0, lookupEnv)
-	if err != nil {
+func svc_engine_open(path *C.char, pathLen C.size_t, fromEnv C.int, errOut **C.char) (handle C.uint64_t) {
+	setErr := func(doc []byte) {
+		handle = 0
 		if errOut != nil {
-			var ae *apiError
-			if !errors.As(err, &ae) {
-				ae = &apiError{EngineStartFailed, err.Error()}
-			}
-			*errOut = cJSON(errorJSON(ae.Reason, ae.Message))
+			*errOut = cJSON(doc)
 		}
+	}
+	defer recovered("svc_engine_open", setErr)
+	p, err := goString(path, pathLen, maxPathBytes)
+	var h uint64
+	if err == nil {
+		h, err = openEngine(p, fromEnv != 0, lookupEnv)
+	}
+	if err != nil {
+		var ae *apiError
+		if !errors.As(err, &ae) {
+			ae = &apiError{EngineStartFailed, err.Error()}
+		}
+		setErr(errorJSON(ae.Reason, ae.Message))
 		return 0
 	}
 	return C.uint64_t(h)
@@ -74,6 +134,7 @@ func svc_engine_open(path *C.char, pathLen C.size_t, fromEnv C.int, errOut **C.c
 //
 //export svc_engine_close
 func svc_engine_close(h C.uint64_t) {
+	defer recovered("svc_engine_close", func([]byte) {})
 	closeEngine(uint64(h))
 }
 
@@ -82,7 +143,7 @@ func svc_engine_close(h C.uint64_t) {
 // matters here), else into memory from malloc set in *big, which the
 // caller releases with free (or svc_free). It returns the answer's length.
 func answer(b []byte, buf *C.char, capacity C.size_t, big **C.char) C.size_t {
-	if buf != nil && len(b) <= int(capacity) {
+	if buf != nil && C.size_t(len(b)) <= capacity {
 		copy(unsafe.Slice((*byte)(unsafe.Pointer(buf)), len(b)), b)
 	} else if big != nil {
 		*big = cJSON(b)
@@ -95,8 +156,9 @@ func answer(b []byte, buf *C.char, capacity C.size_t, big **C.char) C.size_t {
 // cap and big).
 //
 //export svc_validate_token
-func svc_validate_token(h C.uint64_t, token *C.char, tokenLen C.size_t, buf *C.char, capacity C.size_t, big **C.char) C.size_t {
-	return answer(validateJSON(uint64(h), goString(token, tokenLen)), buf, capacity, big)
+func svc_validate_token(h C.uint64_t, token *C.char, tokenLen C.size_t, buf *C.char, capacity C.size_t, big **C.char) (n C.size_t) {
+	defer recovered("svc_validate_token", func(doc []byte) { n = answer(doc, buf, capacity, big) })
+	return answer(validateJSON(uint64(h), tokenString(token, tokenLen)), buf, capacity, big)
 }
 
 // svc_authorize verifies a bearer token and evaluates the policy on the
@@ -105,12 +167,16 @@ func svc_validate_token(h C.uint64_t, token *C.char, tokenLen C.size_t, buf *C.c
 // document (see answer for buf, cap and big).
 //
 //export svc_authorize
-func svc_authorize(h C.uint64_t, token *C.char, tokenLen C.size_t, input *C.char, inputLen C.size_t, buf *C.char, capacity C.size_t, big **C.char) C.size_t {
+func svc_authorize(h C.uint64_t, token *C.char, tokenLen C.size_t, input *C.char, inputLen C.size_t, buf *C.char, capacity C.size_t, big **C.char) (n C.size_t) {
+	defer recovered("svc_authorize", func(doc []byte) { n = answer(doc, buf, capacity, big) })
 	var in []byte
 	if input != nil && inputLen > 0 {
+		if inputLen > maxInputBytes {
+			return answer(errorJSON(InputTooLarge, fmt.Sprintf("the policy input is %d bytes, more than the %d accepted", uint64(inputLen), maxInputBytes)), buf, capacity, big)
+		}
 		in = C.GoBytes(unsafe.Pointer(input), C.int(inputLen))
 	}
-	return answer(authorizeJSON(uint64(h), goString(token, tokenLen), in), buf, capacity, big)
+	return answer(authorizeJSON(uint64(h), tokenString(token, tokenLen), in), buf, capacity, big)
 }
 
 // svc_free releases a string returned by this interface (C's free does
