@@ -21,6 +21,7 @@ func TestDocsNginxTryIt(t *testing.T) {
 	harness.LookPath(t, "curl", "apt-get install curl (scripts/test-packages.txt)")
 	bin := filepath.Dir(harness.Binary(t, "svc-sidecar"))
 	harness.Binary(t, "svc-demo")
+	harness.Binary(t, "core")
 	root := harness.ModuleRoot(t)
 	dir := t.TempDir()
 	front, httpAddr, app, saml := harness.FreeAddr(t), harness.FreeAddr(t), harness.FreeAddr(t), harness.FreeAddr(t)
@@ -64,10 +65,15 @@ func TestDocsNginxTryIt(t *testing.T) {
 	}
 	s := string(out)
 	i401, i403 := strings.Index(s, "HTTP/1.1 401"), strings.Index(s, "HTTP/1.1 403")
-	if i401 < 0 || i403 < i401 {
-		t.Fatalf("want a 401 and then a 403 through nginx:\n%s", s)
+	i200 := strings.Index(s, "HTTP/1.1 200")
+	i403b := strings.LastIndex(s, "HTTP/1.1 403")
+	if i401 < 0 || i403 < i401 || i200 < i403 || i403b < i200 {
+		t.Fatalf("want a 401, a 403, a 200 for the dev token and a 403 for its DELETE through nginx:\n%s", s)
 	}
-	for _, want := range []string{`"reason":"token-missing"`, `"reason":"policy-deny"`, `"deny_reasons":["no-role","tenant-missing"]`} {
+	if !strings.Contains(s[i200:i403b], "x-svc-user-id") && !strings.Contains(strings.ToLower(s[i200:i403b]), "dev-user") {
+		t.Errorf("the application's answer does not show the dev user:\n%s", s[i200:i403b])
+	}
+	for _, want := range []string{`"reason":"token-missing"`, `"reason":"policy-deny"`, `"deny_reasons":["no-role"]`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the answers lack %s:\n%s", want, s)
 		}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/devissuer"
 	"github.com/svc-dev/svc/engine/issuer"
 	"github.com/svc-dev/svc/engine/jwks"
 	"github.com/svc-dev/svc/engine/policy"
@@ -61,6 +62,11 @@ type Deps struct {
 	Limiter ratelimit.Limiter
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// DevIssuer is the development issuer (core dev token), used in
+	// development mode only: tokens with its iss are verified with its
+	// key, every other bearer is anonymous. Nil: every bearer is
+	// anonymous in development mode.
+	DevIssuer token.KeySource
 }
 
 // AuditSink receives audit records. It must never block.
@@ -78,8 +84,11 @@ type Engine struct {
 	verifier *token.Verifier // nil without jwks_url
 	// issuer signs the tokens of the SAML gateway and local verifies them
 	// from its keys; both nil without [sdk.saml].
-	issuer   *issuer.Issuer
-	local    *token.Verifier
+	issuer *issuer.Issuer
+	local  *token.Verifier
+	// dev verifies the tokens of the development issuer in development
+	// mode; nil otherwise.
+	dev      *token.Verifier
 	policies *policy.Store
 	limiter  ratelimit.Limiter
 	redis    *redis.Client // the limiter's client when New made one
@@ -154,8 +163,12 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 		}
 	}
 	if cfg.DevMode() {
-		e.log.Warn("DEVELOPMENT MODE: no jwks_url is configured and fail_mode=open, so EVERY bearer token is accepted without verification; set sdk.jwks_url (SVC_JWKS_URL) before serving real traffic",
-			"reason", reason.DevAnonymous)
+		if err := e.newDevVerifier(deps.DevIssuer); err != nil {
+			cancel()
+			return nil, err
+		}
+		e.log.Warn("DEVELOPMENT MODE: no identity source is configured, so EVERY bearer token is accepted without verification as the user anonymous, except tokens of the development issuer (core dev token, iss svc-dev), which are verified; set sdk.jwks_url (SVC_JWKS_URL) before serving real traffic",
+			"reason", reason.DevAnonymous, "tenant", cfg.SDK.TenantID, "dev_issuer", e.dev != nil)
 		close(e.done)
 	} else if cfg.SDK.JWKSURL == "" {
 		close(e.done)
@@ -289,6 +302,26 @@ func (e *Engine) newLocalIssuer(s config.SAML) error {
 	})
 	if err != nil {
 		return fmt.Errorf("local token verifier: %w", err)
+	}
+	return nil
+}
+
+// newDevVerifier verifies the development issuer's tokens with keys.
+func (e *Engine) newDevVerifier(keys token.KeySource) error {
+	if keys == nil {
+		return nil
+	}
+	var err error
+	e.dev, err = token.New(token.Options{
+		Keys:      keys,
+		Issuer:    devissuer.Issuer,
+		Skew:      e.cfg.JWT.ClockSkew.Duration,
+		CacheSize: 256,
+		Now:       e.now,
+		Derive:    deriveUser,
+	})
+	if err != nil {
+		return fmt.Errorf("development token verifier: %w", err)
 	}
 	return nil
 }

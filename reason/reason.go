@@ -23,10 +23,11 @@ const (
 	// TokenMissing: the request carries no bearer token.
 	TokenMissing Code = "token-missing"
 	// TokenMalformed: over 32 KiB, not a compact JWS, not decodable, a crit
-	// header, or a header or payload that names a member twice.
+	// header, a header or payload that names a member twice, or no exp
+	// claim (or an exp, nbf or iat that is not a NumericDate).
 	TokenMalformed Code = "token-malformed"
-	// TokenExpired: exp has passed (30 s clock skew allowed), or exp is
-	// missing.
+	// TokenExpired: exp has passed (30 s clock skew allowed). A token
+	// without exp is token-malformed.
 	TokenExpired Code = "token-expired"
 	// TokenNotYetValid: nbf is in the future.
 	TokenNotYetValid Code = "token-not-yet-valid"

@@ -182,6 +182,7 @@ func New(deps Deps) (*Server, error) {
 	if deps.DryRun != nil {
 		deps.DryRun.Register(mux, s.admin, s.loadCandidate)
 	}
+	registerNotFound(mux)
 	if cfg.SDK.SAML != nil {
 		if err := s.newSAML(cfg.Sidecar.SAMLAddr, listen); err != nil {
 			s.closeListeners()

@@ -218,15 +218,7 @@ func (a *app) runConfigDiff(ctx context.Context, argv []string, live string) err
 // readConfigFile parses a config file with defaults applied; any problem
 // is an input error.
 func readConfigFile(path string) (config.Config, error) {
-	format, err := config.FormatOf(path)
-	if err != nil {
-		return config.Config{}, inputError(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return config.Config{}, inputError(fmt.Errorf("%s: cannot read: %w", path, unwrapPath(err)))
-	}
-	c, err := config.Parse(data, format, path)
+	c, err := config.ReadFile(path)
 	if err != nil {
 		return config.Config{}, inputError(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"strconv"
 	"time"
@@ -13,7 +14,9 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/devissuer"
 	"github.com/svc-dev/svc/engine/gctune"
+	"github.com/svc-dev/svc/engine/token"
 	"github.com/svc-dev/svc/engine/version"
 	"github.com/svc-dev/svc/sidecar"
 	"github.com/svc-dev/svc/sidecar/dryrun"
@@ -103,6 +106,7 @@ func serveImage(ctx context.Context, configPath string, stderr io.Writer, set *l
 		MeterProvider:  tel.MeterProvider(),
 		Audit:          auditLog,
 		Observer:       hub,
+		DevIssuer:      openDevIssuer(cfg, log),
 	})
 	if err != nil {
 		return nil, err
@@ -137,6 +141,27 @@ func serveImage(ctx context.Context, configPath string, stderr io.Writer, set *l
 		log.Info("restarting: a new image of the process takes over the listening sockets")
 	}
 	return next, nil
+}
+
+// openDevIssuer opens, or creates, the development issuer's key pair in
+// development mode, so that tokens of `core dev token` are verified. It
+// is nil outside development mode, and when the directory cannot be used:
+// then every bearer is anonymous, as the log says.
+func openDevIssuer(cfg config.Config, log *slog.Logger) token.KeySource {
+	if !cfg.DevMode() {
+		return nil
+	}
+	dir := devissuer.Dir(cfg.SDK.DevIssuerDir, nil)
+	d, created, err := devissuer.Open(dir)
+	if err != nil {
+		log.Warn("development issuer unavailable: tokens of core dev token are not verified, every bearer is anonymous",
+			"setting", cfg.Setting("sdk.dev_issuer_dir"), "err", err)
+		return nil
+	}
+	if created {
+		log.Info("development issuer key pair created", "dir", dir)
+	}
+	return d
 }
 
 func flush(what string, logErr func(string, ...any), fn func(context.Context) error) {

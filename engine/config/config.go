@@ -87,7 +87,8 @@ type SDK struct {
 	// TenantID is the tenant of this deployment. ValidateToken refuses a
 	// token of any other tenant (tenant-mismatch) unless AcceptedTenants
 	// lists it; empty (with AcceptedTenants empty) means the deployment
-	// serves every tenant. Env SVC_TENANT_ID.
+	// serves every tenant. In development mode empty means "dev", the
+	// tenant of `core dev token`. Env SVC_TENANT_ID.
 	TenantID string `toml:"tenant_id" yaml:"tenant_id"`
 	// AcceptedTenants lists further tenants (case-sensitive) whose tokens
 	// ValidateToken accepts, for a deployment that serves several. Check
@@ -105,6 +106,13 @@ type SDK struct {
 	JWKSURL string `toml:"jwks_url" yaml:"jwks_url"`
 	// SAML is the optional SAML service-provider configuration (Phase 2).
 	SAML *SAML `toml:"saml" yaml:"saml"`
+	// DevIssuerDir is the directory of the development issuer's key pair
+	// (the one `core dev token` signs with), read in development mode
+	// only: tokens with iss "svc-dev" are then verified with it for real,
+	// and created there when missing. Empty means svc/dev-issuer in the
+	// user's configuration directory (~/.config/svc/dev-issuer).
+	// Env SVC_DEV_ISSUER_DIR.
+	DevIssuerDir string `toml:"dev_issuer_dir" yaml:"dev_issuer_dir"`
 }
 
 // SAML is the [sdk.saml] table. Its presence turns the SAML gateway on:

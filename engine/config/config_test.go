@@ -41,7 +41,7 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	want := Config{
 		Source: "defaults",
-		SDK:    SDK{SidecarAddr: "[::1]:50051", ServiceName: "svc-sidecar", FailMode: "open"},
+		SDK:    SDK{SidecarAddr: "[::1]:50051", TenantID: DevTenant, ServiceName: "svc-sidecar", FailMode: "open"},
 		JWT: JWT{ClockSkew: dur(30 * time.Second), CacheSize: 20000, CacheMaxAge: dur(10 * time.Minute), JWKSFetchTimeout: dur(5 * time.Second),
 			JWKSMinRefresh: dur(time.Minute), JWKSMaxRefresh: dur(time.Hour)},
 		RateLimit: RateLimit{DefaultRPM: 1000, RedisTimeout: dur(50 * time.Millisecond), RedisFallback: "local", Replicas: 1},
@@ -149,6 +149,7 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		{"SVC_ACCEPTED_TENANTS", "globex, initech", func(c Config) any { return c.SDK.AcceptedTenants }, []string{"globex", "initech"}},
 		{"SVC_JWT_ALLOWED_TYP", "at+jwt", func(c Config) any { return c.JWT.AllowedTyp }, []string{"at+jwt"}},
 		{"SVC_JWT_CACHE_MAX_AGE", "90s", func(c Config) any { return c.JWT.CacheMaxAge }, dur(90 * time.Second)},
+		{"SVC_DEV_ISSUER_DIR", "/tmp/dev-issuer", func(c Config) any { return c.SDK.DevIssuerDir }, "/tmp/dev-issuer"},
 		{"SVC_CHECK_PROXY", "nginx", func(c Config) any { return c.Sidecar.CheckProxy }, "nginx"},
 		{"SVC_TRUST_FORWARDED_FOR", "true", func(c Config) any { return c.Sidecar.TrustForwardedFor }, true},
 		{"SVC_ENVOY_ROUTES_CASE_SENSITIVE", "false", func(c Config) any { return c.Envoy.RoutesCaseSensitive }, false},

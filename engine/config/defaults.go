@@ -60,6 +60,11 @@ func DefaultSAMLACSMaxConcurrent() int {
 	return max(1, runtime.GOMAXPROCS(0)/2)
 }
 
+// DevTenant is the deployment's tenant in development mode when
+// sdk.tenant_id is unset, and the tenant `core dev token` signs for by
+// default, so that its tokens meet the default policy's tenant rule.
+const DevTenant = "dev"
+
 // SetDefaults fills every field left at its zero value with its default.
 // A zero value in the file therefore means "the default": a zero duration,
 // cache size, budget or queue size is never used as such.
@@ -67,6 +72,9 @@ func (c *Config) SetDefaults() {
 	setString(&c.SDK.SidecarAddr, DefaultSidecarAddr)
 	setString(&c.SDK.ServiceName, DefaultServiceName)
 	setString(&c.SDK.FailMode, DefaultFailMode)
+	if c.DevMode() && c.SDK.TenantID == "" && len(c.SDK.AcceptedTenants) == 0 {
+		c.SDK.TenantID = DevTenant
+	}
 	if s := c.SDK.SAML; s != nil {
 		setString(&s.AttributeMapping.Email, DefaultSAMLEmailAttribute)
 		setString(&s.AttributeMapping.Role, DefaultSAMLRoleAttribute)

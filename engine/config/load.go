@@ -42,30 +42,61 @@ func FormatOf(path string) (string, error) {
 func Load(path string, lookupEnv func(string) (string, bool)) (Config, error) {
 	cfg := Config{Source: "defaults"}
 	if path != "" {
-		format, err := FormatOf(path)
-		if err != nil {
-			return Config{}, err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			msg := err.Error()
-			if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
-				msg = pe.Err.Error()
-			}
-			return Config{}, &Error{Source: path, Msg: "cannot read: " + msg, Err: err}
-		}
-		if cfg, err = decode(data, format, path); err != nil {
+		var err error
+		if cfg, err = decodeFile(path); err != nil {
 			return Config{}, err
 		}
 	}
 	if err := FromEnv(&cfg, lookupEnv); err != nil {
 		return Config{}, err
 	}
-	cfg.SetDefaults()
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.finish(); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
+}
+
+// ReadFile reads the config file at path as Load does, without looking
+// at the environment: decoded, its relative paths resolved against the
+// file's directory, then SetDefaults and Validate.
+func ReadFile(path string) (Config, error) {
+	cfg, err := decodeFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	if err := cfg.finish(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// decodeFile decodes the file at path and resolves its relative paths
+// against the file's directory.
+func decodeFile(path string) (Config, error) {
+	format, err := FormatOf(path)
+	if err != nil {
+		return Config{}, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		msg := err.Error()
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			msg = pe.Err.Error()
+		}
+		return Config{}, &Error{Source: path, Msg: "cannot read: " + msg, Err: err}
+	}
+	cfg, err := decode(data, format, path)
+	if err != nil {
+		return Config{}, err
+	}
+	resolvePaths(&cfg, filepath.Dir(path))
+	return cfg, nil
+}
+
+// finish applies SetDefaults, then Validate.
+func (c *Config) finish() error {
+	c.SetDefaults()
+	return c.Validate()
 }
 
 // Parse decodes a config file's content without looking at the

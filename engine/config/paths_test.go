@@ -1,0 +1,58 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestRelativePathsResolveAgainstTheFile: relative paths in a config file
+// name files beside it, whatever the working directory; paths from SVC_*
+// variables stay as given (the working directory's), and absolute paths
+// and audit streams are untouched.
+func TestRelativePathsResolveAgainstTheFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "svc.toml")
+	data := `[policy]
+dir = "policies"
+bundle_cache_dir = "../cache"
+[sidecar]
+admin_token_file = "/etc/svc/admin-token"
+[audit]
+destination = "log/audit.jsonl"
+`
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	noEnv := func(string) (string, bool) { return "", false }
+	for name, load := range map[string]func() (Config, error){
+		"Load":     func() (Config, error) { return Load(path, noEnv) },
+		"ReadFile": func() (Config, error) { return ReadFile(path) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, err := load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for key, got := range map[string][2]string{
+				"policy.dir":               {c.Policy.Dir, filepath.Join(dir, "policies")},
+				"policy.bundle_cache_dir":  {c.Policy.BundleCacheDir, filepath.Join(filepath.Dir(dir), "cache")},
+				"sidecar.admin_token_file": {c.Sidecar.AdminTokenFile, "/etc/svc/admin-token"},
+				"audit.destination":        {c.Audit.Destination, filepath.Join(dir, "log", "audit.jsonl")},
+			} {
+				if got[0] != got[1] {
+					t.Errorf("%s = %q; want %q", key, got[0], got[1])
+				}
+			}
+		})
+	}
+
+	env := map[string]string{"SVC_POLICY_DIR": "from-env", "SVC_AUDIT_DESTINATION": "stderr"}
+	c, err := Load(path, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Policy.Dir != "from-env" || c.Audit.Destination != "stderr" {
+		t.Errorf("from the environment: policy.dir = %q, audit.destination = %q; want them as given", c.Policy.Dir, c.Audit.Destination)
+	}
+}
