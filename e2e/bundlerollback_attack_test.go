@@ -124,7 +124,9 @@ func TestBundleRollbackAttack(t *testing.T) {
 		"SVC_JWKS_URL":               k.jwks.URL,
 		"SVC_BUNDLE_URL":             cp.URL + "/svc.tar.gz",
 		"SVC_BUNDLE_VERIFY_KEY_FILE": b.verifyKeyFile,
-		"STATE_DIRECTORY":            t.TempDir(),
+		// Only what systemd's StateDirectory= sets: no harness default.
+		"SVC_STATE_DIR":   "",
+		"STATE_DIRECTORY": t.TempDir(),
 	}
 	viewer := k.token(t, "mallory", "acme", "viewer")
 
@@ -150,6 +152,11 @@ func TestBundleRollbackAttack(t *testing.T) {
 	}
 	if r := envoyCheck(t, second, "DELETE", "/orders/1", viewer, nil); r.status != http.StatusForbidden {
 		t.Errorf("a viewer's DELETE while cp-1 is served: %d %s, want 403", r.status, r.body)
+	}
+	recorded := regexp.MustCompile(`(?m)^Last bundle accepted:\s+revision cp-2, created ` + regexp.QuoteMeta(now.Add(-time.Hour).Format(time.RFC3339)) +
+		` \(` + regexp.QuoteMeta(env["STATE_DIRECTORY"]) + `/policy-bundle-[0-9a-f]{16}\.json\)$`)
+	if _, stdout, stderr := runCoreAt(t, second, "sidecar", "status"); !recorded.MatchString(stdout) {
+		t.Errorf("core sidecar status does not show the record of cp-2:\n%s%s", stdout, stderr)
 	}
 	if r := envoyCheck(t, second, "GET", "/orders/1", viewer, nil); r.status != http.StatusOK {
 		t.Errorf("a viewer's GET while cp-1 is served: %d %s, want 200", r.status, r.body)
@@ -194,7 +201,6 @@ func TestBundleStaleRefusedAttack(t *testing.T) {
 		"SVC_BUNDLE_VERIFY_KEY_FILE": b.verifyKeyFile,
 		"SVC_BUNDLE_MAX_AGE":         "1h",
 		"SVC_BUNDLE_MAX_AGE_ACTION":  "refuse",
-		"SVC_STATE_DIR":              t.TempDir(),
 	}})
 	viewer := k.token(t, "mallory", "acme", "viewer")
 

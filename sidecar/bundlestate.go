@@ -141,7 +141,13 @@ func (st *bundleState) record(rec bundleRecord) error {
 // status is the record as GET /v1/status shows it.
 func (st *bundleState) status() *PolicyState {
 	ps := &PolicyState{LastError: st.lastErr}
-	if st.dir == "" || st.key == "" {
+	switch {
+	case st.dir == "":
+		return ps
+	case st.key == "":
+		// The key could not be read yet: no file is known, the
+		// directory is.
+		ps.File = st.dir
 		return ps
 	}
 	ps.File = st.path(st.key)

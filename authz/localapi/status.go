@@ -105,7 +105,8 @@ type HandoverRefusal struct {
 // PolicyState is the record of the last signed bundle the sidecar
 // accepted, which survives a restart.
 type PolicyState struct {
-	// File is the record's path; empty when no state directory is
+	// File is the record's path (the state directory while the
+	// verification key cannot be read); empty when no state directory is
 	// configured or found, and then a new process forgets the order.
 	File string `json:"file"`
 	// Revision and CreatedAt are those of the last bundle accepted.
