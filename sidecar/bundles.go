@@ -182,7 +182,7 @@ func (s *Server) activate(data []byte, source string, allowOlder bool) (activati
 		sum := sha256.Sum256(data)
 		rec := bundleRecord{Key: key, Revision: info.Revision, CreatedAt: info.CreatedAt,
 			Digest: hex.EncodeToString(sum[:]), Source: source, AcceptedAt: now}
-		if last == nil || last.Digest != rec.Digest {
+		if last == nil || last.Digest != rec.Digest || b.state.lastErr != "" {
 			if err := b.state.record(rec); err != nil {
 				s.log.Error("last accepted bundle not recorded: a new process could take an older one", "setting", s.deps.Engine.Config().Setting("sidecar.state_dir"), "err", err)
 			}

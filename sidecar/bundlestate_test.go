@@ -159,6 +159,43 @@ func TestBundleStateFile(t *testing.T) {
 	}
 }
 
+// TestBundleStateWriteFailure: a record that cannot be written leaves the
+// bundle active and says so in status; the next activation, of the same
+// bundle too, writes it once it can.
+func TestBundleStateWriteFailure(t *testing.T) {
+	idp := newTestIdP(t)
+	signKey, verifyKey := testkit.ECKeyPEM(t)
+	dir := t.TempDir()
+	writePolicy(t, dir, true)
+	cfg := signedConfig(t, idp, verifyKey)
+	// A file where the directory should be: nothing can be created in it.
+	if err := os.WriteFile(cfg.Sidecar.StateDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := startSidecar(t, cfg)
+	b := buildBundleAt(t, dir, "unrecorded", signKey, time.Now())
+	if code, body := post(t, r, PathReloadPolicy, b); code != http.StatusOK {
+		t.Fatalf("upload = %d %s, want 200 whatever the record", code, body)
+	}
+	st := getStatus(t, r)
+	if st.PolicyRevision != "unrecorded" || st.PolicyState == nil || st.PolicyState.LastError == "" {
+		t.Fatalf("a record that cannot be written: revision %q, policy_state %+v; want the bundle active and last_error", st.PolicyRevision, st.PolicyState)
+	}
+	if err := os.Remove(cfg.Sidecar.StateDir); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := post(t, r, PathReloadPolicy, b); code != http.StatusOK {
+		t.Fatalf("the same upload again = %d %s", code, body)
+	}
+	st = getStatus(t, r)
+	if st.PolicyState.LastError != "" {
+		t.Errorf("after the directory was fixed: policy_state %+v, want no last_error", st.PolicyState)
+	}
+	if _, err := os.Stat(st.PolicyState.File); err != nil {
+		t.Errorf("the record was not written: %v", err)
+	}
+}
+
 // TestBundleMaxAgeRefuse: with policy.bundle_max_age_action = "refuse",
 // a bundle created longer ago than policy.bundle_max_age is refused
 // (policy-bundle-stale), even asked for explicitly, and so is one whose
