@@ -96,6 +96,7 @@ func (s *Server) status() Status {
 			st.Status, st.Reason = StatusDegraded, string(CodeBundleStale)
 		}
 	}
+	st.PolicyState = s.policyState()
 	if ref := s.handoverRefusal(); ref != nil {
 		st.PolicyHandoverRefused = ref
 		if st.Status == StatusHealthy {

@@ -132,7 +132,7 @@ func (s *Server) pollOnce(ctx context.Context) {
 		if errors.As(err, &ae) {
 			p.lastCode = ae.code
 		}
-		s.log.Warn("policy bundle from the control plane refused; the active policy stays", "url", config.RedactURL(p.url), "err", err)
+		s.log.Warn("policy bundle from the control plane refused; the active policy stays", "url", config.RedactURL(p.url), "code", p.lastCode, "err", err)
 		return
 	}
 	p.etag, p.synced, p.lastErr, p.lastCode = etag, now, "", ""

@@ -3,6 +3,8 @@ package sidecar
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,6 +17,7 @@ import (
 	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/bundle"
+	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reason"
 )
@@ -33,7 +36,9 @@ const (
 	// activated.
 	CodeBundleUnordered reason.Code = "bundle-unordered"
 	// CodeBundleStale marks a status degraded because the active
-	// bundle's created_at is older than policy.bundle_max_age.
+	// bundle's created_at is older than policy.bundle_max_age; with
+	// policy.bundle_max_age_action = "refuse" it also refuses to activate
+	// such a bundle, so that a replayed old one never becomes the policy.
 	CodeBundleStale reason.Code = "policy-bundle-stale"
 )
 
@@ -56,9 +61,12 @@ type bundles struct {
 	data   []byte       // the active bundle as received, signature included
 	source string
 	at     time.Time
-	// refused is why the bundle carried over from the previous image was
-	// not activated; cleared by the next activation.
+	// refused is why the bundle carried over from the previous image (or
+	// persisted in policy.bundle_cache_dir) was not activated; cleared by
+	// the next activation.
 	refused *HandoverRefusal
+	// state records the last accepted signed bundle in sidecar.state_dir.
+	state bundleState
 }
 
 // CarriedBundle is the bundle the previous process image served, handed
@@ -95,9 +103,19 @@ type activateError struct {
 func (e *activateError) Error() string { return e.msg }
 
 // activateBundle verifies and compiles data and, unless it is older than
-// the active bundle and allowOlder is false, swaps it in and persists it
-// to policy.bundle_cache_dir. On any error the active set stays.
+// the active bundle or the last one recorded in sidecar.state_dir and
+// allowOlder is false, swaps it in, persists it to
+// policy.bundle_cache_dir and records it. Under
+// policy.bundle_max_age_action = "refuse" a bundle older than
+// policy.bundle_max_age is refused whatever allowOlder says. On any error
+// the active set stays. Every outcome is counted in the metrics.
 func (s *Server) activateBundle(data []byte, source string, allowOlder bool) (activation, error) {
+	act, err := s.activate(data, source, allowOlder)
+	s.countActivation(source, err)
+	return act, err
+}
+
+func (s *Server) activate(data []byte, source string, allowOlder bool) (activation, error) {
 	// Data that is not a bundle at all says so, whatever the signing
 	// configuration.
 	if err := bundle.CheckArchive(bytes.NewReader(data)); err != nil {
@@ -124,6 +142,14 @@ func (s *Server) activateBundle(data []byte, source string, allowOlder bool) (ac
 		return activation{}, &activateError{http.StatusUnprocessableEntity, CodeBundleUnordered, fmt.Sprintf(
 			"bundle revision %q records no created_at in its signed manifest metadata, so it cannot be ordered against the active bundle; build it with core policy bundle", info.Revision)}
 	}
+	now := time.Now()
+	if err := s.refuseStale(info, now); err != nil {
+		return activation{}, err
+	}
+	var key string // the verification key's fingerprint: "" for unchecked bundles
+	if verify != nil {
+		key = keyFingerprint(verify.PublicKeyPEM)
+	}
 	b := &s.bundles
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -131,8 +157,17 @@ func (s *Server) activateBundle(data []byte, source string, allowOlder bool) (ac
 		return activation{}, &activateError{http.StatusConflict, CodeRevisionOlder, fmt.Sprintf(
 			"bundle revision %q is older than the active revision %q; ask for it explicitly to go back", info.Revision, b.active.Revision)}
 	}
+	last, err := b.state.last(key)
+	if err != nil {
+		s.log.Error("the record of the last accepted bundle cannot be read; bundles are not ordered against it", "err", err)
+	}
+	if last != nil && !allowOlder && olderBundle(info, last.info()) {
+		return activation{}, &activateError{http.StatusConflict, CodeBundleRollback, fmt.Sprintf(
+			"bundle revision %q%s is older than revision %q%s, the last bundle accepted under this verification key (recorded in %s); upload it with allow_downgrade=true to go back on purpose",
+			info.Revision, createdNote(info.CreatedAt), last.Revision, createdNote(last.CreatedAt), b.state.path(key))}
+	}
 	old := s.deps.Engine.SetPolicies(set)
-	b.active, b.data, b.source, b.at, b.refused = &info, data, source, time.Now(), nil
+	b.active, b.data, b.source, b.at, b.refused = &info, data, source, now, nil
 	act := activation{Info: info, Set: set, Previous: old.Revision()}
 	if dir := s.deps.Engine.Config().Policy.BundleCacheDir; dir != "" && source != sourceCache {
 		if err := writeFileAtomic(filepath.Join(dir, cachedBundleFile), data); err != nil {
@@ -141,9 +176,52 @@ func (s *Server) activateBundle(data []byte, source string, allowOlder bool) (ac
 			act.Persisted = true
 		}
 	}
+	if key != "" {
+		// After the cache: a record newer than the cached bundle would
+		// refuse it at the next start.
+		sum := sha256.Sum256(data)
+		rec := bundleRecord{Key: key, Revision: info.Revision, CreatedAt: info.CreatedAt,
+			Digest: hex.EncodeToString(sum[:]), Source: source, AcceptedAt: now}
+		if last == nil || last.Digest != rec.Digest || b.state.lastErr != "" {
+			if err := b.state.record(rec); err != nil {
+				s.log.Error("last accepted bundle not recorded: a new process could take an older one", "setting", s.deps.Engine.Config().Setting("sidecar.state_dir"), "err", err)
+			}
+		}
+	}
 	s.log.Info("policy bundle activated", "revision", info.Revision, "previous_revision", old.Revision(),
 		"source", source, "files", len(set.Files()), "persisted", act.Persisted)
 	return act, nil
+}
+
+// refuseStale refuses a bundle created longer than policy.bundle_max_age
+// ago, or one whose age cannot be told, when
+// policy.bundle_max_age_action is "refuse".
+func (s *Server) refuseStale(info bundle.Info, now time.Time) error {
+	cfg := s.deps.Engine.Config()
+	maxAge := cfg.Policy.BundleMaxAge.Duration
+	if cfg.Policy.BundleMaxAgeAction != config.BundleMaxAgeRefuse || maxAge <= 0 {
+		return nil
+	}
+	if info.CreatedAt.IsZero() {
+		return &activateError{http.StatusUnprocessableEntity, CodeBundleUnordered, fmt.Sprintf(
+			"bundle revision %q records no created_at in its signed manifest metadata, so its age cannot be checked against %s; build it with core policy bundle",
+			info.Revision, cfg.Setting("policy.bundle_max_age"))}
+	}
+	if age := now.Sub(info.CreatedAt); age > maxAge {
+		return &activateError{http.StatusUnprocessableEntity, CodeBundleStale, fmt.Sprintf(
+			"bundle revision %q was created %s, %s ago, longer than %s = %s allows (%s = %q); publish a newer bundle",
+			info.Revision, info.CreatedAt.UTC().Format(time.RFC3339), age.Round(time.Second), cfg.Setting("policy.bundle_max_age"), maxAge,
+			cfg.Setting("policy.bundle_max_age_action"), config.BundleMaxAgeRefuse)}
+	}
+	return nil
+}
+
+// createdNote is " (created <time>)", or "" for a zero time.
+func createdNote(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return " (created " + t.UTC().Format(time.RFC3339) + ")"
 }
 
 // reloadDirectory reloads policy.dir (or the embedded default). With a
@@ -182,8 +260,10 @@ func (s *Server) ReloadPolicies(ctx context.Context) error {
 func (s *Server) PolicyRevision() string { return s.deps.Engine.Policies().Revision() }
 
 // restoreBundle activates the bundle persisted in policy.bundle_cache_dir,
-// if any, and reports whether it did. A persisted bundle that no longer
-// verifies is logged and left aside: the configured policy serves.
+// if any, and reports whether it did. It is ordered against the record of
+// the last accepted bundle like any other: a cache replaced by an older
+// bundle is refused. A persisted bundle refused is logged and reported in
+// status as a refused hand-over: the configured policy serves.
 func (s *Server) restoreBundle() bool {
 	dir := s.deps.Engine.Config().Policy.BundleCacheDir
 	if dir == "" {
@@ -194,10 +274,18 @@ func (s *Server) restoreBundle() bool {
 		return false
 	}
 	if err == nil {
-		_, err = s.activateBundle(data, sourceCache, true)
+		_, err = s.activateBundle(data, sourceCache, false)
 	}
 	if err != nil {
-		s.log.Warn("persisted policy bundle not restored; serving the configured policy", "dir", dir, "err", err)
+		ref := &HandoverRefusal{Code: string(reason.PolicyError), Message: err.Error()}
+		var ae *activateError
+		if errors.As(err, &ae) {
+			ref.Code = string(ae.code)
+		}
+		s.bundles.mu.Lock()
+		s.bundles.refused = ref
+		s.bundles.mu.Unlock()
+		s.log.Warn("persisted policy bundle not restored; serving the configured policy", "dir", dir, "code", ref.Code, "err", err)
 		return false
 	}
 	return true

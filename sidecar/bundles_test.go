@@ -24,8 +24,8 @@ func buildBundleAt(t testing.TB, dir, revision string, signKey []byte, created t
 	return buf.Bytes()
 }
 
-// signedConfig is testConfig with a verification key and a bundle cache
-// directory.
+// signedConfig is testConfig with a verification key, a bundle cache
+// directory and a state directory of its own.
 func signedConfig(t testing.TB, idp *testIdP, verifyKey []byte) config.Config {
 	cfg := testConfig(idp)
 	cfg.Policy.BundleVerifyKeyFile = filepath.Join(t.TempDir(), "bundle.pub.pem")
@@ -33,6 +33,7 @@ func signedConfig(t testing.TB, idp *testIdP, verifyKey []byte) config.Config {
 		t.Fatal(err)
 	}
 	cfg.Policy.BundleCacheDir = filepath.Join(t.TempDir(), "bundles")
+	cfg.Sidecar.StateDir = filepath.Join(t.TempDir(), "state")
 	return cfg
 }
 

@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -112,6 +113,10 @@ type Server struct {
 	poller   *bundlePoller // nil without policy.bundle_url
 	certs    *certs        // nil without sidecar.tls_cert_file
 	stop     atomic.Pointer[context.CancelFunc]
+
+	// activations counts bundle activations by outcome; nil without
+	// telemetry.
+	activations metric.Int64Counter
 }
 
 // New binds the gRPC (sdk.sidecar_addr) and HTTP (sidecar.http_addr)
@@ -193,6 +198,14 @@ func New(deps Deps) (*Server, error) {
 		}
 	}
 	s.poller = newBundlePoller(cfg.Policy)
+	if t := deps.Telemetry; t != nil {
+		if s.activations, err = t.MeterProvider().Meter("github.com/svc-dev/svc/sidecar").Int64Counter("svc.policy.bundle.activations",
+			metric.WithDescription("Policy bundles activated or refused, by result, source and reason.")); err != nil {
+			s.closeListeners()
+			return nil, fmt.Errorf("bundle metrics: %w", err)
+		}
+	}
+	s.initBundleState()
 	restored := false
 	if deps.Carried != nil {
 		restored = s.activateCarried(deps.Carried)

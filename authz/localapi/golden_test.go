@@ -45,6 +45,8 @@ func goldenValues() map[string]any {
 				URL: "https://bundles.example/svc.tar.gz", ETag: `"e-1"`, LastSync: &t0, LastAttempt: &t1,
 				Partitioned: true, PartitionedSince: &t1, LastError: "503 Service Unavailable", LastErrorCode: "bundle-malformed",
 			},
+			PolicyState: &localapi.PolicyState{File: "/var/lib/svc/policy-bundle-4f2a9c1b0d3e5f67.json", Revision: "sha256:4f2a", CreatedAt: &t0,
+				LastError: "no space left on device"},
 			RateLimit: &localapi.RateLimitStatus{Mode: "local", Active: true, Since: &t1, Replicas: 3, Fallbacks: 12},
 		},
 		"log-record": localapi.LogRecord{

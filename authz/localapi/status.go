@@ -70,6 +70,10 @@ type Status struct {
 	SAML *SAMLStatus `json:"saml,omitempty"`
 	// Bundle is the policy.bundle_url poller's state; absent without it.
 	Bundle *BundleStatus `json:"bundle,omitempty"`
+	// PolicyState is the record of the last signed bundle accepted, kept
+	// in sidecar.state_dir so that a new process refuses an older one
+	// (policy-bundle-rollback); absent without a verification key.
+	PolicyState *PolicyState `json:"policy_state,omitempty"`
 	// RateLimit is the Redis rate limiter's mode: the configured
 	// rate_limit.redis_fallback, whether it is in force now (Redis
 	// unreachable) and since when; absent without rate_limit.redis_addr.
@@ -96,6 +100,20 @@ type RateLimitStatus struct {
 type HandoverRefusal struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+}
+
+// PolicyState is the record of the last signed bundle the sidecar
+// accepted, which survives a restart.
+type PolicyState struct {
+	// File is the record's path (the state directory while the
+	// verification key cannot be read); empty when no state directory is
+	// configured or found, and then a new process forgets the order.
+	File string `json:"file"`
+	// Revision and CreatedAt are those of the last bundle accepted.
+	Revision  string     `json:"revision,omitempty"`
+	CreatedAt *time.Time `json:"created_at,omitempty"`
+	// LastError is the last failure to read or write the record.
+	LastError string `json:"last_error,omitempty"`
 }
 
 // AuditStats are the audit log's counters.

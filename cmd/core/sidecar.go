@@ -61,7 +61,8 @@ func (a *app) sidecarStatusCommand() *cobra.Command {
 		Long: `Prints Status (healthy, degraded, unavailable or draining, with the reason
 when not healthy; unavailable or draining exactly when GET /readyz says not
 ready), Partitioned (with the time it began), Last sync, Cache valid, Cache age, Policies loaded (with the active
-revision, where it came from and, for a bundle, when it was created), Policy mode (enforce, or dry-run when
+revision, where it came from and, for a bundle, when it was created), Last bundle accepted (the record
+in sidecar.state_dir that a new process orders bundles against), Policy mode (enforce, or dry-run when
 policy.mode never denies), JWKS key sets cached, Uptime and Version. With
 --output json it prints GET /v1/status as the sidecar answers it, with the
 same field names (policy_revision, partitioned_since, last_sync, cache_valid,
@@ -147,12 +148,25 @@ func (a *app) printStatus(st localapi.Status, status string) error {
 	if r := st.PolicyHandoverRefused; r != nil {
 		fmt.Fprintf(w, "Bundle refused on restart:\t%s: %s\n", r.Code, r.Message)
 	}
+	if ps := st.PolicyState; ps != nil && ps.Revision != "" {
+		last := "revision " + ps.Revision
+		if ps.CreatedAt != nil {
+			last += ", created " + ps.CreatedAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "Last bundle accepted:\t%s (%s)\n", last, ps.File)
+	}
 	if st.PolicyMode != "" {
 		fmt.Fprintf(w, "Policy mode:\t%s\n", st.PolicyMode)
 	}
 	fmt.Fprintf(w, "JWKS key sets cached:\t%d\n", st.JWKSKeySets)
 	fmt.Fprintf(w, "Uptime:\t%s\n", st.Uptime)
 	fmt.Fprintf(w, "Version:\t%s\n", st.Version)
+	if ps := st.PolicyState; ps != nil && ps.File == "" {
+		fmt.Fprintf(w, "Warning:\tno state directory: a new process forgets the last bundle accepted and takes an older one; set sidecar.state_dir\n")
+	}
+	if ps := st.PolicyState; ps != nil && ps.LastError != "" {
+		fmt.Fprintf(w, "Warning:\tthe record of the last bundle accepted: %s\n", ps.LastError)
+	}
 	if st.SAML != nil && st.SAML.TokenKeyEphemeral {
 		fmt.Fprintf(w, "Warning:\tSAML sessions are ephemeral: no sdk.saml.token_signing_key_file, so every restart or replica signs everyone out\n")
 	}

@@ -123,6 +123,49 @@ func TestSidecarStatusWarnsEphemeralSAMLKey(t *testing.T) {
 	}
 }
 
+// TestSidecarStatusBundleRecord: the record of the last accepted bundle
+// is printed with its file, and a sidecar without a state directory, or
+// one that cannot write it, gets a warning line.
+func TestSidecarStatusBundleRecord(t *testing.T) {
+	tests := []struct {
+		name, state string
+		want        []string
+		notWant     string
+	}{
+		{"recorded", `{"file":"/var/lib/svc/policy-bundle-0123456789abcdef.json","revision":"cp-2","created_at":"2026-11-27T12:00:00Z"}`,
+			[]string{`(?m)^Last bundle accepted:\s+revision cp-2, created 2026-11-27T12:00:00Z \(/var/lib/svc/policy-bundle-0123456789abcdef\.json\)$`}, "Warning:"},
+		{"no state directory", `{"file":""}`, []string{`(?m)^Warning:\s+no state directory: .*sidecar\.state_dir$`}, "Last bundle accepted:"},
+		{"write failed", `{"file":"/var/lib/svc/policy-bundle-0123456789abcdef.json","revision":"cp-2","last_error":"no space left on device"}`,
+			[]string{`(?m)^Last bundle accepted:\s+revision cp-2 \(`, `(?m)^Warning:\s+the record of the last bundle accepted: no space left on device$`}, "no state directory"},
+		{"no verification key", ``, nil, "Last bundle accepted:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			state := ""
+			if tt.state != "" {
+				state = `,"policy_state":` + tt.state
+			}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"status":"healthy","ready":true,"policies_loaded":1,"uptime":"1s","version":"0.1.0"%s}`, state)
+			}))
+			defer srv.Close()
+			r := run(t, "", "--sidecar", srv.URL, "sidecar", "status")
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			for _, re := range tt.want {
+				if !regexp.MustCompile(re).MatchString(r.stdout) {
+					t.Errorf("no line matching %s:\n%s", re, r.stdout)
+				}
+			}
+			if strings.Contains(r.stdout, tt.notWant) {
+				t.Errorf("%q printed:\n%s", tt.notWant, r.stdout)
+			}
+		})
+	}
+}
+
 // TestSidecarUnreachable: every command that talks to the sidecar exits 3
 // and names the URL when nothing answers.
 func TestSidecarUnreachable(t *testing.T) {

@@ -125,7 +125,8 @@ func WriteFile(t testing.TB, dir, name, content string) string {
 
 // baseEnv is the environment of a child process: the test's own, less
 // every variable that would change what the child does (SVC_*, OTEL_*,
-// proxies), so that only what a test sets explicitly applies.
+// proxies, the state directories a sidecar records bundles in), so that
+// only what a test sets explicitly applies.
 func baseEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -133,7 +134,8 @@ func baseEnv() []string {
 		switch {
 		case strings.HasPrefix(name, "SVC_"), strings.HasPrefix(name, "OTEL_"),
 			name == "HTTP_PROXY", name == "HTTPS_PROXY", name == "http_proxy",
-			name == "https_proxy", name == "ALL_PROXY", name == "all_proxy":
+			name == "https_proxy", name == "ALL_PROXY", name == "all_proxy",
+			name == "STATE_DIRECTORY", name == "XDG_STATE_HOME":
 			continue
 		}
 		env = append(env, kv)

@@ -33,8 +33,9 @@ type SidecarOptions struct {
 	// it with --config instead.
 	ConfigFlag bool
 	// Env is set on top of the harness defaults (loopback listen
-	// addresses, tenant DefaultTenant, audit log in the working directory,
-	// log level debug). An empty value removes a default.
+	// addresses, tenant DefaultTenant, audit log and state directory in
+	// the working directory, log level debug). An empty value removes a
+	// default.
 	Env map[string]string
 	// Args are extra command-line arguments.
 	Args []string
@@ -87,6 +88,9 @@ func LaunchSidecar(t testing.TB, opts SidecarOptions) *Sidecar {
 		"SVC_TENANT_ID":         DefaultTenant,
 		"SVC_LOG_LEVEL":         "debug",
 		"SVC_AUDIT_DESTINATION": filepath.Join(dir, "audit.log"),
+		// A process of its own: a test that starts a second process on
+		// the same state passes its directory.
+		"SVC_STATE_DIR": filepath.Join(dir, "state"),
 	}
 	for k, v := range opts.Env {
 		if v == "" {

@@ -72,6 +72,16 @@ const (
 	PolicyModeDryRun = "dry-run"
 )
 
+// Values of policy.bundle_max_age_action.
+const (
+	// BundleMaxAgeDegrade activates a bundle older than
+	// policy.bundle_max_age and turns the status degraded.
+	BundleMaxAgeDegrade = "degrade"
+	// BundleMaxAgeRefuse refuses to activate a bundle older than
+	// policy.bundle_max_age.
+	BundleMaxAgeRefuse = "refuse"
+)
+
 // Audit destinations with a special meaning; anything else is a file path.
 const (
 	AuditStdout = "stdout"
@@ -263,9 +273,19 @@ type Policy struct {
 	// BundleMaxAge, when positive, is the oldest the active bundle may be,
 	// by the created_at its signed manifest records: past it, the status
 	// turns degraded (policy-bundle-stale), since a control plane should
-	// have published a newer one. 0 (default) turns the check off.
+	// have published a newer one; BundleMaxAgeAction says whether such a
+	// bundle is activated at all. 0 (default) turns the check off.
 	// Env SVC_BUNDLE_MAX_AGE.
 	BundleMaxAge Duration `toml:"bundle_max_age" yaml:"bundle_max_age"`
+	// BundleMaxAgeAction is what BundleMaxAge does to a bundle older than
+	// it: "degrade" (default) activates it and turns the status degraded;
+	// "refuse" also refuses to activate it (policy-bundle-stale), whether
+	// uploaded, polled, read back from BundleCacheDir or handed over by a
+	// restart, so that a replayed old bundle never becomes the policy. A
+	// bundle that ages past BundleMaxAge while active keeps serving,
+	// degraded, either way. "refuse" requires BundleMaxAge.
+	// Env SVC_BUNDLE_MAX_AGE_ACTION.
+	BundleMaxAgeAction string `toml:"bundle_max_age_action" yaml:"bundle_max_age_action"`
 	// AllowNetworkBuiltins lets policies call the built-ins that reach the
 	// network or the process (http.send, net.lookup_ip_addr, opa.runtime),
 	// and fetch a JSON schema's remote $ref. Off by default: a policy
@@ -399,6 +419,14 @@ type Sidecar struct {
 	// false unless every path to the sidecar goes through a proxy that
 	// overwrites them. Env SVC_TRUST_FORWARDED_FOR.
 	TrustForwardedFor bool `toml:"trust_forwarded_for" yaml:"trust_forwarded_for"`
+	// StateDir is where the sidecar keeps what must survive a restart
+	// without policy.bundle_cache_dir: the revision and created_at of the
+	// last signed bundle accepted under each verification key, so that a
+	// new process refuses an older one (policy-bundle-rollback). Empty
+	// means $STATE_DIRECTORY (systemd's StateDirectory=), else
+	// $XDG_STATE_HOME/svc, else /var/lib/svc when that directory exists;
+	// with none of them nothing is recorded. Env SVC_STATE_DIR.
+	StateDir string `toml:"state_dir" yaml:"state_dir"`
 	// SAMLAddr is the listen address of the SAML gateway, served only when
 	// [sdk.saml] is configured. Default "127.0.0.1:7701". Env SVC_SAML_ADDR.
 	SAMLAddr string `toml:"saml_addr" yaml:"saml_addr"`

@@ -46,9 +46,10 @@ func TestLoadDefaults(t *testing.T) {
 			JWKSMinRefresh: dur(time.Minute), JWKSMaxRefresh: dur(time.Hour)},
 		RateLimit: RateLimit{DefaultRPM: 1000, RedisTimeout: dur(50 * time.Millisecond), RedisFallback: "local", Replicas: 1},
 		Sidecar:   Sidecar{HTTPAddr: "127.0.0.1:7700", DrainTimeout: dur(30 * time.Second), CheckProxy: "auto", SAMLAddr: "127.0.0.1:7701", SocketMode: "0660"},
-		Policy:    Policy{Mode: "enforce", BundleMinPoll: dur(time.Minute), BundleMaxPoll: dur(2 * time.Minute), DryRunEvalTimeout: dur(50 * time.Millisecond)},
-		Audit:     Audit{Destination: "stdout", QueueSize: 4096},
-		Log:       Log{Level: "info"},
+		Policy: Policy{Mode: "enforce", BundleMinPoll: dur(time.Minute), BundleMaxPoll: dur(2 * time.Minute), BundleMaxAgeAction: "degrade",
+			DryRunEvalTimeout: dur(50 * time.Millisecond)},
+		Audit: Audit{Destination: "stdout", QueueSize: 4096},
+		Log:   Log{Level: "info"},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -131,6 +132,7 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		{"SVC_BUNDLE_URL", "https://cp.example.com/bundles/svc.tar.gz", func(c Config) any { return c.Policy.BundleURL }, "https://cp.example.com/bundles/svc.tar.gz"},
 		{"SVC_BUNDLE_TOKEN_FILE", "/run/cp-token", func(c Config) any { return c.Policy.BundleTokenFile }, "/run/cp-token"},
 		{"SVC_BUNDLE_MAX_AGE", "168h", func(c Config) any { return c.Policy.BundleMaxAge }, dur(168 * time.Hour)},
+		{"SVC_BUNDLE_MAX_AGE_ACTION", "degrade", func(c Config) any { return c.Policy.BundleMaxAgeAction }, "degrade"},
 		{"SVC_POLICY_DRY_RUN_EVAL_TIMEOUT", "2s", func(c Config) any { return c.Policy.DryRunEvalTimeout }, dur(2 * time.Second)},
 		{"SVC_POLICY_ALLOW_NETWORK_BUILTINS", "true", func(c Config) any { return c.Policy.AllowNetworkBuiltins }, true},
 		{"SVC_LOG_LEVEL", "warn", func(c Config) any { return c.Log.Level }, "warn"},
@@ -152,6 +154,7 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		{"SVC_DEV_ISSUER_DIR", "/tmp/dev-issuer", func(c Config) any { return c.SDK.DevIssuerDir }, "/tmp/dev-issuer"},
 		{"SVC_CHECK_PROXY", "nginx", func(c Config) any { return c.Sidecar.CheckProxy }, "nginx"},
 		{"SVC_TRUST_FORWARDED_FOR", "true", func(c Config) any { return c.Sidecar.TrustForwardedFor }, true},
+		{"SVC_STATE_DIR", "/srv/svc-state", func(c Config) any { return c.Sidecar.StateDir }, "/srv/svc-state"},
 		{"SVC_ENVOY_ROUTES_CASE_SENSITIVE", "false", func(c Config) any { return c.Envoy.RoutesCaseSensitive }, false},
 		{"SVC_POLICY_MODE", "dry-run", func(c Config) any { return c.Policy.Mode }, "dry-run"},
 		{"SVC_AUDIT_MAX_SIZE_MB", "7", func(c Config) any { return c.Audit.MaxSizeMB }, 7},

@@ -99,6 +99,7 @@ func (c *Config) SetDefaults() {
 	setDuration(&c.Policy.BundleMinPoll, DefaultBundleMinPoll)
 	setDuration(&c.Policy.BundleMaxPoll, DefaultBundleMaxPoll)
 	setDuration(&c.Policy.DryRunEvalTimeout, DefaultDryRunEvalTimeout)
+	setString(&c.Policy.BundleMaxAgeAction, BundleMaxAgeDegrade)
 
 	setDuration(&c.JWT.ClockSkew, DefaultJWTClockSkew)
 	if c.JWT.CacheSize == 0 {

@@ -74,7 +74,7 @@ var envTable = []EnvVar{
 		Help:  "File holding the bearer token sent to policy.bundle_url.",
 		apply: func(c *Config, v string) string { c.Policy.BundleTokenFile = v; return "" }},
 	{Name: "SVC_BUNDLE_MAX_AGE", Key: "policy.bundle_max_age",
-		Help: `Oldest the active bundle may be (by its manifest's created_at) before the status turns degraded; "0" (default) is off.`,
+		Help: `Oldest a bundle may be (by its manifest's created_at) before the status turns degraded, or it is refused (policy.bundle_max_age_action); "0" (default) is off.`,
 		apply: func(c *Config, v string) string {
 			d, err := time.ParseDuration(v)
 			if err != nil || d < 0 {
@@ -82,6 +82,12 @@ var envTable = []EnvVar{
 			}
 			c.Policy.BundleMaxAge = Duration{d}
 			return ""
+		}},
+	{Name: "SVC_BUNDLE_MAX_AGE_ACTION", Key: "policy.bundle_max_age_action",
+		Help: `"degrade" (default): a bundle older than policy.bundle_max_age serves, status degraded; "refuse": it is not activated.`,
+		apply: func(c *Config, v string) string {
+			c.Policy.BundleMaxAgeAction = v
+			return checkBundleMaxAgeAction(v)
 		}},
 	{Name: "SVC_POLICY_ALLOW_NETWORK_BUILTINS", Key: "policy.allow_network_builtins",
 		Help: "true lets policies call http.send, net.lookup_ip_addr and opa.runtime.",
@@ -131,6 +137,9 @@ var envTable = []EnvVar{
 	{Name: "SVC_HTTP_ADDR", Key: "sidecar.http_addr",
 		Help:  `Listen address (host:port) of the local HTTP API. Default "127.0.0.1:7700".`,
 		apply: func(c *Config, v string) string { c.Sidecar.HTTPAddr = v; return "" }},
+	{Name: "SVC_STATE_DIR", Key: "sidecar.state_dir",
+		Help:  "Directory of the record of the last accepted signed bundle; default $STATE_DIRECTORY, $XDG_STATE_HOME/svc or an existing /var/lib/svc.",
+		apply: func(c *Config, v string) string { c.Sidecar.StateDir = v; return "" }},
 	{Name: "SVC_CHECK_PROXY", Key: "sidecar.check_proxy",
 		Help: `Proxy in front of /check: "auto" (default), "nginx" or "forwarded" (Caddy, Traefik).`,
 		apply: func(c *Config, v string) string {

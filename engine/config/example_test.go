@@ -52,6 +52,7 @@ func ExampleEnvVars() {
 	// SVC_BUNDLE_URL overrides policy.bundle_url
 	// SVC_BUNDLE_TOKEN_FILE overrides policy.bundle_token_file
 	// SVC_BUNDLE_MAX_AGE overrides policy.bundle_max_age
+	// SVC_BUNDLE_MAX_AGE_ACTION overrides policy.bundle_max_age_action
 	// SVC_POLICY_ALLOW_NETWORK_BUILTINS overrides policy.allow_network_builtins
 	// SVC_POLICY_DRY_RUN_EVAL_TIMEOUT overrides policy.dry_run_eval_timeout
 	// SVC_LOG_LEVEL overrides log.level
@@ -60,6 +61,7 @@ func ExampleEnvVars() {
 	// SVC_JWT_ALLOWED_TYP overrides jwt.allowed_typ
 	// SVC_JWT_CACHE_MAX_AGE overrides jwt.cache_max_age
 	// SVC_HTTP_ADDR overrides sidecar.http_addr
+	// SVC_STATE_DIR overrides sidecar.state_dir
 	// SVC_CHECK_PROXY overrides sidecar.check_proxy
 	// SVC_TRUST_FORWARDED_FOR overrides sidecar.trust_forwarded_for
 	// SVC_ENVOY_ROUTES_CASE_SENSITIVE overrides envoy.routes_case_sensitive

@@ -316,6 +316,15 @@ func (v *validator) policy() {
 	if p.BundleMaxAge.Duration < 0 {
 		v.fail("policy.bundle_max_age", "must not be negative (0 turns the check off), got %q", p.BundleMaxAge.String())
 	}
+	switch p.BundleMaxAgeAction {
+	case BundleMaxAgeDegrade:
+	case BundleMaxAgeRefuse:
+		if p.BundleMaxAge.Duration == 0 {
+			v.fail("policy.bundle_max_age_action", "%q requires policy.bundle_max_age: without a maximum age no bundle is too old", BundleMaxAgeRefuse)
+		}
+	default:
+		v.fail("policy.bundle_max_age_action", "%s", checkBundleMaxAgeAction(p.BundleMaxAgeAction))
+	}
 	if d := p.DryRunEvalTimeout.Duration; d <= 0 || d > MaxDryRunEvalTimeout {
 		v.fail("policy.dry_run_eval_timeout", "must be positive and at most %s, got %q", MaxDryRunEvalTimeout, p.DryRunEvalTimeout.String())
 	}
@@ -383,6 +392,13 @@ func checkFailMode(s string) string {
 func checkLogLevel(s string) string {
 	if !slices.Contains(logLevels, s) {
 		return fmt.Sprintf("must be one of %s, got %q", strings.Join(logLevels, ", "), s)
+	}
+	return ""
+}
+
+func checkBundleMaxAgeAction(s string) string {
+	if s != BundleMaxAgeDegrade && s != BundleMaxAgeRefuse {
+		return fmt.Sprintf("must be %q or %q, got %q", BundleMaxAgeDegrade, BundleMaxAgeRefuse, s)
 	}
 	return ""
 }

@@ -1,0 +1,249 @@
+package e2e
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/engine/bundle"
+)
+
+// rollbackStatus is the part of GET /v1/status the rollback attacks read.
+type rollbackStatus struct {
+	controlPlaneStatus
+	Reason      string `json:"reason"`
+	PolicyState *struct {
+		File      string     `json:"file"`
+		Revision  string     `json:"revision"`
+		CreatedAt *time.Time `json:"created_at"`
+	} `json:"policy_state"`
+}
+
+// replayServer is a control plane whose answer the attacker chooses: it
+// serves whichever bundle was set last.
+type replayServer struct {
+	*httptest.Server
+	mu     sync.Mutex
+	served []byte
+}
+
+func startReplayServer(t *testing.T, first []byte) *replayServer {
+	t.Helper()
+	r := &replayServer{served: first}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		r.mu.Lock()
+		b := r.served
+		r.mu.Unlock()
+		_, _ = w.Write(b)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *replayServer) serve(b []byte) { r.mu.Lock(); r.served = b; r.mu.Unlock() }
+
+// rollbackBundles builds the signed bundles of the attacks: the shipped
+// policy, and an old one under which a viewer may delete, the kind of
+// bundle an attacker would bring back.
+type rollbackBundles struct {
+	signPEM       []byte
+	shipped, lax  string
+	verifyKeyFile string
+}
+
+func newRollbackBundles(t *testing.T) *rollbackBundles {
+	t.Helper()
+	keys := t.TempDir()
+	signKey, verifyKey := ecKeyPair(t, keys)
+	signPEM, err := os.ReadFile(signKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped := filepath.Join(harness.ModuleRoot(t), "policies")
+	src, err := os.ReadFile(filepath.Join(shipped, "authz.rego"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const grant = `"viewer": {"*": {"read"}},`
+	if !bytes.Contains(src, []byte(grant)) {
+		t.Fatalf("policies/authz.rego no longer holds %s; update the test", grant)
+	}
+	lax := t.TempDir()
+	harness.WriteFile(t, lax, "authz.rego", string(bytes.Replace(src, []byte(grant), []byte(`"viewer": {"*": {"read", "delete"}},`), 1)))
+	return &rollbackBundles{signPEM: signPEM, shipped: shipped, lax: lax, verifyKeyFile: verifyKey}
+}
+
+// build signs the policies of dir as bundle revision, created at created.
+func (b *rollbackBundles) build(t *testing.T, dir, revision string, created time.Time) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := bundle.Build(&buf, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: b.signPEM, CreatedAt: created}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// pollingConfig polls the control plane every 100–200 ms.
+const pollingConfig = sidecarConfig + `
+[policy]
+bundle_min_poll = "100ms"
+bundle_max_poll = "200ms"
+`
+
+// refusedActivations matches the metric of bundles refused for reason.
+func refusedActivations(reason string) *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^svc_policy_bundle_activations_total\{[^}]*reason="` + regexp.QuoteMeta(reason) +
+		`"[^}]*result="refused"[^}]*source="bundle_url"[^}]*\} [1-9]`)
+}
+
+// TestBundleRollbackAttack: a sidecar polls its control plane and
+// activates bundle cp-2. It is stopped and started again without
+// policy.bundle_cache_dir, under systemd's StateDirectory= (the
+// $STATE_DIRECTORY it sets is the only state setting given). Whoever
+// answers for the control plane now serves cp-1 first: older, validly
+// signed, and letting viewers delete. The new process refuses it
+// (policy-bundle-rollback) from the record of cp-2, in status, metrics and
+// log; a viewer's DELETE stays denied; cp-2 itself is taken again.
+func TestBundleRollbackAttack(t *testing.T) {
+	t.Parallel()
+	k := newKeyring(t)
+	b := newRollbackBundles(t)
+	now := time.Now().UTC().Truncate(time.Second)
+	cp1 := b.build(t, b.lax, "cp-1", now.Add(-2*time.Hour))
+	cp2 := b.build(t, b.shipped, "cp-2", now.Add(-time.Hour))
+	cp := startReplayServer(t, cp2)
+	env := map[string]string{
+		"SVC_JWKS_URL":               k.jwks.URL,
+		"SVC_BUNDLE_URL":             cp.URL + "/svc.tar.gz",
+		"SVC_BUNDLE_VERIFY_KEY_FILE": b.verifyKeyFile,
+		// Only what systemd's StateDirectory= sets: no harness default.
+		"SVC_STATE_DIR":   "",
+		"STATE_DIRECTORY": t.TempDir(),
+	}
+	viewer := k.token(t, "mallory", "acme", "viewer")
+
+	first := harness.StartSidecar(t, harness.SidecarOptions{Config: pollingConfig, Env: env})
+	var st rollbackStatus
+	waitUntil(t, "cp-2 active", func() bool { st = getStatus[rollbackStatus](t, first); return st.PolicyRevision == "cp-2" })
+	if st.PolicyState == nil || st.PolicyState.Revision != "cp-2" || !strings.HasPrefix(st.PolicyState.File, env["STATE_DIRECTORY"]+"/") {
+		t.Fatalf("cp-2 active: policy_state %+v, want cp-2 recorded under $STATE_DIRECTORY %s", st.PolicyState, env["STATE_DIRECTORY"])
+	}
+	first.Stop(t)
+
+	// The replay, served to a process started afresh.
+	cp.serve(cp1)
+	second := harness.StartSidecar(t, harness.SidecarOptions{Config: pollingConfig, Env: env})
+	waitUntil(t, "the replayed cp-1 refused", func() bool {
+		st = getStatus[rollbackStatus](t, second)
+		return st.Bundle.LastCode != "" || st.PolicyRevision == "cp-1"
+	})
+	if st.PolicyRevision == "cp-1" || st.PolicySource != "config" || st.Bundle.LastCode != "policy-bundle-rollback" ||
+		!strings.Contains(st.Bundle.LastError, `"cp-2"`) || st.Bundle.Partitioned {
+		t.Fatalf("the replay of cp-1 after a restart: revision %q from %q, bundle %+v; want it refused with policy-bundle-rollback naming cp-2",
+			st.PolicyRevision, st.PolicySource, *st.Bundle)
+	}
+	if r := envoyCheck(t, second, "DELETE", "/orders/1", viewer, nil); r.status != http.StatusForbidden {
+		t.Errorf("a viewer's DELETE while cp-1 is served: %d %s, want 403", r.status, r.body)
+	}
+	recorded := regexp.MustCompile(`(?m)^Last bundle accepted:\s+revision cp-2, created ` + regexp.QuoteMeta(now.Add(-time.Hour).Format(time.RFC3339)) +
+		` \(` + regexp.QuoteMeta(env["STATE_DIRECTORY"]) + `/policy-bundle-[0-9a-f]{16}\.json\)$`)
+	if _, stdout, stderr := runCoreAt(t, second, "sidecar", "status"); !recorded.MatchString(stdout) {
+		t.Errorf("core sidecar status does not show the record of cp-2:\n%s%s", stdout, stderr)
+	}
+	if r := envoyCheck(t, second, "GET", "/orders/1", viewer, nil); r.status != http.StatusOK {
+		t.Errorf("a viewer's GET while cp-1 is served: %d %s, want 200", r.status, r.body)
+	}
+	_, _, metrics := harness.Get(t, second.URL("/metrics"))
+	if !refusedActivations("policy-bundle-rollback").Match(metrics) {
+		t.Errorf("no refused policy-bundle-rollback activation in /metrics:\n%s", grepLines(string(metrics), "svc_policy_bundle"))
+	}
+	logged := false
+	for _, rec := range second.LogRecords(t) {
+		if rec["code"] == "policy-bundle-rollback" && strings.Contains(rec["msg"].(string), "refused") {
+			logged = true
+		}
+	}
+	if !logged {
+		t.Errorf("the refusal is not logged with its code:\n%s", second.Stderr.String())
+	}
+
+	// The control plane's own bundle is still taken.
+	cp.serve(cp2)
+	waitUntil(t, "cp-2 active again", func() bool { st = getStatus[rollbackStatus](t, second); return st.PolicyRevision == "cp-2" })
+	if st.Bundle.LastCode != "" || st.Status != "healthy" {
+		t.Errorf("cp-2 served again: status %q (%s), bundle %+v", st.Status, st.Reason, *st.Bundle)
+	}
+}
+
+// TestBundleStaleRefusedAttack: with policy.bundle_max_age = 1h and
+// policy.bundle_max_age_action = "refuse", a validly signed bundle
+// created 2 h ago is never activated, whether a control plane serves it
+// or it is uploaded; a viewer's DELETE stays denied; a fresh bundle is
+// taken.
+func TestBundleStaleRefusedAttack(t *testing.T) {
+	t.Parallel()
+	k := newKeyring(t)
+	b := newRollbackBundles(t)
+	now := time.Now().UTC().Truncate(time.Second)
+	stale := b.build(t, b.lax, "cp-old", now.Add(-2*time.Hour))
+	cp := startReplayServer(t, stale)
+	s := harness.StartSidecar(t, harness.SidecarOptions{Config: pollingConfig, Env: map[string]string{
+		"SVC_JWKS_URL":               k.jwks.URL,
+		"SVC_BUNDLE_URL":             cp.URL + "/svc.tar.gz",
+		"SVC_BUNDLE_VERIFY_KEY_FILE": b.verifyKeyFile,
+		"SVC_BUNDLE_MAX_AGE":         "1h",
+		"SVC_BUNDLE_MAX_AGE_ACTION":  "refuse",
+	}})
+	viewer := k.token(t, "mallory", "acme", "viewer")
+
+	var st rollbackStatus
+	waitUntil(t, "the stale bundle refused", func() bool {
+		st = getStatus[rollbackStatus](t, s)
+		return st.Bundle.LastCode != "" || st.PolicyRevision == "cp-old"
+	})
+	if st.PolicyRevision == "cp-old" || st.PolicySource != "config" || st.Bundle.LastCode != "policy-bundle-stale" ||
+		!strings.Contains(st.Bundle.LastError, "policy.bundle_max_age") {
+		t.Fatalf("a bundle 2h old, max age 1h, refuse: revision %q from %q, bundle %+v; want it refused with policy-bundle-stale",
+			st.PolicyRevision, st.PolicySource, *st.Bundle)
+	}
+	if r := envoyCheck(t, s, "DELETE", "/orders/1", viewer, nil); r.status != http.StatusForbidden {
+		t.Errorf("a viewer's DELETE while the stale bundle is served: %d %s, want 403", r.status, r.body)
+	}
+	file := harness.WriteFile(t, t.TempDir(), "old.tar.gz", string(stale))
+	if code, stdout, stderr := runCoreAt(t, s, "sidecar", "reload-policy", "--bundle", file, "--allow-downgrade"); code != 1 ||
+		!strings.Contains(stdout+stderr, "policy-bundle-stale") {
+		t.Errorf("core sidecar reload-policy --allow-downgrade of the stale bundle: exit %d\n%s%s; want 1, policy-bundle-stale", code, stdout, stderr)
+	}
+	if st = getStatus[rollbackStatus](t, s); st.PolicyRevision == "cp-old" {
+		t.Errorf("the stale bundle is active after the upload")
+	}
+	_, _, metrics := harness.Get(t, s.URL("/metrics"))
+	if !refusedActivations("policy-bundle-stale").Match(metrics) {
+		t.Errorf("no refused policy-bundle-stale activation in /metrics:\n%s", grepLines(string(metrics), "svc_policy_bundle"))
+	}
+
+	cp.serve(b.build(t, b.shipped, "cp-fresh", time.Now()))
+	waitUntil(t, "the fresh bundle active", func() bool { st = getStatus[rollbackStatus](t, s); return st.PolicyRevision == "cp-fresh" })
+	if st.Status != "healthy" || st.Bundle.LastCode != "" {
+		t.Errorf("a fresh bundle: status %q (%s), bundle %+v", st.Status, st.Reason, *st.Bundle)
+	}
+}
+
+// grepLines returns the lines of text that contain s.
+func grepLines(text, s string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
