@@ -153,6 +153,9 @@ func (a *app) printStatus(st localapi.Status, status string) error {
 	fmt.Fprintf(w, "JWKS key sets cached:\t%d\n", st.JWKSKeySets)
 	fmt.Fprintf(w, "Uptime:\t%s\n", st.Uptime)
 	fmt.Fprintf(w, "Version:\t%s\n", st.Version)
+	if st.SAML != nil && st.SAML.SignatureCheckDisabled {
+		fmt.Fprintf(w, "Warning:\tSAML signatures are NOT verified (SVC_ENV=development): anyone who reaches the sign-in listener signs in as anyone\n")
+	}
 	if st.SAML != nil && st.SAML.TokenKeyEphemeral {
 		fmt.Fprintf(w, "Warning:\tSAML sessions are ephemeral: no sdk.saml.token_signing_key_file, so every restart or replica signs everyone out\n")
 	}
