@@ -153,7 +153,7 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 		// embedding application's own listener is known only here.
 		if why := localTrial(cfg, deps.ListenAddr); why != "" {
 			return nil, &config.Error{Source: cfg.Origin("sdk.saml.allow_idp_initiated"), Key: "sdk.saml.allow_idp_initiated", Msg: fmt.Sprintf(
-				"true requires rate_limit.redis_addr (SVC_REDIS_ADDR) unless %s, but %s: without Redis the assertion replay cache is per process",
+				"true requires rate_limit.redis_addr (SVC_REDIS_ADDR) outside %s; here %s: without Redis the assertion replay cache is per process",
 				config.LocalTrialRule(), why)}
 		}
 	}
@@ -236,7 +236,7 @@ func DevEnv(cfg config.Config, listen string, getenv func(string) string) (bool,
 		return true, nil
 	}
 	return false, &config.Error{Source: DevEnvVar, Msg: fmt.Sprintf(
-		"%q turns off SAML signature verification and is accepted only with %s, but %s; unset %s",
+		"%q turns off SAML signature verification and is accepted only in %s; here %s; unset %s",
 		DevEnvValue, config.LocalTrialRule(), why, DevEnvVar)}
 }
 

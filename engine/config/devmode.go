@@ -106,9 +106,9 @@ func (c Config) ProductionSetting() string {
 	return ""
 }
 
-// LocalTrialRule says in words what ProductionSetting checks, for the
-// errors that refuse a setting of a local trial in a production
-// configuration.
+// LocalTrialRule says in words what ProductionSetting checks ("a local
+// trial (...)"), for the errors that refuse a setting of a local trial in
+// a production configuration.
 func LocalTrialRule() string {
 	var others []string
 	for _, k := range IdentitySourceKeys() {
@@ -116,6 +116,6 @@ func LocalTrialRule() string {
 			others = append(others, k)
 		}
 	}
-	return "every listener (sdk.sidecar_addr, sidecar.http_addr, sidecar.saml_addr) on a loopback address or a Unix socket, " +
-		"and no identity source but [sdk.saml] (no " + strings.Join(others, ", no ") + ")"
+	return "a local trial (every listener: sdk.sidecar_addr, sidecar.http_addr, sidecar.saml_addr, on a loopback address " +
+		"or a Unix socket, and no identity source but [sdk.saml]: no " + strings.Join(others, ", no ") + ")"
 }

@@ -193,7 +193,7 @@ func (v *validator) saml(s SAML) {
 	// may do without.
 	if s.AllowIDPInitiated && v.c.RateLimit.RedisAddr == "" {
 		if why := v.c.ProductionSetting(); why != "" {
-			v.fail("sdk.saml.allow_idp_initiated", "true requires rate_limit.redis_addr (SVC_REDIS_ADDR) unless %s, but %s: "+
+			v.fail("sdk.saml.allow_idp_initiated", "true requires rate_limit.redis_addr (SVC_REDIS_ADDR) outside %s; here %s: "+
 				"without Redis the assertion replay cache is per process, so a replica or a restart would accept an unsolicited assertion again",
 				LocalTrialRule(), why)
 		}

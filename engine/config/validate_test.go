@@ -236,8 +236,8 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 // idpInitiatedWithoutRedis is the refusal of allow_idp_initiated without
 // Redis in a configuration that why makes a production one.
 func idpInitiatedWithoutRedis(why string) string {
-	return "true requires rate_limit.redis_addr (SVC_REDIS_ADDR) unless every listener (sdk.sidecar_addr, sidecar.http_addr, " +
-		"sidecar.saml_addr) on a loopback address or a Unix socket, and no identity source but [sdk.saml] (no sdk.jwks_url), but " +
+	return "true requires rate_limit.redis_addr (SVC_REDIS_ADDR) outside a local trial (every listener: sdk.sidecar_addr, sidecar.http_addr, " +
+		"sidecar.saml_addr, on a loopback address or a Unix socket, and no identity source but [sdk.saml]: no sdk.jwks_url); here " +
 		why + ": without Redis the assertion replay cache is per process, so a replica or a restart would accept an unsolicited assertion again"
 }
 
