@@ -59,8 +59,8 @@ func startSAMLTarget(t testing.TB, env map[string]string) samlTarget {
 		"SVC_SAML_SP_PRIVATE_KEY_PEM":  string(sp.KeyPEM),
 		"SVC_SAML_SP_CERTIFICATE_PEM":  string(sp.CertPEM),
 		"SVC_LOG_LEVEL":                "warn",
-		// Outside development mode allow_idp_initiated needs the shared
-		// replay cache.
+		// Beside sdk.jwks_url (a production configuration)
+		// allow_idp_initiated needs the shared replay cache.
 		"SVC_REDIS_ADDR": redistest.Start(t),
 	}
 	for n, v := range env {

@@ -142,67 +142,10 @@ func failedStart(t *testing.T, env map[string]string) string {
 	return lines[len(lines)-1]
 }
 
-// SVC_ENV=development used to turn SAML signature checks off in any
-// configuration: with a production one an unsigned admin assertion signed
-// in. Now the sidecar refuses to start, naming SVC_ENV; without the
-// variable that configuration checks signatures; in development mode the
-// variable still works as before.
-func TestSAMLDevelopmentEnvOnlyInDevelopmentMode(t *testing.T) {
-	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	samlAddr := harness.FreeAddr(t)
-	prod := samlProduction(t, idp, samlAddr)
-	prod["SVC_ENV"] = "development"
-	last := failedStart(t, prod)
-	for _, want := range []string{"svc-sidecar: ", "SVC_ENV", `sdk.fail_mode (SVC_FAIL_MODE) is "closed"`, "unset SVC_ENV"} {
-		if !strings.Contains(last, want) {
-			t.Errorf("last line of stderr %q does not mention %q", last, want)
-		}
-	}
-
-	delete(prod, "SVC_ENV")
-	harness.StartSidecar(t, harness.SidecarOptions{Env: prod})
-	browser := newBrowser()
-	id := requestIDOf(t, loginFrom(t, browser, samlAddr, "/"))
-	if status, body := postJSON(t, browser, samlAddr, idp.XML(adminAssertion(samlAddr, id), false)); status != http.StatusUnauthorized || body["error"] != "saml-signature-invalid" {
-		t.Errorf("unsigned admin assertion in production: %d %v, want 401 saml-signature-invalid", status, body)
-	}
-
-	devAddr := harness.FreeAddr(t)
-	dev := samlProduction(t, idp, devAddr)
-	for _, k := range []string{"SVC_FAIL_MODE", "SVC_BUNDLE_VERIFY_KEY_FILE", "SVC_ADMIN_TOKEN_FILE"} {
-		delete(dev, k)
-	}
-	dev["SVC_ENV"] = "development"
-	dev["SVC_SAML_ALLOW_IDP_INITIATED"] = "true"
-	sc := harness.StartSidecar(t, harness.SidecarOptions{Env: dev})
-	status, body := postJSON(t, newBrowser(), devAddr, idp.XML(adminAssertion(devAddr, ""), false))
-	token, _ := body["token"].(string)
-	if status != http.StatusOK || token == "" {
-		t.Fatalf("unsigned assertion in development mode: %d %v, want 200 with a token", status, body)
-	}
-	req, _ := http.NewRequest(http.MethodPost, sc.URL("/v1/validate-token"), nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	if code, h, raw := harness.Do(t, req); code != http.StatusOK || !strings.Contains(string(raw), `"allowed":true`) {
-		t.Errorf("validate-token of the development token: %s", harness.Describe(code, h, raw))
-	}
-	code, h, raw := harness.Get(t, sc.URL("/v1/status"))
-	var st struct {
-		SAML struct {
-			SignatureCheckDisabled bool `json:"signature_check_disabled"`
-		} `json:"saml"`
-	}
-	if code != http.StatusOK || json.Unmarshal(raw, &st) != nil || !st.SAML.SignatureCheckDisabled {
-		t.Errorf("status: %s, want saml.signature_check_disabled true", harness.Describe(code, h, raw))
-	}
-}
-
-// IdP-initiated sign-on in production needs the replay cache replicas and
-// restarts share: without Redis the sidecar refuses to start, naming both
-// settings; with it, an unsolicited assertion is accepted once.
+// IdP-initiated sign-on in production (here: the sign-in listener on
+// every interface) needs the replay cache replicas and restarts share:
+// without Redis the sidecar refuses to start, naming both settings; with
+// it, an unsolicited assertion is accepted once.
 func TestSAMLIdPInitiatedNeedsRedisInProduction(t *testing.T) {
 	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
 	if err != nil {
@@ -210,6 +153,7 @@ func TestSAMLIdPInitiatedNeedsRedisInProduction(t *testing.T) {
 	}
 	samlAddr := harness.FreeAddr(t)
 	env := samlProduction(t, idp, samlAddr)
+	env["SVC_SAML_ADDR"] = public(t, samlAddr)
 	env["SVC_SAML_ALLOW_IDP_INITIATED"] = "true"
 	last := failedStart(t, env)
 	for _, want := range []string{"SVC_SAML_ALLOW_IDP_INITIATED", "rate_limit.redis_addr"} {
@@ -248,8 +192,9 @@ func inflate(t *testing.T, param string) string {
 }
 
 // A configuration read again on SIGHUP that would make SVC_ENV=development
-// refused is itself refused: the running development image keeps serving
-// instead of handing over to one that cannot start.
+// refused (here: the sign-in listener moved to every interface) is itself
+// refused: the running local trial keeps serving instead of handing over
+// to an image that cannot start.
 func TestSAMLDevelopmentEnvSIGHUP(t *testing.T) {
 	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
 	if err != nil {
@@ -260,11 +205,11 @@ func TestSAMLDevelopmentEnvSIGHUP(t *testing.T) {
 	md := harness.WriteFile(t, dir, "idp.xml", string(idp.Metadata()))
 	saml := "[sdk.saml]\nentity_id = \"http://" + samlAddr + "/auth/saml/metadata\"\nacs_url = \"http://" + samlAddr +
 		"/auth/saml/acs\"\nidp_metadata_file = \"" + md + "\"\n"
-	s := harness.StartSidecar(t, harness.SidecarOptions{Config: "[sdk]\nfail_mode = \"open\"\n" + saml,
-		Env: map[string]string{"SVC_ENV": "development", "SVC_SAML_ADDR": samlAddr, "SVC_LOG_LEVEL": "info"}})
+	s := harness.StartSidecar(t, harness.SidecarOptions{Config: "[sidecar]\nsaml_addr = \"" + samlAddr + "\"\n" + saml,
+		Env: map[string]string{"SVC_ENV": "development", "SVC_LOG_LEVEL": "info"}})
 	first := statusOf(t, s)
 
-	harness.WriteFile(t, s.Dir, "svc.toml", "[sdk]\nfail_mode = \"closed\"\n"+saml)
+	harness.WriteFile(t, s.Dir, "svc.toml", "[sidecar]\nsaml_addr = \""+public(t, samlAddr)+"\"\n"+saml)
 	if err := s.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -274,10 +219,13 @@ func TestSAMLDevelopmentEnvSIGHUP(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no refusal logged: %v", err)
 	}
-	if !strings.Contains(out[strings.Index(out, "SIGHUP: configuration refused"):], "SVC_ENV") {
-		t.Errorf("the refusal does not name SVC_ENV:\n%s", out)
+	refusal := out[strings.Index(out, "SIGHUP: configuration refused"):]
+	for _, want := range []string{"SVC_ENV", "sidecar.saml_addr", "is not a loopback address"} {
+		if !strings.Contains(refusal, want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, out)
+		}
 	}
-	if st := statusOf(t, s); !st.StartedAt.Equal(first.StartedAt) || st.Status != "healthy" {
-		t.Errorf("after the refused configuration: %+v, want the same image, healthy", st)
+	if st := statusOf(t, s); !st.StartedAt.Equal(first.StartedAt) || st.Status != "degraded" {
+		t.Errorf("after the refused configuration: %+v, want the same image, degraded (signature checks off)", st)
 	}
 }

@@ -151,9 +151,9 @@ func TestConfigSources(t *testing.T) {
 	}
 }
 
-// TestDevelopmentMode checks the sidecar without an identity provider:
-// fail_mode open and no jwks_url accept any bearer string as anonymous,
-// and say so loudly at start.
+// TestDevelopmentMode checks the sidecar without an identity source (no
+// jwks_url, no [sdk.saml]): it accepts any bearer string as anonymous and
+// says so loudly at start.
 func TestDevelopmentMode(t *testing.T) {
 	t.Parallel()
 	s := harness.StartSidecar(t, harness.SidecarOptions{Config: "[sdk]\ntenant_id = \"acme\"\n"})

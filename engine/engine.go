@@ -78,6 +78,7 @@ type AuditSink interface {
 // concurrent use.
 type Engine struct {
 	cfg      config.Config
+	devMode  bool // cfg.DevMode(), asked once per token
 	log      *slog.Logger
 	now      func() time.Time
 	keys     *jwks.Cache     // nil in development mode
@@ -121,6 +122,7 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 	}
 	e := &Engine{
 		cfg:     cfg,
+		devMode: cfg.DevMode(),
 		log:     deps.Logger,
 		now:     deps.Now,
 		limiter: deps.Limiter,
@@ -167,7 +169,7 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 			cancel()
 			return nil, err
 		}
-		e.log.Warn("DEVELOPMENT MODE: no identity source is configured, so EVERY bearer token is accepted without verification as the user anonymous, except tokens of the development issuer (core dev token, iss svc-dev), which are verified; set sdk.jwks_url (SVC_JWKS_URL) before serving real traffic",
+		e.log.Warn("DEVELOPMENT MODE: no identity source is configured (no sdk.jwks_url, no [sdk.saml]), so EVERY bearer token is accepted without verification as the user anonymous, except tokens of the development issuer (core dev token, iss svc-dev), which are verified; set sdk.jwks_url (SVC_JWKS_URL) or [sdk.saml] before serving real traffic",
 			"reason", reason.DevAnonymous, "tenant", cfg.SDK.TenantID, "dev_issuer", e.dev != nil)
 		close(e.done)
 	} else if cfg.SDK.JWKSURL == "" {
@@ -220,6 +222,13 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 				e.log.Error("jwks refresh stopped", "err", err)
 			}
 		}()
+	}
+	if !cfg.DevMode() && e.verifier == nil && e.local == nil {
+		// An identity source config.IdentitySources lists that no
+		// verifier serves would leave every token unverifiable; refuse
+		// to start rather than fail on the first request.
+		cancel()
+		return nil, fmt.Errorf("identity sources %v: no token verifier serves them", cfg.IdentitySources())
 	}
 	e.tel, err = newInstruments(tp, mp, e)
 	if err != nil {
@@ -333,8 +342,10 @@ func (e *Engine) Issuer() *issuer.Issuer { return e.issuer }
 // Config returns the effective configuration.
 func (e *Engine) Config() config.Config { return e.cfg }
 
-// DevMode reports whether tokens are accepted without verification.
-func (e *Engine) DevMode() bool { return e.verifier == nil && e.local == nil }
+// DevMode reports whether tokens are accepted without verification: the
+// configuration has no identity source (config.Config.DevMode), the one
+// rule every part of svc asks.
+func (e *Engine) DevMode() bool { return e.devMode }
 
 // PolicyMode is "enforce" or "dry-run" (policy.mode).
 func (e *Engine) PolicyMode() string {

@@ -164,7 +164,7 @@ func TestDevMode(t *testing.T) {
 	cfg.SDK.TenantID = "dev"
 	e := newEngine(t, cfg, engine.Deps{})
 	if !e.DevMode() {
-		t.Fatal("no jwks_url with fail_mode open is development mode")
+		t.Fatal("no identity source is development mode")
 	}
 	d := e.ValidateToken(context.Background(), "any string at all")
 	if !d.Allowed || d.Reason != reason.DevAnonymous || d.Claims != nil || d.Subject != engine.AnonymousSubject {

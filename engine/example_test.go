@@ -10,10 +10,11 @@ import (
 	"github.com/svc-dev/svc/engine/config"
 )
 
-// An Engine with no jwks_url and fail_mode open runs in development mode:
-// every bearer string is accepted as the anonymous subject.
+// An Engine with no identity source (no jwks_url, no [sdk.saml]) runs in
+// development mode: every bearer string is accepted as the anonymous
+// subject.
 func ExampleEngine_ValidateToken() {
-	var cfg config.Config // defaults: fail_mode open, no jwks_url
+	var cfg config.Config // defaults: no jwks_url, no [sdk.saml]
 	e, err := engine.New(cfg, engine.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		panic(err)

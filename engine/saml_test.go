@@ -74,18 +74,25 @@ func TestSAMLTokensVerifiedLocally(t *testing.T) {
 	}
 }
 
+// A SAML-only engine verifies every bearer, whatever sdk.fail_mode says:
+// development mode is the absence of any identity source, never
+// inferred from fail_mode (open is its default).
 func TestSAMLOnlyIsNotDevMode(t *testing.T) {
 	var cfg config.Config
+	for _, mode := range []string{"", config.FailOpen, config.FailClosed} {
+		c := config.Config{SDK: config.SDK{TenantID: "acme", FailMode: mode}}
+		e := newEngine(t, withSAML(c, ""), engine.Deps{})
+		if e.DevMode() || e.Status().DevMode {
+			t.Fatalf("fail_mode %q: an engine with [sdk.saml] and no jwks_url is in development mode", mode)
+		}
+		if d := e.ValidateToken(context.Background(), "any-bearer-string"); d.Allowed {
+			t.Fatalf("fail_mode %q: any bearer string accepted: %s", mode, d.Reason)
+		}
+	}
 	cfg.SDK.TenantID = "acme"
 	cfg.SDK.FailMode = config.FailClosed
 	cfg = withSAML(cfg, "")
 	e := newEngine(t, cfg, engine.Deps{})
-	if e.DevMode() {
-		t.Fatal("an engine with [sdk.saml] and no jwks_url is in development mode")
-	}
-	if d := e.ValidateToken(context.Background(), "any-bearer-string"); d.Allowed {
-		t.Fatalf("any bearer string accepted: %s", d.Reason)
-	}
 	tok, _, err := e.Issuer().Issue(map[string]any{"sub": "bob", "tenant_id": "acme"})
 	if err != nil {
 		t.Fatal(err)

@@ -63,8 +63,9 @@ const (
 	// FailOpen: the sidecar could not be reached and the client's
 	// fail_mode is open, so the request passed as "anonymous".
 	FailOpen Code = "fail-open"
-	// DevAnonymous: development mode (no sdk.jwks_url, fail_mode open)
-	// accepted the bearer without verification as "anonymous".
+	// DevAnonymous: development mode (no identity source: no
+	// sdk.jwks_url, no [sdk.saml]) accepted the bearer without
+	// verification as "anonymous".
 	DevAnonymous Code = "dev-anonymous"
 )
 

@@ -163,7 +163,7 @@ func TestMetadataInlineForBrowsers(t *testing.T) {
 	}
 }
 
-// Without token_signing_key_file, outside development mode, the status
+// Without token_signing_key_file and without SVC_ENV=development, the status
 // says the sessions are ephemeral, and Run warns.
 func TestTokenKeyEphemeral(t *testing.T) {
 	var logs bytes.Buffer

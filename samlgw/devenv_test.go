@@ -14,9 +14,10 @@ import (
 	"github.com/svc-dev/svc/samlgw"
 )
 
-// newGateway is New on the fixture's configuration changed by edit, with
-// getenv as the environment; it returns New's error.
-func newGateway(t *testing.T, getenv func(string) string, edit func(*config.Config)) (*samlgw.Gateway, error) {
+// newGateway is New on the fixture's configuration changed by edit,
+// served on listen, with getenv as the environment; it returns New's
+// error.
+func newGateway(t *testing.T, getenv func(string) string, listen string, edit func(*config.Config)) (*samlgw.Gateway, error) {
 	t.Helper()
 	md := filepath.Join(t.TempDir(), "idp.xml")
 	if err := os.WriteFile(md, testIdP.Metadata(), 0o600); err != nil {
@@ -31,7 +32,7 @@ func newGateway(t *testing.T, getenv func(string) string, edit func(*config.Conf
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := samlgw.New(cfg, samlgw.Deps{Issuer: is, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Getenv: getenv})
+	gw, err := samlgw.New(cfg, samlgw.Deps{Issuer: is, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Getenv: getenv, ListenAddr: listen})
 	if gw != nil {
 		t.Cleanup(func() { gw.Close() })
 	}
@@ -42,24 +43,37 @@ func env(vars map[string]string) func(string) string {
 	return func(k string) string { return vars[k] }
 }
 
-// SVC_ENV=development turns signature checks off only in a development
-// configuration (no jwks_url, fail_mode open); with a production one the
-// gateway refuses to start, naming the variable and the setting that
-// makes the configuration a production one.
-func TestDevelopmentEnvOnlyInDevelopmentMode(t *testing.T) {
+// SVC_ENV=development turns signature checks off only in a local trial:
+// every listener on loopback (or a Unix socket) and no identity source
+// but the gateway. Anywhere else the gateway refuses to start, naming the
+// variable and the listener or setting that makes the configuration a
+// production one; sdk.fail_mode decides nothing.
+func TestDevelopmentEnvOnlyInLocalTrial(t *testing.T) {
 	dev := env(map[string]string{"SVC_ENV": "development"})
+	const local = "127.0.0.1:7701"
 	refused := []struct {
-		name string
-		edit func(*config.Config)
-		want string // the setting named
+		name   string
+		listen string
+		edit   func(*config.Config)
+		want   string // the listener or setting named
 	}{
-		{"fail closed", func(c *config.Config) { c.SDK.FailMode = config.FailClosed }, `sdk.fail_mode (svc.toml) is "closed"`},
-		{"fail closed from the environment", func(c *config.Config) {
-			c.SDK.FailMode = config.FailClosed
-			c.Overrides = map[string]string{"sdk.fail_mode": "SVC_FAIL_MODE"}
-		}, `sdk.fail_mode (SVC_FAIL_MODE) is "closed"`},
-		{"jwks_url", func(c *config.Config) { c.SDK.JWKSURL = "https://idp.example.com/jwks" }, "sdk.jwks_url (svc.toml) is set"},
-		{"production", func(c *config.Config) {
+		{"jwks_url", local, func(c *config.Config) { c.SDK.JWKSURL = "https://idp.example.com/jwks" }, "sdk.jwks_url (svc.toml) is set"},
+		{"jwks_url from the environment", local, func(c *config.Config) {
+			c.SDK.JWKSURL = "https://idp.example.com/jwks"
+			c.Overrides = map[string]string{"sdk.jwks_url": "SVC_JWKS_URL"}
+		}, "sdk.jwks_url (SVC_JWKS_URL) is set"},
+		{"sign-in listener on every interface", "0.0.0.0:7701", func(c *config.Config) {
+			c.Sidecar.SAMLAddr = "0.0.0.0:7701"
+			c.Overrides = map[string]string{"sidecar.saml_addr": "SVC_SAML_ADDR"}
+		}, `sidecar.saml_addr (SVC_SAML_ADDR) "0.0.0.0:7701" is not a loopback address`},
+		{"gRPC listener public", local, func(c *config.Config) { c.SDK.SidecarAddr = "[::]:50051" },
+			`sdk.sidecar_addr (svc.toml) "[::]:50051" is not a loopback address`},
+		{"HTTP listener public", local, func(c *config.Config) { c.Sidecar.HTTPAddr = "10.1.2.3:7700" },
+			`sidecar.http_addr (svc.toml) "10.1.2.3:7700" is not a loopback address`},
+		{"embedded on a public listener", "0.0.0.0:8080", func(*config.Config) {},
+			`the listener that serves the gateway "0.0.0.0:8080" (samlgw.Deps.ListenAddr) is not a loopback address`},
+		{"embedded, listener unknown", "", func(*config.Config) {}, "samlgw.Deps.ListenAddr is empty"},
+		{"production", local, func(c *config.Config) {
 			c.SDK.FailMode = config.FailClosed
 			c.SDK.JWKSURL = "https://idp.example.com/jwks"
 			c.Policy.BundleVerifyKeyFile = "/etc/svc/bundle.pub"
@@ -68,7 +82,7 @@ func TestDevelopmentEnvOnlyInDevelopmentMode(t *testing.T) {
 	}
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
-			gw, err := newGateway(t, dev, tt.edit)
+			gw, err := newGateway(t, dev, tt.listen, tt.edit)
 			if err == nil {
 				t.Fatalf("New accepted SVC_ENV=development (signatures checked: %v)", !gw.Status().SignatureCheckDisabled)
 			}
@@ -81,7 +95,7 @@ func TestDevelopmentEnvOnlyInDevelopmentMode(t *testing.T) {
 			}
 			// Without the variable the same configuration starts and
 			// checks signatures.
-			gw, err = newGateway(t, env(nil), tt.edit)
+			gw, err = newGateway(t, env(nil), tt.listen, tt.edit)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,22 +105,51 @@ func TestDevelopmentEnvOnlyInDevelopmentMode(t *testing.T) {
 		})
 	}
 
-	// In development mode it still turns the checks off; another value of
-	// the variable does nothing.
+	// In a local trial it still turns the checks off, fail_mode closed or
+	// not, on TCP loopback or Unix sockets; another value of the variable
+	// does nothing.
 	for name, tc := range map[string]struct {
 		getenv func(string) string
+		listen string
+		edit   func(*config.Config)
 		off    bool
 	}{
-		"development": {dev, true},
-		"production":  {env(map[string]string{"SVC_ENV": "production"}), false},
-		"unset":       {env(nil), false},
+		"development":              {dev, local, func(*config.Config) {}, true},
+		"development, fail closed": {dev, local, func(c *config.Config) { c.SDK.FailMode = config.FailClosed }, true},
+		"development, ::1 and sockets": {dev, "[::1]:7701", func(c *config.Config) {
+			c.SDK.SidecarAddr, c.Sidecar.HTTPAddr, c.Sidecar.SAMLAddr = "unix:///run/svc/grpc.sock", "unix:///run/svc/http.sock", "[::1]:7701"
+		}, true},
+		"production": {env(map[string]string{"SVC_ENV": "production"}), local, func(*config.Config) {}, false},
+		"unset":      {env(nil), local, func(*config.Config) {}, false},
 	} {
-		gw, err := newGateway(t, tc.getenv, func(c *config.Config) { c.SDK.FailMode = config.FailOpen })
+		gw, err := newGateway(t, tc.getenv, tc.listen, tc.edit)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if got := gw.Status().SignatureCheckDisabled; got != tc.off {
-			t.Errorf("%s in development mode: signature check disabled %v, want %v", name, got, tc.off)
+			t.Errorf("%s in a local trial: signature check disabled %v, want %v", name, got, tc.off)
 		}
+	}
+}
+
+// An application that embeds the gateway on a public listener cannot
+// accept IdP-initiated sign-on without Redis, though its configuration's
+// own (unused) listeners are on loopback: the replay cache would be per
+// process.
+func TestIdPInitiatedEmbeddedNeedsLocalListener(t *testing.T) {
+	allow := func(c *config.Config) { c.SDK.SAML.AllowIDPInitiated = true }
+	_, err := newGateway(t, env(nil), "0.0.0.0:8080", allow)
+	if err == nil || !errors.Is(err, config.ErrInvalid) ||
+		!strings.Contains(err.Error(), "sdk.saml.allow_idp_initiated") || !strings.Contains(err.Error(), `"0.0.0.0:8080"`) {
+		t.Fatalf("New = %v, want the refusal naming allow_idp_initiated and the listener", err)
+	}
+	if _, err := newGateway(t, env(nil), "localhost:8080", allow); err != nil {
+		t.Errorf("on a loopback listener: %v", err)
+	}
+	if _, err := newGateway(t, env(nil), "0.0.0.0:8080", func(c *config.Config) {
+		allow(c)
+		c.RateLimit.RedisAddr = "127.0.0.1:1"
+	}); err != nil {
+		t.Errorf("with Redis: %v", err)
 	}
 }

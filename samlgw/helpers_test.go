@@ -82,7 +82,8 @@ func newFixture(t testing.TB, opts ...option) *fixture {
 		EntityID: entityID, ACSURL: acsURL, IDPMetadataFile: md,
 	}}}
 	cfg.SetDefaults()
-	deps := samlgw.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Getenv: func(string) string { return "" }}
+	// The fixture's server, like httptest's, is on loopback.
+	deps := samlgw.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Getenv: func(string) string { return "" }, ListenAddr: "127.0.0.1:0"}
 	for _, o := range opts {
 		o(&cfg, &deps)
 	}

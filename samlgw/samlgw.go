@@ -55,10 +55,10 @@ const RequestTTL = 10 * time.Minute
 
 // DevEnvVar set to DevEnvValue turns off the verification of SAML
 // signatures, for trying the gateway with an identity provider that does
-// not sign. New refuses it unless the configuration is a development one
-// (config.DevModeSettings: no sdk.jwks_url, sdk.fail_mode open): in any
-// other, a variable left in an environment would let anyone sign in as
-// anyone.
+// not sign. New refuses it outside a local trial (localTrial: every
+// listener on loopback, no identity source but [sdk.saml]): anywhere
+// else, a variable left in an environment would let anyone who reaches
+// the sign-in endpoint sign in as anyone.
 const (
 	DevEnvVar   = "SVC_ENV"
 	DevEnvValue = "development"
@@ -86,6 +86,12 @@ type Deps struct {
 	HTTPClient *http.Client
 	// Getenv reads DevEnvVar; default os.Getenv.
 	Getenv func(string) string
+	// ListenAddr is the address the gateway's endpoints are served on:
+	// sidecar.saml_addr in svc-sidecar, the application's own listener
+	// when it embeds the gateway. DevEnvVar, and allow_idp_initiated
+	// without Redis, are accepted only when it is a loopback address or a
+	// Unix socket (unix:///path); empty means not known, so neither is.
+	ListenAddr string
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 }
@@ -138,9 +144,18 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sdk.saml.acs_url: %w", err)
 	}
-	skipSig, err := DevEnv(cfg, deps.Getenv)
+	skipSig, err := DevEnv(cfg, deps.ListenAddr, deps.Getenv)
 	if err != nil {
 		return nil, err
+	}
+	if s.AllowIDPInitiated && cfg.RateLimit.RedisAddr == "" && deps.Store == nil {
+		// config.Validate has checked the configuration's listeners; an
+		// embedding application's own listener is known only here.
+		if why := localTrial(cfg, deps.ListenAddr); why != "" {
+			return nil, &config.Error{Source: cfg.Origin("sdk.saml.allow_idp_initiated"), Key: "sdk.saml.allow_idp_initiated", Msg: fmt.Sprintf(
+				"true requires rate_limit.redis_addr (SVC_REDIS_ADDR) outside %s; here %s: without Redis the assertion replay cache is per process",
+				config.LocalTrialRule(), why)}
+		}
 	}
 	g := &Gateway{
 		cfg: *s, acsURL: acs, issuer: deps.Issuer, log: deps.Logger, audit: deps.Audit, now: deps.Now,
@@ -199,33 +214,47 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 		return nil, err
 	}
 	if skipSig {
-		g.log.Warn("SVC_ENV=development: SAML SIGNATURES ARE NOT VERIFIED; any party can sign in as anyone. Every other check still runs. It is refused outside development mode (no sdk.jwks_url, sdk.fail_mode open)")
+		g.log.Warn("SVC_ENV=development: SAML SIGNATURES ARE NOT VERIFIED; any party that reaches the sign-in listener can sign in as anyone. Every other check still runs. It is refused unless every listener is on loopback and [sdk.saml] is the only identity source",
+			"listen", deps.ListenAddr)
 	}
 	return g, nil
 }
 
 // DevEnv reports whether the environment (getenv, usually os.Getenv)
-// turns off the signature checks of a gateway of cfg (DevEnvVar), and
-// refuses that in a configuration that is not a development one with a
-// *config.Error naming the variable and the setting that makes the
-// configuration a production one. New applies it; svc-sidecar also checks
-// a configuration read again on SIGHUP with it, before handing over to
-// an image that would fail to start.
-func DevEnv(cfg config.Config, getenv func(string) string) (bool, error) {
+// turns off the signature checks of a gateway of cfg served on listen
+// (DevEnvVar, see Deps.ListenAddr), and refuses that outside a local
+// trial with a *config.Error naming the variable and the listener or
+// setting that makes the configuration a production one. New applies
+// it; svc-sidecar also checks a configuration read again on SIGHUP with
+// it, before handing over to an image that would fail to start.
+func DevEnv(cfg config.Config, listen string, getenv func(string) string) (bool, error) {
 	if cfg.SDK.SAML == nil || getenv(DevEnvVar) != DevEnvValue {
 		return false, nil
 	}
-	if cfg.DevModeSettings() {
+	why := localTrial(cfg, listen)
+	if why == "" {
 		return true, nil
 	}
-	why := cfg.Setting("sdk.jwks_url") + " is set"
-	if cfg.SDK.JWKSURL == "" {
-		why = fmt.Sprintf("%s is %q", cfg.Setting("sdk.fail_mode"), cfg.SDK.FailMode)
-	}
 	return false, &config.Error{Source: DevEnvVar, Msg: fmt.Sprintf(
-		"%q turns off SAML signature verification and is accepted only in development mode "+
-			"(no sdk.jwks_url, sdk.fail_mode open), but %s; unset %s",
-		DevEnvValue, why, DevEnvVar)}
+		"%q turns off SAML signature verification and is accepted only in %s; here %s; unset %s",
+		DevEnvValue, config.LocalTrialRule(), why, DevEnvVar)}
+}
+
+// localTrial names what makes cfg, with the gateway served on listen, a
+// production configuration (config.Config.ProductionSetting, then the
+// gateway's own listener); "" when it is a local trial, which only this
+// host can reach.
+func localTrial(cfg config.Config, listen string) string {
+	if why := cfg.ProductionSetting(); why != "" {
+		return why
+	}
+	switch {
+	case listen == "":
+		return "the listener that serves the gateway is not known (samlgw.Deps.ListenAddr is empty)"
+	case !loopback.ListenAddr(listen):
+		return fmt.Sprintf("the listener that serves the gateway %q (samlgw.Deps.ListenAddr) is not a loopback address", listen)
+	}
+	return ""
 }
 
 // Close releases the Redis client the Gateway created, if any.

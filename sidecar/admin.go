@@ -47,6 +47,11 @@ func (s *Server) registerAdmin(mux *http.ServeMux) {
 // Status is the body of GET /v1/status (package localapi).
 type Status = localapi.Status
 
+// CodeSAMLSignatureCheckDisabled marks a status degraded while the SAML
+// gateway does not verify signatures (SVC_ENV=development in a local
+// trial), so that a sidecar left that way never reads healthy.
+const CodeSAMLSignatureCheckDisabled reason.Code = "saml-signature-check-disabled"
+
 func (s *Server) status() Status {
 	es := s.deps.Engine.Status()
 	ready, why := s.readiness()
@@ -112,6 +117,12 @@ func (s *Server) status() Status {
 		}
 		if (!ss.IDPMetadata.Loaded || ss.IDPMetadata.Stale) && st.Status == StatusHealthy {
 			st.Status, st.Reason = StatusDegraded, "saml-idp-metadata-unavailable"
+		}
+		if ss.SignatureCheckDisabled && st.Status != StatusUnavailable {
+			// Ahead of every other degradation: while it lasts, whoever
+			// reaches the sign-in listener signs in as anyone, and a
+			// monitor that reads only the reason must see that first.
+			st.Status, st.Reason = StatusDegraded, string(CodeSAMLSignatureCheckDisabled)
 		}
 	}
 	switch {

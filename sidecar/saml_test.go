@@ -199,3 +199,30 @@ func TestSAMLMetadataURLInStatus(t *testing.T) {
 		t.Errorf("after recovery: status %q metadata %+v", st.Status, st.SAML.IDPMetadata)
 	}
 }
+
+// While SVC_ENV=development turns the gateway's signature checks off (a
+// SAML-only configuration on loopback listeners, fail_mode closed or
+// not), the status is degraded with saml-signature-check-disabled; the
+// same configuration without the variable is healthy.
+func TestSAMLSignatureCheckDisabledDegrades(t *testing.T) {
+	cfg, _ := samlConfig(t)
+	cfg.SDK.JWKSURL = ""
+	statusOf := func(r *running) Status {
+		t.Helper()
+		code, body := get(t, r, PathStatus)
+		var st Status
+		if code != http.StatusOK || json.Unmarshal(body, &st) != nil || st.SAML == nil {
+			t.Fatalf("status %d %s", code, body)
+		}
+		return st
+	}
+	if st := statusOf(startSidecar(t, cfg)); st.Status != StatusHealthy || st.Reason != "" || st.SAML.SignatureCheckDisabled {
+		t.Errorf("without SVC_ENV: status %q reason %q signature check disabled %v, want healthy", st.Status, st.Reason, st.SAML.SignatureCheckDisabled)
+	}
+	t.Setenv("SVC_ENV", "development")
+	st := statusOf(startSidecar(t, cfg))
+	if st.Status != StatusDegraded || st.Reason != "saml-signature-check-disabled" || !st.SAML.SignatureCheckDisabled || !st.Ready {
+		t.Errorf("with SVC_ENV=development: status %q reason %q signature check disabled %v ready %v, want degraded saml-signature-check-disabled, ready",
+			st.Status, st.Reason, st.SAML.SignatureCheckDisabled, st.Ready)
+	}
+}

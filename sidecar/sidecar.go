@@ -418,7 +418,7 @@ func (s *Server) closeListeners() {
 // its own listener (sidecar.saml_addr), so that a proxy can route the
 // sign-on paths there while the admin API stays on loopback.
 func (s *Server) newSAML(addr string, listen func(name, addr string) (net.Listener, error)) error {
-	deps := samlgw.Deps{Issuer: s.deps.Engine.Issuer(), Logger: s.log.With("component", "saml")}
+	deps := samlgw.Deps{Issuer: s.deps.Engine.Issuer(), Logger: s.log.With("component", "saml"), ListenAddr: addr}
 	if s.deps.Audit != nil {
 		deps.Audit = s.deps.Audit
 	}

@@ -18,8 +18,10 @@ type Status struct {
 	Status string `json:"status"`
 	// Reason says why Status is not "healthy": the code /readyz gives
 	// ("jwks-unavailable", "starting", "draining"), or
-	// "saml-idp-metadata-unavailable" for a degraded SAML gateway, or
-	// "policy-bundle-stale" when the active bundle is older than
+	// "saml-idp-metadata-unavailable" for a degraded SAML gateway,
+	// "saml-signature-check-disabled" while SVC_ENV=development turns the
+	// gateway's signature checks off (ahead of any other degradation),
+	// or "policy-bundle-stale" when the active bundle is older than
 	// policy.bundle_max_age.
 	Reason string `json:"reason,omitempty"`
 	// Ready is what GET /readyz answers.
@@ -135,7 +137,9 @@ type AuditStats struct {
 type SAMLStatus struct {
 	EntityID string `json:"entity_id"`
 	ACSURL   string `json:"acs_url"`
-	// SignatureCheckDisabled is true under SVC_ENV=development.
+	// SignatureCheckDisabled is true under SVC_ENV=development, which
+	// only a local trial accepts; the status is then degraded
+	// (saml-signature-check-disabled).
 	SignatureCheckDisabled bool               `json:"signature_check_disabled"`
 	AllowIDPInitiated      bool               `json:"allow_idp_initiated"`
 	IDPMetadata            SAMLMetadataStatus `json:"idp_metadata"`

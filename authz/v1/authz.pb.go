@@ -75,7 +75,7 @@ func (x *ValidateTokenRequest) GetToken() string {
 type ValidateTokenResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// allowed is true when the token verified, or in development mode (no
-	// JWKS URL configured and fail_mode=open).
+	// identity source configured: no JWKS URL, no SAML gateway).
 	Allowed bool `protobuf:"varint,1,opt,name=allowed,proto3" json:"allowed,omitempty"`
 	// claims is the verified claim set, custom claims carried through
 	// unchanged. Absent when the token was rejected and in development mode.

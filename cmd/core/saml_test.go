@@ -58,12 +58,17 @@ allow_idp_initiated = true
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := samlgw.New(cfg, samlgw.Deps{Issuer: is, Logger: slog.New(slog.DiscardHandler), Getenv: func(string) string { return "" }})
+	// The gateway is told where it is served (loopback), which lets the
+	// configuration's allow_idp_initiated do without Redis.
+	srv := httptest.NewUnstartedServer(nil)
+	gw, err := samlgw.New(cfg, samlgw.Deps{Issuer: is, Logger: slog.New(slog.DiscardHandler), Getenv: func(string) string { return "" },
+		ListenAddr: srv.Listener.Addr().String()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer gw.Close()
-	srv := httptest.NewServer(gw.Handler())
+	srv.Config.Handler = gw.Handler()
+	srv.Start()
 	defer srv.Close()
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/auth/saml/acs",
 		strings.NewReader(url.Values{"SAMLResponse": {strings.TrimSpace(string(resp))}}.Encode()))

@@ -167,6 +167,9 @@ func (a *app) printStatus(st localapi.Status, status string) error {
 	if ps := st.PolicyState; ps != nil && ps.LastError != "" {
 		fmt.Fprintf(w, "Warning:\tthe record of the last bundle accepted: %s\n", ps.LastError)
 	}
+	if st.SAML != nil && st.SAML.SignatureCheckDisabled {
+		fmt.Fprintf(w, "Warning:\tSAML signatures are NOT verified (SVC_ENV=development): anyone who reaches the sign-in listener signs in as anyone\n")
+	}
 	if st.SAML != nil && st.SAML.TokenKeyEphemeral {
 		fmt.Fprintf(w, "Warning:\tSAML sessions are ephemeral: no sdk.saml.token_signing_key_file, so every restart or replica signs everyone out\n")
 	}
@@ -207,7 +210,7 @@ manifest; 409 revision-older) exits 1 and the active revision stays. --allow-dow
 bundle on purpose.
 
 Without policy.bundle_verify_key_file, a sidecar in development mode (no
-sdk.jwks_url, fail_mode open) activates a bundle without checking any
+identity source: no sdk.jwks_url, no [sdk.saml]) activates a bundle without checking any
 signature, an unsigned one too; a sidecar outside development mode refuses
 every bundle until the key is configured.`,
 		Args: args(),

@@ -166,6 +166,26 @@ func TestSidecarStatusBundleRecord(t *testing.T) {
 	}
 }
 
+// TestSidecarStatusWarnsSignatureCheckDisabled: a sidecar that does not
+// verify SAML signatures (SVC_ENV=development) gets a warning line.
+func TestSidecarStatusWarnsSignatureCheckDisabled(t *testing.T) {
+	for _, off := range []bool{true, false} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"status":"degraded","reason":"saml-signature-check-disabled","ready":true,"policies_loaded":1,"uptime":"1s","version":"0.1.0","saml":{"signature_check_disabled":%t}}`, off)
+		}))
+		r := run(t, "", "--sidecar", srv.URL, "sidecar", "status")
+		srv.Close()
+		if r.code != 1 { // it answers, degraded
+			t.Fatalf("exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		warned := regexp.MustCompile(`(?m)^Warning:\s+SAML signatures are NOT verified`).MatchString(r.stdout)
+		if warned != off {
+			t.Errorf("signature_check_disabled=%t: warning shown %t:\n%s", off, warned, r.stdout)
+		}
+	}
+}
+
 // TestSidecarUnreachable: every command that talks to the sidecar exits 3
 // and names the URL when nothing answers.
 func TestSidecarUnreachable(t *testing.T) {

@@ -75,7 +75,7 @@ func (r *restarter) watchHUP(ctx context.Context, hup <-chan os.Signal, path str
 		if err == nil {
 			// What the new image would refuse at start, with the
 			// environment it inherits.
-			_, err = samlgw.DevEnv(next, os.Getenv)
+			_, err = samlgw.DevEnv(next, next.Sidecar.SAMLAddr, os.Getenv)
 		}
 		if err != nil {
 			log.Error("SIGHUP: configuration refused; the running configuration stays", "err", err)

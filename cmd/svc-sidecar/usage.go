@@ -38,8 +38,9 @@ Flags:
 Configuration file:
   --config <path>   a .toml, .yaml or .yml file
   otherwise         %s in the working directory, when it exists
-  otherwise         the defaults: development mode (no sdk.jwks_url, every
-                    bearer accepted as "anonymous"), the embedded default policy
+  otherwise         the defaults: development mode (no identity source: no
+                    sdk.jwks_url, no [sdk.saml]; every bearer accepted as
+                    "anonymous"), the embedded default policy
   Every key is documented in svc.example.toml and in docs/configuration.md.
   Errors name the key and where it was set.
 
@@ -66,8 +67,9 @@ Listens on (defaults):
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nOther variables:\n")
 	fmt.Fprintf(w, "  %s=%s\n    turns off SAML signature verification, for an identity provider that does not\n"+
-		"    sign; accepted only in development mode (no sdk.jwks_url, sdk.fail_mode open),\n"+
-		"    in any other configuration the sidecar refuses to start\n", samlgw.DevEnvVar, samlgw.DevEnvValue)
+		"    sign; accepted only when every listener (gRPC, HTTP, SAML) is on a loopback\n"+
+		"    address or a Unix socket and no identity source but [sdk.saml] is set; in\n"+
+		"    any other configuration the sidecar refuses to start, naming the setting\n", samlgw.DevEnvVar, samlgw.DevEnvValue)
 	fmt.Fprintf(w, "  %s, %s, ...\n    OpenTelemetry export of traces and metrics (OTLP); unset, nothing is exported\n",
 		telemetry.EnvEndpoint, telemetry.EnvSDKDisabled)
 	fmt.Fprintf(w, "  GOGC\n    when set, the sidecar leaves the garbage collector's tuning to it\n")

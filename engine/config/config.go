@@ -108,10 +108,14 @@ type SDK struct {
 	// ServiceName becomes the OTel service.name. Default "svc-sidecar".
 	// Env SVC_SERVICE_NAME.
 	ServiceName string `toml:"service_name" yaml:"service_name"`
-	// FailMode is "open" (default) or "closed". Env SVC_FAIL_MODE.
+	// FailMode is "open" (default) or "closed". "closed" requires an
+	// identity source (jwks_url or [sdk.saml]); it does not decide
+	// development mode, which only the identity sources do.
+	// Env SVC_FAIL_MODE.
 	FailMode string `toml:"fail_mode" yaml:"fail_mode"`
 	// JWKSURL is the identity provider's JWKS endpoint: https, or http on a
-	// loopback host. Empty with fail_mode=open means development mode.
+	// loopback host. Empty without [sdk.saml] (no identity source at all)
+	// means development mode: every bearer is accepted as "anonymous".
 	// Env SVC_JWKS_URL.
 	JWKSURL string `toml:"jwks_url" yaml:"jwks_url"`
 	// SAML is the optional SAML service-provider configuration (Phase 2).
@@ -174,9 +178,11 @@ type SAML struct {
 	SPPrivateKeyPEM  string `toml:"-" yaml:"-" json:"-"`
 	SPCertificatePEM string `toml:"-" yaml:"-" json:"-"`
 	// AllowIDPInitiated accepts unsolicited responses (no InResponseTo).
-	// Outside development mode (DevModeSettings) it requires
-	// rate_limit.redis_addr, the replay cache replicas and restarts share.
-	// Default false. Env SVC_SAML_ALLOW_IDP_INITIATED.
+	// It requires rate_limit.redis_addr, the replay cache replicas and
+	// restarts share, except in a local trial: every listener on a
+	// loopback address or a Unix socket and no identity source but
+	// [sdk.saml] (Config.ProductionSetting). Default false.
+	// Env SVC_SAML_ALLOW_IDP_INITIATED.
 	AllowIDPInitiated bool `toml:"allow_idp_initiated" yaml:"allow_idp_initiated"`
 	// TokenTTL is the lifetime of the JWTs the gateway issues. Default
 	// 15m, at most 24h. Env SVC_SAML_TOKEN_TTL.
@@ -244,9 +250,10 @@ type Policy struct {
 	// Empty means the embedded default policy. Env SVC_POLICY_DIR.
 	Dir string `toml:"dir" yaml:"dir"`
 	// BundleVerifyKeyFile is a PEM public key; when set, only bundles signed
-	// by it are accepted. When unset, development mode (DevModeSettings)
-	// accepts any bundle without checking a signature, and any other
-	// configuration refuses every bundle. Env SVC_BUNDLE_VERIFY_KEY_FILE.
+	// by it are accepted. When unset, development mode (no identity
+	// source: no sdk.jwks_url, no [sdk.saml]) accepts any bundle without
+	// checking a signature, and any other configuration refuses every
+	// bundle. Env SVC_BUNDLE_VERIFY_KEY_FILE.
 	BundleVerifyKeyFile string `toml:"bundle_verify_key_file" yaml:"bundle_verify_key_file"`
 	// BundleCacheDir is a directory where the active bundle is persisted
 	// each time one is activated, so that a restart keeps serving it
@@ -486,26 +493,6 @@ type Log struct {
 // Duration is a time.Duration written as a Go duration string ("30s").
 // Negative durations are rejected when decoding.
 type Duration struct{ time.Duration }
-
-// DevMode reports whether the engine runs without an identity provider: no
-// jwks_url and fail_mode open (an empty fail_mode counts as the default,
-// open). In that mode any bearer string is accepted.
-//
-// A configuration with [sdk.saml] is never in development mode: the
-// tokens the SAML gateway issues are verified with its own keys.
-func (c Config) DevMode() bool {
-	return c.SDK.SAML == nil && c.DevModeSettings()
-}
-
-// DevModeSettings reports whether sdk.jwks_url and sdk.fail_mode are those
-// of development mode: no jwks_url and fail_mode open (or empty). Unlike
-// DevMode it does not look at [sdk.saml], so it tells a development
-// configuration of the SAML gateway from a production one: only the former
-// may turn off the gateway's signature checks (SVC_ENV=development) or
-// accept IdP-initiated sign-on without a shared replay store (Redis).
-func (c Config) DevModeSettings() bool {
-	return c.SDK.JWKSURL == "" && (c.SDK.FailMode == FailOpen || c.SDK.FailMode == "")
-}
 
 // TenantPlan returns the plan configured for tenant id under [tenants], or
 // "" when the tenant has no entry. Tenant ids are case-sensitive.

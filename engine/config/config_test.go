@@ -248,7 +248,7 @@ func TestLoadErrors(t *testing.T) {
 		{file: "syntax.toml", want: []string{"testdata/syntax.toml:1:5: expected ']' to close table name"}},
 		{file: "syntax.yaml", want: []string{"testdata/syntax.yaml:3: mapping values are not allowed in this context"}},
 		{file: "closed_no_jwks.toml", want: []string{
-			"testdata/closed_no_jwks.toml:3: sdk.fail_mode: fail_mode=closed requires sdk.jwks_url (or [sdk.saml])"}},
+			"testdata/closed_no_jwks.toml:3: sdk.fail_mode: fail_mode=closed requires an identity source (sdk.jwks_url or sdk.saml): without one every bearer is accepted as anonymous (development mode)"}},
 		{file: "bare_number_duration.toml", want: []string{
 			`testdata/bare_number_duration.toml: jwt.clock_skew: must be a duration string such as "30s", got a TOML integer`}},
 		{file: "negative_duration.yaml", want: []string{
@@ -451,13 +451,6 @@ func TestAccessors(t *testing.T) {
 		got  any
 		want any
 	}{
-		{"dev: no jwks, open", Config{SDK: SDK{FailMode: FailOpen}}.DevMode(), true},
-		{"dev: no jwks, fail_mode unset", Config{}.DevMode(), true},
-		{"dev: no jwks, closed", Config{SDK: SDK{FailMode: FailClosed}}.DevMode(), false},
-		{"dev: jwks set", Config{SDK: SDK{FailMode: FailOpen, JWKSURL: "https://x/jwks"}}.DevMode(), false},
-		{"dev settings: with saml", Config{SDK: SDK{SAML: &SAML{}}}.DevModeSettings(), true},
-		{"dev settings: with saml, closed", Config{SDK: SDK{FailMode: FailClosed, SAML: &SAML{}}}.DevModeSettings(), false},
-		{"dev settings: with saml, jwks set", Config{SDK: SDK{JWKSURL: "https://x/jwks", SAML: &SAML{}}}.DevModeSettings(), false},
 		{"rate: per tenant", base.RateLimitFor("a"), 7},
 		{"rate: per tenant zero", base.RateLimitFor("z"), 0},
 		{"rate: default", base.RateLimitFor("b"), 70},

@@ -56,7 +56,7 @@ var envTable = []EnvVar{
 		Help:  "Directory of .rego policy files; unset means the embedded default policy.",
 		apply: func(c *Config, v string) string { c.Policy.Dir = v; return "" }},
 	{Name: "SVC_BUNDLE_VERIFY_KEY_FILE", Key: "policy.bundle_verify_key_file",
-		Help:  "PEM public key file; when set, only bundles signed by it are accepted. Unset: bundles are refused, except in development mode, which accepts them unchecked.",
+		Help:  "PEM public key file; when set, only bundles signed by it are accepted. Unset: bundles are refused, except in development mode (no identity source), which accepts them unchecked.",
 		apply: func(c *Config, v string) string { c.Policy.BundleVerifyKeyFile = v; return "" }},
 	{Name: "SVC_BUNDLE_CACHE_DIR", Key: "policy.bundle_cache_dir",
 		Help:  "Directory where the active policy bundle is persisted so that a restart keeps serving it.",

@@ -116,8 +116,9 @@ func (v *validator) sdk() {
 	}
 	if msg := checkFailMode(s.FailMode); msg != "" {
 		v.fail("sdk.fail_mode", "%s", msg)
-	} else if s.FailMode == FailClosed && s.JWKSURL == "" && s.SAML == nil {
-		v.fail("sdk.fail_mode", "fail_mode=closed requires sdk.jwks_url (or [sdk.saml])")
+	} else if s.FailMode == FailClosed && v.c.DevMode() {
+		v.fail("sdk.fail_mode", "fail_mode=closed requires an identity source (%s): without one every bearer is accepted as anonymous (development mode)",
+			strings.Join(IdentitySourceKeys(), " or "))
 	}
 	if s.JWKSURL != "" {
 		if msg := checkURL(s.JWKSURL, true); msg != "" {
@@ -188,11 +189,14 @@ func (v *validator) saml(s SAML) {
 	// assertion accepted by one replica, or before a restart, is accepted
 	// again by the next. (A solicited one answers a request id minted
 	// under a per-process key too, which another replica or a restart
-	// does not accept.)
-	if s.AllowIDPInitiated && v.c.RateLimit.RedisAddr == "" && !v.c.DevModeSettings() {
-		v.fail("sdk.saml.allow_idp_initiated", "true requires rate_limit.redis_addr (SVC_REDIS_ADDR) outside development mode "+
-			"(no sdk.jwks_url, sdk.fail_mode open): without Redis the assertion replay cache is per process, "+
-			"so a replica or a restart would accept an unsolicited assertion again")
+	// does not accept.) Only a local trial, which nobody else can reach,
+	// may do without.
+	if s.AllowIDPInitiated && v.c.RateLimit.RedisAddr == "" {
+		if why := v.c.ProductionSetting(); why != "" {
+			v.fail("sdk.saml.allow_idp_initiated", "true requires rate_limit.redis_addr (SVC_REDIS_ADDR) outside %s; here %s: "+
+				"without Redis the assertion replay cache is per process, so a replica or a restart would accept an unsolicited assertion again",
+				LocalTrialRule(), why)
+		}
 	}
 	if p := s.PathPrefix; !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.ContainsAny(p, "?#{} ") {
 		v.fail("sdk.saml.path_prefix", "must be an absolute path without a trailing slash, got %q", p)

@@ -51,7 +51,7 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 		{"fail_mode enum from env", func(c *Config) { c.SDK.FailMode = "maybe" }, "SVC_FAIL_MODE",
 			"sdk.fail_mode", `SVC_FAIL_MODE: must be "open" or "closed", got "maybe"`},
 		{"closed without jwks_url", func(c *Config) { c.SDK.JWKSURL = ""; c.SDK.SAML = nil }, "",
-			"sdk.fail_mode", "svc.toml: sdk.fail_mode: fail_mode=closed requires sdk.jwks_url (or [sdk.saml])"},
+			"sdk.fail_mode", "svc.toml: sdk.fail_mode: fail_mode=closed requires an identity source (sdk.jwks_url or sdk.saml): without one every bearer is accepted as anonymous (development mode)"},
 		{"jwks_url unparseable", func(c *Config) { c.SDK.JWKSURL = "://idp" }, "",
 			"sdk.jwks_url", "svc.toml: sdk.jwks_url: must be a URL: missing protocol scheme"},
 		{"jwks_url public http", func(c *Config) { c.SDK.JWKSURL = "http://idp.example.com/jwks" }, "SVC_JWKS_URL",
@@ -186,17 +186,18 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 		{"saml addr", func(c *Config) { c.Sidecar.SAMLAddr = "7701" }, "",
 			"sidecar.saml_addr", `svc.toml: sidecar.saml_addr: must be host:port, got "7701"`},
 		{"saml idp-initiated without redis", func(c *Config) { c.SDK.SAML.AllowIDPInitiated = true; c.RateLimit.RedisAddr = "" }, "",
-			"sdk.saml.allow_idp_initiated", "svc.toml: sdk.saml.allow_idp_initiated: " + idpInitiatedWithoutRedis},
-		{"saml idp-initiated without redis, fail closed only", func(c *Config) {
+			"sdk.saml.allow_idp_initiated", "svc.toml: sdk.saml.allow_idp_initiated: " + idpInitiatedWithoutRedis("sdk.jwks_url (svc.toml) is set")},
+		{"saml idp-initiated without redis, SAML only, public sign-in", func(c *Config) {
 			c.SDK.SAML.AllowIDPInitiated = true
-			c.RateLimit.RedisAddr, c.SDK.JWKSURL = "", ""
+			c.RateLimit.RedisAddr, c.SDK.JWKSURL, c.Sidecar.SAMLAddr = "", "", "0.0.0.0:7701"
 		}, "SVC_SAML_ALLOW_IDP_INITIATED",
-			"sdk.saml.allow_idp_initiated", "SVC_SAML_ALLOW_IDP_INITIATED: " + idpInitiatedWithoutRedis},
-		{"saml idp-initiated without redis, jwks_url only", func(c *Config) {
+			"sdk.saml.allow_idp_initiated", "SVC_SAML_ALLOW_IDP_INITIATED: " +
+				idpInitiatedWithoutRedis(`sidecar.saml_addr (svc.toml) "0.0.0.0:7701" is not a loopback address`)},
+		{"saml idp-initiated without redis, jwks_url, fail open", func(c *Config) {
 			c.SDK.SAML.AllowIDPInitiated = true
 			c.RateLimit.RedisAddr, c.SDK.FailMode = "", FailOpen
 		}, "",
-			"sdk.saml.allow_idp_initiated", "svc.toml: sdk.saml.allow_idp_initiated: " + idpInitiatedWithoutRedis},
+			"sdk.saml.allow_idp_initiated", "svc.toml: sdk.saml.allow_idp_initiated: " + idpInitiatedWithoutRedis("sdk.jwks_url (svc.toml) is set")},
 		{"saml attribute blank", func(c *Config) { c.SDK.SAML.AttributeMapping.Role = " " }, "",
 			"sdk.saml.attribute_mapping.role", "svc.toml: sdk.saml.attribute_mapping.role: must name a SAML attribute"},
 		{"invalid utf-8", func(c *Config) { c.Tenants["acme"] = Tenant{Plan: "\xff"} }, "",
@@ -236,22 +237,12 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 	}
 }
 
-const idpInitiatedWithoutRedis = "true requires rate_limit.redis_addr (SVC_REDIS_ADDR) outside development mode " +
-	"(no sdk.jwks_url, sdk.fail_mode open): without Redis the assertion replay cache is per process, " +
-	"so a replica or a restart would accept an unsolicited assertion again"
-
-// IdP-initiated sign-on needs a shared replay cache only outside
-// development mode; with Redis it is accepted anywhere.
-func TestValidateIdPInitiatedReplayCache(t *testing.T) {
-	c := validConfig()
-	c.SDK.SAML.AllowIDPInitiated = true
-	if err := c.Validate(); err != nil {
-		t.Errorf("with Redis: %v", err)
-	}
-	c.RateLimit.RedisAddr, c.SDK.JWKSURL, c.SDK.FailMode = "", "", FailOpen
-	if err := c.Validate(); err != nil {
-		t.Errorf("in development mode without Redis: %v", err)
-	}
+// idpInitiatedWithoutRedis is the refusal of allow_idp_initiated without
+// Redis in a configuration that why makes a production one.
+func idpInitiatedWithoutRedis(why string) string {
+	return "true requires rate_limit.redis_addr (SVC_REDIS_ADDR) outside a local trial (every listener: sdk.sidecar_addr, sidecar.http_addr, " +
+		"sidecar.saml_addr, on a loopback address or a Unix socket, and no identity source but [sdk.saml]: no sdk.jwks_url); here " +
+		why + ": without Redis the assertion replay cache is per process, so a replica or a restart would accept an unsolicited assertion again"
 }
 
 func TestValidateReportsAll(t *testing.T) {

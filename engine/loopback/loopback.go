@@ -86,3 +86,20 @@ func port(u *url.URL) string {
 	}
 	return ""
 }
+
+// unixScheme prefixes a listen address that is a Unix domain socket
+// (config.UnixScheme; this package cannot import config, which imports it).
+const unixScheme = "unix://"
+
+// ListenAddr reports whether a listen address stays on this host: a Unix
+// domain socket (unix:///path), which only local processes can reach, or
+// host:port whose host Host accepts. An empty host (":7701") binds every
+// interface and is not loopback, and neither is a name other than
+// localhost: what it resolves to can change after the check.
+func ListenAddr(addr string) bool {
+	if strings.HasPrefix(addr, unixScheme) {
+		return true
+	}
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && host != "" && Host(host)
+}

@@ -37,3 +37,29 @@ func TestHostAndSecureURL(t *testing.T) {
 		}
 	}
 }
+
+func TestListenAddr(t *testing.T) {
+	tests := []struct {
+		addr string
+		want bool
+	}{
+		{"127.0.0.1:7701", true},
+		{"127.0.0.2:0", true},
+		{"[::1]:50051", true},
+		{"localhost:7700", true},
+		{"unix:///run/svc/grpc.sock", true},
+		{"0.0.0.0:7701", false},
+		{"[::]:7701", false},
+		{":7701", false},
+		{"10.0.0.5:7701", false},
+		{"app.internal:7701", false},
+		{"localhost.example.com:7701", false},
+		{"127.0.0.1", false}, // not host:port
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := ListenAddr(tt.addr); got != tt.want {
+			t.Errorf("ListenAddr(%q) = %v, want %v", tt.addr, got, tt.want)
+		}
+	}
+}

@@ -52,7 +52,9 @@ func main() {
 
 	// The gateway signs its tokens with the engine's issuer, so the engine
 	// verifies them locally. Close stops its IdP metadata refresh.
-	gw, err := samlgw.Start(e, samlgw.Deps{Logger: slog.Default()})
+	// ListenAddr tells the gateway where it is served: SVC_ENV=development
+	// is honoured only on a loopback address.
+	gw, err := samlgw.Start(e, samlgw.Deps{Logger: slog.Default(), ListenAddr: addr})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func User(sub string, roles ...string) map[string]any {
 func QuietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // NewEngine builds a real engine verifying tokens against p (nil: none,
-// development mode when fail_mode is open).
+// development mode unless mutate adds an identity source).
 func NewEngine(t testing.TB, p *IDP, mutate func(*config.Config)) *engine.Engine {
 	t.Helper()
 	cfg := config.Config{
