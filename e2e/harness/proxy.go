@@ -29,7 +29,7 @@ type Proxy struct {
 
 // NginxConfig returns an nginx configuration that listens on addr and
 // protects every path with auth_request against the sidecar's /check
-// endpoint at sidecarHTTP (passing X-Original-URI and X-Original-Method),
+// endpoint at sidecarHTTP (passing X-Original-URI and X_Svc_Method),
 // copying the x-svc-* answer headers to the request for upstream. Every
 // path nginx writes lies under dir.
 func NginxConfig(dir, addr, sidecarHTTP, upstream string) string {
@@ -51,7 +51,7 @@ func NginxRoutesConfig(dir, addr, sidecarHTTP string, routes map[string]string) 
             proxy_pass_request_body off;
             proxy_set_header Content-Length "";
             proxy_set_header X-Original-URI $request_uri;
-            proxy_set_header X-Original-Method $request_method;
+            proxy_set_header X_Svc_Method $request_method;
         }
 `, dir, addr, sidecarHTTP)
 	prefixes := make([]string, 0, len(routes))

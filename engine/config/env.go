@@ -129,7 +129,7 @@ var envTable = []EnvVar{
 		Help:  `Listen address (host:port) of the local HTTP API. Default "127.0.0.1:7700".`,
 		apply: func(c *Config, v string) string { c.Sidecar.HTTPAddr = v; return "" }},
 	{Name: "SVC_CHECK_PROXY", Key: "sidecar.check_proxy",
-		Help: `Proxy in front of /check: "auto" (default), "nginx" or "forwarded" (Caddy, Traefik).`,
+		Help: `Proxy in front of /check: "auto" (default), "nginx", "forwarded" (Caddy, Traefik) or "envoy" (http_service only).`,
 		apply: func(c *Config, v string) string {
 			c.Sidecar.CheckProxy = v
 			return checkCheckProxy(v)
