@@ -10,27 +10,12 @@ import (
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/svc-dev/svc/envoy"
+	"github.com/svc-dev/svc/internal/testkit/rawcodec"
 )
-
-// rawCodec sends a []byte as the message's encoding, as it is, and keeps
-// the answer's bytes in a *[]byte.
-type rawCodec struct{}
-
-func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
-	return mem.BufferSlice{mem.SliceBuffer(v.([]byte))}, nil
-}
-
-func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	*v.(*[]byte) = data.Materialize()
-	return nil
-}
-
-func (rawCodec) Name() string { return "proto" }
 
 // nonUTF8HeaderCheck is the wire form of a Check for GET /orders/1 whose
 // header x-name holds a byte that is not UTF-8: proto-go refuses to
@@ -75,7 +60,7 @@ func TestGRPCUndecodableCheckDenied(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 			defer cancel()
 			var out []byte
-			err := conn.Invoke(ctx, "/envoy.service.auth.v3.Authorization/Check", tc.body, &out, grpc.ForceCodecV2(rawCodec{}))
+			err := conn.Invoke(ctx, "/envoy.service.auth.v3.Authorization/Check", tc.body, &out, grpc.ForceCodecV2(rawcodec.Codec{}))
 			if err != nil {
 				t.Fatalf("undecodable Check answered with a gRPC error: %v", err)
 			}
