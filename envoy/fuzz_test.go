@@ -158,7 +158,7 @@ func FuzzHTTPCheck(f *testing.F) {
 			}
 		}
 		set("X-Original-URI", origURI)
-		set("X-Original-Method", origMethod)
+		set(HeaderNginxMethod, origMethod)
 		set("X-Forwarded-Uri", fwdURI)
 		set("Authorization", authz)
 		set(hk, hv)
