@@ -146,7 +146,7 @@ func (l *chaosLoad) send(r, c int, useGRPC bool) chaosResult {
 	}
 	req, _ := http.NewRequest(http.MethodGet, t.http+"/check", nil)
 	req.Header.Set("X-Original-URI", cl.path)
-	req.Header.Set("X-Original-Method", cl.method)
+	req.Header.Set("X_Svc_Method", cl.method)
 	req.Header.Set("Authorization", "Bearer "+cl.token)
 	resp, err := l.client.Do(req)
 	if err != nil && closedKeepAlive(err) {

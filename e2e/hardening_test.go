@@ -123,19 +123,22 @@ func TestCheckPathsAndMethodsOfTheBinary(t *testing.T) {
 	}{
 		{"caddy: viewer may read", map[string]string{"X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "GET"}, http.StatusOK},
 		{"caddy: viewer may not delete", map[string]string{"X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "DELETE"}, http.StatusForbidden},
-		{"caddy passing on a client's X-Original-URI: still the DELETE", map[string]string{"X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "DELETE", "X-Original-URI": "/orders/1"}, http.StatusForbidden},
-		{"nginx with a client's X-Forwarded-Method: still nginx's DELETE", map[string]string{"X-Original-URI": "/orders/1", "X-Original-Method": "DELETE", "X-Forwarded-Uri": "/orders/1"}, http.StatusForbidden},
+		// Caddy passes a client's X-Original-URI on: auto takes the check
+		// for nginx's, whose method only X_Svc_Method names.
+		{"caddy passing on a client's X-Original-URI: refused, never the check's GET", map[string]string{"X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "DELETE", "X-Original-URI": "/orders/1"}, http.StatusBadRequest},
+		{"nginx with a client's X-Forwarded-Uri: still nginx's DELETE", map[string]string{"X-Original-URI": "/orders/1", "X_Svc_Method": "DELETE", "X-Forwarded-Uri": "/orders/1"}, http.StatusForbidden},
 		{"caddy: method override header refused", map[string]string{"X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "POST", "X-Http-Method-Override": "DELETE"}, http.StatusBadRequest},
-		// nginx sets no X-Forwarded-Method: one on an nginx check is the
-		// client's, and a config that passes it on passes a client's
-		// X-Original-Method on too when it does not set one.
-		{"nginx: a client's X-Forwarded-Method is refused", map[string]string{"X-Original-URI": "/orders/1", "X-Original-Method": "GET", "X-Forwarded-Method": "GET"}, http.StatusBadRequest},
+		// Two method headers, one of them a client's: they must agree.
+		{"nginx: a client's X-Forwarded-Method naming another method is refused", map[string]string{"X-Original-URI": "/orders/1", "X_Svc_Method": "DELETE", "X-Forwarded-Method": "GET"}, http.StatusBadRequest},
+		{"caddy: a client's X_Svc_Method naming another method is refused", map[string]string{"X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "DELETE", "X_Svc_Method": "GET"}, http.StatusBadRequest},
 		// nginx's own auth_request example sets X-Original-URI only; the
-		// check request's GET is not the method, so the viewer's DELETE
-		// behind it must not pass as a read.
-		{"nginx without X-Original-Method: refused, not judged as the GET", map[string]string{"X-Original-URI": "/orders/1"}, http.StatusBadRequest},
+		// check request's GET is not the method, nor is a client's
+		// X-Original-Method, so the viewer's DELETE behind it must not
+		// pass as a read.
+		{"nginx without X_Svc_Method: refused, not judged as the GET", map[string]string{"X-Original-URI": "/orders/1"}, http.StatusBadRequest},
+		{"nginx: a client's X-Original-Method is not read", map[string]string{"X-Original-URI": "/orders/1", "X-Original-Method": "GET"}, http.StatusBadRequest},
 		{"caddy without X-Forwarded-Method: refused", map[string]string{"X-Forwarded-Uri": "/orders/1"}, http.StatusBadRequest},
-		{"caddy with a client's X-Original-Method: refused", map[string]string{"X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "GET", "X-Original-Method": "GET"}, http.StatusBadRequest},
+		{"caddy: a client's X-Original-Method is not read", map[string]string{"X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "DELETE", "X-Original-Method": "GET"}, http.StatusForbidden},
 	} {
 		t.Run("check "+tc.name, func(t *testing.T) {
 			if got := check(t, tc.headers); got != tc.want {

@@ -39,7 +39,7 @@ func TestOTLPTraces(t *testing.T) {
 	const callerTrace, callerSpan = "5b8aa5a2d2c872e8321cf37308d69df2", "051581bf3cb55c13"
 	if st := httpDecision(t, s, http.MethodGet, "/check", "", map[string]string{
 		"Authorization": "Bearer " + k.token(t, "alice", "acme", "viewer"), "X-Original-URI": "/orders/43",
-		"X-Original-Method": "GET", "traceparent": "00-" + callerTrace + "-" + callerSpan + "-01",
+		"X_Svc_Method": "GET", "traceparent": "00-" + callerTrace + "-" + callerSpan + "-01",
 	}); st != http.StatusOK {
 		t.Fatalf("HTTP check: status %d", st)
 	}

@@ -92,7 +92,7 @@ func TestTraceTailHTTPDecisions(t *testing.T) {
 		t.Fatalf("POST /v1/authorize = %d", st)
 	}
 	if st := httpDecision(t, s, http.MethodGet, "/check", "", map[string]string{
-		"Authorization": "Bearer " + viewer, "X-Original-URI": "/orders/9", "X-Original-Method": "DELETE",
+		"Authorization": "Bearer " + viewer, "X-Original-URI": "/orders/9", "X_Svc_Method": "DELETE",
 	}); st != http.StatusForbidden {
 		t.Fatalf("GET /check for a viewer's DELETE = %d", st)
 	}
@@ -219,7 +219,7 @@ func TestTraceTailTerminal(t *testing.T) {
 
 	// A decision of the HTTP check mode is a tree like a gRPC one.
 	if st := httpDecision(t, s, http.MethodGet, "/check", "", map[string]string{
-		"Authorization": "Bearer " + viewer, "X-Original-URI": "/orders/9", "X-Original-Method": "GET",
+		"Authorization": "Bearer " + viewer, "X-Original-URI": "/orders/9", "X_Svc_Method": "GET",
 	}); st != http.StatusOK {
 		t.Fatalf("GET /check = %d", st)
 	}

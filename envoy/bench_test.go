@@ -96,7 +96,7 @@ func BenchmarkHTTPCheck(b *testing.B) {
 	req := httptest.NewRequest("GET", "/check", nil)
 	req.Header.Set("Authorization", "Bearer "+idp.token(b, map[string]any{"tenant_id": testTenant, "role": "viewer"}))
 	req.Header.Set("X-Original-URI", "/api/orders/42")
-	req.Header.Set("X-Original-Method", "GET")
+	req.Header.Set("X_Svc_Method", "GET")
 	b.ReportAllocs()
 	for b.Loop() {
 		rec := httptest.NewRecorder()

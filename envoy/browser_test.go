@@ -159,7 +159,7 @@ func httpVia(conv string) via {
 		case "nginx":
 			req = httptest.NewRequest("GET", CheckPath, nil)
 			req.Header.Set("X-Original-URI", tc.path)
-			req.Header.Set("X-Original-Method", tc.method)
+			req.Header.Set("X_Svc_Method", tc.method)
 		case "caddy":
 			req = httptest.NewRequest("GET", CheckPath, nil)
 			req.Header.Set("X-Forwarded-Uri", tc.path)

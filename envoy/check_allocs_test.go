@@ -71,7 +71,7 @@ func TestCheckAuditSource(t *testing.T) {
 	r := httptest.NewRequest("GET", "/check", nil)
 	r.Header.Set("Authorization", "Bearer "+tok)
 	r.Header.Set("X-Original-URI", "/api/orders/42")
-	r.Header.Set("X-Original-Method", "GET")
+	r.Header.Set("X_Svc_Method", "GET")
 	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, r)
 	if rec.Code != http.StatusOK {
@@ -166,7 +166,7 @@ func TestCheckHandlerInterceptorAllocs(t *testing.T) {
 		return h(ctx, req)
 	}
 	dec := func(v any) error {
-		v.(*authv3.CheckRequest).Attributes = req.Attributes
+		v.(*IncomingCheck).Request.Attributes = req.Attributes
 		return nil
 	}
 	call := func() {

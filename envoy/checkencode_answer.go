@@ -60,12 +60,20 @@ var authorizationService = grpc.ServiceDesc{
 	Metadata:    "envoy/service/auth/v3/external_auth.proto",
 }
 
+// checkHandler decodes a Check and answers it. The request is decoded
+// into an IncomingCheck: the sidecar's codec records a request that does
+// not decode there (see IncomingCheck), and it is answered with a denied
+// CheckResponse; with another codec, gRPC answers it INTERNAL itself.
 func checkHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
-	in := new(authv3.CheckRequest)
-	if err := dec(in); err != nil {
+	ic := new(IncomingCheck)
+	if err := dec(ic); err != nil {
 		return nil, err
 	}
 	s := srv.(*Server)
+	if ic.Err != nil {
+		return s.undecodable(ctx, ic.Err, interceptor)
+	}
+	in := &ic.Request
 	if interceptor == nil {
 		return s.answer(ctx, in), nil
 	}

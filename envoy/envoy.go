@@ -118,10 +118,10 @@ func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 	switch checkProxy {
 	case "":
 		checkProxy = config.CheckProxyAuto
-	case config.CheckProxyAuto, config.CheckProxyNginx, config.CheckProxyForwarded:
+	case config.CheckProxyAuto, config.CheckProxyNginx, config.CheckProxyForwarded, config.CheckProxyEnvoy:
 	default:
-		return nil, fmt.Errorf("envoy: sidecar.check_proxy must be %q, %q or %q, got %q",
-			config.CheckProxyAuto, config.CheckProxyNginx, config.CheckProxyForwarded, checkProxy)
+		return nil, fmt.Errorf("envoy: sidecar.check_proxy must be %q, %q, %q or %q, got %q",
+			config.CheckProxyAuto, config.CheckProxyNginx, config.CheckProxyForwarded, config.CheckProxyEnvoy, checkProxy)
 	}
 	log := deps.Logger
 	if log == nil {

@@ -158,7 +158,7 @@ func FuzzHTTPCheck(f *testing.F) {
 			}
 		}
 		set("X-Original-URI", origURI)
-		set("X-Original-Method", origMethod)
+		set(HeaderNginxMethod, origMethod)
 		set("X-Forwarded-Uri", fwdURI)
 		set("Authorization", authz)
 		set(hk, hv)
@@ -218,54 +218,57 @@ func FuzzRolesHeader(f *testing.F) {
 }
 
 // FuzzForwardedRequest checks where /check takes the original method
-// from: only from a method header the configured proxy sets, never the
-// check request's own method, and never when the other proxy's method
-// header arrives alone with the URI of one.
+// from: only from the method header of the proxy whose URI header named
+// the request (nginx: X_Svc_Method; Caddy: X-Forwarded-Method), never
+// from the check request's own method nor X-Original-Method, and never
+// when the two method headers disagree.
 func FuzzForwardedRequest(f *testing.F) {
-	f.Add(uint8(0), "/orders/1", "", "/orders/1", "DELETE")
-	f.Add(uint8(0), "/orders/1", "POST", "/orders/1", "")
-	f.Add(uint8(0), "/orders/1", "", "", "DELETE")
-	f.Add(uint8(0), "/orders/1", "", "", "")
-	f.Add(uint8(1), "/orders/1", "", "/public", "DELETE")
-	f.Add(uint8(2), "/public", "GET", "/orders/1", "PUT")
-	modes := []string{config.CheckProxyAuto, config.CheckProxyNginx, config.CheckProxyForwarded}
-	f.Fuzz(func(t *testing.T, mode uint8, origURI, origMethod, fwdURI, fwdMethod string) {
+	f.Add(uint8(0), "/orders/1", "", "GET", "/orders/1", "DELETE")
+	f.Add(uint8(0), "/orders/1", "POST", "", "/orders/1", "")
+	f.Add(uint8(0), "/orders/1", "", "DELETE", "", "DELETE")
+	f.Add(uint8(0), "/orders/1", "", "GET", "", "")
+	f.Add(uint8(1), "/orders/1", "", "", "/public", "DELETE")
+	f.Add(uint8(2), "/public", "GET", "GET", "/orders/1", "PUT")
+	f.Add(uint8(3), "/orders/1", "GET", "", "", "")
+	modes := []string{config.CheckProxyAuto, config.CheckProxyNginx, config.CheckProxyForwarded, config.CheckProxyEnvoy}
+	f.Fuzz(func(t *testing.T, mode uint8, origURI, svcMethod, origMethod, fwdURI, fwdMethod string) {
 		proxy := modes[int(mode)%len(modes)]
-		r := httptest.NewRequest(http.MethodGet, CheckPath, nil)
-		for k, v := range map[string]string{"X-Original-URI": origURI, "X-Original-Method": origMethod, "X-Forwarded-Uri": fwdURI, "X-Forwarded-Method": fwdMethod} {
-			if v != "" {
-				r.Header[http.CanonicalHeaderKey(k)] = []string{v}
+		decide := func(withOrigMethod bool) (proxyRequest, error) {
+			r := httptest.NewRequest(http.MethodGet, CheckPath, nil)
+			for k, v := range map[string]string{"X-Original-URI": origURI, HeaderNginxMethod: svcMethod, "X-Forwarded-Uri": fwdURI, "X-Forwarded-Method": fwdMethod} {
+				if v != "" {
+					r.Header[http.CanonicalHeaderKey(k)] = []string{v}
+				}
 			}
+			if withOrigMethod && origMethod != "" {
+				r.Header.Set("X-Original-Method", origMethod)
+			}
+			pr, _, err := forwardedRequest(r, proxy)
+			return pr, err
 		}
-		pr, _, err := forwardedRequest(r, proxy)
+		pr, err := decide(true)
+		if pr2, err2 := decide(false); pr2.method != pr.method || pr2.target != pr.target || (err == nil) != (err2 == nil) {
+			t.Fatalf("%s: X-Original-Method %q changed the outcome: %q %v, without it %q %v", proxy, origMethod, pr.method, err, pr2.method, err2)
+		}
 		if err != nil {
-			if c := reason.Of(err, ""); c != reason.InputInvalid {
-				t.Fatalf("%s: reason %q, want %s", proxy, c, reason.InputInvalid)
+			if c := reason.Of(err, ""); c != reason.InputInvalid && c != reason.MethodUntrusted {
+				t.Fatalf("%s: reason %q, want %s or %s", proxy, c, reason.InputInvalid, reason.MethodUntrusted)
 			}
 			return
 		}
+		if proxy == config.CheckProxyEnvoy {
+			t.Fatalf("envoy: /check took %s %s", pr.method, pr.target)
+		}
 		nginx := proxy != config.CheckProxyForwarded && origURI != ""
-		forwarded := proxy != config.CheckProxyNginx && fwdURI != ""
-		switch {
-		case nginx && !forwarded && fwdMethod != "":
-			t.Fatalf("%s: an nginx check with X-Forwarded-Method was taken", proxy)
-		case forwarded && !nginx && origMethod != "":
-			t.Fatalf("%s: a forwarded check with X-Original-Method was taken", proxy)
+		want := fwdMethod
+		if nginx {
+			want = svcMethod
 		}
-		var named []string // method headers of the sets that named the URI
-		if nginx && origMethod != "" {
-			named = append(named, origMethod)
+		if want == "" || pr.method != want {
+			t.Fatalf("%s: method %q, but the proxy's header named %q", proxy, pr.method, want)
 		}
-		if forwarded && fwdMethod != "" && (!nginx || origURI == fwdURI) {
-			named = append(named, fwdMethod)
-		}
-		if len(named) == 0 {
-			t.Fatalf("%s: method %q taken, but no header the proxy sets named one", proxy, pr.method)
-		}
-		for _, m := range named {
-			if !strings.EqualFold(pr.method, m) {
-				t.Fatalf("%s: method %q, but the proxy named %q", proxy, pr.method, m)
-			}
+		if svcMethod != "" && fwdMethod != "" && !strings.EqualFold(svcMethod, fwdMethod) {
+			t.Fatalf("%s: took %q while X_Svc_Method %q and X-Forwarded-Method %q disagree", proxy, pr.method, svcMethod, fwdMethod)
 		}
 	})
 }

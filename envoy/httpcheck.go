@@ -24,11 +24,21 @@ const (
 	EnvoyCheckPrefix = "/check/envoy"
 )
 
+// HeaderNginxMethod names the original method of an nginx auth_request
+// check. nginx drops every client header whose name holds an underscore
+// (unless underscores_in_headers is on or ignore_invalid_headers off), so
+// unlike X-Original-Method, which a client can send along when the
+// configuration does not overwrite it, only nginx's own proxy_set_header
+// X_Svc_Method $request_method reaches the check under this name.
+// net/http canonicalizes the name to "X_svc_method"; Get finds it either
+// way.
+const HeaderNginxMethod = "X_Svc_Method"
+
 // Request headers that name the original request in a check subrequest.
 const (
-	// nginx auth_request: set by the shipped nginx.conf.
-	headerOriginalURI    = "X-Original-Uri"
-	headerOriginalMethod = "X-Original-Method"
+	// nginx auth_request: set by the shipped nginx.conf, with
+	// HeaderNginxMethod.
+	headerOriginalURI = "X-Original-Uri"
 	// Caddy forward_auth (and Traefik forwardAuth): set by the proxy.
 	headerForwardedURI    = "X-Forwarded-Uri"
 	headerForwardedMethod = "X-Forwarded-Method"
@@ -56,7 +66,7 @@ const headerAuthRemove = "X-Envoy-Auth-Headers-To-Remove"
 // input.request.headers.
 var checkControlHeaders = map[string]bool{
 	"x-original-uri":     true,
-	"x-original-method":  true,
+	"x_svc_method":       true,
 	"x-forwarded-uri":    true,
 	"x-forwarded-method": true,
 }
@@ -129,33 +139,41 @@ func (s *Server) check(ctx context.Context, w http.ResponseWriter, pr proxyReque
 	s.writeHTTP(w, v, conv, spoofed)
 }
 
-// forwardedRequest reads the original request from nginx's X-Original-*
-// or Caddy's X-Forwarded-* headers, per proxy (sidecar.check_proxy). The
-// method comes only from a header the proxy sets, never from the check
-// request itself (nginx's auth_request subrequest and Caddy's forward_auth
-// are always GET):
+// forwardedRequest reads the original request from nginx's
+// X-Original-URI and X_Svc_Method or Caddy's X-Forwarded-* headers, per
+// proxy (sidecar.check_proxy). The method comes only from a header the
+// proxy sets, never from the check request itself (nginx's auth_request
+// subrequest and Caddy's forward_auth are always GET):
 //
-//   - nginx: X-Original-URI and X-Original-Method, both required (nginx
-//     sets neither by itself: the shipped nginx.conf sets both). An
-//     X-Forwarded-Method is the client's, since nginx never sets it, and
-//     the request is refused: a config that passes it on would pass a
-//     client's X-Original-Method on as well when it does not set one;
+//   - nginx: X-Original-URI, and the method in X_Svc_Method only, a name a
+//     client cannot get through nginx (HeaderNginxMethod). Without it the
+//     check is refused with reason.MethodUntrusted: nginx's own
+//     auth_request example sets X-Original-URI alone, and then every
+//     header that names a method (X-Original-Method among them) is the
+//     client's. X-Original-Method is never read;
 //   - forwarded (Caddy, Traefik): X-Forwarded-Uri and X-Forwarded-Method,
-//     both required; an X-Original-Method is refused likewise;
+//     both required;
+//   - envoy: none; Envoy's http_service checks on EnvoyCheckPrefix, and
+//     every request to CheckPath is refused;
 //   - auto: nginx's when X-Original-URI is present, else the forwarded
-//     headers, with the rules of that proxy. The two sets are passed on
-//     from the client by both proxies, so when both name a URI (or a
-//     method) they must agree, or the request is refused rather than
-//     authorized for a target the proxy will not serve. When both sets
-//     name the URI, which proxy set which cannot be told, and the method
-//     named by either (they agree) is the proxy's.
+//     headers, with the rules of that proxy. Both proxies pass the
+//     client's other headers on, so when both sets name a URI they must
+//     agree, or the request is refused rather than authorized for a
+//     target the proxy will not serve.
 //
-// Every refusal carries reason.InputInvalid.
+// Whatever the proxy, X_Svc_Method and X-Forwarded-Method, when both are
+// present, must name the same method: one of them is the client's, and
+// which one cannot always be told (auto behind Caddy, say, where a client
+// adds X-Original-URI and X_Svc_Method). Every other refusal carries
+// reason.InputInvalid.
 func forwardedRequest(r *http.Request, proxy string) (proxyRequest, convention, error) {
+	if proxy == config.CheckProxyEnvoy {
+		return proxyRequest{}, conventionForwarded, reason.New(reason.InputInvalid,
+			"sidecar.check_proxy is envoy: checks come to %s/, not %s", EnvoyCheckPrefix, CheckPath)
+	}
 	origURI, fwdURI := r.Header.Get(headerOriginalURI), r.Header.Get(headerForwardedURI)
-	origMethod, fwdMethod := r.Header.Get(headerOriginalMethod), r.Header.Get(headerForwardedMethod)
-	// The other proxy's URI header is the client's: ignored. Its method
-	// header is refused below.
+	svcMethod, fwdMethod := r.Header.Get(HeaderNginxMethod), r.Header.Get(headerForwardedMethod)
+	// The other proxy's URI header is the client's: ignored.
 	switch proxy {
 	case config.CheckProxyNginx:
 		fwdURI = ""
@@ -165,34 +183,22 @@ func forwardedRequest(r *http.Request, proxy string) (proxyRequest, convention, 
 	conv := conventionForwarded
 	target, method := fwdURI, fwdMethod
 	if origURI != "" {
-		conv, target, method = conventionNginx, origURI, origMethod
+		conv, target, method = conventionNginx, origURI, svcMethod
 	}
 	switch {
 	case target == "":
 		return proxyRequest{}, conv, reason.New(reason.InputInvalid, "check request names no original URI (X-Original-URI or X-Forwarded-Uri)")
 	case origURI != "" && fwdURI != "" && origURI != fwdURI:
 		return proxyRequest{}, conv, reason.New(reason.InputInvalid, "X-Original-URI and X-Forwarded-Uri disagree")
-	case origMethod != "" && fwdMethod != "" && !strings.EqualFold(origMethod, fwdMethod):
-		return proxyRequest{}, conv, reason.New(reason.InputInvalid, "X-Original-Method and X-Forwarded-Method disagree")
-	case origURI != "" && fwdURI != "":
-		// Both sets name the URI: one was set by the proxy, the other
-		// passed on from the client. The proxy's method header is then
-		// the only method named (two were checked to agree above).
-		method = firstNonEmpty(origMethod, fwdMethod)
-	case origURI != "" && fwdMethod != "":
-		return proxyRequest{}, conv, reason.New(reason.InputInvalid,
-			"X-Forwarded-Method on an nginx check request: nginx does not set it, so the client did; the proxy must drop it")
-	case fwdURI != "" && origMethod != "":
-		return proxyRequest{}, conv, reason.New(reason.InputInvalid,
-			"X-Original-Method on a forwarded check request: the proxy does not set it, so the client did; the proxy must drop it")
-	}
-	if method == "" {
+	case svcMethod != "" && fwdMethod != "" && !strings.EqualFold(svcMethod, fwdMethod):
+		return proxyRequest{}, conv, reason.New(reason.InputInvalid, "X_Svc_Method and X-Forwarded-Method disagree")
+	case method != "":
+	case conv == conventionNginx:
 		// The check request's own method is the proxy's GET, never the
 		// original one: judging a DELETE as that GET would allow it.
-		if conv == conventionNginx {
-			return proxyRequest{}, conv, reason.New(reason.InputInvalid,
-				"check request names no original method: the proxy must set X-Original-Method ($request_method)")
-		}
+		return proxyRequest{}, conv, reason.New(reason.MethodUntrusted,
+			"nginx check request names no method in X_Svc_Method: the auth_request location must set it (proxy_set_header X_Svc_Method $request_method); X-Original-Method is not read, a client can send it")
+	default:
 		return proxyRequest{}, conv, reason.New(reason.InputInvalid,
 			"check request names no original method: the proxy must set X-Forwarded-Method")
 	}

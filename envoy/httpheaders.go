@@ -151,7 +151,7 @@ var lowerKeys = func() map[string]string {
 		"X-Forwarded-Port", "X-Forwarded-Prefix", "X-Forwarded-Proto",
 		"X-Forwarded-Server", "X-Forwarded-Ssl", "X-Forwarded-Uri",
 		"X-Http-Method", "X-Http-Method-Override", "X-Method-Override",
-		"X-Original-Method", "X-Original-Uri", "X-Original-Url", "X-Real-Ip",
+		"X-Original-Method", "X-Original-Uri", "X-Original-Url", "X-Real-Ip", "X_Svc_Method",
 		"X-Request-Id", "X-Requested-With", "X-Scheme",
 	}
 	m := make(map[string]string, len(names))

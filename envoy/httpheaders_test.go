@@ -54,7 +54,7 @@ func headerFromText(s string) http.Header {
 // common keys from a table, against strings.ToLower on every key.
 func FuzzLowerHeaders(f *testing.F) {
 	for _, s := range []string{
-		"Authorization: Bearer x\nX-Original-Uri: /a\nX-Original-Method: GET",
+		"Authorization: Bearer x\nX-Original-Uri: /a\nX_Svc_Method: GET\nX-Original-Method: GET",
 		"X-Forwarded-Uri: /a\nX-Forwarded-Method: POST\nX-Forwarded-Host: shop\nAccept: */*\nAccept: text/html",
 		"Cookie: a=b\nUser-Agent: curl\nX-Real-Ip: 10.0.0.1\nX-Svc-User-Id: spoofed\nx-custom: 1\nX-CUSTOM: 2",
 		"TRACEPARENT: 00-1\ntraceparent: 00-2\nX-Request-Id: r\nÄccept: x\nSec-Fetch-Site: none",
@@ -139,7 +139,7 @@ func TestCheckAnyMethod(t *testing.T) {
 		req.RequestURI = ""
 		req.Header.Set("Authorization", admin)
 		req.Header.Set("X-Original-URI", "/api/orders/1")
-		req.Header.Set("X-Original-Method", http.MethodDelete)
+		req.Header.Set(HeaderNginxMethod, http.MethodDelete)
 		resp, err := servers["main"].Client().Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -100,7 +100,8 @@ func proxyCases(t *testing.T, idp *testIdP) []proxyCase {
 		{name: "rate limited is 429", server: "limited", method: "GET", path: "/api/orders/1", auth: admin,
 			wantStatus: 429, wantReason: "rate-limited", wantHeader: map[string]string{"Retry-After": "*"}},
 		{name: "spoofed check headers refused", method: "DELETE", path: "/api/orders/1", auth: viewer,
-			headers:    map[string]string{"X-Forwarded-Uri": "/api/orders/1?safe", "X-Original-URI": "/api/orders/1?safe", "X-Forwarded-Method": "GET", "X-Original-Method": "GET"},
+			headers: map[string]string{"X-Forwarded-Uri": "/api/orders/1?safe", "X-Original-URI": "/api/orders/1?safe",
+				"X-Forwarded-Method": "GET", "X-Original-Method": "GET", "X_Svc_Method": "GET"},
 			wantStatus: 403, wantReason: "policy-deny"},
 		// Caddy sets X-Forwarded-Uri and -Method and passes the client's
 		// X-Original-URI on: the DELETE must not be judged as the GET of
@@ -264,9 +265,10 @@ func TestShippedNginxConfig(t *testing.T) {
 
 	// nginx's own auth_request example sets X-Original-URI only. The
 	// subrequest is a GET whatever the client sent, so the sidecar must
-	// refuse rather than judge a viewer's DELETE as that GET.
-	t.Run("without X-Original-Method", func(t *testing.T) {
-		const setMethod = "proxy_set_header X-Original-Method $request_method;"
+	// refuse rather than judge a viewer's DELETE as that GET, or as the
+	// method the client names in X-Original-Method.
+	t.Run("without X_Svc_Method", func(t *testing.T) {
+		const setMethod = "proxy_set_header X_Svc_Method      $request_method;"
 		raw, err := os.ReadFile(filepath.Join("..", "deploy", "nginx", "nginx.conf"))
 		if err != nil {
 			t.Fatal(err)
@@ -282,9 +284,11 @@ func TestShippedNginxConfig(t *testing.T) {
 		viewer := "Bearer " + idp.token(t, map[string]any{"sub": "u-viewer", "tenant_id": testTenant, "role": "viewer"})
 		runProxyCases(t, map[string]string{"main": base}, []proxyCase{
 			{name: "a viewer's DELETE is refused, not judged as the GET", method: "DELETE", path: "/api/orders/1", auth: viewer,
-				wantStatus: 400, wantReason: "input-invalid"},
+				wantStatus: 400, wantReason: "method-untrusted"},
+			{name: "a viewer's DELETE naming GET in X-Original-Method is refused", method: "DELETE", path: "/api/orders/1", auth: viewer,
+				headers: map[string]string{"X-Original-Method": "GET"}, wantStatus: 400, wantReason: "method-untrusted"},
 			{name: "a GET is refused too: the method is unknown", method: "GET", path: "/api/orders/1", auth: viewer,
-				wantStatus: 400, wantReason: "input-invalid"},
+				wantStatus: 400, wantReason: "method-untrusted"},
 		})
 	})
 }
@@ -300,7 +304,7 @@ func TestShippedNginxConfsSetTheMethod(t *testing.T) {
 		}
 		for _, want := range []string{
 			"proxy_set_header X-Original-URI    $request_uri;",
-			"proxy_set_header X-Original-Method $request_method;",
+			"proxy_set_header X_Svc_Method      $request_method;",
 			`proxy_set_header X-Forwarded-Uri    "";`,
 			`proxy_set_header X-Forwarded-Method "";`,
 		} {
@@ -323,17 +327,27 @@ func TestShippedCaddyfile(t *testing.T) {
 	runProxyCases(t, bases, proxyCases(t, idp))
 
 	// A bare forward_auth, as Caddy's documentation shows it, passes the
-	// client's X-Original-* headers on to the check: the sidecar's default
-	// auto mode must still judge the request's own method.
+	// client's X-Original-* headers on to the check. The sidecar's default
+	// auto mode then takes the check for nginx's, whose method only
+	// X_Svc_Method names: without it the request is refused, never judged
+	// as the GET of the check or a method the client names.
 	t.Run("without header hygiene", func(t *testing.T) {
 		base := startCaddy(t, bin, "127.0.0.1:7700", sidecars["main"], "127.0.0.1:5678", app,
-			"request_header -X-Original-Uri", "", "request_header -X-Original-Method", "")
+			"request_header -X-Original-Uri", "", "request_header -X-Original-Method", "", "request_header -X_Svc_Method", "")
 		var cases []proxyCase
 		for _, c := range proxyCases(t, idp) {
 			if c.server == "" && c.headers["X-Original-URI"] != "" && c.headers["X-Original-Method"] == "" {
+				// The nginx convention's 400: 403 with X-Svc-Status,
+				// which Caddy passes on as it is.
+				c.wantStatus, c.wantReason, c.wantApp = http.StatusForbidden, "method-untrusted", nil
 				cases = append(cases, c)
 			}
 		}
+		viewer := "Bearer " + idp.token(t, map[string]any{"sub": "u-viewer", "tenant_id": testTenant, "role": "viewer"})
+		cases = append(cases, proxyCase{name: "a client's X_Svc_Method does not turn DELETE into GET",
+			method: "DELETE", path: "/api/orders/1", auth: viewer,
+			headers:    map[string]string{"X-Original-URI": "/api/orders/1", "X_Svc_Method": "GET"},
+			wantStatus: http.StatusForbidden, wantReason: "input-invalid"})
 		if len(cases) < 2 {
 			t.Fatalf("%d cases carry X-Original-URI, want at least 2", len(cases))
 		}

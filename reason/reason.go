@@ -89,6 +89,10 @@ const (
 	// (a ";" path parameter, a backslash, an encoded "/" or backslash, a malformed
 	// escape): upstreams would disagree on the resource it names.
 	PathInvalid Code = "path-invalid"
+	// MethodUntrusted means an HTTP check request does not name the
+	// original method in the header only the configured proxy can set
+	// (nginx: X_Svc_Method), so the method could be the client's choice.
+	MethodUntrusted Code = "method-untrusted"
 	// RateLimited means the tenant's request budget is spent.
 	RateLimited Code = "rate-limited"
 	// Unavailable means the decision service could not be reached.

@@ -34,7 +34,8 @@ type vtMessage interface {
 type codec struct {
 	proto encoding.CodecV2
 	// undecodable, when set, counts a request that did not decode: gRPC
-	// answers it INTERNAL before any interceptor sees the call.
+	// answers it INTERNAL before any interceptor sees the call, except a
+	// Check's, which Check answers with a denial.
 	undecodable func(v any)
 }
 
@@ -124,19 +125,41 @@ func marshalVT(m vtMessage, buf []byte) error {
 	return nil
 }
 
+// Unmarshal decodes a message. A Check's request that does not decode
+// is not an error here: it is recorded in the envoy.IncomingCheck, and
+// Check answers it with a denial (gRPC would answer the error INTERNAL,
+// which a fail-open Envoy lets through).
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	var err error
-	if req, ok := v.(*authv3.CheckRequest); ok {
-		// Materialize copies the request into memory of its own, which
-		// nothing writes to again: its strings can share it.
-		err = envoy.UnmarshalCheckRequest(data.Materialize(), req)
-	} else {
+	switch m := v.(type) {
+	case *envoy.IncomingCheck:
+		if m.Err = unmarshalCheck(data, &m.Request); m.Err != nil {
+			m.Request.Reset()
+			c.countUndecodable(&m.Request)
+		}
+		return nil
+	case *authv3.CheckRequest:
+		err = unmarshalCheck(data, m)
+	default:
 		err = c.proto.Unmarshal(data, v)
 	}
-	if err != nil && c.undecodable != nil {
-		c.undecodable(v)
+	if err != nil {
+		c.countUndecodable(v)
 	}
 	return err
+}
+
+// unmarshalCheck decodes an ext_authz request. Materialize copies it into
+// memory of its own, which nothing writes to again: its strings can
+// share it.
+func unmarshalCheck(data mem.BufferSlice, req *authv3.CheckRequest) error {
+	return envoy.UnmarshalCheckRequest(data.Materialize(), req)
+}
+
+func (c codec) countUndecodable(v any) {
+	if c.undecodable != nil {
+		c.undecodable(v)
+	}
 }
 
 // Name is the proto codec's: the wire format is the same.

@@ -53,7 +53,7 @@ func TestHTTPDecisionAllocs(t *testing.T) {
 			r.Host = host
 			r.Header.Set("Authorization", "Bearer "+tok)
 			r.Header.Set("X-Original-URI", "/orders/42")
-			r.Header.Set("X-Original-Method", http.MethodGet)
+			r.Header.Set("X_Svc_Method", http.MethodGet)
 			return r
 		}},
 		{"authorize", maxAuthorizeAllocs, func() *http.Request {

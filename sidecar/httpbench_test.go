@@ -39,7 +39,7 @@ func BenchmarkHTTPDecision(b *testing.B) {
 			r := httptest.NewRequest(http.MethodGet, envoy.CheckPath, nil)
 			r.Header.Set("Authorization", "Bearer "+tok)
 			r.Header.Set("X-Original-URI", "/orders/42")
-			r.Header.Set("X-Original-Method", http.MethodGet)
+			r.Header.Set("X_Svc_Method", http.MethodGet)
 			return r
 		}},
 	}

@@ -49,7 +49,7 @@ func TestHTTPDecisionsAreOneTraceUnderAServerSpan(t *testing.T) {
 		h.Set("Traceparent", traceparent)
 		return h
 	}
-	nginx := http.Header{"Authorization": {"Bearer " + viewer}, "X-Original-Uri": {"/orders/7"}, "X-Original-Method": {"DELETE"}}
+	nginx := http.Header{"Authorization": {"Bearer " + viewer}, "X-Original-Uri": {"/orders/7"}, "X_svc_method": {"DELETE"}}
 	tests := []struct {
 		name, method, path, body string
 		header                   http.Header
@@ -132,7 +132,7 @@ func TestHTTPDecisionKeepsTheCallersTraceUnwatched(t *testing.T) {
 		t.Fatal("spans are recorded while nobody tails traces and no endpoint is set")
 	}
 	h := http.Header{"Authorization": {"Bearer " + viewer}, "Traceparent": {traceparent},
-		"X-Original-Uri": {"/orders/7"}, "X-Original-Method": {"GET"}}
+		"X-Original-Uri": {"/orders/7"}, "X_svc_method": {"GET"}}
 	if got := sendHTTP(t, ls.running, http.MethodGet, envoy.CheckPath, "", h); got != http.StatusOK {
 		t.Fatalf("GET /check = %d", got)
 	}

@@ -115,7 +115,7 @@ func TestSAMLSignOnThenCheck(t *testing.T) {
 	}{{"theme=dark; svc_session=" + session, http.StatusOK}, {"theme=dark", http.StatusUnauthorized}} {
 		hreq, _ := http.NewRequest(http.MethodGet, "http://"+r.HTTPAddr().String()+"/check", nil)
 		hreq.Header.Set("X-Original-URI", "/orders/7")
-		hreq.Header.Set("X-Original-Method", http.MethodGet)
+		hreq.Header.Set("X_Svc_Method", http.MethodGet)
 		hreq.Header.Set("Cookie", tc.cookie)
 		hresp, err := httpClient.Do(hreq)
 		if err != nil {

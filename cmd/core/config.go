@@ -13,6 +13,7 @@ import (
 
 	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/nginxconf"
 )
 
 // pathConfig is the sidecar's live configuration (TOML).
@@ -51,7 +52,8 @@ type validateReport struct {
 }
 
 func (a *app) configValidateCommand() *cobra.Command {
-	return &cobra.Command{
+	var nginxConf string
+	cmd := &cobra.Command{
 		Use:   "validate <file>",
 		Short: "Check a config file (TOML or YAML): syntax, unknown keys, values; count keys, warn on default rate limits",
 		Long: `Checks a configuration file as svc-sidecar reads it (.toml, or .yaml/.yml of
@@ -61,15 +63,39 @@ the number of keys the file sets ("N keys") and warnings: every tenant under
 [tenants] without rate_limit.per_tenant.<tenant>, and an unset
 rate_limit.default_rpm, with the 1000 rpm default that then applies.
 
-Exit codes: 0 valid, 1 invalid, 2 the file cannot be read.`,
+With --nginx-config, it also reads the nginx configuration in front of the
+sidecar's /check, and counts as errors (with file:line) what lets a client
+choose the method a request is judged as, or gets every check refused:
+underscores_in_headers on and ignore_invalid_headers off (nginx then passes
+a client's X_Svc_Method on), and an auth_request in a file that sets
+X_Svc_Method nowhere (400 method-untrusted). Files it includes are not read.
+
+Exit codes: 0 valid, 1 invalid, 2 a file cannot be read.`,
 		Args: args("<file>"),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			return a.runConfigValidate(argv[0])
+			return a.runConfigValidate(argv[0], nginxConf)
 		},
 	}
+	cmd.Flags().StringVar(&nginxConf, "nginx-config", "", "also check the nginx configuration `file` in front of /check")
+	return cmd
 }
 
-func (a *app) runConfigValidate(path string) error {
+// nginxProblems reads the nginx configuration at path and returns its
+// findings as validate's errors.
+func nginxProblems(path string) ([]configProblem, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, inputError(fmt.Errorf("%s: cannot read: %w", path, unwrapPath(err)))
+	}
+	var out []configProblem
+	for _, f := range nginxconf.Lint(data) {
+		e := &config.Error{Source: path, Line: f.Line, Key: f.Directive, Msg: f.Msg}
+		out = append(out, configProblem{Source: path, Line: f.Line, Key: f.Directive, Message: f.Msg, Text: e.Error()})
+	}
+	return out, nil
+}
+
+func (a *app) runConfigValidate(path, nginxConf string) error {
 	a.useJSON()
 	format, err := config.FormatOf(path)
 	if err != nil {
@@ -89,6 +115,14 @@ func (a *app) runConfigValidate(path string) error {
 	}
 	if err != nil && len(out.Errors) == 0 {
 		out.Errors = append(out.Errors, configProblem{Message: err.Error(), Text: err.Error()})
+	}
+	if nginxConf != "" {
+		problems, err := nginxProblems(nginxConf)
+		if err != nil {
+			return err
+		}
+		out.Errors = append(out.Errors, problems...)
+		out.Valid = out.Valid && len(problems) == 0
 	}
 	if a.json {
 		if err := a.writeJSON(out); err != nil {

@@ -125,6 +125,10 @@ var goldenCases = []goldenCase{
 	{"config-validate-syntax", []string{"config", "validate", "testdata/config/syntax.toml"}, 1},
 	{"config-validate-missing", []string{"config", "validate", "testdata/config/nope.toml"}, 2},
 	{"config-validate-extension", []string{"config", "validate", "testdata/config/svc.ini"}, 2},
+	{"config-validate-nginx", []string{"config", "validate", "testdata/config/svc.toml", "--nginx-config", "../../deploy/nginx/nginx.conf"}, 0},
+	{"config-validate-nginx-underscores", []string{"config", "validate", "testdata/config/svc.toml", "--nginx-config", "testdata/config/nginx-underscores.conf"}, 1},
+	{"config-validate-nginx-underscores-json", []string{"--output", "json", "config", "validate", "testdata/config/svc.toml", "--nginx-config", "testdata/config/nginx-underscores.conf"}, 1},
+	{"config-validate-nginx-missing", []string{"config", "validate", "testdata/config/svc.toml", "--nginx-config", "testdata/config/nope.conf"}, 2},
 
 	// config diff
 	{"config-diff-twins", []string{"config", "diff", "testdata/config/svc.toml", "testdata/config/svc.yaml"}, 0},

@@ -29,7 +29,7 @@ type Proxy struct {
 
 // NginxConfig returns an nginx configuration that listens on addr and
 // protects every path with auth_request against the sidecar's /check
-// endpoint at sidecarHTTP (passing X-Original-URI and X-Original-Method),
+// endpoint at sidecarHTTP (passing X-Original-URI and X_Svc_Method),
 // copying the x-svc-* answer headers to the request for upstream. Every
 // path nginx writes lies under dir.
 func NginxConfig(dir, addr, sidecarHTTP, upstream string) string {
@@ -51,7 +51,7 @@ func NginxRoutesConfig(dir, addr, sidecarHTTP string, routes map[string]string) 
             proxy_pass_request_body off;
             proxy_set_header Content-Length "";
             proxy_set_header X-Original-URI $request_uri;
-            proxy_set_header X-Original-Method $request_method;
+            proxy_set_header X_Svc_Method $request_method;
         }
 `, dir, addr, sidecarHTTP)
 	prefixes := make([]string, 0, len(routes))
@@ -90,14 +90,37 @@ func StartNginx(t testing.TB, sidecarHTTP, upstream string) *Proxy {
 // port until the test ends.
 func StartNginxRoutes(t testing.TB, sidecarHTTP string, routes map[string]string) *Proxy {
 	t.Helper()
+	return startNginx(t, func(dir, addr string) string { return NginxRoutesConfig(dir, addr, sidecarHTTP, routes) })
+}
+
+// StartNginxServer runs nginx from the system until the test ends with a
+// configuration of one server block, which server returns for a free
+// loopback address to listen on: a test's own configuration, written as
+// a user would. The rest (paths under the test's directory, the access
+// log) is the harness's.
+func StartNginxServer(t testing.TB, server func(addr string) string) *Proxy {
+	t.Helper()
+	return startNginx(t, func(dir, addr string) string {
+		var b strings.Builder
+		nginxHead(&b, dir, "")
+		b.WriteString(server(addr))
+		b.WriteString("\n}\n")
+		return b.String()
+	})
+}
+
+// startNginx runs nginx with the configuration conf returns for its
+// directory and listen address, until the test ends.
+func startNginx(t testing.TB, conf func(dir, addr string) string) *Proxy {
+	t.Helper()
 	bin := LookPath(t, "nginx", "nginx", "/usr/sbin/nginx")
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o755); err != nil {
 		t.Fatalf("nginx dir: %v", err)
 	}
 	addr := FreeAddr(t)
-	conf := WriteFile(t, dir, "nginx.conf", NginxRoutesConfig(dir, addr, sidecarHTTP, routes))
-	cmd := exec.Command(bin, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", conf, "-g", "daemon off;")
+	path := WriteFile(t, dir, "nginx.conf", conf(dir, addr))
+	cmd := exec.Command(bin, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", path, "-g", "daemon off;")
 	cmd.Env = baseEnv()
 	p := &Proxy{Process: StartProcess(t, "nginx", cmd), URL: "http://" + addr, Dir: dir}
 	t.Cleanup(func() {

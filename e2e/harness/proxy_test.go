@@ -18,7 +18,7 @@ type checkServer struct {
 }
 
 func (c *checkServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	method := r.Header.Get("X-Original-Method") + r.Header.Get("X-Forwarded-Method")
+	method := r.Header.Get("X_Svc_Method") + r.Header.Get("X-Forwarded-Method")
 	uri := r.Header.Get("X-Original-URI") + r.Header.Get("X-Forwarded-Uri")
 	c.mu.Lock()
 	c.seen = append(c.seen, r.URL.Path+" "+method+" "+uri)

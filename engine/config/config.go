@@ -58,9 +58,15 @@ const (
 
 // Proxies of the HTTP check endpoint (sidecar.check_proxy).
 const (
-	CheckProxyAuto      = "auto"
-	CheckProxyNginx     = "nginx"
+	// CheckProxyAuto tells nginx from Caddy by X-Original-URI.
+	CheckProxyAuto = "auto"
+	// CheckProxyNginx: nginx auth_request, the method in X_Svc_Method.
+	CheckProxyNginx = "nginx"
+	// CheckProxyForwarded: Caddy forward_auth or Traefik forwardAuth.
 	CheckProxyForwarded = "forwarded"
+	// CheckProxyEnvoy: only Envoy's http_service checks (/check/envoy/);
+	// /check itself refuses every request.
+	CheckProxyEnvoy = "envoy"
 )
 
 // Policy modes.
@@ -415,11 +421,15 @@ type Sidecar struct {
 	AllowedHosts []string `toml:"allowed_hosts" yaml:"allowed_hosts"`
 	// CheckProxy names the proxy in front of the HTTP check endpoint
 	// (/check), and so the only headers trusted to name the original
-	// request: "nginx" (X-Original-URI, X-Original-Method), "forwarded"
-	// (Caddy, Traefik: X-Forwarded-Uri, X-Forwarded-Method) or "auto"
-	// (default: told apart by X-Original-URI). The method header is
-	// required, and the other proxy's method header is refused: only a
-	// client can have sent it. Env SVC_CHECK_PROXY.
+	// request: "nginx" (X-Original-URI, and the method in X_Svc_Method,
+	// a name nginx drops from clients), "forwarded" (Caddy, Traefik:
+	// X-Forwarded-Uri, X-Forwarded-Method), "envoy" (only Envoy's
+	// http_service, on /check/envoy/: /check refuses every request) or
+	// "auto" (default: nginx's when X-Original-URI is present, else the
+	// forwarded headers). The method header is required (nginx without
+	// it: 400 method-untrusted); X-Original-Method is never read, since a
+	// client can send it through nginx, and two method headers that
+	// disagree are refused. Env SVC_CHECK_PROXY.
 	CheckProxy string `toml:"check_proxy" yaml:"check_proxy"`
 	// TrustForwardedFor lets policies see the client's X-Forwarded-For,
 	// Forwarded and X-Real-IP headers in input.request.headers. Leave it

@@ -141,7 +141,7 @@ var envTable = []EnvVar{
 		Help:  "Directory of the record of the last accepted signed bundle; default $STATE_DIRECTORY, $XDG_STATE_HOME/svc or an existing /var/lib/svc.",
 		apply: func(c *Config, v string) string { c.Sidecar.StateDir = v; return "" }},
 	{Name: "SVC_CHECK_PROXY", Key: "sidecar.check_proxy",
-		Help: `Proxy in front of /check: "auto" (default), "nginx" or "forwarded" (Caddy, Traefik).`,
+		Help: `Proxy in front of /check: "auto" (default), "nginx", "forwarded" (Caddy, Traefik) or "envoy" (http_service only).`,
 		apply: func(c *Config, v string) string {
 			c.Sidecar.CheckProxy = v
 			return checkCheckProxy(v)

@@ -121,7 +121,7 @@ func TestFromEnv(t *testing.T) {
 			want:      []string{`SVC_TRUST_FORWARDED_FOR: must be true or false, got "yes"`},
 			overrides: map[string]string{"sidecar.trust_forwarded_for": "SVC_TRUST_FORWARDED_FOR"}},
 		{name: "bad check proxy", env: map[string]string{"SVC_CHECK_PROXY": "apache"},
-			want:      []string{`SVC_CHECK_PROXY: must be "auto", "nginx" or "forwarded", got "apache"`},
+			want:      []string{`SVC_CHECK_PROXY: must be "auto", "nginx", "forwarded" or "envoy", got "apache"`},
 			overrides: map[string]string{"sidecar.check_proxy": "SVC_CHECK_PROXY"}},
 		{name: "all bad ones reported", env: map[string]string{"SVC_FAIL_MODE": "x", "SVC_LOG_LEVEL": "y", "SVC_TENANT_ID": "t"},
 			want: []string{`SVC_FAIL_MODE: must be "open" or "closed", got "x"`,

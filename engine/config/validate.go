@@ -380,10 +380,10 @@ func (v *validator) sidecar() {
 
 func checkCheckProxy(s string) string {
 	switch s {
-	case CheckProxyAuto, CheckProxyNginx, CheckProxyForwarded:
+	case CheckProxyAuto, CheckProxyNginx, CheckProxyForwarded, CheckProxyEnvoy:
 		return ""
 	}
-	return fmt.Sprintf("must be %q, %q or %q, got %q", CheckProxyAuto, CheckProxyNginx, CheckProxyForwarded, s)
+	return fmt.Sprintf("must be %q, %q, %q or %q, got %q", CheckProxyAuto, CheckProxyNginx, CheckProxyForwarded, CheckProxyEnvoy, s)
 }
 
 func checkFailMode(s string) string {

@@ -130,7 +130,7 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 		{"negative cache max age", func(c *Config) { c.JWT.CacheMaxAge = dur(-time.Second) }, "",
 			"jwt.cache_max_age", `svc.toml: jwt.cache_max_age: must not be negative, got "-1s"`},
 		{"check proxy", func(c *Config) { c.Sidecar.CheckProxy = "Nginx" }, "SVC_CHECK_PROXY",
-			"sidecar.check_proxy", `SVC_CHECK_PROXY: must be "auto", "nginx" or "forwarded", got "Nginx"`},
+			"sidecar.check_proxy", `SVC_CHECK_PROXY: must be "auto", "nginx", "forwarded" or "envoy", got "Nginx"`},
 		{"negative drain", func(c *Config) { c.Sidecar.DrainTimeout = dur(-time.Second) }, "",
 			"sidecar.drain_timeout", `svc.toml: sidecar.drain_timeout: must not be negative, got "-1s"`},
 		{"route path relative", func(c *Config) { c.Sidecar.Routes[0].Path = "api" }, "",

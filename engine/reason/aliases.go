@@ -39,6 +39,7 @@ const (
 	PolicyDryRun           = reason.PolicyDryRun
 	InputInvalid           = reason.InputInvalid
 	PathInvalid            = reason.PathInvalid
+	MethodUntrusted        = reason.MethodUntrusted
 	RateLimited            = reason.RateLimited
 	Unavailable            = reason.Unavailable
 	BundleMalformed        = reason.BundleMalformed

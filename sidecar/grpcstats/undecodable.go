@@ -8,9 +8,10 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// CountUndecodable counts a request whose message v did not decode: gRPC
-// answers it INTERNAL before any interceptor, so neither a span nor the
-// call duration records it. The server's codec calls it when its
+// CountUndecodable counts a request whose message v did not decode. gRPC
+// answers most of them INTERNAL before any interceptor, so neither a span
+// nor the call duration records them; an ext_authz Check is answered with
+// a denial through the interceptors, and counted here too. The server's codec calls it when its
 // Unmarshal fails. The count's attribute is the message's type (the
 // method's request type, one of a bounded set), never its content.
 func (h *Handler) CountUndecodable(v any) {

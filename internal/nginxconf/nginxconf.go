@@ -1,0 +1,138 @@
+// Package nginxconf reads an nginx configuration for what the sidecar's
+// HTTP check relies on nginx to do. With nginx's auth_request, the check
+// takes the original method only from the header X_Svc_Method, which the
+// configuration sets (proxy_set_header X_Svc_Method $request_method) and
+// which no client can send, because nginx drops client header names
+// holding an underscore. Two directives turn that dropping off, and a
+// configuration that checks without setting the header gets every check
+// refused; Lint finds all three.
+package nginxconf
+
+import (
+	"fmt"
+	"strings"
+)
+
+// MethodHeader is the header that names the original method of an nginx
+// auth_request check (envoy.HeaderNginxMethod).
+const MethodHeader = "X_Svc_Method"
+
+// Finding is one problem of a configuration: the directive and the line
+// it starts on, and what it breaks.
+type Finding struct {
+	Line      int
+	Directive string
+	Msg       string
+}
+
+func (f Finding) String() string { return fmt.Sprintf("%d: %s: %s", f.Line, f.Directive, f.Msg) }
+
+// directive is one simple directive: its words, unquoted, and its line.
+type directive struct {
+	line  int
+	words []string
+}
+
+// Lint reports, in file order:
+//
+//   - underscores_in_headers on, and ignore_invalid_headers off: nginx
+//     then passes a client's X_Svc_Method on to the check, and the client
+//     picks the method a request is judged as;
+//   - an auth_request without a proxy_set_header of X_Svc_Method anywhere
+//     in the file: every check is refused (400 method-untrusted).
+//
+// Files named by include are not read; lint each of them too.
+func Lint(data []byte) []Finding {
+	var out []Finding
+	authLine, setsMethod := 0, false
+	for _, d := range directives(string(data)) {
+		name := d.words[0]
+		arg := func(i int) string {
+			if i < len(d.words) {
+				return d.words[i]
+			}
+			return ""
+		}
+		switch {
+		case name == "underscores_in_headers" && strings.EqualFold(arg(1), "on"):
+			out = append(out, Finding{d.line, name, "nginx passes client headers whose names hold an underscore on, so a client's " +
+				MethodHeader + " reaches the check and picks the method its request is judged as; leave it off"})
+		case name == "ignore_invalid_headers" && strings.EqualFold(arg(1), "off"):
+			out = append(out, Finding{d.line, name, "nginx passes client headers with invalid names, those holding an underscore among them, on, so a client's " +
+				MethodHeader + " reaches the check and picks the method its request is judged as; leave it on"})
+		case name == "auth_request" && !strings.EqualFold(arg(1), "off") && authLine == 0:
+			authLine = d.line
+		case name == "proxy_set_header" && strings.EqualFold(arg(1), MethodHeader):
+			setsMethod = true
+		}
+	}
+	if authLine > 0 && !setsMethod {
+		out = append(out, Finding{authLine, "auth_request", "no location sets " + MethodHeader +
+			": the sidecar refuses every check (400 method-untrusted); add proxy_set_header " + MethodHeader +
+			" $request_method; to the location that proxies to /check"})
+	}
+	return out
+}
+
+// directives splits an nginx configuration into its simple directives
+// (block openings count as directives too), without comments. Quoted
+// strings keep their spaces, ';', '{' and '#'.
+func directives(s string) []directive {
+	var out []directive
+	var words []string
+	var word strings.Builder
+	inWord, line, start := false, 1, 0
+	endWord := func() {
+		if inWord {
+			words = append(words, word.String())
+			word.Reset()
+			inWord = false
+		}
+	}
+	endDirective := func() {
+		endWord()
+		if len(words) > 0 {
+			out = append(out, directive{line: start, words: words})
+		}
+		words = nil
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\n':
+			endWord()
+			line++
+		case c == ' ' || c == '\t' || c == '\r':
+			endWord()
+		case c == '#' && !inWord:
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+			i--
+		case c == ';' || c == '{' || c == '}':
+			endDirective()
+		case (c == '"' || c == '\'') && !inWord:
+			if len(words) == 0 {
+				start = line
+			}
+			inWord = true
+			for i++; i < len(s) && s[i] != c; i++ {
+				if s[i] == '\\' && i+1 < len(s) {
+					i++
+				}
+				if s[i] == '\n' {
+					line++
+				}
+				word.WriteByte(s[i])
+			}
+		default:
+			if len(words) == 0 && !inWord {
+				start = line
+			}
+			inWord = true
+			word.WriteByte(c)
+		}
+	}
+	endDirective()
+	return out
+}
