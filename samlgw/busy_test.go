@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -15,9 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/samlgw"
+	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
 // gateStore is a replay store that holds every Add until it is opened or
@@ -234,5 +240,102 @@ func nestedBody(size int) string {
 			return body
 		}
 		n -= (len(body)-size)/10 + 1
+	}
+}
+
+// postFrom posts doc to f's ACS as a JSON client through a proxy at
+// 127.0.0.1 that names the client realIP, with the cookies given.
+func postFrom(t *testing.T, f *fixture, doc []byte, realIP string, cookies ...*http.Cookie) answer {
+	t.Helper()
+	form := url.Values{"SAMLResponse": {base64.StdEncoding.EncodeToString(doc)}}
+	req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/auth/saml/acs", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("X-Real-IP", realIP)
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	a := answer{status: resp.StatusCode, header: resp.Header}
+	a.code, _ = m["error"].(string)
+	a.message, _ = m["message"].(string)
+	return a
+}
+
+// busyCounts returns svc.saml.acs.busy by "reason/lane".
+func busyCounts(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "svc.saml.acs.busy" {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				r, _ := dp.Attributes.Value(attribute.Key("reason"))
+				l, _ := dp.Attributes.Value(attribute.Key("lane"))
+				counts[r.AsString()+"/"+l.AsString()] += dp.Value
+			}
+		}
+	}
+	return counts
+}
+
+// Behind a trusted proxy each client named in X-Real-IP has its own
+// budget: while one client's sign-on holds the small lane's only slot,
+// another's is refused saml-busy (lane-full), with or without a request
+// cookie that the gateway did not set, and a large document of a third
+// is validated in the large lane all the same. Each refusal is counted
+// by its bound and lane.
+func TestACSLanesAndClientsBehindAProxy(t *testing.T) {
+	st := newGateStore()
+	reader := sdkmetric.NewManualReader()
+	f := newFixture(t, withStore(st), withSAML(func(s *config.SAML) {
+		s.AllowIDPInitiated = true
+		s.ACSMaxConcurrent = 1
+	}), func(c *config.Config, d *samlgw.Deps) {
+		c.Sidecar.TrustedProxies = []string{"127.0.0.1"}
+		d.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	})
+	t.Cleanup(st.release)
+	held := make(chan answer, 1)
+	doc := signed(t, valid())
+	go func() { held <- postFrom(t, f, doc, "198.51.100.1") }()
+	waitEntered(t, st, 1)
+
+	forged := &http.Cookie{Name: f.gw.CookieName() + samlgw.RequestCookieSuffix, Value: "id-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}
+	for name, cookies := range map[string][]*http.Cookie{"no cookie": nil, "a forged request cookie": {forged}} {
+		if a := postFrom(t, f, signed(t, valid()), "198.51.100.2", cookies...); a.status != http.StatusServiceUnavailable || a.code != string(samlgw.Busy) {
+			t.Errorf("%s while the slot is held: %d %q %s, want 503 %q", name, a.status, a.code, a.message, samlgw.Busy)
+		}
+	}
+	// Over SmallResponseBytes: the large lane, whose slot is free. It
+	// reaches the store, so it was admitted.
+	large := valid()
+	large.Attributes = append(large.Attributes, testidp.Attribute{Name: "padding", Values: []string{strings.Repeat("p", samlgw.SmallResponseBytes)}})
+	largeDone := make(chan answer, 1)
+	go func() { largeDone <- postFrom(t, f, signed(t, large), "198.51.100.3") }()
+	waitEntered(t, st, 1)
+	st.release()
+	for _, ch := range []chan answer{held, largeDone} {
+		if a := <-ch; a.status != http.StatusOK {
+			t.Errorf("an admitted sign-on: %d %q %s", a.status, a.code, a.message)
+		}
+	}
+	if got := busyCounts(t, reader); got["lane-full/small"] != 2 || len(got) != 1 {
+		t.Errorf("svc.saml.acs.busy = %v, want lane-full/small: 2", got)
 	}
 }
