@@ -129,7 +129,7 @@ func TestACSAdmission(t *testing.T) {
 		},
 		{
 			"a client has two posts under way at most", func(t *testing.T, g *gateUnderTest) func() {
-				g.lanes[smallLane].slots = make(chan struct{}, 4)
+				g.lanes[smallLane].slots = 4
 				a := g.hold(t, signOn)
 				b := g.hold(t, post{client: signOn.client, lane: smallLane, priority: true})
 				return func() { a(); b() }
@@ -165,28 +165,43 @@ func TestACSAdmission(t *testing.T) {
 			}, cookied, "",
 		},
 		{
-			"a full lane refuses a post without a cookie at once", func(t *testing.T, g *gateUnderTest) func() {
-				return g.hold(t, post{client: client("203.0.113.1"), lane: smallLane})
-			}, signOn, reasonLaneFull,
+			"a full large lane refuses a document without a cookie at once", func(t *testing.T, g *gateUnderTest) func() {
+				return g.hold(t, post{client: client("203.0.113.1"), lane: largeLane})
+			}, flooder, reasonLaneFull,
 		},
 		{
-			"a post with one waits for the slot", func(t *testing.T, g *gateUnderTest) func() {
+			"a document with one waits for the slot", func(t *testing.T, g *gateUnderTest) func() {
+				done := g.hold(t, post{client: client("203.0.113.1"), lane: largeLane})
+				time.AfterFunc(10*time.Millisecond, done)
+				return nil
+			}, post{client: client("203.0.113.2"), lane: largeLane, priority: true}, "",
+		},
+		{
+			"a full small lane makes a sign-on wait for the slot", func(t *testing.T, g *gateUnderTest) func() {
 				done := g.hold(t, post{client: client("203.0.113.1"), lane: smallLane})
 				time.AfterFunc(10*time.Millisecond, done)
 				return nil
-			}, cookied, "",
+			}, signOn, "",
 		},
 		{
 			"but not for ever", func(t *testing.T, g *gateUnderTest) func() {
 				return g.hold(t, post{client: client("203.0.113.1"), lane: smallLane})
-			}, cookied, reasonLaneFull,
+			}, signOn, reasonLaneFull,
 		},
 		{
-			"a free slot is not taken from a post with a cookie waiting for it", func(t *testing.T, g *gateUnderTest) func() {
+			"nor in a queue that is full", func(t *testing.T, g *gateUnderTest) func() {
+				done := g.hold(t, post{client: client("203.0.113.1"), lane: smallLane})
 				g.mu.Lock()
-				g.lanes[smallLane].waiting = 1
+				for range maxWaitingPerSlot {
+					g.lanes[smallLane].queues[1] = append(g.lanes[smallLane].queues[1], &slotWaiter{granted: make(chan struct{})})
+				}
 				g.mu.Unlock()
-				return nil
+				return func() {
+					g.mu.Lock()
+					g.lanes[smallLane].queues[1] = nil
+					g.mu.Unlock()
+					done()
+				}
 			}, signOn, reasonLaneFull,
 		},
 	}
@@ -198,13 +213,63 @@ func TestACSAdmission(t *testing.T) {
 					defer cleanup()
 				}
 			}
-			if got := reasonOf(t, g.vacancy(tt.post)); got != tt.want && !(tt.post.priority && got == "" && tt.want == reasonLaneFull) {
+			// A post that may wait for a slot is not refused before its
+			// body is read for want of one.
+			if got := reasonOf(t, g.vacancy(tt.post)); got != tt.want && !(mayWait(tt.post) && got == "" && tt.want == reasonLaneFull) {
 				t.Errorf("vacancy: %q, want %q", got, tt.want)
 			}
 			if got := reasonOf(t, g.validate(tt.post, time.Millisecond)); got != tt.want {
 				t.Errorf("enter: %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestACSCookieGoesFirst: a slot freed while posts wait goes to the one
+// with a genuine request cookie, though the other came first.
+func TestACSCookieGoesFirst(t *testing.T) {
+	g := newGateUnderTest(t, 1)
+	g.acsGate.wait = 10 * time.Second
+	done := g.hold(t, post{client: client("203.0.113.1"), lane: smallLane})
+	type entered struct {
+		done func()
+		err  error
+	}
+	enter := func(p post) chan entered {
+		ch := make(chan entered, 1)
+		go func() {
+			_, done, err := g.enter(context.Background(), p)
+			ch <- entered{done, err}
+		}()
+		return ch
+	}
+	queued := func(q, n int) func() bool {
+		return func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.lanes[smallLane].queues[q]) == n }
+	}
+	first := enter(signOn)
+	waitFor(t, queued(1, 1))
+	second := enter(cookied)
+	waitFor(t, queued(0, 1))
+	done()
+	e := <-second
+	if e.err != nil {
+		t.Fatalf("the post with a cookie: %v", e.err)
+	}
+	select {
+	case f := <-first:
+		t.Fatalf("the post without a cookie took the slot first (%v)", f.err)
+	default:
+	}
+	e.done()
+	if f := <-first; f.err != nil {
+		t.Fatalf("the post without a cookie, once the slot freed again: %v", f.err)
+	} else {
+		f.done()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if l := g.lanes[smallLane]; l.used != 0 || len(l.queues[0])+len(l.queues[1]) != 0 {
+		t.Errorf("after every post: %d slots used, queues %d and %d", l.used, len(l.queues[0]), len(l.queues[1]))
 	}
 }
 

@@ -15,9 +15,10 @@ import (
 
 // acsGate bounds the ACS work. The ACS shares the process with the
 // checks, and its clients are anyone on the internet, so a post over a
-// bound is answered at once (503 saml-busy), never queued behind the
-// flood; and the bounds are drawn so that one client, or large documents,
-// cannot spend what real sign-ons need:
+// bound is answered 503 saml-busy, never queued behind the flood (only
+// a post that may be a real sign-on waits a little for a slot, in a
+// short queue); and the bounds are drawn so that one client, or large
+// documents, cannot spend what real sign-ons need:
 //
 //   - two lanes, each with acs_max_concurrent slots and a work budget of
 //     its own: a post of at most SmallResponseBytes (a real IdP response)
@@ -25,17 +26,20 @@ import (
 //     large documents never empties the small lane;
 //   - a work budget and at most maxClientAdmitted posts under way per
 //     client (clientOf), one of them large;
-//   - a post that carries a genuine request cookie (one this gateway set
-//     at login for a sign-on it started) is admitted ahead of one that
-//     does not: it may spend the last laneReserve of its lane's budget,
-//     and wait up to priorityWait for a slot of its lane where the other
-//     is refused.
+//   - a post that finds every slot of its lane taken waits for one, up
+//     to slotWait, when it may be a real sign-on: in the small lane, or
+//     with a genuine request cookie (one this gateway set at login for a
+//     sign-on it started); a large document without one is refused at
+//     once, as a flood's excess is;
+//   - a post with a genuine request cookie is admitted ahead of one
+//     without: a freed slot goes to it first, and it may spend the last
+//     laneReserve of its lane's budget.
 type acsGate struct {
 	timeout time.Duration
 	now     func() time.Time
-	// wait is how long a priority post waits for a slot (priorityWait,
-	// at most timeout); measure starts measuring the work of a
-	// validation (startWork).
+	// wait is how long a post waits for a slot (slotWait, at most
+	// timeout); measure starts measuring the work of a validation
+	// (startWork).
 	wait    time.Duration
 	measure func() func() time.Duration
 
@@ -81,24 +85,45 @@ func laneOf(contentLength int64) lane {
 
 // laneState is the slots and work budget of one lane.
 type laneState struct {
-	slots  chan struct{}
-	budget bucket
-	// waiting counts the priority posts waiting for a slot; while one
-	// waits, no other post takes a freed slot before it.
-	waiting int
+	slots, used int
+	budget      bucket
+	// queues holds the posts waiting for a slot, first come first
+	// served: those with a genuine request cookie, then the others. A
+	// freed slot goes to the head of the first queue that has one.
+	queues [2][]*slotWaiter
 }
 
-// Admission of priority posts (a genuine request cookie).
+// slotWaiter is a post waiting for a slot; granted is closed when it has
+// one.
+type slotWaiter struct {
+	granted chan struct{}
+	done    bool // granted or given up; mu is held to read or write it
+}
+
+// queueOf is the queue of a post.
+func queueOf(p post) int {
+	if p.priority {
+		return 0
+	}
+	return 1
+}
+
+// mayWait reports whether p waits for a slot of a full lane rather than
+// being refused at once.
+func mayWait(p post) bool { return p.priority || p.lane == smallLane }
+
+// Admission of posts that may be real sign-ons.
 const (
-	// laneReserve is the share of a lane's burst that only priority posts
-	// may spend: a flood without cookies stops at it. A quarter of a
-	// one-slot lane is 62 ms of work, 125 real sign-ons.
+	// laneReserve is the share of a lane's burst that only posts with a
+	// genuine request cookie may spend: a flood without cookies stops at
+	// it. A quarter of a one-slot lane is 62 ms of work, 125 real
+	// sign-ons.
 	laneReserve = 0.25
-	// priorityWait is how long a priority post waits for a slot of its
-	// lane (at most acs_timeout); a validation takes about a millisecond,
-	// a costly document at the bounds under 100 ms.
-	priorityWait = 2 * time.Second
-	// maxWaitingPerSlot bounds the priority posts waiting for a slot.
+	// slotWait is how long a post waits for a slot of its lane (at most
+	// acs_timeout); a real response validates in about a millisecond, a
+	// costly document at the bounds in under 100 ms.
+	slotWait = 2 * time.Second
+	// maxWaitingPerSlot bounds each queue of a lane.
 	maxWaitingPerSlot = 8
 )
 
@@ -120,8 +145,9 @@ const (
 	// reasonLaneBudget: the lane's work budget is spent (down to the
 	// reserve, for a post without a genuine request cookie).
 	reasonLaneBudget busyReason = "lane-budget"
-	// reasonLaneFull: every slot of the lane is taken (and, for a priority
-	// post, none freed within priorityWait).
+	// reasonLaneFull: every slot of the lane is taken, and the post may
+	// not wait for one (a large document without a request cookie), its
+	// queue is full, or no slot came within slotWait.
 	reasonLaneFull busyReason = "lane-full"
 	// reasonTimeout: the validation did not end within acs_timeout.
 	reasonTimeout busyReason = "timeout"
@@ -176,12 +202,9 @@ func newACSGate(s config.SAML, now func() time.Time) *acsGate {
 	if d <= 0 {
 		d = config.DefaultSAMLACSTimeout
 	}
-	a := &acsGate{timeout: d, now: now, wait: min(priorityWait, d), measure: startWork, clients: newClientTable(maxClients)}
+	a := &acsGate{timeout: d, now: now, wait: min(slotWait, d), measure: startWork, clients: newClientTable(maxClients)}
 	for i := range a.lanes {
-		a.lanes[i] = laneState{
-			slots:  make(chan struct{}, n),
-			budget: newBucket(paceShare*float64(n), time.Duration(n)*paceBurst, now()),
-		}
+		a.lanes[i] = laneState{slots: n, budget: newBucket(paceShare*float64(n), time.Duration(n)*paceBurst, now())}
 	}
 	return a
 }
@@ -206,8 +229,8 @@ func busy(p post, reason busyReason) error {
 }
 
 // check returns the refusal of p when a bound refuses it now, without
-// taking anything; mu is held. A priority post is not refused for want of
-// a slot: it may wait for one.
+// taking anything; mu is held. A post that may wait for a slot is not
+// refused for want of one while its queue has room.
 func (a *acsGate) check(p post, c *clientState, now time.Time) error {
 	l := &a.lanes[p.lane]
 	switch {
@@ -217,12 +240,45 @@ func (a *acsGate) check(p post, c *clientState, now time.Time) error {
 		return busy(p, reasonClientBusy)
 	case !l.budget.above(now, a.floor(p)):
 		return busy(p, reasonLaneBudget)
-	case !p.priority && (l.waiting > 0 || len(l.slots) == cap(l.slots)):
-		return busy(p, reasonLaneFull)
-	case p.priority && len(l.slots) == cap(l.slots) && l.waiting >= maxWaitingPerSlot*cap(l.slots):
+	case !l.free(p) && (!mayWait(p) || len(l.queues[queueOf(p)]) >= maxWaitingPerSlot*l.slots):
 		return busy(p, reasonLaneFull)
 	}
 	return nil
+}
+
+// free reports whether p may take a slot now: one is free and no post
+// that goes first waits for it.
+func (l *laneState) free(p post) bool {
+	for q := range queueOf(p) + 1 {
+		if len(l.queues[q]) > 0 {
+			return false
+		}
+	}
+	return l.used < l.slots
+}
+
+// release frees a slot: it goes to the first waiting post, if any.
+func (l *laneState) release() {
+	for q := range l.queues {
+		if len(l.queues[q]) > 0 {
+			w := l.queues[q][0]
+			l.queues[q] = l.queues[q][1:]
+			w.done = true
+			close(w.granted)
+			return
+		}
+	}
+	l.used--
+}
+
+// leave takes w out of its queue.
+func (l *laneState) leave(q int, w *slotWaiter) {
+	for i, o := range l.queues[q] {
+		if o == w {
+			l.queues[q] = append(l.queues[q][:i:i], l.queues[q][i+1:]...)
+			return
+		}
+	}
 }
 
 // floor is the lane credit p needs more than.
@@ -244,8 +300,8 @@ func (a *acsGate) vacancy(p post) error {
 	return a.check(p, a.clients.get(p.client, now), now)
 }
 
-// enter admits p: it takes a slot of p's lane (a priority post waits for
-// one up to priorityWait) and returns the context of the work, bounded by
+// enter admits p: it takes a slot of p's lane (waiting for one up to
+// slotWait when p may) and returns the context of the work, bounded by
 // acs_timeout, and the function that ends it and charges its CPU time to
 // the lane and the client; or the busy refusal.
 func (a *acsGate) enter(ctx context.Context, p post) (context.Context, func(), error) {
@@ -261,29 +317,18 @@ func (a *acsGate) enter(ctx context.Context, p post) (context.Context, func(), e
 	if p.lane == largeLane {
 		c.large++
 	}
-	var got bool
-	select {
-	case l.slots <- struct{}{}:
-		got = true
-	default:
-		l.waiting++
+	var w *slotWaiter
+	if l.free(p) {
+		l.used++
+	} else {
+		w = &slotWaiter{granted: make(chan struct{})}
+		l.queues[queueOf(p)] = append(l.queues[queueOf(p)], w)
 	}
 	a.mu.Unlock()
-	if !got {
-		err := a.waitSlot(ctx, p, l)
-		a.mu.Lock()
-		l.waiting--
-		if err == nil && !c.budget.above(a.now(), 0) {
-			// The client spent its budget on others while this one waited.
-			<-l.slots
-			err = busy(p, reasonClientBudget)
-		}
-		if err != nil {
-			a.release(p, c)
-			a.mu.Unlock()
+	if w != nil {
+		if err := a.waitSlot(ctx, p, l, c, w); err != nil {
 			return nil, nil, err
 		}
-		a.mu.Unlock()
 	}
 	work := a.measure()
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
@@ -291,31 +336,50 @@ func (a *acsGate) enter(ctx context.Context, p post) (context.Context, func(), e
 		cancel()
 		spent := work()
 		a.mu.Lock()
+		defer a.mu.Unlock()
 		now := a.now()
 		l.budget.spend(now, spent)
 		c.budget.spend(now, spent)
-		a.release(p, c)
-		a.mu.Unlock()
-		<-l.slots
+		a.endAdmission(p, c)
+		l.release()
 	}, nil
 }
 
-// waitSlot waits for a slot of l for the priority post p.
-func (a *acsGate) waitSlot(ctx context.Context, p post, l *laneState) error {
+// waitSlot waits for w, p's place in a queue of l, to be granted a slot;
+// on a refusal it leaves the queue (or hands on the slot granted
+// meanwhile) and ends p's admission.
+func (a *acsGate) waitSlot(ctx context.Context, p post, l *laneState, c *clientState, w *slotWaiter) error {
 	t := time.NewTimer(a.wait)
 	defer t.Stop()
+	var err error
 	select {
-	case l.slots <- struct{}{}:
-		return nil
+	case <-w.granted:
 	case <-t.C:
-		return busy(p, reasonLaneFull)
+		err = busy(p, reasonLaneFull)
 	case <-ctx.Done():
-		return inLane(p, ctxErr(ctx))
+		err = inLane(p, ctxErr(ctx))
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err == nil && !c.budget.above(a.now(), 0) {
+		// The client spent its budget on others while this one waited.
+		err = busy(p, reasonClientBudget)
+	}
+	if err == nil {
+		return nil
+	}
+	if w.done {
+		l.release()
+	} else {
+		w.done = true
+		l.leave(queueOf(p), w)
+	}
+	a.endAdmission(p, c)
+	return err
 }
 
-// release ends p's admission for its client; mu is held.
-func (a *acsGate) release(p post, c *clientState) {
+// endAdmission ends p's admission for its client; mu is held.
+func (a *acsGate) endAdmission(p post, c *clientState) {
 	c.admitted--
 	if p.lane == largeLane {
 		c.large--

@@ -294,12 +294,13 @@ func busyCounts(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
 	return counts
 }
 
-// Behind a trusted proxy each client named in X-Real-IP has its own
-// budget: while one client's sign-on holds the small lane's only slot,
-// another's is refused saml-busy (lane-full), with or without a request
-// cookie that the gateway did not set, and a large document of a third
-// is validated in the large lane all the same. Each refusal is counted
-// by its bound and lane.
+// Behind a trusted proxy each client named in X-Real-IP is a client of
+// its own, and the two lanes have their own slots: while one client's
+// sign-on holds the small lane's only slot and another's large document
+// the large lane's, a third client's large document is refused saml-busy
+// at once (lane-full), with or without a request cookie the gateway did
+// not set, and counted so; a fourth client's sign-on waits for the slot
+// and completes.
 func TestACSLanesAndClientsBehindAProxy(t *testing.T) {
 	st := newGateStore()
 	reader := sdkmetric.NewManualReader()
@@ -311,31 +312,33 @@ func TestACSLanesAndClientsBehindAProxy(t *testing.T) {
 		d.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	})
 	t.Cleanup(st.release)
-	held := make(chan answer, 1)
-	doc := signed(t, valid())
-	go func() { held <- postFrom(t, f, doc, "198.51.100.1") }()
-	waitEntered(t, st, 1)
+	// Over SmallResponseBytes: the large lane.
+	large := func() []byte {
+		r := valid()
+		r.Attributes = append(r.Attributes, testidp.Attribute{Name: "padding", Values: []string{strings.Repeat("p", samlgw.SmallResponseBytes)}})
+		return signed(t, r)
+	}
+	answers := make(chan answer, 3)
+	small, big := signed(t, valid()), large()
+	go func() { answers <- postFrom(t, f, small, "198.51.100.1") }()
+	go func() { answers <- postFrom(t, f, big, "198.51.100.2") }()
+	waitEntered(t, st, 2)
 
 	forged := &http.Cookie{Name: f.gw.CookieName() + samlgw.RequestCookieSuffix, Value: "id-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}
 	for name, cookies := range map[string][]*http.Cookie{"no cookie": nil, "a forged request cookie": {forged}} {
-		if a := postFrom(t, f, signed(t, valid()), "198.51.100.2", cookies...); a.status != http.StatusServiceUnavailable || a.code != string(samlgw.Busy) {
-			t.Errorf("%s while the slot is held: %d %q %s, want 503 %q", name, a.status, a.code, a.message, samlgw.Busy)
+		if a := postFrom(t, f, large(), "198.51.100.3", cookies...); a.status != http.StatusServiceUnavailable || a.code != string(samlgw.Busy) {
+			t.Errorf("a large document with %s while the large slot is held: %d %q %s, want 503 %q", name, a.status, a.code, a.message, samlgw.Busy)
 		}
 	}
-	// Over SmallResponseBytes: the large lane, whose slot is free. It
-	// reaches the store, so it was admitted.
-	large := valid()
-	large.Attributes = append(large.Attributes, testidp.Attribute{Name: "padding", Values: []string{strings.Repeat("p", samlgw.SmallResponseBytes)}})
-	largeDone := make(chan answer, 1)
-	go func() { largeDone <- postFrom(t, f, signed(t, large), "198.51.100.3") }()
-	waitEntered(t, st, 1)
+	waiting := signed(t, valid())
+	go func() { answers <- postFrom(t, f, waiting, "198.51.100.4") }()
 	st.release()
-	for _, ch := range []chan answer{held, largeDone} {
-		if a := <-ch; a.status != http.StatusOK {
+	for range 3 {
+		if a := <-answers; a.status != http.StatusOK {
 			t.Errorf("an admitted sign-on: %d %q %s", a.status, a.code, a.message)
 		}
 	}
-	if got := busyCounts(t, reader); got["lane-full/small"] != 2 || len(got) != 1 {
-		t.Errorf("svc.saml.acs.busy = %v, want lane-full/small: 2", got)
+	if got := busyCounts(t, reader); got["lane-full/large"] != 2 || len(got) != 1 {
+		t.Errorf("svc.saml.acs.busy = %v, want lane-full/large: 2", got)
 	}
 }

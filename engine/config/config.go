@@ -190,13 +190,14 @@ type SAML struct {
 	DefaultReturnTo string `toml:"default_return_to" yaml:"default_return_to"`
 	// ACSMaxConcurrent caps the responses the ACS validates at once in
 	// each of its two lanes (posts of at most 64 KiB, the size of a real
-	// IdP response, and larger ones); one more is answered 503 saml-busy
-	// with Retry-After at once, never queued (but for a post with a
-	// genuine request cookie, which may wait for a slot), so that hostile
-	// posts cannot take the CPU from the checks the process also serves.
-	// Default half of GOMAXPROCS, at least 1, so that a flood of the
-	// costliest documents leaves the checks half the CPU (zero means the
-	// default). At most 4096.
+	// IdP response, and larger ones); one more large document is answered
+	// 503 saml-busy with Retry-After at once, never queued, so that
+	// hostile posts cannot take the CPU from the checks the process also
+	// serves (a post of a real response's size, or one with the request
+	// cookie of a sign-on the gateway started, waits up to 2 s for a
+	// slot). Default half of GOMAXPROCS, at least 1, so that a flood of
+	// the costliest documents leaves the checks half the CPU (zero means
+	// the default). At most 4096.
 	// Env SVC_SAML_ACS_MAX_CONCURRENT.
 	ACSMaxConcurrent int `toml:"acs_max_concurrent" yaml:"acs_max_concurrent"`
 	// ACSTimeout bounds the validation of one response (parsing,
