@@ -415,3 +415,38 @@ func TestClientOf(t *testing.T) {
 		})
 	}
 }
+
+// FuzzClientOf: whatever a peer sends in X-Real-IP and X-Forwarded-For,
+// the client is an IPv4 address or an IPv6 /64, and an unlisted peer is
+// its own client.
+func FuzzClientOf(f *testing.F) {
+	f.Add("10.1.2.3:4000", "198.51.100.7", "1.1.1.1, 2.2.2.2")
+	f.Add("192.0.2.1:4000", "", "[2001:db8::1]:443")
+	f.Add("[fd00::1]:80", "::ffff:10.0.0.1", ",,, ,")
+	f.Add("@", "fe80::1%eth0", "1.2.3.4:")
+	trusted, err := config.ParseTrustedProxies([]string{"10.0.0.0/8", "fd00::/8"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	n := clientNamer{trusted: trusted}
+	f.Fuzz(func(t *testing.T, peer, realIP, forwardedFor string) {
+		r := httptest.NewRequest("POST", "/auth/saml/acs", nil)
+		r.RemoteAddr = peer
+		r.Header.Set("X-Real-Ip", realIP)
+		r.Header.Set("X-Forwarded-For", forwardedFor)
+		got, _ := n.clientOf(r)
+		p, ok := parseHostAddr(peer)
+		switch {
+		case !ok:
+			if got.IsValid() {
+				t.Fatalf("peer %q without an address is client %s", peer, got)
+			}
+			return
+		case !n.trusts(p) && got != clientPrefix(p):
+			t.Fatalf("unlisted peer %q is client %s", peer, got)
+		case got.Addr().Is4() && got.Bits() != 32, got.Addr().Is6() && got.Bits() != ipv6ClientBits,
+			got.Addr().Is4In6(), got.Addr().Zone() != "", got != got.Masked():
+			t.Fatalf("client %s (peer %q, X-Real-IP %q, X-Forwarded-For %q)", got, peer, realIP, forwardedFor)
+		}
+	})
+}

@@ -342,3 +342,21 @@ func TestACSLanesAndClientsBehindAProxy(t *testing.T) {
 		t.Errorf("svc.saml.acs.busy = %v, want lane-full/large: 2", got)
 	}
 }
+
+// A post that names its client in X-Real-IP from a peer that
+// sidecar.trusted_proxies does not list is logged once: a proxy the
+// operator forgot to list would have every user share its budget.
+func TestACSLogsAnUnlistedProxyOnce(t *testing.T) {
+	var logs testkit.SyncBuffer
+	f := newFixture(t, withSAML(allowIDPInitiated), func(_ *config.Config, d *samlgw.Deps) {
+		d.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	for range 3 {
+		if a := postFrom(t, f, signed(t, valid()), "198.51.100.7"); a.status != http.StatusOK {
+			t.Fatalf("a sign-on through an unlisted proxy: %d %q %s", a.status, a.code, a.message)
+		}
+	}
+	if n := strings.Count(logs.String(), "sidecar.trusted_proxies does not list"); n != 1 {
+		t.Errorf("%d log lines about the unlisted proxy for 3 posts, want 1:\n%s", n, logs.String())
+	}
+}
