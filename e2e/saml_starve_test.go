@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -331,5 +332,64 @@ func TestSAMLACSTrustedProxiesNameTheClient(t *testing.T) {
 	t.Logf("flood: %d validated, %d saml-busy; svc_saml_acs_busy_total %v", f.validated.Load(), f.busy.Load(), m)
 	if m["client-budget/large"] == 0 || m["lane-budget/large"] != 0 {
 		t.Errorf("svc_saml_acs_busy_total %v: want client-budget refusals in the large lane and no lane-budget ones (the flood is one client)", m)
+	}
+}
+
+// TestSAMLACSBehindShippedProxies runs the starvation attack through the
+// shipped nginx and Caddy configs, the sidecar trusting them (they reach
+// it from 127.0.0.1): each names the client in X-Real-IP, so the flooder
+// at 127.0.0.1 spends its own budget and browsers at other addresses
+// still sign in. Without the header every post would come from the
+// proxy's address, one client, and the flood would spend everyone's.
+func TestSAMLACSBehindShippedProxies(t *testing.T) {
+	t.Parallel()
+	g := startSAMLTarget(t, map[string]string{"SVC_TRUSTED_PROXIES": "127.0.0.1"})
+	body := formOf(starveDoc(g, 650_000))
+	root := harness.ModuleRoot(t)
+	for _, px := range []struct {
+		name, bin, file string
+		args            func(dir, conf string) []string
+	}{
+		{"nginx", "nginx", "deploy/nginx/nginx.conf", func(dir, conf string) []string {
+			return []string{"-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off;"}
+		}},
+		{"caddy", "caddy", "deploy/caddy/Caddyfile", func(_, conf string) []string {
+			return []string{"run", "--config", conf, "--adapter", "caddyfile"}
+		}},
+	} {
+		t.Run(px.name, func(t *testing.T) {
+			front := startShippedProxy(t, px.bin, filepath.Join(root, px.file), px.args, map[string]string{"127.0.0.1:7701": g.samlAddr})
+			acs := front + "/auth/saml/acs"
+			var f flood
+			ctx, stop := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			f.run(ctx, &wg, clientFrom(t, "127.0.0.1"), acs, body, 3, nil)
+			defer func() { stop(); wg.Wait() }()
+			waitUntil(t, "the flooder answered saml-busy through "+px.name, func() bool { return f.busy.Load() > 0 })
+
+			const attempts = 30
+			ok, last := 0, ""
+			for i := range attempts {
+				doc, err := g.idp.Sign(g.response())
+				if err != nil {
+					t.Fatal(err)
+				}
+				a, err := postAs(clientFrom(t, fmt.Sprintf("127.0.4.%d", 1+i)), acs, formOf(doc), nil)
+				if err == nil && signedIn(a) {
+					ok++
+				} else {
+					last = fmt.Sprintf("%v %v", a, err)
+				}
+			}
+			stop()
+			wg.Wait()
+			t.Logf("through %s: %d of %d sign-ins completed; flood %d validated, %d saml-busy", px.name, ok, attempts, f.validated.Load(), f.busy.Load())
+			if ok*10 < attempts*9 {
+				t.Errorf("through %s: %d of %d sign-ins completed during the flood, want at least 90 %%; last failure %s", px.name, ok, attempts, last)
+			}
+			if other := f.firstOther.Load(); other != nil {
+				t.Errorf("an answer to the flood through %s neither saml-busy nor saml-signature-invalid: %v", px.name, other)
+			}
+		})
 	}
 }
