@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"runtime"
 	"slices"
@@ -25,11 +26,18 @@ const floodClients = 4
 // machine with the sidecar here but not in a real attack, stays small.
 const floodPause = 50 * time.Millisecond
 
+// floodAddrs is how many source addresses (127.0.1.x) each flood client
+// posts from in turn: so many clients that their budgets together exceed
+// the lane's, which then bounds the flood (one client is held to its own
+// budget long before: TestSAMLACSOneClientCannotStarveSignIns).
+const floodAddrs = 64
+
 // BenchmarkCheckUnderACSFlood measures Envoy Check latency of one running
 // svc-sidecar, first quiet ("quiet"), then while floodClients clients post
-// to its ACS, every floodPause, the costliest documents the ACS bounds let
-// through (boundsDoc: about 9,900 elements under a forged Response
-// signature) together with the review's 1 MiB nested body ("acs-flood").
+// to its ACS, every floodPause and each from floodAddrs addresses in turn,
+// the costliest documents the ACS bounds let through (boundsDoc: about
+// 9,900 elements under a forged Response signature) together with the
+// review's 1 MiB nested body ("acs-flood").
 // Each op is one Check from one caller; it reports p50-ms and p99-ms of
 // the Checks, and for the flood acs-validated/s and acs-busy/s, the ACS
 // answers per second of each kind. Run with -benchtime 2000x or more.
@@ -62,10 +70,13 @@ func BenchmarkCheckUnderACSFlood(b *testing.B) {
 				var mu sync.Mutex
 				var wg sync.WaitGroup
 				for i := range floodClients {
+					hcs := make([]*http.Client, floodAddrs)
+					for j := range hcs {
+						hcs[j] = clientFrom(b, fmt.Sprintf("127.0.%d.%d", 1+i, 1+j))
+					}
 					wg.Go(func() {
-						hc := &http.Client{Timeout: 30 * time.Second}
 						for n := i; ctx.Err() == nil; n++ {
-							a, err := postRaw(hc, g.acsURL(), bodies[n%len(bodies)])
+							a, err := postRaw(hcs[n%floodAddrs], g.acsURL(), bodies[n%len(bodies)])
 							mu.Lock()
 							switch {
 							case err != nil:

@@ -2,8 +2,10 @@ package envoy
 
 import (
 	"net"
+	"strings"
 	"testing"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 
@@ -11,9 +13,10 @@ import (
 )
 
 // The shipped Envoy configs send the SAML endpoints to the sidecar's SAML
-// listener, with ext_authz disabled on that route only.
+// listener, with ext_authz disabled on that route only and the client
+// named in X-Real-IP.
 func TestShippedEnvoySAMLRoute(t *testing.T) {
-	for _, path := range []string{"deploy/envoy/envoy.yaml", "deploy/envoy/envoy-http.yaml"} {
+	for _, path := range []string{"deploy/envoy/envoy.yaml", "deploy/envoy/envoy-http.yaml", "deploy/demo/envoy.yaml"} {
 		t.Run(path, func(t *testing.T) {
 			s := inspectEnvoy(t, path)
 			var saml *routev3.Route
@@ -38,6 +41,18 @@ func TestShippedEnvoySAMLRoute(t *testing.T) {
 			_, wantPort, _ := net.SplitHostPort(config.DefaultSAMLAddr)
 			if _, port, _ := net.SplitHostPort(s.clusters[cluster]); port != wantPort {
 				t.Errorf("SAML route goes to %s (%s), want the SAML listener's port %s", cluster, s.clusters[cluster], wantPort)
+			}
+			// The ACS keeps its budgets per client: Envoy names it, over
+			// whatever the client sent (sidecar.trusted_proxies).
+			var realIP bool
+			for _, h := range saml.GetRequestHeadersToAdd() {
+				if strings.EqualFold(h.GetHeader().GetKey(), "x-real-ip") {
+					realIP = h.GetHeader().GetValue() == "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%" &&
+						h.GetAppendAction() == corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
+				}
+			}
+			if !realIP {
+				t.Error("the SAML route does not set X-Real-IP to %DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%, overwriting the client's")
 			}
 			pr := unpack(t, saml.GetTypedPerFilterConfig()["envoy.filters.http.ext_authz"], &extauthzv3.ExtAuthzPerRoute{})
 			if !pr.GetDisabled() {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -15,9 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/samlgw"
+	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
 // gateStore is a replay store that holds every Add until it is opened or
@@ -234,5 +240,123 @@ func nestedBody(size int) string {
 			return body
 		}
 		n -= (len(body)-size)/10 + 1
+	}
+}
+
+// postFrom posts doc to f's ACS as a JSON client through a proxy at
+// 127.0.0.1 that names the client realIP, with the cookies given.
+func postFrom(t *testing.T, f *fixture, doc []byte, realIP string, cookies ...*http.Cookie) answer {
+	t.Helper()
+	form := url.Values{"SAMLResponse": {base64.StdEncoding.EncodeToString(doc)}}
+	req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/auth/saml/acs", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("X-Real-IP", realIP)
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	a := answer{status: resp.StatusCode, header: resp.Header}
+	a.code, _ = m["error"].(string)
+	a.message, _ = m["message"].(string)
+	return a
+}
+
+// busyCounts returns svc.saml.acs.busy by "reason/lane".
+func busyCounts(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "svc.saml.acs.busy" {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				r, _ := dp.Attributes.Value(attribute.Key("reason"))
+				l, _ := dp.Attributes.Value(attribute.Key("lane"))
+				counts[r.AsString()+"/"+l.AsString()] += dp.Value
+			}
+		}
+	}
+	return counts
+}
+
+// Behind a trusted proxy each client named in X-Real-IP is a client of
+// its own, and the two lanes have their own slots: while one client's
+// sign-on holds the small lane's only slot and another's large document
+// the large lane's, a third client's large document is refused saml-busy
+// at once (lane-full), with or without a request cookie the gateway did
+// not set, and counted so; a fourth client's sign-on waits for the slot
+// and completes.
+func TestACSLanesAndClientsBehindAProxy(t *testing.T) {
+	st := newGateStore()
+	reader := sdkmetric.NewManualReader()
+	f := newFixture(t, withStore(st), withSAML(func(s *config.SAML) {
+		s.AllowIDPInitiated = true
+		s.ACSMaxConcurrent = 1
+	}), func(c *config.Config, d *samlgw.Deps) {
+		c.Sidecar.TrustedProxies = []string{"127.0.0.1"}
+		d.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	})
+	t.Cleanup(st.release)
+	// Over SmallResponseBytes: the large lane.
+	large := func() []byte {
+		r := valid()
+		r.Attributes = append(r.Attributes, testidp.Attribute{Name: "padding", Values: []string{strings.Repeat("p", samlgw.SmallResponseBytes)}})
+		return signed(t, r)
+	}
+	answers := make(chan answer, 3)
+	small, big := signed(t, valid()), large()
+	go func() { answers <- postFrom(t, f, small, "198.51.100.1") }()
+	go func() { answers <- postFrom(t, f, big, "198.51.100.2") }()
+	waitEntered(t, st, 2)
+
+	forged := &http.Cookie{Name: f.gw.CookieName() + samlgw.RequestCookieSuffix, Value: "id-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}
+	for name, cookies := range map[string][]*http.Cookie{"no cookie": nil, "a forged request cookie": {forged}} {
+		if a := postFrom(t, f, large(), "198.51.100.3", cookies...); a.status != http.StatusServiceUnavailable || a.code != string(samlgw.Busy) {
+			t.Errorf("a large document with %s while the large slot is held: %d %q %s, want 503 %q", name, a.status, a.code, a.message, samlgw.Busy)
+		}
+	}
+	waiting := signed(t, valid())
+	go func() { answers <- postFrom(t, f, waiting, "198.51.100.4") }()
+	st.release()
+	for range 3 {
+		if a := <-answers; a.status != http.StatusOK {
+			t.Errorf("an admitted sign-on: %d %q %s", a.status, a.code, a.message)
+		}
+	}
+	if got := busyCounts(t, reader); got["lane-full/large"] != 2 || len(got) != 1 {
+		t.Errorf("svc.saml.acs.busy = %v, want lane-full/large: 2", got)
+	}
+}
+
+// A post that names its client in X-Real-IP from a peer that
+// sidecar.trusted_proxies does not list is logged once: a proxy the
+// operator forgot to list would have every user share its budget.
+func TestACSLogsAnUnlistedProxyOnce(t *testing.T) {
+	var logs testkit.SyncBuffer
+	f := newFixture(t, withSAML(allowIDPInitiated), func(_ *config.Config, d *samlgw.Deps) {
+		d.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	for range 3 {
+		if a := postFrom(t, f, signed(t, valid()), "198.51.100.7"); a.status != http.StatusOK {
+			t.Fatalf("a sign-on through an unlisted proxy: %d %q %s", a.status, a.code, a.message)
+		}
+	}
+	if n := strings.Count(logs.String(), "sidecar.trusted_proxies does not list"); n != 1 {
+		t.Errorf("%d log lines about the unlisted proxy for 3 posts, want 1:\n%s", n, logs.String())
 	}
 }

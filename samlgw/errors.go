@@ -83,8 +83,10 @@ const (
 	// StoreUnavailable: the replay store or the shared request key
 	// (Redis) could not be reached (503).
 	StoreUnavailable Code = "saml-store-unavailable"
-	// Busy: the ACS already validates acs_max_concurrent responses, or
-	// the validation did not end within acs_timeout (503, Retry-After).
+	// Busy: a bound of the ACS refuses the post for now: its client's
+	// work budget or posts under way, its lane's work budget or slots
+	// (acs_max_concurrent), or the validation did not end within
+	// acs_timeout (503, Retry-After; svc.saml.acs.busy counts which).
 	Busy Code = "saml-busy"
 	// Internal: the gateway failed on its own side (500); never caused by
 	// what the client sent.

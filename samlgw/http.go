@@ -213,9 +213,10 @@ func (g *Gateway) consume(w http.ResponseWriter, r *http.Request) (*Identity, st
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/x-www-form-urlencoded" {
 		return nil, "", time.Time{}, refuse(Malformed, "the ACS takes a form post (application/x-www-form-urlencoded) with a SAMLResponse field")
 	}
-	// Refused before its body is read when no slot is free: a flood's
+	// Refused before its body is read when a bound refuses it: a flood's
 	// excess costs no reading, decoding or parsing.
-	if err := g.acs.vacancy(); err != nil {
+	p := g.admission(r)
+	if err := g.acs.vacancy(p); err != nil {
 		return nil, "", time.Time{}, err
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
@@ -240,14 +241,14 @@ func (g *Gateway) consume(w http.ResponseWriter, r *http.Request) (*Identity, st
 	}
 	// The work a response costs is bounded in its shape (scanTokens),
 	// in time and in how many run at once: the checks share the CPU.
-	ctx, done, err := g.acs.enter(r.Context())
+	ctx, done, err := g.acs.enter(r.Context(), p)
 	if err != nil {
 		return nil, "", time.Time{}, err
 	}
 	defer done()
 	id, err := g.v.validate(ctx, data, idp)
 	if err != nil {
-		return nil, "", time.Time{}, err
+		return nil, "", time.Time{}, inLane(p, err)
 	}
 	// After validate, which has spent the response: one posted by a
 	// browser that did not start the sign-on is refused for good.
@@ -295,6 +296,9 @@ func (g *Gateway) record(ctx context.Context, start time.Time, id *Identity, err
 		}
 	}
 	g.count(ctx, code)
+	if code == Busy {
+		g.countBusy(ctx, err)
+	}
 	decisionID := policy.NewDecisionID()
 	rec := audit.Record{
 		Time: start.UTC(), DecisionID: decisionID, Action: "saml:acs",

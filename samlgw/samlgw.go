@@ -32,6 +32,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -112,6 +113,13 @@ type Gateway struct {
 	now      func() time.Time
 	outcomes metric.Int64Counter
 	acs      *acsGate
+	// clients names the client of an ACS post; busy counts the saml-busy
+	// refusals by bound and lane.
+	clients clientNamer
+	busy    metric.Int64Counter
+	// ignoredForwarding is set once a post named its client in a header
+	// from a peer not in sidecar.trusted_proxies (logged once).
+	ignoredForwarding atomic.Bool
 }
 
 // New builds a Gateway from cfg.SDK.SAML (which must be set). With an
@@ -157,11 +165,17 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 				config.LocalTrialRule(), why)}
 		}
 	}
+	trusted, err := config.ParseTrustedProxies(cfg.Sidecar.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("sidecar.trusted_proxies: %w", err)
+	}
 	g := &Gateway{
 		cfg: *s, acsURL: acs, issuer: deps.Issuer, log: deps.Logger, audit: deps.Audit, now: deps.Now,
 		secure: !(acs.Scheme == "http" && loopback.Host(acs.Hostname())),
-		acs:    newACSGate(*s),
 	}
+	// The pacing runs on the wall clock, whatever clock validates the
+	// assertions: it measures the CPU the ACS takes now.
+	g.acs, g.clients = newACSGate(*s, time.Now), clientNamer{trusted: trusted}
 	if g.spKey, g.spCert, err = loadSPKeyPair(*s); err != nil {
 		return nil, err
 	}
@@ -210,6 +224,11 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 	m := deps.MeterProvider.Meter("github.com/svc-dev/svc/samlgw")
 	if g.outcomes, err = m.Int64Counter("svc.saml.acs",
 		metric.WithDescription("SAML assertions received at the ACS, by result and reason.")); err != nil {
+		g.Close()
+		return nil, err
+	}
+	if g.busy, err = m.Int64Counter("svc.saml.acs.busy",
+		metric.WithDescription("ACS posts answered saml-busy, by the bound that refused them (reason: client-budget, client-busy, lane-budget, lane-full, timeout, client-gone) and lane (small, large).")); err != nil {
 		g.Close()
 		return nil, err
 	}
@@ -296,6 +315,12 @@ func (g *Gateway) Status() Status {
 // development mode.
 func (g *Gateway) tokenKeyEphemeral() bool {
 	return g.issuer.Generated() && !g.v.skipSignature
+}
+
+// countBusy counts a saml-busy refusal by its bound and lane.
+func (g *Gateway) countBusy(ctx context.Context, err error) {
+	reason, lane := busyCause(err)
+	g.busy.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", string(reason)), attribute.String("lane", lane))))
 }
 
 func (g *Gateway) count(ctx context.Context, code Code) {

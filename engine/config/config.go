@@ -218,12 +218,16 @@ type SAML struct {
 	// site, under the same rule as return_to. Default "/".
 	// Env SVC_SAML_DEFAULT_RETURN_TO.
 	DefaultReturnTo string `toml:"default_return_to" yaml:"default_return_to"`
-	// ACSMaxConcurrent caps the responses the ACS validates at once; one
-	// more is answered 503 saml-busy with Retry-After at once, never
-	// queued, so that hostile posts cannot take the CPU from the checks
-	// the process also serves. Default half of GOMAXPROCS, at least 1, so
-	// that a flood of the costliest documents leaves the checks half the
-	// CPU (zero means the default). At most 4096.
+	// ACSMaxConcurrent caps the responses the ACS validates at once in
+	// each of its two lanes (posts of at most 64 KiB, the size of a real
+	// IdP response, and larger ones); one more large document is answered
+	// 503 saml-busy with Retry-After at once, never queued, so that
+	// hostile posts cannot take the CPU from the checks the process also
+	// serves (a post of a real response's size, or one with the request
+	// cookie of a sign-on the gateway started, waits up to 2 s for a
+	// slot). Default half of GOMAXPROCS, at least 1, so that a flood of
+	// the costliest documents leaves the checks half the CPU (zero means
+	// the default). At most 4096.
 	// Env SVC_SAML_ACS_MAX_CONCURRENT.
 	ACSMaxConcurrent int `toml:"acs_max_concurrent" yaml:"acs_max_concurrent"`
 	// ACSTimeout bounds the validation of one response (parsing,
@@ -444,6 +448,15 @@ type Sidecar struct {
 	// $XDG_STATE_HOME/svc, else /var/lib/svc when that directory exists;
 	// with none of them nothing is recorded. Env SVC_STATE_DIR.
 	StateDir string `toml:"state_dir" yaml:"state_dir"`
+	// TrustedProxies lists the peers (CIDRs such as "10.0.0.0/8", or
+	// single addresses) allowed to name the client of a post to the SAML
+	// ACS: from one of them the client is the address in X-Real-IP, or
+	// else the last X-Forwarded-For hop; from any other peer those headers
+	// are ignored and the peer is the client. The ACS keeps its work
+	// budgets per client, so behind a proxy that is not listed every user
+	// shares the proxy's budget, and one flooding client starves them all.
+	// Default empty. Env SVC_TRUSTED_PROXIES (comma-separated).
+	TrustedProxies []string `toml:"trusted_proxies" yaml:"trusted_proxies"`
 	// SAMLAddr is the listen address of the SAML gateway, served only when
 	// [sdk.saml] is configured. Default "127.0.0.1:7701". Env SVC_SAML_ADDR.
 	SAMLAddr string `toml:"saml_addr" yaml:"saml_addr"`

@@ -155,6 +155,7 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		{"SVC_CHECK_PROXY", "nginx", func(c Config) any { return c.Sidecar.CheckProxy }, "nginx"},
 		{"SVC_TRUST_FORWARDED_FOR", "true", func(c Config) any { return c.Sidecar.TrustForwardedFor }, true},
 		{"SVC_STATE_DIR", "/srv/svc-state", func(c Config) any { return c.Sidecar.StateDir }, "/srv/svc-state"},
+		{"SVC_TRUSTED_PROXIES", "127.0.0.1, 10.0.0.0/8,fd00::/8", func(c Config) any { return c.Sidecar.TrustedProxies }, []string{"127.0.0.1", "10.0.0.0/8", "fd00::/8"}},
 		{"SVC_ENVOY_ROUTES_CASE_SENSITIVE", "false", func(c Config) any { return c.Envoy.RoutesCaseSensitive }, false},
 		{"SVC_POLICY_MODE", "dry-run", func(c Config) any { return c.Policy.Mode }, "dry-run"},
 		{"SVC_AUDIT_MAX_SIZE_MB", "7", func(c Config) any { return c.Audit.MaxSizeMB }, 7},

@@ -156,6 +156,15 @@ var envTable = []EnvVar{
 			c.Sidecar.TrustForwardedFor = b
 			return ""
 		}},
+	{Name: "SVC_TRUSTED_PROXIES", Key: "sidecar.trusted_proxies",
+		Help: "Comma-separated CIDRs of the proxies allowed to name the client of a SAML ACS post (X-Real-IP, or the last X-Forwarded-For hop).",
+		apply: func(c *Config, v string) string {
+			c.Sidecar.TrustedProxies = commaList(v)
+			if _, err := ParseTrustedProxies(c.Sidecar.TrustedProxies); err != nil {
+				return err.Error()
+			}
+			return ""
+		}},
 	{Name: "SVC_ENVOY_ROUTES_CASE_SENSITIVE", Key: "envoy.routes_case_sensitive",
 		Help: "true matches the literal segments of sidecar.routes templates case-sensitively (default false: case folded).",
 		apply: func(c *Config, v string) string {

@@ -64,6 +64,7 @@ func ExampleEnvVars() {
 	// SVC_STATE_DIR overrides sidecar.state_dir
 	// SVC_CHECK_PROXY overrides sidecar.check_proxy
 	// SVC_TRUST_FORWARDED_FOR overrides sidecar.trust_forwarded_for
+	// SVC_TRUSTED_PROXIES overrides sidecar.trusted_proxies
 	// SVC_ENVOY_ROUTES_CASE_SENSITIVE overrides envoy.routes_case_sensitive
 	// SVC_ADMIN_TOKEN_FILE overrides sidecar.admin_token_file
 	// SVC_ADMIN_REQUIRE_TOKEN overrides sidecar.admin_require_token

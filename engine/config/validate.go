@@ -365,6 +365,11 @@ func (v *validator) sidecar() {
 	if msg := checkCheckProxy(s.CheckProxy); msg != "" {
 		v.fail("sidecar.check_proxy", "%s", msg)
 	}
+	for i, p := range s.TrustedProxies {
+		if _, err := parseTrustedProxy(p); err != nil {
+			v.fail(keyPath("sidecar", "trusted_proxies", index(i)), "%s", err)
+		}
+	}
 	for i, r := range s.Routes {
 		if msg := checkRoutePath(r.Path); msg != "" {
 			v.fail(keyPath("sidecar", "routes", index(i), "path"), "%s", msg)
