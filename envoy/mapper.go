@@ -145,7 +145,8 @@ type proxyRequest struct {
 // request that matches a route only in another case is refused (see
 // matchRoute). Paths are judged percent-decoded, segment by segment, with
 // empty and dot segments resolved, as the upstream will serve them. input.request
-// carries the method, that normalized path, the host, the query (a key
+// carries the method, that normalized path, its canonical form
+// (canonical_path and format, see reqpath.Canon), the host, the query (a key
 // given several times keeps its values joined with ",") and the headers
 // less authorization, cookie, proxy-authorization, HTTP/2 pseudo-headers
 // and x-svc-* headers.
