@@ -200,10 +200,13 @@ func derivedUser(v any) *policy.User {
 
 // Authorize verifies the token, fills in.User and in.Tenant from the
 // verified claims and the configuration (whatever the caller put there is
-// replaced), applies the tenant's rate limit and evaluates the policy.
+// replaced), sets in.Request's CanonicalPath and Format from its Path (in
+// the caller's Request, which must not be shared with a concurrent call),
+// applies the tenant's rate limit and evaluates the policy.
 //
-// An invalid token or an exhausted budget is a Result with the reason, not
-// an error; an error means the engine could not decide (reason.PolicyError)
+// An invalid token, a request path without a single meaning
+// (reason.PathInvalid) or an exhausted budget is a Result with the
+// reason, not an error; an error means the engine could not decide (reason.PolicyError)
 // and the caller applies its fail mode.
 func (e *Engine) Authorize(ctx context.Context, raw string, in Input) (Result, error) {
 	return e.AuthorizeFrom(ctx, sourceOf(ctx), raw, in)
@@ -262,6 +265,16 @@ func (e *Engine) authorize(ctx context.Context, source, raw string, in Input, rc
 	in.Tenant = policy.Tenant{ID: e.cfg.SDK.TenantID, Plan: e.cfg.TenantPlan(e.cfg.SDK.TenantID)}
 	if in.Resource.Tenant == "" {
 		in.Resource.Tenant = e.cfg.SDK.TenantID
+	}
+	if in.Request != nil {
+		if err := e.canonicalize(in.Request); err != nil {
+			// Only a caller of Authorize can send such a path: the
+			// proxies' mapping refuses it first.
+			res.Input = in
+			res.Decision = Decision{Reason: reason.PathInvalid, DenyReasons: []string{string(reason.PathInvalid)}, DecisionID: policy.NewDecisionID()}
+			e.record(ctx, source, start, res, in, rc)
+			return res, nil
+		}
 	}
 	res.Input = in
 	if ok, wait := e.allowRate(ctx, in.User.TenantID); !ok {

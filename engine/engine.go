@@ -33,6 +33,7 @@ import (
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/ratelimit"
 	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/engine/reqpath"
 	"github.com/svc-dev/svc/engine/token"
 	"github.com/svc-dev/svc/engine/version"
 	"github.com/svc-dev/svc/policies"
@@ -99,6 +100,7 @@ type Engine struct {
 	audit    AuditSink
 	observer DecisionObserver
 	dryRun   bool // policy.mode = "dry-run": the policy never denies
+	canon    reqpath.Canon
 	tel      *instruments
 	started  time.Time
 
@@ -131,6 +133,7 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 
 		observer: deps.Observer,
 		dryRun:   cfg.Policy.Mode == config.PolicyModeDryRun,
+		canon:    canonOf(cfg),
 	}
 	if e.log == nil {
 		e.log = slog.Default()

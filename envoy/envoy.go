@@ -92,8 +92,9 @@ var _ authv3.AuthorizationServer = (*Server)(nil)
 // New creates a Server from the configuration's tenant (sdk.tenant_id),
 // route table (sidecar.routes), fail mode (sdk.fail_mode, default open),
 // proxy of the HTTP check (sidecar.check_proxy, default auto), trust of
-// forwarding headers (sidecar.trust_forwarded_for) and case sensitivity of
-// the route table (envoy.routes_case_sensitive).
+// forwarding headers (sidecar.trust_forwarded_for), case sensitivity of
+// the route table (envoy.routes_case_sensitive) and the format suffixes
+// it cuts (envoy.format_suffixes).
 func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 	if az == nil {
 		return nil, fmt.Errorf("envoy: nil authorizer")
@@ -113,7 +114,7 @@ func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 		m.WithSessionCookie(cfg.SDK.SAML.CookieName)
 	}
 	m.trustForwardedFor = cfg.Sidecar.TrustForwardedFor
-	m.WithCaseSensitiveRoutes(cfg.Envoy.RoutesCaseSensitive)
+	m.WithCaseSensitiveRoutes(cfg.Envoy.RoutesCaseSensitive).WithFormatSuffixes(cfg.Envoy.Formats())
 	checkProxy := cfg.Sidecar.CheckProxy
 	switch checkProxy {
 	case "":

@@ -116,6 +116,11 @@ func FuzzFromCheckRequest(f *testing.F) {
 		if _, again, err := cleanPath(in.Request.Path); err != nil || again != in.Request.Path {
 			t.Fatalf("normalizing %q again gave %q, %v", in.Request.Path, again, err)
 		}
+		// The engine sets the canonical fields from the path again: it
+		// must find what the mapping set.
+		if c, f, err := m.canon.Path(in.Request.Path); err != nil || c != in.Request.CanonicalPath || f != in.Request.Format {
+			t.Fatalf("path %q: mapped canonical %q %q, from the path %q %q %v", in.Request.Path, in.Request.CanonicalPath, in.Request.Format, c, f, err)
+		}
 		for k := range in.Request.Headers {
 			if strippedHeaders[k] || strings.HasPrefix(k, ":") || strings.HasPrefix(k, HeaderPrefix) {
 				t.Fatalf("header %q reached the input", k)

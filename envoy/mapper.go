@@ -10,6 +10,7 @@ import (
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/engine/reqpath"
 )
 
 // Context extension keys a route can set in Envoy's ext_authz per-route
@@ -47,9 +48,11 @@ type Mapper struct {
 	// sessionCookie names the cookie that carries a token issued by the
 	// SAML gateway; read only when there is no Authorization header.
 	sessionCookie string
-	// caseSensitive matches the literal segments of route templates
-	// case-sensitively (envoy.routes_case_sensitive).
-	caseSensitive bool
+	// canon holds the case sensitivity of the route table
+	// (envoy.routes_case_sensitive: literal segments match
+	// case-sensitively and the default resource keeps its case) and the
+	// format suffixes it cuts (envoy.format_suffixes).
+	canon reqpath.Canon
 }
 
 // WithCaseSensitiveRoutes makes the route table match literal segments
@@ -58,7 +61,17 @@ type Mapper struct {
 // reason.PathInvalid instead of falling to the default mapping. The
 // default folds case. It returns m.
 func (m *Mapper) WithCaseSensitiveRoutes(on bool) *Mapper {
-	m.caseSensitive = on
+	m.canon.CaseSensitive = on
+	return m
+}
+
+// WithFormatSuffixes sets the format suffixes the mapping cuts off a
+// path's last segment (envoy.format_suffixes; default
+// reqpath.DefaultFormats): a route's capture of that segment and the
+// default mapping's resource and id leave a listed suffix out, in any
+// letter case ("/orders/42.json" is order "42"). It returns m.
+func (m *Mapper) WithFormatSuffixes(formats []string) *Mapper {
+	m.canon.Formats = formats
 	return m
 }
 
@@ -74,7 +87,7 @@ func (m *Mapper) WithSessionCookie(name string) *Mapper {
 // the default of input.resource.tenant. Routes are tried in order; the first
 // whose methods and path template match wins.
 func NewMapper(tenantID string, routes []config.Route) (*Mapper, error) {
-	m := &Mapper{tenantID: tenantID, routes: make([]route, 0, len(routes))}
+	m := &Mapper{tenantID: tenantID, routes: make([]route, 0, len(routes)), canon: reqpath.Canon{Formats: reqpath.DefaultFormats}}
 	for i, r := range routes {
 		rt, err := compileRoute(i, r)
 		if err != nil {
@@ -114,9 +127,11 @@ type proxyRequest struct {
 //
 //   - resource: the route's Resource or its {resource} capture, else the
 //     prefix of an action given without a resource ("reports:export"),
-//     else the first path segment (RootResource for "/");
+//     else the first path segment (RootResource for "/"); a capture or
+//     segment is lower-cased unless routes are case-sensitive, as the
+//     route table matches it ("/Orders/1" is "orders");
 //   - id: the route's {id} capture; without a route, the second segment of
-//     a two-segment path ("/orders/42");
+//     a two-segment path ("/orders/42"), in the request's case;
 //   - tenant: the route's {tenant} capture, else the deployment's tenant;
 //   - action: the route's Action, else "<resource>:<verb>" where GET and
 //     HEAD read, POST creates, PUT and PATCH update, DELETE deletes, another
@@ -124,11 +139,14 @@ type proxyRequest struct {
 //
 // Route templates match their literal segments in any letter case, and
 // the last segment with or without one format suffix (".json"), as
-// Express, ASP.NET Core and Rails route; with WithCaseSensitiveRoutes a
+// Express, ASP.NET Core and Rails route; a known format suffix
+// (WithFormatSuffixes) never ends up in a capture of the last segment or
+// in the default resource and id ("/orders/42.json" is order "42"); with WithCaseSensitiveRoutes a
 // request that matches a route only in another case is refused (see
 // matchRoute). Paths are judged percent-decoded, segment by segment, with
 // empty and dot segments resolved, as the upstream will serve them. input.request
-// carries the method, that normalized path, the host, the query (a key
+// carries the method, that normalized path, its canonical form
+// (canonical_path and format, see reqpath.Canon), the host, the query (a key
 // given several times keeps its values joined with ",") and the headers
 // less authorization, cookie, proxy-authorization, HTTP/2 pseudo-headers
 // and x-svc-* headers.
@@ -235,9 +253,15 @@ func (m *Mapper) mapRequestInto(pr proxyRequest, blk *mappedRequest, deferred bo
 	}
 	verb := verbOf(method)
 
-	c, rt, err := m.matchRoute(method, segs)
+	v := m.view(segs)
+	c, rt, err := m.matchRoute(method, v)
 	if err != nil {
 		return "", engine.Input{}, err
+	}
+	if v.known {
+		// The default mapping reads the segments the route table
+		// prefers: without the known format.
+		segs = v.stripped
 	}
 
 	// Each field: context extension, then route, then default.
@@ -249,7 +273,7 @@ func (m *Mapper) mapRequestInto(pr proxyRequest, blk *mappedRequest, deferred bo
 	if resource == "" && rt != nil {
 		resource = rt.resource
 		if resource == "" {
-			resource = c.resource
+			resource = m.fold(c.resource)
 		}
 	}
 	if resource == "" {
@@ -259,7 +283,7 @@ func (m *Mapper) mapRequestInto(pr proxyRequest, blk *mappedRequest, deferred bo
 		}
 	}
 	if resource == "" {
-		resource = defaultResource(segs)
+		resource = m.fold(defaultResource(segs))
 	}
 	id := pr.ext[ExtResourceID]
 	if id == "" {
@@ -280,11 +304,17 @@ func (m *Mapper) mapRequestInto(pr proxyRequest, blk *mappedRequest, deferred bo
 		action = blk.join(resource, verb)
 	}
 
+	// The engine sets the canonical fields again from Path on every
+	// decision; set here, they show in the mapped input (core trace,
+	// goldens) and the engine finds nothing to change.
+	canonical, format := m.canon.Segments(v.segs, path)
 	blk.req = policy.Request{
-		Method:   method,
-		Path:     path,
-		Host:     pr.host,
-		SourceIP: m.sourceIP(pr),
+		Method:        method,
+		Path:          path,
+		Host:          pr.host,
+		SourceIP:      m.sourceIP(pr),
+		CanonicalPath: canonical,
+		Format:        format,
 	}
 	blk.headers, blk.target, blk.trustForwardedFor, blk.pending = pr.headers, pr.target, m.trustForwardedFor, true
 	if !deferred {
@@ -352,11 +382,10 @@ func (b *mappedRequest) join(resource, verb string) string {
 // reason.PathInvalid. An upstream that routes case-insensitively serves it
 // as that route, and the default mapping would judge it as something else
 // ("api:create" instead of the route's "reports:export").
-func (m *Mapper) matchRoute(method string, segs []string) (captures, *route, error) {
-	fold := !m.caseSensitive
-	stripped := withoutSuffix(segs)
+func (m *Mapper) matchRoute(method string, v pathView) (captures, *route, error) {
+	fold := !m.canon.CaseSensitive
 	for i := range m.routes {
-		if c, ok := m.routes[i].match(method, segs, stripped, fold); ok {
+		if c, ok := m.routes[i].match(method, v, fold); ok {
 			return c, &m.routes[i], nil
 		}
 	}
@@ -364,12 +393,31 @@ func (m *Mapper) matchRoute(method string, segs []string) (captures, *route, err
 		return captures{}, nil, nil
 	}
 	for i := range m.routes {
-		if _, ok := m.routes[i].match(method, segs, stripped, true); ok {
+		if _, ok := m.routes[i].match(method, v, true); ok {
 			return captures{}, nil, reason.New(reason.PathInvalid,
 				"request path matches route %q only in another letter case (envoy.routes_case_sensitive is on)", m.routes[i].template)
 		}
 	}
 	return captures{}, nil, nil
+}
+
+// view is segs as the route table tries them (pathView).
+func (m *Mapper) view(segs []string) pathView {
+	v := pathView{segs: segs, stripped: withoutSuffix(segs)}
+	if v.stripped != nil {
+		_, _, v.known = m.canon.CutFormat(segs[len(segs)-1])
+	}
+	return v
+}
+
+// fold lower-cases a resource name unless routes are case-sensitive: the
+// route table matched it in any case, so "/Orders/1" names the resource
+// "orders" that policies and actions spell in lower case.
+func (m *Mapper) fold(resource string) string {
+	if m.canon.CaseSensitive {
+		return resource
+	}
+	return strings.ToLower(resource)
 }
 
 // cookieValue returns the value of the cookie name in a Cookie header (or

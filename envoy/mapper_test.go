@@ -7,6 +7,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
@@ -268,7 +269,7 @@ func TestFromCheckRequest(t *testing.T) {
 			if token != tt.wantToken {
 				t.Errorf("token = %q, want %q", token, tt.wantToken)
 			}
-			if diff := cmp.Diff(tt.want, in); diff != "" {
+			if diff := cmp.Diff(tt.want, in, ignoreCanonical); diff != "" {
 				t.Errorf("input (-want +got):\n%s", diff)
 			}
 		})
@@ -299,8 +300,98 @@ func TestFromCheckRequestRawHeaderMap(t *testing.T) {
 	if token != "raw-tok" {
 		t.Errorf("token = %q", token)
 	}
-	if diff := cmp.Diff(want, in); diff != "" {
+	if diff := cmp.Diff(want, in, ignoreCanonical); diff != "" {
 		t.Errorf("input (-want +got):\n%s", diff)
+	}
+}
+
+// ignoreCanonical leaves input.request's canonical fields to
+// TestFromCheckRequestCanonical.
+var ignoreCanonical = cmpopts.IgnoreFields(policy.Request{}, "CanonicalPath", "Format")
+
+// TestFromCheckRequestCanonical: the spellings an upstream serves as one
+// resource map to one action, resource and canonical path; a known format
+// suffix is cut from captures and the default id, an unknown one is not;
+// ids keep their case. With case-sensitive routes, the resource and the
+// canonical path keep the request's case.
+func TestFromCheckRequestCanonical(t *testing.T) {
+	routes := append(append([]config.Route{}, testRoutes...),
+		config.Route{Path: "/orders/{id}", Resource: "orders"},
+		config.Route{Path: "/docs/{name}.pdf", Resource: "docs"},
+		config.Route{Path: "/users/{id}", Resource: "users"},
+	)
+	type want struct {
+		action, resource, id, canonical, format string
+	}
+	for _, tc := range []struct {
+		method, target string
+		folded, strict want
+	}{
+		{"DELETE", "/orders/42.json",
+			want{"orders:delete", "orders", "42", "/orders/42", "json"},
+			want{"orders:delete", "orders", "42", "/orders/42", "json"}},
+		{"DELETE", "/orders/A7.JSON",
+			want{"orders:delete", "orders", "A7", "/orders/a7", "json"},
+			want{"orders:delete", "orders", "A7", "/orders/A7", "json"}},
+		{"GET", "/orders/42.pdf",
+			want{"orders:read", "orders", "42.pdf", "/orders/42.pdf", ""},
+			want{"orders:read", "orders", "42.pdf", "/orders/42.pdf", ""}},
+		{"GET", "/users/alice@example.com",
+			want{"users:read", "users", "alice@example.com", "/users/alice@example.com", ""},
+			want{"users:read", "users", "alice@example.com", "/users/alice@example.com", ""}},
+		{"GET", "/docs/Q3.pdf",
+			want{"docs:read", "docs", "", "/docs/q3.pdf", ""},
+			want{"docs:read", "docs", "", "/docs/Q3.pdf", ""}},
+		{"GET", "/files/42.json",
+			want{"files:read", "files", "42", "/files/42", "json"},
+			want{"files:read", "files", "42", "/files/42", "json"}},
+		{"DELETE", "/Invoices/Inv-7",
+			want{"invoices:delete", "invoices", "Inv-7", "/invoices/inv-7", ""},
+			want{"Invoices:delete", "Invoices", "Inv-7", "/Invoices/Inv-7", ""}},
+		{"DELETE", "/invoices/7.xml",
+			want{"invoices:delete", "invoices", "7", "/invoices/7", "xml"},
+			want{"invoices:delete", "invoices", "7", "/invoices/7", "xml"}},
+		{"GET", "/Invoices.csv",
+			want{"invoices:read", "invoices", "", "/invoices", "csv"},
+			want{"Invoices:read", "Invoices", "", "/Invoices", "csv"}},
+		{"GET", "/releases/1.2.3",
+			want{"releases:read", "releases", "1.2.3", "/releases/1.2.3", ""},
+			want{"releases:read", "releases", "1.2.3", "/releases/1.2.3", ""}},
+		{"GET", "/api/Orders/7.json",
+			want{"orders:read", "orders", "7", "/api/orders/7", "json"},
+			want{"Orders:read", "Orders", "7", "/api/Orders/7", "json"}},
+		{"POST", "/api/reports/R7/export.json",
+			want{"reports:export", "reports", "R7", "/api/reports/r7/export", "json"},
+			want{"reports:export", "reports", "R7", "/api/reports/R7/export", "json"}},
+		{"GET", "//orders/x/../%34%32.json",
+			want{"orders:read", "orders", "42", "/orders/42", "json"},
+			want{"orders:read", "orders", "42", "/orders/42", "json"}},
+	} {
+		for _, caseSensitive := range []bool{false, true} {
+			m, err := NewMapper(testTenant, routes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.WithCaseSensitiveRoutes(caseSensitive)
+			w := tc.folded
+			if caseSensitive {
+				w = tc.strict
+			}
+			_, in, err := m.FromCheckRequest(checkReq(tc.method, tc.target, nil, nil))
+			if err != nil {
+				t.Errorf("%s %s (case-sensitive %v): %v", tc.method, tc.target, caseSensitive, err)
+				continue
+			}
+			got := want{in.Action, in.Resource.Type, in.Resource.ID, in.Request.CanonicalPath, in.Request.Format}
+			if got != w {
+				t.Errorf("%s %s (case-sensitive %v):\n got %+v\nwant %+v", tc.method, tc.target, caseSensitive, got, w)
+			}
+			// The engine sets the same fields from the normalized path.
+			canonical, format, err := m.canon.Path(in.Request.Path)
+			if err != nil || canonical != got.canonical || format != got.format {
+				t.Errorf("%s %s: the engine reads %q as %q %q %v", tc.method, tc.target, in.Request.Path, canonical, format, err)
+			}
+		}
 	}
 }
 

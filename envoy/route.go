@@ -169,28 +169,55 @@ func writeLiteral(b *strings.Builder, lit, part string) error {
 	return nil
 }
 
-// match reports whether the route applies to method and the decoded path
-// segments, and what it captured. With fold, literal segments (and the
-// literal parts of mixed ones) match in any letter case, as the routers of
-// Express, ASP.NET Core and others do; captured values keep the request's
-// case either way (ids are case-sensitive).
+// pathView is a request path as the route table tries it.
+type pathView struct {
+	// segs are the decoded segments.
+	segs []string
+	// stripped is segs with a format suffix cut off the last segment
+	// (see withoutSuffix), or nil: Rails serves "/reports/1/export.json"
+	// as the "/reports/1/export" route.
+	stripped []string
+	// known is set when that suffix is a known format
+	// (envoy.format_suffixes), which a capture of the last segment leaves
+	// out: "/orders/{id}" on "/orders/42.json" is order "42".
+	known bool
+}
+
+// match reports whether the route applies to method and the path, and
+// what it captured. With fold, literal segments (and the literal parts of
+// mixed ones) match in any letter case, as the routers of Express,
+// ASP.NET Core and others do; captured values keep the request's case
+// either way (ids are case-sensitive).
 //
-// stripped is segs with a format suffix cut off the last segment (see
-// withoutSuffix), or nil: Rails serves "/reports/1/export.json" as the
-// "/reports/1/export" route. segs are tried first, so a template that
-// matches the segment whole ("/files/{name}", "/files/{id}.json")
-// captures it whole.
-func (rt *route) match(method string, segs, stripped []string, fold bool) (captures, bool) {
+// The whole segments are tried first, so that a template that matches
+// the last segment whole ("/files/{name}", "/files/{id}.json") captures
+// it whole, then the segments without a suffix. A known format suffix is
+// the exception: a template whose last segment is a bare placeholder
+// tries the segments without it first, so the format never ends up in
+// an id, while "{name}.pdf" and "{id}.json" keep matching the whole
+// segment.
+func (rt *route) match(method string, v pathView, fold bool) (captures, bool) {
 	if len(rt.methods) > 0 && !slices.Contains(rt.methods, method) {
 		return captures{}, false
 	}
-	if c, ok := rt.matchSegs(segs, fold); ok {
+	if v.known && rt.capturesLast() {
+		if c, ok := rt.matchSegs(v.stripped, fold); ok {
+			return c, true
+		}
+	}
+	if c, ok := rt.matchSegs(v.segs, fold); ok {
 		return c, true
 	}
-	if stripped != nil {
-		return rt.matchSegs(stripped, fold)
+	if v.stripped != nil {
+		return rt.matchSegs(v.stripped, fold)
 	}
 	return captures{}, false
+}
+
+// capturesLast reports whether the template's last segment is a bare
+// placeholder, which takes the request's last segment whole.
+func (rt *route) capturesLast() bool {
+	return !rt.rest && len(rt.segs) > 0 && rt.segs[len(rt.segs)-1].kind == segParam
 }
 
 // withoutSuffix returns segs with the format suffix of the last segment

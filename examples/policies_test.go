@@ -2,6 +2,7 @@ package examples
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/svc-dev/svc/engine/fixture"
 	"github.com/svc-dev/svc/engine/lint"
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/engine/reqpath"
 )
 
 // TestExamplePolicies runs what `core policy lint --strict <dir>` and
@@ -74,5 +76,55 @@ func TestExamplePolicies(t *testing.T) {
 	}
 	if n < 3 {
 		t.Errorf("%d example policies, want at least 3", n)
+	}
+}
+
+// TestFixtureCanonicalPaths: a fixture's input is the one the sidecar
+// would hand the policy, so wherever it has a request path, its
+// canonical_path and format are what the engine derives from that path
+// (default format suffixes, routes folding case). A near-miss fixture
+// ("/API/reports/Export.json") then proves what the policy does with the
+// spelling an attacker sends, not with a hand-written canonical path.
+func TestFixtureCanonicalPaths(t *testing.T) {
+	files, err := filepath.Glob("policies/*/fixtures/*.input.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults, err := filepath.Glob("../policies/fixtures/*.input.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	canon := reqpath.Canon{Formats: reqpath.DefaultFormats}
+	checked := 0
+	for _, f := range append(files, defaults...) {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in struct {
+			Request *struct {
+				Path          *string `json:"path"`
+				CanonicalPath *string `json:"canonical_path"`
+				Format        *string `json:"format"`
+			} `json:"request"`
+		}
+		if err := json.Unmarshal(raw, &in); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if in.Request == nil || in.Request.Path == nil {
+			continue
+		}
+		checked++
+		want, format, err := canon.Path(*in.Request.Path)
+		if err != nil {
+			t.Errorf("%s: path %q: %v", f, *in.Request.Path, err)
+			continue
+		}
+		if in.Request.CanonicalPath == nil || *in.Request.CanonicalPath != want || in.Request.Format == nil || *in.Request.Format != format {
+			t.Errorf("%s: path %q needs canonical_path %q and format %q", f, *in.Request.Path, want, format)
+		}
+	}
+	if checked < 20 {
+		t.Errorf("only %d fixtures with a request path", checked)
 	}
 }

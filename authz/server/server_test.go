@@ -215,7 +215,9 @@ func TestServerAuthorize(t *testing.T) {
 			Action:   "orders:read",
 			Resource: policy.Resource{Type: "orders", ID: "o-9"},
 			Request: &policy.Request{Method: "GET", Path: "/orders/o-9", Host: "shop.example",
-				Query: map[string]string{"expand": "lines"}, Headers: map[string]string{"x-request-id": "r-1"}},
+				Query: map[string]string{"expand": "lines"}, Headers: map[string]string{"x-request-id": "r-1"},
+				// Set by the engine from the path, whatever the caller sent.
+				CanonicalPath: "/orders/o-9"},
 		}
 		if diff := cmp.Diff(want, eng.last(t)); diff != "" {
 			t.Errorf("engine input (-want +got):\n%s", diff)

@@ -9,7 +9,11 @@
 // the repository shows them all.
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/svc-dev/svc/engine/reqpath"
+)
 
 // Config is the whole configuration of the engine and the sidecar.
 type Config struct {
@@ -476,6 +480,27 @@ type Envoy struct {
 	// route only in case is refused (path-invalid) rather than mapped by
 	// the default rule. Env SVC_ENVOY_ROUTES_CASE_SENSITIVE.
 	RoutesCaseSensitive bool `toml:"routes_case_sensitive" yaml:"routes_case_sensitive"`
+	// FormatSuffixes are the response formats a path's last segment may
+	// name with a suffix ("json" for "/reports/export.json"), written in
+	// lower case without the dot. Routers such as Rails serve such a
+	// path as the one without the suffix, so the route table, the default
+	// mapping and input.request.canonical_path cut a listed suffix off
+	// (its name goes to input.request.format), whatever its letter case.
+	// A suffix not listed stays part of the segment:
+	// "/users/alice@example.com" and "/releases/1.2.3" keep their last
+	// segment whole. Default json, xml, csv, html, txt, yaml; [] cuts
+	// none. Env SVC_ENVOY_FORMAT_SUFFIXES (comma-separated).
+	FormatSuffixes []string `toml:"format_suffixes" yaml:"format_suffixes"`
+}
+
+// Formats returns the format suffixes in effect: FormatSuffixes, or
+// reqpath.DefaultFormats when it is not set (nil; an empty list cuts
+// none).
+func (e Envoy) Formats() []string {
+	if e.FormatSuffixes == nil {
+		return reqpath.DefaultFormats
+	}
+	return e.FormatSuffixes
 }
 
 // Route maps a path template such as "/api/{resource}/{id}" to an action.

@@ -2,7 +2,10 @@ package config
 
 import (
 	"runtime"
+	"slices"
 	"time"
+
+	"github.com/svc-dev/svc/engine/reqpath"
 )
 
 // Defaults applied by SetDefaults.
@@ -94,6 +97,11 @@ func (c *Config) SetDefaults() {
 			s.ACSMaxConcurrent = DefaultSAMLACSMaxConcurrent()
 		}
 		setDuration(&s.ACSTimeout, DefaultSAMLACSTimeout)
+	}
+
+	if c.Envoy.FormatSuffixes == nil {
+		// Only nil: an empty list is how a file says "cut none".
+		c.Envoy.FormatSuffixes = slices.Clone(reqpath.DefaultFormats)
 	}
 
 	setDuration(&c.Policy.BundleMinPoll, DefaultBundleMinPoll)

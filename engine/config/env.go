@@ -175,6 +175,15 @@ var envTable = []EnvVar{
 			c.Envoy.RoutesCaseSensitive = b
 			return ""
 		}},
+	{Name: "SVC_ENVOY_FORMAT_SUFFIXES", Key: "envoy.format_suffixes",
+		Help: "Comma-separated format suffixes cut off a path's last segment (default json,xml,csv,html,txt,yaml).",
+		apply: func(c *Config, v string) string {
+			c.Envoy.FormatSuffixes = commaList(v)
+			if c.Envoy.FormatSuffixes == nil {
+				c.Envoy.FormatSuffixes = []string{}
+			}
+			return checkFormatSuffixes(c.Envoy.FormatSuffixes)
+		}},
 	{Name: "SVC_ADMIN_TOKEN_FILE", Key: "sidecar.admin_token_file",
 		Help:  "File holding the bearer token that lets non-loopback callers use mutating endpoints.",
 		apply: func(c *Config, v string) string { c.Sidecar.AdminTokenFile = v; return "" }},

@@ -66,6 +66,7 @@ func ExampleEnvVars() {
 	// SVC_TRUST_FORWARDED_FOR overrides sidecar.trust_forwarded_for
 	// SVC_TRUSTED_PROXIES overrides sidecar.trusted_proxies
 	// SVC_ENVOY_ROUTES_CASE_SENSITIVE overrides envoy.routes_case_sensitive
+	// SVC_ENVOY_FORMAT_SUFFIXES overrides envoy.format_suffixes
 	// SVC_ADMIN_TOKEN_FILE overrides sidecar.admin_token_file
 	// SVC_ADMIN_REQUIRE_TOKEN overrides sidecar.admin_require_token
 	// SVC_TLS_CERT_FILE overrides sidecar.tls_cert_file

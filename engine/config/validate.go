@@ -370,6 +370,11 @@ func (v *validator) sidecar() {
 			v.fail(keyPath("sidecar", "trusted_proxies", index(i)), "%s", err)
 		}
 	}
+	for i, f := range v.c.Envoy.FormatSuffixes {
+		if msg := checkFormatSuffix(f); msg != "" {
+			v.fail(keyPath("envoy", "format_suffixes", index(i)), "%s", msg)
+		}
+	}
 	for i, r := range s.Routes {
 		if msg := checkRoutePath(r.Path); msg != "" {
 			v.fail(keyPath("sidecar", "routes", index(i), "path"), "%s", msg)
@@ -381,6 +386,32 @@ func (v *validator) sidecar() {
 			}
 		}
 	}
+}
+
+// checkFormatSuffix checks one envoy.format_suffixes entry: lower-case
+// ASCII letters and digits, as the canonical path reports the format in
+// input.request.format and policies compare it with "==".
+func checkFormatSuffix(f string) string {
+	if f == "" {
+		return "must not be empty"
+	}
+	for i := 0; i < len(f); i++ {
+		if c := f[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
+			return fmt.Sprintf("must be lower-case letters and digits without the dot, such as \"json\", got %q", f)
+		}
+	}
+	return ""
+}
+
+// checkFormatSuffixes is checkFormatSuffix on each entry, for the
+// environment variable that sets them all.
+func checkFormatSuffixes(fs []string) string {
+	for _, f := range fs {
+		if msg := checkFormatSuffix(f); msg != "" {
+			return msg
+		}
+	}
+	return ""
 }
 
 func checkCheckProxy(s string) string {

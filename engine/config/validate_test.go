@@ -135,6 +135,8 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 			"jwt.cache_max_age", `svc.toml: jwt.cache_max_age: must not be negative, got "-1s"`},
 		{"check proxy", func(c *Config) { c.Sidecar.CheckProxy = "Nginx" }, "SVC_CHECK_PROXY",
 			"sidecar.check_proxy", `SVC_CHECK_PROXY: must be "auto", "nginx", "forwarded" or "envoy", got "Nginx"`},
+		{"format suffix with dot", func(c *Config) { c.Envoy.FormatSuffixes = []string{"json", ".PDF"} }, "",
+			"envoy.format_suffixes[1]", `svc.toml: envoy.format_suffixes[1]: must be lower-case letters and digits without the dot, such as "json", got ".PDF"`},
 		{"negative drain", func(c *Config) { c.Sidecar.DrainTimeout = dur(-time.Second) }, "",
 			"sidecar.drain_timeout", `svc.toml: sidecar.drain_timeout: must not be negative, got "-1s"`},
 		{"route path relative", func(c *Config) { c.Sidecar.Routes[0].Path = "api" }, "",

@@ -122,6 +122,7 @@ func lintModules(mods []*module) []Finding {
 	}
 	findings = append(findings, checkShadowing(mods)...)
 	findings = append(findings, checkInputRefs(mods)...)
+	findings = append(findings, checkRawPath(mods)...)
 	return findings
 }
 

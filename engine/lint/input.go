@@ -41,6 +41,7 @@ var (
 		"tenant":   obj(map[string]*node{"id": str, "plan": str}),
 		"request": obj(map[string]*node{
 			"method": str, "path": str, "host": str, "query": strDict, "headers": strDict,
+			"source_ip": str, "canonical_path": str, "format": str,
 		}),
 	})
 )
@@ -56,34 +57,10 @@ func checkInputRefs(mods []*module) []Finding {
 		if m.mod == nil {
 			continue
 		}
-		aliases := map[ast.Var]ast.Ref{}
-		for _, imp := range m.mod.Imports {
-			ref, ok := imp.Path.Value.(ast.Ref)
-			if !ok || !ref.HasPrefix(ast.InputRootRef) || len(ref) < 2 {
-				continue
-			}
-			alias := imp.Alias
-			if alias == "" {
-				if s, ok := ref[len(ref)-1].Value.(ast.String); ok {
-					alias = ast.Var(s)
-				}
-			}
-			aliases[alias] = ref
-		}
+		aliases := inputAliases(m.mod)
 		ast.WalkTerms(m.mod, func(t *ast.Term) bool {
-			ref, ok := t.Value.(ast.Ref)
+			ref, ok := inputRef(aliases, t)
 			if !ok {
-				return false
-			}
-			head, ok := ref[0].Value.(ast.Var)
-			if !ok {
-				return false
-			}
-			switch prefix, aliased := aliases[head]; {
-			case head.Equal(ast.InputRootDocument.Value):
-			case aliased:
-				ref = prefix.Concat(ref[1:])
-			default:
 				return false
 			}
 			if msg := inputProblem(ref); msg != "" {
@@ -93,6 +70,47 @@ func checkInputRefs(mods []*module) []Finding {
 		})
 	}
 	return out
+}
+
+// inputAliases maps the names that imports of input give (import
+// input.request as req) to the reference each stands for.
+func inputAliases(mod *ast.Module) map[ast.Var]ast.Ref {
+	aliases := map[ast.Var]ast.Ref{}
+	for _, imp := range mod.Imports {
+		ref, ok := imp.Path.Value.(ast.Ref)
+		if !ok || !ref.HasPrefix(ast.InputRootRef) || len(ref) < 2 {
+			continue
+		}
+		alias := imp.Alias
+		if alias == "" {
+			if s, ok := ref[len(ref)-1].Value.(ast.String); ok {
+				alias = ast.Var(s)
+			}
+		}
+		aliases[alias] = ref
+	}
+	return aliases
+}
+
+// inputRef returns the reference into input that t is, written from
+// input even when t goes through an import alias; ok is false for any
+// other term.
+func inputRef(aliases map[ast.Var]ast.Ref, t *ast.Term) (ast.Ref, bool) {
+	ref, ok := t.Value.(ast.Ref)
+	if !ok {
+		return nil, false
+	}
+	head, ok := ref[0].Value.(ast.Var)
+	if !ok {
+		return nil, false
+	}
+	switch prefix, aliased := aliases[head]; {
+	case head.Equal(ast.InputRootDocument.Value):
+		return ref, true
+	case aliased:
+		return prefix.Concat(ref[1:]), true
+	}
+	return nil, false
 }
 
 // inputProblem walks ref (which starts at input) along the input's shape

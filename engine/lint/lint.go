@@ -65,6 +65,11 @@ const (
 	// RuleUnknownInputField is a reference to an input path the policy
 	// input never has.
 	RuleUnknownInputField = "unknown-input-field"
+	// RuleRawPathComparison is a comparison of input.request.path (==,
+	// startswith, a regex …): "/API/Export" and "/export.json" spell the
+	// route it means differently, while input.request.canonical_path
+	// spells them all alike.
+	RuleRawPathComparison = "raw-path-comparison"
 	// RuleDataError is a data file that does not load.
 	RuleDataError = "data-error"
 	// RuleLoadError is a file or directory that cannot be read.
@@ -96,6 +101,7 @@ func Rules() []RuleInfo {
 		{RuleUnusedVariable, Warning, "variable or argument never used"},
 		{RuleUnusedImport, Warning, "import never used"},
 		{RuleUnknownInputField, Warning, "reference to a field the policy input does not have"},
+		{RuleRawPathComparison, Warning, "input.request.path compared with ==, startswith, a regex or the like instead of input.request.canonical_path"},
 	}
 }
 

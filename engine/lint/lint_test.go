@@ -44,6 +44,10 @@ func TestRules(t *testing.T) {
 		{"unknown-input-field", "authz.rego", []want{"5:10 warning unknown-input-field"}},
 		{"unknown-input-alias", "authz.rego", []want{"10:2 warning unknown-input-field"}},
 		{"data-error", "data.json", []want{"1:26 error data-error"}},
+		{"raw-path-comparison", "authz.rego", []want{
+			"8:2 warning raw-path-comparison", "9:13 warning raw-path-comparison", "10:31 warning raw-path-comparison",
+			"14:16 warning raw-path-comparison", "16:2 warning raw-path-comparison",
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.dir, func(t *testing.T) {
@@ -98,7 +102,7 @@ func TestFilesAndMessages(t *testing.T) {
 
 	msgs := map[string]string{
 		"unknown-input-field":    "input.user.name is not a field of the policy input (input.user has claims, email, id, role, roles, tenant_id)",
-		"unknown-input-alias":    "input.request.body is not a field of the policy input (input.request has headers, host, method, path, query)",
+		"unknown-input-alias":    "input.request.body is not a field of the policy input (input.request has canonical_path, format, headers, host, method, path, query, source_ip)",
 		"deny-reasons-computed":  "deny_reasons has type set[number]; it must be a set of strings",
 		"deny-reasons-array":     `deny_reasons is a complete rule with an array value; it must be a set of strings (deny_reasons contains "…" if …)`,
 		"deny-reasons-number":    "deny_reasons contains a number; reasons must be strings",

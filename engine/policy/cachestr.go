@@ -33,6 +33,8 @@ const (
 	leafRequestPath
 	leafRequestHost
 	leafRequestSourceIP
+	leafRequestCanonicalPath
+	leafRequestFormat
 	// leafRequestOther is any other path below input.request: undefined
 	// when the input has no request, else not a leaf.
 	leafRequestOther
@@ -86,6 +88,10 @@ func leafOf(path []*ast.Term) leafField {
 			return leafRequestHost
 		case keySourceIP.Value:
 			return leafRequestSourceIP
+		case keyCanon.Value:
+			return leafRequestCanonicalPath
+		case keyFormat.Value:
+			return leafRequestFormat
 		}
 		return leafRequestOther
 	}
@@ -143,6 +149,10 @@ func leafValue(in *Input, f leafField, p *keyPart) (ok bool) {
 			s, defined = r.Host, r.Host != ""
 		case leafRequestSourceIP:
 			s, defined = r.SourceIP, r.SourceIP != ""
+		case leafRequestCanonicalPath:
+			s = r.CanonicalPath
+		case leafRequestFormat:
+			s = r.Format
 		default:
 			return false
 		}

@@ -59,4 +59,17 @@ type Request struct {
 	// downstream peer); never taken from a client-sent header unless
 	// sidecar.trust_forwarded_for says so.
 	SourceIP string `json:"source_ip,omitempty"`
+	// CanonicalPath is Path in the one spelling every variant an upstream
+	// serves as the same resource shares (reqpath.Canon): percent-decoded
+	// once, dot segments resolved, repeated slashes merged, lower-cased
+	// unless envoy.routes_case_sensitive, and a known format suffix
+	// (envoy.format_suffixes) cut off the last segment. Policies compare
+	// it rather than Path, which "/API/export.json" spells differently
+	// from "/api/export". The engine sets it from Path on every
+	// authorization; what a caller puts here is replaced.
+	CanonicalPath string `json:"canonical_path"`
+	// Format is the format suffix cut off CanonicalPath ("json" for
+	// "/reports/export.json"), "" when none. The engine sets it with
+	// CanonicalPath.
+	Format string `json:"format"`
 }

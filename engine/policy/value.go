@@ -30,6 +30,8 @@ var (
 	keyQuery    = ast.StringTerm("query")
 	keyHeaders  = ast.StringTerm("headers")
 	keySourceIP = ast.StringTerm("source_ip")
+	keyCanon    = ast.StringTerm("canonical_path")
+	keyFormat   = ast.StringTerm("format")
 )
 
 // Value converts the input to the AST value the policy sees as input. It
@@ -44,7 +46,7 @@ func (in *Input) Value() (ast.Value, error) {
 	}
 	n := 16 + len(in.User.Roles)
 	if r := in.Request; r != nil {
-		n += 8 + 2*len(r.Query) + 2*len(r.Headers)
+		n += 10 + 2*len(r.Query) + 2*len(r.Headers)
 	}
 	b := termBuf{terms: make([]ast.Term, 0, n)}
 	doc := make([][2]*ast.Term, 0, 5)
@@ -147,7 +149,7 @@ func (t *Tenant) field(b *termBuf, key *ast.Term) *ast.Term {
 
 // requestKeys are the keys of input.request in the order Value writes
 // them.
-var requestKeys = [...]*ast.Term{keyMethod, keyPath, keyHost, keyQuery, keyHeaders, keySourceIP}
+var requestKeys = [...]*ast.Term{keyMethod, keyPath, keyHost, keyQuery, keyHeaders, keySourceIP, keyCanon, keyFormat}
 
 // value is input.request.
 func (r *Request) value(b *termBuf) ast.Value {
@@ -183,6 +185,10 @@ func (r *Request) field(b *termBuf, key *ast.Term) *ast.Term {
 		if r.SourceIP != "" {
 			return b.str(r.SourceIP)
 		}
+	case keyCanon.Value:
+		return b.str(r.CanonicalPath)
+	case keyFormat.Value:
+		return b.str(r.Format)
 	}
 	return nil
 }

@@ -3,8 +3,9 @@
 # description: |
 #   Every signed-in user of the tenant may use the API, except the routes
 #   that the tenant's plan does not include. Gates match the request the
-#   proxy forwarded (input.request: method and path); a request without
-#   one is gated by its action. allow decides; deny_reasons explains.
+#   proxy forwarded (input.request: method and canonical_path); a request
+#   without one is gated by its action. allow decides; deny_reasons
+#   explains.
 package svc.authz
 
 # ---------------------------------------------------------------------------
@@ -15,6 +16,10 @@ package svc.authz
 # whole segment: "/api/reports" gates "/api/reports/7" but not
 # "/api/reportsx"), the methods it gates ("*" for all) and the lowest plan
 # that includes it. When several gates match, every one must be met.
+# Prefixes are written as input.request.canonical_path spells paths: in
+# lower case (unless envoy.routes_case_sensitive is set) and without a
+# format suffix, so that "/API/reports/Export.json" meets the export gate
+# as the upstream's router does.
 route_gates := [
 	{"prefix": "/api/reports/export", "methods": {"*"}, "plan": "enterprise"},
 	{"prefix": "/api/audit", "methods": {"*"}, "plan": "enterprise"},
@@ -76,16 +81,23 @@ explained contains reason if {
 # Helpers
 # ---------------------------------------------------------------------------
 
+# request_path is the path the gates compare: the canonical one, which
+# every spelling an upstream serves as the same route shares (case,
+# format suffix, percent-escapes, "//", "x/../"). input.request.path is
+# the path as sent, and comparing it would let "/api/reports/Export"
+# past the export gate.
+request_path := input.request.canonical_path
+
 # required_plans are the plans the gates matching this request ask for.
 required_plans contains gate.plan if {
-	is_string(input.request.path)
+	is_string(request_path)
 	some gate in route_gates
-	route_matches(gate.prefix, input.request.path)
+	route_matches(gate.prefix, request_path)
 	method_matches(gate.methods)
 }
 
 required_plans contains plan if {
-	not input.request.path
+	not request_path
 	plan := action_gates[input.action]
 }
 

@@ -12,8 +12,14 @@ package svc.authz
 # Tables to adapt
 # ---------------------------------------------------------------------------
 
-# owner_path finds the owner in the request path: its first group is the
-# owner's user id.
+# owner_path finds the owner in the request's canonical path (dot
+# segments resolved, "//" merged, lower-cased unless
+# envoy.routes_case_sensitive, format suffix cut): its first group is the
+# owner's user id. The path as sent would name the owner of
+# "/api/users/alice/../bob/doc" alice. Owners are compared as the
+# canonical path spells them: with case-folded routes, ids holding
+# upper-case letters own nothing, so set envoy.routes_case_sensitive
+# when user ids are case-sensitive.
 owner_path := `^/api/users/([^/]+)(/|$)`
 
 # owner_verbs are what owners may do with their own resources.
@@ -96,7 +102,7 @@ explained contains "email-unverified" if {
 verb := split(input.action, ":")[1] if regex.match(`^[a-z][a-z0-9_-]*:[a-z][a-z0-9_-]*$`, input.action)
 
 # owner is the user id in the request path, when there is one.
-owner := regex.find_all_string_submatch_n(owner_path, input.request.path, 1)[0][1]
+owner := regex.find_all_string_submatch_n(owner_path, input.request.canonical_path, 1)[0][1]
 
 roles contains role if {
 	some role in array.concat([r | r := input.user.role], [r | some r in input.user.roles])
