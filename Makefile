@@ -10,7 +10,7 @@ FUZZTIME  ?= 20s
 # (scripts/test-packages.txt), which only /usr/bin/python3 sees.
 PYTHON    ?= /usr/bin/python3
 
-.PHONY: all build run demo test test-sdk test-deploy test-rust bench-rust chaos bench fuzz lint generate docs deps clean dist
+.PHONY: all build run demo test test-sdk test-deploy test-rust bench-rust chaos bench fuzz lint generate docs deps clean dist dist-sdk
 
 all: build
 
@@ -85,12 +85,14 @@ deps:
 # Release builds: svc-sidecar, core and svc-demo for each platform, static
 # (CGO_ENABLED=0), -trimpath, the version stamped, into
 # $(DIST)/svc_<version>_<os>_<arch>/; then an SPDX SBOM of the Go modules in
-# them (scripts/sbom) and SHA256SUMS of everything. Not part of make test
-# (scripts/sbom's test runs it for the native platform).
+# them (scripts/sbom), the SDK artifacts (dist-sdk) and SHA256SUMS of
+# everything. Not part of make test (scripts/sbom's test runs it for the
+# native platform).
 DIST           ?= dist
 DIST_PLATFORMS ?= linux/amd64 linux/arm64 darwin/arm64
 dist:
 	rm -rf $(DIST) && mkdir -p $(DIST)
+	$(MAKE) --no-print-directory dist-sdk DIST='$(DIST)'
 	set -e; for p in $(DIST_PLATFORMS); do \
 	  os=$${p%/*}; arch=$${p#*/}; \
 	  echo "dist: $$os/$$arch"; \
@@ -99,7 +101,28 @@ dist:
 	done
 	$(GO) build -o $(DIST)/sbom.tmp ./scripts/sbom
 	cd $(DIST) && ./sbom.tmp -name svc -version $(VERSION) -o svc_$(VERSION).spdx.json svc_$(VERSION)_*/* && rm sbom.tmp
-	cd $(DIST) && sha256sum svc_$(VERSION)_*/* svc_$(VERSION).spdx.json > SHA256SUMS
+	cd $(DIST) && sha256sum svc_$(VERSION)_*/* svc_$(VERSION).spdx.json $(SDK_ARTIFACTS) > SHA256SUMS
+
+# The SDK artifacts the install lines of docs/python.md and
+# docs/typescript.md use, into $(DIST) with SHA256SUMS of them: the wheel,
+# built by Debian's python3-build from a copy of sdk/python (setuptools
+# writes build/ and *.egg-info beside the sources it builds), and the npm
+# tarball (npm pack; its prepack compiles sdk/typescript/dist/, which is
+# ignored). The repository is left as clean as it was. The SDKs carry
+# their own versions (pyproject.toml, package.json), not $(VERSION). make
+# dist runs it; the install-line tests (e2e/install_test.go) run it alone.
+SDK_ARTIFACTS := svc_sdk-*-py3-none-any.whl svc-sdk-*.tgz
+dist-sdk:
+	mkdir -p $(DIST)
+	cd $(DIST) && rm -f $(SDK_ARTIFACTS)
+	set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	  cp -R sdk/python "$$tmp/python"; \
+	  rm -rf "$$tmp/python/build" "$$tmp/python/dist" "$$tmp"/python/*.egg-info; \
+	  cd "$$tmp/python" && $(PYTHON) -m build --wheel --no-isolation --outdir "$(abspath $(DIST))" >"$$tmp/build.log" 2>&1 \
+	    || { cat "$$tmp/build.log" >&2; exit 1; }
+	cd sdk/typescript && { test -d node_modules || npm ci --no-audit --no-fund; } && \
+	  npm pack --silent --pack-destination "$(abspath $(DIST))" >/dev/null
+	cd $(DIST) && sha256sum $(SDK_ARTIFACTS) > SHA256SUMS
 
 bench:
 	$(GO) test -tags '$(TAGS)' -run '^$$' -bench . -benchmem -benchtime=2s ./...

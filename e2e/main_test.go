@@ -19,5 +19,6 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	harness.Cleanup()
+	removeSDKDist()
 	os.Exit(code)
 }

@@ -152,6 +152,11 @@ func envList(base []string, extra map[string]string) []string {
 	return env
 }
 
+// ChildEnv is the environment of a program a test runs that is not the
+// sidecar (a shell block of the docs, a package manager): the test's own
+// less SVC_*, OTEL_* and proxy variables (baseEnv), plus extra.
+func ChildEnv(extra map[string]string) []string { return envList(baseEnv(), extra) }
+
 // readFileIfExists returns the file's content, or nothing when it does not
 // exist (yet).
 func readFileIfExists(path string) ([]byte, error) {

@@ -24,6 +24,12 @@ import (
 // compiled into it.
 func TestDistNative(t *testing.T) {
 	mk := harness.LookPath(t, "make", "apt-get install make")
+	// make dist builds the SDK artifacts too (dist-sdk): the wheel with
+	// Debian's python3-build, the tarball with npm.
+	harness.LookPath(t, "npm", "npm")
+	if err := exec.Command("/usr/bin/python3", "-c", "import build").Run(); err != nil {
+		harness.Missing(t, "python module build", "apt-get install python3-build")
+	}
 	root := harness.ModuleRoot(t)
 	dist := t.TempDir()
 	const version = "0.0.0-disttest"
@@ -44,7 +50,8 @@ func TestDistNative(t *testing.T) {
 		}
 	}
 
-	// SHA256SUMS: every binary and the SBOM, each digest right.
+	// SHA256SUMS: every binary, the SBOM and the SDK artifacts, each
+	// digest right.
 	sums := map[string]string{}
 	f, err := os.Open(filepath.Join(dist, "SHA256SUMS"))
 	if err != nil {
@@ -66,7 +73,17 @@ func TestDistNative(t *testing.T) {
 		sums[file] = sum
 	}
 	sbomFile := "svc_" + version + ".spdx.json"
-	for _, file := range append([]string{sbomFile}, binDir+"/svc-sidecar", binDir+"/core", binDir+"/svc-demo") {
+	// The SDK artifacts carry the SDKs' own version, not the release's.
+	sdk, err := filepath.Glob(filepath.Join(dist, "svc_sdk-*-py3-none-any.whl"))
+	if err != nil || len(sdk) != 1 {
+		t.Fatalf("make dist made wheels %v, want one", sdk)
+	}
+	tgz, err := filepath.Glob(filepath.Join(dist, "svc-sdk-*.tgz"))
+	if err != nil || len(tgz) != 1 {
+		t.Fatalf("make dist made npm tarballs %v, want one", tgz)
+	}
+	sdkFiles := []string{filepath.Base(sdk[0]), filepath.Base(tgz[0])}
+	for _, file := range append([]string{sbomFile, binDir + "/svc-sidecar", binDir + "/core", binDir + "/svc-demo"}, sdkFiles...) {
 		if sums[file] == "" {
 			t.Errorf("SHA256SUMS has no line for %s", file)
 		}

@@ -69,7 +69,12 @@ describe("the npm package installed from its tarball", () => {
   });
 
   test("the manifest says what a registry shows", () => {
-    assert.match(manifest.engines.node, /^>=\d/);
+    // The Node versions docs/typescript.md accepts are the engines range:
+    // those that require() an ES module without a flag (below).
+    assert.equal(manifest.engines.node, "^20.19.0 || >=22.12.0");
+    const page = readFileSync(join(PKG_DIR, "..", "..", "docs", "typescript.md"), "utf8");
+    assert.ok(page.includes(`(\`engines\`: \`${manifest.engines.node}\`)`),
+      "docs/typescript.md names the engines range of package.json");
     assert.equal(manifest.repository.directory, "sdk/typescript");
     assert.ok(manifest.keywords.includes("saml"));
     assert.equal(manifest.scripts.prepack, "npm run build");
@@ -86,7 +91,7 @@ describe("the npm package installed from its tarball", () => {
     }
   });
 
-  // require() of an ES module needs Node 20.19 (the package's engines).
+  // require() of an ES module needs Node 20.19 or 22.12 (the package's engines).
   const [major, minor] = process.versions.node.split(".").map(Number);
   const requireEsm = major > 22 || (major === 22 && minor >= 12) || (major === 20 && minor >= 19);
   test("every entry point requires from CommonJS", { skip: requireEsm ? false : `node ${process.version} has no require(esm)` }, () => {
