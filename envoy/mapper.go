@@ -6,6 +6,7 @@ import (
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 
+	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
@@ -46,7 +47,9 @@ type Mapper struct {
 	trustForwardedFor bool
 	// sessionCookie names the cookie that carries a token issued by the
 	// SAML gateway; read only when there is no Authorization header.
-	sessionCookie string
+	// hostSessionCookie is the same name under localapi.HostCookiePrefix,
+	// built once here rather than on every check.
+	sessionCookie, hostSessionCookie string
 	// caseSensitive matches the literal segments of route templates
 	// case-sensitively (envoy.routes_case_sensitive).
 	caseSensitive bool
@@ -62,11 +65,15 @@ func (m *Mapper) WithCaseSensitiveRoutes(on bool) *Mapper {
 	return m
 }
 
-// WithSessionCookie makes the mapper take the token from the cookie name
-// when a request carries no Authorization header (browsers signed in
-// through the SAML gateway). It returns m.
+// WithSessionCookie makes the mapper take the token from the session
+// cookie when a request carries no Authorization header (browsers signed
+// in through the SAML gateway): "__Host-" + name when the request has it,
+// else name (localapi.SessionCookie's rule). It returns m.
 func (m *Mapper) WithSessionCookie(name string) *Mapper {
-	m.sessionCookie = name
+	m.sessionCookie, m.hostSessionCookie = name, ""
+	if name != "" {
+		m.hostSessionCookie = localapi.HostCookiePrefix + name
+	}
 	return m
 }
 
@@ -298,7 +305,7 @@ func (m *Mapper) mapRequestInto(pr proxyRequest, blk *mappedRequest, deferred bo
 	tok := bearerToken(pr.headers["authorization"])
 	if tok == "" && m.sessionCookie != "" {
 		if _, hasAuth := pr.headers["authorization"]; !hasAuth {
-			tok = cookieValue(pr.headers["cookie"], m.sessionCookie)
+			tok = cookieValue(pr.headers["cookie"], m.hostSessionCookie, m.sessionCookie)
 		}
 	}
 	return tok, in, nil
@@ -372,19 +379,28 @@ func (m *Mapper) matchRoute(method string, segs []string) (captures, *route, err
 	return captures{}, nil, nil
 }
 
-// cookieValue returns the value of the cookie name in a Cookie header (or
-// several joined with "; " or ","), "" when absent.
-func cookieValue(header, name string) string {
+// cookieValue returns the value of the cookie hostName in a Cookie header
+// (or several joined with "; " or ","), else that of the cookie name, ""
+// when neither is there. The prefixed cookie wins wherever it stands in
+// the header: browsers send the cookies of longer paths first, so one
+// tossed by a sibling subdomain with Path=/orders comes before it.
+func cookieValue(header, hostName, name string) string {
 	if header == "" {
 		return ""
 	}
+	var plain string
+	found := false
 	for part := range strings.FieldsFuncSeq(header, func(r rune) bool { return r == ';' || r == ',' }) {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
-		if ok && k == name {
+		switch {
+		case !ok:
+		case k == hostName:
 			return strings.Trim(v, `"`)
+		case k == name && !found:
+			plain, found = strings.Trim(v, `"`), true
 		}
 	}
-	return ""
+	return plain
 }
 
 // sourceIP is input.request.source_ip: the peer address, except that an
