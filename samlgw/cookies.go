@@ -39,16 +39,19 @@ func (g *Gateway) sessionCookieName() string { return g.cookieName(g.cfg.CookieN
 // lives. SameSite=Lax: the cookie goes with top-level navigations from
 // other sites (a link into the application), not with their forms or
 // subresources.
-func (g *Gateway) setSessionCookie(w http.ResponseWriter, r *http.Request, token string, exp time.Time) {
+func (g *Gateway) setSessionCookie(w http.ResponseWriter, token string, exp time.Time) {
 	http.SetCookie(w, &http.Cookie{
 		Name: g.sessionCookieName(), Value: token, Path: "/",
 		Expires: exp, MaxAge: int(exp.Sub(g.now()).Seconds()),
 		HttpOnly: true, Secure: g.secure, SameSite: http.SameSiteLaxMode,
 	})
-	// A session cookie from before the prefix goes. (One a sibling
-	// subdomain set for the parent domain cannot be cleared from here; it
-	// no longer matters, as the prefixed cookie decides.)
-	if _, err := r.Cookie(g.cfg.CookieName); err == nil && g.secure {
+	// A session cookie from before the prefix goes. The IdP's POST is
+	// cross-site, so a browser does not send that SameSite=Lax cookie
+	// here and whether it holds one cannot be seen: it is cleared
+	// whenever the prefix is in use. (One a sibling subdomain set for the
+	// parent domain cannot be cleared from here; the prefixed cookie
+	// decides over it.)
+	if g.secure {
 		g.clearCookie(w, g.cfg.CookieName, "/", http.SameSiteLaxMode)
 	}
 }

@@ -200,7 +200,7 @@ func (g *Gateway) serveACS(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		relay = g.defaultReturnTo()
 	}
-	g.setSessionCookie(w, r, token, exp)
+	g.setSessionCookie(w, token, exp)
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, relay, http.StatusSeeOther)
 }
