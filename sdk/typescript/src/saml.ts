@@ -432,6 +432,12 @@ export function samlAcs(opts: SamlAcsOptions = {}) {
         if (requestCookies.some((n) => c.startsWith(`${n}=`))) res.append("Set-Cookie", c);
       }
       res.append("Set-Cookie", attrs.join("; "));
+      // A session cookie from before the prefix goes, as at the gateway:
+      // the IdP's cross-site POST does not show whether the browser has one.
+      if (secure) {
+        res.append("Set-Cookie", `${cookieName}=; Path=${opts.cookiePath ?? "/"}; Max-Age=0; ` +
+          "Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Lax; Secure");
+      }
       res.set({ "cache-control": "no-store" });
       res.redirect(303, relay);
     } catch (e) {

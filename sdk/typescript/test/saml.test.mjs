@@ -120,7 +120,9 @@ describe("browser flow through the application's origin", () => {
     });
     assert.equal(r.status, 303);
     assert.equal(r.headers.get("location"), "/app/page?tab=2");
-    const setCookie = r.headers.get("set-cookie");
+    const [setCookie, ...others] = r.headers.getSetCookie();
+    // The unprefixed cookie of an earlier sign-in is cleared.
+    assert.deepEqual(others, ["svc_session=; Path=/; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Lax; Secure"]);
     assert.match(setCookie, /^__Host-svc_session=[\w-]+\.[\w-]+\.[\w-]+; Path=\/; Max-Age=\d+; Expires=.+; HttpOnly; SameSite=Lax; Secure$/);
     assert.ok(Number(/Max-Age=(\d+)/.exec(setCookie)[1]) > 500);
     assert.deepEqual(seen.at(-1), { method: "POST", url: "/auth/saml/acs", accept: "application/json",
