@@ -43,7 +43,11 @@ type MiddlewareOptions struct {
 	// SessionCookie names the SAML gateway's session cookie
 	// (sdk.saml.cookie_name, default "svc_session"): a request with no
 	// Authorization header is authenticated by the token in it, checked
-	// by the decision service exactly as a bearer token. Empty means the
+	// by the decision service exactly as a bearer token. The cookie
+	// "__Host-" + SessionCookie, which the gateway sets wherever its
+	// cookies are Secure, is read first, then SessionCookie: a cookie
+	// tossed by a sibling subdomain cannot displace the prefixed one.
+	// Name it unprefixed, as in the configuration. Empty means the
 	// Authorizer's own (SessionCookie() of a Client, read from the
 	// deployment's configuration; of a local authorizer, its engine's),
 	// which is none when the deployment has no SAML gateway; "-" turns
@@ -195,7 +199,8 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // token returns the bearer token of r or, when r has no Authorization
-// header at all, the session cookie's.
+// header at all, the session cookie's: "__Host-" + SessionCookie first,
+// then SessionCookie (localapi.SessionCookie).
 func (m *middleware) token(r *http.Request) string {
 	if tok := BearerToken(r); tok != "" || m.opts.SessionCookie == "" {
 		return tok
@@ -203,11 +208,8 @@ func (m *middleware) token(r *http.Request) string {
 	if _, ok := r.Header["Authorization"]; ok {
 		return ""
 	}
-	c, err := r.Cookie(m.opts.SessionCookie)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(c.Value)
+	v, _ := localapi.SessionCookie(r, m.opts.SessionCookie)
+	return strings.TrimSpace(v)
 }
 
 func (m *middleware) admit(w http.ResponseWriter, r *http.Request, u User) {

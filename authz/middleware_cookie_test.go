@@ -19,10 +19,16 @@ import (
 // cookie, which the sidecar checks exactly as a bearer token (over gRPC
 // and over the HTTP API), for validation-only and policy routes alike. A
 // request with an Authorization header never falls back to the cookie.
+// The gateway's "__Host-" cookie decides whenever it is there: an
+// unprefixed cookie of the same name, which a sibling subdomain can toss,
+// neither displaces it nor stands in for an expired one.
 func TestMiddlewareSessionCookie(t *testing.T) {
 	p := newIDP(t)
 	srv := newServer(t, newEngine(t, p, nil))
 	viewer := p.TokenFor(t, fixedUser("alice", "viewer"))
+	// mallory's token is valid: what a sibling subdomain tosses as an
+	// unprefixed cookie to sign the victim in as mallory.
+	mallory := p.TokenFor(t, fixedUser("mallory", "viewer"))
 	expired := p.TokenFor(t, map[string]any{"sub": "alice", "tenant_id": tenant, "exp": time.Now().Add(-time.Hour).Unix(), "iat": fixedIat})
 	clients := map[string]*authz.Client{
 		"grpc": newClient(t, serveGRPC(t, srv), authz.FailClosed),
@@ -62,6 +68,18 @@ func TestMiddlewareSessionCookie(t *testing.T) {
 			req: req{path: "/profile", header: map[string]string{"Authorization": "Basic YTpi", "Cookie": "svc_session=" + viewer}}, status: 401, reason: "token-missing"},
 		{name: "bearer wins over the cookie", opts: authz.MiddlewareOptions{SessionCookie: "svc_session"},
 			req: req{path: "/profile", header: map[string]string{"Authorization": "Bearer " + expired, "Cookie": "svc_session=" + viewer}}, status: 401, reason: "token-expired"},
+		{name: "__Host- cookie", opts: authz.MiddlewareOptions{SessionCookie: "svc_session"},
+			req: req{path: "/profile", header: cookie("__Host-svc_session", viewer)}, status: 200, reason: "ok", subject: "alice"},
+		{name: "__Host- cookie over a tossed one sent before it", opts: authz.MiddlewareOptions{SessionCookie: "svc_session"},
+			req: req{path: "/profile", header: map[string]string{"Cookie": "svc_session=" + mallory + "; __Host-svc_session=" + viewer}}, status: 200, reason: "ok", subject: "alice"},
+		{name: "__Host- cookie over a tossed one sent after it", opts: authz.MiddlewareOptions{SessionCookie: "svc_session"},
+			req: req{path: "/profile", header: map[string]string{"Cookie": "__Host-svc_session=" + viewer + "; svc_session=" + mallory}}, status: 200, reason: "ok", subject: "alice"},
+		{name: "expired __Host- cookie is not replaced by a tossed one", opts: authz.MiddlewareOptions{SessionCookie: "svc_session"},
+			req: req{path: "/profile", header: map[string]string{"Cookie": "svc_session=" + mallory + "; __Host-svc_session=" + expired}}, status: 401, reason: "token-expired"},
+		{name: "__Host- cookie of another name", opts: authz.MiddlewareOptions{SessionCookie: "svc_session"},
+			req: req{path: "/profile", header: cookie("__Host-other", viewer)}, status: 401, reason: "token-missing"},
+		{name: "__Host- custom cookie name", opts: authz.MiddlewareOptions{SessionCookie: "app_sess"},
+			req: req{path: "/profile", header: cookie("__Host-app_sess", viewer)}, status: 200, reason: "ok", subject: "alice"},
 		{name: "custom cookie name", opts: authz.MiddlewareOptions{SessionCookie: "app_sess"},
 			req: req{path: "/profile", header: cookie("app_sess", viewer)}, status: 200, reason: "ok", subject: "alice"},
 	}

@@ -98,6 +98,17 @@ func browserCases(t *testing.T, idp *testIdP) []browserCase {
 		{name: "valid session cookie is allowed", method: "GET", path: path,
 			headers: h("accept", acceptChrome, "cookie", "svc_session="+viewer),
 			want:    outcome{http.StatusOK, "allow", "", ""}},
+		{name: "valid __Host- session cookie is allowed", method: "GET", path: path,
+			headers: h("accept", acceptChrome, "cookie", "__Host-svc_session="+viewer),
+			want:    outcome{http.StatusOK, "allow", "", ""}},
+		// A sibling subdomain tosses svc_session; the browser sends it
+		// first when its path is longer. The gateway's cookie decides.
+		{name: "__Host- session cookie decides over a tossed one", method: "GET", path: path,
+			headers: h("accept", acceptChrome, "cookie", "svc_session="+other+"; __Host-svc_session="+viewer),
+			want:    outcome{http.StatusOK, "allow", "", ""}},
+		{name: "expired __Host- session cookie is not replaced by a tossed one", method: "GET", path: path,
+			headers: h("accept", acceptChrome, "cookie", "svc_session="+viewer+"; __Host-svc_session="+expired),
+			want:    outcome{http.StatusFound, "redirect", login, "token-expired"}},
 		{name: "browser policy deny is a page without sign-in", method: "GET", path: "/api/orders/7",
 			headers: h("accept", acceptChrome, "cookie", "svc_session="+other),
 			want:    outcome{http.StatusForbidden, "html", "", "policy-deny"}},

@@ -6,6 +6,7 @@ import (
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 
+	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
@@ -47,8 +48,10 @@ type Mapper struct {
 	trustForwardedFor bool
 	// sessionCookie names the cookie that carries a token issued by the
 	// SAML gateway; read only when there is no Authorization header.
-	sessionCookie string
-	// canon holds the case sensitivity of the route table
+	// hostSessionCookie is the same name under localapi.HostCookiePrefix,
+	// built once here rather than on every check.
+	sessionCookie, hostSessionCookie string
+		// canon holds the case sensitivity of the route table
 	// (envoy.routes_case_sensitive: literal segments match
 	// case-sensitively and the default resource keeps its case) and the
 	// format suffixes it cuts (envoy.format_suffixes).
@@ -75,11 +78,15 @@ func (m *Mapper) WithFormatSuffixes(formats []string) *Mapper {
 	return m
 }
 
-// WithSessionCookie makes the mapper take the token from the cookie name
-// when a request carries no Authorization header (browsers signed in
-// through the SAML gateway). It returns m.
+// WithSessionCookie makes the mapper take the token from the session
+// cookie when a request carries no Authorization header (browsers signed
+// in through the SAML gateway): "__Host-" + name when the request has it,
+// else name (localapi.SessionCookie's rule). It returns m.
 func (m *Mapper) WithSessionCookie(name string) *Mapper {
-	m.sessionCookie = name
+	m.sessionCookie, m.hostSessionCookie = name, ""
+	if name != "" {
+		m.hostSessionCookie = localapi.HostCookiePrefix + name
+	}
 	return m
 }
 
@@ -328,7 +335,7 @@ func (m *Mapper) mapRequestInto(pr proxyRequest, blk *mappedRequest, deferred bo
 	tok := bearerToken(pr.headers["authorization"])
 	if tok == "" && m.sessionCookie != "" {
 		if _, hasAuth := pr.headers["authorization"]; !hasAuth {
-			tok = cookieValue(pr.headers["cookie"], m.sessionCookie)
+			tok = cookieValue(pr.headers["cookie"], m.hostSessionCookie, m.sessionCookie)
 		}
 	}
 	return tok, in, nil
@@ -376,7 +383,7 @@ func (b *mappedRequest) join(resource, verb string) string {
 }
 
 // matchRoute finds the first route that matches method and segs; rt is
-// nil when none does. Routes fold case unless m.caseSensitive; then a
+// nil when none does. Routes fold case unless m.canon.CaseSensitive; then a
 // request that only a case-folding match would give a route (a near miss:
 // "/api/reports/1/Export" for "/api/reports/{id}/export") is refused with
 // reason.PathInvalid. An upstream that routes case-insensitively serves it
@@ -420,19 +427,28 @@ func (m *Mapper) fold(resource string) string {
 	return strings.ToLower(resource)
 }
 
-// cookieValue returns the value of the cookie name in a Cookie header (or
-// several joined with "; " or ","), "" when absent.
-func cookieValue(header, name string) string {
+// cookieValue returns the value of the cookie hostName in a Cookie header
+// (or several joined with "; " or ","), else that of the cookie name, ""
+// when neither is there. The prefixed cookie wins wherever it stands in
+// the header: browsers send the cookies of longer paths first, so one
+// tossed by a sibling subdomain with Path=/orders comes before it.
+func cookieValue(header, hostName, name string) string {
 	if header == "" {
 		return ""
 	}
+	var plain string
+	found := false
 	for part := range strings.FieldsFuncSeq(header, func(r rune) bool { return r == ';' || r == ',' }) {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
-		if ok && k == name {
+		switch {
+		case !ok:
+		case k == hostName:
 			return strings.Trim(v, `"`)
+		case k == name && !found:
+			plain, found = strings.Trim(v, `"`), true
 		}
 	}
-	return ""
+	return plain
 }
 
 // sourceIP is input.request.source_ip: the peer address, except that an

@@ -483,6 +483,10 @@ func TestNewMapperRejectsBadTemplates(t *testing.T) {
 	}
 }
 
+// TestSessionCookie: a check takes the token from the session cookie
+// only without an Authorization header, and the gateway's "__Host-"
+// cookie decides whenever the request carries it, wherever it stands:
+// an unprefixed cookie a sibling subdomain tossed never displaces it.
 func TestSessionCookie(t *testing.T) {
 	req := func(h map[string]string) *authv3.CheckRequest {
 		h[":method"], h[":path"] = "GET", "/orders/1"
@@ -501,6 +505,16 @@ func TestSessionCookie(t *testing.T) {
 		{"another scheme is not replaced by the cookie", "svc_session", map[string]string{"authorization": "Basic x", "cookie": "svc_session=c"}, ""},
 		{"no cookie configured", "", map[string]string{"cookie": "svc_session=c"}, ""},
 		{"other cookie only", "svc_session", map[string]string{"cookie": "svc_session_x=c"}, ""},
+		{"__Host- cookie", "svc_session", map[string]string{"cookie": "a=1; __Host-svc_session=host.tok; b=2"}, "host.tok"},
+		// A sibling subdomain tosses svc_session with Domain=.example.com
+		// and a longer path, so the browser sends it first.
+		{"__Host- cookie over a tossed one before it", "svc_session", map[string]string{"cookie": "svc_session=tossed; __Host-svc_session=host.tok"}, "host.tok"},
+		{"__Host- cookie over a tossed one after it", "svc_session", map[string]string{"cookie": "__Host-svc_session=host.tok; svc_session=tossed"}, "host.tok"},
+		{"__Host- cookie in a second header", "svc_session", map[string]string{"cookie": "svc_session=tossed, __Host-svc_session=host.tok"}, "host.tok"},
+		{"empty __Host- cookie is not filled by a tossed one", "svc_session", map[string]string{"cookie": "svc_session=tossed; __Host-svc_session="}, ""},
+		{"first unprefixed cookie without a __Host- one", "svc_session", map[string]string{"cookie": "svc_session=first; svc_session=second"}, "first"},
+		{"__Host- cookie of another name", "svc_session", map[string]string{"cookie": "__Host-svc_session_req=r; __Host-other=o"}, ""},
+		{"__Host- custom name", "app_sess", map[string]string{"cookie": "app_sess=tossed; __Host-app_sess=host.tok"}, "host.tok"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -53,7 +53,10 @@ func TestACSBrowserGetsCookieAndRedirect(t *testing.T) {
 		t.Fatalf("status %d Location %q, want 303 to the RelayState", a.status, a.header.Get("Location"))
 	}
 	c := a.header.Get("Set-Cookie")
-	for _, want := range []string{"svc_session=ey", "HttpOnly", "SameSite=Lax", "Secure", "Path=/"} {
+	if !strings.HasPrefix(c, "__Host-svc_session=ey") || strings.Contains(c, "Domain") {
+		t.Errorf("Set-Cookie %q: want __Host-svc_session (acs_url is https), no Domain", c)
+	}
+	for _, want := range []string{"HttpOnly", "SameSite=Lax", "Secure", "Path=/"} {
 		if !strings.Contains(c, want) {
 			t.Errorf("Set-Cookie %q lacks %q", c, want)
 		}

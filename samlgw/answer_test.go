@@ -19,7 +19,9 @@ import (
 )
 
 // The session cookie is Secure unless acs_url is plain http on a loopback
-// host, at the ACS and at logout alike.
+// host, at the ACS and at logout alike; where it is Secure it is named
+// "__Host-svc_session", with Path=/ and no Domain as the prefix requires,
+// and the ACS and logout clear the unprefixed name too.
 func TestCookieSecureRule(t *testing.T) {
 	tests := []struct {
 		acs    string
@@ -49,18 +51,64 @@ func TestCookieSecureRule(t *testing.T) {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
+			want := []string{"svc_session"}
+			if tt.secure {
+				want = []string{"__Host-svc_session", "svc_session"}
+			}
 			for where, h := range map[string]http.Header{"acs": a.header, "logout": resp.Header} {
 				cs := (&http.Response{Header: h}).Cookies()
-				if len(cs) != 1 || cs[0].Name != "svc_session" {
-					t.Fatalf("%s: cookies %v, want svc_session", where, cs)
+				var got []string
+				for _, c := range cs {
+					got = append(got, c.Name)
 				}
-				c := cs[0]
-				if c.Secure != tt.secure || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/" {
-					t.Errorf("%s: Set-Cookie %q: Secure=%v HttpOnly=%v SameSite=%v, want Secure=%v HttpOnly Lax", where, h.Get("Set-Cookie"), c.Secure, c.HttpOnly, c.SameSite, tt.secure)
+				if strings.Join(got, " ") != strings.Join(want, " ") {
+					t.Fatalf("%s: cookies %q, want %q", where, h.Values("Set-Cookie"), want)
 				}
-				if where == "logout" && (c.MaxAge >= 0 || c.Value != "") {
-					t.Errorf("logout does not clear the cookie: %q", h.Get("Set-Cookie"))
+				for _, c := range cs {
+					if c.Secure != tt.secure || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.Domain != "" {
+						t.Errorf("%s: Set-Cookie %q: Secure=%v HttpOnly=%v SameSite=%v Path=%q Domain=%q, want Secure=%v HttpOnly Lax, Path / and no Domain",
+							where, c.Raw, c.Secure, c.HttpOnly, c.SameSite, c.Path, c.Domain, tt.secure)
+					}
+					if clears := c.MaxAge < 0 && c.Value == ""; clears != (where == "logout" || c.Name != want[0]) {
+						t.Errorf("%s: Set-Cookie %q: clears the cookie %v, want the session set at the ACS and every other cookie cleared", where, c.Raw, clears)
+					}
 				}
+			}
+		})
+	}
+}
+
+// A sign-in where the session cookie is prefixed also clears a session
+// cookie of the unprefixed name (one from before the prefix): the new
+// session is the prefixed one alone. The IdP's cross-site POST does not
+// carry that SameSite=Lax cookie, so it is cleared whether or not the
+// request shows it. Where the cookie is not prefixed there is nothing to
+// clear.
+func TestACSClearsTheUnprefixedSessionCookie(t *testing.T) {
+	for _, tc := range []struct {
+		acs        string
+		wantClears bool
+	}{
+		{"https://app.example.com/auth/saml/acs", true},
+		{"http://127.0.0.1:7701/auth/saml/acs", false},
+	} {
+		t.Run(tc.acs, func(t *testing.T) {
+			f := newFixture(t, withSAML(func(s *config.SAML) { s.ACSURL, s.AllowIDPInitiated = tc.acs, true }))
+			r := valid()
+			r.Destination, r.Recipient = tc.acs, tc.acs
+			a := f.post(t, signed(t, r), false)
+			var cleared, set bool
+			for _, c := range (&http.Response{Header: a.header}).Cookies() {
+				switch {
+				case c.Name == "svc_session" && c.MaxAge < 0 && c.Value == "" && c.Path == "/":
+					cleared = true
+				case c.Name == "svc_session" || c.Name == "__Host-svc_session":
+					set = c.Value != ""
+				}
+			}
+			if a.status != http.StatusSeeOther || !set || cleared != tc.wantClears {
+				t.Errorf("ACS: %d Set-Cookie %q: new session %v, unprefixed one cleared %v, want 303, a session, cleared %v",
+					a.status, a.header.Values("Set-Cookie"), set, cleared, tc.wantClears)
 			}
 		})
 	}

@@ -27,6 +27,19 @@ import (
 // browser that does not cannot complete an SP-initiated sign-on over
 // plain http. (Off loopback, acs_url should be https: a browser keeps no
 // Secure cookie, the session cookie included, from a plain-http site.)
+//
+// Off plain http on loopback the request cookie is "__Host-" prefixed
+// (cookies.go), and the ACS reads no other: a sibling subdomain could
+// otherwise toss an unprefixed one listing the attacker's request for the
+// parent domain, and the binding would bind nothing. The prefix requires
+// Path=/, so the cookie also goes with the application's requests, not
+// only the gateway's. That is acceptable: it is HttpOnly (no script reads
+// it), lives RequestTTL (ten minutes) at most and is cleared with the
+// last pending sign-on, and lists only the ids of the browser's pending
+// AuthnRequests, which already travel in the redirect to the IdP. The
+// application has no use for it and, as with any cookie, should not log
+// it: a pending id someone else learns is one they could try to have the
+// IdP answer. On loopback it keeps Path=<path_prefix>.
 
 // RequestCookieSuffix is appended to sdk.saml.cookie_name to name the
 // request cookie ("svc_session_req" by default).
@@ -36,10 +49,26 @@ const RequestCookieSuffix = "_req"
 // tabs, a login clicked twice); the oldest goes first.
 const maxBoundRequests = 4
 
-// requestCookieName is the name of the request cookie.
-func (g *Gateway) requestCookieName() string { return g.cfg.CookieName + RequestCookieSuffix }
+// requestCookieName is the name of the request cookie: "__Host-" prefixed
+// where the gateway's cookies are Secure (cookieName).
+func (g *Gateway) requestCookieName() string { return g.cookieName(g.legacyRequestCookieName()) }
+
+// legacyRequestCookieName is the request cookie's unprefixed name, the
+// only one on plain http on loopback.
+func (g *Gateway) legacyRequestCookieName() string { return g.cfg.CookieName + RequestCookieSuffix }
+
+// requestCookiePath is the request cookie's path: "/" as the prefix
+// requires, else the gateway's path prefix, the only place that reads it.
+func (g *Gateway) requestCookiePath() string {
+	if g.secure {
+		return "/"
+	}
+	return g.cfg.PathPrefix
+}
 
 // boundRequests returns the request ids the request cookie of r lists.
+// Where the cookie is prefixed, an unprefixed one proves nothing: any
+// sibling subdomain can set it.
 func (g *Gateway) boundRequests(r *http.Request) []string {
 	c, err := r.Cookie(g.requestCookieName())
 	if err != nil || c.Value == "" {
@@ -65,20 +94,28 @@ func (g *Gateway) bindRequest(w http.ResponseWriter, r *http.Request, id string)
 }
 
 // unbindRequest removes the answered id from the browser's request cookie
-// (the cookie is cleared when no other sign-on is pending).
+// (the cookie is cleared when no other sign-on is pending, and with it an
+// unprefixed one from before the prefix, under the path prefix where it
+// was set).
 func (g *Gateway) unbindRequest(w http.ResponseWriter, r *http.Request, id string) {
-	g.setRequestCookie(w, slices.DeleteFunc(g.boundRequests(r), func(s string) bool { return s == id }))
+	ids := slices.DeleteFunc(g.boundRequests(r), func(s string) bool { return s == id })
+	g.setRequestCookie(w, ids)
+	if len(ids) == 0 && g.secure {
+		if _, err := r.Cookie(g.legacyRequestCookieName()); err == nil {
+			g.clearCookie(w, g.legacyRequestCookieName(), g.cfg.PathPrefix, http.SameSiteNoneMode)
+		}
+	}
 }
 
 func (g *Gateway) setRequestCookie(w http.ResponseWriter, ids []string) {
-	c := &http.Cookie{
-		Name: g.requestCookieName(), Value: strings.Join(ids, "."), Path: g.cfg.PathPrefix,
-		MaxAge: int(RequestTTL / time.Second), HttpOnly: true, Secure: true, SameSite: http.SameSiteNoneMode,
-	}
 	if len(ids) == 0 {
-		c.Value, c.MaxAge, c.Expires = "", -1, time.Unix(0, 0)
+		g.clearCookie(w, g.requestCookieName(), g.requestCookiePath(), http.SameSiteNoneMode)
+		return
 	}
-	http.SetCookie(w, c)
+	http.SetCookie(w, &http.Cookie{
+		Name: g.requestCookieName(), Value: strings.Join(ids, "."), Path: g.requestCookiePath(),
+		MaxAge: int(RequestTTL / time.Second), HttpOnly: true, Secure: true, SameSite: http.SameSiteNoneMode,
+	})
 }
 
 // checkBound refuses a response to a request of this gateway that the

@@ -1,6 +1,8 @@
 package samlgw_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/samlgw"
+	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
 // otherBrowser is f seen from another browser: same gateway, own cookies.
@@ -76,15 +79,20 @@ func TestLoginCSRFRefused(t *testing.T) {
 	}
 }
 
-// The request cookie: named after cookie_name, under the path prefix,
-// HttpOnly, SameSite=None (the IdP's POST is cross-site) and so Secure,
-// also for plain http on loopback; it lives as long as a request.
+// The request cookie: named after cookie_name, HttpOnly, SameSite=None
+// (the IdP's POST is cross-site) and so Secure, also for plain http on
+// loopback; it lives as long as a request. Where the gateway's cookies
+// are Secure it is "__Host-" prefixed with Path=/ and no Domain, as the
+// prefix requires; on plain http on loopback it keeps its plain name
+// under the path prefix.
 func TestRequestCookieAttributes(t *testing.T) {
 	for _, tc := range []struct {
 		acs, cookieName, prefix string
+		wantName, wantPath      string
 	}{
-		{"https://app.example.com/auth/saml/acs", "", ""},
-		{"http://127.0.0.1:7701/sso/acs", "app_sess", "/sso"},
+		{"https://app.example.com/auth/saml/acs", "", "", "__Host-svc_session_req", "/"},
+		{"https://app.example.com/sso/acs", "app_sess", "/sso", "__Host-app_sess_req", "/"},
+		{"http://127.0.0.1:7701/sso/acs", "app_sess", "/sso", "app_sess_req", "/sso"},
 	} {
 		t.Run(tc.acs, func(t *testing.T) {
 			f := newFixture(t, withSAML(func(s *config.SAML) {
@@ -93,23 +101,82 @@ func TestRequestCookieAttributes(t *testing.T) {
 					s.CookieName, s.PathPrefix = tc.cookieName, tc.prefix
 				}
 			}))
-			cookieName, prefix := "svc_session", "/auth/saml"
+			prefix := "/auth/saml"
 			if tc.cookieName != "" {
-				cookieName, prefix = tc.cookieName, tc.prefix
+				prefix = tc.prefix
 			}
 			resp, err := f.client().Get(f.srv.URL + prefix + "/login")
 			if err != nil {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			c := requestCookie(resp.Header, cookieName+"_req")
-			if resp.StatusCode != http.StatusFound || c == nil {
-				t.Fatalf("login: %d Set-Cookie %q, want 302 with %s_req", resp.StatusCode, resp.Header.Values("Set-Cookie"), cookieName)
+			c := requestCookie(resp.Header, tc.wantName)
+			if resp.StatusCode != http.StatusFound || c == nil || len(resp.Header.Values("Set-Cookie")) != 1 {
+				t.Fatalf("login: %d Set-Cookie %q, want 302 with %s alone", resp.StatusCode, resp.Header.Values("Set-Cookie"), tc.wantName)
 			}
-			if !c.HttpOnly || !c.Secure || c.SameSite != http.SameSiteNoneMode || c.Path != prefix || c.MaxAge != 600 || !strings.HasPrefix(c.Value, "id-") {
-				t.Errorf("Set-Cookie %q: want HttpOnly; Secure; SameSite=None; Path=%s; Max-Age=600 and the request id", resp.Header.Get("Set-Cookie"), prefix)
+			if !c.HttpOnly || !c.Secure || c.SameSite != http.SameSiteNoneMode || c.Path != tc.wantPath || c.Domain != "" ||
+				c.MaxAge != 600 || !strings.HasPrefix(c.Value, "id-") {
+				t.Errorf("Set-Cookie %q: want HttpOnly; Secure; SameSite=None; Path=%s; Max-Age=600, no Domain and the request id", c.Raw, tc.wantPath)
 			}
 		})
+	}
+}
+
+// Login CSRF through a sibling subdomain: the attacker cannot set the
+// "__Host-" request cookie on the victim's browser, but can toss an
+// unprefixed svc_session_req listing the attacker's own pending request
+// for the parent domain. Where the gateway's cookies are prefixed the ACS
+// does not take it, alone or next to the victim's own prefixed cookie; on
+// plain http on loopback the unprefixed cookie is the request cookie.
+func TestTossedRequestCookieRefused(t *testing.T) {
+	post := func(t *testing.T, f *fixture, r testidp.Response, cookie string) answer {
+		t.Helper()
+		form := url.Values{"SAMLResponse": {b64(signed(t, r))}, "RelayState": {"/"}}
+		req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/auth/saml/acs", strings.NewReader(form.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Accept", "application/json")
+		req.Header.Set("Cookie", cookie)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct{ Error string }
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return answer{status: resp.StatusCode, code: body.Error, header: resp.Header}
+	}
+	f := newFixture(t)
+	for _, tc := range []struct{ name, cookie string }{
+		{"tossed cookie alone", "svc_session_req=%[1]s"},
+		{"tossed cookie before the victim's own", "svc_session_req=%[1]s; __Host-svc_session_req=%[2]s"},
+		{"tossed cookie after the victim's own", "__Host-svc_session_req=%[2]s; svc_session_req=%[1]s"},
+		{"prefix in another case", "__host-svc_session_req=%[1]s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			attacker, victim := otherBrowser(t, f).answering(t), otherBrowser(t, f).answering(t)
+			attacker.NameID = "mallory@example.com"
+			a := post(t, f, attacker, fmt.Sprintf(tc.cookie, attacker.InResponseTo, victim.InResponseTo))
+			if a.status != http.StatusUnauthorized || a.code != string(samlgw.RequestNotBound) {
+				t.Fatalf("attacker's answer with Cookie %q: %d %q, want 401 %q", tc.cookie, a.status, a.code, samlgw.RequestNotBound)
+			}
+		})
+	}
+	// The prefixed cookie is the one that binds: the same kind of answer
+	// with it signs in.
+	r := otherBrowser(t, f).answering(t)
+	if a := post(t, f, r, "__Host-svc_session_req="+r.InResponseTo); a.status != http.StatusOK {
+		t.Fatalf("answer with the __Host- request cookie: %d %q, want 200", a.status, a.code)
+	}
+	// On plain http on loopback the unprefixed name is the request cookie.
+	const loopACS = "http://127.0.0.1:7701/auth/saml/acs"
+	lf := newFixture(t, withSAML(func(s *config.SAML) { s.ACSURL = loopACS }))
+	r = otherBrowser(t, lf).answering(t)
+	r.Destination, r.Recipient = loopACS, loopACS
+	if a := post(t, lf, r, "svc_session_req="+r.InResponseTo); a.status != http.StatusOK {
+		t.Fatalf("answer with the request cookie on loopback: %d %q, want 200", a.status, a.code)
 	}
 }
 
@@ -123,17 +190,17 @@ func TestSeveralPendingSignOns(t *testing.T) {
 	if a.status != http.StatusSeeOther {
 		t.Fatalf("answer to the first of two: %d %q %s", a.status, a.code, a.message)
 	}
-	if c := requestCookie(a.header, "svc_session_req"); c == nil || c.Value != second.InResponseTo || c.MaxAge != 600 {
+	if c := requestCookie(a.header, "__Host-svc_session_req"); c == nil || c.Value != second.InResponseTo || c.MaxAge != 600 {
 		t.Errorf("after the first answer Set-Cookie %q, want the second request alone", a.header.Values("Set-Cookie"))
 	}
 	a = f.post(t, signed(t, second), true)
 	if a.status != http.StatusOK {
 		t.Fatalf("answer to the second: %d %q %s", a.status, a.code, a.message)
 	}
-	if c := requestCookie(a.header, "svc_session_req"); c == nil || c.Value != "" || c.MaxAge >= 0 {
+	if c := requestCookie(a.header, "__Host-svc_session_req"); c == nil || c.Value != "" || c.MaxAge >= 0 || c.Path != "/" {
 		t.Errorf("after the last answer Set-Cookie %q, want the request cookie cleared", a.header.Values("Set-Cookie"))
 	}
-	if got := f.jar.Cookies(&url.URL{Scheme: "http", Host: strings.TrimPrefix(f.srv.URL, "http://"), Path: "/auth/saml/acs"}); len(got) != 1 || got[0].Name != "svc_session" {
+	if got := f.jar.Cookies(&url.URL{Scheme: "http", Host: strings.TrimPrefix(f.srv.URL, "http://"), Path: "/auth/saml/acs"}); len(got) != 1 || got[0].Name != "__Host-svc_session" {
 		t.Errorf("the browser keeps %v, want the session cookie alone", got)
 	}
 

@@ -67,7 +67,8 @@ const (
 	RequestUnknown Code = "saml-request-unknown"
 	// RequestNotBound: InResponseTo names a request of this gateway that
 	// the posting browser did not start: its request cookie
-	// (cookie_name + "_req", set by login) does not list it (login CSRF).
+	// ("__Host-" + cookie_name + "_req" wherever the gateway's cookies are
+	// Secure, set by login) does not list it (login CSRF).
 	RequestNotBound Code = "saml-request-not-bound"
 	// Unsolicited: a response without InResponseTo while
 	// allow_idp_initiated is false.

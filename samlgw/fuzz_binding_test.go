@@ -45,7 +45,7 @@ func FuzzRequestCookie(f *testing.F) {
 	f.Add("..id-.%zz")
 	f.Fuzz(func(t *testing.T, value string) {
 		req := httptest.NewRequest(http.MethodGet, "/auth/saml/login", nil)
-		req.Header.Set("Cookie", "svc_session_req="+value)
+		req.Header.Set("Cookie", g.requestCookieName()+"="+value)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if rec.Code != http.StatusFound {
@@ -53,7 +53,7 @@ func FuzzRequestCookie(f *testing.F) {
 		}
 		var set *http.Cookie
 		for _, c := range rec.Result().Cookies() {
-			if c.Name == "svc_session_req" {
+			if c.Name == g.requestCookieName() {
 				set = c
 			}
 		}

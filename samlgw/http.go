@@ -200,11 +200,7 @@ func (g *Gateway) serveACS(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		relay = g.defaultReturnTo()
 	}
-	http.SetCookie(w, &http.Cookie{
-		Name: g.cfg.CookieName, Value: token, Path: "/",
-		Expires: exp, MaxAge: int(exp.Sub(g.now()).Seconds()),
-		HttpOnly: true, Secure: g.secure, SameSite: http.SameSiteLaxMode,
-	})
+	g.setSessionCookie(w, token, exp)
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, relay, http.StatusSeeOther)
 }
@@ -397,13 +393,10 @@ func (g *Gateway) serveJWKS(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write(out)
 }
 
-// serveLogout clears the session cookie and sends the browser to
-// return_to (or default_return_to); a JSON client gets 204.
+// serveLogout clears the session cookie (clearSessionCookie) and sends
+// the browser to return_to (or default_return_to); a JSON client gets 204.
 func (g *Gateway) serveLogout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{
-		Name: g.cfg.CookieName, Value: "", Path: "/", MaxAge: -1, Expires: time.Unix(0, 0),
-		HttpOnly: true, Secure: g.secure, SameSite: http.SameSiteLaxMode,
-	})
+	g.clearSessionCookie(w)
 	w.Header().Set("Cache-Control", "no-store")
 	if wantsJSON(r) {
 		w.WriteHeader(http.StatusNoContent)

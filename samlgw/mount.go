@@ -75,8 +75,10 @@ func (m *Embedded) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.h.Serve
 // PathPrefix is where the endpoints are: sdk.saml.path_prefix.
 func (g *Gateway) PathPrefix() string { return g.cfg.PathPrefix }
 
-// CookieName is the session cookie the gateway sets: sdk.saml.cookie_name.
-// authz.MiddlewareOptions.SessionCookie reads the token from it.
+// CookieName is the session cookie the gateway sets: sdk.saml.cookie_name,
+// unprefixed. Wherever its cookies are Secure the gateway names it
+// "__Host-" + CookieName; authz.MiddlewareOptions.SessionCookie takes the
+// unprefixed name and reads both, the prefixed one first.
 func (g *Gateway) CookieName() string { return g.cfg.CookieName }
 
 // Close stops the background work, waits for it to end and releases the

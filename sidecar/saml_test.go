@@ -79,7 +79,8 @@ func TestSAMLSignOnThenCheck(t *testing.T) {
 	}
 	var session string
 	for _, c := range resp.Cookies() {
-		if c.Name == "svc_session" {
+		// acs_url is https: the gateway names its cookie __Host-<cookie_name>.
+		if c.Name == "__Host-svc_session" {
 			session = c.Value
 		}
 	}
@@ -89,7 +90,7 @@ func TestSAMLSignOnThenCheck(t *testing.T) {
 
 	conn := dial(t, r.GRPCAddr())
 	req := checkRequest("", http.MethodGet, "/orders/7")
-	req.Attributes.Request.Http.Headers["cookie"] = "theme=dark; svc_session=" + session
+	req.Attributes.Request.Http.Headers["cookie"] = "theme=dark; __Host-svc_session=" + session
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	out, err := authv3.NewAuthorizationClient(conn).Check(ctx, req)
@@ -112,7 +113,7 @@ func TestSAMLSignOnThenCheck(t *testing.T) {
 	for _, tc := range []struct {
 		cookie string
 		want   int
-	}{{"theme=dark; svc_session=" + session, http.StatusOK}, {"theme=dark", http.StatusUnauthorized}} {
+	}{{"theme=dark; __Host-svc_session=" + session, http.StatusOK}, {"theme=dark", http.StatusUnauthorized}} {
 		hreq, _ := http.NewRequest(http.MethodGet, "http://"+r.HTTPAddr().String()+"/check", nil)
 		hreq.Header.Set("X-Original-URI", "/orders/7")
 		hreq.Header.Set("X_Svc_Method", http.MethodGet)

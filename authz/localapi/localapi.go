@@ -1,7 +1,8 @@
 // Package localapi holds the JSON shapes of the sidecar's local HTTP API
 // that programs other than the sidecar read: the status document, the
 // records of the live streams, dry-run reports, the error envelope every
-// endpoint refuses with, and the deny body of a refused request. The
+// endpoint refuses with, the deny body of a refused request, and the rule
+// by which the session cookie the SAML gateway sets is read. The
 // sidecar writes them and the core CLI reads them with the same Go types;
 // the Python and TypeScript SDK tests read the golden files in testdata/
 // so that a field renamed on one side fails the others.

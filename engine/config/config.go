@@ -205,7 +205,12 @@ type SAML struct {
 	TokenSigningKeyFile string `toml:"token_signing_key_file" yaml:"token_signing_key_file"`
 	// CookieName is the session cookie that carries the issued token to
 	// browsers; the Envoy and HTTP checks read it when a request has no
-	// Authorization header. Default "svc_session". Env SVC_SAML_COOKIE_NAME.
+	// Authorization header. Wherever the gateway's cookies are Secure
+	// (acs_url is not plain http on loopback) it sets __Host-<cookie_name>
+	// and __Host-<cookie_name>_req, which no other host can plant, and
+	// the checks read __Host-<cookie_name> before <cookie_name>; name it
+	// here without the prefix. Default "svc_session". Env
+	// SVC_SAML_COOKIE_NAME.
 	CookieName string `toml:"cookie_name" yaml:"cookie_name"`
 	// PathPrefix is where the endpoints are mounted. Default "/auth/saml".
 	// Env SVC_SAML_PATH_PREFIX.

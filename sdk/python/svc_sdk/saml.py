@@ -2,10 +2,11 @@
 
 The gateway (its own listener, default ``http://127.0.0.1:7701``, endpoints
 under ``/auth/saml``) signs a browser in at the identity provider and sets
-the session cookie (``sdk.saml.cookie_name``, default ``svc_session``)
+the session cookie (``sdk.saml.cookie_name``, default ``svc_session``;
+``__Host-svc_session`` wherever the gateway's cookies are Secure)
 holding a short-lived token that the sidecar verifies. The Flask, FastAPI
-and Django middleware read that cookie when a request has no
-``Authorization`` header, and, with ``login_redirect`` on, send a browser
+and Django middleware read that cookie, the prefixed name first, when a
+request has no ``Authorization`` header, and, with ``login_redirect`` on, send a browser
 without a valid session to ``/auth/saml/login?return_to=<its path>``::
 
     from svc_sdk.saml import SamlConfig, login_url, wants_login_redirect
@@ -28,13 +29,16 @@ from typing import Any, Mapping
 from .client import DEFAULT_CONFIG_FILE, load_toml
 
 __all__ = [
-    "SamlConfig", "AttributeMapping", "DEFAULT_COOKIE", "DEFAULT_PREFIX", "DEFAULT_GATEWAY_URL",
+    "SamlConfig", "AttributeMapping", "DEFAULT_COOKIE", "HOST_COOKIE_PREFIX", "DEFAULT_PREFIX", "DEFAULT_GATEWAY_URL",
     "DEFAULT_CLOCK_SKEW_SECONDS", "DEFAULT_EMAIL_ATTRIBUTE", "login_url", "safe_return_to",
     "session_token", "cookie_value", "prefers_html", "wants_login_redirect", "login_redirect_url",
 ]
 
 #: The gateway's default session cookie.
 DEFAULT_COOKIE = "svc_session"
+#: The prefix of the gateway's cookies wherever they are Secure
+#: (``__Host-svc_session``); see :func:`session_token`.
+HOST_COOKIE_PREFIX = "__Host-"
 #: The gateway's default path prefix.
 DEFAULT_PREFIX = "/auth/saml"
 #: The gateway's default listen address, as a URL.
@@ -212,7 +216,19 @@ def cookie_value(cookie_header: str | None, name: str) -> str:
 
 
 def session_token(cookie_header: str | None, name: str = DEFAULT_COOKIE) -> str:
-    """The gateway's session token in a Cookie header, or ""."""
+    """The gateway's session token in a Cookie header, or "": the cookie
+    ``__Host-<name>`` when the header has it, else ``<name>``.
+
+    Wherever its cookies are Secure the gateway names the session cookie
+    ``__Host-<name>``, which only the host itself can set; an unprefixed
+    cookie of the same name, which a sibling subdomain can toss in,
+    never displaces it, wherever it stands in the header. ``name`` is
+    ``sdk.saml.cookie_name``, unprefixed."""
+    if not cookie_header or not name:
+        return ""
+    prefixed = HOST_COOKIE_PREFIX + name
+    if any(part.strip().partition("=")[0].strip() == prefixed for part in cookie_header.split(";")):
+        return cookie_value(cookie_header, prefixed)
     return cookie_value(cookie_header, name)
 
 

@@ -44,7 +44,7 @@ from svc_sdk.django import require_action as django_action  # noqa: E402
 from svc_sdk.fastapi import SvcMiddleware as FastAPIMiddleware, require_action as fastapi_action  # noqa: E402
 from svc_sdk.flask import SvcAuth, require_action as flask_action  # noqa: E402
 from svc_sdk.saml import (AttributeMapping, SamlConfig, cookie_value, login_url, login_redirect_url,  # noqa: E402
-                          prefers_html, safe_return_to, wants_login_redirect)
+                          prefers_html, safe_return_to, session_token, wants_login_redirect)
 
 EMAIL = "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress"
 BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
@@ -181,6 +181,24 @@ class BrowserRuleTest(unittest.TestCase):
                 self.assertEqual(safe_return_to(bad), "/")
         self.assertEqual(cookie_value('a=1; svc_session="t.o.k"; b=2', "svc_session"), "t.o.k")
         self.assertEqual(cookie_value("svc_session_req=x", "svc_session"), "")
+
+    def test_session_token_prefers_the_host_cookie(self):
+        # The gateway's __Host- cookie decides wherever it stands: an
+        # unprefixed one a sibling subdomain tossed (sent first when its
+        # path is longer) never displaces it, nor fills an empty one.
+        for header, want in (
+            ("svc_session=plain", "plain"),
+            ("__Host-svc_session=host", "host"),
+            ("svc_session=tossed; __Host-svc_session=host", "host"),
+            ("__Host-svc_session=host; svc_session=tossed", "host"),
+            ("svc_session=tossed; __Host-svc_session=", ""),
+            ("__Host-svc_session_req=r; __Host-other=o", ""),
+            ("", ""),
+        ):
+            with self.subTest(header=header):
+                self.assertEqual(session_token(header, "svc_session"), want)
+        self.assertEqual(session_token("app=tossed; __Host-app=host", "app"), "host")
+        self.assertEqual(session_token(None), "")
 
 
 def _http(method: str, url: str, headers: dict[str, str] | None = None, body: str | None = None):
@@ -378,6 +396,22 @@ class SignOnTest(unittest.TestCase):
                     self.assertEqual(claims["email"], "alice@example.com")
                     self.assertEqual(claims["tenant_id"], "acme")
                     self.assertEqual(claims["roles"], ["admin"])
+
+    def test_host_cookie_decides(self):
+        # A sibling subdomain tosses svc_session next to the gateway's
+        # __Host-svc_session: the prefixed cookie decides, whichever is
+        # valid and wherever it stands.
+        for name, call in self.frameworks():
+            with self.subTest(framework=name):
+                for cookie in (f"svc_session=a.b.c; __Host-svc_session={self.token}",
+                               f"__Host-svc_session={self.token}; svc_session=a.b.c"):
+                    status, _, body = call("GET", "/whoami", {"Cookie": cookie, "Accept": "application/json"})
+                    self.assertEqual(status, 200, (cookie, body))
+                    self.assertEqual(json.loads(body)["claims"]["email"], "alice@example.com")
+                status, _, body = call("GET", "/whoami", {"Cookie": f"svc_session={self.token}; __Host-svc_session=a.b.c",
+                                                          "Accept": "application/json"})
+                self.assertEqual(status, 401, body)
+                self.assertEqual(json.loads(body)["reason"], "token-malformed")
 
     def test_authorization_header_wins_over_the_cookie(self):
         # As at the sidecar: the cookie is read only without an

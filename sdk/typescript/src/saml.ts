@@ -17,7 +17,9 @@
 import { readFileSync } from "node:fs";
 
 import { DEFAULT_CONFIG_FILE, tomlKeysOf, type TomlKind } from "./config.js";
-import { cookieValue } from "./web.js";
+import { cookieValue, HOST_COOKIE_PREFIX, sessionCookieValue } from "./web.js";
+
+export { HOST_COOKIE_PREFIX } from "./web.js";
 
 /** The gateway's default path prefix. */
 export const DEFAULT_PREFIX = "/auth/saml";
@@ -204,9 +206,14 @@ export function loginUrl(returnTo: string = "/", opts: LoginUrlOptions = {}): st
   return `${base}${prefix}/login?return_to=${encodeURIComponent(safeReturnTo(returnTo))}`;
 }
 
-/** The session token in a Cookie header (default cookie svc_session), or "". */
+/**
+ * The session token in a Cookie header (default cookie svc_session), or "":
+ * the cookie `__Host-<name>` when the header has one, else `<name>`. The
+ * gateway names its cookies `__Host-` wherever they are Secure; an
+ * unprefixed one a sibling subdomain tossed in never displaces it.
+ */
 export function sessionToken(cookieHeader: string | undefined | null, name: string = DEFAULT_COOKIE): string {
-  return cookieValue(cookieHeader, name);
+  return sessionCookieValue(cookieHeader, name);
 }
 
 /**
@@ -313,24 +320,34 @@ export interface AcsResponseLike {
 }
 
 export interface SamlAcsOptions extends ExchangeOptions {
-  /** Cookie to set; default "svc_session", the name the middleware's sessionCookie option reads. */
+  /**
+   * Cookie to set, unprefixed; default "svc_session", the name the
+   * middleware's sessionCookie option reads. A Secure cookie is set as
+   * `__Host-<cookieName>` (Path=/, no Domain), as the gateway sets its own:
+   * no sibling subdomain can plant or overwrite it.
+   */
   cookieName?: string;
   /**
-   * The gateway's request cookie, which its login sets and the ACS needs to
-   * accept the answer to that sign-on: sdk.saml.cookie_name + "_req";
-   * default cookieName + "_req".
+   * The gateway's request cookie, unprefixed, which its login sets and the
+   * ACS needs to accept the answer to that sign-on: sdk.saml.cookie_name +
+   * "_req"; default cookieName + "_req". samlAcs forwards it to the gateway
+   * under both names, `__Host-` prefixed and plain; the gateway takes the
+   * one its own rule names.
    */
   requestCookieName?: string;
   /**
    * Mark the cookie Secure; default true. Behind a proxy that terminates TLS
    * the request reaches the application over plain http (req.secure is
-   * false), so the default does not look at it. `false` leaves Secure out
-   * only for a request whose Host is a loopback host (localhost,
-   * 127.0.0.0/8, [::1]): local development over plain http. For any other
-   * host the cookie stays Secure.
+   * false), so the default does not look at it. `false` leaves Secure (and
+   * so the `__Host-` prefix) out only for a request whose Host is a
+   * loopback host (localhost, 127.0.0.0/8, [::1]): local development over
+   * plain http. For any other host the cookie stays Secure.
    */
   secure?: boolean;
-  /** Cookie path; default "/". */
+  /**
+   * Path of a cookie that is not Secure; default "/". A Secure cookie is
+   * `__Host-` prefixed, which requires Path=/.
+   */
   cookiePath?: string;
 }
 
@@ -338,14 +355,16 @@ export interface SamlAcsOptions extends ExchangeOptions {
  * An Express route handler that completes the browser flow on the
  * application's origin: mount it at the ACS URL the IdP posts to, e.g.
  * `app.post("/auth/saml/acs", samlAcs())`. It forwards the form to the
- * gateway, sets the HttpOnly, Secure session cookie (SameSite=Lax; see the
- * secure option for plain http on loopback) for the token it issued, and answers 303 to the RelayState return path (a relative path on
- * this site, else "/"). A refused assertion answers the gateway's status
+ * gateway, sets the HttpOnly, Secure session cookie `__Host-<cookieName>`
+ * (SameSite=Lax; see the secure option for plain http on loopback) for the
+ * token it issued, and answers 303 to the RelayState return path (a
+ * relative path on this site, else "/"). A refused assertion answers the gateway's status
  * with {"error","message"}; an unreachable gateway 503.
  *
  * An SP-initiated sign-on is bound to the browser that started it: the
- * gateway's login sets the request cookie (requestCookieName, Path the
- * gateway's prefix), which samlAcs forwards with the form, and the gateway
+ * gateway's login sets the request cookie (requestCookieName, `__Host-`
+ * prefixed with Path=/ wherever the gateway's cookies are Secure, else
+ * under the gateway's prefix), which samlAcs forwards with the form, and the gateway
  * refuses an answer the posting browser did not ask for
  * (saml-request-not-bound). The browser sends that cookie here only if the
  * login URL and this route share the host name (cookies ignore the port)
@@ -381,14 +400,21 @@ export function samlAcs(opts: SamlAcsOptions = {}) {
       // The gateway binds an SP-initiated sign-on to the browser that
       // started it: the browser's request cookie goes with the form, and
       // the gateway's update of that cookie goes back to the browser.
+      // It goes under both of its names: the gateway reads the prefixed one
+      // wherever its cookies are Secure, the plain one elsewhere.
       const requestCookie = opts.requestCookieName ?? `${cookieName}_req`;
+      const requestCookies = [HOST_COOKIE_PREFIX + requestCookie, requestCookie];
       const cookieHeader = req.headers.cookie;
-      let pending = cookieValue(Array.isArray(cookieHeader) ? cookieHeader.join("; ") : cookieHeader, requestCookie);
-      if (!/^[\w.-]{1,1024}$/.test(pending)) pending = ""; // request ids are base64url, joined by "."
+      const header = Array.isArray(cookieHeader) ? cookieHeader.join("; ") : cookieHeader;
+      const pending = requestCookies
+        .map((name) => [name, cookieValue(header, name)])
+        .filter(([, v]) => /^[\w.-]{1,1024}$/.test(v ?? "")) // request ids are base64url, joined by "."
+        .map(([name, v]) => `${name}=${v}`)
+        .join("; ");
       const gatewayCookies: string[] = [];
       let tok: SamlToken;
       try {
-        tok = await postAcs(form.toString(), opts, pending ? `${requestCookie}=${pending}` : "", gatewayCookies);
+        tok = await postAcs(form.toString(), opts, pending, gatewayCookies);
       } catch (e) {
         if (e instanceof SamlError) {
           res.status(e.status).set({ "cache-control": "no-store" }).json({ error: e.code, message: e.message });
@@ -398,13 +424,20 @@ export function samlAcs(opts: SamlAcsOptions = {}) {
       }
       const maxAge = Math.max(0, Math.floor((tok.expiresAt.getTime() - Date.now()) / 1000));
       const secure = opts.secure !== false || !loopbackHost(req.headers.host);
-      const attrs = [`${cookieName}=${encodeURIComponent(tok.token)}`, `Path=${opts.cookiePath ?? "/"}`,
+      const sessionName = secure ? HOST_COOKIE_PREFIX + cookieName : cookieName;
+      const attrs = [`${sessionName}=${encodeURIComponent(tok.token)}`, `Path=${secure ? "/" : (opts.cookiePath ?? "/")}`,
         `Max-Age=${maxAge}`, `Expires=${tok.expiresAt.toUTCString()}`, "HttpOnly", "SameSite=Lax"];
       if (secure) attrs.push("Secure");
       for (const c of gatewayCookies) {
-        if (c.startsWith(`${requestCookie}=`)) res.append("Set-Cookie", c);
+        if (requestCookies.some((n) => c.startsWith(`${n}=`))) res.append("Set-Cookie", c);
       }
       res.append("Set-Cookie", attrs.join("; "));
+      // A session cookie from before the prefix goes, as at the gateway:
+      // the IdP's cross-site POST does not show whether the browser has one.
+      if (secure) {
+        res.append("Set-Cookie", `${cookieName}=; Path=${opts.cookiePath ?? "/"}; Max-Age=0; ` +
+          "Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Lax; Secure");
+      }
       res.set({ "cache-control": "no-store" });
       res.redirect(303, relay);
     } catch (e) {

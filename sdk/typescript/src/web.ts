@@ -86,15 +86,39 @@ export function cookieValue(cookieHeader: string | undefined | null, name: strin
 }
 
 /**
+ * The prefix of the SAML gateway's cookies wherever it marks them Secure
+ * ("__Host-svc_session"): a browser takes a cookie so named only from the
+ * host itself, never from a sibling subdomain.
+ */
+export const HOST_COOKIE_PREFIX = "__Host-";
+
+/**
+ * The session token in a Cookie header: the cookie `__Host-<name>` when the
+ * header has one, else `<name>`, else "". An unprefixed cookie that a
+ * sibling subdomain tossed in never displaces the prefixed one the gateway
+ * set, wherever it stands in the header. `name` is sdk.saml.cookie_name,
+ * unprefixed.
+ */
+export function sessionCookieValue(cookieHeader: string | undefined | null, name: string): string {
+  if (!cookieHeader || !name) return "";
+  const prefixed = HOST_COOKIE_PREFIX + name;
+  const hasPrefixed = cookieHeader.split(";").some((part) => {
+    const eq = part.indexOf("=");
+    return eq >= 0 && part.slice(0, eq).trim() === prefixed;
+  });
+  return cookieValue(cookieHeader, hasPrefixed ? prefixed : name);
+}
+
+/**
  * The request's token: the bearer header; without any Authorization header,
- * the session cookie when one is named. A request that carries another
+ * the session cookie when one is named (sessionCookieValue). A request that carries another
  * Authorization scheme (Basic, ...) is judged by that header alone, as the
  * sidecar, the Go and the Python middlewares do: a cookie never stands in
  * for credentials the client chose to send.
  */
 export function tokenOf(src: TokenSource, sessionCookie?: string): string {
   if (src.authorization || !sessionCookie) return bearerToken(src.authorization);
-  return cookieValue(src.cookie, sessionCookie);
+  return sessionCookieValue(src.cookie, sessionCookie);
 }
 
 /** Whether path is exempt: an entry matches exactly, or as a prefix when it ends with "*". */

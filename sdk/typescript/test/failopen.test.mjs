@@ -159,8 +159,17 @@ describe("SAML session cookie", () => {
     await samlAcs({ gatewayUrl, ...opts })(req, res, (e) => (failed = e));
     assert.equal(failed, undefined);
     assert.deepEqual(got.redirect, [303, "/app"], JSON.stringify(got));
-    assert.equal(got.cookies.length, 1);
-    return got.cookies[0];
+    // A Secure session cookie is __Host- prefixed, and the plain name of
+    // an earlier sign-in is cleared; without Secure the plain name alone.
+    const [session, ...rest] = got.cookies;
+    if (/; Secure$/.test(session)) {
+      assert.match(session, /^__Host-svc_session=aaa\.bbb\.ccc; Path=\/;/, host);
+      assert.deepEqual(rest.map((c) => c.split(";")[0]), ["svc_session="], String(host));
+    } else {
+      assert.match(session, /^svc_session=aaa\.bbb\.ccc;/, host);
+      assert.equal(rest.length, 0);
+    }
+    return session;
   }
 
   test("Secure by default, also when the request came over plain http", async () => {

@@ -143,8 +143,8 @@ describe("SAML browser flow against the sidecar's gateway", () => {
     assert.equal(r.status, 303, await r.clone().text());
     assert.equal(r.headers.get("location"), "/app/page?tab=2");
     const cookies = r.headers.getSetCookie();
-    const setCookie = cookies.find((c) => c.startsWith("svc_session="));
-    assert.match(setCookie, /^svc_session=[\w-]+\.[\w-]+\.[\w-]+; Path=\/; Max-Age=\d+; .*HttpOnly; SameSite=Lax; Secure$/);
+    const setCookie = cookies.find((c) => c.startsWith("__Host-svc_session="));
+    assert.match(setCookie, /^__Host-svc_session=[\w-]+\.[\w-]+\.[\w-]+; Path=\/; Max-Age=\d+; .*HttpOnly; SameSite=Lax; Secure$/);
     // The answered sign-on is removed from the request cookie (cleared).
     assert.ok(cookies.some((c) => /^svc_session_req=; Path=\/auth\/saml; .*Max-Age=0/.test(c)), cookies.join("\n"));
 

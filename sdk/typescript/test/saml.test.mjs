@@ -36,7 +36,12 @@ describe("helpers", () => {
 
   test("sessionToken", () => {
     const cases = [["a=1; svc_session=tok.en.sig; b=2", undefined, "tok.en.sig"], ["svc_session=\"q\"", undefined, "q"],
-      ["other=1", undefined, ""], [undefined, undefined, ""], ["sid=abc", "sid", "abc"], ["xsvc_session=1", undefined, ""]];
+      ["other=1", undefined, ""], [undefined, undefined, ""], ["sid=abc", "sid", "abc"], ["xsvc_session=1", undefined, ""],
+      // The gateway's __Host- cookie decides wherever it stands: an
+      // unprefixed one a sibling subdomain tossed never displaces it.
+      ["__Host-svc_session=host", undefined, "host"], ["svc_session=tossed; __Host-svc_session=host", undefined, "host"],
+      ["__Host-svc_session=host; svc_session=tossed", undefined, "host"], ["svc_session=tossed; __Host-svc_session=", undefined, ""],
+      ["sid=tossed; __Host-sid=host", "sid", "host"], ["__Host-svc_session_req=r", undefined, ""]];
     for (const [header, name, want] of cases) assert.equal(sessionToken(header, name), want, String(header));
   });
 });
@@ -44,6 +49,7 @@ describe("helpers", () => {
 describe("browser flow through the application's origin", () => {
   let idp, sidecar, gateway, gatewayUrl, app, appUrl;
   const seen = [];
+  const seenCookies = [];
 
   before(async () => {
     idp = await IdP.start();
@@ -56,6 +62,7 @@ describe("browser flow through the application's origin", () => {
       req.on("data", (c) => (raw += c));
       req.on("end", () => {
         seen.push({ method: req.method, url: req.url, accept: req.headers.accept, type: req.headers["content-type"] });
+        seenCookies.push(req.headers.cookie);
         const form = new URLSearchParams(raw);
         const assertion = form.get("SAMLResponse") ?? "";
         if (req.method !== "POST" || req.url !== "/auth/saml/acs") {
@@ -68,6 +75,10 @@ describe("browser flow through the application's origin", () => {
           return;
         }
         const exp = Math.floor(Date.now() / 1000) + 600;
+        if (req.headers.cookie) {
+          // As the gateway does for the last pending sign-on.
+          res.setHeader("set-cookie", ["__Host-svc_session_req=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=None", "gw_other=1; Path=/"]);
+        }
         const token = idp.token(claims({ sub: assertion.slice(6), email: assertion.slice(6), roles: ["viewer"], exp }));
         res.writeHead(200, { "content-type": "application/json" })
           .end(JSON.stringify({ token, token_type: "Bearer", expires_at: new Date(exp * 1000).toISOString() }));
@@ -109,8 +120,10 @@ describe("browser flow through the application's origin", () => {
     });
     assert.equal(r.status, 303);
     assert.equal(r.headers.get("location"), "/app/page?tab=2");
-    const setCookie = r.headers.get("set-cookie");
-    assert.match(setCookie, /^svc_session=[\w-]+\.[\w-]+\.[\w-]+; Path=\/; Max-Age=\d+; Expires=.+; HttpOnly; SameSite=Lax; Secure$/);
+    const [setCookie, ...others] = r.headers.getSetCookie();
+    // The unprefixed cookie of an earlier sign-in is cleared.
+    assert.deepEqual(others, ["svc_session=; Path=/; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Lax; Secure"]);
+    assert.match(setCookie, /^__Host-svc_session=[\w-]+\.[\w-]+\.[\w-]+; Path=\/; Max-Age=\d+; Expires=.+; HttpOnly; SameSite=Lax; Secure$/);
     assert.ok(Number(/Max-Age=(\d+)/.exec(setCookie)[1]) > 500);
     assert.deepEqual(seen.at(-1), { method: "POST", url: "/auth/saml/acs", accept: "application/json",
       type: "application/x-www-form-urlencoded" });
@@ -132,6 +145,40 @@ describe("browser flow through the application's origin", () => {
     r = await fetch(`${appUrl}/app/page`, { headers: { cookie: cookie.slice(0, -4) + "AAAA" }, redirect: "manual" });
     assert.equal(r.status, 401);
     assert.equal((await r.json()).reason, "signature-invalid");
+  });
+
+  test("a tossed session cookie does not displace the __Host- one", async () => {
+    let r = await fetch(`${appUrl}/auth/saml/acs`, {
+      method: "POST", redirect: "manual",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ SAMLResponse: "valid:alice@example.com" }),
+    });
+    const host = r.headers.getSetCookie().find((c) => c.startsWith("__Host-svc_session="))?.split(";")[0];
+    assert.ok(host, r.headers.getSetCookie().join("\n"));
+    const token = host.slice(host.indexOf("=") + 1);
+    for (const cookie of [`svc_session=a.b.c; ${host}`, `${host}; svc_session=a.b.c`]) {
+      r = await fetch(`${appUrl}/app/page`, { headers: { cookie }, redirect: "manual" });
+      assert.equal(r.status, 200, cookie);
+      assert.equal((await r.json()).claims.email, "alice@example.com");
+    }
+    r = await fetch(`${appUrl}/app/page`, { headers: { cookie: `svc_session=${token}; __Host-svc_session=a.b.c` }, redirect: "manual" });
+    assert.equal(r.status, 401);
+    assert.equal((await r.json()).reason, "token-malformed");
+  });
+
+  test("the request cookie goes to the gateway under both names, and its update comes back", async () => {
+    const r = await fetch(`${appUrl}/auth/saml/acs`, {
+      method: "POST", redirect: "manual",
+      headers: { "content-type": "application/x-www-form-urlencoded",
+        cookie: "theme=dark; svc_session_req=id-plain; __Host-svc_session_req=id-host.id-2; svc_session=old" },
+      body: new URLSearchParams({ SAMLResponse: "valid:alice@example.com" }),
+    });
+    assert.equal(r.status, 303);
+    // The gateway picks the name its own rule reads; nothing else goes.
+    assert.equal(seenCookies.at(-1), "__Host-svc_session_req=id-host.id-2; svc_session_req=id-plain");
+    const set = r.headers.getSetCookie();
+    assert.ok(set.includes("__Host-svc_session_req=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=None"), set.join("\n"));
+    assert.ok(!set.some((c) => c.startsWith("gw_other=")), set.join("\n"));
   });
 
   test("an open redirect in RelayState goes to /", async () => {

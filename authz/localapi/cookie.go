@@ -1,0 +1,35 @@
+package localapi
+
+import "net/http"
+
+// HostCookiePrefix is the prefix the SAML gateway gives every cookie it
+// sets wherever it marks them Secure (any acs_url but plain http on a
+// loopback host): "__Host-svc_session", "__Host-svc_session_req". A
+// browser keeps a cookie so named only when it is Secure, has Path=/ and
+// no Domain, and was set by the host itself, so a sibling subdomain
+// (evil.example.com next to app.example.com) can neither plant nor
+// overwrite it: the session fixation and login CSRF that an unprefixed
+// cookie tossed with Domain=example.com would allow. sdk.saml.cookie_name
+// stays unprefixed in the configuration.
+const HostCookiePrefix = "__Host-"
+
+// SessionCookie returns the value of the session cookie name in r: the
+// cookie HostCookiePrefix+name when r carries one, else the cookie name,
+// and whether either was there. The prefixed cookie wins even when the
+// unprefixed one comes first in the Cookie header, so a cookie tossed by
+// a sibling subdomain cannot displace the session the gateway set. The
+// unprefixed name is still read for a gateway on plain http on loopback,
+// which sets no prefixed cookie. Every middleware and proxy check reads
+// the session cookie by this rule.
+func SessionCookie(r *http.Request, name string) (string, bool) {
+	if name == "" {
+		return "", false
+	}
+	if c, err := r.Cookie(HostCookiePrefix + name); err == nil {
+		return c.Value, true
+	}
+	if c, err := r.Cookie(name); err == nil {
+		return c.Value, true
+	}
+	return "", false
+}
