@@ -21,19 +21,7 @@ func docsBlock(t *testing.T, page, marker string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(raw), "\n"+marker)
-	if !ok {
-		t.Fatalf("docs/%s has no line starting with %q", page, marker)
-	}
-	_, rest, ok = strings.Cut(rest, "\n```sh\n")
-	if !ok {
-		t.Fatalf("no sh block after %q", marker)
-	}
-	block, _, ok := strings.Cut(rest, "\n```\n")
-	if !ok {
-		t.Fatal("unterminated sh block")
-	}
-	return block
+	return shBlockAfter(t, string(raw), marker)
 }
 
 // The local SAML round trip of docs/saml.md works as written: only the default

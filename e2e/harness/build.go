@@ -114,3 +114,15 @@ func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
+
+// DevIssuerDir is the directory of the development issuer's key pair
+// (core dev token) that the sidecars a test starts use: one per test run,
+// beside the binaries, so that its key is made once and the user's own
+// (~/.config/svc/dev-issuer) is never touched.
+func DevIssuerDir(t testing.TB) string {
+	t.Helper()
+	Binary(t, "svc-sidecar") // makes binDir
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	return filepath.Join(binDir, "dev-issuer")
+}

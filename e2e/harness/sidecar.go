@@ -91,6 +91,9 @@ func LaunchSidecar(t testing.TB, opts SidecarOptions) *Sidecar {
 		// A process of its own: a test that starts a second process on
 		// the same state passes its directory.
 		"SVC_STATE_DIR": filepath.Join(dir, "state"),
+		// One development issuer for the whole run, beside the binaries:
+		// its key is made once, and the user's own is never touched.
+		"SVC_DEV_ISSUER_DIR": DevIssuerDir(t),
 	}
 	for k, v := range opts.Env {
 		if v == "" {
