@@ -51,7 +51,7 @@ type Mapper struct {
 	// hostSessionCookie is the same name under localapi.HostCookiePrefix,
 	// built once here rather than on every check.
 	sessionCookie, hostSessionCookie string
-		// canon holds the case sensitivity of the route table
+	// canon holds the case sensitivity of the route table
 	// (envoy.routes_case_sensitive: literal segments match
 	// case-sensitively and the default resource keeps its case) and the
 	// format suffixes it cuts (envoy.format_suffixes).
