@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
+	"net/http"
 	"os"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/devissuer"
+	"github.com/svc-dev/svc/engine/loopback"
 )
 
 // devCommand groups what helps on a developer's machine.
@@ -19,8 +23,80 @@ func (a *app) devCommand() *cobra.Command {
 		Use:   "dev",
 		Short: "Development helpers: tokens a sidecar in development mode verifies",
 	}
-	cmd.AddCommand(inProcess(a.devTokenCommand()))
+	cmd.AddCommand(inProcess(a.devTokenCommand()), inProcess(a.devJWKSCommand()))
 	return cmd
+}
+
+func (a *app) devJWKSCommand() *cobra.Command {
+	var dir, listen string
+	cmd := &cobra.Command{
+		Use:   "jwks [--listen <addr>]",
+		Short: "Print, or serve, the development issuer's public key as a JWKS, for a sidecar outside development mode",
+		Long: `Prints the development issuer's public key as a JSON Web Key Set, or with
+--listen serves it at http://<addr>/jwks.json until interrupted: a second
+sidecar, configured as in production (sdk.jwks_url, jwt.issuer = "svc-dev",
+fail_mode = "closed"), then verifies the tokens of core dev token as it
+would verify your identity provider's. The key pair is the one of
+core dev token (--dir, $SVC_DEV_ISSUER_DIR, else ~/.config/svc/dev-issuer),
+created when missing.
+
+Exit codes: 0 printed (or served until interrupted), 2 bad flags, an
+unusable --dir or an address that cannot be listened on.`,
+		Args: args(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.runDevJWKS(cmd.Context(), dir, listen)
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "`directory` of the development issuer's key pair (default $SVC_DEV_ISSUER_DIR, else ~/.config/svc/dev-issuer)")
+	cmd.Flags().StringVar(&listen, "listen", "", "serve the set at http://`addr`/jwks.json instead of printing it (a loopback address, such as 127.0.0.1:8000)")
+	return cmd
+}
+
+func (a *app) runDevJWKS(ctx context.Context, dir, listen string) error {
+	if listen != "" {
+		if host, _, err := net.SplitHostPort(listen); err != nil || !loopback.Host(host) {
+			return usageError("--listen %q: want a loopback host:port, such as 127.0.0.1:8000", listen)
+		}
+	}
+	dir = devissuer.Dir(dir, os.Getenv)
+	d, created, err := devissuer.Open(dir)
+	if err != nil {
+		return inputError(err)
+	}
+	if created {
+		fmt.Fprintf(a.stderr, "created the development issuer's key pair in %s\n", dir)
+	}
+	set, err := d.JWKS()
+	if err != nil {
+		return inputError(err)
+	}
+	if listen == "" {
+		fmt.Fprintf(a.stdout, "%s\n", set)
+		return nil
+	}
+	lis, err := net.Listen("tcp", listen)
+	if err != nil {
+		return inputError(fmt.Errorf("--listen %s: %w", listen, err))
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /jwks.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(set)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	fmt.Fprintf(a.stderr, "serving the development issuer's JWKS at http://%s/jwks.json\n", lis.Addr())
+	ctx, stop := interruptible(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(lis) }()
+	select {
+	case <-ctx.Done():
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(shutdown)
+	case err := <-done:
+		return err
+	}
 }
 
 type devTokenFlags struct {
