@@ -282,18 +282,48 @@ func loadPolicies(cfg config.Config) (*policy.Set, error) {
 	return nil, &SettingError{Key: "policy.dir", Origin: cfg.Origin("policy.dir"), Msg: msg, Err: err}
 }
 
+// Check reports what New would refuse in cfg, without starting anything:
+// the configuration's values, the policy set (it loads and compiles, from
+// policy.dir or the embedded default), and the SAML gateway's token
+// signing key. New runs the same steps with the same functions; `core
+// config validate` runs Check, so that the two cannot disagree.
+func Check(cfg config.Config) error {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if _, err := loadPolicies(cfg); err != nil {
+		return err
+	}
+	if s := cfg.SDK.SAML; s != nil {
+		if _, err := newSAMLIssuer(*s, time.Now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newSAMLIssuer loads (or, without a key file, generates) the keys that
+// sign the SAML gateway's tokens.
+func newSAMLIssuer(s config.SAML, now func() time.Time) (*issuer.Issuer, error) {
+	is, err := issuer.New(issuer.Options{
+		KeyFile: s.TokenSigningKeyFile,
+		Issuer:  s.EntityID,
+		TTL:     s.TokenTTL.Duration,
+		Now:     now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sdk.saml.token_signing_key_file: %w", err)
+	}
+	return is, nil
+}
+
 // newLocalIssuer sets up the keys of the tokens the SAML gateway issues
 // and their local verifier: iss and aud must be the SP entity id.
 func (e *Engine) newLocalIssuer(s config.SAML) error {
 	var err error
-	e.issuer, err = issuer.New(issuer.Options{
-		KeyFile: s.TokenSigningKeyFile,
-		Issuer:  s.EntityID,
-		TTL:     s.TokenTTL.Duration,
-		Now:     e.now,
-	})
-	if err != nil {
-		return fmt.Errorf("sdk.saml.token_signing_key_file: %w", err)
+	if e.issuer, err = newSAMLIssuer(s, e.now); err != nil {
+		return err
 	}
 	if e.issuer.Generated() {
 		e.log.Warn("sdk.saml.token_signing_key_file is not set: a signing key was generated for this process; the tokens it issues do not survive a restart and are not accepted by other replicas",

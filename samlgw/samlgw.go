@@ -176,6 +176,7 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 	// The pacing runs on the wall clock, whatever clock validates the
 	// assertions: it measures the CPU the ACS takes now.
 	g.acs, g.clients = newACSGate(*s, time.Now), clientNamer{trusted: trusted}
+	// CheckFiles reads the same files with the same functions.
 	if g.spKey, g.spCert, err = loadSPKeyPair(*s); err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package sidecar
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/tlsfiles"
 )
 
 // certCheckInterval is how often, at most, a handshake looks whether the
@@ -72,22 +72,11 @@ func (r *certs) fileStamp() (string, error) {
 
 // load reads the files; the caller holds mu or owns r.
 func (r *certs) load(stamp string) error {
-	cert, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
+	cert, pool, err := tlsfiles.Load(r.certFile, r.keyFile, r.caFile)
 	if err != nil {
-		return fmt.Errorf("sidecar.tls_cert_file / tls_key_file: %w", err)
+		return err
 	}
-	var pool *x509.CertPool
-	if r.caFile != "" {
-		pem, err := os.ReadFile(r.caFile)
-		if err != nil {
-			return fmt.Errorf("sidecar.tls_client_ca_file: %w", err)
-		}
-		pool = x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return errors.New("sidecar.tls_client_ca_file: no PEM certificate in it")
-		}
-	}
-	r.cert, r.pool, r.stamp = &cert, pool, stamp
+	r.cert, r.pool, r.stamp = cert, pool, stamp
 	return nil
 }
 

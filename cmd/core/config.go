@@ -12,8 +12,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/svc-dev/svc/authz/localapi"
+	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/nginxconf"
+	"github.com/svc-dev/svc/internal/startcheck"
 )
 
 // pathConfig is the sidecar's live configuration (TOML).
@@ -63,6 +65,13 @@ the number of keys the file sets ("N keys") and warnings: every tenant under
 [tenants] without rate_limit.per_tenant.<tenant>, and an unset
 rate_limit.default_rpm, with the 1000 rpm default that then applies.
 
+A file without such errors is then checked as svc-sidecar checks it at start,
+with the same functions: the policy set (policy.dir, or the embedded default)
+loads and compiles, and the TLS, SAML key and metadata files it names exist
+and parse. Relative paths resolve against the file's directory, as the
+sidecar resolves them. What only a running sidecar meets (an address in use,
+an identity provider or Redis out of reach) is not checked.
+
 With --nginx-config, it also reads the nginx configuration in front of the
 sidecar's /check, and counts as errors (with file:line) what lets a client
 choose the method a request is judged as, or gets every check refused:
@@ -78,6 +87,30 @@ Exit codes: 0 valid, 1 invalid, 2 a file cannot be read.`,
 	}
 	cmd.Flags().StringVar(&nginxConf, "nginx-config", "", "also check the nginx configuration `file` in front of /check")
 	return cmd
+}
+
+// startProblems runs on the file at path what svc-sidecar checks at start
+// (startcheck.Run: the policy set loads and compiles, key and
+// certificate files exist and parse), relative paths resolved against the
+// file's directory as the sidecar resolves them.
+func startProblems(path string) []configProblem {
+	cfg, err := config.ReadFile(path)
+	if err == nil {
+		err = startcheck.Run(cfg)
+	}
+	if err == nil {
+		return nil
+	}
+	p := configProblem{Message: err.Error(), Text: err.Error()}
+	var se *engine.SettingError
+	if errors.As(err, &se) {
+		p.Key, p.Message = se.Key, se.Msg
+	}
+	if ce := config.Errors(err); len(ce) > 0 {
+		e := ce[0]
+		p = configProblem{Source: e.Source, Line: e.Line, Column: e.Column, Key: e.Key, Message: e.Msg, Text: e.Error()}
+	}
+	return []configProblem{p}
 }
 
 // nginxProblems reads the nginx configuration at path and returns its
@@ -115,6 +148,10 @@ func (a *app) runConfigValidate(path, nginxConf string) error {
 	}
 	if err != nil && len(out.Errors) == 0 {
 		out.Errors = append(out.Errors, configProblem{Message: err.Error(), Text: err.Error()})
+	}
+	if err == nil {
+		out.Errors = append(out.Errors, startProblems(path)...)
+		out.Valid = len(out.Errors) == 0
 	}
 	if nginxConf != "" {
 		problems, err := nginxProblems(nginxConf)

@@ -1,0 +1,31 @@
+// Package startcheck checks a configuration as svc-sidecar checks it at
+// start, without listening, fetching or starting anything, for `core
+// config validate`. Each step is the function the start itself runs:
+// engine.Check (values, the policy set loads and compiles, the SAML token
+// key), tlsfiles.Load (the TLS certificate, key and client CAs) and
+// samlgw.CheckFiles (the SP key pair, metadata signing certificates and
+// metadata file), so the two cannot disagree on them. What only a running
+// sidecar meets (an address in use, an unreachable JWKS, IdP metadata URL
+// or Redis) is not checked.
+package startcheck
+
+import (
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/tlsfiles"
+	"github.com/svc-dev/svc/samlgw"
+)
+
+// Run reports the first thing svc-sidecar would refuse at start in cfg.
+func Run(cfg config.Config) error {
+	if err := engine.Check(cfg); err != nil {
+		return err
+	}
+	cfg.SetDefaults()
+	if s := cfg.Sidecar; s.TLSCertFile != "" {
+		if _, _, err := tlsfiles.Load(s.TLSCertFile, s.TLSKeyFile, s.TLSClientCAFile); err != nil {
+			return err
+		}
+	}
+	return samlgw.CheckFiles(cfg)
+}
