@@ -193,14 +193,32 @@ func do(t *testing.T, client *http.Client, base string, tc proxyCase) *http.Resp
 
 // startProxy writes the shipped config with ports rewritten and runs
 // the proxy until the test ends; it returns the base URL once it answers.
+// A free port can be taken by another program before the proxy binds it:
+// a proxy that exits saying so is started again on another port.
 func startProxy(t *testing.T, bin string, args func(dir, conf string) []string, shipped, confName string, replace ...string) string {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join("..", shipped))
 	if err != nil {
 		t.Fatal(err)
 	}
+	for attempt := 1; ; attempt++ {
+		base, out, inUse := runProxy(t, bin, args, string(src), confName, replace)
+		if base != "" {
+			return base
+		}
+		if !inUse || attempt == 3 {
+			t.Fatalf("%s did not listen:\n%s", bin, out)
+		}
+	}
+}
+
+// runProxy runs the proxy once on a free port. It returns the base URL
+// once the proxy answers, or else what the proxy wrote and whether it
+// found its port in use.
+func runProxy(t *testing.T, bin string, args func(dir, conf string) []string, src, confName string, replace []string) (base, output string, inUse bool) {
+	t.Helper()
 	port := freePort(t)
-	text := strings.NewReplacer(append(replace, "8080", strconv.Itoa(port))...).Replace(string(src))
+	text := strings.NewReplacer(append(replace, "8080", strconv.Itoa(port))...).Replace(src)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, confName)
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
@@ -214,30 +232,40 @@ func startProxy(t *testing.T, bin string, args func(dir, conf string) []string, 
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
-	var out bytes.Buffer
+	var out bytes.Buffer // read only once the process has exited
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop := func() string {
 		cancel()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("%s output:\n%s", bin, out.String())
-		}
-	})
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
+		<-exited
+		return out.String()
+	}
+	base = "http://127.0.0.1:" + strconv.Itoa(port)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 100*time.Millisecond); err == nil {
 			c.Close()
-			return base
+			t.Cleanup(func() {
+				if output := stop(); t.Failed() {
+					t.Logf("%s output:\n%s", bin, output)
+				}
+			})
+			return base, "", false
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-exited:
+			output = stop()
+			return "", output, strings.Contains(output, "address already in use")
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	t.Fatalf("%s did not listen on %d:\n%s", bin, port, out.String())
-	return ""
+	output = stop()
+	return "", output, false
 }
 
 func sidecarHTTPServers(t *testing.T, idp *testIdP) map[string]string {
