@@ -28,12 +28,16 @@ type clientState struct {
 // guards it).
 type clientTable struct {
 	max int
-	m   map[netip.Prefix]*clientState
-	lru list.List // of *clientState, the most recently seen first
+	// share and burst are each new client's budget: clientShare and
+	// clientBurst, but for tests (ScaleClientBudget).
+	share float64
+	burst time.Duration
+	m     map[netip.Prefix]*clientState
+	lru   list.List // of *clientState, the most recently seen first
 }
 
 func newClientTable(max int) *clientTable {
-	return &clientTable{max: max, m: make(map[netip.Prefix]*clientState)}
+	return &clientTable{max: max, share: clientShare, burst: clientBurst, m: make(map[netip.Prefix]*clientState)}
 }
 
 // get returns the state of the client key, created with a whole burst
@@ -46,7 +50,7 @@ func (t *clientTable) get(key netip.Prefix, now time.Time) *clientState {
 	if len(t.m) >= t.max {
 		t.evict(now)
 	}
-	c := &clientState{key: key, budget: newBucket(clientShare, clientBurst, now)}
+	c := &clientState{key: key, budget: newBucket(t.share, t.burst, now)}
 	c.elem = t.lru.PushFront(c)
 	t.m[key] = c
 	return c

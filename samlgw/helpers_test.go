@@ -100,6 +100,11 @@ func newFixture(t testing.TB, opts ...option) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { gw.Close() })
+	// Validating costs several times the CPU under the race detector;
+	// each client's budget grows with it.
+	if testkit.RaceEnabled {
+		samlgw.ScaleClientBudget(gw, 10)
+	}
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(srv.Close)
 	jar, err := cookiejar.New(nil)
