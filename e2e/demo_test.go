@@ -179,7 +179,7 @@ func startDemoCaddy(t *testing.T, file, front string, addrs map[string]string) *
 	}
 	conf := string(raw)
 	addrs = maps.Clone(addrs)
-	addrs["\n:8080 {"] = "\nhttp://" + front + " {"
+	addrs["\n{$SVC_PROXY_LISTEN::8080} {"] = "\nhttp://" + front + " {"
 	for from, to := range addrs {
 		if !strings.Contains(conf, from) {
 			t.Fatalf("%s does not mention %q", file, from)

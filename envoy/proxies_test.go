@@ -383,6 +383,64 @@ func TestShippedCaddyfile(t *testing.T) {
 	})
 }
 
+// TestShippedCaddyfileAddresses: the shipped Caddyfile takes its four
+// addresses from the environment, with today's ports as defaults, as
+// Caddy's own adapter reads it.
+func TestShippedCaddyfileAddresses(t *testing.T) {
+	bin := testkit.LookPath(t, "caddy", "caddy")
+	adapt := func(env ...string) (listen []string, upstreams string) {
+		t.Helper()
+		cmd := exec.Command(bin, "adapt", "--config", filepath.Join("..", "deploy", "caddy", "Caddyfile"), "--adapter", "caddyfile")
+		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("caddy adapt: %v", err)
+		}
+		var c struct {
+			Apps struct {
+				HTTP struct {
+					Servers map[string]json.RawMessage `json:"servers"`
+				} `json:"http"`
+			} `json:"apps"`
+		}
+		if err := json.Unmarshal(out, &c); err != nil || len(c.Apps.HTTP.Servers) != 1 {
+			t.Fatalf("caddy adapt answered %v, %d servers:\n%s", err, len(c.Apps.HTTP.Servers), out)
+		}
+		for _, raw := range c.Apps.HTTP.Servers {
+			var srv struct{ Listen []string }
+			_ = json.Unmarshal(raw, &srv)
+			return srv.Listen, string(raw)
+		}
+		return nil, ""
+	}
+	tests := []struct {
+		name   string
+		env    []string
+		listen string
+		want   []string
+	}{
+		{"defaults", nil, ":8080", []string{`"127.0.0.1:5678"`, `"127.0.0.1:7700"`, `"127.0.0.1:7701"`}},
+		{"from the environment", []string{"SVC_PROXY_LISTEN=:9090", "SVC_APP_ADDR=127.0.0.1:6001", "SVC_HTTP_ADDR=127.0.0.1:6002", "SVC_SAML_ADDR=127.0.0.1:6003"},
+			":9090", []string{`"127.0.0.1:6001"`, `"127.0.0.1:6002"`, `"127.0.0.1:6003"`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			listen, upstreams := adapt(tc.env...)
+			if len(listen) != 1 || listen[0] != tc.listen {
+				t.Errorf("listen = %v, want [%s]", listen, tc.listen)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(upstreams, w) {
+					t.Errorf("no upstream %s in %s", w, upstreams)
+				}
+			}
+			if tc.env != nil && strings.Contains(upstreams, "127.0.0.1:7700") {
+				t.Errorf("a default address stayed although the environment names another: %s", upstreams)
+			}
+		})
+	}
+}
+
 // startCaddy runs caddy on the shipped Caddyfile changed by replace.
 func startCaddy(t *testing.T, bin string, replace ...string) string {
 	t.Helper()

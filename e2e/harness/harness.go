@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -86,29 +87,40 @@ var (
 	given   = map[int]bool{}
 )
 
-// FreeAddr returns a "127.0.0.1:port" address that nothing listens on. The
-// port is found by listening on port 0 and closing the listener; ports
-// handed out before by this process are never handed out again, so
-// parallel tests cannot collide among themselves.
+// FreeAddr returns a "127.0.0.1:port" address that nothing listens on: a
+// random port below the ephemeral range that a listener could take and
+// closed again. Ports handed out before by this process are never handed
+// out again, so parallel tests cannot collide among themselves.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
 	portsMu.Lock()
 	defer portsMu.Unlock()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for range 500 {
+		port := freePortLow + rand.IntN(freePortHigh-freePortLow)
+		if given[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
-			t.Fatalf("free port: %v", err)
+			continue // in use
 		}
-		port := l.Addr().(*net.TCPAddr).Port
 		_ = l.Close()
-		if !given[port] {
-			given[port] = true
-			return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		}
+		given[port] = true
+		return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	}
 	t.Fatal("free port: no unused port found")
 	return ""
 }
+
+// FreeAddr's ports lie below the kernel's ephemeral range (32768-60999 by
+// default on Linux), from which outgoing connections and every ":0"
+// listener take theirs: a port handed out here, which a child process
+// binds a while later, cannot be taken in between by a connection of this
+// or another test package, as one from ":0" could.
+const (
+	freePortLow  = 20000
+	freePortHigh = 32768
+)
 
 // WriteFile writes content to name inside dir and returns its path.
 func WriteFile(t testing.TB, dir, name, content string) string {
