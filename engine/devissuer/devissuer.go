@@ -12,7 +12,6 @@ package devissuer
 
 import (
 	"context"
-	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -166,26 +165,10 @@ func parseKey(data []byte) (*rsa.PrivateKey, error) {
 }
 
 func verificationKey(pub *rsa.PublicKey) (jwks.Key, error) {
-	jk, err := jwk.Import(pub)
+	k, err := jwks.LocalKey(pub, jwa.RS256())
 	if err != nil {
-		return jwks.Key{}, fmt.Errorf("development issuer: import key: %w", err)
+		return jwks.Key{}, fmt.Errorf("development issuer: %w", err)
 	}
-	tp, err := jk.Thumbprint(crypto.SHA256)
-	if err != nil {
-		return jwks.Key{}, fmt.Errorf("development issuer: key thumbprint: %w", err)
-	}
-	kid := base64.RawURLEncoding.EncodeToString(tp)
-	for _, set := range []func() error{
-		func() error { return jk.Set(jwk.KeyIDKey, kid) },
-		func() error { return jk.Set(jwk.AlgorithmKey, jwa.RS256()) },
-		func() error { return jk.Set(jwk.KeyUsageKey, "sig") },
-	} {
-		if err := set(); err != nil {
-			return jwks.Key{}, fmt.Errorf("development issuer: key attributes: %w", err)
-		}
-	}
-	k := jwks.Key{ID: kid, JWK: jk, Public: pub, Algs: []jwa.SignatureAlgorithm{jwa.RS256()}}
-	copy(k.Thumbprint[:], tp)
 	return k, nil
 }
 

@@ -11,7 +11,6 @@ package issuer
 
 import (
 	"context"
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -159,25 +158,11 @@ func ParseKeys(data []byte) (*ecdsa.PrivateKey, []*ecdsa.PublicKey, error) {
 }
 
 func verificationKey(pub *ecdsa.PublicKey) (jwks.Key, error) {
-	jk, err := jwk.Import(pub)
+	k, err := jwks.LocalKey(pub, jwa.ES256())
 	if err != nil {
-		return jwks.Key{}, fmt.Errorf("issuer: import key: %w", err)
+		return jwks.Key{}, fmt.Errorf("issuer: %w", err)
 	}
-	tp, err := jk.Thumbprint(crypto.SHA256)
-	if err != nil {
-		return jwks.Key{}, fmt.Errorf("issuer: key thumbprint: %w", err)
-	}
-	kid := base64.RawURLEncoding.EncodeToString(tp)
-	for _, set := range []func() error{
-		func() error { return jk.Set(jwk.KeyIDKey, kid) },
-		func() error { return jk.Set(jwk.AlgorithmKey, jwa.ES256()) },
-		func() error { return jk.Set(jwk.KeyUsageKey, "sig") },
-	} {
-		if err := set(); err != nil {
-			return jwks.Key{}, fmt.Errorf("issuer: key attributes: %w", err)
-		}
-	}
-	return jwks.Key{ID: kid, JWK: jk, Public: pub, Algs: []jwa.SignatureAlgorithm{jwa.ES256()}}, nil
+	return k, nil
 }
 
 // Generated reports whether the signing key was generated at start (no
