@@ -38,17 +38,7 @@ func TestShippedProxiesBrowserSignIn(t *testing.T) {
 		"SVC_SAML_IDP_METADATA_FILE": md,
 	})
 	root := harness.ModuleRoot(t)
-	for _, px := range []struct {
-		name, bin, file string
-		args            func(dir, conf string) []string
-	}{
-		{"nginx", "nginx", "deploy/nginx/nginx.conf", func(dir, conf string) []string {
-			return []string{"-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off;"}
-		}},
-		{"caddy", "caddy", "deploy/caddy/Caddyfile", func(_, conf string) []string {
-			return []string{"run", "--config", conf, "--adapter", "caddyfile"}
-		}},
-	} {
+	for _, px := range shippedProxies {
 		t.Run(px.name, func(t *testing.T) {
 			up := harness.StartUpstream(t)
 			front := startShippedProxy(t, px.bin, filepath.Join(root, px.file), px.args, map[string]string{
@@ -124,6 +114,33 @@ func TestShippedProxiesBrowserSignIn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// shippedProxy is a shipped proxy configuration and how its binary runs
+// a copy of it in dir.
+type shippedProxy struct {
+	name, bin, file string
+	args            func(dir, conf string) []string
+}
+
+// shippedProxies are the shipped nginx and Caddy configurations.
+var shippedProxies = []shippedProxy{
+	{"nginx", "nginx", "deploy/nginx/nginx.conf", func(dir, conf string) []string {
+		return []string{"-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off;"}
+	}},
+	{"caddy", "caddy", "deploy/caddy/Caddyfile", func(_, conf string) []string {
+		return []string{"run", "--config", conf, "--adapter", "caddyfile"}
+	}},
+}
+
+// startShippedNginx runs nginx on deploy/nginx/nginx.conf in front of the
+// sidecar's HTTP listener httpAddr and the application app; the sign-in
+// route goes to an address nothing listens on.
+func startShippedNginx(t *testing.T, httpAddr, app string) string {
+	t.Helper()
+	px := shippedProxies[0]
+	return startShippedProxy(t, px.bin, filepath.Join(harness.ModuleRoot(t), px.file), px.args,
+		map[string]string{"127.0.0.1:7700": httpAddr, "127.0.0.1:7701": harness.FreeAddr(t), "127.0.0.1:5678": app})
 }
 
 // startShippedProxy runs a shipped proxy configuration with its loopback

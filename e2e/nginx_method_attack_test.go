@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -53,10 +52,7 @@ func TestNginxMethodAttackShippedConfig(t *testing.T) {
 	k := newKeyring(t)
 	s := startSidecar(t, k, nil)
 	up := harness.StartUpstream(t)
-	root := harness.ModuleRoot(t)
-	front := startShippedProxy(t, "nginx", filepath.Join(root, "deploy", "nginx", "nginx.conf"), func(dir, conf string) []string {
-		return []string{"-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off;"}
-	}, map[string]string{"127.0.0.1:7700": s.HTTPAddr, "127.0.0.1:7701": harness.FreeAddr(t), "127.0.0.1:5678": up.Addr})
+	front := startShippedNginx(t, s.HTTPAddr, up.Addr)
 	viewer := k.token(t, "u-viewer", "acme", "viewer")
 
 	status, h, body := sendAs(t, front, http.MethodGet, "/orders/1", viewer, nil)

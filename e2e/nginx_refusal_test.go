@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,10 +19,7 @@ func TestShippedNginxRefusalHeaders(t *testing.T) {
 	k := newKeyring(t)
 	s := startSidecar(t, k, nil)
 	up := harness.StartUpstream(t)
-	root := harness.ModuleRoot(t)
-	front := startShippedProxy(t, "nginx", filepath.Join(root, "deploy", "nginx", "nginx.conf"), func(dir, conf string) []string {
-		return []string{"-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off;"}
-	}, map[string]string{"127.0.0.1:7700": s.HTTPAddr, "127.0.0.1:7701": harness.FreeAddr(t), "127.0.0.1:5678": up.Addr})
+	front := startShippedNginx(t, s.HTTPAddr, up.Addr)
 
 	for _, tc := range []struct {
 		name, method, accept, token string

@@ -39,23 +39,31 @@ func TestReadmeTour(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the README tour failed: %v\n%s", err, out)
 	}
-	got := string(out)
 	// Each answer the README shows, in its order.
-	for _, want := range []string{
+	answersInOrder(t, "the README tour", string(out),
 		`"reason":"policy-deny","deny_reasons":\["no-role"\].*"subject":"anonymous"`,
 		`"allowed":true,"reason":"policy-allow".*"subject":"dev-user","tenant_id":"dev"`,
 		`HTTP/1.1 200 OK(?s:.*)X-Svc-User-Id: dev-user`,
 		`HTTP/1.1 403 Forbidden`,
 		`"allowed":false,"reason":"signature-invalid"`,
-	} {
-		loc := regexp.MustCompile(want).FindStringIndex(got)
-		if loc == nil {
-			t.Fatalf("the tour's answers lack %s, in order:\n%s", want, out)
-		}
-		got = got[loc[1]:]
-	}
+	)
 	if _, err := os.Stat(filepath.Join(home, ".config", "svc", "dev-issuer", "key.pem")); err != nil {
 		t.Errorf("the development issuer's key is not in ~/.config/svc/dev-issuer: %v", err)
+	}
+}
+
+// answersInOrder fails the test unless out matches each pattern, each
+// after the match of the one before: the answers a documented block shows,
+// in its order.
+func answersInOrder(t *testing.T, what, out string, patterns ...string) {
+	t.Helper()
+	rest := out
+	for _, p := range patterns {
+		loc := regexp.MustCompile(p).FindStringIndex(rest)
+		if loc == nil {
+			t.Fatalf("the answers of %s lack %s, in order:\n%s", what, p, out)
+		}
+		rest = rest[loc[1]:]
 	}
 }
 

@@ -346,17 +346,7 @@ func TestSAMLACSBehindShippedProxies(t *testing.T) {
 	g := startSAMLTarget(t, map[string]string{"SVC_TRUSTED_PROXIES": "127.0.0.1"})
 	body := formOf(starveDoc(g, 650_000))
 	root := harness.ModuleRoot(t)
-	for _, px := range []struct {
-		name, bin, file string
-		args            func(dir, conf string) []string
-	}{
-		{"nginx", "nginx", "deploy/nginx/nginx.conf", func(dir, conf string) []string {
-			return []string{"-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off;"}
-		}},
-		{"caddy", "caddy", "deploy/caddy/Caddyfile", func(_, conf string) []string {
-			return []string{"run", "--config", conf, "--adapter", "caddyfile"}
-		}},
-	} {
+	for _, px := range shippedProxies {
 		t.Run(px.name, func(t *testing.T) {
 			front := startShippedProxy(t, px.bin, filepath.Join(root, px.file), px.args, map[string]string{"127.0.0.1:7701": g.samlAddr})
 			acs := front + "/auth/saml/acs"
