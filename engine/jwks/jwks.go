@@ -121,6 +121,11 @@ type Cache struct {
 	group   singleflight.Group
 	limiter *bucket
 	running atomic.Bool
+	// run is Run's while it runs: the fetches under way join it, and Run
+	// ends them when it returns and waits for them, so that nothing the
+	// cache does outlives it.
+	runMu sync.Mutex
+	run   *runState
 
 	mu           sync.Mutex // guards st and lastRejected
 	st           Status
@@ -276,7 +281,7 @@ func (c *Cache) refetch(ctx context.Context) error {
 		if !c.limiter.allow(c.opts.Now()) {
 			return time.Duration(0), errRateLimited
 		}
-		return c.fetch(context.WithoutCancel(ctx))
+		return c.flight(ctx)
 	})
 	select {
 	case r := <-ch:
@@ -308,4 +313,26 @@ func redactURL(u *url.URL) string {
 	r.RawQuery = ""
 	r.Fragment = ""
 	return r.String()
+}
+
+// runState is one Run: its context and the fetches it waits for.
+type runState struct {
+	ctx     context.Context
+	flights sync.WaitGroup
+}
+
+// flight runs one fetch for every waiter of the shared flight: it goes on
+// when the caller that started it stops waiting (ctx's cancellation is
+// dropped) and ends when Run returns.
+func (c *Cache) flight(ctx context.Context) (time.Duration, error) {
+	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	c.runMu.Lock()
+	if r := c.run; r != nil {
+		r.flights.Add(1)
+		defer r.flights.Done()
+		defer context.AfterFunc(r.ctx, cancel)()
+	}
+	c.runMu.Unlock()
+	return c.fetch(fctx)
 }

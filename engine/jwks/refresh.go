@@ -16,13 +16,27 @@ const firstRetry = time.Second
 // once, then again after the interval the provider announced (Cache-Control
 // max-age clamped to [MinRefresh, MaxRefresh]). After a failure it retries
 // with jittered exponential backoff bounded by MinRefresh while the keys
-// already loaded keep serving. Run must not be called twice at once.
+// already loaded keep serving. Run must not be called twice at once. When
+// it returns no fetch is under way: the one in flight is cancelled and
+// waited for.
 func (c *Cache) Run(ctx context.Context) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return errors.New("jwks: cache is already running")
 	}
 	defer c.running.Store(false)
 	defer c.setNext(time.Time{})
+	life, end := context.WithCancel(ctx)
+	run := &runState{ctx: life}
+	c.runMu.Lock()
+	c.run = run
+	c.runMu.Unlock()
+	defer func() {
+		c.runMu.Lock()
+		c.run = nil
+		c.runMu.Unlock()
+		end()
+		run.flights.Wait()
+	}()
 
 	failures := 0
 	for {
@@ -52,14 +66,14 @@ func (c *Cache) Run(ctx context.Context) error {
 // flight with any on-demand fetch already under way.
 func (c *Cache) backgroundFetch(ctx context.Context) (time.Duration, error) {
 	ch := c.group.DoChan("fetch", func() (any, error) {
-		return c.fetch(context.WithoutCancel(ctx))
+		return c.flight(ctx)
 	})
 	select {
 	case r := <-ch:
 		if errors.Is(r.Err, errRateLimited) {
 			// Joined an on-demand flight that the limiter refused; the
 			// schedule is not subject to that limit.
-			return c.fetch(context.WithoutCancel(ctx))
+			return c.flight(ctx)
 		}
 		d, _ := r.Val.(time.Duration)
 		return d, r.Err

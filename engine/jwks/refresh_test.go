@@ -3,6 +3,7 @@ package jwks_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -124,5 +125,37 @@ func TestRunTwice(t *testing.T) {
 	waitRequests(t, p, 1, 5*time.Second)
 	if err := c.Run(context.Background()); err == nil {
 		t.Fatal("second concurrent Run returned nil, want an error")
+	}
+}
+
+// When Run returns, no fetch is left under way: the one in flight against
+// a provider that does not answer is cancelled and has been recorded, so
+// that an engine closed on a failed start logs nothing after the error
+// that stopped it.
+func TestRunLeavesNoFetchBehind(t *testing.T) {
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	c, err := jwks.New(jwks.Options{URL: srv.URL + "/jwks.json", Client: srv.Client(), FetchTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	<-started
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if st := c.Status(); st.Fetches != 1 || st.LastError == "" {
+		t.Errorf("after Run returned: %d fetches recorded, last error %q; want the cancelled fetch recorded", st.Fetches, st.LastError)
 	}
 }
