@@ -164,7 +164,7 @@ func startShippedProxy(t *testing.T, name, file string, args func(dir, conf stri
 		conf = strings.ReplaceAll(conf, from, to)
 	}
 	conf = strings.NewReplacer("listen 8080;", "listen "+front+";", "{$SVC_PROXY_LISTEN::8080} {", "{$SVC_PROXY_LISTEN::"+port+"} {",
-		"/tmp/svc-nginx.pid", filepath.Join(dir, "nginx.pid")).Replace(conf)
+		"/run/svc-nginx.pid", filepath.Join(dir, "nginx.pid")).Replace(conf)
 	path := harness.WriteFile(t, dir, filepath.Base(file), conf)
 	cmd := exec.Command(bin, args(dir, path)...)
 	cmd.Dir = dir

@@ -12,9 +12,10 @@ import (
 
 // The "Try it with nginx" block of docs/nginx-caddy.md works as written:
 // the sidecar in development mode, the demo service as the application
-// and nginx on the shipped deploy/nginx/nginx.conf. Only the fixed ports
-// and paths are swapped for free ones, and the binaries are the ones the
-// harness built.
+// and nginx on the configuration core deploy nginx writes (the shipped
+// deploy/nginx/nginx.conf for the default addresses). Only the fixed
+// ports and paths are swapped for free ones, given to core deploy nginx
+// as its flags, and the binaries are the ones the harness built.
 func TestDocsNginxTryIt(t *testing.T) {
 	bash := harness.LookPath(t, "bash", "install bash")
 	nginx := harness.LookPath(t, "nginx", "apt-get install nginx (scripts/test-packages.txt)")
@@ -22,25 +23,8 @@ func TestDocsNginxTryIt(t *testing.T) {
 	bin := filepath.Dir(harness.Binary(t, "svc-sidecar"))
 	harness.Binary(t, "svc-demo")
 	harness.Binary(t, "core")
-	root := harness.ModuleRoot(t)
 	dir := t.TempDir()
 	front, httpAddr, app, saml := harness.FreeAddr(t), harness.FreeAddr(t), harness.FreeAddr(t), harness.FreeAddr(t)
-
-	raw, err := os.ReadFile(filepath.Join(root, "deploy", "nginx", "nginx.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf := string(raw)
-	for from, to := range map[string]string{
-		"listen 8080;": "listen " + front + ";", "127.0.0.1:7700": httpAddr, "127.0.0.1:5678": app,
-		"127.0.0.1:7701": saml, "pid /tmp/svc-nginx.pid;": "pid " + filepath.Join(dir, "nginx.pid") + ";",
-	} {
-		if !strings.Contains(conf, from) {
-			t.Fatalf("deploy/nginx/nginx.conf does not mention %q", from)
-		}
-		conf = strings.ReplaceAll(conf, from, to)
-	}
-	confPath := harness.WriteFile(t, dir, "nginx.conf", conf)
 
 	block := docsBlock(t, "nginx-caddy.md", "## Try it with nginx")
 	if !strings.HasPrefix(block, "make build\n") {
@@ -49,12 +33,12 @@ func TestDocsNginxTryIt(t *testing.T) {
 	script := strings.NewReplacer(
 		"make build\n", "",
 		"./bin/", bin+"/",
-		`"$PWD/deploy/nginx/nginx.conf"`, confPath,
+		"core deploy nginx ", "core deploy nginx --listen "+front+" --app "+app+" --sidecar "+httpAddr+" --signin "+saml+" ",
 		"/tmp/svc-nginx", filepath.Join(dir, "prefix"),
 		"localhost:8080", front,
 		"localhost:7700", httpAddr,
 		"127.0.0.1:5678", app,
-		"nginx -p", nginx+" -p",
+		"\nnginx -p", "\n"+nginx+" -p",
 	).Replace(block)
 
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir,

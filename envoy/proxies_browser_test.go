@@ -36,7 +36,7 @@ func TestShippedProxiesSendBrowsersToSignIn(t *testing.T) {
 	}{
 		{"nginx", "deploy/nginx/nginx.conf", "nginx.conf", func(dir, conf string) []string {
 			return []string{"-p", dir, "-c", conf, "-e", "stderr", "-g", "daemon off;"}
-		}, []string{"/tmp/svc-nginx.pid", filepath.Join(t.TempDir(), "nginx.pid")}},
+		}, []string{"/run/svc-nginx.pid", filepath.Join(t.TempDir(), "nginx.pid")}},
 		{"caddy", "deploy/caddy/Caddyfile", "Caddyfile", func(_, conf string) []string {
 			return []string{"run", "--config", conf, "--adapter", "caddyfile"}
 		}, nil},

@@ -287,7 +287,7 @@ func TestShippedNginxConfig(t *testing.T) {
 		bases[name] = startProxy(t, bin, func(dir, conf string) []string {
 			return []string{"-p", dir, "-c", conf, "-e", "stderr", "-g", "daemon off;"}
 		}, "deploy/nginx/nginx.conf", "nginx.conf",
-			"127.0.0.1:7700", addr, "127.0.0.1:5678", app, "/tmp/svc-nginx.pid", filepath.Join(t.TempDir(), "nginx.pid"))
+			"127.0.0.1:7700", addr, "127.0.0.1:5678", app, "/run/svc-nginx.pid", filepath.Join(t.TempDir(), "nginx.pid"))
 	}
 	runProxyCases(t, bases, proxyCases(t, idp))
 
@@ -307,7 +307,7 @@ func TestShippedNginxConfig(t *testing.T) {
 		base := startProxy(t, bin, func(dir, conf string) []string {
 			return []string{"-p", dir, "-c", conf, "-e", "stderr", "-g", "daemon off;"}
 		}, "deploy/nginx/nginx.conf", "nginx.conf",
-			"127.0.0.1:7700", sidecars["main"], "127.0.0.1:5678", app, "/tmp/svc-nginx.pid", filepath.Join(t.TempDir(), "nginx.pid"),
+			"127.0.0.1:7700", sidecars["main"], "127.0.0.1:5678", app, "/run/svc-nginx.pid", filepath.Join(t.TempDir(), "nginx.pid"),
 			setMethod, "")
 		viewer := "Bearer " + idp.token(t, map[string]any{"sub": "u-viewer", "tenant_id": testTenant, "role": "viewer"})
 		runProxyCases(t, map[string]string{"main": base}, []proxyCase{
@@ -470,7 +470,7 @@ func TestShippedProxiesRouteSAML(t *testing.T) {
 	}{
 		{"nginx", "deploy/nginx/nginx.conf", "nginx.conf", func(dir, conf string) []string {
 			return []string{"-p", dir, "-c", conf, "-e", "stderr", "-g", "daemon off;"}
-		}, []string{"/tmp/svc-nginx.pid", filepath.Join(t.TempDir(), "nginx.pid")}},
+		}, []string{"/run/svc-nginx.pid", filepath.Join(t.TempDir(), "nginx.pid")}},
 		{"caddy", "deploy/caddy/Caddyfile", "Caddyfile", func(_, conf string) []string {
 			return []string{"run", "--config", conf, "--adapter", "caddyfile"}
 		}, nil},
