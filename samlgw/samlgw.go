@@ -255,7 +255,14 @@ func DevEnv(cfg config.Config, listen string, getenv func(string) string) (bool,
 	if why == "" {
 		return true, nil
 	}
-	return false, &config.Error{Source: DevEnvVar, Msg: fmt.Sprintf(
+	return false, DevEnvRefusal(why)
+}
+
+// DevEnvRefusal is the error that refuses DevEnvVar in a production
+// configuration, why naming what makes it one
+// (config.Config.ProductionSetting).
+func DevEnvRefusal(why string) error {
+	return &config.Error{Source: DevEnvVar, Msg: fmt.Sprintf(
 		"%q turns off SAML signature verification and is accepted only in %s; here %s; unset %s",
 		DevEnvValue, config.LocalTrialRule(), why, DevEnvVar)}
 }

@@ -96,7 +96,7 @@ Exit codes: 0 valid, 1 invalid, 2 a file cannot be read.`,
 func startProblems(path string) []configProblem {
 	cfg, err := config.ReadFile(path)
 	if err == nil {
-		err = startcheck.Run(cfg)
+		err = startcheck.Run(cfg, os.Getenv)
 	}
 	if err == nil {
 		return nil

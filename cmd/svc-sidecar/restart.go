@@ -14,7 +14,7 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/samlgw"
+	"github.com/svc-dev/svc/internal/startcheck"
 	"github.com/svc-dev/svc/sidecar"
 	"github.com/svc-dev/svc/sidecar/listeners"
 )
@@ -75,7 +75,7 @@ func (r *restarter) watchHUP(ctx context.Context, hup <-chan os.Signal, path str
 		if err == nil {
 			// What the new image would refuse at start, with the
 			// environment it inherits.
-			_, err = samlgw.DevEnv(next, next.Sidecar.SAMLAddr, os.Getenv)
+			err = startcheck.Env(next, os.Getenv)
 		}
 		if err != nil {
 			log.Error("SIGHUP: configuration refused; the running configuration stays", "err", err)

@@ -18,6 +18,7 @@ import (
 	"github.com/svc-dev/svc/engine/gctune"
 	"github.com/svc-dev/svc/engine/token"
 	"github.com/svc-dev/svc/engine/version"
+	"github.com/svc-dev/svc/internal/startcheck"
 	"github.com/svc-dev/svc/sidecar"
 	"github.com/svc-dev/svc/sidecar/dryrun"
 	"github.com/svc-dev/svc/sidecar/listeners"
@@ -59,6 +60,9 @@ func serve(ctx context.Context, configPath string, stderr io.Writer) error {
 func serveImage(ctx context.Context, configPath string, stderr io.Writer, set *listeners.Set, hup <-chan os.Signal, carried *sidecar.CarriedBundle) (*handover, error) {
 	cfg, err := loadConfig(configPath)
 	if err != nil {
+		return nil, err
+	}
+	if err := startcheck.Env(cfg, os.Getenv); err != nil {
 		return nil, err
 	}
 	log, _, err := telemetry.NewLogger(stderr, cfg.Log.Level)

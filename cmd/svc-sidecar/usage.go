@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/svc-dev/svc/engine/config"
@@ -66,10 +67,9 @@ Listens on (defaults):
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nOther variables:\n")
-	fmt.Fprintf(w, "  %s=%s\n    turns off SAML signature verification, for an identity provider that does not\n"+
-		"    sign; accepted only when every listener (gRPC, HTTP, SAML) is on a loopback\n"+
-		"    address or a Unix socket and no identity source but [sdk.saml] is set; in\n"+
-		"    any other configuration the sidecar refuses to start, naming the setting\n", samlgw.DevEnvVar, samlgw.DevEnvValue)
+	fmt.Fprintf(w, "  %s=%s\n%s", samlgw.DevEnvVar, samlgw.DevEnvValue, wrapText("turns off SAML signature verification, for an identity provider "+
+		"that does not sign; accepted only in "+config.LocalTrialRule()+"; in any other configuration, with [sdk.saml] or "+
+		"without, the sidecar refuses to start (and a SIGHUP keeps the running configuration), naming the listener or setting", "    ", 80))
 	fmt.Fprintf(w, "  %s, %s, ...\n    OpenTelemetry export of traces and metrics (OTLP); unset, nothing is exported\n",
 		telemetry.EnvEndpoint, telemetry.EnvSDKDisabled)
 	fmt.Fprintf(w, "  GOGC\n    when set, the sidecar leaves the garbage collector's tuning to it\n")
@@ -81,4 +81,24 @@ one is applied by a new image of this process that inherits the listening
 sockets (as core sidecar restart). Exit codes: 0 clean stop, 1 the configuration or a listener
 failed (the message names the setting), 2 a usage error.
 `)
+}
+
+// wrapText breaks s into lines of at most width columns (a longer word
+// stands alone), each starting with indent.
+func wrapText(s, indent string, width int) string {
+	var b, line strings.Builder
+	for _, word := range strings.Fields(s) {
+		if line.Len() > 0 && len(indent)+line.Len()+1+len(word) > width {
+			b.WriteString(indent + line.String() + "\n")
+			line.Reset()
+		}
+		if line.Len() > 0 {
+			line.WriteByte(' ')
+		}
+		line.WriteString(word)
+	}
+	if line.Len() > 0 {
+		b.WriteString(indent + line.String() + "\n")
+	}
+	return b.String()
 }

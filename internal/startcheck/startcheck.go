@@ -16,8 +16,12 @@ import (
 	"github.com/svc-dev/svc/samlgw"
 )
 
-// Run reports the first thing svc-sidecar would refuse at start in cfg.
-func Run(cfg config.Config) error {
+// Run reports the first thing svc-sidecar would refuse at start in cfg,
+// with the environment getenv reads (Env).
+func Run(cfg config.Config, getenv func(string) string) error {
+	if err := Env(cfg, getenv); err != nil {
+		return err
+	}
 	if err := engine.Check(cfg); err != nil {
 		return err
 	}
@@ -28,4 +32,22 @@ func Run(cfg config.Config) error {
 		}
 	}
 	return samlgw.CheckFiles(cfg)
+}
+
+// Env refuses SVC_ENV=development (samlgw.DevEnvVar) outside a local
+// trial, with [sdk.saml] or without: the sidecar's help and
+// docs/configuration.md say the variable is accepted only there, so a
+// production configuration that carries it stops at start (and on
+// SIGHUP) rather than run with a switch whose effect depends on a
+// section added later. The gateway applies the same rule itself
+// (samlgw.DevEnv) when a program embeds it.
+func Env(cfg config.Config, getenv func(string) string) error {
+	if getenv(samlgw.DevEnvVar) != samlgw.DevEnvValue {
+		return nil
+	}
+	cfg.SetDefaults()
+	if why := cfg.ProductionSetting(); why != "" {
+		return samlgw.DevEnvRefusal(why)
+	}
+	return nil
 }

@@ -35,7 +35,7 @@ func TestRun(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var cfg config.Config
 			tc.set(&cfg)
-			err := Run(cfg)
+			err := Run(cfg, func(string) string { return "" })
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("Run = %v", err)
