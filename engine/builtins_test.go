@@ -10,7 +10,7 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // TestPolicyDirNetworkBuiltins: a policy.dir whose policy calls http.send

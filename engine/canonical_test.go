@@ -9,7 +9,7 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/idptest"
 	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // exportGate denies the export route by its canonical path, as a policy

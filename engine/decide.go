@@ -11,8 +11,8 @@ import (
 	"github.com/svc-dev/svc/engine/devissuer"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/ratelimit"
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/engine/token"
+	"github.com/svc-dev/svc/reason"
 )
 
 type sourceKey struct{}

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // Input is the policy input document; see policy.Input.

@@ -10,7 +10,7 @@ import (
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/devissuer"
 	"github.com/svc-dev/svc/engine/idptest"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // TestDevIssuerTokens: in development mode, tokens of the development

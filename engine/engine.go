@@ -32,11 +32,11 @@ import (
 	"github.com/svc-dev/svc/engine/jwks"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/ratelimit"
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/engine/reqpath"
 	"github.com/svc-dev/svc/engine/token"
 	"github.com/svc-dev/svc/engine/version"
 	"github.com/svc-dev/svc/policies"
+	"github.com/svc-dev/svc/reason"
 )
 
 // AnonymousSubject is the subject applications see in development mode and

@@ -15,8 +15,8 @@ import (
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/idptest"
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/reason"
 )
 
 // claimsFor returns the claims of user-1 in tenant with roles, valid for

@@ -15,8 +15,8 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/internal/otelhist"
+	"github.com/svc-dev/svc/reason"
 )
 
 // Span and attribute names; they are part of the observable contract.

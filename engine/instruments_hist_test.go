@@ -17,10 +17,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/internal/otelhist"
 	"github.com/svc-dev/svc/internal/otelhist/sdkexport"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/reason"
 )
 
 // newHistProvider is an SDK MeterProvider whose reader also collects an

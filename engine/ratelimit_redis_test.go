@@ -17,8 +17,8 @@ import (
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/idptest"
 	"github.com/svc-dev/svc/engine/ratelimit/redistest"
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/internal/testkit/tcpproxy"
+	"github.com/svc-dev/svc/reason"
 )
 
 func TestRateLimitSharedThroughRedis(t *testing.T) {

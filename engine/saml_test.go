@@ -9,8 +9,8 @@ import (
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/idptest"
 	"github.com/svc-dev/svc/engine/issuer"
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/reason"
 )
 
 const samlEntity = "https://app.example.com/auth/saml/metadata"

@@ -16,9 +16,9 @@ import (
 	"github.com/svc-dev/svc/engine/idptest"
 	"github.com/svc-dev/svc/engine/issuer"
 	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/engine/token"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/reason"
 )
 
 const samlEntityInternal = "https://app.example.com/auth/saml/metadata"

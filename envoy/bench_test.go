@@ -17,7 +17,7 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // BenchmarkCheck measures Server.Check in process: "engine" with the real

@@ -5,8 +5,8 @@ import (
 	"net/url"
 
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/internal/refusalpage"
+	"github.com/svc-dev/svc/reason"
 )
 
 // HeaderLogin carries, on a 401 answered to nginx auth_request, the login

@@ -22,8 +22,8 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/svc-dev/svc/engine"
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/reason"
 )
 
 // handEncode encodes m with a CheckResponseEncoder; ok is false when the

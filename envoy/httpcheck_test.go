@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")

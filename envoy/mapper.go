@@ -10,8 +10,8 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/engine/reqpath"
+	"github.com/svc-dev/svc/reason"
 )
 
 // Context extension keys a route can set in Envoy's ext_authz per-route

@@ -17,7 +17,7 @@ import (
 
 	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // Headers the sidecar sets on an allowed request before the proxy sends it

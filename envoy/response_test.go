@@ -20,7 +20,7 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 func meta(decisionID, subject, tenant string, rc reason.Code) *structpb.Struct {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // swapASCIICase turns ASCII upper-case letters to lower case and back.

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // exportRoutes is the route table of the plan-gate attack: the default

@@ -3,9 +3,10 @@
 // labels, span attributes, audit fields and API responses, so they never
 // change once released.
 //
-// It is a leaf package (standard library only): the Go client of the
-// sidecar (package authz) carries these codes without linking the engine,
-// which re-exports them as github.com/svc-dev/svc/engine/reason.
+// It is a leaf package (standard library only) and the one place a code
+// is defined: the engine, the edges and the Go client of the sidecar
+// (package authz) all import it, so the client carries these codes
+// without linking the engine.
 package reason
 
 import (

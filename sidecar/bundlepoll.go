@@ -18,7 +18,7 @@ import (
 	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/loopback"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // sourceBundleURL tags a policy set polled from policy.bundle_url.

@@ -19,7 +19,7 @@ import (
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // Error codes of policy activation.

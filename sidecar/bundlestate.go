@@ -18,7 +18,7 @@ import (
 
 	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine/bundle"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // CodeBundleRollback refuses a signed bundle older than the last one

@@ -10,9 +10,9 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/envoy"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/reason"
 )
 
 func allowedAnswer() *authv3.CheckResponse { return envoy.CheckResponse(allowedResult(), nil) }

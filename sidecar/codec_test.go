@@ -17,8 +17,8 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/envoy"
+	"github.com/svc-dev/svc/reason"
 )
 
 // vtStub gives a message the vtprotobuf methods (by way of proto.Marshal),

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/svc-dev/svc/authz/localapi"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // Error codes of the guards in front of the local HTTP API.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/authz/localapi"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // PathRestart asks the sidecar to restart itself.

@@ -17,7 +17,7 @@ import (
 	"github.com/svc-dev/svc/authz/localapi"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
 	"github.com/svc-dev/svc/engine"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // bodyBuffers hold the buffers request bodies are read into and

@@ -6,7 +6,7 @@ import (
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // LocalAuthorizer is an authz.Authorizer that decides in-process, on an engine

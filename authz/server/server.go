@@ -22,7 +22,7 @@ import (
 	"github.com/svc-dev/svc/authz"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
 	"github.com/svc-dev/svc/engine"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // Decider is the decision engine as this package uses it. *engine.Engine

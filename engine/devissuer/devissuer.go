@@ -31,7 +31,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/svc-dev/svc/engine/jwks"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 const (

@@ -28,7 +28,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/svc-dev/svc/engine/jwks"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // Options configures an Issuer.

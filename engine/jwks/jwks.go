@@ -33,7 +33,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/svc-dev/svc/engine/loopback"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // MaxBodySize is the largest JWKS response accepted, in bytes. A larger

@@ -17,8 +17,8 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwk"
 
 	"github.com/svc-dev/svc/engine/jwks"
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/reason"
 )
 
 func codeOf(err error) reason.Code { return reason.Of(err, "") }

@@ -13,8 +13,8 @@ import (
 	"testing/fstest"
 
 	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/policies"
+	"github.com/svc-dev/svc/reason"
 )
 
 // TestNetworkBuiltinsForbidden: by default a policy calling a built-in

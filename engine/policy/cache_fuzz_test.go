@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // FuzzDecideMatchesEval decides fuzzed inputs with Decide and with Eval,

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // fixtureInputs reads the inputs of the default policy's fixtures that fit

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // TestEvalCanceledDuringEvaluation checks that an evaluation stops soon

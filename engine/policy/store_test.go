@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 func TestStoreEmpty(t *testing.T) {

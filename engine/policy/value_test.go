@@ -10,7 +10,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // viaJSON returns what a caller sending the input as JSON would pass.

@@ -1,8 +1,10 @@
-// Package reason re-exports the stable reason codes of package
-// github.com/svc-dev/svc/reason, where they are defined, for the engine's
-// packages and existing importers. The codes live outside the engine so
-// that a client of the sidecar can use them without linking the engine.
-// Add a code there, then its alias here (TestAliasesComplete checks).
+// Package reason re-exports, as aliases, the reason codes that package
+// github.com/svc-dev/svc/reason defined when this package was retired.
+// The codes live in that leaf package alone; codes added there since are
+// not repeated here.
+//
+// Deprecated: use github.com/svc-dev/svc/reason. This package will be
+// removed in the next release.
 package reason
 
 import "github.com/svc-dev/svc/reason"

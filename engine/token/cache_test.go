@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/engine/token"
+	"github.com/svc-dev/svc/reason"
 )
 
 func TestCacheHit(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/engine/token"
+	"github.com/svc-dev/svc/reason"
 )
 
 // derivation is what the test's Options.Derive returns: the subject and

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/engine/token"
+	"github.com/svc-dev/svc/reason"
 )
 
 // TestDigestAsVerifyDerived: Cached then VerifyDigest answers every token

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // tokenCodes are the reasons Verify may give.

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/engine/jwks"
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/engine/token"
+	"github.com/svc-dev/svc/reason"
 )
 
 func TestVerifyRotation(t *testing.T) {

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/jwks"
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/engine/token"
+	"github.com/svc-dev/svc/reason"
 )
 
 var update = flag.Bool("update", false, "regenerate testdata/ (keys, JWKS, tokens and their expected reasons)")

@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/jwks"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // MaxTokenSize is the longest token accepted, in bytes. Longer tokens are

@@ -18,8 +18,8 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
 
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/engine/token"
+	"github.com/svc-dev/svc/reason"
 )
 
 func TestVerify(t *testing.T) {

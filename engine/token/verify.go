@@ -15,7 +15,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws/jwsbb"
 
 	"github.com/svc-dev/svc/engine/jwks"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 var (

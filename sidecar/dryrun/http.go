@@ -10,7 +10,7 @@ import (
 
 	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // Paths of the dry-run endpoints.

@@ -15,8 +15,8 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/engine/reason"
 	"github.com/svc-dev/svc/engine/version"
+	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 )
 
