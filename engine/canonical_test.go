@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/engine"
-	"github.com/svc-dev/svc/engine/idptest"
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/idptest"
 	"github.com/svc-dev/svc/reason"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/svc-dev/svc/engine/idptest"
+	"github.com/svc-dev/svc/internal/idptest"
 )
 
 // TestTokenIdentityFromDerivedUser: the subject and tenant of an accepted

@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/engine/idptest"
+	"github.com/svc-dev/svc/internal/idptest"
 )
 
 // TestAuthorizeUserFromCachedToken: the user of the policy input, built

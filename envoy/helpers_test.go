@@ -14,7 +14,7 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/engine/idptest"
+	"github.com/svc-dev/svc/internal/idptest"
 )
 
 // testIdP is the loopback identity provider, serving its JWKS over TLS,

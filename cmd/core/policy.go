@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/svc-dev/svc/engine/fixture"
-	"github.com/svc-dev/svc/engine/gctune"
 	"github.com/svc-dev/svc/engine/lint"
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/gctune"
 )
 
 func (a *app) policyCommand() *cobra.Command {

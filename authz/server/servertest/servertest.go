@@ -21,7 +21,7 @@ import (
 	"github.com/svc-dev/svc/authz/server"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/engine/idptest"
+	"github.com/svc-dev/svc/internal/idptest"
 )
 
 // Tenant is the deployment's tenant in these tests.

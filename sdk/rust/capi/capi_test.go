@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/engine"
-	"github.com/svc-dev/svc/engine/idptest"
+	"github.com/svc-dev/svc/internal/idptest"
 )
 
 func writeConfig(t testing.TB, jwksURL, extra string) string {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svc-dev/svc/engine/idptest"
 	"github.com/svc-dev/svc/engine/token"
+	"github.com/svc-dev/svc/internal/idptest"
 )
 
 // TestABIRefusesOversizeLengths: a length of 2 GiB or more (negative as a
