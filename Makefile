@@ -48,12 +48,12 @@ test: deps
 	$(MAKE) test-rust
 
 # Rewrites the generated parts of docs/: the configuration keys and the
-# reason codes (internal/docgen), the core and svc-sidecar references
+# reason codes (cmd/internal/docgen), the core and svc-sidecar references
 # (cmd/core, cmd/svc-sidecar). The same tests without -update, part of
 # make test, fail when a page is not current. Both CLI tests rewrite
 # docs/cli.md, hence -p 1.
 docs:
-	$(GO) test -count=1 -run TestGeneratedPagesCurrent ./internal/docgen/ -update
+	$(GO) test -count=1 -run TestGeneratedPagesCurrent ./cmd/internal/docgen/ -update
 	$(GO) test -count=1 -p 1 -run TestCLIReferenceCurrent ./cmd/core/ ./cmd/svc-sidecar/ -update
 
 # The Python and TypeScript SDKs' tests, against a svc-sidecar built from

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/svc-dev/svc/internal/docgen"
+	"github.com/svc-dev/svc/cmd/internal/docgen"
 )
 
 // TestCLIReferenceCurrent regenerates the core part of docs/cli.md from

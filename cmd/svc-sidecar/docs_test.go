@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/svc-dev/svc/internal/docgen"
+	"github.com/svc-dev/svc/cmd/internal/docgen"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated svc-sidecar part of docs/cli.md")

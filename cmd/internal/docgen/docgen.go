@@ -73,10 +73,10 @@ func UpdateFile(path, name, body string, update bool) error {
 	return fmt.Errorf("%s: the generated part %q is not current; run make docs", path, name)
 }
 
-// ModuleRoot is the repository's root directory (this file's ../..).
+// ModuleRoot is the repository's root directory (this file's ../../..).
 func ModuleRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
 // Cell makes text fit one cell of a Markdown table.
