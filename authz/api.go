@@ -1,7 +1,7 @@
 package authz
 
 import (
-	"github.com/svc-dev/svc/authz/localapi"
+	"github.com/svc-dev/svc/wire"
 	"net/http"
 	"strings"
 
@@ -24,12 +24,12 @@ const (
 )
 
 // ErrorBody is the JSON body of every error response of the local HTTP
-// API (package localapi).
-type ErrorBody = localapi.ErrorBody
+// API (package wire).
+type ErrorBody = wire.ErrorBody
 
 // ErrorDetail is the error of an ErrorBody: a stable reason code and a
 // message that never holds a token, a key or a claim value.
-type ErrorDetail = localapi.ErrorDetail
+type ErrorDetail = wire.ErrorDetail
 
 // BearerToken returns the token of an "Authorization: Bearer <token>"
 // header (scheme case-insensitive, RFC 9110), or "".

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/reason"
+	"github.com/svc-dev/svc/wire"
 )
 
 // MiddlewareOptions configures Middleware. Every field is optional.
@@ -96,9 +96,9 @@ func UserFrom(ctx context.Context) (User, bool) {
 }
 
 // DenyBody is the JSON body of every request the middleware refuses, the
-// same as the proxy check's (package localapi); the middleware leaves
+// same as the proxy check's (package wire); the middleware leaves
 // decision_id out when there was no decision.
-type DenyBody = localapi.DenyBody
+type DenyBody = wire.DenyBody
 
 // Middleware protects an http.Handler with bearer-token authentication
 // (or the SAML gateway's session cookie, see
@@ -200,7 +200,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // token returns the bearer token of r or, when r has no Authorization
 // header at all, the session cookie's: "__Host-" + SessionCookie first,
-// then SessionCookie (localapi.SessionCookie).
+// then SessionCookie (wire.SessionCookie).
 func (m *middleware) token(r *http.Request) string {
 	if tok := BearerToken(r); tok != "" || m.opts.SessionCookie == "" {
 		return tok
@@ -208,7 +208,7 @@ func (m *middleware) token(r *http.Request) string {
 	if _, ok := r.Header["Authorization"]; ok {
 		return ""
 	}
-	v, _ := localapi.SessionCookie(r, m.opts.SessionCookie)
+	v, _ := wire.SessionCookie(r, m.opts.SessionCookie)
 	return strings.TrimSpace(v)
 }
 
@@ -329,7 +329,7 @@ func (m *middleware) challenge(w http.ResponseWriter, rc reason.Code) {
 
 func (m *middleware) refuse(w http.ResponseWriter, code int, body DenyBody) {
 	body.OmitEmptyDecisionID = true
-	localapi.WriteJSON(w, code, localapi.Compact, body)
+	wire.WriteJSON(w, code, wire.Compact, body)
 }
 
 // requestInfoOf describes r for input.request: the first value of each

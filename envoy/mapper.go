@@ -6,12 +6,12 @@ import (
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 
-	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reqpath"
 	"github.com/svc-dev/svc/reason"
+	"github.com/svc-dev/svc/wire"
 )
 
 // Context extension keys a route can set in Envoy's ext_authz per-route
@@ -48,7 +48,7 @@ type Mapper struct {
 	trustForwardedFor bool
 	// sessionCookie names the cookie that carries a token issued by the
 	// SAML gateway; read only when there is no Authorization header.
-	// hostSessionCookie is the same name under localapi.HostCookiePrefix,
+	// hostSessionCookie is the same name under wire.HostCookiePrefix,
 	// built once here rather than on every check.
 	sessionCookie, hostSessionCookie string
 	// canon holds the case sensitivity of the route table
@@ -81,11 +81,11 @@ func (m *Mapper) WithFormatSuffixes(formats []string) *Mapper {
 // WithSessionCookie makes the mapper take the token from the session
 // cookie when a request carries no Authorization header (browsers signed
 // in through the SAML gateway): "__Host-" + name when the request has it,
-// else name (localapi.SessionCookie's rule). It returns m.
+// else name (wire.SessionCookie's rule). It returns m.
 func (m *Mapper) WithSessionCookie(name string) *Mapper {
 	m.sessionCookie, m.hostSessionCookie = name, ""
 	if name != "" {
-		m.hostSessionCookie = localapi.HostCookiePrefix + name
+		m.hostSessionCookie = wire.HostCookiePrefix + name
 	}
 	return m
 }

@@ -15,9 +15,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/reason"
+	"github.com/svc-dev/svc/wire"
 )
 
 // Headers the sidecar sets on an allowed request before the proxy sends it
@@ -37,9 +37,9 @@ const (
 	HeaderPrefix = "x-svc-"
 )
 
-// DenyBody is the JSON body of every denied response (package localapi);
+// DenyBody is the JSON body of every denied response (package wire);
 // the check always writes decision_id, empty before the policy ran.
-type DenyBody = localapi.DenyBody
+type DenyBody = wire.DenyBody
 
 // verdict is a decision in transport-neutral form: both the ext_authz
 // CheckResponse and the HTTP check response are rendered from it, so the

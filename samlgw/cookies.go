@@ -4,12 +4,12 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/svc-dev/svc/authz/localapi"
+	"github.com/svc-dev/svc/wire"
 )
 
 // The gateway marks its cookies Secure wherever acs_url is not plain http
 // on a loopback host, and there it names every cookie it sets
-// "__Host-<name>" (localapi.HostCookiePrefix), with Path=/ and no Domain,
+// "__Host-<name>" (wire.HostCookiePrefix), with Path=/ and no Domain,
 // as the prefix requires. A browser refuses a cookie so named from any
 // other host, so a sibling subdomain (evil.example.com next to
 // app.example.com) that can set cookies for the parent domain can no
@@ -24,10 +24,10 @@ import (
 // gateway adds the prefix, and the middlewares look for both names.
 
 // cookieName is the name the gateway gives the cookie base: base under
-// localapi.HostCookiePrefix when its cookies are Secure, else base.
+// wire.HostCookiePrefix when its cookies are Secure, else base.
 func (g *Gateway) cookieName(base string) string {
 	if g.secure {
-		return localapi.HostCookiePrefix + base
+		return wire.HostCookiePrefix + base
 	}
 	return base
 }

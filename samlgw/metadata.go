@@ -19,8 +19,8 @@ import (
 	"github.com/beevik/etree"
 	"github.com/crewjam/saml"
 
-	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine/loopback"
+	"github.com/svc-dev/svc/wire"
 )
 
 // Bounds of IdP metadata fetching.
@@ -41,8 +41,8 @@ const (
 )
 
 // MetadataStatus is what /v1/status shows of the IdP metadata (package
-// localapi).
-type MetadataStatus = localapi.SAMLMetadataStatus
+// wire).
+type MetadataStatus = wire.SAMLMetadataStatus
 
 // metadataSource holds the current IdP metadata: from a file, loaded once,
 // or from a URL, refreshed by run.

@@ -40,12 +40,12 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 
-	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/issuer"
 	"github.com/svc-dev/svc/engine/loopback"
 	"github.com/svc-dev/svc/engine/ratelimit"
+	"github.com/svc-dev/svc/wire"
 )
 
 // MaxBodyBytes caps an ACS request body; a larger one is refused with 413.
@@ -303,8 +303,8 @@ func (g *Gateway) Run(ctx context.Context) error {
 }
 
 // Status is what /v1/status shows of the gateway: the local API's shape
-// (package localapi), filled here.
-type Status = localapi.SAMLStatus
+// (package wire), filled here.
+type Status = wire.SAMLStatus
 
 // Status returns a snapshot of the gateway's state.
 func (g *Gateway) Status() Status {

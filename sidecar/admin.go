@@ -10,21 +10,21 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/reason"
+	"github.com/svc-dev/svc/wire"
 )
 
-// Paths of the admin surface of the local HTTP API (package localapi).
+// Paths of the admin surface of the local HTTP API (package wire).
 const (
-	PathHealthz      = localapi.PathHealthz
-	PathReadyz       = localapi.PathReadyz
-	PathMetrics      = localapi.PathMetrics
-	PathStatus       = localapi.PathStatus
-	PathConfig       = localapi.PathConfig
-	PathReloadPolicy = localapi.PathReloadPolicy
+	PathHealthz      = wire.PathHealthz
+	PathReadyz       = wire.PathReadyz
+	PathMetrics      = wire.PathMetrics
+	PathStatus       = wire.PathStatus
+	PathConfig       = wire.PathConfig
+	PathReloadPolicy = wire.PathReloadPolicy
 )
 
 // maxBundleBytes bounds an uploaded policy bundle.
@@ -32,7 +32,7 @@ const maxBundleBytes = 32 << 20
 
 func (s *Server) registerAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
-		localapi.WriteJSON(w, http.StatusOK, localapi.Indented, map[string]string{"status": "ok"})
+		wire.WriteJSON(w, http.StatusOK, wire.Indented, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET "+PathReadyz, s.serveReadyz)
 	if t := s.deps.Telemetry; t != nil {
@@ -44,8 +44,8 @@ func (s *Server) registerAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+PathRestart, s.admin(s.serveRestart))
 }
 
-// Status is the body of GET /v1/status (package localapi).
-type Status = localapi.Status
+// Status is the body of GET /v1/status (package wire).
+type Status = wire.Status
 
 // CodeSAMLSignatureCheckDisabled marks a status degraded while the SAML
 // gateway does not verify signatures (SVC_ENV=development in a local
@@ -132,11 +132,11 @@ func (s *Server) status() Status {
 		st.Status, st.Reason = StatusUnavailable, why
 	}
 	if rl := es.RateLimit; rl != nil {
-		st.RateLimit = &localapi.RateLimitStatus{Mode: string(rl.Mode), Active: rl.Active, Since: rl.Since,
+		st.RateLimit = &wire.RateLimitStatus{Mode: string(rl.Mode), Active: rl.Active, Since: rl.Since,
 			Replicas: rl.Replicas, Fallbacks: rl.Fallbacks}
 	}
 	if s.deps.Audit != nil {
-		a := localapi.AuditStats(s.deps.Audit.Stats())
+		a := wire.AuditStats(s.deps.Audit.Stats())
 		st.Audit = &a
 	}
 	return st
@@ -144,10 +144,10 @@ func (s *Server) status() Status {
 
 // Values of Status.Status.
 const (
-	StatusHealthy     = localapi.StatusHealthy
-	StatusDegraded    = localapi.StatusDegraded
-	StatusUnavailable = localapi.StatusUnavailable
-	StatusDraining    = localapi.StatusDraining
+	StatusHealthy     = wire.StatusHealthy
+	StatusDegraded    = wire.StatusDegraded
+	StatusUnavailable = wire.StatusUnavailable
+	StatusDraining    = wire.StatusDraining
 )
 
 // samlStatus is the gateway's state in its wire form.
@@ -211,14 +211,14 @@ func KeysReady(eng *engine.Engine) bool {
 func (s *Server) serveReadyz(w http.ResponseWriter, _ *http.Request) {
 	ready, why := s.readiness()
 	if ready {
-		localapi.WriteJSON(w, http.StatusOK, localapi.Indented, map[string]any{"ready": true})
+		wire.WriteJSON(w, http.StatusOK, wire.Indented, map[string]any{"ready": true})
 		return
 	}
-	localapi.WriteJSON(w, http.StatusServiceUnavailable, localapi.Indented, map[string]any{"ready": false, "reason": why})
+	wire.WriteJSON(w, http.StatusServiceUnavailable, wire.Indented, map[string]any{"ready": false, "reason": why})
 }
 
 func (s *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
-	localapi.WriteJSON(w, http.StatusOK, localapi.Indented, s.status())
+	wire.WriteJSON(w, http.StatusOK, wire.Indented, s.status())
 }
 
 // serveConfig returns the effective configuration as TOML. It holds no
@@ -227,7 +227,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) serveConfig(w http.ResponseWriter, _ *http.Request) {
 	b, err := s.deps.Engine.Config().Redacted().MarshalTOML()
 	if err != nil {
-		localapi.WriteError(w, http.StatusInternalServerError, localapi.Indented, string(reason.PolicyError), "config could not be rendered")
+		wire.WriteError(w, http.StatusInternalServerError, wire.Indented, string(reason.PolicyError), "config could not be rendered")
 		return
 	}
 	w.Header().Set("Content-Type", "application/toml")
@@ -244,7 +244,7 @@ func (s *Server) serveConfig(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBundleBytes))
 	if err != nil {
-		localapi.WriteError(w, http.StatusRequestEntityTooLarge, localapi.Indented, string(reason.InputInvalid), fmt.Sprintf("bundle larger than %d bytes", maxBundleBytes))
+		wire.WriteError(w, http.StatusRequestEntityTooLarge, wire.Indented, string(reason.InputInvalid), fmt.Sprintf("bundle larger than %d bytes", maxBundleBytes))
 		return
 	}
 	if len(body) == 0 {
@@ -255,7 +255,7 @@ func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
 			writeActivateError(w, err)
 			return
 		}
-		localapi.WriteJSON(w, http.StatusOK, localapi.Indented, s.reloaded("directory", set, prev, false))
+		wire.WriteJSON(w, http.StatusOK, wire.Indented, s.reloaded("directory", set, prev, false))
 		return
 	}
 	allowOlder, _ := strconv.ParseBool(r.URL.Query().Get("allow_downgrade"))
@@ -270,16 +270,16 @@ func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
 		// it activates.
 		s.poller.forgetETag(s.deps.Engine.Config().Policy.BundleCacheDir, s.log)
 	}
-	localapi.WriteJSON(w, http.StatusOK, localapi.Indented, s.reloaded("bundle", act.Set, act.Previous, act.Persisted))
+	wire.WriteJSON(w, http.StatusOK, wire.Indented, s.reloaded("bundle", act.Set, act.Previous, act.Persisted))
 }
 
 func writeActivateError(w http.ResponseWriter, err error) {
 	var ae *activateError
 	if errors.As(err, &ae) {
-		localapi.WriteError(w, ae.status, localapi.Indented, string(ae.code), ae.msg)
+		wire.WriteError(w, ae.status, wire.Indented, string(ae.code), ae.msg)
 		return
 	}
-	localapi.WriteError(w, http.StatusInternalServerError, localapi.Indented, string(reason.PolicyError), err.Error())
+	wire.WriteError(w, http.StatusInternalServerError, wire.Indented, string(reason.PolicyError), err.Error())
 }
 
 func (s *Server) bundleVerification() (*bundle.VerifyOptions, error) {

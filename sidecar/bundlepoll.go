@@ -15,10 +15,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/loopback"
 	"github.com/svc-dev/svc/reason"
+	"github.com/svc-dev/svc/wire"
 )
 
 // sourceBundleURL tags a policy set polled from policy.bundle_url.
@@ -37,7 +37,7 @@ const bundleFetchTimeout = 30 * time.Second
 
 // BundleStatus is the state of the policy.bundle_url poller in GET
 // /v1/status.
-type BundleStatus = localapi.BundleStatus
+type BundleStatus = wire.BundleStatus
 
 // bundlePoller polls policy.bundle_url with the OPA bundle service
 // protocol: GET with If-None-Match, 304 keeps the active bundle, 200

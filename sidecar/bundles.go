@@ -14,12 +14,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/reason"
+	"github.com/svc-dev/svc/wire"
 )
 
 // Error codes of policy activation.
@@ -79,7 +79,7 @@ type CarriedBundle struct {
 
 // HandoverRefusal says why the new image did not activate the bundle the
 // previous one served, and so serves the configured policy.
-type HandoverRefusal = localapi.HandoverRefusal
+type HandoverRefusal = wire.HandoverRefusal
 
 // CodeHandoverRefused marks a status degraded because the bundle served
 // before a restart was refused by the new image's configuration.

@@ -16,9 +16,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/reason"
+	"github.com/svc-dev/svc/wire"
 )
 
 // CodeBundleRollback refuses a signed bundle older than the last one
@@ -36,8 +36,8 @@ const (
 	bundleStateSuffix = ".json"
 )
 
-// PolicyState is the status's view of the record (package localapi).
-type PolicyState = localapi.PolicyState
+// PolicyState is the status's view of the record (package wire).
+type PolicyState = wire.PolicyState
 
 // bundleRecord is what the state file keeps of the last accepted bundle:
 // what orders the next one, and what tells an operator which bundle it

@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/reason"
+	"github.com/svc-dev/svc/wire"
 )
 
 // Error codes of the guards in front of the local HTTP API.
@@ -62,7 +62,7 @@ func (s *Server) admin(next http.HandlerFunc) http.HandlerFunc {
 		}
 		if s.deps.Engine.Config().Sidecar.AdminRequireToken && !s.adminTokenOK(r) {
 			w.Header().Set("Connection", "close")
-			localapi.WriteError(w, http.StatusForbidden, localapi.Indented, string(CodeAdminTokenRequired),
+			wire.WriteError(w, http.StatusForbidden, wire.Indented, string(CodeAdminTokenRequired),
 				"this endpoint requires the admin token from every caller (sidecar.admin_require_token)")
 			return
 		}
@@ -79,7 +79,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, publicRead bool)
 		return false
 	}
 	w.Header().Set("Connection", "close")
-	localapi.WriteError(w, http.StatusForbidden, localapi.Indented, string(code), msg)
+	wire.WriteError(w, http.StatusForbidden, wire.Indented, string(code), msg)
 	return true
 }
 

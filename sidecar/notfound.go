@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/reason"
+	"github.com/svc-dev/svc/wire"
 )
 
 // CodeNotFound: no endpoint of the local API has this path (under /v1/).
@@ -36,11 +36,11 @@ func registerNotFound(mux *http.ServeMux) {
 		}
 		if len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			localapi.WriteError(w, http.StatusMethodNotAllowed, localapi.Indented, string(reason.InputInvalid),
+			wire.WriteError(w, http.StatusMethodNotAllowed, wire.Indented, string(reason.InputInvalid),
 				"use "+strings.Join(allow, " or ")+" for "+r.URL.Path)
 			return
 		}
-		localapi.WriteError(w, http.StatusNotFound, localapi.Indented, string(CodeNotFound),
+		wire.WriteError(w, http.StatusNotFound, wire.Indented, string(CodeNotFound),
 			"no endpoint at "+r.URL.Path+" (the endpoints are listed in docs/api.md)")
 	})
 }

@@ -10,12 +10,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/reason"
+	"github.com/svc-dev/svc/wire"
 )
 
 // PathRestart asks the sidecar to restart itself.
-const PathRestart = localapi.PathRestart
+const PathRestart = wire.PathRestart
 
 // CodeRestartUnsupported refuses a restart of a sidecar embedded without
 // a way to start its next image.
@@ -77,7 +77,7 @@ func (s *Server) serveRestart(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(io.LimitReader(r.Body, 4<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
-		localapi.WriteError(w, http.StatusBadRequest, localapi.Indented, string(reason.InputInvalid), "restart body: "+err.Error())
+		wire.WriteError(w, http.StatusBadRequest, wire.Indented, string(reason.InputInvalid), "restart body: "+err.Error())
 		return
 	}
 	// Read the body to its end: a forced stop closes this connection,
@@ -89,17 +89,17 @@ func (s *Server) serveRestart(w http.ResponseWriter, r *http.Request) {
 		// Compared as seconds: a value beyond what a Duration holds must
 		// not wrap to a negative timeout on conversion.
 		if !(*d >= 0 && *d <= maxDrainTimeout.Seconds()) {
-			localapi.WriteError(w, http.StatusBadRequest, localapi.Indented, string(reason.InputInvalid), fmt.Sprintf("drain_timeout_seconds must be from 0 to %.0f", maxDrainTimeout.Seconds()))
+			wire.WriteError(w, http.StatusBadRequest, wire.Indented, string(reason.InputInvalid), fmt.Sprintf("drain_timeout_seconds must be from 0 to %.0f", maxDrainTimeout.Seconds()))
 			return
 		}
 		req.DrainTimeout = time.Duration(*d * float64(time.Second))
 	}
 	if s.deps.Restart == nil {
-		localapi.WriteError(w, http.StatusNotImplemented, localapi.Indented, string(CodeRestartUnsupported), "this sidecar cannot restart itself")
+		wire.WriteError(w, http.StatusNotImplemented, wire.Indented, string(CodeRestartUnsupported), "this sidecar cannot restart itself")
 		return
 	}
 	if err := s.prepareRestart(req); err != nil {
-		localapi.WriteError(w, http.StatusConflict, localapi.Indented, string(reason.Unavailable), err.Error())
+		wire.WriteError(w, http.StatusConflict, wire.Indented, string(reason.Unavailable), err.Error())
 		return
 	}
 	answer, _ := json.MarshalIndent(map[string]any{

@@ -14,10 +14,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/svc-dev/svc/authz"
-	"github.com/svc-dev/svc/authz/localapi"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/reason"
+	"github.com/svc-dev/svc/wire"
 )
 
 // bodyBuffers hold the buffers request bodies are read into and
@@ -86,7 +86,7 @@ func writeAnswer[M proto.Message](w http.ResponseWriter, appendTo func([]byte) (
 	b, ok := appendTo((*bp)[:0])
 	if ok {
 		// Write copies b: a ResponseWriter does not keep it.
-		localapi.WriteRaw(w, http.StatusOK, append(b, '\n'))
+		wire.WriteRaw(w, http.StatusOK, append(b, '\n'))
 	}
 	if cap(b) <= maxBufferedBody {
 		*bp = b[:0]
@@ -195,9 +195,9 @@ func writeProto(w http.ResponseWriter, code int, m proto.Message) {
 		return
 	}
 	buf.WriteByte('\n')
-	localapi.WriteRaw(w, code, buf.Bytes())
+	wire.WriteRaw(w, code, buf.Bytes())
 }
 
 func writeError(w http.ResponseWriter, code int, rc reason.Code, msg string) {
-	localapi.WriteError(w, code, localapi.Compact, string(rc), msg)
+	wire.WriteError(w, code, wire.Compact, string(rc), msg)
 }

@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine/loopback"
+	"github.com/svc-dev/svc/wire"
 )
 
 // exitUnreachable is the exit code of a command that could not reach the
@@ -161,7 +161,7 @@ func (c *sidecarClient) Do(ctx context.Context, method, path string, body io.Rea
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	ae := &APIError{Status: resp.StatusCode, Message: strings.TrimSpace(string(b))}
-	var env localapi.ErrorBody
+	var env wire.ErrorBody
 	if json.Unmarshal(b, &env) == nil && env.Error.Code != "" {
 		ae.Code, ae.Message = env.Error.Code, env.Error.Message
 	}

@@ -11,15 +11,15 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/nginxconf"
 	"github.com/svc-dev/svc/internal/startcheck"
+	"github.com/svc-dev/svc/wire"
 )
 
 // pathConfig is the sidecar's live configuration (TOML).
-const pathConfig = localapi.PathConfig
+const pathConfig = wire.PathConfig
 
 // exitDiffTrouble is config diff's exit code for any error, as diff(1).
 const exitDiffTrouble = 2

@@ -7,7 +7,7 @@ import (
 )
 
 // TestDepsLeaveOutDaemon: core reads the sidecar's answers through the
-// wire package authz/localapi, so that its contract with the sidecar is
+// wire package wire, so that its contract with the sidecar is
 // one small package rather than the daemon's internals. None of the
 // sidecar's packages may come back into its build.
 func TestDepsLeaveOutDaemon(t *testing.T) {
@@ -23,13 +23,13 @@ func TestDepsLeaveOutDaemon(t *testing.T) {
 		t.Fatalf("go list -deps: %v\n%s", err, out)
 	}
 	deps := strings.Fields(string(out))
-	if len(deps) < 10 || !contains(deps, "github.com/svc-dev/svc/authz/localapi") {
-		t.Fatalf("go list -deps gave %d packages without authz/localapi: %s", len(deps), out)
+	if len(deps) < 10 || !contains(deps, "github.com/svc-dev/svc/wire") {
+		t.Fatalf("go list -deps gave %d packages without wire: %s", len(deps), out)
 	}
 	const daemon = "github.com/svc-dev/svc/sidecar"
 	for _, p := range deps {
 		if p == daemon || strings.HasPrefix(p, daemon+"/") {
-			t.Errorf("core links %s: read the sidecar's answers through authz/localapi", p)
+			t.Errorf("core links %s: read the sidecar's answers through wire", p)
 		}
 	}
 }

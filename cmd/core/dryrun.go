@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/engine/lint"
+	"github.com/svc-dev/svc/wire"
 )
 
 // dryRunPoll is how often the progress of a session is fetched.
@@ -59,7 +59,7 @@ simulated_deny, errors, timeouts, skipped, top_deny_reasons
 	}
 	fl := cmd.Flags()
 	fl.DurationVar(&f.duration, "duration", 5*time.Minute, "how long to evaluate live traffic (`duration`, e.g. 5m)")
-	fl.IntVar(&f.queueSize, "queue-size", localapi.DryRunDefaultQueueSize, "decisions that may wait for the candidate before more are skipped (`n`)")
+	fl.IntVar(&f.queueSize, "queue-size", wire.DryRunDefaultQueueSize, "decisions that may wait for the candidate before more are skipped (`n`)")
 	fl.BoolVar(&f.strict, "strict", false, "refuse the candidate on lint warnings too")
 	fl.StringVar(&f.signKey, "sign-key", "", "sign the candidate with the PEM private key in `path` (a sidecar with policy.bundle_verify_key_file requires it)")
 	return talksToSidecar(cmd)
@@ -67,11 +67,11 @@ simulated_deny, errors, timeouts, skipped, top_deny_reasons
 
 func (a *app) runDryRun(cmd *cobra.Command, dir string, f dryRunFlags) error {
 	asJSON := a.useJSON()
-	if f.duration <= 0 || f.duration > localapi.DryRunMaxDuration {
-		return usageError("invalid --duration %s: want more than 0 and at most %s", f.duration, localapi.DryRunMaxDuration)
+	if f.duration <= 0 || f.duration > wire.DryRunMaxDuration {
+		return usageError("invalid --duration %s: want more than 0 and at most %s", f.duration, wire.DryRunMaxDuration)
 	}
-	if f.queueSize < 1 || f.queueSize > localapi.DryRunMaxQueueSize {
-		return usageError("invalid --queue-size %d: want 1 to %d", f.queueSize, localapi.DryRunMaxQueueSize)
+	if f.queueSize < 1 || f.queueSize > wire.DryRunMaxQueueSize {
+		return usageError("invalid --queue-size %d: want 1 to %d", f.queueSize, wire.DryRunMaxQueueSize)
 	}
 	if err := checkPolicyDir(dir); err != nil {
 		return err
@@ -109,11 +109,11 @@ func (a *app) runDryRun(cmd *cobra.Command, dir string, f dryRunFlags) error {
 	defer stop()
 
 	q := url.Values{"duration": {f.duration.String()}, "queue_size": {strconv.Itoa(f.queueSize)}}
-	resp, err := c.Do(ctx, http.MethodPost, localapi.PathDryRunSessions+"?"+q.Encode(), &candidate, "application/gzip")
+	resp, err := c.Do(ctx, http.MethodPost, wire.PathDryRunSessions+"?"+q.Encode(), &candidate, "application/gzip")
 	if err != nil {
 		return err
 	}
-	var r localapi.DryRunReport
+	var r wire.DryRunReport
 	err = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&r)
 	resp.Body.Close()
 	if err != nil {
@@ -122,7 +122,7 @@ func (a *app) runDryRun(cmd *cobra.Command, dir string, f dryRunFlags) error {
 	fmt.Fprintf(a.stderr, "core: dry-run %s of revision %s on %s for %s (Ctrl-C ends it early)\n", r.ID, r.Revision, c.base, f.duration)
 
 	progress := a.stderrIsTerminal()
-	path := localapi.PathDryRunSessions + "/" + r.ID
+	path := wire.PathDryRunSessions + "/" + r.ID
 	tick := time.NewTicker(dryRunPoll)
 	defer tick.Stop()
 	for r.State != "finished" {
@@ -164,14 +164,14 @@ func (a *app) stderrIsTerminal() bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func progressLine(r localapi.DryRunReport, now time.Time) string {
+func progressLine(r wire.DryRunReport, now time.Time) string {
 	elapsed := now.Sub(r.Started).Round(time.Second)
 	total := r.Ends.Sub(r.Started).Round(time.Second)
 	return fmt.Sprintf("dry-run %s/%s · evaluated %d · allow %d · simulated deny %d · errors %d · timeouts %d · skipped %d",
 		min(elapsed, total), total, r.Evaluated, r.Allow, r.SimulatedDeny, r.Errors, r.Timeouts, r.Skipped)
 }
 
-func printDryRun(w io.Writer, r localapi.DryRunReport) {
+func printDryRun(w io.Writer, r wire.DryRunReport) {
 	took := r.Ends.Sub(r.Started)
 	if r.Ended != nil {
 		took = r.Ended.Sub(r.Started)

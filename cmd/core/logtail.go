@@ -11,8 +11,8 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/spf13/cobra"
 
-	"github.com/svc-dev/svc/authz/localapi"
-	"github.com/svc-dev/svc/authz/localapi/filter"
+	"github.com/svc-dev/svc/wire"
+	"github.com/svc-dev/svc/wire/filter"
 )
 
 type logTailOptions struct {
@@ -64,7 +64,7 @@ func (a *app) runLogTail(cmd *cobra.Command, o logTailOptions) error {
 		}
 	}
 	if o.level != "" {
-		if _, err := localapi.ParseLevel(o.level); err != nil {
+		if _, err := wire.ParseLevel(o.level); err != nil {
 			return usageError("invalid --level %q: want error, warn, info, debug or trace", o.level)
 		}
 	}
@@ -78,9 +78,9 @@ func (a *app) runLogTail(cmd *cobra.Command, o logTailOptions) error {
 	}
 	ctx, stop := interruptible(cmd.Context())
 	defer stop()
-	path := streamPath(localapi.PathLogs, map[string]string{
-		localapi.ParamTenant: o.tenant, localapi.ParamFilter: o.filter, localapi.ParamTraceID: traceID,
-		localapi.ParamLevel: o.level, localapi.ParamSince: since,
+	path := streamPath(wire.PathLogs, map[string]string{
+		wire.ParamTenant: o.tenant, wire.ParamFilter: o.filter, wire.ParamTraceID: traceID,
+		wire.ParamLevel: o.level, wire.ParamSince: since,
 	})
 	p := newLogPrinter(a)
 	opened := func() { fmt.Fprintf(a.stderr, "core: tailing the logs of %s (Ctrl-C stops)\n", c.base) }
@@ -92,7 +92,7 @@ func (a *app) runLogTail(cmd *cobra.Command, o logTailOptions) error {
 			_, err := fmt.Fprintf(a.stdout, "%s\n", line)
 			return err
 		}
-		var r localapi.LogRecord
+		var r wire.LogRecord
 		if err := json.Unmarshal(line, &r); err != nil {
 			return fmt.Errorf("unreadable log record from the sidecar: %w", err)
 		}
@@ -149,12 +149,12 @@ func newLogPrinter(a *app) *logPrinter {
 	}
 }
 
-func (p *logPrinter) print(r localapi.LogRecord) error {
+func (p *logPrinter) print(r wire.LogRecord) error {
 	var b strings.Builder
 	b.WriteString(p.time.Render(r.Time.Local().Format("15:04:05.000")))
 	b.WriteByte(' ')
 	lvl := fmt.Sprintf("%-5s", r.Level)
-	switch l := localapi.LevelOf(r.Level); {
+	switch l := wire.LevelOf(r.Level); {
 	case l >= 8:
 		lvl = p.err.Render(lvl)
 	case l >= 4:

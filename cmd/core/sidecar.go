@@ -13,17 +13,17 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/svc-dev/svc/authz/localapi"
+	"github.com/svc-dev/svc/wire"
 )
 
 // statusHealthy is GET /v1/status's status of a sidecar that is ready and
 // in sync.
-const statusHealthy = localapi.StatusHealthy
+const statusHealthy = wire.StatusHealthy
 
 // Paths of the sidecar's local HTTP API that the sidecar commands use.
 const (
-	pathStatus       = localapi.PathStatus
-	pathReloadPolicy = localapi.PathReloadPolicy
+	pathStatus       = wire.PathStatus
+	pathReloadPolicy = wire.PathReloadPolicy
 )
 
 // statusTimeout bounds one status request; uploadTimeout one bundle
@@ -89,7 +89,7 @@ func (a *app) runSidecarStatus(ctx context.Context) error {
 	if err := c.GetJSON(ctx, pathStatus, statusTimeout, &raw); err != nil {
 		return err
 	}
-	var st localapi.Status
+	var st wire.Status
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return &exitError{code: exitFailed, err: fmt.Errorf("sidecar at %s: unreadable status: %w", c.base, err)}
 	}
@@ -119,7 +119,7 @@ func (a *app) runSidecarStatus(ctx context.Context) error {
 }
 
 // printStatus writes the status report as the labelled text table.
-func (a *app) printStatus(st localapi.Status, status string) error {
+func (a *app) printStatus(st wire.Status, status string) error {
 	w := table(a.stdout)
 	fmt.Fprintf(w, "Status:\t%s\n", status)
 	partitioned := "false"
@@ -275,7 +275,7 @@ func (a *app) runReloadPolicy(ctx context.Context, file string, allowDowngrade b
 }
 
 // pathRestart asks the sidecar to restart itself.
-const pathRestart = localapi.PathRestart
+const pathRestart = wire.PathRestart
 
 // restartGrace is how long restart waits for the new image beyond the
 // drain timeout.
@@ -369,7 +369,7 @@ func (a *app) runRestart(ctx context.Context, drain time.Duration, force bool) e
 		return err
 	}
 	deadline := time.Now().Add(drain + restartGrace)
-	var st localapi.Status
+	var st wire.Status
 	var (
 		last    error
 		readyAt time.Time

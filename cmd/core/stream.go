@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/svc-dev/svc/authz/localapi"
+	"github.com/svc-dev/svc/wire"
 )
 
 // interruptible is ctx ended also by Ctrl-C or SIGTERM: long-running
@@ -64,7 +64,7 @@ func streamPath(path string, q map[string]string) string {
 // dropNotice reports, on stderr, a stream line telling that the sidecar
 // dropped records for this watcher; it returns false for any other line.
 func (a *app) dropNotice(line []byte, what string) bool {
-	n, ok := localapi.ParseDropped(line)
+	n, ok := wire.ParseDropped(line)
 	if !ok {
 		return false
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/svc-dev/svc/authz/localapi"
+	"github.com/svc-dev/svc/wire"
 )
 
 type traceTailOptions struct {
@@ -70,9 +70,9 @@ func (a *app) runTraceTail(cmd *cobra.Command, o traceTailOptions) error {
 	if o.errorsOnly {
 		errorsOnly = "true"
 	}
-	path := streamPath(localapi.PathSpans, map[string]string{
-		localapi.ParamTenant: o.tenant, localapi.ParamService: o.service, localapi.ParamTraceID: traceID,
-		localapi.ParamErrorsOnly: errorsOnly, localapi.ParamSince: since,
+	path := streamPath(wire.PathSpans, map[string]string{
+		wire.ParamTenant: o.tenant, wire.ParamService: o.service, wire.ParamTraceID: traceID,
+		wire.ParamErrorsOnly: errorsOnly, wire.ParamSince: since,
 	})
 	ctx, stop := interruptible(cmd.Context())
 	defer stop()
@@ -107,10 +107,10 @@ func (a *app) traceBrowser(ctx context.Context, c *sidecarClient, path string) e
 	go func() {
 		ended <- c.Stream(ctx, path, func() { close(opened) }, func(line []byte) error {
 			var m tea.Msg
-			if n, ok := localapi.ParseDropped(line); ok {
+			if n, ok := wire.ParseDropped(line); ok {
 				m = droppedMsg(n)
 			} else {
-				var sp localapi.SpanRecord
+				var sp wire.SpanRecord
 				if err := json.Unmarshal(line, &sp); err != nil {
 					return fmt.Errorf("unreadable span from the sidecar: %w", err)
 				}

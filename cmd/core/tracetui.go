@@ -14,14 +14,14 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
-	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/wire"
 )
 
 // maxTraces bounds the traces the browser keeps; older ones scroll away.
 const maxTraces = 200
 
-type spanMsg localapi.SpanRecord
+type spanMsg wire.SpanRecord
 type droppedMsg uint64
 type endedMsg struct{ err error }
 
@@ -63,7 +63,7 @@ func runBrowser(ctx context.Context, out io.Writer, sidecar string, msgs <-chan 
 // traceView is one trace in the browser.
 type traceView struct {
 	id    string
-	spans map[string]*localapi.SpanRecord
+	spans map[string]*wire.SpanRecord
 	// collapsed marks spans whose children are hidden; detailed marks
 	// spans whose outcome lines are shown.
 	collapsed map[string]bool
@@ -73,7 +73,7 @@ type traceView struct {
 // row is one selectable line: a trace's span.
 type row struct {
 	trace *traceView
-	span  *localapi.SpanRecord
+	span  *wire.SpanRecord
 	depth int
 }
 
@@ -122,7 +122,7 @@ func (b *browser) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		b.width, b.height = msg.Width, msg.Height
 	case spanMsg:
-		b.add(localapi.SpanRecord(msg))
+		b.add(wire.SpanRecord(msg))
 	case droppedMsg:
 		b.dropped += uint64(msg)
 	case endedMsg:
@@ -201,10 +201,10 @@ func (b *browser) toggle(r *row) {
 	b.layout()
 }
 
-func (b *browser) add(sp localapi.SpanRecord) {
+func (b *browser) add(sp wire.SpanRecord) {
 	t := b.byID[sp.TraceID]
 	if t == nil {
-		t = &traceView{id: sp.TraceID, spans: map[string]*localapi.SpanRecord{},
+		t = &traceView{id: sp.TraceID, spans: map[string]*wire.SpanRecord{},
 			collapsed: map[string]bool{}, detailed: map[string]bool{}}
 		b.byID[sp.TraceID] = t
 		b.traces = append(b.traces, t)
@@ -220,7 +220,7 @@ func (b *browser) add(sp localapi.SpanRecord) {
 // layout recomputes the visible rows, keeping the selection on the same
 // span, or on the newest row while following.
 func (b *browser) layout() {
-	var keep *localapi.SpanRecord
+	var keep *wire.SpanRecord
 	if r := b.selected(); r != nil && !b.follow {
 		keep = r.span
 	}
@@ -244,7 +244,7 @@ func (b *browser) layout() {
 	}
 }
 
-func (b *browser) walk(t *traceView, sp *localapi.SpanRecord, depth int) {
+func (b *browser) walk(t *traceView, sp *wire.SpanRecord, depth int) {
 	b.rows = append(b.rows, row{trace: t, span: sp, depth: depth})
 	if t.collapsed[sp.SpanID] {
 		return
@@ -255,8 +255,8 @@ func (b *browser) walk(t *traceView, sp *localapi.SpanRecord, depth int) {
 }
 
 // roots are the spans whose parent is not in the trace, by start time.
-func (b *browser) roots(t *traceView) []*localapi.SpanRecord {
-	var out []*localapi.SpanRecord
+func (b *browser) roots(t *traceView) []*wire.SpanRecord {
+	var out []*wire.SpanRecord
 	for _, sp := range t.spans {
 		if _, ok := t.spans[sp.ParentID]; !ok || sp.ParentID == "" {
 			out = append(out, sp)
@@ -266,8 +266,8 @@ func (b *browser) roots(t *traceView) []*localapi.SpanRecord {
 	return out
 }
 
-func (b *browser) children(t *traceView, id string) []*localapi.SpanRecord {
-	var out []*localapi.SpanRecord
+func (b *browser) children(t *traceView, id string) []*wire.SpanRecord {
+	var out []*wire.SpanRecord
 	for _, sp := range t.spans {
 		if sp.ParentID == id && sp.SpanID != id {
 			out = append(out, sp)
@@ -277,7 +277,7 @@ func (b *browser) children(t *traceView, id string) []*localapi.SpanRecord {
 	return out
 }
 
-func byStart(s []*localapi.SpanRecord) {
+func byStart(s []*wire.SpanRecord) {
 	sort.Slice(s, func(i, j int) bool {
 		if !s[i].Start.Equal(s[j].Start) {
 			return s[i].Start.Before(s[j].Start)
@@ -286,7 +286,7 @@ func byStart(s []*localapi.SpanRecord) {
 	})
 }
 
-func hasOutcome(sp *localapi.SpanRecord) bool {
+func hasOutcome(sp *wire.SpanRecord) bool {
 	_, ok := sp.Attributes[engine.AttrResult]
 	return ok || sp.Status == "error"
 }
@@ -345,7 +345,7 @@ func (b *browser) View() string {
 
 // traceLine is a trace's header: id, outcome and intent.
 func (b *browser) traceLine(t *traceView) string {
-	var eval, verify *localapi.SpanRecord
+	var eval, verify *wire.SpanRecord
 	var total time.Duration
 	for _, sp := range t.spans {
 		switch sp.Name {
@@ -375,7 +375,7 @@ func (b *browser) traceLine(t *traceView) string {
 	return strings.Join(parts, "  ")
 }
 
-func (b *browser) result(sp *localapi.SpanRecord) string {
+func (b *browser) result(sp *wire.SpanRecord) string {
 	switch {
 	case sp.Status == "error":
 		return b.st.err.Render("ERROR")
@@ -387,7 +387,7 @@ func (b *browser) result(sp *localapi.SpanRecord) string {
 	return ""
 }
 
-func (b *browser) intent(sp *localapi.SpanRecord) string {
+func (b *browser) intent(sp *wire.SpanRecord) string {
 	s := sp.Attributes[engine.AttrAction]
 	if r := sp.Attributes[engine.AttrResource]; r != "" {
 		s += " on " + r

@@ -28,18 +28,18 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/reason"
+	"github.com/svc-dev/svc/wire"
 )
 
 // Limits and defaults of sessions.
 const (
-	DefaultQueueSize = localapi.DryRunDefaultQueueSize
-	MaxQueueSize     = localapi.DryRunMaxQueueSize
-	MaxDuration      = localapi.DryRunMaxDuration
+	DefaultQueueSize = wire.DryRunDefaultQueueSize
+	MaxQueueSize     = wire.DryRunMaxQueueSize
+	MaxDuration      = wire.DryRunMaxDuration
 	// MaxSessions bounds the sessions running at once.
 	MaxSessions = 4
 	// keepFinished is how many finished sessions keep their report.

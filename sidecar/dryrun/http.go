@@ -8,14 +8,14 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/reason"
+	"github.com/svc-dev/svc/wire"
 )
 
 // Paths of the dry-run endpoints.
 const (
-	PathSessions = localapi.PathDryRunSessions
+	PathSessions = wire.PathDryRunSessions
 	pathSession  = PathSessions + "/{id}"
 )
 
@@ -58,48 +58,48 @@ func (m *Manager) serveStart(w http.ResponseWriter, r *http.Request, load Loader
 	q := r.URL.Query()
 	d, err := time.ParseDuration(q.Get("duration"))
 	if err != nil {
-		localapi.WriteError(w, http.StatusBadRequest, localapi.Indented, "input-invalid", fmt.Sprintf("duration: want a duration such as 5m, got %q", q.Get("duration")))
+		wire.WriteError(w, http.StatusBadRequest, wire.Indented, "input-invalid", fmt.Sprintf("duration: want a duration such as 5m, got %q", q.Get("duration")))
 		return
 	}
 	opts.Duration = d
 	if v := q.Get("queue_size"); v != "" {
 		if opts.QueueSize, err = strconv.Atoi(v); err != nil {
-			localapi.WriteError(w, http.StatusBadRequest, localapi.Indented, "input-invalid", fmt.Sprintf("queue_size: want an integer, got %q", v))
+			wire.WriteError(w, http.StatusBadRequest, wire.Indented, "input-invalid", fmt.Sprintf("queue_size: want an integer, got %q", v))
 			return
 		}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCandidateBytes))
 	if err != nil {
-		localapi.WriteError(w, http.StatusRequestEntityTooLarge, localapi.Indented, "input-invalid", fmt.Sprintf("candidate bundle larger than %d bytes", maxCandidateBytes))
+		wire.WriteError(w, http.StatusRequestEntityTooLarge, wire.Indented, "input-invalid", fmt.Sprintf("candidate bundle larger than %d bytes", maxCandidateBytes))
 		return
 	}
 	if len(body) == 0 {
-		localapi.WriteError(w, http.StatusBadRequest, localapi.Indented, "input-invalid", "the body must be the candidate policy bundle (tar.gz)")
+		wire.WriteError(w, http.StatusBadRequest, wire.Indented, "input-invalid", "the body must be the candidate policy bundle (tar.gz)")
 		return
 	}
 	set, err := load(body)
 	if ce := (*CandidateError)(nil); errors.As(err, &ce) {
-		localapi.WriteError(w, ce.Status, localapi.Indented, string(ce.Code), ce.Msg)
+		wire.WriteError(w, ce.Status, wire.Indented, string(ce.Code), ce.Msg)
 		return
 	}
 	if err != nil {
-		localapi.WriteError(w, http.StatusUnprocessableEntity, localapi.Indented, string(reason.PolicyError), "candidate rejected: "+err.Error())
+		wire.WriteError(w, http.StatusUnprocessableEntity, wire.Indented, string(reason.PolicyError), "candidate rejected: "+err.Error())
 		return
 	}
 	s, err := m.Start(set, opts)
 	switch {
 	case errors.Is(err, ErrOptions):
-		localapi.WriteError(w, http.StatusBadRequest, localapi.Indented, "input-invalid", err.Error())
+		wire.WriteError(w, http.StatusBadRequest, wire.Indented, "input-invalid", err.Error())
 		return
 	case errors.Is(err, ErrTooMany):
-		localapi.WriteError(w, http.StatusConflict, localapi.Indented, "too-many-sessions", err.Error())
+		wire.WriteError(w, http.StatusConflict, wire.Indented, "too-many-sessions", err.Error())
 		return
 	case err != nil:
-		localapi.WriteError(w, http.StatusServiceUnavailable, localapi.Indented, "unavailable", err.Error())
+		wire.WriteError(w, http.StatusServiceUnavailable, wire.Indented, "unavailable", err.Error())
 		return
 	}
 	w.Header().Set("Location", PathSessions+"/"+s.ID())
-	localapi.WriteJSON(w, http.StatusCreated, localapi.Indented, s.Report())
+	wire.WriteJSON(w, http.StatusCreated, wire.Indented, s.Report())
 }
 
 func (m *Manager) serveList(w http.ResponseWriter, _ *http.Request) {
@@ -108,24 +108,24 @@ func (m *Manager) serveList(w http.ResponseWriter, _ *http.Request) {
 	for i, s := range list {
 		out[i] = s.Report()
 	}
-	localapi.WriteJSON(w, http.StatusOK, localapi.Indented, map[string]any{"sessions": out})
+	wire.WriteJSON(w, http.StatusOK, wire.Indented, map[string]any{"sessions": out})
 }
 
 func (m *Manager) serveGet(w http.ResponseWriter, r *http.Request) {
 	s, ok := m.Get(r.PathValue("id"))
 	if !ok {
-		localapi.WriteError(w, http.StatusNotFound, localapi.Indented, "session-not-found", fmt.Sprintf("no dry-run session %q", r.PathValue("id")))
+		wire.WriteError(w, http.StatusNotFound, wire.Indented, "session-not-found", fmt.Sprintf("no dry-run session %q", r.PathValue("id")))
 		return
 	}
-	localapi.WriteJSON(w, http.StatusOK, localapi.Indented, s.Report())
+	wire.WriteJSON(w, http.StatusOK, wire.Indented, s.Report())
 }
 
 func (m *Manager) serveStop(w http.ResponseWriter, r *http.Request) {
 	s, ok := m.Stop(r.PathValue("id"))
 	if !ok {
-		localapi.WriteError(w, http.StatusNotFound, localapi.Indented, "session-not-found", fmt.Sprintf("no dry-run session %q", r.PathValue("id")))
+		wire.WriteError(w, http.StatusNotFound, wire.Indented, "session-not-found", fmt.Sprintf("no dry-run session %q", r.PathValue("id")))
 		return
 	}
 	<-s.Done()
-	localapi.WriteJSON(w, http.StatusOK, localapi.Indented, s.Report())
+	wire.WriteJSON(w, http.StatusOK, wire.Indented, s.Report())
 }

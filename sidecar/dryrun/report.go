@@ -3,24 +3,24 @@ package dryrun
 import (
 	"sort"
 
-	"github.com/svc-dev/svc/authz/localapi"
+	"github.com/svc-dev/svc/wire"
 )
 
 // Report is the state of a session; its JSON form is what the sidecar
-// answers and core policy dry-run --output json prints (package localapi).
-type Report = localapi.DryRunReport
+// answers and core policy dry-run --output json prints (package wire).
+type Report = wire.DryRunReport
 
 // ReasonCount is a deny reason and how often the candidate gave it.
-type ReasonCount = localapi.ReasonCount
+type ReasonCount = wire.ReasonCount
 
 // Change counts the decisions of one action and tenant that the candidate
 // would decide differently from enforcement.
-type Change = localapi.Change
+type Change = wire.Change
 
 // Report returns the session's counts so far; final once Done is closed.
 func (s *Session) Report() Report {
 	r := Report{
-		ID: s.id, Revision: s.revision, State: localapi.DryRunRunning, Started: s.started, Ends: s.ends,
+		ID: s.id, Revision: s.revision, State: wire.DryRunRunning, Started: s.started, Ends: s.ends,
 		Decisions: s.decisions.Load(), Allow: s.allow.Load(), SimulatedDeny: s.deny.Load(),
 		Errors: s.errs.Load(), Timeouts: s.timeouts.Load(), Skipped: s.skipped.Load(),
 		TopDenyReason: []ReasonCount{}, Changed: []Change{},
@@ -28,7 +28,7 @@ func (s *Session) Report() Report {
 	r.Evaluated = r.Allow + r.SimulatedDeny + r.Errors
 	select {
 	case <-s.done:
-		r.State = localapi.DryRunFinished
+		r.State = wire.DryRunFinished
 		e := s.ended
 		r.Ended = &e
 	default:

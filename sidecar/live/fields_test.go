@@ -3,8 +3,8 @@ package live
 import (
 	"testing"
 
-	"github.com/svc-dev/svc/authz/localapi/filter"
 	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/wire/filter"
 )
 
 // TestFilterFieldsOfADecision: every field the log tail filter names

@@ -9,21 +9,21 @@ import (
 	"strings"
 	"time"
 
-	"github.com/svc-dev/svc/authz/localapi"
-	"github.com/svc-dev/svc/authz/localapi/filter"
 	"github.com/svc-dev/svc/sidecar/telemetry"
+	"github.com/svc-dev/svc/wire"
+	"github.com/svc-dev/svc/wire/filter"
 )
 
-// Query parameters of the stream endpoints (package localapi).
+// Query parameters of the stream endpoints (package wire).
 const (
-	ParamSince      = localapi.ParamSince
-	ParamTenant     = localapi.ParamTenant
-	ParamService    = localapi.ParamService
-	ParamTraceID    = localapi.ParamTraceID
-	ParamErrorsOnly = localapi.ParamErrorsOnly
-	ParamLevel      = localapi.ParamLevel
-	ParamFilter     = localapi.ParamFilter
-	ParamFormat     = localapi.ParamFormat
+	ParamSince      = wire.ParamSince
+	ParamTenant     = wire.ParamTenant
+	ParamService    = wire.ParamService
+	ParamTraceID    = wire.ParamTraceID
+	ParamErrorsOnly = wire.ParamErrorsOnly
+	ParamLevel      = wire.ParamLevel
+	ParamFilter     = wire.ParamFilter
+	ParamFormat     = wire.ParamFormat
 )
 
 // maxSince bounds how far back a replay may ask; the ring buffers hold

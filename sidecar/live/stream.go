@@ -6,16 +6,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/sidecar/telemetry"
+	"github.com/svc-dev/svc/wire"
 )
 
-// Paths of the stream endpoints (package localapi).
+// Paths of the stream endpoints (package wire).
 const (
-	PathSpans     = localapi.PathSpans
-	PathLogs      = localapi.PathLogs
-	PathDecisions = localapi.PathDecisions
+	PathSpans     = wire.PathSpans
+	PathLogs      = wire.PathLogs
+	PathDecisions = wire.PathDecisions
 )
 
 // Stream timing.
@@ -63,7 +63,7 @@ func (s *Streams) query(w http.ResponseWriter, r *http.Request, allowed ...strin
 	q, err := ParseQuery(r.URL.Query(), r.Header.Get("Accept"), s.now(), allowed...)
 	if err != nil {
 		qe, _ := err.(*QueryError)
-		localapi.WriteError(w, http.StatusBadRequest, localapi.Indented, qe.Code, qe.Msg)
+		wire.WriteError(w, http.StatusBadRequest, wire.Indented, qe.Code, qe.Msg)
 		return q, false
 	}
 	return q, true
@@ -94,7 +94,7 @@ func (s *Streams) serveLogs(w http.ResponseWriter, r *http.Request) {
 		if q.Tenant != "" && lr.Attributes["tenant"] != q.Tenant {
 			return false
 		}
-		lvl := localapi.LevelOf(lr.Level)
+		lvl := wire.LevelOf(lr.Level)
 		if (q.HasLevel && lvl < q.Level) || (q.ErrorsOnly && lvl < errorLevel) {
 			return false
 		}
@@ -214,7 +214,7 @@ func (e *encoder) record(v any) { e.write(e.event, v) }
 // dropped tells the client that n records were dropped for it: an SSE
 // event "dropped", or an NDJSON line {"type":"dropped","dropped":n}.
 func (e *encoder) dropped(n uint64) {
-	e.write(localapi.DroppedType, localapi.DroppedNotice{Type: localapi.DroppedType, Dropped: n})
+	e.write(wire.DroppedType, wire.DroppedNotice{Type: wire.DroppedType, Dropped: n})
 }
 
 func (e *encoder) comment(c string) {

@@ -9,11 +9,11 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/svc-dev/svc/authz/localapi"
+	"github.com/svc-dev/svc/wire"
 )
 
 // LevelTrace is the level below debug, for per-request detail.
-const LevelTrace = localapi.LevelTrace
+const LevelTrace = wire.LevelTrace
 
 // Keys under which a log line carries the ids of the span in its context.
 const (
@@ -24,7 +24,7 @@ const (
 // ParseLevel maps trace, debug, info, warn and error (any case) to a
 // level. The empty string means info.
 func ParseLevel(s string) (slog.Level, error) {
-	l, err := localapi.ParseLevel(s)
+	l, err := wire.ParseLevel(s)
 	if err != nil {
 		return 0, fmt.Errorf("telemetry: %w", err)
 	}
@@ -265,8 +265,8 @@ func flattenAttr(prefix string, a slog.Attr, emit func(key, value string)) {
 }
 
 // LogRecord is a log line as kept by a LogFeed; its JSON form is the
-// local API's (package localapi).
-type LogRecord = localapi.LogRecord
+// local API's (package wire).
+type LogRecord = wire.LogRecord
 
 // LogFeed keeps the most recent log records in a bounded ring buffer and
 // streams them to subscribers; it is what log tailing reads. Logging never

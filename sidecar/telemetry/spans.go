@@ -9,12 +9,12 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/svc-dev/svc/authz/localapi"
+	"github.com/svc-dev/svc/wire"
 )
 
 // SpanRecord is the compact form of a finished span kept by a SpanFeed;
-// its JSON form is the local API's (package localapi).
-type SpanRecord = localapi.SpanRecord
+// its JSON form is the local API's (package wire).
+type SpanRecord = wire.SpanRecord
 
 // SpanFeed is a span processor that keeps the most recent finished spans in
 // a bounded ring buffer and streams them to subscribers. It is what trace

@@ -1,6 +1,6 @@
 """The SDK's types read the local API's JSON shapes as the sidecar writes them.
 
-The golden files are the Go wire package's (authz/localapi/testdata), which
+The golden files are the Go wire package's (wire/testdata), which
 the Go tests marshal from the sidecar's own types: a field renamed on either
 side fails here.
 """
@@ -13,7 +13,7 @@ import unittest
 from svc_sdk._web import Refusal, refusal_of
 from svc_sdk.client import Decision, _error_of
 
-GOLDEN = pathlib.Path(__file__).resolve().parents[3] / "authz" / "localapi" / "testdata"
+GOLDEN = pathlib.Path(__file__).resolve().parents[3] / "wire" / "testdata"
 
 
 def golden(name: str) -> dict:

@@ -1,5 +1,5 @@
 // The SDK's types read the local API's JSON shapes as the sidecar writes
-// them. The golden files are the Go wire package's (authz/localapi/testdata),
+// them. The golden files are the Go wire package's (wire/testdata),
 // which the Go tests marshal from the sidecar's own types: a field renamed on
 // either side fails here.
 import assert from "node:assert/strict";
@@ -14,7 +14,7 @@ import { refusalOf } from "../dist/web.js";
 
 import { REPO } from "./harness.mjs";
 
-const GOLDEN = join(REPO, "authz", "localapi", "testdata");
+const GOLDEN = join(REPO, "wire", "testdata");
 const golden = (name) => JSON.parse(readFileSync(join(GOLDEN, name), "utf8"));
 
 // interfaceKeys lists the keys an exported interface of a source file

@@ -1,4 +1,4 @@
-package localapi_test
+package wire_test
 
 import (
 	"encoding/json"
@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/svc-dev/svc/authz/localapi"
+	"github.com/svc-dev/svc/wire"
 )
 
 // FuzzParseDropped: any stream line, as core reads it from the sidecar,
@@ -22,15 +22,15 @@ func FuzzParseDropped(f *testing.F) {
 	f.Add([]byte(`{"dropped":3,"type":"dropped"}`))
 	f.Add([]byte(`{"type":"dropped","dropped":-1}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		n, ok := localapi.ParseDropped(line)
+		n, ok := wire.ParseDropped(line)
 		if !ok {
 			return
 		}
-		b, err := json.Marshal(localapi.DroppedNotice{Dropped: n, Type: localapi.DroppedType})
+		b, err := json.Marshal(wire.DroppedNotice{Dropped: n, Type: wire.DroppedType})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m, ok := localapi.ParseDropped(b); !ok || m != n {
+		if m, ok := wire.ParseDropped(b); !ok || m != n {
 			t.Errorf("notice %s reads back as %d, %v", b, m, ok)
 		}
 	})

@@ -1,4 +1,4 @@
-package localapi_test
+package wire_test
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svc-dev/svc/authz/localapi"
+	"github.com/svc-dev/svc/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -23,51 +23,51 @@ func goldenValues() map[string]any {
 	t0 := time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)
 	t1 := t0.Add(5 * time.Minute)
 	return map[string]any{
-		"status": localapi.Status{
-			Status: localapi.StatusDegraded, Reason: "jwks-unavailable", Ready: true,
+		"status": wire.Status{
+			Status: wire.StatusDegraded, Reason: "jwks-unavailable", Ready: true,
 			Partitioned: true, PartitionedSince: &t0, LastSync: &t0, CacheValid: true, CacheAge: "5m0s",
 			PoliciesLoaded: 3, PolicyRevision: "sha256:4f2a", PolicySource: "bundle_url", PolicyCreatedAt: &t0,
-			PolicyHandoverRefused: &localapi.HandoverRefusal{Code: "bundle-signature-invalid", Message: "signature does not verify"},
+			PolicyHandoverRefused: &wire.HandoverRefusal{Code: "bundle-signature-invalid", Message: "signature does not verify"},
 			JWKSKeySets:           1, JWKSKeys: 2, JWKSLastError: "connection refused",
 			DevMode: false, PolicyMode: "enforce", TenantID: "acme", Uptime: "1h2m3s",
 			StartedAt: t0, PID: 4242, Version: "v1.4.0",
-			Audit: &localapi.AuditStats{Written: 10, Dropped: 1, Failed: 2, QueueLen: 3, QueueCap: 1024},
-			SAML: &localapi.SAMLStatus{
+			Audit: &wire.AuditStats{Written: 10, Dropped: 1, Failed: 2, QueueLen: 3, QueueCap: 1024},
+			SAML: &wire.SAMLStatus{
 				EntityID: "https://shop.example/auth/saml/metadata", ACSURL: "https://shop.example/auth/saml/acs",
 				SignatureCheckDisabled: false, AllowIDPInitiated: true,
-				IDPMetadata: localapi.SAMLMetadataStatus{
+				IDPMetadata: wire.SAMLMetadataStatus{
 					Source: "https://idp.example.com/metadata", EntityID: "https://idp.example.com/saml", Loaded: true,
 					Certificates: 1, FetchedAt: &t0, LastAttempt: &t1, LastError: "timeout", Stale: true, NextRefresh: &t1,
 				},
 				TokenKeyID: "k-1", TokenKeyGenerated: true, TokenKeyEphemeral: true,
 			},
-			Bundle: &localapi.BundleStatus{
+			Bundle: &wire.BundleStatus{
 				URL: "https://bundles.example/svc.tar.gz", ETag: `"e-1"`, LastSync: &t0, LastAttempt: &t1,
 				Partitioned: true, PartitionedSince: &t1, LastError: "503 Service Unavailable", LastErrorCode: "bundle-malformed",
 			},
-			PolicyState: &localapi.PolicyState{File: "/var/lib/svc/policy-bundle-4f2a9c1b0d3e5f67.json", Revision: "sha256:4f2a", CreatedAt: &t0,
+			PolicyState: &wire.PolicyState{File: "/var/lib/svc/policy-bundle-4f2a9c1b0d3e5f67.json", Revision: "sha256:4f2a", CreatedAt: &t0,
 				LastError: "no space left on device"},
-			RateLimit: &localapi.RateLimitStatus{Mode: "local", Active: true, Since: &t1, Replicas: 3, Fallbacks: 12},
+			RateLimit: &wire.RateLimitStatus{Mode: "local", Active: true, Since: &t1, Replicas: 3, Fallbacks: 12},
 		},
-		"log-record": localapi.LogRecord{
+		"log-record": wire.LogRecord{
 			Time: t0, Level: "WARN", Message: "decision",
 			TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7",
 			Attributes: map[string]string{"policy.result": "denied", "tenant": "acme"},
 		},
-		"span-record": localapi.SpanRecord{
+		"span-record": wire.SpanRecord{
 			TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7", ParentID: "53995c3f42cd8ad8",
 			Name: "policy.evaluate", Service: "svc-sidecar", Kind: "internal", Start: t0, Duration: 1500 * time.Microsecond,
 			Status: "error", StatusMessage: "policy-error", Attributes: map[string]string{"svc.action": "orders:read"},
 		},
-		"dropped": localapi.DroppedNotice{Dropped: 7, Type: localapi.DroppedType},
-		"dry-run-report": localapi.DryRunReport{
-			ID: "dr-1", Revision: "sha256:9c1e", State: localapi.DryRunFinished, Started: t0, Ends: t1, Ended: &t1,
+		"dropped": wire.DroppedNotice{Dropped: 7, Type: wire.DroppedType},
+		"dry-run-report": wire.DryRunReport{
+			ID: "dr-1", Revision: "sha256:9c1e", State: wire.DryRunFinished, Started: t0, Ends: t1, Ended: &t1,
 			Decisions: 100, Evaluated: 98, Allow: 90, SimulatedDeny: 6, Errors: 2, Timeouts: 1, Skipped: 2,
-			TopDenyReason: []localapi.ReasonCount{{Reason: "role-forbidden", Count: 6}},
-			Changed:       []localapi.Change{{Change: "newly-denied", Action: "orders:delete", Tenant: "acme", Count: 6}},
+			TopDenyReason: []wire.ReasonCount{{Reason: "role-forbidden", Count: 6}},
+			Changed:       []wire.Change{{Change: "newly-denied", Action: "orders:delete", Tenant: "acme", Count: 6}},
 		},
-		"error": localapi.ErrorBody{Error: localapi.ErrorDetail{Code: "input-invalid", Message: "request body is not a valid JSON object"}},
-		"deny-body": localapi.DenyBody{
+		"error": wire.ErrorBody{Error: wire.ErrorDetail{Code: "input-invalid", Message: "request body is not a valid JSON object"}},
+		"deny-body": wire.DenyBody{
 			DenyReasons: []string{"role-forbidden: viewer cannot orders:delete"}, Reason: "policy-deny",
 			DecisionID: "0b7f4d2c-8a3e-4c1b-9f6d-2e5a7c9b1d3f",
 		},

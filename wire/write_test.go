@@ -1,4 +1,4 @@
-package localapi_test
+package wire_test
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/svc-dev/svc/authz/localapi"
+	"github.com/svc-dev/svc/wire"
 )
 
 // TestWriteError: one writer, one envelope, the same headers; the admin
@@ -15,16 +15,16 @@ import (
 func TestWriteError(t *testing.T) {
 	tests := []struct {
 		name   string
-		layout localapi.Layout
+		layout wire.Layout
 		want   string
 	}{
-		{"compact", localapi.Compact, `{"error":{"code":"too-many-sessions","message":"at most 4 \"sessions\" \u003cnow\u003e"}}` + "\n"},
-		{"indented", localapi.Indented, "{\n  \"error\": {\n    \"code\": \"too-many-sessions\",\n    \"message\": \"at most 4 \\\"sessions\\\" \\u003cnow\\u003e\"\n  }\n}\n"},
+		{"compact", wire.Compact, `{"error":{"code":"too-many-sessions","message":"at most 4 \"sessions\" \u003cnow\u003e"}}` + "\n"},
+		{"indented", wire.Indented, "{\n  \"error\": {\n    \"code\": \"too-many-sessions\",\n    \"message\": \"at most 4 \\\"sessions\\\" \\u003cnow\\u003e\"\n  }\n}\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
-			localapi.WriteError(rec, http.StatusConflict, tt.layout, "too-many-sessions", `at most 4 "sessions" <now>`)
+			wire.WriteError(rec, http.StatusConflict, tt.layout, "too-many-sessions", `at most 4 "sessions" <now>`)
 			if rec.Code != http.StatusConflict || rec.Body.String() != tt.want {
 				t.Errorf("answer = %d %q, want 409 %q", rec.Code, rec.Body, tt.want)
 			}
@@ -41,7 +41,7 @@ func TestWriteError(t *testing.T) {
 // the envelope, never a half-written body.
 func TestWriteJSONUnencodable(t *testing.T) {
 	rec := httptest.NewRecorder()
-	localapi.WriteJSON(rec, http.StatusOK, localapi.Indented, map[string]any{"f": func() {}})
+	wire.WriteJSON(rec, http.StatusOK, wire.Indented, map[string]any{"f": func() {}})
 	want := `{"error":{"code":"policy-error","message":"response could not be encoded"}}` + "\n"
 	if rec.Code != http.StatusInternalServerError || rec.Body.String() != want {
 		t.Errorf("answer = %d %q, want 500 %q", rec.Code, rec.Body, want)
@@ -53,16 +53,16 @@ func TestWriteJSONUnencodable(t *testing.T) {
 func TestDenyBody(t *testing.T) {
 	tests := []struct {
 		name string
-		body localapi.DenyBody
+		body wire.DenyBody
 		want string
 	}{
-		{"check without decision", localapi.DenyBody{Reason: "input-invalid"},
+		{"check without decision", wire.DenyBody{Reason: "input-invalid"},
 			`{"allow":false,"deny_reasons":[],"reason":"input-invalid","decision_id":""}`},
-		{"check with decision", localapi.DenyBody{Reason: "policy-deny", DenyReasons: []string{"a", "b"}, DecisionID: "d-1"},
+		{"check with decision", wire.DenyBody{Reason: "policy-deny", DenyReasons: []string{"a", "b"}, DecisionID: "d-1"},
 			`{"allow":false,"deny_reasons":["a","b"],"reason":"policy-deny","decision_id":"d-1"}`},
-		{"middleware without decision", localapi.DenyBody{Reason: "token-missing", OmitEmptyDecisionID: true},
+		{"middleware without decision", wire.DenyBody{Reason: "token-missing", OmitEmptyDecisionID: true},
 			`{"allow":false,"deny_reasons":[],"reason":"token-missing"}`},
-		{"middleware with decision", localapi.DenyBody{Reason: "policy-deny", DenyReasons: []string{}, DecisionID: "d-2", OmitEmptyDecisionID: true},
+		{"middleware with decision", wire.DenyBody{Reason: "policy-deny", DenyReasons: []string{}, DecisionID: "d-2", OmitEmptyDecisionID: true},
 			`{"allow":false,"deny_reasons":[],"reason":"policy-deny","decision_id":"d-2"}`},
 	}
 	for _, tt := range tests {
@@ -81,12 +81,12 @@ func TestDenyBody(t *testing.T) {
 // TestParseDropped reads the drop notice and nothing else.
 func TestParseDropped(t *testing.T) {
 	for line, want := range map[string]uint64{`{"dropped":3,"type":"dropped"}`: 3, `{"type":"dropped","dropped":9}`: 9} {
-		if n, ok := localapi.ParseDropped([]byte(line)); !ok || n != want {
+		if n, ok := wire.ParseDropped([]byte(line)); !ok || n != want {
 			t.Errorf("ParseDropped(%s) = %d, %v; want %d, true", line, n, ok, want)
 		}
 	}
 	for _, line := range []string{`{"msg":"dropped"}`, `{"type":"log","dropped":1}`, `not json`, ``} {
-		if _, ok := localapi.ParseDropped([]byte(line)); ok {
+		if _, ok := wire.ParseDropped([]byte(line)); ok {
 			t.Errorf("ParseDropped(%q) = ok, want not a notice", line)
 		}
 	}
@@ -100,7 +100,7 @@ func TestWriteRawHeaders(t *testing.T) {
 	rec.Header().Set("Content-Type", "text/plain")
 	rec.Header().Add("Cache-Control", "max-age=1")
 	rec.Header().Set("Allow", "POST")
-	localapi.WriteRaw(rec, http.StatusOK, []byte("{}\n"))
+	wire.WriteRaw(rec, http.StatusOK, []byte("{}\n"))
 	want := http.Header{
 		"Content-Type":           {"application/json"},
 		"Cache-Control":          {"no-store"},

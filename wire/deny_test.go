@@ -1,16 +1,16 @@
-package localapi_test
+package wire_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"testing"
 
-	"github.com/svc-dev/svc/authz/localapi"
+	"github.com/svc-dev/svc/wire"
 )
 
 // denyByReflection is DenyBody as encoding/json writes its fields, the
 // way MarshalJSON wrote it before AppendJSON.
-func denyByReflection(t *testing.T, b localapi.DenyBody) []byte {
+func denyByReflection(t *testing.T, b wire.DenyBody) []byte {
 	t.Helper()
 	type withID struct {
 		Allow       bool     `json:"allow"`
@@ -49,7 +49,7 @@ func FuzzDenyBodyJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, allow bool, reason, why, id string, omit bool) {
 		for _, reasons := range [][]string{nil, {}, {why}, {why, reason, id}} {
-			b := localapi.DenyBody{Allow: allow, DenyReasons: reasons, Reason: reason, DecisionID: id, OmitEmptyDecisionID: omit}
+			b := wire.DenyBody{Allow: allow, DenyReasons: reasons, Reason: reason, DecisionID: id, OmitEmptyDecisionID: omit}
 			want := denyByReflection(t, b)
 			if got := b.AppendJSON([]byte("prefix")); !bytes.Equal(got, append([]byte("prefix"), want...)) {
 				t.Fatalf("AppendJSON %+v:\n%s\nwant\n%s", b, got, want)
