@@ -1,223 +1,81 @@
-// Package telemetry sets up the sidecar's traces, metrics and logs.
+// Package telemetry sets up svc-sidecar's traces, metrics and logs: those
+// of package engine/telemetry, which a program embedding the engine
+// shares, and the metrics endpoint only the daemon serves.
 //
-// Setup builds an OpenTelemetry TracerProvider and MeterProvider for one
-// process: spans go to an OTLP/gRPC collector when an endpoint is
-// configured and always to an in-process SpanFeed; metrics are served in
-// the Prometheus text format from a private registry and, with an
-// endpoint, pushed over OTLP/gRPC. Nothing is installed globally unless
-// InstallGlobal is called.
-//
-// NewLogger builds the JSON slog logger whose Handler redacts secrets,
-// stamps records with the trace and span ids of their context and keeps
-// the recent records in a LogFeed. The feeds are what trace and log
-// tailing stream from.
+// Setup builds engine/telemetry's providers with one more metric reader,
+// a Prometheus exporter on a private registry that also holds the Go
+// runtime and process collectors; MetricsHandler serves it in the
+// Prometheus text format. The other names of this package are
+// engine/telemetry's, so that the sidecar's packages set up and read
+// telemetry through one import.
 package telemetry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
-	"go.opentelemetry.io/otel/trace"
 
-	"github.com/svc-dev/svc/internal/otelhist"
-	"github.com/svc-dev/svc/internal/otelhist/sdkexport"
+	"github.com/svc-dev/svc/engine/telemetry"
 )
 
-// DefaultServiceName is the service.name used when Options leaves it empty.
-const DefaultServiceName = "svc-sidecar"
-
-// Options configures Setup.
-type Options struct {
-	// ServiceName becomes the resource's service.name. Default
-	// DefaultServiceName.
-	ServiceName string
-	// ServiceVersion becomes the resource's service.version.
-	ServiceVersion string
-	// OTLPEndpoint is the OTLP/gRPC collector for traces and metrics:
-	// "host:port", "http://host:port" (plaintext) or "https://host:port"
-	// (TLS); a URL without a port means 4317. Empty means no OTLP export.
-	// Usually OTEL_EXPORTER_OTLP_ENDPOINT (see ApplyEnv).
-	OTLPEndpoint string
-	// TracesEndpoint overrides OTLPEndpoint for traces.
-	TracesEndpoint string
-	// MetricsEndpoint overrides OTLPEndpoint for metrics.
-	MetricsEndpoint string
-	// Insecure selects plaintext for an endpoint given as host:port, which
-	// otherwise uses TLS. A URL's scheme decides on its own.
-	Insecure bool
-	// SpanFeedSize is how many finished spans the SpanFeed keeps. Default
-	// DefaultFeedSize.
-	SpanFeedSize int
-	// MetricInterval is the OTLP metric push interval. Default the SDK's
-	// (60s, or OTEL_METRIC_EXPORT_INTERVAL).
-	MetricInterval time.Duration
-	// Logger reports setup and export problems. When it was made by
-	// NewLogger, its LogFeed is also available from Telemetry.Logs.
-	// Default slog.Default().
-	Logger *slog.Logger
-}
-
-// Telemetry holds the providers built by Setup. Its methods are safe for
-// concurrent use.
+// Telemetry holds the providers built by Setup and the Prometheus
+// registry behind MetricsHandler. Its methods are safe for concurrent
+// use.
 type Telemetry struct {
-	tp *sdktrace.TracerProvider
-	mp *sdkmetric.MeterProvider
-	// meters is mp as components get it, with the histograms its readers
-	// also collect (meterProvider).
-	meters   metric.MeterProvider
+	*telemetry.Telemetry
 	registry *prometheus.Registry
 	handler  http.Handler
-	spans    *SpanFeed
-	log      *slog.Logger
-	// exporting is set when spans go to an OTLP endpoint.
-	exporting bool
-
-	shutdownOnce sync.Once
-	shutdownErr  error
 }
 
-// Setup builds the tracer and meter providers described by opts. On error
-// nothing is left running.
+// Setup builds the tracer and meter providers described by opts, their
+// metrics also read by the Prometheus exporter of MetricsHandler (which
+// takes the place of opts.MetricReader). On error nothing is left
+// running.
 func Setup(ctx context.Context, opts Options) (*Telemetry, error) {
-	if opts.ServiceName == "" {
-		opts.ServiceName = DefaultServiceName
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	traceEP := firstNonEmpty(opts.TracesEndpoint, opts.OTLPEndpoint)
-	metricEP := firstNonEmpty(opts.MetricsEndpoint, opts.OTLPEndpoint)
-	var traceTarget, metricTarget target
-	var err error
-	if traceEP != "" {
-		if traceTarget, err = parseEndpoint(traceEP, opts.Insecure); err != nil {
-			return nil, err
-		}
-	}
-	if metricEP != "" {
-		if metricTarget, err = parseEndpoint(metricEP, opts.Insecure); err != nil {
-			return nil, err
-		}
-	}
-
-	res, err := resource.New(ctx,
-		resource.WithFromEnv(),
-		resource.WithTelemetrySDK(),
-		resource.WithSchemaURL(semconv.SchemaURL),
-		resource.WithAttributes(semconv.ServiceName(opts.ServiceName), semconv.ServiceVersion(opts.ServiceVersion)),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("telemetry: resource: %w", err)
-	}
-
-	t := &Telemetry{spans: NewSpanFeed(opts.SpanFeedSize), log: opts.Logger, exporting: traceEP != ""}
-	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithSpanProcessor(t.spans)}
-	if traceEP == "" {
-		// Without an exporter, spans are recorded only for a live tail.
-		// With one, the SDK's sampler applies (OTEL_TRACES_SAMPLER,
-		// default parentbased_always_on).
-		tpOpts = append(tpOpts, sdktrace.WithSampler(watchedSampler{feed: t.spans}))
-	}
-	if traceEP != "" {
-		exp, err := otlptracegrpc.New(ctx, traceTarget.traceOptions()...)
-		if err != nil {
-			return nil, fmt.Errorf("telemetry: otlp trace exporter: %w", err)
-		}
-		tpOpts = append(tpOpts, sdktrace.WithBatcher(exp))
-	}
-	t.tp = sdktrace.NewTracerProvider(tpOpts...)
-
-	if err := t.setupMetrics(ctx, res, metricEP, metricTarget, opts.MetricInterval); err != nil {
-		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		return nil, errors.Join(err, t.tp.Shutdown(shutdownCtx))
-	}
-	opts.Logger.Info("telemetry ready", "service_name", opts.ServiceName,
-		"otlp_traces", traceTarget.hostport, "otlp_metrics", metricTarget.hostport)
-	return t, nil
-}
-
-func (t *Telemetry) setupMetrics(ctx context.Context, res *resource.Resource, ep string, tg target, interval time.Duration) error {
-	t.registry = prometheus.NewRegistry()
+	registry := prometheus.NewRegistry()
 	for _, c := range []prometheus.Collector{
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
-		if err := t.registry.Register(c); err != nil {
-			return fmt.Errorf("telemetry: prometheus collector: %w", err)
+		if err := registry.Register(c); err != nil {
+			return nil, fmt.Errorf("telemetry: prometheus collector: %w", err)
 		}
 	}
-	// The histograms recorded on every request go to hist when every
-	// reader takes them as it produces them: the Prometheus exporter
-	// always (cumulative, explicit buckets), OTLP unless configured
-	// otherwise.
-	var exp sdkmetric.Exporter
-	if ep != "" {
-		var err error
-		if exp, err = otlpmetricgrpc.New(ctx, tg.metricOptions()...); err != nil {
-			return fmt.Errorf("telemetry: otlp metric exporter: %w", err)
-		}
-	}
-	var hist *otelhist.Registry
-	if exp == nil || histogramsFit(exp) {
-		hist = otelhist.NewRegistry(otelhist.OptionsFromEnv())
-	}
-	promOpts := []otelprom.Option{otelprom.WithRegisterer(t.registry)}
-	if hist != nil {
-		promOpts = append(promOpts, otelprom.WithProducer(sdkexport.Producer(hist)))
-	}
-	promExp, err := otelprom.New(promOpts...)
-	if err != nil {
-		return fmt.Errorf("telemetry: prometheus exporter: %w", err)
-	}
-	mpOpts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(promExp)}
-	if exp != nil {
-		var readerOpts []sdkmetric.PeriodicReaderOption
-		if interval > 0 {
-			readerOpts = append(readerOpts, sdkmetric.WithInterval(interval))
-		}
+	opts.MetricReader = func(hist sdkmetric.Producer) (sdkmetric.Reader, error) {
+		promOpts := []otelprom.Option{otelprom.WithRegisterer(registry)}
 		if hist != nil {
-			readerOpts = append(readerOpts, sdkmetric.WithProducer(sdkexport.Producer(hist)))
-			exp = scopeMerger{exp}
+			promOpts = append(promOpts, otelprom.WithProducer(hist))
 		}
-		mpOpts = append(mpOpts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp, readerOpts...)))
+		r, err := otelprom.New(promOpts...)
+		if err != nil {
+			return nil, fmt.Errorf("telemetry: prometheus exporter: %w", err)
+		}
+		return r, nil
 	}
-	t.mp = sdkmetric.NewMeterProvider(mpOpts...)
-	t.meters = meters(t.mp, hist)
-	t.handler = promhttp.HandlerFor(t.registry, promhttp.HandlerOpts{
-		Registry:      t.registry,
-		ErrorHandling: promhttp.ContinueOnError,
-		ErrorLog:      promLogger{t.log},
-	})
-	return nil
+	t, err := telemetry.Setup(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Telemetry{
+		Telemetry: t,
+		registry:  registry,
+		handler: promhttp.HandlerFor(registry, promhttp.HandlerOpts{
+			Registry:      registry,
+			ErrorHandling: promhttp.ContinueOnError,
+			ErrorLog:      promLogger{opts.Logger},
+		}),
+	}, nil
 }
-
-// TracerProvider returns the provider every component takes its tracer from.
-func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.tp }
-
-// MeterProvider returns the provider every component takes its meter
-// from. It implements otelhist.Provider: components record the
-// histograms of every request in its otelhist.Registry, which its
-// readers export as they export the SDK's.
-func (t *Telemetry) MeterProvider() metric.MeterProvider { return t.meters }
 
 // MetricsHandler serves the metrics in the Prometheus exposition format,
 // Go runtime and process metrics included.
@@ -227,67 +85,9 @@ func (t *Telemetry) MetricsHandler() http.Handler { return t.handler }
 // collectors that are not OpenTelemetry instruments.
 func (t *Telemetry) Registerer() prometheus.Registerer { return t.registry }
 
-// SpansRecorded reports whether a span started now may be recorded: spans
-// go to an OTLP endpoint, or somebody watches the span feed. When it is
-// false every span is dropped unrecorded, and a caller may skip the work
-// of describing one.
-func (t *Telemetry) SpansRecorded() bool { return t.exporting || t.spans.Watched() }
-
-// Spans returns the in-process feed of finished spans.
-func (t *Telemetry) Spans() *SpanFeed { return t.spans }
-
-// Logs returns the LogFeed of Options.Logger, or nil when that logger was
-// not made by NewLogger.
-func (t *Telemetry) Logs() *LogFeed { return LogFeedOf(t.log) }
-
-// Propagator returns the W3C trace-context and baggage propagator, for
-// instrumentation that extracts and injects trace headers.
-func (t *Telemetry) Propagator() propagation.TextMapPropagator {
-	return propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
-}
-
-// InstallGlobal makes t's providers and propagator the OpenTelemetry
-// globals and routes OpenTelemetry's internal errors (failed exports) to
-// the logger, for libraries that only use the globals.
-func (t *Telemetry) InstallGlobal() {
-	otel.SetTracerProvider(t.tp)
-	otel.SetMeterProvider(t.mp)
-	otel.SetTextMapPropagator(t.Propagator())
-	log := t.log
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		log.Warn("telemetry export failed", "error", err)
-	}))
-}
-
-// Shutdown ends span and metric export: pending spans and a last metric
-// collection are pushed to the collector, bounded by ctx, and span feed
-// subscriptions end. Later calls return the first call's result.
-func (t *Telemetry) Shutdown(ctx context.Context) error {
-	t.shutdownOnce.Do(func() {
-		var errs []error
-		if err := t.tp.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("telemetry: tracer provider shutdown: %w", err))
-		}
-		if err := t.mp.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("telemetry: meter provider shutdown: %w", err))
-		}
-		t.shutdownErr = errors.Join(errs...)
-	})
-	return t.shutdownErr
-}
-
 // promLogger adapts slog to promhttp's error log.
 type promLogger struct{ log *slog.Logger }
 
 func (p promLogger) Println(v ...any) {
 	p.log.Warn("metrics scrape error", "error", fmt.Sprint(v...))
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/telemetry"
 	"github.com/svc-dev/svc/engine/version"
 	"github.com/svc-dev/svc/reason"
-	"github.com/svc-dev/svc/sidecar/telemetry"
 )
 
 // Reason codes of the errors of this interface (beside the engine's own).

@@ -2,9 +2,6 @@ package telemetry
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -87,34 +84,6 @@ func TestHistogramsOverOTLP(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("histogram not received")
-	}
-}
-
-// TestHistogramsOnMetricsHandler: /metrics serves them as the Prometheus
-// exporter serves the SDK's histograms.
-func TestHistogramsOnMetricsHandler(t *testing.T) {
-	tel, err := Setup(context.Background(), Options{Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
-	recordBoth(t, tel)
-	srv := httptest.NewServer(tel.MetricsHandler())
-	defer srv.Close()
-	resp, err := http.Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for _, want := range []string{
-		"# TYPE svc_test_duration_seconds histogram",
-		`svc_test_duration_seconds_bucket{k="v",otel_scope_name="telemetry-test",otel_scope_schema_url="",otel_scope_version="",le="0.01"} 3`,
-		`svc_test_duration_seconds_count{k="v",otel_scope_name="telemetry-test",otel_scope_schema_url="",otel_scope_version=""} 4`,
-	} {
-		if !strings.Contains(string(body), want) {
-			t.Errorf("scrape lacks %q:\n%s", want, body)
-		}
 	}
 }
 

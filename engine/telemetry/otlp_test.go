@@ -6,8 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -231,45 +229,6 @@ func TestOTLPExport(t *testing.T) {
 				t.Errorf("metric resource = %v", res)
 			}
 		})
-	}
-}
-
-func TestMetricsHandler(t *testing.T) {
-	tel, err := Setup(context.Background(), Options{ServiceName: "svc-test", Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
-	emit(t, tel)
-
-	srv := httptest.NewServer(tel.MetricsHandler())
-	defer srv.Close()
-	resp, err := http.Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d: %s", resp.StatusCode, body)
-	}
-	text := string(body)
-	var counterLine string
-	for line := range strings.Lines(text) {
-		if strings.HasPrefix(line, "svc_test_requests_total{") && strings.Contains(line, `tenant="acme"`) {
-			counterLine = strings.TrimSpace(line)
-		}
-	}
-	if !strings.HasSuffix(counterLine, " 3") {
-		t.Errorf("counter line = %q, want svc_test_requests_total{...tenant=\"acme\"...} 3", counterLine)
-	}
-	for _, want := range []string{"go_goroutines ", "process_cpu_seconds_total ", `service_name="svc-test"`} {
-		if !strings.Contains(text, want) {
-			t.Errorf("scrape output lacks %q", want)
-		}
 	}
 }
 
