@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -14,35 +13,12 @@ import (
 // 18.4 MiB without it (go1.26, linux/amd64).
 const maxClientBinary = 20 << 20
 
-// heavy are the import path prefixes a client of the sidecar must not
-// link: the policy engine (OPA), the JWT library, the Redis client and
-// svc's own engine.
-var heavy = []string{
-	"github.com/open-policy-agent/",
-	"github.com/lestrrat-go/",
-	"github.com/redis/",
-	"github.com/svc-dev/svc/engine",
-}
-
-// TestClientFootprint: the Go client and its net/http middleware (package
-// authz) link neither the engine nor its dependencies, and an application
-// using them stays small.
+// TestClientFootprint: an application using the Go client and its
+// net/http middleware (package authz) stays small. What it may link is a
+// row of the dependency rules (internal/layers).
 func TestClientFootprint(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "./sidecar-client").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list -deps: %v\n%s", err, out)
-	}
-	deps := strings.Fields(string(out))
-	for _, p := range deps {
-		for _, h := range heavy {
-			if strings.HasPrefix(p, h) {
-				t.Errorf("examples/sidecar-client links %s", p)
-			}
-		}
-	}
-	t.Logf("examples/sidecar-client links %d packages", len(deps))
 	if testing.Short() {
-		return
+		t.Skip("builds examples/sidecar-client")
 	}
 	bin := filepath.Join(t.TempDir(), "sidecar-client")
 	if out, err := exec.Command("go", "build", "-o", bin, "./sidecar-client").CombinedOutput(); err != nil {
