@@ -25,6 +25,7 @@ use std::collections::HashMap;
 use std::os::raw::c_char;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -66,6 +67,9 @@ pub struct PolicyDecision {
     pub decision_id: String,
     /// The token decision the policy decision started from.
     pub token: TokenDecision,
+    /// When the tenant's rate limit refused (`rate-limited`): how long
+    /// until its budget allows a request again.
+    pub retry_after: Option<Duration>,
 }
 
 #[derive(Deserialize)]
@@ -76,6 +80,9 @@ struct RawDecision {
     reason: String,
     #[serde(default)]
     decision_id: String,
+    /// Nanoseconds (Go's time.Duration); absent when zero.
+    #[serde(default)]
+    retry_after: u64,
 }
 
 #[derive(Deserialize)]
@@ -265,6 +272,7 @@ impl Engine {
             reason: r.decision.reason,
             decision_id: r.decision.decision_id,
             token: r.token,
+            retry_after: (r.decision.retry_after > 0).then(|| Duration::from_nanos(r.decision.retry_after)),
         })
     }
 }
