@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"unique"
 	"unsafe"
 
 	"github.com/svc-dev/svc/engine/token"
@@ -47,13 +48,22 @@ func goString(p *C.char, n C.size_t, max int) (string, error) {
 }
 
 // tokenString copies a token: at most tokenReadBytes of it, which is
-// enough for the engine to refuse a longer one.
+// enough for the engine to refuse a longer one. The copy is unique.Make's
+// canonical one: a token seen again before the next garbage collection is
+// compared in place and not copied, which spares a cached call the
+// allocation of its token and that allocation's share of collections.
+// The canonical copy is held weakly: it is collected as soon as a plain
+// copy would be.
 func tokenString(p *C.char, n C.size_t) string {
+	if p == nil || n == 0 {
+		return ""
+	}
 	if n > tokenReadBytes {
 		n = tokenReadBytes
 	}
-	s, _ := goString(p, n, tokenReadBytes) // n is within the bound
-	return s
+	// The string over C memory is not kept: Make looks it up, and stores
+	// a clone when it is new.
+	return unique.Make(unsafe.String((*byte)(unsafe.Pointer(p)), int(n))).Value()
 }
 
 // recovered turns a panic of the call it is deferred in into the JSON
