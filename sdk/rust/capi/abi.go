@@ -38,6 +38,28 @@ func abiValidate(h uint64, token string) string {
 	return abiAnswer(n, buf, big)
 }
 
+// abiValidateFields calls svc_validate_token_fields and returns its
+// answer's bytes.
+func abiValidateFields(h uint64, token string) []byte {
+	t := C.CString(token)
+	defer C.free(unsafe.Pointer(t))
+	buf := (*C.char)(C.malloc(abiBufSize))
+	defer C.free(unsafe.Pointer(buf))
+	var big *C.char
+	n := svc_validate_token_fields(C.uint64_t(h), t, C.size_t(len(token)), buf, abiBufSize, &big)
+	if n <= abiBufSize {
+		if big != nil {
+			panic("an answer that fits was malloc'd")
+		}
+		return C.GoBytes(unsafe.Pointer(buf), C.int(n))
+	}
+	if big == nil {
+		panic("an answer that does not fit was not malloc'd")
+	}
+	defer svc_free(big)
+	return C.GoBytes(unsafe.Pointer(big), C.int(n))
+}
+
 func abiAuthorize(h uint64, token, input string) string {
 	t, in := C.CString(token), C.CString(input)
 	defer C.free(unsafe.Pointer(t))

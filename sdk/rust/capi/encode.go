@@ -20,36 +20,43 @@ const maxEncodedClaims = 4096
 type claimsCache struct {
 	mu      sync.Mutex
 	entries map[uintptr]encodedClaims
+	// lastID numbers the entries: an id is never given twice, so that a
+	// caller may keep what it made of a claim set by its id.
+	lastID uint64
 }
 
 type encodedClaims struct {
 	m    map[string]any
 	json json.RawMessage
+	id   uint64
 }
 
-// encode returns the JSON of m, from the cache when m was seen.
-func (c *claimsCache) encode(m map[string]any) (json.RawMessage, error) {
+// encode returns the JSON of m, from the cache when m was seen, and the
+// id of its entry (0 for nil claims, which are not cached).
+func (c *claimsCache) encode(m map[string]any) (json.RawMessage, uint64, error) {
 	if m == nil {
-		return json.RawMessage("null"), nil
+		return json.RawMessage("null"), 0, nil
 	}
 	key := uintptr(reflect.ValueOf(m).UnsafePointer())
 	c.mu.Lock()
 	e, ok := c.entries[key]
 	c.mu.Unlock()
 	if ok {
-		return e.json, nil
+		return e.json, e.id, nil
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	c.mu.Lock()
 	if c.entries == nil || len(c.entries) >= maxEncodedClaims {
 		c.entries = make(map[uintptr]encodedClaims)
 	}
-	c.entries[key] = encodedClaims{m: m, json: b}
+	c.lastID++
+	e = encodedClaims{m: m, json: b, id: c.lastID}
+	c.entries[key] = e
 	c.mu.Unlock()
-	return b, nil
+	return b, e.id, nil
 }
 
 // tokenDecisionWire is engine.TokenDecision with its claims encoded; its
@@ -61,7 +68,7 @@ type tokenDecisionWire struct {
 }
 
 func (c *claimsCache) wire(d engine.TokenDecision) (tokenDecisionWire, error) {
-	claims, err := c.encode(d.Claims)
+	claims, _, err := c.encode(d.Claims)
 	if err != nil {
 		return tokenDecisionWire{}, err
 	}

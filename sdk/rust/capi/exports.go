@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"unique"
 	"unsafe"
 
 	"github.com/svc-dev/svc/engine/token"
@@ -47,13 +48,22 @@ func goString(p *C.char, n C.size_t, max int) (string, error) {
 }
 
 // tokenString copies a token: at most tokenReadBytes of it, which is
-// enough for the engine to refuse a longer one.
+// enough for the engine to refuse a longer one. The copy is unique.Make's
+// canonical one: a token seen again before the next garbage collection is
+// compared in place and not copied, which spares a cached call the
+// allocation of its token and that allocation's share of collections.
+// The canonical copy is held weakly: it is collected as soon as a plain
+// copy would be.
 func tokenString(p *C.char, n C.size_t) string {
+	if p == nil || n == 0 {
+		return ""
+	}
 	if n > tokenReadBytes {
 		n = tokenReadBytes
 	}
-	s, _ := goString(p, n, tokenReadBytes) // n is within the bound
-	return s
+	// The string over C memory is not kept: Make looks it up, and stores
+	// a clone when it is new.
+	return unique.Make(unsafe.String((*byte)(unsafe.Pointer(p)), int(n))).Value()
 }
 
 // recovered turns a panic of the call it is deferred in into the JSON
@@ -143,12 +153,31 @@ func svc_engine_close(h C.uint64_t) {
 // matters here), else into memory from malloc set in *big, which the
 // caller releases with free (or svc_free). It returns the answer's length.
 func answer(b []byte, buf *C.char, capacity C.size_t, big **C.char) C.size_t {
-	if buf != nil && C.size_t(len(b)) <= capacity {
-		copy(unsafe.Slice((*byte)(unsafe.Pointer(buf)), len(b)), b)
-	} else if big != nil {
-		*big = cJSON(b)
+	if dst := answerBuffer(len(b), buf, capacity, big); dst != nil {
+		copy(dst, b)
 	}
 	return C.size_t(len(b))
+}
+
+// answerBuffer is where an answer of n bytes goes: buf when it fits in
+// capacity bytes, else memory from malloc (one byte longer, for a NUL)
+// set in *big. It is nil when there is neither (big is NULL or malloc
+// failed).
+func answerBuffer(n int, buf *C.char, capacity C.size_t, big **C.char) []byte {
+	if buf != nil && C.size_t(n) <= capacity {
+		return unsafe.Slice((*byte)(unsafe.Pointer(buf)), n)
+	}
+	if big == nil {
+		return nil
+	}
+	p := (*C.char)(C.malloc(C.size_t(n) + 1))
+	if p == nil {
+		return nil
+	}
+	*big = p
+	b := unsafe.Slice((*byte)(unsafe.Pointer(p)), n+1)
+	b[n] = 0
+	return b[:n]
 }
 
 // svc_validate_token verifies a bearer token and answers the engine's

@@ -74,6 +74,7 @@ func TestABIRecoversPanics(t *testing.T) {
 	handles.Store(h, &instance{})
 	for name, call := range map[string]func() string{
 		"validate":  func() string { return abiValidate(h, "x") },
+		"fields":    func() string { return string(abiValidateFields(h, "x")) },
 		"authorize": func() string { return abiAuthorize(h, "x", `{"action":"orders:read"}`) },
 	} {
 		got := call()

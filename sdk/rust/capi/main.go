@@ -8,8 +8,10 @@
 // svc-sidecar. The functions exported are declared in svcengine.h.
 //
 // Strings cross the boundary as (pointer, length) pairs that Go copies
-// before returning; results are JSON documents in memory from C's malloc,
-// which the caller releases with svc_free. No Go pointer is kept by C:
+// before returning; answers are written into the caller's buffer or, when
+// longer, into memory from C's malloc, which the caller releases with
+// svc_free: JSON documents, or for svc_validate_token_fields a fixed
+// layout of the token decision (fields.go). No Go pointer is kept by C:
 // an engine is named by an integer handle.
 package main
 

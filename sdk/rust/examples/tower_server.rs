@@ -19,12 +19,12 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 
 use http::{Method, Request, Response};
-use svc::tower::{AuthLayer, User};
+use svc::tower::{AuthLayer, AuthService, User};
 use tower::{Layer, Service};
 
 /// The protected service: answers with the caller the layer admitted.
 #[derive(Clone)]
-struct Orders;
+pub struct Orders;
 
 impl Service<Request<String>> for Orders {
     type Response = Response<String>;
@@ -42,11 +42,9 @@ impl Service<Request<String>> for Orders {
     }
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:8080".to_string());
-    // ./svc.toml when present, then SVC_* variables: as svc-sidecar.
-    let engine = svc::Engine::from_env()?;
-    let mut service = AuthLayer::new(engine)
+/// Orders behind the layer: GET needs orders:read, DELETE orders:delete.
+pub fn protected(engine: svc::Engine) -> AuthService<Orders, String> {
+    AuthLayer::new(engine)
         .with_realm("orders")
         .with_action(|r: &Request<String>| {
             Some(
@@ -58,7 +56,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .to_string(),
             )
         })
-        .layer(Orders);
+        .layer(Orders)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:8080".to_string());
+    // ./svc.toml when present, then SVC_* variables: as svc-sidecar.
+    let mut service = protected(svc::Engine::from_env()?);
 
     let listener = TcpListener::bind(&addr)?;
     println!("listening on {}", listener.local_addr()?);

@@ -1,39 +1,25 @@
 //! A tower service protected by svc's engine, in-process.
 //!
-//!   cargo run --example tower_service -- 'Bearer <token>' [path]
+//!   cargo run --example tower_service -- 'Bearer <token>' [delete]
 //!
 //! The engine is configured as svc-sidecar is: ./svc.toml when present,
-//! then SVC_* variables (with neither: development mode). GET /orders
-//! needs orders:read, DELETE needs orders:delete; the answer is printed.
+//! then SVC_* variables (with neither: development mode). The service and
+//! its layer are tower_server's (GET /orders needs orders:read, DELETE
+//! needs orders:delete); one request is sent, without a server, and the
+//! answer printed.
 
-use std::convert::Infallible;
-use std::future::{ready, Future, Ready};
+use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
-use http::{Method, Request, Response};
-use svc::tower::{AuthLayer, User};
-use tower::{Layer, Service};
+use http::{Method, Request};
+use tower::Service;
 
-/// The protected service: answers with the caller it was given.
-#[derive(Clone)]
-struct Orders;
-
-impl Service<Request<String>> for Orders {
-    type Response = Response<String>;
-    type Error = Infallible;
-    type Future = Ready<Result<Response<String>, Infallible>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request<String>) -> Self::Future {
-        let user = req.extensions().get::<User>().expect("set by AuthLayer");
-        let body = serde_json::json!({"hello": user.subject, "tenant": user.tenant_id, "claims": user.claims});
-        ready(Ok(Response::new(body.to_string())))
-    }
-}
+// tower_server.rs stays a whole program that can be copied as a project's
+// main.rs; only its service and layer are used here.
+#[path = "tower_server.rs"]
+#[allow(dead_code)]
+mod tower_server;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -44,21 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Method::GET
     };
 
-    let engine = svc::Engine::from_env()?;
-    let layer = AuthLayer::new(engine)
-        .with_realm("orders")
-        .with_action(|r: &Request<String>| {
-            Some(
-                if r.method() == Method::DELETE {
-                    "orders:delete"
-                } else {
-                    "orders:read"
-                }
-                .to_string(),
-            )
-        });
-    let mut svc = layer.layer(Orders);
-
+    let mut svc = tower_server::protected(svc::Engine::from_env()?);
     let mut req = Request::builder().method(method).uri("/orders");
     if !auth.is_empty() {
         req = req.header("authorization", auth);

@@ -1,11 +1,12 @@
 //! The C ABI of sdk/rust/capi (the Go engine built as a C archive).
 
+use std::mem::MaybeUninit;
 use std::os::raw::{c_char, c_int};
 
 extern "C" {
     pub fn svc_engine_open(path: *const c_char, path_len: usize, from_env: c_int, err: *mut *mut c_char) -> u64;
     pub fn svc_engine_close(handle: u64);
-    pub fn svc_validate_token(
+    pub fn svc_validate_token_fields(
         handle: u64,
         token: *const c_char,
         token_len: usize,
@@ -33,24 +34,33 @@ extern "C" {
 /// malloc'd memory.
 pub const ANSWER_BUF: usize = 4096;
 
-/// Calls the engine with an answer buffer and returns the answer.
+/// Calls the engine with an answer buffer on the stack and reads the
+/// answer in place: no allocation on this side for an answer that fits.
 ///
 /// # Safety
 /// call must pass (buf, cap, big) to an engine function as given.
-pub unsafe fn call(f: impl FnOnce(*mut c_char, usize, *mut *mut c_char) -> usize) -> Vec<u8> {
-    let mut buf: Vec<u8> = Vec::with_capacity(ANSWER_BUF);
+pub unsafe fn call<R>(
+    f: impl FnOnce(*mut c_char, usize, *mut *mut c_char) -> usize,
+    read: impl FnOnce(&[u8]) -> R,
+) -> R {
+    let mut buf = [MaybeUninit::<u8>::uninit(); ANSWER_BUF];
     let mut big: *mut c_char = std::ptr::null_mut();
     let n = f(buf.as_mut_ptr().cast(), ANSWER_BUF, &mut big);
     if n <= ANSWER_BUF {
-        buf.set_len(n);
-        return buf;
+        return read(std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n));
     }
     if big.is_null() {
-        return Vec::new(); // out of memory: an unreadable answer
+        return read(&[]); // out of memory: an unreadable answer
     }
-    let v = std::slice::from_raw_parts(big.cast::<u8>(), n).to_vec();
-    free(big.cast());
-    v
+    /// Frees the malloc'd answer however read returns.
+    struct Malloced(*mut c_char);
+    impl Drop for Malloced {
+        fn drop(&mut self) {
+            unsafe { free(self.0.cast()) }
+        }
+    }
+    let big = Malloced(big);
+    read(std::slice::from_raw_parts(big.0.cast::<u8>(), n))
 }
 
 /// Takes a JSON answer of the engine: its bytes, then the C memory freed.

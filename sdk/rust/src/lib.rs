@@ -25,6 +25,7 @@ use std::collections::HashMap;
 use std::os::raw::c_char;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -66,6 +67,9 @@ pub struct PolicyDecision {
     pub decision_id: String,
     /// The token decision the policy decision started from.
     pub token: TokenDecision,
+    /// When the tenant's rate limit refused (`rate-limited`): how long
+    /// until its budget allows a request again.
+    pub retry_after: Option<Duration>,
 }
 
 #[derive(Deserialize)]
@@ -76,6 +80,9 @@ struct RawDecision {
     reason: String,
     #[serde(default)]
     decision_id: String,
+    /// Nanoseconds (Go's time.Duration); absent when zero.
+    #[serde(default)]
+    retry_after: u64,
 }
 
 #[derive(Deserialize)]
@@ -104,47 +111,78 @@ impl Drop for Handle {
 /// Bounds the claim sets an engine keeps parsed.
 const MAX_PARSED_CLAIMS: usize = 1024;
 
-/// The claim sets already parsed, by their JSON: a cached token's claims
-/// come back as the same bytes on every call, and cloning their Value
-/// costs a third of parsing it.
+/// The claim sets already parsed, by the id the engine gives each claim
+/// set it answers (sdk/rust/capi, fields.go): a cached token's claims come
+/// back with the same id on every call, and cloning their Value costs a
+/// fraction of parsing it.
 #[derive(Default)]
-struct ClaimsCache(Mutex<HashMap<Vec<u8>, Arc<serde_json::Value>>>);
+struct ClaimsCache(Mutex<HashMap<u64, Arc<serde_json::Value>>>);
 
 impl ClaimsCache {
-    fn parse(&self, json: &[u8]) -> Result<serde_json::Value, Error> {
-        if json == b"null" {
-            return Ok(serde_json::Value::Null);
+    fn get(&self, id: u64, json: &[u8]) -> Result<serde_json::Value, Error> {
+        if id == 0 {
+            return parse_claims(json);
         }
-        let hit = self.0.lock().unwrap_or_else(|e| e.into_inner()).get(json).cloned();
+        let hit = self.0.lock().unwrap_or_else(|e| e.into_inner()).get(&id).cloned();
         if let Some(v) = hit {
             return Ok((*v).clone());
         }
-        let v: serde_json::Value =
-            serde_json::from_slice(json).map_err(|e| Error::new("engine-failed", format!("unreadable claims: {e}")))?;
+        let v = parse_claims(json)?;
         let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if m.len() >= MAX_PARSED_CLAIMS {
             m.clear();
         }
-        m.insert(json.to_vec(), Arc::new(v.clone()));
+        m.insert(id, Arc::new(v.clone()));
         Ok(v)
     }
 }
 
-/// A token decision without its claims: the answer of validate_token up
-/// to its last key, `"claims"`.
-#[derive(Deserialize)]
-struct DecisionHead {
-    allowed: bool,
-    reason: String,
-    #[serde(default)]
-    subject: Option<String>,
-    #[serde(default)]
-    tenant_id: Option<String>,
-    #[serde(default)]
-    message: Option<String>,
+fn parse_claims(json: &[u8]) -> Result<serde_json::Value, Error> {
+    if json == b"null" {
+        return Ok(serde_json::Value::Null);
+    }
+    serde_json::from_slice(json).map_err(|e| Error::new("engine-failed", format!("unreadable claims: {e}")))
 }
 
-const CLAIMS_KEY: &[u8] = b",\"claims\":";
+/// The layout of svc_validate_token_fields (sdk/rust/capi, fields.go): a
+/// format byte, allowed, the claims' id, five lengths, then the parts.
+const FIELDS_FORMAT: u8 = 1;
+const FIELDS_HEADER: usize = 40;
+
+/// Reads a token decision laid out as fields; an answer that starts with
+/// `{` is an error document.
+fn read_fields(b: &[u8], claims: &ClaimsCache) -> Result<TokenDecision, Error> {
+    if b.first() == Some(&b'{') {
+        return Err(parse_error(b));
+    }
+    let unreadable = || Error::new("engine-failed", "unreadable answer: not a token decision");
+    if b.len() < FIELDS_HEADER || b[0] != FIELDS_FORMAT {
+        return Err(unreadable());
+    }
+    let word = |at: usize| u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]) as usize;
+    let mut parts: [&[u8]; 5] = [&[]; 5];
+    let mut at = FIELDS_HEADER;
+    for (i, part) in parts.iter_mut().enumerate() {
+        let end = at.checked_add(word(16 + 4 * i)).ok_or_else(unreadable)?;
+        *part = b.get(at..end).ok_or_else(unreadable)?;
+        at = end;
+    }
+    if at != b.len() {
+        return Err(unreadable());
+    }
+    let [reason, subject, tenant_id, message, claims_json] = parts;
+    let id = u64::from_ne_bytes(b[8..16].try_into().expect("eight bytes"));
+    let text = |p: &[u8]| String::from_utf8_lossy(p).into_owned();
+    let optional = |p: &[u8]| (!p.is_empty()).then(|| text(p));
+    Ok(TokenDecision {
+        allowed: b[1] == 1,
+        reason: text(reason),
+        subject: optional(subject),
+        tenant_id: optional(tenant_id),
+        claims: claims.get(id, claims_json)?,
+        message: optional(message),
+    })
+}
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -195,30 +233,12 @@ impl Engine {
     /// for an engine that could not answer.
     pub fn validate_token(&self, token: &str) -> Result<TokenDecision, Error> {
         let h = self.inner.0;
-        let mut b = unsafe {
-            ffi::call(|buf, cap, big| ffi::svc_validate_token(h, token.as_ptr().cast(), token.len(), buf, cap, big))
-        };
-        if b.starts_with(b"{\"error\":") {
-            return Err(parse_error(&b));
+        unsafe {
+            ffi::call(
+                |buf, cap, big| ffi::svc_validate_token_fields(h, token.as_ptr().cast(), token.len(), buf, cap, big),
+                |b| read_fields(b, &self.inner.1),
+            )
         }
-        // The claims are the last key (sdk/rust/capi writes them so); the
-        // key cannot occur inside a string, where quotes are escaped.
-        let at = b
-            .windows(CLAIMS_KEY.len())
-            .position(|w| w == CLAIMS_KEY)
-            .filter(|_| b.last() == Some(&b'}'))
-            .ok_or_else(|| Error::new("engine-failed", "unreadable answer: no claims"))?;
-        let claims = self.inner.1.parse(&b[at + CLAIMS_KEY.len()..b.len() - 1])?;
-        b[at] = b'}';
-        let head: DecisionHead = parse(&b[..=at])?;
-        Ok(TokenDecision {
-            allowed: head.allowed,
-            reason: head.reason,
-            subject: head.subject,
-            tenant_id: head.tenant_id,
-            claims,
-            message: head.message,
-        })
     }
 
     /// Verifies the token, fills `input.user` from its claims and
@@ -229,27 +249,30 @@ impl Engine {
         let input = serde_json::to_vec(input)
             .map_err(|e| Error::new("input-invalid", format!("the policy input cannot be encoded: {e}")))?;
         let h = self.inner.0;
-        let b = unsafe {
-            ffi::call(|buf, cap, big| {
-                ffi::svc_authorize(
-                    h,
-                    token.as_ptr().cast(),
-                    token.len(),
-                    input.as_ptr().cast(),
-                    input.len(),
-                    buf,
-                    cap,
-                    big,
-                )
-            })
-        };
-        let r: RawResult = parse(&b)?;
+        let r: RawResult = unsafe {
+            ffi::call(
+                |buf, cap, big| {
+                    ffi::svc_authorize(
+                        h,
+                        token.as_ptr().cast(),
+                        token.len(),
+                        input.as_ptr().cast(),
+                        input.len(),
+                        buf,
+                        cap,
+                        big,
+                    )
+                },
+                |b| parse::<RawResult>(b),
+            )
+        }?;
         Ok(PolicyDecision {
             allowed: r.token.allowed && r.decision.allow,
             deny_reasons: r.decision.deny_reasons,
             reason: r.decision.reason,
             decision_id: r.decision.decision_id,
             token: r.token,
+            retry_after: (r.decision.retry_after > 0).then(|| Duration::from_nanos(r.decision.retry_after)),
         })
     }
 }
@@ -287,6 +310,65 @@ mod tests {
         assert_eq!(e.to_string(), "engine-closed: the engine is closed");
         let e = parse::<TokenDecision>(b"{\"allowed\":").unwrap_err();
         assert_eq!(e.reason(), "engine-failed");
+    }
+
+    /// A fields answer of these parts, as capi's fields.go lays it out.
+    fn fields(allowed: bool, id: u64, parts: [&str; 5]) -> Vec<u8> {
+        let mut b = vec![0u8; FIELDS_HEADER];
+        b[0] = FIELDS_FORMAT;
+        b[1] = allowed as u8;
+        b[8..16].copy_from_slice(&id.to_ne_bytes());
+        for (i, p) in parts.iter().enumerate() {
+            b[16 + 4 * i..20 + 4 * i].copy_from_slice(&(p.len() as u32).to_ne_bytes());
+            b.extend_from_slice(p.as_bytes());
+        }
+        b
+    }
+
+    #[test]
+    fn fields_are_read_at_their_offsets() {
+        let c = ClaimsCache::default();
+        let d = read_fields(
+            &fields(true, 7, ["ok", "user-1", "acme", "", r#"{"sub":"user-1"}"#]),
+            &c,
+        )
+        .unwrap();
+        assert!(d.allowed);
+        assert_eq!(d.reason, "ok");
+        assert_eq!(d.subject.as_deref(), Some("user-1"));
+        assert_eq!(d.tenant_id.as_deref(), Some("acme"));
+        assert_eq!(d.message, None);
+        assert_eq!(d.claims, serde_json::json!({"sub": "user-1"}));
+        // The id names the claims: the parsed ones are reused.
+        let again = read_fields(&fields(true, 7, ["ok", "user-1", "acme", "", "{}"]), &c).unwrap();
+        assert_eq!(again.claims, d.claims);
+
+        let d = read_fields(&fields(false, 0, ["token-expired", "", "", "exp", "null"]), &c).unwrap();
+        assert!(!d.allowed && d.claims.is_null() && d.subject.is_none());
+        assert_eq!(d.message.as_deref(), Some("exp"));
+    }
+
+    #[test]
+    fn fields_that_do_not_add_up_are_engine_failed() {
+        let c = ClaimsCache::default();
+        let good = fields(true, 1, ["ok", "u", "t", "", "{}"]);
+        let mut long = good.clone();
+        long[16..20].copy_from_slice(&u32::MAX.to_ne_bytes());
+        let mut format = good.clone();
+        format[0] = 9;
+        for (name, b) in [
+            ("empty", &[][..]),
+            ("header cut", &good[..FIELDS_HEADER - 1]),
+            ("part cut", &good[..good.len() - 1]),
+            ("length past the end", &long[..]),
+            ("unknown format", &format[..]),
+            ("trailing bytes", &[&good[..], b"x"].concat()[..]),
+        ] {
+            let e = read_fields(b, &c).unwrap_err();
+            assert_eq!(e.reason(), "engine-failed", "{name}: {e}");
+        }
+        let e = read_fields(br#"{"error":{"reason":"engine-closed","message":"closed"}}"#, &c).unwrap_err();
+        assert_eq!(e.reason(), "engine-closed");
     }
 
     #[test]

@@ -12,7 +12,10 @@
 //!
 //! Refusals carry the JSON body `{"allow": false, "deny_reasons": [...],
 //! "reason": "...", "decision_id": "..."}`. An admitted request carries a
-//! [`User`] (subject, tenant, claims) in its extensions.
+//! [`User`] (subject, tenant, claims) in its extensions. `Retry-After` is
+//! the engine's wait until the tenant's budget allows a request, in whole
+//! seconds rounded up; 1 on a route without an action, whose token check
+//! gives no wait (as the Go middleware).
 //!
 //! The check runs in `call`, synchronously: a cached token costs about a
 //! microsecond; a token signed by a key not yet in the cache makes the
@@ -22,6 +25,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use http::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{HeaderValue, Request, Response, StatusCode};
@@ -164,6 +168,8 @@ struct Refusal {
     deny_reasons: Vec<String>,
     decision_id: String,
     challenge: Option<String>,
+    /// The engine's wait before a retry, sent as Retry-After.
+    retry_after: Option<Duration>,
 }
 
 impl<S, B> AuthService<S, B> {
@@ -177,6 +183,7 @@ impl<S, B> AuthService<S, B> {
                     deny_reasons: vec![],
                     decision_id: String::new(),
                     challenge: Some(String::new()),
+                    retry_after: None,
                 }))
             }
         };
@@ -190,7 +197,9 @@ impl<S, B> AuthService<S, B> {
         match action {
             None => match engine.validate_token(token) {
                 Err(e) => Err(self.refuse(error_refusal(e))),
-                Ok(d) if !d.allowed => Err(self.refuse(denied(d.reason, vec![], String::new()))),
+                // ValidateToken carries no wait: Retry-After is 1, as the
+                // Go middleware's.
+                Ok(d) if !d.allowed => Err(self.refuse(denied(d.reason, vec![], String::new(), None))),
                 Ok(d) => Ok(User {
                     subject: d.subject.unwrap_or_default(),
                     tenant_id: d.tenant_id,
@@ -201,7 +210,7 @@ impl<S, B> AuthService<S, B> {
             },
             Some(action) => match engine.authorize(token, &serde_json::json!({ "action": action })) {
                 Err(e) => Err(self.refuse(error_refusal(e))),
-                Ok(p) if !p.allowed => Err(self.refuse(denied(p.reason, p.deny_reasons, p.decision_id))),
+                Ok(p) if !p.allowed => Err(self.refuse(denied(p.reason, p.deny_reasons, p.decision_id, p.retry_after))),
                 Ok(p) => Ok(User {
                     subject: p.token.subject.unwrap_or_default(),
                     tenant_id: p.token.tenant_id,
@@ -225,8 +234,8 @@ impl<S, B> AuthService<S, B> {
         *resp.status_mut() = r.status;
         let h = resp.headers_mut();
         h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if r.status == StatusCode::TOO_MANY_REQUESTS {
-            h.insert(RETRY_AFTER, HeaderValue::from_static("1"));
+        if r.status == StatusCode::TOO_MANY_REQUESTS || r.retry_after.is_some() {
+            h.insert(RETRY_AFTER, HeaderValue::from(retry_after_seconds(r.retry_after)));
         }
         if let Some(rc) = r.challenge {
             let mut params = Vec::new();
@@ -266,8 +275,14 @@ const TOKEN_FAILURES: &[&str] = &[
     "typ-not-allowed",
 ];
 
+/// Retry-After in whole seconds, rounded up, at least 1: as
+/// authz.Middleware writes it.
+fn retry_after_seconds(d: Option<Duration>) -> u64 {
+    d.map_or(0, |d| d.as_secs() + u64::from(d.subsec_nanos() > 0)).max(1)
+}
+
 /// The answer to a refused decision, as authz.Middleware's denied.
-fn denied(reason: String, deny_reasons: Vec<String>, decision_id: String) -> Refusal {
+fn denied(reason: String, deny_reasons: Vec<String>, decision_id: String, retry_after: Option<Duration>) -> Refusal {
     let (status, challenge) = match reason.as_str() {
         "policy-deny" | "tenant-mismatch" => (StatusCode::FORBIDDEN, None),
         "rate-limited" => (StatusCode::TOO_MANY_REQUESTS, None),
@@ -282,6 +297,7 @@ fn denied(reason: String, deny_reasons: Vec<String>, decision_id: String) -> Ref
         deny_reasons,
         decision_id,
         challenge,
+        retry_after,
     }
 }
 
@@ -299,6 +315,7 @@ fn error_refusal(e: crate::Error) -> Refusal {
         deny_reasons: vec![],
         decision_id: String::new(),
         challenge: None,
+        retry_after: None,
     }
 }
 
@@ -359,15 +376,26 @@ mod tests {
     }
 
     #[test]
+    fn retry_after_is_whole_seconds_rounded_up() {
+        let s = |ms: u64| retry_after_seconds(Some(Duration::from_millis(ms)));
+        assert_eq!(retry_after_seconds(None), 1);
+        assert_eq!(s(0), 1);
+        assert_eq!(s(1), 1);
+        assert_eq!(s(1000), 1);
+        assert_eq!(s(1001), 2);
+        assert_eq!(s(59_990), 60);
+    }
+
+    #[test]
     fn statuses_follow_the_go_middleware() {
-        let s = |r: &str| denied(r.into(), vec![], String::new()).status;
+        let s = |r: &str| denied(r.into(), vec![], String::new(), None).status;
         assert_eq!(s("policy-deny"), StatusCode::FORBIDDEN);
         assert_eq!(s("tenant-mismatch"), StatusCode::FORBIDDEN);
         assert_eq!(s("token-expired"), StatusCode::UNAUTHORIZED);
         assert_eq!(s("rate-limited"), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(s("jwks-unavailable"), StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(
-            denied("signature-invalid".into(), vec![], String::new())
+            denied("signature-invalid".into(), vec![], String::new(), None)
                 .challenge
                 .as_deref(),
             Some("signature-invalid")

@@ -4,6 +4,7 @@ mod common;
 
 use std::sync::Arc;
 use std::thread;
+use std::time::Duration;
 
 use common::{claims, engine, idp, now};
 use serde_json::json;
@@ -137,6 +138,21 @@ fn the_tenant_rate_limit_applies() {
     let d = e.validate_token(&tok).unwrap();
     assert!(!d.allowed);
     assert_eq!(d.reason, "rate-limited");
+
+    // A policy decision says how long to wait: a third of a minute at
+    // three a minute, less what has refilled since.
+    let p = e.authorize(&tok, &json!({"action": "orders:read"})).unwrap();
+    assert!(!p.allowed);
+    assert_eq!(p.reason, "rate-limited");
+    let wait = p.retry_after.expect("a rate-limited decision's wait");
+    assert!(
+        wait > Duration::from_secs(10) && wait <= Duration::from_secs(20),
+        "retry_after {wait:?}"
+    );
+    let allowed = engine("ratelimit-none")
+        .authorize(&tok, &json!({"action": "orders:read"}))
+        .unwrap();
+    assert!(allowed.allowed && allowed.retry_after.is_none(), "{allowed:?}");
 }
 
 #[test]

@@ -128,15 +128,38 @@ fn with_a_policy_action() {
     assert!(h.get("www-authenticate").is_none());
 }
 
+/// An engine whose tenants may make one request a minute: the second waits
+/// about 60 s.
+fn one_a_minute(name: &str) -> svc::Engine {
+    svc::Engine::from_config_file(common::config_file(name, "\n[rate_limit]\ndefault_rpm = 1\n")).unwrap()
+}
+
 #[test]
 fn rate_limited_is_429() {
-    let e =
-        svc::Engine::from_config_file(common::config_file("tower-rl", "\n[rate_limit]\ndefault_rpm = 1\n")).unwrap();
-    let mut svc = AuthLayer::new(e).layer(Echo);
+    let mut svc = AuthLayer::new(one_a_minute("tower-rl")).layer(Echo);
     let tok = common::idp().token("user-1", "acme", &["viewer"]);
     assert_eq!(send(&mut svc, Some(format!("Bearer {tok}")), "/").0, StatusCode::OK);
     let (st, h, body) = send(&mut svc, Some(format!("Bearer {tok}")), "/");
     assert_eq!(st, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(body["reason"], "rate-limited");
-    assert!(h.contains_key("retry-after"));
+    // The token check gives no wait: 1, as the Go middleware sends.
+    assert_eq!(h["retry-after"], "1");
+}
+
+#[test]
+fn rate_limited_sends_the_engines_retry_after() {
+    let mut svc = AuthLayer::new(one_a_minute("tower-rl-policy"))
+        .with_action(|_: &Request<String>| Some("orders:read".to_string()))
+        .layer(Echo);
+    let tok = common::idp().token("user-1", "acme", &["viewer"]);
+    assert_eq!(send(&mut svc, Some(format!("Bearer {tok}")), "/").0, StatusCode::OK);
+    let (st, h, body) = send(&mut svc, Some(format!("Bearer {tok}")), "/");
+    assert_eq!(st, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(body["reason"], "rate-limited");
+    assert!(body["decision_id"].as_str().is_some_and(|s| !s.is_empty()), "{body}");
+    let secs: u64 = h["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!(
+        (50..=60).contains(&secs),
+        "Retry-After: {secs}; want the engine's wait, about 60 s"
+    );
 }
