@@ -12,7 +12,7 @@ import (
 	"math"
 
 	"github.com/svc-dev/svc/engine"
-	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/reason"
 )
 
 // The token decision as fields (svc_validate_token_fields): a fixed
