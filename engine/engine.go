@@ -84,6 +84,9 @@ type Engine struct {
 	now      func() time.Time
 	keys     *jwks.Cache     // nil in development mode
 	verifier *token.Verifier // nil without jwks_url
+	// tokens verifies every token outside development mode: local, then
+	// verifier, each when set.
+	tokens token.Chain
 	// issuer signs the tokens of the SAML gateway and local verifies them
 	// from its keys; both nil without [sdk.saml].
 	issuer *issuer.Issuer
@@ -225,6 +228,11 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 				e.log.Error("jwks refresh stopped", "err", err)
 			}
 		}()
+	}
+	for _, v := range []*token.Verifier{e.local, e.verifier} {
+		if v != nil {
+			e.tokens = append(e.tokens, v)
+		}
 	}
 	if !cfg.DevMode() && e.verifier == nil && e.local == nil {
 		// An identity source config.IdentitySources lists that no

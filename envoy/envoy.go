@@ -25,37 +25,26 @@ import (
 	"github.com/svc-dev/svc/engine/reason"
 )
 
-// Authorizer decides: it verifies the token, completes the input from the
-// verified claims and evaluates the policy. *engine.Engine implements it.
+// Authorizer decides one request: it verifies the credential, completes
+// the input from the verified identity and evaluates the policy.
+// *engine.Engine implements it.
+//
+// The Server asks with the source, the request's headers and query left
+// for the Completer, and the canonical path its Mapper computed
+// (engine.Request.Canonical): the Authorizer must apply the path rules
+// of the configuration the Server was built from (envoy.routes_case_sensitive,
+// envoy.format_suffixes), as an engine built from the same one does.
 //
 // An invalid token or a rate-limited tenant is a Result, not an error; an
-// error means no decision could be made, and the fail mode applies.
+// error means no decision could be made, and is answered as a denial with
+// reason policy-error.
 type Authorizer interface {
-	Authorize(ctx context.Context, token string, in engine.Input) (engine.Result, error)
+	Decide(ctx context.Context, req engine.Request) (engine.Result, error)
 }
 
 var _ Authorizer = (*engine.Engine)(nil)
 
-// sourceAuthorizer is an Authorizer told the source of a decision as an
-// argument rather than through the context (engine.WithSource), which
-// spares a context per request. *engine.Engine implements it.
-type sourceAuthorizer interface {
-	AuthorizeFrom(ctx context.Context, source, token string, in engine.Input) (engine.Result, error)
-}
-
-var _ sourceAuthorizer = (*engine.Engine)(nil)
-
-// deferredAuthorizer is a sourceAuthorizer that builds the input's request
-// headers and query only when it can read them (engine.AuthorizeDeferred):
-// most policies never do, and the two maps are a large part of mapping a
-// request. *engine.Engine implements it.
-type deferredAuthorizer interface {
-	AuthorizeDeferred(ctx context.Context, source, token string, in engine.Input, rc engine.RequestCompleter) (engine.Result, error)
-}
-
-var _ deferredAuthorizer = (*engine.Engine)(nil)
-
-// Sources recorded with each decision (engine.WithSource).
+// Sources recorded with each decision (engine.Request.Source).
 const (
 	SourceEnvoy     = "envoy"
 	SourceHTTPCheck = "http-check"
@@ -163,12 +152,8 @@ func (s *Server) answer(ctx context.Context, req *authv3.CheckRequest) *CheckAns
 		s.logInvalid(ctx, err)
 		return &CheckAnswer{v: v}
 	}
-	source := SourceEnvoy
-	if _, ok := s.az.(sourceAuthorizer); !ok {
-		ctx, source = engine.WithSource(ctx, SourceEnvoy), ""
-	}
 	blk := new(checkAnswer)
-	v, ok := s.authorizeFrom(ctx, source, pr, &blk.mapped)
+	v, ok := s.authorize(ctx, SourceEnvoy, pr, &blk.mapped)
 	a := &blk.answer
 	a.v = s.present(v, pr)
 	if ok && a.v.allow {
@@ -187,31 +172,25 @@ type checkAnswer struct {
 	answer CheckAnswer
 }
 
-// authorize maps pr and asks the Authorizer; ok is false when the request
-// could not be mapped. ctx carries the source (engine.WithSource).
-func (s *Server) authorize(ctx context.Context, pr proxyRequest) (verdict, bool) {
-	return s.authorizeFrom(ctx, "", pr, new(mappedRequest))
-}
-
-// authorizeFrom is authorize for a decision asked through source, or
-// through the source ctx carries when source is empty; a source is given
-// only to a sourceAuthorizer. The input is mapped into blk.
-func (s *Server) authorizeFrom(ctx context.Context, source string, pr proxyRequest, blk *mappedRequest) (verdict, bool) {
-	da, deferred := s.az.(deferredAuthorizer)
-	deferred = deferred && source != ""
-	token, in, err := s.mapper.mapRequestInto(pr, blk, deferred)
+// authorize maps pr into blk and asks the Authorizer for a decision
+// asked through source; ok is false when the request could not be
+// mapped. The headers and query of the input's request are built only if
+// the Authorizer asks for them (blk.CompleteRequest).
+func (s *Server) authorize(ctx context.Context, source string, pr proxyRequest, blk *mappedRequest) (verdict, bool) {
+	token, in, err := s.mapper.mapRequestInto(pr, blk, true)
 	if err != nil {
 		s.logInvalid(ctx, err)
 		return invalidInput(err), false
 	}
-	var res engine.Result
-	if deferred {
-		res, err = da.AuthorizeDeferred(ctx, source, token, in, blk)
-	} else if sa, ok := s.az.(sourceAuthorizer); ok && source != "" {
-		res, err = sa.AuthorizeFrom(ctx, source, token, in)
-	} else {
-		res, err = s.az.Authorize(ctx, token, in)
-	}
+	res, err := s.az.Decide(ctx, engine.Request{
+		Credential: engine.BearerToken(token),
+		Input:      in,
+		Source:     source,
+		Completer:  blk,
+		// The mapping computed the canonical path from the path it
+		// cleaned, with the rules of the route table.
+		Canonical: true,
+	})
 	v := decide(res, err)
 	if err != nil {
 		// The code only: the wrapped engine error (an OPA evaluation
