@@ -64,7 +64,6 @@ type Deps struct {
 type Server struct {
 	mapper     *Mapper
 	az         Authorizer
-	failMode   string
 	checkProxy string // sidecar.check_proxy
 	signIn     signIn // where browsers sign in ([sdk.saml])
 	log        *slog.Logger
@@ -79,21 +78,13 @@ type Server struct {
 var _ authv3.AuthorizationServer = (*Server)(nil)
 
 // New creates a Server from the configuration's tenant (sdk.tenant_id),
-// route table (sidecar.routes), fail mode (sdk.fail_mode, default open),
-// proxy of the HTTP check (sidecar.check_proxy, default auto), trust of
+// route table (sidecar.routes), proxy of the HTTP check (sidecar.check_proxy, default auto), trust of
 // forwarding headers (sidecar.trust_forwarded_for), case sensitivity of
 // the route table (envoy.routes_case_sensitive) and the format suffixes
 // it cuts (envoy.format_suffixes).
 func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 	if az == nil {
 		return nil, fmt.Errorf("envoy: nil authorizer")
-	}
-	failMode := cfg.SDK.FailMode
-	if failMode == "" {
-		failMode = config.DefaultFailMode
-	}
-	if failMode != config.FailOpen && failMode != config.FailClosed {
-		return nil, fmt.Errorf("envoy: sdk.fail_mode must be %q or %q, got %q", config.FailOpen, config.FailClosed, failMode)
 	}
 	m, err := NewMapper(cfg.SDK.TenantID, cfg.Sidecar.Routes)
 	if err != nil {
@@ -117,7 +108,7 @@ func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{mapper: m, az: az, failMode: failMode, checkProxy: checkProxy, signIn: newSignIn(cfg.SDK.SAML), log: log}
+	s := &Server{mapper: m, az: az, checkProxy: checkProxy, signIn: newSignIn(cfg.SDK.SAML), log: log}
 	s.checkInfo = grpc.UnaryServerInfo{Server: s, FullMethod: authv3.Authorization_Check_FullMethodName}
 	s.checkUnary = func(ctx context.Context, req any) (any, error) {
 		return s.answer(ctx, req.(*authv3.CheckRequest)), nil
@@ -137,9 +128,10 @@ func (s *Server) Register(g *grpc.Server) {
 
 // Check implements authv3.AuthorizationServer. It never returns an error:
 // a request it cannot map is denied with HTTP 400 (reason input-invalid),
-// and a decision the engine cannot make is answered per fail mode, so that
-// Envoy's own failure_mode_allow only ever applies when the sidecar is
-// unreachable.
+// and a decision the engine cannot make with HTTP 500 (reason
+// policy-error), whatever sdk.fail_mode says. Failing open is Envoy's own
+// failure_mode_allow, which applies only when the sidecar cannot be
+// reached or answers with a gRPC error, never to an answer of Check.
 func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
 	return s.answer(ctx, req).Response(), nil
 }
@@ -195,8 +187,7 @@ func (s *Server) authorize(ctx context.Context, source string, pr proxyRequest, 
 	if err != nil {
 		// The code only: the wrapped engine error (an OPA evaluation
 		// error, say) can quote input values, which stay out of logs.
-		s.log.LogAttrs(ctx, slog.LevelWarn, "no decision; fail mode applied",
-			slog.String("fail_mode", s.failMode),
+		s.log.LogAttrs(ctx, slog.LevelWarn, "no decision; denied",
 			slog.String("reason", string(reason.Of(err, reason.PolicyError))),
 			slog.String("decision_id", res.Decision.DecisionID),
 			slog.String("trace_id", traceID(ctx)),

@@ -318,7 +318,6 @@ func TestNewRejects(t *testing.T) {
 		az   Authorizer
 	}{
 		{"nil authorizer", config.Config{}, nil},
-		{"unknown fail mode", config.Config{SDK: config.SDK{FailMode: "maybe"}}, ok},
 		{"bad route", config.Config{Sidecar: config.Sidecar{Routes: []config.Route{{Path: "/a/{"}}}}, ok},
 	}
 	for _, tt := range tests {
