@@ -30,17 +30,17 @@ type Chain []*Verifier
 // was verified). Every error is a *reason.Error, the last verifier's when
 // every one refused the token's kid.
 func (c Chain) VerifyDerived(ctx context.Context, raw string) (Claims, any, error) {
-	d := Digest{raw: raw}
+	d := digest{raw: raw}
 	if c.caching() {
-		d = DigestOf(raw)
+		d = digestOf(raw)
 	}
 	for _, v := range c {
-		if claims, derived, ok, err := v.Cached(&d); ok {
+		if claims, derived, ok, err := v.cached(&d); ok {
 			return claims, derived, err
 		}
 	}
 	for i, v := range c {
-		claims, derived, err := v.VerifyDigest(ctx, &d)
+		claims, derived, err := v.verifyDigest(ctx, &d)
 		var re *reason.Error
 		if err == nil || i == len(c)-1 || !errors.As(err, &re) || re.Code != reason.UnknownKID {
 			return claims, derived, err
