@@ -2,9 +2,10 @@
 // and embedded by svc-sidecar: it verifies bearer JWTs against a cached,
 // rotating JWKS and evaluates svc.authz Rego policies.
 //
-// An Engine is created from a configuration with New, answers
-// ValidateToken, Authorize and Evaluate concurrently, swaps its policy set
-// atomically on ReloadPolicies or SetPolicies, and is released by Close.
+// An Engine is created from a configuration with New, answers decision
+// requests concurrently (Decide, and its shorthands ValidateToken,
+// Authorize and Evaluate), swaps its policy set atomically on
+// ReloadPolicies or SetPolicies, and is released by Close.
 package engine
 
 import (
