@@ -78,10 +78,11 @@ type Server struct {
 var _ authv3.AuthorizationServer = (*Server)(nil)
 
 // New creates a Server from the configuration's tenant (sdk.tenant_id),
-// route table (sidecar.routes), proxy of the HTTP check (sidecar.check_proxy, default auto), trust of
-// forwarding headers (sidecar.trust_forwarded_for), case sensitivity of
-// the route table (envoy.routes_case_sensitive) and the format suffixes
-// it cuts (envoy.format_suffixes).
+// route table (sidecar.routes), proxy of the HTTP check
+// (sidecar.check_proxy, default auto), trust of forwarding headers
+// (sidecar.trust_forwarded_for), case sensitivity of the route table
+// (envoy.routes_case_sensitive) and the format suffixes it cuts
+// (envoy.format_suffixes).
 func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 	if az == nil {
 		return nil, fmt.Errorf("envoy: nil authorizer")
@@ -128,10 +129,11 @@ func (s *Server) Register(g *grpc.Server) {
 
 // Check implements authv3.AuthorizationServer. It never returns an error:
 // a request it cannot map is denied with HTTP 400 (reason input-invalid),
-// and a decision the engine cannot make with HTTP 500 (reason
+// and a decision the engine cannot make is denied with HTTP 500 (reason
 // policy-error), whatever sdk.fail_mode says. Failing open is Envoy's own
-// failure_mode_allow, which applies only when the sidecar cannot be
-// reached or answers with a gRPC error, never to an answer of Check.
+// failure_mode_allow, which applies only when the call fails (the sidecar
+// cannot be reached or does not answer in time), never to an answer of
+// Check.
 func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
 	return s.answer(ctx, req).Response(), nil
 }
