@@ -59,14 +59,9 @@ type slowDecider struct {
 	delay time.Duration
 }
 
-func (s slowDecider) ValidateToken(ctx context.Context, token string) engine.TokenDecision {
+func (s slowDecider) Decide(ctx context.Context, req engine.Request) (engine.Result, error) {
 	time.Sleep(s.delay)
-	return s.Decider.ValidateToken(ctx, token)
-}
-
-func (s slowDecider) Authorize(ctx context.Context, token string, in engine.Input) (engine.Result, error) {
-	time.Sleep(s.delay)
-	return s.Decider.Authorize(ctx, token, in)
+	return s.Decider.Decide(ctx, req)
 }
 
 // TestClientSlowSidecarWithinTimeout: a sidecar that accepts at once and

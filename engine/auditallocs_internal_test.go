@@ -42,7 +42,7 @@ func TestAuditedDecisionAllocs(t *testing.T) {
 	tok := p.Token(t, idptest.Claims("user-1", "acme", "viewer"))
 	in := Input{Action: "orders:read"}
 	decide := func() {
-		res, err := e.AuthorizeFrom(ctx, "envoy", tok, in)
+		res, err := e.Decide(ctx, Request{Credential: BearerToken(tok), Input: in, Source: "envoy"})
 		if err != nil || !res.Allowed() {
 			t.Fatalf("decision not allowed: %v %v", res.Decision.Reason, err)
 		}

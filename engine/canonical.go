@@ -13,15 +13,17 @@ func canonOf(cfg config.Config) reqpath.Canon {
 	return reqpath.Canon{CaseSensitive: cfg.Envoy.RoutesCaseSensitive, Formats: cfg.Envoy.Formats()}
 }
 
-// canonicalize sets r.CanonicalPath and r.Format from r.Path. It is the
-// one place they are set, whichever door the request came through (Envoy
-// Check, the HTTP check, Authorize called with a request), so a policy
-// that compares the canonical path cannot be bypassed through another.
-// An empty path has an empty canonical path; a path without a single
-// meaning (reqpath.Clean) is an error carrying reason.PathInvalid.
+// canonicalize sets r.CanonicalPath and r.Format from r.Path, with the
+// rules envoy's Mapper applies (reqpath, canonOf), so that a policy that
+// compares the canonical path cannot be bypassed through another surface
+// (Envoy Check, the HTTP check, Authorize called with a request). Decide
+// calls it for every request but those whose mapper computed the fields
+// itself (Request.Canonical). An empty path has an empty canonical path;
+// a path without a single meaning (reqpath.Clean) is an error carrying
+// reason.PathInvalid.
 //
 // Fields already holding the values are not written, so a request that
-// arrives canonical (every proxied one) is only read.
+// arrives canonical is only read.
 func (e *Engine) canonicalize(r *policy.Request) error {
 	var canonical, format string
 	if r.Path != "" {

@@ -15,29 +15,11 @@ import (
 	"github.com/svc-dev/svc/reason"
 )
 
-type sourceKey struct{}
-
-// WithSource tags ctx with the surface a decision was asked through
-// ("envoy", "grpc", "http", "sdk"); it lands in the audit record.
-func WithSource(ctx context.Context, source string) context.Context {
-	return context.WithValue(ctx, sourceKey{}, source)
-}
-
-func sourceOf(ctx context.Context) string {
-	s, _ := ctx.Value(sourceKey{}).(string)
-	return s
-}
-
-// ValidateToken verifies a bearer token. It never returns an error: every
-// outcome is a TokenDecision with a stable reason code.
-//
-// ValidateToken runs no policy, so it also refuses an authentic token of a
-// tenant the deployment does not serve (reason tenant-mismatch): one other
-// than sdk.tenant_id and not listed in sdk.accepted_tenants. A deployment
-// with neither set serves every tenant.
-func (e *Engine) ValidateToken(ctx context.Context, raw string) TokenDecision {
+// validateToken is the answer of ScopeToken: the credential verified,
+// the tenant served, one request taken from its budget.
+func (e *Engine) validateToken(ctx context.Context, cred Credential) TokenDecision {
 	ctx, span := e.tel.startVerify(ctx)
-	d, _ := e.validate(ctx, raw)
+	d, _ := e.verifyCredential(ctx, cred)
 	if d.Allowed && d.Reason == reason.OK {
 		if !e.cfg.SDK.AcceptsTenant(d.TenantID) {
 			d = TokenDecision{Reason: reason.TenantMismatch, Message: "the token's tenant is not served by this deployment"}
@@ -90,36 +72,24 @@ func (e *Engine) allowRate(ctx context.Context, tenant string) (bool, time.Durat
 // an outage of Redis does not write one line per request.
 const limiterWarnEvery = 30 * time.Second
 
-// verifyToken is ValidateToken without the tenant check: Authorize leaves
-// the tenant to the policy, which may allow a cross-tenant support role.
-// user is the policy input's user for an accepted token, built once per
-// verification (deriveUser), or nil when userFrom must build it.
-func (e *Engine) verifyToken(ctx context.Context, raw string) (d TokenDecision, user *policy.User) {
-	ctx, span := e.tel.startVerify(ctx)
-	d, user = e.validate(ctx, raw)
-	e.tel.endVerify(ctx, span, d)
-	return d, user
-}
-
-func (e *Engine) validate(ctx context.Context, raw string) (TokenDecision, *policy.User) {
+// verifyCredential verifies cred: the one place a credential is judged,
+// for ScopeToken and ScopeAuthorize alike. The token goes to one
+// token.Chain call, which hashes it once for every verifier. user is the
+// policy input's user for an accepted token, built once per verification
+// (deriveUser), or nil when userFrom must build it.
+func (e *Engine) verifyCredential(ctx context.Context, cred Credential) (TokenDecision, *policy.User) {
+	raw := cred.Bearer
 	if raw == "" {
 		return TokenDecision{Reason: reason.TokenMissing, Message: "no bearer token"}, nil
 	}
-	var (
-		claims token.Claims
-		user   *policy.User
-		err    error
-	)
-	if e.DevMode() {
+	tokens := e.tokens
+	if e.devMode {
 		if e.dev == nil || !devissuer.IssuedBy(raw) {
 			return TokenDecision{Allowed: true, Reason: reason.DevAnonymous, Subject: AnonymousSubject, TenantID: e.cfg.SDK.TenantID}, nil
 		}
-		var u any
-		claims, u, err = e.dev.VerifyDerived(ctx, raw)
-		user = derivedUser(u)
-	} else {
-		claims, user, err = e.verify(ctx, raw)
+		tokens = token.Chain{e.dev}
 	}
+	claims, derived, err := tokens.VerifyDerived(ctx, raw)
 	if err != nil {
 		var re *reason.Error
 		if errors.As(err, &re) {
@@ -128,6 +98,7 @@ func (e *Engine) validate(ctx context.Context, raw string) (TokenDecision, *poli
 		return TokenDecision{Reason: reason.TokenMalformed, Message: "token rejected"}, nil
 	}
 	var sub, tenant string
+	user := derivedUser(derived)
 	if user != nil {
 		// deriveUser took both from these claims when the token was
 		// verified; the cached user spares two lookups per request.
@@ -145,44 +116,6 @@ func identity(claims token.Claims) (sub, tenant string) {
 	return sub, tenant
 }
 
-// verify tries the local keys (tokens of the SAML gateway) first: they
-// answer an unknown kid at once, with no fetch, while the JWKS cache would
-// try to refresh on it. A token with a local kid is judged by the local
-// verifier alone.
-//
-// With both verifiers, the token is hashed once and both caches are asked
-// before either verifies, so that a cached IdP token costs neither a
-// second hash nor the local verifier's header parse and unknown-kid error.
-// Asking the JWKS cache before the local verifier judges is the same: the
-// JWKS verifier only ever saw tokens the local one refused with unknown
-// kid, and it refuses them so again (the local keys are fixed for the
-// engine's life; the checks before the key lookup depend on the token
-// alone).
-func (e *Engine) verify(ctx context.Context, raw string) (token.Claims, *policy.User, error) {
-	if e.local == nil {
-		claims, user, err := e.verifier.VerifyDerived(ctx, raw)
-		return claims, derivedUser(user), err
-	}
-	if e.verifier == nil {
-		claims, user, err := e.local.VerifyDerived(ctx, raw)
-		return claims, derivedUser(user), err
-	}
-	d := token.DigestOf(raw)
-	if claims, user, ok, err := e.local.Cached(&d); ok {
-		return claims, derivedUser(user), err
-	}
-	if claims, user, ok, err := e.verifier.Cached(&d); ok {
-		return claims, derivedUser(user), err
-	}
-	claims, user, err := e.local.VerifyDigest(ctx, &d)
-	var re *reason.Error
-	if err == nil || !errors.As(err, &re) || re.Code != reason.UnknownKID {
-		return claims, derivedUser(user), err
-	}
-	claims, user, err = e.verifier.VerifyDigest(ctx, &d)
-	return claims, derivedUser(user), err
-}
-
 // deriveUser is the token.Options.Derive of the engine's verifiers: the
 // user of the policy input, built once per verified token rather than
 // once per request. Every request with the token shares it, as it shares
@@ -198,65 +131,23 @@ func derivedUser(v any) *policy.User {
 	return u
 }
 
-// Authorize verifies the token, fills in.User and in.Tenant from the
-// verified claims and the configuration (whatever the caller put there is
-// replaced), sets in.Request's CanonicalPath and Format from its Path (in
-// the caller's Request, which must not be shared with a concurrent call),
-// applies the tenant's rate limit and evaluates the policy.
-//
-// An invalid token, a request path without a single meaning
-// (reason.PathInvalid) or an exhausted budget is a Result with the
-// reason, not an error; an error means the engine could not decide (reason.PolicyError)
-// and the caller applies its fail mode.
-func (e *Engine) Authorize(ctx context.Context, raw string, in Input) (Result, error) {
-	return e.AuthorizeFrom(ctx, sourceOf(ctx), raw, in)
-}
-
-// AuthorizeFrom is Authorize for a decision asked through source, as
-// WithSource would tag ctx with, without the context that costs every
-// request.
-func (e *Engine) AuthorizeFrom(ctx context.Context, source, raw string, in Input) (Result, error) {
-	return e.authorize(ctx, source, raw, in, nil)
-}
-
-// RequestCompleter fills in the parts of a policy input's request that
-// cost the most to build: its Headers and Query. CompleteRequest is called
-// at most once per request that needs them, before anything reads them,
-// on the goroutine that asked for the decision; it must give the maps the
-// caller would otherwise have set, and must not touch the other fields.
-type RequestCompleter interface {
-	CompleteRequest(r *policy.Request)
-}
-
-// AuthorizeDeferred is AuthorizeFrom for an input whose in.Request still
-// lacks Headers and Query: rc fills them in only when something can read
-// them, that is when the active policy set can observe them
-// (policy.Set.ReadsRequestParts, asked of the very set that decides), when
-// the input goes on a span for a live watcher, or when a decision observer
-// sees the decision. The decision, the audit record and what observers see
-// are those of AuthorizeFrom on the completed input; only
-// Result.Input.Request may lack the two maps when nothing read them.
-func (e *Engine) AuthorizeDeferred(ctx context.Context, source, raw string, in Input, rc RequestCompleter) (Result, error) {
-	if in.Request == nil {
-		rc = nil
-	}
-	return e.authorize(ctx, source, raw, in, rc)
-}
-
-// authorize is AuthorizeFrom, completing in.Request with rc when it is
-// not nil (AuthorizeDeferred).
-func (e *Engine) authorize(ctx context.Context, source, raw string, in Input, rc RequestCompleter) (Result, error) {
+// authorize is the answer of ScopeAuthorize. req is Decide's own copy:
+// its Input is completed in place.
+func (e *Engine) authorize(ctx context.Context, req *Request) (Result, error) {
 	start := e.now()
 	var user *policy.User
 	res := Result{}
-	res.Token, user = e.verifyToken(ctx, raw)
+	vctx, span := e.tel.startVerify(ctx)
+	res.Token, user = e.verifyCredential(vctx, req.Credential)
+	e.tel.endVerify(vctx, span, res.Token)
 	if !res.Token.Allowed {
 		// Every decision gets an id, so that a 401 can be matched with its
 		// audit record and log line.
 		res.Decision = Decision{Reason: res.Token.Reason, DenyReasons: []string{}, DecisionID: policy.NewDecisionID()}
-		e.record(ctx, source, start, res, in, rc)
+		e.record(ctx, start, res, req)
 		return res, nil
 	}
+	in := &req.Input
 	if user != nil {
 		in.User = *user
 	} else {
@@ -266,46 +157,40 @@ func (e *Engine) authorize(ctx context.Context, source, raw string, in Input, rc
 	if in.Resource.Tenant == "" {
 		in.Resource.Tenant = e.cfg.SDK.TenantID
 	}
-	if in.Request != nil {
+	if in.Request != nil && !req.Canonical {
 		if err := e.canonicalize(in.Request); err != nil {
 			// Only a caller of Authorize can send such a path: the
 			// proxies' mapping refuses it first.
-			res.Input = in
+			res.Input = *in
 			res.Decision = Decision{Reason: reason.PathInvalid, DenyReasons: []string{string(reason.PathInvalid)}, DecisionID: policy.NewDecisionID()}
-			e.record(ctx, source, start, res, in, rc)
+			e.record(ctx, start, res, req)
 			return res, nil
 		}
 	}
-	res.Input = in
+	res.Input = *in
 	if ok, wait := e.allowRate(ctx, in.User.TenantID); !ok {
 		res.Decision = Decision{Reason: reason.RateLimited, DenyReasons: []string{string(reason.RateLimited)}, RetryAfter: wait, DecisionID: policy.NewDecisionID()}
-		e.record(ctx, source, start, res, in, rc)
+		e.record(ctx, start, res, req)
 		return res, nil
 	}
-	d, err := e.evaluate(ctx, in, rc)
+	d, err := e.evaluate(ctx, *in, req.Completer)
 	res.Decision = d
 	if e.dryRun && err == nil {
 		// policy.mode = "dry-run": the would-be outcome is recorded as
 		// simulated and the request goes through.
-		e.recordEvaluated(ctx, source, start, res, in, true, rc)
+		e.recordEvaluated(ctx, start, res, req, true)
 		if !d.Allow {
 			res.Decision.Allow = true
 			res.Decision.Reason = reason.PolicyDryRun
 		}
 		return res, nil
 	}
-	e.recordEvaluated(ctx, source, start, res, in, false, rc)
+	e.recordEvaluated(ctx, start, res, req, false)
 	return res, err
 }
 
-// Evaluate runs the active policy on in as given. A repeated input is
-// answered from the active set's decision cache (policy.Set.Decide).
-func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
-	return e.evaluate(ctx, in, nil)
-}
-
-// evaluate is Evaluate, completing in.Request with rc (when not nil)
-// first if the set that decides can read what rc fills in.
+// evaluate runs the active policy on in, completing in.Request with rc
+// (when not nil) first if the set that decides can read what rc fills in.
 func (e *Engine) evaluate(ctx context.Context, in Input, rc RequestCompleter) (Decision, error) {
 	ctx, span := e.tel.startEval(ctx)
 	set := e.policies.Load()
@@ -342,18 +227,19 @@ func (e *Engine) evaluate(ctx context.Context, in Input, rc RequestCompleter) (D
 	return d, err
 }
 
-func (e *Engine) record(ctx context.Context, source string, start time.Time, res Result, in Input, rc RequestCompleter) {
-	e.finish(ctx, source, start, res, in, rc, false, false)
+func (e *Engine) record(ctx context.Context, start time.Time, res Result, req *Request) {
+	e.finish(ctx, start, res, req, false, false)
 }
 
-func (e *Engine) recordEvaluated(ctx context.Context, source string, start time.Time, res Result, in Input, simulated bool, rc RequestCompleter) {
-	e.finish(ctx, source, start, res, in, rc, true, simulated)
+func (e *Engine) recordEvaluated(ctx context.Context, start time.Time, res Result, req *Request, simulated bool) {
+	e.finish(ctx, start, res, req, true, simulated)
 }
 
 // finish counts the decision, writes its audit record and shows it to the
 // observer. With simulated set (dry-run policy mode), the record carries
 // the policy's own outcome, which was not enforced.
-func (e *Engine) finish(ctx context.Context, source string, start time.Time, res Result, in Input, rc RequestCompleter, evaluated, simulated bool) {
+func (e *Engine) finish(ctx context.Context, start time.Time, res Result, req *Request, evaluated, simulated bool) {
+	in := &req.Input
 	latency := e.now().Sub(start)
 	allowed := res.Allowed()
 	code := res.Decision.Reason
@@ -380,7 +266,7 @@ func (e *Engine) finish(ctx context.Context, source string, start time.Time, res
 		PolicyRevision: res.Decision.Revision,
 		LatencyUS:      latency.Microseconds(),
 		Simulated:      simulated,
-		Source:         source,
+		Source:         req.Source,
 	}
 	if lg, ok := e.audit.(*audit.Logger); ok && !observing {
 		// The log writes the ids from their bytes, off the request path;
@@ -397,11 +283,11 @@ func (e *Engine) finish(ctx context.Context, source string, start time.Time, res
 		e.audit.Log(rec)
 	}
 	if observing {
-		if rc != nil {
-			rc.CompleteRequest(in.Request)
+		if req.Completer != nil {
+			req.Completer.CompleteRequest(in.Request)
 		}
 		e.observer.ObserveDecision(ctx, DecisionEvent{
-			Record: rec, Input: in, Evaluated: evaluated,
+			Record: rec, Input: *in, Evaluated: evaluated,
 			PolicyAllow: evaluated && res.Decision.Allow, Latency: latency,
 		})
 	}

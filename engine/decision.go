@@ -10,7 +10,8 @@ import (
 // Input is the policy input document; see policy.Input.
 type Input = policy.Input
 
-// TokenDecision is the result of ValidateToken.
+// TokenDecision is the verdict on a credential: what ValidateToken
+// returns (Decide under ScopeToken), and Result.Token.
 type TokenDecision struct {
 	// Allowed is true when the token verified (or in development mode).
 	Allowed bool `json:"allowed"`
@@ -36,7 +37,7 @@ type Decision struct {
 	// DecisionID identifies this evaluation in logs, traces and audit.
 	DecisionID string `json:"decision_id"`
 	// Reason is "policy-allow", "policy-deny", "rate-limited" or a token
-	// failure code when Authorize stopped before the policy.
+	// failure code when the decision stopped before the policy.
 	Reason reason.Code `json:"reason"`
 	// Revision is the revision of the policy set that decided.
 	Revision string `json:"revision,omitempty"`
@@ -44,8 +45,10 @@ type Decision struct {
 	RetryAfter time.Duration `json:"retry_after,omitempty"`
 }
 
-// Result is the outcome of Authorize: the token decision, then (when the
-// token was accepted) the policy decision on the completed input.
+// Result is the outcome of Decide: under ScopeAuthorize (Authorize) the
+// token decision, then (when the token was accepted) the policy decision
+// on the completed input; under ScopeToken the token decision alone;
+// under ScopePolicy the policy decision on the input as given.
 type Result struct {
 	Token    TokenDecision `json:"token"`
 	Decision Decision      `json:"decision"`

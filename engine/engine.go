@@ -2,9 +2,10 @@
 // and embedded by svc-sidecar: it verifies bearer JWTs against a cached,
 // rotating JWKS and evaluates svc.authz Rego policies.
 //
-// An Engine is created from a configuration with New, answers
-// ValidateToken, Authorize and Evaluate concurrently, swaps its policy set
-// atomically on ReloadPolicies or SetPolicies, and is released by Close.
+// An Engine is created from a configuration with New, answers decision
+// requests concurrently (Decide, and its shorthands ValidateToken,
+// Authorize and Evaluate), swaps its policy set atomically on
+// ReloadPolicies or SetPolicies, and is released by Close.
 package engine
 
 import (
@@ -84,6 +85,9 @@ type Engine struct {
 	now      func() time.Time
 	keys     *jwks.Cache     // nil in development mode
 	verifier *token.Verifier // nil without jwks_url
+	// tokens verifies every token outside development mode: local, then
+	// verifier, each when set.
+	tokens token.Chain
 	// issuer signs the tokens of the SAML gateway and local verifies them
 	// from its keys; both nil without [sdk.saml].
 	issuer *issuer.Issuer
@@ -122,6 +126,31 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	e := newEngine(cfg, deps)
+	set, err := loadPolicies(cfg)
+	if err != nil {
+		return nil, err
+	}
+	e.policies = policy.NewStore(set)
+	ctx, cancel := context.WithCancel(context.Background())
+	e.stop = cancel
+	if err := e.newIdentitySources(ctx, deps); err != nil {
+		cancel()
+		return nil, err
+	}
+	if e.tel, err = newInstruments(tracerProvider(deps), meterProvider(deps), e); err != nil {
+		cancel()
+		return nil, err
+	}
+	// Last, so that no earlier failure leaves a client open.
+	e.newSharedLimiter()
+	return e, nil
+}
+
+// newEngine is an Engine with cfg's settings and deps' collaborators, or
+// their defaults: slog.Default, time.Now, and the in-memory limiter
+// unless rate limits are off or shared through Redis.
+func newEngine(cfg config.Config, deps Deps) *Engine {
 	e := &Engine{
 		cfg:     cfg,
 		devMode: cfg.DevMode(),
@@ -145,111 +174,137 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 	if e.limiter == nil && !cfg.RateLimit.Disabled && cfg.RateLimit.RedisAddr == "" {
 		e.limiter = ratelimit.NewMemory(cfg.RateLimitFor, e.now)
 	}
-	tp, mp := deps.TracerProvider, deps.MeterProvider
-	if tp == nil {
-		tp = tracenoop.NewTracerProvider()
-	}
-	if mp == nil {
-		mp = metricnoop.NewMeterProvider()
-	}
+	return e
+}
 
-	set, err := loadPolicies(cfg)
-	if err != nil {
-		return nil, err
+func tracerProvider(deps Deps) trace.TracerProvider {
+	if deps.TracerProvider == nil {
+		return tracenoop.NewTracerProvider()
 	}
-	e.policies = policy.NewStore(set)
+	return deps.TracerProvider
+}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	e.stop = cancel
-	if s := cfg.SDK.SAML; s != nil {
+func meterProvider(deps Deps) metric.MeterProvider {
+	if deps.MeterProvider == nil {
+		return metricnoop.NewMeterProvider()
+	}
+	return deps.MeterProvider
+}
+
+// newIdentitySources sets up what verifies tokens: the SAML gateway's
+// issuer and its local verifier ([sdk.saml]), then the development
+// issuer's verifier in development mode, or else the JWKS and its
+// verifier (sdk.jwks_url), whose refresh runs until ctx ends; e.tokens
+// chains the verifiers. e.done is closed when no refresh runs.
+func (e *Engine) newIdentitySources(ctx context.Context, deps Deps) error {
+	if s := e.cfg.SDK.SAML; s != nil {
 		if err := e.newLocalIssuer(*s); err != nil {
-			cancel()
-			return nil, err
+			return err
 		}
 	}
-	if cfg.DevMode() {
+	switch {
+	case e.devMode:
 		if err := e.newDevVerifier(deps.DevIssuer); err != nil {
-			cancel()
-			return nil, err
+			return err
 		}
 		e.log.Warn("DEVELOPMENT MODE: no identity source is configured (no sdk.jwks_url, no [sdk.saml]), so EVERY bearer token is accepted without verification as the user anonymous, except tokens of the development issuer (core dev token, iss svc-dev), which are verified; set sdk.jwks_url (SVC_JWKS_URL) or [sdk.saml] before serving real traffic",
-			"reason", reason.DevAnonymous, "tenant", cfg.SDK.TenantID, "dev_issuer", e.dev != nil)
+			"reason", reason.DevAnonymous, "tenant", e.cfg.SDK.TenantID, "dev_issuer", e.dev != nil)
 		close(e.done)
-	} else if cfg.SDK.JWKSURL == "" {
+		return nil
+	case e.cfg.SDK.JWKSURL == "":
 		close(e.done)
-	} else {
-		e.keys, err = jwks.New(jwks.Options{
-			URL:          cfg.SDK.JWKSURL,
-			Client:       deps.HTTPClient,
-			FetchTimeout: cfg.JWT.JWKSFetchTimeout.Duration,
-			MinRefresh:   cfg.JWT.JWKSMinRefresh.Duration,
-			MaxRefresh:   cfg.JWT.JWKSMaxRefresh.Duration,
-			// Fetch failures name the setting they come from.
-			Logger: e.log.With("setting", cfg.Setting("sdk.jwks_url")),
-			Now:    e.now,
-			// Tokens verified with a key the provider withdrew (or
-			// replaced under its kid) leave the cache with the key. Run,
-			// the only source of fetches before the first Verify, starts
-			// after e.verifier is set.
-			OnChange: func() {
-				if n := e.verifier.Retain(e.keys.Holds); n > 0 {
-					e.log.Info("jwks changed: cached tokens of withdrawn keys dropped", "dropped", n)
-				}
-			},
-		})
-		if err != nil {
-			cancel()
-			return nil, fmt.Errorf("jwks: %w", err)
+	default:
+		if err := e.newJWKSVerifier(deps.HTTPClient); err != nil {
+			return err
 		}
-		e.verifier, err = token.New(token.Options{
-			Keys:        e.keys,
-			Issuer:      cfg.JWT.Issuer,
-			Audiences:   cfg.JWT.Audiences,
-			Skew:        cfg.JWT.ClockSkew.Duration,
-			CacheSize:   cfg.JWT.CacheSize,
-			CacheMaxAge: cfg.JWT.CacheMaxAge.Duration,
-			AllowedTyp:  cfg.JWT.AllowedTyp,
-			Now:         e.now,
-			Derive:      deriveUser,
-		})
-		if err != nil {
-			cancel()
-			return nil, fmt.Errorf("token verifier: %w", err)
-		}
-		if len(cfg.JWT.Audiences) == 0 {
-			e.log.Warn("jwt.audiences is unset: any token the identity provider issues for any client or API is accepted; set jwt.audiences (SVC_JWT_AUDIENCES) to this API's audience")
-		}
-		go func() {
-			defer close(e.done)
-			if err := e.keys.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				e.log.Error("jwks refresh stopped", "err", err)
-			}
-		}()
+		go e.refreshKeys(ctx)
 	}
-	if !cfg.DevMode() && e.verifier == nil && e.local == nil {
+	for _, v := range []*token.Verifier{e.local, e.verifier} {
+		if v != nil {
+			e.tokens = append(e.tokens, v)
+		}
+	}
+	if len(e.tokens) == 0 {
 		// An identity source config.IdentitySources lists that no
 		// verifier serves would leave every token unverifiable; refuse
 		// to start rather than fail on the first request.
-		cancel()
-		return nil, fmt.Errorf("identity sources %v: no token verifier serves them", cfg.IdentitySources())
+		return fmt.Errorf("identity sources %v: no token verifier serves them", e.cfg.IdentitySources())
 	}
-	e.tel, err = newInstruments(tp, mp, e)
+	return nil
+}
+
+// newJWKSVerifier sets up the JWKS cache of sdk.jwks_url, fetched with
+// client, and the verifier of the identity provider's tokens.
+func (e *Engine) newJWKSVerifier(client *http.Client) error {
+	cfg := e.cfg
+	var err error
+	e.keys, err = jwks.New(jwks.Options{
+		URL:          cfg.SDK.JWKSURL,
+		Client:       client,
+		FetchTimeout: cfg.JWT.JWKSFetchTimeout.Duration,
+		MinRefresh:   cfg.JWT.JWKSMinRefresh.Duration,
+		MaxRefresh:   cfg.JWT.JWKSMaxRefresh.Duration,
+		// Fetch failures name the setting they come from.
+		Logger: e.log.With("setting", cfg.Setting("sdk.jwks_url")),
+		Now:    e.now,
+		// Tokens verified with a key the provider withdrew (or replaced
+		// under its kid) leave the cache with the key. Run, the only
+		// source of fetches before the first Verify, starts after
+		// e.verifier is set.
+		OnChange: func() {
+			if n := e.verifier.Retain(e.keys.Holds); n > 0 {
+				e.log.Info("jwks changed: cached tokens of withdrawn keys dropped", "dropped", n)
+			}
+		},
+	})
 	if err != nil {
-		cancel()
-		return nil, err
+		return fmt.Errorf("jwks: %w", err)
 	}
-	// Last, so that no earlier failure leaves a client open.
-	if e.limiter == nil && !cfg.RateLimit.Disabled && cfg.RateLimit.RedisAddr != "" {
-		timeout := cfg.RateLimit.RedisTimeout.Duration
-		e.redis = redis.NewClient(ratelimit.RedisClientOptions(cfg.RateLimit.RedisAddr, timeout))
-		shared := ratelimit.NewRedis(e.redis, cfg.RateLimitFor, ratelimit.RedisOptions{Now: e.now, Timeout: timeout})
-		// Validate accepted the mode; Parse maps "" to the default.
-		mode, _ := ratelimit.ParseFallbackMode(cfg.RateLimit.RedisFallback)
-		fb := ratelimit.NewFallback(shared, cfg.RateLimitFor, mode, cfg.RateLimit.Replicas, e.now)
-		e.fallback.Store(fb)
-		e.limiter = fb
+	e.verifier, err = token.New(token.Options{
+		Keys:        e.keys,
+		Issuer:      cfg.JWT.Issuer,
+		Audiences:   cfg.JWT.Audiences,
+		Skew:        cfg.JWT.ClockSkew.Duration,
+		CacheSize:   cfg.JWT.CacheSize,
+		CacheMaxAge: cfg.JWT.CacheMaxAge.Duration,
+		AllowedTyp:  cfg.JWT.AllowedTyp,
+		Now:         e.now,
+		Derive:      deriveUser,
+	})
+	if err != nil {
+		return fmt.Errorf("token verifier: %w", err)
 	}
-	return e, nil
+	if len(cfg.JWT.Audiences) == 0 {
+		e.log.Warn("jwt.audiences is unset: any token the identity provider issues for any client or API is accepted; set jwt.audiences (SVC_JWT_AUDIENCES) to this API's audience")
+	}
+	return nil
+}
+
+// refreshKeys keeps the JWKS current until ctx ends, then closes e.done.
+func (e *Engine) refreshKeys(ctx context.Context) {
+	defer close(e.done)
+	if err := e.keys.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		e.log.Error("jwks refresh stopped", "err", err)
+	}
+}
+
+// newSharedLimiter shares the rate-limit budgets of every replica through
+// Redis (rate_limit.redis_addr), behind the fallback mode
+// (rate_limit.redis_fallback), unless deps gave a limiter or rate limits
+// are off.
+func (e *Engine) newSharedLimiter() {
+	cfg := e.cfg
+	if e.limiter != nil || cfg.RateLimit.Disabled || cfg.RateLimit.RedisAddr == "" {
+		return
+	}
+	timeout := cfg.RateLimit.RedisTimeout.Duration
+	e.redis = redis.NewClient(ratelimit.RedisClientOptions(cfg.RateLimit.RedisAddr, timeout))
+	shared := ratelimit.NewRedis(e.redis, cfg.RateLimitFor, ratelimit.RedisOptions{Now: e.now, Timeout: timeout})
+	// Validate accepted the mode; Parse maps "" to the default.
+	mode, _ := ratelimit.ParseFallbackMode(cfg.RateLimit.RedisFallback)
+	fb := ratelimit.NewFallback(shared, cfg.RateLimitFor, mode, cfg.RateLimit.Replicas, e.now)
+	e.fallback.Store(fb)
+	e.limiter = fb
 }
 
 // PolicyOptions are the compile options of every policy the sidecar

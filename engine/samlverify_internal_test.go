@@ -63,6 +63,12 @@ func verifyBefore(e *Engine, ctx context.Context, raw string) (token.Claims, *po
 	return claims, derivedUser(user), err
 }
 
+// verifyNow is the engine's verification: its token chain, once.
+func verifyNow(e *Engine, ctx context.Context, raw string) (token.Claims, *policy.User, error) {
+	claims, user, err := e.tokens.VerifyDerived(ctx, raw)
+	return claims, derivedUser(user), err
+}
+
 // withHeader returns tok with its header replaced by h: the signature no
 // longer covers it.
 func withHeader(t *testing.T, tok string, h map[string]any) string {
@@ -80,7 +86,7 @@ func withSignatureOf(tok, other string) string {
 	return tok[:strings.LastIndexByte(tok, '.')] + other[strings.LastIndexByte(other, '.'):]
 }
 
-// TestSAMLVerifyAsBefore: on an engine with [sdk.saml], verify answers
+// TestSAMLVerifyAsBefore: on an engine with [sdk.saml], its token chain answers
 // every token as the two VerifyDerived in turn did (twin engines on one
 // clock, the same keys), through cache hits, expiry, re-verification
 // after the cache's max age, and leaves the same counts in the JWKS
@@ -146,7 +152,7 @@ func TestSAMLVerifyAsBefore(t *testing.T) {
 		for round := range 2 {
 			for _, toks := range all {
 				for name, tok := range toks {
-					gotC, gotU, gotErr := e.verify(ctx, tok)
+					gotC, gotU, gotErr := verifyNow(e, ctx, tok)
 					wantC, wantU, wantErr := verifyBefore(ref, ctx, tok)
 					if reason.Of(gotErr, reason.OK) != reason.Of(wantErr, reason.OK) || (gotErr == nil) != (wantErr == nil) ||
 						(gotErr != nil && gotErr.Error() != wantErr.Error()) {
@@ -177,16 +183,16 @@ func TestSAMLVerifyAsBefore(t *testing.T) {
 		"idp kid local header": reason.AlgNotAllowed, "unknown kid": reason.UnknownKID,
 		"idp expired": reason.TokenExpired, "idp bad signature": reason.SignatureInvalid,
 	} {
-		if _, _, err := e.verify(ctx, toks[name]); reason.Of(err, reason.OK) != want {
+		if _, _, err := verifyNow(e, ctx, toks[name]); reason.Of(err, reason.OK) != want {
 			t.Errorf("%s: %v, want %s", name, err, want)
 		}
 	}
 	clock.Store(t0.Add(16 * time.Minute).UnixNano())
-	if _, _, err := e.verify(ctx, toks["local"]); reason.Of(err, reason.OK) != reason.TokenExpired {
+	if _, _, err := verifyNow(e, ctx, toks["local"]); reason.Of(err, reason.OK) != reason.TokenExpired {
 		t.Errorf("expired cached local token: %v", err)
 	}
 	clock.Store(t0.Add(time.Hour).UnixNano())
-	if _, _, err := e.verify(ctx, toks["idp"]); reason.Of(err, reason.OK) != reason.TokenExpired {
+	if _, _, err := verifyNow(e, ctx, toks["idp"]); reason.Of(err, reason.OK) != reason.TokenExpired {
 		t.Errorf("expired cached IdP token: %v", err)
 	}
 }

@@ -35,11 +35,11 @@ func BenchmarkCheck(b *testing.B) {
 		"user-agent": "bench/1.0", "x-request-id": "9b1d3a4e-1c2f-4a5b-8c7d-0e1f2a3b4c5d",
 	}, nil)
 
-	trivial := authorizerFunc(func(_ context.Context, _ string, in engine.Input) (engine.Result, error) {
+	trivial := authorizerFunc(func(_ context.Context, req engine.Request) (engine.Result, error) {
 		return engine.Result{
 			Token:    engine.TokenDecision{Allowed: true, Reason: reason.OK, Subject: "u-1", TenantID: testTenant},
 			Decision: engine.Decision{Allow: true, DecisionID: "0b7f4d2c-8a3e-4c1b-9f6d-2e5a7c9b1d3f", Reason: reason.PolicyAllow},
-			Input:    in,
+			Input:    req.Input,
 		}, nil
 	})
 	for _, bc := range []struct {

@@ -37,13 +37,25 @@ func (s *recordSink) last(t *testing.T) audit.Record {
 	return s.recs[len(s.recs)-1]
 }
 
-// plainAuthorizer hides every method of an Authorizer but Authorize.
+// plainAuthorizer asks its Authorizer with the request's headers and
+// query built up front and its canonical path left to the engine, as an
+// Authorizer that honours neither engine.Request.Completer nor
+// engine.Request.Canonical would.
 type plainAuthorizer struct{ Authorizer }
 
+func (p plainAuthorizer) Decide(ctx context.Context, req engine.Request) (engine.Result, error) {
+	if req.Completer != nil {
+		req.Completer.CompleteRequest(req.Input.Request)
+		req.Completer = nil
+	}
+	req.Canonical = false
+	return p.Authorizer.Decide(ctx, req)
+}
+
 // TestCheckAuditSource: a decision asked over ext_authz is audited with
-// source "envoy", whether the Authorizer takes the source as an argument
-// (the engine) or reads it from the context; one asked by an HTTP check
-// with "http-check".
+// source "envoy", whether the Authorizer defers the request's headers and
+// query (the engine) or not; one asked by an HTTP check with
+// "http-check".
 func TestCheckAuditSource(t *testing.T) {
 	idp := newTestIdP(t)
 	cfg := testConfig(idp, config.FailClosed)

@@ -124,11 +124,11 @@ func TestCheckAnswerEncoderAllocs(t *testing.T) {
 // gRPC service's path, the CheckAnswer written from its verdict.
 func BenchmarkCheckEncoded(b *testing.B) {
 	cfg := testConfig(newTestIdP(b), config.FailClosed)
-	trivial := authorizerFunc(func(_ context.Context, _ string, in engine.Input) (engine.Result, error) {
+	trivial := authorizerFunc(func(_ context.Context, req engine.Request) (engine.Result, error) {
 		return engine.Result{
 			Token:    engine.TokenDecision{Allowed: true, Reason: reason.OK, Subject: "u-1", TenantID: testTenant},
 			Decision: engine.Decision{Allow: true, DecisionID: "0b7f4d2c-8a3e-4c1b-9f6d-2e5a7c9b1d3f", Reason: reason.PolicyAllow},
-			Input:    in,
+			Input:    req.Input,
 		}, nil
 	})
 	s := newTestServer(b, cfg, trivial)

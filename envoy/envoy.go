@@ -25,37 +25,26 @@ import (
 	"github.com/svc-dev/svc/reason"
 )
 
-// Authorizer decides: it verifies the token, completes the input from the
-// verified claims and evaluates the policy. *engine.Engine implements it.
+// Authorizer decides one request: it verifies the credential, completes
+// the input from the verified identity and evaluates the policy.
+// *engine.Engine implements it.
+//
+// The Server asks with the source, the request's headers and query left
+// for the Completer, and the canonical path its Mapper computed
+// (engine.Request.Canonical): the Authorizer must apply the path rules
+// of the configuration the Server was built from (envoy.routes_case_sensitive,
+// envoy.format_suffixes), as an engine built from the same one does.
 //
 // An invalid token or a rate-limited tenant is a Result, not an error; an
-// error means no decision could be made, and the fail mode applies.
+// error means no decision could be made, and is answered as a denial with
+// reason policy-error.
 type Authorizer interface {
-	Authorize(ctx context.Context, token string, in engine.Input) (engine.Result, error)
+	Decide(ctx context.Context, req engine.Request) (engine.Result, error)
 }
 
 var _ Authorizer = (*engine.Engine)(nil)
 
-// sourceAuthorizer is an Authorizer told the source of a decision as an
-// argument rather than through the context (engine.WithSource), which
-// spares a context per request. *engine.Engine implements it.
-type sourceAuthorizer interface {
-	AuthorizeFrom(ctx context.Context, source, token string, in engine.Input) (engine.Result, error)
-}
-
-var _ sourceAuthorizer = (*engine.Engine)(nil)
-
-// deferredAuthorizer is a sourceAuthorizer that builds the input's request
-// headers and query only when it can read them (engine.AuthorizeDeferred):
-// most policies never do, and the two maps are a large part of mapping a
-// request. *engine.Engine implements it.
-type deferredAuthorizer interface {
-	AuthorizeDeferred(ctx context.Context, source, token string, in engine.Input, rc engine.RequestCompleter) (engine.Result, error)
-}
-
-var _ deferredAuthorizer = (*engine.Engine)(nil)
-
-// Sources recorded with each decision (engine.WithSource).
+// Sources recorded with each decision (engine.Request.Source).
 const (
 	SourceEnvoy     = "envoy"
 	SourceHTTPCheck = "http-check"
@@ -75,7 +64,6 @@ type Deps struct {
 type Server struct {
 	mapper     *Mapper
 	az         Authorizer
-	failMode   string
 	checkProxy string // sidecar.check_proxy
 	signIn     signIn // where browsers sign in ([sdk.saml])
 	log        *slog.Logger
@@ -90,21 +78,14 @@ type Server struct {
 var _ authv3.AuthorizationServer = (*Server)(nil)
 
 // New creates a Server from the configuration's tenant (sdk.tenant_id),
-// route table (sidecar.routes), fail mode (sdk.fail_mode, default open),
-// proxy of the HTTP check (sidecar.check_proxy, default auto), trust of
-// forwarding headers (sidecar.trust_forwarded_for), case sensitivity of
-// the route table (envoy.routes_case_sensitive) and the format suffixes
-// it cuts (envoy.format_suffixes).
+// route table (sidecar.routes), proxy of the HTTP check
+// (sidecar.check_proxy, default auto), trust of forwarding headers
+// (sidecar.trust_forwarded_for), case sensitivity of the route table
+// (envoy.routes_case_sensitive) and the format suffixes it cuts
+// (envoy.format_suffixes).
 func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 	if az == nil {
 		return nil, fmt.Errorf("envoy: nil authorizer")
-	}
-	failMode := cfg.SDK.FailMode
-	if failMode == "" {
-		failMode = config.DefaultFailMode
-	}
-	if failMode != config.FailOpen && failMode != config.FailClosed {
-		return nil, fmt.Errorf("envoy: sdk.fail_mode must be %q or %q, got %q", config.FailOpen, config.FailClosed, failMode)
 	}
 	m, err := NewMapper(cfg.SDK.TenantID, cfg.Sidecar.Routes)
 	if err != nil {
@@ -128,7 +109,7 @@ func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{mapper: m, az: az, failMode: failMode, checkProxy: checkProxy, signIn: newSignIn(cfg.SDK.SAML), log: log}
+	s := &Server{mapper: m, az: az, checkProxy: checkProxy, signIn: newSignIn(cfg.SDK.SAML), log: log}
 	s.checkInfo = grpc.UnaryServerInfo{Server: s, FullMethod: authv3.Authorization_Check_FullMethodName}
 	s.checkUnary = func(ctx context.Context, req any) (any, error) {
 		return s.answer(ctx, req.(*authv3.CheckRequest)), nil
@@ -148,9 +129,11 @@ func (s *Server) Register(g *grpc.Server) {
 
 // Check implements authv3.AuthorizationServer. It never returns an error:
 // a request it cannot map is denied with HTTP 400 (reason input-invalid),
-// and a decision the engine cannot make is answered per fail mode, so that
-// Envoy's own failure_mode_allow only ever applies when the sidecar is
-// unreachable.
+// and a decision the engine cannot make is denied with HTTP 500 (reason
+// policy-error), whatever sdk.fail_mode says. Failing open is Envoy's own
+// failure_mode_allow, which applies only when the call fails (the sidecar
+// cannot be reached or does not answer in time), never to an answer of
+// Check.
 func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
 	return s.answer(ctx, req).Response(), nil
 }
@@ -163,12 +146,8 @@ func (s *Server) answer(ctx context.Context, req *authv3.CheckRequest) *CheckAns
 		s.logInvalid(ctx, err)
 		return &CheckAnswer{v: v}
 	}
-	source := SourceEnvoy
-	if _, ok := s.az.(sourceAuthorizer); !ok {
-		ctx, source = engine.WithSource(ctx, SourceEnvoy), ""
-	}
 	blk := new(checkAnswer)
-	v, ok := s.authorizeFrom(ctx, source, pr, &blk.mapped)
+	v, ok := s.authorize(ctx, SourceEnvoy, pr, &blk.mapped)
 	a := &blk.answer
 	a.v = s.present(v, pr)
 	if ok && a.v.allow {
@@ -187,37 +166,30 @@ type checkAnswer struct {
 	answer CheckAnswer
 }
 
-// authorize maps pr and asks the Authorizer; ok is false when the request
-// could not be mapped. ctx carries the source (engine.WithSource).
-func (s *Server) authorize(ctx context.Context, pr proxyRequest) (verdict, bool) {
-	return s.authorizeFrom(ctx, "", pr, new(mappedRequest))
-}
-
-// authorizeFrom is authorize for a decision asked through source, or
-// through the source ctx carries when source is empty; a source is given
-// only to a sourceAuthorizer. The input is mapped into blk.
-func (s *Server) authorizeFrom(ctx context.Context, source string, pr proxyRequest, blk *mappedRequest) (verdict, bool) {
-	da, deferred := s.az.(deferredAuthorizer)
-	deferred = deferred && source != ""
-	token, in, err := s.mapper.mapRequestInto(pr, blk, deferred)
+// authorize maps pr into blk and asks the Authorizer for a decision
+// asked through source; ok is false when the request could not be
+// mapped. The headers and query of the input's request are built only if
+// the Authorizer asks for them (blk.CompleteRequest).
+func (s *Server) authorize(ctx context.Context, source string, pr proxyRequest, blk *mappedRequest) (verdict, bool) {
+	token, in, err := s.mapper.mapRequestInto(pr, blk, true)
 	if err != nil {
 		s.logInvalid(ctx, err)
 		return invalidInput(err), false
 	}
-	var res engine.Result
-	if deferred {
-		res, err = da.AuthorizeDeferred(ctx, source, token, in, blk)
-	} else if sa, ok := s.az.(sourceAuthorizer); ok && source != "" {
-		res, err = sa.AuthorizeFrom(ctx, source, token, in)
-	} else {
-		res, err = s.az.Authorize(ctx, token, in)
-	}
+	res, err := s.az.Decide(ctx, engine.Request{
+		Credential: engine.BearerToken(token),
+		Input:      in,
+		Source:     source,
+		Completer:  blk,
+		// The mapping computed the canonical path from the path it
+		// cleaned, with the rules of the route table.
+		Canonical: true,
+	})
 	v := decide(res, err)
 	if err != nil {
 		// The code only: the wrapped engine error (an OPA evaluation
 		// error, say) can quote input values, which stay out of logs.
-		s.log.LogAttrs(ctx, slog.LevelWarn, "no decision; fail mode applied",
-			slog.String("fail_mode", s.failMode),
+		s.log.LogAttrs(ctx, slog.LevelWarn, "no decision; denied",
 			slog.String("reason", string(reason.Of(err, reason.PolicyError))),
 			slog.String("decision_id", res.Decision.DecisionID),
 			slog.String("trace_id", traceID(ctx)),

@@ -97,8 +97,8 @@ func serveGRPC(t testing.TB, s *Server) authv3.AuthorizationClient {
 }
 
 // authorizerFunc adapts a function to Authorizer.
-type authorizerFunc func(ctx context.Context, token string, in engine.Input) (engine.Result, error)
+type authorizerFunc func(ctx context.Context, req engine.Request) (engine.Result, error)
 
-func (f authorizerFunc) Authorize(ctx context.Context, token string, in engine.Input) (engine.Result, error) {
-	return f(ctx, token, in)
+func (f authorizerFunc) Decide(ctx context.Context, req engine.Request) (engine.Result, error) {
+	return f(ctx, req)
 }

@@ -8,7 +8,6 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/reason"
 )
@@ -130,7 +129,7 @@ func (s *Server) serveEnvoyCheck(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) check(ctx context.Context, w http.ResponseWriter, pr proxyRequest, conv convention) {
-	v, ok := s.authorize(engine.WithSource(ctx, SourceHTTPCheck), pr)
+	v, ok := s.authorize(ctx, SourceHTTPCheck, pr, new(mappedRequest))
 	v = s.present(v, pr)
 	var spoofed []string
 	if ok && v.allow {

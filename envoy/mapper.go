@@ -311,9 +311,9 @@ func (m *Mapper) mapRequestInto(pr proxyRequest, blk *mappedRequest, deferred bo
 		action = blk.join(resource, verb)
 	}
 
-	// The engine sets the canonical fields again from Path on every
-	// decision; set here, they show in the mapped input (core trace,
-	// goldens) and the engine finds nothing to change.
+	// Computed here once, from the segments just cleaned: the engine
+	// takes them as they are (engine.Request.Canonical), and they show
+	// in the mapped input (core trace, goldens).
 	canonical, format := m.canon.Segments(v.segs, path)
 	blk.req = policy.Request{
 		Method:        method,
@@ -358,7 +358,8 @@ type mappedRequest struct {
 
 // CompleteRequest sets the request's headers and query (policyHeaders,
 // parseQuery) the first time it is called, and does nothing after:
-// engine.AuthorizeDeferred calls it only when something can read them.
+// the engine calls it only when something can read them
+// (engine.Request.Completer).
 // r is the request b holds.
 func (b *mappedRequest) CompleteRequest(r *policy.Request) {
 	if !b.pending || r != &b.req {

@@ -311,14 +311,13 @@ func TestCheckDevelopmentMode(t *testing.T) {
 }
 
 func TestNewRejects(t *testing.T) {
-	ok := authorizerFunc(func(context.Context, string, engine.Input) (engine.Result, error) { return engine.Result{}, nil })
+	ok := authorizerFunc(func(context.Context, engine.Request) (engine.Result, error) { return engine.Result{}, nil })
 	tests := []struct {
 		name string
 		cfg  config.Config
 		az   Authorizer
 	}{
 		{"nil authorizer", config.Config{}, nil},
-		{"unknown fail mode", config.Config{SDK: config.SDK{FailMode: "maybe"}}, ok},
 		{"bad route", config.Config{Sidecar: config.Sidecar{Routes: []config.Route{{Path: "/a/{"}}}}, ok},
 	}
 	for _, tt := range tests {
@@ -336,7 +335,7 @@ func TestNewRejects(t *testing.T) {
 // the client's own text.
 func TestServerLogsCodesNotErrors(t *testing.T) {
 	const secret = "s3cr3t-input-value"
-	failing := authorizerFunc(func(context.Context, string, engine.Input) (engine.Result, error) {
+	failing := authorizerFunc(func(context.Context, engine.Request) (engine.Result, error) {
 		return engine.Result{}, reason.Wrap(reason.PolicyError, errors.New(`eval_type_error: to_number: invalid syntax "`+secret+`"`), "policy evaluation failed")
 	})
 	var buf strings.Builder

@@ -15,7 +15,6 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
-	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/wire"
 )
@@ -57,7 +56,7 @@ func (s *Server) httpValidateToken(w http.ResponseWriter, r *http.Request) {
 	if req.Token == "" {
 		req.Token = authz.BearerToken(r)
 	}
-	d := tokenDecisionOf(s.d.ValidateToken(engine.WithSource(r.Context(), "http"), req.GetToken()), false)
+	d := tokenDecisionOf(validate(r.Context(), s.d, sourceHTTP, req.GetToken()), false)
 	writeAnswer(w, func(b []byte) ([]byte, bool) { return appendTokenDecision(b, d) }, d.Proto)
 }
 
@@ -69,7 +68,7 @@ func (s *Server) httpAuthorize(w http.ResponseWriter, r *http.Request) {
 	if req.Token == "" {
 		req.Token = authz.BearerToken(r)
 	}
-	d, fail := s.decide(engine.WithSource(r.Context(), "http"), req)
+	d, fail := s.decide(r.Context(), sourceHTTP, req)
 	if fail != nil {
 		writeError(w, fail.httpStatus(), fail.code, fail.msg)
 		return

@@ -28,13 +28,28 @@ import (
 // Decider is the decision engine as this package uses it. *engine.Engine
 // implements it; Server and LocalAuthorizer are built on one.
 type Decider interface {
-	// ValidateToken verifies a bearer token. Every outcome, including a
-	// rejection, is a TokenDecision with a stable reason code.
-	ValidateToken(ctx context.Context, token string) engine.TokenDecision
-	// Authorize verifies the token, completes in (user from the verified
-	// claims, tenant from the configuration) and evaluates the policy. An
-	// error means the engine could not decide (reason.PolicyError).
-	Authorize(ctx context.Context, token string, in engine.Input) (engine.Result, error)
+	// Decide answers one request: under engine.ScopeToken a token
+	// decision with a stable reason code for every outcome, including a
+	// rejection; under engine.ScopeAuthorize the token decision, the
+	// input completed (user from the verified claims, tenant from the
+	// configuration) and the policy's decision. An error means the engine
+	// could not decide (reason.PolicyError).
+	Decide(ctx context.Context, req engine.Request) (engine.Result, error)
+}
+
+var _ Decider = (*engine.Engine)(nil)
+
+// Sources recorded with each decision (engine.Request.Source).
+const (
+	sourceGRPC = "grpc"
+	sourceHTTP = "http"
+	sourceSDK  = "sdk"
+)
+
+// validate asks d for the token decision of token, asked through source.
+func validate(ctx context.Context, d Decider, source, token string) engine.TokenDecision {
+	res, _ := d.Decide(ctx, engine.Request{Scope: engine.ScopeToken, Credential: engine.BearerToken(token), Source: source})
+	return res.Token
 }
 
 // DefaultMaxBodyBytes bounds a request body of the local HTTP API.
@@ -84,38 +99,39 @@ func (s *Server) Register(g grpc.ServiceRegistrar) {
 
 // ValidateToken implements authzv1.AuthzServiceServer.
 func (s *Server) ValidateToken(ctx context.Context, req *authzv1.ValidateTokenRequest) (*authzv1.ValidateTokenResponse, error) {
-	return s.validateToken(engine.WithSource(ctx, "grpc"), req), nil
+	return s.validateToken(ctx, sourceGRPC, req), nil
 }
 
 // Authorize implements authzv1.AuthzServiceServer.
 func (s *Server) Authorize(ctx context.Context, req *authzv1.AuthorizeRequest) (*authzv1.AuthorizeResponse, error) {
-	resp, fail := s.authorize(engine.WithSource(ctx, "grpc"), req)
+	resp, fail := s.authorize(ctx, sourceGRPC, req)
 	if fail != nil {
 		return nil, fail.grpcStatus().Err()
 	}
 	return resp, nil
 }
 
-func (s *Server) validateToken(ctx context.Context, req *authzv1.ValidateTokenRequest) *authzv1.ValidateTokenResponse {
-	return tokenDecisionOf(s.d.ValidateToken(ctx, req.GetToken()), false).Proto()
+func (s *Server) validateToken(ctx context.Context, source string, req *authzv1.ValidateTokenRequest) *authzv1.ValidateTokenResponse {
+	return tokenDecisionOf(validate(ctx, s.d, source, req.GetToken()), false).Proto()
 }
 
-func (s *Server) authorize(ctx context.Context, req *authzv1.AuthorizeRequest) (*authzv1.AuthorizeResponse, *apiError) {
-	d, fail := s.decide(ctx, req)
+func (s *Server) authorize(ctx context.Context, source string, req *authzv1.AuthorizeRequest) (*authzv1.AuthorizeResponse, *apiError) {
+	d, fail := s.decide(ctx, source, req)
 	if fail != nil {
 		return nil, fail
 	}
 	return d.Proto(), nil
 }
 
-// decide is authorize's decision, before it becomes an AuthorizeResponse.
-func (s *Server) decide(ctx context.Context, req *authzv1.AuthorizeRequest) (authz.Decision, *apiError) {
+// decide is authorize's decision, asked through source, before it
+// becomes an AuthorizeResponse.
+func (s *Server) decide(ctx context.Context, source string, req *authzv1.AuthorizeRequest) (authz.Decision, *apiError) {
 	areq := authz.AuthorizeRequestFromProto(req)
 	in, err := inputOf(areq)
 	if err != nil {
 		return authz.Decision{}, apiErrorOf(err, reason.InputInvalid)
 	}
-	res, err := s.d.Authorize(ctx, areq.Token, in)
+	res, err := s.d.Decide(ctx, engine.Request{Credential: engine.BearerToken(areq.Token), Input: in, Source: source})
 	if err != nil {
 		fail := apiErrorOf(err, reason.PolicyError)
 		// The wrapped engine error is left out: evaluation errors may

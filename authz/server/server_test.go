@@ -31,11 +31,13 @@ type spy struct {
 	inputs []engine.Input
 }
 
-func (s *spy) Authorize(ctx context.Context, token string, in engine.Input) (engine.Result, error) {
-	s.mu.Lock()
-	s.inputs = append(s.inputs, in)
-	s.mu.Unlock()
-	return s.Decider.Authorize(ctx, token, in)
+func (s *spy) Decide(ctx context.Context, req engine.Request) (engine.Result, error) {
+	if req.Scope == engine.ScopeAuthorize {
+		s.mu.Lock()
+		s.inputs = append(s.inputs, req.Input)
+		s.mu.Unlock()
+	}
+	return s.Decider.Decide(ctx, req)
 }
 
 func (s *spy) last(t *testing.T) engine.Input {

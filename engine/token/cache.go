@@ -170,8 +170,8 @@ type CacheStats struct {
 	Entries int
 	// Hits count the lookups that found the token since the Verifier
 	// was created; Misses count the tokens verified in full because the
-	// cache did not hold them (a lookup by Cached alone is not counted
-	// until VerifyDigest verifies the token).
+	// cache did not hold them (a lookup by cached alone is not counted
+	// until verifyDigest verifies the token).
 	Hits, Misses uint64
 }
 

@@ -7,27 +7,26 @@ import (
 	"github.com/svc-dev/svc/reason"
 )
 
-// Digest is a token with its SHA-256, the key of the verified-token
-// cache. A caller with several Verifiers (the engine's local one for the
-// tokens of the SAML gateway, and the JWKS one) hashes a token once with
-// DigestOf and asks each cache with Cached before any verification with
-// VerifyDigest, instead of paying a hash per VerifyDerived.
-type Digest struct {
+// digest is a token with its SHA-256, the key of the verified-token
+// cache. Chain.VerifyDerived hashes a token once with digestOf and asks
+// each verifier's cache with cached before any verification with
+// verifyDigest.
+type digest struct {
 	raw string
 	sum [sha256.Size]byte
 	// hashed says sum is raw's: raw is neither empty nor oversized.
 	hashed bool
-	// stale is the cache in which Cached found the token served past
+	// stale is the cache in which cached found the token served past
 	// Options.CacheMaxAge: that lookup counted as a hit, so the
 	// verification that follows is not counted as a miss there.
 	stale *cache
 }
 
-// DigestOf hashes raw (the token without the "Bearer " prefix). An empty
-// or oversized token is not hashed: no cache holds it, and VerifyDigest
+// digestOf hashes raw (the token without the "Bearer " prefix). An empty
+// or oversized token is not hashed: no cache holds it, and verifyDigest
 // refuses it.
-func DigestOf(raw string) Digest {
-	d := Digest{raw: raw}
+func digestOf(raw string) digest {
+	d := digest{raw: raw}
 	if raw != "" && len(raw) <= MaxTokenSize {
 		// The hash only reads the bytes; aliasing the string avoids a
 		// copy on the hot path.
@@ -37,13 +36,13 @@ func DigestOf(raw string) Digest {
 	return d
 }
 
-// Cached answers d's token from the cache alone: ok reports whether it
+// cached answers d's token from the cache alone: ok reports whether it
 // did, with the token's claims and derived value (see VerifyDerived), or
 // with the error of a cached token no longer valid at the current time
 // (expired meanwhile; the entry is dropped). When ok is false (not
 // cached, cache disabled, or served past Options.CacheMaxAge and dropped)
-// the token must be verified with VerifyDigest.
-func (v *Verifier) Cached(d *Digest) (claims Claims, derived any, ok bool, err error) {
+// the token must be verified with verifyDigest.
+func (v *Verifier) cached(d *digest) (claims Claims, derived any, ok bool, err error) {
 	if v.cache == nil || !d.hashed {
 		return nil, nil, false, nil
 	}
@@ -65,9 +64,9 @@ func (v *Verifier) Cached(d *Digest) (claims Claims, derived any, ok bool, err e
 	return nil, nil, false, nil
 }
 
-// VerifyDigest verifies d's token in full, as VerifyDerived does on a
-// cache miss, and caches the result. Call it when Cached answered no.
-func (v *Verifier) VerifyDigest(ctx context.Context, d *Digest) (Claims, any, error) {
+// verifyDigest verifies d's token in full, as VerifyDerived does on a
+// cache miss, and caches the result. Call it when cached answered no.
+func (v *Verifier) verifyDigest(ctx context.Context, d *digest) (Claims, any, error) {
 	raw := d.raw
 	if raw == "" {
 		return nil, nil, reason.New(reason.TokenMissing, "no token")
@@ -78,7 +77,7 @@ func (v *Verifier) VerifyDigest(ctx context.Context, d *Digest) (Claims, any, er
 	var epoch uint64
 	if v.cache != nil {
 		if !d.hashed {
-			*d = DigestOf(raw)
+			*d = digestOf(raw)
 		}
 		// The epoch is read before the key lookup: put refuses the entry
 		// if the key set changed during the verification.

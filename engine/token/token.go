@@ -219,17 +219,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Claims, error) {
 // from the claims (nil without Derive, or on error): on a cache hit, the
 // value computed when the token was verified.
 func (v *Verifier) VerifyDerived(ctx context.Context, raw string) (Claims, any, error) {
-	var d Digest
-	if v.cache != nil {
-		d = DigestOf(raw)
-		if claims, derived, ok, err := v.Cached(&d); ok {
-			return claims, derived, err
-		}
-	} else {
-		// Without a cache the hash is of no use: only the token is kept.
-		d.raw = raw
-	}
-	return v.VerifyDigest(ctx, &d)
+	return Chain{v}.VerifyDerived(ctx, raw)
 }
 
 // Retain drops the cached tokens whose verifying key holds does not

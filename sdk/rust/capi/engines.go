@@ -205,7 +205,7 @@ func authorizeJSON(h uint64, token string, input []byte) []byte {
 			return errorJSON(reason.InputInvalid, "the policy input is not a valid input document: "+err.Error())
 		}
 	}
-	res, err := in.eng.Authorize(context.Background(), token, pin)
+	res, err := in.eng.Decide(context.Background(), engine.Request{Credential: engine.BearerToken(token), Input: pin})
 	if err != nil {
 		return errorJSON(reason.PolicyError, err.Error())
 	}

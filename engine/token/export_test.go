@@ -1,0 +1,15 @@
+package token
+
+import "context"
+
+// The steps of Chain.VerifyDerived, for the tests that check each
+// against a verification of its own.
+type Digest = digest
+
+var DigestOf = digestOf
+
+func (v *Verifier) Cached(d *Digest) (Claims, any, bool, error) { return v.cached(d) }
+
+func (v *Verifier) VerifyDigest(ctx context.Context, d *Digest) (Claims, any, error) {
+	return v.verifyDigest(ctx, d)
+}
