@@ -43,9 +43,7 @@ func newTestInstruments(t *testing.T, sampler sdktrace.Sampler) (*instruments, *
 // a decision's telemetry (child spans, counter, histogram) allocates
 // nothing.
 func TestUnsampledDecisionAllocs(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	tel, tp, rec := newTestInstruments(t, sdktrace.ParentBased(sdktrace.NeverSample()))
 	ctx, server := tp.Tracer("server").Start(context.Background(), "Check", trace.WithSpanKind(trace.SpanKindServer))
 	defer server.End()

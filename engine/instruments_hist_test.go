@@ -122,9 +122,7 @@ func countExemplars(sm metricdata.ScopeMetrics) int {
 // TestUnsampledDecisionAllocsHist: with the otelhist histogram too, a
 // decision's telemetry under a dropped server span allocates nothing.
 func TestUnsampledDecisionAllocsHist(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	mp, _ := newHistProvider()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
 	tel, err := newInstruments(tp, mp, &Engine{})

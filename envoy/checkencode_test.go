@@ -339,9 +339,7 @@ func TestCheckResponseEncoderKnowsEveryField(t *testing.T) {
 // TestCheckResponseEncoderAllocs: sizing and writing an allowed answer
 // allocate nothing (the metadata's entries are sorted on the stack).
 func TestCheckResponseEncoderAllocs(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	m := CheckResponse(allowedResult("user-417", "acme", []string{"viewer"}, "0b7f4d2c-8a3e-4c1b"), nil)
 	buf := make([]byte, 1024)
 	allocs := testing.AllocsPerRun(200, func() {

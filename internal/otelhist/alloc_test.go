@@ -12,9 +12,7 @@ import (
 
 // TestRecordAllocs: a measurement allocates nothing, sampled or not.
 func TestRecordAllocs(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	reg := otelhist.NewRegistry(otelhist.Options{})
 	s := reg.Histogram(scope, name, desc, unit, bounds).Bind(attribute.NewSet(attribute.String("k", "v")))
 	ctx := sampled(3)

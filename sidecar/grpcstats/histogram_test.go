@@ -119,9 +119,7 @@ func TestCallDurationHistograms(t *testing.T) {
 // unsampled call costs the interceptor no more than the SDK's dropped
 // span.
 func TestUnsampledCallAllocsHist(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
 	mp, _ := newHistProvider()
 	h, err := New(Options{TracerProvider: tp, MeterProvider: mp,

@@ -186,9 +186,7 @@ func (upperProp) Fields() []string { return []string{"X-Upper-Id"} }
 // TestUnsampledCallAllocsTapped: through the tap, an unsampled call
 // costs the interceptor no more than the SDK's dropped span.
 func TestUnsampledCallAllocsTapped(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	h, tp := unsampledHandler(t)
 	sdkStart := testing.AllocsPerRun(100, func() {
 		_, span := tp.Tracer("t").Start(context.Background(), "s")
