@@ -1,6 +1,9 @@
-// Package testkit holds small helpers that tests of several packages
-// share: a log buffer safe for concurrent writers, bundle and token
-// signing keys.
+// Package testkit holds the helpers that tests of several packages share:
+// servers on loopback ports (gRPC, a peer that never answers), waits on a
+// condition, the race-detector skip, the skip-or-fail rule for outside
+// programs, a log buffer safe for concurrent writers, bundle and token
+// signing keys. Its sub-packages hold larger pieces (JOSE signing, metric
+// readers, a TCP proxy, gRPC codecs and servers).
 // It imports nothing of this module, so any package's tests can use it.
 package testkit
 
