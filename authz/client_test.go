@@ -28,6 +28,7 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -144,48 +145,16 @@ func checkUnavailable(t *testing.T, mode string, got authz.Decision, err error, 
 	}
 }
 
-// blackHole accepts TCP connections and never answers: a sidecar that
-// hangs.
-func blackHole(t testing.TB) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = lis.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return lis.Addr().String()
-}
-
 func TestClientSidecarUnreachable(t *testing.T) {
 	targets := []struct {
 		name string
 		addr func(testing.TB) string
 		want reason.Code
 	}{
-		{"connection refused", deadAddr, reason.Unavailable},
-		{"sidecar hangs", blackHole, reason.Unavailable},
-		{"http/connection refused", func(t testing.TB) string { return "http://" + deadAddr(t) }, reason.Unavailable},
-		{"http/sidecar hangs", func(t testing.TB) string { return "http://" + blackHole(t) }, reason.Unavailable},
+		{"connection refused", testkit.DeadAddr, reason.Unavailable},
+		{"sidecar hangs", testkit.BlackHole, reason.Unavailable},
+		{"http/connection refused", func(t testing.TB) string { return "http://" + testkit.DeadAddr(t) }, reason.Unavailable},
+		{"http/sidecar hangs", func(t testing.TB) string { return "http://" + testkit.BlackHole(t) }, reason.Unavailable},
 	}
 	for _, target := range targets {
 		for _, mode := range []string{authz.FailOpen, authz.FailClosed} {
@@ -220,7 +189,7 @@ func TestClientSidecarUnreachable(t *testing.T) {
 }
 
 func TestClientCallerContext(t *testing.T) {
-	c := newClient(t, blackHole(t), authz.FailOpen)
+	c := newClient(t, testkit.BlackHole(t), authz.FailOpen)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	d, err := c.ValidateToken(ctx, "any-token")

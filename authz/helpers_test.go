@@ -3,7 +3,6 @@ package authz_test
 import (
 	"flag"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
@@ -35,21 +34,6 @@ func golden(t *testing.T, name string, got []byte) {
 func newEngine(t testing.TB, p *idp, mutate func(*config.Config)) *engine.Engine {
 	t.Helper()
 	return servertest.NewEngine(t, p, mutate)
-}
-
-// deadAddr returns a loopback address nobody listens on: a listener was
-// opened there and closed, so connecting is refused.
-func deadAddr(t testing.TB) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := lis.Addr().String()
-	if err := lis.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }
 
 // newClient returns a client of the sidecar at addr. Its timeout is far

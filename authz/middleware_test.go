@@ -15,6 +15,7 @@ import (
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/authz/server"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -54,7 +55,7 @@ func TestMiddleware(t *testing.T) {
 		c.RateLimit = config.RateLimit{PerTenant: map[string]int{"limited": 1}}
 	})
 	sidecar := serveGRPC(t, newServer(t, eng))
-	dead := deadAddr(t)
+	dead := testkit.DeadAddr(t)
 	// The IdP is down and no key was ever fetched.
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "down", http.StatusServiceUnavailable)
