@@ -14,8 +14,10 @@ import (
 
 	opabundle "github.com/open-policy-agent/opa/v1/bundle"
 
+	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/e2e/harness"
 	"github.com/svc-dev/svc/engine/bundle"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // TestBundleAgeAndReplay runs a sidecar polling a control plane with
@@ -87,13 +89,8 @@ bundle_max_poll = "200ms"
 			"SVC_BUNDLE_MAX_AGE":         "1h",
 		},
 	})
-	type ageStatus struct {
-		controlPlaneStatus
-		Reason          string     `json:"reason"`
-		PolicyCreatedAt *time.Time `json:"policy_created_at"`
-	}
-	var st ageStatus
-	waitUntil(t, "cp-2h active", func() bool { st = getStatus[ageStatus](t, s); return st.PolicyRevision == "cp-2h" })
+	var st localapi.Status
+	testkit.Eventually(t, "cp-2h active", func() bool { st = getStatus(t, s); return st.PolicyRevision == "cp-2h" })
 	if st.Status != "degraded" || st.Reason != "policy-bundle-stale" || st.PolicyCreatedAt == nil || !st.PolicyCreatedAt.Equal(now.Add(-2*time.Hour)) {
 		t.Errorf("a bundle 2h old with max age 1h: status %q (%s), created %v", st.Status, st.Reason, st.PolicyCreatedAt)
 	}
@@ -105,15 +102,15 @@ bundle_max_poll = "200ms"
 
 	// A replay of an older signed bundle: refused.
 	serve(build("cp-3h", now.Add(-3*time.Hour)))
-	waitUntil(t, "the replay refused", func() bool { st = getStatus[ageStatus](t, s); return st.Bundle.LastCode != "" })
-	if st.Bundle.LastCode != "revision-older" || st.PolicyRevision != "cp-2h" {
-		t.Errorf("replayed older bundle: %q (%s), revision %q", st.Bundle.LastCode, st.Bundle.LastError, st.PolicyRevision)
+	testkit.Eventually(t, "the replay refused", func() bool { st = getStatus(t, s); return st.Bundle.LastErrorCode != "" })
+	if st.Bundle.LastErrorCode != "revision-older" || st.PolicyRevision != "cp-2h" {
+		t.Errorf("replayed older bundle: %q (%s), revision %q", st.Bundle.LastErrorCode, st.Bundle.LastError, st.PolicyRevision)
 	}
 	// A bundle that cannot be ordered: refused as well.
 	serve(opaBuild("opa-1"))
-	waitUntil(t, "the unordered bundle refused", func() bool {
-		st = getStatus[ageStatus](t, s)
-		return st.Bundle.LastCode == "bundle-unordered" || st.PolicyRevision != "cp-2h"
+	testkit.Eventually(t, "the unordered bundle refused", func() bool {
+		st = getStatus(t, s)
+		return st.Bundle.LastErrorCode == "bundle-unordered" || st.PolicyRevision != "cp-2h"
 	})
 	if st.PolicyRevision != "cp-2h" || !strings.Contains(st.Bundle.LastError, "created_at") {
 		t.Errorf("unordered bundle: revision %q, %+v", st.PolicyRevision, *st.Bundle)
@@ -121,7 +118,7 @@ bundle_max_poll = "200ms"
 
 	// A fresh bundle: healthy again.
 	serve(build("cp-now", time.Now()))
-	waitUntil(t, "cp-now active", func() bool { st = getStatus[ageStatus](t, s); return st.PolicyRevision == "cp-now" })
+	testkit.Eventually(t, "cp-now active", func() bool { st = getStatus(t, s); return st.PolicyRevision == "cp-now" })
 	if st.Status != "healthy" || st.Reason != "" {
 		t.Errorf("a fresh bundle: status %q (%s)", st.Status, st.Reason)
 	}

@@ -10,7 +10,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // nonLoopbackIP is an address of this host outside loopback, where a
@@ -117,8 +119,8 @@ bundle_max_poll = "200ms"
 			"SVC_BUNDLE_TOKEN_FILE":      token,
 		},
 	})
-	var st controlPlaneStatus
-	waitUntil(t, "the redirected bundle active", func() bool { st = controlPlane(t, s); return st.PolicyRevision == "cdn-1" })
+	var st localapi.Status
+	testkit.Eventually(t, "the redirected bundle active", func() bool { st = controlPlane(t, s); return st.PolicyRevision == "cdn-1" })
 	for _, got := range cdnLog.list() {
 		if strings.Contains(got, "cp-token") {
 			t.Fatalf("the bearer token went to another origin: %q", got)
@@ -128,9 +130,9 @@ bundle_max_poll = "200ms"
 	mu.Lock()
 	target = evil.URL + "/svc.tar.gz"
 	mu.Unlock()
-	waitUntil(t, "the redirect refused", func() bool {
+	testkit.Eventually(t, "the redirect refused", func() bool {
 		st = controlPlane(t, s)
-		return st.Bundle.LastCode == "bundle-redirect-refused" || st.PolicyRevision != "cdn-1"
+		return st.Bundle.LastErrorCode == "bundle-redirect-refused" || st.PolicyRevision != "cdn-1"
 	})
 	if st.PolicyRevision != "cdn-1" || !st.Bundle.Partitioned || !strings.Contains(st.Bundle.LastError, "refused") {
 		t.Errorf("after a redirect to %s: revision %q, %+v; want cdn-1 kept and the redirect refused", evil.URL, st.PolicyRevision, *st.Bundle)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/e2e/harness"
 )
 
@@ -95,9 +96,7 @@ dry_run_eval_timeout = "20ms"
 		return code, resp
 	}
 	errCode := func(body []byte) string {
-		var e struct {
-			Error struct{ Code, Message string }
-		}
+		var e localapi.ErrorBody
 		_ = json.Unmarshal(body, &e)
 		return e.Error.Code
 	}
