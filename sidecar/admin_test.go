@@ -118,7 +118,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = eng.Close() })
 	withTel := startServer(t, Deps{Engine: eng, Telemetry: tel})
-	waitFor(t, "ready", withTel.isReady)
+	testkit.Eventually(t, "ready", withTel.isReady)
 	if !allowed(t, dial(t, withTel.GRPCAddr()), idp.token(t, "alice", testTenant, "viewer"), "/orders/1") {
 		t.Fatal("a viewer may not read an order")
 	}
@@ -195,7 +195,7 @@ func TestStatus(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := startServer(t, Deps{Engine: newTestEngine(t, tc.cfg), Audit: tc.audit})
-			waitFor(t, "ready", r.isReady)
+			testkit.Eventually(t, "ready", r.isReady)
 			st := getStatus(t, r)
 			if st.Status != "healthy" || !st.Ready || st.Partitioned || st.PartitionedSince != nil {
 				t.Errorf("status=%q ready=%v partitioned=%v since=%v; want healthy, ready, not partitioned",
@@ -229,7 +229,7 @@ func TestStatusPartitioned(t *testing.T) {
 	down := time.Now()
 	idp.Close()
 	var st Status
-	waitFor(t, "status reports degraded", func() bool {
+	testkit.Eventually(t, "status reports degraded", func() bool {
 		st = getStatus(t, r)
 		return st.Status == "degraded"
 	})

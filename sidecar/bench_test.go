@@ -21,6 +21,7 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/noopauthz"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 )
@@ -202,7 +203,7 @@ func startBenchSidecar(b testing.TB, idp *testIdP) *running {
 	}
 	b.Cleanup(func() { _ = eng.Close() })
 	r := startServer(b, Deps{Engine: eng, Telemetry: tel, Audit: auditLog})
-	waitFor(b, "ready", r.isReady)
+	testkit.Eventually(b, "ready", r.isReady)
 	return r
 }
 

@@ -67,11 +67,11 @@ func TestBundlePollRefusesUnordered(t *testing.T) {
 	cfg.Policy.BundleMinPoll = config.Duration{Duration: 20 * time.Millisecond}
 	cfg.Policy.BundleMaxPoll = config.Duration{Duration: 20 * time.Millisecond}
 	r := startSidecar(t, cfg)
-	waitFor(t, "cp-1 active", func() bool { return getStatus(t, r).PolicyRevision == "cp-1" })
+	testkit.Eventually(t, "cp-1 active", func() bool { return getStatus(t, r).PolicyRevision == "cp-1" })
 
 	serve <- unordered
 	var st Status
-	waitFor(t, "the unordered bundle refused", func() bool {
+	testkit.Eventually(t, "the unordered bundle refused", func() bool {
 		st = getStatus(t, r)
 		return st.Bundle != nil && st.Bundle.LastErrorCode != "" || st.PolicyRevision != "cp-1"
 	})

@@ -122,7 +122,7 @@ func TestBundlePollRedirect(t *testing.T) {
 	cfg.Policy.BundleMinPoll = config.Duration{Duration: 20 * time.Millisecond}
 	cfg.Policy.BundleMaxPoll = config.Duration{Duration: 20 * time.Millisecond}
 	r := startSidecar(t, cfg)
-	waitFor(t, "the redirected bundle active", func() bool { return getStatus(t, r).PolicyRevision == "cdn-1" })
+	testkit.Eventually(t, "the redirected bundle active", func() bool { return getStatus(t, r).PolicyRevision == "cdn-1" })
 	for _, a := range cdn.list() {
 		if a != "" {
 			t.Fatalf("the bearer token went to another origin: %q", a)
@@ -133,7 +133,7 @@ func TestBundlePollRedirect(t *testing.T) {
 	target = "http://cp.example.invalid/svc.tar.gz" // plain http off loopback
 	mu.Unlock()
 	var st Status
-	waitFor(t, "the redirect refused", func() bool {
+	testkit.Eventually(t, "the redirect refused", func() bool {
 		st = getStatus(t, r)
 		return st.Bundle != nil && st.Bundle.LastErrorCode == string(CodeBundleRedirectRefused)
 	})

@@ -56,7 +56,7 @@ func TestDryRunCandidateRules(t *testing.T) {
 	otherKey, _ := testkit.ECKeyPEM(t)
 	cfg := signedConfig(t, idp, verifyKey)
 	r := startServer(t, Deps{Engine: newTestEngine(t, cfg), DryRun: dryrun.NewManager(dryrun.Deps{Logger: quietLogger()})})
-	waitFor(t, "ready", r.isReady)
+	testkit.Eventually(t, "ready", r.isReady)
 
 	plain := t.TempDir()
 	writePolicy(t, plain, true)
@@ -102,7 +102,7 @@ func TestNetworkBuiltinsAllowed(t *testing.T) {
 	cfg := signedConfig(t, idp, verifyKey)
 	cfg.Policy.AllowNetworkBuiltins = true
 	r := startServer(t, Deps{Engine: newTestEngine(t, cfg), DryRun: dryrun.NewManager(dryrun.Deps{Logger: quietLogger()})})
-	waitFor(t, "ready", r.isReady)
+	testkit.Eventually(t, "ready", r.isReady)
 	dir := t.TempDir()
 	writePolicy(t, dir, false)
 	b := buildBundleWith(t, dir, map[string]string{"exfil.rego": exfilRule}, "n1", signKey)

@@ -17,6 +17,7 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/policies"
 	"github.com/svc-dev/svc/sidecar/dryrun"
 	"github.com/svc-dev/svc/sidecar/live"
@@ -53,7 +54,7 @@ func BenchmarkCheckDryRun(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = eng.Close() })
 	r := startServer(b, Deps{Engine: eng, Telemetry: tel, Audit: auditLog, Live: hub, DryRun: dry})
-	waitFor(b, "ready", r.isReady)
+	testkit.Eventually(b, "ready", r.isReady)
 	clients := authzClients(b, r.GRPCAddr())
 	req := checkRequest(idp.token(b, "u-1", testTenant, "viewer"), "GET", "/orders/1")
 	cand := benchCandidate(b)

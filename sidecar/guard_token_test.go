@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // writeAdminToken writes token to a file of its own and returns its path.
@@ -109,7 +111,7 @@ func TestAdminRequireTokenOverUnixSocket(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	waitFor(t, "the socket answers", func() bool { code, _ := reload(""); return code != 0 })
+	testkit.Eventually(t, "the socket answers", func() bool { code, _ := reload(""); return code != 0 })
 	if code, body := reload(""); code != http.StatusForbidden || errorCode([]byte(body)) != string(CodeAdminTokenRequired) {
 		t.Errorf("reload over the socket without token = %d %s, want 403 %s", code, body, CodeAdminTokenRequired)
 	}
