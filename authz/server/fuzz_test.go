@@ -13,6 +13,7 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/authz/server"
+	"github.com/svc-dev/svc/authz/server/servertest"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
 )
 
@@ -37,7 +38,7 @@ func FuzzHTTPAuthorize(f *testing.F) {
 	f.Add([]byte(`{"action":"orders:read"}`), "bearer  spaced  ")
 
 	mux := http.NewServeMux()
-	s, err := server.New(newEngine(f, nil, nil), server.Options{Logger: quietLogger(), MaxBodyBytes: 64 << 10})
+	s, err := server.New(servertest.NewEngine(f, nil, nil), server.Options{Logger: servertest.QuietLogger(), MaxBodyBytes: 64 << 10})
 	if err != nil {
 		f.Fatal(err)
 	}
