@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -16,6 +15,7 @@ import (
 	"github.com/svc-dev/svc/internal/otelhist"
 	"github.com/svc-dev/svc/internal/otelhist/sdkexport"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/metrictest"
 )
 
 // newHistProvider is an SDK MeterProvider whose reader also collects an
@@ -24,24 +24,6 @@ func newHistProvider() (sdkexport.MeterProvider, *sdkmetric.ManualReader) {
 	reg := otelhist.NewRegistry(otelhist.Options{})
 	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(sdkexport.Producer(reg)))
 	return sdkexport.MeterProvider{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), Registry: reg}, reader
-}
-
-// histogramOf returns the scope and data of the metric name in reader.
-func histogramOf(t *testing.T, reader *sdkmetric.ManualReader, name string) (instrumentation.Scope, metricdata.Metrics) {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name == name {
-				return sm.Scope, m
-			}
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return instrumentation.Scope{}, metricdata.Metrics{}
 }
 
 // TestCallDurationHistograms: rpc.server.call.duration recorded in the
@@ -79,8 +61,8 @@ func TestCallDurationHistograms(t *testing.T) {
 		_, _ = sdkH.Unary(context.Background(), nil, info, handler)
 		_, _ = histH.Unary(context.Background(), nil, info, handler)
 	}
-	wantScope, want := histogramOf(t, sdkReader, MetricCallDuration)
-	gotScope, got := histogramOf(t, histReader, MetricCallDuration)
+	wantScope, want := metrictest.Metric(t, sdkReader, MetricCallDuration)
+	gotScope, got := metrictest.Metric(t, histReader, MetricCallDuration)
 	if gotScope != wantScope {
 		t.Errorf("scope %+v, want %+v", gotScope, wantScope)
 	}

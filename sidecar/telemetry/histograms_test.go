@@ -2,9 +2,6 @@ package telemetry
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +12,7 @@ import (
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
 	"github.com/svc-dev/svc/internal/otelhist"
+	"github.com/svc-dev/svc/internal/testkit/metrictest"
 )
 
 // recordBoth records through tel an SDK counter and an otelhist
@@ -99,20 +97,13 @@ func TestHistogramsOnMetricsHandler(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
 	recordBoth(t, tel)
-	srv := httptest.NewServer(tel.MetricsHandler())
-	defer srv.Close()
-	resp, err := http.Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	body := metrictest.Scrape(t, tel.MetricsHandler())
 	for _, want := range []string{
 		"# TYPE svc_test_duration_seconds histogram",
 		`svc_test_duration_seconds_bucket{k="v",otel_scope_name="telemetry-test",otel_scope_schema_url="",otel_scope_version="",le="0.01"} 3`,
 		`svc_test_duration_seconds_count{k="v",otel_scope_name="telemetry-test",otel_scope_schema_url="",otel_scope_version=""} 4`,
 	} {
-		if !strings.Contains(string(body), want) {
+		if !strings.Contains(body, want) {
 			t.Errorf("scrape lacks %q:\n%s", want, body)
 		}
 	}

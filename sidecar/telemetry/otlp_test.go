@@ -6,8 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +20,8 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/svc-dev/svc/internal/testkit/metrictest"
 )
 
 // collector is an OTLP/gRPC receiver for traces and metrics on loopback.
@@ -242,21 +242,7 @@ func TestMetricsHandler(t *testing.T) {
 	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
 	emit(t, tel)
 
-	srv := httptest.NewServer(tel.MetricsHandler())
-	defer srv.Close()
-	resp, err := http.Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d: %s", resp.StatusCode, body)
-	}
-	text := string(body)
+	text := metrictest.Scrape(t, tel.MetricsHandler())
 	var counterLine string
 	for line := range strings.Lines(text) {
 		if strings.HasPrefix(line, "svc_test_requests_total{") && strings.Contains(line, `tenant="acme"`) {
