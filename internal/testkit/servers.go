@@ -21,12 +21,13 @@ func Listen(t testing.TB) net.Listener {
 	return lis
 }
 
-// ServeGRPC serves the services register adds on a loopback TCP port
-// until t ends, then stops gracefully; it returns the address.
-func ServeGRPC(t testing.TB, register func(*grpc.Server)) string {
+// ServeGRPC serves the services register adds, on a server with opts, on
+// a loopback TCP port until t ends, then stops gracefully; it returns the
+// address.
+func ServeGRPC(t testing.TB, register func(*grpc.Server), opts ...grpc.ServerOption) string {
 	t.Helper()
 	lis := Listen(t)
-	g := grpc.NewServer()
+	g := grpc.NewServer(opts...)
 	register(g)
 	done := make(chan error, 1)
 	go func() { done <- g.Serve(lis) }()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"testing"
 	"time"
 
@@ -17,10 +16,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // recorded is a server with the Handler's interceptors, sampling every
@@ -43,20 +43,11 @@ func serveWith(t *testing.T, descs ...*grpc.ServiceDesc) *recorded {
 		t.Fatal(err)
 	}
 	r.h = h
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(h.Unary), grpc.ChainStreamInterceptor(h.Stream), grpc.WaitForHandlers(true))
-	for _, d := range descs {
-		srv.RegisterService(d, nil)
-	}
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	if r.conn, err = grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.conn.Close() })
+	r.conn = testkit.DialGRPC(t, testkit.ServeGRPC(t, func(g *grpc.Server) {
+		for _, d := range descs {
+			g.RegisterService(d, nil)
+		}
+	}, grpc.ChainUnaryInterceptor(h.Unary), grpc.ChainStreamInterceptor(h.Stream), grpc.WaitForHandlers(true)))
 	return r
 }
 
