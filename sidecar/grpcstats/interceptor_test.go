@@ -10,7 +10,6 @@ import (
 
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -21,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/metrictest"
 )
 
 // recorded is a server with the Handler's interceptors, sampling every
@@ -54,29 +54,7 @@ func serveWith(t *testing.T, descs ...*grpc.ServiceDesc) *recorded {
 // points returns the data points of the metric name by their attributes.
 func (r *recorded) points(t *testing.T, name string) map[string]int64 {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := r.reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != name {
-				continue
-			}
-			switch d := m.Data.(type) {
-			case metricdata.Histogram[float64]:
-				for _, dp := range d.DataPoints {
-					out[setString(dp.Attributes)] += int64(dp.Count)
-				}
-			case metricdata.Sum[int64]:
-				for _, dp := range d.DataPoints {
-					out[setString(dp.Attributes)] += dp.Value
-				}
-			}
-		}
-	}
-	return out
+	return metrictest.ValuesBy(metrictest.Collect(t, r.reader), name, setString)
 }
 
 const streamMethod = "/" + testService + "/Stream"

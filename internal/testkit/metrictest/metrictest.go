@@ -47,8 +47,7 @@ func Metric(t testing.TB, reader sdkmetric.Reader, name string) (instrumentation
 // ""): an int64 sum's or gauge's values, a histogram's counts. A metric
 // that rm does not hold gives an empty map.
 func Values(rm metricdata.ResourceMetrics, name string, keys ...string) map[string]int64 {
-	out := map[string]int64{}
-	key := func(set attribute.Set) string {
+	return ValuesBy(rm, name, func(set attribute.Set) string {
 		vs := make([]string, len(keys))
 		for i, k := range keys {
 			if v, ok := set.Value(attribute.Key(k)); ok {
@@ -56,7 +55,12 @@ func Values(rm metricdata.ResourceMetrics, name string, keys ...string) map[stri
 			}
 		}
 		return strings.Join(vs, "/")
-	}
+	})
+}
+
+// ValuesBy is Values with the points keyed by key of their attributes.
+func ValuesBy(rm metricdata.ResourceMetrics, name string, key func(attribute.Set) string) map[string]int64 {
+	out := map[string]int64{}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
 			if m.Name != name {
