@@ -8,6 +8,7 @@ import (
 
 	"github.com/svc-dev/svc/internal/otelhist"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/histtest"
 )
 
 // TestRecordAllocs: a measurement allocates nothing, sampled or not.
@@ -15,7 +16,7 @@ func TestRecordAllocs(t *testing.T) {
 	testkit.SkipUnderRace(t)
 	reg := otelhist.NewRegistry(otelhist.Options{})
 	s := reg.Histogram(scope, name, desc, unit, bounds).Bind(attribute.NewSet(attribute.String("k", "v")))
-	ctx := sampled(3)
+	ctx := histtest.Sampled(3)
 	for _, c := range []struct {
 		name string
 		ctx  context.Context
