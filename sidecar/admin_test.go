@@ -260,15 +260,7 @@ func TestConfigEndpoint(t *testing.T) {
 	cfg.Sidecar.Routes = []config.Route{{Path: "/api/{resource}/{id}", Methods: []string{"GET"}}}
 	r := startSidecar(t, cfg)
 
-	resp, err := httpClient.Get("http://" + r.HTTPAddr().String() + PathConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, body := testkit.Get(t, httpClient, "http://"+r.HTTPAddr().String()+PathConfig)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/toml" {
 		t.Fatalf("GET %s = %d %q", PathConfig, resp.StatusCode, resp.Header.Get("Content-Type"))
 	}

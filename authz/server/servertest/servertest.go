@@ -160,14 +160,6 @@ func Post(t *testing.T, method, url, body string, header map[string]string) Repl
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, b := testkit.Do(t, nil, req)
 	return Reply{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }

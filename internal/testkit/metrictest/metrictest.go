@@ -5,7 +5,6 @@ package metrictest
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // Collect returns what reader holds now.
@@ -91,15 +92,7 @@ func Scrape(t testing.TB, h http.Handler) string {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	resp, err := http.Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, body := testkit.Get(t, nil, srv.URL)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("metrics handler: status %d\n%s", resp.StatusCode, body)
 	}
