@@ -124,13 +124,8 @@ func policyStatusOf(t *testing.T, s *harness.Sidecar) localapi.Status {
 // authorizeAllowed asks POST /v1/authorize with the bearer token.
 func authorizeAllowed(t *testing.T, s *harness.Sidecar, token, body string) bool {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, s.URL("/v1/authorize"), strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	code, h, resp := harness.Do(t, req)
+	code, h, resp := harness.Send(t, http.MethodPost, s.URL("/v1/authorize"), body,
+		map[string]string{"Content-Type": "application/json", "Authorization": harness.Bearer(token)})
 	var got struct {
 		Allowed bool `json:"allowed"`
 	}
