@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,30 +15,24 @@ import (
 
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reason"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // fixtureInputs reads the inputs of the default policy's fixtures that fit
 // the typed Input; a few hold deliberately ill-typed fields.
 func fixtureInputs(t testing.TB) map[string]policy.Input {
 	t.Helper()
-	paths, err := filepath.Glob("../../policies/fixtures/*.input.json")
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("fixtures: %v (%d found)", err, len(paths))
-	}
-	out := make(map[string]policy.Input, len(paths))
-	for _, p := range paths {
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+	files := testkit.ReadGlob(t, "../../policies/fixtures/*.input.json")
+	out := make(map[string]policy.Input, len(files))
+	for _, file := range files {
 		var in policy.Input
-		if json.Unmarshal(raw, &in) != nil {
+		if json.Unmarshal(file.Data, &in) != nil {
 			continue
 		}
-		out[strings.TrimSuffix(filepath.Base(p), ".input.json")] = in
+		out[strings.TrimSuffix(filepath.Base(file.Path), ".input.json")] = in
 	}
-	if len(out) < len(paths)/2 {
-		t.Fatalf("only %d of %d fixtures fit the typed input", len(out), len(paths))
+	if len(out) < len(files)/2 {
+		t.Fatalf("only %d of %d fixtures fit the typed input", len(out), len(files))
 	}
 	return out
 }
