@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,12 +11,11 @@ import (
 	"testing"
 	"time"
 
-	opabundle "github.com/open-policy-agent/opa/v1/bundle"
-
 	"github.com/svc-dev/svc/authz/localapi"
 	"github.com/svc-dev/svc/e2e/harness"
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/bundletest"
 )
 
 // TestBundleAgeAndReplay runs a sidecar polling a control plane with
@@ -38,11 +36,7 @@ func TestBundleAgeAndReplay(t *testing.T) {
 	policies := filepath.Join(harness.ModuleRoot(t), "policies")
 	build := func(revision string, created time.Time) []byte {
 		t.Helper()
-		var buf bytes.Buffer
-		if _, err := bundle.Build(&buf, policies, bundle.BuildOptions{Revision: revision, SignKeyPEM: signPEM, CreatedAt: created}); err != nil {
-			t.Fatal(err)
-		}
-		return buf.Bytes()
+		return bundletest.Build(t, policies, bundle.BuildOptions{Revision: revision, SignKeyPEM: signPEM, CreatedAt: created})
 	}
 	// opaBuild signs as opa build --signing-key does: no created_at.
 	opaBuild := func(revision string) []byte {
@@ -51,19 +45,7 @@ func TestBundleAgeAndReplay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := opabundle.Bundle{
-			Manifest: opabundle.Manifest{Revision: revision, Roots: &[]string{"svc"}},
-			Modules:  []opabundle.ModuleFile{{URL: "/authz.rego", Path: "/authz.rego", Raw: src}},
-			Data:     map[string]any{},
-		}
-		if err := b.GenerateSignature(opabundle.NewSigningConfig(string(signPEM), "ES256", ""), "default", false); err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		if err := opabundle.NewWriter(&buf).Write(b); err != nil {
-			t.Fatal(err)
-		}
-		return buf.Bytes()
+		return bundletest.OPABuild(t, revision, src, signPEM)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	var mu sync.Mutex

@@ -16,6 +16,7 @@ import (
 	"github.com/svc-dev/svc/e2e/harness"
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/bundletest"
 )
 
 // replayServer is a control plane whose answer the attacker chooses: it
@@ -75,11 +76,7 @@ func newRollbackBundles(t *testing.T) *rollbackBundles {
 // build signs the policies of dir as bundle revision, created at created.
 func (b *rollbackBundles) build(t *testing.T, dir, revision string, created time.Time) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	if _, err := bundle.Build(&buf, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: b.signPEM, CreatedAt: created}); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return bundletest.Build(t, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: b.signPEM, CreatedAt: created})
 }
 
 // pollingConfig polls the control plane every 100–200 ms.

@@ -23,6 +23,7 @@ import (
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/bundletest"
 	"github.com/svc-dev/svc/policies"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 )
@@ -57,11 +58,7 @@ func writePolicy(t testing.TB, dir string, restricted bool) {
 // (unsigned when nil).
 func buildBundle(t testing.TB, dir, revision string, signKey []byte) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	if _, err := bundle.Build(&buf, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: signKey}); err != nil {
-		t.Fatalf("build bundle: %v", err)
-	}
-	return buf.Bytes()
+	return bundletest.Build(t, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: signKey})
 }
 
 func post(t testing.TB, r *running, path string, body []byte) (int, []byte) {

@@ -1,16 +1,14 @@
 package sidecar
 
 import (
-	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
-	opabundle "github.com/open-policy-agent/opa/v1/bundle"
-
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/bundletest"
 	"github.com/svc-dev/svc/policies"
 )
 
@@ -23,19 +21,7 @@ func opaBuildBundle(t testing.TB, revision string, signKey []byte) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := opabundle.Bundle{
-		Manifest: opabundle.Manifest{Revision: revision, Roots: &[]string{"svc"}},
-		Modules:  []opabundle.ModuleFile{{URL: "/authz.rego", Path: "/authz.rego", Raw: src}},
-		Data:     map[string]any{},
-	}
-	if err := b.GenerateSignature(opabundle.NewSigningConfig(string(signKey), "ES256", ""), "default", false); err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := opabundle.NewWriter(&buf).Write(b); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return bundletest.OPABuild(t, revision, src, signKey)
 }
 
 // TestBundlePollRefusesUnordered: a polled bundle whose signed manifest

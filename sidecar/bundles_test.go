@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"bytes"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,17 +10,14 @@ import (
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/bundletest"
 )
 
 // buildBundleAt bundles dir signed with signKey, recording created as its
 // creation time.
 func buildBundleAt(t testing.TB, dir, revision string, signKey []byte, created time.Time) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	if _, err := bundle.Build(&buf, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: signKey, CreatedAt: created}); err != nil {
-		t.Fatalf("build bundle: %v", err)
-	}
-	return buf.Bytes()
+	return bundletest.Build(t, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: signKey, CreatedAt: created})
 }
 
 // signedConfig is testConfig with a verification key, a bundle cache

@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/bundletest"
 	"github.com/svc-dev/svc/sidecar/dryrun"
 )
 
@@ -33,11 +33,7 @@ func buildBundleWith(t testing.TB, dir string, extra map[string]string, revision
 			t.Fatal(err)
 		}
 	}
-	var buf bytes.Buffer
-	if _, err := bundle.Build(&buf, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: signKey, AllowNetworkBuiltins: true}); err != nil {
-		t.Fatalf("build bundle: %v", err)
-	}
-	return buf.Bytes()
+	return bundletest.Build(t, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: signKey, AllowNetworkBuiltins: true})
 }
 
 func startDryRun(t *testing.T, r *running, body []byte) (int, []byte) {
