@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -169,17 +168,7 @@ func waitStatus(t *testing.T, s *harness.Sidecar, what string, cond func(localap
 // runCore runs the core binary and returns its exit code and output.
 func runCore(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.Command(harness.Binary(t, "core"), args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return code, stdout.String(), stderr.String()
+	return testkit.Run(t, exec.Command(harness.Binary(t, "core"), args...))
 }
 
 // runCoreAt runs core against the sidecar s.
