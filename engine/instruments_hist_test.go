@@ -141,17 +141,7 @@ func TestUnsampledDecisionAllocsHist(t *testing.T) {
 // histogram in an otelhist.Registry, as the sidecar records it.
 func BenchmarkDecisionTelemetryHist(b *testing.B) {
 	mp, _ := newHistProvider()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
-	tel, err := newInstruments(tp, mp, &Engine{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, server := tp.Tracer("server").Start(context.Background(), "Check")
-	defer server.End()
-	b.ReportAllocs()
-	for b.Loop() {
-		decisionTelemetry(tel, ctx)
-	}
+	benchDecisionTelemetry(b, sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample()))), mp)
 }
 
 // BenchmarkDecided measures recording a decision (counter and latency)
