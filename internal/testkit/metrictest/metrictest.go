@@ -52,7 +52,7 @@ func Values(rm metricdata.ResourceMetrics, name string, keys ...string) map[stri
 		vs := make([]string, len(keys))
 		for i, k := range keys {
 			if v, ok := set.Value(attribute.Key(k)); ok {
-				vs[i] = v.Emit()
+				vs[i] = v.String()
 			}
 		}
 		return strings.Join(vs, "/")
