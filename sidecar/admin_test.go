@@ -339,11 +339,7 @@ func TestReloadBundle(t *testing.T) {
 	restricted := t.TempDir()
 	writePolicy(t, restricted, true)
 
-	cfg := testConfig(idp)
-	cfg.Policy.BundleVerifyKeyFile = filepath.Join(t.TempDir(), "bundle.pub.pem")
-	if err := os.WriteFile(cfg.Policy.BundleVerifyKeyFile, verifyKey, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := verifyingConfig(t, idp, verifyKey)
 	r := startSidecar(t, cfg)
 	conn := dial(t, r.GRPCAddr())
 	viewer := idp.token(t, "alice", testTenant, "viewer")

@@ -20,14 +20,22 @@ func buildBundleAt(t testing.TB, dir, revision string, signKey []byte, created t
 	return bundletest.Build(t, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: signKey, CreatedAt: created})
 }
 
-// signedConfig is testConfig with a verification key, a bundle cache
-// directory and a state directory of its own.
-func signedConfig(t testing.TB, idp *testIdP, verifyKey []byte) config.Config {
+// verifyingConfig is testConfig with verifyKey, written to a file, as
+// policy.bundle_verify_key_file.
+func verifyingConfig(t testing.TB, idp *testIdP, verifyKey []byte) config.Config {
+	t.Helper()
 	cfg := testConfig(idp)
 	cfg.Policy.BundleVerifyKeyFile = filepath.Join(t.TempDir(), "bundle.pub.pem")
 	if err := os.WriteFile(cfg.Policy.BundleVerifyKeyFile, verifyKey, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+// signedConfig is testConfig with a verification key, a bundle cache
+// directory and a state directory of its own.
+func signedConfig(t testing.TB, idp *testIdP, verifyKey []byte) config.Config {
+	cfg := verifyingConfig(t, idp, verifyKey)
 	cfg.Policy.BundleCacheDir = filepath.Join(t.TempDir(), "bundles")
 	cfg.Sidecar.StateDir = filepath.Join(t.TempDir(), "state")
 	return cfg
