@@ -59,11 +59,7 @@ func TestBundleAgeAndReplay(t *testing.T) {
 	serve := func(b []byte) { mu.Lock(); served = b; mu.Unlock() }
 
 	s := harness.StartSidecar(t, harness.SidecarOptions{
-		Config: sidecarConfig + `
-[policy]
-bundle_min_poll = "100ms"
-bundle_max_poll = "200ms"
-`,
+		Config: pollingConfig,
 		Env: map[string]string{
 			"SVC_JWKS_URL":               k.jwks.URL,
 			"SVC_BUNDLE_URL":             cp.URL + "/svc.tar.gz",

@@ -2,6 +2,8 @@ package testkit
 
 import (
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 
@@ -94,4 +96,37 @@ func DeadAddr(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return addr
+}
+
+// Redirector is a server on a loopback port that answers every request
+// with 302 Found to its target, which the test may move while clients
+// follow it.
+type Redirector struct {
+	// URL is the server's base URL.
+	URL string
+
+	mu     sync.Mutex
+	target string
+}
+
+// StartRedirector serves redirects to target until t ends.
+func StartRedirector(t testing.TB, target string) *Redirector {
+	t.Helper()
+	r := &Redirector{target: target}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		to := r.target
+		r.mu.Unlock()
+		http.Redirect(w, req, to, http.StatusFound)
+	}))
+	t.Cleanup(srv.Close)
+	r.URL = srv.URL
+	return r
+}
+
+// MoveTo makes the redirects point at target from now on.
+func (r *Redirector) MoveTo(target string) {
+	r.mu.Lock()
+	r.target = target
+	r.mu.Unlock()
 }
