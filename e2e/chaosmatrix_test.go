@@ -284,6 +284,8 @@ func TestChaosMatrix(t *testing.T) {
 				watched <- time.Now()
 			}()
 		}
+		// The fault lasts a window of load on purpose: what the load
+		// meets during it is what the row measures.
 		time.Sleep(hold)
 		if fl.during != nil {
 			fl.problem = fl.during()
