@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -465,14 +464,7 @@ func TestAdminGuard(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			req := httptest.NewRequest(tc.method, tc.path, nil)
-			req.Host = "127.0.0.1:7700"
-			req.RemoteAddr = tc.remote
-			if tc.auth != "" {
-				req.Header.Set("Authorization", tc.auth)
-			}
-			rec := httptest.NewRecorder()
-			tc.h.ServeHTTP(rec, req)
+			rec := serveFrom(tc.h, tc.method, tc.path, tc.remote, tc.auth)
 			if rec.Code != tc.wantCode {
 				t.Fatalf("%s %s from %s = %d %s, want %d", tc.method, tc.path, tc.remote, rec.Code, rec.Body, tc.wantCode)
 			}
