@@ -159,13 +159,20 @@ func TestDecideKeyChanges(t *testing.T) {
 			req.Headers = map[string]string{"x-request-id": "r-1"}
 			in.Request = &req
 			tt.change(&in)
-			before := statsOf(set)
-			decideLikeEval(t, set, in)
-			after := statsOf(set)
-			if hit := after.hits == before.hits+1; hit != tt.hit {
-				t.Fatalf("hit = %v, want %v (%+v → %+v)", hit, tt.hit, before, after)
-			}
+			decideHit(t, set, in, tt.hit)
 		})
+	}
+}
+
+// decideHit decides in on set as Eval would and fails t unless the
+// decision cache answered it exactly when hit says so.
+func decideHit(t *testing.T, set *policy.Set, in policy.Input, hit bool) {
+	t.Helper()
+	before := statsOf(set)
+	decideLikeEval(t, set, in)
+	after := statsOf(set)
+	if got := after.hits == before.hits+1; got != hit {
+		t.Fatalf("hit = %v, want %v (%+v → %+v)", got, hit, before, after)
 	}
 }
 
@@ -205,12 +212,7 @@ func TestDecideVariableKey(t *testing.T) {
 			req.Headers = map[string]string{"x-allow-orders": "yes"}
 			in.Request = &req
 			tt.change(&in)
-			before := statsOf(set)
-			decideLikeEval(t, set, in)
-			after := statsOf(set)
-			if hit := after.hits == before.hits+1; hit != tt.hit {
-				t.Fatalf("hit = %v, want %v (%+v → %+v)", hit, tt.hit, before, after)
-			}
+			decideHit(t, set, in, tt.hit)
 		})
 	}
 }
