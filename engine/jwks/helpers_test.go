@@ -151,3 +151,11 @@ func newCache(t testing.TB, p *idp, mod func(*jwks.Options)) *jwks.Cache {
 	}
 	return c
 }
+
+// clockedCache is a cache of p's keys on a test clock that the test
+// advances.
+func clockedCache(t testing.TB, p *idp) (*jwks.Cache, *clock) {
+	t.Helper()
+	clk := newClock()
+	return newCache(t, p, func(o *jwks.Options) { o.Now = clk.Now }), clk
+}
