@@ -27,18 +27,7 @@ func TestTypedPartMatchesValue(t *testing.T) {
 		"invalid UTF-8": badUTF8,
 		"null claims":   {User: User{Roles: []string{}}},
 	}
-	paths := []string{
-		"action", "action.x",
-		"user", "user.id", "user.role", "user.roles", "user.roles.x", "user.tenant_id", "user.email", "user.email.x",
-		"user.claims", "user.claims.level", "user.claims.level.x", "user.claims.groups", "user.claims.nested.ok",
-		"user.claims.nested.none", "user.claims.nested.none.x", "user.claims.missing", "user.other",
-		"resource", "resource.type", "resource.id", "resource.tenant", "resource.tenant.x", "resource.other",
-		"tenant", "tenant.id", "tenant.plan", "tenant.plan.x", "tenant.other",
-		"request", "request.method", "request.path", "request.host", "request.query", "request.query.dry_run",
-		"request.headers", "request.headers.x-request-id", "request.headers.x-\ufffd", "request.headers.missing",
-		"request.method.x", "request.other",
-		"other", "other.x",
-	}
+	paths := probePaths()
 	for name, in := range inputs {
 		doc, err := in.Value()
 		if err != nil {
@@ -121,5 +110,23 @@ func fullInput() Input {
 			Query:   map[string]string{"dry_run": "1"},
 			Headers: map[string]string{"x-request-id": "r-1", "accept": "application/json"},
 		},
+	}
+}
+
+// probePaths are the input paths the key and input tests read: every
+// field of the input, a level below each leaf, and names the input does
+// not have.
+func probePaths() []string {
+	return []string{
+		"action", "action.x",
+		"user", "user.id", "user.role", "user.roles", "user.roles.x", "user.tenant_id", "user.email", "user.email.x",
+		"user.claims", "user.claims.level", "user.claims.level.x", "user.claims.groups", "user.claims.nested.ok",
+		"user.claims.nested.none", "user.claims.nested.none.x", "user.claims.missing", "user.other",
+		"resource", "resource.type", "resource.id", "resource.tenant", "resource.tenant.x", "resource.other",
+		"tenant", "tenant.id", "tenant.plan", "tenant.plan.x", "tenant.other",
+		"request", "request.method", "request.path", "request.host", "request.query", "request.query.dry_run",
+		"request.headers", "request.headers.x-request-id", "request.headers.x-\ufffd", "request.headers.missing",
+		"request.method.x", "request.other",
+		"other", "other.x",
 	}
 }
