@@ -35,10 +35,7 @@ func TestTypedPartMatchesValue(t *testing.T) {
 		}
 		for _, p := range paths {
 			t.Run(name+"/"+p, func(t *testing.T) {
-				var path []*ast.Term
-				for _, k := range strings.Split(p, ".") {
-					path = append(path, ast.StringTerm(k))
-				}
+				path := termPaths([]string{p})[0]
 				want := partAt(doc, path)
 				got, err := typedPart(&in, path, &termBuf{}, nil)
 				if err != nil {
@@ -129,4 +126,20 @@ func probePaths() []string {
 		"request.method.x", "request.other",
 		"other", "other.x",
 	}
+}
+
+// termPaths turns dotted input paths into term paths ("" is the whole
+// input).
+func termPaths(dotted []string) [][]*ast.Term {
+	var out [][]*ast.Term
+	for _, p := range dotted {
+		path := []*ast.Term{}
+		if p != "" {
+			for _, k := range strings.Split(p, ".") {
+				path = append(path, ast.StringTerm(k))
+			}
+		}
+		out = append(out, path)
+	}
+	return out
 }

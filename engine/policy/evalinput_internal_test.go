@@ -3,7 +3,6 @@ package policy
 import (
 	"encoding/json"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -40,16 +39,7 @@ func TestInputMatchesDocument(t *testing.T) {
 		sets = append(sets, set)
 	}
 	for _, set := range sets {
-		var keyPaths [][]*ast.Term
-		for _, p := range set {
-			path := []*ast.Term{}
-			if p != "" {
-				for _, k := range strings.Split(p, ".") {
-					path = append(path, ast.StringTerm(k))
-				}
-			}
-			keyPaths = append(keyPaths, path)
-		}
+		keyPaths := termPaths(set)
 		plan := cachePlan{paths: minimalPaths(keyPaths)}
 		s := &Set{plan: plan, cache: newDecisionCache(plan, 16)}
 		for name, in := range inputs {
