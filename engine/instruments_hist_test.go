@@ -18,18 +18,9 @@ import (
 
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reason"
-	"github.com/svc-dev/svc/internal/otelhist"
-	"github.com/svc-dev/svc/internal/otelhist/sdkexport"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/histtest"
 )
-
-// newHistProvider is an SDK MeterProvider whose reader also collects an
-// otelhist.Registry, as the sidecar's telemetry is.
-func newHistProvider() (sdkexport.MeterProvider, *sdkmetric.ManualReader) {
-	reg := otelhist.NewRegistry(otelhist.Options{})
-	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(sdkexport.Producer(reg)))
-	return sdkexport.MeterProvider{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), Registry: reg}, reader
-}
 
 // TestDecisionLatencyHistograms: svc.decision.duration recorded in the
 // provider's otelhist.Registry is exported as the SDK's histogram is,
@@ -42,7 +33,7 @@ func TestDecisionLatencyHistograms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	histMP, histReader := newHistProvider()
+	histMP, histReader := histtest.Provider()
 	histTel, err := newInstruments(tp, histMP, &Engine{policies: policy.NewStore(nil)})
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +114,7 @@ func countExemplars(sm metricdata.ScopeMetrics) int {
 // decision's telemetry under a dropped server span allocates nothing.
 func TestUnsampledDecisionAllocsHist(t *testing.T) {
 	testkit.SkipUnderRace(t)
-	mp, _ := newHistProvider()
+	mp, _ := histtest.Provider()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
 	tel, err := newInstruments(tp, mp, &Engine{})
 	if err != nil {
@@ -140,7 +131,7 @@ func TestUnsampledDecisionAllocsHist(t *testing.T) {
 // BenchmarkDecisionTelemetryHist is BenchmarkDecisionTelemetry with the
 // histogram in an otelhist.Registry, as the sidecar records it.
 func BenchmarkDecisionTelemetryHist(b *testing.B) {
-	mp, _ := newHistProvider()
+	mp, _ := histtest.Provider()
 	benchDecisionTelemetry(b, sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample()))), mp)
 }
 
@@ -149,7 +140,7 @@ func BenchmarkDecisionTelemetryHist(b *testing.B) {
 // otelhist one.
 func BenchmarkDecided(b *testing.B) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
-	hist, _ := newHistProvider()
+	hist, _ := histtest.Provider()
 	for name, mp := range map[string]metric.MeterProvider{
 		"sdk":      sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())),
 		"otelhist": hist,

@@ -12,19 +12,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/svc-dev/svc/internal/otelhist"
-	"github.com/svc-dev/svc/internal/otelhist/sdkexport"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/histtest"
 	"github.com/svc-dev/svc/internal/testkit/metrictest"
 )
-
-// newHistProvider is an SDK MeterProvider whose reader also collects an
-// otelhist.Registry, as the sidecar's telemetry is.
-func newHistProvider() (sdkexport.MeterProvider, *sdkmetric.ManualReader) {
-	reg := otelhist.NewRegistry(otelhist.Options{})
-	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(sdkexport.Producer(reg)))
-	return sdkexport.MeterProvider{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), Registry: reg}, reader
-}
 
 // TestCallDurationHistograms: rpc.server.call.duration recorded in the
 // provider's otelhist.Registry has the SDK instrument's scope, name,
@@ -39,7 +30,7 @@ func TestCallDurationHistograms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	histMP, histReader := newHistProvider()
+	histMP, histReader := histtest.Provider()
 	histH, err := New(Options{TracerProvider: tp, MeterProvider: histMP, Propagator: propagation.TraceContext{}})
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +94,7 @@ func TestCallDurationHistograms(t *testing.T) {
 func TestUnsampledCallAllocsHist(t *testing.T) {
 	testkit.SkipUnderRace(t)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
-	mp, _ := newHistProvider()
+	mp, _ := histtest.Provider()
 	h, err := New(Options{TracerProvider: tp, MeterProvider: mp,
 		Propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})})
 	if err != nil {
@@ -124,7 +115,7 @@ func TestUnsampledCallAllocsHist(t *testing.T) {
 // duration in an otelhist.Registry, as the sidecar records it.
 func BenchmarkUnsampledCallHist(b *testing.B) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
-	mp, _ := newHistProvider()
+	mp, _ := histtest.Provider()
 	h, err := New(Options{TracerProvider: tp, MeterProvider: mp,
 		Propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})})
 	if err != nil {

@@ -1,14 +1,17 @@
 // Package histtest is the histogram the otelhist tests record into and
-// compare with the OpenTelemetry SDK's: its scope, name and bounds, and
-// sampled span contexts for exemplars.
+// compare with the OpenTelemetry SDK's: its scope, name and bounds,
+// sampled span contexts for exemplars, and a meter provider that records
+// histograms as the sidecar does.
 package histtest
 
 import (
 	"context"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-dev/svc/internal/otelhist"
+	"github.com/svc-dev/svc/internal/otelhist/sdkexport"
 )
 
 // The test histogram's name, description and unit.
@@ -36,4 +39,12 @@ func Sampled(i int) context.Context {
 	return trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled,
 	}))
+}
+
+// Provider is an SDK MeterProvider whose reader also collects an
+// otelhist.Registry, as the sidecar's telemetry is, and that reader.
+func Provider() (sdkexport.MeterProvider, *sdkmetric.ManualReader) {
+	reg := otelhist.NewRegistry(otelhist.Options{})
+	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(sdkexport.Producer(reg)))
+	return sdkexport.MeterProvider{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), Registry: reg}, reader
 }
