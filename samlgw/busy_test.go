@@ -247,12 +247,7 @@ func nestedBody(size int) string {
 func postFrom(t *testing.T, f *fixture, doc []byte, realIP string, cookies ...*http.Cookie) answer {
 	t.Helper()
 	form := url.Values{"SAMLResponse": {base64.StdEncoding.EncodeToString(doc)}}
-	req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/auth/saml/acs", strings.NewReader(form.Encode()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
+	req := f.acsRequest(t, form.Encode(), "application/json")
 	req.Header.Set("X-Real-IP", realIP)
 	for _, c := range cookies {
 		req.AddCookie(c)

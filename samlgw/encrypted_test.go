@@ -212,12 +212,6 @@ func TestACSHostileEncryptedKey(t *testing.T) {
 func rawPost(t *testing.T, f *fixture, doc []byte) (int, []byte) {
 	t.Helper()
 	form := url.Values{"SAMLResponse": {base64.StdEncoding.EncodeToString(doc)}}
-	req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/auth/saml/acs", strings.NewReader(form.Encode()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	resp, body := testkit.Do(t, nil, req)
+	resp, body := testkit.Do(t, nil, f.acsRequest(t, form.Encode(), "application/json"))
 	return resp.StatusCode, body
 }
