@@ -8,16 +8,17 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/authz/server"
+	"github.com/svc-dev/svc/authz/server/servertest"
 )
 
 // BenchmarkClient measures one decision through the SDK and the sidecar's
 // gRPC service over loopback TCP, with a real RS256 token (verified once,
 // then served from the engine's token cache) and the default policy.
 func BenchmarkClient(b *testing.B) {
-	p := newIDP(b)
-	addr := serveGRPC(b, newServer(b, newEngine(b, p, nil)))
+	p := servertest.NewIDP(b)
+	addr := servertest.ServeGRPC(b, servertest.NewServer(b, servertest.NewEngine(b, p, nil)))
 	c := newClient(b, addr, authz.FailClosed)
-	tok := p.TokenFor(b, user("alice", "viewer"))
+	tok := p.TokenFor(b, servertest.User("alice", "viewer"))
 
 	b.Run("ValidateToken", func(b *testing.B) {
 		b.ReportAllocs()
@@ -47,10 +48,10 @@ func BenchmarkClient(b *testing.B) {
 // BenchmarkHTTPAuthorize measures POST /v1/authorize in-process: JSON
 // decoding, the decision and protojson encoding.
 func BenchmarkHTTPAuthorize(b *testing.B) {
-	p := newIDP(b)
+	p := servertest.NewIDP(b)
 	mux := http.NewServeMux()
-	newServer(b, newEngine(b, p, nil)).RegisterHTTP(mux)
-	body := []byte(`{"token":"` + p.TokenFor(b, user("alice", "viewer")) + `","action":"orders:read","resource":{"id":"o-1"}}`)
+	servertest.NewServer(b, servertest.NewEngine(b, p, nil)).RegisterHTTP(mux)
+	body := []byte(`{"token":"` + p.TokenFor(b, servertest.User("alice", "viewer")) + `","action":"orders:read","resource":{"id":"o-1"}}`)
 	b.ReportAllocs()
 	for b.Loop() {
 		rec := httptest.NewRecorder()
@@ -64,9 +65,9 @@ func BenchmarkHTTPAuthorize(b *testing.B) {
 // BenchmarkMiddleware measures the middleware on an in-process engine,
 // with and without a policy check.
 func BenchmarkMiddleware(b *testing.B) {
-	p := newIDP(b)
-	a := server.Local(newEngine(b, p, nil))
-	tok := "Bearer " + p.TokenFor(b, user("alice", "viewer"))
+	p := servertest.NewIDP(b)
+	a := server.Local(servertest.NewEngine(b, p, nil))
+	tok := "Bearer " + p.TokenFor(b, servertest.User("alice", "viewer"))
 	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	for _, bc := range []struct {
 		name string

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,6 +12,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // mustEncode checks that s survives both encodings the service uses.
@@ -135,16 +136,8 @@ func countNodes(v *structpb.Value) int {
 // the raw bytes as a key and a value (often invalid UTF-8): the result
 // must always encode, and a JSON claim set must round-trip.
 func FuzzClaimsToStruct(f *testing.F) {
-	seeds, err := filepath.Glob(filepath.Join("testdata", "claims", "*.json"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, p := range seeds {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+	for _, seed := range testkit.ReadGlob(f, filepath.Join("testdata", "claims", "*.json")) {
+		f.Add(seed.Data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		claims := map[string]any{string(data): string(data)}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/authz/server"
+	"github.com/svc-dev/svc/authz/server/servertest"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/reason"
 )
@@ -28,7 +29,7 @@ func TestClientFailOpenNotice(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			var buf bytes.Buffer
 			log := slog.New(slog.NewTextHandler(&buf, nil))
-			c, err := authz.NewClient(serveGRPC(t, newServer(t, newEngine(t, nil, nil))), authz.ClientOptions{
+			c, err := authz.NewClient(servertest.ServeGRPC(t, servertest.NewServer(t, servertest.NewEngine(t, nil, nil))), authz.ClientOptions{
 				FailMode: mode, Logger: log, Timeout: 30 * time.Second, ConfigFile: "-", LookupEnv: noEnv})
 			if err != nil {
 				t.Fatal(err)
@@ -69,12 +70,12 @@ func (s slowDecider) Decide(ctx context.Context, req engine.Request) (engine.Res
 // one that answers a little after it is, and the fail mode applies.
 func TestClientSlowSidecarWithinTimeout(t *testing.T) {
 	const timeout, margin = 2 * time.Second, 600 * time.Millisecond
-	eng := newEngine(t, nil, nil)
+	eng := servertest.NewEngine(t, nil, nil)
 	targets := map[string]func(server.Decider) string{
-		"grpc": func(d server.Decider) string { return serveGRPC(t, newServer(t, d)) },
+		"grpc": func(d server.Decider) string { return servertest.ServeGRPC(t, servertest.NewServer(t, d)) },
 		"http": func(d server.Decider) string {
 			mux := http.NewServeMux()
-			newServer(t, d).RegisterHTTP(mux)
+			servertest.NewServer(t, d).RegisterHTTP(mux)
 			srv := httptest.NewServer(mux)
 			t.Cleanup(srv.Close)
 			return srv.URL
@@ -93,7 +94,7 @@ func TestClientSlowSidecarWithinTimeout(t *testing.T) {
 				t.Run(name+"/"+tc.name+"/"+mode, func(t *testing.T) {
 					t.Parallel()
 					addr := serve(slowDecider{Decider: eng, delay: tc.delay})
-					c, err := authz.NewClient(addr, authz.ClientOptions{FailMode: mode, Timeout: timeout, Logger: quietLogger()})
+					c, err := authz.NewClient(addr, authz.ClientOptions{FailMode: mode, Timeout: timeout, Logger: servertest.QuietLogger()})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -164,7 +165,7 @@ func TestClientConnectWithinTimeout(t *testing.T) {
 	for _, target := range []string{addr, "http://" + addr} {
 		t.Run(target, func(t *testing.T) {
 			t.Parallel()
-			c, err := authz.NewClient(target, authz.ClientOptions{FailMode: authz.FailClosed, Timeout: timeout, Logger: quietLogger()})
+			c, err := authz.NewClient(target, authz.ClientOptions{FailMode: authz.FailClosed, Timeout: timeout, Logger: servertest.QuietLogger()})
 			if err != nil {
 				t.Fatal(err)
 			}

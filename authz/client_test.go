@@ -27,22 +27,24 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/svc-dev/svc/authz"
+	"github.com/svc-dev/svc/authz/server/servertest"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/reason"
 )
 
 func TestClientAgainstRunningSidecar(t *testing.T) {
-	p := newIDP(t)
-	srv := newServer(t, newEngine(t, p, nil))
-	conflictSrv := newServer(t, newEngine(t, p, func(c *config.Config) { c.Policy.Dir = "testdata/policy-conflict" }))
+	p := servertest.NewIDP(t)
+	srv := servertest.NewServer(t, servertest.NewEngine(t, p, nil))
+	conflictSrv := servertest.NewServer(t, servertest.NewEngine(t, p, func(c *config.Config) { c.Policy.Dir = "testdata/policy-conflict" }))
 	// The same calls over gRPC and over the local HTTP API give the same
 	// decisions and the same errors.
 	targets := []struct{ name, addr, conflict string }{
-		{"grpc", serveGRPC(t, srv), serveGRPC(t, conflictSrv)},
-		{"http", serveHTTP(t, srv), serveHTTP(t, conflictSrv)},
+		{"grpc", servertest.ServeGRPC(t, srv), servertest.ServeGRPC(t, conflictSrv)},
+		{"http", servertest.ServeHTTP(t, srv), servertest.ServeHTTP(t, conflictSrv)},
 	}
-	viewer := p.TokenFor(t, fixedUser("alice", "viewer"))
-	expired := p.TokenFor(t, map[string]any{"sub": "alice", "tenant_id": tenant, "exp": time.Now().Add(-time.Hour).Unix(), "iat": fixedIat})
+	viewer := p.TokenFor(t, servertest.FixedUser("alice", "viewer"))
+	expired := p.TokenFor(t, map[string]any{"sub": "alice", "tenant_id": tenant, "exp": time.Now().Add(-time.Hour).Unix(), "iat": servertest.FixedIat})
 
 	for _, target := range targets {
 		for _, mode := range []string{authz.FailOpen, authz.FailClosed} {
@@ -58,7 +60,7 @@ func TestClientAgainstRunningSidecar(t *testing.T) {
 					want := authz.TokenDecision{Allowed: true, Reason: reason.OK, Subject: "alice", TenantID: tenant, Claims: map[string]any{
 						"sub": "alice", "tenant_id": tenant, "roles": []any{"viewer"}, "email": "alice@example.com",
 						"department": "sales", "clearance": map[string]any{"level": 3.0, "tags": []any{"a", "b"}},
-						"exp": float64(fixedExp), "iat": float64(fixedIat),
+						"exp": float64(servertest.FixedExp), "iat": float64(servertest.FixedIat),
 					}}
 					if diff := cmp.Diff(want, got); diff != "" {
 						t.Errorf("decision (-want +got):\n%s", diff)
@@ -144,53 +146,21 @@ func checkUnavailable(t *testing.T, mode string, got authz.Decision, err error, 
 	}
 }
 
-// blackHole accepts TCP connections and never answers: a sidecar that
-// hangs.
-func blackHole(t testing.TB) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = lis.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return lis.Addr().String()
-}
-
 func TestClientSidecarUnreachable(t *testing.T) {
 	targets := []struct {
 		name string
 		addr func(testing.TB) string
 		want reason.Code
 	}{
-		{"connection refused", deadAddr, reason.Unavailable},
-		{"sidecar hangs", blackHole, reason.Unavailable},
-		{"http/connection refused", func(t testing.TB) string { return "http://" + deadAddr(t) }, reason.Unavailable},
-		{"http/sidecar hangs", func(t testing.TB) string { return "http://" + blackHole(t) }, reason.Unavailable},
+		{"connection refused", testkit.DeadAddr, reason.Unavailable},
+		{"sidecar hangs", testkit.BlackHole, reason.Unavailable},
+		{"http/connection refused", func(t testing.TB) string { return "http://" + testkit.DeadAddr(t) }, reason.Unavailable},
+		{"http/sidecar hangs", func(t testing.TB) string { return "http://" + testkit.BlackHole(t) }, reason.Unavailable},
 	}
 	for _, target := range targets {
 		for _, mode := range []string{authz.FailOpen, authz.FailClosed} {
 			t.Run(target.name+"/"+mode, func(t *testing.T) {
-				c, err := authz.NewClient(target.addr(t), authz.ClientOptions{FailMode: mode, Timeout: 200 * time.Millisecond, Logger: quietLogger()})
+				c, err := authz.NewClient(target.addr(t), authz.ClientOptions{FailMode: mode, Timeout: 200 * time.Millisecond, Logger: servertest.QuietLogger()})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -220,7 +190,7 @@ func TestClientSidecarUnreachable(t *testing.T) {
 }
 
 func TestClientCallerContext(t *testing.T) {
-	c := newClient(t, blackHole(t), authz.FailOpen)
+	c := newClient(t, testkit.BlackHole(t), authz.FailOpen)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	d, err := c.ValidateToken(ctx, "any-token")
@@ -250,7 +220,7 @@ func TestClientReusesOneConnection(t *testing.T) {
 	}
 	lis := &countingListener{Listener: raw}
 	g := grpc.NewServer()
-	newServer(t, newEngine(t, nil, nil)).Register(g)
+	servertest.NewServer(t, servertest.NewEngine(t, nil, nil)).Register(g)
 	go func() { _ = g.Serve(lis) }()
 	t.Cleanup(g.Stop)
 
@@ -277,7 +247,7 @@ func TestClientReconnects(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := lis.Addr().String()
-	srv := newServer(t, newEngine(t, nil, nil))
+	srv := servertest.NewServer(t, servertest.NewEngine(t, nil, nil))
 	serve := func(lis net.Listener) *grpc.Server {
 		g := grpc.NewServer()
 		srv.Register(g)
@@ -320,7 +290,7 @@ func TestClientTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := grpc.NewServer(grpc.Creds(credentials.NewServerTLSFromCert(&cert)))
-	newServer(t, newEngine(t, nil, nil)).Register(g)
+	servertest.NewServer(t, servertest.NewEngine(t, nil, nil)).Register(g)
 	go func() { _ = g.Serve(lis) }()
 	t.Cleanup(g.Stop)
 
@@ -489,9 +459,9 @@ func TestClientHTTPNotASidecar(t *testing.T) {
 // which a double rounds (9007199254740993 would arrive as ...992), reach
 // clients exactly, as strings, over both transports and both operations.
 func TestLargeIntegerClaimsRoundTrip(t *testing.T) {
-	p := newIDP(t)
-	srv := newServer(t, newEngine(t, p, nil))
-	claims := fixedUser("alice", "viewer")
+	p := servertest.NewIDP(t)
+	srv := servertest.NewServer(t, servertest.NewEngine(t, p, nil))
+	claims := servertest.FixedUser("alice", "viewer")
 	claims["user_num"] = json.Number("9007199254740993")
 	claims["neg_num"] = json.Number("-9007199254740993")
 	claims["huge_num"] = json.Number("123456789012345678901234567890")
@@ -502,7 +472,7 @@ func TestLargeIntegerClaimsRoundTrip(t *testing.T) {
 		"user_num": "9007199254740993", "neg_num": "-9007199254740993", "huge_num": "123456789012345678901234567890",
 		"max_exact": 9007199254740992.0, "fraction": 1.5,
 	}
-	for _, target := range []struct{ name, addr string }{{"grpc", serveGRPC(t, srv)}, {"http", serveHTTP(t, srv)}} {
+	for _, target := range []struct{ name, addr string }{{"grpc", servertest.ServeGRPC(t, srv)}, {"http", servertest.ServeHTTP(t, srv)}} {
 		t.Run(target.name, func(t *testing.T) {
 			c := newClient(t, target.addr, authz.FailClosed)
 			td, err := c.ValidateToken(t.Context(), tok)

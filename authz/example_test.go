@@ -12,6 +12,7 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/authz/server"
+	"github.com/svc-dev/svc/authz/server/servertest"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 )
@@ -19,7 +20,7 @@ import (
 // A protected route in-process, on an engine in development mode (no
 // identity provider): any bearer string is accepted as "anonymous".
 func ExampleMiddleware() {
-	e, err := engine.New(config.Config{SDK: config.SDK{TenantID: "acme"}}, engine.Deps{Logger: quietLogger()})
+	e, err := engine.New(config.Config{SDK: config.SDK{TenantID: "acme"}}, engine.Deps{Logger: servertest.QuietLogger()})
 	if err != nil {
 		log.Fatal(err)
 	}

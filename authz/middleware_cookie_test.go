@@ -11,6 +11,7 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/authz/server"
+	"github.com/svc-dev/svc/authz/server/servertest"
 	"github.com/svc-dev/svc/engine/config"
 )
 
@@ -23,16 +24,16 @@ import (
 // unprefixed cookie of the same name, which a sibling subdomain can toss,
 // neither displaces it nor stands in for an expired one.
 func TestMiddlewareSessionCookie(t *testing.T) {
-	p := newIDP(t)
-	srv := newServer(t, newEngine(t, p, nil))
-	viewer := p.TokenFor(t, fixedUser("alice", "viewer"))
+	p := servertest.NewIDP(t)
+	srv := servertest.NewServer(t, servertest.NewEngine(t, p, nil))
+	viewer := p.TokenFor(t, servertest.FixedUser("alice", "viewer"))
 	// mallory's token is valid: what a sibling subdomain tosses as an
 	// unprefixed cookie to sign the victim in as mallory.
-	mallory := p.TokenFor(t, fixedUser("mallory", "viewer"))
-	expired := p.TokenFor(t, map[string]any{"sub": "alice", "tenant_id": tenant, "exp": time.Now().Add(-time.Hour).Unix(), "iat": fixedIat})
+	mallory := p.TokenFor(t, servertest.FixedUser("mallory", "viewer"))
+	expired := p.TokenFor(t, map[string]any{"sub": "alice", "tenant_id": tenant, "exp": time.Now().Add(-time.Hour).Unix(), "iat": servertest.FixedIat})
 	clients := map[string]*authz.Client{
-		"grpc": newClient(t, serveGRPC(t, srv), authz.FailClosed),
-		"http": newClient(t, serveHTTP(t, srv), authz.FailClosed),
+		"grpc": newClient(t, servertest.ServeGRPC(t, srv), authz.FailClosed),
+		"http": newClient(t, servertest.ServeHTTP(t, srv), authz.FailClosed),
 	}
 	type req struct {
 		method string
@@ -91,7 +92,7 @@ func TestMiddlewareSessionCookie(t *testing.T) {
 				if method == "" {
 					method = http.MethodGet
 				}
-				got := post(t, method, base+tt.req.path, "", tt.req.header)
+				got := servertest.Post(t, method, base+tt.req.path, "", tt.req.header)
 				if got.Status != tt.status {
 					t.Fatalf("status %d, want %d: %s", got.Status, tt.status, got.Body)
 				}
@@ -124,12 +125,12 @@ func TestMiddlewareSessionCookie(t *testing.T) {
 // (sdk.saml.cookie_name through the Client, the engine's for
 // server.Local), none without a SAML gateway, and "-" turns it off.
 func TestMiddlewareSessionCookieFromConfig(t *testing.T) {
-	p := newIDP(t)
-	eng := newEngine(t, p, nil)
-	addr := serveGRPC(t, newServer(t, eng))
-	viewer := p.TokenFor(t, fixedUser("alice", "viewer"))
+	p := servertest.NewIDP(t)
+	eng := servertest.NewEngine(t, p, nil)
+	addr := servertest.ServeGRPC(t, servertest.NewServer(t, eng))
+	viewer := p.TokenFor(t, servertest.FixedUser("alice", "viewer"))
 	client := func(env map[string]string) *authz.Client {
-		c, err := authz.NewClient(addr, authz.ClientOptions{FailMode: authz.FailClosed, Timeout: 30 * time.Second, Logger: quietLogger(),
+		c, err := authz.NewClient(addr, authz.ClientOptions{FailMode: authz.FailClosed, Timeout: 30 * time.Second, Logger: servertest.QuietLogger(),
 			ConfigFile: "-", LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 		if err != nil {
 			t.Fatal(err)
@@ -138,10 +139,11 @@ func TestMiddlewareSessionCookieFromConfig(t *testing.T) {
 		return c
 	}
 	// The engine does not read the IdP metadata; the gateway would.
-	samlEngine := newEngine(t, p, func(c *config.Config) {
+	samlEngine := servertest.NewEngine(t, p, func(c *config.Config) {
 		c.SDK.SAML = &config.SAML{EntityID: "https://app.example.com/auth/saml/metadata", ACSURL: "https://app.example.com/auth/saml/acs",
 			IDPMetadataFile: filepath.Join(t.TempDir(), "idp.xml"), CookieName: "engine_sess"}
 	})
+
 	tests := []struct {
 		name   string
 		a      authz.Authorizer
@@ -160,7 +162,7 @@ func TestMiddlewareSessionCookieFromConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			base := protect(t, tt.a, tt.opts)
-			got := post(t, http.MethodGet, base+"/profile", "", map[string]string{"Cookie": tt.cookie + "=" + viewer})
+			got := servertest.Post(t, http.MethodGet, base+"/profile", "", map[string]string{"Cookie": tt.cookie + "=" + viewer})
 			if got.Status != tt.status {
 				t.Errorf("status %d, want %d: %s", got.Status, tt.status, got.Body)
 			}

@@ -14,7 +14,9 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/authz/server"
+	"github.com/svc-dev/svc/authz/server/servertest"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -32,7 +34,7 @@ var echoUser = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 // protect serves echoUser behind the middleware on loopback.
 func protect(t *testing.T, a authz.Authorizer, opts authz.MiddlewareOptions) string {
 	t.Helper()
-	opts.Logger = quietLogger()
+	opts.Logger = servertest.QuietLogger()
 	srv := httptest.NewServer(authz.Middleware(a, opts)(echoUser))
 	t.Cleanup(srv.Close)
 	return srv.URL
@@ -49,27 +51,28 @@ func routeAction(r *http.Request) string {
 }
 
 func TestMiddleware(t *testing.T) {
-	p := newIDP(t)
-	eng := newEngine(t, p, func(c *config.Config) {
+	p := servertest.NewIDP(t)
+	eng := servertest.NewEngine(t, p, func(c *config.Config) {
 		c.RateLimit = config.RateLimit{PerTenant: map[string]int{"limited": 1}}
 	})
-	sidecar := serveGRPC(t, newServer(t, eng))
-	dead := deadAddr(t)
+
+	sidecar := servertest.ServeGRPC(t, servertest.NewServer(t, eng))
+	dead := testkit.DeadAddr(t)
 	// The IdP is down and no key was ever fetched.
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "down", http.StatusServiceUnavailable)
 	}))
 	t.Cleanup(down.Close)
-	noKeys := newEngine(t, nil, func(c *config.Config) { c.SDK.JWKSURL = down.URL; c.SDK.FailMode = config.FailClosed })
-	conflictClosed := newEngine(t, p, func(c *config.Config) { c.Policy.Dir = "testdata/policy-conflict" })
-	conflictOpen := newEngine(t, nil, func(c *config.Config) { c.Policy.Dir = "testdata/policy-conflict" })
+	noKeys := servertest.NewEngine(t, nil, func(c *config.Config) { c.SDK.JWKSURL = down.URL; c.SDK.FailMode = config.FailClosed })
+	conflictClosed := servertest.NewEngine(t, p, func(c *config.Config) { c.Policy.Dir = "testdata/policy-conflict" })
+	conflictOpen := servertest.NewEngine(t, nil, func(c *config.Config) { c.Policy.Dir = "testdata/policy-conflict" })
 
-	viewer := p.TokenFor(t, fixedUser("alice", "viewer"))
-	expired := p.TokenFor(t, map[string]any{"sub": "alice", "tenant_id": tenant, "exp": time.Now().Add(-time.Hour).Unix(), "iat": fixedIat})
-	limitedClaims := fixedUser("lee", "viewer")
+	viewer := p.TokenFor(t, servertest.FixedUser("alice", "viewer"))
+	expired := p.TokenFor(t, map[string]any{"sub": "alice", "tenant_id": tenant, "exp": time.Now().Add(-time.Hour).Unix(), "iat": servertest.FixedIat})
+	limitedClaims := servertest.FixedUser("lee", "viewer")
 	limitedClaims["tenant_id"] = "limited"
 	limited := p.TokenFor(t, limitedClaims)
-	otherClaims := fixedUser("mallory", "admin")
+	otherClaims := servertest.FixedUser("mallory", "admin")
 	otherClaims["tenant_id"] = "globex"
 	otherTenant := p.TokenFor(t, otherClaims)
 
@@ -149,7 +152,7 @@ func TestMiddleware(t *testing.T) {
 			user: &authz.User{Subject: "anonymous", Reason: reason.TokenMissing}},
 		{name: "anonymous allowed, invalid token still refused", authz: viaSidecarClosed, opts: authz.MiddlewareOptions{AllowAnonymous: true}, path: "/public", auth: "Bearer " + expired, status: 401,
 			deny: &authz.DenyBody{Reason: string(reason.TokenExpired)}, challenge: `Bearer error="invalid_token", error_description="token-expired"`},
-		{name: "development mode", authz: server.Local(newEngine(t, nil, nil)), path: "/profile", auth: "Bearer whatever", status: 200,
+		{name: "development mode", authz: server.Local(servertest.NewEngine(t, nil, nil)), path: "/profile", auth: "Bearer whatever", status: 200,
 			user: &authz.User{Subject: "anonymous", TenantID: tenant, Reason: reason.DevAnonymous}},
 		{name: "keys unavailable", authz: server.Local(noKeys), path: "/profile", auth: "Bearer " + viewer, status: 503,
 			deny: &authz.DenyBody{Reason: string(reason.JWKSUnavailable)}},
@@ -157,10 +160,10 @@ func TestMiddleware(t *testing.T) {
 			path: "/orders", auth: "Bearer " + viewer, status: 503, deny: &authz.DenyBody{Reason: string(reason.PolicyError)}},
 		{name: "engine cannot decide, open", authz: server.Local(conflictOpen), opts: authz.MiddlewareOptions{Action: routeAction, Resource: func(*http.Request) authz.Resource { return authz.Resource{ID: "conflict"} }},
 			path: "/orders", auth: "Bearer x", status: 503, deny: &authz.DenyBody{Reason: string(reason.PolicyError)}},
-		{name: "sidecar cannot decide, open", authz: newClient(t, serveGRPC(t, newServer(t, conflictClosed)), authz.FailOpen),
+		{name: "sidecar cannot decide, open", authz: newClient(t, servertest.ServeGRPC(t, servertest.NewServer(t, conflictClosed)), authz.FailOpen),
 			opts: authz.MiddlewareOptions{Action: routeAction, Resource: func(*http.Request) authz.Resource { return authz.Resource{ID: "conflict"} }},
 			path: "/orders", auth: "Bearer " + viewer, status: 503, deny: &authz.DenyBody{Reason: string(reason.PolicyError)}},
-		{name: "sidecar cannot decide, closed", authz: newClient(t, serveGRPC(t, newServer(t, conflictClosed)), authz.FailClosed),
+		{name: "sidecar cannot decide, closed", authz: newClient(t, servertest.ServeGRPC(t, servertest.NewServer(t, conflictClosed)), authz.FailClosed),
 			opts: authz.MiddlewareOptions{Action: routeAction, Resource: func(*http.Request) authz.Resource { return authz.Resource{ID: "conflict"} }},
 			path: "/orders", auth: "Bearer " + viewer, status: 503, deny: &authz.DenyBody{Reason: string(reason.PolicyError)}},
 	}
@@ -175,7 +178,7 @@ func TestMiddleware(t *testing.T) {
 			if tt.auth != "" {
 				header["Authorization"] = tt.auth
 			}
-			got := post(t, method, base+tt.path, "", header)
+			got := servertest.Post(t, method, base+tt.path, "", header)
 			if got.Status != tt.status {
 				t.Fatalf("status %d, want %d; body %s", got.Status, tt.status, got.Body)
 			}
@@ -214,8 +217,8 @@ func TestMiddleware(t *testing.T) {
 	t.Run("rate limited", func(t *testing.T) {
 		base := protect(t, viaSidecarClosed, authz.MiddlewareOptions{Action: routeAction})
 		header := map[string]string{"Authorization": "Bearer " + limited}
-		post(t, http.MethodGet, base+"/orders", "", header)
-		got := post(t, http.MethodGet, base+"/orders", "", header)
+		servertest.Post(t, http.MethodGet, base+"/orders", "", header)
+		got := servertest.Post(t, http.MethodGet, base+"/orders", "", header)
 		if got.Status != http.StatusTooManyRequests {
 			t.Fatalf("status %d, want 429; body %s", got.Status, got.Body)
 		}
@@ -226,8 +229,8 @@ func TestMiddleware(t *testing.T) {
 
 	t.Run("deny body", func(t *testing.T) {
 		base := protect(t, viaSidecarClosed, authz.MiddlewareOptions{Action: routeAction})
-		got := post(t, http.MethodDelete, base+"/orders/o-1", "", map[string]string{"Authorization": "Bearer " + viewer})
-		golden(t, "middleware/policy-deny.json", regexp.MustCompile(`"decision_id":"[^"]+"`).ReplaceAll(got.Body, []byte(`"decision_id":"<decision-id>"`)))
+		got := servertest.Post(t, http.MethodDelete, base+"/orders/o-1", "", map[string]string{"Authorization": "Bearer " + viewer})
+		servertest.Golden(t, *update, "middleware/policy-deny.json", regexp.MustCompile(`"decision_id":"[^"]+"`).ReplaceAll(got.Body, []byte(`"decision_id":"<decision-id>"`)))
 	})
 }
 
@@ -263,9 +266,9 @@ func TestUserFrom(t *testing.T) {
 }
 
 func TestMiddlewareClaimsAreTheRequestsOwn(t *testing.T) {
-	p := newIDP(t)
-	tok := p.TokenFor(t, fixedUser("alice", "viewer"))
-	a := server.Local(newEngine(t, p, nil))
+	p := servertest.NewIDP(t)
+	tok := p.TokenFor(t, servertest.FixedUser("alice", "viewer"))
+	a := server.Local(servertest.NewEngine(t, p, nil))
 	h := authz.Middleware(a, authz.MiddlewareOptions{})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, _ := authz.UserFrom(r.Context())
 		u.Claims["department"] = "changed"

@@ -38,13 +38,8 @@ func TestAuditLog(t *testing.T) {
 	// 3. An expired token through the HTTP API.
 	expiredClaims := harness.Claims("alice", "acme", "viewer")
 	expiredClaims["exp"] = time.Now().Add(-time.Hour).Unix()
-	req, err := http.NewRequest(http.MethodPost, s.URL("/v1/authorize"), strings.NewReader(`{"action":"orders:read"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+k.rsa.Token(t, expiredClaims))
-	req.Header.Set("Content-Type", "application/json")
-	if status, h, body := harness.Do(t, req); status != http.StatusOK || !strings.Contains(string(body), "token-expired") {
+	if status, h, body := harness.Send(t, http.MethodPost, s.URL("/v1/authorize"), `{"action":"orders:read"}`,
+		map[string]string{"Authorization": harness.Bearer(k.rsa.Token(t, expiredClaims)), "Content-Type": "application/json"}); status != http.StatusOK || !strings.Contains(string(body), "token-expired") {
 		t.Fatalf("POST /v1/authorize with an expired token: %s", harness.Describe(status, h, body))
 	}
 

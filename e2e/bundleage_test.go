@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,10 +11,11 @@ import (
 	"testing"
 	"time"
 
-	opabundle "github.com/open-policy-agent/opa/v1/bundle"
-
 	"github.com/svc-dev/svc/e2e/harness"
 	"github.com/svc-dev/svc/engine/bundle"
+	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/bundletest"
+	"github.com/svc-dev/svc/wire"
 )
 
 // TestBundleAgeAndReplay runs a sidecar polling a control plane with
@@ -36,11 +36,7 @@ func TestBundleAgeAndReplay(t *testing.T) {
 	policies := filepath.Join(harness.ModuleRoot(t), "policies")
 	build := func(revision string, created time.Time) []byte {
 		t.Helper()
-		var buf bytes.Buffer
-		if _, err := bundle.Build(&buf, policies, bundle.BuildOptions{Revision: revision, SignKeyPEM: signPEM, CreatedAt: created}); err != nil {
-			t.Fatal(err)
-		}
-		return buf.Bytes()
+		return bundletest.Build(t, policies, bundle.BuildOptions{Revision: revision, SignKeyPEM: signPEM, CreatedAt: created})
 	}
 	// opaBuild signs as opa build --signing-key does: no created_at.
 	opaBuild := func(revision string) []byte {
@@ -49,19 +45,7 @@ func TestBundleAgeAndReplay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := opabundle.Bundle{
-			Manifest: opabundle.Manifest{Revision: revision, Roots: &[]string{"svc"}},
-			Modules:  []opabundle.ModuleFile{{URL: "/authz.rego", Path: "/authz.rego", Raw: src}},
-			Data:     map[string]any{},
-		}
-		if err := b.GenerateSignature(opabundle.NewSigningConfig(string(signPEM), "ES256", ""), "default", false); err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		if err := opabundle.NewWriter(&buf).Write(b); err != nil {
-			t.Fatal(err)
-		}
-		return buf.Bytes()
+		return bundletest.OPABuild(t, revision, src, signPEM)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	var mu sync.Mutex
@@ -75,11 +59,7 @@ func TestBundleAgeAndReplay(t *testing.T) {
 	serve := func(b []byte) { mu.Lock(); served = b; mu.Unlock() }
 
 	s := harness.StartSidecar(t, harness.SidecarOptions{
-		Config: sidecarConfig + `
-[policy]
-bundle_min_poll = "100ms"
-bundle_max_poll = "200ms"
-`,
+		Config: pollingConfig,
 		Env: map[string]string{
 			"SVC_JWKS_URL":               k.jwks.URL,
 			"SVC_BUNDLE_URL":             cp.URL + "/svc.tar.gz",
@@ -87,13 +67,8 @@ bundle_max_poll = "200ms"
 			"SVC_BUNDLE_MAX_AGE":         "1h",
 		},
 	})
-	type ageStatus struct {
-		controlPlaneStatus
-		Reason          string     `json:"reason"`
-		PolicyCreatedAt *time.Time `json:"policy_created_at"`
-	}
-	var st ageStatus
-	waitUntil(t, "cp-2h active", func() bool { st = getStatus[ageStatus](t, s); return st.PolicyRevision == "cp-2h" })
+	var st wire.Status
+	testkit.Eventually(t, "cp-2h active", func() bool { st = getStatus(t, s); return st.PolicyRevision == "cp-2h" })
 	if st.Status != "degraded" || st.Reason != "policy-bundle-stale" || st.PolicyCreatedAt == nil || !st.PolicyCreatedAt.Equal(now.Add(-2*time.Hour)) {
 		t.Errorf("a bundle 2h old with max age 1h: status %q (%s), created %v", st.Status, st.Reason, st.PolicyCreatedAt)
 	}
@@ -105,15 +80,15 @@ bundle_max_poll = "200ms"
 
 	// A replay of an older signed bundle: refused.
 	serve(build("cp-3h", now.Add(-3*time.Hour)))
-	waitUntil(t, "the replay refused", func() bool { st = getStatus[ageStatus](t, s); return st.Bundle.LastCode != "" })
-	if st.Bundle.LastCode != "revision-older" || st.PolicyRevision != "cp-2h" {
-		t.Errorf("replayed older bundle: %q (%s), revision %q", st.Bundle.LastCode, st.Bundle.LastError, st.PolicyRevision)
+	testkit.Eventually(t, "the replay refused", func() bool { st = getStatus(t, s); return st.Bundle.LastErrorCode != "" })
+	if st.Bundle.LastErrorCode != "revision-older" || st.PolicyRevision != "cp-2h" {
+		t.Errorf("replayed older bundle: %q (%s), revision %q", st.Bundle.LastErrorCode, st.Bundle.LastError, st.PolicyRevision)
 	}
 	// A bundle that cannot be ordered: refused as well.
 	serve(opaBuild("opa-1"))
-	waitUntil(t, "the unordered bundle refused", func() bool {
-		st = getStatus[ageStatus](t, s)
-		return st.Bundle.LastCode == "bundle-unordered" || st.PolicyRevision != "cp-2h"
+	testkit.Eventually(t, "the unordered bundle refused", func() bool {
+		st = getStatus(t, s)
+		return st.Bundle.LastErrorCode == "bundle-unordered" || st.PolicyRevision != "cp-2h"
 	})
 	if st.PolicyRevision != "cp-2h" || !strings.Contains(st.Bundle.LastError, "created_at") {
 		t.Errorf("unordered bundle: revision %q, %+v", st.PolicyRevision, *st.Bundle)
@@ -121,7 +96,7 @@ bundle_max_poll = "200ms"
 
 	// A fresh bundle: healthy again.
 	serve(build("cp-now", time.Now()))
-	waitUntil(t, "cp-now active", func() bool { st = getStatus[ageStatus](t, s); return st.PolicyRevision == "cp-now" })
+	testkit.Eventually(t, "cp-now active", func() bool { st = getStatus(t, s); return st.PolicyRevision == "cp-now" })
 	if st.Status != "healthy" || st.Reason != "" {
 		t.Errorf("a fresh bundle: status %q (%s)", st.Status, st.Reason)
 	}

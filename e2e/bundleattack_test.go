@@ -7,10 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/wire"
 )
 
 // nonLoopbackIP is an address of this host outside loopback, where a
@@ -28,24 +29,6 @@ func nonLoopbackIP(t *testing.T) net.IP {
 	}
 	t.Skip("no non-loopback IPv4 address on this host")
 	return nil
-}
-
-// requestLog records what a test server was asked.
-type requestLog struct {
-	mu  sync.Mutex
-	got []string // "path|Authorization"
-}
-
-func (l *requestLog) add(r *http.Request) {
-	l.mu.Lock()
-	l.got = append(l.got, r.URL.Path+"|"+r.Header.Get("Authorization"))
-	l.mu.Unlock()
-}
-
-func (l *requestLog) list() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.got...)
 }
 
 // TestBundleRedirectAttack: the control plane at policy.bundle_url (plain
@@ -76,9 +59,9 @@ func TestBundleRedirectAttack(t *testing.T) {
 	}
 	cdnBundle, evilBundle := build("cdn-1"), build("evil-2")
 
-	var cdnLog, evilLog requestLog
+	var cdnLog, evilLog testkit.RequestLog
 	cdn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cdnLog.add(r)
+		cdnLog.Add(r)
 		_, _ = w.Write(cdnBundle)
 	}))
 	t.Cleanup(cdn.Close)
@@ -88,28 +71,16 @@ func TestBundleRedirectAttack(t *testing.T) {
 		t.Fatal(err)
 	}
 	evil := &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		evilLog.add(r)
+		evilLog.Add(r)
 		_, _ = w.Write(evilBundle)
 	})}}
 	evil.Start()
 	t.Cleanup(evil.Close)
 
-	var mu sync.Mutex
-	target := cdn.URL + "/svc.tar.gz"
-	cp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		to := target
-		mu.Unlock()
-		http.Redirect(w, r, to, http.StatusFound)
-	}))
-	t.Cleanup(cp.Close)
+	cp := testkit.StartRedirector(t, cdn.URL+"/svc.tar.gz")
 
 	s := harness.StartSidecar(t, harness.SidecarOptions{
-		Config: sidecarConfig + `
-[policy]
-bundle_min_poll = "100ms"
-bundle_max_poll = "200ms"
-`,
+		Config: pollingConfig,
 		Env: map[string]string{
 			"SVC_JWKS_URL":               k.jwks.URL,
 			"SVC_BUNDLE_URL":             cp.URL + "/svc.tar.gz",
@@ -117,25 +88,23 @@ bundle_max_poll = "200ms"
 			"SVC_BUNDLE_TOKEN_FILE":      token,
 		},
 	})
-	var st controlPlaneStatus
-	waitUntil(t, "the redirected bundle active", func() bool { st = controlPlane(t, s); return st.PolicyRevision == "cdn-1" })
-	for _, got := range cdnLog.list() {
-		if strings.Contains(got, "cp-token") {
-			t.Fatalf("the bearer token went to another origin: %q", got)
+	var st wire.Status
+	testkit.Eventually(t, "the redirected bundle active", func() bool { st = controlPlane(t, s); return st.PolicyRevision == "cdn-1" })
+	for _, got := range cdnLog.List() {
+		if strings.Contains(got.Authorization, "cp-token") {
+			t.Fatalf("the bearer token went to another origin: %+v", got)
 		}
 	}
 
-	mu.Lock()
-	target = evil.URL + "/svc.tar.gz"
-	mu.Unlock()
-	waitUntil(t, "the redirect refused", func() bool {
+	cp.MoveTo(evil.URL + "/svc.tar.gz")
+	testkit.Eventually(t, "the redirect refused", func() bool {
 		st = controlPlane(t, s)
-		return st.Bundle.LastCode == "bundle-redirect-refused" || st.PolicyRevision != "cdn-1"
+		return st.Bundle.LastErrorCode == "bundle-redirect-refused" || st.PolicyRevision != "cdn-1"
 	})
 	if st.PolicyRevision != "cdn-1" || !st.Bundle.Partitioned || !strings.Contains(st.Bundle.LastError, "refused") {
 		t.Errorf("after a redirect to %s: revision %q, %+v; want cdn-1 kept and the redirect refused", evil.URL, st.PolicyRevision, *st.Bundle)
 	}
-	if got := evilLog.list(); len(got) > 0 {
-		t.Errorf("the host off loopback was asked: %q", got)
+	if got := evilLog.List(); len(got) > 0 {
+		t.Errorf("the host off loopback was asked: %+v", got)
 	}
 }

@@ -14,18 +14,10 @@ import (
 
 	"github.com/svc-dev/svc/e2e/harness"
 	"github.com/svc-dev/svc/engine/bundle"
+	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/bundletest"
+	"github.com/svc-dev/svc/wire"
 )
-
-// rollbackStatus is the part of GET /v1/status the rollback attacks read.
-type rollbackStatus struct {
-	controlPlaneStatus
-	Reason      string `json:"reason"`
-	PolicyState *struct {
-		File      string     `json:"file"`
-		Revision  string     `json:"revision"`
-		CreatedAt *time.Time `json:"created_at"`
-	} `json:"policy_state"`
-}
 
 // replayServer is a control plane whose answer the attacker chooses: it
 // serves whichever bundle was set last.
@@ -84,11 +76,7 @@ func newRollbackBundles(t *testing.T) *rollbackBundles {
 // build signs the policies of dir as bundle revision, created at created.
 func (b *rollbackBundles) build(t *testing.T, dir, revision string, created time.Time) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	if _, err := bundle.Build(&buf, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: b.signPEM, CreatedAt: created}); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return bundletest.Build(t, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: b.signPEM, CreatedAt: created})
 }
 
 // pollingConfig polls the control plane every 100–200 ms.
@@ -131,8 +119,8 @@ func TestBundleRollbackAttack(t *testing.T) {
 	viewer := k.token(t, "mallory", "acme", "viewer")
 
 	first := harness.StartSidecar(t, harness.SidecarOptions{Config: pollingConfig, Env: env})
-	var st rollbackStatus
-	waitUntil(t, "cp-2 active", func() bool { st = getStatus[rollbackStatus](t, first); return st.PolicyRevision == "cp-2" })
+	var st wire.Status
+	testkit.Eventually(t, "cp-2 active", func() bool { st = getStatus(t, first); return st.PolicyRevision == "cp-2" })
 	if st.PolicyState == nil || st.PolicyState.Revision != "cp-2" || !strings.HasPrefix(st.PolicyState.File, env["STATE_DIRECTORY"]+"/") {
 		t.Fatalf("cp-2 active: policy_state %+v, want cp-2 recorded under $STATE_DIRECTORY %s", st.PolicyState, env["STATE_DIRECTORY"])
 	}
@@ -141,11 +129,11 @@ func TestBundleRollbackAttack(t *testing.T) {
 	// The replay, served to a process started afresh.
 	cp.serve(cp1)
 	second := harness.StartSidecar(t, harness.SidecarOptions{Config: pollingConfig, Env: env})
-	waitUntil(t, "the replayed cp-1 refused", func() bool {
-		st = getStatus[rollbackStatus](t, second)
-		return st.Bundle.LastCode != "" || st.PolicyRevision == "cp-1"
+	testkit.Eventually(t, "the replayed cp-1 refused", func() bool {
+		st = getStatus(t, second)
+		return st.Bundle.LastErrorCode != "" || st.PolicyRevision == "cp-1"
 	})
-	if st.PolicyRevision == "cp-1" || st.PolicySource != "config" || st.Bundle.LastCode != "policy-bundle-rollback" ||
+	if st.PolicyRevision == "cp-1" || st.PolicySource != "config" || st.Bundle.LastErrorCode != "policy-bundle-rollback" ||
 		!strings.Contains(st.Bundle.LastError, `"cp-2"`) || st.Bundle.Partitioned {
 		t.Fatalf("the replay of cp-1 after a restart: revision %q from %q, bundle %+v; want it refused with policy-bundle-rollback naming cp-2",
 			st.PolicyRevision, st.PolicySource, *st.Bundle)
@@ -177,8 +165,8 @@ func TestBundleRollbackAttack(t *testing.T) {
 
 	// The control plane's own bundle is still taken.
 	cp.serve(cp2)
-	waitUntil(t, "cp-2 active again", func() bool { st = getStatus[rollbackStatus](t, second); return st.PolicyRevision == "cp-2" })
-	if st.Bundle.LastCode != "" || st.Status != "healthy" {
+	testkit.Eventually(t, "cp-2 active again", func() bool { st = getStatus(t, second); return st.PolicyRevision == "cp-2" })
+	if st.Bundle.LastErrorCode != "" || st.Status != "healthy" {
 		t.Errorf("cp-2 served again: status %q (%s), bundle %+v", st.Status, st.Reason, *st.Bundle)
 	}
 }
@@ -204,12 +192,12 @@ func TestBundleStaleRefusedAttack(t *testing.T) {
 	}})
 	viewer := k.token(t, "mallory", "acme", "viewer")
 
-	var st rollbackStatus
-	waitUntil(t, "the stale bundle refused", func() bool {
-		st = getStatus[rollbackStatus](t, s)
-		return st.Bundle.LastCode != "" || st.PolicyRevision == "cp-old"
+	var st wire.Status
+	testkit.Eventually(t, "the stale bundle refused", func() bool {
+		st = getStatus(t, s)
+		return st.Bundle.LastErrorCode != "" || st.PolicyRevision == "cp-old"
 	})
-	if st.PolicyRevision == "cp-old" || st.PolicySource != "config" || st.Bundle.LastCode != "policy-bundle-stale" ||
+	if st.PolicyRevision == "cp-old" || st.PolicySource != "config" || st.Bundle.LastErrorCode != "policy-bundle-stale" ||
 		!strings.Contains(st.Bundle.LastError, "policy.bundle_max_age") {
 		t.Fatalf("a bundle 2h old, max age 1h, refuse: revision %q from %q, bundle %+v; want it refused with policy-bundle-stale",
 			st.PolicyRevision, st.PolicySource, *st.Bundle)
@@ -222,7 +210,7 @@ func TestBundleStaleRefusedAttack(t *testing.T) {
 		!strings.Contains(stdout+stderr, "policy-bundle-stale") {
 		t.Errorf("core sidecar reload-policy --allow-downgrade of the stale bundle: exit %d\n%s%s; want 1, policy-bundle-stale", code, stdout, stderr)
 	}
-	if st = getStatus[rollbackStatus](t, s); st.PolicyRevision == "cp-old" {
+	if st = getStatus(t, s); st.PolicyRevision == "cp-old" {
 		t.Errorf("the stale bundle is active after the upload")
 	}
 	_, _, metrics := harness.Get(t, s.URL("/metrics"))
@@ -231,8 +219,8 @@ func TestBundleStaleRefusedAttack(t *testing.T) {
 	}
 
 	cp.serve(b.build(t, b.shipped, "cp-fresh", time.Now()))
-	waitUntil(t, "the fresh bundle active", func() bool { st = getStatus[rollbackStatus](t, s); return st.PolicyRevision == "cp-fresh" })
-	if st.Status != "healthy" || st.Bundle.LastCode != "" {
+	testkit.Eventually(t, "the fresh bundle active", func() bool { st = getStatus(t, s); return st.PolicyRevision == "cp-fresh" })
+	if st.Status != "healthy" || st.Bundle.LastErrorCode != "" {
 		t.Errorf("a fresh bundle: status %q (%s), bundle %+v", st.Status, st.Reason, *st.Bundle)
 	}
 }

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/tcpproxy"
+	"github.com/svc-dev/svc/wire"
 )
 
 var (
@@ -61,7 +63,7 @@ func (f *chaosFleet) startRedis() {
 	cmd := exec.Command(harness.LookPath(t, "redis-server", "apt-get install redis-server (scripts/test-packages.txt)"), f.redisArg...)
 	f.redis = harness.StartProcess(t, "redis-server", cmd)
 	addr := f.redisAddr
-	waitUntil(t, "redis-server listening", func() bool {
+	testkit.Eventually(t, "redis-server listening", func() bool {
 		c, err := netDial(addr)
 		if err == nil {
 			c.Close()
@@ -110,7 +112,7 @@ func (f *chaosFleet) serve(path string) {
 func (f *chaosFleet) launch(i int) {
 	s := harness.LaunchSidecar(f.t, f.opts[i])
 	f.replicas[i] = s
-	waitUntil(f.t, fmt.Sprintf("replica %d ready", i), func() bool { return ready(s) })
+	testkit.Eventually(f.t, fmt.Sprintf("replica %d ready", i), func() bool { return ready(s) })
 }
 
 func ready(s *harness.Sidecar) bool {
@@ -122,23 +124,8 @@ func ready(s *harness.Sidecar) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// chaosStatus is the part of /v1/status the matrix reads.
-type chaosStatus struct {
-	Status           string     `json:"status"`
-	Ready            bool       `json:"ready"`
-	Partitioned      bool       `json:"partitioned"`
-	PartitionedSince *time.Time `json:"partitioned_since"`
-	PolicyRevision   string     `json:"policy_revision"`
-	StartedAt        time.Time  `json:"started_at"`
-	RateLimit        *struct {
-		Mode   string     `json:"redis_fallback"`
-		Active bool       `json:"fallback_active"`
-		Since  *time.Time `json:"fallback_since"`
-	} `json:"rate_limit"`
-}
-
-func (f *chaosFleet) status(i int) (chaosStatus, bool) {
-	var st chaosStatus
+func (f *chaosFleet) status(i int) (wire.Status, bool) {
+	var st wire.Status
 	resp, err := (&http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}).Get(f.replicas[i].URL("/v1/status"))
 	if err != nil {
 		return st, false
@@ -151,7 +138,7 @@ func (f *chaosFleet) status(i int) (chaosStatus, bool) {
 }
 
 // all reports whether cond holds for the status of every replica.
-func (f *chaosFleet) all(cond func(chaosStatus) bool) bool {
+func (f *chaosFleet) all(cond func(wire.Status) bool) bool {
 	for i := range f.replicas {
 		st, ok := f.status(i)
 		if !ok || !cond(st) {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+
+	"github.com/svc-dev/svc/wire"
 )
 
 // The chaos matrix's load generator: closed-loop callers, each sending
@@ -164,9 +166,7 @@ func (l *chaosLoad) send(r, c int, useGRPC bool) chaosResult {
 		res.failed, res.err = true, err.Error()
 		return res
 	}
-	var body struct {
-		Reason string `json:"reason"`
-	}
+	var body wire.DenyBody
 	_ = json.NewDecoder(resp.Body).Decode(&body)
 	resp.Body.Close()
 	res.end = time.Now()
@@ -181,7 +181,7 @@ func (l *chaosLoad) send(r, c int, useGRPC bool) chaosResult {
 }
 
 func denyReason(body string) string {
-	var d denyBody
+	var d wire.DenyBody
 	_ = json.Unmarshal([]byte(body), &d)
 	return d.Reason
 }

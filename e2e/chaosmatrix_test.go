@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/wire"
 )
 
 func netDial(addr string) (net.Conn, error) { return net.DialTimeout("tcp", addr, time.Second) }
@@ -118,9 +119,9 @@ func TestChaosMatrix(t *testing.T) {
 		}
 		return ok
 	}
-	notPartitioned := func() bool { return f.all(func(st chaosStatus) bool { return !st.Partitioned && st.Ready }) }
+	notPartitioned := func() bool { return f.all(func(st wire.Status) bool { return !st.Partitioned && st.Ready }) }
 	rateLimitShared := func() bool {
-		return f.all(func(st chaosStatus) bool { return st.RateLimit != nil && !st.RateLimit.Active })
+		return f.all(func(st wire.Status) bool { return st.RateLimit != nil && !st.RateLimit.Active })
 	}
 	rotated := harness.NewRSASigner(t, "rsa-2", 2048, "RS256")
 	rotatedToken := rotated.Token(t, harness.Claims("rita", "acme", "viewer"))
@@ -133,7 +134,7 @@ func TestChaosMatrix(t *testing.T) {
 		{name: "IdP JWKS endpoint down", failOK: -1, budget: 1,
 			inject: func() { k.jwks.Fail(503) }, heal: func() { k.jwks.Fail(0) },
 			during: func() string {
-				if !f.all(func(st chaosStatus) bool { return st.Partitioned && st.PartitionedSince != nil }) {
+				if !f.all(func(st wire.Status) bool { return st.Partitioned && st.PartitionedSince != nil }) {
 					return "a replica does not show partitioned with its since-time"
 				}
 				return ""
@@ -154,7 +155,7 @@ func TestChaosMatrix(t *testing.T) {
 			inject: func() { f.redis.Signal(syscall.SIGKILL); <-f.redis.Done() },
 			heal:   f.startRedis,
 			during: func() string {
-				if !f.all(func(st chaosStatus) bool {
+				if !f.all(func(st wire.Status) bool {
 					return st.RateLimit != nil && st.RateLimit.Active && st.RateLimit.Mode == "local"
 				}) {
 					return "a replica does not show the local fallback in force"
@@ -166,7 +167,7 @@ func TestChaosMatrix(t *testing.T) {
 			inject: func() { f.nginx.Stop(t) },
 			heal:   func() { f.nginx = harness.StartNginxStatic(t, f.served, f.bundleAt) },
 			during: func() string {
-				if !f.all(func(st chaosStatus) bool {
+				if !f.all(func(st wire.Status) bool {
 					return st.Partitioned && st.PartitionedSince != nil && st.Status == "degraded"
 				}) {
 					return "a replica does not show partitioned (degraded) with its since-time"
@@ -216,7 +217,7 @@ func TestChaosMatrix(t *testing.T) {
 				st0, ok0 := f.status(0)
 				st1, ok1 := f.status(1)
 				return ok0 && ok1 && st0.StartedAt.After(startedBefore[0]) && st1.StartedAt.After(startedBefore[1]) &&
-					f.all(func(st chaosStatus) bool { return st.Ready && strings.HasPrefix(st.PolicyRevision, "v2") })
+					f.all(func(st wire.Status) bool { return st.Ready && strings.HasPrefix(st.PolicyRevision, "v2") })
 			}},
 		{name: "one replica SIGKILLed, started again", failOK: 2, budget: 1,
 			inject: func() {
@@ -283,6 +284,8 @@ func TestChaosMatrix(t *testing.T) {
 				watched <- time.Now()
 			}()
 		}
+		// The fault lasts a window of load on purpose: what the load
+		// meets during it is what the row measures.
 		time.Sleep(hold)
 		if fl.during != nil {
 			fl.problem = fl.during()

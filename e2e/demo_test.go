@@ -450,25 +450,11 @@ func TestDemoSAML(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.user+tt.path, func(t *testing.T) {
-			var resp *http.Response
-			deadline := time.Now().Add(20 * time.Second)
-			for {
-				var err error
-				login := m.front.URL + "/auth/saml/login"
-				if tt.path != "" {
-					login += "?return_to=" + url.QueryEscape(tt.path)
-				}
-				resp, err = noRedirect.Get(login)
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp.Body.Close()
-				// 503 until the sidecar has fetched the IdP metadata.
-				if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(200 * time.Millisecond)
+			login := m.front.URL + "/auth/saml/login"
+			if tt.path != "" {
+				login += "?return_to=" + url.QueryEscape(tt.path)
 			}
+			resp := samlLogin(t, noRedirect, login)
 			loc := resp.Header.Get("Location")
 			if resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc, idp.BaseURL+"/sso?") {
 				t.Fatalf("login: %d Location %q", resp.StatusCode, loc)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/wire"
 )
 
 // TestGracefulDrain checks that SIGTERM lets a request in flight finish:
@@ -106,18 +107,13 @@ func TestIdentityProviderOutage(t *testing.T) {
 	k := newKeyring(t)
 	s := startSidecar(t, k, nil)
 
-	type status struct {
-		Status           string  `json:"status"`
-		Partitioned      bool    `json:"partitioned"`
-		PartitionedSince *string `json:"partitioned_since"`
-	}
-	getStatus := func(t *testing.T) status {
+	getStatus := func(t *testing.T) wire.Status {
 		t.Helper()
 		code, h, body := harness.Get(t, s.URL("/v1/status"))
 		if code != http.StatusOK {
 			t.Fatalf("GET /v1/status: %s", harness.Describe(code, h, body))
 		}
-		var st status
+		var st wire.Status
 		if err := json.Unmarshal(body, &st); err != nil {
 			t.Fatalf("status: %v: %s", err, body)
 		}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/wire"
 )
 
 // exfilCandidate posts every input it sees (claims, headers, query
@@ -50,9 +52,9 @@ func TestDryRunCandidateAttack(t *testing.T) {
 	k := newKeyring(t)
 	keys := t.TempDir()
 	signKey, verifyKey := ecKeyPair(t, keys)
-	var heard requestLog
+	var heard testkit.RequestLog
 	listener := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		heard.add(r)
+		heard.Add(r)
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(listener.Close)
@@ -95,9 +97,7 @@ dry_run_eval_timeout = "20ms"
 		return code, resp
 	}
 	errCode := func(body []byte) string {
-		var e struct {
-			Error struct{ Code, Message string }
-		}
+		var e wire.ErrorBody
 		_ = json.Unmarshal(body, &e)
 		return e.Error.Code
 	}
@@ -130,7 +130,7 @@ dry_run_eval_timeout = "20ms"
 		t.Errorf("candidate calling http.send = %d %s, want 422 policy-builtin-forbidden naming http.send and the setting", code, body)
 	}
 	traffic(5)
-	if got := heard.list(); len(got) > 0 {
+	if got := heard.List(); len(got) > 0 {
 		t.Errorf("the listener heard %d requests carrying live input", len(got))
 	}
 

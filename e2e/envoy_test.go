@@ -257,14 +257,7 @@ func TestHTTPCheckEnvoyPath(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			req, err := http.NewRequest(tc.method, s.URL("/check/envoy"+tc.path), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.token != "" {
-				req.Header.Set("Authorization", "Bearer "+tc.token)
-			}
-			status, h, body := harness.Do(t, req)
+			status, h, body := harness.Send(t, tc.method, s.URL("/check/envoy"+tc.path), "", map[string]string{"Authorization": harness.Bearer(tc.token)})
 			if status != tc.want {
 				t.Fatalf("got %s, want status %d", harness.Describe(status, h, body), tc.want)
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/wire"
 )
 
 // TestRestartKeepsUploadedBundle: a bundle uploaded with core sidecar
@@ -85,13 +86,13 @@ func TestRestartKeepsUploadedBundle(t *testing.T) {
 	}
 
 	// SIGHUP with a changed configuration starts a new image: it keeps it.
-	hupWith := func(config string, prev time.Time) policyStatus {
+	hupWith := func(config string, prev time.Time) wire.Status {
 		t.Helper()
 		harness.WriteFile(t, s.Dir, "svc.toml", config)
 		if err := s.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		waitStatus(t, s, "the new image", func(st sidecarStatus) bool { return st.StartedAt.After(prev) })
+		waitStatus(t, s, "the new image", func(st wire.Status) bool { return st.StartedAt.After(prev) })
 		return policyStatusOf(t, s)
 	}
 	st = hupWith(configWith("enterprise", verifyKey), st.StartedAt)
@@ -105,7 +106,7 @@ func TestRestartKeepsUploadedBundle(t *testing.T) {
 	_, otherKey := ecKeyPair(t, t.TempDir())
 	st = hupWith(configWith("enterprise", otherKey), st.StartedAt)
 	if st.PolicyRevision != configured.PolicyRevision || st.PolicySource != "config" || st.Status != "degraded" ||
-		st.Reason != "policy-handover-refused" || st.Refused == nil || st.Refused.Code != "bundle-signature-invalid" {
+		st.Reason != "policy-handover-refused" || st.PolicyHandoverRefused == nil || st.PolicyHandoverRefused.Code != "bundle-signature-invalid" {
 		t.Errorf("after SIGHUP with another verification key: %+v; want %s from config, degraded, policy-handover-refused with bundle-signature-invalid",
 			st, configured.PolicyRevision)
 	}
@@ -115,34 +116,16 @@ func TestRestartKeepsUploadedBundle(t *testing.T) {
 	}
 }
 
-// policyStatus is the part of /v1/status about the active policy.
-type policyStatus struct {
-	Status         string    `json:"status"`
-	Reason         string    `json:"reason"`
-	StartedAt      time.Time `json:"started_at"`
-	PolicyRevision string    `json:"policy_revision"`
-	PolicySource   string    `json:"policy_source"`
-	Refused        *struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"policy_handover_refused"`
-}
-
-func policyStatusOf(t *testing.T, s *harness.Sidecar) policyStatus {
+func policyStatusOf(t *testing.T, s *harness.Sidecar) wire.Status {
 	t.Helper()
-	return getStatus[policyStatus](t, s)
+	return getStatus(t, s)
 }
 
 // authorizeAllowed asks POST /v1/authorize with the bearer token.
 func authorizeAllowed(t *testing.T, s *harness.Sidecar, token, body string) bool {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, s.URL("/v1/authorize"), strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	code, h, resp := harness.Do(t, req)
+	code, h, resp := harness.Send(t, http.MethodPost, s.URL("/v1/authorize"), body,
+		map[string]string{"Content-Type": "application/json", "Authorization": harness.Bearer(token)})
 	var got struct {
 		Allowed bool `json:"allowed"`
 	}

@@ -49,12 +49,7 @@ func TestTokenGatesOfTheBinary(t *testing.T) {
 			if v.GetReason() != tt.want || v.GetAllowed() != (tt.want == "ok") {
 				t.Errorf("gRPC ValidateToken: allowed %v reason %q (%s), want %s", v.GetAllowed(), v.GetReason(), v.GetMessage(), tt.want)
 			}
-			req, err := http.NewRequest(http.MethodPost, s.URL("/v1/validate-token"), strings.NewReader("{}"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Authorization", "Bearer "+tt.token)
-			status, h, body := harness.Do(t, req)
+			status, h, body := harness.Send(t, http.MethodPost, s.URL("/v1/validate-token"), "{}", map[string]string{"Authorization": harness.Bearer(tt.token)})
 			var got struct {
 				Allowed bool   `json:"allowed"`
 				Reason  string `json:"reason"`
@@ -167,14 +162,8 @@ func TestClaimsReachCallersIntact(t *testing.T) {
 		}
 	})
 	t.Run("check X-Svc-Roles", func(t *testing.T) {
-		req, err := http.NewRequest(http.MethodGet, s.URL("/check"), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set("X-Forwarded-Uri", "/orders/1")
-		req.Header.Set("X-Forwarded-Method", "GET")
-		status, h, body := harness.Do(t, req)
+		status, h, body := harness.Send(t, http.MethodGet, s.URL("/check"), "", map[string]string{
+			"Authorization": harness.Bearer(tok), "X-Forwarded-Uri": "/orders/1", "X-Forwarded-Method": "GET"})
 		if status != http.StatusOK || h.Get("X-Svc-Roles") != wantRoles {
 			t.Fatalf("%s, want 200 with X-Svc-Roles %q", harness.Describe(status, h, body), wantRoles)
 		}
@@ -185,12 +174,7 @@ func TestClaimsReachCallersIntact(t *testing.T) {
 		}
 	})
 	t.Run("HTTP validate-token uid", func(t *testing.T) {
-		req, err := http.NewRequest(http.MethodPost, s.URL("/v1/validate-token"), strings.NewReader("{}"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+tok)
-		status, h, body := harness.Do(t, req)
+		status, h, body := harness.Send(t, http.MethodPost, s.URL("/v1/validate-token"), "{}", map[string]string{"Authorization": harness.Bearer(tok)})
 		var got struct {
 			Claims map[string]json.RawMessage `json:"claims"`
 		}

@@ -19,6 +19,7 @@ import (
 
 	authzv1 "github.com/svc-dev/svc/authz/v1"
 	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/wire"
 )
 
 // rpcTimeout bounds one call to the sidecar.
@@ -157,22 +158,18 @@ func addHeaders(dst map[string]string, hs []*corev3.HeaderValueOption) {
 	}
 }
 
-// denyBody is the JSON body of a denial.
-type denyBody struct {
-	Allow       *bool    `json:"allow"`
-	DenyReasons []string `json:"deny_reasons"`
-	Reason      string   `json:"reason"`
-	DecisionID  string   `json:"decision_id"`
-}
-
-func parseDeny(t testing.TB, body string) denyBody {
+// parseDeny decodes a denial's body, which must say "allow": false.
+func parseDeny(t testing.TB, body string) wire.DenyBody {
 	t.Helper()
-	var d denyBody
+	var d wire.DenyBody
+	var allow struct {
+		Allow *bool `json:"allow"`
+	}
 	if err := json.Unmarshal([]byte(body), &d); err != nil {
 		t.Fatalf("deny body is not JSON: %v: %q", err, body)
 	}
-	if d.Allow == nil || *d.Allow {
-		t.Errorf("deny body: allow = %v, want false: %s", d.Allow, body)
+	if err := json.Unmarshal([]byte(body), &allow); err != nil || allow.Allow == nil || *allow.Allow {
+		t.Errorf("deny body: allow = %v, want false: %s", allow.Allow, body)
 	}
 	return d
 }
@@ -236,10 +233,10 @@ func claim(resp interface{ GetClaims() *structpb.Struct }, name string) any {
 }
 
 // getStatus reads GET /v1/status into a T, the fields a test looks at.
-func getStatus[T any](t *testing.T, s *harness.Sidecar) T {
+func getStatus(t *testing.T, s *harness.Sidecar) wire.Status {
 	t.Helper()
 	code, _, body := harness.Get(t, s.URL("/v1/status"))
-	var st T
+	var st wire.Status
 	if code != http.StatusOK {
 		t.Fatalf("GET /v1/status = %d %s", code, body)
 	}

@@ -89,14 +89,7 @@ func TestMiddlewareFailModes(t *testing.T) {
 	}
 	run := func(t *testing.T, key string, tc tcase) {
 		t.Helper()
-		req, err := http.NewRequest(tc.method, tc.app[key].URL+"/orders/42", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tc.token != "" {
-			req.Header.Set("Authorization", "Bearer "+tc.token)
-		}
-		status, h, body := harness.Do(t, req)
+		status, h, body := harness.Send(t, tc.method, tc.app[key].URL+"/orders/42", "", map[string]string{"Authorization": harness.Bearer(tc.token)})
 		if status != tc.want {
 			t.Fatalf("got %s, want status %d", harness.Describe(status, h, body), tc.want)
 		}

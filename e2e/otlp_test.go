@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // TestOTLPTraces starts the sidecar exporting to an in-test OTLP receiver
@@ -215,7 +216,7 @@ func TestOTLPFlushedOnRestart(t *testing.T) {
 	}
 	// The old image flushed before exec; allow the receiver a moment to
 	// record what it was sent.
-	waitUntil(t, "the decision's span from the flush at restart", func() bool {
+	testkit.Eventually(t, "the decision's span from the flush at restart", func() bool {
 		for _, sp := range rcv.SpansNamed("policy.evaluate") {
 			if sp.Attrs["svc.decision_id"] == id {
 				return true

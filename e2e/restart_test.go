@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/svc-dev/svc/e2e/harness"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/wire"
 )
 
 // loadClients is the number of goroutines, each on its own connection,
@@ -113,41 +113,26 @@ func (l *checkLoad) finish() (int64, []string, time.Duration) {
 func (l *checkLoad) waitCount(t *testing.T, n int64) {
 	t.Helper()
 	target := l.count.Load() + n
-	deadline := time.Now().Add(30 * time.Second)
-	for l.count.Load() < target {
-		if time.Now().After(deadline) {
-			t.Fatalf("load made %d calls, want %d", l.count.Load(), target)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, fmt.Sprintf("%d calls of the load", target), func() bool { return l.count.Load() >= target })
 }
 
-type sidecarStatus struct {
-	Status         string    `json:"status"`
-	Ready          bool      `json:"ready"`
-	PID            int       `json:"pid"`
-	StartedAt      time.Time `json:"started_at"`
-	PolicyRevision string    `json:"policy_revision"`
-	Version        string    `json:"version"`
-}
-
-func statusOf(t *testing.T, s *harness.Sidecar) sidecarStatus {
+func statusOf(t *testing.T, s *harness.Sidecar) wire.Status {
 	t.Helper()
-	return getStatus[sidecarStatus](t, s)
+	return getStatus(t, s)
 }
 
 // fetchStatus reads /v1/status without failing the test, for polls that
 // span a restart: the draining image closes idle keep-alive connections,
 // and a poll that meets one closing, or waits longer than a loaded
 // machine lets the next image take over, is no failure by itself.
-func fetchStatus(s *harness.Sidecar) (sidecarStatus, error) {
+func fetchStatus(s *harness.Sidecar) (wire.Status, error) {
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := client.Get(s.URL("/v1/status"))
 	if err != nil {
-		return sidecarStatus{}, err
+		return wire.Status{}, err
 	}
 	defer resp.Body.Close()
-	var st sidecarStatus
+	var st wire.Status
 	if resp.StatusCode != http.StatusOK {
 		return st, fmt.Errorf("GET /v1/status = %s", resp.Status)
 	}
@@ -160,7 +145,7 @@ func fetchStatus(s *harness.Sidecar) (sidecarStatus, error) {
 // waitStatus polls /v1/status until cond holds, for at most a minute, and
 // returns that status. It fails the test with the last answer or error
 // when the time runs out, or when the sidecar exits.
-func waitStatus(t *testing.T, s *harness.Sidecar, what string, cond func(sidecarStatus) bool) sidecarStatus {
+func waitStatus(t *testing.T, s *harness.Sidecar, what string, cond func(wire.Status) bool) wire.Status {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -183,17 +168,7 @@ func waitStatus(t *testing.T, s *harness.Sidecar, what string, cond func(sidecar
 // runCore runs the core binary and returns its exit code and output.
 func runCore(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.Command(harness.Binary(t, "core"), args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return code, stdout.String(), stderr.String()
+	return testkit.Run(t, exec.Command(harness.Binary(t, "core"), args...))
 }
 
 // runCoreAt runs core against the sidecar s.
@@ -304,7 +279,7 @@ func TestSIGHUP(t *testing.T) {
 	// Unchanged configuration, edited policy: reloaded in place.
 	harness.WriteFile(t, policyDir, "extra.rego", "package svc.extra\n\nx := 1\n")
 	hup()
-	reloaded := waitStatus(t, s, "the policy reload", func(st sidecarStatus) bool { return st.PolicyRevision != first.PolicyRevision })
+	reloaded := waitStatus(t, s, "the policy reload", func(st wire.Status) bool { return st.PolicyRevision != first.PolicyRevision })
 	if !reloaded.StartedAt.Equal(first.StartedAt) {
 		t.Errorf("an unchanged configuration restarted the image")
 	}
@@ -324,7 +299,7 @@ func TestSIGHUP(t *testing.T) {
 	// Changed configuration: a new image serves it, same PID.
 	harness.WriteFile(t, s.Dir, "svc.toml", strings.Replace(sidecarConfig, `plan = "team"`, `plan = "enterprise"`, 1))
 	hup()
-	if st := waitStatus(t, s, "the new image", func(st sidecarStatus) bool { return st.StartedAt.After(first.StartedAt) }); st.PID != s.Pid() {
+	if st := waitStatus(t, s, "the new image", func(st wire.Status) bool { return st.StartedAt.After(first.StartedAt) }); st.PID != s.Pid() {
 		t.Errorf("pid %d, want %d", st.PID, s.Pid())
 	}
 	_, _, body := harness.Get(t, s.URL("/v1/config"))
@@ -342,17 +317,6 @@ func readPolicy(t *testing.T) string {
 	return string(b)
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestRestartAsPID1 runs the sidecar as PID 1 of its own PID namespace,
 // as in a container: a restart keeps it PID 1 (the container lives on)
 // and brings it back healthy.
@@ -367,7 +331,7 @@ func TestRestartAsPID1(t *testing.T) {
 		Wrapper: []string{"unshare", "--pid", "--fork", "--kill-child=SIGTERM"},
 		Env:     map[string]string{"SVC_AUDIT_DESTINATION": "off"},
 	})
-	waitUntil(t, "the sidecar serving", func() bool {
+	testkit.Eventually(t, "the sidecar serving", func() bool {
 		resp, err := http.Get(s.URL("/readyz"))
 		if err != nil {
 			return false

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // runIn runs the binary of name in dir with HOME set to home (the default
@@ -23,16 +24,7 @@ func runIn(t *testing.T, name, dir, home string, args ...string) (int, string, s
 	cmd := exec.Command(harness.Binary(t, name), args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return code, stdout.String(), stderr.String()
+	return testkit.Run(t, cmd)
 }
 
 // TestSAMLCommandsSameInBothPrograms runs `saml metadata` and `saml

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // starveDoc is the attacker's document of the ACS starvation: boundsDoc
@@ -204,7 +205,7 @@ func TestSAMLACSOneClientCannotStarveSignIns(t *testing.T) {
 	var wg sync.WaitGroup
 	f.run(ctx, &wg, attacker, g.acsURL(), body, 3, nil)
 	defer func() { stop(); wg.Wait() }()
-	waitUntil(t, "the flooder answered saml-busy", func() bool { return f.busy.Load() > 0 })
+	testkit.Eventually(t, "the flooder answered saml-busy", func() bool { return f.busy.Load() > 0 })
 
 	// Browsers, each at an address of its own, sign in: at least 30
 	// SP-initiated (127.0.2.x, with the request cookie of their login)
@@ -297,7 +298,7 @@ func TestSAMLACSTrustedProxiesNameTheClient(t *testing.T) {
 	var wg sync.WaitGroup
 	f.run(ctx, &wg, attacker, g.acsURL(), body, 1, posing)
 	defer func() { stop(); wg.Wait() }()
-	waitUntil(t, "the flooder answered saml-busy", func() bool { return f.busy.Load() > 0 })
+	testkit.Eventually(t, "the flooder answered saml-busy", func() bool { return f.busy.Load() > 0 })
 
 	// refusedOnce signs in up to five times and reports whether one was
 	// refused saml-busy: the flooder's budget grows back now and then,
@@ -362,7 +363,7 @@ func TestSAMLACSBehindShippedProxies(t *testing.T) {
 			var wg sync.WaitGroup
 			f.run(ctx, &wg, clientFrom(t, "127.0.0.1"), acs, body, 3, nil)
 			defer func() { stop(); wg.Wait() }()
-			waitUntil(t, "the flooder answered saml-busy through "+px.name, func() bool { return f.busy.Load() > 0 })
+			testkit.Eventually(t, "the flooder answered saml-busy through "+px.name, func() bool { return f.busy.Load() > 0 })
 
 			const attempts = 30
 			ok, last := 0, ""

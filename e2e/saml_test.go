@@ -15,6 +15,7 @@ import (
 
 	"github.com/svc-dev/svc/e2e/harness"
 	"github.com/svc-dev/svc/engine/ratelimit/redistest"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
@@ -54,6 +55,24 @@ func startSAMLIdP(t *testing.T) samlSetup {
 // ACS with the IdP's answer (the gateway refuses an answer to a sign-on
 // the posting browser did not start).
 var noRedirect = newBrowser()
+
+// samlLogin GETs the gateway's login url with client, again while it
+// answers 503 (until the sidecar has fetched the IdP metadata), and
+// returns the first other answer, its body closed.
+func samlLogin(t *testing.T, client *http.Client, url string) *http.Response {
+	t.Helper()
+	var resp *http.Response
+	testkit.Eventually(t, "the SAML login past 503", func() bool {
+		r, err := client.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		resp = r
+		return r.StatusCode != http.StatusServiceUnavailable
+	})
+	return resp
+}
 
 // newBrowser returns an HTTP client with a cookie jar of its own that
 // does not follow redirects.
@@ -155,21 +174,7 @@ func TestSAMLSPInitiatedWithSamlify(t *testing.T) {
 	if out := samlCheck(t, sc, "/orders/7", ""); code.Code(out.GetStatus().GetCode()) == code.Code_OK {
 		t.Fatal("Check without a session allowed")
 	}
-	var resp *http.Response
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var err error
-		resp, err = noRedirect.Get("http://" + s.samlAddr + "/auth/saml/login?return_to=" + url.QueryEscape("/orders/7"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		// 503 until the sidecar has fetched the IdP metadata.
-		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	resp := samlLogin(t, noRedirect, "http://"+s.samlAddr+"/auth/saml/login?return_to="+url.QueryEscape("/orders/7"))
 	loc := resp.Header.Get("Location")
 	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc, s.idp.BaseURL+"/sso?") {
 		t.Fatalf("login: %d Location %q, want 302 to the IdP's SSO", resp.StatusCode, loc)

@@ -19,21 +19,11 @@ import (
 // no IdP metadata yet (503).
 func loginRedirect(t *testing.T, client *http.Client, base, returnTo string) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := client.Get(base + "/auth/saml/login?return_to=" + url.QueryEscape(returnTo))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusFound {
-			return resp.Header.Get("Location")
-		}
-		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
-			t.Fatalf("login: %d, want 302 to the IdP", resp.StatusCode)
-		}
-		time.Sleep(200 * time.Millisecond)
+	resp := samlLogin(t, client, base+"/auth/saml/login?return_to="+url.QueryEscape(returnTo))
+	if resp.StatusCode != http.StatusFound {
+		t.Fatalf("login: %d, want 302 to the IdP", resp.StatusCode)
 	}
+	return resp.Header.Get("Location")
 }
 
 // The demo IdP's sign-on asks a browser which demo user signs in, and

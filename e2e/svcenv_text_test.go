@@ -122,11 +122,7 @@ func TestSVCEnvDoesWhatItsTextSays(t *testing.T) {
 	env := local()
 	env["SVC_FAIL_MODE"] = "closed"
 	sc := harness.StartSidecar(t, harness.SidecarOptions{Env: env})
-	type status struct {
-		Status string `json:"status"`
-		Reason string `json:"reason"`
-	}
-	if st := getStatus[status](t, sc); st.Status != "degraded" || st.Reason != "saml-signature-check-disabled" {
+	if st := getStatus(t, sc); st.Status != "degraded" || st.Reason != "saml-signature-check-disabled" {
 		t.Errorf("local trial with SVC_ENV=development: status %+v, want degraded, saml-signature-check-disabled", st)
 	}
 }

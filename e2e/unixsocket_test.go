@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // curlUnix runs curl --unix-socket and returns the status code and body.
@@ -56,7 +57,7 @@ func TestUnixSocketListeners(t *testing.T) {
 		"SVC_SOCKET_MODE":  "0666",
 	}})
 	t.Cleanup(func() { s.Stop(t) }) // fails the test unless the exit code is 0
-	waitUntil(t, "ready over the socket", func() bool { code, _ := curlUnix(t, httpSock, "GET", "/readyz"); return code == 200 })
+	testkit.Eventually(t, "ready over the socket", func() bool { code, _ := curlUnix(t, httpSock, "GET", "/readyz"); return code == 200 })
 	st, err := os.Stat(httpSock)
 	if err != nil || st.Mode().Perm() != 0o666 || st.Mode()&os.ModeSocket == 0 {
 		t.Errorf("%s: mode %v (%v), want a socket with mode 0666", httpSock, st.Mode(), err)
@@ -109,7 +110,7 @@ func TestUnixSocketListeners(t *testing.T) {
 	if code, body := curlUnix(t, httpSock, "POST", "/v1/restart"); code != http.StatusAccepted {
 		t.Fatalf("POST /v1/restart = %d %s", code, body)
 	}
-	waitUntil(t, "the new image", func() bool {
+	testkit.Eventually(t, "the new image", func() bool {
 		code, body := curlUnix(t, httpSock, "GET", "/v1/status")
 		var st struct {
 			StartedAt time.Time `json:"started_at"`

@@ -18,9 +18,7 @@ import (
 // under a span, audited to a log, token and decision both cached: the
 // trace ids reach the log as bytes, not as strings.
 func TestAuditedDecisionAllocs(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	p := idptest.New(t)
 	var cfg config.Config
 	cfg.SDK.TenantID = "acme"

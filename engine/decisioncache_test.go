@@ -6,39 +6,24 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/testkit/metrictest"
 )
 
 // cacheMetrics collects svc.decision_cache.* as "lookups/hit",
 // "lookups/miss" and "entries".
 func cacheMetrics(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
+	rm := metrictest.Collect(t, reader)
 	got := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				if m.Name != "svc.decision_cache.lookups" {
-					continue
-				}
-				for _, p := range d.DataPoints {
-					outcome, _ := p.Attributes.Value("outcome")
-					got["lookups/"+outcome.AsString()] = p.Value
-				}
-			case metricdata.Gauge[int64]:
-				if m.Name == "svc.decision_cache.entries" {
-					got["entries"] = d.DataPoints[0].Value
-				}
-			}
-		}
+	for outcome, n := range metrictest.Values(rm, "svc.decision_cache.lookups", "outcome") {
+		got["lookups/"+outcome] = n
+	}
+	if n, ok := metrictest.Values(rm, "svc.decision_cache.entries")[""]; ok {
+		got["entries"] = n
 	}
 	return got
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -43,9 +44,7 @@ func newTestInstruments(t *testing.T, sampler sdktrace.Sampler) (*instruments, *
 // a decision's telemetry (child spans, counter, histogram) allocates
 // nothing.
 func TestUnsampledDecisionAllocs(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	tel, tp, rec := newTestInstruments(t, sdktrace.ParentBased(sdktrace.NeverSample()))
 	ctx, server := tp.Tracer("server").Start(context.Background(), "Check", trace.WithSpanKind(trace.SpanKindServer))
 	defer server.End()
@@ -123,7 +122,12 @@ func remote(i int, flags trace.TraceFlags) context.Context {
 func BenchmarkDecisionTelemetry(b *testing.B) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())), sdktrace.WithSpanProcessor(rec))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	benchDecisionTelemetry(b, tp, sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())))
+}
+
+// benchDecisionTelemetry measures decisionTelemetry of instruments on tp
+// and mp under a server span of tp, which its sampler drops.
+func benchDecisionTelemetry(b *testing.B, tp trace.TracerProvider, mp metric.MeterProvider) {
 	tel, err := newInstruments(tp, mp, &Engine{})
 	if err != nil {
 		b.Fatal(err)

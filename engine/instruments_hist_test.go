@@ -17,19 +17,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/internal/otelhist"
-	"github.com/svc-dev/svc/internal/otelhist/sdkexport"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/histtest"
 	"github.com/svc-dev/svc/reason"
 )
-
-// newHistProvider is an SDK MeterProvider whose reader also collects an
-// otelhist.Registry, as the sidecar's telemetry is.
-func newHistProvider() (sdkexport.MeterProvider, *sdkmetric.ManualReader) {
-	reg := otelhist.NewRegistry(otelhist.Options{})
-	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(sdkexport.Producer(reg)))
-	return sdkexport.MeterProvider{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), Registry: reg}, reader
-}
 
 // TestDecisionLatencyHistograms: svc.decision.duration recorded in the
 // provider's otelhist.Registry is exported as the SDK's histogram is,
@@ -42,7 +33,7 @@ func TestDecisionLatencyHistograms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	histMP, histReader := newHistProvider()
+	histMP, histReader := histtest.Provider()
 	histTel, err := newInstruments(tp, histMP, &Engine{policies: policy.NewStore(nil)})
 	if err != nil {
 		t.Fatal(err)
@@ -122,10 +113,8 @@ func countExemplars(sm metricdata.ScopeMetrics) int {
 // TestUnsampledDecisionAllocsHist: with the otelhist histogram too, a
 // decision's telemetry under a dropped server span allocates nothing.
 func TestUnsampledDecisionAllocsHist(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
-	mp, _ := newHistProvider()
+	testkit.SkipUnderRace(t)
+	mp, _ := histtest.Provider()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
 	tel, err := newInstruments(tp, mp, &Engine{})
 	if err != nil {
@@ -142,18 +131,8 @@ func TestUnsampledDecisionAllocsHist(t *testing.T) {
 // BenchmarkDecisionTelemetryHist is BenchmarkDecisionTelemetry with the
 // histogram in an otelhist.Registry, as the sidecar records it.
 func BenchmarkDecisionTelemetryHist(b *testing.B) {
-	mp, _ := newHistProvider()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
-	tel, err := newInstruments(tp, mp, &Engine{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, server := tp.Tracer("server").Start(context.Background(), "Check")
-	defer server.End()
-	b.ReportAllocs()
-	for b.Loop() {
-		decisionTelemetry(tel, ctx)
-	}
+	mp, _ := histtest.Provider()
+	benchDecisionTelemetry(b, sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample()))), mp)
 }
 
 // BenchmarkDecided measures recording a decision (counter and latency)
@@ -161,7 +140,7 @@ func BenchmarkDecisionTelemetryHist(b *testing.B) {
 // otelhist one.
 func BenchmarkDecided(b *testing.B) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
-	hist, _ := newHistProvider()
+	hist, _ := histtest.Provider()
 	for name, mp := range map[string]metric.MeterProvider{
 		"sdk":      sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())),
 		"otelhist": hist,

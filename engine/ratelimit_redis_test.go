@@ -11,12 +11,12 @@ import (
 	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/ratelimit/redistest"
 	"github.com/svc-dev/svc/internal/idptest"
+	"github.com/svc-dev/svc/internal/testkit/metrictest"
 	"github.com/svc-dev/svc/internal/testkit/tcpproxy"
 	"github.com/svc-dev/svc/reason"
 )
@@ -240,28 +240,11 @@ func TestRateLimitRedisFallback(t *testing.T) {
 // and "decisions/<mode>".
 func fallbackMetrics(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
+	rm := metrictest.Collect(t, reader)
 	got := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			var points []metricdata.DataPoint[int64]
-			var name string
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				points, name = d.DataPoints, "decisions"
-			case metricdata.Gauge[int64]:
-				points, name = d.DataPoints, "active"
-			}
-			if !strings.HasPrefix(m.Name, "svc.rate_limit.fallback.") {
-				continue
-			}
-			for _, p := range points {
-				mode, _ := p.Attributes.Value("mode")
-				got[name+"/"+mode.AsString()] = p.Value
-			}
+	for _, name := range []string{"active", "decisions"} {
+		for mode, n := range metrictest.Values(rm, "svc.rate_limit.fallback."+name, "mode") {
+			got[name+"/"+mode] = n
 		}
 	}
 	return got

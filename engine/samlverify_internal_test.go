@@ -202,9 +202,7 @@ func TestSAMLVerifyAsBefore(t *testing.T) {
 // unknown-kid error of the local verifier for an IdP token (11
 // allocations before; the one left is ValidateToken's own).
 func TestSAMLCachedTokenAllocs(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	p := idptest.New(t)
 	e := samlEngine(t, p, testkit.TokenKeyFile(t), nil)
 	ctx := context.Background()

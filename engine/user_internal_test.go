@@ -15,10 +15,8 @@ import (
 // it, is the one userFrom builds from the token decision, for varied
 // claims, on the verification and on cache hits alike.
 func TestAuthorizeUserFromCachedToken(t *testing.T) {
-	p := idptest.New(t)
-	e := newTestEngine(t, jwksConfig(p), Deps{})
 	base := idptest.Claims("user-1", "acme", "viewer")
-	cases := map[string]map[string]any{
+	authorizeCached(t, map[string]map[string]any{
 		"roles":                 base,
 		"no roles":              idptest.Override(base, map[string]any{"roles": nil}),
 		"role only":             idptest.Override(base, map[string]any{"roles": nil, "role": "editor"}),
@@ -32,7 +30,39 @@ func TestAuthorizeUserFromCachedToken(t *testing.T) {
 		"subject not a string":  idptest.Override(base, map[string]any{"sub": 42}),
 		"null custom claim":     idptest.Override(base, map[string]any{"x": nil}),
 		"empty role, roles set": idptest.Override(base, map[string]any{"role": "", "roles": []any{"editor"}}),
-	}
+	}, func(t *testing.T, call string, res Result) {
+		if diff := cmp.Diff(userFrom(res.Token), res.Input.User); diff != "" {
+			t.Fatalf("%s: input user differs from userFrom's (-want +got):\n%s", call, diff)
+		}
+	})
+}
+
+// TestTokenIdentityFromDerivedUser: the subject and tenant of an accepted
+// token's decision, read from the user derived when the token was
+// verified, are those identity reads from the claims, on the verification
+// and on cache hits alike.
+func TestTokenIdentityFromDerivedUser(t *testing.T) {
+	base := idptest.Claims("user-1", "acme", "viewer")
+	authorizeCached(t, map[string]map[string]any{
+		"plain":                base,
+		"other tenant":         idptest.Override(base, map[string]any{"tenant_id": "globex"}),
+		"subject not a string": idptest.Override(base, map[string]any{"sub": 42}),
+		"empty subject":        idptest.Override(base, map[string]any{"sub": ""}),
+		"unicode":              idptest.Override(base, map[string]any{"sub": "ü-1", "tenant_id": "ácme"}),
+	}, func(t *testing.T, call string, res Result) {
+		sub, tenant := identity(res.Token.Claims)
+		if res.Token.Subject != sub || res.Token.TenantID != tenant {
+			t.Fatalf("%s: subject, tenant = %q, %q; claims say %q, %q", call, res.Token.Subject, res.Token.TenantID, sub, tenant)
+		}
+	})
+}
+
+// authorizeCached authorizes a token of each case's claims three times,
+// the verification and two cache hits, on an engine of tenant acme, and
+// hands check each accepted result.
+func authorizeCached(t *testing.T, cases map[string]map[string]any, check func(t *testing.T, call string, res Result)) {
+	p := idptest.New(t)
+	e := newTestEngine(t, jwksConfig(p), Deps{})
 	ctx := context.Background()
 	for name, claims := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -45,9 +75,7 @@ func TestAuthorizeUserFromCachedToken(t *testing.T) {
 				if !res.Token.Allowed {
 					t.Fatalf("%s: token refused: %s", call, res.Token.Reason)
 				}
-				if diff := cmp.Diff(userFrom(res.Token), res.Input.User); diff != "" {
-					t.Fatalf("%s: input user differs from userFrom's (-want +got):\n%s", call, diff)
-				}
+				check(t, call, res)
 			}
 		})
 	}

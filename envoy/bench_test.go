@@ -2,7 +2,6 @@ package envoy
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -13,10 +12,10 @@ import (
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -127,20 +126,8 @@ func BenchmarkCheckLoopback(b *testing.B) {
 	cfg.RateLimit.Disabled = true
 	sidecar := serveGRPC(b, newTestServer(b, cfg, newTestEngine(b, cfg, idp)))
 
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	g := grpc.NewServer()
-	authv3.RegisterAuthorizationServer(g, noopAuthorization{})
-	go func() { _ = g.Serve(lis) }()
-	b.Cleanup(g.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = conn.Close() })
-	noop := authv3.NewAuthorizationClient(conn)
+	noopAddr := testkit.ServeGRPC(b, func(g *grpc.Server) { authv3.RegisterAuthorizationServer(g, noopAuthorization{}) })
+	noop := authv3.NewAuthorizationClient(testkit.DialGRPC(b, noopAddr))
 
 	tok := idp.token(b, map[string]any{"sub": "u-1", "tenant_id": testTenant, "roles": []string{"editor"}})
 	req := checkReq("GET", "/api/orders/42", map[string]string{"authorization": "Bearer " + tok, "accept": "application/json"}, nil)

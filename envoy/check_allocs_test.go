@@ -113,9 +113,7 @@ func allowedCheck(t *testing.T) (*Server, *authv3.CheckRequest) {
 // TestCheckAllocs guards the allocations of an allowed Check in process on
 // the real engine, token and decision both cached (BenchmarkCheck/engine).
 func TestCheckAllocs(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	s, req := allowedCheck(t)
 	ctx := context.Background()
 	check := func() {
@@ -134,9 +132,7 @@ func TestCheckAllocs(t *testing.T) {
 // gRPC service answers it (the CheckAnswer, encoded from its verdict):
 // two fewer than Check's, which builds the dynamic metadata's map.
 func TestCheckAnswerAllocs(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	s, req := allowedCheck(t)
 	ctx := context.Background()
 	buf := make([]byte, 4096)
@@ -165,9 +161,7 @@ func TestCheckAnswerAllocs(t *testing.T) {
 // serves, the Check handler hands it the server info and the handler made
 // once by New, so an intercepted call allocates no more than the answer.
 func TestCheckHandlerInterceptorAllocs(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	s, req := allowedCheck(t)
 	ctx := context.Background()
 	var infos []*grpc.UnaryServerInfo

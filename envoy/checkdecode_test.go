@@ -193,9 +193,7 @@ func FuzzUnmarshalCheckRequest(f *testing.F) {
 // extensions map and the destination's labels (see
 // BenchmarkUnmarshalCheckRequest for proto.Unmarshal's).
 func TestUnmarshalCheckRequestAllocs(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	b, err := proto.Marshal(envoyCheckRequest())
 	if err != nil {
 		t.Fatal(err)

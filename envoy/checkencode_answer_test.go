@@ -98,9 +98,7 @@ func TestCheckAnswerEncoding(t *testing.T) {
 // from its verdict without an allocation, and without building its
 // Response.
 func TestCheckAnswerEncoderAllocs(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	a := NewCheckAnswer(allowedResult("user-417", "acme", []string{"viewer"}, "0b7f4d2c-8a3e-4c1b"), nil)
 	buf := make([]byte, 1024)
 	allocs := testing.AllocsPerRun(200, func() {

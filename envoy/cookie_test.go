@@ -10,9 +10,7 @@ import (
 // check's path, and looking for the "__Host-" cookie next to the
 // unprefixed one costs no allocation.
 func TestCookieValueAllocs(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	header := "theme=dark; svc_session=tossed; lang=fr; __Host-svc_session=host.tok"
 	var got string
 	if n := testing.AllocsPerRun(100, func() { got = cookieValue(header, "__Host-svc_session", "svc_session") }); n != 0 {

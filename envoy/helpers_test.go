@@ -4,17 +4,15 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/idptest"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // testIdP is the loopback identity provider, serving its JWKS over TLS,
@@ -74,26 +72,7 @@ func newTestServer(t testing.TB, cfg config.Config, az Authorizer) *Server {
 // serveGRPC runs s on a loopback listener and returns a client.
 func serveGRPC(t testing.TB, s *Server) authv3.AuthorizationClient {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer()
-	s.Register(g)
-	done := make(chan error, 1)
-	go func() { done <- g.Serve(lis) }()
-	t.Cleanup(func() {
-		g.GracefulStop()
-		if err := <-done; err != nil {
-			t.Errorf("grpc serve: %v", err)
-		}
-	})
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return authv3.NewAuthorizationClient(conn)
+	return authv3.NewAuthorizationClient(testkit.DialGRPC(t, testkit.ServeGRPC(t, s.Register)))
 }
 
 // authorizerFunc adapts a function to Authorizer.

@@ -1,10 +1,8 @@
 package envoy
 
 import (
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,18 +27,7 @@ func TestShippedProxiesSendBrowsersToSignIn(t *testing.T) {
 	other := idp.token(t, map[string]any{"sub": "u-other", "tenant_id": "globex", "role": "admin"})
 	viewer := idp.token(t, map[string]any{"sub": "u-viewer", "tenant_id": testTenant, "role": "viewer"})
 
-	for _, p := range []struct {
-		bin, shipped, conf string
-		args               func(dir, conf string) []string
-		extra              []string
-	}{
-		{"nginx", "deploy/nginx/nginx.conf", "nginx.conf", func(dir, conf string) []string {
-			return []string{"-p", dir, "-c", conf, "-e", "stderr", "-g", "daemon off;"}
-		}, []string{"/run/svc-nginx.pid", filepath.Join(t.TempDir(), "nginx.pid")}},
-		{"caddy", "deploy/caddy/Caddyfile", "Caddyfile", func(_, conf string) []string {
-			return []string{"run", "--config", conf, "--adapter", "caddyfile"}
-		}, nil},
-	} {
+	for _, p := range shippedProxies(t) {
 		t.Run(p.bin, func(t *testing.T) {
 			bin := testkit.LookPath(t, p.bin, p.bin, "/usr/sbin/"+p.bin)
 			app := strings.TrimPrefix(echoApp(t).URL, "http://")
@@ -57,15 +44,7 @@ func TestShippedProxiesSendBrowsersToSignIn(t *testing.T) {
 				for i := 0; i < len(headers); i += 2 {
 					req.Header.Set(headers[i], headers[i+1])
 				}
-				resp, err := client.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer resp.Body.Close()
-				b, err := io.ReadAll(resp.Body)
-				if err != nil {
-					t.Fatal(err)
-				}
+				resp, b := testkit.Do(t, client, req)
 				return resp, string(b)
 			}
 			const login = "/auth/saml/login?return_to=%2Forders%2F7%3Fx%3D1"

@@ -462,19 +462,30 @@ func samlUpstream(t *testing.T) string {
 	return strings.TrimPrefix(srv.URL, "http://")
 }
 
-func TestShippedProxiesRouteSAML(t *testing.T) {
-	for _, p := range []struct {
-		bin, shipped, conf string
-		args               func(dir, conf string) []string
-		extra              []string
-	}{
+// shippedProxy is a proxy configuration shipped in deploy/: the program,
+// the shipped file, the name it is written under, the command line that
+// runs it, and what its addresses and paths are replaced with beyond the
+// common ones.
+type shippedProxy struct {
+	bin, shipped, conf string
+	args               func(dir, conf string) []string
+	extra              []string
+}
+
+// shippedProxies are nginx and Caddy as deploy/ ships them.
+func shippedProxies(t *testing.T) []shippedProxy {
+	return []shippedProxy{
 		{"nginx", "deploy/nginx/nginx.conf", "nginx.conf", func(dir, conf string) []string {
 			return []string{"-p", dir, "-c", conf, "-e", "stderr", "-g", "daemon off;"}
 		}, []string{"/run/svc-nginx.pid", filepath.Join(t.TempDir(), "nginx.pid")}},
 		{"caddy", "deploy/caddy/Caddyfile", "Caddyfile", func(_, conf string) []string {
 			return []string{"run", "--config", conf, "--adapter", "caddyfile"}
 		}, nil},
-	} {
+	}
+}
+
+func TestShippedProxiesRouteSAML(t *testing.T) {
+	for _, p := range shippedProxies(t) {
 		t.Run(p.bin, func(t *testing.T) {
 			bin := testkit.LookPath(t, p.bin, p.bin, "/usr/sbin/"+p.bin)
 			idp := newTestIdP(t)

@@ -5,22 +5,9 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/reason"
 )
-
-// swapASCIICase turns ASCII upper-case letters to lower case and back.
-func swapASCIICase(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		switch {
-		case 'a' <= c && c <= 'z':
-			b[i] = c - 'a' + 'A'
-		case 'A' <= c && c <= 'Z':
-			b[i] = c - 'A' + 'a'
-		}
-	}
-	return string(b)
-}
 
 // FuzzRouteMatch holds the route matcher to its contract: folding only
 // adds matches; a match does not depend on the letter case of the request
@@ -51,14 +38,14 @@ func FuzzRouteMatch(f *testing.F) {
 		}
 		swapped := make([]string, len(segs))
 		for i, s := range segs {
-			swapped[i] = swapASCIICase(s)
+			swapped[i] = testkit.SwapASCIICase(s)
 		}
 		other, okOther := rt.match(method, m0.view(swapped), true)
 		if okOther != okFold {
 			t.Fatalf("%q: %q matches %v, with its letter case swapped %v", tmpl, target, okFold, okOther)
 		}
 		if okFold {
-			want := captures{swapASCIICase(folded.resource), swapASCIICase(folded.id), swapASCIICase(folded.tenant)}
+			want := captures{testkit.SwapASCIICase(folded.resource), testkit.SwapASCIICase(folded.id), testkit.SwapASCIICase(folded.tenant)}
 			if other != want {
 				t.Fatalf("%q on %q: captures %+v, with the case swapped %+v", tmpl, target, folded, other)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // gateUnderTest is an ACS gate on a clock of its own whose validations
@@ -247,9 +248,9 @@ func TestACSCookieGoesFirst(t *testing.T) {
 		return func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.lanes[smallLane].queues[q]) == n }
 	}
 	first := enter(signOn)
-	waitFor(t, queued(1, 1))
+	testkit.Eventually(t, "one sign-on queued", queued(1, 1))
 	second := enter(cookied)
-	waitFor(t, queued(0, 1))
+	testkit.Eventually(t, "the queue drained", queued(0, 1))
 	done()
 	e := <-second
 	if e.err != nil {
@@ -310,18 +311,6 @@ func spendReserve(t *testing.T, g *gateUnderTest) {
 	spendLane(t, g, smallLane)
 	if err := g.validate(post{client: client("203.0.113.250"), lane: smallLane, priority: true}, 0); err != nil {
 		t.Fatalf("the reserve is spent too: %v", err)
-	}
-}
-
-// waitFor waits for cond.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10 s")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

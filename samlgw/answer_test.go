@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -119,18 +118,7 @@ func TestACSClearsTheUnprefixedSessionCookie(t *testing.T) {
 func TestACSJSONAnswer(t *testing.T) {
 	f := newFixture(t, withSAML(allowIDPInitiated))
 	form := url.Values{"SAMLResponse": {b64(signed(t, valid()))}}
-	req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/auth/saml/acs", strings.NewReader(form.Encode()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "text/html;q=0.5, application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	resp, raw := testkit.Do(t, nil, f.acsRequest(t, form.Encode(), "text/html;q=0.5, application/json"))
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("Set-Cookie") != "" {
 		t.Fatalf("%d %q Set-Cookie %q: %s", resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Set-Cookie"), raw)
 	}

@@ -132,12 +132,7 @@ func TestTossedRequestCookieRefused(t *testing.T) {
 	post := func(t *testing.T, f *fixture, r testidp.Response, cookie string) answer {
 		t.Helper()
 		form := url.Values{"SAMLResponse": {b64(signed(t, r))}, "RelayState": {"/"}}
-		req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/auth/saml/acs", strings.NewReader(form.Encode()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Accept", "application/json")
+		req := f.acsRequest(t, form.Encode(), "application/json")
 		req.Header.Set("Cookie", cookie)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -16,12 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/metrictest"
 	"github.com/svc-dev/svc/samlgw"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
@@ -248,12 +247,7 @@ func nestedBody(size int) string {
 func postFrom(t *testing.T, f *fixture, doc []byte, realIP string, cookies ...*http.Cookie) answer {
 	t.Helper()
 	form := url.Values{"SAMLResponse": {base64.StdEncoding.EncodeToString(doc)}}
-	req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/auth/saml/acs", strings.NewReader(form.Encode()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
+	req := f.acsRequest(t, form.Encode(), "application/json")
 	req.Header.Set("X-Real-IP", realIP)
 	for _, c := range cookies {
 		req.AddCookie(c)
@@ -274,24 +268,7 @@ func postFrom(t *testing.T, f *fixture, doc []byte, realIP string, cookies ...*h
 // busyCounts returns svc.saml.acs.busy by "reason/lane".
 func busyCounts(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	counts := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != "svc.saml.acs.busy" {
-				continue
-			}
-			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-				r, _ := dp.Attributes.Value(attribute.Key("reason"))
-				l, _ := dp.Attributes.Value(attribute.Key("lane"))
-				counts[r.AsString()+"/"+l.AsString()] += dp.Value
-			}
-		}
-	}
-	return counts
+	return metrictest.Values(metrictest.Collect(t, reader), "svc.saml.acs.busy", "reason", "lane")
 }
 
 // Behind a trusted proxy each client named in X-Real-IP is a client of

@@ -1,16 +1,10 @@
 package samlgw
 
 import (
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/engine/issuer"
 )
 
 // FuzzRequestCookie sends login an arbitrary request cookie, as a browser
@@ -18,22 +12,7 @@ import (
 // cookie it sets lists the new request id first and at most
 // maxBoundRequests ids, each one a valid request of this gateway.
 func FuzzRequestCookie(f *testing.F) {
-	_, _, idp := benchSetup(f)
-	md := filepath.Join(f.TempDir(), "idp.xml")
-	if err := os.WriteFile(md, idp.Metadata(), 0o600); err != nil {
-		f.Fatal(err)
-	}
-	cfg := config.Config{SDK: config.SDK{SAML: &config.SAML{EntityID: benchEntity, ACSURL: benchACS, IDPMetadataFile: md}}}
-	cfg.SetDefaults()
-	is, err := issuer.New(issuer.Options{Issuer: benchEntity, TTL: cfg.SDK.SAML.TokenTTL.Duration})
-	if err != nil {
-		f.Fatal(err)
-	}
-	g, err := New(cfg, Deps{Issuer: is, Logger: slog.New(slog.DiscardHandler), Store: acceptAll{}, Getenv: func(string) string { return "" }})
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer g.Close()
+	g, _ := fuzzGateway(f, false)
 	h := g.Handler()
 	valid, err := g.v.requests.mint(f.Context())
 	if err != nil {

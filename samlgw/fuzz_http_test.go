@@ -15,30 +15,14 @@ import (
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/issuer"
+	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
 // FuzzGatewayHTTP sends arbitrary requests to every endpoint of a running
 // gateway: whatever a client sends, the answer is never a 5xx, and a 4xx
 // is a JSON refusal with a code.
 func FuzzGatewayHTTP(f *testing.F) {
-	_, _, idp := benchSetup(f)
-	md := filepath.Join(f.TempDir(), "idp.xml")
-	if err := os.WriteFile(md, idp.Metadata(), 0o600); err != nil {
-		f.Fatal(err)
-	}
-	cfg := config.Config{SDK: config.SDK{SAML: &config.SAML{
-		EntityID: benchEntity, ACSURL: benchACS, IDPMetadataFile: md, AllowIDPInitiated: true,
-	}}}
-	cfg.SetDefaults()
-	is, err := issuer.New(issuer.Options{Issuer: benchEntity, TTL: cfg.SDK.SAML.TokenTTL.Duration})
-	if err != nil {
-		f.Fatal(err)
-	}
-	g, err := New(cfg, Deps{Issuer: is, Logger: slog.New(slog.DiscardHandler), Store: acceptAll{}, Getenv: func(string) string { return "" }})
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer g.Close()
+	g, idp := fuzzGateway(f, true)
 	h := g.Handler()
 	doc, err := idp.Sign(benchResponse())
 	if err != nil {
@@ -75,4 +59,30 @@ func FuzzGatewayHTTP(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzGateway is a gateway of the bench IdP, closed when f ends, whose
+// replay store accepts every assertion, so that each fuzz input meets
+// the same gateway.
+func fuzzGateway(f *testing.F, allowIDPInitiated bool) (*Gateway, *testidp.IdP) {
+	f.Helper()
+	_, _, idp := benchSetup(f)
+	md := filepath.Join(f.TempDir(), "idp.xml")
+	if err := os.WriteFile(md, idp.Metadata(), 0o600); err != nil {
+		f.Fatal(err)
+	}
+	cfg := config.Config{SDK: config.SDK{SAML: &config.SAML{
+		EntityID: benchEntity, ACSURL: benchACS, IDPMetadataFile: md, AllowIDPInitiated: allowIDPInitiated,
+	}}}
+	cfg.SetDefaults()
+	is, err := issuer.New(issuer.Options{Issuer: benchEntity, TTL: cfg.SDK.SAML.TokenTTL.Duration})
+	if err != nil {
+		f.Fatal(err)
+	}
+	g, err := New(cfg, Deps{Issuer: is, Logger: slog.New(slog.DiscardHandler), Store: acceptAll{}, Getenv: func(string) string { return "" }})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { g.Close() })
+	return g, idp
 }

@@ -184,22 +184,28 @@ func (f *fixture) post(t testing.TB, doc []byte, jsonClient bool) answer {
 	return f.postBody(t, form.Encode(), jsonClient)
 }
 
-func (f *fixture) postBody(t testing.TB, body string, jsonClient bool) answer {
+// acsRequest is a POST of the form body to f's ACS, with accept as its
+// Accept header ("" for none).
+func (f *fixture) acsRequest(t testing.TB, body, accept string) *http.Request {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/auth/saml/acs", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	return req
+}
+
+func (f *fixture) postBody(t testing.TB, body string, jsonClient bool) answer {
+	t.Helper()
+	accept := ""
 	if jsonClient {
-		req.Header.Set("Accept", "application/json")
+		accept = "application/json"
 	}
-	resp, err := f.client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	resp, raw := testkit.Do(t, f.client(), f.acsRequest(t, body, accept))
 	a := answer{status: resp.StatusCode, header: resp.Header}
 	var m map[string]any
 	if json.Unmarshal(raw, &m) == nil {

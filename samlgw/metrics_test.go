@@ -1,15 +1,13 @@
 package samlgw_test
 
 import (
-	"context"
 	"testing"
 
-	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit/metrictest"
 	"github.com/svc-dev/svc/samlgw"
 )
 
@@ -29,23 +27,7 @@ func TestACSOutcomesCountedAndAudited(t *testing.T) {
 	f.post(t, doc, true)
 	f.post(t, doc, true) // replayed
 
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	counts := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != "svc.saml.acs" {
-				continue
-			}
-			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-				r, _ := dp.Attributes.Value(attribute.Key("result"))
-				c, _ := dp.Attributes.Value(attribute.Key("reason"))
-				counts[r.AsString()+"/"+c.AsString()] += dp.Value
-			}
-		}
-	}
+	counts := metrictest.Values(metrictest.Collect(t, reader), "svc.saml.acs", "result", "reason")
 	if counts["accepted/"] != 1 || counts["refused/saml-replayed"] != 1 {
 		t.Errorf("svc.saml.acs = %v, want one accepted and one refused/saml-replayed", counts)
 	}

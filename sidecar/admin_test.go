@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,6 +22,7 @@ import (
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/bundletest"
 	"github.com/svc-dev/svc/policies"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 )
@@ -57,11 +57,7 @@ func writePolicy(t testing.TB, dir string, restricted bool) {
 // (unsigned when nil).
 func buildBundle(t testing.TB, dir, revision string, signKey []byte) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	if _, err := bundle.Build(&buf, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: signKey}); err != nil {
-		t.Fatalf("build bundle: %v", err)
-	}
-	return buf.Bytes()
+	return bundletest.Build(t, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: signKey})
 }
 
 func post(t testing.TB, r *running, path string, body []byte) (int, []byte) {
@@ -118,7 +114,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = eng.Close() })
 	withTel := startServer(t, Deps{Engine: eng, Telemetry: tel})
-	waitFor(t, "ready", withTel.isReady)
+	testkit.Eventually(t, "ready", withTel.isReady)
 	if !allowed(t, dial(t, withTel.GRPCAddr()), idp.token(t, "alice", testTenant, "viewer"), "/orders/1") {
 		t.Fatal("a viewer may not read an order")
 	}
@@ -195,7 +191,7 @@ func TestStatus(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := startServer(t, Deps{Engine: newTestEngine(t, tc.cfg), Audit: tc.audit})
-			waitFor(t, "ready", r.isReady)
+			testkit.Eventually(t, "ready", r.isReady)
 			st := getStatus(t, r)
 			if st.Status != "healthy" || !st.Ready || st.Partitioned || st.PartitionedSince != nil {
 				t.Errorf("status=%q ready=%v partitioned=%v since=%v; want healthy, ready, not partitioned",
@@ -229,7 +225,7 @@ func TestStatusPartitioned(t *testing.T) {
 	down := time.Now()
 	idp.Close()
 	var st Status
-	waitFor(t, "status reports degraded", func() bool {
+	testkit.Eventually(t, "status reports degraded", func() bool {
 		st = getStatus(t, r)
 		return st.Status == "degraded"
 	})
@@ -260,15 +256,7 @@ func TestConfigEndpoint(t *testing.T) {
 	cfg.Sidecar.Routes = []config.Route{{Path: "/api/{resource}/{id}", Methods: []string{"GET"}}}
 	r := startSidecar(t, cfg)
 
-	resp, err := httpClient.Get("http://" + r.HTTPAddr().String() + PathConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, body := testkit.Get(t, httpClient, "http://"+r.HTTPAddr().String()+PathConfig)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/toml" {
 		t.Fatalf("GET %s = %d %q", PathConfig, resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
@@ -350,11 +338,7 @@ func TestReloadBundle(t *testing.T) {
 	restricted := t.TempDir()
 	writePolicy(t, restricted, true)
 
-	cfg := testConfig(idp)
-	cfg.Policy.BundleVerifyKeyFile = filepath.Join(t.TempDir(), "bundle.pub.pem")
-	if err := os.WriteFile(cfg.Policy.BundleVerifyKeyFile, verifyKey, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := verifyingConfig(t, idp, verifyKey)
 	r := startSidecar(t, cfg)
 	conn := dial(t, r.GRPCAddr())
 	viewer := idp.token(t, "alice", testTenant, "viewer")
@@ -480,14 +464,7 @@ func TestAdminGuard(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			req := httptest.NewRequest(tc.method, tc.path, nil)
-			req.Host = "127.0.0.1:7700"
-			req.RemoteAddr = tc.remote
-			if tc.auth != "" {
-				req.Header.Set("Authorization", tc.auth)
-			}
-			rec := httptest.NewRecorder()
-			tc.h.ServeHTTP(rec, req)
+			rec := serveFrom(tc.h, tc.method, tc.path, tc.remote, tc.auth)
 			if rec.Code != tc.wantCode {
 				t.Fatalf("%s %s from %s = %d %s, want %d", tc.method, tc.path, tc.remote, rec.Code, rec.Body, tc.wantCode)
 			}

@@ -21,6 +21,8 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/noopauthz"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 )
@@ -185,6 +187,24 @@ func (tg *loadTarget) percentiles() (p50, p99 time.Duration) {
 // out, so that every allowed request costs what it does in production.
 func startBenchSidecar(b testing.TB, idp *testIdP) *running {
 	b.Helper()
+	cfg, tel, auditLog := benchParts(b, idp)
+	eng, err := engine.New(cfg, engine.Deps{
+		Logger: quietLogger(), TracerProvider: tel.TracerProvider(), MeterProvider: tel.MeterProvider(), Audit: auditLog,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = eng.Close() })
+	r := startServer(b, Deps{Engine: eng, Telemetry: tel, Audit: auditLog})
+	testkit.Eventually(b, "ready", r.isReady)
+	return r
+}
+
+// benchParts are what a benchmark sidecar is composed of, as svc-sidecar
+// composes it: a configuration for idp whose rate budget never runs out,
+// telemetry, and an audit log to io.Discard; all end with b.
+func benchParts(b testing.TB, idp *testIdP) (config.Config, *telemetry.Telemetry, *audit.Logger) {
+	b.Helper()
 	cfg := testConfig(idp)
 	cfg.RateLimit.DefaultRPM = 1 << 40
 	tel, err := telemetry.Setup(context.Background(), telemetry.Options{Logger: quietLogger()})
@@ -194,16 +214,7 @@ func startBenchSidecar(b testing.TB, idp *testIdP) *running {
 	b.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
 	auditLog := audit.New(io.Discard, audit.Options{QueueSize: cfg.Audit.QueueSize, Logger: quietLogger()})
 	b.Cleanup(func() { _ = auditLog.Close(context.Background()) })
-	eng, err := engine.New(cfg, engine.Deps{
-		Logger: quietLogger(), TracerProvider: tel.TracerProvider(), MeterProvider: tel.MeterProvider(), Audit: auditLog,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = eng.Close() })
-	r := startServer(b, Deps{Engine: eng, Telemetry: tel, Audit: auditLog})
-	waitFor(b, "ready", r.isReady)
-	return r
+	return cfg, tel, auditLog
 }
 
 // startNoopAuthz serves noopauthz.Server on a loopback port of its own.

@@ -1,16 +1,14 @@
 package sidecar
 
 import (
-	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
-	opabundle "github.com/open-policy-agent/opa/v1/bundle"
-
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/bundletest"
 	"github.com/svc-dev/svc/policies"
 )
 
@@ -23,19 +21,7 @@ func opaBuildBundle(t testing.TB, revision string, signKey []byte) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := opabundle.Bundle{
-		Manifest: opabundle.Manifest{Revision: revision, Roots: &[]string{"svc"}},
-		Modules:  []opabundle.ModuleFile{{URL: "/authz.rego", Path: "/authz.rego", Raw: src}},
-		Data:     map[string]any{},
-	}
-	if err := b.GenerateSignature(opabundle.NewSigningConfig(string(signKey), "ES256", ""), "default", false); err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := opabundle.NewWriter(&buf).Write(b); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return bundletest.OPABuild(t, revision, src, signKey)
 }
 
 // TestBundlePollRefusesUnordered: a polled bundle whose signed manifest
@@ -67,11 +53,11 @@ func TestBundlePollRefusesUnordered(t *testing.T) {
 	cfg.Policy.BundleMinPoll = config.Duration{Duration: 20 * time.Millisecond}
 	cfg.Policy.BundleMaxPoll = config.Duration{Duration: 20 * time.Millisecond}
 	r := startSidecar(t, cfg)
-	waitFor(t, "cp-1 active", func() bool { return getStatus(t, r).PolicyRevision == "cp-1" })
+	testkit.Eventually(t, "cp-1 active", func() bool { return getStatus(t, r).PolicyRevision == "cp-1" })
 
 	serve <- unordered
 	var st Status
-	waitFor(t, "the unordered bundle refused", func() bool {
+	testkit.Eventually(t, "the unordered bundle refused", func() bool {
 		st = getStatus(t, r)
 		return st.Bundle != nil && st.Bundle.LastErrorCode != "" || st.PolicyRevision != "cp-1"
 	})

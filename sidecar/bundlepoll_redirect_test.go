@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,39 +16,21 @@ import (
 	"github.com/svc-dev/svc/internal/testkit"
 )
 
-// authLog records the Authorization header of each request a server got.
-type authLog struct {
-	mu  sync.Mutex
-	got []string
-}
-
-func (l *authLog) add(r *http.Request) {
-	l.mu.Lock()
-	l.got = append(l.got, r.Header.Get("Authorization"))
-	l.mu.Unlock()
-}
-
-func (l *authLog) list() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.got...)
-}
-
 // TestBundleFetchRedirectTLS: an https bundle_url redirecting to plain
 // http off loopback is refused before any request goes there; one
 // redirecting to another https origin (another port of the same host,
 // where net/http would keep the header) gets the bundle without the
 // bearer token.
 func TestBundleFetchRedirectTLS(t *testing.T) {
-	var other authLog
+	var other testkit.RequestLog
 	otherSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		other.add(r)
+		other.Add(r)
 		_, _ = w.Write([]byte("bundle bytes"))
 	}))
 	t.Cleanup(otherSrv.Close)
-	var origin authLog
+	var origin testkit.RequestLog
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		origin.add(r)
+		origin.Add(r)
 		switch r.URL.Path {
 		case "/downgrade":
 			http.Redirect(w, r, "http://cp.example.invalid/svc.tar.gz", http.StatusFound)
@@ -77,11 +58,11 @@ func TestBundleFetchRedirectTLS(t *testing.T) {
 	if err != nil || string(data) != "bundle bytes" {
 		t.Fatalf("https redirecting to another https origin: %q, %v", data, err)
 	}
-	if got := origin.list(); len(got) != 2 || got[0] != "Bearer cp-s3cret" {
-		t.Errorf("bundle_url's origin got Authorization %q, want the token", got)
+	if got := origin.List(); len(got) != 2 || got[0].Authorization != "Bearer cp-s3cret" {
+		t.Errorf("bundle_url's origin got %+v, want the token", got)
 	}
-	if got := other.list(); len(got) != 1 || got[0] != "" {
-		t.Errorf("another origin got Authorization %q, want none", got)
+	if got := other.List(); len(got) != 1 || got[0].Authorization != "" {
+		t.Errorf("another origin got %+v, want no Authorization", got)
 	}
 }
 
@@ -96,22 +77,14 @@ func TestBundlePollRedirect(t *testing.T) {
 	writePolicy(t, dir, true)
 	polled := buildBundleAt(t, dir, "cdn-1", signKey, time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 
-	var cdn authLog
+	var cdn testkit.RequestLog
 	cdnSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cdn.add(r)
+		cdn.Add(r)
 		w.Header().Set("ETag", `"c1"`)
 		_, _ = w.Write(polled)
 	}))
 	t.Cleanup(cdnSrv.Close)
-	var mu sync.Mutex
-	target := cdnSrv.URL + "/svc.tar.gz"
-	cp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		to := target
-		mu.Unlock()
-		http.Redirect(w, r, to, http.StatusFound)
-	}))
-	t.Cleanup(cp.Close)
+	cp := testkit.StartRedirector(t, cdnSrv.URL+"/svc.tar.gz")
 
 	cfg := signedConfig(t, idp, verifyKey)
 	cfg.Policy.BundleURL = cp.URL + "/svc.tar.gz"
@@ -122,18 +95,16 @@ func TestBundlePollRedirect(t *testing.T) {
 	cfg.Policy.BundleMinPoll = config.Duration{Duration: 20 * time.Millisecond}
 	cfg.Policy.BundleMaxPoll = config.Duration{Duration: 20 * time.Millisecond}
 	r := startSidecar(t, cfg)
-	waitFor(t, "the redirected bundle active", func() bool { return getStatus(t, r).PolicyRevision == "cdn-1" })
-	for _, a := range cdn.list() {
-		if a != "" {
-			t.Fatalf("the bearer token went to another origin: %q", a)
+	testkit.Eventually(t, "the redirected bundle active", func() bool { return getStatus(t, r).PolicyRevision == "cdn-1" })
+	for _, a := range cdn.List() {
+		if a.Authorization != "" {
+			t.Fatalf("the bearer token went to another origin: %q", a.Authorization)
 		}
 	}
 
-	mu.Lock()
-	target = "http://cp.example.invalid/svc.tar.gz" // plain http off loopback
-	mu.Unlock()
+	cp.MoveTo("http://cp.example.invalid/svc.tar.gz") // plain http off loopback
 	var st Status
-	waitFor(t, "the redirect refused", func() bool {
+	testkit.Eventually(t, "the redirect refused", func() bool {
 		st = getStatus(t, r)
 		return st.Bundle != nil && st.Bundle.LastErrorCode == string(CodeBundleRedirectRefused)
 	})

@@ -52,7 +52,7 @@ func TestBundlePollAfterUpload(t *testing.T) {
 	cfg.Policy.BundleMaxPoll = config.Duration{Duration: 20 * time.Millisecond}
 	r := startSidecar(t, cfg)
 	etagFile := filepath.Join(cfg.Policy.BundleCacheDir, cachedETagFile)
-	waitFor(t, "the polled bundle active", func() bool {
+	testkit.Eventually(t, "the polled bundle active", func() bool {
 		st := getStatus(t, r)
 		return st.PolicyRevision == "v1" && st.Bundle != nil && st.Bundle.ETag == `"e1"`
 	})
@@ -71,7 +71,7 @@ func TestBundlePollAfterUpload(t *testing.T) {
 	if _, err := os.Stat(etagFile); !os.IsNotExist(err) {
 		t.Errorf("persisted ETag after the upload: stat = %v, want it removed", err)
 	}
-	waitFor(t, "a poll without If-None-Match after the upload", func() bool {
+	testkit.Eventually(t, "a poll without If-None-Match after the upload", func() bool {
 		for _, inm := range polls()[n:] {
 			if inm == "" {
 				return true
@@ -81,7 +81,7 @@ func TestBundlePollAfterUpload(t *testing.T) {
 	})
 	// The control plane's bundle is older than the upload: refused, the
 	// upload keeps serving.
-	waitFor(t, "the older polled bundle refused", func() bool {
+	testkit.Eventually(t, "the older polled bundle refused", func() bool {
 		st := getStatus(t, r)
 		return st.Bundle != nil && st.Bundle.LastError != ""
 	})

@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"bytes"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,27 +10,32 @@ import (
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/bundletest"
 )
 
 // buildBundleAt bundles dir signed with signKey, recording created as its
 // creation time.
 func buildBundleAt(t testing.TB, dir, revision string, signKey []byte, created time.Time) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	if _, err := bundle.Build(&buf, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: signKey, CreatedAt: created}); err != nil {
-		t.Fatalf("build bundle: %v", err)
-	}
-	return buf.Bytes()
+	return bundletest.Build(t, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: signKey, CreatedAt: created})
 }
 
-// signedConfig is testConfig with a verification key, a bundle cache
-// directory and a state directory of its own.
-func signedConfig(t testing.TB, idp *testIdP, verifyKey []byte) config.Config {
+// verifyingConfig is testConfig with verifyKey, written to a file, as
+// policy.bundle_verify_key_file.
+func verifyingConfig(t testing.TB, idp *testIdP, verifyKey []byte) config.Config {
+	t.Helper()
 	cfg := testConfig(idp)
 	cfg.Policy.BundleVerifyKeyFile = filepath.Join(t.TempDir(), "bundle.pub.pem")
 	if err := os.WriteFile(cfg.Policy.BundleVerifyKeyFile, verifyKey, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+// signedConfig is testConfig with a verification key, a bundle cache
+// directory and a state directory of its own.
+func signedConfig(t testing.TB, idp *testIdP, verifyKey []byte) config.Config {
+	cfg := verifyingConfig(t, idp, verifyKey)
 	cfg.Policy.BundleCacheDir = filepath.Join(t.TempDir(), "bundles")
 	cfg.Sidecar.StateDir = filepath.Join(t.TempDir(), "state")
 	return cfg

@@ -263,7 +263,7 @@ func TestBundleMaxAgeRefuse(t *testing.T) {
 	if code, body := post(t, s, PathReloadPolicy, buildBundleAt(t, dir, "ageing", signKey, time.Now())); code != http.StatusOK {
 		t.Fatalf("a fresh bundle = %d %s", code, body)
 	}
-	waitFor(t, "the active bundle stale", func() bool { return getStatus(t, s).Reason == string(CodeBundleStale) })
+	testkit.Eventually(t, "the active bundle stale", func() bool { return getStatus(t, s).Reason == string(CodeBundleStale) })
 	if st := getStatus(t, s); st.PolicyRevision != "ageing" || st.Status != StatusDegraded || !st.Ready {
 		t.Errorf("an active bundle past max age: revision %q, status %q, ready %v; want it serving, degraded", st.PolicyRevision, st.Status, st.Ready)
 	}

@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/bundletest"
 	"github.com/svc-dev/svc/sidecar/dryrun"
 )
 
@@ -33,11 +33,7 @@ func buildBundleWith(t testing.TB, dir string, extra map[string]string, revision
 			t.Fatal(err)
 		}
 	}
-	var buf bytes.Buffer
-	if _, err := bundle.Build(&buf, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: signKey, AllowNetworkBuiltins: true}); err != nil {
-		t.Fatalf("build bundle: %v", err)
-	}
-	return buf.Bytes()
+	return bundletest.Build(t, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: signKey, AllowNetworkBuiltins: true})
 }
 
 func startDryRun(t *testing.T, r *running, body []byte) (int, []byte) {
@@ -56,7 +52,7 @@ func TestDryRunCandidateRules(t *testing.T) {
 	otherKey, _ := testkit.ECKeyPEM(t)
 	cfg := signedConfig(t, idp, verifyKey)
 	r := startServer(t, Deps{Engine: newTestEngine(t, cfg), DryRun: dryrun.NewManager(dryrun.Deps{Logger: quietLogger()})})
-	waitFor(t, "ready", r.isReady)
+	testkit.Eventually(t, "ready", r.isReady)
 
 	plain := t.TempDir()
 	writePolicy(t, plain, true)
@@ -102,7 +98,7 @@ func TestNetworkBuiltinsAllowed(t *testing.T) {
 	cfg := signedConfig(t, idp, verifyKey)
 	cfg.Policy.AllowNetworkBuiltins = true
 	r := startServer(t, Deps{Engine: newTestEngine(t, cfg), DryRun: dryrun.NewManager(dryrun.Deps{Logger: quietLogger()})})
-	waitFor(t, "ready", r.isReady)
+	testkit.Eventually(t, "ready", r.isReady)
 	dir := t.TempDir()
 	writePolicy(t, dir, false)
 	b := buildBundleWith(t, dir, map[string]string{"exfil.rego": exfilRule}, "n1", signKey)

@@ -111,9 +111,7 @@ func checkCodecMarshal(t *testing.T, c codec, v any, m *authv3.CheckResponse, de
 // the hand encoder, in every build: one allocation, holding the bytes and
 // the BufferSlice around them.
 func TestCodecMarshalCheckAllocs(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	c := newCodec()
 	for name, m := range map[string]any{
 		"allowed": allowedAnswer(), "denied": deniedAnswer(), "allowed CheckAnswer": envoy.NewCheckAnswer(allowedResult(), nil),

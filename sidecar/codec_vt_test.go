@@ -21,9 +21,7 @@ var _ vtMessage = (*authv3.CheckResponse)(nil)
 // TestCodecMarshalAllocs guards the encoding of an allowed answer: one
 // allocation, holding the bytes and the BufferSlice around them.
 func TestCodecMarshalAllocs(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	resp := envoy.CheckResponse(engine.Result{
 		Token:    engine.TokenDecision{Allowed: true, Reason: reason.OK, Subject: "user-417", TenantID: "acme"},
 		Input:    engine.Input{User: policy.User{ID: "user-417", TenantID: "acme", Roles: []string{"viewer"}}},

@@ -12,6 +12,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // TestDrainIdleConnections: on shutdown, an idle gRPC client connection
@@ -44,7 +45,7 @@ func TestDrainIdleConnections(t *testing.T) {
 
 	began := time.Now()
 	r.cancel()
-	waitFor(t, "readiness reports draining", func() bool { return !r.isReady() })
+	testkit.Eventually(t, "readiness reports draining", func() bool { return !r.isReady() })
 	if _, err := io.WriteString(c, rest); err != nil {
 		t.Fatalf("send the rest of the body: %v", err)
 	}

@@ -2,7 +2,6 @@ package sidecar
 
 import (
 	"context"
-	"io"
 	"io/fs"
 	"strings"
 	"sync"
@@ -15,12 +14,11 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/code"
 
 	"github.com/svc-dev/svc/engine"
-	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/policies"
 	"github.com/svc-dev/svc/sidecar/dryrun"
 	"github.com/svc-dev/svc/sidecar/live"
-	"github.com/svc-dev/svc/sidecar/telemetry"
 )
 
 // BenchmarkCheckDryRun measures the Check throughput of the sidecar as
@@ -35,15 +33,7 @@ import (
 // disturbs far less than throughput.
 func BenchmarkCheckDryRun(b *testing.B) {
 	idp := newTestIdP(b)
-	cfg := testConfig(idp)
-	cfg.RateLimit.DefaultRPM = 1 << 40
-	tel, err := telemetry.Setup(context.Background(), telemetry.Options{Logger: quietLogger()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
-	auditLog := audit.New(io.Discard, audit.Options{QueueSize: cfg.Audit.QueueSize, Logger: quietLogger()})
-	b.Cleanup(func() { _ = auditLog.Close(context.Background()) })
+	cfg, tel, auditLog := benchParts(b, idp)
 	dry := dryrun.NewManager(dryrun.Deps{Audit: auditLog, Logger: quietLogger()})
 	hub := live.NewHub(live.Deps{Spans: tel.Spans(), Sessions: dry, Logger: quietLogger()})
 	eng, err := engine.New(cfg, engine.Deps{Logger: quietLogger(), TracerProvider: tel.TracerProvider(),
@@ -53,7 +43,7 @@ func BenchmarkCheckDryRun(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = eng.Close() })
 	r := startServer(b, Deps{Engine: eng, Telemetry: tel, Audit: auditLog, Live: hub, DryRun: dry})
-	waitFor(b, "ready", r.isReady)
+	testkit.Eventually(b, "ready", r.isReady)
 	clients := authzClients(b, r.GRPCAddr())
 	req := checkRequest(idp.token(b, "u-1", testTenant, "viewer"), "GET", "/orders/1")
 	cand := benchCandidate(b)

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 )
 
@@ -32,7 +33,7 @@ func startTelemetrySidecar(t *testing.T, idp *testIdP) (*running, *telemetry.Tel
 	}
 	t.Cleanup(func() { _ = eng.Close() })
 	r := startServer(t, Deps{Engine: eng, Telemetry: tel})
-	waitFor(t, "ready", r.isReady)
+	testkit.Eventually(t, "ready", r.isReady)
 	return r, tel
 }
 

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -153,11 +151,7 @@ func TestDirectoryReloadRefusedWithVerifyKey(t *testing.T) {
 	signKey, verifyKey := testkit.ECKeyPEM(t)
 	restricted := t.TempDir()
 	writePolicy(t, restricted, true)
-	cfg := testConfig(idp)
-	cfg.Policy.BundleVerifyKeyFile = filepath.Join(t.TempDir(), "bundle.pub.pem")
-	if err := os.WriteFile(cfg.Policy.BundleVerifyKeyFile, verifyKey, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := verifyingConfig(t, idp, verifyKey)
 	r := startSidecar(t, cfg)
 	if code, body := post(t, r, PathReloadPolicy, buildBundle(t, restricted, "rev-signed", signKey)); code != http.StatusOK {
 		t.Fatalf("signed bundle: %d %s", code, body)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // writeAdminToken writes token to a file of its own and returns its path.
@@ -60,14 +62,7 @@ func TestAdminRequireToken(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			req := httptest.NewRequest(tc.method, tc.path, nil)
-			req.Host = "127.0.0.1:7700"
-			req.RemoteAddr = tc.remote
-			if tc.auth != "" {
-				req.Header.Set("Authorization", tc.auth)
-			}
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
+			rec := serveFrom(h, tc.method, tc.path, tc.remote, tc.auth)
 			if rec.Code != tc.wantCode {
 				t.Fatalf("%s %s from %q = %d %s, want %d", tc.method, tc.path, tc.remote, rec.Code, rec.Body, tc.wantCode)
 			}
@@ -109,11 +104,26 @@ func TestAdminRequireTokenOverUnixSocket(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	waitFor(t, "the socket answers", func() bool { code, _ := reload(""); return code != 0 })
+	testkit.Eventually(t, "the socket answers", func() bool { code, _ := reload(""); return code != 0 })
 	if code, body := reload(""); code != http.StatusForbidden || errorCode([]byte(body)) != string(CodeAdminTokenRequired) {
 		t.Errorf("reload over the socket without token = %d %s, want 403 %s", code, body, CodeAdminTokenRequired)
 	}
 	if code, body := reload("Bearer " + token); code != http.StatusOK {
 		t.Errorf("reload over the socket with token = %d %s, want 200", code, body)
 	}
+}
+
+// serveFrom has h answer method path on the local listener 127.0.0.1:7700
+// as if from the peer remote, with auth as its Authorization header when
+// it is not empty.
+func serveFrom(h http.Handler, method, path, remote, auth string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, nil)
+	req.Host = "127.0.0.1:7700"
+	req.RemoteAddr = remote
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
 }

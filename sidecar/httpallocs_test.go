@@ -32,9 +32,7 @@ const (
 // (BenchmarkHTTPDecision/*/unwatched): it fails when one of the
 // allocations the HTTP layer no longer makes comes back.
 func TestHTTPDecisionAllocs(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("-race changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	if testing.Short() {
 		t.Skip("starts a sidecar")
 	}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // TestRestartEndpoint: POST /v1/restart hands the request to the restart
@@ -39,7 +41,7 @@ func TestRestartEndpoint(t *testing.T) {
 				got <- req
 				return nil
 			}})
-			waitFor(t, "ready", r.isReady)
+			testkit.Eventually(t, "ready", r.isReady)
 			code, body := post(t, r, PathRestart, []byte(tc.body))
 			if code != tc.wantCode {
 				t.Fatalf("POST %s %s = %d %s, want %d", PathRestart, tc.body, code, body, tc.wantCode)
@@ -71,7 +73,7 @@ func TestRestartEndpoint(t *testing.T) {
 func TestRestartForceSkipsDrain(t *testing.T) {
 	idp := newTestIdP(t)
 	r := startServer(t, Deps{Engine: newTestEngine(t, testConfig(idp)), Restart: func(RestartRequest) error { return nil }})
-	waitFor(t, "ready", r.isReady)
+	testkit.Eventually(t, "ready", r.isReady)
 	c, _ := inFlight(t, r, idp)
 
 	began := time.Now()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // TestDrainSAMLInFlight: an ACS POST in flight on the SAML listener when
@@ -29,10 +30,10 @@ func TestDrainSAMLInFlight(t *testing.T) {
 	}
 	t.Cleanup(func() { c.Close() })
 	fmt.Fprintf(c, "POST /auth/saml/acs HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:half])
-	waitFor(t, "the ACS request is in flight", func() bool { return r.inflight.Load() == 1 })
+	testkit.Eventually(t, "the ACS request is in flight", func() bool { return r.inflight.Load() == 1 })
 
 	r.cancel()
-	waitFor(t, "readiness reports draining", func() bool { return !r.isReady() })
+	testkit.Eventually(t, "readiness reports draining", func() bool { return !r.isReady() })
 	select {
 	case err := <-r.done:
 		r.done <- err // for the cleanup

@@ -24,6 +24,7 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/idptest"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // testTenant is the deployment tenant of the tests' sidecars.
@@ -116,7 +117,7 @@ func startServer(t testing.TB, deps Deps) *running {
 func startSidecar(t testing.TB, cfg config.Config) *running {
 	t.Helper()
 	r := startServer(t, Deps{Engine: newTestEngine(t, cfg)})
-	waitFor(t, "GET /readyz answers 200", func() bool {
+	testkit.Eventually(t, "GET /readyz answers 200", func() bool {
 		status, _ := get(t, r, PathReadyz)
 		return status == http.StatusOK
 	})
@@ -135,17 +136,6 @@ func (r *running) stop(t testing.TB) error {
 	case <-time.After(2 * waitTimeout):
 		t.Fatalf("Serve did not return %s after its context ended", 2*waitTimeout)
 		return nil
-	}
-}
-
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting until %s", waitTimeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -349,7 +339,7 @@ func inFlight(t *testing.T, r *running, idp *testIdP) (c net.Conn, rest string) 
 	}
 	t.Cleanup(func() { c.Close() })
 	fmt.Fprintf(c, "POST /v1/validate-token HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:half])
-	waitFor(t, "the request is in flight", func() bool { return r.inflight.Load() == 1 })
+	testkit.Eventually(t, "the request is in flight", func() bool { return r.inflight.Load() == 1 })
 	return c, body[half:]
 }
 
@@ -372,7 +362,7 @@ func TestDrain(t *testing.T) {
 
 			began := time.Now()
 			r.cancel()
-			waitFor(t, "readiness reports draining", func() bool { return !r.isReady() })
+			testkit.Eventually(t, "readiness reports draining", func() bool { return !r.isReady() })
 			rec := httptest.NewRecorder()
 			r.http.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, PathReadyz, nil))
 			if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), `"draining"`) {

@@ -20,7 +20,7 @@ func TestStatusAgreesWithReadiness(t *testing.T) {
 	cfg := testConfig(idp)
 	idp.Close()
 	r := startServer(t, Deps{Engine: newTestEngine(t, cfg)})
-	waitFor(t, "serving", r.ready.Load)
+	testkit.Eventually(t, "serving", r.ready.Load)
 
 	code, body := get(t, r, PathReadyz)
 	var rz struct {
@@ -54,7 +54,7 @@ func TestReloadFailuresAreLogged(t *testing.T) {
 	var logs testkit.SyncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	r := startServer(t, Deps{Engine: newTestEngine(t, cfg), Logger: logger})
-	waitFor(t, "ready", r.isReady)
+	testkit.Eventually(t, "ready", r.isReady)
 
 	if err := os.WriteFile(filepath.Join(cfg.Policy.Dir, "authz.rego"), []byte("package svc.authz\n\nallow if {"), 0o600); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/sidecar/live"
 )
 
@@ -37,7 +38,7 @@ func TestStreamsServerSentEvents(t *testing.T) {
 			if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 				t.Fatalf("GET = %d %s, want 200 text/event-stream", resp.StatusCode, resp.Header.Get("Content-Type"))
 			}
-			waitFor(t, "the stream is watched", ls.hub.Observing)
+			testkit.Eventually(t, "the stream is watched", ls.hub.Observing)
 			allowed(t, conn, viewer, "/orders/5")
 			sc := bufio.NewScanner(resp.Body)
 			sc.Buffer(nil, 1<<20)

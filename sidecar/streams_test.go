@@ -16,6 +16,7 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/sidecar/live"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 )
@@ -47,7 +48,7 @@ func startLiveSidecar(t testing.TB, cfg config.Config) *liveSidecar {
 	}
 	t.Cleanup(func() { _ = e.Close() })
 	r := startServer(t, Deps{Engine: e, Telemetry: tel, Live: hub, Logger: log})
-	waitFor(t, "GET /readyz answers 200", func() bool {
+	testkit.Eventually(t, "GET /readyz answers 200", func() bool {
 		status, _ := get(t, r, PathReadyz)
 		return status == http.StatusOK
 	})
@@ -176,7 +177,7 @@ func TestStreamsLogAndDecisionRecordsWhateverTheLogLevel(t *testing.T) {
 
 	logs.close()
 	decisions.close()
-	waitFor(t, "the hub stops observing once the streams are closed", func() bool { return !ls.hub.Observing() })
+	testkit.Eventually(t, "the hub stops observing once the streams are closed", func() bool { return !ls.hub.Observing() })
 }
 
 func TestStreamsSinceReplaysRecentDecisions(t *testing.T) {

@@ -23,6 +23,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // testCA issues certificates for the TLS tests.
@@ -179,7 +181,7 @@ func TestTLSAndMutualTLS(t *testing.T) {
 	renewed, renewedKey := ca.issue(t, "sidecar-renewed", true)
 	writeTemp(t, dir, "tls.key", renewedKey)
 	writeTemp(t, dir, "tls.crt", renewed)
-	waitFor(t, "the renewed certificate is served", func() bool {
+	testkit.Eventually(t, "the renewed certificate is served", func() bool {
 		c, err := tls.Dial("tcp", r.HTTPAddr().String(), good)
 		if err != nil {
 			return false
@@ -195,7 +197,7 @@ func TestTLSAndMutualTLS(t *testing.T) {
 	// of the old one refused, without a restart.
 	writeTemp(t, dir, "client-ca.pem", otherCA.pem)
 	rotated := &tls.Config{RootCAs: roots, Certificates: pair(wrongCert, wrongKey)}
-	waitFor(t, "a client certificate of the new CA is accepted", func() bool {
+	testkit.Eventually(t, "a client certificate of the new CA is accepted", func() bool {
 		return tlsCheck(t, r.GRPCAddr(), rotated, token) == nil
 	})
 	if err := tlsCheck(t, r.GRPCAddr(), good, token); err == nil {
@@ -224,7 +226,7 @@ func TestUnixSockets(t *testing.T) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", httpSock)
 		},
 	}}
-	waitFor(t, "ready over the socket", func() bool {
+	testkit.Eventually(t, "ready over the socket", func() bool {
 		resp, err := c.Get("http://localhost" + PathReadyz)
 		if err != nil {
 			return false

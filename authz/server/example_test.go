@@ -10,13 +10,14 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/authz/server"
+	"github.com/svc-dev/svc/authz/server/servertest"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 )
 
 // Serving the decision API: the gRPC service and its local HTTP mirror.
 func ExampleServer_RegisterHTTP() {
-	e, err := engine.New(config.Config{SDK: config.SDK{TenantID: "acme"}}, engine.Deps{Logger: quietLogger()})
+	e, err := engine.New(config.Config{SDK: config.SDK{TenantID: "acme"}}, engine.Deps{Logger: servertest.QuietLogger()})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func ExampleServer_RegisterHTTP() {
 
 // The authz middleware deciding in-process, without a sidecar.
 func ExampleLocal() {
-	e, err := engine.New(config.Config{SDK: config.SDK{TenantID: "acme"}}, engine.Deps{Logger: quietLogger()})
+	e, err := engine.New(config.Config{SDK: config.SDK{TenantID: "acme"}}, engine.Deps{Logger: servertest.QuietLogger()})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -13,7 +12,9 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/authz/server"
+	"github.com/svc-dev/svc/authz/server/servertest"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // FuzzHTTPAuthorize sends arbitrary bodies and Authorization headers to
@@ -21,23 +22,15 @@ import (
 // be one of the documented statuses with a JSON body of the documented
 // shape, never a panic.
 func FuzzHTTPAuthorize(f *testing.F) {
-	seeds, err := filepath.Glob(filepath.Join("testdata", "http-requests", "*.json"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, p := range seeds {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b, "")
-		f.Add(b, "Bearer dev-token")
+	for _, seed := range testkit.ReadGlob(f, filepath.Join("testdata", "http-requests", "*.json")) {
+		f.Add(seed.Data, "")
+		f.Add(seed.Data, "Bearer dev-token")
 	}
 	f.Add([]byte(`{"action":"orders:read"}`), "Bearer")
 	f.Add([]byte(`{"action":"orders:read"}`), "bearer  spaced  ")
 
 	mux := http.NewServeMux()
-	s, err := server.New(newEngine(f, nil, nil), server.Options{Logger: quietLogger(), MaxBodyBytes: 64 << 10})
+	s, err := server.New(servertest.NewEngine(f, nil, nil), server.Options{Logger: servertest.QuietLogger(), MaxBodyBytes: 64 << 10})
 	if err != nil {
 		f.Fatal(err)
 	}

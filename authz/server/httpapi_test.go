@@ -15,7 +15,6 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/svc-dev/svc/authz"
-	"github.com/svc-dev/svc/authz/server"
 	"github.com/svc-dev/svc/authz/server/servertest"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
 	"github.com/svc-dev/svc/engine/config"
@@ -30,14 +29,15 @@ var (
 )
 
 func TestHTTPAPI(t *testing.T) {
-	p := newIDP(t)
-	base := serveHTTP(t, newServer(t, newEngine(t, p, func(c *config.Config) {
+	p := servertest.NewIDP(t)
+	base := servertest.ServeHTTP(t, servertest.NewServer(t, servertest.NewEngine(t, p, func(c *config.Config) {
 		c.Policy.Dir = "testdata/policy-conflict"
 	})))
-	defaultPolicy := serveHTTP(t, newServer(t, newEngine(t, p, nil)))
-	dev := serveHTTP(t, newServer(t, newEngine(t, nil, nil)))
 
-	viewer := p.TokenFor(t, fixedUser("alice", "viewer"))
+	defaultPolicy := servertest.ServeHTTP(t, servertest.NewServer(t, servertest.NewEngine(t, p, nil)))
+	dev := servertest.ServeHTTP(t, servertest.NewServer(t, servertest.NewEngine(t, nil, nil)))
+
+	viewer := p.TokenFor(t, servertest.FixedUser("alice", "viewer"))
 	tests := []struct {
 		name   string
 		base   string
@@ -76,7 +76,7 @@ func TestHTTPAPI(t *testing.T) {
 			if method == "" {
 				method = http.MethodPost
 			}
-			got := post(t, method, tt.base+tt.path, tt.body, tt.header)
+			got := servertest.Post(t, method, tt.base+tt.path, tt.body, tt.header)
 			if got.Status != tt.status {
 				t.Fatalf("status %d, want %d; body %s", got.Status, tt.status, got.Body)
 			}
@@ -103,7 +103,7 @@ func TestHTTPAPI(t *testing.T) {
 			// The default revision is a digest of the policy sources.
 			masked = revisionField.ReplaceAll(masked, []byte(`"policy_revision":"<revision>"`))
 			masked = messageField.ReplaceAll(masked, []byte(`"message":"<message>"`))
-			golden(t, "http/"+tt.golden+".json", masked)
+			servertest.Golden(t, *update, "http/"+tt.golden+".json", masked)
 		})
 	}
 }
@@ -112,11 +112,11 @@ func TestHTTPAPI(t *testing.T) {
 // (protojson) to the message the gRPC service returns for the same
 // request.
 func TestHTTPMirrorsGRPC(t *testing.T) {
-	p := newIDP(t)
-	s := newServer(t, newEngine(t, p, nil))
-	base := serveHTTP(t, s)
-	rpc := rpcClient(t, serveGRPC(t, s))
-	viewer := p.TokenFor(t, fixedUser("alice", "viewer", "billing"))
+	p := servertest.NewIDP(t)
+	s := servertest.NewServer(t, servertest.NewEngine(t, p, nil))
+	base := servertest.ServeHTTP(t, s)
+	rpc := rpcClient(t, servertest.ServeGRPC(t, s))
+	viewer := p.TokenFor(t, servertest.FixedUser("alice", "viewer", "billing"))
 
 	requests := []struct {
 		name string
@@ -135,7 +135,7 @@ func TestHTTPMirrorsGRPC(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			reply := post(t, http.MethodPost, base+authz.PathAuthorize, string(body), nil)
+			reply := servertest.Post(t, http.MethodPost, base+authz.PathAuthorize, string(body), nil)
 			if reply.Status != http.StatusOK {
 				t.Fatalf("status %d: %s", reply.Status, reply.Body)
 			}
@@ -184,17 +184,4 @@ func TestProtoJSONRoundTrip(t *testing.T) {
 			}
 		})
 	}
-}
-
-type httpReply = servertest.Reply
-
-func post(t *testing.T, method, url, body string, header map[string]string) httpReply {
-	t.Helper()
-	return servertest.Post(t, method, url, body, header)
-}
-
-func serveHTTP(t *testing.T, s *server.Server) string { t.Helper(); return servertest.ServeHTTP(t, s) }
-
-func fixedUser(sub string, roles ...string) map[string]any {
-	return servertest.FixedUser(sub, roles...)
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -9,21 +8,14 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	authzv1 "github.com/svc-dev/svc/authz/v1"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // FuzzDecodeAuthorizeRequest: whatever decodeAuthorizeRequest accepts,
 // protojson accepts too, as the same message.
 func FuzzDecodeAuthorizeRequest(f *testing.F) {
-	seeds, err := filepath.Glob(filepath.Join("testdata", "http-requests", "*.json"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, p := range seeds {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+	for _, seed := range testkit.ReadGlob(f, filepath.Join("testdata", "http-requests", "*.json")) {
+		f.Add(seed.Data)
 	}
 	for _, s := range []string{
 		`{"token":"t","action":"orders:read","resource":{"id":"o-1"}}`,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/authz/server"
+	"github.com/svc-dev/svc/authz/server/servertest"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
@@ -70,19 +71,19 @@ func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
 }
 
 func TestServerValidateToken(t *testing.T) {
-	p := newIDP(t)
-	rpc := rpcClient(t, serveGRPC(t, newServer(t, newEngine(t, p, nil))))
-	dev := rpcClient(t, serveGRPC(t, newServer(t, newEngine(t, nil, nil))))
+	p := servertest.NewIDP(t)
+	rpc := rpcClient(t, servertest.ServeGRPC(t, servertest.NewServer(t, servertest.NewEngine(t, p, nil))))
+	dev := rpcClient(t, servertest.ServeGRPC(t, servertest.NewServer(t, servertest.NewEngine(t, nil, nil))))
 
 	exp, iat := time.Now().Add(time.Hour).Unix(), time.Now().Unix()
-	valid := user("alice", "viewer")
+	valid := servertest.User("alice", "viewer")
 	valid["exp"], valid["iat"] = exp, iat
 	validClaims := mustStruct(t, map[string]any{
 		"sub": "alice", "tenant_id": tenant, "roles": []any{"viewer"}, "email": "alice@example.com",
 		"department": "sales", "clearance": map[string]any{"level": 3, "tags": []any{"a", "b"}},
 		"exp": exp, "iat": iat,
 	})
-	noTenant := user("bob", "viewer")
+	noTenant := servertest.User("bob", "viewer")
 	noTenant["tenant_id"] = nil
 
 	tests := []struct {
@@ -134,14 +135,14 @@ func TestServerValidateToken(t *testing.T) {
 }
 
 func TestServerAuthorize(t *testing.T) {
-	p := newIDP(t)
-	eng := &spy{Decider: newEngine(t, p, func(c *config.Config) {
+	p := servertest.NewIDP(t)
+	eng := &spy{Decider: servertest.NewEngine(t, p, func(c *config.Config) {
 		c.RateLimit = config.RateLimit{PerTenant: map[string]int{"limited": 1}}
 	})}
-	rpc := rpcClient(t, serveGRPC(t, newServer(t, eng)))
+	rpc := rpcClient(t, servertest.ServeGRPC(t, servertest.NewServer(t, eng)))
 
-	viewer := p.TokenFor(t, user("alice", "viewer"))
-	limitedClaims := user("lee", "viewer")
+	viewer := p.TokenFor(t, servertest.User("alice", "viewer"))
+	limitedClaims := servertest.User("lee", "viewer")
 	limitedClaims["tenant_id"] = "limited"
 	limited := p.TokenFor(t, limitedClaims)
 	ignore := protocmp.IgnoreFields(&authzv1.AuthorizeResponse{}, "decision_id", "policy_revision", "claims", "retry_after", "message")
@@ -242,11 +243,11 @@ func TestServerAuthorize(t *testing.T) {
 }
 
 func TestServerErrors(t *testing.T) {
-	p := newIDP(t)
-	rpc := rpcClient(t, serveGRPC(t, newServer(t, newEngine(t, p, func(c *config.Config) {
+	p := servertest.NewIDP(t)
+	rpc := rpcClient(t, servertest.ServeGRPC(t, servertest.NewServer(t, servertest.NewEngine(t, p, func(c *config.Config) {
 		c.Policy.Dir = "testdata/policy-conflict"
 	}))))
-	viewer := p.TokenFor(t, user("alice", "viewer"))
+	viewer := p.TokenFor(t, servertest.User("alice", "viewer"))
 
 	tests := []struct {
 		name   string

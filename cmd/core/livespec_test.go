@@ -2,9 +2,10 @@ package main
 
 import (
 	"io"
-	"net"
 	"strings"
 	"testing"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // TestLiveCommandsTakeTheSpecFlags: the flags the specification gives
@@ -44,12 +45,7 @@ func TestLiveCommandsTakeTheSpecFlags(t *testing.T) {
 // TestLiveCommandsAcceptTheSpecValues: every value form the specification
 // shows passes the flag checks and reaches the sidecar (here: none, exit 3).
 func TestLiveCommandsAcceptTheSpecValues(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + l.Addr().String()
-	l.Close()
+	url := "http://" + testkit.DeadAddr(t)
 	for _, args := range [][]string{
 		{"trace", "tail", "--tenant", "acme", "--service", "orders", "--trace-id", "4bf92f3577b34da6a3ce929d0e0e4736", "--errors-only", "--since", "5m"},
 		{"trace", "tail", "--since", "1h", "--output", "json"},

@@ -2,9 +2,10 @@ package main
 
 import (
 	"io"
-	"net"
 	"strings"
 	"testing"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 func TestLogTailRefusesBadFlags(t *testing.T) {
@@ -58,12 +59,7 @@ func TestLogTailRefusesBadFlags(t *testing.T) {
 
 func TestLiveCommandsUnreachableSidecar(t *testing.T) {
 	// A port that was free a moment ago: nothing listens there.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + l.Addr().String()
-	l.Close()
+	url := "http://" + testkit.DeadAddr(t)
 	for _, args := range [][]string{
 		{"log", "tail"},
 		{"log", "tail", "--format", "json"},

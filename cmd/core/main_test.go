@@ -4,8 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -19,6 +17,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -104,36 +104,26 @@ func checkOneJSON(t *testing.T, s string) {
 // other.pub (another P-256 key), rsa.pem/rsa.pub (RSA 2048).
 func keyFiles(t *testing.T, dir string) {
 	t.Helper()
-	write := func(name, typ string, der []byte) {
-		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+	write := func(name string, b []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-	}
-	pub := func(k any) []byte {
-		der, err := x509.MarshalPKIXPublicKey(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return der
 	}
 	for _, name := range []string{"ec", "other"} {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		der, err := x509.MarshalECPrivateKey(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		write(name+".pem", "EC PRIVATE KEY", der)
-		write(name+".pub", "PUBLIC KEY", pub(&k.PublicKey))
+		private, public := testkit.ECKeyPEM(t)
+		write(name+".pem", private)
+		write(name+".pub", public)
 	}
 	rk, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
-	write("rsa.pem", "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(rk))
-	write("rsa.pub", "PUBLIC KEY", pub(&rk.PublicKey))
+	pub, err := x509.MarshalPKIXPublicKey(&rk.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("rsa.pem", pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(rk)}))
+	write("rsa.pub", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}))
 }
 
 // tamper copies the bundle src to dst with edit applied to the named

@@ -4,21 +4,19 @@ import (
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/svc-dev/svc/internal/testkit/jose"
 )
 
 // Signer signs JWTs with a key of its own. It uses the standard library
@@ -61,23 +59,14 @@ func (s *Signer) WithKid(kid string) *Signer {
 
 // PublicJWK returns the public key as a JWK with kid, alg and use.
 func (s *Signer) PublicJWK() map[string]any {
-	jwk := map[string]any{"kid": s.Kid, "alg": s.Alg, "use": "sig"}
+	var jwk map[string]any
 	switch k := s.key.Public().(type) {
 	case *rsa.PublicKey:
-		jwk["kty"] = "RSA"
-		jwk["n"] = b64(k.N.Bytes())
-		jwk["e"] = b64(big.NewInt(int64(k.E)).Bytes())
+		jwk = jose.RSAJWK(s.Kid, k)
 	case *ecdsa.PublicKey:
-		ecdh, err := k.ECDH()
-		if err != nil {
-			panic(err) // a P-256 key generated above always converts
-		}
-		raw := ecdh.Bytes() // 0x04 || X || Y
-		jwk["kty"] = "EC"
-		jwk["crv"] = "P-256"
-		jwk["x"] = b64(raw[1:33])
-		jwk["y"] = b64(raw[33:])
+		jwk = jose.ECJWK(s.Kid, k)
 	}
+	jwk["alg"], jwk["use"] = s.Alg, "sig"
 	return jwk
 }
 
@@ -100,43 +89,16 @@ func (s *Signer) Sign(t testing.TB, alg string, header, claims map[string]any) s
 		}
 		h[k] = v
 	}
-	signingInput := Segment(t, h) + "." + Segment(t, claims)
-	digest := sha256.Sum256([]byte(signingInput))
-	var sig []byte
-	var err error
 	switch alg {
-	case "RS256":
-		sig, err = rsa.SignPKCS1v15(rand.Reader, s.rsaKey(t), crypto.SHA256, digest[:])
-	case "PS256":
-		sig, err = rsa.SignPSS(rand.Reader, s.rsaKey(t), crypto.SHA256, digest[:], &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash})
-	case "ES256":
-		k, ok := s.key.(*ecdsa.PrivateKey)
-		if !ok {
-			t.Fatalf("ES256 needs an EC key")
-		}
-		var r, sv *big.Int
-		r, sv, err = ecdsa.Sign(rand.Reader, k, digest[:])
-		if err == nil {
-			sig = make([]byte, 64)
-			r.FillBytes(sig[:32])
-			sv.FillBytes(sig[32:])
-		}
+	case "RS256", "PS256", "ES256":
 	default:
 		t.Fatalf("sign: unsupported alg %q", alg)
 	}
+	tok, err := jose.Sign(alg, Segment(t, h)+"."+Segment(t, claims), s.key)
 	if err != nil {
-		t.Fatalf("sign %s: %v", alg, err)
+		t.Fatal(err)
 	}
-	return signingInput + "." + b64(sig)
-}
-
-func (s *Signer) rsaKey(t testing.TB) *rsa.PrivateKey {
-	t.Helper()
-	k, ok := s.key.(*rsa.PrivateKey)
-	if !ok {
-		t.Fatalf("%s needs an RSA key", s.Alg)
-	}
-	return k
+	return tok
 }
 
 // Public returns the public key.
@@ -157,10 +119,11 @@ func (s *Signer) PublicPEM(t testing.TB) []byte {
 // HMAC-SHA256 under secret.
 func HS256Token(t testing.TB, secret []byte, header, claims map[string]any) string {
 	t.Helper()
-	signingInput := Segment(t, header) + "." + Segment(t, claims)
-	mac := hmac.New(sha256.New, secret)
-	mac.Write([]byte(signingInput))
-	return signingInput + "." + b64(mac.Sum(nil))
+	tok, err := jose.Sign("HS256", Segment(t, header)+"."+Segment(t, claims), secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }
 
 // UnsignedToken returns a JWT with the given header and claims and an
@@ -191,14 +154,8 @@ func Claims(sub, tenant string, roles ...string) map[string]any {
 // or claim set.
 func Segment(t testing.TB, v map[string]any) string {
 	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatalf("encode JWT segment: %v", err)
-	}
-	return b64(b)
+	return jose.Segment(v)
 }
-
-func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 
 // JWKSServer serves a JWKS over plain http on 127.0.0.1, which the sidecar
 // accepts for a loopback host.

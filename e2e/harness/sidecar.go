@@ -266,6 +266,32 @@ func Get(t testing.TB, url string) (int, http.Header, []byte) {
 	return Do(t, req)
 }
 
+// Send sends method url with body ("" for none) and the headers of
+// header, leaving out those whose value is empty, and returns the status,
+// headers and body.
+func Send(t testing.TB, method, url, body string, header map[string]string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("request %s %s: %v", method, url, err)
+	}
+	for k, v := range header {
+		if v != "" {
+			req.Header.Set(k, v)
+		}
+	}
+	return Do(t, req)
+}
+
+// Bearer is the Authorization header of token: "Bearer " and the token,
+// or "" (no header, to Send) for no token.
+func Bearer(token string) string {
+	if token == "" {
+		return ""
+	}
+	return "Bearer " + token
+}
+
 // Do sends req with a bounded client and returns the status, headers and
 // body.
 func Do(t testing.TB, req *http.Request) (int, http.Header, []byte) {

@@ -16,12 +16,7 @@ func BenchmarkLog(b *testing.B) {
 	for b.Loop() {
 		l.Log(r)
 	}
-	b.StopTimer()
-	if err := l.Close(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	s := l.Stats()
-	b.ReportMetric(float64(s.Dropped)/float64(s.Written+s.Dropped), "dropped/op")
+	closeReportingDrops(b, l)
 }
 
 func BenchmarkLogParallel(b *testing.B) {
@@ -33,12 +28,7 @@ func BenchmarkLogParallel(b *testing.B) {
 			l.Log(r)
 		}
 	})
-	b.StopTimer()
-	if err := l.Close(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	s := l.Stats()
-	b.ReportMetric(float64(s.Dropped)/float64(s.Written+s.Dropped), "dropped/op")
+	closeReportingDrops(b, l)
 }
 
 // BenchmarkLogQueueFull measures the drop path: the writer is stuck and the
@@ -106,4 +96,15 @@ func BenchmarkWriterAdd(b *testing.B) {
 		w.add(&q)
 	}
 	w.flush()
+}
+
+// closeReportingDrops stops b's timer, closes l and reports the share of
+// records it dropped.
+func closeReportingDrops(b *testing.B, l *Logger) {
+	b.StopTimer()
+	if err := l.Close(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	s := l.Stats()
+	b.ReportMetric(float64(s.Dropped)/float64(s.Written+s.Dropped), "dropped/op")
 }

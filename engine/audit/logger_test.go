@@ -282,7 +282,7 @@ func TestLoggerWriteErrors(t *testing.T) {
 	l := New(fw, Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	for i := range 3 {
 		l.Log(seqRecord(i))
-		waitFor(t, func() bool { s := l.Stats(); return s.Written+s.Failed == uint64(i+1) })
+		testkit.Eventually(t, "the record written or failed", func() bool { s := l.Stats(); return s.Written+s.Failed == uint64(i+1) })
 	}
 	closeNow(t, l)
 	if s := l.Stats(); s.Failed != 2 || s.Written != 1 {
@@ -297,17 +297,6 @@ func TestLoggerWriteErrors(t *testing.T) {
 	}
 	if strings.Contains(got, "user-42") {
 		t.Errorf("record contents leaked into the log:\n%s", got)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/svc-dev/svc/internal/testkit/metrictest"
 )
 
 func TestRegisterMetrics(t *testing.T) {
@@ -29,25 +29,10 @@ func TestRegisterMetrics(t *testing.T) {
 	close(g.release)
 	closeNow(t, l)
 
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				for _, dp := range d.DataPoints {
-					v, _ := dp.Attributes.Value(attribute.Key("outcome"))
-					got[m.Name+"/"+v.AsString()] = dp.Value
-				}
-			case metricdata.Gauge[int64]:
-				for _, dp := range d.DataPoints {
-					got[m.Name] = dp.Value
-				}
-			}
-		}
+	rm := metrictest.Collect(t, reader)
+	got := map[string]int64{"svc.audit.queue.length": metrictest.Values(rm, "svc.audit.queue.length")[""]}
+	for outcome, n := range metrictest.Values(rm, "svc.audit.records", "outcome") {
+		got["svc.audit.records/"+outcome] = n
 	}
 	want := map[string]int64{
 		"svc.audit.records/written": 2,

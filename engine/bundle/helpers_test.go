@@ -23,6 +23,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/testkit/bundletest"
 )
 
 // defaultPolicyDir is the default policy shipped with the service.
@@ -85,11 +86,7 @@ func build(tb testing.TB, dir string, opts bundle.BuildOptions) []byte {
 	if opts.CreatedAt.IsZero() {
 		opts.CreatedAt = created
 	}
-	var buf bytes.Buffer
-	if _, err := bundle.Build(&buf, dir, opts); err != nil {
-		tb.Fatalf("Build(%s): %v", dir, err)
-	}
-	return buf.Bytes()
+	return bundletest.Build(tb, dir, opts)
 }
 
 // entry is one file of a tar archive, in archive order.

@@ -2,13 +2,13 @@ package config
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // FuzzParse feeds arbitrary TOML and YAML to Parse: it must never panic,
@@ -16,16 +16,8 @@ import (
 // MarshalTOML and Parse unchanged.
 func FuzzParse(f *testing.F) {
 	for _, pattern := range []string{"testdata/*.toml", "testdata/*.yaml"} {
-		files, err := filepath.Glob(pattern)
-		if err != nil {
-			f.Fatal(err)
-		}
-		for _, file := range files {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				f.Fatal(err)
-			}
-			f.Add(data, strings.HasSuffix(file, ".yaml"))
+		for _, file := range testkit.ReadGlob(f, pattern) {
+			f.Add(file.Data, strings.HasSuffix(file.Path, ".yaml"))
 		}
 	}
 	// Corners of the two formats that a config must carry through

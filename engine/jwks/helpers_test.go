@@ -6,9 +6,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"encoding/base64"
-	"encoding/json"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -17,6 +14,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/jwks"
+	"github.com/svc-dev/svc/internal/testkit/jose"
 )
 
 // testKeys are generated once per test binary: RSA generation is slow.
@@ -55,23 +53,16 @@ var keys = sync.OnceValue(func() testKeys {
 	}
 })
 
-func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+var b64 = jose.B64
 
-// rsaJWK builds the JWK by hand: jwx refuses to import a 1024-bit key.
+// rsaJWK is the JWK of pub plus extra: jwx refuses to import a 1024-bit
+// key, which jose builds by hand.
 func rsaJWK(kid string, pub *rsa.PublicKey, extra ...string) map[string]any {
-	m := map[string]any{"kty": "RSA", "kid": kid, "n": b64(pub.N.Bytes()), "e": b64(big.NewInt(int64(pub.E)).Bytes())}
-	return withExtra(m, extra)
+	return withExtra(jose.RSAJWK(kid, pub), extra)
 }
 
 func ecJWK(kid string, pub *ecdsa.PublicKey, extra ...string) map[string]any {
-	size := (pub.Curve.Params().BitSize + 7) / 8
-	point, err := pub.Bytes() // 0x04 || X || Y
-	if err != nil {
-		panic(err)
-	}
-	m := map[string]any{"kty": "EC", "kid": kid, "crv": pub.Curve.Params().Name,
-		"x": b64(point[1 : 1+size]), "y": b64(point[1+size:])}
-	return withExtra(m, extra)
+	return withExtra(jose.ECJWK(kid, pub), extra)
 }
 
 // withExtra adds name/value pairs such as "alg", "RS256".
@@ -82,14 +73,7 @@ func withExtra(m map[string]any, extra []string) map[string]any {
 	return m
 }
 
-func jwksJSON(t testing.TB, keys ...map[string]any) []byte {
-	t.Helper()
-	b, err := json.Marshal(map[string]any{"keys": keys})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func jwksJSON(_ testing.TB, keys ...map[string]any) []byte { return jose.JWKS(keys...) }
 
 // idp is a JWKS endpoint over real TLS that counts its requests and can
 // rotate its keys or fail.
@@ -166,4 +150,12 @@ func newCache(t testing.TB, p *idp, mod func(*jwks.Options)) *jwks.Cache {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// clockedCache is a cache of p's keys on a test clock that the test
+// advances.
+func clockedCache(t testing.TB, p *idp) (*jwks.Cache, *clock) {
+	t.Helper()
+	clk := newClock()
+	return newCache(t, p, func(o *jwks.Options) { o.Now = clk.Now }), clk
 }

@@ -153,8 +153,7 @@ func TestKeyEmptyKID(t *testing.T) {
 func TestKeyRotation(t *testing.T) {
 	k := keys()
 	p := newIDP(t, jwksJSON(t, rsaJWK("k1", &k.rsa.PublicKey)))
-	clk := newClock()
-	c := newCache(t, p, func(o *jwks.Options) { o.Now = clk.Now })
+	c, _ := clockedCache(t, p)
 	ctx := context.Background()
 
 	if _, err := c.Key(ctx, "k1"); err != nil {
@@ -222,8 +221,7 @@ func TestKeyRandomKIDFlood(t *testing.T) {
 func TestKeyIdPDown(t *testing.T) {
 	k := keys()
 	p := newIDP(t, jwksJSON(t, rsaJWK("k1", &k.rsa.PublicKey)))
-	clk := newClock()
-	c := newCache(t, p, func(o *jwks.Options) { o.Now = clk.Now })
+	c, clk := clockedCache(t, p)
 	ctx := context.Background()
 	if _, err := c.Key(ctx, "k1"); err != nil {
 		t.Fatal(err)

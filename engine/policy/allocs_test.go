@@ -13,9 +13,7 @@ import (
 // topdown directly with reused rule caches and constant tables. The bars
 // leave a little room; an old cost coming back fails.
 func TestEvalAllocs(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	set := mustDefault(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -13,9 +13,7 @@ import (
 // from the input (its key parts are read from the typed input's strings,
 // and hashed without moving the hasher to the heap).
 func TestDecideHitAllocs(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	ctx := context.Background()
 	set := mustDefault(t)
 	in := benchInput()

@@ -5,13 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -23,16 +22,8 @@ import (
 // each is decided more than once, so that hits, misses and near-misses of
 // one long-lived cache are all compared with evaluation.
 func FuzzDecideMatchesEval(f *testing.F) {
-	paths, err := filepath.Glob("../../policies/fixtures/*.input.json")
-	if err != nil || len(paths) == 0 {
-		f.Fatalf("fixtures: %v (%d found)", err, len(paths))
-	}
-	for i, p := range paths {
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(raw, uint8(i), "", uint8(i+1), "editor")
+	for i, seed := range testkit.ReadGlob(f, "../../policies/fixtures/*.input.json") {
+		f.Add(seed.Data, uint8(i), "", uint8(i+1), "editor")
 	}
 	for _, s := range []struct {
 		raw    string

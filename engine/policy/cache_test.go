@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -22,24 +22,17 @@ import (
 // the typed Input; a few hold deliberately ill-typed fields.
 func fixtureInputs(t testing.TB) map[string]policy.Input {
 	t.Helper()
-	paths, err := filepath.Glob("../../policies/fixtures/*.input.json")
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("fixtures: %v (%d found)", err, len(paths))
-	}
-	out := make(map[string]policy.Input, len(paths))
-	for _, p := range paths {
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+	files := testkit.ReadGlob(t, "../../policies/fixtures/*.input.json")
+	out := make(map[string]policy.Input, len(files))
+	for _, file := range files {
 		var in policy.Input
-		if json.Unmarshal(raw, &in) != nil {
+		if json.Unmarshal(file.Data, &in) != nil {
 			continue
 		}
-		out[strings.TrimSuffix(filepath.Base(p), ".input.json")] = in
+		out[strings.TrimSuffix(filepath.Base(file.Path), ".input.json")] = in
 	}
-	if len(out) < len(paths)/2 {
-		t.Fatalf("only %d of %d fixtures fit the typed input", len(out), len(paths))
+	if len(out) < len(files)/2 {
+		t.Fatalf("only %d of %d fixtures fit the typed input", len(out), len(files))
 	}
 	return out
 }
@@ -166,13 +159,20 @@ func TestDecideKeyChanges(t *testing.T) {
 			req.Headers = map[string]string{"x-request-id": "r-1"}
 			in.Request = &req
 			tt.change(&in)
-			before := statsOf(set)
-			decideLikeEval(t, set, in)
-			after := statsOf(set)
-			if hit := after.hits == before.hits+1; hit != tt.hit {
-				t.Fatalf("hit = %v, want %v (%+v → %+v)", hit, tt.hit, before, after)
-			}
+			decideHit(t, set, in, tt.hit)
 		})
+	}
+}
+
+// decideHit decides in on set as Eval would and fails t unless the
+// decision cache answered it exactly when hit says so.
+func decideHit(t *testing.T, set *policy.Set, in policy.Input, hit bool) {
+	t.Helper()
+	before := statsOf(set)
+	decideLikeEval(t, set, in)
+	after := statsOf(set)
+	if got := after.hits == before.hits+1; got != hit {
+		t.Fatalf("hit = %v, want %v (%+v → %+v)", got, hit, before, after)
 	}
 }
 
@@ -212,12 +212,7 @@ func TestDecideVariableKey(t *testing.T) {
 			req.Headers = map[string]string{"x-allow-orders": "yes"}
 			in.Request = &req
 			tt.change(&in)
-			before := statsOf(set)
-			decideLikeEval(t, set, in)
-			after := statsOf(set)
-			if hit := after.hits == before.hits+1; hit != tt.hit {
-				t.Fatalf("hit = %v, want %v (%+v → %+v)", hit, tt.hit, before, after)
-			}
+			decideHit(t, set, in, tt.hit)
 		})
 	}
 }

@@ -27,18 +27,7 @@ func TestTypedPartMatchesValue(t *testing.T) {
 		"invalid UTF-8": badUTF8,
 		"null claims":   {User: User{Roles: []string{}}},
 	}
-	paths := []string{
-		"action", "action.x",
-		"user", "user.id", "user.role", "user.roles", "user.roles.x", "user.tenant_id", "user.email", "user.email.x",
-		"user.claims", "user.claims.level", "user.claims.level.x", "user.claims.groups", "user.claims.nested.ok",
-		"user.claims.nested.none", "user.claims.nested.none.x", "user.claims.missing", "user.other",
-		"resource", "resource.type", "resource.id", "resource.tenant", "resource.tenant.x", "resource.other",
-		"tenant", "tenant.id", "tenant.plan", "tenant.plan.x", "tenant.other",
-		"request", "request.method", "request.path", "request.host", "request.query", "request.query.dry_run",
-		"request.headers", "request.headers.x-request-id", "request.headers.x-\ufffd", "request.headers.missing",
-		"request.method.x", "request.other",
-		"other", "other.x",
-	}
+	paths := probePaths()
 	for name, in := range inputs {
 		doc, err := in.Value()
 		if err != nil {
@@ -46,10 +35,7 @@ func TestTypedPartMatchesValue(t *testing.T) {
 		}
 		for _, p := range paths {
 			t.Run(name+"/"+p, func(t *testing.T) {
-				var path []*ast.Term
-				for _, k := range strings.Split(p, ".") {
-					path = append(path, ast.StringTerm(k))
-				}
+				path := termPaths([]string{p})[0]
 				want := partAt(doc, path)
 				got, err := typedPart(&in, path, &termBuf{}, nil)
 				if err != nil {
@@ -122,4 +108,38 @@ func fullInput() Input {
 			Headers: map[string]string{"x-request-id": "r-1", "accept": "application/json"},
 		},
 	}
+}
+
+// probePaths are the input paths the key and input tests read: every
+// field of the input, a level below each leaf, and names the input does
+// not have.
+func probePaths() []string {
+	return []string{
+		"action", "action.x",
+		"user", "user.id", "user.role", "user.roles", "user.roles.x", "user.tenant_id", "user.email", "user.email.x",
+		"user.claims", "user.claims.level", "user.claims.level.x", "user.claims.groups", "user.claims.nested.ok",
+		"user.claims.nested.none", "user.claims.nested.none.x", "user.claims.missing", "user.other",
+		"resource", "resource.type", "resource.id", "resource.tenant", "resource.tenant.x", "resource.other",
+		"tenant", "tenant.id", "tenant.plan", "tenant.plan.x", "tenant.other",
+		"request", "request.method", "request.path", "request.host", "request.query", "request.query.dry_run",
+		"request.headers", "request.headers.x-request-id", "request.headers.x-\ufffd", "request.headers.missing",
+		"request.method.x", "request.other",
+		"other", "other.x",
+	}
+}
+
+// termPaths turns dotted input paths into term paths ("" is the whole
+// input).
+func termPaths(dotted []string) [][]*ast.Term {
+	var out [][]*ast.Term
+	for _, p := range dotted {
+		path := []*ast.Term{}
+		if p != "" {
+			for _, k := range strings.Split(p, ".") {
+				path = append(path, ast.StringTerm(k))
+			}
+		}
+		out = append(out, path)
+	}
+	return out
 }

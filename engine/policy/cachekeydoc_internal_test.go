@@ -84,16 +84,7 @@ func keyPathSets() [][][]*ast.Term {
 	}
 	var out [][][]*ast.Term
 	for _, set := range sets {
-		var keyPaths [][]*ast.Term
-		for _, p := range set {
-			path := []*ast.Term{}
-			if p != "" {
-				for _, k := range strings.Split(p, ".") {
-					path = append(path, ast.StringTerm(k))
-				}
-			}
-			keyPaths = append(keyPaths, path)
-		}
+		keyPaths := termPaths(set)
 		out = append(out, minimalPaths(keyPaths))
 	}
 	return out

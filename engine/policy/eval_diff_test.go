@@ -3,8 +3,6 @@ package policy_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // regoDecision evaluates the decision query of set through rego, as Eval
@@ -58,17 +57,9 @@ func diffInputs(t *testing.T) []policy.Input {
 	t.Helper()
 	var inputs []policy.Input
 	for _, glob := range []string{"../../policies/fixtures/*.input.json", "../../examples/policies/*/fixtures/*.input.json", "../../deploy/demo/candidate-policy/fixtures/*.input.json"} {
-		files, err := filepath.Glob(glob)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range files {
-			raw, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, f := range testkit.ReadGlob(t, glob) {
 			var in policy.Input
-			if json.Unmarshal(raw, &in) == nil {
+			if json.Unmarshal(f.Data, &in) == nil {
 				inputs = append(inputs, in)
 			}
 		}

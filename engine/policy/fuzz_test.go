@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +11,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // FuzzEvalValue feeds arbitrary JSON documents to the default policy as
@@ -22,16 +21,8 @@ import (
 // the default policy computes its reasons only for denied requests, the
 // reasons are also computed for allowed ones here: there must be none.
 func FuzzEvalValue(f *testing.F) {
-	seeds, err := filepath.Glob("../../policies/fixtures/*.input.json")
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, p := range seeds {
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(raw)
+	for _, seed := range testkit.ReadGlob(f, "../../policies/fixtures/*.input.json") {
+		f.Add(seed.Data)
 	}
 	for _, s := range []string{`null`, `"orders:read"`, `[]`, `{"action":{"a":1},"user":[]}`, `{"user":{"roles":"admin"}}`} {
 		f.Add([]byte(s))

@@ -3,7 +3,6 @@ package ratelimit
 import (
 	"context"
 	"errors"
-	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/svc-dev/svc/engine/ratelimit/redistest"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // TestRedis runs every Redis case against one redis-server; each case uses
@@ -134,49 +134,12 @@ var errNoRetryAfter = errors.New("refused without retry-after")
 // TestRedisUnavailable checks that an unreachable or silent Redis yields an
 // error quickly, with the default timeout and RedisClientOptions.
 func TestRedisUnavailable(t *testing.T) {
-	refused := func(t *testing.T) string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		return addr
-	}
-	silent := func(t *testing.T) string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var mu sync.Mutex
-		var conns []net.Conn
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				mu.Lock()
-				conns = append(conns, c)
-				mu.Unlock()
-			}
-		}()
-		t.Cleanup(func() {
-			l.Close()
-			mu.Lock()
-			defer mu.Unlock()
-			for _, c := range conns {
-				c.Close()
-			}
-		})
-		return l.Addr().String()
-	}
 	for _, tc := range []struct {
 		name string
-		addr func(*testing.T) string
+		addr func(testing.TB) string
 	}{
-		{"connection refused", refused},
-		{"server never answers", silent},
+		{"connection refused", testkit.DeadAddr},
+		{"server never answers", testkit.BlackHole},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := redis.NewClient(RedisClientOptions(tc.addr(t), 0))
@@ -195,7 +158,7 @@ func TestRedisUnavailable(t *testing.T) {
 		})
 	}
 	t.Run("unlimited tenants never reach Redis", func(t *testing.T) {
-		client := redis.NewClient(RedisClientOptions(refused(t), 0))
+		client := redis.NewClient(RedisClientOptions(testkit.DeadAddr(t), 0))
 		defer client.Close()
 		l := NewRedis(client, func(string) int { return 0 }, RedisOptions{})
 		if ok, _, err := l.Allow(context.Background(), "free"); !ok || err != nil {

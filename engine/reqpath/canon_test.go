@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -122,7 +123,7 @@ func FuzzCanonPath(f *testing.F) {
 			if got != strings.ToLower(got) {
 				t.Fatalf("Path(%q) = %q, not lower-case", p, got)
 			}
-			swapped, sformat, err := c.Path(swapASCIICase(p))
+			swapped, sformat, err := c.Path(testkit.SwapASCIICase(p))
 			if err != nil || swapped != got || sformat != format {
 				t.Fatalf("Path(%q) = %q %q, its case swapped %q %q %v", p, got, format, swapped, sformat, err)
 			}
@@ -133,20 +134,6 @@ func FuzzCanonPath(f *testing.F) {
 			}
 		}
 	})
-}
-
-// swapASCIICase turns ASCII upper-case letters to lower case and back.
-func swapASCIICase(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		switch {
-		case 'a' <= c && c <= 'z':
-			b[i] = c - 'a' + 'A'
-		case 'A' <= c && c <= 'Z':
-			b[i] = c - 'A' + 'a'
-		}
-	}
-	return string(b)
 }
 
 // BenchmarkCanonPath makes an already canonical path and a variant that

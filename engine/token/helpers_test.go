@@ -2,16 +2,12 @@ package token_test
 
 import (
 	"context"
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -21,6 +17,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/jwks"
 	"github.com/svc-dev/svc/engine/token"
+	"github.com/svc-dev/svc/internal/testkit/jose"
 )
 
 // t0 is the fixed "now" of the tests.
@@ -52,32 +49,20 @@ var keys = sync.OnceValue(func() testKeys {
 	return testKeys{rsa: gen(2048), rsaRS: gen(2048), rsaPS: gen(2048), rotated: gen(2048), weak: gen(1024), attacker: gen(2048), ec: ec}
 })
 
-func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+var (
+	b64      = jose.B64
+	ecJWK    = jose.ECJWK
+	jwksJSON = jose.JWKS
+)
 
-// rsaJWK builds the JWK by hand: jwx refuses to import a 1024-bit key.
+// rsaJWK is the signing JWK of pub, with alg unless it is "".
 func rsaJWK(kid string, pub *rsa.PublicKey, alg string) map[string]any {
-	m := map[string]any{"kty": "RSA", "kid": kid, "use": "sig", "n": b64(pub.N.Bytes()), "e": b64(big.NewInt(int64(pub.E)).Bytes())}
+	m := jose.RSAJWK(kid, pub)
+	m["use"] = "sig"
 	if alg != "" {
 		m["alg"] = alg
 	}
 	return m
-}
-
-func ecJWK(kid string, pub *ecdsa.PublicKey) map[string]any {
-	point, err := pub.Bytes() // 0x04 || X || Y
-	if err != nil {
-		panic(err)
-	}
-	return map[string]any{"kty": "EC", "kid": kid, "crv": "P-256",
-		"x": b64(point[1:33]), "y": b64(point[33:])}
-}
-
-func jwksJSON(keys ...map[string]any) []byte {
-	b, err := json.Marshal(map[string]any{"keys": keys})
-	if err != nil {
-		panic(err)
-	}
-	return b
 }
 
 // idpKeys is the set the test IdP publishes before rotation.
@@ -245,32 +230,7 @@ func sign(header map[string]any, payload []byte, key any) string {
 
 // signSegments signs the signing input as given, so that its segments may
 // be anything.
-func signSegments(alg, input string, key any) string {
-	digest := sha256.Sum256([]byte(input))
-	var sig []byte
-	var err error
-	switch alg {
-	case "RS256":
-		sig, err = rsa.SignPKCS1v15(rand.Reader, key.(*rsa.PrivateKey), crypto.SHA256, digest[:])
-	case "PS256":
-		sig, err = rsa.SignPSS(rand.Reader, key.(*rsa.PrivateKey), crypto.SHA256, digest[:], &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash})
-	case "ES256":
-		var r, s *big.Int
-		r, s, err = ecdsa.Sign(rand.Reader, key.(*ecdsa.PrivateKey), digest[:])
-		if err == nil {
-			sig = append(r.FillBytes(make([]byte, 32)), s.FillBytes(make([]byte, 32))...)
-		}
-	case "HS256":
-		m := hmac.New(sha256.New, key.([]byte))
-		m.Write([]byte(input))
-		sig = m.Sum(nil)
-	default: // none and anything else: no signature
-	}
-	if err != nil {
-		panic(err)
-	}
-	return input + "." + b64(sig)
-}
+func signSegments(alg, input string, key any) string { return jose.MustSign(alg, input, key) }
 
 // signClaims signs claims with the header's alg.
 func signClaims(header, claims map[string]any, key any) string {

@@ -8,16 +8,15 @@ import (
 
 	"github.com/svc-dev/svc/internal/otelhist"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/histtest"
 )
 
 // TestRecordAllocs: a measurement allocates nothing, sampled or not.
 func TestRecordAllocs(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	reg := otelhist.NewRegistry(otelhist.Options{})
 	s := reg.Histogram(scope, name, desc, unit, bounds).Bind(attribute.NewSet(attribute.String("k", "v")))
-	ctx := sampled(3)
+	ctx := histtest.Sampled(3)
 	for _, c := range []struct {
 		name string
 		ctx  context.Context

@@ -6,33 +6,15 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric/noop"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-dev/svc/internal/otelhist"
+	"github.com/svc-dev/svc/internal/testkit/histtest"
 )
 
-var (
-	bounds = []float64{0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05}
-	scope  = otelhist.Scope{Name: "example.com/hist", Version: "v1.2.3", SchemaURL: "https://opentelemetry.io/schemas/1.43.0"}
-)
+// The histogram of the tests, under short names.
+var bounds, scope = histtest.Bounds(), histtest.Scope
 
-const (
-	name = "svc.test.duration"
-	desc = "Time to do the thing."
-	unit = "s"
-)
-
-// sampled is a context with a sampled span of trace and span ids made
-// from i.
-func sampled(i int) context.Context {
-	var tid trace.TraceID
-	var sid trace.SpanID
-	tid[0], tid[15] = byte(i>>8)|1, byte(i)
-	sid[0], sid[7] = byte(i>>8)|1, byte(i)
-	return trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
-		TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled,
-	}))
-}
+const name, desc, unit = histtest.Name, histtest.Desc, histtest.Unit
 
 func TestSameHistogram(t *testing.T) {
 	reg := otelhist.NewRegistry(otelhist.Options{})
@@ -71,7 +53,7 @@ func TestOptionsFromEnv(t *testing.T) {
 	t.Setenv("OTEL_METRICS_EXEMPLAR_FILTER", "")
 	t.Setenv("OTEL_GO_X_CARDINALITY_LIMIT", "")
 	o := otelhist.OptionsFromEnv()
-	if o.CardinalityLimit != otelhist.DefaultCardinalityLimit || o.Filter(sampled(1)) != true || o.Filter(context.Background()) {
+	if o.CardinalityLimit != otelhist.DefaultCardinalityLimit || o.Filter(histtest.Sampled(1)) != true || o.Filter(context.Background()) {
 		t.Errorf("defaults: %+v", o)
 	}
 	t.Setenv("OTEL_METRICS_EXEMPLAR_FILTER", "Always_On")
@@ -81,7 +63,7 @@ func TestOptionsFromEnv(t *testing.T) {
 	}
 	t.Setenv("OTEL_METRICS_EXEMPLAR_FILTER", "always_off")
 	t.Setenv("OTEL_GO_X_CARDINALITY_LIMIT", "x")
-	if o := otelhist.OptionsFromEnv(); o.CardinalityLimit != otelhist.DefaultCardinalityLimit || o.Filter(sampled(1)) {
+	if o := otelhist.OptionsFromEnv(); o.CardinalityLimit != otelhist.DefaultCardinalityLimit || o.Filter(histtest.Sampled(1)) {
 		t.Errorf("always_off, x: %+v", o)
 	}
 }

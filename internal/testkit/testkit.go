@@ -1,7 +1,16 @@
-// Package testkit holds small helpers that tests of several packages
-// share: a log buffer safe for concurrent writers, bundle and token
-// signing keys.
+// Package testkit holds the helpers that tests of several packages share,
+// so that each is written once: servers on loopback ports (gRPC, a peer
+// that never answers, a redirector, a request log), HTTP requests read
+// to the end, outside programs run to their exit code, waits on a
+// condition instead of fixed sleeps, the race-detector skip, the
+// skip-or-fail rule for outside programs (a missing one fails the test
+// under CI), testdata globs, a log buffer safe for concurrent writers,
+// bundle and token signing keys.
 // It imports nothing of this module, so any package's tests can use it.
+// Its sub-packages hold larger pieces: jose (JWKs and signed JWTs),
+// metrictest (recorded metrics), histtest (the otelhist tests'
+// histogram), bundletest (policy bundles), tcpproxy, rawcodec and
+// noopauthz.
 package testkit
 
 import (

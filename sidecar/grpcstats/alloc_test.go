@@ -54,9 +54,7 @@ func checkCall() (context.Context, *grpc.UnaryServerInfo, grpc.UnaryHandler) {
 // costs the interceptor the SDK's non-recording span and its context and
 // nothing more, metrics included.
 func TestUnsampledCallAllocs(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	h, tp := unsampledHandler(t)
 	// The SDK's Start of a dropped span: the span and the context
 	// carrying it to the decision's spans.

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -13,36 +12,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/svc-dev/svc/internal/otelhist"
-	"github.com/svc-dev/svc/internal/otelhist/sdkexport"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/histtest"
+	"github.com/svc-dev/svc/internal/testkit/metrictest"
 )
-
-// newHistProvider is an SDK MeterProvider whose reader also collects an
-// otelhist.Registry, as the sidecar's telemetry is.
-func newHistProvider() (sdkexport.MeterProvider, *sdkmetric.ManualReader) {
-	reg := otelhist.NewRegistry(otelhist.Options{})
-	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(sdkexport.Producer(reg)))
-	return sdkexport.MeterProvider{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), Registry: reg}, reader
-}
-
-// histogramOf returns the scope and data of the metric name in reader.
-func histogramOf(t *testing.T, reader *sdkmetric.ManualReader, name string) (instrumentation.Scope, metricdata.Metrics) {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name == name {
-				return sm.Scope, m
-			}
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return instrumentation.Scope{}, metricdata.Metrics{}
-}
 
 // TestCallDurationHistograms: rpc.server.call.duration recorded in the
 // provider's otelhist.Registry has the SDK instrument's scope, name,
@@ -57,7 +30,7 @@ func TestCallDurationHistograms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	histMP, histReader := newHistProvider()
+	histMP, histReader := histtest.Provider()
 	histH, err := New(Options{TracerProvider: tp, MeterProvider: histMP, Propagator: propagation.TraceContext{}})
 	if err != nil {
 		t.Fatal(err)
@@ -79,8 +52,8 @@ func TestCallDurationHistograms(t *testing.T) {
 		_, _ = sdkH.Unary(context.Background(), nil, info, handler)
 		_, _ = histH.Unary(context.Background(), nil, info, handler)
 	}
-	wantScope, want := histogramOf(t, sdkReader, MetricCallDuration)
-	gotScope, got := histogramOf(t, histReader, MetricCallDuration)
+	wantScope, want := metrictest.Metric(t, sdkReader, MetricCallDuration)
+	gotScope, got := metrictest.Metric(t, histReader, MetricCallDuration)
 	if gotScope != wantScope {
 		t.Errorf("scope %+v, want %+v", gotScope, wantScope)
 	}
@@ -119,11 +92,9 @@ func TestCallDurationHistograms(t *testing.T) {
 // unsampled call costs the interceptor no more than the SDK's dropped
 // span.
 func TestUnsampledCallAllocsHist(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
-	mp, _ := newHistProvider()
+	mp, _ := histtest.Provider()
 	h, err := New(Options{TracerProvider: tp, MeterProvider: mp,
 		Propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})})
 	if err != nil {
@@ -144,7 +115,7 @@ func TestUnsampledCallAllocsHist(t *testing.T) {
 // duration in an otelhist.Registry, as the sidecar records it.
 func BenchmarkUnsampledCallHist(b *testing.B) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
-	mp, _ := newHistProvider()
+	mp, _ := histtest.Provider()
 	h, err := New(Options{TracerProvider: tp, MeterProvider: mp,
 		Propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})})
 	if err != nil {

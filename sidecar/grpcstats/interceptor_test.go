@@ -5,22 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/metrictest"
 )
 
 // recorded is a server with the Handler's interceptors, sampling every
@@ -43,49 +43,18 @@ func serveWith(t *testing.T, descs ...*grpc.ServiceDesc) *recorded {
 		t.Fatal(err)
 	}
 	r.h = h
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(h.Unary), grpc.ChainStreamInterceptor(h.Stream), grpc.WaitForHandlers(true))
-	for _, d := range descs {
-		srv.RegisterService(d, nil)
-	}
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	if r.conn, err = grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.conn.Close() })
+	r.conn = testkit.DialGRPC(t, testkit.ServeGRPC(t, func(g *grpc.Server) {
+		for _, d := range descs {
+			g.RegisterService(d, nil)
+		}
+	}, grpc.ChainUnaryInterceptor(h.Unary), grpc.ChainStreamInterceptor(h.Stream), grpc.WaitForHandlers(true)))
 	return r
 }
 
 // points returns the data points of the metric name by their attributes.
 func (r *recorded) points(t *testing.T, name string) map[string]int64 {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := r.reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != name {
-				continue
-			}
-			switch d := m.Data.(type) {
-			case metricdata.Histogram[float64]:
-				for _, dp := range d.DataPoints {
-					out[setString(dp.Attributes)] += int64(dp.Count)
-				}
-			case metricdata.Sum[int64]:
-				for _, dp := range d.DataPoints {
-					out[setString(dp.Attributes)] += dp.Value
-				}
-			}
-		}
-	}
-	return out
+	return metrictest.ValuesBy(metrictest.Collect(t, r.reader), name, setString)
 }
 
 const streamMethod = "/" + testService + "/Stream"

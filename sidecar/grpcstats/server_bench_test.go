@@ -2,16 +2,16 @@ package grpcstats
 
 import (
 	"context"
-	"net"
 	"testing"
 
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // BenchmarkServerCall measures unary calls over loopback to a server
@@ -25,19 +25,7 @@ func BenchmarkServerCall(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := grpc.NewServer(serverTelemetry(h)...)
-	srv.RegisterService(&answerDesc, nil)
-	go func() { _ = srv.Serve(lis) }()
-	defer srv.Stop()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
+	conn := testkit.DialGRPC(b, testkit.ServeGRPC(b, func(g *grpc.Server) { g.RegisterService(&answerDesc, nil) }, serverTelemetry(h)...))
 	md := envoyMetadata()
 	delete(md, ":authority")
 	ctx := metadata.NewOutgoingContext(context.Background(), md)

@@ -2,7 +2,6 @@ package grpcstats
 
 import (
 	"context"
-	"net"
 	"sync"
 	"testing"
 
@@ -12,7 +11,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -66,24 +64,12 @@ var observeDesc = grpc.ServiceDesc{
 // (tapped) or by its interceptors alone.
 func observedServer(t *testing.T, h *Handler, tapped bool) (*grpc.ClientConn, *observer) {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	opts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(h.Unary), grpc.ChainStreamInterceptor(h.Stream)}
 	if tapped {
 		opts = h.ServerOptions()
 	}
-	srv := grpc.NewServer(opts...)
 	obs := &observer{}
-	srv.RegisterService(&observeDesc, obs)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := testkit.DialGRPC(t, testkit.ServeGRPC(t, func(g *grpc.Server) { g.RegisterService(&observeDesc, obs) }, opts...))
 	return conn, obs
 }
 
@@ -186,9 +172,7 @@ func (upperProp) Fields() []string { return []string{"X-Upper-Id"} }
 // TestUnsampledCallAllocsTapped: through the tap, an unsampled call
 // costs the interceptor no more than the SDK's dropped span.
 func TestUnsampledCallAllocsTapped(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector changes allocation counts")
-	}
+	testkit.SkipUnderRace(t)
 	h, tp := unsampledHandler(t)
 	sdkStart := testing.AllocsPerRun(100, func() {
 		_, span := tp.Tracer("t").Start(context.Background(), "s")

@@ -7,7 +7,6 @@ package servertest
 import (
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,6 +21,7 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/idptest"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // Tenant is the deployment's tenant in these tests.
@@ -94,21 +94,7 @@ func NewServer(t testing.TB, d server.Decider) *server.Server {
 // ServeGRPC serves s on a loopback TCP port and returns its address.
 func ServeGRPC(t testing.TB, s *server.Server) string {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer()
-	s.Register(g)
-	done := make(chan error, 1)
-	go func() { done <- g.Serve(lis) }()
-	t.Cleanup(func() {
-		g.GracefulStop()
-		if err := <-done; err != nil {
-			t.Errorf("grpc serve: %v", err)
-		}
-	})
-	return lis.Addr().String()
+	return testkit.ServeGRPC(t, func(g *grpc.Server) { s.Register(g) })
 }
 
 // Golden compares got with testdata/<name>, rewriting it when update is
@@ -174,14 +160,6 @@ func Post(t *testing.T, method, url, body string, header map[string]string) Repl
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, b := testkit.Do(t, nil, req)
 	return Reply{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }

@@ -21,22 +21,16 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 	"go.opentelemetry.io/otel/sdk/resource"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-dev/svc/internal/otelhist"
 	"github.com/svc-dev/svc/internal/otelhist/sdkexport"
+	"github.com/svc-dev/svc/internal/testkit/histtest"
 )
 
-var (
-	bounds = []float64{0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05}
-	scope  = otelhist.Scope{Name: "example.com/hist", Version: "v1.2.3", SchemaURL: "https://opentelemetry.io/schemas/1.43.0"}
-)
+// The histogram of the tests, under short names.
+var bounds, scope = histtest.Bounds(), histtest.Scope
 
-const (
-	name = "svc.test.duration"
-	desc = "Time to do the thing."
-	unit = "s"
-)
+const name, desc, unit = histtest.Name, histtest.Desc, histtest.Unit
 
 // pair records the same measurements with the SDK's histogram and with a
 // Registry, each on a provider of its own with a manual reader and a
@@ -225,18 +219,6 @@ func exposition(t *testing.T, reg *prometheus.Registry) string {
 	return buf.String()
 }
 
-// sampled is a context with a sampled span of trace and span ids made
-// from i.
-func sampled(i int) context.Context {
-	var tid trace.TraceID
-	var sid trace.SpanID
-	tid[0], tid[15] = byte(i>>8)|1, byte(i)
-	sid[0], sid[7] = byte(i>>8)|1, byte(i)
-	return trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
-		TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled,
-	}))
-}
-
 // values are varied measurements: on and around every bound, whole
 // numbers, zero, negative, beyond the last bound, and random ones.
 func values(r *rand.Rand, n int) []float64 {
@@ -269,7 +251,7 @@ func TestSameAsSDK(t *testing.T) {
 		// One sampled measurement in a few buckets: the exemplar each
 		// side must keep.
 		for i, v := range []float64{0.00002, 0.0003, 0.02, 7} {
-			p.record(sampled(round*10+i), v, sets[(round+i)%len(sets)])
+			p.record(histtest.Sampled(round*10+i), v, sets[(round+i)%len(sets)])
 		}
 		p.compare(t)
 	}
@@ -283,7 +265,7 @@ func TestSameAsSDKAlwaysOn(t *testing.T) {
 	p := newPair(t, otelhist.Options{Filter: otelhist.AlwaysOn})
 	set := attribute.NewSet(attribute.String("k", "v"))
 	p.record(context.Background(), 0.00003, set)
-	p.record(sampled(7), 0.003, set)
+	p.record(histtest.Sampled(7), 0.003, set)
 	p.compare(t)
 }
 

@@ -48,6 +48,8 @@ from svc_sdk.saml import (AttributeMapping, SamlConfig, cookie_value, login_url,
 
 EMAIL = "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress"
 BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+# The svc.toml both SDKs' configuration tests read.
+SHARED_SVC_TOML = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testdata", "saml", "svc.toml")
 
 
 class ConfigTest(unittest.TestCase):
@@ -70,20 +72,7 @@ class ConfigTest(unittest.TestCase):
         self.assertIsNone(c.sp_private_key_pem)
 
     def test_file_then_environment_then_arguments(self):
-        p = self.write("""[sdk]
-fail_mode = "closed"
-[sdk.saml]
-entity_id = "https://app.example/saml/metadata"
-acs_url = "https://app.example/auth/saml/acs"
-idp_metadata_url = "https://idp.example/metadata"
-clock_skew_seconds = 45
-cookie_name = "app_session"
-path_prefix = "/sso/"
-sp_private_key_pem = "ignored: never from a file"
-[sdk.saml.attribute_mapping]
-role = "groups"
-tenant = "org"
-""")
+        p = SHARED_SVC_TOML
         c = SamlConfig.load(env={}, config_file=p)
         self.assertEqual(c.entity_id, "https://app.example/saml/metadata")
         self.assertEqual(c.acs_url, "https://app.example/auth/saml/acs")

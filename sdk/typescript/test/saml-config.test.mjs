@@ -4,12 +4,15 @@ import assert from "node:assert/strict";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { inspect } from "node:util";
 import { describe, test } from "node:test";
 
 import { prefersHtml, resolveSamlConfig, wantsLoginRedirect } from "@svc/sdk/saml";
 
 const EMAIL = "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress";
+// The svc.toml both SDKs' configuration tests read.
+const SHARED_SVC_TOML = fileURLToPath(new URL("../../testdata/saml/svc.toml", import.meta.url));
 
 function file(text) {
   const p = join(mkdtempSync(join(tmpdir(), "samlcfg-")), "svc.toml");
@@ -27,20 +30,7 @@ describe("resolveSamlConfig", () => {
   });
 
   test("svc.toml [sdk.saml], then the environment, then the options", () => {
-    const p = file(`[sdk]
-fail_mode = "closed"
-[sdk.saml]
-entity_id = "https://app.example/saml/metadata"
-acs_url = "https://app.example/auth/saml/acs"
-idp_metadata_url = "https://idp.example/metadata"
-clock_skew_seconds = 45
-cookie_name = "app_session"
-path_prefix = "/sso/"
-sp_private_key_pem = "ignored: never from a file"
-[sdk.saml.attribute_mapping]
-role = "groups"
-tenant = "org"
-`);
+    const p = SHARED_SVC_TOML;
     const fromFile = resolveSamlConfig({}, {}, p);
     assert.equal(fromFile.entityId, "https://app.example/saml/metadata");
     assert.equal(fromFile.acsUrl, "https://app.example/auth/saml/acs");
