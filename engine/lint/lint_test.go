@@ -46,7 +46,8 @@ func TestRules(t *testing.T) {
 		{"data-error", "data.json", []want{"1:26 error data-error"}},
 		{"raw-path-comparison", "authz.rego", []want{
 			"8:2 warning raw-path-comparison", "9:13 warning raw-path-comparison", "10:31 warning raw-path-comparison",
-			"14:16 warning raw-path-comparison", "16:2 warning raw-path-comparison",
+			"13:2 warning raw-path-comparison", "14:16 warning raw-path-comparison", "16:2 warning raw-path-comparison",
+			"26:2 warning raw-path-comparison", "27:11 warning raw-path-comparison", "28:2 warning raw-path-comparison",
 		}},
 	}
 	for _, tt := range tests {

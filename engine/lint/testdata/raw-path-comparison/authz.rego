@@ -17,3 +17,13 @@ allow if {
 }
 
 deny_reasons contains "closed" if not allow
+
+path := input.request.path
+
+deny_reasons contains "export" if {
+	p := input.request.path
+	q = lower(p)
+	q == "/api/reports/export"
+	endswith(path, "/export")
+	trim_suffix(req.path, ".json") in {"/a"}
+}
