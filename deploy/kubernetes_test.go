@@ -195,6 +195,24 @@ func checkPod(t *testing.T, objs []object) pod {
 		t.Errorf("admin_token_file %s is not an item of a mounted Secret", p.cfg.Sidecar.AdminTokenFile)
 	}
 
+	// The root filesystem is read-only: what the sidecar keeps across a
+	// restart goes to a writable volume, or rollback protection would be
+	// lost without a word.
+	if p.cfg.Sidecar.StateDir == "" {
+		t.Error("svc.toml sets no sidecar.state_dir: with a read-only root nothing survives a restart")
+	}
+	var stateMounted bool
+	for _, m := range p.sidecar.VolumeMounts {
+		for _, v := range spec.Volumes {
+			if v.Name == m.Name && v.EmptyDir != nil && !m.ReadOnly && filepath.Clean(m.MountPath) == filepath.Clean(p.cfg.Sidecar.StateDir) {
+				stateMounted = true
+			}
+		}
+	}
+	if !stateMounted {
+		t.Errorf("sidecar.state_dir %s is not a writable emptyDir mount of the sidecar", p.cfg.Sidecar.StateDir)
+	}
+
 	psc := spec.SecurityContext
 	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser == 0 {
 		t.Error("pod does not run as a non-root user")
