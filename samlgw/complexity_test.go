@@ -167,12 +167,13 @@ func boundsFiller(size, elements int) (string, int) {
 }
 
 // A document at the bounds (depth, elements, namespace declarations in
-// scope) passes the scan and is refused for what it is, cheaply too:
-// every step after the scan is linear in the bounded size, the
-// canonicalization of a forged signature over the whole Response
-// included. The budget is twice a hostile shape's: this document costs
-// what a real response of its size costs (about 80 ms here).
-func TestACSDocumentAtTheBoundsIsCheap(t *testing.T) {
+// scope) passes the scan and is refused for what it is. What it costs
+// (about what a real response of its size costs: every step after the
+// scan is linear in the bounded size, the canonicalization of a forged
+// signature over the whole Response included) is logged here and held
+// to its bar by BenchmarkACSValidateAtTheBounds (docs/benchmarks.md),
+// not timed in a test on a shared machine.
+func TestACSDocumentAtTheBoundsIsRefusedForWhatItIs(t *testing.T) {
 	v, trusted, idp := benchSetup(t)
 	r := benchResponse()
 	r.SignResponse = true
@@ -197,9 +198,6 @@ func TestACSDocumentAtTheBoundsIsCheap(t *testing.T) {
 			cpu := cpuOf(t, func() { _, err = v.validate(context.Background(), []byte(tt.doc), trusted) })
 			if CodeOf(err) != tt.want {
 				t.Errorf("%d filler elements, %d bytes: %v, want %s", n, len(tt.doc), err, tt.want)
-			}
-			if cpu > 2*cpuBudget {
-				t.Errorf("%d filler elements, %d bytes refused after %s of CPU, over %s", n, len(tt.doc), cpu, 2*cpuBudget)
 			}
 			t.Logf("%d filler elements, %d bytes: %s of CPU", n, len(tt.doc), cpu)
 		})
