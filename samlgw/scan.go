@@ -41,7 +41,7 @@ type limits struct {
 // Response nests under 30 deep, holds under 2,000 elements (6,000
 // tokens) and fewer than ten namespace declarations in scope at once; the
 // bounds leave a wide margin. At the bounds, the whole validation of a
-// document costs under 100 ms of CPU (TestACSDocumentAtTheBoundsIsCheap).
+// document costs under 100 ms of CPU (BenchmarkACSValidateAtTheBounds).
 var acsLimits = limits{Depth: 64, Elements: 10_000, Attrs: 64, NSScope: 32, Tokens: 30_000, RoundTrip: true}
 
 // ctxCheckEvery is how many tokens the scanner reads between two looks
