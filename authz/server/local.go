@@ -65,7 +65,7 @@ func (l *LocalAuthorizer) Authorize(ctx context.Context, req authz.AuthorizeRequ
 	if err != nil {
 		return authz.Decision{Reason: reason.InputInvalid, DenyReasons: []string{}}, err
 	}
-	res, err := l.d.Decide(ctx, engine.Request{Credential: engine.BearerToken(req.Token), Input: in, Source: sourceSDK})
+	res, err := l.d.Decide(ctx, engine.Request{Credential: engine.CredentialOf(req.Token), Input: in, Source: sourceSDK})
 	if err != nil {
 		// In-process there is no sidecar to be unreachable: an engine that
 		// cannot decide is a denial whatever the fail mode.

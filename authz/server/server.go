@@ -46,9 +46,10 @@ const (
 	sourceSDK  = "sdk"
 )
 
-// validate asks d for the token decision of token, asked through source.
+// validate asks d for the token decision of token (a bearer token or an
+// API key, engine.CredentialOf), asked through source.
 func validate(ctx context.Context, d Decider, source, token string) engine.TokenDecision {
-	res, _ := d.Decide(ctx, engine.Request{Scope: engine.ScopeToken, Credential: engine.BearerToken(token), Source: source})
+	res, _ := d.Decide(ctx, engine.Request{Scope: engine.ScopeToken, Credential: engine.CredentialOf(token), Source: source})
 	return res.Token
 }
 
@@ -131,7 +132,7 @@ func (s *Server) decide(ctx context.Context, source string, req *authzv1.Authori
 	if err != nil {
 		return authz.Decision{}, apiErrorOf(err, reason.InputInvalid)
 	}
-	res, err := s.d.Decide(ctx, engine.Request{Credential: engine.BearerToken(areq.Token), Input: in, Source: source})
+	res, err := s.d.Decide(ctx, engine.Request{Credential: engine.CredentialOf(areq.Token), Input: in, Source: source})
 	if err != nil {
 		fail := apiErrorOf(err, reason.PolicyError)
 		// The wrapped engine error is left out: evaluation errors may
