@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +18,7 @@ import (
 
 // apiKeyEngine is an engine whose only identity source is a key file
 // holding an admin key and a viewer key of tenant acme.
-func apiKeyEngine(t *testing.T) (e *engine.Engine, path, admin, viewer string) {
+func apiKeyEngine(t testing.TB, deps engine.Deps) (e *engine.Engine, path, admin, viewer string) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "api-keys.toml")
 	_, admin, err := apikey.Append(path, apikey.NewEntry{Tenant: "acme", Subject: "ci-deployer", Roles: []string{"admin"}})
@@ -29,11 +31,12 @@ func apiKeyEngine(t *testing.T) (e *engine.Engine, path, admin, viewer string) {
 	}
 	cfg := prodConfig("")
 	cfg.APIKeys.File = path
-	return newEngine(t, cfg, engine.Deps{}), path, admin, viewer
+	cfg.RateLimit.DefaultRPM = 1 << 40 // counted, never refused
+	return newEngine(t, cfg, deps), path, admin, viewer
 }
 
 func TestAPIKeyDecisions(t *testing.T) {
-	e, _, admin, viewer := apiKeyEngine(t)
+	e, _, admin, viewer := apiKeyEngine(t, engine.Deps{})
 	if e.DevMode() {
 		t.Fatal("api_keys.file set, yet development mode")
 	}
@@ -78,7 +81,7 @@ func TestAPIKeyDecisions(t *testing.T) {
 // A revoked key is refused once the file is re-read; a file with a
 // plaintext key is refused and the keys before it stay in force.
 func TestAPIKeyReload(t *testing.T) {
-	e, path, admin, viewer := apiKeyEngine(t)
+	e, path, admin, viewer := apiKeyEngine(t, engine.Deps{})
 	ctx := context.Background()
 	reasonOf := func(key string) reason.Code {
 		res, _ := e.Decide(ctx, engine.Request{Scope: engine.ScopeToken, Credential: engine.APIKey(key)})
@@ -129,5 +132,23 @@ func TestAPIKeyFileRefusesStart(t *testing.T) {
 	cfg.APIKeys.File = filepath.Join(t.TempDir(), "missing.toml")
 	if _, err := engine.New(cfg, engine.Deps{}); err == nil {
 		t.Error("New with a missing key file: no error")
+	}
+}
+
+// BenchmarkAuthorizeAPIKey measures a whole decision on an API key: the
+// key's lookup and hash, its identity, rate limit, default policy; set
+// against BenchmarkAuthorize's cached token.
+func BenchmarkAuthorizeAPIKey(b *testing.B) {
+	e, _, _, viewer := apiKeyEngine(b, engine.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ctx := context.Background()
+	req := engine.Request{Credential: engine.APIKey(viewer), Input: engine.Input{Action: "orders:read"}}
+	if res, err := e.Decide(ctx, req); err != nil || !res.Allowed() {
+		b.Fatalf("warm-up decision: %+v %v", res.Decision, err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Decide(ctx, req); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
