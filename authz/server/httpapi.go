@@ -15,6 +15,7 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
+	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/apikey"
 	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/wire"
@@ -51,19 +52,22 @@ func (s *Server) RegisterHTTP(mux *http.ServeMux) {
 	mux.HandleFunc(authz.PathAuthorize, methodNotAllowed)
 }
 
-// credentialHeader is the credential of r's headers, for a request
-// whose body has no token: an API key (apikey.FromHeaders), else the
-// bearer token of Authorization.
-func credentialHeader(r *http.Request) string {
+// credentialOf is the credential of an API request: the body's token
+// (engine.CredentialOf) when it has one, else an API key of r's headers
+// (apikey.FromHeaders), else the bearer token of Authorization.
+func credentialOf(r *http.Request, token string) engine.Credential {
+	if token != "" {
+		return engine.CredentialOf(token)
+	}
 	auth, hasAuth := r.Header["Authorization"]
 	first := ""
 	if hasAuth {
 		first = auth[0]
 	}
 	if key := apikey.FromHeaders(first, hasAuth, r.Header.Get("X-Api-Key")); key != "" {
-		return key
+		return engine.APIKey(key)
 	}
-	return authz.BearerToken(r)
+	return engine.BearerToken(authz.BearerToken(r))
 }
 
 func (s *Server) httpValidateToken(w http.ResponseWriter, r *http.Request) {
@@ -71,10 +75,7 @@ func (s *Server) httpValidateToken(w http.ResponseWriter, r *http.Request) {
 	if !s.readBody(w, r, req) {
 		return
 	}
-	if req.Token == "" {
-		req.Token = credentialHeader(r)
-	}
-	d := tokenDecisionOf(validate(r.Context(), s.d, sourceHTTP, req.GetToken()), false)
+	d := tokenDecisionOf(validate(r.Context(), s.d, sourceHTTP, credentialOf(r, req.GetToken())), false)
 	writeAnswer(w, func(b []byte) ([]byte, bool) { return appendTokenDecision(b, d) }, d.Proto)
 }
 
@@ -83,10 +84,7 @@ func (s *Server) httpAuthorize(w http.ResponseWriter, r *http.Request) {
 	if !s.readBody(w, r, req) {
 		return
 	}
-	if req.Token == "" {
-		req.Token = credentialHeader(r)
-	}
-	d, fail := s.decide(r.Context(), sourceHTTP, req)
+	d, fail := s.decide(r.Context(), sourceHTTP, req, credentialOf(r, req.GetToken()))
 	if fail != nil {
 		writeError(w, fail.httpStatus(), fail.code, fail.msg)
 		return

@@ -53,7 +53,7 @@ func (l *LocalAuthorizer) FailMode() string { return l.failMode }
 // ValidateToken verifies token in-process. It never fails; the claims are
 // a copy the caller may modify.
 func (l *LocalAuthorizer) ValidateToken(ctx context.Context, token string) (authz.TokenDecision, error) {
-	return tokenDecisionOf(validate(ctx, l.d, sourceSDK, token), true), nil
+	return tokenDecisionOf(validate(ctx, l.d, sourceSDK, engine.CredentialOf(token)), true), nil
 }
 
 // Authorize decides req in-process. A malformed request is a *reason.Error
