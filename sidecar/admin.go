@@ -256,6 +256,9 @@ func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(body) == 0 {
 		prev := s.deps.Engine.Policies().Revision()
+		// The key file is polled anyway; a reload takes a change now. A
+		// refused file is logged and shown in the status by the engine.
+		_ = s.deps.Engine.ReloadAPIKeys(r.Context())
 		set, err := s.reloadDirectory(r.Context())
 		if err != nil {
 			s.log.Warn("policy reload failed; active policies kept", "err", err)
