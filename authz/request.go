@@ -25,6 +25,7 @@ var droppedHeaders = map[string]bool{
 	"authorization":       true,
 	"proxy-authorization": true,
 	"cookie":              true,
+	"x-api-key":           true,
 }
 
 // Normalized returns req checked against the bounds of the API and in the

@@ -79,7 +79,14 @@ func TestSVCEnvDoesWhatItsTextSays(t *testing.T) {
 		t.Fatal(err)
 	}
 	jwks := harness.StartJWKS(t, harness.NewECSigner(t, "idp"))
-	sourceEnv := map[string][2]string{"sdk.jwks_url": {"SVC_JWKS_URL", jwks.URL}}
+	keysFile := filepath.Join(t.TempDir(), "api-keys.toml")
+	if err := os.WriteFile(keysFile, []byte("# no key yet\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sourceEnv := map[string][2]string{
+		"sdk.jwks_url":  {"SVC_JWKS_URL", jwks.URL},
+		"api_keys.file": {"SVC_API_KEYS_FILE", keysFile},
+	}
 	envOf := map[string]string{}
 	for _, v := range config.EnvVars() {
 		envOf[v.Key] = v.Name

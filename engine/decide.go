@@ -73,12 +73,20 @@ func (e *Engine) allowRate(ctx context.Context, tenant string) (bool, time.Durat
 const limiterWarnEvery = 30 * time.Second
 
 // verifyCredential verifies cred: the one place a credential is judged,
-// for ScopeToken and ScopeAuthorize alike. The token goes to one
+// for ScopeToken and ScopeAuthorize alike. An API key is looked up in
+// api_keys.file (verifyAPIKey). The token goes to one
 // token.Chain call, which hashes it once for every verifier. user is the
 // policy input's user for an accepted token, built once per verification
 // (deriveUser), or nil when userFrom must build it.
 func (e *Engine) verifyCredential(ctx context.Context, cred Credential) (TokenDecision, *policy.User) {
+	if cred.APIKey != "" && !e.devMode {
+		return e.verifyAPIKey(cred.APIKey)
+	}
 	raw := cred.Bearer
+	if raw == "" {
+		// Development mode takes an API key as any other credential.
+		raw = cred.APIKey
+	}
 	if raw == "" {
 		return TokenDecision{Reason: reason.TokenMissing, Message: "no bearer token"}, nil
 	}

@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/svc-dev/svc/engine/apikey"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/devissuer"
@@ -94,10 +95,15 @@ type Engine struct {
 	local  *token.Verifier
 	// dev verifies the tokens of the development issuer in development
 	// mode; nil otherwise.
-	dev      *token.Verifier
-	policies *policy.Store
-	limiter  ratelimit.Limiter
-	redis    *redis.Client // the limiter's client when New made one
+	dev *token.Verifier
+	// apiKeyFile is api_keys.file and apiKeys the keys in force from it;
+	// both nil without it. apiKeysDone is closed when its watch ends.
+	apiKeyFile  *apikey.File
+	apiKeys     atomic.Pointer[apiKeySet]
+	apiKeysDone chan struct{}
+	policies    *policy.Store
+	limiter     ratelimit.Limiter
+	redis       *redis.Client // the limiter's client when New made one
 	// fallback wraps the Redis limiter when New made one; atomic because
 	// metric callbacks may read it while New sets it.
 	fallback atomic.Pointer[ratelimit.Fallback]
@@ -160,6 +166,8 @@ func newEngine(cfg config.Config, deps Deps) *Engine {
 		audit:   deps.Audit,
 		done:    make(chan struct{}),
 
+		apiKeysDone: make(chan struct{}),
+
 		observer: deps.Observer,
 		dryRun:   cfg.Policy.Mode == config.PolicyModeDryRun,
 		canon:    canonOf(cfg),
@@ -202,6 +210,14 @@ func (e *Engine) newIdentitySources(ctx context.Context, deps Deps) error {
 			return err
 		}
 	}
+	if e.cfg.APIKeys.File != "" {
+		if err := e.openAPIKeys(); err != nil {
+			return err
+		}
+		go e.watchAPIKeys(ctx)
+	} else {
+		close(e.apiKeysDone)
+	}
 	switch {
 	case e.devMode:
 		if err := e.newDevVerifier(deps.DevIssuer); err != nil {
@@ -224,7 +240,7 @@ func (e *Engine) newIdentitySources(ctx context.Context, deps Deps) error {
 			e.tokens = append(e.tokens, v)
 		}
 	}
-	if len(e.tokens) == 0 {
+	if len(e.tokens) == 0 && e.apiKeyFile == nil {
 		// An identity source config.IdentitySources lists that no
 		// verifier serves would leave every token unverifiable; refuse
 		// to start rather than fail on the first request.
@@ -339,8 +355,8 @@ func loadPolicies(cfg config.Config) (*policy.Set, error) {
 
 // Check reports what New would refuse in cfg, without starting anything:
 // the configuration's values, the policy set (it loads and compiles, from
-// policy.dir or the embedded default), and the SAML gateway's token
-// signing key. New runs the same steps with the same functions; `core
+// policy.dir or the embedded default), the SAML gateway's token
+// signing key and the API-key file. New runs the same steps with the same functions; `core
 // config validate` runs Check, so that the two cannot disagree.
 func Check(cfg config.Config) error {
 	cfg.SetDefaults()
@@ -353,6 +369,11 @@ func Check(cfg config.Config) error {
 	if s := cfg.SDK.SAML; s != nil {
 		if _, err := newSAMLIssuer(*s, time.Now); err != nil {
 			return err
+		}
+	}
+	if path := cfg.APIKeys.File; path != "" {
+		if _, err := apikey.Open(path, time.Now()); err != nil {
+			return &SettingError{Key: "api_keys.file", Origin: cfg.Origin("api_keys.file"), Msg: err.Error(), Err: err}
 		}
 	}
 	return nil
@@ -480,8 +501,10 @@ type Status struct {
 	// RateLimit is the Redis limiter's fallback state; nil without
 	// rate_limit.redis_addr.
 	RateLimit *ratelimit.FallbackStatus `json:"rate_limit,omitempty"`
-	Started   time.Time                 `json:"started"`
-	Uptime    string                    `json:"uptime"`
+	// APIKeys is the state of api_keys.file; nil without it.
+	APIKeys *apikey.Status `json:"api_keys,omitempty"`
+	Started time.Time      `json:"started"`
+	Uptime  string         `json:"uptime"`
 }
 
 // Status returns a snapshot of the engine's state.
@@ -504,14 +527,20 @@ func (e *Engine) Status() Status {
 		rs := fb.Status()
 		s.RateLimit = &rs
 	}
+	if e.apiKeyFile != nil {
+		ks := e.apiKeyFile.Status()
+		s.APIKeys = &ks
+	}
 	return s
 }
 
-// Close stops the background JWKS refresh and closes the rate limiter's
-// Redis client. It is safe to call twice.
+// Close stops the background JWKS refresh and the watch of the API-key
+// file, and closes the rate limiter's Redis client. It is safe to call
+// twice.
 func (e *Engine) Close() error {
 	e.stop()
 	<-e.done
+	<-e.apiKeysDone
 	if e.redis != nil {
 		if err := e.redis.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
 			return fmt.Errorf("close redis client: %w", err)

@@ -121,6 +121,9 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider, e *Engine)
 	if err := observeRateLimitFallback(m, e); err != nil {
 		return nil, err
 	}
+	if err := observeAPIKeys(m, e); err != nil {
+		return nil, err
+	}
 	if e.keys == nil {
 		return t, nil
 	}
@@ -163,6 +166,30 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider, e *Engine)
 		return nil
 	}, refreshes, keyAge, keys, lookups, cached)
 	return t, err
+}
+
+// observeAPIKeys reports the keys in force from api_keys.file and the
+// changes of the file refused (the previous keys stayed in force).
+func observeAPIKeys(m metric.Meter, e *Engine) error {
+	if e.apiKeyFile == nil {
+		return nil
+	}
+	keys, err := m.Int64ObservableGauge("svc.api_keys.keys", metric.WithDescription("API keys in force from api_keys.file."))
+	if err != nil {
+		return err
+	}
+	refusals, err := m.Int64ObservableCounter("svc.api_keys.refusals",
+		metric.WithDescription("Changes of api_keys.file refused; the previous keys stayed in force."))
+	if err != nil {
+		return err
+	}
+	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		s := e.apiKeyFile.Status()
+		o.ObserveInt64(keys, int64(s.Keys))
+		o.ObserveInt64(refusals, s.Refusals)
+		return nil
+	}, keys, refusals)
+	return err
 }
 
 // observeDecisionCache reports the decision cache of the active policy

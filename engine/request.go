@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/svc-dev/svc/engine/apikey"
 	"github.com/svc-dev/svc/engine/policy"
 )
 
@@ -46,19 +47,36 @@ type Request struct {
 	Canonical bool
 }
 
-// Credential is what a caller presents to prove who it is. The one kind
-// today is a bearer token; other kinds (API keys, opaque tokens, client
-// certificates) are to be further fields, of which a request sets at
-// most one.
+// Credential is what a caller presents to prove who it is: a bearer
+// token or an API key. Other kinds (opaque tokens, client certificates)
+// are to be further fields. A request sets at most one; when both are
+// set, the API key is judged.
 type Credential struct {
 	// Bearer is a bearer token (a JWT) without the "Bearer " prefix;
 	// empty when the caller presented none.
 	Bearer string
+	// APIKey is an API key ("svck_..."), without the "ApiKey " prefix
+	// of an Authorization header, checked against api_keys.file; empty
+	// when the caller presented none.
+	APIKey string
 }
 
 // BearerToken is the Credential of a bearer token raw, without the
 // "Bearer " prefix.
 func BearerToken(raw string) Credential { return Credential{Bearer: raw} }
+
+// APIKey is the Credential of an API key.
+func APIKey(key string) Credential { return Credential{APIKey: key} }
+
+// CredentialOf is the Credential of a string passed where a bearer token
+// is expected (the token field of the API): an API key when it starts
+// with "svck_", which no JWT does, else a bearer token.
+func CredentialOf(raw string) Credential {
+	if apikey.IsKey(raw) {
+		return APIKey(raw)
+	}
+	return BearerToken(raw)
+}
 
 // Scope is what a Request asks the engine to decide.
 type Scope uint8

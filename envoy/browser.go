@@ -41,8 +41,8 @@ func newSignIn(s *config.SAML) signIn {
 
 // present adapts a denial to who asked. An API client (no text/html
 // preferred in Accept: application/json, "*/*" alone, no Accept at all; or
-// any request with an Authorization header, which a browser does not send
-// on its own) gets it unchanged, JSON byte for byte. A browser gets the
+// any request with an Authorization or X-Api-Key header, which a browser
+// does not send on its own) gets it unchanged, JSON byte for byte. A browser gets the
 // HTML page; and when its token was refused (401: missing, expired,
 // malformed, unknown key...; not a policy denial, not jwks-unavailable),
 // the request is a GET or HEAD and browser_redirect is on, it is sent to
@@ -52,6 +52,9 @@ func (s *Server) present(v verdict, pr proxyRequest) verdict {
 		return v
 	}
 	if _, bearer := pr.headers["authorization"]; bearer {
+		return v
+	}
+	if _, key := pr.headers["x-api-key"]; key {
 		return v
 	}
 	v.html = true

@@ -171,13 +171,13 @@ type checkAnswer struct {
 // mapped. The headers and query of the input's request are built only if
 // the Authorizer asks for them (blk.CompleteRequest).
 func (s *Server) authorize(ctx context.Context, source string, pr proxyRequest, blk *mappedRequest) (verdict, bool) {
-	token, in, err := s.mapper.mapRequestInto(pr, blk, true)
+	cred, in, err := s.mapper.mapRequestInto(pr, blk, true)
 	if err != nil {
 		s.logInvalid(ctx, err)
 		return invalidInput(err), false
 	}
 	res, err := s.az.Decide(ctx, engine.Request{
-		Credential: engine.BearerToken(token),
+		Credential: cred,
 		Input:      in,
 		Source:     source,
 		Completer:  blk,

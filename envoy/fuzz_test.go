@@ -50,12 +50,12 @@ func TestCheckRequestGolden(t *testing.T) {
 	}
 	for name, r := range loadCheckRequests(t) {
 		t.Run(name, func(t *testing.T) {
-			token, in, err := m.FromCheckRequest(r)
+			cred, in, err := m.FromCheckRequest(r)
 			var out any
 			if err != nil {
 				out = map[string]string{"error": err.Error(), "reason": string(reason.Of(err, ""))}
 			} else {
-				out = map[string]any{"token": token, "input": in}
+				out = map[string]any{"token": cred.Bearer, "input": in}
 			}
 			b, jerr := json.MarshalIndent(out, "", "  ")
 			if jerr != nil {
@@ -99,7 +99,7 @@ func FuzzFromCheckRequest(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, method, path, authz, hk, hv, ek, ev string) {
 		r := checkReq(method, path, map[string]string{"authorization": authz, strings.ToLower(hk): hv}, map[string]string{ek: ev})
-		token, in, err := m.FromCheckRequest(r)
+		cred, in, err := m.FromCheckRequest(r)
 		if err != nil {
 			if c := reason.Of(err, ""); c != reason.InputInvalid && c != reason.PathInvalid {
 				t.Fatalf("error without reason %s or %s: %v", reason.InputInvalid, reason.PathInvalid, err)
@@ -126,8 +126,14 @@ func FuzzFromCheckRequest(f *testing.F) {
 				t.Fatalf("header %q reached the input", k)
 			}
 		}
-		if token != "" && !strings.Contains(authz, token) {
-			t.Fatalf("token %q is not from the authorization header", token)
+		if cred.Bearer != "" && !strings.Contains(authz, cred.Bearer) {
+			t.Fatalf("token %q is not from the authorization header", cred.Bearer)
+		}
+		if cred.Bearer != "" && cred.APIKey != "" {
+			t.Fatalf("two credentials: %+v", cred)
+		}
+		if cred.APIKey != "" && !strings.Contains(authz, cred.APIKey) && !strings.Contains(hv, cred.APIKey) {
+			t.Fatalf("API key %q is from neither the authorization nor the x-api-key header", cred.APIKey)
 		}
 		if in.Resource.Tenant == "" && ev == "" {
 			t.Fatalf("no resource tenant")

@@ -7,6 +7,7 @@ import (
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 
 	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/apikey"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reqpath"
@@ -122,12 +123,14 @@ type proxyRequest struct {
 	viaProxy bool
 }
 
-// FromCheckRequest translates an ext_authz CheckRequest into the bearer
-// token and the policy input to authorize.
+// FromCheckRequest translates an ext_authz CheckRequest into the
+// credential and the policy input to authorize.
 //
-// The token is the credential of an "Authorization: Bearer" header (the
-// scheme is matched case-insensitively); it is empty when there is none,
-// which the engine answers with reason token-missing. input.action and
+// The credential is an API key of an "Authorization: ApiKey" header, or
+// of an X-Api-Key header when there is no Authorization header; else the
+// token of an "Authorization: Bearer" header (schemes are matched
+// case-insensitively); it is empty when there is none, which the engine
+// answers with reason token-missing. input.action and
 // input.resource come, field by field, from the context extensions
 // (ExtAction, ExtResource, ExtResourceID, ExtTenant), then from the first
 // matching route, then from the default mapping:
@@ -155,16 +158,16 @@ type proxyRequest struct {
 // carries the method, that normalized path, its canonical form
 // (canonical_path and format, see reqpath.Canon), the host, the query (a key
 // given several times keeps its values joined with ",") and the headers
-// less authorization, cookie, proxy-authorization, HTTP/2 pseudo-headers
-// and x-svc-* headers.
+// less authorization, cookie, proxy-authorization, x-api-key, HTTP/2
+// pseudo-headers and x-svc-* headers.
 //
 // A request without HTTP attributes, method or path yields an error
 // carrying reason.InputInvalid; one whose path has no single meaning
 // (see cleanPath) an error carrying reason.PathInvalid.
-func (m *Mapper) FromCheckRequest(req *authv3.CheckRequest) (token string, in engine.Input, err error) {
+func (m *Mapper) FromCheckRequest(req *authv3.CheckRequest) (cred engine.Credential, in engine.Input, err error) {
 	pr, err := proxyRequestFromCheck(req)
 	if err != nil {
-		return "", engine.Input{}, err
+		return engine.Credential{}, engine.Input{}, err
 	}
 	return m.mapRequest(pr)
 }
@@ -236,34 +239,34 @@ func hasUpper(h map[string]string) bool {
 }
 
 // mapRequest is the one mapping shared by ext_authz and HTTP check mode.
-func (m *Mapper) mapRequest(pr proxyRequest) (string, engine.Input, error) {
+func (m *Mapper) mapRequest(pr proxyRequest) (engine.Credential, engine.Input, error) {
 	return m.mapRequestInto(pr, new(mappedRequest), false)
 }
 
 // mapRequestInto is mapRequest, building input.request and what it needs
 // in blk, which the input then shares. With deferred set, input.request's
 // headers and query are left for blk.CompleteRequest to fill in.
-func (m *Mapper) mapRequestInto(pr proxyRequest, blk *mappedRequest, deferred bool) (string, engine.Input, error) {
+func (m *Mapper) mapRequestInto(pr proxyRequest, blk *mappedRequest, deferred bool) (engine.Credential, engine.Input, error) {
 	if pr.method == "" {
-		return "", engine.Input{}, reason.New(reason.InputInvalid, "request method is missing")
+		return engine.Credential{}, engine.Input{}, reason.New(reason.InputInvalid, "request method is missing")
 	}
 	if pr.target == "" {
-		return "", engine.Input{}, reason.New(reason.InputInvalid, "request path is missing")
+		return engine.Credential{}, engine.Input{}, reason.New(reason.InputInvalid, "request path is missing")
 	}
 	segs, path, err := cleanPathInto(pr.target, blk.segs[:0])
 	if err != nil {
-		return "", engine.Input{}, err
+		return engine.Credential{}, engine.Input{}, err
 	}
 	method := strings.ToUpper(pr.method)
 	if err := checkMethodOverride(pr.headers, method); err != nil {
-		return "", engine.Input{}, err
+		return engine.Credential{}, engine.Input{}, err
 	}
 	verb := verbOf(method)
 
 	v := m.view(segs)
 	c, rt, err := m.matchRoute(method, v)
 	if err != nil {
-		return "", engine.Input{}, err
+		return engine.Credential{}, engine.Input{}, err
 	}
 	if v.known {
 		// The default mapping reads the segments the route table
@@ -332,13 +335,23 @@ func (m *Mapper) mapRequestInto(pr proxyRequest, blk *mappedRequest, deferred bo
 		Resource: policy.Resource{Type: resource, ID: id, Tenant: tenant},
 		Request:  &blk.req,
 	}
-	tok := bearerToken(pr.headers["authorization"])
-	if tok == "" && m.sessionCookie != "" {
-		if _, hasAuth := pr.headers["authorization"]; !hasAuth {
-			tok = cookieValue(pr.headers["cookie"], m.hostSessionCookie, m.sessionCookie)
-		}
+	return m.credential(pr.headers), in, nil
+}
+
+// credential is what headers present to prove who the caller is: an API
+// key ("Authorization: ApiKey <key>", or X-Api-Key without any
+// Authorization header), else the bearer token of Authorization, else,
+// without an Authorization header, the gateway's session cookie.
+func (m *Mapper) credential(h map[string]string) engine.Credential {
+	auth, hasAuth := h["authorization"]
+	if key := apikey.FromHeaders(auth, hasAuth, h["x-api-key"]); key != "" {
+		return engine.APIKey(key)
 	}
-	return tok, in, nil
+	tok := bearerToken(auth)
+	if tok == "" && m.sessionCookie != "" && !hasAuth {
+		tok = cookieValue(h["cookie"], m.hostSessionCookie, m.sessionCookie)
+	}
+	return engine.BearerToken(tok)
 }
 
 // mappedRequest holds input.request, the path's segments (most paths have
@@ -522,6 +535,7 @@ var strippedHeaders = map[string]bool{
 	"authorization":       true,
 	"cookie":              true,
 	"proxy-authorization": true,
+	"x-api-key":           true,
 }
 
 // forwardingHeaders name the client's address; any client can send them,

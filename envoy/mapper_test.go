@@ -262,12 +262,12 @@ func TestFromCheckRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			token, in, err := m.FromCheckRequest(tt.req)
+			cred, in, err := m.FromCheckRequest(tt.req)
 			if err != nil {
 				t.Fatalf("FromCheckRequest: %v", err)
 			}
-			if token != tt.wantToken {
-				t.Errorf("token = %q, want %q", token, tt.wantToken)
+			if cred.Bearer != tt.wantToken {
+				t.Errorf("token = %q, want %q", cred.Bearer, tt.wantToken)
 			}
 			if diff := cmp.Diff(tt.want, in, ignoreCanonical); diff != "" {
 				t.Errorf("input (-want +got):\n%s", diff)
@@ -291,10 +291,11 @@ func TestFromCheckRequestRawHeaderMap(t *testing.T) {
 			{Key: "x-tag", Value: "b"},
 		}}},
 	}}}
-	token, in, err := m.FromCheckRequest(r)
+	cred, in, err := m.FromCheckRequest(r)
 	if err != nil {
 		t.Fatal(err)
 	}
+	token := cred.Bearer
 	want := engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: "1", Tenant: testTenant},
 		Request: &policy.Request{Method: "GET", Path: "/orders/1", Host: "raw.example", Headers: map[string]string{"x-tag": "a,b"}}}
 	if token != "raw-tok" {
@@ -525,15 +526,54 @@ func TestSessionCookie(t *testing.T) {
 			if tt.cookie != "" {
 				m.WithSessionCookie(tt.cookie)
 			}
-			token, in, err := m.FromCheckRequest(req(tt.headers))
+			cred, in, err := m.FromCheckRequest(req(tt.headers))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if token != tt.want {
+			if token := cred.Bearer; token != tt.want {
 				t.Errorf("token = %q, want %q", token, tt.want)
 			}
 			if _, ok := in.Request.Headers["cookie"]; ok {
 				t.Error("the cookie header reached the policy input")
+			}
+		})
+	}
+}
+
+// The credential comes from the Authorization header when there is one
+// (ApiKey or Bearer scheme), else from X-Api-Key; neither header reaches
+// the policy's input.
+func TestFromCheckRequestCredential(t *testing.T) {
+	m, err := NewMapper(testTenant, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "svck_aeaqcaibaeaq_AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE"
+	tests := []struct {
+		name    string
+		headers map[string]string
+		want    engine.Credential
+	}{
+		{"apikey scheme", map[string]string{"authorization": "ApiKey " + key}, engine.APIKey(key)},
+		{"apikey scheme any case", map[string]string{"authorization": "APIKEY\t" + key + " "}, engine.APIKey(key)},
+		{"x-api-key", map[string]string{"x-api-key": " " + key}, engine.APIKey(key)},
+		{"bearer wins over x-api-key", map[string]string{"authorization": "Bearer tok", "x-api-key": key}, engine.BearerToken("tok")},
+		{"other scheme with x-api-key", map[string]string{"authorization": "Basic dTpw", "x-api-key": key}, engine.Credential{}},
+		{"apikey without a key", map[string]string{"authorization": "ApiKey"}, engine.Credential{}},
+		{"none", map[string]string{}, engine.Credential{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.headers["x-tag"] = "kept"
+			cred, in, err := m.FromCheckRequest(checkReq("GET", "/orders/1", tt.headers, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cred != tt.want {
+				t.Errorf("credential = %+v, want %+v", cred, tt.want)
+			}
+			if diff := cmp.Diff(map[string]string{"x-tag": "kept"}, in.Request.Headers); diff != "" {
+				t.Errorf("input.request.headers (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -70,6 +70,26 @@ const (
 	DevAnonymous Code = "dev-anonymous"
 )
 
+// API-key decision codes: the credential was an API key
+// (Authorization: ApiKey, or X-Api-Key) checked against api_keys.file.
+const (
+	// APIKeyMalformed: the string presented as an API key is not shaped
+	// as one ("svck_", a 12-character base32 id, "_", a 43-character
+	// base64url secret). Its own code rather than token-malformed, so
+	// that a client that sends a bearer token in the API-key header sees
+	// which credential was judged.
+	APIKeyMalformed Code = "api-key-malformed"
+	// APIKeyUnknown: no key of api_keys.file has the key's id, or the
+	// secret does not match its hash; one code for both, so that a
+	// caller cannot learn which ids exist.
+	APIKeyUnknown Code = "api-key-unknown"
+	// APIKeyRevoked: the key matched an entry marked revoked
+	// (core api-key revoke).
+	APIKeyRevoked Code = "api-key-revoked"
+	// APIKeyExpired: the key matched an entry whose expires has passed.
+	APIKeyExpired Code = "api-key-expired"
+)
+
 // Policy and serving codes.
 const (
 	// PolicyAllow is the reason of a decision the policy allowed.

@@ -88,6 +88,10 @@ func (s *Server) status() Status {
 	} else {
 		st.CacheValid = true
 	}
+	if es.JWKS.Keys == 0 && s.deps.Engine.Config().SDK.JWKSURL == "" {
+		// No JWKS to cache: API keys and local SAML tokens need none.
+		st.CacheValid = true
+	}
 	if p := s.poller; p != nil {
 		bs := p.status()
 		st.Bundle = &bs
@@ -138,6 +142,9 @@ func (s *Server) status() Status {
 	if s.deps.Audit != nil {
 		a := wire.AuditStats(s.deps.Audit.Stats())
 		st.Audit = &a
+	}
+	if k := es.APIKeys; k != nil {
+		st.APIKeys = &wire.APIKeysStatus{Path: k.Path, Keys: k.Keys, Loaded: k.Loaded, Refusals: k.Refusals, LastError: k.LastError}
 	}
 	return st
 }
@@ -249,6 +256,9 @@ func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(body) == 0 {
 		prev := s.deps.Engine.Policies().Revision()
+		// The key file is polled anyway; a reload takes a change now. A
+		// refused file is logged and shown in the status by the engine.
+		_ = s.deps.Engine.ReloadAPIKeys(r.Context())
 		set, err := s.reloadDirectory(r.Context())
 		if err != nil {
 			s.log.Warn("policy reload failed; active policies kept", "err", err)

@@ -32,6 +32,8 @@ func goldenValues() map[string]any {
 			DevMode: false, PolicyMode: "enforce", TenantID: "acme", Uptime: "1h2m3s",
 			StartedAt: t0, PID: 4242, Version: "v1.4.0",
 			Audit: &wire.AuditStats{Written: 10, Dropped: 1, Failed: 2, QueueLen: 3, QueueCap: 1024},
+			APIKeys: &wire.APIKeysStatus{Path: "/etc/svc/api-keys.toml", Keys: 3, Loaded: t0, Refusals: 1,
+				LastError: "api key file /etc/svc/api-keys.toml: line 7: holds a plaintext API key"},
 			SAML: &wire.SAMLStatus{
 				EntityID: "https://shop.example/auth/saml/metadata", ACSURL: "https://shop.example/auth/saml/acs",
 				SignatureCheckDisabled: false, AllowIDPInitiated: true,

@@ -67,6 +67,8 @@ type Status struct {
 	Version   string    `json:"version"`
 	// Audit is the audit log's counters, absent without an audit log.
 	Audit *AuditStats `json:"audit,omitempty"`
+	// APIKeys is the state of api_keys.file, absent without it.
+	APIKeys *APIKeysStatus `json:"api_keys,omitempty"`
 	// SAML is the SAML gateway's state (IdP metadata, last good copy,
 	// whether signatures are checked), present with [sdk.saml].
 	SAML *SAMLStatus `json:"saml,omitempty"`
@@ -197,4 +199,20 @@ type BundleStatus struct {
 	// poller refuses; or bundle-redirect-refused when the server
 	// redirected where bundle_url could not point.
 	LastErrorCode string `json:"last_error_code,omitempty"`
+}
+
+// APIKeysStatus is the state of api_keys.file in Status.
+type APIKeysStatus struct {
+	// Path is api_keys.file.
+	Path string `json:"path"`
+	// Keys is the number of keys in force.
+	Keys int `json:"keys"`
+	// Loaded is when the keys in force were read.
+	Loaded time.Time `json:"loaded"`
+	// Refusals counts the changes of the file refused since the start:
+	// the previous keys stayed in force.
+	Refusals int64 `json:"refusals"`
+	// LastError is why the latest change was refused; absent once a
+	// change is accepted.
+	LastError string `json:"last_error,omitempty"`
 }

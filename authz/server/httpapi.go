@@ -15,6 +15,8 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/apikey"
 	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/wire"
 )
@@ -37,7 +39,9 @@ var (
 //	POST /v1/authorize       AuthorizeRequest     -> AuthorizeResponse
 //
 // A request without a token in its body takes it from an
-// "Authorization: Bearer" header. A decision is always 200, allowed or
+// "Authorization: Bearer" header, or an API key from an
+// "Authorization: ApiKey" or X-Api-Key header; the token field itself
+// may hold an API key ("svck_..."). A decision is always 200, allowed or
 // not. Errors are JSON {"error":{"code":"...","message":"..."}} with 400
 // (malformed request), 405 (not POST), 413 (body over the limit) or 503
 // (no decision could be reached).
@@ -48,15 +52,30 @@ func (s *Server) RegisterHTTP(mux *http.ServeMux) {
 	mux.HandleFunc(authz.PathAuthorize, methodNotAllowed)
 }
 
+// credentialOf is the credential of an API request: the body's token
+// (engine.CredentialOf) when it has one, else an API key of r's headers
+// (apikey.FromHeaders), else the bearer token of Authorization.
+func credentialOf(r *http.Request, token string) engine.Credential {
+	if token != "" {
+		return engine.CredentialOf(token)
+	}
+	auth, hasAuth := r.Header["Authorization"]
+	first := ""
+	if hasAuth {
+		first = auth[0]
+	}
+	if key := apikey.FromHeaders(first, hasAuth, r.Header.Get("X-Api-Key")); key != "" {
+		return engine.APIKey(key)
+	}
+	return engine.BearerToken(authz.BearerToken(r))
+}
+
 func (s *Server) httpValidateToken(w http.ResponseWriter, r *http.Request) {
 	req := &authzv1.ValidateTokenRequest{}
 	if !s.readBody(w, r, req) {
 		return
 	}
-	if req.Token == "" {
-		req.Token = authz.BearerToken(r)
-	}
-	d := tokenDecisionOf(validate(r.Context(), s.d, sourceHTTP, req.GetToken()), false)
+	d := tokenDecisionOf(validate(r.Context(), s.d, sourceHTTP, credentialOf(r, req.GetToken())), false)
 	writeAnswer(w, func(b []byte) ([]byte, bool) { return appendTokenDecision(b, d) }, d.Proto)
 }
 
@@ -65,10 +84,7 @@ func (s *Server) httpAuthorize(w http.ResponseWriter, r *http.Request) {
 	if !s.readBody(w, r, req) {
 		return
 	}
-	if req.Token == "" {
-		req.Token = authz.BearerToken(r)
-	}
-	d, fail := s.decide(r.Context(), sourceHTTP, req)
+	d, fail := s.decide(r.Context(), sourceHTTP, req, credentialOf(r, req.GetToken()))
 	if fail != nil {
 		writeError(w, fail.httpStatus(), fail.code, fail.msg)
 		return

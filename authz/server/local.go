@@ -53,7 +53,7 @@ func (l *LocalAuthorizer) FailMode() string { return l.failMode }
 // ValidateToken verifies token in-process. It never fails; the claims are
 // a copy the caller may modify.
 func (l *LocalAuthorizer) ValidateToken(ctx context.Context, token string) (authz.TokenDecision, error) {
-	return tokenDecisionOf(validate(ctx, l.d, sourceSDK, token), true), nil
+	return tokenDecisionOf(validate(ctx, l.d, sourceSDK, engine.CredentialOf(token)), true), nil
 }
 
 // Authorize decides req in-process. A malformed request is a *reason.Error
@@ -65,7 +65,7 @@ func (l *LocalAuthorizer) Authorize(ctx context.Context, req authz.AuthorizeRequ
 	if err != nil {
 		return authz.Decision{Reason: reason.InputInvalid, DenyReasons: []string{}}, err
 	}
-	res, err := l.d.Decide(ctx, engine.Request{Credential: engine.BearerToken(req.Token), Input: in, Source: sourceSDK})
+	res, err := l.d.Decide(ctx, engine.Request{Credential: engine.CredentialOf(req.Token), Input: in, Source: sourceSDK})
 	if err != nil {
 		// In-process there is no sidecar to be unreachable: an engine that
 		// cannot decide is a denial whatever the fail mode.

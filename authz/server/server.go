@@ -46,9 +46,9 @@ const (
 	sourceSDK  = "sdk"
 )
 
-// validate asks d for the token decision of token, asked through source.
-func validate(ctx context.Context, d Decider, source, token string) engine.TokenDecision {
-	res, _ := d.Decide(ctx, engine.Request{Scope: engine.ScopeToken, Credential: engine.BearerToken(token), Source: source})
+// validate asks d for the token decision of cred, asked through source.
+func validate(ctx context.Context, d Decider, source string, cred engine.Credential) engine.TokenDecision {
+	res, _ := d.Decide(ctx, engine.Request{Scope: engine.ScopeToken, Credential: cred, Source: source})
 	return res.Token
 }
 
@@ -112,26 +112,27 @@ func (s *Server) Authorize(ctx context.Context, req *authzv1.AuthorizeRequest) (
 }
 
 func (s *Server) validateToken(ctx context.Context, source string, req *authzv1.ValidateTokenRequest) *authzv1.ValidateTokenResponse {
-	return tokenDecisionOf(validate(ctx, s.d, source, req.GetToken()), false).Proto()
+	return tokenDecisionOf(validate(ctx, s.d, source, engine.CredentialOf(req.GetToken())), false).Proto()
 }
 
 func (s *Server) authorize(ctx context.Context, source string, req *authzv1.AuthorizeRequest) (*authzv1.AuthorizeResponse, *apiError) {
-	d, fail := s.decide(ctx, source, req)
+	d, fail := s.decide(ctx, source, req, engine.CredentialOf(req.GetToken()))
 	if fail != nil {
 		return nil, fail
 	}
 	return d.Proto(), nil
 }
 
-// decide is authorize's decision, asked through source, before it
+// decide is authorize's decision on cred (the request's token, or the
+// HTTP request's credential headers), asked through source, before it
 // becomes an AuthorizeResponse.
-func (s *Server) decide(ctx context.Context, source string, req *authzv1.AuthorizeRequest) (authz.Decision, *apiError) {
+func (s *Server) decide(ctx context.Context, source string, req *authzv1.AuthorizeRequest, cred engine.Credential) (authz.Decision, *apiError) {
 	areq := authz.AuthorizeRequestFromProto(req)
 	in, err := inputOf(areq)
 	if err != nil {
 		return authz.Decision{}, apiErrorOf(err, reason.InputInvalid)
 	}
-	res, err := s.d.Decide(ctx, engine.Request{Credential: engine.BearerToken(areq.Token), Input: in, Source: source})
+	res, err := s.d.Decide(ctx, engine.Request{Credential: cred, Input: in, Source: source})
 	if err != nil {
 		fail := apiErrorOf(err, reason.PolicyError)
 		// The wrapped engine error is left out: evaluation errors may

@@ -138,6 +138,7 @@ func TestConfigUnreadableOnEveryCommand(t *testing.T) {
 		"coverage":              {pol},
 		"policy bench":          {pol},
 		"policy bundle inspect": {"testdata/nope.tar.gz"},
+		"api-key revoke":        {"aeaqcaibaeaq"},
 		"policy dry-run":        {pol},
 		"policy lint":           {pol},
 		"policy test":           {pol},

@@ -134,7 +134,7 @@ over plain http to a host that is not loopback (nothing was sent).`,
 	pf.StringVar(&a.logLevel, "log-level", "warn", "log `level`: error, warn, info or debug")
 	pf.StringVar(&a.output, "output", "text", "output `format`: text, or json (one JSON document; one per line when streaming)")
 
-	root.AddCommand(a.policyCommand(), inProcess(a.coverageCommand()), a.sidecarCommand(), a.configCommand(), a.logCommand(), a.traceCommand(), a.samlCommand(), a.devCommand(), a.deployCommand())
+	root.AddCommand(a.policyCommand(), inProcess(a.coverageCommand()), a.sidecarCommand(), a.configCommand(), a.logCommand(), a.traceCommand(), a.samlCommand(), a.devCommand(), a.deployCommand(), a.apiKeyCommand())
 	return root
 }
 

@@ -24,6 +24,8 @@ type Config struct {
 	Policy Policy `toml:"policy" yaml:"policy"`
 	// JWT tunes token verification.
 	JWT JWT `toml:"jwt" yaml:"jwt"`
+	// APIKeys is the API-key identity source.
+	APIKeys APIKeys `toml:"api_keys" yaml:"api_keys"`
 	// Tenants maps a tenant id (case-sensitive) to its settings.
 	Tenants map[string]Tenant `toml:"tenants" yaml:"tenants"`
 	// RateLimit sets per-tenant request budgets.
@@ -518,6 +520,18 @@ type Route struct {
 	Resource string `toml:"resource" yaml:"resource"`
 	// Action overrides the derived "<resource>:<verb>" action.
 	Action string `toml:"action" yaml:"action"`
+}
+
+// APIKeys is the [api_keys] table.
+type APIKeys struct {
+	// File is the API-key file: [[keys]] entries holding the SHA-256 of
+	// each key (never the key) and the tenant, subject and roles it
+	// stands for, written by `core api-key create`. Setting it makes API
+	// keys an identity source (development mode is off). The sidecar
+	// re-reads it when it changes; a changed file that does not parse is
+	// refused and the previous keys stay in force, but a bad file at the
+	// start refuses the start. Env SVC_API_KEYS_FILE.
+	File string `toml:"file" yaml:"file"`
 }
 
 // Audit is the [audit] table.

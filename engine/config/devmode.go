@@ -22,6 +22,7 @@ var identitySources = []struct {
 }{
 	{"sdk.jwks_url", func(c Config) bool { return c.SDK.JWKSURL != "" }},
 	{SAMLSource, func(c Config) bool { return c.SDK.SAML != nil }},
+	{"api_keys.file", func(c Config) bool { return c.APIKeys.File != "" }},
 }
 
 // IdentitySourceKeys names every setting that can be an identity source,

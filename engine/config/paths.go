@@ -10,7 +10,8 @@ import (
 // configuration read from a file relative to that file's directory, so
 // that `svc-sidecar --config /etc/svc/svc.toml` reads the same files from
 // any working directory. A path setting is a string key whose name ends
-// in _file or _dir, policy.dir, or audit.destination when it names a file.
+// in _file or _dir, policy.dir, api_keys.file, or audit.destination when
+// it names a file.
 // Values set afterwards from SVC_* variables or flags are not touched:
 // they resolve against the working directory, as a shell user expects.
 func resolvePaths(c *Config, dir string) {
@@ -60,7 +61,7 @@ func resolveIn(v reflect.Value, dir string) {
 
 // isPathKey reports whether a key names a file or directory.
 func isPathKey(name string) bool {
-	return name == "dir" || strings.HasSuffix(name, "_file") || strings.HasSuffix(name, "_dir")
+	return name == "dir" || name == "file" || strings.HasSuffix(name, "_file") || strings.HasSuffix(name, "_dir")
 }
 
 func resolvePath(p, dir string) string {

@@ -16,6 +16,8 @@ func TestRelativePathsResolveAgainstTheFile(t *testing.T) {
 	data := `[policy]
 dir = "policies"
 bundle_cache_dir = "../cache"
+[api_keys]
+file = "api-keys.toml"
 [sidecar]
 admin_token_file = "/etc/svc/admin-token"
 [audit]
@@ -38,6 +40,7 @@ destination = "log/audit.jsonl"
 				"policy.dir":               {c.Policy.Dir, filepath.Join(dir, "policies")},
 				"policy.bundle_cache_dir":  {c.Policy.BundleCacheDir, filepath.Join(filepath.Dir(dir), "cache")},
 				"sidecar.admin_token_file": {c.Sidecar.AdminTokenFile, "/etc/svc/admin-token"},
+				"api_keys.file":            {c.APIKeys.File, filepath.Join(dir, "api-keys.toml")},
 				"audit.destination":        {c.Audit.Destination, filepath.Join(dir, "log", "audit.jsonl")},
 			} {
 				if got[0] != got[1] {

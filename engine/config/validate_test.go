@@ -51,7 +51,7 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 		{"fail_mode enum from env", func(c *Config) { c.SDK.FailMode = "maybe" }, "SVC_FAIL_MODE",
 			"sdk.fail_mode", `SVC_FAIL_MODE: must be "open" or "closed", got "maybe"`},
 		{"closed without jwks_url", func(c *Config) { c.SDK.JWKSURL = ""; c.SDK.SAML = nil }, "",
-			"sdk.fail_mode", "svc.toml: sdk.fail_mode: fail_mode=closed requires an identity source (sdk.jwks_url or sdk.saml): without one every bearer is accepted as anonymous (development mode)"},
+			"sdk.fail_mode", "svc.toml: sdk.fail_mode: fail_mode=closed requires an identity source (sdk.jwks_url or sdk.saml or api_keys.file): without one every bearer is accepted as anonymous (development mode)"},
 		{"jwks_url unparseable", func(c *Config) { c.SDK.JWKSURL = "://idp" }, "",
 			"sdk.jwks_url", "svc.toml: sdk.jwks_url: must be a URL: missing protocol scheme"},
 		{"jwks_url public http", func(c *Config) { c.SDK.JWKSURL = "http://idp.example.com/jwks" }, "SVC_JWKS_URL",
@@ -251,7 +251,7 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 // Redis in a configuration that why makes a production one.
 func idpInitiatedWithoutRedis(why string) string {
 	return "true requires rate_limit.redis_addr (SVC_REDIS_ADDR) outside a local trial (every listener: sdk.sidecar_addr, sidecar.http_addr, " +
-		"sidecar.saml_addr, on a loopback address or a Unix socket, and no identity source but [sdk.saml]: no sdk.jwks_url); here " +
+		"sidecar.saml_addr, on a loopback address or a Unix socket, and no identity source but [sdk.saml]: no sdk.jwks_url, no api_keys.file); here " +
 		why + ": without Redis the assertion replay cache is per process, so a replica or a restart would accept an unsolicited assertion again"
 }
 

@@ -13,7 +13,7 @@ const Redacted = "[REDACTED]"
 // compared case-insensitively. Besides credentials by name, they cover the
 // HTTP headers that carry them and the SAML form field.
 var sensitiveKeys = []string{
-	"authorization", "proxy-authorization",
+	"authorization", "proxy-authorization", "x-api-key", "api_key",
 	"token", "access_token", "id_token", "refresh_token",
 	"password", "secret", "client_secret", "private_key",
 	"cookie", "set-cookie",
