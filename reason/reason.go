@@ -69,8 +69,8 @@ const (
 	// fail_mode is open, so the request passed as "anonymous".
 	FailOpen Code = "fail-open"
 	// DevAnonymous: development mode (no identity source: no
-	// sdk.jwks_url, no [sdk.saml]) accepted the bearer without
-	// verification as "anonymous".
+	// sdk.jwks_url, no jwt.issuer_url, no [[jwt.issuers]], no [sdk.saml])
+	// accepted the bearer without verification as "anonymous".
 	DevAnonymous Code = "dev-anonymous"
 )
 
