@@ -11,6 +11,7 @@ import (
 
 	"github.com/svc-dev/svc/e2e/harness"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/idptest"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
@@ -79,7 +80,16 @@ func TestSVCEnvDoesWhatItsTextSays(t *testing.T) {
 		t.Fatal(err)
 	}
 	jwks := harness.StartJWKS(t, harness.NewECSigner(t, "idp"))
-	sourceEnv := map[string][2]string{"sdk.jwks_url": {"SVC_JWKS_URL", jwks.URL}}
+	oidc := idptest.New(t)
+	sourceEnv := map[string][2]string{
+		"sdk.jwks_url":   {"SVC_JWKS_URL", jwks.URL},
+		"jwt.issuer_url": {"SVC_JWT_ISSUER_URL", oidc.Issuer()},
+	}
+	// [[jwt.issuers]] is a list of tables, which no variable sets: it is
+	// set in the configuration file.
+	sourceFile := map[string]string{
+		"jwt.issuers": "[[jwt.issuers]]\nissuer = \"https://partner.example.test\"\njwks_url = \"" + jwks.URL + "\"\n",
+	}
 	envOf := map[string]string{}
 	for _, v := range config.EnvVars() {
 		envOf[v.Key] = v.Name
@@ -100,8 +110,9 @@ func TestSVCEnvDoesWhatItsTextSays(t *testing.T) {
 		})
 	}
 	for _, key := range sources {
-		set, ok := sourceEnv[key]
-		if !ok {
+		set, byEnv := sourceEnv[key]
+		file, byFile := sourceFile[key]
+		if !byEnv && !byFile {
 			t.Fatalf("identity source %s: the test does not know how to set it", key)
 		}
 		for _, withSAML := range []bool{true, false} {
@@ -110,11 +121,17 @@ func TestSVCEnvDoesWhatItsTextSays(t *testing.T) {
 				if !withSAML {
 					env = map[string]string{"SVC_ENV": "development"}
 				}
-				env[set[0]] = set[1]
-				wantRefusal(t, failedStart(t, env), "svc-sidecar: ", "SVC_ENV", "unset SVC_ENV", key+" ("+set[0]+") is set")
+				opts := harness.SidecarOptions{Env: env}
+				named := key + " (" + set[0] + ") is set"
+				if byFile {
+					opts.Config, named = file, key+" ("
+				} else {
+					env[set[0]] = set[1]
+				}
+				wantRefusal(t, failedStartWith(t, opts), "svc-sidecar: ", "SVC_ENV", "unset SVC_ENV", named, ") is set")
 				// Without the variable the same configuration starts.
 				delete(env, "SVC_ENV")
-				harness.StartSidecar(t, harness.SidecarOptions{Env: env})
+				harness.StartSidecar(t, opts)
 			})
 		}
 	}
