@@ -10,6 +10,9 @@
 // singleflighted and rate-limited, so a flood of tokens with random kids
 // cannot hammer the provider. When the provider is unreachable the keys
 // already loaded keep serving and Status reports the cache as partitioned.
+// Named by an OpenID Connect issuer instead (Options.IssuerURL), a Cache
+// reads the issuer's discovery document before each fetch and takes the
+// keys at its jwks_uri.
 //
 // The lifecycle is New → Run(ctx) (optional; without it the first Key call
 // fetches lazily) → Key from any number of goroutines → Status.

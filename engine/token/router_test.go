@@ -40,7 +40,7 @@ type issuerFixture struct {
 	v      *token.Verifier
 }
 
-func newIssuer(t *testing.T, iss string, signer any, pub any, alg jwa.SignatureAlgorithm, mod func(*token.Options)) *issuerFixture {
+func newIssuer(t testing.TB, iss string, signer any, pub any, alg jwa.SignatureAlgorithm, mod func(*token.Options)) *issuerFixture {
 	t.Helper()
 	k, err := jwks.LocalKey(pub, alg)
 	if err != nil {
@@ -169,4 +169,35 @@ func TestUnverifiedIssuer(t *testing.T) {
 	if _, err := token.UnverifiedIssuer(dup); reason.Of(err, "") != reason.TokenMalformed {
 		t.Errorf("iss named twice: %v, want token-malformed", err)
 	}
+}
+
+// BenchmarkRouter measures a token of the second of two issuers: cached
+// (one hash, a lookup per issuer's cache) and verified in full (the
+// payload's iss read, then the signature).
+func BenchmarkRouter(b *testing.B) {
+	k := keys()
+	a := newIssuer(b, "https://a.example.com", k.rsa, &k.rsa.PublicKey, jwa.RS256(), nil)
+	c := newIssuer(b, "https://b.example.com", k.ec, &k.ec.PublicKey, jwa.ES256(), nil)
+	r, err := token.NewRouter(a.v, c.v)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tok := c.token(map[string]any{"iss": c.iss})
+	ctx := context.Background()
+	b.Run("cached", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := r.VerifyDerived(ctx, tok); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("issuer", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := token.UnverifiedIssuer(tok); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
