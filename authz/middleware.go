@@ -307,7 +307,7 @@ var tokenFailures = map[reason.Code]bool{
 	reason.TokenMalformed: true, reason.TokenExpired: true, reason.TokenNotYetValid: true,
 	reason.TokenIssuedInFuture: true, reason.SignatureInvalid: true, reason.UnknownKID: true,
 	reason.AlgNotAllowed: true, reason.KeyTooWeak: true, reason.TenantMissing: true,
-	reason.IssuerMismatch: true, reason.AudienceMismatch: true, reason.TypNotAllowed: true,
+	reason.IssuerMismatch: true, reason.IssuerUnknown: true, reason.AudienceMismatch: true, reason.TypNotAllowed: true,
 }
 
 // challenge sets WWW-Authenticate (RFC 6750 §3): no error attribute when

@@ -132,7 +132,13 @@ func requestIDOf(t *testing.T, location string) string {
 // its stderr.
 func failedStart(t *testing.T, env map[string]string) string {
 	t.Helper()
-	s := harness.LaunchSidecar(t, harness.SidecarOptions{Env: env})
+	return failedStartWith(t, harness.SidecarOptions{Env: env})
+}
+
+// failedStartWith is failedStart with opts (a configuration file too).
+func failedStartWith(t *testing.T, opts harness.SidecarOptions) string {
+	t.Helper()
+	s := harness.LaunchSidecar(t, opts)
 	code := s.Wait(t, exitTimeout)
 	stderr := strings.TrimSpace(s.Stderr.String())
 	if code <= 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/svc-dev/svc/e2e/harness"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/idptest"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
@@ -83,9 +84,16 @@ func TestSVCEnvDoesWhatItsTextSays(t *testing.T) {
 	if err := os.WriteFile(keysFile, []byte("# no key yet\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	oidc := idptest.New(t)
 	sourceEnv := map[string][2]string{
-		"sdk.jwks_url":  {"SVC_JWKS_URL", jwks.URL},
-		"api_keys.file": {"SVC_API_KEYS_FILE", keysFile},
+		"sdk.jwks_url":   {"SVC_JWKS_URL", jwks.URL},
+		"jwt.issuer_url": {"SVC_JWT_ISSUER_URL", oidc.Issuer()},
+		"api_keys.file":  {"SVC_API_KEYS_FILE", keysFile},
+	}
+	// [[jwt.issuers]] is a list of tables, which no variable sets: it is
+	// set in the configuration file.
+	sourceFile := map[string]string{
+		"jwt.issuers": "[[jwt.issuers]]\nissuer = \"https://partner.example.test\"\njwks_url = \"" + jwks.URL + "\"\n",
 	}
 	envOf := map[string]string{}
 	for _, v := range config.EnvVars() {
@@ -107,8 +115,9 @@ func TestSVCEnvDoesWhatItsTextSays(t *testing.T) {
 		})
 	}
 	for _, key := range sources {
-		set, ok := sourceEnv[key]
-		if !ok {
+		set, byEnv := sourceEnv[key]
+		file, byFile := sourceFile[key]
+		if !byEnv && !byFile {
 			t.Fatalf("identity source %s: the test does not know how to set it", key)
 		}
 		for _, withSAML := range []bool{true, false} {
@@ -117,11 +126,17 @@ func TestSVCEnvDoesWhatItsTextSays(t *testing.T) {
 				if !withSAML {
 					env = map[string]string{"SVC_ENV": "development"}
 				}
-				env[set[0]] = set[1]
-				wantRefusal(t, failedStart(t, env), "svc-sidecar: ", "SVC_ENV", "unset SVC_ENV", key+" ("+set[0]+") is set")
+				opts := harness.SidecarOptions{Env: env}
+				named := key + " (" + set[0] + ") is set"
+				if byFile {
+					opts.Config, named = file, key+" ("
+				} else {
+					env[set[0]] = set[1]
+				}
+				wantRefusal(t, failedStartWith(t, opts), "svc-sidecar: ", "SVC_ENV", "unset SVC_ENV", named, ") is set")
 				// Without the variable the same configuration starts.
 				delete(env, "SVC_ENV")
-				harness.StartSidecar(t, harness.SidecarOptions{Env: env})
+				harness.StartSidecar(t, opts)
 			})
 		}
 	}

@@ -95,7 +95,7 @@ func (e *Engine) verifyCredential(ctx context.Context, cred Credential) (TokenDe
 		if e.dev == nil || !devissuer.IssuedBy(raw) {
 			return TokenDecision{Allowed: true, Reason: reason.DevAnonymous, Subject: AnonymousSubject, TenantID: e.cfg.SDK.TenantID}, nil
 		}
-		tokens = token.Chain{e.dev}
+		tokens = e.devChain
 	}
 	claims, derived, err := tokens.VerifyDerived(ctx, raw)
 	if err != nil {

@@ -80,15 +80,20 @@ type AuditSink interface {
 // Engine verifies tokens and evaluates policies. It is safe for
 // concurrent use.
 type Engine struct {
-	cfg      config.Config
-	devMode  bool // cfg.DevMode(), asked once per token
-	log      *slog.Logger
-	now      func() time.Time
-	keys     *jwks.Cache     // nil in development mode
-	verifier *token.Verifier // nil without jwks_url
-	// tokens verifies every token outside development mode: local, then
-	// verifier, each when set.
-	tokens token.Chain
+	cfg     config.Config
+	devMode bool // cfg.DevMode(), asked once per token
+	log     *slog.Logger
+	now     func() time.Time
+	// providers are the identity providers whose JWKS the engine keeps
+	// (sdk.jwks_url, jwt.issuer_url or [[jwt.issuers]]); none in
+	// development mode.
+	providers []*provider
+	// tokens verifies every token outside development mode: with one
+	// provider a token.Chain of local, then the provider's verifier, each
+	// when set; with [[jwt.issuers]] a token.Router by iss.
+	tokens tokenVerifier
+	// devChain verifies the development issuer's tokens (dev alone).
+	devChain token.Chain
 	// issuer signs the tokens of the SAML gateway and local verifies them
 	// from its keys; both nil without [sdk.saml].
 	issuer *issuer.Issuer
@@ -201,9 +206,10 @@ func meterProvider(deps Deps) metric.MeterProvider {
 
 // newIdentitySources sets up what verifies tokens: the SAML gateway's
 // issuer and its local verifier ([sdk.saml]), then the development
-// issuer's verifier in development mode, or else the JWKS and its
-// verifier (sdk.jwks_url), whose refresh runs until ctx ends; e.tokens
-// chains the verifiers. e.done is closed when no refresh runs.
+// issuer's verifier in development mode, or else each identity
+// provider's JWKS and verifier (sdk.jwks_url, jwt.issuer_url or
+// [[jwt.issuers]]), whose refresh runs until ctx ends; e.tokens chains or
+// routes the verifiers. e.done is closed when no refresh runs.
 func (e *Engine) newIdentitySources(ctx context.Context, deps Deps) error {
 	if s := e.cfg.SDK.SAML; s != nil {
 		if err := e.newLocalIssuer(*s); err != nil {
@@ -223,85 +229,20 @@ func (e *Engine) newIdentitySources(ctx context.Context, deps Deps) error {
 		if err := e.newDevVerifier(deps.DevIssuer); err != nil {
 			return err
 		}
-		e.log.Warn("DEVELOPMENT MODE: no identity source is configured (no sdk.jwks_url, no [sdk.saml]), so EVERY bearer token is accepted without verification as the user anonymous, except tokens of the development issuer (core dev token, iss svc-dev), which are verified; set sdk.jwks_url (SVC_JWKS_URL) or [sdk.saml] before serving real traffic",
+		e.log.Warn("DEVELOPMENT MODE: no identity source is configured (no sdk.jwks_url, no jwt.issuer_url, no [[jwt.issuers]], no [sdk.saml], no api_keys.file), so EVERY bearer token is accepted without verification as the user anonymous, except tokens of the development issuer (core dev token, iss svc-dev), which are verified; set sdk.jwks_url (SVC_JWKS_URL), jwt.issuer_url (SVC_JWT_ISSUER_URL), [[jwt.issuers]], [sdk.saml] or api_keys.file (SVC_API_KEYS_FILE) before serving real traffic",
 			"reason", reason.DevAnonymous, "tenant", e.cfg.SDK.TenantID, "dev_issuer", e.dev != nil)
 		close(e.done)
 		return nil
-	case e.cfg.SDK.JWKSURL == "":
+	}
+	if err := e.newProviders(deps.HTTPClient); err != nil {
+		return err
+	}
+	if len(e.providers) == 0 {
 		close(e.done)
-	default:
-		if err := e.newJWKSVerifier(deps.HTTPClient); err != nil {
-			return err
-		}
+	} else {
 		go e.refreshKeys(ctx)
 	}
-	for _, v := range []*token.Verifier{e.local, e.verifier} {
-		if v != nil {
-			e.tokens = append(e.tokens, v)
-		}
-	}
-	if len(e.tokens) == 0 && e.apiKeyFile == nil {
-		// An identity source config.IdentitySources lists that no
-		// verifier serves would leave every token unverifiable; refuse
-		// to start rather than fail on the first request.
-		return fmt.Errorf("identity sources %v: no token verifier serves them", e.cfg.IdentitySources())
-	}
-	return nil
-}
-
-// newJWKSVerifier sets up the JWKS cache of sdk.jwks_url, fetched with
-// client, and the verifier of the identity provider's tokens.
-func (e *Engine) newJWKSVerifier(client *http.Client) error {
-	cfg := e.cfg
-	var err error
-	e.keys, err = jwks.New(jwks.Options{
-		URL:          cfg.SDK.JWKSURL,
-		Client:       client,
-		FetchTimeout: cfg.JWT.JWKSFetchTimeout.Duration,
-		MinRefresh:   cfg.JWT.JWKSMinRefresh.Duration,
-		MaxRefresh:   cfg.JWT.JWKSMaxRefresh.Duration,
-		// Fetch failures name the setting they come from.
-		Logger: e.log.With("setting", cfg.Setting("sdk.jwks_url")),
-		Now:    e.now,
-		// Tokens verified with a key the provider withdrew (or replaced
-		// under its kid) leave the cache with the key. Run, the only
-		// source of fetches before the first Verify, starts after
-		// e.verifier is set.
-		OnChange: func() {
-			if n := e.verifier.Retain(e.keys.Holds); n > 0 {
-				e.log.Info("jwks changed: cached tokens of withdrawn keys dropped", "dropped", n)
-			}
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("jwks: %w", err)
-	}
-	e.verifier, err = token.New(token.Options{
-		Keys:        e.keys,
-		Issuer:      cfg.JWT.Issuer,
-		Audiences:   cfg.JWT.Audiences,
-		Skew:        cfg.JWT.ClockSkew.Duration,
-		CacheSize:   cfg.JWT.CacheSize,
-		CacheMaxAge: cfg.JWT.CacheMaxAge.Duration,
-		AllowedTyp:  cfg.JWT.AllowedTyp,
-		Now:         e.now,
-		Derive:      deriveUser,
-	})
-	if err != nil {
-		return fmt.Errorf("token verifier: %w", err)
-	}
-	if len(cfg.JWT.Audiences) == 0 {
-		e.log.Warn("jwt.audiences is unset: any token the identity provider issues for any client or API is accepted; set jwt.audiences (SVC_JWT_AUDIENCES) to this API's audience")
-	}
-	return nil
-}
-
-// refreshKeys keeps the JWKS current until ctx ends, then closes e.done.
-func (e *Engine) refreshKeys(ctx context.Context) {
-	defer close(e.done)
-	if err := e.keys.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		e.log.Error("jwks refresh stopped", "err", err)
-	}
+	return e.newTokenVerifier()
 }
 
 // newSharedLimiter shares the rate-limit budgets of every replica through
@@ -441,6 +382,7 @@ func (e *Engine) newDevVerifier(keys token.KeySource) error {
 	if err != nil {
 		return fmt.Errorf("development token verifier: %w", err)
 	}
+	e.devChain = token.Chain{e.dev}
 	return nil
 }
 
@@ -491,13 +433,19 @@ func (e *Engine) SetPolicies(set *policy.Set) *policy.Set {
 
 // Status is a snapshot of the engine's state for status endpoints.
 type Status struct {
-	Version        string      `json:"version"`
-	DevMode        bool        `json:"dev_mode"`
-	PolicyMode     string      `json:"policy_mode"`
-	TenantID       string      `json:"tenant_id"`
-	PolicyFiles    int         `json:"policy_files"`
-	PolicyRevision string      `json:"policy_revision"`
-	JWKS           jwks.Status `json:"jwks"`
+	Version        string `json:"version"`
+	DevMode        bool   `json:"dev_mode"`
+	PolicyMode     string `json:"policy_mode"`
+	TenantID       string `json:"tenant_id"`
+	PolicyFiles    int    `json:"policy_files"`
+	PolicyRevision string `json:"policy_revision"`
+	// JWKS is the one provider's JWKS state, or with several
+	// ([[jwt.issuers]]) their sum (see Issuers).
+	JWKS jwks.Status `json:"jwks"`
+	// Issuers is each identity provider's JWKS state, in the
+	// configuration's order; empty in development mode and without a
+	// JWKS.
+	Issuers []IssuerStatus `json:"issuers,omitempty"`
 	// RateLimit is the Redis limiter's fallback state; nil without
 	// rate_limit.redis_addr.
 	RateLimit *ratelimit.FallbackStatus `json:"rate_limit,omitempty"`
@@ -520,9 +468,7 @@ func (e *Engine) Status() Status {
 		Started:        e.started,
 		Uptime:         e.now().Sub(e.started).Round(time.Second).String(),
 	}
-	if e.keys != nil {
-		s.JWKS = e.keys.Status()
-	}
+	s.Issuers, s.JWKS = e.issuerStatus()
 	if fb := e.fallback.Load(); fb != nil {
 		rs := fb.Status()
 		s.RateLimit = &rs

@@ -124,48 +124,67 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider, e *Engine)
 	if err := observeAPIKeys(m, e); err != nil {
 		return nil, err
 	}
-	if e.keys == nil {
+	if len(e.providers) == 0 {
 		return t, nil
 	}
-	refreshes, err := m.Int64ObservableCounter("svc.jwks.fetches", metric.WithDescription("JWKS fetches by outcome."))
+	return t, observeProviders(m, e, hit, miss)
+}
+
+// observeProviders reports each identity provider's JWKS, with its iss as
+// the issuer attribute (empty for sdk.jwks_url without jwt.issuer), and
+// the verified-token caches of them all.
+func observeProviders(m metric.Meter, e *Engine, hit, miss metric.ObserveOption) error {
+	refreshes, err := m.Int64ObservableCounter("svc.jwks.fetches", metric.WithDescription("JWKS fetches by issuer and outcome."))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	keyAge, err := m.Float64ObservableGauge("svc.jwks.key_age", metric.WithUnit("s"),
-		metric.WithDescription("Time since the JWKS was last fetched successfully."))
+		metric.WithDescription("Time since the issuer's JWKS was last fetched successfully."))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	keys, err := m.Int64ObservableGauge("svc.jwks.keys", metric.WithDescription("Usable keys in the cached JWKS."))
+	keys, err := m.Int64ObservableGauge("svc.jwks.keys", metric.WithDescription("Usable keys in the issuer's cached JWKS."))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	lookups, err := m.Int64ObservableCounter("svc.token_cache.lookups",
 		metric.WithDescription("Verified-token cache lookups by outcome (hit skips the signature check)."))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cached, err := m.Int64ObservableGauge("svc.token_cache.entries", metric.WithDescription("Verified tokens cached."))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	ok := metric.WithAttributes(attribute.String("outcome", "ok"))
-	failed := metric.WithAttributes(attribute.String("outcome", "error"))
-	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		s := e.keys.Status()
-		o.ObserveInt64(refreshes, int64(s.Fetches-s.FetchFailures), ok)
-		o.ObserveInt64(refreshes, int64(s.FetchFailures), failed)
-		o.ObserveInt64(keys, int64(s.Keys))
-		if !s.LastSuccess.IsZero() {
-			o.ObserveFloat64(keyAge, e.now().Sub(s.LastSuccess).Seconds())
+	type attrs struct{ issuer, ok, failed metric.ObserveOption }
+	per := make([]attrs, len(e.providers))
+	for i, p := range e.providers {
+		is := attribute.String("issuer", p.iss)
+		per[i] = attrs{
+			issuer: metric.WithAttributes(is),
+			ok:     metric.WithAttributes(is, attribute.String("outcome", "ok")),
+			failed: metric.WithAttributes(is, attribute.String("outcome", "error")),
 		}
-		cs := e.verifier.CacheStats()
-		o.ObserveInt64(lookups, int64(cs.Hits), hit)
-		o.ObserveInt64(lookups, int64(cs.Misses), miss)
-		o.ObserveInt64(cached, int64(cs.Entries))
+	}
+	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		var hits, misses, entries uint64
+		for i, p := range e.providers {
+			s := p.keys.Status()
+			o.ObserveInt64(refreshes, int64(s.Fetches-s.FetchFailures), per[i].ok)
+			o.ObserveInt64(refreshes, int64(s.FetchFailures), per[i].failed)
+			o.ObserveInt64(keys, int64(s.Keys), per[i].issuer)
+			if !s.LastSuccess.IsZero() {
+				o.ObserveFloat64(keyAge, e.now().Sub(s.LastSuccess).Seconds(), per[i].issuer)
+			}
+			cs := p.verifier.CacheStats()
+			hits, misses, entries = hits+cs.Hits, misses+cs.Misses, entries+uint64(cs.Entries)
+		}
+		o.ObserveInt64(lookups, int64(hits), hit)
+		o.ObserveInt64(lookups, int64(misses), miss)
+		o.ObserveInt64(cached, int64(entries))
 		return nil
 	}, refreshes, keyAge, keys, lookups, cached)
-	return t, err
+	return err
 }
 
 // observeAPIKeys reports the keys in force from api_keys.file and the

@@ -55,11 +55,11 @@ func verifyBefore(e *Engine, ctx context.Context, raw string) (token.Claims, *po
 	if e.local != nil {
 		claims, user, err := e.local.VerifyDerived(ctx, raw)
 		var re *reason.Error
-		if err == nil || e.verifier == nil || !errors.As(err, &re) || re.Code != reason.UnknownKID {
+		if err == nil || e.jwksVerifier() == nil || !errors.As(err, &re) || re.Code != reason.UnknownKID {
 			return claims, derivedUser(user), err
 		}
 	}
-	claims, user, err := e.verifier.VerifyDerived(ctx, raw)
+	claims, user, err := e.jwksVerifier().VerifyDerived(ctx, raw)
 	return claims, derivedUser(user), err
 }
 
@@ -170,7 +170,7 @@ func TestSAMLVerifyAsBefore(t *testing.T) {
 		if got, want := e.local.CacheStats(), ref.local.CacheStats(); got.Entries != want.Entries || got.Hits != want.Hits || got.Misses > want.Misses {
 			t.Errorf("+%s: local cache %+v, want %+v", step, got, want)
 		}
-		if got, want := e.verifier.CacheStats(), ref.verifier.CacheStats(); got != want {
+		if got, want := e.jwksVerifier().CacheStats(), ref.jwksVerifier().CacheStats(); got != want {
 			t.Errorf("+%s: JWKS cache %+v, want %+v", step, got, want)
 		}
 	}

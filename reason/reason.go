@@ -53,20 +53,24 @@ const (
 	TenantMismatch Code = "tenant-mismatch"
 	// IssuerMismatch: iss is not jwt.issuer.
 	IssuerMismatch Code = "issuer-mismatch"
+	// IssuerUnknown: with several identity providers ([[jwt.issuers]]),
+	// the token's iss names none of them (or the token carries no iss).
+	IssuerUnknown Code = "issuer-unknown"
 	// AudienceMismatch: aud holds none of jwt.audiences.
 	AudienceMismatch Code = "audience-mismatch"
 	// TypNotAllowed: the JOSE typ header is not one of jwt.allowed_typ
 	// (an ID token where an access token is expected, say).
 	TypNotAllowed Code = "typ-not-allowed"
-	// JWKSUnavailable: no keys could be fetched from sdk.jwks_url yet, so
-	// no token can be verified.
+	// JWKSUnavailable: no keys could be fetched yet from the JWKS of
+	// sdk.jwks_url (or of the token's issuer: jwt.issuer_url,
+	// [[jwt.issuers]]), so no token of it can be verified.
 	JWKSUnavailable Code = "jwks-unavailable"
 	// FailOpen: the sidecar could not be reached and the client's
 	// fail_mode is open, so the request passed as "anonymous".
 	FailOpen Code = "fail-open"
 	// DevAnonymous: development mode (no identity source: no
-	// sdk.jwks_url, no [sdk.saml]) accepted the bearer without
-	// verification as "anonymous".
+	// sdk.jwks_url, no jwt.issuer_url, no [[jwt.issuers]], no [sdk.saml],
+	// no api_keys.file) accepted the bearer without verification as "anonymous".
 	DevAnonymous Code = "dev-anonymous"
 )
 

@@ -85,6 +85,7 @@ func (s *Server) status() Status {
 			t := j.PartitionedSince
 			st.PartitionedSince = &t
 		}
+		st.JWKSIssuers = jwksIssuers(es.Issuers)
 	} else {
 		st.CacheValid = true
 	}
@@ -208,11 +209,40 @@ func (s *Server) readiness() (bool, string) {
 // local issuer, whose keys the engine holds from the start), or with the
 // JWKS's keys cached. Readiness and the restart handover both ask it.
 func KeysReady(eng *engine.Engine) bool {
-	if eng.Config().SDK.JWKSURL == "" {
+	es := eng.Status()
+	if es.DevMode {
 		return true
 	}
-	es := eng.Status()
-	return es.DevMode || es.JWKS.Keys > 0
+	for _, is := range es.Issuers {
+		if is.JWKS.Keys == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// jwksIssuers is what /v1/status shows of each identity provider's JWKS.
+func jwksIssuers(list []engine.IssuerStatus) []wire.JWKSIssuer {
+	if len(list) == 0 {
+		return nil
+	}
+	out := make([]wire.JWKSIssuer, len(list))
+	for i, is := range list {
+		j := is.JWKS
+		out[i] = wire.JWKSIssuer{
+			Issuer: is.Issuer, URL: j.URL, KeySets: j.KeySets, Keys: j.Keys,
+			LastError: j.LastError, Partitioned: j.Partitioned,
+		}
+		if !j.LastSuccess.IsZero() {
+			t := j.LastSuccess
+			out[i].LastSync = &t
+		}
+		if j.Partitioned {
+			t := j.PartitionedSince
+			out[i].PartitionedSince = &t
+		}
+	}
+	return out
 }
 
 func (s *Server) serveReadyz(w http.ResponseWriter, _ *http.Request) {

@@ -29,6 +29,10 @@ func goldenValues() map[string]any {
 			PoliciesLoaded: 3, PolicyRevision: "sha256:4f2a", PolicySource: "bundle_url", PolicyCreatedAt: &t0,
 			PolicyHandoverRefused: &wire.HandoverRefusal{Code: "bundle-signature-invalid", Message: "signature does not verify"},
 			JWKSKeySets:           1, JWKSKeys: 2, JWKSLastError: "connection refused",
+			JWKSIssuers: []wire.JWKSIssuer{{
+				Issuer: "https://login.example.com", URL: "https://login.example.com/keys", KeySets: 1, Keys: 2,
+				LastError: "connection refused", Partitioned: true, PartitionedSince: &t0, LastSync: &t0,
+			}},
 			DevMode: false, PolicyMode: "enforce", TenantID: "acme", Uptime: "1h2m3s",
 			StartedAt: t0, PID: 4242, Version: "v1.4.0",
 			Audit: &wire.AuditStats{Written: 10, Dropped: 1, Failed: 2, QueueLen: 3, QueueCap: 1024},

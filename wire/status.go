@@ -55,7 +55,13 @@ type Status struct {
 	JWKSKeySets           int              `json:"jwks_key_sets_cached"`
 	JWKSKeys              int              `json:"jwks_keys"`
 	JWKSLastError         string           `json:"jwks_last_error,omitempty"`
-	DevMode               bool             `json:"dev_mode"`
+	// JWKSIssuers is each identity provider's JWKS (sdk.jwks_url,
+	// jwt.issuer_url, or every [[jwt.issuers]] table); the jwks_* fields
+	// above are the one provider's, or with several their sum (the first
+	// error, partitioned when one is). Absent in development mode and
+	// without a JWKS.
+	JWKSIssuers []JWKSIssuer `json:"jwks_issuers,omitempty"`
+	DevMode     bool         `json:"dev_mode"`
 	// PolicyMode is "enforce", or "dry-run" when policy.mode never denies.
 	PolicyMode string `json:"policy_mode"`
 	TenantID   string `json:"tenant_id"`
@@ -82,6 +88,24 @@ type Status struct {
 	// rate_limit.redis_fallback, whether it is in force now (Redis
 	// unreachable) and since when; absent without rate_limit.redis_addr.
 	RateLimit *RateLimitStatus `json:"rate_limit,omitempty"`
+}
+
+// JWKSIssuer is one identity provider's JWKS in Status.
+type JWKSIssuer struct {
+	// Issuer is the iss of the provider's tokens; "" for sdk.jwks_url
+	// without jwt.issuer.
+	Issuer string `json:"issuer"`
+	// URL is the JWKS endpoint: with discovery, the jwks_uri of the last
+	// discovery document read.
+	URL     string `json:"jwks_url,omitempty"`
+	KeySets int    `json:"jwks_key_sets_cached"`
+	Keys    int    `json:"jwks_keys"`
+	// LastError is the last fetch's error (of the discovery document or
+	// of the keys), absent when it succeeded.
+	LastError        string     `json:"jwks_last_error,omitempty"`
+	Partitioned      bool       `json:"partitioned"`
+	PartitionedSince *time.Time `json:"partitioned_since,omitempty"`
+	LastSync         *time.Time `json:"last_sync,omitempty"`
 }
 
 // RateLimitStatus is what /v1/status shows of the shared (Redis) rate

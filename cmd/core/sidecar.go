@@ -210,7 +210,7 @@ manifest; 409 revision-older) exits 1 and the active revision stays. --allow-dow
 bundle on purpose.
 
 Without policy.bundle_verify_key_file, a sidecar in development mode (no
-identity source: no sdk.jwks_url, no [sdk.saml]) activates a bundle without checking any
+identity source: no sdk.jwks_url, jwt.issuer_url, [[jwt.issuers]] nor [sdk.saml]) activates a bundle without checking any
 signature, an unsigned one too; a sidecar outside development mode refuses
 every bundle until the key is configured.`,
 		Args: args(),

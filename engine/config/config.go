@@ -272,7 +272,8 @@ type Policy struct {
 	Dir string `toml:"dir" yaml:"dir"`
 	// BundleVerifyKeyFile is a PEM public key; when set, only bundles signed
 	// by it are accepted. When unset, development mode (no identity
-	// source: no sdk.jwks_url, no [sdk.saml]) accepts any bundle without
+	// source: no sdk.jwks_url, jwt.issuer_url, [[jwt.issuers]] nor
+	// [sdk.saml]) accepts any bundle without
 	// checking a signature, and any other configuration refuses every
 	// bundle. Env SVC_BUNDLE_VERIFY_KEY_FILE.
 	BundleVerifyKeyFile string `toml:"bundle_verify_key_file" yaml:"bundle_verify_key_file"`
@@ -332,6 +333,19 @@ type Policy struct {
 type JWT struct {
 	// Issuer, when set, must equal the token's iss. Env SVC_JWT_ISSUER.
 	Issuer string `toml:"issuer" yaml:"issuer"`
+	// IssuerURL is an OpenID Connect provider's issuer: its keys are found
+	// through the discovery document at the issuer URL followed by
+	// /.well-known/openid-configuration, whose issuer must equal it
+	// exactly, and tokens must carry it as iss. An identity source
+	// instead of sdk.jwks_url; jwt.issuer, when set beside it, must equal
+	// it. https, or http on a loopback host. See docs/oidc.md.
+	// Env SVC_JWT_ISSUER_URL.
+	IssuerURL string `toml:"issuer_url" yaml:"issuer_url"`
+	// Issuers lists several identity providers ([[jwt.issuers]]); a token
+	// is verified by the one its iss names, with that provider's keys
+	// alone. An identity source instead of sdk.jwks_url, jwt.issuer_url
+	// and jwt.issuer. A list of tables: no environment variable.
+	Issuers []JWTIssuer `toml:"issuers" yaml:"issuers"`
 	// Audiences, when set, must contain one of the token's aud values.
 	// Env SVC_JWT_AUDIENCES (comma-separated).
 	Audiences []string `toml:"audiences" yaml:"audiences"`
@@ -354,6 +368,39 @@ type JWT struct {
 	// derived from Cache-Control. Defaults 1m and 1h.
 	JWKSMinRefresh Duration `toml:"jwks_min_refresh" yaml:"jwks_min_refresh"`
 	JWKSMaxRefresh Duration `toml:"jwks_max_refresh" yaml:"jwks_max_refresh"`
+}
+
+// JWTIssuer is one [[jwt.issuers]] table: an identity provider whose
+// tokens the sidecar accepts.
+type JWTIssuer struct {
+	// IssuerURL is the provider's OpenID Connect issuer, its keys found by
+	// discovery as for jwt.issuer_url. Set it, or issuer and jwks_url.
+	// [[jwt.issuers]] is a list of tables, which no environment variable
+	// sets; see docs/oidc.md.
+	IssuerURL string `toml:"issuer_url" yaml:"issuer_url"`
+	// Issuer is the iss of the provider's tokens, with jwks_url instead
+	// of issuer_url.
+	Issuer string `toml:"issuer" yaml:"issuer"`
+	// JWKSURL is the provider's JWKS endpoint, with issuer: https, or http
+	// on a loopback host.
+	JWKSURL string `toml:"jwks_url" yaml:"jwks_url"`
+	// Audiences, when set, must contain one of the token's aud values.
+	// Default jwt.audiences.
+	Audiences []string `toml:"audiences" yaml:"audiences"`
+	// TenantClaim names the claim that carries the tenant, required in
+	// every token of the provider. Default "tenant_id".
+	TenantClaim string `toml:"tenant_claim" yaml:"tenant_claim"`
+	// Tenant, when set, is the tenant of every token of the provider,
+	// which then needs no tenant claim; not with tenant_claim.
+	Tenant string `toml:"tenant" yaml:"tenant"`
+}
+
+// Iss is the iss the issuer's tokens carry: IssuerURL, or else Issuer.
+func (i JWTIssuer) Iss() string {
+	if i.IssuerURL != "" {
+		return i.IssuerURL
+	}
+	return i.Issuer
 }
 
 // Tenant is one [tenants.<id>] table.

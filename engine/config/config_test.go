@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -212,6 +213,22 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 			}
 		})
 	}
+	// full.toml sets sdk.jwks_url, which jwt.issuer_url replaces:
+	// oidc.toml sets the issuer URL instead.
+	t.Run("SVC_JWT_ISSUER_URL", func(t *testing.T) {
+		covered["SVC_JWT_ISSUER_URL"] = true
+		cfg, err := Load("testdata/oidc.toml", envOf(map[string]string{"SVC_JWT_ISSUER_URL": "https://other.example.com"}))
+		if err != nil {
+			t.Fatalf("Load: %v", err)
+		}
+		if cfg.JWT.IssuerURL != "https://other.example.com" || cfg.Overrides["jwt.issuer_url"] != "SVC_JWT_ISSUER_URL" {
+			t.Errorf("jwt.issuer_url = %q, overrides %v; want the variable's", cfg.JWT.IssuerURL, cfg.Overrides)
+		}
+		file, err := Load("testdata/oidc.toml", noEnv)
+		if err != nil || file.JWT.IssuerURL != "https://idp.example.com" {
+			t.Errorf("oidc.toml: jwt.issuer_url = %q, %v", file.JWT.IssuerURL, err)
+		}
+	})
 	// Covered by TestSAMLFromEnvOnly: full.toml's own values conflict with them.
 	for _, n := range []string{"SVC_SAML_IDP_METADATA_FILE", "SVC_SAML_SP_PRIVATE_KEY_PEM", "SVC_SAML_SP_CERTIFICATE_PEM"} {
 		covered[n] = true
@@ -252,7 +269,7 @@ func TestLoadErrors(t *testing.T) {
 		{file: "syntax.toml", want: []string{"testdata/syntax.toml:1:5: expected ']' to close table name"}},
 		{file: "syntax.yaml", want: []string{"testdata/syntax.yaml:3: mapping values are not allowed in this context"}},
 		{file: "closed_no_jwks.toml", want: []string{
-			"testdata/closed_no_jwks.toml:3: sdk.fail_mode: fail_mode=closed requires an identity source (sdk.jwks_url or sdk.saml or api_keys.file): without one every bearer is accepted as anonymous (development mode)"}},
+			"testdata/closed_no_jwks.toml:3: sdk.fail_mode: fail_mode=closed requires an identity source (sdk.jwks_url or sdk.saml or jwt.issuer_url or jwt.issuers or api_keys.file): without one every bearer is accepted as anonymous (development mode)"}},
 		{file: "bare_number_duration.toml", want: []string{
 			`testdata/bare_number_duration.toml: jwt.clock_skew: must be a duration string such as "30s", got a TOML integer`}},
 		{file: "negative_duration.yaml", want: []string{
@@ -508,5 +525,27 @@ func TestSAMLFromEnvOnly(t *testing.T) {
 	}))
 	if err == nil || !strings.Contains(err.Error(), "sdk.saml.sp_certificate_file") {
 		t.Errorf("key without certificate: err = %v", err)
+	}
+}
+
+// TestIssuersFile loads several identity providers from [[jwt.issuers]]:
+// they are the identity source, and each keeps its own tenant setting.
+func TestIssuersFile(t *testing.T) {
+	cfg, err := Load("testdata/issuers.toml", noEnv)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	want := []JWTIssuer{
+		{IssuerURL: "https://login.example.com", TenantClaim: "org"},
+		{Issuer: "https://partner.example.net/", JWKSURL: "https://partner.example.net/keys", Audiences: []string{"partner-api"}, Tenant: "partner"},
+	}
+	if diff := cmp.Diff(want, cfg.JWT.Issuers); diff != "" {
+		t.Errorf("jwt.issuers (-want +got):\n%s", diff)
+	}
+	if cfg.DevMode() || !slices.Equal(cfg.IdentitySources(), []string{"jwt.issuers"}) {
+		t.Errorf("DevMode %v, sources %v; want jwt.issuers alone", cfg.DevMode(), cfg.IdentitySources())
+	}
+	if got := cfg.JWT.Issuers[0].Iss(); got != "https://login.example.com" {
+		t.Errorf("Iss() = %q, want the issuer URL", got)
 	}
 }

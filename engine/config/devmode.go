@@ -22,6 +22,8 @@ var identitySources = []struct {
 }{
 	{"sdk.jwks_url", func(c Config) bool { return c.SDK.JWKSURL != "" }},
 	{SAMLSource, func(c Config) bool { return c.SDK.SAML != nil }},
+	{"jwt.issuer_url", func(c Config) bool { return c.JWT.IssuerURL != "" }},
+	{"jwt.issuers", func(c Config) bool { return len(c.JWT.Issuers) > 0 }},
 	{"api_keys.file", func(c Config) bool { return c.APIKeys.File != "" }},
 }
 

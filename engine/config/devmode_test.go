@@ -24,8 +24,12 @@ func samlOnly() Config {
 // source added to it comes with its case here.
 func TestIdentitySourcesEndDevelopmentMode(t *testing.T) {
 	sources := map[string]func(*Config){
-		"sdk.jwks_url":  func(c *Config) { c.SDK.JWKSURL = "https://idp.example.com/jwks" },
-		"sdk.saml":      func(c *Config) { c.SDK.SAML = &SAML{} },
+		"sdk.jwks_url":   func(c *Config) { c.SDK.JWKSURL = "https://idp.example.com/jwks" },
+		"sdk.saml":       func(c *Config) { c.SDK.SAML = &SAML{} },
+		"jwt.issuer_url": func(c *Config) { c.JWT.IssuerURL = "https://idp.example.com" },
+		"jwt.issuers": func(c *Config) {
+			c.JWT.Issuers = []JWTIssuer{{Issuer: "https://idp.example.com", JWKSURL: "https://idp.example.com/jwks"}}
+		},
 		"api_keys.file": func(c *Config) { c.APIKeys.File = "/etc/svc/api-keys.toml" },
 	}
 	if got, want := slices.Sorted(func(yield func(string) bool) {
@@ -63,7 +67,7 @@ func TestFailClosedNeedsIdentitySource(t *testing.T) {
 	c.SetDefaults()
 	err := c.Validate()
 	if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "sdk.fail_mode") ||
-		!strings.Contains(err.Error(), "requires an identity source (sdk.jwks_url or sdk.saml or api_keys.file)") {
+		!strings.Contains(err.Error(), "requires an identity source (sdk.jwks_url or sdk.saml or jwt.issuer_url or jwt.issuers or api_keys.file)") {
 		t.Fatalf("Validate = %v, want the refusal of fail_mode=closed naming the identity sources", err)
 	}
 	c = samlOnly()

@@ -58,6 +58,7 @@ func ExampleEnvVars() {
 	// SVC_POLICY_DRY_RUN_EVAL_TIMEOUT overrides policy.dry_run_eval_timeout
 	// SVC_LOG_LEVEL overrides log.level
 	// SVC_JWT_ISSUER overrides jwt.issuer
+	// SVC_JWT_ISSUER_URL overrides jwt.issuer_url
 	// SVC_JWT_AUDIENCES overrides jwt.audiences
 	// SVC_JWT_ALLOWED_TYP overrides jwt.allowed_typ
 	// SVC_JWT_CACHE_MAX_AGE overrides jwt.cache_max_age

@@ -263,6 +263,83 @@ func (v *validator) jwt() {
 			v.fail(keyPath("jwt", "allowed_typ", index(i)), "must not be empty")
 		}
 	}
+	v.issuerURL()
+	v.issuers()
+}
+
+// issuerURL checks jwt.issuer_url: an identity source of its own, which
+// names the keys sdk.jwks_url would, and the iss jwt.issuer would.
+func (v *validator) issuerURL() {
+	j := v.c.JWT
+	if j.IssuerURL == "" {
+		return
+	}
+	if msg := checkURL(j.IssuerURL, true); msg != "" {
+		v.fail("jwt.issuer_url", "%s", msg)
+	}
+	if v.c.SDK.JWKSURL != "" {
+		v.fail("jwt.issuer_url", "must not be set together with %s: the keys come from the issuer's discovery document; set one of them",
+			v.c.Setting("sdk.jwks_url"))
+	}
+	if j.Issuer != "" && j.Issuer != j.IssuerURL {
+		v.fail("jwt.issuer", "%q differs from jwt.issuer_url %q: tokens must carry the issuer URL as iss; unset jwt.issuer or make them equal",
+			j.Issuer, j.IssuerURL)
+	}
+}
+
+// issuers checks [[jwt.issuers]]: each entry names its keys one way,
+// entries are told apart by iss, and the single-provider keys stay
+// empty beside them.
+func (v *validator) issuers() {
+	j := v.c.JWT
+	if len(j.Issuers) == 0 {
+		return
+	}
+	for _, key := range []struct {
+		name string
+		set  bool
+	}{{"sdk.jwks_url", v.c.SDK.JWKSURL != ""}, {"jwt.issuer_url", j.IssuerURL != ""}, {"jwt.issuer", j.Issuer != ""}} {
+		if key.set {
+			v.fail(key.name, "must be empty with [[jwt.issuers]]: each provider is set in its own [[jwt.issuers]] table")
+		}
+	}
+	seen := map[string]int{}
+	for i, is := range j.Issuers {
+		key := func(field string) string { return keyPath("jwt", "issuers", index(i), field) }
+		switch {
+		case is.IssuerURL != "" && (is.Issuer != "" || is.JWKSURL != ""):
+			v.fail(key("issuer_url"), "must not be set together with issuer or jwks_url: the keys come from the issuer's discovery document")
+		case is.IssuerURL != "":
+			if msg := checkURL(is.IssuerURL, true); msg != "" {
+				v.fail(key("issuer_url"), "%s", msg)
+			}
+		case is.Issuer == "" || is.JWKSURL == "":
+			v.fail(keyPath("jwt", "issuers", index(i)), "needs issuer_url, or issuer and jwks_url")
+		default:
+			if msg := checkURL(is.JWKSURL, true); msg != "" {
+				v.fail(key("jwks_url"), "%s", msg)
+			}
+		}
+		if iss := is.Iss(); iss != "" {
+			if first, dup := seen[iss]; dup {
+				field := "issuer"
+				if is.IssuerURL != "" {
+					field = "issuer_url"
+				}
+				v.fail(key(field), "%q is also the issuer of jwt.issuers[%d]: a token is routed by its iss, which must name one provider", iss, first)
+			} else {
+				seen[iss] = i
+			}
+		}
+		if is.Tenant != "" && is.TenantClaim != "" {
+			v.fail(key("tenant"), "must not be set together with tenant_claim: a fixed tenant reads no claim")
+		}
+		for k, a := range is.Audiences {
+			if strings.TrimSpace(a) == "" {
+				v.fail(keyPath("jwt", "issuers", index(i), "audiences", index(k)), "must not be empty")
+			}
+		}
+	}
 }
 
 func (v *validator) tenants() {

@@ -51,13 +51,35 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 		{"fail_mode enum from env", func(c *Config) { c.SDK.FailMode = "maybe" }, "SVC_FAIL_MODE",
 			"sdk.fail_mode", `SVC_FAIL_MODE: must be "open" or "closed", got "maybe"`},
 		{"closed without jwks_url", func(c *Config) { c.SDK.JWKSURL = ""; c.SDK.SAML = nil }, "",
-			"sdk.fail_mode", "svc.toml: sdk.fail_mode: fail_mode=closed requires an identity source (sdk.jwks_url or sdk.saml or api_keys.file): without one every bearer is accepted as anonymous (development mode)"},
+			"sdk.fail_mode", "svc.toml: sdk.fail_mode: fail_mode=closed requires an identity source (sdk.jwks_url or sdk.saml or jwt.issuer_url or jwt.issuers or api_keys.file): without one every bearer is accepted as anonymous (development mode)"},
 		{"jwks_url unparseable", func(c *Config) { c.SDK.JWKSURL = "://idp" }, "",
 			"sdk.jwks_url", "svc.toml: sdk.jwks_url: must be a URL: missing protocol scheme"},
 		{"jwks_url public http", func(c *Config) { c.SDK.JWKSURL = "http://idp.example.com/jwks" }, "SVC_JWKS_URL",
 			"sdk.jwks_url", `SVC_JWKS_URL: must use https (http only on a loopback host), got "http://idp.example.com/jwks"`},
 		{"jwks_url with password", func(c *Config) { c.SDK.JWKSURL = "https://u:hunter2@idp.example.com/jwks" }, "",
 			"sdk.jwks_url", `svc.toml: sdk.jwks_url: must not carry credentials, got "https://u:xxxxx@idp.example.com/jwks"`},
+		{"issuer_url beside jwks_url", func(c *Config) { c.JWT.IssuerURL = "https://idp.example.com" }, "SVC_JWT_ISSUER_URL",
+			"jwt.issuer_url", "SVC_JWT_ISSUER_URL: must not be set together with sdk.jwks_url (svc.toml): the keys come from the issuer's discovery document; set one of them"},
+		{"issuer_url public http", func(c *Config) { c.SDK.JWKSURL, c.JWT.IssuerURL = "", "http://idp.example.com" }, "",
+			"jwt.issuer_url", "svc.toml: jwt.issuer_url: must use https (http only on a loopback host), got \"http://idp.example.com\""},
+		{"issuer differs from issuer_url", func(c *Config) {
+			c.SDK.JWKSURL, c.JWT.IssuerURL, c.JWT.Issuer = "", "https://idp.example.com", "https://idp.example.com/"
+		}, "", "jwt.issuer", "svc.toml: jwt.issuer: \"https://idp.example.com/\" differs from jwt.issuer_url \"https://idp.example.com\": tokens must carry the issuer URL as iss; unset jwt.issuer or make them equal"},
+		{"issuers beside jwks_url", func(c *Config) {
+			c.JWT.Issuers = []JWTIssuer{{IssuerURL: "https://a.example.com"}}
+		}, "", "sdk.jwks_url", "svc.toml: sdk.jwks_url: must be empty with [[jwt.issuers]]: each provider is set in its own [[jwt.issuers]] table"},
+		{"issuers entry without keys", func(c *Config) {
+			c.SDK.JWKSURL, c.JWT.Issuers = "", []JWTIssuer{{IssuerURL: "https://a.example.com"}, {Issuer: "b"}}
+		}, "", "jwt.issuers[1]", "svc.toml: jwt.issuers[1]: needs issuer_url, or issuer and jwks_url"},
+		{"issuers entry with both", func(c *Config) {
+			c.SDK.JWKSURL, c.JWT.Issuers = "", []JWTIssuer{{IssuerURL: "https://a.example.com", JWKSURL: "https://a.example.com/k"}}
+		}, "", "jwt.issuers[0].issuer_url", "svc.toml: jwt.issuers[0].issuer_url: must not be set together with issuer or jwks_url: the keys come from the issuer's discovery document"},
+		{"issuers same iss", func(c *Config) {
+			c.SDK.JWKSURL, c.JWT.Issuers = "", []JWTIssuer{{IssuerURL: "https://a.example.com"}, {Issuer: "https://a.example.com", JWKSURL: "https://a.example.com/k"}}
+		}, "", "jwt.issuers[1].issuer", "svc.toml: jwt.issuers[1].issuer: \"https://a.example.com\" is also the issuer of jwt.issuers[0]: a token is routed by its iss, which must name one provider"},
+		{"issuers tenant and tenant_claim", func(c *Config) {
+			c.SDK.JWKSURL, c.JWT.Issuers = "", []JWTIssuer{{IssuerURL: "https://a.example.com", Tenant: "acme", TenantClaim: "org"}}
+		}, "", "jwt.issuers[0].tenant", "svc.toml: jwt.issuers[0].tenant: must not be set together with tenant_claim: a fixed tenant reads no claim"},
 		{"sidecar_addr without port", func(c *Config) { c.SDK.SidecarAddr = "[::1]" }, "",
 			"sdk.sidecar_addr", `svc.toml: sdk.sidecar_addr: must be host:port, got "[::1]"`},
 		{"sidecar_addr named port", func(c *Config) { c.SDK.SidecarAddr = "localhost:grpc" }, "SVC_SIDECAR_ADDR",
@@ -251,7 +273,7 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 // Redis in a configuration that why makes a production one.
 func idpInitiatedWithoutRedis(why string) string {
 	return "true requires rate_limit.redis_addr (SVC_REDIS_ADDR) outside a local trial (every listener: sdk.sidecar_addr, sidecar.http_addr, " +
-		"sidecar.saml_addr, on a loopback address or a Unix socket, and no identity source but [sdk.saml]: no sdk.jwks_url, no api_keys.file); here " +
+		"sidecar.saml_addr, on a loopback address or a Unix socket, and no identity source but [sdk.saml]: no sdk.jwks_url, no jwt.issuer_url, no jwt.issuers, no api_keys.file); here " +
 		why + ": without Redis the assertion replay cache is per process, so a replica or a restart would accept an unsolicited assertion again"
 }
 

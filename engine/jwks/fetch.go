@@ -90,9 +90,16 @@ func (c *Cache) logRejected(rejected []rejectedKey) {
 // download performs one GET of the set. It returns the validated set, the
 // keys that failed validation and the refresh interval.
 func (c *Cache) download(ctx context.Context) (*keySet, []rejectedKey, time.Duration, error) {
+	if c.opts.IssuerURL != "" {
+		uri, err := c.discover(ctx)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		c.setURL(uri)
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.FetchTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, *c.url.Load(), nil)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("jwks request: %w", err)
 	}
@@ -130,6 +137,26 @@ func (c *Cache) download(ctx context.Context) (*keySet, []rejectedKey, time.Dura
 	}
 	interval := refreshInterval(resp.Header.Values("Cache-Control"), c.opts.MinRefresh, c.opts.MaxRefresh)
 	return s, rejected, interval, nil
+}
+
+// setURL makes uri, a discovery document's jwks_uri, the endpoint of
+// this and later fetches.
+func (c *Cache) setURL(uri string) {
+	if old := c.url.Load(); old != nil && *old == uri {
+		return
+	}
+	c.url.Store(&uri)
+	shown := uri
+	if u, err := url.Parse(uri); err == nil {
+		shown = redactURL(u)
+	}
+	c.mu.Lock()
+	prev := c.st.URL
+	c.st.URL = shown
+	c.mu.Unlock()
+	if prev != "" {
+		c.log.Info("jwks_uri changed in the discovery document", "from", prev, "to", shown)
+	}
 }
 
 // withoutURL drops the URL that net/http puts in its errors: it may carry

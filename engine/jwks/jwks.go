@@ -10,6 +10,9 @@
 // singleflighted and rate-limited, so a flood of tokens with random kids
 // cannot hammer the provider. When the provider is unreachable the keys
 // already loaded keep serving and Status reports the cache as partitioned.
+// Named by an OpenID Connect issuer instead (Options.IssuerURL), a Cache
+// reads the issuer's discovery document before each fetch and takes the
+// keys at its jwks_uri.
 //
 // The lifecycle is New → Run(ctx) (optional; without it the first Key call
 // fetches lazily) → Key from any number of goroutines → Status.
@@ -49,10 +52,19 @@ const (
 	DefaultUnknownKIDBurst    = 3
 )
 
-// Options configures a Cache. Only URL is required.
+// Options configures a Cache. URL or IssuerURL is required, not both.
 type Options struct {
 	// URL is the JWKS endpoint: https, or http on a loopback host.
 	URL string
+	// IssuerURL is an OpenID Connect issuer instead of URL: every fetch
+	// first reads its discovery document (DiscoveryURL), whose issuer
+	// must equal IssuerURL exactly (else the fetch fails with
+	// ErrIssuerMismatch), then the keys at its jwks_uri. The document is
+	// thus refreshed with the keys, and a jwks_uri that moves is
+	// followed; while the document cannot be read, the keys already
+	// loaded keep serving as for any failed fetch. https, or http on a
+	// loopback host.
+	IssuerURL string
 	// Client performs the fetches. Default: a client with Go's default
 	// transport that follows redirects only to https (or http on a
 	// loopback host). Its Timeout, if any, applies on top of FetchTimeout.
@@ -115,7 +127,7 @@ func (k Key) Allows(alg jwa.SignatureAlgorithm) bool {
 // Cache is a rotation-safe, concurrency-safe JWKS cache. Create it with New.
 type Cache struct {
 	opts    Options
-	url     string
+	url     atomic.Pointer[string] // the JWKS endpoint; with IssuerURL, the last jwks_uri
 	log     *slog.Logger
 	set     atomic.Pointer[keySet]
 	group   singleflight.Group
@@ -134,8 +146,11 @@ type Cache struct {
 
 // Status describes the cache for `sidecar status` and metrics.
 type Status struct {
-	// URL is the JWKS endpoint.
+	// URL is the JWKS endpoint: with Options.IssuerURL, the jwks_uri of
+	// the last discovery document read ("" before the first).
 	URL string
+	// Issuer is Options.IssuerURL, "" without discovery.
+	Issuer string
 	// KeySets is the number of key sets cached: 0 before the first
 	// successful fetch, then 1.
 	KeySets int
@@ -167,7 +182,14 @@ type Status struct {
 // New validates opts, fills defaults and returns a Cache that has fetched
 // nothing yet.
 func New(opts Options) (*Cache, error) {
-	u, err := url.Parse(opts.URL)
+	raw := opts.URL
+	switch {
+	case opts.URL != "" && opts.IssuerURL != "":
+		return nil, errors.New("jwks: url and issuer url are exclusive")
+	case opts.IssuerURL != "":
+		raw = opts.IssuerURL
+	}
+	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("jwks: invalid url: %w", err)
 	}
@@ -212,11 +234,17 @@ func New(opts Options) (*Cache, error) {
 	}
 	c := &Cache{
 		opts:    opts,
-		url:     u.String(),
 		log:     opts.Logger.With("component", "jwks"),
 		limiter: newBucket(opts.UnknownKIDBurst, opts.UnknownKIDInterval, opts.Now()),
 	}
-	c.st.URL = redactURL(u)
+	if opts.IssuerURL != "" {
+		c.st.Issuer = opts.IssuerURL
+		c.log = c.log.With("issuer", opts.IssuerURL)
+	} else {
+		s := u.String()
+		c.url.Store(&s)
+		c.st.URL = redactURL(u)
+	}
 	return c, nil
 }
 

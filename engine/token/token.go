@@ -80,6 +80,9 @@ type Options struct {
 	AllowedTyp []string
 	// TenantClaim names the required tenant claim. Default "tenant_id".
 	TenantClaim string
+	// TenantOptional drops the tenant claim rule, for an issuer whose
+	// tokens all belong to one tenant the caller sets itself (Derive).
+	TenantOptional bool
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	// Derive, when set, computes a value from a token's claims once per
@@ -143,11 +146,13 @@ type Verifier struct {
 	audiences   map[string]struct{}
 	skew        int64 // nanoseconds
 	tenantClaim string
-	allowedTyp  []string // lower-case, without "application/"
-	maxAge      int64    // nanoseconds
-	now         func() time.Time
-	derive      func(Claims) any // nil: nothing derived
-	cache       *cache           // nil when disabled
+	// tenantOptional: no tenant claim is required (Options.TenantOptional).
+	tenantOptional bool
+	allowedTyp     []string // lower-case, without "application/"
+	maxAge         int64    // nanoseconds
+	now            func() time.Time
+	derive         func(Claims) any // nil: nothing derived
+	cache          *cache           // nil when disabled
 }
 
 // New validates opts, fills defaults and returns a Verifier.
@@ -177,13 +182,14 @@ func New(opts Options) (*Verifier, error) {
 		opts.Now = time.Now
 	}
 	v := &Verifier{
-		keys:        opts.Keys,
-		issuer:      opts.Issuer,
-		skew:        int64(opts.Skew),
-		tenantClaim: opts.TenantClaim,
-		maxAge:      int64(opts.CacheMaxAge),
-		now:         opts.Now,
-		derive:      opts.Derive,
+		keys:           opts.Keys,
+		issuer:         opts.Issuer,
+		skew:           int64(opts.Skew),
+		tenantClaim:    opts.TenantClaim,
+		tenantOptional: opts.TenantOptional,
+		maxAge:         int64(opts.CacheMaxAge),
+		now:            opts.Now,
+		derive:         opts.Derive,
 	}
 	for _, t := range opts.AllowedTyp {
 		t = normalizeTyp(t)
@@ -221,6 +227,10 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Claims, error) {
 func (v *Verifier) VerifyDerived(ctx context.Context, raw string) (Claims, any, error) {
 	return Chain{v}.VerifyDerived(ctx, raw)
 }
+
+// Issuer is the iss the verifier requires (Options.Issuer), "" when any
+// is accepted.
+func (v *Verifier) Issuer() string { return v.issuer }
 
 // Retain drops the cached tokens whose verifying key holds does not
 // accept (by kid and RFC 7638 thumbprint), and returns how many it

@@ -265,6 +265,9 @@ func (v *Verifier) checkClaims(c Claims) error {
 	if v.audiences != nil && !v.audienceMatches(c["aud"]) {
 		return reason.New(reason.AudienceMismatch, "no audience matches")
 	}
+	if v.tenantOptional {
+		return nil
+	}
 	if t, _ := c[v.tenantClaim].(string); t == "" {
 		return reason.New(reason.TenantMissing, "claim %s missing, empty or not a string", v.tenantClaim)
 	}

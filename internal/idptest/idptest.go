@@ -27,8 +27,12 @@ import (
 // in the header of every token it signs.
 const KID = "idptest-rsa-1"
 
-// jwksPath is the only path the IdP answers; any other is 404.
-const jwksPath = "/jwks.json"
+// jwksPath and discoveryPath are the only paths the IdP answers; any
+// other is 404.
+const (
+	jwksPath      = "/jwks.json"
+	discoveryPath = "/.well-known/openid-configuration"
+)
 
 // signingKey is generated once per process and shared by every IdP:
 // 2048-bit RSA generation takes long, under -race even more.
@@ -79,13 +83,17 @@ func New(t testing.TB, opts ...Option) *IdP {
 		t.Fatalf("idptest: encode jwks: %v", err)
 	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != jwksPath {
+		switch r.URL.Path {
+		case jwksPath:
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Cache-Control", "max-age=300")
+			_, _ = w.Write(body)
+		case discoveryPath:
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]string{"issuer": p.Issuer(), "jwks_uri": p.JWKSURL()})
+		default:
 			http.NotFound(w, r)
-			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "max-age=300")
-		_, _ = w.Write(body)
 	})
 	if o.tls {
 		p.srv = httptest.NewTLSServer(h)
@@ -98,6 +106,11 @@ func New(t testing.TB, opts ...Option) *IdP {
 
 // JWKSURL returns the address of the JWKS endpoint.
 func (p *IdP) JWKSURL() string { return p.srv.URL + jwksPath }
+
+// Issuer returns the IdP's OpenID Connect issuer: its base URL, whose
+// discovery document (/.well-known/openid-configuration) names it and
+// JWKSURL.
+func (p *IdP) Issuer() string { return p.srv.URL }
 
 // Client returns an HTTP client that trusts the IdP's certificate when it
 // serves over TLS.

@@ -30,7 +30,7 @@ _log = logging.getLogger("svc_sdk")
 TOKEN_FAILURES = frozenset({
     "token-malformed", "token-expired", "token-not-yet-valid", "token-issued-in-future",
     "signature-invalid", "unknown-kid", "alg-not-allowed", "key-too-weak", "tenant-missing",
-    "issuer-mismatch", "audience-mismatch",
+    "issuer-mismatch", "issuer-unknown", "audience-mismatch",
 })
 
 # Reasons for which nothing could be said about the token.

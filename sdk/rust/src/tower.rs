@@ -271,6 +271,7 @@ const TOKEN_FAILURES: &[&str] = &[
     "key-too-weak",
     "tenant-missing",
     "issuer-mismatch",
+    "issuer-unknown",
     "audience-mismatch",
     "typ-not-allowed",
 ];

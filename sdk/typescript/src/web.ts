@@ -17,7 +17,7 @@ import { type AuthorizeOptions, type Decision, SidecarUnavailableError, type Svc
 const TOKEN_FAILURES = new Set([
   "token-malformed", "token-expired", "token-not-yet-valid", "token-issued-in-future",
   "signature-invalid", "unknown-kid", "alg-not-allowed", "key-too-weak", "tenant-missing",
-  "issuer-mismatch", "audience-mismatch",
+  "issuer-mismatch", "issuer-unknown", "audience-mismatch",
 ]);
 
 /** Reasons for which nothing could be said about the token. */
