@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/svc-dev/svc/e2e/harness"
 )
@@ -17,37 +16,20 @@ import (
 // ports and paths are swapped for free ones, given to core deploy nginx
 // as its flags, and the binaries are the ones the harness built.
 func TestDocsNginxTryIt(t *testing.T) {
-	bash := harness.LookPath(t, "bash", "install bash")
 	nginx := harness.LookPath(t, "nginx", "apt-get install nginx (scripts/test-packages.txt)")
-	harness.LookPath(t, "curl", "apt-get install curl (scripts/test-packages.txt)")
-	bin := filepath.Dir(harness.Binary(t, "svc-sidecar"))
-	harness.Binary(t, "svc-demo")
-	harness.Binary(t, "core")
-	dir := t.TempDir()
+	d := newDocRun(t, nil, "svc-sidecar", "svc-demo", "core")
 	front, httpAddr, app, saml := harness.FreeAddr(t), harness.FreeAddr(t), harness.FreeAddr(t), harness.FreeAddr(t)
-
-	block := docsBlock(t, "nginx-caddy.md", "## Try it with nginx")
-	if !strings.HasPrefix(block, "make build\n") {
-		t.Fatalf("the block no longer starts with make build:\n%s", block)
-	}
-	script := strings.NewReplacer(
-		"make build\n", "",
-		"./bin/", bin+"/",
+	script := d.buildBlock("nginx-caddy.md", "## Try it with nginx", nil,
 		"core deploy nginx ", "core deploy nginx --listen "+front+" --app "+app+" --sidecar "+httpAddr+" --signin "+saml+" ",
-		"/tmp/svc-nginx", filepath.Join(dir, "prefix"),
+		"/tmp/svc-nginx", filepath.Join(d.dir, "prefix"),
 		"localhost:8080", front,
 		"localhost:7700", httpAddr,
 		"127.0.0.1:5678", app,
 		"\nnginx -p", "\n"+nginx+" -p",
-	).Replace(block)
-
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
+	)
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + d.dir,
 		"SVC_HTTP_ADDR=" + httpAddr, "SVC_SIDECAR_ADDR=" + harness.FreeAddr(t), "SVC_SAML_ADDR=" + saml}
-	out, err := runDocBlock(t, bash, "-uo pipefail", dir, env, script, 2*time.Minute)
-	if err != nil {
-		t.Fatalf("the docs/nginx-caddy.md block failed: %v\n%s", err, out)
-	}
-	s := string(out)
+	s := d.run("the docs/nginx-caddy.md block", "-uo pipefail", env, script)
 	i401, i403 := strings.Index(s, "HTTP/1.1 401"), strings.Index(s, "HTTP/1.1 403")
 	i200 := strings.Index(s, "HTTP/1.1 200")
 	i403b := strings.LastIndex(s, "HTTP/1.1 403")

@@ -18,9 +18,8 @@ import (
 // an allowed /check, the same token's DELETE and a tampered token are
 // refused. Only the fixed address and bin/ are swapped for the test's.
 func TestReadmeTour(t *testing.T) {
-	bash := harness.LookPath(t, "bash", "install bash")
-	harness.LookPath(t, "curl", "apt-get install curl (scripts/test-packages.txt)")
-	core := harness.Binary(t, "core")
+	d := newDocRun(t, nil, "core")
+	d.timeout = time.Minute
 	raw, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "README.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -33,14 +32,10 @@ func TestReadmeTour(t *testing.T) {
 		"SVC_TENANT_ID": "", "SVC_AUDIT_DESTINATION": "", "SVC_STATE_DIR": "",
 		"SVC_DEV_ISSUER_DIR": "", "HOME": home, "XDG_CONFIG_HOME": "",
 	}})
-	script := strings.NewReplacer("localhost:7700", s.HTTPAddr, "bin/core", core).Replace(block)
-	env := append(harness.ChildEnv(nil), "HOME="+home)
-	out, err := runDocBlock(t, bash, "-uo pipefail", t.TempDir(), env, script, time.Minute)
-	if err != nil {
-		t.Fatalf("the README tour failed: %v\n%s", err, out)
-	}
+	script := strings.NewReplacer("localhost:7700", s.HTTPAddr, "bin/core", filepath.Join(d.bin, "core")).Replace(block)
+	out := d.run("the README tour", "-uo pipefail", append(harness.ChildEnv(nil), "HOME="+home), script)
 	// Each answer the README shows, in its order.
-	answersInOrder(t, "the README tour", string(out),
+	answersInOrder(t, "the README tour", out,
 		`"reason":"policy-deny","deny_reasons":\["no-role"\].*"subject":"anonymous"`,
 		`"allowed":true,"reason":"policy-allow".*"subject":"dev-user","tenant_id":"dev"`,
 		`HTTP/1.1 200 OK(?s:.*)X-Svc-User-Id: dev-user`,

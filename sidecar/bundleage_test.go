@@ -30,10 +30,7 @@ func opaBuildBundle(t testing.TB, revision string, signKey []byte) []byte {
 // with bundle-unordered and the active bundle stays. An upload, which an
 // operator orders by hand, still may.
 func TestBundlePollRefusesUnordered(t *testing.T) {
-	idp := newTestIdP(t)
-	signKey, verifyKey := testkit.ECKeyPEM(t)
-	dir := t.TempDir()
-	writePolicy(t, dir, true)
+	idp, signKey, verifyKey, dir := signedSetup(t)
 	good := buildBundleAt(t, dir, "cp-1", signKey, time.Now().Add(-time.Minute))
 	unordered := opaBuildBundle(t, "opa-2", signKey)
 
@@ -75,10 +72,7 @@ func TestBundlePollRefusesUnordered(t *testing.T) {
 // serving; a fresh bundle brings it back; without the setting an old
 // bundle is healthy.
 func TestBundleMaxAge(t *testing.T) {
-	idp := newTestIdP(t)
-	signKey, verifyKey := testkit.ECKeyPEM(t)
-	dir := t.TempDir()
-	writePolicy(t, dir, true)
+	idp, signKey, verifyKey, dir := signedSetup(t)
 	old := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
 
 	cfg := signedConfig(t, idp, verifyKey)

@@ -71,10 +71,7 @@ func TestBundleFetchRedirectTLS(t *testing.T) {
 // to plain http off loopback, which it reports with a stable code while
 // the active bundle keeps serving.
 func TestBundlePollRedirect(t *testing.T) {
-	idp := newTestIdP(t)
-	signKey, verifyKey := testkit.ECKeyPEM(t)
-	dir := t.TempDir()
-	writePolicy(t, dir, true)
+	idp, signKey, verifyKey, dir := signedSetup(t)
 	polled := buildBundleAt(t, dir, "cdn-1", signKey, time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 
 	var cdn testkit.RequestLog

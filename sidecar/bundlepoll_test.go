@@ -19,10 +19,7 @@ import (
 // goes (a restart must not claim the upload is the control plane's
 // bundle), and the next poll asks without If-None-Match.
 func TestBundlePollAfterUpload(t *testing.T) {
-	idp := newTestIdP(t)
-	signKey, verifyKey := testkit.ECKeyPEM(t)
-	dir := t.TempDir()
-	writePolicy(t, dir, true)
+	idp, signKey, verifyKey, dir := signedSetup(t)
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	polled := buildBundleAt(t, dir, "v1", signKey, t0)
 

@@ -32,6 +32,17 @@ func verifyingConfig(t testing.TB, idp *testIdP, verifyKey []byte) config.Config
 	return cfg
 }
 
+// signedSetup is where a signed-bundle test starts: a test IdP, a
+// signing key pair and a policy directory with the restricted policy.
+func signedSetup(t testing.TB) (idp *testIdP, signKey, verifyKey []byte, dir string) {
+	t.Helper()
+	idp = newTestIdP(t)
+	signKey, verifyKey = testkit.ECKeyPEM(t)
+	dir = t.TempDir()
+	writePolicy(t, dir, true)
+	return idp, signKey, verifyKey, dir
+}
+
 // signedConfig is testConfig with a verification key, a bundle cache
 // directory and a state directory of its own.
 func signedConfig(t testing.TB, idp *testIdP, verifyKey []byte) config.Config {
@@ -44,10 +55,7 @@ func signedConfig(t testing.TB, idp *testIdP, verifyKey []byte) config.Config {
 // TestBundleRevisionNotBackwards: an older bundle (by its signed creation
 // time) is refused unless the caller asks for it.
 func TestBundleRevisionNotBackwards(t *testing.T) {
-	idp := newTestIdP(t)
-	signKey, verifyKey := testkit.ECKeyPEM(t)
-	dir := t.TempDir()
-	writePolicy(t, dir, true)
+	idp, signKey, verifyKey, dir := signedSetup(t)
 	r := startSidecar(t, signedConfig(t, idp, verifyKey))
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
@@ -104,10 +112,7 @@ func TestOlderBundle(t *testing.T) {
 // TestBundlePersistedAcrossRestart: a restarted sidecar serves the bundle
 // that was active, not the configured policy it started from.
 func TestBundlePersistedAcrossRestart(t *testing.T) {
-	idp := newTestIdP(t)
-	signKey, verifyKey := testkit.ECKeyPEM(t)
-	dir := t.TempDir()
-	writePolicy(t, dir, true)
+	idp, signKey, verifyKey, dir := signedSetup(t)
 	cfg := signedConfig(t, idp, verifyKey)
 	viewer := idp.token(t, "alice", testTenant, "viewer")
 

@@ -19,10 +19,7 @@ import (
 // sidecar.state_dir; the operator can still go back on purpose, and a
 // deleted record forgets the order.
 func TestBundleRollbackAcrossRestart(t *testing.T) {
-	idp := newTestIdP(t)
-	signKey, verifyKey := testkit.ECKeyPEM(t)
-	dir := t.TempDir()
-	writePolicy(t, dir, true)
+	idp, signKey, verifyKey, dir := signedSetup(t)
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
 	b1 := buildBundleAt(t, dir, "b1", signKey, t0)
 	b2 := buildBundleAt(t, dir, "b2", signKey, t0.Add(time.Minute))
@@ -92,10 +89,7 @@ func TestBundleRollbackAcrossRestart(t *testing.T) {
 // under another key does not apply; a corrupt one is reported and
 // replaced by the next activation.
 func TestBundleStateFile(t *testing.T) {
-	idp := newTestIdP(t)
-	signKey, verifyKey := testkit.ECKeyPEM(t)
-	dir := t.TempDir()
-	writePolicy(t, dir, true)
+	idp, signKey, verifyKey, dir := signedSetup(t)
 	created := time.Now().Add(-time.Minute).Truncate(time.Second)
 	cfg := signedConfig(t, idp, verifyKey)
 	cfg.Policy.BundleCacheDir = ""
@@ -163,10 +157,7 @@ func TestBundleStateFile(t *testing.T) {
 // bundle active and says so in status; the next activation, of the same
 // bundle too, writes it once it can.
 func TestBundleStateWriteFailure(t *testing.T) {
-	idp := newTestIdP(t)
-	signKey, verifyKey := testkit.ECKeyPEM(t)
-	dir := t.TempDir()
-	writePolicy(t, dir, true)
+	idp, signKey, verifyKey, dir := signedSetup(t)
 	cfg := signedConfig(t, idp, verifyKey)
 	// A file where the directory should be: nothing can be created in it.
 	if err := os.WriteFile(cfg.Sidecar.StateDir, nil, 0o600); err != nil {
@@ -203,10 +194,7 @@ func TestBundleStateWriteFailure(t *testing.T) {
 // and the status says so; an active bundle that ages past the limit
 // keeps serving, degraded.
 func TestBundleMaxAgeRefuse(t *testing.T) {
-	idp := newTestIdP(t)
-	signKey, verifyKey := testkit.ECKeyPEM(t)
-	dir := t.TempDir()
-	writePolicy(t, dir, true)
+	idp, signKey, verifyKey, dir := signedSetup(t)
 	now := time.Now().Truncate(time.Second)
 	stale := buildBundleAt(t, dir, "stale", signKey, now.Add(-2*time.Hour))
 
