@@ -37,6 +37,30 @@ func nonLoopbackIPv4(t *testing.T) string {
 	return ""
 }
 
+// farStatusServer answers a healthy status on a port of ip, counting in
+// hits the requests and in leaked (when not nil) those that carried token;
+// it returns the server's host:port, or "" when ip cannot be listened on.
+func farStatusServer(t *testing.T, ip, token string, hits, leaked *atomic.Int32) string {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		return ""
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if leaked != nil && strings.Contains(r.Header.Get("Authorization"), token) {
+			leaked.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"healthy","ready":true}`))
+	}))
+	srv.Listener.Close()
+	srv.Listener = l
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
 // TestAdminTokenNotSentInTheClear: with an admin token, core refuses
 // plain http to a host that is not loopback before it connects (exit 4,
 // naming the variable and the way out), and the server never sees the
@@ -47,21 +71,8 @@ func TestAdminTokenNotSentInTheClear(t *testing.T) {
 	target := "http://192.0.2.1:7700" // TEST-NET-1: never answers
 	var hits, leaked atomic.Int32
 	if ip := nonLoopbackIPv4(t); ip != "" {
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-		if err == nil {
-			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				hits.Add(1)
-				if strings.Contains(r.Header.Get("Authorization"), token) {
-					leaked.Add(1)
-				}
-				w.Header().Set("Content-Type", "application/json")
-				_, _ = w.Write([]byte(`{"status":"healthy","ready":true}`))
-			}))
-			srv.Listener.Close()
-			srv.Listener = l
-			srv.Start()
-			t.Cleanup(srv.Close)
-			target = srv.URL
+		if addr := farStatusServer(t, ip, token, &hits, &leaked); addr != "" {
+			target = "http://" + addr
 		}
 	}
 	r := run(t, "", "--sidecar", target, "sidecar", "status")
@@ -144,17 +155,8 @@ func TestAdminTokenNotSentOnInsecureRedirect(t *testing.T) {
 		ip = "192.0.2.1" // TEST-NET-1: the refusal comes before any dial
 	}
 	var hits atomic.Int32
-	if l, err := net.Listen("tcp", net.JoinHostPort(ip, "0")); err == nil {
-		far := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			hits.Add(1)
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write([]byte(`{"status":"healthy","ready":true}`))
-		}))
-		far.Listener.Close()
-		far.Listener = l
-		far.Start()
-		t.Cleanup(far.Close)
-		ip = strings.TrimPrefix(far.URL, "http://")
+	if addr := farStatusServer(t, ip, token, &hits, nil); addr != "" {
+		ip = addr
 	} else {
 		ip += ":7700"
 	}

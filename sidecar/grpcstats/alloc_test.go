@@ -23,6 +23,38 @@ func envoyMetadata() metadata.MD {
 		"x-envoy-expected-rq-timeout-ms", "200", "x-request-id", "5f1c8a34-3c7a-4d1e-9a83-0c8e2f1b7d42")
 }
 
+// droppedSpanAllocs is what the SDK's Start of a span the sampler drops
+// allocates: the span and the context carrying it to the decision's
+// spans.
+func droppedSpanAllocs(tp *sdktrace.TracerProvider) float64 {
+	return testing.AllocsPerRun(100, func() {
+		_, span := tp.Tracer("t").Start(context.Background(), "s")
+		span.End()
+	})
+}
+
+// callMetadata is the incoming metadata of the calls the extraction tests
+// compare: with and without trace context and baggage, malformed,
+// repeated or with upper-case keys.
+func callMetadata() map[string]metadata.MD {
+	const tp = "00-" + callerTrace + "-" + callerSpan + "-01"
+	return map[string]metadata.MD{
+		"none":              nil,
+		"envoy":             envoyMetadata(),
+		"traceparent":       metadata.Pairs("traceparent", tp),
+		"unsampled":         metadata.Pairs("traceparent", "00-"+callerTrace+"-"+callerSpan+"-00"),
+		"malformed":         metadata.Pairs("traceparent", "00-zz"),
+		"empty value":       metadata.Pairs("traceparent", ""),
+		"tracestate only":   metadata.Pairs("tracestate", "vendor=x"),
+		"with tracestate":   metadata.Pairs("traceparent", tp, "tracestate", "vendor=x"),
+		"baggage":           metadata.Pairs("baggage", "tenant=acme"),
+		"repeated":          metadata.Pairs("traceparent", tp, "traceparent", "00-zz"),
+		"with envoy extras": metadata.Join(envoyMetadata(), metadata.Pairs("traceparent", tp, "baggage", "a=b")),
+		"upper case key":    {"Traceparent": {tp}, "BAGGAGE": {"a=b"}},
+		"lister key":        metadata.Pairs("x-lister", "1"),
+	}
+}
+
 // unsampledHandler is a Handler whose sampler drops every span without a
 // sampled parent, with a metric reader.
 func unsampledHandler(tb testing.TB) (*Handler, *sdktrace.TracerProvider) {
@@ -56,12 +88,7 @@ func checkCall() (context.Context, *grpc.UnaryServerInfo, grpc.UnaryHandler) {
 func TestUnsampledCallAllocs(t *testing.T) {
 	testkit.SkipUnderRace(t)
 	h, tp := unsampledHandler(t)
-	// The SDK's Start of a dropped span: the span and the context
-	// carrying it to the decision's spans.
-	sdkStart := testing.AllocsPerRun(100, func() {
-		_, span := tp.Tracer("t").Start(context.Background(), "s")
-		span.End()
-	})
+	sdkStart := droppedSpanAllocs(tp)
 	ctx, info, handler := checkCall()
 	_, _ = h.Unary(ctx, nil, info, handler) // the method's attribute sets are built once
 	got := testing.AllocsPerRun(200, func() { _, _ = h.Unary(ctx, nil, info, handler) })

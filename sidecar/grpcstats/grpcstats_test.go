@@ -72,21 +72,7 @@ func TestExtractSkipsOnlyWhatChangesNothing(t *testing.T) {
 		"tracecontext":         propagation.TraceContext{},
 		"lister":               keyLister{},
 	}
-	const tp = "00-" + callerTrace + "-" + callerSpan + "-01"
-	mds := map[string]metadata.MD{
-		"none":              nil,
-		"envoy":             envoyMetadata(),
-		"traceparent":       metadata.Pairs("traceparent", tp),
-		"unsampled":         metadata.Pairs("traceparent", "00-"+callerTrace+"-"+callerSpan+"-00"),
-		"malformed":         metadata.Pairs("traceparent", "00-zz"),
-		"empty value":       metadata.Pairs("traceparent", ""),
-		"upper case key":    {"Traceparent": {tp}},
-		"tracestate only":   metadata.Pairs("tracestate", "vendor=x"),
-		"baggage":           metadata.Pairs("baggage", "tenant=acme"),
-		"repeated":          metadata.Pairs("traceparent", tp, "traceparent", "00-zz"),
-		"with envoy extras": metadata.Join(envoyMetadata(), metadata.Pairs("traceparent", tp, "baggage", "a=b")),
-		"lister key":        metadata.Pairs("x-lister", "1"),
-	}
+	mds := callMetadata()
 	for pn, prop := range props {
 		e := newExtractor(prop)
 		for mn, md := range mds {

@@ -79,21 +79,7 @@ func observedServer(t *testing.T, h *Handler, tapped bool) (*grpc.ClientConn, *o
 // or sent with an upper-case key, under propagators that can and cannot
 // be skipped.
 func TestTapSameAsInterceptor(t *testing.T) {
-	const tp = "00-" + callerTrace + "-" + callerSpan + "-01"
-	mds := map[string]metadata.MD{
-		"none":              nil,
-		"envoy":             envoyMetadata(),
-		"traceparent":       metadata.Pairs("traceparent", tp),
-		"unsampled":         metadata.Pairs("traceparent", "00-"+callerTrace+"-"+callerSpan+"-00"),
-		"malformed":         metadata.Pairs("traceparent", "00-zz"),
-		"tracestate only":   metadata.Pairs("tracestate", "vendor=x"),
-		"with tracestate":   metadata.Pairs("traceparent", tp, "tracestate", "vendor=x"),
-		"baggage":           metadata.Pairs("baggage", "tenant=acme"),
-		"repeated":          metadata.Pairs("traceparent", tp, "traceparent", "00-zz"),
-		"with envoy extras": metadata.Join(envoyMetadata(), metadata.Pairs("traceparent", tp, "baggage", "a=b")),
-		"upper case key":    {"Traceparent": {tp}, "BAGGAGE": {"a=b"}},
-		"lister key":        metadata.Pairs("x-lister", "1"),
-	}
+	mds := callMetadata()
 	props := map[string]propagation.TextMapPropagator{
 		"tracecontext+baggage": propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 		"lister":               propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, keyLister{}),
@@ -174,10 +160,7 @@ func (upperProp) Fields() []string { return []string{"X-Upper-Id"} }
 func TestUnsampledCallAllocsTapped(t *testing.T) {
 	testkit.SkipUnderRace(t)
 	h, tp := unsampledHandler(t)
-	sdkStart := testing.AllocsPerRun(100, func() {
-		_, span := tp.Tracer("t").Start(context.Background(), "s")
-		span.End()
-	})
+	sdkStart := droppedSpanAllocs(tp)
 	ctx, info, handler := checkCall()
 	tapped, err := h.extract.tap(ctx, &tap.Info{FullMethodName: info.FullMethod, Header: envoyMetadata()})
 	if err != nil {
