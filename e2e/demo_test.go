@@ -142,11 +142,10 @@ func demoSAMLEnv(t *testing.T, root string) map[string]string {
 	}
 }
 
-// startDemoNginx runs nginx on the demo's configuration with each of its
-// loopback addresses replaced as addrs says; every one must be in the file.
-func startDemoNginx(t *testing.T, file string, addrs map[string]string) *harness.Proxy {
+// swapAddrs returns the shipped file with each of its loopback addresses
+// replaced as addrs says; every one must be in the file.
+func swapAddrs(t *testing.T, file string, addrs map[string]string) string {
 	t.Helper()
-	bin := harness.LookPath(t, "nginx", "nginx", "/usr/sbin/nginx")
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -154,12 +153,20 @@ func startDemoNginx(t *testing.T, file string, addrs map[string]string) *harness
 	conf := string(raw)
 	for from, to := range addrs {
 		if !strings.Contains(conf, from) {
-			t.Fatalf("%s does not mention %s", file, from)
+			t.Fatalf("%s does not mention %q", file, from)
 		}
 		conf = strings.ReplaceAll(conf, from, to)
 	}
+	return conf
+}
+
+// startDemoNginx runs nginx on the demo's configuration with each of its
+// loopback addresses replaced as addrs says; every one must be in the file.
+func startDemoNginx(t *testing.T, file string, addrs map[string]string) *harness.Proxy {
+	t.Helper()
+	bin := harness.LookPath(t, "nginx", "nginx", "/usr/sbin/nginx")
 	dir := t.TempDir()
-	path := harness.WriteFile(t, dir, "nginx.conf", conf)
+	path := harness.WriteFile(t, dir, "nginx.conf", swapAddrs(t, file, addrs))
 	cmd := exec.Command(bin, "-p", dir, "-c", path, "-e", "stderr", "-g", "daemon off;")
 	p := harness.StartProcess(t, "nginx", cmd)
 	front := addrs["127.0.0.1:8080"]
@@ -173,21 +180,10 @@ func startDemoNginx(t *testing.T, file string, addrs map[string]string) *harness
 func startDemoCaddy(t *testing.T, file, front string, addrs map[string]string) *harness.Proxy {
 	t.Helper()
 	bin := harness.LookPath(t, "caddy", "caddy")
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf := string(raw)
 	addrs = maps.Clone(addrs)
 	addrs["\n{$SVC_PROXY_LISTEN::8080} {"] = "\nhttp://" + front + " {"
-	for from, to := range addrs {
-		if !strings.Contains(conf, from) {
-			t.Fatalf("%s does not mention %q", file, from)
-		}
-		conf = strings.ReplaceAll(conf, from, to)
-	}
 	dir := t.TempDir()
-	path := harness.WriteFile(t, dir, "Caddyfile", conf)
+	path := harness.WriteFile(t, dir, "Caddyfile", swapAddrs(t, file, addrs))
 	cmd := exec.Command(bin, "run", "--config", path, "--adapter", "caddyfile")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "XDG_DATA_HOME="+filepath.Join(dir, "data"))
