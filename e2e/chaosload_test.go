@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 
 	"github.com/svc-dev/svc/wire"
 )
@@ -52,11 +53,11 @@ type chaosResult struct {
 
 // chaosTarget is one replica as the load sees it.
 type chaosTarget struct {
-	grpc grpc.ClientConnInterface
+	grpc *grpc.ClientConn
 	http string // base URL
 	// up is false from a transport error until the replica's /readyz
-	// answers 200 again: the callers route around it, as a load balancer
-	// with health checks does.
+	// answers 200 again and its gRPC connection is ready: the callers
+	// route around it, as a load balancer with health checks does.
 	up atomic.Bool
 }
 
@@ -200,12 +201,23 @@ func (l *chaosLoad) health() {
 			if t.up.Load() {
 				continue
 			}
-			if resp, err := probe.Get(t.http + "/readyz"); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					t.up.Store(true)
-				}
+			resp, err := probe.Get(t.http + "/readyz")
+			if err != nil {
+				continue
 			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				continue
+			}
+			// A gRPC connection that met a refused dial waits out its
+			// reconnect backoff (up to minutes) and fails every call
+			// meanwhile: redial now, and route to it once it is ready.
+			if st := t.grpc.GetState(); st != connectivity.Ready {
+				t.grpc.ResetConnectBackoff()
+				t.grpc.Connect()
+				continue
+			}
+			t.up.Store(true)
 		}
 	}
 }
