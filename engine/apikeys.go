@@ -114,7 +114,7 @@ func (e *Engine) verifyAPIKey(key string) (TokenDecision, *policy.User) {
 		return TokenDecision{Reason: code, Message: apiKeyMessages[code]}, nil
 	}
 	id := keys.users[k.ID]
-	return TokenDecision{Allowed: true, Claims: id.claims, Reason: reason.OK, Subject: k.Subject, TenantID: k.Tenant}, &id.user
+	return TokenDecision{Allowed: true, Claims: id.claims, Reason: reason.OK, Subject: k.Subject, TenantID: k.Tenant, Kind: KindAPIKey}, &id.user
 }
 
 var apiKeyMessages = map[reason.Code]string{

@@ -26,7 +26,26 @@ type TokenDecision struct {
 	TenantID string `json:"tenant_id,omitempty"`
 	// Message explains a failure; it never holds token or key material.
 	Message string `json:"message,omitempty"`
+	// Kind is the kind of credential that proved the identity (KindJWT,
+	// KindIntrospection, KindAPIKey, KindMTLS, KindSession); empty on
+	// failure and in development mode for an anonymous caller.
+	Kind string `json:"kind,omitempty"`
 }
+
+// The kinds of credential (TokenDecision.Kind, input.identity.kind).
+const (
+	// KindJWT is a JWT verified against an identity provider's keys.
+	KindJWT = "jwt"
+	// KindIntrospection is an opaque token its issuer vouched for
+	// (RFC 7662 introspection).
+	KindIntrospection = "introspection"
+	// KindAPIKey is an API key of api_keys.file.
+	KindAPIKey = "api_key"
+	// KindMTLS is a client certificate the proxy verified.
+	KindMTLS = "mtls"
+	// KindSession is a session token of the sign-in gateway.
+	KindSession = "session"
+)
 
 // Decision is the result of a policy evaluation.
 type Decision struct {
