@@ -76,6 +76,10 @@ func TestAPIKeyDecisions(t *testing.T) {
 	if u := res.Input.User; u.ID != "ci-deployer" || u.TenantID != "acme" || u.Role != "admin" || len(u.Roles) != 1 || u.Claims["api_key_id"] == nil {
 		t.Fatalf("input.user = %+v, want the key's identity", u)
 	}
+	if id := res.Input.Identity; id == nil || id.Kind != engine.KindAPIKey || id.ID != "ci-deployer" || id.TenantID != "acme" ||
+		len(id.Roles) != 1 || id.Roles[0] != "admin" || id.Issuer != "" || res.Token.Kind != engine.KindAPIKey {
+		t.Fatalf("input.identity = %+v, token kind %q; want the key's identity of kind api_key", id, res.Token.Kind)
+	}
 }
 
 // A revoked key is refused once the file is re-read; a file with a

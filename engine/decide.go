@@ -77,8 +77,8 @@ const limiterWarnEvery = 30 * time.Second
 // api_keys.file (verifyAPIKey). The token goes to one
 // token.Chain call, which hashes it once for every verifier. user is the
 // policy input's user for an accepted token, built once per verification
-// (deriveUser), or nil when userFrom must build it.
-func (e *Engine) verifyCredential(ctx context.Context, cred Credential) (TokenDecision, *policy.User) {
+// (principalDeriver), or nil when userFrom must build it.
+func (e *Engine) verifyCredential(ctx context.Context, cred Credential) (TokenDecision, *principal) {
 	if cred.APIKey != "" && !e.devMode {
 		return e.verifyAPIKey(cred.APIKey)
 	}
@@ -106,15 +106,15 @@ func (e *Engine) verifyCredential(ctx context.Context, cred Credential) (TokenDe
 		return TokenDecision{Reason: reason.TokenMalformed, Message: "token rejected"}, nil
 	}
 	var sub, tenant string
-	user := derivedUser(derived)
-	if user != nil {
-		// deriveUser took both from these claims when the token was
-		// verified; the cached user spares two lookups per request.
-		sub, tenant = user.ID, user.TenantID
+	p := derivedPrincipal(derived)
+	if p != nil {
+		// principalDeriver took both from these claims when the token
+		// was verified; the cached user spares two lookups per request.
+		sub, tenant = p.user.ID, p.user.TenantID
 	} else {
 		sub, tenant = identity(claims)
 	}
-	return TokenDecision{Allowed: true, Claims: claims, Reason: reason.OK, Subject: sub, TenantID: tenant}, user
+	return TokenDecision{Allowed: true, Claims: claims, Reason: reason.OK, Subject: sub, TenantID: tenant, Kind: p.kind()}, p
 }
 
 // identity is the subject and tenant of verified claims.
@@ -124,29 +124,14 @@ func identity(claims token.Claims) (sub, tenant string) {
 	return sub, tenant
 }
 
-// deriveUser is the token.Options.Derive of the engine's verifiers: the
-// user of the policy input, built once per verified token rather than
-// once per request. Every request with the token shares it, as it shares
-// the claims.
-func deriveUser(claims token.Claims) any {
-	sub, tenant := identity(claims)
-	u := userFrom(TokenDecision{Claims: claims, Subject: sub, TenantID: tenant})
-	return &u
-}
-
-func derivedUser(v any) *policy.User {
-	u, _ := v.(*policy.User)
-	return u
-}
-
 // authorize is the answer of ScopeAuthorize. req is Decide's own copy:
 // its Input is completed in place.
 func (e *Engine) authorize(ctx context.Context, req *Request) (Result, error) {
 	start := e.now()
-	var user *policy.User
+	var who *principal
 	res := Result{}
 	vctx, span := e.tel.startVerify(ctx)
-	res.Token, user = e.verifyCredential(vctx, req.Credential)
+	res.Token, who = e.verifyCredential(vctx, req.Credential)
 	e.tel.endVerify(vctx, span, res.Token)
 	if !res.Token.Allowed {
 		// Every decision gets an id, so that a 401 can be matched with its
@@ -156,10 +141,10 @@ func (e *Engine) authorize(ctx context.Context, req *Request) (Result, error) {
 		return res, nil
 	}
 	in := &req.Input
-	if user != nil {
-		in.User = *user
+	if who != nil {
+		in.User, in.Identity = who.user, &who.identity
 	} else {
-		in.User = userFrom(res.Token)
+		in.User, in.Identity = userFrom(res.Token), nil
 	}
 	in.Tenant = policy.Tenant{ID: e.cfg.SDK.TenantID, Plan: e.cfg.TenantPlan(e.cfg.SDK.TenantID)}
 	if in.Resource.Tenant == "" {
@@ -275,6 +260,7 @@ func (e *Engine) finish(ctx context.Context, start time.Time, res Result, req *R
 		LatencyUS:      latency.Microseconds(),
 		Simulated:      simulated,
 		Source:         req.Source,
+		IdentityKind:   res.Token.Kind,
 	}
 	if lg, ok := e.audit.(*audit.Logger); ok && !observing {
 		// The log writes the ids from their bytes, off the request path;

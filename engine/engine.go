@@ -357,7 +357,7 @@ func (e *Engine) newLocalIssuer(s config.SAML) error {
 		Skew:      e.cfg.JWT.ClockSkew.Duration,
 		CacheSize: size,
 		Now:       e.now,
-		Derive:    deriveUser,
+		Derive:    principalDeriver(KindSession, "saml", "", ""),
 	})
 	if err != nil {
 		return fmt.Errorf("local token verifier: %w", err)
@@ -377,7 +377,7 @@ func (e *Engine) newDevVerifier(keys token.KeySource) error {
 		Skew:      e.cfg.JWT.ClockSkew.Duration,
 		CacheSize: 256,
 		Now:       e.now,
-		Derive:    deriveUser,
+		Derive:    principalDeriver(KindJWT, "", "", ""),
 	})
 	if err != nil {
 		return fmt.Errorf("development token verifier: %w", err)
