@@ -148,9 +148,14 @@ func denied(status int, code codes.Code, rc reason.Code, reasons []string, decis
 
 // wwwAuthenticate follows RFC 6750 section 3: a request without any token
 // gets a bare challenge, one with a bad token the invalid_token error.
+// A refused API key is challenged in its own scheme, ApiKey, as the key
+// was presented (Authorization: ApiKey or X-Api-Key).
 func wwwAuthenticate(code reason.Code) string {
-	if code == reason.TokenMissing {
+	switch {
+	case code == reason.TokenMissing:
 		return "Bearer"
+	case reason.IsAPIKey(code):
+		return `ApiKey error="invalid_key", error_description="` + string(code) + `"`
 	}
 	return `Bearer error="invalid_token", error_description="` + string(code) + `"`
 }

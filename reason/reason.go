@@ -143,6 +143,16 @@ type Error struct {
 	Err  error
 }
 
+// IsAPIKey reports whether c is the refusal of an API key
+// (api-key-malformed, -unknown, -revoked, -expired).
+func IsAPIKey(c Code) bool {
+	switch c {
+	case APIKeyMalformed, APIKeyUnknown, APIKeyRevoked, APIKeyExpired:
+		return true
+	}
+	return false
+}
+
 // New returns an Error with the given code and message.
 func New(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Msg: fmt.Sprintf(format, args...)}
