@@ -52,6 +52,11 @@ type Status = wire.Status
 // trial), so that a sidecar left that way never reads healthy.
 const CodeSAMLSignatureCheckDisabled reason.Code = "saml-signature-check-disabled"
 
+// CodeAPIKeysFileRefused marks a status degraded while the latest change
+// of api_keys.file is refused: the previous keys stay in force, so a key
+// revoked in the file still works until the file is fixed.
+const CodeAPIKeysFileRefused reason.Code = "api-keys-file-refused"
+
 func (s *Server) status() Status {
 	es := s.deps.Engine.Status()
 	ready, why := s.readiness()
@@ -146,6 +151,11 @@ func (s *Server) status() Status {
 	}
 	if k := es.APIKeys; k != nil {
 		st.APIKeys = &wire.APIKeysStatus{Path: k.Path, Keys: k.Keys, Loaded: k.Loaded, Refusals: k.Refusals, LastError: k.LastError}
+		if k.LastError != "" && st.Status == StatusHealthy {
+			// The file on disk is not the keys in force: a key revoked
+			// there still works until the file is fixed.
+			st.Status, st.Reason = StatusDegraded, string(CodeAPIKeysFileRefused)
+		}
 	}
 	return st
 }
