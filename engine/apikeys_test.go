@@ -55,7 +55,7 @@ func TestAPIKeyDecisions(t *testing.T) {
 		{"wrong secret", engine.APIKey(wrong), "orders:read", false, reason.APIKeyUnknown},
 		{"malformed", engine.APIKey("svck_nope"), "orders:read", false, reason.APIKeyMalformed},
 		{"from the token field", engine.CredentialOf(viewer), "orders:read", true, reason.PolicyAllow},
-		{"a bearer token with no verifier", engine.BearerToken("eyJhbGciOiJFUzI1NiJ9.e30.c2ln"), "orders:read", false, reason.UnknownKID},
+		{"a bearer token with no verifier", engine.BearerToken("eyJhbGciOiJFUzI1NiJ9.e30.c2ln"), "orders:read", false, reason.IssuerUnknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -54,7 +54,9 @@ const (
 	// IssuerMismatch: iss is not jwt.issuer.
 	IssuerMismatch Code = "issuer-mismatch"
 	// IssuerUnknown: with several identity providers ([[jwt.issuers]]),
-	// the token's iss names none of them (or the token carries no iss).
+	// the token's iss names none of them (or the token carries no iss);
+	// or no identity provider of bearer tokens is configured at all (a
+	// deployment of API keys only).
 	IssuerUnknown Code = "issuer-unknown"
 	// AudienceMismatch: aud holds none of jwt.audiences.
 	AudienceMismatch Code = "audience-mismatch"
