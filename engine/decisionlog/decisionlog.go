@@ -42,7 +42,10 @@ type Sink interface {
 
 // Options configure a Logger.
 type Options struct {
-	// Spool is where records wait; see spool.Options.
+	// Spool is where records wait; see spool.Options. Its Dir is the
+	// root of the process's own spool, a locked directory below it, so
+	// that a sidecar handing over to its next process never shares one;
+	// the spools of processes gone (unlocked) are adopted and shipped.
 	Spool spool.Options
 	// FsyncInterval is how often the spool is synced to disk (default
 	// 1s): a power loss loses at most that window.
@@ -60,9 +63,12 @@ type Options struct {
 type Logger struct {
 	opts  Options
 	spool *spool.Spool
-	sink  Sink
-	log   *slog.Logger
-	wake  chan struct{}
+	own   *lockedDir
+	// orphans are the spools of processes gone, shipped then removed.
+	orphans []*orphan
+	sink    Sink
+	log     *slog.Logger
+	wake    chan struct{}
 
 	shipped, retries atomic.Int64
 	connected        atomic.Bool
@@ -101,11 +107,35 @@ func New(opts Options, sink Sink) (*Logger, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	sp, err := spool.Open(opts.Spool)
+	own, orphans, err := claimDirs(opts.Spool.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("decisionlog: %w", err)
 	}
-	return &Logger{opts: opts, spool: sp, sink: sink, log: opts.Logger, wake: make(chan struct{}, 1)}, nil
+	l := &Logger{opts: opts, own: own, sink: sink, log: opts.Logger, wake: make(chan struct{}, 1)}
+	so := opts.Spool
+	so.Dir = own.path
+	if l.spool, err = spool.Open(so); err != nil {
+		own.release()
+		releaseAll(orphans)
+		return nil, fmt.Errorf("decisionlog: %w", err)
+	}
+	for _, d := range orphans {
+		so.Dir = d.path
+		sp, err := spool.Open(so)
+		if err != nil {
+			l.log.Error("decision log: the spool of a previous process cannot be read; it is left in place", "dir", d.path, "err", err)
+			d.release()
+			continue
+		}
+		l.orphans = append(l.orphans, &orphan{dir: d, spool: sp})
+	}
+	return l, nil
+}
+
+// orphan is the spool of a process gone.
+type orphan struct {
+	dir   *lockedDir
+	spool *spool.Spool
 }
 
 // ErrFull is Log's refusal when the spool is full under the deny
@@ -148,25 +178,40 @@ func (l *Logger) Run(ctx context.Context) error {
 			}
 		}
 	}()
-	l.ship(ctx)
+	// What previous processes left goes first, oldest records first.
+	for _, o := range l.orphans {
+		l.ship(ctx, o.spool, true)
+		empty := o.spool.Stats().Unsent == 0
+		_ = o.spool.Close()
+		if empty {
+			o.dir.remove()
+		} else {
+			o.dir.release()
+		}
+	}
+	l.ship(ctx, l.spool, false)
 	<-done
 	err := l.spool.Close()
+	l.own.release()
 	if cerr := l.sink.Close(); err == nil {
 		err = cerr
 	}
 	return err
 }
 
-// ship sends batches while there are records, waits for more otherwise,
-// and backs off while the sink fails.
-func (l *Logger) ship(ctx context.Context) {
+// ship sends sp's batches while there are records, and waits for more
+// otherwise (or, with drain, returns), backing off while the sink fails.
+func (l *Logger) ship(ctx context.Context, sp *spool.Spool, drain bool) {
 	backoff := 100 * time.Millisecond
 	flush := time.NewTicker(l.opts.FlushInterval)
 	defer flush.Stop()
 	for ctx.Err() == nil {
-		es, err := l.spool.Read(l.opts.BatchMaxRecords, 4<<20)
+		es, err := sp.Read(l.opts.BatchMaxRecords, 4<<20)
 		if err != nil {
 			l.log.Error("decision log spool unreadable", "err", err)
+		}
+		if len(es) == 0 && drain {
+			return
 		}
 		if len(es) == 0 {
 			select {
@@ -183,7 +228,7 @@ func (l *Logger) ship(ctx context.Context) {
 			}
 		}
 		if err := l.sink.Send(ctx, batch); err != nil {
-			l.spool.Rewind()
+			sp.Rewind()
 			l.retries.Add(1)
 			l.setErr(err)
 			if l.connected.Swap(false) {
@@ -200,7 +245,7 @@ func (l *Logger) ship(ctx context.Context) {
 		if !l.connected.Swap(true) {
 			l.setErr(nil)
 		}
-		l.spool.Ack(es[len(es)-1].Next)
+		sp.Ack(es[len(es)-1].Next)
 		l.shipped.Add(int64(len(batch)))
 	}
 }
@@ -217,6 +262,16 @@ func (l *Logger) setErr(err error) {
 // Stats returns the Logger's state.
 func (l *Logger) Stats() Stats {
 	st := l.spool.Stats()
+	for _, o := range l.orphans {
+		// Closed once shipped: its last stats stay.
+		os := o.spool.Stats()
+		st.Bytes += os.Bytes
+		st.Unsent += os.Unsent
+		st.Dropped += os.Dropped
+		if !os.OldestUnsent.IsZero() && (st.OldestUnsent.IsZero() || os.OldestUnsent.Before(st.OldestUnsent)) {
+			st.OldestUnsent = os.OldestUnsent
+		}
+	}
 	l.mu.Lock()
 	lastErr := l.lastErr
 	l.mu.Unlock()

@@ -133,13 +133,44 @@ func TestNATSExactlyOnce(t *testing.T) {
 	// The cursor file lost (a crash before it reached the disk): the
 	// next process sends every record still in the spool again, and the
 	// server drops them by their decision ids.
-	if err := os.Remove(filepath.Join(dir, "cursor")); err != nil {
+	cursors, _ := filepath.Glob(filepath.Join(dir, "p-*", "cursor"))
+	if len(cursors) != 1 {
+		t.Fatalf("cursor files %q, want the one of the stopped process", cursors)
+	}
+	if err := os.Remove(cursors[0]); err != nil {
 		t.Fatal(err)
 	}
 	l, stop = startLogger(t, srv.URL(), dir)
 	testkit.Eventually(t, "the records resent", func() bool { return l.Stats().Shipped > 0 && l.Stats().Unsent == 0 })
 	logN(t, l, 1500, 10)
 	testkit.Eventually(t, "new records shipped", func() bool { return l.Stats().Unsent == 0 })
+	if dirs, _ := filepath.Glob(filepath.Join(dir, "p-*")); len(dirs) != 1 {
+		t.Errorf("process directories %q once the previous one was shipped, want this process's alone", dirs)
+	}
 	stop()
 	wantExactlyOnce(t, srv.URL(), 1510)
+}
+
+// Two processes on one spool root (a sidecar handing over to its next
+// image) each spool apart; what the first leaves unsent when it stops
+// is shipped by the next process to start, exactly once.
+func TestNATSHandover(t *testing.T) {
+	srv := natstest.Start(t)
+	dir := t.TempDir()
+	first, stopFirst := startLogger(t, srv.URL(), dir)
+	second, _ := startLogger(t, srv.URL(), dir)
+	logN(t, first, 0, 300)
+	logN(t, second, 300, 300)
+	testkit.Eventually(t, "both shipped", func() bool { return first.Stats().Unsent == 0 && second.Stats().Unsent == 0 })
+	srv.Kill()
+	logN(t, first, 600, 200) // left unsent: the sink is down
+	stopFirst()
+	srv.Restart()
+	third, _ := startLogger(t, srv.URL(), dir)
+	testkit.Eventually(t, "the first process's records shipped by the third", func() bool {
+		st := third.Stats()
+		return st.Shipped >= 200 && st.Unsent == 0
+	})
+	testkit.Eventually(t, "the second's shipping again", func() bool { return second.Stats().Unsent == 0 })
+	wantExactlyOnce(t, srv.URL(), 800)
 }
