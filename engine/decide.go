@@ -137,7 +137,9 @@ func (e *Engine) authorize(ctx context.Context, req *Request) (Result, error) {
 		// Every decision gets an id, so that a 401 can be matched with its
 		// audit record and log line.
 		res.Decision = Decision{Reason: res.Token.Reason, DenyReasons: []string{}, DecisionID: policy.NewDecisionID()}
-		e.record(ctx, start, res, req)
+		if err := e.record(ctx, start, res, req); err != nil {
+			return unlogged(res, err)
+		}
 		return res, nil
 	}
 	in := &req.Input
@@ -156,14 +158,18 @@ func (e *Engine) authorize(ctx context.Context, req *Request) (Result, error) {
 			// proxies' mapping refuses it first.
 			res.Input = *in
 			res.Decision = Decision{Reason: reason.PathInvalid, DenyReasons: []string{string(reason.PathInvalid)}, DecisionID: policy.NewDecisionID()}
-			e.record(ctx, start, res, req)
+			if err := e.record(ctx, start, res, req); err != nil {
+				return unlogged(res, err)
+			}
 			return res, nil
 		}
 	}
 	res.Input = *in
 	if ok, wait := e.allowRate(ctx, in.User.TenantID); !ok {
 		res.Decision = Decision{Reason: reason.RateLimited, DenyReasons: []string{string(reason.RateLimited)}, RetryAfter: wait, DecisionID: policy.NewDecisionID()}
-		e.record(ctx, start, res, req)
+		if err := e.record(ctx, start, res, req); err != nil {
+			return unlogged(res, err)
+		}
 		return res, nil
 	}
 	d, err := e.evaluate(ctx, *in, req.Completer)
@@ -171,14 +177,28 @@ func (e *Engine) authorize(ctx context.Context, req *Request) (Result, error) {
 	if e.dryRun && err == nil {
 		// policy.mode = "dry-run": the would-be outcome is recorded as
 		// simulated and the request goes through.
-		e.recordEvaluated(ctx, start, res, req, true)
+		if err := e.recordEvaluated(ctx, start, res, req, true); err != nil {
+			return unlogged(res, err)
+		}
 		if !d.Allow {
 			res.Decision.Allow = true
 			res.Decision.Reason = reason.PolicyDryRun
 		}
 		return res, nil
 	}
-	e.recordEvaluated(ctx, start, res, req, false)
+	if logErr := e.recordEvaluated(ctx, start, res, req, false); logErr != nil {
+		return unlogged(res, logErr)
+	}
+	return res, err
+}
+
+// unlogged is the answer to a decision the decision log refused (err,
+// decision-log-unavailable): denied, whatever was decided, since
+// decision_log.overflow = "deny" prefers no decision to an unlogged one.
+func unlogged(res Result, err error) (Result, error) {
+	res.Decision.Allow = false
+	res.Decision.Reason = reason.DecisionLogUnavailable
+	res.Decision.DenyReasons = []string{}
 	return res, err
 }
 
@@ -220,18 +240,20 @@ func (e *Engine) evaluate(ctx context.Context, in Input, rc RequestCompleter) (D
 	return d, err
 }
 
-func (e *Engine) record(ctx context.Context, start time.Time, res Result, req *Request) {
-	e.finish(ctx, start, res, req, false, false)
+func (e *Engine) record(ctx context.Context, start time.Time, res Result, req *Request) error {
+	return e.finish(ctx, start, res, req, false, false)
 }
 
-func (e *Engine) recordEvaluated(ctx context.Context, start time.Time, res Result, req *Request, simulated bool) {
-	e.finish(ctx, start, res, req, true, simulated)
+func (e *Engine) recordEvaluated(ctx context.Context, start time.Time, res Result, req *Request, simulated bool) error {
+	return e.finish(ctx, start, res, req, true, simulated)
 }
 
-// finish counts the decision, writes its audit record and shows it to the
-// observer. With simulated set (dry-run policy mode), the record carries
-// the policy's own outcome, which was not enforced.
-func (e *Engine) finish(ctx context.Context, start time.Time, res Result, req *Request, evaluated, simulated bool) {
+// finish counts the decision, writes its audit record, appends it to the
+// decision log and shows it to the observer. With simulated set (dry-run
+// policy mode), the record carries the policy's own outcome, which was
+// not enforced. The error is the decision log's refusal
+// (decision-log-unavailable): the decision must not be answered.
+func (e *Engine) finish(ctx context.Context, start time.Time, res Result, req *Request, evaluated, simulated bool) error {
 	in := &req.Input
 	latency := e.now().Sub(start)
 	allowed := res.Allowed()
@@ -243,8 +265,8 @@ func (e *Engine) finish(ctx context.Context, start time.Time, res Result, req *R
 	}
 	e.tel.decided(ctx, code, allowed, latency)
 	observing := e.observer != nil && e.observer.Observing()
-	if e.audit == nil && !observing {
-		return
+	if e.audit == nil && !observing && e.decisions == nil {
+		return nil
 	}
 	rec := audit.Record{
 		Time:           start.UTC(),
@@ -262,7 +284,7 @@ func (e *Engine) finish(ctx context.Context, start time.Time, res Result, req *R
 		Source:         req.Source,
 		IdentityKind:   res.Token.Kind,
 	}
-	if lg, ok := e.audit.(*audit.Logger); ok && !observing {
+	if lg, ok := e.audit.(*audit.Logger); ok && !observing && e.decisions == nil {
 		// The log writes the ids from their bytes, off the request path;
 		// only an observer or another sink reads the strings.
 		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
@@ -270,9 +292,16 @@ func (e *Engine) finish(ctx context.Context, start time.Time, res Result, req *R
 		} else {
 			lg.Log(rec)
 		}
-		return
+		return nil
 	}
 	rec.TraceID, rec.SpanID = traceIDs(ctx)
+	var logErr error
+	if e.decisions != nil {
+		if req.Completer != nil {
+			req.Completer.CompleteRequest(in.Request)
+		}
+		logErr = e.logDecision(&rec, in)
+	}
 	if e.audit != nil {
 		e.audit.Log(rec)
 	}
@@ -285,6 +314,7 @@ func (e *Engine) finish(ctx context.Context, start time.Time, res Result, req *R
 			PolicyAllow: evaluated && res.Decision.Allow, Latency: latency,
 		})
 	}
+	return logErr
 }
 
 // registered are the claims that map to fixed input fields; the rest are

@@ -29,6 +29,7 @@ import (
 	"github.com/svc-dev/svc/engine/apikey"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/decisionlog"
 	"github.com/svc-dev/svc/engine/devissuer"
 	"github.com/svc-dev/svc/engine/issuer"
 	"github.com/svc-dev/svc/engine/jwks"
@@ -106,9 +107,13 @@ type Engine struct {
 	apiKeyFile  *apikey.File
 	apiKeys     atomic.Pointer[apiKeySet]
 	apiKeysDone chan struct{}
-	policies    *policy.Store
-	limiter     ratelimit.Limiter
-	redis       *redis.Client // the limiter's client when New made one
+	// decisions ships decision records ([decision_log]); nil without a
+	// sink. decisionsDone is closed when its shipping ends.
+	decisions     *decisionlog.Logger
+	decisionsDone chan struct{}
+	policies      *policy.Store
+	limiter       ratelimit.Limiter
+	redis         *redis.Client // the limiter's client when New made one
 	// fallback wraps the Redis limiter when New made one; atomic because
 	// metric callbacks may read it while New sets it.
 	fallback atomic.Pointer[ratelimit.Fallback]
@@ -153,6 +158,10 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 		cancel()
 		return nil, err
 	}
+	if err := e.openDecisionLog(ctx); err != nil {
+		cancel()
+		return nil, err
+	}
 	// Last, so that no earlier failure leaves a client open.
 	e.newSharedLimiter()
 	return e, nil
@@ -171,7 +180,8 @@ func newEngine(cfg config.Config, deps Deps) *Engine {
 		audit:   deps.Audit,
 		done:    make(chan struct{}),
 
-		apiKeysDone: make(chan struct{}),
+		apiKeysDone:   make(chan struct{}),
+		decisionsDone: make(chan struct{}),
 
 		observer: deps.Observer,
 		dryRun:   cfg.Policy.Mode == config.PolicyModeDryRun,
@@ -451,8 +461,10 @@ type Status struct {
 	RateLimit *ratelimit.FallbackStatus `json:"rate_limit,omitempty"`
 	// APIKeys is the state of api_keys.file; nil without it.
 	APIKeys *apikey.Status `json:"api_keys,omitempty"`
-	Started time.Time      `json:"started"`
-	Uptime  string         `json:"uptime"`
+	// DecisionLog is the state of [decision_log]; nil without a sink.
+	DecisionLog *decisionlog.Stats `json:"decision_log,omitempty"`
+	Started     time.Time          `json:"started"`
+	Uptime      string             `json:"uptime"`
 }
 
 // Status returns a snapshot of the engine's state.
@@ -477,6 +489,7 @@ func (e *Engine) Status() Status {
 		ks := e.apiKeyFile.Status()
 		s.APIKeys = &ks
 	}
+	s.DecisionLog = e.decisionLogStatus()
 	return s
 }
 
@@ -487,6 +500,7 @@ func (e *Engine) Close() error {
 	e.stop()
 	<-e.done
 	<-e.apiKeysDone
+	<-e.decisionsDone
 	if e.redis != nil {
 		if err := e.redis.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
 			return fmt.Errorf("close redis client: %w", err)

@@ -79,6 +79,12 @@ type verdict struct {
 func decide(res engine.Result, err error) verdict {
 	if err != nil {
 		code := reason.Of(err, reason.PolicyError)
+		if code == reason.DecisionLogUnavailable {
+			// Decided, but the decision log cannot take the record and
+			// decision_log.overflow says deny: a denial, 503 as for a
+			// dependency down, in both fail modes.
+			return denied(http.StatusServiceUnavailable, codes.Unavailable, code, nil, res.Decision.DecisionID)
+		}
 		return denied(http.StatusInternalServerError, codes.Internal, code, nil, res.Decision.DecisionID)
 	}
 	if !res.Token.Allowed {

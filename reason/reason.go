@@ -79,6 +79,10 @@ const (
 // API-key decision codes: the credential was an API key
 // (Authorization: ApiKey, or X-Api-Key) checked against api_keys.file.
 const (
+	// DecisionLogUnavailable: the decision log's spool is full under
+	// decision_log.overflow = "deny" (or cannot be written): the
+	// decision is not answered rather than answered unlogged (503).
+	DecisionLogUnavailable Code = "decision-log-unavailable"
 	// APIKeyMalformed: the string presented as an API key is not shaped
 	// as one ("svck_", a 12-character base32 id, "_", a 43-character
 	// base64url secret). Its own code rather than token-malformed, so

@@ -157,8 +157,28 @@ func (s *Server) status() Status {
 			st.Status, st.Reason = StatusDegraded, string(CodeAPIKeysFileRefused)
 		}
 	}
+	if d := es.DecisionLog; d != nil {
+		st.DecisionLog = &wire.DecisionLogStatus{Sink: d.Sink, Connected: d.Connected, SpoolBytes: d.SpoolBytes, Unsent: d.Unsent,
+			Shipped: d.Shipped, Retries: d.Retries, Dropped: d.Dropped, LastError: d.LastError}
+		if d.OldestUnsentAge > 0 {
+			st.DecisionLog.OldestUnsentAge = d.OldestUnsentAge.Round(time.Millisecond).String()
+		}
+		switch {
+		case st.Status != StatusHealthy:
+		case d.Dropped > 0:
+			// Records are lost: whoever relies on the log must know.
+			st.Status, st.Reason = StatusDegraded, string(CodeDecisionLogDropped)
+		case !d.Connected && d.Unsent > 0:
+			st.Status, st.Reason = StatusDegraded, string(reason.DecisionLogUnavailable)
+		}
+	}
 	return st
 }
+
+// CodeDecisionLogDropped marks a status degraded once a full decision
+// log spool deleted records unsent (decision_log.overflow =
+// "drop_oldest"): the log is no longer complete.
+const CodeDecisionLogDropped reason.Code = "decision-log-dropped"
 
 // Values of Status.Status.
 const (
