@@ -106,6 +106,8 @@ type Engine struct {
 	apiKeyFile  *apikey.File
 	apiKeys     atomic.Pointer[apiKeySet]
 	apiKeysDone chan struct{}
+	// clientCerts is [client_certs]; nil without trust domains.
+	clientCerts *clientCertSet
 	policies    *policy.Store
 	limiter     ratelimit.Limiter
 	redis       *redis.Client // the limiter's client when New made one
@@ -216,6 +218,7 @@ func (e *Engine) newIdentitySources(ctx context.Context, deps Deps) error {
 			return err
 		}
 	}
+	e.clientCerts = newClientCertSet(e.cfg.ClientCerts)
 	if e.cfg.APIKeys.File != "" {
 		if err := e.openAPIKeys(); err != nil {
 			return err
@@ -451,8 +454,10 @@ type Status struct {
 	RateLimit *ratelimit.FallbackStatus `json:"rate_limit,omitempty"`
 	// APIKeys is the state of api_keys.file; nil without it.
 	APIKeys *apikey.Status `json:"api_keys,omitempty"`
-	Started time.Time      `json:"started"`
-	Uptime  string         `json:"uptime"`
+	// ClientCerts is the state of [client_certs]; nil without it.
+	ClientCerts *ClientCertStatus `json:"client_certs,omitempty"`
+	Started     time.Time         `json:"started"`
+	Uptime      string            `json:"uptime"`
 }
 
 // Status returns a snapshot of the engine's state.
@@ -476,6 +481,9 @@ func (e *Engine) Status() Status {
 	if e.apiKeyFile != nil {
 		ks := e.apiKeyFile.Status()
 		s.APIKeys = &ks
+	}
+	if e.clientCerts != nil {
+		s.ClientCerts = e.clientCerts.status()
 	}
 	return s
 }

@@ -147,6 +147,9 @@ func (s *Server) status() Status {
 	if k := es.APIKeys; k != nil {
 		st.APIKeys = &wire.APIKeysStatus{Path: k.Path, Keys: k.Keys, Loaded: k.Loaded, Refusals: k.Refusals, LastError: k.LastError}
 	}
+	if c := es.ClientCerts; c != nil {
+		st.ClientCerts = &wire.ClientCertsStatus{TrustDomains: c.TrustDomains, Roles: c.Roles, Accepted: c.Accepted, Invalid: c.Invalid, Untrusted: c.Untrusted}
+	}
 	return st
 }
 

@@ -38,6 +38,7 @@ func goldenValues() map[string]any {
 			Audit: &wire.AuditStats{Written: 10, Dropped: 1, Failed: 2, QueueLen: 3, QueueCap: 1024},
 			APIKeys: &wire.APIKeysStatus{Path: "/etc/svc/api-keys.toml", Keys: 3, Loaded: t0, Refusals: 1,
 				LastError: "api key file /etc/svc/api-keys.toml: line 7: holds a plaintext API key"},
+			ClientCerts: &wire.ClientCertsStatus{TrustDomains: 2, Roles: 5, Accepted: 120, Invalid: 3, Untrusted: 1},
 			SAML: &wire.SAMLStatus{
 				EntityID: "https://shop.example/auth/saml/metadata", ACSURL: "https://shop.example/auth/saml/acs",
 				SignatureCheckDisabled: false, AllowIDPInitiated: true,
