@@ -103,3 +103,18 @@ func TestClientCertIgnoredWithoutTrustDomains(t *testing.T) {
 		t.Fatalf("reason %s, status %+v; want %s and no client_certs status", res.Decision.Reason, e.Status().ClientCerts, reason.TokenMissing)
 	}
 }
+
+// BenchmarkVerifyClientCert measures the verdict on a workload's client
+// certificate, as nginx passes it, on every request after its first.
+func BenchmarkVerifyClientCert(b *testing.B) {
+	e := clientCertEngine(b, engine.Deps{})
+	cert := url.PathEscape(string(testkit.NewCA(b, "bench CA").Client(b, orderReader).CertPEM))
+	req := engine.Request{Scope: engine.ScopeToken, Credential: certCred(clientcert.Presented{XFCC: `Cert="` + cert + `"`})}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if res, _ := e.Decide(ctx, req); !res.Token.Allowed {
+			b.Fatalf("refused: %+v", res.Token)
+		}
+	}
+}
