@@ -94,6 +94,8 @@ func TestSVCEnvDoesWhatItsTextSays(t *testing.T) {
 	// set in the configuration file.
 	sourceFile := map[string]string{
 		"jwt.issuers": "[[jwt.issuers]]\nissuer = \"https://partner.example.test\"\njwks_url = \"" + jwks.URL + "\"\n",
+		// Maps: no variable either.
+		"client_certs.trust_domains": "[client_certs.trust_domains]\n\"acme.example\" = \"acme\"\n",
 	}
 	envOf := map[string]string{}
 	for _, v := range config.EnvVars() {

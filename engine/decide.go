@@ -74,8 +74,10 @@ const limiterWarnEvery = 30 * time.Second
 
 // verifyCredential verifies cred: the one place a credential is judged,
 // for ScopeToken and ScopeAuthorize alike. An API key is looked up in
-// api_keys.file (verifyAPIKey). The token goes to one
-// token.Chain call, which hashes it once for every verifier. user is the
+// api_keys.file (verifyAPIKey); without a token or key, a client
+// certificate is judged against [client_certs] (verifyClientCert). The
+// token goes to one token.Chain call, which hashes it once for every
+// verifier. user is the
 // policy input's user for an accepted token, built once per verification
 // (principalDeriver), or nil when userFrom must build it.
 func (e *Engine) verifyCredential(ctx context.Context, cred Credential) (TokenDecision, *principal) {
@@ -88,6 +90,11 @@ func (e *Engine) verifyCredential(ctx context.Context, cred Credential) (TokenDe
 		raw = cred.APIKey
 	}
 	if raw == "" {
+		if e.clientCerts != nil && !cred.ClientCert.IsZero() {
+			// A certificate identifies only a caller that presents no
+			// other credential.
+			return e.verifyClientCert(cred.ClientCert)
+		}
 		return TokenDecision{Reason: reason.TokenMissing, Message: "no bearer token"}, nil
 	}
 	tokens := e.tokens

@@ -111,9 +111,11 @@ type Engine struct {
 	// sink. decisionsDone is closed when its shipping ends.
 	decisions     *decisionlog.Logger
 	decisionsDone chan struct{}
-	policies      *policy.Store
-	limiter       ratelimit.Limiter
-	redis         *redis.Client // the limiter's client when New made one
+	// clientCerts is [client_certs]; nil without trust domains.
+	clientCerts *clientCertSet
+	policies    *policy.Store
+	limiter     ratelimit.Limiter
+	redis       *redis.Client // the limiter's client when New made one
 	// fallback wraps the Redis limiter when New made one; atomic because
 	// metric callbacks may read it while New sets it.
 	fallback atomic.Pointer[ratelimit.Fallback]
@@ -226,6 +228,7 @@ func (e *Engine) newIdentitySources(ctx context.Context, deps Deps) error {
 			return err
 		}
 	}
+	e.clientCerts = newClientCertSet(e.cfg.ClientCerts)
 	if e.cfg.APIKeys.File != "" {
 		if err := e.openAPIKeys(); err != nil {
 			return err
@@ -239,7 +242,7 @@ func (e *Engine) newIdentitySources(ctx context.Context, deps Deps) error {
 		if err := e.newDevVerifier(deps.DevIssuer); err != nil {
 			return err
 		}
-		e.log.Warn("DEVELOPMENT MODE: no identity source is configured (no sdk.jwks_url, no jwt.issuer_url, no [[jwt.issuers]], no [sdk.saml], no api_keys.file), so EVERY bearer token is accepted without verification as the user anonymous, except tokens of the development issuer (core dev token, iss svc-dev), which are verified; set sdk.jwks_url (SVC_JWKS_URL), jwt.issuer_url (SVC_JWT_ISSUER_URL), [[jwt.issuers]], [sdk.saml] or api_keys.file (SVC_API_KEYS_FILE) before serving real traffic",
+		e.log.Warn("DEVELOPMENT MODE: no identity source is configured (no sdk.jwks_url, no jwt.issuer_url, no [[jwt.issuers]], no [sdk.saml], no api_keys.file, no client_certs.trust_domains), so EVERY bearer token is accepted without verification as the user anonymous, except tokens of the development issuer (core dev token, iss svc-dev), which are verified; set sdk.jwks_url (SVC_JWKS_URL), jwt.issuer_url (SVC_JWT_ISSUER_URL), [[jwt.issuers]], [sdk.saml], api_keys.file (SVC_API_KEYS_FILE) or client_certs.trust_domains before serving real traffic",
 			"reason", reason.DevAnonymous, "tenant", e.cfg.SDK.TenantID, "dev_issuer", e.dev != nil)
 		close(e.done)
 		return nil
@@ -463,8 +466,10 @@ type Status struct {
 	APIKeys *apikey.Status `json:"api_keys,omitempty"`
 	// DecisionLog is the state of [decision_log]; nil without a sink.
 	DecisionLog *decisionlog.Stats `json:"decision_log,omitempty"`
-	Started     time.Time          `json:"started"`
-	Uptime      string             `json:"uptime"`
+	// ClientCerts is the state of [client_certs]; nil without it.
+	ClientCerts *ClientCertStatus `json:"client_certs,omitempty"`
+	Started     time.Time         `json:"started"`
+	Uptime      string            `json:"uptime"`
 }
 
 // Status returns a snapshot of the engine's state.
@@ -490,6 +495,9 @@ func (e *Engine) Status() Status {
 		s.APIKeys = &ks
 	}
 	s.DecisionLog = e.decisionLogStatus()
+	if e.clientCerts != nil {
+		s.ClientCerts = e.clientCerts.status()
+	}
 	return s
 }
 

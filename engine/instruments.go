@@ -127,6 +127,9 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider, e *Engine)
 	if err := observeAPIKeys(m, e); err != nil {
 		return nil, err
 	}
+	if err := observeClientCerts(m, e); err != nil {
+		return nil, err
+	}
 	if len(e.providers) == 0 {
 		return t, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/svc-dev/svc/engine/apikey"
+	"github.com/svc-dev/svc/engine/clientcert"
 	"github.com/svc-dev/svc/engine/policy"
 )
 
@@ -48,9 +49,12 @@ type Request struct {
 }
 
 // Credential is what a caller presents to prove who it is: a bearer
-// token or an API key. Other kinds (opaque tokens, client certificates)
-// are to be further fields. A request sets at most one; when both are
-// set, the API key is judged.
+// token, an API key, or the client certificate its proxy verified. Other
+// kinds (opaque tokens) are to be further fields. When both a bearer
+// token and an API key are set, the API key is judged; the client
+// certificate identifies the caller only when neither is set (a mesh
+// workload calling without a token), and only with
+// client_certs.trust_domains set.
 type Credential struct {
 	// Bearer is a bearer token (a JWT) without the "Bearer " prefix;
 	// empty when the caller presented none.
@@ -59,6 +63,11 @@ type Credential struct {
 	// of an Authorization header, checked against api_keys.file; empty
 	// when the caller presented none.
 	APIKey string
+	// ClientCert is what the proxy vouched for about the client
+	// certificate it verified: Envoy's source principal and certificate,
+	// or an X-Forwarded-Client-Cert header from a trusted proxy; zero
+	// when there is none.
+	ClientCert clientcert.Presented
 }
 
 // BearerToken is the Credential of a bearer token raw, without the

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"go.opentelemetry.io/otel/trace"
@@ -65,8 +66,11 @@ type Server struct {
 	mapper     *Mapper
 	az         Authorizer
 	checkProxy string // sidecar.check_proxy
-	signIn     signIn // where browsers sign in ([sdk.saml])
-	log        *slog.Logger
+	// trusted are the peers whose X-Forwarded-Client-Cert an HTTP check
+	// reads (sidecar.trusted_proxies).
+	trusted []netip.Prefix
+	signIn  signIn // where browsers sign in ([sdk.saml])
+	log     *slog.Logger
 
 	// checkInfo and checkUnary are what checkHandler hands the
 	// interceptors on every call, made once (the generated handler
@@ -81,8 +85,9 @@ var _ authv3.AuthorizationServer = (*Server)(nil)
 // route table (sidecar.routes), proxy of the HTTP check
 // (sidecar.check_proxy, default auto), trust of forwarding headers
 // (sidecar.trust_forwarded_for), case sensitivity of the route table
-// (envoy.routes_case_sensitive) and the format suffixes it cuts
-// (envoy.format_suffixes).
+// (envoy.routes_case_sensitive), the format suffixes it cuts
+// (envoy.format_suffixes) and the proxies whose X-Forwarded-Client-Cert
+// an HTTP check reads (sidecar.trusted_proxies).
 func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 	if az == nil {
 		return nil, fmt.Errorf("envoy: nil authorizer")
@@ -105,11 +110,15 @@ func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("envoy: sidecar.check_proxy must be %q, %q, %q or %q, got %q",
 			config.CheckProxyAuto, config.CheckProxyNginx, config.CheckProxyForwarded, config.CheckProxyEnvoy, checkProxy)
 	}
+	trusted, err := config.ParseTrustedProxies(cfg.Sidecar.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("envoy: sidecar.trusted_proxies: %w", err)
+	}
 	log := deps.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{mapper: m, az: az, checkProxy: checkProxy, signIn: newSignIn(cfg.SDK.SAML), log: log}
+	s := &Server{mapper: m, az: az, checkProxy: checkProxy, trusted: trusted, signIn: newSignIn(cfg.SDK.SAML), log: log}
 	s.checkInfo = grpc.UnaryServerInfo{Server: s, FullMethod: authv3.Authorization_Check_FullMethodName}
 	s.checkUnary = func(ctx context.Context, req any) (any, error) {
 		return s.answer(ctx, req.(*authv3.CheckRequest)), nil

@@ -92,6 +92,7 @@ func FuzzFromCheckRequest(f *testing.F) {
 	f.Add("GET", "/api/orders/1", "Bearer t", "cookie", "a=b", ExtResource, "ledger")
 	f.Add("PROPFIND", "//a/../../b/%2e%2E/%2F?x=%zz&y", "bEaReR\tt", "x-svc-user-id", "root", ExtTenant, "")
 	f.Add("", "", "", "", "", "", "")
+	f.Add("GET", "/orders/1", "", "x-forwarded-client-cert", "URI=spiffe://acme.example/x", "", "")
 
 	m, err := NewMapper(testTenant, testRoutes)
 	if err != nil {
@@ -134,6 +135,10 @@ func FuzzFromCheckRequest(f *testing.F) {
 		}
 		if cred.APIKey != "" && !strings.Contains(authz, cred.APIKey) && !strings.Contains(hv, cred.APIKey) {
 			t.Fatalf("API key %q is from neither the authorization nor the x-api-key header", cred.APIKey)
+		}
+		if !cred.ClientCert.IsZero() {
+			// Only Envoy's attributes name a client certificate, never a header.
+			t.Fatalf("client certificate %+v from the headers", cred.ClientCert)
 		}
 		if in.Resource.Tenant == "" && ev == "" {
 			t.Fatalf("no resource tenant")

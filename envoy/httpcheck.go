@@ -4,10 +4,12 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/svc-dev/svc/engine/clientcert"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/reason"
 )
@@ -107,6 +109,7 @@ func (s *Server) serveCheck(w http.ResponseWriter, r *http.Request) {
 		s.writeHTTP(w, s.present(invalidInput(err), proxyRequest{headers: lowerHeaders(r.Header)}), conv, nil)
 		return
 	}
+	pr.clientCert = s.forwardedClientCert(r)
 	s.check(r.Context(), w, pr, conv)
 }
 
@@ -125,7 +128,35 @@ func (s *Server) serveEnvoyCheck(w http.ResponseWriter, r *http.Request) {
 		sourceIP: peerHost(r.RemoteAddr),
 		viaProxy: true,
 	}
+	pr.clientCert = s.forwardedClientCert(r)
 	s.check(r.Context(), w, pr, conventionEnvoy)
+}
+
+// headerXFCC carries the client certificate a proxy verified, in Envoy's
+// X-Forwarded-Client-Cert format.
+const headerXFCC = "X-Forwarded-Client-Cert"
+
+// forwardedClientCert is the X-Forwarded-Client-Cert header of a check
+// from a peer listed in sidecar.trusted_proxies (several header lines
+// joined with ","), judged by the engine when the request presents no
+// other credential. From any other peer the header is ignored: whoever
+// can reach the sidecar directly could write one and be anybody.
+func (s *Server) forwardedClientCert(r *http.Request) clientcert.Presented {
+	vs := r.Header.Values(headerXFCC)
+	if len(vs) == 0 || len(s.trusted) == 0 {
+		return clientcert.Presented{}
+	}
+	peer, err := netip.ParseAddr(peerHost(r.RemoteAddr))
+	if err != nil {
+		return clientcert.Presented{}
+	}
+	peer = peer.Unmap()
+	for _, p := range s.trusted {
+		if p.Contains(peer) {
+			return clientcert.Presented{XFCC: strings.Join(vs, ",")}
+		}
+	}
+	return clientcert.Presented{}
 }
 
 func (s *Server) check(ctx context.Context, w http.ResponseWriter, pr proxyRequest, conv convention) {

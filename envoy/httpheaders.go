@@ -152,7 +152,7 @@ var lowerKeys = func() map[string]string {
 		"X-Forwarded-Server", "X-Forwarded-Ssl", "X-Forwarded-Uri",
 		"X-Http-Method", "X-Http-Method-Override", "X-Method-Override",
 		"X-Original-Method", "X-Original-Uri", "X-Original-Url", "X-Real-Ip", "X_Svc_Method",
-		"X-Api-Key", "X-Request-Id", "X-Requested-With", "X-Scheme",
+		"X-Api-Key", "X-Forwarded-Client-Cert", "X-Request-Id", "X-Requested-With", "X-Scheme",
 	}
 	m := make(map[string]string, len(names))
 	for _, n := range names {

@@ -7,6 +7,7 @@ import (
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 
 	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/clientcert"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reqpath"
@@ -120,6 +121,11 @@ type proxyRequest struct {
 	sourceIP string
 	// viaProxy is true for HTTP checks, whose peer is the proxy.
 	viaProxy bool
+	// clientCert is what the proxy vouched for about the client's
+	// certificate: Envoy's source principal and certificate, or the
+	// X-Forwarded-Client-Cert header of an HTTP check from a trusted
+	// proxy.
+	clientCert clientcert.Presented
 }
 
 // FromCheckRequest translates an ext_authz CheckRequest into the
@@ -129,7 +135,10 @@ type proxyRequest struct {
 // of an X-Api-Key header when there is no Authorization header; else the
 // token of an "Authorization: Bearer" header (schemes are matched
 // case-insensitively); it is empty when there is none, which the engine
-// answers with reason token-missing. input.action and
+// answers with reason token-missing. The source peer's principal and
+// certificate (attributes.source, set by Envoy when its listener verified
+// a client certificate) go along as Credential.ClientCert, which the
+// engine judges only without another credential. input.action and
 // input.resource come, field by field, from the context extensions
 // (ExtAction, ExtResource, ExtResourceID, ExtTenant), then from the first
 // matching route, then from the default mapping:
@@ -157,8 +166,8 @@ type proxyRequest struct {
 // carries the method, that normalized path, its canonical form
 // (canonical_path and format, see reqpath.Canon), the host, the query (a key
 // given several times keeps its values joined with ",") and the headers
-// less authorization, cookie, proxy-authorization, x-api-key, HTTP/2
-// pseudo-headers and x-svc-* headers.
+// less authorization, cookie, proxy-authorization, x-api-key,
+// x-forwarded-client-cert, HTTP/2 pseudo-headers and x-svc-* headers.
 //
 // A request without HTTP attributes, method or path yields an error
 // carrying reason.InputInvalid; one whose path has no single meaning
@@ -185,6 +194,12 @@ func proxyRequestFromCheck(req *authv3.CheckRequest) (proxyRequest, error) {
 		// Envoy's own view of the downstream peer (which honours its
 		// use_remote_address and xff_num_trusted_hops), never a header.
 		sourceIP: req.GetAttributes().GetSource().GetAddress().GetSocketAddress().GetAddress(),
+		// Set by Envoy only when its listener verified the client's
+		// certificate; the caller of Check is the proxy.
+		clientCert: clientcert.Presented{
+			Principal:   req.GetAttributes().GetSource().GetPrincipal(),
+			Certificate: req.GetAttributes().GetSource().GetCertificate(),
+		},
 	}
 	if hasUpper(pr.headers) {
 		// Envoy always sends lower-case keys; other clients may not.
@@ -334,7 +349,9 @@ func (m *Mapper) mapRequestInto(pr proxyRequest, blk *mappedRequest, deferred bo
 		Resource: policy.Resource{Type: resource, ID: id, Tenant: tenant},
 		Request:  &blk.req,
 	}
-	return m.credential(pr.headers), in, nil
+	cred := m.credential(pr.headers)
+	cred.ClientCert = pr.clientCert
+	return cred, in, nil
 }
 
 // credential is what headers present to prove who the caller is: an API
@@ -535,6 +552,9 @@ var strippedHeaders = map[string]bool{
 	"cookie":              true,
 	"proxy-authorization": true,
 	"x-api-key":           true,
+	// Read only from a trusted proxy's HTTP check, never by the policy:
+	// a client may have sent it.
+	"x-forwarded-client-cert": true,
 }
 
 // forwardingHeaders name the client's address; any client can send them,

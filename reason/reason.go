@@ -72,7 +72,8 @@ const (
 	FailOpen Code = "fail-open"
 	// DevAnonymous: development mode (no identity source: no
 	// sdk.jwks_url, no jwt.issuer_url, no [[jwt.issuers]], no [sdk.saml],
-	// no api_keys.file) accepted the bearer without verification as "anonymous".
+	// no api_keys.file, no client_certs.trust_domains) accepted the
+	// bearer without verification as "anonymous".
 	DevAnonymous Code = "dev-anonymous"
 )
 
@@ -98,6 +99,15 @@ const (
 	APIKeyRevoked Code = "api-key-revoked"
 	// APIKeyExpired: the key matched an entry whose expires has passed.
 	APIKeyExpired Code = "api-key-expired"
+	// ClientCertInvalid: the client certificate the proxy vouched for
+	// cannot be read: an X-Forwarded-Client-Cert header that does not
+	// parse, a certificate that does not decode, no single SPIFFE ID
+	// (spiffe://<trust-domain>/<path>) among its URI SANs, or a
+	// certificate and a principal that name different IDs.
+	ClientCertInvalid Code = "client-cert-invalid"
+	// ClientCertUntrusted: the client certificate's SPIFFE ID is of a
+	// trust domain client_certs.trust_domains does not map to a tenant.
+	ClientCertUntrusted Code = "client-cert-untrusted"
 )
 
 // Policy and serving codes.

@@ -172,6 +172,9 @@ func (s *Server) status() Status {
 			st.Status, st.Reason = StatusDegraded, string(reason.DecisionLogUnavailable)
 		}
 	}
+	if c := es.ClientCerts; c != nil {
+		st.ClientCerts = &wire.ClientCertsStatus{TrustDomains: c.TrustDomains, Roles: c.Roles, Accepted: c.Accepted, Invalid: c.Invalid, Untrusted: c.Untrusted}
+	}
 	return st
 }
 

@@ -40,6 +40,7 @@ func goldenValues() map[string]any {
 				LastError: "api key file /etc/svc/api-keys.toml: line 7: holds a plaintext API key"},
 			DecisionLog: &wire.DecisionLogStatus{Sink: "nats", SpoolBytes: 48213, Unsent: 52, OldestUnsentAge: "2.4s",
 				Shipped: 91822, Retries: 3, LastError: "decision log nats: not connected"},
+			ClientCerts: &wire.ClientCertsStatus{TrustDomains: 2, Roles: 5, Accepted: 120, Invalid: 3, Untrusted: 1},
 			SAML: &wire.SAMLStatus{
 				EntityID: "https://shop.example/auth/saml/metadata", ACSURL: "https://shop.example/auth/saml/acs",
 				SignatureCheckDisabled: false, AllowIDPInitiated: true,

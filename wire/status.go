@@ -77,6 +77,8 @@ type Status struct {
 	APIKeys *APIKeysStatus `json:"api_keys,omitempty"`
 	// DecisionLog is the state of [decision_log], absent without a sink.
 	DecisionLog *DecisionLogStatus `json:"decision_log,omitempty"`
+	// ClientCerts is the state of [client_certs], absent without it.
+	ClientCerts *ClientCertsStatus `json:"client_certs,omitempty"`
 	// SAML is the SAML gateway's state (IdP metadata, last good copy,
 	// whether signatures are checked), present with [sdk.saml].
 	SAML *SAMLStatus `json:"saml,omitempty"`
@@ -265,4 +267,19 @@ type DecisionLogStatus struct {
 	Dropped int64 `json:"dropped"`
 	// LastError is why the latest send failed; absent once one succeeds.
 	LastError string `json:"last_error,omitempty"`
+}
+
+// ClientCertsStatus is the state of [client_certs] in Status.
+type ClientCertsStatus struct {
+	// TrustDomains is the number of SPIFFE trust domains mapped to a
+	// tenant (client_certs.trust_domains).
+	TrustDomains int `json:"trust_domains"`
+	// Roles is the number of SPIFFE IDs given roles (client_certs.roles).
+	Roles int `json:"roles"`
+	// Accepted, Invalid and Untrusted count the client certificates
+	// judged since the start: accepted, refused as client-cert-invalid,
+	// refused as client-cert-untrusted.
+	Accepted  int64 `json:"accepted"`
+	Invalid   int64 `json:"invalid"`
+	Untrusted int64 `json:"untrusted"`
 }

@@ -26,6 +26,8 @@ type Config struct {
 	JWT JWT `toml:"jwt" yaml:"jwt"`
 	// APIKeys is the API-key identity source.
 	APIKeys APIKeys `toml:"api_keys" yaml:"api_keys"`
+	// ClientCerts is the client-certificate (mTLS) identity source.
+	ClientCerts ClientCerts `toml:"client_certs" yaml:"client_certs"`
 	// Tenants maps a tenant id (case-sensitive) to its settings.
 	Tenants map[string]Tenant `toml:"tenants" yaml:"tenants"`
 	// RateLimit sets per-tenant request budgets.
@@ -515,6 +517,8 @@ type Sidecar struct {
 	// are ignored and the peer is the client. The ACS keeps its work
 	// budgets per client, so behind a proxy that is not listed every user
 	// shares the proxy's budget, and one flooding client starves them all.
+	// They are also the only peers whose X-Forwarded-Client-Cert header an
+	// HTTP check reads ([client_certs]); from any other peer it is ignored.
 	// Default empty. Env SVC_TRUSTED_PROXIES (comma-separated).
 	TrustedProxies []string `toml:"trusted_proxies" yaml:"trusted_proxies"`
 	// SAMLAddr is the listen address of the SAML gateway, served only when
@@ -581,6 +585,24 @@ type APIKeys struct {
 	// refused and the previous keys stay in force, but a bad file at the
 	// start refuses the start. Env SVC_API_KEYS_FILE.
 	File string `toml:"file" yaml:"file"`
+}
+
+// ClientCerts is the [client_certs] table: callers identified by the
+// client certificate a proxy verified (Envoy's Check attributes, or an
+// X-Forwarded-Client-Cert header from a peer of sidecar.trusted_proxies),
+// by its SPIFFE ID. The certificate identifies a caller that presents no
+// other credential: a bearer token or API key is judged first.
+type ClientCerts struct {
+	// TrustDomains maps a SPIFFE trust domain ("acme.example") to the
+	// tenant of its workloads; an ID of another trust domain is refused
+	// (client-cert-untrusted). Setting it makes client certificates an
+	// identity source (development mode is off). No SVC_* variable.
+	TrustDomains map[string]string `toml:"trust_domains" yaml:"trust_domains"`
+	// Roles maps a SPIFFE ID ("spiffe://acme.example/ns/x/sa/y") to the
+	// roles of the policy input's user; an ID without an entry has none,
+	// and the policy may still decide on input.user.id. Each ID's trust
+	// domain must be in trust_domains. No SVC_* variable.
+	Roles map[string][]string `toml:"roles" yaml:"roles"`
 }
 
 // Audit is the [audit] table.

@@ -283,7 +283,7 @@ func TestLoadErrors(t *testing.T) {
 		{file: "syntax.toml", want: []string{"testdata/syntax.toml:1:5: expected ']' to close table name"}},
 		{file: "syntax.yaml", want: []string{"testdata/syntax.yaml:3: mapping values are not allowed in this context"}},
 		{file: "closed_no_jwks.toml", want: []string{
-			"testdata/closed_no_jwks.toml:3: sdk.fail_mode: fail_mode=closed requires an identity source (sdk.jwks_url or sdk.saml or jwt.issuer_url or jwt.issuers or api_keys.file): without one every bearer is accepted as anonymous (development mode)"}},
+			"testdata/closed_no_jwks.toml:3: sdk.fail_mode: fail_mode=closed requires an identity source (sdk.jwks_url or sdk.saml or jwt.issuer_url or jwt.issuers or api_keys.file or client_certs.trust_domains): without one every bearer is accepted as anonymous (development mode)"}},
 		{file: "bare_number_duration.toml", want: []string{
 			`testdata/bare_number_duration.toml: jwt.clock_skew: must be a duration string such as "30s", got a TOML integer`}},
 		{file: "negative_duration.yaml", want: []string{

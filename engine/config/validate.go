@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/svc-dev/svc/engine/clientcert"
 	"github.com/svc-dev/svc/engine/loopback"
 )
 
@@ -34,6 +35,7 @@ func (c Config) Validate() error {
 	v.jwt()
 	v.tenants()
 	v.rateLimit()
+	v.clientCerts()
 	v.sidecar()
 	v.policy()
 	if msg := checkAuditDestination(c.Audit.Destination); msg != "" {
@@ -380,6 +382,35 @@ func (v *validator) rateLimit() {
 	}
 	if r.Replicas < 1 {
 		v.fail("rate_limit.replicas", "must be at least 1, got %d", r.Replicas)
+	}
+}
+
+func (v *validator) clientCerts() {
+	cc := v.c.ClientCerts
+	for _, td := range slices.Sorted(maps.Keys(cc.TrustDomains)) {
+		key := keyPath("client_certs", "trust_domains", td)
+		if err := clientcert.CheckTrustDomain(td); err != nil {
+			v.fail(key, "must be a SPIFFE trust domain (lower-case letters, digits, '.', '-', '_'), got %q", td)
+		}
+		if strings.TrimSpace(cc.TrustDomains[td]) == "" {
+			v.fail(key, "tenant id must not be empty")
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(cc.Roles)) {
+		key := keyPath("client_certs", "roles", id)
+		sid, err := clientcert.ParseID(id)
+		if err != nil {
+			v.fail(key, "must be a workload's SPIFFE ID such as \"spiffe://acme.example/ns/x/sa/y\", got %q", id)
+			continue
+		}
+		if _, ok := cc.TrustDomains[sid.TrustDomain]; !ok {
+			v.fail(key, "trust domain %q is not in client_certs.trust_domains: no certificate of it is accepted", sid.TrustDomain)
+		}
+		for _, r := range cc.Roles[id] {
+			if strings.TrimSpace(r) == "" {
+				v.fail(key, "a role must not be empty")
+			}
+		}
 	}
 }
 

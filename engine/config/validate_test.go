@@ -51,7 +51,7 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 		{"fail_mode enum from env", func(c *Config) { c.SDK.FailMode = "maybe" }, "SVC_FAIL_MODE",
 			"sdk.fail_mode", `SVC_FAIL_MODE: must be "open" or "closed", got "maybe"`},
 		{"closed without jwks_url", func(c *Config) { c.SDK.JWKSURL = ""; c.SDK.SAML = nil }, "",
-			"sdk.fail_mode", "svc.toml: sdk.fail_mode: fail_mode=closed requires an identity source (sdk.jwks_url or sdk.saml or jwt.issuer_url or jwt.issuers or api_keys.file): without one every bearer is accepted as anonymous (development mode)"},
+			"sdk.fail_mode", "svc.toml: sdk.fail_mode: fail_mode=closed requires an identity source (sdk.jwks_url or sdk.saml or jwt.issuer_url or jwt.issuers or api_keys.file or client_certs.trust_domains): without one every bearer is accepted as anonymous (development mode)"},
 		{"jwks_url unparseable", func(c *Config) { c.SDK.JWKSURL = "://idp" }, "",
 			"sdk.jwks_url", "svc.toml: sdk.jwks_url: must be a URL: missing protocol scheme"},
 		{"jwks_url public http", func(c *Config) { c.SDK.JWKSURL = "http://idp.example.com/jwks" }, "SVC_JWKS_URL",
@@ -125,6 +125,27 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 			"log.level", `SVC_LOG_LEVEL: must be one of trace, debug, info, warn, error, got "INFO"`},
 		{"default_rpm negative", func(c *Config) { c.RateLimit.DefaultRPM = -5 }, "",
 			"rate_limit.default_rpm", "svc.toml: rate_limit.default_rpm: must not be negative, got -5"},
+		{"client_certs trust domain with a port", func(c *Config) {
+			c.ClientCerts.TrustDomains = map[string]string{"acme.example:8443": "acme"}
+		}, "", `client_certs.trust_domains."acme.example:8443"`,
+			`svc.toml: client_certs.trust_domains."acme.example:8443": must be a SPIFFE trust domain (lower-case letters, digits, '.', '-', '_'), got "acme.example:8443"`},
+		{"client_certs empty tenant", func(c *Config) { c.ClientCerts.TrustDomains = map[string]string{"acme.example": " "} }, "",
+			`client_certs.trust_domains."acme.example"`, `svc.toml: client_certs.trust_domains."acme.example": tenant id must not be empty`},
+		{"client_certs role of a bad id", func(c *Config) {
+			c.ClientCerts.TrustDomains = map[string]string{"acme.example": "acme"}
+			c.ClientCerts.Roles = map[string][]string{"spiffe://acme.example": {"viewer"}}
+		}, "", `client_certs.roles."spiffe://acme.example"`,
+			`svc.toml: client_certs.roles."spiffe://acme.example": must be a workload's SPIFFE ID such as "spiffe://acme.example/ns/x/sa/y", got "spiffe://acme.example"`},
+		{"client_certs role of an unmapped trust domain", func(c *Config) {
+			c.ClientCerts.TrustDomains = map[string]string{"acme.example": "acme"}
+			c.ClientCerts.Roles = map[string][]string{"spiffe://other.example/x": {"viewer"}}
+		}, "", `client_certs.roles."spiffe://other.example/x"`,
+			`svc.toml: client_certs.roles."spiffe://other.example/x": trust domain "other.example" is not in client_certs.trust_domains: no certificate of it is accepted`},
+		{"client_certs empty role", func(c *Config) {
+			c.ClientCerts.TrustDomains = map[string]string{"acme.example": "acme"}
+			c.ClientCerts.Roles = map[string][]string{"spiffe://acme.example/x": {""}}
+		}, "", `client_certs.roles."spiffe://acme.example/x"`,
+			`svc.toml: client_certs.roles."spiffe://acme.example/x": a role must not be empty`},
 		{"per_tenant negative", func(c *Config) { c.RateLimit.PerTenant["AcMe"] = -1 }, "",
 			"rate_limit.per_tenant.AcMe", "svc.toml: rate_limit.per_tenant.AcMe: must not be negative, got -1"},
 		{"per_tenant empty id", func(c *Config) { c.RateLimit.PerTenant[""] = 3 }, "",
@@ -289,7 +310,7 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 // Redis in a configuration that why makes a production one.
 func idpInitiatedWithoutRedis(why string) string {
 	return "true requires rate_limit.redis_addr (SVC_REDIS_ADDR) outside a local trial (every listener: sdk.sidecar_addr, sidecar.http_addr, " +
-		"sidecar.saml_addr, on a loopback address or a Unix socket, and no identity source but [sdk.saml]: no sdk.jwks_url, no jwt.issuer_url, no jwt.issuers, no api_keys.file); here " +
+		"sidecar.saml_addr, on a loopback address or a Unix socket, and no identity source but [sdk.saml]: no sdk.jwks_url, no jwt.issuer_url, no jwt.issuers, no api_keys.file, no client_certs.trust_domains); here " +
 		why + ": without Redis the assertion replay cache is per process, so a replica or a restart would accept an unsolicited assertion again"
 }
 
