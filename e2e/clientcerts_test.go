@@ -117,7 +117,7 @@ func TestClientCertsEnvoyCheck(t *testing.T) {
 		{"a principal the certificate contradicts", "GET", ordersID, billing, nil, http.StatusUnauthorized, "client-cert-invalid"},
 		{"a certificate that does not decode", "GET", ordersID, "-----BEGIN%20CERTIFICATE-----%0AAAAA%0A-----END%20CERTIFICATE-----%0A", nil, http.StatusUnauthorized, "client-cert-invalid"},
 		{"a subject without a SPIFFE ID", "GET", "CN=orders", "", nil, http.StatusUnauthorized, "client-cert-invalid"},
-		{"a bearer token first", "GET", ordersID, orders, map[string]string{"authorization": "Bearer eyJhbGciOiJFUzI1NiJ9.e30.c2ln"}, http.StatusUnauthorized, "unknown-kid"},
+		{"a bearer token first", "GET", ordersID, orders, map[string]string{"authorization": "Bearer eyJhbGciOiJFUzI1NiJ9.e30.c2ln"}, http.StatusUnauthorized, "issuer-unknown"},
 		{"an XFCC header in the request", "GET", "", "", map[string]string{"x-forwarded-client-cert": "URI=" + ordersID}, http.StatusUnauthorized, "token-missing"},
 	}
 	for _, tt := range tests {
