@@ -60,8 +60,9 @@ docs:
 # this tree (npm ci ran in deps). The TypeScript build and type check must
 # pass without errors.
 test-sdk:
-	$(GO) build -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/svc-sidecar
-	cd sdk/python && SVC_SIDECAR_BIN=$(abspath $(BIN))/svc-sidecar $(PYTHON) -m unittest discover -s tests -v
+	$(GO) build -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/svc-sidecar ./cmd/core
+	cd sdk/python && SVC_SIDECAR_BIN=$(abspath $(BIN))/svc-sidecar SVC_CORE_BIN=$(abspath $(BIN))/core \
+		$(PYTHON) -m unittest discover -s tests -v
 	cd sdk/typescript && npm run --silent build && npm run --silent typecheck && \
 		SVC_SIDECAR_BIN=$(abspath $(BIN))/svc-sidecar npm test --silent
 
