@@ -64,7 +64,7 @@ test-sdk:
 	cd sdk/python && SVC_SIDECAR_BIN=$(abspath $(BIN))/svc-sidecar SVC_CORE_BIN=$(abspath $(BIN))/core \
 		$(PYTHON) -m unittest discover -s tests -v
 	cd sdk/typescript && npm run --silent build && npm run --silent typecheck && \
-		SVC_SIDECAR_BIN=$(abspath $(BIN))/svc-sidecar npm test --silent
+		SVC_SIDECAR_BIN=$(abspath $(BIN))/svc-sidecar SVC_CORE_BIN=$(abspath $(BIN))/core npm test --silent
 
 # The Kubernetes, Istio and Compose files, decoded by their own libraries.
 # deploy/ requires this module through a replace directive; -mod=mod lets
