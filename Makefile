@@ -60,10 +60,11 @@ docs:
 # this tree (npm ci ran in deps). The TypeScript build and type check must
 # pass without errors.
 test-sdk:
-	$(GO) build -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/svc-sidecar
-	cd sdk/python && SVC_SIDECAR_BIN=$(abspath $(BIN))/svc-sidecar $(PYTHON) -m unittest discover -s tests -v
+	$(GO) build -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/svc-sidecar ./cmd/core
+	cd sdk/python && SVC_SIDECAR_BIN=$(abspath $(BIN))/svc-sidecar SVC_CORE_BIN=$(abspath $(BIN))/core \
+		$(PYTHON) -m unittest discover -s tests -v
 	cd sdk/typescript && npm run --silent build && npm run --silent typecheck && \
-		SVC_SIDECAR_BIN=$(abspath $(BIN))/svc-sidecar npm test --silent
+		SVC_SIDECAR_BIN=$(abspath $(BIN))/svc-sidecar SVC_CORE_BIN=$(abspath $(BIN))/core npm test --silent
 
 # The Kubernetes, Istio and Compose files, decoded by their own libraries.
 # deploy/ requires this module through a replace directive; -mod=mod lets

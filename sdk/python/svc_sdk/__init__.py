@@ -11,6 +11,8 @@ connections, with the standard library only::
     d = client.validate_token(token)        # TokenDecision(allowed, claims, reason)
     d = client.authorize(token, "orders:read", resource_id="42")
     d.allow, d.deny_reasons, d.reason, d.decision_id
+
+An API key (``svck_...``) is passed where a token is.
 """
 
 from .client import (
@@ -27,13 +29,13 @@ from .client import (
     SvcError,
     TokenDecision,
 )
-from ._web import Admission, Refusal, bearer_token
+from ._web import Admission, Refusal, api_key, bearer_token
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client", "TokenDecision", "Decision", "SvcError", "SidecarUnavailableError",
-    "SidecarRequestError", "Admission", "Refusal", "bearer_token",
+    "SidecarRequestError", "Admission", "Refusal", "api_key", "bearer_token",
     "DEFAULT_SIDECAR_URL", "DEFAULT_TIMEOUT", "DEFAULT_CONFIG_FILE", "FAIL_OPEN", "FAIL_CLOSED",
     "FAIL_OPEN_NOTICE",
 ]

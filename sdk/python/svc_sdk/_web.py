@@ -3,8 +3,9 @@
 The framework modules only read the request and write the answer; the
 decision and the status it maps to are chosen here, once:
 
-    no bearer token            401 token-missing, WWW-Authenticate: Bearer
+    no bearer token or API key 401 token-missing, WWW-Authenticate: Bearer
     invalid token              401, WWW-Authenticate: Bearer error="invalid_token"
+    invalid API key            401, WWW-Authenticate: ApiKey error="invalid_key"
     token of another tenant    403 tenant-mismatch
     policy denies              403 with the deny reasons and decision id
     tenant rate-limited        429 with Retry-After
@@ -32,6 +33,10 @@ TOKEN_FAILURES = frozenset({
     "signature-invalid", "unknown-kid", "alg-not-allowed", "key-too-weak", "tenant-missing",
     "issuer-mismatch", "issuer-unknown", "audience-mismatch",
 })
+
+# Reasons for which an API key was refused: challenged in the key's own
+# scheme (ApiKey error="invalid_key"), as the sidecar does.
+API_KEY_FAILURES = frozenset({"api-key-malformed", "api-key-unknown", "api-key-revoked", "api-key-expired"})
 
 # Reasons for which nothing could be said about the token.
 UNDECIDED = frozenset({"jwks-unavailable", "policy-error", "unavailable"})
@@ -81,6 +86,21 @@ def bearer_token(authorization: str | None) -> str:
     return tok.strip()
 
 
+def api_key(authorization: str | None, x_api_key: str | None = None) -> str:
+    """The API key a request presents, by the rule of the sidecar's checks:
+    the credential of an ``Authorization: ApiKey <key>`` header (scheme
+    case-insensitive), else, when the request has no Authorization header
+    at all (``authorization`` None), its X-Api-Key header; "" when it
+    presents none. Another Authorization scheme (a bearer token) decides:
+    X-Api-Key beside it is not read."""
+    if authorization is None:
+        return (x_api_key or "").strip()
+    v = authorization.strip()
+    if len(v) <= 6 or v[:6].lower() != "apikey" or v[6] not in " \t":
+        return ""
+    return v[7:].strip()
+
+
 def excluded(path: str, exclude: Iterable[str]) -> bool:
     """Whether ``path`` is exempt: an entry matches the path exactly, or,
     when it ends with ``*``, every path starting with what precedes it."""
@@ -93,20 +113,25 @@ def excluded(path: str, exclude: Iterable[str]) -> bool:
     return False
 
 
-def request_token(authorization: str | None, session: str = "") -> str:
-    """The request's token: the bearer token of its Authorization header,
-    else, when it has no Authorization header at all, ``session`` (the
-    SAML gateway's session cookie), as the sidecar reads them."""
-    if authorization:
-        return bearer_token(authorization)
+def request_token(authorization: str | None, session: str = "", x_api_key: str | None = None) -> str:
+    """The request's credential: the bearer token of its Authorization
+    header, else its API key (:func:`api_key`; ``x_api_key`` is the
+    X-Api-Key header), else, when it has no Authorization header at all,
+    ``session`` (the SAML gateway's session cookie), as the sidecar reads
+    them. The sidecar takes a key where it takes a token: a key starts
+    ``svck_``, which no token does."""
+    tok = bearer_token(authorization) or api_key(authorization, x_api_key)
+    if tok or authorization:
+        return tok
     return session
 
 
-def check_token(client: Client, authorization: str | None, session: str = "") -> Admission | Refusal:
-    """Validates the request's bearer token, or its session cookie's
-    (``session``) when there is no Authorization header; no policy
-    evaluation."""
-    tok = request_token(authorization, session)
+def check_token(client: Client, authorization: str | None, session: str = "",
+                x_api_key: str | None = None) -> Admission | Refusal:
+    """Validates the request's bearer token or API key, or its session
+    cookie's (``session``) when it has neither and no Authorization
+    header (:func:`request_token`); no policy evaluation."""
+    tok = request_token(authorization, session, x_api_key)
     if not tok:
         return _challenge("token-missing")
     try:
@@ -120,10 +145,10 @@ def check_token(client: Client, authorization: str | None, session: str = "") ->
 
 def check_action(client: Client, authorization: str | None, action: str, resource: str | None = None,
                  resource_id: str | None = None, request: dict[str, Any] | None = None,
-                 session: str = "") -> Admission | Refusal:
-    """Validates the bearer token (or ``session``, as :func:`check_token`)
-    and authorizes ``action`` by the policy."""
-    tok = request_token(authorization, session)
+                 session: str = "", x_api_key: str | None = None) -> Admission | Refusal:
+    """Validates the bearer token or API key (or ``session``, as
+    :func:`check_token`) and authorizes ``action`` by the policy."""
+    tok = request_token(authorization, session, x_api_key)
     if not tok:
         return _challenge("token-missing")
     try:
@@ -149,6 +174,9 @@ def refusal_of(reason: str, deny_reasons: list[str] | None = None, decision_id: 
     if reason in TOKEN_FAILURES:
         return Refusal(401, reason, reasons, decision_id, {
             "WWW-Authenticate": f'Bearer error="invalid_token", error_description="{reason}"'})
+    if reason in API_KEY_FAILURES:
+        return Refusal(401, reason, reasons, decision_id, {
+            "WWW-Authenticate": f'ApiKey error="invalid_key", error_description="{reason}"'})
     # policy-deny, tenant-mismatch (an authentic token of another tenant)
     # and anything newer: forbidden.
     return Refusal(403, reason, reasons, decision_id)
@@ -168,5 +196,8 @@ def _failed(e: SvcError, op: str) -> Refusal:
 
 
 def login_redirect(r: Refusal, location: str) -> Refusal:
-    """The 302 that sends a refused browser to sign in instead of ``r``."""
+    """The 302 that sends a refused browser to sign in instead of ``r``;
+    ``r`` itself for a refused API key, which no browser sends on its own."""
+    if r.reason in API_KEY_FAILURES:
+        return r
     return Refusal(302, r.reason, [], "", {"Location": location})

@@ -183,7 +183,8 @@ class Client:
         return self._timeout
 
     def validate_token(self, token: str) -> TokenDecision:
-        """Verifies a bearer token (without the ``Bearer`` prefix)."""
+        """Verifies a bearer token (without the ``Bearer`` prefix) or an API
+        key (``svck_...``)."""
         try:
             body = self._call(PATH_VALIDATE_TOKEN, {"token": token or ""}, "validate-token")
         except _FailOpen:

@@ -20,9 +20,11 @@ views.py::
 ``require_action`` works on sync and async views alike (an ``async def``
 view gets an async wrapper; the sidecar is called on a worker thread).
 
-A request without an Authorization header is authenticated by the SAML
-gateway's session cookie (``cookie_name`` of the SamlConfig, default
-``svc_session``). With ``SVC_LOGIN_REDIRECT``, a browser refused for its
+An API key is read as the sidecar's checks read it: ``Authorization: ApiKey
+<key>``, or ``X-Api-Key`` when the request has no Authorization header.
+A request with neither an Authorization header nor an API key is
+authenticated by the SAML gateway's session cookie (``cookie_name`` of the
+SamlConfig, default ``svc_session``). With ``SVC_LOGIN_REDIRECT``, a browser refused for its
 token (401; a GET or HEAD preferring text/html, see :mod:`svc_sdk.saml`) is
 redirected (302) to the gateway's login with its path as ``return_to``.
 
@@ -71,8 +73,8 @@ def saml_from_settings() -> SamlConfig:
 
 
 class SvcMiddleware:
-    """Validates the bearer token (or session cookie) of every request but
-    those whose path is in the setting ``SVC_EXCLUDE``."""
+    """Validates the bearer token, API key or session cookie of every
+    request but those whose path is in the setting ``SVC_EXCLUDE``."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
         self.get_response = get_response
@@ -91,7 +93,8 @@ class SvcMiddleware:
         if excluded(request.path, self.exclude):
             return self.get_response(request)
         out = check_token(self.client, request.META.get("HTTP_AUTHORIZATION"),
-                          session_token(request.META.get("HTTP_COOKIE"), self.saml.cookie_name))
+                          session_token(request.META.get("HTTP_COOKIE"), self.saml.cookie_name),
+                          request.META.get("HTTP_X_API_KEY"))
         refused = _admit(request, out, self.saml, self.login_redirect)
         if refused is not None:
             return refused
@@ -116,7 +119,8 @@ def require_action(action: str, resource: str | None = None, resource_id_kwarg: 
         rid = kwargs.get(resource_id_kwarg) if resource_id_kwarg else None
         out = check_action(c, request.META.get("HTTP_AUTHORIZATION"), action, resource,
                            None if rid is None else str(rid),
-                           session=session_token(request.META.get("HTTP_COOKIE"), saml.cookie_name))
+                           session=session_token(request.META.get("HTTP_COOKIE"), saml.cookie_name),
+                           x_api_key=request.META.get("HTTP_X_API_KEY"))
         return _admit(request, out, saml, redirect)
 
     def decorate(view: F) -> F:

@@ -12,8 +12,11 @@
                     decision: Decision = Depends(require_action("orders:read", resource_id_param="order_id"))):
         return {"claims": request.state.svc_user}
 
-A request without an Authorization header is authenticated by the SAML
-gateway's session cookie (``saml.cookie_name``, default ``svc_session``).
+An API key is read as the sidecar's checks read it: ``Authorization: ApiKey
+<key>``, or ``X-Api-Key`` when the request has no Authorization header.
+A request with neither an Authorization header nor an API key is
+authenticated by the SAML gateway's session cookie (``saml.cookie_name``,
+default ``svc_session``).
 With ``login_redirect=True``, a browser refused for its token (401; a GET or
 HEAD preferring text/html, see :mod:`svc_sdk.saml`) is redirected (302) to
 the gateway's login with its path as ``return_to``.
@@ -75,8 +78,8 @@ async def refusal_handler(request: Request, exc: SvcRefused) -> Response:
 
 
 class SvcMiddleware:
-    """ASGI middleware validating the bearer token of every HTTP request but
-    those whose path is in ``exclude`` (exact paths, or prefixes ending with
+    """ASGI middleware validating the bearer token or API key of every HTTP
+    request but those whose path is in ``exclude`` (exact paths, or prefixes ending with
     ``*``). Use it as ``app.add_middleware(SvcMiddleware, client=...)``;
     without ``client`` one is made from the environment and svc.toml (see
     :class:`~svc_sdk.Client`)."""
@@ -103,7 +106,8 @@ class SvcMiddleware:
             await self._call_app(scope, receive, send)
             return
         out = await asyncio.to_thread(check_token, self.client, _header(scope, b"authorization"),
-                                      session_token(_header(scope, b"cookie"), self.saml.cookie_name))
+                                      session_token(_header(scope, b"cookie"), self.saml.cookie_name),
+                                      _header(scope, b"x-api-key"))
         if isinstance(out, Refusal):
             await _send_refusal(send, _browser(scope, out, self.saml, self.login_redirect))
             return
@@ -146,7 +150,8 @@ def require_action(action: str, resource: Optional[str] = None, resource_id_para
         rid = request.path_params.get(resource_id_param) if resource_id_param else None
         out = await asyncio.to_thread(check_action, c, request.headers.get("authorization"), action,
                                       resource, None if rid is None else str(rid), None,
-                                      session_token(request.headers.get("cookie"), saml.cookie_name))
+                                      session_token(request.headers.get("cookie"), saml.cookie_name),
+                                      request.headers.get("x-api-key"))
         if isinstance(out, Refusal):
             out = _browser(request.scope, out, saml, bool(getattr(request.state, "svc_login_redirect", False)))
             if "svc_client" in request.scope.get("state", {}) or _has_handler(request):

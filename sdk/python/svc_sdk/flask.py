@@ -8,8 +8,11 @@
     def order(order_id):
         return {"sub": g.claims["sub"] if g.claims else "anonymous"}
 
-A request without an Authorization header is authenticated by the SAML
-gateway's session cookie (``saml.cookie_name``, default ``svc_session``).
+An API key is read as the sidecar's checks read it: ``Authorization: ApiKey
+<key>``, or ``X-Api-Key`` when the request has no Authorization header.
+A request with neither an Authorization header nor an API key is
+authenticated by the SAML gateway's session cookie (``saml.cookie_name``,
+default ``svc_session``).
 With ``login_redirect=True`` (or the app config key ``SVC_LOGIN_REDIRECT``),
 a browser refused for its token (401; a GET or HEAD preferring text/html,
 see :mod:`svc_sdk.saml`) is redirected (302) to the gateway's login with its
@@ -41,8 +44,8 @@ _EXT = "svc_sdk"
 
 
 class SvcAuth:
-    """Validates the bearer token of every request but those whose path is
-    in ``exclude`` (exact paths, or prefixes ending with ``*``).
+    """Validates the bearer token or API key of every request but those
+    whose path is in ``exclude`` (exact paths, or prefixes ending with ``*``).
 
     Without ``client``, one is made from the app config keys
     ``SVC_SIDECAR_URL`` and ``SVC_FAIL_MODE``, falling back to the
@@ -75,7 +78,8 @@ class SvcAuth:
             return None
         assert self.client is not None and self.saml is not None  # set by init_app
         out = check_token(self.client, request.headers.get("Authorization"),
-                          session_token(request.headers.get("Cookie"), self.saml.cookie_name))
+                          session_token(request.headers.get("Cookie"), self.saml.cookie_name),
+                          request.headers.get("X-Api-Key"))
         return self._admit(out)
 
     def _admit(self, out: Admission | Refusal) -> Response | None:
@@ -110,7 +114,8 @@ def require_action(action: str, resource: str | None = None, resource_id_arg: st
             rid = kwargs.get(resource_id_arg) if resource_id_arg else None
             out = check_action(client or ext.client, request.headers.get("Authorization"), action, resource,
                                None if rid is None else str(rid),
-                               session=session_token(request.headers.get("Cookie"), ext.saml.cookie_name))
+                               session=session_token(request.headers.get("Cookie"), ext.saml.cookie_name),
+                               x_api_key=request.headers.get("X-Api-Key"))
             refused = ext._admit(out)
             if refused is not None:
                 return refused

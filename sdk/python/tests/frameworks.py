@@ -7,8 +7,9 @@ A framework's test case builds an app with these routes:
     GET /orders/{order_id}/delete  require_action("orders:delete")
     GET /healthz            excluded; answers {"claims": <the request attribute>}
 
-and implements ``call(client, path, token) -> (status, headers, json)``
-(``headers`` with lower-case names).
+and implements ``call(client, path, token, headers=None) -> (status,
+headers, json)``: ``token`` is sent as a bearer token, ``headers`` as
+they are; the answer's ``headers`` with lower-case names.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from svc_sdk import Client
 
 
 class MiddlewareBehaviour:
-    def call(self, client: Client, path: str, token: str | None):  # pragma: no cover
+    def call(self, client: Client, path: str, token: str | None,
+             headers: dict[str, str] | None = None):  # pragma: no cover
         raise NotImplementedError
 
     @classmethod
@@ -104,6 +106,57 @@ class MiddlewareBehaviour:
                 self.assertIsNone(headers.get("www-authenticate"))
                 b = self.body(j)
                 self.assertIn("tenant-mismatch", [b["reason"], *b["deny_reasons"]])
+
+    def test_api_keys(self):
+        # Read as the sidecar's checks read them: "Authorization: ApiKey",
+        # else X-Api-Key when there is no Authorization header at all.
+        keys = harness.api_keys()
+        invalid = 'ApiKey error="invalid_key", error_description="{}"'
+        cases = [
+            ("X-Api-Key", "/whoami", {"X-Api-Key": keys.viewer}, 200, None, None),
+            ("X-Api-Key, action", "/orders/7", {"X-Api-Key": f" {keys.viewer} "}, 200, None, None),
+            ("ApiKey scheme", "/whoami", {"Authorization": f"apikey {keys.viewer}"}, 200, None, None),
+            ("ApiKey scheme, action", "/orders/7", {"Authorization": f"ApiKey\t{keys.viewer}"}, 200, None, None),
+            ("ApiKey scheme beside another X-Api-Key", "/whoami",
+             {"Authorization": f"ApiKey {keys.viewer}", "X-Api-Key": keys.revoked}, 200, None, None),
+            ("viewer key deletes", "/orders/7/delete", {"X-Api-Key": keys.viewer}, 403, "policy-deny", None),
+            ("revoked", "/whoami", {"X-Api-Key": keys.revoked}, 401, "api-key-revoked",
+             invalid.format("api-key-revoked")),
+            ("revoked, action", "/orders/7", {"Authorization": f"ApiKey {keys.revoked}"}, 401, "api-key-revoked",
+             invalid.format("api-key-revoked")),
+            ("unknown", "/whoami", {"Authorization": f"ApiKey {keys.unknown}"}, 401, "api-key-unknown",
+             invalid.format("api-key-unknown")),
+            ("unknown, action", "/orders/7", {"X-Api-Key": keys.unknown}, 401, "api-key-unknown",
+             invalid.format("api-key-unknown")),
+            ("expired", "/whoami", {"X-Api-Key": keys.expired}, 401, "api-key-expired",
+             invalid.format("api-key-expired")),
+            ("malformed", "/orders/7", {"X-Api-Key": "svck_short"}, 401, "api-key-malformed",
+             invalid.format("api-key-malformed")),
+            # A bearer scheme decides: X-Api-Key beside it is not read.
+            ("bearer beside X-Api-Key", "/whoami", {"Authorization": "Bearer junk", "X-Api-Key": keys.viewer},
+             401, "token-malformed", 'Bearer error="invalid_token", error_description="token-malformed"'),
+            ("another scheme beside X-Api-Key", "/orders/7", {"Authorization": "Basic YTpi", "X-Api-Key": keys.viewer},
+             401, "token-missing", "Bearer"),
+            ("empty X-Api-Key", "/whoami", {"X-Api-Key": " "}, 401, "token-missing", "Bearer"),
+        ]
+        for mode in ("open", "closed"):
+            client = Client(keys.sidecar.url, mode, harness.CALL_TIMEOUT)
+            for name, path, headers, status, reason, challenge in cases:
+                with self.subTest(f"{name}, {mode}"):
+                    got, h, j = self.call(client, path, None, headers)
+                    self.assertEqual(got, status, j)
+                    self.assertEqual(h.get("www-authenticate"), challenge)
+                    if status == 200:
+                        self.assertEqual(j["claims"]["sub"], harness.APIKeys.SUBJECT, j)
+                        self.assertEqual(j["claims"]["tenant_id"], harness.TENANT, j)
+                        self.assertEqual(j["claims"]["api_key_id"], harness.key_id(keys.viewer), j)
+                    else:
+                        self.assertEqual(self.body(j)["reason"], reason)
+        # The sidecar takes the IdP's bearer tokens beside keys: a token
+        # decides over an X-Api-Key beside it.
+        client = Client(keys.sidecar.url, "closed", harness.CALL_TIMEOUT)
+        got, _, j = self.call(client, "/whoami", self.token(), {"X-Api-Key": keys.revoked})
+        self.assertEqual((got, j["claims"]["sub"]), (200, "alice"), j)
 
     def test_excluded_path(self):
         status, _, j = self.call(self.client, "/healthz", None)

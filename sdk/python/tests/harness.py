@@ -1,9 +1,10 @@
 """Real peers for the SDK tests: the svc-sidecar binary built from this
-repository, a JWKS endpoint whose RSA key signs real RS256 tokens, a
-sidecar that is down, one that never answers, and a counting TCP relay.
+repository, a JWKS endpoint whose RSA key signs real RS256 tokens, API
+keys made by the core binary, a sidecar that is down, one that never
+answers, and a counting TCP relay.
 
-SVC_SIDECAR_BIN names a prebuilt binary (``make test`` passes one);
-otherwise the binary is built with ``go build`` once per test run.
+SVC_SIDECAR_BIN and SVC_CORE_BIN name prebuilt binaries (``make test``
+passes them); otherwise each is built with ``go build`` once per test run.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import atexit
 import base64
 import json
 import logging
+import math
 import os
 import shutil
 import signal
@@ -99,6 +101,25 @@ def sidecar_binary() -> str:
         out = os.path.join(_tmp, "svc-sidecar")
         subprocess.run(["go", "build", "-o", out, "./cmd/svc-sidecar"], cwd=REPO, check=True)
         _binary = out
+        return out
+
+
+_core: str | None = None
+
+
+def core_binary() -> str:
+    """The core binary: SVC_CORE_BIN, or built once from REPO."""
+    global _core
+    with _lock:
+        if _core:
+            return _core
+        given = os.environ.get("SVC_CORE_BIN")
+        if given:
+            _core = given
+            return given
+        out = os.path.join(_tmp, "core")
+        subprocess.run(["go", "build", "-o", out, "./cmd/core"], cwd=REPO, check=True)
+        _core = out
         return out
 
 
@@ -242,6 +263,59 @@ def shared() -> tuple[IdP, Sidecar]:
             atexit.register(sc.stop)
             _shared = (idp, sc)
         return _shared
+
+
+class APIKeys:
+    """A sidecar that takes both the IdP's tokens and the API keys of a key
+    file made by ``core api-key create``: ``viewer`` (subject reporting,
+    role viewer), ``revoked`` (revoked by ``core api-key revoke``),
+    ``expired`` (past its expiry) and ``unknown`` (the revoked key's id
+    with the viewer's secret: no entry matches)."""
+
+    SUBJECT = "reporting"
+
+    def __init__(self, idp: IdP) -> None:
+        self.dir = tempfile.mkdtemp(prefix="api-keys-", dir=_tmp)
+        self.file = os.path.join(self.dir, "api-keys.toml")
+        self.expired = self._create("expiring-job", "viewer", "--expires", "1s")
+        # The file holds the expiry in whole seconds: past it by then.
+        expired_by = math.ceil(time.time() + 1) + 0.1
+        self.viewer = self._create(self.SUBJECT, "viewer")
+        self.revoked = self._create("old-job", "admin")
+        self._core("revoke", key_id(self.revoked))
+        self.unknown = f"svck_{key_id(self.revoked)}_{self.viewer[len('svck_') + 13:]}"
+        time.sleep(max(0.0, expired_by - time.time()))
+        self.sidecar = Sidecar(idp, {"SVC_API_KEYS_FILE": self.file})
+
+    def _create(self, subject: str, role: str, *extra: str) -> str:
+        return self._core("create", "--tenant", TENANT, "--subject", subject, "--role", role, *extra)
+
+    def _core(self, *args: str) -> str:
+        cmd, *rest = args
+        out = subprocess.run([core_binary(), "api-key", cmd, "--file", self.file, *rest],
+                             capture_output=True, text=True, timeout=60)
+        if out.returncode != 0:
+            raise RuntimeError(f"core api-key {cmd}: exit {out.returncode}: {out.stderr}")
+        return out.stdout.strip()
+
+
+def key_id(key: str) -> str:
+    """The id of an API key svck_<id>_<secret>: 12 characters."""
+    return key[len("svck_"):len("svck_") + 12]
+
+
+_keys: APIKeys | None = None
+
+
+def api_keys() -> APIKeys:
+    """One API-key sidecar (with the shared IdP) for the whole run."""
+    global _keys
+    with _lock:
+        if _keys is None:
+            idp, _ = shared()
+            _keys = APIKeys(idp)
+            atexit.register(_keys.sidecar.stop)
+        return _keys
 
 
 def down_url() -> str:

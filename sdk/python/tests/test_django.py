@@ -66,8 +66,9 @@ urlpatterns = [
 
 
 class DjangoTest(MiddlewareBehaviour, unittest.TestCase):
-    def call(self, client, path, token):
-        headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
+    def call(self, client, path, token, headers=None):
+        headers = {**({"Authorization": f"Bearer {token}"} if token else {}), **(headers or {})}
+        headers = {"HTTP_" + k.upper().replace("-", "_"): v for k, v in headers.items()}
         with override_settings(SVC_SIDECAR_URL=client.sidecar_url, SVC_FAIL_MODE=client.fail_mode,
                                SVC_TIMEOUT=client.timeout):
             resp = DjangoClient().get(path, **headers)

@@ -42,8 +42,8 @@ def make_app(client, with_middleware=True):
 
 
 class FastAPITest(MiddlewareBehaviour, unittest.TestCase):
-    def call(self, client, path, token):
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+    def call(self, client, path, token, headers=None):
+        headers = {**({"Authorization": f"Bearer {token}"} if token else {}), **(headers or {})}
         with TestClient(make_app(client)) as tc:
             resp = tc.get(path, headers=headers)
         return resp.status_code, {k.lower(): v for k, v in resp.headers.items()}, resp.json()

@@ -35,8 +35,8 @@ def make_app(client):
 
 
 class FlaskTest(MiddlewareBehaviour, unittest.TestCase):
-    def call(self, client, path, token):
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+    def call(self, client, path, token, headers=None):
+        headers = {**({"Authorization": f"Bearer {token}"} if token else {}), **(headers or {})}
         app = make_app(client)
         resp = app.test_client().get(path, headers=headers)
         return resp.status_code, {k.lower(): v for k, v in resp.headers.items()}, json.loads(resp.data)

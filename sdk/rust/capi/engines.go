@@ -177,11 +177,18 @@ func validateJSON(h uint64, token string) []byte {
 	if !ok {
 		return errorJSON(EngineClosed, "the engine is closed")
 	}
-	w, err := in.claims.wire(in.eng.ValidateToken(context.Background(), token))
+	w, err := in.claims.wire(validate(in.eng, token))
 	if err != nil {
 		return errorJSON(reason.InputInvalid, "the token's claims cannot be encoded: "+err.Error())
 	}
 	return w.appendJSON(make([]byte, 0, 64+len(w.claims)))
+}
+
+// validate is the engine's token decision on token, a bearer token or,
+// as in the API's token field, an API key (svck_..., engine.CredentialOf).
+func validate(eng *engine.Engine, token string) engine.TokenDecision {
+	res, _ := eng.Decide(context.Background(), engine.Request{Scope: engine.ScopeToken, Credential: engine.CredentialOf(token)})
+	return res.Token
 }
 
 // authorizeResult is the answer of Authorize: the policy decision and the
@@ -205,7 +212,7 @@ func authorizeJSON(h uint64, token string, input []byte) []byte {
 			return errorJSON(reason.InputInvalid, "the policy input is not a valid input document: "+err.Error())
 		}
 	}
-	res, err := in.eng.Decide(context.Background(), engine.Request{Credential: engine.BearerToken(token), Input: pin})
+	res, err := in.eng.Decide(context.Background(), engine.Request{Credential: engine.CredentialOf(token), Input: pin})
 	if err != nil {
 		return errorJSON(reason.PolicyError, err.Error())
 	}

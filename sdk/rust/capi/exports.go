@@ -180,9 +180,9 @@ func answerBuffer(n int, buf *C.char, capacity C.size_t, big **C.char) []byte {
 	return b[:n]
 }
 
-// svc_validate_token verifies a bearer token and answers the engine's
-// token decision as JSON, or a JSON error document (see answer for buf,
-// cap and big).
+// svc_validate_token verifies a bearer token or an API key (svck_...)
+// and answers the engine's token decision as JSON, or a JSON error
+// document (see answer for buf, cap and big).
 //
 //export svc_validate_token
 func svc_validate_token(h C.uint64_t, token *C.char, tokenLen C.size_t, buf *C.char, capacity C.size_t, big **C.char) (n C.size_t) {
@@ -190,10 +190,10 @@ func svc_validate_token(h C.uint64_t, token *C.char, tokenLen C.size_t, buf *C.c
 	return answer(validateJSON(uint64(h), tokenString(token, tokenLen)), buf, capacity, big)
 }
 
-// svc_authorize verifies a bearer token and evaluates the policy on the
-// input document given as JSON (input_len 0 for an empty input). It
-// answers {"token": ..., "decision": ...} as JSON, or a JSON error
-// document (see answer for buf, cap and big).
+// svc_authorize verifies a bearer token or an API key (svck_...) and
+// evaluates the policy on the input document given as JSON (input_len 0
+// for an empty input). It answers {"token": ..., "decision": ...} as
+// JSON, or a JSON error document (see answer for buf, cap and big).
 //
 //export svc_authorize
 func svc_authorize(h C.uint64_t, token *C.char, tokenLen C.size_t, input *C.char, inputLen C.size_t, buf *C.char, capacity C.size_t, big **C.char) (n C.size_t) {

@@ -7,7 +7,6 @@ package main
 import "C"
 
 import (
-	"context"
 	"encoding/binary"
 	"math"
 
@@ -94,7 +93,7 @@ func validateFields(h uint64, token string, buf *C.char, capacity C.size_t, big 
 	if !ok {
 		return answer(errorJSON(EngineClosed, "the engine is closed"), buf, capacity, big)
 	}
-	d := in.eng.ValidateToken(context.Background(), token)
+	d := validate(in.eng, token)
 	claims, id, err := in.claims.encode(d.Claims)
 	if err != nil {
 		return answer(errorJSON(reason.InputInvalid, "the token's claims cannot be encoded: "+err.Error()), buf, capacity, big)

@@ -37,7 +37,9 @@ pub struct TokenDecision {
     /// True when the token verified (or in development mode).
     pub allowed: bool,
     /// A stable code: `ok`, `dev-anonymous` or the failure
-    /// (`token-expired`, `signature-invalid`, ...).
+    /// (`token-expired`, `signature-invalid`, ..., and for an API key
+    /// `api-key-malformed`, `api-key-unknown`, `api-key-revoked`,
+    /// `api-key-expired`).
     pub reason: String,
     /// The sub claim, or `anonymous` in development mode.
     #[serde(default)]
@@ -229,8 +231,9 @@ impl Engine {
 
     /// Verifies a bearer token (without the `Bearer ` prefix): signature
     /// against the JWKS, expiry, issuer, audience, tenant and the tenant's
-    /// rate limit. A refused token is `Ok` with `allowed` false; `Err` is
-    /// for an engine that could not answer.
+    /// rate limit. An API key (`svck_...`, checked against `api_keys.file`)
+    /// is passed here too. A refused token is `Ok` with `allowed` false;
+    /// `Err` is for an engine that could not answer.
     pub fn validate_token(&self, token: &str) -> Result<TokenDecision, Error> {
         let h = self.inner.0;
         unsafe {

@@ -3,12 +3,18 @@
 //!
 //! | request                              | answer                                         |
 //! |--------------------------------------|------------------------------------------------|
-//! | no bearer token                      | 401 `token-missing`, `WWW-Authenticate: Bearer` |
+//! | no bearer token or API key           | 401 `token-missing`, `WWW-Authenticate: Bearer` |
 //! | invalid token                        | 401, `Bearer error="invalid_token"`            |
+//! | invalid API key                      | 401, `ApiKey error="invalid_key"`              |
 //! | token of another tenant              | 403 `tenant-mismatch`                          |
 //! | policy denies (with an action)       | 403 with the deny reasons and decision id      |
 //! | tenant rate-limited                  | 429 `rate-limited`, `Retry-After`              |
 //! | keys unavailable, policy error       | 503                                            |
+//!
+//! An API key is read as the sidecar's checks read it: the credential of
+//! `Authorization: ApiKey <key>`, else, only when the request has no
+//! Authorization header, `X-Api-Key`; a bearer token decides. It is
+//! passed to the engine where a token is (a key starts `svck_`).
 //!
 //! Refusals carry the JSON body `{"allow": false, "deny_reasons": [...],
 //! "reason": "...", "decision_id": "..."}`. An admitted request carries a
@@ -60,8 +66,9 @@ struct DenyBody<'a> {
 
 type ActionFn<B> = Arc<dyn Fn(&Request<B>) -> Option<String> + Send + Sync>;
 
-/// A [`tower::Layer`](::tower::Layer) that verifies the bearer token of each
-/// request and, when the route has an action, evaluates the policy.
+/// A [`tower::Layer`](::tower::Layer) that verifies the bearer token or
+/// API key of each request and, when the route has an action, evaluates
+/// the policy.
 pub struct AuthLayer<B> {
     engine: Engine,
     action: Option<ActionFn<B>>,
@@ -174,7 +181,7 @@ struct Refusal {
 
 impl<S, B> AuthService<S, B> {
     fn check<ResBody: From<String>>(&self, req: &Request<B>) -> Result<User, Response<ResBody>> {
-        let token = match bearer_token(req) {
+        let token = match bearer_token(req).or_else(|| api_key(req)) {
             Some(t) => t,
             None => {
                 return Err(self.refuse(Refusal {
@@ -242,11 +249,16 @@ impl<S, B> AuthService<S, B> {
             if let Some(realm) = &self.layer.realm {
                 params.push(format!("realm={}", quote(realm)));
             }
-            if !rc.is_empty() {
+            let mut v = "Bearer".to_string();
+            if API_KEY_FAILURES.contains(&rc.as_str()) {
+                // A refused API key is challenged in its own scheme.
+                v = "ApiKey".to_string();
+                params.push("error=\"invalid_key\"".to_string());
+                params.push(format!("error_description={}", quote(&rc)));
+            } else if !rc.is_empty() {
                 params.push("error=\"invalid_token\"".to_string());
                 params.push(format!("error_description={}", quote(&rc)));
             }
-            let mut v = "Bearer".to_string();
             if !params.is_empty() {
                 v.push(' ');
                 v.push_str(&params.join(", "));
@@ -276,6 +288,14 @@ const TOKEN_FAILURES: &[&str] = &[
     "typ-not-allowed",
 ];
 
+/// The reasons for which an API key was refused: 401, challenged as ApiKey.
+const API_KEY_FAILURES: &[&str] = &[
+    "api-key-malformed",
+    "api-key-unknown",
+    "api-key-revoked",
+    "api-key-expired",
+];
+
 /// Retry-After in whole seconds, rounded up, at least 1: as
 /// authz.Middleware writes it.
 fn retry_after_seconds(d: Option<Duration>) -> u64 {
@@ -289,7 +309,9 @@ fn denied(reason: String, deny_reasons: Vec<String>, decision_id: String, retry_
         "rate-limited" => (StatusCode::TOO_MANY_REQUESTS, None),
         "jwks-unavailable" | "policy-error" | "unavailable" => (StatusCode::SERVICE_UNAVAILABLE, None),
         "token-missing" => (StatusCode::UNAUTHORIZED, Some(String::new())),
-        r if TOKEN_FAILURES.contains(&r) => (StatusCode::UNAUTHORIZED, Some(r.to_string())),
+        r if TOKEN_FAILURES.contains(&r) || API_KEY_FAILURES.contains(&r) => {
+            (StatusCode::UNAUTHORIZED, Some(r.to_string()))
+        }
         _ => (StatusCode::FORBIDDEN, None),
     };
     Refusal {
@@ -329,6 +351,25 @@ fn bearer_token<B>(req: &Request<B>) -> Option<&str> {
     }
     let tok = tok.trim();
     (!tok.is_empty()).then_some(tok)
+}
+
+/// The API key of the request, by the rule of the sidecar's checks (Go's
+/// wire.APIKeyFromHeaders): the credential of an Authorization header of
+/// the ApiKey scheme (case-insensitive, then a space or tab), else, when
+/// the request has no Authorization header at all, X-Api-Key; trimmed.
+fn api_key<B>(req: &Request<B>) -> Option<&str> {
+    let key = match req.headers().get(AUTHORIZATION) {
+        None => req.headers().get("x-api-key")?.to_str().ok()?.trim(),
+        Some(v) => {
+            let v = v.to_str().ok()?.trim();
+            let (scheme, rest) = (v.get(..6)?, &v[6..]);
+            if !scheme.eq_ignore_ascii_case("apikey") || !rest.starts_with([' ', '\t']) {
+                return None;
+            }
+            rest.trim()
+        }
+    };
+    (!key.is_empty()).then_some(key)
 }
 
 /// A quoted-string as Go's strconv.Quote writes one for ASCII.
@@ -374,6 +415,34 @@ mod tests {
         assert_eq!(bearer_token(&req("Basic abc")), None);
         assert_eq!(bearer_token(&req("Bearer ")), None);
         assert_eq!(bearer_token(&Request::new(())), None);
+    }
+
+    #[test]
+    fn api_keys() {
+        let req = |auth: Option<&str>, key: Option<&str>| {
+            let mut b = Request::builder();
+            if let Some(a) = auth {
+                b = b.header(AUTHORIZATION, a);
+            }
+            if let Some(k) = key {
+                b = b.header("x-api-key", k);
+            }
+            b.body(()).unwrap()
+        };
+        assert_eq!(api_key(&req(None, None)), None);
+        assert_eq!(api_key(&req(None, Some(" svck_a_b "))), Some("svck_a_b"));
+        assert_eq!(api_key(&req(Some("ApiKey svck_a_b"), None)), Some("svck_a_b"));
+        assert_eq!(
+            api_key(&req(Some("apikey\tsvck_a_b "), Some("svck_other"))),
+            Some("svck_a_b")
+        );
+        assert_eq!(api_key(&req(Some(" APIKEY  svck_a_b"), None)), Some("svck_a_b"));
+        assert_eq!(api_key(&req(Some("Bearer x"), Some("svck_a_b"))), None);
+        assert_eq!(api_key(&req(Some(""), Some("svck_a_b"))), None);
+        assert_eq!(api_key(&req(Some("ApiKey"), None)), None);
+        assert_eq!(api_key(&req(Some("ApiKeyx y"), None)), None);
+        assert_eq!(api_key(&req(Some("ApiKey "), Some("svck_a_b"))), None);
+        assert_eq!(api_key(&req(Some("Api\u{e9}ey x"), None)), None);
     }
 
     #[test]

@@ -163,3 +163,180 @@ fn rate_limited_sends_the_engines_retry_after() {
         "Retry-After: {secs}; want the engine's wait, about 60 s"
     );
 }
+
+fn send_headers<S>(svc: &mut S, headers: &[(&str, &str)], path: &str) -> (StatusCode, http::HeaderMap, Value)
+where
+    S: Service<Request<String>, Response = Response<String>, Error = Infallible>,
+{
+    let mut b = Request::builder().uri(path);
+    for (k, v) in headers {
+        b = b.header(*k, *v);
+    }
+    now(std::future::poll_fn(|cx| svc.poll_ready(cx))).unwrap();
+    let resp = now(svc.call(b.body(String::new()).unwrap())).unwrap();
+    let (parts, body) = resp.into_parts();
+    (parts.status, parts.headers, serde_json::from_str(&body).unwrap())
+}
+
+/// API keys are read as the sidecar's checks read them ("Authorization:
+/// ApiKey", else X-Api-Key when there is no Authorization header; a bearer
+/// token decides), and a refused key is challenged in the ApiKey scheme.
+#[test]
+fn api_keys() {
+    let keys = common::ApiKeys::create("tower-api-keys");
+    let tok = common::idp().token("user-1", "acme", &["viewer"]);
+    let invalid = |rc: &str| format!("ApiKey realm=\"orders\", error=\"invalid_key\", error_description=\"{rc}\"");
+    let viewer_scheme = format!("ApiKey {}", keys.viewer);
+    let viewer_tab = format!("apikey\t{} ", keys.viewer);
+    let viewer_spaced = format!(" {} ", keys.viewer);
+    let revoked_scheme = format!("ApiKey {}", keys.revoked);
+    let unknown_scheme = format!("ApiKey {}", keys.unknown);
+    let bearer = format!("Bearer {tok}");
+    // (what, path, headers, status, reason, WWW-Authenticate)
+    let cases: Vec<(&str, &str, Vec<(&str, &str)>, StatusCode, &str, Option<String>)> = vec![
+        (
+            "X-Api-Key",
+            "/read",
+            vec![("x-api-key", &viewer_spaced)],
+            StatusCode::OK,
+            "policy-allow",
+            None,
+        ),
+        (
+            "ApiKey scheme",
+            "/read",
+            vec![("authorization", &viewer_scheme)],
+            StatusCode::OK,
+            "policy-allow",
+            None,
+        ),
+        (
+            "ApiKey scheme, tab",
+            "/read",
+            vec![("authorization", &viewer_tab), ("x-api-key", &keys.revoked)],
+            StatusCode::OK,
+            "policy-allow",
+            None,
+        ),
+        (
+            "viewer key deletes",
+            "/delete",
+            vec![("x-api-key", &keys.viewer)],
+            StatusCode::FORBIDDEN,
+            "policy-deny",
+            None,
+        ),
+        (
+            "revoked",
+            "/read",
+            vec![("x-api-key", &keys.revoked)],
+            StatusCode::UNAUTHORIZED,
+            "api-key-revoked",
+            Some(invalid("api-key-revoked")),
+        ),
+        (
+            "revoked, scheme",
+            "/read",
+            vec![("authorization", &revoked_scheme)],
+            StatusCode::UNAUTHORIZED,
+            "api-key-revoked",
+            Some(invalid("api-key-revoked")),
+        ),
+        (
+            "unknown",
+            "/read",
+            vec![("authorization", &unknown_scheme)],
+            StatusCode::UNAUTHORIZED,
+            "api-key-unknown",
+            Some(invalid("api-key-unknown")),
+        ),
+        (
+            "expired",
+            "/read",
+            vec![("x-api-key", &keys.expired)],
+            StatusCode::UNAUTHORIZED,
+            "api-key-expired",
+            Some(invalid("api-key-expired")),
+        ),
+        (
+            "malformed",
+            "/read",
+            vec![("x-api-key", "svck_short")],
+            StatusCode::UNAUTHORIZED,
+            "api-key-malformed",
+            Some(invalid("api-key-malformed")),
+        ),
+        // A bearer scheme decides: X-Api-Key beside it is not read.
+        (
+            "bearer beside X-Api-Key",
+            "/read",
+            vec![("authorization", "Bearer junk"), ("x-api-key", &keys.viewer)],
+            StatusCode::UNAUTHORIZED,
+            "token-malformed",
+            Some("Bearer realm=\"orders\", error=\"invalid_token\", error_description=\"token-malformed\"".into()),
+        ),
+        (
+            "another scheme beside X-Api-Key",
+            "/read",
+            vec![("authorization", "Basic YTpi"), ("x-api-key", &keys.viewer)],
+            StatusCode::UNAUTHORIZED,
+            "token-missing",
+            Some("Bearer realm=\"orders\"".into()),
+        ),
+        (
+            "token beside a revoked X-Api-Key",
+            "/read",
+            vec![("authorization", &bearer), ("x-api-key", &keys.revoked)],
+            StatusCode::OK,
+            "policy-allow",
+            None,
+        ),
+    ];
+    let e = keys.engine("tower-api-keys");
+    let action = |r: &Request<String>| {
+        Some(
+            if r.uri().path() == "/delete" {
+                "orders:delete"
+            } else {
+                "orders:read"
+            }
+            .to_string(),
+        )
+    };
+    let mut with_action = AuthLayer::new(e.clone())
+        .with_realm("orders")
+        .with_action(action)
+        .layer(Echo);
+    let mut validate_only = AuthLayer::new(e).with_realm("orders").layer(Echo);
+    for (what, path, headers, status, reason, challenge) in &cases {
+        let (st, h, body) = send_headers(&mut with_action, headers, path);
+        assert_eq!(st, *status, "{what}: {body}");
+        assert_eq!(
+            h.get("www-authenticate").map(|v| v.to_str().unwrap().to_string()),
+            *challenge,
+            "{what}"
+        );
+        assert_eq!(body["reason"], *reason, "{what}: {body}");
+        if st == StatusCode::OK {
+            let sub = if what.starts_with("token") {
+                "user-1"
+            } else {
+                "reporting"
+            };
+            assert_eq!(body["sub"], sub, "{what}: {body}");
+        }
+        if *path == "/delete" {
+            continue;
+        }
+        // Without an action: the token check alone answers the same.
+        let (st, h, body) = send_headers(&mut validate_only, headers, path);
+        assert_eq!(st, *status, "{what}, validate only: {body}");
+        assert_eq!(
+            h.get("www-authenticate").map(|v| v.to_str().unwrap().to_string()),
+            *challenge,
+            "{what}, validate only"
+        );
+        let want = if *reason == "policy-allow" { "ok" } else { reason };
+        assert_eq!(body["reason"], want, "{what}, validate only: {body}");
+    }
+}

@@ -58,7 +58,7 @@ export interface TokenDecision {
   allowed: boolean;
   /** The verified claims; null when refused, in development mode and on fail-open. */
   claims: Record<string, unknown> | null;
-  /** A stable code: "ok", "dev-anonymous", "fail-open", or the failure ("token-expired", ...). */
+  /** A stable code: "ok", "dev-anonymous", "fail-open", or the failure ("token-expired", "api-key-revoked", ...). */
   reason: string;
   /** The sub claim, or "anonymous" in development mode and on fail-open. */
   subject: string;
@@ -169,7 +169,7 @@ export class SvcClient {
     }
   }
 
-  /** Verifies a bearer token (without the "Bearer " prefix). */
+  /** Verifies a bearer token (without the "Bearer " prefix) or an API key ("svck_..."). */
   async validateToken(token: string): Promise<TokenDecision> {
     const body = await this.#call("/v1/validate-token", { token: token ?? "" }, "validate-token");
     if (body === FAIL_OPEN) {

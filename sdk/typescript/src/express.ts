@@ -59,7 +59,11 @@ export interface SvcExpressOptions {
   sessionCookie?: string;
 }
 
-/** Validates the bearer token of every request but the excluded ones and sets req.svcClaims. */
+/**
+ * Validates the bearer token or API key ("Authorization: ApiKey", or
+ * X-Api-Key without an Authorization header) of every request but the
+ * excluded ones and sets req.svcClaims.
+ */
 export function svcExpress(opts: SvcExpressOptions = {}) {
   const client = opts.client ?? new SvcClient();
   const exclude = [...(opts.exclude ?? [])];
@@ -103,7 +107,7 @@ export function requireAction(action: string, opts: RequireActionOptions = {}) {
 }
 
 function sources(req: ExpressRequestLike) {
-  return { authorization: header(req, "authorization"), cookie: header(req, "cookie") };
+  return { authorization: header(req, "authorization"), cookie: header(req, "cookie"), xApiKey: header(req, "x-api-key") };
 }
 
 function header(req: ExpressRequestLike, name: string): string | undefined {

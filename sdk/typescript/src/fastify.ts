@@ -51,7 +51,11 @@ export interface SvcFastifyOptions {
   sessionCookie?: string;
 }
 
-/** Validates the bearer token of every request but the excluded ones and sets request.svcClaims. */
+/**
+ * Validates the bearer token or API key ("Authorization: ApiKey", or
+ * X-Api-Key without an Authorization header) of every request but the
+ * excluded ones and sets request.svcClaims.
+ */
 export async function svcFastify(app: FastifyInstanceLike, opts: SvcFastifyOptions = {}): Promise<void> {
   const client = opts.client ?? new SvcClient();
   const exclude = [...(opts.exclude ?? [])];
@@ -112,7 +116,7 @@ function sources(req: FastifyRequestLike) {
     const v = req.headers[name];
     return Array.isArray(v) ? v.join(", ") : v;
   };
-  return { authorization: h("authorization"), cookie: h("cookie") };
+  return { authorization: h("authorization"), cookie: h("cookie"), xApiKey: h("x-api-key") };
 }
 
 function settle(out: Outcome, request: FastifyRequestLike, reply: FastifyReplyLike): unknown {

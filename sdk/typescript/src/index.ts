@@ -21,4 +21,4 @@ export {
 } from "./client.js";
 export { DEFAULT_CONFIG_FILE, readSdkTable, resolveSettings, type ResolvedSettings, type SdkKeys,
   type Setting } from "./config.js";
-export { bearerToken, type DenyBody, type Refusal, refusalOf } from "./web.js";
+export { apiKey, bearerToken, type DenyBody, type Refusal, refusalOf } from "./web.js";

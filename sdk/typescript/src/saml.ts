@@ -17,7 +17,7 @@
 import { readFileSync } from "node:fs";
 
 import { DEFAULT_CONFIG_FILE, tomlKeysOf, type TomlKind } from "./config.js";
-import { cookieValue, HOST_COOKIE_PREFIX, sessionCookieValue } from "./web.js";
+import { apiKey, cookieValue, HOST_COOKIE_PREFIX, sessionCookieValue } from "./web.js";
 
 export { HOST_COOKIE_PREFIX } from "./web.js";
 
@@ -448,8 +448,8 @@ export function samlAcs(opts: SamlAcsOptions = {}) {
 
 /**
  * Express middleware for browser routes: a browser's request (GET or HEAD
- * preferring text/html, see wantsLoginRedirect) carrying neither a bearer
- * token nor the session cookie is redirected (302) to loginUrl with its own
+ * preferring text/html, see wantsLoginRedirect) carrying no bearer token,
+ * API key or session cookie is redirected (302) to loginUrl with its own
  * URL as the return path. Every other request goes on to the
  * authentication middleware, which answers an API client 401 in JSON.
  */
@@ -460,7 +460,9 @@ export function samlLoginRedirect(opts: LoginUrlOptions & { cookieName?: string 
     const auth = req.headers.authorization;
     const cookie = req.headers.cookie;
     const accept = req.headers.accept;
+    const xApiKey = req.headers["x-api-key"];
     if ((typeof auth === "string" && /^\s*bearer\s+\S/i.test(auth)) ||
+      apiKey(Array.isArray(auth) ? auth.join(",") : auth, Array.isArray(xApiKey) ? xApiKey.join(", ") : xApiKey) ||
       sessionToken(Array.isArray(cookie) ? cookie.join("; ") : cookie, cookieName) ||
       !wantsLoginRedirect(req.method ?? "GET", Array.isArray(accept) ? accept.join(",") : accept,
         Array.isArray(auth) ? auth.join(",") : auth)) {

@@ -1,8 +1,9 @@
 /**
  * What every middleware does with a request, whatever the framework:
  *
- *     no bearer token            401 token-missing, WWW-Authenticate: Bearer
+ *     no bearer token or API key 401 token-missing, WWW-Authenticate: Bearer
  *     invalid token              401, WWW-Authenticate: Bearer error="invalid_token"
+ *     invalid API key            401, WWW-Authenticate: ApiKey error="invalid_key"
  *     token of another tenant    403 tenant-mismatch
  *     policy denies              403 with the deny reasons and decision id
  *     tenant rate-limited        429 with Retry-After
@@ -19,6 +20,9 @@ const TOKEN_FAILURES = new Set([
   "signature-invalid", "unknown-kid", "alg-not-allowed", "key-too-weak", "tenant-missing",
   "issuer-mismatch", "issuer-unknown", "audience-mismatch",
 ]);
+
+/** Reasons for which an API key was refused: challenged in its own scheme (ApiKey error="invalid_key"). */
+const API_KEY_FAILURES = new Set(["api-key-malformed", "api-key-unknown", "api-key-revoked", "api-key-expired"]);
 
 /** Reasons for which nothing could be said about the token. */
 const UNDECIDED = new Set(["jwks-unavailable", "policy-error", "unavailable"]);
@@ -58,6 +62,8 @@ export interface TokenSource {
   authorization?: string | undefined;
   /** The Cookie header, read when sessionCookie is set and there is no bearer token. */
   cookie?: string | undefined;
+  /** The X-Api-Key header, read when there is no Authorization header. */
+  xApiKey?: string | undefined;
 }
 
 /** The token of "Authorization: Bearer <token>" (scheme case-insensitive), or "". */
@@ -65,6 +71,19 @@ export function bearerToken(authorization: string | undefined | null): string {
   if (!authorization) return "";
   const m = /^\s*bearer\s+(.+?)\s*$/i.exec(authorization);
   return m?.[1] ?? "";
+}
+
+/**
+ * The API key a request presents, by the rule of the sidecar's checks: the
+ * credential of "Authorization: ApiKey <key>" (scheme case-insensitive),
+ * else, when the request has no Authorization header at all (undefined or
+ * null), its X-Api-Key header; "" when it presents none. Another
+ * Authorization scheme (a bearer token) decides: X-Api-Key beside it is not read.
+ */
+export function apiKey(authorization: string | undefined | null, xApiKey?: string | undefined | null): string {
+  if (authorization === undefined || authorization === null) return (xApiKey ?? "").trim();
+  const m = /^apikey[ \t]([^]*)$/i.exec(authorization.trim());
+  return m?.[1]?.trim() ?? "";
 }
 
 /** The value of cookie `name` in a Cookie header, or "". */
@@ -110,14 +129,18 @@ export function sessionCookieValue(cookieHeader: string | undefined | null, name
 }
 
 /**
- * The request's token: the bearer header; without any Authorization header,
- * the session cookie when one is named (sessionCookieValue). A request that carries another
+ * The request's credential: the bearer header, else its API key (apiKey:
+ * "Authorization: ApiKey", or X-Api-Key without an Authorization header),
+ * sent to the sidecar as the token (a key starts svck_, which no token
+ * does); without either nor any Authorization header, the session cookie
+ * when one is named (sessionCookieValue). A request that carries another
  * Authorization scheme (Basic, ...) is judged by that header alone, as the
  * sidecar, the Go and the Python middlewares do: a cookie never stands in
  * for credentials the client chose to send.
  */
 export function tokenOf(src: TokenSource, sessionCookie?: string): string {
-  if (src.authorization || !sessionCookie) return bearerToken(src.authorization);
+  const tok = bearerToken(src.authorization) || apiKey(src.authorization, src.xApiKey);
+  if (tok || src.authorization || !sessionCookie) return tok;
   return sessionCookieValue(src.cookie, sessionCookie);
 }
 
@@ -168,6 +191,9 @@ export function refusalOf(reason: string, denyReasons: string[] = [], decisionId
   if (reason === "token-missing") return { status: 401, headers: { "www-authenticate": "Bearer" }, body };
   if (TOKEN_FAILURES.has(reason)) {
     return { status: 401, headers: { "www-authenticate": `Bearer error="invalid_token", error_description="${reason}"` }, body };
+  }
+  if (API_KEY_FAILURES.has(reason)) {
+    return { status: 401, headers: { "www-authenticate": `ApiKey error="invalid_key", error_description="${reason}"` }, body };
   }
   // policy-deny, tenant-mismatch (an authentic token of another tenant), and anything newer.
   return { status: 403, headers: {}, body };

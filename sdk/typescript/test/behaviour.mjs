@@ -9,7 +9,8 @@ import { after, before, describe, test } from "node:test";
 
 import { SvcClient } from "@svc/sdk";
 
-import { blackHole, CALL_TIMEOUT_MS, claims, downUrl, IdP, Sidecar, TENANT } from "./harness.mjs";
+import { apiKeys, blackHole, CALL_TIMEOUT_MS, claims, downUrl, IdP, KEY_SUBJECT, keyId, Sidecar,
+  TENANT } from "./harness.mjs";
 
 export function middlewareBehaviour(name, start) {
   describe(name, () => {
@@ -24,10 +25,12 @@ export function middlewareBehaviour(name, start) {
       idp?.close();
     });
 
-    async function call(c, path, token) {
+    // token is sent as a bearer token, headers as they are.
+    async function call(c, path, token, headers = {}) {
       const app = await start(c);
       try {
-        const res = await fetch(app.url + path, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+        const res = await fetch(app.url + path,
+          { headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers } });
         return { status: res.status, headers: res.headers, body: await res.json() };
       } finally {
         await app.close();
@@ -108,6 +111,63 @@ export function middlewareBehaviour(name, start) {
         assert.equal(r.status, 403, path);
         assert.equal(r.headers.get("www-authenticate"), null, path);
         assert.ok([r.body.reason, ...r.body.deny_reasons].includes("tenant-mismatch"), JSON.stringify(r.body));
+      }
+    });
+
+    test("API keys", async () => {
+      // Read as the sidecar's checks read them: "Authorization: ApiKey",
+      // else X-Api-Key when there is no Authorization header at all.
+      const keys = await apiKeys(idp);
+      try {
+        const invalid = (reason) => `ApiKey error="invalid_key", error_description="${reason}"`;
+        const cases = [
+          ["X-Api-Key", "/whoami", { "x-api-key": keys.viewer }, 200],
+          ["X-Api-Key, action", "/orders/7", { "x-api-key": ` ${keys.viewer} ` }, 200],
+          ["ApiKey scheme", "/whoami", { authorization: `apikey ${keys.viewer}` }, 200],
+          ["ApiKey scheme, action", "/orders/7", { authorization: `ApiKey\t${keys.viewer}` }, 200],
+          ["ApiKey scheme beside another X-Api-Key", "/whoami",
+            { authorization: `ApiKey ${keys.viewer}`, "x-api-key": keys.revoked }, 200],
+          ["viewer key deletes", "/orders/7/delete", { "x-api-key": keys.viewer }, 403, "policy-deny", null],
+          ["revoked", "/whoami", { "x-api-key": keys.revoked }, 401, "api-key-revoked", invalid("api-key-revoked")],
+          ["revoked, action", "/orders/7", { authorization: `ApiKey ${keys.revoked}` }, 401, "api-key-revoked",
+            invalid("api-key-revoked")],
+          ["unknown", "/whoami", { authorization: `ApiKey ${keys.unknown}` }, 401, "api-key-unknown",
+            invalid("api-key-unknown")],
+          ["unknown, action", "/orders/7", { "x-api-key": keys.unknown }, 401, "api-key-unknown",
+            invalid("api-key-unknown")],
+          ["expired", "/whoami", { "x-api-key": keys.expired }, 401, "api-key-expired", invalid("api-key-expired")],
+          ["malformed", "/orders/7", { "x-api-key": "svck_short" }, 401, "api-key-malformed",
+            invalid("api-key-malformed")],
+          // A bearer scheme decides: X-Api-Key beside it is not read.
+          ["bearer beside X-Api-Key", "/whoami", { authorization: "Bearer junk", "x-api-key": keys.viewer }, 401,
+            "token-malformed", 'Bearer error="invalid_token", error_description="token-malformed"'],
+          ["another scheme beside X-Api-Key", "/orders/7", { authorization: "Basic YTpi", "x-api-key": keys.viewer },
+            401, "token-missing", "Bearer"],
+          ["empty X-Api-Key", "/whoami", { "x-api-key": " " }, 401, "token-missing", "Bearer"],
+        ];
+        for (const failMode of ["open", "closed"]) {
+          const c = new SvcClient({ sidecarUrl: keys.sidecar.url, failMode, timeoutMs: CALL_TIMEOUT_MS });
+          for (const [what, path, headers, status, reason, challenge] of cases) {
+            const r = await call(c, path, null, headers);
+            const at = `${what}, ${failMode}: ${JSON.stringify(r.body)}`;
+            assert.equal(r.status, status, at);
+            if (status === 200) {
+              assert.equal(r.headers.get("www-authenticate"), null, at);
+              assert.deepEqual([r.body.claims.sub, r.body.claims.tenant_id, r.body.claims.api_key_id],
+                [KEY_SUBJECT, TENANT, keyId(keys.viewer)], at);
+              continue;
+            }
+            assert.equal(r.headers.get("www-authenticate"), challenge, at);
+            assert.equal(refusal(r, at).reason, reason, at);
+          }
+        }
+        // The sidecar takes the IdP's bearer tokens beside keys: a token
+        // decides over an X-Api-Key beside it.
+        const c = new SvcClient({ sidecarUrl: keys.sidecar.url, failMode: "closed", timeoutMs: CALL_TIMEOUT_MS });
+        const r = await call(c, "/whoami", tok(), { "x-api-key": keys.revoked });
+        assert.deepEqual([r.status, r.body.claims?.sub], [200, "alice"], JSON.stringify(r.body));
+      } finally {
+        await keys.sidecar.stop();
       }
     });
 

@@ -1,8 +1,9 @@
 // Real peers for the SDK tests: the svc-sidecar binary built from this
-// repository, a JWKS endpoint whose RSA key signs real RS256 tokens, a
-// sidecar that is down, one that never answers, and a counting TCP relay.
-// SVC_SIDECAR_BIN names a prebuilt binary (make test passes one); otherwise
-// it is built with `go build` once per test file.
+// repository, a JWKS endpoint whose RSA key signs real RS256 tokens, API
+// keys made by the core binary, a sidecar that is down, one that never
+// answers, and a counting TCP relay. SVC_SIDECAR_BIN and SVC_CORE_BIN name
+// prebuilt binaries (make test passes them); otherwise each is built with
+// `go build` once per test file.
 
 import { execFileSync, spawn } from "node:child_process";
 import { generateKeyPairSync, sign } from "node:crypto";
@@ -31,6 +32,46 @@ export function sidecarBinary() {
   const out = join(tmp, "svc-sidecar");
   execFileSync("go", ["build", "-o", out, "./cmd/svc-sidecar"], { cwd: REPO, stdio: "inherit" });
   return (binary = out);
+}
+
+let core;
+export function coreBinary() {
+  if (core) return core;
+  if (process.env.SVC_CORE_BIN) return (core = process.env.SVC_CORE_BIN);
+  const out = join(tmp, "core");
+  execFileSync("go", ["build", "-o", out, "./cmd/core"], { cwd: REPO, stdio: "inherit" });
+  return (core = out);
+}
+
+/** The id of an API key svck_<id>_<secret>: 12 characters. */
+export const keyId = (key) => key.slice("svck_".length, "svck_".length + 12);
+
+/** The subject of the viewer key of apiKeys. */
+export const KEY_SUBJECT = "reporting";
+
+/**
+ * A sidecar that takes both idp's tokens and the API keys of a key file
+ * made by `core api-key create`: viewer (subject KEY_SUBJECT, role viewer),
+ * revoked (revoked by `core api-key revoke`), expired (past its expiry)
+ * and unknown (the revoked key's id with the viewer's secret: no entry
+ * matches). Stop its sidecar.
+ */
+export async function apiKeys(idp) {
+  const dir = mkdtempSync(join(tmp, "api-keys-"));
+  const file = join(dir, "api-keys.toml");
+  const run = (cmd, ...args) => execFileSync(coreBinary(), ["api-key", cmd, "--file", file, ...args],
+    { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+  const create = (subject, role, ...extra) => run("create", "--tenant", TENANT, "--subject", subject, "--role", role, ...extra);
+  const expired = create("expiring-job", "viewer", "--expires", "1s");
+  // The file holds the expiry in whole seconds: past it by then.
+  const expiredBy = Math.ceil(Date.now() / 1000 + 1) * 1000 + 100;
+  const viewer = create(KEY_SUBJECT, "viewer");
+  const revoked = create("old-job", "admin");
+  run("revoke", keyId(revoked));
+  const unknown = `svck_${keyId(revoked)}_${viewer.slice("svck_".length + 13)}`;
+  await new Promise((r) => setTimeout(r, Math.max(0, expiredBy - Date.now())));
+  const sidecar = await Sidecar.start(idp, { SVC_API_KEYS_FILE: file });
+  return { sidecar, viewer, revoked, unknown, expired };
 }
 
 const given = new Set();

@@ -16,7 +16,7 @@ const manifest = JSON.parse(readFileSync(join(PKG_DIR, "package.json"), "utf8"))
 // What each entry point must export at run time (a subset: the names the
 // README's examples use).
 const EXPECTED = {
-  "@svc/sdk": ["SvcClient", "SvcError", "SidecarUnavailableError", "bearerToken", "resolveSettings"],
+  "@svc/sdk": ["SvcClient", "SvcError", "SidecarUnavailableError", "bearerToken", "apiKey", "resolveSettings"],
   "@svc/sdk/express": ["svcExpress", "requireAction"],
   "@svc/sdk/fastify": ["svcFastify", "requireAction"],
   "@svc/sdk/saml": ["loginUrl", "samlAcs", "samlLoginRedirect", "exchangeAssertion", "resolveSamlConfig",

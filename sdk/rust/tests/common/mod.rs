@@ -108,6 +108,104 @@ pub fn engine(name: &str) -> svc::Engine {
     svc::Engine::from_config_file(config_file(name, UNLIMITED)).expect("engine")
 }
 
+/// The core binary (cmd/core): SVC_CORE_BIN, else built once per test
+/// binary.
+pub fn core() -> &'static Path {
+    static CORE: OnceLock<PathBuf> = OnceLock::new();
+    CORE.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("SVC_CORE_BIN") {
+            return bin.into();
+        }
+        let bin = Path::new(env!("CARGO_TARGET_TMPDIR")).join("core");
+        let go = std::env::var("SVC_GO").unwrap_or_else(|_| "go".into());
+        let st = Command::new(go)
+            .current_dir(repo_root())
+            .args(["build", "-o"])
+            .arg(&bin)
+            .arg("./cmd/core")
+            .status()
+            .expect("go build core");
+        assert!(st.success(), "go build ./cmd/core: {st}");
+        bin
+    })
+}
+
+/// API keys of tenant acme in a key file made by `core api-key create`:
+/// viewer (subject reporting, role viewer), revoked (by `core api-key
+/// revoke`), expired (past its expiry) and unknown (the revoked key's id
+/// with the viewer's secret: no entry matches).
+pub struct ApiKeys {
+    pub file: PathBuf,
+    pub viewer: String,
+    pub revoked: String,
+    pub expired: String,
+    pub unknown: String,
+}
+
+/// The id of an API key svck_<id>_<secret>: 12 characters.
+pub fn key_id(key: &str) -> &str {
+    &key["svck_".len().."svck_".len() + 12]
+}
+
+impl ApiKeys {
+    /// Makes the keys in a fresh file of test name.
+    pub fn create(name: &str) -> ApiKeys {
+        let dir = std::env::temp_dir().join(format!("svc-rs-{name}-keys-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("api-keys.toml");
+        let run = |args: &[&str]| {
+            let out = Command::new(core())
+                .arg("api-key")
+                .arg(args[0])
+                .arg("--file")
+                .arg(&file)
+                .args(&args[1..])
+                .output()
+                .expect("core api-key");
+            assert!(
+                out.status.success(),
+                "core api-key {}: {}",
+                args[0],
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8(out.stdout).unwrap().trim().to_string()
+        };
+        let create = |subject: &str, role: &str, extra: &[&str]| {
+            let mut args = vec!["create", "--tenant", "acme", "--subject", subject, "--role", role];
+            args.extend_from_slice(extra);
+            run(&args)
+        };
+        let expired = create("expiring-job", "viewer", &["--expires", "1s"]);
+        // The file holds the expiry in whole seconds: past it by then.
+        let expired_by = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() + 2;
+        let viewer = create("reporting", "viewer", &[]);
+        let revoked = create("old-job", "admin", &[]);
+        run(&["revoke", key_id(&revoked)]);
+        let unknown = format!("svck_{}_{}", key_id(&revoked), &viewer["svck_".len() + 13..]);
+        while SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() < expired_by {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        ApiKeys {
+            file,
+            viewer,
+            revoked,
+            expired,
+            unknown,
+        }
+    }
+
+    /// An engine of config_file(name) taking these keys beside the IdP's
+    /// tokens, whose rate limit never refuses.
+    pub fn engine(&self, name: &str) -> svc::Engine {
+        let extra = format!(
+            "{UNLIMITED}\n[api_keys]\nfile = {:?}\n",
+            self.file.display().to_string()
+        );
+        svc::Engine::from_config_file(config_file(name, &extra)).expect("engine with API keys")
+    }
+}
+
 /// The resident set size of this process, in bytes.
 pub fn rss_bytes() -> u64 {
     let s = std::fs::read_to_string("/proc/self/statm").unwrap();
