@@ -26,6 +26,8 @@ type Config struct {
 	JWT JWT `toml:"jwt" yaml:"jwt"`
 	// APIKeys is the API-key identity source.
 	APIKeys APIKeys `toml:"api_keys" yaml:"api_keys"`
+	// IdentityToken signs the identity handed to the upstream.
+	IdentityToken IdentityToken `toml:"identity_token" yaml:"identity_token"`
 	// Tenants maps a tenant id (case-sensitive) to its settings.
 	Tenants map[string]Tenant `toml:"tenants" yaml:"tenants"`
 	// RateLimit sets per-tenant request budgets.

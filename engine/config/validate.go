@@ -36,6 +36,7 @@ func (c Config) Validate() error {
 	v.rateLimit()
 	v.sidecar()
 	v.policy()
+	v.identityToken()
 	if msg := checkAuditDestination(c.Audit.Destination); msg != "" {
 		v.fail("audit.destination", "%s", msg)
 	}
