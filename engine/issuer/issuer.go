@@ -70,7 +70,7 @@ func New(opts Options) (*Issuer, error) {
 			return nil, fmt.Errorf("issuer: generate key: %w", err)
 		}
 		is.generated = true
-		if ks, err = keysOf(k, []*ecdsa.PublicKey{&k.PublicKey}); err != nil {
+		if ks, err = KeysOf(k, []*ecdsa.PublicKey{&k.PublicKey}); err != nil {
 			return nil, err
 		}
 	} else {

@@ -38,11 +38,12 @@ func ReadKeys(path string) (Keys, error) {
 	if err != nil {
 		return Keys{}, fmt.Errorf("signing key file %s: %w", path, err)
 	}
-	return keysOf(signer, pubs)
+	return KeysOf(signer, pubs)
 }
 
-// keysOf makes the verification keys of signer and pubs (signer's first).
-func keysOf(signer *ecdsa.PrivateKey, pubs []*ecdsa.PublicKey) (Keys, error) {
+// KeysOf makes the Keys of a signer and the public keys that verify,
+// signer's first (ParseKeys' results).
+func KeysOf(signer *ecdsa.PrivateKey, pubs []*ecdsa.PublicKey) (Keys, error) {
 	ks := Keys{Signer: signer}
 	seen := map[string]bool{}
 	for i, pub := range pubs {
