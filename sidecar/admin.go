@@ -147,6 +147,7 @@ func (s *Server) status() Status {
 	if k := es.APIKeys; k != nil {
 		st.APIKeys = &wire.APIKeysStatus{Path: k.Path, Keys: k.Keys, Loaded: k.Loaded, Refusals: k.Refusals, LastError: k.LastError}
 	}
+	st.IdentityToken = s.identityStatus()
 	return st
 }
 

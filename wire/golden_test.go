@@ -38,6 +38,8 @@ func goldenValues() map[string]any {
 			Audit: &wire.AuditStats{Written: 10, Dropped: 1, Failed: 2, QueueLen: 3, QueueCap: 1024},
 			APIKeys: &wire.APIKeysStatus{Path: "/etc/svc/api-keys.toml", Keys: 3, Loaded: t0, Refusals: 1,
 				LastError: "api key file /etc/svc/api-keys.toml: line 7: holds a plaintext API key"},
+			IdentityToken: &wire.IdentityTokenStatus{KeyFile: "/etc/svc/identity-token-key.pem", KeyID: "kid-1", Published: 2, TTL: "5m0s",
+				Loaded: t0, Minted: 10, Reused: 90, Failures: 0, Refusals: 1, LastError: "identity token key file refused"},
 			SAML: &wire.SAMLStatus{
 				EntityID: "https://shop.example/auth/saml/metadata", ACSURL: "https://shop.example/auth/saml/acs",
 				SignatureCheckDisabled: false, AllowIDPInitiated: true,

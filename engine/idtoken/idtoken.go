@@ -34,6 +34,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/issuer"
 	"github.com/svc-dev/svc/engine/jwks"
+	"github.com/svc-dev/svc/wire"
 )
 
 // DefaultCacheSize bounds the tokens kept for reuse.
@@ -109,29 +110,7 @@ type retiredKey struct {
 }
 
 // Status describes the identity tokens for status endpoints.
-type Status struct {
-	// KeyFile is identity_token.signing_key_file.
-	KeyFile string `json:"key_file"`
-	// KeyID is the kid of the signing key.
-	KeyID string `json:"key_id"`
-	// Published is the number of keys at /.well-known/jwks.json.
-	Published int `json:"published_keys"`
-	// TTL is the lifetime of a token.
-	TTL string `json:"ttl"`
-	// Loaded is when the key file in force was read.
-	Loaded time.Time `json:"loaded"`
-	// Minted and Reused count the tokens signed and those served again
-	// from the reuse cache since the start; Failures the allowed requests
-	// that got no token because signing failed.
-	Minted   int64 `json:"minted"`
-	Reused   int64 `json:"reused"`
-	Failures int64 `json:"failures"`
-	// Refusals counts changes of the key file refused since the start.
-	Refusals int64 `json:"refusals"`
-	// LastError is why the latest change of the key file was refused;
-	// empty once a change is accepted.
-	LastError string `json:"last_error,omitempty"`
-}
+type Status = wire.IdentityTokenStatus
 
 // New reads the key file: a file that cannot be read or parsed refuses
 // the start.
