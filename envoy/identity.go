@@ -29,14 +29,7 @@ func (s *Server) identityToken(ctx context.Context, cred engine.Credential, res 
 	if res.Token.Reason == reason.DevAnonymous {
 		return ""
 	}
-	subject := res.Input.User.ID
-	if subject == "" {
-		subject = res.Token.Subject
-	}
-	tenant := res.Input.User.TenantID
-	if tenant == "" {
-		tenant = res.Token.TenantID
-	}
+	subject, tenant := caller(res)
 	presented := cred.APIKey
 	if presented == "" {
 		presented = cred.Bearer

@@ -9,8 +9,6 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
-	"github.com/lestrrat-go/jwx/v3/jwk"
-	"github.com/lestrrat-go/jwx/v3/jwt"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/svc-dev/svc/engine"
@@ -43,22 +41,11 @@ func verifyIdentity(t *testing.T, m *idtoken.Minter, tok string) map[string]any 
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := jwk.Parse(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parsed, err := jwt.ParseString(tok, jwt.WithKeySet(set))
+	claims, err := testkit.VerifyJWT(doc, tok)
 	if err != nil {
 		t.Fatalf("identity token does not verify: %v", err)
 	}
-	out := map[string]any{}
-	for _, k := range parsed.Keys() {
-		var v any
-		if err := parsed.Get(k, &v); err == nil {
-			out[k] = v
-		}
-	}
-	return out
+	return claims
 }
 
 func identityCheck(principal, forged string) *authv3.CheckRequest {

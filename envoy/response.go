@@ -117,14 +117,7 @@ func decide(res engine.Result, err error) verdict {
 		v.subject, v.tenantID = res.Token.Subject, res.Token.TenantID
 		return v
 	}
-	subject := res.Input.User.ID
-	if subject == "" {
-		subject = res.Token.Subject
-	}
-	tenant := res.Input.User.TenantID
-	if tenant == "" {
-		tenant = res.Token.TenantID
-	}
+	subject, tenant := caller(res)
 	code := d.Reason
 	if code == "" {
 		code = reason.PolicyAllow
@@ -136,6 +129,19 @@ func decide(res engine.Result, err error) verdict {
 		roles:      rolesHeader(res.Input.User.Roles),
 		decisionID: headerSafe(d.DecisionID),
 	}
+}
+
+// caller is the subject and tenant of an allowed decision: the policy
+// input's user, else the token's.
+func caller(res engine.Result) (subject, tenant string) {
+	subject, tenant = res.Input.User.ID, res.Input.User.TenantID
+	if subject == "" {
+		subject = res.Token.Subject
+	}
+	if tenant == "" {
+		tenant = res.Token.TenantID
+	}
+	return subject, tenant
 }
 
 // invalidInput is the verdict on a request the mapping refused: 400 with

@@ -8,7 +8,7 @@ import (
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 
-	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
 )
 
@@ -30,24 +30,11 @@ func BenchmarkCheckIdentityToken(b *testing.B) {
 	for i := range reqs {
 		reqs[i] = checkRequest(tokens[i], http.MethodGet, "/orders/"+strconv.Itoa(i))
 	}
-	start := func(identity bool) *running {
-		cfg, tel, auditLog := benchParts(b, idp)
-		if identity {
-			cfg.IdentityToken.SigningKeyFile = testkit.TokenKeyFile(b)
-			cfg.IdentityToken.TTL.Duration = 5 * time.Minute
-		}
-		eng, err := engine.New(cfg, engine.Deps{
-			Logger: quietLogger(), TracerProvider: tel.TracerProvider(), MeterProvider: tel.MeterProvider(), Audit: auditLog,
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = eng.Close() })
-		r := startServer(b, Deps{Engine: eng, Telemetry: tel, Audit: auditLog})
-		testkit.Eventually(b, "ready", r.isReady)
-		return r
-	}
-	withID, plain := start(true), start(false)
+	withID := startBenchSidecarWith(b, idp, func(cfg *config.Config) {
+		cfg.IdentityToken.SigningKeyFile = testkit.TokenKeyFile(b)
+		cfg.IdentityToken.TTL.Duration = 5 * time.Minute
+	})
+	plain := startBenchSidecar(b, idp)
 	targets := []*loadTarget{
 		{name: "identity", clients: authzClients(b, withID.GRPCAddr())},
 		{name: "plain", clients: authzClients(b, plain.GRPCAddr())},

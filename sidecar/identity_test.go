@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
-	"github.com/lestrrat-go/jwx/v3/jwk"
-	"github.com/lestrrat-go/jwx/v3/jwt"
 
 	"github.com/svc-dev/svc/envoy"
 	"github.com/svc-dev/svc/internal/testkit"
@@ -38,11 +36,7 @@ func verifyAtJWKS(t *testing.T, r *running, tok string) error {
 	if code != http.StatusOK {
 		t.Fatalf("GET %s = %d %s", PathIdentityJWKS, code, body)
 	}
-	set, err := jwk.Parse(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = jwt.ParseString(tok, jwt.WithKeySet(set))
+	_, err := testkit.VerifyJWT(body, tok)
 	return err
 }
 
