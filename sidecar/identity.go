@@ -21,14 +21,9 @@ const PathIdentityJWKS = "/.well-known/jwks.json"
 // newIdentity makes the minter of [identity_token], or nil without it.
 // A key file that cannot be read or parsed refuses the start.
 func (s *Server) newIdentity() error {
-	cfg := s.deps.Engine.Config()
-	it := cfg.IdentityToken
-	if !it.Enabled() {
-		return nil
-	}
-	m, err := idtoken.New(idtoken.Options{KeyFile: it.SigningKeyFile, TTL: it.TTL.Duration, Issuer: cfg.SDK.ServiceName, Logger: s.log})
-	if err != nil {
-		return fmt.Errorf("%s: %w", cfg.Setting("identity_token.signing_key_file"), err)
+	m, err := idtoken.FromConfig(s.deps.Engine.Config(), s.log)
+	if err != nil || m == nil {
+		return err
 	}
 	s.identity = m
 	if t := s.deps.Telemetry; t != nil {
