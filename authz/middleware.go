@@ -59,6 +59,25 @@ type MiddlewareOptions struct {
 	// Logger receives errors that are neither decisions nor outages;
 	// default slog.Default().
 	Logger *slog.Logger
+	// Identity, when set, admits a request on the identity token the
+	// sidecar handed it through the proxy (HeaderIdentity) instead of
+	// asking the Authorizer, which may then be nil: the proxy's check has
+	// decided already. A request without a token, or with one that does
+	// not verify, is refused 401; 503 when the verifier has no keys.
+	// Action, Resource, AllowAnonymous, the fail modes and the session
+	// cookie do not apply. See package authz/identitytoken.
+	Identity IdentityVerifier
+}
+
+// HeaderIdentity carries the sidecar's signed identity token to the
+// upstream of an allowed request.
+const HeaderIdentity = "X-Svc-Identity"
+
+// IdentityVerifier verifies the sidecar's identity token of a request
+// (MiddlewareOptions.Identity); *identitytoken.Verifier implements it. A
+// refused token is an error with a reason code (reason.Of).
+type IdentityVerifier interface {
+	VerifyIdentity(ctx context.Context, token string) (User, error)
 }
 
 // User is the caller of a request that the middleware let through. It is
@@ -117,9 +136,10 @@ type DenyBody = wire.DenyBody
 //	keys unavailable (IdP down)  503
 //
 // Denials carry a DenyBody. Admitted requests carry the User in their
-// context (UserFrom). The middleware panics when c is nil.
+// context (UserFrom). The middleware panics when c is nil, unless
+// opts.Identity is set.
 func Middleware(c Authorizer, opts MiddlewareOptions) func(http.Handler) http.Handler {
-	if c == nil {
+	if c == nil && opts.Identity == nil {
 		panic("authz: Middleware needs an Authorizer")
 	}
 	if opts.Logger == nil {
@@ -145,6 +165,10 @@ type middleware struct {
 }
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if m.opts.Identity != nil {
+		m.serveIdentity(w, r)
+		return
+	}
 	tok := m.token(r)
 	if tok == "" {
 		if m.opts.AllowAnonymous {
@@ -197,6 +221,25 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		m.admit(w, r, User{Subject: d.Subject, TenantID: d.TenantID, Claims: d.Claims, Reason: d.Reason, DecisionID: d.DecisionID})
 	}
+}
+
+// serveIdentity admits r on its identity token alone.
+func (m *middleware) serveIdentity(w http.ResponseWriter, r *http.Request) {
+	u, err := m.opts.Identity.VerifyIdentity(r.Context(), r.Header.Get(HeaderIdentity))
+	if err == nil {
+		m.admit(w, r, u)
+		return
+	}
+	rc := reason.Of(err, reason.SignatureInvalid)
+	if rc == reason.JWKSUnavailable {
+		m.refuse(w, http.StatusServiceUnavailable, DenyBody{Reason: string(rc)})
+		return
+	}
+	if rc == reason.TokenMissing {
+		rc = ""
+	}
+	m.challenge(w, rc)
+	m.refuse(w, http.StatusUnauthorized, DenyBody{Reason: string(reason.Of(err, reason.SignatureInvalid))})
 }
 
 // token returns the bearer token of r, else its API key

@@ -57,7 +57,7 @@ func TestClientCertDecisions(t *testing.T) {
 		{"unmapped trust domain", certCred(clientcert.Presented{Principal: "spiffe://evil.example/ns/shop/sa/orders"}), "orders:read", false, reason.ClientCertUntrusted},
 		{"malformed xfcc", certCred(clientcert.Presented{XFCC: `URI="spiffe://acme.example/x`}), "orders:read", false, reason.ClientCertInvalid},
 		{"certificate and principal differ", certCred(clientcert.Presented{Principal: noRoles, Certificate: cert}), "orders:read", false, reason.ClientCertInvalid},
-		{"a bearer token is judged first", engine.Credential{Bearer: "eyJhbGciOiJFUzI1NiJ9.e30.c2ln", ClientCert: clientcert.Presented{Principal: orderReader}}, "orders:read", false, reason.UnknownKID},
+		{"a bearer token is judged first", engine.Credential{Bearer: "eyJhbGciOiJFUzI1NiJ9.e30.c2ln", ClientCert: clientcert.Presented{Principal: orderReader}}, "orders:read", false, reason.IssuerUnknown},
 		{"nothing", engine.Credential{}, "orders:read", false, reason.TokenMissing},
 	}
 	for _, tt := range tests {

@@ -106,13 +106,20 @@ func (e *CheckResponseEncoder) PrepareAnswer(a *CheckAnswer) (size int, ok bool)
 // The fields of an allowed answer, as verdict.okResponse builds them.
 const headerAction = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
 
-func allowedHeaders(v *verdict) [4][2]string {
-	return [4][2]string{
+// allowedHeaders are the upstream headers of an allowed answer: the
+// first n of hs (x-svc-identity only with a token).
+func allowedHeaders(v *verdict) (hs [5][2]string, n int) {
+	hs = [5][2]string{
 		{HeaderUserID, v.subject},
 		{HeaderTenantID, v.tenantID},
 		{HeaderRoles, v.roles},
 		{HeaderDecisionID, v.decisionID},
+		{HeaderIdentity, v.identity},
 	}
+	if v.identity == "" {
+		return hs, 4
+	}
+	return hs, 5
 }
 
 // allowedMetadata is the dynamic metadata in key order.
@@ -127,7 +134,8 @@ func allowedMetadata(v *verdict) [4][2]string {
 
 func (e *CheckResponseEncoder) sizeAllowed(v *verdict, remove []string) int {
 	ok := 0
-	for _, h := range allowedHeaders(v) {
+	hs, n := allowedHeaders(v)
+	for _, h := range hs[:n] {
 		hv := e.strSize(h[0])
 		if h[1] != "" {
 			hv += e.strSize(h[1])
@@ -157,8 +165,8 @@ func (w *checkWriter) allowed(v *verdict, remove []string) {
 		w.str(tag(fOKRemove, lenType), remove[j])
 	}
 	w.str(tag(fOKRemove, lenType), HeaderFailOpen)
-	hs := allowedHeaders(v)
-	for j := len(hs) - 1; j >= 0; j-- {
+	hs, n := allowedHeaders(v)
+	for j := n - 1; j >= 0; j-- {
 		hEnd := w.i
 		w.int32Field(tag(fOptionAction, varintType), int32(headerAction))
 		hvEnd := w.i

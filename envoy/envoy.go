@@ -23,6 +23,7 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/idtoken"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -57,7 +58,18 @@ type Deps struct {
 	// decision the engine could not make; default slog.Default(). Tokens,
 	// paths and headers are never logged.
 	Logger *slog.Logger
+	// Identity, when set, mints the x-svc-identity token of every allowed
+	// request (identity_token); *idtoken.Minter implements it.
+	Identity IdentityTokens
 }
+
+// IdentityTokens mints the signed identity token an allowed request
+// carries upstream, for the credential it presented.
+type IdentityTokens interface {
+	Token(credential string, c idtoken.Claims) (string, error)
+}
+
+var _ IdentityTokens = (*idtoken.Minter)(nil)
 
 // Server answers Envoy's ext_authz Check over gRPC and the HTTP check mode,
 // with the same mapping and the same responses. It is safe for concurrent
@@ -68,9 +80,10 @@ type Server struct {
 	checkProxy string // sidecar.check_proxy
 	// trusted are the peers whose X-Forwarded-Client-Cert an HTTP check
 	// reads (sidecar.trusted_proxies).
-	trusted []netip.Prefix
-	signIn  signIn // where browsers sign in ([sdk.saml])
-	log     *slog.Logger
+	trusted  []netip.Prefix
+	signIn   signIn // where browsers sign in ([sdk.saml])
+	log      *slog.Logger
+	identity IdentityTokens // nil: no x-svc-identity
 
 	// checkInfo and checkUnary are what checkHandler hands the
 	// interceptors on every call, made once (the generated handler
@@ -118,7 +131,7 @@ func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{mapper: m, az: az, checkProxy: checkProxy, trusted: trusted, signIn: newSignIn(cfg.SDK.SAML), log: log}
+	s := &Server{mapper: m, az: az, checkProxy: checkProxy, trusted: trusted, signIn: newSignIn(cfg.SDK.SAML), log: log, identity: deps.Identity}
 	s.checkInfo = grpc.UnaryServerInfo{Server: s, FullMethod: authv3.Authorization_Check_FullMethodName}
 	s.checkUnary = func(ctx context.Context, req any) (any, error) {
 		return s.answer(ctx, req.(*authv3.CheckRequest)), nil
@@ -156,11 +169,11 @@ func (s *Server) answer(ctx context.Context, req *authv3.CheckRequest) *CheckAns
 		return &CheckAnswer{v: v}
 	}
 	blk := new(checkAnswer)
-	v, ok := s.authorize(ctx, SourceEnvoy, pr, &blk.mapped)
+	v, ok := s.authorize(ctx, SourceEnvoy, pr, &blk.mapped, envoyAudience(req, pr))
 	a := &blk.answer
 	a.v = s.present(v, pr)
 	if ok && a.v.allow {
-		a.remove = spoofedHeaders(pr.headers)
+		a.remove = spoofedHeaders(pr.headers, a.v.identity != "")
 	}
 	return a
 }
@@ -178,8 +191,9 @@ type checkAnswer struct {
 // authorize maps pr into blk and asks the Authorizer for a decision
 // asked through source; ok is false when the request could not be
 // mapped. The headers and query of the input's request are built only if
-// the Authorizer asks for them (blk.CompleteRequest).
-func (s *Server) authorize(ctx context.Context, source string, pr proxyRequest, blk *mappedRequest) (verdict, bool) {
+// the Authorizer asks for them (blk.CompleteRequest). aud is the upstream
+// the identity token of an allowed request is for.
+func (s *Server) authorize(ctx context.Context, source string, pr proxyRequest, blk *mappedRequest, aud string) (verdict, bool) {
 	cred, in, err := s.mapper.mapRequestInto(pr, blk, true)
 	if err != nil {
 		s.logInvalid(ctx, err)
@@ -195,6 +209,9 @@ func (s *Server) authorize(ctx context.Context, source string, pr proxyRequest, 
 		Canonical: true,
 	})
 	v := decide(res, err)
+	if v.allow && s.identity != nil {
+		v.identity = s.identityToken(ctx, cred, res, aud)
+	}
 	if err != nil {
 		// The code only: the wrapped engine error (an OPA evaluation
 		// error, say) can quote input values, which stay out of logs.

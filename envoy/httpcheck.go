@@ -160,11 +160,11 @@ func (s *Server) forwardedClientCert(r *http.Request) clientcert.Presented {
 }
 
 func (s *Server) check(ctx context.Context, w http.ResponseWriter, pr proxyRequest, conv convention) {
-	v, ok := s.authorize(ctx, SourceHTTPCheck, pr, new(mappedRequest))
+	v, ok := s.authorize(ctx, SourceHTTPCheck, pr, new(mappedRequest), pr.host)
 	v = s.present(v, pr)
 	var spoofed []string
 	if ok && v.allow {
-		spoofed = spoofedHeaders(pr.headers)
+		spoofed = spoofedHeaders(pr.headers, v.identity != "")
 	}
 	s.writeHTTP(w, v, conv, spoofed)
 }

@@ -1,8 +1,12 @@
 package envoy
 
 import (
+	"time"
+
 	"flag"
 	"fmt"
+	"github.com/svc-dev/svc/engine/idtoken"
+	"github.com/svc-dev/svc/internal/testkit"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -74,11 +78,24 @@ func httpCheckServers(t *testing.T, idp *testIdP) map[string]*httptest.Server {
 	brokenOpen := testConfig(idp, config.FailOpen)
 	brokenOpen.Policy.Dir = dir
 	cfgs["broken-open"] = brokenOpen
+	cfgs["identity"] = testConfig(idp, config.FailClosed)
 
 	out := map[string]*httptest.Server{}
 	for name, cfg := range cfgs {
 		mux := http.NewServeMux()
-		newTestServer(t, cfg, newTestEngine(t, cfg, idp)).RegisterHTTP(mux)
+		deps := Deps{Logger: quietLogger()}
+		if name == "identity" { // hands out x-svc-identity
+			m, err := idtoken.New(idtoken.Options{KeyFile: testkit.TokenKeyFile(t), TTL: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			deps.Identity = m
+		}
+		s, err := New(cfg, newTestEngine(t, cfg, idp), deps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.RegisterHTTP(mux)
 		srv := httptest.NewServer(mux)
 		t.Cleanup(srv.Close)
 		out[name] = srv

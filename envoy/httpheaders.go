@@ -18,6 +18,7 @@ var (
 	canonRoles        = http.CanonicalHeaderKey(HeaderRoles)
 	canonDecisionID   = http.CanonicalHeaderKey(HeaderDecisionID)
 	canonFailOpen     = http.CanonicalHeaderKey(HeaderFailOpen)
+	canonIdentity     = http.CanonicalHeaderKey(HeaderIdentity)
 	canonAuthRemove   = http.CanonicalHeaderKey(headerAuthRemove)
 
 	canonContentType     = http.CanonicalHeaderKey("Content-Type")
@@ -36,12 +37,14 @@ var (
 // header's slice is capped at its one value, so that an h.Add later
 // appends to a copy and never over another header's value.
 //
-// All five x-svc-* headers are always present: proxies copy them onto the
+// All six x-svc-* headers are always present: proxies copy them onto the
 // upstream request by name, and some (Caddy before 2.9) copy an absent
-// header as a literal placeholder. Envoy removes the ones that do not
-// apply (x-envoy-auth-headers-to-remove, applied after the copy).
+// header as a literal placeholder. X-Svc-Identity is empty without an
+// identity token, which nginx's proxy_set_header then leaves out. Envoy
+// removes the ones that do not apply (x-envoy-auth-headers-to-remove,
+// applied after the copy), x-svc-identity among them without a token.
 func writeAllowed(h http.Header, v verdict, conv convention, spoofed []string) {
-	vals := new([7]string)
+	vals := new([8]string)
 	vals[0] = "no-store"
 	vals[1] = v.subject
 	vals[2] = v.tenantID
@@ -54,12 +57,17 @@ func writeAllowed(h http.Header, v verdict, conv convention, spoofed []string) {
 	h[canonRoles] = vals[3:4:4]
 	h[canonDecisionID] = vals[4:5:5]
 	h[canonFailOpen] = vals[5:6:6]
+	vals[6] = v.identity
+	h[canonIdentity] = vals[6:7:7]
 	if conv == conventionEnvoy {
-		vals[6] = HeaderFailOpen
-		if len(spoofed) > 0 {
-			vals[6] += "," + strings.Join(spoofed, ",")
+		vals[7] = HeaderFailOpen
+		if v.identity == "" {
+			vals[7] = HeaderFailOpen + "," + HeaderIdentity
 		}
-		h[canonAuthRemove] = vals[6:7:7]
+		if len(spoofed) > 0 {
+			vals[7] += "," + strings.Join(spoofed, ",")
+		}
+		h[canonAuthRemove] = vals[7:8:8]
 	}
 }
 

@@ -87,8 +87,13 @@ func writeAllowedBySet(h http.Header, v verdict, conv convention, spoofed []stri
 	h.Set(HeaderRoles, v.roles)
 	h.Set(HeaderDecisionID, v.decisionID)
 	h.Set(HeaderFailOpen, "false")
+	h.Set(HeaderIdentity, v.identity)
 	if conv == conventionEnvoy {
-		h.Set(headerAuthRemove, strings.Join(slices.Concat([]string{HeaderFailOpen}, spoofed), ","))
+		remove := []string{HeaderFailOpen}
+		if v.identity == "" {
+			remove = append(remove, HeaderIdentity)
+		}
+		h.Set(headerAuthRemove, strings.Join(slices.Concat(remove, spoofed), ","))
 	}
 }
 
@@ -97,6 +102,7 @@ func TestWriteAllowedAsSet(t *testing.T) {
 		{allow: true, status: 200, subject: "u-1", tenantID: "t-1", roles: "admin,viewer", decisionID: "d-1"},
 		{allow: true, status: 200},
 		{allow: true, status: 200, subject: "ü ñ", roles: "x%2Cadmin"},
+		{allow: true, status: 200, subject: "u-1", identity: "eyJ.eyJ.sig"},
 	}
 	spoofs := [][]string{nil, {"x-svc-admin"}, {"x-svc-a", "x-svc-b"}}
 	for _, v := range verdicts {

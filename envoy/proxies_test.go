@@ -78,11 +78,17 @@ func proxyCases(t *testing.T, idp *testIdP) []proxyCase {
 	viewer := "Bearer " + idp.token(t, map[string]any{"sub": "u-viewer", "tenant_id": testTenant, "role": "viewer"})
 	return []proxyCase{
 		{name: "allowed with identity, spoofed headers replaced", method: "DELETE", path: "/api/orders/1?x=1", auth: admin,
-			headers:    map[string]string{"X-Svc-User-Id": "root", "X-Svc-Fail-Open": "true", "X-Original-URI": "/api/orders/1?x=1"},
+			headers:    map[string]string{"X-Svc-User-Id": "root", "X-Svc-Fail-Open": "true", "X-Original-URI": "/api/orders/1?x=1", "X-Svc-Identity": "forged"},
 			wantStatus: 200,
 			wantApp: map[string]string{"method": "DELETE", "path": "/api/orders/1?x=1",
 				"x-svc-user-id": "u-admin", "x-svc-tenant-id": testTenant, "x-svc-roles": "admin", "x-svc-decision-id": "<set>",
 				"x-svc-fail-open": "false"}},
+		{name: "identity token replaces the client's", server: "identity", method: "GET", path: "/api/orders/1", auth: admin,
+			headers:    map[string]string{"X-Svc-Identity": "forged"},
+			wantStatus: 200,
+			wantApp: map[string]string{"method": "GET", "path": "/api/orders/1",
+				"x-svc-user-id": "u-admin", "x-svc-tenant-id": testTenant, "x-svc-roles": "admin", "x-svc-decision-id": "<set>",
+				"x-svc-fail-open": "false", "x-svc-identity": "<jwt>"}},
 		{name: "policy deny is 403", method: "DELETE", path: "/api/orders/1", auth: viewer,
 			wantStatus: 403, wantReason: "policy-deny"},
 		{name: "no token is 401", method: "GET", path: "/api/orders/1",
@@ -150,6 +156,9 @@ func runProxyCases(t *testing.T, bases map[string]string, cases []proxyCase) {
 				}
 				if app["x-svc-decision-id"] != "" {
 					app["x-svc-decision-id"] = "<set>"
+				}
+				if strings.Count(app["x-svc-identity"], ".") == 2 {
+					app["x-svc-identity"] = "<jwt>"
 				}
 				for k, v := range app {
 					if v == "" { // nginx drops empty headers, Caddy passes them

@@ -28,6 +28,11 @@ const (
 	HeaderTenantID   = "x-svc-tenant-id"
 	HeaderRoles      = "x-svc-roles"
 	HeaderDecisionID = "x-svc-decision-id"
+	// HeaderIdentity carries the signed identity token (a JWT) of an
+	// allowed request when identity_token is configured; without a token
+	// (not configured, or development mode's anonymous caller) a client's
+	// copy is removed.
+	HeaderIdentity = "x-svc-identity"
 	// HeaderFailOpen is never "true" from the sidecar, which does not fail
 	// open itself; it is removed from (or set "false" on) every allowed
 	// request so that a client's copy never reaches the upstream.
@@ -51,9 +56,12 @@ type verdict struct {
 	reason reason.Code
 	// Identity of an allowed request.
 	subject, tenantID, roles, decisionID string
-	body                                 DenyBody
-	wwwAuthenticate                      string
-	retryAfter                           string
+	// identity is the signed identity token of an allowed request; empty
+	// without one.
+	identity        string
+	body            DenyBody
+	wwwAuthenticate string
+	retryAfter      string
 	// html: the client is a browser, answered with the HTML page instead
 	// of the JSON body (present).
 	html bool
@@ -115,14 +123,7 @@ func decide(res engine.Result, err error) verdict {
 		v.subject, v.tenantID = res.Token.Subject, res.Token.TenantID
 		return v
 	}
-	subject := res.Input.User.ID
-	if subject == "" {
-		subject = res.Token.Subject
-	}
-	tenant := res.Input.User.TenantID
-	if tenant == "" {
-		tenant = res.Token.TenantID
-	}
+	subject, tenant := caller(res)
 	code := d.Reason
 	if code == "" {
 		code = reason.PolicyAllow
@@ -134,6 +135,19 @@ func decide(res engine.Result, err error) verdict {
 		roles:      rolesHeader(res.Input.User.Roles),
 		decisionID: headerSafe(d.DecisionID),
 	}
+}
+
+// caller is the subject and tenant of an allowed decision: the policy
+// input's user, else the token's.
+func caller(res engine.Result) (subject, tenant string) {
+	subject, tenant = res.Input.User.ID, res.Input.User.TenantID
+	if subject == "" {
+		subject = res.Token.Subject
+	}
+	if tenant == "" {
+		tenant = res.Token.TenantID
+	}
+	return subject, tenant
 }
 
 // invalidInput is the verdict on a request the mapping refused: 400 with
@@ -246,8 +260,10 @@ func (v *verdict) bodyJSON() []byte {
 //
 //   - allow: status OK; upstream headers x-svc-user-id, x-svc-tenant-id,
 //     x-svc-roles (comma-joined, each role percent-encoded for "%", ",",
-//     '"', space and controls) and x-svc-decision-id overwrite whatever
-//     the client sent, x-svc-fail-open is removed;
+//     '"', space and controls), x-svc-decision-id and, with an identity
+//     token, x-svc-identity overwrite whatever the client sent;
+//     x-svc-fail-open is removed, and so is x-svc-identity without a
+//     token;
 //   - invalid token: UNAUTHENTICATED, HTTP 401 with WWW-Authenticate;
 //   - policy deny: PERMISSION_DENIED, HTTP 403;
 //   - rate limited: RESOURCE_EXHAUSTED, HTTP 429 with Retry-After;
@@ -319,27 +335,22 @@ type okBlock struct {
 	oneof   authv3.CheckResponse_OkResponse
 	ok      authv3.OkHttpResponse
 	meta    metadataBlock
-	vals    [4]corev3.HeaderValue
-	opts    [4]corev3.HeaderValueOption
-	headers [4]*corev3.HeaderValueOption
+	vals    [5]corev3.HeaderValue
+	opts    [5]corev3.HeaderValueOption
+	headers [5]*corev3.HeaderValueOption
 	remove  [1]string
 }
 
 func (v *verdict) okResponse(extraRemove []string, b *okBlock) *authv3.CheckResponse {
-	kv := [4][2]string{
-		{HeaderUserID, v.subject},
-		{HeaderTenantID, v.tenantID},
-		{HeaderRoles, v.roles},
-		{HeaderDecisionID, v.decisionID},
-	}
-	for i := range kv {
+	kv, n := allowedHeaders(v)
+	for i := range n {
 		b.vals[i].Key, b.vals[i].Value = kv[i][0], kv[i][1]
 		b.opts[i].Header = &b.vals[i]
 		b.opts[i].AppendAction = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
 		b.headers[i] = &b.opts[i]
 	}
 	b.remove[0] = HeaderFailOpen
-	b.ok.Headers = b.headers[:]
+	b.ok.Headers = b.headers[:n]
 	b.ok.HeadersToRemove = b.remove[:]
 	if len(extraRemove) > 0 {
 		b.ok.HeadersToRemove = append(b.ok.HeadersToRemove[:1:1], extraRemove...)
@@ -385,8 +396,9 @@ func setHeader(key, value string) *corev3.HeaderValueOption {
 }
 
 // spoofedHeaders lists the incoming x-svc-* headers an allow does not
-// overwrite, so that they are removed before the request goes upstream.
-func spoofedHeaders(h map[string]string) []string {
+// overwrite, so that they are removed before the request goes upstream;
+// identity says that the allow sets x-svc-identity.
+func spoofedHeaders(h map[string]string, identity bool) []string {
 	var out []string
 	for k := range h {
 		if len(k) <= len(HeaderPrefix) || !strings.EqualFold(k[:len(HeaderPrefix)], HeaderPrefix) {
@@ -395,6 +407,10 @@ func spoofedHeaders(h map[string]string) []string {
 		switch strings.ToLower(k) {
 		case HeaderUserID, HeaderTenantID, HeaderRoles, HeaderDecisionID, HeaderFailOpen:
 			continue
+		case HeaderIdentity:
+			if identity {
+				continue
+			}
 		}
 		out = append(out, strings.ToLower(k))
 	}

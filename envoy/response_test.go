@@ -223,13 +223,23 @@ func TestCheckResponse(t *testing.T) {
 }
 
 func TestSpoofedHeaders(t *testing.T) {
-	got := spoofedHeaders(map[string]string{
+	in := map[string]string{
 		"x-svc-user-id": "admin", "x-svc-admin": "1", "X-Svc-Role": "root", "x-svc-": "",
-		"x-svc-fail-open": "true", "accept": "*/*",
-	})
-	want := []string{"x-svc-admin", "x-svc-role"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("spoofedHeaders (-want +got):\n%s", diff)
+		"x-svc-fail-open": "true", "accept": "*/*", "X-Svc-Identity": "forged",
+	}
+	for _, tc := range []struct {
+		name     string
+		identity bool
+		want     []string
+	}{
+		{"without an identity token", false, []string{"x-svc-admin", "x-svc-identity", "x-svc-role"}},
+		{"with an identity token, which overwrites the client's", true, []string{"x-svc-admin", "x-svc-role"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, spoofedHeaders(in, tc.identity)); diff != "" {
+				t.Errorf("spoofedHeaders (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -175,6 +175,7 @@ func (s *Server) status() Status {
 	if c := es.ClientCerts; c != nil {
 		st.ClientCerts = &wire.ClientCertsStatus{TrustDomains: c.TrustDomains, Roles: c.Roles, Accepted: c.Accepted, Invalid: c.Invalid, Untrusted: c.Untrusted}
 	}
+	st.IdentityToken = s.identityStatus()
 	return st
 }
 

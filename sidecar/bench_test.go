@@ -187,7 +187,17 @@ func (tg *loadTarget) percentiles() (p50, p99 time.Duration) {
 // out, so that every allowed request costs what it does in production.
 func startBenchSidecar(b testing.TB, idp *testIdP) *running {
 	b.Helper()
+	return startBenchSidecarWith(b, idp, nil)
+}
+
+// startBenchSidecarWith is startBenchSidecar with configure applied to
+// the configuration first, when it is not nil.
+func startBenchSidecarWith(b testing.TB, idp *testIdP, configure func(*config.Config)) *running {
+	b.Helper()
 	cfg, tel, auditLog := benchParts(b, idp)
+	if configure != nil {
+		configure(&cfg)
+	}
 	eng, err := engine.New(cfg, engine.Deps{
 		Logger: quietLogger(), TracerProvider: tel.TracerProvider(), MeterProvider: tel.MeterProvider(), Audit: auditLog,
 	})

@@ -250,11 +250,15 @@ func (s *Server) reloadDirectory(ctx context.Context) (*policy.Set, error) {
 }
 
 // ReloadPolicies reloads policy.dir (or the embedded default) as an
-// empty-body POST /v1/policy/reload does, and re-reads api_keys.file if
-// it changed; SIGHUP calls it. A refused key file is logged and shown in
-// the status by the engine, and does not stop the policy reload.
+// empty-body POST /v1/policy/reload does, and re-reads api_keys.file and
+// identity_token.signing_key_file if they changed; SIGHUP calls it. A
+// refused key file is logged and shown in the status, and does not stop
+// the policy reload.
 func (s *Server) ReloadPolicies(ctx context.Context) error {
 	_ = s.deps.Engine.ReloadAPIKeys(ctx)
+	if s.identity != nil {
+		_, _ = s.identity.Reload()
+	}
 	_, err := s.reloadDirectory(ctx)
 	return err
 }

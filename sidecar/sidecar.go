@@ -35,6 +35,7 @@ import (
 	authzserver "github.com/svc-dev/svc/authz/server"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/engine/idtoken"
 	"github.com/svc-dev/svc/envoy"
 	"github.com/svc-dev/svc/samlgw"
 	"github.com/svc-dev/svc/sidecar/dryrun"
@@ -110,8 +111,9 @@ type Server struct {
 	started  time.Time
 	bundles  bundles
 	restart  atomic.Pointer[RestartRequest]
-	poller   *bundlePoller // nil without policy.bundle_url
-	certs    *certs        // nil without sidecar.tls_cert_file
+	poller   *bundlePoller   // nil without policy.bundle_url
+	certs    *certs          // nil without sidecar.tls_cert_file
+	identity *idtoken.Minter // nil without [identity_token]
 	stop     atomic.Pointer[context.CancelFunc]
 
 	// activations counts bundle activations by outcome; nil without
@@ -153,7 +155,15 @@ func New(deps Deps) (*Server, error) {
 		s.httpLis = tls.NewListener(s.httpLis, s.certs.config("http/1.1"))
 	}
 
-	envoySrv, err := envoy.New(cfg, deps.Engine, envoy.Deps{Logger: s.log})
+	if err := s.newIdentity(); err != nil {
+		s.closeListeners()
+		return nil, err
+	}
+	envoyDeps := envoy.Deps{Logger: s.log}
+	if s.identity != nil {
+		envoyDeps.Identity = s.identity
+	}
+	envoySrv, err := envoy.New(cfg, deps.Engine, envoyDeps)
 	if err != nil {
 		s.closeListeners()
 		return nil, err
@@ -180,6 +190,7 @@ func New(deps Deps) (*Server, error) {
 	authzSrv.RegisterHTTP(mux)
 	envoySrv.RegisterHTTP(mux)
 	s.registerAdmin(mux)
+	mux.HandleFunc("GET "+PathIdentityJWKS, s.serveIdentityJWKS)
 	if deps.Live != nil {
 		s.streams = live.NewStreams(deps.Live)
 		s.streams.Register(mux, s.admin)
@@ -304,6 +315,12 @@ func (s *Server) Serve(ctx context.Context) error {
 			return nil
 		})
 		g.Go(func() error { return s.saml.Run(gctx) })
+	}
+	if s.identity != nil {
+		g.Go(func() error {
+			s.identity.Watch(gctx)
+			return nil
+		})
 	}
 	if s.poller != nil {
 		g.Go(func() error {

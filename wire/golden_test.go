@@ -41,6 +41,8 @@ func goldenValues() map[string]any {
 			DecisionLog: &wire.DecisionLogStatus{Sink: "nats", SpoolBytes: 48213, Unsent: 52, OldestUnsentAge: "2.4s",
 				Shipped: 91822, Retries: 3, LastError: "decision log nats: not connected"},
 			ClientCerts: &wire.ClientCertsStatus{TrustDomains: 2, Roles: 5, Accepted: 120, Invalid: 3, Untrusted: 1},
+			IdentityToken: &wire.IdentityTokenStatus{KeyFile: "/etc/svc/identity-token-key.pem", KeyID: "kid-1", Published: 2, TTL: "5m0s",
+				Loaded: t0, Minted: 10, Reused: 90, Failures: 0, Refusals: 1, LastError: "identity token key file refused"},
 			SAML: &wire.SAMLStatus{
 				EntityID: "https://shop.example/auth/saml/metadata", ACSURL: "https://shop.example/auth/saml/acs",
 				SignatureCheckDisabled: false, AllowIDPInitiated: true,

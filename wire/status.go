@@ -79,6 +79,9 @@ type Status struct {
 	DecisionLog *DecisionLogStatus `json:"decision_log,omitempty"`
 	// ClientCerts is the state of [client_certs], absent without it.
 	ClientCerts *ClientCertsStatus `json:"client_certs,omitempty"`
+	// IdentityToken is the state of the identity tokens handed to
+	// upstreams, absent without [identity_token].
+	IdentityToken *IdentityTokenStatus `json:"identity_token,omitempty"`
 	// SAML is the SAML gateway's state (IdP metadata, last good copy,
 	// whether signatures are checked), present with [sdk.saml].
 	SAML *SAMLStatus `json:"saml,omitempty"`
@@ -282,4 +285,30 @@ type ClientCertsStatus struct {
 	Accepted  int64 `json:"accepted"`
 	Invalid   int64 `json:"invalid"`
 	Untrusted int64 `json:"untrusted"`
+}
+
+// IdentityTokenStatus is the state of the identity tokens
+// ([identity_token]) in Status.
+type IdentityTokenStatus struct {
+	// KeyFile is identity_token.signing_key_file.
+	KeyFile string `json:"key_file"`
+	// KeyID is the kid of the signing key.
+	KeyID string `json:"key_id"`
+	// Published is the number of keys at /.well-known/jwks.json.
+	Published int `json:"published_keys"`
+	// TTL is the lifetime of a token.
+	TTL string `json:"ttl"`
+	// Loaded is when the key file in force was read.
+	Loaded time.Time `json:"loaded"`
+	// Minted and Reused count the tokens signed and those served again
+	// from the reuse cache since the start; Failures the allowed requests
+	// that got no token because signing failed.
+	Minted   int64 `json:"minted"`
+	Reused   int64 `json:"reused"`
+	Failures int64 `json:"failures"`
+	// Refusals counts changes of the key file refused since the start.
+	Refusals int64 `json:"refusals"`
+	// LastError is why the latest change of the key file was refused;
+	// empty once a change is accepted.
+	LastError string `json:"last_error,omitempty"`
 }

@@ -28,6 +28,8 @@ type Config struct {
 	APIKeys APIKeys `toml:"api_keys" yaml:"api_keys"`
 	// ClientCerts is the client-certificate (mTLS) identity source.
 	ClientCerts ClientCerts `toml:"client_certs" yaml:"client_certs"`
+	// IdentityToken signs the identity handed to the upstream.
+	IdentityToken IdentityToken `toml:"identity_token" yaml:"identity_token"`
 	// Tenants maps a tenant id (case-sensitive) to its settings.
 	Tenants map[string]Tenant `toml:"tenants" yaml:"tenants"`
 	// RateLimit sets per-tenant request budgets.

@@ -54,7 +54,8 @@ func TestLoadDefaults(t *testing.T) {
 		DecisionLog: DecisionLog{Sink: "off", Overflow: "drop_oldest", SpoolMaxBytes: 1 << 30, FsyncInterval: dur(time.Second),
 			BatchMaxRecords: 500, FlushInterval: dur(time.Second), Subject: "svc.decisions", NATSStream: "SVC_DECISIONS",
 			NATSDuplicateWindow: dur(time.Hour)},
-		Log: Log{Level: "info"},
+		Log:           Log{Level: "info"},
+		IdentityToken: IdentityToken{TTL: dur(5 * time.Minute)},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -132,6 +133,8 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		{"SVC_FAIL_MODE", "open", func(c Config) any { return c.SDK.FailMode }, "open"},
 		{"SVC_JWKS_URL", "http://localhost:8080/jwks", func(c Config) any { return c.SDK.JWKSURL }, "http://localhost:8080/jwks"},
 		{"SVC_API_KEYS_FILE", "/etc/svc/api-keys.toml", func(c Config) any { return c.APIKeys.File }, "/etc/svc/api-keys.toml"},
+		{"SVC_IDENTITY_TOKEN_SIGNING_KEY_FILE", "/etc/svc/id.pem", func(c Config) any { return c.IdentityToken.SigningKeyFile }, "/etc/svc/id.pem"},
+		{"SVC_IDENTITY_TOKEN_TTL", "90s", func(c Config) any { return c.IdentityToken.TTL.Duration }, 90 * time.Second},
 		{"SVC_POLICY_DIR", "/srv/policies", func(c Config) any { return c.Policy.Dir }, "/srv/policies"},
 		{"SVC_BUNDLE_VERIFY_KEY_FILE", "/srv/k.pem", func(c Config) any { return c.Policy.BundleVerifyKeyFile }, "/srv/k.pem"},
 		{"SVC_BUNDLE_CACHE_DIR", "/var/lib/svc", func(c Config) any { return c.Policy.BundleCacheDir }, "/var/lib/svc"},

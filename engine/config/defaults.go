@@ -122,6 +122,7 @@ func (c *Config) SetDefaults() {
 		c.RateLimit.DefaultRPM = DefaultRPM
 	}
 	setDuration(&c.RateLimit.RedisTimeout, DefaultRedisTimeout)
+	c.IdentityToken.setDefaults()
 	if c.RateLimit.RedisFallback == "" {
 		c.RateLimit.RedisFallback = DefaultRedisFallback
 	}

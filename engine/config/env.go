@@ -58,6 +58,19 @@ var coreEnv = []EnvVar{
 	{Name: "SVC_API_KEYS_FILE", Key: "api_keys.file",
 		Help:  "API-key file (hashes of the keys, written by core api-key create); setting it makes API keys an identity source.",
 		apply: func(c *Config, v string) string { c.APIKeys.File = v; return "" }},
+	{Name: "SVC_IDENTITY_TOKEN_SIGNING_KEY_FILE", Key: "identity_token.signing_key_file",
+		Help:  "PEM file of EC P-256 keys (ES256); the first signs the x-svc-identity token handed to the upstream of every allowed request. Setting it turns identity tokens on.",
+		apply: func(c *Config, v string) string { c.IdentityToken.SigningKeyFile = v; return "" }},
+	{Name: "SVC_IDENTITY_TOKEN_TTL", Key: "identity_token.ttl",
+		Help: `Lifetime of an identity token (Go duration, at most 1h). Default "5m".`,
+		apply: func(c *Config, v string) string {
+			var d Duration
+			if err := d.UnmarshalText([]byte(v)); err != nil {
+				return err.Error()
+			}
+			c.IdentityToken.TTL = d
+			return ""
+		}},
 	{Name: "SVC_POLICY_DIR", Key: "policy.dir",
 		Help:  "Directory of .rego policy files; unset means the embedded default policy.",
 		apply: func(c *Config, v string) string { c.Policy.Dir = v; return "" }},

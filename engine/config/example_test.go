@@ -46,6 +46,8 @@ func ExampleEnvVars() {
 	// SVC_JWKS_URL overrides sdk.jwks_url
 	// SVC_DEV_ISSUER_DIR overrides sdk.dev_issuer_dir
 	// SVC_API_KEYS_FILE overrides api_keys.file
+	// SVC_IDENTITY_TOKEN_SIGNING_KEY_FILE overrides identity_token.signing_key_file
+	// SVC_IDENTITY_TOKEN_TTL overrides identity_token.ttl
 	// SVC_POLICY_DIR overrides policy.dir
 	// SVC_BUNDLE_VERIFY_KEY_FILE overrides policy.bundle_verify_key_file
 	// SVC_BUNDLE_CACHE_DIR overrides policy.bundle_cache_dir

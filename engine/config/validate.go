@@ -38,6 +38,7 @@ func (c Config) Validate() error {
 	v.clientCerts()
 	v.sidecar()
 	v.policy()
+	v.identityToken()
 	if msg := checkAuditDestination(c.Audit.Destination); msg != "" {
 		v.fail("audit.destination", "%s", msg)
 	}

@@ -20,12 +20,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"os"
 	"time"
-
-	"github.com/lestrrat-go/jwx/v3/jwa"
-	"github.com/lestrrat-go/jwx/v3/jwk"
-	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/svc-dev/svc/engine/jwks"
 	"github.com/svc-dev/svc/reason"
@@ -68,37 +63,24 @@ func New(opts Options) (*Issuer, error) {
 		opts.Now = time.Now
 	}
 	is := &Issuer{keys: map[string]jwks.Key{}, iss: opts.Issuer, ttl: opts.TTL, now: opts.Now}
-	var pubs []*ecdsa.PublicKey
+	var ks Keys
 	if opts.KeyFile == "" {
 		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
 			return nil, fmt.Errorf("issuer: generate key: %w", err)
 		}
-		is.signer, is.generated = k, true
-		pubs = append(pubs, &k.PublicKey)
-	} else {
-		data, err := os.ReadFile(opts.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("issuer: read signing key file: %w", err)
-		}
-		signer, verify, err := ParseKeys(data)
-		if err != nil {
-			return nil, fmt.Errorf("issuer: signing key file %s: %w", opts.KeyFile, err)
-		}
-		is.signer = signer
-		pubs = verify
-	}
-	for i, pub := range pubs {
-		k, err := verificationKey(pub)
-		if err != nil {
+		is.generated = true
+		if ks, err = KeysOf(k, []*ecdsa.PublicKey{&k.PublicKey}); err != nil {
 			return nil, err
 		}
-		if _, dup := is.keys[k.ID]; dup {
-			continue
+	} else {
+		var err error
+		if ks, err = ReadKeys(opts.KeyFile); err != nil {
+			return nil, fmt.Errorf("issuer: %w", err)
 		}
-		if i == 0 {
-			is.kid = k.ID
-		}
+	}
+	is.signer, is.kid = ks.Signer, ks.KeyID
+	for _, k := range ks.Verify {
 		is.keys[k.ID] = k
 		is.order = append(is.order, k.ID)
 	}
@@ -157,14 +139,6 @@ func ParseKeys(data []byte) (*ecdsa.PrivateKey, []*ecdsa.PublicKey, error) {
 	return signer, pubs, nil
 }
 
-func verificationKey(pub *ecdsa.PublicKey) (jwks.Key, error) {
-	k, err := jwks.LocalKey(pub, jwa.ES256())
-	if err != nil {
-		return jwks.Key{}, fmt.Errorf("issuer: %w", err)
-	}
-	return k, nil
-}
-
 // Generated reports whether the signing key was generated at start (no
 // key file): its tokens do not survive a restart nor reach other replicas.
 func (is *Issuer) Generated() bool { return is.generated }
@@ -210,27 +184,22 @@ func (is *Issuer) Issue(claims map[string]any) (string, time.Time, error) {
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("issuer: encode claims: %w", err)
 	}
-	h := jws.NewHeaders()
-	if err := h.Set(jws.KeyIDKey, is.kid); err != nil {
-		return "", time.Time{}, err
-	}
-	if err := h.Set(jws.TypeKey, "JWT"); err != nil {
-		return "", time.Time{}, err
-	}
-	tok, err := jws.Sign(payload, jws.WithKey(jwa.ES256(), is.signer, jws.WithProtectedHeaders(h)))
+	tok, err := Sign(is.signer, is.kid, payload)
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("issuer: sign: %w", err)
+		return "", time.Time{}, fmt.Errorf("issuer: %w", err)
 	}
-	return string(tok), exp, nil
+	return tok, exp, nil
 }
 
 // JWKS returns the public keys as a JSON Web Key Set document.
 func (is *Issuer) JWKS() ([]byte, error) {
-	set := jwk.NewSet()
-	for _, kid := range is.order {
-		if err := set.AddKey(is.keys[kid].JWK); err != nil {
-			return nil, fmt.Errorf("issuer: jwks: %w", err)
-		}
+	keys := make([]jwks.Key, len(is.order))
+	for i, kid := range is.order {
+		keys[i] = is.keys[kid]
 	}
-	return json.Marshal(set)
+	b, err := KeySet(keys)
+	if err != nil {
+		return nil, fmt.Errorf("issuer: %w", err)
+	}
+	return b, nil
 }

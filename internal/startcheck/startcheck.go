@@ -2,7 +2,8 @@
 // start, without listening, fetching or starting anything, for `core
 // config validate`. Each step is the function the start itself runs:
 // engine.Check (values, the policy set loads and compiles, the SAML token
-// key), tlsfiles.Load (the TLS certificate, key and client CAs) and
+// key), tlsfiles.Load (the TLS certificate, key and client CAs),
+// idtoken.FromConfig (the identity token signing key) and
 // samlgw.CheckFiles (the SP key pair, metadata signing certificates and
 // metadata file), so the two cannot disagree on them. What only a running
 // sidecar meets (an address in use, an unreachable JWKS, IdP metadata URL
@@ -10,8 +11,11 @@
 package startcheck
 
 import (
+	"log/slog"
+
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/idtoken"
 	"github.com/svc-dev/svc/internal/tlsfiles"
 	"github.com/svc-dev/svc/samlgw"
 )
@@ -30,6 +34,9 @@ func Run(cfg config.Config, getenv func(string) string) error {
 		if _, _, err := tlsfiles.Load(s.TLSCertFile, s.TLSKeyFile, s.TLSClientCAFile); err != nil {
 			return err
 		}
+	}
+	if _, err := idtoken.FromConfig(cfg, slog.New(slog.DiscardHandler)); err != nil {
+		return err
 	}
 	return samlgw.CheckFiles(cfg)
 }

@@ -28,6 +28,7 @@ func TestRun(t *testing.T) {
 	}{
 		{"defaults", func(*config.Config) {}, ""},
 		{"no policy directory", func(c *config.Config) { c.Policy.Dir = filepath.Join(dir, "none") }, "policy.dir"},
+		{"identity token key not PEM", func(c *config.Config) { c.IdentityToken.SigningKeyFile = notPEM }, "identity_token.signing_key_file"},
 		{"TLS files not PEM", func(c *config.Config) { c.Sidecar.TLSCertFile, c.Sidecar.TLSKeyFile = notPEM, notPEM }, "sidecar.tls_cert_file"},
 		{"closed without identity source", func(c *config.Config) { c.SDK.FailMode = config.FailClosed }, "sdk.fail_mode"},
 	}

@@ -19,6 +19,7 @@ const EXPECTED = {
   "@svc/sdk": ["SvcClient", "SvcError", "SidecarUnavailableError", "bearerToken", "apiKey", "resolveSettings"],
   "@svc/sdk/express": ["svcExpress", "requireAction"],
   "@svc/sdk/fastify": ["svcFastify", "requireAction"],
+  "@svc/sdk/identity": ["IdentityVerifier", "IdentityError", "svcIdentityExpress", "identityRefusal"],
   "@svc/sdk/saml": ["loginUrl", "samlAcs", "samlLoginRedirect", "exchangeAssertion", "resolveSamlConfig",
     "wantsLoginRedirect"],
 };
