@@ -1,0 +1,27 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/svc-dev/svc/e2e/harness"
+)
+
+// The "Try it" block of docs/decision-logs.md works as written: records
+// wait in the spool while NATS is down, and a sidecar started after a
+// kill -9 ships what the killed one left. Only the default ports are
+// swapped for free ones.
+func TestDocsDecisionLogTryIt(t *testing.T) {
+	d := newDocRun(t, []string{"nats-server", "jq"}, "svc-sidecar", "core")
+	grpcAddr, httpAddr, natsAddr := harness.FreeAddr(t), harness.FreeAddr(t), harness.FreeAddr(t)
+	_, natsPort, _ := strings.Cut(natsAddr, ":")
+	script := strings.NewReplacer("127.0.0.1:7700", httpAddr, "-p 4222", "-p "+natsPort, "127.0.0.1:4222", natsAddr).
+		Replace(docsBlock(t, "decision-logs.md", "## Try it"))
+	out := d.run("the docs/decision-logs.md block", "-euo pipefail",
+		d.pathEnv("SVC_SIDECAR_ADDR="+grpcAddr, "SVC_HTTP_ADDR="+httpAddr), script)
+	want := []string{"shipped 2", "unsent 3", "shipped 3 left by the killed sidecar"}
+	if got := strings.Split(strings.TrimSpace(out), "\n"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("output %q, want %q", got, want)
+	}
+}
