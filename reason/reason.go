@@ -70,7 +70,8 @@ const (
 	FailOpen Code = "fail-open"
 	// DevAnonymous: development mode (no identity source: no
 	// sdk.jwks_url, no jwt.issuer_url, no [[jwt.issuers]], no [sdk.saml],
-	// no api_keys.file) accepted the bearer without verification as "anonymous".
+	// no api_keys.file, no introspection.url) accepted the bearer without
+	// verification as "anonymous".
 	DevAnonymous Code = "dev-anonymous"
 )
 

@@ -25,6 +25,7 @@ var identitySources = []struct {
 	{"jwt.issuer_url", func(c Config) bool { return c.JWT.IssuerURL != "" }},
 	{"jwt.issuers", func(c Config) bool { return len(c.JWT.Issuers) > 0 }},
 	{"api_keys.file", func(c Config) bool { return c.APIKeys.File != "" }},
+	{"introspection.url", func(c Config) bool { return c.Introspection.URL != "" }},
 }
 
 // IdentitySourceKeys names every setting that can be an identity source,

@@ -31,6 +31,9 @@ func TestIdentitySourcesEndDevelopmentMode(t *testing.T) {
 			c.JWT.Issuers = []JWTIssuer{{Issuer: "https://idp.example.com", JWKSURL: "https://idp.example.com/jwks"}}
 		},
 		"api_keys.file": func(c *Config) { c.APIKeys.File = "/etc/svc/api-keys.toml" },
+		"introspection.url": func(c *Config) {
+			c.Introspection.URL = "https://idp.example.com/introspect"
+		},
 	}
 	if got, want := slices.Sorted(func(yield func(string) bool) {
 		for k := range sources {
@@ -67,7 +70,7 @@ func TestFailClosedNeedsIdentitySource(t *testing.T) {
 	c.SetDefaults()
 	err := c.Validate()
 	if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "sdk.fail_mode") ||
-		!strings.Contains(err.Error(), "requires an identity source (sdk.jwks_url or sdk.saml or jwt.issuer_url or jwt.issuers or api_keys.file)") {
+		!strings.Contains(err.Error(), "requires an identity source (sdk.jwks_url or sdk.saml or jwt.issuer_url or jwt.issuers or api_keys.file or introspection.url)") {
 		t.Fatalf("Validate = %v, want the refusal of fail_mode=closed naming the identity sources", err)
 	}
 	c = samlOnly()

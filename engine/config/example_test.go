@@ -46,6 +46,12 @@ func ExampleEnvVars() {
 	// SVC_JWKS_URL overrides sdk.jwks_url
 	// SVC_DEV_ISSUER_DIR overrides sdk.dev_issuer_dir
 	// SVC_API_KEYS_FILE overrides api_keys.file
+	// SVC_INTROSPECTION_URL overrides introspection.url
+	// SVC_INTROSPECTION_CLIENT_ID overrides introspection.client_id
+	// SVC_INTROSPECTION_CLIENT_SECRET_FILE overrides introspection.client_secret_file
+	// SVC_INTROSPECTION_TENANT_CLAIM overrides introspection.tenant_claim
+	// SVC_INTROSPECTION_CACHE_TTL overrides introspection.cache_ttl
+	// SVC_INTROSPECTION_NEGATIVE_CACHE_TTL overrides introspection.negative_cache_ttl
 	// SVC_POLICY_DIR overrides policy.dir
 	// SVC_BUNDLE_VERIFY_KEY_FILE overrides policy.bundle_verify_key_file
 	// SVC_BUNDLE_CACHE_DIR overrides policy.bundle_cache_dir

@@ -87,6 +87,10 @@ type Client struct {
 	inact  *reason.Error
 	counts counts
 
+	// remote is the shared tier (a remoteBox), set by Options.Remote or
+	// UseRemote.
+	remote atomic.Pointer[remoteBox]
+
 	mu      sync.Mutex
 	lastErr string
 	lastAt  time.Time
@@ -128,6 +132,9 @@ func New(opts Options) (*Client, error) {
 		opts:  opts,
 		mem:   newCache(opts.CacheSize),
 		inact: reason.New(reason.TokenInactive, "the token is not active"),
+	}
+	if opts.Remote != nil {
+		c.remote.Store(&remoteBox{opts.Remote})
 	}
 	// RFC 6749 2.3.1: the id and secret are form-encoded before they are
 	// joined for Basic authentication.
@@ -172,8 +179,12 @@ func (c *Client) Introspect(ctx context.Context, raw string) (*Answer, error) {
 // failing) from a still-usable cached answer.
 func (c *Client) lookup(ctx context.Context, key *[sha256.Size]byte, raw string) (*Answer, error) {
 	id := remoteKey(key)
-	if c.opts.Remote != nil {
-		if e, ok := c.fromRemote(ctx, id); ok {
+	var remote Remote
+	if box := c.remote.Load(); box != nil {
+		remote = box.r
+	}
+	if remote != nil {
+		if e, ok := c.fromRemote(ctx, remote, id); ok {
 			c.counts.remoteHits.Add(1)
 			c.mem.put(key, e, c.opts.Now().UnixNano())
 			if e.answer == nil {
@@ -203,10 +214,10 @@ func (c *Client) lookup(ctx context.Context, key *[sha256.Size]byte, raw string)
 		c.counts.active.Add(1)
 	}
 	c.mem.put(key, e, now.UnixNano())
-	if c.opts.Remote != nil && e.fresh > now.UnixNano() {
+	if remote != nil && e.fresh > now.UnixNano() {
 		// A failing shared tier costs the replicas a call each, nothing
 		// more: the answer is in hand.
-		_ = c.opts.Remote.Set(ctx, id, encodeRemote(e.fresh, body), time.Duration(e.fresh-now.UnixNano()))
+		_ = remote.Set(ctx, id, encodeRemote(e.fresh, body), time.Duration(e.fresh-now.UnixNano()))
 	}
 	if e.answer == nil {
 		return nil, c.inact
@@ -238,8 +249,8 @@ func (c *Client) entry(a *Answer, now int64) entry {
 
 // fromRemote reads the shared tier: ok when it holds a fresh answer that
 // parses.
-func (c *Client) fromRemote(ctx context.Context, id string) (entry, bool) {
-	v, found, err := c.opts.Remote.Get(ctx, id)
+func (c *Client) fromRemote(ctx context.Context, remote Remote, id string) (entry, bool) {
+	v, found, err := remote.Get(ctx, id)
 	if err != nil || !found {
 		return entry{}, false
 	}
@@ -292,6 +303,21 @@ func (c *Client) failed(code reason.Code, err error, now time.Time) {
 	c.mu.Lock()
 	c.lastErr, c.lastAt = err.Error(), now
 	c.mu.Unlock()
+}
+
+type remoteBox struct{ r Remote }
+
+// UseRemote makes r the shared tier from now on, in place of
+// Options.Remote, for a store that is ready only after the Client was
+// made.
+func (c *Client) UseRemote(r Remote) {
+	c.remote.Store(&remoteBox{r})
+}
+
+// Shared reports whether the Client has a shared tier.
+func (c *Client) Shared() bool {
+	box := c.remote.Load()
+	return box != nil && box.r != nil
 }
 
 // Stats are a Client's counts since it was made.
