@@ -30,11 +30,13 @@ _log = logging.getLogger("svc_sdk")
 TOKEN_FAILURES = frozenset({
     "token-malformed", "token-expired", "token-not-yet-valid", "token-issued-in-future",
     "signature-invalid", "unknown-kid", "alg-not-allowed", "key-too-weak", "tenant-missing",
-    "issuer-mismatch", "issuer-unknown", "audience-mismatch",
+    "issuer-mismatch", "issuer-unknown", "audience-mismatch", "token-inactive",
 })
 
 # Reasons for which nothing could be said about the token.
-UNDECIDED = frozenset({"jwks-unavailable", "policy-error", "unavailable"})
+UNDECIDED = frozenset({
+    "jwks-unavailable", "introspection-unavailable", "introspection-invalid", "policy-error", "unavailable",
+})
 
 
 @dataclass(frozen=True)

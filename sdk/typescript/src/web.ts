@@ -17,11 +17,13 @@ import { type AuthorizeOptions, type Decision, SidecarUnavailableError, type Svc
 const TOKEN_FAILURES = new Set([
   "token-malformed", "token-expired", "token-not-yet-valid", "token-issued-in-future",
   "signature-invalid", "unknown-kid", "alg-not-allowed", "key-too-weak", "tenant-missing",
-  "issuer-mismatch", "issuer-unknown", "audience-mismatch",
+  "issuer-mismatch", "issuer-unknown", "audience-mismatch", "token-inactive",
 ]);
 
 /** Reasons for which nothing could be said about the token. */
-const UNDECIDED = new Set(["jwks-unavailable", "policy-error", "unavailable"]);
+const UNDECIDED = new Set([
+  "jwks-unavailable", "introspection-unavailable", "introspection-invalid", "policy-error", "unavailable",
+]);
 
 /** The JSON body of every refusal. */
 export interface DenyBody {
