@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -212,4 +213,31 @@ func writeFile(t testing.TB, name, content string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// BenchmarkValidateTokenIntrospected is ValidateToken of an opaque token
+// whose answer the in-process cache holds: the whole engine path of a
+// cache hit, with no call to the endpoint.
+func BenchmarkValidateTokenIntrospected(b *testing.B) {
+	ep := newIntrospectionEndpoint(b, map[string]string{
+		opaqueAlice: `{"active":true,"sub":"alice","tenant_id":"acme","roles":["viewer"]}`,
+	})
+	cfg := introspectionConfig(b, ep.srv.URL)
+	cfg.RateLimit.Disabled = true
+	e := newEngine(b, cfg, engine.Deps{Logger: slog.New(slog.DiscardHandler)})
+	ctx := context.Background()
+	if d := e.ValidateToken(ctx, opaqueAlice); !d.Allowed {
+		b.Fatalf("%+v", d)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if d := e.ValidateToken(ctx, opaqueAlice); !d.Allowed {
+			b.Fatalf("%+v", d)
+		}
+	}
+	b.StopTimer()
+	if n := ep.callCount(); n != 1 {
+		b.Fatalf("%d calls to the endpoint, want 1", n)
+	}
 }
