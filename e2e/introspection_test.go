@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -78,6 +79,21 @@ func TestIntrospection(t *testing.T) {
 	}
 	if strings.Contains(st.LastError, "introspector-secret") {
 		t.Errorf("the status shows the client secret: %q", st.LastError)
+	}
+	warned := false
+	for _, rec := range s.LogRecords(t) {
+		line := fmt.Sprint(rec)
+		for _, secret := range []string{job, admin, "issued-while-down", "never-issued", "introspector-secret"} {
+			if strings.Contains(line, secret) {
+				t.Errorf("a log record holds a token or the secret: %s", line)
+			}
+		}
+		if msg, _ := rec["msg"].(string); strings.HasPrefix(msg, "introspection endpoint failing") {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Error("no warning logged while the endpoint was down")
 	}
 }
 

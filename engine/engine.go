@@ -127,6 +127,9 @@ type Engine struct {
 	// nanoseconds); uncounted counts the requests passed since.
 	limiterWarned atomic.Int64
 	uncounted     atomic.Int64
+	// introspectWarned is when a failing introspection endpoint was last
+	// logged (Unix nanoseconds).
+	introspectWarned atomic.Int64
 
 	reloadMu sync.Mutex
 	stop     context.CancelFunc

@@ -94,6 +94,9 @@ func (e *Engine) verifyOpaque(ctx context.Context, raw string) (TokenDecision, *
 		if re, ok := err.(*reason.Error); ok {
 			msg = re.Msg
 		}
+		if reason.Unjudged(code) {
+			e.warnIntrospection(ctx, err)
+		}
 		return TokenDecision{Reason: code, Message: msg}, nil
 	}
 	if a.Tenant == "" {
@@ -103,6 +106,18 @@ func (e *Engine) verifyOpaque(ctx context.Context, raw string) (TokenDecision, *
 	user, _ := a.Derived.(*policy.User)
 	return TokenDecision{Allowed: true, Claims: a.Claims, Reason: reason.OK, Subject: a.Subject, TenantID: a.Tenant,
 		Kind: KindIntrospection}, user
+}
+
+// warnIntrospection logs a failing endpoint at most once per
+// limiterWarnEvery, so that an outage does not write a line per request.
+// The error names the endpoint and the failure, never the token.
+func (e *Engine) warnIntrospection(ctx context.Context, err error) {
+	now := e.now().UnixNano()
+	last := e.introspectWarned.Load()
+	if (last == 0 || now-last >= int64(limiterWarnEvery)) && e.introspectWarned.CompareAndSwap(last, now) {
+		e.log.WarnContext(ctx, "introspection endpoint failing; tokens without a still-valid cached answer are refused",
+			"url", e.cfg.Introspection.URL, "err", err, "next_warning_in", limiterWarnEvery.String())
+	}
 }
 
 // deriveIntrospectedUser is the introspect.Options.Derive of the engine:
