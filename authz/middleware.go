@@ -105,8 +105,9 @@ type DenyBody = wire.DenyBody
 // MiddlewareOptions.SessionCookie) and, when opts.Action is set, policy
 // authorization:
 //
-//	no bearer token              401 token-missing (unless AllowAnonymous)
+//	no bearer token or API key   401 token-missing (unless AllowAnonymous)
 //	invalid token                401, WWW-Authenticate: Bearer error="invalid_token"
+//	invalid API key              401, WWW-Authenticate: ApiKey error="invalid_key"
 //	token of another tenant      403 tenant-mismatch (validate-only mode)
 //	policy denies                403 with the deny reasons and decision id
 //	tenant rate-limited          429 with Retry-After
@@ -198,14 +199,22 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// token returns the bearer token of r or, when r has no Authorization
-// header at all, the session cookie's: "__Host-" + SessionCookie first,
+// token returns the bearer token of r, else its API key
+// ("Authorization: ApiKey <key>", or X-Api-Key without an Authorization
+// header), else, when r has no Authorization header at all, the session
+// cookie's: "__Host-" + SessionCookie first,
 // then SessionCookie (wire.SessionCookie).
 func (m *middleware) token(r *http.Request) string {
-	if tok := BearerToken(r); tok != "" || m.opts.SessionCookie == "" {
+	if tok := BearerToken(r); tok != "" {
 		return tok
 	}
-	if _, ok := r.Header["Authorization"]; ok {
+	_, hasAuth := r.Header["Authorization"]
+	if key := wire.APIKeyFromHeaders(r.Header.Get("Authorization"), hasAuth, r.Header.Get("X-Api-Key")); key != "" {
+		// The decision service takes a key in the token field: it starts
+		// svck_, which no token does.
+		return key
+	}
+	if hasAuth || m.opts.SessionCookie == "" {
 		return ""
 	}
 	v, _ := wire.SessionCookie(r, m.opts.SessionCookie)
@@ -308,11 +317,13 @@ var tokenFailures = map[reason.Code]bool{
 	reason.TokenIssuedInFuture: true, reason.SignatureInvalid: true, reason.UnknownKID: true,
 	reason.AlgNotAllowed: true, reason.KeyTooWeak: true, reason.TenantMissing: true,
 	reason.IssuerMismatch: true, reason.IssuerUnknown: true, reason.AudienceMismatch: true, reason.TypNotAllowed: true,
+	reason.APIKeyMalformed: true, reason.APIKeyUnknown: true, reason.APIKeyRevoked: true, reason.APIKeyExpired: true,
 	reason.TokenInactive: true,
 }
 
 // challenge sets WWW-Authenticate (RFC 6750 §3): no error attribute when
-// the request had no token, invalid_token with the reason code otherwise.
+// the request had no token, invalid_token with the reason code otherwise;
+// a refused API key gets the ApiKey scheme and invalid_key.
 func (m *middleware) challenge(w http.ResponseWriter, rc reason.Code) {
 	var params []string
 	if m.opts.Realm != "" {
@@ -322,6 +333,10 @@ func (m *middleware) challenge(w http.ResponseWriter, rc reason.Code) {
 		params = append(params, `error="invalid_token"`, "error_description="+strconv.Quote(string(rc)))
 	}
 	v := "Bearer"
+	if reason.IsAPIKey(rc) {
+		// A refused API key is challenged in its own scheme.
+		v, params[len(params)-2] = "ApiKey", `error="invalid_key"`
+	}
 	if len(params) > 0 {
 		v += " " + strings.Join(params, ", ")
 	}

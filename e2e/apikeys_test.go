@@ -122,9 +122,13 @@ func TestAPIKeys(t *testing.T) {
 		st := getStatus(t, s)
 		return st.APIKeys != nil && st.APIKeys.Refusals == 1
 	})
-	st := getStatus(t, s).APIKeys
+	full := getStatus(t, s)
+	st := full.APIKeys
 	if !strings.Contains(st.LastError, "plaintext") || strings.Contains(st.LastError, viewer) || st.Keys != 2 {
 		t.Errorf("status api_keys = %+v, want the refusal (without the key) and 2 keys in force", st)
+	}
+	if full.Status != "degraded" || full.Reason != "api-keys-file-refused" {
+		t.Errorf("status %q reason %q while the key file is refused, want degraded api-keys-file-refused", full.Status, full.Reason)
 	}
 	if status, rc, _ := httpCheck(t, s, "/orders/1", map[string]string{"X-Api-Key": viewer}); status != http.StatusOK {
 		t.Errorf("viewer key after the refused file: %d %s, want 200", status, rc)
@@ -132,6 +136,14 @@ func TestAPIKeys(t *testing.T) {
 	if status, rc, _ := httpCheck(t, s, "/orders/1", map[string]string{"X-Api-Key": admin}); rc != "api-key-revoked" {
 		t.Errorf("revoked key after the refused file: %d %s, want still revoked", status, rc)
 	}
+	// Fixed, the file is accepted and the status healthy again.
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, "a healthy status once the key file is fixed", func() bool {
+		st := getStatus(t, s)
+		return st.Status == "healthy" && st.APIKeys.LastError == ""
+	})
 	// No key reaches the logs or the audit records.
 	for name, recs := range map[string][]map[string]any{"log": s.LogRecords(t), "audit": s.AuditRecords(t)} {
 		b, _ := json.Marshal(recs)

@@ -14,11 +14,11 @@ import (
 const apiKeyPoll = 2 * time.Second
 
 // apiKeyIdentity is what a key stands for, built once per load of the
-// file: the policy input's user and the claims ValidateToken returns,
-// shaped as a token's so that policies see one kind of user.
+// file: the policy input's principal and the claims ValidateToken
+// returns, shaped as a token's so that policies see one kind of user.
 type apiKeyIdentity struct {
-	user   policy.User
-	claims map[string]any
+	principal *principal
+	claims    map[string]any
 }
 
 // apiKeySet is the keys in force and their identities.
@@ -39,7 +39,7 @@ func newAPIKeySet(set *apikey.Set) *apiKeySet {
 		if len(k.Roles) > 0 {
 			u.Role = k.Roles[0]
 		}
-		s.users[k.ID] = &apiKeyIdentity{user: u, claims: claims}
+		s.users[k.ID] = &apiKeyIdentity{principal: newPrincipal(KindAPIKey, "", "", u), claims: claims}
 	}
 	return s
 }
@@ -100,7 +100,7 @@ func (e *Engine) reloadAPIKeys(ctx context.Context) error {
 }
 
 // verifyAPIKey judges an API key against the keys in force.
-func (e *Engine) verifyAPIKey(key string) (TokenDecision, *policy.User) {
+func (e *Engine) verifyAPIKey(key string) (TokenDecision, *principal) {
 	keys := e.apiKeys.Load()
 	if keys == nil {
 		// No api_keys.file: no key can be known.
@@ -114,7 +114,7 @@ func (e *Engine) verifyAPIKey(key string) (TokenDecision, *policy.User) {
 		return TokenDecision{Reason: code, Message: apiKeyMessages[code]}, nil
 	}
 	id := keys.users[k.ID]
-	return TokenDecision{Allowed: true, Claims: id.claims, Reason: reason.OK, Subject: k.Subject, TenantID: k.Tenant, Kind: KindAPIKey}, &id.user
+	return TokenDecision{Allowed: true, Claims: id.claims, Reason: reason.OK, Subject: k.Subject, TenantID: k.Tenant, Kind: KindAPIKey}, id.principal
 }
 
 var apiKeyMessages = map[reason.Code]string{

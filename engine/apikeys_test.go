@@ -55,7 +55,7 @@ func TestAPIKeyDecisions(t *testing.T) {
 		{"wrong secret", engine.APIKey(wrong), "orders:read", false, reason.APIKeyUnknown},
 		{"malformed", engine.APIKey("svck_nope"), "orders:read", false, reason.APIKeyMalformed},
 		{"from the token field", engine.CredentialOf(viewer), "orders:read", true, reason.PolicyAllow},
-		{"a bearer token with no verifier", engine.BearerToken("eyJhbGciOiJFUzI1NiJ9.e30.c2ln"), "orders:read", false, reason.UnknownKID},
+		{"a bearer token with no verifier", engine.BearerToken("eyJhbGciOiJFUzI1NiJ9.e30.c2ln"), "orders:read", false, reason.IssuerUnknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,6 +75,10 @@ func TestAPIKeyDecisions(t *testing.T) {
 	res, _ = e.Decide(ctx, engine.Request{Credential: engine.APIKey(admin), Input: engine.Input{Action: "orders:read"}})
 	if u := res.Input.User; u.ID != "ci-deployer" || u.TenantID != "acme" || u.Role != "admin" || len(u.Roles) != 1 || u.Claims["api_key_id"] == nil {
 		t.Fatalf("input.user = %+v, want the key's identity", u)
+	}
+	if id := res.Input.Identity; id == nil || id.Kind != engine.KindAPIKey || id.ID != "ci-deployer" || id.TenantID != "acme" ||
+		len(id.Roles) != 1 || id.Roles[0] != "admin" || id.Issuer != "" || res.Token.Kind != engine.KindAPIKey {
+		t.Fatalf("input.identity = %+v, token kind %q; want the key's identity of kind api_key", id, res.Token.Kind)
 	}
 }
 

@@ -80,8 +80,8 @@ const limiterWarnEvery = 30 * time.Second
 // (verifyOpaque). Any other token goes to one
 // token.Chain call, which hashes it once for every verifier. user is the
 // policy input's user for an accepted token, built once per verification
-// (deriveUser), or nil when userFrom must build it.
-func (e *Engine) verifyCredential(ctx context.Context, cred Credential) (TokenDecision, *policy.User) {
+// (principalDeriver), or nil when userFrom must build it.
+func (e *Engine) verifyCredential(ctx context.Context, cred Credential) (TokenDecision, *principal) {
 	if cred.APIKey != "" && !e.devMode {
 		return e.verifyAPIKey(cred.APIKey)
 	}
@@ -112,15 +112,15 @@ func (e *Engine) verifyCredential(ctx context.Context, cred Credential) (TokenDe
 		return TokenDecision{Reason: reason.TokenMalformed, Message: "token rejected"}, nil
 	}
 	var sub, tenant string
-	user := derivedUser(derived)
-	if user != nil {
-		// deriveUser took both from these claims when the token was
-		// verified; the cached user spares two lookups per request.
-		sub, tenant = user.ID, user.TenantID
+	p := derivedPrincipal(derived)
+	if p != nil {
+		// principalDeriver took both from these claims when the token
+		// was verified; the cached user spares two lookups per request.
+		sub, tenant = p.user.ID, p.user.TenantID
 	} else {
 		sub, tenant = identity(claims)
 	}
-	return TokenDecision{Allowed: true, Claims: claims, Reason: reason.OK, Subject: sub, TenantID: tenant}, user
+	return TokenDecision{Allowed: true, Claims: claims, Reason: reason.OK, Subject: sub, TenantID: tenant, Kind: p.kind()}, p
 }
 
 // identity is the subject and tenant of verified claims.
@@ -130,42 +130,29 @@ func identity(claims token.Claims) (sub, tenant string) {
 	return sub, tenant
 }
 
-// deriveUser is the token.Options.Derive of the engine's verifiers: the
-// user of the policy input, built once per verified token rather than
-// once per request. Every request with the token shares it, as it shares
-// the claims.
-func deriveUser(claims token.Claims) any {
-	sub, tenant := identity(claims)
-	u := userFrom(TokenDecision{Claims: claims, Subject: sub, TenantID: tenant})
-	return &u
-}
-
-func derivedUser(v any) *policy.User {
-	u, _ := v.(*policy.User)
-	return u
-}
-
 // authorize is the answer of ScopeAuthorize. req is Decide's own copy:
 // its Input is completed in place.
 func (e *Engine) authorize(ctx context.Context, req *Request) (Result, error) {
 	start := e.now()
-	var user *policy.User
+	var who *principal
 	res := Result{}
 	vctx, span := e.tel.startVerify(ctx)
-	res.Token, user = e.verifyCredential(vctx, req.Credential)
+	res.Token, who = e.verifyCredential(vctx, req.Credential)
 	e.tel.endVerify(vctx, span, res.Token)
 	if !res.Token.Allowed {
 		// Every decision gets an id, so that a 401 can be matched with its
 		// audit record and log line.
 		res.Decision = Decision{Reason: res.Token.Reason, DenyReasons: []string{}, DecisionID: policy.NewDecisionID()}
-		e.record(ctx, start, res, req)
+		if err := e.record(ctx, start, res, req); err != nil {
+			return unlogged(res, err)
+		}
 		return res, nil
 	}
 	in := &req.Input
-	if user != nil {
-		in.User = *user
+	if who != nil {
+		in.User, in.Identity = who.user, &who.identity
 	} else {
-		in.User = userFrom(res.Token)
+		in.User, in.Identity = userFrom(res.Token), nil
 	}
 	in.Tenant = policy.Tenant{ID: e.cfg.SDK.TenantID, Plan: e.cfg.TenantPlan(e.cfg.SDK.TenantID)}
 	if in.Resource.Tenant == "" {
@@ -177,14 +164,18 @@ func (e *Engine) authorize(ctx context.Context, req *Request) (Result, error) {
 			// proxies' mapping refuses it first.
 			res.Input = *in
 			res.Decision = Decision{Reason: reason.PathInvalid, DenyReasons: []string{string(reason.PathInvalid)}, DecisionID: policy.NewDecisionID()}
-			e.record(ctx, start, res, req)
+			if err := e.record(ctx, start, res, req); err != nil {
+				return unlogged(res, err)
+			}
 			return res, nil
 		}
 	}
 	res.Input = *in
 	if ok, wait := e.allowRate(ctx, in.User.TenantID); !ok {
 		res.Decision = Decision{Reason: reason.RateLimited, DenyReasons: []string{string(reason.RateLimited)}, RetryAfter: wait, DecisionID: policy.NewDecisionID()}
-		e.record(ctx, start, res, req)
+		if err := e.record(ctx, start, res, req); err != nil {
+			return unlogged(res, err)
+		}
 		return res, nil
 	}
 	d, err := e.evaluate(ctx, *in, req.Completer)
@@ -192,14 +183,28 @@ func (e *Engine) authorize(ctx context.Context, req *Request) (Result, error) {
 	if e.dryRun && err == nil {
 		// policy.mode = "dry-run": the would-be outcome is recorded as
 		// simulated and the request goes through.
-		e.recordEvaluated(ctx, start, res, req, true)
+		if err := e.recordEvaluated(ctx, start, res, req, true); err != nil {
+			return unlogged(res, err)
+		}
 		if !d.Allow {
 			res.Decision.Allow = true
 			res.Decision.Reason = reason.PolicyDryRun
 		}
 		return res, nil
 	}
-	e.recordEvaluated(ctx, start, res, req, false)
+	if logErr := e.recordEvaluated(ctx, start, res, req, false); logErr != nil {
+		return unlogged(res, logErr)
+	}
+	return res, err
+}
+
+// unlogged is the answer to a decision the decision log refused (err,
+// decision-log-unavailable): denied, whatever was decided, since
+// decision_log.overflow = "deny" prefers no decision to an unlogged one.
+func unlogged(res Result, err error) (Result, error) {
+	res.Decision.Allow = false
+	res.Decision.Reason = reason.DecisionLogUnavailable
+	res.Decision.DenyReasons = []string{}
 	return res, err
 }
 
@@ -241,18 +246,20 @@ func (e *Engine) evaluate(ctx context.Context, in Input, rc RequestCompleter) (D
 	return d, err
 }
 
-func (e *Engine) record(ctx context.Context, start time.Time, res Result, req *Request) {
-	e.finish(ctx, start, res, req, false, false)
+func (e *Engine) record(ctx context.Context, start time.Time, res Result, req *Request) error {
+	return e.finish(ctx, start, res, req, false, false)
 }
 
-func (e *Engine) recordEvaluated(ctx context.Context, start time.Time, res Result, req *Request, simulated bool) {
-	e.finish(ctx, start, res, req, true, simulated)
+func (e *Engine) recordEvaluated(ctx context.Context, start time.Time, res Result, req *Request, simulated bool) error {
+	return e.finish(ctx, start, res, req, true, simulated)
 }
 
-// finish counts the decision, writes its audit record and shows it to the
-// observer. With simulated set (dry-run policy mode), the record carries
-// the policy's own outcome, which was not enforced.
-func (e *Engine) finish(ctx context.Context, start time.Time, res Result, req *Request, evaluated, simulated bool) {
+// finish counts the decision, writes its audit record, appends it to the
+// decision log and shows it to the observer. With simulated set (dry-run
+// policy mode), the record carries the policy's own outcome, which was
+// not enforced. The error is the decision log's refusal
+// (decision-log-unavailable): the decision must not be answered.
+func (e *Engine) finish(ctx context.Context, start time.Time, res Result, req *Request, evaluated, simulated bool) error {
 	in := &req.Input
 	latency := e.now().Sub(start)
 	allowed := res.Allowed()
@@ -264,8 +271,8 @@ func (e *Engine) finish(ctx context.Context, start time.Time, res Result, req *R
 	}
 	e.tel.decided(ctx, code, allowed, latency)
 	observing := e.observer != nil && e.observer.Observing()
-	if e.audit == nil && !observing {
-		return
+	if e.audit == nil && !observing && e.decisions == nil {
+		return nil
 	}
 	rec := audit.Record{
 		Time:           start.UTC(),
@@ -281,8 +288,9 @@ func (e *Engine) finish(ctx context.Context, start time.Time, res Result, req *R
 		LatencyUS:      latency.Microseconds(),
 		Simulated:      simulated,
 		Source:         req.Source,
+		IdentityKind:   res.Token.Kind,
 	}
-	if lg, ok := e.audit.(*audit.Logger); ok && !observing {
+	if lg, ok := e.audit.(*audit.Logger); ok && !observing && e.decisions == nil {
 		// The log writes the ids from their bytes, off the request path;
 		// only an observer or another sink reads the strings.
 		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
@@ -290,9 +298,16 @@ func (e *Engine) finish(ctx context.Context, start time.Time, res Result, req *R
 		} else {
 			lg.Log(rec)
 		}
-		return
+		return nil
 	}
 	rec.TraceID, rec.SpanID = traceIDs(ctx)
+	var logErr error
+	if e.decisions != nil {
+		if req.Completer != nil {
+			req.Completer.CompleteRequest(in.Request)
+		}
+		logErr = e.logDecision(&rec, in)
+	}
 	if e.audit != nil {
 		e.audit.Log(rec)
 	}
@@ -305,6 +320,7 @@ func (e *Engine) finish(ctx context.Context, start time.Time, res Result, req *R
 			PolicyAllow: evaluated && res.Decision.Allow, Latency: latency,
 		})
 	}
+	return logErr
 }
 
 // registered are the claims that map to fixed input fields; the rest are

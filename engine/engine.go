@@ -29,6 +29,7 @@ import (
 	"github.com/svc-dev/svc/engine/apikey"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/decisionlog"
 	"github.com/svc-dev/svc/engine/devissuer"
 	"github.com/svc-dev/svc/engine/introspect"
 	"github.com/svc-dev/svc/engine/issuer"
@@ -107,6 +108,10 @@ type Engine struct {
 	apiKeyFile  *apikey.File
 	apiKeys     atomic.Pointer[apiKeySet]
 	apiKeysDone chan struct{}
+	// decisions ships decision records ([decision_log]); nil without a
+	// sink. decisionsDone is closed when its shipping ends.
+	decisions     *decisionlog.Logger
+	decisionsDone chan struct{}
 	// introspector asks introspection.url about bearers that are not a
 	// JWS; nil without [introspection].
 	introspector *introspect.Client
@@ -160,6 +165,10 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 		cancel()
 		return nil, err
 	}
+	if err := e.openDecisionLog(ctx); err != nil {
+		cancel()
+		return nil, err
+	}
 	// Last, so that no earlier failure leaves a client open.
 	e.newSharedLimiter()
 	e.shareIntrospection()
@@ -179,7 +188,8 @@ func newEngine(cfg config.Config, deps Deps) *Engine {
 		audit:   deps.Audit,
 		done:    make(chan struct{}),
 
-		apiKeysDone: make(chan struct{}),
+		apiKeysDone:   make(chan struct{}),
+		decisionsDone: make(chan struct{}),
 
 		observer: deps.Observer,
 		dryRun:   cfg.Policy.Mode == config.PolicyModeDryRun,
@@ -375,7 +385,7 @@ func (e *Engine) newLocalIssuer(s config.SAML) error {
 		Skew:      e.cfg.JWT.ClockSkew.Duration,
 		CacheSize: size,
 		Now:       e.now,
-		Derive:    deriveUser,
+		Derive:    principalDeriver(KindSession, "saml", "", ""),
 	})
 	if err != nil {
 		return fmt.Errorf("local token verifier: %w", err)
@@ -395,7 +405,7 @@ func (e *Engine) newDevVerifier(keys token.KeySource) error {
 		Skew:      e.cfg.JWT.ClockSkew.Duration,
 		CacheSize: 256,
 		Now:       e.now,
-		Derive:    deriveUser,
+		Derive:    principalDeriver(KindJWT, "", "", ""),
 	})
 	if err != nil {
 		return fmt.Errorf("development token verifier: %w", err)
@@ -469,6 +479,8 @@ type Status struct {
 	RateLimit *ratelimit.FallbackStatus `json:"rate_limit,omitempty"`
 	// APIKeys is the state of api_keys.file; nil without it.
 	APIKeys *apikey.Status `json:"api_keys,omitempty"`
+	// DecisionLog is the state of [decision_log]; nil without a sink.
+	DecisionLog *decisionlog.Stats `json:"decision_log,omitempty"`
 	// Introspection is the state of the introspection client; nil
 	// without [introspection].
 	Introspection *IntrospectionStatus `json:"introspection,omitempty"`
@@ -498,6 +510,7 @@ func (e *Engine) Status() Status {
 		ks := e.apiKeyFile.Status()
 		s.APIKeys = &ks
 	}
+	s.DecisionLog = e.decisionLogStatus()
 	s.Introspection = e.introspectionStatus()
 	return s
 }
@@ -509,6 +522,7 @@ func (e *Engine) Close() error {
 	e.stop()
 	<-e.done
 	<-e.apiKeysDone
+	<-e.decisionsDone
 	if e.redis != nil {
 		if err := e.redis.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
 			return fmt.Errorf("close redis client: %w", err)

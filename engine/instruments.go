@@ -37,6 +37,9 @@ const (
 	// AttrInput is the policy input as JSON, claims redacted (see
 	// RedactedInput); set only while a live watcher observes decisions.
 	AttrInput = "svc.input"
+	// AttrIdentityKind is the kind of credential a verified caller
+	// presented (TokenDecision.Kind), on the auth.verify_token span.
+	AttrIdentityKind = "svc.identity.kind"
 )
 
 const instrumentationName = "github.com/svc-dev/svc/engine"
@@ -318,6 +321,9 @@ func (t *instruments) endVerify(_ context.Context, span trace.Span, d TokenDecis
 		)
 		if d.TenantID != "" {
 			span.SetAttributes(attribute.String(AttrTenant, d.TenantID))
+		}
+		if d.Kind != "" {
+			span.SetAttributes(attribute.String(AttrIdentityKind, d.Kind))
 		}
 	}
 	span.End()

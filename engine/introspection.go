@@ -12,7 +12,6 @@ import (
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/introspect"
-	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/ratelimit"
 	"github.com/svc-dev/svc/reason"
 )
@@ -86,7 +85,7 @@ func (e *Engine) shareIntrospection() {
 
 // verifyOpaque judges a bearer that is not a JWS by what the
 // introspection endpoint says of it.
-func (e *Engine) verifyOpaque(ctx context.Context, raw string) (TokenDecision, *policy.User) {
+func (e *Engine) verifyOpaque(ctx context.Context, raw string) (TokenDecision, *principal) {
 	a, err := e.introspector.Introspect(ctx, raw)
 	if err != nil {
 		code := reason.Of(err, reason.IntrospectionUnavailable)
@@ -103,9 +102,9 @@ func (e *Engine) verifyOpaque(ctx context.Context, raw string) (TokenDecision, *
 		return TokenDecision{Reason: reason.TenantMissing,
 			Message: fmt.Sprintf("introspection answer has no %s", e.cfg.Introspection.TenantClaim)}, nil
 	}
-	user, _ := a.Derived.(*policy.User)
+	p := derivedPrincipal(a.Derived)
 	return TokenDecision{Allowed: true, Claims: a.Claims, Reason: reason.OK, Subject: a.Subject, TenantID: a.Tenant,
-		Kind: KindIntrospection}, user
+		Kind: KindIntrospection}, p
 }
 
 // warnIntrospection logs a failing endpoint at most once per
@@ -121,15 +120,17 @@ func (e *Engine) warnIntrospection(ctx context.Context, err error) {
 }
 
 // deriveIntrospectedUser is the introspect.Options.Derive of the engine:
-// the policy input's user of an active answer, built once per answer.
-// Its roles are the answer's roles, or else its scope values.
+// the policy input's principal of an active answer, built once per
+// answer, of kind introspection and issued by the answer's iss. Its
+// roles are the answer's roles, or else its scope values.
 func deriveIntrospectedUser(a *introspect.Answer) any {
 	u := userFrom(TokenDecision{Claims: a.Claims, Subject: a.Subject, TenantID: a.Tenant})
 	u.Roles = a.Roles
 	if u.Role == "" && len(u.Roles) > 0 {
 		u.Role = u.Roles[0]
 	}
-	return &u
+	iss, _ := a.Claims["iss"].(string)
+	return newPrincipal(KindIntrospection, iss, "", u)
 }
 
 // IntrospectionStatus is the state of the introspection client.

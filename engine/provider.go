@@ -131,7 +131,7 @@ func (e *Engine) newProvider(sp providerSpec, client *http.Client, cacheSize int
 		TenantClaim:    sp.tenantClaim,
 		TenantOptional: sp.tenant != "",
 		Now:            e.now,
-		Derive:         userDeriver(sp.tenantClaim, sp.tenant),
+		Derive:         principalDeriver(KindJWT, "", sp.tenantClaim, sp.tenant),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: token verifier: %w", sp.setting, err)
@@ -258,23 +258,4 @@ func later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// userDeriver is the token.Options.Derive of a provider's verifier: the
-// user of the policy input, built once per verified token (see
-// deriveUser), with the tenant read from tenantClaim ("" for tenant_id)
-// or, when tenant is set, that tenant for every token.
-func userDeriver(tenantClaim, tenant string) func(token.Claims) any {
-	if tenantClaim == "" && tenant == "" {
-		return deriveUser
-	}
-	return func(claims token.Claims) any {
-		sub, _ := claims["sub"].(string)
-		t := tenant
-		if t == "" {
-			t, _ = claims[tenantClaim].(string)
-		}
-		u := userFrom(TokenDecision{Claims: claims, Subject: sub, TenantID: t})
-		return &u
-	}
 }

@@ -19,18 +19,17 @@ var visibleHeaders = map[string]bool{
 // RedactedInput is in as JSON for a person to read, with what identifies
 // beyond the subject hidden: every claim except sub (user.id), tenant_id
 // and the roles is replaced by Redacted (user.email and each
-// user.claims value), and so are request header values other than a few
+// user.claims and identity.claims value), and so are request header values other than a few
 // harmless ones and the query values.
 func RedactedInput(in Input) []byte {
 	if in.User.Email != "" {
 		in.User.Email = Redacted
 	}
-	if len(in.User.Claims) > 0 {
-		c := make(map[string]any, len(in.User.Claims))
-		for k := range in.User.Claims {
-			c[k] = Redacted
-		}
-		in.User.Claims = c
+	in.User.Claims = redactedClaims(in.User.Claims)
+	if id := in.Identity; id != nil {
+		ic := *id
+		ic.Claims = redactedClaims(id.Claims)
+		in.Identity = &ic
 	}
 	if r := in.Request; r != nil {
 		rc := *r
@@ -55,4 +54,16 @@ func RedactedInput(in Input) []byte {
 		return []byte(`{"error":"input not representable"}`)
 	}
 	return b
+}
+
+// redactedClaims is claims with every value replaced by Redacted.
+func redactedClaims(claims map[string]any) map[string]any {
+	if len(claims) == 0 {
+		return claims
+	}
+	c := make(map[string]any, len(claims))
+	for k := range claims {
+		c[k] = Redacted
+	}
+	return c
 }

@@ -18,6 +18,8 @@ func TestRedactedInputKeepsOnlySubjectTenantAndRoles(t *testing.T) {
 		Request: &policy.Request{Method: "GET", Path: "/orders/o-1", Query: map[string]string{"token": "abc"},
 			Headers: map[string]string{"user-agent": "curl", "x-api-key": "k-secret"}},
 	}
+	in.Identity = &policy.Identity{Kind: "session", ID: "u-1", TenantID: "acme", Roles: in.User.Roles,
+		Issuer: "https://sso.acme.example", Method: "saml", Claims: in.User.Claims}
 	got := string(engine.RedactedInput(in))
 	for _, secret := range []string{"alice@example.com", "sales", "123-45-6789", "k-secret", "abc"} {
 		if strings.Contains(got, secret) {
@@ -33,7 +35,11 @@ func TestRedactedInputKeepsOnlySubjectTenantAndRoles(t *testing.T) {
 		u.Claims["ssn"] != engine.Redacted || back.Request.Headers["user-agent"] != "curl" || back.Action != "orders:read" {
 		t.Errorf("redacted input = %+v", back)
 	}
-	if in.User.Email != "alice@example.com" || in.Request.Headers["x-api-key"] != "k-secret" || in.User.Claims["ssn"] != "123-45-6789" {
+	if id := back.Identity; id == nil || id.Kind != "session" || id.Method != "saml" || id.ID != "u-1" || id.Claims["ssn"] != engine.Redacted {
+		t.Errorf("redacted identity = %+v", id)
+	}
+	if in.User.Email != "alice@example.com" || in.Request.Headers["x-api-key"] != "k-secret" || in.User.Claims["ssn"] != "123-45-6789" ||
+		in.Identity.Claims["ssn"] != "123-45-6789" {
 		t.Error("RedactedInput changed the input it was given")
 	}
 }

@@ -53,11 +53,19 @@ func TestSAMLTokensVerifiedLocally(t *testing.T) {
 	if u.ID != "alice@example.com" || u.TenantID != "acme" || u.Email != "alice@example.com" || u.Claims["department"] != "finance" || len(u.Roles) != 1 {
 		t.Errorf("policy input user = %+v", u)
 	}
-	// The IdP's own tokens still verify beside them.
+	if id := res.Input.Identity; id == nil || id.Kind != engine.KindSession || id.Method != "saml" || id.Issuer != samlEntity ||
+		id.ID != u.ID || id.TenantID != "acme" || id.Claims["department"] != "finance" || res.Token.Kind != engine.KindSession {
+		t.Errorf("policy input identity = %+v, token kind %q; want a saml session of alice", id, res.Token.Kind)
+	}
+	// The IdP's own tokens still verify beside them, as JWTs.
 	idpClaims := claimsFor("acme", "viewer")
 	idpClaims["iss"], idpClaims["aud"] = "https://idp.example.com/", "orders"
-	if d := e.ValidateToken(ctx, p.Token(t, idpClaims)); !d.Allowed {
-		t.Errorf("IdP token refused next to SAML: %s", d.Reason)
+	idpRes, err := e.Authorize(ctx, p.Token(t, idpClaims), engine.Input{Action: "orders:read"})
+	if err != nil || !idpRes.Token.Allowed {
+		t.Fatalf("IdP token refused next to SAML: %v %s", err, idpRes.Token.Reason)
+	}
+	if id := idpRes.Input.Identity; id == nil || id.Kind != engine.KindJWT || id.Method != "" || id.Issuer != "https://idp.example.com/" {
+		t.Errorf("IdP token's identity = %+v, want a jwt of https://idp.example.com/", id)
 	}
 
 	// A token from another gateway's key is not trusted.

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/internal/idptest"
 )
 
@@ -33,6 +34,15 @@ func TestAuthorizeUserFromCachedToken(t *testing.T) {
 	}, func(t *testing.T, call string, res Result) {
 		if diff := cmp.Diff(userFrom(res.Token), res.Input.User); diff != "" {
 			t.Fatalf("%s: input user differs from userFrom's (-want +got):\n%s", call, diff)
+		}
+		u := res.Input.User
+		iss, _ := res.Token.Claims["iss"].(string)
+		want := policy.Identity{Kind: KindJWT, ID: u.ID, TenantID: u.TenantID, Roles: u.Roles, Issuer: iss, Claims: u.Claims}
+		if res.Input.Identity == nil {
+			t.Fatalf("%s: no input.identity", call)
+		}
+		if diff := cmp.Diff(want, *res.Input.Identity); diff != "" || res.Token.Kind != KindJWT {
+			t.Fatalf("%s: input identity (-want +got):\n%s; token kind %q", call, diff, res.Token.Kind)
 		}
 	})
 }

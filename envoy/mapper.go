@@ -7,7 +7,6 @@ import (
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 
 	"github.com/svc-dev/svc/engine"
-	"github.com/svc-dev/svc/engine/apikey"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/reqpath"
@@ -344,7 +343,7 @@ func (m *Mapper) mapRequestInto(pr proxyRequest, blk *mappedRequest, deferred bo
 // without an Authorization header, the gateway's session cookie.
 func (m *Mapper) credential(h map[string]string) engine.Credential {
 	auth, hasAuth := h["authorization"]
-	if key := apikey.FromHeaders(auth, hasAuth, h["x-api-key"]); key != "" {
+	if key := wire.APIKeyFromHeaders(auth, hasAuth, h["x-api-key"]); key != "" {
 		return engine.APIKey(key)
 	}
 	tok := bearerToken(auth)

@@ -80,6 +80,12 @@ type verdict struct {
 func decide(res engine.Result, err error) verdict {
 	if err != nil {
 		code := reason.Of(err, reason.PolicyError)
+		if code == reason.DecisionLogUnavailable {
+			// Decided, but the decision log cannot take the record and
+			// decision_log.overflow says deny: a denial, 503 as for a
+			// dependency down, in both fail modes.
+			return denied(http.StatusServiceUnavailable, codes.Unavailable, code, nil, res.Decision.DecisionID)
+		}
 		return denied(http.StatusInternalServerError, codes.Internal, code, nil, res.Decision.DecisionID)
 	}
 	if !res.Token.Allowed {
@@ -149,9 +155,14 @@ func denied(status int, code codes.Code, rc reason.Code, reasons []string, decis
 
 // wwwAuthenticate follows RFC 6750 section 3: a request without any token
 // gets a bare challenge, one with a bad token the invalid_token error.
+// A refused API key is challenged in its own scheme, ApiKey, as the key
+// was presented (Authorization: ApiKey or X-Api-Key).
 func wwwAuthenticate(code reason.Code) string {
-	if code == reason.TokenMissing {
+	switch {
+	case code == reason.TokenMissing:
 		return "Bearer"
+	case reason.IsAPIKey(code):
+		return `ApiKey error="invalid_key", error_description="` + string(code) + `"`
 	}
 	return `Bearer error="invalid_token", error_description="` + string(code) + `"`
 }

@@ -127,6 +127,17 @@ func TestCheckResponse(t *testing.T) {
 				setHeader("www-authenticate", `Bearer error="invalid_token", error_description="token-expired"`)),
 		},
 		{
+			name: "revoked API key is 401 challenged as ApiKey",
+			res: engine.Result{
+				Token:    engine.TokenDecision{Reason: reason.APIKeyRevoked},
+				Decision: engine.Decision{Reason: reason.APIKeyRevoked, DenyReasons: []string{}},
+			},
+			want: deniedResp(codes.Unauthenticated, typev3.StatusCode_Unauthorized, reason.APIKeyRevoked,
+				`{"allow":false,"deny_reasons":[],"reason":"api-key-revoked","decision_id":""}`,
+				meta("", "", "", reason.APIKeyRevoked),
+				setHeader("www-authenticate", `ApiKey error="invalid_key", error_description="api-key-revoked"`)),
+		},
+		{
 			name: "missing token is a bare bearer challenge",
 			res:  engine.Result{Token: engine.TokenDecision{Reason: reason.TokenMissing}},
 			want: deniedResp(codes.Unauthenticated, typev3.StatusCode_Unauthorized, reason.TokenMissing,

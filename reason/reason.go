@@ -54,7 +54,9 @@ const (
 	// IssuerMismatch: iss is not jwt.issuer.
 	IssuerMismatch Code = "issuer-mismatch"
 	// IssuerUnknown: with several identity providers ([[jwt.issuers]]),
-	// the token's iss names none of them (or the token carries no iss).
+	// the token's iss names none of them (or the token carries no iss);
+	// or no identity provider of bearer tokens is configured at all (a
+	// deployment of API keys only).
 	IssuerUnknown Code = "issuer-unknown"
 	// AudienceMismatch: aud holds none of jwt.audiences.
 	AudienceMismatch Code = "audience-mismatch"
@@ -78,6 +80,10 @@ const (
 // API-key decision codes: the credential was an API key
 // (Authorization: ApiKey, or X-Api-Key) checked against api_keys.file.
 const (
+	// DecisionLogUnavailable: the decision log's spool is full under
+	// decision_log.overflow = "deny" (or cannot be written): the
+	// decision is not answered rather than answered unlogged (503).
+	DecisionLogUnavailable Code = "decision-log-unavailable"
 	// APIKeyMalformed: the string presented as an API key is not shaped
 	// as one ("svck_", a 12-character base32 id, "_", a 43-character
 	// base64url secret). Its own code rather than token-malformed, so
@@ -161,6 +167,16 @@ type Error struct {
 	Code Code
 	Msg  string
 	Err  error
+}
+
+// IsAPIKey reports whether c is the refusal of an API key
+// (api-key-malformed, -unknown, -revoked, -expired).
+func IsAPIKey(c Code) bool {
+	switch c {
+	case APIKeyMalformed, APIKeyUnknown, APIKeyRevoked, APIKeyExpired:
+		return true
+	}
+	return false
 }
 
 // New returns an Error with the given code and message.

@@ -52,6 +52,11 @@ type Status = wire.Status
 // trial), so that a sidecar left that way never reads healthy.
 const CodeSAMLSignatureCheckDisabled reason.Code = "saml-signature-check-disabled"
 
+// CodeAPIKeysFileRefused marks a status degraded while the latest change
+// of api_keys.file is refused: the previous keys stay in force, so a key
+// revoked in the file still works until the file is fixed.
+const CodeAPIKeysFileRefused reason.Code = "api-keys-file-refused"
+
 func (s *Server) status() Status {
 	es := s.deps.Engine.Status()
 	ready, why := s.readiness()
@@ -154,9 +159,34 @@ func (s *Server) status() Status {
 	}
 	if k := es.APIKeys; k != nil {
 		st.APIKeys = &wire.APIKeysStatus{Path: k.Path, Keys: k.Keys, Loaded: k.Loaded, Refusals: k.Refusals, LastError: k.LastError}
+		if k.LastError != "" && st.Status == StatusHealthy {
+			// The file on disk is not the keys in force: a key revoked
+			// there still works until the file is fixed.
+			st.Status, st.Reason = StatusDegraded, string(CodeAPIKeysFileRefused)
+		}
+	}
+	if d := es.DecisionLog; d != nil {
+		st.DecisionLog = &wire.DecisionLogStatus{Sink: d.Sink, Connected: d.Connected, SpoolBytes: d.SpoolBytes, Unsent: d.Unsent,
+			Shipped: d.Shipped, Retries: d.Retries, Dropped: d.Dropped, LastError: d.LastError}
+		if d.OldestUnsentAge > 0 {
+			st.DecisionLog.OldestUnsentAge = d.OldestUnsentAge.Round(time.Millisecond).String()
+		}
+		switch {
+		case st.Status != StatusHealthy:
+		case d.Dropped > 0:
+			// Records are lost: whoever relies on the log must know.
+			st.Status, st.Reason = StatusDegraded, string(CodeDecisionLogDropped)
+		case !d.Connected && d.Unsent > 0:
+			st.Status, st.Reason = StatusDegraded, string(reason.DecisionLogUnavailable)
+		}
 	}
 	return st
 }
+
+// CodeDecisionLogDropped marks a status degraded once a full decision
+// log spool deleted records unsent (decision_log.overflow =
+// "drop_oldest"): the log is no longer complete.
+const CodeDecisionLogDropped reason.Code = "decision-log-dropped"
 
 // Values of Status.Status.
 const (

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/svc-dev/svc/wire"
@@ -32,6 +33,33 @@ func FuzzParseDropped(f *testing.F) {
 		}
 		if m, ok := wire.ParseDropped(b); !ok || m != n {
 			t.Errorf("notice %s reads back as %d, %v", b, m, ok)
+		}
+	})
+}
+
+// FuzzAPIKeyFromHeaders: any pair of header values gives a key without a
+// panic; a key is never read from X-Api-Key beside an Authorization
+// header, and one of the ApiKey scheme is the header's credential.
+func FuzzAPIKeyFromHeaders(f *testing.F) {
+	f.Add("ApiKey svck_abc_def", true, "")
+	f.Add("apikey\tsvck_abc_def ", true, "svck_other")
+	f.Add("Bearer x", true, "svck_abc_def")
+	f.Add("", false, " svck_abc_def ")
+	f.Add("ApiKey", true, "")
+	f.Add("ApiKeyx y", true, "")
+	f.Fuzz(func(t *testing.T, auth string, hasAuth bool, xAPIKey string) {
+		key := wire.APIKeyFromHeaders(auth, hasAuth, xAPIKey)
+		if key == "" {
+			return
+		}
+		if key != strings.TrimSpace(key) {
+			t.Fatalf("key %q keeps surrounding space", key)
+		}
+		if hasAuth && !strings.Contains(auth, key) {
+			t.Fatalf("key %q is not from Authorization %q", key, auth)
+		}
+		if hasAuth && !strings.EqualFold(strings.TrimSpace(auth)[:6], "apikey") {
+			t.Fatalf("key %q from Authorization %q of another scheme", key, auth)
 		}
 	})
 }

@@ -38,6 +38,8 @@ func goldenValues() map[string]any {
 			Audit: &wire.AuditStats{Written: 10, Dropped: 1, Failed: 2, QueueLen: 3, QueueCap: 1024},
 			APIKeys: &wire.APIKeysStatus{Path: "/etc/svc/api-keys.toml", Keys: 3, Loaded: t0, Refusals: 1,
 				LastError: "api key file /etc/svc/api-keys.toml: line 7: holds a plaintext API key"},
+			DecisionLog: &wire.DecisionLogStatus{Sink: "nats", SpoolBytes: 48213, Unsent: 52, OldestUnsentAge: "2.4s",
+				Shipped: 91822, Retries: 3, LastError: "decision log nats: not connected"},
 			Introspection: &wire.IntrospectionStatus{URL: "https://login.example.com/oauth2/introspect", Shared: true,
 				CacheEntries: 42, Calls: 100, Failures: 2, LastError: "introspection-unavailable: introspection endpoint answered 503",
 				LastErrorAt: &t1},

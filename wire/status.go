@@ -75,6 +75,8 @@ type Status struct {
 	Audit *AuditStats `json:"audit,omitempty"`
 	// APIKeys is the state of api_keys.file, absent without it.
 	APIKeys *APIKeysStatus `json:"api_keys,omitempty"`
+	// DecisionLog is the state of [decision_log], absent without a sink.
+	DecisionLog *DecisionLogStatus `json:"decision_log,omitempty"`
 	// Introspection is the state of the introspection client
 	// ([introspection]), absent without it.
 	Introspection *IntrospectionStatus `json:"introspection,omitempty"`
@@ -262,5 +264,29 @@ type APIKeysStatus struct {
 	Refusals int64 `json:"refusals"`
 	// LastError is why the latest change was refused; absent once a
 	// change is accepted.
+	LastError string `json:"last_error,omitempty"`
+}
+
+// DecisionLogStatus is the state of [decision_log] in Status.
+type DecisionLogStatus struct {
+	// Sink is decision_log.sink ("nats").
+	Sink string `json:"sink"`
+	// Connected is false from a failed send until one succeeds.
+	Connected bool `json:"connected"`
+	// SpoolBytes is the spool's size on disk.
+	SpoolBytes int64 `json:"spool_bytes"`
+	// Unsent is the number of records the sink has not acknowledged.
+	Unsent int64 `json:"unsent"`
+	// OldestUnsentAge is how long the oldest unacknowledged record has
+	// waited ("1.5s"); absent when none waits.
+	OldestUnsentAge string `json:"oldest_unsent_age,omitempty"`
+	// Shipped counts the records the sink acknowledged since the start.
+	Shipped int64 `json:"shipped"`
+	// Retries counts the failed sends.
+	Retries int64 `json:"retries"`
+	// Dropped counts the records a full spool deleted unsent
+	// (decision_log.overflow = "drop_oldest").
+	Dropped int64 `json:"dropped"`
+	// LastError is why the latest send failed; absent once one succeeds.
 	LastError string `json:"last_error,omitempty"`
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/svc-dev/svc/authz"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
 	"github.com/svc-dev/svc/engine"
-	"github.com/svc-dev/svc/engine/apikey"
 	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/wire"
 )
@@ -54,7 +53,7 @@ func (s *Server) RegisterHTTP(mux *http.ServeMux) {
 
 // credentialOf is the credential of an API request: the body's token
 // (engine.CredentialOf) when it has one, else an API key of r's headers
-// (apikey.FromHeaders), else the bearer token of Authorization.
+// (wire.APIKeyFromHeaders), else the bearer token of Authorization.
 func credentialOf(r *http.Request, token string) engine.Credential {
 	if token != "" {
 		return engine.CredentialOf(token)
@@ -64,7 +63,7 @@ func credentialOf(r *http.Request, token string) engine.Credential {
 	if hasAuth {
 		first = auth[0]
 	}
-	if key := apikey.FromHeaders(first, hasAuth, r.Header.Get("X-Api-Key")); key != "" {
+	if key := wire.APIKeyFromHeaders(first, hasAuth, r.Header.Get("X-Api-Key")); key != "" {
 		return engine.APIKey(key)
 	}
 	return engine.BearerToken(authz.BearerToken(r))

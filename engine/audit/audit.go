@@ -29,9 +29,10 @@ const (
 // MarshalJSON, has the keys in this order:
 //
 //	time, decision_id, trace_id, span_id, tenant, user_id, action, resource,
-//	allow, deny_reasons, reason, policy_revision, latency_us, simulated, source
+//	allow, deny_reasons, reason, policy_revision, latency_us, simulated, source,
+//	identity_kind
 //
-// span_id and source are omitted when empty; every other key is always
+// span_id, source and identity_kind are omitted when empty; every other key is always
 // present. deny_reasons is always an array, never null.
 type Record struct {
 	// Time is when the decision was asked for; written as RFC 3339 with
@@ -69,6 +70,10 @@ type Record struct {
 	// Source is the surface the decision was asked through: one of the
 	// Source constants, or empty when unknown.
 	Source string `json:"source,omitempty"`
+	// IdentityKind is the kind of credential the caller proved itself
+	// with ("jwt", "introspection", "api_key", "mtls", "session"); empty
+	// when no credential was accepted.
+	IdentityKind string `json:"identity_kind,omitempty"`
 }
 
 // Resource is the target of an action. It is written as an object with all

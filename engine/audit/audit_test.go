@@ -43,6 +43,7 @@ func fullRecord() Record {
 		LatencyUS:      183,
 		Simulated:      true,
 		Source:         SourceEnvoy,
+		IdentityKind:   "api_key",
 	}
 }
 

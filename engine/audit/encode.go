@@ -80,6 +80,10 @@ func (r *Record) appendJSON(b []byte, ids *rawIDs) []byte {
 		b = append(b, `,"source":`...)
 		b = appendString(b, r.Source)
 	}
+	if r.IdentityKind != "" {
+		b = append(b, `,"identity_kind":`...)
+		b = appendString(b, r.IdentityKind)
+	}
 	return append(b, '}')
 }
 

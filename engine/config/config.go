@@ -39,6 +39,8 @@ type Config struct {
 	Envoy Envoy `toml:"envoy" yaml:"envoy"`
 	// Audit configures the decision audit log.
 	Audit Audit `toml:"audit" yaml:"audit"`
+	// DecisionLog ships decision records off the sidecar.
+	DecisionLog DecisionLog `toml:"decision_log" yaml:"decision_log"`
 	// Log configures structured logging.
 	Log Log `toml:"log" yaml:"log"`
 

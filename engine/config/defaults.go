@@ -154,6 +154,7 @@ func (c *Config) SetDefaults() {
 		c.Audit.QueueSize = DefaultAuditQueueSize
 	}
 
+	c.DecisionLog.setDefaults()
 	setString(&c.Log.Level, DefaultLogLevel)
 }
 

@@ -26,8 +26,11 @@ type EnvVar struct {
 	apply func(c *Config, v string) string
 }
 
-// envTable is never modified; EnvVars hands out copies.
-var envTable = []EnvVar{
+// envTable is every SVC_* variable, in the order the reference lists
+// them. It is never modified; EnvVars hands out copies.
+var envTable = slices.Concat(coreEnv, decisionLogEnv())
+
+var coreEnv = []EnvVar{
 	{Name: "SVC_SIDECAR_ADDR", Key: "sdk.sidecar_addr",
 		Help:  `Listen address (host:port) of the gRPC endpoint. Default "[::1]:50051".`,
 		apply: func(c *Config, v string) string { c.SDK.SidecarAddr = v; return "" }},

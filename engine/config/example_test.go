@@ -113,4 +113,15 @@ func ExampleEnvVars() {
 	// SVC_SAML_PATH_PREFIX overrides sdk.saml.path_prefix
 	// SVC_SAML_BROWSER_REDIRECT overrides sdk.saml.browser_redirect
 	// SVC_SAML_DEFAULT_RETURN_TO overrides sdk.saml.default_return_to
+	// SVC_DECISION_LOG_SINK overrides decision_log.sink
+	// SVC_DECISION_LOG_URL overrides decision_log.url
+	// SVC_DECISION_LOG_SPOOL_DIR overrides decision_log.spool_dir
+	// SVC_DECISION_LOG_SPOOL_MAX_BYTES overrides decision_log.spool_max_bytes
+	// SVC_DECISION_LOG_OVERFLOW overrides decision_log.overflow
+	// SVC_DECISION_LOG_FSYNC_INTERVAL overrides decision_log.fsync_interval
+	// SVC_DECISION_LOG_BATCH_MAX_RECORDS overrides decision_log.batch_max_records
+	// SVC_DECISION_LOG_FLUSH_INTERVAL overrides decision_log.flush_interval
+	// SVC_DECISION_LOG_SUBJECT overrides decision_log.subject
+	// SVC_DECISION_LOG_NATS_STREAM overrides decision_log.nats_stream
+	// SVC_DECISION_LOG_NATS_DUPLICATE_WINDOW overrides decision_log.nats_duplicate_window
 }

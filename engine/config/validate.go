@@ -49,6 +49,7 @@ func (c Config) Validate() error {
 	if c.Audit.MaxBackups < 0 {
 		v.fail("audit.max_backups", "must not be negative, got %d", c.Audit.MaxBackups)
 	}
+	v.decisionLog()
 	if msg := checkPolicyMode(c.Policy.Mode); msg != "" {
 		v.fail("policy.mode", "%s", msg)
 	}

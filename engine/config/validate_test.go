@@ -197,6 +197,22 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 			"audit.destination", `SVC_AUDIT_DESTINATION: must be "stdout", "stderr", "off" or a file path`},
 		{"audit queue", func(c *Config) { c.Audit.QueueSize = -1 }, "",
 			"audit.queue_size", "svc.toml: audit.queue_size: must be positive, got -1"},
+		{"decision log sink unknown", func(c *Config) { c.DecisionLog.Sink = "kafka2" }, "SVC_DECISION_LOG_SINK",
+			"decision_log.sink", `SVC_DECISION_LOG_SINK: must be "off" or "nats", got "kafka2"`},
+		{"decision log nats without url", func(c *Config) { c.DecisionLog = natsLog(""); c.DecisionLog.URL = "" }, "",
+			"decision_log.url", `svc.toml: decision_log.url: decision_log.sink = "nats" needs a url (nats://host:port)`},
+		{"decision log url not nats", func(c *Config) { c.DecisionLog = natsLog("http://nats:4222/?token=s3cret") }, "",
+			"decision_log.url", `svc.toml: decision_log.url: must be nats://host:port (or tls://host:port), got "http://nats:4222/"`},
+		{"decision log url with credentials", func(c *Config) { c.DecisionLog = natsLog("nats://user:s3cret@nats:4222") }, "",
+			"decision_log.url", `svc.toml: decision_log.url: must not carry credentials: secrets are never inline in the configuration`},
+		{"decision log without spool", func(c *Config) { c.DecisionLog = natsLog("nats://nats:4222"); c.DecisionLog.SpoolDir = "" }, "",
+			"decision_log.spool_dir", `svc.toml: decision_log.spool_dir: decision_log.sink = "nats" needs a spool_dir: records wait there until the sink acknowledges them`},
+		{"decision log overflow", func(c *Config) { c.DecisionLog = natsLog("nats://nats:4222"); c.DecisionLog.Overflow = "block" }, "",
+			"decision_log.overflow", `svc.toml: decision_log.overflow: must be "drop_oldest" or "deny", got "block"`},
+		{"decision log tiny spool", func(c *Config) { c.DecisionLog = natsLog("nats://nats:4222"); c.DecisionLog.SpoolMaxBytes = 4096 }, "",
+			"decision_log.spool_max_bytes", `svc.toml: decision_log.spool_max_bytes: must be at least 1 MiB (1048576), got 4096`},
+		{"decision log wildcard subject", func(c *Config) { c.DecisionLog = natsLog("nats://nats:4222"); c.DecisionLog.Subject = "svc.>" }, "",
+			"decision_log.subject", `svc.toml: decision_log.subject: must be a NATS subject without spaces or wildcards, got "svc.>"`},
 		{"saml entity_id missing", func(c *Config) { c.SDK.SAML.EntityID = "" }, "",
 			"sdk.saml.entity_id", "svc.toml: sdk.saml.entity_id: must be set when [sdk.saml] is present"},
 		{"saml entity_id unparseable", func(c *Config) { c.SDK.SAML.EntityID = "https://app.example.com/%zz" }, "",
@@ -345,4 +361,11 @@ func TestKeyPath(t *testing.T) {
 			}
 		})
 	}
+}
+
+// natsLog is a valid [decision_log] shipping to NATS at url.
+func natsLog(url string) DecisionLog {
+	d := DecisionLog{Sink: DecisionLogNATS, URL: url, SpoolDir: "/var/lib/svc/spool"}
+	d.setDefaults()
+	return d
 }

@@ -43,13 +43,16 @@ var (
 			"method": str, "path": str, "host": str, "query": strDict, "headers": strDict,
 			"source_ip": str, "canonical_path": str, "format": str,
 		}),
+		"identity": obj(map[string]*node{
+			"kind": str, "id": str, "tenant_id": str, "roles": strList, "issuer": str, "method": str, "claims": anything,
+		}),
 	})
 )
 
 // checkInputRefs applies unknown-input-field: every reference into input,
 // directly or through an import alias, must follow the shape of the
 // policy input (spec "Policy input", with user.roles, user.email,
-// resource.type and request). A dynamic key (input.user[k]) ends the
+// resource.type, request and identity). A dynamic key (input.user[k]) ends the
 // check of that reference, since any field may be meant.
 func checkInputRefs(mods []*module) []Finding {
 	var out []Finding

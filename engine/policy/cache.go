@@ -180,11 +180,9 @@ func (k *cacheKey) materialize() {
 func (c *decisionCache) lazyKey(in *Input, buf []keyPart) (k cacheKey, whole ast.Value, err error) {
 	// Value fails exactly when the claims cannot be converted; so must the
 	// key, or a hit would answer an input that evaluation rejects.
-	var claims ast.Value
-	if !convertible(map[string]any(in.User.Claims)) {
-		if claims, err = claimsValue(in.User.Claims); err != nil {
-			return cacheKey{}, nil, err
-		}
+	claims, err := in.checkClaims()
+	if err != nil {
+		return cacheKey{}, nil, err
 	}
 	var kh keyHasher
 	kh.h.SetSeed(c.seed)

@@ -119,6 +119,22 @@ func typedPartInto(in *Input, path []*ast.Term, leaf leafField, b *termBuf, clai
 		default:
 			t, depth = in.Request.field(b, path[1]), 2
 		}
+	case keyIdentity.Value:
+		if in.Identity == nil {
+			break
+		}
+		var idClaims ast.Value
+		if len(path) == 1 || path[1].Value == keyClaims.Value {
+			var err error
+			if idClaims, err = in.identityClaims(claims); err != nil {
+				return err
+			}
+		}
+		if len(path) == 1 {
+			t = b.term(in.Identity.value(b, idClaims))
+		} else {
+			t, depth = in.Identity.field(b, path[1], idClaims), 2
+		}
 	}
 	if t == nil {
 		*out = keyPart{depth: undefinedDepth}

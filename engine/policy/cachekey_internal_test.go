@@ -26,6 +26,8 @@ func TestTypedPartMatchesValue(t *testing.T) {
 		"empty request": emptyRequest,
 		"invalid UTF-8": badUTF8,
 		"null claims":   {User: User{Roles: []string{}}},
+		"own identity":  ownIdentityClaims(full),
+		"bare identity": {Identity: &Identity{}},
 	}
 	paths := probePaths()
 	for name, in := range inputs {
@@ -90,7 +92,7 @@ func TestSameValue(t *testing.T) {
 // fullInput is an input with every field set, claims of every JSON kind
 // and a request with query and headers.
 func fullInput() Input {
-	return Input{
+	in := Input{
 		Action: "orders:update",
 		User: User{
 			ID: "u-1", Role: "editor", Roles: []string{"editor", "billing"}, TenantID: "acme", Email: "e@acme.example",
@@ -108,6 +110,20 @@ func fullInput() Input {
 			Headers: map[string]string{"x-request-id": "r-1", "accept": "application/json"},
 		},
 	}
+	// As the engine fills it in: the user's roles and claims, shared.
+	in.Identity = &Identity{Kind: "jwt", ID: in.User.ID, TenantID: in.User.TenantID, Roles: in.User.Roles,
+		Issuer: "https://idp.example", Claims: in.User.Claims}
+	return in
+}
+
+// ownIdentityClaims is full with an identity whose claims are a map of
+// their own, as a caller evaluating an input as given may send.
+func ownIdentityClaims(full Input) Input {
+	id := *full.Identity
+	id.Claims = map[string]any{"level": "other", "nested": map[string]any{"ok": false}}
+	id.Method, id.Issuer = "saml", ""
+	full.Identity = &id
+	return full
 }
 
 // probePaths are the input paths the key and input tests read: every
@@ -124,6 +140,9 @@ func probePaths() []string {
 		"request", "request.method", "request.path", "request.host", "request.query", "request.query.dry_run",
 		"request.headers", "request.headers.x-request-id", "request.headers.x-\ufffd", "request.headers.missing",
 		"request.method.x", "request.other",
+		"identity", "identity.kind", "identity.kind.x", "identity.id", "identity.tenant_id", "identity.roles",
+		"identity.issuer", "identity.method", "identity.claims", "identity.claims.level", "identity.claims.nested.ok",
+		"identity.other",
 		"other", "other.x",
 	}
 }

@@ -21,12 +21,9 @@ func (s *Set) input(in *Input) (ast.Value, error) {
 	}
 	// Value fails exactly when the claims cannot be converted; so must
 	// this document, whether or not the policy reads the claims.
-	var claims ast.Value
-	if !convertible(map[string]any(in.User.Claims)) {
-		var err error
-		if claims, err = claimsValue(in.User.Claims); err != nil {
-			return in.Value()
-		}
+	claims, err := in.checkClaims()
+	if err != nil {
+		return in.Value()
 	}
 	d := docBuilder{b: termBuf{terms: make([]ast.Term, 0, 2*len(c.paths)+len(in.User.Roles))}}
 	d.nodes = d.buf[:1]
@@ -36,7 +33,7 @@ func (s *Set) input(in *Input) (ast.Value, error) {
 			// The whole input is a key part: the document is the input.
 			return in.Value()
 		}
-		if claims == nil && path[0].Value == keyUser.Value && (len(path) == 1 || path[1].Value == keyClaims.Value) {
+		if claims == nil && (path[0].Value == keyUser.Value || path[0].Value == keyIdentity.Value) && (len(path) == 1 || path[1].Value == keyClaims.Value) {
 			var err error
 			if claims, err = claimsValue(in.User.Claims); err != nil {
 				return in.Value()

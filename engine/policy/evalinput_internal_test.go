@@ -26,6 +26,8 @@ func TestInputMatchesDocument(t *testing.T) {
 		"invalid UTF-8": badUTF8,
 		"null claims":   {User: User{Roles: []string{}}},
 		"scalar claims": scalarClaims,
+		"own identity":  ownIdentityClaims(full),
+		"bare identity": {Identity: &Identity{}},
 	}
 	paths := append(probePaths(), "user.claims.nested", "user.claims.nested.ok.x")
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -70,5 +72,15 @@ func TestInputClaimsError(t *testing.T) {
 	in := Input{User: User{Claims: map[string]any{"n": json.Number("x")}}}
 	if _, err := s.input(&in); err == nil {
 		t.Fatal("claims holding an invalid number converted")
+	}
+	in = Input{Identity: &Identity{Claims: map[string]any{"n": json.Number("x")}}}
+	if _, err := s.input(&in); err == nil {
+		t.Fatal("identity claims holding an invalid number converted")
+	}
+	if _, _, err := s.cache.key(&in, nil); err == nil {
+		t.Fatal("identity claims holding an invalid number made a cache key")
+	}
+	if _, err := in.Value(); err == nil {
+		t.Fatal("identity claims holding an invalid number made a document")
 	}
 }

@@ -14,6 +14,34 @@ type Input struct {
 	// Request is present when the input came from a proxy (Envoy, nginx,
 	// Caddy); headers never include authorization or cookie.
 	Request *Request `json:"request,omitempty"`
+	// Identity is the verified identity with the kind of credential that
+	// proved it; absent in development mode for an anonymous caller and
+	// in inputs a caller evaluates as given.
+	Identity *Identity `json:"identity,omitempty"`
+}
+
+// Identity is input.identity: who the caller is, as User says, and how
+// it proved it. The engine shares Roles and Claims with User (the same
+// slice and map): they are read-only.
+type Identity struct {
+	// Kind is the kind of credential: "jwt", "introspection", "api_key",
+	// "mtls" or "session".
+	Kind string `json:"kind"`
+	// ID is the subject, as input.user.id.
+	ID string `json:"id"`
+	// TenantID is the tenant, as input.user.tenant_id.
+	TenantID string `json:"tenant_id"`
+	// Roles are the roles, as input.user.roles.
+	Roles []string `json:"roles"`
+	// Issuer is who vouched for the credential: a token's iss (an
+	// introspected token's too), a certificate's trust domain; "" for an
+	// API key.
+	Issuer string `json:"issuer,omitempty"`
+	// Method is how a session was signed in ("saml" or "oidc"); "" for
+	// other kinds.
+	Method string `json:"method,omitempty"`
+	// Claims are the custom claims, as input.user.claims.
+	Claims map[string]any `json:"claims"`
 }
 
 // User is input.user.

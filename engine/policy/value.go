@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 
@@ -32,6 +33,9 @@ var (
 	keySourceIP = ast.StringTerm("source_ip")
 	keyCanon    = ast.StringTerm("canonical_path")
 	keyFormat   = ast.StringTerm("format")
+	keyIdentity = ast.StringTerm("identity")
+	keyKind     = ast.StringTerm("kind")
+	keyIssuer   = ast.StringTerm("issuer")
 )
 
 // Value converts the input to the AST value the policy sees as input. It
@@ -59,7 +63,94 @@ func (in *Input) Value() (ast.Value, error) {
 	if in.Request != nil {
 		doc = append(doc, [2]*ast.Term{keyRequest, b.term(in.Request.value(&b))})
 	}
+	if in.Identity != nil {
+		idClaims, err := in.identityClaims(claims)
+		if err != nil {
+			return nil, err
+		}
+		doc = append(doc, [2]*ast.Term{keyIdentity, b.term(in.Identity.value(&b, idClaims))})
+	}
 	return ast.NewObject(doc...), nil
+}
+
+// identityKeys are the keys of input.identity in the order Value writes
+// them.
+var identityKeys = [...]*ast.Term{keyKind, keyID, keyTenantID, keyRoles, keyIssuer, keyMethod, keyClaims}
+
+// value is input.identity; claims is the converted Claims.
+func (id *Identity) value(b *termBuf, claims ast.Value) ast.Value {
+	items := make([][2]*ast.Term, 0, len(identityKeys))
+	for _, k := range identityKeys {
+		if v := id.field(b, k, claims); v != nil {
+			items = append(items, [2]*ast.Term{k, v})
+		}
+	}
+	return ast.NewObject(items...)
+}
+
+// identityClaims is the converted Identity.Claims: userClaims (the
+// converted User.Claims, nil when not converted yet) when they are the
+// user's map, as the engine makes them, else a conversion of their own.
+func (in *Input) identityClaims(userClaims ast.Value) (ast.Value, error) {
+	ic := in.Identity.Claims
+	if userClaims != nil && sameMap(ic, in.User.Claims) {
+		return userClaims, nil
+	}
+	v, err := claimsValue(ic)
+	if err != nil {
+		return nil, fmt.Errorf("identity claims: %w", err)
+	}
+	return v, nil
+}
+
+// checkClaims fails exactly when Value would: when the user's claims, or
+// the identity's own, cannot be converted. It returns the converted user
+// claims when it had to convert them to find out, else nil.
+func (in *Input) checkClaims() (ast.Value, error) {
+	var claims ast.Value
+	if !convertible(map[string]any(in.User.Claims)) {
+		var err error
+		if claims, err = claimsValue(in.User.Claims); err != nil {
+			return nil, err
+		}
+	}
+	if id := in.Identity; id != nil && !sameMap(id.Claims, in.User.Claims) && !convertible(map[string]any(id.Claims)) {
+		if _, err := claimsValue(id.Claims); err != nil {
+			return nil, fmt.Errorf("identity claims: %w", err)
+		}
+	}
+	return claims, nil
+}
+
+// sameMap reports whether a and b are one map (or both nil).
+func sameMap(a, b map[string]any) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// field is input.identity[key], nil when the document has no such key;
+// claims is the converted Claims.
+func (id *Identity) field(b *termBuf, key *ast.Term, claims ast.Value) *ast.Term {
+	switch key.Value {
+	case keyKind.Value:
+		return b.str(id.Kind)
+	case keyID.Value:
+		return b.str(id.ID)
+	case keyTenantID.Value:
+		return b.str(id.TenantID)
+	case keyRoles.Value:
+		return b.strs(id.Roles)
+	case keyIssuer.Value:
+		if id.Issuer != "" {
+			return b.str(id.Issuer)
+		}
+	case keyMethod.Value:
+		if id.Method != "" {
+			return b.str(id.Method)
+		}
+	case keyClaims.Value:
+		return b.term(claims)
+	}
+	return nil
 }
 
 // userKeys are the keys of input.user in the order Value writes them.

@@ -48,6 +48,10 @@ func TestInputValueMatchesJSON(t *testing.T) {
 		"groups":     []any{"a", "b"},
 		"nested":     map[string]any{"ok": true, "none": nil},
 	}
+	full.Identity = &policy.Identity{Kind: "session", ID: full.User.ID, TenantID: full.User.TenantID,
+		Roles: full.User.Roles, Issuer: "https://sso.acme.example", Method: "saml", Claims: full.User.Claims}
+	ownClaims := full
+	ownClaims.Identity = &policy.Identity{Kind: "api_key", ID: "svc-ci", Claims: map[string]any{"api_key_id": "k1"}}
 	crossTenant := benchInput()
 	crossTenant.Resource.Tenant = "globex"
 	noRole := benchInput()
@@ -65,6 +69,7 @@ func TestInputValueMatchesJSON(t *testing.T) {
 	}{
 		{"allowed editor", benchInput()},
 		{"every field set", full},
+		{"identity with claims of its own", ownClaims},
 		{"cross tenant", crossTenant},
 		{"no role, nil roles", noRole},
 		{"zero input", bare},

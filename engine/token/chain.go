@@ -28,8 +28,14 @@ type Chain []*Verifier
 // returns its claims and what the verifying verifier's Options.Derive
 // computed from them (on a cache hit, the value computed when the token
 // was verified). Every error is a *reason.Error, the last verifier's when
-// every one refused the token's kid.
+// every one refused the token's kid; an empty chain refuses every token
+// with issuer-unknown.
 func (c Chain) VerifyDerived(ctx context.Context, raw string) (Claims, any, error) {
+	if len(c) == 0 {
+		// A deployment whose identity sources verify no token (API keys
+		// only): no issuer of tokens is trusted.
+		return nil, nil, reason.New(reason.IssuerUnknown, "no identity provider of bearer tokens is configured")
+	}
 	d := digest{raw: raw}
 	if c.caching() {
 		d = digestOf(raw)

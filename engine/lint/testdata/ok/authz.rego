@@ -5,3 +5,10 @@ default allow := false
 allow if input.user.role == "admin"
 
 deny_reasons contains "not-admin" if not allow
+
+# A workload that proved itself with a client certificate may read.
+allow if {
+	input.identity.kind == "mtls"
+	input.identity.issuer == "acme.example"
+	startswith(input.action, "orders:read")
+}

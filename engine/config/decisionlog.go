@@ -1,0 +1,208 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DecisionLog is the [decision_log] table: decision records shipped off
+// the sidecar through an on-disk spool, beside (and independent of) the
+// audit log.
+type DecisionLog struct {
+	// Sink is "off" (default), "nats", "kafka", "otlp" or "http". Env
+	// SVC_DECISION_LOG_SINK.
+	Sink string `toml:"sink" yaml:"sink"`
+	// URL is where the sink sends: nats://host:port for nats. Env
+	// SVC_DECISION_LOG_URL.
+	URL string `toml:"url" yaml:"url"`
+	// SpoolDir holds the records until the sink acknowledges them;
+	// required with a sink, and private to one sidecar process. Env
+	// SVC_DECISION_LOG_SPOOL_DIR.
+	SpoolDir string `toml:"spool_dir" yaml:"spool_dir"`
+	// SpoolMaxBytes bounds the spool (default 1 GiB). Env
+	// SVC_DECISION_LOG_SPOOL_MAX_BYTES.
+	SpoolMaxBytes int64 `toml:"spool_max_bytes" yaml:"spool_max_bytes"`
+	// Overflow is what a full spool does: "drop_oldest" (default; every
+	// drop counted, status degraded) or "deny" (answer 503
+	// decision-log-unavailable rather than decide unlogged). Env
+	// SVC_DECISION_LOG_OVERFLOW.
+	Overflow string `toml:"overflow" yaml:"overflow"`
+	// FsyncInterval is how often the spool reaches the disk (default
+	// 1s): a power loss loses at most that window; a killed process
+	// loses nothing. Env SVC_DECISION_LOG_FSYNC_INTERVAL.
+	FsyncInterval Duration `toml:"fsync_interval" yaml:"fsync_interval"`
+	// BatchMaxRecords bounds one send to the sink (default 500). Env
+	// SVC_DECISION_LOG_BATCH_MAX_RECORDS.
+	BatchMaxRecords int `toml:"batch_max_records" yaml:"batch_max_records"`
+	// FlushInterval is the longest a record waits for a batch to fill
+	// (default 1s). Env SVC_DECISION_LOG_FLUSH_INTERVAL.
+	FlushInterval Duration `toml:"flush_interval" yaml:"flush_interval"`
+	// Subject is the NATS subject records are published to (default
+	// svc.decisions). Env SVC_DECISION_LOG_SUBJECT.
+	Subject string `toml:"subject" yaml:"subject"`
+	// NATSStream is the JetStream stream that keeps them, created when
+	// missing (default SVC_DECISIONS). Env SVC_DECISION_LOG_NATS_STREAM.
+	NATSStream string `toml:"nats_stream" yaml:"nats_stream"`
+	// NATSDuplicateWindow is the stream's de-duplication window (default
+	// 1h), which must outlast a spool backlog so that records sent again
+	// are dropped by decision id. Env
+	// SVC_DECISION_LOG_NATS_DUPLICATE_WINDOW.
+	NATSDuplicateWindow Duration `toml:"nats_duplicate_window" yaml:"nats_duplicate_window"`
+}
+
+// Decision log sinks.
+const (
+	DecisionLogOff  = "off"
+	DecisionLogNATS = "nats"
+)
+
+// Decision log overflow modes.
+const (
+	DecisionLogDropOldest = "drop_oldest"
+	DecisionLogDeny       = "deny"
+)
+
+// Defaults of [decision_log].
+const (
+	DefaultDecisionLogSpoolMaxBytes       = 1 << 30
+	DefaultDecisionLogFsyncInterval       = time.Second
+	DefaultDecisionLogBatchMaxRecords     = 500
+	DefaultDecisionLogFlushInterval       = time.Second
+	DefaultDecisionLogSubject             = "svc.decisions"
+	DefaultDecisionLogNATSStream          = "SVC_DECISIONS"
+	DefaultDecisionLogNATSDuplicateWindow = time.Hour
+)
+
+// Enabled reports whether decisions are shipped.
+func (d DecisionLog) Enabled() bool { return d.Sink != "" && d.Sink != DecisionLogOff }
+
+func (d *DecisionLog) setDefaults() {
+	setString(&d.Sink, DecisionLogOff)
+	setString(&d.Overflow, DecisionLogDropOldest)
+	if d.SpoolMaxBytes == 0 {
+		d.SpoolMaxBytes = DefaultDecisionLogSpoolMaxBytes
+	}
+	setDuration(&d.FsyncInterval, DefaultDecisionLogFsyncInterval)
+	if d.BatchMaxRecords == 0 {
+		d.BatchMaxRecords = DefaultDecisionLogBatchMaxRecords
+	}
+	setDuration(&d.FlushInterval, DefaultDecisionLogFlushInterval)
+	setString(&d.Subject, DefaultDecisionLogSubject)
+	setString(&d.NATSStream, DefaultDecisionLogNATSStream)
+	setDuration(&d.NATSDuplicateWindow, DefaultDecisionLogNATSDuplicateWindow)
+}
+
+func (v *validator) decisionLog() {
+	d := v.c.DecisionLog
+	switch d.Sink {
+	case "", DecisionLogOff:
+		return
+	case DecisionLogNATS:
+		u, err := url.Parse(d.URL)
+		if d.URL == "" {
+			v.fail("decision_log.url", "decision_log.sink = %q needs a url (nats://host:port)", d.Sink)
+		} else if err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Host == "" {
+			v.fail("decision_log.url", "must be nats://host:port (or tls://host:port), got %q", redactURL(d.URL))
+		} else if u.User != nil {
+			v.fail("decision_log.url", "must not carry credentials: secrets are never inline in the configuration")
+		}
+	default:
+		v.fail("decision_log.sink", "must be %q or %q, got %q", DecisionLogOff, DecisionLogNATS, d.Sink)
+		return
+	}
+	if d.SpoolDir == "" {
+		v.fail("decision_log.spool_dir", "decision_log.sink = %q needs a spool_dir: records wait there until the sink acknowledges them", d.Sink)
+	}
+	if d.Overflow != DecisionLogDropOldest && d.Overflow != DecisionLogDeny {
+		v.fail("decision_log.overflow", "must be %q or %q, got %q", DecisionLogDropOldest, DecisionLogDeny, d.Overflow)
+	}
+	if d.SpoolMaxBytes < 1<<20 {
+		v.fail("decision_log.spool_max_bytes", "must be at least 1 MiB (1048576), got %d", d.SpoolMaxBytes)
+	}
+	if d.BatchMaxRecords <= 0 {
+		v.fail("decision_log.batch_max_records", "must be positive, got %d", d.BatchMaxRecords)
+	}
+	if d.Subject == "" || strings.ContainsAny(d.Subject, " \t*>") {
+		v.fail("decision_log.subject", "must be a NATS subject without spaces or wildcards, got %q", d.Subject)
+	}
+	if d.NATSStream == "" || strings.ContainsAny(d.NATSStream, " \t.*>/\\") {
+		v.fail("decision_log.nats_stream", "must be a stream name without spaces, dots, slashes or wildcards, got %q", d.NATSStream)
+	}
+}
+
+// redactURL is u without anything that could be a secret (userinfo,
+// query), for an error message.
+func redactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(unparsable)"
+	}
+	p.User, p.RawQuery = nil, ""
+	return p.String()
+}
+
+// decisionLogEnv are the SVC_DECISION_LOG_* variables.
+func decisionLogEnv() []EnvVar {
+	d := func(c *Config) *DecisionLog { return &c.DecisionLog }
+	return []EnvVar{
+		{Name: "SVC_DECISION_LOG_SINK", Key: "decision_log.sink",
+			Help:  `Where decision records are shipped: "off" (default) or "nats".`,
+			apply: func(c *Config, v string) string { d(c).Sink = v; return "" }},
+		{Name: "SVC_DECISION_LOG_URL", Key: "decision_log.url",
+			Help:  "The decision log sink's address: nats://host:port.",
+			apply: func(c *Config, v string) string { d(c).URL = v; return "" }},
+		{Name: "SVC_DECISION_LOG_SPOOL_DIR", Key: "decision_log.spool_dir",
+			Help:  "Directory where decision records wait until the sink acknowledges them.",
+			apply: func(c *Config, v string) string { d(c).SpoolDir = v; return "" }},
+		{Name: "SVC_DECISION_LOG_SPOOL_MAX_BYTES", Key: "decision_log.spool_max_bytes",
+			Help: "Most bytes the decision log spool holds. Default 1 GiB.",
+			apply: func(c *Config, v string) string {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil || n <= 0 {
+					return "must be a positive number of bytes, got " + strconv.Quote(v)
+				}
+				d(c).SpoolMaxBytes = n
+				return ""
+			}},
+		{Name: "SVC_DECISION_LOG_OVERFLOW", Key: "decision_log.overflow",
+			Help:  `What a full spool does: "drop_oldest" (default) or "deny" (503 decision-log-unavailable).`,
+			apply: func(c *Config, v string) string { d(c).Overflow = v; return "" }},
+		{Name: "SVC_DECISION_LOG_FSYNC_INTERVAL", Key: "decision_log.fsync_interval",
+			Help:  `How often the spool is synced to disk; a power loss loses at most that window. Default "1s".`,
+			apply: func(c *Config, v string) string { return positiveDuration(&d(c).FsyncInterval, v) }},
+		{Name: "SVC_DECISION_LOG_BATCH_MAX_RECORDS", Key: "decision_log.batch_max_records",
+			Help: "Most records in one send to the sink. Default 500.",
+			apply: func(c *Config, v string) string {
+				n, err := strconv.Atoi(v)
+				if err != nil || n <= 0 {
+					return "must be a positive integer, got " + strconv.Quote(v)
+				}
+				d(c).BatchMaxRecords = n
+				return ""
+			}},
+		{Name: "SVC_DECISION_LOG_FLUSH_INTERVAL", Key: "decision_log.flush_interval",
+			Help:  `Longest a record waits for its batch to fill. Default "1s".`,
+			apply: func(c *Config, v string) string { return positiveDuration(&d(c).FlushInterval, v) }},
+		{Name: "SVC_DECISION_LOG_SUBJECT", Key: "decision_log.subject",
+			Help:  `NATS subject of the records. Default "svc.decisions".`,
+			apply: func(c *Config, v string) string { d(c).Subject = v; return "" }},
+		{Name: "SVC_DECISION_LOG_NATS_STREAM", Key: "decision_log.nats_stream",
+			Help:  `JetStream stream that keeps the records, created when missing. Default "SVC_DECISIONS".`,
+			apply: func(c *Config, v string) string { d(c).NATSStream = v; return "" }},
+		{Name: "SVC_DECISION_LOG_NATS_DUPLICATE_WINDOW", Key: "decision_log.nats_duplicate_window",
+			Help:  `The stream's de-duplication window; it must outlast a spool backlog. Default "1h".`,
+			apply: func(c *Config, v string) string { return positiveDuration(&d(c).NATSDuplicateWindow, v) }},
+	}
+}
+
+func positiveDuration(p *Duration, v string) string {
+	dur, err := time.ParseDuration(v)
+	if err != nil || dur <= 0 {
+		return fmt.Sprintf("must be a positive duration such as \"1s\", got %q", v)
+	}
+	*p = Duration{dur}
+	return ""
+}

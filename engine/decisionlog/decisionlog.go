@@ -1,0 +1,319 @@
+// Package decisionlog ships decision records off the sidecar with
+// nothing lost: each record is appended to an on-disk spool (package
+// spool) before the decision's answer leaves, and a shipper sends the
+// spool's records to a sink in batches, acknowledging them in the spool
+// only once the sink has. Records reach the sink at least once through
+// the sink's outages and the process's death; a sink that de-duplicates
+// by decision id (NATS JetStream's Nats-Msg-Id) makes it exactly once.
+package decisionlog
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/svc-dev/svc/engine/decisionlog/spool"
+)
+
+// Record is one decision record as the sinks carry it: the decision id
+// (NATS's message id, the de-duplication key everywhere), the tenant
+// (Kafka's message key) and the record as JSON.
+type Record struct {
+	DecisionID string
+	Tenant     string
+	JSON       []byte
+}
+
+// Sink delivers batches of records. Send returns nil only once the sink
+// has taken every record of the batch (a JetStream ack, a Kafka produce
+// ack, a 2xx); on an error the whole batch is sent again later, so a
+// sink may see a record more than once.
+type Sink interface {
+	// Name is the sink's kind ("nats", "kafka", "otlp", "http").
+	Name() string
+	Send(ctx context.Context, batch []Record) error
+	Close() error
+}
+
+// Options configure a Logger.
+type Options struct {
+	// Spool is where records wait; see spool.Options. Its Dir is the
+	// root of the process's own spool, a locked directory below it, so
+	// that a sidecar handing over to its next process never shares one;
+	// the spools of processes gone (unlocked) are adopted and shipped.
+	Spool spool.Options
+	// FsyncInterval is how often the spool is synced to disk (default
+	// 1s): a power loss loses at most that window.
+	FsyncInterval time.Duration
+	// BatchMaxRecords bounds a batch (default 500).
+	BatchMaxRecords int
+	// FlushInterval is how long the shipper waits for more records
+	// before sending a batch that is not full (default 1s).
+	FlushInterval time.Duration
+	// Logger receives warnings about the sink; default discards.
+	Logger *slog.Logger
+}
+
+// Logger spools records and ships them to its sink.
+type Logger struct {
+	opts  Options
+	spool *spool.Spool
+	own   *lockedDir
+	// orphans are the spools of processes gone, shipped then removed.
+	orphans []*orphan
+	sink    Sink
+	log     *slog.Logger
+	wake    chan struct{}
+
+	shipped, retries atomic.Int64
+	connected        atomic.Bool
+	mu               sync.Mutex
+	lastErr          string
+}
+
+// Stats is a Logger's state, as /v1/status shows it.
+type Stats struct {
+	Sink            string
+	Connected       bool
+	SpoolBytes      int64
+	Unsent          int64
+	OldestUnsentAge time.Duration
+	Shipped         int64
+	Retries         int64
+	Dropped         int64
+	LastError       string
+}
+
+// New opens the spool in opts.Spool.Dir: records a previous process left
+// unsent are shipped first.
+func New(opts Options, sink Sink) (*Logger, error) {
+	if sink == nil {
+		return nil, errors.New("decisionlog: no sink")
+	}
+	if opts.FsyncInterval <= 0 {
+		opts.FsyncInterval = time.Second
+	}
+	if opts.BatchMaxRecords <= 0 {
+		opts.BatchMaxRecords = 500
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	own, orphans, err := claimDirs(opts.Spool.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("decisionlog: %w", err)
+	}
+	l := &Logger{opts: opts, own: own, sink: sink, log: opts.Logger, wake: make(chan struct{}, 1)}
+	so := opts.Spool
+	so.Dir = own.path
+	if l.spool, err = spool.Open(so); err != nil {
+		own.release()
+		releaseAll(orphans)
+		return nil, fmt.Errorf("decisionlog: %w", err)
+	}
+	for _, d := range orphans {
+		so.Dir = d.path
+		sp, err := spool.Open(so)
+		if err != nil {
+			l.log.Error("decision log: the spool of a previous process cannot be read; it is left in place", "dir", d.path, "err", err)
+			d.release()
+			continue
+		}
+		l.orphans = append(l.orphans, &orphan{dir: d, spool: sp})
+	}
+	return l, nil
+}
+
+// orphan is the spool of a process gone.
+type orphan struct {
+	dir   *lockedDir
+	spool *spool.Spool
+}
+
+// ErrFull is Log's refusal when the spool is full under the deny
+// overflow: the decision must not be answered unlogged.
+var ErrFull = spool.ErrFull
+
+// Log appends r to the spool; when Log returns nil the record is on disk
+// and will be shipped. Under the deny overflow a full spool refuses it
+// (ErrFull).
+func (l *Logger) Log(r Record) error {
+	if err := l.spool.Append(encode(r)); err != nil {
+		return err
+	}
+	if st := l.spool.Stats(); st.Unsent >= int64(l.opts.BatchMaxRecords) {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// Run ships records and syncs the spool until ctx ends, then syncs and
+// closes the spool and the sink. Records not shipped by then wait in the
+// spool for the next process.
+func (l *Logger) Run(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(l.opts.FsyncInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := l.spool.Sync(); err != nil {
+					l.log.Error("decision log spool sync failed", "err", err)
+				}
+			}
+		}
+	}()
+	// What previous processes left goes first, oldest records first.
+	for _, o := range l.orphans {
+		l.ship(ctx, o.spool, true)
+		empty := o.spool.Stats().Unsent == 0
+		_ = o.spool.Close()
+		if empty {
+			o.dir.remove()
+		} else {
+			o.dir.release()
+		}
+	}
+	l.ship(ctx, l.spool, false)
+	<-done
+	err := l.spool.Close()
+	l.own.release()
+	if cerr := l.sink.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ship sends sp's batches while there are records, and waits for more
+// otherwise (or, with drain, returns), backing off while the sink fails.
+func (l *Logger) ship(ctx context.Context, sp *spool.Spool, drain bool) {
+	backoff := 100 * time.Millisecond
+	flush := time.NewTicker(l.opts.FlushInterval)
+	defer flush.Stop()
+	for ctx.Err() == nil {
+		es, err := sp.Read(l.opts.BatchMaxRecords, 4<<20)
+		if err != nil {
+			l.log.Error("decision log spool unreadable", "err", err)
+		}
+		if len(es) == 0 && drain {
+			return
+		}
+		if len(es) == 0 {
+			select {
+			case <-ctx.Done():
+			case <-l.wake:
+			case <-flush.C:
+			}
+			continue
+		}
+		batch := make([]Record, 0, len(es))
+		for _, e := range es {
+			if r, ok := decode(e.Data); ok {
+				batch = append(batch, r)
+			}
+		}
+		if err := l.sink.Send(ctx, batch); err != nil {
+			sp.Rewind()
+			l.retries.Add(1)
+			l.setErr(err)
+			if l.connected.Swap(false) {
+				l.log.Warn("decision log sink unavailable; records wait in the spool", "sink", l.sink.Name(), "err", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 10*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		if !l.connected.Swap(true) {
+			l.setErr(nil)
+		}
+		sp.Ack(es[len(es)-1].Next)
+		l.shipped.Add(int64(len(batch)))
+	}
+}
+
+func (l *Logger) setErr(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lastErr = ""
+	if err != nil {
+		l.lastErr = err.Error()
+	}
+}
+
+// Stats returns the Logger's state.
+func (l *Logger) Stats() Stats {
+	st := l.spool.Stats()
+	for _, o := range l.orphans {
+		// Closed once shipped: its last stats stay.
+		os := o.spool.Stats()
+		st.Bytes += os.Bytes
+		st.Unsent += os.Unsent
+		st.Dropped += os.Dropped
+		if !os.OldestUnsent.IsZero() && (st.OldestUnsent.IsZero() || os.OldestUnsent.Before(st.OldestUnsent)) {
+			st.OldestUnsent = os.OldestUnsent
+		}
+	}
+	l.mu.Lock()
+	lastErr := l.lastErr
+	l.mu.Unlock()
+	s := Stats{
+		Sink: l.sink.Name(), Connected: l.connected.Load(), SpoolBytes: st.Bytes, Unsent: st.Unsent,
+		Shipped: l.shipped.Load(), Retries: l.retries.Load(), Dropped: st.Dropped, LastError: lastErr,
+	}
+	if !st.OldestUnsent.IsZero() {
+		s.OldestUnsentAge = time.Since(st.OldestUnsent)
+	}
+	return s
+}
+
+// encode frames r for the spool: the id and the tenant with their
+// lengths, then the JSON.
+func encode(r Record) []byte {
+	b := make([]byte, 0, 2*binary.MaxVarintLen64+len(r.DecisionID)+len(r.Tenant)+len(r.JSON))
+	b = binary.AppendUvarint(b, uint64(len(r.DecisionID)))
+	b = append(b, r.DecisionID...)
+	b = binary.AppendUvarint(b, uint64(len(r.Tenant)))
+	b = append(b, r.Tenant...)
+	return append(b, r.JSON...)
+}
+
+// decode reverses encode; false for data encode did not write.
+func decode(b []byte) (Record, bool) {
+	var r Record
+	var ok bool
+	if r.DecisionID, b, ok = field(b); !ok {
+		return Record{}, false
+	}
+	if r.Tenant, b, ok = field(b); !ok {
+		return Record{}, false
+	}
+	r.JSON = b
+	return r, true
+}
+
+func field(b []byte) (string, []byte, bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return "", nil, false
+	}
+	return string(b[k : k+int(n)]), b[k+int(n):], true
+}

@@ -1,0 +1,176 @@
+package decisionlog_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/svc-dev/svc/engine/decisionlog"
+	"github.com/svc-dev/svc/engine/decisionlog/spool"
+	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/natstest"
+)
+
+// startLogger runs a Logger with a NATS sink on spoolDir until the test
+// ends or stop is called.
+func startLogger(t *testing.T, url, spoolDir string) (l *decisionlog.Logger, stop func()) {
+	t.Helper()
+	sink, err := decisionlog.NewNATS(decisionlog.NATSOptions{URL: url, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err = decisionlog.New(decisionlog.Options{
+		Spool:         spool.Options{Dir: spoolDir, SegmentBytes: 64 << 10},
+		FlushInterval: 20 * time.Millisecond, FsyncInterval: 20 * time.Millisecond, BatchMaxRecords: 100,
+	}, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	var stopped bool
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("logger run: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	return l, stop
+}
+
+func logN(t *testing.T, l *decisionlog.Logger, from, n int) {
+	t.Helper()
+	for i := from; i < from+n; i++ {
+		id := fmt.Sprintf("dec-%06d", i)
+		if err := l.Log(decisionlog.Record{DecisionID: id, Tenant: "acme", JSON: []byte(`{"decision_id":"` + id + `"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// streamIDs returns how many messages the stream holds and the decision
+// ids among them, each with its count.
+func streamIDs(t *testing.T, url string) (int, map[string]int) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := js.Stream(ctx, "SVC_DECISIONS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]int{}
+	for seq := uint64(1); seq <= info.State.LastSeq; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatalf("message %d: %v", seq, err)
+		}
+		ids[m.Header.Get(jetstream.MsgIDHeader)]++
+	}
+	return int(info.State.Msgs), ids
+}
+
+func wantExactlyOnce(t *testing.T, url string, n int) {
+	t.Helper()
+	msgs, ids := streamIDs(t, url)
+	if msgs != n || len(ids) != n {
+		t.Fatalf("stream holds %d messages of %d decision ids, want %d of %d", msgs, len(ids), n, n)
+	}
+	for i := 0; i < n; i++ {
+		if c := ids[fmt.Sprintf("dec-%06d", i)]; c != 1 {
+			t.Fatalf("decision dec-%06d is in the stream %d times", i, c)
+		}
+	}
+}
+
+// Records reach JetStream exactly once: through an outage of the server
+// (they wait in the spool), and when a restarted process sends again
+// what its predecessor shipped but had not yet acknowledged on disk.
+func TestNATSExactlyOnce(t *testing.T) {
+	srv := natstest.Start(t)
+	dir := t.TempDir()
+	l, stop := startLogger(t, srv.URL(), dir)
+	logN(t, l, 0, 1000)
+	testkit.Eventually(t, "1000 records shipped", func() bool { return l.Stats().Unsent == 0 })
+
+	srv.Kill()
+	logN(t, l, 1000, 500)
+	testkit.Eventually(t, "the outage seen", func() bool { st := l.Stats(); return !st.Connected && st.Retries > 0 })
+	if st := l.Stats(); st.Unsent != 500 || st.OldestUnsentAge <= 0 || st.LastError == "" {
+		t.Fatalf("during the outage: %+v, want 500 unsent with an age and an error", st)
+	}
+	srv.Restart()
+	testkit.Eventually(t, "the records of the outage shipped", func() bool { return l.Stats().Unsent == 0 })
+	if st := l.Stats(); !st.Connected || st.Shipped < 1500 {
+		t.Fatalf("after the outage: %+v", st)
+	}
+	stop()
+	wantExactlyOnce(t, srv.URL(), 1500)
+
+	// The cursor file lost (a crash before it reached the disk): the
+	// next process sends every record still in the spool again, and the
+	// server drops them by their decision ids.
+	cursors, _ := filepath.Glob(filepath.Join(dir, "p-*", "cursor"))
+	if len(cursors) != 1 {
+		t.Fatalf("cursor files %q, want the one of the stopped process", cursors)
+	}
+	if err := os.Remove(cursors[0]); err != nil {
+		t.Fatal(err)
+	}
+	l, stop = startLogger(t, srv.URL(), dir)
+	testkit.Eventually(t, "the records resent", func() bool { return l.Stats().Shipped > 0 && l.Stats().Unsent == 0 })
+	logN(t, l, 1500, 10)
+	testkit.Eventually(t, "new records shipped", func() bool { return l.Stats().Unsent == 0 })
+	if dirs, _ := filepath.Glob(filepath.Join(dir, "p-*")); len(dirs) != 1 {
+		t.Errorf("process directories %q once the previous one was shipped, want this process's alone", dirs)
+	}
+	stop()
+	wantExactlyOnce(t, srv.URL(), 1510)
+}
+
+// Two processes on one spool root (a sidecar handing over to its next
+// image) each spool apart; what the first leaves unsent when it stops
+// is shipped by the next process to start, exactly once.
+func TestNATSHandover(t *testing.T) {
+	srv := natstest.Start(t)
+	dir := t.TempDir()
+	first, stopFirst := startLogger(t, srv.URL(), dir)
+	second, _ := startLogger(t, srv.URL(), dir)
+	logN(t, first, 0, 300)
+	logN(t, second, 300, 300)
+	testkit.Eventually(t, "both shipped", func() bool { return first.Stats().Unsent == 0 && second.Stats().Unsent == 0 })
+	srv.Kill()
+	logN(t, first, 600, 200) // left unsent: the sink is down
+	stopFirst()
+	srv.Restart()
+	third, _ := startLogger(t, srv.URL(), dir)
+	testkit.Eventually(t, "the first process's records shipped by the third", func() bool {
+		st := third.Stats()
+		return st.Shipped >= 200 && st.Unsent == 0
+	})
+	testkit.Eventually(t, "the second's shipping again", func() bool { return second.Stats().Unsent == 0 })
+	wantExactlyOnce(t, srv.URL(), 800)
+}

@@ -1,0 +1,651 @@
+// Package spool keeps records on disk until a sink has acknowledged them:
+// the decision log's guarantee that a record written before its answer
+// left the sidecar survives the sink's outage and the process's death.
+//
+// Records go to segment files in a directory, each framed with its length,
+// a CRC-32C checksum and the time it was appended. Append writes the frame
+// to the file at once (a write survives the process's death; Sync, run
+// every fsync interval, makes it survive a power loss). A reader takes
+// records in order (Read), and Ack records how far the sink has taken
+// them, in a small cursor file; segments wholly acknowledged are deleted.
+// Opening the directory again resumes from the cursor: whatever was
+// appended and not acknowledged is read again, so delivery is at least
+// once. A torn or corrupt tail (a crash mid-write) is cut off, not fatal.
+//
+// When appending would pass MaxBytes, the spool either drops its oldest
+// segment (DropOldest, counting the records lost) or refuses the record
+// (Deny, ErrFull).
+package spool
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Overflow is what Append does when the spool is full.
+type Overflow string
+
+const (
+	// DropOldest deletes the oldest segment, unsent records included,
+	// and counts them in Stats.Dropped.
+	DropOldest Overflow = "drop_oldest"
+	// Deny refuses the record with ErrFull.
+	Deny Overflow = "deny"
+)
+
+// ErrFull is Append's refusal under Deny when the spool holds MaxBytes.
+var ErrFull = errors.New("spool: full")
+
+// ErrTooLarge refuses a record larger than a segment may hold.
+var ErrTooLarge = errors.New("spool: record larger than a segment")
+
+// Options configure a spool.
+type Options struct {
+	// Dir holds the segments and the cursor; created if missing.
+	Dir string
+	// MaxBytes bounds the segments' total size (default 1 GiB).
+	MaxBytes int64
+	// SegmentBytes is the size past which a new segment starts (default
+	// MaxBytes/16, at least 64 KiB and at most 64 MiB).
+	SegmentBytes int64
+	// Overflow is what a full spool does (default DropOldest).
+	Overflow Overflow
+	// Now is the clock of the records' append times (default time.Now).
+	Now func() time.Time
+}
+
+// Position is a place in the spool: a segment and an offset in it.
+type Position struct {
+	Segment uint64
+	Offset  int64
+}
+
+// Less reports whether p comes before q.
+func (p Position) Less(q Position) bool {
+	return p.Segment < q.Segment || (p.Segment == q.Segment && p.Offset < q.Offset)
+}
+
+// Entry is one record read: its data, when it was appended, and the
+// position just after it, which Ack takes.
+type Entry struct {
+	Data     []byte
+	Appended time.Time
+	Next     Position
+}
+
+// Stats is the state of a spool.
+type Stats struct {
+	// Bytes is the segments' total size.
+	Bytes int64
+	// Unsent is the number of records not acknowledged.
+	Unsent int64
+	// OldestUnsent is when the oldest unacknowledged record was
+	// appended; zero when none waits.
+	OldestUnsent time.Time
+	// Dropped counts the records deleted unsent by DropOldest since Open.
+	Dropped int64
+	// Cut counts the bytes of torn or corrupt tails cut off at Open.
+	Cut int64
+}
+
+// segment is one file of the spool.
+type segment struct {
+	seq     uint64
+	size    int64
+	records int64
+	// first is the append time of its first record, zero when empty.
+	first time.Time
+}
+
+// Spool is a directory of segments. Its methods are safe for concurrent
+// use; Read and Ack are meant for one reader.
+type Spool struct {
+	opts Options
+
+	mu       sync.Mutex
+	segs     []*segment // oldest first; the last is written to
+	w        *os.File   // the last segment
+	bytes    int64
+	acked    Position // everything before it is acknowledged
+	read     Position // the next Read starts here
+	unsent   int64
+	dropped  int64
+	cut      int64
+	dirty    bool // written since the last Sync
+	closed   bool
+	ackDirty bool
+}
+
+const (
+	segPrefix  = "seg-"
+	segSuffix  = ".log"
+	cursorFile = "cursor"
+)
+
+// Open opens (or creates) the spool in opts.Dir, checking every segment:
+// a torn or corrupt tail is cut off and counted in Stats.Cut.
+func Open(opts Options) (*Spool, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("spool: no directory")
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = 1 << 30
+	}
+	if opts.SegmentBytes <= 0 {
+		opts.SegmentBytes = min(max(opts.MaxBytes/16, 64<<10), 64<<20)
+	}
+	if opts.Overflow == "" {
+		opts.Overflow = DropOldest
+	}
+	if opts.Overflow != DropOldest && opts.Overflow != Deny {
+		return nil, fmt.Errorf("spool: overflow %q is neither %s nor %s", opts.Overflow, DropOldest, Deny)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	s := &Spool{opts: opts}
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// load reads the cursor and checks the segments.
+func (s *Spool) load() error {
+	names, err := filepath.Glob(filepath.Join(s.opts.Dir, segPrefix+"*"+segSuffix))
+	if err != nil {
+		return fmt.Errorf("spool: %w", err)
+	}
+	var seqs []uint64
+	for _, n := range names {
+		base := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(n), segPrefix), segSuffix)
+		seq, err := strconv.ParseUint(base, 10, 64)
+		if err != nil {
+			continue // not ours
+		}
+		seqs = append(seqs, seq)
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	s.acked = s.readCursor()
+	for _, seq := range seqs {
+		if seq < s.acked.Segment {
+			// Acknowledged wholly before the process stopped, not yet
+			// deleted.
+			_ = os.Remove(s.path(seq))
+			continue
+		}
+		seg, err := s.check(seq)
+		if err != nil {
+			return err
+		}
+		s.segs = append(s.segs, seg)
+		s.bytes += seg.size
+	}
+	if len(s.segs) == 0 || s.acked.Segment < s.segs[0].seq {
+		start := uint64(1)
+		if len(s.segs) > 0 {
+			start = s.segs[0].seq
+		} else if s.acked.Segment > 0 {
+			start = s.acked.Segment
+		}
+		s.acked = Position{Segment: start}
+	}
+	if len(s.segs) == 0 {
+		if err := s.startSegment(s.acked.Segment); err != nil {
+			return err
+		}
+	} else {
+		last := s.segs[len(s.segs)-1]
+		f, err := os.OpenFile(s.path(last.seq), os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("spool: %w", err)
+		}
+		s.w = f
+	}
+	if err := s.countUnsent(); err != nil {
+		return err
+	}
+	s.read = s.acked
+	return nil
+}
+
+// check reads segment seq's frames, cutting the file at the first frame
+// that is torn or fails its checksum.
+func (s *Spool) check(seq uint64) (*segment, error) {
+	path := s.path(seq)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	seg := &segment{seq: seq}
+	off := 0
+	for off < len(data) {
+		f, n, ok := decodeFrame(data[off:])
+		if !ok {
+			break
+		}
+		if seg.records == 0 {
+			seg.first = f.appended
+		}
+		seg.records++
+		off += n
+	}
+	if off < len(data) {
+		if err := os.Truncate(path, int64(off)); err != nil {
+			return nil, fmt.Errorf("spool: cutting the torn tail of %s: %w", filepath.Base(path), err)
+		}
+		s.cut += int64(len(data) - off)
+	}
+	seg.size = int64(off)
+	return seg, nil
+}
+
+// countUnsent counts the records at or after the cursor.
+func (s *Spool) countUnsent() error {
+	s.unsent = 0
+	for _, seg := range s.segs {
+		switch {
+		case seg.seq > s.acked.Segment:
+			s.unsent += seg.records
+		case seg.seq == s.acked.Segment:
+			if s.acked.Offset > seg.size {
+				// A cursor past the cut tail: resume at the end.
+				s.acked.Offset = seg.size
+			}
+			n, err := s.recordsFrom(seg, s.acked.Offset)
+			if err != nil {
+				return err
+			}
+			s.unsent += n
+		}
+	}
+	return nil
+}
+
+// recordsFrom counts seg's records from off on; an offset that is not a
+// frame boundary (a cursor from another life of the directory) resumes
+// at the segment's start.
+func (s *Spool) recordsFrom(seg *segment, off int64) (int64, error) {
+	if off == 0 {
+		return seg.records, nil
+	}
+	data, err := os.ReadFile(s.path(seg.seq))
+	if err != nil {
+		return 0, fmt.Errorf("spool: %w", err)
+	}
+	var pos, before int64
+	for pos < off {
+		_, n, ok := decodeFrame(data[pos:])
+		if !ok {
+			break
+		}
+		pos += int64(n)
+		before++
+	}
+	if pos != off {
+		s.acked.Offset = 0
+		return seg.records, nil
+	}
+	return seg.records - before, nil
+}
+
+func (s *Spool) path(seq uint64) string {
+	return filepath.Join(s.opts.Dir, fmt.Sprintf("%s%020d%s", segPrefix, seq, segSuffix))
+}
+
+// startSegment creates segment seq and makes it the one written to.
+func (s *Spool) startSegment(seq uint64) error {
+	f, err := os.OpenFile(s.path(seq), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("spool: %w", err)
+	}
+	if s.w != nil {
+		// The finished segment's last writes reach the disk with it.
+		_ = s.w.Sync()
+		_ = s.w.Close()
+	}
+	s.w = f
+	s.segs = append(s.segs, &segment{seq: seq})
+	return nil
+}
+
+// Append writes rec to the spool. The record is in the file when Append
+// returns: it survives the process's death, and a power loss once Sync
+// has run. Under Deny a full spool refuses it with ErrFull.
+func (s *Spool) Append(rec []byte) error {
+	now := s.opts.Now()
+	frame := appendFrame(make([]byte, 0, frameHeader+len(rec)), now, rec)
+	n := int64(len(frame))
+	if n > s.opts.SegmentBytes {
+		return ErrTooLarge
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("spool: closed")
+	}
+	last := s.segs[len(s.segs)-1]
+	if last.size > 0 && last.size+n > s.opts.SegmentBytes {
+		if err := s.startSegment(last.seq + 1); err != nil {
+			return err
+		}
+		last = s.segs[len(s.segs)-1]
+	}
+	for s.bytes+n > s.opts.MaxBytes {
+		if s.opts.Overflow == Deny || len(s.segs) == 1 {
+			return ErrFull
+		}
+		s.dropOldest()
+	}
+	if _, err := s.w.Write(frame); err != nil {
+		// A short write leaves a torn frame that the next Open cuts;
+		// until then the segment is done with.
+		_ = s.startSegment(last.seq + 1)
+		return fmt.Errorf("spool: %w", err)
+	}
+	if last.records == 0 {
+		last.first = now
+	}
+	last.size += n
+	last.records++
+	s.bytes += n
+	s.unsent++
+	s.dirty = true
+	return nil
+}
+
+// dropOldest deletes the oldest segment, which is not the one written to,
+// counting its unsent records; the cursor moves past it.
+func (s *Spool) dropOldest() {
+	old := s.segs[0]
+	lost := old.records
+	if s.acked.Segment == old.seq && s.acked.Offset > 0 {
+		n, err := s.recordsFrom(old, s.acked.Offset)
+		if err == nil {
+			lost = n
+		}
+	} else if s.acked.Segment > old.seq {
+		lost = 0
+	}
+	_ = os.Remove(s.path(old.seq))
+	s.segs = s.segs[1:]
+	s.bytes -= old.size
+	s.unsent -= lost
+	s.dropped += lost
+	next := Position{Segment: s.segs[0].seq}
+	if s.acked.Less(next) {
+		s.acked = next
+		s.ackDirty = true
+	}
+	if s.read.Less(next) {
+		s.read = next
+	}
+}
+
+// Read returns up to max records from where the last Read stopped (at
+// most maxBytes of data, but at least one record). It returns no entries
+// when every record has been read.
+func (s *Spool) Read(max int, maxBytes int64) ([]Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Entry
+	var size int64
+	for len(out) < max {
+		seg := s.segmentOf(s.read.Segment)
+		if seg == nil {
+			return out, nil
+		}
+		if s.read.Offset >= seg.size {
+			if seg == s.segs[len(s.segs)-1] {
+				return out, nil
+			}
+			s.read = Position{Segment: s.nextSeq(seg.seq)}
+			continue
+		}
+		f, err := os.Open(s.path(seg.seq))
+		if err != nil {
+			return out, fmt.Errorf("spool: %w", err)
+		}
+		buf := make([]byte, seg.size-s.read.Offset)
+		_, err = f.ReadAt(buf, s.read.Offset)
+		f.Close()
+		if err != nil {
+			return out, fmt.Errorf("spool: %w", err)
+		}
+		off := 0
+		for off < len(buf) && len(out) < max && (len(out) == 0 || size < maxBytes) {
+			fr, n, ok := decodeFrame(buf[off:])
+			if !ok {
+				return out, fmt.Errorf("spool: segment %d corrupt at offset %d", seg.seq, s.read.Offset+int64(off))
+			}
+			off += n
+			size += int64(len(fr.data))
+			out = append(out, Entry{Data: fr.data, Appended: fr.appended,
+				Next: Position{Segment: seg.seq, Offset: s.read.Offset + int64(off)}})
+		}
+		s.read.Offset += int64(off)
+		if len(out) > 0 && size >= maxBytes {
+			return out, nil
+		}
+	}
+	return out, nil
+}
+
+// Rewind makes the next Read start again at the oldest unacknowledged
+// record: what a reader does after a send failed.
+func (s *Spool) Rewind() {
+	s.mu.Lock()
+	s.read = s.acked
+	s.mu.Unlock()
+}
+
+// Ack records that every record before p (an Entry's Next) reached the
+// sink; segments wholly before p are deleted. The cursor reaches the disk
+// with the next Sync.
+func (s *Spool) Ack(p Position) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.acked.Less(p) {
+		return
+	}
+	for _, seg := range s.segs {
+		if seg.seq < s.acked.Segment || seg.seq > p.Segment {
+			continue
+		}
+		from := int64(0)
+		if seg.seq == s.acked.Segment {
+			from = s.acked.Offset
+		}
+		to := seg.size
+		if seg.seq == p.Segment {
+			to = p.Offset
+		}
+		s.unsent -= s.countBetween(seg, from, to)
+	}
+	s.acked = p
+	s.ackDirty = true
+	for len(s.segs) > 1 && s.segs[0].seq < p.Segment {
+		old := s.segs[0]
+		_ = os.Remove(s.path(old.seq))
+		s.segs = s.segs[1:]
+		s.bytes -= old.size
+	}
+	if s.read.Less(p) {
+		s.read = p
+	}
+}
+
+// countBetween counts seg's records between offsets from and to.
+func (s *Spool) countBetween(seg *segment, from, to int64) int64 {
+	if from == 0 && to == seg.size {
+		return seg.records
+	}
+	if to <= from {
+		return 0
+	}
+	f, err := os.Open(s.path(seg.seq))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	buf := make([]byte, to-from)
+	if _, err := f.ReadAt(buf, from); err != nil {
+		return 0
+	}
+	var n int64
+	for off := 0; off < len(buf); {
+		_, k, ok := decodeFrame(buf[off:])
+		if !ok {
+			break
+		}
+		off += k
+		n++
+	}
+	return n
+}
+
+func (s *Spool) segmentOf(seq uint64) *segment {
+	for _, seg := range s.segs {
+		if seg.seq == seq {
+			return seg
+		}
+	}
+	if len(s.segs) > 0 && seq < s.segs[0].seq {
+		return s.segs[0]
+	}
+	return nil
+}
+
+func (s *Spool) nextSeq(seq uint64) uint64 {
+	for _, seg := range s.segs {
+		if seg.seq > seq {
+			return seg.seq
+		}
+	}
+	return seq + 1
+}
+
+// Sync makes the records appended and the cursor acknowledged so far
+// survive a power loss.
+func (s *Spool) Sync() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.syncLocked()
+}
+
+func (s *Spool) syncLocked() error {
+	if s.dirty && s.w != nil {
+		if err := s.w.Sync(); err != nil {
+			return fmt.Errorf("spool: %w", err)
+		}
+		s.dirty = false
+	}
+	if s.ackDirty {
+		if err := s.writeCursor(); err != nil {
+			return err
+		}
+		s.ackDirty = false
+	}
+	return nil
+}
+
+// Stats returns the spool's state.
+func (s *Spool) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Stats{Bytes: s.bytes, Unsent: s.unsent, Dropped: s.dropped, Cut: s.cut}
+	if s.unsent > 0 {
+		st.OldestUnsent = s.oldestUnsent()
+	}
+	return st
+}
+
+// oldestUnsent is the append time of the record at the cursor.
+func (s *Spool) oldestUnsent() time.Time {
+	seg := s.segmentOf(s.acked.Segment)
+	for seg != nil && s.acked.Segment == seg.seq && s.acked.Offset >= seg.size {
+		seg = s.segmentOf(s.nextSeq(seg.seq))
+		if seg != nil && seg.records > 0 {
+			return seg.first
+		}
+	}
+	if seg == nil {
+		return time.Time{}
+	}
+	if s.acked.Segment != seg.seq || s.acked.Offset == 0 {
+		return seg.first
+	}
+	f, err := os.Open(s.path(seg.seq))
+	if err != nil {
+		return seg.first
+	}
+	defer f.Close()
+	var hdr [frameHeader]byte
+	if _, err := f.ReadAt(hdr[:], s.acked.Offset); err != nil {
+		return seg.first
+	}
+	return frameTime(hdr[:])
+}
+
+// Close syncs and closes the spool.
+func (s *Spool) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	err := s.syncLocked()
+	if cerr := s.w.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("spool: %w", cerr)
+	}
+	return err
+}
+
+// readCursor reads the acknowledged position; none (a new spool, or an
+// unreadable cursor, whose records are then sent again) is the start.
+func (s *Spool) readCursor() Position {
+	b, err := os.ReadFile(filepath.Join(s.opts.Dir, cursorFile))
+	if err != nil {
+		return Position{}
+	}
+	var p Position
+	if _, err := fmt.Sscanf(string(b), "%d %d\n", &p.Segment, &p.Offset); err != nil || p.Offset < 0 {
+		return Position{}
+	}
+	return p
+}
+
+// writeCursor replaces the cursor file at once (a rename).
+func (s *Spool) writeCursor() error {
+	path := filepath.Join(s.opts.Dir, cursorFile)
+	tmp := path + ".next"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("spool: %w", err)
+	}
+	_, err = fmt.Fprintf(f, "%d %d\n", s.acked.Segment, s.acked.Offset)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		return fmt.Errorf("spool: cursor: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,255 @@
+package spool_test
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/engine/decisionlog/spool"
+)
+
+func open(t testing.TB, opts spool.Options) *spool.Spool {
+	t.Helper()
+	s, err := spool.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func appendN(t testing.TB, s *spool.Spool, from, n int) {
+	t.Helper()
+	for i := from; i < from+n; i++ {
+		if err := s.Append([]byte(fmt.Sprintf("record-%06d", i))); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+}
+
+// readAll reads every unread record, in batches of batch.
+func readAll(t testing.TB, s *spool.Spool, batch int) []spool.Entry {
+	t.Helper()
+	var out []spool.Entry
+	for {
+		es, err := s.Read(batch, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) == 0 {
+			return out
+		}
+		out = append(out, es...)
+	}
+}
+
+func wantRecords(t testing.TB, es []spool.Entry, from, n int) {
+	t.Helper()
+	if len(es) != n {
+		t.Fatalf("read %d records, want %d", len(es), n)
+	}
+	for i, e := range es {
+		if want := fmt.Sprintf("record-%06d", from+i); string(e.Data) != want {
+			t.Fatalf("record %d is %q, want %q", i, e.Data, want)
+		}
+	}
+}
+
+// Records come back in order across segments; acknowledged ones are not
+// read again after a reopen, unacknowledged ones are, and acknowledged
+// segments are deleted.
+func TestAppendReadAckReopen(t *testing.T) {
+	dir := t.TempDir()
+	opts := spool.Options{Dir: dir, SegmentBytes: 64 << 10, MaxBytes: 64 << 20}
+	s := open(t, opts)
+	appendN(t, s, 0, 5000)
+	es := readAll(t, s, 128)
+	wantRecords(t, es, 0, 5000)
+	segs, _ := filepath.Glob(filepath.Join(dir, "seg-*.log"))
+	if len(segs) < 3 {
+		t.Fatalf("%d segments for 5000 records of 64 KiB segments, want several", len(segs))
+	}
+	s.Ack(es[2999].Next)
+	if st := s.Stats(); st.Unsent != 2000 {
+		t.Fatalf("unsent %d after acknowledging 3000 of 5000", st.Unsent)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := filepath.Glob(filepath.Join(dir, "seg-*.log"))
+	if len(after) >= len(segs) {
+		t.Errorf("%d segments after acknowledging 3000 records, %d before: none deleted", len(after), len(segs))
+	}
+
+	s = open(t, opts)
+	if st := s.Stats(); st.Unsent != 2000 {
+		t.Fatalf("unsent %d after reopening, want 2000", st.Unsent)
+	}
+	es = readAll(t, s, 1000)
+	wantRecords(t, es, 3000, 2000)
+	// Not acknowledged: read again after a rewind, and after a reopen.
+	s.Rewind()
+	wantRecords(t, readAll(t, s, 7), 3000, 2000)
+	s.Close()
+	s = open(t, opts)
+	wantRecords(t, readAll(t, s, 500), 3000, 2000)
+	appendN(t, s, 5000, 10)
+	wantRecords(t, readAll(t, s, 500), 5000, 10)
+}
+
+// A torn tail (a crash mid-write) and a corrupt frame are cut off at
+// Open; the records before them stay and appending goes on.
+func TestTornTailIsCut(t *testing.T) {
+	for name, damage := range map[string]func([]byte) []byte{
+		"half a frame": func(b []byte) []byte { return append(b, b[:20]...) },
+		"a bad checksum": func(b []byte) []byte {
+			b[len(b)-3] ^= 0xff // inside the last record's data
+			return b
+		},
+		"a huge length": func(b []byte) []byte {
+			return append(b, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 'x')
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := open(t, spool.Options{Dir: dir})
+			appendN(t, s, 0, 10)
+			s.Close()
+			segs, _ := filepath.Glob(filepath.Join(dir, "seg-*.log"))
+			b, err := os.ReadFile(segs[len(segs)-1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(segs[len(segs)-1], damage(b), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s = open(t, spool.Options{Dir: dir})
+			if s.Stats().Cut == 0 {
+				t.Error("nothing cut")
+			}
+			es := readAll(t, s, 100)
+			if name == "a bad checksum" {
+				wantRecords(t, es, 0, 9)
+			} else {
+				wantRecords(t, es, 0, 10)
+			}
+			appendN(t, s, 100, 2)
+			got := readAll(t, s, 100)
+			wantRecords(t, got, 100, 2)
+		})
+	}
+}
+
+// A full spool drops its oldest segment and counts the records lost, or
+// under Deny refuses the record.
+func TestOverflow(t *testing.T) {
+	t.Run("drop oldest", func(t *testing.T) {
+		s := open(t, spool.Options{Dir: t.TempDir(), SegmentBytes: 64 << 10, MaxBytes: 256 << 10})
+		appendN(t, s, 0, 20000)
+		st := s.Stats()
+		if st.Dropped == 0 || st.Bytes > 256<<10 {
+			t.Fatalf("stats %+v: want drops and at most 256 KiB", st)
+		}
+		es := readAll(t, s, 1000)
+		if int64(len(es)) != st.Unsent || int64(len(es))+st.Dropped != 20000 {
+			t.Fatalf("read %d, unsent %d, dropped %d: want read = unsent, read + dropped = 20000", len(es), st.Unsent, st.Dropped)
+		}
+		wantRecords(t, es, 20000-len(es), len(es))
+	})
+	t.Run("deny", func(t *testing.T) {
+		s := open(t, spool.Options{Dir: t.TempDir(), SegmentBytes: 64 << 10, MaxBytes: 128 << 10, Overflow: spool.Deny})
+		var err error
+		n := 0
+		for ; n < 20000 && err == nil; n++ {
+			err = s.Append([]byte(fmt.Sprintf("record-%06d", n)))
+		}
+		if !errors.Is(err, spool.ErrFull) {
+			t.Fatalf("appending past the bound: %v, want ErrFull", err)
+		}
+		es := readAll(t, s, 1000)
+		wantRecords(t, es, 0, n-1)
+		s.Ack(es[len(es)-1].Next)
+		if err := s.Append([]byte("record-999999")); err != nil {
+			t.Fatalf("append after acknowledging everything: %v", err)
+		}
+	})
+}
+
+// Stats say how old the oldest unacknowledged record is.
+func TestOldestUnsent(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	s := open(t, spool.Options{Dir: t.TempDir(), SegmentBytes: 64 << 10, Now: func() time.Time { return now }})
+	if st := s.Stats(); !st.OldestUnsent.IsZero() || st.Unsent != 0 {
+		t.Fatalf("empty spool: %+v", st)
+	}
+	var times []time.Time
+	for i := 0; i < 3000; i++ {
+		now = now.Add(time.Second)
+		times = append(times, now)
+		appendN(t, s, i, 1)
+	}
+	es := readAll(t, s, 100)
+	for _, k := range []int{0, 1, 1499, 2998} {
+		s.Ack(es[k].Next)
+		if got := s.Stats().OldestUnsent; !got.Equal(times[k+1]) {
+			t.Fatalf("acknowledged through %d: oldest unsent %v, want %v", k, got, times[k+1])
+		}
+	}
+	s.Ack(es[2999].Next)
+	if st := s.Stats(); !st.OldestUnsent.IsZero() || st.Unsent != 0 {
+		t.Fatalf("everything acknowledged: %+v", st)
+	}
+}
+
+// A record Append returned for is on disk when the process is killed
+// (SIGKILL) right after: the next Open reads it.
+func TestAppendSurvivesKill(t *testing.T) {
+	if dir := os.Getenv("SPOOL_KILL_DIR"); dir != "" {
+		s, err := spool.Open(spool.Options{Dir: dir, SegmentBytes: 64 << 10})
+		if err != nil {
+			fmt.Println("open:", err)
+			os.Exit(1)
+		}
+		for i := 0; ; i++ {
+			if err := s.Append([]byte(fmt.Sprintf("record-%06d", i))); err != nil {
+				fmt.Println("append:", err)
+				os.Exit(1)
+			}
+			fmt.Println(i)
+		}
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAppendSurvivesKill$")
+	cmd.Env = append(os.Environ(), "SPOOL_KILL_DIR="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	last := -1
+	for sc.Scan() && last < 3000 {
+		n, err := strconv.Atoi(sc.Text())
+		if err != nil {
+			t.Fatalf("child: %s", sc.Text())
+		}
+		last = n
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	s := open(t, spool.Options{Dir: dir, SegmentBytes: 64 << 10})
+	es := readAll(t, s, 1000)
+	if len(es) <= last {
+		t.Fatalf("%d records after the kill, but the child had appended %d", len(es), last+1)
+	}
+	wantRecords(t, es, 0, len(es))
+}

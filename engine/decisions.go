@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/decisionlog"
+	"github.com/svc-dev/svc/engine/decisionlog/spool"
+	"github.com/svc-dev/svc/reason"
+)
+
+// openDecisionLog sets up [decision_log]: the spool in spool_dir and the
+// sink, shipping until ctx ends (e.decisionsDone is closed then).
+// Without a sink it does nothing.
+func (e *Engine) openDecisionLog(ctx context.Context) error {
+	d := e.cfg.DecisionLog
+	if !d.Enabled() {
+		close(e.decisionsDone)
+		return nil
+	}
+	sink, err := decisionlog.NewNATS(decisionlog.NATSOptions{
+		URL: d.URL, Subject: d.Subject, Stream: d.NATSStream, DuplicateWindow: d.NATSDuplicateWindow.Duration,
+	})
+	if err != nil {
+		return &SettingError{Key: "decision_log.url", Origin: e.cfg.Origin("decision_log.url"), Msg: err.Error(), Err: err}
+	}
+	overflow := spool.DropOldest
+	if d.Overflow == config.DecisionLogDeny {
+		overflow = spool.Deny
+	}
+	l, err := decisionlog.New(decisionlog.Options{
+		Spool:         spool.Options{Dir: d.SpoolDir, MaxBytes: d.SpoolMaxBytes, Overflow: overflow, Now: e.now},
+		FsyncInterval: d.FsyncInterval.Duration, BatchMaxRecords: d.BatchMaxRecords, FlushInterval: d.FlushInterval.Duration,
+		Logger: e.log.With("component", "decision_log"),
+	}, sink)
+	if err != nil {
+		_ = sink.Close()
+		return &SettingError{Key: "decision_log.spool_dir", Origin: e.cfg.Origin("decision_log.spool_dir"), Msg: err.Error(), Err: err}
+	}
+	e.decisions = l
+	go func() {
+		defer close(e.decisionsDone)
+		if err := l.Run(ctx); err != nil {
+			e.log.Error("decision log stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// logDecision appends the decision record of rec (the audit record) with
+// the redacted policy input to the decision log's spool. A full spool
+// under overflow = "deny" is an error of code decision-log-unavailable:
+// the decision must not be answered unlogged.
+func (e *Engine) logDecision(rec *audit.Record, in *Input) error {
+	b := rec.AppendJSON(make([]byte, 0, 1024))
+	// The audit record's object, with the input as its last member.
+	b = append(b[:len(b)-1], `,"input":`...)
+	b = append(b, RedactedInput(*in)...)
+	b = append(b, '}')
+	err := e.decisions.Log(decisionlog.Record{DecisionID: rec.DecisionID, Tenant: rec.Tenant, JSON: b})
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, decisionlog.ErrFull) {
+		return reason.New(reason.DecisionLogUnavailable, "the decision log's spool is full (decision_log.overflow = deny)")
+	}
+	return reason.Wrap(reason.DecisionLogUnavailable, err, "the decision log's spool cannot be written")
+}
+
+// DecisionLogStatus is the state of [decision_log]; nil without a sink.
+func (e *Engine) decisionLogStatus() *decisionlog.Stats {
+	if e.decisions == nil {
+		return nil
+	}
+	st := e.decisions.Stats()
+	return &st
+}

@@ -1,0 +1,154 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/idptest"
+	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/natstest"
+	"github.com/svc-dev/svc/reason"
+)
+
+func decisionLogConfig(t *testing.T, p *idptest.IdP, natsURL string) config.Config {
+	cfg := prodConfig(p.JWKSURL())
+	cfg.DecisionLog = config.DecisionLog{Sink: config.DecisionLogNATS, URL: natsURL, SpoolDir: t.TempDir(),
+		FlushInterval: config.Duration{Duration: 20 * time.Millisecond}}
+	return cfg
+}
+
+// streamRecords returns the records in the decision stream by decision id.
+func streamRecords(t *testing.T, url string) map[string]map[string]any {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	st, err := js.Stream(ctx, "SVC_DECISIONS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]any{}
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq > 0; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec map[string]any
+		if err := json.Unmarshal(m.Data, &rec); err != nil {
+			t.Fatalf("record %d is not JSON: %v", seq, err)
+		}
+		if id := m.Header.Get(jetstream.MsgIDHeader); id != rec["decision_id"] {
+			t.Fatalf("message id %q, record's decision id %v", id, rec["decision_id"])
+		}
+		out[rec["decision_id"].(string)] = rec
+	}
+	return out
+}
+
+// Every decision, a refused token's too, reaches NATS with its audit
+// fields and the redacted input; never the token.
+func TestDecisionLogShipsEveryDecision(t *testing.T) {
+	srv := natstest.Start(t)
+	p := idptest.New(t)
+	e := newEngine(t, decisionLogConfig(t, p, srv.URL()), engine.Deps{})
+	ctx := context.Background()
+	good := p.Token(t, claimsFor("acme", "viewer"))
+	var ids []string
+	for _, tok := range []string{good, good, "not-a-token"} {
+		res, err := e.Decide(ctx, engine.Request{Credential: engine.BearerToken(tok), Source: "grpc",
+			Input: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: "o-1"},
+				Request: &policy.Request{Method: "GET", Path: "/orders/o-1", Headers: map[string]string{"x-trace": "t-1"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.Decision.DecisionID)
+	}
+	testkit.Eventually(t, "every decision shipped", func() bool {
+		st := e.Status().DecisionLog
+		return st != nil && st.Shipped == 3 && st.Unsent == 0 && st.Connected
+	})
+	recs := streamRecords(t, srv.URL())
+	for i, id := range ids {
+		rec, ok := recs[id]
+		if !ok {
+			t.Fatalf("decision %d (%s) is not in the stream", i, id)
+		}
+		in, _ := rec["input"].(map[string]any)
+		if rec["source"] != "grpc" || rec["action"] != "orders:read" || in == nil || in["action"] != "orders:read" {
+			t.Errorf("record %d = %v", i, rec)
+		}
+		raw, _ := json.Marshal(rec)
+		if strings.Contains(string(raw), good) || strings.Contains(string(raw), "sales") {
+			t.Errorf("record %d carries the token or a redacted claim: %s", i, raw)
+		}
+	}
+	if r := recs[ids[0]]; r["allow"] != true || r["identity_kind"] != "jwt" {
+		t.Errorf("allowed decision's record: allow %v, identity_kind %v", r["allow"], r["identity_kind"])
+	}
+	if r := recs[ids[2]]; r["allow"] != false || r["reason"] != "token-malformed" {
+		t.Errorf("refused token's record: allow %v, reason %v", r["allow"], r["reason"])
+	}
+}
+
+// With overflow = "deny", a full spool (the sink down) refuses to
+// answer: decision-log-unavailable, never an unlogged allow.
+func TestDecisionLogDenyWhenFull(t *testing.T) {
+	srv := natstest.Start(t)
+	p := idptest.New(t)
+	cfg := decisionLogConfig(t, p, srv.URL())
+	cfg.DecisionLog.Overflow = config.DecisionLogDeny
+	cfg.DecisionLog.SpoolMaxBytes = 1 << 20
+	cfg.RateLimit.Disabled = true
+	e := newEngine(t, cfg, engine.Deps{})
+	srv.Kill()
+	ctx := context.Background()
+	good := p.Token(t, claimsFor("acme", "viewer"))
+	big := strings.Repeat("x", 4000)
+	var refused error
+	var n int
+	for n = 0; n < 2000 && refused == nil; n++ {
+		res, err := e.Decide(ctx, engine.Request{Credential: engine.BearerToken(good),
+			Input: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: big}}})
+		if err != nil {
+			refused = err
+			if res.Allowed() || res.Decision.Reason != reason.DecisionLogUnavailable {
+				t.Errorf("refused decision: allowed %v, reason %s", res.Allowed(), res.Decision.Reason)
+			}
+		}
+	}
+	var re *reason.Error
+	if !errors.As(refused, &re) || re.Code != reason.DecisionLogUnavailable {
+		t.Fatalf("after %d decisions with the sink down: %v, want decision-log-unavailable", n, refused)
+	}
+	if n < 100 {
+		// Each record holds the 4 KB id twice (the record's resource and
+		// the input's): about 120 fill 1 MiB.
+		t.Fatalf("refused after %d decisions of 8 KB records in a 1 MiB spool", n)
+	}
+	srv.Restart()
+	testkit.Eventually(t, "the spool shipped once the sink is back", func() bool {
+		st := e.Status().DecisionLog
+		return st.Unsent == 0 && st.Connected
+	})
+	if res, err := e.Decide(ctx, engine.Request{Credential: engine.BearerToken(good), Input: engine.Input{Action: "orders:read"}}); err != nil || !res.Allowed() {
+		t.Fatalf("once shipped: %v, allowed %v", err, res.Allowed())
+	}
+}

@@ -1,0 +1,81 @@
+// Package natstest runs a throwaway nats-server with JetStream for tests.
+//
+// Start looks for the nats-server binary (Debian package nats-server);
+// when it is absent the test is skipped, or failed under CI
+// (testkit.LookPath).
+package natstest
+
+import (
+	"fmt"
+	"net"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/internal/testkit"
+)
+
+// Server is a running nats-server with JetStream on loopback.
+type Server struct {
+	tb    testing.TB
+	bin   string
+	port  int
+	store string
+	cmd   *exec.Cmd
+	done  chan struct{}
+}
+
+// Start runs nats-server with JetStream on a free loopback port, its
+// store in a temporary directory, and stops it when tb ends.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	s := &Server{tb: tb, bin: testkit.LookPath(tb, "nats-server", "nats-server"), store: tb.TempDir()}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.port = l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	s.start()
+	tb.Cleanup(func() { s.Kill() })
+	return s
+}
+
+// URL is the server's nats:// URL.
+func (s *Server) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", s.port) }
+
+func (s *Server) start() {
+	s.tb.Helper()
+	s.cmd = exec.Command(s.bin, "-js", "-a", "127.0.0.1", "-p", strconv.Itoa(s.port), "-sd", s.store)
+	if err := s.cmd.Start(); err != nil {
+		s.tb.Fatalf("natstest: %v", err)
+	}
+	s.done = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(s.cmd, s.done)
+	testkit.Eventually(s.tb, "nats-server accepting connections", func() bool {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", s.port), time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+}
+
+// Kill stops the server at once (SIGKILL), keeping its store.
+func (s *Server) Kill() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.done
+	s.cmd = nil
+}
+
+// Restart starts the server again on the same port and store.
+func (s *Server) Restart() {
+	s.tb.Helper()
+	s.Kill()
+	s.start()
+}
