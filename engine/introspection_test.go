@@ -84,7 +84,7 @@ const opaqueAlice = "2YotnFZFEjr1zCsicMWpAA"
 func TestIntrospectionDecides(t *testing.T) {
 	exp := time.Now().Add(time.Hour).Unix()
 	ep := newIntrospectionEndpoint(t, map[string]string{
-		opaqueAlice: `{"active":true,"sub":"alice","tenant_id":"acme","scope":"viewer reports","client_id":"web","exp":` +
+		opaqueAlice: `{"active":true,"sub":"alice","tenant_id":"acme","scope":"viewer reports","client_id":"web","iss":"https://login.example.com","exp":` +
 			itoa(exp) + `,"department":"sales"}`,
 		"no-tenant": `{"active":true,"sub":"bob"}`,
 		"bad":       `not json`,
@@ -104,6 +104,9 @@ func TestIntrospectionDecides(t *testing.T) {
 	u := res.Input.User
 	if strings.Join(u.Roles, ",") != "viewer,reports" || u.Role != "viewer" || u.Claims["department"] != "sales" {
 		t.Fatalf("user = %+v", u)
+	}
+	if id := res.Input.Identity; id == nil || id.Kind != engine.KindIntrospection || id.ID != "alice" || id.Issuer != "https://login.example.com" {
+		t.Fatalf("identity = %+v, want kind introspection issued by the answer's iss", id)
 	}
 	for _, tc := range []struct {
 		tok  string
