@@ -339,7 +339,7 @@ func (m *middleware) denied(w http.ResponseWriter, d Decision) {
 	case d.Reason == reason.RateLimited:
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Max(1, math.Ceil(d.RetryAfter.Seconds())))))
 		m.refuse(w, http.StatusTooManyRequests, body)
-	case d.Reason == reason.JWKSUnavailable, d.Reason == reason.PolicyError, d.Reason == reason.Unavailable:
+	case reason.Unjudged(d.Reason), d.Reason == reason.PolicyError, d.Reason == reason.Unavailable:
 		// The token could not be checked, which says nothing about it:
 		// never admit it, and do not make the client drop it either.
 		m.refuse(w, http.StatusServiceUnavailable, body)
@@ -361,6 +361,7 @@ var tokenFailures = map[reason.Code]bool{
 	reason.AlgNotAllowed: true, reason.KeyTooWeak: true, reason.TenantMissing: true,
 	reason.IssuerMismatch: true, reason.IssuerUnknown: true, reason.AudienceMismatch: true, reason.TypNotAllowed: true,
 	reason.APIKeyMalformed: true, reason.APIKeyUnknown: true, reason.APIKeyRevoked: true, reason.APIKeyExpired: true,
+	reason.TokenInactive: true,
 }
 
 // challenge sets WWW-Authenticate (RFC 6750 §3): no error attribute when

@@ -89,6 +89,16 @@ func TestSVCEnvDoesWhatItsTextSays(t *testing.T) {
 		"sdk.jwks_url":   {"SVC_JWKS_URL", jwks.URL},
 		"jwt.issuer_url": {"SVC_JWT_ISSUER_URL", oidc.Issuer()},
 		"api_keys.file":  {"SVC_API_KEYS_FILE", keysFile},
+		// Nothing is asked at the start: any loopback endpoint will do.
+		"introspection.url": {"SVC_INTROSPECTION_URL", "http://127.0.0.1:1/introspect"},
+	}
+	// What a source needs besides its own variable to start.
+	secretFile := filepath.Join(t.TempDir(), "introspection-secret")
+	if err := os.WriteFile(secretFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sourceNeeds := map[string]map[string]string{
+		"introspection.url": {"SVC_INTROSPECTION_CLIENT_ID": "svc", "SVC_INTROSPECTION_CLIENT_SECRET_FILE": secretFile},
 	}
 	// [[jwt.issuers]] is a list of tables, which no variable sets: it is
 	// set in the configuration file.
@@ -134,6 +144,9 @@ func TestSVCEnvDoesWhatItsTextSays(t *testing.T) {
 					opts.Config, named = file, key+" ("
 				} else {
 					env[set[0]] = set[1]
+				}
+				for k, v := range sourceNeeds[key] {
+					env[k] = v
 				}
 				wantRefusal(t, failedStartWith(t, opts), "svc-sidecar: ", "SVC_ENV", "unset SVC_ENV", named, ") is set")
 				// Without the variable the same configuration starts.

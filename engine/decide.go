@@ -9,6 +9,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/devissuer"
+	"github.com/svc-dev/svc/engine/introspect"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/ratelimit"
 	"github.com/svc-dev/svc/engine/token"
@@ -74,10 +75,11 @@ const limiterWarnEvery = 30 * time.Second
 
 // verifyCredential verifies cred: the one place a credential is judged,
 // for ScopeToken and ScopeAuthorize alike. An API key is looked up in
-// api_keys.file (verifyAPIKey); without a token or key, a client
-// certificate is judged against [client_certs] (verifyClientCert). The
-// token goes to one token.Chain call, which hashes it once for every
-// verifier. user is the
+// api_keys.file (verifyAPIKey). With [introspection], a bearer that is
+// not a JWS is an opaque token for the introspection endpoint
+// (verifyOpaque); without a token or key, a client certificate is judged
+// against [client_certs] (verifyClientCert). Any other token goes to one
+// token.Chain call, which hashes it once for every verifier. user is the
 // policy input's user for an accepted token, built once per verification
 // (principalDeriver), or nil when userFrom must build it.
 func (e *Engine) verifyCredential(ctx context.Context, cred Credential) (TokenDecision, *principal) {
@@ -96,6 +98,9 @@ func (e *Engine) verifyCredential(ctx context.Context, cred Credential) (TokenDe
 			return e.verifyClientCert(cred.ClientCert)
 		}
 		return TokenDecision{Reason: reason.TokenMissing, Message: "no bearer token"}, nil
+	}
+	if e.introspector != nil && !introspect.LooksLikeJWS(raw) {
+		return e.verifyOpaque(ctx, raw)
 	}
 	tokens := e.tokens
 	if e.devMode {

@@ -31,6 +31,7 @@ import (
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/decisionlog"
 	"github.com/svc-dev/svc/engine/devissuer"
+	"github.com/svc-dev/svc/engine/introspect"
 	"github.com/svc-dev/svc/engine/issuer"
 	"github.com/svc-dev/svc/engine/jwks"
 	"github.com/svc-dev/svc/engine/policy"
@@ -113,9 +114,12 @@ type Engine struct {
 	decisionsDone chan struct{}
 	// clientCerts is [client_certs]; nil without trust domains.
 	clientCerts *clientCertSet
-	policies    *policy.Store
-	limiter     ratelimit.Limiter
-	redis       *redis.Client // the limiter's client when New made one
+	// introspector asks introspection.url about bearers that are not a
+	// JWS; nil without [introspection].
+	introspector *introspect.Client
+	policies     *policy.Store
+	limiter      ratelimit.Limiter
+	redis        *redis.Client // the limiter's client when New made one
 	// fallback wraps the Redis limiter when New made one; atomic because
 	// metric callbacks may read it while New sets it.
 	fallback atomic.Pointer[ratelimit.Fallback]
@@ -130,6 +134,9 @@ type Engine struct {
 	// nanoseconds); uncounted counts the requests passed since.
 	limiterWarned atomic.Int64
 	uncounted     atomic.Int64
+	// introspectWarned is when a failing introspection endpoint was last
+	// logged (Unix nanoseconds).
+	introspectWarned atomic.Int64
 
 	reloadMu sync.Mutex
 	stop     context.CancelFunc
@@ -166,6 +173,7 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 	}
 	// Last, so that no earlier failure leaves a client open.
 	e.newSharedLimiter()
+	e.shareIntrospection()
 	return e, nil
 }
 
@@ -242,10 +250,15 @@ func (e *Engine) newIdentitySources(ctx context.Context, deps Deps) error {
 		if err := e.newDevVerifier(deps.DevIssuer); err != nil {
 			return err
 		}
-		e.log.Warn("DEVELOPMENT MODE: no identity source is configured (no sdk.jwks_url, no jwt.issuer_url, no [[jwt.issuers]], no [sdk.saml], no api_keys.file, no client_certs.trust_domains), so EVERY bearer token is accepted without verification as the user anonymous, except tokens of the development issuer (core dev token, iss svc-dev), which are verified; set sdk.jwks_url (SVC_JWKS_URL), jwt.issuer_url (SVC_JWT_ISSUER_URL), [[jwt.issuers]], [sdk.saml], api_keys.file (SVC_API_KEYS_FILE) or client_certs.trust_domains before serving real traffic",
+		e.log.Warn("DEVELOPMENT MODE: no identity source is configured (no sdk.jwks_url, no jwt.issuer_url, no [[jwt.issuers]], no [sdk.saml], no api_keys.file, no client_certs.trust_domains, no introspection.url), so EVERY bearer token is accepted without verification as the user anonymous, except tokens of the development issuer (core dev token, iss svc-dev), which are verified; set sdk.jwks_url (SVC_JWKS_URL), jwt.issuer_url (SVC_JWT_ISSUER_URL), [[jwt.issuers]], [sdk.saml], api_keys.file (SVC_API_KEYS_FILE), client_certs.trust_domains or introspection.url (SVC_INTROSPECTION_URL) before serving real traffic",
 			"reason", reason.DevAnonymous, "tenant", e.cfg.SDK.TenantID, "dev_issuer", e.dev != nil)
 		close(e.done)
 		return nil
+	}
+	if e.cfg.Introspection.URL != "" {
+		if err := e.newIntrospector(deps.HTTPClient); err != nil {
+			return err
+		}
 	}
 	if err := e.newProviders(deps.HTTPClient); err != nil {
 		return err
@@ -310,7 +323,7 @@ func loadPolicies(cfg config.Config) (*policy.Set, error) {
 // Check reports what New would refuse in cfg, without starting anything:
 // the configuration's values, the policy set (it loads and compiles, from
 // policy.dir or the embedded default), the SAML gateway's token
-// signing key and the API-key file. New runs the same steps with the same functions; `core
+// signing key, the API-key file and the introspection client's secret file. New runs the same steps with the same functions; `core
 // config validate` runs Check, so that the two cannot disagree.
 func Check(cfg config.Config) error {
 	cfg.SetDefaults()
@@ -328,6 +341,11 @@ func Check(cfg config.Config) error {
 	if path := cfg.APIKeys.File; path != "" {
 		if _, err := apikey.Open(path, time.Now()); err != nil {
 			return &SettingError{Key: "api_keys.file", Origin: cfg.Origin("api_keys.file"), Msg: err.Error(), Err: err}
+		}
+	}
+	if cfg.Introspection.URL != "" {
+		if _, err := readClientSecret(cfg); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -468,8 +486,11 @@ type Status struct {
 	DecisionLog *decisionlog.Stats `json:"decision_log,omitempty"`
 	// ClientCerts is the state of [client_certs]; nil without it.
 	ClientCerts *ClientCertStatus `json:"client_certs,omitempty"`
-	Started     time.Time         `json:"started"`
-	Uptime      string            `json:"uptime"`
+	// Introspection is the state of the introspection client; nil
+	// without [introspection].
+	Introspection *IntrospectionStatus `json:"introspection,omitempty"`
+	Started       time.Time            `json:"started"`
+	Uptime        string               `json:"uptime"`
 }
 
 // Status returns a snapshot of the engine's state.
@@ -498,6 +519,7 @@ func (e *Engine) Status() Status {
 	if e.clientCerts != nil {
 		s.ClientCerts = e.clientCerts.status()
 	}
+	s.Introspection = e.introspectionStatus()
 	return s
 }
 

@@ -130,6 +130,9 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider, e *Engine)
 	if err := observeClientCerts(m, e); err != nil {
 		return nil, err
 	}
+	if err := observeIntrospection(m, e); err != nil {
+		return nil, err
+	}
 	if len(e.providers) == 0 {
 		return t, nil
 	}
@@ -214,6 +217,48 @@ func observeAPIKeys(m metric.Meter, e *Engine) error {
 		o.ObserveInt64(refusals, s.Refusals)
 		return nil
 	}, keys, refusals)
+	return err
+}
+
+// observeIntrospection reports the calls to the introspection endpoint
+// by outcome (active, inactive, unavailable, invalid), the answers served
+// by each cache tier (memory, redis; stale: past cache_ttl because the
+// endpoint failed) and the size of the in-process cache.
+func observeIntrospection(m metric.Meter, e *Engine) error {
+	if e.introspector == nil {
+		return nil
+	}
+	calls, err := m.Int64ObservableCounter("svc.introspection.calls",
+		metric.WithDescription("Calls to the introspection endpoint by outcome."))
+	if err != nil {
+		return err
+	}
+	hits, err := m.Int64ObservableCounter("svc.introspection.cache_hits",
+		metric.WithDescription("Introspection answers served without a call, by cache tier."))
+	if err != nil {
+		return err
+	}
+	cached, err := m.Int64ObservableGauge("svc.introspection.cache_entries",
+		metric.WithDescription("Introspection answers cached in process."))
+	if err != nil {
+		return err
+	}
+	attr := func(k, v string) metric.ObserveOption { return metric.WithAttributes(attribute.String(k, v)) }
+	active, inactive, unavailable, invalid := attr("outcome", "active"), attr("outcome", "inactive"),
+		attr("outcome", "unavailable"), attr("outcome", "invalid")
+	memory, remote, stale := attr("tier", "memory"), attr("tier", "redis"), attr("tier", "stale")
+	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		s := e.introspector.Stats()
+		o.ObserveInt64(calls, int64(s.Active), active)
+		o.ObserveInt64(calls, int64(s.Inactive), inactive)
+		o.ObserveInt64(calls, int64(s.Unavailable), unavailable)
+		o.ObserveInt64(calls, int64(s.Invalid), invalid)
+		o.ObserveInt64(hits, int64(s.MemoryHits), memory)
+		o.ObserveInt64(hits, int64(s.RemoteHits), remote)
+		o.ObserveInt64(hits, int64(s.StaleHits), stale)
+		o.ObserveInt64(cached, int64(s.Entries))
+		return nil
+	}, calls, hits, cached)
 	return err
 }
 

@@ -167,7 +167,7 @@ func (e *Engine) newTokenVerifier() error {
 	for _, p := range e.providers {
 		chain = append(chain, p.verifier)
 	}
-	if len(chain) == 0 && e.apiKeyFile == nil && e.clientCerts == nil {
+	if len(chain) == 0 && e.apiKeyFile == nil && e.clientCerts == nil && e.introspector == nil {
 		// An identity source config.IdentitySources lists that no
 		// verifier serves would leave every token unverifiable; refuse
 		// to start rather than fail on the first request.

@@ -78,9 +78,10 @@ type verdict struct {
 //     both fail modes. Fail open is for a sidecar that cannot be reached,
 //     which only the proxy (Envoy's failure_mode_allow) or the SDK can see;
 //     an evaluation error is never a pass.
-//   - token refused → 401 with WWW-Authenticate, except jwks-unavailable:
-//     the token was never judged, the identity provider's keys could not be
-//     had, so that is a 503 in both fail modes rather than a prompt to the
+//   - token refused → 401 with WWW-Authenticate, except jwks-unavailable
+//     and introspection-unavailable or -invalid (reason.Unjudged): the
+//     token was never judged, the identity provider's keys or its
+//     introspection endpoint could not be had, so that is a 503 in both fail modes rather than a prompt to the
 //     client to fetch a new token (nor a pass in open mode).
 //   - rate limited → 429 with Retry-After (whole seconds, at least 1).
 //   - policy deny → 403; policy allow → OK with the identity headers.
@@ -100,7 +101,7 @@ func decide(res engine.Result, err error) verdict {
 		if code == "" {
 			code = reason.TokenMalformed
 		}
-		if code == reason.JWKSUnavailable {
+		if reason.Unjudged(code) {
 			return denied(http.StatusServiceUnavailable, codes.Unavailable, code, nil, res.Decision.DecisionID)
 		}
 		v := denied(http.StatusUnauthorized, codes.Unauthenticated, code, nil, res.Decision.DecisionID)

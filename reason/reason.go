@@ -72,8 +72,9 @@ const (
 	FailOpen Code = "fail-open"
 	// DevAnonymous: development mode (no identity source: no
 	// sdk.jwks_url, no jwt.issuer_url, no [[jwt.issuers]], no [sdk.saml],
-	// no api_keys.file, no client_certs.trust_domains) accepted the
-	// bearer without verification as "anonymous".
+	// no api_keys.file, no client_certs.trust_domains, no
+	// introspection.url) accepted the bearer without verification as
+	// "anonymous".
 	DevAnonymous Code = "dev-anonymous"
 )
 
@@ -108,6 +109,25 @@ const (
 	// ClientCertUntrusted: the client certificate's SPIFFE ID is of a
 	// trust domain client_certs.trust_domains does not map to a tenant.
 	ClientCertUntrusted Code = "client-cert-untrusted"
+)
+
+// Introspection decision codes: the bearer was not a JWS and
+// [introspection] is configured, so its issuer was asked about it
+// (RFC 7662).
+const (
+	// TokenInactive: the introspection endpoint answered active: false
+	// (revoked, expired, or never issued).
+	TokenInactive Code = "token-inactive"
+	// IntrospectionUnavailable: the introspection endpoint could not be
+	// reached or did not answer 200, and no still-valid answer about the
+	// token was cached. The token was never judged, so this is an outage
+	// like jwks-unavailable: never a prompt for a new token.
+	IntrospectionUnavailable Code = "introspection-unavailable"
+	// IntrospectionInvalid: the introspection endpoint answered something
+	// that is not an RFC 7662 answer (not JSON, over 64 KiB, active not a
+	// boolean, a claim of the wrong type). Like
+	// introspection-unavailable, the token was never judged.
+	IntrospectionInvalid Code = "introspection-invalid"
 )
 
 // Policy and serving codes.
@@ -200,6 +220,18 @@ func (e *Error) Is(target error) bool {
 	var t *Error
 	if errors.As(target, &t) {
 		return t.Code == e.Code
+	}
+	return false
+}
+
+// Unjudged reports whether code says a credential could not be checked
+// because a dependency failed (the identity provider's keys, its
+// introspection endpoint), rather than that the credential is bad: such a
+// refusal is an outage (503), never a prompt to fetch a new token.
+func Unjudged(code Code) bool {
+	switch code {
+	case JWKSUnavailable, IntrospectionUnavailable, IntrospectionInvalid:
+		return true
 	}
 	return false
 }

@@ -149,6 +149,14 @@ func (s *Server) status() Status {
 		a := wire.AuditStats(s.deps.Audit.Stats())
 		st.Audit = &a
 	}
+	if in := es.Introspection; in != nil {
+		st.Introspection = &wire.IntrospectionStatus{URL: in.URL, Shared: in.Shared, CacheEntries: in.CacheEntries,
+			Calls: in.Calls, Failures: in.Failures, LastError: in.LastError}
+		if !in.LastErrorAt.IsZero() {
+			t := in.LastErrorAt
+			st.Introspection.LastErrorAt = &t
+		}
+	}
 	if k := es.APIKeys; k != nil {
 		st.APIKeys = &wire.APIKeysStatus{Path: k.Path, Keys: k.Keys, Loaded: k.Loaded, Refusals: k.Refusals, LastError: k.LastError}
 		if k.LastError != "" && st.Status == StatusHealthy {

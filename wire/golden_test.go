@@ -43,6 +43,9 @@ func goldenValues() map[string]any {
 			ClientCerts: &wire.ClientCertsStatus{TrustDomains: 2, Roles: 5, Accepted: 120, Invalid: 3, Untrusted: 1},
 			IdentityToken: &wire.IdentityTokenStatus{KeyFile: "/etc/svc/identity-token-key.pem", KeyID: "kid-1", Published: 2, TTL: "5m0s",
 				Loaded: t0, Minted: 10, Reused: 90, Failures: 0, Refusals: 1, LastError: "identity token key file refused"},
+			Introspection: &wire.IntrospectionStatus{URL: "https://login.example.com/oauth2/introspect", Shared: true,
+				CacheEntries: 42, Calls: 100, Failures: 2, LastError: "introspection-unavailable: introspection endpoint answered 503",
+				LastErrorAt: &t1},
 			SAML: &wire.SAMLStatus{
 				EntityID: "https://shop.example/auth/saml/metadata", ACSURL: "https://shop.example/auth/saml/acs",
 				SignatureCheckDisabled: false, AllowIDPInitiated: true,

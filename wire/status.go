@@ -82,6 +82,9 @@ type Status struct {
 	// IdentityToken is the state of the identity tokens handed to
 	// upstreams, absent without [identity_token].
 	IdentityToken *IdentityTokenStatus `json:"identity_token,omitempty"`
+	// Introspection is the state of the introspection client
+	// ([introspection]), absent without it.
+	Introspection *IntrospectionStatus `json:"introspection,omitempty"`
 	// SAML is the SAML gateway's state (IdP metadata, last good copy,
 	// whether signatures are checked), present with [sdk.saml].
 	SAML *SAMLStatus `json:"saml,omitempty"`
@@ -230,6 +233,27 @@ type BundleStatus struct {
 	// poller refuses; or bundle-redirect-refused when the server
 	// redirected where bundle_url could not point.
 	LastErrorCode string `json:"last_error_code,omitempty"`
+}
+
+// IntrospectionStatus is the state of the introspection client in
+// Status.
+type IntrospectionStatus struct {
+	// URL is introspection.url.
+	URL string `json:"url"`
+	// Shared is true when answers are also cached in the Redis of
+	// rate_limit.redis_addr, which the replicas share.
+	Shared bool `json:"shared"`
+	// CacheEntries is the number of answers cached in process.
+	CacheEntries int `json:"cache_entries"`
+	// Calls counts the calls to the endpoint since the start; Failures
+	// those that brought no answer (unreachable, not 200, not an RFC 7662
+	// answer).
+	Calls    uint64 `json:"calls"`
+	Failures uint64 `json:"failures"`
+	// LastError is the last failure, absent when none; LastErrorAt when
+	// it happened.
+	LastError   string     `json:"last_error,omitempty"`
+	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
 }
 
 // APIKeysStatus is the state of api_keys.file in Status.

@@ -22,6 +22,9 @@ type IDPClient struct {
 	TenantID string   `json:"tenant_id,omitempty"`
 	Roles    []string `json:"roles,omitempty"`
 	Email    string   `json:"email,omitempty"`
+	// Opaque makes the client's access tokens opaque: only the
+	// provider's introspection endpoint can read them.
+	Opaque bool `json:"opaque,omitempty"`
 }
 
 // IDP is a running OpenID provider (npm oidc-provider, e2e/idp/server.mjs)
@@ -34,6 +37,10 @@ type IDP struct {
 	TokenURL string `json:"token_endpoint"`
 	// JWKSURL is the provider's JWKS endpoint.
 	JWKSURL string `json:"jwks_uri"`
+	// IntrospectionURL is the provider's RFC 7662 introspection
+	// endpoint, which any client authenticating with
+	// client_secret_basic may call.
+	IntrospectionURL string `json:"introspection_endpoint"`
 	// Kid is the kid of the current signing key.
 	Kid string `json:"kid"`
 	// Resource is the resource indicator requested for tokens; it is

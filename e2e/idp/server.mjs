@@ -4,6 +4,10 @@
 // client_credentials grant with a resource indicator, and adds the custom
 // claims tenant_id and roles (and email) configured per client. Its JWKS is
 // served at /jwks over plain http, which the sidecar accepts on loopback.
+// A client with "opaque": true gets opaque access tokens instead, which
+// only token introspection (RFC 7662, /token/introspection, any client
+// authenticating with client_secret_basic) can read: the answer carries
+// sub (the client id) and the client's custom claims.
 //
 // Configuration, as JSON in the IDP_CONFIG environment variable, or in the
 // file named by IDP_CONFIG_FILE:
@@ -16,12 +20,13 @@
 //     "ttl": 300,                            // access token lifetime, s
 //     "clients": [{"client_id": "...", "client_secret": "...",
 //                  "tenant_id": "acme", "roles": ["viewer"],
-//                  "email": "svc@example.test"}]
+//                  "email": "svc@example.test", "opaque": false}]
 //   }
 //
 // When it is ready it prints one JSON line on stdout, with the endpoints at
 // the address it listens on:
-//   {"issuer": ..., "token_endpoint": ..., "jwks_uri": ..., "kid": ...}
+//   {"issuer": ..., "token_endpoint": ..., "jwks_uri": ...,
+//    "introspection_endpoint": ..., "kid": ...}
 //
 // POST /_admin/rotate generates a new RSA signing key and restarts the
 // provider with it on the same listener: new tokens carry the new kid. The
@@ -89,13 +94,13 @@ function buildProvider(issuer) {
     features: {
       clientCredentials: { enabled: true },
       devInteractions: { enabled: false },
-      introspection: { enabled: false },
+      introspection: { enabled: true },
       revocation: { enabled: false },
       resourceIndicators: {
         enabled: true,
         defaultResource: () => resource,
         useGrantedResource: () => true,
-        getResourceServerInfo(_ctx, indicator) {
+        getResourceServerInfo(_ctx, indicator, client) {
           if (indicator !== resource) {
             throw new Provider.errors.InvalidTarget();
           }
@@ -103,7 +108,7 @@ function buildProvider(issuer) {
             scope: 'api',
             audience: resource,
             accessTokenTTL: ttl,
-            accessTokenFormat: 'jwt',
+            accessTokenFormat: byClient.get(client?.clientId)?.opaque ? 'opaque' : 'jwt',
             jwt: { sign: { alg: 'RS256', kid: signingKid } },
           };
         },
@@ -113,6 +118,9 @@ function buildProvider(issuer) {
       const c = byClient.get(token.clientId);
       if (!c) return undefined;
       const extra = {};
+      // A JWT carries the client id as sub; an opaque token's
+      // introspection answer has none of its own for this grant.
+      if (c.opaque) extra.sub = c.client_id;
       if (c.tenant_id !== undefined) extra.tenant_id = c.tenant_id;
       if (c.roles !== undefined) extra.roles = c.roles;
       if (c.email !== undefined) extra.email = c.email;
@@ -161,6 +169,7 @@ server.listen(config.port || 0, host, () => {
     issuer,
     token_endpoint: `${local}/token`,
     jwks_uri: `${local}/jwks`,
+    introspection_endpoint: `${local}/token/introspection`,
     kid: keys[0].kid,
   })}\n`);
 });

@@ -30,6 +30,8 @@ type Config struct {
 	ClientCerts ClientCerts `toml:"client_certs" yaml:"client_certs"`
 	// IdentityToken signs the identity handed to the upstream.
 	IdentityToken IdentityToken `toml:"identity_token" yaml:"identity_token"`
+	// Introspection is the opaque-token identity source (RFC 7662).
+	Introspection Introspection `toml:"introspection" yaml:"introspection"`
 	// Tenants maps a tenant id (case-sensitive) to its settings.
 	Tenants map[string]Tenant `toml:"tenants" yaml:"tenants"`
 	// RateLimit sets per-tenant request budgets.
@@ -605,6 +607,35 @@ type ClientCerts struct {
 	// and the policy may still decide on input.user.id. Each ID's trust
 	// domain must be in trust_domains. No SVC_* variable.
 	Roles map[string][]string `toml:"roles" yaml:"roles"`
+}
+
+// Introspection is the [introspection] table: opaque access tokens
+// checked by asking their issuer (RFC 7662 token introspection).
+type Introspection struct {
+	// URL is the introspection endpoint (https; http only on a loopback
+	// host). Setting it makes introspection an identity source
+	// (development mode is off): a bearer that is not a JWS (three
+	// base64url parts joined by dots) is posted to it. Env
+	// SVC_INTROSPECTION_URL.
+	URL string `toml:"url" yaml:"url"`
+	// ClientID authenticates svc to the endpoint (client_secret_basic).
+	// Env SVC_INTROSPECTION_CLIENT_ID.
+	ClientID string `toml:"client_id" yaml:"client_id"`
+	// ClientSecretFile holds the client secret, read at the start (one
+	// trailing newline ignored); the secret is never inline in the
+	// configuration nor logged. Env SVC_INTROSPECTION_CLIENT_SECRET_FILE.
+	ClientSecretFile string `toml:"client_secret_file" yaml:"client_secret_file"`
+	// TenantClaim names the member of an active answer that holds the
+	// tenant. Default "tenant_id". Env SVC_INTROSPECTION_TENANT_CLAIM.
+	TenantClaim string `toml:"tenant_claim" yaml:"tenant_claim"`
+	// CacheTTL is how long an active answer is reused without asking
+	// again, in process and (with rate_limit.redis_addr) in the Redis
+	// the replicas share; never past the token's exp. Default "5m". Env
+	// SVC_INTROSPECTION_CACHE_TTL.
+	CacheTTL Duration `toml:"cache_ttl" yaml:"cache_ttl"`
+	// NegativeCacheTTL is how long an inactive answer is reused.
+	// Default "10s". Env SVC_INTROSPECTION_NEGATIVE_CACHE_TTL.
+	NegativeCacheTTL Duration `toml:"negative_cache_ttl" yaml:"negative_cache_ttl"`
 }
 
 // Audit is the [audit] table.

@@ -135,6 +135,12 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		{"SVC_API_KEYS_FILE", "/etc/svc/api-keys.toml", func(c Config) any { return c.APIKeys.File }, "/etc/svc/api-keys.toml"},
 		{"SVC_IDENTITY_TOKEN_SIGNING_KEY_FILE", "/etc/svc/id.pem", func(c Config) any { return c.IdentityToken.SigningKeyFile }, "/etc/svc/id.pem"},
 		{"SVC_IDENTITY_TOKEN_TTL", "90s", func(c Config) any { return c.IdentityToken.TTL.Duration }, 90 * time.Second},
+		{"SVC_INTROSPECTION_URL", "https://idp.example.com/introspect", func(c Config) any { return c.Introspection.URL }, "https://idp.example.com/introspect"},
+		{"SVC_INTROSPECTION_CLIENT_ID", "svc-gateway", func(c Config) any { return c.Introspection.ClientID }, "svc-gateway"},
+		{"SVC_INTROSPECTION_CLIENT_SECRET_FILE", "/run/secrets/other", func(c Config) any { return c.Introspection.ClientSecretFile }, "/run/secrets/other"},
+		{"SVC_INTROSPECTION_TENANT_CLAIM", "account", func(c Config) any { return c.Introspection.TenantClaim }, "account"},
+		{"SVC_INTROSPECTION_CACHE_TTL", "90s", func(c Config) any { return c.Introspection.CacheTTL }, dur(90 * time.Second)},
+		{"SVC_INTROSPECTION_NEGATIVE_CACHE_TTL", "7s", func(c Config) any { return c.Introspection.NegativeCacheTTL }, dur(7 * time.Second)},
 		{"SVC_POLICY_DIR", "/srv/policies", func(c Config) any { return c.Policy.Dir }, "/srv/policies"},
 		{"SVC_BUNDLE_VERIFY_KEY_FILE", "/srv/k.pem", func(c Config) any { return c.Policy.BundleVerifyKeyFile }, "/srv/k.pem"},
 		{"SVC_BUNDLE_CACHE_DIR", "/var/lib/svc", func(c Config) any { return c.Policy.BundleCacheDir }, "/var/lib/svc"},
@@ -286,7 +292,7 @@ func TestLoadErrors(t *testing.T) {
 		{file: "syntax.toml", want: []string{"testdata/syntax.toml:1:5: expected ']' to close table name"}},
 		{file: "syntax.yaml", want: []string{"testdata/syntax.yaml:3: mapping values are not allowed in this context"}},
 		{file: "closed_no_jwks.toml", want: []string{
-			"testdata/closed_no_jwks.toml:3: sdk.fail_mode: fail_mode=closed requires an identity source (sdk.jwks_url or sdk.saml or jwt.issuer_url or jwt.issuers or api_keys.file or client_certs.trust_domains): without one every bearer is accepted as anonymous (development mode)"}},
+			"testdata/closed_no_jwks.toml:3: sdk.fail_mode: fail_mode=closed requires an identity source (sdk.jwks_url or sdk.saml or jwt.issuer_url or jwt.issuers or api_keys.file or client_certs.trust_domains or introspection.url): without one every bearer is accepted as anonymous (development mode)"}},
 		{file: "bare_number_duration.toml", want: []string{
 			`testdata/bare_number_duration.toml: jwt.clock_skew: must be a duration string such as "30s", got a TOML integer`}},
 		{file: "negative_duration.yaml", want: []string{
@@ -533,7 +539,7 @@ func TestSAMLFromEnvOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(out), "secret") {
+	if strings.Contains(string(out), "PRIVATE KEY") {
 		t.Errorf("MarshalTOML wrote the SP private key:\n%s", out)
 	}
 	_, err = Load("", envOf(map[string]string{

@@ -63,6 +63,13 @@ func DefaultSAMLACSMaxConcurrent() int {
 	return max(1, runtime.GOMAXPROCS(0)/2)
 }
 
+// Defaults of [introspection], applied when introspection.url is set.
+const (
+	DefaultIntrospectionTenantClaim      = "tenant_id"
+	DefaultIntrospectionCacheTTL         = 5 * time.Minute
+	DefaultIntrospectionNegativeCacheTTL = 10 * time.Second
+)
+
 // DevTenant is the deployment's tenant in development mode when
 // sdk.tenant_id is unset, and the tenant `core dev token` signs for by
 // default, so that its tokens meet the default policy's tenant rule.
@@ -117,6 +124,12 @@ func (c *Config) SetDefaults() {
 	setDuration(&c.JWT.JWKSFetchTimeout, DefaultJWKSFetchTimeout)
 	setDuration(&c.JWT.JWKSMinRefresh, DefaultJWKSMinRefresh)
 	setDuration(&c.JWT.JWKSMaxRefresh, DefaultJWKSMaxRefresh)
+
+	if c.Introspection.URL != "" {
+		setString(&c.Introspection.TenantClaim, DefaultIntrospectionTenantClaim)
+		setDuration(&c.Introspection.CacheTTL, DefaultIntrospectionCacheTTL)
+		setDuration(&c.Introspection.NegativeCacheTTL, DefaultIntrospectionNegativeCacheTTL)
+	}
 
 	if c.RateLimit.DefaultRPM == 0 {
 		c.RateLimit.DefaultRPM = DefaultRPM

@@ -26,6 +26,7 @@ var identitySources = []struct {
 	{"jwt.issuers", func(c Config) bool { return len(c.JWT.Issuers) > 0 }},
 	{"api_keys.file", func(c Config) bool { return c.APIKeys.File != "" }},
 	{"client_certs.trust_domains", func(c Config) bool { return len(c.ClientCerts.TrustDomains) > 0 }},
+	{"introspection.url", func(c Config) bool { return c.Introspection.URL != "" }},
 }
 
 // IdentitySourceKeys names every setting that can be an identity source,

@@ -58,6 +58,38 @@ var coreEnv = []EnvVar{
 	{Name: "SVC_API_KEYS_FILE", Key: "api_keys.file",
 		Help:  "API-key file (hashes of the keys, written by core api-key create); setting it makes API keys an identity source.",
 		apply: func(c *Config, v string) string { c.APIKeys.File = v; return "" }},
+	{Name: "SVC_INTROSPECTION_URL", Key: "introspection.url",
+		Help:  "RFC 7662 introspection endpoint; setting it makes opaque tokens (bearers that are not a JWS) an identity source.",
+		apply: func(c *Config, v string) string { c.Introspection.URL = v; return "" }},
+	{Name: "SVC_INTROSPECTION_CLIENT_ID", Key: "introspection.client_id",
+		Help:  "Client id svc authenticates with at the introspection endpoint (client_secret_basic).",
+		apply: func(c *Config, v string) string { c.Introspection.ClientID = v; return "" }},
+	{Name: "SVC_INTROSPECTION_CLIENT_SECRET_FILE", Key: "introspection.client_secret_file",
+		Help:  "File holding the client secret for the introspection endpoint.",
+		apply: func(c *Config, v string) string { c.Introspection.ClientSecretFile = v; return "" }},
+	{Name: "SVC_INTROSPECTION_TENANT_CLAIM", Key: "introspection.tenant_claim",
+		Help:  `Member of an active introspection answer that holds the tenant. Default "tenant_id".`,
+		apply: func(c *Config, v string) string { c.Introspection.TenantClaim = v; return "" }},
+	{Name: "SVC_INTROSPECTION_CACHE_TTL", Key: "introspection.cache_ttl",
+		Help: `How long an active introspection answer is reused, never past the token's exp (Go duration). Default "5m".`,
+		apply: func(c *Config, v string) string {
+			var d Duration
+			if err := d.UnmarshalText([]byte(v)); err != nil {
+				return err.Error()
+			}
+			c.Introspection.CacheTTL = d
+			return ""
+		}},
+	{Name: "SVC_INTROSPECTION_NEGATIVE_CACHE_TTL", Key: "introspection.negative_cache_ttl",
+		Help: `How long an inactive introspection answer is reused (Go duration). Default "10s".`,
+		apply: func(c *Config, v string) string {
+			var d Duration
+			if err := d.UnmarshalText([]byte(v)); err != nil {
+				return err.Error()
+			}
+			c.Introspection.NegativeCacheTTL = d
+			return ""
+		}},
 	{Name: "SVC_IDENTITY_TOKEN_SIGNING_KEY_FILE", Key: "identity_token.signing_key_file",
 		Help:  "PEM file of EC P-256 keys (ES256); the first signs the x-svc-identity token handed to the upstream of every allowed request. Setting it turns identity tokens on.",
 		apply: func(c *Config, v string) string { c.IdentityToken.SigningKeyFile = v; return "" }},

@@ -46,6 +46,12 @@ func ExampleEnvVars() {
 	// SVC_JWKS_URL overrides sdk.jwks_url
 	// SVC_DEV_ISSUER_DIR overrides sdk.dev_issuer_dir
 	// SVC_API_KEYS_FILE overrides api_keys.file
+	// SVC_INTROSPECTION_URL overrides introspection.url
+	// SVC_INTROSPECTION_CLIENT_ID overrides introspection.client_id
+	// SVC_INTROSPECTION_CLIENT_SECRET_FILE overrides introspection.client_secret_file
+	// SVC_INTROSPECTION_TENANT_CLAIM overrides introspection.tenant_claim
+	// SVC_INTROSPECTION_CACHE_TTL overrides introspection.cache_ttl
+	// SVC_INTROSPECTION_NEGATIVE_CACHE_TTL overrides introspection.negative_cache_ttl
 	// SVC_IDENTITY_TOKEN_SIGNING_KEY_FILE overrides identity_token.signing_key_file
 	// SVC_IDENTITY_TOKEN_TTL overrides identity_token.ttl
 	// SVC_POLICY_DIR overrides policy.dir

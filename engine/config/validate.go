@@ -36,6 +36,7 @@ func (c Config) Validate() error {
 	v.tenants()
 	v.rateLimit()
 	v.clientCerts()
+	v.introspection()
 	v.sidecar()
 	v.policy()
 	v.identityToken()
@@ -351,6 +352,41 @@ func (v *validator) tenants() {
 		if strings.TrimSpace(id) == "" {
 			v.fail(keyPath("tenants", id), "tenant id must not be empty")
 		}
+	}
+}
+
+// introspection checks [introspection]: an endpoint, and the client that
+// asks it, whose secret lives in a file.
+func (v *validator) introspection() {
+	in := v.c.Introspection
+	if in.URL == "" {
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"introspection.client_id", in.ClientID != ""}, {"introspection.client_secret_file", in.ClientSecretFile != ""}} {
+			if k.set {
+				v.fail(k.key, "is set but introspection.url is not")
+			}
+		}
+		return
+	}
+	if msg := checkURL(in.URL, true); msg != "" {
+		v.fail("introspection.url", "%s", msg)
+	}
+	if in.ClientID == "" {
+		v.fail("introspection.client_id", "must be set with introspection.url")
+	}
+	if in.ClientSecretFile == "" {
+		v.fail("introspection.client_secret_file", "must be set with introspection.url")
+	}
+	if strings.TrimSpace(in.TenantClaim) == "" {
+		v.fail("introspection.tenant_claim", "must name a member of the introspection answer")
+	}
+	if in.CacheTTL.Duration <= 0 {
+		v.fail("introspection.cache_ttl", "must be positive, got %q", in.CacheTTL.String())
+	}
+	if in.NegativeCacheTTL.Duration <= 0 {
+		v.fail("introspection.negative_cache_ttl", "must be positive, got %q", in.NegativeCacheTTL.String())
 	}
 }
 

@@ -51,11 +51,29 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 		{"fail_mode enum from env", func(c *Config) { c.SDK.FailMode = "maybe" }, "SVC_FAIL_MODE",
 			"sdk.fail_mode", `SVC_FAIL_MODE: must be "open" or "closed", got "maybe"`},
 		{"closed without jwks_url", func(c *Config) { c.SDK.JWKSURL = ""; c.SDK.SAML = nil }, "",
-			"sdk.fail_mode", "svc.toml: sdk.fail_mode: fail_mode=closed requires an identity source (sdk.jwks_url or sdk.saml or jwt.issuer_url or jwt.issuers or api_keys.file or client_certs.trust_domains): without one every bearer is accepted as anonymous (development mode)"},
+			"sdk.fail_mode", "svc.toml: sdk.fail_mode: fail_mode=closed requires an identity source (sdk.jwks_url or sdk.saml or jwt.issuer_url or jwt.issuers or api_keys.file or client_certs.trust_domains or introspection.url): without one every bearer is accepted as anonymous (development mode)"},
 		{"identity_token.ttl too long", func(c *Config) { c.IdentityToken.TTL = Duration{2 * time.Hour} }, "SVC_IDENTITY_TOKEN_TTL",
 			"identity_token.ttl", `SVC_IDENTITY_TOKEN_TTL: must be positive and at most 1h0m0s, got "2h0m0s"`},
 		{"identity_token.ttl negative", func(c *Config) { c.IdentityToken.TTL = Duration{-time.Second} }, "",
 			"identity_token.ttl", `svc.toml: identity_token.ttl: must be positive and at most 1h0m0s, got "-1s"`},
+		{"introspection url public http", func(c *Config) {
+			c.Introspection = Introspection{URL: "http://idp.example.com/introspect", ClientID: "svc", ClientSecretFile: "/run/s"}
+			c.SetDefaults()
+		}, "SVC_INTROSPECTION_URL",
+			"introspection.url", `SVC_INTROSPECTION_URL: must use https (http only on a loopback host), got "http://idp.example.com/introspect"`},
+		{"introspection without client id", func(c *Config) {
+			c.Introspection = Introspection{URL: "https://idp.example.com/introspect", ClientSecretFile: "/run/s"}
+			c.SetDefaults()
+		}, "",
+			"introspection.client_id", "svc.toml: introspection.client_id: must be set with introspection.url"},
+		{"introspection secret without url", func(c *Config) { c.Introspection.ClientSecretFile = "/run/s" }, "",
+			"introspection.client_secret_file", "svc.toml: introspection.client_secret_file: is set but introspection.url is not"},
+		{"introspection negative cache ttl", func(c *Config) {
+			c.Introspection = Introspection{URL: "https://idp.example.com/introspect", ClientID: "svc", ClientSecretFile: "/run/s",
+				NegativeCacheTTL: Duration{-time.Second}}
+			c.SetDefaults()
+		}, "",
+			"introspection.negative_cache_ttl", `svc.toml: introspection.negative_cache_ttl: must be positive, got "-1s"`},
 		{"jwks_url unparseable", func(c *Config) { c.SDK.JWKSURL = "://idp" }, "",
 			"sdk.jwks_url", "svc.toml: sdk.jwks_url: must be a URL: missing protocol scheme"},
 		{"jwks_url public http", func(c *Config) { c.SDK.JWKSURL = "http://idp.example.com/jwks" }, "SVC_JWKS_URL",
@@ -314,7 +332,7 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 // Redis in a configuration that why makes a production one.
 func idpInitiatedWithoutRedis(why string) string {
 	return "true requires rate_limit.redis_addr (SVC_REDIS_ADDR) outside a local trial (every listener: sdk.sidecar_addr, sidecar.http_addr, " +
-		"sidecar.saml_addr, on a loopback address or a Unix socket, and no identity source but [sdk.saml]: no sdk.jwks_url, no jwt.issuer_url, no jwt.issuers, no api_keys.file, no client_certs.trust_domains); here " +
+		"sidecar.saml_addr, on a loopback address or a Unix socket, and no identity source but [sdk.saml]: no sdk.jwks_url, no jwt.issuer_url, no jwt.issuers, no api_keys.file, no client_certs.trust_domains, no introspection.url); here " +
 		why + ": without Redis the assertion replay cache is per process, so a replica or a restart would accept an unsolicited assertion again"
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 )
 
@@ -139,7 +140,7 @@ func policyResult(r audit.Record) string {
 
 func decisionLevel(r audit.Record) string {
 	switch {
-	case r.Reason == "policy-error" || r.Reason == "unavailable" || r.Reason == "jwks-unavailable":
+	case r.Reason == "policy-error" || r.Reason == "unavailable" || reason.Unjudged(reason.Code(r.Reason)):
 		return "ERROR"
 	case !r.Allow:
 		return "WARN"

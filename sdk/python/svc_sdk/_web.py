@@ -31,7 +31,7 @@ _log = logging.getLogger("svc_sdk")
 TOKEN_FAILURES = frozenset({
     "token-malformed", "token-expired", "token-not-yet-valid", "token-issued-in-future",
     "signature-invalid", "unknown-kid", "alg-not-allowed", "key-too-weak", "tenant-missing",
-    "issuer-mismatch", "issuer-unknown", "audience-mismatch",
+    "issuer-mismatch", "issuer-unknown", "audience-mismatch", "token-inactive",
 })
 
 # Reasons for which an API key was refused: challenged in the key's own
@@ -39,7 +39,9 @@ TOKEN_FAILURES = frozenset({
 API_KEY_FAILURES = frozenset({"api-key-malformed", "api-key-unknown", "api-key-revoked", "api-key-expired"})
 
 # Reasons for which nothing could be said about the token.
-UNDECIDED = frozenset({"jwks-unavailable", "policy-error", "unavailable"})
+UNDECIDED = frozenset({
+    "jwks-unavailable", "introspection-unavailable", "introspection-invalid", "policy-error", "unavailable",
+})
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,16 @@ import { type AuthorizeOptions, type Decision, SidecarUnavailableError, type Svc
 const TOKEN_FAILURES = new Set([
   "token-malformed", "token-expired", "token-not-yet-valid", "token-issued-in-future",
   "signature-invalid", "unknown-kid", "alg-not-allowed", "key-too-weak", "tenant-missing",
-  "issuer-mismatch", "issuer-unknown", "audience-mismatch",
+  "issuer-mismatch", "issuer-unknown", "audience-mismatch", "token-inactive",
 ]);
 
 /** Reasons for which an API key was refused: challenged in its own scheme (ApiKey error="invalid_key"). */
 const API_KEY_FAILURES = new Set(["api-key-malformed", "api-key-unknown", "api-key-revoked", "api-key-expired"]);
 
 /** Reasons for which nothing could be said about the token. */
-const UNDECIDED = new Set(["jwks-unavailable", "policy-error", "unavailable"]);
+const UNDECIDED = new Set([
+  "jwks-unavailable", "introspection-unavailable", "introspection-invalid", "policy-error", "unavailable",
+]);
 
 /** The JSON body of every refusal. */
 export interface DenyBody {

@@ -1,0 +1,390 @@
+package introspect_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/svc-dev/svc/engine/introspect"
+	"github.com/svc-dev/svc/engine/ratelimit/redistest"
+	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/reason"
+)
+
+const (
+	clientID     = "svc:gateway"
+	clientSecret = "s3cr&t =ü"
+)
+
+// endpoint is an RFC 7662 endpoint over loopback: answers maps a token to
+// the body answered for it (unknown tokens are inactive).
+type endpoint struct {
+	srv     *httptest.Server
+	calls   atomic.Int64
+	mu      sync.Mutex
+	answers map[string]string
+	status  int
+	// gate, when set, holds every call until it is closed.
+	gate chan struct{}
+}
+
+func newEndpoint(t testing.TB, answers map[string]string) *endpoint {
+	ep := &endpoint{answers: answers, status: http.StatusOK}
+	ep.srv = httptest.NewServer(http.HandlerFunc(ep.serve))
+	t.Cleanup(ep.srv.Close)
+	return ep
+}
+
+func (ep *endpoint) serve(w http.ResponseWriter, r *http.Request) {
+	ep.calls.Add(1)
+	ep.mu.Lock()
+	gate, status := ep.gate, ep.status
+	ep.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	id, secret, ok := r.BasicAuth()
+	if !ok || id != url.QueryEscape(clientID) || secret != url.QueryEscape(clientSecret) {
+		http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
+		return
+	}
+	if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/x-www-form-urlencoded" {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	if err := r.ParseForm(); err != nil || r.PostForm.Get("token_type_hint") != "access_token" {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	if status != http.StatusOK {
+		w.WriteHeader(status)
+		return
+	}
+	ep.mu.Lock()
+	body, ok := ep.answers[r.PostForm.Get("token")]
+	ep.mu.Unlock()
+	if !ok {
+		body = `{"active":false}`
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(body))
+}
+
+func (ep *endpoint) setStatus(s int) {
+	ep.mu.Lock()
+	ep.status = s
+	ep.mu.Unlock()
+}
+
+// clock is a settable time.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+var start = time.Unix(1_800_000_000, 0)
+
+func newClient(t *testing.T, ep *endpoint, clk *clock, mod func(*introspect.Options)) *introspect.Client {
+	t.Helper()
+	opts := introspect.Options{URL: ep.srv.URL, ClientID: clientID, ClientSecret: clientSecret, Now: clk.Now}
+	if mod != nil {
+		mod(&opts)
+	}
+	c, err := introspect.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func code(err error) reason.Code { return reason.Of(err, "") }
+
+func TestIntrospectActive(t *testing.T) {
+	cases := []struct {
+		name, body  string
+		tenantClaim string
+		sub, tenant string
+		roles       []string
+	}{
+		{"roles array", `{"active":true,"sub":"alice","tenant_id":"acme","roles":["admin","viewer"],"exp":1800000600}`, "", "alice", "acme", []string{"admin", "viewer"}},
+		{"roles string", `{"active":true,"sub":"bob","tenant_id":"acme","roles":"viewer"}`, "", "bob", "acme", []string{"viewer"}},
+		{"scope", `{"active":true,"sub":"svc-ci","tenant_id":"acme","scope":"orders:read  orders:write"}`, "", "svc-ci", "acme", []string{"orders:read", "orders:write"}},
+		{"custom tenant claim", `{"active":true,"sub":"carol","org":"globex"}`, "org", "carol", "globex", []string{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ep := newEndpoint(t, map[string]string{"tok": tc.body})
+			c := newClient(t, ep, &clock{now: start}, func(o *introspect.Options) { o.TenantClaim = tc.tenantClaim })
+			a, err := c.Introspect(context.Background(), "tok")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Subject != tc.sub || a.Tenant != tc.tenant || strings.Join(a.Roles, ",") != strings.Join(tc.roles, ",") {
+				t.Fatalf("answer = %+v, want sub %q tenant %q roles %v", a, tc.sub, tc.tenant, tc.roles)
+			}
+			if a.Claims["active"] != true {
+				t.Fatalf("claims = %v", a.Claims)
+			}
+		})
+	}
+}
+
+func TestIntrospectBadAnswers(t *testing.T) {
+	cases := []struct {
+		name, body string
+		want       reason.Code
+	}{
+		{"not json", `<html>oops</html>`, reason.IntrospectionInvalid},
+		{"array", `[{"active":true}]`, reason.IntrospectionInvalid},
+		{"no active", `{"sub":"alice"}`, reason.IntrospectionInvalid},
+		{"active string", `{"active":"true"}`, reason.IntrospectionInvalid},
+		{"trailing", `{"active":true}{}`, reason.IntrospectionInvalid},
+		{"sub number", `{"active":true,"sub":7}`, reason.IntrospectionInvalid},
+		{"roles numbers", `{"active":true,"sub":"a","roles":[1]}`, reason.IntrospectionInvalid},
+		{"exp string", `{"active":true,"sub":"a","exp":"soon"}`, reason.IntrospectionInvalid},
+		{"too large", `{"active":true,"pad":"` + strings.Repeat("x", introspect.MaxAnswerSize) + `"}`, reason.IntrospectionInvalid},
+		{"inactive", `{"active":false}`, reason.TokenInactive},
+		{"expired", `{"active":true,"sub":"a","exp":1700000000}`, reason.TokenInactive},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			const tok = "Zq9Opaque"
+			ep := newEndpoint(t, map[string]string{tok: tc.body})
+			c := newClient(t, ep, &clock{now: start}, nil)
+			_, err := c.Introspect(context.Background(), tok)
+			if code(err) != tc.want {
+				t.Fatalf("err = %v, want %s", err, tc.want)
+			}
+			if strings.Contains(err.Error(), tok) {
+				t.Fatalf("error %q repeats the token", err)
+			}
+		})
+	}
+}
+
+func TestIntrospectCacheTiers(t *testing.T) {
+	ep := newEndpoint(t, map[string]string{
+		"short": `{"active":true,"sub":"alice","tenant_id":"acme","exp":1800000060}`,
+		"long":  `{"active":true,"sub":"bob","tenant_id":"acme","exp":1800003600}`,
+	})
+	clk := &clock{now: start}
+	c := newClient(t, ep, clk, func(o *introspect.Options) {
+		o.CacheTTL = 5 * time.Minute
+		o.NegativeTTL = 10 * time.Second
+	})
+	ctx := context.Background()
+	ask := func(tok string, want reason.Code, calls int64) {
+		t.Helper()
+		_, err := c.Introspect(ctx, tok)
+		if code(err) != want && !(want == reason.OK && err == nil) {
+			t.Fatalf("%s: err = %v, want %s", tok, err, want)
+		}
+		if got := ep.calls.Load(); got != calls {
+			t.Fatalf("%s: %d calls to the endpoint, want %d", tok, got, calls)
+		}
+	}
+	ask("short", reason.OK, 1)
+	ask("short", reason.OK, 1)
+	ask("long", reason.OK, 2)
+	ask("gone", reason.TokenInactive, 3)
+	ask("gone", reason.TokenInactive, 3)
+	clk.Advance(11 * time.Second)
+	ask("gone", reason.TokenInactive, 4) // negative_cache_ttl passed
+	clk.Advance(50 * time.Second)
+	// short's exp has passed: its answer is not served past it, though
+	// cache_ttl has not, and an active answer past exp counts for none.
+	ask("short", reason.TokenInactive, 5)
+	ask("long", reason.OK, 5)
+	clk.Advance(5 * time.Minute)
+	ask("long", reason.OK, 6) // cache_ttl passed
+	if s := c.Stats(); s.MemoryHits != 3 || s.Active != 3 || s.Inactive != 3 {
+		t.Fatalf("stats = %+v", s)
+	}
+}
+
+func TestIntrospectEndpointDown(t *testing.T) {
+	ep := newEndpoint(t, map[string]string{
+		"tok":   `{"active":true,"sub":"alice","tenant_id":"acme","exp":1800000600}`,
+		"noexp": `{"active":true,"sub":"bob","tenant_id":"acme"}`,
+	})
+	clk := &clock{now: start}
+	c := newClient(t, ep, clk, func(o *introspect.Options) { o.CacheTTL = time.Minute })
+	ctx := context.Background()
+	for _, tok := range []string{"tok", "noexp"} {
+		if _, err := c.Introspect(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(2 * time.Minute)
+	ep.setStatus(http.StatusServiceUnavailable)
+	// The endpoint failing, an answer whose token has not expired is
+	// served; one without exp is not known to be valid any longer.
+	if a, err := c.Introspect(ctx, "tok"); err != nil || a.Subject != "alice" {
+		t.Fatalf("still-valid cached answer not served: %v", err)
+	}
+	if _, err := c.Introspect(ctx, "noexp"); code(err) != reason.IntrospectionUnavailable {
+		t.Fatalf("err = %v, want introspection-unavailable", err)
+	}
+	if _, err := c.Introspect(ctx, "other"); code(err) != reason.IntrospectionUnavailable {
+		t.Fatalf("err = %v, want introspection-unavailable", err)
+	}
+	clk.Advance(10 * time.Minute)
+	if _, err := c.Introspect(ctx, "tok"); code(err) != reason.IntrospectionUnavailable {
+		t.Fatalf("expired token served from the cache: %v", err)
+	}
+	if msg, at := c.LastError(); !strings.Contains(msg, "503") || at.IsZero() {
+		t.Fatalf("last error = %q at %v", msg, at)
+	}
+	ep.srv.Close()
+	if _, err := c.Introspect(ctx, "tok"); code(err) != reason.IntrospectionUnavailable {
+		t.Fatalf("err = %v, want introspection-unavailable", err)
+	}
+	if msg, _ := c.LastError(); strings.Contains(msg, "token=") {
+		t.Fatalf("last error %q holds the form", msg)
+	}
+}
+
+func TestIntrospectWrongCredentials(t *testing.T) {
+	ep := newEndpoint(t, map[string]string{"tok": `{"active":true,"sub":"a"}`})
+	c := newClient(t, ep, &clock{now: start}, func(o *introspect.Options) { o.ClientSecret = "wrong" })
+	_, err := c.Introspect(context.Background(), "tok")
+	if code(err) != reason.IntrospectionUnavailable {
+		t.Fatalf("err = %v, want introspection-unavailable", err)
+	}
+	if strings.Contains(err.Error(), "wrong") {
+		t.Fatalf("error %q holds the secret", err)
+	}
+}
+
+func TestIntrospectCollapsesConcurrentLookups(t *testing.T) {
+	ep := newEndpoint(t, map[string]string{"tok": `{"active":true,"sub":"alice","tenant_id":"acme"}`})
+	ep.gate = make(chan struct{})
+	c := newClient(t, ep, &clock{now: start}, nil)
+	const n = 16
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := c.Introspect(context.Background(), "tok")
+			errs <- err
+		}()
+	}
+	testkit.Eventually(t, "the first call to reach the endpoint", func() bool { return ep.calls.Load() == 1 })
+	close(ep.gate)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := ep.calls.Load(); got != 1 {
+		t.Fatalf("%d calls for %d concurrent lookups, want 1", got, n)
+	}
+}
+
+func TestIntrospectSharedThroughRedis(t *testing.T) {
+	addr := redistest.Start(t)
+	ep := newEndpoint(t, map[string]string{"tok": `{"active":true,"sub":"alice","tenant_id":"acme","exp":1800000600}`})
+	clk := &clock{now: start}
+	var replicas []*introspect.Client
+	for range 2 {
+		rc := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { rc.Close() })
+		replicas = append(replicas, newClient(t, ep, clk, func(o *introspect.Options) {
+			o.Remote = introspect.Redis{Client: rc, Timeout: 5 * time.Second}
+		}))
+	}
+	ctx := context.Background()
+	for _, tok := range []string{"tok", "gone"} {
+		for i, c := range replicas {
+			_, err := c.Introspect(ctx, tok)
+			if tok == "tok" && err != nil || tok == "gone" && code(err) != reason.TokenInactive {
+				t.Fatalf("replica %d, %s: %v", i, tok, err)
+			}
+		}
+	}
+	if got := ep.calls.Load(); got != 2 {
+		t.Fatalf("%d calls for two tokens asked by two replicas, want 2", got)
+	}
+	if s := replicas[1].Stats(); s.RemoteHits != 2 {
+		t.Fatalf("second replica's stats = %+v, want 2 remote hits", s)
+	}
+	// The store holds digests of tokens, never a token.
+	rc := redis.NewClient(&redis.Options{Addr: addr})
+	defer rc.Close()
+	keys, err := rc.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, introspect.RemoteKeyPrefix) || len(k) != len(introspect.RemoteKeyPrefix)+64 {
+			t.Fatalf("key %q in the shared store", k)
+		}
+	}
+	if len(keys) != 2 {
+		t.Fatalf("keys = %v, want 2", keys)
+	}
+}
+
+func TestIntrospectRefusesOversizedToken(t *testing.T) {
+	ep := newEndpoint(t, nil)
+	c := newClient(t, ep, &clock{now: start}, nil)
+	for _, tok := range []string{"", strings.Repeat("a", introspect.MaxTokenSize+1)} {
+		if _, err := c.Introspect(context.Background(), tok); code(err) != reason.TokenMalformed {
+			t.Fatalf("err = %v, want token-malformed", err)
+		}
+	}
+	if ep.calls.Load() != 0 {
+		t.Fatal("the endpoint was called")
+	}
+}
+
+func TestNewRefusesBadURL(t *testing.T) {
+	for _, u := range []string{"", "ftp://x", "http://", "::"} {
+		if _, err := introspect.New(introspect.Options{URL: u}); err == nil {
+			t.Errorf("New(%q) accepted", u)
+		}
+	}
+}
+
+func TestLooksLikeJWS(t *testing.T) {
+	for tok, want := range map[string]bool{
+		"eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln": true,
+		"eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhIn0.":     true,
+		"a.b.c.d":                                   false,
+		"opaque-token_123":                          false,
+		"a.b":                                       false,
+		".b.c":                                      false,
+		"a b.c.d":                                   false,
+		"eyJ+.eyJ.c":                                false,
+		"svck_abc.def.ghi==":                        false,
+		"abcDEF012_-.xyz.123":                       true,
+	} {
+		if got := introspect.LooksLikeJWS(tok); got != want {
+			t.Errorf("LooksLikeJWS(%q) = %v, want %v", tok, got, want)
+		}
+	}
+}

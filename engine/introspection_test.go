@@ -1,0 +1,246 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/ratelimit/redistest"
+	"github.com/svc-dev/svc/internal/idptest"
+	"github.com/svc-dev/svc/reason"
+)
+
+// introspectionEndpoint answers RFC 7662 requests of the client
+// "svc-gateway" from answers (token → body; unknown tokens inactive).
+type introspectionEndpoint struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	answers map[string]string
+	calls   int
+	down    bool
+}
+
+func newIntrospectionEndpoint(t testing.TB, answers map[string]string) *introspectionEndpoint {
+	ep := &introspectionEndpoint{answers: answers}
+	ep.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ep.mu.Lock()
+		defer ep.mu.Unlock()
+		ep.calls++
+		if ep.down {
+			http.Error(w, "down", http.StatusBadGateway)
+			return
+		}
+		if id, secret, ok := r.BasicAuth(); !ok || id != "svc-gateway" || secret != "s3cret" {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		body, ok := ep.answers[r.PostFormValue("token")]
+		if !ok {
+			body = `{"active":false}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(ep.srv.Close)
+	return ep
+}
+
+func (ep *introspectionEndpoint) setDown(down bool) {
+	ep.mu.Lock()
+	ep.down = down
+	ep.mu.Unlock()
+}
+
+func (ep *introspectionEndpoint) callCount() int {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	return ep.calls
+}
+
+// introspectionConfig is a configuration whose one identity source is
+// the endpoint.
+func introspectionConfig(t testing.TB, url string) config.Config {
+	var cfg config.Config
+	cfg.SDK.TenantID = "acme"
+	cfg.SDK.FailMode = config.FailClosed
+	cfg.Introspection = config.Introspection{URL: url, ClientID: "svc-gateway",
+		ClientSecretFile: writeFile(t, "secret", "s3cret\n")}
+	return cfg
+}
+
+const opaqueAlice = "2YotnFZFEjr1zCsicMWpAA"
+
+func TestIntrospectionDecides(t *testing.T) {
+	exp := time.Now().Add(time.Hour).Unix()
+	ep := newIntrospectionEndpoint(t, map[string]string{
+		opaqueAlice: `{"active":true,"sub":"alice","tenant_id":"acme","scope":"viewer reports","client_id":"web","iss":"https://login.example.com","exp":` +
+			itoa(exp) + `,"department":"sales"}`,
+		"no-tenant": `{"active":true,"sub":"bob"}`,
+		"bad":       `not json`,
+	})
+	e := newEngine(t, introspectionConfig(t, ep.srv.URL), engine.Deps{})
+	if e.DevMode() {
+		t.Fatal("introspection.url did not turn development mode off")
+	}
+	ctx := context.Background()
+	res, err := e.Authorize(ctx, opaqueAlice, engine.Input{Action: "orders:read"})
+	if err != nil || !res.Allowed() {
+		t.Fatalf("active opaque token: %+v err=%v", res, err)
+	}
+	if tok := res.Token; tok.Kind != engine.KindIntrospection || tok.Subject != "alice" || tok.TenantID != "acme" {
+		t.Fatalf("token decision = %+v", tok)
+	}
+	u := res.Input.User
+	if strings.Join(u.Roles, ",") != "viewer,reports" || u.Role != "viewer" || u.Claims["department"] != "sales" {
+		t.Fatalf("user = %+v", u)
+	}
+	if id := res.Input.Identity; id == nil || id.Kind != engine.KindIntrospection || id.ID != "alice" || id.Issuer != "https://login.example.com" {
+		t.Fatalf("identity = %+v, want kind introspection issued by the answer's iss", id)
+	}
+	for _, tc := range []struct {
+		tok  string
+		want reason.Code
+	}{
+		{"revoked-token", reason.TokenInactive},
+		{"no-tenant", reason.TenantMissing},
+		{"bad", reason.IntrospectionInvalid},
+	} {
+		if d := e.ValidateToken(ctx, tc.tok); d.Allowed || d.Reason != tc.want {
+			t.Errorf("%s: %+v, want %s", tc.tok, d, tc.want)
+		}
+	}
+	calls := ep.callCount()
+	// A JWS is verified as a JWT, never sent to the endpoint.
+	jws := idptest.New(t).Token(t, claimsFor("acme", "viewer"))
+	if d := e.ValidateToken(ctx, jws); d.Allowed || d.Reason == reason.TokenInactive {
+		t.Fatalf("JWS without a JWT source: %+v", d)
+	}
+	if ep.callCount() != calls {
+		t.Fatal("a JWS was introspected")
+	}
+	// The endpoint failing, the cached answer about alice still serves
+	// until cache_ttl; a token never seen is introspection-unavailable.
+	ep.setDown(true)
+	if d := e.ValidateToken(ctx, opaqueAlice); !d.Allowed {
+		t.Fatalf("cached answer not served: %+v", d)
+	}
+	if d := e.ValidateToken(ctx, "never-seen"); d.Reason != reason.IntrospectionUnavailable {
+		t.Fatalf("endpoint down: %+v, want introspection-unavailable", d)
+	}
+	st := e.Status().Introspection
+	if st == nil || st.URL != ep.srv.URL || st.CacheEntries == 0 || st.Failures == 0 || !strings.Contains(st.LastError, "502") {
+		t.Fatalf("status = %+v", st)
+	}
+}
+
+func TestIntrospectionAlongsideJWT(t *testing.T) {
+	p := idptest.New(t)
+	ep := newIntrospectionEndpoint(t, map[string]string{
+		opaqueAlice: `{"active":true,"sub":"alice","tenant_id":"acme","roles":["viewer"]}`,
+	})
+	cfg := introspectionConfig(t, ep.srv.URL)
+	cfg.SDK.JWKSURL = p.JWKSURL()
+	e := newEngine(t, cfg, engine.Deps{})
+	ctx := context.Background()
+	if d := e.ValidateToken(ctx, p.Token(t, claimsFor("acme", "viewer"))); !d.Allowed || d.Kind == engine.KindIntrospection {
+		t.Fatalf("JWT: %+v", d)
+	}
+	if d := e.ValidateToken(ctx, opaqueAlice); !d.Allowed || d.Kind != engine.KindIntrospection {
+		t.Fatalf("opaque: %+v", d)
+	}
+}
+
+func TestIntrospectionSharedByReplicas(t *testing.T) {
+	ep := newIntrospectionEndpoint(t, map[string]string{
+		opaqueAlice: `{"active":true,"sub":"alice","tenant_id":"acme","roles":["viewer"]}`,
+	})
+	cfg := introspectionConfig(t, ep.srv.URL)
+	cfg.RateLimit.RedisAddr = redistest.Start(t)
+	cfg.RateLimit.RedisTimeout = config.Duration{Duration: 10 * time.Second}
+	ctx := context.Background()
+	for i := range 2 {
+		e := newEngine(t, cfg, engine.Deps{})
+		if d := e.ValidateToken(ctx, opaqueAlice); !d.Allowed {
+			t.Fatalf("replica %d: %+v", i, d)
+		}
+		if st := e.Status().Introspection; st == nil || !st.Shared {
+			t.Fatalf("replica %d status = %+v, want shared", i, st)
+		}
+	}
+	if n := ep.callCount(); n != 1 {
+		t.Fatalf("%d calls for one token on two replicas sharing Redis, want 1", n)
+	}
+}
+
+func TestIntrospectionSecretFile(t *testing.T) {
+	ep := newIntrospectionEndpoint(t, nil)
+	cfg := introspectionConfig(t, ep.srv.URL)
+	cfg.Introspection.ClientSecretFile = filepath.Join(t.TempDir(), "missing")
+	for name, err := range map[string]error{"New": newErr(cfg), "Check": engine.Check(cfg)} {
+		var se *engine.SettingError
+		if !errors.As(err, &se) || se.Key != "introspection.client_secret_file" {
+			t.Errorf("%s: %v, want a setting error of introspection.client_secret_file", name, err)
+		}
+	}
+	cfg.Introspection.ClientSecretFile = writeFile(t, "empty", "\n")
+	if err := newErr(cfg); err == nil || !strings.Contains(err.Error(), "empty") {
+		t.Errorf("empty secret file: %v", err)
+	}
+}
+
+func newErr(cfg config.Config) error {
+	e, err := engine.New(cfg, engine.Deps{})
+	if err == nil {
+		e.Close()
+	}
+	return err
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func writeFile(t testing.TB, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// BenchmarkValidateTokenIntrospected is ValidateToken of an opaque token
+// whose answer the in-process cache holds: the whole engine path of a
+// cache hit, with no call to the endpoint.
+func BenchmarkValidateTokenIntrospected(b *testing.B) {
+	ep := newIntrospectionEndpoint(b, map[string]string{
+		opaqueAlice: `{"active":true,"sub":"alice","tenant_id":"acme","roles":["viewer"]}`,
+	})
+	cfg := introspectionConfig(b, ep.srv.URL)
+	cfg.RateLimit.Disabled = true
+	e := newEngine(b, cfg, engine.Deps{Logger: slog.New(slog.DiscardHandler)})
+	ctx := context.Background()
+	if d := e.ValidateToken(ctx, opaqueAlice); !d.Allowed {
+		b.Fatalf("%+v", d)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if d := e.ValidateToken(ctx, opaqueAlice); !d.Allowed {
+			b.Fatalf("%+v", d)
+		}
+	}
+	b.StopTimer()
+	if n := ep.callCount(); n != 1 {
+		b.Fatalf("%d calls to the endpoint, want 1", n)
+	}
+}
