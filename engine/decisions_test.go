@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/svc-dev/svc/engine"
@@ -28,32 +27,13 @@ func decisionLogConfig(t *testing.T, p *idptest.IdP, natsURL string) config.Conf
 }
 
 // streamRecords returns the records in the decision stream by decision id.
-func streamRecords(t *testing.T, url string) map[string]map[string]any {
+func streamRecords(t *testing.T, srv *natstest.Server) map[string]map[string]any {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx := context.Background()
-	st, err := js.Stream(ctx, "SVC_DECISIONS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]map[string]any{}
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq > 0; seq++ {
-		m, err := st.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, m := range srv.Messages(t, "SVC_DECISIONS") {
 		var rec map[string]any
 		if err := json.Unmarshal(m.Data, &rec); err != nil {
-			t.Fatalf("record %d is not JSON: %v", seq, err)
+			t.Fatalf("record %d is not JSON: %v", m.Sequence, err)
 		}
 		if id := m.Header.Get(jetstream.MsgIDHeader); id != rec["decision_id"] {
 			t.Fatalf("message id %q, record's decision id %v", id, rec["decision_id"])
@@ -85,7 +65,7 @@ func TestDecisionLogShipsEveryDecision(t *testing.T) {
 		st := e.Status().DecisionLog
 		return st != nil && st.Shipped == 3 && st.Unsent == 0 && st.Connected
 	})
-	recs := streamRecords(t, srv.URL())
+	recs := streamRecords(t, srv)
 	for i, id := range ids {
 		rec, ok := recs[id]
 		if !ok {

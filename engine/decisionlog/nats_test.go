@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/svc-dev/svc/engine/decisionlog"
@@ -62,40 +61,19 @@ func logN(t *testing.T, l *decisionlog.Logger, from, n int) {
 
 // streamIDs returns how many messages the stream holds and the decision
 // ids among them, each with its count.
-func streamIDs(t *testing.T, url string) (int, map[string]int) {
+func streamIDs(t *testing.T, srv *natstest.Server) (int, map[string]int) {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	st, err := js.Stream(ctx, "SVC_DECISIONS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	msgs := srv.Messages(t, "SVC_DECISIONS")
 	ids := map[string]int{}
-	for seq := uint64(1); seq <= info.State.LastSeq; seq++ {
-		m, err := st.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatalf("message %d: %v", seq, err)
-		}
+	for _, m := range msgs {
 		ids[m.Header.Get(jetstream.MsgIDHeader)]++
 	}
-	return int(info.State.Msgs), ids
+	return len(msgs), ids
 }
 
-func wantExactlyOnce(t *testing.T, url string, n int) {
+func wantExactlyOnce(t *testing.T, srv *natstest.Server, n int) {
 	t.Helper()
-	msgs, ids := streamIDs(t, url)
+	msgs, ids := streamIDs(t, srv)
 	if msgs != n || len(ids) != n {
 		t.Fatalf("stream holds %d messages of %d decision ids, want %d of %d", msgs, len(ids), n, n)
 	}
@@ -128,7 +106,7 @@ func TestNATSExactlyOnce(t *testing.T) {
 		t.Fatalf("after the outage: %+v", st)
 	}
 	stop()
-	wantExactlyOnce(t, srv.URL(), 1500)
+	wantExactlyOnce(t, srv, 1500)
 
 	// The cursor file lost (a crash before it reached the disk): the
 	// next process sends every record still in the spool again, and the
@@ -148,7 +126,7 @@ func TestNATSExactlyOnce(t *testing.T) {
 		t.Errorf("process directories %q once the previous one was shipped, want this process's alone", dirs)
 	}
 	stop()
-	wantExactlyOnce(t, srv.URL(), 1510)
+	wantExactlyOnce(t, srv, 1510)
 }
 
 // Two processes on one spool root (a sidecar handing over to its next
@@ -172,5 +150,5 @@ func TestNATSHandover(t *testing.T) {
 		return st.Shipped >= 200 && st.Unsent == 0
 	})
 	testkit.Eventually(t, "the second's shipping again", func() bool { return second.Stats().Unsent == 0 })
-	wantExactlyOnce(t, srv.URL(), 800)
+	wantExactlyOnce(t, srv, 800)
 }

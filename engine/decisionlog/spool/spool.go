@@ -450,8 +450,9 @@ func (s *Spool) Rewind() {
 }
 
 // Ack records that every record before p (an Entry's Next) reached the
-// sink; segments wholly before p are deleted. The cursor reaches the disk
-// with the next Sync.
+// sink; segments wholly before p are deleted. The cursor file is written
+// at once (a killed process does not send those records again) and
+// synced to the disk with the next Sync.
 func (s *Spool) Ack(p Position) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -473,6 +474,9 @@ func (s *Spool) Ack(p Position) {
 		s.unsent -= s.countBetween(seg, from, to)
 	}
 	s.acked = p
+	// Written now, so that a process killed after this ack does not send
+	// the records again; made durable with the next Sync.
+	_ = s.writeCursor(false)
 	s.ackDirty = true
 	for len(s.segs) > 1 && s.segs[0].seq < p.Segment {
 		old := s.segs[0]
@@ -551,7 +555,7 @@ func (s *Spool) syncLocked() error {
 		s.dirty = false
 	}
 	if s.ackDirty {
-		if err := s.writeCursor(); err != nil {
+		if err := s.writeCursor(true); err != nil {
 			return err
 		}
 		s.ackDirty = false
@@ -626,8 +630,9 @@ func (s *Spool) readCursor() Position {
 	return p
 }
 
-// writeCursor replaces the cursor file at once (a rename).
-func (s *Spool) writeCursor() error {
+// writeCursor replaces the cursor file at once (a rename), synced to the
+// disk when durable.
+func (s *Spool) writeCursor(durable bool) error {
 	path := filepath.Join(s.opts.Dir, cursorFile)
 	tmp := path + ".next"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
@@ -635,7 +640,7 @@ func (s *Spool) writeCursor() error {
 		return fmt.Errorf("spool: %w", err)
 	}
 	_, err = fmt.Fprintf(f, "%d %d\n", s.acked.Segment, s.acked.Offset)
-	if err == nil {
+	if err == nil && durable {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

@@ -253,3 +253,20 @@ func TestAppendSurvivesKill(t *testing.T) {
 	}
 	wantRecords(t, es, 0, len(es))
 }
+
+// An acknowledgement reaches the cursor file at once: a process killed
+// right after it (no Sync, no Close) does not have those records read
+// again by the next.
+func TestAckSurvivesWithoutSync(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, spool.Options{Dir: dir})
+	appendN(t, s, 0, 10)
+	es := readAll(t, s, 100)
+	s.Ack(es[4].Next)
+	next, err := spool.Open(spool.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	wantRecords(t, readAll(t, next, 100), 5, 5)
+}

@@ -6,6 +6,7 @@
 package natstest
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os/exec"
@@ -13,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/svc-dev/svc/internal/testkit"
 )
@@ -78,4 +82,36 @@ func (s *Server) Restart() {
 	s.tb.Helper()
 	s.Kill()
 	s.start()
+}
+
+// Messages returns every message the JetStream stream holds, in order.
+func (s *Server) Messages(tb testing.TB, stream string) []*jetstream.RawStreamMsg {
+	tb.Helper()
+	nc, err := nats.Connect(s.URL())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		tb.Fatalf("natstest: stream %s: %v", stream, err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []*jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; seq > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if err != nil {
+			tb.Fatalf("natstest: message %d: %v", seq, err)
+		}
+		out = append(out, m)
+	}
+	return out
 }
