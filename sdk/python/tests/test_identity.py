@@ -1,5 +1,6 @@
 """svc_sdk.identity against the real sidecar: the X-Svc-Identity token of
-an allowed check verifies against the sidecar's /.well-known/jwks.json.
+an allowed check verifies against the sidecar's /.well-known/jwks.json,
+and the Flask, FastAPI and Django middleware admit a request on it alone.
 
 The sidecars sign with EC P-256 keys made by ``openssl genpkey``.
 """
@@ -22,7 +23,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
+from fastapi import FastAPI, Request
+from fastapi.testclient import TestClient
+
 import harness
+import test_django  # noqa: F401  (configures Django's settings for the whole run)
 from svc_sdk import TokenDecision
 from svc_sdk.identity import IDENTITY_HEADER, IdentityError, IdentityVerifier, check_identity
 
@@ -268,6 +273,178 @@ class VerifierTest(unittest.TestCase):
             with self.subTest(bad):
                 with self.assertRaises(ValueError):
                     IdentityVerifier(bad)
+
+
+class IdentityBehaviour:
+    """What every framework's middleware must do with an identity
+    verifier. A framework's test case implements ``call(verifier, path,
+    identity)`` -> (status, headers with lower-case names, JSON): ``GET
+    /whoami`` answers {"claims": ..., "subject": ..., "tenant_id": ...,
+    "reason": ...} from the request's attributes; ``/healthz`` is
+    excluded."""
+
+    def call(self, verifier: IdentityVerifier, path: str, identity: str | None):  # pragma: no cover
+        raise NotImplementedError
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.env = env()
+        cls.verifier = IdentityVerifier(cls.env.jwks_url, AUDIENCE, "svc-sidecar")
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.verifier.close()
+
+    def test_valid_token_admitted(self) -> None:
+        status, _, j = self.call(self.verifier, "/whoami", self.env.token())
+        self.assertEqual(status, 200, j)
+        self.assertEqual((j["claims"]["sub"], j["claims"]["tenant_id"], j["claims"]["roles"]),
+                         ("alice", harness.TENANT, ["viewer"]))
+        self.assertEqual((j["subject"], j["tenant_id"], j["reason"]), ("alice", harness.TENANT, "ok"))
+        self.assertTrue(j["claims"]["decision_id"])
+
+    def test_refusals(self) -> None:
+        good = self.env.token()
+        h, p, s = good.split(".")
+        _, payload = parts(good)
+        tampered = f"{h}.{b64(json.dumps({**payload, 'sub': 'root'}).encode())}.{s}"
+        now = int(time.time())
+        invalid = 'Bearer error="invalid_token", error_description="{}"'
+        down = IdentityVerifier(harness.down_url() + "/.well-known/jwks.json")
+        cases = [
+            ("missing", self.verifier, None, 401, "token-missing", "Bearer"),
+            ("tampered", self.verifier, tampered, 401, "signature-invalid", invalid.format("signature-invalid")),
+            ("another sidecar's key", self.verifier, self.env.token(self.env.other), 401, "signature-invalid",
+             invalid.format("signature-invalid")),
+            ("expired", self.verifier, resign(good, self.env.key, iat=now - 600, nbf=now - 600, exp=now - 60), 401,
+             "token-expired", invalid.format("token-expired")),
+            ("for another service", self.verifier, self.env.token(host="billing.internal"), 401,
+             "audience-mismatch", invalid.format("audience-mismatch")),
+            ("no keys", down, good, 503, "jwks-unavailable", None),
+        ]
+        for name, v, tok, status, reason, challenge in cases:
+            with self.subTest(name):
+                got, headers, j = self.call(v, "/whoami", tok)
+                self.assertEqual(got, status, j)
+                self.assertEqual(headers.get("www-authenticate"), challenge)
+                self.assertEqual((headers.get("cache-control"), headers.get("x-content-type-options")),
+                                 ("no-store", "nosniff"))
+                self.assertEqual(j, {"allow": False, "deny_reasons": [], "reason": reason})
+
+    def test_excluded_path(self) -> None:
+        status, _, j = self.call(self.verifier, "/healthz", None)
+        self.assertEqual((status, j["claims"]), (200, None), j)
+
+
+def whoami_body(claims: object, decision: object) -> dict:
+    assert decision is None or isinstance(decision, TokenDecision), decision
+    return {"claims": claims, "subject": decision.subject if decision else None,
+            "tenant_id": decision.tenant_id if decision else None, "reason": decision.reason if decision else None}
+
+
+class FlaskIdentityTest(IdentityBehaviour, unittest.TestCase):
+    def call(self, verifier, path, identity):
+        from flask import Flask, g, jsonify
+
+        from svc_sdk.flask import SvcAuth
+
+        app = Flask(__name__)
+        auth = SvcAuth(app, identity=verifier, exclude=("/healthz",))
+        self.assertIsNone(auth.client, "no sidecar client is made")
+
+        @app.get("/whoami")
+        def whoami():
+            return jsonify(whoami_body(g.claims, g.svc_decision))
+
+        @app.get("/healthz")
+        def healthz():
+            return jsonify(whoami_body(g.claims, g.svc_decision))
+
+        resp = app.test_client().get(path, headers={IDENTITY_HEADER: identity} if identity else {})
+        return resp.status_code, {k.lower(): v for k, v in resp.headers.items()}, json.loads(resp.data)
+
+
+    def test_require_action_beside_identity(self):
+        # require_action still asks the sidecar's policy, with a client of
+        # the app's settings made when a view first needs it.
+        from flask import Flask, g, jsonify
+
+        from svc_sdk.flask import SvcAuth, require_action
+
+        _, plain = harness.shared()
+        app = Flask(__name__)
+        app.config.update(SVC_SIDECAR_URL=plain.url, SVC_FAIL_MODE="closed", SVC_TIMEOUT=harness.CALL_TIMEOUT)
+        auth = SvcAuth(app, identity=self.verifier)
+
+        @app.get("/orders/<order_id>/delete")
+        @require_action("orders:delete", resource_id_arg="order_id")
+        def delete(order_id):
+            return jsonify(claims=g.claims)
+
+        @app.get("/orders/<order_id>")
+        @require_action("orders:read", resource_id_arg="order_id")
+        def order(order_id):
+            return jsonify(claims=g.claims, decision_id=g.svc_decision.decision_id)
+
+        bearer = self.env.idp.token(harness.claims())
+        headers = {IDENTITY_HEADER: self.env.token(), "Authorization": f"Bearer {bearer}"}
+        resp = app.test_client().get("/orders/1", headers=headers)
+        self.assertEqual(resp.status_code, 200, resp.data)
+        self.assertTrue(resp.get_json()["decision_id"])
+        self.assertIs(app.extensions["svc_sdk"], auth)
+        self.assertEqual(auth.client.sidecar_url, plain.url)
+        resp = app.test_client().get("/orders/1/delete", headers=headers)
+        self.assertEqual((resp.status_code, resp.get_json()["reason"]), (403, "policy-deny"))
+        # Without the identity token the middleware refuses first.
+        resp = app.test_client().get("/orders/1", headers={"Authorization": f"Bearer {bearer}"})
+        self.assertEqual((resp.status_code, resp.get_json()["reason"]), (401, "token-missing"))
+
+
+class FastAPIIdentityTest(IdentityBehaviour, unittest.TestCase):
+    def call(self, verifier, path, identity):
+        from svc_sdk.fastapi import SvcMiddleware
+
+        app = FastAPI()
+        app.add_middleware(SvcMiddleware, identity=verifier, exclude=("/healthz",))
+
+        @app.get("/whoami")
+        async def whoami(request: Request):
+            return whoami_body(request.state.svc_user, request.state.svc_decision)
+
+        @app.get("/healthz")
+        async def healthz(request: Request):
+            return whoami_body(request.state.svc_user, request.state.svc_decision)
+
+        with TestClient(app) as tc:
+            resp = tc.get(path, headers={IDENTITY_HEADER: identity} if identity else {})
+        return resp.status_code, {k.lower(): v for k, v in resp.headers.items()}, resp.json()
+
+
+def _django_whoami(request):
+    from django.http import JsonResponse
+
+    return JsonResponse(whoami_body(request.svc_claims, request.svc_decision))
+
+
+def _urlpatterns():
+    from django.urls import path
+
+    return [path("whoami", _django_whoami), path("healthz", _django_whoami)]
+
+
+urlpatterns = _urlpatterns()
+
+
+class DjangoIdentityTest(IdentityBehaviour, unittest.TestCase):
+    def call(self, verifier, path, identity):
+        from django.test import Client as DjangoClient, override_settings
+
+        headers = {"HTTP_X_SVC_IDENTITY": identity} if identity else {}
+        with override_settings(ROOT_URLCONF=__name__, MIDDLEWARE=["svc_sdk.django.SvcMiddleware"],
+                               SVC_IDENTITY=verifier, SVC_EXCLUDE=("/healthz",),
+                               SVC_SIDECAR_URL=harness.down_url(), SVC_FAIL_MODE="closed"):
+            resp = DjangoClient().get("/" + path.lstrip("/"), **headers)
+        return resp.status_code, {k.lower(): v for k, v in resp.items()}, json.loads(resp.content)
 
 
 if __name__ == "__main__":
