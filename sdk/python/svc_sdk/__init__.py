@@ -13,6 +13,10 @@ connections, with the standard library only::
     d.allow, d.deny_reasons, d.reason, d.decision_id
 
 An API key (``svck_...``) is passed where a token is.
+
+Behind a proxy that asked the sidecar, :mod:`svc_sdk.identity` verifies the
+sidecar's signed ``X-Svc-Identity`` token instead (with the optional
+``cryptography`` package), and the middleware admits a request on it alone.
 """
 
 from .client import (

@@ -8,6 +8,7 @@ settings.py::
     SVC_EXCLUDE = ("/healthz",)                 # optional: exact paths, or prefixes ending with "*"
     SVC_LOGIN_REDIRECT = True                   # optional: send browsers without a session to sign in
     SVC_SAML = SamlConfig(...)                  # optional: else SamlConfig.load() (SVC_SAML_*, svc.toml)
+    SVC_IDENTITY = IdentityVerifier(...)        # optional: admit on X-Svc-Identity alone (svc_sdk.identity)
 
 views.py::
 
@@ -28,6 +29,13 @@ SamlConfig, default ``svc_session``). With ``SVC_LOGIN_REDIRECT``, a browser ref
 token (401; a GET or HEAD preferring text/html, see :mod:`svc_sdk.saml`) is
 redirected (302) to the gateway's login with its path as ``return_to``.
 
+With the setting ``SVC_IDENTITY`` (an :class:`~svc_sdk.identity.IdentityVerifier`),
+the middleware admits a request on the ``X-Svc-Identity`` token the sidecar
+handed it through the proxy, without calling the sidecar: 401 without one
+or with one that does not verify, 503 ``jwks-unavailable`` while the
+verifier has no keys; ``request.svc_decision`` is then a TokenDecision
+with reason ``ok``.
+
 ``request.svc_claims`` holds the verified claims (a dict), or None in
 development mode, on fail-open and on excluded paths; ``request.svc_decision``
 holds the whole TokenDecision or Decision. Refused requests get a JSON body
@@ -46,9 +54,11 @@ from django.http import HttpRequest, HttpResponse
 
 from ._web import Admission, Refusal, check_action, check_token, excluded, login_redirect
 from .client import Client
+from .identity import IdentityVerifier, check_identity
 from .saml import SamlConfig, login_redirect_url, session_token
 
-__all__ = ["SvcMiddleware", "require_action", "client_from_settings", "saml_from_settings"]
+__all__ = ["SvcMiddleware", "require_action", "client_from_settings", "saml_from_settings",
+           "identity_from_settings"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -72,13 +82,23 @@ def saml_from_settings() -> SamlConfig:
     return s
 
 
+def identity_from_settings() -> IdentityVerifier | None:
+    """The setting SVC_IDENTITY (an IdentityVerifier), else None."""
+    v = getattr(settings, "SVC_IDENTITY", None)
+    if v is not None and not isinstance(v, IdentityVerifier):
+        raise TypeError("the SVC_IDENTITY setting must be a svc_sdk.identity.IdentityVerifier")
+    return v
+
+
 class SvcMiddleware:
     """Validates the bearer token, API key or session cookie of every
-    request but those whose path is in the setting ``SVC_EXCLUDE``."""
+    request but those whose path is in the setting ``SVC_EXCLUDE``, or,
+    with the setting ``SVC_IDENTITY``, its identity token."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
         self.get_response = get_response
-        self.client = client_from_settings()
+        self.identity = identity_from_settings()
+        self.client: Client | None = client_from_settings() if self.identity is None else None
         self.saml = saml_from_settings()
         self.login_redirect = bool(getattr(settings, "SVC_LOGIN_REDIRECT", False))
         self.exclude = tuple(getattr(settings, "SVC_EXCLUDE", ()) or ())
@@ -92,6 +112,13 @@ class SvcMiddleware:
         r.svc_login_redirect = self.login_redirect
         if excluded(request.path, self.exclude):
             return self.get_response(request)
+        if self.identity is not None:
+            got = check_identity(self.identity, request.META.get("HTTP_X_SVC_IDENTITY"))
+            refused = _admit(request, got, self.saml, False)
+            if refused is not None:
+                return refused
+            return self.get_response(request)
+        assert self.client is not None  # made unless identity is set
         out = check_token(self.client, request.META.get("HTTP_AUTHORIZATION"),
                           session_token(request.META.get("HTTP_COOKIE"), self.saml.cookie_name),
                           request.META.get("HTTP_X_API_KEY"))

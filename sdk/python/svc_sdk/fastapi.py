@@ -21,6 +21,12 @@ With ``login_redirect=True``, a browser refused for its token (401; a GET or
 HEAD preferring text/html, see :mod:`svc_sdk.saml`) is redirected (302) to
 the gateway's login with its path as ``return_to``.
 
+Behind a proxy checking with a sidecar that signs identity tokens,
+``app.add_middleware(SvcMiddleware, identity=IdentityVerifier(...))``
+admits a request on its ``X-Svc-Identity`` alone, without calling the
+sidecar (see :mod:`svc_sdk.identity`); ``request.state.svc_decision`` is
+then a TokenDecision with reason ``ok``.
+
 ``request.state.svc_user`` holds the verified claims (a dict), or None in
 development mode, on fail-open and on excluded paths;
 ``request.state.svc_decision`` holds the whole TokenDecision or Decision.
@@ -46,6 +52,7 @@ from starlette.responses import Response
 
 from ._web import Refusal, check_action, check_token, excluded, login_redirect
 from .client import Client, Decision
+from .identity import IdentityVerifier, check_identity
 from .saml import SamlConfig, login_redirect_url, session_token
 
 Scope = MutableMapping[str, Any]
@@ -82,12 +89,20 @@ class SvcMiddleware:
     request but those whose path is in ``exclude`` (exact paths, or prefixes ending with
     ``*``). Use it as ``app.add_middleware(SvcMiddleware, client=...)``;
     without ``client`` one is made from the environment and svc.toml (see
-    :class:`~svc_sdk.Client`)."""
+    :class:`~svc_sdk.Client`).
+
+    With ``identity``, a request is admitted on its ``X-Svc-Identity``
+    token alone (401 without one or with one that does not verify, 503
+    ``jwks-unavailable`` while the verifier has no keys); the sidecar is
+    not called, and ``require_action`` uses ``client`` if given, else a
+    default Client()."""
 
     def __init__(self, app: ASGIApp, client: Optional[Client] = None, exclude: Iterable[str] = (),
-                 saml: Optional[SamlConfig] = None, login_redirect: bool = False):
+                 saml: Optional[SamlConfig] = None, login_redirect: bool = False,
+                 identity: Optional[IdentityVerifier] = None):
         self.app = app
-        self.client = client or Client()
+        self.identity = identity
+        self.client = client if client is not None or identity is not None else Client()
         self.exclude = tuple(exclude)
         self.saml = saml or SamlConfig.load()
         self.login_redirect = login_redirect
@@ -97,7 +112,7 @@ class SvcMiddleware:
             await self.app(scope, receive, send)
             return
         state = scope.setdefault("state", {})
-        state["svc_client"] = self.client
+        state["svc_client"] = self.client  # None with identity: require_action makes its own
         state["svc_saml"] = self.saml
         state["svc_login_redirect"] = self.login_redirect
         state["svc_user"] = None
@@ -105,6 +120,16 @@ class SvcMiddleware:
         if excluded(scope.get("path", ""), self.exclude):
             await self._call_app(scope, receive, send)
             return
+        if self.identity is not None:
+            out = await asyncio.to_thread(check_identity, self.identity, _header(scope, b"x-svc-identity"))
+            if isinstance(out, Refusal):
+                await _send_refusal(send, out)
+                return
+            state["svc_user"] = out.claims
+            state["svc_decision"] = out.decision
+            await self._call_app(scope, receive, send)
+            return
+        assert self.client is not None  # made unless identity is set
         out = await asyncio.to_thread(check_token, self.client, _header(scope, b"authorization"),
                                       session_token(_header(scope, b"cookie"), self.saml.cookie_name),
                                       _header(scope, b"x-api-key"))

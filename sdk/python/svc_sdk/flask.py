@@ -18,6 +18,12 @@ a browser refused for its token (401; a GET or HEAD preferring text/html,
 see :mod:`svc_sdk.saml`) is redirected (302) to the gateway's login with its
 path as ``return_to``.
 
+Behind a proxy checking with a sidecar that signs identity tokens,
+``SvcAuth(app, identity=IdentityVerifier(...))`` admits a request on its
+``X-Svc-Identity`` alone, without calling the sidecar (see
+:mod:`svc_sdk.identity`); ``g.svc_decision`` is then a TokenDecision with
+reason ``ok``.
+
 ``g.claims`` holds the verified claims (a dict), or None in development
 mode, on fail-open and on excluded paths; ``g.svc_decision`` holds the whole
 TokenDecision or Decision. Refused requests get the answers listed in
@@ -34,6 +40,7 @@ from flask import Flask, Response, current_app, g, request
 
 from ._web import Admission, Refusal, check_action, check_token, excluded, login_redirect
 from .client import Client
+from .identity import IDENTITY_HEADER, IdentityVerifier, check_identity
 from .saml import SamlConfig, login_redirect_url, session_token
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -50,10 +57,17 @@ class SvcAuth:
     Without ``client``, one is made from the app config keys
     ``SVC_SIDECAR_URL`` and ``SVC_FAIL_MODE``, falling back to the
     environment variables of the same names, then svc.toml (see Client).
+
+    With ``identity``, a request is admitted on its ``X-Svc-Identity``
+    token alone (401 without one or with one that does not verify, 503
+    ``jwks-unavailable`` while the verifier has no keys); the sidecar is
+    not called, and no client is made unless given.
     """
 
     def __init__(self, app: Flask | None = None, client: Client | None = None, exclude: Iterable[str] = (),
-                 saml: SamlConfig | None = None, login_redirect: bool | None = None):
+                 saml: SamlConfig | None = None, login_redirect: bool | None = None,
+                 identity: IdentityVerifier | None = None):
+        self.identity = identity
         self.client = client
         self.exclude = tuple(exclude)
         self.saml = saml
@@ -62,7 +76,7 @@ class SvcAuth:
             self.init_app(app)
 
     def init_app(self, app: Flask) -> None:
-        if self.client is None:
+        if self.client is None and self.identity is None:
             self.client = _client_of(app)
         if self.saml is None:
             self.saml = SamlConfig.load()
@@ -76,6 +90,11 @@ class SvcAuth:
         g.svc_decision = None
         if excluded(request.path, self.exclude):
             return None
+        if self.identity is not None:
+            out = check_identity(self.identity, request.headers.get(IDENTITY_HEADER))
+            if isinstance(out, Refusal):
+                return _response(out)
+            return self._admit(out)
         assert self.client is not None and self.saml is not None  # set by init_app
         out = check_token(self.client, request.headers.get("Authorization"),
                           session_token(request.headers.get("Cookie"), self.saml.cookie_name),
@@ -133,6 +152,9 @@ def _client_of(app: Flask) -> Client:
 
 def _app_ext() -> SvcAuth:
     ext = current_app.extensions.get(_EXT)
+    if isinstance(ext, SvcAuth) and ext.client is None:
+        # An identity-token SvcAuth makes no client until a view asks.
+        ext.client = _client_of(current_app)
     if not isinstance(ext, SvcAuth) or ext.client is None:
         # require_action without SvcAuth: the app's settings, no hook.
         ext = SvcAuth(client=_client_of(current_app), saml=SamlConfig.load(),

@@ -75,12 +75,14 @@ class WheelTest(unittest.TestCase):
             meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
             metadata = z.read(meta).decode()
         for f in ("__init__.py", "client.py", "_pool.py", "_web.py", "saml.py", "flask.py", "fastapi.py",
-                  "django.py", "py.typed"):
+                  "django.py", "identity.py", "py.typed"):
             self.assertIn(f"svc_sdk/{f}", names)
         self.assertFalse([n for n in names if "tests/" in n or n.endswith(".pyc")], names)
         self.assertIn("Requires-Python: >=3.11", metadata)
         self.assertIn("Classifier: Typing :: Typed", metadata)
         self.assertIn("Provides-Extra: django", metadata)
+        self.assertIn("Provides-Extra: identity", metadata)
+        self.assertRegex(metadata, r"Requires-Dist: cryptography ?\(?>=3\.4\)? ?; extra == ['\"]identity['\"]")
         self.assertIn("# svc_sdk", metadata)  # the README is the long description
 
     def test_imports_without_frameworks(self) -> None:
@@ -91,11 +93,17 @@ class WheelTest(unittest.TestCase):
                    "from svc_sdk.saml import SamlConfig, login_url\n"
                    "c = SamlConfig.load(env={}, config_file=None)\n"
                    "print(json.dumps([svc_sdk.__file__, svc_sdk.__version__, login_url('/a', c)]))\n"
-                   "try:\n    import svc_sdk.flask\nexcept ImportError as e:\n    print(e.name)\n"], self.dir)
+                   "try:\n    import svc_sdk.flask\nexcept ImportError as e:\n    print(e.name)\n"
+                   "import svc_sdk.identity\n"
+                   "try:\n    svc_sdk.identity.IdentityVerifier('http://127.0.0.1:7700/.well-known/jwks.json')\n"
+                   "except ImportError as e:\n    print(e.name, 'svc_sdk[identity]' in str(e))\n"], self.dir)
         lines = out.splitlines()
         self.assertIn(os.path.join(self.dir, "bare"), lines[0])
         self.assertIn('"/auth/saml/login?return_to=%2Fa"', lines[0])
         self.assertEqual(lines[1], "flask", "the frameworks are optional, not dependencies")
+        # svc_sdk.identity imports without cryptography; a verifier says
+        # what to install.
+        self.assertEqual(lines[2], "cryptography True", out)
 
     def test_imports_with_frameworks(self) -> None:
         py = self.venv("frameworks", system_site=True)
