@@ -159,6 +159,9 @@ func (a *app) printStatus(st wire.Status, status string) error {
 		fmt.Fprintf(w, "Policy mode:\t%s\n", st.PolicyMode)
 	}
 	fmt.Fprintf(w, "JWKS key sets cached:\t%d\n", st.JWKSKeySets)
+	if d := st.DecisionLog; d != nil {
+		fmt.Fprintf(w, "Decision log:\t%s\n", decisionLogLine(d))
+	}
 	fmt.Fprintf(w, "Uptime:\t%s\n", st.Uptime)
 	fmt.Fprintf(w, "Version:\t%s\n", st.Version)
 	if ps := st.PolicyState; ps != nil && ps.File == "" {
@@ -174,6 +177,24 @@ func (a *app) printStatus(st wire.Status, status string) error {
 		fmt.Fprintf(w, "Warning:\tSAML sessions are ephemeral: no sdk.saml.token_signing_key_file, so every restart or replica signs everyone out\n")
 	}
 	return w.Flush()
+}
+
+// decisionLogLine summarises the decision log's state: the sink, whether
+// it is reachable, the backlog and what was shipped, retried and lost.
+func decisionLogLine(d *wire.DecisionLogStatus) string {
+	conn := "connected"
+	if !d.Connected {
+		conn = "not connected"
+	}
+	line := fmt.Sprintf("%s, %s, %d unsent", d.Sink, conn, d.Unsent)
+	if d.OldestUnsentAge != "" {
+		line += " (oldest " + d.OldestUnsentAge + ")"
+	}
+	line += fmt.Sprintf(", %d shipped, %d retries, %d dropped", d.Shipped, d.Retries, d.Dropped)
+	if d.LastError != "" {
+		line += "; last error: " + d.LastError
+	}
+	return line
 }
 
 func orDash(s string) string {

@@ -123,6 +123,35 @@ func TestSidecarStatusWarnsEphemeralSAMLKey(t *testing.T) {
 	}
 }
 
+// TestSidecarStatusDecisionLog: with a decision log, the status shows its
+// sink, backlog and losses on one line; without, no line.
+func TestSidecarStatusDecisionLog(t *testing.T) {
+	for _, tt := range []struct{ log, want string }{
+		{`,"decision_log":{"sink":"nats","connected":false,"spool_bytes":4096,"unsent":3,"oldest_unsent_age":"2.5s","shipped":90,"retries":4,"dropped":0,"last_error":"decision log nats: not connected"}`,
+			`(?m)^Decision log:\s+nats, not connected, 3 unsent \(oldest 2\.5s\), 90 shipped, 4 retries, 0 dropped; last error: decision log nats: not connected$`},
+		{``, ``},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"status":"healthy","ready":true,"policies_loaded":1,"uptime":"1s","version":"0.1.0"%s}`, tt.log)
+		}))
+		r := run(t, "", "--sidecar", srv.URL, "sidecar", "status")
+		srv.Close()
+		if r.code != 0 {
+			t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		if tt.want == "" {
+			if strings.Contains(r.stdout, "Decision log:") {
+				t.Errorf("a decision log line without a decision log:\n%s", r.stdout)
+			}
+			continue
+		}
+		if !regexp.MustCompile(tt.want).MatchString(r.stdout) {
+			t.Errorf("no line matching %s:\n%s", tt.want, r.stdout)
+		}
+	}
+}
+
 // TestSidecarStatusBundleRecord: the record of the last accepted bundle
 // is printed with its file, and a sidecar without a state directory, or
 // one that cannot write it, gets a warning line.
