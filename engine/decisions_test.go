@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/internal/idptest"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/metrictest"
 	"github.com/svc-dev/svc/internal/testkit/natstest"
 	"github.com/svc-dev/svc/reason"
 )
@@ -48,7 +50,8 @@ func streamRecords(t *testing.T, srv *natstest.Server) map[string]map[string]any
 func TestDecisionLogShipsEveryDecision(t *testing.T) {
 	srv := natstest.Start(t)
 	p := idptest.New(t)
-	e := newEngine(t, decisionLogConfig(t, p, srv.URL()), engine.Deps{})
+	reader := sdkmetric.NewManualReader()
+	e := newEngine(t, decisionLogConfig(t, p, srv.URL()), engine.Deps{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
 	ctx := context.Background()
 	good := p.Token(t, claimsFor("acme", "viewer"))
 	var ids []string
@@ -65,6 +68,12 @@ func TestDecisionLogShipsEveryDecision(t *testing.T) {
 		st := e.Status().DecisionLog
 		return st != nil && st.Shipped == 3 && st.Unsent == 0 && st.Connected
 	})
+	rm := metrictest.Collect(t, reader)
+	for name, want := range map[string]int64{"svc.decision_log.shipped": 3, "svc.decision_log.unsent": 0, "svc.decision_log.dropped": 0} {
+		if got := metrictest.Values(rm, name)[""]; got != want {
+			t.Errorf("%s = %d, want %d", name, got, want)
+		}
+	}
 	recs := streamRecords(t, srv)
 	for i, id := range ids {
 		rec, ok := recs[id]

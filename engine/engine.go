@@ -163,11 +163,12 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 		cancel()
 		return nil, err
 	}
-	if e.tel, err = newInstruments(tracerProvider(deps), meterProvider(deps), e); err != nil {
+	// Before the instruments, which observe it.
+	if err := e.openDecisionLog(ctx); err != nil {
 		cancel()
 		return nil, err
 	}
-	if err := e.openDecisionLog(ctx); err != nil {
+	if e.tel, err = newInstruments(tracerProvider(deps), meterProvider(deps), e); err != nil {
 		cancel()
 		return nil, err
 	}

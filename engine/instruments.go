@@ -127,6 +127,9 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider, e *Engine)
 	if err := observeAPIKeys(m, e); err != nil {
 		return nil, err
 	}
+	if err := observeDecisionLog(m, e); err != nil {
+		return nil, err
+	}
 	if err := observeClientCerts(m, e); err != nil {
 		return nil, err
 	}
@@ -217,6 +220,56 @@ func observeAPIKeys(m metric.Meter, e *Engine) error {
 		o.ObserveInt64(refusals, s.Refusals)
 		return nil
 	}, keys, refusals)
+	return err
+}
+
+// observeDecisionLog reports the decision log's shipping: records the
+// sink acknowledged, failed sends, records a full spool dropped unsent,
+// and the backlog (records, bytes, age of the oldest).
+func observeDecisionLog(m metric.Meter, e *Engine) error {
+	if e.decisions == nil {
+		return nil
+	}
+	shipped, err := m.Int64ObservableCounter("svc.decision_log.shipped",
+		metric.WithDescription("Decision records the decision log's sink acknowledged."))
+	if err != nil {
+		return err
+	}
+	retries, err := m.Int64ObservableCounter("svc.decision_log.retries",
+		metric.WithDescription("Failed sends to the decision log's sink; the records were sent again."))
+	if err != nil {
+		return err
+	}
+	dropped, err := m.Int64ObservableCounter("svc.decision_log.dropped",
+		metric.WithDescription("Decision records a full spool deleted unsent (decision_log.overflow = drop_oldest)."))
+	if err != nil {
+		return err
+	}
+	unsent, err := m.Int64ObservableGauge("svc.decision_log.unsent",
+		metric.WithDescription("Decision records waiting in the spool for the sink."))
+	if err != nil {
+		return err
+	}
+	spoolBytes, err := m.Int64ObservableGauge("svc.decision_log.spool_bytes", metric.WithUnit("By"),
+		metric.WithDescription("Size of the decision log's spool on disk."))
+	if err != nil {
+		return err
+	}
+	age, err := m.Float64ObservableGauge("svc.decision_log.oldest_unsent_age", metric.WithUnit("s"),
+		metric.WithDescription("How long the oldest record waiting for the sink has waited; 0 when none waits."))
+	if err != nil {
+		return err
+	}
+	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		st := e.decisions.Stats()
+		o.ObserveInt64(shipped, st.Shipped)
+		o.ObserveInt64(retries, st.Retries)
+		o.ObserveInt64(dropped, st.Dropped)
+		o.ObserveInt64(unsent, st.Unsent)
+		o.ObserveInt64(spoolBytes, st.SpoolBytes)
+		o.ObserveFloat64(age, st.OldestUnsentAge.Seconds())
+		return nil
+	}, shipped, retries, dropped, unsent, spoolBytes, age)
 	return err
 }
 
