@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/noopauthz"
 )
 
@@ -43,6 +44,8 @@ const (
 var (
 	compareDuration = flag.Duration("compare.duration", 8*time.Second,
 		"BenchmarkCompareNoop: load time of each server in each run, split over its rounds")
+	compareIdentityToken = flag.Bool("compare.identity-token", false,
+		"run the sidecar with identity tokens on (identity_token.signing_key_file): every allowed answer carries x-svc-identity")
 	compareRuns = flag.Int("compare.runs", 3,
 		"BenchmarkCompareNoop: runs, each of interleaved rounds; the medians are reported")
 )
@@ -86,13 +89,17 @@ func BenchmarkCompareNoop(b *testing.B) {
 	otlp := harness.StartOTLPReceiver(b)
 	reqs := rssRequests(b, signer, compareTokens)
 
-	side := harness.StartSidecar(b, harness.SidecarOptions{Config: rssConfig, Env: map[string]string{
+	env := map[string]string{
 		"SVC_JWKS_URL":                jwks.URL,
 		"SVC_LOG_LEVEL":               "info",
 		"OTEL_EXPORTER_OTLP_ENDPOINT": otlp.Endpoint,
 		"OTEL_TRACES_SAMPLER":         "parentbased_traceidratio",
 		"OTEL_TRACES_SAMPLER_ARG":     compareSampleRatio,
-	}})
+	}
+	if *compareIdentityToken {
+		env["SVC_IDENTITY_TOKEN_SIGNING_KEY_FILE"] = testkit.TokenKeyFile(b)
+	}
+	side := harness.StartSidecar(b, harness.SidecarOptions{Config: rssConfig, Env: env})
 	if side.AuditPath == "" {
 		b.Fatal("the sidecar writes no audit file")
 	}
