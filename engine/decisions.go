@@ -69,7 +69,7 @@ func (e *Engine) logDecision(rec *audit.Record, in *Input) error {
 	return reason.Wrap(reason.DecisionLogUnavailable, err, "the decision log's spool cannot be written")
 }
 
-// DecisionLogStatus is the state of [decision_log]; nil without a sink.
+// decisionLogStatus is the state of [decision_log]; nil without a sink.
 func (e *Engine) decisionLogStatus() *decisionlog.Stats {
 	if e.decisions == nil {
 		return nil

@@ -149,7 +149,9 @@ func (l *Logger) Log(r Record) error {
 	if err := l.spool.Append(encode(r)); err != nil {
 		return err
 	}
-	if st := l.spool.Stats(); st.Unsent >= int64(l.opts.BatchMaxRecords) {
+	// Unsent, not Stats: Log runs once per decision, and Stats may read
+	// the disk for the age of the oldest record.
+	if l.spool.Unsent() >= int64(l.opts.BatchMaxRecords) {
 		select {
 		case l.wake <- struct{}{}:
 		default:

@@ -563,6 +563,14 @@ func (s *Spool) syncLocked() error {
 	return nil
 }
 
+// Unsent is the number of records not acknowledged: Stats without the
+// age of the oldest, which may read the disk.
+func (s *Spool) Unsent() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unsent
+}
+
 // Stats returns the spool's state.
 func (s *Spool) Stats() Stats {
 	s.mu.Lock()

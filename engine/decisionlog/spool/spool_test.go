@@ -77,8 +77,8 @@ func TestAppendReadAckReopen(t *testing.T) {
 		t.Fatalf("%d segments for 5000 records of 64 KiB segments, want several", len(segs))
 	}
 	s.Ack(es[2999].Next)
-	if st := s.Stats(); st.Unsent != 2000 {
-		t.Fatalf("unsent %d after acknowledging 3000 of 5000", st.Unsent)
+	if st := s.Stats(); st.Unsent != 2000 || s.Unsent() != 2000 {
+		t.Fatalf("unsent %d (Unsent %d) after acknowledging 3000 of 5000", st.Unsent, s.Unsent())
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
