@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
@@ -20,9 +21,7 @@ func (e *Engine) openDecisionLog(ctx context.Context) error {
 		close(e.decisionsDone)
 		return nil
 	}
-	sink, err := decisionlog.NewNATS(decisionlog.NATSOptions{
-		URL: d.URL, Subject: d.Subject, Stream: d.NATSStream, DuplicateWindow: d.NATSDuplicateWindow.Duration,
-	})
+	sink, err := newDecisionSink(d)
 	if err != nil {
 		return &SettingError{Key: "decision_log.url", Origin: e.cfg.Origin("decision_log.url"), Msg: err.Error(), Err: err}
 	}
@@ -47,6 +46,19 @@ func (e *Engine) openDecisionLog(ctx context.Context) error {
 		}
 	}()
 	return nil
+}
+
+// newDecisionSink is the client of decision_log.sink.
+func newDecisionSink(d config.DecisionLog) (decisionlog.Sink, error) {
+	switch d.Sink {
+	case config.DecisionLogNATS:
+		return decisionlog.NewNATS(decisionlog.NATSOptions{
+			URL: d.URL, Subject: d.Subject, Stream: d.NATSStream, DuplicateWindow: d.NATSDuplicateWindow.Duration,
+		})
+	default:
+		// Configuration validation refuses any other value.
+		return nil, fmt.Errorf("decision_log.sink %q is not a sink", d.Sink)
+	}
 }
 
 // logDecision appends the decision record of rec (the audit record) with

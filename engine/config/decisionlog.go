@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -59,6 +60,9 @@ const (
 	DecisionLogNATS = "nats"
 )
 
+// decisionLogSinks are the values of decision_log.sink.
+var decisionLogSinks = []string{DecisionLogOff, DecisionLogNATS}
+
 // Decision log overflow modes.
 const (
 	DecisionLogDropOldest = "drop_oldest"
@@ -101,16 +105,9 @@ func (v *validator) decisionLog() {
 	case "", DecisionLogOff:
 		return
 	case DecisionLogNATS:
-		u, err := url.Parse(d.URL)
-		if d.URL == "" {
-			v.fail("decision_log.url", "decision_log.sink = %q needs a url (nats://host:port)", d.Sink)
-		} else if err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Host == "" {
-			v.fail("decision_log.url", "must be nats://host:port (or tls://host:port), got %q", redactURL(d.URL))
-		} else if u.User != nil {
-			v.fail("decision_log.url", "must not carry credentials: secrets are never inline in the configuration")
-		}
+		v.decisionLogURL(d, "nats://host:port or tls://host:port", "nats", "tls")
 	default:
-		v.fail("decision_log.sink", "must be %q or %q, got %q", DecisionLogOff, DecisionLogNATS, d.Sink)
+		v.fail("decision_log.sink", "must be one of %s, got %q", quotedList(decisionLogSinks), d.Sink)
 		return
 	}
 	if d.SpoolDir == "" {
@@ -131,6 +128,32 @@ func (v *validator) decisionLog() {
 	if d.NATSStream == "" || strings.ContainsAny(d.NATSStream, " \t.*>/\\") {
 		v.fail("decision_log.nats_stream", "must be a stream name without spaces, dots, slashes or wildcards, got %q", d.NATSStream)
 	}
+}
+
+// decisionLogURL checks decision_log.url for a sink whose address is
+// shape (for the message) with one of schemes.
+func (v *validator) decisionLogURL(d DecisionLog, shape string, schemes ...string) {
+	u, err := url.Parse(d.URL)
+	switch {
+	case d.URL == "":
+		v.fail("decision_log.url", "decision_log.sink = %q needs a url (%s)", d.Sink, shape)
+	case err != nil || !slices.Contains(schemes, u.Scheme) || u.Host == "":
+		v.fail("decision_log.url", "must be %s, got %q", shape, redactURL(d.URL))
+	case u.User != nil:
+		v.fail("decision_log.url", "must not carry credentials: secrets are never inline in the configuration")
+	}
+}
+
+// quotedList is "a", "b" or "c".
+func quotedList(vs []string) string {
+	q := make([]string, len(vs))
+	for i, s := range vs {
+		q[i] = strconv.Quote(s)
+	}
+	if len(q) < 2 {
+		return strings.Join(q, "")
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
 
 // redactURL is u without anything that could be a secret (userinfo,
