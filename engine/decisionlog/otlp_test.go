@@ -84,7 +84,7 @@ func startLogsServer(t *testing.T, s *logsServer) string {
 
 func newOTLP(t *testing.T, url string) *decisionlog.OTLP {
 	t.Helper()
-	sink, err := decisionlog.NewOTLP(decisionlog.OTLPOptions{URL: url, ServiceName: "orders-authz", Timeout: 2 * time.Second})
+	sink, err := decisionlog.NewOTLP(decisionlog.OTLPOptions{URL: url, ServiceName: "orders-authz", Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
