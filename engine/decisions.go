@@ -21,7 +21,7 @@ func (e *Engine) openDecisionLog(ctx context.Context) error {
 		close(e.decisionsDone)
 		return nil
 	}
-	sink, err := newDecisionSink(d)
+	sink, err := newDecisionSink(d, e.cfg.SDK.ServiceName)
 	if err != nil {
 		return &SettingError{Key: "decision_log.url", Origin: e.cfg.Origin("decision_log.url"), Msg: err.Error(), Err: err}
 	}
@@ -48,13 +48,17 @@ func (e *Engine) openDecisionLog(ctx context.Context) error {
 	return nil
 }
 
-// newDecisionSink is the client of decision_log.sink.
-func newDecisionSink(d config.DecisionLog) (decisionlog.Sink, error) {
+// newDecisionSink is the client of decision_log.sink; service is the
+// sidecar's service name (sdk.service_name), which the OTLP log records
+// carry as their resource's service.name, like the spans.
+func newDecisionSink(d config.DecisionLog, service string) (decisionlog.Sink, error) {
 	switch d.Sink {
 	case config.DecisionLogNATS:
 		return decisionlog.NewNATS(decisionlog.NATSOptions{
 			URL: d.URL, Subject: d.Subject, Stream: d.NATSStream, DuplicateWindow: d.NATSDuplicateWindow.Duration,
 		})
+	case config.DecisionLogOTLP:
+		return decisionlog.NewOTLP(decisionlog.OTLPOptions{URL: d.URL, ServiceName: service})
 	default:
 		// Configuration validation refuses any other value.
 		return nil, fmt.Errorf("decision_log.sink %q is not a sink", d.Sink)

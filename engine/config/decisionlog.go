@@ -16,7 +16,8 @@ type DecisionLog struct {
 	// Sink is "off" (default), "nats", "kafka", "otlp" or "http". Env
 	// SVC_DECISION_LOG_SINK.
 	Sink string `toml:"sink" yaml:"sink"`
-	// URL is where the sink sends: nats://host:port for nats. Env
+	// URL is where the sink sends: nats://host:port for nats,
+	// http://host:port or https://host:port (OTLP gRPC) for otlp. Env
 	// SVC_DECISION_LOG_URL.
 	URL string `toml:"url" yaml:"url"`
 	// SpoolDir holds the records until the sink acknowledges them;
@@ -58,10 +59,11 @@ type DecisionLog struct {
 const (
 	DecisionLogOff  = "off"
 	DecisionLogNATS = "nats"
+	DecisionLogOTLP = "otlp"
 )
 
 // decisionLogSinks are the values of decision_log.sink.
-var decisionLogSinks = []string{DecisionLogOff, DecisionLogNATS}
+var decisionLogSinks = []string{DecisionLogOff, DecisionLogNATS, DecisionLogOTLP}
 
 // Decision log overflow modes.
 const (
@@ -106,6 +108,11 @@ func (v *validator) decisionLog() {
 		return
 	case DecisionLogNATS:
 		v.decisionLogURL(d, "nats://host:port or tls://host:port", "nats", "tls")
+	case DecisionLogOTLP:
+		v.decisionLogURL(d, "an OTLP gRPC endpoint, http://host:port or https://host:port", "http", "https")
+		if u, err := url.Parse(d.URL); err == nil && u.Path != "" && u.Path != "/" {
+			v.fail("decision_log.url", "must be an OTLP gRPC endpoint without a path (the OTLP/HTTP path %s is not served over gRPC), got %q", u.Path, redactURL(d.URL))
+		}
 	default:
 		v.fail("decision_log.sink", "must be one of %s, got %q", quotedList(decisionLogSinks), d.Sink)
 		return
@@ -172,10 +179,10 @@ func decisionLogEnv() []EnvVar {
 	d := func(c *Config) *DecisionLog { return &c.DecisionLog }
 	return []EnvVar{
 		{Name: "SVC_DECISION_LOG_SINK", Key: "decision_log.sink",
-			Help:  `Where decision records are shipped: "off" (default) or "nats".`,
+			Help:  `Where decision records are shipped: "off" (default), "nats" or "otlp".`,
 			apply: func(c *Config, v string) string { d(c).Sink = v; return "" }},
 		{Name: "SVC_DECISION_LOG_URL", Key: "decision_log.url",
-			Help:  "The decision log sink's address: nats://host:port.",
+			Help:  "The decision log sink's address: nats://host:port; for otlp, http(s)://host:4317 (OTLP gRPC).",
 			apply: func(c *Config, v string) string { d(c).URL = v; return "" }},
 		{Name: "SVC_DECISION_LOG_SPOOL_DIR", Key: "decision_log.spool_dir",
 			Help:  "Directory where decision records wait until the sink acknowledges them.",
