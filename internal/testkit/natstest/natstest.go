@@ -78,7 +78,25 @@ func (s *Server) Kill() {
 	s.cmd = nil
 }
 
-// Restart starts the server again on the same port and store.
+// Stop stops the server as an operator does (SIGTERM: it closes its
+// store cleanly), keeping its store.
+func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		s.tb.Errorf("natstest: nats-server still running 30 s after SIGTERM; killed")
+		_ = s.cmd.Process.Signal(syscall.SIGKILL)
+		<-s.done
+	}
+	s.cmd = nil
+}
+
+// Restart starts the server again on the same port and store (after
+// Kill or Stop, or killing it first).
 func (s *Server) Restart() {
 	s.tb.Helper()
 	s.Kill()
