@@ -288,7 +288,10 @@ func TestChaosMatrix(t *testing.T) {
 				}
 				return ""
 			},
-			converged: decisionsShipping, bound: chaosShipMax},
+			// The backlog of the outage ships while the load goes on, at
+			// least as fast as decisions came: the longest backoff, then
+			// no longer than the outage lasted.
+			converged: decisionsShipping, bound: chaosShipBackoff + hold},
 	}
 
 	load := startChaosLoad(classes, f.targets, chaosCallers)
@@ -586,7 +589,8 @@ host, not of the sidecar alone).
   counted: decisions whose answer never reached a caller (the killed replica's in-flight requests) are
   logged too. While the sink is down, decisions are answered as usual and wait in each replica's spool
   (status `+"`degraded`"+`, `+"`decision-log-unavailable`"+`); the row converges once every replica is
-  connected again and no record waits longer than 3 s.
+  connected again and no record waits longer than 3 s, bounded by the shipper's longest backoff (10 s)
+  plus the hold: the backlog must ship at least as fast as it grew, while the load goes on.
 `, chaosCallers, chaosBudget, hold, time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), load, table, decisions)
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(harness.ModuleRoot(t), path)
