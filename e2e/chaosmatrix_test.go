@@ -549,10 +549,11 @@ func writeReliability(t *testing.T, path, table, decisions string, hold time.Dur
 
 What happens to a fleet of sidecars when things break while it serves. `+"`make chaos`"+` runs three
 `+"`svc-sidecar`"+` replicas (fail closed, signed bundles polled from nginx, audit on, rate limits in one
-`+"`redis-server`"+`, decision logs spooled and shipped to one `+"`nats-server`"+` with JetStream) under a closed-loop load of %d callers (gRPC Check and HTTP `+"`/check`"+`, spread over
-the replicas) whose right answer is known for every request: allowed and denied users of tenant acme,
-expired tokens, other tenants' tokens (globex, rate-limited at %d requests a minute, is the metered
-tenant), bad signatures. Each fault is held %v, then healed. This page is written by the command
+`+"`redis-server`"+`, decision logs spooled and shipped to one `+"`nats-server`"+` with JetStream) under a
+closed-loop load of %d callers (gRPC Check and HTTP `+"`/check`"+`, spread over the replicas) whose right
+answer is known for every request: allowed and denied users of tenant acme, expired tokens, other
+tenants' tokens (globex, rate-limited at %d requests a minute, is the metered tenant), bad
+signatures. Each fault is held %v, then healed. This page is written by the command
 (`+"`go test ./e2e/ -run TestChaosMatrix -chaos.long -chaos.write=...`"+`); the short version (faults held
 2.5 s) runs in `+"`make test`"+`. Where each piece of state lives, and so why each row ends as it does:
 [state.md](state.md).
