@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -26,7 +27,9 @@ import (
 
 	"github.com/svc-dev/svc/e2e/harness"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/natstest"
 	"github.com/svc-dev/svc/internal/testkit/noopauthz"
+	"github.com/svc-dev/svc/wire"
 )
 
 // Load of BenchmarkCompareNoop: Envoys of a node share a few connections
@@ -46,6 +49,8 @@ var (
 		"BenchmarkCompareNoop: load time of each server in each run, split over its rounds")
 	compareIdentityToken = flag.Bool("compare.identity-token", false,
 		"run the sidecar with identity tokens on (identity_token.signing_key_file): every allowed answer carries x-svc-identity")
+	compareDecisionLog = flag.Bool("compare.decision-log", false,
+		"run the sidecar with the decision log on, shipping to a NATS JetStream server (decision_log.sink = nats)")
 	compareRuns = flag.Int("compare.runs", 3,
 		"BenchmarkCompareNoop: runs, each of interleaved rounds; the medians are reported")
 )
@@ -98,6 +103,12 @@ func BenchmarkCompareNoop(b *testing.B) {
 	}
 	if *compareIdentityToken {
 		env["SVC_IDENTITY_TOKEN_SIGNING_KEY_FILE"] = testkit.TokenKeyFile(b)
+	}
+	if *compareDecisionLog {
+		nats := natstest.Start(b)
+		env["SVC_DECISION_LOG_SINK"] = "nats"
+		env["SVC_DECISION_LOG_URL"] = nats.URL()
+		env["SVC_DECISION_LOG_SPOOL_DIR"] = b.TempDir()
 	}
 	side := harness.StartSidecar(b, harness.SidecarOptions{Config: rssConfig, Env: env})
 	if side.AuditPath == "" {
@@ -180,6 +191,23 @@ func BenchmarkCompareNoop(b *testing.B) {
 	b.Log(log.String())
 	if len(otlp.Spans()) == 0 {
 		b.Error("the sidecar exported no span: telemetry was not on")
+	}
+	if *compareDecisionLog {
+		// Every check was spooled before its answer; all reach the sink.
+		var dl *wire.DecisionLogStatus
+		testkit.Eventually(b, "the decision log's spool emptied", func() bool {
+			var st wire.Status
+			_, _, body := harness.Get(b, side.URL("/v1/status"))
+			if json.Unmarshal(body, &st) != nil || st.DecisionLog == nil {
+				return false
+			}
+			dl = st.DecisionLog
+			return dl.Unsent == 0
+		})
+		if dl.Shipped < int64(checks) || dl.Dropped != 0 {
+			b.Errorf("decision log: %d shipped, %d dropped, for %d timed checks", dl.Shipped, dl.Dropped, checks)
+		}
+		b.ReportMetric(float64(dl.Shipped), "decision-log-shipped")
 	}
 }
 

@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/internal/idptest"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/natstest"
 )
 
 // BenchmarkAuthorize measures a whole decision on a cached RS256 token:
@@ -101,6 +103,48 @@ func BenchmarkValidateTokenSAML(b *testing.B) {
 				if d := e.ValidateToken(ctx, bc.tok); !d.Allowed {
 					b.Fatalf("refused: %+v", d)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkAuthorizeDecisionLog is a whole decision as Envoy asks for it
+// (a request with the headers a proxy passes) without and with the
+// decision log shipping to NATS JetStream: the record built, redacted,
+// spooled before the answer, and shipped by the same process.
+func BenchmarkAuthorizeDecisionLog(b *testing.B) {
+	p := idptest.New(b)
+	srv := natstest.Start(b)
+	tok := p.Token(b, claimsFor("acme", "viewer"))
+	headers := map[string]string{
+		":authority": "orders.example.com", ":method": "GET", ":path": "/orders/o-1?expand=items",
+		"accept": "application/json", "user-agent": "curl/8.5.0", "x-request-id": "0c7c1ec5-6f5e-4b1e-9d0a-2f3b8e0d1a11",
+		"traceparent": "00-5b8aa5a2d2c872e8321cf37308d69df2-051581bf3cb55c13-01", "x-forwarded-for": "10.0.0.7",
+		"x-forwarded-proto": "https", "cookie": "session=abc", "authorization": "Bearer " + tok,
+	}
+	for _, sink := range []string{"off", "nats"} {
+		b.Run(sink, func(b *testing.B) {
+			cfg := prodConfig(p.JWKSURL())
+			cfg.RateLimit.DefaultRPM = 1 << 40
+			if sink == "nats" {
+				cfg = decisionLogConfig(b, p, srv.URL())
+				cfg.RateLimit.DefaultRPM = 1 << 40
+			}
+			e := newEngine(b, cfg, engine.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			ctx := context.Background()
+			decide := func() {
+				req := policy.Request{Method: "GET", Path: "/orders/o-1", Host: "orders.example.com",
+					Headers: headers, Query: map[string]string{"expand": "items"}}
+				res, err := e.Decide(ctx, engine.Request{Credential: engine.BearerToken(tok), Source: "envoy",
+					Input: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: "o-1"}, Request: &req}})
+				if err != nil || !res.Allowed() {
+					b.Fatalf("decision: %+v %v", res.Decision, err)
+				}
+			}
+			decide()
+			b.ReportAllocs()
+			for b.Loop() {
+				decide()
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
@@ -65,17 +66,27 @@ func newDecisionSink(d config.DecisionLog, service string) (decisionlog.Sink, er
 	}
 }
 
+// recordBufs are logDecision's buffers, spared their growth on every
+// decision.
+var recordBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
 // logDecision appends the decision record of rec (the audit record) with
 // the redacted policy input to the decision log's spool. A full spool
 // under overflow = "deny" is an error of code decision-log-unavailable:
 // the decision must not be answered unlogged.
 func (e *Engine) logDecision(rec *audit.Record, in *Input) error {
-	b := rec.AppendJSON(make([]byte, 0, 1024))
+	bp := recordBufs.Get().(*[]byte)
+	b := rec.AppendJSON((*bp)[:0])
 	// The audit record's object, with the input as its last member.
 	b = append(b[:len(b)-1], `,"input":`...)
-	b = append(b, RedactedInput(*in)...)
+	b = AppendRedactedInput(b, in)
 	b = append(b, '}')
+	// Log copies the record to the spool's file before it returns.
 	err := e.decisions.Log(decisionlog.Record{DecisionID: rec.DecisionID, Tenant: rec.Tenant, JSON: b})
+	if cap(b) <= 64<<10 {
+		*bp = b
+		recordBufs.Put(bp)
+	}
 	if err == nil {
 		return nil
 	}

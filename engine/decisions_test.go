@@ -21,7 +21,7 @@ import (
 	"github.com/svc-dev/svc/reason"
 )
 
-func decisionLogConfig(t *testing.T, p *idptest.IdP, natsURL string) config.Config {
+func decisionLogConfig(t testing.TB, p *idptest.IdP, natsURL string) config.Config {
 	cfg := prodConfig(p.JWKSURL())
 	cfg.DecisionLog = config.DecisionLog{Sink: config.DecisionLogNATS, URL: natsURL, SpoolDir: t.TempDir(),
 		FlushInterval: config.Duration{Duration: 20 * time.Millisecond}}

@@ -1,9 +1,10 @@
 package engine
 
 import (
-	"encoding/json"
-	"maps"
+	"slices"
 	"strings"
+
+	"github.com/svc-dev/svc/internal/jsonstr"
 )
 
 // Redacted replaces a value RedactedInput hides.
@@ -22,48 +23,148 @@ var visibleHeaders = map[string]bool{
 // user.claims and identity.claims value), and so are request header values other than a few
 // harmless ones and the query values.
 func RedactedInput(in Input) []byte {
-	if in.User.Email != "" {
-		in.User.Email = Redacted
-	}
-	in.User.Claims = redactedClaims(in.User.Claims)
-	if id := in.Identity; id != nil {
-		ic := *id
-		ic.Claims = redactedClaims(id.Claims)
-		in.Identity = &ic
-	}
-	if r := in.Request; r != nil {
-		rc := *r
-		if len(r.Headers) > 0 {
-			rc.Headers = maps.Clone(r.Headers)
-			for k := range rc.Headers {
-				if !visibleHeaders[strings.ToLower(k)] {
-					rc.Headers[k] = Redacted
-				}
-			}
-		}
-		if len(r.Query) > 0 {
-			rc.Query = maps.Clone(r.Query)
-			for k := range rc.Query {
-				rc.Query[k] = Redacted
-			}
-		}
-		in.Request = &rc
-	}
-	b, err := json.Marshal(in)
-	if err != nil {
-		return []byte(`{"error":"input not representable"}`)
-	}
-	return b
+	return AppendRedactedInput(make([]byte, 0, 512), &in)
 }
 
-// redactedClaims is claims with every value replaced by Redacted.
-func redactedClaims(claims map[string]any) map[string]any {
-	if len(claims) == 0 {
-		return claims
+// AppendRedactedInput appends RedactedInput(*in) to b without copying
+// the input: the redaction happens as it is written, in the bytes
+// encoding/json would write for the redacted copy (keys of maps sorted,
+// strings escaped alike). Decision records are built with it on the path
+// of every decision.
+func AppendRedactedInput(b []byte, in *Input) []byte {
+	b = append(b, `{"action":`...)
+	b = jsonstr.Append(b, in.Action, true)
+	u := &in.User
+	b = append(b, `,"user":{"id":`...)
+	b = jsonstr.Append(b, u.ID, true)
+	b = append(b, `,"role":`...)
+	b = jsonstr.Append(b, u.Role, true)
+	b = append(b, `,"roles":`...)
+	b = appendStrings(b, u.Roles)
+	b = append(b, `,"tenant_id":`...)
+	b = jsonstr.Append(b, u.TenantID, true)
+	if u.Email != "" {
+		b = append(b, `,"email":"`+Redacted+`"`...)
 	}
-	c := make(map[string]any, len(claims))
-	for k := range claims {
-		c[k] = Redacted
+	b = append(b, `,"claims":`...)
+	b = appendRedactedMap(b, u.Claims, nil)
+	r := &in.Resource
+	b = append(b, `},"resource":{`...)
+	if r.Type != "" {
+		b = append(b, `"type":`...)
+		b = jsonstr.Append(b, r.Type, true)
+		b = append(b, ',')
 	}
-	return c
+	b = append(b, `"id":`...)
+	b = jsonstr.Append(b, r.ID, true)
+	b = append(b, `,"tenant":`...)
+	b = jsonstr.Append(b, r.Tenant, true)
+	b = append(b, `},"tenant":{"id":`...)
+	b = jsonstr.Append(b, in.Tenant.ID, true)
+	b = append(b, `,"plan":`...)
+	b = jsonstr.Append(b, in.Tenant.Plan, true)
+	b = append(b, '}')
+	if q := in.Request; q != nil {
+		b = append(b, `,"request":{"method":`...)
+		b = jsonstr.Append(b, q.Method, true)
+		b = append(b, `,"path":`...)
+		b = jsonstr.Append(b, q.Path, true)
+		if q.Host != "" {
+			b = append(b, `,"host":`...)
+			b = jsonstr.Append(b, q.Host, true)
+		}
+		if len(q.Query) > 0 {
+			b = append(b, `,"query":`...)
+			b = appendRedactedMap(b, q.Query, nil)
+		}
+		if len(q.Headers) > 0 {
+			b = append(b, `,"headers":`...)
+			b = appendRedactedMap(b, q.Headers, visibleHeader)
+		}
+		if q.SourceIP != "" {
+			b = append(b, `,"source_ip":`...)
+			b = jsonstr.Append(b, q.SourceIP, true)
+		}
+		b = append(b, `,"canonical_path":`...)
+		b = jsonstr.Append(b, q.CanonicalPath, true)
+		b = append(b, `,"format":`...)
+		b = jsonstr.Append(b, q.Format, true)
+		b = append(b, '}')
+	}
+	if id := in.Identity; id != nil {
+		b = append(b, `,"identity":{"kind":`...)
+		b = jsonstr.Append(b, id.Kind, true)
+		b = append(b, `,"id":`...)
+		b = jsonstr.Append(b, id.ID, true)
+		b = append(b, `,"tenant_id":`...)
+		b = jsonstr.Append(b, id.TenantID, true)
+		b = append(b, `,"roles":`...)
+		b = appendStrings(b, id.Roles)
+		if id.Issuer != "" {
+			b = append(b, `,"issuer":`...)
+			b = jsonstr.Append(b, id.Issuer, true)
+		}
+		if id.Method != "" {
+			b = append(b, `,"method":`...)
+			b = jsonstr.Append(b, id.Method, true)
+		}
+		b = append(b, `,"claims":`...)
+		b = appendRedactedMap(b, id.Claims, nil)
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// visibleHeader reports whether the value of header k is shown.
+func visibleHeader(k string) bool {
+	if visibleHeaders[k] {
+		return true
+	}
+	return visibleHeaders[strings.ToLower(k)]
+}
+
+// appendStrings appends v as a JSON array, null when nil.
+func appendStrings(b []byte, v []string) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, s := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonstr.Append(b, s, true)
+	}
+	return append(b, ']')
+}
+
+// appendRedactedMap appends m as a JSON object, keys sorted, null when
+// nil, each value Redacted unless visible says its key's is shown (then
+// m's value, a string).
+func appendRedactedMap[V any](b []byte, m map[string]V, visible func(string) bool) []byte {
+	if m == nil {
+		return append(b, "null"...)
+	}
+	var arr [24]string
+	keys := arr[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonstr.Append(b, k, true)
+		b = append(b, ':')
+		if visible != nil && visible(k) {
+			if s, ok := any(m[k]).(string); ok {
+				b = jsonstr.Append(b, s, true)
+				continue
+			}
+		}
+		b = append(b, `"`+Redacted+`"`...)
+	}
+	return append(b, '}')
 }

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 
@@ -41,5 +42,110 @@ func TestRedactedInputKeepsOnlySubjectTenantAndRoles(t *testing.T) {
 	if in.User.Email != "alice@example.com" || in.Request.Headers["x-api-key"] != "k-secret" || in.User.Claims["ssn"] != "123-45-6789" ||
 		in.Identity.Claims["ssn"] != "123-45-6789" {
 		t.Error("RedactedInput changed the input it was given")
+	}
+}
+
+// redactedByCopy is what RedactedInput writes, the slow way: a redacted
+// copy of in marshaled by encoding/json.
+func redactedByCopy(in engine.Input) []byte {
+	redact := func(m map[string]any) map[string]any {
+		if len(m) == 0 {
+			return m
+		}
+		c := make(map[string]any, len(m))
+		for k := range m {
+			c[k] = engine.Redacted
+		}
+		return c
+	}
+	if in.User.Email != "" {
+		in.User.Email = engine.Redacted
+	}
+	in.User.Claims = redact(in.User.Claims)
+	if id := in.Identity; id != nil {
+		ic := *id
+		ic.Claims = redact(id.Claims)
+		in.Identity = &ic
+	}
+	if r := in.Request; r != nil {
+		rc := *r
+		if len(r.Headers) > 0 {
+			rc.Headers = maps.Clone(r.Headers)
+			for k := range rc.Headers {
+				switch strings.ToLower(k) {
+				case "accept", "content-type", "user-agent", "x-request-id", "traceparent", ":method", ":path", ":authority":
+				default:
+					rc.Headers[k] = engine.Redacted
+				}
+			}
+		}
+		if len(r.Query) > 0 {
+			rc.Query = maps.Clone(r.Query)
+			for k := range rc.Query {
+				rc.Query[k] = engine.Redacted
+			}
+		}
+		in.Request = &rc
+	}
+	b, _ := json.Marshal(in)
+	return b
+}
+
+// redactInputCases are inputs of every shape: empty, nil and full maps,
+// strings that need escaping, a header spelled in capitals.
+func redactInputCases() []engine.Input {
+	full := engine.Input{
+		Action: "orders:read",
+		User: policy.User{ID: "u-1", Role: "viewer", Roles: []string{"viewer", "<b>&"}, TenantID: "acme",
+			Email: "alice@example.com", Claims: map[string]any{"department": "sales", "n": 3.0, "z": nil, "a": []any{1}}},
+		Resource: policy.Resource{Type: "orders", ID: "o-\"1\"\n", Tenant: "acme"},
+		Tenant:   policy.Tenant{ID: "acme", Plan: "free"},
+		Request: &policy.Request{Method: "GET", Path: "/orders/o-1\u2028", Host: "h", Query: map[string]string{"b": "1", "a": "2"},
+			Headers:  map[string]string{"User-Agent": "curl", "x-api-key": "k", ":path": "/o?\xff", "accept": "*/*"},
+			SourceIP: "10.0.0.1", CanonicalPath: "/orders/o-1", Format: "json"},
+		Identity: &policy.Identity{Kind: "jwt", ID: "u-1", TenantID: "acme", Roles: []string{"viewer"},
+			Issuer: "https://idp", Method: "RS256", Claims: map[string]any{"k": "v"}},
+	}
+	bare := engine.Input{Request: &policy.Request{Query: map[string]string{}, Headers: map[string]string{}},
+		Identity: &policy.Identity{Roles: []string{}, Claims: map[string]any{}}}
+	bare.User.Claims = map[string]any{}
+	bare.User.Roles = []string{}
+	return []engine.Input{{}, full, bare}
+}
+
+// RedactedInput writes the bytes encoding/json writes for the redacted
+// copy of its input.
+func TestRedactedInputMatchesEncodingJSON(t *testing.T) {
+	for i, in := range redactInputCases() {
+		if got, want := engine.RedactedInput(in), redactedByCopy(in); string(got) != string(want) {
+			t.Errorf("case %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
+}
+
+func FuzzRedactedInput(f *testing.F) {
+	f.Add("orders:read", "u-1", "sales", "x-api-key", "k", "/orders/1")
+	f.Add("", "\xff", "<&>", "User-Agent", "\u2028", "")
+	f.Fuzz(func(t *testing.T, action, user, claim, header, value, path string) {
+		in := engine.Input{Action: action, User: policy.User{ID: user, Roles: []string{claim},
+			Claims: map[string]any{claim: value}, Email: value},
+			Request: &policy.Request{Path: path, Headers: map[string]string{header: value, "accept": claim},
+				Query: map[string]string{value: claim}}}
+		got := engine.RedactedInput(in)
+		if want := redactedByCopy(in); string(got) != string(want) {
+			t.Fatalf("got %s\nwant %s", got, want)
+		}
+		if !json.Valid(got) {
+			t.Fatalf("not JSON: %s", got)
+		}
+	})
+}
+
+func BenchmarkRedactedInput(b *testing.B) {
+	in := redactInputCases()[1]
+	buf := make([]byte, 0, 2048)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = engine.AppendRedactedInput(buf[:0], &in)
 	}
 }

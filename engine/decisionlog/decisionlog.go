@@ -146,7 +146,13 @@ var ErrFull = spool.ErrFull
 // and will be shipped. Under the deny overflow a full spool refuses it
 // (ErrFull).
 func (l *Logger) Log(r Record) error {
-	if err := l.spool.Append(encode(r)); err != nil {
+	bp := encodeBufs.Get().(*[]byte)
+	*bp = appendEncoded((*bp)[:0], r)
+	err := l.spool.Append(*bp)
+	if cap(*bp) <= 64<<10 {
+		encodeBufs.Put(bp)
+	}
+	if err != nil {
 		return err
 	}
 	// Unsent, not Stats: Log runs once per decision, and Stats may read
@@ -287,10 +293,12 @@ func (l *Logger) Stats() Stats {
 	return s
 }
 
-// encode frames r for the spool: the id and the tenant with their
-// lengths, then the JSON.
-func encode(r Record) []byte {
-	b := make([]byte, 0, 2*binary.MaxVarintLen64+len(r.DecisionID)+len(r.Tenant)+len(r.JSON))
+// encodeBufs are Log's buffers, spared an allocation per decision.
+var encodeBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// appendEncoded frames r for the spool, appended to b: the id and the
+// tenant with their lengths, then the JSON.
+func appendEncoded(b []byte, r Record) []byte {
 	b = binary.AppendUvarint(b, uint64(len(r.DecisionID)))
 	b = append(b, r.DecisionID...)
 	b = binary.AppendUvarint(b, uint64(len(r.Tenant)))

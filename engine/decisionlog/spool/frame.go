@@ -56,6 +56,15 @@ func decodeFrame(b []byte) (frame, int, bool) {
 	return frame{appended: frameTime(b), data: data}, frameHeader + int(n), true
 }
 
+// frameLen is the size of the frame b starts with, from its header;
+// false when b is shorter than a header.
+func frameLen(b []byte) (int64, bool) {
+	if len(b) < frameHeader {
+		return 0, false
+	}
+	return frameHeader + int64(binary.BigEndian.Uint32(b[0:4])), true
+}
+
 // frameTime is the append time in a frame's header.
 func frameTime(hdr []byte) time.Time {
 	return time.Unix(0, int64(binary.BigEndian.Uint64(hdr[8:16])))

@@ -121,6 +121,13 @@ type Spool struct {
 	dirty    bool // written since the last Sync
 	closed   bool
 	ackDirty bool
+	// readSince counts the records Read returned from acked on; exact
+	// until a segment holding some of them is dropped, so that Ack of
+	// everything read needs no count from the disk.
+	readSince int64
+	readExact bool
+	// frame is Append's buffer, reused under mu.
+	frame []byte
 }
 
 const (
@@ -216,6 +223,7 @@ func (s *Spool) load() error {
 		return err
 	}
 	s.read = s.acked
+	s.readExact = true
 	return nil
 }
 
@@ -324,8 +332,7 @@ func (s *Spool) startSegment(seq uint64) error {
 // has run. Under Deny a full spool refuses it with ErrFull.
 func (s *Spool) Append(rec []byte) error {
 	now := s.opts.Now()
-	frame := appendFrame(make([]byte, 0, frameHeader+len(rec)), now, rec)
-	n := int64(len(frame))
+	n := int64(frameHeader + len(rec))
 	if n > s.opts.SegmentBytes {
 		return ErrTooLarge
 	}
@@ -347,7 +354,11 @@ func (s *Spool) Append(rec []byte) error {
 		}
 		s.dropOldest()
 	}
-	if _, err := s.w.Write(frame); err != nil {
+	s.frame = appendFrame(s.frame[:0], now, rec)
+	if cap(s.frame) > appendBufferKeep {
+		defer func() { s.frame = nil }()
+	}
+	if _, err := s.w.Write(s.frame); err != nil {
 		// A short write leaves a torn frame that the next Open cuts;
 		// until then the segment is done with.
 		_ = s.startSegment(last.seq + 1)
@@ -364,9 +375,18 @@ func (s *Spool) Append(rec []byte) error {
 	return nil
 }
 
+// appendBufferKeep is the largest frame buffer Append keeps for the
+// next record; a larger one (a rare huge record) is let go.
+const appendBufferKeep = 64 << 10
+
+// readChunk is the least Read takes from a segment file at once.
+const readChunk = 64 << 10
+
 // dropOldest deletes the oldest segment, which is not the one written to,
 // counting its unsent records; the cursor moves past it.
 func (s *Spool) dropOldest() {
+	// Records Read returned may go with it: Ack counts from the disk.
+	s.readExact = false
 	old := s.segs[0]
 	lost := old.records
 	if s.acked.Segment == old.seq && s.acked.Offset > 0 {
@@ -392,15 +412,15 @@ func (s *Spool) dropOldest() {
 	}
 }
 
-// Read returns up to max records from where the last Read stopped (at
+// Read returns up to limit records from where the last Read stopped (at
 // most maxBytes of data, but at least one record). It returns no entries
 // when every record has been read.
-func (s *Spool) Read(max int, maxBytes int64) ([]Entry, error) {
+func (s *Spool) Read(limit int, maxBytes int64) ([]Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Entry
-	var size int64
-	for len(out) < max {
+	var size, counted int64
+	for len(out) < limit {
 		seg := s.segmentOf(s.read.Segment)
 		if seg == nil {
 			return out, nil
@@ -412,20 +432,30 @@ func (s *Spool) Read(max int, maxBytes int64) ([]Entry, error) {
 			s.read = Position{Segment: s.nextSeq(seg.seq)}
 			continue
 		}
-		f, err := os.Open(s.path(seg.seq))
+		// Enough of the segment for the records asked for (by the
+		// segment's average record), not all of it: a backlog is read
+		// batch by batch.
+		rest := seg.size - s.read.Offset
+		want := min(maxBytes-size, seg.size/max(seg.records, 1)*int64(limit-len(out))*5/4) + frameHeader*int64(limit-len(out))
+		want = min(max(want, readChunk), rest)
+		buf, err := s.readAt(seg, s.read.Offset, want)
 		if err != nil {
-			return out, fmt.Errorf("spool: %w", err)
+			return out, err
 		}
-		buf := make([]byte, seg.size-s.read.Offset)
-		_, err = f.ReadAt(buf, s.read.Offset)
-		f.Close()
-		if err != nil {
-			return out, fmt.Errorf("spool: %w", err)
+		if n, ok := frameLen(buf); ok && n > int64(len(buf)) && n <= rest {
+			// One record larger than the chunk: read it whole.
+			if buf, err = s.readAt(seg, s.read.Offset, n); err != nil {
+				return out, err
+			}
 		}
+		more := int64(len(buf)) < rest // the segment goes on past buf
 		off := 0
-		for off < len(buf) && len(out) < max && (len(out) == 0 || size < maxBytes) {
+		for off < len(buf) && len(out) < limit && (len(out) == 0 || size < maxBytes) {
 			fr, n, ok := decodeFrame(buf[off:])
 			if !ok {
+				if fl, hdr := frameLen(buf[off:]); more && off > 0 && (!hdr || fl > int64(len(buf)-off)) {
+					break // the frame goes on past buf: the next round reads it
+				}
 				return out, fmt.Errorf("spool: segment %d corrupt at offset %d", seg.seq, s.read.Offset+int64(off))
 			}
 			off += n
@@ -434,6 +464,8 @@ func (s *Spool) Read(max int, maxBytes int64) ([]Entry, error) {
 				Next: Position{Segment: seg.seq, Offset: s.read.Offset + int64(off)}})
 		}
 		s.read.Offset += int64(off)
+		s.readSince += int64(len(out)) - counted
+		counted = int64(len(out))
 		if len(out) > 0 && size >= maxBytes {
 			return out, nil
 		}
@@ -441,11 +473,27 @@ func (s *Spool) Read(max int, maxBytes int64) ([]Entry, error) {
 	return out, nil
 }
 
+// readAt reads n bytes of seg from off, into a buffer of their own: a
+// sink's client may still hold records of a batch it failed to send.
+func (s *Spool) readAt(seg *segment, off, n int64) ([]byte, error) {
+	f, err := os.Open(s.path(seg.seq))
+	if err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	defer f.Close()
+	buf := make([]byte, n)
+	if _, err := f.ReadAt(buf, off); err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	return buf, nil
+}
+
 // Rewind makes the next Read start again at the oldest unacknowledged
 // record: what a reader does after a send failed.
 func (s *Spool) Rewind() {
 	s.mu.Lock()
 	s.read = s.acked
+	s.readSince, s.readExact = 0, true
 	s.mu.Unlock()
 }
 
@@ -459,20 +507,13 @@ func (s *Spool) Ack(p Position) {
 	if !s.acked.Less(p) {
 		return
 	}
-	for _, seg := range s.segs {
-		if seg.seq < s.acked.Segment || seg.seq > p.Segment {
-			continue
-		}
-		from := int64(0)
-		if seg.seq == s.acked.Segment {
-			from = s.acked.Offset
-		}
-		to := seg.size
-		if seg.seq == p.Segment {
-			to = p.Offset
-		}
-		s.unsent -= s.countBetween(seg, from, to)
+	if p == s.read && s.readExact {
+		// Everything read is acknowledged: Read counted it.
+		s.unsent -= s.readSince
+	} else {
+		s.unsent -= s.countAcked(p)
 	}
+	s.readSince, s.readExact = 0, p == s.read
 	s.acked = p
 	// Written now, so that a process killed after this ack does not send
 	// the records again; made durable with the next Sync.
@@ -487,6 +528,26 @@ func (s *Spool) Ack(p Position) {
 	if s.read.Less(p) {
 		s.read = p
 	}
+}
+
+// countAcked counts the records from acked to p from the disk.
+func (s *Spool) countAcked(p Position) int64 {
+	var n int64
+	for _, seg := range s.segs {
+		if seg.seq < s.acked.Segment || seg.seq > p.Segment {
+			continue
+		}
+		from := int64(0)
+		if seg.seq == s.acked.Segment {
+			from = s.acked.Offset
+		}
+		to := seg.size
+		if seg.seq == p.Segment {
+			to = p.Offset
+		}
+		n += s.countBetween(seg, from, to)
+	}
+	return n
 }
 
 // countBetween counts seg's records between offsets from and to.

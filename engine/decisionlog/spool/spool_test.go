@@ -2,6 +2,7 @@ package spool_test
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -269,4 +270,68 @@ func TestAckSurvivesWithoutSync(t *testing.T) {
 	}
 	defer next.Close()
 	wantRecords(t, readAll(t, next, 100), 5, 5)
+}
+
+// A backlog in one large segment is read batch by batch, in order, with
+// records larger than a read of the disk among them; Unsent stays exact
+// through acknowledgements, drops of records read but not acknowledged,
+// and a rewind.
+func TestBacklogReadInChunks(t *testing.T) {
+	s := open(t, spool.Options{Dir: t.TempDir(), SegmentBytes: 8 << 20, MaxBytes: 64 << 20})
+	big := bytes.Repeat([]byte("x"), 600<<10) // past a read chunk
+	var want [][]byte
+	for i := range 3000 {
+		rec := []byte(fmt.Sprintf("record-%06d", i))
+		if i%1000 == 500 {
+			rec = append(rec, big...)
+		}
+		if err := s.Append(rec); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, rec)
+	}
+	var got [][]byte
+	for {
+		es, err := s.Read(100, 64<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) == 0 {
+			break
+		}
+		for _, e := range es {
+			got = append(got, e.Data)
+		}
+		if len(got) == 1000 {
+			// A failed send: read again from the last acknowledgement.
+			s.Rewind()
+			got = got[:900]
+			continue
+		}
+		s.Ack(es[len(es)-1].Next)
+		if u := s.Unsent(); u != int64(3000-len(got)) {
+			t.Fatalf("after acknowledging %d records: unsent %d", len(got), u)
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("read %d records, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("record %d: %.20q, want %.20q", i, got[i], want[i])
+		}
+	}
+
+	// Records read, then dropped unsent before their acknowledgement.
+	s = open(t, spool.Options{Dir: t.TempDir(), SegmentBytes: 64 << 10, MaxBytes: 256 << 10})
+	appendN(t, s, 0, 1000)
+	es, err := s.Read(500, 1<<20)
+	if err != nil || len(es) != 500 {
+		t.Fatalf("read %d, %v", len(es), err)
+	}
+	appendN(t, s, 1000, 20000)
+	s.Ack(es[len(es)-1].Next)
+	if rest := readAll(t, s, 1000); int64(len(rest)) != s.Unsent() || s.Stats().Dropped == 0 {
+		t.Fatalf("after drops: %d left to read, unsent %d, dropped %d", len(rest), s.Unsent(), s.Stats().Dropped)
+	}
 }

@@ -16,11 +16,11 @@ import (
 // fieldsAnswer is a decoded answer of svc_validate_token_fields, with the
 // keys of the JSON answer.
 type fieldsAnswer struct {
-	Allowed  bool            `json:"allowed"`
-	Reason   string          `json:"reason"`
-	Subject  string          `json:"subject,omitempty"`
-	TenantID string          `json:"tenant_id,omitempty"`
-	Message  string          `json:"message,omitempty"`
+	Allowed    bool            `json:"allowed"`
+	Reason     string          `json:"reason"`
+	Subject    string          `json:"subject,omitempty"`
+	TenantID   string          `json:"tenant_id,omitempty"`
+	Message    string          `json:"message,omitempty"`
 	Claims     json.RawMessage `json:"claims"`
 	DecisionID string          `json:"decision_id,omitempty"`
 	claimsID   uint64
