@@ -23,7 +23,8 @@ type HTTPOptions struct {
 	Token string
 	// Timeout bounds one upload (default 10s).
 	Timeout time.Duration
-	// Client sends the uploads (default a client of its own).
+	// Client sends the uploads (default a client of its own that
+	// follows no redirect).
 	Client *http.Client
 }
 
@@ -42,7 +43,12 @@ func NewHTTP(opts HTTPOptions) (*HTTP, error) {
 		opts.Timeout = 10 * time.Second
 	}
 	if opts.Client == nil {
-		opts.Client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		// A redirect is answered as a failure rather than followed: the
+		// batch and its token go to the configured URL alone.
+		opts.Client = &http.Client{
+			Transport:     http.DefaultTransport.(*http.Transport).Clone(),
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
 	}
 	req, err := http.NewRequest(http.MethodPost, opts.URL, nil)
 	if err != nil || (req.URL.Scheme != "http" && req.URL.Scheme != "https") || req.URL.Host == "" {

@@ -195,3 +195,22 @@ func TestHTTPResend(t *testing.T) {
 		}
 	}
 }
+
+// A redirect fails the batch: neither the records nor the token follow
+// it.
+func TestHTTPNoRedirect(t *testing.T) {
+	var followed atomic.Bool
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { followed.Store(true) }))
+	defer other.Close()
+	srv := httptest.NewServer(http.RedirectHandler(other.URL+"/logs", http.StatusTemporaryRedirect))
+	defer srv.Close()
+	sink, err := decisionlog.NewHTTP(decisionlog.HTTPOptions{URL: srv.URL, Token: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	err = sink.Send(context.Background(), []decisionlog.Record{{DecisionID: "dec-1", JSON: []byte(`{}`)}})
+	if err == nil || !strings.Contains(err.Error(), "307") || followed.Load() {
+		t.Fatalf("Send answered a redirect: %v (followed %v), want a failure without following it", err, followed.Load())
+	}
+}
