@@ -2,10 +2,10 @@ package decisionlog
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -53,11 +53,11 @@ func NewKafka(opts KafkaOptions) (*Kafka, error) {
 	// The producer is idempotent (franz-go's default, kept): a request
 	// the client retries on its own is written once. Records in flight
 	// may still be failed, at the timeout or when the logger stops:
-	// otherwise a broker that vanished mid-request holds Send (and the
-	// sidecar's shutdown) until it is back. A batch so failed is sent
-	// again by the logger and may be written twice, which the spool's
-	// re-sending after a crash does anyway: consumers drop duplicates
-	// by the decision-id header.
+	// otherwise records sent to a broker that vanished mid-request stay
+	// in the client until it is back, and every later batch waits
+	// behind them. A batch so failed is sent again by the logger and
+	// may be written twice, as the spool's re-sending after a crash may
+	// anyway: consumers drop duplicates by the decision-id header.
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(seeds...),
 		kgo.ClientID("svc-sidecar-decision-log"),
@@ -104,36 +104,48 @@ func redact(u string) string {
 func (s *Kafka) Name() string { return "kafka" }
 
 // Send produces the batch and waits for every produce acknowledgement;
-// any record failed fails the batch.
+// any record failed fails the batch, and so does the timeout: records
+// then still buffered fail on their own soon after, their contexts
+// done.
 func (s *Kafka) Send(ctx context.Context, batch []Record) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	recs := make([]*kgo.Record, len(batch))
-	for i, r := range batch {
-		recs[i] = &kgo.Record{
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed int
+		first  error
+	)
+	wg.Add(len(batch))
+	for _, r := range batch {
+		rec := &kgo.Record{
 			Key:     []byte(r.Tenant),
 			Value:   r.JSON,
 			Headers: []kgo.RecordHeader{{Key: DecisionIDHeader, Value: []byte(r.DecisionID)}},
 		}
-	}
-	var failed int
-	var first error
-	for _, res := range s.cl.ProduceSync(ctx, recs...) {
-		if res.Err != nil {
-			if first == nil {
-				first = res.Err
+		s.cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				failed++
+				mu.Unlock()
 			}
-			failed++
-		}
+			wg.Done()
+		})
 	}
-	switch {
-	case first == nil:
-		return nil
-	case errors.Is(first, context.DeadlineExceeded) && ctx.Err() != nil:
-		return fmt.Errorf("decision log kafka: topic %s: %d of %d records unacknowledged after %s", s.opts.Topic, failed, len(batch), s.opts.Timeout)
-	default:
+	acked := make(chan struct{})
+	go func() { wg.Wait(); close(acked) }()
+	select {
+	case <-acked:
+	case <-ctx.Done():
+		return fmt.Errorf("decision log kafka: topic %s: records unacknowledged after %s: %w", s.opts.Topic, s.opts.Timeout, ctx.Err())
+	}
+	if first != nil {
 		return fmt.Errorf("decision log kafka: topic %s: %d of %d records failed: %w", s.opts.Topic, failed, len(batch), first)
 	}
+	return nil
 }
 
 // Close closes the producer; Send is not called meanwhile, so nothing

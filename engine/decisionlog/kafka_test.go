@@ -135,3 +135,27 @@ func TestKafkaOutage(t *testing.T) {
 		}
 	}
 }
+
+// A broker gone altogether fails the batch at the timeout rather than
+// holding Send until it is back.
+func TestKafkaBrokerGone(t *testing.T) {
+	kc := kafkatest.Start(t, "svc-decisions")
+	sink, err := decisionlog.NewKafka(decisionlog.KafkaOptions{URL: kc.URL(), Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	rec := []decisionlog.Record{{DecisionID: "dec-1", Tenant: "acme", JSON: []byte(`{}`)}}
+	if err := sink.Send(context.Background(), rec); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	kc.Close()
+	start := time.Now()
+	err = sink.Send(context.Background(), rec)
+	if err == nil || !strings.HasPrefix(err.Error(), "decision log kafka:") {
+		t.Fatalf("Send to a closed cluster: %v, want an error", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Send to a closed cluster took %s, want about the 1s timeout", d)
+	}
+}
