@@ -74,6 +74,10 @@ type TokenDecision struct {
 	TenantID string `json:"tenant_id,omitempty"`
 	// Message explains a failure; it never holds token or key material.
 	Message string `json:"message,omitempty"`
+	// DecisionID identifies this answer in the audit record and the
+	// decision log; empty when the answer did not come from the engine
+	// (the client's fail mode).
+	DecisionID string `json:"decision_id,omitempty"`
 }
 
 // Resource is what an action applies to (input.resource).

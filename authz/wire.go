@@ -16,12 +16,13 @@ import (
 // numbers and integers beyond ±2^53 become strings.
 func (d TokenDecision) Proto() *authzv1.ValidateTokenResponse {
 	return &authzv1.ValidateTokenResponse{
-		Allowed:  d.Allowed,
-		Claims:   claimsToStruct(d.Claims),
-		Reason:   string(d.Reason),
-		Subject:  d.Subject,
-		TenantId: d.TenantID,
-		Message:  d.Message,
+		Allowed:    d.Allowed,
+		Claims:     claimsToStruct(d.Claims),
+		Reason:     string(d.Reason),
+		Subject:    d.Subject,
+		TenantId:   d.TenantID,
+		Message:    d.Message,
+		DecisionId: d.DecisionID,
 	}
 }
 
@@ -29,12 +30,13 @@ func (d TokenDecision) Proto() *authzv1.ValidateTokenResponse {
 // claims become float64.
 func TokenDecisionFromProto(r *authzv1.ValidateTokenResponse) TokenDecision {
 	return TokenDecision{
-		Allowed:  r.GetAllowed(),
-		Claims:   structToClaims(r.GetClaims()),
-		Reason:   reason.Code(r.GetReason()),
-		Subject:  r.GetSubject(),
-		TenantID: r.GetTenantId(),
-		Message:  r.GetMessage(),
+		Allowed:    r.GetAllowed(),
+		Claims:     structToClaims(r.GetClaims()),
+		Reason:     reason.Code(r.GetReason()),
+		Subject:    r.GetSubject(),
+		TenantID:   r.GetTenantId(),
+		Message:    r.GetMessage(),
+		DecisionID: r.GetDecisionId(),
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/svc-dev/svc/e2e/harness"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/natstest"
 	"github.com/svc-dev/svc/internal/testkit/tcpproxy"
 	"github.com/svc-dev/svc/wire"
 )
@@ -32,11 +33,14 @@ const (
 	chaosBundlePoll = 300 * time.Millisecond
 	chaosJWKSMin    = time.Second
 	chaosJWKSMax    = 2 * time.Second
+	// chaosShipBackoff is the decision log shipper's longest backoff: a
+	// sink back after an outage may wait that long for its first batch.
+	chaosShipBackoff = 10 * time.Second
 )
 
 // chaosFleet is the system under test: three replicas in production
 // configuration, Redis, nginx serving signed bundles, the JWKS, the
-// samlify IdP.
+// samlify IdP, NATS JetStream taking the decision logs.
 type chaosFleet struct {
 	t         *testing.T
 	k         *keyring
@@ -56,6 +60,11 @@ type chaosFleet struct {
 	// saml: the samlify IdP; samlAddrs: each replica's SAML gateway.
 	saml      samlSetup
 	samlAddrs []string
+	// nats takes every replica's decision log; spools[i] is replica i's
+	// spool root, kept across its restarts so that a successor ships
+	// what it left.
+	nats   *natstest.Server
+	spools []string
 }
 
 func (f *chaosFleet) startRedis() {
@@ -162,6 +171,7 @@ func startChaosFleet(t *testing.T) *chaosFleet {
 	f.redisAddr = redisAddr
 	f.redisArg = []string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir()}
 	f.startRedis()
+	f.nats = natstest.Start(t)
 
 	config := sidecarConfig + fmt.Sprintf(`
 [jwt]
@@ -192,6 +202,8 @@ bundle_max_poll = %q
 			samlAddr = harness.FreeAddr(t)
 		}
 		f.samlAddrs = append(f.samlAddrs, samlAddr)
+		spool := filepath.Join(f.keys, "spool-"+strconv.Itoa(i))
+		f.spools = append(f.spools, spool)
 		opts := harness.SidecarOptions{Config: config, Env: f.saml.env(samlAddr, true, map[string]string{
 			"SVC_SIDECAR_ADDR":           harness.FreeAddr(t),
 			"SVC_HTTP_ADDR":              harness.FreeAddr(t),
@@ -201,6 +213,9 @@ bundle_max_poll = %q
 			"SVC_BUNDLE_CACHE_DIR":       filepath.Join(f.keys, "cache-"+strconv.Itoa(i)),
 			"SVC_REDIS_ADDR":             px.Addr,
 			"SVC_LOG_LEVEL":              "warn",
+			"SVC_DECISION_LOG_SINK":      "nats",
+			"SVC_DECISION_LOG_URL":       f.nats.URL(),
+			"SVC_DECISION_LOG_SPOOL_DIR": spool,
 		})}
 		f.opts = append(f.opts, opts)
 		f.replicas = append(f.replicas, nil)

@@ -49,6 +49,9 @@ type chaosResult struct {
 	// retried: an HTTP request sent again on a new connection after the
 	// server closed the kept-alive one it went out on.
 	retried bool
+	// decisionID is the answer's decision id (x-svc-decision-id, or
+	// decision_id in a denial's body); empty when it carried none.
+	decisionID string
 }
 
 // chaosTarget is one replica as the load sees it.
@@ -73,11 +76,15 @@ type chaosLoad struct {
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	results []chaosResult
+	// decisions are the decision ids of every answer received; noID
+	// counts the answers that carried none.
+	decisions map[string]struct{}
+	noID      int
 }
 
 func startChaosLoad(classes []chaosClass, targets []*chaosTarget, callers int) *chaosLoad {
 	l := &chaosLoad{
-		classes: classes, targets: targets, stop: make(chan struct{}),
+		classes: classes, targets: targets, stop: make(chan struct{}), decisions: map[string]struct{}{},
 		client: &http.Client{Timeout: rpcTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: callers}},
 		fresh:  &http.Client{Timeout: rpcTimeout, Transport: &http.Transport{DisableKeepAlives: true}},
 	}
@@ -99,9 +106,15 @@ func (l *chaosLoad) caller(i int) {
 	useGRPC := i%2 == 0
 	home := i % len(l.targets)
 	var local []chaosResult
+	ids := map[string]struct{}{}
+	noID := 0
 	defer func() {
 		l.mu.Lock()
 		l.results = append(l.results, local...)
+		for id := range ids {
+			l.decisions[id] = struct{}{}
+		}
+		l.noID += noID
 		l.mu.Unlock()
 	}()
 	for {
@@ -123,6 +136,12 @@ func (l *chaosLoad) caller(i int) {
 		if res.failed && res.err != "" {
 			l.targets[r].up.Store(false)
 		}
+		switch {
+		case res.decisionID != "":
+			ids[res.decisionID] = struct{}{}
+		case res.err == "":
+			noID++ // answered without a decision id
+		}
 		local = append(local, res)
 	}
 }
@@ -142,8 +161,13 @@ func (l *chaosLoad) send(r, c int, useGRPC bool) chaosResult {
 		}
 		res.allowed = cr.status == http.StatusOK
 		res.failed = cr.status >= 500
+		res.decisionID = cr.headers["x-svc-decision-id"]
 		if !res.allowed {
-			res.reason = denyReason(cr.body)
+			d := denyBody(cr.body)
+			res.reason = d.Reason
+			if res.decisionID == "" {
+				res.decisionID = d.DecisionID
+			}
 		}
 		return res
 	}
@@ -178,13 +202,19 @@ func (l *chaosLoad) send(r, c int, useGRPC bool) chaosResult {
 	res.allowed = status == http.StatusOK
 	res.failed = status >= 500
 	res.reason = body.Reason
+	res.decisionID = resp.Header.Get("X-Svc-Decision-Id")
+	if res.decisionID == "" {
+		res.decisionID = body.DecisionID
+	}
 	return res
 }
 
-func denyReason(body string) string {
+func denyReason(body string) string { return denyBody(body).Reason }
+
+func denyBody(body string) wire.DenyBody {
 	var d wire.DenyBody
 	_ = json.Unmarshal([]byte(body), &d)
-	return d.Reason
+	return d
 }
 
 // health marks a replica up again once its /readyz answers 200.

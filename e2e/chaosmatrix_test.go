@@ -68,8 +68,10 @@ type chaosRow struct {
 // whose right answers are known, injects one fault after another, and
 // checks for each: no wrong decision, no failed request (except the
 // killed replica's in flight), the metered tenant held to one budget
-// across the fleet, and convergence after healing. -chaos.long holds each
-// fault 20 s; -chaos.write writes the table (docs/reliability.md).
+// across the fleet, and convergence after healing; then that every
+// decision the load was answered with reached the decision log's stream
+// once. -chaos.long holds each fault 20 s; -chaos.write writes the table
+// (docs/reliability.md).
 func TestChaosMatrix(t *testing.T) {
 	hold := 2500 * time.Millisecond
 	if *chaosLong {
@@ -122,6 +124,18 @@ func TestChaosMatrix(t *testing.T) {
 	notPartitioned := func() bool { return f.all(func(st wire.Status) bool { return !st.Partitioned && st.Ready }) }
 	rateLimitShared := func() bool {
 		return f.all(func(st wire.Status) bool { return st.RateLimit != nil && !st.RateLimit.Active })
+	}
+	// decisionsShipping: every replica connected to the sink, nothing
+	// waiting longer than a batch takes under load.
+	decisionsShipping := func() bool {
+		return f.all(func(st wire.Status) bool {
+			d := st.DecisionLog
+			if d == nil || !d.Connected {
+				return false
+			}
+			age, _ := time.ParseDuration(d.OldestUnsentAge)
+			return d.OldestUnsentAge == "" || age < 3*time.Second
+		})
 	}
 	rotated := harness.NewRSASigner(t, "rsa-2", 2048, "RS256")
 	rotatedToken := rotated.Token(t, harness.Claims("rita", "acme", "viewer"))
@@ -262,6 +276,22 @@ func TestChaosMatrix(t *testing.T) {
 				return ""
 			},
 			converged: rateLimitShared},
+		{name: "decision log sink (NATS) down", failOK: -1, budget: 1,
+			inject: f.nats.Stop, heal: f.nats.Restart,
+			during: func() string {
+				if !f.all(func(st wire.Status) bool {
+					d := st.DecisionLog
+					return d != nil && !d.Connected && d.Unsent > 0 && d.Dropped == 0 &&
+						st.Status == "degraded" && st.Reason == "decision-log-unavailable"
+				}) {
+					return "a replica does not show its decision log disconnected with records waiting (degraded, decision-log-unavailable)"
+				}
+				return ""
+			},
+			// The backlog of the outage ships while the load goes on, at
+			// least as fast as decisions came: the longest backoff, then
+			// no longer than the outage lasted.
+			converged: decisionsShipping, bound: chaosShipBackoff + hold},
 	}
 
 	load := startChaosLoad(classes, f.targets, chaosCallers)
@@ -320,6 +350,7 @@ func TestChaosMatrix(t *testing.T) {
 		t.Logf("%s: done", fl.name)
 	}
 	results := load.finish()
+	dl := chaosDecisions(t, f, load)
 
 	// wantAllow is the right answer of r, or false with known=false while
 	// the replica may serve either policy.
@@ -392,8 +423,13 @@ func TestChaosMatrix(t *testing.T) {
 
 	table := chaosTable(rows)
 	fmt.Println(table)
+	fmt.Println(dl.String())
+	t.Log(dl.String())
 	if *chaosWrite != "" {
-		writeReliability(t, *chaosWrite, table, hold)
+		writeReliability(t, *chaosWrite, table, dl.String(), hold)
+	}
+	if dl.missing != 0 || dl.duplicates != 0 || dl.problem != "" {
+		t.Errorf("decision log: %d answered decisions missing from the stream, %d in it more than once %s", dl.missing, dl.duplicates, dl.problem)
 	}
 	for _, r := range rows {
 		if r.wrong != 0 {
@@ -417,6 +453,78 @@ func TestChaosMatrix(t *testing.T) {
 	}
 }
 
+// chaosDelivery counts the decisions the load was answered against
+// those the decision log delivered to the stream.
+type chaosDelivery struct {
+	answered, delivered, missing, duplicates int
+	// stream: the records the stream holds; noID: answers without a
+	// decision id.
+	stream, noID int
+	problem      string
+}
+
+func (d chaosDelivery) String() string {
+	s := fmt.Sprintf("Decision log (NATS JetStream): answered %d, delivered %d, missing %d, duplicates %d", d.answered, d.delivered, d.missing, d.duplicates)
+	if d.noID != 0 {
+		s += fmt.Sprintf(" (%d answers carried no decision id)", d.noID)
+	}
+	return s + fmt.Sprintf(". The stream holds %d records in all.", d.stream)
+}
+
+// chaosDecisions waits until every replica has shipped its decision log
+// (its own spool and those of the processes it replaced), then reads the
+// stream: every decision id the load was answered with must be in it,
+// and no decision id twice.
+func chaosDecisions(t *testing.T, f *chaosFleet, load *chaosLoad) chaosDelivery {
+	var d chaosDelivery
+	shipped := func() bool {
+		for i := range f.replicas {
+			st, ok := f.status(i)
+			if !ok || st.DecisionLog == nil || !st.DecisionLog.Connected || st.DecisionLog.Unsent != 0 {
+				return false
+			}
+			if st.DecisionLog.Dropped != 0 {
+				d.problem = fmt.Sprintf("(replica %d dropped %d records)", i, st.DecisionLog.Dropped)
+			}
+			// A process gone leaves its directory until it is shipped.
+			if dirs, _ := filepath.Glob(filepath.Join(f.spools[i], "p-*")); len(dirs) != 1 {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for !shipped() {
+		if time.Now().After(deadline) {
+			d.problem += " (not every replica had shipped its spool within 3 min)"
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var inStream map[string]int
+	d.stream, inStream = f.nats.MsgIDs(t, "SVC_DECISIONS")
+	d.answered, d.noID = len(load.decisions), load.noID
+	for id := range load.decisions {
+		if inStream[id] == 0 {
+			d.missing++
+			if d.missing <= 3 {
+				t.Logf("decision %s answered, not in the stream", id)
+			}
+			continue
+		}
+		d.delivered++
+	}
+	for id, n := range inStream {
+		if n > 1 {
+			d.duplicates++
+			if d.duplicates <= 3 {
+				t.Logf("decision %s in the stream %d times", id, n)
+			}
+		}
+	}
+	return d
+}
+
 func chaosTable(rows []chaosRow) string {
 	var b strings.Builder
 	b.WriteString("| Fault | Requests | Failed | Wrong decisions | p99 during fault | Converged after healing | Metered tenant past its limit: got / budget | HTTP retried on a new connection |\n")
@@ -432,7 +540,7 @@ func chaosTable(rows []chaosRow) string {
 	return b.String()
 }
 
-func writeReliability(t *testing.T, path, table string, hold time.Duration) {
+func writeReliability(t *testing.T, path, table, decisions string, hold time.Duration) {
 	var load string
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		load = strings.Join(strings.Fields(string(b))[:3], " ")
@@ -441,10 +549,11 @@ func writeReliability(t *testing.T, path, table string, hold time.Duration) {
 
 What happens to a fleet of sidecars when things break while it serves. `+"`make chaos`"+` runs three
 `+"`svc-sidecar`"+` replicas (fail closed, signed bundles polled from nginx, audit on, rate limits in one
-`+"`redis-server`"+`) under a closed-loop load of %d callers (gRPC Check and HTTP `+"`/check`"+`, spread over
-the replicas) whose right answer is known for every request: allowed and denied users of tenant acme,
-expired tokens, other tenants' tokens (globex, rate-limited at %d requests a minute, is the metered
-tenant), bad signatures. Each fault is held %v, then healed. This page is written by the command
+`+"`redis-server`"+`, decision logs spooled and shipped to one `+"`nats-server`"+` with JetStream) under a
+closed-loop load of %d callers (gRPC Check and HTTP `+"`/check`"+`, spread over the replicas) whose right
+answer is known for every request: allowed and denied users of tenant acme, expired tokens, other
+tenants' tokens (globex, rate-limited at %d requests a minute, is the metered tenant), bad
+signatures. Each fault is held %v, then healed. This page is written by the command
 (`+"`go test ./e2e/ -run TestChaosMatrix -chaos.long -chaos.write=...`"+`); the short version (faults held
 2.5 s) runs in `+"`make test`"+`. Where each piece of state lives, and so why each row ends as it does:
 [state.md](state.md).
@@ -453,6 +562,8 @@ Run: %s, %d CPUs, load average %s (the machine is shared: p99 figures are those 
 host, not of the sidecar alone).
 
 %s
+%s
+
 - **Requests**: answered from the fault's injection until the next fault. **Failed**: transport errors or
   5xx. **Wrong decisions**: an allow where a deny was due, or the reverse (while a replica may serve
   either the old or the new bundle, both answers count as right). **p99** over the time the fault was held.
@@ -471,7 +582,17 @@ host, not of the sidecar alone).
   like any other; a retry that fails counts as failed.
 - The SIGKILL row's failures are the killed process's in-flight requests; the load balancer of the load
   generator then routes around it until its `+"`/readyz`"+` answers again.
-`, chaosCallers, chaosBudget, hold, time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), load, table)
+- **Decision log**: every decision id the load received in an answer (`+"`x-svc-decision-id`"+`, or
+  `+"`decision_id`"+` in a denial), over all rows, against the stream `+"`SVC_DECISIONS`"+` read back once
+  every replica shows `+"`decision_log.unsent`"+` 0 and no spool of a process gone is left. **Delivered**:
+  in the stream; **missing**: answered but not in it; **duplicates**: decision ids the stream holds more
+  than once. The test fails on any missing or duplicate. The stream holds more records than the load
+  counted: decisions whose answer never reached a caller (the killed replica's in-flight requests) are
+  logged too. While the sink is down, decisions are answered as usual and wait in each replica's spool
+  (status `+"`degraded`"+`, `+"`decision-log-unavailable`"+`); the row converges once every replica is
+  connected again and no record waits longer than 3 s, bounded by the shipper's longest backoff (10 s)
+  plus the hold: the backlog must ship at least as fast as it grew, while the load goes on.
+`, chaosCallers, chaosBudget, hold, time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), load, table, decisions)
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(harness.ModuleRoot(t), path)
 	}

@@ -16,8 +16,28 @@ import (
 	"github.com/svc-dev/svc/reason"
 )
 
-// validateToken is the answer of ScopeToken: the credential verified,
-// the tenant served, one request taken from its budget.
+// validate is Decide under ScopeToken: the token decision, with a
+// decision id, audited and written to the decision log like every other
+// answer. Under decision_log.overflow = "deny" a full spool refuses the
+// token (decision-log-unavailable) rather than answer unlogged.
+func (e *Engine) validate(ctx context.Context, req *Request) Result {
+	start := e.now()
+	d := e.validateToken(ctx, req.Credential)
+	d.DecisionID = policy.NewDecisionID()
+	rec := Result{Token: d, Decision: Decision{
+		Allow: d.Allowed, Reason: d.Reason, DenyReasons: []string{}, DecisionID: d.DecisionID,
+	}}
+	if err := e.record(ctx, start, rec, req); err != nil {
+		d = TokenDecision{
+			Reason: reason.DecisionLogUnavailable, DecisionID: d.DecisionID,
+			Message: "the decision log cannot take the decision (decision_log.overflow = deny)",
+		}
+	}
+	return Result{Token: d}
+}
+
+// validateToken is the token decision of ScopeToken: the credential
+// verified, the tenant served, one request taken from its budget.
 func (e *Engine) validateToken(ctx context.Context, cred Credential) TokenDecision {
 	ctx, span := e.tel.startVerify(ctx)
 	d, _ := e.verifyCredential(ctx, cred)
@@ -275,7 +295,10 @@ func (e *Engine) finish(ctx context.Context, start time.Time, res Result, req *R
 		code = reason.PolicyDryRun
 		allowed = true
 	}
-	e.tel.decided(ctx, code, allowed, latency)
+	if req.Scope != ScopeToken {
+		// Token validations are counted by the verification metrics.
+		e.tel.decided(ctx, code, allowed, latency)
+	}
 	observing := e.observer != nil && e.observer.Observing()
 	if e.audit == nil && !observing && e.decisions == nil {
 		return nil

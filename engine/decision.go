@@ -30,6 +30,10 @@ type TokenDecision struct {
 	// KindIntrospection, KindAPIKey, KindMTLS, KindSession); empty on
 	// failure and in development mode for an anonymous caller.
 	Kind string `json:"kind,omitempty"`
+	// DecisionID identifies this answer in the audit and decision logs;
+	// set by Decide under ScopeToken (ValidateToken). Under
+	// ScopeAuthorize the id is Result.Decision.DecisionID.
+	DecisionID string `json:"decision_id,omitempty"`
 }
 
 // The kinds of credential (TokenDecision.Kind, input.identity.kind).

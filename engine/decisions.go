@@ -23,7 +23,7 @@ func (e *Engine) openDecisionLog(ctx context.Context) error {
 		close(e.decisionsDone)
 		return nil
 	}
-	sink, err := newDecisionSink(d)
+	sink, err := newDecisionSink(d, e.cfg.SDK.ServiceName)
 	if err != nil {
 		key := "decision_log.url"
 		if errors.Is(err, errDecisionToken) {
@@ -58,8 +58,10 @@ func (e *Engine) openDecisionLog(ctx context.Context) error {
 // decision_log.http_token_file.
 var errDecisionToken = errors.New("the decision log's token file cannot be used")
 
-// newDecisionSink is the client of decision_log.sink.
-func newDecisionSink(d config.DecisionLog) (decisionlog.Sink, error) {
+// newDecisionSink is the client of decision_log.sink; service is the
+// sidecar's service name (sdk.service_name), which the OTLP log records
+// carry as their resource's service.name, like the spans.
+func newDecisionSink(d config.DecisionLog, service string) (decisionlog.Sink, error) {
 	switch d.Sink {
 	case config.DecisionLogNATS:
 		return decisionlog.NewNATS(decisionlog.NATSOptions{
@@ -79,6 +81,8 @@ func newDecisionSink(d config.DecisionLog) (decisionlog.Sink, error) {
 			}
 		}
 		return decisionlog.NewHTTP(decisionlog.HTTPOptions{URL: d.URL, Token: token})
+	case config.DecisionLogOTLP:
+		return decisionlog.NewOTLP(decisionlog.OTLPOptions{URL: d.URL, ServiceName: service})
 	default:
 		// Configuration validation refuses any other value.
 		return nil, fmt.Errorf("decision_log.sink %q is not a sink", d.Sink)

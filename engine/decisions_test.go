@@ -65,12 +65,20 @@ func TestDecisionLogShipsEveryDecision(t *testing.T) {
 		}
 		ids = append(ids, res.Decision.DecisionID)
 	}
+	// Token validations are answers too: each has its id and record.
+	for _, tok := range []string{good, "not-a-token"} {
+		res, err := e.Decide(ctx, engine.Request{Scope: engine.ScopeToken, Credential: engine.BearerToken(tok), Source: "http"})
+		if err != nil || res.Token.DecisionID == "" {
+			t.Fatalf("validation: %+v, %v; want a decision id", res.Token, err)
+		}
+		ids = append(ids, res.Token.DecisionID)
+	}
 	testkit.Eventually(t, "every decision shipped", func() bool {
 		st := e.Status().DecisionLog
-		return st != nil && st.Shipped == 3 && st.Unsent == 0 && st.Connected
+		return st != nil && st.Shipped == 5 && st.Unsent == 0 && st.Connected
 	})
 	rm := metrictest.Collect(t, reader)
-	for name, want := range map[string]int64{"svc.decision_log.shipped": 3, "svc.decision_log.unsent": 0, "svc.decision_log.dropped": 0} {
+	for name, want := range map[string]int64{"svc.decision_log.shipped": 5, "svc.decision_log.unsent": 0, "svc.decision_log.dropped": 0} {
 		if got := metrictest.Values(rm, name)[""]; got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)
 		}
@@ -82,7 +90,7 @@ func TestDecisionLogShipsEveryDecision(t *testing.T) {
 			t.Fatalf("decision %d (%s) is not in the stream", i, id)
 		}
 		in, _ := rec["input"].(map[string]any)
-		if rec["source"] != "grpc" || rec["action"] != "orders:read" || in == nil || in["action"] != "orders:read" {
+		if i < 3 && (rec["source"] != "grpc" || rec["action"] != "orders:read" || in == nil || in["action"] != "orders:read") {
 			t.Errorf("record %d = %v", i, rec)
 		}
 		raw, _ := json.Marshal(rec)
@@ -95,6 +103,12 @@ func TestDecisionLogShipsEveryDecision(t *testing.T) {
 	}
 	if r := recs[ids[2]]; r["allow"] != false || r["reason"] != "token-malformed" {
 		t.Errorf("refused token's record: allow %v, reason %v", r["allow"], r["reason"])
+	}
+	if r := recs[ids[3]]; r["source"] != "http" || r["allow"] != true || r["reason"] != "ok" || r["user_id"] != "user-1" {
+		t.Errorf("validated token's record: %v", r)
+	}
+	if r := recs[ids[4]]; r["source"] != "http" || r["allow"] != false || r["reason"] != "token-malformed" {
+		t.Errorf("refused validation's record: %v", r)
 	}
 }
 
@@ -127,6 +141,9 @@ func TestDecisionLogDenyWhenFull(t *testing.T) {
 	var re *reason.Error
 	if !errors.As(refused, &re) || re.Code != reason.DecisionLogUnavailable {
 		t.Fatalf("after %d decisions with the sink down: %v, want decision-log-unavailable", n, refused)
+	}
+	if d := e.ValidateToken(ctx, good); d.Allowed || d.Reason != reason.DecisionLogUnavailable || d.DecisionID == "" {
+		t.Errorf("validation with the spool full: %+v, want refused decision-log-unavailable", d)
 	}
 	if n < 100 {
 		// Each record holds the 4 KB id twice (the record's resource and

@@ -132,7 +132,7 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 	case ScopeAuthorize:
 		return e.authorize(ctx, &req)
 	case ScopeToken:
-		return Result{Token: e.validateToken(ctx, req.Credential)}, nil
+		return e.validate(ctx, &req), nil
 	case ScopePolicy:
 		d, err := e.evaluate(ctx, req.Input, req.Completer)
 		return Result{Decision: d, Input: req.Input}, err

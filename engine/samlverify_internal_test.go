@@ -200,7 +200,8 @@ func TestSAMLVerifyAsBefore(t *testing.T) {
 // TestSAMLCachedTokenAllocs guards a cached token's verification on an
 // engine with [sdk.saml]: one hash for both caches, no header parse or
 // unknown-kid error of the local verifier for an IdP token (11
-// allocations before; the one left is ValidateToken's own).
+// allocations before; the two left are ValidateToken's own and its
+// answer's decision id).
 func TestSAMLCachedTokenAllocs(t *testing.T) {
 	testkit.SkipUnderRace(t)
 	p := idptest.New(t)
@@ -218,8 +219,8 @@ func TestSAMLCachedTokenAllocs(t *testing.T) {
 			}
 		}
 		validate()
-		if n := testing.AllocsPerRun(200, validate); n > 1 {
-			t.Errorf("cached %s token: %v allocations, want at most 1", name, n)
+		if n := testing.AllocsPerRun(200, validate); n > 2 {
+			t.Errorf("cached %s token: %v allocations, want at most 2", name, n)
 		}
 	}
 }

@@ -34,12 +34,13 @@ func inputOf(req authz.AuthorizeRequest) (engine.Input, error) {
 // shared with its token cache.
 func tokenDecisionOf(d engine.TokenDecision, copyClaims bool) authz.TokenDecision {
 	out := authz.TokenDecision{
-		Allowed:  d.Allowed,
-		Claims:   d.Claims,
-		Reason:   d.Reason,
-		Subject:  d.Subject,
-		TenantID: d.TenantID,
-		Message:  d.Message,
+		Allowed:    d.Allowed,
+		Claims:     d.Claims,
+		Reason:     d.Reason,
+		Subject:    d.Subject,
+		TenantID:   d.TenantID,
+		Message:    d.Message,
+		DecisionID: d.DecisionID,
 	}
 	if copyClaims {
 		out.Claims = cloneClaims(out.Claims)

@@ -32,9 +32,13 @@ func ExampleServer_RegisterHTTP() {
 	req := httptest.NewRequest(http.MethodPost, authz.PathValidateToken, strings.NewReader(`{"token":"anything"}`))
 	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, req)
-	fmt.Println(rec.Code, strings.TrimSpace(rec.Body.String()))
+	var d authz.TokenDecision
+	if err := json.Unmarshal(rec.Body.Bytes(), &d); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(rec.Code, d.Allowed, d.Reason, d.Subject, d.TenantID, d.DecisionID != "")
 	// Output:
-	// 200 {"allowed":true,"claims":null,"reason":"dev-anonymous","subject":"anonymous","tenant_id":"acme","message":""}
+	// 200 true dev-anonymous anonymous acme true
 }
 
 // The authz middleware deciding in-process, without a sidecar.

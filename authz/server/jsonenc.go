@@ -110,6 +110,9 @@ func appendTokenDecision(b []byte, d authz.TokenDecision) (_ []byte, ok bool) {
 	if b, ok = appendField(b, `,"message":`, d.Message); !ok {
 		return b, false
 	}
+	if b, ok = appendField(b, `,"decision_id":`, d.DecisionID); !ok {
+		return b, false
+	}
 	return append(b, '}'), true
 }
 

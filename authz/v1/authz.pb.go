@@ -91,7 +91,10 @@ type ValidateTokenResponse struct {
 	TenantId string `protobuf:"bytes,5,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	// message explains a rejection in words. It never holds token, key or
 	// claim material; branch on reason, not on message.
-	Message       string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	Message string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	// decision_id identifies this answer in the audit record and the
+	// decision log.
+	DecisionId    string `protobuf:"bytes,7,opt,name=decision_id,json=decisionId,proto3" json:"decision_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -164,6 +167,13 @@ func (x *ValidateTokenResponse) GetTenantId() string {
 func (x *ValidateTokenResponse) GetMessage() string {
 	if x != nil {
 		return x.Message
+	}
+	return ""
+}
+
+func (x *ValidateTokenResponse) GetDecisionId() string {
+	if x != nil {
+		return x.DecisionId
 	}
 	return ""
 }
@@ -540,14 +550,16 @@ const file_authz_v1_authz_proto_rawDesc = "" +
 	"\n" +
 	"\x14authz/v1/authz.proto\x12\fsvc.authz.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\",\n" +
 	"\x14ValidateTokenRequest\x12\x14\n" +
-	"\x05token\x18\x01 \x01(\tR\x05token\"\xcb\x01\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\"\xec\x01\n" +
 	"\x15ValidateTokenResponse\x12\x18\n" +
 	"\aallowed\x18\x01 \x01(\bR\aallowed\x12/\n" +
 	"\x06claims\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x06claims\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\asubject\x18\x04 \x01(\tR\asubject\x12\x1b\n" +
 	"\ttenant_id\x18\x05 \x01(\tR\btenantId\x12\x18\n" +
-	"\amessage\x18\x06 \x01(\tR\amessage\"F\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\x12\x1f\n" +
+	"\vdecision_id\x18\a \x01(\tR\n" +
+	"decisionId\"F\n" +
 	"\bResource\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x16\n" +

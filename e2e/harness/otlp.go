@@ -8,7 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	logsv1 "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	metricsv1 "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	tracev1 "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonv1 "go.opentelemetry.io/proto/otlp/common/v1"
@@ -29,8 +31,25 @@ type Span struct {
 	Resource map[string]string
 }
 
-// OTLPReceiver is an OTLP gRPC collector that keeps every span it
-// receives; metrics exports are accepted and counted.
+// LogRecord is one log record received over OTLP, flattened for
+// assertions.
+type LogRecord struct {
+	// Body is the body when a string (else its string form, as Attrs).
+	Body string
+	// Time is the record's time; zero when unset.
+	Time time.Time
+	// Severity is the severity text.
+	Severity string
+	// TraceID and SpanID are hex-encoded, empty when unset.
+	TraceID, SpanID string
+	// Attrs holds the record's attributes, as Span.Attrs.
+	Attrs map[string]string
+	// Resource holds the resource attributes of the record's batch.
+	Resource map[string]string
+}
+
+// OTLPReceiver is an OTLP gRPC collector that keeps every span and log
+// record it receives; metrics exports are accepted and counted.
 type OTLPReceiver struct {
 	tracev1.UnimplementedTraceServiceServer
 	// Addr is the listen address, "127.0.0.1:port"; Endpoint is its URL
@@ -39,6 +58,7 @@ type OTLPReceiver struct {
 
 	mu             sync.Mutex
 	spans          []Span
+	logs           []LogRecord
 	metricsExports int
 }
 
@@ -55,6 +75,7 @@ func StartOTLPReceiver(t testing.TB) *OTLPReceiver {
 	srv := grpc.NewServer()
 	tracev1.RegisterTraceServiceServer(srv, r)
 	metricsv1.RegisterMetricsServiceServer(srv, metricsReceiver{r: r})
+	logsv1.RegisterLogsServiceServer(srv, logsReceiver{r: r})
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(srv.Stop)
 	return r
@@ -107,6 +128,45 @@ func (r *OTLPReceiver) MetricsExports() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.metricsExports
+}
+
+// Logs returns the log records received so far.
+func (r *OTLPReceiver) Logs() []LogRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]LogRecord(nil), r.logs...)
+}
+
+type logsReceiver struct {
+	logsv1.UnimplementedLogsServiceServer
+	r *OTLPReceiver
+}
+
+func (l logsReceiver) Export(_ context.Context, req *logsv1.ExportLogsServiceRequest) (*logsv1.ExportLogsServiceResponse, error) {
+	var got []LogRecord
+	for _, rl := range req.GetResourceLogs() {
+		res := attrMap(rl.GetResource().GetAttributes())
+		for _, sl := range rl.GetScopeLogs() {
+			for _, lr := range sl.GetLogRecords() {
+				rec := LogRecord{
+					Body:     anyString(lr.GetBody()),
+					Severity: lr.GetSeverityText(),
+					TraceID:  hex.EncodeToString(lr.GetTraceId()),
+					SpanID:   hex.EncodeToString(lr.GetSpanId()),
+					Attrs:    attrMap(lr.GetAttributes()),
+					Resource: res,
+				}
+				if ns := lr.GetTimeUnixNano(); ns != 0 {
+					rec.Time = time.Unix(0, int64(ns)).UTC()
+				}
+				got = append(got, rec)
+			}
+		}
+	}
+	l.r.mu.Lock()
+	l.r.logs = append(l.r.logs, got...)
+	l.r.mu.Unlock()
+	return &logsv1.ExportLogsServiceResponse{}, nil
 }
 
 type metricsReceiver struct {

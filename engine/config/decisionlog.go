@@ -15,12 +15,13 @@ import (
 // the sidecar through an on-disk spool, beside (and independent of) the
 // audit log.
 type DecisionLog struct {
-	// Sink is "off" (default), "nats", "kafka" or "http". Env
+	// Sink is "off" (default), "nats", "kafka", "otlp" or "http". Env
 	// SVC_DECISION_LOG_SINK.
 	Sink string `toml:"sink" yaml:"sink"`
 	// URL is where the sink sends: nats://host:port for nats,
-	// kafka://host:port[,host:port...] (seed brokers) for kafka, and
-	// https://host/path (uploads to path/logs) for http. Env
+	// kafka://host:port[,host:port...] (seed brokers) for kafka,
+	// https://host/path (uploads to path/logs) for http, and
+	// http://host:port or https://host:port (OTLP gRPC) for otlp. Env
 	// SVC_DECISION_LOG_URL.
 	URL string `toml:"url" yaml:"url"`
 	// SpoolDir holds the records until the sink acknowledges them;
@@ -70,11 +71,12 @@ const (
 	DecisionLogOff   = "off"
 	DecisionLogNATS  = "nats"
 	DecisionLogKafka = "kafka"
+	DecisionLogOTLP  = "otlp"
 	DecisionLogHTTP  = "http"
 )
 
 // decisionLogSinks are the values of decision_log.sink.
-var decisionLogSinks = []string{DecisionLogOff, DecisionLogNATS, DecisionLogKafka, DecisionLogHTTP}
+var decisionLogSinks = []string{DecisionLogOff, DecisionLogNATS, DecisionLogKafka, DecisionLogOTLP, DecisionLogHTTP}
 
 // Decision log overflow modes.
 const (
@@ -133,6 +135,11 @@ func (v *validator) decisionLog() {
 			if u, _ := url.Parse(d.URL); u.Scheme == "http" && !loopback.Host(u.Hostname()) {
 				v.fail("decision_log.url", "must use https with decision_log.http_token_file (http only on a loopback host): the token would cross the network in clear, got %q", redactURL(d.URL))
 			}
+		}
+	case DecisionLogOTLP:
+		v.decisionLogURL(d, "an OTLP gRPC endpoint, http://host:port or https://host:port", "http", "https")
+		if u, err := url.Parse(d.URL); err == nil && u.Path != "" && u.Path != "/" {
+			v.fail("decision_log.url", "must be an OTLP gRPC endpoint without a path (the OTLP/HTTP path %s is not served over gRPC), got %q", u.Path, redactURL(d.URL))
 		}
 	default:
 		v.fail("decision_log.sink", "must be one of %s, got %q", quotedList(decisionLogSinks), d.Sink)
@@ -220,10 +227,10 @@ func decisionLogEnv() []EnvVar {
 	d := func(c *Config) *DecisionLog { return &c.DecisionLog }
 	return []EnvVar{
 		{Name: "SVC_DECISION_LOG_SINK", Key: "decision_log.sink",
-			Help:  `Where decision records are shipped: "off" (default), "nats", "kafka" or "http".`,
+			Help:  `Where decision records are shipped: "off" (default), "nats", "kafka", "otlp" or "http".`,
 			apply: func(c *Config, v string) string { d(c).Sink = v; return "" }},
 		{Name: "SVC_DECISION_LOG_URL", Key: "decision_log.url",
-			Help:  "The decision log sink's address: nats://host:port, kafka://host:port[,host:port...] or https://host/path.",
+			Help:  "The decision log sink's address: nats://host:port; kafka://host:port[,host:port...]; for otlp, http(s)://host:4317 (OTLP gRPC); for http, https://host/path.",
 			apply: func(c *Config, v string) string { d(c).URL = v; return "" }},
 		{Name: "SVC_DECISION_LOG_SPOOL_DIR", Key: "decision_log.spool_dir",
 			Help:  "Directory where decision records wait until the sink acknowledges them.",

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/svc-dev/svc/engine/decisionlog"
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/natstest"
@@ -39,12 +37,7 @@ func logN(t *testing.T, l *decisionlog.Logger, from, n int) {
 // ids among them, each with its count.
 func streamIDs(t *testing.T, srv *natstest.Server) (int, map[string]int) {
 	t.Helper()
-	msgs := srv.Messages(t, "SVC_DECISIONS")
-	ids := map[string]int{}
-	for _, m := range msgs {
-		ids[m.Header.Get(jetstream.MsgIDHeader)]++
-	}
-	return len(msgs), ids
+	return srv.MsgIDs(t, "SVC_DECISIONS")
 }
 
 func wantExactlyOnce(t *testing.T, srv *natstest.Server, n int) {

@@ -7,6 +7,7 @@ package natstest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
@@ -77,7 +78,25 @@ func (s *Server) Kill() {
 	s.cmd = nil
 }
 
-// Restart starts the server again on the same port and store.
+// Stop stops the server as an operator does (SIGTERM: it closes its
+// store cleanly), keeping its store.
+func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		s.tb.Errorf("natstest: nats-server still running 30 s after SIGTERM; killed")
+		_ = s.cmd.Process.Signal(syscall.SIGKILL)
+		<-s.done
+	}
+	s.cmd = nil
+}
+
+// Restart starts the server again on the same port and store (after
+// Kill or Stop, or killing it first).
 func (s *Server) Restart() {
 	s.tb.Helper()
 	s.Kill()
@@ -114,4 +133,65 @@ func (s *Server) Messages(tb testing.TB, stream string) []*jetstream.RawStreamMs
 		out = append(out, m)
 	}
 	return out
+}
+
+// MsgIDs reads the whole stream, headers only (fast however large the
+// messages), and returns how many messages it holds and their Nats-Msg-Id
+// headers, each with how many messages carry it.
+func (s *Server) MsgIDs(tb testing.TB, stream string) (msgs int, ids map[string]int) {
+	tb.Helper()
+	nc, err := nats.Connect(s.URL())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		tb.Fatalf("natstest: stream %s: %v", stream, err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ids = map[string]int{}
+	last := info.State.LastSeq
+	if info.State.Msgs == 0 {
+		return 0, ids
+	}
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{HeadersOnly: true})
+	if err != nil {
+		tb.Fatalf("natstest: consumer of %s: %v", stream, err)
+	}
+	total := int(info.State.Msgs)
+	for seq := uint64(0); seq < last && msgs < total; {
+		// No more than the stream holds: a fetch waits for its batch.
+		batch, err := cons.Fetch(min(1000, total-msgs), jetstream.FetchMaxWait(10*time.Second))
+		if err != nil {
+			tb.Fatalf("natstest: reading %s: %v", stream, err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			meta, err := m.Metadata()
+			if err != nil {
+				tb.Fatalf("natstest: reading %s: %v", stream, err)
+			}
+			seq = meta.Sequence.Stream
+			ids[m.Headers().Get(jetstream.MsgIDHeader)]++
+			msgs++
+			n++
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			tb.Fatalf("natstest: reading %s: %v", stream, err)
+		}
+		if n == 0 {
+			tb.Fatalf("natstest: %s ended at sequence %d of %d", stream, seq, last)
+		}
+	}
+	return msgs, ids
 }

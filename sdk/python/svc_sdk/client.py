@@ -87,6 +87,9 @@ class TokenDecision:
     subject: str = ""
     tenant_id: str = ""
     message: str = ""
+    #: Identifies the answer in the sidecar's audit and decision logs;
+    #: empty when the sidecar did not answer (``fail-open``).
+    decision_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -197,6 +200,7 @@ class Client:
             subject=str(body.get("subject") or ""),
             tenant_id=str(body.get("tenant_id") or ""),
             message=str(body.get("message") or ""),
+            decision_id=str(body.get("decision_id") or ""),
         )
 
     def authorize(self, token: str, action: str, resource: str | None = None,

@@ -163,6 +163,7 @@ class SidecarTest(unittest.TestCase):
                 d = self.client.validate_token(tok)
                 self.assertIsInstance(d, TokenDecision)
                 self.assertEqual((d.allowed, d.reason), (allowed, reason))
+                self.assertRegex(d.decision_id, r"^[0-9a-f-]{36}$", "every answer has its decision id")
                 if allowed:
                     self.assertEqual(d.claims["sub"], "alice")
                     self.assertEqual(d.claims["tenant_id"], harness.TENANT)

@@ -92,7 +92,7 @@ func (w tokenDecisionWire) appendJSON(b []byte) []byte {
 		b = append(b, `{"allowed":false,"reason":`...)
 	}
 	b = appendString(b, string(w.d.Reason))
-	for _, f := range [...]struct{ name, v string }{{"subject", w.d.Subject}, {"tenant_id", w.d.TenantID}, {"message", w.d.Message}} {
+	for _, f := range [...]struct{ name, v string }{{"subject", w.d.Subject}, {"tenant_id", w.d.TenantID}, {"message", w.d.Message}, {"decision_id", w.d.DecisionID}} {
 		if f.v != "" {
 			b = append(b, ',', '"')
 			b = append(b, f.name...)

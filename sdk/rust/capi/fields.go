@@ -30,15 +30,15 @@ import (
 //	24     4    length of tenant_id
 //	28     4    length of message
 //	32     4    length of claims, their JSON
-//	36     4    zero
-//	40          reason, subject, tenant_id, message, claims
+//	36     4    length of decision_id
+//	40          reason, subject, tenant_id, message, claims, decision_id
 //
-// An empty subject, tenant_id or message is one the JSON answer leaves
-// out. It spares both sides a JSON document on the path of every call:
+// An empty subject, tenant_id, message or decision_id is one the JSON
+// answer leaves out. It spares both sides a JSON document on the path of every call:
 // the engine copies its strings and the claims' cached encoding, the
 // caller reads them at known offsets.
 const (
-	fieldsFormat = 1
+	fieldsFormat = 2
 	fieldsHeader = 40
 )
 
@@ -56,8 +56,8 @@ func (f *tokenFields) strings() [4]string {
 // size is the length of the layout, or -1 when a part is too long for its
 // length field (it cannot be: every part is bounded by the token's size).
 func (f *tokenFields) size() int {
-	n := fieldsHeader + len(f.claims)
-	if len(f.claims) > math.MaxUint32 {
+	n := fieldsHeader + len(f.claims) + len(f.d.DecisionID)
+	if len(f.claims) > math.MaxUint32 || len(f.d.DecisionID) > math.MaxUint32 {
 		return -1
 	}
 	for _, s := range f.strings() {
@@ -83,7 +83,9 @@ func (f *tokenFields) put(b []byte) {
 		at += copy(b[at:], s)
 	}
 	binary.NativeEndian.PutUint32(b[32:], uint32(len(f.claims)))
-	copy(b[at:], f.claims)
+	at += copy(b[at:], f.claims)
+	binary.NativeEndian.PutUint32(b[36:], uint32(len(f.d.DecisionID)))
+	copy(b[at:], f.d.DecisionID)
 }
 
 // validateFields answers ValidateToken as fields, in buf or malloc'd

@@ -21,8 +21,9 @@ type fieldsAnswer struct {
 	Subject  string          `json:"subject,omitempty"`
 	TenantID string          `json:"tenant_id,omitempty"`
 	Message  string          `json:"message,omitempty"`
-	Claims   json.RawMessage `json:"claims"`
-	claimsID uint64
+	Claims     json.RawMessage `json:"claims"`
+	DecisionID string          `json:"decision_id,omitempty"`
+	claimsID   uint64
 }
 
 func (a fieldsAnswer) head() [5]string {
@@ -34,7 +35,7 @@ func decodeFields(b []byte) (fieldsAnswer, error) {
 	if len(b) < fieldsHeader || b[0] != fieldsFormat {
 		return fieldsAnswer{}, fmt.Errorf("not a fields answer: %.100q", b)
 	}
-	var parts [5]string
+	var parts [6]string
 	at := fieldsHeader
 	for i := range parts {
 		n := int(binary.NativeEndian.Uint32(b[16+4*i:]))
@@ -49,7 +50,7 @@ func decodeFields(b []byte) (fieldsAnswer, error) {
 	}
 	return fieldsAnswer{
 		Allowed: b[1] == 1, Reason: parts[0], Subject: parts[1], TenantID: parts[2], Message: parts[3],
-		Claims: json.RawMessage(parts[4]), claimsID: binary.NativeEndian.Uint64(b[8:]),
+		Claims: json.RawMessage(parts[4]), DecisionID: parts[5], claimsID: binary.NativeEndian.Uint64(b[8:]),
 	}, nil
 }
 
@@ -98,6 +99,10 @@ func TestValidateTokenFields(t *testing.T) {
 			}
 			if got.head() != want.head() || got.Reason != tc.wantReason {
 				t.Errorf("fields = %+v; the JSON answer is %+v (reason %s)", got, want, tc.wantReason)
+			}
+			// Each answer is a decision of its own, with its own id.
+			if got.DecisionID == "" || want.DecisionID == "" || got.DecisionID == want.DecisionID {
+				t.Errorf("decision ids %q (fields) and %q (JSON): want two, distinct", got.DecisionID, want.DecisionID)
 			}
 			if (got.claimsID != 0) != tc.wantClaims || (gotClaims != nil) != tc.wantClaims {
 				t.Errorf("claims id %d, claims %v; want claims: %v", got.claimsID, gotClaims, tc.wantClaims)

@@ -53,6 +53,9 @@ pub struct TokenDecision {
     /// Explains a failure; never token or key material.
     #[serde(default)]
     pub message: Option<String>,
+    /// Identifies the answer in the audit and decision logs.
+    #[serde(default)]
+    pub decision_id: Option<String>,
 }
 
 /// The answer of [`Engine::authorize`].
@@ -147,8 +150,8 @@ fn parse_claims(json: &[u8]) -> Result<serde_json::Value, Error> {
 }
 
 /// The layout of svc_validate_token_fields (sdk/rust/capi, fields.go): a
-/// format byte, allowed, the claims' id, five lengths, then the parts.
-const FIELDS_FORMAT: u8 = 1;
+/// format byte, allowed, the claims' id, six lengths, then the parts.
+const FIELDS_FORMAT: u8 = 2;
 const FIELDS_HEADER: usize = 40;
 
 /// Reads a token decision laid out as fields; an answer that starts with
@@ -162,7 +165,7 @@ fn read_fields(b: &[u8], claims: &ClaimsCache) -> Result<TokenDecision, Error> {
         return Err(unreadable());
     }
     let word = |at: usize| u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]) as usize;
-    let mut parts: [&[u8]; 5] = [&[]; 5];
+    let mut parts: [&[u8]; 6] = [&[]; 6];
     let mut at = FIELDS_HEADER;
     for (i, part) in parts.iter_mut().enumerate() {
         let end = at.checked_add(word(16 + 4 * i)).ok_or_else(unreadable)?;
@@ -172,7 +175,7 @@ fn read_fields(b: &[u8], claims: &ClaimsCache) -> Result<TokenDecision, Error> {
     if at != b.len() {
         return Err(unreadable());
     }
-    let [reason, subject, tenant_id, message, claims_json] = parts;
+    let [reason, subject, tenant_id, message, claims_json, decision_id] = parts;
     let id = u64::from_ne_bytes(b[8..16].try_into().expect("eight bytes"));
     let text = |p: &[u8]| String::from_utf8_lossy(p).into_owned();
     let optional = |p: &[u8]| (!p.is_empty()).then(|| text(p));
@@ -183,6 +186,7 @@ fn read_fields(b: &[u8], claims: &ClaimsCache) -> Result<TokenDecision, Error> {
         tenant_id: optional(tenant_id),
         claims: claims.get(id, claims_json)?,
         message: optional(message),
+        decision_id: optional(decision_id),
     })
 }
 
@@ -316,7 +320,7 @@ mod tests {
     }
 
     /// A fields answer of these parts, as capi's fields.go lays it out.
-    fn fields(allowed: bool, id: u64, parts: [&str; 5]) -> Vec<u8> {
+    fn fields(allowed: bool, id: u64, parts: [&str; 6]) -> Vec<u8> {
         let mut b = vec![0u8; FIELDS_HEADER];
         b[0] = FIELDS_FORMAT;
         b[1] = allowed as u8;
@@ -332,7 +336,7 @@ mod tests {
     fn fields_are_read_at_their_offsets() {
         let c = ClaimsCache::default();
         let d = read_fields(
-            &fields(true, 7, ["ok", "user-1", "acme", "", r#"{"sub":"user-1"}"#]),
+            &fields(true, 7, ["ok", "user-1", "acme", "", r#"{"sub":"user-1"}"#, "d-1"]),
             &c,
         )
         .unwrap();
@@ -341,12 +345,13 @@ mod tests {
         assert_eq!(d.subject.as_deref(), Some("user-1"));
         assert_eq!(d.tenant_id.as_deref(), Some("acme"));
         assert_eq!(d.message, None);
+        assert_eq!(d.decision_id.as_deref(), Some("d-1"));
         assert_eq!(d.claims, serde_json::json!({"sub": "user-1"}));
         // The id names the claims: the parsed ones are reused.
-        let again = read_fields(&fields(true, 7, ["ok", "user-1", "acme", "", "{}"]), &c).unwrap();
+        let again = read_fields(&fields(true, 7, ["ok", "user-1", "acme", "", "{}", "d-2"]), &c).unwrap();
         assert_eq!(again.claims, d.claims);
 
-        let d = read_fields(&fields(false, 0, ["token-expired", "", "", "exp", "null"]), &c).unwrap();
+        let d = read_fields(&fields(false, 0, ["token-expired", "", "", "exp", "null", ""]), &c).unwrap();
         assert!(!d.allowed && d.claims.is_null() && d.subject.is_none());
         assert_eq!(d.message.as_deref(), Some("exp"));
     }
@@ -354,7 +359,7 @@ mod tests {
     #[test]
     fn fields_that_do_not_add_up_are_engine_failed() {
         let c = ClaimsCache::default();
-        let good = fields(true, 1, ["ok", "u", "t", "", "{}"]);
+        let good = fields(true, 1, ["ok", "u", "t", "", "{}", "d-3"]);
         let mut long = good.clone();
         long[16..20].copy_from_slice(&u32::MAX.to_ne_bytes());
         let mut format = good.clone();

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use common::{claims, engine, idp, now};
 use serde_json::json;
+use svc::TokenDecision;
 
 #[test]
 fn a_valid_token_is_allowed_with_its_claims() {
@@ -20,8 +21,10 @@ fn a_valid_token_is_allowed_with_its_claims() {
     assert_eq!(d.tenant_id.as_deref(), Some("acme"));
     assert_eq!(d.claims["department"], "sales");
     assert_eq!(d.claims["roles"], json!(["viewer"]));
-    // Cached: the same answer again.
-    assert_eq!(e.validate_token(&tok).unwrap(), d);
+    // Cached: the same answer again, a decision of its own.
+    let again = e.validate_token(&tok).unwrap();
+    assert!(d.decision_id.is_some() && again.decision_id.is_some() && again.decision_id != d.decision_id, "{again:?}");
+    assert_eq!(TokenDecision { decision_id: d.decision_id.clone(), ..again }, d);
 }
 
 #[test]

@@ -64,6 +64,8 @@ export interface TokenDecision {
   subject: string;
   tenantId: string;
   message: string;
+  /** Identifies the answer in the sidecar's audit and decision logs; "" on fail-open. */
+  decisionId: string;
 }
 
 /** What authorize asks about. */
@@ -174,7 +176,7 @@ export class SvcClient {
     const body = await this.#call("/v1/validate-token", { token: token ?? "" }, "validate-token");
     if (body === FAIL_OPEN) {
       return { allowed: true, claims: null, reason: "fail-open", subject: "anonymous", tenantId: "",
-        message: "sidecar unavailable; allowed by fail_mode=open" };
+        message: "sidecar unavailable; allowed by fail_mode=open", decisionId: "" };
     }
     return {
       allowed: body.allowed === true,
@@ -183,6 +185,7 @@ export class SvcClient {
       subject: str(body.subject),
       tenantId: str(body.tenant_id),
       message: str(body.message),
+      decisionId: str(body.decision_id),
     };
   }
 

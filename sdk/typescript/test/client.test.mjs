@@ -87,6 +87,7 @@ describe("against the sidecar", () => {
     for (const [name, tok, allowed, reason] of cases) {
       const d = await client.validateToken(tok);
       assert.deepEqual([d.allowed, d.reason], [allowed, reason], name);
+      assert.match(d.decisionId, /^[0-9a-f-]{36}$/, `${name}: every answer has its decision id`);
       if (allowed) {
         assert.equal(d.claims.sub, "alice", name);
         assert.equal(d.claims.tenant_id, TENANT, name);
@@ -191,7 +192,7 @@ describe("unavailable sidecar", () => {
     const open = new SvcClient({ sidecarUrl: url, failMode: "open", timeoutMs, warn: (m) => warnings.push(m) });
     assert.deepEqual(await open.validateToken("any"), {
       allowed: true, claims: null, reason: "fail-open", subject: "anonymous", tenantId: "",
-      message: "sidecar unavailable; allowed by fail_mode=open",
+      message: "sidecar unavailable; allowed by fail_mode=open", decisionId: "",
     });
     const a = await open.authorize("any", "orders:read");
     assert.deepEqual([a.allow, a.claims, a.reason, a.denyReasons], [true, null, "fail-open", []]);
