@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 
 	"github.com/svc-dev/svc/engine/audit"
@@ -24,7 +26,11 @@ func (e *Engine) openDecisionLog(ctx context.Context) error {
 	}
 	sink, err := newDecisionSink(d, e.cfg.SDK.ServiceName)
 	if err != nil {
-		return &SettingError{Key: "decision_log.url", Origin: e.cfg.Origin("decision_log.url"), Msg: err.Error(), Err: err}
+		key := "decision_log.url"
+		if errors.Is(err, errDecisionToken) {
+			key = "decision_log.http_token_file"
+		}
+		return &SettingError{Key: key, Origin: e.cfg.Origin(key), Msg: err.Error(), Err: err}
 	}
 	overflow := spool.DropOldest
 	if d.Overflow == config.DecisionLogDeny {
@@ -49,6 +55,10 @@ func (e *Engine) openDecisionLog(ctx context.Context) error {
 	return nil
 }
 
+// errDecisionToken is the error of an unreadable
+// decision_log.http_token_file.
+var errDecisionToken = errors.New("the decision log's token file cannot be used")
+
 // newDecisionSink is the client of decision_log.sink; service is the
 // sidecar's service name (sdk.service_name), which the OTLP log records
 // carry as their resource's service.name, like the spans.
@@ -58,6 +68,20 @@ func newDecisionSink(d config.DecisionLog, service string) (decisionlog.Sink, er
 		return decisionlog.NewNATS(decisionlog.NATSOptions{
 			URL: d.URL, Subject: d.Subject, Stream: d.NATSStream, DuplicateWindow: d.NATSDuplicateWindow.Duration,
 		})
+	case config.DecisionLogKafka:
+		return decisionlog.NewKafka(decisionlog.KafkaOptions{URL: d.URL, Topic: d.KafkaTopic})
+	case config.DecisionLogHTTP:
+		var token string
+		if d.HTTPTokenFile != "" {
+			b, err := os.ReadFile(d.HTTPTokenFile)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", errDecisionToken, err)
+			}
+			if token = strings.TrimSpace(string(b)); token == "" || strings.ContainsAny(token, "\r\n") {
+				return nil, fmt.Errorf("%w: %s holds no token, or more than one line", errDecisionToken, d.HTTPTokenFile)
+			}
+		}
+		return decisionlog.NewHTTP(decisionlog.HTTPOptions{URL: d.URL, Token: token})
 	case config.DecisionLogOTLP:
 		return decisionlog.NewOTLP(decisionlog.OTLPOptions{URL: d.URL, ServiceName: service})
 	default:

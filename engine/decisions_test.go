@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -156,5 +157,19 @@ func TestDecisionLogDenyWhenFull(t *testing.T) {
 	})
 	if res, err := e.Decide(ctx, engine.Request{Credential: engine.BearerToken(good), Input: engine.Input{Action: "orders:read"}}); err != nil || !res.Allowed() {
 		t.Fatalf("once shipped: %v, allowed %v", err, res.Allowed())
+	}
+}
+
+// An unreadable decision_log.http_token_file stops the engine, the
+// error naming that key.
+func TestDecisionLogHTTPTokenFileMissing(t *testing.T) {
+	p := idptest.New(t)
+	cfg := prodConfig(p.JWKSURL())
+	cfg.DecisionLog = config.DecisionLog{Sink: config.DecisionLogHTTP, URL: "http://127.0.0.1:1/v1", SpoolDir: t.TempDir(),
+		HTTPTokenFile: filepath.Join(t.TempDir(), "missing-token")}
+	_, err := engine.New(cfg, engine.Deps{})
+	var se *engine.SettingError
+	if !errors.As(err, &se) || se.Key != "decision_log.http_token_file" {
+		t.Fatalf("engine.New with a missing token file: %v, want a setting error of decision_log.http_token_file", err)
 	}
 }

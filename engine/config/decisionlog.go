@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/svc-dev/svc/engine/loopback"
 )
 
 // DecisionLog is the [decision_log] table: decision records shipped off
@@ -17,6 +19,8 @@ type DecisionLog struct {
 	// SVC_DECISION_LOG_SINK.
 	Sink string `toml:"sink" yaml:"sink"`
 	// URL is where the sink sends: nats://host:port for nats,
+	// kafka://host:port[,host:port...] (seed brokers) for kafka,
+	// https://host/path (uploads to path/logs) for http, and
 	// http://host:port or https://host:port (OTLP gRPC) for otlp. Env
 	// SVC_DECISION_LOG_URL.
 	URL string `toml:"url" yaml:"url"`
@@ -53,17 +57,26 @@ type DecisionLog struct {
 	// are dropped by decision id. Env
 	// SVC_DECISION_LOG_NATS_DUPLICATE_WINDOW.
 	NATSDuplicateWindow Duration `toml:"nats_duplicate_window" yaml:"nats_duplicate_window"`
+	// KafkaTopic is the Kafka topic records are produced to (default
+	// svc-decisions); it must exist unless the brokers create topics.
+	// Env SVC_DECISION_LOG_KAFKA_TOPIC.
+	KafkaTopic string `toml:"kafka_topic" yaml:"kafka_topic"`
+	// HTTPTokenFile holds a bearer token sent with each upload of the
+	// http sink, read at startup. Env SVC_DECISION_LOG_HTTP_TOKEN_FILE.
+	HTTPTokenFile string `toml:"http_token_file" yaml:"http_token_file"`
 }
 
 // Decision log sinks.
 const (
-	DecisionLogOff  = "off"
-	DecisionLogNATS = "nats"
-	DecisionLogOTLP = "otlp"
+	DecisionLogOff   = "off"
+	DecisionLogNATS  = "nats"
+	DecisionLogKafka = "kafka"
+	DecisionLogOTLP  = "otlp"
+	DecisionLogHTTP  = "http"
 )
 
 // decisionLogSinks are the values of decision_log.sink.
-var decisionLogSinks = []string{DecisionLogOff, DecisionLogNATS, DecisionLogOTLP}
+var decisionLogSinks = []string{DecisionLogOff, DecisionLogNATS, DecisionLogKafka, DecisionLogOTLP, DecisionLogHTTP}
 
 // Decision log overflow modes.
 const (
@@ -80,6 +93,7 @@ const (
 	DefaultDecisionLogSubject             = "svc.decisions"
 	DefaultDecisionLogNATSStream          = "SVC_DECISIONS"
 	DefaultDecisionLogNATSDuplicateWindow = time.Hour
+	DefaultDecisionLogKafkaTopic          = "svc-decisions"
 )
 
 // Enabled reports whether decisions are shipped.
@@ -99,6 +113,7 @@ func (d *DecisionLog) setDefaults() {
 	setString(&d.Subject, DefaultDecisionLogSubject)
 	setString(&d.NATSStream, DefaultDecisionLogNATSStream)
 	setDuration(&d.NATSDuplicateWindow, DefaultDecisionLogNATSDuplicateWindow)
+	setString(&d.KafkaTopic, DefaultDecisionLogKafkaTopic)
 }
 
 func (v *validator) decisionLog() {
@@ -108,6 +123,19 @@ func (v *validator) decisionLog() {
 		return
 	case DecisionLogNATS:
 		v.decisionLogURL(d, "nats://host:port or tls://host:port", "nats", "tls")
+	case DecisionLogKafka:
+		if v.decisionLogURL(d, "kafka://host:port[,host:port...]", "kafka") {
+			u, _ := url.Parse(d.URL)
+			if slices.Contains(strings.Split(u.Host, ","), "") || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+				v.fail("decision_log.url", "must be kafka://host:port[,host:port...], got %q", redactURL(d.URL))
+			}
+		}
+	case DecisionLogHTTP:
+		if v.decisionLogURL(d, "https://host/path or http://host/path", "https", "http") && d.HTTPTokenFile != "" {
+			if u, _ := url.Parse(d.URL); u.Scheme == "http" && !loopback.Host(u.Hostname()) {
+				v.fail("decision_log.url", "must use https with decision_log.http_token_file (http only on a loopback host): the token would cross the network in clear, got %q", redactURL(d.URL))
+			}
+		}
 	case DecisionLogOTLP:
 		v.decisionLogURL(d, "an OTLP gRPC endpoint, http://host:port or https://host:port", "http", "https")
 		if u, err := url.Parse(d.URL); err == nil && u.Path != "" && u.Path != "/" {
@@ -135,11 +163,28 @@ func (v *validator) decisionLog() {
 	if d.NATSStream == "" || strings.ContainsAny(d.NATSStream, " \t.*>/\\") {
 		v.fail("decision_log.nats_stream", "must be a stream name without spaces, dots, slashes or wildcards, got %q", d.NATSStream)
 	}
+	if !kafkaTopic(d.KafkaTopic) {
+		v.fail("decision_log.kafka_topic", "must be a Kafka topic name of at most 249 letters, digits, '.', '_' or '-', got %q", d.KafkaTopic)
+	}
+}
+
+// kafkaTopic reports whether t is a legal Kafka topic name.
+func kafkaTopic(t string) bool {
+	if t == "" || t == "." || t == ".." || len(t) > 249 {
+		return false
+	}
+	for _, c := range t {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // decisionLogURL checks decision_log.url for a sink whose address is
-// shape (for the message) with one of schemes.
-func (v *validator) decisionLogURL(d DecisionLog, shape string, schemes ...string) {
+// shape (for the message) with one of schemes, and reports whether it
+// passed.
+func (v *validator) decisionLogURL(d DecisionLog, shape string, schemes ...string) bool {
 	u, err := url.Parse(d.URL)
 	switch {
 	case d.URL == "":
@@ -148,7 +193,10 @@ func (v *validator) decisionLogURL(d DecisionLog, shape string, schemes ...strin
 		v.fail("decision_log.url", "must be %s, got %q", shape, redactURL(d.URL))
 	case u.User != nil:
 		v.fail("decision_log.url", "must not carry credentials: secrets are never inline in the configuration")
+	default:
+		return true
 	}
+	return false
 }
 
 // quotedList is "a", "b" or "c".
@@ -179,10 +227,10 @@ func decisionLogEnv() []EnvVar {
 	d := func(c *Config) *DecisionLog { return &c.DecisionLog }
 	return []EnvVar{
 		{Name: "SVC_DECISION_LOG_SINK", Key: "decision_log.sink",
-			Help:  `Where decision records are shipped: "off" (default), "nats" or "otlp".`,
+			Help:  `Where decision records are shipped: "off" (default), "nats", "kafka", "otlp" or "http".`,
 			apply: func(c *Config, v string) string { d(c).Sink = v; return "" }},
 		{Name: "SVC_DECISION_LOG_URL", Key: "decision_log.url",
-			Help:  "The decision log sink's address: nats://host:port; for otlp, http(s)://host:4317 (OTLP gRPC).",
+			Help:  "The decision log sink's address: nats://host:port; kafka://host:port[,host:port...]; for otlp, http(s)://host:4317 (OTLP gRPC); for http, https://host/path.",
 			apply: func(c *Config, v string) string { d(c).URL = v; return "" }},
 		{Name: "SVC_DECISION_LOG_SPOOL_DIR", Key: "decision_log.spool_dir",
 			Help:  "Directory where decision records wait until the sink acknowledges them.",
@@ -225,6 +273,12 @@ func decisionLogEnv() []EnvVar {
 		{Name: "SVC_DECISION_LOG_NATS_DUPLICATE_WINDOW", Key: "decision_log.nats_duplicate_window",
 			Help:  `The stream's de-duplication window; it must outlast a spool backlog. Default "1h".`,
 			apply: func(c *Config, v string) string { return positiveDuration(&d(c).NATSDuplicateWindow, v) }},
+		{Name: "SVC_DECISION_LOG_KAFKA_TOPIC", Key: "decision_log.kafka_topic",
+			Help:  `Kafka topic of the records; it must exist unless the brokers create topics. Default "svc-decisions".`,
+			apply: func(c *Config, v string) string { d(c).KafkaTopic = v; return "" }},
+		{Name: "SVC_DECISION_LOG_HTTP_TOKEN_FILE", Key: "decision_log.http_token_file",
+			Help:  "File holding a bearer token sent with each upload of the http decision log sink.",
+			apply: func(c *Config, v string) string { d(c).HTTPTokenFile = v; return "" }},
 	}
 }
 

@@ -36,6 +36,25 @@ func TestValidateAcceptsValid(t *testing.T) {
 	}
 }
 
+// Each decision log sink with its URL shapes.
+func TestValidateDecisionLogSinks(t *testing.T) {
+	for _, tc := range []struct{ sink, url, tokenFile string }{
+		{DecisionLogNATS, "nats://nats-1:4222,nats-2:4222", ""},
+		{DecisionLogKafka, "kafka://broker1:9092", ""},
+		{DecisionLogKafka, "kafka://broker1:9092,broker2:9092", ""},
+		{DecisionLogHTTP, "https://logs.example.com/v1", "/run/secrets/logs-token"},
+		{DecisionLogHTTP, "http://logs.internal:8181", ""},
+		{DecisionLogHTTP, "http://127.0.0.1:8181", "/run/secrets/logs-token"},
+	} {
+		c := validConfig()
+		c.DecisionLog = sinkLog(tc.sink, tc.url)
+		c.DecisionLog.HTTPTokenFile = tc.tokenFile
+		if err := c.Validate(); err != nil {
+			t.Errorf("Validate of sink %s at %s: %v", tc.sink, tc.url, err)
+		}
+	}
+}
+
 // TestValidateNamesKeyAndSource checks each rule alone: exactly one error,
 // naming the key and where the value came from.
 func TestValidateNamesKeyAndSource(t *testing.T) {
@@ -223,7 +242,7 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 		{"audit queue", func(c *Config) { c.Audit.QueueSize = -1 }, "",
 			"audit.queue_size", "svc.toml: audit.queue_size: must be positive, got -1"},
 		{"decision log sink unknown", func(c *Config) { c.DecisionLog.Sink = "kafka2" }, "SVC_DECISION_LOG_SINK",
-			"decision_log.sink", `SVC_DECISION_LOG_SINK: must be one of "off", "nats" or "otlp", got "kafka2"`},
+			"decision_log.sink", `SVC_DECISION_LOG_SINK: must be one of "off", "nats", "kafka", "otlp" or "http", got "kafka2"`},
 		{"decision log nats without url", func(c *Config) { c.DecisionLog = natsLog(""); c.DecisionLog.URL = "" }, "",
 			"decision_log.url", `svc.toml: decision_log.url: decision_log.sink = "nats" needs a url (nats://host:port or tls://host:port)`},
 		{"decision log url not nats", func(c *Config) { c.DecisionLog = natsLog("http://nats:4222/?token=s3cret") }, "",
@@ -242,6 +261,22 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 			"decision_log.spool_max_bytes", `svc.toml: decision_log.spool_max_bytes: must be at least 1 MiB (1048576), got 4096`},
 		{"decision log wildcard subject", func(c *Config) { c.DecisionLog = natsLog("nats://nats:4222"); c.DecisionLog.Subject = "svc.>" }, "",
 			"decision_log.subject", `svc.toml: decision_log.subject: must be a NATS subject without spaces or wildcards, got "svc.>"`},
+		{"decision log kafka url not kafka", func(c *Config) { c.DecisionLog = sinkLog(DecisionLogKafka, "nats://b1:9092") }, "",
+			"decision_log.url", `svc.toml: decision_log.url: must be kafka://host:port[,host:port...], got "nats://b1:9092"`},
+		{"decision log kafka url empty broker", func(c *Config) { c.DecisionLog = sinkLog(DecisionLogKafka, "kafka://,b1:9092") }, "",
+			"decision_log.url", `svc.toml: decision_log.url: must be kafka://host:port[,host:port...], got "kafka://,b1:9092"`},
+		{"decision log kafka topic", func(c *Config) {
+			c.DecisionLog = sinkLog(DecisionLogKafka, "kafka://b1:9092")
+			c.DecisionLog.KafkaTopic = "svc/decisions"
+		}, "",
+			"decision_log.kafka_topic", `svc.toml: decision_log.kafka_topic: must be a Kafka topic name of at most 249 letters, digits, '.', '_' or '-', got "svc/decisions"`},
+		{"decision log http url not http", func(c *Config) { c.DecisionLog = sinkLog(DecisionLogHTTP, "kafka://logs.example.com") }, "",
+			"decision_log.url", `svc.toml: decision_log.url: must be https://host/path or http://host/path, got "kafka://logs.example.com"`},
+		{"decision log http token in clear", func(c *Config) {
+			c.DecisionLog = sinkLog(DecisionLogHTTP, "http://logs.example.com/v1")
+			c.DecisionLog.HTTPTokenFile = "/run/secrets/logs-token"
+		}, "",
+			"decision_log.url", `svc.toml: decision_log.url: must use https with decision_log.http_token_file (http only on a loopback host): the token would cross the network in clear, got "http://logs.example.com/v1"`},
 		{"saml entity_id missing", func(c *Config) { c.SDK.SAML.EntityID = "" }, "",
 			"sdk.saml.entity_id", "svc.toml: sdk.saml.entity_id: must be set when [sdk.saml] is present"},
 		{"saml entity_id unparseable", func(c *Config) { c.SDK.SAML.EntityID = "https://app.example.com/%zz" }, "",
@@ -393,8 +428,11 @@ func TestKeyPath(t *testing.T) {
 }
 
 // natsLog is a valid [decision_log] shipping to NATS at url.
-func natsLog(url string) DecisionLog {
-	d := DecisionLog{Sink: DecisionLogNATS, URL: url, SpoolDir: "/var/lib/svc/spool"}
+func natsLog(url string) DecisionLog { return sinkLog(DecisionLogNATS, url) }
+
+// sinkLog is a valid [decision_log] shipping to sink at url.
+func sinkLog(sink, url string) DecisionLog {
+	d := DecisionLog{Sink: sink, URL: url, SpoolDir: "/var/lib/svc/spool"}
 	d.setDefaults()
 	return d
 }

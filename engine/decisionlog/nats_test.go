@@ -1,7 +1,6 @@
 package decisionlog_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/decisionlog"
-	"github.com/svc-dev/svc/engine/decisionlog/spool"
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/natstest"
 )
@@ -22,29 +20,7 @@ func startLogger(t *testing.T, url, spoolDir string) (l *decisionlog.Logger, sto
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err = decisionlog.New(decisionlog.Options{
-		Spool:         spool.Options{Dir: spoolDir, SegmentBytes: 64 << 10},
-		FlushInterval: 20 * time.Millisecond, FsyncInterval: 20 * time.Millisecond, BatchMaxRecords: 100,
-	}, sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- l.Run(ctx) }()
-	var stopped bool
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("logger run: %v", err)
-		}
-	}
-	t.Cleanup(stop)
-	return l, stop
+	return runLogger(t, sink, spoolDir)
 }
 
 func logN(t *testing.T, l *decisionlog.Logger, from, n int) {

@@ -1,0 +1,133 @@
+package decisionlog
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// HTTPOptions configure the HTTP sink.
+type HTTPOptions struct {
+	// URL is the service's base, http(s)://host[/path]; batches are
+	// posted to URL + "/logs".
+	URL string
+	// Token, when set, is sent as Authorization: Bearer Token.
+	Token string
+	// Timeout bounds one upload (default 10s).
+	Timeout time.Duration
+	// Client sends the uploads (default a client of its own that
+	// follows no redirect).
+	Client *http.Client
+}
+
+// HTTP is the HTTP sink, in the upload shape of OPA's decision logs: a
+// POST of the batch as a gzipped JSON array of the records, any 2xx an
+// acknowledgement of every record.
+type HTTP struct {
+	opts     HTTPOptions
+	endpoint string
+}
+
+// NewHTTP makes the sink of opts.URL; nothing is sent before the first
+// batch.
+func NewHTTP(opts HTTPOptions) (*HTTP, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	if opts.Client == nil {
+		// A redirect is answered as a failure rather than followed: the
+		// batch and its token go to the configured URL alone.
+		opts.Client = &http.Client{
+			Transport:     http.DefaultTransport.(*http.Transport).Clone(),
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	req, err := http.NewRequest(http.MethodPost, opts.URL, nil)
+	if err != nil || (req.URL.Scheme != "http" && req.URL.Scheme != "https") || req.URL.Host == "" {
+		return nil, fmt.Errorf("decision log http: url must be http(s)://host[/path], got %q", redact(opts.URL))
+	}
+	if strings.ContainsAny(opts.Token, "\r\n") {
+		return nil, fmt.Errorf("decision log http: the token holds a line break")
+	}
+	return &HTTP{opts: opts, endpoint: strings.TrimSuffix(opts.URL, "/") + "/logs"}, nil
+}
+
+// Name is "http".
+func (s *HTTP) Name() string { return "http" }
+
+// Send uploads the batch and returns nil once the service answered 2xx.
+func (s *HTTP) Send(ctx context.Context, batch []Record) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	var body bytes.Buffer
+	zw := gzip.NewWriter(&body)
+	_, _ = zw.Write([]byte{'['})
+	for i, r := range batch {
+		if i > 0 {
+			_, _ = zw.Write([]byte{','})
+		}
+		_, _ = zw.Write(r.JSON)
+	}
+	_, _ = zw.Write([]byte{']'})
+	if err := zw.Close(); err != nil {
+		return fmt.Errorf("decision log http: compress: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.endpoint, &body)
+	if err != nil {
+		return fmt.Errorf("decision log http: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Encoding", "gzip")
+	req.Header.Set("User-Agent", "svc-sidecar decision log")
+	if s.opts.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.opts.Token)
+	}
+	resp, err := s.opts.Client.Do(req)
+	if err != nil {
+		// The URL of Do's error without its query, which may be a secret.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("decision log http: POST %s: %w", redact(s.endpoint), err)
+	}
+	defer resp.Body.Close()
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+	// Drain a little more so that the connection can be reused.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("decision log http: POST %s: %s%s", redact(s.endpoint), resp.Status, quoteSnippet(snippet))
+	}
+	return nil
+}
+
+// quoteSnippet is the start of an error answer's body for a message:
+// printable, at most 128 bytes, or nothing.
+func quoteSnippet(b []byte) string {
+	s := strings.TrimSpace(strings.ToValidUTF8(string(b), ""))
+	if s == "" {
+		return ""
+	}
+	if len(s) > 128 {
+		s = s[:128]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+		s += "…"
+	}
+	return fmt.Sprintf(": %q", s)
+}
+
+// Close releases the idle connections.
+func (s *HTTP) Close() error {
+	s.opts.Client.CloseIdleConnections()
+	return nil
+}

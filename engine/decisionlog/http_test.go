@@ -1,0 +1,216 @@
+package decisionlog_test
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/engine/decisionlog"
+	"github.com/svc-dev/svc/internal/testkit"
+)
+
+// logService is an httptest decision log service: it records the
+// decision ids of every upload it acknowledges, answering status while
+// it is not 0.
+type logService struct {
+	*httptest.Server
+	status atomic.Int32
+	mu     sync.Mutex
+	ids    map[string]int
+	errs   []string
+}
+
+func startLogService(t *testing.T, token string) *logService {
+	t.Helper()
+	s := &logService{ids: map[string]int{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var problem string
+		switch {
+		case r.Method != http.MethodPost || r.URL.Path != "/v1/logs":
+			problem = r.Method + " " + r.URL.Path
+		case r.Header.Get("Content-Type") != "application/json" || r.Header.Get("Content-Encoding") != "gzip":
+			problem = fmt.Sprintf("headers %v", r.Header)
+		case token != "" && r.Header.Get("Authorization") != "Bearer "+token:
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		var recs []map[string]any
+		if problem == "" {
+			zr, err := gzip.NewReader(r.Body)
+			if err == nil {
+				err = json.NewDecoder(zr).Decode(&recs)
+			}
+			if err != nil {
+				problem = "body: " + err.Error()
+			}
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if problem != "" {
+			s.errs = append(s.errs, problem)
+			http.Error(w, problem, http.StatusBadRequest)
+			return
+		}
+		if st := s.status.Load(); st != 0 {
+			http.Error(w, strings.Repeat("overloaded ", 100), int(st))
+			return
+		}
+		for _, rec := range recs {
+			id, _ := rec["decision_id"].(string)
+			s.ids[id]++
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(func() {
+		s.Close()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, e := range s.errs {
+			t.Errorf("decision log service refused an upload: %s", e)
+		}
+	})
+	return s
+}
+
+func (s *logService) received() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.ids))
+	for k, v := range s.ids {
+		out[k] = v
+	}
+	return out
+}
+
+// A batch is one POST <url>/logs of the gzipped JSON array of its
+// records, with the bearer token.
+func TestHTTPUpload(t *testing.T) {
+	svc := startLogService(t, "s3cret")
+	sink, err := decisionlog.NewHTTP(decisionlog.HTTPOptions{URL: svc.URL + "/v1/", Token: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	batch := []decisionlog.Record{
+		{DecisionID: "dec-1", Tenant: "acme", JSON: []byte(`{"decision_id":"dec-1"}`)},
+		{DecisionID: "dec-2", Tenant: "acme", JSON: []byte(`{"decision_id":"dec-2"}`)},
+	}
+	if err := sink.Send(context.Background(), batch); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	if got := svc.received(); len(got) != 2 || got["dec-1"] != 1 || got["dec-2"] != 1 {
+		t.Fatalf("service received %v, want dec-1 and dec-2 once", got)
+	}
+}
+
+// A refused upload fails the batch with the status and a bounded part
+// of the answer, never the token.
+func TestHTTPRefused(t *testing.T) {
+	svc := startLogService(t, "s3cret")
+	sink, err := decisionlog.NewHTTP(decisionlog.HTTPOptions{URL: svc.URL + "/v1", Token: "wrong-token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	err = sink.Send(context.Background(), []decisionlog.Record{{DecisionID: "dec-1", JSON: []byte(`{}`)}})
+	if err == nil || !strings.HasPrefix(err.Error(), "decision log http: ") || !strings.Contains(err.Error(), "401 Unauthorized") || strings.Contains(err.Error(), "wrong-token") {
+		t.Fatalf("Send with a wrong token: %v, want the status without the token", err)
+	}
+	svc.status.Store(http.StatusServiceUnavailable)
+	sink, err = decisionlog.NewHTTP(decisionlog.HTTPOptions{URL: svc.URL + "/v1", Token: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = sink.Send(context.Background(), []decisionlog.Record{{DecisionID: "dec-1", JSON: []byte(`{}`)}})
+	if err == nil || !strings.Contains(err.Error(), "503") || len(err.Error()) > 300 {
+		t.Fatalf("Send to an overloaded service: %v, want the status and a short snippet", err)
+	}
+}
+
+// An upload that takes too long fails at the timeout.
+func TestHTTPTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		<-release
+	}))
+	defer srv.Close()
+	defer close(release)
+	sink, err := decisionlog.NewHTTP(decisionlog.HTTPOptions{URL: srv.URL, Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	start := time.Now()
+	if err := sink.Send(context.Background(), []decisionlog.Record{{DecisionID: "dec-1", JSON: []byte(`{}`)}}); err == nil {
+		t.Fatal("Send to a service that never answers succeeded")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Send took %s, want about the 200ms timeout", d)
+	}
+}
+
+func TestHTTPBadURL(t *testing.T) {
+	for _, u := range []string{"", "ftp://host/x", "https://", "kafka://b:9092"} {
+		if _, err := decisionlog.NewHTTP(decisionlog.HTTPOptions{URL: u}); err == nil || !strings.HasPrefix(err.Error(), "decision log http:") {
+			t.Errorf("NewHTTP(%q) = %v, want an error", u, err)
+		}
+	}
+}
+
+// Batches the service refuses (503) wait in the spool and are uploaded
+// again once it accepts: every decision id at least once.
+func TestHTTPResend(t *testing.T) {
+	svc := startLogService(t, "")
+	sink, err := decisionlog.NewHTTP(decisionlog.HTTPOptions{URL: svc.URL + "/v1", Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, stop := runLogger(t, sink, t.TempDir())
+	logN(t, l, 0, 300)
+	testkit.Eventually(t, "300 records shipped", func() bool { return l.Stats().Unsent == 0 })
+
+	svc.status.Store(http.StatusServiceUnavailable)
+	logN(t, l, 300, 200)
+	testkit.Eventually(t, "the refusals seen", func() bool { st := l.Stats(); return !st.Connected && st.Retries > 0 })
+	if st := l.Stats(); st.Unsent != 200 || !strings.Contains(st.LastError, "503") {
+		t.Fatalf("while the service refuses: %+v, want 200 unsent and the status", st)
+	}
+	svc.status.Store(0)
+	testkit.Eventually(t, "the refused records shipped", func() bool { return l.Stats().Unsent == 0 })
+	stop()
+	got := svc.received()
+	for i := range 500 {
+		if id := fmt.Sprintf("dec-%06d", i); got[id] == 0 {
+			t.Fatalf("decision %s never reached the service", id)
+		}
+	}
+}
+
+// A redirect fails the batch: neither the records nor the token follow
+// it.
+func TestHTTPNoRedirect(t *testing.T) {
+	var followed atomic.Bool
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { followed.Store(true) }))
+	defer other.Close()
+	srv := httptest.NewServer(http.RedirectHandler(other.URL+"/logs", http.StatusTemporaryRedirect))
+	defer srv.Close()
+	sink, err := decisionlog.NewHTTP(decisionlog.HTTPOptions{URL: srv.URL, Token: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	err = sink.Send(context.Background(), []decisionlog.Record{{DecisionID: "dec-1", JSON: []byte(`{}`)}})
+	if err == nil || !strings.Contains(err.Error(), "307") || followed.Load() {
+		t.Fatalf("Send answered a redirect: %v (followed %v), want a failure without following it", err, followed.Load())
+	}
+}

@@ -1,0 +1,161 @@
+package decisionlog_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/engine/decisionlog"
+	"github.com/svc-dev/svc/engine/decisionlog/spool"
+	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/kafkatest"
+)
+
+// runLogger runs a Logger with sink on spoolDir until the test ends or
+// stop is called.
+func runLogger(t *testing.T, sink decisionlog.Sink, spoolDir string) (l *decisionlog.Logger, stop func()) {
+	t.Helper()
+	l, err := decisionlog.New(decisionlog.Options{
+		Spool:         spool.Options{Dir: spoolDir, SegmentBytes: 64 << 10},
+		FlushInterval: 20 * time.Millisecond, FsyncInterval: 20 * time.Millisecond, BatchMaxRecords: 100,
+	}, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	var stopped bool
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("logger run: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	return l, stop
+}
+
+// Each record is a Kafka message keyed by its tenant, with the record's
+// JSON as its value and its decision id in the decision-id header.
+func TestKafkaRecordShape(t *testing.T) {
+	kc := kafkatest.Start(t, "decisions")
+	sink, err := decisionlog.NewKafka(decisionlog.KafkaOptions{URL: kc.URL(), Topic: "decisions", Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	batch := []decisionlog.Record{
+		{DecisionID: "dec-1", Tenant: "acme", JSON: []byte(`{"decision_id":"dec-1","tenant":"acme"}`)},
+		{DecisionID: "dec-2", Tenant: "globex", JSON: []byte(`{"decision_id":"dec-2","tenant":"globex"}`)},
+	}
+	if err := sink.Send(context.Background(), batch); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	recs := kc.Records(t, "decisions")
+	if len(recs) != 2 {
+		t.Fatalf("topic holds %d records, want 2", len(recs))
+	}
+	got := map[string]string{}
+	for _, r := range recs {
+		id := kafkatest.Header(r, decisionlog.DecisionIDHeader)
+		got[id] = string(r.Key) + " " + string(r.Value)
+	}
+	for _, b := range batch {
+		if want := b.Tenant + " " + string(b.JSON); got[b.DecisionID] != want {
+			t.Errorf("record %s: key and value %q, want %q", b.DecisionID, got[b.DecisionID], want)
+		}
+	}
+}
+
+// A topic that does not exist (and that the broker does not create)
+// fails the batch with an error naming the topic.
+func TestKafkaMissingTopic(t *testing.T) {
+	kc := kafkatest.Start(t, "decisions")
+	sink, err := decisionlog.NewKafka(decisionlog.KafkaOptions{URL: kc.URL(), Topic: "nowhere", Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	err = sink.Send(context.Background(), []decisionlog.Record{{DecisionID: "dec-1", Tenant: "acme", JSON: []byte(`{}`)}})
+	if err == nil || !strings.Contains(err.Error(), "decision log kafka: topic nowhere") || !strings.Contains(err.Error(), "UNKNOWN_TOPIC_OR_PARTITION") {
+		t.Fatalf("Send to a missing topic: %v, want an error naming it", err)
+	}
+}
+
+func TestKafkaBadURL(t *testing.T) {
+	for _, u := range []string{"", "nats://127.0.0.1:4222", "kafka://", "kafka://,"} {
+		if _, err := decisionlog.NewKafka(decisionlog.KafkaOptions{URL: u}); err == nil || !strings.HasPrefix(err.Error(), "decision log kafka:") {
+			t.Errorf("NewKafka(%q) = %v, want an error", u, err)
+		}
+	}
+}
+
+// Through an outage of the broker the records wait in the spool and
+// are produced once it is back: every decision id at least once.
+func TestKafkaOutage(t *testing.T) {
+	kc := kafkatest.Start(t, "svc-decisions")
+	sink, err := decisionlog.NewKafka(decisionlog.KafkaOptions{URL: kc.URL(), Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, stop := runLogger(t, sink, t.TempDir())
+	logN(t, l, 0, 300)
+	testkit.Eventually(t, "300 records shipped", func() bool { return l.Stats().Unsent == 0 })
+
+	kc.SetDown(true)
+	logN(t, l, 300, 200)
+	testkit.Eventually(t, "the outage seen", func() bool { st := l.Stats(); return !st.Connected && st.Retries > 0 })
+	if st := l.Stats(); st.Unsent != 200 || !strings.Contains(st.LastError, "decision log kafka:") {
+		t.Fatalf("during the outage: %+v, want 200 unsent and the sink's error", st)
+	}
+	kc.SetDown(false)
+	testkit.Eventually(t, "the records of the outage shipped", func() bool { return l.Stats().Unsent == 0 })
+	if st := l.Stats(); !st.Connected || st.Shipped < 500 {
+		t.Fatalf("after the outage: %+v", st)
+	}
+	stop()
+
+	ids := map[string]int{}
+	for _, r := range kc.Records(t, "svc-decisions") {
+		ids[kafkatest.Header(r, decisionlog.DecisionIDHeader)]++
+		if string(r.Key) != "acme" {
+			t.Fatalf("record key %q, want the tenant acme", r.Key)
+		}
+	}
+	for i := range 500 {
+		if id := fmt.Sprintf("dec-%06d", i); ids[id] == 0 {
+			t.Fatalf("decision %s is not in the topic", id)
+		}
+	}
+}
+
+// A broker gone altogether fails the batch at the timeout rather than
+// holding Send until it is back.
+func TestKafkaBrokerGone(t *testing.T) {
+	kc := kafkatest.Start(t, "svc-decisions")
+	sink, err := decisionlog.NewKafka(decisionlog.KafkaOptions{URL: kc.URL(), Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	rec := []decisionlog.Record{{DecisionID: "dec-1", Tenant: "acme", JSON: []byte(`{}`)}}
+	if err := sink.Send(context.Background(), rec); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	kc.Close()
+	start := time.Now()
+	err = sink.Send(context.Background(), rec)
+	if err == nil || !strings.HasPrefix(err.Error(), "decision log kafka:") {
+		t.Fatalf("Send to a closed cluster: %v, want an error", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Send to a closed cluster took %s, want about the 1s timeout", d)
+	}
+}

@@ -1,0 +1,148 @@
+// Package kafkatest runs an in-process Kafka-protocol broker (franz-go's
+// kfake) for tests, with a switch that makes it refuse produce requests
+// and a reader of everything a topic holds.
+package kafkatest
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Partitions is the number of partitions of the topics Start creates.
+const Partitions = 3
+
+// Cluster is a one-broker kfake cluster on loopback.
+type Cluster struct {
+	*kfake.Cluster
+	down    atomic.Bool
+	control sync.Once
+}
+
+// Start runs a cluster holding topics (Partitions partitions each) and
+// closes it when tb ends.
+func Start(tb testing.TB, topics ...string) *Cluster {
+	tb.Helper()
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(Partitions, topics...))
+	if err != nil {
+		tb.Fatalf("kafkatest: %v", err)
+	}
+	tb.Cleanup(kc.Close)
+	return &Cluster{Cluster: kc}
+}
+
+// URL is the cluster's kafka://host:port URL.
+func (c *Cluster) URL() string { return "kafka://" + strings.Join(c.ListenAddrs(), ",") }
+
+// SetDown makes the broker answer every produce request with a
+// retriable error (NOT_ENOUGH_REPLICAS: nothing written) while down is
+// true, as a cluster that lost its replicas does.
+func (c *Cluster) SetDown(down bool) {
+	c.control.Do(func() {
+		c.ControlKey(kmsg.Produce.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+			c.KeepControl()
+			if !c.down.Load() {
+				return nil, nil, false
+			}
+			preq := req.(*kmsg.ProduceRequest)
+			resp := preq.ResponseKind().(*kmsg.ProduceResponse)
+			for _, rt := range preq.Topics {
+				st := kmsg.NewProduceResponseTopic()
+				st.Topic, st.TopicID = rt.Topic, rt.TopicID
+				for _, rp := range rt.Partitions {
+					sp := kmsg.NewProduceResponseTopicPartition()
+					sp.Partition = rp.Partition
+					sp.ErrorCode = kerr.NotEnoughReplicas.Code
+					st.Partitions = append(st.Partitions, sp)
+				}
+				resp.Topics = append(resp.Topics, st)
+			}
+			return resp, nil, true
+		})
+	})
+	c.down.Store(down)
+}
+
+// Records returns every record topic holds, partition by partition in
+// offset order.
+func (c *Cluster) Records(tb testing.TB, topic string) []*kgo.Record {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		tb.Fatalf("kafkatest: %v", err)
+	}
+	defer cl.Close()
+
+	// The end of each partition, then everything before it.
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	for p := range int32(Partitions) {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = p, -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		tb.Fatalf("kafkatest: list offsets of %s: %v", topic, err)
+	}
+	end := map[int32]int64{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				tb.Fatalf("kafkatest: list offsets of %s/%d: %v", topic, p.Partition, err)
+			}
+			if p.Offset > 0 {
+				end[p.Partition] = p.Offset
+			}
+		}
+	}
+	offsets := map[int32]kgo.Offset{}
+	for p := range end {
+		offsets[p] = kgo.NewOffset().AtStart()
+	}
+	if len(offsets) == 0 {
+		return nil
+	}
+	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets})
+	byPartition := map[int32][]*kgo.Record{}
+	for len(end) > 0 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			tb.Fatalf("kafkatest: reading %s: %v (partitions left to their end: %v)", topic, ctx.Err(), end)
+		}
+		fs.EachError(func(t string, p int32, err error) { tb.Fatalf("kafkatest: reading %s/%d: %v", t, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			byPartition[r.Partition] = append(byPartition[r.Partition], r)
+			if e, ok := end[r.Partition]; ok && r.Offset+1 >= e {
+				delete(end, r.Partition)
+			}
+		})
+	}
+	var all []*kgo.Record
+	for p := range int32(Partitions) {
+		all = append(all, byPartition[p]...)
+	}
+	return all
+}
+
+// Header is the value of a record's header key, "" without it.
+func Header(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
