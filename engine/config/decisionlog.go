@@ -52,6 +52,19 @@ type DecisionLog struct {
 	// are dropped by decision id. Env
 	// SVC_DECISION_LOG_NATS_DUPLICATE_WINDOW.
 	NATSDuplicateWindow Duration `toml:"nats_duplicate_window" yaml:"nats_duplicate_window"`
+	// IncludeInput puts the redacted policy input in each record as
+	// "input" (default true). Without it a record is the audit record
+	// alone, which core policy replay skips. Env
+	// SVC_DECISION_LOG_INCLUDE_INPUT.
+	IncludeInput *bool `toml:"include_input" yaml:"include_input"`
+	// Mask lists JSON pointers (RFC 6901) rooted at the record, such as
+	// "/input/parsed_body/password" or "/user_id", whose values are
+	// erased from every decision record and every audit record (the
+	// latter have no input); the pointers that erased something are
+	// listed in the record's "erased". Credentials are redacted before
+	// the mask runs, whatever it says. Env SVC_DECISION_LOG_MASK
+	// (comma-separated).
+	Mask []string `toml:"mask" yaml:"mask"`
 }
 
 // Decision log sinks.
@@ -97,10 +110,18 @@ func (d *DecisionLog) setDefaults() {
 	setString(&d.Subject, DefaultDecisionLogSubject)
 	setString(&d.NATSStream, DefaultDecisionLogNATSStream)
 	setDuration(&d.NATSDuplicateWindow, DefaultDecisionLogNATSDuplicateWindow)
+	if d.IncludeInput == nil {
+		on := true
+		d.IncludeInput = &on
+	}
 }
+
+// IncludesInput reports whether records carry the input (the default).
+func (d DecisionLog) IncludesInput() bool { return d.IncludeInput == nil || *d.IncludeInput }
 
 func (v *validator) decisionLog() {
 	d := v.c.DecisionLog
+	v.decisionLogMask(d)
 	switch d.Sink {
 	case "", DecisionLogOff:
 		return
@@ -218,6 +239,19 @@ func decisionLogEnv() []EnvVar {
 		{Name: "SVC_DECISION_LOG_NATS_DUPLICATE_WINDOW", Key: "decision_log.nats_duplicate_window",
 			Help:  `The stream's de-duplication window; it must outlast a spool backlog. Default "1h".`,
 			apply: func(c *Config, v string) string { return positiveDuration(&d(c).NATSDuplicateWindow, v) }},
+		{Name: "SVC_DECISION_LOG_INCLUDE_INPUT", Key: "decision_log.include_input",
+			Help: "false leaves the policy input out of decision records. Default true.",
+			apply: func(c *Config, v string) string {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return "must be true or false, got " + strconv.Quote(v)
+				}
+				d(c).IncludeInput = &b
+				return ""
+			}},
+		{Name: "SVC_DECISION_LOG_MASK", Key: "decision_log.mask",
+			Help:  `Comma-separated JSON pointers erased from decision and audit records, e.g. "/input/parsed_body/password".`,
+			apply: func(c *Config, v string) string { d(c).Mask = commaList(v); return "" }},
 	}
 }
 

@@ -126,4 +126,6 @@ func ExampleEnvVars() {
 	// SVC_DECISION_LOG_SUBJECT overrides decision_log.subject
 	// SVC_DECISION_LOG_NATS_STREAM overrides decision_log.nats_stream
 	// SVC_DECISION_LOG_NATS_DUPLICATE_WINDOW overrides decision_log.nats_duplicate_window
+	// SVC_DECISION_LOG_INCLUDE_INPUT overrides decision_log.include_input
+	// SVC_DECISION_LOG_MASK overrides decision_log.mask
 }
