@@ -21,6 +21,10 @@ func (e *Engine) openDecisionLog(ctx context.Context) error {
 		close(e.decisionsDone)
 		return nil
 	}
+	if err := e.openDecisionMask(); err != nil {
+		close(e.decisionsDone)
+		return err
+	}
 	sink, err := newDecisionSink(d)
 	if err != nil {
 		return &SettingError{Key: "decision_log.url", Origin: e.cfg.Origin("decision_log.url"), Msg: err.Error(), Err: err}
@@ -62,16 +66,15 @@ func newDecisionSink(d config.DecisionLog) (decisionlog.Sink, error) {
 }
 
 // logDecision appends the decision record of rec (the audit record) with
-// the redacted policy input to the decision log's spool. A full spool
+// the redacted policy input (decisionRecord) to the decision log's spool. A full spool
 // under overflow = "deny" is an error of code decision-log-unavailable:
 // the decision must not be answered unlogged.
 func (e *Engine) logDecision(rec *audit.Record, in *Input) error {
-	b := rec.AppendJSON(make([]byte, 0, 1024))
-	// The audit record's object, with the input as its last member.
-	b = append(b[:len(b)-1], `,"input":`...)
-	b = append(b, RedactedInput(*in)...)
-	b = append(b, '}')
-	err := e.decisions.Log(decisionlog.Record{DecisionID: rec.DecisionID, Tenant: rec.Tenant, JSON: b})
+	b, err := e.decisionRecord(rec, in)
+	if err != nil {
+		return reason.Wrap(reason.DecisionLogUnavailable, err, "the decision record cannot be masked")
+	}
+	err = e.decisions.Log(decisionlog.Record{DecisionID: rec.DecisionID, Tenant: rec.Tenant, JSON: b})
 	if err == nil {
 		return nil
 	}

@@ -58,7 +58,7 @@ type DecisionLog struct {
 	// SVC_DECISION_LOG_INCLUDE_INPUT.
 	IncludeInput *bool `toml:"include_input" yaml:"include_input"`
 	// Mask lists JSON pointers (RFC 6901) rooted at the record, such as
-	// "/input/parsed_body/password" or "/user_id", whose values are
+	// "/input/resource/id" or "/user_id", whose values are
 	// erased from every decision record and every audit record (the
 	// latter have no input); the pointers that erased something are
 	// listed in the record's "erased". Credentials are redacted before
@@ -250,7 +250,7 @@ func decisionLogEnv() []EnvVar {
 				return ""
 			}},
 		{Name: "SVC_DECISION_LOG_MASK", Key: "decision_log.mask",
-			Help:  `Comma-separated JSON pointers erased from decision and audit records, e.g. "/input/parsed_body/password".`,
+			Help:  `Comma-separated JSON pointers erased from decision and audit records, e.g. "/input/resource/id".`,
 			apply: func(c *Config, v string) string { d(c).Mask = commaList(v); return "" }},
 	}
 }
