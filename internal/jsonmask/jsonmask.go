@@ -9,8 +9,11 @@ package jsonmask
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/svc-dev/svc/internal/jsonstr"
 )
 
 // Erased is the member of a masked object that lists the pointers that
@@ -94,77 +97,255 @@ func (m *Mask) Pointers() []string {
 }
 
 // Apply erases the values m names from the JSON object doc. When it
-// erases something it returns a new encoding of the object, its members
-// in sorted order, with "erased" listing the pointers that did; when
-// nothing is erased it returns doc itself and false. Numbers keep their
-// text. The error is doc not being a JSON object.
+// erases something it returns a new slice: doc without the erased
+// members and elements (the rest byte for byte, in its order) and with
+// "erased", listing the pointers that did, as the object's last member;
+// when nothing is erased it returns doc itself and false. doc is never
+// modified and must not have an "erased" member of its own. The error is
+// doc not being a JSON object.
 func (m *Mask) Apply(doc []byte) ([]byte, bool, error) {
 	if m.Empty() {
 		return doc, false, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	var root map[string]any
-	if err := dec.Decode(&root); err != nil || root == nil {
-		return nil, false, fmt.Errorf("jsonmask: not a JSON object: %v", err)
+	root := skipSpace(doc, 0)
+	if root >= len(doc) || doc[root] != '{' {
+		return nil, false, errNotObject
 	}
 	var erased []string
 	for _, p := range m.ptrs {
-		if _, ok := remove(root, p.tokens); ok {
-			erased = append(erased, p.raw)
+		from, to, err := locate(doc, root, p.tokens)
+		if err != nil {
+			return nil, false, err
 		}
+		if from < 0 {
+			continue
+		}
+		out := make([]byte, 0, len(doc)-(to-from)+64)
+		doc = append(append(out, doc[:from]...), doc[to:]...)
+		erased = append(erased, p.raw)
 	}
 	if len(erased) == 0 {
 		return doc, false, nil
 	}
-	root[Erased] = erased
-	var buf bytes.Buffer
-	buf.Grow(len(doc) + 64)
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(root); err != nil {
-		return nil, false, fmt.Errorf("jsonmask: %w", err)
+	end := len(doc) - 1
+	for end > root && isSpace(doc[end]) {
+		end--
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), true, nil
+	if doc[end] != '}' {
+		return nil, false, errNotObject
+	}
+	tail := doc[end:]
+	out := doc[:end:end]
+	if skipSpace(doc, root+1) != end {
+		out = append(out, ',')
+	}
+	out = append(out, `"`+Erased+`":[`...)
+	for i, p := range erased {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = jsonstr.Append(out, p, false)
+	}
+	out = append(out, ']')
+	return append(out, tail...), true, nil
 }
 
-// remove erases what tokens name under node and returns node as it is
-// then (a new slice when an array element was cut out) and whether
-// something was erased.
-func remove(node any, tokens []string) (any, bool) {
-	t, rest := tokens[0], tokens[1:]
-	switch v := node.(type) {
-	case map[string]any:
-		child, ok := v[t]
-		if !ok {
-			return node, false
+var errNotObject = errors.New("jsonmask: not a JSON object")
+
+// locate returns the span of doc to cut to erase what tokens name under
+// the object or array that starts at doc[at], with one separating comma;
+// from is -1 when tokens name nothing.
+func locate(doc []byte, at int, tokens []string) (from, to int, err error) {
+	for {
+		t, last := tokens[0], len(tokens) == 1
+		tokens = tokens[1:]
+		var sep, vs, ve int
+		var ok bool
+		switch doc[at] {
+		case '{':
+			sep, vs, ve, ok, err = member(doc, at, t)
+		case '[':
+			sep, vs, ve, ok, err = element(doc, at, t)
+		default:
+			return -1, -1, nil
 		}
-		if len(rest) == 0 {
-			delete(v, t)
-			return v, true
+		if err != nil || !ok {
+			return -1, -1, err
 		}
-		c, ok := remove(child, rest)
-		v[t] = c
-		return v, ok
-	case []any:
-		i, ok := index(t, len(v))
-		if !ok {
-			return node, false
+		if !last {
+			at = vs
+			continue
 		}
-		if len(rest) == 0 {
-			return append(v[:i:i], v[i+1:]...), true
+		next := skipSpace(doc, ve)
+		if next >= len(doc) {
+			return -1, -1, errNotObject
 		}
-		c, ok := remove(v[i], rest)
-		v[i] = c
-		return v, ok
+		switch {
+		case doc[next] == ',':
+			return sep + 1, next + 1, nil // the separator after it goes
+		case doc[sep] == ',':
+			return sep, ve, nil // the last one: the separator before it goes
+		default:
+			return sep + 1, ve, nil // the only one
+		}
 	}
-	return node, false
 }
 
-// index is the array index t, when it is one (digits without a leading
-// zero) below n.
-func index(t string, n int) (int, bool) {
-	if t == "" || len(t) > 1 && t[0] == '0' {
+// member finds the member named key of the object at doc[at]: sep is
+// the '{' or ',' before it, [vs, ve) its value.
+func member(doc []byte, at int, key string) (sep, vs, ve int, ok bool, err error) {
+	sep = at
+	i := skipSpace(doc, at+1)
+	if i < len(doc) && doc[i] == '}' {
+		return 0, 0, 0, false, nil
+	}
+	for {
+		if i >= len(doc) || doc[i] != '"' {
+			return 0, 0, 0, false, errNotObject
+		}
+		ks := i
+		if i, err = skipValue(doc, i); err != nil {
+			return 0, 0, 0, false, err
+		}
+		match, err := keyIs(doc[ks:i], key)
+		if err != nil {
+			return 0, 0, 0, false, err
+		}
+		i = skipSpace(doc, i)
+		if i >= len(doc) || doc[i] != ':' {
+			return 0, 0, 0, false, errNotObject
+		}
+		vs = skipSpace(doc, i+1)
+		if ve, err = skipValue(doc, vs); err != nil {
+			return 0, 0, 0, false, err
+		}
+		if match {
+			return sep, vs, ve, true, nil
+		}
+		i = skipSpace(doc, ve)
+		if i >= len(doc) {
+			return 0, 0, 0, false, errNotObject
+		}
+		switch doc[i] {
+		case '}':
+			return 0, 0, 0, false, nil
+		case ',':
+			sep = i
+			i = skipSpace(doc, i+1)
+		default:
+			return 0, 0, 0, false, errNotObject
+		}
+	}
+}
+
+// element finds the element t (an array index) of the array at doc[at]:
+// sep is the '[' or ',' before it, [vs, ve) the element.
+func element(doc []byte, at int, t string) (sep, vs, ve int, ok bool, err error) {
+	n, ok := index(t)
+	if !ok {
+		return 0, 0, 0, false, nil
+	}
+	sep = at
+	i := skipSpace(doc, at+1)
+	if i < len(doc) && doc[i] == ']' {
+		return 0, 0, 0, false, nil
+	}
+	for k := 0; ; k++ {
+		vs = i
+		if ve, err = skipValue(doc, vs); err != nil {
+			return 0, 0, 0, false, err
+		}
+		if k == n {
+			return sep, vs, ve, true, nil
+		}
+		i = skipSpace(doc, ve)
+		if i >= len(doc) {
+			return 0, 0, 0, false, errNotObject
+		}
+		switch doc[i] {
+		case ']':
+			return 0, 0, 0, false, nil
+		case ',':
+			sep = i
+			i = skipSpace(doc, i+1)
+		default:
+			return 0, 0, 0, false, errNotObject
+		}
+	}
+}
+
+// keyIs reports whether the quoted JSON string raw is key.
+func keyIs(raw []byte, key string) (bool, error) {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1:len(raw)-1]) == key, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return false, errNotObject
+	}
+	return s == key, nil
+}
+
+// skipValue returns the index just past the JSON value at doc[i]. It
+// finds where the value ends, and checks no more than it needs to.
+func skipValue(doc []byte, i int) (int, error) {
+	if i >= len(doc) {
+		return 0, errNotObject
+	}
+	switch doc[i] {
+	case '"':
+		for i++; i < len(doc); i++ {
+			switch doc[i] {
+			case '\\':
+				i++
+			case '"':
+				return i + 1, nil
+			}
+		}
+		return 0, errNotObject
+	case '{', '[':
+		depth := 0
+		for ; i < len(doc); i++ {
+			switch doc[i] {
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1, nil
+				}
+			case '"':
+				end, err := skipValue(doc, i)
+				if err != nil {
+					return 0, err
+				}
+				i = end - 1
+			}
+		}
+		return 0, errNotObject
+	}
+	start := i
+	for i < len(doc) && !isSpace(doc[i]) && doc[i] != ',' && doc[i] != '}' && doc[i] != ']' {
+		i++
+	}
+	if i == start {
+		return 0, errNotObject
+	}
+	return i, nil
+}
+
+func skipSpace(doc []byte, i int) int {
+	for i < len(doc) && isSpace(doc[i]) {
+		i++
+	}
+	return i
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// index is the array index t, when it is one: digits without a leading
+// zero.
+func index(t string) (int, bool) {
+	if t == "" || len(t) > 9 || len(t) > 1 && t[0] == '0' {
 		return 0, false
 	}
 	i := 0
@@ -173,9 +354,6 @@ func index(t string, n int) (int, bool) {
 			return 0, false
 		}
 		i = i*10 + int(c-'0')
-		if i >= n {
-			return 0, false
-		}
 	}
 	return i, true
 }
