@@ -13,8 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/svc-dev/svc/internal/jsonmask"
 	"gopkg.in/natefinch/lumberjack.v2"
+
+	"github.com/svc-dev/svc/internal/jsonmask"
 )
 
 // Destinations with a special meaning for Open; anything else is a file
