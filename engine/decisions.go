@@ -21,10 +21,6 @@ func (e *Engine) openDecisionLog(ctx context.Context) error {
 		close(e.decisionsDone)
 		return nil
 	}
-	if err := e.openDecisionMask(); err != nil {
-		close(e.decisionsDone)
-		return err
-	}
 	sink, err := newDecisionSink(d)
 	if err != nil {
 		return &SettingError{Key: "decision_log.url", Origin: e.cfg.Origin("decision_log.url"), Msg: err.Error(), Err: err}
@@ -66,7 +62,7 @@ func newDecisionSink(d config.DecisionLog) (decisionlog.Sink, error) {
 }
 
 // logDecision appends the decision record of rec (the audit record) with
-// the redacted policy input (decisionRecord) to the decision log's spool. A full spool
+// the redacted policy input to the decision log's spool. A full spool
 // under overflow = "deny" is an error of code decision-log-unavailable:
 // the decision must not be answered unlogged.
 func (e *Engine) logDecision(rec *audit.Record, in *Input) error {

@@ -166,6 +166,10 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 		cancel()
 		return nil, err
 	}
+	if err := e.openDecisionMask(); err != nil {
+		cancel()
+		return nil, err
+	}
 	// Before the instruments, which observe it.
 	if err := e.openDecisionLog(ctx); err != nil {
 		cancel()
