@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -30,5 +31,27 @@ func TestDocsDecisionLogTryIt(t *testing.T) {
 	want := []string{"shipped 2", "unsent 3", "shipped 3 left by the killed sidecar"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("output %q, want the lines %q", out, want)
+	}
+}
+
+// The "Replay" block of docs/decision-logs.md works as written, run from
+// the module's root as it says: every line it shows after "# → " is in
+// the output.
+func TestDocsDecisionLogReplay(t *testing.T) {
+	d := newDocRun(t, []string{"jq"}, "core")
+	block := docsBlock(t, "decision-logs.md", "## Replay")
+	script := strings.ReplaceAll(block, " policies/authz.rego", " "+filepath.Join(harness.ModuleRoot(t), "policies", "authz.rego"))
+	out := d.run("the docs/decision-logs.md replay block", "-euo pipefail", d.pathEnv(), script)
+	var shown int
+	for _, l := range strings.Split(block, "\n") {
+		if want, ok := strings.CutPrefix(l, "# → "); ok {
+			shown++
+			if !strings.Contains(out, strings.TrimSpace(want)) {
+				t.Errorf("output has no line %q:\n%s", want, out)
+			}
+		}
+	}
+	if shown == 0 {
+		t.Fatal("the block shows no output")
 	}
 }

@@ -100,17 +100,19 @@ var recordBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return 
 // the decision must not be answered unlogged.
 func (e *Engine) logDecision(rec *audit.Record, in *Input) error {
 	bp := recordBufs.Get().(*[]byte)
-	b := rec.AppendJSON((*bp)[:0])
-	// The audit record's object, with the input as its last member.
-	b = append(b[:len(b)-1], `,"input":`...)
-	b = AppendRedactedInput(b, in)
-	b = append(b, '}')
-	// Log copies the record to the spool's file before it returns.
-	err := e.decisions.Log(decisionlog.Record{DecisionID: rec.DecisionID, Tenant: rec.Tenant, JSON: b})
-	if cap(b) <= 64<<10 {
-		*bp = b
-		recordBufs.Put(bp)
+	raw := e.appendDecisionRecord((*bp)[:0], rec, in)
+	defer func() {
+		if cap(raw) <= 64<<10 {
+			*bp = raw[:0]
+			recordBufs.Put(bp)
+		}
+	}()
+	b, err := e.maskRecord(raw)
+	if err != nil {
+		return reason.Wrap(reason.DecisionLogUnavailable, err, "the decision record cannot be masked")
 	}
+	// Log copies the record to the spool's file before it returns.
+	err = e.decisions.Log(decisionlog.Record{DecisionID: rec.DecisionID, Tenant: rec.Tenant, JSON: b})
 	if err == nil {
 		return nil
 	}

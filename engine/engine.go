@@ -39,6 +39,7 @@ import (
 	"github.com/svc-dev/svc/engine/reqpath"
 	"github.com/svc-dev/svc/engine/token"
 	"github.com/svc-dev/svc/engine/version"
+	"github.com/svc-dev/svc/internal/jsonmask"
 	"github.com/svc-dev/svc/policies"
 	"github.com/svc-dev/svc/reason"
 )
@@ -112,6 +113,8 @@ type Engine struct {
 	// sink. decisionsDone is closed when its shipping ends.
 	decisions     *decisionlog.Logger
 	decisionsDone chan struct{}
+	// decisionMask is decision_log.mask; nil when empty.
+	decisionMask *jsonmask.Mask
 	// clientCerts is [client_certs]; nil without trust domains.
 	clientCerts *clientCertSet
 	// introspector asks introspection.url about bearers that are not a
@@ -160,6 +163,10 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.stop = cancel
 	if err := e.newIdentitySources(ctx, deps); err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := e.openDecisionMask(); err != nil {
 		cancel()
 		return nil, err
 	}

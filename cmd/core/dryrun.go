@@ -171,12 +171,15 @@ func progressLine(r wire.DryRunReport, now time.Time) string {
 		min(elapsed, total), total, r.Evaluated, r.Allow, r.SimulatedDeny, r.Errors, r.Timeouts, r.Skipped)
 }
 
-func printDryRun(w io.Writer, r wire.DryRunReport) {
+func printDryRun(w io.Writer, r wire.DryRunReport) { printDryRunReport(w, "dry-run", r) }
+
+// printDryRunReport prints r, the report of a dry-run or a replay (what).
+func printDryRunReport(w io.Writer, what string, r wire.DryRunReport) {
 	took := r.Ends.Sub(r.Started)
 	if r.Ended != nil {
 		took = r.Ended.Sub(r.Started)
 	}
-	fmt.Fprintf(w, "dry-run of revision %s: %s, %s\n", r.Revision, took.Round(time.Millisecond), plural(int(r.Decisions), "decision"))
+	fmt.Fprintf(w, "%s of revision %s: %s, %s\n", what, r.Revision, took.Round(time.Millisecond), plural(int(r.Decisions), "decision"))
 	tw := table(w)
 	fmt.Fprintf(tw, "  evaluated\t%d\n  allow\t%d\n  simulated deny\t%d\n  errors\t%d\n  timeouts\t%d\n  skipped\t%d\n",
 		r.Evaluated, r.Allow, r.SimulatedDeny, r.Errors, r.Timeouts, r.Skipped)

@@ -140,6 +140,7 @@ func TestConfigUnreadableOnEveryCommand(t *testing.T) {
 		"policy bundle inspect": {"testdata/nope.tar.gz"},
 		"api-key revoke":        {"aeaqcaibaeaq"},
 		"policy dry-run":        {pol},
+		"policy replay":         {pol},
 		"policy lint":           {pol},
 		"policy test":           {pol},
 	}

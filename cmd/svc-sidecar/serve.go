@@ -18,6 +18,7 @@ import (
 	"github.com/svc-dev/svc/engine/token"
 	"github.com/svc-dev/svc/engine/version"
 	"github.com/svc-dev/svc/internal/gctune"
+	"github.com/svc-dev/svc/internal/jsonmask"
 	"github.com/svc-dev/svc/internal/startcheck"
 	"github.com/svc-dev/svc/sidecar"
 	"github.com/svc-dev/svc/sidecar/dryrun"
@@ -88,9 +89,13 @@ func serveImage(ctx context.Context, configPath string, stderr io.Writer, set *l
 	if !cfg.Audit.Enabled() {
 		auditDest = ""
 	}
+	mask, err := jsonmask.Parse(cfg.DecisionLog.Mask)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Setting("decision_log.mask"), err)
+	}
 	auditLog, err := audit.Open(auditDest, audit.Options{
 		QueueSize: cfg.Audit.QueueSize, Logger: log,
-		MaxSizeMB: cfg.Audit.MaxSizeMB, MaxBackups: cfg.Audit.MaxBackups,
+		MaxSizeMB: cfg.Audit.MaxSizeMB, MaxBackups: cfg.Audit.MaxBackups, Mask: mask,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Setting("audit.destination"), err)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"gopkg.in/natefinch/lumberjack.v2"
+
+	"github.com/svc-dev/svc/internal/jsonmask"
 )
 
 // Destinations with a special meaning for Open; anything else is a file
@@ -57,6 +59,12 @@ type Options struct {
 	// MaxBackups is how many rotated files are kept, the oldest removed
 	// first; 0 keeps them all.
 	MaxBackups int
+	// Mask erases JSON pointers from every record before it is written
+	// (decision_log.mask), listing those that erased something in the
+	// record's "erased"; the writer goroutine applies it. A record the
+	// mask cannot be applied to is not written and counts as Failed.
+	// Nil writes records as they are.
+	Mask *jsonmask.Mask
 }
 
 func (o *Options) setDefaults() {
@@ -107,6 +115,7 @@ type Logger struct {
 	file       io.Closer // closed by the writer on exit; nil unless Open created it
 	log        *slog.Logger
 	flushEvery time.Duration
+	mask       *jsonmask.Mask
 
 	written, dropped, failed atomic.Uint64
 }
@@ -164,6 +173,7 @@ func start(w io.Writer, c io.Closer, opts Options) *Logger {
 		file:       c,
 		log:        opts.Logger,
 		flushEvery: opts.FlushInterval,
+		mask:       opts.Mask,
 	}
 	go l.run()
 	return l
@@ -316,7 +326,21 @@ type writer struct {
 // add encodes r into the batch, and writes the batch once it reaches
 // batchSize.
 func (w *writer) add(q *queued) {
-	w.batch = append(q.rec.appendJSON(w.batch, &q.ids), '\n')
+	start := len(w.batch)
+	w.batch = q.rec.appendJSON(w.batch, &q.ids)
+	if !w.mask.Empty() {
+		masked, changed, err := w.mask.Apply(w.batch[start:])
+		if err != nil {
+			w.batch = w.batch[:start]
+			w.failed.Add(1)
+			w.log.Error("audit record not written: the mask cannot be applied", "error", err)
+			return
+		}
+		if changed {
+			w.batch = append(w.batch[:start], masked...)
+		}
+	}
+	w.batch = append(w.batch, '\n')
 	w.pending++
 	if len(w.batch) >= batchSize {
 		w.flush()

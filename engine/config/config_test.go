@@ -53,7 +53,7 @@ func TestLoadDefaults(t *testing.T) {
 		Audit: Audit{Destination: "stdout", QueueSize: 4096},
 		DecisionLog: DecisionLog{Sink: "off", Overflow: "drop_oldest", SpoolMaxBytes: 1 << 30, FsyncInterval: dur(time.Second),
 			BatchMaxRecords: 500, FlushInterval: dur(time.Second), Subject: "svc.decisions", NATSStream: "SVC_DECISIONS",
-			NATSDuplicateWindow: dur(time.Hour), KafkaTopic: "svc-decisions"},
+			NATSDuplicateWindow: dur(time.Hour), KafkaTopic: "svc-decisions", IncludeInput: new(true)},
 		Log:           Log{Level: "info"},
 		IdentityToken: IdentityToken{TTL: dur(5 * time.Minute)},
 	}
@@ -189,6 +189,9 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		{"SVC_DECISION_LOG_NATS_DUPLICATE_WINDOW", "6h", func(c Config) any { return c.DecisionLog.NATSDuplicateWindow }, dur(6 * time.Hour)},
 		{"SVC_DECISION_LOG_KAFKA_TOPIC", "globex-decisions", func(c Config) any { return c.DecisionLog.KafkaTopic }, "globex-decisions"},
 		{"SVC_DECISION_LOG_HTTP_TOKEN_FILE", "/run/secrets/globex-logs", func(c Config) any { return c.DecisionLog.HTTPTokenFile }, "/run/secrets/globex-logs"},
+		{"SVC_DECISION_LOG_INCLUDE_INPUT", "true", func(c Config) any { return c.DecisionLog.IncludesInput() }, true},
+		{"SVC_DECISION_LOG_MASK", "/input/user/email, /resource/id", func(c Config) any { return c.DecisionLog.Mask },
+			[]string{"/input/user/email", "/resource/id"}},
 		{"SVC_REDIS_ADDR", "redis.internal:6380", func(c Config) any { return c.RateLimit.RedisAddr }, "redis.internal:6380"},
 		{"SVC_REDIS_TIMEOUT", "2s", func(c Config) any { return c.RateLimit.RedisTimeout }, dur(2 * time.Second)},
 		{"SVC_RATE_LIMIT_REDIS_FALLBACK", "allow", func(c Config) any { return c.RateLimit.RedisFallback }, "allow"},

@@ -64,6 +64,19 @@ type DecisionLog struct {
 	// HTTPTokenFile holds a bearer token sent with each upload of the
 	// http sink, read at startup. Env SVC_DECISION_LOG_HTTP_TOKEN_FILE.
 	HTTPTokenFile string `toml:"http_token_file" yaml:"http_token_file"`
+	// IncludeInput puts the redacted policy input in each record as
+	// "input" (default true). Without it a record is the audit record
+	// alone, which core policy replay skips. Env
+	// SVC_DECISION_LOG_INCLUDE_INPUT.
+	IncludeInput *bool `toml:"include_input" yaml:"include_input"`
+	// Mask lists JSON pointers (RFC 6901) rooted at the record, such as
+	// "/input/resource/id" or "/user_id", whose values are
+	// erased from every decision record and every audit record (the
+	// latter have no input); the pointers that erased something are
+	// listed in the record's "erased". Credentials are redacted before
+	// the mask runs, whatever it says. Env SVC_DECISION_LOG_MASK
+	// (comma-separated).
+	Mask []string `toml:"mask" yaml:"mask"`
 }
 
 // Decision log sinks.
@@ -114,10 +127,18 @@ func (d *DecisionLog) setDefaults() {
 	setString(&d.NATSStream, DefaultDecisionLogNATSStream)
 	setDuration(&d.NATSDuplicateWindow, DefaultDecisionLogNATSDuplicateWindow)
 	setString(&d.KafkaTopic, DefaultDecisionLogKafkaTopic)
+	if d.IncludeInput == nil {
+		on := true
+		d.IncludeInput = &on
+	}
 }
+
+// IncludesInput reports whether records carry the input (the default).
+func (d DecisionLog) IncludesInput() bool { return d.IncludeInput == nil || *d.IncludeInput }
 
 func (v *validator) decisionLog() {
 	d := v.c.DecisionLog
+	v.decisionLogMask(d)
 	switch d.Sink {
 	case "", DecisionLogOff:
 		return
@@ -279,6 +300,19 @@ func decisionLogEnv() []EnvVar {
 		{Name: "SVC_DECISION_LOG_HTTP_TOKEN_FILE", Key: "decision_log.http_token_file",
 			Help:  "File holding a bearer token sent with each upload of the http decision log sink.",
 			apply: func(c *Config, v string) string { d(c).HTTPTokenFile = v; return "" }},
+		{Name: "SVC_DECISION_LOG_INCLUDE_INPUT", Key: "decision_log.include_input",
+			Help: "false leaves the policy input out of decision records. Default true.",
+			apply: func(c *Config, v string) string {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return "must be true or false, got " + strconv.Quote(v)
+				}
+				d(c).IncludeInput = &b
+				return ""
+			}},
+		{Name: "SVC_DECISION_LOG_MASK", Key: "decision_log.mask",
+			Help:  `Comma-separated JSON pointers erased from decision and audit records, e.g. "/input/resource/id".`,
+			apply: func(c *Config, v string) string { d(c).Mask = commaList(v); return "" }},
 	}
 }
 

@@ -277,6 +277,10 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 			c.DecisionLog.HTTPTokenFile = "/run/secrets/logs-token"
 		}, "",
 			"decision_log.url", `svc.toml: decision_log.url: must use https with decision_log.http_token_file (http only on a loopback host): the token would cross the network in clear, got "http://logs.example.com/v1"`},
+		{"decision log mask not a pointer", func(c *Config) { c.DecisionLog.Mask = []string{"/user_id", "input/password"} }, "",
+			"decision_log.mask", `svc.toml: decision_log.mask: pointer 2, "input/password" must start with "/" (a JSON pointer such as "/input/request/headers/x-ssn")`},
+		{"decision log mask bad escape", func(c *Config) { c.DecisionLog.Mask = []string{"/input/a~2b"} }, "SVC_DECISION_LOG_MASK",
+			"decision_log.mask", `SVC_DECISION_LOG_MASK: pointer 1, "/input/a~2b" has a "~" that is not "~0" (for "~") or "~1" (for "/")`},
 		{"saml entity_id missing", func(c *Config) { c.SDK.SAML.EntityID = "" }, "",
 			"sdk.saml.entity_id", "svc.toml: sdk.saml.entity_id: must be set when [sdk.saml] is present"},
 		{"saml entity_id unparseable", func(c *Config) { c.SDK.SAML.EntityID = "https://app.example.com/%zz" }, "",

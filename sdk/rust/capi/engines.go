@@ -17,6 +17,7 @@ import (
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/telemetry"
 	"github.com/svc-dev/svc/engine/version"
+	"github.com/svc-dev/svc/internal/jsonmask"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -115,9 +116,14 @@ func openEngine(path string, fromEnv bool, lookupEnv func(string) (string, bool)
 	if !cfg.Audit.Enabled() {
 		auditDest = ""
 	}
+	mask, err := jsonmask.Parse(cfg.DecisionLog.Mask)
+	if err != nil {
+		flush(log, "telemetry", tel.Shutdown)
+		return 0, &apiError{ConfigInvalid, fmt.Sprintf("%s: %v", cfg.Setting("decision_log.mask"), err)}
+	}
 	auditLog, err := audit.Open(auditDest, audit.Options{
 		QueueSize: cfg.Audit.QueueSize, Logger: log,
-		MaxSizeMB: cfg.Audit.MaxSizeMB, MaxBackups: cfg.Audit.MaxBackups,
+		MaxSizeMB: cfg.Audit.MaxSizeMB, MaxBackups: cfg.Audit.MaxBackups, Mask: mask,
 	})
 	if err != nil {
 		flush(log, "telemetry", tel.Shutdown)

@@ -1,0 +1,49 @@
+package engine
+
+import (
+	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/internal/jsonmask"
+)
+
+// openDecisionMask parses decision_log.mask, which validation has
+// checked already.
+func (e *Engine) openDecisionMask() error {
+	m, err := jsonmask.Parse(e.cfg.DecisionLog.Mask)
+	if err != nil {
+		return &SettingError{Key: "decision_log.mask", Origin: e.cfg.Origin("decision_log.mask"), Msg: err.Error(), Err: err}
+	}
+	e.decisionMask = m
+	return nil
+}
+
+// decisionRecord is the JSON of the decision record of rec: the audit
+// record's object with the redacted input as its last member, "input"
+// (unless decision_log.include_input is false), then decision_log.mask
+// applied. Credentials are redacted before the mask runs, so that no
+// mask can bring them back. Without a mask the record is not parsed
+// again.
+func (e *Engine) decisionRecord(rec *audit.Record, in *Input) ([]byte, error) {
+	return e.maskRecord(e.appendDecisionRecord(make([]byte, 0, 1024), rec, in))
+}
+
+// appendDecisionRecord appends the decision record of rec, unmasked, to
+// dst.
+func (e *Engine) appendDecisionRecord(dst []byte, rec *audit.Record, in *Input) []byte {
+	b := rec.AppendJSON(dst)
+	if e.cfg.DecisionLog.IncludesInput() {
+		b = append(b[:len(b)-1], `,"input":`...)
+		b = AppendRedactedInput(b, in)
+		b = append(b, '}')
+	}
+	return b
+}
+
+// maskRecord applies decision_log.mask to the record b: b itself without
+// a mask, else a copy.
+func (e *Engine) maskRecord(b []byte) ([]byte, error) {
+	if e.decisionMask.Empty() {
+		return b, nil
+	}
+	masked, _, err := e.decisionMask.Apply(b)
+	return masked, err
+}

@@ -1,0 +1,96 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/idptest"
+	"github.com/svc-dev/svc/internal/jsonmask"
+	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/natstest"
+)
+
+// lockedBuffer is a bytes.Buffer safe for the audit writer and the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// decision_log.mask erases its pointers from the records shipped to
+// NATS and from the audit log alike, and lists them in "erased"; the
+// caller's bearer token, sent in a header too, reaches neither.
+func TestDecisionLogMask(t *testing.T) {
+	srv := natstest.Start(t)
+	p := idptest.New(t)
+	cfg := decisionLogConfig(t, p, srv.URL())
+	cfg.DecisionLog.Mask = []string{"/input/request/headers/x-ssn", "/user_id", "/input/user/id"}
+	mask, err := jsonmask.Parse(cfg.DecisionLog.Mask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var auditOut lockedBuffer
+	lg := audit.New(&auditOut, audit.Options{Mask: mask})
+	e := newEngine(t, cfg, engine.Deps{Audit: lg})
+	tok := p.Token(t, claimsFor("acme", "viewer"))
+	res, err := e.Decide(context.Background(), engine.Request{Credential: engine.BearerToken(tok),
+		Input: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: "o-1"},
+			Request: &policy.Request{Method: "GET", Path: "/orders/o-1", Headers: map[string]string{
+				"authorization": "Bearer " + tok, "x-ssn": "123-45-6789", "accept": "application/json"}}}})
+	if err != nil || !res.Allowed() {
+		t.Fatalf("decision: %+v, %v", res.Decision, err)
+	}
+	testkit.Eventually(t, "the decision shipped", func() bool {
+		st := e.Status().DecisionLog
+		return st != nil && st.Shipped == 1
+	})
+	if err := lg.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rec := streamRecords(t, srv)[res.Decision.DecisionID]
+	raw, _ := json.Marshal(rec)
+	if rec == nil || strings.Contains(string(raw), tok) || strings.Contains(string(raw), "123-45-6789") {
+		t.Fatalf("decision record: %s", raw)
+	}
+	in, _ := rec["input"].(map[string]any)
+	user, _ := in["user"].(map[string]any)
+	headers, _ := in["request"].(map[string]any)["headers"].(map[string]any)
+	if _, ok := rec["user_id"]; ok || user["id"] != nil || user["tenant_id"] != "acme" || headers["accept"] != "application/json" || headers["x-ssn"] != nil {
+		t.Errorf("decision record not masked as asked: %s", raw)
+	}
+	got, _ := rec["erased"].([]any)
+	if want := []any{"/input/request/headers/x-ssn", "/user_id", "/input/user/id"}; !slices.Equal(got, want) {
+		t.Errorf("decision record erased %v, want %v", got, want)
+	}
+
+	line := strings.TrimSpace(auditOut.String())
+	var arec map[string]any
+	if err := json.Unmarshal([]byte(line), &arec); err != nil {
+		t.Fatalf("audit log %q: %v", line, err)
+	}
+	if _, ok := arec["user_id"]; ok || arec["decision_id"] != res.Decision.DecisionID || strings.Contains(line, tok) {
+		t.Errorf("audit record: %s", line)
+	}
+	if got, _ := arec["erased"].([]any); !slices.Equal(got, []any{"/user_id"}) {
+		t.Errorf("audit record erased %v, want only /user_id (it has no input)", got)
+	}
+}
