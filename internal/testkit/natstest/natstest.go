@@ -103,27 +103,38 @@ func (s *Server) Restart() {
 	s.start()
 }
 
-// Messages returns every message the JetStream stream holds, in order.
-func (s *Server) Messages(tb testing.TB, stream string) []*jetstream.RawStreamMsg {
+// stream connects to the server and looks stream up; closing
+// js.Conn() ends the connection.
+func (s *Server) stream(ctx context.Context, tb testing.TB, stream string) (jetstream.JetStream, jetstream.Stream, *jetstream.StreamInfo) {
 	tb.Helper()
 	nc, err := nats.Connect(s.URL())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer nc.Close()
 	js, err := jetstream.New(nc)
 	if err != nil {
+		nc.Close()
 		tb.Fatal(err)
 	}
-	ctx := context.Background()
 	st, err := js.Stream(ctx, stream)
 	if err != nil {
+		nc.Close()
 		tb.Fatalf("natstest: stream %s: %v", stream, err)
 	}
 	info, err := st.Info(ctx)
 	if err != nil {
+		nc.Close()
 		tb.Fatal(err)
 	}
+	return js, st, info
+}
+
+// Messages returns every message the JetStream stream holds, in order.
+func (s *Server) Messages(tb testing.TB, stream string) []*jetstream.RawStreamMsg {
+	tb.Helper()
+	ctx := context.Background()
+	js, st, info := s.stream(ctx, tb, stream)
+	defer js.Conn().Close()
 	var out []*jetstream.RawStreamMsg
 	for seq := info.State.FirstSeq; seq > 0 && seq <= info.State.LastSeq; seq++ {
 		m, err := st.GetMsg(ctx, seq)
@@ -140,25 +151,10 @@ func (s *Server) Messages(tb testing.TB, stream string) []*jetstream.RawStreamMs
 // headers, each with how many messages carry it.
 func (s *Server) MsgIDs(tb testing.TB, stream string) (msgs int, ids map[string]int) {
 	tb.Helper()
-	nc, err := nats.Connect(s.URL())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	st, err := js.Stream(ctx, stream)
-	if err != nil {
-		tb.Fatalf("natstest: stream %s: %v", stream, err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	js, _, info := s.stream(ctx, tb, stream)
+	defer js.Conn().Close()
 	ids = map[string]int{}
 	last := info.State.LastSeq
 	if info.State.Msgs == 0 {
