@@ -253,8 +253,10 @@ func (l *Logger) ship(ctx context.Context, sp *spool.Spool, drain bool) {
 		if !l.connected.Swap(true) {
 			l.setErr(nil)
 		}
-		sp.Ack(es[len(es)-1].Next)
+		// Counted before the spool says unsent 0, so that whoever sees
+		// nothing left unsent sees every record shipped.
 		l.shipped.Add(int64(len(batch)))
+		sp.Ack(es[len(es)-1].Next)
 	}
 }
 
