@@ -2,17 +2,9 @@ package introspect
 
 import (
 	"crypto/sha256"
-	"sync"
+
+	"github.com/svc-dev/svc/internal/digestcache"
 )
-
-// shardCount spreads the cache over independently locked maps so that
-// concurrent hits rarely contend.
-const shardCount = 32
-
-// evictSample is how many entries a full shard looks at to make room:
-// the ones past their use go first, else the first one seen (map
-// iteration starts at a random position: sampled random eviction).
-const evictSample = 8
 
 // entry is one answer of the endpoint about a token.
 type entry struct {
@@ -28,84 +20,26 @@ type entry struct {
 	usable int64
 }
 
-// cache is a bounded, sharded map from the SHA-256 of a token to the
-// endpoint's answer about it. The token itself is never kept.
+// cache is the in-process tier: a digestcache of the endpoint's answers
+// by the SHA-256 of the token. The token itself is never kept.
 type cache struct {
-	perShard int
-	shards   [shardCount]shard
+	m *digestcache.Cache[entry]
 }
 
-type shard struct {
-	mu sync.Mutex
-	m  map[[sha256.Size]byte]entry
-	// Keeps neighbouring shards' locks off one cache line.
-	_ [40]byte
-}
+func newCache(size int) *cache { return &cache{m: digestcache.New[entry](size)} }
 
-func newCache(size int) *cache {
-	c := &cache{perShard: max(1, (size+shardCount-1)/shardCount)}
-	for i := range c.shards {
-		c.shards[i].m = make(map[[sha256.Size]byte]entry)
-	}
-	return c
-}
-
-func (c *cache) shard(key *[sha256.Size]byte) *shard {
-	return &c.shards[key[0]%shardCount]
-}
-
-func (c *cache) get(key *[sha256.Size]byte) (entry, bool) {
-	s := c.shard(key)
-	s.mu.Lock()
-	e, ok := s.m[*key]
-	s.mu.Unlock()
-	return e, ok
-}
+func (c *cache) get(key *[sha256.Size]byte) (entry, bool) { return c.m.Get(key) }
 
 // put stores e, unless it is already of no use at now. A full shard first
 // drops the entries past use among a sample, or one of them.
 func (c *cache) put(key *[sha256.Size]byte, e entry, now int64) {
-	if now >= e.usable && now >= e.fresh {
+	spent := func(e entry) bool { return now >= e.usable && now >= e.fresh }
+	if spent(e) {
 		return
 	}
-	s := c.shard(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.m[*key]; !ok && len(s.m) >= c.perShard {
-		var victim [sha256.Size]byte
-		evicted, seen := false, 0
-		for k, old := range s.m {
-			if now >= old.usable && now >= old.fresh {
-				delete(s.m, k)
-				evicted = true
-			} else if seen == 0 {
-				victim = k
-			}
-			if seen++; seen == evictSample {
-				break
-			}
-		}
-		if !evicted {
-			delete(s.m, victim)
-		}
-	}
-	s.m[*key] = e
+	c.m.Put(key, e, c.m.Epoch(), spent)
 }
 
-func (c *cache) remove(key *[sha256.Size]byte) {
-	s := c.shard(key)
-	s.mu.Lock()
-	delete(s.m, *key)
-	s.mu.Unlock()
-}
+func (c *cache) remove(key *[sha256.Size]byte) { c.m.Remove(key) }
 
-func (c *cache) size() int {
-	n := 0
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		n += len(s.m)
-		s.mu.Unlock()
-	}
-	return n
-}
+func (c *cache) size() int { return c.m.Stats().Entries }

@@ -2,18 +2,9 @@ package token
 
 import (
 	"crypto/sha256"
-	"sync"
-	"sync/atomic"
+
+	"github.com/svc-dev/svc/internal/digestcache"
 )
-
-// shardCount spreads the cache over independently locked maps so that
-// concurrent hits rarely contend.
-const shardCount = 64
-
-// evictSample is how many entries a full shard looks at to make room:
-// expired ones among them go first, else the first one seen. Map iteration
-// starts at a random position, so this is sampled random eviction.
-const evictSample = 8
 
 // entry is one verified token, tied to the key that verified it.
 type entry struct {
@@ -30,120 +21,46 @@ type entry struct {
 	thumbprint [sha256.Size]byte
 }
 
-// cache is a bounded, sharded map from the SHA-256 of a token to its
-// verified claims.
+// cache is the verified-token cache: a digestcache of entries by the
+// SHA-256 of the token, whose epoch moves when the key set changes.
 type cache struct {
-	perShard int
-	// epoch counts retain calls; put refuses entries whose verification
-	// began in an earlier epoch.
-	epoch  atomic.Uint64
-	shards [shardCount]shard
+	m *digestcache.Cache[entry]
 }
 
-type shard struct {
-	mu           sync.Mutex
-	m            map[[sha256.Size]byte]entry
-	hits, misses uint64
-	// Keeps neighbouring shards' locks off one cache line.
-	_ [32]byte
-}
-
-func newCache(size int) *cache {
-	c := &cache{perShard: max(1, (size+shardCount-1)/shardCount)}
-	for i := range c.shards {
-		c.shards[i].m = make(map[[sha256.Size]byte]entry)
-	}
-	return c
-}
-
-func (c *cache) shard(key *[sha256.Size]byte) *shard {
-	return &c.shards[key[0]%shardCount]
-}
+func newCache(size int) *cache { return &cache{m: digestcache.New[entry](size)} }
 
 // get returns the entry of key, and counts a hit when there is one. A
 // lookup that finds nothing is counted by miss, when the token is
 // verified: an engine may look a token up in a cache whose verifier never
 // sees it.
-func (c *cache) get(key *[sha256.Size]byte) (entry, bool) {
-	s := c.shard(key)
-	s.mu.Lock()
-	e, ok := s.m[*key]
-	if ok {
-		s.hits++
-	}
-	s.mu.Unlock()
-	return e, ok
-}
+func (c *cache) get(key *[sha256.Size]byte) (entry, bool) { return c.m.Get(key) }
 
 // miss counts a lookup that found nothing to serve.
-func (c *cache) miss(key *[sha256.Size]byte) {
-	s := c.shard(key)
-	s.mu.Lock()
-	s.misses++
-	s.mu.Unlock()
-}
+func (c *cache) miss(key *[sha256.Size]byte) { c.m.Miss(key) }
 
-func (c *cache) remove(key *[sha256.Size]byte) {
-	s := c.shard(key)
-	s.mu.Lock()
-	delete(s.m, *key)
-	s.mu.Unlock()
-}
+func (c *cache) remove(key *[sha256.Size]byte) { c.m.Remove(key) }
+
+// epoch is the epoch to read before a verification whose entry put
+// stores.
+func (c *cache) epoch() uint64 { return c.m.Epoch() }
 
 // put stores e unless it has already expired at now, or the key set
 // changed since the verification began (epoch moved: the key that verified
 // it may have been withdrawn meanwhile, and retain has already run). A full
 // shard first drops expired entries from a sample, or one random entry.
 func (c *cache) put(key *[sha256.Size]byte, e entry, now, skew int64, epoch uint64) {
-	if now > e.times.exp+skew || now > e.until {
+	expired := func(e entry) bool { return now > e.times.exp+skew || now > e.until }
+	if expired(e) {
 		return
 	}
-	s := c.shard(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c.epoch.Load() != epoch {
-		return
-	}
-	if _, ok := s.m[*key]; !ok && len(s.m) >= c.perShard {
-		var victim [sha256.Size]byte
-		evicted, seen := false, 0
-		for k, old := range s.m {
-			if now > old.times.exp+skew || now > old.until {
-				delete(s.m, k)
-				evicted = true
-			} else if seen == 0 {
-				victim = k
-			}
-			if seen++; seen == evictSample {
-				break
-			}
-		}
-		if !evicted {
-			delete(s.m, victim)
-		}
-	}
-	s.m[*key] = e
+	c.m.Put(key, e, epoch, expired)
 }
 
 // retain drops every entry whose key keep does not accept, and returns how
-// many it dropped. The epoch moves first, under every shard's lock in turn,
-// so that a verification still in flight with a withdrawn key cannot put
-// its entry after the shard was swept.
+// many it dropped; a verification still in flight with a withdrawn key
+// cannot put its entry afterwards.
 func (c *cache) retain(keep func(kid string, thumbprint [sha256.Size]byte) bool) int {
-	c.epoch.Add(1)
-	dropped := 0
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		for k, e := range s.m {
-			if !keep(e.kid, e.thumbprint) {
-				delete(s.m, k)
-				dropped++
-			}
-		}
-		s.mu.Unlock()
-	}
-	return dropped
+	return c.m.Retain(func(e entry) bool { return keep(e.kid, e.thumbprint) })
 }
 
 // size returns the number of cached entries.
@@ -152,16 +69,8 @@ func (c *cache) size() int {
 }
 
 func (c *cache) stats() CacheStats {
-	var st CacheStats
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		st.Entries += len(s.m)
-		st.Hits += s.hits
-		st.Misses += s.misses
-		s.mu.Unlock()
-	}
-	return st
+	st := c.m.Stats()
+	return CacheStats{Entries: st.Entries, Hits: st.Hits, Misses: st.Misses}
 }
 
 // CacheStats describes the verified-token cache.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/svc-dev/svc/internal/digestcache"
 )
 
 func TestCacheBoundAndEviction(t *testing.T) {
@@ -18,7 +20,7 @@ func TestCacheBoundAndEviction(t *testing.T) {
 		k := sha256.Sum256(fmt.Appendf(nil, "token-%d", i))
 		c.put(&k, entry{times: live, until: forever}, now, skew, 0)
 	}
-	if n := c.size(); n > size+shardCount || n < size/2 {
+	if n := c.size(); n > size+digestcache.Shards || n < size/2 {
 		t.Fatalf("size = %d after 10x inserts, want about %d", n, size)
 	}
 
@@ -30,9 +32,9 @@ func TestCacheBoundAndEviction(t *testing.T) {
 	}
 
 	// In a full shard, expired entries are evicted before live ones.
-	c = newCache(shardCount) // one entry per shard
+	c = newCache(digestcache.Shards) // one entry per shard
 	var a, b [sha256.Size]byte
-	a[0], b[0] = 5, 5+shardCount // same shard
+	a[0], b[0] = 5, 5+digestcache.Shards // same shard
 	c.put(&a, entry{times: times{exp: now}, until: forever}, now, skew, 0)
 	later := now + int64(time.Minute)
 	c.put(&b, entry{times: live, until: forever}, later, skew, 0)
@@ -49,7 +51,7 @@ func TestCachePutAfterRetainIsRefused(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0).UnixNano()
 	e := entry{times: times{exp: now + int64(time.Hour)}, until: now + int64(time.Minute), kid: "k1"}
 	k := sha256.Sum256([]byte("token"))
-	epoch := c.epoch.Load()
+	epoch := c.epoch()
 	// The key set changed while the token was being verified.
 	if n := c.retain(func(string, [sha256.Size]byte) bool { return false }); n != 0 {
 		t.Fatalf("retain dropped %d entries of an empty cache", n)
@@ -58,7 +60,7 @@ func TestCachePutAfterRetainIsRefused(t *testing.T) {
 	if _, ok := c.get(&k); ok {
 		t.Fatal("an entry verified before the key set changed was stored after it")
 	}
-	c.put(&k, e, now, 0, c.epoch.Load())
+	c.put(&k, e, now, 0, c.epoch())
 	if _, ok := c.get(&k); !ok {
 		t.Fatal("an entry of the current epoch was not stored")
 	}
@@ -66,7 +68,7 @@ func TestCachePutAfterRetainIsRefused(t *testing.T) {
 	k2 := sha256.Sum256([]byte("token-2"))
 	old := e
 	old.until = now - 1
-	c.put(&k2, old, now, 0, c.epoch.Load())
+	c.put(&k2, old, now, 0, c.epoch())
 	if _, ok := c.get(&k2); ok {
 		t.Fatal("an entry past its lifetime was stored")
 	}

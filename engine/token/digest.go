@@ -81,7 +81,7 @@ func (v *Verifier) verifyDigest(ctx context.Context, d *digest) (Claims, any, er
 		}
 		// The epoch is read before the key lookup: put refuses the entry
 		// if the key set changed during the verification.
-		epoch = v.cache.epoch.Load()
+		epoch = v.cache.epoch()
 		if d.stale != v.cache {
 			v.cache.miss(&d.sum)
 		}

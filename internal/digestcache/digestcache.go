@@ -1,0 +1,166 @@
+// Package digestcache is a bounded, sharded map keyed by the SHA-256 of
+// a credential, for caches that must never hold the credential itself:
+// the verified-token cache and the introspection cache.
+//
+// A full shard makes room by sampled random eviction: it looks at a few
+// entries (map iteration starts at a random position), drops the stale
+// ones among them, else the first one seen. An epoch, moved by Retain,
+// lets a caller refuse an entry whose computation began before a sweep.
+package digestcache
+
+import (
+	"crypto/sha256"
+	"sync"
+	"sync/atomic"
+)
+
+// Key is the SHA-256 of what is cached.
+type Key = [sha256.Size]byte
+
+// Shards is how many independently locked maps a cache is spread over,
+// so that concurrent hits rarely contend; a key's shard is its first
+// byte modulo Shards.
+const Shards = 64
+
+const shardCount = Shards
+
+// evictSample is how many entries a full shard looks at to make room.
+const evictSample = 8
+
+// Cache maps keys to values of type V. Its methods are safe for
+// concurrent use.
+type Cache[V any] struct {
+	perShard int
+	// epoch counts Retain calls; Put refuses entries whose computation
+	// began in an earlier epoch.
+	epoch  atomic.Uint64
+	shards [shardCount]shard[V]
+}
+
+type shard[V any] struct {
+	mu           sync.Mutex
+	m            map[Key]V
+	hits, misses uint64
+	// Keeps neighbouring shards' locks off one cache line.
+	_ [32]byte
+}
+
+// New returns a cache of about size entries (at least one per shard).
+func New[V any](size int) *Cache[V] {
+	c := &Cache[V]{perShard: max(1, (size+shardCount-1)/shardCount)}
+	for i := range c.shards {
+		c.shards[i].m = make(map[Key]V)
+	}
+	return c
+}
+
+func (c *Cache[V]) shard(k *Key) *shard[V] {
+	return &c.shards[k[0]%shardCount]
+}
+
+// Get returns the value of k, and counts a hit when there is one. A
+// lookup that finds nothing to serve is counted by Miss, when the
+// caller computes the value.
+func (c *Cache[V]) Get(k *Key) (V, bool) {
+	s := c.shard(k)
+	s.mu.Lock()
+	v, ok := s.m[*k]
+	if ok {
+		s.hits++
+	}
+	s.mu.Unlock()
+	return v, ok
+}
+
+// Miss counts a lookup that found nothing to serve.
+func (c *Cache[V]) Miss(k *Key) {
+	s := c.shard(k)
+	s.mu.Lock()
+	s.misses++
+	s.mu.Unlock()
+}
+
+// Remove drops k.
+func (c *Cache[V]) Remove(k *Key) {
+	s := c.shard(k)
+	s.mu.Lock()
+	delete(s.m, *k)
+	s.mu.Unlock()
+}
+
+// Epoch is the current epoch, to read before computing a value that Put
+// will store.
+func (c *Cache[V]) Epoch() uint64 { return c.epoch.Load() }
+
+// Put stores v under k unless Retain ran since epoch (the value may rest
+// on what it swept). A full shard first drops the entries stale reports
+// among a sample (none when stale is nil), else one of them.
+func (c *Cache[V]) Put(k *Key, v V, epoch uint64, stale func(V) bool) {
+	s := c.shard(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.epoch.Load() != epoch {
+		return
+	}
+	if _, ok := s.m[*k]; !ok && len(s.m) >= c.perShard {
+		var victim Key
+		evicted, seen := false, 0
+		for key, old := range s.m {
+			if stale != nil && stale(old) {
+				delete(s.m, key)
+				evicted = true
+			} else if seen == 0 {
+				victim = key
+			}
+			if seen++; seen == evictSample {
+				break
+			}
+		}
+		if !evicted {
+			delete(s.m, victim)
+		}
+	}
+	s.m[*k] = v
+}
+
+// Retain drops every entry keep does not accept and returns how many it
+// dropped. The epoch moves first, under every shard's lock in turn, so
+// that a value computed before cannot be put after its shard was swept.
+func (c *Cache[V]) Retain(keep func(V) bool) int {
+	c.epoch.Add(1)
+	dropped := 0
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		for k, v := range s.m {
+			if !keep(v) {
+				delete(s.m, k)
+				dropped++
+			}
+		}
+		s.mu.Unlock()
+	}
+	return dropped
+}
+
+// Stats are a cache's size and counters.
+type Stats struct {
+	// Entries is the number of entries now.
+	Entries int
+	// Hits and Misses count Get's hits and Miss calls.
+	Hits, Misses uint64
+}
+
+// Stats returns the cache's size and counters.
+func (c *Cache[V]) Stats() Stats {
+	var st Stats
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		st.Entries += len(s.m)
+		st.Hits += s.hits
+		st.Misses += s.misses
+		s.mu.Unlock()
+	}
+	return st
+}
