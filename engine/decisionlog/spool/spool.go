@@ -270,9 +270,14 @@ func (s *Spool) countUnsent() error {
 				// A cursor past the cut tail: resume at the end.
 				s.acked.Offset = seg.size
 			}
-			n, err := s.recordsFrom(seg, s.acked.Offset)
+			n, aligned, err := s.recordsFrom(seg, s.acked.Offset)
 			if err != nil {
 				return err
+			}
+			if !aligned {
+				// A cursor from another life of the directory: resume
+				// at the segment's start.
+				s.acked.Offset = 0
 			}
 			s.unsent += n
 		}
@@ -280,16 +285,15 @@ func (s *Spool) countUnsent() error {
 	return nil
 }
 
-// recordsFrom counts seg's records from off on; an offset that is not a
-// frame boundary (a cursor from another life of the directory) resumes
-// at the segment's start.
-func (s *Spool) recordsFrom(seg *segment, off int64) (int64, error) {
+// recordsFrom counts seg's records from off on; when off is not a frame
+// boundary (aligned false) it counts them all.
+func (s *Spool) recordsFrom(seg *segment, off int64) (n int64, aligned bool, err error) {
 	if off == 0 {
-		return seg.records, nil
+		return seg.records, true, nil
 	}
 	data, err := os.ReadFile(s.path(seg.seq))
 	if err != nil {
-		return 0, fmt.Errorf("spool: %w", err)
+		return 0, false, fmt.Errorf("spool: %w", err)
 	}
 	var pos, before int64
 	for pos < off {
@@ -301,10 +305,9 @@ func (s *Spool) recordsFrom(seg *segment, off int64) (int64, error) {
 		before++
 	}
 	if pos != off {
-		s.acked.Offset = 0
-		return seg.records, nil
+		return seg.records, false, nil
 	}
-	return seg.records - before, nil
+	return seg.records - before, true, nil
 }
 
 func (s *Spool) path(seq uint64) string {
@@ -390,8 +393,8 @@ func (s *Spool) dropOldest() {
 	old := s.segs[0]
 	lost := old.records
 	if s.acked.Segment == old.seq && s.acked.Offset > 0 {
-		n, err := s.recordsFrom(old, s.acked.Offset)
-		if err == nil {
+		// The cursor is a frame boundary: acknowledgements set it.
+		if n, _, err := s.recordsFrom(old, s.acked.Offset); err == nil {
 			lost = n
 		}
 	} else if s.acked.Segment > old.seq {
