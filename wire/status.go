@@ -274,7 +274,7 @@ type APIKeysStatus struct {
 
 // DecisionLogStatus is the state of [decision_log] in Status.
 type DecisionLogStatus struct {
-	// Sink is decision_log.sink ("nats").
+	// Sink is decision_log.sink ("nats", "kafka", "otlp" or "http").
 	Sink string `json:"sink"`
 	// Connected is false from a failed send until one succeeds.
 	Connected bool `json:"connected"`
