@@ -7,9 +7,9 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/bundle"
+	"github.com/svc-dev/svc/engine/dryrun"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/reason"
-	"github.com/svc-dev/svc/sidecar/dryrun"
 )
 
 // loadCandidate reads a dry-run candidate bundle. A candidate is never

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/engine/bundle"
+	"github.com/svc-dev/svc/engine/dryrun"
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/bundletest"
-	"github.com/svc-dev/svc/sidecar/dryrun"
 )
 
 // exfilRule posts the whole input to a listener elsewhere.

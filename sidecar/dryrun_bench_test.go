@@ -14,10 +14,10 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/code"
 
 	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/dryrun"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/policies"
-	"github.com/svc-dev/svc/sidecar/dryrun"
 	"github.com/svc-dev/svc/sidecar/live"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/engine/dryrun"
 	"github.com/svc-dev/svc/reason"
-	"github.com/svc-dev/svc/sidecar/dryrun"
 )
 
 // maxRecordLine bounds one line of --from.
