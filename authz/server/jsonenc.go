@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/svc-dev/svc/authz"
+	"github.com/svc-dev/svc/internal/jsonstr"
 )
 
 // Bounds of the claims appendDecision renders itself; larger or deeper
@@ -250,7 +251,6 @@ func appendDuration(b []byte, secs, nanos int64) []byte {
 // HTML characters and U+2028 included, as is. ok is false for a string
 // that is not valid UTF-8, which protojson refuses.
 func appendJSONString(b []byte, s string) ([]byte, bool) {
-	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -268,22 +268,7 @@ func appendJSONString(b []byte, s string) ([]byte, bool) {
 			continue
 		}
 		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\f':
-			b = append(b, '\\', 'f')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-		}
+		b = jsonstr.AppendEscapedASCII(b, c)
 		i++
 		start = i
 	}

@@ -8,6 +8,28 @@ import "unicode/utf8"
 
 const hex = "0123456789abcdef"
 
+// AppendEscapedASCII appends the escape of the ASCII byte c that a JSON
+// string cannot hold as is: '"' and '\\' and control characters (\b \f
+// \n \r \t, others \u00xx); any other byte as \u00xx, as encoding/json
+// writes '<', '>' and '&'.
+func AppendEscapedASCII(dst []byte, c byte) []byte {
+	switch c {
+	case '"', '\\':
+		return append(dst, '\\', c)
+	case '\b':
+		return append(dst, '\\', 'b')
+	case '\f':
+		return append(dst, '\\', 'f')
+	case '\n':
+		return append(dst, '\\', 'n')
+	case '\r':
+		return append(dst, '\\', 'r')
+	case '\t':
+		return append(dst, '\\', 't')
+	}
+	return append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+}
+
 // Append appends s quoted as encoding/json quotes a string: '"', '\\' and
 // control characters escaped (\b \f \n \r \t, others \u00xx), U+2028 and
 // U+2029 escaped, invalid UTF-8 replaced by \ufffd; with html also '<',
@@ -41,22 +63,7 @@ func Append(dst []byte, s string, html bool) []byte {
 		}
 		if c < utf8.RuneSelf {
 			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
+			dst = AppendEscapedASCII(dst, c)
 			i++
 			start = i
 			continue
