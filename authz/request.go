@@ -5,6 +5,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/svc-dev/svc/internal/resattrs"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -52,7 +53,7 @@ func (req AuthorizeRequest) Normalized() (AuthorizeRequest, error) {
 			return AuthorizeRequest{}, err
 		}
 	}
-	attrs, err := normalizeAttributes(res.Attributes)
+	attrs, err := resattrs.Normalize(res.Attributes)
 	if err != nil {
 		return AuthorizeRequest{}, err
 	}
