@@ -108,8 +108,9 @@ func (in *Input) identityClaims(userClaims ast.Value) (ast.Value, error) {
 }
 
 // checkClaims fails exactly when Value would: when the user's claims, the
-// identity's own, or the resource's attributes cannot be converted. It returns the converted user
-// claims when it had to convert them to find out, else nil.
+// identity's own, or the resource's attributes cannot be converted. It
+// returns the converted user claims when it had to convert them to find
+// out, else nil.
 func (in *Input) checkClaims() (ast.Value, error) {
 	var claims ast.Value
 	if !convertible(map[string]any(in.User.Claims)) {
