@@ -88,6 +88,14 @@ type Resource struct {
 	ID string `json:"id"`
 	// Tenant owns the resource; defaults to the deployment's tenant.
 	Tenant string `json:"tenant"`
+	// Attributes are what the application knows about the resource
+	// (owner, status, department…), as JSON values: the policy sees them
+	// as input.resource.attributes. At most MaxAttributes of them, keys
+	// of at most MaxAttributeKeyLen bytes, nested at most
+	// MaxAttributesDepth deep and MaxAttributesSize bytes as JSON; a
+	// request over a bound is a *reason.Error with code
+	// reason.InputInvalid.
+	Attributes map[string]any `json:"attributes,omitempty"`
 }
 
 // RequestInfo describes the HTTP request being authorized (input.request).

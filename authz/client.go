@@ -194,12 +194,18 @@ func (c *Client) ValidateToken(ctx context.Context, token string) (TokenDecision
 // with Allowed=false, in both fail modes. When the sidecar is unreachable
 // or cannot decide it returns, in FailOpen mode, Allowed=true with reason
 // "fail-open"; in FailClosed mode an *UnavailableError. A request the
-// sidecar rejects as malformed is a *reason.Error with code
+// sidecar rejects as malformed, or resource attributes out of bounds or
+// not JSON (not sent at all), is a *reason.Error with code
 // reason.InputInvalid.
 func (c *Client) Authorize(ctx context.Context, req AuthorizeRequest) (Decision, error) {
+	msg, err := req.ProtoChecked()
+	if err != nil {
+		// Not sent: the sidecar would reject it alike.
+		return Decision{Reason: reason.InputInvalid, DenyReasons: []string{}}, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	resp, err := c.t.authorize(ctx, req.Proto())
+	resp, err := c.t.authorize(ctx, msg)
 	if err != nil {
 		if err = c.callError(ctx, "authorize", err); errors.Is(err, errFailOpen) {
 			return failOpenDecision(), nil

@@ -5,6 +5,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/svc-dev/svc/internal/resattrs"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -32,9 +33,10 @@ var droppedHeaders = map[string]bool{
 // form a server gives the policy: Resource.Type taken from the action's
 // prefix when empty, the request's method upper-cased, its credential
 // headers (Authorization, Proxy-Authorization, Cookie) dropped and header
-// names lower-cased. Token is kept as is. A request out of bounds (no
+// names lower-cased, Resource.Attributes as JSON values (numbers as
+// json.Number, nil when empty). Token is kept as is. A request out of bounds (no
 // action, an oversized or non-UTF-8 field, a control character, a header
-// name that is not a token) is a *reason.Error with code
+// name that is not a token, attributes over their bounds or not JSON) is a *reason.Error with code
 // reason.InputInvalid whose message names the field, never its value.
 func (req AuthorizeRequest) Normalized() (AuthorizeRequest, error) {
 	if req.Action == "" {
@@ -51,6 +53,11 @@ func (req AuthorizeRequest) Normalized() (AuthorizeRequest, error) {
 			return AuthorizeRequest{}, err
 		}
 	}
+	attrs, err := resattrs.Normalize(res.Attributes)
+	if err != nil {
+		return AuthorizeRequest{}, err
+	}
+	res.Attributes = attrs
 	if res.Type == "" {
 		if prefix, _, ok := strings.Cut(req.Action, ":"); ok {
 			res.Type = prefix

@@ -95,6 +95,9 @@ func AuthorizeRequestFromProto(r *authzv1.AuthorizeRequest) AuthorizeRequest {
 			Tenant: r.GetResource().GetTenant(),
 		},
 	}
+	if a := r.GetResource().GetAttributes(); len(a.GetFields()) > 0 {
+		req.Resource.Attributes = a.AsMap()
+	}
 	if ri := r.GetRequest(); ri != nil {
 		req.Request = &RequestInfo{
 			Method:  ri.GetMethod(),
@@ -108,14 +111,32 @@ func AuthorizeRequestFromProto(r *authzv1.AuthorizeRequest) AuthorizeRequest {
 }
 
 // Proto returns req as an AuthorizeRequest message. Request.SourceIP has
-// no field there and is left out.
+// no field there and is left out, and so are Resource.Attributes that
+// are over their bounds or not JSON (ProtoChecked rejects them instead).
 func (req AuthorizeRequest) Proto() *authzv1.AuthorizeRequest {
+	r, err := req.ProtoChecked()
+	if err != nil {
+		req.Resource.Attributes = nil
+		r, _ = req.ProtoChecked()
+	}
+	return r
+}
+
+// ProtoChecked is Proto, failing with a *reason.Error of code
+// reason.InputInvalid when Resource.Attributes are over their bounds or
+// not JSON: a policy must never see a resource without the attributes
+// its caller meant it to see.
+func (req AuthorizeRequest) ProtoChecked() (*authzv1.AuthorizeRequest, error) {
 	r := &authzv1.AuthorizeRequest{
 		Token:  req.Token,
 		Action: req.Action,
 	}
-	if req.Resource != (Resource{}) {
-		r.Resource = &authzv1.Resource{Type: req.Resource.Type, Id: req.Resource.ID, Tenant: req.Resource.Tenant}
+	attrs, err := attributesProto(req.Resource.Attributes)
+	if err != nil {
+		return nil, err
+	}
+	if res := req.Resource; res.Type != "" || res.ID != "" || res.Tenant != "" || attrs != nil {
+		r.Resource = &authzv1.Resource{Type: res.Type, Id: res.ID, Tenant: res.Tenant, Attributes: attrs}
 	}
 	if ri := req.Request; ri != nil {
 		r.Request = &authzv1.RequestInfo{
@@ -126,5 +147,5 @@ func (req AuthorizeRequest) Proto() *authzv1.AuthorizeRequest {
 			Headers: ri.Headers,
 		}
 	}
-	return r
+	return r, nil
 }

@@ -309,7 +309,7 @@ func (e *Engine) finish(ctx context.Context, start time.Time, res Result, req *R
 		Tenant:         res.Token.TenantID,
 		UserID:         res.Token.Subject,
 		Action:         in.Action,
-		Resource:       audit.Resource{Type: in.Resource.Type, ID: in.Resource.ID, Tenant: in.Resource.Tenant},
+		Resource:       audit.Resource{Type: in.Resource.Type, ID: in.Resource.ID, Tenant: in.Resource.Tenant, Attributes: in.Resource.Attributes},
 		Allow:          res.Allowed(),
 		DenyReasons:    res.Decision.DenyReasons,
 		Reason:         string(res.Decision.Reason),

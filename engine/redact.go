@@ -59,6 +59,17 @@ func AppendRedactedInput(b []byte, in *Input) []byte {
 	b = jsonstr.Append(b, r.ID, true)
 	b = append(b, `,"tenant":`...)
 	b = jsonstr.Append(b, r.Tenant, true)
+	if len(r.Attributes) > 0 {
+		// Attributes are data the application chose to send about the
+		// resource, shown as they are; left out when they are not JSON
+		// (the policy rejects such an input).
+		n := len(b)
+		b = append(b, `,"attributes":`...)
+		var ok bool
+		if b, ok = jsonstr.AppendValue(b, r.Attributes, true); !ok {
+			b = b[:n]
+		}
+	}
 	b = append(b, `},"tenant":{"id":`...)
 	b = jsonstr.Append(b, in.Tenant.ID, true)
 	b = append(b, `,"plan":`...)

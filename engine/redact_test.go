@@ -98,8 +98,10 @@ func redactInputCases() []engine.Input {
 		Action: "orders:read",
 		User: policy.User{ID: "u-1", Role: "viewer", Roles: []string{"viewer", "<b>&"}, TenantID: "acme",
 			Email: "alice@example.com", Claims: map[string]any{"department": "sales", "n": 3.0, "z": nil, "a": []any{1}}},
-		Resource: policy.Resource{Type: "orders", ID: "o-\"1\"\n", Tenant: "acme"},
-		Tenant:   policy.Tenant{ID: "acme", Plan: "free"},
+		Resource: policy.Resource{Type: "orders", ID: "o-\"1\"\n", Tenant: "acme", Attributes: map[string]any{
+			"owner": "u-1", "status": "<archived>&", "size": json.Number("12.50"), "n": 3.0, "none": nil,
+			"tags": []any{"a", true}, "meta": map[string]any{"z": "\u2028\xff", "a": map[string]any{}}}},
+		Tenant: policy.Tenant{ID: "acme", Plan: "free"},
 		Request: &policy.Request{Method: "GET", Path: "/orders/o-1\u2028", Host: "h", Query: map[string]string{"b": "1", "a": "2"},
 			Headers:  map[string]string{"User-Agent": "curl", "x-api-key": "k", ":path": "/o?\xff", "accept": "*/*"},
 			SourceIP: "10.0.0.1", CanonicalPath: "/orders/o-1", Format: "json"},
@@ -110,6 +112,7 @@ func redactInputCases() []engine.Input {
 		Identity: &policy.Identity{Roles: []string{}, Claims: map[string]any{}}}
 	bare.User.Claims = map[string]any{}
 	bare.User.Roles = []string{}
+	bare.Resource.Attributes = map[string]any{}
 	return []engine.Input{{}, full, bare}
 }
 
@@ -124,13 +127,20 @@ func TestRedactedInputMatchesEncodingJSON(t *testing.T) {
 }
 
 func FuzzRedactedInput(f *testing.F) {
-	f.Add("orders:read", "u-1", "sales", "x-api-key", "k", "/orders/1")
-	f.Add("", "\xff", "<&>", "User-Agent", "\u2028", "")
-	f.Fuzz(func(t *testing.T, action, user, claim, header, value, path string) {
+	f.Add("orders:read", "u-1", "sales", "x-api-key", "k", "/orders/1", `{"owner":"u-1"}`)
+	f.Add("", "\xff", "<&>", "User-Agent", "\u2028", "", `{"b":[1.50,null,{"z":"<"}],"a":true}`)
+	f.Fuzz(func(t *testing.T, action, user, claim, header, value, path, attrs string) {
 		in := engine.Input{Action: action, User: policy.User{ID: user, Roles: []string{claim},
 			Claims: map[string]any{claim: value}, Email: value},
+			Resource: policy.Resource{Attributes: map[string]any{value: claim}},
 			Request: &policy.Request{Path: path, Headers: map[string]string{header: value, "accept": claim},
 				Query: map[string]string{value: claim}}}
+		dec := json.NewDecoder(strings.NewReader(attrs))
+		dec.UseNumber()
+		var m map[string]any
+		if dec.Decode(&m) == nil && m != nil {
+			in.Resource.Attributes = m
+		}
 		got := engine.RedactedInput(in)
 		if want := redactedByCopy(in); string(got) != string(want) {
 			t.Fatalf("got %s\nwant %s", got, want)

@@ -21,7 +21,7 @@ func inputOf(req authz.AuthorizeRequest) (engine.Input, error) {
 	}
 	in := engine.Input{
 		Action:   n.Action,
-		Resource: policy.Resource{Type: n.Resource.Type, ID: n.Resource.ID, Tenant: n.Resource.Tenant},
+		Resource: policy.Resource{Type: n.Resource.Type, ID: n.Resource.ID, Tenant: n.Resource.Tenant, Attributes: n.Resource.Attributes},
 	}
 	if r := n.Request; r != nil {
 		in.Request = &policy.Request{Method: r.Method, Path: r.Path, Host: r.Host, Query: r.Query, Headers: r.Headers}

@@ -2,6 +2,9 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +26,7 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/reason"
 )
 
 // spy wraps a real engine and records what the server hands it.
@@ -297,5 +301,96 @@ func TestServerErrors(t *testing.T) {
 func TestNewServerNeedsDecider(t *testing.T) {
 	if _, err := server.New(nil, server.Options{}); err == nil {
 		t.Fatal("NewServer(nil) succeeded")
+	}
+}
+
+// TestServerResourceAttributes checks that resource attributes reach the
+// policy over gRPC and HTTP, and that attributes over their bounds are a
+// client error on both.
+func TestServerResourceAttributes(t *testing.T) {
+	p := servertest.NewIDP(t)
+	eng := &spy{Decider: servertest.NewEngine(t, p, func(c *config.Config) {
+		c.Policy.Dir = "testdata/resource-attributes"
+	})}
+	srv := servertest.NewServer(t, eng)
+	rpc := rpcClient(t, servertest.ServeGRPC(t, srv))
+	base := servertest.ServeHTTP(t, srv)
+	alice := p.TokenFor(t, servertest.User("alice", "viewer"))
+
+	for _, tt := range []struct {
+		name  string
+		attrs map[string]any
+		allow bool
+	}{
+		{"owner", map[string]any{"owner": "alice", "status": "open"}, true},
+		{"another owner", map[string]any{"owner": "bob", "status": "open"}, false},
+		{"archived", map[string]any{"owner": "alice", "status": "archived"}, false},
+		{"owner again", map[string]any{"owner": "alice", "status": "open"}, true},
+		{"no attributes", nil, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := &authzv1.Resource{Id: "o-1"}
+			if tt.attrs != nil {
+				res.Attributes = mustStruct(t, tt.attrs)
+			}
+			got, err := rpc.Authorize(t.Context(), &authzv1.AuthorizeRequest{Token: alice, Action: "orders:update", Resource: res})
+			if err != nil || got.Allowed != tt.allow {
+				t.Fatalf("gRPC Authorize = %v, %v; want allowed=%v", got, err, tt.allow)
+			}
+			if want, in := len(tt.attrs), eng.last(t).Resource.Attributes; len(in) != want {
+				t.Errorf("engine saw attributes %v", in)
+			}
+			body, err := json.Marshal(map[string]any{"token": alice, "action": "orders:update",
+				"resource": map[string]any{"id": "o-1", "attributes": tt.attrs}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reply := servertest.Post(t, http.MethodPost, base+authz.PathAuthorize, string(body), nil)
+			var d struct{ Allowed bool }
+			if reply.Status != http.StatusOK || json.Unmarshal(reply.Body, &d) != nil || d.Allowed != tt.allow {
+				t.Fatalf("HTTP authorize = %d %s; want allowed=%v", reply.Status, reply.Body, tt.allow)
+			}
+		})
+	}
+
+	many := map[string]any{}
+	for i := range authz.MaxAttributes + 1 {
+		many[fmt.Sprintf("k%d", i)] = i
+	}
+	for _, tt := range []struct {
+		name  string
+		attrs map[string]any
+	}{
+		{"too many", many},
+		{"key too long", map[string]any{strings.Repeat("k", authz.MaxAttributeKeyLen+1): "v"}},
+		{"nested key too long", map[string]any{"m": map[string]any{strings.Repeat("k", authz.MaxAttributeKeyLen+1): "v"}}},
+		{"key with a control character", map[string]any{"a\nb": "v"}},
+		{"too deep", map[string]any{"a": map[string]any{"b": map[string]any{"c": []any{[]any{1}}}}}},
+		{"too large", map[string]any{"a": strings.Repeat("x", authz.MaxAttributesSize)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := rpc.Authorize(t.Context(), &authzv1.AuthorizeRequest{Token: alice, Action: "orders:update",
+				Resource: &authzv1.Resource{Attributes: mustStruct(t, tt.attrs)}})
+			if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "resource.attributes") {
+				t.Errorf("gRPC: %v, want InvalidArgument naming resource.attributes", err)
+			}
+			body, err := json.Marshal(map[string]any{"token": alice, "action": "orders:update",
+				"resource": map[string]any{"attributes": tt.attrs}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reply := servertest.Post(t, http.MethodPost, base+authz.PathAuthorize, string(body), nil)
+			var e authz.ErrorBody
+			if reply.Status != http.StatusBadRequest || json.Unmarshal(reply.Body, &e) != nil || e.Error.Code != string(reason.InputInvalid) {
+				t.Errorf("HTTP: %d %s, want 400 input-invalid", reply.Status, reply.Body)
+			}
+		})
+	}
+	// At the bounds is fine.
+	deep := map[string]any{"a": map[string]any{"b": map[string]any{"c": []any{"owner"}}}, "owner": "alice", "status": "open"}
+	got, err := rpc.Authorize(t.Context(), &authzv1.AuthorizeRequest{Token: alice, Action: "orders:update",
+		Resource: &authzv1.Resource{Attributes: mustStruct(t, deep)}})
+	if err != nil || !got.Allowed {
+		t.Fatalf("attributes 4 deep: %v, %v", got, err)
 	}
 }

@@ -188,7 +188,14 @@ type Resource struct {
 	Id string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
 	// tenant owns the resource. When empty it defaults to the deployment's
 	// tenant, so a token of another tenant is denied by the default policy.
-	Tenant        string `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Tenant string `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// attributes are what the application knows about the resource (its
+	// owner, status, department…), seen by the policy as
+	// input.resource.attributes. Bounded: at most 64 attributes, keys of at
+	// most 128 bytes, objects and arrays nested at most 4 deep, at most 16
+	// KiB as JSON; a request over a bound fails with InvalidArgument (HTTP
+	// 400, reason input-invalid).
+	Attributes    *structpb.Struct `protobuf:"bytes,4,opt,name=attributes,proto3" json:"attributes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -242,6 +249,13 @@ func (x *Resource) GetTenant() string {
 		return x.Tenant
 	}
 	return ""
+}
+
+func (x *Resource) GetAttributes() *structpb.Struct {
+	if x != nil {
+		return x.Attributes
+	}
+	return nil
 }
 
 // RequestInfo describes the HTTP request being authorized
@@ -559,11 +573,14 @@ const file_authz_v1_authz_proto_rawDesc = "" +
 	"\ttenant_id\x18\x05 \x01(\tR\btenantId\x12\x18\n" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12\x1f\n" +
 	"\vdecision_id\x18\a \x01(\tR\n" +
-	"decisionId\"F\n" +
+	"decisionId\"\x7f\n" +
 	"\bResource\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x16\n" +
-	"\x06tenant\x18\x03 \x01(\tR\x06tenant\"\xc1\x02\n" +
+	"\x06tenant\x18\x03 \x01(\tR\x06tenant\x127\n" +
+	"\n" +
+	"attributes\x18\x04 \x01(\v2\x17.google.protobuf.StructR\n" +
+	"attributes\"\xc1\x02\n" +
 	"\vRequestInfo\x12\x16\n" +
 	"\x06method\x18\x01 \x01(\tR\x06method\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
@@ -626,22 +643,23 @@ var file_authz_v1_authz_proto_goTypes = []any{
 	(*durationpb.Duration)(nil),   // 9: google.protobuf.Duration
 }
 var file_authz_v1_authz_proto_depIdxs = []int32{
-	8, // 0: svc.authz.v1.ValidateTokenResponse.claims:type_name -> google.protobuf.Struct
-	6, // 1: svc.authz.v1.RequestInfo.query:type_name -> svc.authz.v1.RequestInfo.QueryEntry
-	7, // 2: svc.authz.v1.RequestInfo.headers:type_name -> svc.authz.v1.RequestInfo.HeadersEntry
-	2, // 3: svc.authz.v1.AuthorizeRequest.resource:type_name -> svc.authz.v1.Resource
-	3, // 4: svc.authz.v1.AuthorizeRequest.request:type_name -> svc.authz.v1.RequestInfo
-	8, // 5: svc.authz.v1.AuthorizeResponse.claims:type_name -> google.protobuf.Struct
-	9, // 6: svc.authz.v1.AuthorizeResponse.retry_after:type_name -> google.protobuf.Duration
-	0, // 7: svc.authz.v1.AuthzService.ValidateToken:input_type -> svc.authz.v1.ValidateTokenRequest
-	4, // 8: svc.authz.v1.AuthzService.Authorize:input_type -> svc.authz.v1.AuthorizeRequest
-	1, // 9: svc.authz.v1.AuthzService.ValidateToken:output_type -> svc.authz.v1.ValidateTokenResponse
-	5, // 10: svc.authz.v1.AuthzService.Authorize:output_type -> svc.authz.v1.AuthorizeResponse
-	9, // [9:11] is the sub-list for method output_type
-	7, // [7:9] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	8,  // 0: svc.authz.v1.ValidateTokenResponse.claims:type_name -> google.protobuf.Struct
+	8,  // 1: svc.authz.v1.Resource.attributes:type_name -> google.protobuf.Struct
+	6,  // 2: svc.authz.v1.RequestInfo.query:type_name -> svc.authz.v1.RequestInfo.QueryEntry
+	7,  // 3: svc.authz.v1.RequestInfo.headers:type_name -> svc.authz.v1.RequestInfo.HeadersEntry
+	2,  // 4: svc.authz.v1.AuthorizeRequest.resource:type_name -> svc.authz.v1.Resource
+	3,  // 5: svc.authz.v1.AuthorizeRequest.request:type_name -> svc.authz.v1.RequestInfo
+	8,  // 6: svc.authz.v1.AuthorizeResponse.claims:type_name -> google.protobuf.Struct
+	9,  // 7: svc.authz.v1.AuthorizeResponse.retry_after:type_name -> google.protobuf.Duration
+	0,  // 8: svc.authz.v1.AuthzService.ValidateToken:input_type -> svc.authz.v1.ValidateTokenRequest
+	4,  // 9: svc.authz.v1.AuthzService.Authorize:input_type -> svc.authz.v1.AuthorizeRequest
+	1,  // 10: svc.authz.v1.AuthzService.ValidateToken:output_type -> svc.authz.v1.ValidateTokenResponse
+	5,  // 11: svc.authz.v1.AuthzService.Authorize:output_type -> svc.authz.v1.AuthorizeResponse
+	10, // [10:12] is the sub-list for method output_type
+	8,  // [8:10] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_authz_v1_authz_proto_init() }

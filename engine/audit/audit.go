@@ -78,7 +78,8 @@ type Record struct {
 
 // Resource is the target of an action. It is written as an object with all
 // three keys present, empty strings standing for unknown parts, so that log
-// pipelines see one fixed shape.
+// pipelines see one fixed shape; attributes follow only when there are
+// some.
 type Resource struct {
 	// Type is the resource kind, the action's prefix ("orders").
 	Type string `json:"type"`
@@ -86,6 +87,9 @@ type Resource struct {
 	ID string `json:"id"`
 	// Tenant owns the resource.
 	Tenant string `json:"tenant"`
+	// Attributes are the attributes the caller sent with the resource
+	// (input.resource.attributes), written as encoding/json writes them.
+	Attributes map[string]any `json:"attributes,omitempty"`
 }
 
 // MarshalJSON returns the record as AppendJSON writes it, without the

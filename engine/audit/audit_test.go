@@ -68,6 +68,11 @@ func encodingCases() []struct {
 			UserID: "u", Action: "orders:create", Resource: Resource{Type: "orders", Tenant: "acme"},
 			Allow: true, DenyReasons: []string{}, Reason: "policy-allow", PolicyRevision: "r1", LatencyUS: 9}},
 		{"escapes", escapes},
+		{"resource_attributes", Record{Time: fixedTime(), DecisionID: "d", Tenant: "acme", UserID: "u-1",
+			Action: "orders:update", Resource: Resource{Type: "orders", ID: "o-1", Tenant: "acme",
+				Attributes: map[string]any{"status": "open", "owner": "u-1", "note": "<b>&\u2028",
+					"tags": []any{"a", true, nil}, "meta": map[string]any{"z": "1", "a": false}}},
+			Allow: true, DenyReasons: []string{}, Reason: "policy-allow", PolicyRevision: "r1", LatencyUS: 9}},
 	}
 }
 

@@ -11,7 +11,8 @@ import (
 // AppendJSON appends the JSON object of r to b, without a newline, and
 // returns the extended slice. It allocates nothing when b has room: the
 // writer goroutine reuses one buffer for every record, which is why the
-// encoder is written by hand rather than through encoding/json.
+// encoder is written by hand rather than through encoding/json. Only a
+// resource's attributes, of any shape, go through encoding/json.
 //
 // Strings are escaped byte for byte as encoding/json escapes them with
 // HTML escaping off: quotes, backslashes, control characters and
@@ -59,6 +60,16 @@ func (r *Record) appendJSON(b []byte, ids *rawIDs) []byte {
 	b = appendString(b, r.Resource.ID)
 	b = append(b, `,"tenant":`...)
 	b = appendString(b, r.Resource.Tenant)
+	if len(r.Resource.Attributes) > 0 {
+		// Through encoding/json, which allocates: only for records that
+		// carry attributes. Left out when they are not JSON.
+		n := len(b)
+		b = append(b, `,"attributes":`...)
+		var ok bool
+		if b, ok = jsonstr.AppendValue(b, r.Resource.Attributes, false); !ok {
+			b = b[:n]
+		}
+	}
 	b = append(b, `},"allow":`...)
 	b = strconv.AppendBool(b, r.Allow)
 	b = append(b, `,"deny_reasons":[`...)

@@ -37,7 +37,7 @@ var (
 		"user": obj(map[string]*node{
 			"id": str, "role": str, "roles": strList, "tenant_id": str, "email": str, "claims": anything,
 		}),
-		"resource": obj(map[string]*node{"type": str, "id": str, "tenant": str}),
+		"resource": obj(map[string]*node{"type": str, "id": str, "tenant": str, "attributes": anything}),
 		"tenant":   obj(map[string]*node{"id": str, "plan": str}),
 		"request": obj(map[string]*node{
 			"method": str, "path": str, "host": str, "query": strDict, "headers": strDict,

@@ -15,8 +15,8 @@ import (
 )
 
 // FuzzDecideMatchesEval decides fuzzed inputs with Decide and with Eval,
-// on the default policy and on testdata/cache/nested (nested and variable
-// paths), and requires the same decision every time. The input is the
+// on the default policy, on testdata/cache/nested (nested and variable
+// paths) and on the resource-attributes example, and requires the same decision every time. The input is the
 // JSON document raw (the zero input when raw is not one), then a copy
 // with one field changed, then a copy of that with another field changed;
 // each is decided more than once, so that hits, misses and near-misses of
@@ -37,10 +37,16 @@ func FuzzDecideMatchesEval(f *testing.F) {
 		{`{"user":{"claims":{"level":null}},"request":{"method":"GET"}}`, 11, "", 9, "null"},
 		{`{"user":{"claims":null,"roles":null}}`, 14, "", 15, ""},
 		{`not json`, 2, "admin,viewer", 0, "orders:delete"},
+		{`{"action":"orders:update","user":{"id":"u-1","tenant_id":"acme"},"resource":{"tenant":"acme","attributes":{"owner":"u-1","status":"open"}},"tenant":{"id":"acme"}}`, 16, "u-2", 17, "archived"},
+		{`{"action":"orders:read","user":{"id":"u-1","claims":{"field":"attributes"}},"resource":{"attributes":{"owner":"u-1"}}}`, 16, "u-1", 16, ""},
 	} {
 		f.Add([]byte(s.raw), s.field, s.val, s.field2, s.val2)
 	}
-	sets := []*policy.Set{mustDefault(f), mustNested(f)}
+	attrs, err := policy.Load("../../examples/policies/resource-attributes")
+	if err != nil {
+		f.Fatal(err)
+	}
+	sets := []*policy.Set{mustDefault(f), mustNested(f), attrs}
 	f.Fuzz(func(t *testing.T, raw []byte, field uint8, val string, field2 uint8, val2 string) {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
@@ -89,6 +95,13 @@ func change(in policy.Input, field uint8, val string) policy.Input {
 	out := in
 	out.User.Roles = slices.Clone(in.User.Roles)
 	out.User.Claims = maps.Clone(in.User.Claims)
+	out.Resource.Attributes = maps.Clone(in.Resource.Attributes)
+	attr := func(k string, v any) {
+		if out.Resource.Attributes == nil {
+			out.Resource.Attributes = map[string]any{}
+		}
+		out.Resource.Attributes[k] = v
+	}
 	if in.Request != nil {
 		req := *in.Request
 		req.Headers = maps.Clone(in.Request.Headers)
@@ -109,7 +122,7 @@ func change(in policy.Input, field uint8, val string) policy.Input {
 		}
 		out.Request.Headers[k] = v
 	}
-	switch field % 16 {
+	switch field % 18 {
 	case 0:
 		out.Action = val
 	case 1:
@@ -152,6 +165,10 @@ func change(in policy.Input, field uint8, val string) policy.Input {
 		out.User.Claims = nil
 	case 15:
 		out.User.Roles = nil
+	case 16:
+		attr("owner", val)
+	case 17:
+		attr("status", val)
 	}
 	return out
 }

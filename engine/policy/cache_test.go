@@ -267,6 +267,63 @@ deny_reasons contains state`)
 	}
 }
 
+// TestDecideResourceAttributes decides inputs that differ only in a
+// resource attribute: each is a key of its own, so a decision cached for
+// the owner never answers another user or another status.
+func TestDecideResourceAttributes(t *testing.T) {
+	set := mustModule(t, `default allow := false
+
+allow if {
+	input.resource.attributes.owner == input.user.id
+	input.resource.attributes.status != "archived"
+}
+
+deny_reasons contains "not-owner" if input.resource.attributes.owner != input.user.id`)
+	owned := func(owner, status string) policy.Input {
+		return policy.Input{
+			Action:   "orders:update",
+			User:     policy.User{ID: "u-1"},
+			Resource: policy.Resource{Type: "orders", ID: "ord-1", Tenant: "acme", Attributes: map[string]any{"owner": owner, "status": status}},
+		}
+	}
+	tests := []struct {
+		name  string
+		in    policy.Input
+		allow bool
+	}{
+		{"owner", owned("u-1", "open"), true},
+		{"other owner", owned("u-2", "open"), false},
+		{"archived", owned("u-1", "archived"), false},
+		{"no attributes", policy.Input{Action: "orders:update", User: policy.User{ID: "u-1"}}, false},
+		{"owner again", owned("u-1", "open"), true},
+		{"other owner again", owned("u-2", "open"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if res := decideLikeEval(t, set, tt.in); res.Allow != tt.allow {
+				t.Fatalf("allow = %v, want %v", res.Allow, tt.allow)
+			}
+		})
+	}
+	if s := statsOf(set); s.entries != 4 {
+		t.Fatalf("entries = %d, want 4", s.entries)
+	}
+	// A policy that reads the whole resource keys on the attributes too.
+	whole := mustModule(t, `default allow := false
+
+allow if input.resource == {"id": "ord-1", "tenant": "acme", "attributes": {"owner": "u-1"}}`)
+	in := owned("u-1", "open")
+	in.Resource.Type = ""
+	delete(in.Resource.Attributes, "status")
+	if !decideLikeEval(t, whole, in).Allow {
+		t.Fatal("denied the owner")
+	}
+	in.Resource.Attributes = map[string]any{"owner": "u-2"}
+	if decideLikeEval(t, whole, in).Allow {
+		t.Fatal("allowed another owner")
+	}
+}
+
 // TestDecideResultIsOwn checks what a hit hands out: reasons the caller
 // may change without changing later decisions, the revision of the set
 // asked (a copy made by WithRevision shares the cache) and errors exactly

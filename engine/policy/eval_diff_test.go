@@ -109,7 +109,7 @@ func diffInputs(t *testing.T) []policy.Input {
 // and example policy and policies that use functions and `with`.
 func TestEvalMatchesRego(t *testing.T) {
 	dirs := []string{"../../policies", "../../examples/policies/multi-tenant-rbac", "../../examples/policies/plan-gates",
-		"../../examples/policies/resource-owner", "../../deploy/demo/candidate-policy", "testdata/cache/nested"}
+		"../../examples/policies/resource-owner", "../../examples/policies/resource-attributes", "../../deploy/demo/candidate-policy", "testdata/cache/nested"}
 	sets := map[string]*policy.Set{}
 	for _, d := range dirs {
 		set, err := policy.Load(d)

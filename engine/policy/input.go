@@ -68,6 +68,10 @@ type Resource struct {
 	ID string `json:"id"`
 	// Tenant owns the resource; defaults to the deployment's tenant.
 	Tenant string `json:"tenant"`
+	// Attributes are what the caller tells about the resource (owner,
+	// status, department…), as JSON values: input.resource.attributes,
+	// absent when empty. The decision API bounds their size.
+	Attributes map[string]any `json:"attributes,omitempty"`
 }
 
 // Tenant is input.tenant.

@@ -36,6 +36,7 @@ var (
 	keyIdentity = ast.StringTerm("identity")
 	keyKind     = ast.StringTerm("kind")
 	keyIssuer   = ast.StringTerm("issuer")
+	keyAttrs    = ast.StringTerm("attributes")
 )
 
 // Value converts the input to the AST value the policy sees as input. It
@@ -47,6 +48,9 @@ func (in *Input) Value() (ast.Value, error) {
 	claims, err := claimsValue(in.User.Claims)
 	if err != nil {
 		return nil, fmt.Errorf("user claims: %w", err)
+	}
+	if _, err := attrsValue(in.Resource.Attributes); err != nil {
+		return nil, err
 	}
 	n := 16 + len(in.User.Roles)
 	if r := in.Request; r != nil {
@@ -103,9 +107,10 @@ func (in *Input) identityClaims(userClaims ast.Value) (ast.Value, error) {
 	return v, nil
 }
 
-// checkClaims fails exactly when Value would: when the user's claims, or
-// the identity's own, cannot be converted. It returns the converted user
-// claims when it had to convert them to find out, else nil.
+// checkClaims fails exactly when Value would: when the user's claims, the
+// identity's own, or the resource's attributes cannot be converted. It
+// returns the converted user claims when it had to convert them to find
+// out, else nil.
 func (in *Input) checkClaims() (ast.Value, error) {
 	var claims ast.Value
 	if !convertible(map[string]any(in.User.Claims)) {
@@ -117,6 +122,11 @@ func (in *Input) checkClaims() (ast.Value, error) {
 	if id := in.Identity; id != nil && !sameMap(id.Claims, in.User.Claims) && !convertible(map[string]any(id.Claims)) {
 		if _, err := claimsValue(id.Claims); err != nil {
 			return nil, fmt.Errorf("identity claims: %w", err)
+		}
+	}
+	if a := in.Resource.Attributes; len(a) > 0 && !convertible(map[string]any(a)) {
+		if _, err := attrsValue(a); err != nil {
+			return nil, err
 		}
 	}
 	return claims, nil
@@ -191,7 +201,7 @@ func (u *User) field(b *termBuf, key *ast.Term, claims ast.Value) *ast.Term {
 
 // resourceKeys are the keys of input.resource in the order Value writes
 // them.
-var resourceKeys = [...]*ast.Term{keyType, keyID, keyTenant}
+var resourceKeys = [...]*ast.Term{keyType, keyID, keyTenant, keyAttrs}
 
 // value is input.resource.
 func (r *Resource) value(b *termBuf) ast.Value {
@@ -215,8 +225,29 @@ func (r *Resource) field(b *termBuf, key *ast.Term) *ast.Term {
 		return b.str(r.ID)
 	case keyTenant.Value:
 		return b.str(r.Tenant)
+	case keyAttrs.Value:
+		if len(r.Attributes) > 0 {
+			// Value and checkClaims report attributes that cannot be
+			// converted; here they are undefined.
+			if v, err := attrsValue(r.Attributes); err == nil {
+				return b.term(v)
+			}
+		}
 	}
 	return nil
+}
+
+// attrsValue converts the resource's attributes (non-empty, or the
+// result is null).
+func attrsValue(a map[string]any) (ast.Value, error) {
+	if len(a) == 0 {
+		return ast.Null{}, nil
+	}
+	v, err := claimsValue(a)
+	if err != nil {
+		return nil, fmt.Errorf("resource attributes: %w", err)
+	}
+	return v, nil
 }
 
 // value is input.tenant.

@@ -56,6 +56,13 @@ func TestInputValueMatchesJSON(t *testing.T) {
 	crossTenant.Resource.Tenant = "globex"
 	noRole := benchInput()
 	noRole.User.Role, noRole.User.Roles = "", nil
+	attrs := benchInput()
+	attrs.Resource.Attributes = map[string]any{
+		"owner": "u-1", "status": "archived", "size": json.Number("12"), "tags": []any{"a", nil},
+		"meta": map[string]any{"zone": "eu", "flags": map[string]any{"hot": true}},
+	}
+	emptyAttrs := benchInput()
+	emptyAttrs.Resource.Attributes = map[string]any{}
 	bare := policy.Input{}
 	emptyRequest := benchInput()
 	emptyRequest.Request = &policy.Request{}
@@ -71,6 +78,8 @@ func TestInputValueMatchesJSON(t *testing.T) {
 		{"every field set", full},
 		{"identity with claims of its own", ownClaims},
 		{"cross tenant", crossTenant},
+		{"resource attributes", attrs},
+		{"empty resource attributes", emptyAttrs},
 		{"no role, nil roles", noRole},
 		{"zero input", bare},
 		{"empty request", emptyRequest},
@@ -138,6 +147,14 @@ func TestInvalidNumbersAreInputErrors(t *testing.T) {
 			}
 			if _, err := set.Decide(context.Background(), in); reason.Of(err, "") != reason.InputInvalid {
 				t.Fatalf("Decide: err = %v, want input-invalid", err)
+			}
+			in = benchInput()
+			in.Resource.Attributes = map[string]any{"size": n}
+			if _, err := set.Eval(context.Background(), in); reason.Of(err, "") != reason.InputInvalid {
+				t.Fatalf("resource attributes: err = %v, want input-invalid", err)
+			}
+			if _, err := set.Decide(context.Background(), in); reason.Of(err, "") != reason.InputInvalid {
+				t.Fatalf("Decide, resource attributes: err = %v, want input-invalid", err)
 			}
 			raw := map[string]any{"action": "orders:read", "user": map[string]any{"claims": map[string]any{"level": n}}}
 			if _, err := set.EvalValue(context.Background(), raw); reason.Of(err, "") != reason.InputInvalid {

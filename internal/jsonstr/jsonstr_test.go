@@ -3,6 +3,7 @@ package jsonstr_test
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/svc-dev/svc/internal/jsonstr"
@@ -89,5 +90,30 @@ func BenchmarkAppend(b *testing.B) {
 				buf = jsonstr.Append(buf[:0], c.s, false)
 			}
 		})
+	}
+}
+
+func TestAppendValueMatchesEncodingJSON(t *testing.T) {
+	values := []any{
+		nil, true, json.Number("1.50"), 2.5, "<a>&\u2028\xff",
+		map[string]any{"z": 1, "a": []any{"x", nil, map[string]any{"k": "v"}}, "<": ">"},
+		map[string]any{},
+	}
+	for _, v := range values {
+		for _, html := range []bool{true, false} {
+			var want bytes.Buffer
+			enc := json.NewEncoder(&want)
+			enc.SetEscapeHTML(html)
+			if err := enc.Encode(v); err != nil {
+				t.Fatal(err)
+			}
+			got, ok := jsonstr.AppendValue([]byte("prefix"), v, html)
+			if !ok || string(got) != "prefix"+strings.TrimSuffix(want.String(), "\n") {
+				t.Errorf("AppendValue(%#v, %v) = %s, %v, want prefix%s", v, html, got, ok, want.String())
+			}
+		}
+	}
+	if got, ok := jsonstr.AppendValue([]byte("p"), map[string]any{"f": func() {}}, false); ok || string(got) != "p" {
+		t.Errorf("AppendValue(func) = %s, %v", got, ok)
 	}
 }

@@ -205,15 +205,22 @@ class Client:
 
     def authorize(self, token: str, action: str, resource: str | None = None,
                   resource_id: str | None = None, *, resource_tenant: str | None = None,
-                  request: Mapping[str, Any] | None = None) -> Decision:
+                  request: Mapping[str, Any] | None = None,
+                  resource_attributes: Mapping[str, Any] | None = None) -> Decision:
         """Asks whether the bearer of ``token`` may perform ``action``
         (``"<resource>:<verb>"``) on a resource of type ``resource`` (default:
         the action's prefix) with id ``resource_id``, owned by
         ``resource_tenant`` (default: the deployment's tenant). ``request``
         optionally describes the HTTP request for the policy (method, path,
-        host, query, headers)."""
+        host, query, headers). ``resource_attributes`` are what the
+        application knows about the resource (owner, status…), JSON values
+        the policy sees as ``input.resource.attributes``; at most 64, keys of
+        at most 128 bytes, 4 levels deep and 16 KiB as JSON, else the sidecar
+        rejects the request (``SidecarRequestError``, code ``input-invalid``)."""
         msg: dict[str, Any] = {"token": token or "", "action": action}
-        res = {k: v for k, v in (("type", resource), ("id", resource_id), ("tenant", resource_tenant)) if v}
+        res: dict[str, Any] = {k: v for k, v in (("type", resource), ("id", resource_id), ("tenant", resource_tenant)) if v}
+        if resource_attributes:
+            res["attributes"] = dict(resource_attributes)
         if res:
             msg["resource"] = res
         if request:

@@ -276,6 +276,40 @@ class UnavailableTest(unittest.TestCase):
                 self.assertEqual((r.status, r.reason), (503, "policy-error"))
 
 
+OWNER_POLICY = """package svc.authz
+
+default allow := false
+
+allow if input.resource.attributes.owner == input.user.id
+
+deny_reasons := set() if allow
+else := {"not-owner"}
+"""
+
+
+class ResourceAttributesTest(unittest.TestCase):
+    def test_policy_reads_resource_attributes(self):
+        idp, _ = harness.shared()
+        d = tempfile.mkdtemp(prefix="policy-", dir=harness._tmp)
+        with open(os.path.join(d, "authz.rego"), "w") as f:
+            f.write(OWNER_POLICY)
+        sc = harness.Sidecar(idp, {"SVC_POLICY_DIR": d})
+        self.addCleanup(sc.stop)
+        c = Client(sc.url, "closed", harness.CALL_TIMEOUT)
+        self.addCleanup(c.close)
+        tok = idp.token(harness.claims(sub="alice"))
+        attrs = {"owner": "alice", "status": "open", "tags": ["a", 1], "meta": {"region": "eu"}}
+        owner = c.authorize(tok, "orders:update", resource_id="o-1", resource_attributes=attrs)
+        self.assertEqual((owner.allow, owner.reason), (True, "policy-allow"))
+        other = c.authorize(tok, "orders:update", resource_id="o-1", resource_attributes={**attrs, "owner": "bob"})
+        self.assertEqual((other.allow, other.deny_reasons), (False, ["not-owner"]))
+        none = c.authorize(tok, "orders:update", resource_id="o-1")
+        self.assertFalse(none.allow)
+        with self.assertRaises(SidecarRequestError) as cm:
+            c.authorize(tok, "orders:update", resource_attributes={"k" * 129: 1})
+        self.assertEqual(cm.exception.reason, "input-invalid")
+
+
 class RateLimitTest(unittest.TestCase):
     def test_rate_limited_decision_and_answer(self):
         from svc_sdk._web import check_action

@@ -65,6 +65,15 @@ func TestABI(t *testing.T) {
 		t.Errorf("authorize = %+v", res)
 	}
 
+	// Resource attributes have the decision API's bounds.
+	deep := `{"action":"orders:read","resource":{"attributes":{"a":[[[[1]]]]}}}`
+	if got := abiAuthorize(h, tok, deep); !strings.Contains(got, `"reason":"input-invalid"`) || !strings.Contains(got, "resource.attributes") {
+		t.Errorf("authorize with attributes 5 deep = %s", got)
+	}
+	if got := abiAuthorize(h, tok, `{"action":"orders:read","resource":{"attributes":{"owner":"u-1"}}}`); !strings.Contains(got, `"decision"`) {
+		t.Errorf("authorize with attributes = %s", got)
+	}
+
 	if got := abiAuthorize(h, tok, `{"action":`); !strings.Contains(got, `"reason":"input-invalid"`) {
 		t.Errorf("authorize of a truncated input = %s", got)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/svc-dev/svc/engine/telemetry"
 	"github.com/svc-dev/svc/engine/version"
 	"github.com/svc-dev/svc/internal/jsonmask"
+	"github.com/svc-dev/svc/internal/resattrs"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -217,6 +218,12 @@ func authorizeJSON(h uint64, token string, input []byte) []byte {
 		if err := json.Unmarshal(input, &pin); err != nil {
 			return errorJSON(reason.InputInvalid, "the policy input is not a valid input document: "+err.Error())
 		}
+		// The bounds of the decision API apply here too.
+		attrs, err := resattrs.Normalize(pin.Resource.Attributes)
+		if re := (*reason.Error)(nil); errors.As(err, &re) {
+			return errorJSON(re.Code, re.Msg)
+		}
+		pin.Resource.Attributes = attrs
 	}
 	res, err := in.eng.Decide(context.Background(), engine.Request{Credential: engine.CredentialOf(token), Input: pin})
 	if err != nil {

@@ -211,3 +211,25 @@ fn engines_created_and_dropped_do_not_leak() {
     eprintln!("rss before {} MiB, after {n} engines {} MiB", before >> 20, after >> 20);
     assert!(grown < 40 << 20, "RSS grew by {} MiB over {n} engines", grown >> 20);
 }
+
+#[test]
+fn a_policy_reads_resource_attributes() {
+    let dir = std::env::temp_dir().join(format!("svc-rs-attrs-policy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("authz.rego"),
+        "package svc.authz\n\ndefault allow := false\n\nallow if input.resource.attributes.owner == input.user.id\n\ndeny_reasons := set() if allow\nelse := {\"not-owner\"}\n",
+    )
+    .unwrap();
+    let extra = format!("{}\n[policy]\ndir = {:?}\n", common::UNLIMITED, dir.display().to_string());
+    let e = svc::Engine::from_config_file(common::config_file("attributes", &extra)).expect("engine");
+    let tok = idp().token("user-1", "acme", &["viewer"]);
+    let input = |owner: &str| {
+        json!({"action": "orders:update", "resource": {"id": "o-1", "attributes": {"owner": owner, "status": "open"}}})
+    };
+    let p = e.authorize(&tok, &input("user-1")).unwrap();
+    assert!(p.allowed, "{p:?}");
+    let p = e.authorize(&tok, &input("user-2")).unwrap();
+    assert!(!p.allowed);
+    assert_eq!(p.deny_reasons, vec!["not-owner".to_string()]);
+}

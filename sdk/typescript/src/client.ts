@@ -75,6 +75,13 @@ export interface AuthorizeOptions {
   resourceId?: string;
   /** Tenant owning the resource; default the deployment's tenant. */
   resourceTenant?: string;
+  /**
+   * What the application knows about the resource (owner, status…), JSON
+   * values the policy sees as input.resource.attributes. At most 64, keys
+   * of at most 128 bytes, 4 levels deep and 16 KiB as JSON, else the
+   * sidecar rejects the request (SidecarRequestError, "input-invalid").
+   */
+  resourceAttributes?: Record<string, unknown>;
   /** The HTTP request being authorized, for policies that read input.request. */
   request?: {
     method?: string;
@@ -192,10 +199,13 @@ export class SvcClient {
   /** Asks whether the bearer of token may perform action ("<resource>:<verb>"). */
   async authorize(token: string, action: string, opts: AuthorizeOptions = {}): Promise<Decision> {
     const msg: Record<string, unknown> = { token: token ?? "", action };
-    const resource: Record<string, string> = {};
+    const resource: Record<string, unknown> = {};
     if (opts.resource) resource.type = opts.resource;
     if (opts.resourceId) resource.id = opts.resourceId;
     if (opts.resourceTenant) resource.tenant = opts.resourceTenant;
+    if (opts.resourceAttributes && Object.keys(opts.resourceAttributes).length > 0) {
+      resource.attributes = opts.resourceAttributes;
+    }
     if (Object.keys(resource).length > 0) msg.resource = resource;
     if (opts.request) msg.request = opts.request;
     const body = await this.#call("/v1/authorize", msg, "authorize");

@@ -166,6 +166,28 @@ describe("against the sidecar", () => {
     }
   });
 
+  test("a policy reads input.resource.attributes", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "policy-"));
+    writeFileSync(join(dir, "authz.rego"),
+      "package svc.authz\n\ndefault allow := false\n\nallow if input.resource.attributes.owner == input.user.id\n\n" +
+      "deny_reasons := set() if allow\nelse := {\"not-owner\"}\n");
+    const sc = await Sidecar.start(idp, { SVC_POLICY_DIR: dir });
+    try {
+      const c = new SvcClient({ sidecarUrl: sc.url, failMode: "closed", timeoutMs: CALL_TIMEOUT_MS, ...quiet });
+      const tok = idp.token(claims({ sub: "alice" }));
+      const attrs = { owner: "alice", status: "open", tags: ["a", 1], meta: { region: "eu" } };
+      const owner = await c.authorize(tok, "orders:update", { resourceId: "o-1", resourceAttributes: attrs });
+      assert.deepEqual([owner.allow, owner.reason], [true, "policy-allow"]);
+      const other = await c.authorize(tok, "orders:update", { resourceId: "o-1", resourceAttributes: { ...attrs, owner: "bob" } });
+      assert.deepEqual([other.allow, other.denyReasons], [false, ["not-owner"]]);
+      assert.equal((await c.authorize(tok, "orders:update", { resourceId: "o-1" })).allow, false);
+      await assert.rejects(c.authorize(tok, "orders:update", { resourceAttributes: { ["k".repeat(129)]: 1 } }),
+        (e) => e instanceof SidecarRequestError && e.reason === "input-invalid");
+    } finally {
+      await sc.stop();
+    }
+  });
+
   test("a sidecar that cannot decide (500 policy-error) is refused in both fail modes", async () => {
     const dir = mkdtempSync(join(tmpdir(), "policy-"));
     writeFileSync(join(dir, "authz.rego"),

@@ -12,3 +12,10 @@ allow if {
 	input.identity.issuer == "acme.example"
 	startswith(input.action, "orders:read")
 }
+
+# The owner of an order may read it, as the application says.
+allow if {
+	input.action == "orders:read"
+	input.resource.attributes.owner == input.user.id
+	input.resource.attributes.meta.region == "eu"
+}
