@@ -222,20 +222,28 @@ func member(doc []byte, at int, key string) (sep, vs, ve int, ok bool, err error
 		if match {
 			return sep, vs, ve, true, nil
 		}
-		i = skipSpace(doc, ve)
-		if i >= len(doc) {
-			return 0, 0, 0, false, errNotObject
-		}
-		switch doc[i] {
-		case '}':
-			return 0, 0, 0, false, nil
-		case ',':
-			sep = i
-			i = skipSpace(doc, i+1)
-		default:
-			return 0, 0, 0, false, errNotObject
+		var more bool
+		if sep, i, more, err = nextItem(doc, ve, '}'); !more {
+			return 0, 0, 0, false, err
 		}
 	}
+}
+
+// nextItem moves past the value of an object or array ending at ve: more
+// is false at the closing byte close (err nil) or at anything that is
+// neither it nor ',' (errNotObject); else sep is the ',' and i the next
+// item's start.
+func nextItem(doc []byte, ve int, close byte) (sep, i int, more bool, err error) {
+	i = skipSpace(doc, ve)
+	switch {
+	case i >= len(doc):
+		return 0, 0, false, errNotObject
+	case doc[i] == close:
+		return 0, 0, false, nil
+	case doc[i] == ',':
+		return i, skipSpace(doc, i+1), true, nil
+	}
+	return 0, 0, false, errNotObject
 }
 
 // element finds the element t (an array index) of the array at doc[at]:
@@ -258,18 +266,9 @@ func element(doc []byte, at int, t string) (sep, vs, ve int, ok bool, err error)
 		if k == n {
 			return sep, vs, ve, true, nil
 		}
-		i = skipSpace(doc, ve)
-		if i >= len(doc) {
-			return 0, 0, 0, false, errNotObject
-		}
-		switch doc[i] {
-		case ']':
-			return 0, 0, 0, false, nil
-		case ',':
-			sep = i
-			i = skipSpace(doc, i+1)
-		default:
-			return 0, 0, 0, false, errNotObject
+		var more bool
+		if sep, i, more, err = nextItem(doc, ve, ']'); !more {
+			return 0, 0, 0, false, err
 		}
 	}
 }

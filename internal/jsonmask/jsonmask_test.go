@@ -237,3 +237,22 @@ func BenchmarkApply(b *testing.B) {
 		}
 	}
 }
+
+// Any document and any pointer: a parsed mask never panics, and on a
+// JSON object it either erases into valid JSON or says why not.
+func FuzzApply(f *testing.F) {
+	f.Add([]byte(`{"a":{"b":[1,{"c":2}]},"d":"x"}`), "/a/b/1/c")
+	f.Add([]byte(`{"a~b":1,"a/b":2}`), "/a~0b")
+	f.Add([]byte(`[1,2]`), "/0")
+	f.Add([]byte(`{"a":`), "/a")
+	f.Fuzz(func(t *testing.T, doc []byte, pointer string) {
+		m, err := Parse([]string{pointer})
+		if err != nil {
+			return
+		}
+		out, _, err := m.Apply(doc)
+		if err == nil && json.Valid(doc) && !json.Valid(out) {
+			t.Fatalf("Apply(%q, %q) = %q, not JSON", doc, pointer, out)
+		}
+	})
+}
