@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/svc-dev/svc/internal/jsonstr"
@@ -157,11 +156,7 @@ func appendRedactedMap[V any](b []byte, m map[string]V, visible func(string) boo
 		return append(b, "null"...)
 	}
 	var arr [24]string
-	keys := arr[:0]
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := jsonstr.SortedKeys(arr[:0], m)
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {

@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"math"
-	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -127,11 +126,7 @@ func appendClaimObject(b []byte, m map[string]any, depth int, nodes *int) (_ []b
 		return b, false
 	}
 	var arr [16]string
-	keys := arr[:0]
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := jsonstr.SortedKeys(arr[:0], m)
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {

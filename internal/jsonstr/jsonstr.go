@@ -4,9 +4,23 @@
 // bodies).
 package jsonstr
 
-import "unicode/utf8"
+import (
+	"slices"
+	"unicode/utf8"
+)
 
 const hex = "0123456789abcdef"
+
+// SortedKeys appends m's keys to buf, sorted: the order encoding/json
+// writes a map's members in. Pass a buffer on the stack (var a [16]string;
+// SortedKeys(a[:0], m)) to spare an allocation for small maps.
+func SortedKeys[V any](buf []string, m map[string]V) []string {
+	for k := range m {
+		buf = append(buf, k)
+	}
+	slices.Sort(buf)
+	return buf
+}
 
 // AppendEscapedASCII appends the escape of the ASCII byte c that a JSON
 // string cannot hold as is: '"' and '\\' and control characters (\b \f
