@@ -84,23 +84,8 @@ func (ep *endpoint) setStatus(s int) {
 	ep.mu.Unlock()
 }
 
-// clock is a settable time.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+// clock is the tests' settable clock.
+type clock = testkit.Clock
 
 var start = time.Unix(1_800_000_000, 0)
 
@@ -134,7 +119,7 @@ func TestIntrospectActive(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ep := newEndpoint(t, map[string]string{"tok": tc.body})
-			c := newClient(t, ep, &clock{now: start}, func(o *introspect.Options) { o.TenantClaim = tc.tenantClaim })
+			c := newClient(t, ep, testkit.NewClock(start), func(o *introspect.Options) { o.TenantClaim = tc.tenantClaim })
 			a, err := c.Introspect(context.Background(), "tok")
 			if err != nil {
 				t.Fatal(err)
@@ -170,7 +155,7 @@ func TestIntrospectBadAnswers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			const tok = "Zq9Opaque"
 			ep := newEndpoint(t, map[string]string{tok: tc.body})
-			c := newClient(t, ep, &clock{now: start}, nil)
+			c := newClient(t, ep, testkit.NewClock(start), nil)
 			_, err := c.Introspect(context.Background(), tok)
 			if code(err) != tc.want {
 				t.Fatalf("err = %v, want %s", err, tc.want)
@@ -187,7 +172,7 @@ func TestIntrospectCacheTiers(t *testing.T) {
 		"short": `{"active":true,"sub":"alice","tenant_id":"acme","exp":1800000060}`,
 		"long":  `{"active":true,"sub":"bob","tenant_id":"acme","exp":1800003600}`,
 	})
-	clk := &clock{now: start}
+	clk := testkit.NewClock(start)
 	c := newClient(t, ep, clk, func(o *introspect.Options) {
 		o.CacheTTL = 5 * time.Minute
 		o.NegativeTTL = 10 * time.Second
@@ -227,7 +212,7 @@ func TestIntrospectEndpointDown(t *testing.T) {
 		"tok":   `{"active":true,"sub":"alice","tenant_id":"acme","exp":1800000600}`,
 		"noexp": `{"active":true,"sub":"bob","tenant_id":"acme"}`,
 	})
-	clk := &clock{now: start}
+	clk := testkit.NewClock(start)
 	c := newClient(t, ep, clk, func(o *introspect.Options) { o.CacheTTL = time.Minute })
 	ctx := context.Background()
 	for _, tok := range []string{"tok", "noexp"} {
@@ -266,7 +251,7 @@ func TestIntrospectEndpointDown(t *testing.T) {
 
 func TestIntrospectWrongCredentials(t *testing.T) {
 	ep := newEndpoint(t, map[string]string{"tok": `{"active":true,"sub":"a"}`})
-	c := newClient(t, ep, &clock{now: start}, func(o *introspect.Options) { o.ClientSecret = "wrong" })
+	c := newClient(t, ep, testkit.NewClock(start), func(o *introspect.Options) { o.ClientSecret = "wrong" })
 	_, err := c.Introspect(context.Background(), "tok")
 	if code(err) != reason.IntrospectionUnavailable {
 		t.Fatalf("err = %v, want introspection-unavailable", err)
@@ -279,7 +264,7 @@ func TestIntrospectWrongCredentials(t *testing.T) {
 func TestIntrospectCollapsesConcurrentLookups(t *testing.T) {
 	ep := newEndpoint(t, map[string]string{"tok": `{"active":true,"sub":"alice","tenant_id":"acme"}`})
 	ep.gate = make(chan struct{})
-	c := newClient(t, ep, &clock{now: start}, nil)
+	c := newClient(t, ep, testkit.NewClock(start), nil)
 	const n = 16
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -308,7 +293,7 @@ func TestIntrospectCollapsesConcurrentLookups(t *testing.T) {
 func TestIntrospectSharedThroughRedis(t *testing.T) {
 	addr := redistest.Start(t)
 	ep := newEndpoint(t, map[string]string{"tok": `{"active":true,"sub":"alice","tenant_id":"acme","exp":1800000600}`})
-	clk := &clock{now: start}
+	clk := testkit.NewClock(start)
 	var replicas []*introspect.Client
 	for range 2 {
 		rc := redis.NewClient(&redis.Options{Addr: addr})
@@ -351,7 +336,7 @@ func TestIntrospectSharedThroughRedis(t *testing.T) {
 
 func TestIntrospectRefusesOversizedToken(t *testing.T) {
 	ep := newEndpoint(t, nil)
-	c := newClient(t, ep, &clock{now: start}, nil)
+	c := newClient(t, ep, testkit.NewClock(start), nil)
 	for _, tok := range []string{"", strings.Repeat("a", introspect.MaxTokenSize+1)} {
 		if _, err := c.Introspect(context.Background(), tok); code(err) != reason.TokenMalformed {
 			t.Fatalf("err = %v, want token-malformed", err)

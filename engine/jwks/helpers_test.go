@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/jwks"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/jose"
 )
 
@@ -119,25 +120,10 @@ func (p *idp) requestTimes() []time.Time {
 	return append([]time.Time(nil), p.times...)
 }
 
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// clock is the tests' settable clock.
+type clock = testkit.Clock
 
-func newClock() *clock { return &clock{t: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+func newClock() *clock { return testkit.NewClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)) }
 
 func newCache(t testing.TB, p *idp, mod func(*jwks.Options)) *jwks.Cache {
 	t.Helper()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/jwks"
 	"github.com/svc-dev/svc/engine/token"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/jose"
 )
 
@@ -109,23 +110,8 @@ func (s *jwksServer) serve(body []byte, status int) {
 	s.mu.Unlock()
 }
 
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
+// clock is the fixture's settable clock.
+type clock = testkit.Clock
 
 // countingKeys counts key lookups, to tell cache hits from verifications.
 type countingKeys struct {
@@ -149,7 +135,7 @@ type fixture struct {
 
 func newFixture(t testing.TB, mod func(*token.Options)) *fixture {
 	t.Helper()
-	f := &fixture{idp: newJWKSServer(t, jwksJSON(idpKeys()...)), clock: &clock{t: t0}}
+	f := &fixture{idp: newJWKSServer(t, jwksJSON(idpKeys()...)), clock: testkit.NewClock(t0)}
 	// As the engine wires it: a changed key set drops what withdrawn keys
 	// verified.
 	onChange := func() { f.v.Retain(f.cache.Holds) }
