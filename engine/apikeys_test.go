@@ -35,31 +35,22 @@ func apiKeyEngine(t testing.TB, deps engine.Deps) (e *engine.Engine, path, admin
 	return newEngine(t, cfg, deps), path, admin, viewer
 }
 
-func TestAPIKeyDecisions(t *testing.T) {
-	e, _, admin, viewer := apiKeyEngine(t, engine.Deps{})
-	if e.DevMode() {
-		t.Fatal("api_keys.file set, yet development mode")
-	}
-	ctx := context.Background()
-	wrong := admin[:len(admin)-2] + "AE"
-	tests := []struct {
-		name    string
-		cred    engine.Credential
-		action  string
-		allowed bool
-		code    reason.Code
-	}{
-		{"admin deletes", engine.APIKey(admin), "orders:delete", true, reason.PolicyAllow},
-		{"viewer reads", engine.APIKey(viewer), "orders:read", true, reason.PolicyAllow},
-		{"viewer deletes", engine.APIKey(viewer), "orders:delete", false, reason.PolicyDeny},
-		{"wrong secret", engine.APIKey(wrong), "orders:read", false, reason.APIKeyUnknown},
-		{"malformed", engine.APIKey("svck_nope"), "orders:read", false, reason.APIKeyMalformed},
-		{"from the token field", engine.CredentialOf(viewer), "orders:read", true, reason.PolicyAllow},
-		{"a bearer token with no verifier", engine.BearerToken("eyJhbGciOiJFUzI1NiJ9.e30.c2ln"), "orders:read", false, reason.IssuerUnknown},
-	}
+// credentialCase is a credential presented for action on an order, and
+// the decision it must get.
+type credentialCase struct {
+	name    string
+	cred    engine.Credential
+	action  string
+	allowed bool
+	code    reason.Code
+}
+
+// checkCredentialDecisions asks e for each case's decision.
+func checkCredentialDecisions(t *testing.T, e *engine.Engine, tests []credentialCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := e.Decide(ctx, engine.Request{Credential: tt.cred, Input: engine.Input{Action: tt.action, Resource: policy.Resource{Type: "orders"}}})
+			res, err := e.Decide(t.Context(), engine.Request{Credential: tt.cred, Input: engine.Input{Action: tt.action, Resource: policy.Resource{Type: "orders"}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,6 +59,25 @@ func TestAPIKeyDecisions(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestAPIKeyDecisions(t *testing.T) {
+	e, _, admin, viewer := apiKeyEngine(t, engine.Deps{})
+	if e.DevMode() {
+		t.Fatal("api_keys.file set, yet development mode")
+	}
+	ctx := context.Background()
+	wrong := admin[:len(admin)-2] + "AE"
+	tests := []credentialCase{
+		{"admin deletes", engine.APIKey(admin), "orders:delete", true, reason.PolicyAllow},
+		{"viewer reads", engine.APIKey(viewer), "orders:read", true, reason.PolicyAllow},
+		{"viewer deletes", engine.APIKey(viewer), "orders:delete", false, reason.PolicyDeny},
+		{"wrong secret", engine.APIKey(wrong), "orders:read", false, reason.APIKeyUnknown},
+		{"malformed", engine.APIKey("svck_nope"), "orders:read", false, reason.APIKeyMalformed},
+		{"from the token field", engine.CredentialOf(viewer), "orders:read", true, reason.PolicyAllow},
+		{"a bearer token with no verifier", engine.BearerToken("eyJhbGciOiJFUzI1NiJ9.e30.c2ln"), "orders:read", false, reason.IssuerUnknown},
+	}
+	checkCredentialDecisions(t, e, tests)
 	res, _ := e.Decide(ctx, engine.Request{Scope: engine.ScopeToken, Credential: engine.APIKey(admin)})
 	if d := res.Token; !d.Allowed || d.Subject != "ci-deployer" || d.TenantID != "acme" || d.Claims["sub"] != "ci-deployer" {
 		t.Fatalf("ValidateToken with an API key = %+v", d)

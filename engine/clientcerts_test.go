@@ -9,7 +9,6 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/clientcert"
-	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/metrictest"
 	"github.com/svc-dev/svc/reason"
@@ -42,13 +41,7 @@ func TestClientCertDecisions(t *testing.T) {
 	ca := testkit.NewCA(t, "mesh CA")
 	cert := url.PathEscape(string(ca.Client(t, orderReader).CertPEM))
 	ctx := context.Background()
-	tests := []struct {
-		name    string
-		cred    engine.Credential
-		action  string
-		allowed bool
-		code    reason.Code
-	}{
+	tests := []credentialCase{
 		{"envoy principal, viewer reads", certCred(clientcert.Presented{Principal: orderReader}), "orders:read", true, reason.PolicyAllow},
 		{"envoy certificate, viewer reads", certCred(clientcert.Presented{Principal: orderReader, Certificate: cert}), "orders:read", true, reason.PolicyAllow},
 		{"xfcc, viewer reads", certCred(clientcert.Presented{XFCC: `Cert="` + cert + `"`}), "orders:read", true, reason.PolicyAllow},
@@ -60,17 +53,7 @@ func TestClientCertDecisions(t *testing.T) {
 		{"a bearer token is judged first", engine.Credential{Bearer: "eyJhbGciOiJFUzI1NiJ9.e30.c2ln", ClientCert: clientcert.Presented{Principal: orderReader}}, "orders:read", false, reason.IssuerUnknown},
 		{"nothing", engine.Credential{}, "orders:read", false, reason.TokenMissing},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res, err := e.Decide(ctx, engine.Request{Credential: tt.cred, Input: engine.Input{Action: tt.action, Resource: policy.Resource{Type: "orders"}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Allowed() != tt.allowed || res.Decision.Reason != tt.code {
-				t.Fatalf("Decide = allowed %v, reason %s (%s); want %v, %s", res.Allowed(), res.Decision.Reason, res.Token.Message, tt.allowed, tt.code)
-			}
-		})
-	}
+	checkCredentialDecisions(t, e, tests)
 	res, _ := e.Decide(ctx, engine.Request{Scope: engine.ScopeToken, Credential: certCred(clientcert.Presented{Principal: orderReader})})
 	if d := res.Token; !d.Allowed || d.Subject != orderReader || d.TenantID != "acme" || d.Kind != engine.KindMTLS || d.Claims["sub"] != orderReader {
 		t.Fatalf("ValidateToken with a client certificate = %+v", d)
