@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/svc-dev/svc/internal/periodic"
+
 	"github.com/svc-dev/svc/engine/apikey"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/reason"
@@ -61,16 +63,7 @@ func (e *Engine) openAPIKeys() error {
 // watchAPIKeys re-reads api_keys.file when it changes, until ctx ends.
 func (e *Engine) watchAPIKeys(ctx context.Context) {
 	defer close(e.apiKeysDone)
-	t := time.NewTicker(apiKeyPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			e.reloadAPIKeys(ctx)
-		}
-	}
+	periodic.Every(ctx, apiKeyPoll, func() { e.reloadAPIKeys(ctx) })
 }
 
 // ReloadAPIKeys re-reads api_keys.file now if it changed (the sidecar

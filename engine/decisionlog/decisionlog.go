@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/decisionlog/spool"
+	"github.com/svc-dev/svc/internal/periodic"
 )
 
 // Record is one decision record as the sinks carry it: the decision id
@@ -173,18 +174,11 @@ func (l *Logger) Run(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(l.opts.FsyncInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := l.spool.Sync(); err != nil {
-					l.log.Error("decision log spool sync failed", "err", err)
-				}
+		periodic.Every(ctx, l.opts.FsyncInterval, func() {
+			if err := l.spool.Sync(); err != nil {
+				l.log.Error("decision log spool sync failed", "err", err)
 			}
-		}
+		})
 	}()
 	// What previous processes left goes first, oldest records first.
 	for _, o := range l.orphans {

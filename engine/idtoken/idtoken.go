@@ -32,6 +32,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/svc-dev/svc/internal/periodic"
+
 	"github.com/svc-dev/svc/engine/issuer"
 	"github.com/svc-dev/svc/engine/jwks"
 	"github.com/svc-dev/svc/wire"
@@ -248,16 +250,7 @@ func (m *Minter) Counts() (minted, reused, failures int64) {
 
 // Watch re-reads the key file when it changes, until ctx ends.
 func (m *Minter) Watch(ctx context.Context) {
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			_, _ = m.Reload()
-		}
-	}
+	periodic.Every(ctx, poll, func() { _, _ = m.Reload() })
 }
 
 // Reload re-reads the key file now and reports whether its keys changed.
