@@ -269,7 +269,8 @@ func runProxy(t *testing.T, bin string, args func(dir, conf string) []string, sr
 		select {
 		case <-exited:
 			output = stop()
-			return "", output, strings.Contains(output, "address already in use")
+			// nginx says "Address already in use", Caddy "address already in use".
+			return "", output, strings.Contains(strings.ToLower(output), "address already in use")
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
