@@ -169,6 +169,13 @@ const (
 	// the network (http.send, net.lookup_ip_addr) or the process
 	// (opa.runtime), which policy.allow_network_builtins leaves off.
 	PolicyBuiltinForbidden Code = "policy-builtin-forbidden"
+	// PlanConditional is the reason of a resource plan that permits the
+	// resources meeting its condition.
+	PlanConditional Code = "plan-conditional"
+	// PlanUnsupported means the policy uses a construct a resource plan
+	// cannot express as a condition on a resource's id, tenant and
+	// attributes; the message names the rule and line.
+	PlanUnsupported Code = "plan-unsupported"
 )
 
 // Error is a failure with a stable reason code. Msg is safe to show to a

@@ -558,6 +558,266 @@ func (x *AuthorizeResponse) GetMessage() string {
 	return ""
 }
 
+// PlanResourcesRequest asks which resources of resource_type the token's
+// bearer may perform action on.
+type PlanResourcesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// token is the credential, as for AuthorizeRequest; on the HTTP API it
+	// may instead come from the Authorization header (or an API key, or a
+	// client certificate, as for Authorize).
+	Token string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// action is "<resource>:<verb>", e.g. "orders:read". Required.
+	Action string `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
+	// resource_type is the kind of resource listed (input.resource.type).
+	// When empty it is taken from the action's prefix.
+	ResourceType string `protobuf:"bytes,3,opt,name=resource_type,json=resourceType,proto3" json:"resource_type,omitempty"`
+	// dialect is the SQL dialect of sql: "postgres" (the default: $1, $2…),
+	// "sqlite" or "mysql" (? markers).
+	Dialect       string `protobuf:"bytes,4,opt,name=dialect,proto3" json:"dialect,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanResourcesRequest) Reset() {
+	*x = PlanResourcesRequest{}
+	mi := &file_authz_v1_authz_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanResourcesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanResourcesRequest) ProtoMessage() {}
+
+func (x *PlanResourcesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_authz_v1_authz_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanResourcesRequest.ProtoReflect.Descriptor instead.
+func (*PlanResourcesRequest) Descriptor() ([]byte, []int) {
+	return file_authz_v1_authz_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PlanResourcesRequest) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *PlanResourcesRequest) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *PlanResourcesRequest) GetResourceType() string {
+	if x != nil {
+		return x.ResourceType
+	}
+	return ""
+}
+
+func (x *PlanResourcesRequest) GetDialect() string {
+	if x != nil {
+		return x.Dialect
+	}
+	return ""
+}
+
+// PlanResourcesResponse is a resource plan.
+type PlanResourcesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// kind is "always_allowed", "always_denied" or "conditional".
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// condition, set when kind is "conditional", is the tree of
+	// {"op":"and"|"or","args":[…]}, {"op":"not","arg":…},
+	// {"op":"eq"|"ne"|"lt"|"le"|"gt"|"ge","field":…,"value":…} and
+	// {"op":"in","field":…,"values":[…]} over the fields "id", "tenant" and
+	// "attributes.<name>".
+	Condition *structpb.Struct `protobuf:"bytes,2,opt,name=condition,proto3" json:"condition,omitempty"`
+	// sql is the plan as a WHERE clause with bind parameters, in dialect:
+	// "1 = 1" when always allowed, "1 = 0" when always denied.
+	Sql *SQLFilter `protobuf:"bytes,3,opt,name=sql,proto3" json:"sql,omitempty"`
+	// decision_id identifies the plan in the audit record and the decision
+	// log.
+	DecisionId string `protobuf:"bytes,4,opt,name=decision_id,json=decisionId,proto3" json:"decision_id,omitempty"`
+	// reason is "plan-conditional", "policy-allow" (always allowed),
+	// "policy-deny" (always denied), "rate-limited", or the credential's
+	// failure code (e.g. "token-expired"), which denies every resource.
+	Reason string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	// subject is the sub claim of the accepted credential.
+	Subject string `protobuf:"bytes,6,opt,name=subject,proto3" json:"subject,omitempty"`
+	// tenant_id is the tenant of the accepted credential.
+	TenantId string `protobuf:"bytes,7,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// policy_revision is the revision of the policy set that planned.
+	PolicyRevision string `protobuf:"bytes,8,opt,name=policy_revision,json=policyRevision,proto3" json:"policy_revision,omitempty"`
+	// message explains a refused credential in words.
+	Message       string `protobuf:"bytes,9,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanResourcesResponse) Reset() {
+	*x = PlanResourcesResponse{}
+	mi := &file_authz_v1_authz_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanResourcesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanResourcesResponse) ProtoMessage() {}
+
+func (x *PlanResourcesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_authz_v1_authz_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanResourcesResponse.ProtoReflect.Descriptor instead.
+func (*PlanResourcesResponse) Descriptor() ([]byte, []int) {
+	return file_authz_v1_authz_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *PlanResourcesResponse) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *PlanResourcesResponse) GetCondition() *structpb.Struct {
+	if x != nil {
+		return x.Condition
+	}
+	return nil
+}
+
+func (x *PlanResourcesResponse) GetSql() *SQLFilter {
+	if x != nil {
+		return x.Sql
+	}
+	return nil
+}
+
+func (x *PlanResourcesResponse) GetDecisionId() string {
+	if x != nil {
+		return x.DecisionId
+	}
+	return ""
+}
+
+func (x *PlanResourcesResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PlanResourcesResponse) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *PlanResourcesResponse) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *PlanResourcesResponse) GetPolicyRevision() string {
+	if x != nil {
+		return x.PolicyRevision
+	}
+	return ""
+}
+
+func (x *PlanResourcesResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// SQLFilter is a WHERE clause and its parameters: every value of the
+// plan is a parameter, never part of the text.
+type SQLFilter struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// where is the clause, without the WHERE keyword.
+	Where string `protobuf:"bytes,1,opt,name=where,proto3" json:"where,omitempty"`
+	// params are the bind parameters, in order.
+	Params        *structpb.ListValue `protobuf:"bytes,2,opt,name=params,proto3" json:"params,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SQLFilter) Reset() {
+	*x = SQLFilter{}
+	mi := &file_authz_v1_authz_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SQLFilter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SQLFilter) ProtoMessage() {}
+
+func (x *SQLFilter) ProtoReflect() protoreflect.Message {
+	mi := &file_authz_v1_authz_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SQLFilter.ProtoReflect.Descriptor instead.
+func (*SQLFilter) Descriptor() ([]byte, []int) {
+	return file_authz_v1_authz_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SQLFilter) GetWhere() string {
+	if x != nil {
+		return x.Where
+	}
+	return ""
+}
+
+func (x *SQLFilter) GetParams() *structpb.ListValue {
+	if x != nil {
+		return x.Params
+	}
+	return nil
+}
+
 var File_authz_v1_authz_proto protoreflect.FileDescriptor
 
 const file_authz_v1_authz_proto_rawDesc = "" +
@@ -612,10 +872,30 @@ const file_authz_v1_authz_proto_rawDesc = "" +
 	"\vretry_after\x18\t \x01(\v2\x19.google.protobuf.DurationR\n" +
 	"retryAfter\x12\x18\n" +
 	"\amessage\x18\n" +
-	" \x01(\tR\amessage2\xb6\x01\n" +
+	" \x01(\tR\amessage\"\x83\x01\n" +
+	"\x14PlanResourcesRequest\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12\x16\n" +
+	"\x06action\x18\x02 \x01(\tR\x06action\x12#\n" +
+	"\rresource_type\x18\x03 \x01(\tR\fresourceType\x12\x18\n" +
+	"\adialect\x18\x04 \x01(\tR\adialect\"\xc0\x02\n" +
+	"\x15PlanResourcesResponse\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x125\n" +
+	"\tcondition\x18\x02 \x01(\v2\x17.google.protobuf.StructR\tcondition\x12)\n" +
+	"\x03sql\x18\x03 \x01(\v2\x17.svc.authz.v1.SQLFilterR\x03sql\x12\x1f\n" +
+	"\vdecision_id\x18\x04 \x01(\tR\n" +
+	"decisionId\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x18\n" +
+	"\asubject\x18\x06 \x01(\tR\asubject\x12\x1b\n" +
+	"\ttenant_id\x18\a \x01(\tR\btenantId\x12'\n" +
+	"\x0fpolicy_revision\x18\b \x01(\tR\x0epolicyRevision\x12\x18\n" +
+	"\amessage\x18\t \x01(\tR\amessage\"U\n" +
+	"\tSQLFilter\x12\x14\n" +
+	"\x05where\x18\x01 \x01(\tR\x05where\x122\n" +
+	"\x06params\x18\x02 \x01(\v2\x1a.google.protobuf.ListValueR\x06params2\x90\x02\n" +
 	"\fAuthzService\x12X\n" +
 	"\rValidateToken\x12\".svc.authz.v1.ValidateTokenRequest\x1a#.svc.authz.v1.ValidateTokenResponse\x12L\n" +
-	"\tAuthorize\x12\x1e.svc.authz.v1.AuthorizeRequest\x1a\x1f.svc.authz.v1.AuthorizeResponseB)Z'github.com/svc-dev/svc/authz/v1;authzv1b\x06proto3"
+	"\tAuthorize\x12\x1e.svc.authz.v1.AuthorizeRequest\x1a\x1f.svc.authz.v1.AuthorizeResponse\x12X\n" +
+	"\rPlanResources\x12\".svc.authz.v1.PlanResourcesRequest\x1a#.svc.authz.v1.PlanResourcesResponseB)Z'github.com/svc-dev/svc/authz/v1;authzv1b\x06proto3"
 
 var (
 	file_authz_v1_authz_proto_rawDescOnce sync.Once
@@ -629,7 +909,7 @@ func file_authz_v1_authz_proto_rawDescGZIP() []byte {
 	return file_authz_v1_authz_proto_rawDescData
 }
 
-var file_authz_v1_authz_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_authz_v1_authz_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_authz_v1_authz_proto_goTypes = []any{
 	(*ValidateTokenRequest)(nil),  // 0: svc.authz.v1.ValidateTokenRequest
 	(*ValidateTokenResponse)(nil), // 1: svc.authz.v1.ValidateTokenResponse
@@ -637,29 +917,38 @@ var file_authz_v1_authz_proto_goTypes = []any{
 	(*RequestInfo)(nil),           // 3: svc.authz.v1.RequestInfo
 	(*AuthorizeRequest)(nil),      // 4: svc.authz.v1.AuthorizeRequest
 	(*AuthorizeResponse)(nil),     // 5: svc.authz.v1.AuthorizeResponse
-	nil,                           // 6: svc.authz.v1.RequestInfo.QueryEntry
-	nil,                           // 7: svc.authz.v1.RequestInfo.HeadersEntry
-	(*structpb.Struct)(nil),       // 8: google.protobuf.Struct
-	(*durationpb.Duration)(nil),   // 9: google.protobuf.Duration
+	(*PlanResourcesRequest)(nil),  // 6: svc.authz.v1.PlanResourcesRequest
+	(*PlanResourcesResponse)(nil), // 7: svc.authz.v1.PlanResourcesResponse
+	(*SQLFilter)(nil),             // 8: svc.authz.v1.SQLFilter
+	nil,                           // 9: svc.authz.v1.RequestInfo.QueryEntry
+	nil,                           // 10: svc.authz.v1.RequestInfo.HeadersEntry
+	(*structpb.Struct)(nil),       // 11: google.protobuf.Struct
+	(*durationpb.Duration)(nil),   // 12: google.protobuf.Duration
+	(*structpb.ListValue)(nil),    // 13: google.protobuf.ListValue
 }
 var file_authz_v1_authz_proto_depIdxs = []int32{
-	8,  // 0: svc.authz.v1.ValidateTokenResponse.claims:type_name -> google.protobuf.Struct
-	8,  // 1: svc.authz.v1.Resource.attributes:type_name -> google.protobuf.Struct
-	6,  // 2: svc.authz.v1.RequestInfo.query:type_name -> svc.authz.v1.RequestInfo.QueryEntry
-	7,  // 3: svc.authz.v1.RequestInfo.headers:type_name -> svc.authz.v1.RequestInfo.HeadersEntry
+	11, // 0: svc.authz.v1.ValidateTokenResponse.claims:type_name -> google.protobuf.Struct
+	11, // 1: svc.authz.v1.Resource.attributes:type_name -> google.protobuf.Struct
+	9,  // 2: svc.authz.v1.RequestInfo.query:type_name -> svc.authz.v1.RequestInfo.QueryEntry
+	10, // 3: svc.authz.v1.RequestInfo.headers:type_name -> svc.authz.v1.RequestInfo.HeadersEntry
 	2,  // 4: svc.authz.v1.AuthorizeRequest.resource:type_name -> svc.authz.v1.Resource
 	3,  // 5: svc.authz.v1.AuthorizeRequest.request:type_name -> svc.authz.v1.RequestInfo
-	8,  // 6: svc.authz.v1.AuthorizeResponse.claims:type_name -> google.protobuf.Struct
-	9,  // 7: svc.authz.v1.AuthorizeResponse.retry_after:type_name -> google.protobuf.Duration
-	0,  // 8: svc.authz.v1.AuthzService.ValidateToken:input_type -> svc.authz.v1.ValidateTokenRequest
-	4,  // 9: svc.authz.v1.AuthzService.Authorize:input_type -> svc.authz.v1.AuthorizeRequest
-	1,  // 10: svc.authz.v1.AuthzService.ValidateToken:output_type -> svc.authz.v1.ValidateTokenResponse
-	5,  // 11: svc.authz.v1.AuthzService.Authorize:output_type -> svc.authz.v1.AuthorizeResponse
-	10, // [10:12] is the sub-list for method output_type
-	8,  // [8:10] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	11, // 6: svc.authz.v1.AuthorizeResponse.claims:type_name -> google.protobuf.Struct
+	12, // 7: svc.authz.v1.AuthorizeResponse.retry_after:type_name -> google.protobuf.Duration
+	11, // 8: svc.authz.v1.PlanResourcesResponse.condition:type_name -> google.protobuf.Struct
+	8,  // 9: svc.authz.v1.PlanResourcesResponse.sql:type_name -> svc.authz.v1.SQLFilter
+	13, // 10: svc.authz.v1.SQLFilter.params:type_name -> google.protobuf.ListValue
+	0,  // 11: svc.authz.v1.AuthzService.ValidateToken:input_type -> svc.authz.v1.ValidateTokenRequest
+	4,  // 12: svc.authz.v1.AuthzService.Authorize:input_type -> svc.authz.v1.AuthorizeRequest
+	6,  // 13: svc.authz.v1.AuthzService.PlanResources:input_type -> svc.authz.v1.PlanResourcesRequest
+	1,  // 14: svc.authz.v1.AuthzService.ValidateToken:output_type -> svc.authz.v1.ValidateTokenResponse
+	5,  // 15: svc.authz.v1.AuthzService.Authorize:output_type -> svc.authz.v1.AuthorizeResponse
+	7,  // 16: svc.authz.v1.AuthzService.PlanResources:output_type -> svc.authz.v1.PlanResourcesResponse
+	14, // [14:17] is the sub-list for method output_type
+	11, // [11:14] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_authz_v1_authz_proto_init() }
@@ -673,7 +962,7 @@ func file_authz_v1_authz_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_authz_v1_authz_proto_rawDesc), len(file_authz_v1_authz_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

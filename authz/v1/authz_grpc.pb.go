@@ -21,6 +21,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	AuthzService_ValidateToken_FullMethodName = "/svc.authz.v1.AuthzService/ValidateToken"
 	AuthzService_Authorize_FullMethodName     = "/svc.authz.v1.AuthzService/Authorize"
+	AuthzService_PlanResources_FullMethodName = "/svc.authz.v1.AuthzService/PlanResources"
 )
 
 // AuthzServiceClient is the client API for AuthzService service.
@@ -34,6 +35,7 @@ const (
 //
 //	POST /v1/validate-token  ValidateTokenRequest -> ValidateTokenResponse
 //	POST /v1/authorize       AuthorizeRequest     -> AuthorizeResponse
+//	POST /v1/plan-resources  PlanResourcesRequest -> PlanResourcesResponse
 //
 // A decision, including a denial or an invalid token, is a normal response
 // with allowed=false and a stable reason code; it is never a gRPC error.
@@ -49,6 +51,14 @@ type AuthzServiceClient interface {
 	// the verified claims and input.tenant from the sidecar's configuration;
 	// nothing in the request can set them.
 	Authorize(ctx context.Context, in *AuthorizeRequest, opts ...grpc.CallOption) (*AuthorizeResponse, error)
+	// PlanResources answers which resources of a type the token's bearer
+	// may act on: every one, none, or those meeting a condition on their
+	// id, tenant and attributes, given as a tree and as a SQL WHERE clause
+	// with bind parameters. For every resource, the plan's answer is the
+	// answer Authorize would give. A policy construct the plan cannot
+	// express fails with FAILED_PRECONDITION (reason "plan-unsupported",
+	// naming the rule and line), never with a wrong filter.
+	PlanResources(ctx context.Context, in *PlanResourcesRequest, opts ...grpc.CallOption) (*PlanResourcesResponse, error)
 }
 
 type authzServiceClient struct {
@@ -79,6 +89,16 @@ func (c *authzServiceClient) Authorize(ctx context.Context, in *AuthorizeRequest
 	return out, nil
 }
 
+func (c *authzServiceClient) PlanResources(ctx context.Context, in *PlanResourcesRequest, opts ...grpc.CallOption) (*PlanResourcesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PlanResourcesResponse)
+	err := c.cc.Invoke(ctx, AuthzService_PlanResources_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AuthzServiceServer is the server API for AuthzService service.
 // All implementations must embed UnimplementedAuthzServiceServer
 // for forward compatibility.
@@ -90,6 +110,7 @@ func (c *authzServiceClient) Authorize(ctx context.Context, in *AuthorizeRequest
 //
 //	POST /v1/validate-token  ValidateTokenRequest -> ValidateTokenResponse
 //	POST /v1/authorize       AuthorizeRequest     -> AuthorizeResponse
+//	POST /v1/plan-resources  PlanResourcesRequest -> PlanResourcesResponse
 //
 // A decision, including a denial or an invalid token, is a normal response
 // with allowed=false and a stable reason code; it is never a gRPC error.
@@ -105,6 +126,14 @@ type AuthzServiceServer interface {
 	// the verified claims and input.tenant from the sidecar's configuration;
 	// nothing in the request can set them.
 	Authorize(context.Context, *AuthorizeRequest) (*AuthorizeResponse, error)
+	// PlanResources answers which resources of a type the token's bearer
+	// may act on: every one, none, or those meeting a condition on their
+	// id, tenant and attributes, given as a tree and as a SQL WHERE clause
+	// with bind parameters. For every resource, the plan's answer is the
+	// answer Authorize would give. A policy construct the plan cannot
+	// express fails with FAILED_PRECONDITION (reason "plan-unsupported",
+	// naming the rule and line), never with a wrong filter.
+	PlanResources(context.Context, *PlanResourcesRequest) (*PlanResourcesResponse, error)
 	mustEmbedUnimplementedAuthzServiceServer()
 }
 
@@ -120,6 +149,9 @@ func (UnimplementedAuthzServiceServer) ValidateToken(context.Context, *ValidateT
 }
 func (UnimplementedAuthzServiceServer) Authorize(context.Context, *AuthorizeRequest) (*AuthorizeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Authorize not implemented")
+}
+func (UnimplementedAuthzServiceServer) PlanResources(context.Context, *PlanResourcesRequest) (*PlanResourcesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PlanResources not implemented")
 }
 func (UnimplementedAuthzServiceServer) mustEmbedUnimplementedAuthzServiceServer() {}
 func (UnimplementedAuthzServiceServer) testEmbeddedByValue()                      {}
@@ -178,6 +210,24 @@ func _AuthzService_Authorize_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AuthzService_PlanResources_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PlanResourcesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AuthzServiceServer).PlanResources(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AuthzService_PlanResources_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AuthzServiceServer).PlanResources(ctx, req.(*PlanResourcesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AuthzService_ServiceDesc is the grpc.ServiceDesc for AuthzService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -192,6 +242,10 @@ var AuthzService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Authorize",
 			Handler:    _AuthzService_Authorize_Handler,
+		},
+		{
+			MethodName: "PlanResources",
+			Handler:    _AuthzService_PlanResources_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
