@@ -321,6 +321,7 @@ func (e *Engine) finish(ctx context.Context, start time.Time, res Result, req *R
 		Simulated:      simulated,
 		Source:         req.Source,
 		IdentityKind:   res.Token.Kind,
+		Plan:           string(res.Plan.Kind),
 	}
 	if lg, ok := e.audit.(*audit.Logger); ok && !observing && e.decisions == nil {
 		// The log writes the ids from their bytes, off the request path;

@@ -116,7 +116,7 @@ func (a *app) runReplay(cmd *cobra.Command, dir string, f replayFlags) error {
 			plural(skipped, "record"))
 	}
 	if ignored > 0 {
-		fmt.Fprintf(a.stderr, "core: %s ignored: the credential or the budget decided, not the policy\n", plural(ignored, "record"))
+		fmt.Fprintf(a.stderr, "core: %s ignored: the credential or the budget decided, not the policy, or a resource plan\n", plural(ignored, "record"))
 	}
 	r := rp.Report()
 	if asJSON {
@@ -152,6 +152,10 @@ func parseRecord(b []byte) (engine.DecisionEvent, bool, error) {
 	}
 	ev := engine.DecisionEvent{Record: rec.Record}
 	ev.Record.Allow, ev.Record.Reason = *rec.Allow, *rec.Reason
+	if rec.Plan != "" {
+		// A resource plan decides no one resource: nothing to compare.
+		return ev, false, nil
+	}
 	switch reason.Code(*rec.Reason) {
 	case reason.PolicyAllow, reason.PolicyDeny, reason.PolicyError:
 		ev.Evaluated, ev.PolicyAllow = true, *rec.Allow

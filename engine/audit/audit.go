@@ -30,9 +30,9 @@ const (
 //
 //	time, decision_id, trace_id, span_id, tenant, user_id, action, resource,
 //	allow, deny_reasons, reason, policy_revision, latency_us, simulated, source,
-//	identity_kind
+//	identity_kind, plan
 //
-// span_id, source and identity_kind are omitted when empty; every other key is always
+// span_id, source, identity_kind and plan are omitted when empty; every other key is always
 // present. deny_reasons is always an array, never null.
 type Record struct {
 	// Time is when the decision was asked for; written as RFC 3339 with
@@ -74,6 +74,11 @@ type Record struct {
 	// with ("jwt", "introspection", "api_key", "mtls", "session"); empty
 	// when no credential was accepted.
 	IdentityKind string `json:"identity_kind,omitempty"`
+	// Plan is the kind of a resource plan ("always_allowed",
+	// "always_denied", "conditional") when the record is of a plan
+	// (PlanResources) rather than of a decision on one resource; then
+	// Allow is true only for "always_allowed".
+	Plan string `json:"plan,omitempty"`
 }
 
 // Resource is the target of an action. It is written as an object with all

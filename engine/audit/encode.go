@@ -95,6 +95,10 @@ func (r *Record) appendJSON(b []byte, ids *rawIDs) []byte {
 		b = append(b, `,"identity_kind":`...)
 		b = appendString(b, r.IdentityKind)
 	}
+	if r.Plan != "" {
+		b = append(b, `,"plan":`...)
+		b = appendString(b, r.Plan)
+	}
 	return append(b, '}')
 }
 
