@@ -66,7 +66,7 @@ func TestDecideScopes(t *testing.T) {
 	if want, _ := e.Evaluate(ctx, authRes.Input); err != nil || polRes.Decision.Allow != want.Allow || polRes.Token.Allowed {
 		t.Errorf("ScopePolicy: %+v %v, want %+v", polRes, err, want)
 	}
-	if _, err := e.Decide(ctx, engine.Request{Scope: engine.ScopePolicy + 1}); err == nil {
+	if _, err := e.Decide(ctx, engine.Request{Scope: engine.ScopePlan + 1}); err == nil {
 		t.Error("an unknown scope was answered")
 	}
 }
