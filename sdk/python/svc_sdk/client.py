@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, NoReturn
 
 from ._pool import Pool, Unreachable
+from .plan import ALWAYS_ALLOWED, DIALECTS, Plan, PlanError, SQLFilter, WHERE_TRUE
 
 __all__ = [
     "Client", "TokenDecision", "Decision", "SvcError", "SidecarUnavailableError",
@@ -37,6 +38,7 @@ DEFAULT_CONFIG_FILE = "svc.toml"
 
 PATH_VALIDATE_TOKEN = "/v1/validate-token"
 PATH_AUTHORIZE = "/v1/authorize"
+PATH_PLAN_RESOURCES = "/v1/plan-resources"
 
 ANONYMOUS = "anonymous"
 FAIL_OPEN_REASON = "fail-open"
@@ -242,6 +244,35 @@ class Client:
             retry_after=_duration(body.get("retry_after")),
             message=str(body.get("message") or ""),
         )
+
+    def plan_resources(self, action: str, resource_type: str, dialect: str = "postgres", *,
+                       token: str | None = None) -> Plan:
+        """Asks which resources of type ``resource_type`` the bearer of
+        ``token`` (a bearer token or an API key) may perform ``action`` on:
+        a :class:`~svc_sdk.plan.Plan`, ``always_allowed``, ``always_denied``
+        or ``conditional`` with a condition tree, and the sidecar's SQL in
+        ``dialect`` (``postgres``, ``sqlite`` or ``mysql``): ``plan.sql.where``
+        with bind parameters only, ``plan.sql.params``. A refused credential
+        is an ``always_denied`` plan with the token's failure code as its
+        reason. A policy the plan cannot express raises
+        :class:`SidecarRequestError` with code ``plan-unsupported``.
+
+        The fail modes apply as for :meth:`authorize`: with the sidecar
+        unreachable, ``open`` returns an ``always_allowed`` plan with reason
+        ``fail-open`` (every row is listed), ``closed`` raises
+        :class:`SidecarUnavailableError`."""
+        if dialect not in DIALECTS:
+            raise ValueError(f"dialect {dialect!r} is not postgres, sqlite or mysql")
+        msg = {"token": token or "", "action": action, "resource_type": resource_type, "dialect": dialect}
+        try:
+            body = self._call(PATH_PLAN_RESOURCES, msg, "plan-resources")
+        except _FailOpen:
+            return Plan(ALWAYS_ALLOWED, sql=SQLFilter(WHERE_TRUE, []), reason=FAIL_OPEN_REASON, subject=ANONYMOUS,
+                        message="sidecar unavailable; allowed by fail_mode=open")
+        try:
+            return Plan.from_json(body)
+        except PlanError as e:
+            raise SidecarRequestError("input-invalid", f"svc plan-resources: the answer at {self._url}: {e}") from None
 
     def close(self) -> None:
         """Closes the pooled connections."""

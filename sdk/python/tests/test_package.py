@@ -74,7 +74,8 @@ class WheelTest(unittest.TestCase):
             names = set(z.namelist())
             meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
             metadata = z.read(meta).decode()
-        for f in ("__init__.py", "client.py", "_pool.py", "_web.py", "saml.py", "flask.py", "fastapi.py",
+        for f in ("__init__.py", "client.py", "_pool.py", "_web.py", "saml.py", "flask.py", "fastapi.py", "plan.py",
+                  "sqlalchemy.py",
                   "django.py", "identity.py", "py.typed"):
             self.assertIn(f"svc_sdk/{f}", names)
         self.assertFalse([n for n in names if "tests/" in n or n.endswith(".pyc")], names)
@@ -107,7 +108,7 @@ class WheelTest(unittest.TestCase):
 
     def test_imports_with_frameworks(self) -> None:
         py = self.venv("frameworks", system_site=True)
-        out = run([py, "-c", "import svc_sdk, svc_sdk.flask, svc_sdk.fastapi, svc_sdk.django, svc_sdk.saml\n"
+        out = run([py, "-c", "import svc_sdk, svc_sdk.flask, svc_sdk.fastapi, svc_sdk.django, svc_sdk.saml, svc_sdk.sqlalchemy\n"
                    "print(svc_sdk.__file__)\n"], self.dir)
         self.assertTrue(out.strip().startswith(os.path.join(self.dir, "frameworks")), out)
 
