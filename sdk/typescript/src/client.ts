@@ -1,9 +1,10 @@
 /**
  * The client of the svc sidecar's local HTTP JSON API
- * (`POST /v1/validate-token`, `POST /v1/authorize`).
+ * (`POST /v1/validate-token`, `POST /v1/authorize`, `POST /v1/plan-resources`).
  */
 
 import { DEFAULT_CONFIG_FILE, resolveSettings } from "./config.js";
+import { type Dialect, DIALECTS, parsePlan, type Plan, WHERE_TRUE } from "./plan.js";
 
 /** Used when neither the options, the environment nor svc.toml name the sidecar. */
 export const DEFAULT_SIDECAR_URL = "http://localhost:7700";
@@ -90,6 +91,14 @@ export interface AuthorizeOptions {
     query?: Record<string, string>;
     headers?: Record<string, string>;
   };
+}
+
+/** What planResources asks about besides the action and the resource type. */
+export interface PlanResourcesOptions {
+  /** A bearer token (without "Bearer ") or an API key; none asks as an anonymous caller. */
+  token?: string;
+  /** The SQL dialect of plan.sql: "postgres" ($1, $2…, the default), "sqlite" or "mysql" (?). */
+  dialect?: Dialect;
 }
 
 /** The result of authorize: a token check and, when it passed, a policy evaluation. */
@@ -226,6 +235,40 @@ export class SvcClient {
       retryAfter: durationOf(body.retry_after),
       message: str(body.message),
     };
+  }
+
+  /**
+   * Asks which resources of type resourceType the bearer of opts.token (a
+   * bearer token or an API key) may perform action on: a Plan,
+   * always_allowed, always_denied or conditional with a condition tree,
+   * and the sidecar's SQL in opts.dialect (default "postgres"): plan.sql.where
+   * with bind parameters only, plan.sql.params. A refused credential is an
+   * always_denied plan with the token's failure code as its reason. A
+   * policy the plan cannot express throws SidecarRequestError with code
+   * "plan-unsupported".
+   *
+   * The fail modes apply as for authorize: with the sidecar unreachable,
+   * "open" returns an always_allowed plan with reason "fail-open" (every
+   * row is listed), "closed" throws SidecarUnavailableError.
+   */
+  async planResources(action: string, resourceType: string, opts: PlanResourcesOptions = {}): Promise<Plan> {
+    const dialect = opts.dialect ?? "postgres";
+    if (!DIALECTS.includes(dialect)) {
+      throw new TypeError(`svc: dialect ${JSON.stringify(dialect)} is not postgres, sqlite or mysql`);
+    }
+    const msg = { token: opts.token ?? "", action, resource_type: resourceType, dialect };
+    const body = await this.#call("/v1/plan-resources", msg, "plan-resources");
+    if (body === FAIL_OPEN) {
+      return { kind: "always_allowed", condition: null, sql: { where: WHERE_TRUE, params: [] }, decisionId: "",
+        reason: "fail-open", subject: "anonymous", tenantId: "", policyRevision: "",
+        message: "sidecar unavailable; allowed by fail_mode=open" };
+    }
+    try {
+      return parsePlan(body);
+    } catch (e) {
+      throw new SidecarRequestError("input-invalid",
+        `svc plan-resources: the answer at ${this.sidecarUrl}: ${e instanceof Error ? e.message : String(e)}`);
+    }
   }
 
   async #call(path: string, msg: unknown, op: string): Promise<Record<string, unknown> | typeof FAIL_OPEN> {

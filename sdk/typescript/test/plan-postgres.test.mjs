@@ -1,0 +1,107 @@
+// Resource plans on a real PostgreSQL (test/postgres.mjs; skipped when its
+// binaries are absent): toSql's where and params for random trees run with
+// pg on a table whose rows lack attributes, and the sidecar's own plans
+// (SvcClient.planResources against the real svc-sidecar) select exactly the
+// rows its per-row authorize answers allow.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+
+import { SidecarRequestError, SvcClient, toSql } from "@svc/sdk";
+
+import { CALL_TIMEOUT_MS, claims, IdP, Sidecar, TENANT } from "./harness.mjs";
+import { holds, rows, trees } from "./plan-trees.mjs";
+import { postgresMissing, startPostgres } from "./postgres.mjs";
+
+const skip = postgresMissing() ?? false;
+
+describe("plans on PostgreSQL", { skip }, () => {
+  let db;
+  const data = rows();
+
+  before(async () => {
+    db = await startPostgres();
+    await db.pool.query(`CREATE TABLE orders (id text PRIMARY KEY, tenant text NOT NULL, owner text, status text,
+      level integer)`);
+    for (const r of data) {
+      await db.pool.query("INSERT INTO orders VALUES ($1, $2, $3, $4, $5)", [r.id, r.tenant, r.owner, r.status, r.level]);
+    }
+  });
+  after(async () => db?.stop());
+
+  const ids = async (where, params) =>
+    (await db.pool.query(`SELECT id FROM orders WHERE ${where} ORDER BY id`, params)).rows.map((r) => r.id);
+
+  test("toSql selects the rows the tree means, NULLs included", async () => {
+    for (const c of trees()) {
+      const s = toSql(c, "postgres");
+      const want = data.filter((r) => holds(c, r)).map((r) => r.id).sort();
+      assert.deepEqual(await ids(s.where, s.params), want, `${JSON.stringify(c)}\n${s.where}`);
+    }
+  });
+
+  describe("the sidecar's plans", () => {
+    let idp;
+    let sidecar;
+    let client;
+
+    before(async () => {
+      idp = await IdP.start();
+      sidecar = await Sidecar.start(idp);
+      client = new SvcClient({ sidecarUrl: sidecar.url, failMode: "closed", timeoutMs: CALL_TIMEOUT_MS });
+    });
+    after(async () => {
+      await sidecar?.stop();
+      idp?.close();
+    });
+
+    // Every row's own authorize answer, for the plan to agree with.
+    const allowedRows = async (token, action) => {
+      const out = [];
+      for (const r of data) {
+        const d = await client.authorize(token, action, { resource: "orders", resourceId: r.id, resourceTenant: r.tenant,
+          resourceAttributes: Object.fromEntries(["owner", "status", "level"].filter((k) => r[k] !== null).map((k) => [k, r[k]])) });
+        if (d.allow) out.push(r.id);
+      }
+      return out.sort();
+    };
+
+    test("a viewer's plan lists its tenant's rows", async () => {
+      const token = idp.token(claims({ roles: ["viewer"] }));
+      const plan = await client.planResources("orders:read", "orders", { token });
+      assert.equal(plan.kind, "conditional", JSON.stringify(plan));
+      assert.equal(plan.reason, "plan-conditional");
+      assert.equal(plan.subject, "alice");
+      assert.equal(plan.tenantId, TENANT);
+      assert.ok(plan.decisionId);
+      assert.ok(!plan.sql.where.includes(TENANT), "values are parameters");
+      const got = await ids(plan.sql.where, plan.sql.params);
+      assert.ok(got.length > 0 && got.length < data.length, got.join(","));
+      assert.deepEqual(got, await allowedRows(token, "orders:read"));
+      // The condition rendered here selects the same rows.
+      const local = toSql(plan.condition, "postgres");
+      assert.deepEqual(await ids(local.where, local.params), got);
+    });
+
+    test("always denied: an action no role grants, a refused token", async () => {
+      const viewer = idp.token(claims({ roles: ["viewer"] }));
+      let plan = await client.planResources("orders:delete", "orders", { token: viewer });
+      assert.deepEqual([plan.kind, plan.condition, plan.sql.where], ["always_denied", null, "1 = 0"]);
+      assert.deepEqual(await ids(plan.sql.where, plan.sql.params), []);
+      const expired = idp.token(claims({ exp: Math.floor(Date.now() / 1000) - 3600 }));
+      plan = await client.planResources("orders:read", "orders", { token: expired });
+      assert.deepEqual([plan.kind, plan.reason], ["always_denied", "token-expired"]);
+      plan = await client.planResources("orders:read", "orders");
+      assert.equal(plan.kind, "always_denied");
+    });
+
+    test("dialects; a bad request is an error", async () => {
+      const token = idp.token(claims({ roles: ["viewer"] }));
+      const plan = await client.planResources("orders:read", "orders", { token, dialect: "sqlite" });
+      assert.ok(plan.sql.where.includes("?") && !plan.sql.where.includes("$1"), plan.sql.where);
+      await assert.rejects(client.planResources("", "orders", { token }),
+        (e) => e instanceof SidecarRequestError && e.reason === "input-invalid");
+      await assert.rejects(client.planResources("orders:read", "orders", { token, dialect: "oracle" }), TypeError);
+    });
+  });
+});
