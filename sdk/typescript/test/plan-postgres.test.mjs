@@ -2,13 +2,15 @@
 // binaries are absent): toSql's where and params for random trees run with
 // pg on a table whose rows lack attributes, and the sidecar's own plans
 // (SvcClient.planResources against the real svc-sidecar) select exactly the
-// rows its per-row authorize answers allow.
+// rows its per-row authorize answers allow, as the list-filtering example
+// (examples/list-orders.mjs) does.
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
 import { SidecarRequestError, SvcClient, toSql } from "@svc/sdk";
 
+import { listOrdersServer } from "../examples/list-orders.mjs";
 import { CALL_TIMEOUT_MS, claims, IdP, Sidecar, TENANT } from "./harness.mjs";
 import { holds, rows, trees } from "./plan-trees.mjs";
 import { postgresMissing, startPostgres } from "./postgres.mjs";
@@ -93,6 +95,26 @@ describe("plans on PostgreSQL", { skip }, () => {
       assert.deepEqual([plan.kind, plan.reason], ["always_denied", "token-expired"]);
       plan = await client.planResources("orders:read", "orders");
       assert.equal(plan.kind, "always_denied");
+    });
+
+    test("the example lists only permitted rows", async () => {
+      const server = listOrdersServer(client, db.pool);
+      await new Promise((r) => server.listen(0, "127.0.0.1", r));
+      try {
+        const url = `http://127.0.0.1:${server.address().port}/orders`;
+        const token = idp.token(claims({ roles: ["viewer"] }));
+        const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+        assert.equal(res.status, 200);
+        const body = await res.json();
+        assert.equal(body.plan, "conditional");
+        assert.deepEqual(body.orders.map((o) => o.id), data.filter((r) => r.tenant === TENANT).map((r) => r.id).sort());
+        assert.ok(body.orders.every((o) => o.tenant === TENANT));
+        const anonymous = await (await fetch(url)).json();
+        assert.deepEqual([anonymous.plan, anonymous.orders], ["always_denied", []]);
+      } finally {
+        server.closeAllConnections();
+        server.close();
+      }
     });
 
     test("dialects; a bad request is an error", async () => {
