@@ -21,6 +21,7 @@ const ErrorDomain = "svc.authz.v1"
 const (
 	PathValidateToken = "/v1/validate-token"
 	PathAuthorize     = "/v1/authorize"
+	PathPlanResources = "/v1/plan-resources"
 )
 
 // ErrorBody is the JSON body of every error response of the local HTTP

@@ -204,6 +204,9 @@ func (e *Engine) authorize(ctx context.Context, req *Request) (Result, error) {
 		}
 		return res, nil
 	}
+	if req.Scope == ScopePlan {
+		return e.planResources(ctx, start, res, req)
+	}
 	d, err := e.evaluate(ctx, *in, req.Completer)
 	res.Decision = d
 	if e.dryRun && err == nil {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/plan"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -71,7 +72,9 @@ type Decision struct {
 // Result is the outcome of Decide: under ScopeAuthorize (Authorize) the
 // token decision, then (when the token was accepted) the policy decision
 // on the completed input; under ScopeToken the token decision alone;
-// under ScopePolicy the policy decision on the input as given.
+// under ScopePolicy the policy decision on the input as given; under
+// ScopePlan the token decision and the resource plan (Plan), with
+// Decision holding its id, revision and reason.
 type Result struct {
 	Token    TokenDecision `json:"token"`
 	Decision Decision      `json:"decision"`
@@ -80,6 +83,21 @@ type Result struct {
 	// cache and with every request presenting the same token (claims like
 	// Token.Claims): treat them as read-only, and copy them to modify.
 	Input Input `json:"input"`
+	// Plan is the resource plan of ScopePlan.
+	Plan Plan `json:"plan,omitzero"`
+}
+
+// Plan is a resource plan: which resources of a type the caller may act
+// on, as a condition and as SQL.
+type Plan struct {
+	// Kind is plan.AlwaysAllowed, plan.AlwaysDenied (a refused
+	// credential and a spent budget included) or plan.Conditional.
+	Kind plan.Kind `json:"kind"`
+	// Condition is set for plan.Conditional; shared and read-only.
+	Condition *plan.Condition `json:"condition,omitempty"`
+	// SQL is the plan as a WHERE clause in the request's dialect, with
+	// list_filter.columns naming the columns.
+	SQL plan.SQL `json:"sql"`
 }
 
 // Allowed reports whether both authentication and policy allowed.

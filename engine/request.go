@@ -7,6 +7,7 @@ import (
 	"github.com/svc-dev/svc/engine/apikey"
 	"github.com/svc-dev/svc/engine/clientcert"
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/plan"
 )
 
 // Request is one decision request: everything a decision depends on,
@@ -46,6 +47,9 @@ type Request struct {
 	// then takes them as they are. Only the code that computed them sets
 	// it; a path from anywhere else is made canonical by the engine.
 	Canonical bool
+	// Dialect is the SQL dialect of ScopePlan's WHERE clause; "" is
+	// plan.Postgres.
+	Dialect plan.Dialect
 }
 
 // Credential is what a caller presents to prove who it is: a bearer
@@ -105,6 +109,15 @@ const (
 	// credential, no budget, no canonical path, no audit record. The
 	// answer is Result.Decision, as Evaluate returns it.
 	ScopePolicy
+	// ScopePlan verifies the credential, completes the input and takes
+	// one request from the budget as ScopeAuthorize does, then plans
+	// instead of deciding: which resources of Input.Resource.Type may
+	// the caller perform Input.Action on (Result.Plan). Input.Resource's
+	// other fields are ignored: they are what the plan leaves open. A
+	// refused credential or a spent budget plans plan.AlwaysDenied. A
+	// policy the plan cannot express is an error (reason.PlanUnsupported),
+	// as is an unknown Dialect (reason.InputInvalid).
+	ScopePlan
 )
 
 // RequestCompleter fills in the parts of a policy input's request that
@@ -131,6 +144,8 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 	switch req.Scope {
 	case ScopeAuthorize:
 		return e.authorize(ctx, &req)
+	case ScopePlan:
+		return e.planScope(ctx, &req)
 	case ScopeToken:
 		return e.validate(ctx, &req), nil
 	case ScopePolicy:

@@ -61,7 +61,7 @@ func (s *Server) traceDecisions(next http.Handler) http.Handler {
 // isDecisionRequest reports a request of a path that reaches a decision.
 func isDecisionRequest(r *http.Request) bool {
 	switch p := r.URL.Path; p {
-	case authz.PathAuthorize, authz.PathValidateToken, envoy.CheckPath:
+	case authz.PathAuthorize, authz.PathValidateToken, authz.PathPlanResources, envoy.CheckPath:
 		return true
 	default:
 		return strings.HasPrefix(p, envoy.EnvoyCheckPrefix+"/")

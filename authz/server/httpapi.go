@@ -49,6 +49,8 @@ func (s *Server) RegisterHTTP(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+authz.PathAuthorize, s.httpAuthorize)
 	mux.HandleFunc(authz.PathValidateToken, methodNotAllowed)
 	mux.HandleFunc(authz.PathAuthorize, methodNotAllowed)
+	mux.HandleFunc("POST "+authz.PathPlanResources, s.httpPlanResources)
+	mux.HandleFunc(authz.PathPlanResources, methodNotAllowed)
 }
 
 // credentialOf is the credential of an API request: the body's token

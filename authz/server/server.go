@@ -169,8 +169,11 @@ func (e *apiError) Error() string { return string(e.code) + ": " + e.msg }
 // sidecar that cannot be reached, the one case a fail-open client lets
 // through: an evaluation error must be a denial in every fail mode.
 func (e *apiError) grpcCode() codes.Code {
-	if e.code == reason.InputInvalid {
+	switch e.code {
+	case reason.InputInvalid:
 		return codes.InvalidArgument
+	case reason.PlanUnsupported:
+		return codes.FailedPrecondition
 	}
 	return codes.Internal
 }
@@ -178,8 +181,12 @@ func (e *apiError) grpcCode() codes.Code {
 // httpStatus is 400 for a malformed request and 500 when the engine could
 // not decide, never 503 (unreachable), for the same reason.
 func (e *apiError) httpStatus() int {
-	if e.code == reason.InputInvalid {
+	switch e.code {
+	case reason.InputInvalid:
 		return http.StatusBadRequest
+	case reason.PlanUnsupported:
+		// The request is well formed; the policy cannot answer it.
+		return http.StatusUnprocessableEntity
 	}
 	return http.StatusInternalServerError
 }

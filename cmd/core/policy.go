@@ -196,9 +196,23 @@ func (a *app) runFixtures(cmd *cobra.Command, set *policy.Set, f testFlags) erro
 	if err != nil {
 		return inputError(err)
 	}
+	plans, err := fixture.DiscoverPlans(f.fixtures)
+	if err != nil {
+		return inputError(err)
+	}
 	sum, err := fixture.Run(cmd.Context(), set, pairs, fixture.RunOptions{Explain: f.verbose})
 	if err != nil {
 		return err
+	}
+	if sum.Plans, err = fixture.RunPlans(cmd.Context(), set, plans); err != nil {
+		return err
+	}
+	for _, o := range sum.Plans {
+		if o.Pass {
+			sum.Passed++
+		} else {
+			sum.Failed++
+		}
 	}
 	if a.json {
 		if err := a.writeJSON(sum); err != nil {
@@ -213,6 +227,13 @@ func (a *app) runFixtures(cmd *cobra.Command, set *policy.Set, f testFlags) erro
 			}
 			if f.verbose && o.Rules != nil {
 				printRules(a.stdout, o.Rules, "    ")
+			}
+		}
+		for _, o := range sum.Plans {
+			if o.Pass {
+				fmt.Fprintf(a.stdout, "PASS %s (plan %s, %d rows)\n", o.Name, o.Kind, o.Rows)
+			} else {
+				fmt.Fprintf(a.stdout, "FAIL %s: %s\n", o.Name, o.Detail())
 			}
 		}
 		fmt.Fprintf(a.stdout, "%d passed, %d failed\n", sum.Passed, sum.Failed)

@@ -45,6 +45,8 @@ type Config struct {
 	Audit Audit `toml:"audit" yaml:"audit"`
 	// DecisionLog ships decision records off the sidecar.
 	DecisionLog DecisionLog `toml:"decision_log" yaml:"decision_log"`
+	// ListFilter says how resource plans render as SQL.
+	ListFilter ListFilter `toml:"list_filter" yaml:"list_filter"`
 	// Log configures structured logging.
 	Log Log `toml:"log" yaml:"log"`
 

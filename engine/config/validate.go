@@ -53,6 +53,7 @@ func (c Config) Validate() error {
 		v.fail("audit.max_backups", "must not be negative, got %d", c.Audit.MaxBackups)
 	}
 	v.decisionLog()
+	v.listFilter()
 	if msg := checkPolicyMode(c.Policy.Mode); msg != "" {
 		v.fail("policy.mode", "%s", msg)
 	}

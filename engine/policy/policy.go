@@ -61,6 +61,8 @@ type Set struct {
 	// policy's decisions cannot be cached.
 	plan  cachePlan
 	cache *decisionCache
+	// resPlans answers PlanResources.
+	resPlans *resourcePlans
 }
 
 // FromModules compiles a policy set from Rego sources keyed by file name
@@ -126,6 +128,7 @@ func build(files []string, sources map[string]string, data map[string]any, o opt
 		revision: contentRevision(names, sources, data),
 		plan:     planCache(compiler.Modules),
 		states:   &evalStates{consts: findConstantRules(compiler)},
+		resPlans: &resourcePlans{},
 	}
 	if s.plan.disabled == "" {
 		s.cache = newDecisionCache(s.plan, DecisionCacheSize)

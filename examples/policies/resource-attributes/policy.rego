@@ -117,11 +117,11 @@ applicable if {
 	resource_types[resource_type]
 }
 
-# owner is the owner attribute, when it is a non-empty string.
-owner := attrs.owner if {
-	is_string(attrs.owner)
-	attrs.owner != ""
-}
+# owner is the owner attribute, when it is set and not empty. Written as
+# comparisons only, so that a resource plan can turn it into SQL
+# (`core policy plan-resources`): a type check such as is_string has no
+# column equivalent.
+owner := attrs.owner if attrs.owner != ""
 
 archived if attrs.status == "archived"
 
@@ -133,7 +133,6 @@ writable_for(v) if {
 }
 
 department_member if {
-	is_string(attrs.department)
 	attrs.department != ""
 	input.user.claims.department == attrs.department
 }
