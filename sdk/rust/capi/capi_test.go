@@ -27,12 +27,21 @@ func writeConfig(t testing.TB, jwksURL, extra string) string {
 	return path
 }
 
-func TestABI(t *testing.T) {
+// openTestEngine opens an engine of writeConfig's configuration trusting a
+// new IdP, closed when the test ends.
+func openTestEngine(t *testing.T) (uint64, *idptest.IdP) {
+	t.Helper()
 	p := idptest.New(t)
 	h, errDoc := abiOpen(writeConfig(t, p.JWKSURL(), ""), false)
 	if h == 0 {
 		t.Fatalf("open: %s", errDoc)
 	}
+	t.Cleanup(func() { abiClose(h) })
+	return h, p
+}
+
+func TestABI(t *testing.T) {
+	h, p := openTestEngine(t)
 	tok := p.Token(t, idptest.Claims("user-1", "acme", "viewer"))
 
 	var d struct {

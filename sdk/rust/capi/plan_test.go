@@ -12,12 +12,7 @@ import (
 )
 
 func TestABIPlanResources(t *testing.T) {
-	p := idptest.New(t)
-	h, errDoc := abiOpen(writeConfig(t, p.JWKSURL(), ""), false)
-	if h == 0 {
-		t.Fatalf("open: %s", errDoc)
-	}
-	defer abiClose(h)
+	h, p := openTestEngine(t)
 	viewer := p.Token(t, idptest.Claims("user-1", "acme", "viewer"))
 
 	var got planResult

@@ -13,7 +13,7 @@ use serde_json::Value;
 use svc::{Dialect, Engine, PlanKind};
 
 /// A plan parameter as SQLite takes it.
-fn sql_value(v: &Value) -> Sql {
+pub fn sql_value(v: &Value) -> Sql {
     match v {
         Value::Null => Sql::Null,
         Value::Bool(b) => Sql::Integer(*b as i64),
@@ -26,7 +26,9 @@ fn sql_value(v: &Value) -> Sql {
     }
 }
 
-fn demo() -> rusqlite::Result<rusqlite::Connection> {
+/// A demo table in memory: orders of two tenants, one without an owner
+/// and a status.
+pub fn demo() -> rusqlite::Result<rusqlite::Connection> {
     let db = rusqlite::Connection::open_in_memory()?;
     db.execute_batch(
         "CREATE TABLE orders (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, owner TEXT, status TEXT);
@@ -34,6 +36,30 @@ fn demo() -> rusqlite::Result<rusqlite::Connection> {
            ('ord-3', 'acme', NULL, NULL), ('ord-4', 'globex', 'alice', 'open');",
     )?;
     Ok(db)
+}
+
+/// An order: id, tenant, owner, status.
+pub type Order = (String, String, Option<String>, Option<String>);
+
+/// The orders of db the bearer of token may read, by one plan.
+pub fn list(engine: &Engine, db: &rusqlite::Connection, token: &str) -> Result<Vec<Order>, Box<dyn std::error::Error>> {
+    let plan = engine.plan_resources(token, "orders:read", "orders", Dialect::Sqlite)?;
+    eprintln!(
+        "plan: {:?} ({}) where {} {:?}",
+        plan.kind, plan.reason, plan.r#where, plan.params
+    );
+    if plan.kind == PlanKind::AlwaysDenied {
+        return Ok(Vec::new());
+    }
+    // plan.r#where holds only ? placeholders; its values are plan.params.
+    let mut st = db.prepare(&format!(
+        "SELECT id, tenant, owner, status FROM orders WHERE {} ORDER BY id",
+        plan.r#where
+    ))?;
+    let rows = st.query_map(rusqlite::params_from_iter(plan.params.iter().map(sql_value)), |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -44,29 +70,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => demo()?,
     };
     let engine = Engine::from_env()?;
-    let plan = engine.plan_resources(&token, "orders:read", "orders", Dialect::Sqlite)?;
-    eprintln!(
-        "plan: {:?} ({}) where {} {:?}",
-        plan.kind, plan.reason, plan.r#where, plan.params
-    );
-    if plan.kind == PlanKind::AlwaysDenied {
-        return Ok(());
-    }
-    // plan.r#where holds only ? placeholders; its values are plan.params.
-    let mut st = db.prepare(&format!(
-        "SELECT id, tenant, owner, status FROM orders WHERE {} ORDER BY id",
-        plan.r#where
-    ))?;
-    let rows = st.query_map(rusqlite::params_from_iter(plan.params.iter().map(sql_value)), |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, Option<String>>(2)?,
-            r.get::<_, Option<String>>(3)?,
-        ))
-    })?;
-    for row in rows {
-        let (id, tenant, owner, status) = row?;
+    for (id, tenant, owner, status) in list(&engine, &db, &token)? {
         println!(
             "{id}\t{tenant}\t{}\t{}",
             owner.unwrap_or_default(),

@@ -3,9 +3,13 @@
 //! rows it selects compared with each row's own authorize answer.
 
 mod common;
+// The list-filtering example, whose listing is tested here too.
+#[allow(dead_code)]
+#[path = "../examples/list_orders.rs"]
+mod list_orders;
 
 use common::{claims, engine, idp, now};
-use rusqlite::types::Value as Sql;
+use list_orders::sql_value;
 use serde_json::{json, Value};
 use svc::{Dialect, PlanKind};
 
@@ -48,20 +52,6 @@ fn database(rows: &[Value]) -> rusqlite::Connection {
     db
 }
 
-/// A plan parameter as SQLite takes it.
-fn sql_value(v: &Value) -> Sql {
-    match v {
-        Value::Null => Sql::Null,
-        Value::Bool(b) => Sql::Integer(*b as i64),
-        Value::Number(n) => n
-            .as_i64()
-            .map(Sql::Integer)
-            .unwrap_or_else(|| Sql::Real(n.as_f64().unwrap_or(f64::NAN))),
-        Value::String(s) => Sql::Text(s.clone()),
-        other => Sql::Text(other.to_string()),
-    }
-}
-
 fn select(db: &rusqlite::Connection, plan: &svc::Plan) -> Vec<String> {
     let mut st = db
         .prepare(&format!("SELECT id FROM orders WHERE {} ORDER BY id", plan.r#where))
@@ -74,6 +64,13 @@ fn select(db: &rusqlite::Connection, plan: &svc::Plan) -> Vec<String> {
         .collect();
     ids.sort();
     ids
+}
+
+/// An engine of its own (named name), the orders and their table.
+fn fixture(name: &str) -> (svc::Engine, Vec<Value>, rusqlite::Connection) {
+    let rows = orders();
+    let db = database(&rows);
+    (engine(name), rows, db)
 }
 
 /// The rows each one's own authorize answer allows.
@@ -93,9 +90,7 @@ fn allowed(e: &svc::Engine, token: &str, action: &str, rows: &[Value]) -> Vec<St
 
 #[test]
 fn a_viewer_lists_its_tenants_orders() {
-    let e = engine("plan-viewer");
-    let rows = orders();
-    let db = database(&rows);
+    let (e, rows, db) = fixture("plan-viewer");
     let tok = idp().token("user-1", "acme", &["viewer"]);
     let plan = e
         .plan_resources(&tok, "orders:read", "orders", Dialect::Sqlite)
@@ -131,9 +126,7 @@ fn a_viewer_lists_its_tenants_orders() {
 
 #[test]
 fn always_denied_lists_nothing() {
-    let e = engine("plan-denied");
-    let rows = orders();
-    let db = database(&rows);
+    let (e, _, db) = fixture("plan-denied");
     let viewer = idp().token("user-1", "acme", &["viewer"]);
     let plan = e
         .plan_resources(&viewer, "orders:delete", "orders", Dialect::Sqlite)
@@ -163,9 +156,7 @@ fn always_denied_lists_nothing() {
 
 #[test]
 fn an_admin_lists_its_tenants_orders_too() {
-    let e = engine("plan-admin");
-    let rows = orders();
-    let db = database(&rows);
+    let (e, rows, db) = fixture("plan-admin");
     let admin = idp().token("root", "acme", &["admin"]);
     let plan = e
         .plan_resources(&admin, "orders:delete", "orders", Dialect::Sqlite)
@@ -179,4 +170,22 @@ fn a_missing_action_is_input_invalid() {
     let tok = idp().token("user-1", "acme", &["viewer"]);
     let err = e.plan_resources(&tok, "", "orders", Dialect::Sqlite).unwrap_err();
     assert_eq!(err.reason(), "input-invalid", "{err}");
+}
+
+#[test]
+fn the_example_lists_only_permitted_orders() {
+    let e = engine("plan-example");
+    let db = list_orders::demo().unwrap();
+    let viewer = idp().token("alice", "acme", &["viewer"]);
+    let ids: Vec<String> = list_orders::list(&e, &db, &viewer)
+        .unwrap()
+        .into_iter()
+        .map(|o| o.0)
+        .collect();
+    assert_eq!(
+        ids,
+        ["ord-1", "ord-2", "ord-3"],
+        "acme's orders, the one without an owner included"
+    );
+    assert!(list_orders::list(&e, &db, "not-a-token").unwrap().is_empty());
 }

@@ -8,10 +8,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
-import { SidecarRequestError, SvcClient, toSql } from "@svc/sdk";
+import { SidecarRequestError, toSql } from "@svc/sdk";
 
 import { listOrdersServer } from "../examples/list-orders.mjs";
-import { CALL_TIMEOUT_MS, claims, IdP, Sidecar, TENANT } from "./harness.mjs";
+import { claims, startSidecar, TENANT } from "./harness.mjs";
 import { holds, rows, trees } from "./plan-trees.mjs";
 import { postgresMissing, startPostgres } from "./postgres.mjs";
 
@@ -43,19 +43,9 @@ describe("plans on PostgreSQL", { skip }, () => {
   });
 
   describe("the sidecar's plans", () => {
-    let idp;
-    let sidecar;
-    let client;
-
-    before(async () => {
-      idp = await IdP.start();
-      sidecar = await Sidecar.start(idp);
-      client = new SvcClient({ sidecarUrl: sidecar.url, failMode: "closed", timeoutMs: CALL_TIMEOUT_MS });
-    });
-    after(async () => {
-      await sidecar?.stop();
-      idp?.close();
-    });
+    let idp, client, stop;
+    before(async () => ({ idp, client, stop } = await startSidecar()));
+    after(() => stop?.());
 
     // Every row's own authorize answer, for the plan to agree with.
     const allowedRows = async (token, action) => {
