@@ -304,25 +304,11 @@ impl Engine {
         dialect: Dialect,
     ) -> Result<Plan, Error> {
         let h = self.inner.0;
-        let d = dialect.as_str();
+        // Each argument as the pointer and length the C ABI takes.
+        let [t, a, ty, d] = [token, action, resource_type, dialect.as_str()].map(|s| (s.as_ptr().cast(), s.len()));
         let r: plan::RawPlan = unsafe {
             ffi::call(
-                |buf, cap, big| {
-                    ffi::svc_plan_resources(
-                        h,
-                        token.as_ptr().cast(),
-                        token.len(),
-                        action.as_ptr().cast(),
-                        action.len(),
-                        resource_type.as_ptr().cast(),
-                        resource_type.len(),
-                        d.as_ptr().cast(),
-                        d.len(),
-                        buf,
-                        cap,
-                        big,
-                    )
-                },
+                |buf, cap, big| ffi::svc_plan_resources(h, t.0, t.1, a.0, a.1, ty.0, ty.1, d.0, d.1, buf, cap, big),
                 |b| parse::<plan::RawPlan>(b),
             )
         }?;

@@ -73,6 +73,11 @@ fn fixture(name: &str) -> (svc::Engine, Vec<Value>, rusqlite::Connection) {
     (engine(name), rows, db)
 }
 
+/// The plan of the bearer of token for action on orders, in SQLite's dialect.
+fn plan_of(e: &svc::Engine, token: &str, action: &str) -> svc::Plan {
+    e.plan_resources(token, action, "orders", Dialect::Sqlite).unwrap()
+}
+
 /// The rows each one's own authorize answer allows.
 fn allowed(e: &svc::Engine, token: &str, action: &str, rows: &[Value]) -> Vec<String> {
     let mut ids: Vec<String> = rows
@@ -92,9 +97,7 @@ fn allowed(e: &svc::Engine, token: &str, action: &str, rows: &[Value]) -> Vec<St
 fn a_viewer_lists_its_tenants_orders() {
     let (e, rows, db) = fixture("plan-viewer");
     let tok = idp().token("user-1", "acme", &["viewer"]);
-    let plan = e
-        .plan_resources(&tok, "orders:read", "orders", Dialect::Sqlite)
-        .unwrap();
+    let plan = plan_of(&e, &tok, "orders:read");
     assert_eq!(plan.kind, PlanKind::Conditional, "{plan:?}");
     assert_eq!(plan.reason, "plan-conditional");
     assert_eq!(plan.subject.as_deref(), Some("user-1"));
@@ -128,9 +131,7 @@ fn a_viewer_lists_its_tenants_orders() {
 fn always_denied_lists_nothing() {
     let (e, _, db) = fixture("plan-denied");
     let viewer = idp().token("user-1", "acme", &["viewer"]);
-    let plan = e
-        .plan_resources(&viewer, "orders:delete", "orders", Dialect::Sqlite)
-        .unwrap();
+    let plan = plan_of(&e, &viewer, "orders:delete");
     assert_eq!(
         (plan.kind, plan.r#where.as_str(), plan.condition.is_none()),
         (PlanKind::AlwaysDenied, "1 = 0", true)
@@ -139,9 +140,7 @@ fn always_denied_lists_nothing() {
 
     let mut c = claims("user-1", "acme", &["viewer"]);
     c["exp"] = json!(now() - 3600);
-    let plan = e
-        .plan_resources(&idp().sign(&c), "orders:read", "orders", Dialect::Sqlite)
-        .unwrap();
+    let plan = plan_of(&e, &idp().sign(&c), "orders:read");
     assert_eq!(
         (plan.kind, plan.reason.as_str()),
         (PlanKind::AlwaysDenied, "token-expired"),
@@ -158,9 +157,7 @@ fn always_denied_lists_nothing() {
 fn an_admin_lists_its_tenants_orders_too() {
     let (e, rows, db) = fixture("plan-admin");
     let admin = idp().token("root", "acme", &["admin"]);
-    let plan = e
-        .plan_resources(&admin, "orders:delete", "orders", Dialect::Sqlite)
-        .unwrap();
+    let plan = plan_of(&e, &admin, "orders:delete");
     assert_eq!(select(&db, &plan), allowed(&e, &admin, "orders:delete", &rows));
 }
 
