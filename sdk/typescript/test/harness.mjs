@@ -222,12 +222,12 @@ export class Sidecar {
 }
 
 /**
- * An IdP, a sidecar trusting it and a fail-closed client of that sidecar;
- * stop ends the sidecar and the IdP.
+ * An IdP, a sidecar trusting it (with the variables of env) and a
+ * fail-closed client of that sidecar; stop ends the sidecar and the IdP.
  */
-export async function startSidecar() {
+export async function startSidecar(env = {}) {
   const idp = await IdP.start();
-  const sidecar = await Sidecar.start(idp);
+  const sidecar = await Sidecar.start(idp, env);
   const client = new SvcClient({ sidecarUrl: sidecar.url, failMode: "closed", timeoutMs: CALL_TIMEOUT_MS });
   const stop = async () => {
     await sidecar.stop();

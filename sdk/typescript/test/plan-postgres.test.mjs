@@ -8,14 +8,29 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
-import { SidecarRequestError, toSql } from "@svc/sdk";
+import { join } from "node:path";
+
+import { prismaWhere, SidecarRequestError, toSql } from "@svc/sdk";
 
 import { listOrdersServer } from "../examples/list-orders.mjs";
-import { claims, startSidecar, TENANT } from "./harness.mjs";
-import { holds, rows, trees } from "./plan-trees.mjs";
+import { claims, REPO, startSidecar, TENANT } from "./harness.mjs";
+import { holds, prismaEval, rows, trees } from "./plan-trees.mjs";
 import { postgresMissing, startPostgres } from "./postgres.mjs";
 
 const skip = postgresMissing() ?? false;
+
+/** The ids of rows whose own authorize answer allows action, sorted. */
+async function allowedOf(client, rows, token, action) {
+  const out = [];
+  for (const r of rows) {
+    const attributes = Object.fromEntries(["owner", "status", "level"].filter((k) => r[k] !== null && r[k] !== undefined)
+      .map((k) => [k, r[k]]));
+    const d = await client.authorize(token, action, { resource: "orders", resourceId: r.id, resourceTenant: r.tenant,
+      resourceAttributes: attributes });
+    if (d.allow) out.push(r.id);
+  }
+  return out.sort();
+}
 
 describe("plans on PostgreSQL", { skip }, () => {
   let db;
@@ -48,15 +63,7 @@ describe("plans on PostgreSQL", { skip }, () => {
     after(() => stop?.());
 
     // Every row's own authorize answer, for the plan to agree with.
-    const allowedRows = async (token, action) => {
-      const out = [];
-      for (const r of data) {
-        const d = await client.authorize(token, action, { resource: "orders", resourceId: r.id, resourceTenant: r.tenant,
-          resourceAttributes: Object.fromEntries(["owner", "status", "level"].filter((k) => r[k] !== null).map((k) => [k, r[k]])) });
-        if (d.allow) out.push(r.id);
-      }
-      return out.sort();
-    };
+    const allowedRows = async (token, action) => allowedOf(client, data, token, action);
 
     test("a viewer's plan lists its tenant's rows", async () => {
       const token = idp.token(claims({ roles: ["viewer"] }));
@@ -114,6 +121,38 @@ describe("plans on PostgreSQL", { skip }, () => {
       await assert.rejects(client.planResources("", "orders", { token }),
         (e) => e instanceof SidecarRequestError && e.reason === "input-invalid");
       await assert.rejects(client.planResources("orders:read", "orders", { token, dialect: "oracle" }), TypeError);
+    });
+  });
+
+  describe("a plan over attributes some rows lack", () => {
+    // sdk/testdata/plan: owners read their orders unless archived, the
+    // tenant reads public ones.
+    let idp, client, stop;
+    before(async () => ({ idp, client, stop } = await startSidecar({ SVC_POLICY_DIR: join(REPO, "sdk/testdata/plan") })));
+    after(() => stop?.());
+
+    const attrRows = Array.from({ length: 40 }, (_, i) => ({ id: `a${String(i).padStart(2, "0")}`,
+      tenant: i % 5 === 0 ? "globex" : TENANT, owner: ["alice", "bob", null][i % 3],
+      status: ["open", null, "archived", "public"][i % 4] }));
+
+    test("the sidecar's SQL and prismaWhere select the permitted rows", async () => {
+      await db.pool.query("CREATE TABLE attr_orders (id text PRIMARY KEY, tenant text NOT NULL, owner text, status text)");
+      for (const r of attrRows) {
+        await db.pool.query("INSERT INTO attr_orders VALUES ($1, $2, $3, $4)", [r.id, r.tenant, r.owner, r.status]);
+      }
+      const token = idp.token(claims({ sub: "alice" }));
+      const plan = await client.planResources("orders:read", "orders", { token });
+      assert.equal(plan.kind, "conditional", JSON.stringify(plan));
+      assert.ok(plan.sql.where.includes("IS NOT TRUE"), plan.sql.where);
+      const want = await allowedOf(client, attrRows, token, "orders:read");
+      // Alice's orders without a status are not archived: listed.
+      const unknown = attrRows.filter((r) => r.owner === "alice" && r.tenant === TENANT && r.status === null);
+      assert.ok(unknown.length > 0 && unknown.every((r) => want.includes(r.id)), want.join(","));
+      const { rows: got } = await db.pool.query(`SELECT id FROM attr_orders WHERE ${plan.sql.where} ORDER BY id`,
+        plan.sql.params);
+      assert.deepEqual(got.map((r) => r.id), want);
+      const where = prismaWhere(plan);
+      assert.deepEqual(attrRows.filter((r) => prismaEval(where, r) === true).map((r) => r.id), want);
     });
   });
 });

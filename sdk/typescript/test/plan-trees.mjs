@@ -3,6 +3,8 @@
 // for one row (the policy's view: a missing field makes a comparison
 // false, "not" true).
 
+import assert from "node:assert/strict";
+
 import { parseCondition } from "../dist/index.js";
 
 export const SAMPLE = {
@@ -106,3 +108,48 @@ export function trees(n = 300) {
   ];
   return [...fixed, ...Array.from({ length: n }, () => randomTree(r))].map(parseCondition);
 }
+
+// What Prisma's SQL for a where object selects, three-valued: true, false
+// or null (unknown; the row is not selected). Throws on anything that is
+// not the shape prismaWhere promises.
+const FILTER_OPS = new Set(["equals", "not", "lt", "lte", "gt", "gte", "in"]);
+
+export function prismaEval(where, row) {
+  assert.equal(typeof where, "object");
+  assert.ok(where !== null && !Array.isArray(where), "a where is an object");
+  let out = true;
+  for (const [k, v] of Object.entries(where)) out = and3(out, prismaKey(k, v, row));
+  return out;
+}
+
+function prismaKey(k, v, row) {
+  if (k === "AND" || k === "OR") {
+    assert.ok(Array.isArray(v), `${k} takes a list`);
+    const vals = v.map((w) => prismaEval(w, row));
+    return k === "AND" ? vals.reduce(and3, true) : vals.reduce(or3, false);
+  }
+  if (k === "NOT") {
+    const x = prismaEval(v, row);
+    return x === null ? null : !x;
+  }
+  assert.ok(/^[A-Za-z_][A-Za-z0-9_]*$/.test(k), `field ${k}`);
+  if (Object.keys(v).some((op) => !FILTER_OPS.has(op))) return prismaEval(v, row[k]); // a relation
+  assert.equal(Object.keys(v).length, 1, `one operator per filter: ${JSON.stringify(v)}`);
+  const [op, arg] = Object.entries(v)[0];
+  const col = row[k];
+  assert.ok(col !== undefined, `row has no field ${k}`);
+  if (op === "in") {
+    assert.ok(Array.isArray(arg) && !arg.includes(null), "in takes non-null values");
+    if (arg.length === 0) return false;
+    return col === null ? null : arg.includes(col);
+  }
+  if (arg === null) {
+    assert.ok(op === "equals" || op === "not", `${op} null`);
+    return (col === null) === (op === "equals");
+  }
+  if (col === null) return null;
+  return { equals: col === arg, not: col !== arg, lt: col < arg, lte: col <= arg, gt: col > arg, gte: col >= arg }[op];
+}
+
+const and3 = (a, b) => (a === false || b === false ? false : a === null || b === null ? null : true);
+const or3 = (a, b) => (a === true || b === true ? true : a === null || b === null ? null : false);
