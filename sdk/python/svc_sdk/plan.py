@@ -168,7 +168,7 @@ class Plan:
 
     kind: str
     condition: Condition | None = None
-    sql: SQLFilter = SQLFilter(WHERE_FALSE)
+    sql: SQLFilter = field(default_factory=lambda: SQLFilter(WHERE_FALSE, []))
     decision_id: str = ""
     reason: str = ""
     subject: str = ""
