@@ -244,6 +244,8 @@ func (c *Client) callError(ctx context.Context, op string, err error) error {
 		return &UnavailableError{Op: op, Reason: rc, Err: err}
 	case codes.InvalidArgument:
 		return reason.Wrap(reasonOfStatus(st, reason.InputInvalid), err, "%s: sidecar rejected the request", op)
+	case codes.FailedPrecondition:
+		return reason.Wrap(reasonOfStatus(st, reason.PlanUnsupported), err, "%s: the policy cannot answer it", op)
 	case codes.Internal:
 		// The sidecar answered but could not decide (policy-error): a
 		// denial in both fail modes, never a fail-open pass.

@@ -31,6 +31,7 @@ import (
 type transport interface {
 	validateToken(ctx context.Context, req *authzv1.ValidateTokenRequest) (*authzv1.ValidateTokenResponse, error)
 	authorize(ctx context.Context, req *authzv1.AuthorizeRequest) (*authzv1.AuthorizeResponse, error)
+	planResources(ctx context.Context, req *authzv1.PlanResourcesRequest) (*authzv1.PlanResourcesResponse, error)
 	close() error
 }
 
@@ -46,6 +47,10 @@ func (g grpcTransport) validateToken(ctx context.Context, req *authzv1.ValidateT
 
 func (g grpcTransport) authorize(ctx context.Context, req *authzv1.AuthorizeRequest) (*authzv1.AuthorizeResponse, error) {
 	return g.rpc.Authorize(ctx, req)
+}
+
+func (g grpcTransport) planResources(ctx context.Context, req *authzv1.PlanResourcesRequest) (*authzv1.PlanResourcesResponse, error) {
+	return g.rpc.PlanResources(ctx, req)
 }
 
 func (g grpcTransport) close() error { return g.conn.Close() }
@@ -97,6 +102,11 @@ func (h *httpTransport) authorize(ctx context.Context, req *authzv1.AuthorizeReq
 	return out, h.call(ctx, PathAuthorize, req, out)
 }
 
+func (h *httpTransport) planResources(ctx context.Context, req *authzv1.PlanResourcesRequest) (*authzv1.PlanResourcesResponse, error) {
+	out := &authzv1.PlanResourcesResponse{}
+	return out, h.call(ctx, PathPlanResources, req, out)
+}
+
 func (h *httpTransport) close() error {
 	h.hc.CloseIdleConnections()
 	return nil
@@ -137,6 +147,8 @@ func (h *httpTransport) call(ctx context.Context, path string, in, out proto.Mes
 		return answerStatus(codes.Unavailable, resp.StatusCode, data, reason.Unavailable)
 	case resp.StatusCode == http.StatusBadRequest, resp.StatusCode == http.StatusRequestEntityTooLarge:
 		return answerStatus(codes.InvalidArgument, resp.StatusCode, data, reason.InputInvalid)
+	case resp.StatusCode == http.StatusUnprocessableEntity:
+		return answerStatus(codes.FailedPrecondition, resp.StatusCode, data, reason.PlanUnsupported)
 	}
 	// 404, 405, a redirect: the URL does not lead to the sidecar's API.
 	return status.Errorf(codes.Unimplemented, "%s answered %d: no svc HTTP API there", h.base+path, resp.StatusCode)

@@ -144,4 +144,3 @@ func reasonOf(st *status.Status) string {
 	}
 	return ""
 }
-

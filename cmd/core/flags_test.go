@@ -141,6 +141,7 @@ func TestConfigUnreadableOnEveryCommand(t *testing.T) {
 		"api-key revoke":        {"aeaqcaibaeaq"},
 		"policy dry-run":        {pol},
 		"policy replay":         {pol},
+		"policy plan-resources": {pol},
 		"policy lint":           {pol},
 		"policy test":           {pol},
 	}

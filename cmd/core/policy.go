@@ -30,7 +30,7 @@ func (a *app) policyCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(inProcess(a.policyTestCommand()), inProcess(a.policyLintCommand()), inProcess(a.policyBenchCommand()), inProcess(a.bundleCommand()), a.policyDryRunCommand(),
-		inProcess(a.policyReplayCommand()))
+		inProcess(a.policyReplayCommand()), inProcess(a.policyPlanCommand()))
 	return cmd
 }
 

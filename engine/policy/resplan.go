@@ -486,12 +486,56 @@ func simplify(c *plan.Condition) *plan.Condition {
 				}
 			}
 		}
+		if c.Op == plan.And {
+			out.Args = pruneImplied(out.Args)
+			if out.Args == nil {
+				return &plan.Condition{Op: plan.Or}
+			}
+		}
 		if len(out.Args) == 1 {
 			return out.Args[0]
 		}
 		return out
 	}
 	return c
+}
+
+// pruneImplied drops from the arguments of an and each "field ne w" that
+// a "field eq v" among them implies (v a string or boolean other than
+// w), as partial evaluation leaves `owner != ""` beside `owner ==
+// "alice"`. It returns nil when two of them contradict (eq v with ne v,
+// or eq v with eq w): the and is false. Numbers are left alone: 3 and 3.0
+// are equal in Rego and different as JSON.
+func pruneImplied(args []*plan.Condition) []*plan.Condition {
+	eqs := map[string]any{}
+	for _, a := range args {
+		if a.Op != plan.Eq || !plainValue(a.Value) {
+			continue
+		}
+		if v, ok := eqs[a.Field]; ok && v != a.Value {
+			return nil
+		}
+		eqs[a.Field] = a.Value
+	}
+	out := args[:0:0]
+	for _, a := range args {
+		if v, ok := eqs[a.Field]; ok && a.Op == plan.Ne && plainValue(a.Value) {
+			if v == a.Value {
+				return nil
+			}
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func plainValue(v any) bool {
+	switch v.(type) {
+	case string, bool:
+		return true
+	}
+	return false
 }
 
 func isTrue(c *plan.Condition) bool  { return c.Op == plan.And && len(c.Args) == 0 }
