@@ -23,7 +23,7 @@ from sqlalchemy import Column, MetaData, String, Table, create_engine, select  #
 
 from svc_sdk import Client, SidecarRequestError, SidecarUnavailableError  # noqa: E402
 from svc_sdk.django import plan_filter as django_filter  # noqa: E402
-from svc_sdk.plan import Plan, to_sql  # noqa: E402
+from svc_sdk.plan import to_sql  # noqa: E402
 from svc_sdk.sqlalchemy import plan_filter as sqlalchemy_filter  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
@@ -96,8 +96,9 @@ class PlanResourcesTest(unittest.TestCase):
         down = harness.down_url()
         with self.assertRaises(SidecarUnavailableError):
             Client(down, "closed", 1.0, config_file=None).plan_resources("orders:read", "orders")
-        p: Plan = Client(down, "open", 1.0, config_file=None).plan_resources("orders:read", "orders")
-        self.assertEqual((p.kind, p.reason, p.sql.where), ("always_allowed", "fail-open", "1 = 1"))
+        # A plan never fails open: listing every row is no safe default.
+        with self.assertRaises(SidecarUnavailableError):
+            Client(down, "open", 1.0, config_file=None).plan_resources("orders:read", "orders")
 
 
 class Order(models.Model):

@@ -4,7 +4,7 @@
  */
 
 import { DEFAULT_CONFIG_FILE, resolveSettings } from "./config.js";
-import { type Dialect, DIALECTS, parsePlan, type Plan, WHERE_TRUE } from "./plan.js";
+import { type Dialect, DIALECTS, parsePlan, type Plan } from "./plan.js";
 
 /** Used when neither the options, the environment nor svc.toml name the sidecar. */
 export const DEFAULT_SIDECAR_URL = "http://localhost:7700";
@@ -247,9 +247,9 @@ export class SvcClient {
    * policy the plan cannot express throws SidecarRequestError with code
    * "plan-unsupported".
    *
-   * The fail modes apply as for authorize: with the sidecar unreachable,
-   * "open" returns an always_allowed plan with reason "fail-open" (every
-   * row is listed), "closed" throws SidecarUnavailableError.
+   * A plan never fails open: with the sidecar unreachable it throws
+   * SidecarUnavailableError in both fail modes, as listing every row of
+   * every tenant is no safe default.
    */
   async planResources(action: string, resourceType: string, opts: PlanResourcesOptions = {}): Promise<Plan> {
     const dialect = opts.dialect ?? "postgres";
@@ -257,21 +257,17 @@ export class SvcClient {
       throw new TypeError(`svc: dialect ${JSON.stringify(dialect)} is not postgres, sqlite or mysql`);
     }
     const msg = { token: opts.token ?? "", action, resource_type: resourceType, dialect };
-    const body = await this.#call("/v1/plan-resources", msg, "plan-resources");
-    if (body === FAIL_OPEN) {
-      return { kind: "always_allowed", condition: null, sql: { where: WHERE_TRUE, params: [] }, decisionId: "",
-        reason: "fail-open", subject: "anonymous", tenantId: "", policyRevision: "",
-        message: "sidecar unavailable; allowed by fail_mode=open" };
-    }
+    // Never FAIL_OPEN: this call does not fail open.
+    const body = await this.#call("/v1/plan-resources", msg, "plan-resources", false);
     try {
-      return parsePlan(body);
+      return parsePlan(body as Record<string, unknown>);
     } catch (e) {
       throw new SidecarRequestError("input-invalid",
         `svc plan-resources: the answer at ${this.sidecarUrl}: ${e instanceof Error ? e.message : String(e)}`);
     }
   }
 
-  async #call(path: string, msg: unknown, op: string): Promise<Record<string, unknown> | typeof FAIL_OPEN> {
+  async #call(path: string, msg: unknown, op: string, failOpen = true): Promise<Record<string, unknown> | typeof FAIL_OPEN> {
     let res: Response;
     let text: string;
     const signal = AbortSignal.timeout(this.timeoutMs);
@@ -290,7 +286,7 @@ export class SvcClient {
         // Node's fetch abandons a connection attempt after 10 s of its own;
         // nothing was sent, so a longer timeout tries again until it ends.
         if (!signal.aborted && connectTimedOut(e)) continue;
-        return this.#unavailable(op, "unavailable", describe(e, this.timeoutMs));
+        return this.#unavailable(op, "unavailable", describe(e, this.timeoutMs), failOpen);
       }
     }
     if (res.status === 500) {
@@ -301,7 +297,7 @@ export class SvcClient {
     }
     if (res.status >= 500) {
       const [code, detail] = errorOf(text);
-      return this.#unavailable(op, code || "unavailable", `sidecar answered ${res.status}: ${detail}`);
+      return this.#unavailable(op, code || "unavailable", `sidecar answered ${res.status}: ${detail}`, failOpen);
     }
     if (res.status !== 200) {
       const [code, detail] = errorOf(text);
@@ -319,8 +315,8 @@ export class SvcClient {
     return body as Record<string, unknown>;
   }
 
-  #unavailable(op: string, reason: string, detail: string): typeof FAIL_OPEN {
-    if (this.failMode === "open") {
+  #unavailable(op: string, reason: string, detail: string, failOpen = true): typeof FAIL_OPEN {
+    if (this.failMode === "open" && failOpen) {
       const now = Date.now();
       if (this.#lastWarn === 0 || now - this.#lastWarn >= WARN_EVERY_MS) {
         this.#lastWarn = now;

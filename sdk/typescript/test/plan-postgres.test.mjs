@@ -10,10 +10,10 @@ import { after, before, describe, test } from "node:test";
 
 import { join } from "node:path";
 
-import { prismaWhere, SidecarRequestError, toSql } from "@svc/sdk";
+import { prismaWhere, SidecarRequestError, SidecarUnavailableError, SvcClient, toSql } from "@svc/sdk";
 
 import { listOrdersServer } from "../examples/list-orders.mjs";
-import { claims, REPO, startSidecar, TENANT } from "./harness.mjs";
+import { claims, downUrl, REPO, startSidecar, TENANT } from "./harness.mjs";
 import { holds, prismaEval, rows, trees } from "./plan-trees.mjs";
 import { postgresMissing, startPostgres } from "./postgres.mjs";
 
@@ -121,6 +121,14 @@ describe("plans on PostgreSQL", { skip }, () => {
       await assert.rejects(client.planResources("", "orders", { token }),
         (e) => e instanceof SidecarRequestError && e.reason === "input-invalid");
       await assert.rejects(client.planResources("orders:read", "orders", { token, dialect: "oracle" }), TypeError);
+    });
+
+    test("a plan never fails open", async () => {
+      const sidecarUrl = await downUrl();
+      for (const failMode of ["open", "closed"]) {
+        const c = new SvcClient({ sidecarUrl, failMode, timeoutMs: 1000, warn: () => {} });
+        await assert.rejects(c.planResources("orders:read", "orders"), SidecarUnavailableError, failMode);
+      }
     });
   });
 
