@@ -118,7 +118,7 @@ class WheelTest(unittest.TestCase):
         consumer = os.path.join(self.dir, "consumer.py")
         with open(consumer, "w") as f:
             f.write('''
-from svc_sdk import Client, Decision, TokenDecision
+from svc_sdk import Client, Decision, Plan, TokenDecision, to_sql
 from svc_sdk.saml import SamlConfig, login_url, wants_login_redirect
 
 client = Client("http://127.0.0.1:7700", "closed", 0.5, config_file=None)
@@ -128,6 +128,12 @@ def check(token: str) -> bool:
     t: TokenDecision = client.validate_token(token)
     d: Decision = client.authorize(token, "orders:read", resource_id="42")
     return t.allowed and d.allow
+
+
+def where(token: str) -> tuple[str, list[object]]:
+    p: Plan = client.plan_resources("orders:read", "orders", "sqlite", token=token)
+    s = to_sql(p, "postgres", {"attributes.owner": "owner_id"})
+    return (p.sql.where if p.conditional else s.where), list(s.params)
 
 
 saml: SamlConfig = SamlConfig.load(env={}, config_file=None)
