@@ -3,7 +3,7 @@
 (:mod:`svc_sdk.django`).
 
 The client talks to the sidecar's local HTTP JSON API
-(``POST /v1/validate-token``, ``POST /v1/authorize``) over pooled keep-alive
+(``POST /v1/validate-token``, ``POST /v1/authorize``, ``POST /v1/plan-resources``) over pooled keep-alive
 connections, with the standard library only::
 
     from svc_sdk import Client

@@ -21,7 +21,7 @@ for a missing field; ``in`` with no values is false.
 
 :func:`to_sql` renders a plan in another dialect or with other column
 names than the sidecar's; :mod:`svc_sdk.sqlalchemy` and
-:mod:`svc_sdk.django_plan` turn it into an ORM filter.
+:func:`svc_sdk.django.plan_filter` turn it into an ORM filter.
 """
 
 from __future__ import annotations
