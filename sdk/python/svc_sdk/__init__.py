@@ -3,7 +3,7 @@
 (:mod:`svc_sdk.django`).
 
 The client talks to the sidecar's local HTTP JSON API
-(``POST /v1/validate-token``, ``POST /v1/authorize``) over pooled keep-alive
+(``POST /v1/validate-token``, ``POST /v1/authorize``, ``POST /v1/plan-resources``) over pooled keep-alive
 connections, with the standard library only::
 
     from svc_sdk import Client
@@ -11,6 +11,8 @@ connections, with the standard library only::
     d = client.validate_token(token)        # TokenDecision(allowed, claims, reason)
     d = client.authorize(token, "orders:read", resource_id="42")
     d.allow, d.deny_reasons, d.reason, d.decision_id
+    plan = client.plan_resources("orders:read", "orders", "sqlite", token=token)
+    plan.kind, plan.condition, plan.sql.where, plan.sql.params   # svc_sdk.plan
 
 An API key (``svck_...``) is passed where a token is.
 
@@ -33,6 +35,7 @@ from .client import (
     SvcError,
     TokenDecision,
 )
+from .plan import Condition, Plan, PlanError, SQLFilter, to_sql
 from ._web import Admission, Refusal, api_key, bearer_token
 
 __version__ = "0.1.0"
@@ -41,5 +44,5 @@ __all__ = [
     "Client", "TokenDecision", "Decision", "SvcError", "SidecarUnavailableError",
     "SidecarRequestError", "Admission", "Refusal", "api_key", "bearer_token",
     "DEFAULT_SIDECAR_URL", "DEFAULT_TIMEOUT", "DEFAULT_CONFIG_FILE", "FAIL_OPEN", "FAIL_CLOSED",
-    "FAIL_OPEN_NOTICE",
+    "FAIL_OPEN_NOTICE", "Plan", "Condition", "SQLFilter", "PlanError", "to_sql",
 ]

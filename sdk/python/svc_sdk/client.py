@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, NoReturn
 
 from ._pool import Pool, Unreachable
+from .plan import DIALECTS, Plan, PlanError
 
 __all__ = [
     "Client", "TokenDecision", "Decision", "SvcError", "SidecarUnavailableError",
@@ -37,6 +38,7 @@ DEFAULT_CONFIG_FILE = "svc.toml"
 
 PATH_VALIDATE_TOKEN = "/v1/validate-token"
 PATH_AUTHORIZE = "/v1/authorize"
+PATH_PLAN_RESOURCES = "/v1/plan-resources"
 
 ANONYMOUS = "anonymous"
 FAIL_OPEN_REASON = "fail-open"
@@ -243,6 +245,30 @@ class Client:
             message=str(body.get("message") or ""),
         )
 
+    def plan_resources(self, action: str, resource_type: str, dialect: str = "postgres", *,
+                       token: str | None = None) -> Plan:
+        """Asks which resources of type ``resource_type`` the bearer of
+        ``token`` (a bearer token or an API key) may perform ``action`` on:
+        a :class:`~svc_sdk.plan.Plan`, ``always_allowed``, ``always_denied``
+        or ``conditional`` with a condition tree, and the sidecar's SQL in
+        ``dialect`` (``postgres``, ``sqlite`` or ``mysql``): ``plan.sql.where``
+        with bind parameters only, ``plan.sql.params``. A refused credential
+        is an ``always_denied`` plan with the token's failure code as its
+        reason. A policy the plan cannot express raises
+        :class:`SidecarRequestError` with code ``plan-unsupported``.
+
+        A plan never fails open: with the sidecar unreachable it raises
+        :class:`SidecarUnavailableError` in both fail modes, as listing
+        every row of every tenant is no safe default."""
+        if dialect not in DIALECTS:
+            raise ValueError(f"dialect {dialect!r} is not postgres, sqlite or mysql")
+        msg = {"token": token or "", "action": action, "resource_type": resource_type, "dialect": dialect}
+        body = self._call(PATH_PLAN_RESOURCES, msg, "plan-resources", fail_open=False)
+        try:
+            return Plan.from_json(body)
+        except PlanError as e:
+            raise SidecarRequestError("input-invalid", f"svc plan-resources: the answer at {self._url}: {e}") from None
+
     def close(self) -> None:
         """Closes the pooled connections."""
         self._pool.close()
@@ -256,14 +282,14 @@ class Client:
     def __repr__(self) -> str:
         return f"Client(sidecar_url={self._url!r}, fail_mode={self._fail_mode!r}, timeout={self._timeout!r})"
 
-    def _call(self, path: str, msg: dict[str, Any], op: str) -> dict[str, Any]:
+    def _call(self, path: str, msg: dict[str, Any], op: str, fail_open: bool = True) -> dict[str, Any]:
         data = json.dumps(msg, separators=(",", ":")).encode()
         headers = {"Host": self._authority, "Content-Type": "application/json",
                    "Accept": "application/json", "Connection": "keep-alive"}
         try:
             status, raw = self._pool.request("POST", self._base + path, data, headers)
         except Unreachable as e:
-            self._unavailable(op, UNAVAILABLE_REASON, str(e))
+            self._unavailable(op, UNAVAILABLE_REASON, str(e), fail_open)
         if status == 500:
             # The sidecar answered and could not decide (policy-error): a
             # refusal in both fail modes, never a fail-open pass.
@@ -271,7 +297,7 @@ class Client:
             raise SidecarUnavailableError(code or "policy-error", f"svc {op}: sidecar {self._url} could not decide: {text}")
         if status >= 500:
             code, text = _error_of(raw)
-            self._unavailable(op, code or UNAVAILABLE_REASON, f"sidecar answered {status}: {text}")
+            self._unavailable(op, code or UNAVAILABLE_REASON, f"sidecar answered {status}: {text}", fail_open)
         if status != 200:
             code, text = _error_of(raw)
             raise SidecarRequestError(code or "input-invalid", f"svc {op}: sidecar answered {status}: {text}")
@@ -283,8 +309,8 @@ class Client:
             raise SidecarRequestError("input-invalid", f"svc {op}: the answer at {self._url} is not a JSON object")
         return body
 
-    def _unavailable(self, op: str, reason: str, detail: str) -> NoReturn:
-        if self._fail_mode == FAIL_OPEN:
+    def _unavailable(self, op: str, reason: str, detail: str, fail_open: bool = True) -> NoReturn:
+        if self._fail_mode == FAIL_OPEN and fail_open:
             now = time.monotonic()
             with self._warn_lock:
                 warn = now - self._last_warn >= _WARN_EVERY or self._last_warn == 0.0

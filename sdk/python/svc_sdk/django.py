@@ -40,6 +40,12 @@ with reason ``ok``.
 development mode, on fail-open and on excluded paths; ``request.svc_decision``
 holds the whole TokenDecision or Decision. Refused requests get a JSON body
 ``{"allow": false, "deny_reasons": [...], "reason": "...", "decision_id": "..."}``.
+
+List filtering: :func:`plan_filter` turns a resource plan
+(:meth:`Client.plan_resources <svc_sdk.Client.plan_resources>`) into a ``Q``::
+
+    plan = client.plan_resources("orders:read", "orders", token=token)
+    Order.objects.filter(plan_filter(plan, {"attributes.owner": "owner__username"}))
 """
 
 from __future__ import annotations
@@ -50,15 +56,17 @@ import threading
 from typing import Any, Awaitable, Callable, TypeVar, cast
 
 from django.conf import settings
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 
 from ._web import Admission, Refusal, check_action, check_token, excluded, login_redirect
 from .client import Client
 from .identity import IdentityVerifier, check_identity
+from .plan import ALWAYS_ALLOWED, ATTRIBUTE_PREFIX, Condition, Plan
 from .saml import SamlConfig, login_redirect_url, session_token
 
 __all__ = ["SvcMiddleware", "require_action", "client_from_settings", "saml_from_settings",
-           "identity_from_settings"]
+           "identity_from_settings", "plan_filter"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -221,3 +229,63 @@ def _response(r: Refusal) -> HttpResponse:
     for k, v in r.all_headers().items():
         resp[k] = v
     return resp
+
+
+def plan_filter(plan: Plan | Condition, fields: dict[str, str] | None = None) -> Q:
+    """The ``Q`` of a resource plan (or of a condition) for
+    ``Model.objects.filter``: every row for an always allowed plan, none
+    for an always denied one, else the condition. ``fields`` maps a plan's
+    fields (``"id"``, ``"tenant"``, ``"attributes.owner"``) to lookup paths
+    (``"owner__username"``, ``"attributes__owner"`` for a JSONField); a
+    field it does not name is the model field ``id``, ``tenant`` or the
+    attribute's own name.
+
+    A missing field (NULL) makes every comparison false and ``not`` true,
+    as the sidecar's SQL has it: a comparison is ``Q(f=v)`` and Django's
+    negation of it, ``NOT (f = v AND f IS NOT NULL)``, holds for NULL; ``ne``
+    is ``~Q(f=v) & Q(f__isnull=False)``.
+    """
+    if isinstance(plan, Plan):
+        if plan.kind == ALWAYS_ALLOWED:
+            return _Q_TRUE
+        if plan.condition is None:
+            return _Q_FALSE
+        plan = plan.condition
+    return _q(plan, fields or {})
+
+
+# Django drops an empty Q from a filter, negated or not: true and false
+# need lookups of their own. The primary key is never NULL; no row's is in
+# an empty list.
+_Q_TRUE = Q(pk__isnull=False)
+_Q_FALSE = Q(pk__in=[])
+
+_LOOKUPS = {"lt": "lt", "le": "lte", "gt": "gt", "ge": "gte"}
+
+
+def _q(c: Condition, fields: dict[str, str]) -> Q:
+    if c.op in ("and", "or"):
+        if not c.args:
+            return _Q_TRUE if c.op == "and" else _Q_FALSE
+        out = _q(c.args[0], fields)
+        for a in c.args[1:]:
+            out = (out & _q(a, fields)) if c.op == "and" else (out | _q(a, fields))
+        return out
+    if c.op == "not":
+        assert c.arg is not None
+        return ~_q(c.arg, fields)
+    path = fields.get(c.field) or (c.field[len(ATTRIBUTE_PREFIX):] if c.field.startswith(ATTRIBUTE_PREFIX) else c.field)
+    if c.op == "in":
+        vals = [v for v in c.values if v is not None]
+        has_null = len(vals) < len(c.values)
+        if not vals:
+            return Q(**{f"{path}__isnull": True}) if has_null else _Q_FALSE
+        q = Q(**{f"{path}__in": vals})
+        return (q | Q(**{f"{path}__isnull": True})) if has_null else q
+    if c.value is None:
+        return Q(**{f"{path}__isnull": c.op == "eq"})
+    if c.op == "eq":
+        return Q(**{path: c.value})
+    if c.op == "ne":
+        return ~Q(**{path: c.value}) & Q(**{f"{path}__isnull": False})
+    return Q(**{f"{path}__{_LOOKUPS[c.op]}": c.value})

@@ -5,21 +5,9 @@ import json
 import os
 import unittest
 
-import django
-from django.conf import settings
+import djangoconf
 
-if not settings.configured:
-    settings.configure(
-        DEBUG=False,
-        SECRET_KEY="svc-sdk-tests-only",
-        ALLOWED_HOSTS=["testserver"],
-        ROOT_URLCONF=__name__,
-        MIDDLEWARE=["svc_sdk.django.SvcMiddleware"],
-        SVC_EXCLUDE=("/healthz",),
-        INSTALLED_APPS=[],
-        DATABASES={},
-    )
-    django.setup()
+djangoconf.setup()
 
 from django.http import JsonResponse  # noqa: E402
 from django.test import AsyncClient, Client as DjangoClient, override_settings  # noqa: E402

@@ -74,7 +74,8 @@ class WheelTest(unittest.TestCase):
             names = set(z.namelist())
             meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
             metadata = z.read(meta).decode()
-        for f in ("__init__.py", "client.py", "_pool.py", "_web.py", "saml.py", "flask.py", "fastapi.py",
+        for f in ("__init__.py", "client.py", "_pool.py", "_web.py", "saml.py", "flask.py", "fastapi.py", "plan.py",
+                  "sqlalchemy.py",
                   "django.py", "identity.py", "py.typed"):
             self.assertIn(f"svc_sdk/{f}", names)
         self.assertFalse([n for n in names if "tests/" in n or n.endswith(".pyc")], names)
@@ -107,7 +108,7 @@ class WheelTest(unittest.TestCase):
 
     def test_imports_with_frameworks(self) -> None:
         py = self.venv("frameworks", system_site=True)
-        out = run([py, "-c", "import svc_sdk, svc_sdk.flask, svc_sdk.fastapi, svc_sdk.django, svc_sdk.saml\n"
+        out = run([py, "-c", "import svc_sdk, svc_sdk.flask, svc_sdk.fastapi, svc_sdk.django, svc_sdk.saml, svc_sdk.sqlalchemy\n"
                    "print(svc_sdk.__file__)\n"], self.dir)
         self.assertTrue(out.strip().startswith(os.path.join(self.dir, "frameworks")), out)
 
@@ -117,7 +118,7 @@ class WheelTest(unittest.TestCase):
         consumer = os.path.join(self.dir, "consumer.py")
         with open(consumer, "w") as f:
             f.write('''
-from svc_sdk import Client, Decision, TokenDecision
+from svc_sdk import Client, Decision, Plan, TokenDecision, to_sql
 from svc_sdk.saml import SamlConfig, login_url, wants_login_redirect
 
 client = Client("http://127.0.0.1:7700", "closed", 0.5, config_file=None)
@@ -127,6 +128,12 @@ def check(token: str) -> bool:
     t: TokenDecision = client.validate_token(token)
     d: Decision = client.authorize(token, "orders:read", resource_id="42")
     return t.allowed and d.allow
+
+
+def where(token: str) -> tuple[str, list[object]]:
+    p: Plan = client.plan_resources("orders:read", "orders", "sqlite", token=token)
+    s = to_sql(p, "postgres", {"attributes.owner": "owner_id"})
+    return (p.sql.where if p.conditional else s.where), list(s.params)
 
 
 saml: SamlConfig = SamlConfig.load(env={}, config_file=None)

@@ -121,3 +121,17 @@ func abiOpenClaiming(path string, pathLen uint64) (uint64, string) {
 	h := svc_engine_open(p, C.size_t(pathLen), 0, &errOut)
 	return uint64(h), abiTake(errOut)
 }
+
+func abiPlan(h uint64, token, action, resourceType, dialect string) string {
+	cs := make([]*C.char, 4)
+	for i, s := range []string{token, action, resourceType, dialect} {
+		cs[i] = C.CString(s)
+		defer C.free(unsafe.Pointer(cs[i]))
+	}
+	buf := (*C.char)(C.malloc(abiBufSize))
+	defer C.free(unsafe.Pointer(buf))
+	var big *C.char
+	n := svc_plan_resources(C.uint64_t(h), cs[0], C.size_t(len(token)), cs[1], C.size_t(len(action)),
+		cs[2], C.size_t(len(resourceType)), cs[3], C.size_t(len(dialect)), buf, abiBufSize, &big)
+	return abiAnswer(n, buf, big)
+}

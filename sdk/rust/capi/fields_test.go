@@ -58,12 +58,7 @@ func decodeFields(b []byte) (fieldsAnswer, error) {
 // in the caller's buffer or in malloc'd memory, and one claim set keeps
 // one id.
 func TestValidateTokenFields(t *testing.T) {
-	p := idptest.New(t)
-	h, errDoc := abiOpen(writeConfig(t, p.JWKSURL(), ""), false)
-	if h == 0 {
-		t.Fatalf("open: %s", errDoc)
-	}
-	t.Cleanup(func() { abiClose(h) })
+	h, p := openTestEngine(t)
 	big := idptest.Claims("user-2", "acme", "viewer")
 	big["note"] = strings.Repeat("<long & quoted \"claim\">", 20) // past abiBufSize
 	tests := []struct {

@@ -16,12 +16,7 @@ import (
 // input-too-large, or for a token answered as the engine answers a token
 // past its bound, never misread as a short argument.
 func TestABIRefusesOversizeLengths(t *testing.T) {
-	p := idptest.New(t)
-	h, errDoc := abiOpen(writeConfig(t, p.JWKSURL(), ""), false)
-	if h == 0 {
-		t.Fatalf("open: %s", errDoc)
-	}
-	t.Cleanup(func() { abiClose(h) })
+	h, p := openTestEngine(t)
 	tok := p.Token(t, idptest.Claims("user-1", "acme", "viewer"))
 	// The token followed by padding, so that what may be read of a
 	// token (one byte past the engine's bound) is there to read.

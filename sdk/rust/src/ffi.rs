@@ -24,6 +24,20 @@ extern "C" {
         cap: usize,
         big: *mut *mut c_char,
     ) -> usize;
+    pub fn svc_plan_resources(
+        handle: u64,
+        token: *const c_char,
+        token_len: usize,
+        action: *const c_char,
+        action_len: usize,
+        resource_type: *const c_char,
+        resource_type_len: usize,
+        dialect: *const c_char,
+        dialect_len: usize,
+        buf: *mut c_char,
+        cap: usize,
+        big: *mut *mut c_char,
+    ) -> usize;
     pub fn svc_free(p: *mut c_char);
     /// C's free: releases the engine's malloc'd answers without a call
     /// into Go.

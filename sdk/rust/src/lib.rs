@@ -10,6 +10,9 @@
 //! }
 //! let p = engine.authorize("eyJ...", &serde_json::json!({"action": "orders:read"}))?;
 //! println!("{} {:?} {}", p.allowed, p.deny_reasons, p.decision_id);
+//! // Which orders may the caller read? A WHERE clause with bind parameters.
+//! let plan = engine.plan_resources("eyJ...", "orders:read", "orders", svc::Dialect::Sqlite)?;
+//! let sql = format!("SELECT id FROM orders WHERE {}", plan.r#where); // bind plan.params
 //! # Ok::<(), svc::Error>(())
 //! ```
 //!
@@ -19,6 +22,7 @@
 
 mod error;
 mod ffi;
+pub mod plan;
 pub mod tower;
 
 use std::collections::HashMap;
@@ -30,6 +34,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use error::Error;
+pub use plan::{Condition, Dialect, Plan, PlanKind};
 
 /// The answer of [`Engine::validate_token`].
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -281,6 +286,33 @@ impl Engine {
             token: r.token,
             retry_after: (r.decision.retry_after > 0).then(|| Duration::from_nanos(r.decision.retry_after)),
         })
+    }
+
+    /// Which resources of type `resource_type` (the action's prefix when
+    /// empty) the bearer of `token` may perform `action` on: a [`Plan`],
+    /// always allowed, always denied or conditional with its condition, and
+    /// as SQL for `dialect` (`plan.r#where` with bind parameters only,
+    /// `plan.params`). A refused credential is `Ok` with an always denied
+    /// plan whose reason is the failure code; `Err` with reason
+    /// `plan-unsupported` is a policy the plan cannot express,
+    /// `input-invalid` a missing action.
+    pub fn plan_resources(
+        &self,
+        token: &str,
+        action: &str,
+        resource_type: &str,
+        dialect: Dialect,
+    ) -> Result<Plan, Error> {
+        let h = self.inner.0;
+        // Each argument as the pointer and length the C ABI takes.
+        let [t, a, ty, d] = [token, action, resource_type, dialect.as_str()].map(|s| (s.as_ptr().cast(), s.len()));
+        let r: plan::RawPlan = unsafe {
+            ffi::call(
+                |buf, cap, big| ffi::svc_plan_resources(h, t.0, t.1, a.0, a.1, ty.0, ty.1, d.0, d.1, buf, cap, big),
+                |b| parse::<plan::RawPlan>(b),
+            )
+        }?;
+        Ok(r.into())
     }
 }
 

@@ -1,9 +1,10 @@
 /**
  * The client of the svc sidecar's local HTTP JSON API
- * (`POST /v1/validate-token`, `POST /v1/authorize`).
+ * (`POST /v1/validate-token`, `POST /v1/authorize`, `POST /v1/plan-resources`).
  */
 
 import { DEFAULT_CONFIG_FILE, resolveSettings } from "./config.js";
+import { type Dialect, DIALECTS, parsePlan, type Plan } from "./plan.js";
 
 /** Used when neither the options, the environment nor svc.toml name the sidecar. */
 export const DEFAULT_SIDECAR_URL = "http://localhost:7700";
@@ -90,6 +91,14 @@ export interface AuthorizeOptions {
     query?: Record<string, string>;
     headers?: Record<string, string>;
   };
+}
+
+/** What planResources asks about besides the action and the resource type. */
+export interface PlanResourcesOptions {
+  /** A bearer token (without "Bearer ") or an API key; none asks as an anonymous caller. */
+  token?: string;
+  /** The SQL dialect of plan.sql: "postgres" ($1, $2…, the default), "sqlite" or "mysql" (?). */
+  dialect?: Dialect;
 }
 
 /** The result of authorize: a token check and, when it passed, a policy evaluation. */
@@ -228,7 +237,37 @@ export class SvcClient {
     };
   }
 
-  async #call(path: string, msg: unknown, op: string): Promise<Record<string, unknown> | typeof FAIL_OPEN> {
+  /**
+   * Asks which resources of type resourceType the bearer of opts.token (a
+   * bearer token or an API key) may perform action on: a Plan,
+   * always_allowed, always_denied or conditional with a condition tree,
+   * and the sidecar's SQL in opts.dialect (default "postgres"): plan.sql.where
+   * with bind parameters only, plan.sql.params. A refused credential is an
+   * always_denied plan with the token's failure code as its reason. A
+   * policy the plan cannot express throws SidecarRequestError with code
+   * "plan-unsupported".
+   *
+   * A plan never fails open: with the sidecar unreachable it throws
+   * SidecarUnavailableError in both fail modes, as listing every row of
+   * every tenant is no safe default.
+   */
+  async planResources(action: string, resourceType: string, opts: PlanResourcesOptions = {}): Promise<Plan> {
+    const dialect = opts.dialect ?? "postgres";
+    if (!DIALECTS.includes(dialect)) {
+      throw new TypeError(`svc: dialect ${JSON.stringify(dialect)} is not postgres, sqlite or mysql`);
+    }
+    const msg = { token: opts.token ?? "", action, resource_type: resourceType, dialect };
+    // Never FAIL_OPEN: this call does not fail open.
+    const body = await this.#call("/v1/plan-resources", msg, "plan-resources", false);
+    try {
+      return parsePlan(body as Record<string, unknown>);
+    } catch (e) {
+      throw new SidecarRequestError("input-invalid",
+        `svc plan-resources: the answer at ${this.sidecarUrl}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
+  async #call(path: string, msg: unknown, op: string, failOpen = true): Promise<Record<string, unknown> | typeof FAIL_OPEN> {
     let res: Response;
     let text: string;
     const signal = AbortSignal.timeout(this.timeoutMs);
@@ -247,7 +286,7 @@ export class SvcClient {
         // Node's fetch abandons a connection attempt after 10 s of its own;
         // nothing was sent, so a longer timeout tries again until it ends.
         if (!signal.aborted && connectTimedOut(e)) continue;
-        return this.#unavailable(op, "unavailable", describe(e, this.timeoutMs));
+        return this.#unavailable(op, "unavailable", describe(e, this.timeoutMs), failOpen);
       }
     }
     if (res.status === 500) {
@@ -258,7 +297,7 @@ export class SvcClient {
     }
     if (res.status >= 500) {
       const [code, detail] = errorOf(text);
-      return this.#unavailable(op, code || "unavailable", `sidecar answered ${res.status}: ${detail}`);
+      return this.#unavailable(op, code || "unavailable", `sidecar answered ${res.status}: ${detail}`, failOpen);
     }
     if (res.status !== 200) {
       const [code, detail] = errorOf(text);
@@ -276,8 +315,8 @@ export class SvcClient {
     return body as Record<string, unknown>;
   }
 
-  #unavailable(op: string, reason: string, detail: string): typeof FAIL_OPEN {
-    if (this.failMode === "open") {
+  #unavailable(op: string, reason: string, detail: string, failOpen = true): typeof FAIL_OPEN {
+    if (this.failMode === "open" && failOpen) {
       const now = Date.now();
       if (this.#lastWarn === 0 || now - this.#lastWarn >= WARN_EVERY_MS) {
         this.#lastWarn = now;

@@ -11,6 +11,7 @@ export {
   DEFAULT_TIMEOUT_MS,
   FAIL_OPEN_NOTICE,
   type FailMode,
+  type PlanResourcesOptions,
   MAX_TIMEOUT_MS,
   SidecarRequestError,
   SidecarUnavailableError,
@@ -19,6 +20,8 @@ export {
   SvcError,
   type TokenDecision,
 } from "./client.js";
+export { type ComparisonOp, type Condition, columnName, type Dialect, DIALECTS, parseCondition, parsePlan, type Plan, PlanError,
+  type PlanKind, type PrismaFieldFilter, type PrismaWhere, prismaWhere, type Scalar, type SqlFilter, toSql } from "./plan.js";
 export { DEFAULT_CONFIG_FILE, readSdkTable, resolveSettings, type ResolvedSettings, type SdkKeys,
   type Setting } from "./config.js";
 export { apiKey, bearerToken, type DenyBody, type Refusal, refusalOf } from "./web.js";

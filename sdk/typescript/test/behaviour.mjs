@@ -9,21 +9,14 @@ import { after, before, describe, test } from "node:test";
 
 import { SvcClient } from "@svc/sdk";
 
-import { apiKeys, blackHole, CALL_TIMEOUT_MS, claims, downUrl, IdP, KEY_SUBJECT, keyId, Sidecar,
+import { apiKeys, blackHole, CALL_TIMEOUT_MS, claims, downUrl, KEY_SUBJECT, keyId, Sidecar, startSidecar,
   TENANT } from "./harness.mjs";
 
 export function middlewareBehaviour(name, start) {
   describe(name, () => {
-    let idp, sidecar, client;
-    before(async () => {
-      idp = await IdP.start();
-      sidecar = await Sidecar.start(idp);
-      client = new SvcClient({ sidecarUrl: sidecar.url, failMode: "closed", timeoutMs: CALL_TIMEOUT_MS });
-    });
-    after(async () => {
-      await sidecar?.stop();
-      idp?.close();
-    });
+    let idp, sidecar, client, stop;
+    before(async () => ({ idp, sidecar, client, stop } = await startSidecar()));
+    after(() => stop?.());
 
     // token is sent as a bearer token, headers as they are.
     async function call(c, path, token, headers = {}) {

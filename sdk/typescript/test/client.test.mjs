@@ -10,7 +10,7 @@ import { SidecarRequestError, SidecarUnavailableError, SvcClient } from "@svc/sd
 
 import { checkAction } from "../dist/web.js";
 
-import { blackHole, CALL_TIMEOUT_MS, claims, downUrl, IdP, newKey, relay, Sidecar, TENANT } from "./harness.mjs";
+import { blackHole, CALL_TIMEOUT_MS, claims, downUrl, newKey, relay, Sidecar, startSidecar, TENANT } from "./harness.mjs";
 
 const quiet = { warn: () => {} };
 
@@ -60,16 +60,9 @@ describe("configuration", () => {
 });
 
 describe("against the sidecar", () => {
-  let idp, sidecar, client;
-  before(async () => {
-    idp = await IdP.start();
-    sidecar = await Sidecar.start(idp);
-    client = new SvcClient({ sidecarUrl: sidecar.url, failMode: "closed", timeoutMs: CALL_TIMEOUT_MS });
-  });
-  after(async () => {
-    await sidecar?.stop();
-    idp?.close();
-  });
+  let idp, sidecar, client, stop;
+  before(async () => ({ idp, sidecar, client, stop } = await startSidecar()));
+  after(() => stop?.());
 
   test("validateToken", async () => {
     const now = Math.floor(Date.now() / 1000);

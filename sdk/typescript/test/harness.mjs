@@ -14,6 +14,8 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { SvcClient } from "@svc/sdk";
+
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 export const TENANT = "acme";
 export const KID = "sdk-test-rsa-1";
@@ -217,6 +219,21 @@ export class Sidecar {
       clearTimeout(t);
     }
   }
+}
+
+/**
+ * An IdP, a sidecar trusting it (with the variables of env) and a
+ * fail-closed client of that sidecar; stop ends the sidecar and the IdP.
+ */
+export async function startSidecar(env = {}) {
+  const idp = await IdP.start();
+  const sidecar = await Sidecar.start(idp, env);
+  const client = new SvcClient({ sidecarUrl: sidecar.url, failMode: "closed", timeoutMs: CALL_TIMEOUT_MS });
+  const stop = async () => {
+    await sidecar.stop();
+    idp.close();
+  };
+  return { idp, sidecar, client, stop };
 }
 
 /** The URL of a sidecar that is down: nothing listens there. */

@@ -4,7 +4,8 @@
 import express from "express";
 import Fastify from "fastify";
 
-import { type Decision, SidecarUnavailableError, SvcClient, type TokenDecision } from "@svc/sdk";
+import { type Decision, type Plan, prismaWhere, type PrismaWhere, SidecarUnavailableError, SvcClient, type TokenDecision,
+  toSql } from "@svc/sdk";
 import { requireAction as expressAction, svcExpress } from "@svc/sdk/express";
 import { requireAction as fastifyAction, svcFastify } from "@svc/sdk/fastify";
 import { exchangeAssertion, loginUrl, samlAcs, samlLoginRedirect, sessionToken } from "@svc/sdk/saml";
@@ -47,4 +48,11 @@ export async function fastifyApp() {
 export async function saml(cookie: string): Promise<string> {
   const t = await exchangeAssertion("PHNhbWw+", { gatewayUrl: "http://127.0.0.1:7701" });
   return loginUrl("/app") + sessionToken(cookie) + t.token + t.expiresAt.toISOString();
+}
+
+export async function listFilter(token: string): Promise<[string, unknown[], PrismaWhere]> {
+  const plan: Plan = await client.planResources("orders:read", "orders", { token, dialect: "postgres" });
+  const local = toSql(plan, "sqlite", { "attributes.owner": "owner_id" });
+  const where: PrismaWhere = prismaWhere(plan, { tenant: "tenantId" });
+  return [plan.kind === "conditional" ? plan.sql.where : local.where, plan.sql.params, where];
 }

@@ -1,0 +1,293 @@
+"""Resource plans: parsing condition trees, rendering them as SQL
+(svc_sdk.plan.to_sql, run with the standard library's sqlite3), as a
+SQLAlchemy filter and as a Django Q, each run on a real SQLite table whose
+rows lack attributes, and compared with the tree's own meaning: a missing
+field makes comparisons false and ``not`` true."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import unittest
+from typing import Any
+
+import djangoconf
+
+djangoconf.setup()
+
+from django.db import connection, models  # noqa: E402
+from sqlalchemy import Column, Integer, MetaData, String, Table, create_engine, select  # noqa: E402
+from sqlalchemy.dialects import postgresql  # noqa: E402
+
+from svc_sdk.django import plan_filter as django_filter  # noqa: E402
+from svc_sdk.plan import Condition, Plan, PlanError, to_sql  # noqa: E402
+from svc_sdk.sqlalchemy import plan_filter as sqlalchemy_filter  # noqa: E402
+
+SAMPLE = {"op": "and", "args": [
+    {"op": "eq", "field": "tenant", "value": "acme"},
+    {"op": "or", "args": [
+        {"op": "eq", "field": "attributes.owner", "value": "alice"},
+        {"op": "in", "field": "attributes.status", "values": ["open", "shared"]},
+    ]},
+    {"op": "not", "arg": {"op": "ge", "field": "attributes.level", "value": 3}},
+    {"op": "ne", "field": "attributes.status", "value": None},
+]}
+
+# The rows' columns, each attribute nullable; the values a random tree
+# compares them with (of the column's type, and some no row has).
+FIELDS: dict[str, list[Any]] = {
+    "id": ["o1", "o2", "o5", "o9", "zz"],
+    "tenant": ["acme", "globex", "initech"],
+    "attributes.owner": ["alice", "bob", "carol", "nobody"],
+    "attributes.status": ["open", "shared", "closed"],
+    "attributes.level": [0, 1, 2, 3, 5],
+}
+COLUMN = {"id": "id", "tenant": "tenant", "attributes.owner": "owner", "attributes.status": "status",
+          "attributes.level": "level"}
+
+
+def rows(n: int = 120, seed: int = 7) -> list[dict[str, Any]]:
+    r = random.Random(seed)
+    out = []
+    for i in range(n):
+        row: dict[str, Any] = {"id": f"o{i}", "tenant": r.choice(FIELDS["tenant"])}
+        for f in ("attributes.owner", "attributes.status", "attributes.level"):
+            # A third of the rows lack each attribute.
+            row[COLUMN[f]] = r.choice(FIELDS[f][:-1]) if r.random() < 0.67 else None
+        out.append(row)
+    return out
+
+
+def holds(c: Condition, row: dict[str, Any]) -> bool:
+    """What the tree means for one resource (the policy's view): a field
+    the row lacks makes a comparison false."""
+    if c.op == "and":
+        return all(holds(a, row) for a in c.args)
+    if c.op == "or":
+        return any(holds(a, row) for a in c.args)
+    if c.op == "not":
+        assert c.arg is not None
+        return not holds(c.arg, row)
+    v = row[COLUMN[c.field]]
+    if c.op == "in":
+        return v in [x for x in c.values if x is not None] or (v is None and None in c.values)
+    if c.value is None:
+        return (v is None) == (c.op == "eq")
+    if v is None:
+        return False
+    return {"eq": v == c.value, "ne": v != c.value, "lt": v < c.value, "le": v <= c.value,
+            "gt": v > c.value, "ge": v >= c.value}[c.op]
+
+
+def random_tree(r: random.Random, depth: int = 0) -> dict[str, Any]:
+    k = r.random()
+    if depth < 4 and k < 0.35:
+        op = r.choice(["and", "or"])
+        return {"op": op, "args": [random_tree(r, depth + 1) for _ in range(r.randint(0, 3))]}
+    if depth < 4 and k < 0.55:
+        return {"op": "not", "arg": random_tree(r, depth + 1)}
+    f = r.choice(list(FIELDS))
+    if r.random() < 0.2:
+        vals = r.sample(FIELDS[f], r.randint(0, 3)) + ([None] if r.random() < 0.3 else [])
+        return {"op": "in", "field": f, "values": vals}
+    ops = ["eq", "ne", "lt", "le", "gt", "ge"]
+    op = r.choice(ops)
+    if op in ("eq", "ne") and r.random() < 0.2:
+        return {"op": op, "field": f, "value": None}
+    return {"op": op, "field": f, "value": r.choice(FIELDS[f])}
+
+
+def trees(n: int = 300) -> list[Condition]:
+    r = random.Random(34)
+    # The sample, the NULL cases of "not" by themselves, then random trees.
+    fixed = [SAMPLE,
+             {"op": "not", "arg": {"op": "eq", "field": "attributes.owner", "value": "alice"}},
+             {"op": "not", "arg": {"op": "not", "arg": {"op": "eq", "field": "attributes.owner", "value": "alice"}}},
+             {"op": "not", "arg": {"op": "and", "args": [{"op": "eq", "field": "tenant", "value": "acme"},
+                                                         {"op": "not", "arg": {"op": "lt", "field": "attributes.level",
+                                                                               "value": 2}}]}},
+             {"op": "not", "arg": {"op": "ne", "field": "attributes.status", "value": "open"}},
+             {"op": "not", "arg": {"op": "in", "field": "attributes.status", "values": []}},
+             {"op": "not", "arg": {"op": "or", "args": []}},
+             {"op": "not", "arg": {"op": "and", "args": []}}]
+    return [Condition.from_json(t) for t in fixed + [random_tree(r) for _ in range(n)]]
+
+
+class ConditionTest(unittest.TestCase):
+    def test_round_trip(self) -> None:
+        c = Condition.from_json(SAMPLE)
+        self.assertEqual(c.to_json(), SAMPLE)
+        self.assertEqual(Condition.from_json({"op": "in", "field": "id"}).to_json(),
+                         {"op": "in", "field": "id", "values": []})
+
+    def test_malformed(self) -> None:
+        for bad in ({"op": "xor"}, {"op": "eq", "field": "owner", "value": "a"},
+                    {"op": "eq", "field": "attributes.", "value": "a"},
+                    {"op": "eq", "field": "id", "value": {"a": 1}}, {"op": "lt", "field": "id", "value": None},
+                    {"op": "not"}, {"op": "in", "field": "id", "values": [[1]]},
+                    {"op": "gt", "field": "id", "value": float("nan")}, [], "eq"):
+            with self.subTest(bad=bad), self.assertRaises(PlanError):
+                Condition.from_json(bad)
+        deep: dict[str, Any] = {"op": "and", "args": []}
+        for _ in range(64):
+            deep = {"op": "not", "arg": deep}
+        with self.assertRaisesRegex(PlanError, "deeper than 64"):
+            Condition.from_json(deep)
+
+    def test_plan_from_json(self) -> None:
+        p = Plan.from_json({"kind": "conditional", "condition": SAMPLE,
+                            "sql": {"where": '"tenant" = $1', "params": ["acme", 3.0, 1.5]},
+                            "decision_id": "d1", "reason": "plan-conditional", "subject": "alice"})
+        self.assertTrue(p.conditional)
+        self.assertEqual(p.condition, Condition.from_json(SAMPLE))
+        # A ListValue's numbers are doubles: whole ones go to drivers as int.
+        self.assertEqual(p.sql.params, ["acme", 3, 1.5])
+        self.assertIsInstance(p.sql.params[1], int)
+        self.assertEqual((p.decision_id, p.reason, p.subject), ("d1", "plan-conditional", "alice"))
+        d = Plan.from_json({"kind": "always_denied", "reason": "token-expired"})
+        self.assertEqual((d.always_denied, d.condition, d.sql.where, d.sql.params), (True, None, "1 = 0", []))
+        with self.assertRaises(PlanError):
+            Plan.from_json({"kind": "conditional"})
+        with self.assertRaises(PlanError):
+            Plan.from_json({"kind": "maybe"})
+
+
+class SQLTest(unittest.TestCase):
+    def test_dialects_as_the_sidecar_renders(self) -> None:
+        # The same tree and text as plan/plan_test.go's TestSQLDialects.
+        c = Condition.from_json(SAMPLE)
+        for dialect, cols, want in (
+                ("postgres", None, '("tenant" = $1 AND ("owner" = $2 OR "status" IN ($3, $4)) AND ("level" >= $5) '
+                                   'IS NOT TRUE AND "status" IS NOT NULL)'),
+                ("sqlite", {"tenant": "tenant_id", "attributes.owner": "o.owner_id"},
+                 '("tenant_id" = ? AND ("o"."owner_id" = ? OR "status" IN (?, ?)) AND ("level" >= ?) IS NOT TRUE '
+                 'AND "status" IS NOT NULL)'),
+                ("mysql", None, "(`tenant` = ? AND (`owner` = ? OR `status` IN (?, ?)) AND (`level` >= ?) IS NOT TRUE "
+                                "AND `status` IS NOT NULL)")):
+            with self.subTest(dialect=dialect):
+                s = to_sql(c, dialect, cols)
+                self.assertEqual(s.where, want)
+                self.assertEqual(s.params, ["acme", "alice", "open", "shared", 3])
+        for tree, want in (({"op": "in", "field": "id", "values": []}, "1 = 0"),
+                           ({"op": "in", "field": "id", "values": [None]}, '"id" IS NULL'),
+                           ({"op": "in", "field": "id", "values": ["a", None]}, '("id" IN ($1) OR "id" IS NULL)'),
+                           ({"op": "eq", "field": "id", "value": None}, '"id" IS NULL'),
+                           ({"op": "or", "args": []}, "1 = 0"), ({"op": "and", "args": []}, "1 = 1")):
+            self.assertEqual(to_sql(Condition.from_json(tree)).where, want)
+        self.assertEqual(to_sql(Plan("always_allowed")).where, "1 = 1")
+        self.assertEqual(to_sql(Plan("always_denied")).where, "1 = 0")
+
+    def test_values_never_in_the_text(self) -> None:
+        evil = "x' OR '1'='1"
+        s = to_sql(Condition.from_json({"op": "eq", "field": "attributes.owner", "value": evil}), "sqlite")
+        self.assertNotIn(evil, s.where)
+        self.assertEqual(s.params, [evil])
+        for bad in ('owner"; DROP TABLE x; --', "a.b.c", "1x", ""):
+            with self.subTest(column=bad), self.assertRaises(PlanError):
+                to_sql(Condition.from_json({"op": "eq", "field": "attributes.owner", "value": "a"}), "sqlite",
+                       {"attributes.owner": bad})
+        with self.assertRaises(PlanError):
+            to_sql(Condition.from_json({"op": "eq", "field": "attributes.x-y", "value": "a"}))
+        with self.assertRaises(PlanError):
+            to_sql(Condition.from_json(SAMPLE), "oracle")
+
+    def test_sqlite_rows_agree_with_the_tree(self) -> None:
+        db = sqlite3.connect(":memory:")
+        db.execute("CREATE TABLE orders (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, owner TEXT, status TEXT, "
+                   "level INTEGER)")
+        data = rows()
+        db.executemany("INSERT INTO orders VALUES (:id, :tenant, :owner, :status, :level)", data)
+        for c in trees():
+            s = to_sql(c, "sqlite")
+            got = {r[0] for r in db.execute(f"SELECT id FROM orders WHERE {s.where}", s.params)}
+            want = {r["id"] for r in data if holds(c, r)}
+            self.assertEqual(got, want, f"{c.to_json()}\n{s.where}")
+
+
+class SQLAlchemyTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.engine = create_engine("sqlite://")
+        self.orders = Table("orders", MetaData(), Column("id", String, primary_key=True), Column("tenant", String),
+                            Column("owner_name", String), Column("status", String), Column("level", Integer))
+        self.orders.metadata.create_all(self.engine)
+        self.data = rows()
+        with self.engine.begin() as conn:
+            conn.execute(self.orders.insert(), [{**r, "owner_name": r["owner"]} for r in self.data])
+
+    def select(self, where: Any) -> set[str]:
+        with self.engine.connect() as conn:
+            return {r[0] for r in conn.execute(select(self.orders.c.id).where(where))}
+
+    def test_rows_agree_with_the_tree(self) -> None:
+        cols = {"attributes.owner": self.orders.c.owner_name}
+        for c in trees():
+            got = self.select(sqlalchemy_filter(c, self.orders, cols))
+            want = {r["id"] for r in self.data if holds(c, r)}
+            self.assertEqual(got, want, c.to_json())
+
+    def test_plans(self) -> None:
+        everything = {r["id"] for r in self.data}
+        self.assertEqual(self.select(sqlalchemy_filter(Plan("always_allowed"), self.orders)), everything)
+        self.assertEqual(self.select(sqlalchemy_filter(Plan("always_denied"), self.orders)), set())
+        not_alice = Plan("conditional", Condition.from_json(
+            {"op": "not", "arg": {"op": "eq", "field": "attributes.owner", "value": "alice"}}))
+        got = self.select(sqlalchemy_filter(not_alice, self.orders, {"attributes.owner": self.orders.c.owner_name}))
+        self.assertEqual(got, {r["id"] for r in self.data if r["owner"] != "alice"})
+        self.assertTrue({r["id"] for r in self.data if r["owner"] is None} <= got, "a missing owner is not alice")
+
+    def test_not_keeps_its_parentheses(self) -> None:
+        c = Condition.from_json({"op": "not", "arg": {"op": "eq", "field": "tenant", "value": "acme"}})
+        sql = str(sqlalchemy_filter(c, self.orders).compile(dialect=postgresql.dialect()))
+        self.assertEqual(sql, "(orders.tenant = %(tenant_1)s) IS NOT true")
+
+    def test_missing_column(self) -> None:
+        c = Condition.from_json({"op": "eq", "field": "attributes.owner", "value": "a"})
+        with self.assertRaisesRegex(PlanError, "no column for attributes.owner"):
+            sqlalchemy_filter(c, self.orders)
+
+
+class Order(models.Model):
+    id = models.CharField(primary_key=True, max_length=16)
+    tenant = models.CharField(max_length=16)
+    owner_name = models.CharField(max_length=16, null=True)
+    status = models.CharField(max_length=16, null=True)
+    level = models.IntegerField(null=True)
+
+    class Meta:
+        app_label = "svc_plan_tests"
+
+
+class DjangoTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls) -> None:
+        with connection.schema_editor() as editor:
+            editor.create_model(Order)
+        cls.data = rows()
+        Order.objects.bulk_create([Order(owner_name=r["owner"], **{k: v for k, v in r.items() if k != "owner"})
+                                   for r in cls.data])
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        with connection.schema_editor() as editor:
+            editor.delete_model(Order)
+
+    def select(self, q: Any) -> set[str]:
+        return set(Order.objects.filter(q).values_list("id", flat=True))
+
+    def test_rows_agree_with_the_tree(self) -> None:
+        fields = {"attributes.owner": "owner_name"}
+        for c in trees():
+            got = self.select(django_filter(c, fields))
+            want = {r["id"] for r in self.data if holds(c, r)}
+            self.assertEqual(got, want, c.to_json())
+
+    def test_plans(self) -> None:
+        everything = {r["id"] for r in self.data}
+        self.assertEqual(self.select(django_filter(Plan("always_allowed"))), everything)
+        self.assertEqual(self.select(django_filter(Plan("always_denied"))), set())
+        self.assertEqual(self.select(~django_filter(Plan("always_denied"))), everything)
+        self.assertEqual(self.select(~django_filter(Plan("always_allowed"))), set())
+
+
+if __name__ == "__main__":
+    unittest.main()

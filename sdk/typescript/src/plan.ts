@@ -1,0 +1,301 @@
+/**
+ * Resource plans: which resources of a type a caller may act on.
+ *
+ * SvcClient.planResources asks the sidecar (`POST /v1/plan-resources`) and
+ * returns a Plan: its kind is "always_allowed", "always_denied" or
+ * "conditional"; a conditional plan carries a condition tree over the
+ * resource's `id`, `tenant` and `attributes.<name>`, and every plan the
+ * sidecar's SQL (`plan.sql.where` with bind parameters `plan.sql.params`,
+ * for node-postgres as `pool.query(text, params)`).
+ *
+ *     {"op":"and"|"or","args":[…]}
+ *     {"op":"not","arg":…}
+ *     {"op":"eq"|"ne"|"lt"|"le"|"gt"|"ge","field":"id"|"tenant"|"attributes.<name>","value":…}
+ *     {"op":"in","field":…,"values":[…]}
+ *
+ * A field the resource lacks (a NULL column) makes every comparison false;
+ * "not" holds when its argument does not, so a missing field makes "not"
+ * true (SQL `(x) IS NOT TRUE`); eq and ne with null test for a missing
+ * field; "in" with no values is false.
+ *
+ * toSql renders a plan for another dialect or other column names than the
+ * sidecar's; prismaWhere builds a Prisma `where` object.
+ */
+
+export type PlanKind = "always_allowed" | "always_denied" | "conditional";
+export type Dialect = "postgres" | "sqlite" | "mysql";
+export type Scalar = string | number | boolean | null;
+export type ComparisonOp = "eq" | "ne" | "lt" | "le" | "gt" | "ge";
+
+/** A node of a plan's condition tree. */
+export type Condition =
+  | { op: "and" | "or"; args: Condition[] }
+  | { op: "not"; arg: Condition }
+  | { op: ComparisonOp; field: string; value: Scalar }
+  | { op: "in"; field: string; values: Scalar[] };
+
+/** A WHERE clause with its bind parameters, in order. */
+export interface SqlFilter {
+  where: string;
+  params: Scalar[];
+}
+
+/** The result of SvcClient.planResources. */
+export interface Plan {
+  kind: PlanKind;
+  /** Set only for a conditional plan. */
+  condition: Condition | null;
+  /**
+   * The sidecar's rendering in the requested dialect with its configured
+   * columns (list_filter.columns): "1 = 1" for always_allowed, "1 = 0" for
+   * always_denied.
+   */
+  sql: SqlFilter;
+  decisionId: string;
+  /** "plan-conditional", …; a refused credential's failure code for an always_denied plan. */
+  reason: string;
+  subject: string;
+  tenantId: string;
+  policyRevision: string;
+  message: string;
+}
+
+export const DIALECTS: readonly Dialect[] = ["postgres", "sqlite", "mysql"];
+export const WHERE_TRUE = "1 = 1";
+export const WHERE_FALSE = "1 = 0";
+/** Bounds of a parsed tree, as the sidecar's. */
+export const MAX_DEPTH = 64;
+export const MAX_NODES = 10_000;
+
+const ATTRIBUTE_PREFIX = "attributes.";
+const SQL_OPS: Record<ComparisonOp, string> = { eq: "=", ne: "<>", lt: "<", le: "<=", gt: ">", ge: ">=" };
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/;
+
+/** A plan or condition that is not well formed, or a field without a column. */
+export class PlanError extends Error {
+  override name = "PlanError";
+}
+
+/** Whether f names a field of a resource: "id", "tenant" or "attributes.<name>". */
+export function validField(f: string): boolean {
+  return f === "id" || f === "tenant" || (f.startsWith(ATTRIBUTE_PREFIX) && f.length > ATTRIBUTE_PREFIX.length);
+}
+
+/** The condition of its JSON shape (parsed JSON), validated. */
+export function parseCondition(data: unknown): Condition {
+  const nodes = { n: 0 };
+  return decode(data, 1, nodes);
+}
+
+function decode(data: unknown, depth: number, nodes: { n: number }): Condition {
+  nodes.n++;
+  if (depth > MAX_DEPTH) throw new PlanError(`plan: conditions nested deeper than ${MAX_DEPTH}`);
+  if (nodes.n > MAX_NODES) throw new PlanError(`plan: more than ${MAX_NODES} conditions`);
+  if (data === null || typeof data !== "object" || Array.isArray(data)) {
+    throw new PlanError("plan: a condition is a JSON object");
+  }
+  const d = data as Record<string, unknown>;
+  const op = d.op;
+  if (op === "and" || op === "or") {
+    const args = d.args ?? [];
+    if (!Array.isArray(args)) throw new PlanError(`plan: ${op}: args is not a list`);
+    return { op, args: args.map((a) => decode(a, depth + 1, nodes)) };
+  }
+  if (op === "not") {
+    if (d.arg === undefined || d.arg === null) throw new PlanError("plan: not: missing condition");
+    return { op, arg: decode(d.arg, depth + 1, nodes) };
+  }
+  if (op === "in" || (typeof op === "string" && op in SQL_OPS)) {
+    const field = d.field;
+    if (typeof field !== "string" || !validField(field)) {
+      throw new PlanError(`plan: ${String(op)}: field ${JSON.stringify(field)} is not id, tenant or attributes.<name>`);
+    }
+    if (op === "in") {
+      const vals = d.values ?? [];
+      if (!Array.isArray(vals)) throw new PlanError(`plan: ${field} in: values is not a list`);
+      return { op, field, values: vals.map((v) => scalar(field, op, v)) };
+    }
+    const value = scalar(field, op as string, d.value ?? null);
+    if (value === null && (op === "lt" || op === "le" || op === "gt" || op === "ge")) {
+      throw new PlanError(`plan: ${field} ${op}: null cannot be ordered`);
+    }
+    return { op: op as ComparisonOp, field, value };
+  }
+  throw new PlanError(`plan: unknown op ${JSON.stringify(op)}`);
+}
+
+function scalar(field: string, op: string, v: unknown): Scalar {
+  if (v === null || typeof v === "string" || typeof v === "boolean") return v;
+  if (typeof v === "number" && Number.isFinite(v)) return v;
+  throw new PlanError(`plan: ${field} ${op}: value ${JSON.stringify(v)} is not a string, number, boolean or null`);
+}
+
+function str(v: unknown): string {
+  return typeof v === "string" ? v : "";
+}
+
+/** The plan of the sidecar's JSON answer, validated. */
+export function parsePlan(body: Record<string, unknown>): Plan {
+  const kind = body.kind;
+  if (kind !== "always_allowed" && kind !== "always_denied" && kind !== "conditional") {
+    throw new PlanError(`plan: kind ${JSON.stringify(kind)} is not always_allowed, always_denied or conditional`);
+  }
+  let condition: Condition | null = null;
+  if (kind === "conditional") {
+    if (body.condition === undefined || body.condition === null) {
+      throw new PlanError("plan: a conditional plan without a condition");
+    }
+    condition = parseCondition(body.condition);
+  }
+  const sql = (body.sql ?? {}) as Record<string, unknown>;
+  if (typeof sql !== "object" || Array.isArray(sql)) throw new PlanError("plan: sql is not an object");
+  const params = sql.params ?? [];
+  if (!Array.isArray(params)) throw new PlanError("plan: sql.params is not a list");
+  return {
+    kind,
+    condition,
+    sql: {
+      where: str(sql.where) || (kind === "always_allowed" ? WHERE_TRUE : WHERE_FALSE),
+      params: params.map((p) => scalar("sql", "params", p)),
+    },
+    decisionId: str(body.decision_id),
+    reason: str(body.reason),
+    subject: str(body.subject),
+    tenantId: str(body.tenant_id),
+    policyRevision: str(body.policy_revision),
+    message: str(body.message),
+  };
+}
+
+/**
+ * The column of field f: columns[f], else "id", "tenant" or the
+ * attribute's own name. A column is an identifier, optionally qualified by
+ * a table ("orders.owner_id").
+ */
+export function columnName(f: string, columns: Record<string, string> = {}): string {
+  const name = Object.hasOwn(columns, f) ? columns[f]! : f.startsWith(ATTRIBUTE_PREFIX) ? f.slice(ATTRIBUTE_PREFIX.length) : f;
+  if (name.length > 128 || !IDENTIFIER.test(name)) {
+    throw new PlanError(`plan: column ${JSON.stringify(name)} for ${f} is not an identifier (letters, digits, _; one optional table. prefix)`);
+  }
+  return name;
+}
+
+/**
+ * A plan (or a condition) as a WHERE clause in dialect with columns naming
+ * the columns (see columnName), rendered as the sidecar renders it. Every
+ * value is a bind parameter, never part of the text.
+ */
+export function toSql(plan: Plan | Condition, dialect: Dialect = "postgres", columns: Record<string, string> = {}): SqlFilter {
+  if (!DIALECTS.includes(dialect)) throw new PlanError(`plan: dialect ${JSON.stringify(dialect)} is not postgres, sqlite or mysql`);
+  let cond: Condition;
+  if ("kind" in plan) {
+    if (plan.kind === "always_allowed") return { where: WHERE_TRUE, params: [] };
+    if (plan.kind === "always_denied" || plan.condition === null) return { where: WHERE_FALSE, params: [] };
+    cond = plan.condition;
+  } else {
+    cond = plan;
+  }
+  const params: Scalar[] = [];
+  const param = (v: Scalar) => {
+    params.push(v);
+    return dialect === "postgres" ? `$${params.length}` : "?";
+  };
+  const q = dialect === "mysql" ? "`" : '"';
+  const column = (f: string) => columnName(f, columns).split(".").map((p) => q + p + q).join(".");
+  const render = (c: Condition): string => {
+    switch (c.op) {
+      case "and":
+      case "or":
+        if (c.args.length === 0) return c.op === "and" ? WHERE_TRUE : WHERE_FALSE;
+        return "(" + c.args.map(render).join(` ${c.op.toUpperCase()} `) + ")";
+      case "not":
+        return `(${render(c.arg)}) IS NOT TRUE`;
+      case "in": {
+        const col = column(c.field);
+        const vals = c.values.filter((v) => v !== null);
+        const hasNull = vals.length < c.values.length;
+        if (vals.length === 0) return hasNull ? `${col} IS NULL` : WHERE_FALSE;
+        const s = `${col} IN (${vals.map(param).join(", ")})`;
+        return hasNull ? `(${s} OR ${col} IS NULL)` : s;
+      }
+      default: {
+        const col = column(c.field);
+        if (c.value === null) return c.op === "eq" ? `${col} IS NULL` : `${col} IS NOT NULL`;
+        return `${col} ${SQL_OPS[c.op]} ${param(c.value)}`;
+      }
+    }
+  };
+  return { where: render(cond), params };
+}
+
+/** A Prisma filter on one field: the operators prismaWhere uses. */
+export interface PrismaFieldFilter {
+  equals?: Scalar;
+  not?: Scalar;
+  lt?: Scalar;
+  lte?: Scalar;
+  gt?: Scalar;
+  gte?: Scalar;
+  in?: Scalar[];
+}
+
+/** A Prisma `where` object: AND, OR, NOT and field filters, nested along relations. */
+export type PrismaWhere = { [key: string]: PrismaWhere | PrismaWhere[] | PrismaFieldFilter };
+
+const PRISMA_OPS: Record<ComparisonOp, keyof PrismaFieldFilter> = {
+  eq: "equals", ne: "not", lt: "lt", le: "lte", gt: "gt", ge: "gte",
+};
+
+/**
+ * A Prisma `where` object of a plan (or a condition): `{}` (every row) for
+ * always_allowed, `{OR: []}` (no row) for always_denied, else the
+ * condition. fields maps a plan's fields ("id", "tenant",
+ * "attributes.owner") to Prisma fields, a dotted path following relations
+ * ("owner.username" → `{owner: {username: …}}`); a field it does not name
+ * is the field "id", "tenant" or the attribute's own name.
+ *
+ * Prisma renders NOT as SQL NOT, which is NULL (no row) for a NULL
+ * column; under an odd number of "not"s each comparison is therefore
+ * paired with `{field: {not: null}}`, so that a missing field makes "not"
+ * true, as the sidecar's SQL has it.
+ */
+export function prismaWhere(plan: Plan | Condition, fields: Record<string, string> = {}): PrismaWhere {
+  let cond: Condition;
+  if ("kind" in plan) {
+    if (plan.kind === "always_allowed") return {};
+    if (plan.kind === "always_denied" || plan.condition === null) return { OR: [] };
+    cond = plan.condition;
+  } else {
+    cond = plan;
+  }
+  const on = (f: string, filter: PrismaFieldFilter): PrismaWhere => {
+    const path = Object.hasOwn(fields, f) ? fields[f]! : f.startsWith(ATTRIBUTE_PREFIX) ? f.slice(ATTRIBUTE_PREFIX.length) : f;
+    const parts = path.split(".");
+    let out: PrismaWhere | PrismaFieldFilter = filter;
+    for (let i = parts.length - 1; i >= 0; i--) out = { [parts[i]!]: out } as PrismaWhere;
+    return out as PrismaWhere;
+  };
+  const build = (c: Condition, negated: boolean): PrismaWhere => {
+    switch (c.op) {
+      case "and":
+        return { AND: c.args.map((a) => build(a, negated)) };
+      case "or":
+        return { OR: c.args.map((a) => build(a, negated)) };
+      case "not":
+        return { NOT: build(c.arg, !negated) };
+    }
+    let w: PrismaWhere;
+    if (c.op === "in") {
+      const vals = c.values.filter((v) => v !== null);
+      w = on(c.field, { in: vals });
+      if (vals.length < c.values.length) w = { OR: [w, on(c.field, { equals: null })] };
+    } else {
+      w = on(c.field, { [PRISMA_OPS[c.op]]: c.value });
+    }
+    // Under an odd number of NOTs a NULL must count as false, not unknown.
+    const nullTest = (c.op === "eq" || c.op === "ne") && c.value === null;
+    if (!negated || nullTest || (c.op === "in" && c.values.includes(null))) return w;
+    return { AND: [on(c.field, { not: null }), w] };
+  };
+  return build(cond, false);
+}

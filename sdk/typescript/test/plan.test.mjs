@@ -1,0 +1,106 @@
+// Resource plans without a sidecar: parsing condition trees, rendering them
+// as SQL (toSql, as the sidecar renders it) and as a Prisma where object,
+// checked by shape and by what Prisma's SQL for that shape selects (three-
+// valued, as SQL is) on rows that lack attributes.
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+
+import { parseCondition, parsePlan, PlanError, prismaWhere, toSql } from "../dist/index.js";
+import { COLUMN, holds, prismaEval, rows, SAMPLE, trees } from "./plan-trees.mjs";
+
+describe("condition trees", () => {
+  test("round trip and defaults", () => {
+    assert.deepEqual(parseCondition(SAMPLE), SAMPLE);
+    assert.deepEqual(parseCondition({ op: "in", field: "id" }), { op: "in", field: "id", values: [] });
+  });
+
+  test("malformed trees are refused", () => {
+    let deep = { op: "and", args: [] };
+    for (let i = 0; i < 64; i++) deep = { op: "not", arg: deep };
+    for (const bad of [{ op: "xor" }, { op: "eq", field: "owner", value: "a" }, { op: "eq", field: "attributes.", value: "a" },
+      { op: "eq", field: "id", value: { a: 1 } }, { op: "lt", field: "id", value: null }, { op: "not" },
+      { op: "in", field: "id", values: [[1]] }, { op: "gt", field: "id", value: Infinity }, [], "eq", null, deep]) {
+      assert.throws(() => parseCondition(bad), PlanError, JSON.stringify(bad)?.slice(0, 60));
+    }
+  });
+
+  test("plans", () => {
+    const p = parsePlan({ kind: "conditional", condition: SAMPLE, sql: { where: '"tenant" = $1', params: ["acme"] },
+      decision_id: "d1", reason: "plan-conditional", subject: "alice", tenant_id: "acme", policy_revision: "r1" });
+    assert.deepEqual(p, { kind: "conditional", condition: SAMPLE, sql: { where: '"tenant" = $1', params: ["acme"] },
+      decisionId: "d1", reason: "plan-conditional", subject: "alice", tenantId: "acme", policyRevision: "r1", message: "" });
+    const d = parsePlan({ kind: "always_denied", reason: "token-expired" });
+    assert.deepEqual([d.condition, d.sql], [null, { where: "1 = 0", params: [] }]);
+    assert.throws(() => parsePlan({ kind: "conditional" }), PlanError);
+    assert.throws(() => parsePlan({ kind: "maybe" }), PlanError);
+  });
+});
+
+describe("toSql", () => {
+  test("dialects, as the sidecar renders them", () => {
+    // The tree and text of plan/plan_test.go's TestSQLDialects.
+    const c = parseCondition(SAMPLE);
+    const cases = [
+      ["postgres", {}, '("tenant" = $1 AND ("owner" = $2 OR "status" IN ($3, $4)) AND ("level" >= $5) IS NOT TRUE AND "status" IS NOT NULL)'],
+      ["sqlite", { "tenant": "tenant_id", "attributes.owner": "o.owner_id" },
+        '("tenant_id" = ? AND ("o"."owner_id" = ? OR "status" IN (?, ?)) AND ("level" >= ?) IS NOT TRUE AND "status" IS NOT NULL)'],
+      ["mysql", {}, "(`tenant` = ? AND (`owner` = ? OR `status` IN (?, ?)) AND (`level` >= ?) IS NOT TRUE AND `status` IS NOT NULL)"],
+    ];
+    for (const [dialect, cols, want] of cases) {
+      assert.deepEqual(toSql(c, dialect, cols), { where: want, params: ["acme", "alice", "open", "shared", 3] });
+    }
+    for (const [tree, want] of [[{ op: "in", field: "id", values: [] }, "1 = 0"],
+      [{ op: "in", field: "id", values: [null] }, '"id" IS NULL'],
+      [{ op: "in", field: "id", values: ["a", null] }, '("id" IN ($1) OR "id" IS NULL)'],
+      [{ op: "eq", field: "id", value: null }, '"id" IS NULL'],
+      [{ op: "or", args: [] }, "1 = 0"], [{ op: "and", args: [] }, "1 = 1"]]) {
+      assert.equal(toSql(parseCondition(tree)).where, want);
+    }
+    assert.equal(toSql(parsePlan({ kind: "always_allowed" })).where, "1 = 1");
+    assert.equal(toSql(parsePlan({ kind: "always_denied" })).where, "1 = 0");
+  });
+
+  test("values are never part of the text; columns are identifiers", () => {
+    const evil = "x' OR '1'='1";
+    const s = toSql(parseCondition({ op: "eq", field: "attributes.owner", value: evil }), "sqlite");
+    assert.ok(!s.where.includes(evil));
+    assert.deepEqual(s.params, [evil]);
+    for (const bad of ['owner"; DROP TABLE x; --', "a.b.c", "1x", ""]) {
+      assert.throws(() => toSql(parseCondition({ op: "eq", field: "attributes.owner", value: "a" }), "sqlite",
+        { "attributes.owner": bad }), PlanError, bad);
+    }
+    assert.throws(() => toSql(parseCondition({ op: "eq", field: "attributes.x-y", value: "a" })), PlanError);
+    assert.throws(() => toSql(parseCondition(SAMPLE), "oracle"), PlanError);
+  });
+});
+
+describe("prismaWhere", () => {
+  test("shape", () => {
+    assert.deepEqual(prismaWhere(parseCondition(SAMPLE), { "tenant": "tenantId", "attributes.owner": "owner.username" }), {
+      AND: [
+        { tenantId: { equals: "acme" } },
+        { OR: [{ owner: { username: { equals: "alice" } } }, { status: { in: ["open", "shared"] } }] },
+        { NOT: { AND: [{ level: { not: null } }, { level: { gte: 3 } }] } },
+        { status: { not: null } },
+      ],
+    });
+    assert.deepEqual(prismaWhere(parseCondition({ op: "in", field: "id", values: [1, null] })),
+      { OR: [{ id: { in: [1] } }, { id: { equals: null } }] });
+    assert.deepEqual(prismaWhere(parsePlan({ kind: "always_allowed" })), {});
+    assert.deepEqual(prismaWhere(parsePlan({ kind: "always_denied" })), { OR: [] });
+  });
+
+  test("selects the rows the tree means, NULLs included", () => {
+    const data = rows();
+    const fields = { "attributes.owner": "ownerName" };
+    const prismaRows = data.map(({ owner, ...r }) => ({ ...r, ownerName: owner }));
+    for (const c of trees()) {
+      const w = prismaWhere(c, fields);
+      const got = prismaRows.filter((r) => prismaEval(w, r) === true).map((r) => r.id);
+      const want = data.filter((r) => holds(c, r)).map((r) => r.id);
+      assert.deepEqual(got, want, JSON.stringify(c));
+    }
+    assert.equal(COLUMN["attributes.owner"], "owner");
+  });
+});
