@@ -26,17 +26,6 @@ import (
 // with only the listen and upstream ports rewritten. They are skipped
 // where nginx or caddy is not installed.
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // echoApp answers with the request's x-svc-* headers as JSON, standing in
 // for the protected application.
 func echoApp(t *testing.T) *httptest.Server {
@@ -226,7 +215,7 @@ func startProxy(t *testing.T, bin string, args func(dir, conf string) []string, 
 // found its port in use.
 func runProxy(t *testing.T, bin string, args func(dir, conf string) []string, src, confName string, replace []string) (base, output string, inUse bool) {
 	t.Helper()
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	text := strings.NewReplacer(append(replace, "8080", strconv.Itoa(port))...).Replace(src)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, confName)

@@ -130,3 +130,15 @@ func (r *Redirector) MoveTo(target string) {
 	r.target = target
 	r.mu.Unlock()
 }
+
+// FreePort returns a loopback TCP port that was free a moment ago: a
+// server started on it may still find it taken, and should retry.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

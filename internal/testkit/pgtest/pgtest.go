@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // Server is a running PostgreSQL.
@@ -71,7 +73,7 @@ func Start(t testing.TB) *Server {
 	if out, err := as("initdb", "-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale", "C").CombinedOutput(); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	logFile := filepath.Join(dir, "postgres.log")
 	srv := as("pg_ctl", "-D", data, "-l", logFile, "-w", "-t", "60", "start", "-o",
 		fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off", port, dir))
@@ -99,14 +101,4 @@ func Start(t testing.TB) *Server {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return &Server{DSN: fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", addr), Port: port}
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
