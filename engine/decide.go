@@ -349,7 +349,7 @@ func (e *Engine) finish(ctx context.Context, start time.Time, res Result, req *R
 			req.Completer.CompleteRequest(in.Request)
 		}
 		e.observer.ObserveDecision(ctx, DecisionEvent{
-			Record: rec, Input: *in, Evaluated: evaluated,
+			Record: e.maskedRecord(rec), Input: *in, Evaluated: evaluated,
 			PolicyAllow: evaluated && res.Decision.Allow, Latency: latency,
 		})
 	}

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"encoding/json"
+
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/internal/jsonmask"
 )
@@ -46,4 +48,23 @@ func (e *Engine) maskRecord(b []byte) ([]byte, error) {
 	}
 	masked, _, err := e.decisionMask.Apply(b)
 	return masked, err
+}
+
+// maskedRecord is rec with decision_log.mask applied, as the audit log
+// writes it, for what observers show: the live decision and log streams
+// (core log tail). An erased member is its zero value. Observers that
+// evaluate (dry-run sessions) read the event's Input, which the mask
+// leaves alone.
+func (e *Engine) maskedRecord(rec audit.Record) audit.Record {
+	if e.decisionMask.Empty() {
+		return rec
+	}
+	masked, err := e.maskRecord(rec.AppendJSON(nil))
+	var out audit.Record
+	if err != nil || json.Unmarshal(masked, &out) != nil {
+		// A record the mask cannot be applied to is not shown at all
+		// beyond what identifies it.
+		return audit.Record{Time: rec.Time, DecisionID: rec.DecisionID, Reason: rec.Reason, Allow: rec.Allow}
+	}
+	return out
 }

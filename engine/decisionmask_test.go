@@ -94,3 +94,28 @@ func TestDecisionLogMask(t *testing.T) {
 		t.Errorf("audit record erased %v, want only /user_id (it has no input)", got)
 	}
 }
+
+// The live streams (core log tail, the decision stream) show records as
+// the audit log writes them: masked. A dry-run session still gets the
+// input it evaluates.
+func TestDecisionLogMaskOnObservers(t *testing.T) {
+	p := idptest.New(t)
+	cfg := prodConfig(p.JWKSURL())
+	cfg.DecisionLog.Mask = []string{"/user_id", "/resource/id"}
+	o := &observer{watching: true}
+	e := newEngine(t, cfg, engine.Deps{Observer: o})
+	tok := p.Token(t, claimsFor("acme", "viewer"))
+	if _, err := e.Authorize(context.Background(), tok, engine.Input{Action: "orders:read", Resource: policy.Resource{ID: "o-secret"}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(o.events) != 1 {
+		t.Fatalf("%d events", len(o.events))
+	}
+	ev := o.events[0]
+	if ev.Record.UserID != "" || ev.Record.Resource.ID != "" || ev.Record.Action != "orders:read" || ev.Record.DecisionID == "" || !ev.Record.Allow {
+		t.Errorf("observed record not masked: %+v", ev.Record)
+	}
+	if ev.Input.Resource.ID != "o-secret" || ev.Input.User.ID == "" {
+		t.Errorf("observed input %+v: dry-run sessions evaluate it whole", ev.Input)
+	}
+}
