@@ -128,6 +128,34 @@ type Spool struct {
 	readExact bool
 	// frame is Append's buffer, reused under mu.
 	frame []byte
+
+	// Group commit: one write at a time goes to the file, outside mu;
+	// records appended meanwhile join group, written by its owner with
+	// one write once the write in flight is done. writing is true while
+	// a write is in flight or handed to the next group's owner;
+	// inflight and queued are the bytes of that write and of group,
+	// counted against the segment's and the spool's bounds.
+	writing  bool
+	group    *appendGroup
+	inflight int64
+	queued   int64
+	// idle is signalled when writing ends, for what must not run while
+	// a write is in flight (a new segment, Close).
+	idle *sync.Cond
+	// spare is a group buffer written out, for the next group.
+	spare []byte
+}
+
+// appendGroup is the records that waited for a write in flight, written
+// together by their first appender (owner).
+type appendGroup struct {
+	buf     []byte
+	records int64
+	first   time.Time
+	// lead is closed when the owner is to write the group; done when it
+	// has, err then holding the outcome.
+	lead, done chan struct{}
+	err        error
 }
 
 const (
@@ -161,6 +189,7 @@ func Open(opts Options) (*Spool, error) {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
 	s := &Spool{opts: opts}
+	s.idle = sync.NewCond(&s.mu)
 	if err := s.load(); err != nil {
 		return nil, err
 	}
@@ -333,6 +362,10 @@ func (s *Spool) startSegment(seq uint64) error {
 // Append writes rec to the spool. The record is in the file when Append
 // returns: it survives the process's death, and a power loss once Sync
 // has run. Under Deny a full spool refuses it with ErrFull.
+//
+// Appends from many goroutines share writes: while one write is in
+// flight, the records appended meanwhile wait and go to the file
+// together, with the next write, before any of their Appends returns.
 func (s *Spool) Append(rec []byte) error {
 	now := s.opts.Now()
 	n := int64(frameHeader + len(rec))
@@ -340,42 +373,118 @@ func (s *Spool) Append(rec []byte) error {
 		return ErrTooLarge
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return errors.New("spool: closed")
-	}
-	last := s.segs[len(s.segs)-1]
-	if last.size > 0 && last.size+n > s.opts.SegmentBytes {
-		if err := s.startSegment(last.seq + 1); err != nil {
-			return err
+	for {
+		if s.closed {
+			s.mu.Unlock()
+			return errors.New("spool: closed")
 		}
-		last = s.segs[len(s.segs)-1]
+		last := s.segs[len(s.segs)-1]
+		pending := s.inflight + s.queued
+		if last.size+pending > 0 && last.size+pending+n > s.opts.SegmentBytes {
+			if s.writing {
+				// A new segment waits for the writes to the last one.
+				s.idle.Wait()
+				continue
+			}
+			if err := s.startSegment(last.seq + 1); err != nil {
+				s.mu.Unlock()
+				return err
+			}
+			continue
+		}
+		break
 	}
-	for s.bytes+n > s.opts.MaxBytes {
+	for s.bytes+s.inflight+s.queued+n > s.opts.MaxBytes {
 		if s.opts.Overflow == Deny || len(s.segs) == 1 {
+			s.mu.Unlock()
 			return ErrFull
 		}
 		s.dropOldest()
 	}
-	s.frame = appendFrame(s.frame[:0], now, rec)
-	if cap(s.frame) > appendBufferKeep {
-		defer func() { s.frame = nil }()
+	if !s.writing {
+		// Nothing in flight: this record is written at once, alone.
+		s.frame = appendFrame(s.frame[:0], now, rec)
+		buf := s.frame
+		if cap(s.frame) > appendBufferKeep {
+			s.frame = nil
+		}
+		return s.writeLocked(buf, 1, now, false)
 	}
-	if _, err := s.w.Write(s.frame); err != nil {
+	g := s.group
+	owner := g == nil
+	if owner {
+		g = &appendGroup{buf: s.spare[:0], first: now, lead: make(chan struct{}), done: make(chan struct{})}
+		s.spare = nil
+		s.group = g
+	}
+	g.buf = appendFrame(g.buf, now, rec)
+	g.records++
+	s.queued += n
+	s.mu.Unlock()
+	if owner {
+		// The write in flight hands over to this group once it is done.
+		<-g.lead
+		s.mu.Lock()
+		s.group = nil
+		s.queued -= int64(len(g.buf))
+		if s.closed {
+			g.err = errors.New("spool: closed")
+			s.writing = false
+			s.idle.Broadcast()
+			s.mu.Unlock()
+		} else {
+			g.err = s.writeLocked(g.buf, g.records, g.first, true)
+		}
+		close(g.done)
+		return g.err
+	}
+	<-g.done
+	return g.err
+}
+
+// writeLocked writes buf, records frames the first appended at first,
+// to the last segment, with mu held on entry and released on return;
+// grouped says buf is a group's, kept for a next group.
+// The write itself runs without mu, so that records appended meanwhile
+// gather in the next group; when the write is done it hands over to that
+// group, if any.
+func (s *Spool) writeLocked(buf []byte, records int64, first time.Time, grouped bool) error {
+	last := s.segs[len(s.segs)-1]
+	s.writing = true
+	s.inflight = int64(len(buf))
+	s.mu.Unlock()
+	_, werr := s.w.Write(buf)
+	s.mu.Lock()
+	s.inflight = 0
+	var err error
+	if werr != nil {
 		// A short write leaves a torn frame that the next Open cuts;
 		// until then the segment is done with.
 		_ = s.startSegment(last.seq + 1)
-		return fmt.Errorf("spool: %w", err)
+		err = fmt.Errorf("spool: %w", werr)
+	} else {
+		if last.records == 0 {
+			last.first = first
+		}
+		size := int64(len(buf))
+		last.size += size
+		last.records += records
+		s.bytes += size
+		s.unsent += records
+		s.dirty = true
 	}
-	if last.records == 0 {
-		last.first = now
+	if grouped && s.spare == nil && cap(buf) <= appendBufferKeep {
+		s.spare = buf[:0]
 	}
-	last.size += n
-	last.records++
-	s.bytes += n
-	s.unsent++
-	s.dirty = true
-	return nil
+	if next := s.group; next != nil {
+		// writing stays true: the next group's owner writes now.
+		close(next.lead)
+	} else {
+		s.writing = false
+		s.idle.Broadcast()
+	}
+	s.mu.Unlock()
+	return err
 }
 
 // appendBufferKeep is the largest frame buffer Append keeps for the
@@ -681,6 +790,11 @@ func (s *Spool) Close() error {
 		return nil
 	}
 	s.closed = true
+	for s.writing {
+		// The write in flight, and a group it hands over to, which
+		// fails as closed.
+		s.idle.Wait()
+	}
 	err := s.syncLocked()
 	if cerr := s.w.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("spool: %w", cerr)
