@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/svc-dev/svc/engine/decisionlog/spool"
 	"github.com/svc-dev/svc/internal/periodic"
@@ -133,6 +134,9 @@ func New(opts Options, sink Sink) (*Logger, error) {
 	return l, nil
 }
 
+// finalFlush bounds the last batches a stopping Logger sends.
+const finalFlush = 2 * time.Second
+
 // orphan is the spool of a process gone.
 type orphan struct {
 	dir   *lockedDir
@@ -192,6 +196,14 @@ func (l *Logger) Run(ctx context.Context) error {
 		}
 	}
 	l.ship(ctx, l.spool, false)
+	if l.connected.Load() {
+		// Stopping: the records waiting for a batch to fill go now,
+		// while the sink is there, within a bound; what is left waits
+		// in the spool for the next process.
+		fctx, cancel := context.WithTimeout(context.Background(), finalFlush)
+		l.ship(fctx, l.spool, true)
+		cancel()
+	}
 	<-done
 	err := l.spool.Close()
 	l.own.release()
@@ -201,25 +213,36 @@ func (l *Logger) Run(ctx context.Context) error {
 	return err
 }
 
-// ship sends sp's batches while there are records, and waits for more
-// otherwise (or, with drain, returns), backing off while the sink fails.
+// ship sends sp's batches, backing off while the sink fails. Unless it
+// drains (then it returns once sp is empty), it sends a batch when
+// BatchMaxRecords records wait or at the flush interval, whichever comes
+// first: under load every batch is full, and the costs of a batch (the
+// sink's round trip, the cursor file, waking up) are shared by that many
+// records. The records wait on disk meanwhile.
 func (l *Logger) ship(ctx context.Context, sp *spool.Spool, drain bool) {
 	backoff := 100 * time.Millisecond
 	flush := time.NewTicker(l.opts.FlushInterval)
 	defer flush.Stop()
+	// retry: the last batch failed and is sent again after the backoff,
+	// not at the next flush.
+	retry := false
 	for ctx.Err() == nil {
+		if !drain && !retry && sp.Unsent() < int64(l.opts.BatchMaxRecords) {
+			select {
+			case <-ctx.Done():
+				continue
+			case <-l.wake:
+			case <-flush.C:
+			}
+		}
+		retry = false
 		es, err := sp.Read(l.opts.BatchMaxRecords, 4<<20)
 		if err != nil {
 			l.log.Error("decision log spool unreadable", "err", err)
 		}
-		if len(es) == 0 && drain {
-			return
-		}
 		if len(es) == 0 {
-			select {
-			case <-ctx.Done():
-			case <-l.wake:
-			case <-flush.C:
+			if drain {
+				return
 			}
 			continue
 		}
@@ -241,6 +264,7 @@ func (l *Logger) ship(ctx context.Context, sp *spool.Spool, drain bool) {
 			case <-time.After(backoff):
 			}
 			backoff = min(backoff*2, 10*time.Second)
+			retry = true
 			continue
 		}
 		backoff = 100 * time.Millisecond
@@ -316,10 +340,16 @@ func decode(b []byte) (Record, bool) {
 	return r, true
 }
 
+// field reads a length-prefixed string. It shares b's memory: the
+// spool reads each batch into a buffer of its own that nothing writes
+// to again, so the string stays as it is for as long as a sink holds it.
 func field(b []byte) (string, []byte, bool) {
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n > uint64(len(b)-k) {
 		return "", nil, false
 	}
-	return string(b[k : k+int(n)]), b[k+int(n):], true
+	if n == 0 {
+		return "", b[k:], true
+	}
+	return unsafe.String(&b[k], int(n)), b[k+int(n):], true
 }
