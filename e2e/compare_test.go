@@ -52,6 +52,8 @@ var (
 		"run the sidecar with identity tokens on (identity_token.signing_key_file): every allowed answer carries x-svc-identity")
 	compareDecisionLog = flag.Bool("compare.decision-log", false,
 		"also run a second sidecar with the decision log on, shipping to a NATS JetStream server (decision_log.sink = nats), in the same rounds")
+	compareSinkCPUs = flag.String("compare.sink-cpus", "",
+		"with -compare.decision-log, pin the NATS server to these CPUs (taskset -c list), off the CPUs the benchmark runs on (start it under taskset -c with the others)")
 	compareRuns = flag.Int("compare.runs", 3,
 		"BenchmarkCompareNoop: runs, each of interleaved rounds; the medians are reported")
 )
@@ -124,6 +126,13 @@ func BenchmarkCompareNoop(b *testing.B) {
 	)
 	if *compareDecisionLog {
 		nats = natstest.Start(b)
+		if *compareSinkCPUs != "" {
+			// A sink on other hardware, as in production: its CPU is
+			// not taken from the servers measured.
+			if out, err := exec.Command("taskset", "-a", "-p", "-c", *compareSinkCPUs, strconv.Itoa(nats.Pid())).CombinedOutput(); err != nil {
+				b.Fatalf("taskset the NATS server: %v: %s", err, out)
+			}
+		}
 		dlEnv := maps.Clone(env)
 		dlEnv["SVC_DECISION_LOG_SINK"] = "nats"
 		dlEnv["SVC_DECISION_LOG_URL"] = nats.URL()
