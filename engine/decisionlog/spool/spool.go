@@ -144,6 +144,11 @@ type Spool struct {
 	idle *sync.Cond
 	// spare is a group buffer written out, for the next group.
 	spare []byte
+
+	// cmu orders the writes of the cursor file, which run without mu:
+	// Append never waits for the cursor, nor for an fsync. Taken before
+	// mu by those that hold both.
+	cmu sync.Mutex
 }
 
 // appendGroup is the records that waited for a write in flight, written
@@ -550,15 +555,21 @@ func (s *Spool) Read(limit int, maxBytes int64) ([]Entry, error) {
 		rest := seg.size - s.read.Offset
 		want := min(maxBytes-size, seg.size/max(seg.records, 1)*int64(limit-len(out))*5/4) + frameHeader*int64(limit-len(out))
 		want = min(max(want, readChunk), rest)
-		buf, err := s.readAt(seg, s.read.Offset, want)
+		// The file is read without mu: appends go on meanwhile. Only a
+		// segment dropped for room moves s.read under this reader.
+		pos := s.read
+		s.mu.Unlock()
+		buf, err := s.readAt(seg, pos.Offset, want)
+		if n, ok := frameLen(buf); err == nil && ok && n > int64(len(buf)) && n <= rest {
+			// One record larger than the chunk: read it whole.
+			buf, err = s.readAt(seg, pos.Offset, n)
+		}
+		s.mu.Lock()
+		if s.read != pos {
+			continue // dropped meanwhile: on from where reading is now
+		}
 		if err != nil {
 			return out, err
-		}
-		if n, ok := frameLen(buf); ok && n > int64(len(buf)) && n <= rest {
-			// One record larger than the chunk: read it whole.
-			if buf, err = s.readAt(seg, s.read.Offset, n); err != nil {
-				return out, err
-			}
 		}
 		more := int64(len(buf)) < rest // the segment goes on past buf
 		off := 0
@@ -587,6 +598,7 @@ func (s *Spool) Read(limit int, maxBytes int64) ([]Entry, error) {
 
 // readAt reads n bytes of seg from off, into a buffer of their own: a
 // sink's client may still hold records of a batch it failed to send.
+// It needs no lock: it opens the file by seg's sequence number.
 func (s *Spool) readAt(seg *segment, off, n int64) ([]byte, error) {
 	f, err := os.Open(s.path(seg.seq))
 	if err != nil {
@@ -611,13 +623,29 @@ func (s *Spool) Rewind() {
 
 // Ack records that every record before p (an Entry's Next) reached the
 // sink; segments wholly before p are deleted. The cursor file is written
-// at once (a killed process does not send those records again) and
-// synced to the disk with the next Sync.
+// before Ack returns (a killed process does not send those records
+// again) and synced to the disk with the next Sync.
 func (s *Spool) Ack(p Position) {
+	if !s.ack(p) {
+		return
+	}
+	// Written now, so that a process killed after this ack does not send
+	// the records again; made durable with the next Sync. Without mu: a
+	// later Ack or Sync writes the cursor as it is then, never older.
+	s.cmu.Lock()
+	s.mu.Lock()
+	acked := s.acked
+	s.mu.Unlock()
+	_ = s.writeCursor(acked, false)
+	s.cmu.Unlock()
+}
+
+// ack moves the cursor to p in memory; false when it is there already.
+func (s *Spool) ack(p Position) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.acked.Less(p) {
-		return
+		return false
 	}
 	if p == s.read && s.readExact {
 		// Everything read is acknowledged: Read counted it.
@@ -627,9 +655,6 @@ func (s *Spool) Ack(p Position) {
 	}
 	s.readSince, s.readExact = 0, p == s.read
 	s.acked = p
-	// Written now, so that a process killed after this ack does not send
-	// the records again; made durable with the next Sync.
-	_ = s.writeCursor(false)
 	s.ackDirty = true
 	for len(s.segs) > 1 && s.segs[0].seq < p.Segment {
 		old := s.segs[0]
@@ -640,6 +665,7 @@ func (s *Spool) Ack(p Position) {
 	if s.read.Less(p) {
 		s.read = p
 	}
+	return true
 }
 
 // countAcked counts the records from acked to p from the disk.
@@ -713,13 +739,41 @@ func (s *Spool) nextSeq(seq uint64) uint64 {
 }
 
 // Sync makes the records appended and the cursor acknowledged so far
-// survive a power loss.
+// survive a power loss. The fsyncs run without mu: appends go on
+// meanwhile.
 func (s *Spool) Sync() error {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.syncLocked()
+	if s.closed {
+		// Close synced.
+		s.mu.Unlock()
+		return nil
+	}
+	w, dirty, ackDirty, acked := s.w, s.dirty, s.ackDirty, s.acked
+	s.dirty, s.ackDirty = false, false
+	s.mu.Unlock()
+	if dirty {
+		// A segment finished meanwhile was synced before it was closed.
+		if err := w.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+			s.mu.Lock()
+			s.dirty = true
+			s.mu.Unlock()
+			return fmt.Errorf("spool: %w", err)
+		}
+	}
+	if ackDirty {
+		if err := s.writeCursor(acked, true); err != nil {
+			s.mu.Lock()
+			s.ackDirty = true
+			s.mu.Unlock()
+			return err
+		}
+	}
+	return nil
 }
 
+// syncLocked is Sync with cmu and mu held, for Close.
 func (s *Spool) syncLocked() error {
 	if s.dirty && s.w != nil {
 		if err := s.w.Sync(); err != nil {
@@ -728,7 +782,7 @@ func (s *Spool) syncLocked() error {
 		s.dirty = false
 	}
 	if s.ackDirty {
-		if err := s.writeCursor(true); err != nil {
+		if err := s.writeCursor(s.acked, true); err != nil {
 			return err
 		}
 		s.ackDirty = false
@@ -784,6 +838,8 @@ func (s *Spool) oldestUnsent() time.Time {
 
 // Close syncs and closes the spool.
 func (s *Spool) Close() error {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -816,16 +872,16 @@ func (s *Spool) readCursor() Position {
 	return p
 }
 
-// writeCursor replaces the cursor file at once (a rename), synced to the
-// disk when durable.
-func (s *Spool) writeCursor(durable bool) error {
+// writeCursor replaces the cursor file with acked at once (a rename),
+// synced to the disk when durable; cmu held.
+func (s *Spool) writeCursor(acked Position, durable bool) error {
 	path := filepath.Join(s.opts.Dir, cursorFile)
 	tmp := path + ".next"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
-	_, err = fmt.Fprintf(f, "%d %d\n", s.acked.Segment, s.acked.Offset)
+	_, err = fmt.Fprintf(f, "%d %d\n", acked.Segment, acked.Offset)
 	if err == nil && durable {
 		err = f.Sync()
 	}

@@ -339,8 +339,8 @@ func TestBacklogReadInChunks(t *testing.T) {
 
 // Appends from many goroutines at once share writes: every record is in
 // the file when its Append returns, whole and once, across segments,
-// while a reader reads and acknowledges meanwhile; a reopened spool
-// finds the same.
+// while a reader reads and acknowledges and Sync runs meanwhile; a
+// reopened spool finds the same.
 func TestConcurrentAppends(t *testing.T) {
 	dir := t.TempDir()
 	s, err := spool.Open(spool.Options{Dir: dir, MaxBytes: 64 << 20, SegmentBytes: 64 << 10})
@@ -375,6 +375,21 @@ func TestConcurrentAppends(t *testing.T) {
 			}
 		}
 	}()
+	syncDone := make(chan struct{})
+	go func() {
+		// Syncs meanwhile, across new segments.
+		defer close(syncDone)
+		for {
+			if err := s.Sync(); err != nil {
+				t.Errorf("sync: %v", err)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
 	for w := range writers {
 		wg.Go(func() {
 			for i := range each {
@@ -388,6 +403,7 @@ func TestConcurrentAppends(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	<-readDone
+	<-syncDone
 	// What the reader had not reached when it stopped: the unsent.
 	rest := readAll(t, s, 1000)
 	for _, e := range rest {
@@ -409,7 +425,7 @@ func TestConcurrentAppends(t *testing.T) {
 	}
 	// Reopened: nothing torn, the unacknowledged records still there.
 	s = open(t, spool.Options{Dir: dir, MaxBytes: 64 << 20, SegmentBytes: 64 << 10})
-	if st := s.Stats(); st.Cut != 0 {
-		t.Fatalf("reopened: %+v, want nothing cut", st)
+	if st := s.Stats(); st.Cut != 0 || st.Unsent != int64(len(rest)) {
+		t.Fatalf("reopened: %+v, want nothing cut and the %d records not acknowledged", st, len(rest))
 	}
 }
