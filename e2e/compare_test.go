@@ -84,6 +84,14 @@ const noopAddrEnv = "SVC_E2E_NOOP_AUTHZ_ADDR"
 // machine's cores, so a richer answer that costs the client more to decode
 // lowers the throughput too); over the whole sitting, the sidecar's
 // allocations per check. The log shows every run.
+//
+// With -compare.decision-log a third process, the same sidecar shipping
+// its decision log to a NATS JetStream server, takes its turn in every
+// round: dl-throughput-ratio is its checks per second over the no-op's,
+// dl-vs-sidecar-ratio over the plain sidecar's, and nats-cpu-us/check
+// the NATS server's CPU during its rounds. The NATS server shares the
+// machine's cores unless -compare.sink-cpus pins it elsewhere (with the
+// benchmark itself started under taskset -c on the other CPUs).
 // Run it with -benchtime 1x (`make bench-compare`).
 func BenchmarkCompareNoop(b *testing.B) {
 	if testing.Short() {
