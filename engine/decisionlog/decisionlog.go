@@ -74,8 +74,10 @@ type Logger struct {
 
 	shipped, retries atomic.Int64
 	connected        atomic.Bool
-	mu               sync.Mutex
-	lastErr          string
+	// failing: the last batch failed other than by the Logger's stop.
+	failing atomic.Bool
+	mu      sync.Mutex
+	lastErr string
 }
 
 // Stats is a Logger's state, as /v1/status shows it.
@@ -196,10 +198,10 @@ func (l *Logger) Run(ctx context.Context) error {
 		}
 	}
 	l.ship(ctx, l.spool, false)
-	if l.connected.Load() {
+	if !l.failing.Load() {
 		// Stopping: the records waiting for a batch to fill go now,
-		// while the sink is there, within a bound; what is left waits
-		// in the spool for the next process.
+		// unless the sink was failing, within a bound; what is left
+		// waits in the spool for the next process.
 		fctx, cancel := context.WithTimeout(context.Background(), finalFlush)
 		l.ship(fctx, l.spool, true)
 		cancel()
@@ -227,12 +229,9 @@ func (l *Logger) ship(ctx context.Context, sp *spool.Spool, drain bool) {
 	// not at the next flush.
 	retry := false
 	for ctx.Err() == nil {
-		if !drain && !retry && sp.Unsent() < int64(l.opts.BatchMaxRecords) {
-			select {
-			case <-ctx.Done():
-				continue
-			case <-l.wake:
-			case <-flush.C:
+		if !drain && !retry {
+			if l.waitBatch(ctx, sp, flush.C); ctx.Err() != nil {
+				return
 			}
 		}
 		retry = false
@@ -254,6 +253,7 @@ func (l *Logger) ship(ctx context.Context, sp *spool.Spool, drain bool) {
 		}
 		if err := l.sink.Send(ctx, batch); err != nil {
 			sp.Rewind()
+			l.failing.Store(ctx.Err() == nil)
 			l.retries.Add(1)
 			l.setErr(err)
 			if l.connected.Swap(false) {
@@ -268,6 +268,7 @@ func (l *Logger) ship(ctx context.Context, sp *spool.Spool, drain bool) {
 			continue
 		}
 		backoff = 100 * time.Millisecond
+		l.failing.Store(false)
 		if !l.connected.Swap(true) {
 			l.setErr(nil)
 		}
@@ -275,6 +276,21 @@ func (l *Logger) ship(ctx context.Context, sp *spool.Spool, drain bool) {
 		// nothing left unsent sees every record shipped.
 		l.shipped.Add(int64(len(batch)))
 		sp.Ack(es[len(es)-1].Next)
+	}
+}
+
+// waitBatch returns once sp holds a full batch, at the next flush tick,
+// or when ctx ends. A wake-up from Log is checked against the count: one
+// sent while the last batch was in flight counted that batch too.
+func (l *Logger) waitBatch(ctx context.Context, sp *spool.Spool, flush <-chan time.Time) {
+	for sp.Unsent() < int64(l.opts.BatchMaxRecords) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.wake:
+		case <-flush:
+			return
+		}
 	}
 }
 

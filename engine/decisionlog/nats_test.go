@@ -1,6 +1,7 @@
 package decisionlog_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/decisionlog"
+	"github.com/svc-dev/svc/engine/decisionlog/spool"
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/natstest"
 )
@@ -175,4 +177,39 @@ func selfCPU(tb testing.TB) time.Duration {
 		tb.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// A batch goes when it is full or at the flush interval, not before; a
+// Logger that stops sends what waits, so that a graceful stop leaves
+// nothing behind while the sink is up.
+func TestNATSBatchesAndStopFlush(t *testing.T) {
+	srv := natstest.Start(t)
+	sink, err := decisionlog.NewNATS(decisionlog.NATSOptions{URL: srv.URL(), Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := decisionlog.New(decisionlog.Options{
+		Spool:         spool.Options{Dir: t.TempDir()},
+		FlushInterval: time.Hour, BatchMaxRecords: 100,
+	}, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	logN(t, l, 0, 250)
+	testkit.Eventually(t, "the full batches shipped", func() bool { return l.Stats().Shipped == 200 })
+	time.Sleep(50 * time.Millisecond)
+	if st := l.Stats(); st.Shipped != 200 || st.Unsent != 50 {
+		t.Fatalf("%+v, want 200 shipped in full batches and 50 waiting for the next", st)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st := l.Stats(); st.Shipped != 250 || st.Unsent != 0 {
+		t.Fatalf("stopped: %+v, want all 250 shipped", st)
+	}
+	wantExactlyOnce(t, srv, 250)
 }
