@@ -1,7 +1,6 @@
 package decisionlog_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -188,26 +187,17 @@ func TestNATSBatchesAndStopFlush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := decisionlog.New(decisionlog.Options{
+	l, stop := runLoggerWith(t, sink, decisionlog.Options{
 		Spool:         spool.Options{Dir: t.TempDir()},
 		FlushInterval: time.Hour, BatchMaxRecords: 100,
-	}, sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- l.Run(ctx) }()
+	})
 	logN(t, l, 0, 250)
 	testkit.Eventually(t, "the full batches shipped", func() bool { return l.Stats().Shipped == 200 })
 	time.Sleep(50 * time.Millisecond)
 	if st := l.Stats(); st.Shipped != 200 || st.Unsent != 50 {
 		t.Fatalf("%+v, want 200 shipped in full batches and 50 waiting for the next", st)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	if st := l.Stats(); st.Shipped != 250 || st.Unsent != 0 {
 		t.Fatalf("stopped: %+v, want all 250 shipped", st)
 	}
