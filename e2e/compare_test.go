@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -50,7 +51,9 @@ var (
 	compareIdentityToken = flag.Bool("compare.identity-token", false,
 		"run the sidecar with identity tokens on (identity_token.signing_key_file): every allowed answer carries x-svc-identity")
 	compareDecisionLog = flag.Bool("compare.decision-log", false,
-		"run the sidecar with the decision log on, shipping to a NATS JetStream server (decision_log.sink = nats)")
+		"also run a second sidecar with the decision log on, shipping to a NATS JetStream server (decision_log.sink = nats), in the same rounds")
+	compareSinkCPUs = flag.String("compare.sink-cpus", "",
+		"with -compare.decision-log, pin the NATS server to these CPUs (taskset -c list), off the CPUs the benchmark runs on (start it under taskset -c with the others)")
 	compareRuns = flag.Int("compare.runs", 3,
 		"BenchmarkCompareNoop: runs, each of interleaved rounds; the medians are reported")
 )
@@ -81,6 +84,14 @@ const noopAddrEnv = "SVC_E2E_NOOP_AUTHZ_ADDR"
 // machine's cores, so a richer answer that costs the client more to decode
 // lowers the throughput too); over the whole sitting, the sidecar's
 // allocations per check. The log shows every run.
+//
+// With -compare.decision-log a third process, the same sidecar shipping
+// its decision log to a NATS JetStream server, takes its turn in every
+// round: dl-throughput-ratio is its checks per second over the no-op's,
+// dl-vs-sidecar-ratio over the plain sidecar's, and nats-cpu-us/check
+// the NATS server's CPU during its rounds. The NATS server shares the
+// machine's cores unless -compare.sink-cpus pins it elsewhere (with the
+// benchmark itself started under taskset -c on the other CPUs).
 // Run it with -benchtime 1x (`make bench-compare`).
 func BenchmarkCompareNoop(b *testing.B) {
 	if testing.Short() {
@@ -104,12 +115,6 @@ func BenchmarkCompareNoop(b *testing.B) {
 	if *compareIdentityToken {
 		env["SVC_IDENTITY_TOKEN_SIGNING_KEY_FILE"] = testkit.TokenKeyFile(b)
 	}
-	if *compareDecisionLog {
-		nats := natstest.Start(b)
-		env["SVC_DECISION_LOG_SINK"] = "nats"
-		env["SVC_DECISION_LOG_URL"] = nats.URL()
-		env["SVC_DECISION_LOG_SPOOL_DIR"] = b.TempDir()
-	}
 	side := harness.StartSidecar(b, harness.SidecarOptions{Config: rssConfig, Env: env})
 	if side.AuditPath == "" {
 		b.Fatal("the sidecar writes no audit file")
@@ -120,28 +125,60 @@ func BenchmarkCompareNoop(b *testing.B) {
 		{name: "sidecar", pid: side.Pid(), clients: compareClients(b, side.GRPCAddr)},
 		{name: "noop", pid: noop.Pid(), clients: compareClients(b, noop.addr)},
 	}
+	// With the decision log: a second sidecar, the same but for the log,
+	// takes its turn in every round, so that both ratios come from the
+	// same sitting; the NATS server's CPU is read beside it.
+	var (
+		dlSide *harness.Sidecar
+		nats   *natstest.Server
+	)
+	if *compareDecisionLog {
+		nats = natstest.Start(b)
+		if *compareSinkCPUs != "" {
+			// A sink on other hardware, as in production: its CPU is
+			// not taken from the servers measured.
+			if out, err := exec.Command("taskset", "-a", "-p", "-c", *compareSinkCPUs, strconv.Itoa(nats.Pid())).CombinedOutput(); err != nil {
+				b.Fatalf("taskset the NATS server: %v: %s", err, out)
+			}
+		}
+		dlEnv := maps.Clone(env)
+		dlEnv["SVC_DECISION_LOG_SINK"] = "nats"
+		dlEnv["SVC_DECISION_LOG_URL"] = nats.URL()
+		dlEnv["SVC_DECISION_LOG_SPOOL_DIR"] = b.TempDir()
+		dlSide = harness.StartSidecar(b, harness.SidecarOptions{Config: rssConfig, Env: dlEnv})
+		targets = append(targets, &compareTarget{name: "sidecar-dl", pid: dlSide.Pid(),
+			clients: compareClients(b, dlSide.GRPCAddr), alsoPid: nats.Pid()})
+	}
 	for _, tg := range targets {
 		// Every token verified and every connection up before timing.
 		tg.run(b, reqs, 0, len(reqs))
 		tg.reset()
 	}
 	mem0 := sidecarMemStats(b, side)
+	var dlMem0 memStats
+	if dlSide != nil {
+		dlMem0 = sidecarMemStats(b, dlSide)
+	}
 	var (
-		runs   []compareRun
-		checks int
+		runs     []compareRun
+		checks   int
+		dlChecks int
 	)
 	b.ResetTimer()
 	for range *compareRuns {
 		for r := range compareRounds {
-			order := targets
-			if r%2 == 1 {
-				order = []*compareTarget{targets[1], targets[0]}
-			}
-			for _, tg := range order {
-				tg.run(b, reqs, *compareDuration/compareRounds, 0)
+			// Each round starts with the next target in turn.
+			for i := range targets {
+				targets[(r+i)%len(targets)].run(b, reqs, *compareDuration/compareRounds, 0)
 			}
 		}
-		runs = append(runs, compareRun{side: targets[0].summary(), noop: targets[1].summary()})
+		run := compareRun{side: targets[0].summary(), noop: targets[1].summary()}
+		if dlSide != nil {
+			dl := targets[2].summary()
+			run.dl = &dl
+			dlChecks += len(targets[2].latencies)
+		}
+		runs = append(runs, run)
 		checks += len(targets[0].latencies)
 		for _, tg := range targets {
 			tg.reset()
@@ -149,6 +186,10 @@ func BenchmarkCompareNoop(b *testing.B) {
 	}
 	b.StopTimer()
 	mem1 := sidecarMemStats(b, side)
+	var dlMem1 memStats
+	if dlSide != nil {
+		dlMem1 = sidecarMemStats(b, dlSide)
+	}
 
 	b.ReportMetric((mem1.mallocs-mem0.mallocs)/float64(checks), "sidecar-allocs/check")
 	b.ReportMetric((mem1.bytes-mem0.bytes)/float64(checks), "sidecar-B/check")
@@ -174,6 +215,15 @@ func BenchmarkCompareNoop(b *testing.B) {
 	b.ReportMetric(med(func(r compareRun) float64 { return r.side.cpuPerCheck / r.noop.cpuPerCheck }), "cpu-ratio")
 	b.ReportMetric(med(func(r compareRun) float64 { return r.side.clientPerCheck }), "client-cpu-us/check-sidecar")
 	b.ReportMetric(med(func(r compareRun) float64 { return r.noop.clientPerCheck }), "client-cpu-us/check-noop")
+	if dlSide != nil {
+		b.ReportMetric((dlMem1.mallocs-dlMem0.mallocs)/float64(dlChecks), "dl-allocs/check")
+		b.ReportMetric(med(func(r compareRun) float64 { return r.dl.rate / r.noop.rate }), "dl-throughput-ratio")
+		b.ReportMetric(med(func(r compareRun) float64 { return r.dl.rate / r.side.rate }), "dl-vs-sidecar-ratio")
+		b.ReportMetric(med(func(r compareRun) float64 { return us(r.dl.p50) }), "dl-p50-us")
+		b.ReportMetric(med(func(r compareRun) float64 { return us(r.dl.p99) }), "dl-p99-us")
+		b.ReportMetric(med(func(r compareRun) float64 { return r.dl.cpuPerCheck }), "dl-cpu-us/check")
+		b.ReportMetric(med(func(r compareRun) float64 { return r.dl.alsoPerCheck }), "nats-cpu-us/check")
+	}
 	// One line a run: go test cuts a benchmark's log after ten lines.
 	var log strings.Builder
 	fmt.Fprintf(&log, "\n%-5s %20s %20s %20s %20s %20s %10s",
@@ -188,31 +238,48 @@ func BenchmarkCompareNoop(b *testing.B) {
 		med(compareRun.throughputRatio), len(runs),
 		med(func(r compareRun) float64 { return r.side.cpuPerCheck / r.noop.cpuPerCheck }),
 		(mem1.mallocs-mem0.mallocs)/float64(checks))
+	if dlSide != nil {
+		fmt.Fprintf(&log, "\n%-5s %20s %20s %20s %20s %20s %10s", "dl", "checks/s", "p50 µs", "p99 µs", "cpu µs/check", "nats µs/check", "ratio")
+		for i, r := range runs {
+			d := r.dl
+			fmt.Fprintf(&log, "\nrun %d %20.0f %20.0f %20.0f %20.1f %20.1f %10.2f",
+				i+1, d.rate, us(d.p50), us(d.p99), d.cpuPerCheck, d.alsoPerCheck, d.rate/r.noop.rate)
+		}
+		fmt.Fprintf(&log, "\nwith the decision log: median throughput ratio %.2f (cpu ratio %.2f, %.2f of the sidecar without it); %.1f allocations per check",
+			med(func(r compareRun) float64 { return r.dl.rate / r.noop.rate }),
+			med(func(r compareRun) float64 { return r.dl.cpuPerCheck / r.noop.cpuPerCheck }),
+			med(func(r compareRun) float64 { return r.dl.rate / r.side.rate }),
+			(dlMem1.mallocs-dlMem0.mallocs)/float64(dlChecks))
+	}
 	b.Log(log.String())
 	if len(otlp.Spans()) == 0 {
 		b.Error("the sidecar exported no span: telemetry was not on")
 	}
-	if *compareDecisionLog {
+	if dlSide != nil {
 		// Every check was spooled before its answer; all reach the sink.
 		var dl *wire.DecisionLogStatus
 		testkit.Eventually(b, "the decision log's spool emptied", func() bool {
 			var st wire.Status
-			_, _, body := harness.Get(b, side.URL("/v1/status"))
+			_, _, body := harness.Get(b, dlSide.URL("/v1/status"))
 			if json.Unmarshal(body, &st) != nil || st.DecisionLog == nil {
 				return false
 			}
 			dl = st.DecisionLog
 			return dl.Unsent == 0
 		})
-		if dl.Shipped < int64(checks) || dl.Dropped != 0 {
-			b.Errorf("decision log: %d shipped, %d dropped, for %d timed checks", dl.Shipped, dl.Dropped, checks)
+		if dl.Shipped < int64(dlChecks) || dl.Dropped != 0 {
+			b.Errorf("decision log: %d shipped, %d dropped, for %d timed checks", dl.Shipped, dl.Dropped, dlChecks)
 		}
 		b.ReportMetric(float64(dl.Shipped), "decision-log-shipped")
 	}
 }
 
-// compareRun is what one run of interleaved rounds measured.
-type compareRun struct{ side, noop compareSummary }
+// compareRun is what one run of interleaved rounds measured; dl is the
+// sidecar with the decision log, under -compare.decision-log.
+type compareRun struct {
+	side, noop compareSummary
+	dl         *compareSummary
+}
 
 func (r compareRun) throughputRatio() float64 { return r.side.rate / r.noop.rate }
 
@@ -270,10 +337,14 @@ type compareTarget struct {
 	// clientCPU is the CPU this process, the load generator, spent
 	// meanwhile: mostly gRPC, and decoding the answers.
 	clientCPU time.Duration
+	// alsoPid is a process working for the target (its decision log's
+	// NATS server), whose CPU is counted apart in alsoCPU; 0 for none.
+	alsoPid int
+	alsoCPU time.Duration
 }
 
 func (tg *compareTarget) reset() {
-	tg.latencies, tg.wall, tg.cpu, tg.clientCPU = tg.latencies[:0], 0, 0, 0
+	tg.latencies, tg.wall, tg.cpu, tg.clientCPU, tg.alsoCPU = tg.latencies[:0], 0, 0, 0, 0
 }
 
 // run loads the target from compareCallers goroutines, for d, or for n
@@ -300,6 +371,10 @@ func (tg *compareTarget) run(b *testing.B, reqs []*authv3.CheckRequest, d time.D
 		return next - 1, true
 	}
 	cpu0, self0 := procCPU(b, tg.pid), procCPU(b, os.Getpid())
+	var also0 time.Duration
+	if tg.alsoPid != 0 {
+		also0 = procCPU(b, tg.alsoPid)
+	}
 	start := time.Now()
 	if d > 0 {
 		deadline = start.Add(d)
@@ -335,6 +410,9 @@ func (tg *compareTarget) run(b *testing.B, reqs []*authv3.CheckRequest, d time.D
 	tg.wall += time.Since(start)
 	tg.cpu += procCPU(b, tg.pid) - cpu0
 	tg.clientCPU += procCPU(b, os.Getpid()) - self0
+	if tg.alsoPid != 0 {
+		tg.alsoCPU += procCPU(b, tg.alsoPid) - also0
+	}
 	if failure != nil {
 		b.Fatalf("%s: Check: %v", tg.name, failure)
 	}
@@ -348,6 +426,7 @@ type compareSummary struct {
 	p50, p99       time.Duration
 	cpuPerCheck    float64 // µs of server CPU per check
 	clientPerCheck float64 // µs of the load generator's CPU per check
+	alsoPerCheck   float64 // µs of the CPU of compareTarget.alsoPid per check
 }
 
 func (tg *compareTarget) summary() compareSummary {
@@ -366,6 +445,7 @@ func (tg *compareTarget) summary() compareSummary {
 		p99:            rank(0.99),
 		cpuPerCheck:    us(tg.cpu) / n,
 		clientPerCheck: us(tg.clientCPU) / n,
+		alsoPerCheck:   us(tg.alsoCPU) / n,
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/svc-dev/svc/engine/decisionlog/spool"
 	"github.com/svc-dev/svc/internal/periodic"
@@ -73,8 +74,10 @@ type Logger struct {
 
 	shipped, retries atomic.Int64
 	connected        atomic.Bool
-	mu               sync.Mutex
-	lastErr          string
+	// failing: the last batch failed other than by the Logger's stop.
+	failing atomic.Bool
+	mu      sync.Mutex
+	lastErr string
 }
 
 // Stats is a Logger's state, as /v1/status shows it.
@@ -132,6 +135,9 @@ func New(opts Options, sink Sink) (*Logger, error) {
 	}
 	return l, nil
 }
+
+// finalFlush bounds the last batches a stopping Logger sends.
+const finalFlush = 2 * time.Second
 
 // orphan is the spool of a process gone.
 type orphan struct {
@@ -192,6 +198,14 @@ func (l *Logger) Run(ctx context.Context) error {
 		}
 	}
 	l.ship(ctx, l.spool, false)
+	if !l.failing.Load() {
+		// Stopping: the records waiting for a batch to fill go now,
+		// unless the sink was failing, within a bound; what is left
+		// waits in the spool for the next process.
+		fctx, cancel := context.WithTimeout(context.Background(), finalFlush)
+		l.ship(fctx, l.spool, true)
+		cancel()
+	}
 	<-done
 	err := l.spool.Close()
 	l.own.release()
@@ -201,25 +215,33 @@ func (l *Logger) Run(ctx context.Context) error {
 	return err
 }
 
-// ship sends sp's batches while there are records, and waits for more
-// otherwise (or, with drain, returns), backing off while the sink fails.
+// ship sends sp's batches, backing off while the sink fails. Unless it
+// drains (then it returns once sp is empty), it sends a batch when
+// BatchMaxRecords records wait or at the flush interval, whichever comes
+// first: under load every batch is full, and the costs of a batch (the
+// sink's round trip, the cursor file, waking up) are shared by that many
+// records. The records wait on disk meanwhile.
 func (l *Logger) ship(ctx context.Context, sp *spool.Spool, drain bool) {
 	backoff := 100 * time.Millisecond
 	flush := time.NewTicker(l.opts.FlushInterval)
 	defer flush.Stop()
+	// retry: the last batch failed and is sent again after the backoff,
+	// not at the next flush.
+	retry := false
 	for ctx.Err() == nil {
+		if !drain && !retry {
+			if l.waitBatch(ctx, sp, flush.C); ctx.Err() != nil {
+				return
+			}
+		}
+		retry = false
 		es, err := sp.Read(l.opts.BatchMaxRecords, 4<<20)
 		if err != nil {
 			l.log.Error("decision log spool unreadable", "err", err)
 		}
-		if len(es) == 0 && drain {
-			return
-		}
 		if len(es) == 0 {
-			select {
-			case <-ctx.Done():
-			case <-l.wake:
-			case <-flush.C:
+			if drain {
+				return
 			}
 			continue
 		}
@@ -231,6 +253,7 @@ func (l *Logger) ship(ctx context.Context, sp *spool.Spool, drain bool) {
 		}
 		if err := l.sink.Send(ctx, batch); err != nil {
 			sp.Rewind()
+			l.failing.Store(ctx.Err() == nil)
 			l.retries.Add(1)
 			l.setErr(err)
 			if l.connected.Swap(false) {
@@ -241,9 +264,11 @@ func (l *Logger) ship(ctx context.Context, sp *spool.Spool, drain bool) {
 			case <-time.After(backoff):
 			}
 			backoff = min(backoff*2, 10*time.Second)
+			retry = true
 			continue
 		}
 		backoff = 100 * time.Millisecond
+		l.failing.Store(false)
 		if !l.connected.Swap(true) {
 			l.setErr(nil)
 		}
@@ -251,6 +276,21 @@ func (l *Logger) ship(ctx context.Context, sp *spool.Spool, drain bool) {
 		// nothing left unsent sees every record shipped.
 		l.shipped.Add(int64(len(batch)))
 		sp.Ack(es[len(es)-1].Next)
+	}
+}
+
+// waitBatch returns once sp holds a full batch, at the next flush tick,
+// or when ctx ends. A wake-up from Log is checked against the count: one
+// sent while the last batch was in flight counted that batch too.
+func (l *Logger) waitBatch(ctx context.Context, sp *spool.Spool, flush <-chan time.Time) {
+	for sp.Unsent() < int64(l.opts.BatchMaxRecords) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.wake:
+		case <-flush:
+			return
+		}
 	}
 }
 
@@ -316,10 +356,16 @@ func decode(b []byte) (Record, bool) {
 	return r, true
 }
 
+// field reads a length-prefixed string. It shares b's memory: the
+// spool reads each batch into a buffer of its own that nothing writes
+// to again, so the string stays as it is for as long as a sink holds it.
 func field(b []byte) (string, []byte, bool) {
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n > uint64(len(b)-k) {
 		return "", nil, false
 	}
-	return string(b[k : k+int(n)]), b[k+int(n):], true
+	if n == 0 {
+		return "", b[k:], true
+	}
+	return unsafe.String(&b[k], int(n)), b[k+int(n):], true
 }

@@ -17,10 +17,16 @@ import (
 // stop is called.
 func runLogger(t *testing.T, sink decisionlog.Sink, spoolDir string) (l *decisionlog.Logger, stop func()) {
 	t.Helper()
-	l, err := decisionlog.New(decisionlog.Options{
+	return runLoggerWith(t, sink, decisionlog.Options{
 		Spool:         spool.Options{Dir: spoolDir, SegmentBytes: 64 << 10},
 		FlushInterval: 20 * time.Millisecond, FsyncInterval: 20 * time.Millisecond, BatchMaxRecords: 100,
-	}, sink)
+	})
+}
+
+// runLoggerWith is runLogger with opts.
+func runLoggerWith(t *testing.T, sink decisionlog.Sink, opts decisionlog.Options) (l *decisionlog.Logger, stop func()) {
+	t.Helper()
+	l, err := decisionlog.New(opts, sink)
 	if err != nil {
 		t.Fatal(err)
 	}

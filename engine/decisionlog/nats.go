@@ -1,9 +1,12 @@
 package decisionlog
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,12 +35,42 @@ type NATSOptions struct {
 // NATS is the NATS JetStream sink: each record a message with the
 // Nats-Msg-Id header set to its decision id, so that the stream keeps
 // each decision once.
+//
+// A batch is published with core NATS publishes, every message with the
+// same reply subject, one per batch below an inbox that a single
+// subscription takes; Send returns once as many acknowledgements as
+// messages came back, none an error. JetStream answers each published
+// message exactly once (an ack, a duplicate's ack, an error, or no
+// responders), so a missing one is a message lost on the way and the
+// batch times out and is sent again: the server drops what it already
+// has by its id. This is what nats.go's PublishMsgAsync does, less its
+// future, timer, map entry and JSON decoding per message.
 type NATS struct {
 	opts NATSOptions
 	nc   *nats.Conn
 	js   jetstream.JetStream
 	// ready: the stream exists (checked once per connection).
 	ready atomic.Bool
+	// inbox is the prefix of the batches' reply subjects; acks is its
+	// subscription.
+	inbox string
+	acks  *nats.Subscription
+	// msg is Send's message, reused: PublishMsg copies it out before it
+	// returns. Send runs from one goroutine at a time (sending).
+	sending sync.Mutex
+	msg     *nats.Msg
+	// batch is the state of the batch waiting for acknowledgements.
+	mu    sync.Mutex
+	batch natsBatch
+}
+
+// natsBatch counts the acknowledgements of one batch.
+type natsBatch struct {
+	gen  uint64
+	want int
+	got  int
+	err  error
+	done chan struct{} // closed once got == want or at the first error
 }
 
 // NewNATS connects to opts.URL; the connection reconnects on its own,
@@ -72,6 +105,17 @@ func NewNATS(opts NATSOptions) (*NATS, error) {
 		return nil, fmt.Errorf("decision log nats: %w", err)
 	}
 	s.nc, s.js = nc, js
+	s.inbox = nc.NewRespInbox() + "."
+	// Acknowledgements of a whole batch may arrive before Send waits.
+	if s.acks, err = nc.Subscribe(s.inbox+"*", s.onAck); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("decision log nats: %w", err)
+	}
+	_ = s.acks.SetPendingLimits(-1, -1)
+	s.msg = &nats.Msg{Subject: opts.Subject, Header: nats.Header{
+		jetstream.MsgIDHeader:          []string{""},
+		jetstream.ExpectedStreamHeader: []string{opts.Stream},
+	}}
 	return s, nil
 }
 
@@ -80,6 +124,11 @@ func (s *NATS) Name() string { return "nats" }
 
 // Send publishes the batch and waits for every acknowledgement.
 func (s *NATS) Send(ctx context.Context, batch []Record) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	s.sending.Lock()
+	defer s.sending.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	if !s.nc.IsConnected() {
@@ -93,25 +142,90 @@ func (s *NATS) Send(ctx context.Context, batch []Record) error {
 		}
 		s.ready.Store(true)
 	}
-	futures := make([]jetstream.PubAckFuture, 0, len(batch))
+	s.mu.Lock()
+	gen := s.batch.gen + 1
+	done := make(chan struct{})
+	s.batch = natsBatch{gen: gen, want: len(batch), done: done}
+	s.mu.Unlock()
+	defer func() {
+		// Acknowledgements still on their way are of no batch now.
+		s.mu.Lock()
+		s.batch.want = -1
+		s.mu.Unlock()
+	}()
+	m := s.msg
+	m.Reply = s.inbox + strconv.FormatUint(gen, 10)
+	id := m.Header[jetstream.MsgIDHeader]
 	for _, r := range batch {
-		m := nats.NewMsg(s.opts.Subject)
-		m.Data = r.JSON
-		m.Header.Set(jetstream.MsgIDHeader, r.DecisionID)
-		f, err := s.js.PublishMsgAsync(m, jetstream.WithExpectStream(s.opts.Stream))
+		id[0], m.Data = r.DecisionID, r.JSON
+		err := s.nc.PublishMsg(m)
+		m.Data = nil
 		if err != nil {
 			return fmt.Errorf("decision log nats: %w", err)
 		}
-		futures = append(futures, f)
 	}
-	for _, f := range futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			return fmt.Errorf("decision log nats: %w", err)
-		case <-ctx.Done():
-			return fmt.Errorf("decision log nats: acknowledgements: %w", ctx.Err())
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.mu.Lock()
+		got := s.batch.got
+		s.mu.Unlock()
+		return fmt.Errorf("decision log nats: %d of %d acknowledgements: %w", got, len(batch), ctx.Err())
+	}
+	s.mu.Lock()
+	err := s.batch.err
+	s.mu.Unlock()
+	return err
+}
+
+// onAck counts an acknowledgement of the batch whose reply subject it
+// came to.
+func (s *NATS) onAck(m *nats.Msg) {
+	gen, err := strconv.ParseUint(m.Subject[min(len(s.inbox), len(m.Subject)):], 10, 64)
+	if err != nil {
+		return
+	}
+	ackErr := checkPubAck(m)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := &s.batch
+	if b.gen != gen || b.want < 0 || b.got >= b.want || (b.err != nil) {
+		return
+	}
+	b.got++
+	if ackErr != nil {
+		b.err = ackErr
+		close(b.done)
+		return
+	}
+	if b.got == b.want {
+		close(b.done)
+	}
+}
+
+// checkPubAck reads a JetStream publish acknowledgement: nil for
+// {"stream":...,"seq":...} (a duplicate's too), else the error it says.
+// The stream's name and the server's error text are all it looks for, so
+// JSON is not decoded.
+func checkPubAck(m *nats.Msg) error {
+	d := m.Data
+	if len(d) == 0 {
+		if m.Header.Get("Status") == "503" {
+			return errors.New("decision log nats: no stream takes the subject (no responders)")
 		}
+		return errors.New("decision log nats: empty acknowledgement")
+	}
+	if bytes.Contains(d, []byte(`"error"`)) {
+		desc := d
+		if _, after, ok := bytes.Cut(d, []byte(`"description":"`)); ok {
+			if v, _, ok := bytes.Cut(after, []byte(`"`)); ok {
+				desc = v
+			}
+		}
+		return fmt.Errorf("decision log nats: publish refused: %s", desc)
+	}
+	if !bytes.Contains(d, []byte(`"stream":"`)) {
+		return fmt.Errorf("decision log nats: not an acknowledgement: %.100s", d)
 	}
 	return nil
 }

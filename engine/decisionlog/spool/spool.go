@@ -128,6 +128,39 @@ type Spool struct {
 	readExact bool
 	// frame is Append's buffer, reused under mu.
 	frame []byte
+
+	// Group commit: one write at a time goes to the file, outside mu;
+	// records appended meanwhile join group, written by its owner with
+	// one write once the write in flight is done. writing is true while
+	// a write is in flight or handed to the next group's owner;
+	// inflight and queued are the bytes of that write and of group,
+	// counted against the segment's and the spool's bounds.
+	writing  bool
+	group    *appendGroup
+	inflight int64
+	queued   int64
+	// idle is signalled when writing ends, for what must not run while
+	// a write is in flight (a new segment, Close).
+	idle *sync.Cond
+	// spare is a group buffer written out, for the next group.
+	spare []byte
+
+	// cmu orders the writes of the cursor file, which run without mu:
+	// Append never waits for the cursor, nor for an fsync. Taken before
+	// mu by those that hold both.
+	cmu sync.Mutex
+}
+
+// appendGroup is the records that waited for a write in flight, written
+// together by their first appender (owner).
+type appendGroup struct {
+	buf     []byte
+	records int64
+	first   time.Time
+	// lead is closed when the owner is to write the group; done when it
+	// has, err then holding the outcome.
+	lead, done chan struct{}
+	err        error
 }
 
 const (
@@ -161,6 +194,7 @@ func Open(opts Options) (*Spool, error) {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
 	s := &Spool{opts: opts}
+	s.idle = sync.NewCond(&s.mu)
 	if err := s.load(); err != nil {
 		return nil, err
 	}
@@ -333,6 +367,10 @@ func (s *Spool) startSegment(seq uint64) error {
 // Append writes rec to the spool. The record is in the file when Append
 // returns: it survives the process's death, and a power loss once Sync
 // has run. Under Deny a full spool refuses it with ErrFull.
+//
+// Appends from many goroutines share writes: while one write is in
+// flight, the records appended meanwhile wait and go to the file
+// together, with the next write, before any of their Appends returns.
 func (s *Spool) Append(rec []byte) error {
 	now := s.opts.Now()
 	n := int64(frameHeader + len(rec))
@@ -340,42 +378,118 @@ func (s *Spool) Append(rec []byte) error {
 		return ErrTooLarge
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return errors.New("spool: closed")
-	}
-	last := s.segs[len(s.segs)-1]
-	if last.size > 0 && last.size+n > s.opts.SegmentBytes {
-		if err := s.startSegment(last.seq + 1); err != nil {
-			return err
+	for {
+		if s.closed {
+			s.mu.Unlock()
+			return errors.New("spool: closed")
 		}
-		last = s.segs[len(s.segs)-1]
+		last := s.segs[len(s.segs)-1]
+		pending := s.inflight + s.queued
+		if last.size+pending > 0 && last.size+pending+n > s.opts.SegmentBytes {
+			if s.writing {
+				// A new segment waits for the writes to the last one.
+				s.idle.Wait()
+				continue
+			}
+			if err := s.startSegment(last.seq + 1); err != nil {
+				s.mu.Unlock()
+				return err
+			}
+			continue
+		}
+		break
 	}
-	for s.bytes+n > s.opts.MaxBytes {
+	for s.bytes+s.inflight+s.queued+n > s.opts.MaxBytes {
 		if s.opts.Overflow == Deny || len(s.segs) == 1 {
+			s.mu.Unlock()
 			return ErrFull
 		}
 		s.dropOldest()
 	}
-	s.frame = appendFrame(s.frame[:0], now, rec)
-	if cap(s.frame) > appendBufferKeep {
-		defer func() { s.frame = nil }()
+	if !s.writing {
+		// Nothing in flight: this record is written at once, alone.
+		s.frame = appendFrame(s.frame[:0], now, rec)
+		buf := s.frame
+		if cap(s.frame) > appendBufferKeep {
+			s.frame = nil
+		}
+		return s.writeLocked(buf, 1, now, false)
 	}
-	if _, err := s.w.Write(s.frame); err != nil {
+	g := s.group
+	owner := g == nil
+	if owner {
+		g = &appendGroup{buf: s.spare[:0], first: now, lead: make(chan struct{}), done: make(chan struct{})}
+		s.spare = nil
+		s.group = g
+	}
+	g.buf = appendFrame(g.buf, now, rec)
+	g.records++
+	s.queued += n
+	s.mu.Unlock()
+	if owner {
+		// The write in flight hands over to this group once it is done.
+		<-g.lead
+		s.mu.Lock()
+		s.group = nil
+		s.queued -= int64(len(g.buf))
+		if s.closed {
+			g.err = errors.New("spool: closed")
+			s.writing = false
+			s.idle.Broadcast()
+			s.mu.Unlock()
+		} else {
+			g.err = s.writeLocked(g.buf, g.records, g.first, true)
+		}
+		close(g.done)
+		return g.err
+	}
+	<-g.done
+	return g.err
+}
+
+// writeLocked writes buf, records frames the first appended at first,
+// to the last segment, with mu held on entry and released on return;
+// grouped says buf is a group's, kept for a next group.
+// The write itself runs without mu, so that records appended meanwhile
+// gather in the next group; when the write is done it hands over to that
+// group, if any.
+func (s *Spool) writeLocked(buf []byte, records int64, first time.Time, grouped bool) error {
+	last := s.segs[len(s.segs)-1]
+	s.writing = true
+	s.inflight = int64(len(buf))
+	s.mu.Unlock()
+	_, werr := s.w.Write(buf)
+	s.mu.Lock()
+	s.inflight = 0
+	var err error
+	if werr != nil {
 		// A short write leaves a torn frame that the next Open cuts;
 		// until then the segment is done with.
 		_ = s.startSegment(last.seq + 1)
-		return fmt.Errorf("spool: %w", err)
+		err = fmt.Errorf("spool: %w", werr)
+	} else {
+		if last.records == 0 {
+			last.first = first
+		}
+		size := int64(len(buf))
+		last.size += size
+		last.records += records
+		s.bytes += size
+		s.unsent += records
+		s.dirty = true
 	}
-	if last.records == 0 {
-		last.first = now
+	if grouped && s.spare == nil && cap(buf) <= appendBufferKeep {
+		s.spare = buf[:0]
 	}
-	last.size += n
-	last.records++
-	s.bytes += n
-	s.unsent++
-	s.dirty = true
-	return nil
+	if next := s.group; next != nil {
+		// writing stays true: the next group's owner writes now.
+		close(next.lead)
+	} else {
+		s.writing = false
+		s.idle.Broadcast()
+	}
+	s.mu.Unlock()
+	return err
 }
 
 // appendBufferKeep is the largest frame buffer Append keeps for the
@@ -441,15 +555,21 @@ func (s *Spool) Read(limit int, maxBytes int64) ([]Entry, error) {
 		rest := seg.size - s.read.Offset
 		want := min(maxBytes-size, seg.size/max(seg.records, 1)*int64(limit-len(out))*5/4) + frameHeader*int64(limit-len(out))
 		want = min(max(want, readChunk), rest)
-		buf, err := s.readAt(seg, s.read.Offset, want)
+		// The file is read without mu: appends go on meanwhile. Only a
+		// segment dropped for room moves s.read under this reader.
+		pos := s.read
+		s.mu.Unlock()
+		buf, err := s.readAt(seg, pos.Offset, want)
+		if n, ok := frameLen(buf); err == nil && ok && n > int64(len(buf)) && n <= rest {
+			// One record larger than the chunk: read it whole.
+			buf, err = s.readAt(seg, pos.Offset, n)
+		}
+		s.mu.Lock()
+		if s.read != pos {
+			continue // dropped meanwhile: on from where reading is now
+		}
 		if err != nil {
 			return out, err
-		}
-		if n, ok := frameLen(buf); ok && n > int64(len(buf)) && n <= rest {
-			// One record larger than the chunk: read it whole.
-			if buf, err = s.readAt(seg, s.read.Offset, n); err != nil {
-				return out, err
-			}
 		}
 		more := int64(len(buf)) < rest // the segment goes on past buf
 		off := 0
@@ -478,6 +598,7 @@ func (s *Spool) Read(limit int, maxBytes int64) ([]Entry, error) {
 
 // readAt reads n bytes of seg from off, into a buffer of their own: a
 // sink's client may still hold records of a batch it failed to send.
+// It needs no lock: it opens the file by seg's sequence number.
 func (s *Spool) readAt(seg *segment, off, n int64) ([]byte, error) {
 	f, err := os.Open(s.path(seg.seq))
 	if err != nil {
@@ -502,13 +623,29 @@ func (s *Spool) Rewind() {
 
 // Ack records that every record before p (an Entry's Next) reached the
 // sink; segments wholly before p are deleted. The cursor file is written
-// at once (a killed process does not send those records again) and
-// synced to the disk with the next Sync.
+// before Ack returns (a killed process does not send those records
+// again) and synced to the disk with the next Sync.
 func (s *Spool) Ack(p Position) {
+	if !s.ack(p) {
+		return
+	}
+	// Written now, so that a process killed after this ack does not send
+	// the records again; made durable with the next Sync. Without mu: a
+	// later Ack or Sync writes the cursor as it is then, never older.
+	s.cmu.Lock()
+	s.mu.Lock()
+	acked := s.acked
+	s.mu.Unlock()
+	_ = s.writeCursor(acked, false)
+	s.cmu.Unlock()
+}
+
+// ack moves the cursor to p in memory; false when it is there already.
+func (s *Spool) ack(p Position) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.acked.Less(p) {
-		return
+		return false
 	}
 	if p == s.read && s.readExact {
 		// Everything read is acknowledged: Read counted it.
@@ -518,9 +655,6 @@ func (s *Spool) Ack(p Position) {
 	}
 	s.readSince, s.readExact = 0, p == s.read
 	s.acked = p
-	// Written now, so that a process killed after this ack does not send
-	// the records again; made durable with the next Sync.
-	_ = s.writeCursor(false)
 	s.ackDirty = true
 	for len(s.segs) > 1 && s.segs[0].seq < p.Segment {
 		old := s.segs[0]
@@ -531,6 +665,7 @@ func (s *Spool) Ack(p Position) {
 	if s.read.Less(p) {
 		s.read = p
 	}
+	return true
 }
 
 // countAcked counts the records from acked to p from the disk.
@@ -604,13 +739,41 @@ func (s *Spool) nextSeq(seq uint64) uint64 {
 }
 
 // Sync makes the records appended and the cursor acknowledged so far
-// survive a power loss.
+// survive a power loss. The fsyncs run without mu: appends go on
+// meanwhile.
 func (s *Spool) Sync() error {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.syncLocked()
+	if s.closed {
+		// Close synced.
+		s.mu.Unlock()
+		return nil
+	}
+	w, dirty, ackDirty, acked := s.w, s.dirty, s.ackDirty, s.acked
+	s.dirty, s.ackDirty = false, false
+	s.mu.Unlock()
+	if dirty {
+		// A segment finished meanwhile was synced before it was closed.
+		if err := w.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+			s.mu.Lock()
+			s.dirty = true
+			s.mu.Unlock()
+			return fmt.Errorf("spool: %w", err)
+		}
+	}
+	if ackDirty {
+		if err := s.writeCursor(acked, true); err != nil {
+			s.mu.Lock()
+			s.ackDirty = true
+			s.mu.Unlock()
+			return err
+		}
+	}
+	return nil
 }
 
+// syncLocked is Sync with cmu and mu held, for Close.
 func (s *Spool) syncLocked() error {
 	if s.dirty && s.w != nil {
 		if err := s.w.Sync(); err != nil {
@@ -619,7 +782,7 @@ func (s *Spool) syncLocked() error {
 		s.dirty = false
 	}
 	if s.ackDirty {
-		if err := s.writeCursor(true); err != nil {
+		if err := s.writeCursor(s.acked, true); err != nil {
 			return err
 		}
 		s.ackDirty = false
@@ -675,12 +838,19 @@ func (s *Spool) oldestUnsent() time.Time {
 
 // Close syncs and closes the spool.
 func (s *Spool) Close() error {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil
 	}
 	s.closed = true
+	for s.writing {
+		// The write in flight, and a group it hands over to, which
+		// fails as closed.
+		s.idle.Wait()
+	}
 	err := s.syncLocked()
 	if cerr := s.w.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("spool: %w", cerr)
@@ -702,16 +872,16 @@ func (s *Spool) readCursor() Position {
 	return p
 }
 
-// writeCursor replaces the cursor file at once (a rename), synced to the
-// disk when durable.
-func (s *Spool) writeCursor(durable bool) error {
+// writeCursor replaces the cursor file with acked at once (a rename),
+// synced to the disk when durable; cmu held.
+func (s *Spool) writeCursor(acked Position, durable bool) error {
 	path := filepath.Join(s.opts.Dir, cursorFile)
 	tmp := path + ".next"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
-	_, err = fmt.Fprintf(f, "%d %d\n", s.acked.Segment, s.acked.Offset)
+	_, err = fmt.Fprintf(f, "%d %d\n", acked.Segment, acked.Offset)
 	if err == nil && durable {
 		err = f.Sync()
 	}

@@ -48,6 +48,14 @@ func Start(tb testing.TB) *Server {
 	return s
 }
 
+// Pid is the running server's process id (0 when stopped).
+func (s *Server) Pid() int {
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // URL is the server's nats:// URL.
 func (s *Server) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", s.port) }
 
