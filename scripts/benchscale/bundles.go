@@ -137,7 +137,11 @@ func runBundles(o *options) (result, error) {
 		CurveUnit: "peak RSS above idle ÷ unpacked size",
 	}
 	ok := true
-	for _, mb := range bundleSizes {
+	sizes := bundleSizes
+	if o.quick {
+		sizes = []int{1, 2}
+	}
+	for _, mb := range sizes {
 		m, err := measure("bundle", strconv.Itoa(mb), o)
 		if err != nil {
 			return res, err

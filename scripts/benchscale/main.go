@@ -91,6 +91,9 @@ func main() {
 	flag.IntVar(&o.tokens, "tokens", 200_000, "distinct tokens the tokens row cycles through (1000000 for the issue's million: about 4× the time)")
 	flag.BoolVar(&o.quick, "quick", false, "smaller points, for trying the program out (the figures are not the rows')")
 	flag.Parse()
+	if o.quick {
+		o.tokens = min(o.tokens, 20_000)
+	}
 	if *point != "" {
 		kind, arg, _ := strings.Cut(*point, ":")
 		f, ok := points[kind]
