@@ -47,7 +47,7 @@ func writeDoc(path string, results []result, o options) error {
 		if r.Bound == "" {
 			bound = "(reported)"
 		}
-		measured := r.Figures
+		measured := strings.TrimRight(r.Figures, "; .")
 		if r.Why != "" {
 			measured += ". " + r.Why
 		}

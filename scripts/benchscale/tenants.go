@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -108,7 +109,7 @@ func runTenants(o *options) (result, error) {
 	res := result{
 		What:      "tenants: rate-limit checks spread over 10, 1,000 and 10,000 tenants, each with a budget of its own, in process (ratelimit.Memory, 1 caller) and through a local redis-server (the sidecar's Lua bucket, 16 callers); each tenant's bucket made before the timing; wall time per check, median of 5 alternating rounds",
 		Bound:     "per-check cost at 10k tenants within 20 % of at 10, local and Redis",
-		CurveUnit: "µs per check",
+		CurveUnit: "cost per check ÷ the cost at 10 tenants",
 	}
 	addr, stop, err := startRedis()
 	if err != nil {
@@ -155,22 +156,26 @@ func runTenants(o *options) (result, error) {
 		slices.Sort(v)
 		return v[len(v)/2]
 	}
-	ok := true
+	var parts []string
+	ratios := map[string]float64{}
 	for _, kind := range []string{"local", "redis"} {
 		base := med(kind + "/" + count(tenantCounts[0]))
-		res.Figures += kind + ":"
+		var pts []string
 		for _, n := range tenantCounts {
 			k := kind + "/" + count(n)
-			res.Figures += fmt.Sprintf(" %s tenants %.3f µs;", count(n), med(k))
-			res.Curve = append(res.Curve, plotPoint{k, med(k)})
+			pts = append(pts, fmt.Sprintf("%s tenants %.3f µs", count(n), med(k)))
+			res.Curve = append(res.Curve, plotPoint{k, med(k) / base})
 		}
-		top := med(kind + "/" + count(tenantCounts[len(tenantCounts)-1]))
-		res.Figures += fmt.Sprintf(" ratio 10k/10 %.2f. ", top/base)
-		ok = ok && top <= 1.2*base
+		ratios[kind] = med(kind+"/"+count(tenantCounts[len(tenantCounts)-1])) / base
+		parts = append(parts, fmt.Sprintf("%s: %s; ratio 10k/10 %.2f", kind, strings.Join(pts, ", "), ratios[kind]))
 	}
-	res.Met = ok
-	if !ok {
-		res.Why = "not met: a check costs more with more tenants"
+	res.Figures = strings.Join(parts, ". ")
+	res.Met = ratios["local"] <= 1.2 && ratios["redis"] <= 1.2
+	switch {
+	case ratios["local"] > 1.2:
+		res.Why = fmt.Sprintf("not met in process: a check of the in-process limiter takes two map lookups by the tenant's name (its budget in rate_limit.per_tenant, its bucket) and a pointer to the bucket; with 10k tenants they miss the CPU's caches, so the limiter alone costs %.1f× as much, %.2f µs more, which is about 1 %% of a whole check (31 µs of sidecar CPU per gRPC Check in `make bench-compare`). Flat would take one map of buckets held by value, each with its budget (read again only when the configuration changes), or tenant names interned to small integers when a token is verified", ratios["local"], med("local/"+count(tenantCounts[len(tenantCounts)-1]))-med("local/"+count(tenantCounts[0])))
+	case ratios["redis"] > 1.2:
+		res.Why = "not met through Redis: a check costs more with more tenants' keys in redis-server"
 	}
 	return res, nil
 }
