@@ -243,14 +243,25 @@ func evalBench(set *policy.Set, raw []byte, m metrics) error {
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
-// pointData loads n entries of tables from a policy directory.
-func pointData(arg string, _ *options) (metrics, error) {
+// tablesPoint generates the tables of a data point of arg entries, laid
+// out in data files of at most bundle.MaxFileBytes beside the policy.
+func tablesPoint(arg string) (int, *tables, map[string][]byte, error) {
 	n, err := strconv.Atoi(arg)
 	if err != nil {
-		return nil, err
+		return 0, nil, nil, err
 	}
 	t := genTables(n, 1)
 	files, err := t.files(bundle.MaxFileBytes)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	files["authz.rego"] = []byte(tablesPolicy)
+	return n, t, files, nil
+}
+
+// pointData loads n entries of tables from a policy directory.
+func pointData(arg string, _ *options) (metrics, error) {
+	n, t, files, err := tablesPoint(arg)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +270,6 @@ func pointData(arg string, _ *options) (metrics, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	files["authz.rego"] = []byte(tablesPolicy)
 	var bytesTotal int
 	for name, b := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
@@ -293,16 +303,10 @@ func pointData(arg string, _ *options) (metrics, error) {
 // pointDataBundle loads n entries of tables from a signed bundle whose
 // data is split into files of at most bundle.MaxFileBytes.
 func pointDataBundle(arg string, _ *options) (metrics, error) {
-	n, err := strconv.Atoi(arg)
+	n, t, files, err := tablesPoint(arg)
 	if err != nil {
 		return nil, err
 	}
-	t := genTables(n, 1)
-	files, err := t.files(bundle.MaxFileBytes)
-	if err != nil {
-		return nil, err
-	}
-	files["authz.rego"] = []byte(tablesPolicy)
 	s, err := newSigner()
 	if err != nil {
 		return nil, err
