@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"sync"
@@ -50,7 +47,7 @@ func BenchmarkCompareHTTPNoop(b *testing.B) {
 		"OTEL_TRACES_SAMPLER":         "parentbased_traceidratio",
 		"OTEL_TRACES_SAMPLER_ARG":     compareSampleRatio,
 	}})
-	noop := startNoopHTTPProcess(b)
+	noop, noopAddr := startNoopServer(b, "noop-http", noopHTTPAddrEnv)
 	type target struct {
 		name, url string
 		pid       int
@@ -59,7 +56,7 @@ func BenchmarkCompareHTTPNoop(b *testing.B) {
 	}
 	targets := []*target{
 		{name: "sidecar", url: side.URL("/check"), pid: side.Pid()},
-		{name: "noop", url: "http://" + noop.addr + "/check", pid: noop.Pid()},
+		{name: "noop", url: "http://" + noopAddr + "/check", pid: noop.Pid()},
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: compareCallers, MaxConnsPerHost: compareCallers, DisableCompression: true}}
 	b.Cleanup(client.CloseIdleConnections)
@@ -141,36 +138,6 @@ func BenchmarkCompareHTTPNoop(b *testing.B) {
 	b.ReportMetric(cpu(targets[0]), "sidecar-cpu-us/check")
 	b.ReportMetric(cpu(targets[1]), "noop-cpu-us/check")
 	b.ReportMetric(cpu(targets[0])/cpu(targets[1]), "cpu-ratio")
-}
-
-// noopHTTPProcess is the e2e test binary serving 200 to every request.
-type noopHTTPProcess struct {
-	*harness.Process
-	addr string
-}
-
-func startNoopHTTPProcess(b *testing.B) *noopHTTPProcess {
-	b.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := harness.FreeAddr(b)
-	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), noopHTTPAddrEnv+"="+addr)
-	p := &noopHTTPProcess{Process: harness.StartProcess(b, "noop-http", cmd), addr: addr}
-	deadline := time.Now().Add(harness.ReadyTimeout)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			_ = c.Close()
-			return p
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("no-op HTTP server not listening on %s: %v", addr, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // serveNoopHTTP answers 200 with an empty body to every request on addr
