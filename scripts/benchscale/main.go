@@ -109,6 +109,10 @@ func main() {
 		}
 		return
 	}
+	if *only != "" && *write != "" {
+		// The section is one run's table: a row alone would replace it.
+		fail(fmt.Errorf("-write needs every row; leave out -row"))
+	}
 	start := time.Now()
 	var results []result
 	ok := true
