@@ -148,6 +148,15 @@ clean:
 
 # Envoy Check throughput of svc-sidecar (as production runs it) against a
 # no-op ext_authz server, in one run: checks/s, p50/p99 and their ratios.
+# How the costs grow with the work (scripts/benchscale): policy data of
+# 100 to 1M entries, 10 to 1,000 rules, distinct tokens, 10k tenants'
+# rate limits, bundles of 1 to 30 MB, the HTTP check path against a no-op
+# server; each row with its bound, the table and the curves written into
+# docs/benchmarks.md. About 15-20 minutes on 2 cores; not part of make test.
+.PHONY: bench-scale
+bench-scale:
+	$(GO) run ./scripts/benchscale -write docs/benchmarks.md
+
 # Default policy evaluation latency (core policy bench, median of 3 runs)
 # beside opa bench of the same policy and input.
 .PHONY: bench-policy

@@ -499,6 +499,14 @@ type noopProcess struct {
 // process of its own, as the sidecar runs in one, and waits until it
 // accepts connections.
 func startNoopProcess(b *testing.B) *noopProcess {
+	p, addr := startNoopServer(b, "noop-authz", noopAddrEnv)
+	return &noopProcess{Process: p, addr: addr}
+}
+
+// startNoopServer runs this test binary with env set to a free address,
+// which TestMain serves a no-op server of its kind on, and waits until it
+// accepts connections.
+func startNoopServer(b *testing.B, name, env string) (*harness.Process, string) {
 	b.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -506,22 +514,22 @@ func startNoopProcess(b *testing.B) *noopProcess {
 	}
 	addr := harness.FreeAddr(b)
 	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), noopAddrEnv+"="+addr)
-	p := &noopProcess{Process: harness.StartProcess(b, "noop-authz", cmd), addr: addr}
+	cmd.Env = append(os.Environ(), env+"="+addr)
+	p := harness.StartProcess(b, name, cmd)
 	deadline := time.Now().Add(harness.ReadyTimeout)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			_ = c.Close()
-			return p
+			return p, addr
 		}
 		select {
 		case <-p.Done():
-			b.Fatalf("no-op server exited with code %d", p.ExitCode())
+			b.Fatalf("%s exited with code %d", name, p.ExitCode())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("no-op server not listening on %s: %v", addr, err)
+			b.Fatalf("%s not listening on %s: %v", name, addr, err)
 		}
 	}
 }

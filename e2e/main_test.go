@@ -17,6 +17,14 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if addr := os.Getenv(noopHTTPAddrEnv); addr != "" {
+		// BenchmarkCompareHTTPNoop's no-op HTTP server.
+		if err := serveNoopHTTP(addr); err != nil {
+			fmt.Fprintln(os.Stderr, "no-op HTTP server:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	code := m.Run()
 	harness.Cleanup()
 	removeSDKDist()

@@ -3,6 +3,7 @@ package bundle
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -78,6 +79,10 @@ func Open(r io.Reader, verify *VerifyOptions, opts ...policy.Option) (*policy.Se
 	for _, m := range b.Modules {
 		modules[strings.TrimPrefix(m.Path, "/")] = string(m.Raw)
 	}
+	// The reader decoded the data from the archive's files into maps of
+	// its own, and the manifest names the revision: the set need not copy
+	// the data nor digest it.
+	opts = append(slices.Clip(opts), policy.DecodedJSON(), policy.Revision(info.Revision))
 	set, err := policy.FromModules(modules, b.Data, opts...)
 	if err != nil {
 		return nil, info, err

@@ -107,13 +107,19 @@ func lintModules(mods []*module) []Finding {
 		m.mod = mod
 		parsed[m.name] = mod
 	}
-	var types *ast.TypeEnv
+	var (
+		types    *ast.TypeEnv
+		compiled *ast.Compiler
+	)
 	if len(parsed) == len(mods) {
 		// Compiling only some modules would report references to the
 		// rules of the others as errors, so compile only a complete set.
 		var compileFindings []Finding
-		compileFindings, types = compile(parsed)
+		compileFindings, compiled = compile(parsed)
 		findings = append(findings, compileFindings...)
+		if compiled != nil {
+			types = compiled.TypeEnv
+		}
 	}
 	findings = append(findings, checkPackages(mods)...)
 	if len(parsed) == len(mods) {
@@ -123,14 +129,16 @@ func lintModules(mods []*module) []Finding {
 	findings = append(findings, checkShadowing(mods)...)
 	findings = append(findings, checkInputRefs(mods)...)
 	findings = append(findings, checkRawPath(mods)...)
+	findings = append(findings, checkIndexed(compiled)...)
 	return findings
 }
 
 // compile compiles the modules twice: in strict mode, for OPA's strict
 // checks, and in normal mode, whose errors strict mode can hide (it stops
 // at the first failing stage) and whose type environment the decision
-// checks use. Compilation rewrites modules, so each run gets copies.
-func compile(parsed map[string]*ast.Module) ([]Finding, *ast.TypeEnv) {
+// checks use, returned with its rule indices (nil when it failed).
+// Compilation rewrites modules, so each run gets copies.
+func compile(parsed map[string]*ast.Module) ([]Finding, *ast.Compiler) {
 	var findings []Finding
 	seen := map[string]bool{}
 	add := func(errs ast.Errors) {
@@ -160,7 +168,7 @@ func compile(parsed map[string]*ast.Module) ([]Finding, *ast.TypeEnv) {
 	if normal.Failed() {
 		return findings, nil
 	}
-	return findings, normal.TypeEnv
+	return findings, normal
 }
 
 // opaFindings turns an error of OPA's parser or compiler into findings.

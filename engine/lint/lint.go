@@ -70,6 +70,10 @@ const (
 	// route it means differently, while input.request.canonical_path
 	// spells them all alike.
 	RuleRawPathComparison = "raw-path-comparison"
+	// RuleNotIndexed is a rule no condition of which OPA's rule index can
+	// use, in a set of rules whose indexing decides what a query costs: it
+	// is evaluated for every query of the set.
+	RuleNotIndexed = "rule-not-indexed"
 	// RuleDataError is a data file that does not load.
 	RuleDataError = "data-error"
 	// RuleLoadError is a file or directory that cannot be read.
@@ -101,6 +105,7 @@ func Rules() []RuleInfo {
 		{RuleUnusedVariable, Warning, "variable or argument never used"},
 		{RuleUnusedImport, Warning, "import never used"},
 		{RuleUnknownInputField, Warning, "reference to a field the policy input does not have"},
+		{RuleNotIndexed, Warning, ruleNotIndexedSummary},
 		{RuleRawPathComparison, Warning, "input.request.path compared with ==, startswith, a regex or the like instead of input.request.canonical_path"},
 	}
 }

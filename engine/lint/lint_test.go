@@ -44,6 +44,16 @@ func TestRules(t *testing.T) {
 		{"unknown-input-field", "authz.rego", []want{"5:10 warning unknown-input-field"}},
 		{"unknown-input-alias", "authz.rego", []want{"10:2 warning unknown-input-field"}},
 		{"data-error", "data.json", []want{"1:26 error data-error"}},
+		// Two allow rules beside six the index selects, and a set of
+		// eight none of which it can use.
+		{"rule-not-indexed", "authz.rego", []want{
+			"28:1 warning rule-not-indexed", "34:1 warning rule-not-indexed",
+			"41:1 warning rule-not-indexed", "43:1 warning rule-not-indexed", "45:1 warning rule-not-indexed",
+			"47:1 warning rule-not-indexed", "49:1 warning rule-not-indexed", "51:1 warning rule-not-indexed",
+			"53:1 warning rule-not-indexed", "55:1 warning rule-not-indexed",
+		}},
+		// Three unindexed rules: too few for the index to matter.
+		{"rule-not-indexed-small", "", nil},
 		{"raw-path-comparison", "authz.rego", []want{
 			"8:2 warning raw-path-comparison", "9:13 warning raw-path-comparison", "10:31 warning raw-path-comparison",
 			"13:2 warning raw-path-comparison", "14:16 warning raw-path-comparison", "16:2 warning raw-path-comparison",
@@ -126,6 +136,26 @@ func TestFilesAndMessages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRuleNotIndexedMessage: the message names the rule set, its size
+// and how many of its rules the index cannot rule out.
+func TestRuleNotIndexedMessage(t *testing.T) {
+	r, err := lint.Dir("testdata/rule-not-indexed", lint.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]string{
+		28: "OPA's rule index cannot rule this rule out: none of its conditions tests an input or data field against a constant in a way the index uses (==, in, startswith, endswith, glob.match), so it is evaluated for every query of svc.authz.allow (8 rules, 2 of them like this one)",
+		55: "OPA's rule index cannot rule this rule out: none of its conditions tests an input or data field against a constant in a way the index uses (==, in, startswith, endswith, glob.match), so it is evaluated for every query of svc.authz.explained (8 rules, 8 of them like this one)",
+	}
+	for _, f := range r.Files {
+		for _, x := range f.Findings {
+			if w, ok := want[x.Line]; ok && x.Message != w {
+				t.Errorf("line %d: message = %q\nwant %q", x.Line, x.Message, w)
+			}
+		}
 	}
 }
 

@@ -32,6 +32,9 @@ type Option func(*options)
 
 type options struct {
 	networkBuiltins bool
+	// decodedJSON and revision: see DecodedJSON and Revision.
+	decodedJSON bool
+	revision    string
 }
 
 // AllowNetworkBuiltins lets the policies call NetworkBuiltins, and

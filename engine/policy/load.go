@@ -102,6 +102,8 @@ func loadFS(fsys fs.FS, root string, display func(string) string, o options) (*S
 		return nil, &Error{Problems: []Problem{{File: display(root), Code: CodeLoad, Msg: "no policy files (*.rego) found"}}}
 	}
 	slices.Sort(files)
+	// The data files were decoded here, into maps of their own.
+	o.decodedJSON = true
 	return build(files, sources, data, o)
 }
 

@@ -81,7 +81,7 @@ func build(files []string, sources map[string]string, data map[string]any, o opt
 	if len(sources) == 0 {
 		return nil, &Error{Problems: []Problem{{Code: CodeLoad, Msg: "no policy modules (*.rego) to load"}}}
 	}
-	data, err := jsonData(data)
+	data, err := setData(data, o.decodedJSON)
 	if err != nil {
 		return nil, &Error{Problems: []Problem{{Code: CodeData, Msg: err.Error()}}}
 	}
@@ -125,10 +125,13 @@ func build(files []string, sources map[string]string, data map[string]any, o opt
 		compiler: compiler,
 		data:     data,
 		store:    store,
-		revision: contentRevision(names, sources, data),
+		revision: o.revision,
 		plan:     planCache(compiler.Modules),
 		states:   &evalStates{consts: findConstantRules(compiler)},
 		resPlans: &resourcePlans{},
+	}
+	if s.revision == "" {
+		s.revision = contentRevision(names, sources, data)
 	}
 	if s.plan.disabled == "" {
 		s.cache = newDecisionCache(s.plan, DecisionCacheSize)

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/svc-dev/svc/engine/bundle"
+	"github.com/svc-dev/svc/engine/fixture"
+	"github.com/svc-dev/svc/engine/policy"
+)
+
+// TestTablesSplitIntoFiles: tables too large for one file are split over
+// files of at most the limit, which a policy directory and a signed
+// bundle merge back into whole tables the policy reads by key.
+func TestTablesSplitIntoFiles(t *testing.T) {
+	const limit = 40 << 10
+	tb := genTables(1200, 1)
+	files, err := tb.files(limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) <= 3 {
+		t.Fatalf("%d files; want the tables split over more than one each", len(files))
+	}
+	for name, b := range files {
+		if len(b) > limit {
+			t.Errorf("%s: %d bytes, more than %d", name, len(b), limit)
+		}
+	}
+	files["authz.rego"] = []byte(tablesPolicy)
+	dir := t.TempDir()
+	for name, b := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fromDir, err := policy.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := newSigner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, err := writeBundle(files, s, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromBundle, err := bundle.Load(bytes.NewReader(archive), &bundle.VerifyOptions{PublicKeyPEM: s.pubPEM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := newSigner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bundle.Load(bytes.NewReader(archive), &bundle.VerifyOptions{PublicKeyPEM: other.pubPEM}); err == nil {
+		t.Error("the bundle verified with another key")
+	}
+	last, _ := tb.input()
+	for name, set := range map[string]*policy.Set{"directory": fromDir, "bundle": fromBundle} {
+		tables := set.Data()["svc"].(map[string]any)["tables"].(map[string]any)
+		for table, want := range map[string]int{"tenants": len(tb.tenants), "roles": len(tb.roles), "plans": len(tb.plans)} {
+			if got := len(tables[table].(map[string]any)); got != want {
+				t.Errorf("%s: table %s has %d entries, want %d", name, table, got, want)
+			}
+		}
+		for _, raw := range [][]byte{last, firstTenantInput()} {
+			in, _, err := fixture.BenchInput("input", raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := set.EvalValue(context.Background(), in)
+			if err != nil || !res.Allow {
+				t.Errorf("%s: %s: allow %v, %v, reasons %v", name, raw, res.Allow, err, res.DenyReasons)
+			}
+		}
+	}
+}
+
+// TestPolicySizeRules: the generated rules compile, the benchmark's input
+// is allowed by both forms, and the lint tells the forms apart.
+func TestPolicySizeRules(t *testing.T) {
+	for _, arg := range []string{"10", "10u", "11"} {
+		indexed := !strings.HasSuffix(arg, "u")
+		n := 10
+		if arg == "11" {
+			n = 11
+		}
+		set, err := policy.FromModules(map[string]string{"authz.rego": genRules(n, indexed)}, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", arg, err)
+		}
+		in, _, err := fixture.BenchInput("input", policySizeInput(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := set.EvalValue(context.Background(), in); err != nil || !res.Allow {
+			t.Errorf("%s: allow %v, %v", arg, res.Allow, err)
+		}
+	}
+}
+
+// TestWriteDoc: the section between the markers is replaced, the rest of
+// the page kept, and a second write leaves one section.
+func TestWriteDoc(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "b.md")
+	if err := os.WriteFile(p, []byte("# Benchmarks\n\nbefore\n\n"+docBegin+"\nold\n"+docEnd+"\n\nafter\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := []result{{Row: "data", What: "w", Figures: "f | g", Bound: "b", Met: true, CurveUnit: "µs", Curve: []plotPoint{{"100", 10}, {"1M", 20}}}}
+	for range 2 {
+		if err := writeDoc(p, res, options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := os.ReadFile(p)
+	s := string(b)
+	for _, want := range []string{"before", "after", `f \| g`, "b ✓", "`go run ./scripts/benchscale -row data`", "1M  " + strings.Repeat("█", 50) + " 20.0"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("page lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "old") || strings.Count(s, docBegin) != 1 {
+		t.Errorf("section not replaced once:\n%s", s)
+	}
+}
