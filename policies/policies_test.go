@@ -45,6 +45,9 @@ func readFixtures(dir string) ([]fixture, error) {
 			inputs[strings.TrimSuffix(n, ".input.json")] = true
 		case strings.HasSuffix(n, ".expect.json"):
 			expects[strings.TrimSuffix(n, ".expect.json")] = true
+		case strings.HasSuffix(n, ".plan.json"):
+			// A plan fixture: examples' TestPlansAgreeWithDecisions and
+			// core policy test run it.
 		default:
 			return nil, fmt.Errorf("%s: not a fixture file", n)
 		}
