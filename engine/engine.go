@@ -258,7 +258,7 @@ func (e *Engine) newIdentitySources(ctx context.Context, deps Deps) error {
 		if err := e.newDevVerifier(deps.DevIssuer); err != nil {
 			return err
 		}
-		e.log.Warn("DEVELOPMENT MODE: no identity source is configured (no sdk.jwks_url, no jwt.issuer_url, no [[jwt.issuers]], no [sdk.saml], no api_keys.file, no client_certs.trust_domains, no introspection.url), so EVERY bearer token is accepted without verification as the user anonymous, except tokens of the development issuer (core dev token, iss svc-dev), which are verified; set sdk.jwks_url (SVC_JWKS_URL), jwt.issuer_url (SVC_JWT_ISSUER_URL), [[jwt.issuers]], [sdk.saml], api_keys.file (SVC_API_KEYS_FILE), client_certs.trust_domains or introspection.url (SVC_INTROSPECTION_URL) before serving real traffic",
+		e.log.Warn("DEVELOPMENT MODE: no identity source is configured (no sdk.jwks_url, no jwt.issuer_url, no [[jwt.issuers]], no [sdk.saml], no api_keys.file, no client_certs.trust_domains, no introspection.url, no [sdk.oidc]), so EVERY bearer token is accepted without verification as the user anonymous, except tokens of the development issuer (core dev token, iss svc-dev), which are verified; set sdk.jwks_url (SVC_JWKS_URL), jwt.issuer_url (SVC_JWT_ISSUER_URL), [[jwt.issuers]], [sdk.saml], api_keys.file (SVC_API_KEYS_FILE), client_certs.trust_domains or introspection.url (SVC_INTROSPECTION_URL) before serving real traffic",
 			"reason", reason.DevAnonymous, "tenant", e.cfg.SDK.TenantID, "dev_issuer", e.dev != nil)
 		close(e.done)
 		return nil
