@@ -239,8 +239,8 @@ func meterProvider(deps Deps) metric.MeterProvider {
 // [[jwt.issuers]]), whose refresh runs until ctx ends; e.tokens chains or
 // routes the verifiers. e.done is closed when no refresh runs.
 func (e *Engine) newIdentitySources(ctx context.Context, deps Deps) error {
-	if s := e.cfg.SDK.SAML; s != nil {
-		if err := e.newLocalIssuer(*s); err != nil {
+	if e.cfg.SignIn() {
+		if err := e.newLocalIssuer(e.cfg.SDK.Session); err != nil {
 			return err
 		}
 	}
@@ -341,8 +341,8 @@ func Check(cfg config.Config) error {
 	if _, err := loadPolicies(cfg); err != nil {
 		return err
 	}
-	if s := cfg.SDK.SAML; s != nil {
-		if _, err := newSAMLIssuer(*s, time.Now); err != nil {
+	if cfg.SignIn() {
+		if _, err := newSessionIssuer(cfg.SDK.Session, time.Now); err != nil {
 			return err
 		}
 	}
@@ -359,26 +359,26 @@ func Check(cfg config.Config) error {
 	return nil
 }
 
-// newSAMLIssuer loads (or, without a key file, generates) the keys that
-// sign the SAML gateway's tokens.
-func newSAMLIssuer(s config.SAML, now func() time.Time) (*issuer.Issuer, error) {
+// newSessionIssuer loads (or, without a key file, generates) the keys that
+// sign the session tokens of browser sign-in (SAML, OpenID Connect).
+func newSessionIssuer(s config.Session, now func() time.Time) (*issuer.Issuer, error) {
 	is, err := issuer.New(issuer.Options{
 		KeyFile: s.TokenSigningKeyFile,
-		Issuer:  s.EntityID,
+		Issuer:  s.Issuer,
 		TTL:     s.TokenTTL.Duration,
 		Now:     now,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sdk.saml.token_signing_key_file: %w", err)
+		return nil, fmt.Errorf("sdk.session.token_signing_key_file: %w", err)
 	}
 	return is, nil
 }
 
 // newLocalIssuer sets up the keys of the tokens the SAML gateway issues
 // and their local verifier: iss and aud must be the SP entity id.
-func (e *Engine) newLocalIssuer(s config.SAML) error {
+func (e *Engine) newLocalIssuer(s config.Session) error {
 	var err error
-	if e.issuer, err = newSAMLIssuer(s, e.now); err != nil {
+	if e.issuer, err = newSessionIssuer(s, e.now); err != nil {
 		return err
 	}
 	if e.issuer.Generated() {
@@ -391,8 +391,8 @@ func (e *Engine) newLocalIssuer(s config.SAML) error {
 	}
 	e.local, err = token.New(token.Options{
 		Keys:      e.issuer,
-		Issuer:    s.EntityID,
-		Audiences: []string{s.EntityID},
+		Issuer:    s.Issuer,
+		Audiences: []string{s.Issuer},
 		Skew:      e.cfg.JWT.ClockSkew.Duration,
 		CacheSize: size,
 		Now:       e.now,

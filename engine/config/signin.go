@@ -188,13 +188,13 @@ func (c *Config) sessionAliases(apply func(key, old string, cur, alias any)) {
 // environment overrides the file), then the one the file set.
 func (c *Config) setSignInDefaults() {
 	c.sessionAliases(func(key, old string, cur, alias any) {
-		if c.newerWins(key, old, cur) {
+		if c.newerWins(key, old, alias) {
 			copyValue(alias, cur)
 		} else {
 			copyValue(cur, alias)
 		}
 	})
-	if c.newerWins("sidecar.signin_addr", "sidecar.saml_addr", &c.Sidecar.SigninAddr) {
+	if c.newerWins("sidecar.signin_addr", "sidecar.saml_addr", &c.Sidecar.SAMLAddr) {
 		c.Sidecar.SAMLAddr = c.Sidecar.SigninAddr
 	} else {
 		c.Sidecar.SigninAddr = c.Sidecar.SAMLAddr
@@ -228,10 +228,11 @@ func (c *Config) setSignInDefaults() {
 	}
 }
 
-// newerWins reports whether key's value (at cur) decides over its older
-// name old: set by the environment, else set by the file while old is
-// not, else (a Config built in code) not zero.
-func (c Config) newerWins(key, old string, cur any) bool {
+// newerWins reports whether key's value decides over its older name old
+// (whose value is at alias): set by the environment, else set by the
+// file while old is not, else (a Config built in code, which may set the
+// older name after defaults were applied) when old is zero.
+func (c Config) newerWins(key, old string, alias any) bool {
 	_, envNew := c.Overrides[key]
 	_, envOld := c.Overrides[old]
 	_, fileNew := c.Lines[key]
@@ -242,7 +243,7 @@ func (c Config) newerWins(key, old string, cur any) bool {
 	case fileNew || fileOld:
 		return fileNew
 	}
-	return !reflect.ValueOf(cur).Elem().IsZero()
+	return reflect.ValueOf(alias).Elem().IsZero()
 }
 
 // copyValue sets *dst to *src, both pointers to the same type.
