@@ -73,9 +73,16 @@ func (p *provider) discover(ctx context.Context) (*oidc.Provider, error) {
 
 // oauth2 is the client configuration of the code flow.
 func (p *provider) oauth2(op *oidc.Provider) *oauth2.Config {
+	ep := op.Endpoint()
+	// One attempt per code: probing the client authentication style
+	// would spend the code on the first try.
+	ep.AuthStyle = oauth2.AuthStyleInHeader
+	if p.secret == "" {
+		ep.AuthStyle = oauth2.AuthStyleInParams
+	}
 	return &oauth2.Config{
 		ClientID: p.cfg.ClientID, ClientSecret: p.secret, RedirectURL: p.cfg.RedirectURL,
-		Endpoint: op.Endpoint(), Scopes: p.cfg.Scopes,
+		Endpoint: ep, Scopes: p.cfg.Scopes,
 	}
 }
 
