@@ -88,7 +88,9 @@ func (g *Gateway) takePending(ctx context.Context, state string) (*pending, erro
 	return &p, nil
 }
 
-func (g *Gateway) stateCookieName() string { return g.jar.Name(g.session.CookieName + StateCookieSuffix) }
+func (g *Gateway) stateCookieName() string {
+	return g.jar.Name(g.session.CookieName + StateCookieSuffix)
+}
 
 func (g *Gateway) stateCookiePath() string {
 	if g.jar.Secure {
