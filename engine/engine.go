@@ -95,6 +95,9 @@ type Engine struct {
 	// provider a token.Chain of local, then the provider's verifier, each
 	// when set; with [[jwt.issuers]] a token.Router by iss.
 	tokens tokenVerifier
+	// revocable wraps tokens with [sdk.oidc]: the check of sessions
+	// ended by back-channel logout (SetSessionRevocation).
+	revocable *revocable
 	// devChain verifies the development issuer's tokens (dev alone).
 	devChain token.Chain
 	// issuer signs the tokens of the SAML gateway and local verifies them
@@ -276,7 +279,14 @@ func (e *Engine) newIdentitySources(ctx context.Context, deps Deps) error {
 	} else {
 		go e.refreshKeys(ctx)
 	}
-	return e.newTokenVerifier()
+	if err := e.newTokenVerifier(); err != nil {
+		return err
+	}
+	if e.cfg.SDK.OIDC != nil {
+		e.revocable = &revocable{tokenVerifier: e.tokens}
+		e.tokens = e.revocable
+	}
+	return nil
 }
 
 // newSharedLimiter shares the rate-limit budgets of every replica through

@@ -9,9 +9,11 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/issuer"
+	"github.com/svc-dev/svc/engine/ratelimit/redistest"
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/oidcgw"
 	"github.com/svc-dev/svc/reason"
@@ -295,5 +297,61 @@ func TestLoginPageOffersProviders(t *testing.T) {
 	}
 	if res, body := get(t, browser(t), r.url+"/auth/oidc/login?provider=nope"); refusal(t, body) != reason.OIDCUnknownProvider {
 		t.Fatalf("unknown provider: %d %s", res.StatusCode, body)
+	}
+}
+
+// With Redis, a logout taken by one replica is enforced by every other
+// within a second, even one that checked the session just before.
+func TestBackchannelLogoutReachesReplicas(t *testing.T) {
+	addr := redistest.Start(t)
+	op := newTestOP(t, "app")
+	var gws []*oidcgw.Gateway
+	var urls []string
+	for range 3 {
+		var h http.Handler
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+		t.Cleanup(srv.Close)
+		cfg := config.Config{SDK: config.SDK{OIDC: &config.OIDC{IssuerURL: op.URL, ClientID: "app", RedirectURL: "http://127.0.0.1/auth/oidc/callback"}},
+			RateLimit: config.RateLimit{RedisAddr: addr}}
+		cfg.SetDefaults()
+		is, err := issuer.New(issuer.Options{Issuer: cfg.SDK.Session.Issuer, TTL: cfg.SDK.Session.TokenTTL.Duration})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gw, err := oidcgw.New(cfg, oidcgw.Deps{Issuer: is})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = gw.Close() })
+		h = gw.Handler()
+		gws, urls = append(gws, gw), append(urls, srv.URL)
+	}
+	if st := gws[1].Status(); !st.SharedState || st.LogoutScope != "replicas" {
+		t.Fatalf("status %+v, want shared state and logout scope replicas", st)
+	}
+	session := map[string]any{"idp": "default", "idp_sid": "sid-r", "sub": "ann"}
+	for _, gw := range gws[1:] {
+		if revoked, err := gw.Revoked(t.Context(), session); err != nil || revoked {
+			t.Fatalf("before: %v %v", revoked, err)
+		}
+	}
+	events := map[string]any{oidcgw.BackchannelLogoutEvent: map[string]any{}}
+	res, err := http.PostForm(urls[0]+"/auth/oidc/backchannel-logout", url.Values{"logout_token": {op.sign(t, "app", "ann", map[string]any{"sid": "sid-r", "events": events})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("logout: %d", res.StatusCode)
+	}
+	start := time.Now()
+	for _, gw := range gws[1:] {
+		testkit.EventuallyWithin(t, time.Second, "the logout reaches the replica", func() bool {
+			revoked, _ := gw.Revoked(t.Context(), session)
+			return revoked
+		})
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("the logout took %s to reach every replica", d)
 	}
 }

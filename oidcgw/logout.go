@@ -9,6 +9,8 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/svc-dev/svc/reason"
 )
@@ -150,20 +152,64 @@ func (g *Gateway) revoke(ctx context.Context, provider string, c LogoutClaims) e
 
 // Revoked reports whether a back-channel logout ended the session whose
 // token carries claims (its idp, idp_sid and sub); false for a session
-// of another sign-in.
+// of another sign-in. It is asked on every check of such a session
+// (engine.Engine.SetSessionRevocation): with Redis a "not revoked"
+// answer is reused for revokedCacheTTL, so a logout reaches every
+// replica within that time and a session costs Redis one lookup a while.
 func (g *Gateway) Revoked(ctx context.Context, claims map[string]any) (bool, error) {
 	provider, _ := claims["idp"].(string)
 	if provider == "" || g.byName(provider) == nil {
 		return false, nil
 	}
-	if sid, _ := claims["idp_sid"].(string); sid != "" {
-		if ok, err := g.store.Has(ctx, revokedKey("sid", provider, sid)); ok || err != nil {
+	sid, _ := claims["idp_sid"].(string)
+	sub, _ := claims["sub"].(string)
+	var keys []string
+	if sid != "" {
+		keys = append(keys, revokedKey("sid", provider, sid))
+	}
+	if sub != "" {
+		keys = append(keys, revokedKey("sub", provider, sub))
+	}
+	for _, k := range keys {
+		if g.redis != nil && g.notRevoked.fresh(k, g.now()) {
+			continue
+		}
+		ok, err := g.store.Has(ctx, k)
+		if ok || err != nil {
 			return ok, err
 		}
+		if g.redis != nil {
+			g.notRevoked.put(k, g.now().Add(revokedCacheTTL))
+		}
 	}
-	sub, _ := claims["sub"].(string)
-	if sub == "" {
-		return false, nil
+	return false, nil
+}
+
+// revokedCacheTTL is how long a replica trusts a "not revoked" answer of
+// Redis: the bound on how late a back-channel logout reaches it.
+const revokedCacheTTL = 500 * time.Millisecond
+
+// maxNotRevoked bounds the "not revoked" cache; it starts over past it.
+const maxNotRevoked = 50_000
+
+// expiryCache remembers keys until an expiry.
+type expiryCache struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+func (c *expiryCache) fresh(k string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	exp, ok := c.m[k]
+	return ok && now.Before(exp)
+}
+
+func (c *expiryCache) put(k string, exp time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxNotRevoked {
+		c.m = make(map[string]time.Time)
 	}
-	return g.store.Has(ctx, revokedKey("sub", provider, sub))
+	c.m[k] = exp
 }

@@ -79,6 +79,8 @@ type Gateway struct {
 	redis     *redis.Client
 	jar       signincookie.Jar
 	now       func() time.Time
+	// notRevoked caches Redis's "not revoked" answers (Revoked).
+	notRevoked expiryCache
 }
 
 // New builds a Gateway from cfg.SDK.OIDC (which must be set), after

@@ -478,6 +478,7 @@ func (s *Server) newSignIn(addr string, listen func(name, addr string) (net.List
 			return fmt.Errorf("oidc gateway: %w", err)
 		}
 		s.oidc = gw
+		s.deps.Engine.SetSessionRevocation(gw.Revoked)
 		if h == nil {
 			h = gw.Handler()
 		} else {
