@@ -1,0 +1,133 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/e2e/harness"
+)
+
+// TestOIDCSignInThroughShippedProxies runs the sidecar binary with
+// [sdk.oidc] against the real OpenID provider (npm oidc-provider) behind
+// the shipped nginx.conf and Caddyfile: a browser without a session goes
+// to the provider and comes back to its page signed in, through the
+// proxy; a forged state, a replayed code and a return_to to another
+// origin are refused with their reasons.
+func TestOIDCSignInThroughShippedProxies(t *testing.T) {
+	t.Parallel()
+	k := newKeyring(t)
+	root := harness.ModuleRoot(t)
+	for _, px := range shippedProxies {
+		t.Run(px.name, func(t *testing.T) {
+			front := harness.FreeAddr(t)
+			callback := "http://" + front + "/auth/oidc/callback"
+			client := harness.IDPClient{ID: "orders-web", Secret: "web-secret-0123456789abcdef", TenantID: "acme",
+				Roles: []string{"viewer"}, Email: "ann@acme.example", RedirectURIs: []string{callback}}
+			idp := harness.StartIDP(t, idpResource, 5*time.Minute, client)
+			signin := harness.FreeAddr(t)
+			s := startSidecar(t, k, map[string]string{
+				"SVC_SIGNIN_ADDR":             signin,
+				"SVC_OIDC_ISSUER_URL":         idp.Issuer,
+				"SVC_OIDC_CLIENT_ID":          client.ID,
+				"SVC_OIDC_CLIENT_SECRET_FILE": harness.WriteFile(t, t.TempDir(), "client-secret", client.Secret+"\n"),
+				"SVC_OIDC_REDIRECT_URL":       callback,
+			})
+			up := harness.StartUpstream(t)
+			base := startShippedProxyOn(t, front, px.bin, filepath.Join(root, px.file), px.args, map[string]string{
+				"127.0.0.1:7700": s.HTTPAddr, "127.0.0.1:7701": signin, "127.0.0.1:5678": up.Addr,
+			})
+			b := newBrowser()
+			// follow walks redirects from u until the first answer that is
+			// not one, returning the URLs passed through.
+			follow := func(u string) (*http.Response, string, []string) {
+				t.Helper()
+				var seen []string
+				for range 20 {
+					seen = append(seen, u)
+					req, _ := http.NewRequest(http.MethodGet, u, nil)
+					req.Header.Set("Accept", browserAccept)
+					resp, err := b.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					body, _ := readBody(resp)
+					resp.Body.Close()
+					if resp.StatusCode < 300 || resp.StatusCode > 399 {
+						return resp, body, seen
+					}
+					next, err := resp.Request.URL.Parse(resp.Header.Get("Location"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					u = next.String()
+				}
+				t.Fatalf("too many redirects: %v", seen)
+				return nil, "", nil
+			}
+
+			resp, body, seen := follow(base + "/orders/42?x=1")
+			if resp.StatusCode != http.StatusOK || !strings.HasSuffix(seen[len(seen)-1], front+"/orders/42?x=1") {
+				t.Fatalf("sign-in: %s after %v, want 200 at /orders/42?x=1", harness.Describe(resp.StatusCode, resp.Header, []byte(body)), seen)
+			}
+			if len(seen) < 4 || !strings.HasPrefix(seen[1], base+"/auth/oidc/login?return_to=") || !strings.HasPrefix(seen[2], idp.Issuer) {
+				t.Errorf("the sign-in went %v, want the login, then the provider", seen)
+			}
+			var echo harness.Echo
+			if err := json.Unmarshal([]byte(body), &echo); err != nil {
+				t.Fatalf("upstream answer %q: %v", body, err)
+			}
+			if got := strings.Join(echo.Headers["X-Svc-User-Id"], ","); got != client.ID {
+				t.Errorf("the upstream saw user %q, want %q (headers %v)", got, client.ID, echo.Headers)
+			}
+			var code string
+			for _, u := range seen {
+				if strings.HasPrefix(u, base+"/auth/oidc/callback?") {
+					p, _ := url.Parse(u)
+					code = p.Query().Get("code")
+				}
+			}
+
+			refused := func(name, u, want string) {
+				t.Helper()
+				req, _ := http.NewRequest(http.MethodGet, u, nil)
+				req.Header.Set("Accept", "application/json")
+				resp, err := b.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := readBody(resp)
+				resp.Body.Close()
+				if !strings.Contains(body, `"error":"`+want+`"`) {
+					t.Errorf("%s: %s, want %s", name, harness.Describe(resp.StatusCode, resp.Header, []byte(body)), want)
+				}
+			}
+			// An attacker's own sign-in, stopped before its callback, and
+			// followed by the victim: not this browser's state.
+			attacker := newBrowser()
+			areq, _ := http.NewRequest(http.MethodGet, base+"/auth/oidc/login", nil)
+			aresp, err := attacker.Do(areq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			aresp.Body.Close()
+			authz, _ := url.Parse(aresp.Header.Get("Location"))
+			refused("forged state", base+"/auth/oidc/callback?code=x&state="+url.QueryEscape(authz.Query().Get("state")), "oidc-state-not-bound")
+			// The code of the completed sign-in, on a fresh sign-in of this
+			// browser: the provider spends a code once.
+			lreq, _ := http.NewRequest(http.MethodGet, base+"/auth/oidc/login?return_to=/", nil)
+			lresp, err := b.Do(lreq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lresp.Body.Close()
+			fresh, _ := url.Parse(lresp.Header.Get("Location"))
+			refused("replayed code", base+"/auth/oidc/callback?code="+url.QueryEscape(code)+"&state="+url.QueryEscape(fresh.Query().Get("state")), "oidc-code-refused")
+			refused("return_to another origin", base+"/auth/oidc/login?return_to="+url.QueryEscape("//evil.example/x"), "oidc-bad-return-to")
+		})
+	}
+}
