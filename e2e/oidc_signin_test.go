@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
+
 	"github.com/svc-dev/svc/e2e/harness"
 )
 
@@ -21,26 +23,11 @@ import (
 func TestOIDCSignInThroughShippedProxies(t *testing.T) {
 	t.Parallel()
 	k := newKeyring(t)
-	root := harness.ModuleRoot(t)
 	for _, px := range shippedProxies {
 		t.Run(px.name, func(t *testing.T) {
-			front := harness.FreeAddr(t)
-			callback := "http://" + front + "/auth/oidc/callback"
-			client := harness.IDPClient{ID: "orders-web", Secret: "web-secret-0123456789abcdef", TenantID: "acme",
-				Roles: []string{"viewer"}, Email: "ann@acme.example", RedirectURIs: []string{callback}}
-			idp := harness.StartIDP(t, idpResource, 5*time.Minute, client)
-			signin := harness.FreeAddr(t)
-			s := startSidecar(t, k, map[string]string{
-				"SVC_SIGNIN_ADDR":             signin,
-				"SVC_OIDC_ISSUER_URL":         idp.Issuer,
-				"SVC_OIDC_CLIENT_ID":          client.ID,
-				"SVC_OIDC_CLIENT_SECRET_FILE": harness.WriteFile(t, t.TempDir(), "client-secret", client.Secret+"\n"),
-				"SVC_OIDC_REDIRECT_URL":       callback,
-			})
-			up := harness.StartUpstream(t)
-			base := startShippedProxyOn(t, front, px.bin, filepath.Join(root, px.file), px.args, map[string]string{
-				"127.0.0.1:7700": s.HTTPAddr, "127.0.0.1:7701": signin, "127.0.0.1:5678": up.Addr,
-			})
+			site := startOIDCSite(t, k, px)
+			base, front, idp := site.base, site.front, site.idp
+			client := site.client
 			b := newBrowser()
 			// follow walks redirects from u until the first answer that is
 			// not one, returning the URLs passed through.
@@ -128,6 +115,63 @@ func TestOIDCSignInThroughShippedProxies(t *testing.T) {
 			fresh, _ := url.Parse(lresp.Header.Get("Location"))
 			refused("replayed code", base+"/auth/oidc/callback?code="+url.QueryEscape(code)+"&state="+url.QueryEscape(fresh.Query().Get("state")), "oidc-code-refused")
 			refused("return_to another origin", base+"/auth/oidc/login?return_to="+url.QueryEscape("//evil.example/x"), "oidc-bad-return-to")
+		})
+	}
+}
+
+// oidcSite is the sidecar binary with [sdk.oidc] against the real
+// OpenID provider, behind a shipped proxy.
+type oidcSite struct {
+	base, front string
+	idp         *harness.IDP
+	client      harness.IDPClient
+}
+
+func startOIDCSite(t *testing.T, k *keyring, px shippedProxy) oidcSite {
+	t.Helper()
+	root := harness.ModuleRoot(t)
+	front := harness.FreeAddr(t)
+	callback := "http://" + front + "/auth/oidc/callback"
+	client := harness.IDPClient{ID: "orders-web", Secret: "web-secret-0123456789abcdef", TenantID: "acme",
+		Roles: []string{"viewer"}, Email: "ann@acme.example", RedirectURIs: []string{callback}}
+	idp := harness.StartIDP(t, idpResource, 5*time.Minute, client)
+	signin := harness.FreeAddr(t)
+	s := startSidecar(t, k, map[string]string{
+		"SVC_SIGNIN_ADDR":             signin,
+		"SVC_OIDC_ISSUER_URL":         idp.Issuer,
+		"SVC_OIDC_CLIENT_ID":          client.ID,
+		"SVC_OIDC_CLIENT_SECRET_FILE": harness.WriteFile(t, t.TempDir(), "client-secret", client.Secret+"\n"),
+		"SVC_OIDC_REDIRECT_URL":       callback,
+	})
+	up := harness.StartUpstream(t)
+	base := startShippedProxyOn(t, front, px.bin, filepath.Join(root, px.file), px.args, map[string]string{
+		"127.0.0.1:7700": s.HTTPAddr, "127.0.0.1:7701": signin, "127.0.0.1:5678": up.Addr,
+	})
+	return oidcSite{base: base, front: front, idp: idp, client: client}
+}
+
+// TestBrowserOIDC signs in with real Chromium through the shipped nginx
+// and Caddy: a protected page, the provider, and back on the page signed
+// in, with the session cookie as the SAML sign-in sets it.
+func TestBrowserOIDC(t *testing.T) {
+	t.Parallel()
+	k := newKeyring(t)
+	for _, px := range shippedProxies {
+		t.Run(px.name, func(t *testing.T) {
+			site := startOIDCSite(t, k, px)
+			b := harness.StartBrowser(t)
+			const page = "/orders/7?expand=items&lang=en"
+			b.Navigate(t, site.base+page)
+			b.WaitPage(t, 60*time.Second, func(p harness.Page) bool {
+				return p.URL == site.base+page && strings.Contains(p.Text, site.client.ID)
+			})
+			c := b.Cookie(t, site.base+"/", "svc_session")
+			if c == nil || !c.HTTPOnly || c.SameSite != network.CookieSameSiteLax || c.Path != "/" {
+				t.Errorf("session cookie %+v; want HttpOnly, SameSite=Lax, Path /", c)
+			}
+			if st := b.Cookie(t, site.base+"/auth/oidc/callback", "svc_session_oidc"); st != nil {
+				t.Errorf("the state cookie outlived the sign-in: %+v", st)
+			}
 		})
 	}
 }
