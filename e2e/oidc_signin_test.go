@@ -95,25 +95,21 @@ func TestOIDCSignInThroughShippedProxies(t *testing.T) {
 			}
 			// An attacker's own sign-in, stopped before its callback, and
 			// followed by the victim: not this browser's state.
-			attacker := newBrowser()
-			areq, _ := http.NewRequest(http.MethodGet, base+"/auth/oidc/login", nil)
-			aresp, err := attacker.Do(areq)
-			if err != nil {
-				t.Fatal(err)
+			// startLogin starts a sign-in in browser c and returns its state.
+			startLogin := func(c *http.Client) string {
+				t.Helper()
+				resp, err := c.Get(base + "/auth/oidc/login")
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				to, _ := url.Parse(resp.Header.Get("Location"))
+				return to.Query().Get("state")
 			}
-			aresp.Body.Close()
-			authz, _ := url.Parse(aresp.Header.Get("Location"))
-			refused("forged state", base+"/auth/oidc/callback?code=x&state="+url.QueryEscape(authz.Query().Get("state")), "oidc-state-not-bound")
+			refused("forged state", base+"/auth/oidc/callback?code=x&state="+url.QueryEscape(startLogin(newBrowser())), "oidc-state-not-bound")
 			// The code of the completed sign-in, on a fresh sign-in of this
 			// browser: the provider spends a code once.
-			lreq, _ := http.NewRequest(http.MethodGet, base+"/auth/oidc/login?return_to=/", nil)
-			lresp, err := b.Do(lreq)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lresp.Body.Close()
-			fresh, _ := url.Parse(lresp.Header.Get("Location"))
-			refused("replayed code", base+"/auth/oidc/callback?code="+url.QueryEscape(code)+"&state="+url.QueryEscape(fresh.Query().Get("state")), "oidc-code-refused")
+			refused("replayed code", base+"/auth/oidc/callback?code="+url.QueryEscape(code)+"&state="+url.QueryEscape(startLogin(b)), "oidc-code-refused")
 			refused("return_to another origin", base+"/auth/oidc/login?return_to="+url.QueryEscape("//evil.example/x"), "oidc-bad-return-to")
 		})
 	}

@@ -3,44 +3,23 @@ package oidcgw
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/svc-dev/svc/internal/refusalpage"
 	"github.com/svc-dev/svc/reason"
 )
 
-// Error is a refusal: a stable code and a message safe to show the
-// client (never a token, a code or a secret).
-type Error struct {
-	Code reason.Code
-	Msg  string
-	Err  error
-}
+// A refusal is a *reason.Error: a stable code and a message safe to
+// show the client (never a token, a code or a secret), wrapping the
+// cause that is logged.
 
-func (e *Error) Error() string { return string(e.Code) + ": " + e.Msg }
-
-func (e *Error) Unwrap() error { return e.Err }
-
-// Is matches another *Error by code, so errors.Is(err, &Error{Code: c}) works.
-func (e *Error) Is(target error) bool {
-	var t *Error
-	return errors.As(target, &t) && t.Code == e.Code && t.Msg == ""
-}
-
-func refuse(c reason.Code, format string, args ...any) *Error {
-	return &Error{Code: c, Msg: fmt.Sprintf(format, args...)}
+func refuse(c reason.Code, format string, args ...any) *reason.Error {
+	return reason.New(c, format, args...)
 }
 
 // CodeOf returns the code of err, OIDCInternal for an error that carries
 // none.
-func CodeOf(err error) reason.Code {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	return reason.OIDCInternal
-}
+func CodeOf(err error) reason.Code { return reason.Of(err, reason.OIDCInternal) }
 
 // status is the HTTP status of a refusal with code c.
 func status(c reason.Code) int {
@@ -97,9 +76,9 @@ func refusalMessage(c reason.Code) string {
 // sign in again where that helps), else the JSON refusal
 // {"error": code, "message": ...}.
 func (g *Gateway) writeRefusal(w http.ResponseWriter, r *http.Request, err error) {
-	var e *Error
+	var e *reason.Error
 	if !errors.As(err, &e) {
-		e = &Error{Code: reason.OIDCInternal, Msg: "sign-in failed", Err: err}
+		e = reason.Wrap(reason.OIDCInternal, err, "sign-in failed")
 	}
 	st := status(e.Code)
 	w.Header().Set("Cache-Control", "no-store")

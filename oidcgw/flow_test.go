@@ -28,7 +28,12 @@ type rig struct {
 
 func newRig(t *testing.T, edit func(*config.Config)) *rig {
 	t.Helper()
-	op := newTestOP(t, "app")
+	return newRigOf(t, newTestOP(t, "app"), edit)
+}
+
+// newRigOf serves a gateway of op on loopback.
+func newRigOf(t *testing.T, op *testOP, edit func(*config.Config)) *rig {
+	t.Helper()
 	var h http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
@@ -308,23 +313,8 @@ func TestBackchannelLogoutReachesReplicas(t *testing.T) {
 	var gws []*oidcgw.Gateway
 	var urls []string
 	for range 3 {
-		var h http.Handler
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
-		t.Cleanup(srv.Close)
-		cfg := config.Config{SDK: config.SDK{OIDC: &config.OIDC{IssuerURL: op.URL, ClientID: "app", RedirectURL: "http://127.0.0.1/auth/oidc/callback"}},
-			RateLimit: config.RateLimit{RedisAddr: addr}}
-		cfg.SetDefaults()
-		is, err := issuer.New(issuer.Options{Issuer: cfg.SDK.Session.Issuer, TTL: cfg.SDK.Session.TokenTTL.Duration})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gw, err := oidcgw.New(cfg, oidcgw.Deps{Issuer: is})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = gw.Close() })
-		h = gw.Handler()
-		gws, urls = append(gws, gw), append(urls, srv.URL)
+		r := newRigOf(t, op, func(c *config.Config) { c.RateLimit.RedisAddr = addr })
+		gws, urls = append(gws, r.gw), append(urls, r.url)
 	}
 	if st := gws[1].Status(); !st.SharedState || st.LogoutScope != "replicas" {
 		t.Fatalf("status %+v, want shared state and logout scope replicas", st)

@@ -74,13 +74,13 @@ func (g *Gateway) serveLogin(w http.ResponseWriter, r *http.Request) {
 	op, err := p.discover(r.Context())
 	if err != nil {
 		g.log.Warn("OpenID provider discovery failed", "provider", p.cfg.Name, "err", err)
-		g.writeRefusal(w, r, &Error{Code: reason.OIDCProviderUnavailable, Msg: "the identity provider's discovery document could not be read", Err: err})
+		g.writeRefusal(w, r, reason.Wrap(reason.OIDCProviderUnavailable, err, "the identity provider's discovery document could not be read"))
 		return
 	}
 	state, nonce, verifier := randomToken(), randomToken(), oauth2.GenerateVerifier()
 	if err := g.savePending(r.Context(), state, pending{Provider: p.cfg.Name, Verifier: verifier, Nonce: nonce, ReturnTo: returnTo}); err != nil {
 		g.log.Error("pending sign-in could not be stored", "err", err)
-		g.writeRefusal(w, r, &Error{Code: reason.OIDCStoreUnavailable, Msg: "the sign-in could not be started", Err: err})
+		g.writeRefusal(w, r, reason.Wrap(reason.OIDCStoreUnavailable, err, "the sign-in could not be started"))
 		return
 	}
 	to := p.oauth2(op).AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oidc.Nonce(nonce))
@@ -125,7 +125,7 @@ func (g *Gateway) serveCallback(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		token, exp, ierr := g.issuer.Issue(claims)
 		if ierr != nil {
-			err = &Error{Code: reason.OIDCInternal, Msg: "the session could not be issued", Err: ierr}
+			err = reason.Wrap(reason.OIDCInternal, ierr, "the session could not be issued")
 		} else {
 			g.log.Info("OpenID Connect sign-in", "provider", p, "tenant", claims["tenant_id"])
 			g.jar.SetSession(w, token, exp)
@@ -156,7 +156,7 @@ func (g *Gateway) complete(w http.ResponseWriter, r *http.Request) (string, map[
 	g.unbindState(w, r, state)
 	pend, err := g.takePending(r.Context(), state)
 	if err != nil {
-		return "", nil, "", &Error{Code: reason.OIDCStoreUnavailable, Msg: "the pending sign-in could not be read", Err: err}
+		return "", nil, "", reason.Wrap(reason.OIDCStoreUnavailable, err, "the pending sign-in could not be read")
 	}
 	if pend == nil {
 		return "", nil, "", refuse(reason.OIDCStateUnknown, "the sign-in has expired or was already completed; start again at %s", g.loginURL(""))
@@ -170,12 +170,12 @@ func (g *Gateway) complete(w http.ResponseWriter, r *http.Request) (string, map[
 	}
 	op, err := p.discover(r.Context())
 	if err != nil {
-		return p.cfg.Name, nil, "", &Error{Code: reason.OIDCProviderUnavailable, Msg: "the identity provider's discovery document could not be read", Err: err}
+		return p.cfg.Name, nil, "", reason.Wrap(reason.OIDCProviderUnavailable, err, "the identity provider's discovery document could not be read")
 	}
 	ctx := oidc.ClientContext(r.Context(), p.client)
 	tok, err := p.oauth2(op).Exchange(ctx, q.Get("code"), oauth2.VerifierOption(pend.Verifier))
 	if err != nil {
-		return p.cfg.Name, nil, "", &Error{Code: reason.OIDCCodeRefused, Msg: "the identity provider refused the authorization code", Err: tokenError(err)}
+		return p.cfg.Name, nil, "", reason.Wrap(reason.OIDCCodeRefused, tokenError(err), "the identity provider refused the authorization code")
 	}
 	raw, _ := tok.Extra("id_token").(string)
 	if raw == "" {
@@ -196,15 +196,15 @@ func (g *Gateway) complete(w http.ResponseWriter, r *http.Request) (string, map[
 }
 
 // verifyError maps a failed ID token verification to its code.
-func verifyError(err error) *Error {
+func verifyError(err error) *reason.Error {
 	var exp *oidc.TokenExpiredError
 	switch {
 	case errors.As(err, &exp):
-		return &Error{Code: reason.OIDCIDTokenInvalid, Msg: "the ID token has expired", Err: err}
+		return reason.Wrap(reason.OIDCIDTokenInvalid, err, "the ID token has expired")
 	case strings.Contains(err.Error(), "expected audience"):
-		return &Error{Code: reason.OIDCAudienceMismatch, Msg: "the ID token is for another client", Err: err}
+		return reason.Wrap(reason.OIDCAudienceMismatch, err, "the ID token is for another client")
 	}
-	return &Error{Code: reason.OIDCIDTokenInvalid, Msg: "the ID token does not verify", Err: err}
+	return reason.Wrap(reason.OIDCIDTokenInvalid, err, "the ID token does not verify")
 }
 
 // tokenError keeps of a token endpoint error what is safe to log: the
@@ -234,7 +234,7 @@ func safeToken(s string) string {
 func (g *Gateway) sessionClaims(p *provider, idt *oidc.IDToken) (map[string]any, error) {
 	var c map[string]any
 	if err := idt.Claims(&c); err != nil {
-		return nil, &Error{Code: reason.OIDCIDTokenInvalid, Msg: "the ID token's claims cannot be read", Err: err}
+		return nil, reason.Wrap(reason.OIDCIDTokenInvalid, err, "the ID token's claims cannot be read")
 	}
 	m := p.cfg.ClaimMapping
 	tenant, _ := c[m.Tenant].(string)

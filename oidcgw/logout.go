@@ -116,22 +116,22 @@ func (g *Gateway) backchannelLogout(w http.ResponseWriter, r *http.Request) erro
 	}
 	op, err := p.discover(r.Context())
 	if err != nil {
-		return &Error{Code: reason.OIDCProviderUnavailable, Msg: "the identity provider's discovery document could not be read", Err: err}
+		return reason.Wrap(reason.OIDCProviderUnavailable, err, "the identity provider's discovery document could not be read")
 	}
 	tok, err := p.verifier(op).Verify(r.Context(), raw)
 	if err != nil {
-		return &Error{Code: reason.OIDCLogoutTokenInvalid, Msg: "the logout token does not verify", Err: err}
+		return reason.Wrap(reason.OIDCLogoutTokenInvalid, err, "the logout token does not verify")
 	}
 	var payload json.RawMessage
 	if err := tok.Claims(&payload); err != nil {
-		return &Error{Code: reason.OIDCLogoutTokenInvalid, Msg: "the logout token's claims cannot be read", Err: err}
+		return reason.Wrap(reason.OIDCLogoutTokenInvalid, err, "the logout token's claims cannot be read")
 	}
 	c, err := ParseLogoutClaims(payload)
 	if err != nil {
-		return &Error{Code: reason.OIDCLogoutTokenInvalid, Msg: "this is not a logout token", Err: err}
+		return reason.Wrap(reason.OIDCLogoutTokenInvalid, err, "this is not a logout token")
 	}
 	if err := g.revoke(r.Context(), p.cfg.Name, c); err != nil {
-		return &Error{Code: reason.OIDCStoreUnavailable, Msg: "the logout could not be recorded", Err: err}
+		return reason.Wrap(reason.OIDCStoreUnavailable, err, "the logout could not be recorded")
 	}
 	g.log.Info("OpenID Connect back-channel logout", "provider", p.cfg.Name, "by_sid", c.SID != "")
 	return nil

@@ -23,6 +23,7 @@
 package oidcgw
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -92,16 +93,12 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 		return nil, errors.New("oidcgw: [sdk.oidc] is not configured")
 	}
 	if deps.Issuer == nil {
-		return nil, errors.New("oidcgw: a token issuer is required")
+		return nil, errors.New("oidcgw: an issuer of session tokens is required")
 	}
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
+	deps.Logger = cmp.Or(deps.Logger, slog.Default())
+	deps.HTTPClient = cmp.Or(deps.HTTPClient, &http.Client{Timeout: 10 * time.Second})
 	if deps.Now == nil {
 		deps.Now = time.Now
-	}
-	if deps.HTTPClient == nil {
-		deps.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
 	g := &Gateway{cfg: *o, session: cfg.SDK.Session, tenant: cfg.SDK.TenantID, issuer: deps.Issuer, log: deps.Logger, now: deps.Now}
 	if s := cfg.SDK.SAML; s != nil {
