@@ -14,7 +14,7 @@ import (
 // (no IdP JWKS), and refuses those a back-channel logout ended.
 func TestOIDCSessionRevocation(t *testing.T) {
 	cfg := config.Config{SDK: config.SDK{
-		OIDC: &config.OIDC{IssuerURL: "https://login.example.com", ClientID: "app", RedirectURL: "https://app.example.com/auth/oidc/callback"},
+		OIDC:    &config.OIDC{IssuerURL: "https://login.example.com", ClientID: "app", RedirectURL: "https://app.example.com/auth/oidc/callback"},
 		Session: config.Session{TokenSigningKeyFile: testkit.TokenKeyFile(t)},
 	}}
 	e := newEngine(t, cfg, engine.Deps{})
