@@ -62,6 +62,25 @@ func (g *Gateway) serveLogin(w http.ResponseWriter, r *http.Request) {
 	if returnTo == "" {
 		returnTo = g.session.DefaultReturnTo
 	}
+	if _, err := r.Cookie(g.refreshCookieName()); err == nil {
+		session, exp, ok, err := g.refresh(r.Context(), r)
+		if ok && err == nil {
+			g.jar.SetSession(w, session, exp)
+			w.Header().Set("Cache-Control", "no-store")
+			http.Redirect(w, r, returnTo, http.StatusSeeOther)
+			return
+		}
+		if err != nil {
+			args := []any{"reason", string(CodeOf(err))}
+			if e := errors.Unwrap(err); e != nil {
+				args = append(args, "err", e.Error())
+			}
+			g.log.Warn("OpenID Connect session refresh failed; signing in again", args...)
+		}
+		// Nothing to refresh, or the provider refused: the session ends
+		// and the browser signs in again.
+		g.endRefresh(w)
+	}
 	p, choices := g.pick(q.Get("provider"), q.Get("tenant"))
 	if p == nil {
 		if q.Get("provider") != "" {
@@ -121,9 +140,12 @@ func (g *Gateway) byName(name string) *provider {
 // the code exchanged, the ID token verified, and the browser gets the
 // session cookie and goes back to its page.
 func (g *Gateway) serveCallback(w http.ResponseWriter, r *http.Request) {
-	p, claims, returnTo, err := g.complete(w, r)
+	p, claims, returnTo, tok, err := g.complete(w, r)
 	if err == nil {
 		token, exp, ierr := g.issuer.Issue(claims)
+		if ierr == nil {
+			ierr = g.keepRefresh(r.Context(), w, p, tok, claims)
+		}
 		if ierr != nil {
 			err = reason.Wrap(reason.OIDCInternal, ierr, "the session could not be issued")
 		} else {
@@ -144,55 +166,55 @@ func (g *Gateway) serveCallback(w http.ResponseWriter, r *http.Request) {
 
 // complete checks a callback and returns the provider's name, the
 // session's claims and where to send the browser.
-func (g *Gateway) complete(w http.ResponseWriter, r *http.Request) (string, map[string]any, string, error) {
+func (g *Gateway) complete(w http.ResponseWriter, r *http.Request) (string, map[string]any, string, *oauth2.Token, error) {
 	q := r.URL.Query()
 	state := q.Get("state")
 	// Checked before the store is read: a forged callback spends nothing
 	// of the victim's pending sign-in.
 	if !validState(state) || !slices.Contains(g.boundStates(r), state) {
-		return "", nil, "", refuse(reason.OIDCStateNotBound, "this browser did not start the sign-in this callback answers (no %s cookie listing its state); start again at %s",
+		return "", nil, "", nil, refuse(reason.OIDCStateNotBound, "this browser did not start the sign-in this callback answers (no %s cookie listing its state); start again at %s",
 			g.stateCookieName(), g.loginURL(""))
 	}
 	g.unbindState(w, r, state)
 	pend, err := g.takePending(r.Context(), state)
 	if err != nil {
-		return "", nil, "", reason.Wrap(reason.OIDCStoreUnavailable, err, "the pending sign-in could not be read")
+		return "", nil, "", nil, reason.Wrap(reason.OIDCStoreUnavailable, err, "the pending sign-in could not be read")
 	}
 	if pend == nil {
-		return "", nil, "", refuse(reason.OIDCStateUnknown, "the sign-in has expired or was already completed; start again at %s", g.loginURL(""))
+		return "", nil, "", nil, refuse(reason.OIDCStateUnknown, "the sign-in has expired or was already completed; start again at %s", g.loginURL(""))
 	}
 	p := g.byName(pend.Provider)
 	if p == nil {
-		return pend.Provider, nil, "", refuse(reason.OIDCUnknownProvider, "the sign-in's provider is no longer configured")
+		return pend.Provider, nil, "", nil, refuse(reason.OIDCUnknownProvider, "the sign-in's provider is no longer configured")
 	}
 	if e := q.Get("error"); e != "" {
-		return p.cfg.Name, nil, "", refuse(reason.OIDCProviderError, "the identity provider answered %q", safeToken(e))
+		return p.cfg.Name, nil, "", nil, refuse(reason.OIDCProviderError, "the identity provider answered %q", safeToken(e))
 	}
 	op, err := p.discover(r.Context())
 	if err != nil {
-		return p.cfg.Name, nil, "", reason.Wrap(reason.OIDCProviderUnavailable, err, "the identity provider's discovery document could not be read")
+		return p.cfg.Name, nil, "", nil, reason.Wrap(reason.OIDCProviderUnavailable, err, "the identity provider's discovery document could not be read")
 	}
 	ctx := oidc.ClientContext(r.Context(), p.client)
 	tok, err := p.oauth2(op).Exchange(ctx, q.Get("code"), oauth2.VerifierOption(pend.Verifier))
 	if err != nil {
-		return p.cfg.Name, nil, "", reason.Wrap(reason.OIDCCodeRefused, tokenError(err), "the identity provider refused the authorization code")
+		return p.cfg.Name, nil, "", nil, reason.Wrap(reason.OIDCCodeRefused, tokenError(err), "the identity provider refused the authorization code")
 	}
 	raw, _ := tok.Extra("id_token").(string)
 	if raw == "" {
-		return p.cfg.Name, nil, "", refuse(reason.OIDCIDTokenInvalid, "the identity provider sent no ID token")
+		return p.cfg.Name, nil, "", nil, refuse(reason.OIDCIDTokenInvalid, "the identity provider sent no ID token")
 	}
 	idt, err := p.verifier(op).Verify(ctx, raw)
 	if err != nil {
-		return p.cfg.Name, nil, "", verifyError(err)
+		return p.cfg.Name, nil, "", nil, verifyError(err)
 	}
 	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(pend.Nonce)) != 1 {
-		return p.cfg.Name, nil, "", refuse(reason.OIDCNonceMismatch, "the ID token's nonce is not this sign-in's")
+		return p.cfg.Name, nil, "", nil, refuse(reason.OIDCNonceMismatch, "the ID token's nonce is not this sign-in's")
 	}
 	claims, err := g.sessionClaims(p, idt)
 	if err != nil {
-		return p.cfg.Name, nil, "", err
+		return p.cfg.Name, nil, "", nil, err
 	}
-	return p.cfg.Name, claims, pend.ReturnTo, nil
+	return p.cfg.Name, claims, pend.ReturnTo, tok, nil
 }
 
 // verifyError maps a failed ID token verification to its code.

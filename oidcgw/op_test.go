@@ -35,6 +35,11 @@ type testOP struct {
 	audience   string
 	claims     map[string]any
 	tokenCalls atomic.Int64
+	// refreshCalls counts refresh_token grants; refreshDelay makes them
+	// slow, failRefresh refuses them.
+	refreshCalls atomic.Int64
+	refreshDelay time.Duration
+	failRefresh  atomic.Bool
 }
 
 type grant struct{ nonce, challenge, redirect string }
@@ -80,6 +85,18 @@ func newTestOP(t *testing.T, client string) *testOP {
 	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
 		op.tokenCalls.Add(1)
 		_ = r.ParseForm()
+		if r.PostForm.Get("grant_type") == "refresh_token" {
+			op.refreshCalls.Add(1)
+			time.Sleep(op.refreshDelay)
+			w.Header().Set("Content-Type", "application/json")
+			if op.failRefresh.Load() || r.PostForm.Get("refresh_token") != "rt-1" {
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = w.Write([]byte(`{"error":"invalid_grant"}`))
+				return
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{"access_token": "at2", "token_type": "Bearer", "expires_in": 300, "refresh_token": "rt-1"})
+			return
+		}
 		op.mu.Lock()
 		g, ok := op.codes[r.PostForm.Get("code")]
 		delete(op.codes, r.PostForm.Get("code"))
@@ -107,6 +124,7 @@ func newTestOP(t *testing.T, client string) *testOP {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"access_token": "at", "token_type": "Bearer", "expires_in": 300, "id_token": op.sign(t, aud, "ann", c),
+			"refresh_token": "rt-1",
 		})
 	})
 	op.Server = httptest.NewServer(mux)

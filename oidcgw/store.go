@@ -19,6 +19,10 @@ type Store interface {
 	Take(ctx context.Context, key string) ([]byte, error)
 	// Has reports whether key holds a value.
 	Has(ctx context.Context, key string) (bool, error)
+	// Get returns the value under key; nil when there is none.
+	Get(ctx context.Context, key string) ([]byte, error)
+	// Lock sets key for ttl unless it is set; it reports whether it did.
+	Lock(ctx context.Context, key string, ttl time.Duration) (bool, error)
 }
 
 // maxMemoryEntries bounds the memory store; past it, Put sweeps expired
@@ -87,6 +91,28 @@ func (s *MemoryStore) Has(_ context.Context, key string) (bool, error) {
 	return ok && s.now().Before(e.exp), nil
 }
 
+// Get implements Store.
+func (s *MemoryStore) Get(_ context.Context, key string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.m[key]
+	if !ok || !s.now().Before(e.exp) {
+		return nil, nil
+	}
+	return e.v, nil
+}
+
+// Lock implements Store.
+func (s *MemoryStore) Lock(_ context.Context, key string, ttl time.Duration) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.m[key]; ok && s.now().Before(e.exp) {
+		return false, nil
+	}
+	s.m[key] = memoryEntry{v: []byte{1}, exp: s.now().Add(ttl)}
+	return true, nil
+}
+
 // RedisStore is a Store in Redis, shared by every replica that uses the
 // same server.
 type RedisStore struct {
@@ -114,4 +140,18 @@ func (s *RedisStore) Take(ctx context.Context, key string) ([]byte, error) {
 func (s *RedisStore) Has(ctx context.Context, key string) (bool, error) {
 	n, err := s.c.Exists(ctx, key).Result()
 	return n > 0, err
+}
+
+// Get implements Store.
+func (s *RedisStore) Get(ctx context.Context, key string) ([]byte, error) {
+	v, err := s.c.Get(ctx, key).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	return v, err
+}
+
+// Lock implements Store with SET NX PX.
+func (s *RedisStore) Lock(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	return s.c.SetNX(ctx, key, 1, ttl).Result()
 }
