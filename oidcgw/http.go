@@ -304,6 +304,11 @@ func stringList(v any) []string {
 // return_to (default_return_to). A JSON client gets 204.
 func (g *Gateway) serveLogout(w http.ResponseWriter, r *http.Request) {
 	g.jar.ClearSession(w)
+	if c, err := r.Cookie(g.refreshCookieName()); err == nil {
+		// The refresh token goes with the session.
+		_, _ = g.store.Take(r.Context(), refreshKey("state", c.Value))
+		g.endRefresh(w)
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	if refusalpage.WantsJSON(r.Header.Get("Accept")) {
 		w.WriteHeader(http.StatusNoContent)

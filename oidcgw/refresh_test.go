@@ -118,3 +118,29 @@ func mustHost(t *testing.T, u string) string {
 	}
 	return p.Host
 }
+
+// Logout ends what a refresh could bring back.
+func TestLogoutEndsRefresh(t *testing.T) {
+	op := newTestOP(t, "app")
+	r := newRigOf(t, op, func(c *config.Config) { c.SDK.OIDC.Scopes = []string{"openid", "offline_access"} })
+	handle := signInForRefresh(t, r)
+	req, _ := http.NewRequest(http.MethodGet, r.url+"/auth/oidc/logout", nil)
+	req.AddCookie(&http.Cookie{Name: "svc_session_rt", Value: handle})
+	res, err := browser(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != op.URL+"/session/end?client_id=app" {
+		t.Fatalf("logout: %d to %s, want 303 to the provider's end_session_endpoint", res.StatusCode, res.Header.Get("Location"))
+	}
+	req, _ = http.NewRequest(http.MethodGet, r.url+"/auth/oidc/login", nil)
+	req.AddCookie(&http.Cookie{Name: "svc_session_rt", Value: handle})
+	if res, err = browser(t).Do(req); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusFound || op.refreshCalls.Load() != 0 {
+		t.Fatalf("login after logout: %d, %d refreshes; want a new sign-in", res.StatusCode, op.refreshCalls.Load())
+	}
+}
