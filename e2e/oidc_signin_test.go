@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 
 	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // TestOIDCSignInThroughShippedProxies runs the sidecar binary with
@@ -19,7 +21,8 @@ import (
 // the shipped nginx.conf and Caddyfile: a browser without a session goes
 // to the provider and comes back to its page signed in, through the
 // proxy; a forged state, a replayed code and a return_to to another
-// origin are refused with their reasons.
+// origin are refused with their reasons; logout at the provider reaches
+// the sidecar by back-channel and ends the session.
 func TestOIDCSignInThroughShippedProxies(t *testing.T) {
 	t.Parallel()
 	k := newKeyring(t)
@@ -111,6 +114,43 @@ func TestOIDCSignInThroughShippedProxies(t *testing.T) {
 			// browser: the provider spends a code once.
 			refused("replayed code", base+"/auth/oidc/callback?code="+url.QueryEscape(code)+"&state="+url.QueryEscape(startLogin(b)), "oidc-code-refused")
 			refused("return_to another origin", base+"/auth/oidc/login?return_to="+url.QueryEscape("//evil.example/x"), "oidc-bad-return-to")
+
+			// Logout at the provider (RP-initiated) reaches the sidecar by
+			// back-channel: the session, even replayed, is refused.
+			var session string
+			for _, c := range b.Jar.Cookies(&url.URL{Scheme: "http", Host: front, Path: "/"}) {
+				if c.Name == "svc_session" {
+					session = c.Value
+				}
+			}
+			if session == "" {
+				t.Fatal("no session cookie after the sign-in")
+			}
+			resp, body, seen = follow(base + "/auth/oidc/logout")
+			xsrf := regexp.MustCompile(`name="xsrf" value="([^"]+)"`).FindStringSubmatch(body)
+			if resp.StatusCode != http.StatusOK || xsrf == nil || !strings.HasPrefix(seen[len(seen)-1], idp.Issuer+"/session/end") {
+				t.Fatalf("logout: %s after %v, want the provider's logout form", harness.Describe(resp.StatusCode, resp.Header, []byte(body)), seen)
+			}
+			cresp, err := b.PostForm(idp.Issuer+"/session/end/confirm", url.Values{"xsrf": {xsrf[1]}, "logout": {"yes"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cresp.Body.Close()
+			if cresp.StatusCode != http.StatusSeeOther {
+				t.Fatalf("logout at the provider: %d, want 303", cresp.StatusCode)
+			}
+			testkit.EventuallyWithin(t, 5*time.Second, "the back-channel logout refuses the session", func() bool {
+				req, _ := http.NewRequest(http.MethodGet, base+"/orders/42", nil)
+				req.Header.Set("Accept", "application/json")
+				req.Header.Set("Cookie", "svc_session="+session)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					return false
+				}
+				body, _ := readBody(resp)
+				resp.Body.Close()
+				return resp.StatusCode == http.StatusUnauthorized && strings.Contains(body, `"reason":"oidc-session-revoked"`)
+			})
 		})
 	}
 }
@@ -129,7 +169,8 @@ func startOIDCSite(t *testing.T, k *keyring, px shippedProxy) oidcSite {
 	front := harness.FreeAddr(t)
 	callback := "http://" + front + "/auth/oidc/callback"
 	client := harness.IDPClient{ID: "orders-web", Secret: "web-secret-0123456789abcdef", TenantID: "acme",
-		Roles: []string{"viewer"}, Email: "ann@acme.example", RedirectURIs: []string{callback}}
+		Roles: []string{"viewer"}, Email: "ann@acme.example", RedirectURIs: []string{callback},
+		BackchannelLogoutURI: "http://" + front + "/auth/oidc/backchannel-logout"}
 	idp := harness.StartIDP(t, idpResource, 5*time.Minute, client)
 	signin := harness.FreeAddr(t)
 	s := startSidecar(t, k, map[string]string{

@@ -105,6 +105,12 @@ function buildProvider(issuer) {
       token_endpoint_auth_method: 'client_secret_basic',
     })),
     cookies: { keys: ['svc-e2e-cookie-key-0123456789'] },
+    // Back-channel logout tokens go to the sidecar on loopback, which the
+    // provider's SSRF guard (its own dispatcher) refuses: plain fetch.
+    fetch: (url, options) => {
+      delete options.dispatcher;
+      return fetch(url, options);
+    },
     conformIdTokenClaims: false,
     claims: { openid: ['sub', 'tenant_id', 'roles'], email: ['email'], profile: [] },
     interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
@@ -163,6 +169,9 @@ function buildProvider(issuer) {
   });
   // Plain http on loopback: tell koa it is not behind a proxy.
   p.proxy = false;
+  p.on('backchannel.error', (_ctx, err, client) => {
+    process.stderr.write(`backchannel logout to ${client?.clientId} failed: ${err} ${err?.cause}\n`);
+  });
   return p;
 }
 
