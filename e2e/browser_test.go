@@ -148,13 +148,20 @@ func startShippedNginx(t *testing.T, httpAddr, app string) string {
 // 8080; it returns the proxy's base URL once it accepts connections.
 func startShippedProxy(t *testing.T, name, file string, args func(dir, conf string) []string, repl map[string]string) string {
 	t.Helper()
+	return startShippedProxyOn(t, harness.FreeAddr(t), name, file, args, repl)
+}
+
+// startShippedProxyOn is startShippedProxy listening on front, for a
+// test that must name the proxy's address before it starts (a sign-in
+// redirect URL).
+func startShippedProxyOn(t *testing.T, front, name, file string, args func(dir, conf string) []string, repl map[string]string) string {
+	t.Helper()
 	bin := harness.LookPath(t, name, name)
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	front := harness.FreeAddr(t)
 	_, port, _ := net.SplitHostPort(front)
 	conf := string(raw)
 	for from, to := range repl {

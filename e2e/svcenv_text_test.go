@@ -91,6 +91,8 @@ func TestSVCEnvDoesWhatItsTextSays(t *testing.T) {
 		"api_keys.file":  {"SVC_API_KEYS_FILE", keysFile},
 		// Nothing is asked at the start: any loopback endpoint will do.
 		"introspection.url": {"SVC_INTROSPECTION_URL", "http://127.0.0.1:1/introspect"},
+		// Discovery waits for the first sign-in.
+		"sdk.oidc": {"SVC_OIDC_ISSUER_URL", "http://127.0.0.1:1"},
 	}
 	// What a source needs besides its own variable to start.
 	secretFile := filepath.Join(t.TempDir(), "introspection-secret")
@@ -99,6 +101,7 @@ func TestSVCEnvDoesWhatItsTextSays(t *testing.T) {
 	}
 	sourceNeeds := map[string]map[string]string{
 		"introspection.url": {"SVC_INTROSPECTION_CLIENT_ID": "svc", "SVC_INTROSPECTION_CLIENT_SECRET_FILE": secretFile},
+		"sdk.oidc":          {"SVC_OIDC_CLIENT_ID": "svc", "SVC_OIDC_REDIRECT_URL": "http://127.0.0.1:7701/auth/oidc/callback"},
 	}
 	// [[jwt.issuers]] is a list of tables, which no variable sets: it is
 	// set in the configuration file.

@@ -95,6 +95,9 @@ type Engine struct {
 	// provider a token.Chain of local, then the provider's verifier, each
 	// when set; with [[jwt.issuers]] a token.Router by iss.
 	tokens tokenVerifier
+	// revocable wraps tokens with [sdk.oidc]: the check of sessions
+	// ended by back-channel logout (SetSessionRevocation).
+	revocable *revocable
 	// devChain verifies the development issuer's tokens (dev alone).
 	devChain token.Chain
 	// issuer signs the tokens of the SAML gateway and local verifies them
@@ -239,8 +242,8 @@ func meterProvider(deps Deps) metric.MeterProvider {
 // [[jwt.issuers]]), whose refresh runs until ctx ends; e.tokens chains or
 // routes the verifiers. e.done is closed when no refresh runs.
 func (e *Engine) newIdentitySources(ctx context.Context, deps Deps) error {
-	if s := e.cfg.SDK.SAML; s != nil {
-		if err := e.newLocalIssuer(*s); err != nil {
+	if e.cfg.SignIn() {
+		if err := e.newLocalIssuer(e.cfg.SDK.Session); err != nil {
 			return err
 		}
 	}
@@ -258,7 +261,7 @@ func (e *Engine) newIdentitySources(ctx context.Context, deps Deps) error {
 		if err := e.newDevVerifier(deps.DevIssuer); err != nil {
 			return err
 		}
-		e.log.Warn("DEVELOPMENT MODE: no identity source is configured (no sdk.jwks_url, no jwt.issuer_url, no [[jwt.issuers]], no [sdk.saml], no api_keys.file, no client_certs.trust_domains, no introspection.url), so EVERY bearer token is accepted without verification as the user anonymous, except tokens of the development issuer (core dev token, iss svc-dev), which are verified; set sdk.jwks_url (SVC_JWKS_URL), jwt.issuer_url (SVC_JWT_ISSUER_URL), [[jwt.issuers]], [sdk.saml], api_keys.file (SVC_API_KEYS_FILE), client_certs.trust_domains or introspection.url (SVC_INTROSPECTION_URL) before serving real traffic",
+		e.log.Warn("DEVELOPMENT MODE: no identity source is configured (no sdk.jwks_url, no jwt.issuer_url, no [[jwt.issuers]], no [sdk.saml], no api_keys.file, no client_certs.trust_domains, no introspection.url, no [sdk.oidc]), so EVERY bearer token is accepted without verification as the user anonymous, except tokens of the development issuer (core dev token, iss svc-dev), which are verified; set sdk.jwks_url (SVC_JWKS_URL), jwt.issuer_url (SVC_JWT_ISSUER_URL), [[jwt.issuers]], [sdk.saml], api_keys.file (SVC_API_KEYS_FILE), client_certs.trust_domains or introspection.url (SVC_INTROSPECTION_URL) before serving real traffic",
 			"reason", reason.DevAnonymous, "tenant", e.cfg.SDK.TenantID, "dev_issuer", e.dev != nil)
 		close(e.done)
 		return nil
@@ -276,7 +279,14 @@ func (e *Engine) newIdentitySources(ctx context.Context, deps Deps) error {
 	} else {
 		go e.refreshKeys(ctx)
 	}
-	return e.newTokenVerifier()
+	if err := e.newTokenVerifier(); err != nil {
+		return err
+	}
+	if e.cfg.SDK.OIDC != nil {
+		e.revocable = &revocable{tokenVerifier: e.tokens}
+		e.tokens = e.revocable
+	}
+	return nil
 }
 
 // newSharedLimiter shares the rate-limit budgets of every replica through
@@ -341,8 +351,8 @@ func Check(cfg config.Config) error {
 	if _, err := loadPolicies(cfg); err != nil {
 		return err
 	}
-	if s := cfg.SDK.SAML; s != nil {
-		if _, err := newSAMLIssuer(*s, time.Now); err != nil {
+	if cfg.SignIn() {
+		if _, err := newSessionIssuer(cfg.SDK.Session, time.Now); err != nil {
 			return err
 		}
 	}
@@ -359,26 +369,26 @@ func Check(cfg config.Config) error {
 	return nil
 }
 
-// newSAMLIssuer loads (or, without a key file, generates) the keys that
-// sign the SAML gateway's tokens.
-func newSAMLIssuer(s config.SAML, now func() time.Time) (*issuer.Issuer, error) {
+// newSessionIssuer loads (or, without a key file, generates) the keys that
+// sign the session tokens of browser sign-in (SAML, OpenID Connect).
+func newSessionIssuer(s config.Session, now func() time.Time) (*issuer.Issuer, error) {
 	is, err := issuer.New(issuer.Options{
 		KeyFile: s.TokenSigningKeyFile,
-		Issuer:  s.EntityID,
+		Issuer:  s.Issuer,
 		TTL:     s.TokenTTL.Duration,
 		Now:     now,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sdk.saml.token_signing_key_file: %w", err)
+		return nil, fmt.Errorf("sdk.session.token_signing_key_file: %w", err)
 	}
 	return is, nil
 }
 
 // newLocalIssuer sets up the keys of the tokens the SAML gateway issues
 // and their local verifier: iss and aud must be the SP entity id.
-func (e *Engine) newLocalIssuer(s config.SAML) error {
+func (e *Engine) newLocalIssuer(s config.Session) error {
 	var err error
-	if e.issuer, err = newSAMLIssuer(s, e.now); err != nil {
+	if e.issuer, err = newSessionIssuer(s, e.now); err != nil {
 		return err
 	}
 	if e.issuer.Generated() {
@@ -391,8 +401,8 @@ func (e *Engine) newLocalIssuer(s config.SAML) error {
 	}
 	e.local, err = token.New(token.Options{
 		Keys:      e.issuer,
-		Issuer:    s.EntityID,
-		Audiences: []string{s.EntityID},
+		Issuer:    s.Issuer,
+		Audiences: []string{s.Issuer},
 		Skew:      e.cfg.JWT.ClockSkew.Duration,
 		CacheSize: size,
 		Now:       e.now,

@@ -19,24 +19,37 @@ const HeaderLogin = "X-Svc-Login"
 // the HTML page for a browser); @svc_denied answers with it.
 const headerContentType = "X-Svc-Content-Type"
 
-// signIn is where browsers sign in: the SAML gateway's login, when
-// [sdk.saml] is configured.
+// signIn is where browsers sign in: the OpenID Connect login when
+// [sdk.oidc] is configured (its page offers SAML too when both are),
+// else the SAML gateway's login.
 type signIn struct {
-	// loginPath is <path_prefix>/login; "" when SAML is not configured.
+	// loginPath is <path_prefix>/login; "" without browser sign-in.
 	loginPath string
-	// redirect is sdk.saml.browser_redirect.
+	// redirect is sdk.session.browser_redirect.
 	redirect bool
 }
 
-func newSignIn(s *config.SAML) signIn {
-	if s == nil {
+func newSignIn(cfg config.Config) signIn {
+	var prefix string
+	switch {
+	case cfg.SDK.OIDC != nil:
+		prefix = cfg.SDK.OIDC.PathPrefix
+		if prefix == "" {
+			prefix = config.DefaultOIDCPathPrefix
+		}
+	case cfg.SDK.SAML != nil:
+		prefix = cfg.SDK.SAML.PathPrefix
+		if prefix == "" {
+			prefix = config.DefaultSAMLPathPrefix
+		}
+	default:
 		return signIn{}
 	}
-	prefix := s.PathPrefix
-	if prefix == "" {
-		prefix = config.DefaultSAMLPathPrefix
+	redirect := cfg.SDK.Session.RedirectsBrowsers()
+	if cfg.SDK.SAML != nil {
+		redirect = cfg.SDK.SAML.RedirectsBrowsers() // its older name, which code may set after defaults
 	}
-	return signIn{loginPath: prefix + "/login", redirect: s.RedirectsBrowsers()}
+	return signIn{loginPath: prefix + "/login", redirect: redirect}
 }
 
 // present adapts a denial to who asked. An API client (no text/html

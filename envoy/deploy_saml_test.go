@@ -58,9 +58,20 @@ func TestShippedEnvoySAMLRoute(t *testing.T) {
 			if !pr.GetDisabled() {
 				t.Error("ext_authz is not disabled on the SAML route")
 			}
+			// OpenID Connect sign-in goes to the same listener, unchecked.
+			var oidc *routev3.Route
+			for _, r := range routes {
+				if r.GetMatch().GetPrefix() == config.DefaultOIDCPathPrefix+"/" {
+					oidc = r
+				}
+			}
+			if oidc == nil || oidc.GetRoute().GetCluster() != cluster ||
+				!unpack(t, oidc.GetTypedPerFilterConfig()["envoy.filters.http.ext_authz"], &extauthzv3.ExtAuthzPerRoute{}).GetDisabled() {
+				t.Errorf("route for %s/: %v, want the sign-in listener's cluster %s without ext_authz", config.DefaultOIDCPathPrefix, oidc, cluster)
+			}
 			// Every other route is still authorized.
 			for _, r := range routes {
-				if r == saml || r.GetMatch().GetPath() == "/healthz" {
+				if r == saml || r == oidc || r.GetMatch().GetPath() == "/healthz" {
 					continue
 				}
 				if cfg := r.GetTypedPerFilterConfig()["envoy.filters.http.ext_authz"]; cfg != nil {

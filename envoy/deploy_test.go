@@ -309,6 +309,11 @@ func TestShippedDemoEnvoy(t *testing.T) {
 				if addr := s.clusters[r.GetRoute().GetCluster()]; addr != cfg.Sidecar.SAMLAddr {
 					t.Errorf("/auth/saml/ goes to %s, want the SAML listener %s", addr, cfg.Sidecar.SAMLAddr)
 				}
+			case prefix == config.DefaultOIDCPathPrefix+"/":
+				// OpenID Connect sign-in: the same listener, unchecked.
+				if addr := s.clusters[r.GetRoute().GetCluster()]; !disabled || addr != cfg.Sidecar.SigninAddr {
+					t.Errorf("/auth/oidc/ goes to %s (check disabled %v), want the sign-in listener %s unchecked", addr, disabled, cfg.Sidecar.SigninAddr)
+				}
 			case disabled:
 				t.Errorf("route %s skips the check", prefix)
 			}

@@ -111,6 +111,8 @@ func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 	}
 	if cfg.SDK.SAML != nil {
 		m.WithSessionCookie(cfg.SDK.SAML.CookieName)
+	} else if cfg.SDK.OIDC != nil {
+		m.WithSessionCookie(cfg.SDK.Session.CookieName)
 	}
 	m.trustForwardedFor = cfg.Sidecar.TrustForwardedFor
 	m.WithCaseSensitiveRoutes(cfg.Envoy.RoutesCaseSensitive).WithFormatSuffixes(cfg.Envoy.Formats())
@@ -131,7 +133,7 @@ func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{mapper: m, az: az, checkProxy: checkProxy, trusted: trusted, signIn: newSignIn(cfg.SDK.SAML), log: log, identity: deps.Identity}
+	s := &Server{mapper: m, az: az, checkProxy: checkProxy, trusted: trusted, signIn: newSignIn(cfg), log: log, identity: deps.Identity}
 	s.checkInfo = grpc.UnaryServerInfo{Server: s, FullMethod: authv3.Authorization_Check_FullMethodName}
 	s.checkUnary = func(ctx context.Context, req any) (any, error) {
 		return s.answer(ctx, req.(*authv3.CheckRequest)), nil

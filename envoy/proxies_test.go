@@ -496,16 +496,19 @@ func TestShippedProxiesRouteSAML(t *testing.T) {
 			app := strings.TrimPrefix(echoApp(t).URL, "http://")
 			repl := append([]string{"127.0.0.1:7700", sidecar, "127.0.0.1:7701", samlUpstream(t), "127.0.0.1:5678", app}, p.extra...)
 			base := startProxy(t, bin, p.args, p.shipped, p.conf, repl...)
-			resp, err := http.Get(base + "/auth/saml/metadata")
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Saml-Upstream") != "/auth/saml/metadata" {
-				t.Fatalf("GET /auth/saml/metadata without a token: %d, upstream %q; want 200 from the SAML listener", resp.StatusCode, resp.Header.Get("X-Saml-Upstream"))
+			// SAML and OpenID Connect sign-in share the sign-in listener.
+			for _, path := range []string{"/auth/saml/metadata", "/auth/oidc/login"} {
+				resp, err := http.Get(base + path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Saml-Upstream") != path {
+					t.Fatalf("GET %s without a token: %d, upstream %q; want 200 from the sign-in listener", path, resp.StatusCode, resp.Header.Get("X-Saml-Upstream"))
+				}
 			}
 			// The rest of the site still needs a token.
-			resp, err = http.Get(base + "/orders/1")
+			resp, err := http.Get(base + "/orders/1")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -73,8 +73,8 @@ const (
 	// DevAnonymous: development mode (no identity source: no
 	// sdk.jwks_url, no jwt.issuer_url, no [[jwt.issuers]], no [sdk.saml],
 	// no api_keys.file, no client_certs.trust_domains, no
-	// introspection.url) accepted the bearer without verification as
-	// "anonymous".
+	// introspection.url, no [sdk.oidc]) accepted the bearer without
+	// verification as "anonymous".
 	DevAnonymous Code = "dev-anonymous"
 )
 

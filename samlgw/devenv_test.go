@@ -73,6 +73,9 @@ func TestDevelopmentEnvOnlyInLocalTrial(t *testing.T) {
 		{"embedded on a public listener", "0.0.0.0:8080", func(*config.Config) {},
 			`the listener that serves the gateway "0.0.0.0:8080" (samlgw.Deps.ListenAddr) is not a loopback address`},
 		{"embedded, listener unknown", "", func(*config.Config) {}, "samlgw.Deps.ListenAddr is empty"},
+		{"OpenID Connect sign-in beside it", local, func(c *config.Config) {
+			c.SDK.OIDC = &config.OIDC{IssuerURL: "http://127.0.0.1:9400", ClientID: "app", RedirectURL: "http://127.0.0.1:7701/auth/oidc/callback"}
+		}, "sdk.oidc (svc.toml) is set"},
 		{"production", local, func(c *config.Config) {
 			c.SDK.FailMode = config.FailClosed
 			c.SDK.JWKSURL = "https://idp.example.com/jwks"

@@ -44,6 +44,7 @@ import (
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/issuer"
 	"github.com/svc-dev/svc/engine/loopback"
+	"github.com/svc-dev/svc/internal/signincookie"
 	"github.com/svc-dev/svc/engine/ratelimit"
 	"github.com/svc-dev/svc/wire"
 )
@@ -171,7 +172,7 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 	}
 	g := &Gateway{
 		cfg: *s, acsURL: acs, issuer: deps.Issuer, log: deps.Logger, audit: deps.Audit, now: deps.Now,
-		secure: !(acs.Scheme == "http" && loopback.Host(acs.Hostname())),
+		secure: signincookie.SecureFor(acs),
 	}
 	// The pacing runs on the wall clock, whatever clock validates the
 	// assertions: it measures the CPU the ACS takes now.

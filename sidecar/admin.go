@@ -118,6 +118,10 @@ func (s *Server) status() Status {
 			st.Status, st.Reason = StatusDegraded, string(CodeHandoverRefused)
 		}
 	}
+	if s.oidc != nil {
+		os := s.oidc.Status()
+		st.OIDC = &os
+	}
 	if s.saml != nil {
 		ss := s.saml.Status()
 		st.SAML = &ss

@@ -38,6 +38,7 @@ import (
 	"github.com/svc-dev/svc/engine/dryrun"
 	"github.com/svc-dev/svc/engine/idtoken"
 	"github.com/svc-dev/svc/envoy"
+	"github.com/svc-dev/svc/oidcgw"
 	"github.com/svc-dev/svc/samlgw"
 	"github.com/svc-dev/svc/sidecar/grpcstats"
 	"github.com/svc-dev/svc/sidecar/listeners"
@@ -101,8 +102,10 @@ type Server struct {
 	http    *http.Server
 	health  *health.Server
 	streams *live.Streams // nil without Deps.Live
-	// saml and its listener and server exist only with [sdk.saml].
+	// saml exists only with [sdk.saml], oidc only with [sdk.oidc]; the
+	// sign-in listener and server (samlLis, samlHTTP) with either.
 	saml     *samlgw.Gateway
+	oidc     *oidcgw.Gateway
 	samlLis  net.Listener
 	samlHTTP *http.Server
 	ready    atomic.Bool
@@ -199,8 +202,12 @@ func New(deps Deps) (*Server, error) {
 		deps.DryRun.Register(mux, s.admin, s.loadCandidate)
 	}
 	registerNotFound(mux)
-	if cfg.SDK.SAML != nil {
-		if err := s.newSAML(cfg.Sidecar.SAMLAddr, listen); err != nil {
+	if cfg.SignIn() {
+		addr := cfg.Sidecar.SigninAddr
+		if cfg.SDK.SAML != nil {
+			addr = cfg.Sidecar.SAMLAddr
+		}
+		if err := s.newSignIn(addr, listen); err != nil {
 			s.closeListeners()
 			return nil, err
 		}
@@ -307,13 +314,15 @@ func (s *Server) Serve(ctx context.Context) error {
 		}
 		return nil
 	})
-	if s.saml != nil {
+	if s.samlHTTP != nil {
 		g.Go(func() error {
 			if err := s.samlHTTP.Serve(s.samlLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("saml server: %w", err)
+				return fmt.Errorf("sign-in server: %w", err)
 			}
 			return nil
 		})
+	}
+	if s.saml != nil {
 		g.Go(func() error { return s.saml.Run(gctx) })
 	}
 	if s.identity != nil {
@@ -417,6 +426,11 @@ func (s *Server) shutdown() {
 			s.log.Warn("saml gateway close", "err", err)
 		}
 	}
+	if s.oidc != nil {
+		if err := s.oidc.Close(); err != nil {
+			s.log.Warn("oidc gateway close", "err", err)
+		}
+	}
 	s.log.Info("stopped")
 }
 
@@ -429,31 +443,65 @@ func (s *Server) closeListeners() {
 	if s.saml != nil {
 		s.saml.Close()
 	}
+	if s.oidc != nil {
+		s.oidc.Close()
+	}
 }
 
-// newSAML builds the SAML gateway on the engine's token issuer and binds
-// its own listener (sidecar.saml_addr), so that a proxy can route the
-// sign-on paths there while the admin API stays on loopback.
-func (s *Server) newSAML(addr string, listen func(name, addr string) (net.Listener, error)) error {
-	deps := samlgw.Deps{Issuer: s.deps.Engine.Issuer(), Logger: s.log.With("component", "saml"), ListenAddr: addr}
-	if s.deps.Audit != nil {
-		deps.Audit = s.deps.Audit
+// newSignIn builds the sign-in gateways ([sdk.saml], [sdk.oidc]) on the
+// engine's token issuer and binds their listener (sidecar.signin_addr,
+// or sidecar.saml_addr), so that a proxy can route the sign-in paths
+// there while the admin API stays on loopback.
+func (s *Server) newSignIn(addr string, listen func(name, addr string) (net.Listener, error)) error {
+	cfg := s.deps.Engine.Config()
+	var h http.Handler
+	if cfg.SDK.SAML != nil {
+		deps := samlgw.Deps{Issuer: s.deps.Engine.Issuer(), Logger: s.log.With("component", "saml"), ListenAddr: addr}
+		if s.deps.Audit != nil {
+			deps.Audit = s.deps.Audit
+		}
+		if t := s.deps.Telemetry; t != nil {
+			deps.MeterProvider = t.MeterProvider()
+		}
+		gw, err := samlgw.New(cfg, deps)
+		if err != nil {
+			return fmt.Errorf("saml gateway: %w", err)
+		}
+		s.saml, h = gw, gw.Handler()
 	}
-	if t := s.deps.Telemetry; t != nil {
-		deps.MeterProvider = t.MeterProvider()
-	}
-	gw, err := samlgw.New(s.deps.Engine.Config(), deps)
-	if err != nil {
-		return fmt.Errorf("saml gateway: %w", err)
+	if cfg.SDK.OIDC != nil {
+		gw, err := oidcgw.New(cfg, oidcgw.Deps{Issuer: s.deps.Engine.Issuer(), Logger: s.log.With("component", "oidc")})
+		if err != nil {
+			if s.saml != nil {
+				s.saml.Close()
+			}
+			return fmt.Errorf("oidc gateway: %w", err)
+		}
+		s.oidc = gw
+		s.deps.Engine.SetSessionRevocation(gw.Revoked)
+		if h == nil {
+			h = gw.Handler()
+		} else {
+			// The SAML gateway answers every other path, as it did alone.
+			mux := http.NewServeMux()
+			oidcgw.Mount(mux, gw)
+			mux.Handle("/", h)
+			h = mux
+		}
 	}
 	lis, err := listen(ListenerSAML, addr)
 	if err != nil {
-		gw.Close()
-		return fmt.Errorf("saml listener on %s (sidecar.saml_addr): %w", addr, err)
+		if s.saml != nil {
+			s.saml.Close()
+		}
+		if s.oidc != nil {
+			s.oidc.Close()
+		}
+		return fmt.Errorf("sign-in listener on %s (sidecar.signin_addr): %w", addr, err)
 	}
-	s.saml, s.samlLis = gw, lis
+	s.samlLis = lis
 	s.samlHTTP = &http.Server{
-		Handler:           s.countInflight(gw.Handler()),
+		Handler:           s.countInflight(h),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,

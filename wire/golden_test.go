@@ -55,6 +55,11 @@ func goldenValues() map[string]any {
 				},
 				TokenKeyID: "k-1", TokenKeyGenerated: true, TokenKeyEphemeral: true,
 			},
+			OIDC: &wire.OIDCStatus{
+				PathPrefix: "/auth/oidc", SharedState: true, LogoutScope: "replicas", TokenKeyID: "k-1",
+				Providers: []wire.OIDCProviderStatus{{Name: "default", Tenant: "acme", IssuerURL: "https://login.example.com",
+					Discovered: &t0, LastError: "timeout", EndSession: true}},
+			},
 			Bundle: &wire.BundleStatus{
 				URL: "https://bundles.example/svc.tar.gz", ETag: `"e-1"`, LastSync: &t0, LastAttempt: &t1,
 				Partitioned: true, PartitionedSince: &t1, LastError: "503 Service Unavailable", LastErrorCode: "bundle-malformed",

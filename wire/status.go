@@ -88,6 +88,9 @@ type Status struct {
 	// SAML is the SAML gateway's state (IdP metadata, last good copy,
 	// whether signatures are checked), present with [sdk.saml].
 	SAML *SAMLStatus `json:"saml,omitempty"`
+	// OIDC is browser sign-in with OpenID Connect, present with
+	// [sdk.oidc].
+	OIDC *OIDCStatus `json:"oidc,omitempty"`
 	// Bundle is the policy.bundle_url poller's state; absent without it.
 	Bundle *BundleStatus `json:"bundle,omitempty"`
 	// PolicyState is the record of the last signed bundle accepted, kept

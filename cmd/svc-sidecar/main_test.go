@@ -120,7 +120,7 @@ func TestBadConfig(t *testing.T) {
 		{"missing policy directory", write("nopolicy.toml", "[policy]\ndir = \"/nonexistent/policies\"\n"+listeners),
 			[]string{"policy.dir (" + filepath.Join(dir, "nopolicy.toml") + ":2)", "/nonexistent/policies does not exist"}},
 		{"invalid value", write("value.toml", "[sdk]\nfail_mode = \"sideways\"\n"), []string{"value.toml", "sdk.fail_mode", `"sideways"`}},
-		{"closed without an identity provider", write("closed.toml", "[sdk]\nfail_mode = \"closed\"\n"), []string{"sdk.fail_mode", "requires an identity source (sdk.jwks_url or sdk.saml or jwt.issuer_url or jwt.issuers or api_keys.file or client_certs.trust_domains or introspection.url)"}},
+		{"closed without an identity provider", write("closed.toml", "[sdk]\nfail_mode = \"closed\"\n"), []string{"sdk.fail_mode", "requires an identity source (sdk.jwks_url or sdk.saml or jwt.issuer_url or jwt.issuers or api_keys.file or client_certs.trust_domains or introspection.url or sdk.oidc)"}},
 		{"YAML type error", write("svc.yaml", "sdk:\n  tenant_id: [1, 2]\n"), []string{"svc.yaml", "sdk.tenant_id"}},
 		{"address in use", write("busy.toml", "[sdk]\nsidecar_addr = \""+busy.Addr().String()+"\"\n"+listeners),
 			[]string{busy.Addr().String(), "sdk.sidecar_addr", "address already in use"}},

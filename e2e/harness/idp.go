@@ -25,6 +25,12 @@ type IDPClient struct {
 	// Opaque makes the client's access tokens opaque: only the
 	// provider's introspection endpoint can read them.
 	Opaque bool `json:"opaque,omitempty"`
+	// RedirectURIs make the client one of browser sign-in (authorization
+	// code with PKCE) instead: its sign-ins complete at once, as the
+	// account named like the client, with the claims above.
+	RedirectURIs []string `json:"redirect_uris,omitempty"`
+	// BackchannelLogoutURI receives the provider's logout tokens.
+	BackchannelLogoutURI string `json:"backchannel_logout_uri,omitempty"`
 }
 
 // IDP is a running OpenID provider (npm oidc-provider, e2e/idp/server.mjs)

@@ -34,6 +34,13 @@
 // rotation) unless the request has ?retire=1. The answer is
 // {"kid": <new kid>, "kids": [<published kids>]}.
 //
+// A client with "redirect_uris" is a client of browser sign-in instead:
+// the authorization code grant (PKCE) and refresh tokens, with an
+// optional "backchannel_logout_uri". Its sign-ins complete without a
+// page: the user who signs in is the account named like the client,
+// whose ID token carries sub (the client id), tenant_id, roles and
+// email of the client's entry.
+//
 // SIGTERM or SIGINT closes the listener and exits 0.
 
 import { generateKeyPair, randomUUID } from 'node:crypto';
@@ -81,7 +88,15 @@ let provider;
 function buildProvider(issuer) {
   const signingKid = keys[0].kid;
   const p = new Provider(issuer, {
-    clients: clients.map((c) => ({
+    clients: clients.map((c) => (c.redirect_uris ? {
+      client_id: c.client_id,
+      client_secret: c.client_secret,
+      grant_types: ['authorization_code', 'refresh_token'],
+      redirect_uris: c.redirect_uris,
+      response_types: ['code'],
+      token_endpoint_auth_method: 'client_secret_basic',
+      ...(c.backchannel_logout_uri ? { backchannel_logout_uri: c.backchannel_logout_uri, backchannel_logout_session_required: true } : {}),
+    } : {
       client_id: c.client_id,
       client_secret: c.client_secret,
       grant_types: ['client_credentials'],
@@ -89,11 +104,36 @@ function buildProvider(issuer) {
       response_types: [],
       token_endpoint_auth_method: 'client_secret_basic',
     })),
+    cookies: { keys: ['svc-e2e-cookie-key-0123456789'] },
+    // Back-channel logout tokens go to the sidecar on loopback, which the
+    // provider's SSRF guard (its own dispatcher) refuses: plain fetch.
+    fetch: (url, options) => {
+      delete options.dispatcher;
+      return fetch(url, options);
+    },
+    conformIdTokenClaims: false,
+    claims: { openid: ['sub', 'tenant_id', 'roles'], email: ['email'], profile: [] },
+    interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
+    async findAccount(_ctx, id) {
+      const c = byClient.get(id);
+      if (!c) return undefined;
+      return {
+        accountId: id,
+        async claims() {
+          const out = { sub: id };
+          if (c.tenant_id !== undefined) out.tenant_id = c.tenant_id;
+          if (c.roles !== undefined) out.roles = c.roles;
+          if (c.email !== undefined) out.email = c.email;
+          return out;
+        },
+      };
+    },
     jwks: { keys },
     ttl: { ClientCredentials: (_ctx, token) => token.resourceServer?.accessTokenTTL || ttl },
     features: {
       clientCredentials: { enabled: true },
       devInteractions: { enabled: false },
+      backchannelLogout: { enabled: true },
       introspection: { enabled: true },
       revocation: { enabled: false },
       resourceIndicators: {
@@ -129,6 +169,9 @@ function buildProvider(issuer) {
   });
   // Plain http on loopback: tell koa it is not behind a proxy.
   p.proxy = false;
+  p.on('backchannel.error', (_ctx, err, client) => {
+    process.stderr.write(`backchannel logout to ${client?.clientId} failed: ${err} ${err?.cause}\n`);
+  });
   return p;
 }
 
@@ -155,8 +198,34 @@ const server = createServer((req, res) => {
     }, (err) => writeJSON(res, 500, { error: String(err) }));
     return;
   }
+  if (url.pathname.startsWith('/interaction/')) {
+    signInAtOnce(req, res).catch((err) => writeJSON(res, 500, { error: String(err) }));
+    return;
+  }
   provider.callback()(req, res);
 });
+
+// signInAtOnce completes a sign-in's interaction without a page: the
+// account named like the client signs in and grants what is asked.
+async function signInAtOnce(req, res) {
+  const details = await provider.interactionDetails(req, res);
+  const clientId = details.params.client_id;
+  if (details.prompt.name === 'login') {
+    await provider.interactionFinished(req, res, { login: { accountId: clientId } }, { mergeWithLastSubmission: false });
+    return;
+  }
+  const grant = details.grantId
+    ? await provider.Grant.find(details.grantId)
+    : new provider.Grant({ accountId: details.session.accountId, clientId });
+  const missing = details.prompt.details;
+  if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
+  if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
+  for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes || {})) {
+    grant.addResourceScope(indicator, scopes.join(' '));
+  }
+  const grantId = await grant.save();
+  await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
+}
 
 server.listen(config.port || 0, host, () => {
   const { port } = server.address();

@@ -142,6 +142,10 @@ type SDK struct {
 	JWKSURL string `toml:"jwks_url" yaml:"jwks_url"`
 	// SAML is the optional SAML service-provider configuration (Phase 2).
 	SAML *SAML `toml:"saml" yaml:"saml"`
+	// OIDC is the optional OpenID Connect relying party (browser sign-in).
+	OIDC *OIDC `toml:"oidc" yaml:"oidc"`
+	// Session is the session of browser sign-in, SAML or OpenID Connect.
+	Session Session `toml:"session" yaml:"session"`
 	// DevIssuerDir is the directory of the development issuer's key pair
 	// (the one `core dev token` signs with), read in development mode
 	// only: tokens with iss "svc-dev" are then verified with it for real,
@@ -208,13 +212,13 @@ type SAML struct {
 	AllowIDPInitiated bool `toml:"allow_idp_initiated" yaml:"allow_idp_initiated"`
 	// TokenTTL is the lifetime of the JWTs the gateway issues. Default
 	// 15m, at most 24h. Env SVC_SAML_TOKEN_TTL.
-	TokenTTL Duration `toml:"token_ttl" yaml:"token_ttl"`
+	TokenTTL Duration `toml:"token_ttl,omitempty" yaml:"token_ttl,omitempty"`
 	// TokenSigningKeyFile is an EC P-256 private key (PEM) that signs the
 	// issued tokens; replicas share it. Further keys in the file (private
 	// or public) still verify, for rotation. Without it a key is generated
 	// at start: tokens then do not survive a restart nor reach other
 	// replicas. Env SVC_SAML_TOKEN_SIGNING_KEY_FILE.
-	TokenSigningKeyFile string `toml:"token_signing_key_file" yaml:"token_signing_key_file"`
+	TokenSigningKeyFile string `toml:"token_signing_key_file,omitempty" yaml:"token_signing_key_file,omitempty"`
 	// CookieName is the session cookie that carries the issued token to
 	// browsers; the Envoy and HTTP checks read it when a request has no
 	// Authorization header. Wherever the gateway's cookies are Secure
@@ -223,7 +227,7 @@ type SAML struct {
 	// the checks read __Host-<cookie_name> before <cookie_name>; name it
 	// here without the prefix. Default "svc_session". Env
 	// SVC_SAML_COOKIE_NAME.
-	CookieName string `toml:"cookie_name" yaml:"cookie_name"`
+	CookieName string `toml:"cookie_name,omitempty" yaml:"cookie_name,omitempty"`
 	// PathPrefix is where the endpoints are mounted. Default "/auth/saml".
 	// Env SVC_SAML_PATH_PREFIX.
 	PathPrefix string `toml:"path_prefix" yaml:"path_prefix"`
@@ -233,12 +237,12 @@ type SAML struct {
 	// 401: a 302 from Envoy and Caddy, a 401 with X-Svc-Login that the
 	// shipped nginx.conf turns into the 302. Default true (nil means the
 	// default). Env SVC_SAML_BROWSER_REDIRECT.
-	BrowserRedirect *bool `toml:"browser_redirect" yaml:"browser_redirect"`
+	BrowserRedirect *bool `toml:"browser_redirect,omitempty" yaml:"browser_redirect,omitempty"`
 	// DefaultReturnTo is where login, the ACS and logout send the browser
 	// when no return_to (RelayState) names a page: a relative path on this
 	// site, under the same rule as return_to. Default "/".
 	// Env SVC_SAML_DEFAULT_RETURN_TO.
-	DefaultReturnTo string `toml:"default_return_to" yaml:"default_return_to"`
+	DefaultReturnTo string `toml:"default_return_to,omitempty" yaml:"default_return_to,omitempty"`
 	// ACSMaxConcurrent caps the responses the ACS validates at once in
 	// each of its two lanes (posts of at most 64 KiB, the size of a real
 	// IdP response, and larger ones); one more large document is answered
@@ -529,7 +533,13 @@ type Sidecar struct {
 	TrustedProxies []string `toml:"trusted_proxies" yaml:"trusted_proxies"`
 	// SAMLAddr is the listen address of the SAML gateway, served only when
 	// [sdk.saml] is configured. Default "127.0.0.1:7701". Env SVC_SAML_ADDR.
-	SAMLAddr string `toml:"saml_addr" yaml:"saml_addr"`
+	SAMLAddr string `toml:"saml_addr,omitempty" yaml:"saml_addr,omitempty"`
+	// SigninAddr is the listen address of browser sign-in (the SAML
+	// gateway and the OpenID Connect relying party), served only when
+	// [sdk.saml] or [sdk.oidc] is configured; sidecar.saml_addr is its
+	// older name (setting both is an error). Default "127.0.0.1:7701".
+	// Env SVC_SIGNIN_ADDR.
+	SigninAddr string `toml:"signin_addr" yaml:"signin_addr"`
 	// Routes map request paths to resources and actions for the Envoy and
 	// HTTP check paths, tried in order.
 	Routes []Route `toml:"routes" yaml:"routes"`

@@ -46,7 +46,7 @@ func TestLoadDefaults(t *testing.T) {
 		JWT: JWT{ClockSkew: dur(30 * time.Second), CacheSize: 20000, CacheMaxAge: dur(10 * time.Minute), JWKSFetchTimeout: dur(5 * time.Second),
 			JWKSMinRefresh: dur(time.Minute), JWKSMaxRefresh: dur(time.Hour)},
 		RateLimit: RateLimit{DefaultRPM: 1000, RedisTimeout: dur(50 * time.Millisecond), RedisFallback: "local", Replicas: 1},
-		Sidecar:   Sidecar{HTTPAddr: "127.0.0.1:7700", DrainTimeout: dur(30 * time.Second), CheckProxy: "auto", SAMLAddr: "127.0.0.1:7701", SocketMode: "0660"},
+		Sidecar:   Sidecar{HTTPAddr: "127.0.0.1:7700", DrainTimeout: dur(30 * time.Second), CheckProxy: "auto", SAMLAddr: "127.0.0.1:7701", SigninAddr: "127.0.0.1:7701", SocketMode: "0660"},
 		Envoy:     Envoy{FormatSuffixes: []string{"json", "xml", "csv", "html", "txt", "yaml"}},
 		Policy: Policy{Mode: "enforce", BundleMinPoll: dur(time.Minute), BundleMaxPoll: dur(2 * time.Minute), BundleMaxAgeAction: "degrade",
 			DryRunEvalTimeout: dur(50 * time.Millisecond)},
@@ -216,6 +216,23 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		{"SVC_SAML_PATH_PREFIX", "/saml", func(c Config) any { return c.SDK.SAML.PathPrefix }, "/saml"},
 		{"SVC_SAML_BROWSER_REDIRECT", "true", func(c Config) any { return c.SDK.SAML.RedirectsBrowsers() }, true},
 		{"SVC_SAML_DEFAULT_RETURN_TO", "/home?tab=1", func(c Config) any { return c.SDK.SAML.DefaultReturnTo }, "/home?tab=1"},
+		{"SVC_SIGNIN_ADDR", "0.0.0.0:7702", func(c Config) any { return c.Sidecar.SigninAddr + " " + c.Sidecar.SAMLAddr }, "0.0.0.0:7702 0.0.0.0:7702"},
+		{"SVC_SESSION_COOKIE_NAME", "sess", func(c Config) any { return c.SDK.Session.CookieName + " " + c.SDK.SAML.CookieName }, "sess sess"},
+		{"SVC_SESSION_TOKEN_TTL", "1h", func(c Config) any { return c.SDK.Session.TokenTTL.Duration }, time.Hour},
+		{"SVC_SESSION_TOKEN_SIGNING_KEY_FILE", "/run/s.pem", func(c Config) any { return c.SDK.Session.TokenSigningKeyFile }, "/run/s.pem"},
+		{"SVC_SESSION_DEFAULT_RETURN_TO", "/start", func(c Config) any { return c.SDK.Session.DefaultReturnTo }, "/start"},
+		{"SVC_SESSION_BROWSER_REDIRECT", "true", func(c Config) any { return c.SDK.Session.RedirectsBrowsers() }, true},
+		{"SVC_SESSION_ISSUER", "https://other.example.com", func(c Config) any { return c.SDK.Session.Issuer }, "https://other.example.com"},
+		{"SVC_OIDC_ISSUER_URL", "https://op2.example.com", func(c Config) any { return c.SDK.OIDC.IssuerURL }, "https://op2.example.com"},
+		{"SVC_OIDC_CLIENT_ID", "orders-2", func(c Config) any { return c.SDK.OIDC.ClientID }, "orders-2"},
+		{"SVC_OIDC_CLIENT_SECRET_FILE", "/run/oidc-secret", func(c Config) any { return c.SDK.OIDC.ClientSecretFile }, "/run/oidc-secret"},
+		{"SVC_OIDC_REDIRECT_URL", "https://orders2.example.com/sso/oidc/callback", func(c Config) any { return c.SDK.OIDC.RedirectURL },
+			"https://orders2.example.com/sso/oidc/callback"},
+		{"SVC_OIDC_SCOPES", "openid, offline_access", func(c Config) any { return c.SDK.OIDC.Scopes }, []string{"openid", "offline_access"}},
+		{"SVC_OIDC_CLAIM_TENANT", "tid", func(c Config) any { return c.SDK.OIDC.ClaimMapping.Tenant }, "tid"},
+		{"SVC_OIDC_CLAIM_ROLES", "memberOf", func(c Config) any { return c.SDK.OIDC.ClaimMapping.Roles }, "memberOf"},
+		{"SVC_OIDC_CLAIM_EMAIL", "upn", func(c Config) any { return c.SDK.OIDC.ClaimMapping.Email }, "upn"},
+		{"SVC_OIDC_PATH_PREFIX", "/login/oidc", func(c Config) any { return c.SDK.OIDC.PathPrefix }, "/login/oidc"},
 	}
 	covered := map[string]bool{}
 	for _, tt := range tests {
@@ -297,7 +314,7 @@ func TestLoadErrors(t *testing.T) {
 		{file: "syntax.toml", want: []string{"testdata/syntax.toml:1:5: expected ']' to close table name"}},
 		{file: "syntax.yaml", want: []string{"testdata/syntax.yaml:3: mapping values are not allowed in this context"}},
 		{file: "closed_no_jwks.toml", want: []string{
-			"testdata/closed_no_jwks.toml:3: sdk.fail_mode: fail_mode=closed requires an identity source (sdk.jwks_url or sdk.saml or jwt.issuer_url or jwt.issuers or api_keys.file or client_certs.trust_domains or introspection.url): without one every bearer is accepted as anonymous (development mode)"}},
+			"testdata/closed_no_jwks.toml:3: sdk.fail_mode: fail_mode=closed requires an identity source (sdk.jwks_url or sdk.saml or jwt.issuer_url or jwt.issuers or api_keys.file or client_certs.trust_domains or introspection.url or sdk.oidc): without one every bearer is accepted as anonymous (development mode)"}},
 		{file: "bare_number_duration.toml", want: []string{
 			`testdata/bare_number_duration.toml: jwt.clock_skew: must be a duration string such as "30s", got a TOML integer`}},
 		{file: "negative_duration.yaml", want: []string{

@@ -85,6 +85,7 @@ func (c *Config) SetDefaults() {
 	if c.DevMode() && c.SDK.TenantID == "" && len(c.SDK.AcceptedTenants) == 0 {
 		c.SDK.TenantID = DevTenant
 	}
+	c.setSignInDefaults()
 	if s := c.SDK.SAML; s != nil {
 		setString(&s.AttributeMapping.Email, DefaultSAMLEmailAttribute)
 		setString(&s.AttributeMapping.Role, DefaultSAMLRoleAttribute)

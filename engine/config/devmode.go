@@ -27,7 +27,12 @@ var identitySources = []struct {
 	{"api_keys.file", func(c Config) bool { return c.APIKeys.File != "" }},
 	{"client_certs.trust_domains", func(c Config) bool { return len(c.ClientCerts.TrustDomains) > 0 }},
 	{"introspection.url", func(c Config) bool { return c.Introspection.URL != "" }},
+	{OIDCSource, func(c Config) bool { return c.SDK.OIDC != nil }},
 }
+
+// OIDCSource is the identity source of browser sign-in with OpenID
+// Connect ([sdk.oidc]) in IdentitySources.
+const OIDCSource = "sdk.oidc"
 
 // IdentitySourceKeys names every setting that can be an identity source,
 // in the order IdentitySources reports them, for messages that say what
@@ -80,6 +85,8 @@ func (c Config) Listeners() []Listener {
 	ls := []Listener{{"sdk.sidecar_addr", c.SDK.SidecarAddr}, {"sidecar.http_addr", c.Sidecar.HTTPAddr}}
 	if c.SDK.SAML != nil {
 		ls = append(ls, Listener{"sidecar.saml_addr", c.Sidecar.SAMLAddr})
+	} else if c.SDK.OIDC != nil {
+		ls = append(ls, Listener{"sidecar.signin_addr", c.Sidecar.SigninAddr})
 	}
 	return ls
 }

@@ -37,6 +37,7 @@ func TestIdentitySourcesEndDevelopmentMode(t *testing.T) {
 		"introspection.url": func(c *Config) {
 			c.Introspection.URL = "https://idp.example.com/introspect"
 		},
+		"sdk.oidc": func(c *Config) { c.SDK.OIDC = &OIDC{IssuerURL: "https://idp.example.com"} },
 	}
 	if got, want := slices.Sorted(func(yield func(string) bool) {
 		for k := range sources {
@@ -73,7 +74,7 @@ func TestFailClosedNeedsIdentitySource(t *testing.T) {
 	c.SetDefaults()
 	err := c.Validate()
 	if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "sdk.fail_mode") ||
-		!strings.Contains(err.Error(), "requires an identity source (sdk.jwks_url or sdk.saml or jwt.issuer_url or jwt.issuers or api_keys.file or client_certs.trust_domains or introspection.url)") {
+		!strings.Contains(err.Error(), "requires an identity source (sdk.jwks_url or sdk.saml or jwt.issuer_url or jwt.issuers or api_keys.file or client_certs.trust_domains or introspection.url or sdk.oidc)") {
 		t.Fatalf("Validate = %v, want the refusal of fail_mode=closed naming the identity sources", err)
 	}
 	c = samlOnly()

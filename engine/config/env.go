@@ -28,7 +28,7 @@ type EnvVar struct {
 
 // envTable is every SVC_* variable, in the order the reference lists
 // them. It is never modified; EnvVars hands out copies.
-var envTable = slices.Concat(coreEnv, decisionLogEnv())
+var envTable = slices.Concat(coreEnv, signInEnv, decisionLogEnv())
 
 var coreEnv = []EnvVar{
 	{Name: "SVC_SIDECAR_ADDR", Key: "sdk.sidecar_addr",

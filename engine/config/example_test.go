@@ -115,6 +115,22 @@ func ExampleEnvVars() {
 	// SVC_SAML_PATH_PREFIX overrides sdk.saml.path_prefix
 	// SVC_SAML_BROWSER_REDIRECT overrides sdk.saml.browser_redirect
 	// SVC_SAML_DEFAULT_RETURN_TO overrides sdk.saml.default_return_to
+	// SVC_SIGNIN_ADDR overrides sidecar.signin_addr
+	// SVC_SESSION_COOKIE_NAME overrides sdk.session.cookie_name
+	// SVC_SESSION_TOKEN_TTL overrides sdk.session.token_ttl
+	// SVC_SESSION_TOKEN_SIGNING_KEY_FILE overrides sdk.session.token_signing_key_file
+	// SVC_SESSION_DEFAULT_RETURN_TO overrides sdk.session.default_return_to
+	// SVC_SESSION_BROWSER_REDIRECT overrides sdk.session.browser_redirect
+	// SVC_SESSION_ISSUER overrides sdk.session.issuer
+	// SVC_OIDC_ISSUER_URL overrides sdk.oidc.issuer_url
+	// SVC_OIDC_CLIENT_ID overrides sdk.oidc.client_id
+	// SVC_OIDC_CLIENT_SECRET_FILE overrides sdk.oidc.client_secret_file
+	// SVC_OIDC_REDIRECT_URL overrides sdk.oidc.redirect_url
+	// SVC_OIDC_SCOPES overrides sdk.oidc.scopes
+	// SVC_OIDC_CLAIM_TENANT overrides sdk.oidc.claim_mapping.tenant
+	// SVC_OIDC_CLAIM_ROLES overrides sdk.oidc.claim_mapping.roles
+	// SVC_OIDC_CLAIM_EMAIL overrides sdk.oidc.claim_mapping.email
+	// SVC_OIDC_PATH_PREFIX overrides sdk.oidc.path_prefix
 	// SVC_DECISION_LOG_SINK overrides decision_log.sink
 	// SVC_DECISION_LOG_URL overrides decision_log.url
 	// SVC_DECISION_LOG_SPOOL_DIR overrides decision_log.spool_dir

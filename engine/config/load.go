@@ -265,7 +265,7 @@ func (c Config) MarshalTOML() ([]byte, error) {
 	// cannot call back into MarshalTOML.
 	type plain Config
 	var buf bytes.Buffer
-	if err := toml.NewEncoder(&buf).Encode(plain(c)); err != nil {
+	if err := toml.NewEncoder(&buf).Encode(plain(c.withoutOlderNames())); err != nil {
 		return nil, fmt.Errorf("encode config as toml: %w", err)
 	}
 	return buf.Bytes(), nil

@@ -17,6 +17,15 @@ func (c Config) Origin(key string) string {
 	if env, ok := c.Overrides[key]; ok {
 		return env
 	}
+	if c.line(key) == 0 {
+		// A table ("sdk.oidc") that only variables created is theirs:
+		// the first of them in the reference's order names it.
+		for _, ev := range envTable {
+			if env, ok := c.Overrides[ev.Key]; ok && strings.HasPrefix(ev.Key, key+".") {
+				return env
+			}
+		}
+	}
 	if c.Source == "" || c.Source == "defaults" {
 		return "default"
 	}

@@ -57,7 +57,7 @@ func TestUnknownKeySuggestion(t *testing.T) {
 	}{
 		{"misspelled", FormatTOML, "[sdk]\njwks_ur = \"https://idp/jwks\"\n", "svc:2:1: sdk.jwks_ur: unknown key (did you mean sdk.jwks_url?)"},
 		{"misspelled yaml", FormatYAML, "sdk:\n  jwks_ur: https://idp/jwks\n", "svc:2:3: sdk.jwks_ur: unknown key (did you mean sdk.jwks_url?)"},
-		{"wrong table", FormatTOML, "[sdk]\nissuer = \"https://idp/\"\n", "svc:2:1: sdk.issuer: unknown key (did you mean jwt.issuer?)"},
+		{"wrong table", FormatTOML, "[sdk]\nclock_skew = \"1s\"\n", "svc:2:1: sdk.clock_skew: unknown key (did you mean jwt.clock_skew?)"},
 		{"misspelled table", FormatTOML, "[polcy]\ndir = \"p\"\n", "svc:1:2: polcy: unknown key (did you mean policy?)"},
 		{"nothing close", FormatTOML, "[sdk]\nfrobnicate = 1\n", "svc:2:1: sdk.frobnicate: unknown key"},
 	}

@@ -38,6 +38,7 @@ func (c Config) Validate() error {
 	v.clientCerts()
 	v.introspection()
 	v.sidecar()
+	v.signIn()
 	v.policy()
 	v.identityToken()
 	if msg := checkAuditDestination(c.Audit.Destination); msg != "" {

@@ -70,7 +70,7 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 		{"fail_mode enum from env", func(c *Config) { c.SDK.FailMode = "maybe" }, "SVC_FAIL_MODE",
 			"sdk.fail_mode", `SVC_FAIL_MODE: must be "open" or "closed", got "maybe"`},
 		{"closed without jwks_url", func(c *Config) { c.SDK.JWKSURL = ""; c.SDK.SAML = nil }, "",
-			"sdk.fail_mode", "svc.toml: sdk.fail_mode: fail_mode=closed requires an identity source (sdk.jwks_url or sdk.saml or jwt.issuer_url or jwt.issuers or api_keys.file or client_certs.trust_domains or introspection.url): without one every bearer is accepted as anonymous (development mode)"},
+			"sdk.fail_mode", "svc.toml: sdk.fail_mode: fail_mode=closed requires an identity source (sdk.jwks_url or sdk.saml or jwt.issuer_url or jwt.issuers or api_keys.file or client_certs.trust_domains or introspection.url or sdk.oidc): without one every bearer is accepted as anonymous (development mode)"},
 		{"identity_token.ttl too long", func(c *Config) { c.IdentityToken.TTL = Duration{2 * time.Hour} }, "SVC_IDENTITY_TOKEN_TTL",
 			"identity_token.ttl", `SVC_IDENTITY_TOKEN_TTL: must be positive and at most 1h0m0s, got "2h0m0s"`},
 		{"identity_token.ttl negative", func(c *Config) { c.IdentityToken.TTL = Duration{-time.Second} }, "",
@@ -375,7 +375,7 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 // Redis in a configuration that why makes a production one.
 func idpInitiatedWithoutRedis(why string) string {
 	return "true requires rate_limit.redis_addr (SVC_REDIS_ADDR) outside a local trial (every listener: sdk.sidecar_addr, sidecar.http_addr, " +
-		"sidecar.saml_addr, on a loopback address or a Unix socket, and no identity source but [sdk.saml]: no sdk.jwks_url, no jwt.issuer_url, no jwt.issuers, no api_keys.file, no client_certs.trust_domains, no introspection.url); here " +
+		"sidecar.saml_addr, on a loopback address or a Unix socket, and no identity source but [sdk.saml]: no sdk.jwks_url, no jwt.issuer_url, no jwt.issuers, no api_keys.file, no client_certs.trust_domains, no introspection.url, no sdk.oidc); here " +
 		why + ": without Redis the assertion replay cache is per process, so a replica or a restart would accept an unsolicited assertion again"
 }
 

@@ -1,0 +1,341 @@
+package oidcgw_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/issuer"
+	"github.com/svc-dev/svc/engine/ratelimit/redistest"
+	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/oidcgw"
+	"github.com/svc-dev/svc/reason"
+)
+
+type rig struct {
+	op  *testOP
+	gw  *oidcgw.Gateway
+	url string // the gateway's server
+	is  *issuer.Issuer
+}
+
+func newRig(t *testing.T, edit func(*config.Config)) *rig {
+	t.Helper()
+	return newRigOf(t, newTestOP(t, "app"), edit)
+}
+
+// newRigOf serves a gateway of op on loopback.
+func newRigOf(t *testing.T, op *testOP, edit func(*config.Config)) *rig {
+	t.Helper()
+	var h http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	t.Cleanup(srv.Close)
+	cfg := config.Config{SDK: config.SDK{OIDC: &config.OIDC{IssuerURL: op.URL, ClientID: "app", RedirectURL: srv.URL + "/auth/oidc/callback"}}}
+	if edit != nil {
+		edit(&cfg)
+	}
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	is, err := issuer.New(issuer.Options{Issuer: cfg.SDK.Session.Issuer, TTL: cfg.SDK.Session.TokenTTL.Duration})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := oidcgw.New(cfg, oidcgw.Deps{Issuer: is})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gw.Close() })
+	h = gw.Handler()
+	return &rig{op: op, gw: gw, url: srv.URL, is: is}
+}
+
+// browser is a client that keeps cookies and stops at every redirect.
+func browser(t *testing.T) *http.Client {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func get(t *testing.T, c *http.Client, u string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	req.Header.Set("Accept", "application/json")
+	res, body := testkit.Do(t, c, req)
+	return res, string(body)
+}
+
+// toCallback starts a sign-in and follows it to the provider; it returns
+// the callback URL the provider sends the browser to.
+func (r *rig) toCallback(t *testing.T, b *http.Client, returnTo string) string {
+	t.Helper()
+	res, body := get(t, b, r.url+"/auth/oidc/login?return_to="+url.QueryEscape(returnTo))
+	if res.StatusCode != http.StatusFound {
+		t.Fatalf("login: %d %s", res.StatusCode, body)
+	}
+	res, body = get(t, b, res.Header.Get("Location"))
+	if res.StatusCode != http.StatusFound {
+		t.Fatalf("authorize: %d %s", res.StatusCode, body)
+	}
+	return res.Header.Get("Location")
+}
+
+func refusal(t *testing.T, body string) reason.Code {
+	t.Helper()
+	var r struct {
+		Error reason.Code `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatalf("not a refusal: %s", body)
+	}
+	return r.Error
+}
+
+func TestSignIn(t *testing.T) {
+	r := newRig(t, nil)
+	b := browser(t)
+	res, body := get(t, b, r.toCallback(t, b, "/orders?page=2"))
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/orders?page=2" {
+		t.Fatalf("callback: %d %s %s, want 303 to /orders?page=2", res.StatusCode, res.Header.Get("Location"), body)
+	}
+	var session string
+	for _, c := range res.Cookies() {
+		if c.Name == "svc_session" && c.Value != "" {
+			session = c.Value
+		}
+	}
+	if session == "" {
+		t.Fatalf("no session cookie in %v", res.Header["Set-Cookie"])
+	}
+	jwks, err := r.is.JWKS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, err := testkit.VerifyJWT(jwks, session)
+	if err != nil {
+		t.Fatalf("session token: %v", err)
+	}
+	for k, want := range map[string]any{"sub": "ann", "tenant_id": "acme", "email": "ann@acme.example", "idp": "default", "idp_sid": "sid-1"} {
+		if claims[k] != want {
+			t.Errorf("claim %s = %v, want %v", k, claims[k], want)
+		}
+	}
+	if roles, _ := json.Marshal(claims["roles"]); string(roles) != `["viewer"]` {
+		t.Errorf("roles = %s", roles)
+	}
+}
+
+// Each attack is refused with its own stable reason.
+func TestSignInAttacks(t *testing.T) {
+	t.Run("forged state", func(t *testing.T) {
+		r := newRig(t, nil)
+		cb := r.toCallback(t, browser(t), "/") // the attacker's own sign-in
+		res, body := get(t, browser(t), cb)    // followed by the victim
+		if res.StatusCode != http.StatusUnauthorized || refusal(t, body) != reason.OIDCStateNotBound {
+			t.Fatalf("%d %s, want 401 %s", res.StatusCode, body, reason.OIDCStateNotBound)
+		}
+		b := browser(t)
+		cb = r.toCallback(t, b, "/")
+		u, _ := url.Parse(cb)
+		q := u.Query()
+		q.Set("state", strings.Repeat("A", 43))
+		u.RawQuery = q.Encode()
+		if res, body := get(t, b, u.String()); refusal(t, body) != reason.OIDCStateNotBound {
+			t.Fatalf("made-up state: %d %s", res.StatusCode, body)
+		}
+	})
+	t.Run("replayed code", func(t *testing.T) {
+		r := newRig(t, nil)
+		b := browser(t)
+		cb := r.toCallback(t, b, "/")
+		if res, body := get(t, b, cb); res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("first use: %d %s", res.StatusCode, body)
+		}
+		// The same callback again: its state was used.
+		b2 := browser(t)
+		cb2 := r.toCallback(t, b2, "/")
+		u, _ := url.Parse(cb)
+		u2, _ := url.Parse(cb2)
+		q := u2.Query()
+		q.Set("code", u.Query().Get("code")) // the used code, on a fresh state of this browser
+		u2.RawQuery = q.Encode()
+		res, body := get(t, b2, u2.String())
+		if res.StatusCode != http.StatusUnauthorized || refusal(t, body) != reason.OIDCCodeRefused {
+			t.Fatalf("replayed code: %d %s, want %s", res.StatusCode, body, reason.OIDCCodeRefused)
+		}
+		if _, body := get(t, b2, cb2); refusal(t, body) != reason.OIDCStateNotBound && refusal(t, body) != reason.OIDCStateUnknown {
+			t.Fatalf("replayed state: %s", body)
+		}
+	})
+	t.Run("replayed callback", func(t *testing.T) {
+		r := newRig(t, nil)
+		b := browser(t)
+		cb := r.toCallback(t, b, "/")
+		_ = r.toCallback(t, b, "/") // a second pending sign-in keeps the cookie
+		if res, body := get(t, b, cb); res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("first use: %d %s", res.StatusCode, body)
+		}
+		// Put the state back in the cookie, as an attacker who kept it would.
+		u, _ := url.Parse(cb)
+		b.Jar.SetCookies(u, []*http.Cookie{{Name: "svc_session_oidc", Value: u.Query().Get("state"), Path: "/auth/oidc"}})
+		res, body := get(t, b, cb)
+		if res.StatusCode != http.StatusUnauthorized || refusal(t, body) != reason.OIDCStateUnknown {
+			t.Fatalf("replayed callback: %d %s, want %s", res.StatusCode, body, reason.OIDCStateUnknown)
+		}
+	})
+	// A provider that answers with what a real one never sends.
+	for _, tt := range []struct {
+		name   string
+		op     func(*testOP)
+		status int
+		want   reason.Code
+	}{
+		{"wrong nonce", func(op *testOP) { op.wrongNonce = true }, http.StatusUnauthorized, reason.OIDCNonceMismatch},
+		{"ID token for another audience", func(op *testOP) { op.audience = "another-app" }, http.StatusUnauthorized, reason.OIDCAudienceMismatch},
+		{"tenant missing", func(op *testOP) { delete(op.claims, "tenant_id") }, http.StatusForbidden, reason.OIDCTenantMissing},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, nil)
+			tt.op(r.op)
+			b := browser(t)
+			res, body := get(t, b, r.toCallback(t, b, "/"))
+			if res.StatusCode != tt.status || refusal(t, body) != tt.want {
+				t.Fatalf("%d %s, want %d %s", res.StatusCode, body, tt.status, tt.want)
+			}
+		})
+	}
+	t.Run("return_to another origin", func(t *testing.T) {
+		r := newRig(t, nil)
+		for _, rt := range []string{"https://evil.example/", "//evil.example/x", "/\\evil.example", "javascript:alert(1)"} {
+			res, body := get(t, browser(t), r.url+"/auth/oidc/login?return_to="+url.QueryEscape(rt))
+			if res.StatusCode != http.StatusBadRequest || refusal(t, body) != reason.OIDCBadReturnTo {
+				t.Errorf("return_to %q: %d %s, want 400 %s", rt, res.StatusCode, body, reason.OIDCBadReturnTo)
+			}
+		}
+	})
+	t.Run("provider error", func(t *testing.T) {
+		r := newRig(t, nil)
+		b := browser(t)
+		u, _ := url.Parse(r.toCallback(t, b, "/"))
+		q := u.Query()
+		q.Del("code")
+		q.Set("error", "access_denied")
+		u.RawQuery = q.Encode()
+		if _, body := get(t, b, u.String()); refusal(t, body) != reason.OIDCProviderError {
+			t.Fatalf("%s, want %s", body, reason.OIDCProviderError)
+		}
+	})
+}
+
+func TestBackchannelLogout(t *testing.T) {
+	r := newRig(t, nil)
+	post := func(token string) (*http.Response, string) {
+		res, err := http.PostForm(r.url+"/auth/oidc/backchannel-logout", url.Values{"logout_token": {token}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res, string(b)
+	}
+	session := map[string]any{"idp": "default", "idp_sid": "sid-9", "sub": "bob"}
+	if revoked, err := r.gw.Revoked(t.Context(), session); err != nil || revoked {
+		t.Fatalf("before logout: %v %v", revoked, err)
+	}
+	events := map[string]any{oidcgw.BackchannelLogoutEvent: map[string]any{}}
+	for name, tok := range map[string]string{
+		"no events":      r.op.sign(t, "app", "bob", map[string]any{"sid": "sid-9", "jti": "1"}),
+		"a nonce":        r.op.sign(t, "app", "bob", map[string]any{"sid": "sid-9", "events": events, "nonce": "n"}),
+		"other audience": r.op.sign(t, "other", "bob", map[string]any{"sid": "sid-9", "events": events}),
+		"not a JWT":      "x.y.z",
+	} {
+		if res, body := post(tok); res.StatusCode != http.StatusBadRequest || refusal(t, body) != reason.OIDCLogoutTokenInvalid {
+			t.Errorf("%s: %d %s", name, res.StatusCode, body)
+		}
+	}
+	if revoked, _ := r.gw.Revoked(t.Context(), session); revoked {
+		t.Fatal("a refused logout token revoked the session")
+	}
+	if res, body := post(r.op.sign(t, "app", "bob", map[string]any{"sid": "sid-9", "events": events, "jti": "2"})); res.StatusCode != http.StatusOK {
+		t.Fatalf("logout: %d %s", res.StatusCode, body)
+	}
+	if revoked, err := r.gw.Revoked(t.Context(), session); err != nil || !revoked {
+		t.Fatalf("after logout: revoked %v %v", revoked, err)
+	}
+	if revoked, _ := r.gw.Revoked(t.Context(), map[string]any{"idp": "default", "idp_sid": "sid-10", "sub": "carl"}); revoked {
+		t.Error("another session was revoked")
+	}
+}
+
+func TestLoginPageOffersProviders(t *testing.T) {
+	r := newRig(t, func(c *config.Config) {
+		c.SDK.OIDC.Providers = []config.OIDCProvider{{Name: "globex", Tenant: "globex", IssuerURL: "https://login.globex.example", ClientID: "g"}}
+	})
+	res, body := get(t, browser(t), r.url+"/auth/oidc/login?return_to=/x")
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, "provider=default&amp;return_to=%2Fx") || !strings.Contains(body, "provider=globex") {
+		t.Fatalf("%d %s", res.StatusCode, body)
+	}
+	// One provider for the tenant: straight through.
+	res, _ = get(t, browser(t), r.url+"/auth/oidc/login?tenant=acme")
+	if res.StatusCode != http.StatusFound || !strings.HasPrefix(res.Header.Get("Location"), r.op.URL) {
+		t.Fatalf("tenant acme: %d %s, want 302 to its provider", res.StatusCode, res.Header.Get("Location"))
+	}
+	res, _ = get(t, browser(t), r.url+"/auth/oidc/login?provider=default")
+	if res.StatusCode != http.StatusFound || !strings.HasPrefix(res.Header.Get("Location"), r.op.URL) {
+		t.Fatalf("provider=default: %d %s", res.StatusCode, res.Header.Get("Location"))
+	}
+	if res, body := get(t, browser(t), r.url+"/auth/oidc/login?provider=nope"); refusal(t, body) != reason.OIDCUnknownProvider {
+		t.Fatalf("unknown provider: %d %s", res.StatusCode, body)
+	}
+}
+
+// With Redis, a logout taken by one replica is enforced by every other
+// within a second, even one that checked the session just before.
+func TestBackchannelLogoutReachesReplicas(t *testing.T) {
+	addr := redistest.Start(t)
+	op := newTestOP(t, "app")
+	var gws []*oidcgw.Gateway
+	var urls []string
+	for range 3 {
+		r := newRigOf(t, op, func(c *config.Config) { c.RateLimit.RedisAddr = addr })
+		gws, urls = append(gws, r.gw), append(urls, r.url)
+	}
+	if st := gws[1].Status(); !st.SharedState || st.LogoutScope != "replicas" {
+		t.Fatalf("status %+v, want shared state and logout scope replicas", st)
+	}
+	session := map[string]any{"idp": "default", "idp_sid": "sid-r", "sub": "ann"}
+	for _, gw := range gws[1:] {
+		if revoked, err := gw.Revoked(t.Context(), session); err != nil || revoked {
+			t.Fatalf("before: %v %v", revoked, err)
+		}
+	}
+	events := map[string]any{oidcgw.BackchannelLogoutEvent: map[string]any{}}
+	res, err := http.PostForm(urls[0]+"/auth/oidc/backchannel-logout", url.Values{"logout_token": {op.sign(t, "app", "ann", map[string]any{"sid": "sid-r", "events": events})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("logout: %d", res.StatusCode)
+	}
+	start := time.Now()
+	for _, gw := range gws[1:] {
+		testkit.EventuallyWithin(t, time.Second, "the logout reaches the replica", func() bool {
+			revoked, _ := gw.Revoked(t.Context(), session)
+			return revoked
+		})
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("the logout took %s to reach every replica", d)
+	}
+}

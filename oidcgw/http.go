@@ -1,0 +1,350 @@
+package oidcgw
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/refusalpage"
+	"github.com/svc-dev/svc/reason"
+)
+
+// Paths below the prefix.
+const (
+	PathLogin             = "/login"
+	PathCallback          = "/callback"
+	PathLogout            = "/logout"
+	PathBackchannelLogout = "/backchannel-logout"
+)
+
+// maxFormBytes caps a back-channel logout post.
+const maxFormBytes = 64 << 10
+
+// Handler serves the endpoints under the configured path prefix.
+func (g *Gateway) Handler() http.Handler {
+	p := g.cfg.PathPrefix
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+p+PathLogin, g.serveLogin)
+	mux.HandleFunc("GET "+p+PathCallback, g.serveCallback)
+	mux.HandleFunc("GET "+p+PathLogout, g.serveLogout)
+	mux.HandleFunc("POST "+p+PathLogout, g.serveLogout)
+	mux.HandleFunc("POST "+p+PathBackchannelLogout, g.serveBackchannelLogout)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		g.writeRefusal(w, r, refuse(reason.OIDCNotFound, "no OpenID Connect endpoint for %s %s; the endpoints are %s/login, /callback, /logout and /backchannel-logout",
+			r.Method, r.URL.Path, p))
+	})
+}
+
+// serveLogin starts a sign-in: the authorization request of the code
+// flow with PKCE (S256), a state bound to this browser and a nonce. With
+// several providers for the request (?tenant= narrows them, ?provider=
+// names one) it answers the page that offers them, and SAML when it is
+// configured.
+func (g *Gateway) serveLogin(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	returnTo, ok := config.ReturnToPath(q.Get("return_to"))
+	if !ok {
+		g.writeRefusal(w, r, refuse(reason.OIDCBadReturnTo, "return_to must be a relative path on this site, such as /app"))
+		return
+	}
+	if returnTo == "" {
+		returnTo = g.session.DefaultReturnTo
+	}
+	if _, err := r.Cookie(g.refreshCookieName()); err == nil {
+		session, exp, ok, err := g.refresh(r.Context(), r)
+		if ok && err == nil {
+			g.jar.SetSession(w, session, exp)
+			w.Header().Set("Cache-Control", "no-store")
+			http.Redirect(w, r, returnTo, http.StatusSeeOther)
+			return
+		}
+		if err != nil {
+			args := []any{"reason", string(CodeOf(err))}
+			if e := errors.Unwrap(err); e != nil {
+				args = append(args, "err", e.Error())
+			}
+			g.log.Warn("OpenID Connect session refresh failed; signing in again", args...)
+		}
+		// Nothing to refresh, or the provider refused: the session ends
+		// and the browser signs in again.
+		g.endRefresh(w)
+	}
+	p, choices := g.pick(q.Get("provider"), q.Get("tenant"))
+	if p == nil {
+		if q.Get("provider") != "" {
+			g.writeRefusal(w, r, refuse(reason.OIDCUnknownProvider, "no provider of that name is configured"))
+			return
+		}
+		g.writeChooser(w, choices, returnTo)
+		return
+	}
+	op, err := p.discover(r.Context())
+	if err != nil {
+		g.log.Warn("OpenID provider discovery failed", "provider", p.cfg.Name, "err", err)
+		g.writeRefusal(w, r, reason.Wrap(reason.OIDCProviderUnavailable, err, "the identity provider's discovery document could not be read"))
+		return
+	}
+	state, nonce, verifier := randomToken(), randomToken(), oauth2.GenerateVerifier()
+	if err := g.savePending(r.Context(), state, pending{Provider: p.cfg.Name, Verifier: verifier, Nonce: nonce, ReturnTo: returnTo}); err != nil {
+		g.log.Error("pending sign-in could not be stored", "err", err)
+		g.writeRefusal(w, r, reason.Wrap(reason.OIDCStoreUnavailable, err, "the sign-in could not be started"))
+		return
+	}
+	to := p.oauth2(op).AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oidc.Nonce(nonce))
+	g.bindState(w, r, state)
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, to, http.StatusFound)
+}
+
+// pick chooses the provider of a login: the one named, else the only one
+// for the tenant (every provider without a tenant) when SAML is not also
+// on offer; nil and the providers to offer otherwise.
+func (g *Gateway) pick(name, tenant string) (*provider, []*provider) {
+	if name != "" {
+		return g.byName(name), nil
+	}
+	var choices []*provider
+	for _, p := range g.providers {
+		if tenant == "" || p.cfg.Tenant == "" || p.cfg.Tenant == tenant {
+			choices = append(choices, p)
+		}
+	}
+	if len(choices) == 1 && g.samlLogin == "" {
+		return choices[0], nil
+	}
+	return nil, choices
+}
+
+func (g *Gateway) byName(name string) *provider {
+	for _, p := range g.providers {
+		if p.cfg.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// serveCallback completes a sign-in: the provider's answer is checked,
+// the code exchanged, the ID token verified, and the browser gets the
+// session cookie and goes back to its page.
+func (g *Gateway) serveCallback(w http.ResponseWriter, r *http.Request) {
+	p, claims, returnTo, tok, err := g.complete(w, r)
+	if err == nil {
+		token, exp, ierr := g.issuer.Issue(claims)
+		if ierr == nil {
+			ierr = g.keepRefresh(r.Context(), w, p, tok, claims)
+		}
+		if ierr != nil {
+			err = reason.Wrap(reason.OIDCInternal, ierr, "the session could not be issued")
+		} else {
+			g.log.Info("OpenID Connect sign-in", "provider", p, "tenant", claims["tenant_id"])
+			g.jar.SetSession(w, token, exp)
+			w.Header().Set("Cache-Control", "no-store")
+			http.Redirect(w, r, returnTo, http.StatusSeeOther)
+			return
+		}
+	}
+	args := []any{"reason", string(CodeOf(err)), "provider", p}
+	if e := errors.Unwrap(err); e != nil {
+		args = append(args, "err", e.Error())
+	}
+	g.log.Warn("OpenID Connect sign-in refused", args...)
+	g.writeRefusal(w, r, err)
+}
+
+// complete checks a callback and returns the provider's name, the
+// session's claims and where to send the browser.
+func (g *Gateway) complete(w http.ResponseWriter, r *http.Request) (string, map[string]any, string, *oauth2.Token, error) {
+	q := r.URL.Query()
+	state := q.Get("state")
+	// Checked before the store is read: a forged callback spends nothing
+	// of the victim's pending sign-in.
+	if !validState(state) || !slices.Contains(g.boundStates(r), state) {
+		return "", nil, "", nil, refuse(reason.OIDCStateNotBound, "this browser did not start the sign-in this callback answers (no %s cookie listing its state); start again at %s",
+			g.stateCookieName(), g.loginURL(""))
+	}
+	g.unbindState(w, r, state)
+	pend, err := g.takePending(r.Context(), state)
+	if err != nil {
+		return "", nil, "", nil, reason.Wrap(reason.OIDCStoreUnavailable, err, "the pending sign-in could not be read")
+	}
+	if pend == nil {
+		return "", nil, "", nil, refuse(reason.OIDCStateUnknown, "the sign-in has expired or was already completed; start again at %s", g.loginURL(""))
+	}
+	p := g.byName(pend.Provider)
+	if p == nil {
+		return pend.Provider, nil, "", nil, refuse(reason.OIDCUnknownProvider, "the sign-in's provider is no longer configured")
+	}
+	if e := q.Get("error"); e != "" {
+		return p.cfg.Name, nil, "", nil, refuse(reason.OIDCProviderError, "the identity provider answered %q", safeToken(e))
+	}
+	op, err := p.discover(r.Context())
+	if err != nil {
+		return p.cfg.Name, nil, "", nil, reason.Wrap(reason.OIDCProviderUnavailable, err, "the identity provider's discovery document could not be read")
+	}
+	ctx := oidc.ClientContext(r.Context(), p.client)
+	tok, err := p.oauth2(op).Exchange(ctx, q.Get("code"), oauth2.VerifierOption(pend.Verifier))
+	if err != nil {
+		return p.cfg.Name, nil, "", nil, reason.Wrap(reason.OIDCCodeRefused, tokenError(err), "the identity provider refused the authorization code")
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	if raw == "" {
+		return p.cfg.Name, nil, "", nil, refuse(reason.OIDCIDTokenInvalid, "the identity provider sent no ID token")
+	}
+	idt, err := p.verifier(op).Verify(ctx, raw)
+	if err != nil {
+		return p.cfg.Name, nil, "", nil, verifyError(err)
+	}
+	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(pend.Nonce)) != 1 {
+		return p.cfg.Name, nil, "", nil, refuse(reason.OIDCNonceMismatch, "the ID token's nonce is not this sign-in's")
+	}
+	claims, err := g.sessionClaims(p, idt)
+	if err != nil {
+		return p.cfg.Name, nil, "", nil, err
+	}
+	return p.cfg.Name, claims, pend.ReturnTo, tok, nil
+}
+
+// verifyError maps a failed ID token verification to its code.
+func verifyError(err error) *reason.Error {
+	var exp *oidc.TokenExpiredError
+	switch {
+	case errors.As(err, &exp):
+		return reason.Wrap(reason.OIDCIDTokenInvalid, err, "the ID token has expired")
+	case strings.Contains(err.Error(), "expected audience"):
+		return reason.Wrap(reason.OIDCAudienceMismatch, err, "the ID token is for another client")
+	}
+	return reason.Wrap(reason.OIDCIDTokenInvalid, err, "the ID token does not verify")
+}
+
+// tokenError keeps of a token endpoint error what is safe to log: the
+// OAuth error code, never the response body.
+func tokenError(err error) error {
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		return errors.New("token endpoint: " + safeToken(re.ErrorCode))
+	}
+	return err
+}
+
+// safeToken keeps an OAuth error code printable and short.
+func safeToken(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.' {
+			return r
+		}
+		return -1
+	}, s)
+	return s[:min(len(s), 64)]
+}
+
+// sessionClaims are the claims of the session an ID token opens: sub,
+// tenant_id, email, roles (as SAML's), and the provider (idp) with the
+// provider's session id (idp_sid) for back-channel logout.
+func (g *Gateway) sessionClaims(p *provider, idt *oidc.IDToken) (map[string]any, error) {
+	var c map[string]any
+	if err := idt.Claims(&c); err != nil {
+		return nil, reason.Wrap(reason.OIDCIDTokenInvalid, err, "the ID token's claims cannot be read")
+	}
+	m := p.cfg.ClaimMapping
+	tenant, _ := c[m.Tenant].(string)
+	switch {
+	case p.cfg.Tenant != "" && tenant != "" && tenant != p.cfg.Tenant:
+		return nil, refuse(reason.OIDCTenantMissing, "the ID token names another tenant than its provider's")
+	case p.cfg.Tenant != "":
+		tenant = p.cfg.Tenant
+	case tenant == "":
+		tenant = g.tenant
+	}
+	if tenant == "" {
+		return nil, refuse(reason.OIDCTenantMissing, "the ID token has no %s claim", m.Tenant)
+	}
+	out := map[string]any{"sub": idt.Subject, "tenant_id": tenant, "roles": stringList(c[m.Roles]), "idp": p.cfg.Name}
+	if e, ok := c[m.Email].(string); ok && e != "" {
+		out["email"] = e
+	}
+	if sid, ok := c["sid"].(string); ok && sid != "" {
+		out["idp_sid"] = sid
+	}
+	return out, nil
+}
+
+// stringList reads a claim that is a string or a list of strings.
+func stringList(v any) []string {
+	switch v := v.(type) {
+	case string:
+		return []string{v}
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return []string{}
+}
+
+// serveLogout ends the session: the cookie goes, and the browser goes to
+// the provider's end_session_endpoint when it has one (RP-initiated
+// logout: with ?provider= or when there is one provider), else to
+// return_to (default_return_to). A JSON client gets 204.
+func (g *Gateway) serveLogout(w http.ResponseWriter, r *http.Request) {
+	g.jar.ClearSession(w)
+	if c, err := r.Cookie(g.refreshCookieName()); err == nil {
+		// The refresh token goes with the session.
+		_, _ = g.store.Take(r.Context(), refreshKey("state", c.Value))
+		g.endRefresh(w)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	if refusalpage.WantsJSON(r.Header.Get("Accept")) {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	to, ok := config.ReturnToPath(r.URL.Query().Get("return_to"))
+	if !ok || to == "" {
+		to = g.session.DefaultReturnTo
+	}
+	p := g.byName(r.URL.Query().Get("provider"))
+	if p == nil && len(g.providers) == 1 {
+		p = g.providers[0]
+	}
+	if p != nil {
+		if end := p.endSessionURL(r.Context()); end != "" {
+			to = end
+		}
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// endSessionURL is the provider's end_session_endpoint with client_id;
+// "" when it has none or its discovery cannot be read.
+func (p *provider) endSessionURL(ctx context.Context) string {
+	if _, err := p.discover(ctx); err != nil {
+		return ""
+	}
+	p.mu.Lock()
+	end := p.endSession
+	p.mu.Unlock()
+	if end == "" {
+		return ""
+	}
+	sep := "?"
+	if strings.Contains(end, "?") {
+		sep = "&"
+	}
+	return end + sep + "client_id=" + url.QueryEscape(p.cfg.ClientID)
+}

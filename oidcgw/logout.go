@@ -1,0 +1,215 @@
+package oidcgw
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/svc-dev/svc/reason"
+)
+
+// BackchannelLogoutEvent is the member of a logout token's events claim
+// that makes it one (OpenID Connect Back-Channel Logout 1.0).
+const BackchannelLogoutEvent = "http://schemas.openid.net/event/backchannel-logout"
+
+// A verified logout token revokes the provider's session (sid) or user
+// (sub): the revocation is kept for the session lifetime (token_ttl, the
+// longest a session token it names can still be presented) in the store,
+// Redis when configured so that every replica sees it, else this
+// process's memory (status: logout_scope).
+
+// LogoutClaims are the claims of a logout token that the gateway reads.
+type LogoutClaims struct {
+	Issuer string         `json:"iss"`
+	Sub    string         `json:"sub"`
+	SID    string         `json:"sid"`
+	Nonce  *string        `json:"nonce"`
+	Events map[string]any `json:"events"`
+}
+
+// ParseLogoutClaims checks the shape of a logout token's (verified)
+// payload: the back-channel logout event, sid or sub, and no nonce (so
+// that an ID token cannot pass for one).
+func ParseLogoutClaims(payload []byte) (LogoutClaims, error) {
+	var c LogoutClaims
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return c, errors.New("the payload is not a JSON object of the expected types")
+	}
+	if _, ok := c.Events[BackchannelLogoutEvent]; !ok {
+		return c, errors.New("events lacks " + BackchannelLogoutEvent)
+	}
+	if c.Nonce != nil {
+		return c, errors.New("a logout token must not carry a nonce")
+	}
+	if c.SID == "" && c.Sub == "" {
+		return c, errors.New("neither sid nor sub is set")
+	}
+	return c, nil
+}
+
+// tokenIssuer reads the iss of a compact JWS without verifying it, to
+// pick the provider whose keys verify it; "" when it has none.
+func tokenIssuer(raw string) string {
+	parts := strings.Split(raw, ".")
+	if len(parts) != 3 || len(parts[1]) > 16<<10 {
+		return ""
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return ""
+	}
+	var c struct {
+		Iss string `json:"iss"`
+	}
+	if json.Unmarshal(b, &c) != nil {
+		return ""
+	}
+	return c.Iss
+}
+
+func revokedKey(kind, iss, v string) string {
+	h := sha256.Sum256([]byte(iss + "\x00" + v))
+	return "svc:oidc:revoked:" + kind + ":" + hex.EncodeToString(h[:])
+}
+
+// serveBackchannelLogout takes a logout token from a provider (a form
+// post with logout_token) and revokes what it names. 200 when done, 400
+// oidc-logout-token-invalid when it does not verify.
+func (g *Gateway) serveBackchannelLogout(w http.ResponseWriter, r *http.Request) {
+	err := g.backchannelLogout(w, r)
+	w.Header().Set("Cache-Control", "no-store")
+	if err != nil {
+		args := []any{"reason", string(CodeOf(err))}
+		if e := errors.Unwrap(err); e != nil {
+			args = append(args, "err", e.Error())
+		}
+		g.log.Warn("OpenID Connect back-channel logout refused", args...)
+		g.writeRefusal(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (g *Gateway) backchannelLogout(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		return refuse(reason.OIDCLogoutTokenInvalid, "the body is not a form of at most %d bytes", maxFormBytes)
+	}
+	raw := r.PostForm.Get("logout_token")
+	iss := tokenIssuer(raw)
+	var p *provider
+	for _, c := range g.providers {
+		if c.cfg.IssuerURL == iss || strings.TrimSuffix(c.cfg.IssuerURL, "/") == strings.TrimSuffix(iss, "/") {
+			p = c
+			break
+		}
+	}
+	if p == nil {
+		return refuse(reason.OIDCLogoutTokenInvalid, "the logout token is not from a configured provider")
+	}
+	op, err := p.discover(r.Context())
+	if err != nil {
+		return reason.Wrap(reason.OIDCProviderUnavailable, err, "the identity provider's discovery document could not be read")
+	}
+	tok, err := p.verifier(op).Verify(r.Context(), raw)
+	if err != nil {
+		return reason.Wrap(reason.OIDCLogoutTokenInvalid, err, "the logout token does not verify")
+	}
+	var payload json.RawMessage
+	if err := tok.Claims(&payload); err != nil {
+		return reason.Wrap(reason.OIDCLogoutTokenInvalid, err, "the logout token's claims cannot be read")
+	}
+	c, err := ParseLogoutClaims(payload)
+	if err != nil {
+		return reason.Wrap(reason.OIDCLogoutTokenInvalid, err, "this is not a logout token")
+	}
+	if err := g.revoke(r.Context(), p.cfg.Name, c); err != nil {
+		return reason.Wrap(reason.OIDCStoreUnavailable, err, "the logout could not be recorded")
+	}
+	g.log.Info("OpenID Connect back-channel logout", "provider", p.cfg.Name, "by_sid", c.SID != "")
+	return nil
+}
+
+func (g *Gateway) revoke(ctx context.Context, provider string, c LogoutClaims) error {
+	ttl := g.session.TokenTTL.Duration
+	if c.SID != "" {
+		if err := g.store.Put(ctx, revokedKey("sid", provider, c.SID), []byte{1}, ttl); err != nil {
+			return err
+		}
+	}
+	if c.Sub != "" {
+		return g.store.Put(ctx, revokedKey("sub", provider, c.Sub), []byte{1}, ttl)
+	}
+	return nil
+}
+
+// Revoked reports whether a back-channel logout ended the session whose
+// token carries claims (its idp, idp_sid and sub); false for a session
+// of another sign-in. It is asked on every check of such a session
+// (engine.Engine.SetSessionRevocation): with Redis a "not revoked"
+// answer is reused for revokedCacheTTL, so a logout reaches every
+// replica within that time and a session costs Redis one lookup a while.
+func (g *Gateway) Revoked(ctx context.Context, claims map[string]any) (bool, error) {
+	provider, _ := claims["idp"].(string)
+	if provider == "" || g.byName(provider) == nil {
+		return false, nil
+	}
+	sid, _ := claims["idp_sid"].(string)
+	sub, _ := claims["sub"].(string)
+	var keys []string
+	if sid != "" {
+		keys = append(keys, revokedKey("sid", provider, sid))
+	}
+	if sub != "" {
+		keys = append(keys, revokedKey("sub", provider, sub))
+	}
+	for _, k := range keys {
+		if g.redis != nil && g.notRevoked.fresh(k, g.now()) {
+			continue
+		}
+		ok, err := g.store.Has(ctx, k)
+		if ok || err != nil {
+			return ok, err
+		}
+		if g.redis != nil {
+			g.notRevoked.put(k, g.now().Add(revokedCacheTTL))
+		}
+	}
+	return false, nil
+}
+
+// revokedCacheTTL is how long a replica trusts a "not revoked" answer of
+// Redis: the bound on how late a back-channel logout reaches it.
+const revokedCacheTTL = 500 * time.Millisecond
+
+// maxNotRevoked bounds the "not revoked" cache; it starts over past it.
+const maxNotRevoked = 50_000
+
+// expiryCache remembers keys until an expiry.
+type expiryCache struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+func (c *expiryCache) fresh(k string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	exp, ok := c.m[k]
+	return ok && now.Before(exp)
+}
+
+func (c *expiryCache) put(k string, exp time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxNotRevoked {
+		c.m = make(map[string]time.Time)
+	}
+	c.m[k] = exp
+}

@@ -1,0 +1,107 @@
+package oidcgw
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/wire"
+)
+
+// discoveryRetry is how long a failed discovery is not tried again.
+const discoveryRetry = 5 * time.Second
+
+// provider is one OpenID provider: its configuration, and its discovery
+// document and keys once fetched.
+type provider struct {
+	cfg      config.OIDCProvider
+	redirect *url.URL
+	secret   string
+	client   *http.Client
+	now      func() time.Time
+
+	mu         sync.Mutex
+	op         *oidc.Provider
+	endSession string
+	at         time.Time // of the last attempt
+	lastErr    error
+}
+
+func newProvider(pc config.OIDCProvider, client *http.Client, now func() time.Time) (*provider, error) {
+	u, err := url.Parse(pc.RedirectURL)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("redirect_url %q is not an absolute URL", pc.RedirectURL)
+	}
+	secret, err := readSecret(pc.ClientSecretFile)
+	if err != nil {
+		return nil, err
+	}
+	return &provider{cfg: pc, redirect: u, secret: secret, client: client, now: now}, nil
+}
+
+// discover returns the provider's discovery (fetched once; a failure is
+// retried after discoveryRetry).
+func (p *provider) discover(ctx context.Context) (*oidc.Provider, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.op != nil {
+		return p.op, nil
+	}
+	if p.lastErr != nil && p.now().Sub(p.at) < discoveryRetry {
+		return nil, p.lastErr
+	}
+	p.at = p.now()
+	op, err := oidc.NewProvider(oidc.ClientContext(ctx, p.client), p.cfg.IssuerURL)
+	if err != nil {
+		p.lastErr = err
+		return nil, err
+	}
+	var extra struct {
+		EndSession string `json:"end_session_endpoint"`
+	}
+	_ = op.Claims(&extra)
+	p.op, p.endSession, p.lastErr = op, extra.EndSession, nil
+	return op, nil
+}
+
+// oauth2 is the client configuration of the code flow.
+func (p *provider) oauth2(op *oidc.Provider) *oauth2.Config {
+	ep := op.Endpoint()
+	// One attempt per code: probing the client authentication style
+	// would spend the code on the first try.
+	ep.AuthStyle = oauth2.AuthStyleInHeader
+	if p.secret == "" {
+		ep.AuthStyle = oauth2.AuthStyleInParams
+	}
+	return &oauth2.Config{
+		ClientID: p.cfg.ClientID, ClientSecret: p.secret, RedirectURL: p.cfg.RedirectURL,
+		Endpoint: ep, Scopes: p.cfg.Scopes,
+	}
+}
+
+// verifier verifies ID tokens and logout tokens of the provider: the
+// signature through its JWKS, iss, aud = client_id, exp.
+func (p *provider) verifier(op *oidc.Provider) *oidc.IDTokenVerifier {
+	return op.Verifier(&oidc.Config{ClientID: p.cfg.ClientID, Now: p.now})
+}
+
+func (p *provider) status() wire.OIDCProviderStatus {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := wire.OIDCProviderStatus{Name: p.cfg.Name, Tenant: p.cfg.Tenant, IssuerURL: p.cfg.IssuerURL, EndSession: p.endSession != ""}
+	if p.op != nil {
+		at := p.at.UTC()
+		st.Discovered = &at
+	}
+	if p.lastErr != nil {
+		st.LastError = p.lastErr.Error()
+	}
+	return st
+}

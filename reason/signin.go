@@ -1,0 +1,58 @@
+package reason
+
+// Refusals of browser sign-in with OpenID Connect (the sign-in listener's
+// <sdk.oidc.path_prefix> endpoints): the "error" of the refusal, the
+// reason of its audit record and a label of the svc.oidc.signin metric.
+const (
+	// OIDCStateNotBound: the callback's state is not one this browser
+	// started: its state cookie ("__Host-" + cookie_name + "_oidc"
+	// wherever the gateway's cookies are Secure, set by login) does not
+	// list it (login CSRF, a forged or foreign state).
+	OIDCStateNotBound Code = "oidc-state-not-bound"
+	// OIDCStateUnknown: the state names no pending sign-in: it expired
+	// (10 minutes) or was already used (a replayed callback or code).
+	OIDCStateUnknown Code = "oidc-state-unknown"
+	// OIDCProviderError: the provider answered the callback with an error
+	// (the user refused, the provider failed).
+	OIDCProviderError Code = "oidc-provider-error"
+	// OIDCCodeRefused: the provider's token endpoint refused the code
+	// (used before, expired, or a PKCE verifier that does not match).
+	OIDCCodeRefused Code = "oidc-code-refused"
+	// OIDCIDTokenInvalid: no ID token, or one that does not verify
+	// (signature through the provider's JWKS, issuer, expiry).
+	OIDCIDTokenInvalid Code = "oidc-id-token-invalid"
+	// OIDCAudienceMismatch: the ID token is for another client (aud does
+	// not name client_id).
+	OIDCAudienceMismatch Code = "oidc-audience-mismatch"
+	// OIDCNonceMismatch: the ID token's nonce is not the one login sent
+	// (a token from another sign-in).
+	OIDCNonceMismatch Code = "oidc-nonce-mismatch"
+	// OIDCTenantMissing: the ID token names no tenant and the provider
+	// serves none, or it names another tenant than its provider's.
+	OIDCTenantMissing Code = "oidc-tenant-missing"
+	// OIDCBadReturnTo: return_to is not a relative path on this site
+	// (an open redirect to another origin).
+	OIDCBadReturnTo Code = "oidc-bad-return-to"
+	// OIDCUnknownProvider: login names a provider that is not configured.
+	OIDCUnknownProvider Code = "oidc-unknown-provider"
+	// OIDCProviderUnavailable: the provider's discovery document or keys
+	// could not be fetched (503).
+	OIDCProviderUnavailable Code = "oidc-provider-unavailable"
+	// OIDCLogoutTokenInvalid: a back-channel logout token that does not
+	// verify or lacks what a logout token must carry (events, sid or sub,
+	// no nonce).
+	OIDCLogoutTokenInvalid Code = "oidc-logout-token-invalid"
+	// OIDCSessionRevoked: the session was ended by a back-channel logout
+	// of its provider.
+	OIDCSessionRevoked Code = "oidc-session-revoked"
+	// OIDCRefreshFailed: the provider refused to refresh the session; the
+	// browser signs in again.
+	OIDCRefreshFailed Code = "oidc-refresh-failed"
+	// OIDCStoreUnavailable: the sign-in state store (Redis) could not be
+	// reached (503).
+	OIDCStoreUnavailable Code = "oidc-store-unavailable"
+	// OIDCNotFound: no endpoint at this path (404) or method (405).
+	OIDCNotFound Code = "oidc-not-found"
+	// OIDCInternal: the gateway failed on its own side (500).
+	OIDCInternal Code = "oidc-internal"
+)
