@@ -32,9 +32,6 @@ func (g *Gateway) jar() signincookie.Jar {
 // wire.HostCookiePrefix when its cookies are Secure, else base.
 func (g *Gateway) cookieName(base string) string { return g.jar().Name(base) }
 
-// sessionCookieName is the name of the session cookie.
-func (g *Gateway) sessionCookieName() string { return g.jar().SessionName() }
-
 // setSessionCookie hands the browser its token (signincookie.Jar.SetSession).
 func (g *Gateway) setSessionCookie(w http.ResponseWriter, token string, exp time.Time) {
 	g.jar().SetSession(w, token, exp)

@@ -44,8 +44,8 @@ import (
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/issuer"
 	"github.com/svc-dev/svc/engine/loopback"
-	"github.com/svc-dev/svc/internal/signincookie"
 	"github.com/svc-dev/svc/engine/ratelimit"
+	"github.com/svc-dev/svc/internal/signincookie"
 	"github.com/svc-dev/svc/wire"
 )
 
