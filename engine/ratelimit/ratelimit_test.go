@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -147,5 +148,36 @@ func BenchmarkMemoryAllow(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		m.Allow(ctx, "acme")
+	}
+}
+
+// BenchmarkMemoryTenants spreads checks over 10 and 10k tenants, each
+// with a budget of its own read from a table, in a random order: the
+// per-check cost should not grow with the number of tenants.
+func BenchmarkMemoryTenants(b *testing.B) {
+	for _, n := range []int{10, 10_000} {
+		b.Run(fmt.Sprintf("tenants=%d", n), func(b *testing.B) {
+			names := make([]string, n)
+			table := make(map[string]int, n)
+			for i := range n {
+				names[i] = fmt.Sprintf("tenant-%05d", i)
+				table[names[i]] = 1<<30 + i
+			}
+			m := NewMemory(func(t string) int { return table[t] }, nil)
+			ctx := context.Background()
+			rng := rand.New(rand.NewPCG(1, 7))
+			order := make([]string, 1<<16)
+			for i := range order {
+				order[i] = names[rng.IntN(n)]
+			}
+			for _, t := range names {
+				m.Allow(ctx, t)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				m.Allow(ctx, order[i&(len(order)-1)])
+			}
+		})
 	}
 }
