@@ -181,3 +181,46 @@ func BenchmarkMemoryTenants(b *testing.B) {
 		})
 	}
 }
+
+// TestMemoryKeepsBucketsWhenTheTableChanges spends a tenant's budget and
+// checks that it stays spent while the table grows with other tenants
+// and shrinks when they go idle.
+func TestMemoryKeepsBucketsWhenTheTableChanges(t *testing.T) {
+	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	m := NewMemory(func(string) int { return 60 }, c.now)
+	ctx := context.Background()
+	spend := func() {
+		for {
+			if ok, _, _ := m.Allow(ctx, "spent"); !ok {
+				return
+			}
+		}
+	}
+	spend()
+	for i := range 5000 {
+		m.Allow(ctx, fmt.Sprintf("tenant-%d", i))
+	}
+	if ok, _, _ := m.Allow(ctx, "spent"); ok {
+		t.Fatal("a spent bucket was refilled when the table grew")
+	}
+	c.t = c.t.Add(50 * time.Second)
+	spend()
+	c.t = c.t.Add(20 * time.Second) // the others idle for 70s: swept
+	if ok, wait, _ := m.Allow(ctx, "spent"); !ok {
+		t.Fatalf("refused after 20s at 1 rps (retry after %v)", wait)
+	}
+	if n := m.Len(); n != 1 {
+		t.Fatalf("%d buckets after the sweep, want 1", n)
+	}
+	if len(m.slots) != minSlots {
+		t.Fatalf("%d slots after the sweep, want %d", len(m.slots), minSlots)
+	}
+	for range 19 {
+		if ok, _, _ := m.Allow(ctx, "spent"); !ok {
+			t.Fatal("a bucket lost tokens when the table shrank")
+		}
+	}
+	if ok, _, _ := m.Allow(ctx, "spent"); ok {
+		t.Fatal("a bucket gained tokens when the table shrank")
+	}
+}
