@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -147,5 +148,79 @@ func BenchmarkMemoryAllow(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		m.Allow(ctx, "acme")
+	}
+}
+
+// BenchmarkMemoryTenants spreads checks over 10 and 10k tenants, each
+// with a budget of its own read from a table, in a random order: the
+// per-check cost should not grow with the number of tenants.
+func BenchmarkMemoryTenants(b *testing.B) {
+	for _, n := range []int{10, 10_000} {
+		b.Run(fmt.Sprintf("tenants=%d", n), func(b *testing.B) {
+			names := make([]string, n)
+			table := make(map[string]int, n)
+			for i := range n {
+				names[i] = fmt.Sprintf("tenant-%05d", i)
+				table[names[i]] = 1<<30 + i
+			}
+			m := NewMemory(func(t string) int { return table[t] }, nil)
+			ctx := context.Background()
+			rng := rand.New(rand.NewPCG(1, 7))
+			order := make([]string, 1<<16)
+			for i := range order {
+				order[i] = names[rng.IntN(n)]
+			}
+			for _, t := range names {
+				m.Allow(ctx, t)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				m.Allow(ctx, order[i&(len(order)-1)])
+			}
+		})
+	}
+}
+
+// TestMemoryKeepsBucketsWhenTheTableChanges spends a tenant's budget and
+// checks that it stays spent while the table grows with other tenants
+// and shrinks when they go idle.
+func TestMemoryKeepsBucketsWhenTheTableChanges(t *testing.T) {
+	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	m := NewMemory(func(string) int { return 60 }, c.now)
+	ctx := context.Background()
+	spend := func() {
+		for {
+			if ok, _, _ := m.Allow(ctx, "spent"); !ok {
+				return
+			}
+		}
+	}
+	spend()
+	for i := range 5000 {
+		m.Allow(ctx, fmt.Sprintf("tenant-%d", i))
+	}
+	if ok, _, _ := m.Allow(ctx, "spent"); ok {
+		t.Fatal("a spent bucket was refilled when the table grew")
+	}
+	c.t = c.t.Add(50 * time.Second)
+	spend()
+	c.t = c.t.Add(20 * time.Second) // the others idle for 70s: swept
+	if ok, wait, _ := m.Allow(ctx, "spent"); !ok {
+		t.Fatalf("refused after 20s at 1 rps (retry after %v)", wait)
+	}
+	if n := m.Len(); n != 1 {
+		t.Fatalf("%d buckets after the sweep, want 1", n)
+	}
+	if len(m.slots) != minSlots {
+		t.Fatalf("%d slots after the sweep, want %d", len(m.slots), minSlots)
+	}
+	for range 19 {
+		if ok, _, _ := m.Allow(ctx, "spent"); !ok {
+			t.Fatal("a bucket lost tokens when the table shrank")
+		}
+	}
+	if ok, _, _ := m.Allow(ctx, "spent"); ok {
+		t.Fatal("a bucket gained tokens when the table shrank")
 	}
 }
