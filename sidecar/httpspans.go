@@ -93,11 +93,12 @@ func (d *decisionSpans) serve(ctx context.Context, w http.ResponseWriter, r *htt
 		return
 	}
 	span.SetAttributes(requestAttrs(r)...)
+	// One allocation holds the writer, the body's counter and the
+	// response's attributes.
 	rw := &spanWriter{ResponseWriter: w}
-	var body *spanBody
 	if r.Body != nil && r.Body != http.NoBody {
-		body = &spanBody{ReadCloser: r.Body}
-		r.Body = body
+		rw.body.ReadCloser = r.Body
+		r.Body = &rw.body
 	}
 	defer span.End()
 	next.ServeHTTP(rw, r)
@@ -106,13 +107,13 @@ func (d *decisionSpans) serve(ctx context.Context, w http.ResponseWriter, r *htt
 	if status == 0 {
 		status = http.StatusOK // what net/http answers a handler that wrote nothing
 	}
-	attrs := make([]attribute.KeyValue, 0, 4)
+	attrs := rw.attrs[:0]
 	if route := httpRoute(r.Pattern); route != "" {
-		span.SetName(spanMethod(r.Method) + " " + route)
+		span.SetName(routeSpanName(r.Method, r.Pattern, route))
 		attrs = append(attrs, semconv.HTTPRoute(route))
 	}
-	if body != nil && body.n > 0 {
-		attrs = append(attrs, semconv.HTTPRequestBodySize(int(body.n)))
+	if rw.body.n > 0 {
+		attrs = append(attrs, semconv.HTTPRequestBodySize(int(rw.body.n)))
 	}
 	if rw.n > 0 {
 		attrs = append(attrs, semconv.HTTPResponseBodySize(int(rw.n)))
@@ -125,6 +126,19 @@ func (d *decisionSpans) serve(ctx context.Context, w http.ResponseWriter, r *htt
 	case status >= 500:
 		span.SetStatus(codes.Error, "")
 	}
+}
+
+// routeSpanName is the span name of a request of method that the mux
+// matched to pattern, whose route is route: "METHOD route". It is the
+// pattern itself when that names the method and no host, as the
+// sidecar's decision patterns do ("GET /check").
+func routeSpanName(method, pattern, route string) string {
+	m := spanMethod(method)
+	if len(pattern) == len(m)+1+len(route) && strings.HasPrefix(pattern, m) &&
+		pattern[len(m)] == ' ' && strings.HasSuffix(pattern, route) {
+		return pattern
+	}
+	return m + " " + route
 }
 
 // spanMethod is the method as a span name has it: "HTTP" for a method
@@ -263,11 +277,14 @@ func httpRoute(pattern string) string {
 }
 
 // spanWriter is the ResponseWriter of a request whose span records: it
-// keeps the status and counts the body's bytes.
+// keeps the status and counts the body's bytes. It also holds the
+// request body's counter and room for the response's attributes.
 type spanWriter struct {
 	http.ResponseWriter
 	status int
 	n      int64
+	body   spanBody
+	attrs  [4]attribute.KeyValue
 }
 
 func (w *spanWriter) WriteHeader(code int) {

@@ -124,3 +124,17 @@ func TestDecisionSpanUnsampled(t *testing.T) {
 		t.Errorf("%.0f allocations per unsampled request, want at most 4", allocs)
 	}
 }
+
+func TestRouteSpanName(t *testing.T) {
+	for _, tc := range []struct{ method, pattern, want string }{
+		{"GET", "GET /check", "GET /check"},
+		{"POST", "/check", "POST /check"},
+		{"get", "/check/envoy/", "GET /check/envoy/"},
+		{"BREW", "/check", "HTTP /check"},
+		{"GET", "GET example.com/check", "GET /check"},
+	} {
+		if got := routeSpanName(tc.method, tc.pattern, httpRoute(tc.pattern)); got != tc.want {
+			t.Errorf("routeSpanName(%q, %q) = %q, want %q", tc.method, tc.pattern, got, tc.want)
+		}
+	}
+}
