@@ -153,29 +153,19 @@ func spanMethod(m string) string {
 	return "HTTP"
 }
 
+// methodAttrs are http.request.method of the methods HTTP defines.
+var methodAttrs = map[string]attribute.KeyValue{
+	http.MethodGet: semconv.HTTPRequestMethodGet, http.MethodPost: semconv.HTTPRequestMethodPost,
+	http.MethodHead: semconv.HTTPRequestMethodHead, http.MethodPut: semconv.HTTPRequestMethodPut,
+	http.MethodPatch: semconv.HTTPRequestMethodPatch, http.MethodDelete: semconv.HTTPRequestMethodDelete,
+	http.MethodOptions: semconv.HTTPRequestMethodOptions, http.MethodConnect: semconv.HTTPRequestMethodConnect,
+	http.MethodTrace: semconv.HTTPRequestMethodTrace,
+}
+
 // methodAttr is http.request.method of a method HTTP defines.
 func methodAttr(m string) (attribute.KeyValue, bool) {
-	switch m {
-	case http.MethodGet:
-		return semconv.HTTPRequestMethodGet, true
-	case http.MethodPost:
-		return semconv.HTTPRequestMethodPost, true
-	case http.MethodHead:
-		return semconv.HTTPRequestMethodHead, true
-	case http.MethodPut:
-		return semconv.HTTPRequestMethodPut, true
-	case http.MethodPatch:
-		return semconv.HTTPRequestMethodPatch, true
-	case http.MethodDelete:
-		return semconv.HTTPRequestMethodDelete, true
-	case http.MethodOptions:
-		return semconv.HTTPRequestMethodOptions, true
-	case http.MethodConnect:
-		return semconv.HTTPRequestMethodConnect, true
-	case http.MethodTrace:
-		return semconv.HTTPRequestMethodTrace, true
-	}
-	return attribute.KeyValue{}, false
+	a, ok := methodAttrs[m]
+	return a, ok
 }
 
 // requestAttrs are the attributes of a request's server span, as

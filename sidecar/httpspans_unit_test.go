@@ -125,16 +125,19 @@ func TestDecisionSpanUnsampled(t *testing.T) {
 	}
 }
 
+// TestRouteSpanName: "METHOD route", the pattern itself when it reads so.
 func TestRouteSpanName(t *testing.T) {
-	for _, tc := range []struct{ method, pattern, want string }{
-		{"GET", "GET /check", "GET /check"},
-		{"POST", "/check", "POST /check"},
-		{"get", "/check/envoy/", "GET /check/envoy/"},
-		{"BREW", "/check", "HTTP /check"},
-		{"GET", "GET example.com/check", "GET /check"},
-	} {
-		if got := routeSpanName(tc.method, tc.pattern, httpRoute(tc.pattern)); got != tc.want {
-			t.Errorf("routeSpanName(%q, %q) = %q, want %q", tc.method, tc.pattern, got, tc.want)
+	names := map[[2]string]string{ // method, pattern: name
+		{"GET", "GET /check"}:            "GET /check",
+		{"POST", "/check"}:               "POST /check",
+		{"get", "/check/envoy/"}:         "GET /check/envoy/",
+		{"BREW", "/check"}:               "HTTP /check",
+		{"GET", "GET example.com/check"}: "GET /check",
+	}
+	for in, want := range names {
+		got := routeSpanName(in[0], in[1], httpRoute(in[1]))
+		if got != want {
+			t.Errorf("routeSpanName(%q, %q) = %q, want %q", in[0], in[1], got, want)
 		}
 	}
 }
