@@ -89,12 +89,12 @@ func TestDecisionSpanAttributes(t *testing.T) {
 			}
 			for k, v := range tc.want {
 				if got[k] != v {
-					t.Errorf("%s = %v, want %v", k, got[k].Emit(), v.Emit())
+					t.Errorf("%s = %v, want %v", k, got[k].String(), v.String())
 				}
 			}
 			for k := range got {
 				if _, ok := tc.want[k]; !ok {
-					t.Errorf("unexpected attribute %s = %v", k, got[k].Emit())
+					t.Errorf("unexpected attribute %s = %v", k, got[k].String())
 				}
 			}
 		})
