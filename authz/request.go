@@ -2,7 +2,6 @@ package authz
 
 import (
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/svc-dev/svc/internal/resattrs"
@@ -42,14 +41,14 @@ func (req AuthorizeRequest) Normalized() (AuthorizeRequest, error) {
 	if req.Action == "" {
 		return AuthorizeRequest{}, reason.New(reason.InputInvalid, "action is required")
 	}
-	if err := checkText("action", req.Action, maxActionLen); err != nil {
+	if err := resattrs.CheckText("action", req.Action, maxActionLen); err != nil {
 		return AuthorizeRequest{}, err
 	}
 	res := req.Resource
 	for _, f := range []struct{ name, v string }{
 		{"resource.type", res.Type}, {"resource.id", res.ID}, {"resource.tenant", res.Tenant},
 	} {
-		if err := checkText(f.name, f.v, maxResourceField); err != nil {
+		if err := resattrs.CheckText(f.name, f.v, maxResourceField); err != nil {
 			return AuthorizeRequest{}, err
 		}
 	}
@@ -81,7 +80,7 @@ func requestOf(r *RequestInfo) (*RequestInfo, error) {
 	}{
 		{"request.method", r.Method, maxMethodLen}, {"request.path", r.Path, maxPathLen}, {"request.host", r.Host, maxHostLen},
 	} {
-		if err := checkText(f.name, f.v, f.max); err != nil {
+		if err := resattrs.CheckText(f.name, f.v, f.max); err != nil {
 			return nil, err
 		}
 	}
@@ -115,24 +114,6 @@ func requestOf(r *RequestInfo) (*RequestInfo, error) {
 		}
 	}
 	return out, nil
-}
-
-// checkText rejects values that are too long, not UTF-8 or that hold
-// control characters (which would corrupt logs and audit lines). The
-// message names the field, never its value.
-func checkText(field, v string, max int) error {
-	if len(v) > max {
-		return reason.New(reason.InputInvalid, "%s is longer than %d bytes", field, max)
-	}
-	if !utf8.ValidString(v) {
-		return reason.New(reason.InputInvalid, "%s is not valid UTF-8", field)
-	}
-	for _, r := range v {
-		if unicode.IsControl(r) {
-			return reason.New(reason.InputInvalid, "%s holds a control character", field)
-		}
-	}
-	return nil
 }
 
 // validHeaderName reports whether s is an RFC 9110 token.

@@ -70,17 +70,21 @@ func notJSON() error {
 	return reason.New(reason.InputInvalid, "resource.attributes holds a value that is not JSON")
 }
 
-// checkKey checks one key of the attributes or of an object in them:
-// short, UTF-8, no control characters (which would corrupt log lines).
-func checkKey(k string) error {
-	const field = "a key of resource.attributes"
-	if len(k) > MaxKeyLen {
-		return reason.New(reason.InputInvalid, "%s is longer than %d bytes", field, MaxKeyLen)
+// checkKey checks one key of the attributes or of an object in them.
+func checkKey(k string) error { return CheckText("a key of resource.attributes", k, MaxKeyLen) }
+
+// CheckText rejects a text field of a decision request that is longer
+// than max bytes, not UTF-8 or that holds control characters (which
+// would corrupt log and audit lines): reason.InputInvalid, the message
+// naming the field, never its value.
+func CheckText(field, v string, max int) error {
+	if len(v) > max {
+		return reason.New(reason.InputInvalid, "%s is longer than %d bytes", field, max)
 	}
-	if !utf8.ValidString(k) {
+	if !utf8.ValidString(v) {
 		return reason.New(reason.InputInvalid, "%s is not valid UTF-8", field)
 	}
-	for _, r := range k {
+	for _, r := range v {
 		if unicode.IsControl(r) {
 			return reason.New(reason.InputInvalid, "%s holds a control character", field)
 		}
