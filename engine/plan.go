@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/svc-dev/svc/engine/policy"
@@ -27,26 +28,21 @@ func (e *Engine) planScope(ctx context.Context, req *Request) (Result, error) {
 	if _, err := plan.ParseDialect(string(req.Dialect)); err != nil {
 		return Result{}, reason.Wrap(reason.InputInvalid, err, "resource plan")
 	}
-	if req.Input.Resource.Type == "" {
-		req.Input.Resource.Type = actionResource(req.Input.Action)
+	if typ, _, ok := strings.Cut(req.Input.Action, ":"); ok && req.Input.Resource.Type == "" {
+		req.Input.Resource.Type = typ
 	}
 	req.Input.Resource = policy.Resource{Type: req.Input.Resource.Type}
 	req.Input.Request, req.Completer = nil, nil
 	res, err := e.authorize(ctx, req)
 	if res.Plan.Kind == "" {
-		res.Plan = Plan{Kind: plan.AlwaysDenied, SQL: plan.SQL{Where: plan.WhereFalse, Params: []any{}}}
+		res.Plan = deniedPlan()
 	}
 	return res, err
 }
 
-// actionResource is the resource of "<resource>:<verb>", or "".
-func actionResource(action string) string {
-	for i := range len(action) {
-		if action[i] == ':' {
-			return action[:i]
-		}
-	}
-	return ""
+// deniedPlan permits no resource.
+func deniedPlan() Plan {
+	return Plan{Kind: plan.AlwaysDenied, SQL: plan.SQL{Where: plan.WhereFalse, Params: []any{}}}
 }
 
 // planResources plans for the completed input and records the plan as a
@@ -90,7 +86,7 @@ func (e *Engine) planResources(ctx context.Context, start time.Time, res Result,
 	}
 	if logErr := e.record(ctx, start, res, req); logErr != nil {
 		res, err := unlogged(res, logErr)
-		res.Plan = Plan{Kind: plan.AlwaysDenied, SQL: plan.SQL{Where: plan.WhereFalse, Params: []any{}}}
+		res.Plan = deniedPlan()
 		return res, err
 	}
 	return res, nil

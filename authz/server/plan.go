@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -44,7 +45,7 @@ func (s *Server) planResources(ctx context.Context, source string, req *authzv1.
 	}
 	dialect, err := plan.ParseDialect(req.GetDialect())
 	if err != nil {
-		return nil, apiErrorOf(reason.Wrap(reason.InputInvalid, err, "dialect %q is not postgres, sqlite or mysql", req.GetDialect()), reason.InputInvalid)
+		return nil, &apiError{code: reason.InputInvalid, msg: strings.TrimPrefix(err.Error(), "plan: ")}
 	}
 	res, err := s.d.Decide(ctx, engine.Request{
 		Scope: engine.ScopePlan, Credential: cred, Source: source, Dialect: dialect,
