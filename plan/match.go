@@ -34,23 +34,17 @@ const (
 
 func (c *Condition) eval(r Row) truth {
 	switch c.Op {
-	case And:
-		out := yes
-		for _, a := range c.Args {
-			switch a.eval(r) {
-			case no:
-				return no
-			case unknown:
-				out = unknown
-			}
+	case And, Or:
+		// and stops at the first false, or at the first true; an
+		// unknown argument makes the rest unknown.
+		stop, out := no, yes
+		if c.Op == Or {
+			stop, out = yes, no
 		}
-		return out
-	case Or:
-		out := no
 		for _, a := range c.Args {
-			switch a.eval(r) {
-			case yes:
-				return yes
+			switch v := a.eval(r); v {
+			case stop:
+				return stop
 			case unknown:
 				out = unknown
 			}

@@ -169,3 +169,30 @@ func FuzzCondition(f *testing.F) {
 		}
 	})
 }
+
+// TestMatchIsWhatSQLSelects: three-valued logic, a missing field unknown,
+// "not" true unless its argument holds.
+func TestMatchIsWhatSQLSelects(t *testing.T) {
+	owner := &Condition{Op: Eq, Field: "attributes.owner", Value: "alice"}
+	open := &Condition{Op: Eq, Field: "attributes.status", Value: "open"}
+	none := Row{ID: "1"}
+	alices := Row{ID: "2", Attributes: map[string]any{"owner": "alice"}}
+	for _, tc := range []struct {
+		c    *Condition
+		r    Row
+		want bool
+	}{
+		{&Condition{Op: And, Args: []*Condition{owner, open}}, alices, false},
+		{&Condition{Op: Or, Args: []*Condition{open, owner}}, alices, true},
+		{&Condition{Op: Or, Args: []*Condition{open, owner}}, none, false},
+		{&Condition{Op: Not, Arg: &Condition{Op: And, Args: []*Condition{owner, open}}}, alices, true},
+		{&Condition{Op: Not, Arg: owner}, none, true},
+		{&Condition{Op: In, Field: "attributes.owner", Values: []any{"bob", "alice"}}, alices, true},
+		{&Condition{Op: Ge, Field: "attributes.n", Value: json.Number("2")}, Row{Attributes: map[string]any{"n": 2.0}}, true},
+		{&Condition{Op: Ne, Field: "attributes.owner", Value: nil}, none, false},
+	} {
+		if got := tc.c.Match(tc.r); got != tc.want {
+			t.Errorf("%s on row %s: %v, want %v", tc.c, tc.r.ID, got, tc.want)
+		}
+	}
+}
