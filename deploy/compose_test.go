@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -220,6 +221,7 @@ func TestComposeDemo(t *testing.T) {
 		t.Errorf("sidecar issuer %q audiences %q, provider issuer %q resource %q", cfg.JWT.Issuer, cfg.JWT.Audiences, idp.Issuer, idp.Resource)
 	}
 	checkPublished(t, p.Services["envoy"], net.JoinHostPort(idp.Host, strconv.Itoa(idp.Port)))
+	checkComposeOIDC(t, p, cfg, idpFile)
 
 	// SAML: the sidecar's gateway and the IdP know each other's metadata,
 	// in the shared namespace; the IdP and the browser's way in through
@@ -243,9 +245,7 @@ func TestComposeDemo(t *testing.T) {
 	}
 	checkPublished(t, p.Services["envoy"], "0.0.0.0:"+samlEnv["SAMLIDP_PORT"])
 	usersFile := mountOf(t, saml, samlEnv["SAMLIDP_USERS_FILE"])
-	var samlUsers map[string]struct {
-		Tenant string `json:"tenant"`
-	}
+	var samlUsers map[string]demoUser
 	if raw, err := os.ReadFile(usersFile); err != nil || yaml.Unmarshal(raw, &samlUsers) != nil {
 		t.Fatalf("%s: %v", usersFile, err)
 	}
@@ -284,6 +284,80 @@ func TestComposeDemo(t *testing.T) {
 	}
 	if !strings.HasPrefix(flag(args, "--target"), "http://envoy:8080") {
 		t.Errorf("traffic targets %s, not Envoy", flag(args, "--target"))
+	}
+}
+
+// idpClient is a client of the demo's OpenID provider configuration.
+type idpClient struct {
+	ID           string   `json:"client_id"`
+	Secret       string   `json:"client_secret"`
+	RedirectURIs []string `json:"redirect_uris"`
+}
+
+// demoUser is a person of deploy/demo/saml-users.json.
+type demoUser struct {
+	Tenant string `json:"tenant"`
+}
+
+// checkComposeOIDC checks the demo's OpenID Connect sign-in: the sidecar's
+// [sdk.oidc] names the provider of idpFile, a client registered there for
+// the authorization code flow with the redirect URL behind Envoy, and the
+// client's secret in a mounted file; the provider's people, mounted beside
+// its configuration, are of the sidecar's tenant.
+func checkComposeOIDC(t *testing.T, p *types.Project, cfg config.Config, idpFile string) {
+	t.Helper()
+	o := cfg.SDK.OIDC
+	if o == nil {
+		t.Fatal("the sidecar has no [sdk.oidc]")
+	}
+	raw, err := os.ReadFile(idpFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idp struct {
+		Issuer    string      `json:"issuer"`
+		UsersFile string      `json:"users_file"`
+		Clients   []idpClient `json:"clients"`
+	}
+	if err := yaml.Unmarshal(raw, &idp); err != nil {
+		t.Fatal(err)
+	}
+	if o.IssuerURL != idp.Issuer {
+		t.Errorf("sdk.oidc.issuer_url %s, the provider's issuer %s", o.IssuerURL, idp.Issuer)
+	}
+	if want := "http://localhost:8080" + o.PathPrefix + "/callback"; o.RedirectURL != want {
+		t.Errorf("sdk.oidc.redirect_url %s, want Envoy's %s", o.RedirectURL, want)
+	}
+	i := slices.IndexFunc(idp.Clients, func(c idpClient) bool { return c.ID == o.ClientID })
+	if i < 0 {
+		t.Fatalf("the provider has no client %q", o.ClientID)
+	}
+	c := idp.Clients[i]
+	if !slices.Contains(c.RedirectURIs, o.RedirectURL) {
+		t.Errorf("client %s redirects to %q, not to %s", c.ID, c.RedirectURIs, o.RedirectURL)
+	}
+	if o.ClientSecretFile == "" {
+		t.Fatal("sdk.oidc has no client_secret_file")
+	}
+	secret, err := os.ReadFile(mountOf(t, p.Services["sidecar"], o.ClientSecretFile))
+	if err != nil || strings.TrimSpace(string(secret)) != c.Secret {
+		t.Errorf("the sidecar's client secret file does not hold client %s's secret (%v)", c.ID, err)
+	}
+	if idp.UsersFile == "" {
+		t.Fatal("the provider has no users_file: no one signs in")
+	}
+	oidc := p.Services["oidc"]
+	dir := filepath.Dir(composeEnv(oidc)["IDP_CONFIG_FILE"])
+	users, err := os.ReadFile(mountOf(t, oidc, filepath.Join(dir, idp.UsersFile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var people map[string]demoUser
+	if err := yaml.Unmarshal(users, &people); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(slices.Collect(maps.Values(people)), func(u demoUser) bool { return u.Tenant == cfg.SDK.TenantID }) {
+		t.Errorf("no user of the provider is of tenant %s", cfg.SDK.TenantID)
 	}
 }
 
@@ -406,7 +480,7 @@ func TestComposeNginxStandIn(t *testing.T) {
 			t.Errorf("deploy/demo/nginx.conf has no %q", want)
 		}
 	}
-	for _, loc := range []string{"location /auth/saml/ {", "location /orders {", "location /invoices {"} {
+	for _, loc := range []string{"location /auth/oidc/ {", "location /auth/saml/ {", "location /orders {", "location /invoices {"} {
 		if !strings.Contains(string(raw), loc) {
 			t.Errorf("deploy/demo/nginx.conf has no %q, a route of deploy/demo/envoy.yaml", loc)
 		}

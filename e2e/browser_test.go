@@ -49,17 +49,7 @@ func TestShippedProxiesBrowserSignIn(t *testing.T) {
 			browser := newBrowser()
 			get := func(path string, headers ...string) (*http.Response, string) {
 				t.Helper()
-				req, _ := http.NewRequest(http.MethodGet, front+path, nil)
-				for i := 0; i < len(headers); i += 2 {
-					req.Header.Set(headers[i], headers[i+1])
-				}
-				resp, err := browser.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer resp.Body.Close()
-				b, _ := readBody(resp)
-				return resp, b
+				return getBody(t, browser, front+path, headers...)
 			}
 
 			resp, body := get("/orders/42?x=1", "Accept", browserAccept)
@@ -193,6 +183,23 @@ func startShippedProxyOn(t *testing.T, front, name, file string, args func(dir, 
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// getBody GETs u with client c and the headers (name, value, ...), and
+// returns the answer with its body read.
+func getBody(t *testing.T, c *http.Client, u string, headers ...string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	for i := 0; i < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := readBody(resp)
+	return resp, b
 }
 
 func readBody(resp *http.Response) (string, error) {

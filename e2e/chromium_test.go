@@ -3,13 +3,16 @@ package e2e
 import (
 	"bytes"
 	"fmt"
+	"html"
 	"html/template"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +26,8 @@ import (
 // A real browser (headless Chromium) through the demo's front proxy: what
 // a person sees signing in, out, being refused, and what the browser keeps.
 
-// browserDemo is the SAML demo and one browser in front of it.
+// browserDemo is the demo with browser sign-in and one browser in front
+// of it.
 type browserDemo struct {
 	demoSAML
 	b *harness.Browser
@@ -31,8 +35,9 @@ type browserDemo struct {
 	front string
 }
 
-// startBrowserDemo starts the demo with SAML sign-on and a browser, once
-// the gateway has the IdP's metadata (before, sign-in answers 503).
+// startBrowserDemo starts the demo with browser sign-in (OpenID Connect
+// and SAML, or SAML alone with opts.samlOnly) and a browser, once the SAML
+// gateway has the IdP's metadata (before, its sign-in answers 503).
 func startBrowserDemo(t *testing.T, opts demoOptions) browserDemo {
 	t.Helper()
 	d := startDemoSAML(t, opts)
@@ -176,11 +181,12 @@ func deniedRecord(t *testing.T, s *harness.Sidecar, user, action, id, reason str
 }
 
 // TestBrowserSAML follows a person through the demo behind nginx on
-// deploy/demo/nginx.conf: sign-in from a protected page, the session
+// deploy/demo/nginx.conf, with SAML the only sign-in, so that a browser
+// goes straight to the IdP: sign-in from a protected page, the session
 // cookie, the home page, a sidecar restart, sign-out, a refusal, and a
 // login-CSRF attempt from another site.
 func TestBrowserSAML(t *testing.T) {
-	d := startBrowserDemo(t, demoOptions{})
+	d := startBrowserDemo(t, demoOptions{samlOnly: true})
 
 	if !t.Run("sign-in from a protected page lands on it", func(t *testing.T) {
 		// A query of several parameters comes back whole.
@@ -255,7 +261,7 @@ func TestBrowserSAML(t *testing.T) {
 
 	t.Run("sign-out lands on the sign-in page", func(t *testing.T) {
 		d.signedIn(t, "dana")
-		// Sign out goes to the landing page (sdk.saml.default_return_to,
+		// Sign out goes to the landing page (sdk.session.default_return_to,
 		// /home), which is protected: without a session the browser is
 		// sent to sign in, where the person may pick someone else.
 		d.b.Click(t, "#logout")
@@ -273,6 +279,115 @@ func TestBrowserSAML(t *testing.T) {
 	t.Run("a refusal is a page for people", func(t *testing.T) { refusalPage(t, d) })
 
 	t.Run("login CSRF from another site fails", func(t *testing.T) { loginCSRF(t, d) })
+}
+
+// TestBrowserDemo walks step 3 of docs/demo.md in Chromium, on the demo
+// as shipped, with both sign-ins: for each row of the step's table, a
+// protected page sends the browser to the sign-in page, which offers
+// OpenID Connect and SAML; the row's link leads to that provider's
+// "Sign in as" page, and its user brings the browser back to the page,
+// signed in, then the home page (an allowed request) names them. Between
+// the rows, "Sign out" leads to the sign-in page again. Last, a user of
+// another tenant signing in with OpenID Connect is refused.
+func TestBrowserDemo(t *testing.T) {
+	rows := readmeSignIns(t)
+	d := startBrowserDemo(t, demoOptions{})
+	for i, row := range rows {
+		if !t.Run(row.signIn, func(t *testing.T) {
+			if i > 0 {
+				d.signOut(t)
+			}
+			d.b.Navigate(t, d.front+row.path)
+			d.chooseSignIn(t, row.path, row.link)
+			d.pickOn(t, row.signIn, row.user)
+			d.b.WaitPage(t, 30*time.Second, d.at(row.path, row.want...))
+
+			subject := ""
+			for _, w := range row.want {
+				if v, ok := strings.CutPrefix(w, `"subject":"`); ok {
+					subject = strings.TrimSuffix(v, `"`)
+				}
+			}
+			if subject == "" {
+				t.Fatalf("docs/demo.md: the %s sign-in shows no subject: %q", row.signIn, row.want)
+			}
+			// Signed in: the next request passes the check on the cookie.
+			d.b.Navigate(t, d.front+"/home")
+			d.b.WaitPage(t, 20*time.Second, d.at("/home", "Subject\n"+subject, "Tenant\ndemo"))
+			c := d.session(t)
+			if c == nil || !c.HTTPOnly || c.SameSite != network.CookieSameSiteLax || c.Path != "/" {
+				t.Errorf("session cookie %+v; want HttpOnly, SameSite=Lax, Path /", c)
+			}
+			if st := d.b.Cookie(t, d.front+"/auth/oidc/callback", "svc_session_oidc"); st != nil {
+				t.Errorf("the OpenID Connect state cookie outlived the sign-in: %+v", st)
+			}
+		}) {
+			return
+		}
+	}
+
+	t.Run("OpenID Connect, another tenant is refused", func(t *testing.T) {
+		d.signOut(t)
+		d.b.Navigate(t, d.front+"/orders/7")
+		d.chooseSignIn(t, "/orders/7", "Sign in with OpenID Connect")
+		d.pickOn(t, "OpenID Connect", "olga")
+		p := d.b.WaitPage(t, 30*time.Second, d.at("/orders/7", "policy-deny"))
+		if !strings.Contains(p.Text, "tenant-mismatch") {
+			t.Errorf("the refusal page does not say why (tenant-mismatch): %s", p)
+		}
+		if doc := d.lastDocument(t, d.front+"/orders/7"); doc.Status != http.StatusForbidden || doc.MIMEType != "text/html" {
+			t.Errorf("answer %+v, want 403 text/html", doc)
+		}
+	})
+}
+
+// chooseSignIn waits for the sign-in page the browser is sent to from
+// path, which must offer OpenID Connect and SAML, and clicks its link
+// named link.
+func (d browserDemo) chooseSignIn(t *testing.T, path, link string) {
+	t.Helper()
+	d.b.WaitPage(t, 30*time.Second, func(p harness.Page) bool {
+		return p.URL == d.front+"/auth/oidc/login?return_to="+url.QueryEscape(path) &&
+			strings.Contains(p.Text, "Sign in with OpenID Connect") && strings.Contains(p.Text, "Sign in with SAML single sign-on")
+	})
+	m := regexp.MustCompile(`<a class="p" href="([^"]+)">` + regexp.QuoteMeta(link) + `</a>`).FindStringSubmatch(d.b.HTML(t))
+	if m == nil {
+		t.Fatalf("the sign-in page has no link %q:\n%s", link, d.b.HTML(t))
+	}
+	d.b.Click(t, fmt.Sprintf(`a[href=%q]`, html.UnescapeString(m[1])))
+}
+
+// pickOn clicks user on the "Sign in as" page of the provider of signIn
+// ("OpenID Connect" or "SAML"), which the browser must show.
+func (d browserDemo) pickOn(t *testing.T, signIn, user string) {
+	t.Helper()
+	switch signIn {
+	case "SAML":
+		d.pickUser(t, user)
+		return
+	case "OpenID Connect":
+	default:
+		t.Fatalf("no provider for the sign-in %q", signIn)
+	}
+	d.b.WaitPage(t, 30*time.Second, func(p harness.Page) bool {
+		return strings.HasPrefix(p.URL, d.idp.Issuer+"/interaction/") && strings.Contains(p.Text, "Sign in as")
+	})
+	d.b.Click(t, fmt.Sprintf(`button[name="user"][value=%q]`, user))
+}
+
+// signOut clicks "Sign out" on the home page, signed in, which must lead
+// to the sign-in page.
+func (d browserDemo) signOut(t *testing.T) {
+	t.Helper()
+	d.b.Navigate(t, d.front+"/home")
+	d.b.WaitPage(t, 20*time.Second, d.at("/home", "Sign out"))
+	d.b.Click(t, "#logout")
+	d.b.WaitPage(t, 30*time.Second, func(p harness.Page) bool {
+		return strings.HasPrefix(p.URL, d.front+"/auth/oidc/login?") && strings.Contains(p.Text, "Sign in with OpenID Connect")
+	})
+	if c := d.session(t); c != nil {
+		t.Errorf("the session cookie survived sign-out: %+v", c)
+	}
 }
 
 // loginCSRF: an attacker signs in at the IdP as themselves, answering a
@@ -336,7 +451,7 @@ func loginCSRF(t *testing.T, d browserDemo) {
 // deploy/caddy/Caddyfile (forward_auth), with the orders service as its
 // application: sign-in, sign-out to another user, a refusal.
 func TestBrowserSAMLCaddy(t *testing.T) {
-	d := startBrowserDemo(t, demoOptions{caddy: true})
+	d := startBrowserDemo(t, demoOptions{caddy: true, samlOnly: true})
 	if !t.Run("sign-in from a protected page lands on it", func(t *testing.T) {
 		d.signIn(t, "/orders/7", "dana", `"subject":"dana@demo.example"`)
 		if c := d.session(t); c == nil || !c.HTTPOnly || c.SameSite != network.CookieSameSiteLax {
@@ -360,7 +475,8 @@ func TestBrowserSAMLCaddy(t *testing.T) {
 func TestBrowserSAMLSessionExpiry(t *testing.T) {
 	const ttl = 3 * time.Second
 	d := startBrowserDemo(t, demoOptions{
-		env: map[string]string{"SVC_SAML_TOKEN_TTL": ttl.String()},
+		samlOnly: true,
+		env:      map[string]string{"SVC_SAML_TOKEN_TTL": ttl.String()},
 		// Without the default 30s of clock skew the token is refused as
 		// soon as it expires.
 		config: func(toml string) string {

@@ -27,17 +27,24 @@ var (
 // 1 to step 3, with shell line continuations joined.
 func readmeWalkthrough(t *testing.T) string {
 	t.Helper()
+	return regexp.MustCompile(`\\\n\s*`).ReplaceAllString(demoDocSteps(t, "**1. Get a token.**", "**3. Sign in in a browser"), " ")
+}
+
+// demoDocSteps returns the text of docs/demo.md from the step starting
+// with from up to the one starting with to.
+func demoDocSteps(t *testing.T, from, to string) string {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "docs", "demo.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(raw)
-	start := strings.Index(s, "**1. Get a token.**")
-	end := strings.Index(s, "**3. Sign in with SAML")
+	start := strings.Index(s, from)
+	end := strings.Index(s, to)
 	if start < 0 || end < start {
-		t.Fatal("docs/demo.md: no walkthrough steps 1 and 2")
+		t.Fatalf("docs/demo.md: no walkthrough from %q to %q", from, to)
 	}
-	return regexp.MustCompile(`\\\n\s*`).ReplaceAllString(s[start:end], " ")
+	return s[start:end]
 }
 
 // checkReadmeWalkthrough runs the README's token commands against the
@@ -129,4 +136,53 @@ func checkReadmeWalkthrough(t *testing.T, m demoMesh) {
 	if calls < 4 {
 		t.Errorf("README: %d calls through the front proxy, want the allowed call and three denials", calls)
 	}
+}
+
+// readmeSignIn is a row of the table of docs/demo.md's step 3: a sign-in
+// in the browser, from the page opened to what is seen on it.
+type readmeSignIn struct {
+	// signIn is the provider's kind, "OpenID Connect" or "SAML".
+	signIn string
+	// path is the page opened on the front proxy.
+	path string
+	// link is the text of the sign-in page's link that is clicked.
+	link string
+	// user is the user clicked on the provider's page.
+	user string
+	// want are the texts seen on the page once signed in.
+	want []string
+}
+
+var (
+	readmeSignInRow = regexp.MustCompile(`^\| ([^|]+) \| <http://localhost:8080(/[^>]*)> \| ([^|]+) \| ` + "`" + `(\w+)` + "`" + ` \| ([^|]+) \|$`)
+	codeSpan        = regexp.MustCompile("`([^`]+)`")
+)
+
+// readmeSignIns returns the sign-ins of docs/demo.md's step 3, one per
+// provider.
+func readmeSignIns(t *testing.T) []readmeSignIn {
+	t.Helper()
+	var out []readmeSignIn
+	for _, line := range strings.Split(demoDocSteps(t, "**3. Sign in in a browser", "**4. "), "\n") {
+		m := readmeSignInRow.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		r := readmeSignIn{signIn: m[1], path: m[2], link: strings.TrimSpace(m[3]), user: m[4]}
+		for _, c := range codeSpan.FindAllStringSubmatch(m[5], -1) {
+			r.want = append(r.want, c[1])
+		}
+		if len(r.want) == 0 {
+			t.Fatalf("docs/demo.md: the sign-in %q shows nothing", line)
+		}
+		out = append(out, r)
+	}
+	kinds := map[string]bool{}
+	for _, r := range out {
+		kinds[r.signIn] = true
+	}
+	if len(out) != 2 || !kinds["OpenID Connect"] || !kinds["SAML"] {
+		t.Fatalf("docs/demo.md step 3: sign-ins %+v, want one with OpenID Connect and one with SAML", out)
+	}
+	return out
 }

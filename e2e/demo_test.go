@@ -56,14 +56,21 @@ type demoOptions struct {
 	// config, when set, edits deploy/demo/svc.toml before the sidecar
 	// reads it.
 	config func(string) string
+	// samlOnly removes [sdk.oidc] from the demo's svc.toml: sign-in is
+	// SAML's alone, and browsers go straight to the SAML IdP.
+	samlOnly bool
 }
 
 // startDemoMeshWith starts the demo's processes as opts says.
 func startDemoMeshWith(t *testing.T, opts demoOptions) demoMesh {
 	t.Helper()
 	root := harness.ModuleRoot(t)
+	frontAddr := opts.frontAddr
+	if frontAddr == "" {
+		frontAddr = harness.FreeAddr(t)
+	}
 	m := demoMesh{idpFile: filepath.Join(root, "deploy", "demo", "idp.json")}
-	m.idp = harness.StartIDPConfigFile(t, m.idpFile, harness.FreeAddr(t))
+	m.idp = startDemoIDP(t, m.idpFile, frontAddr)
 	toml, err := os.ReadFile(filepath.Join(root, "deploy", "demo", "svc.toml"))
 	if err != nil {
 		t.Fatal(err)
@@ -72,16 +79,28 @@ func startDemoMeshWith(t *testing.T, opts demoOptions) demoMesh {
 	if opts.config != nil {
 		conf = opts.config(conf)
 	}
-	env := demoSAMLEnv(t, root)
+	env := demoSignInEnv(t, root)
 	for k, v := range map[string]string{
 		// The demo's values for the variables docker-compose.yml sets;
-		// the addresses are the harness's free loopback ports.
-		"SVC_FAIL_MODE":        "closed",
-		"SVC_JWKS_URL":         m.idp.JWKSURL,
-		"SVC_TENANT_ID":        "",
-		"SVC_ADMIN_TOKEN_FILE": filepath.Join(root, "deploy", "demo", "admin-token"),
+		// the addresses are the harness's free loopback ports, and the
+		// provider's issuer is where it listens.
+		"SVC_FAIL_MODE":         "closed",
+		"SVC_JWKS_URL":          m.idp.JWKSURL,
+		"SVC_JWT_ISSUER":        m.idp.Issuer,
+		"SVC_OIDC_ISSUER_URL":   m.idp.Issuer,
+		"SVC_OIDC_REDIRECT_URL": "http://" + frontAddr + "/auth/oidc/callback",
+		"SVC_TENANT_ID":         "",
+		"SVC_ADMIN_TOKEN_FILE":  filepath.Join(root, "deploy", "demo", "admin-token"),
 	} {
 		env[k] = v
+	}
+	if opts.samlOnly {
+		conf = withoutTable(t, conf, "sdk.oidc")
+		for k := range env {
+			if strings.HasPrefix(k, "SVC_OIDC_") {
+				delete(env, k)
+			}
+		}
 	}
 	if opts.policyDir != "" {
 		env["SVC_POLICY_DIR"] = opts.policyDir
@@ -90,10 +109,6 @@ func startDemoMeshWith(t *testing.T, opts demoOptions) demoMesh {
 		env[k] = v
 	}
 	m.sidecar = harness.StartSidecar(t, harness.SidecarOptions{Config: conf, Env: env})
-	frontAddr := opts.frontAddr
-	if frontAddr == "" {
-		frontAddr = harness.FreeAddr(t)
-	}
 	samlAddr := env["SVC_SAML_ADDR"]
 	services := map[string]string{}
 	for _, svc := range []struct{ name, resource string }{{"orders", "orders"}, {"billing", "invoices"}} {
@@ -130,16 +145,61 @@ func startDemoMeshWith(t *testing.T, opts demoOptions) demoMesh {
 	return m
 }
 
-// demoSAMLEnv points the [sdk.saml] of the demo's svc.toml at this
-// machine: the gateway on a free port, the demo's session key from the
-// repository (docker-compose.yml mounts it at /etc/svc), and no IdP (a
-// closed port) unless the test starts one.
-func demoSAMLEnv(t *testing.T, root string) map[string]string {
+// demoSignInEnv points the sign-in of the demo's svc.toml at this
+// machine: the sign-in listener on a free port, the demo's session key
+// and OpenID Connect client secret from the repository
+// (docker-compose.yml mounts them at /etc/svc), and no SAML IdP (a closed
+// port) unless the test starts one.
+func demoSignInEnv(t *testing.T, root string) map[string]string {
 	return map[string]string{
-		"SVC_SAML_ADDR":                   harness.FreeAddr(t),
-		"SVC_SAML_TOKEN_SIGNING_KEY_FILE": filepath.Join(root, "deploy", "demo", "saml-token-key.pem"),
-		"SVC_SAML_IDP_METADATA_URL":       "http://" + harness.FreeAddr(t) + "/metadata",
+		"SVC_SAML_ADDR":                      harness.FreeAddr(t),
+		"SVC_SESSION_TOKEN_SIGNING_KEY_FILE": filepath.Join(root, "deploy", "demo", "saml-token-key.pem"),
+		"SVC_OIDC_CLIENT_SECRET_FILE":        filepath.Join(root, "deploy", "demo", "oidc-client-secret"),
+		"SVC_SAML_IDP_METADATA_URL":          "http://" + harness.FreeAddr(t) + "/metadata",
 	}
+}
+
+// startDemoIDP runs the demo's OpenID provider on deploy/demo/idp.json
+// moved to this machine: a free loopback port, the issuer where it
+// listens, and its sign-in client redirecting to the front proxy at
+// frontAddr instead of localhost:8080.
+func startDemoIDP(t *testing.T, file, frontAddr string) *harness.IDP {
+	t.Helper()
+	addr := harness.FreeAddr(t)
+	host, port, _ := net.SplitHostPort(addr)
+	return harness.StartIDPConfigFileWith(t, file, func(cfg map[string]any) {
+		cfg["host"], cfg["issuer"] = host, "http://"+addr
+		cfg["port"], _ = strconv.Atoi(port)
+		const site = "http://localhost:8080/"
+		moved := false
+		for _, c := range cfg["clients"].([]any) {
+			uris, _ := c.(map[string]any)["redirect_uris"].([]any)
+			for i, u := range uris {
+				if s, _ := u.(string); strings.HasPrefix(s, site) {
+					uris[i], moved = "http://"+frontAddr+"/"+strings.TrimPrefix(s, site), true
+				}
+			}
+		}
+		if !moved {
+			t.Fatalf("%s redirects no sign-in to %s", file, site)
+		}
+	})
+}
+
+// withoutTable returns the TOML text conf without its table [name] (up to
+// the next table header).
+func withoutTable(t *testing.T, conf, name string) string {
+	t.Helper()
+	start := strings.Index(conf, "\n["+name+"]\n")
+	if start < 0 {
+		t.Fatalf("the configuration has no [%s]", name)
+	}
+	rest := conf[start+1:]
+	end := strings.Index(rest[1:], "\n[")
+	if end < 0 {
+		return conf[:start+1]
+	}
+	return conf[:start+1] + rest[end+2:]
 }
 
 // swapAddrs returns the shipped file with each of its loopback addresses
@@ -352,7 +412,7 @@ func TestDemoServiceSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := demoSAMLEnv(t, root)
+	env := demoSignInEnv(t, root)
 	env["SVC_JWKS_URL"], env["SVC_TENANT_ID"], env["SVC_ADMIN_TOKEN_FILE"] = idp.JWKSURL, "", filepath.Join(root, "deploy", "demo", "admin-token")
 	sc := harness.StartSidecar(t, harness.SidecarOptions{Config: string(toml), Env: env})
 	addr := harness.FreeAddr(t)
@@ -489,35 +549,59 @@ func TestDemoSAML(t *testing.T) {
 
 // TestDemoBrowserSignIn: through the demo's nginx, a browser that opens a
 // protected page without a session is sent to sign in and back to that
-// page; an API client gets the JSON 401 as before.
+// page; an API client gets the JSON 401 as before. With both sign-ins
+// configured (the demo's svc.toml) the browser goes to the OpenID Connect
+// login, whose page offers both providers; with SAML alone, to the SAML
+// login.
 func TestDemoBrowserSignIn(t *testing.T) {
-	m := startDemoMesh(t, "", "", nil)
-	// A browser of its own: the shared one may hold another test's
-	// session for this host.
-	browser := newBrowser()
-	for _, path := range []string{"/home", "/orders/7?expand=items"} {
-		req, _ := http.NewRequest(http.MethodGet, m.front.URL+path, nil)
-		req.Header.Set("Accept", browserAccept)
-		resp, err := browser.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		want := "/auth/saml/login?return_to=" + url.QueryEscape(path)
-		if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != want {
-			t.Errorf("browser GET %s: %d Location %q, want 302 to %s", path, resp.StatusCode, resp.Header.Get("Location"), want)
-		}
-	}
-	for _, accept := range []string{"application/json", "*/*", ""} {
-		req, _ := http.NewRequest(http.MethodGet, m.front.URL+"/orders/7", nil)
-		if accept != "" {
-			req.Header.Set("Accept", accept)
-		}
-		status, h, body := harness.Do(t, req)
-		if status != http.StatusUnauthorized || h.Get("Content-Type") != "application/json" ||
-			!strings.HasPrefix(string(body), `{"allow":false,"deny_reasons":[],"reason":"token-missing","decision_id":"`) {
-			t.Errorf("Accept %q: %s, want the JSON 401", accept, harness.Describe(status, h, body))
-		}
+	for _, tc := range []struct {
+		name     string
+		samlOnly bool
+		login    string
+	}{
+		{"OpenID Connect and SAML", false, "/auth/oidc/login"},
+		{"SAML alone", true, "/auth/saml/login"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := startDemoMeshWith(t, demoOptions{samlOnly: tc.samlOnly})
+			// A browser of its own: the shared one may hold another test's
+			// session for this host.
+			browser := newBrowser()
+			get := func(path string) (*http.Response, string) {
+				t.Helper()
+				return getBody(t, browser, m.front.URL+path, "Accept", browserAccept)
+			}
+			for _, path := range []string{"/home", "/orders/7?expand=items"} {
+				resp, _ := get(path)
+				want := tc.login + "?return_to=" + url.QueryEscape(path)
+				if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != want {
+					t.Errorf("browser GET %s: %d Location %q, want 302 to %s", path, resp.StatusCode, resp.Header.Get("Location"), want)
+				}
+			}
+			if !tc.samlOnly {
+				// The login offers both, each coming back to the page.
+				resp, body := get("/auth/oidc/login?return_to=" + url.QueryEscape("/orders/7"))
+				for _, want := range []string{
+					`href="/auth/oidc/login?provider=default&amp;return_to=%2Forders%2F7">Sign in with OpenID Connect</a>`,
+					`href="/auth/saml/login?return_to=%2Forders%2F7">Sign in with SAML single sign-on</a>`,
+				} {
+					if resp.StatusCode != http.StatusOK || !strings.Contains(body, want) {
+						t.Errorf("login page: %s, want a link %s", harness.Describe(resp.StatusCode, resp.Header, []byte(body)), want)
+					}
+				}
+			}
+			for _, accept := range []string{"application/json", "*/*", ""} {
+				req, _ := http.NewRequest(http.MethodGet, m.front.URL+"/orders/7", nil)
+				if accept != "" {
+					req.Header.Set("Accept", accept)
+				}
+				status, h, body := harness.Do(t, req)
+				if status != http.StatusUnauthorized || h.Get("Content-Type") != "application/json" ||
+					!strings.HasPrefix(string(body), `{"allow":false,"deny_reasons":[],"reason":"token-missing","decision_id":"`) {
+					t.Errorf("Accept %q: %s, want the JSON 401", accept, harness.Describe(status, h, body))
+				}
+			}
+		})
 	}
 }
 

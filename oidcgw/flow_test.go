@@ -285,6 +285,10 @@ func TestLoginPageOffersProviders(t *testing.T) {
 	if res.StatusCode != http.StatusOK || !strings.Contains(body, "provider=default&amp;return_to=%2Fx") || !strings.Contains(body, "provider=globex") {
 		t.Fatalf("%d %s", res.StatusCode, body)
 	}
+	// [sdk.oidc]'s own provider is named by what it is, not "default".
+	if !strings.Contains(body, ">Sign in with OpenID Connect</a>") || !strings.Contains(body, ">Sign in with globex</a>") || strings.Contains(body, "Sign in with default") {
+		t.Errorf("the page does not name the providers: %s", body)
+	}
 	// One provider for the tenant: straight through.
 	res, _ = get(t, browser(t), r.url+"/auth/oidc/login?tenant=acme")
 	if res.StatusCode != http.StatusFound || !strings.HasPrefix(res.Header.Get("Location"), r.op.URL) {

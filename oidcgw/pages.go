@@ -4,6 +4,8 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+
+	"github.com/svc-dev/svc/engine/config"
 )
 
 // chooserPage offers the providers of a sign-in, and SAML when it is
@@ -31,7 +33,7 @@ func (g *Gateway) writeChooser(w http.ResponseWriter, choices []*provider, retur
 	}{}
 	rt := url.QueryEscape(returnTo)
 	for _, p := range choices {
-		data.Providers = append(data.Providers, choice{Name: p.cfg.Name,
+		data.Providers = append(data.Providers, choice{Name: displayName(p.cfg.Name),
 			URL: g.cfg.PathPrefix + PathLogin + "?provider=" + url.QueryEscape(p.cfg.Name) + "&return_to=" + rt})
 	}
 	if g.samlLogin != "" {
@@ -43,4 +45,14 @@ func (g *Gateway) writeChooser(w http.ResponseWriter, choices []*provider, retur
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
 	w.Header().Set("X-Frame-Options", "DENY")
 	_ = chooserPage.Execute(w, data)
+}
+
+// displayName is how the login page names a provider: [sdk.oidc]'s own,
+// which has no name of its own in the configuration, is "OpenID
+// Connect"; the others go by their name.
+func displayName(name string) string {
+	if name == config.DefaultOIDCProvider {
+		return "OpenID Connect"
+	}
+	return name
 }

@@ -10,12 +10,15 @@ import (
 
 // HomePath is where every demo service serves the signed-in person's home
 // page; the demo's front proxy routes it to the orders service, checked
-// like any other route (action home:read), and the SAML gateway sends
-// browsers there after sign-in and sign-out (sdk.saml.default_return_to).
+// like any other route (action home:read), and sign-in (OpenID Connect or
+// SAML) sends browsers there after sign-in and sign-out
+// (sdk.session.default_return_to).
 const HomePath = "/home"
 
 // LogoutPath is the SAML gateway's sign-out endpoint behind the demo's
-// front proxy.
+// front proxy. It ends the sidecar's session whichever provider opened it
+// (the session cookie is one), and goes to default_return_to; the demo's
+// OpenID provider keeps no sign-in session of its own to end.
 const LogoutPath = "/auth/saml/logout"
 
 // homeData is what the home page shows.

@@ -77,13 +77,43 @@ func StartIDP(t testing.TB, resource string, ttl time.Duration, clients ...IDPCl
 // set, replaces the file's host and port.
 func StartIDPConfigFile(t testing.TB, path, addr string) *IDP {
 	t.Helper()
+	if addr == "" {
+		return StartIDPConfigFileWith(t, path, nil)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return StartIDPConfigFileWith(t, path, func(cfg map[string]any) {
+		cfg["host"] = host
+		cfg["port"], _ = strconv.Atoi(port)
+	})
+}
+
+// StartIDPConfigFileWith runs the OpenID provider on a configuration
+// file of its own format, first changed by edit (when not nil), which
+// sees the file's JSON object; its users_file stays the file's.
+func StartIDPConfigFileWith(t testing.TB, path string, edit func(cfg map[string]any)) *IDP {
+	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cfg map[string]any
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		t.Fatalf("%s: %v", path, err)
+	if edit != nil {
+		var cfg map[string]any
+		if err := json.Unmarshal(raw, &cfg); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		// The copy is elsewhere: a people file relative to the original
+		// is named in full.
+		if users, ok := cfg["users_file"].(string); ok && !filepath.IsAbs(users) {
+			cfg["users_file"] = filepath.Join(filepath.Dir(path), users)
+		}
+		edit(cfg)
+		if raw, err = json.Marshal(cfg); err != nil {
+			t.Fatal(err)
+		}
+		path = WriteFile(t, t.TempDir(), "idp.json", string(raw))
 	}
 	var parts struct {
 		Resource string      `json:"resource"`
@@ -91,19 +121,6 @@ func StartIDPConfigFile(t testing.TB, path, addr string) *IDP {
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		t.Fatalf("%s: %v", path, err)
-	}
-	if addr != "" {
-		host, port, err := net.SplitHostPort(addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg["host"] = host
-		cfg["port"], _ = strconv.Atoi(port)
-		b, err := json.Marshal(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		path = WriteFile(t, t.TempDir(), "idp.json", string(b))
 	}
 	return startIDP(t, map[string]string{"IDP_CONFIG_FILE": path}, parts.Resource, parts.Clients)
 }

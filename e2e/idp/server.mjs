@@ -41,11 +41,22 @@
 // whose ID token carries sub (the client id), tenant_id, roles and
 // email of the client's entry.
 //
+// With "users_file" (a JSON file of people, relative to the configuration
+// file, in the format of e2e/samlidp/server.mjs's --users:
+// {"dana": {"email", "roles": [...], "tenant"}}), sign-ins ask who signs
+// in instead: a "Sign in as" page lists the people, without a password,
+// and the one picked signs in. The provider then keeps no sign-in
+// session between sign-ins (every authorization request asks again, as
+// prompt=login), so the next sign-in may pick someone else. The ID token
+// of a person carries sub and email (the person's email), tenant_id and
+// roles.
+//
 // SIGTERM or SIGINT closes the listener and exits 0.
 
 import { generateKeyPair, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { dirname, resolve } from 'node:path';
 import { promisify } from 'node:util';
 
 import Provider from 'oidc-provider';
@@ -58,6 +69,12 @@ const resource = config.resource || 'urn:svc:e2e';
 const ttl = config.ttl || 300;
 const clients = config.clients || [];
 const byClient = new Map(clients.map((c) => [c.client_id, c]));
+// people are the users of a sign-in page, by name; byEmail finds a
+// signed-in person by account id (the email).
+const people = config.users_file
+  ? JSON.parse(readFileSync(resolve(process.env.IDP_CONFIG_FILE ? dirname(process.env.IDP_CONFIG_FILE) : '.', config.users_file), 'utf8'))
+  : null;
+const byEmail = new Map(Object.values(people || {}).map((u) => [u.email, u]));
 
 const generate = promisify(generateKeyPair);
 
@@ -115,6 +132,17 @@ function buildProvider(issuer) {
     claims: { openid: ['sub', 'tenant_id', 'roles'], email: ['email'], profile: [] },
     interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
     async findAccount(_ctx, id) {
+      const u = byEmail.get(id);
+      if (u) {
+        return {
+          accountId: id,
+          async claims() {
+            const out = { sub: id, email: u.email, roles: u.roles || [] };
+            if (u.tenant) out.tenant_id = u.tenant;
+            return out;
+          },
+        };
+      }
       const c = byClient.get(id);
       if (!c) return undefined;
       return {
@@ -199,11 +227,61 @@ const server = createServer((req, res) => {
     return;
   }
   if (url.pathname.startsWith('/interaction/')) {
-    signInAtOnce(req, res).catch((err) => writeJSON(res, 500, { error: String(err) }));
+    (people ? signInPerson(req, res) : signInAtOnce(req, res)).catch((err) => writeJSON(res, 500, { error: String(err) }));
     return;
+  }
+  if (people && url.pathname === '/auth' && !url.searchParams.has('prompt')) {
+    // No sign-in session is reused: every sign-in asks who signs in.
+    url.searchParams.set('prompt', 'login');
+    req.url = url.pathname + url.search;
   }
   provider.callback()(req, res);
 });
+
+function htmlEscape(s) {
+  return String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+// signInPerson answers a sign-in's login with the "Sign in as" page
+// (GET) and signs in the person picked on it (POST user=<name>); the
+// consent that follows is granted without a page.
+async function signInPerson(req, res) {
+  const details = await provider.interactionDetails(req, res);
+  if (details.prompt.name !== 'login') {
+    await signInAtOnce(req, res);
+    return;
+  }
+  if (req.method === 'POST') {
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    const name = new URLSearchParams(body).get('user');
+    const person = Object.hasOwn(people, name || '') ? people[name] : undefined;
+    if (!person) {
+      writeJSON(res, 400, { error: `no user ${JSON.stringify(name)}` });
+      return;
+    }
+    await provider.interactionFinished(req, res, { login: { accountId: person.email, remember: false } }, { mergeWithLastSubmission: false });
+    return;
+  }
+  const rows = Object.entries(people)
+    .map(([name, u]) => `<li><button type="submit" name="user" value="${htmlEscape(name)}">${htmlEscape(name)}</button>
+<span>${htmlEscape(u.email)} · tenant ${htmlEscape(u.tenant || '(none)')} · ${htmlEscape((u.roles || []).join(', '))}</span></li>`)
+    .join('\n');
+  res.writeHead(200, {
+    'content-type': 'text/html; charset=utf-8',
+    'cache-control': 'no-store',
+    // No form-action: the sign-in's redirects after the post lead to
+    // the relying party, which form-action would block.
+    'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'",
+  });
+  res.end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Demo OpenID provider: sign in</title>
+<style>body{font-family:sans-serif;max-width:40em;margin:3em auto}li{margin:.6em 0;list-style:none}button{min-width:6em;margin-right:1em}</style>
+</head><body><h1>Sign in as</h1><p>The demo OpenID provider asks for no password: pick a demo user.</p>
+<form method="post" action="/interaction/${htmlEscape(details.uid)}">
+<ul>
+${rows}
+</ul></form></body></html>`);
+}
 
 // signInAtOnce completes a sign-in's interaction without a page: the
 // account named like the client signs in and grants what is asked.
