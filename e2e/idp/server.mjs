@@ -41,6 +41,11 @@
 // whose ID token carries sub (the client id), tenant_id, roles and
 // email of the client's entry.
 //
+// GET /_admin/grants counts the token endpoint's answers by grant type
+// since the start: {"authorization_code": {"success": 1, "error": 0},
+// "refresh_token": {...}}, from the provider's grant.success and
+// grant.error events.
+//
 // SIGTERM or SIGINT closes the listener and exits 0.
 
 import { generateKeyPair, randomUUID } from 'node:crypto';
@@ -79,6 +84,14 @@ async function takeKey() {
   const key = await spare;
   spare = newKey();
   return key;
+}
+
+// grants counts the token endpoint's answers by grant type and outcome.
+const grants = {};
+function countGrant(ctx, outcome) {
+  const type = ctx.oidc?.params?.grant_type || 'unknown';
+  grants[type] ||= { success: 0, error: 0 };
+  grants[type][outcome] += 1;
 }
 
 // keys holds the published signing keys, the current one first.
@@ -169,6 +182,8 @@ function buildProvider(issuer) {
   });
   // Plain http on loopback: tell koa it is not behind a proxy.
   p.proxy = false;
+  p.on('grant.success', (ctx) => countGrant(ctx, 'success'));
+  p.on('grant.error', (ctx) => countGrant(ctx, 'error'));
   p.on('backchannel.error', (_ctx, err, client) => {
     process.stderr.write(`backchannel logout to ${client?.clientId} failed: ${err} ${err?.cause}\n`);
   });
@@ -196,6 +211,10 @@ const server = createServer((req, res) => {
       provider = buildProvider(provider.issuer);
       writeJSON(res, 200, { kid: fresh.kid, kids: publicKids() });
     }, (err) => writeJSON(res, 500, { error: String(err) }));
+    return;
+  }
+  if (url.pathname === '/_admin/grants') {
+    writeJSON(res, 200, grants);
     return;
   }
   if (url.pathname.startsWith('/interaction/')) {
