@@ -25,7 +25,8 @@ import (
 // store cannot use what it holds, and the store key is a hash of the
 // handle.
 //
-// When the session has expired, the checks send the browser to login;
+// Before the session expires, the checks renew it (renew.go). When it
+// has expired, the checks send the browser to login;
 // login, seeing a refresh cookie, refreshes instead of starting a
 // sign-in. Concurrent requests of one session, on any replica, refresh
 // once: the first takes a lock in the store (RefreshLockTTL, longer than
