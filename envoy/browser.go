@@ -19,6 +19,11 @@ const HeaderLogin = "X-Svc-Login"
 // the HTML page for a browser); @svc_denied answers with it.
 const headerContentType = "X-Svc-Content-Type"
 
+// HeaderSetCookie carries, in an nginx auth_request answer, the
+// Set-Cookie of a renewed session (or of one that ended): the shipped
+// nginx.conf reads it with auth_request_set and adds it to the response.
+const HeaderSetCookie = "X-Svc-Set-Cookie"
+
 // signIn is where browsers sign in: the OpenID Connect login when
 // [sdk.oidc] is configured (its page offers SAML too when both are),
 // else the SAML gateway's login.
@@ -27,15 +32,23 @@ type signIn struct {
 	loginPath string
 	// redirect is sdk.session.browser_redirect.
 	redirect bool
+	// tenants: the login offers each tenant its own providers
+	// ([[sdk.oidc.providers]] with a tenant), so the login URL names the
+	// request's tenant.
+	tenants bool
 }
 
 func newSignIn(cfg config.Config) signIn {
 	var prefix string
+	tenants := false
 	switch {
 	case cfg.SDK.OIDC != nil:
 		prefix = cfg.SDK.OIDC.PathPrefix
 		if prefix == "" {
 			prefix = config.DefaultOIDCPathPrefix
+		}
+		for _, p := range cfg.SDK.OIDC.All() {
+			tenants = tenants || p.Tenant != ""
 		}
 	case cfg.SDK.SAML != nil:
 		prefix = cfg.SDK.SAML.PathPrefix
@@ -49,7 +62,7 @@ func newSignIn(cfg config.Config) signIn {
 	if cfg.SDK.SAML != nil {
 		redirect = cfg.SDK.SAML.RedirectsBrowsers() // its older name, which code may set after defaults
 	}
-	return signIn{loginPath: prefix + "/login", redirect: redirect}
+	return signIn{loginPath: prefix + "/login", redirect: redirect, tenants: tenants}
 }
 
 // present adapts a denial to who asked. An API client (no text/html
@@ -59,8 +72,9 @@ func newSignIn(cfg config.Config) signIn {
 // HTML page; and when its token was refused (401: missing, expired,
 // malformed, unknown key...; not a policy denial, not jwks-unavailable),
 // the request is a GET or HEAD and browser_redirect is on, it is sent to
-// sign in, to come back to the page it asked for.
-func (s *Server) present(v verdict, pr proxyRequest) verdict {
+// sign in, to come back to the page it asked for, at the sign-in of
+// tenant (the request's, "" when unknown).
+func (s *Server) present(v verdict, pr proxyRequest, tenant string) verdict {
 	if v.allow || !refusalpage.PrefersHTML(pr.headers["accept"]) {
 		return v
 	}
@@ -75,22 +89,30 @@ func (s *Server) present(v verdict, pr proxyRequest) verdict {
 		return v
 	}
 	readOnly := pr.method == http.MethodGet || pr.method == http.MethodHead
-	v.login = s.signIn.loginURL(pr.target, readOnly)
+	v.login = s.signIn.loginURL(pr.target, readOnly, tenant)
 	v.redirect = s.signIn.redirect && readOnly
 	return v
 }
 
 // loginURL is the login path with return_to naming target (the original
 // path and query) when it is a same-origin path and the request can be
-// repeated as a GET; otherwise the gateway's default_return_to applies.
-func (si signIn) loginURL(target string, repeatable bool) string {
-	if !repeatable {
+// repeated as a GET (otherwise the gateway's default_return_to applies),
+// and tenant naming the request's tenant when providers are per tenant:
+// the login then offers that tenant's providers only, and goes straight
+// to the provider when it has one. The tenant only narrows the choice: a
+// session's tenant is always its provider's.
+func (si signIn) loginURL(target string, repeatable bool, tenant string) string {
+	q := url.Values{}
+	if t, ok := config.ReturnToPath(target); repeatable && ok && t != "" {
+		q.Set("return_to", target)
+	}
+	if si.tenants && tenant != "" {
+		q.Set("tenant", tenant)
+	}
+	if len(q) == 0 {
 		return si.loginPath
 	}
-	if t, ok := config.ReturnToPath(target); !ok || t == "" {
-		return si.loginPath
-	}
-	return si.loginPath + "?return_to=" + url.QueryEscape(target)
+	return si.loginPath + "?" + q.Encode()
 }
 
 // page is the HTML page of a denial.

@@ -90,7 +90,7 @@ func checkHandler(srv any, ctx context.Context, dec func(any) error, interceptor
 // PrepareAnswer is Prepare for a CheckAnswer: an allowed answer whose
 // Response was never asked for is sized from its verdict.
 func (e *CheckResponseEncoder) PrepareAnswer(a *CheckAnswer) (size int, ok bool) {
-	if !a.v.allow || a.built.Load() {
+	if !a.v.allow || a.v.setCookie != "" || a.built.Load() {
 		return e.Prepare(a.Response())
 	}
 	e.m, e.answer, e.prepared, e.declined, e.n, e.big = nil, a, false, false, 0, nil

@@ -42,7 +42,7 @@ func (s *Server) undecodable(ctx context.Context, err error, interceptor grpc.Un
 	refused := reason.Wrap(reason.InputInvalid, err,
 		"the check request cannot be decoded (a header value that is not UTF-8?); Envoy sends such bytes as '!' unless encode_raw_headers is true, and then in header_map as raw bytes")
 	s.logInvalid(ctx, refused)
-	a := &CheckAnswer{v: s.present(invalidInput(refused), proxyRequest{})}
+	a := &CheckAnswer{v: s.present(invalidInput(refused), proxyRequest{}, "")}
 	if interceptor == nil {
 		return a, nil
 	}

@@ -12,14 +12,18 @@ package envoy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/netip"
+	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
@@ -71,6 +75,17 @@ type IdentityTokens interface {
 
 var _ IdentityTokens = (*idtoken.Minter)(nil)
 
+// SessionRenewal renews browser sessions near their expiry;
+// *oidcgw.Gateway implements it.
+type SessionRenewal interface {
+	// RenewSession is asked about a valid session token within the
+	// renewal window, with the request's Cookie header and the token's
+	// verified claims. It returns the Set-Cookie value that delivers the
+	// renewed session ("" when there is none yet), or, with end true, the
+	// one that clears the session: its provider refused to renew it.
+	RenewSession(ctx context.Context, cookies string, claims map[string]any) (setCookie string, end bool)
+}
+
 // Server answers Envoy's ext_authz Check over gRPC and the HTTP check mode,
 // with the same mapping and the same responses. It is safe for concurrent
 // use.
@@ -84,6 +99,10 @@ type Server struct {
 	signIn   signIn // where browsers sign in ([sdk.saml])
 	log      *slog.Logger
 	identity IdentityTokens // nil: no x-svc-identity
+	// renew renews sessions within renewWindow of their expiry; nil
+	// without (SetSessionRenewal).
+	renew       SessionRenewal
+	renewWindow time.Duration
 
 	// checkInfo and checkUnary are what checkHandler hands the
 	// interceptors on every call, made once (the generated handler
@@ -141,6 +160,18 @@ func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 	return s, nil
 }
 
+// SetSessionRenewal makes the checks renew a session token (the sign-in
+// gateway's) within window of its expiry through r, and deliver the
+// renewed session with their answer: a Set-Cookie header to the client
+// (Envoy's response_headers_to_add; X-Svc-Set-Cookie for nginx, whose
+// shipped configuration adds it). Caddy's forward_auth cannot hand a
+// header of an allowed check to the client, so its checks do not renew:
+// an expired session is refreshed through the login. Call it before the
+// Server serves.
+func (s *Server) SetSessionRenewal(r SessionRenewal, window time.Duration) {
+	s.renew, s.renewWindow = r, window
+}
+
 // Mapper returns the Server's request mapping.
 func (s *Server) Mapper() *Mapper { return s.mapper }
 
@@ -166,14 +197,14 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.C
 func (s *Server) answer(ctx context.Context, req *authv3.CheckRequest) *CheckAnswer {
 	pr, err := proxyRequestFromCheck(req)
 	if err != nil {
-		v := s.present(invalidInput(err), pr)
+		v := s.present(invalidInput(err), pr, "")
 		s.logInvalid(ctx, err)
 		return &CheckAnswer{v: v}
 	}
 	blk := new(checkAnswer)
-	v, ok := s.authorize(ctx, SourceEnvoy, pr, &blk.mapped, envoyAudience(req, pr))
+	v, tenant, ok := s.authorize(ctx, SourceEnvoy, pr, &blk.mapped, envoyAudience(req, pr))
 	a := &blk.answer
-	a.v = s.present(v, pr)
+	a.v = s.present(v, pr, tenant)
 	if ok && a.v.allow {
 		a.remove = spoofedHeaders(pr.headers, a.v.identity != "")
 	}
@@ -194,12 +225,13 @@ type checkAnswer struct {
 // asked through source; ok is false when the request could not be
 // mapped. The headers and query of the input's request are built only if
 // the Authorizer asks for them (blk.CompleteRequest). aud is the upstream
-// the identity token of an allowed request is for.
-func (s *Server) authorize(ctx context.Context, source string, pr proxyRequest, blk *mappedRequest, aud string) (verdict, bool) {
+// the identity token of an allowed request is for; tenant is the
+// request's (input.resource.tenant).
+func (s *Server) authorize(ctx context.Context, source string, pr proxyRequest, blk *mappedRequest, aud string) (v verdict, tenant string, ok bool) {
 	cred, in, err := s.mapper.mapRequestInto(pr, blk, true)
 	if err != nil {
 		s.logInvalid(ctx, err)
-		return invalidInput(err), false
+		return invalidInput(err), "", false
 	}
 	res, err := s.az.Decide(ctx, engine.Request{
 		Credential: cred,
@@ -210,7 +242,10 @@ func (s *Server) authorize(ctx context.Context, source string, pr proxyRequest, 
 		// cleaned, with the rules of the route table.
 		Canonical: true,
 	})
-	v := decide(res, err)
+	v = decide(res, err)
+	if v.allow && s.renew != nil && res.Token.Kind == engine.KindSession && pr.renews {
+		s.renewSession(ctx, pr, res.Token.Claims, &v)
+	}
 	if v.allow && s.identity != nil {
 		v.identity = s.identityToken(ctx, cred, res, aud)
 	}
@@ -231,7 +266,30 @@ func (s *Server) authorize(ctx context.Context, source string, pr proxyRequest, 
 			slog.String("trace_id", traceID(ctx)),
 			slog.String("action", in.Action))
 	}
-	return v, true
+	return v, in.Resource.Tenant, true
+}
+
+// renewSession asks for a renewed session when the session token of an
+// allowed request expires within the renewal window; the check answers
+// with it (v.setCookie). A session whose provider refused to renew it
+// ends: the request is refused 401 oidc-refresh-failed, and a browser is
+// sent to sign in. A token outside the window costs a map lookup and a
+// clock read.
+func (s *Server) renewSession(ctx context.Context, pr proxyRequest, claims map[string]any, v *verdict) {
+	n, ok := claims["exp"].(json.Number)
+	if !ok {
+		return
+	}
+	exp, err := n.Int64()
+	if err != nil || time.Until(time.Unix(exp, 0)) > s.renewWindow {
+		return
+	}
+	c, end := s.renew.RenewSession(ctx, pr.headers["cookie"], claims)
+	if end {
+		*v = denied(http.StatusUnauthorized, codes.Unauthenticated, reason.OIDCRefreshFailed, nil, v.decisionID)
+		v.wwwAuthenticate = wwwAuthenticate(reason.OIDCRefreshFailed)
+	}
+	v.setCookie = headerSafe(c)
 }
 
 // logInvalid logs a refused request by its code and the reason's own

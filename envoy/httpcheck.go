@@ -106,10 +106,12 @@ func (s *Server) serveCheck(w http.ResponseWriter, r *http.Request) {
 	pr, conv, err := forwardedRequest(r, s.checkProxy)
 	if err != nil {
 		s.logInvalid(r.Context(), err)
-		s.writeHTTP(w, s.present(invalidInput(err), proxyRequest{headers: lowerHeaders(r.Header)}), conv, nil)
+		s.writeHTTP(w, s.present(invalidInput(err), proxyRequest{headers: lowerHeaders(r.Header)}, ""), conv, nil)
 		return
 	}
 	pr.clientCert = s.forwardedClientCert(r)
+	// forward_auth hands no header of an allowed answer to the client.
+	pr.renews = conv == conventionNginx
 	s.check(r.Context(), w, pr, conv)
 }
 
@@ -127,6 +129,7 @@ func (s *Server) serveEnvoyCheck(w http.ResponseWriter, r *http.Request) {
 		headers:  lowerHeaders(r.Header),
 		sourceIP: peerHost(r.RemoteAddr),
 		viaProxy: true,
+		renews:   true,
 	}
 	pr.clientCert = s.forwardedClientCert(r)
 	s.check(r.Context(), w, pr, conventionEnvoy)
@@ -160,8 +163,8 @@ func (s *Server) forwardedClientCert(r *http.Request) clientcert.Presented {
 }
 
 func (s *Server) check(ctx context.Context, w http.ResponseWriter, pr proxyRequest, conv convention) {
-	v, ok := s.authorize(ctx, SourceHTTPCheck, pr, new(mappedRequest), pr.host)
-	v = s.present(v, pr)
+	v, tenant, ok := s.authorize(ctx, SourceHTTPCheck, pr, new(mappedRequest), pr.host)
+	v = s.present(v, pr, tenant)
 	var spoofed []string
 	if ok && v.allow {
 		spoofed = spoofedHeaders(pr.headers, v.identity != "")

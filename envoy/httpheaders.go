@@ -30,6 +30,8 @@ var (
 	canonStatus          = http.CanonicalHeaderKey(HeaderStatus)
 	canonBody            = http.CanonicalHeaderKey(HeaderBody)
 	canonSvcContentType  = http.CanonicalHeaderKey(headerContentType)
+	canonSetCookie       = http.CanonicalHeaderKey(headerSetCookie)
+	canonSetCookieNginx  = http.CanonicalHeaderKey(HeaderSetCookie)
 )
 
 // writeAllowed sets the headers of an allowed check on h, as h.Set would,
@@ -69,6 +71,22 @@ func writeAllowed(h http.Header, v verdict, conv convention, spoofed []string) {
 		}
 		h[canonAuthRemove] = vals[7:8:8]
 	}
+	if v.setCookie != "" {
+		setCookieHeader(h, v.setCookie, conv)
+	}
+}
+
+// setCookieHeader hands the client a renewed (or cleared) session: in
+// Set-Cookie, which Envoy's http_service passes on
+// (allowed_client_headers, allowed_client_headers_on_success), or, for
+// nginx, whose auth_request passes no header on by itself, in
+// X-Svc-Set-Cookie, which the shipped nginx.conf adds as Set-Cookie.
+func setCookieHeader(h http.Header, c string, conv convention) {
+	if conv == conventionNginx {
+		h[canonSetCookieNginx] = []string{c}
+		return
+	}
+	h[canonSetCookie] = []string{c}
 }
 
 // writeDenied sets the headers of a denied check on h, as h.Set would,
@@ -102,6 +120,9 @@ func writeDenied(h http.Header, v verdict, conv convention, ct string, body []by
 	}
 	if v.retryAfter != "" {
 		set(canonRetryAfter, v.retryAfter)
+	}
+	if v.setCookie != "" {
+		setCookieHeader(h, v.setCookie, conv)
 	}
 	// Envoy's http_service takes a 5xx from the authorization server for
 	// an outage and lets the request through under failure_mode_allow: a

@@ -121,6 +121,9 @@ type proxyRequest struct {
 	sourceIP string
 	// viaProxy is true for HTTP checks, whose peer is the proxy.
 	viaProxy bool
+	// renews: the proxy can hand a renewed session cookie to the client
+	// with an allowed answer (Server.SetSessionRenewal).
+	renews bool
 	// clientCert is what the proxy vouched for about the client's
 	// certificate: Envoy's source principal and certificate, or the
 	// X-Forwarded-Client-Cert header of an HTTP check from a trusted
@@ -191,6 +194,8 @@ func proxyRequestFromCheck(req *authv3.CheckRequest) (proxyRequest, error) {
 		host:    h.GetHost(),
 		headers: h.GetHeaders(),
 		ext:     req.GetAttributes().GetContextExtensions(),
+		// Envoy adds response_headers_to_add of an allow to the response.
+		renews: true,
 		// Envoy's own view of the downstream peer (which honours its
 		// use_remote_address and xff_num_trusted_hops), never a header.
 		sourceIP: req.GetAttributes().GetSource().GetAddress().GetSocketAddress().GetAddress(),

@@ -69,6 +69,9 @@ type verdict struct {
 	// sends it there instead of answering the 401.
 	login    string
 	redirect bool
+	// setCookie is a Set-Cookie value for the client: the renewed session
+	// of an allow, or the cleared one of a session that ended.
+	setCookie string
 }
 
 // decide turns an Authorize outcome into a verdict:
@@ -319,6 +322,9 @@ func (v *verdict) checkResponseInto(extraRemove []string, ok *okBlock) *authv3.C
 	if v.retryAfter != "" {
 		headers = append(headers, setHeader("retry-after", v.retryAfter))
 	}
+	if v.setCookie != "" {
+		headers = append(headers, addHeader(headerSetCookie, v.setCookie))
+	}
 	resp.HttpResponse = &authv3.CheckResponse_DeniedResponse{DeniedResponse: &authv3.DeniedHttpResponse{
 		Status:  &typev3.HttpStatus{Code: typev3.StatusCode(status)},
 		Headers: headers,
@@ -355,6 +361,10 @@ func (v *verdict) okResponse(extraRemove []string, b *okBlock) *authv3.CheckResp
 	b.ok.HeadersToRemove = b.remove[:]
 	if len(extraRemove) > 0 {
 		b.ok.HeadersToRemove = append(b.ok.HeadersToRemove[:1:1], extraRemove...)
+	}
+	if v.setCookie != "" {
+		// A renewed session, to the client: rare, so not in the block.
+		b.ok.ResponseHeadersToAdd = []*corev3.HeaderValueOption{addHeader(headerSetCookie, v.setCookie)}
 	}
 	b.oneof.OkResponse = &b.ok
 	b.status.Code = int32(v.code)
@@ -393,6 +403,18 @@ func setHeader(key, value string) *corev3.HeaderValueOption {
 	return &corev3.HeaderValueOption{
 		Header:       &corev3.HeaderValue{Key: key, Value: value},
 		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+	}
+}
+
+// headerSetCookie delivers a renewed session (or clears an ended one).
+const headerSetCookie = "set-cookie"
+
+// addHeader adds the header beside any the response has (Set-Cookie:
+// the upstream's own cookies stay).
+func addHeader(key, value string) *corev3.HeaderValueOption {
+	return &corev3.HeaderValueOption{
+		Header:       &corev3.HeaderValue{Key: key, Value: value},
+		AppendAction: corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD,
 	}
 }
 

@@ -84,7 +84,7 @@ func (g *Gateway) serveLogin(w http.ResponseWriter, r *http.Request) {
 	p, choices := g.pick(q.Get("provider"), q.Get("tenant"))
 	if p == nil {
 		if q.Get("provider") != "" {
-			g.writeRefusal(w, r, refuse(reason.OIDCUnknownProvider, "no provider of that name is configured"))
+			g.writeRefusal(w, r, refuse(reason.OIDCUnknownProvider, "no provider of that name is configured (for this tenant)"))
 			return
 		}
 		g.writeChooser(w, choices, returnTo)
@@ -102,7 +102,14 @@ func (g *Gateway) serveLogin(w http.ResponseWriter, r *http.Request) {
 		g.writeRefusal(w, r, reason.Wrap(reason.OIDCStoreUnavailable, err, "the sign-in could not be started"))
 		return
 	}
-	to := p.oauth2(op).AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oidc.Nonce(nonce))
+	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier), oidc.Nonce(nonce)}
+	if slices.Contains(p.cfg.Scopes, oidc.ScopeOfflineAccess) {
+		// OpenID Connect Core 11: offline access is asked with consent;
+		// providers that keep to it (oidc-provider among them) drop
+		// offline_access otherwise, and issue no refresh token.
+		opts = append(opts, oauth2.SetAuthURLParam("prompt", "consent"))
+	}
+	to := p.oauth2(op).AuthCodeURL(state, opts...)
 	g.bindState(w, r, state)
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, to, http.StatusFound)
@@ -113,7 +120,13 @@ func (g *Gateway) serveLogin(w http.ResponseWriter, r *http.Request) {
 // on offer; nil and the providers to offer otherwise.
 func (g *Gateway) pick(name, tenant string) (*provider, []*provider) {
 	if name != "" {
-		return g.byName(name), nil
+		// ?tenant= only narrows: a provider of another tenant is not
+		// picked for it (its sessions are its own tenant's regardless).
+		p := g.byName(name)
+		if p != nil && tenant != "" && p.cfg.Tenant != "" && p.cfg.Tenant != tenant {
+			return nil, nil
+		}
+		return p, nil
 	}
 	var choices []*provider
 	for _, p := range g.providers {

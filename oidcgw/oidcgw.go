@@ -18,6 +18,11 @@
 // login page offers a tenant's providers (and SAML) when there is more
 // than one, and goes straight through when there is one.
 //
+// With offline_access, sessions are refreshed with the provider's
+// refresh token, kept sealed in the store: by the checks shortly before
+// they expire (RenewSession), else through the login after they have,
+// once across replicas either way.
+//
 // Lifecycle: New → Handler (served by the sidecar on the sign-in
 // listener) → Close.
 package oidcgw

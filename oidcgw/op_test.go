@@ -40,6 +40,8 @@ type testOP struct {
 	refreshCalls atomic.Int64
 	refreshDelay time.Duration
 	failRefresh  atomic.Bool
+	// unavailable answers refresh_token grants 503.
+	unavailable atomic.Bool
 }
 
 type grant struct{ nonce, challenge, redirect string }
@@ -89,6 +91,11 @@ func newTestOP(t *testing.T, client string) *testOP {
 			op.refreshCalls.Add(1)
 			time.Sleep(op.refreshDelay)
 			w.Header().Set("Content-Type", "application/json")
+			if op.unavailable.Load() {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte(`{"error":"temporarily_unavailable"}`))
+				return
+			}
 			if op.failRefresh.Load() || r.PostForm.Get("refresh_token") != "rt-1" {
 				w.WriteHeader(http.StatusBadRequest)
 				_, _ = w.Write([]byte(`{"error":"invalid_grant"}`))

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
 	"github.com/svc-dev/svc/reason"
@@ -26,7 +25,8 @@ import (
 // store cannot use what it holds, and the store key is a hash of the
 // handle.
 //
-// When the session has expired, the checks send the browser to login;
+// Before the session expires, the checks renew it (renew.go). When it
+// has expired, the checks send the browser to login;
 // login, seeing a refresh cookie, refreshes instead of starting a
 // sign-in. Concurrent requests of one session, on any replica, refresh
 // once: the first takes a lock in the store (RefreshLockTTL, longer than
@@ -142,6 +142,10 @@ func (g *Gateway) refresh(ctx context.Context, r *http.Request) (token string, e
 	// Released when done, after the session is left for the waiters (or
 	// at once when the refresh failed, which ends their wait).
 	defer func() { _, _ = g.store.Take(context.WithoutCancel(ctx), refreshKey("lock", handle)) }()
+	// A refresh may have ended between the read and the lock.
+	if tok, exp, ok := g.refreshedSession(ctx, handle); ok {
+		return tok, exp, true, nil
+	}
 	raw, err := g.store.Take(ctx, refreshKey("state", handle))
 	if err != nil || raw == nil {
 		return "", time.Time{}, false, err
@@ -150,27 +154,9 @@ func (g *Gateway) refresh(ctx context.Context, r *http.Request) (token string, e
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return "", time.Time{}, false, err
 	}
-	p := g.byName(st.Provider)
-	rt, uerr := unseal(handle, st.Sealed)
-	if p == nil || uerr != nil {
-		return "", time.Time{}, false, reason.New(reason.OIDCRefreshFailed, "the session cannot be refreshed")
-	}
-	op, err := p.discover(ctx)
-	if err != nil {
-		return "", time.Time{}, false, reason.Wrap(reason.OIDCProviderUnavailable, err, "the identity provider's discovery document could not be read")
-	}
-	tok, err := p.oauth2(op).TokenSource(oidc.ClientContext(ctx, p.client), &oauth2.Token{RefreshToken: rt, Expiry: time.Unix(1, 0)}).Token()
-	if err != nil {
-		return "", time.Time{}, false, reason.Wrap(reason.OIDCRefreshFailed, tokenError(err), "the identity provider refused to refresh the session")
-	}
-	if tok.RefreshToken != "" {
-		rt = tok.RefreshToken // a rotated refresh token
-	}
-	sealed, err := seal(handle, rt)
-	if err != nil {
+	if err := g.redeem(ctx, handle, &st); err != nil {
 		return "", time.Time{}, false, err
 	}
-	st.Sealed = sealed
 	if b, err := json.Marshal(st); err == nil {
 		_ = g.store.Put(ctx, refreshKey("state", handle), b, refreshTTL)
 	}
@@ -178,10 +164,7 @@ func (g *Gateway) refresh(ctx context.Context, r *http.Request) (token string, e
 	if err != nil {
 		return "", time.Time{}, false, reason.Wrap(reason.OIDCInternal, err, "the session could not be issued")
 	}
-	b, _ := json.Marshal(struct {
-		T string    `json:"t"`
-		E time.Time `json:"e"`
-	}{session, sexp})
+	b, _ := json.Marshal(renewed{T: session, E: sexp})
 	_ = g.store.Put(ctx, refreshKey("done", handle), b, refreshed)
 	return session, sexp, true, nil
 }
@@ -189,15 +172,8 @@ func (g *Gateway) refresh(ctx context.Context, r *http.Request) (token string, e
 // refreshedSession is the session a refresh of handle left for the
 // requests that waited on it.
 func (g *Gateway) refreshedSession(ctx context.Context, handle string) (string, time.Time, bool) {
-	raw, err := g.store.Get(ctx, refreshKey("done", handle))
-	if err != nil || raw == nil {
-		return "", time.Time{}, false
-	}
-	var d struct {
-		T string    `json:"t"`
-		E time.Time `json:"e"`
-	}
-	if json.Unmarshal(raw, &d) != nil || !g.now().Before(d.E) {
+	d, err := g.lastRenewal(ctx, handle)
+	if err != nil || d.T == "" || !g.now().Before(d.E) {
 		return "", time.Time{}, false
 	}
 	return d.T, d.E, true

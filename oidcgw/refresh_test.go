@@ -71,13 +71,7 @@ func TestRefreshFailureSignsInAgain(t *testing.T) {
 	r := newRigOf(t, op, func(c *config.Config) { c.SDK.OIDC.Scopes = []string{"openid", "offline_access"} })
 	handle := signInForRefresh(t, r)
 	op.failRefresh.Store(true)
-	req, _ := http.NewRequest(http.MethodGet, r.url+"/auth/oidc/login?return_to=/orders", nil)
-	req.AddCookie(&http.Cookie{Name: "svc_session_rt", Value: handle})
-	res, err := browser(t).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
+	res := loginWithRefresh(t, r, handle)
 	to, _ := url.Parse(res.Header.Get("Location"))
 	if res.StatusCode != http.StatusFound || to == nil || to.Host != mustHost(t, op.URL) {
 		t.Fatalf("failed refresh: %d to %s, want 302 to the provider", res.StatusCode, res.Header.Get("Location"))
@@ -89,6 +83,20 @@ func TestRefreshFailureSignsInAgain(t *testing.T) {
 	if !cleared {
 		t.Errorf("the refresh cookie was not cleared: %v", res.Header["Set-Cookie"])
 	}
+}
+
+// loginWithRefresh is the answer to a login of a browser that holds only
+// the refresh cookie handle.
+func loginWithRefresh(t *testing.T, r *rig, handle string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, r.url+"/auth/oidc/login?return_to=/orders", nil)
+	req.AddCookie(&http.Cookie{Name: "svc_session_rt", Value: handle})
+	res, err := browser(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res
 }
 
 // signInForRefresh signs in at r and returns the refresh cookie's handle.

@@ -214,6 +214,10 @@ func New(deps Deps) (*Server, error) {
 		if s.certs != nil {
 			s.samlLis = tls.NewListener(s.samlLis, s.certs.config("http/1.1"))
 		}
+		if s.oidc != nil {
+			// The checks renew OpenID Connect sessions near their expiry.
+			envoySrv.SetSessionRenewal(s.oidc, cfg.SDK.Session.RenewWindow())
+		}
 	}
 	s.poller = newBundlePoller(cfg.Policy)
 	if t := deps.Telemetry; t != nil {

@@ -151,6 +151,29 @@ func startIDP(t testing.TB, env map[string]string, resource string, clients []ID
 	return p
 }
 
+// GrantCount is how many token requests of one grant type the provider
+// answered, and how many it refused.
+type GrantCount struct {
+	Success int `json:"success"`
+	Error   int `json:"error"`
+}
+
+// Grants returns the provider's token requests so far by grant type
+// ("authorization_code", "refresh_token", ...).
+func (p *IDP) Grants(t testing.TB) map[string]GrantCount {
+	t.Helper()
+	resp, err := http.Get(p.Issuer + "/_admin/grants")
+	if err != nil {
+		t.Fatalf("grants: %v", err)
+	}
+	defer resp.Body.Close()
+	out := map[string]GrantCount{}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("grants: %v", err)
+	}
+	return out
+}
+
 // Token gets an access token for the client from the token endpoint with
 // the client_credentials grant and the provider's resource indicator.
 func (p *IDP) Token(t testing.TB, clientID string) string {

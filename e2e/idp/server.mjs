@@ -51,6 +51,11 @@
 // of a person carries sub and email (the person's email), tenant_id and
 // roles.
 //
+// GET /_admin/grants counts the token endpoint's answers by grant type
+// since the start: {"authorization_code": {"success": 1, "error": 0},
+// "refresh_token": {...}}, from the provider's grant.success and
+// grant.error events.
+//
 // SIGTERM or SIGINT closes the listener and exits 0.
 
 import { generateKeyPair, randomUUID } from 'node:crypto';
@@ -96,6 +101,14 @@ async function takeKey() {
   const key = await spare;
   spare = newKey();
   return key;
+}
+
+// grants counts the token endpoint's answers by grant type and outcome.
+const grants = {};
+function countGrant(ctx, outcome) {
+  const type = ctx.oidc?.params?.grant_type || 'unknown';
+  grants[type] ||= { success: 0, error: 0 };
+  grants[type][outcome] += 1;
 }
 
 // keys holds the published signing keys, the current one first.
@@ -197,6 +210,8 @@ function buildProvider(issuer) {
   });
   // Plain http on loopback: tell koa it is not behind a proxy.
   p.proxy = false;
+  p.on('grant.success', (ctx) => countGrant(ctx, 'success'));
+  p.on('grant.error', (ctx) => countGrant(ctx, 'error'));
   p.on('backchannel.error', (_ctx, err, client) => {
     process.stderr.write(`backchannel logout to ${client?.clientId} failed: ${err} ${err?.cause}\n`);
   });
@@ -226,13 +241,18 @@ const server = createServer((req, res) => {
     }, (err) => writeJSON(res, 500, { error: String(err) }));
     return;
   }
+  if (url.pathname === '/_admin/grants') {
+    writeJSON(res, 200, grants);
+    return;
+  }
   if (url.pathname.startsWith('/interaction/')) {
     (people ? signInPerson(req, res) : signInAtOnce(req, res)).catch((err) => writeJSON(res, 500, { error: String(err) }));
     return;
   }
-  if (people && url.pathname === '/auth' && !url.searchParams.has('prompt')) {
+  const prompt = url.searchParams.get('prompt') || '';
+  if (people && url.pathname === '/auth' && !prompt.split(' ').includes('login')) {
     // No sign-in session is reused: every sign-in asks who signs in.
-    url.searchParams.set('prompt', 'login');
+    url.searchParams.set('prompt', prompt ? prompt + ' login' : 'login');
     req.url = url.pathname + url.search;
   }
   provider.callback()(req, res);

@@ -219,6 +219,7 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		{"SVC_SIGNIN_ADDR", "0.0.0.0:7702", func(c Config) any { return c.Sidecar.SigninAddr + " " + c.Sidecar.SAMLAddr }, "0.0.0.0:7702 0.0.0.0:7702"},
 		{"SVC_SESSION_COOKIE_NAME", "sess", func(c Config) any { return c.SDK.Session.CookieName + " " + c.SDK.SAML.CookieName }, "sess sess"},
 		{"SVC_SESSION_TOKEN_TTL", "1h", func(c Config) any { return c.SDK.Session.TokenTTL.Duration }, time.Hour},
+		{"SVC_SESSION_REFRESH_BEFORE", "3m", func(c Config) any { return c.SDK.Session.RefreshBefore.Duration }, 3 * time.Minute},
 		{"SVC_SESSION_TOKEN_SIGNING_KEY_FILE", "/run/s.pem", func(c Config) any { return c.SDK.Session.TokenSigningKeyFile }, "/run/s.pem"},
 		{"SVC_SESSION_DEFAULT_RETURN_TO", "/start", func(c Config) any { return c.SDK.Session.DefaultReturnTo }, "/start"},
 		{"SVC_SESSION_BROWSER_REDIRECT", "true", func(c Config) any { return c.SDK.Session.RedirectsBrowsers() }, true},

@@ -118,6 +118,7 @@ func ExampleEnvVars() {
 	// SVC_SIGNIN_ADDR overrides sidecar.signin_addr
 	// SVC_SESSION_COOKIE_NAME overrides sdk.session.cookie_name
 	// SVC_SESSION_TOKEN_TTL overrides sdk.session.token_ttl
+	// SVC_SESSION_REFRESH_BEFORE overrides sdk.session.refresh_before
 	// SVC_SESSION_TOKEN_SIGNING_KEY_FILE overrides sdk.session.token_signing_key_file
 	// SVC_SESSION_DEFAULT_RETURN_TO overrides sdk.session.default_return_to
 	// SVC_SESSION_BROWSER_REDIRECT overrides sdk.session.browser_redirect

@@ -27,6 +27,12 @@ type Session struct {
 	// TokenTTL is the lifetime of the session tokens. Default 15m, at
 	// most 24h. Env SVC_SESSION_TOKEN_TTL.
 	TokenTTL Duration `toml:"token_ttl" yaml:"token_ttl"`
+	// RefreshBefore is how long before its expiry the checks renew an
+	// OpenID Connect session that holds a refresh token (offline_access),
+	// delivering the new session cookie with their answer. Default a
+	// quarter of token_ttl; less than token_ttl.
+	// Env SVC_SESSION_REFRESH_BEFORE.
+	RefreshBefore Duration `toml:"refresh_before,omitempty" yaml:"refresh_before,omitempty"`
 	// TokenSigningKeyFile is an EC P-256 private key (PEM) that signs the
 	// session tokens; replicas share it. Without it a key is generated
 	// at start. Env SVC_SESSION_TOKEN_SIGNING_KEY_FILE.
@@ -44,6 +50,15 @@ type Session struct {
 	// sdk.saml.entity_id with [sdk.saml], else the origin of
 	// sdk.oidc.redirect_url. Env SVC_SESSION_ISSUER.
 	Issuer string `toml:"issuer" yaml:"issuer"`
+}
+
+// RenewWindow is how long before its expiry a session is renewed:
+// refresh_before, else a quarter of token_ttl.
+func (s Session) RenewWindow() time.Duration {
+	if s.RefreshBefore.Duration > 0 {
+		return s.RefreshBefore.Duration
+	}
+	return s.TokenTTL.Duration / 4
 }
 
 // RedirectsBrowsers reports whether browser_redirect is on (its default).
@@ -307,6 +322,9 @@ func (v *validator) signIn() {
 			v.fail("sdk.session.default_return_to", "must be a relative path on this site, such as /home, got %q", s.DefaultReturnTo)
 		}
 	}
+	if d := s.RefreshBefore.Duration; d < 0 || d > 0 && d >= s.TokenTTL.Duration {
+		v.fail("sdk.session.refresh_before", "must be positive and less than sdk.session.token_ttl (%s), got %q", s.TokenTTL.String(), s.RefreshBefore.String())
+	}
 	if s.Issuer == "" {
 		v.fail("sdk.session.issuer", "must be set: it is the iss of the session tokens (default sdk.saml.entity_id, or the origin of sdk.oidc.redirect_url)")
 	}
@@ -368,6 +386,19 @@ func (v *validator) oidc(o OIDC) {
 	}
 }
 
+// sessionDuration applies a variable of an [sdk.session] duration with
+// set; example is a valid value, for the error.
+func sessionDuration(example string, set func(*Session, Duration)) func(*Config, string) string {
+	return func(c *Config, v string) string {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return "must be a Go duration such as " + example + ", got " + strconv.Quote(v)
+		}
+		set(&c.SDK.Session, Duration{d})
+		return ""
+	}
+}
+
 // signInEnv are the variables of [sdk.session], [sdk.oidc] and
 // sidecar.signin_addr. Every SVC_OIDC_* variable creates [sdk.oidc] when
 // the file has none.
@@ -380,14 +411,10 @@ var signInEnv = []EnvVar{
 		apply: func(c *Config, v string) string { c.SDK.Session.CookieName = v; return "" }},
 	{Name: "SVC_SESSION_TOKEN_TTL", Key: "sdk.session.token_ttl",
 		Help: "Lifetime of the session tokens (Go duration). Default 15m.",
-		apply: func(c *Config, v string) string {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				return "must be a Go duration such as 15m, got " + strconv.Quote(v)
-			}
-			c.SDK.Session.TokenTTL = Duration{d}
-			return ""
-		}},
+		apply: sessionDuration("15m", func(s *Session, d Duration) { s.TokenTTL = d })},
+	{Name: "SVC_SESSION_REFRESH_BEFORE", Key: "sdk.session.refresh_before",
+		Help: "How long before expiry the checks renew an OpenID Connect session (Go duration). Default token_ttl/4.",
+		apply: sessionDuration("4m", func(s *Session, d Duration) { s.RefreshBefore = d })},
 	{Name: "SVC_SESSION_TOKEN_SIGNING_KEY_FILE", Key: "sdk.session.token_signing_key_file",
 		Help:  "EC P-256 private key (PEM) that signs the session tokens, shared by replicas.",
 		apply: func(c *Config, v string) string { c.SDK.Session.TokenSigningKeyFile = v; return "" }},

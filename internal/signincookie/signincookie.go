@@ -66,13 +66,27 @@ func (j Jar) now() time.Time {
 // from before it is cleared (whether the browser holds one cannot be
 // seen on a cross-site request).
 func (j Jar) SetSession(w http.ResponseWriter, token string, exp time.Time) {
-	http.SetCookie(w, &http.Cookie{
+	http.SetCookie(w, j.SessionCookie(token, exp))
+	if j.Secure {
+		j.Clear(w, j.Session, "/", http.SameSiteLaxMode)
+	}
+}
+
+// SessionCookie is the session cookie SetSession sets.
+func (j Jar) SessionCookie(token string, exp time.Time) *http.Cookie {
+	return &http.Cookie{
 		Name: j.SessionName(), Value: token, Path: "/",
 		Expires: exp, MaxAge: int(exp.Sub(j.now()).Seconds()),
 		HttpOnly: true, Secure: j.Secure, SameSite: http.SameSiteLaxMode,
-	})
-	if j.Secure {
-		j.Clear(w, j.Session, "/", http.SameSiteLaxMode)
+	}
+}
+
+// Cleared is the cookie that tells the browser to drop the cookie name at
+// path, with the attributes it was set with.
+func (j Jar) Cleared(name, path string, sameSite http.SameSite) *http.Cookie {
+	return &http.Cookie{
+		Name: name, Value: "", Path: path, MaxAge: -1, Expires: time.Unix(0, 0),
+		HttpOnly: true, Secure: j.Secure || sameSite == http.SameSiteNoneMode, SameSite: sameSite,
 	}
 }
 
@@ -88,8 +102,5 @@ func (j Jar) ClearSession(w http.ResponseWriter) {
 // Clear tells the browser to drop the cookie name at path, with the
 // attributes it was set with.
 func (j Jar) Clear(w http.ResponseWriter, name, path string, sameSite http.SameSite) {
-	http.SetCookie(w, &http.Cookie{
-		Name: name, Value: "", Path: path, MaxAge: -1, Expires: time.Unix(0, 0),
-		HttpOnly: true, Secure: j.Secure || sameSite == http.SameSiteNoneMode, SameSite: sameSite,
-	})
+	http.SetCookie(w, j.Cleared(name, path, sameSite))
 }
