@@ -16,14 +16,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/netip"
 	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
@@ -82,7 +80,9 @@ type SessionRenewal interface {
 	// renewal window, with the request's Cookie header and the token's
 	// verified claims. It returns the Set-Cookie value that delivers the
 	// renewed session ("" when there is none yet), or, with end true, the
-	// one that clears the session: its provider refused to renew it.
+	// one that clears the session: its provider refused to renew it (the
+	// request keeps the answer it was decided and audited with; the
+	// session's later requests are refused where they are decided).
 	RenewSession(ctx context.Context, cookies string, claims map[string]any) (setCookie string, end bool)
 }
 
@@ -272,9 +272,9 @@ func (s *Server) authorize(ctx context.Context, source string, pr proxyRequest, 
 // renewSession asks for a renewed session when the session token of an
 // allowed request expires within the renewal window; the check answers
 // with it (v.setCookie). A session whose provider refused to renew it
-// ends: the request is refused 401 oidc-refresh-failed, and a browser is
-// sent to sign in. A token outside the window costs a map lookup and a
-// clock read.
+// ends: the answer, decided and audited while the session was valid,
+// stands and clears the session cookie, so that the browser signs in
+// again. A token outside the window costs a map lookup and a clock read.
 func (s *Server) renewSession(ctx context.Context, pr proxyRequest, claims map[string]any, v *verdict) {
 	n, ok := claims["exp"].(json.Number)
 	if !ok {
@@ -284,11 +284,7 @@ func (s *Server) renewSession(ctx context.Context, pr proxyRequest, claims map[s
 	if err != nil || time.Until(time.Unix(exp, 0)) > s.renewWindow {
 		return
 	}
-	c, end := s.renew.RenewSession(ctx, pr.headers["cookie"], claims)
-	if end {
-		*v = denied(http.StatusUnauthorized, codes.Unauthenticated, reason.OIDCRefreshFailed, nil, v.decisionID)
-		v.wwwAuthenticate = wwwAuthenticate(reason.OIDCRefreshFailed)
-	}
+	c, _ := s.renew.RenewSession(ctx, pr.headers["cookie"], claims)
 	v.setCookie = headerSafe(c)
 }
 

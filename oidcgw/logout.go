@@ -151,7 +151,8 @@ func (g *Gateway) revoke(ctx context.Context, provider string, c LogoutClaims) e
 }
 
 // Revoked reports whether a back-channel logout ended the session whose
-// token carries claims (its idp, idp_sid and sub); false for a session
+// token carries claims (its idp, idp_sid and sub), or a refused refresh
+// ended the token itself (its jti); false for a session
 // of another sign-in. It is asked on every check of such a session
 // (engine.Engine.SetSessionRevocation): with Redis a "not revoked"
 // answer is reused for revokedCacheTTL, so a logout reaches every
@@ -163,7 +164,11 @@ func (g *Gateway) Revoked(ctx context.Context, claims map[string]any) (bool, err
 	}
 	sid, _ := claims["idp_sid"].(string)
 	sub, _ := claims["sub"].(string)
+	jti, _ := claims["jti"].(string)
 	var keys []string
+	if jti != "" {
+		keys = append(keys, revokedKey("jti", provider, jti))
+	}
 	if sid != "" {
 		keys = append(keys, revokedKey("sid", provider, sid))
 	}

@@ -57,7 +57,12 @@ type renewed struct {
 // verified token's. It returns the Set-Cookie value that delivers the
 // renewed session, "" when there is none (yet); with end true, the
 // Set-Cookie value that clears the session, whose provider refused to
-// refresh it.
+// refresh it. The request asking was decided while its session was
+// valid and keeps its answer; the session token (its jti) is revoked as
+// a back-channel logout would, so that its later requests, on every
+// replica, are refused (oidc-session-revoked) where they are decided and
+// audited. Only that token: a new sign-in, even within the same provider
+// session, is not.
 //
 // A session without a refresh cookie costs nothing; one with costs a
 // store read, and the request that takes the lock waits at most
@@ -76,7 +81,7 @@ func (g *Gateway) RenewSession(ctx context.Context, cookies string, claims map[s
 		return "", false
 	}
 	if c, end, settled := g.deliver(d, exp); settled {
-		return c, end
+		return c, g.ended(ctx, end, claims)
 	}
 	mine, err := g.store.Lock(ctx, refreshKey("lock", handle), RefreshLockTTL)
 	if err != nil || !mine {
@@ -87,7 +92,7 @@ func (g *Gateway) RenewSession(ctx context.Context, cookies string, claims map[s
 	d, err = g.lastRenewal(ctx, handle)
 	if c, end, settled := g.deliver(d, exp); err != nil || settled {
 		_, _ = g.store.Take(context.WithoutCancel(ctx), refreshKey("lock", handle))
-		return c, end
+		return c, g.ended(ctx, end, claims)
 	}
 	out := make(chan renewed, 1)
 	go func() { out <- g.renewLocked(context.WithoutCancel(ctx), handle, exp) }()
@@ -96,11 +101,27 @@ func (g *Gateway) RenewSession(ctx context.Context, cookies string, claims map[s
 	select {
 	case d := <-out:
 		c, end, _ := g.deliver(d, exp)
-		return c, end
+		return c, g.ended(ctx, end, claims)
 	case <-t.C:
 	case <-ctx.Done():
 	}
 	return "", false
+}
+
+// ended revokes, when end, the session token with claims, whose refresh
+// the provider refused; it returns end.
+func (g *Gateway) ended(ctx context.Context, end bool, claims map[string]any) bool {
+	if !end {
+		return false
+	}
+	provider, _ := claims["idp"].(string)
+	jti, _ := claims["jti"].(string)
+	if provider != "" && jti != "" {
+		if err := g.store.Put(context.WithoutCancel(ctx), revokedKey("jti", provider, jti), []byte{1}, g.session.TokenTTL.Duration); err != nil {
+			g.log.Warn("OpenID Connect session whose refresh was refused could not be revoked", "reason", string(reason.Of(err, reason.OIDCStoreUnavailable)))
+		}
+	}
+	return true
 }
 
 // deliver is what a request of the session that expires at exp gets of

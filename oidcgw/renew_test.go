@@ -157,7 +157,8 @@ func TestRenewSessionSlowProvider(t *testing.T) {
 }
 
 // A refresh the provider refuses ends the session: the check gets the
-// cleared session cookie and end, as does every later check of it,
+// cleared session cookie and end, and the token is revoked; every later
+// check of it gets the same,
 // without asking the provider again; the login then signs in anew.
 func TestRenewSessionRefused(t *testing.T) {
 	op := newTestOP(t, "app")
@@ -165,8 +166,10 @@ func TestRenewSessionRefused(t *testing.T) {
 	handle := signInForRefresh(t, r)
 	op.failRefresh.Store(true)
 	cookies := "svc_session=old; svc_session_rt=" + handle
+	token := expiring(time.Minute)
+	token["jti"] = "token-1"
 	for i := range 2 {
-		c, end := r.gw.RenewSession(t.Context(), cookies, expiring(time.Minute))
+		c, end := r.gw.RenewSession(t.Context(), cookies, token)
 		sc, err := http.ParseSetCookie(c)
 		if !end || err != nil || sc.Name != "svc_session" || sc.MaxAge >= 0 {
 			t.Fatalf("check %d: %q %v, want the session cleared and ended", i, c, end)
@@ -174,6 +177,16 @@ func TestRenewSessionRefused(t *testing.T) {
 	}
 	if n := op.refreshCalls.Load(); n != 1 {
 		t.Errorf("%d refresh requests, want 1", n)
+	}
+	// The token is refused where checks decide; another token of the
+	// same user (a new sign-in) is not.
+	if revoked, err := r.gw.Revoked(t.Context(), token); !revoked || err != nil {
+		t.Errorf("Revoked(the refused token) = %v, %v; want true", revoked, err)
+	}
+	other := expiring(time.Minute)
+	other["jti"] = "token-2"
+	if revoked, err := r.gw.Revoked(t.Context(), other); revoked || err != nil {
+		t.Errorf("Revoked(another token of the user) = %v, %v; want false", revoked, err)
 	}
 	res := loginWithRefresh(t, r, handle)
 	if to, _ := url.Parse(res.Header.Get("Location")); res.StatusCode != http.StatusFound || to.Host != mustHost(t, op.URL) {

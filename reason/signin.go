@@ -43,7 +43,7 @@ const (
 	// no nonce).
 	OIDCLogoutTokenInvalid Code = "oidc-logout-token-invalid"
 	// OIDCSessionRevoked: the session was ended by a back-channel logout
-	// of its provider.
+	// of its provider, or by its provider's refusal to refresh it.
 	OIDCSessionRevoked Code = "oidc-session-revoked"
 	// OIDCRefreshFailed: the provider refused to refresh the session; the
 	// browser signs in again.
