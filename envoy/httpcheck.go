@@ -64,18 +64,6 @@ const (
 // before the request goes upstream (the HTTP form of headers_to_remove).
 const headerAuthRemove = "X-Envoy-Auth-Headers-To-Remove"
 
-// Canonical keys of the request headers a check reads, computed once:
-// http.Header.Get canonicalizes its key on every call, and allocates for
-// HeaderNginxMethod, which is not canonical.
-var (
-	canonOriginalURI     = http.CanonicalHeaderKey(headerOriginalURI)
-	canonForwardedURI    = http.CanonicalHeaderKey(headerForwardedURI)
-	canonForwardedMethod = http.CanonicalHeaderKey(headerForwardedMethod)
-	canonForwardedHost   = http.CanonicalHeaderKey(headerForwardedHost)
-	canonNginxMethod     = http.CanonicalHeaderKey(HeaderNginxMethod)
-	canonXFCC            = http.CanonicalHeaderKey(headerXFCC)
-)
-
 // headerValue is h.Get(key) for a canonical key.
 func headerValue(h http.Header, key string) string {
 	if vs := h[key]; len(vs) > 0 {

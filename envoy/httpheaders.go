@@ -8,9 +8,9 @@ import (
 	"github.com/svc-dev/svc/internal/refusalpage"
 )
 
-// Canonical keys of the headers an allowed check answers with, computed
-// once: http.Header.Set canonicalizes its key on every call, allocating
-// for the lower-case names the gRPC answer uses.
+// Canonical keys of the headers an allowed check answers with, and of
+// those it reads, computed once: http.Header.Set canonicalizes its key on
+// every call, allocating for the lower-case names the gRPC answer uses.
 var (
 	canonCacheControl = http.CanonicalHeaderKey("Cache-Control")
 	canonUserID       = http.CanonicalHeaderKey(HeaderUserID)
@@ -30,6 +30,16 @@ var (
 	canonStatus          = http.CanonicalHeaderKey(HeaderStatus)
 	canonBody            = http.CanonicalHeaderKey(HeaderBody)
 	canonSvcContentType  = http.CanonicalHeaderKey(headerContentType)
+
+	// The request headers a check reads: http.Header.Get canonicalizes
+	// its key on every call, and allocates for HeaderNginxMethod, which
+	// is not canonical.
+	canonOriginalURI     = http.CanonicalHeaderKey(headerOriginalURI)
+	canonForwardedURI    = http.CanonicalHeaderKey(headerForwardedURI)
+	canonForwardedMethod = http.CanonicalHeaderKey(headerForwardedMethod)
+	canonForwardedHost   = http.CanonicalHeaderKey(headerForwardedHost)
+	canonNginxMethod     = http.CanonicalHeaderKey(HeaderNginxMethod)
+	canonXFCC            = http.CanonicalHeaderKey(headerXFCC)
 )
 
 // allowedValues holds the values of the headers of an allowed check.
