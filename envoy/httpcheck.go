@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -63,6 +64,14 @@ const (
 // before the request goes upstream (the HTTP form of headers_to_remove).
 const headerAuthRemove = "X-Envoy-Auth-Headers-To-Remove"
 
+// headerValue is h.Get(key) for a canonical key.
+func headerValue(h http.Header, key string) string {
+	if vs := h[key]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
+
 // checkControlHeaders name the original request; they are not part of
 // input.request.headers.
 var checkControlHeaders = map[string]bool{
@@ -106,13 +115,14 @@ func (s *Server) serveCheck(w http.ResponseWriter, r *http.Request) {
 	pr, conv, err := forwardedRequest(r, s.checkProxy)
 	if err != nil {
 		s.logInvalid(r.Context(), err)
-		s.writeHTTP(w, s.present(invalidInput(err), proxyRequest{headers: lowerHeaders(r.Header)}, ""), conv, nil)
+		s.writeHTTP(w, s.present(invalidInput(err), proxyRequest{headers: lowerHeaders(r.Header)}, ""), conv, nil, nil)
 		return
 	}
 	pr.clientCert = s.forwardedClientCert(r)
 	// forward_auth hands no header of an allowed answer to the client.
 	pr.renews = conv == conventionNginx
 	s.check(r.Context(), w, pr, conv)
+	releaseHeaders(pr.headers)
 }
 
 // serveEnvoyCheck answers Envoy's http_service: the original path follows
@@ -125,14 +135,15 @@ func (s *Server) serveEnvoyCheck(w http.ResponseWriter, r *http.Request) {
 	pr := proxyRequest{
 		method:   r.Method,
 		target:   target,
-		host:     firstNonEmpty(r.Header.Get(headerForwardedHost), r.Host),
-		headers:  lowerHeaders(r.Header),
+		host:     firstNonEmpty(headerValue(r.Header, canonForwardedHost), r.Host),
+		headers:  pooledLowerHeaders(r.Header),
 		sourceIP: peerHost(r.RemoteAddr),
 		viaProxy: true,
 		renews:   true,
 	}
 	pr.clientCert = s.forwardedClientCert(r)
 	s.check(r.Context(), w, pr, conventionEnvoy)
+	releaseHeaders(pr.headers)
 }
 
 // headerXFCC carries the client certificate a proxy verified, in Envoy's
@@ -145,7 +156,7 @@ const headerXFCC = "X-Forwarded-Client-Cert"
 // other credential. From any other peer the header is ignored: whoever
 // can reach the sidecar directly could write one and be anybody.
 func (s *Server) forwardedClientCert(r *http.Request) clientcert.Presented {
-	vs := r.Header.Values(headerXFCC)
+	vs := r.Header[canonXFCC]
 	if len(vs) == 0 || len(s.trusted) == 0 {
 		return clientcert.Presented{}
 	}
@@ -162,14 +173,28 @@ func (s *Server) forwardedClientCert(r *http.Request) clientcert.Presented {
 	return clientcert.Presented{}
 }
 
+// httpCheck is what one HTTP check allocates, in one allocation: the
+// mapped request and the values of the allowed answer's headers.
+type httpCheck struct {
+	req  mappedRequest
+	vals allowedValues
+}
+
+// check answers pr. pr.headers is not read once check returns: the
+// engine completes the input's request (mappedRequest.CompleteRequest)
+// on the goroutine that asked, before Decide returns, copying what it
+// keeps (engine.RequestCompleter).
 func (s *Server) check(ctx context.Context, w http.ResponseWriter, pr proxyRequest, conv convention) {
-	v, tenant, ok := s.authorize(ctx, SourceHTTPCheck, pr, new(mappedRequest), pr.host)
+	hc := new(httpCheck)
+	v, tenant, ok := s.authorize(ctx, SourceHTTPCheck, pr, &hc.req, pr.host)
+	// Whatever the engine did, the map is not read after this.
+	hc.req.headers, hc.req.pending = nil, false
 	v = s.present(v, pr, tenant)
 	var spoofed []string
 	if ok && v.allow {
 		spoofed = spoofedHeaders(pr.headers, v.identity != "")
 	}
-	s.writeHTTP(w, v, conv, spoofed)
+	s.writeHTTP(w, v, conv, spoofed, &hc.vals)
 }
 
 // forwardedRequest reads the original request from nginx's
@@ -204,8 +229,8 @@ func forwardedRequest(r *http.Request, proxy string) (proxyRequest, convention, 
 		return proxyRequest{}, conventionForwarded, reason.New(reason.InputInvalid,
 			"sidecar.check_proxy is envoy: checks come to %s/, not %s", EnvoyCheckPrefix, CheckPath)
 	}
-	origURI, fwdURI := r.Header.Get(headerOriginalURI), r.Header.Get(headerForwardedURI)
-	svcMethod, fwdMethod := r.Header.Get(HeaderNginxMethod), r.Header.Get(headerForwardedMethod)
+	origURI, fwdURI := headerValue(r.Header, canonOriginalURI), headerValue(r.Header, canonForwardedURI)
+	svcMethod, fwdMethod := headerValue(r.Header, canonNginxMethod), headerValue(r.Header, canonForwardedMethod)
 	// The other proxy's URI header is the client's: ignored.
 	switch proxy {
 	case config.CheckProxyNginx:
@@ -238,8 +263,8 @@ func forwardedRequest(r *http.Request, proxy string) (proxyRequest, convention, 
 	return proxyRequest{
 		method:   method,
 		target:   target,
-		host:     firstNonEmpty(r.Header.Get(headerForwardedHost), r.Host),
-		headers:  lowerHeaders(r.Header),
+		host:     firstNonEmpty(headerValue(r.Header, canonForwardedHost), r.Host),
+		headers:  pooledLowerHeaders(r.Header),
 		sourceIP: peerHost(r.RemoteAddr),
 		viaProxy: true,
 	}, conv, nil
@@ -256,21 +281,60 @@ func peerHost(addr string) string {
 // lowerHeaders flattens h into lower-case keys, values joined with ","
 // as Envoy does, leaving out the headers that name the original request.
 func lowerHeaders(h http.Header) map[string]string {
-	out := make(map[string]string, len(h))
+	return lowerHeadersInto(make(map[string]string, len(h)), h)
+}
+
+// maxPooledHeaders is the most headers a map released to headerMaps may
+// hold: clearing a map costs as much as its largest size, and a request
+// with many headers is rare.
+const maxPooledHeaders = 32
+
+// headerMaps holds the maps of lowerHeaders that checks are done with
+// (releaseHeaders), empty.
+var headerMaps = sync.Pool{New: func() any { return make(map[string]string, 16) }}
+
+// pooledLowerHeaders is lowerHeaders into a map from headerMaps; the
+// caller gives it back with releaseHeaders once nothing reads it.
+func pooledLowerHeaders(h http.Header) map[string]string {
+	if len(h) > maxPooledHeaders {
+		return lowerHeaders(h)
+	}
+	return lowerHeadersInto(headerMaps.Get().(map[string]string), h)
+}
+
+// releaseHeaders empties m and gives it to headerMaps for another check.
+// Nothing may read m after: its strings stay valid (strings are
+// immutable) but its entries are gone.
+func releaseHeaders(m map[string]string) {
+	if m == nil || len(m) > maxPooledHeaders {
+		return
+	}
+	clear(m)
+	headerMaps.Put(m)
+}
+
+// lowerHeadersInto is lowerHeaders into out, which is empty.
+func lowerHeadersInto(out map[string]string, h http.Header) map[string]string {
 	for k, vs := range h {
-		lk := lowerKey(k)
-		if checkControlHeaders[lk] {
+		hk := lowerKey(k)
+		if hk.control {
 			continue
 		}
-		out[lk] = strings.Join(vs, ",")
+		if len(vs) == 1 {
+			out[hk.lower] = vs[0]
+			continue
+		}
+		out[hk.lower] = strings.Join(vs, ",")
 	}
 	return out
 }
 
-func (s *Server) writeHTTP(w http.ResponseWriter, v verdict, conv convention, spoofed []string) {
+// writeHTTP writes v's answer; vals, when not nil, holds the allowed
+// answer's header values (writeAllowed).
+func (s *Server) writeHTTP(w http.ResponseWriter, v verdict, conv convention, spoofed []string, vals *allowedValues) {
 	h := w.Header()
 	if v.allow {
-		writeAllowed(h, v, conv, spoofed)
+		writeAllowed(h, v, conv, spoofed, vals)
 		w.WriteHeader(http.StatusOK)
 		return
 	}

@@ -8,9 +8,9 @@ import (
 	"github.com/svc-dev/svc/internal/refusalpage"
 )
 
-// Canonical keys of the headers an allowed check answers with, computed
-// once: http.Header.Set canonicalizes its key on every call, allocating
-// for the lower-case names the gRPC answer uses.
+// Canonical keys of the headers an allowed check answers with, and of
+// those it reads, computed once: http.Header.Set canonicalizes its key on
+// every call, allocating for the lower-case names the gRPC answer uses.
 var (
 	canonCacheControl = http.CanonicalHeaderKey("Cache-Control")
 	canonUserID       = http.CanonicalHeaderKey(HeaderUserID)
@@ -32,7 +32,20 @@ var (
 	canonSvcContentType  = http.CanonicalHeaderKey(headerContentType)
 	canonSetCookie       = http.CanonicalHeaderKey(headerSetCookie)
 	canonSetCookieNginx  = http.CanonicalHeaderKey(HeaderSetCookie)
+
+	// The request headers a check reads: http.Header.Get canonicalizes
+	// its key on every call, and allocates for HeaderNginxMethod, which
+	// is not canonical.
+	canonOriginalURI     = http.CanonicalHeaderKey(headerOriginalURI)
+	canonForwardedURI    = http.CanonicalHeaderKey(headerForwardedURI)
+	canonForwardedMethod = http.CanonicalHeaderKey(headerForwardedMethod)
+	canonForwardedHost   = http.CanonicalHeaderKey(headerForwardedHost)
+	canonNginxMethod     = http.CanonicalHeaderKey(HeaderNginxMethod)
+	canonXFCC            = http.CanonicalHeaderKey(headerXFCC)
 )
+
+// allowedValues holds the values of the headers of an allowed check.
+type allowedValues [8]string
 
 // writeAllowed sets the headers of an allowed check on h, as h.Set would,
 // with every value in one array rather than one slice per header. Each
@@ -45,8 +58,13 @@ var (
 // identity token, which nginx's proxy_set_header then leaves out. Envoy
 // removes the ones that do not apply (x-envoy-auth-headers-to-remove,
 // applied after the copy), x-svc-identity among them without a token.
-func writeAllowed(h http.Header, v verdict, conv convention, spoofed []string) {
-	vals := new([8]string)
+//
+// vals holds the values, each header's slice pointing into it; nil
+// allocates one.
+func writeAllowed(h http.Header, v verdict, conv convention, spoofed []string, vals *allowedValues) {
+	if vals == nil {
+		vals = new(allowedValues)
+	}
 	vals[0] = "no-store"
 	vals[1] = v.subject
 	vals[2] = v.tenantID
@@ -163,10 +181,19 @@ func statusString(code int) string {
 	return strconv.Itoa(code)
 }
 
+// headerKey is what lowerHeaders needs to know of a request header's
+// canonical key: its lower-case form and whether it names the original
+// request (checkControlHeaders).
+type headerKey struct {
+	lower   string
+	control bool
+}
+
 // lowerKeys maps the canonical keys of the headers that proxies pass on
 // most often to their lower-case form, so that lowerHeaders allocates no
-// new key for them. Any other key is lower-cased as it comes.
-var lowerKeys = func() map[string]string {
+// new key for them and finds, in the same lookup, whether the header is
+// one of checkControlHeaders. Any other key is lower-cased as it comes.
+var lowerKeys = func() map[string]headerKey {
 	names := []string{
 		"Accept", "Accept-Encoding", "Accept-Language", "Authorization",
 		"Baggage", "Cache-Control", "Connection", "Content-Length",
@@ -183,18 +210,20 @@ var lowerKeys = func() map[string]string {
 		"X-Original-Method", "X-Original-Uri", "X-Original-Url", "X-Real-Ip", "X_Svc_Method",
 		"X-Api-Key", "X-Forwarded-Client-Cert", "X-Request-Id", "X-Requested-With", "X-Scheme",
 	}
-	m := make(map[string]string, len(names))
+	m := make(map[string]headerKey, len(names))
 	for _, n := range names {
-		m[http.CanonicalHeaderKey(n)] = strings.ToLower(n)
+		lk := strings.ToLower(n)
+		m[http.CanonicalHeaderKey(n)] = headerKey{lower: lk, control: checkControlHeaders[lk]}
 	}
 	return m
 }()
 
-// lowerKey is strings.ToLower(k), without allocating for the keys in
-// lowerKeys.
-func lowerKey(k string) string {
-	if lk, ok := lowerKeys[k]; ok {
-		return lk
+// lowerKey is the headerKey of k: from lowerKeys without allocating,
+// else strings.ToLower(k).
+func lowerKey(k string) headerKey {
+	if hk, ok := lowerKeys[k]; ok {
+		return hk
 	}
-	return strings.ToLower(k)
+	lk := strings.ToLower(k)
+	return headerKey{lower: lk, control: checkControlHeaders[lk]}
 }

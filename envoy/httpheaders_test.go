@@ -15,12 +15,20 @@ import (
 )
 
 func TestLowerKeys(t *testing.T) {
-	for k, lk := range lowerKeys {
+	for k, hk := range lowerKeys {
 		if k != http.CanonicalHeaderKey(k) {
 			t.Errorf("key %q is not canonical (%q)", k, http.CanonicalHeaderKey(k))
 		}
-		if lk != strings.ToLower(k) {
-			t.Errorf("lowerKeys[%q] = %q, want %q", k, lk, strings.ToLower(k))
+		if hk.lower != strings.ToLower(k) {
+			t.Errorf("lowerKeys[%q].lower = %q, want %q", k, hk.lower, strings.ToLower(k))
+		}
+		if hk.control != checkControlHeaders[strings.ToLower(k)] {
+			t.Errorf("lowerKeys[%q].control = %v, want %v", k, hk.control, !hk.control)
+		}
+	}
+	for lk := range checkControlHeaders {
+		if _, ok := lowerKeys[http.CanonicalHeaderKey(lk)]; !ok {
+			t.Errorf("control header %q is not in lowerKeys", lk)
 		}
 	}
 }
@@ -112,7 +120,7 @@ func TestWriteAllowedAsSet(t *testing.T) {
 				want := http.Header{"X-Svc-Roles": {"old"}, "Vary": {"Accept"}}
 				got := want.Clone()
 				writeAllowedBySet(want, v, conv, sp)
-				writeAllowed(got, v, conv, sp)
+				writeAllowed(got, v, conv, sp, nil)
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Fatalf("verdict %+v, convention %d, spoofed %q (-Set +writeAllowed):\n%s", v, conv, sp, diff)
 				}
