@@ -32,32 +32,9 @@ func TestOIDCSignInThroughShippedProxies(t *testing.T) {
 			base, front, idp := site.base, site.front, site.idp
 			client := site.client
 			b := newBrowser()
-			// follow walks redirects from u until the first answer that is
-			// not one, returning the URLs passed through.
 			follow := func(u string) (*http.Response, string, []string) {
 				t.Helper()
-				var seen []string
-				for range 20 {
-					seen = append(seen, u)
-					req, _ := http.NewRequest(http.MethodGet, u, nil)
-					req.Header.Set("Accept", browserAccept)
-					resp, err := b.Do(req)
-					if err != nil {
-						t.Fatal(err)
-					}
-					body, _ := readBody(resp)
-					resp.Body.Close()
-					if resp.StatusCode < 300 || resp.StatusCode > 399 {
-						return resp, body, seen
-					}
-					next, err := resp.Request.URL.Parse(resp.Header.Get("Location"))
-					if err != nil {
-						t.Fatal(err)
-					}
-					u = next.String()
-				}
-				t.Fatalf("too many redirects: %v", seen)
-				return nil, "", nil
+				return followBrowser(t, b, u)
 			}
 
 			resp, body, seen := follow(base + "/orders/42?x=1")
