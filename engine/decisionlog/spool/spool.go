@@ -145,6 +145,15 @@ type Spool struct {
 	// without mu: Append never waits for the cursor, nor for an fsync.
 	// Taken before mu by those that hold both.
 	cmu sync.Mutex
+
+	// warmed is how far the segment written to has its pages made
+	// writable ahead of the appends (warm), by the warmer goroutine:
+	// the page faults of a new page are not paid under mu, by the
+	// decision that first writes to it. Signalled on warm, stopped by
+	// Close.
+	warmed   int64
+	warm     chan struct{}
+	stopWarm chan struct{}
 }
 
 const (
@@ -177,10 +186,11 @@ func Open(opts Options) (*Spool, error) {
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	s := &Spool{opts: opts}
+	s := &Spool{opts: opts, warm: make(chan struct{}, 1), stopWarm: make(chan struct{})}
 	if err := s.load(); err != nil {
 		return nil, err
 	}
+	go s.warmer()
 	return s, nil
 }
 
@@ -339,7 +349,7 @@ func (s *Spool) startSegment(seq uint64) error {
 		return err
 	}
 	s.finish()
-	s.w, s.m = f, m
+	s.w, s.m, s.warmed = f, m, 0
 	s.segs = append(s.segs, &segment{seq: seq})
 	return nil
 }
@@ -397,7 +407,7 @@ func (s *Spool) writable(n int64) error {
 		return err
 	}
 	last.pending = false
-	s.w, s.m = f, m
+	s.w, s.m, s.warmed = f, m, last.size
 	return nil
 }
 
@@ -446,7 +456,41 @@ func (s *Spool) Append(rec []byte) error {
 	s.bytes += n
 	s.unsent++
 	s.dirty = true
+	if last.size+warmAhead/2 > s.warmed {
+		select {
+		case s.warm <- struct{}{}:
+		default:
+		}
+	}
 	return nil
+}
+
+// warmAhead is how far past the last record the warmer makes pages
+// writable.
+const warmAhead = 256 << 10
+
+// warmer makes the pages of the segment written to writable ahead of
+// the appends, when Append asks, until Close. It holds cmu meanwhile:
+// only holders of cmu unmap a segment.
+func (s *Spool) warmer() {
+	page := int64(os.Getpagesize())
+	for {
+		select {
+		case <-s.stopWarm:
+			return
+		case <-s.warm:
+		}
+		s.cmu.Lock()
+		s.mu.Lock()
+		m, from := s.m, max(s.warmed, s.segs[len(s.segs)-1].size)/page*page
+		to := min(from+warmAhead, int64(len(m)))
+		s.warmed = to
+		s.mu.Unlock()
+		if m != nil && from < to {
+			populate(m[from:to])
+		}
+		s.cmu.Unlock()
+	}
 }
 
 // readChunk is the least Read takes from a segment file at once.
@@ -824,6 +868,7 @@ func (s *Spool) Close() error {
 		return nil
 	}
 	s.closed = true
+	close(s.stopWarm)
 	s.finish()
 	var err error
 	for _, d := range s.done {
