@@ -323,23 +323,29 @@ func (e *Engine) finish(ctx context.Context, start time.Time, res Result, req *R
 		IdentityKind:   res.Token.Kind,
 		Plan:           string(res.Plan.Kind),
 	}
-	if lg, ok := e.audit.(*audit.Logger); ok && !observing && e.decisions == nil {
-		// The log writes the ids from their bytes, off the request path;
-		// only an observer or another sink reads the strings.
-		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+	lg, isLogger := e.audit.(*audit.Logger)
+	if !observing && (isLogger || e.audit == nil) {
+		// The audit log and the decision record write the ids from their
+		// bytes; only an observer or another sink reads the strings.
+		sc := trace.SpanContextFromContext(ctx)
+		var logErr error
+		if e.decisions != nil {
+			logErr = e.logDecision(&rec, in, e.recordSource(req), sc)
+		}
+		if !isLogger {
+			return logErr
+		}
+		if sc.IsValid() {
 			lg.LogTraced(rec, sc.TraceID(), sc.SpanID())
 		} else {
 			lg.Log(rec)
 		}
-		return nil
+		return logErr
 	}
 	rec.TraceID, rec.SpanID = traceIDs(ctx)
 	var logErr error
 	if e.decisions != nil {
-		if req.Completer != nil {
-			req.Completer.CompleteRequest(in.Request)
-		}
-		logErr = e.logDecision(&rec, in)
+		logErr = e.logDecision(&rec, in, e.recordSource(req), trace.SpanContext{})
 	}
 	if e.audit != nil {
 		e.audit.Log(rec)

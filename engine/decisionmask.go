@@ -5,6 +5,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/internal/jsonmask"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // openDecisionMask parses decision_log.mask, which validation has
@@ -25,16 +26,23 @@ func (e *Engine) openDecisionMask() error {
 // mask can bring them back. Without a mask the record is not parsed
 // again.
 func (e *Engine) decisionRecord(rec *audit.Record, in *Input) ([]byte, error) {
-	return e.maskRecord(e.appendDecisionRecord(make([]byte, 0, 1024), rec, in))
+	return e.maskRecord(e.appendDecisionRecord(make([]byte, 0, 1024), rec, in, nil, trace.SpanContext{}))
 }
 
 // appendDecisionRecord appends the decision record of rec, unmasked, to
-// dst.
-func (e *Engine) appendDecisionRecord(dst []byte, rec *audit.Record, in *Input) []byte {
-	b := rec.AppendJSON(dst)
+// dst; src, when not nil, holds the headers and query that in's request
+// does not have yet, and sc, when valid, the trace and span ids of a
+// record without them, written from their bytes.
+func (e *Engine) appendDecisionRecord(dst []byte, rec *audit.Record, in *Input, src RequestSource, sc trace.SpanContext) []byte {
+	var b []byte
+	if sc.IsValid() {
+		b = rec.AppendJSONTraced(dst, sc.TraceID(), sc.SpanID())
+	} else {
+		b = rec.AppendJSON(dst)
+	}
 	if e.cfg.DecisionLog.IncludesInput() {
 		b = append(b[:len(b)-1], `,"input":`...)
-		b = AppendRedactedInput(b, in)
+		b = appendRedactedInput(b, in, src)
 		b = append(b, '}')
 	}
 	return b

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Credentials a caller may send in a request; none may reach a record.
@@ -155,5 +157,85 @@ func BenchmarkDecisionRecordMask(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// rawSource is a RequestSource over raw headers, keeping those keep keeps,
+// and the query as given.
+type rawSource struct {
+	headers map[string]string
+	keep    func(string) bool
+	query   map[string]string
+}
+
+func (s rawSource) SourceHeaders() map[string]string { return s.headers }
+func (s rawSource) KeepHeader(k string) bool         { return s.keep(k) }
+func (s rawSource) SourceQuery() map[string]string   { return s.query }
+
+// A record whose request headers and query are read from a RequestSource
+// is byte for byte the record of the request with them built as maps:
+// sorted, filtered and redacted alike, members left out when empty.
+func TestDecisionRecordFromRequestSource(t *testing.T) {
+	raw := map[string]string{
+		":authority": "shop.example", ":path": "/orders/o-1?expand=items", "x-envoy-internal": "true",
+		"authorization": "Bearer " + rawBearer, "cookie": rawCookie, "user-agent": "curl/8", "accept": "*/*",
+		"x-request-id": "r-1", "x-ssn": "123-45-6789", "traceparent": "00-01-02-01",
+	}
+	for _, tc := range []struct {
+		name  string
+		keep  func(string) bool
+		query map[string]string
+	}{
+		{"some kept", func(k string) bool { return !strings.HasPrefix(k, ":") && !strings.HasPrefix(k, "x-envoy-") }, map[string]string{"expand": "items", "access_token": rawBearer}},
+		{"all kept, no query", func(string) bool { return true }, nil},
+		{"none kept", func(string) bool { return false }, map[string]string{"a": "1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, in := maskRecord()
+			src := rawSource{headers: raw, keep: tc.keep, query: tc.query}
+			built := *in.Request
+			built.Headers, built.Query = nil, tc.query
+			for k, v := range raw {
+				if tc.keep(k) {
+					if built.Headers == nil {
+						built.Headers = map[string]string{}
+					}
+					built.Headers[k] = v
+				}
+			}
+			e := maskEngine(t, true)
+			in.Request = &built
+			want := e.appendDecisionRecord(nil, rec, in, nil, trace.SpanContext{})
+			bare := built
+			bare.Headers, bare.Query = nil, nil
+			in.Request = &bare
+			got := e.appendDecisionRecord(nil, rec, in, src, trace.SpanContext{})
+			if string(got) != string(want) {
+				t.Fatalf("from the source:\n%s\nfrom the maps:\n%s", got, want)
+			}
+			if strings.Contains(string(got), rawBearer) || strings.Contains(string(got), rawCookie) {
+				t.Fatalf("a credential in the record: %s", got)
+			}
+		})
+	}
+}
+
+// A decision record given the span context writes the trace and span ids
+// from their bytes exactly as from the strings traceIDs makes.
+func TestDecisionRecordTraceIDs(t *testing.T) {
+	sc := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36},
+		SpanID:  trace.SpanID{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7},
+	})
+	e := maskEngine(t, true)
+	rec, in := maskRecord()
+	got := e.appendDecisionRecord(nil, rec, in, nil, sc)
+	rec.TraceID, rec.SpanID = traceIDs(trace.ContextWithSpanContext(context.Background(), sc))
+	want := e.appendDecisionRecord(nil, rec, in, nil, trace.SpanContext{})
+	if string(got) != string(want) {
+		t.Fatalf("from the bytes:\n%s\nfrom the strings:\n%s", got, want)
+	}
+	if !strings.Contains(string(got), `"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7"`) {
+		t.Fatalf("ids missing: %s", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/svc-dev/svc/engine/decisionlog"
 	"github.com/svc-dev/svc/engine/decisionlog/spool"
 	"github.com/svc-dev/svc/reason"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // openDecisionLog sets up [decision_log]: the spool in spool_dir and the
@@ -95,24 +96,34 @@ func newDecisionSink(d config.DecisionLog, service string) (decisionlog.Sink, er
 var recordBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
 // logDecision appends the decision record of rec (the audit record) with
-// the redacted policy input to the decision log's spool. A full spool
+// the redacted policy input to the decision log's spool; src, when not
+// nil, is where the input's request headers and query are read from, and
+// sc, when valid, the trace and span ids of a record without them. A full spool
 // under overflow = "deny" is an error of code decision-log-unavailable:
 // the decision must not be answered unlogged.
-func (e *Engine) logDecision(rec *audit.Record, in *Input) error {
+//
+// The record is built once, in a buffer of its own behind the spool's
+// head (decision id, tenant), and copied once, into the spool's file.
+func (e *Engine) logDecision(rec *audit.Record, in *Input, src RequestSource, sc trace.SpanContext) error {
 	bp := recordBufs.Get().(*[]byte)
-	raw := e.appendDecisionRecord((*bp)[:0], rec, in)
+	b := decisionlog.AppendHead((*bp)[:0], rec.DecisionID, rec.Tenant)
+	head := len(b)
+	b = e.appendDecisionRecord(b, rec, in, src, sc)
 	defer func() {
-		if cap(raw) <= 64<<10 {
-			*bp = raw[:0]
+		if cap(b) <= 64<<10 {
+			*bp = b[:0]
 			recordBufs.Put(bp)
 		}
 	}()
-	b, err := e.maskRecord(raw)
-	if err != nil {
-		return reason.Wrap(reason.DecisionLogUnavailable, err, "the decision record cannot be masked")
+	if !e.decisionMask.Empty() {
+		masked, err := e.maskRecord(b[head:])
+		if err != nil {
+			return reason.Wrap(reason.DecisionLogUnavailable, err, "the decision record cannot be masked")
+		}
+		b = append(b[:head], masked...)
 	}
-	// Log copies the record to the spool's file before it returns.
-	err = e.decisions.Log(decisionlog.Record{DecisionID: rec.DecisionID, Tenant: rec.Tenant, JSON: b})
+	// LogEncoded copies the record to the spool's file before it returns.
+	err := e.decisions.LogEncoded(b)
 	if err == nil {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/svc-dev/svc/internal/jsonstr"
@@ -31,6 +32,12 @@ func RedactedInput(in Input) []byte {
 // strings escaped alike). Decision records are built with it on the path
 // of every decision.
 func AppendRedactedInput(b []byte, in *Input) []byte {
+	return appendRedactedInput(b, in, nil)
+}
+
+// appendRedactedInput is AppendRedactedInput with the request's headers
+// and query read from src when the request does not hold them.
+func appendRedactedInput(b []byte, in *Input, src RequestSource) []byte {
 	b = append(b, `{"action":`...)
 	b = jsonstr.Append(b, in.Action, true)
 	u := &in.User
@@ -83,13 +90,19 @@ func AppendRedactedInput(b []byte, in *Input) []byte {
 			b = append(b, `,"host":`...)
 			b = jsonstr.Append(b, q.Host, true)
 		}
-		if len(q.Query) > 0 {
-			b = append(b, `,"query":`...)
-			b = appendRedactedMap(b, q.Query, nil)
+		query, headers := q.Query, q.Headers
+		if src != nil {
+			query = src.SourceQuery()
 		}
-		if len(q.Headers) > 0 {
+		if len(query) > 0 {
+			b = append(b, `,"query":`...)
+			b = appendRedactedMap(b, query, nil)
+		}
+		if src != nil {
+			b = appendSourceHeaders(b, src)
+		} else if len(headers) > 0 {
 			b = append(b, `,"headers":`...)
-			b = appendRedactedMap(b, q.Headers, visibleHeader)
+			b = appendRedactedMap(b, headers, visibleHeader)
 		}
 		if q.SourceIP != "" {
 			b = append(b, `,"source_ip":`...)
@@ -156,7 +169,33 @@ func appendRedactedMap[V any](b []byte, m map[string]V, visible func(string) boo
 		return append(b, "null"...)
 	}
 	var arr [24]string
-	keys := jsonstr.SortedKeys(arr[:0], m)
+	return appendRedactedKeys(b, jsonstr.SortedKeys(arr[:0], m), m, visible)
+}
+
+// appendSourceHeaders appends the member "headers" of the request whose
+// headers src holds, as appendRedactedMap writes Headers, or nothing
+// when src keeps none.
+func appendSourceHeaders(b []byte, src RequestSource) []byte {
+	h := src.SourceHeaders()
+	var arr [24]string
+	keys := arr[:0]
+	for k := range h {
+		if src.KeepHeader(k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return b
+	}
+	slices.Sort(keys)
+	b = append(b, `,"headers":`...)
+	return appendRedactedKeys(b, keys, h, visibleHeader)
+}
+
+// appendRedactedKeys appends the entries of m under keys, in their order,
+// as a JSON object whose values are Redacted unless visible says its
+// key's is shown (then m's value, a string).
+func appendRedactedKeys[V any](b []byte, keys []string, m map[string]V, visible func(string) bool) []byte {
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {

@@ -129,6 +129,36 @@ type RequestCompleter interface {
 	CompleteRequest(r *policy.Request)
 }
 
+// RequestSource is what a RequestCompleter may also offer for the
+// decision log, which writes every decision's request headers and query:
+// them as CompleteRequest would set them, read from where they come
+// from, so that the record of a decision that nothing else read them
+// for does not have them built as maps first.
+type RequestSource interface {
+	// SourceHeaders is the map CompleteRequest builds Headers from:
+	// Headers holds its entries whose key KeepHeader keeps.
+	SourceHeaders() map[string]string
+	KeepHeader(k string) bool
+	// SourceQuery is the Query CompleteRequest sets.
+	SourceQuery() map[string]string
+}
+
+// recordSource is where the decision record reads the headers and query
+// of req's input: req.Completer when it is a RequestSource and they are
+// not built yet, else nil, once the Completer (if any) has built them.
+func (e *Engine) recordSource(req *Request) RequestSource {
+	r := req.Input.Request
+	if r != nil && r.Headers == nil && r.Query == nil {
+		if src, ok := req.Completer.(RequestSource); ok {
+			return src
+		}
+	}
+	if req.Completer != nil {
+		req.Completer.CompleteRequest(r)
+	}
+	return nil
+}
+
 // Decide answers req. It is the engine's one door to a decision:
 // ValidateToken, Authorize and Evaluate are Decide with a Scope.
 //

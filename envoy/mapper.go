@@ -404,6 +404,17 @@ func (b *mappedRequest) CompleteRequest(r *policy.Request) {
 	r.Headers = policyHeaders(b.headers, b.trustForwardedFor)
 }
 
+// SourceHeaders, KeepHeader and SourceQuery are the request's headers
+// and query as CompleteRequest sets them, for the decision log's record
+// (engine.RequestSource), read from the proxy's headers and target.
+func (b *mappedRequest) SourceHeaders() map[string]string { return b.headers }
+
+// KeepHeader says whether CompleteRequest keeps header k.
+func (b *mappedRequest) KeepHeader(k string) bool { return keepHeader(k, b.trustForwardedFor) }
+
+// SourceQuery is the query CompleteRequest sets.
+func (b *mappedRequest) SourceQuery() map[string]string { return parseQuery(b.target) }
+
 // join returns resource + ":" + verb, written into b.action when it fits.
 // The string points into b, which it keeps alive; nothing writes there
 // again.
@@ -582,16 +593,20 @@ func policyHeaders(h map[string]string, trustForwardedFor bool) map[string]strin
 	}
 	out := make(map[string]string, len(h))
 	for k, v := range h {
-		if strippedHeaders[k] || strings.HasPrefix(k, ":") || strings.HasPrefix(k, HeaderPrefix) ||
-			(!trustForwardedFor && forwardingHeaders[k]) {
-			continue
+		if keepHeader(k, trustForwardedFor) {
+			out[k] = v
 		}
-		out[k] = v
 	}
 	if len(out) == 0 {
 		return nil
 	}
 	return out
+}
+
+// keepHeader says whether policyHeaders keeps header k.
+func keepHeader(k string, trustForwardedFor bool) bool {
+	return !strippedHeaders[k] && !strings.HasPrefix(k, ":") && !strings.HasPrefix(k, HeaderPrefix) &&
+		(trustForwardedFor || !forwardingHeaders[k])
 }
 
 // bearerToken returns the credential of an Authorization header value

@@ -21,6 +21,13 @@ func (r *Record) AppendJSON(b []byte) []byte {
 	return r.appendJSON(b, &rawIDs{})
 }
 
+// AppendJSONTraced is AppendJSON of r with TraceID and SpanID the W3C
+// ids trace and span, written as hex from their bytes unless r's own
+// fields are set (as Logger.LogTraced writes them).
+func (r *Record) AppendJSONTraced(b []byte, trace [16]byte, span [8]byte) []byte {
+	return r.appendJSON(b, &rawIDs{trace: trace, span: span, set: true})
+}
+
 // rawIDs are a record's trace and span ids as bytes (Logger.LogTraced).
 type rawIDs struct {
 	trace [16]byte

@@ -154,12 +154,19 @@ var ErrFull = spool.ErrFull
 // (ErrFull).
 func (l *Logger) Log(r Record) error {
 	bp := encodeBufs.Get().(*[]byte)
-	*bp = appendEncoded((*bp)[:0], r)
-	err := l.spool.Append(*bp)
+	*bp = append(AppendHead((*bp)[:0], r.DecisionID, r.Tenant), r.JSON...)
+	err := l.LogEncoded(*bp)
 	if cap(*bp) <= 64<<10 {
 		encodeBufs.Put(bp)
 	}
-	if err != nil {
+	return err
+}
+
+// LogEncoded is Log of a record encoded by its caller: AppendHead's
+// bytes followed by the record's JSON, built in one buffer, which the
+// spool copies before LogEncoded returns.
+func (l *Logger) LogEncoded(rec []byte) error {
+	if err := l.spool.Append(rec); err != nil {
 		return err
 	}
 	// Unsent, not Stats: Log runs once per decision, and Stats may read
@@ -332,17 +339,17 @@ func (l *Logger) Stats() Stats {
 // encodeBufs are Log's buffers, spared an allocation per decision.
 var encodeBufs = sync.Pool{New: func() any { return new([]byte) }}
 
-// appendEncoded frames r for the spool, appended to b: the id and the
-// tenant with their lengths, then the JSON.
-func appendEncoded(b []byte, r Record) []byte {
-	b = binary.AppendUvarint(b, uint64(len(r.DecisionID)))
-	b = append(b, r.DecisionID...)
-	b = binary.AppendUvarint(b, uint64(len(r.Tenant)))
-	b = append(b, r.Tenant...)
-	return append(b, r.JSON...)
+// AppendHead appends to b what precedes a record's JSON in the spool:
+// the decision id and the tenant, each with its length.
+func AppendHead(b []byte, decisionID, tenant string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(decisionID)))
+	b = append(b, decisionID...)
+	b = binary.AppendUvarint(b, uint64(len(tenant)))
+	return append(b, tenant...)
 }
 
-// decode reverses encode; false for data encode did not write.
+// decode reverses AppendHead and the JSON after it; false for data
+// that is not such a record.
 func decode(b []byte) (Record, bool) {
 	var r Record
 	var ok bool

@@ -2,7 +2,9 @@ package spool
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
+	"runtime/debug"
 	"time"
 )
 
@@ -25,16 +27,37 @@ type frame struct {
 	data     []byte
 }
 
-// appendFrame appends the frame of data appended at t to b.
-func appendFrame(b []byte, t time.Time, data []byte) []byte {
-	var hdr [frameHeader]byte
-	binary.BigEndian.PutUint32(hdr[0:4], uint32(len(data)))
-	binary.BigEndian.PutUint64(hdr[8:16], uint64(t.UnixNano()))
-	crc := crc32.Update(0, castagnoli, hdr[8:16])
-	crc = crc32.Update(crc, castagnoli, data)
-	binary.BigEndian.PutUint32(hdr[4:8], crc)
-	b = append(b, hdr[:]...)
-	return append(b, data...)
+// frameSum is the checksum of the frame of data appended at t (Unix
+// nanoseconds). The time's 8 bytes are summed here, on the stack: the
+// table-driven loop is crc32's own for so few bytes, and handing a
+// stack array to crc32.Update would move it to the heap.
+func frameSum(t int64, data []byte) uint32 {
+	crc := ^uint32(0)
+	for i := 56; i >= 0; i -= 8 {
+		crc = castagnoli[byte(crc)^byte(uint64(t)>>i)] ^ crc>>8
+	}
+	return crc32.Update(^crc, castagnoli, data)
+}
+
+// putFrame writes the frame of data, appended at t with checksum sum, at
+// the start of dst, a mapped segment file with room for it. A fault
+// writing the mapping (the file's disk is full) is returned as an error
+// rather than crash the process.
+func putFrame(dst []byte, t int64, sum uint32, data []byte) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(interface{ Addr() uintptr }); !ok {
+				panic(r)
+			}
+			err = fmt.Errorf("spool: writing the segment: %v", r)
+		}
+	}()
+	binary.BigEndian.PutUint32(dst[0:4], uint32(len(data)))
+	binary.BigEndian.PutUint32(dst[4:8], sum)
+	binary.BigEndian.PutUint64(dst[8:16], uint64(t))
+	copy(dst[frameHeader:], data)
+	return nil
 }
 
 // decodeFrame reads the frame at the start of b: the frame, its size in

@@ -3,14 +3,19 @@
 // left the sidecar survives the sink's outage and the process's death.
 //
 // Records go to segment files in a directory, each framed with its length,
-// a CRC-32C checksum and the time it was appended. Append writes the frame
-// to the file at once (a write survives the process's death; Sync, run
-// every fsync interval, makes it survive a power loss). A reader takes
+// a CRC-32C checksum and the time it was appended. The segment written to
+// is mapped into memory (MAP_SHARED), as long as a whole segment: Append
+// copies the frame into the mapping, with no system call, and the record
+// is then in the kernel's page cache, as after a write(2): it survives
+// the process's death (Sync, run every fsync interval, makes it survive a
+// power loss). A finished segment is cut to its records. A reader takes
 // records in order (Read), and Ack records how far the sink has taken
 // them, in a small cursor file; segments wholly acknowledged are deleted.
 // Opening the directory again resumes from the cursor: whatever was
 // appended and not acknowledged is read again, so delivery is at least
-// once. A torn or corrupt tail (a crash mid-write) is cut off, not fatal.
+// once. A torn or corrupt tail (a crash mid-copy) is cut off, not fatal;
+// the zeros after the records of a segment that was being written to when
+// the process died are its unwritten room, not a tail to count.
 //
 // When appending would pass MaxBytes, the spool either drops its oldest
 // segment (DropOldest, counting the records lost) or refuses the record
@@ -27,6 +32,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Overflow is what Append does when the spool is full.
@@ -102,6 +109,8 @@ type segment struct {
 	records int64
 	// first is the append time of its first record, zero when empty.
 	first time.Time
+	// pending: its file is not created yet (a new spool's first).
+	pending bool
 }
 
 // Spool is a directory of segments. Its methods are safe for concurrent
@@ -109,12 +118,17 @@ type segment struct {
 type Spool struct {
 	opts Options
 
-	mu       sync.Mutex
-	segs     []*segment // oldest first; the last is written to
-	w        *os.File   // the last segment
-	bytes    int64
-	acked    Position // everything before it is acknowledged
-	read     Position // the next Read starts here
+	mu    sync.Mutex
+	segs  []*segment // oldest first; the last is written to
+	w     *os.File   // the last segment
+	m     []byte     // the last segment's file, mapped: appends copy into it
+	bytes int64
+	acked Position // everything before it is acknowledged
+	read  Position // the next Read starts here
+	// done are the segments finished since the last Sync, still open and
+	// mapped: Sync syncs, unmaps and closes them, so that a new segment
+	// never waits for a disk.
+	done     []mapped
 	unsent   int64
 	dropped  int64
 	cut      int64
@@ -126,41 +140,20 @@ type Spool struct {
 	// everything read needs no count from the disk.
 	readSince int64
 	readExact bool
-	// frame is Append's buffer, reused under mu.
-	frame []byte
 
-	// Group commit: one write at a time goes to the file, outside mu;
-	// records appended meanwhile join group, written by its owner with
-	// one write once the write in flight is done. writing is true while
-	// a write is in flight or handed to the next group's owner;
-	// inflight and queued are the bytes of that write and of group,
-	// counted against the segment's and the spool's bounds.
-	writing  bool
-	group    *appendGroup
-	inflight int64
-	queued   int64
-	// idle is signalled when writing ends, for what must not run while
-	// a write is in flight (a new segment, Close).
-	idle *sync.Cond
-	// spare is a group buffer written out, for the next group.
-	spare []byte
-
-	// cmu orders the writes of the cursor file, which run without mu:
-	// Append never waits for the cursor, nor for an fsync. Taken before
-	// mu by those that hold both.
+	// cmu orders the writes of the cursor file and the syncs, which run
+	// without mu: Append never waits for the cursor, nor for an fsync.
+	// Taken before mu by those that hold both.
 	cmu sync.Mutex
-}
 
-// appendGroup is the records that waited for a write in flight, written
-// together by their first appender (owner).
-type appendGroup struct {
-	buf     []byte
-	records int64
-	first   time.Time
-	// lead is closed when the owner is to write the group; done when it
-	// has, err then holding the outcome.
-	lead, done chan struct{}
-	err        error
+	// warmed is how far the segment written to has its pages made
+	// writable ahead of the appends (warm), by the warmer goroutine:
+	// the page faults of a new page are not paid under mu, by the
+	// decision that first writes to it. Signalled on warm, stopped by
+	// Close.
+	warmed   int64
+	warm     chan struct{}
+	stopWarm chan struct{}
 }
 
 const (
@@ -193,11 +186,11 @@ func Open(opts Options) (*Spool, error) {
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	s := &Spool{opts: opts}
-	s.idle = sync.NewCond(&s.mu)
+	s := &Spool{opts: opts, warm: make(chan struct{}, 1), stopWarm: make(chan struct{})}
 	if err := s.load(); err != nil {
 		return nil, err
 	}
+	go s.warmer()
 	return s, nil
 }
 
@@ -242,16 +235,8 @@ func (s *Spool) load() error {
 		s.acked = Position{Segment: start}
 	}
 	if len(s.segs) == 0 {
-		if err := s.startSegment(s.acked.Segment); err != nil {
-			return err
-		}
-	} else {
-		last := s.segs[len(s.segs)-1]
-		f, err := os.OpenFile(s.path(last.seq), os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			return fmt.Errorf("spool: %w", err)
-		}
-		s.w = f
+		// Its file is created by the first Append.
+		s.segs = append(s.segs, &segment{seq: s.acked.Segment, pending: true})
 	}
 	if err := s.countUnsent(); err != nil {
 		return err
@@ -283,10 +268,17 @@ func (s *Spool) check(seq uint64) (*segment, error) {
 		off += n
 	}
 	if off < len(data) {
+		// The segment written to is as long as a whole segment: past
+		// its records, zeros never written. Only what a write left
+		// (a torn or corrupt frame) is counted as cut.
 		if err := os.Truncate(path, int64(off)); err != nil {
 			return nil, fmt.Errorf("spool: cutting the torn tail of %s: %w", filepath.Base(path), err)
 		}
-		s.cut += int64(len(data) - off)
+		end := len(data)
+		for end > off && data[end-1] == 0 {
+			end--
+		}
+		s.cut += int64(end - off)
 	}
 	seg.size = int64(off)
 	return seg, nil
@@ -325,9 +317,9 @@ func (s *Spool) recordsFrom(seg *segment, off int64) (n int64, aligned bool, err
 	if off == 0 {
 		return seg.records, true, nil
 	}
-	data, err := os.ReadFile(s.path(seg.seq))
+	data, err := s.readAt(seg, 0, seg.size)
 	if err != nil {
-		return 0, false, fmt.Errorf("spool: %w", err)
+		return 0, false, err
 	}
 	var pos, before int64
 	for pos < off {
@@ -348,153 +340,158 @@ func (s *Spool) path(seq uint64) string {
 	return filepath.Join(s.opts.Dir, fmt.Sprintf("%s%020d%s", segPrefix, seq, segSuffix))
 }
 
-// startSegment creates segment seq and makes it the one written to.
+// startSegment creates segment seq, mapped, and makes it the one written
+// to; mu held. The finished segment is cut to its records and left for
+// the next Sync to make durable and close.
 func (s *Spool) startSegment(seq uint64) error {
-	f, err := os.OpenFile(s.path(seq), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, m, err := s.mapFile(seq, os.O_CREATE|os.O_EXCL)
 	if err != nil {
-		return fmt.Errorf("spool: %w", err)
+		return err
 	}
-	if s.w != nil {
-		// The finished segment's last writes reach the disk with it.
-		_ = s.w.Sync()
-		_ = s.w.Close()
-	}
-	s.w = f
+	s.finish()
+	s.w, s.m, s.warmed = f, m, 0
 	s.segs = append(s.segs, &segment{seq: seq})
 	return nil
 }
 
-// Append writes rec to the spool. The record is in the file when Append
-// returns: it survives the process's death, and a power loss once Sync
-// has run. Under Deny a full spool refuses it with ErrFull.
+// finish ends the writes to the last segment: its file is cut to its
+// records, and Sync syncs, unmaps and closes it. mu held.
+func (s *Spool) finish() {
+	if s.w == nil {
+		return
+	}
+	last := s.segs[len(s.segs)-1]
+	_ = s.w.Truncate(last.size)
+	s.done = append(s.done, mapped{f: s.w, m: s.m, size: last.size})
+	s.w, s.m = nil, nil
+	s.dirty = true
+}
+
+// mapFile opens segment seq's file (with flag's creation flags), sized
+// to a whole segment, and maps it for writing. A record copied into the
+// mapping is in the kernel's page cache, as after a write(2): it survives
+// the process's death, and a power loss once synced.
+func (s *Spool) mapFile(seq uint64, flag int) (*os.File, []byte, error) {
+	f, err := os.OpenFile(s.path(seq), os.O_RDWR|flag, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("spool: %w", err)
+	}
+	if err := f.Truncate(s.opts.SegmentBytes); err != nil {
+		_ = f.Close()
+		return nil, nil, fmt.Errorf("spool: %w", err)
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, int(s.opts.SegmentBytes), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		_ = f.Close()
+		return nil, nil, fmt.Errorf("spool: mapping %s: %w", filepath.Base(f.Name()), err)
+	}
+	return f, m, nil
+}
+
+// writable makes the last segment ready for n more bytes, mapping it or
+// starting a new one; mu held.
+func (s *Spool) writable(n int64) error {
+	last := s.segs[len(s.segs)-1]
+	if last.size > 0 && last.size+n > s.opts.SegmentBytes {
+		return s.startSegment(last.seq + 1)
+	}
+	if s.m != nil {
+		return nil
+	}
+	flag := 0
+	if last.pending {
+		flag = os.O_CREATE | os.O_EXCL
+	}
+	f, m, err := s.mapFile(last.seq, flag)
+	if err != nil {
+		return err
+	}
+	last.pending = false
+	s.w, s.m, s.warmed = f, m, last.size
+	return nil
+}
+
+// Append writes rec to the spool. The record is in the segment file
+// (the page cache) when Append returns: it survives the process's death,
+// and a power loss once Sync has run. Under Deny a full spool refuses it
+// with ErrFull.
 //
-// Appends from many goroutines share writes: while one write is in
-// flight, the records appended meanwhile wait and go to the file
-// together, with the next write, before any of their Appends returns.
+// The record is copied into the mapped segment under the spool's lock,
+// with no system call: frames follow one another in the file in the
+// order their Appends returned, so a process killed mid-copy leaves at
+// most the frame being copied torn, whose Append had not returned.
 func (s *Spool) Append(rec []byte) error {
-	now := s.opts.Now()
+	now := s.opts.Now().UnixNano()
 	n := int64(frameHeader + len(rec))
 	if n > s.opts.SegmentBytes {
 		return ErrTooLarge
 	}
+	sum := frameSum(now, rec)
 	s.mu.Lock()
-	for {
-		if s.closed {
-			s.mu.Unlock()
-			return errors.New("spool: closed")
-		}
-		last := s.segs[len(s.segs)-1]
-		pending := s.inflight + s.queued
-		if last.size+pending > 0 && last.size+pending+n > s.opts.SegmentBytes {
-			if s.writing {
-				// A new segment waits for the writes to the last one.
-				s.idle.Wait()
-				continue
-			}
-			if err := s.startSegment(last.seq + 1); err != nil {
-				s.mu.Unlock()
-				return err
-			}
-			continue
-		}
-		break
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("spool: closed")
 	}
-	for s.bytes+s.inflight+s.queued+n > s.opts.MaxBytes {
+	if err := s.writable(n); err != nil {
+		return err
+	}
+	for s.bytes+n > s.opts.MaxBytes {
 		if s.opts.Overflow == Deny || len(s.segs) == 1 {
-			s.mu.Unlock()
 			return ErrFull
 		}
 		s.dropOldest()
 	}
-	if !s.writing {
-		// Nothing in flight: this record is written at once, alone.
-		s.frame = appendFrame(s.frame[:0], now, rec)
-		buf := s.frame
-		if cap(s.frame) > appendBufferKeep {
-			s.frame = nil
-		}
-		return s.writeLocked(buf, 1, now, false)
-	}
-	g := s.group
-	owner := g == nil
-	if owner {
-		g = &appendGroup{buf: s.spare[:0], first: now, lead: make(chan struct{}), done: make(chan struct{})}
-		s.spare = nil
-		s.group = g
-	}
-	g.buf = appendFrame(g.buf, now, rec)
-	g.records++
-	s.queued += n
-	s.mu.Unlock()
-	if owner {
-		// The write in flight hands over to this group once it is done.
-		<-g.lead
-		s.mu.Lock()
-		s.group = nil
-		s.queued -= int64(len(g.buf))
-		if s.closed {
-			g.err = errors.New("spool: closed")
-			s.writing = false
-			s.idle.Broadcast()
-			s.mu.Unlock()
-		} else {
-			g.err = s.writeLocked(g.buf, g.records, g.first, true)
-		}
-		close(g.done)
-		return g.err
-	}
-	<-g.done
-	return g.err
-}
-
-// writeLocked writes buf, records frames the first appended at first,
-// to the last segment, with mu held on entry and released on return;
-// grouped says buf is a group's, kept for a next group.
-// The write itself runs without mu, so that records appended meanwhile
-// gather in the next group; when the write is done it hands over to that
-// group, if any.
-func (s *Spool) writeLocked(buf []byte, records int64, first time.Time, grouped bool) error {
 	last := s.segs[len(s.segs)-1]
-	s.writing = true
-	s.inflight = int64(len(buf))
-	s.mu.Unlock()
-	_, werr := s.w.Write(buf)
-	s.mu.Lock()
-	s.inflight = 0
-	var err error
-	if werr != nil {
-		// A short write leaves a torn frame that the next Open cuts;
-		// until then the segment is done with.
+	if err := putFrame(s.m[last.size:], now, sum, rec); err != nil {
+		// The page could not be written (a disk full under the file):
+		// the frame may be torn, and the segment is done with.
 		_ = s.startSegment(last.seq + 1)
-		err = fmt.Errorf("spool: %w", werr)
-	} else {
-		if last.records == 0 {
-			last.first = first
+		return err
+	}
+	if last.records == 0 {
+		last.first = time.Unix(0, now)
+	}
+	last.size += n
+	last.records++
+	s.bytes += n
+	s.unsent++
+	s.dirty = true
+	if last.size+warmAhead/2 > s.warmed {
+		select {
+		case s.warm <- struct{}{}:
+		default:
 		}
-		size := int64(len(buf))
-		last.size += size
-		last.records += records
-		s.bytes += size
-		s.unsent += records
-		s.dirty = true
 	}
-	if grouped && s.spare == nil && cap(buf) <= appendBufferKeep {
-		s.spare = buf[:0]
-	}
-	if next := s.group; next != nil {
-		// writing stays true: the next group's owner writes now.
-		close(next.lead)
-	} else {
-		s.writing = false
-		s.idle.Broadcast()
-	}
-	s.mu.Unlock()
-	return err
+	return nil
 }
 
-// appendBufferKeep is the largest frame buffer Append keeps for the
-// next record; a larger one (a rare huge record) is let go.
-const appendBufferKeep = 64 << 10
+// warmAhead is how far past the last record the warmer makes pages
+// writable.
+const warmAhead = 256 << 10
+
+// warmer makes the pages of the segment written to writable ahead of
+// the appends, when Append asks, until Close. It holds cmu meanwhile:
+// only holders of cmu unmap a segment.
+func (s *Spool) warmer() {
+	page := int64(os.Getpagesize())
+	for {
+		select {
+		case <-s.stopWarm:
+			return
+		case <-s.warm:
+		}
+		s.cmu.Lock()
+		s.mu.Lock()
+		m, from := s.m, max(s.warmed, s.segs[len(s.segs)-1].size)/page*page
+		to := min(from+warmAhead, int64(len(m)))
+		s.warmed = to
+		s.mu.Unlock()
+		if m != nil && from < to {
+			populate(m[from:to])
+		}
+		s.cmu.Unlock()
+	}
+}
 
 // readChunk is the least Read takes from a segment file at once.
 const readChunk = 64 << 10
@@ -739,8 +736,8 @@ func (s *Spool) nextSeq(seq uint64) uint64 {
 }
 
 // Sync makes the records appended and the cursor acknowledged so far
-// survive a power loss. The fsyncs run without mu: appends go on
-// meanwhile.
+// survive a power loss, and closes the segments finished since the last
+// Sync. The syncs run without mu: appends go on meanwhile.
 func (s *Spool) Sync() error {
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
@@ -750,16 +747,31 @@ func (s *Spool) Sync() error {
 		s.mu.Unlock()
 		return nil
 	}
-	w, dirty, ackDirty, acked := s.w, s.dirty, s.ackDirty, s.acked
-	s.dirty, s.ackDirty = false, false
+	var cur mapped
+	if s.dirty && s.w != nil {
+		cur = mapped{f: s.w, m: s.m, size: s.segs[len(s.segs)-1].size}
+	}
+	done, ackDirty, acked := s.done, s.ackDirty, s.acked
+	s.done, s.dirty, s.ackDirty = nil, false, false
 	s.mu.Unlock()
-	if dirty {
-		// A segment finished meanwhile was synced before it was closed.
-		if err := w.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+	// The mappings stay valid meanwhile: only Sync and Close, under
+	// cmu, unmap them.
+	for i, d := range done {
+		if err := d.sync(); err != nil {
+			s.mu.Lock()
+			s.done = append(done[i:len(done):len(done)], s.done...)
+			s.dirty = true
+			s.mu.Unlock()
+			return err
+		}
+		d.close()
+	}
+	if cur.f != nil {
+		if err := cur.sync(); err != nil {
 			s.mu.Lock()
 			s.dirty = true
 			s.mu.Unlock()
-			return fmt.Errorf("spool: %w", err)
+			return err
 		}
 	}
 	if ackDirty {
@@ -773,21 +785,31 @@ func (s *Spool) Sync() error {
 	return nil
 }
 
-// syncLocked is Sync with cmu and mu held, for Close.
-func (s *Spool) syncLocked() error {
-	if s.dirty && s.w != nil {
-		if err := s.w.Sync(); err != nil {
+// mapped is a segment file and its whole mapping, of which size bytes
+// hold records.
+type mapped struct {
+	f    *os.File
+	m    []byte
+	size int64
+}
+
+// sync writes the records' pages to the disk, and the file's size.
+func (d mapped) sync() error {
+	if d.size > 0 {
+		if err := unix.Msync(d.m[:d.size], unix.MS_SYNC); err != nil {
 			return fmt.Errorf("spool: %w", err)
 		}
-		s.dirty = false
 	}
-	if s.ackDirty {
-		if err := s.writeCursor(s.acked, true); err != nil {
-			return err
-		}
-		s.ackDirty = false
+	if err := d.f.Sync(); err != nil {
+		return fmt.Errorf("spool: %w", err)
 	}
 	return nil
+}
+
+// close unmaps and closes the file.
+func (d mapped) close() {
+	_ = unix.Munmap(d.m)
+	_ = d.f.Close()
 }
 
 // Unsent is the number of records not acknowledged: Stats without the
@@ -846,14 +868,21 @@ func (s *Spool) Close() error {
 		return nil
 	}
 	s.closed = true
-	for s.writing {
-		// The write in flight, and a group it hands over to, which
-		// fails as closed.
-		s.idle.Wait()
+	close(s.stopWarm)
+	s.finish()
+	var err error
+	for _, d := range s.done {
+		if serr := d.sync(); err == nil {
+			err = serr
+		}
+		d.close()
 	}
-	err := s.syncLocked()
-	if cerr := s.w.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("spool: %w", cerr)
+	s.done = nil
+	if s.ackDirty {
+		if cerr := s.writeCursor(s.acked, true); err == nil {
+			err = cerr
+		}
+		s.ackDirty = false
 	}
 	return err
 }

@@ -429,3 +429,46 @@ func TestConcurrentAppends(t *testing.T) {
 		t.Fatalf("reopened: %+v, want nothing cut and the %d records not acknowledged", st, len(rest))
 	}
 }
+
+// The segment being written to is as long as a whole segment, its room
+// zeros; what a process that died left is read back whole, with only a
+// torn frame (not the zeros after it) counted as cut, and the segment is
+// written to on from its last record.
+func TestDeadProcessSegment(t *testing.T) {
+	for name, torn := range map[string][]byte{"no frame torn": nil, "a frame torn": {0, 0, 0, 9, 1, 2, 3}} {
+		t.Run(name, func(t *testing.T) {
+			liveDir := t.TempDir()
+			live := open(t, spool.Options{Dir: liveDir, SegmentBytes: 64 << 10})
+			appendN(t, live, 0, 10)
+			segs, _ := filepath.Glob(filepath.Join(liveDir, "seg-*.log"))
+			b, err := os.ReadFile(segs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(b) != 64<<10 {
+				t.Fatalf("the segment written to is %d bytes, want the whole segment's 64 KiB", len(b))
+			}
+			// The files as the process's death leaves them.
+			dir := t.TempDir()
+			end := bytes.LastIndex(b, []byte("record-000009")) + len("record-000009")
+			copy(b[end:], torn)
+			if err := os.WriteFile(filepath.Join(dir, filepath.Base(segs[0])), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s := open(t, spool.Options{Dir: dir, SegmentBytes: 64 << 10})
+			if cut := s.Stats().Cut; cut != int64(len(torn)) {
+				t.Fatalf("cut %d bytes, want %d", cut, len(torn))
+			}
+			wantRecords(t, readAll(t, s, 100), 0, 10)
+			appendN(t, s, 10, 5)
+			wantRecords(t, readAll(t, s, 100), 10, 5)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Stat(filepath.Join(dir, filepath.Base(segs[0])))
+			if err != nil || fi.Size() != int64(end)+5*int64(end/10) {
+				t.Fatalf("closed segment: %v, %v; want it cut to its 15 records", fi, err)
+			}
+		})
+	}
+}
