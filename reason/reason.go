@@ -161,6 +161,10 @@ const (
 	// BundleMalformed means an uploaded policy bundle is not a bundle at
 	// all: not a gzipped tar, or an unreadable manifest.
 	BundleMalformed Code = "bundle-malformed"
+	// BundleTooLarge means a policy bundle is larger than
+	// policy.bundle_max_bytes: its archive, a file in it, or its files
+	// together beyond 8 times that.
+	BundleTooLarge Code = "bundle-too-large"
 	// BundleSignatureInvalid means a policy bundle's signature does not
 	// verify with the configured key: it is unsigned, signed by another
 	// key or algorithm, or a file differs from its signed digest.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/bundle"
+	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/wire"
@@ -27,8 +28,21 @@ const (
 	PathReloadPolicy = wire.PathReloadPolicy
 )
 
-// maxBundleBytes bounds an uploaded policy bundle.
-const maxBundleBytes = 32 << 20
+// bundleMaxBytes is policy.bundle_max_bytes, which bounds a bundle's
+// archive and each of its files; its default where the configuration
+// leaves it unset.
+func bundleMaxBytes(p config.Policy) int64 {
+	if p.BundleMaxBytes <= 0 {
+		return config.DefaultBundleMaxBytes
+	}
+	return p.BundleMaxBytes
+}
+
+// bundleTooLarge is the refusal of a bundle over policy.bundle_max_bytes.
+func bundleTooLarge(what string, limit int64) *activateError {
+	return &activateError{http.StatusRequestEntityTooLarge, reason.BundleTooLarge, fmt.Sprintf(
+		"%s is larger than policy.bundle_max_bytes allows (%d bytes for the archive and each file, %d for its files together)", what, limit, bundle.UnpackedFactor*limit)}
+}
 
 func (s *Server) registerAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
@@ -325,9 +339,10 @@ func (s *Server) serveConfig(w http.ResponseWriter, _ *http.Request) {
 // is refused unless the query says allow_downgrade=true. On any error
 // the active policy set stays.
 func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBundleBytes))
+	limit := bundleMaxBytes(s.deps.Engine.Config().Policy)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
-		wire.WriteError(w, http.StatusRequestEntityTooLarge, wire.Indented, string(reason.InputInvalid), fmt.Sprintf("bundle larger than %d bytes", maxBundleBytes))
+		writeActivateError(w, bundleTooLarge("the uploaded bundle", limit))
 		return
 	}
 	if len(body) == 0 {

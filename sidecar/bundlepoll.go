@@ -46,6 +46,7 @@ type bundlePoller struct {
 	url       string
 	tokenFile string
 	min, max  time.Duration
+	maxBytes  int64 // policy.bundle_max_bytes
 	client    *http.Client
 
 	mu       sync.Mutex
@@ -63,7 +64,7 @@ func newBundlePoller(p config.Policy) *bundlePoller {
 	}
 	return &bundlePoller{
 		url: p.BundleURL, tokenFile: p.BundleTokenFile,
-		min: p.BundleMinPoll.Duration, max: p.BundleMaxPoll.Duration,
+		min: p.BundleMinPoll.Duration, max: p.BundleMaxPoll.Duration, maxBytes: bundleMaxBytes(p),
 		// Every redirect hop obeys the rule bundle_url does (https, or
 		// http on loopback), and the bearer token stays with the origin
 		// of bundle_url.
@@ -111,8 +112,11 @@ func (s *Server) pollOnce(ctx context.Context) {
 			s.log.Warn("policy bundle server unreachable; the active policy keeps serving", "url", config.RedactURL(p.url), "err", err)
 		}
 		p.lastErr, p.lastCode = err.Error(), ""
+		var ae *activateError
 		if errors.Is(err, loopback.ErrRedirectRefused) {
 			p.lastCode = CodeBundleRedirectRefused
+		} else if errors.As(err, &ae) {
+			p.lastCode = ae.code // bundle-too-large
 		}
 		return
 	}
@@ -175,12 +179,12 @@ func (p *bundlePoller) fetch(ctx context.Context) (data []byte, etag string, err
 	case http.StatusNotModified:
 		return nil, "", nil
 	case http.StatusOK:
-		data, err := io.ReadAll(io.LimitReader(resp.Body, maxBundleBytes+1))
+		data, err := io.ReadAll(io.LimitReader(resp.Body, p.maxBytes+1))
 		if err != nil {
 			return nil, "", fmt.Errorf("read bundle: %w", err)
 		}
-		if len(data) > maxBundleBytes {
-			return nil, "", fmt.Errorf("bundle larger than %d bytes", maxBundleBytes)
+		if int64(len(data)) > p.maxBytes {
+			return nil, "", bundleTooLarge("the bundle served", p.maxBytes)
 		}
 		return data, resp.Header.Get("ETag"), nil
 	}

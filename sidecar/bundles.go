@@ -118,7 +118,11 @@ func (s *Server) activateBundle(data []byte, source string, allowOlder bool) (ac
 func (s *Server) activate(data []byte, source string, allowOlder bool) (activation, error) {
 	// Data that is not a bundle at all says so, whatever the signing
 	// configuration.
-	if err := bundle.CheckArchive(bytes.NewReader(data)); err != nil {
+	limit := bundleMaxBytes(s.deps.Engine.Config().Policy)
+	lim := bundle.LimitsOf(limit)
+	if err := bundle.CheckArchiveWithin(bytes.NewReader(data), lim); errors.Is(err, bundle.ErrTooLarge) {
+		return activation{}, bundleTooLarge("bundle ("+err.Error()+")", limit)
+	} else if err != nil {
 		return activation{}, &activateError{http.StatusBadRequest, reason.BundleMalformed,
 			"malformed bundle: " + err.Error() + " (send a .tar.gz made by core policy bundle, or an empty body to re-read policy.dir)"}
 	}
@@ -126,7 +130,7 @@ func (s *Server) activate(data []byte, source string, allowOlder bool) (activati
 	if err != nil {
 		return activation{}, &activateError{http.StatusBadRequest, reason.InputInvalid, err.Error()}
 	}
-	set, info, err := bundle.Open(bytes.NewReader(data), verify, engine.PolicyOptions(s.deps.Engine.Config())...)
+	set, info, err := bundle.OpenWithin(bytes.NewReader(data), lim, verify, engine.PolicyOptions(s.deps.Engine.Config())...)
 	if ve := (*bundle.VerificationError)(nil); errors.As(err, &ve) {
 		return activation{}, &activateError{http.StatusUnprocessableEntity, reason.BundleSignatureInvalid,
 			"bundle rejected: " + err.Error() + "; sign it with the private key whose public key is policy.bundle_verify_key_file"}

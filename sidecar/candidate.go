@@ -31,11 +31,15 @@ func (s *Server) loadCandidate(data []byte) (*policy.Set, error) {
 			return nil, &dryrun.CandidateError{Status: http.StatusBadRequest, Code: reason.InputInvalid, Msg: err.Error()}
 		}
 	}
-	set, err := bundle.Load(bytes.NewReader(data), verify, engine.PolicyOptions(cfg)...)
+	limit := bundleMaxBytes(cfg.Policy)
+	set, _, err := bundle.OpenWithin(bytes.NewReader(data), bundle.LimitsOf(limit), verify, engine.PolicyOptions(cfg)...)
 	var ve *bundle.VerificationError
 	switch {
 	case err == nil:
 		return set, nil
+	case errors.Is(err, bundle.ErrTooLarge):
+		tl := bundleTooLarge("candidate bundle ("+err.Error()+")", limit)
+		return nil, &dryrun.CandidateError{Status: tl.status, Code: tl.code, Msg: tl.msg}
 	case errors.Is(err, bundle.ErrUnsigned):
 		return nil, &dryrun.CandidateError{Status: http.StatusConflict, Code: CodeSignedBundleRequired,
 			Msg: "policy.bundle_verify_key_file is set: a dry-run candidate must be a bundle signed by its key, as an activated one must (core policy bundle --sign-key)"}

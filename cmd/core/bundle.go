@@ -29,7 +29,12 @@ func (a *app) bundleCommand() *cobra.Command {
 		Long: `Packages the policy directory --dir as an OPA bundle (tar.gz) written to the
 file --out: its Rego modules, its data files merged into one data.json, and a
 .manifest with the revision, the roots (svc, plus any top-level data key) and
-the creation time. With --sign-key (a PEM private key: EC P-256, or RSA of at
+the creation time. Data of more than 32 MiB, more than a sidecar accepts in
+one bundle file by default, is split over several data.json files of at most
+32 MiB: each object too large is cut into its members, kept in the data.json
+of its own directory (svc/tables/tenants/data.json) and of the directories
+above it, which loading merges back into the same data; a value too large
+that is not an object is an error. With --sign-key (a PEM private key: EC P-256, or RSA of at
 least 2048 bits) it also writes .signatures.json, a JWS over the SHA-256 digest
 of every file. The key is read from the file and never printed. A key pair:
 

@@ -105,7 +105,8 @@ func serveImage(ctx context.Context, configPath string, stderr io.Writer, set *l
 		return nil, fmt.Errorf("audit metrics: %w", err)
 	}
 
-	dry := dryrun.NewManager(dryrun.Deps{Audit: auditLog, Logger: log, EvalTimeout: cfg.Policy.DryRunEvalTimeout.Duration})
+	dry := dryrun.NewManager(dryrun.Deps{Audit: auditLog, Logger: log, EvalTimeout: cfg.Policy.DryRunEvalTimeout.Duration,
+		MaxCandidateBytes: cfg.Policy.BundleMaxBytes})
 	defer dry.Close()
 	hub := live.NewHub(live.Deps{Spans: tel.Spans(), Logs: tel.Logs(), Sessions: dry, Logger: log})
 	defer hub.Close()

@@ -21,43 +21,44 @@ import (
 // sees it. Listing it first enforces the limits on the unpacked size,
 // which OPA's reader does not bound as a whole.
 type archive struct {
+	lim        Limits
 	raw        []byte
-	files      map[string][]byte // by cleaned path, "/authz.rego"
-	manifest   []byte            // nil when absent
-	signatures []byte            // nil when absent
+	files      map[string]bool // the archive's files by cleaned path, "/authz.rego"
+	manifest   []byte          // nil when absent
+	signatures []byte          // nil when absent
 }
 
-// readArchive reads a gzipped tar from r within the package limits, and
-// its manifest. Its errors match ErrMalformed.
-func readArchive(r io.Reader) (*archive, error) {
-	a, err := readTar(r)
+// readArchive reads a gzipped tar from r within lim, and its manifest.
+// Its errors match ErrMalformed, and ErrTooLarge when over lim.
+func readArchive(r io.Reader, lim Limits) (*archive, error) {
+	a, err := readTar(r, lim)
 	if err == nil && a.manifest != nil {
 		var m opabundle.Manifest
 		if jerr := json.Unmarshal(a.manifest, &m); jerr != nil {
 			err = fmt.Errorf("decode .manifest: %w", jerr)
 		}
 	}
-	if err != nil {
+	var tl *tooLargeError
+	if err != nil && !errors.As(err, &tl) {
 		return nil, &malformedError{err}
 	}
-	return a, nil
+	return a, err
 }
 
-// readTar reads the files of a gzipped tar from r within the package
-// limits.
-func readTar(r io.Reader) (*archive, error) {
-	raw, err := io.ReadAll(io.LimitReader(r, MaxArchiveBytes+1))
+// readTar reads the files of a gzipped tar from r within lim.
+func readTar(r io.Reader, lim Limits) (*archive, error) {
+	raw, err := io.ReadAll(io.LimitReader(r, lim.Archive+1))
 	if err != nil {
 		return nil, fmt.Errorf("read bundle: %w", err)
 	}
-	if len(raw) > MaxArchiveBytes {
-		return nil, fmt.Errorf("bundle is larger than %d bytes", MaxArchiveBytes)
+	if int64(len(raw)) > lim.Archive {
+		return nil, &tooLargeError{fmt.Sprintf("bundle is larger than %d bytes", lim.Archive)}
 	}
 	gz, err := gzip.NewReader(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("bundle is not a gzip archive: %w", err)
 	}
-	a := &archive{raw: raw, files: map[string][]byte{}}
+	a := &archive{lim: lim, raw: raw, files: map[string]bool{}}
 	tr := tar.NewReader(gz)
 	var total int64
 	for n := 0; ; n++ {
@@ -74,27 +75,38 @@ func readTar(r io.Reader) (*archive, error) {
 		if hdr.Typeflag != tar.TypeReg {
 			continue // OPA's reader reads regular files only
 		}
-		if hdr.Size > MaxFileBytes {
-			return nil, fmt.Errorf("bundle file %q is larger than %d bytes", hdr.Name, MaxFileBytes)
+		if hdr.Size > lim.File {
+			return nil, &tooLargeError{fmt.Sprintf("bundle file %q is larger than %d bytes", hdr.Name, lim.File)}
 		}
-		if total += hdr.Size; total > MaxUnpackedBytes {
-			return nil, fmt.Errorf("bundle unpacks to more than %d bytes", MaxUnpackedBytes)
+		if total += hdr.Size; total > lim.Unpacked {
+			return nil, &tooLargeError{fmt.Sprintf("bundle unpacks to more than %d bytes", lim.Unpacked)}
 		}
-		body, err := io.ReadAll(io.LimitReader(tr, MaxFileBytes))
+		name := path.Clean("/" + hdr.Name)
+		if a.files[name] {
+			return nil, fmt.Errorf("bundle holds %q twice", name)
+		}
+		a.files[name] = true
+		// Only the manifest and the signatures are kept: OPA's reader
+		// reads the rest again from raw, and a copy of every file here
+		// would double what a large bundle takes while it loads.
+		var dst *[]byte
+		switch name {
+		case "/.manifest":
+			dst = &a.manifest
+		case "/.signatures.json":
+			dst = &a.signatures
+		}
+		if dst == nil {
+			if _, err := io.Copy(io.Discard, io.LimitReader(tr, lim.File)); err != nil {
+				return nil, fmt.Errorf("read bundle file %q: %w", hdr.Name, err)
+			}
+			continue
+		}
+		body, err := io.ReadAll(io.LimitReader(tr, lim.File))
 		if err != nil {
 			return nil, fmt.Errorf("read bundle file %q: %w", hdr.Name, err)
 		}
-		name := path.Clean("/" + hdr.Name)
-		if _, dup := a.files[name]; dup {
-			return nil, fmt.Errorf("bundle holds %q twice", name)
-		}
-		a.files[name] = body
-		switch name {
-		case "/.manifest":
-			a.manifest = body
-		case "/.signatures.json":
-			a.signatures = body
-		}
+		*dst = body
 	}
 	if len(a.files) == 0 {
 		return nil, errors.New("bundle holds no files")
@@ -105,9 +117,9 @@ func readTar(r io.Reader) (*archive, error) {
 // reader returns OPA's bundle reader over the archive, with its per-file
 // limit set so that it never trusts a size claimed by a tar header.
 func (a *archive) reader() *opabundle.Reader {
-	loader := opabundle.NewTarballLoaderWithBaseURL(bytes.NewReader(a.raw), "").WithSizeLimitBytes(MaxFileBytes)
+	loader := opabundle.NewTarballLoaderWithBaseURL(bytes.NewReader(a.raw), "").WithSizeLimitBytes(a.lim.File)
 	return opabundle.NewCustomReader(loader).
-		WithSizeLimitBytes(MaxFileBytes).
+		WithSizeLimitBytes(a.lim.File).
 		WithLazyLoadingMode(false)
 }
 

@@ -1,6 +1,10 @@
 package bundle
 
 import (
+	"archive/tar"
+	"compress/gzip"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -13,6 +17,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	opabundle "github.com/open-policy-agent/opa/v1/bundle"
+	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/svc-dev/svc/engine/policy"
 )
@@ -48,6 +53,11 @@ type BuildOptions struct {
 // one /data.json, and a manifest with the revision, the roots and the
 // creation time. With a signing key it also writes /.signatures.json.
 // Compile errors are *policy.Error.
+//
+// Data larger than a bundle file may hold (MaxFileBytes) is split over
+// several data.json files, each at most MaxFileBytes, at the directories
+// of the objects it cuts (see splitData); reading the bundle merges them
+// back into the same data.
 //
 // The manifest's roots are "svc" plus the first segment of every data
 // path outside data.svc, so that a policy directory with data files at its
@@ -109,11 +119,35 @@ func Build(w io.Writer, dir string, opts BuildOptions) (Info, error) {
 	}
 	slices.Sort(info.Policies)
 
-	if opts.SignKeyPEM != nil {
-		keyID := opts.KeyID
-		if keyID == "" {
-			keyID = DefaultKeyID
+	keyID := opts.KeyID
+	if keyID == "" {
+		keyID = DefaultKeyID
+	}
+	parts, err := splitData(data, dataFileBytes)
+	if err != nil {
+		return Info{}, err
+	}
+	if len(parts) > 1 {
+		info.DataFiles = info.DataFiles[:0]
+		files := make(map[string][]byte, len(parts)+len(b.Modules))
+		for dir, body := range parts {
+			name := path.Join(dir, "data.json")
+			files[name] = body
+			info.DataFiles = append(info.DataFiles, name)
 		}
+		slices.Sort(info.DataFiles)
+		for _, m := range b.Modules {
+			files[strings.TrimPrefix(m.Path, "/")] = m.Raw
+		}
+		if err := writeFiles(w, files, b.Manifest, opts.SignKeyPEM != nil, key, keyID); err != nil {
+			return Info{}, err
+		}
+		if opts.SignKeyPEM != nil {
+			info.Signature = &Signature{Alg: key.alg, KeyID: keyID, Files: len(files) + 1}
+		}
+		return info, nil
+	}
+	if opts.SignKeyPEM != nil {
 		sc := &opabundle.SigningConfig{Key: string(key.pem), Algorithm: key.alg}
 		if err := b.GenerateSignature(sc, keyID, true); err != nil {
 			return Info{}, fmt.Errorf("sign bundle: %w", err)
@@ -126,6 +160,105 @@ func Build(w io.Writer, dir string, opts BuildOptions) (Info, error) {
 	}
 	return info, nil
 }
+
+// WriteFiles writes a bundle of files (path without the leading slash →
+// content, data files as data.json at the path they fill) to w, with a
+// manifest of opts' revision and creation time and the given roots,
+// signed when opts has a signing key. Unlike Build it neither compiles
+// the modules nor lays out the data: it is for tools that lay out their
+// own files, such as benchmarks of data split over several files.
+func WriteFiles(w io.Writer, files map[string][]byte, roots []string, opts BuildOptions) error {
+	var key signingKey
+	if opts.SignKeyPEM != nil {
+		var err error
+		if key, err = parseSigningKey(opts.SignKeyPEM, opts.Alg); err != nil {
+			return fmt.Errorf("signing key: %w", err)
+		}
+	}
+	created := opts.CreatedAt
+	if created.IsZero() {
+		created = time.Now()
+	}
+	m := opabundle.Manifest{
+		Revision: opts.Revision,
+		Roots:    &roots,
+		Metadata: map[string]any{metaCreatedAt: created.UTC().Truncate(time.Second).Format(time.RFC3339)},
+	}
+	m.SetRegoVersion(ast.RegoV1)
+	keyID := opts.KeyID
+	if keyID == "" {
+		keyID = DefaultKeyID
+	}
+	return writeFiles(w, files, m, opts.SignKeyPEM != nil, key, keyID)
+}
+
+// writeFiles writes a bundle archive of files (path without the leading
+// slash → content) and the manifest m to w, signed with key when signed.
+// The digests are OPA's: of the parsed document for data files and the
+// manifest, of the bytes for the rest.
+func writeFiles(w io.Writer, files map[string][]byte, m opabundle.Manifest, signed bool, key signingKey, keyID string) error {
+	manifest, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode .manifest: %w", err)
+	}
+	all := maps.Clone(files)
+	all[".manifest"] = manifest
+	names := slices.Sorted(maps.Keys(all))
+	if signed {
+		hasher, err := opabundle.NewSignatureHasher(opabundle.SHA256)
+		if err != nil {
+			return err
+		}
+		infos := make([]opabundle.FileInfo, 0, len(names))
+		for _, name := range names {
+			var v any = all[name]
+			if opabundle.IsStructuredDoc(name) {
+				var doc any
+				if err := util.UnmarshalJSON(all[name], &doc); err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+				v = doc
+			}
+			sum, err := hasher.HashFile(v)
+			if err != nil {
+				return fmt.Errorf("digest %s: %w", name, err)
+			}
+			infos = append(infos, opabundle.NewFile(name, hex.EncodeToString(sum), string(opabundle.SHA256)))
+		}
+		tok, err := opabundle.GenerateSignedToken(infos, &opabundle.SigningConfig{Key: string(key.pem), Algorithm: key.alg}, keyID)
+		if err != nil {
+			return fmt.Errorf("sign bundle: %w", err)
+		}
+		sigs, err := json.Marshal(opabundle.SignaturesConfig{Signatures: []string{tok}})
+		if err != nil {
+			return err
+		}
+		all[".signatures.json"] = sigs
+		names = append([]string{".signatures.json"}, names...)
+	}
+	gz := gzip.NewWriter(w)
+	tw := tar.NewWriter(gz)
+	for _, name := range names {
+		body := all[name]
+		if err := tw.WriteHeader(&tar.Header{Name: "/" + name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+			return fmt.Errorf("write bundle: %w", err)
+		}
+		if _, err := tw.Write(body); err != nil {
+			return fmt.Errorf("write bundle: %w", err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("write bundle: %w", err)
+	}
+	if err := gz.Close(); err != nil {
+		return fmt.Errorf("write bundle: %w", err)
+	}
+	return nil
+}
+
+// dataFileBytes is the size Build splits data at: MaxFileBytes, lower in
+// tests.
+var dataFileBytes = MaxFileBytes
 
 // rootsFor returns Root plus the top-level keys of data other than Root,
 // sorted after Root.

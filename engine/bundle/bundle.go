@@ -29,6 +29,31 @@ const (
 	MaxFiles = 10000
 )
 
+// Limits bound what a bundle may hold; DefaultLimits are the package's.
+type Limits struct {
+	// Archive bounds the compressed archive.
+	Archive int64
+	// File bounds any one file inside the archive.
+	File int64
+	// Unpacked bounds the sum of all files inside the archive.
+	Unpacked int64
+}
+
+// DefaultLimits are MaxArchiveBytes, MaxFileBytes and MaxUnpackedBytes.
+var DefaultLimits = Limits{Archive: MaxArchiveBytes, File: MaxFileBytes, Unpacked: MaxUnpackedBytes}
+
+// UnpackedFactor is how many times maxBytes the files of a bundle may
+// unpack to under LimitsOf(maxBytes).
+const UnpackedFactor = MaxUnpackedBytes / MaxFileBytes
+
+// LimitsOf returns the limits a sidecar's policy.bundle_max_bytes sets:
+// the archive and each file at most maxBytes, all files together
+// UnpackedFactor times as much. LimitsOf(MaxFileBytes) is DefaultLimits
+// with the archive bounded like a file.
+func LimitsOf(maxBytes int64) Limits {
+	return Limits{Archive: maxBytes, File: maxBytes, Unpacked: UnpackedFactor * maxBytes}
+}
+
 // Root is the data root every bundle claims: package svc.authz and its
 // helpers live under data.svc.
 const Root = "svc"
@@ -82,6 +107,17 @@ type Signature struct {
 // bundle at all: not a gzipped tar, over the size limits, or with a
 // manifest that does not decode.
 var ErrMalformed = errors.New("malformed bundle")
+
+// ErrTooLarge matches, with errors.Is, the error of a bundle over its
+// Limits: the archive, a file or the unpacked total. Such an error also
+// matches ErrMalformed.
+var ErrTooLarge = errors.New("bundle too large")
+
+// tooLargeError is a bundle over its limits.
+type tooLargeError struct{ msg string }
+
+func (e *tooLargeError) Error() string        { return e.msg }
+func (e *tooLargeError) Is(target error) bool { return target == ErrTooLarge || target == ErrMalformed }
 
 // malformedError keeps the message of its cause and matches ErrMalformed.
 type malformedError struct{ err error }

@@ -3,8 +3,10 @@ package bundle
 import (
 	"fmt"
 	"io"
+	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	opabundle "github.com/open-policy-agent/opa/v1/bundle"
@@ -23,7 +25,7 @@ const verifyKeyID = "svc-verify-key"
 // parsed in full, so a bundle whose modules do not parse or whose roots do
 // not permit its contents is an error.
 func Inspect(r io.Reader) (Info, error) {
-	a, err := readArchive(r)
+	a, err := readArchive(r, DefaultLimits)
 	if err != nil {
 		return Info{}, err
 	}
@@ -42,9 +44,15 @@ func Inspect(r io.Reader) (Info, error) {
 
 // CheckArchive reads r as a bundle archive, a gzipped tar within the
 // package limits whose manifest decodes, without parsing its modules or
-// verifying its signature. Its errors match ErrMalformed.
+// verifying its signature. Its errors match ErrMalformed, and ErrTooLarge
+// when the archive is over the limits.
 func CheckArchive(r io.Reader) error {
-	_, err := readArchive(r)
+	return CheckArchiveWithin(r, DefaultLimits)
+}
+
+// CheckArchiveWithin is CheckArchive within lim.
+func CheckArchiveWithin(r io.Reader, lim Limits) error {
+	_, err := readArchive(r, lim)
 	return err
 }
 
@@ -53,7 +61,7 @@ func CheckArchive(r io.Reader) error {
 // An unreadable bundle is an ordinary error; a readable bundle that fails
 // verification is a *VerificationError, returned with the bundle's Info.
 func Verify(r io.Reader, pubKeyPEM []byte) (Info, error) {
-	info, _, err := read(r, &VerifyOptions{PublicKeyPEM: pubKeyPEM})
+	info, _, err := read(r, DefaultLimits, &VerifyOptions{PublicKeyPEM: pubKeyPEM})
 	return info, err
 }
 
@@ -71,7 +79,13 @@ func Load(r io.Reader, verify *VerifyOptions, opts ...policy.Option) (*policy.Se
 // Open is Load that also returns the bundle's Info (revision, creation
 // time, signature), which callers need to order bundles.
 func Open(r io.Reader, verify *VerifyOptions, opts ...policy.Option) (*policy.Set, Info, error) {
-	info, b, err := read(r, verify)
+	return OpenWithin(r, DefaultLimits, verify, opts...)
+}
+
+// OpenWithin is Open within lim instead of DefaultLimits.
+func OpenWithin(r io.Reader, lim Limits, verify *VerifyOptions, opts ...policy.Option) (*policy.Set, Info, error) {
+	defer lowerGC()()
+	info, b, err := read(r, lim, verify)
 	if err != nil {
 		return nil, info, err
 	}
@@ -90,9 +104,46 @@ func Open(r io.Reader, verify *VerifyOptions, opts ...policy.Option) (*policy.Se
 	return set.WithRevision(info.Revision), info, nil
 }
 
-// read reads and, with opts set, verifies a bundle.
-func read(r io.Reader, opts *VerifyOptions) (Info, opabundle.Bundle, error) {
-	a, err := readArchive(r)
+// loadGCPercent is the collector's target (GOGC) while a bundle loads.
+// Loading makes garbage at the rate of the data's size (the archive
+// unpacked, decoded, hashed, converted to AST values); at the default 100
+// the heap may grow to twice what is live before a collection, which for
+// a large bundle is hundreds of MB above what stays. A lower target
+// trades CPU during the load, which is rare, for that peak.
+const loadGCPercent = 25
+
+// loading counts the loads under way, so that the collector's target is
+// lowered by the first and restored by the last.
+var loading struct {
+	sync.Mutex
+	n   int
+	old int
+}
+
+// lowerGC lowers the collector's target to loadGCPercent, unless it is
+// lower already or off, until the returned function is called.
+func lowerGC() (restore func()) {
+	loading.Lock()
+	defer loading.Unlock()
+	if loading.n == 0 {
+		loading.old = debug.SetGCPercent(loadGCPercent)
+		if loading.old < loadGCPercent {
+			debug.SetGCPercent(loading.old)
+		}
+	}
+	loading.n++
+	return func() {
+		loading.Lock()
+		defer loading.Unlock()
+		if loading.n--; loading.n == 0 {
+			debug.SetGCPercent(loading.old)
+		}
+	}
+}
+
+// read reads within lim and, with opts set, verifies a bundle.
+func read(r io.Reader, lim Limits, opts *VerifyOptions) (Info, opabundle.Bundle, error) {
+	a, err := readArchive(r, lim)
 	if err != nil {
 		return Info{}, opabundle.Bundle{}, err
 	}

@@ -341,6 +341,13 @@ type Policy struct {
 	// timeouts. Default 50ms, at most 10s.
 	// Env SVC_POLICY_DRY_RUN_EVAL_TIMEOUT.
 	DryRunEvalTimeout Duration `toml:"dry_run_eval_timeout" yaml:"dry_run_eval_timeout"`
+	// BundleMaxBytes bounds a policy bundle: its compressed archive
+	// (uploaded, polled from BundleURL, read back from BundleCacheDir or
+	// sent as a dry-run candidate) and each file inside it; all its files
+	// together may unpack to 8 times as much. A larger bundle is refused
+	// (bundle-too-large). Default 33554432 (32 MiB), at least 1 MiB, at
+	// most 1 GiB. Env SVC_POLICY_BUNDLE_MAX_BYTES.
+	BundleMaxBytes int64 `toml:"bundle_max_bytes" yaml:"bundle_max_bytes"`
 }
 
 // JWT is the [jwt] table.

@@ -31,10 +31,15 @@ const (
 	// candidate; MaxDryRunEvalTimeout bounds the setting.
 	DefaultDryRunEvalTimeout = 50 * time.Millisecond
 	MaxDryRunEvalTimeout     = 10 * time.Second
-	DefaultCheckProxy        = CheckProxyAuto
-	DefaultAuditDestination  = AuditStdout
-	DefaultAuditQueueSize    = 4096
-	DefaultLogLevel          = "info"
+	// DefaultBundleMaxBytes bounds a bundle archive and each of its
+	// files; MinBundleMaxBytes and MaxBundleMaxBytes bound the setting.
+	DefaultBundleMaxBytes   = 32 << 20
+	MinBundleMaxBytes       = 1 << 20
+	MaxBundleMaxBytes       = 1 << 30
+	DefaultCheckProxy       = CheckProxyAuto
+	DefaultAuditDestination = AuditStdout
+	DefaultAuditQueueSize   = 4096
+	DefaultLogLevel         = "info"
 
 	// Default SAML attribute names: the standard e-mail-address claim URI,
 	// "role" and "tenant_id".
@@ -115,6 +120,9 @@ func (c *Config) SetDefaults() {
 	setDuration(&c.Policy.BundleMinPoll, DefaultBundleMinPoll)
 	setDuration(&c.Policy.BundleMaxPoll, DefaultBundleMaxPoll)
 	setDuration(&c.Policy.DryRunEvalTimeout, DefaultDryRunEvalTimeout)
+	if c.Policy.BundleMaxBytes == 0 {
+		c.Policy.BundleMaxBytes = DefaultBundleMaxBytes
+	}
 	setString(&c.Policy.BundleMaxAgeAction, BundleMaxAgeDegrade)
 
 	setDuration(&c.JWT.ClockSkew, DefaultJWTClockSkew)

@@ -160,6 +160,16 @@ var coreEnv = []EnvVar{
 			c.Policy.DryRunEvalTimeout = Duration{d}
 			return ""
 		}},
+	{Name: "SVC_POLICY_BUNDLE_MAX_BYTES", Key: "policy.bundle_max_bytes",
+		Help: "Largest policy bundle archive, and largest file in one, in bytes; its files may unpack to 8 times as much. Default 33554432 (32 MiB).",
+		apply: func(c *Config, v string) string {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return "must be an integer number of bytes, got " + strconv.Quote(v)
+			}
+			c.Policy.BundleMaxBytes = n
+			return checkBundleMaxBytes(n)
+		}},
 	{Name: "SVC_LOG_LEVEL", Key: "log.level",
 		Help: "One of trace, debug, info (default), warn, error.",
 		apply: func(c *Config, v string) string {

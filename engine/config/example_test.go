@@ -64,6 +64,7 @@ func ExampleEnvVars() {
 	// SVC_BUNDLE_MAX_AGE_ACTION overrides policy.bundle_max_age_action
 	// SVC_POLICY_ALLOW_NETWORK_BUILTINS overrides policy.allow_network_builtins
 	// SVC_POLICY_DRY_RUN_EVAL_TIMEOUT overrides policy.dry_run_eval_timeout
+	// SVC_POLICY_BUNDLE_MAX_BYTES overrides policy.bundle_max_bytes
 	// SVC_LOG_LEVEL overrides log.level
 	// SVC_JWT_ISSUER overrides jwt.issuer
 	// SVC_JWT_ISSUER_URL overrides jwt.issuer_url

@@ -485,6 +485,9 @@ func (v *validator) policy() {
 	if d := p.DryRunEvalTimeout.Duration; d <= 0 || d > MaxDryRunEvalTimeout {
 		v.fail("policy.dry_run_eval_timeout", "must be positive and at most %s, got %q", MaxDryRunEvalTimeout, p.DryRunEvalTimeout.String())
 	}
+	if msg := checkBundleMaxBytes(p.BundleMaxBytes); msg != "" {
+		v.fail("policy.bundle_max_bytes", "%s", msg)
+	}
 }
 
 func (v *validator) sidecar() {
@@ -706,6 +709,15 @@ func checkRoutePath(p string) string {
 	}
 	if open >= 0 {
 		return fmt.Sprintf("unclosed \"{\", got %q", p)
+	}
+	return ""
+}
+
+// checkBundleMaxBytes says what is wrong with a policy.bundle_max_bytes,
+// or "".
+func checkBundleMaxBytes(n int64) string {
+	if n < MinBundleMaxBytes || n > MaxBundleMaxBytes {
+		return fmt.Sprintf("must be between %d (1 MiB) and %d (1 GiB) bytes, got %d", MinBundleMaxBytes, MaxBundleMaxBytes, n)
 	}
 	return ""
 }

@@ -76,6 +76,9 @@ type Deps struct {
 	// EvalTimeout bounds each evaluation of a candidate; default
 	// DefaultEvalTimeout (policy.dry_run_eval_timeout).
 	EvalTimeout time.Duration
+	// MaxCandidateBytes bounds an uploaded candidate bundle; default
+	// DefaultMaxCandidateBytes (policy.bundle_max_bytes).
+	MaxCandidateBytes int64
 }
 
 // Manager runs dry-run sessions. Its methods are safe for concurrent use.
@@ -96,6 +99,9 @@ func NewManager(deps Deps) *Manager {
 	}
 	if deps.Now == nil {
 		deps.Now = time.Now
+	}
+	if deps.MaxCandidateBytes <= 0 {
+		deps.MaxCandidateBytes = DefaultMaxCandidateBytes
 	}
 	if deps.EvalTimeout <= 0 {
 		deps.EvalTimeout = DefaultEvalTimeout

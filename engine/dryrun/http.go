@@ -19,8 +19,9 @@ const (
 	pathSession  = PathSessions + "/{id}"
 )
 
-// maxCandidateBytes bounds an uploaded candidate bundle.
-const maxCandidateBytes = 32 << 20
+// DefaultMaxCandidateBytes bounds an uploaded candidate bundle unless
+// Deps.MaxCandidateBytes says otherwise.
+const DefaultMaxCandidateBytes = 32 << 20
 
 // Loader reads and compiles an uploaded candidate bundle. The sidecar's
 // loader holds candidates to what it holds the bundles it serves: the
@@ -68,9 +69,9 @@ func (m *Manager) serveStart(w http.ResponseWriter, r *http.Request, load Loader
 			return
 		}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCandidateBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, m.deps.MaxCandidateBytes))
 	if err != nil {
-		wire.WriteError(w, http.StatusRequestEntityTooLarge, wire.Indented, "input-invalid", fmt.Sprintf("candidate bundle larger than %d bytes", maxCandidateBytes))
+		wire.WriteError(w, http.StatusRequestEntityTooLarge, wire.Indented, string(reason.BundleTooLarge), fmt.Sprintf("candidate bundle larger than %d bytes (policy.bundle_max_bytes)", m.deps.MaxCandidateBytes))
 		return
 	}
 	if len(body) == 0 {

@@ -5,7 +5,9 @@ package policy
 // data, data files) and is the set's to keep: the set then neither copies
 // it nor converts it through JSON, which for a large data document costs
 // as much time as decoding it and a second copy of it in memory while
-// the set is built. Data of any other origin must not be given with it.
+// the set is built. The set consumes it: its objects are emptied as their
+// members become the store's values. Data of any other origin must not be
+// given with it.
 func DecodedJSON() Option {
 	return func(o *options) { o.decodedJSON = true }
 }

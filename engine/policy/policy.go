@@ -48,7 +48,6 @@ type Set struct {
 	files    []string
 	modules  map[string]*ast.Module
 	compiler *ast.Compiler
-	data     map[string]any
 	store    storage.Store
 	// txn is the read transaction of store every evaluation shares.
 	txn  storage.Transaction
@@ -111,9 +110,19 @@ func build(files []string, sources map[string]string, data map[string]any, o opt
 	}
 
 	ctx := context.Background()
-	// The store converts the data to AST values once, here, instead of on
-	// every read during evaluation. jsonData made it JSON already.
-	store := inmem.NewFromObjectWithOpts(data, inmem.OptRoundTripOnWrite(false), inmem.OptReturnASTValuesOnRead(true))
+	revision := o.revision
+	if revision == "" {
+		revision = contentRevision(names, sources, data)
+	}
+	// The store holds the data as AST values, converted once, here,
+	// instead of on every read during evaluation. jsonData made it JSON
+	// already. The document itself is not kept: the store's values are
+	// the set's data.
+	store, err := astStore(ctx, data)
+	if err != nil {
+		return nil, &Error{Problems: []Problem{{Code: CodeData, Msg: err.Error()}}}
+	}
+	data = nil
 	caps := o.capabilities()
 	compiler, err := compile(ctx, store, parsed, caps)
 	if err != nil {
@@ -123,15 +132,11 @@ func build(files []string, sources map[string]string, data map[string]any, o opt
 		files:    files,
 		modules:  parsed,
 		compiler: compiler,
-		data:     data,
 		store:    store,
-		revision: o.revision,
+		revision: revision,
 		plan:     planCache(compiler.Modules),
 		states:   &evalStates{consts: findConstantRules(compiler)},
 		resPlans: &resourcePlans{},
-	}
-	if s.revision == "" {
-		s.revision = contentRevision(names, sources, data)
 	}
 	if s.plan.disabled == "" {
 		s.cache = newDecisionCache(s.plan, DecisionCacheSize)
@@ -149,6 +154,65 @@ func build(files []string, sources map[string]string, data map[string]any, o opt
 	}
 	return s, nil
 }
+
+// astStore returns an in-memory store holding data as AST values. The
+// conversion consumes data: each object's members are deleted from it as
+// they are converted, so that the decoded document is given back to the
+// collector while its AST values are built, not only once they all are;
+// a large bundle's data then does not take both forms at its peak.
+func astStore(ctx context.Context, data map[string]any) (storage.Store, error) {
+	root, err := consumeValue(data, map[string]*ast.Term{})
+	if err != nil {
+		return nil, fmt.Errorf("data is not a JSON document: %w", err)
+	}
+	store := inmem.NewWithOpts(inmem.OptRoundTripOnWrite(false), inmem.OptReturnASTValuesOnRead(true))
+	txn, err := store.NewTransaction(ctx, storage.WriteParams)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.Write(ctx, txn, storage.AddOp, storage.RootPath, root); err != nil {
+		store.Abort(ctx, txn)
+		return nil, err
+	}
+	return store, store.Commit(ctx, txn)
+}
+
+// consumeValue is ast.InterfaceToValue of v that deletes the members of
+// every object of v once they are converted. Object keys are made into
+// terms once per distinct key (keys recurs in every entry of a table: a
+// table of a million entries with five fields each has five distinct
+// keys), which OPA's values share as they share its interned terms.
+func consumeValue(v any, keys map[string]*ast.Term) (ast.Value, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return ast.InterfaceToValue(v)
+	}
+	kvs := make([][2]*ast.Term, 0, len(m))
+	for k, child := range m {
+		cv, err := consumeValue(child, keys)
+		if err != nil {
+			return nil, err
+		}
+		kt := keys[k]
+		if kt == nil {
+			kt = ast.InternedTerm(k)
+			if len(m) <= maxFields && len(keys) < maxSharedKeys {
+				keys[k] = kt
+			}
+		}
+		kvs = append(kvs, [2]*ast.Term{kt, ast.NewTerm(cv)})
+		delete(m, k)
+	}
+	return ast.NewObject(kvs...), nil
+}
+
+// consumeValue shares the keys of objects of at most maxFields members
+// (records, whose field names recur, not tables, whose keys do not), up
+// to maxSharedKeys of them.
+const (
+	maxFields     = 64
+	maxSharedKeys = 4096
+)
 
 // contentRevision is the default revision of a set: a digest of its
 // module sources and data, so that status, audit records and traces tell
@@ -231,8 +295,23 @@ func (s *Set) Modules() map[string]*ast.Module { return maps.Clone(s.modules) }
 func (s *Set) Compiler() *ast.Compiler { return s.compiler }
 
 // Data returns the data document the policies see as data (merged data
-// files). It is shared and must not be modified.
-func (s *Set) Data() map[string]any { return s.data }
+// files), decoded anew from the set's store: the set keeps its data once,
+// as the store's values, not also as the document it was given.
+func (s *Set) Data() map[string]any {
+	v, err := s.store.Read(context.Background(), s.txn, storage.RootPath)
+	if err != nil {
+		return map[string]any{}
+	}
+	if av, ok := v.(ast.Value); ok {
+		if doc, err := ast.JSON(av); err == nil {
+			v = doc
+		}
+	}
+	if doc, ok := v.(map[string]any); ok {
+		return doc
+	}
+	return map[string]any{}
+}
 
 // Storage returns the storage holding Data, for callers that prepare their
 // own queries against the same compiler and data. It must only be read:

@@ -45,6 +45,7 @@ const (
 	RateLimited            = reason.RateLimited
 	Unavailable            = reason.Unavailable
 	BundleMalformed        = reason.BundleMalformed
+	BundleTooLarge         = reason.BundleTooLarge
 	BundleSignatureInvalid = reason.BundleSignatureInvalid
 	PolicyBuiltinForbidden = reason.PolicyBuiltinForbidden
 )

@@ -133,3 +133,46 @@ func TestWriteDoc(t *testing.T) {
 		t.Errorf("section not replaced once:\n%s", s)
 	}
 }
+
+// TestWriteDocRow: a row written alone replaces its line and its curve
+// in the section, and leaves the other rows as they were.
+func TestWriteDocRow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bench.md")
+	if err := os.WriteFile(path, []byte("# Benchmarks\n\nbefore\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := []result{
+		{Row: "data", What: "data row", Figures: "old data", Bound: "b", Met: true, Curve: []plotPoint{{"x", 1}}, CurveUnit: "u"},
+		{Row: "bundles", What: "bundles row", Figures: "old bundles", Bound: "b", Curve: []plotPoint{{"1 MB", 12}, {"10 MB", 14}}, CurveUnit: "u"},
+		{Row: "tokens", What: "tokens row", Figures: "old tokens", Bound: "b", Met: true, Curve: []plotPoint{{"idle", 3}}, CurveUnit: "u"},
+	}
+	if err := writeDoc(path, old, options{}); err != nil {
+		t.Fatal(err)
+	}
+	bundles := old[1]
+	bundles.Figures, bundles.Met, bundles.Curve = "new bundles", true, []plotPoint{{"1 MB", 6}, {"10 MB", 7}}
+	if err := writeDocRow(path, bundles, options{}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, want := range []string{"old data", "old tokens", "new bundles", "measured alone", "10 MB ", " 7.00\n"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("the document lacks %q:\n%s", want, doc)
+		}
+	}
+	for _, gone := range []string{"old bundles", " 14.0\n"} {
+		if strings.Contains(doc, gone) {
+			t.Errorf("the document still holds %q:\n%s", gone, doc)
+		}
+	}
+	if n := strings.Count(doc, "| bundles |"); n != 1 {
+		t.Errorf("%d bundles rows, want 1", n)
+	}
+	if err := writeDocRow(path, result{Row: "nosuch"}, options{}); err == nil {
+		t.Error("a row the table does not hold was written")
+	}
+}

@@ -365,7 +365,7 @@ func runData(o *options) (result, error) {
 	r1, r2 := ms[2]["p50_us"]/ms[0]["p50_us"], b["p50_us"]/ms[0]["p50_us"]
 	res.Figures = fig + fmt.Sprintf("; ratio %s/%s: %.2f (files), %.2f (bundle)", count(sizes[2]), count(sizes[0]), r1, r2)
 	res.Met = r1 <= 2 && r2 <= 2
-	res.Why = "Every lookup is by key, so evaluation does not grow with the tables. Memory is OPA's in-memory store (AST values, about 1.7 KB per entry of ~130 bytes of JSON) and the decoded document beside it; load time is decoding, converting and the collector marking a growing heap"
+	res.Why = "Every lookup is by key, so evaluation does not grow with the tables. Memory is OPA's in-memory store (AST values of the data; the set keeps no other copy of it); load time is decoding, converting and the collector marking a growing heap"
 	if !res.Met {
 		res.Why = "not met: a lookup that scans a table instead of reading a key; see the profile of `core policy bench` on the generated policy"
 	}
