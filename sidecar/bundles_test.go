@@ -1,10 +1,6 @@
 package sidecar
 
 import (
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -147,64 +143,5 @@ func TestBundlePersistedAcrossRestart(t *testing.T) {
 	third := startSidecar(t, cfg)
 	if st := getStatus(t, third); st.PolicyRevision == "rev-persisted" || st.PolicySource != sourceConfig {
 		t.Errorf("with a rotated key: policy_revision=%q source=%q, want the configured policy", st.PolicyRevision, st.PolicySource)
-	}
-}
-
-// TestBundleMaxBytes uploads a signed bundle of 50 MB compressed, its
-// data split by core policy bundle over files of at most 32 MiB: the
-// default policy.bundle_max_bytes refuses it (413 bundle-too-large) and
-// the active policy stays; raised to 64 MiB, the bundle is activated.
-func TestBundleMaxBytes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and loads a 50 MB bundle")
-	}
-	idp, signKey, verifyKey, dir := signedSetup(t)
-	// Random bytes in base64 compress to 3/4 of their size: four strings
-	// of 17 MB make a bundle of 50 MB.
-	blobs := map[string]any{}
-	for i := range 4 {
-		b := make([]byte, 12_750_000)
-		if _, err := rand.Read(b); err != nil {
-			t.Fatal(err)
-		}
-		blobs[fmt.Sprintf("b%d", i)] = map[string]string{"v": base64.StdEncoding.EncodeToString(b)}
-	}
-	data, err := json.Marshal(map[string]any{"svc": map[string]any{"blobs": blobs}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "data.json"), data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	data, blobs = nil, nil
-	raw := buildBundle(t, dir, "rev-50mb", signKey)
-	if len(raw) < 50_000_000 || len(raw) > 64<<20 {
-		t.Fatalf("the bundle is %d bytes, want 50 MB", len(raw))
-	}
-
-	tests := []struct {
-		name         string
-		maxBytes     int64
-		wantCode     int
-		wantError    string
-		wantRevision string // "" for the initial one
-	}{
-		{"default limit", config.DefaultBundleMaxBytes, http.StatusRequestEntityTooLarge, "bundle-too-large", ""},
-		{"raised to 64 MiB", 64 << 20, http.StatusOK, "", "rev-50mb"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := verifyingConfig(t, idp, verifyKey)
-			cfg.Policy.BundleMaxBytes = tc.maxBytes
-			r := startSidecar(t, cfg)
-			initial := getStatus(t, r).PolicyRevision
-			code, body := post(t, r, PathReloadPolicy, raw)
-			if code != tc.wantCode || errorCode(body) != tc.wantError {
-				t.Fatalf("POST %s of 50 MB = %d %s, want %d %q", PathReloadPolicy, code, body, tc.wantCode, tc.wantError)
-			}
-			if want := orElse(tc.wantRevision, initial); getStatus(t, r).PolicyRevision != want {
-				t.Errorf("policy_revision = %q, want %q", getStatus(t, r).PolicyRevision, want)
-			}
-		})
 	}
 }
