@@ -3,10 +3,12 @@ package token
 import (
 	"crypto/sha256"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/svc-dev/svc/internal/digestcache"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 func TestCacheBoundAndEviction(t *testing.T) {
@@ -72,4 +74,28 @@ func TestCachePutAfterRetainIsRefused(t *testing.T) {
 	if _, ok := c.get(&k2); ok {
 		t.Fatal("an entry past its lifetime was stored")
 	}
+}
+
+// The verified-token cache at the sidecar's default size, full and then
+// taking many times its size in new tokens, keeps the live heap it had
+// when it filled (measured after collection, not timed).
+func TestCacheHeapFlatOnceFull(t *testing.T) {
+	const size = 20_000
+	c := newCache(size)
+	now := time.Unix(1_800_000_000, 0).UnixNano()
+	live := times{exp: now + int64(time.Hour)}
+	i := 0
+	put := func(n int) {
+		for range n {
+			k := sha256.Sum256(fmt.Appendf(nil, "token-%d", i))
+			claims := Claims{"sub": fmt.Sprintf("u%07d", i), "tenant_id": fmt.Sprintf("t%04d", i%5000)}
+			c.put(&k, entry{claims: claims, times: live, until: now + int64(time.Minute), kid: "k1"}, now, 0, c.epoch())
+			i++
+		}
+	}
+	testkit.HeapFlatOnceFull(t, size, put)
+	if n := c.size(); n > size+digestcache.Shards {
+		t.Fatalf("%d entries in a cache of %d", n, size)
+	}
+	runtime.KeepAlive(c)
 }

@@ -4,7 +4,9 @@
 //
 // A full shard makes room by sampled random eviction: it looks at a few
 // entries (map iteration starts at a random position), drops the stale
-// ones among them, else the first one seen. An epoch, moved by Retain,
+// ones among them, else the first one seen; once a shard has deleted half
+// its size in entries, it is copied into a new map, since a Go map does
+// not reuse its deleted slots (see rebuildAfter). An epoch, moved by Retain,
 // lets a caller refuse an entry whose computation began before a sweep.
 package digestcache
 
@@ -41,8 +43,10 @@ type shard[V any] struct {
 	mu           sync.Mutex
 	m            map[Key]V
 	hits, misses uint64
+	// deletes counts the entries deleted since m was built; see Put.
+	deletes int
 	// Keeps neighbouring shards' locks off one cache line.
-	_ [32]byte
+	_ [24]byte
 }
 
 // New returns a cache of about size entries (at least one per shard).
@@ -84,7 +88,11 @@ func (c *Cache[V]) Miss(k *Key) {
 func (c *Cache[V]) Remove(k *Key) {
 	s := c.shard(k)
 	s.mu.Lock()
+	n := len(s.m)
 	delete(s.m, *k)
+	if len(s.m) < n {
+		s.deletes++
+	}
 	s.mu.Unlock()
 }
 
@@ -102,12 +110,16 @@ func (c *Cache[V]) Put(k *Key, v V, epoch uint64, stale func(V) bool) {
 	if c.epoch.Load() != epoch {
 		return
 	}
+	if s.deletes >= rebuildAfter(c.perShard) {
+		s.rebuild(c.perShard)
+	}
 	if _, ok := s.m[*k]; !ok && len(s.m) >= c.perShard {
 		var victim Key
 		evicted, seen := false, 0
 		for key, old := range s.m {
 			if stale != nil && stale(old) {
 				delete(s.m, key)
+				s.deletes++
 				evicted = true
 			} else if seen == 0 {
 				victim = key
@@ -118,9 +130,29 @@ func (c *Cache[V]) Put(k *Key, v V, epoch uint64, stale func(V) bool) {
 		}
 		if !evicted {
 			delete(s.m, victim)
+			s.deletes++
 		}
 	}
 	s.m[*k] = v
+}
+
+// rebuildAfter is how many deletions a shard of perShard entries takes
+// before Put copies it into a new map. A Go map does not get back the
+// slots its deletions leave (tombstones) unless they happen to be
+// prunable: under the eviction churn of a full cache it grows, table by
+// table, holding the same number of entries in ever more memory. Copying
+// the live entries into a map sized for the shard, once per half a
+// shard's worth of deletions, keeps it at the size it had when it first
+// filled, for about two entry copies per insertion.
+func rebuildAfter(perShard int) int { return max(8, perShard/2) }
+
+// rebuild copies the shard's entries into a new map of its bound's size.
+func (s *shard[V]) rebuild(perShard int) {
+	m := make(map[Key]V, max(perShard, len(s.m)))
+	for k, v := range s.m {
+		m[k] = v
+	}
+	s.m, s.deletes = m, 0
 }
 
 // Retain drops every entry keep does not accept and returns how many it
@@ -135,6 +167,7 @@ func (c *Cache[V]) Retain(keep func(V) bool) int {
 		for k, v := range s.m {
 			if !keep(v) {
 				delete(s.m, k)
+				s.deletes++
 				dropped++
 			}
 		}

@@ -3,10 +3,12 @@ package digestcache_test
 import (
 	"crypto/sha256"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 
 	"github.com/svc-dev/svc/internal/digestcache"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 func key(s string) digestcache.Key { return sha256.Sum256([]byte(s)) }
@@ -85,4 +87,27 @@ func TestConcurrentUse(t *testing.T) {
 	if n := c.Stats().Entries; n > 128+digestcache.Shards {
 		t.Fatalf("%d entries in a cache of 128", n)
 	}
+}
+
+// A full cache taking ever new keys keeps the memory it had when it
+// filled: its maps do not grow with the deletions of its evictions.
+func TestChurnKeepsTheHeap(t *testing.T) {
+	// A value of the verified-token cache's entry size (112 bytes),
+	// which a map keeps in its slots.
+	type value [14]int64
+	const size = 20_000
+	c := digestcache.New[value](size)
+	i := 0
+	put := func(n int) {
+		for range n {
+			k := key(fmt.Sprint("token-", i))
+			c.Put(&k, value{int64(i)}, c.Epoch(), nil)
+			i++
+		}
+	}
+	testkit.HeapFlatOnceFull(t, size, put)
+	if n := c.Stats().Entries; n > size+digestcache.Shards {
+		t.Fatalf("%d entries in a cache of %d", n, size)
+	}
+	runtime.KeepAlive(c)
 }

@@ -5,7 +5,7 @@
 // condition instead of fixed sleeps, the race-detector skip, the
 // skip-or-fail rule for outside programs (a missing one fails the test
 // under CI), testdata globs, a log buffer safe for concurrent writers,
-// bundle and token signing keys.
+// bundle and token signing keys, the live-heap check of a bounded cache.
 // It imports nothing of this module, so any package's tests can use it.
 // Its sub-packages hold larger pieces: jose (JWKs and signed JWTs),
 // metrictest (recorded metrics), histtest (the otelhist tests'

@@ -176,3 +176,42 @@ func TestWriteDocRow(t *testing.T) {
 		t.Error("a row the table does not hold was written")
 	}
 }
+
+// TestTenantsPolicy: the tenants row's policy allows a user's read of a
+// resource of its own tenant, and refuses another tenant's, with a
+// reason; its decision cache keys on the tenant. The roles policy does
+// neither.
+func TestTenantsPolicy(t *testing.T) {
+	set, err := policy.FromModules(map[string]string{"authz.rego": tenantsPolicy}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := policy.User{ID: "u00001", TenantID: "tenant-00001", Roles: []string{"viewer", "editor"}}
+	for _, tc := range []struct {
+		tenant string
+		allow  bool
+	}{{"tenant-00001", true}, {"tenant-00002", false}} {
+		in := policy.Input{Action: "orders:read", User: user, Resource: policy.Resource{Type: "orders", ID: "o-1", Tenant: tc.tenant}}
+		res, err := set.Decide(context.Background(), in)
+		if err != nil || res.Allow != tc.allow || res.Allow != (len(res.DenyReasons) == 0) {
+			t.Errorf("resource of %s: allow %v, reasons %v, %v", tc.tenant, res.Allow, res.DenyReasons, err)
+		}
+	}
+	paths, disabled := set.CacheKeys()
+	if keys := strings.Join(paths, " "); disabled != "" || !strings.Contains(keys, "tenant_id") {
+		t.Errorf("the decision cache keys on %q (disabled: %q), not the user's tenant", keys, disabled)
+	}
+	// Without the tenant rule, the tenant is neither decided on nor a key.
+	roles, err := policy.FromModules(map[string]string{"authz.rego": rolesPolicy}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := policy.Input{Action: "orders:read", User: user, Resource: policy.Resource{Type: "orders", ID: "o-1", Tenant: "tenant-00002"}}
+	if res, err := roles.Decide(context.Background(), in); err != nil || !res.Allow {
+		t.Errorf("roles policy: allow %v, %v", res.Allow, err)
+	}
+	paths, _ = roles.CacheKeys()
+	if keys := strings.Join(paths, " "); strings.Contains(keys, "tenant") {
+		t.Errorf("the roles policy's decision cache keys on %q", keys)
+	}
+}

@@ -8,6 +8,7 @@
 //	go run ./scripts/benchscale -row data       # one row
 //	go run ./scripts/benchscale -write docs/benchmarks.md
 //	go run ./scripts/benchscale -row data -write docs/benchmarks.md  # that row's line and curve
+//	go run ./scripts/benchscale -row tokens -tokens 200000 -heapprofile /tmp/heap  # heap profiles, cache full and end
 //
 // Every input is generated from fixed seeds, so a row measures the same
 // work on every machine. -point runs one point in this process and prints
@@ -21,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -61,6 +63,9 @@ type row struct {
 type options struct {
 	tokens int // distinct tokens of the tokens row
 	quick  bool
+	// heapProfiles, when set, is a directory where the tokens row writes
+	// heap profiles when the cache is full and at the end.
+	heapProfiles string
 }
 
 var rows = []row{
@@ -79,6 +84,7 @@ var points = map[string]func(arg string, o *options) (metrics, error){
 	"data-bundle": pointDataBundle,
 	"policy-size": pointPolicySize,
 	"tokens":      pointTokens,
+	"decisions":   pointTenantDecisions,
 	"bundle":      pointBundle,
 }
 
@@ -90,10 +96,16 @@ func main() {
 		o     options
 	)
 	flag.IntVar(&o.tokens, "tokens", 1_000_000, "distinct tokens the tokens row cycles through")
+	flag.StringVar(&o.heapProfiles, "heapprofile", "", "write the tokens row's heap profiles (cache full, end) into this `directory`")
 	flag.BoolVar(&o.quick, "quick", false, "smaller points, for trying the program out (the figures are not the rows')")
 	flag.Parse()
 	if o.quick {
 		o.tokens = min(o.tokens, 20_000)
+	}
+	if o.heapProfiles != "" {
+		// Finer than the default 512 KiB, so that profiles taken at two
+		// moments can be compared allocation site by allocation site.
+		runtime.MemProfileRate = 4096
 	}
 	if *point != "" {
 		kind, arg, _ := strings.Cut(*point, ":")
@@ -176,6 +188,9 @@ func measure(kind, arg string, o *options, env ...string) (metrics, error) {
 	args := []string{"-point", kind + ":" + arg, fmt.Sprintf("-tokens=%d", o.tokens)}
 	if o.quick {
 		args = append(args, "-quick")
+	}
+	if o.heapProfiles != "" {
+		args = append(args, "-heapprofile", o.heapProfiles)
 	}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), env...)

@@ -10,7 +10,11 @@ import (
 	"fmt"
 	"math/big"
 	mrand "math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"time"
@@ -45,6 +49,11 @@ type minter struct {
 func (m *minter) mint(i int) string {
 	payload := fmt.Sprintf(`{"iss":%q,"sub":"u%07d","aud":"svc","tenant_id":"t%04d","roles":["viewer","editor"],"email":"u%07d@bench.example","iat":%d,"exp":%d}`,
 		tokenIssuer, i, i%5000, i, m.now.Unix(), m.now.Add(time.Hour).Unix())
+	return m.sign(payload)
+}
+
+// sign returns the token of payload, a JSON object.
+func (m *minter) sign(payload string) string {
 	input := m.header + "." + base64.RawURLEncoding.EncodeToString([]byte(payload))
 	sum := sha256.Sum256([]byte(input))
 	r, s, err := ecdsa.Sign(rand.Reader, m.key, sum[:])
@@ -134,7 +143,7 @@ func pointTokens(arg string, o *options) (metrics, error) {
 	rng := mrand.New(mrand.NewPCG(3, 4))
 	window := make([]string, 0, tokenWindow)
 	m := metrics{"tokens": float64(n), "cache_size": float64(size)}
-	heapIdle, rssIdle := heapInUse(), procStatus("VmRSS")
+	heapIdle, rssIdle := heapInUse(), freedRSS()
 	m["rss_idle_mb"] = rssIdle / (1 << 20)
 	var (
 		firstTotal time.Duration
@@ -142,6 +151,7 @@ func pointTokens(arg string, o *options) (metrics, error) {
 		checkpoint = n / 10
 		samples    []float64 // RSS at each tenth, MiB
 		heapFull   float64
+		rssFull    float64 // after returning freed memory to the OS
 	)
 	for first := 0; first < n; first += batch {
 		toks := next(first)
@@ -170,12 +180,19 @@ func pointTokens(arg string, o *options) (metrics, error) {
 					// The cache is full well before the second tenth of
 					// 1M tokens; the live heap then is the full cache's.
 					heapFull = heapInUse()
+					if err := writeHeapProfile(o, "tokens-full.pprof"); err != nil {
+						return nil, err
+					}
+					rssFull = freedRSS()
 				}
 			}
 		}
 	}
 	st := v.CacheStats()
 	heapEnd := heapInUse()
+	if err := writeHeapProfile(o, "tokens-end.pprof"); err != nil {
+		return nil, err
+	}
 	m["entries"] = float64(st.Entries)
 	m["hit_ratio"] = float64(st.Hits) / float64(st.Hits+st.Misses)
 	m["requests"] = float64(requests)
@@ -184,6 +201,8 @@ func pointTokens(arg string, o *options) (metrics, error) {
 	m["heap_full_mb"] = heapFull / (1 << 20)
 	m["heap_end_mb"] = heapEnd / (1 << 20)
 	m["rss_end_mb"] = procStatus("VmRSS") / (1 << 20)
+	m["rss_full_freed_mb"] = rssFull / (1 << 20)
+	m["rss_end_freed_mb"] = freedRSS() / (1 << 20)
 	runtime.KeepAlive(v)
 	runtime.KeepAlive(window)
 	if len(samples) >= 2 {
@@ -211,7 +230,7 @@ func pointTokens(arg string, o *options) (metrics, error) {
 
 func runTokens(o *options) (result, error) {
 	res := result{
-		What:      fmt.Sprintf("tokens: %s distinct ES256 tokens through a verifier with the sidecar's default jwt.cache_size (%d): each new token once, then %d presentations of tokens among the last %s", count(o.tokens), config.DefaultJWTCacheSize, tokenRepeats, count(tokenWindow)),
+		What:      fmt.Sprintf("tokens: %s distinct ES256 tokens through a verifier with the sidecar's default jwt.cache_size (%d): each new token once, then %d presentations of tokens among the last %s; RSS and live heap read after debug.FreeOSMemory when the cache is full (a fifth of the tokens in) and at the end", count(o.tokens), config.DefaultJWTCacheSize, tokenRepeats, count(tokenWindow)),
 		Bound:     "RSS bounded by jwt.cache_size × bytes per entry; no growth once the cache is full (RSS at the end ≤ 1.1× RSS when full)",
 		CurveUnit: "RSS MiB",
 	}
@@ -220,14 +239,45 @@ func runTokens(o *options) (result, error) {
 		return res, err
 	}
 	bound := m["rss_idle_mb"] + m["cache_size"]*m["bytes_per_entry"]/(1<<20)
-	res.Figures = fmt.Sprintf("%.0f entries cached of %s tokens; %.0f B per cached entry (live heap); hit ratio %.3f over %.0f checks; first verify %.1f µs (bare ecdsa.Verify %.1f µs); RSS idle %.0f MiB, when full %.0f, peak after %.0f, at the end %.0f MiB (idle + cache × entry = %.0f); live heap when full %.1f, at the end %.1f MiB",
+	res.Figures = fmt.Sprintf("%.0f entries cached of %s tokens; %.0f B per cached entry (live heap); hit ratio %.3f over %.0f checks; first verify %.1f µs (bare ecdsa.Verify %.1f µs); after returning freed memory to the OS, RSS idle %.0f MiB, when full %.0f, at the end %.0f MiB (ratio %.2f; idle + cache × entry = %.0f), live heap when full %.1f, at the end %.1f MiB (ratio %.2f); RSS as it ran (with the collector's headroom) %.0f MiB when full, peak after %.0f, %.0f at the end; load average %s",
 		m["entries"], count(int(m["tokens"])), m["bytes_per_entry"], m["hit_ratio"], m["requests"], m["first_verify_us"], m["bare_verify_us"],
-		m["rss_idle_mb"], m["rss_full_mb"], m["rss_peak_after_full_mb"], m["rss_end_mb"], bound, m["heap_full_mb"], m["heap_end_mb"])
-	res.Curve = []plotPoint{{"idle", m["rss_idle_mb"]}, {"cache full", m["rss_full_mb"]}, {"peak after", m["rss_peak_after_full_mb"]}, {"end", m["rss_end_mb"]}}
-	res.Met = m["rss_end_mb"] <= 1.1*m["rss_full_mb"] && m["entries"] <= 1.05*m["cache_size"]
-	res.Why = fmt.Sprintf("The cache holds jwt.cache_size entries whatever the number of tokens; RSS above idle is about twice the cache's live heap (the collector's headroom at GOGC 100), so budget idle + 2 × jwt.cache_size × %.0f B. The hit ratio is below the 0.8 the traffic would give with no eviction of recent tokens: a full shard drops expired entries from a sample, else a random entry, which may be a recent one", m["bytes_per_entry"])
+		m["rss_idle_mb"], m["rss_full_freed_mb"], m["rss_end_freed_mb"], m["rss_end_freed_mb"]/m["rss_full_freed_mb"], bound,
+		m["heap_full_mb"], m["heap_end_mb"], m["heap_end_mb"]/m["heap_full_mb"],
+		m["rss_full_mb"], m["rss_peak_after_full_mb"], m["rss_end_mb"], loadavg())
+	res.Curve = []plotPoint{{"idle", m["rss_idle_mb"]}, {"cache full", m["rss_full_freed_mb"]}, {"end", m["rss_end_freed_mb"]}, {"peak as it ran", m["rss_peak_after_full_mb"]}}
+	res.Met = m["rss_end_freed_mb"] <= 1.1*m["rss_full_freed_mb"] && m["heap_end_mb"] <= 1.1*m["heap_full_mb"] && m["entries"] <= 1.05*m["cache_size"]
+	res.Why = fmt.Sprintf("Judged on RSS and live heap after a collection that returns freed memory to the OS (debug.FreeOSMemory), when the cache is full and at the end: RSS read as the process runs moves with the collector's headroom and the moment it is read, not with what the process holds. The cache holds jwt.cache_size entries whatever the number of tokens, and its shards are copied into maps of their size after every half shard of deletions: a Go map keeps the slots of deleted entries, and under one eviction per new token the shards' maps used to grow (live heap 28.9 → 36.1 MiB over 1M tokens). As it runs, RSS above idle is about twice the cache's live heap (the collector's headroom at GOGC 100), so budget idle + 2 × jwt.cache_size × %.0f B. The hit ratio is below the 0.8 the traffic would give with no eviction of recent tokens: a full shard drops expired entries from a sample, else a random entry, which may be a recent one", m["bytes_per_entry"])
 	if !res.Met {
-		res.Why = "not met: the process grew after the cache was full"
+		res.Why = "not met: the process grew after the cache was full (RSS or live heap at the end more than 1.1× when full, after returning freed memory to the OS)"
 	}
 	return res, nil
+}
+
+// freedRSS is the process's RSS once a collection has returned the
+// memory it freed to the OS: the live heap, the runtime's and the
+// program's, without the collector's headroom, which comes and goes with
+// the moment RSS is read.
+func freedRSS() float64 {
+	debug.FreeOSMemory()
+	return procStatus("VmRSS")
+}
+
+// writeHeapProfile writes the heap profile of the last collection into
+// o.heapProfiles, when set, as name.
+func writeHeapProfile(o *options, name string) error {
+	if o.heapProfiles == "" {
+		return nil
+	}
+	if err := os.MkdirAll(o.heapProfiles, 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(o.heapProfiles, name))
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
