@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -181,21 +183,29 @@ func TestDecisionRecordFromRequestSource(t *testing.T) {
 		"authorization": "Bearer " + rawBearer, "cookie": rawCookie, "user-agent": "curl/8", "accept": "*/*",
 		"x-request-id": "r-1", "x-ssn": "123-45-6789", "traceparent": "00-01-02-01",
 	}
+	// Past what is sorted on the stack.
+	many := maps.Clone(raw)
+	for i := range 40 {
+		many[fmt.Sprintf("x-h-%02d", 40-i)] = "v"
+	}
 	for _, tc := range []struct {
 		name  string
+		raw   map[string]string
 		keep  func(string) bool
 		query map[string]string
 	}{
-		{"some kept", func(k string) bool { return !strings.HasPrefix(k, ":") && !strings.HasPrefix(k, "x-envoy-") }, map[string]string{"expand": "items", "access_token": rawBearer}},
-		{"all kept, no query", func(string) bool { return true }, nil},
-		{"none kept", func(string) bool { return false }, map[string]string{"a": "1"}},
+		{"some kept", raw, func(k string) bool { return !strings.HasPrefix(k, ":") && !strings.HasPrefix(k, "x-envoy-") }, map[string]string{"expand": "items", "access_token": rawBearer}},
+		{"all kept, no query", raw, func(string) bool { return true }, nil},
+		{"none kept", raw, func(string) bool { return false }, map[string]string{"a": "1"}},
+		{"many, some kept", many, func(k string) bool { return !strings.HasPrefix(k, ":") }, nil},
+		{"many, none kept", many, func(string) bool { return false }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec, in := maskRecord()
-			src := rawSource{headers: raw, keep: tc.keep, query: tc.query}
+			src := rawSource{headers: tc.raw, keep: tc.keep, query: tc.query}
 			built := *in.Request
 			built.Headers, built.Query = nil, tc.query
-			for k, v := range raw {
+			for k, v := range tc.raw {
 				if tc.keep(k) {
 					if built.Headers == nil {
 						built.Headers = map[string]string{}

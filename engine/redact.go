@@ -138,12 +138,28 @@ func appendRedactedInput(b []byte, in *Input, src RequestSource) []byte {
 	return append(b, '}')
 }
 
-// visibleHeader reports whether the value of header k is shown.
+// visibleHeader reports whether the value of header k is shown: the
+// keys of visibleHeaders, in any case. A switch, not a look-up in the
+// map, which hashed every header's name of every decision record.
 func visibleHeader(k string) bool {
-	if visibleHeaders[k] {
+	switch k {
+	case "accept", "content-type", "user-agent", "x-request-id", "traceparent", ":method", ":path", ":authority":
 		return true
 	}
+	if len(k) > len("content-type") || !hasUpper(k) {
+		return false
+	}
 	return visibleHeaders[strings.ToLower(k)]
+}
+
+// hasUpper reports whether s holds an ASCII capital letter.
+func hasUpper(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
 }
 
 // appendStrings appends v as a JSON array, null when nil.
@@ -168,8 +184,14 @@ func appendRedactedMap[V any](b []byte, m map[string]V, visible func(string) boo
 	if m == nil {
 		return append(b, "null"...)
 	}
-	var arr [24]string
-	return appendRedactedKeys(b, jsonstr.SortedKeys(arr[:0], m), m, visible)
+	if len(m) > smallMap {
+		return appendRedactedKeys(b, jsonstr.SortedKeys(nil, m), m, visible)
+	}
+	var e entries[V]
+	for k, v := range m {
+		e.add(k, v)
+	}
+	return e.appendRedacted(b, visible)
 }
 
 // appendSourceHeaders appends the member "headers" of the request whose
@@ -177,19 +199,83 @@ func appendRedactedMap[V any](b []byte, m map[string]V, visible func(string) boo
 // when src keeps none.
 func appendSourceHeaders(b []byte, src RequestSource) []byte {
 	h := src.SourceHeaders()
-	var arr [24]string
-	keys := arr[:0]
-	for k := range h {
+	if len(h) > smallMap {
+		var keys []string
+		for k := range h {
+			if src.KeepHeader(k) {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) == 0 {
+			return b
+		}
+		slices.Sort(keys)
+		b = append(b, `,"headers":`...)
+		return appendRedactedKeys(b, keys, h, visibleHeader)
+	}
+	var e entries[string]
+	for k, v := range h {
 		if src.KeepHeader(k) {
-			keys = append(keys, k)
+			e.add(k, v)
 		}
 	}
-	if len(keys) == 0 {
+	if e.n == 0 {
 		return b
 	}
-	slices.Sort(keys)
 	b = append(b, `,"headers":`...)
-	return appendRedactedKeys(b, keys, h, visibleHeader)
+	return e.appendRedacted(b, visibleHeader)
+}
+
+// smallMap is the most entries a map of the input may have to be written
+// from entries, on the stack; larger ones are written from their keys
+// sorted in a slice and their values looked up.
+const smallMap = 24
+
+// entries are those of a small map, as its iteration gives them, with
+// their order by key: sorting the indexes, not the strings, and taking
+// the values as they come, spares the map look-ups and the write
+// barriers of moving strings while the GC runs, which were half of
+// writing the headers.
+type entries[V any] struct {
+	keys  [smallMap]string
+	vals  [smallMap]V
+	order [smallMap]uint8
+	n     int
+}
+
+// add appends an entry, keeping order sorted by key (an insertion:
+// small maps).
+func (e *entries[V]) add(k string, v V) {
+	i := e.n
+	e.keys[i], e.vals[i] = k, v
+	j := i
+	for j > 0 && e.keys[e.order[j-1]] > k {
+		e.order[j] = e.order[j-1]
+		j--
+	}
+	e.order[j] = uint8(i)
+	e.n++
+}
+
+// appendRedacted is appendRedactedKeys of the entries.
+func (e *entries[V]) appendRedacted(b []byte, visible func(string) bool) []byte {
+	b = append(b, '{')
+	for i, o := range e.order[:e.n] {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		k := e.keys[o]
+		b = jsonstr.Append(b, k, true)
+		b = append(b, ':')
+		if visible != nil && visible(k) {
+			if s, ok := any(e.vals[o]).(string); ok {
+				b = jsonstr.Append(b, s, true)
+				continue
+			}
+		}
+		b = append(b, `"`+Redacted+`"`...)
+	}
+	return append(b, '}')
 }
 
 // appendRedactedKeys appends the entries of m under keys, in their order,

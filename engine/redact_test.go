@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -113,7 +114,19 @@ func redactInputCases() []engine.Input {
 	bare.User.Claims = map[string]any{}
 	bare.User.Roles = []string{}
 	bare.Resource.Attributes = map[string]any{}
-	return []engine.Input{{}, full, bare}
+	// Maps past what is sorted on the stack.
+	many := full
+	req := *full.Request
+	req.Headers, req.Query = map[string]string{}, map[string]string{}
+	many.User.Claims = map[string]any{}
+	for i := range 40 {
+		req.Headers[fmt.Sprintf("X-H-%02d", i)] = "v"
+		req.Query[fmt.Sprintf("q%02d", 40-i)] = "v"
+		many.User.Claims[fmt.Sprintf("c%02d", i)] = i
+	}
+	req.Headers["Accept"], req.Headers["user-agent"] = "*/*", "curl"
+	many.Request = &req
+	return []engine.Input{{}, full, bare, many}
 }
 
 // RedactedInput writes the bytes encoding/json writes for the redacted

@@ -34,7 +34,8 @@ type Record struct {
 // Sink delivers batches of records. Send returns nil only once the sink
 // has taken every record of the batch (a JetStream ack, a Kafka produce
 // ack, a 2xx); on an error the whole batch is sent again later, so a
-// sink may see a record more than once.
+// sink may see a record more than once. Once Send has returned nil the
+// sink keeps nothing of the batch: the next batch reuses its memory.
 type Sink interface {
 	// Name is the sink's kind ("nats", "kafka", "otlp", "http").
 	Name() string
@@ -235,6 +236,10 @@ func (l *Logger) ship(ctx context.Context, sp *spool.Spool, drain bool) {
 	// retry: the last batch failed and is sent again after the backoff,
 	// not at the next flush.
 	retry := false
+	// The memory of a batch the sink took is the next batch's: the
+	// records read, as the spool's Batch, and the slice of them.
+	read := new(spool.Batch)
+	var batch []Record
 	for ctx.Err() == nil {
 		if !drain && !retry {
 			if l.waitBatch(ctx, sp, flush.C); ctx.Err() != nil {
@@ -242,7 +247,7 @@ func (l *Logger) ship(ctx context.Context, sp *spool.Spool, drain bool) {
 			}
 		}
 		retry = false
-		es, err := sp.Read(l.opts.BatchMaxRecords, 4<<20)
+		es, err := sp.Read(read, l.opts.BatchMaxRecords, 4<<20)
 		if err != nil {
 			l.log.Error("decision log spool unreadable", "err", err)
 		}
@@ -252,13 +257,16 @@ func (l *Logger) ship(ctx context.Context, sp *spool.Spool, drain bool) {
 			}
 			continue
 		}
-		batch := make([]Record, 0, len(es))
+		batch = batch[:0]
 		for _, e := range es {
 			if r, ok := decode(e.Data); ok {
 				batch = append(batch, r)
 			}
 		}
 		if err := l.sink.Send(ctx, batch); err != nil {
+			// The sink's client may still hold the records (a Kafka
+			// produce timed out): their memory is left to it.
+			read, batch = new(spool.Batch), nil
 			sp.Rewind()
 			l.failing.Store(ctx.Err() == nil)
 			l.retries.Add(1)
@@ -364,8 +372,10 @@ func decode(b []byte) (Record, bool) {
 }
 
 // field reads a length-prefixed string. It shares b's memory: the
-// spool reads each batch into a buffer of its own that nothing writes
-// to again, so the string stays as it is for as long as a sink holds it.
+// spool reads a batch into memory that nothing writes to again until the
+// sink has taken the batch (ship reads the next one into new memory when
+// the sink failed), so the string stays as it is for as long as a sink
+// holds it.
 func field(b []byte) (string, []byte, bool) {
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n > uint64(len(b)-k) {

@@ -3,6 +3,7 @@ package decisionlog
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -36,6 +37,14 @@ type NATSOptions struct {
 // Nats-Msg-Id header set to its decision id, so that the stream keeps
 // each decision once.
 //
+// The message has no other header: the acknowledgement names the stream
+// that stored it, and one that is not Stream fails the batch, as the
+// Nats-Expected-Stream header would have had the server refuse it, at
+// half the cost of building the headers of every message. Only a stream
+// deleted and another created on the subject meanwhile leads there
+// (streams of an account cannot share subjects), and the sink then sets
+// Stream up again, which says why it cannot.
+//
 // A batch is published with core NATS publishes, every message with the
 // same reply subject, one per batch below an inbox that a single
 // subscription takes; Send returns once as many acknowledgements as
@@ -49,8 +58,11 @@ type NATS struct {
 	opts NATSOptions
 	nc   *nats.Conn
 	js   jetstream.JetStream
-	// ready: the stream exists (checked once per connection).
-	ready atomic.Bool
+	// ready: the stream exists (checked once per connection, and again
+	// after an acknowledgement said it did not); stream is its member of
+	// an acknowledgement, "stream":"NAME".
+	ready  atomic.Bool
+	stream []byte
 	// inbox is the prefix of the batches' reply subjects; acks is its
 	// subscription.
 	inbox string
@@ -88,7 +100,11 @@ func NewNATS(opts NATSOptions) (*NATS, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
-	s := &NATS{opts: opts}
+	name, err := json.Marshal(opts.Stream)
+	if err != nil {
+		return nil, fmt.Errorf("decision log nats: stream %q: %w", opts.Stream, err)
+	}
+	s := &NATS{opts: opts, stream: append([]byte(`"stream":`), name...)}
 	nc, err := nats.Connect(opts.URL,
 		nats.Name("svc-sidecar decision log"),
 		nats.RetryOnFailedConnect(true),
@@ -112,10 +128,7 @@ func NewNATS(opts NATSOptions) (*NATS, error) {
 		return nil, fmt.Errorf("decision log nats: %w", err)
 	}
 	_ = s.acks.SetPendingLimits(-1, -1)
-	s.msg = &nats.Msg{Subject: opts.Subject, Header: nats.Header{
-		jetstream.MsgIDHeader:          []string{""},
-		jetstream.ExpectedStreamHeader: []string{opts.Stream},
-	}}
+	s.msg = &nats.Msg{Subject: opts.Subject, Header: nats.Header{jetstream.MsgIDHeader: []string{""}}}
 	return s, nil
 }
 
@@ -185,7 +198,10 @@ func (s *NATS) onAck(m *nats.Msg) {
 	if err != nil {
 		return
 	}
-	ackErr := checkPubAck(m)
+	ackErr := checkPubAck(m, s.stream)
+	if errors.Is(ackErr, errNoStream) {
+		s.ready.Store(false)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b := &s.batch
@@ -203,15 +219,19 @@ func (s *NATS) onAck(m *nats.Msg) {
 	}
 }
 
+// errNoStream is the error of an acknowledgement saying that the stream
+// is not there: the sink sets it up again before the next batch.
+var errNoStream = errors.New("decision log nats: the stream is gone")
+
 // checkPubAck reads a JetStream publish acknowledgement: nil for
-// {"stream":...,"seq":...} (a duplicate's too), else the error it says.
-// The stream's name and the server's error text are all it looks for, so
-// JSON is not decoded.
-func checkPubAck(m *nats.Msg) error {
+// {"stream":...,"seq":...} (a duplicate's too) where stream is its
+// "stream" member, else the error it says. The stream's name and the
+// server's error text are all it looks for, so JSON is not decoded.
+func checkPubAck(m *nats.Msg, stream []byte) error {
 	d := m.Data
 	if len(d) == 0 {
 		if m.Header.Get("Status") == "503" {
-			return errors.New("decision log nats: no stream takes the subject (no responders)")
+			return fmt.Errorf("%w: no stream takes the subject (no responders)", errNoStream)
 		}
 		return errors.New("decision log nats: empty acknowledgement")
 	}
@@ -224,7 +244,10 @@ func checkPubAck(m *nats.Msg) error {
 		}
 		return fmt.Errorf("decision log nats: publish refused: %s", desc)
 	}
-	if !bytes.Contains(d, []byte(`"stream":"`)) {
+	if !bytes.Contains(d, stream) {
+		if bytes.Contains(d, []byte(`"stream":"`)) {
+			return fmt.Errorf("%w: the acknowledgement is of another stream, not %s: %.100s", errNoStream, stream[len(`"stream":`):], d)
+		}
 		return fmt.Errorf("decision log nats: not an acknowledgement: %.100s", d)
 	}
 	return nil

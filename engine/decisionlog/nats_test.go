@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/svc-dev/svc/engine/decisionlog"
 	"github.com/svc-dev/svc/engine/decisionlog/spool"
 	"github.com/svc-dev/svc/internal/testkit"
@@ -123,6 +126,73 @@ func TestNATSHandover(t *testing.T) {
 	})
 	testkit.Eventually(t, "the second's shipping again", func() bool { return second.Stats().Unsent == 0 })
 	wantExactlyOnce(t, srv, 800)
+}
+
+// A batch is acknowledged only by the sink's stream: with the stream
+// deleted it fails (no responders), and with another stream made on the
+// subject meanwhile it fails too, though that stream took the records,
+// and the sink says why it cannot set its stream up again; once the
+// subject is free, the sink makes its stream again and ships there.
+func TestNATSStreamReplaced(t *testing.T) {
+	srv := natstest.Start(t)
+	sink, err := decisionlog.NewNATS(decisionlog.NATSOptions{URL: srv.URL(), Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sink.Close() })
+	batch := func(from int) []decisionlog.Record {
+		var b []decisionlog.Record
+		for i := from; i < from+10; i++ {
+			id := fmt.Sprintf("dec-%06d", i)
+			b = append(b, decisionlog.Record{DecisionID: id, Tenant: "acme", JSON: []byte(`{"decision_id":"` + id + `"}`)})
+		}
+		return b
+	}
+	ctx := t.Context()
+	if err := sink.Send(ctx, batch(0)); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := js.DeleteStream(ctx, "SVC_DECISIONS"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Send(ctx, batch(10)); err == nil || !strings.Contains(err.Error(), "no responders") {
+		t.Fatalf("send with the stream deleted: %v, want no responders", err)
+	}
+	if err := sink.Send(ctx, batch(10)); err != nil {
+		t.Fatalf("send once the stream can be made again: %v", err)
+	}
+
+	if err := js.DeleteStream(ctx, "SVC_DECISIONS"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "OTHER", Subjects: []string{"svc.decisions"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Send(ctx, batch(20)); err == nil || !strings.Contains(err.Error(), "another stream") {
+		t.Fatalf("send with another stream on the subject: %v, want an error naming it", err)
+	}
+	if err := sink.Send(ctx, batch(20)); err == nil || !strings.Contains(err.Error(), "stream SVC_DECISIONS") {
+		t.Fatalf("send again: %v, want the stream's setup refused", err)
+	}
+	if err := js.DeleteStream(ctx, "OTHER"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Send(ctx, batch(20)); err != nil {
+		t.Fatalf("send once the subject is free: %v", err)
+	}
+	if msgs, ids := srv.MsgIDs(t, "SVC_DECISIONS"); msgs != 10 || ids["dec-000020"] != 1 || ids["dec-000029"] != 1 {
+		t.Fatalf("the stream made again holds %d messages (%v), want the last batch's 10", msgs, ids)
+	}
 }
 
 // BenchmarkNATSSend measures the NATS sink's Send of 500-record batches

@@ -143,8 +143,10 @@ type Spool struct {
 
 	// cmu orders the writes of the cursor file and the syncs, which run
 	// without mu: Append never waits for the cursor, nor for an fsync.
-	// Taken before mu by those that hold both.
-	cmu sync.Mutex
+	// Taken before mu by those that hold both. cursor is the cursor
+	// file, open once written to; cmu held.
+	cmu    sync.Mutex
+	cursor *os.File
 
 	// warmed is how far the segment written to has its pages made
 	// writable ahead of the appends (warm), by the warmer goroutine:
@@ -317,7 +319,7 @@ func (s *Spool) recordsFrom(seg *segment, off int64) (n int64, aligned bool, err
 	if off == 0 {
 		return seg.records, true, nil
 	}
-	data, err := s.readAt(seg, 0, seg.size)
+	data, err := s.readAt(seg, 0, make([]byte, seg.size))
 	if err != nil {
 		return 0, false, err
 	}
@@ -526,13 +528,45 @@ func (s *Spool) dropOldest() {
 	}
 }
 
+// Batch is a reader's memory for Read: the entries of the last Read and
+// the buffer their data is in. A Read into the same Batch reuses both,
+// so the entries of the previous one must no longer be in use; a reader
+// whose sink may still hold a batch's records (a send that failed) reads
+// the next one into a new Batch.
+type Batch struct {
+	Entries []Entry
+	buf     []byte
+}
+
+// take is n bytes of b's buffer after those taken since the Read began,
+// or of a new one, twice as large, when they do not fit: the entries
+// taken before keep the old one, and the next Read reuses the new.
+func (b *Batch) take(n int64) []byte {
+	if b == nil {
+		return make([]byte, n)
+	}
+	if int64(cap(b.buf)-len(b.buf)) < n {
+		b.buf = make([]byte, 0, max(n, 2*int64(cap(b.buf))))
+	}
+	k := len(b.buf)
+	b.buf = b.buf[:k+int(n)]
+	return b.buf[k:]
+}
+
 // Read returns up to limit records from where the last Read stopped (at
 // most maxBytes of data, but at least one record). It returns no entries
-// when every record has been read.
-func (s *Spool) Read(limit int, maxBytes int64) ([]Entry, error) {
+// when every record has been read. With a Batch, the entries are its
+// Entries and their data is in its memory, reused from the Read before;
+// without (nil), both are new.
+func (s *Spool) Read(b *Batch, limit int, maxBytes int64) ([]Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Entry
+	if b != nil {
+		b.buf, b.Entries = b.buf[:0], b.Entries[:0]
+		defer func() { b.Entries = out }()
+		out = b.Entries
+	}
 	var size, counted int64
 	for len(out) < limit {
 		seg := s.segmentOf(s.read.Segment)
@@ -556,32 +590,45 @@ func (s *Spool) Read(limit int, maxBytes int64) ([]Entry, error) {
 		// segment dropped for room moves s.read under this reader.
 		pos := s.read
 		s.mu.Unlock()
-		buf, err := s.readAt(seg, pos.Offset, want)
+		buf, err := s.readAt(seg, pos.Offset, b.take(want))
 		if n, ok := frameLen(buf); err == nil && ok && n > int64(len(buf)) && n <= rest {
 			// One record larger than the chunk: read it whole.
-			buf, err = s.readAt(seg, pos.Offset, n)
+			buf, err = s.readAt(seg, pos.Offset, b.take(n))
+		}
+		// The frames are decoded and their checksums checked without mu
+		// too: a batch's checksums (500 records of 1.3 KB) take about 50 µs,
+		// which no decision appending meanwhile waits for.
+		from, sizeFrom := len(out), size
+		off := 0
+		var corrupt error
+		if err == nil {
+			more := int64(len(buf)) < rest // the segment goes on past buf
+			for off < len(buf) && len(out) < limit && (len(out) == 0 || size < maxBytes) {
+				fr, n, ok := decodeFrame(buf[off:])
+				if !ok {
+					if fl, hdr := frameLen(buf[off:]); more && off > 0 && (!hdr || fl > int64(len(buf)-off)) {
+						break // the frame goes on past buf: the next round reads it
+					}
+					corrupt = fmt.Errorf("spool: segment %d corrupt at offset %d", seg.seq, pos.Offset+int64(off))
+					break
+				}
+				off += n
+				size += int64(len(fr.data))
+				out = append(out, Entry{Data: fr.data, Appended: fr.appended,
+					Next: Position{Segment: seg.seq, Offset: pos.Offset + int64(off)}})
+			}
 		}
 		s.mu.Lock()
 		if s.read != pos {
-			continue // dropped meanwhile: on from where reading is now
+			// Dropped meanwhile: on from where reading is now.
+			out, size = out[:from], sizeFrom
+			continue
 		}
 		if err != nil {
 			return out, err
 		}
-		more := int64(len(buf)) < rest // the segment goes on past buf
-		off := 0
-		for off < len(buf) && len(out) < limit && (len(out) == 0 || size < maxBytes) {
-			fr, n, ok := decodeFrame(buf[off:])
-			if !ok {
-				if fl, hdr := frameLen(buf[off:]); more && off > 0 && (!hdr || fl > int64(len(buf)-off)) {
-					break // the frame goes on past buf: the next round reads it
-				}
-				return out, fmt.Errorf("spool: segment %d corrupt at offset %d", seg.seq, s.read.Offset+int64(off))
-			}
-			off += n
-			size += int64(len(fr.data))
-			out = append(out, Entry{Data: fr.data, Appended: fr.appended,
-				Next: Position{Segment: seg.seq, Offset: s.read.Offset + int64(off)}})
+		if corrupt != nil {
+			return out, corrupt
 		}
 		s.read.Offset += int64(off)
 		s.readSince += int64(len(out)) - counted
@@ -593,16 +640,14 @@ func (s *Spool) Read(limit int, maxBytes int64) ([]Entry, error) {
 	return out, nil
 }
 
-// readAt reads n bytes of seg from off, into a buffer of their own: a
-// sink's client may still hold records of a batch it failed to send.
-// It needs no lock: it opens the file by seg's sequence number.
-func (s *Spool) readAt(seg *segment, off, n int64) ([]byte, error) {
+// readAt fills buf with seg's bytes from off on. It needs no lock: it
+// opens the file by seg's sequence number.
+func (s *Spool) readAt(seg *segment, off int64, buf []byte) ([]byte, error) {
 	f, err := os.Open(s.path(seg.seq))
 	if err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
 	defer f.Close()
-	buf := make([]byte, n)
 	if _, err := f.ReadAt(buf, off); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
@@ -631,9 +676,11 @@ func (s *Spool) Ack(p Position) {
 	// later Ack or Sync writes the cursor as it is then, never older.
 	s.cmu.Lock()
 	s.mu.Lock()
-	acked := s.acked
+	acked, closed := s.acked, s.closed
 	s.mu.Unlock()
-	_ = s.writeCursor(acked, false)
+	if !closed {
+		_ = s.writeCursor(acked, false)
+	}
 	s.cmu.Unlock()
 }
 
@@ -884,6 +931,7 @@ func (s *Spool) Close() error {
 		}
 		s.ackDirty = false
 	}
+	s.closeCursor()
 	return err
 }
 
@@ -901,27 +949,45 @@ func (s *Spool) readCursor() Position {
 	return p
 }
 
-// writeCursor replaces the cursor file with acked at once (a rename),
-// synced to the disk when durable; cmu held.
+// writeCursor writes acked over the cursor file, in place, and syncs it
+// to the disk when durable; cmu held.
+//
+// The position is written with a fixed width, in one write(2) at the
+// file's start, 42 bytes of a page: whoever reads the file, a process
+// started after this one was killed included, reads the old position or
+// the new one, whole, and so does the disk a sync writes it to (one
+// sector). Replacing the file instead (a new file renamed over it) cost
+// about 140 µs of CPU and 400 µs per acknowledgement on ext4, which
+// flushes the new file's blocks on such a rename.
 func (s *Spool) writeCursor(acked Position, durable bool) error {
-	path := filepath.Join(s.opts.Dir, cursorFile)
-	tmp := path + ".next"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("spool: %w", err)
+	if s.cursor == nil {
+		f, err := os.OpenFile(filepath.Join(s.opts.Dir, cursorFile), os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return fmt.Errorf("spool: cursor: %w", err)
+		}
+		s.cursor = f
 	}
-	_, err = fmt.Fprintf(f, "%d %d\n", acked.Segment, acked.Offset)
+	var buf [cursorLen]byte
+	b := fmt.Appendf(buf[:0], "%020d %020d\n", acked.Segment, acked.Offset)
+	_, err := s.cursor.WriteAt(b, 0)
 	if err == nil && durable {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
+		err = s.cursor.Sync()
 	}
 	if err != nil {
 		return fmt.Errorf("spool: cursor: %w", err)
 	}
 	return nil
+}
+
+// cursorLen is the length of the cursor file's line: two numbers of 20
+// digits, a space and a newline; as long as a line of the cursor written
+// with numbers unpadded can be, which it therefore covers whole.
+const cursorLen = 42
+
+// closeCursor closes the cursor file; cmu held.
+func (s *Spool) closeCursor() {
+	if s.cursor != nil {
+		_ = s.cursor.Close()
+		s.cursor = nil
+	}
 }

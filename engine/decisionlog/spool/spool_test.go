@@ -41,7 +41,7 @@ func readAll(t testing.TB, s *spool.Spool, batch int) []spool.Entry {
 	t.Helper()
 	var out []spool.Entry
 	for {
-		es, err := s.Read(batch, 1<<20)
+		es, err := s.Read(nil, batch, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,11 +273,68 @@ func TestAckSurvivesWithoutSync(t *testing.T) {
 	wantRecords(t, readAll(t, next, 100), 5, 5)
 }
 
+// The cursor is written over in place: acknowledgements that go back in
+// length (a later segment, an earlier offset) leave no digits of the
+// position before, and a cursor file of an earlier version, its numbers
+// unpadded, is read and then written over whole.
+func TestCursorWrittenInPlace(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, spool.Options{Dir: dir, SegmentBytes: 64 << 10})
+	appendN(t, s, 0, 6000)
+	es := readAll(t, s, 10000)
+	// The last record of the first segment, then the first of the second.
+	i := 0
+	for es[i+1].Next.Segment == es[0].Next.Segment {
+		i++
+	}
+	s.Ack(es[i].Next)
+	s.Ack(es[i+1].Next)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cursor := filepath.Join(dir, "cursor")
+	b, err := os.ReadFile(cursor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%020d %020d\n", es[i+1].Next.Segment, es[i+1].Next.Offset); string(b) != want {
+		t.Fatalf("cursor file %q, want %q", b, want)
+	}
+	s = open(t, spool.Options{Dir: dir, SegmentBytes: 64 << 10})
+	wantRecords(t, readAll(t, s, 10000), i+2, 6000-i-2)
+	_ = s.Close()
+
+	// As an earlier version wrote it.
+	old := fmt.Sprintf("%d %d\n", es[i+5].Next.Segment, es[i+5].Next.Offset)
+	if err := os.WriteFile(cursor, []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, spool.Options{Dir: dir, SegmentBytes: 64 << 10})
+	rest := readAll(t, s, 10000)
+	wantRecords(t, rest, i+6, 6000-i-6)
+	s.Ack(rest[0].Next)
+	_ = s.Close()
+	s = open(t, spool.Options{Dir: dir, SegmentBytes: 64 << 10})
+	wantRecords(t, readAll(t, s, 10000), i+7, 6000-i-7)
+}
+
 // A backlog in one large segment is read batch by batch, in order, with
 // records larger than a read of the disk among them; Unsent stays exact
 // through acknowledgements, drops of records read but not acknowledged,
-// and a rewind.
+// and a rewind. Read into one Batch throughout, the same holds.
 func TestBacklogReadInChunks(t *testing.T) {
+	for _, name := range []string{"new memory", "one batch"} {
+		t.Run(name, func(t *testing.T) {
+			var b *spool.Batch
+			if name == "one batch" {
+				b = new(spool.Batch)
+			}
+			testBacklogReadInChunks(t, b)
+		})
+	}
+}
+
+func testBacklogReadInChunks(t *testing.T, b *spool.Batch) {
 	s := open(t, spool.Options{Dir: t.TempDir(), SegmentBytes: 8 << 20, MaxBytes: 64 << 20})
 	big := bytes.Repeat([]byte("x"), 600<<10) // past a read chunk
 	var want [][]byte
@@ -293,7 +350,7 @@ func TestBacklogReadInChunks(t *testing.T) {
 	}
 	var got [][]byte
 	for {
-		es, err := s.Read(100, 64<<10)
+		es, err := s.Read(b, 100, 64<<10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,7 +358,8 @@ func TestBacklogReadInChunks(t *testing.T) {
 			break
 		}
 		for _, e := range es {
-			got = append(got, e.Data)
+			// The next Read into b writes over the data.
+			got = append(got, bytes.Clone(e.Data))
 		}
 		if len(got) == 1000 {
 			// A failed send: read again from the last acknowledgement.
@@ -326,7 +384,7 @@ func TestBacklogReadInChunks(t *testing.T) {
 	// Records read, then dropped unsent before their acknowledgement.
 	s = open(t, spool.Options{Dir: t.TempDir(), SegmentBytes: 64 << 10, MaxBytes: 256 << 10})
 	appendN(t, s, 0, 1000)
-	es, err := s.Read(500, 1<<20)
+	es, err := s.Read(b, 500, 1<<20)
 	if err != nil || len(es) != 500 {
 		t.Fatalf("read %d, %v", len(es), err)
 	}
@@ -334,6 +392,34 @@ func TestBacklogReadInChunks(t *testing.T) {
 	s.Ack(es[len(es)-1].Next)
 	if rest := readAll(t, s, 1000); int64(len(rest)) != s.Unsent() || s.Stats().Dropped == 0 {
 		t.Fatalf("after drops: %d left to read, unsent %d, dropped %d", len(rest), s.Unsent(), s.Stats().Dropped)
+	}
+}
+
+// A Read into a Batch takes the memory of the Read before when the
+// records fit in it: a reader shipping batches of like size makes no
+// garbage of them.
+func TestReadIntoBatchReusesMemory(t *testing.T) {
+	s := open(t, spool.Options{Dir: t.TempDir(), SegmentBytes: 64 << 10, MaxBytes: 64 << 20})
+	appendN(t, s, 0, 3000)
+	b := new(spool.Batch)
+	var last *byte
+	grew := true // the first Read takes new memory
+	for i := 0; i < 30; i++ {
+		es, err := s.Read(b, 100, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if &es[0] != &b.Entries[0] {
+			t.Fatal("the entries are not the Batch's")
+		}
+		wantRecords(t, es, i*100, 100)
+		if !grew && &es[0].Data[0] != last {
+			t.Fatalf("read %d: the records are in new memory", i)
+		}
+		// Records of two segments are two reads of the disk, which may
+		// not fit in the memory of one.
+		last, grew = &es[0].Data[0], es[0].Next.Segment != es[len(es)-1].Next.Segment
+		s.Ack(es[len(es)-1].Next)
 	}
 }
 
@@ -355,7 +441,7 @@ func TestConcurrentAppends(t *testing.T) {
 	go func() {
 		defer close(readDone)
 		for {
-			es, err := s.Read(100, 1<<20)
+			es, err := s.Read(nil, 100, 1<<20)
 			if err != nil {
 				t.Error(err)
 				return
