@@ -7,6 +7,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -529,4 +530,24 @@ func TestDecideConcurrentSwap(t *testing.T) {
 			t.Errorf("set %q decided %d times, %d from its cache; want both", set.Revision(), seen[i].Load(), hits)
 		}
 	}
+}
+
+// TestDecideHeapFlatOnceFull decides distinct inputs far beyond the cache's
+// bound: once full, the cache's memory stays what it was, however many
+// decisions it evicts and replaces.
+func TestDecideHeapFlatOnceFull(t *testing.T) {
+	if testkit.RaceEnabled {
+		t.Skip("a quarter of a million evaluations: too slow under the race detector")
+	}
+	set := mustModule(t, "allow if startswith(input.action, \"a\")\n\ndeny_reasons := set()")
+	ctx := context.Background()
+	next := 0
+	testkit.HeapFlatOnceFull(t, policy.DecisionCacheSize, func(n int) {
+		for range n {
+			if _, err := set.Decide(ctx, policy.Input{Action: "a" + strconv.Itoa(next)}); err != nil {
+				t.Fatal(err)
+			}
+			next++
+		}
+	})
 }
