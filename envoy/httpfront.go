@@ -23,12 +23,12 @@ type FrontRequest struct {
 	// names holds the first values of the headers that name the
 	// original request; fwdHost, traceparent and pragma the first values
 	// of X-Forwarded-Host, Traceparent and Pragma.
-	names                     checkNames
-	fwdHost, traceparent      string
-	pragma                    string
-	seen                      frontSeen
-	lower                     [64]byte
-	cacheControl, pragmaFound bool
+	names                checkNames
+	fwdHost, traceparent string
+	pragma               string
+	seen                 frontSeen
+	lower                [64]byte
+	cacheControl         bool
 }
 
 // frontSeen marks the headers whose first value FrontRequest has.

@@ -430,10 +430,13 @@ func validValue(v string) bool {
 
 // trimBlanks is strings.Trim(v, " \t"), as net/http trims a value.
 func trimBlanks(v string) string {
-	if v == "" || (v[0] != ' ' && v[0] != '\t' && v[len(v)-1] != ' ' && v[len(v)-1] != '\t') {
-		return v
+	for v != "" && (v[0] == ' ' || v[0] == '\t') {
+		v = v[1:]
 	}
-	return strings.Trim(v, " \t")
+	for v != "" && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
+		v = v[:len(v)-1]
+	}
+	return v
 }
 
 // fastLine reports a request line "METHOD target HTTP/1.1" whose method
@@ -642,11 +645,10 @@ func (c *replayConn) Read(p []byte) (int, error) {
 // connQueue is the listener net/http serves the handed-over connections
 // from.
 type connQueue struct {
-	ch     chan net.Conn
-	done   chan struct{}
-	once   sync.Once
-	addr   net.Addr
-	closed atomic.Bool
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+	addr net.Addr
 }
 
 func newConnQueue() *connQueue {
