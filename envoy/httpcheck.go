@@ -160,14 +160,24 @@ func (s *Server) forwardedClientCert(r *http.Request) clientcert.Presented {
 	if len(vs) == 0 || len(s.trusted) == 0 {
 		return clientcert.Presented{}
 	}
-	peer, err := netip.ParseAddr(peerHost(r.RemoteAddr))
+	return s.trustedClientCert(strings.Join(vs, ","), r.RemoteAddr)
+}
+
+// trustedClientCert is xfcc, the X-Forwarded-Client-Cert header's lines
+// joined with ",", when remote, the peer's "host:port", is one of
+// sidecar.trusted_proxies.
+func (s *Server) trustedClientCert(xfcc, remote string) clientcert.Presented {
+	if xfcc == "" || len(s.trusted) == 0 {
+		return clientcert.Presented{}
+	}
+	peer, err := netip.ParseAddr(peerHost(remote))
 	if err != nil {
 		return clientcert.Presented{}
 	}
 	peer = peer.Unmap()
 	for _, p := range s.trusted {
 		if p.Contains(peer) {
-			return clientcert.Presented{XFCC: strings.Join(vs, ",")}
+			return clientcert.Presented{XFCC: xfcc}
 		}
 	}
 	return clientcert.Presented{}
@@ -225,12 +235,36 @@ func (s *Server) check(ctx context.Context, w http.ResponseWriter, pr proxyReque
 // adds X-Original-URI and X_Svc_Method). Every other refusal carries
 // reason.InputInvalid.
 func forwardedRequest(r *http.Request, proxy string) (proxyRequest, convention, error) {
+	pr, conv, err := originalRequest(checkNames{
+		origURI:   headerValue(r.Header, canonOriginalURI),
+		fwdURI:    headerValue(r.Header, canonForwardedURI),
+		svcMethod: headerValue(r.Header, canonNginxMethod),
+		fwdMethod: headerValue(r.Header, canonForwardedMethod),
+	}, proxy)
+	if err != nil {
+		return pr, conv, err
+	}
+	pr.host = firstNonEmpty(headerValue(r.Header, canonForwardedHost), r.Host)
+	pr.headers = pooledLowerHeaders(r.Header)
+	pr.sourceIP = peerHost(r.RemoteAddr)
+	return pr, conv, nil
+}
+
+// checkNames are the first values of the headers that name the original
+// request of a check to CheckPath, empty when absent.
+type checkNames struct {
+	origURI, fwdURI, svcMethod, fwdMethod string
+}
+
+// originalRequest is forwardedRequest's judgement of the headers that
+// name the original request: the method and target of the request to
+// check, with viaProxy set, or the refusal.
+func originalRequest(n checkNames, proxy string) (proxyRequest, convention, error) {
 	if proxy == config.CheckProxyEnvoy {
 		return proxyRequest{}, conventionForwarded, reason.New(reason.InputInvalid,
 			"sidecar.check_proxy is envoy: checks come to %s/, not %s", EnvoyCheckPrefix, CheckPath)
 	}
-	origURI, fwdURI := headerValue(r.Header, canonOriginalURI), headerValue(r.Header, canonForwardedURI)
-	svcMethod, fwdMethod := headerValue(r.Header, canonNginxMethod), headerValue(r.Header, canonForwardedMethod)
+	origURI, fwdURI, svcMethod, fwdMethod := n.origURI, n.fwdURI, n.svcMethod, n.fwdMethod
 	// The other proxy's URI header is the client's: ignored.
 	switch proxy {
 	case config.CheckProxyNginx:
@@ -260,14 +294,7 @@ func forwardedRequest(r *http.Request, proxy string) (proxyRequest, convention, 
 		return proxyRequest{}, conv, reason.New(reason.InputInvalid,
 			"check request names no original method: the proxy must set X-Forwarded-Method")
 	}
-	return proxyRequest{
-		method:   method,
-		target:   target,
-		host:     firstNonEmpty(headerValue(r.Header, canonForwardedHost), r.Host),
-		headers:  pooledLowerHeaders(r.Header),
-		sourceIP: peerHost(r.RemoteAddr),
-		viaProxy: true,
-	}, conv, nil
+	return proxyRequest{method: method, target: target, viaProxy: true}, conv, nil
 }
 
 // peerHost is the host of a "host:port" remote address.

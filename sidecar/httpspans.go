@@ -51,10 +51,7 @@ func (s *Server) traceDecisions(next http.Handler) http.Handler {
 	if t == nil {
 		return next
 	}
-	sp := &decisionSpans{
-		tracer: t.TracerProvider().Tracer(httpScopeName),
-		start:  []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)},
-	}
+	sp := newDecisionSpans(t.TracerProvider())
 	prop := t.Propagator()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !isDecisionRequest(r) {
@@ -81,6 +78,13 @@ type decisionSpans struct {
 	start []trace.SpanStartOption
 }
 
+func newDecisionSpans(tp trace.TracerProvider) *decisionSpans {
+	return &decisionSpans{
+		tracer: tp.Tracer(httpScopeName),
+		start:  []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)},
+	}
+}
+
 // serve serves r with next under a server span started in ctx, the
 // request's context with the caller's trace context.
 func (d *decisionSpans) serve(ctx context.Context, w http.ResponseWriter, r *http.Request, next http.Handler) {
@@ -102,21 +106,26 @@ func (d *decisionSpans) serve(ctx context.Context, w http.ResponseWriter, r *htt
 	}
 	defer span.End()
 	next.ServeHTTP(rw, r)
+	endSpan(span, r.Method, r.Pattern, rw.body.n, rw.n, rw.status, rw.attrs[:0])
+}
 
-	status := rw.status
+// endSpan sets the attributes of a request's span known once it is
+// answered: the route of the mux pattern it matched, the bodies' sizes
+// and the status (0: the handler wrote nothing, which net/http answers
+// with 200). attrs is room for them.
+func endSpan(span trace.Span, method, pattern string, reqBody, respBody int64, status int, attrs []attribute.KeyValue) {
 	if status == 0 {
-		status = http.StatusOK // what net/http answers a handler that wrote nothing
+		status = http.StatusOK
 	}
-	attrs := rw.attrs[:0]
-	if route := httpRoute(r.Pattern); route != "" {
-		span.SetName(routeSpanName(r.Method, r.Pattern, route))
+	if route := httpRoute(pattern); route != "" {
+		span.SetName(routeSpanName(method, pattern, route))
 		attrs = append(attrs, semconv.HTTPRoute(route))
 	}
-	if rw.body.n > 0 {
-		attrs = append(attrs, semconv.HTTPRequestBodySize(int(rw.body.n)))
+	if reqBody > 0 {
+		attrs = append(attrs, semconv.HTTPRequestBodySize(int(reqBody)))
 	}
-	if rw.n > 0 {
-		attrs = append(attrs, semconv.HTTPResponseBodySize(int(rw.n)))
+	if respBody > 0 {
+		attrs = append(attrs, semconv.HTTPResponseBodySize(int(respBody)))
 	}
 	attrs = append(attrs, semconv.HTTPResponseStatusCode(status))
 	span.SetAttributes(attrs...)
@@ -177,51 +186,68 @@ func methodAttr(m string) (attribute.KeyValue, bool) {
 // user_agent.original, client.address (the first X-Forwarded-For entry,
 // else the peer), url.path and network.protocol.version.
 func requestAttrs(r *http.Request) []attribute.KeyValue {
+	p := ""
+	if r.URL != nil {
+		p = r.URL.Path
+	}
+	return spanAttrs(spanRequest{
+		host: r.Host, method: r.Method, tls: r.TLS != nil, remote: r.RemoteAddr,
+		userAgent: r.UserAgent(), forwardedFor: r.Header.Get("X-Forwarded-For"), path: p, proto: r.Proto,
+	})
+}
+
+// spanRequest is what requestAttrs reads of a request.
+type spanRequest struct {
+	host, method, remote, userAgent, forwardedFor, path, proto string
+	tls                                                        bool
+}
+
+// spanAttrs are requestAttrs of r.
+func spanAttrs(r spanRequest) []attribute.KeyValue {
 	attrs := make([]attribute.KeyValue, 0, 12)
-	host, port := splitHostPort(r.Host)
+	host, port := splitHostPort(r.host)
 	attrs = append(attrs, semconv.ServerAddress(host))
-	if m, ok := methodAttr(r.Method); ok {
+	if m, ok := methodAttr(r.method); ok {
 		attrs = append(attrs, m)
 	} else {
-		m, ok := methodAttr(strings.ToUpper(r.Method))
+		m, ok := methodAttr(strings.ToUpper(r.method))
 		if !ok {
 			m = semconv.HTTPRequestMethodOther
 		}
 		attrs = append(attrs, m)
-		if r.Method != "" {
-			attrs = append(attrs, semconv.HTTPRequestMethodOriginal(r.Method))
+		if r.method != "" {
+			attrs = append(attrs, semconv.HTTPRequestMethodOriginal(r.method))
 		}
 	}
-	tls := r.TLS != nil
-	if tls {
+	if r.tls {
 		attrs = append(attrs, semconv.URLScheme("https"))
 	} else {
 		attrs = append(attrs, semconv.URLScheme("http"))
 	}
-	if port > 0 && (tls && port != 443 || !tls && port != 80) {
+	if port > 0 && (r.tls && port != 443 || !r.tls && port != 80) {
 		attrs = append(attrs, semconv.ServerPort(port))
 	}
-	peer, peerPort := splitHostPort(r.RemoteAddr)
+	peer, peerPort := splitHostPort(r.remote)
 	if peer != "" {
 		attrs = append(attrs, semconv.NetworkPeerAddress(peer))
 		if peerPort > 0 {
 			attrs = append(attrs, semconv.NetworkPeerPort(peerPort))
 		}
 	}
-	if ua := r.UserAgent(); ua != "" {
-		attrs = append(attrs, semconv.UserAgentOriginal(ua))
+	if r.userAgent != "" {
+		attrs = append(attrs, semconv.UserAgentOriginal(r.userAgent))
 	}
-	client, _, _ := strings.Cut(r.Header.Get("X-Forwarded-For"), ",")
+	client, _, _ := strings.Cut(r.forwardedFor, ",")
 	if client == "" {
 		client = peer
 	}
 	if client != "" {
 		attrs = append(attrs, semconv.ClientAddress(client))
 	}
-	if r.URL != nil && r.URL.Path != "" {
-		attrs = append(attrs, semconv.URLPath(r.URL.Path))
+	if r.path != "" {
+		attrs = append(attrs, semconv.URLPath(r.path))
 	}
-	name, version, _ := strings.Cut(r.Proto, "/")
+	name, version, _ := strings.Cut(r.proto, "/")
 	if name = strings.ToLower(name); name != "" && name != "http" {
 		attrs = append(attrs, semconv.NetworkProtocolName(name))
 	}
@@ -363,3 +389,55 @@ func (c headerCarrier) Set(field, value string) { propagation.HeaderCarrier(c).S
 
 // Keys lists the keys of the header, as propagation.HeaderCarrier.Keys.
 func (c headerCarrier) Keys() []string { return propagation.HeaderCarrier(c).Keys() }
+
+// frontHandler is what traceDecisions and countInflight make of a check
+// request the HTTP/1.1 front answers itself (front): the caller's trace
+// context, and a server span while spans are recorded, around serve.
+func (s *Server) frontHandler(serve func(context.Context, http.ResponseWriter, *envoy.FrontRequest)) func(context.Context, http.ResponseWriter, *envoy.FrontRequest, *frontConn) {
+	t := s.deps.Telemetry
+	if t == nil {
+		return func(ctx context.Context, w http.ResponseWriter, r *envoy.FrontRequest, _ *frontConn) {
+			serve(ctx, w, r)
+		}
+	}
+	sp := newDecisionSpans(t.TracerProvider())
+	prop := t.Propagator()
+	return func(ctx context.Context, w http.ResponseWriter, r *envoy.FrontRequest, fc *frontConn) {
+		ctx = prop.Extract(ctx, frontCarrier{r})
+		if !t.SpansRecorded() {
+			serve(ctx, w, r)
+			return
+		}
+		ctx, span := sp.tracer.Start(ctx, spanMethod(r.Method), sp.start...)
+		if !span.IsRecording() {
+			serve(ctx, w, r)
+			return
+		}
+		defer span.End()
+		span.SetAttributes(spanAttrs(spanRequest{
+			host: r.Host, method: r.Method, remote: r.RemoteAddr, userAgent: r.Header("user-agent"),
+			forwardedFor: r.Header("x-forwarded-for"), path: r.Path, proto: "HTTP/1.1",
+		})...)
+		serve(ctx, w, r)
+		var attrs [4]attribute.KeyValue
+		endSpan(span, r.Method, r.Pattern(), 0, int64(len(fc.w.body)), fc.w.status, attrs[:0])
+	}
+}
+
+// frontCarrier finds the W3C trace fields of a front request.
+type frontCarrier struct{ r *envoy.FrontRequest }
+
+// Get returns the first traceparent, and the other fields' values
+// joined with "," (their lists' separator).
+func (c frontCarrier) Get(field string) string {
+	if field == "traceparent" {
+		return c.r.Traceparent()
+	}
+	return c.r.Header(strings.ToLower(field))
+}
+
+// Set does nothing: a request's carrier is only read.
+func (frontCarrier) Set(string, string) {}
+
+// Keys lists none: propagators read the fields by name.
+func (frontCarrier) Keys() []string { return nil }

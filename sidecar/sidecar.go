@@ -100,6 +100,9 @@ type Server struct {
 	httpLis net.Listener
 	grpc    *grpc.Server
 	http    *http.Server
+	// front serves the plain-text HTTP listener in front of http; nil
+	// with TLS, where http serves it alone.
+	front   *front
 	health  *health.Server
 	streams *live.Streams // nil without Deps.Live
 	// saml exists only with [sdk.saml], oidc only with [sdk.oidc]; the
@@ -245,6 +248,10 @@ func New(deps Deps) (*Server, error) {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	if s.certs == nil {
+		s.front = newFront(s, s.http)
+		s.front.serve = s.frontHandler(envoySrv.ServeFront)
+	}
 	return s, nil
 }
 
@@ -313,7 +320,19 @@ func (s *Server) Serve(ctx context.Context) error {
 		return nil
 	})
 	g.Go(func() error {
-		if err := s.http.Serve(s.httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if s.front == nil {
+			if err := s.http.Serve(s.httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("http server: %w", err)
+			}
+			return nil
+		}
+		g.Go(func() error {
+			if err := s.http.Serve(s.front.handoff); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("http server: %w", err)
+			}
+			return nil
+		})
+		if err := s.front.Serve(s.httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("http server: %w", err)
 		}
 		return nil
@@ -383,6 +402,9 @@ func (s *Server) shutdown() {
 	s.log.Info("draining", "timeout", drain.String(), "force", force, "inflight_http", s.inflight.Load())
 	if force {
 		s.grpc.Stop()
+		if s.front != nil {
+			s.front.Close()
+		}
 		s.http.Close()
 		if s.samlHTTP != nil {
 			s.samlHTTP.Close()
@@ -412,6 +434,14 @@ func (s *Server) shutdown() {
 		}()
 	} else {
 		close(samlDone)
+	}
+	if s.front != nil {
+		// The front's busy connections finish their request first: one
+		// handed to net/http meanwhile is still served.
+		if err := s.front.Shutdown(ctx); err != nil {
+			s.log.Warn("http drain timed out; closing connections", "err", err)
+			s.front.Close()
+		}
 	}
 	if err := s.http.Shutdown(ctx); err != nil {
 		s.log.Warn("http drain timed out; closing connections", "err", err)
