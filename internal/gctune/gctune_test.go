@@ -85,10 +85,7 @@ func gcPercent() int {
 // collections, whatever the live heap, leave it; after the last release
 // the tuner sets GOGC from the live heap again.
 func TestHold(t *testing.T) {
-	prev := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetGCPercent(prev) })
-
-	tu := Tune(func(string) (string, bool) { return "", false })
+	tu := startTuner(t)
 	defer tu.Stop()
 	if p := gcPercent(); p != MaxPercent {
 		t.Fatalf("GOGC = %d on a small heap, want %d", p, MaxPercent)
@@ -140,10 +137,7 @@ func TestHold(t *testing.T) {
 // TestHoldConcurrent: holds taken and released from many goroutines, with
 // collections running, leave the tuner in charge once all are released.
 func TestHoldConcurrent(t *testing.T) {
-	prev := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetGCPercent(prev) })
-
-	tu := Tune(func(string) (string, bool) { return "", false })
+	tu := startTuner(t)
 	defer tu.Stop()
 	outer := tu.Hold(20)
 	var wg sync.WaitGroup
@@ -176,10 +170,7 @@ func TestHoldConcurrent(t *testing.T) {
 // TestHoldAfterStop: a hold released after Stop restores the default
 // that Stop would have.
 func TestHoldAfterStop(t *testing.T) {
-	prev := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetGCPercent(prev) })
-
-	tu := Tune(func(string) (string, bool) { return "", false })
+	tu := startTuner(t)
 	release := tu.Hold(25)
 	tu.Stop()
 	if p := gcPercent(); p != 25 {
@@ -189,4 +180,13 @@ func TestHoldAfterStop(t *testing.T) {
 	if p := gcPercent(); p != MinPercent {
 		t.Fatalf("GOGC = %d after the last release of a stopped tuner, want %d", p, MinPercent)
 	}
+}
+
+// startTuner starts a tuner from GOGC=100 and restores GOGC after the
+// test.
+func startTuner(t *testing.T) *Tuner {
+	t.Helper()
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+	return Tune(func(string) (string, bool) { return "", false })
 }
