@@ -115,6 +115,12 @@ func (s *Server) activateBundle(data []byte, source string, allowOlder bool) (ac
 	return act, err
 }
 
+// bundleLoader opens bundles within lim, holding the collector's target
+// through Deps.GC while each loads.
+func (s *Server) bundleLoader(lim bundle.Limits) bundle.Loader {
+	return bundle.Loader{Limits: lim, GC: s.deps.GC}
+}
+
 func (s *Server) activate(data []byte, source string, allowOlder bool) (activation, error) {
 	// Data that is not a bundle at all says so, whatever the signing
 	// configuration.
@@ -130,7 +136,7 @@ func (s *Server) activate(data []byte, source string, allowOlder bool) (activati
 	if err != nil {
 		return activation{}, &activateError{http.StatusBadRequest, reason.InputInvalid, err.Error()}
 	}
-	set, info, err := bundle.OpenWithin(bytes.NewReader(data), lim, verify, engine.PolicyOptions(s.deps.Engine.Config())...)
+	set, info, err := s.bundleLoader(lim).Open(bytes.NewReader(data), verify, engine.PolicyOptions(s.deps.Engine.Config())...)
 	if ve := (*bundle.VerificationError)(nil); errors.As(err, &ve) {
 		return activation{}, &activateError{http.StatusUnprocessableEntity, reason.BundleSignatureInvalid,
 			"bundle rejected: " + err.Error() + "; sign it with the private key whose public key is policy.bundle_verify_key_file"}

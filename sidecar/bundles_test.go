@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -143,5 +144,57 @@ func TestBundlePersistedAcrossRestart(t *testing.T) {
 	third := startSidecar(t, cfg)
 	if st := getStatus(t, third); st.PolicyRevision == "rev-persisted" || st.PolicySource != sourceConfig {
 		t.Errorf("with a rotated key: policy_revision=%q source=%q, want the configured policy", st.PolicyRevision, st.PolicySource)
+	}
+}
+
+// countingGC is a bundle.GC that counts its holds.
+type countingGC struct {
+	mu              sync.Mutex
+	held            []int
+	active, release int
+}
+
+func (g *countingGC) Hold(percent int) func() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.held = append(g.held, percent)
+	g.active++
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.active--
+		g.release++
+	}
+}
+
+// TestBundleLoadHoldsGC: activating a bundle, and a refused one, hold the
+// collector's target through Deps.GC and release it.
+func TestBundleLoadHoldsGC(t *testing.T) {
+	idp, signKey, verifyKey, dir := signedSetup(t)
+	gc := &countingGC{}
+	r := startServer(t, Deps{Engine: newTestEngine(t, signedConfig(t, idp, verifyKey)), GC: gc})
+	testkit.Eventually(t, "GET /readyz answers 200", func() bool {
+		status, _ := get(t, r, PathReadyz)
+		return status == http.StatusOK
+	})
+	gc.mu.Lock()
+	before := len(gc.held)
+	gc.mu.Unlock()
+
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	if code, body := post(t, r, PathReloadPolicy, buildBundleAt(t, dir, "v2", signKey, t0)); code != http.StatusOK {
+		t.Fatalf("POST bundle = %d %s", code, body)
+	}
+	_, otherKey, _, _ := signedSetup(t)
+	if code, body := post(t, r, PathReloadPolicy, buildBundleAt(t, dir, "v3", otherKey, t0.Add(time.Hour))); code != http.StatusUnprocessableEntity {
+		t.Fatalf("POST bundle of another key = %d %s, want 422", code, body)
+	}
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	if got := gc.held[before:]; len(got) != 2 || got[0] != 25 || got[1] != 25 {
+		t.Errorf("holds during two activations: %v, want [25 25]", got)
+	}
+	if gc.active != 0 {
+		t.Errorf("%d holds not released", gc.active)
 	}
 }

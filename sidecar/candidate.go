@@ -32,7 +32,7 @@ func (s *Server) loadCandidate(data []byte) (*policy.Set, error) {
 		}
 	}
 	limit := bundleMaxBytes(cfg.Policy)
-	set, _, err := bundle.OpenWithin(bytes.NewReader(data), bundle.LimitsOf(limit), verify, engine.PolicyOptions(cfg)...)
+	set, _, err := s.bundleLoader(bundle.LimitsOf(limit)).Open(bytes.NewReader(data), verify, engine.PolicyOptions(cfg)...)
 	var ve *bundle.VerificationError
 	switch {
 	case err == nil:

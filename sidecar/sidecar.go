@@ -35,6 +35,7 @@ import (
 	authzserver "github.com/svc-dev/svc/authz/server"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/engine/dryrun"
 	"github.com/svc-dev/svc/engine/idtoken"
 	"github.com/svc-dev/svc/envoy"
@@ -90,6 +91,11 @@ type Deps struct {
 	// instead of the one persisted in policy.bundle_cache_dir. A refused
 	// one leaves the configured policy serving and the status degraded.
 	Carried *CarriedBundle
+	// GC, when set, owns the collector's target: loading a bundle holds
+	// it lower through GC rather than setting GOGC itself. svc-sidecar
+	// passes its gctune.Tuner, which would otherwise overwrite the
+	// loader's target after the next collection.
+	GC bundle.GC
 }
 
 // Server is a running svc-sidecar.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/devissuer"
 	"github.com/svc-dev/svc/engine/dryrun"
@@ -70,8 +71,11 @@ func serveImage(ctx context.Context, configPath string, stderr io.Writer, set *l
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Setting("log.level"), err)
 	}
+	// The tuner owns GOGC: bundle loads hold it lower through it.
+	var gcOwner bundle.GC
 	if gc := gctune.Tune(os.LookupEnv); gc != nil {
 		defer gc.Stop()
+		gcOwner = gc
 		log.Info("garbage collector tuned to the live heap", "gogc_min", gctune.MinPercent, "gogc_max", gctune.MaxPercent,
 			"heap_target_mib", gctune.HeapTarget>>20)
 	}
@@ -128,7 +132,7 @@ func serveImage(ctx context.Context, configPath string, stderr io.Writer, set *l
 		set.SetSocketMode(os.FileMode(mode))
 	}
 	srv, err := sidecar.New(sidecar.Deps{Engine: eng, Telemetry: tel, Audit: auditLog, Live: hub, DryRun: dry, Logger: log,
-		Listen: set.Listen, Restart: r.prepare, Carried: carried})
+		Listen: set.Listen, Restart: r.prepare, Carried: carried, GC: gcOwner})
 	set.Close() // inherited sockets the configuration no longer names
 	if err != nil {
 		return nil, err

@@ -84,7 +84,41 @@ func Open(r io.Reader, verify *VerifyOptions, opts ...policy.Option) (*policy.Se
 
 // OpenWithin is Open within lim instead of DefaultLimits.
 func OpenWithin(r io.Reader, lim Limits, verify *VerifyOptions, opts ...policy.Option) (*policy.Set, Info, error) {
-	defer lowerGC()()
+	return Loader{Limits: lim}.Open(r, verify, opts...)
+}
+
+// GC is what sets the collector's target in a process that tunes it
+// (internal/gctune's Tuner in svc-sidecar): Hold sets GOGC to percent,
+// and keeps it from being overwritten, until release is called.
+type GC interface {
+	Hold(percent int) (release func())
+}
+
+// Loader opens bundles as Open does, within its Limits and through its
+// GC.
+type Loader struct {
+	// Limits bound each bundle; zero means DefaultLimits.
+	Limits Limits
+	// GC, when set, holds the collector's target at loadGCPercent while
+	// a bundle loads. Without it the loader sets GOGC itself and
+	// restores the value it found, which a tuner of its own would
+	// overwrite at its next collection (and whose value the loader would
+	// then overwrite when restoring).
+	GC GC
+}
+
+// Open is Open within l.Limits, holding the collector's target through
+// l.GC while the bundle loads.
+func (l Loader) Open(r io.Reader, verify *VerifyOptions, opts ...policy.Option) (*policy.Set, Info, error) {
+	lim := l.Limits
+	if lim == (Limits{}) {
+		lim = DefaultLimits
+	}
+	if l.GC != nil {
+		defer l.GC.Hold(loadGCPercent)()
+	} else {
+		defer lowerGC()()
+	}
 	info, b, err := read(r, lim, verify)
 	if err != nil {
 		return nil, info, err
@@ -121,7 +155,8 @@ var loading struct {
 }
 
 // lowerGC lowers the collector's target to loadGCPercent, unless it is
-// lower already or off, until the returned function is called.
+// lower already or off, until the returned function is called. It is the
+// target's owner where a Loader is given no GC.
 func lowerGC() (restore func()) {
 	loading.Lock()
 	defer loading.Unlock()

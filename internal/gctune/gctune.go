@@ -13,6 +13,11 @@
 // sidecar with little live data collects up to four times less often; one
 // whose cache holds most of HeapTarget behaves as with the default.
 //
+// A caller that needs another target for a while (loading a policy
+// bundle lowers it to bound the peak) takes a Hold: the tuner applies the
+// lowest target held and stops overwriting it until the last hold is
+// released, then sets GOGC from the live heap again.
+//
 // GOGC set in the environment always wins: Tune then does nothing.
 // GOMEMLIMIT is the runtime's own and applies either way.
 package gctune
@@ -21,6 +26,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
+	"sync"
 	"sync/atomic"
 )
 
@@ -53,7 +60,12 @@ func Percent(live uint64) int {
 type Tuner struct {
 	stopped atomic.Bool
 	last    atomic.Int64 // the GOGC value set last
-	sample  []metrics.Sample
+
+	// mu orders the setting of GOGC: by the finalizer after a
+	// collection, by Hold and its release, by Stop.
+	mu     sync.Mutex
+	held   []int // the targets of the holds not yet released
+	sample []metrics.Sample
 }
 
 // Tune starts adjusting GOGC after every collection, unless lookupEnv
@@ -68,25 +80,79 @@ func Tune(lookupEnv func(string) (string, bool)) *Tuner {
 	return t
 }
 
-// Percent returns the GOGC value set last.
+// Percent returns the GOGC value set last, by the tuner or a hold.
 func (t *Tuner) Percent() int { return int(t.last.Load()) }
 
 // Stop ends the tuning and restores GOGC=100. It is safe to call on a nil
 // Tuner.
 func (t *Tuner) Stop() {
-	if t == nil || t.stopped.Swap(true) {
+	if t == nil {
 		return
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped.Swap(true) || len(t.held) > 0 {
+		// The last release restores the default.
+		return
+	}
+	t.last.Store(MinPercent)
 	debug.SetGCPercent(MinPercent)
 }
 
+// Hold sets GOGC to percent (a positive target) until release is called,
+// instead of the tuner's own value: while any hold is active GOGC is the
+// lowest percent held and collections do not change it. Holds nest and
+// may be taken and released concurrently; calling a release more than
+// once releases once. After the last release the tuner sets GOGC from the
+// live heap again at once (or to the default when stopped meanwhile).
+func (t *Tuner) Hold(percent int) (release func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.held = append(t.held, percent)
+	t.set(slices.Min(t.held))
+	var once sync.Once
+	return func() { once.Do(func() { t.release(percent) }) }
+}
+
+func (t *Tuner) release(percent int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.held = slices.Delete(t.held, slices.Index(t.held, percent), slices.Index(t.held, percent)+1)
+	switch {
+	case len(t.held) > 0:
+		t.set(slices.Min(t.held))
+	case t.stopped.Load():
+		t.last.Store(MinPercent)
+		debug.SetGCPercent(MinPercent)
+	default:
+		t.set(t.percent())
+	}
+}
+
+// adjust sets GOGC from the live heap, unless a hold is active.
 func (t *Tuner) adjust() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.held) > 0 || t.stopped.Load() {
+		return
+	}
+	t.set(t.percent())
+}
+
+// percent is the tuner's own target for the live heap the last collection
+// found. It is called with mu held.
+func (t *Tuner) percent() int {
 	metrics.Read(t.sample)
 	var live uint64
 	if t.sample[0].Value.Kind() == metrics.KindUint64 {
 		live = t.sample[0].Value.Uint64()
 	}
-	p := Percent(live)
+	return Percent(live)
+}
+
+// set sets GOGC to p unless it is set to p already. It is called with mu
+// held.
+func (t *Tuner) set(p int) {
 	if int(t.last.Swap(int64(p))) != p {
 		debug.SetGCPercent(p)
 	}

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 	"testing"
 	"time"
 )
@@ -78,4 +79,114 @@ func gcPercent() int {
 	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
 	metrics.Read(s)
 	return int(s[0].Value.Uint64())
+}
+
+// TestHold: while holds are active GOGC is the lowest percent held and
+// collections, whatever the live heap, leave it; after the last release
+// the tuner sets GOGC from the live heap again.
+func TestHold(t *testing.T) {
+	tu := startTuner(t)
+	defer tu.Stop()
+	if p := gcPercent(); p != MaxPercent {
+		t.Fatalf("GOGC = %d on a small heap, want %d", p, MaxPercent)
+	}
+	release50 := tu.Hold(50)
+	if p := gcPercent(); p != 50 || tu.Percent() != 50 {
+		t.Fatalf("GOGC = %d (tuner says %d) under a hold of 50", p, tu.Percent())
+	}
+	release25 := tu.Hold(25)
+	release75 := tu.Hold(75)
+	if p := gcPercent(); p != 25 {
+		t.Fatalf("GOGC = %d under holds of 50, 25 and 75, want the lowest, 25", p)
+	}
+	// Collections on a small heap would set MaxPercent: they must not
+	// while the holds last.
+	for range 5 {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if p := gcPercent(); p != 25 {
+		t.Fatalf("GOGC = %d after collections under a hold of 25: the tuner overwrote the hold", p)
+	}
+	release25()
+	release25() // a second call releases nothing more
+	if p := gcPercent(); p != 50 {
+		t.Fatalf("GOGC = %d once the hold of 25 is released, want the next lowest, 50", p)
+	}
+	release50()
+	if p := gcPercent(); p != 75 {
+		t.Fatalf("GOGC = %d with only a hold of 75 left, want 75", p)
+	}
+	release75()
+	if p := gcPercent(); p != MaxPercent {
+		t.Fatalf("GOGC = %d after the last release, want the tuner's %d at once", p, MaxPercent)
+	}
+	// The tuner has resumed: a large live heap brings GOGC down again.
+	ballast := make([]byte, HeapTarget*3/4)
+	deadline := time.Now().Add(10 * time.Second)
+	for gcPercent() != MinPercent {
+		if time.Now().After(deadline) {
+			t.Fatalf("GOGC = %d with a live heap of %d MiB after the holds, want %d: the tuner did not resume", gcPercent(), len(ballast)>>20, MinPercent)
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	runtime.KeepAlive(ballast)
+}
+
+// TestHoldConcurrent: holds taken and released from many goroutines, with
+// collections running, leave the tuner in charge once all are released.
+func TestHoldConcurrent(t *testing.T) {
+	tu := startTuner(t)
+	defer tu.Stop()
+	outer := tu.Hold(20)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for range 200 {
+				release := tu.Hold(30 + i)
+				if p := gcPercent(); p != 20 {
+					t.Errorf("GOGC = %d under an outer hold of 20", p)
+				}
+				release()
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 20 {
+			runtime.GC()
+		}
+	})
+	wg.Wait()
+	if p := gcPercent(); p != 20 {
+		t.Fatalf("GOGC = %d with the outer hold of 20 left", p)
+	}
+	outer()
+	if p := gcPercent(); p != MaxPercent {
+		t.Fatalf("GOGC = %d after the last release, want %d", p, MaxPercent)
+	}
+}
+
+// TestHoldAfterStop: a hold released after Stop restores the default
+// that Stop would have.
+func TestHoldAfterStop(t *testing.T) {
+	tu := startTuner(t)
+	release := tu.Hold(25)
+	tu.Stop()
+	if p := gcPercent(); p != 25 {
+		t.Fatalf("GOGC = %d after Stop under a hold of 25, want the hold kept", p)
+	}
+	release()
+	if p := gcPercent(); p != MinPercent {
+		t.Fatalf("GOGC = %d after the last release of a stopped tuner, want %d", p, MinPercent)
+	}
+}
+
+// startTuner starts a tuner from GOGC=100 and restores GOGC after the
+// test.
+func startTuner(t *testing.T) *Tuner {
+	t.Helper()
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+	return Tune(func(string) (string, bool) { return "", false })
 }
