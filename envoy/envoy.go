@@ -79,11 +79,11 @@ type SessionRenewal interface {
 	// RenewSession is asked about a valid session token within the
 	// renewal window, with the request's Cookie header and the token's
 	// verified claims. It returns the Set-Cookie value that delivers the
-	// renewed session ("" when there is none yet), or, with end true, the
-	// one that clears the session: its provider refused to renew it (the
-	// request keeps the answer it was decided and audited with; the
-	// session's later requests are refused where they are decided).
-	RenewSession(ctx context.Context, cookies string, claims map[string]any) (setCookie string, end bool)
+	// renewed session ("" when there is none yet), or the one that clears
+	// the session: its provider refused to renew it (the request keeps
+	// the answer it was decided and audited with; the session's later
+	// requests are refused where they are decided).
+	RenewSession(ctx context.Context, cookies string, claims map[string]any) (setCookie string)
 }
 
 // Server answers Envoy's ext_authz Check over gRPC and the HTTP check mode,
@@ -284,8 +284,7 @@ func (s *Server) renewSession(ctx context.Context, pr proxyRequest, claims map[s
 	if err != nil || time.Until(time.Unix(exp, 0)) > s.renewWindow {
 		return
 	}
-	c, _ := s.renew.RenewSession(ctx, pr.headers["cookie"], claims)
-	v.setCookie = headerSafe(c)
+	v.setCookie = headerSafe(s.renew.RenewSession(ctx, pr.headers["cookie"], claims))
 }
 
 // logInvalid logs a refused request by its code and the reason's own

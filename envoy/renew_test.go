@@ -50,24 +50,23 @@ func sessionAuthorizer(exp time.Time) Authorizer {
 	})
 }
 
-// fakeRenewal answers RenewSession with cookie (and end), recording the
+// fakeRenewal answers RenewSession with cookie, recording the
 // Cookie headers it was asked with.
 type fakeRenewal struct {
 	cookie string
-	end    bool
 
 	mu    sync.Mutex
 	asked []string
 }
 
-func (f *fakeRenewal) RenewSession(_ context.Context, cookies string, claims map[string]any) (string, bool) {
+func (f *fakeRenewal) RenewSession(_ context.Context, cookies string, claims map[string]any) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if claims["idp"] == nil {
 		panic("claims of the session not passed")
 	}
 	f.asked = append(f.asked, cookies)
-	return f.cookie, f.end
+	return f.cookie
 }
 
 func (f *fakeRenewal) calls() int {
@@ -102,7 +101,7 @@ func TestRenewOverGRPC(t *testing.T) {
 		{name: "within the window, refreshing elsewhere", left: 2 * time.Minute, renewal: &fakeRenewal{}, headers: browser, asked: 1},
 		// The answer was decided (and audited) with the session valid: it
 		// stands, and clears the session so that the browser signs in again.
-		{name: "refused: the answer stands, the session is cleared", left: time.Minute, renewal: &fakeRenewal{cookie: clearedCookie, end: true}, headers: browser,
+		{name: "refused: the answer stands, the session is cleared", left: time.Minute, renewal: &fakeRenewal{cookie: clearedCookie}, headers: browser,
 			asked: 1, cookie: clearedCookie},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -187,7 +186,7 @@ func TestRenewHTTPCheck(t *testing.T) {
 	}
 	// A refused renewal: the answer stands, and nginx gets the cleared
 	// cookie with it.
-	f.cookie, f.end = clearedCookie, true
+	f.cookie = clearedCookie
 	r := httptest.NewRequest("GET", "/check", nil)
 	r.Header.Set("Cookie", sessionCookie)
 	r.Header.Set("Accept", acceptChrome)

@@ -55,44 +55,45 @@ type renewed struct {
 // RenewSession is asked by the checks about a valid session token within
 // its refresh window: cookies is the request's Cookie header, claims the
 // verified token's. It returns the Set-Cookie value that delivers the
-// renewed session, "" when there is none (yet); with end true, the
-// Set-Cookie value that clears the session, whose provider refused to
-// refresh it. The request asking was decided while its session was
-// valid and keeps its answer; the session token (its jti) is revoked as
-// a back-channel logout would, so that its later requests, on every
-// replica, are refused (oidc-session-revoked) where they are decided and
-// audited. Only that token: a new sign-in, even within the same provider
-// session, is not.
+// renewed session, "" when there is none (yet), or the one that clears
+// the session, whose provider refused to refresh it. The request asking
+// was decided while its session was valid and keeps its answer; the
+// session token (its jti) is then revoked as a back-channel logout
+// would, so that its later requests, on every replica, are refused
+// (oidc-session-revoked) where they are decided and audited. Only that
+// token: a new sign-in, even within the same provider session, is not.
 //
 // A session without a refresh cookie costs nothing; one with costs a
 // store read, and the request that takes the lock waits at most
 // RenewWait for the provider.
-func (g *Gateway) RenewSession(ctx context.Context, cookies string, claims map[string]any) (setCookie string, end bool) {
+func (g *Gateway) RenewSession(ctx context.Context, cookies string, claims map[string]any) (setCookie string) {
 	handle := cookieIn(cookies, g.refreshCookieName())
 	if !validState(handle) {
-		return "", false
+		return ""
 	}
 	exp, ok := expiryOf(claims)
 	if !ok {
-		return "", false
+		return ""
 	}
 	d, err := g.lastRenewal(ctx, handle)
 	if err != nil {
-		return "", false
+		return ""
 	}
 	if c, end, settled := g.deliver(d, exp); settled {
-		return c, g.ended(ctx, end, claims)
+		g.ended(ctx, end, claims)
+		return c
 	}
 	mine, err := g.store.Lock(ctx, refreshKey("lock", handle), RefreshLockTTL)
 	if err != nil || !mine {
-		return "", false
+		return ""
 	}
 	// A refresh may have ended between the read and the lock: read again,
 	// holding the lock, so that it is not done twice.
 	d, err = g.lastRenewal(ctx, handle)
 	if c, end, settled := g.deliver(d, exp); err != nil || settled {
 		_, _ = g.store.Take(context.WithoutCancel(ctx), refreshKey("lock", handle))
-		return c, g.ended(ctx, end, claims)
+		g.ended(ctx, end, claims)
+		return c
 	}
 	out := make(chan renewed, 1)
 	go func() { out <- g.renewLocked(context.WithoutCancel(ctx), handle, exp) }()
@@ -101,18 +102,19 @@ func (g *Gateway) RenewSession(ctx context.Context, cookies string, claims map[s
 	select {
 	case d := <-out:
 		c, end, _ := g.deliver(d, exp)
-		return c, g.ended(ctx, end, claims)
+		g.ended(ctx, end, claims)
+		return c
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	return "", false
+	return ""
 }
 
 // ended revokes, when end, the session token with claims, whose refresh
-// the provider refused; it returns end.
-func (g *Gateway) ended(ctx context.Context, end bool, claims map[string]any) bool {
+// the provider refused.
+func (g *Gateway) ended(ctx context.Context, end bool, claims map[string]any) {
 	if !end {
-		return false
+		return
 	}
 	provider, _ := claims["idp"].(string)
 	jti, _ := claims["jti"].(string)
@@ -121,7 +123,6 @@ func (g *Gateway) ended(ctx context.Context, end bool, claims map[string]any) bo
 			g.log.Warn("OpenID Connect session whose refresh was refused could not be revoked", "reason", string(reason.Of(err, reason.OIDCStoreUnavailable)))
 		}
 	}
-	return true
 }
 
 // deliver is what a request of the session that expires at exp gets of

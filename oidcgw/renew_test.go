@@ -65,10 +65,10 @@ func TestRenewSessionOnceAcrossReplicas(t *testing.T) {
 	for i := range 50 {
 		wg.Go(func() {
 			start := time.Now()
-			c, end := rigs[i%3].gw.RenewSession(t.Context(), cookies, claims)
+			c := rigs[i%3].gw.RenewSession(t.Context(), cookies, claims)
 			slowest <- time.Since(start)
-			if end {
-				t.Error("the session ended")
+			if clearsSession(c) {
+				t.Error("the session was cleared")
 			}
 			got <- c
 		})
@@ -96,10 +96,10 @@ func TestRenewSessionOnceAcrossReplicas(t *testing.T) {
 	}
 	var token string
 	for _, r := range rigs {
-		c, end := r.gw.RenewSession(t.Context(), cookies, claims)
+		c := r.gw.RenewSession(t.Context(), cookies, claims)
 		tok := sessionOf(t, c)
-		if end || tok == "" || token != "" && tok != token {
-			t.Fatalf("a later check of the old session got %q (end %v), want the one renewed session", c, end)
+		if tok == "" || token != "" && tok != token {
+			t.Fatalf("a later check of the old session got %q, want the one renewed session", c)
 		}
 		token = tok
 	}
@@ -134,15 +134,15 @@ func TestRenewSessionSlowProvider(t *testing.T) {
 	cookies := "svc_session_rt=" + signInForRefresh(t, r)
 	claims := expiring(time.Minute)
 	start := time.Now()
-	if c, end := r.gw.RenewSession(t.Context(), cookies, claims); c != "" || end {
-		t.Fatalf("first check got %q %v, want nothing yet", c, end)
+	if c := r.gw.RenewSession(t.Context(), cookies, claims); c != "" {
+		t.Fatalf("first check got %q, want nothing yet", c)
 	}
 	if d := time.Since(start); d > oidcgw.RenewWait+200*time.Millisecond {
 		t.Errorf("the check waited %s for a slow provider", d)
 	}
 	deadline := time.Now().Add(3 * time.Second)
 	for {
-		c, _ := r.gw.RenewSession(t.Context(), cookies, claims)
+		c := r.gw.RenewSession(t.Context(), cookies, claims)
 		if sessionOf(t, c) != "" {
 			break
 		}
@@ -157,7 +157,7 @@ func TestRenewSessionSlowProvider(t *testing.T) {
 }
 
 // A refresh the provider refuses ends the session: the check gets the
-// cleared session cookie and end, and the token is revoked; every later
+// cleared session cookie, and the token is revoked; every later
 // check of it gets the same,
 // without asking the provider again; the login then signs in anew.
 func TestRenewSessionRefused(t *testing.T) {
@@ -169,10 +169,10 @@ func TestRenewSessionRefused(t *testing.T) {
 	token := expiring(time.Minute)
 	token["jti"] = "token-1"
 	for i := range 2 {
-		c, end := r.gw.RenewSession(t.Context(), cookies, token)
+		c := r.gw.RenewSession(t.Context(), cookies, token)
 		sc, err := http.ParseSetCookie(c)
-		if !end || err != nil || sc.Name != "svc_session" || sc.MaxAge >= 0 {
-			t.Fatalf("check %d: %q %v, want the session cleared and ended", i, c, end)
+		if err != nil || sc.Name != "svc_session" || sc.MaxAge >= 0 || sc.Value != "" {
+			t.Fatalf("check %d: %q, want the session cookie cleared", i, c)
 		}
 	}
 	if n := op.refreshCalls.Load(); n != 1 {
@@ -207,8 +207,8 @@ func TestRenewSessionProviderDown(t *testing.T) {
 	op.unavailable.Store(true)
 	cookies := "svc_session_rt=" + handle
 	for range 3 {
-		if c, end := r.gw.RenewSession(t.Context(), cookies, expiring(time.Minute)); c != "" || end {
-			t.Fatalf("provider down: %q %v, want the session to go on", c, end)
+		if c := r.gw.RenewSession(t.Context(), cookies, expiring(time.Minute)); c != "" {
+			t.Fatalf("provider down: %q, want the session to go on", c)
 		}
 	}
 	if n := op.refreshCalls.Load(); n != 1 {
@@ -228,8 +228,8 @@ func TestRenewSessionWithoutRefreshCookie(t *testing.T) {
 	r := newRigOf(t, op, refreshScopes)
 	signInForRefresh(t, r)
 	for _, cookies := range []string{"", "svc_session=x", "svc_session_rt=forged", "svc_session_rt=" + strings.Repeat("A", 43)} {
-		if c, end := r.gw.RenewSession(t.Context(), cookies, expiring(time.Minute)); c != "" || end {
-			t.Errorf("cookies %q: %q %v", cookies, c, end)
+		if c := r.gw.RenewSession(t.Context(), cookies, expiring(time.Minute)); c != "" {
+			t.Errorf("cookies %q: %q", cookies, c)
 		}
 	}
 	if n := op.refreshCalls.Load(); n != 0 {
@@ -286,4 +286,10 @@ func TestLoginTenantOnlyNarrows(t *testing.T) {
 		}
 	}
 	t.Fatal("no session")
+}
+
+// clearsSession reports whether the Set-Cookie value c clears a cookie.
+func clearsSession(c string) bool {
+	sc, err := http.ParseSetCookie(c)
+	return err == nil && sc.MaxAge < 0
 }
