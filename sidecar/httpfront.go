@@ -6,10 +6,12 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"path"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -286,16 +288,35 @@ func (fc *frontConn) serve() {
 		}
 		fc.br.Discard(n) //nolint:errcheck // n bytes are buffered
 		closeAfter = closeAfter || fc.f.closing.Load()
-		fc.f.srv.inflight.Add(1)
-		fc.w.reset()
-		fc.f.serve(context.Background(), &fc.w, &fc.req, fc)
-		err := fc.w.writeTo(fc.bw, closeAfter)
-		fc.f.srv.inflight.Add(-1)
+		err := fc.answer(closeAfter)
+		if errors.Is(err, errAnswerPanicked) {
+			return
+		}
 		if err != nil || closeAfter {
 			_ = fc.bw.Flush()
 			return
 		}
 	}
+}
+
+// errAnswerPanicked ends a connection whose check panicked.
+var errAnswerPanicked = errors.New("http check panicked")
+
+// answer decides the parsed request and writes the answer. A panic in
+// the decision ends this connection without an answer, as net/http does
+// for a handler's panic, logged with its stack, instead of the process.
+func (fc *frontConn) answer(closeAfter bool) (err error) {
+	fc.f.srv.inflight.Add(1)
+	defer fc.f.srv.inflight.Add(-1)
+	defer func() {
+		if r := recover(); r != nil {
+			fc.f.srv.log.Error("http check panicked", "remote", fc.remote, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = errAnswerPanicked
+		}
+	}()
+	fc.w.reset()
+	fc.f.serve(context.Background(), &fc.w, &fc.req, fc)
+	return fc.w.writeTo(fc.bw, closeAfter)
 }
 
 // readHeader buffers the whole header of the next request, and returns
