@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -72,5 +73,31 @@ func TestEvaluateUsesDecisionCache(t *testing.T) {
 	want = map[string]int64{"lookups/hit": 0, "lookups/miss": 1, "entries": 1}
 	if diff := cmp.Diff(want, cacheMetrics(t, reader)); diff != "" {
 		t.Fatalf("metrics after activation differ (-want +got):\n%s", diff)
+	}
+}
+
+// TestDecisionCacheSizeSetting: policy.decision_cache_size bounds the
+// decision cache of the policy the engine loads, so that a deployment
+// with more tenants than the default holds can make room for them.
+func TestDecisionCacheSizeSetting(t *testing.T) {
+	var cfg config.Config
+	cfg.SDK.TenantID = "acme"
+	cfg.Policy.DecisionCacheSize = 32
+	e := newEngine(t, cfg, engine.Deps{})
+	ctx := context.Background()
+	for i := range 100 {
+		tenant := "t-" + strconv.Itoa(i)
+		in := engine.Input{
+			Action:   "orders:read",
+			User:     policy.User{ID: "u-1", Role: "viewer", Roles: []string{"viewer"}, TenantID: tenant},
+			Resource: policy.Resource{ID: "o-1", Tenant: tenant},
+			Tenant:   policy.Tenant{ID: tenant},
+		}
+		if _, err := e.Evaluate(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, misses, entries, enabled := e.Policies().CacheStats(); !enabled || entries != 32 || misses != 100 {
+		t.Fatalf("cache enabled %v with %d entries after %d misses, want 32 entries after 100", enabled, entries, misses)
 	}
 }

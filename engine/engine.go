@@ -312,7 +312,11 @@ func (e *Engine) newSharedLimiter() {
 // serves or dry-runs under cfg: policy.dir, uploaded and polled bundles,
 // dry-run candidates.
 func PolicyOptions(cfg config.Config) []policy.Option {
-	return []policy.Option{policy.AllowNetworkBuiltins(cfg.Policy.AllowNetworkBuiltins)}
+	opts := []policy.Option{policy.AllowNetworkBuiltins(cfg.Policy.AllowNetworkBuiltins)}
+	if n := cfg.Policy.DecisionCacheSize; n > 0 {
+		opts = append(opts, policy.DecisionCacheSize(n))
+	}
+	return opts
 }
 
 // loadPolicies loads policy.dir, or the embedded default when it is

@@ -348,6 +348,15 @@ type Policy struct {
 	// (bundle-too-large). Default 33554432 (32 MiB), at least 1 MiB, at
 	// most 1 GiB. Env SVC_POLICY_BUNDLE_MAX_BYTES.
 	BundleMaxBytes int64 `toml:"bundle_max_bytes" yaml:"bundle_max_bytes"`
+	// DecisionCacheSize bounds the decision cache of each policy set
+	// (entries, about 200 bytes each on the default policy): decisions
+	// the policy has already made for inputs alike in every part it reads
+	// are answered without evaluating. Room for a decision per tenant and
+	// a few per user keeps a per-tenant policy's decisions flat as the
+	// tenants grow. Takes effect with the next policy activation. Default
+	// 32768, at least 16, at most 4194304.
+	// Env SVC_POLICY_DECISION_CACHE_SIZE.
+	DecisionCacheSize int `toml:"decision_cache_size" yaml:"decision_cache_size"`
 }
 
 // JWT is the [jwt] table.

@@ -41,6 +41,12 @@ const (
 	DefaultAuditQueueSize   = 4096
 	DefaultLogLevel         = "info"
 
+	// DefaultDecisionCacheSize bounds each policy set's decision cache;
+	// MinDecisionCacheSize and MaxDecisionCacheSize bound the setting.
+	DefaultDecisionCacheSize = 32768
+	MinDecisionCacheSize     = 16
+	MaxDecisionCacheSize     = 1 << 22
+
 	// Default SAML attribute names: the standard e-mail-address claim URI,
 	// "role" and "tenant_id".
 	DefaultSAMLEmailAttribute  = "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress"
@@ -122,6 +128,9 @@ func (c *Config) SetDefaults() {
 	setDuration(&c.Policy.DryRunEvalTimeout, DefaultDryRunEvalTimeout)
 	if c.Policy.BundleMaxBytes == 0 {
 		c.Policy.BundleMaxBytes = DefaultBundleMaxBytes
+	}
+	if c.Policy.DecisionCacheSize == 0 {
+		c.Policy.DecisionCacheSize = DefaultDecisionCacheSize
 	}
 	setString(&c.Policy.BundleMaxAgeAction, BundleMaxAgeDegrade)
 

@@ -170,6 +170,16 @@ var coreEnv = []EnvVar{
 			c.Policy.BundleMaxBytes = n
 			return checkBundleMaxBytes(n)
 		}},
+	{Name: "SVC_POLICY_DECISION_CACHE_SIZE", Key: "policy.decision_cache_size",
+		Help: "Decisions each policy set's decision cache holds (about 200 bytes each). Default 32768.",
+		apply: func(c *Config, v string) string {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return "must be an integer number of entries, got " + strconv.Quote(v)
+			}
+			c.Policy.DecisionCacheSize = n
+			return checkDecisionCacheSize(n)
+		}},
 	{Name: "SVC_LOG_LEVEL", Key: "log.level",
 		Help: "One of trace, debug, info (default), warn, error.",
 		apply: func(c *Config, v string) string {

@@ -65,6 +65,7 @@ func ExampleEnvVars() {
 	// SVC_POLICY_ALLOW_NETWORK_BUILTINS overrides policy.allow_network_builtins
 	// SVC_POLICY_DRY_RUN_EVAL_TIMEOUT overrides policy.dry_run_eval_timeout
 	// SVC_POLICY_BUNDLE_MAX_BYTES overrides policy.bundle_max_bytes
+	// SVC_POLICY_DECISION_CACHE_SIZE overrides policy.decision_cache_size
 	// SVC_LOG_LEVEL overrides log.level
 	// SVC_JWT_ISSUER overrides jwt.issuer
 	// SVC_JWT_ISSUER_URL overrides jwt.issuer_url

@@ -488,6 +488,9 @@ func (v *validator) policy() {
 	if msg := checkBundleMaxBytes(p.BundleMaxBytes); msg != "" {
 		v.fail("policy.bundle_max_bytes", "%s", msg)
 	}
+	if msg := checkDecisionCacheSize(p.DecisionCacheSize); msg != "" {
+		v.fail("policy.decision_cache_size", "%s", msg)
+	}
 }
 
 func (v *validator) sidecar() {
@@ -709,6 +712,15 @@ func checkRoutePath(p string) string {
 	}
 	if open >= 0 {
 		return fmt.Sprintf("unclosed \"{\", got %q", p)
+	}
+	return ""
+}
+
+// checkDecisionCacheSize says what is wrong with a
+// policy.decision_cache_size, or "".
+func checkDecisionCacheSize(n int) string {
+	if n < MinDecisionCacheSize || n > MaxDecisionCacheSize {
+		return fmt.Sprintf("must be between %d and %d entries, got %d", MinDecisionCacheSize, MaxDecisionCacheSize, n)
 	}
 	return ""
 }

@@ -146,6 +146,8 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 			"policy.dry_run_eval_timeout", `svc.toml: policy.dry_run_eval_timeout: must be positive and at most 10s, got "1m0s"`},
 		{"dry-run eval timeout negative", func(c *Config) { c.Policy.DryRunEvalTimeout = Duration{-time.Second} }, "",
 			"policy.dry_run_eval_timeout", `svc.toml: policy.dry_run_eval_timeout: must be positive and at most 10s, got "-1s"`},
+		{"decision cache too small", func(c *Config) { c.Policy.DecisionCacheSize = 8 }, "",
+			"policy.decision_cache_size", `svc.toml: policy.decision_cache_size: must be between 16 and 4194304 entries, got 8`},
 		{"tls key without cert", func(c *Config) { c.Sidecar.TLSKeyFile = "/k.pem" }, "",
 			"sidecar.tls_cert_file", "svc.toml: sidecar.tls_cert_file: sidecar.tls_cert_file and sidecar.tls_key_file must be set together"},
 		{"admin token required without a token file", func(c *Config) { c.Sidecar.AdminRequireToken = true }, "SVC_ADMIN_REQUIRE_TOKEN",

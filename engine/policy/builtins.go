@@ -35,6 +35,8 @@ type options struct {
 	// decodedJSON and revision: see DecodedJSON and Revision.
 	decodedJSON bool
 	revision    string
+	// cacheSize is DecisionCacheSize's, nil for the default.
+	cacheSize *int
 }
 
 // AllowNetworkBuiltins lets the policies call NetworkBuiltins, and
@@ -43,6 +45,14 @@ type options struct {
 // compile error with CodeBuiltinForbidden.
 func AllowNetworkBuiltins(allow bool) Option {
 	return func(o *options) { o.networkBuiltins = allow }
+}
+
+// decisionCacheSize is the bound of the set's decision cache.
+func (o options) decisionCacheSize() int {
+	if o.cacheSize == nil {
+		return DefaultDecisionCacheSize
+	}
+	return *o.cacheSize
 }
 
 func optionsOf(opts []Option) options {

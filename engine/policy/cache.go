@@ -10,9 +10,19 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// DecisionCacheSize is the most decisions one Set keeps in its decision
-// cache. A policy activation replaces the Set and with it the cache.
-const DecisionCacheSize = 10000
+// DefaultDecisionCacheSize is the most decisions one Set keeps in its
+// decision cache unless DecisionCacheSize says otherwise: room for a
+// decision per tenant of ten thousand, and for a few per user of as many,
+// in about 200 bytes each on the default policy. A policy activation
+// replaces the Set and with it the cache.
+const DefaultDecisionCacheSize = 32768
+
+// DecisionCacheSize bounds the set's decision cache to about entries
+// decisions (rounded down to a multiple of its 16 shards, at least one
+// each); 0 turns the cache off, so that every decision evaluates.
+func DecisionCacheSize(entries int) Option {
+	return func(o *options) { o.cacheSize = &entries }
+}
 
 // maxKeySize bounds, in approximate bytes, the key of one cached decision.
 // Inputs whose key is larger (a policy keyed on all request headers, say)
@@ -40,18 +50,24 @@ func (s *Set) Decide(ctx context.Context, in Input) (Result, error) {
 	if c == nil || ctx.Err() != nil {
 		return s.Eval(ctx, in)
 	}
-	var parts [8]keyPart
-	k, whole, err := c.lazyKey(&in, parts[:0])
+	var (
+		parts [8]keyPart
+		ke    keyEnc
+	)
+	k, whole, err := c.lazyKey(&in, parts[:0], &ke)
 	if err != nil {
 		// Eval reports the input that cannot be converted.
 		return s.Eval(ctx, in)
 	}
+	if k.opaque {
+		return s.Eval(ctx, in)
+	}
 	sh := &c.shards[k.hash%cacheShards]
-	if e := sh.lookup(k); e != nil {
+	if allow, reasons, ok := sh.lookup(&k); ok {
 		sh.hits.Add(1)
 		return Result{
-			Allow:       e.allow,
-			DenyReasons: slices.Clone(e.reasons),
+			Allow:       allow,
+			DenyReasons: slices.Clone(reasons),
 			DecisionID:  NewDecisionID(),
 			Revision:    s.revision,
 		}, nil
@@ -62,8 +78,8 @@ func (s *Set) Decide(ctx context.Context, in Input) (Result, error) {
 		whole = c.document(k.parts)
 	}
 	res, err := s.eval(ctx, whole)
-	if err == nil && k.size <= maxKeySize {
-		sh.insert(k, &cacheEntry{parts: detach(k.parts), allow: res.Allow, reasons: slices.Clone(res.DenyReasons)})
+	if err == nil && len(k.key) <= maxKeySize {
+		sh.insert(&k, res.Allow, slices.Clone(res.DenyReasons))
 	}
 	return res, err
 }
@@ -83,7 +99,7 @@ func (s *Set) CacheStats() (hits, misses uint64, entries int, enabled bool) {
 		hits += sh.hits.Load()
 		misses += sh.misses.Load()
 		sh.mu.RLock()
-		entries += sh.n
+		entries += len(sh.entries)
 		sh.mu.RUnlock()
 	}
 	return hits, misses, entries, true
@@ -149,18 +165,22 @@ func newDecisionCache(plan cachePlan, size int) *decisionCache {
 	return c
 }
 
-// cacheKey is an input's key: its parts, their hash and their size.
+// cacheKey is an input's key: its parts, their encoding (keyEnc) and its
+// hash; opaque when the encoding is not faithful and the input must not
+// be cached.
 type cacheKey struct {
-	parts []keyPart
-	hash  uint64
-	size  int
+	parts  []keyPart
+	key    []byte
+	hash   uint64
+	opaque bool
 }
 
-// key extracts the key of in, appending its parts to buf. Only the parts
-// of the document under the key paths are built, unless a path is the
-// whole input: then whole is the document, for evaluation to reuse.
-func (c *decisionCache) key(in *Input, buf []keyPart) (k cacheKey, whole ast.Value, err error) {
-	k, whole, err = c.lazyKey(in, buf)
+// key extracts the key of in, appending its parts to buf and writing its
+// encoding with ke, which it resets first. Only the parts of the document under the key paths are built,
+// unless a path is the whole input: then whole is the document, for
+// evaluation to reuse.
+func (c *decisionCache) key(in *Input, buf []keyPart, ke *keyEnc) (k cacheKey, whole ast.Value, err error) {
+	k, whole, err = c.lazyKey(in, buf, ke)
 	if err == nil {
 		k.materialize()
 	}
@@ -177,15 +197,14 @@ func (k *cacheKey) materialize() {
 // lazyKey is key, except that parts read from string fields hold the
 // strings rather than AST values (see keyPart): enough to look a decision
 // up, which then builds no value at all.
-func (c *decisionCache) lazyKey(in *Input, buf []keyPart) (k cacheKey, whole ast.Value, err error) {
+func (c *decisionCache) lazyKey(in *Input, buf []keyPart, ke *keyEnc) (k cacheKey, whole ast.Value, err error) {
 	// Value fails exactly when the claims cannot be converted; so must the
 	// key, or a hit would answer an input that evaluation rejects.
 	claims, err := in.checkClaims()
 	if err != nil {
 		return cacheKey{}, nil, err
 	}
-	var kh keyHasher
-	kh.h.SetSeed(c.seed)
+	ke.reset()
 	// The terms of parts that are not plain strings, allocated when the
 	// first is built.
 	var b termBuf
@@ -195,7 +214,7 @@ func (c *decisionCache) lazyKey(in *Input, buf []keyPart) (k cacheKey, whole ast
 				return cacheKey{}, nil, err
 			}
 			buf = append(buf, keyPart{v: whole})
-			kh.part(&buf[len(buf)-1])
+			ke.part(&buf[len(buf)-1])
 			continue
 		}
 		// Built in place: a part is large.
@@ -204,30 +223,34 @@ func (c *decisionCache) lazyKey(in *Input, buf []keyPart) (k cacheKey, whole ast
 		if err = typedPartInto(in, path, c.leaves[i], &b, claims, p); err != nil {
 			return cacheKey{}, nil, err
 		}
-		kh.part(p)
+		ke.part(p)
 	}
-	return cacheKey{parts: buf, hash: kh.h.Sum64(), size: kh.size}, whole, nil
+	key := ke.bytes()
+	return cacheKey{parts: buf, key: key, hash: maphash.Bytes(c.seed, key), opaque: ke.opaque}, whole, nil
 }
 
-// cacheEntry is one cached decision; it never changes once stored.
+// cacheEntry is one cached decision. Its key is the input's key encoding
+// (keyEnc), kept whole: a lookup compares it with the input's, so a hash
+// collision costs an evaluation and never a wrong decision.
 type cacheEntry struct {
-	parts   []keyPart
-	allow   bool
+	hash    uint64
+	key     string
 	reasons []string
-}
-
-type cacheSlot struct {
-	hash  uint64
-	entry *cacheEntry
+	allow   bool
 	// used is set on a hit, under the read lock, and cleared by the hand.
 	used atomic.Bool
 }
 
+// cacheShard holds up to capacity entries in one slice, found through an
+// open-addressed table with linear probing kept at most half full. A slot
+// of the table is 0 when free, or else the high half of its entry's hash
+// beside the entry's index plus one: a lookup reads the slot, and the
+// entry only when the halves agree. A hit at any size then touches the
+// slot, the entry and its key, and no Go map.
 type cacheShard struct {
 	mu       sync.RWMutex
-	index    map[uint64]int32 // hash → slot
-	slots    []cacheSlot      // allocated on the first insert
-	n        int              // slots in use
+	table    []uint64
+	entries  []cacheEntry // grown on insert up to capacity
 	hand     int
 	capacity int
 
@@ -237,57 +260,131 @@ type cacheShard struct {
 	_ [64]byte
 }
 
-// lookup returns the entry whose key is k's, nil when there is none. An
-// entry with the same hash but another key is a miss.
-func (sh *cacheShard) lookup(k cacheKey) *cacheEntry {
-	sh.mu.RLock()
-	defer sh.mu.RUnlock()
-	i, ok := sh.index[k.hash]
-	if !ok {
-		return nil
+// hashTag is the high half of a hash, which places an entry in the table
+// (the low bits pick its shard).
+func hashTag(h uint64) uint32 { return uint32(h >> 32) }
+
+func slotOf(tag uint32, i int) uint64 { return uint64(tag)<<32 | uint64(i+1) }
+
+// find returns the table position of k's entry, or -1.
+func (sh *cacheShard) find(k *cacheKey) int {
+	if sh.table == nil {
+		return -1
 	}
-	slot := &sh.slots[i]
-	if !sameParts(slot.entry.parts, k.parts) {
-		return nil
+	mask := uint32(len(sh.table) - 1)
+	tag := hashTag(k.hash)
+	for p := tag & mask; ; p = (p + 1) & mask {
+		s := sh.table[p]
+		if s == 0 {
+			return -1
+		}
+		if uint32(s>>32) != tag {
+			continue
+		}
+		if e := &sh.entries[uint32(s)-1]; e.hash == k.hash && e.key == string(k.key) {
+			return int(p)
+		}
 	}
-	if !slot.used.Load() {
-		slot.used.Store(true)
-	}
-	return slot.entry
 }
 
-// insert stores e under k's hash, replacing what was there (the same
-// decision, computed concurrently, or a colliding key) or, when the shard
-// is full, the first entry the hand finds unused.
-func (sh *cacheShard) insert(k cacheKey, e *cacheEntry) {
+// lookup returns the decision stored under k's key.
+func (sh *cacheShard) lookup(k *cacheKey) (allow bool, reasons []string, ok bool) {
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	p := sh.find(k)
+	if p < 0 {
+		return false, nil, false
+	}
+	e := &sh.entries[uint32(sh.table[p])-1]
+	if !e.used.Load() {
+		e.used.Store(true)
+	}
+	// reasons is never written once stored: a new decision gets a new
+	// slice.
+	return e.allow, e.reasons, true
+}
+
+// insert stores a decision under k's key, replacing what was there (the
+// same decision, computed concurrently) or, when the shard is full, the
+// first entry the hand finds unused.
+func (sh *cacheShard) insert(k *cacheKey, allow bool, reasons []string) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if i, ok := sh.index[k.hash]; ok {
-		sh.slots[i].entry = e
+	if p := sh.find(k); p >= 0 {
+		e := &sh.entries[uint32(sh.table[p])-1]
+		e.allow, e.reasons = allow, reasons
 		return
 	}
-	if sh.slots == nil {
-		sh.slots = make([]cacheSlot, sh.capacity)
-		sh.index = make(map[uint64]int32, sh.capacity)
-	}
-	i := sh.n
-	if sh.n < sh.capacity {
-		sh.n++
+	var i int
+	if len(sh.entries) < sh.capacity {
+		i = len(sh.entries)
+		sh.entries = append(sh.entries, cacheEntry{})
+		if 2*len(sh.entries) > len(sh.table) {
+			sh.grow()
+		}
 	} else {
 		for {
-			slot := &sh.slots[sh.hand]
-			if !slot.used.Load() {
+			e := &sh.entries[sh.hand]
+			if !e.used.Load() {
 				break
 			}
-			slot.used.Store(false)
+			e.used.Store(false)
 			sh.hand = (sh.hand + 1) % sh.capacity
 		}
 		i = sh.hand
 		sh.hand = (sh.hand + 1) % sh.capacity
-		delete(sh.index, sh.slots[i].hash)
+		sh.remove(i)
 	}
-	slot := &sh.slots[i]
-	slot.hash, slot.entry = k.hash, e
-	slot.used.Store(false)
-	sh.index[k.hash] = int32(i)
+	e := &sh.entries[i]
+	e.hash, e.key, e.allow, e.reasons = k.hash, string(k.key), allow, reasons
+	e.used.Store(false)
+	sh.place(hashTag(k.hash), i)
+}
+
+// place puts entry i, whose hash has tag, in the first free slot from its
+// home.
+func (sh *cacheShard) place(tag uint32, i int) {
+	mask := uint32(len(sh.table) - 1)
+	p := tag & mask
+	for sh.table[p] != 0 {
+		p = (p + 1) & mask
+	}
+	sh.table[p] = slotOf(tag, i)
+}
+
+// grow doubles the table (from 16 slots) and places every entry anew.
+func (sh *cacheShard) grow() {
+	sh.table = make([]uint64, max(16, 2*len(sh.table)))
+	for i := range sh.entries[:len(sh.entries)-1] {
+		sh.place(hashTag(sh.entries[i].hash), i)
+	}
+}
+
+// remove takes entry i out of the table, moving back the slots after it
+// that its slot kept from their homes, so that no probe stops short.
+func (sh *cacheShard) remove(i int) {
+	mask := uint32(len(sh.table) - 1)
+	tag := hashTag(sh.entries[i].hash)
+	want := slotOf(tag, i)
+	p := tag & mask
+	for sh.table[p] != want {
+		p = (p + 1) & mask
+	}
+	for {
+		sh.table[p] = 0
+		q := p
+		for {
+			q = (q + 1) & mask
+			s := sh.table[q]
+			if s == 0 {
+				return
+			}
+			// s may fill p when p lies between its home and q.
+			if home := uint32(s>>32) & mask; (q-home)&mask >= (q-p)&mask {
+				sh.table[p] = s
+				p = q
+				break
+			}
+		}
+	}
 }

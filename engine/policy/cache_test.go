@@ -427,26 +427,44 @@ func TestDecideLargeKeyNotCached(t *testing.T) {
 }
 
 // TestDecideBounded decides more distinct inputs than the cache holds: it
-// stays at its bound, and decisions that were evicted or kept are still
-// evaluation's.
+// stays at its bound (DecisionCacheSize's, else the default), and
+// decisions that were evicted or kept are still evaluation's. A bound of
+// 0 turns the cache off.
 func TestDecideBounded(t *testing.T) {
-	set := mustModule(t, "allow if startswith(input.action, \"a\")\n\ndeny_reasons := set()")
-	n := policy.DecisionCacheSize * 3 / 2
+	const module = "allow if startswith(input.action, \"a\")\n\ndeny_reasons := set()"
 	ctx := context.Background()
-	for i := range n {
-		if _, err := set.Decide(ctx, policy.Input{Action: fmt.Sprintf("a%d", i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if s := statsOf(set); s.entries != policy.DecisionCacheSize || s.misses != uint64(n) {
-		t.Fatalf("stats = %+v after %d distinct inputs, want %d entries", s, n, policy.DecisionCacheSize)
-	}
-	for _, i := range []int{0, 1, n / 2, n - 2, n - 1} {
-		decideLikeEval(t, set, policy.Input{Action: fmt.Sprintf("a%d", i)})
-		decideLikeEval(t, set, policy.Input{Action: fmt.Sprintf("b%d", i)})
-	}
-	if s := statsOf(set); s.entries != policy.DecisionCacheSize {
-		t.Fatalf("entries = %d, want %d", s.entries, policy.DecisionCacheSize)
+	for _, tt := range []struct {
+		name  string
+		opts  []policy.Option
+		bound int
+	}{
+		{"default", nil, policy.DefaultDecisionCacheSize},
+		{"set", []policy.Option{policy.DecisionCacheSize(1600)}, 1600},
+		{"off", []policy.Option{policy.DecisionCacheSize(0)}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if testkit.RaceEnabled && tt.bound > 10000 {
+				t.Skip("tens of thousands of evaluations: too slow under the race detector")
+			}
+			set := mustModule(t, module, tt.opts...)
+			n := max(tt.bound*3/2, 100)
+			for i := range n {
+				if _, err := set.Decide(ctx, policy.Input{Action: fmt.Sprintf("a%d", i)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			hits, misses, entries, enabled := set.CacheStats()
+			if enabled != (tt.bound > 0) || entries != tt.bound || hits != 0 || tt.bound > 0 && misses != uint64(n) {
+				t.Fatalf("cache enabled %v, %d entries, %d hits, %d misses after %d distinct inputs, want %d entries", enabled, entries, hits, misses, n, tt.bound)
+			}
+			for _, i := range []int{0, 1, n / 2, n - 2, n - 1} {
+				decideLikeEval(t, set, policy.Input{Action: fmt.Sprintf("a%d", i)})
+				decideLikeEval(t, set, policy.Input{Action: fmt.Sprintf("b%d", i)})
+			}
+			if s := statsOf(set); s.entries != tt.bound {
+				t.Fatalf("entries = %d, want %d", s.entries, tt.bound)
+			}
+		})
 	}
 }
 
@@ -542,7 +560,7 @@ func TestDecideHeapFlatOnceFull(t *testing.T) {
 	set := mustModule(t, "allow if startswith(input.action, \"a\")\n\ndeny_reasons := set()")
 	ctx := context.Background()
 	next := 0
-	testkit.HeapFlatOnceFull(t, policy.DecisionCacheSize, func(n int) {
+	testkit.HeapFlatOnceFull(t, policy.DefaultDecisionCacheSize, func(n int) {
 		for range n {
 			if _, err := set.Decide(ctx, policy.Input{Action: "a" + strconv.Itoa(next)}); err != nil {
 				t.Fatal(err)

@@ -1,7 +1,7 @@
 package policy
 
 import (
-	"strings"
+	"encoding/binary"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -187,212 +187,145 @@ const (
 	tagOther
 )
 
-// keyHasher hashes key parts and measures them. The hash only picks the
-// candidate entry; a hit is confirmed with sameValue, so collisions cost
-// an evaluation and never a wrong decision.
-type keyHasher struct {
-	h    bufHash
-	size int
+// keyEnc writes key parts in a canonical, self-delimiting byte encoding:
+// a tag per value, lengths as uvarints, objects by sorted keys, sets
+// sorted. Two keys are the same key exactly when their encodings are
+// equal, so a cached decision is found by comparing bytes, and an entry
+// keeps its key as one string. A value of a kind that JSON input cannot
+// hold is not encoded faithfully; opaque is then set, and the key is not
+// cached.
+//
+// The encoding is written into buf, and only a key longer than buf moves
+// to big, on the heap: a keyEnc the caller declares stays on its stack.
+type keyEnc struct {
+	n      int
+	buf    [256]byte
+	big    []byte
+	opaque bool
 }
 
-func (kh *keyHasher) part(p *keyPart) {
-	if p.depth == undefinedDepth {
-		kh.h.writeByte(tagUndefined)
-		kh.size++
+// bytes returns the encoding written so far.
+func (ke *keyEnc) bytes() []byte {
+	if ke.big != nil {
+		return ke.big
+	}
+	return ke.buf[:ke.n]
+}
+
+// reset empties the encoding.
+func (ke *keyEnc) reset() {
+	ke.n, ke.big, ke.opaque = 0, nil, false
+}
+
+func (ke *keyEnc) writeByte(c byte) {
+	if ke.big == nil && ke.n < len(ke.buf) {
+		ke.buf[ke.n] = c
+		ke.n++
 		return
 	}
-	kh.length(tagDepth, p.depth)
+	ke.spill(1)
+	ke.big = append(ke.big, c)
+}
+
+func (ke *keyEnc) writeString(s string) {
+	if ke.big == nil && len(s) <= len(ke.buf)-ke.n {
+		ke.n += copy(ke.buf[ke.n:], s)
+		return
+	}
+	ke.spill(len(s))
+	ke.big = append(ke.big, s...)
+}
+
+// spill moves the encoding to big, with room for n more bytes.
+func (ke *keyEnc) spill(n int) {
+	if ke.big == nil {
+		ke.big = append(make([]byte, 0, 2*(ke.n+n)), ke.buf[:ke.n]...)
+	}
+}
+
+func (ke *keyEnc) part(p *keyPart) {
+	if p.depth == undefinedDepth {
+		ke.writeByte(tagUndefined)
+		return
+	}
+	ke.length(tagDepth, p.depth)
 	switch p.kind {
 	case partString:
-		kh.str(p.s)
+		ke.str(p.s)
 	case partStrings:
-		// As value hashes the array of strings.
-		kh.size += 16
-		kh.length(tagArray, len(p.ss))
+		// As value writes the array of strings.
+		ke.length(tagArray, len(p.ss))
 		for _, s := range p.ss {
-			kh.str(s)
+			ke.str(s)
 		}
 	default:
-		kh.value(p.v)
+		ke.value(p.v)
 	}
 }
 
-// str hashes s as value hashes ast.String(s).
-func (kh *keyHasher) str(s string) {
-	kh.size += 16
-	kh.length(tagString, len(s))
-	kh.h.writeString(s)
-	kh.size += len(s)
+// str writes s as value writes ast.String(s).
+func (ke *keyEnc) str(s string) {
+	ke.length(tagString, len(s))
+	ke.writeString(s)
 }
 
-func (kh *keyHasher) length(tag byte, n int) {
-	kh.h.writeTagged(tag, uint64(n))
-}
-
-// value hashes v in a canonical order (objects and sets iterate sorted)
-// and adds its approximate memory footprint to size.
-func (kh *keyHasher) value(v ast.Value) {
-	if x, ok := v.(ast.String); ok {
-		kh.str(string(x))
+func (ke *keyEnc) length(tag byte, n int) {
+	var b [1 + binary.MaxVarintLen64]byte
+	b[0] = tag
+	m := 1 + binary.PutUvarint(b[1:], uint64(n))
+	if ke.big == nil && m <= len(ke.buf)-ke.n {
+		ke.n += copy(ke.buf[ke.n:], b[:m])
 		return
 	}
-	kh.size += 16
+	ke.spill(m)
+	ke.big = append(ke.big, b[:m]...)
+}
+
+// value writes v in a canonical order: objects and sets iterate sorted.
+func (ke *keyEnc) value(v ast.Value) {
 	switch x := v.(type) {
+	case ast.String:
+		ke.str(string(x))
 	case ast.Null:
-		kh.h.writeByte(tagNull)
+		ke.writeByte(tagNull)
 	case ast.Boolean:
 		if x {
-			kh.h.writeByte(tagTrue)
+			ke.writeByte(tagTrue)
 		} else {
-			kh.h.writeByte(tagFalse)
+			ke.writeByte(tagFalse)
 		}
 	case ast.Number:
-		// Numbers hash by their text: 1 and 1.0 are equal in Rego yet
-		// print differently, so they must be different keys.
-		kh.length(tagNumber, len(x))
-		kh.h.writeString(string(x))
-		kh.size += len(x)
-	// Loops rather than Foreach: a closure would move kh, and with it
-	// every key's hasher, to the heap.
+		// Numbers are keyed by their text: 1 and 1.0 are equal in Rego
+		// yet print differently, so they must be different keys.
+		ke.length(tagNumber, len(x))
+		ke.writeString(string(x))
+	// Loops rather than Foreach: a closure would move ke, and with it
+	// every key's buffer, to the heap.
 	case *ast.Array:
-		kh.length(tagArray, x.Len())
+		ke.length(tagArray, x.Len())
 		for i := range x.Len() {
-			kh.value(x.Elem(i).Value)
+			ke.value(x.Elem(i).Value)
 		}
 	case ast.Object:
-		kh.length(tagObject, x.Len())
+		// Keys iterate in sorted order.
+		ke.length(tagObject, x.Len())
 		for it := x.KeysIterator(); ; {
 			k, ok := it.Next()
 			if !ok {
 				break
 			}
-			kh.value(k.Value)
-			kh.value(x.Get(k).Value)
+			ke.value(k.Value)
+			ke.value(x.Get(k).Value)
 		}
 	case ast.Set:
-		kh.length(tagSet, x.Len())
-		for _, t := range x.Slice() {
-			kh.value(t.Value)
+		s := x.Sorted()
+		ke.length(tagSet, s.Len())
+		for i := range s.Len() {
+			ke.value(s.Elem(i).Value)
 		}
 	default:
-		// Input values hold none of the other kinds; sameValue still
-		// confirms them with ast.Compare.
-		kh.length(tagOther, v.Hash())
+		// Input values hold none of the other kinds.
+		ke.writeByte(tagOther)
+		ke.opaque = true
 	}
-}
-
-// sameParts reports whether two keys are identical.
-func sameParts(a, b []keyPart) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].depth != b[i].depth {
-			return false
-		}
-		if a[i].depth != undefinedDepth && !samePart(&a[i], &b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// sameValue is value equality that a policy cannot see through: like
-// ast.Compare, but numbers must also be written alike.
-func sameValue(a, b ast.Value) bool {
-	switch x := a.(type) {
-	case ast.String:
-		y, ok := b.(ast.String)
-		return ok && x == y
-	case ast.Number:
-		y, ok := b.(ast.Number)
-		return ok && x == y
-	case ast.Boolean:
-		y, ok := b.(ast.Boolean)
-		return ok && x == y
-	case ast.Null:
-		_, ok := b.(ast.Null)
-		return ok
-	case *ast.Array:
-		y, ok := b.(*ast.Array)
-		if !ok || x.Len() != y.Len() {
-			return false
-		}
-		for i := range x.Len() {
-			if !sameValue(x.Elem(i).Value, y.Elem(i).Value) {
-				return false
-			}
-		}
-		return true
-	case ast.Object:
-		y, ok := b.(ast.Object)
-		if !ok || x.Len() != y.Len() {
-			return false
-		}
-		// Keys iterate in sorted order, so equal objects line up pair by
-		// pair; comparing the texts of numeric keys needs that order.
-		xk, yk := x.Keys(), y.Keys()
-		for i := range xk {
-			if !sameValue(xk[i].Value, yk[i].Value) || !sameValue(x.Get(xk[i]).Value, y.Get(yk[i]).Value) {
-				return false
-			}
-		}
-		return true
-	case ast.Set:
-		y, ok := b.(ast.Set)
-		if !ok || x.Len() != y.Len() {
-			return false
-		}
-		xs, ys := x.Sorted(), y.Sorted()
-		for i := range xs.Len() {
-			if !sameValue(xs.Elem(i).Value, ys.Elem(i).Value) {
-				return false
-			}
-		}
-		return true
-	default:
-		return ast.Compare(a, b) == 0
-	}
-}
-
-// detach copies a key so that a cache entry holds only what it needs: not
-// the block of terms the whole input was built in, nor the memory of the
-// request its strings may share (see envoy.UnmarshalCheckRequest).
-func detach(parts []keyPart) []keyPart {
-	out := make([]keyPart, len(parts))
-	for i, p := range parts {
-		out[i] = keyPart{depth: p.depth, kind: p.kind}
-		switch p.kind {
-		case partString:
-			out[i].s = strings.Clone(p.s)
-		case partStrings:
-			out[i].ss = make([]string, len(p.ss))
-			for j, s := range p.ss {
-				out[i].ss[j] = strings.Clone(s)
-			}
-		default:
-			out[i].v = ownValue(p.v)
-		}
-	}
-	return out
-}
-
-// ownValue is a copy of v whose strings are copies too.
-func ownValue(v ast.Value) ast.Value {
-	switch x := v.(type) {
-	case nil:
-		return nil
-	case ast.String:
-		return ast.String(strings.Clone(string(x)))
-	case *ast.Array, ast.Object, ast.Set:
-		c := ast.CopyValue(v)
-		ast.WalkTerms(c, func(t *ast.Term) bool {
-			if s, ok := t.Value.(ast.String); ok {
-				t.Value = ast.String(strings.Clone(string(s)))
-			}
-			return false
-		})
-		return c
-	}
-	return v
 }

@@ -1,11 +1,10 @@
 package policy
 
 import (
+	"bytes"
 	"encoding/json"
-	"hash/maphash"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -108,7 +107,7 @@ func refKey(c *decisionCache, in *Input) ([]keyPart, error) {
 // input, the key lazyKey builds holds the parts of the whole document at
 // those paths; it fails exactly when the document cannot be built; and
 // two inputs share a key exactly when their parts of the document agree
-// at every path, with equal hashes.
+// at every path, with equal encodings and hashes.
 func TestLazyKeyMatchesDocument(t *testing.T) {
 	ins := keyInputs()
 	for _, paths := range keyPathSets() {
@@ -118,7 +117,7 @@ func TestLazyKeyMatchesDocument(t *testing.T) {
 		for i := range ins {
 			in := &ins[i]
 			ref, refErr := refKey(c, in)
-			k, _, err := c.lazyKey(in, nil)
+			k, _, err := c.lazyKey(in, nil, new(keyEnc))
 			if (err != nil) != (refErr != nil) {
 				t.Fatalf("paths %v, input %d: key error %v, document error %v", paths, i, err, refErr)
 			}
@@ -140,59 +139,13 @@ func TestLazyKeyMatchesDocument(t *testing.T) {
 				if got := sameParts(keys[i].parts, keys[j].parts); got != want {
 					t.Fatalf("paths %v, inputs %d and %d: same key %v, same document parts %v", paths, i, j, got, want)
 				}
+				if got := bytes.Equal(keys[i].key, keys[j].key); got != want {
+					t.Fatalf("paths %v, inputs %d and %d: same key encoding %v, same document parts %v", paths, i, j, got, want)
+				}
 				if want && keys[i].hash != keys[j].hash {
 					t.Fatalf("paths %v, inputs %d and %d: equal keys hash differently", paths, i, j)
 				}
 			}
 		}
 	}
-}
-
-// TestBufHashMatchesMaphash: however a byte sequence is written, in
-// pieces small or larger than the buffer, its hash is maphash.Bytes of it.
-func TestBufHashMatchesMaphash(t *testing.T) {
-	seed := maphash.MakeSeed()
-	rng := rand.New(rand.NewPCG(7, 8))
-	for range 2000 {
-		var (
-			h   bufHash
-			all []byte
-		)
-		h.SetSeed(seed)
-		for range rng.IntN(40) {
-			switch rng.IntN(4) {
-			case 0:
-				c := byte(rng.Uint32())
-				h.writeByte(c)
-				all = append(all, c)
-			case 1:
-				p := make([]byte, rng.IntN(2*bufHashSize))
-				for i := range p {
-					p[i] = byte(rng.Uint32())
-				}
-				h.write(p)
-				all = append(all, p...)
-			case 2:
-				s := strings.Repeat("x", rng.IntN(bufHashSize+50))
-				h.writeString(s)
-				all = append(all, s...)
-			case 3:
-				tag, n := byte(rng.Uint32()), rng.Uint64()
-				h.writeTagged(tag, n)
-				all = append(all, tag)
-				all = appendLE(all, n)
-			}
-		}
-		if got, want := h.Sum64(), maphash.Bytes(seed, all); got != want {
-			t.Fatalf("hash of %d bytes = %x, want %x", len(all), got, want)
-		}
-	}
-}
-
-func appendLE(b []byte, x uint64) []byte {
-	for range 8 {
-		b = append(b, byte(x))
-		x >>= 8
-	}
-	return b
 }

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"slices"
 	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -198,42 +197,4 @@ func (p *keyPart) materialize() {
 		}
 		p.v = ast.NewArray(terms...)
 	}
-}
-
-// samePart is sameValue on the values of two parts, whatever their kinds.
-func samePart(a, b *keyPart) bool {
-	if a.kind == partValue && b.kind == partValue {
-		return sameValue(a.v, b.v)
-	}
-	if a.kind == partValue {
-		a, b = b, a
-	}
-	switch a.kind {
-	case partString:
-		switch b.kind {
-		case partString:
-			return a.s == b.s
-		case partValue:
-			y, ok := b.v.(ast.String)
-			return ok && string(y) == a.s
-		}
-	case partStrings:
-		switch b.kind {
-		case partStrings:
-			return slices.Equal(a.ss, b.ss)
-		case partValue:
-			y, ok := b.v.(*ast.Array)
-			if !ok || y.Len() != len(a.ss) {
-				return false
-			}
-			for i, s := range a.ss {
-				e, ok := y.Elem(i).Value.(ast.String)
-				if !ok || string(e) != s {
-					return false
-				}
-			}
-			return true
-		}
-	}
-	return false
 }

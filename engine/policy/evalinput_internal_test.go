@@ -45,7 +45,7 @@ func TestInputMatchesDocument(t *testing.T) {
 		plan := cachePlan{paths: minimalPaths(keyPaths)}
 		s := &Set{plan: plan, cache: newDecisionCache(plan, 16)}
 		for name, in := range inputs {
-			k, whole, err := s.cache.key(&in, nil)
+			k, whole, err := s.cache.key(&in, nil, new(keyEnc))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +77,7 @@ func TestInputClaimsError(t *testing.T) {
 	if _, err := s.input(&in); err == nil {
 		t.Fatal("identity claims holding an invalid number converted")
 	}
-	if _, _, err := s.cache.key(&in, nil); err == nil {
+	if _, _, err := s.cache.key(&in, nil, new(keyEnc)); err == nil {
 		t.Fatal("identity claims holding an invalid number made a cache key")
 	}
 	if _, err := in.Value(); err == nil {

@@ -138,8 +138,8 @@ func build(files []string, sources map[string]string, data map[string]any, o opt
 		states:   &evalStates{consts: findConstantRules(compiler)},
 		resPlans: &resourcePlans{},
 	}
-	if s.plan.disabled == "" {
-		s.cache = newDecisionCache(s.plan, DecisionCacheSize)
+	if s.plan.disabled == "" && o.decisionCacheSize() > 0 {
+		s.cache = newDecisionCache(s.plan, o.decisionCacheSize())
 	}
 	for _, q := range []struct {
 		dst   *decisionQuery
