@@ -349,7 +349,7 @@ type Policy struct {
 	// most 1 GiB. Env SVC_POLICY_BUNDLE_MAX_BYTES.
 	BundleMaxBytes int64 `toml:"bundle_max_bytes" yaml:"bundle_max_bytes"`
 	// DecisionCacheSize bounds the decision cache of each policy set
-	// (entries, about 200 bytes each on the default policy): decisions
+	// (entries, about 250 bytes each on the default policy): decisions
 	// the policy has already made for inputs alike in every part it reads
 	// are answered without evaluating. Room for a decision per tenant and
 	// a few per user keeps a per-tenant policy's decisions flat as the

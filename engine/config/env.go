@@ -171,7 +171,7 @@ var coreEnv = []EnvVar{
 			return checkBundleMaxBytes(n)
 		}},
 	{Name: "SVC_POLICY_DECISION_CACHE_SIZE", Key: "policy.decision_cache_size",
-		Help: "Decisions each policy set's decision cache holds (about 200 bytes each). Default 32768.",
+		Help: "Decisions each policy set's decision cache holds (about 250 bytes each). Default 32768.",
 		apply: func(c *Config, v string) string {
 			n, err := strconv.Atoi(v)
 			if err != nil {

@@ -3,7 +3,9 @@ package policy
 import (
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestShardTable inserts and looks up keys whose hashes share their high
@@ -18,7 +20,12 @@ func TestShardTable(t *testing.T) {
 	last := map[string]bool{}
 	keyOf := func(n int) cacheKey {
 		// 8 tags, and pairs of keys with one hash.
-		return cacheKey{key: []byte("k" + strconv.Itoa(n)), hash: uint64(n%8)<<32 | uint64(n/2)}
+		// Some keys longer than an entry holds inline.
+		key := "k" + strconv.Itoa(n)
+		if n%3 == 0 {
+			key += strings.Repeat("-", inlineKey)
+		}
+		return cacheKey{key: []byte(key), hash: uint64(n%8)<<32 | uint64(n/2)}
 	}
 	for step := range 20000 {
 		k := keyOf(rng.IntN(300))
@@ -44,17 +51,28 @@ func TestShardTable(t *testing.T) {
 		seen := map[string]bool{}
 		for i := range sh.entries {
 			e := &sh.entries[i]
-			if seen[e.key] {
-				t.Fatalf("step %d: %s stored twice", step, e.key)
+			key := string(e.inline[:min(e.n, inlineKey)]) + e.long
+			if e.n > inlineKey {
+				key = e.long
 			}
-			seen[e.key] = true
-			ek := cacheKey{key: []byte(e.key), hash: e.hash}
+			if len(key) != int(e.n) || seen[key] {
+				t.Fatalf("step %d: %q stored twice or with length %d", step, key, e.n)
+			}
+			seen[key] = true
+			ek := cacheKey{key: []byte(key), hash: e.hash}
 			if p := sh.find(&ek); p < 0 || int(uint32(sh.table[p]))-1 != i {
-				t.Fatalf("step %d: entry %d (%s) found at %d", step, i, e.key, p)
+				t.Fatalf("step %d: entry %d (%s) found at %d", step, i, key, p)
 			}
 		}
 	}
 	if len(sh.entries) != sh.capacity {
 		t.Fatalf("%d entries after 20000 steps, want the capacity %d", len(sh.entries), sh.capacity)
+	}
+}
+
+// TestCacheEntrySize: an entry is three whole cache lines.
+func TestCacheEntrySize(t *testing.T) {
+	if n := unsafe.Sizeof(cacheEntry{}); n != 192 {
+		t.Fatalf("cacheEntry is %d bytes, want 192 (adjust inlineKey)", n)
 	}
 }
