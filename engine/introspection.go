@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -97,6 +98,11 @@ func (e *Engine) verifyOpaque(ctx context.Context, raw string) (TokenDecision, *
 			e.warnIntrospection(ctx, err)
 		}
 		return TokenDecision{Reason: code, Message: msg}, nil
+	}
+	if want := e.cfg.JWT.Audiences; len(want) > 0 && !slices.ContainsFunc(a.Audiences, func(aud string) bool { return slices.Contains(want, aud) }) {
+		// jwt.audiences names this service whatever the token's shape: a
+		// token the provider issued for another service is not for it.
+		return TokenDecision{Reason: reason.AudienceMismatch, Message: "introspection answer's aud holds none of jwt.audiences"}, nil
 	}
 	if a.Tenant == "" {
 		return TokenDecision{Reason: reason.TenantMissing,

@@ -144,6 +144,34 @@ func TestIntrospectionDecides(t *testing.T) {
 	}
 }
 
+// TestIntrospectionAudiences: with jwt.audiences set, an active answer
+// must name one of them in aud, as a JWT must; a token the provider
+// issued for another service, or for none, is audience-mismatch.
+func TestIntrospectionAudiences(t *testing.T) {
+	ep := newIntrospectionEndpoint(t, map[string]string{
+		"for-orders":  `{"active":true,"sub":"alice","tenant_id":"acme","roles":["viewer"],"aud":["billing","orders"]}`,
+		"for-billing": `{"active":true,"sub":"alice","tenant_id":"acme","roles":["viewer"],"aud":"billing"}`,
+		"for-none":    `{"active":true,"sub":"alice","tenant_id":"acme","roles":["viewer"]}`,
+	})
+	cfg := introspectionConfig(t, ep.srv.URL)
+	cfg.JWT.Audiences = []string{"orders"}
+	e := newEngine(t, cfg, engine.Deps{})
+	ctx := context.Background()
+	if d := e.ValidateToken(ctx, "for-orders"); !d.Allowed {
+		t.Fatalf("aud naming this service: %+v", d)
+	}
+	for _, tok := range []string{"for-billing", "for-none"} {
+		if d := e.ValidateToken(ctx, tok); d.Allowed || d.Reason != reason.AudienceMismatch {
+			t.Errorf("%s: %+v, want audience-mismatch", tok, d)
+		}
+	}
+	// Without jwt.audiences, aud is the policy's to read.
+	open := newEngine(t, introspectionConfig(t, ep.srv.URL), engine.Deps{})
+	if d := open.ValidateToken(ctx, "for-billing"); !d.Allowed {
+		t.Fatalf("without jwt.audiences: %+v", d)
+	}
+}
+
 func TestIntrospectionAlongsideJWT(t *testing.T) {
 	p := idptest.New(t)
 	ep := newIntrospectionEndpoint(t, map[string]string{

@@ -376,8 +376,9 @@ type JWT struct {
 	// alone. An identity source instead of sdk.jwks_url, jwt.issuer_url
 	// and jwt.issuer. A list of tables: no environment variable.
 	Issuers []JWTIssuer `toml:"issuers" yaml:"issuers"`
-	// Audiences, when set, must contain one of the token's aud values.
-	// Env SVC_JWT_AUDIENCES (comma-separated).
+	// Audiences, when set, must contain one of the token's aud values,
+	// and of an introspection answer's. Env SVC_JWT_AUDIENCES
+	// (comma-separated).
 	Audiences []string `toml:"audiences" yaml:"audiences"`
 	// ClockSkew tolerated for exp/nbf/iat. Default 30s.
 	ClockSkew Duration `toml:"clock_skew" yaml:"clock_skew"`

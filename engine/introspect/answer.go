@@ -24,6 +24,9 @@ type Answer struct {
 	Roles []string
 	// Exp is the exp member (Unix seconds), 0 when absent.
 	Exp int64
+	// Audiences is the aud member (one string or an array of strings),
+	// nil when absent.
+	Audiences []string
 	// Claims is the whole answer, the active member included, as the
 	// claims of the token.
 	Claims map[string]any
@@ -71,6 +74,9 @@ func parse(body []byte, tenantClaim string) (*Answer, error) {
 	if a.Roles, err = roles(claims); err != nil {
 		return nil, err
 	}
+	if a.Audiences, err = audiences(claims); err != nil {
+		return nil, err
+	}
 	// Numbers stay json.Number for the checks above; the claims a policy
 	// reads hold float64, as a JWT's do.
 	for k, v := range claims {
@@ -108,6 +114,28 @@ func numericDate(claims map[string]any, name string) (int64, error) {
 		return 0, reason.New(reason.IntrospectionInvalid, "introspection answer's %s is not a NumericDate", name)
 	}
 	return int64(f), nil
+}
+
+// audiences is the aud member: one string or an array of strings (RFC
+// 7662 §2.2, as in a JWT), nil when absent.
+func audiences(claims map[string]any) ([]string, error) {
+	switch v := claims["aud"].(type) {
+	case nil:
+		return nil, nil
+	case string:
+		return []string{v}, nil
+	case []any:
+		out := make([]string, len(v))
+		for i, a := range v {
+			s, ok := a.(string)
+			if !ok {
+				return nil, reason.New(reason.IntrospectionInvalid, "introspection answer's aud is not an array of strings")
+			}
+			out[i] = s
+		}
+		return out, nil
+	}
+	return nil, reason.New(reason.IntrospectionInvalid, "introspection answer's aud is neither a string nor an array of strings")
 }
 
 // roles is the roles member, an array of strings or one string, or else

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -110,11 +111,12 @@ func TestIntrospectActive(t *testing.T) {
 		tenantClaim string
 		sub, tenant string
 		roles       []string
+		aud         []string
 	}{
-		{"roles array", `{"active":true,"sub":"alice","tenant_id":"acme","roles":["admin","viewer"],"exp":1800000600}`, "", "alice", "acme", []string{"admin", "viewer"}},
-		{"roles string", `{"active":true,"sub":"bob","tenant_id":"acme","roles":"viewer"}`, "", "bob", "acme", []string{"viewer"}},
-		{"scope", `{"active":true,"sub":"svc-ci","tenant_id":"acme","scope":"orders:read  orders:write"}`, "", "svc-ci", "acme", []string{"orders:read", "orders:write"}},
-		{"custom tenant claim", `{"active":true,"sub":"carol","org":"globex"}`, "org", "carol", "globex", []string{}},
+		{"roles array", `{"active":true,"sub":"alice","tenant_id":"acme","roles":["admin","viewer"],"exp":1800000600,"aud":["orders","billing"]}`, "", "alice", "acme", []string{"admin", "viewer"}, []string{"orders", "billing"}},
+		{"roles string", `{"active":true,"sub":"bob","tenant_id":"acme","roles":"viewer","aud":"orders"}`, "", "bob", "acme", []string{"viewer"}, []string{"orders"}},
+		{"scope", `{"active":true,"sub":"svc-ci","tenant_id":"acme","scope":"orders:read  orders:write"}`, "", "svc-ci", "acme", []string{"orders:read", "orders:write"}, nil},
+		{"custom tenant claim", `{"active":true,"sub":"carol","org":"globex"}`, "org", "carol", "globex", []string{}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -124,8 +126,8 @@ func TestIntrospectActive(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a.Subject != tc.sub || a.Tenant != tc.tenant || strings.Join(a.Roles, ",") != strings.Join(tc.roles, ",") {
-				t.Fatalf("answer = %+v, want sub %q tenant %q roles %v", a, tc.sub, tc.tenant, tc.roles)
+			if a.Subject != tc.sub || a.Tenant != tc.tenant || strings.Join(a.Roles, ",") != strings.Join(tc.roles, ",") || !slices.Equal(a.Audiences, tc.aud) {
+				t.Fatalf("answer = %+v, want sub %q tenant %q roles %v aud %v", a, tc.sub, tc.tenant, tc.roles, tc.aud)
 			}
 			if a.Claims["active"] != true {
 				t.Fatalf("claims = %v", a.Claims)
@@ -147,6 +149,8 @@ func TestIntrospectBadAnswers(t *testing.T) {
 		{"sub number", `{"active":true,"sub":7}`, reason.IntrospectionInvalid},
 		{"roles numbers", `{"active":true,"sub":"a","roles":[1]}`, reason.IntrospectionInvalid},
 		{"exp string", `{"active":true,"sub":"a","exp":"soon"}`, reason.IntrospectionInvalid},
+		{"aud number", `{"active":true,"sub":"a","aud":7}`, reason.IntrospectionInvalid},
+		{"aud numbers", `{"active":true,"sub":"a","aud":["orders",7]}`, reason.IntrospectionInvalid},
 		{"too large", `{"active":true,"pad":"` + strings.Repeat("x", introspect.MaxAnswerSize) + `"}`, reason.IntrospectionInvalid},
 		{"inactive", `{"active":false}`, reason.TokenInactive},
 		{"expired", `{"active":true,"sub":"a","exp":1700000000}`, reason.TokenInactive},
