@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
@@ -28,8 +29,9 @@ func (e *Engine) openDecisionLog(ctx context.Context) error {
 	sink, err := newDecisionSink(d, e.cfg.SDK.ServiceName)
 	if err != nil {
 		key := "decision_log.url"
-		if errors.Is(err, errDecisionToken) {
-			key = "decision_log.http_token_file"
+		var fe *decisionFileError
+		if errors.As(err, &fe) {
+			key = fe.key
 		}
 		return &SettingError{Key: key, Origin: e.cfg.Origin(key), Msg: err.Error(), Err: err}
 	}
@@ -56,35 +58,83 @@ func (e *Engine) openDecisionLog(ctx context.Context) error {
 	return nil
 }
 
-// errDecisionToken is the error of an unreadable
-// decision_log.http_token_file.
-var errDecisionToken = errors.New("the decision log's token file cannot be used")
+// decisionFileError is the error of a decision_log file setting (key)
+// whose file cannot be used.
+type decisionFileError struct {
+	key string
+	err error
+}
+
+func (e *decisionFileError) Error() string { return e.key + ": " + e.err.Error() }
+func (e *decisionFileError) Unwrap() error { return e.err }
+
+// readSecretFile reads the one-line secret of the file that setting key
+// names: one trailing newline is ignored, and an empty file or one of
+// several lines is refused. The secret never appears in the error.
+func readSecretFile(key, path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", &decisionFileError{key, err}
+	}
+	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	if strings.TrimSpace(s) == "" || strings.ContainsAny(s, "\r\n") {
+		return "", &decisionFileError{key, fmt.Errorf("%s holds no secret, or more than one line", path)}
+	}
+	return s, nil
+}
+
+// readCAFile is the pool of the PEM certificates in the file of
+// decision_log.tls_ca_file, nil when it is not set.
+func readCAFile(path string) (*x509.CertPool, error) {
+	if path == "" {
+		return nil, nil
+	}
+	const key = "decision_log.tls_ca_file"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &decisionFileError{key, err}
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, &decisionFileError{key, fmt.Errorf("%s holds no PEM certificate", path)}
+	}
+	return pool, nil
+}
 
 // newDecisionSink is the client of decision_log.sink; service is the
 // sidecar's service name (sdk.service_name), which the OTLP log records
 // carry as their resource's service.name, like the spans.
 func newDecisionSink(d config.DecisionLog, service string) (decisionlog.Sink, error) {
+	roots, err := readCAFile(d.TLSCAFile)
+	if err != nil {
+		return nil, err
+	}
 	switch d.Sink {
 	case config.DecisionLogNATS:
 		return decisionlog.NewNATS(decisionlog.NATSOptions{
-			URL: d.URL, Subject: d.Subject, Stream: d.NATSStream, DuplicateWindow: d.NATSDuplicateWindow.Duration,
+			URL: d.URL, Subject: d.Subject, Stream: d.NATSStream, DuplicateWindow: d.NATSDuplicateWindow.Duration, RootCAs: roots,
 		})
 	case config.DecisionLogKafka:
-		return decisionlog.NewKafka(decisionlog.KafkaOptions{URL: d.URL, Topic: d.KafkaTopic})
+		opts := decisionlog.KafkaOptions{URL: d.URL, Topic: d.KafkaTopic, RootCAs: roots}
+		if d.KafkaSASLMechanism != "" {
+			pass, err := readSecretFile("decision_log.kafka_sasl_password_file", d.KafkaSASLPasswordFile)
+			if err != nil {
+				return nil, err
+			}
+			opts.SASL = decisionlog.KafkaSASL{Mechanism: d.KafkaSASLMechanism, User: d.KafkaSASLUsername, Password: pass}
+		}
+		return decisionlog.NewKafka(opts)
 	case config.DecisionLogHTTP:
 		var token string
 		if d.HTTPTokenFile != "" {
-			b, err := os.ReadFile(d.HTTPTokenFile)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %w", errDecisionToken, err)
+			if token, err = readSecretFile("decision_log.http_token_file", d.HTTPTokenFile); err != nil {
+				return nil, err
 			}
-			if token = strings.TrimSpace(string(b)); token == "" || strings.ContainsAny(token, "\r\n") {
-				return nil, fmt.Errorf("%w: %s holds no token, or more than one line", errDecisionToken, d.HTTPTokenFile)
-			}
+			token = strings.TrimSpace(token)
 		}
-		return decisionlog.NewHTTP(decisionlog.HTTPOptions{URL: d.URL, Token: token})
+		return decisionlog.NewHTTP(decisionlog.HTTPOptions{URL: d.URL, Token: token, RootCAs: roots})
 	case config.DecisionLogOTLP:
-		return decisionlog.NewOTLP(decisionlog.OTLPOptions{URL: d.URL, ServiceName: service})
+		return decisionlog.NewOTLP(decisionlog.OTLPOptions{URL: d.URL, ServiceName: service, RootCAs: roots})
 	default:
 		// Configuration validation refuses any other value.
 		return nil, fmt.Errorf("decision_log.sink %q is not a sink", d.Sink)

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/internal/idptest"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/kafkatest"
 	"github.com/svc-dev/svc/internal/testkit/metrictest"
 	"github.com/svc-dev/svc/internal/testkit/natstest"
 	"github.com/svc-dev/svc/reason"
@@ -171,5 +173,49 @@ func TestDecisionLogHTTPTokenFileMissing(t *testing.T) {
 	var se *engine.SettingError
 	if !errors.As(err, &se) || se.Key != "decision_log.http_token_file" {
 		t.Fatalf("engine.New with a missing token file: %v, want a setting error of decision_log.http_token_file", err)
+	}
+}
+
+// A Kafka cluster behind TLS from a private authority and SCRAM, as
+// managed clusters are: decision_log.tls_ca_file and the SASL keys (the
+// password from its file) take the decisions there. A password file
+// that cannot be read stops the engine, naming its key.
+func TestDecisionLogKafkaTLSAndSASL(t *testing.T) {
+	ca := testkit.NewCA(t, "kafka-ca")
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.PEM)
+	server := ca.Server(t)
+	kc := kafkatest.StartSecure(t, kafkatest.Security{TLS: &server, RootCAs: roots, Mechanism: "SCRAM-SHA-512", User: "svc", Password: "s3cret"}, "svc-decisions")
+	p := idptest.New(t)
+	cfg := prodConfig(p.JWKSURL())
+	dir := t.TempDir()
+	cfg.DecisionLog = config.DecisionLog{Sink: config.DecisionLogKafka, URL: kc.URL(), SpoolDir: t.TempDir(),
+		FlushInterval: config.Duration{Duration: 20 * time.Millisecond}, TLSCAFile: writeFile(t, "ca.pem", string(ca.PEM)),
+		KafkaSASLMechanism: "SCRAM-SHA-512", KafkaSASLUsername: "svc", KafkaSASLPasswordFile: writeFile(t, "kafka-password", "s3cret\n")}
+	e := newEngine(t, cfg, engine.Deps{})
+	res, err := e.Decide(context.Background(), engine.Request{Credential: engine.BearerToken(p.Token(t, claimsFor("acme", "viewer"))),
+		Input: engine.Input{Action: "orders:read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, "the decision shipped", func() bool {
+		st := e.Status().DecisionLog
+		return st != nil && st.Shipped == 1 && st.Unsent == 0
+	})
+	recs := kc.Records(t, "svc-decisions")
+	if len(recs) != 1 || kafkatest.Header(recs[0], "decision-id") != res.Decision.DecisionID {
+		t.Fatalf("topic holds %d records, want the decision %s", len(recs), res.Decision.DecisionID)
+	}
+
+	cfg.DecisionLog.KafkaSASLPasswordFile = filepath.Join(dir, "missing")
+	_, err = engine.New(cfg, engine.Deps{})
+	var se *engine.SettingError
+	if !errors.As(err, &se) || se.Key != "decision_log.kafka_sasl_password_file" {
+		t.Fatalf("engine.New with a missing password file: %v, want a setting error of decision_log.kafka_sasl_password_file", err)
+	}
+	cfg.DecisionLog.KafkaSASLPasswordFile = writeFile(t, "kafka-password", "s3cret\n")
+	cfg.DecisionLog.TLSCAFile = writeFile(t, "not-a-ca", "no certificate here")
+	if _, err = engine.New(cfg, engine.Deps{}); !errors.As(err, &se) || se.Key != "decision_log.tls_ca_file" {
+		t.Fatalf("engine.New with a CA file without certificates: %v, want a setting error of decision_log.tls_ca_file", err)
 	}
 }

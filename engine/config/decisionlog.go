@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"slices"
 	"strconv"
@@ -18,8 +19,9 @@ type DecisionLog struct {
 	// Sink is "off" (default), "nats", "kafka", "otlp" or "http". Env
 	// SVC_DECISION_LOG_SINK.
 	Sink string `toml:"sink" yaml:"sink"`
-	// URL is where the sink sends: nats://host:port for nats,
-	// kafka://host:port[,host:port...] (seed brokers) for kafka,
+	// URL is where the sink sends: nats://host:port (tls://host:port
+	// over TLS) for nats, kafka://host:port[,host:port...] (seed
+	// brokers; kafkas:// over TLS) for kafka,
 	// https://host/path (uploads to path/logs) for http, and
 	// http://host:port or https://host:port (OTLP gRPC) for otlp. Env
 	// SVC_DECISION_LOG_URL.
@@ -61,6 +63,23 @@ type DecisionLog struct {
 	// svc-decisions); it must exist unless the brokers create topics.
 	// Env SVC_DECISION_LOG_KAFKA_TOPIC.
 	KafkaTopic string `toml:"kafka_topic" yaml:"kafka_topic"`
+	// KafkaSASLMechanism authenticates the producer to the brokers:
+	// "PLAIN", "SCRAM-SHA-256" or "SCRAM-SHA-512"; empty (default) for
+	// none. PLAIN sends the password as it is, so it needs kafkas:// (or
+	// a loopback broker). Env SVC_DECISION_LOG_KAFKA_SASL_MECHANISM.
+	KafkaSASLMechanism string `toml:"kafka_sasl_mechanism" yaml:"kafka_sasl_mechanism"`
+	// KafkaSASLUsername is the SASL user. Env
+	// SVC_DECISION_LOG_KAFKA_SASL_USERNAME.
+	KafkaSASLUsername string `toml:"kafka_sasl_username" yaml:"kafka_sasl_username"`
+	// KafkaSASLPasswordFile holds the SASL user's password, read at
+	// startup (one trailing newline ignored); never inline, never logged.
+	// Env SVC_DECISION_LOG_KAFKA_SASL_PASSWORD_FILE.
+	KafkaSASLPasswordFile string `toml:"kafka_sasl_password_file" yaml:"kafka_sasl_password_file"`
+	// TLSCAFile holds PEM certificates of the authorities the sink's
+	// TLS server is verified against (kafkas://, NATS tls://, https://
+	// for otlp and http) instead of the system's: a private CA. Env
+	// SVC_DECISION_LOG_TLS_CA_FILE.
+	TLSCAFile string `toml:"tls_ca_file" yaml:"tls_ca_file"`
 	// HTTPTokenFile holds a bearer token sent with each upload of the
 	// http sink, read at startup. Env SVC_DECISION_LOG_HTTP_TOKEN_FILE.
 	HTTPTokenFile string `toml:"http_token_file" yaml:"http_token_file"`
@@ -90,6 +109,9 @@ const (
 
 // decisionLogSinks are the values of decision_log.sink.
 var decisionLogSinks = []string{DecisionLogOff, DecisionLogNATS, DecisionLogKafka, DecisionLogOTLP, DecisionLogHTTP}
+
+// Kafka SASL mechanisms of decision_log.kafka_sasl_mechanism.
+var kafkaSASLMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 
 // Decision log overflow modes.
 const (
@@ -145,12 +167,13 @@ func (v *validator) decisionLog() {
 	case DecisionLogNATS:
 		v.decisionLogURL(d, "nats://host:port or tls://host:port", "nats", "tls")
 	case DecisionLogKafka:
-		if v.decisionLogURL(d, "kafka://host:port[,host:port...]", "kafka") {
+		if v.decisionLogURL(d, "kafka://host:port[,host:port...] or kafkas:// (TLS)", "kafka", "kafkas") {
 			u, _ := url.Parse(d.URL)
 			if slices.Contains(strings.Split(u.Host, ","), "") || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-				v.fail("decision_log.url", "must be kafka://host:port[,host:port...], got %q", redactURL(d.URL))
+				v.fail("decision_log.url", "must be kafka://host:port[,host:port...] or kafkas:// (TLS), got %q", redactURL(d.URL))
 			}
 		}
+		v.kafkaSASL(d)
 	case DecisionLogHTTP:
 		if v.decisionLogURL(d, "https://host/path or http://host/path", "https", "http") && d.HTTPTokenFile != "" {
 			if u, _ := url.Parse(d.URL); u.Scheme == "http" && !loopback.Host(u.Hostname()) {
@@ -186,6 +209,34 @@ func (v *validator) decisionLog() {
 	}
 	if !kafkaTopic(d.KafkaTopic) {
 		v.fail("decision_log.kafka_topic", "must be a Kafka topic name of at most 249 letters, digits, '.', '_' or '-', got %q", d.KafkaTopic)
+	}
+}
+
+// kafkaSASL checks the decision_log.kafka_sasl_* keys.
+func (v *validator) kafkaSASL(d DecisionLog) {
+	switch {
+	case d.KafkaSASLMechanism == "":
+		if d.KafkaSASLUsername != "" || d.KafkaSASLPasswordFile != "" {
+			v.fail("decision_log.kafka_sasl_mechanism", "must name a mechanism (%s) when kafka_sasl_username or kafka_sasl_password_file is set", quotedList(kafkaSASLMechanisms))
+		}
+		return
+	case !slices.Contains(kafkaSASLMechanisms, d.KafkaSASLMechanism):
+		v.fail("decision_log.kafka_sasl_mechanism", "must be %s, got %q", quotedList(kafkaSASLMechanisms), d.KafkaSASLMechanism)
+		return
+	}
+	if d.KafkaSASLUsername == "" {
+		v.fail("decision_log.kafka_sasl_username", "decision_log.kafka_sasl_mechanism = %q needs a username", d.KafkaSASLMechanism)
+	}
+	if d.KafkaSASLPasswordFile == "" {
+		v.fail("decision_log.kafka_sasl_password_file", "decision_log.kafka_sasl_mechanism = %q needs a password file", d.KafkaSASLMechanism)
+	}
+	if u, err := url.Parse(d.URL); err == nil && d.KafkaSASLMechanism == "PLAIN" && u.Scheme == "kafka" {
+		for _, h := range strings.Split(u.Host, ",") {
+			if host, _, err := net.SplitHostPort(h); err != nil || !loopback.Host(host) {
+				v.fail("decision_log.url", "must be kafkas:// with kafka_sasl_mechanism = \"PLAIN\" (kafka:// only to loopback brokers): the password would cross the network in clear, got %q", redactURL(d.URL))
+				return
+			}
+		}
 	}
 }
 
@@ -251,7 +302,7 @@ func decisionLogEnv() []EnvVar {
 			Help:  `Where decision records are shipped: "off" (default), "nats", "kafka", "otlp" or "http".`,
 			apply: func(c *Config, v string) string { d(c).Sink = v; return "" }},
 		{Name: "SVC_DECISION_LOG_URL", Key: "decision_log.url",
-			Help:  "The decision log sink's address: nats://host:port; kafka://host:port[,host:port...]; for otlp, http(s)://host:4317 (OTLP gRPC); for http, https://host/path.",
+			Help:  "The decision log sink's address: nats://host:port (tls:// over TLS); kafka://host:port[,host:port...] (kafkas:// over TLS); for otlp, http(s)://host:4317 (OTLP gRPC); for http, https://host/path.",
 			apply: func(c *Config, v string) string { d(c).URL = v; return "" }},
 		{Name: "SVC_DECISION_LOG_SPOOL_DIR", Key: "decision_log.spool_dir",
 			Help:  "Directory where decision records wait until the sink acknowledges them.",
@@ -297,6 +348,18 @@ func decisionLogEnv() []EnvVar {
 		{Name: "SVC_DECISION_LOG_KAFKA_TOPIC", Key: "decision_log.kafka_topic",
 			Help:  `Kafka topic of the records; it must exist unless the brokers create topics. Default "svc-decisions".`,
 			apply: func(c *Config, v string) string { d(c).KafkaTopic = v; return "" }},
+		{Name: "SVC_DECISION_LOG_KAFKA_SASL_MECHANISM", Key: "decision_log.kafka_sasl_mechanism",
+			Help:  `SASL mechanism of the Kafka producer: "PLAIN", "SCRAM-SHA-256" or "SCRAM-SHA-512"; none by default.`,
+			apply: func(c *Config, v string) string { d(c).KafkaSASLMechanism = v; return "" }},
+		{Name: "SVC_DECISION_LOG_KAFKA_SASL_USERNAME", Key: "decision_log.kafka_sasl_username",
+			Help:  "SASL user of the Kafka producer.",
+			apply: func(c *Config, v string) string { d(c).KafkaSASLUsername = v; return "" }},
+		{Name: "SVC_DECISION_LOG_KAFKA_SASL_PASSWORD_FILE", Key: "decision_log.kafka_sasl_password_file",
+			Help:  "File holding the SASL password of the Kafka producer.",
+			apply: func(c *Config, v string) string { d(c).KafkaSASLPasswordFile = v; return "" }},
+		{Name: "SVC_DECISION_LOG_TLS_CA_FILE", Key: "decision_log.tls_ca_file",
+			Help:  "PEM file of the authorities the decision log sink's TLS server is verified against, instead of the system's.",
+			apply: func(c *Config, v string) string { d(c).TLSCAFile = v; return "" }},
 		{Name: "SVC_DECISION_LOG_HTTP_TOKEN_FILE", Key: "decision_log.http_token_file",
 			Help:  "File holding a bearer token sent with each upload of the http decision log sink.",
 			apply: func(c *Config, v string) string { d(c).HTTPTokenFile = v; return "" }},

@@ -146,6 +146,10 @@ func ExampleEnvVars() {
 	// SVC_DECISION_LOG_NATS_STREAM overrides decision_log.nats_stream
 	// SVC_DECISION_LOG_NATS_DUPLICATE_WINDOW overrides decision_log.nats_duplicate_window
 	// SVC_DECISION_LOG_KAFKA_TOPIC overrides decision_log.kafka_topic
+	// SVC_DECISION_LOG_KAFKA_SASL_MECHANISM overrides decision_log.kafka_sasl_mechanism
+	// SVC_DECISION_LOG_KAFKA_SASL_USERNAME overrides decision_log.kafka_sasl_username
+	// SVC_DECISION_LOG_KAFKA_SASL_PASSWORD_FILE overrides decision_log.kafka_sasl_password_file
+	// SVC_DECISION_LOG_TLS_CA_FILE overrides decision_log.tls_ca_file
 	// SVC_DECISION_LOG_HTTP_TOKEN_FILE overrides decision_log.http_token_file
 	// SVC_DECISION_LOG_INCLUDE_INPUT overrides decision_log.include_input
 	// SVC_DECISION_LOG_MASK overrides decision_log.mask

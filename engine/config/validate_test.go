@@ -264,9 +264,29 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 		{"decision log wildcard subject", func(c *Config) { c.DecisionLog = natsLog("nats://nats:4222"); c.DecisionLog.Subject = "svc.>" }, "",
 			"decision_log.subject", `svc.toml: decision_log.subject: must be a NATS subject without spaces or wildcards, got "svc.>"`},
 		{"decision log kafka url not kafka", func(c *Config) { c.DecisionLog = sinkLog(DecisionLogKafka, "nats://b1:9092") }, "",
-			"decision_log.url", `svc.toml: decision_log.url: must be kafka://host:port[,host:port...], got "nats://b1:9092"`},
+			"decision_log.url", `svc.toml: decision_log.url: must be kafka://host:port[,host:port...] or kafkas:// (TLS), got "nats://b1:9092"`},
 		{"decision log kafka url empty broker", func(c *Config) { c.DecisionLog = sinkLog(DecisionLogKafka, "kafka://,b1:9092") }, "",
-			"decision_log.url", `svc.toml: decision_log.url: must be kafka://host:port[,host:port...], got "kafka://,b1:9092"`},
+			"decision_log.url", `svc.toml: decision_log.url: must be kafka://host:port[,host:port...] or kafkas:// (TLS), got "kafka://,b1:9092"`},
+		{"decision log kafka PLAIN in clear", func(c *Config) {
+			c.DecisionLog = sinkLog(DecisionLogKafka, "kafka://127.0.0.1:9092,b1.example.com:9092")
+			c.DecisionLog.KafkaSASLMechanism, c.DecisionLog.KafkaSASLUsername, c.DecisionLog.KafkaSASLPasswordFile = "PLAIN", "svc", "/run/secrets/kafka"
+		}, "",
+			"decision_log.url", `svc.toml: decision_log.url: must be kafkas:// with kafka_sasl_mechanism = "PLAIN" (kafka:// only to loopback brokers): the password would cross the network in clear, got "kafka://127.0.0.1:9092,b1.example.com:9092"`},
+		{"decision log kafka SASL unknown", func(c *Config) {
+			c.DecisionLog = sinkLog(DecisionLogKafka, "kafkas://b1:9093")
+			c.DecisionLog.KafkaSASLMechanism = "GSSAPI"
+		}, "",
+			"decision_log.kafka_sasl_mechanism", `svc.toml: decision_log.kafka_sasl_mechanism: must be "PLAIN", "SCRAM-SHA-256" or "SCRAM-SHA-512", got "GSSAPI"`},
+		{"decision log kafka SASL without password", func(c *Config) {
+			c.DecisionLog = sinkLog(DecisionLogKafka, "kafkas://b1:9093")
+			c.DecisionLog.KafkaSASLMechanism, c.DecisionLog.KafkaSASLUsername = "SCRAM-SHA-256", "svc"
+		}, "",
+			"decision_log.kafka_sasl_password_file", `svc.toml: decision_log.kafka_sasl_password_file: decision_log.kafka_sasl_mechanism = "SCRAM-SHA-256" needs a password file`},
+		{"decision log kafka SASL user without mechanism", func(c *Config) {
+			c.DecisionLog = sinkLog(DecisionLogKafka, "kafkas://b1:9093")
+			c.DecisionLog.KafkaSASLUsername = "svc"
+		}, "",
+			"decision_log.kafka_sasl_mechanism", `svc.toml: decision_log.kafka_sasl_mechanism: must name a mechanism ("PLAIN", "SCRAM-SHA-256" or "SCRAM-SHA-512") when kafka_sasl_username or kafka_sasl_password_file is set`},
 		{"decision log kafka topic", func(c *Config) {
 			c.DecisionLog = sinkLog(DecisionLogKafka, "kafka://b1:9092")
 			c.DecisionLog.KafkaTopic = "svc/decisions"

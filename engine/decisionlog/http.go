@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +28,10 @@ type HTTPOptions struct {
 	// Client sends the uploads (default a client of its own that
 	// follows no redirect).
 	Client *http.Client
+	// RootCAs, when set, are the authorities an https:// service's
+	// certificate is verified against instead of the system's; for the
+	// default Client only.
+	RootCAs *x509.CertPool
 }
 
 // HTTP is the HTTP sink, in the upload shape of OPA's decision logs: a
@@ -45,8 +51,12 @@ func NewHTTP(opts HTTPOptions) (*HTTP, error) {
 	if opts.Client == nil {
 		// A redirect is answered as a failure rather than followed: the
 		// batch and its token go to the configured URL alone.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		if opts.RootCAs != nil {
+			tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: opts.RootCAs}
+		}
 		opts.Client = &http.Client{
-			Transport:     http.DefaultTransport.(*http.Transport).Clone(),
+			Transport:     tr,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}

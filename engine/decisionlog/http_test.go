@@ -3,6 +3,7 @@ package decisionlog_test
 import (
 	"compress/gzip"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -212,5 +213,38 @@ func TestHTTPNoRedirect(t *testing.T) {
 	err = sink.Send(context.Background(), []decisionlog.Record{{DecisionID: "dec-1", JSON: []byte(`{}`)}})
 	if err == nil || !strings.Contains(err.Error(), "307") || followed.Load() {
 		t.Fatalf("Send answered a redirect: %v (followed %v), want a failure without following it", err, followed.Load())
+	}
+}
+
+// An https:// service is verified against RootCAs when they are set: a
+// private authority's server is reached, and without its authority the
+// upload fails.
+func TestHTTPPrivateAuthority(t *testing.T) {
+	var got atomic.Int32
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	batch := []decisionlog.Record{{DecisionID: "dec-1", Tenant: "acme", JSON: []byte(`{"decision_id":"dec-1"}`)}}
+	for _, tc := range []struct {
+		name  string
+		roots *x509.CertPool
+		ok    bool
+	}{{"with the authority", roots, true}, {"system roots", nil, false}} {
+		sink, err := decisionlog.NewHTTP(decisionlog.HTTPOptions{URL: srv.URL, RootCAs: tc.roots, Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = sink.Send(context.Background(), batch)
+		sink.Close()
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: Send = %v", tc.name, err)
+		}
+	}
+	if got.Load() != 1 {
+		t.Fatalf("service received %d uploads, want 1", got.Load())
 	}
 }

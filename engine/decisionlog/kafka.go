@@ -2,6 +2,8 @@ package decisionlog
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net/url"
 	"strings"
@@ -9,6 +11,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // KafkaOptions configure the Kafka sink.
@@ -21,6 +26,42 @@ type KafkaOptions struct {
 	Topic string
 	// Timeout bounds one batch's acknowledgements (default 10s).
 	Timeout time.Duration
+	// RootCAs, when set, are the authorities a kafkas:// broker's
+	// certificate is verified against instead of the system's.
+	RootCAs *x509.CertPool
+	// SASL authenticates the producer to the brokers; zero for none.
+	SASL KafkaSASL
+}
+
+// KafkaSASL is a SASL mechanism and its credentials.
+type KafkaSASL struct {
+	// Mechanism is "PLAIN", "SCRAM-SHA-256" or "SCRAM-SHA-512"; "" for
+	// no authentication.
+	Mechanism string
+	User      string
+	Password  string
+}
+
+// Kafka SASL mechanisms.
+const (
+	SASLPlain       = "PLAIN"
+	SASLSCRAMSHA256 = "SCRAM-SHA-256"
+	SASLSCRAMSHA512 = "SCRAM-SHA-512"
+)
+
+// mechanism is franz-go's SASL mechanism of s, nil for none.
+func (s KafkaSASL) mechanism() (sasl.Mechanism, error) {
+	switch s.Mechanism {
+	case "":
+		return nil, nil
+	case SASLPlain:
+		return plain.Auth{User: s.User, Pass: s.Password}.AsMechanism(), nil
+	case SASLSCRAMSHA256:
+		return scram.Auth{User: s.User, Pass: s.Password}.AsSha256Mechanism(), nil
+	case SASLSCRAMSHA512:
+		return scram.Auth{User: s.User, Pass: s.Password}.AsSha512Mechanism(), nil
+	}
+	return nil, fmt.Errorf("decision log kafka: SASL mechanism %q is not one of %s, %s or %s", s.Mechanism, SASLPlain, SASLSCRAMSHA256, SASLSCRAMSHA512)
 }
 
 // DecisionIDHeader is the header of each Kafka record that carries its
@@ -46,7 +87,11 @@ func NewKafka(opts KafkaOptions) (*Kafka, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
-	seeds, err := kafkaSeeds(opts.URL)
+	seeds, secure, err := kafkaSeeds(opts.URL)
+	if err != nil {
+		return nil, err
+	}
+	mech, err := opts.SASL.mechanism()
 	if err != nil {
 		return nil, err
 	}
@@ -58,36 +103,43 @@ func NewKafka(opts KafkaOptions) (*Kafka, error) {
 	// behind them. A batch so failed is sent again by the logger and
 	// may be written twice, as the spool's re-sending after a crash may
 	// anyway: consumers drop duplicates by the decision-id header.
-	cl, err := kgo.NewClient(
+	clOpts := []kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.ClientID("svc-sidecar-decision-log"),
 		kgo.DefaultProduceTopic(opts.Topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordDeliveryTimeout(opts.Timeout),
 		kgo.AllowIdempotentProduceCancellation(),
-	)
+	}
+	if secure {
+		clOpts = append(clOpts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: opts.RootCAs}))
+	}
+	if mech != nil {
+		clOpts = append(clOpts, kgo.SASL(mech))
+	}
+	cl, err := kgo.NewClient(clOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("decision log kafka: %w", err)
 	}
 	return &Kafka{opts: opts, cl: cl}, nil
 }
 
-// kafkaSeeds are the host:port seed brokers of a kafka:// URL.
-func kafkaSeeds(raw string) ([]string, error) {
+// kafkaSeeds are the host:port seed brokers of a kafka:// URL, or of a
+// kafkas:// URL, whose brokers are reached over TLS (secure).
+func kafkaSeeds(raw string) (seeds []string, secure bool, err error) {
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "kafka" || u.Host == "" {
-		return nil, fmt.Errorf("decision log kafka: url must be kafka://host:port[,host:port...], got %q", redact(raw))
+	if err != nil || (u.Scheme != "kafka" && u.Scheme != "kafkas") || u.Host == "" {
+		return nil, false, fmt.Errorf("decision log kafka: url must be kafka://host:port[,host:port...] or kafkas:// (TLS), got %q", redact(raw))
 	}
-	var seeds []string
 	for _, h := range strings.Split(u.Host, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			seeds = append(seeds, h)
 		}
 	}
 	if len(seeds) == 0 {
-		return nil, fmt.Errorf("decision log kafka: url %q names no broker", redact(raw))
+		return nil, false, fmt.Errorf("decision log kafka: url %q names no broker", redact(raw))
 	}
-	return seeds, nil
+	return seeds, u.Scheme == "kafkas", nil
 }
 
 // redact is u without userinfo or query, for an error message.

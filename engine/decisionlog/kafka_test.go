@@ -2,6 +2,7 @@ package decisionlog_test
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"strings"
 	"testing"
@@ -163,5 +164,55 @@ func TestKafkaBrokerGone(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("Send to a closed cluster took %s, want about the 1s timeout", d)
+	}
+}
+
+// A kafkas:// sink reaches brokers over TLS, verified against RootCAs,
+// and authenticates with SASL: with the right password the records
+// arrive; with a wrong one, or without the brokers' authority, the batch
+// fails and nothing is written.
+func TestKafkaTLSAndSASL(t *testing.T) {
+	ca := testkit.NewCA(t, "kafka-ca")
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.PEM)
+	server := ca.Server(t)
+	for _, mech := range []string{decisionlog.SASLPlain, decisionlog.SASLSCRAMSHA256, decisionlog.SASLSCRAMSHA512} {
+		t.Run(mech, func(t *testing.T) {
+			kc := kafkatest.StartSecure(t, kafkatest.Security{TLS: &server, RootCAs: roots, Mechanism: mech, User: "svc", Password: "s3cret"}, "decisions")
+			if !strings.HasPrefix(kc.URL(), "kafkas://") {
+				t.Fatalf("URL %s", kc.URL())
+			}
+			send := func(opts decisionlog.KafkaOptions, id string) error {
+				opts.URL, opts.Topic, opts.Timeout = kc.URL(), "decisions", 3*time.Second
+				sink, err := decisionlog.NewKafka(opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer sink.Close()
+				return sink.Send(context.Background(), []decisionlog.Record{{DecisionID: id, Tenant: "acme", JSON: []byte(`{"decision_id":"` + id + `"}`)}})
+			}
+			if err := send(decisionlog.KafkaOptions{RootCAs: roots, SASL: decisionlog.KafkaSASL{Mechanism: mech, User: "svc", Password: "s3cret"}}, "dec-ok"); err != nil {
+				t.Fatalf("with TLS and the right credentials: %v", err)
+			}
+			if err := send(decisionlog.KafkaOptions{RootCAs: roots, SASL: decisionlog.KafkaSASL{Mechanism: mech, User: "svc", Password: "wrong"}}, "dec-badpass"); err == nil {
+				t.Fatal("a wrong password was accepted")
+			} else if strings.Contains(err.Error(), "wrong") || strings.Contains(err.Error(), "s3cret") {
+				t.Fatalf("the error shows a password: %v", err)
+			}
+			if err := send(decisionlog.KafkaOptions{SASL: decisionlog.KafkaSASL{Mechanism: mech, User: "svc", Password: "s3cret"}}, "dec-noca"); err == nil {
+				t.Fatal("a broker whose certificate no trusted authority signed was accepted")
+			}
+			recs := kc.Records(t, "decisions")
+			if len(recs) != 1 || kafkatest.Header(recs[0], decisionlog.DecisionIDHeader) != "dec-ok" {
+				t.Fatalf("topic holds %d records, want only dec-ok", len(recs))
+			}
+		})
+	}
+}
+
+func TestKafkaUnknownSASLMechanism(t *testing.T) {
+	_, err := decisionlog.NewKafka(decisionlog.KafkaOptions{URL: "kafka://127.0.0.1:9092", SASL: decisionlog.KafkaSASL{Mechanism: "GSSAPI"}})
+	if err == nil || !strings.Contains(err.Error(), "GSSAPI") {
+		t.Fatalf("NewKafka with GSSAPI: %v, want an error naming it", err)
 	}
 }

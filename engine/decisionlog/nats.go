@@ -3,6 +3,8 @@ package decisionlog
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,6 +33,9 @@ type NATSOptions struct {
 	DuplicateWindow time.Duration
 	// Timeout bounds one batch's acknowledgements (default 10s).
 	Timeout time.Duration
+	// RootCAs, when set, are the authorities a tls:// server's
+	// certificate is verified against instead of the system's.
+	RootCAs *x509.CertPool
 }
 
 // NATS is the NATS JetStream sink: each record a message with the
@@ -105,13 +110,17 @@ func NewNATS(opts NATSOptions) (*NATS, error) {
 		return nil, fmt.Errorf("decision log nats: stream %q: %w", opts.Stream, err)
 	}
 	s := &NATS{opts: opts, stream: append([]byte(`"stream":`), name...)}
-	nc, err := nats.Connect(opts.URL,
+	connOpts := []nats.Option{
 		nats.Name("svc-sidecar decision log"),
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
-		nats.ReconnectWait(500*time.Millisecond),
+		nats.ReconnectWait(500 * time.Millisecond),
 		nats.DisconnectErrHandler(func(*nats.Conn, error) { s.ready.Store(false) }),
-	)
+	}
+	if opts.RootCAs != nil {
+		connOpts = append(connOpts, nats.Secure(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: opts.RootCAs}))
+	}
+	nc, err := nats.Connect(opts.URL, connOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("decision log nats: %w", err)
 	}

@@ -3,6 +3,7 @@ package decisionlog
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -22,9 +23,12 @@ import (
 // OTLPOptions configure the OTLP logs sink.
 type OTLPOptions struct {
 	// URL is the collector's OTLP gRPC endpoint: http://host:port
-	// (plaintext) or https://host:port (TLS, verified against the
-	// system's roots).
+	// (plaintext) or https://host:port (TLS, verified against RootCAs,
+	// else the system's roots).
 	URL string
+	// RootCAs, when set, are the authorities an https:// collector's
+	// certificate is verified against instead of the system's.
+	RootCAs *x509.CertPool
 	// ServiceName is the resource's service.name (default svc-sidecar),
 	// the one the sidecar's spans carry.
 	ServiceName string
@@ -72,7 +76,7 @@ func NewOTLP(opts OTLPOptions) (*OTLP, error) {
 	case "http":
 		creds = insecure.NewCredentials()
 	case "https":
-		creds = credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})
+		creds = credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: opts.RootCAs})
 	default:
 		return nil, fmt.Errorf("decision log otlp: url must be http://host:port or https://host:port, got scheme %q", u.Scheme)
 	}

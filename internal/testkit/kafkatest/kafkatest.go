@@ -5,16 +5,22 @@ package kafkatest
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // Partitions is the number of partitions of the topics Start creates.
@@ -25,22 +31,67 @@ type Cluster struct {
 	*kfake.Cluster
 	down    atomic.Bool
 	control sync.Once
+	// scheme is the URL's; client the options Records connects with.
+	scheme string
+	client []kgo.Opt
 }
 
 // Start runs a cluster holding topics (Partitions partitions each) and
 // closes it when tb ends.
 func Start(tb testing.TB, topics ...string) *Cluster {
 	tb.Helper()
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(Partitions, topics...))
+	return StartSecure(tb, Security{}, topics...)
+}
+
+// Security is how a cluster's clients connect: over TLS when TLS is set,
+// authenticated with SASL when Mechanism is (a superuser User of
+// Password, by PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512).
+type Security struct {
+	TLS                       *testkit.Issued
+	RootCAs                   *x509.CertPool
+	Mechanism, User, Password string
+}
+
+// StartSecure is Start with sec. Its URL is kafkas:// over TLS.
+func StartSecure(tb testing.TB, sec Security, topics ...string) *Cluster {
+	tb.Helper()
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(Partitions, topics...)}
+	c := &Cluster{scheme: "kafka"}
+	if sec.TLS != nil {
+		cert, err := tls.X509KeyPair(sec.TLS.CertPEM, sec.TLS.KeyPEM)
+		if err != nil {
+			tb.Fatalf("kafkatest: %v", err)
+		}
+		opts = append(opts, kfake.TLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
+		c.scheme = "kafkas"
+		c.client = append(c.client, kgo.DialTLSConfig(&tls.Config{RootCAs: sec.RootCAs, MinVersion: tls.VersionTLS12}))
+	}
+	if sec.Mechanism != "" {
+		opts = append(opts, kfake.EnableSASL(), kfake.Superuser(sec.Mechanism, sec.User, sec.Password))
+		var m sasl.Mechanism
+		switch sec.Mechanism {
+		case "PLAIN":
+			m = plain.Auth{User: sec.User, Pass: sec.Password}.AsMechanism()
+		case "SCRAM-SHA-256":
+			m = scram.Auth{User: sec.User, Pass: sec.Password}.AsSha256Mechanism()
+		case "SCRAM-SHA-512":
+			m = scram.Auth{User: sec.User, Pass: sec.Password}.AsSha512Mechanism()
+		default:
+			tb.Fatalf("kafkatest: SASL mechanism %q", sec.Mechanism)
+		}
+		c.client = append(c.client, kgo.SASL(m))
+	}
+	kc, err := kfake.NewCluster(opts...)
 	if err != nil {
 		tb.Fatalf("kafkatest: %v", err)
 	}
 	tb.Cleanup(kc.Close)
-	return &Cluster{Cluster: kc}
+	c.Cluster = kc
+	return c
 }
 
-// URL is the cluster's kafka://host:port URL.
-func (c *Cluster) URL() string { return "kafka://" + strings.Join(c.ListenAddrs(), ",") }
+// URL is the cluster's kafka://host:port URL (kafkas:// over TLS).
+func (c *Cluster) URL() string { return c.scheme + "://" + strings.Join(c.ListenAddrs(), ",") }
 
 // SetDown makes the broker answer every produce request with a
 // retriable error (NOT_ENOUGH_REPLICAS: nothing written) while down is
@@ -77,7 +128,7 @@ func (c *Cluster) Records(tb testing.TB, topic string) []*kgo.Record {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, c.client...)...)
 	if err != nil {
 		tb.Fatalf("kafkatest: %v", err)
 	}
