@@ -1,6 +1,8 @@
 package decisionlog_test
 
 import (
+	"context"
+	"crypto/x509"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -272,4 +274,35 @@ func TestNATSBatchesAndStopFlush(t *testing.T) {
 		t.Fatalf("stopped: %+v, want all 250 shipped", st)
 	}
 	wantExactlyOnce(t, srv, 250)
+}
+
+// A tls:// server whose certificate a private authority signed is
+// reached with that authority as RootCAs; without it, nothing is sent.
+func TestNATSPrivateAuthority(t *testing.T) {
+	ca := testkit.NewCA(t, "nats-ca")
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.PEM)
+	srv := natstest.StartTLS(t, ca.Server(t), roots)
+	batch := []decisionlog.Record{{DecisionID: "dec-000000", Tenant: "acme", JSON: []byte(`{"decision_id":"dec-000000"}`)}}
+
+	untrusted, err := decisionlog.NewNATS(decisionlog.NATSOptions{URL: srv.URL(), Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := untrusted.Send(ctx, batch); err == nil {
+		t.Fatal("a server whose certificate no trusted authority signed took the batch")
+	}
+	untrusted.Close()
+
+	sink, err := decisionlog.NewNATS(decisionlog.NATSOptions{URL: srv.URL(), Timeout: 5 * time.Second, RootCAs: roots})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	testkit.Eventually(t, "the batch sent over TLS", func() bool {
+		return sink.Send(context.Background(), batch) == nil
+	})
+	wantExactlyOnce(t, srv, 1)
 }

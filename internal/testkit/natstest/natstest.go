@@ -7,10 +7,14 @@ package natstest
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -30,13 +34,35 @@ type Server struct {
 	store string
 	cmd   *exec.Cmd
 	done  chan struct{}
+	// tlsArgs serve TLS; roots verify it, for the test's own clients.
+	tlsArgs []string
+	roots   *x509.CertPool
 }
 
 // Start runs nats-server with JetStream on a free loopback port, its
 // store in a temporary directory, and stops it when tb ends.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
-	s := &Server{tb: tb, bin: testkit.LookPath(tb, "nats-server", "nats-server"), store: tb.TempDir()}
+	return start(tb, &Server{})
+}
+
+// StartTLS is Start with a server that requires TLS, with the
+// certificate cert, which roots verify; its URL is tls://.
+func StartTLS(tb testing.TB, cert testkit.Issued, roots *x509.CertPool) *Server {
+	tb.Helper()
+	dir := tb.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, cert.CertPEM, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, cert.KeyPEM, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return start(tb, &Server{tlsArgs: []string{"--tls", "--tlscert", certFile, "--tlskey", keyFile}, roots: roots})
+}
+
+func start(tb testing.TB, s *Server) *Server {
+	s.tb, s.bin, s.store = tb, testkit.LookPath(tb, "nats-server", "nats-server"), tb.TempDir()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
@@ -56,12 +82,17 @@ func (s *Server) Pid() int {
 	return s.cmd.Process.Pid
 }
 
-// URL is the server's nats:// URL.
-func (s *Server) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", s.port) }
+// URL is the server's nats:// URL (tls:// when it serves TLS).
+func (s *Server) URL() string {
+	if s.tlsArgs != nil {
+		return fmt.Sprintf("tls://127.0.0.1:%d", s.port)
+	}
+	return fmt.Sprintf("nats://127.0.0.1:%d", s.port)
+}
 
 func (s *Server) start() {
 	s.tb.Helper()
-	s.cmd = exec.Command(s.bin, "-js", "-a", "127.0.0.1", "-p", strconv.Itoa(s.port), "-sd", s.store)
+	s.cmd = exec.Command(s.bin, append([]string{"-js", "-a", "127.0.0.1", "-p", strconv.Itoa(s.port), "-sd", s.store}, s.tlsArgs...)...)
 	if err := s.cmd.Start(); err != nil {
 		s.tb.Fatalf("natstest: %v", err)
 	}
@@ -115,7 +146,11 @@ func (s *Server) Restart() {
 // js.Conn() ends the connection.
 func (s *Server) stream(ctx context.Context, tb testing.TB, stream string) (jetstream.JetStream, jetstream.Stream, *jetstream.StreamInfo) {
 	tb.Helper()
-	nc, err := nats.Connect(s.URL())
+	var opts []nats.Option
+	if s.roots != nil {
+		opts = append(opts, nats.Secure(&tls.Config{RootCAs: s.roots, MinVersion: tls.VersionTLS12}))
+	}
+	nc, err := nats.Connect(s.URL(), opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
