@@ -201,7 +201,8 @@ func (s *Server) check(ctx context.Context, w http.ResponseWriter, pr proxyReque
 	hc.req.headers, hc.req.pending = nil, false
 	v = s.present(v, pr, tenant)
 	var spoofed []string
-	if ok && v.allow {
+	if ok && v.allow && conv == conventionEnvoy {
+		// Only Envoy's answer names them (x-envoy-auth-headers-to-remove).
 		spoofed = spoofedHeaders(pr.headers, v.identity != "")
 	}
 	s.writeHTTP(w, v, conv, spoofed, &hc.vals)
