@@ -3,12 +3,10 @@ package sidecar
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"io"
 	"math"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/svc-dev/svc/internal/testkit"
 )
@@ -97,13 +95,7 @@ func BenchmarkFrontCheck(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			if watched {
-				ctx, cancel := context.WithCancel(context.Background())
-				defer cancel()
-				sub := sc.deps.Telemetry.Spans().Watch(ctx, nil, time.Time{})
-				go func() {
-					for range sub.C {
-					}
-				}()
+				watchSpans(b, sc)
 			}
 			check := frontCheck(b, sc, raw)
 			check()

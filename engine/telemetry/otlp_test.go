@@ -287,13 +287,7 @@ func TestOTLPExportLimit(t *testing.T) {
 	old := maxTraceRequest
 	maxTraceRequest = 4 << 10
 	t.Cleanup(func() { maxTraceRequest = old })
-	c := startCollector(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	tel, err := Setup(ctx, Options{OTLPEndpoint: "http://" + c.addr, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, ctx, tel := setupWithCollector(t)
 	tr := tel.TracerProvider().Tracer("limit")
 	_, big := tr.Start(ctx, "big")
 	big.SetAttributes(attribute.String("blob", strings.Repeat("x", 8<<10)))
@@ -313,4 +307,18 @@ func TestOTLPExportLimit(t *testing.T) {
 	if strings.Join(names, ",") != "small" {
 		t.Errorf("spans received: %q, want only the small one", names)
 	}
+}
+
+// setupWithCollector sets telemetry up to export to a collector of its
+// own, with a context that ends 20 s into the test.
+func setupWithCollector(t *testing.T) (*collector, context.Context, *Telemetry) {
+	t.Helper()
+	c := startCollector(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	tel, err := Setup(ctx, Options{OTLPEndpoint: "http://" + c.addr, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, ctx, tel
 }
