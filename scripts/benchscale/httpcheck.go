@@ -62,9 +62,9 @@ const httpCheckHistory = "the sidecar's own HTTP/1.1 front (sidecar/httpfront.go
 	"the front writes an answer's header in one append, reusing the previous answer's sorted names (6.7 % → 3.2–3.8 %), " +
 	"a check's header map starts as a single group of eight, the OTLP exporter no longer sizes each request before gRPC sizes it again (1.4 %), " +
 	"and only Envoy's answers list the client's x-svc-* headers (0.7 %). " +
-	"Alternating with the tree before these in one sitting (2026-11-28, eight pairs, load 1.3–8.4), the CPU ratio went from a median of 1.27 " +
-	"(1.05–1.52) to 1.11 (1.05–1.21; at most 1.15 in six of eight) and the throughput ratio from 0.74 (0.62–1.14) to 0.84 (0.76–0.89; " +
-	"at least 0.85 in two of eight). A CPU profile of svc-sidecar after them (perf, 2026-11-28) leaves, besides the work the no-op does too " +
+	"Alternating with the tree before these in one sitting (2026-11-28, eleven pairs, load 1.3–8.4), the CPU ratio went from a median of 1.28 " +
+	"(1.05–1.52) to 1.13 (1.05–1.25; at most 1.15 in eight of eleven) and the throughput ratio from 0.76 (0.62–1.14) to 0.84 (0.75–0.89; " +
+	"at least 0.85 in two of eleven). A CPU profile of svc-sidecar after them (perf, 2026-11-28) leaves, besides the work the no-op does too " +
 	"(the kernel's TCP, the scheduler, reading and writing the connection), the decision in the engine (about 20 %: the policy decision cache's key 3 %, " +
 	"the token from its cache 5 %, audit record and metrics 3 %), the front's reading of the request (9 %), exporting the sampled spans (6–9 %: " +
 	"OTLP conversion and protobuf marshalling), the server span started for every request (3.4 %: the sampler and trace ids, which the audit record " +
