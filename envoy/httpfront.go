@@ -47,7 +47,7 @@ const (
 // Reset empties f for the next request on its connection.
 func (f *FrontRequest) Reset() {
 	if f.headers == nil || len(f.headers) > maxPooledHeaders {
-		f.headers = make(map[string]string, 16)
+		f.headers = make(map[string]string, headerMapSize)
 	} else {
 		clear(f.headers)
 	}

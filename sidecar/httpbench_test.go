@@ -51,13 +51,7 @@ func BenchmarkHTTPDecision(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				if watched {
-					ctx, cancel := context.WithCancel(context.Background())
-					defer cancel()
-					sub := sc.deps.Telemetry.Spans().Watch(ctx, nil, time.Time{})
-					go func() {
-						for range sub.C {
-						}
-					}()
+					watchSpans(b, sc)
 				}
 				b.ReportAllocs()
 				for b.Loop() {
@@ -72,4 +66,16 @@ func BenchmarkHTTPDecision(b *testing.B) {
 			})
 		}
 	}
+}
+
+// watchSpans has a trace tail subscribe to sc's span feed until b ends,
+// so that every span is recorded.
+func watchSpans(b *testing.B, sc *running) {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	sub := sc.deps.Telemetry.Spans().Watch(ctx, nil, time.Time{})
+	go func() {
+		for range sub.C {
+		}
+	}()
 }

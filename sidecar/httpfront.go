@@ -532,8 +532,17 @@ type frontWriter struct {
 	h      http.Header
 	status int
 	body   []byte
-	keys   []string
+	// keys are the header's names in order, as the previous answer on
+	// the connection had them: a check's answers have the same names as
+	// a rule, which writeTo then neither collects nor sorts again.
+	keys []string
+	// head is room for the status line and header of the answer.
+	head []byte
 }
+
+// maxFrontHead is the largest answer header whose room a connection
+// keeps for the next answer.
+const maxFrontHead = 16 << 10
 
 func (w *frontWriter) reset() {
 	if w.h == nil || len(w.h) > 32 {
@@ -561,10 +570,6 @@ func (w *frontWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// headerSanitizer is net/http's: a header value's line breaks become
-// spaces.
-var headerSanitizer = strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ")
-
 func (w *frontWriter) writeTo(bw *bufio.Writer, closeAfter bool) error {
 	if w.status == 0 {
 		w.status = http.StatusOK
@@ -586,41 +591,79 @@ func (w *frontWriter) writeTo(bw *bufio.Writer, closeAfter bool) error {
 	if closeAfter {
 		h["Connection"] = connectionClose
 	}
-	var line [64]byte
-	l := append(line[:0], "HTTP/1.1 "...)
-	l = strconv.AppendInt(l, int64(w.status), 10)
-	l = append(l, ' ')
+	b := append(w.head[:0], "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(w.status), 10)
+	b = append(b, ' ')
 	if text := http.StatusText(w.status); text != "" {
-		l = append(l, text...)
+		b = append(b, text...)
 	} else {
-		l = append(l, "status code "...)
-		l = strconv.AppendInt(l, int64(w.status), 10)
+		b = append(b, "status code "...)
+		b = strconv.AppendInt(b, int64(w.status), 10)
 	}
-	l = append(l, "\r\n"...)
-	bw.Write(l) //nolint:errcheck // the error comes with Flush
-	w.keys = w.keys[:0]
-	for k := range h {
-		w.keys = append(w.keys, k)
-	}
-	slices.Sort(w.keys)
-	for _, k := range w.keys {
-		if !httpguts.ValidHeaderFieldName(k) {
-			continue // as net/http: a handler's mistake, not sent
+	b = append(b, "\r\n"...)
+	line := len(b)
+	b, same := w.appendHeader(b)
+	if !same {
+		w.keys = w.keys[:0]
+		for k := range h {
+			w.keys = append(w.keys, k)
 		}
-		for _, v := range h[k] {
-			if strings.ContainsAny(v, "\r\n") {
-				v = headerSanitizer.Replace(v)
-			}
-			v = strings.Trim(v, " \t")
-			bw.WriteString(k)    //nolint:errcheck
-			bw.WriteString(": ") //nolint:errcheck
-			bw.WriteString(v)    //nolint:errcheck
-			bw.WriteString("\r\n")
-		}
+		slices.Sort(w.keys)
+		b, _ = w.appendHeader(b[:line])
 	}
-	bw.WriteString("\r\n") //nolint:errcheck
+	b = append(b, "\r\n"...)
+	if cap(b) <= maxFrontHead {
+		w.head = b
+	}
+	bw.Write(b) //nolint:errcheck // the error comes with the body's
 	_, err := bw.Write(w.body)
 	return err
+}
+
+// appendHeader appends the header lines of w.h in the order of w.keys:
+// as net/http writes them, a name that is not a valid field name (a
+// handler's mistake) is left out, a value's line breaks become spaces
+// and its surrounding blanks are trimmed. same is false, and nothing is
+// appended, unless w.keys are exactly the header's names.
+func (w *frontWriter) appendHeader(b []byte) (_ []byte, same bool) {
+	if len(w.keys) != len(w.h) {
+		return b, false
+	}
+	start := len(b)
+	for _, k := range w.keys {
+		vs, ok := w.h[k]
+		if !ok {
+			return b[:start], false
+		}
+		if !httpguts.ValidHeaderFieldName(k) {
+			continue
+		}
+		for _, v := range vs {
+			b = append(b, k...)
+			b = append(b, ": "...)
+			b = appendHeaderValue(b, v)
+			b = append(b, "\r\n"...)
+		}
+	}
+	return b, true
+}
+
+// appendHeaderValue appends v as net/http writes a header value: each
+// CR and LF a space, the surrounding blanks trimmed.
+func appendHeaderValue(b []byte, v string) []byte {
+	v = trimBlanks(v)
+	from := len(b)
+	b = append(b, v...)
+	if strings.IndexByte(v, '\r') >= 0 || strings.IndexByte(v, '\n') >= 0 {
+		for i := from; i < len(b); i++ {
+			if b[i] == '\r' || b[i] == '\n' {
+				b[i] = ' '
+			}
+		}
+		// A line break at either end is a blank now.
+		b = append(b[:from], trimBlanks(string(b[from:]))...)
+	}
+	return b
 }
 
 var (

@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"google.golang.org/grpc"
 )
 
 // defaultOTLPPort is the OTLP/gRPC port, used when an endpoint URL has none.
@@ -109,16 +110,32 @@ func parseEndpoint(raw string, insecure bool) (target, error) {
 	return target{url: scheme + "://" + hostport, hostport: hostport, insecure: scheme == "http"}, nil
 }
 
+// traceOptions are the trace exporter's options for t.
+//
+// The exporter's limit on an export request's size (64 MiB) is gRPC's
+// limit on the message it sends: the exporter enforces its own by
+// computing the size of every request before gRPC's codec computes it
+// again to marshal it, a second walk of every span's attributes that cost
+// a sixth of exporting, and gRPC refuses a larger message as well, once
+// marshalled.
 func (t target) traceOptions() []otlptracegrpc.Option {
-	if t.url != "" {
-		return []otlptracegrpc.Option{otlptracegrpc.WithEndpointURL(t.url)}
+	opts := []otlptracegrpc.Option{
+		otlptracegrpc.WithMaxRequestSize(0),
+		otlptracegrpc.WithDialOption(grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(maxTraceRequest))),
 	}
-	opts := []otlptracegrpc.Option{otlptracegrpc.WithEndpoint(t.hostport)}
+	if t.url != "" {
+		return append(opts, otlptracegrpc.WithEndpointURL(t.url))
+	}
+	opts = append(opts, otlptracegrpc.WithEndpoint(t.hostport))
 	if t.insecure {
 		opts = append(opts, otlptracegrpc.WithInsecure())
 	}
 	return opts
 }
+
+// maxTraceRequest is the largest trace export request sent, in bytes: the
+// exporter's default limit.
+var maxTraceRequest = 64 << 20
 
 func (t target) metricOptions() []otlpmetricgrpc.Option {
 	if t.url != "" {

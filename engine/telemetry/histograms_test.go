@@ -37,13 +37,7 @@ func recordBoth(t *testing.T, tel *Telemetry) {
 // TestHistogramsOverOTLP: the otelhist histograms reach the collector
 // cumulative, in the scope of the SDK's metrics of that scope.
 func TestHistogramsOverOTLP(t *testing.T) {
-	c := startCollector(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	tel, err := Setup(ctx, Options{OTLPEndpoint: "http://" + c.addr, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, ctx, tel := setupWithCollector(t)
 	recordBoth(t, tel)
 	if err := tel.Shutdown(ctx); err != nil {
 		t.Fatal(err)

@@ -279,3 +279,46 @@ func TestShutdownBoundedByContext(t *testing.T) {
 		t.Errorf("Shutdown took %s with a 300ms context", d)
 	}
 }
+
+// TestOTLPExportLimit: a trace export request larger than
+// maxTraceRequest is not sent (gRPC refuses it once marshalled, as the
+// exporter refused it before marshalling), and a smaller one still is.
+func TestOTLPExportLimit(t *testing.T) {
+	old := maxTraceRequest
+	maxTraceRequest = 4 << 10
+	t.Cleanup(func() { maxTraceRequest = old })
+	c, ctx, tel := setupWithCollector(t)
+	tr := tel.TracerProvider().Tracer("limit")
+	_, big := tr.Start(ctx, "big")
+	big.SetAttributes(attribute.String("blob", strings.Repeat("x", 8<<10)))
+	big.End()
+	if err := tel.tp.ForceFlush(ctx); err != nil {
+		t.Logf("flush of the oversized request: %v", err)
+	}
+	_, small := tr.Start(ctx, "small")
+	small.End()
+	if err := tel.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	var names []string
+	for _, s := range c.spans() {
+		names = append(names, s.name)
+	}
+	if strings.Join(names, ",") != "small" {
+		t.Errorf("spans received: %q, want only the small one", names)
+	}
+}
+
+// setupWithCollector sets telemetry up to export to a collector of its
+// own, with a context that ends 20 s into the test.
+func setupWithCollector(t *testing.T) (*collector, context.Context, *Telemetry) {
+	t.Helper()
+	c := startCollector(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	tel, err := Setup(ctx, Options{OTLPEndpoint: "http://" + c.addr, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, ctx, tel
+}

@@ -22,7 +22,7 @@ type entry struct {
 }
 
 // cache is the verified-token cache: a digestcache of entries by the
-// SHA-256 of the token, whose epoch moves when the key set changes.
+// BLAKE2b-256 of the token (digestOf), whose epoch moves when the key set changes.
 type cache struct {
 	m *digestcache.Cache[entry]
 }
@@ -33,12 +33,12 @@ func newCache(size int) *cache { return &cache{m: digestcache.New[entry](size)} 
 // lookup that finds nothing is counted by miss, when the token is
 // verified: an engine may look a token up in a cache whose verifier never
 // sees it.
-func (c *cache) get(key *[sha256.Size]byte) (entry, bool) { return c.m.Get(key) }
+func (c *cache) get(key *digestcache.Key) (entry, bool) { return c.m.Get(key) }
 
 // miss counts a lookup that found nothing to serve.
-func (c *cache) miss(key *[sha256.Size]byte) { c.m.Miss(key) }
+func (c *cache) miss(key *digestcache.Key) { c.m.Miss(key) }
 
-func (c *cache) remove(key *[sha256.Size]byte) { c.m.Remove(key) }
+func (c *cache) remove(key *digestcache.Key) { c.m.Remove(key) }
 
 // epoch is the epoch to read before a verification whose entry put
 // stores.
@@ -48,7 +48,7 @@ func (c *cache) epoch() uint64 { return c.m.Epoch() }
 // changed since the verification began (epoch moved: the key that verified
 // it may have been withdrawn meanwhile, and retain has already run). A full
 // shard first drops expired entries from a sample, or one random entry.
-func (c *cache) put(key *[sha256.Size]byte, e entry, now, skew int64, epoch uint64) {
+func (c *cache) put(key *digestcache.Key, e entry, now, skew int64, epoch uint64) {
 	expired := func(e entry) bool { return now > e.times.exp+skew || now > e.until }
 	if expired(e) {
 		return

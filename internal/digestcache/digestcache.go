@@ -1,6 +1,7 @@
-// Package digestcache is a bounded, sharded map keyed by the SHA-256 of
-// a credential, for caches that must never hold the credential itself:
-// the verified-token cache and the introspection cache.
+// Package digestcache is a bounded, sharded map keyed by a 256-bit
+// cryptographic digest of a credential, for caches that must never hold
+// the credential itself: the verified-token cache (BLAKE2b-256) and the
+// introspection cache (SHA-256, as its shared Redis tier names tokens).
 //
 // A full shard makes room by sampled random eviction: it looks at a few
 // entries (map iteration starts at a random position), drops the stale
@@ -11,13 +12,12 @@
 package digestcache
 
 import (
-	"crypto/sha256"
 	"sync"
 	"sync/atomic"
 )
 
-// Key is the SHA-256 of what is cached.
-type Key = [sha256.Size]byte
+// Key is the 256-bit digest of what is cached.
+type Key = [32]byte
 
 // Shards is how many independently locked maps a cache is spread over,
 // so that concurrent hits rarely contend; a key's shard is its first
