@@ -41,6 +41,13 @@ import (
 // request), a connection is closed after IdleTimeout without a request,
 // and a header larger than frontBufSize goes to net/http, which refuses
 // one larger than MaxHeaderBytes.
+//
+// A check is decided in its connection's context, as net/http's request
+// context: cancelled when the client hangs up while it is decided, when
+// the connection closes, and when the server closes (Close, or Shutdown
+// giving up on it). The hang-up is noticed without a goroutine per
+// request: a check still running after probeEvery looks at the socket,
+// without reading from it, every probeEvery until it ends.
 type front struct {
 	srv     *Server
 	std     *http.Server
@@ -55,19 +62,34 @@ type front struct {
 	finished chan struct{} // closed when closing and conns is empty
 	// handedOver counts the connections given to net/http.
 	handedOver atomic.Int64
+	// base is the parent of the connections' contexts; stop cancels it.
+	base context.Context
+	stop context.CancelFunc
+	// probeEvery is how often a running check looks for its client's
+	// hang-up.
+	probeEvery time.Duration
 }
+
+// frontProbeEvery is front.probeEvery: a check that takes longer is
+// waiting on something (a key set, a store), and is cancelled within
+// this long of its client's hang-up.
+const frontProbeEvery = 50 * time.Millisecond
 
 // frontBufSize is the read buffer of a connection: a request header that
 // does not fit goes to net/http.
 const frontBufSize = 8 << 10
 
 func newFront(s *Server, std *http.Server) *front {
+	base, stop := context.WithCancel(context.Background())
 	return &front{
-		srv:      s,
-		std:      std,
-		handoff:  newConnQueue(),
-		conns:    make(map[*frontConn]struct{}),
-		finished: make(chan struct{}),
+		srv:        s,
+		std:        std,
+		handoff:    newConnQueue(),
+		conns:      make(map[*frontConn]struct{}),
+		finished:   make(chan struct{}),
+		base:       base,
+		stop:       stop,
+		probeEvery: frontProbeEvery,
 	}
 }
 
@@ -171,6 +193,8 @@ func (f *front) Shutdown(ctx context.Context) error {
 		case <-f.finished:
 			return nil
 		case <-ctx.Done():
+			// The checks still running are given up on.
+			f.stop()
 			return ctx.Err()
 		case <-t.C:
 			// A connection that went idle after beginClose.
@@ -181,6 +205,7 @@ func (f *front) Shutdown(ctx context.Context) error {
 
 // Close closes the listener and every connection at once.
 func (f *front) Close() {
+	f.stop()
 	f.beginClose(true)
 	f.handoff.Close()
 }
@@ -207,6 +232,13 @@ type frontConn struct {
 	// request header's.
 	deadline    time.Time
 	headerArmed bool
+	// ctx is the context of the connection's checks, cancel cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// checking is set while a check is decided; probe, made on the
+	// connection's first check, runs probeHangUp while it is.
+	checking atomic.Bool
+	probe    *time.Timer
 }
 
 // armHeader gives the rest of the request header ReadHeaderTimeout to
@@ -241,6 +273,8 @@ var (
 
 func (fc *frontConn) serve() {
 	defer fc.f.untrack(fc)
+	fc.ctx, fc.cancel = context.WithCancel(fc.f.base)
+	defer fc.cancel()
 	fc.br = frontReaders.Get().(*bufio.Reader)
 	fc.br.Reset(fc.c)
 	fc.bw = frontWriters.Get().(*bufio.Writer)
@@ -315,22 +349,61 @@ func (fc *frontConn) answer(closeAfter bool) (err error) {
 		}
 	}()
 	fc.w.reset()
-	fc.f.serve(context.Background(), &fc.w, &fc.req, fc)
+	fc.watch()
+	defer fc.unwatch()
+	fc.f.serve(fc.ctx, &fc.w, &fc.req, fc)
 	return fc.w.writeTo(fc.bw, closeAfter)
+}
+
+// watch arms the probe for the check about to be decided: most end
+// before it fires.
+func (fc *frontConn) watch() {
+	fc.checking.Store(true)
+	if fc.probe == nil {
+		// Made stopped, then armed: probeHangUp sees fc.probe set.
+		fc.probe = time.AfterFunc(time.Hour, fc.probeHangUp)
+	}
+	fc.probe.Reset(fc.f.probeEvery)
+}
+
+// unwatch disarms the probe once the check is decided.
+func (fc *frontConn) unwatch() {
+	fc.checking.Store(false)
+	fc.probe.Stop()
+}
+
+// probeHangUp cancels the connection's context when its client hung up
+// while a check is decided, and looks again after probeEvery while the
+// check goes on. A probe left over from a check that ended looks at the
+// connection of the next one: a hang-up cancels that one as well.
+func (fc *frontConn) probeHangUp() {
+	if !fc.checking.Load() {
+		return
+	}
+	if hungUp(fc.c) {
+		fc.cancel()
+		return
+	}
+	fc.probe.Reset(fc.f.probeEvery)
 }
 
 // readHeader buffers the whole header of the next request, and returns
 // its length with the blank line. When the header does not fit in the
-// buffer it returns 0 and true: net/http reads it. false when the
-// connection ended or timed out first.
+// buffer, or a line of it ends in a bare LF (which net/http reads as a
+// line's end, so that the header may have ended without a CRLF CRLF),
+// it returns 0 and true: net/http reads it. false when the connection
+// ended or timed out first.
 func (fc *frontConn) readHeader() (int, bool) {
-	from := 0
+	from, lfFrom := 0, 0
 	for {
 		buf, _ := fc.br.Peek(fc.br.Buffered())
 		if i := bytes.Index(buf[from:], crlfcrlf); i >= 0 {
 			return from + i + len(crlfcrlf), true
 		}
-		from = max(0, len(buf)-len(crlfcrlf)+1)
+		if bareLF(buf, lfFrom) {
+			return 0, true
+		}
+		from, lfFrom = max(0, len(buf)-len(crlfcrlf)+1), len(buf)
 		if len(buf) == fc.br.Size() {
 			return 0, true
 		}
@@ -344,6 +417,21 @@ func (fc *frontConn) readHeader() (int, bool) {
 }
 
 var crlfcrlf = []byte("\r\n\r\n")
+
+// bareLF reports a LF not preceded by a CR in buf[from:].
+func bareLF(buf []byte, from int) bool {
+	for {
+		i := bytes.IndexByte(buf[from:], '\n')
+		if i < 0 {
+			return false
+		}
+		from += i
+		if from == 0 || buf[from-1] != '\r' {
+			return true
+		}
+		from++
+	}
+}
 
 // handOver gives the connection, with its unread bytes, to net/http.
 func (fc *frontConn) handOver() bool {
