@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine"
-	"github.com/svc-dev/svc/sidecar/telemetry"
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
@@ -141,15 +139,7 @@ func TestBundlePollTooLarge(t *testing.T) {
 	cfg.Policy.BundleMaxPoll = config.Duration{Duration: 20 * time.Millisecond}
 
 	var logs testkit.SyncBuffer
-	log, _, err := telemetry.NewLogger(&logs, "info")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tel, err := telemetry.Setup(context.Background(), telemetry.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	log, tel := newTestTelemetry(t, &logs, "info")
 	eng, err := engine.New(cfg, engine.Deps{Logger: log, MeterProvider: tel.MeterProvider()})
 	if err != nil {
 		t.Fatal(err)

@@ -52,6 +52,33 @@ func blockingCheck(started chan<- struct{}, ended chan<- error, release <-chan s
 	}
 }
 
+// sendCheck sends a check request on a new connection to addr.
+func sendCheck(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(c, frontCheckRequest); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// wantCancelled waits for a blockingCheck to end with its context
+// cancelled.
+func wantCancelled(t *testing.T, ended <-chan error) {
+	t.Helper()
+	select {
+	case err := <-ended:
+		if err != context.Canceled {
+			t.Fatalf("check ended with %v, want its context cancelled", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the check's context was not cancelled")
+	}
+}
+
 // TestFrontCancelsCheckOfHungUpClient: a check in flight whose client
 // hangs up (closes or resets the connection) sees its context cancelled,
 // as a net/http handler's request context is.
@@ -61,26 +88,13 @@ func TestFrontCancelsCheckOfHungUpClient(t *testing.T) {
 			started, ended := make(chan struct{}, 1), make(chan error, 1)
 			_, addr := startBareFront(t, &http.Server{ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute},
 				blockingCheck(started, ended, nil))
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.WriteString(c, frontCheckRequest); err != nil {
-				t.Fatal(err)
-			}
+			c := sendCheck(t, addr)
 			<-started
 			if hangUp == "reset" {
 				_ = c.(*net.TCPConn).SetLinger(0)
 			}
 			c.Close()
-			select {
-			case err := <-ended:
-				if err != context.Canceled {
-					t.Fatalf("check ended with %v, want its context cancelled", err)
-				}
-			case <-time.After(3 * time.Second):
-				t.Fatal("the check's context was not cancelled after its client hung up")
-			}
+			wantCancelled(t, ended)
 		})
 	}
 }
@@ -136,14 +150,8 @@ func TestFrontCloseCancelsChecks(t *testing.T) {
 			started, ended := make(chan struct{}, 1), make(chan error, 1)
 			f, addr := startBareFront(t, &http.Server{ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute},
 				blockingCheck(started, ended, nil))
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := sendCheck(t, addr)
 			defer c.Close()
-			if _, err := io.WriteString(c, frontCheckRequest); err != nil {
-				t.Fatal(err)
-			}
 			<-started
 			if stop == "close" {
 				f.Close()
@@ -154,14 +162,7 @@ func TestFrontCloseCancelsChecks(t *testing.T) {
 					t.Fatal("Shutdown returned before the check ended")
 				}
 			}
-			select {
-			case err := <-ended:
-				if err != context.Canceled {
-					t.Fatalf("check ended with %v, want its context cancelled", err)
-				}
-			case <-time.After(3 * time.Second):
-				t.Fatal("the check's context was not cancelled")
-			}
+			wantCancelled(t, ended)
 		})
 	}
 }
