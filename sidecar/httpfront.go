@@ -45,9 +45,10 @@ import (
 // A check is decided in its connection's context, as net/http's request
 // context: cancelled when the client hangs up while it is decided, when
 // the connection closes, and when the server closes (Close, or Shutdown
-// giving up on it). The hang-up is noticed without a goroutine per
-// request: a check still running after probeEvery looks at the socket,
-// without reading from it, every probeEvery until it ends.
+// giving up on it). The hang-up is noticed without a goroutine or a
+// timer per request: one goroutine of the front looks, every probeEvery,
+// at the sockets of the checks already running at its previous look,
+// without reading from them.
 type front struct {
 	srv     *Server
 	std     *http.Server
@@ -65,14 +66,14 @@ type front struct {
 	// base is the parent of the connections' contexts; stop cancels it.
 	base context.Context
 	stop context.CancelFunc
-	// probeEvery is how often a running check looks for its client's
-	// hang-up.
+	// probeEvery is how often the running checks are looked at for
+	// their client's hang-up (watchHangUps).
 	probeEvery time.Duration
 }
 
 // frontProbeEvery is front.probeEvery: a check that takes longer is
 // waiting on something (a key set, a store), and is cancelled within
-// this long of its client's hang-up.
+// twice this long of its client's hang-up.
 const frontProbeEvery = 50 * time.Millisecond
 
 // frontBufSize is the read buffer of a connection: a request header that
@@ -103,6 +104,7 @@ func (f *front) Serve(lis net.Listener) error {
 		lis.Close()
 		return http.ErrServerClosed
 	}
+	go f.watchHangUps()
 	var delay time.Duration
 	for {
 		c, err := lis.Accept()
@@ -203,6 +205,41 @@ func (f *front) Shutdown(ctx context.Context) error {
 	}
 }
 
+// watchHangUps cancels the context of a check whose client hung up,
+// looking every probeEvery at the checks that were running at the
+// previous look, until the front is closed or has finished. A check
+// costs its connection two atomic additions; most end before a look.
+func (f *front) watchHangUps() {
+	t := time.NewTicker(f.probeEvery)
+	defer t.Stop()
+	var slow []*frontConn
+	for {
+		select {
+		case <-f.base.Done():
+			return
+		case <-f.finished:
+			return
+		case <-t.C:
+		}
+		slow = slow[:0]
+		f.mu.Lock()
+		for fc := range f.conns {
+			n := fc.checks.Load()
+			if n&1 == 1 && n == fc.seenChecks {
+				slow = append(slow, fc)
+			}
+			fc.seenChecks = n
+		}
+		f.mu.Unlock()
+		for _, fc := range slow {
+			if hungUp(fc.c) {
+				fc.cancel()
+			}
+		}
+		clear(slow)
+	}
+}
+
 // Close closes the listener and every connection at once.
 func (f *front) Close() {
 	f.stop()
@@ -235,10 +272,11 @@ type frontConn struct {
 	// ctx is the context of the connection's checks, cancel cancels it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// checking is set while a check is decided; probe, made on the
-	// connection's first check, runs probeHangUp while it is.
-	checking atomic.Bool
-	probe    *time.Timer
+	// checks counts the starts and ends of the connection's checks: odd
+	// while one is decided. seenChecks is its value at watchHangUps'
+	// previous look, read and written under f.mu.
+	checks     atomic.Uint64
+	seenChecks uint64
 }
 
 // armHeader gives the rest of the request header ReadHeaderTimeout to
@@ -349,42 +387,10 @@ func (fc *frontConn) answer(closeAfter bool) (err error) {
 		}
 	}()
 	fc.w.reset()
-	fc.watch()
-	defer fc.unwatch()
+	fc.checks.Add(1) // odd: watchHangUps may look at the socket
+	defer fc.checks.Add(1)
 	fc.f.serve(fc.ctx, &fc.w, &fc.req, fc)
 	return fc.w.writeTo(fc.bw, closeAfter)
-}
-
-// watch arms the probe for the check about to be decided: most end
-// before it fires.
-func (fc *frontConn) watch() {
-	fc.checking.Store(true)
-	if fc.probe == nil {
-		// Made stopped, then armed: probeHangUp sees fc.probe set.
-		fc.probe = time.AfterFunc(time.Hour, fc.probeHangUp)
-	}
-	fc.probe.Reset(fc.f.probeEvery)
-}
-
-// unwatch disarms the probe once the check is decided.
-func (fc *frontConn) unwatch() {
-	fc.checking.Store(false)
-	fc.probe.Stop()
-}
-
-// probeHangUp cancels the connection's context when its client hung up
-// while a check is decided, and looks again after probeEvery while the
-// check goes on. A probe left over from a check that ended looks at the
-// connection of the next one: a hang-up cancels that one as well.
-func (fc *frontConn) probeHangUp() {
-	if !fc.checking.Load() {
-		return
-	}
-	if hungUp(fc.c) {
-		fc.cancel()
-		return
-	}
-	fc.probe.Reset(fc.f.probeEvery)
 }
 
 // readHeader buffers the whole header of the next request, and returns
