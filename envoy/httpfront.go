@@ -21,18 +21,21 @@ type FrontRequest struct {
 	// headers is lowerHeaders of the request.
 	headers map[string]string
 	// names holds the first values of the headers that name the
-	// original request; fwdHost, traceparent and pragma the first values
-	// of X-Forwarded-Host, Traceparent and Pragma.
+	// original request; fwdHost, traceparent, tracestate, userAgent and
+	// pragma the first values of X-Forwarded-Host, Traceparent,
+	// Tracestate, User-Agent and Pragma; baggage every Baggage value.
 	names                checkNames
 	fwdHost, traceparent string
-	pragma               string
+	tracestate           string
+	userAgent, pragma    string
+	baggage              []string
 	seen                 frontSeen
 	lower                [64]byte
 	cacheControl         bool
 }
 
 // frontSeen marks the headers whose first value FrontRequest has.
-type frontSeen uint8
+type frontSeen uint16
 
 const (
 	seenOrigURI frontSeen = 1 << iota
@@ -41,6 +44,8 @@ const (
 	seenFwdMethod
 	seenFwdHost
 	seenTraceparent
+	seenTracestate
+	seenUserAgent
 	seenPragma
 )
 
@@ -52,7 +57,7 @@ func (f *FrontRequest) Reset() {
 		clear(f.headers)
 	}
 	lower := f.lower
-	*f = FrontRequest{headers: f.headers, lower: lower}
+	*f = FrontRequest{headers: f.headers, baggage: f.baggage[:0], lower: lower}
 }
 
 // AddHeader adds a header line of the request, its name as sent (a
@@ -98,6 +103,12 @@ func (f *FrontRequest) AddLower(n LowerName, value string) {
 		first(seenFwdHost, &f.fwdHost)
 	case "traceparent":
 		first(seenTraceparent, &f.traceparent)
+	case "tracestate":
+		first(seenTracestate, &f.tracestate)
+	case "user-agent":
+		first(seenUserAgent, &f.userAgent)
+	case "baggage":
+		f.baggage = append(f.baggage, value)
 	case "pragma":
 		first(seenPragma, &f.pragma)
 	case "cache-control":
@@ -159,6 +170,11 @@ const lowerXFCC = "x-forwarded-client-cert"
 // Traceparent is the first value of the request's Traceparent header.
 func (f *FrontRequest) Traceparent() string { return f.traceparent }
 
+// Baggage is every value of the request's Baggage header, in order:
+// what http.Header.Values gives a propagator, which reads each apart.
+// Read only; valid until the next Reset.
+func (f *FrontRequest) Baggage() []string { return f.baggage }
+
 // Header is the value of a header by its lower-case name, the values of
 // a repeated header joined with ","; empty for the headers that name
 // the original request.
@@ -170,10 +186,11 @@ func (f *FrontRequest) Header(lower string) string { return f.headers[lower] }
 // until the next Reset.
 func (f *FrontRequest) Headers() map[string]string { return f.headers }
 
-// First is the first value of one of the headers the check reads one
-// value of, by its lower-case name: X-Original-URI, X-Forwarded-Uri,
-// X_Svc_Method, X-Forwarded-Method, X-Forwarded-Host, Traceparent;
-// false when the request has none.
+// First is the first value of one of the headers the check or its span
+// reads one value of, as http.Header.Get does, by its lower-case name:
+// X-Original-URI, X-Forwarded-Uri, X_Svc_Method, X-Forwarded-Method,
+// X-Forwarded-Host, Traceparent, Tracestate, User-Agent; false when the
+// request has none.
 func (f *FrontRequest) First(lower string) (string, bool) {
 	var bit frontSeen
 	var v string
@@ -190,6 +207,10 @@ func (f *FrontRequest) First(lower string) (string, bool) {
 		bit, v = seenFwdHost, f.fwdHost
 	case "traceparent":
 		bit, v = seenTraceparent, f.traceparent
+	case "tracestate":
+		bit, v = seenTracestate, f.tracestate
+	case "user-agent":
+		bit, v = seenUserAgent, f.userAgent
 	}
 	return v, f.seen&bit != 0
 }

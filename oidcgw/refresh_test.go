@@ -8,23 +8,15 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/engine/ratelimit/redistest"
 )
 
 // 50 concurrent requests of one expired session, spread over 3 replicas
 // sharing Redis, refresh it with exactly one token request, behind a
 // provider slower than a second; each gets the new session.
 func TestRefreshOnceAcrossReplicas(t *testing.T) {
-	addr := redistest.Start(t)
 	op := newTestOP(t, "app")
 	op.refreshDelay = 1500 * time.Millisecond
-	var rigs []*rig
-	for range 3 {
-		rigs = append(rigs, newRigOf(t, op, func(c *config.Config) {
-			c.RateLimit.RedisAddr = addr
-			c.SDK.OIDC.Scopes = []string{"openid", "email", "offline_access"}
-		}))
-	}
+	rigs := refreshReplicas(t, op, 3)
 	handle := signInForRefresh(t, rigs[0])
 
 	var wg sync.WaitGroup

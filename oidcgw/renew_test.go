@@ -26,6 +26,26 @@ func refreshScopes(c *config.Config) {
 	c.SDK.OIDC.Scopes = []string{"openid", "email", "offline_access"}
 }
 
+// refreshRig is a gateway of op asking for a refresh token, and the
+// handle of a session signed in on it.
+func refreshRig(t *testing.T, op *testOP) (*rig, string) {
+	t.Helper()
+	r := newRigOf(t, op, refreshScopes)
+	return r, signInForRefresh(t, r)
+}
+
+// refreshReplicas are n gateways of op asking for a refresh token and
+// sharing a Redis, as replicas do.
+func refreshReplicas(t *testing.T, op *testOP, n int) []*rig {
+	t.Helper()
+	addr := redistest.Start(t)
+	rigs := make([]*rig, n)
+	for i := range rigs {
+		rigs[i] = newRigOf(t, op, func(c *config.Config) { c.RateLimit.RedisAddr = addr; refreshScopes(c) })
+	}
+	return rigs
+}
+
 // sessionOf is the session token of a Set-Cookie value; "" for another
 // cookie or a cleared one.
 func sessionOf(t *testing.T, setCookie string) string {
@@ -48,13 +68,9 @@ func sessionOf(t *testing.T, setCookie string) string {
 // request; none waits on another, and every later check of the old
 // session, on any replica, gets the new one.
 func TestRenewSessionOnceAcrossReplicas(t *testing.T) {
-	addr := redistest.Start(t)
 	op := newTestOP(t, "app")
 	op.refreshDelay = 100 * time.Millisecond
-	var rigs []*rig
-	for range 3 {
-		rigs = append(rigs, newRigOf(t, op, func(c *config.Config) { c.RateLimit.RedisAddr = addr; refreshScopes(c) }))
-	}
+	rigs := refreshReplicas(t, op, 3)
 	handle := signInForRefresh(t, rigs[0])
 	cookies := "svc_session=old; svc_session_rt=" + handle
 	claims := expiring(time.Minute)
@@ -130,8 +146,8 @@ func TestRenewSessionOnceAcrossReplicas(t *testing.T) {
 func TestRenewSessionSlowProvider(t *testing.T) {
 	op := newTestOP(t, "app")
 	op.refreshDelay = 800 * time.Millisecond
-	r := newRigOf(t, op, refreshScopes)
-	cookies := "svc_session_rt=" + signInForRefresh(t, r)
+	r, handle := refreshRig(t, op)
+	cookies := "svc_session_rt=" + handle
 	claims := expiring(time.Minute)
 	start := time.Now()
 	if c := r.gw.RenewSession(t.Context(), cookies, claims); c != "" {
@@ -162,8 +178,7 @@ func TestRenewSessionSlowProvider(t *testing.T) {
 // without asking the provider again; the login then signs in anew.
 func TestRenewSessionRefused(t *testing.T) {
 	op := newTestOP(t, "app")
-	r := newRigOf(t, op, refreshScopes)
-	handle := signInForRefresh(t, r)
+	r, handle := refreshRig(t, op)
 	op.failRefresh.Store(true)
 	cookies := "svc_session=old; svc_session_rt=" + handle
 	token := expiring(time.Minute)
@@ -202,8 +217,7 @@ func TestRenewSessionRefused(t *testing.T) {
 // refresh token is kept for later.
 func TestRenewSessionProviderDown(t *testing.T) {
 	op := newTestOP(t, "app")
-	r := newRigOf(t, op, refreshScopes)
-	handle := signInForRefresh(t, r)
+	r, handle := refreshRig(t, op)
 	op.unavailable.Store(true)
 	cookies := "svc_session_rt=" + handle
 	for range 3 {
@@ -225,8 +239,7 @@ func TestRenewSessionProviderDown(t *testing.T) {
 // the provider is not asked.
 func TestRenewSessionWithoutRefreshCookie(t *testing.T) {
 	op := newTestOP(t, "app")
-	r := newRigOf(t, op, refreshScopes)
-	signInForRefresh(t, r)
+	r, _ := refreshRig(t, op)
 	for _, cookies := range []string{"", "svc_session=x", "svc_session_rt=forged", "svc_session_rt=" + strings.Repeat("A", 43)} {
 		if c := r.gw.RenewSession(t.Context(), cookies, expiring(time.Minute)); c != "" {
 			t.Errorf("cookies %q: %q", cookies, c)

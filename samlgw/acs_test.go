@@ -68,6 +68,14 @@ func TestACSBrowserGetsCookieAndRedirect(t *testing.T) {
 func TestACSRefusals(t *testing.T) {
 	past := time.Now().Add(-2 * time.Hour)
 	future := time.Now().Add(2 * time.Hour)
+	// signedAfter signs the valid response once edit changed it.
+	signedAfter := func(edit func(*testidp.Response)) func(*testing.T) []byte {
+		return func(t *testing.T) []byte {
+			r := valid()
+			edit(&r)
+			return signed(t, r)
+		}
+	}
 	tests := []struct {
 		name   string
 		doc    func(t *testing.T) []byte
@@ -86,11 +94,9 @@ func TestACSRefusals(t *testing.T) {
 		{"tampered after signing", func(t *testing.T) []byte {
 			return bytes.Replace(signed(t, valid()), []byte("alice@example.com</saml:NameID>"), []byte("mallory@example.com</saml:NameID>"), 1)
 		}, 401, samlgw.SignatureInvalid},
-		{"sha1", func(t *testing.T) []byte {
-			r := valid()
+		{"sha1", signedAfter(func(r *testidp.Response) {
 			r.SignatureMethod, r.DigestMethod = "http://www.w3.org/2000/09/xmldsig#rsa-sha1", "http://www.w3.org/2000/09/xmldsig#sha1"
-			return signed(t, r)
-		}, 401, samlgw.AlgorithmNotAllowed},
+		}), 401, samlgw.AlgorithmNotAllowed},
 		{"two assertions", func(t *testing.T) []byte {
 			d := readDoc(t, signed(t, valid()))
 			second := readDoc(t, signed(t, valid())).Root().SelectElement("Assertion")
@@ -102,56 +108,36 @@ func TestACSRefusals(t *testing.T) {
 			doc = bytes.Replace(doc, []byte("<?xml version=\"1.0\"?>\n"), nil, 1)
 			return append([]byte(`<?xml version="1.0"?><!DOCTYPE r [<!ENTITY e "x">]>`), doc...)
 		}, 400, samlgw.DTDForbidden},
-		{"expired", func(t *testing.T) []byte {
-			r := valid()
+		{"expired", signedAfter(func(r *testidp.Response) {
 			r.NotBefore, r.NotOnOrAfter, r.IssueInstant = past.Add(-time.Hour), past, past.Add(-time.Hour)
-			return signed(t, r)
-		}, 401, samlgw.Expired},
-		{"not yet valid", func(t *testing.T) []byte {
-			r := valid()
+		}), 401, samlgw.Expired},
+		{"not yet valid", signedAfter(func(r *testidp.Response) {
 			r.NotBefore, r.NotOnOrAfter = future, future.Add(time.Hour)
-			return signed(t, r)
-		}, 401, samlgw.NotYetValid},
-		{"audience", func(t *testing.T) []byte {
-			r := valid()
+		}), 401, samlgw.NotYetValid},
+		{"audience", signedAfter(func(r *testidp.Response) {
 			r.Audience = "https://other.example.com/sp"
-			return signed(t, r)
-		}, 401, samlgw.AudienceMismatch},
-		{"recipient", func(t *testing.T) []byte {
-			r := valid()
+		}), 401, samlgw.AudienceMismatch},
+		{"recipient", signedAfter(func(r *testidp.Response) {
 			r.Recipient = "https://evil.example.com/acs"
-			return signed(t, r)
-		}, 401, samlgw.RecipientMismatch},
-		{"destination", func(t *testing.T) []byte {
-			r := valid()
+		}), 401, samlgw.RecipientMismatch},
+		{"destination", signedAfter(func(r *testidp.Response) {
 			r.Destination = "https://evil.example.com/acs"
-			return signed(t, r)
-		}, 401, samlgw.RecipientMismatch},
-		{"status", func(t *testing.T) []byte {
-			r := valid()
+		}), 401, samlgw.RecipientMismatch},
+		{"status", signedAfter(func(r *testidp.Response) {
 			r.Status = "urn:oasis:names:tc:SAML:2.0:status:Responder"
-			return signed(t, r)
-		}, 401, samlgw.StatusFailure},
-		{"issuer", func(t *testing.T) []byte {
-			r := valid()
+		}), 401, samlgw.StatusFailure},
+		{"issuer", signedAfter(func(r *testidp.Response) {
 			r.Issuer = "https://evil.example.com/idp"
-			return signed(t, r)
-		}, 401, samlgw.UntrustedIssuer},
-		{"missing tenant", func(t *testing.T) []byte {
-			r := valid()
+		}), 401, samlgw.UntrustedIssuer},
+		{"missing tenant", signedAfter(func(r *testidp.Response) {
 			r.Attributes = r.Attributes[:2]
-			return signed(t, r)
-		}, 403, samlgw.TenantMissing},
-		{"two tenants", func(t *testing.T) []byte {
-			r := valid()
+		}), 403, samlgw.TenantMissing},
+		{"two tenants", signedAfter(func(r *testidp.Response) {
 			r.Attributes[2].Values = []string{"AcMe", "globex"}
-			return signed(t, r)
-		}, 403, samlgw.TenantMissing},
-		{"request unknown", func(t *testing.T) []byte {
-			r := valid()
+		}), 403, samlgw.TenantMissing},
+		{"request unknown", signedAfter(func(r *testidp.Response) {
 			r.InResponseTo = "_never-sent"
-			return signed(t, r)
-		}, 401, samlgw.RequestUnknown},
+		}), 401, samlgw.RequestUnknown},
 		{"not base64", nil, 400, samlgw.Malformed},
 	}
 	for _, tt := range tests {

@@ -16,6 +16,7 @@ import (
 	"github.com/beevik/etree"
 
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
 // cpuOf runs fn on one locked OS thread and returns the CPU time that
@@ -175,11 +176,7 @@ func boundsFiller(size, elements int) (string, int) {
 // not timed in a test on a shared machine.
 func TestACSDocumentAtTheBoundsIsRefusedForWhatItIs(t *testing.T) {
 	v, trusted, idp := benchSetup(t)
-	r := benchResponse()
-	r.SignResponse = true
-	signedTmpl := string(idp.XML(r, true))
-	signedTmpl = strings.Replace(signedTmpl, "<ds:DigestValue></ds:DigestValue>", "<ds:DigestValue>"+strings.Repeat("A", 43)+"=</ds:DigestValue>", 1)
-	signedTmpl = strings.Replace(signedTmpl, "<ds:SignatureValue></ds:SignatureValue>", "<ds:SignatureValue>"+strings.Repeat("A", 342)+"==</ds:SignatureValue>", 1)
+	signedTmpl := forgedSignedResponse(idp)
 	end := strings.Index(signedTmpl, "<samlp:Status>")
 	room := maxACSXML - len(signedTmpl) - 100
 	tokens := strings.Count(signedTmpl, "<") * 2
@@ -289,11 +286,7 @@ func (s *countingStore) Add(context.Context, string, time.Duration) (bool, error
 // namespace declarations in scope, under a forged Response signature.
 func BenchmarkACSValidateAtTheBounds(b *testing.B) {
 	v, trusted, idp := benchSetup(b)
-	r := benchResponse()
-	r.SignResponse = true
-	tmpl := string(idp.XML(r, true))
-	tmpl = strings.Replace(tmpl, "<ds:DigestValue></ds:DigestValue>", "<ds:DigestValue>"+strings.Repeat("A", 43)+"=</ds:DigestValue>", 1)
-	tmpl = strings.Replace(tmpl, "<ds:SignatureValue></ds:SignatureValue>", "<ds:SignatureValue>"+strings.Repeat("A", 342)+"==</ds:SignatureValue>", 1)
+	tmpl := forgedSignedResponse(idp)
 	filler, _ := boundsFiller(maxACSXML-len(tmpl)-100, acsLimits.Elements-100)
 	at := strings.Index(tmpl, "<samlp:Status>")
 	doc := []byte(tmpl[:at] + filler + tmpl[at:])
@@ -363,4 +356,15 @@ func FuzzScanTokens(f *testing.F) {
 			return true
 		})
 	})
+}
+
+// forgedSignedResponse is benchResponse with a Response signature of the
+// right sizes that was never made: a SHA-256 digest and an RSA-2048
+// signature value of "A"s, which no key verifies.
+func forgedSignedResponse(idp *testidp.IdP) string {
+	r := benchResponse()
+	r.SignResponse = true
+	doc := string(idp.XML(r, true))
+	doc = strings.Replace(doc, "<ds:DigestValue></ds:DigestValue>", "<ds:DigestValue>"+strings.Repeat("A", 43)+"=</ds:DigestValue>", 1)
+	return strings.Replace(doc, "<ds:SignatureValue></ds:SignatureValue>", "<ds:SignatureValue>"+strings.Repeat("A", 342)+"==</ds:SignatureValue>", 1)
 }

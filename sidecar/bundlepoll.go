@@ -103,6 +103,12 @@ func (s *Server) pollOnce(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
+	// A bundle larger than policy.bundle_max_bytes is the server's
+	// answer, refused as an upload of it would be: not an outage.
+	var tooLarge *activateError
+	if errors.As(err, &tooLarge) {
+		err = nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.tried = now
@@ -112,11 +118,8 @@ func (s *Server) pollOnce(ctx context.Context) {
 			s.log.Warn("policy bundle server unreachable; the active policy keeps serving", "url", config.RedactURL(p.url), "err", err)
 		}
 		p.lastErr, p.lastCode = err.Error(), ""
-		var ae *activateError
 		if errors.Is(err, loopback.ErrRedirectRefused) {
 			p.lastCode = CodeBundleRedirectRefused
-		} else if errors.As(err, &ae) {
-			p.lastCode = ae.code // bundle-too-large
 		}
 		return
 	}
@@ -124,11 +127,17 @@ func (s *Server) pollOnce(ctx context.Context) {
 		s.log.Info("policy bundle server answers again", "url", config.RedactURL(p.url), "partitioned_for", now.Sub(p.since).Round(time.Millisecond).String())
 	}
 	p.since = time.Time{}
-	if data == nil { // 304 Not Modified
+	if data == nil && tooLarge == nil { // 304 Not Modified
 		p.synced, p.lastErr, p.lastCode = now, "", ""
 		return
 	}
-	if _, err := s.activateBundle(data, sourceBundleURL, false); err != nil {
+	if tooLarge != nil {
+		s.countActivation(sourceBundleURL, tooLarge)
+		err = tooLarge
+	} else {
+		_, err = s.activateBundle(data, sourceBundleURL, false)
+	}
+	if err != nil {
 		// The server answered, with a bundle we refuse: keep the active
 		// one, and keep asking with the old ETag until it is fixed.
 		p.lastErr, p.lastCode = "bundle refused: "+err.Error(), reason.PolicyError

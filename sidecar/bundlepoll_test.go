@@ -5,9 +5,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/svc-dev/svc/engine"
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
@@ -114,4 +118,59 @@ func TestBundlePollJitter(t *testing.T) {
 	if w := p.nextWait(); w != 5*time.Second {
 		t.Errorf("min = max = 5s: wait %s", w)
 	}
+}
+
+// TestBundlePollTooLarge: a polled bundle larger than
+// policy.bundle_max_bytes is refused as an upload of it is, with reason
+// bundle-too-large in the status, the log and the activations metric;
+// the server answered, so the poller is not partitioned.
+func TestBundlePollTooLarge(t *testing.T) {
+	idp, _, verifyKey, _ := signedSetup(t)
+	const limit = 1 << 20
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("ETag", `"big"`)
+		_, _ = w.Write(make([]byte, limit+1))
+	}))
+	t.Cleanup(srv.Close)
+	cfg := signedConfig(t, idp, verifyKey)
+	cfg.Policy.BundleURL = srv.URL + "/bundle.tar.gz"
+	cfg.Policy.BundleMaxBytes = limit
+	cfg.Policy.BundleMinPoll = config.Duration{Duration: 20 * time.Millisecond}
+	cfg.Policy.BundleMaxPoll = config.Duration{Duration: 20 * time.Millisecond}
+
+	var logs testkit.SyncBuffer
+	log, tel := newTestTelemetry(t, &logs, "info")
+	eng, err := engine.New(cfg, engine.Deps{Logger: log, MeterProvider: tel.MeterProvider()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Close() })
+	r := startServer(t, Deps{Engine: eng, Telemetry: tel, Logger: log})
+	testkit.Eventually(t, "the polled bundle refused", func() bool {
+		st := getStatus(t, r)
+		return st.Bundle != nil && st.Bundle.LastErrorCode != ""
+	})
+	st := getStatus(t, r).Bundle
+	if st.LastErrorCode != "bundle-too-large" || st.Partitioned || !strings.HasPrefix(st.LastError, "bundle refused: ") {
+		t.Errorf("status bundle = %+v, want it refused (bundle-too-large), not partitioned", st)
+	}
+	if !strings.Contains(logs.String(), `"code":"bundle-too-large"`) || strings.Contains(logs.String(), "unreachable") {
+		t.Errorf("log = %s, want the bundle refused with code bundle-too-large", logs.String())
+	}
+	_, metrics := get(t, r, PathMetrics)
+	refused := regexp.MustCompile(`(?m)^svc_policy_bundle_activations_total\{[^}]*reason="bundle-too-large"[^}]*result="refused"[^}]*source="bundle_url"[^}]*\} [1-9]`)
+	if !refused.Match(metrics) {
+		t.Errorf("metrics lack a bundle_url activation refused for bundle-too-large:\n%s", grepLines(metrics, "activations"))
+	}
+}
+
+// grepLines is the lines of b that contain s.
+func grepLines(b []byte, s string) string {
+	var out []string
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -1,10 +1,12 @@
 package sidecar
 
 import (
+	"bufio"
 	"context"
 	"net/http"
 	"net/textproto"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/baggage"
@@ -71,5 +73,63 @@ func TestHeaderCarrierExtract(t *testing.T) {
 	if errA != nil || errB != nil || ab.Len() != 2 || ab.Len() != bb.Len() ||
 		ab.Member("k").Value() != bb.Member("k").Value() || ab.Member("k2").Value() != bb.Member("k2").Value() {
 		t.Errorf("Inject baggage %q (%v), want %q (%v)", b.Get("Baggage"), errB, a.Get("Baggage"), errA)
+	}
+}
+
+// TestFrontCarrierAsHeaderCarrier: the front's carrier gives the
+// propagators what headerCarrier gives them of the same request read by
+// net/http, repeated fields included (the first traceparent and
+// tracestate, each baggage value apart, so that a malformed one drops
+// only its own members), and the span's user agent is the first, as
+// http.Request.UserAgent.
+func TestFrontCarrierAsHeaderCarrier(t *testing.T) {
+	prop := propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	const other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	for name, lines := range map[string][]string{
+		"single":                 {"Traceparent: " + traceparent, "Tracestate: a=1", "Baggage: k=v", "User-Agent: nginx"},
+		"repeated":               {"Traceparent: " + traceparent, "Traceparent: " + other, "Tracestate: a=1", "Tracestate: b=2", "Baggage: k=v", "Baggage: k2=v2", "User-Agent: nginx", "User-Agent: curl"},
+		"malformed baggage":      {"Traceparent: " + traceparent, "Baggage: k=v", "Baggage: bad;;=", "Baggage: k2=v2"},
+		"empty first":            {"Traceparent: " + traceparent, "Tracestate:", "Tracestate: b=2", "User-Agent:", "User-Agent: curl"},
+		"mixed case names":       {"traceparent: " + traceparent, "TRACESTATE: a=1", "baggage: k=v", "BAGGAGE: k2=v2", "user-agent: x"},
+		"malformed first parent": {"Traceparent: 00-zz", "Traceparent: " + traceparent},
+	} {
+		t.Run(name, func(t *testing.T) {
+			raw := "GET /check HTTP/1.1\r\nHost: svc\r\n" + strings.Join(lines, "\r\n") + "\r\n\r\n"
+			fc, _, fast := frontRead([]byte(raw))
+			if !fast {
+				t.Fatalf("the front does not read %q", raw)
+			}
+			req, err := http.ReadRequest(bufio.NewReader(strings.NewReader(raw)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, want := frontCarrier{&fc.req}, headerCarrier(req.Header)
+			for _, f := range []string{"traceparent", "tracestate", "baggage"} {
+				if g, w := got.Get(f), want.Get(f); g != w {
+					t.Errorf("Get(%q) = %q, want %q", f, g, w)
+				}
+			}
+			// Only the baggage propagator reads every value.
+			if g, w := got.Values("baggage"), want.Values("baggage"); !slices.Equal(g, w) {
+				t.Errorf("Values(baggage) = %q, want %q", g, w)
+			}
+			gctx := prop.Extract(context.Background(), got)
+			wctx := prop.Extract(context.Background(), want)
+			if g, w := trace.SpanContextFromContext(gctx), trace.SpanContextFromContext(wctx); !g.Equal(w) || g.TraceState().String() != w.TraceState().String() {
+				t.Errorf("span context %v (state %q), want %v (state %q)", g, g.TraceState(), w, w.TraceState())
+			}
+			gb, wb := baggage.FromContext(gctx), baggage.FromContext(wctx)
+			if gb.Len() != wb.Len() {
+				t.Errorf("baggage %q, want %q", gb, wb)
+			}
+			for _, m := range wb.Members() {
+				if gb.Member(m.Key()).Value() != m.Value() {
+					t.Errorf("baggage %q, want %q", gb, wb)
+				}
+			}
+			if ua, _ := fc.req.First("user-agent"); ua != req.UserAgent() {
+				t.Errorf("user agent %q, want %q", ua, req.UserAgent())
+			}
+		})
 	}
 }

@@ -41,6 +41,14 @@ import (
 // request), a connection is closed after IdleTimeout without a request,
 // and a header larger than frontBufSize goes to net/http, which refuses
 // one larger than MaxHeaderBytes.
+//
+// A check is decided in its connection's context, as net/http's request
+// context: cancelled when the client hangs up while it is decided, when
+// the connection closes, and when the server closes (Close, or Shutdown
+// giving up on it). The hang-up is noticed without a goroutine or a
+// timer per request: one goroutine of the front looks, every probeEvery,
+// at the sockets of the checks already running at its previous look,
+// without reading from them.
 type front struct {
 	srv     *Server
 	std     *http.Server
@@ -55,19 +63,34 @@ type front struct {
 	finished chan struct{} // closed when closing and conns is empty
 	// handedOver counts the connections given to net/http.
 	handedOver atomic.Int64
+	// base is the parent of the connections' contexts; stop cancels it.
+	base context.Context
+	stop context.CancelFunc
+	// probeEvery is how often the running checks are looked at for
+	// their client's hang-up (watchHangUps).
+	probeEvery time.Duration
 }
+
+// frontProbeEvery is front.probeEvery: a check that takes longer is
+// waiting on something (a key set, a store), and is cancelled within
+// twice this long of its client's hang-up.
+const frontProbeEvery = 50 * time.Millisecond
 
 // frontBufSize is the read buffer of a connection: a request header that
 // does not fit goes to net/http.
 const frontBufSize = 8 << 10
 
 func newFront(s *Server, std *http.Server) *front {
+	base, stop := context.WithCancel(context.Background())
 	return &front{
-		srv:      s,
-		std:      std,
-		handoff:  newConnQueue(),
-		conns:    make(map[*frontConn]struct{}),
-		finished: make(chan struct{}),
+		srv:        s,
+		std:        std,
+		handoff:    newConnQueue(),
+		conns:      make(map[*frontConn]struct{}),
+		finished:   make(chan struct{}),
+		base:       base,
+		stop:       stop,
+		probeEvery: frontProbeEvery,
 	}
 }
 
@@ -81,6 +104,7 @@ func (f *front) Serve(lis net.Listener) error {
 		lis.Close()
 		return http.ErrServerClosed
 	}
+	go f.watchHangUps()
 	var delay time.Duration
 	for {
 		c, err := lis.Accept()
@@ -171,6 +195,8 @@ func (f *front) Shutdown(ctx context.Context) error {
 		case <-f.finished:
 			return nil
 		case <-ctx.Done():
+			// The checks still running are given up on.
+			f.stop()
 			return ctx.Err()
 		case <-t.C:
 			// A connection that went idle after beginClose.
@@ -179,8 +205,44 @@ func (f *front) Shutdown(ctx context.Context) error {
 	}
 }
 
+// watchHangUps cancels the context of a check whose client hung up,
+// looking every probeEvery at the checks that were running at the
+// previous look, until the front is closed or has finished. A check
+// costs its connection two atomic additions; most end before a look.
+func (f *front) watchHangUps() {
+	t := time.NewTicker(f.probeEvery)
+	defer t.Stop()
+	var slow []*frontConn
+	for {
+		select {
+		case <-f.base.Done():
+			return
+		case <-f.finished:
+			return
+		case <-t.C:
+		}
+		slow = slow[:0]
+		f.mu.Lock()
+		for fc := range f.conns {
+			n := fc.checks.Load()
+			if n&1 == 1 && n == fc.seenChecks {
+				slow = append(slow, fc)
+			}
+			fc.seenChecks = n
+		}
+		f.mu.Unlock()
+		for _, fc := range slow {
+			if hungUp(fc.c) {
+				fc.cancel()
+			}
+		}
+		clear(slow)
+	}
+}
+
 // Close closes the listener and every connection at once.
 func (f *front) Close() {
+	f.stop()
 	f.beginClose(true)
 	f.handoff.Close()
 }
@@ -207,6 +269,14 @@ type frontConn struct {
 	// request header's.
 	deadline    time.Time
 	headerArmed bool
+	// ctx is the context of the connection's checks, cancel cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// checks counts the starts and ends of the connection's checks: odd
+	// while one is decided. seenChecks is its value at watchHangUps'
+	// previous look, read and written under f.mu.
+	checks     atomic.Uint64
+	seenChecks uint64
 }
 
 // armHeader gives the rest of the request header ReadHeaderTimeout to
@@ -241,6 +311,8 @@ var (
 
 func (fc *frontConn) serve() {
 	defer fc.f.untrack(fc)
+	fc.ctx, fc.cancel = context.WithCancel(fc.f.base)
+	defer fc.cancel()
 	fc.br = frontReaders.Get().(*bufio.Reader)
 	fc.br.Reset(fc.c)
 	fc.bw = frontWriters.Get().(*bufio.Writer)
@@ -315,22 +387,29 @@ func (fc *frontConn) answer(closeAfter bool) (err error) {
 		}
 	}()
 	fc.w.reset()
-	fc.f.serve(context.Background(), &fc.w, &fc.req, fc)
+	fc.checks.Add(1) // odd: watchHangUps may look at the socket
+	defer fc.checks.Add(1)
+	fc.f.serve(fc.ctx, &fc.w, &fc.req, fc)
 	return fc.w.writeTo(fc.bw, closeAfter)
 }
 
 // readHeader buffers the whole header of the next request, and returns
 // its length with the blank line. When the header does not fit in the
-// buffer it returns 0 and true: net/http reads it. false when the
-// connection ended or timed out first.
+// buffer, or a line of it ends in a bare LF (which net/http reads as a
+// line's end, so that the header may have ended without a CRLF CRLF),
+// it returns 0 and true: net/http reads it. false when the connection
+// ended or timed out first.
 func (fc *frontConn) readHeader() (int, bool) {
-	from := 0
+	from, lfFrom := 0, 0
 	for {
 		buf, _ := fc.br.Peek(fc.br.Buffered())
 		if i := bytes.Index(buf[from:], crlfcrlf); i >= 0 {
 			return from + i + len(crlfcrlf), true
 		}
-		from = max(0, len(buf)-len(crlfcrlf)+1)
+		if bareLF(buf, lfFrom) {
+			return 0, true
+		}
+		from, lfFrom = max(0, len(buf)-len(crlfcrlf)+1), len(buf)
 		if len(buf) == fc.br.Size() {
 			return 0, true
 		}
@@ -344,6 +423,21 @@ func (fc *frontConn) readHeader() (int, bool) {
 }
 
 var crlfcrlf = []byte("\r\n\r\n")
+
+// bareLF reports a LF not preceded by a CR in buf[from:].
+func bareLF(buf []byte, from int) bool {
+	for {
+		i := bytes.IndexByte(buf[from:], '\n')
+		if i < 0 {
+			return false
+		}
+		from += i
+		if from == 0 || buf[from-1] != '\r' {
+			return true
+		}
+		from++
+	}
+}
 
 // handOver gives the connection, with its unread bytes, to net/http.
 func (fc *frontConn) handOver() bool {

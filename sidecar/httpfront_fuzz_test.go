@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,8 @@ func FuzzFrontReadsAsNetHTTP(f *testing.F) {
 		"GET /check HTTP/1.1\r\nHost: svc\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n",
 		"GET /v1/status HTTP/1.1\r\nHost: svc\r\n\r\n",
 		"GET /check HTTP/1.1\r\nHost: svc\r\nX-Forwarded-Uri: /a\nX-Other: b\r\n\r\n",
+		"GET /check HTTP/1.1\r\nHost: svc\r\nUser-Agent: a\r\nuser-agent: b\r\nTracestate: x=1\r\nBaggage: k=v\r\nBAGGAGE: k2=v2\r\n\r\n",
+		"GET /check HTTP/1.1\nHost: svc\n\n",
 		"GET /check HTTP/1.1\r\nHost: [::1]:80\r\nTraceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\n\r\n",
 	} {
 		f.Add([]byte(seed))
@@ -85,6 +88,9 @@ func FuzzFrontReadsAsNetHTTP(f *testing.F) {
 		}
 		if closeAfter != req.Close {
 			t.Fatalf("front closes after %q: %v, net/http: %v", raw, closeAfter, req.Close)
+		}
+		if got, want := fr.Baggage(), req.Header.Values("Baggage"); !slices.Equal(got, want) {
+			t.Fatalf("baggage: front %q, net/http %q", got, want)
 		}
 		want := map[string]string{}
 		for k, vs := range req.Header {

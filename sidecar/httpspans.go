@@ -414,8 +414,9 @@ func (s *Server) frontHandler(serve func(context.Context, http.ResponseWriter, *
 			return
 		}
 		defer span.End()
+		userAgent, _ := r.First("user-agent") // as http.Request.UserAgent
 		span.SetAttributes(spanAttrs(spanRequest{
-			host: r.Host, method: r.Method, remote: r.RemoteAddr, userAgent: r.Header("user-agent"),
+			host: r.Host, method: r.Method, remote: r.RemoteAddr, userAgent: userAgent,
 			forwardedFor: r.Header("x-forwarded-for"), path: r.Path, proto: "HTTP/1.1",
 		})...)
 		serve(ctx, w, r)
@@ -424,16 +425,40 @@ func (s *Server) frontHandler(serve func(context.Context, http.ResponseWriter, *
 	}
 }
 
-// frontCarrier finds the W3C trace fields of a front request.
+// frontCarrier finds the W3C trace fields of a front request as
+// headerCarrier finds them in net/http's: Get the first value (of
+// traceparent and tracestate alike), Values every baggage value, each
+// parsed apart, so that a malformed one loses only its own entries.
 type frontCarrier struct{ r *envoy.FrontRequest }
 
-// Get returns the first traceparent, and the other fields' values
-// joined with "," (their lists' separator).
+var _ propagation.ValuesGetter = frontCarrier{}
+
+// Get returns the first value of field, as http.Header.Get.
 func (c frontCarrier) Get(field string) string {
-	if field == "traceparent" {
-		return c.r.Traceparent()
+	switch field = strings.ToLower(field); field {
+	case "baggage":
+		if b := c.r.Baggage(); len(b) > 0 {
+			return b[0]
+		}
+		return ""
+	case "traceparent", "tracestate":
+		v, _ := c.r.First(field)
+		return v
 	}
-	return c.r.Header(strings.ToLower(field))
+	// No other field is read by the propagators the sidecar sets.
+	return c.r.Header(field)
+}
+
+// Values returns every value of field, as http.Header.Values, for
+// baggage; Get's value for the other fields.
+func (c frontCarrier) Values(field string) []string {
+	if strings.EqualFold(field, "baggage") {
+		return c.r.Baggage()
+	}
+	if v := c.Get(field); v != "" {
+		return []string{v}
+	}
+	return nil
 }
 
 // Set does nothing: a request's carrier is only read.

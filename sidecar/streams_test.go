@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -31,15 +32,7 @@ type liveSidecar struct {
 
 func startLiveSidecar(t testing.TB, cfg config.Config) *liveSidecar {
 	t.Helper()
-	log, _, err := telemetry.NewLogger(io.Discard, "error")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tel, err := telemetry.Setup(context.Background(), telemetry.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	log, tel := newTestTelemetry(t, io.Discard, "error")
 	hub := live.NewHub(live.Deps{Spans: tel.Spans(), Logs: tel.Logs(), Logger: log})
 	e, err := engine.New(cfg, engine.Deps{Logger: log, TracerProvider: tel.TracerProvider(),
 		MeterProvider: tel.MeterProvider(), Observer: hub})
@@ -53,6 +46,22 @@ func startLiveSidecar(t testing.TB, cfg config.Config) *liveSidecar {
 		return status == http.StatusOK
 	})
 	return &liveSidecar{running: r, hub: hub}
+}
+
+// newTestTelemetry is the telemetry of a test's sidecar, logging at
+// level and above to logs.
+func newTestTelemetry(t testing.TB, logs io.Writer, level string) (*slog.Logger, *telemetry.Telemetry) {
+	t.Helper()
+	log, _, err := telemetry.NewLogger(logs, level)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tel, err := telemetry.Setup(context.Background(), telemetry.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	return log, tel
 }
 
 // stream is an open NDJSON stream whose lines arrive on a channel.
