@@ -1,12 +1,8 @@
 package envoy
 
 import (
-	"time"
-
 	"flag"
 	"fmt"
-	"github.com/svc-dev/svc/engine/idtoken"
-	"github.com/svc-dev/svc/internal/testkit"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,8 +12,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/idtoken"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/reason"
 )
 
