@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/sidecar"
 )
 
@@ -18,9 +19,10 @@ import (
 // process can read it; elsewhere in an unlinked temporary file.
 const envCarried = "SVC_HANDOVER_BUNDLE"
 
-// maxCarriedBytes bounds what the next image reads back; uploads are
-// bounded below it.
-const maxCarriedBytes = 64 << 20
+// maxCarriedBytes bounds what the next image reads back: the largest
+// bundle policy.bundle_max_bytes can allow. The new image then holds the
+// bundle to its own configured limit as it activates it.
+const maxCarriedBytes = config.MaxBundleMaxBytes
 
 // carryBundle writes b into a new memory file that survives exec and
 // returns it with the value of envCarried describing it.

@@ -15,7 +15,9 @@ import (
 // TestCarryBundle: the bundle written for the next image reads back
 // byte for byte with its source, and its descriptor survives exec.
 func TestCarryBundle(t *testing.T) {
-	data := bytes.Repeat([]byte("bundle\x00bytes"), 10000)
+	// Larger than 64 MiB: policy.bundle_max_bytes allows bundles up to
+	// 1 GiB, and a restart must carry the one that is active.
+	data := bytes.Repeat([]byte("bundle\x00bytes"), 6_000_000)
 	f, env, err := carryBundle(&sidecar.CarriedBundle{Data: data, Source: "upload"})
 	if err != nil {
 		t.Fatal(err)
