@@ -85,7 +85,10 @@ func TestDecisionCacheSizeSetting(t *testing.T) {
 	cfg.Policy.DecisionCacheSize = 32
 	e := newEngine(t, cfg, engine.Deps{})
 	ctx := context.Background()
-	for i := range 100 {
+	// Enough inputs that each of the cache's 16 shards, which keys reach
+	// by their random hash, surely receives more than its 2 entries.
+	const inputs = 1000
+	for i := range inputs {
 		tenant := "t-" + strconv.Itoa(i)
 		in := engine.Input{
 			Action:   "orders:read",
@@ -97,7 +100,7 @@ func TestDecisionCacheSizeSetting(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, misses, entries, enabled := e.Policies().CacheStats(); !enabled || entries != 32 || misses != 100 {
-		t.Fatalf("cache enabled %v with %d entries after %d misses, want 32 entries after 100", enabled, entries, misses)
+	if _, misses, entries, enabled := e.Policies().CacheStats(); !enabled || entries != 32 || misses != inputs {
+		t.Fatalf("cache enabled %v with %d entries after %d misses, want 32 entries after %d", enabled, entries, misses, inputs)
 	}
 }

@@ -447,7 +447,9 @@ func TestDecideBounded(t *testing.T) {
 				t.Skip("tens of thousands of evaluations: too slow under the race detector")
 			}
 			set := mustModule(t, module, tt.opts...)
-			n := max(tt.bound*3/2, 100)
+			// Enough inputs that every shard, which keys reach by their
+			// random hash, surely fills.
+			n := tt.bound*3/2 + 2000
 			for i := range n {
 				if _, err := set.Decide(ctx, policy.Input{Action: fmt.Sprintf("a%d", i)}); err != nil {
 					t.Fatal(err)
