@@ -78,7 +78,7 @@ func readSecretFile(key, path string) (string, error) {
 	}
 	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 	if strings.TrimSpace(s) == "" || strings.ContainsAny(s, "\r\n") {
-		return "", &decisionFileError{key, fmt.Errorf("%s holds no secret, or more than one line", path)}
+		return "", &decisionFileError{key, fmt.Errorf("%s is empty, or holds more than one line", path)}
 	}
 	return s, nil
 }

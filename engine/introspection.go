@@ -2,11 +2,10 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -24,17 +23,13 @@ const introspectionTimeout = 5 * time.Second
 // newline is not part of the secret. Errors name the setting, never the
 // secret.
 func readClientSecret(cfg config.Config) (string, error) {
-	path := cfg.Introspection.ClientSecretFile
-	b, err := os.ReadFile(path)
-	if err == nil && len(strings.TrimSpace(string(b))) == 0 {
-		err = fmt.Errorf("%s is empty", path)
-	}
+	const key = "introspection.client_secret_file"
+	s, err := readSecretFile(key, cfg.Introspection.ClientSecretFile)
 	if err != nil {
-		return "", &SettingError{Key: "introspection.client_secret_file", Origin: cfg.Origin("introspection.client_secret_file"),
-			Msg: err.Error(), Err: err}
+		err = errors.Unwrap(err)
+		return "", &SettingError{Key: key, Origin: cfg.Origin(key), Msg: err.Error(), Err: err}
 	}
-	s := strings.TrimSuffix(string(b), "\n")
-	return strings.TrimSuffix(s, "\r"), nil
+	return s, nil
 }
 
 // newIntrospector sets up the introspection client of [introspection].
