@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/svc-dev/svc/internal/secretfile"
+
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/decisionlog"
@@ -30,8 +32,11 @@ func (e *Engine) openDecisionLog(ctx context.Context) error {
 	if err != nil {
 		key := "decision_log.url"
 		var fe *decisionFileError
+		var se *secretfile.Error
 		if errors.As(err, &fe) {
 			key = fe.key
+		} else if errors.As(err, &se) {
+			key = se.Key
 		}
 		return &SettingError{Key: key, Origin: e.cfg.Origin(key), Msg: err.Error(), Err: err}
 	}
@@ -68,21 +73,6 @@ type decisionFileError struct {
 func (e *decisionFileError) Error() string { return e.key + ": " + e.err.Error() }
 func (e *decisionFileError) Unwrap() error { return e.err }
 
-// readSecretFile reads the one-line secret of the file that setting key
-// names: one trailing newline is ignored, and an empty file or one of
-// several lines is refused. The secret never appears in the error.
-func readSecretFile(key, path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", &decisionFileError{key, err}
-	}
-	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
-	if strings.TrimSpace(s) == "" || strings.ContainsAny(s, "\r\n") {
-		return "", &decisionFileError{key, fmt.Errorf("%s is empty, or holds more than one line", path)}
-	}
-	return s, nil
-}
-
 // readCAFile is the pool of the PEM certificates in the file of
 // decision_log.tls_ca_file, nil when it is not set.
 func readCAFile(path string) (*x509.CertPool, error) {
@@ -117,7 +107,7 @@ func newDecisionSink(d config.DecisionLog, service string) (decisionlog.Sink, er
 	case config.DecisionLogKafka:
 		opts := decisionlog.KafkaOptions{URL: d.URL, Topic: d.KafkaTopic, RootCAs: roots}
 		if d.KafkaSASLMechanism != "" {
-			pass, err := readSecretFile("decision_log.kafka_sasl_password_file", d.KafkaSASLPasswordFile)
+			pass, err := secretfile.Read("decision_log.kafka_sasl_password_file", d.KafkaSASLPasswordFile)
 			if err != nil {
 				return nil, err
 			}
@@ -127,7 +117,7 @@ func newDecisionSink(d config.DecisionLog, service string) (decisionlog.Sink, er
 	case config.DecisionLogHTTP:
 		var token string
 		if d.HTTPTokenFile != "" {
-			if token, err = readSecretFile("decision_log.http_token_file", d.HTTPTokenFile); err != nil {
+			if token, err = secretfile.Read("decision_log.http_token_file", d.HTTPTokenFile); err != nil {
 				return nil, err
 			}
 			token = strings.TrimSpace(token)

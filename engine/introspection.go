@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/svc-dev/svc/internal/secretfile"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/svc-dev/svc/engine/config"
@@ -19,12 +21,11 @@ import (
 // introspectionTimeout bounds one call to the introspection endpoint.
 const introspectionTimeout = 5 * time.Second
 
-// readClientSecret reads introspection.client_secret_file: one trailing
-// newline is not part of the secret. Errors name the setting, never the
-// secret.
+// readClientSecret reads introspection.client_secret_file (see
+// secretfile.Read). Errors name the setting, never the secret.
 func readClientSecret(cfg config.Config) (string, error) {
 	const key = "introspection.client_secret_file"
-	s, err := readSecretFile(key, cfg.Introspection.ClientSecretFile)
+	s, err := secretfile.Read(key, cfg.Introspection.ClientSecretFile)
 	if err != nil {
 		err = errors.Unwrap(err)
 		return "", &SettingError{Key: key, Origin: cfg.Origin(key), Msg: err.Error(), Err: err}

@@ -34,8 +34,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -136,22 +134,6 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 		}
 	}
 	return g, nil
-}
-
-// readSecret reads a client secret file: its first line, trimmed.
-func readSecret(path string) (string, error) {
-	if path == "" {
-		return "", nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("client_secret_file: %w", err)
-	}
-	s, _, _ := strings.Cut(string(b), "\n")
-	if s = strings.TrimSpace(s); s == "" {
-		return "", errors.New("client_secret_file: the file is empty")
-	}
-	return s, nil
 }
 
 // Close releases the Redis client the Gateway created, if any.

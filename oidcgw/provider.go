@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svc-dev/svc/internal/secretfile"
+
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
@@ -39,9 +41,11 @@ func newProvider(pc config.OIDCProvider, client *http.Client, now func() time.Ti
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("redirect_url %q is not an absolute URL", pc.RedirectURL)
 	}
-	secret, err := readSecret(pc.ClientSecretFile)
-	if err != nil {
-		return nil, err
+	var secret string
+	if pc.ClientSecretFile != "" {
+		if secret, err = secretfile.Read("client_secret_file", pc.ClientSecretFile); err != nil {
+			return nil, err
+		}
 	}
 	return &provider{cfg: pc, redirect: u, secret: secret, client: client, now: now}, nil
 }

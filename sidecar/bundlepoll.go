@@ -11,9 +11,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/svc-dev/svc/internal/secretfile"
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/loopback"
@@ -169,11 +170,11 @@ func (p *bundlePoller) fetch(ctx context.Context) (data []byte, etag string, err
 	p.mu.Unlock()
 	req.Header.Set("Accept", "application/gzip, application/octet-stream")
 	if p.tokenFile != "" {
-		tok, err := os.ReadFile(p.tokenFile)
+		tok, err := secretfile.Read("policy.bundle_token_file", p.tokenFile)
 		if err != nil {
-			return nil, "", fmt.Errorf("read policy.bundle_token_file: %w", err)
+			return nil, "", err
 		}
-		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {

@@ -1,14 +1,15 @@
 package sidecar
 
 import (
-	"bytes"
 	"crypto/subtle"
+	"errors"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
+
+	"github.com/svc-dev/svc/internal/secretfile"
 
 	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/wire"
@@ -154,13 +155,12 @@ func (s *Server) adminTokenOK(r *http.Request) bool {
 	if !ok {
 		return false
 	}
-	want, err := os.ReadFile(file)
+	want, err := secretfile.Read("sidecar.admin_token_file", file)
 	if err != nil {
-		s.log.Error("admin token file unreadable", "setting", s.deps.Engine.Config().Setting("sidecar.admin_token_file"), "err", err)
+		s.log.Error("admin token file unusable", "setting", s.deps.Engine.Config().Setting("sidecar.admin_token_file"), "err", errors.Unwrap(err))
 		return false
 	}
-	w := bytes.TrimSpace(want)
-	return len(w) > 0 && subtle.ConstantTimeCompare([]byte(got), w) == 1
+	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
 // isLocalPeer reports a loopback TCP peer, or a peer on a Unix socket

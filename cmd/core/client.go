@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/svc-dev/svc/internal/secretfile"
+
 	"github.com/svc-dev/svc/engine/loopback"
 	"github.com/svc-dev/svc/wire"
 )
@@ -85,11 +87,11 @@ func (a *app) sidecarClientAt(base, flag string) (*sidecarClient, error) {
 	}
 	c := &sidecarClient{base: u, flag: flag, http: &http.Client{}}
 	if f := os.Getenv(envAdminTokenFile); f != "" {
-		b, err := os.ReadFile(f)
+		tok, err := secretfile.Read(envAdminTokenFile, f)
 		if err != nil {
-			return nil, inputError(fmt.Errorf("%s: read admin token: %w", envAdminTokenFile, err))
+			return nil, inputError(err)
 		}
-		c.token = strings.TrimSpace(string(b))
+		c.token = tok
 	}
 	if c.token != "" && !loopback.SecureURL(u) {
 		return nil, &exitError{code: exitInsecureToken, err: fmt.Errorf(

@@ -651,7 +651,7 @@ type Introspection struct {
 	// Env SVC_INTROSPECTION_CLIENT_ID.
 	ClientID string `toml:"client_id" yaml:"client_id"`
 	// ClientSecretFile holds the client secret, read at the start (one
-	// trailing newline ignored); the secret is never inline in the
+	// line; whitespace around it ignored); the secret is never inline in the
 	// configuration nor logged. Env SVC_INTROSPECTION_CLIENT_SECRET_FILE.
 	ClientSecretFile string `toml:"client_secret_file" yaml:"client_secret_file"`
 	// TenantClaim names the member of an active answer that holds the

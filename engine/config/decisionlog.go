@@ -72,7 +72,7 @@ type DecisionLog struct {
 	// SVC_DECISION_LOG_KAFKA_SASL_USERNAME.
 	KafkaSASLUsername string `toml:"kafka_sasl_username" yaml:"kafka_sasl_username"`
 	// KafkaSASLPasswordFile holds the SASL user's password, read at
-	// startup (one trailing newline ignored); never inline, never logged.
+	// startup (one line; whitespace around it ignored); never inline, never logged.
 	// Env SVC_DECISION_LOG_KAFKA_SASL_PASSWORD_FILE.
 	KafkaSASLPasswordFile string `toml:"kafka_sasl_password_file" yaml:"kafka_sasl_password_file"`
 	// TLSCAFile holds PEM certificates of the authorities the sink's

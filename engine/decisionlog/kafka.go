@@ -49,8 +49,8 @@ const (
 	SASLSCRAMSHA512 = "SCRAM-SHA-512"
 )
 
-// mechanism is franz-go's SASL mechanism of s, nil for none.
-func (s KafkaSASL) mechanism() (sasl.Mechanism, error) {
+// SASLMechanism is franz-go's SASL mechanism of s, nil for none.
+func (s KafkaSASL) SASLMechanism() (sasl.Mechanism, error) {
 	switch s.Mechanism {
 	case "":
 		return nil, nil
@@ -91,7 +91,7 @@ func NewKafka(opts KafkaOptions) (*Kafka, error) {
 	if err != nil {
 		return nil, err
 	}
-	mech, err := opts.SASL.mechanism()
+	mech, err := opts.SASL.SASLMechanism()
 	if err != nil {
 		return nil, err
 	}

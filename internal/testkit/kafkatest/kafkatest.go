@@ -13,14 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-dev/svc/engine/decisionlog"
+
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/sasl"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // Partitions is the number of partitions of the topics Start creates.
@@ -68,16 +67,9 @@ func StartSecure(tb testing.TB, sec Security, topics ...string) *Cluster {
 	}
 	if sec.Mechanism != "" {
 		opts = append(opts, kfake.EnableSASL(), kfake.Superuser(sec.Mechanism, sec.User, sec.Password))
-		var m sasl.Mechanism
-		switch sec.Mechanism {
-		case "PLAIN":
-			m = plain.Auth{User: sec.User, Pass: sec.Password}.AsMechanism()
-		case "SCRAM-SHA-256":
-			m = scram.Auth{User: sec.User, Pass: sec.Password}.AsSha256Mechanism()
-		case "SCRAM-SHA-512":
-			m = scram.Auth{User: sec.User, Pass: sec.Password}.AsSha512Mechanism()
-		default:
-			tb.Fatalf("kafkatest: SASL mechanism %q", sec.Mechanism)
+		m, err := decisionlog.KafkaSASL{Mechanism: sec.Mechanism, User: sec.User, Password: sec.Password}.SASLMechanism()
+		if err != nil {
+			tb.Fatalf("kafkatest: %v", err)
 		}
 		c.client = append(c.client, kgo.SASL(m))
 	}
