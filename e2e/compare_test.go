@@ -52,8 +52,10 @@ var (
 		"run the sidecar with identity tokens on (identity_token.signing_key_file): every allowed answer carries x-svc-identity")
 	compareDecisionLog = flag.Bool("compare.decision-log", false,
 		"also run a second sidecar with the decision log on, shipping to a NATS JetStream server (decision_log.sink = nats), in the same rounds")
+	compareSink = flag.String("compare.decision-log-sink", "nats",
+		"with -compare.decision-log, the sink: nats (a NATS JetStream server) or http (a service taking OPA-style uploads, in a process of its own)")
 	compareSinkCPUs = flag.String("compare.sink-cpus", "",
-		"with -compare.decision-log, pin the NATS server to these CPUs (taskset -c list), off the CPUs the benchmark runs on (start it under taskset -c with the others)")
+		"with -compare.decision-log, pin the sink's process to these CPUs (taskset -c list), off the CPUs the benchmark runs on (start it under taskset -c with the others)")
 	compareRuns = flag.Int("compare.runs", 3,
 		"BenchmarkCompareNoop: runs, each of interleaved rounds; the medians are reported")
 )
@@ -86,12 +88,14 @@ const noopAddrEnv = "SVC_E2E_NOOP_AUTHZ_ADDR"
 // allocations per check. The log shows every run.
 //
 // With -compare.decision-log a third process, the same sidecar shipping
-// its decision log to a NATS JetStream server, takes its turn in every
-// round: dl-throughput-ratio is its checks per second over the no-op's,
-// dl-vs-sidecar-ratio over the plain sidecar's, and nats-cpu-us/check
-// the NATS server's CPU during its rounds. The NATS server shares the
-// machine's cores unless -compare.sink-cpus pins it elsewhere (with the
-// benchmark itself started under taskset -c on the other CPUs).
+// its decision log to a NATS JetStream server (or, with
+// -compare.decision-log-sink http, to a service taking OPA-style
+// uploads), takes its turn in every round: dl-throughput-ratio is its
+// checks per second over the no-op's, dl-vs-sidecar-ratio over the plain
+// sidecar's, and <sink>-cpu-us/check the sink's CPU during its rounds.
+// The sink shares the machine's cores unless -compare.sink-cpus pins it
+// elsewhere (with the benchmark itself started under taskset -c on the
+// other CPUs).
 // Run it with -benchtime 1x (`make bench-compare`).
 func BenchmarkCompareNoop(b *testing.B) {
 	if testing.Short() {
@@ -127,27 +131,24 @@ func BenchmarkCompareNoop(b *testing.B) {
 	}
 	// With the decision log: a second sidecar, the same but for the log,
 	// takes its turn in every round, so that both ratios come from the
-	// same sitting; the NATS server's CPU is read beside it.
-	var (
-		dlSide *harness.Sidecar
-		nats   *natstest.Server
-	)
+	// same sitting; the sink's CPU is read beside it.
+	var dlSide *harness.Sidecar
 	if *compareDecisionLog {
-		nats = natstest.Start(b)
+		sinkURL, sinkPid := startCompareSink(b, *compareSink)
 		if *compareSinkCPUs != "" {
 			// A sink on other hardware, as in production: its CPU is
 			// not taken from the servers measured.
-			if out, err := exec.Command("taskset", "-a", "-p", "-c", *compareSinkCPUs, strconv.Itoa(nats.Pid())).CombinedOutput(); err != nil {
-				b.Fatalf("taskset the NATS server: %v: %s", err, out)
+			if out, err := exec.Command("taskset", "-a", "-p", "-c", *compareSinkCPUs, strconv.Itoa(sinkPid)).CombinedOutput(); err != nil {
+				b.Fatalf("taskset the sink: %v: %s", err, out)
 			}
 		}
 		dlEnv := maps.Clone(env)
-		dlEnv["SVC_DECISION_LOG_SINK"] = "nats"
-		dlEnv["SVC_DECISION_LOG_URL"] = nats.URL()
+		dlEnv["SVC_DECISION_LOG_SINK"] = *compareSink
+		dlEnv["SVC_DECISION_LOG_URL"] = sinkURL
 		dlEnv["SVC_DECISION_LOG_SPOOL_DIR"] = b.TempDir()
 		dlSide = harness.StartSidecar(b, harness.SidecarOptions{Config: rssConfig, Env: dlEnv})
 		targets = append(targets, &compareTarget{name: "sidecar-dl", pid: dlSide.Pid(),
-			clients: compareClients(b, dlSide.GRPCAddr), alsoPid: nats.Pid()})
+			clients: compareClients(b, dlSide.GRPCAddr), alsoPid: sinkPid})
 	}
 	for _, tg := range targets {
 		// Every token verified and every connection up before timing.
@@ -222,7 +223,7 @@ func BenchmarkCompareNoop(b *testing.B) {
 		b.ReportMetric(med(func(r compareRun) float64 { return us(r.dl.p50) }), "dl-p50-us")
 		b.ReportMetric(med(func(r compareRun) float64 { return us(r.dl.p99) }), "dl-p99-us")
 		b.ReportMetric(med(func(r compareRun) float64 { return r.dl.cpuPerCheck }), "dl-cpu-us/check")
-		b.ReportMetric(med(func(r compareRun) float64 { return r.dl.alsoPerCheck }), "nats-cpu-us/check")
+		b.ReportMetric(med(func(r compareRun) float64 { return r.dl.alsoPerCheck }), *compareSink+"-cpu-us/check")
 	}
 	// One line a run: go test cuts a benchmark's log after ten lines.
 	var log strings.Builder
@@ -239,7 +240,7 @@ func BenchmarkCompareNoop(b *testing.B) {
 		med(func(r compareRun) float64 { return r.side.cpuPerCheck / r.noop.cpuPerCheck }),
 		(mem1.mallocs-mem0.mallocs)/float64(checks))
 	if dlSide != nil {
-		fmt.Fprintf(&log, "\n%-5s %20s %20s %20s %20s %20s %10s", "dl", "checks/s", "p50 µs", "p99 µs", "cpu µs/check", "nats µs/check", "ratio")
+		fmt.Fprintf(&log, "\n%-5s %20s %20s %20s %20s %20s %10s", "dl", "checks/s", "p50 µs", "p99 µs", "cpu µs/check", *compareSink+" µs/check", "ratio")
 		for i, r := range runs {
 			d := r.dl
 			fmt.Fprintf(&log, "\nrun %d %20.0f %20.0f %20.0f %20.1f %20.1f %10.2f",
@@ -493,6 +494,22 @@ func procCPU(b *testing.B, pid int) time.Duration {
 type noopProcess struct {
 	*harness.Process
 	addr string
+}
+
+// startCompareSink starts the decision log's sink of kind (nats, http)
+// and returns its URL and the pid of its process.
+func startCompareSink(b *testing.B, kind string) (string, int) {
+	b.Helper()
+	switch kind {
+	case "nats":
+		nats := natstest.Start(b)
+		return nats.URL(), nats.Pid()
+	case "http":
+		p, addr := startNoopServer(b, "decision-log-service", decisionReceiverAddrEnv)
+		return "http://" + addr, p.Pid()
+	}
+	b.Fatalf("-compare.decision-log-sink %q: want nats or http", kind)
+	return "", 0
 }
 
 // startNoopProcess runs this test binary as a no-op ext_authz server in a

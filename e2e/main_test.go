@@ -25,6 +25,14 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if addr := os.Getenv(decisionReceiverAddrEnv); addr != "" {
+		// BenchmarkCompareNoop's decision-log service (HTTP sink).
+		if err := serveDecisionReceiver(addr); err != nil {
+			fmt.Fprintln(os.Stderr, "decision-log service:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	code := m.Run()
 	harness.Cleanup()
 	removeSDKDist()
