@@ -262,35 +262,7 @@ func BenchmarkHTTPSend(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	batch := make([]decisionlog.Record, 500)
-	n := 0
-	next := func() {
-		for i := range batch {
-			n++
-			batch[i] = benchRecord(n)
-		}
-	}
-	next()
-	if err := sink.Send(b.Context(), batch); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	var cpu time.Duration
-	for b.Loop() {
-		b.StopTimer()
-		next()
-		cpu0 := selfCPU(b)
-		b.StartTimer()
-		if err := sink.Send(b.Context(), batch); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		cpu += selfCPU(b) - cpu0
-		b.StartTimer()
-	}
-	records := float64(b.N * len(batch))
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/records, "ns/record")
-	b.ReportMetric(float64(cpu.Nanoseconds())/records, "cpu-ns/record")
+	benchSend(b, sink, benchRecord)
 }
 
 // benchRecord is a decision record of about 1.2 KB as the sidecar
