@@ -4,12 +4,15 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/internal/idptest"
 	"github.com/svc-dev/svc/internal/testkit"
@@ -128,14 +131,23 @@ func BenchmarkAuthorizeDecisionLog(b *testing.B) {
 		"traceparent": "00-5b8aa5a2d2c872e8321cf37308d69df2-051581bf3cb55c13-01", "x-forwarded-for": "10.0.0.7",
 		"x-forwarded-proto": "https", "cookie": "session=abc", "authorization": "Bearer " + tok,
 	}
-	for _, sink := range []string{"off", "nats"} {
+	// The HTTP sink's service reads and discards the uploads, in this
+	// process: its CPU is counted, a little of it.
+	logs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	b.Cleanup(logs.Close)
+	for _, sink := range []string{"off", "nats", "http"} {
 		b.Run(sink, func(b *testing.B) {
 			cfg := prodConfig(p.JWKSURL())
-			cfg.RateLimit.DefaultRPM = 1 << 40
-			if sink == "nats" {
+			switch sink {
+			case "nats":
 				cfg = decisionLogConfig(b, p, srv.URL())
-				cfg.RateLimit.DefaultRPM = 1 << 40
+			case "http":
+				cfg = decisionLogConfig(b, p, logs.URL)
+				cfg.DecisionLog.Sink = config.DecisionLogHTTP
 			}
+			cfg.RateLimit.DefaultRPM = 1 << 40
 			e := newEngine(b, cfg, engine.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			ctx := context.Background()
 			decide := func() {
