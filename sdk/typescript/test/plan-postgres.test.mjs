@@ -39,9 +39,10 @@ describe("plans on PostgreSQL", { skip }, () => {
   before(async () => {
     db = await startPostgres();
     await db.pool.query(`CREATE TABLE orders (id text PRIMARY KEY, tenant text NOT NULL, owner text, status text,
-      level integer)`);
+      level integer, name text)`);
     for (const r of data) {
-      await db.pool.query("INSERT INTO orders VALUES ($1, $2, $3, $4, $5)", [r.id, r.tenant, r.owner, r.status, r.level]);
+      await db.pool.query("INSERT INTO orders VALUES ($1, $2, $3, $4, $5, $6)",
+        [r.id, r.tenant, r.owner, r.status, r.level, r.name]);
     }
   });
   after(async () => db?.stop());
