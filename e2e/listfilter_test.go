@@ -101,6 +101,64 @@ func TestListFilterOnRealDatabases(t *testing.T) {
 	}
 }
 
+// TestListFilterStringTests: a plan of startswith and "not contains" on
+// an attribute (sdk/testdata/plan: the tenant reads orders whose status
+// starts with "public" and does not mention a draft), run on a real
+// SQLite and PostgreSQL table whose statuses hold case differences,
+// LIKE and GLOB wildcards and multi-byte text, lists exactly the orders
+// Authorize allows one by one.
+func TestListFilterStringTests(t *testing.T) {
+	k := newKeyring(t)
+	s := harness.StartSidecar(t, harness.SidecarOptions{Config: listFilterConfig, Env: map[string]string{
+		"SVC_JWKS_URL":   k.jwks.URL,
+		"SVC_POLICY_DIR": filepath.Join(harness.ModuleRoot(t), "sdk", "testdata", "plan"),
+	}})
+	statuses := []string{"public", "Public", "PUBLIC", "public draft", "public-%", "public_x", `public\`, "public*?[",
+		"publié", "publi", "draft public", "open", "archived", ""}
+	var orders []order
+	for i := range 120 {
+		o := order{ID: fmt.Sprintf("ord-%04d", i), Tenant: []string{"acme", "acme", "globex"}[i%3]}
+		if i%9 != 8 { // else no status: a NULL column
+			st := statuses[i%len(statuses)]
+			o.Status = &st
+		}
+		if i%4 == 1 {
+			owner := "alice"
+			o.Owner = &owner
+		}
+		orders = append(orders, o)
+	}
+	lite, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "orders.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.Close()
+	pg, err := sql.Open("pgx", pgtest.Start(t).DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	dbs := map[string]*sql.DB{"sqlite": lite, "postgres": pg}
+	for dialect, db := range dbs {
+		fillOrders(t, db, dialect, orders)
+	}
+	token := k.rsa.Token(t, harness.Claims("bob", "acme", "member"))
+	want := allowedOrders(t, s, token, "orders:read", orders)
+	if len(want) == 0 || len(want) == len(orders) {
+		t.Fatalf("Authorize allows %d of %d orders: the table should tell plans apart", len(want), len(orders))
+	}
+	for dialect, db := range dbs {
+		p := planFor(t, s, token, "orders:read", dialect)
+		if p.Kind != "conditional" || !strings.Contains(p.SQL.Where, map[string]string{"sqlite": "GLOB", "postgres": "LIKE"}[dialect]) {
+			t.Fatalf("%s: plan %s %s", dialect, p.Kind, p.SQL.Where)
+		}
+		if got := queryIDs(t, db, p.SQL.Where, p.SQL.Params); !slices.Equal(got, want) {
+			t.Errorf("%s: plan (%s %v) lists %d orders, Authorize allows %d; first differences: %v",
+				dialect, p.SQL.Where, p.SQL.Params, len(got), len(want), firstDiffs(got, want))
+		}
+	}
+}
+
 func randomOrders(n int) []order {
 	rng := rand.New(rand.NewPCG(7, 11))
 	pick := func(vals ...string) *string {

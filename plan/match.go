@@ -19,7 +19,8 @@ type Row struct {
 // missing field making a comparison unknown, an unknown WHERE excluding
 // the row, and "not" holding when its argument does not hold.
 // Comparisons of values of different types (a string with a number) are
-// unknown, as a typed column cannot hold both.
+// unknown, as a typed column cannot hold both; starts_with, ends_with and
+// contains hold only for a string field.
 func (c *Condition) Match(r Row) bool {
 	return c.eval(r) == yes
 }
@@ -83,6 +84,9 @@ func (c *Condition) eval(r Row) truth {
 		}
 		return out
 	}
+	if c.Op.stringTest() {
+		return stringTest(c.Op, v, c.Value)
+	}
 	if c.Value == nil {
 		if (v == nil) == (c.Op == Eq) {
 			return yes
@@ -110,6 +114,30 @@ func (c *Condition) eval(r Row) truth {
 		hold = cmp > 0
 	case Ge:
 		hold = cmp >= 0
+	}
+	if hold {
+		return yes
+	}
+	return no
+}
+
+// stringTest is starts_with, ends_with or contains of v and w: unknown
+// unless both are strings (a NULL, or a column of another type), else
+// whether w is a prefix, suffix or substring of v, byte for byte.
+func stringTest(op Op, v, w any) truth {
+	s, ok := v.(string)
+	sub, ok2 := w.(string)
+	if !ok || !ok2 {
+		return unknown
+	}
+	var hold bool
+	switch op {
+	case StartsWith:
+		hold = strings.HasPrefix(s, sub)
+	case EndsWith:
+		hold = strings.HasSuffix(s, sub)
+	case Contains:
+		hold = strings.Contains(s, sub)
 	}
 	if hold {
 		return yes

@@ -11,12 +11,16 @@
 //	{"op":"not","arg":…}
 //	{"op":"eq"|"ne"|"lt"|"le"|"gt"|"ge","field":"id"|"tenant"|"attributes.<name>","value":…}
 //	{"op":"in","field":…,"values":[…]}
+//	{"op":"starts_with"|"ends_with"|"contains","field":…,"value":"…"}
 //
 // Values are JSON scalars: strings, numbers, booleans, null. A field the
 // resource lacks (a NULL column) makes every comparison false, as an
 // undefined reference makes a Rego expression false; "not" holds when
 // its argument does not, so a missing field makes "not" true; eq and ne
-// with null test for a missing field.
+// with null test for a missing field. starts_with, ends_with and contains
+// take a string and hold for a string field that starts with, ends with
+// or contains it, byte for byte (case-sensitive); a field that is not a
+// string never meets them.
 //
 // The package is a leaf: the engine builds plans with it, clients parse
 // and render them with it.
@@ -62,15 +66,26 @@ const (
 	Gt  Op = "gt"
 	Ge  Op = "ge"
 	In  Op = "in"
+	// StartsWith, EndsWith and Contains test a string field for a
+	// prefix, a suffix or a substring: case-sensitive, as Rego's
+	// startswith, endswith and contains.
+	StartsWith Op = "starts_with"
+	EndsWith   Op = "ends_with"
+	Contains   Op = "contains"
 )
 
 // comparison reports whether op compares a field with one value.
 func (op Op) comparison() bool {
 	switch op {
-	case Eq, Ne, Lt, Le, Gt, Ge:
+	case Eq, Ne, Lt, Le, Gt, Ge, StartsWith, EndsWith, Contains:
 		return true
 	}
 	return false
+}
+
+// stringTest reports whether op tests a string field for a substring.
+func (op Op) stringTest() bool {
+	return op == StartsWith || op == EndsWith || op == Contains
 }
 
 // Condition is a node of a plan's condition tree. Which fields are set
@@ -160,9 +175,21 @@ func (c *Condition) validate(depth int, nodes *int) error {
 		if c.Value == nil && (c.Op == Lt || c.Op == Le || c.Op == Gt || c.Op == Ge) {
 			return errorf("%s %s: null cannot be ordered", c.Field, c.Op)
 		}
+		if _, ok := c.Value.(string); c.Op.stringTest() && !ok {
+			return errorf("%s %s: value %s is not a string", c.Field, c.Op, describeValue(c.Value))
+		}
 		return nil
 	}
 	return errorf("unknown op %q", c.Op)
+}
+
+// describeValue names v for an error: JSON when it has a JSON form, else
+// its type.
+func describeValue(v any) string {
+	if b, err := json.Marshal(v); err == nil {
+		return string(b)
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 // scalar reports whether v is a value a condition may compare with.

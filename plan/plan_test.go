@@ -40,6 +40,91 @@ func TestSQLDialects(t *testing.T) {
 	}
 }
 
+// TestSQLStringTests: starts_with, ends_with and contains are
+// case-sensitive pattern matches whose pattern is a parameter, its
+// wildcards escaped.
+func TestSQLStringTests(t *testing.T) {
+	c := &Condition{Op: And, Args: []*Condition{
+		{Op: StartsWith, Field: "attributes.path", Value: `/a_b%\!*?[`},
+		{Op: Not, Arg: &Condition{Op: EndsWith, Field: "attributes.name", Value: ".pdf"}},
+		{Op: Contains, Field: "attributes.title", Value: "draft"},
+	}}
+	for _, tc := range []struct {
+		d      Dialect
+		want   string
+		params []any
+	}{
+		{Postgres, `("path" LIKE $1 ESCAPE '\' AND ("name" LIKE $2 ESCAPE '\') IS NOT TRUE AND "title" LIKE $3 ESCAPE '\')`,
+			[]any{`/a\_b\%\\!*?[%`, "%.pdf", "%draft%"}},
+		{SQLite, `("path" GLOB ? AND ("name" GLOB ?) IS NOT TRUE AND "title" GLOB ?)`,
+			[]any{`/a_b%\![*][?][[]*`, "*.pdf", "*draft*"}},
+		{MySQL, "(`path` LIKE CAST(? AS BINARY) ESCAPE '!' AND (`name` LIKE CAST(? AS BINARY) ESCAPE '!') IS NOT TRUE AND `title` LIKE CAST(? AS BINARY) ESCAPE '!')",
+			[]any{`/a!_b!%\!!*?[%`, "%.pdf", "%draft%"}},
+	} {
+		got, err := c.SQL(tc.d, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.d, err)
+		}
+		if got.Where != tc.want {
+			t.Errorf("%s where:\n got %s\nwant %s", tc.d, got.Where, tc.want)
+		}
+		if !reflect.DeepEqual(got.Params, tc.params) {
+			t.Errorf("%s params = %q, want %q", tc.d, got.Params, tc.params)
+		}
+	}
+}
+
+// unpattern reads a Pattern back: the value, or false when the pattern
+// is not what Pattern writes for op.
+func unpattern(d Dialect, op Op, p string) (string, bool) {
+	wild, esc := "%", byte('\\')
+	switch d {
+	case SQLite:
+		wild = "*"
+	case MySQL:
+		esc = '!'
+	}
+	var ok1, ok2 bool
+	if op == EndsWith || op == Contains {
+		p, ok1 = strings.CutPrefix(p, wild)
+	} else {
+		ok1 = true
+	}
+	if op == StartsWith || op == Contains {
+		p, ok2 = strings.CutSuffix(p, wild)
+	} else {
+		ok2 = true
+	}
+	if !ok1 || !ok2 {
+		return "", false
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case d == SQLite && c == '[':
+			if i+2 >= len(p) || p[i+2] != ']' || !strings.ContainsRune("*?[", rune(p[i+1])) {
+				return "", false
+			}
+			b.WriteByte(p[i+1])
+			i += 2
+		case d == SQLite && (c == '*' || c == '?'):
+			return "", false
+		case d != SQLite && c == esc:
+			if i+1 >= len(p) || !strings.ContainsRune("%_"+string(esc), rune(p[i+1])) {
+				return "", false
+			}
+			b.WriteByte(p[i+1])
+			i++
+		case d != SQLite && (c == '%' || c == '_'):
+			return "", false
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), true
+}
+
 func TestSQLEdges(t *testing.T) {
 	for _, tc := range []struct {
 		c    *Condition
@@ -109,7 +194,9 @@ func TestColumnsRefused(t *testing.T) {
 
 func TestJSONRoundTrip(t *testing.T) {
 	src := `{"op":"or","args":[{"op":"not","arg":{"op":"eq","field":"attributes.status","value":null}},` +
-		`{"op":"in","field":"id","values":[]},{"op":"gt","field":"attributes.n","value":12345678901234567890}]}`
+		`{"op":"in","field":"id","values":[]},{"op":"gt","field":"attributes.n","value":12345678901234567890},` +
+		`{"op":"starts_with","field":"attributes.path","value":"/team-a/"},{"op":"ends_with","field":"id","value":".pdf"},` +
+		`{"op":"contains","field":"tenant","value":"\\u00e9%_\\\\"}]}`
 	var c Condition
 	if err := json.Unmarshal([]byte(src), &c); err != nil {
 		t.Fatal(err)
@@ -130,6 +217,12 @@ func TestJSONRefused(t *testing.T) {
 		`{"op":"eq","field":"id","value":{"a":1}}`,
 		`{"op":"lt","field":"id","value":null}`,
 		`{"op":"not"}`,
+		`{"op":"starts_with","field":"id","value":1}`,
+		`{"op":"ends_with","field":"id","value":null}`,
+		`{"op":"contains","field":"id"}`,
+		`{"op":"contains","field":"id","value":true}`,
+		`{"op":"starts_with","field":"path","value":"a"}`,
+		`{"op":"starts_with","field":"id","values":["a"]}`,
 		`{"op":"in","field":"id","values":[[1]]}`,
 		strings.Repeat(`{"op":"not","arg":`, MaxDepth+1) + `{"op":"and"}` + strings.Repeat("}", MaxDepth+1),
 	} {
@@ -145,6 +238,8 @@ func TestJSONRefused(t *testing.T) {
 func FuzzCondition(f *testing.F) {
 	f.Add(`{"op":"and","args":[{"op":"eq","field":"tenant","value":"a"},{"op":"in","field":"id","values":[1,"2",null]}]}`)
 	f.Add(`{"op":"not","arg":{"op":"le","field":"attributes.x","value":1e3}}`)
+	f.Add(`{"op":"or","args":[{"op":"starts_with","field":"id","value":"a%_\\!*?[b"},{"op":"not","arg":{"op":"contains","field":"attributes.t","value":"é"}}]}`)
+	f.Add(`{"op":"ends_with","field":"tenant","value":""}`)
 	f.Fuzz(func(t *testing.T, src string) {
 		var c Condition
 		if err := json.Unmarshal([]byte(src), &c); err != nil {
@@ -158,6 +253,7 @@ func FuzzCondition(f *testing.F) {
 			if n := strings.Count(s.Where, "?"); d != Postgres && n != len(s.Params) {
 				t.Fatalf("%s: %d markers for %d params in %s", d, n, len(s.Params), s.Where)
 			}
+			checkPatterns(t, &c, d)
 		}
 		out, err := json.Marshal(&c)
 		if err != nil {
@@ -168,6 +264,29 @@ func FuzzCondition(f *testing.F) {
 			t.Fatalf("re-read %s: %v", out, err)
 		}
 	})
+}
+
+// checkPatterns: the parameter of every string test of c is its value,
+// escaped as its dialect reads it.
+func checkPatterns(t *testing.T, c *Condition, d Dialect) {
+	switch {
+	case c.Op == And || c.Op == Or:
+		for _, a := range c.Args {
+			checkPatterns(t, a, d)
+		}
+	case c.Op == Not:
+		checkPatterns(t, c.Arg, d)
+	case c.Op.stringTest():
+		v := c.Value.(string)
+		p := Pattern(d, c.Op, v)
+		if back, ok := unpattern(d, c.Op, p); !ok || back != v {
+			t.Fatalf("%s %s %q: pattern %q reads back as %q, %v", d, c.Op, v, p, back, ok)
+		}
+		m := Row{Attributes: map[string]any{"x": v}}
+		if !(&Condition{Op: c.Op, Field: "attributes.x", Value: v}).Match(m) {
+			t.Fatalf("%s %q does not hold for its own value", c.Op, v)
+		}
+	}
 }
 
 // TestMatchIsWhatSQLSelects: three-valued logic, a missing field unknown,
@@ -190,6 +309,19 @@ func TestMatchIsWhatSQLSelects(t *testing.T) {
 		{&Condition{Op: In, Field: "attributes.owner", Values: []any{"bob", "alice"}}, alices, true},
 		{&Condition{Op: Ge, Field: "attributes.n", Value: json.Number("2")}, Row{Attributes: map[string]any{"n": 2.0}}, true},
 		{&Condition{Op: Ne, Field: "attributes.owner", Value: nil}, none, false},
+		{&Condition{Op: StartsWith, Field: "attributes.owner", Value: "al"}, alices, true},
+		{&Condition{Op: StartsWith, Field: "attributes.owner", Value: "Al"}, alices, false},
+		{&Condition{Op: EndsWith, Field: "attributes.owner", Value: "ice"}, alices, true},
+		{&Condition{Op: EndsWith, Field: "attributes.owner", Value: "ICE"}, alices, false},
+		{&Condition{Op: Contains, Field: "attributes.owner", Value: "lic"}, alices, true},
+		{&Condition{Op: Contains, Field: "attributes.owner", Value: "%"}, alices, false},
+		{&Condition{Op: Contains, Field: "attributes.owner", Value: ""}, alices, true},
+		{&Condition{Op: Contains, Field: "attributes.owner", Value: ""}, none, false},
+		{&Condition{Op: Not, Arg: &Condition{Op: Contains, Field: "attributes.owner", Value: "x"}}, none, true},
+		{&Condition{Op: StartsWith, Field: "id", Value: "2"}, alices, true},
+		{&Condition{Op: StartsWith, Field: "attributes.n", Value: "2"}, Row{Attributes: map[string]any{"n": 2.0}}, false},
+		{&Condition{Op: Not, Arg: &Condition{Op: StartsWith, Field: "attributes.n", Value: "2"}}, Row{Attributes: map[string]any{"n": json.Number("2")}}, true},
+		{&Condition{Op: Contains, Field: "attributes.s", Value: "本"}, Row{Attributes: map[string]any{"s": "日本語"}}, true},
 	} {
 		if got := tc.c.Match(tc.r); got != tc.want {
 			t.Errorf("%s on row %s: %v, want %v", tc.c, tc.r.ID, got, tc.want)

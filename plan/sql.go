@@ -193,6 +193,10 @@ func (r *renderer) cond(c *Condition) error {
 	if err != nil {
 		return err
 	}
+	if c.Op.stringTest() {
+		r.stringTest(col, c.Op, c.Value.(string))
+		return nil
+	}
 	if c.Value == nil {
 		if c.Op == Eq {
 			r.b.WriteString(col + " IS NULL")
@@ -204,6 +208,72 @@ func (r *renderer) cond(c *Condition) error {
 	r.b.WriteString(col + " " + sqlOps[c.Op] + " ")
 	r.param(c.Value)
 	return nil
+}
+
+// stringTest renders starts_with, ends_with or contains as a pattern
+// match that is case-sensitive in every dialect, as Match is, the
+// pattern a bind parameter whose wildcards are escaped:
+//
+//	postgres: "col" LIKE $1 ESCAPE '\'
+//	sqlite:   "col" GLOB ?   (SQLite's LIKE ignores ASCII case; GLOB does not)
+//	mysql:    `col` LIKE CAST(? AS BINARY) ESCAPE '!'
+//
+// MySQL compares a binary pattern byte for byte whatever the column's
+// collation; its escape is '!' because what a backslash in a string
+// literal means depends on the server's sql_mode (NO_BACKSLASH_ESCAPES).
+func (r *renderer) stringTest(col string, op Op, v string) {
+	switch r.d {
+	case SQLite:
+		r.b.WriteString(col + " GLOB ")
+		r.param(Pattern(SQLite, op, v))
+	case MySQL:
+		r.b.WriteString(col + " LIKE CAST(")
+		r.param(Pattern(MySQL, op, v))
+		r.b.WriteString(" AS BINARY) ESCAPE '!'")
+	default:
+		r.b.WriteString(col + " LIKE ")
+		r.param(Pattern(Postgres, op, v))
+		r.b.WriteString(` ESCAPE '\'`)
+	}
+}
+
+// Pattern is the bind parameter of starts_with, ends_with or contains
+// of v in dialect d: v with the pattern's special characters escaped and
+// a wildcard before, after or on both sides. Postgres and MySQL take a
+// LIKE pattern (%, _ and the escape character, \ or !, escaped with the
+// escape character), SQLite a GLOB pattern (*, ? and [ written as [*],
+// [?] and [[]).
+func Pattern(d Dialect, op Op, v string) string {
+	var b strings.Builder
+	b.Grow(len(v) + 4)
+	wild := "%"
+	if d == SQLite {
+		wild = "*"
+	}
+	if op == EndsWith || op == Contains {
+		b.WriteString(wild)
+	}
+	esc := byte('\\')
+	if d == MySQL {
+		esc = '!'
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case d == SQLite && (c == '*' || c == '?' || c == '['):
+			b.WriteByte('[')
+			b.WriteByte(c)
+			b.WriteByte(']')
+			continue
+		case d != SQLite && (c == '%' || c == '_' || c == esc):
+			b.WriteByte(esc)
+		}
+		b.WriteByte(c)
+	}
+	if op == StartsWith || op == Contains {
+		b.WriteString(wild)
+	}
+	return b.String()
 }
 
 var sqlOps = map[Op]string{Eq: "=", Ne: "<>", Lt: "<", Le: "<=", Gt: ">", Ge: ">="}

@@ -643,9 +643,10 @@ type PlanResourcesResponse struct {
 	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
 	// condition, set when kind is "conditional", is the tree of
 	// {"op":"and"|"or","args":[…]}, {"op":"not","arg":…},
-	// {"op":"eq"|"ne"|"lt"|"le"|"gt"|"ge","field":…,"value":…} and
-	// {"op":"in","field":…,"values":[…]} over the fields "id", "tenant" and
-	// "attributes.<name>".
+	// {"op":"eq"|"ne"|"lt"|"le"|"gt"|"ge","field":…,"value":…},
+	// {"op":"in","field":…,"values":[…]} and
+	// {"op":"starts_with"|"ends_with"|"contains","field":…,"value":"…"} over
+	// the fields "id", "tenant" and "attributes.<name>".
 	Condition *structpb.Struct `protobuf:"bytes,2,opt,name=condition,proto3" json:"condition,omitempty"`
 	// sql is the plan as a WHERE clause with bind parameters, in dialect:
 	// "1 = 1" when always allowed, "1 = 0" when always denied.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -237,7 +238,12 @@ func (t *translator) expr(e *ast.Expr) (*plan.Condition, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &plan.Condition{Op: plan.Not, Arg: c}, nil
+		not := &plan.Condition{Op: plan.Not, Arg: c}
+		defined := t.evaluatedBeforeNot(e)
+		if len(defined) == 0 {
+			return not, nil
+		}
+		return &plan.Condition{Op: plan.And, Args: append(defined, not)}, nil
 	}
 	if len(e.With) > 0 {
 		return nil, t.unsupported(e, "a with modifier")
@@ -265,6 +271,31 @@ func (t *translator) expr(e *ast.Expr) (*plan.Condition, error) {
 		}
 	}
 	return nil, t.unsupported(e, "an expression of this kind")
+}
+
+// evaluatedBeforeNot is, for a negated call, the conditions that its
+// attribute operands are present. Rego's compiler evaluates the
+// reference arguments of a built-in call (every one but unification;
+// == is unification) before the negation: `not startswith(x, "a")` and
+// `not x < 3` are false, not true, for a resource without x. id and
+// tenant are always present.
+func (t *translator) evaluatedBeforeNot(e *ast.Expr) []*plan.Condition {
+	if !e.IsCall() {
+		return nil
+	}
+	if name := e.Operator().String(); name == ast.Equality.Name || name == ast.Equal.Name {
+		return nil
+	}
+	var out []*plan.Condition
+	seen := map[string]bool{}
+	for _, op := range e.Operands() {
+		f, ok := t.field(op)
+		if ok && strings.HasPrefix(f, plan.AttributePrefix) && !seen[f] {
+			seen[f] = true
+			out = append(out, &plan.Condition{Op: plan.Ne, Field: f, Value: nil})
+		}
+	}
+	return out
 }
 
 // expand is a reference to support rules: true when the body of one of
@@ -306,6 +337,9 @@ func (t *translator) call(e *ast.Expr) (*plan.Condition, error) {
 		// x in collection, with x the resource's field.
 		return t.member(e, ops[0], ops[1])
 	}
+	if op, ok := stringTests[name]; ok && len(ops) == 2 {
+		return t.stringTest(e, name, op, ops[0], ops[1])
+	}
 	op, ok := comparisons[name]
 	if !ok || len(ops) != 2 {
 		return nil, t.unsupported(e, "the built-in "+name)
@@ -329,6 +363,43 @@ func (t *translator) call(e *ast.Expr) (*plan.Condition, error) {
 		return nil, t.unsupported(e, "an ordering against null")
 	}
 	return &plan.Condition{Op: op, Field: field, Value: v}, nil
+}
+
+// stringTests maps the string built-ins a plan can express to their
+// operator: startswith(s, prefix), endswith(s, suffix), contains(s, sub).
+var stringTests = map[string]plan.Op{
+	ast.StartsWith.Name: plan.StartsWith,
+	ast.EndsWith.Name:   plan.EndsWith,
+	ast.Contains.Name:   plan.Contains,
+}
+
+// stringTest is startswith, endswith or contains (name) of s and sub,
+// with s a field of the resource and sub known. The other order (a
+// field as the prefix, suffix or substring of a known string) is no
+// condition on a column the tree can hold.
+func (t *translator) stringTest(e *ast.Expr, name string, op plan.Op, s, sub *ast.Term) (*plan.Condition, error) {
+	field, ok := t.field(s)
+	if _, subField := t.field(sub); subField {
+		if ok {
+			return nil, t.unsupported(e, name+" of two fields of the resource")
+		}
+		return nil, t.unsupported(e, name+" with a field of the resource as its second argument "+
+			"(a plan expresses "+name+"(<resource field>, <known string>) only)")
+	}
+	if !ok {
+		return nil, t.unsupported(e, name+" of something other than the resource's id, tenant or one attribute")
+	}
+	v, err := t.scalar(e, sub)
+	if err != nil {
+		return nil, err
+	}
+	str, isString := v.(string)
+	if !isString {
+		// The built-in fails on an operand that is not a string: the
+		// expression is undefined, as false, for every resource.
+		return &plan.Condition{Op: plan.Or}, nil
+	}
+	return &plan.Condition{Op: op, Field: field, Value: str}, nil
 }
 
 func (t *translator) member(e *ast.Expr, x, coll *ast.Term) (*plan.Condition, error) {

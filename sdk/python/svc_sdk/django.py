@@ -244,6 +244,13 @@ def plan_filter(plan: Plan | Condition, fields: dict[str, str] | None = None) ->
     as the sidecar's SQL has it: a comparison is ``Q(f=v)`` and Django's
     negation of it, ``NOT (f = v AND f IS NOT NULL)``, holds for NULL; ``ne``
     is ``~Q(f=v) & Q(f__isnull=False)``.
+
+    ``starts_with``, ``ends_with`` and ``contains`` are the lookups
+    ``__startswith``, ``__endswith`` and ``__contains``: case-sensitive on
+    PostgreSQL, MySQL and Oracle. Django's SQLite backend renders them as
+    LIKE, which ignores ASCII case unless the connection runs ``PRAGMA
+    case_sensitive_like = ON`` (a ``connection_created`` signal handler
+    can); without it such a Q may list more rows than the plan permits.
     """
     if isinstance(plan, Plan):
         if plan.kind == ALWAYS_ALLOWED:
@@ -261,6 +268,7 @@ _Q_TRUE = Q(pk__isnull=False)
 _Q_FALSE = Q(pk__in=[])
 
 _LOOKUPS = {"lt": "lt", "le": "lte", "gt": "gt", "ge": "gte"}
+_STRING_LOOKUPS = {"starts_with": "startswith", "ends_with": "endswith", "contains": "contains"}
 
 
 def _q(c: Condition, fields: dict[str, str]) -> Q:
@@ -282,6 +290,8 @@ def _q(c: Condition, fields: dict[str, str]) -> Q:
             return Q(**{f"{path}__isnull": True}) if has_null else _Q_FALSE
         q = Q(**{f"{path}__in": vals})
         return (q | Q(**{f"{path}__isnull": True})) if has_null else q
+    if c.op in _STRING_LOOKUPS:
+        return Q(**{f"{path}__{_STRING_LOOKUPS[c.op]}": c.value})
     if c.value is None:
         return Q(**{f"{path}__isnull": c.op == "eq"})
     if c.op == "eq":

@@ -13,11 +13,16 @@ The tree, as JSON::
     {"op": "not", "arg": ...}
     {"op": "eq" | "ne" | "lt" | "le" | "gt" | "ge", "field": "id" | "tenant" | "attributes.<name>", "value": ...}
     {"op": "in", "field": ..., "values": [...]}
+    {"op": "starts_with" | "ends_with" | "contains", "field": ..., "value": "..."}
 
 A field the resource lacks (a NULL column) makes every comparison false;
 ``not`` holds when its argument does not hold, so a missing field makes
 ``not`` true (SQL ``(x) IS NOT TRUE``); ``eq`` / ``ne`` with ``None`` test
-for a missing field; ``in`` with no values is false.
+for a missing field; ``in`` with no values is false. ``starts_with``,
+``ends_with`` and ``contains`` take a string and hold for a string field
+with that prefix, suffix or substring, case-sensitively; a field that is
+not a string never meets them. :meth:`Condition.holds` evaluates a tree on
+one resource.
 
 :func:`to_sql` renders a plan in another dialect or with other column
 names than the sidecar's; :mod:`svc_sdk.sqlalchemy` and
@@ -33,7 +38,7 @@ from typing import Any, Mapping, Union
 
 __all__ = [
     "ALWAYS_ALLOWED", "ALWAYS_DENIED", "CONDITIONAL", "DIALECTS", "Condition", "Plan", "PlanError",
-    "SQLFilter", "column_name", "to_sql",
+    "SQLFilter", "column_name", "like_pattern", "to_sql",
 ]
 
 ALWAYS_ALLOWED = "always_allowed"
@@ -55,6 +60,8 @@ MAX_NODES = 10000
 ATTRIBUTE_PREFIX = "attributes."
 _COMPARISONS = {"eq": "=", "ne": "<>", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _ORDERED = ("lt", "le", "gt", "ge")
+#: The string tests: a prefix, a suffix, a substring.
+STRING_TESTS = ("starts_with", "ends_with", "contains")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
 
 #: A value a condition compares with: a JSON scalar.
@@ -104,7 +111,7 @@ class Condition:
             if data.get("arg") is None:
                 raise PlanError("plan: not: missing condition")
             return cls(op, arg=cls._decode(data["arg"], depth + 1, nodes))
-        if op in _COMPARISONS or op == "in":
+        if op in _COMPARISONS or op == "in" or op in STRING_TESTS:
             f = data.get("field")
             if not isinstance(f, str) or not valid_field(f):
                 raise PlanError(f"plan: {op}: field {f!r} is not id, tenant or attributes.<name>")
@@ -116,6 +123,8 @@ class Condition:
                     raise PlanError(f"plan: {f} in: values is not a list")
                 return cls(op, field=f, values=tuple(_scalar(f, op, v) for v in vals))
             v = _scalar(f, op, data.get("value"))
+            if op in STRING_TESTS and not isinstance(v, str):
+                raise PlanError(f"plan: {f} {op}: value {v!r} is not a string")
             if v is None and op in _ORDERED:
                 raise PlanError(f"plan: {f} {op}: null cannot be ordered")
             return cls(op, field=f, value=v)
@@ -131,6 +140,58 @@ class Condition:
         if self.op == "in":
             return {"op": "in", "field": self.field, "values": list(self.values)}
         return {"op": self.op, "field": self.field, "value": self.value}
+
+    def holds(self, resource: Mapping[str, Any]) -> bool:
+        """Whether the condition holds for one resource,
+        ``{"id": ..., "tenant": ..., "attributes": {...}}``, as a database
+        finds it with the condition's SQL: a missing (or null) field makes
+        a comparison false and ``not`` true; values of different types
+        (a string and a number) are neither equal nor ordered."""
+        if self.op == "and":
+            return all(a.holds(resource) for a in self.args)
+        if self.op == "or":
+            return any(a.holds(resource) for a in self.args)
+        if self.op == "not":
+            assert self.arg is not None
+            return not self.arg.holds(resource)
+        if self.field.startswith(ATTRIBUTE_PREFIX):
+            attrs = resource.get("attributes") or {}
+            v = attrs.get(self.field[len(ATTRIBUTE_PREFIX):]) if isinstance(attrs, Mapping) else None
+        else:
+            v = resource.get(self.field)
+        if self.op == "in":
+            if v is None:
+                return None in self.values
+            return any(_order(v, w) == 0 for w in self.values if w is not None)
+        if self.op in STRING_TESTS:
+            if not isinstance(v, str) or not isinstance(self.value, str):
+                return False
+            if self.op == "starts_with":
+                return v.startswith(self.value)
+            if self.op == "ends_with":
+                return v.endswith(self.value)
+            return self.value in v
+        if self.value is None:
+            return (v is None) == (self.op == "eq")
+        if v is None:
+            return False
+        o = _order(v, self.value)
+        if o is None:
+            return False
+        return {"eq": o == 0, "ne": o != 0, "lt": o < 0, "le": o <= 0, "gt": o > 0, "ge": o >= 0}[self.op]
+
+
+def _order(a: Any, b: Any) -> int | None:
+    """-1, 0 or 1 for two scalars of one type; None for different types."""
+    def kind(x: Any) -> str:
+        if isinstance(x, bool):
+            return "bool"
+        if isinstance(x, (int, float)):
+            return "number"
+        return "string" if isinstance(x, str) else "other"
+    if kind(a) != kind(b) or kind(a) == "other":
+        return None
+    return int((a > b) - (a < b))
 
 
 def valid_field(f: str) -> bool:
@@ -188,6 +249,12 @@ class Plan:
     def conditional(self) -> bool:
         return self.kind == CONDITIONAL
 
+    def permits(self, resource: Mapping[str, Any]) -> bool:
+        """Whether the plan permits one resource (see :meth:`Condition.holds`)."""
+        if self.kind == ALWAYS_ALLOWED:
+            return True
+        return self.kind == CONDITIONAL and self.condition is not None and self.condition.holds(resource)
+
     @classmethod
     def from_json(cls, body: Mapping[str, Any]) -> Plan:
         """The plan of the sidecar's JSON answer, validated."""
@@ -231,6 +298,24 @@ def column_name(f: str, columns: Mapping[str, str] | None = None) -> str:
         raise PlanError(f"plan: column {name!r} for {f} is not an identifier (letters, digits, _; "
                         "one optional table. prefix)")
     return name
+
+
+def like_pattern(dialect: str, op: str, value: str) -> str:
+    """The bind parameter of ``starts_with``, ``ends_with`` or ``contains``
+    of ``value`` in ``dialect``, as the sidecar writes it: a LIKE pattern
+    for postgres (escape ``\\``) and mysql (escape ``!``), a GLOB pattern
+    for sqlite, the value's special characters escaped and a wildcard
+    before, after or on both sides."""
+    if dialect == "sqlite":
+        wild = "*"
+        body = "".join(f"[{c}]" if c in "*?[" else c for c in value)
+    else:
+        wild = "%"
+        esc = "!" if dialect == "mysql" else "\\"
+        body = "".join(esc + c if c in ("%", "_", esc) else c for c in value)
+    before = wild if op in ("ends_with", "contains") else ""
+    after = wild if op in ("starts_with", "contains") else ""
+    return before + body + after
 
 
 def to_sql(plan: Plan | Condition, dialect: str = "postgres", columns: Mapping[str, str] | None = None) -> SQLFilter:
@@ -281,6 +366,16 @@ class _Renderer:
                 return f"{col} IS NULL" if has_null else WHERE_FALSE
             s = f"{col} IN (" + ", ".join(self.param(v) for v in vals) + ")"
             return f"({s} OR {col} IS NULL)" if has_null else s
+        if c.op in STRING_TESTS:
+            # Case-sensitive in every dialect: SQLite's LIKE ignores ASCII
+            # case, its GLOB does not; MySQL compares a binary pattern byte
+            # for byte.
+            p = self.param(like_pattern(self.dialect, c.op, str(c.value)))
+            if self.dialect == "sqlite":
+                return f"{col} GLOB {p}"
+            if self.dialect == "mysql":
+                return f"{col} LIKE CAST({p} AS BINARY) ESCAPE '!'"
+            return f"{col} LIKE {p} ESCAPE '\\'"
         if c.value is None:
             return f"{col} IS NULL" if c.op == "eq" else f"{col} IS NOT NULL"
         return f"{col} {_COMPARISONS[c.op]} {self.param(c.value)}"

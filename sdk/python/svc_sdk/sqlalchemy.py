@@ -18,16 +18,24 @@ class) named ``id``, ``tenant`` or the attribute's own name.
 
 A missing field (NULL) makes every comparison false and ``not`` true:
 ``not`` renders as ``(x) IS NOT true``, as the sidecar's SQL has it.
+
+``starts_with``, ``ends_with`` and ``contains`` render as the sidecar's
+SQL does for the dialect the statement is compiled for, case-sensitive in
+each (SQLAlchemy's own ``startswith`` is a LIKE, which ignores ASCII case
+in SQLite): ``LIKE :p ESCAPE '\\'`` (PostgreSQL and others), ``GLOB :p``
+(SQLite), ``LIKE CAST(:p AS BINARY) ESCAPE '!'`` (MySQL, MariaDB), the
+pattern a bound parameter with its wildcards escaped.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from sqlalchemy import and_, false, or_, true
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy import Boolean, String, and_, bindparam, false, or_, true
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.elements import ColumnElement, Grouping
 
-from .plan import ALWAYS_ALLOWED, ATTRIBUTE_PREFIX, Condition, Plan, PlanError
+from .plan import ALWAYS_ALLOWED, ATTRIBUTE_PREFIX, STRING_TESTS, Condition, Plan, PlanError, like_pattern
 
 __all__ = ["plan_filter"]
 
@@ -77,6 +85,9 @@ class _Filter:
                 return col.is_(None) if has_null else false()
             expr = col.in_(vals)
             return or_(expr, col.is_(None)) if has_null else expr
+        if c.op in STRING_TESTS:
+            clause = col.__clause_element__() if hasattr(col, "__clause_element__") else col
+            return _StringTest(clause, c.op, str(c.value))
         if c.value is None:
             return col.is_(None) if c.op == "eq" else col.is_not(None)
         v = c.value
@@ -92,3 +103,44 @@ class _Filter:
             return col > v
         return col >= v
 
+
+class _StringTest(ColumnElement):  # type: ignore[misc]
+    """starts_with, ends_with or contains of a column, rendered per
+    dialect when the statement is compiled."""
+
+    inherit_cache = False
+    type = Boolean()
+
+    def __init__(self, col: Any, op: str, value: str) -> None:
+        self.col = col
+        self.op = op
+        self.value = value
+
+    def self_group(self, against: Any = None) -> Any:
+        # Parenthesized wherever it is an operand: LIKE binds less tightly
+        # than IS in PostgreSQL.
+        return Grouping(self)
+
+
+def _pattern(element: _StringTest, compiler: Any, dialect: str, **kw: Any) -> str:
+    p = bindparam(None, like_pattern(dialect, element.op, element.value), type_=String(), unique=True)
+    return str(compiler.process(p, **kw))
+
+
+def _compile_like(element: _StringTest, compiler: Any, **kw: Any) -> str:
+    col = compiler.process(element.col, **kw)
+    return f"{col} LIKE {_pattern(element, compiler, 'postgres', **kw)} ESCAPE '\\'"
+
+
+def _compile_glob(element: _StringTest, compiler: Any, **kw: Any) -> str:
+    return f"{compiler.process(element.col, **kw)} GLOB {_pattern(element, compiler, 'sqlite', **kw)}"
+
+
+def _compile_binary_like(element: _StringTest, compiler: Any, **kw: Any) -> str:
+    col = compiler.process(element.col, **kw)
+    return f"{col} LIKE CAST({_pattern(element, compiler, 'mysql', **kw)} AS BINARY) ESCAPE '!'"
+
+
+compiles(_StringTest)(_compile_like)
+compiles(_StringTest, "sqlite")(_compile_glob)
+compiles(_StringTest, "mysql")(_compile_binary_like)

@@ -17,7 +17,7 @@ djangoconf.setup()
 
 from django.db import connection, models  # noqa: E402
 from sqlalchemy import Column, Integer, MetaData, String, Table, create_engine, select  # noqa: E402
-from sqlalchemy.dialects import postgresql  # noqa: E402
+from sqlalchemy.dialects import mysql, postgresql, sqlite  # noqa: E402
 
 from svc_sdk.django import plan_filter as django_filter  # noqa: E402
 from svc_sdk.plan import Condition, Plan, PlanError, to_sql  # noqa: E402
@@ -41,9 +41,17 @@ FIELDS: dict[str, list[Any]] = {
     "attributes.owner": ["alice", "bob", "carol", "nobody"],
     "attributes.status": ["open", "shared", "closed"],
     "attributes.level": [0, 1, 2, 3, 5],
+    # Every dialect's pattern characters, case and multi-byte differences.
+    "attributes.name": ["/team-a/x.pdf", "/team-A/x.PDF", "a%c", "a_c", "abc", "a\\b", "*?[", "a!b", "é",
+                        "É", "日本語", "draft", "Draft v2", "nothing"],
 }
 COLUMN = {"id": "id", "tenant": "tenant", "attributes.owner": "owner", "attributes.status": "status",
-          "attributes.level": "level"}
+          "attributes.level": "level", "attributes.name": "name"}
+STRING_FIELDS = ("id", "tenant", "attributes.owner", "attributes.status", "attributes.name")
+# The values of the string tests: prefixes, suffixes, substrings of the
+# values above, pattern characters and case differences.
+PARTS = ["", "a", "A", "/team-a/", "/team-", ".pdf", ".PDF", "%", "_", "a%", "a_", "\\", "\\b", "*", "?", "[",
+         "!", "a!", "é", "É", "本", "日本", "語", "draft", "Draft", "o", "al", "ice", "ope", "acme", "sha"]
 
 
 def rows(n: int = 120, seed: int = 7) -> list[dict[str, Any]]:
@@ -51,7 +59,7 @@ def rows(n: int = 120, seed: int = 7) -> list[dict[str, Any]]:
     out = []
     for i in range(n):
         row: dict[str, Any] = {"id": f"o{i}", "tenant": r.choice(FIELDS["tenant"])}
-        for f in ("attributes.owner", "attributes.status", "attributes.level"):
+        for f in ("attributes.owner", "attributes.status", "attributes.level", "attributes.name"):
             # A third of the rows lack each attribute.
             row[COLUMN[f]] = r.choice(FIELDS[f][:-1]) if r.random() < 0.67 else None
         out.append(row)
@@ -71,6 +79,12 @@ def holds(c: Condition, row: dict[str, Any]) -> bool:
     v = row[COLUMN[c.field]]
     if c.op == "in":
         return v in [x for x in c.values if x is not None] or (v is None and None in c.values)
+    if c.op in ("starts_with", "ends_with", "contains"):
+        if not isinstance(v, str):
+            return False
+        assert isinstance(c.value, str)
+        return {"starts_with": v[:len(c.value)] == c.value, "ends_with": v[len(v) - len(c.value):] == c.value,
+                "contains": v.find(c.value) >= 0}[c.op]
     if c.value is None:
         return (v is None) == (c.op == "eq")
     if v is None:
@@ -90,6 +104,8 @@ def random_tree(r: random.Random, depth: int = 0) -> dict[str, Any]:
     if r.random() < 0.2:
         vals = r.sample(FIELDS[f], r.randint(0, 3)) + ([None] if r.random() < 0.3 else [])
         return {"op": "in", "field": f, "values": vals}
+    if f in STRING_FIELDS and r.random() < 0.3:
+        return {"op": r.choice(["starts_with", "ends_with", "contains"]), "field": f, "value": r.choice(PARTS)}
     ops = ["eq", "ne", "lt", "le", "gt", "ge"]
     op = r.choice(ops)
     if op in ("eq", "ne") and r.random() < 0.2:
@@ -110,6 +126,10 @@ def trees(n: int = 300) -> list[Condition]:
              {"op": "not", "arg": {"op": "in", "field": "attributes.status", "values": []}},
              {"op": "not", "arg": {"op": "or", "args": []}},
              {"op": "not", "arg": {"op": "and", "args": []}}]
+    for op in ("starts_with", "ends_with", "contains"):
+        for v in PARTS:
+            fixed += [{"op": op, "field": "attributes.name", "value": v},
+                      {"op": "not", "arg": {"op": op, "field": "attributes.name", "value": v}}]
     return [Condition.from_json(t) for t in fixed + [random_tree(r) for _ in range(n)]]
 
 
@@ -119,6 +139,35 @@ class ConditionTest(unittest.TestCase):
         self.assertEqual(c.to_json(), SAMPLE)
         self.assertEqual(Condition.from_json({"op": "in", "field": "id"}).to_json(),
                          {"op": "in", "field": "id", "values": []})
+
+    def test_string_tests(self) -> None:
+        src = {"op": "or", "args": [{"op": "starts_with", "field": "attributes.path", "value": "/team-a/"},
+                                    {"op": "ends_with", "field": "id", "value": ".pdf"},
+                                    {"op": "not", "arg": {"op": "contains", "field": "tenant", "value": "é%_"}}]}
+        self.assertEqual(Condition.from_json(src).to_json(), src)
+        for bad in ({"op": "starts_with", "field": "id", "value": 1}, {"op": "ends_with", "field": "id", "value": None},
+                    {"op": "contains", "field": "id"}, {"op": "contains", "field": "id", "value": True},
+                    {"op": "starts_with", "field": "path", "value": "a"}):
+            with self.subTest(bad=bad), self.assertRaises(PlanError):
+                Condition.from_json(bad)
+
+    def test_holds_is_the_tree(self) -> None:
+        # Condition.holds on a resource is the tree's meaning on its row.
+        for c in trees():
+            for r in rows():
+                attrs = {k: r[COLUMN[f]] for f, k in ((f, f[len("attributes."):]) for f in FIELDS
+                                                       if f.startswith("attributes.")) if r[COLUMN[f]] is not None}
+                resource = {"id": r["id"], "tenant": r["tenant"], "attributes": attrs}
+                if c.holds(resource) != holds(c, r):
+                    self.fail(f"{c.to_json()} on {resource}: holds {c.holds(resource)}")
+        starts = Condition.from_json({"op": "starts_with", "field": "attributes.n", "value": "1"})
+        self.assertFalse(starts.holds({"attributes": {"n": 1}}), "a number is no string")
+        self.assertTrue(Condition.from_json({"op": "not", "arg": starts.to_json()}).holds({"attributes": {"n": 1}}))
+        self.assertFalse(Condition.from_json({"op": "eq", "field": "attributes.n", "value": 1}).holds(
+            {"attributes": {"n": True}}), "a boolean is no number")
+        self.assertTrue(Plan("conditional", starts).permits({"attributes": {"n": "12"}}))
+        self.assertTrue(Plan("always_allowed").permits({}))
+        self.assertFalse(Plan("always_denied").permits({}))
 
     def test_malformed(self) -> None:
         for bad in ({"op": "xor"}, {"op": "eq", "field": "owner", "value": "a"},
@@ -177,6 +226,25 @@ class SQLTest(unittest.TestCase):
         self.assertEqual(to_sql(Plan("always_allowed")).where, "1 = 1")
         self.assertEqual(to_sql(Plan("always_denied")).where, "1 = 0")
 
+    def test_string_tests_as_the_sidecar_renders(self) -> None:
+        # The same tree, text and parameters as plan/plan_test.go's TestSQLStringTests.
+        c = Condition.from_json({"op": "and", "args": [
+            {"op": "starts_with", "field": "attributes.path", "value": "/a_b%\\!*?["},
+            {"op": "not", "arg": {"op": "ends_with", "field": "attributes.name", "value": ".pdf"}},
+            {"op": "contains", "field": "attributes.title", "value": "draft"}]})
+        for dialect, want, params in (
+                ("postgres", '("path" LIKE $1 ESCAPE \'\\\' AND ("name" LIKE $2 ESCAPE \'\\\') IS NOT TRUE AND '
+                             '"title" LIKE $3 ESCAPE \'\\\')', ["/a\\_b\\%\\\\!*?[%", "%.pdf", "%draft%"]),
+                ("sqlite", '("path" GLOB ? AND ("name" GLOB ?) IS NOT TRUE AND "title" GLOB ?)',
+                 ["/a_b%\\![*][?][[]*", "*.pdf", "*draft*"]),
+                ("mysql", "(`path` LIKE CAST(? AS BINARY) ESCAPE '!' AND (`name` LIKE CAST(? AS BINARY) ESCAPE '!') "
+                          "IS NOT TRUE AND `title` LIKE CAST(? AS BINARY) ESCAPE '!')",
+                 ["/a!_b!%\\!!*?[%", "%.pdf", "%draft%"])):
+            with self.subTest(dialect=dialect):
+                s = to_sql(c, dialect)
+                self.assertEqual(s.where, want)
+                self.assertEqual(s.params, params)
+
     def test_values_never_in_the_text(self) -> None:
         evil = "x' OR '1'='1"
         s = to_sql(Condition.from_json({"op": "eq", "field": "attributes.owner", "value": evil}), "sqlite")
@@ -194,9 +262,9 @@ class SQLTest(unittest.TestCase):
     def test_sqlite_rows_agree_with_the_tree(self) -> None:
         db = sqlite3.connect(":memory:")
         db.execute("CREATE TABLE orders (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, owner TEXT, status TEXT, "
-                   "level INTEGER)")
+                   "level INTEGER, name TEXT)")
         data = rows()
-        db.executemany("INSERT INTO orders VALUES (:id, :tenant, :owner, :status, :level)", data)
+        db.executemany("INSERT INTO orders VALUES (:id, :tenant, :owner, :status, :level, :name)", data)
         for c in trees():
             s = to_sql(c, "sqlite")
             got = {r[0] for r in db.execute(f"SELECT id FROM orders WHERE {s.where}", s.params)}
@@ -208,7 +276,8 @@ class SQLAlchemyTest(unittest.TestCase):
     def setUp(self) -> None:
         self.engine = create_engine("sqlite://")
         self.orders = Table("orders", MetaData(), Column("id", String, primary_key=True), Column("tenant", String),
-                            Column("owner_name", String), Column("status", String), Column("level", Integer))
+                            Column("owner_name", String), Column("status", String), Column("level", Integer),
+                            Column("name", String))
         self.orders.metadata.create_all(self.engine)
         self.data = rows()
         with self.engine.begin() as conn:
@@ -240,6 +309,19 @@ class SQLAlchemyTest(unittest.TestCase):
         sql = str(sqlalchemy_filter(c, self.orders).compile(dialect=postgresql.dialect()))
         self.assertEqual(sql, "(orders.tenant = %(tenant_1)s) IS NOT true")
 
+    def test_string_tests_per_dialect(self) -> None:
+        c = Condition.from_json({"op": "not", "arg": {"op": "starts_with", "field": "tenant", "value": "a_%"}})
+        f = sqlalchemy_filter(c, self.orders)
+        pg = f.compile(dialect=postgresql.dialect())
+        self.assertEqual(str(pg), "(orders.tenant LIKE %(param_1)s ESCAPE '\\') IS NOT true")
+        self.assertEqual(list(pg.params.values()), ["a\\_\\%%"])
+        my = f.compile(dialect=mysql.dialect())
+        self.assertEqual(str(my), "(orders.tenant LIKE CAST(%s AS BINARY) ESCAPE '!') IS NOT true")
+        self.assertEqual(list(my.params.values()), ["a!_!%%"])
+        lite = f.compile(dialect=sqlite.dialect())
+        self.assertEqual(str(lite), "(orders.tenant GLOB ?) IS NOT 1")
+        self.assertEqual(list(lite.params.values()), ["a_%*"])
+
     def test_missing_column(self) -> None:
         c = Condition.from_json({"op": "eq", "field": "attributes.owner", "value": "a"})
         with self.assertRaisesRegex(PlanError, "no column for attributes.owner"):
@@ -252,6 +334,7 @@ class Order(models.Model):
     owner_name = models.CharField(max_length=16, null=True)
     status = models.CharField(max_length=16, null=True)
     level = models.IntegerField(null=True)
+    name = models.CharField(max_length=32, null=True)
 
     class Meta:
         app_label = "svc_plan_tests"
@@ -262,6 +345,10 @@ class DjangoTest(unittest.TestCase):
     def setUpClass(cls) -> None:
         with connection.schema_editor() as editor:
             editor.create_model(Order)
+        # Django's startswith, endswith and contains are LIKE, which SQLite
+        # matches case-insensitively unless told otherwise.
+        with connection.cursor() as cur:
+            cur.execute("PRAGMA case_sensitive_like = ON")
         cls.data = rows()
         Order.objects.bulk_create([Order(owner_name=r["owner"], **{k: v for k, v in r.items() if k != "owner"})
                                    for r in cls.data])

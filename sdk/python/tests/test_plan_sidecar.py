@@ -30,9 +30,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import list_orders  # noqa: E402
 
 ROWS = [{"id": f"o{i}", "tenant": ("acme", "globex")[i % 5 == 0], "owner": ("alice", "bob", None)[i % 3],
-         "status": ("open", None, "archived", "public")[i % 4]} for i in range(40)]
+         "status": ("open", None, "archived", ("public", "Public", "public draft")[i % 3])[i % 4]} for i in range(40)]
 # The policy of sdk/testdata/plan: owners read their orders unless
-# archived, the tenant reads public ones.
+# archived, the tenant reads public ones (a status starting with
+# "public", case-sensitively, without "draft").
 ATTRIBUTE_POLICY = str(harness.REPO / "sdk" / "testdata" / "plan")
 
 
@@ -131,6 +132,10 @@ class AttributePlanTest(unittest.TestCase):
             conn.execute(cls.orders.insert(), ROWS)
         with connection.schema_editor() as editor:
             editor.create_model(Order)
+        # Django's startswith and contains are LIKE, which SQLite matches
+        # case-insensitively unless told otherwise.
+        with connection.cursor() as cur:
+            cur.execute("PRAGMA case_sensitive_like = ON")
         Order.objects.bulk_create([Order(**r) for r in ROWS])
 
     @classmethod
@@ -144,7 +149,17 @@ class AttributePlanTest(unittest.TestCase):
         plan = self.client.plan_resources("orders:read", "orders", "sqlite", token=token)
         self.assertTrue(plan.conditional, plan)
         self.assertIn("IS NOT TRUE", plan.sql.where)
+        self.assertIn("GLOB", plan.sql.where)
         want = allowed(self.client, token, "orders:read")
+        # Public orders of the tenant are listed; "Public" and drafts not.
+        public = {r["id"] for r in ROWS if r["tenant"] == harness.TENANT and r["status"] == "public"}
+        self.assertTrue(public and public <= set(want), want)
+        self.assertFalse({r["id"] for r in ROWS if r["owner"] != "alice" and r["status"] in ("Public", "public draft")}
+                         & set(want), want)
+        assert plan.condition is not None
+        self.assertEqual(sorted(r["id"] for r in ROWS if plan.condition.holds(
+            {"id": r["id"], "tenant": r["tenant"],
+             "attributes": {k: r[k] for k in ("owner", "status") if r[k] is not None}})), want)
         # Alice's orders of acme without a status are not archived: listed.
         unknown = {r["id"] for r in ROWS if r["owner"] == "alice" and r["tenant"] == harness.TENANT
                    and r["status"] is None}

@@ -11,7 +11,10 @@
 //! A field the resource lacks (a NULL column) makes every comparison
 //! false; `not` holds when its argument does not, so a missing field makes
 //! `not` true (SQL `(x) IS NOT TRUE`); `eq` and `ne` with null test for a
-//! missing field; `in` with no values is false.
+//! missing field; `in` with no values is false. `starts_with`, `ends_with`
+//! and `contains` take a string and hold for a string field with that
+//! prefix, suffix or substring, case-sensitively; a field that is not a
+//! string never meets them.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -55,8 +58,10 @@ impl Dialect {
 /// A node of a plan's condition tree, in its JSON shape:
 /// `{"op":"and","args":[…]}`, `{"op":"not","arg":…}`,
 /// `{"op":"eq","field":"attributes.owner","value":"alice"}`,
-/// `{"op":"in","field":"id","values":[…]}`. A field is `id`, `tenant` or
-/// `attributes.<name>`; a value is a JSON scalar.
+/// `{"op":"in","field":"id","values":[…]}`,
+/// `{"op":"starts_with","field":"attributes.path","value":"/team-a/"}`. A
+/// field is `id`, `tenant` or `attributes.<name>`; a value is a JSON
+/// scalar, a string for `starts_with`, `ends_with` and `contains`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Condition {
@@ -100,6 +105,18 @@ pub enum Condition {
         #[serde(default)]
         values: Vec<Value>,
     },
+    StartsWith {
+        field: String,
+        value: String,
+    },
+    EndsWith {
+        field: String,
+        value: String,
+    },
+    Contains {
+        field: String,
+        value: String,
+    },
 }
 
 impl Condition {
@@ -141,6 +158,15 @@ impl Condition {
                 Some(v) => values.iter().any(|w| order(v, w) == Some(std::cmp::Ordering::Equal)),
                 None => values.iter().any(Value::is_null),
             },
+            Condition::StartsWith { field, value } => field_value(field)
+                .and_then(Value::as_str)
+                .is_some_and(|s| s.starts_with(value.as_str())),
+            Condition::EndsWith { field, value } => field_value(field)
+                .and_then(Value::as_str)
+                .is_some_and(|s| s.ends_with(value.as_str())),
+            Condition::Contains { field, value } => field_value(field)
+                .and_then(Value::as_str)
+                .is_some_and(|s| s.contains(value.as_str())),
         }
     }
 }
@@ -261,6 +287,20 @@ mod tests {
             }
         );
         assert!(serde_json::from_value::<Condition>(json!({"op": "xor"})).is_err());
+        let src = json!({"op": "or", "args": [
+            {"op": "starts_with", "field": "attributes.path", "value": "/team-a/"},
+            {"op": "ends_with", "field": "id", "value": ".pdf"},
+            {"op": "not", "arg": {"op": "contains", "field": "tenant", "value": "é%_"}}
+        ]});
+        let c: Condition = serde_json::from_value(src.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&c).unwrap(), src);
+        for bad in [
+            json!({"op": "starts_with", "field": "id", "value": 1}),
+            json!({"op": "ends_with", "field": "id", "value": null}),
+            json!({"op": "contains", "field": "id"}),
+        ] {
+            assert!(serde_json::from_value::<Condition>(bad.clone()).is_err(), "{bad}");
+        }
     }
 
     #[test]
@@ -294,6 +334,33 @@ mod tests {
             "a string is not ordered with a number"
         );
         assert!(!Condition::Or { args: vec![] }.holds(&missing));
+        let starts: Condition =
+            serde_json::from_value(json!({"op": "starts_with", "field": "attributes.owner", "value": "al"})).unwrap();
+        let ends: Condition =
+            serde_json::from_value(json!({"op": "ends_with", "field": "attributes.owner", "value": "ICE"})).unwrap();
+        let contains: Condition =
+            serde_json::from_value(json!({"op": "contains", "field": "attributes.owner", "value": "o"})).unwrap();
+        assert_eq!([&missing, &alice, &bob].map(|r| starts.holds(r)), [false, true, false]);
+        assert_eq!(
+            [&missing, &alice, &bob].map(|r| ends.holds(r)),
+            [false, false, false],
+            "case-sensitive"
+        );
+        assert_eq!(
+            [&missing, &alice, &bob].map(|r| contains.holds(r)),
+            [false, false, true]
+        );
+        let not_contains = Condition::Not {
+            arg: Box::new(contains.clone()),
+        };
+        assert_eq!(
+            [&missing, &alice, &bob].map(|r| not_contains.holds(r)),
+            [true, true, false]
+        );
+        assert!(
+            !starts.holds(&json!({"attributes": {"owner": 1}})),
+            "a number is no string"
+        );
         assert!(Condition::And { args: vec![] }.holds(&missing));
     }
 }

@@ -23,7 +23,15 @@ fn orders() -> Vec<Value> {
                 attrs.insert("owner".into(), json!(owner));
             }
             if i % 4 != 0 {
-                let status = ["open", "archived", "shipped"][i % 3];
+                let status = [
+                    "open",
+                    "archived",
+                    "shipped",
+                    "public",
+                    "Public",
+                    "public draft",
+                    "pending",
+                ][i % 7];
                 attrs.insert("status".into(), json!(status));
             }
             let tenant = ["acme", "globex"][i % 5 / 3];
@@ -134,7 +142,9 @@ fn a_viewer_lists_its_tenants_orders() {
 
 #[test]
 fn a_plan_over_attributes_some_rows_lack() {
-    // sdk/testdata/plan: owners read their orders unless archived.
+    // sdk/testdata/plan: owners read their orders unless archived, the
+    // tenant reads public ones (a status starting with "public",
+    // case-sensitively, without "draft").
     let policy = common::repo_root().join("sdk/testdata/plan");
     let extra = format!(
         "{}\n[policy]\ndir = {:?}\n",
@@ -162,6 +172,20 @@ fn a_plan_over_attributes_some_rows_lack() {
     );
     assert_eq!(got, allowed(&e, &tok, "orders:read", &rows));
     assert_eq!(got, permitted(&plan, &rows));
+    assert!(plan.r#where.contains("GLOB"), "{}", plan.r#where);
+    let public: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["tenant"] == "acme" && r["attributes"]["status"] == "public")
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        !public.is_empty() && public.iter().all(|id| got.iter().any(|g| g == id)),
+        "{got:?}"
+    );
+    let other_case = rows.iter().any(|r| {
+        r["tenant"] == "acme" && r["attributes"]["status"] == "Public" && r["attributes"]["owner"] != "user-1"
+    });
+    assert!(other_case, "the rows should hold a status of another case");
 }
 
 #[test]

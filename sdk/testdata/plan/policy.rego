@@ -1,6 +1,8 @@
 # The policy of the SDKs' resource plan tests: owners read their orders
-# unless archived, anyone in the tenant reads public ones. Its plan has a
-# "not" over an attribute that some rows lack: such a row is not archived.
+# unless archived, anyone in the tenant reads public ones (a status that
+# starts with "public", case-sensitively, and does not mention a draft).
+# Its plan has a "not" over an attribute that some rows lack: such a row
+# is not archived; and the string tests starts_with and contains.
 package svc.authz
 
 default allow := false
@@ -13,7 +15,8 @@ allow if {
 
 allow if {
 	input.resource.tenant == input.user.tenant_id
-	input.resource.attributes.status == "public"
+	startswith(input.resource.attributes.status, "public")
+	not contains(input.resource.attributes.status, "draft")
 }
 
 deny_reasons := set() if allow

@@ -20,8 +20,9 @@ export {
   SvcError,
   type TokenDecision,
 } from "./client.js";
-export { type ComparisonOp, type Condition, columnName, type Dialect, DIALECTS, parseCondition, parsePlan, type Plan, PlanError,
-  type PlanKind, type PrismaFieldFilter, type PrismaWhere, prismaWhere, type Scalar, type SqlFilter, toSql } from "./plan.js";
+export { type ComparisonOp, type Condition, columnName, type Dialect, DIALECTS, holds, likePattern, parseCondition, parsePlan,
+  permits, type Plan, PlanError, type PlanKind, type PlanResource, type PrismaFieldFilter, type PrismaWhere, prismaWhere,
+  type Scalar, type SqlFilter, type StringTestOp, toSql } from "./plan.js";
 export { DEFAULT_CONFIG_FILE, readSdkTable, resolveSettings, type ResolvedSettings, type SdkKeys,
   type Setting } from "./config.js";
 export { apiKey, bearerToken, type DenyBody, type Refusal, refusalOf } from "./web.js";

@@ -12,11 +12,15 @@
  *     {"op":"not","arg":…}
  *     {"op":"eq"|"ne"|"lt"|"le"|"gt"|"ge","field":"id"|"tenant"|"attributes.<name>","value":…}
  *     {"op":"in","field":…,"values":[…]}
+ *     {"op":"starts_with"|"ends_with"|"contains","field":…,"value":"…"}
  *
  * A field the resource lacks (a NULL column) makes every comparison false;
  * "not" holds when its argument does not, so a missing field makes "not"
  * true (SQL `(x) IS NOT TRUE`); eq and ne with null test for a missing
- * field; "in" with no values is false.
+ * field; "in" with no values is false. starts_with, ends_with and contains
+ * take a string and hold for a string field with that prefix, suffix or
+ * substring, case-sensitively; a field that is not a string never meets
+ * them. holds evaluates a tree on one resource.
  *
  * toSql renders a plan for another dialect or other column names than the
  * sidecar's; prismaWhere builds a Prisma `where` object.
@@ -26,13 +30,15 @@ export type PlanKind = "always_allowed" | "always_denied" | "conditional";
 export type Dialect = "postgres" | "sqlite" | "mysql";
 export type Scalar = string | number | boolean | null;
 export type ComparisonOp = "eq" | "ne" | "lt" | "le" | "gt" | "ge";
+export type StringTestOp = "starts_with" | "ends_with" | "contains";
 
 /** A node of a plan's condition tree. */
 export type Condition =
   | { op: "and" | "or"; args: Condition[] }
   | { op: "not"; arg: Condition }
   | { op: ComparisonOp; field: string; value: Scalar }
-  | { op: "in"; field: string; values: Scalar[] };
+  | { op: "in"; field: string; values: Scalar[] }
+  | { op: StringTestOp; field: string; value: string };
 
 /** A WHERE clause with its bind parameters, in order. */
 export interface SqlFilter {
@@ -68,6 +74,8 @@ export const MAX_DEPTH = 64;
 export const MAX_NODES = 10_000;
 
 const ATTRIBUTE_PREFIX = "attributes.";
+const STRING_TESTS: readonly string[] = ["starts_with", "ends_with", "contains"];
+const isStringTest = (op: string): op is StringTestOp => STRING_TESTS.includes(op);
 const SQL_OPS: Record<ComparisonOp, string> = { eq: "=", ne: "<>", lt: "<", le: "<=", gt: ">", ge: ">=" };
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/;
 
@@ -105,7 +113,7 @@ function decode(data: unknown, depth: number, nodes: { n: number }): Condition {
     if (d.arg === undefined || d.arg === null) throw new PlanError("plan: not: missing condition");
     return { op, arg: decode(d.arg, depth + 1, nodes) };
   }
-  if (op === "in" || (typeof op === "string" && op in SQL_OPS)) {
+  if (op === "in" || (typeof op === "string" && (Object.hasOwn(SQL_OPS, op) || isStringTest(op)))) {
     const field = d.field;
     if (typeof field !== "string" || !validField(field)) {
       throw new PlanError(`plan: ${String(op)}: field ${JSON.stringify(field)} is not id, tenant or attributes.<name>`);
@@ -116,6 +124,10 @@ function decode(data: unknown, depth: number, nodes: { n: number }): Condition {
       return { op, field, values: vals.map((v) => scalar(field, op, v)) };
     }
     const value = scalar(field, op as string, d.value ?? null);
+    if (isStringTest(op as string)) {
+      if (typeof value !== "string") throw new PlanError(`plan: ${field} ${String(op)}: value ${JSON.stringify(value)} is not a string`);
+      return { op: op as StringTestOp, field, value };
+    }
     if (value === null && (op === "lt" || op === "le" || op === "gt" || op === "ge")) {
       throw new PlanError(`plan: ${field} ${op}: null cannot be ordered`);
     }
@@ -165,6 +177,88 @@ export function parsePlan(body: Record<string, unknown>): Plan {
     policyRevision: str(body.policy_revision),
     message: str(body.message),
   };
+}
+
+/** A resource as a plan's condition sees it. */
+export interface PlanResource {
+  id?: string;
+  tenant?: string;
+  attributes?: Record<string, unknown>;
+}
+
+/** -1, 0 or 1 for two scalars of one type; null for different types. */
+function order(a: unknown, b: unknown): number | null {
+  if (typeof a !== typeof b || !["string", "number", "boolean"].includes(typeof a)) return null;
+  if (typeof a === "string") {
+    // By code point (UTF-8 byte order), as the sidecar compares, not by
+    // UTF-16 unit.
+    const x = Array.from(a as string, (ch) => ch.codePointAt(0)!);
+    const y = Array.from(b as string, (ch) => ch.codePointAt(0)!);
+    for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! < y[i]! ? -1 : 1;
+    return x.length === y.length ? 0 : x.length < y.length ? -1 : 1;
+  }
+  return a === b ? 0 : (a as number) < (b as number) ? -1 : 1;
+}
+
+/**
+ * Whether condition c holds for one resource, as a database finds it
+ * with the condition's SQL: a missing (or null) field makes a comparison
+ * false and "not" true; values of different types (a string and a
+ * number) are neither equal nor ordered.
+ */
+export function holds(c: Condition, resource: PlanResource): boolean {
+  switch (c.op) {
+    case "and":
+      return c.args.every((a) => holds(a, resource));
+    case "or":
+      return c.args.some((a) => holds(a, resource));
+    case "not":
+      return !holds(c.arg, resource);
+  }
+  const raw = c.field.startsWith(ATTRIBUTE_PREFIX)
+    ? resource.attributes?.[c.field.slice(ATTRIBUTE_PREFIX.length)]
+    : c.field === "id" ? resource.id : resource.tenant;
+  const v = raw === undefined ? null : raw;
+  if (c.op === "in") {
+    if (v === null) return c.values.includes(null);
+    return c.values.some((w) => w !== null && order(v, w) === 0);
+  }
+  if (c.op === "starts_with" || c.op === "ends_with" || c.op === "contains") {
+    if (typeof v !== "string") return false;
+    if (c.op === "starts_with") return v.startsWith(c.value);
+    if (c.op === "ends_with") return v.endsWith(c.value);
+    return v.includes(c.value);
+  }
+  if (c.value === null) return (v === null) === (c.op === "eq");
+  if (v === null) return false;
+  const o = order(v, c.value);
+  if (o === null) return false;
+  return { eq: o === 0, ne: o !== 0, lt: o < 0, le: o <= 0, gt: o > 0, ge: o >= 0 }[c.op as ComparisonOp];
+}
+
+/** Whether a plan permits one resource (see holds). */
+export function permits(plan: Plan, resource: PlanResource): boolean {
+  if (plan.kind === "always_allowed") return true;
+  return plan.kind === "conditional" && plan.condition !== null && holds(plan.condition, resource);
+}
+
+/**
+ * The bind parameter of starts_with, ends_with or contains of value in
+ * dialect, as the sidecar writes it: a LIKE pattern for postgres (escape
+ * \) and mysql (escape !), a GLOB pattern for sqlite, the value's special
+ * characters escaped and a wildcard before, after or on both sides.
+ */
+export function likePattern(dialect: Dialect, op: StringTestOp, value: string): string {
+  let wild = "%";
+  let body: string;
+  if (dialect === "sqlite") {
+    wild = "*";
+    body = value.replace(/[*?[]/g, (ch) => `[${ch}]`);
+  } else {
+    const esc = dialect === "mysql" ? "!" : "\\";
+    body = value.replace(dialect === "mysql" ? /[%_!]/g : /[%_\\]/g, (ch) => esc + ch);
+  }
+  return (op === "starts_with" ? "" : wild) + body + (op === "ends_with" ? "" : wild);
 }
 
 /**
@@ -218,6 +312,18 @@ export function toSql(plan: Plan | Condition, dialect: Dialect = "postgres", col
         const s = `${col} IN (${vals.map(param).join(", ")})`;
         return hasNull ? `(${s} OR ${col} IS NULL)` : s;
       }
+      case "starts_with":
+      case "ends_with":
+      case "contains": {
+        // Case-sensitive in every dialect: SQLite's LIKE ignores ASCII
+        // case, its GLOB does not; MySQL compares a binary pattern byte
+        // for byte.
+        const col = column(c.field);
+        const p = param(likePattern(dialect, c.op, c.value));
+        if (dialect === "sqlite") return `${col} GLOB ${p}`;
+        if (dialect === "mysql") return `${col} LIKE CAST(${p} AS BINARY) ESCAPE '!'`;
+        return `${col} LIKE ${p} ESCAPE '\\'`;
+      }
       default: {
         const col = column(c.field);
         if (c.value === null) return c.op === "eq" ? `${col} IS NULL` : `${col} IS NOT NULL`;
@@ -237,13 +343,17 @@ export interface PrismaFieldFilter {
   gt?: Scalar;
   gte?: Scalar;
   in?: Scalar[];
+  startsWith?: string;
+  endsWith?: string;
+  contains?: string;
 }
 
 /** A Prisma `where` object: AND, OR, NOT and field filters, nested along relations. */
 export type PrismaWhere = { [key: string]: PrismaWhere | PrismaWhere[] | PrismaFieldFilter };
 
-const PRISMA_OPS: Record<ComparisonOp, keyof PrismaFieldFilter> = {
+const PRISMA_OPS: Record<ComparisonOp | StringTestOp, keyof PrismaFieldFilter> = {
   eq: "equals", ne: "not", lt: "lt", le: "lte", gt: "gt", ge: "gte",
+  starts_with: "startsWith", ends_with: "endsWith", contains: "contains",
 };
 
 /**
@@ -258,6 +368,13 @@ const PRISMA_OPS: Record<ComparisonOp, keyof PrismaFieldFilter> = {
  * column; under an odd number of "not"s each comparison is therefore
  * paired with `{field: {not: null}}`, so that a missing field makes "not"
  * true, as the sidecar's SQL has it.
+ *
+ * starts_with, ends_with and contains are Prisma's startsWith, endsWith
+ * and contains filters, whose case sensitivity is the database's: on
+ * PostgreSQL they are case-sensitive (Prisma's default mode), on MySQL
+ * and SQLite they follow the column's collation and LIKE, which ignore
+ * case by default; there a where object may list rows the plan does not
+ * permit: use toSql instead.
  */
 export function prismaWhere(plan: Plan | Condition, fields: Record<string, string> = {}): PrismaWhere {
   let cond: Condition;

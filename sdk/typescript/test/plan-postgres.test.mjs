@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 
 import { join } from "node:path";
 
-import { prismaWhere, SidecarRequestError, SidecarUnavailableError, SvcClient, toSql } from "@svc/sdk";
+import { permits, prismaWhere, SidecarRequestError, SidecarUnavailableError, SvcClient, toSql } from "@svc/sdk";
 
 import { listOrdersServer } from "../examples/list-orders.mjs";
 import { claims, downUrl, REPO, startSidecar, TENANT } from "./harness.mjs";
@@ -39,9 +39,10 @@ describe("plans on PostgreSQL", { skip }, () => {
   before(async () => {
     db = await startPostgres();
     await db.pool.query(`CREATE TABLE orders (id text PRIMARY KEY, tenant text NOT NULL, owner text, status text,
-      level integer)`);
+      level integer, name text)`);
     for (const r of data) {
-      await db.pool.query("INSERT INTO orders VALUES ($1, $2, $3, $4, $5)", [r.id, r.tenant, r.owner, r.status, r.level]);
+      await db.pool.query("INSERT INTO orders VALUES ($1, $2, $3, $4, $5, $6)",
+        [r.id, r.tenant, r.owner, r.status, r.level, r.name]);
     }
   });
   after(async () => db?.stop());
@@ -134,14 +135,15 @@ describe("plans on PostgreSQL", { skip }, () => {
 
   describe("a plan over attributes some rows lack", () => {
     // sdk/testdata/plan: owners read their orders unless archived, the
-    // tenant reads public ones.
+    // tenant reads public ones (a status starting with "public",
+    // case-sensitively, without "draft").
     let idp, client, stop;
     before(async () => ({ idp, client, stop } = await startSidecar({ SVC_POLICY_DIR: join(REPO, "sdk/testdata/plan") })));
     after(() => stop?.());
 
     const attrRows = Array.from({ length: 40 }, (_, i) => ({ id: `a${String(i).padStart(2, "0")}`,
       tenant: i % 5 === 0 ? "globex" : TENANT, owner: ["alice", "bob", null][i % 3],
-      status: ["open", null, "archived", "public"][i % 4] }));
+      status: ["open", null, "archived", ["public", "Public", "public draft"][i % 3]][i % 4] }));
 
     test("the sidecar's SQL and prismaWhere select the permitted rows", async () => {
       await db.pool.query("CREATE TABLE attr_orders (id text PRIMARY KEY, tenant text NOT NULL, owner text, status text)");
@@ -161,6 +163,12 @@ describe("plans on PostgreSQL", { skip }, () => {
       assert.deepEqual(got.map((r) => r.id), want);
       const where = prismaWhere(plan);
       assert.deepEqual(attrRows.filter((r) => prismaEval(where, r) === true).map((r) => r.id), want);
+      assert.ok(plan.sql.where.includes("LIKE"), plan.sql.where);
+      const publicRows = attrRows.filter((r) => r.tenant === TENANT && r.status === "public").map((r) => r.id);
+      assert.ok(publicRows.length > 0 && publicRows.every((id) => want.includes(id)), want.join(","));
+      const resource = (r) => ({ id: r.id, tenant: r.tenant,
+        attributes: Object.fromEntries(["owner", "status"].filter((k) => r[k] !== null).map((k) => [k, r[k]])) });
+      assert.deepEqual(attrRows.filter((r) => permits(plan, resource(r))).map((r) => r.id), want);
     });
   });
 });

@@ -26,9 +26,17 @@ export const FIELDS = {
   "attributes.owner": ["alice", "bob", "carol", "nobody"],
   "attributes.status": ["open", "shared", "closed"],
   "attributes.level": [0, 1, 2, 3, 5],
+  // Every dialect's pattern characters, case and multi-byte differences.
+  "attributes.name": ["/team-a/x.pdf", "/team-A/x.PDF", "a%c", "a_c", "abc", "a\\b", "*?[", "a!b", "é", "É", "日本語",
+    "😀x", "draft", "Draft v2", "nothing"],
 };
 export const COLUMN = { "id": "id", "tenant": "tenant", "attributes.owner": "owner", "attributes.status": "status",
-  "attributes.level": "level" };
+  "attributes.level": "level", "attributes.name": "name" };
+const STRING_FIELDS = ["id", "tenant", "attributes.owner", "attributes.status", "attributes.name"];
+// The values of the string tests: prefixes, suffixes, substrings of the
+// values above, pattern characters and case differences.
+export const PARTS = ["", "a", "A", "/team-a/", "/team-", ".pdf", ".PDF", "%", "_", "a%", "a_", "\\", "\\b", "*", "?", "[",
+  "!", "a!", "é", "É", "本", "日本", "語", "😀", "draft", "Draft", "o", "al", "ice", "ope", "acme", "sha"];
 
 /** A deterministic random number generator (mulberry32). */
 export function rng(seed) {
@@ -50,7 +58,7 @@ export function rows(n = 120, seed = 7) {
   const out = [];
   for (let i = 0; i < n; i++) {
     const row = { id: `o${i}`, tenant: pick(r, FIELDS.tenant) };
-    for (const f of ["attributes.owner", "attributes.status", "attributes.level"]) {
+    for (const f of ["attributes.owner", "attributes.status", "attributes.level", "attributes.name"]) {
       row[COLUMN[f]] = r() < 0.67 ? pick(r, FIELDS[f].slice(0, -1)) : null;
     }
     out.push(row);
@@ -67,6 +75,11 @@ export function holds(c, row) {
   }
   const v = row[COLUMN[c.field]];
   if (c.op === "in") return (v !== null && c.values.includes(v)) || (v === null && c.values.includes(null));
+  if (c.op === "starts_with" || c.op === "ends_with" || c.op === "contains") {
+    if (typeof v !== "string") return false;
+    return { starts_with: v.slice(0, c.value.length) === c.value, ends_with: v.slice(v.length - c.value.length) === c.value,
+      contains: v.indexOf(c.value) >= 0 }[c.op];
+  }
   if (c.value === null) return (v === null) === (c.op === "eq");
   if (v === null) return false;
   return { eq: v === c.value, ne: v !== c.value, lt: v < c.value, le: v <= c.value, gt: v > c.value,
@@ -85,6 +98,9 @@ function randomTree(r, depth = 0) {
     const vals = FIELDS[f].filter(() => r() < 0.4);
     if (r() < 0.3) vals.push(null);
     return { op: "in", field: f, values: vals };
+  }
+  if (STRING_FIELDS.includes(f) && r() < 0.3) {
+    return { op: pick(r, ["starts_with", "ends_with", "contains"]), field: f, value: pick(r, PARTS) };
   }
   const op = pick(r, ["eq", "ne", "lt", "le", "gt", "ge"]);
   if ((op === "eq" || op === "ne") && r() < 0.2) return { op, field: f, value: null };
@@ -106,13 +122,19 @@ export function trees(n = 300) {
     { op: "not", arg: { op: "or", args: [] } },
     { op: "not", arg: { op: "and", args: [] } },
   ];
+  for (const op of ["starts_with", "ends_with", "contains"]) {
+    for (const value of PARTS) {
+      const c = { op, field: "attributes.name", value };
+      fixed.push(c, { op: "not", arg: c });
+    }
+  }
   return [...fixed, ...Array.from({ length: n }, () => randomTree(r))].map(parseCondition);
 }
 
 // What Prisma's SQL for a where object selects, three-valued: true, false
 // or null (unknown; the row is not selected). Throws on anything that is
 // not the shape prismaWhere promises.
-const FILTER_OPS = new Set(["equals", "not", "lt", "lte", "gt", "gte", "in"]);
+const FILTER_OPS = new Set(["equals", "not", "lt", "lte", "gt", "gte", "in", "startsWith", "endsWith", "contains"]);
 
 export function prismaEval(where, row) {
   assert.equal(typeof where, "object");
@@ -148,6 +170,12 @@ function prismaKey(k, v, row) {
     return (col === null) === (op === "equals");
   }
   if (col === null) return null;
+  if (op === "startsWith" || op === "endsWith" || op === "contains") {
+    // Case-sensitive, as on PostgreSQL.
+    assert.equal(typeof arg, "string", `${op} takes a string`);
+    if (typeof col !== "string") return null;
+    return { startsWith: col.startsWith(arg), endsWith: col.endsWith(arg), contains: col.includes(arg) }[op];
+  }
   return { equals: col === arg, not: col !== arg, lt: col < arg, lte: col <= arg, gt: col > arg, gte: col >= arg }[op];
 }
 

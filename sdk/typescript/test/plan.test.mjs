@@ -6,8 +6,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { parseCondition, parsePlan, PlanError, prismaWhere, toSql } from "../dist/index.js";
-import { COLUMN, holds, prismaEval, rows, SAMPLE, trees } from "./plan-trees.mjs";
+import { holds as sdkHolds, parseCondition, parsePlan, permits, PlanError, prismaWhere, toSql } from "../dist/index.js";
+import { COLUMN, FIELDS, holds, prismaEval, rows, SAMPLE, trees } from "./plan-trees.mjs";
 
 describe("condition trees", () => {
   test("round trip and defaults", () => {
@@ -23,6 +23,38 @@ describe("condition trees", () => {
       { op: "in", field: "id", values: [[1]] }, { op: "gt", field: "id", value: Infinity }, [], "eq", null, deep]) {
       assert.throws(() => parseCondition(bad), PlanError, JSON.stringify(bad)?.slice(0, 60));
     }
+  });
+
+  test("string tests", () => {
+    const src = { op: "or", args: [{ op: "starts_with", field: "attributes.path", value: "/team-a/" },
+      { op: "ends_with", field: "id", value: ".pdf" }, { op: "not", arg: { op: "contains", field: "tenant", value: "é%_" } }] };
+    assert.deepEqual(parseCondition(src), src);
+    for (const bad of [{ op: "starts_with", field: "id", value: 1 }, { op: "ends_with", field: "id", value: null },
+      { op: "contains", field: "id" }, { op: "contains", field: "id", value: true }, { op: "starts_with", field: "path", value: "a" }]) {
+      assert.throws(() => parseCondition(bad), PlanError, JSON.stringify(bad));
+    }
+  });
+
+  test("holds is the tree's meaning on one resource", () => {
+    const data = rows();
+    for (const c of trees()) {
+      for (const r of data) {
+        const attributes = {};
+        for (const f of Object.keys(FIELDS)) {
+          if (f.startsWith("attributes.") && r[COLUMN[f]] !== null) attributes[f.slice("attributes.".length)] = r[COLUMN[f]];
+        }
+        const resource = { id: r.id, tenant: r.tenant, attributes };
+        assert.equal(sdkHolds(c, resource), holds(c, r), `${JSON.stringify(c)} on ${JSON.stringify(resource)}`);
+      }
+    }
+    const starts = parseCondition({ op: "starts_with", field: "attributes.n", value: "1" });
+    assert.equal(sdkHolds(starts, { attributes: { n: 1 } }), false, "a number is no string");
+    assert.equal(sdkHolds({ op: "not", arg: starts }, { attributes: { n: 1 } }), true);
+    assert.equal(sdkHolds(parseCondition({ op: "lt", field: "id", value: "\uffff" }), { id: "😀" }), false,
+      "code point order, not UTF-16 order");
+    assert.equal(permits(parsePlan({ kind: "conditional", condition: starts }), { attributes: { n: "12" } }), true);
+    assert.equal(permits(parsePlan({ kind: "always_allowed" }), {}), true);
+    assert.equal(permits(parsePlan({ kind: "always_denied" }), {}), false);
   });
 
   test("plans", () => {
@@ -59,6 +91,22 @@ describe("toSql", () => {
     }
     assert.equal(toSql(parsePlan({ kind: "always_allowed" })).where, "1 = 1");
     assert.equal(toSql(parsePlan({ kind: "always_denied" })).where, "1 = 0");
+  });
+
+  test("string tests, as the sidecar renders them", () => {
+    // The tree, text and parameters of plan/plan_test.go's TestSQLStringTests.
+    const c = parseCondition({ op: "and", args: [
+      { op: "starts_with", field: "attributes.path", value: "/a_b%\\!*?[" },
+      { op: "not", arg: { op: "ends_with", field: "attributes.name", value: ".pdf" } },
+      { op: "contains", field: "attributes.title", value: "draft" }] });
+    const cases = [
+      ["postgres", `("path" LIKE $1 ESCAPE '\\' AND ("name" LIKE $2 ESCAPE '\\') IS NOT TRUE AND "title" LIKE $3 ESCAPE '\\')`,
+        ["/a\\_b\\%\\\\!*?[%", "%.pdf", "%draft%"]],
+      ["sqlite", '("path" GLOB ? AND ("name" GLOB ?) IS NOT TRUE AND "title" GLOB ?)', ["/a_b%\\![*][?][[]*", "*.pdf", "*draft*"]],
+      ["mysql", "(`path` LIKE CAST(? AS BINARY) ESCAPE '!' AND (`name` LIKE CAST(? AS BINARY) ESCAPE '!') IS NOT TRUE AND " +
+        "`title` LIKE CAST(? AS BINARY) ESCAPE '!')", ["/a!_b!%\\!!*?[%", "%.pdf", "%draft%"]],
+    ];
+    for (const [dialect, where, params] of cases) assert.deepEqual(toSql(c, dialect), { where, params }, dialect);
   });
 
   test("values are never part of the text; columns are identifiers", () => {

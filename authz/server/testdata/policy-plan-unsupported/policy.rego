@@ -2,5 +2,5 @@ package svc.authz
 
 default allow := false
 
-# A prefix test on the resource's id: no plan condition expresses it.
-allow if startswith(input.resource.id, concat("", [input.user.id, "-"]))
+# The resource's id as the prefix of a known string: no plan condition expresses it.
+allow if startswith(concat("", [input.user.id, "-home"]), input.resource.id)

@@ -1,0 +1,140 @@
+package plan
+
+import (
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite"
+
+	"github.com/svc-dev/svc/internal/testkit/pgtest"
+)
+
+// trickyStrings are the names of the rows and the values of the string
+// tests: the pattern characters of every dialect (LIKE's % and _, the
+// escapes \ and !, GLOB's * ? and [), case differences in ASCII and
+// beyond, and multi-byte characters.
+var trickyStrings = []string{
+	"", "a", "A", "abc", "ABC", "Abc", "a%c", "a_c", "abc%", "%", "_", `\`, `a\b`, `a\%`, `\_`,
+	"*", "?", "[", "]", "[a]", "a*b", "a?b", "a[b]c", "!", "a!b", "!%", "'", `"`,
+	"/team-a/report.pdf", "/team-A/report.PDF", "/team-ab/x", "draft", "Draft v2", "a draft",
+	"é", "É", "naïve", "NAÏVE", "日本語", "本", "ß", "SS", "😀x", "x😀",
+}
+
+// stringRows is a row for each tricky string and one without a name.
+func stringRows() []Row {
+	rows := []Row{{ID: "none"}}
+	for i, s := range trickyStrings {
+		rows = append(rows, Row{ID: fmt.Sprintf("r%02d", i), Attributes: map[string]any{"name": s}})
+	}
+	return rows
+}
+
+// stringConditions are starts_with, ends_with and contains of every
+// tricky string, each alone and under not, and a few combinations.
+func stringConditions() []*Condition {
+	var out []*Condition
+	for _, op := range []Op{StartsWith, EndsWith, Contains} {
+		for _, v := range trickyStrings {
+			c := &Condition{Op: op, Field: "attributes.name", Value: v}
+			out = append(out, c, &Condition{Op: Not, Arg: c})
+		}
+	}
+	pdf := &Condition{Op: EndsWith, Field: "attributes.name", Value: ".pdf"}
+	team := &Condition{Op: StartsWith, Field: "attributes.name", Value: "/team-a/"}
+	draft := &Condition{Op: Contains, Field: "attributes.name", Value: "draft"}
+	out = append(out,
+		&Condition{Op: And, Args: []*Condition{team, pdf}},
+		&Condition{Op: Or, Args: []*Condition{draft, &Condition{Op: Not, Arg: team}}},
+		&Condition{Op: Not, Arg: &Condition{Op: And, Args: []*Condition{draft, {Op: Ne, Field: "id", Value: "r33"}}}},
+	)
+	return out
+}
+
+// TestStringTestsOnDatabases: the SQL of starts_with, ends_with and
+// contains selects, on a real SQLite and a real PostgreSQL table, exactly
+// the rows Match accepts — wildcards, escape characters, case and
+// multi-byte differences, a NULL name and "not" included.
+func TestStringTestsOnDatabases(t *testing.T) {
+	rows := stringRows()
+	conds := stringConditions()
+	lite, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "rows.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.Close()
+	t.Run("sqlite", func(t *testing.T) { checkOnDatabase(t, lite, SQLite, rows, conds) })
+	t.Run("postgres", func(t *testing.T) {
+		pg, err := sql.Open("pgx", pgtest.Start(t).DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pg.Close()
+		checkOnDatabase(t, pg, Postgres, rows, conds)
+	})
+}
+
+func checkOnDatabase(t *testing.T, db *sql.DB, d Dialect, rows []Row, conds []*Condition) {
+	t.Helper()
+	if _, err := db.Exec(`CREATE TABLE t (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, name TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	insert := `INSERT INTO t VALUES (?, ?, ?)`
+	if d == Postgres {
+		insert = `INSERT INTO t VALUES ($1, $2, $3)`
+	}
+	for _, r := range rows {
+		if _, err := db.Exec(insert, r.ID, r.Tenant, r.Attributes["name"]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	caseDiffers := 0
+	for _, c := range conds {
+		s, err := c.SQL(d, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := selectIDs(t, db, s)
+		var want []string
+		for _, r := range rows {
+			if c.Match(r) {
+				want = append(want, r.ID)
+			}
+		}
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %s %q selects %v, Match accepts %v", c, s.Where, s.Params, got, want)
+		}
+		if c.Op == StartsWith && c.Value == "a" && !slices.Contains(want, "r02") {
+			caseDiffers++ // "A" does not start with "a"
+		}
+	}
+	if caseDiffers != 1 {
+		t.Errorf("the conditions should hold a case difference")
+	}
+}
+
+func selectIDs(t *testing.T, db *sql.DB, s SQL) []string {
+	t.Helper()
+	rs, err := db.Query("SELECT id FROM t WHERE "+s.Where, s.Params...)
+	if err != nil {
+		t.Fatalf("WHERE %s %q: %v", s.Where, s.Params, err)
+	}
+	defer rs.Close()
+	ids := []string{}
+	for rs.Next() {
+		var id string
+		if err := rs.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(ids)
+	return ids
+}
