@@ -1,0 +1,681 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// A compact data tree holds a data document as JSON text rather than as
+// AST values: a table's entry of 316 bytes of JSON takes about 1.3 KB as
+// OPA's AST values and about its own size here. Objects large enough to
+// matter are internal nodes, their members sorted by key; every other
+// value is a leaf holding its compact JSON, a slice of one of a few large
+// arena buffers. Reading a path walks the nodes and decodes only the leaf
+// it ends in (see compactStore).
+
+// leafMaxBytes and leafMaxMembers bound the objects kept whole as one
+// leaf: an object whose members encode to more than leafMaxBytes, or that
+// has more than leafMaxMembers members, is an internal node, so that
+// reading one of its members decodes that member alone.
+const (
+	leafMaxBytes   = 1024
+	leafMaxMembers = 64
+)
+
+// arenaChunk is the size of the arena's buffers.
+const arenaChunk = 1 << 20
+
+// compactNode is an object of the tree, its members sorted by key.
+type compactNode struct {
+	keys []string
+	vals []compactVal
+}
+
+// compactVal is a member of an object: an internal node, or a leaf's
+// compact JSON (a value that is not an object, or a small object).
+type compactVal struct {
+	node *compactNode
+	raw  []byte
+}
+
+// get returns the member k of n.
+func (n *compactNode) get(k string) (compactVal, bool) {
+	i, ok := slices.BinarySearch(n.keys, k)
+	if !ok {
+		return compactVal{}, false
+	}
+	return n.vals[i], true
+}
+
+// arena hands out slices of large buffers that are never reallocated, so
+// that the slices of a tree's leaves and keys stay valid and take one
+// allocation per MiB, not one per value.
+type arena struct {
+	buf  []byte
+	size int64 // bytes handed out
+}
+
+// copy returns a copy of b in the arena.
+func (a *arena) copy(b []byte) []byte {
+	a.size += int64(len(b))
+	if len(b) > arenaChunk/4 {
+		return bytes.Clone(b)
+	}
+	if cap(a.buf)-len(a.buf) < len(b) {
+		a.buf = make([]byte, 0, arenaChunk)
+	}
+	start := len(a.buf)
+	a.buf = append(a.buf, b...)
+	return a.buf[start:len(a.buf):len(a.buf)]
+}
+
+// str returns s as a string in the arena.
+func (a *arena) str(s string) string {
+	if s == "" {
+		return ""
+	}
+	b := a.copy(unsafe.Slice(unsafe.StringData(s), len(s)))
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// compactBuilder builds a compact tree.
+type compactBuilder struct {
+	arena arena
+	enc   bytes.Buffer
+}
+
+// pending is a value being built: a node, or a leaf's JSON not yet in the
+// arena (a small object's members are copied into the arena once, as the
+// object's own JSON, not once each).
+type pending struct {
+	node *compactNode
+	raw  []byte
+}
+
+// member is a member of an object being built.
+type member struct {
+	key string
+	val pending
+}
+
+// object makes the members of one object into a pending value: a leaf
+// when it is small and its members are leaves, else a node whose leaves
+// are copied into the arena. A key given twice keeps its last value, as
+// encoding/json does.
+func (b *compactBuilder) object(members []member) pending {
+	members = sortMembers(members)
+	size := 2
+	small := len(members) <= leafMaxMembers
+	for _, m := range members {
+		if m.val.node != nil {
+			small = false
+			break
+		}
+		size += len(m.key) + 4 + len(m.val.raw)
+	}
+	if small && size <= leafMaxBytes {
+		raw := make([]byte, 0, size)
+		raw = append(raw, '{')
+		for i, m := range members {
+			if i > 0 {
+				raw = append(raw, ',')
+			}
+			raw = appendJSONString(raw, m.key)
+			raw = append(raw, ':')
+			raw = append(raw, m.val.raw...)
+		}
+		return pending{raw: append(raw, '}')}
+	}
+	n := &compactNode{keys: make([]string, len(members)), vals: make([]compactVal, len(members))}
+	for i, m := range members {
+		n.keys[i] = b.arena.str(m.key)
+		if m.val.node != nil {
+			n.vals[i] = compactVal{node: m.val.node}
+		} else {
+			n.vals[i] = compactVal{raw: b.arena.copy(m.val.raw)}
+		}
+	}
+	return pending{node: n}
+}
+
+// root returns the tree of p, which must be an object.
+func (b *compactBuilder) root(p pending) (*compactNode, error) {
+	if p.node != nil {
+		return p.node, nil
+	}
+	if len(p.raw) == 0 || p.raw[0] != '{' {
+		return nil, errors.New("top level must be an object")
+	}
+	// A small document: its root is a node all the same, so that reads
+	// of its top-level members need no decoding of the others.
+	members, err := b.members(p.raw)
+	if err != nil {
+		return nil, err
+	}
+	n := &compactNode{keys: make([]string, len(members)), vals: make([]compactVal, len(members))}
+	for i, m := range members {
+		n.keys[i] = b.arena.str(m.key)
+		n.vals[i] = compactVal{node: m.val.node, raw: b.arena.copy(m.val.raw)}
+	}
+	return n, nil
+}
+
+// members splits the JSON text of an object into its members, sorted by
+// key, the last of equal keys kept.
+func (b *compactBuilder) members(raw []byte) ([]member, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, errors.New("top level must be an object")
+	}
+	var members []member
+	for dec.More() {
+		key, err := objectKey(dec)
+		if err != nil {
+			return nil, err
+		}
+		p, err := b.fromJSON(dec)
+		if err != nil {
+			return nil, err
+		}
+		members = append(members, member{key: key, val: p})
+	}
+	return sortMembers(members), nil
+}
+
+// sortMembers sorts members by key and keeps the last of equal keys, as
+// encoding/json does.
+func sortMembers(members []member) []member {
+	slices.SortStableFunc(members, func(x, y member) int { return strings.Compare(x.key, y.key) })
+	out := members[:0]
+	for i, m := range members {
+		if i+1 < len(members) && members[i+1].key == m.key {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// fromGo builds the pending value of v, a document decoded from JSON or
+// YAML (maps, slices, strings, json.Number, float64, bool, nil). It
+// consumes v: the members of every object are deleted once built, so that
+// the decoded document is given back to the collector while the tree is
+// built.
+func (b *compactBuilder) fromGo(v any) (pending, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		b.enc.Reset()
+		enc := json.NewEncoder(&b.enc)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			return pending{}, err
+		}
+		return pending{raw: bytes.Clone(bytes.TrimSuffix(b.enc.Bytes(), []byte{'\n'}))}, nil
+	}
+	members := make([]member, 0, len(m))
+	for k, child := range m {
+		p, err := b.fromGo(child)
+		if err != nil {
+			return pending{}, err
+		}
+		members = append(members, member{key: k, val: p})
+		delete(m, k)
+	}
+	return b.object(members), nil
+}
+
+// fromJSON builds the pending value of the next JSON value of dec, which
+// must decode numbers with UseNumber. Objects are read member by member,
+// so that no document is ever decoded whole into Go values; an array is
+// a leaf, its text encoded compactly as its tokens are read.
+func (b *compactBuilder) fromJSON(dec *json.Decoder) (pending, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return pending{}, err
+	}
+	if tok != json.Delim('{') {
+		raw, err := appendToken(nil, dec, tok)
+		return pending{raw: raw}, err
+	}
+	var members []member
+	for dec.More() {
+		key, err := objectKey(dec)
+		if err != nil {
+			return pending{}, err
+		}
+		p, err := b.fromJSON(dec)
+		if err != nil {
+			return pending{}, err
+		}
+		members = append(members, member{key: key, val: p})
+	}
+	if _, err := dec.Token(); err != nil { // }
+		return pending{}, err
+	}
+	return b.object(members), nil
+}
+
+// objectKey reads the key of an object's next member.
+func objectKey(dec *json.Decoder) (string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", err
+	}
+	key, ok := tok.(string)
+	if !ok {
+		return "", fmt.Errorf("object key is %v, not a string", tok)
+	}
+	return key, nil
+}
+
+// appendToken appends the compact JSON of the value starting with tok,
+// reading the rest of it from dec.
+func appendToken(dst []byte, dec *json.Decoder, tok json.Token) ([]byte, error) {
+	switch t := tok.(type) {
+	case json.Delim:
+		end := json.Delim(']')
+		if t == '{' {
+			end = '}'
+		}
+		dst = append(dst, byte(t))
+		for i := 0; dec.More(); i++ {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if t == '{' {
+				key, err := objectKey(dec)
+				if err != nil {
+					return nil, err
+				}
+				dst = append(appendJSONString(dst, key), ':')
+			}
+			next, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			if dst, err = appendToken(dst, dec, next); err != nil {
+				return nil, err
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, err
+		}
+		return append(dst, byte(end)), nil
+	case string:
+		return appendJSONString(dst, t), nil
+	case json.Number:
+		return append(dst, t...), nil
+	case bool:
+		return strconv.AppendBool(dst, t), nil
+	case nil:
+		return append(dst, "null"...), nil
+	}
+	return nil, fmt.Errorf("unexpected JSON token %v", tok)
+}
+
+// CompactData is a data document built as a compact tree, for the data of
+// a set that is too large to hold as AST values (see WithCompactData).
+type CompactData struct {
+	root *compactNode
+	// size is the JSON text the tree holds, in bytes.
+	size int64
+}
+
+// CompactDataBuilder builds a CompactData from JSON documents merged at
+// paths, as data files of a directory or bundle are.
+type CompactDataBuilder struct {
+	b    compactBuilder
+	root pendingTree
+}
+
+// pendingTree is an object being merged from several documents.
+type pendingTree struct {
+	kids map[string]*pendingTree
+	vals map[string]pending
+}
+
+// AddJSON reads one JSON document from r, which must be an object (or, as
+// an empty YAML file is, nothing), and merges it at path: a member may
+// not be set by two documents unless both are objects, as Load requires.
+func (cb *CompactDataBuilder) AddJSON(path []string, r io.Reader) error {
+	dec := json.NewDecoder(r)
+	dec.UseNumber()
+	p, err := cb.b.fromJSON(dec)
+	if err == io.EOF {
+		return errors.New("decode: no JSON value")
+	}
+	if err != nil {
+		return fmt.Errorf("decode: %w", err)
+	}
+	if p.node == nil && (len(p.raw) == 0 || p.raw[0] != '{') {
+		return fmt.Errorf("top level must be an object, got %s", string(p.raw[:min(len(p.raw), 16)]))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("decode: data after the top-level value")
+	}
+	return cb.merge(path, p)
+}
+
+// merge merges the object p at path.
+func (cb *CompactDataBuilder) merge(path []string, p pending) error {
+	t := &cb.root
+	for i, k := range path {
+		if _, ok := t.vals[k]; ok {
+			return fmt.Errorf("data path %q is already set to a value", strings.Join(path[:i+1], "."))
+		}
+		t = t.kid(k)
+	}
+	return cb.mergeInto(t, p, path)
+}
+
+func (t *pendingTree) kid(k string) *pendingTree {
+	if t.kids == nil {
+		t.kids = map[string]*pendingTree{}
+	}
+	c := t.kids[k]
+	if c == nil {
+		c = &pendingTree{}
+		t.kids[k] = c
+	}
+	return c
+}
+
+// mergeInto merges the members of the object p into t.
+func (cb *CompactDataBuilder) mergeInto(t *pendingTree, p pending, at []string) error {
+	members, err := cb.membersOf(p)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		here := append(slices.Clip(at), m.key)
+		_, isVal := t.vals[m.key]
+		_, isKid := t.kids[m.key]
+		isObj := m.val.node != nil || (len(m.val.raw) > 0 && m.val.raw[0] == '{')
+		switch {
+		case !isVal && !isKid && !isObj:
+			if t.vals == nil {
+				t.vals = map[string]pending{}
+			}
+			t.vals[m.key] = m.val
+		case isVal || !isObj:
+			return fmt.Errorf("data path %q is set by more than one data file", strings.Join(here, "."))
+		default:
+			if err := cb.mergeInto(t.kid(m.key), m.val, here); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// membersOf lists the members of the object p.
+func (cb *CompactDataBuilder) membersOf(p pending) ([]member, error) {
+	if p.node != nil {
+		ms := make([]member, len(p.node.keys))
+		for i, k := range p.node.keys {
+			v := p.node.vals[i]
+			ms[i] = member{key: k, val: pending(v)}
+		}
+		return ms, nil
+	}
+	return cb.b.members(p.raw)
+}
+
+// Build returns the merged data.
+func (cb *CompactDataBuilder) Build() *CompactData {
+	root := cb.build(&cb.root)
+	n, _ := cb.b.root(root)
+	return &CompactData{root: n, size: cb.b.arena.size}
+}
+
+func (cb *CompactDataBuilder) build(t *pendingTree) pending {
+	members := make([]member, 0, len(t.kids)+len(t.vals))
+	for k, v := range t.vals {
+		members = append(members, member{key: k, val: v})
+	}
+	for k, kid := range t.kids {
+		members = append(members, member{key: k, val: cb.build(kid)})
+	}
+	return cb.b.object(members)
+}
+
+// compactFromGo builds the compact tree of data, consuming it (see
+// fromGo).
+func compactFromGo(data map[string]any) (*CompactData, error) {
+	var b compactBuilder
+	p, err := b.fromGo(data)
+	if err != nil {
+		return nil, err
+	}
+	root, err := b.root(p)
+	if err != nil {
+		return nil, err
+	}
+	return &CompactData{root: root, size: b.arena.size}, nil
+}
+
+// Size is the JSON text the data holds, in bytes.
+func (d *CompactData) Size() int64 { return d.size }
+
+// value materialises v as an AST value.
+func (v compactVal) value() (ast.Value, error) {
+	if v.node != nil {
+		return v.node.value()
+	}
+	return decodeJSONValue(v.raw)
+}
+
+// value materialises n, all of it, as an AST object.
+func (n *compactNode) value() (ast.Value, error) {
+	kvs := make([][2]*ast.Term, len(n.keys))
+	for i, k := range n.keys {
+		v, err := n.vals[i].value()
+		if err != nil {
+			return nil, err
+		}
+		kvs[i] = [2]*ast.Term{ast.InternedTerm(k), ast.NewTerm(v)}
+	}
+	return ast.NewObject(kvs...), nil
+}
+
+// decodeJSONValue decodes compact JSON text (as the tree holds it) into
+// an AST value, numbers spelt as in the text, as OPA's decoding of a data
+// file and its conversion to AST values make them.
+func decodeJSONValue(raw []byte) (ast.Value, error) {
+	d := jsonDecoder{b: raw}
+	v, err := d.value()
+	if err != nil {
+		return nil, err
+	}
+	if d.skipSpace(); d.i != len(d.b) {
+		return nil, errors.New("data after a JSON value")
+	}
+	return v, nil
+}
+
+// jsonDecoder decodes JSON text into AST values directly.
+type jsonDecoder struct {
+	b []byte
+	i int
+}
+
+var errJSONSyntax = errors.New("invalid JSON in compact data")
+
+func (d *jsonDecoder) skipSpace() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\r', '\n':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+func (d *jsonDecoder) value() (ast.Value, error) {
+	d.skipSpace()
+	if d.i >= len(d.b) {
+		return nil, errJSONSyntax
+	}
+	switch c := d.b[d.i]; {
+	case c == '{':
+		d.i++
+		var kvs [][2]*ast.Term
+		d.skipSpace()
+		if d.i < len(d.b) && d.b[d.i] == '}' {
+			d.i++
+			return ast.NewObject(), nil
+		}
+		for {
+			d.skipSpace()
+			k, err := d.str()
+			if err != nil {
+				return nil, err
+			}
+			d.skipSpace()
+			if d.i >= len(d.b) || d.b[d.i] != ':' {
+				return nil, errJSONSyntax
+			}
+			d.i++
+			v, err := d.value()
+			if err != nil {
+				return nil, err
+			}
+			kvs = append(kvs, [2]*ast.Term{ast.InternedTerm(k), ast.NewTerm(v)})
+			d.skipSpace()
+			if d.i >= len(d.b) {
+				return nil, errJSONSyntax
+			}
+			d.i++
+			if d.b[d.i-1] == '}' {
+				return ast.NewObject(kvs...), nil
+			}
+			if d.b[d.i-1] != ',' {
+				return nil, errJSONSyntax
+			}
+		}
+	case c == '[':
+		d.i++
+		var elems []*ast.Term
+		d.skipSpace()
+		if d.i < len(d.b) && d.b[d.i] == ']' {
+			d.i++
+			return ast.NewArray(), nil
+		}
+		for {
+			v, err := d.value()
+			if err != nil {
+				return nil, err
+			}
+			elems = append(elems, ast.NewTerm(v))
+			d.skipSpace()
+			if d.i >= len(d.b) {
+				return nil, errJSONSyntax
+			}
+			d.i++
+			if d.b[d.i-1] == ']' {
+				return ast.NewArray(elems...), nil
+			}
+			if d.b[d.i-1] != ',' {
+				return nil, errJSONSyntax
+			}
+		}
+	case c == '"':
+		s, err := d.str()
+		if err != nil {
+			return nil, err
+		}
+		return ast.String(s), nil
+	case c == 't' && bytes.HasPrefix(d.b[d.i:], []byte("true")):
+		d.i += 4
+		return ast.Boolean(true), nil
+	case c == 'f' && bytes.HasPrefix(d.b[d.i:], []byte("false")):
+		d.i += 5
+		return ast.Boolean(false), nil
+	case c == 'n' && bytes.HasPrefix(d.b[d.i:], []byte("null")):
+		d.i += 4
+		return ast.Null{}, nil
+	case c == '-' || (c >= '0' && c <= '9'):
+		start := d.i
+		for d.i < len(d.b) && strings.IndexByte("+-0123456789.eE", d.b[d.i]) >= 0 {
+			d.i++
+		}
+		return ast.Number(d.b[start:d.i]), nil
+	}
+	return nil, errJSONSyntax
+}
+
+// str decodes the JSON string at d.i.
+func (d *jsonDecoder) str() (string, error) {
+	if d.i >= len(d.b) || d.b[d.i] != '"' {
+		return "", errJSONSyntax
+	}
+	start := d.i
+	escaped := false
+	for d.i++; d.i < len(d.b); d.i++ {
+		switch d.b[d.i] {
+		case '\\':
+			escaped = true
+			d.i++
+		case '"':
+			d.i++
+			if !escaped {
+				return string(d.b[start+1 : d.i-1]), nil
+			}
+			var s string
+			if err := json.Unmarshal(d.b[start:d.i], &s); err != nil {
+				return "", err
+			}
+			return s, nil
+		}
+	}
+	return "", errJSONSyntax
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(dst []byte, s string) []byte {
+	simple := utf8.ValidString(s)
+	for i := 0; simple && i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' {
+			simple = false
+		}
+	}
+	if simple {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	b, _ := json.Marshal(s) // invalid UTF-8 becomes U+FFFD, as encoding/json decodes it
+	return append(dst, b...)
+}
+
+// writeTo writes the data's members, keys and leaves in key order, to w
+// (a digest): equal data writes equally.
+func (d *CompactData) writeTo(w io.Writer) {
+	var walk func(n *compactNode)
+	walk = func(n *compactNode) {
+		_, _ = io.WriteString(w, "{")
+		for i, k := range n.keys {
+			_, _ = w.Write(appendJSONString(nil, k))
+			_, _ = io.WriteString(w, ":")
+			if v := n.vals[i]; v.node != nil {
+				walk(v.node)
+			} else {
+				_, _ = w.Write(v.raw)
+			}
+		}
+		_, _ = io.WriteString(w, "}")
+	}
+	walk(d.root)
+}

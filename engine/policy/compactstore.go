@@ -1,0 +1,102 @@
+package policy
+
+import (
+	"context"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/storage"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/util"
+)
+
+// compactThreshold is the size of JSON text from which a set's data is
+// kept as a compact tree rather than as AST values: below it the AST
+// values take a few MB at most and evaluation reads them without
+// decoding; above it they take about 4× the JSON, which a compact tree
+// does not.
+var compactThreshold int64 = 1 << 20
+
+// compactStore is a read-only storage.Store of a compact data tree. An
+// in-memory store with no data provides the transactions, policies and
+// triggers; Read answers for the data from the tree, decoding the leaf a
+// path ends in (or the rest of the path within it) into AST values, as
+// the in-memory store with OptReturnASTValuesOnRead returns them. A path
+// ending at an internal node materialises all of it: correct, and slow
+// for a large table, which topdown reads whole only where a policy
+// iterates it. Writes to the data are refused: nothing writes a set's
+// data after it is built.
+type compactStore struct {
+	storage.Store
+	data *CompactData
+}
+
+// newCompactStore returns a store over data.
+func newCompactStore(data *CompactData) *compactStore {
+	return &compactStore{
+		Store: inmem.NewWithOpts(inmem.OptRoundTripOnWrite(false), inmem.OptReturnASTValuesOnRead(true)),
+		data:  data,
+	}
+}
+
+// errNotFound is the error the in-memory store gives for a path that
+// does not exist; topdown tells an undefined document by its code.
+var errNotFound = &storage.Error{Code: storage.NotFoundErr, Message: "document does not exist"}
+
+// Read implements storage.Store.
+func (s *compactStore) Read(_ context.Context, _ storage.Transaction, path storage.Path) (any, error) {
+	n := s.data.root
+	for i, k := range path {
+		v, ok := n.get(k)
+		if !ok {
+			return nil, errNotFound
+		}
+		if v.node != nil {
+			n = v.node
+			continue
+		}
+		val, err := decodeJSONValue(v.raw)
+		if err != nil {
+			return nil, err
+		}
+		return valuePtr(val, path[i+1:])
+	}
+	return n.value()
+}
+
+// valuePtr returns the value at path within v, as the in-memory store
+// walks its AST values: object members by key, array elements by
+// decimal index.
+func valuePtr(v ast.Value, path storage.Path) (ast.Value, error) {
+	for _, k := range path {
+		switch x := v.(type) {
+		case ast.Object:
+			t := x.Get(ast.InternedTerm(k))
+			if t == nil {
+				return nil, errNotFound
+			}
+			v = t.Value
+		case *ast.Array:
+			i, ok := util.Atoi(k)
+			if !ok || i < 0 || i >= x.Len() {
+				return nil, errNotFound
+			}
+			v = x.Elem(i).Value
+		default:
+			return nil, errNotFound
+		}
+	}
+	return v, nil
+}
+
+// errReadOnly refuses writes to a set's data.
+var errReadOnly = &storage.Error{Code: storage.InvalidTransactionErr, Message: "a policy set's data is read-only"}
+
+// Write implements storage.Store: it refuses every write.
+func (s *compactStore) Write(context.Context, storage.Transaction, storage.PatchOp, storage.Path, any) error {
+	return errReadOnly
+}
+
+// Truncate implements storage.Store: it refuses to replace the data.
+func (s *compactStore) Truncate(context.Context, storage.Transaction, storage.TransactionParams, storage.Iterator) error {
+	return errReadOnly
+}
