@@ -26,6 +26,9 @@ type archive struct {
 	files      map[string]bool // the archive's files by cleaned path, "/authz.rego"
 	manifest   []byte          // nil when absent
 	signatures []byte          // nil when absent
+	// signatureFiles are the paths of the files OPA's reader takes for
+	// signatures (any named .signatures.json), in archive order.
+	signatureFiles []string
 }
 
 // readArchive reads a gzipped tar from r within lim, and its manifest.
@@ -86,6 +89,9 @@ func readTar(r io.Reader, lim Limits) (*archive, error) {
 			return nil, fmt.Errorf("bundle holds %q twice", name)
 		}
 		a.files[name] = true
+		if opabundle.IsSignaturesFile(hdr.Name) {
+			a.signatureFiles = append(a.signatureFiles, hdr.Name)
+		}
 		// Only the manifest and the signatures are kept: OPA's reader
 		// reads the rest again from raw, and a copy of every file here
 		// would double what a large bundle takes while it loads.
@@ -115,9 +121,19 @@ func readTar(r io.Reader, lim Limits) (*archive, error) {
 }
 
 // reader returns OPA's bundle reader over the archive, with its per-file
-// limit set so that it never trusts a size claimed by a tar header.
+// limit set so that it never trusts a size claimed by a tar header. It
+// leaves out the data files, which loadData reads.
 func (a *archive) reader() *opabundle.Reader {
-	loader := opabundle.NewTarballLoaderWithBaseURL(bytes.NewReader(a.raw), "").WithSizeLimitBytes(a.lim.File)
+	return a.readerOf(opabundle.NewTarballLoaderWithBaseURL(bytes.NewReader(a.raw), "").WithFilter(withoutData))
+}
+
+// fullReader is reader with the data files.
+func (a *archive) fullReader() *opabundle.Reader {
+	return a.readerOf(opabundle.NewTarballLoaderWithBaseURL(bytes.NewReader(a.raw), ""))
+}
+
+func (a *archive) readerOf(loader opabundle.DirectoryLoader) *opabundle.Reader {
+	loader = loader.WithSizeLimitBytes(a.lim.File)
 	return opabundle.NewCustomReader(loader).
 		WithSizeLimitBytes(a.lim.File).
 		WithLazyLoadingMode(false)

@@ -345,38 +345,73 @@ type pendingTree struct {
 	vals map[string]pending
 }
 
-// AddJSON reads one JSON document from r, which must be an object (or, as
-// an empty YAML file is, nothing), and merges it at path: a member may
-// not be set by two documents unless both are objects, as Load requires.
-func (cb *CompactDataBuilder) AddJSON(path []string, r io.Reader) error {
+// AddJSON reads one JSON document from r, as OPA's bundle reader decodes
+// a data file, and merges it at path (see merge). Only its first value is
+// read, as OPA reads it; with strict, anything but white space after it is
+// an error. With digest set, the document's canonical encoding (see
+// writeCanonical) is written to it.
+func (cb *CompactDataBuilder) AddJSON(path []string, r io.Reader, strict bool, digest io.Writer) error {
 	dec := json.NewDecoder(r)
 	dec.UseNumber()
 	p, err := cb.b.fromJSON(dec)
 	if err == io.EOF {
-		return errors.New("decode: no JSON value")
+		err = io.ErrUnexpectedEOF
 	}
 	if err != nil {
-		return fmt.Errorf("decode: %w", err)
+		return err
 	}
-	if p.node == nil && (len(p.raw) == 0 || p.raw[0] != '{') {
-		return fmt.Errorf("top level must be an object, got %s", string(p.raw[:min(len(p.raw), 16)]))
+	if strict {
+		if _, err := dec.Token(); err != io.EOF {
+			return errors.New("invalid JSON: data after the top-level value")
+		}
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("decode: data after the top-level value")
+	if digest != nil {
+		if err := writeCanonical(digest, p); err != nil {
+			return err
+		}
 	}
 	return cb.merge(path, p)
 }
 
-// merge merges the object p at path.
+// AddValue merges v, a document decoded from JSON or YAML (a YAML data
+// file), at path, as AddJSON does. It consumes v.
+func (cb *CompactDataBuilder) AddValue(path []string, v any, digest io.Writer) error {
+	if digest != nil {
+		walkCanonical(v, digest, newCanonicalEncoder())
+	}
+	p, err := cb.b.fromGo(v)
+	if err != nil {
+		return err
+	}
+	return cb.merge(path, p)
+}
+
+// merge merges the document p at path, as OPA's bundle reader merges data
+// files: at the root p must be an object; below it, any value. Objects
+// merge member by member; any other value may be set by one file only.
 func (cb *CompactDataBuilder) merge(path []string, p pending) error {
 	t := &cb.root
-	for i, k := range path {
+	isObj := p.node != nil || (len(p.raw) > 0 && p.raw[0] == '{')
+	if len(path) == 0 && !isObj {
+		return errors.New("root value must be object")
+	}
+	last := len(path)
+	if !isObj {
+		last--
+	}
+	for i, k := range path[:last] {
 		if _, ok := t.vals[k]; ok {
-			return fmt.Errorf("data path %q is already set to a value", strings.Join(path[:i+1], "."))
+			return fmt.Errorf("failed to insert data file from path %s", strings.Join(path[:i+1], "/"))
 		}
 		t = t.kid(k)
 	}
-	return cb.mergeInto(t, p, path)
+	if isObj {
+		if err := cb.mergeInto(t, p, path); err != nil {
+			return fmt.Errorf("failed to insert data file from path %s: %w", strings.Join(path, "/"), err)
+		}
+		return nil
+	}
+	return cb.mergeInto(t, pending{raw: nil, node: &compactNode{keys: []string{path[last]}, vals: []compactVal{{raw: p.raw}}}}, path[:last])
 }
 
 func (t *pendingTree) kid(k string) *pendingTree {
@@ -409,7 +444,7 @@ func (cb *CompactDataBuilder) mergeInto(t *pendingTree, p pending, at []string) 
 			}
 			t.vals[m.key] = m.val
 		case isVal || !isObj:
-			return fmt.Errorf("data path %q is set by more than one data file", strings.Join(here, "."))
+			return fmt.Errorf("data path %q is set by more than one data file", strings.Join(here, "/"))
 		default:
 			if err := cb.mergeInto(t.kid(m.key), m.val, here); err != nil {
 				return err
@@ -678,4 +713,57 @@ func (d *CompactData) writeTo(w io.Writer) {
 		_, _ = io.WriteString(w, "}")
 	}
 	walk(d.root)
+}
+
+// Visit calls fn with the path of every value of the data ("" for the
+// root, "/a/b" for data.a.b), an object before its members, which are
+// visited only when fn returns false; it stops at fn's first error. It is
+// the walk OPA's bundle reader makes to check that data lies within a
+// bundle's roots. The members of objects within leaves are visited too.
+func (d *CompactData) Visit(fn func(path string, object bool) (skip bool, err error)) error {
+	return visitNode(d.root, "", fn)
+}
+
+func visitNode(n *compactNode, path string, fn func(string, bool) (bool, error)) error {
+	if skip, err := fn(path, true); err != nil || skip {
+		return err
+	}
+	for i, k := range n.keys {
+		v := n.vals[i]
+		if v.node != nil {
+			if err := visitNode(v.node, path+"/"+k, fn); err != nil {
+				return err
+			}
+			continue
+		}
+		if v.raw[0] != '{' {
+			if _, err := fn(path+"/"+k, false); err != nil {
+				return err
+			}
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(v.raw))
+		dec.UseNumber()
+		var doc any
+		if err := dec.Decode(&doc); err != nil {
+			return err
+		}
+		if err := visitValue(doc, path+"/"+k, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func visitValue(v any, path string, fn func(string, bool) (bool, error)) error {
+	obj, isObj := v.(map[string]any)
+	if skip, err := fn(path, isObj); err != nil || skip {
+		return err
+	}
+	for k, child := range obj {
+		if err := visitValue(child, path+"/"+k, fn); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -263,7 +263,7 @@ func TestCompactBuilderMergesFiles(t *testing.T) {
 		{[]string{"a", "y"}, `{"more":"yes"}`},
 		{[]string{"b", "c"}, `{"k":"v","k":"last"}`},
 	} {
-		if err := b.AddJSON(f.path, strings.NewReader(f.doc)); err != nil {
+		if err := b.AddJSON(f.path, strings.NewReader(f.doc), true, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -287,7 +287,7 @@ func TestCompactBuilderMergesFiles(t *testing.T) {
 		{nil, `{"q":`},
 		{nil, `{"q":1} {}`},
 	} {
-		if err := b.AddJSON(bad.path, strings.NewReader(bad.doc)); err == nil {
+		if err := b.AddJSON(bad.path, strings.NewReader(bad.doc), true, nil); err == nil {
 			t.Errorf("AddJSON(%v, %s) succeeded", bad.path, bad.doc)
 		}
 	}
