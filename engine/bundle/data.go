@@ -64,7 +64,7 @@ func (e *verifyError) Unwrap() error { return e.err }
 // which opabundle.VerifyBundleFile applies to the other files. Failures
 // of verification are *verifyError.
 func (a *archive) loadData(files map[string]opabundle.FileInfo) (*policy.CompactData, error) {
-	gz, err := gzip.NewReader(bytes.NewReader(a.raw))
+	gz, err := gzip.NewReader(a.open())
 	if err != nil {
 		return nil, err
 	}

@@ -32,8 +32,9 @@ const (
 	leafMaxMembers = 64
 )
 
-// arenaChunk is the size of the arena's buffers.
-const arenaChunk = 1 << 20
+// arenaChunk is the size of the arena's buffers: small enough that the
+// last, partly filled, wastes little of a few MB of data.
+const arenaChunk = 256 << 10
 
 // compactNode is an object of the tree, its members sorted by key.
 type compactNode struct {
@@ -94,12 +95,18 @@ type compactBuilder struct {
 	enc   bytes.Buffer
 }
 
-// pending is a value being built: a node, or a leaf's JSON not yet in the
-// arena (a small object's members are copied into the arena once, as the
-// object's own JSON, not once each).
+// pending is a value being built: a node, or a leaf's JSON, in the arena
+// or not yet (a small object's members are copied into the arena once, as
+// the object's own JSON, not once each).
 type pending struct {
-	node *compactNode
-	raw  []byte
+	node    *compactNode
+	raw     []byte
+	inArena bool
+}
+
+// isObject says whether p is an object.
+func (p pending) isObject() bool {
+	return p.node != nil || (len(p.raw) > 0 && p.raw[0] == '{')
 }
 
 // member is a member of an object being built.
@@ -108,22 +115,61 @@ type member struct {
 	val pending
 }
 
-// object makes the members of one object into a pending value: a leaf
-// when it is small and its members are leaves, else a node whose leaves
-// are copied into the arena. A key given twice keeps its last value, as
-// encoding/json does.
-func (b *compactBuilder) object(members []member) pending {
+// objectBuilder collects the members of one object. As soon as the object
+// is known to be a node (a member is a node, or the members are too many
+// or too large for a leaf), its leaves are copied into the arena as they
+// come, so that a large table's entries are never all held twice.
+type objectBuilder struct {
+	b       *compactBuilder
+	members []member
+	size    int
+	node    bool
+}
+
+func (ob *objectBuilder) add(key string, v pending) {
+	if !ob.node {
+		ob.size += len(key) + 4 + len(v.raw)
+		if v.node != nil || len(ob.members) >= leafMaxMembers || ob.size > leafMaxBytes {
+			ob.node = true
+			for i := range ob.members {
+				ob.members[i].val = ob.b.toArena(ob.members[i].val)
+			}
+		}
+	}
+	if ob.node {
+		v = ob.b.toArena(v)
+	}
+	ob.members = append(ob.members, member{key: key, val: v})
+}
+
+// toArena returns p with its leaf in the arena.
+func (b *compactBuilder) toArena(p pending) pending {
+	if p.node != nil || p.inArena {
+		return p
+	}
+	return pending{raw: b.arena.copy(p.raw), inArena: true}
+}
+
+// finish makes the object a pending value: a leaf when it is small, else
+// a node. A key given twice keeps its last value, as encoding/json does.
+func (ob *objectBuilder) finish() pending {
+	return ob.b.object(ob.members, ob.node)
+}
+
+// object makes members into a pending value: a leaf when node is false
+// and the members are small leaves, else a node whose leaves are copied
+// into the arena.
+func (b *compactBuilder) object(members []member, node bool) pending {
 	members = sortMembers(members)
 	size := 2
-	small := len(members) <= leafMaxMembers
 	for _, m := range members {
 		if m.val.node != nil {
-			small = false
+			node = true
 			break
 		}
 		size += len(m.key) + 4 + len(m.val.raw)
 	}
-	if small && size <= leafMaxBytes {
+	if !node && len(members) <= leafMaxMembers && size <= leafMaxBytes {
 		raw := make([]byte, 0, size)
 		raw = append(raw, '{')
 		for i, m := range members {
@@ -139,11 +185,8 @@ func (b *compactBuilder) object(members []member) pending {
 	n := &compactNode{keys: make([]string, len(members)), vals: make([]compactVal, len(members))}
 	for i, m := range members {
 		n.keys[i] = b.arena.str(m.key)
-		if m.val.node != nil {
-			n.vals[i] = compactVal{node: m.val.node}
-		} else {
-			n.vals[i] = compactVal{raw: b.arena.copy(m.val.raw)}
-		}
+		v := b.toArena(m.val)
+		n.vals[i] = compactVal{node: v.node, raw: v.raw}
 	}
 	return pending{node: n}
 }
@@ -153,7 +196,7 @@ func (b *compactBuilder) root(p pending) (*compactNode, error) {
 	if p.node != nil {
 		return p.node, nil
 	}
-	if len(p.raw) == 0 || p.raw[0] != '{' {
+	if !p.isObject() {
 		return nil, errors.New("top level must be an object")
 	}
 	// A small document: its root is a node all the same, so that reads
@@ -162,12 +205,7 @@ func (b *compactBuilder) root(p pending) (*compactNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &compactNode{keys: make([]string, len(members)), vals: make([]compactVal, len(members))}
-	for i, m := range members {
-		n.keys[i] = b.arena.str(m.key)
-		n.vals[i] = compactVal{node: m.val.node, raw: b.arena.copy(m.val.raw)}
-	}
-	return n, nil
+	return b.object(members, true).node, nil
 }
 
 // members splits the JSON text of an object into its members, sorted by
@@ -223,16 +261,16 @@ func (b *compactBuilder) fromGo(v any) (pending, error) {
 		}
 		return pending{raw: bytes.Clone(bytes.TrimSuffix(b.enc.Bytes(), []byte{'\n'}))}, nil
 	}
-	members := make([]member, 0, len(m))
+	ob := objectBuilder{b: b}
 	for k, child := range m {
 		p, err := b.fromGo(child)
 		if err != nil {
 			return pending{}, err
 		}
-		members = append(members, member{key: k, val: p})
+		ob.add(k, p)
 		delete(m, k)
 	}
-	return b.object(members), nil
+	return ob.finish(), nil
 }
 
 // fromJSON builds the pending value of the next JSON value of dec, which
@@ -248,7 +286,7 @@ func (b *compactBuilder) fromJSON(dec *json.Decoder) (pending, error) {
 		raw, err := appendToken(nil, dec, tok)
 		return pending{raw: raw}, err
 	}
-	var members []member
+	ob := objectBuilder{b: b}
 	for dec.More() {
 		key, err := objectKey(dec)
 		if err != nil {
@@ -258,12 +296,12 @@ func (b *compactBuilder) fromJSON(dec *json.Decoder) (pending, error) {
 		if err != nil {
 			return pending{}, err
 		}
-		members = append(members, member{key: key, val: p})
+		ob.add(key, p)
 	}
 	if _, err := dec.Token(); err != nil { // }
 		return pending{}, err
 	}
-	return b.object(members), nil
+	return ob.finish(), nil
 }
 
 // objectKey reads the key of an object's next member.
@@ -339,10 +377,12 @@ type CompactDataBuilder struct {
 	root pendingTree
 }
 
-// pendingTree is an object being merged from several documents.
+// pendingTree is an object being merged from several documents: whole,
+// while one document alone sets it; members, once another adds to it.
 type pendingTree struct {
-	kids map[string]*pendingTree
-	vals map[string]pending
+	whole *pending
+	kids  map[string]*pendingTree
+	vals  map[string]pending
 }
 
 // AddJSON reads one JSON document from r, as OPA's bundle reader decodes
@@ -390,28 +430,113 @@ func (cb *CompactDataBuilder) AddValue(path []string, v any, digest io.Writer) e
 // files: at the root p must be an object; below it, any value. Objects
 // merge member by member; any other value may be set by one file only.
 func (cb *CompactDataBuilder) merge(path []string, p pending) error {
-	t := &cb.root
-	isObj := p.node != nil || (len(p.raw) > 0 && p.raw[0] == '{')
-	if len(path) == 0 && !isObj {
+	if len(path) == 0 && !p.isObject() {
 		return errors.New("root value must be object")
 	}
+	t := &cb.root
 	last := len(path)
-	if !isObj {
+	if !p.isObject() {
 		last--
 	}
 	for i, k := range path[:last] {
-		if _, ok := t.vals[k]; ok {
+		var err error
+		if t, err = cb.child(t, k); err != nil {
 			return fmt.Errorf("failed to insert data file from path %s", strings.Join(path[:i+1], "/"))
 		}
-		t = t.kid(k)
 	}
-	if isObj {
-		if err := cb.mergeInto(t, p, path); err != nil {
-			return fmt.Errorf("failed to insert data file from path %s: %w", strings.Join(path, "/"), err)
+	var err error
+	if p.isObject() {
+		err = cb.mergeObject(t, p)
+	} else {
+		err = cb.mergeMember(t, path[last], p)
+	}
+	if err != nil {
+		return fmt.Errorf("failed to insert data file from path %s: %w", strings.Join(path, "/"), err)
+	}
+	return nil
+}
+
+// child returns the member k of t as a tree, creating it when absent; a
+// member that is not an object is a conflict.
+func (cb *CompactDataBuilder) child(t *pendingTree, k string) (*pendingTree, error) {
+	if err := cb.spread(t); err != nil {
+		return nil, err
+	}
+	if v, ok := t.vals[k]; ok {
+		if !v.isObject() {
+			return nil, fmt.Errorf("data path %q is set by more than one data file", k)
 		}
+		delete(t.vals, k)
+		kid := t.kid(k)
+		kid.whole = &v
+		return kid, nil
+	}
+	return t.kid(k), nil
+}
+
+// spread turns a tree set whole into its members.
+func (cb *CompactDataBuilder) spread(t *pendingTree) error {
+	if t.whole == nil {
 		return nil
 	}
-	return cb.mergeInto(t, pending{raw: nil, node: &compactNode{keys: []string{path[last]}, vals: []compactVal{{raw: p.raw}}}}, path[:last])
+	w := *t.whole
+	t.whole = nil
+	members, err := cb.membersOf(w)
+	if err != nil {
+		return err
+	}
+	if t.vals == nil {
+		t.vals = make(map[string]pending, len(members))
+	}
+	for _, m := range members {
+		t.vals[m.key] = m.val
+	}
+	return nil
+}
+
+// mergeObject merges the object p into t.
+func (cb *CompactDataBuilder) mergeObject(t *pendingTree, p pending) error {
+	if t.whole == nil && len(t.kids) == 0 && len(t.vals) == 0 {
+		t.whole = &p
+		return nil
+	}
+	if err := cb.spread(t); err != nil {
+		return err
+	}
+	members, err := cb.membersOf(p)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		if err := cb.mergeMember(t, m.key, m.val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mergeMember sets the member k of t to v, merging objects.
+func (cb *CompactDataBuilder) mergeMember(t *pendingTree, k string, v pending) error {
+	if err := cb.spread(t); err != nil {
+		return err
+	}
+	_, isVal := t.vals[k]
+	_, isKid := t.kids[k]
+	if !isVal && !isKid {
+		if t.vals == nil {
+			t.vals = map[string]pending{}
+		}
+		t.vals[k] = v
+		return nil
+	}
+	if !v.isObject() {
+		return fmt.Errorf("data path %q is set by more than one data file", k)
+	}
+	kid, err := cb.child(t, k)
+	if err != nil {
+		return err
+	}
+	return cb.mergeObject(kid, v)
 }
 
 func (t *pendingTree) kid(k string) *pendingTree {
@@ -426,41 +551,13 @@ func (t *pendingTree) kid(k string) *pendingTree {
 	return c
 }
 
-// mergeInto merges the members of the object p into t.
-func (cb *CompactDataBuilder) mergeInto(t *pendingTree, p pending, at []string) error {
-	members, err := cb.membersOf(p)
-	if err != nil {
-		return err
-	}
-	for _, m := range members {
-		here := append(slices.Clip(at), m.key)
-		_, isVal := t.vals[m.key]
-		_, isKid := t.kids[m.key]
-		isObj := m.val.node != nil || (len(m.val.raw) > 0 && m.val.raw[0] == '{')
-		switch {
-		case !isVal && !isKid && !isObj:
-			if t.vals == nil {
-				t.vals = map[string]pending{}
-			}
-			t.vals[m.key] = m.val
-		case isVal || !isObj:
-			return fmt.Errorf("data path %q is set by more than one data file", strings.Join(here, "/"))
-		default:
-			if err := cb.mergeInto(t.kid(m.key), m.val, here); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // membersOf lists the members of the object p.
 func (cb *CompactDataBuilder) membersOf(p pending) ([]member, error) {
 	if p.node != nil {
 		ms := make([]member, len(p.node.keys))
 		for i, k := range p.node.keys {
 			v := p.node.vals[i]
-			ms[i] = member{key: k, val: pending(v)}
+			ms[i] = member{key: k, val: pending{node: v.node, raw: v.raw, inArena: true}}
 		}
 		return ms, nil
 	}
@@ -475,6 +572,9 @@ func (cb *CompactDataBuilder) Build() *CompactData {
 }
 
 func (cb *CompactDataBuilder) build(t *pendingTree) pending {
+	if t.whole != nil {
+		return *t.whole
+	}
 	members := make([]member, 0, len(t.kids)+len(t.vals))
 	for k, v := range t.vals {
 		members = append(members, member{key: k, val: v})
@@ -482,7 +582,7 @@ func (cb *CompactDataBuilder) build(t *pendingTree) pending {
 	for k, kid := range t.kids {
 		members = append(members, member{key: k, val: cb.build(kid)})
 	}
-	return cb.b.object(members)
+	return cb.b.object(members, false)
 }
 
 // compactFromGo builds the compact tree of data, consuming it (see

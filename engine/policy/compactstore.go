@@ -100,3 +100,57 @@ func (s *compactStore) Write(context.Context, storage.Transaction, storage.Patch
 func (s *compactStore) Truncate(context.Context, storage.Transaction, storage.TransactionParams, storage.Iterator) error {
 	return errReadOnly
 }
+
+// NonEmpty implements storage.NonEmptyer, which the compiler's check of
+// rules against data asks: whether data exists at a rule's path or at a
+// prefix of it that is not an object. storage.NonEmpty would read each
+// prefix, and a read of data.svc materialises all of it.
+func (s *compactStore) NonEmpty(context.Context, storage.Transaction) func([]string) (bool, error) {
+	return func(path []string) (bool, error) {
+		n := s.data.root
+		for i, k := range path {
+			v, ok := n.get(k)
+			if !ok {
+				return false, nil
+			}
+			if v.node != nil {
+				n = v.node
+				continue
+			}
+			if i == len(path)-1 {
+				return true, nil
+			}
+			// Within a leaf: its values decide.
+			val, err := decodeJSONValue(v.raw)
+			if err != nil {
+				return false, err
+			}
+			return nonEmptyWithin(val, path[i+1:]), nil
+		}
+		return true, nil
+	}
+}
+
+// nonEmptyWithin is NonEmpty within the value v: true when path exists
+// in v or its longest prefix that does is not an object.
+func nonEmptyWithin(v ast.Value, path []string) bool {
+	for _, k := range path {
+		switch x := v.(type) {
+		case ast.Object:
+			t := x.Get(ast.InternedTerm(k))
+			if t == nil {
+				return false
+			}
+			v = t.Value
+		case *ast.Array:
+			i, ok := util.Atoi(k)
+			if !ok || i < 0 || i >= x.Len() {
+				return true
+			}
+			v = x.Elem(i).Value
+		default:
+			return true
+		}
+	}
+	return true
+}

@@ -335,3 +335,27 @@ func BenchmarkTableLookup(b *testing.B) {
 		})
 	}
 }
+
+// TestCompactNonEmpty compares the compact store's NonEmpty with what
+// storage.NonEmpty makes of the AST store's reads.
+func TestCompactNonEmpty(t *testing.T) {
+	text := diffData(50)
+	astSet := setWithThreshold(t, 1<<62, decodeData(t, text))
+	compactSet := setWithThreshold(t, 0, decodeData(t, text))
+	ctx := context.Background()
+	want := storage.NonEmpty(ctx, astSet.store, astSet.txn)
+	got := storage.NonEmpty(ctx, compactSet.store, compactSet.txn)
+	if _, ok := compactSet.store.(storage.NonEmptyer); !ok {
+		t.Fatal("compact store is not a NonEmptyer")
+	}
+	for _, p := range []string{"t", "t/t00001", "t/t00001/flag", "t/t00001/flag/x", "t/nope", "t/nope/x", "t/t00001/roles/0/x",
+		"t/t00001/roles/5/x", "t/t00001/nested/deep/x/1/y", "t/t00001/nested/deep/x/1/q", "t/t00001/nested/q/r", "svc/authz/allow",
+		"svc/cfg/mode/x", "arr/2/three/0", "arr/2/four", "arr/9", "num/x", "x/y/z", "big/b1/m/k1", "big/b1/m/k2", "big/b1/q/r"} {
+		path := strings.Split(p, "/")
+		w, werr := want(path)
+		g, gerr := got(path)
+		if w != g || (werr == nil) != (gerr == nil) {
+			t.Errorf("NonEmpty(%s) = %v, %v; AST store: %v, %v", p, g, gerr, w, werr)
+		}
+	}
+}
