@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,6 +105,12 @@ func pointBundle(arg string, o *options) (metrics, error) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	heapInUse()
+	// Return the pages freed since building the bundles to the system,
+	// so that the idle RSS does not include memory the load could reuse
+	// without growing the RSS, then let the deciding goroutines take
+	// what they hold in their steady state again.
+	debug.FreeOSMemory()
+	time.Sleep(500 * time.Millisecond)
 	idle := procStatus("VmRSS")
 	// Reset the peak RSS to the current RSS (proc(5), clear_refs).
 	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
