@@ -765,8 +765,8 @@ func (d *jsonDecoder) str() (string, error) {
 			d.i++
 		case '"':
 			d.i++
-			if !escaped {
-				return string(d.b[start+1 : d.i-1]), nil
+			if body := d.b[start+1 : d.i-1]; !escaped && utf8.Valid(body) {
+				return string(body), nil
 			}
 			var s string
 			if err := json.Unmarshal(d.b[start:d.i], &s); err != nil {

@@ -54,38 +54,16 @@ func (s *compactStore) Read(_ context.Context, _ storage.Transaction, path stora
 			n = v.node
 			continue
 		}
-		val, err := decodeJSONValue(v.raw)
+		sub, ok, err := locate(v.raw, path[i+1:])
 		if err != nil {
 			return nil, err
 		}
-		return valuePtr(val, path[i+1:])
-	}
-	return n.value()
-}
-
-// valuePtr returns the value at path within v, as the in-memory store
-// walks its AST values: object members by key, array elements by
-// decimal index.
-func valuePtr(v ast.Value, path storage.Path) (ast.Value, error) {
-	for _, k := range path {
-		switch x := v.(type) {
-		case ast.Object:
-			t := x.Get(ast.InternedTerm(k))
-			if t == nil {
-				return nil, errNotFound
-			}
-			v = t.Value
-		case *ast.Array:
-			i, ok := util.Atoi(k)
-			if !ok || i < 0 || i >= x.Len() {
-				return nil, errNotFound
-			}
-			v = x.Elem(i).Value
-		default:
+		if !ok {
 			return nil, errNotFound
 		}
+		return decodeJSONValue(sub)
 	}
-	return v, nil
+	return n.value()
 }
 
 // errReadOnly refuses writes to a set's data.

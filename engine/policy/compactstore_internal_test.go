@@ -359,3 +359,71 @@ func TestCompactNonEmpty(t *testing.T) {
 		}
 	}
 }
+
+// valuePtr, the reference for locate, returns the value at path within v, as the in-memory store
+// walks its AST values: object members by key, array elements by
+// decimal index.
+func valuePtr(v ast.Value, path storage.Path) (ast.Value, error) {
+	for _, k := range path {
+		switch x := v.(type) {
+		case ast.Object:
+			t := x.Get(ast.InternedTerm(k))
+			if t == nil {
+				return nil, errNotFound
+			}
+			v = t.Value
+		case *ast.Array:
+			i, ok := util.Atoi(k)
+			if !ok || i < 0 || i >= x.Len() {
+				return nil, errNotFound
+			}
+			v = x.Elem(i).Value
+		default:
+			return nil, errNotFound
+		}
+	}
+	return v, nil
+}
+
+// TestLocateAgreesWithDecoding reads paths within leaves by skipping
+// (locate) and by decoding the whole leaf and walking it: the same value,
+// or not found for both.
+func TestLocateAgreesWithDecoding(t *testing.T) {
+	raws := []string{
+		`{"a":1,"b":{"c":[1,{"d":"e"},[2,3]]},"a":2}`,
+		` { "s" : "x\"}]," , "q\"k" : true , "\u00fc" : null , "n" : -1.5e3 } `,
+		`[{"d":1,"d":2},[],{},"[{",0]`,
+		`{"e":{},"f":[],"g":"","h":[[[]]]}`,
+		`"just a string"`,
+		`12`,
+	}
+	paths := [][]string{{}, {"a"}, {"b"}, {"b", "c"}, {"b", "c", "1", "d"}, {"b", "c", "2", "1"}, {"b", "c", "3"}, {"b", "c", "-1"},
+		{"b", "c", "01"}, {"b", "c", "x"}, {"s"}, {"q\"k"}, {"ü"}, {"n"}, {"0", "d"}, {"1"}, {"3"}, {"4"}, {"5"}, {"e"}, {"f", "0"},
+		{"h", "0", "0"}, {"h", "0", "0", "0"}, {"zz"}, {"a", "b"}, {"0"}}
+	for _, raw := range raws {
+		whole, err := decodeJSONValue([]byte(raw))
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		for _, p := range paths {
+			want, werr := valuePtr(whole, p)
+			sub, ok, err := locate([]byte(raw), p)
+			if err != nil {
+				t.Fatalf("locate(%s, %q): %v", raw, p, err)
+			}
+			if !ok {
+				if werr == nil {
+					t.Errorf("locate(%s, %q) not found, decoding finds %v", raw, p, want)
+				}
+				continue
+			}
+			got, err := decodeJSONValue(sub)
+			if err != nil {
+				t.Fatalf("decode %s: %v", sub, err)
+			}
+			if werr != nil || got.Compare(want) != 0 {
+				t.Errorf("locate(%s, %q) = %v, decoding gives %v, %v", raw, p, got, want, werr)
+			}
+		}
+	}
+}
