@@ -688,16 +688,9 @@ func (d *jsonDecoder) value() (ast.Value, error) {
 				return nil, err
 			}
 			kvs = append(kvs, [2]*ast.Term{ast.InternedTerm(k), ast.NewTerm(v)})
-			d.skipSpace()
-			if d.i >= len(d.b) {
-				return nil, errJSONSyntax
-			}
-			d.i++
-			if d.b[d.i-1] == '}' {
-				return ast.NewObject(kvs...), nil
-			}
-			if d.b[d.i-1] != ',' {
-				return nil, errJSONSyntax
+			var done bool
+			if d.i, done, err = afterValue(d.b, d.i, '}'); err != nil || done {
+				return ast.NewObject(kvs...), err
 			}
 		}
 	case c == '[':
@@ -714,16 +707,9 @@ func (d *jsonDecoder) value() (ast.Value, error) {
 				return nil, err
 			}
 			elems = append(elems, ast.NewTerm(v))
-			d.skipSpace()
-			if d.i >= len(d.b) {
-				return nil, errJSONSyntax
-			}
-			d.i++
-			if d.b[d.i-1] == ']' {
-				return ast.NewArray(elems...), nil
-			}
-			if d.b[d.i-1] != ',' {
-				return nil, errJSONSyntax
+			var done bool
+			if d.i, done, err = afterValue(d.b, d.i, ']'); err != nil || done {
+				return ast.NewArray(elems...), err
 			}
 		}
 	case c == '"':

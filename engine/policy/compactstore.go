@@ -42,28 +42,41 @@ func newCompactStore(data *CompactData) *compactStore {
 // does not exist; topdown tells an undefined document by its code.
 var errNotFound = &storage.Error{Code: storage.NotFoundErr, Message: "document does not exist"}
 
+// find walks the tree's nodes along path: to the node it ends at (node
+// set), or to the leaf it reaches (raw set) with the rest of the path
+// within it; ok is false when a member is missing.
+func (d *CompactData) find(path []string) (node *compactNode, raw []byte, rest []string, ok bool) {
+	n := d.root
+	for i, k := range path {
+		v, found := n.get(k)
+		if !found {
+			return nil, nil, nil, false
+		}
+		if v.node == nil {
+			return nil, v.raw, path[i+1:], true
+		}
+		n = v.node
+	}
+	return n, nil, nil, true
+}
+
 // Read implements storage.Store.
 func (s *compactStore) Read(_ context.Context, _ storage.Transaction, path storage.Path) (any, error) {
-	n := s.data.root
-	for i, k := range path {
-		v, ok := n.get(k)
-		if !ok {
-			return nil, errNotFound
-		}
-		if v.node != nil {
-			n = v.node
-			continue
-		}
-		sub, ok, err := locate(v.raw, path[i+1:])
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, errNotFound
-		}
-		return decodeJSONValue(sub)
+	n, raw, rest, ok := s.data.find(path)
+	switch {
+	case !ok:
+		return nil, errNotFound
+	case n != nil:
+		return n.value()
 	}
-	return n.value()
+	sub, ok, err := locate(raw, rest)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errNotFound
+	}
+	return decodeJSONValue(sub)
 }
 
 // errReadOnly refuses writes to a set's data.
@@ -85,27 +98,16 @@ func (s *compactStore) Truncate(context.Context, storage.Transaction, storage.Tr
 // prefix, and a read of data.svc materialises all of it.
 func (s *compactStore) NonEmpty(context.Context, storage.Transaction) func([]string) (bool, error) {
 	return func(path []string) (bool, error) {
-		n := s.data.root
-		for i, k := range path {
-			v, ok := n.get(k)
-			if !ok {
-				return false, nil
-			}
-			if v.node != nil {
-				n = v.node
-				continue
-			}
-			if i == len(path)-1 {
-				return true, nil
-			}
-			// Within a leaf: its values decide.
-			val, err := decodeJSONValue(v.raw)
-			if err != nil {
-				return false, err
-			}
-			return nonEmptyWithin(val, path[i+1:]), nil
+		n, raw, rest, ok := s.data.find(path)
+		if !ok || n != nil || len(rest) == 0 {
+			return ok, nil
 		}
-		return true, nil
+		// Within a leaf: its values decide.
+		val, err := decodeJSONValue(raw)
+		if err != nil {
+			return false, err
+		}
+		return nonEmptyWithin(val, rest), nil
 	}
 }
 

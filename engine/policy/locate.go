@@ -18,53 +18,46 @@ import (
 // JSON.
 func locate(raw []byte, path storage.Path) (sub []byte, ok bool, err error) {
 	for _, k := range path {
-		i := skipSpace(raw, 0)
-		if i >= len(raw) {
-			return nil, false, errJSONSyntax
-		}
-		switch raw[i] {
-		case '{':
-			var found []byte
-			err := members(raw[i:], func(key, val []byte) bool {
-				if keyEquals(key, k) {
-					found = val
-				}
-				return true
-			})
-			if err != nil {
-				return nil, false, err
-			}
-			if found == nil {
-				return nil, false, nil
-			}
-			raw = found
-		case '[':
-			idx, ok := util.Atoi(k)
-			if !ok || idx < 0 {
-				return nil, false, nil
-			}
-			var found []byte
-			n := 0
-			err := elements(raw[i:], func(val []byte) bool {
-				if n == idx {
-					found = val
-					return false
-				}
-				n++
-				return true
-			})
-			if err != nil {
-				return nil, false, err
-			}
-			if found == nil {
-				return nil, false, nil
-			}
-			raw = found
-		default:
-			return nil, false, nil
+		if raw, err = child(raw, k); raw == nil || err != nil {
+			return nil, false, err
 		}
 	}
 	return raw, true, nil
+}
+
+// child returns the text of the member or element k of the value raw,
+// nil when there is none.
+func child(raw []byte, k string) ([]byte, error) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) {
+		return nil, errJSONSyntax
+	}
+	var found []byte
+	var err error
+	switch raw[i] {
+	case '{':
+		err = members(raw[i:], func(key, val []byte) bool {
+			if keyEquals(key, k) {
+				found = val
+			}
+			return true
+		})
+	case '[':
+		idx, ok := util.Atoi(k)
+		if !ok || idx < 0 {
+			return nil, nil
+		}
+		n := 0
+		err = elements(raw[i:], func(val []byte) bool {
+			if n == idx {
+				found = val
+				return false
+			}
+			n++
+			return true
+		})
+	}
+	return found, err
 }
 
 // keyEquals says whether the JSON string key (quotes included) is k.
@@ -102,17 +95,10 @@ func members(b []byte, fn func(key, val []byte) bool) error {
 		if !fn(b[i:kend], b[vstart:vend]) {
 			return nil
 		}
-		i = skipSpace(b, vend)
-		if i >= len(b) {
-			return errJSONSyntax
+		var done bool
+		if i, done, err = afterValue(b, vend, '}'); err != nil || done {
+			return err
 		}
-		if b[i] == '}' {
-			return nil
-		}
-		if b[i] != ',' {
-			return errJSONSyntax
-		}
-		i++
 	}
 }
 
@@ -132,18 +118,27 @@ func elements(b []byte, fn func(val []byte) bool) error {
 		if !fn(b[start:end]) {
 			return nil
 		}
-		i = skipSpace(b, end)
-		if i >= len(b) {
-			return errJSONSyntax
+		var done bool
+		if i, done, err = afterValue(b, end, ']'); err != nil || done {
+			return err
 		}
-		if b[i] == ']' {
-			return nil
-		}
-		if b[i] != ',' {
-			return errJSONSyntax
-		}
-		i++
 	}
+}
+
+// afterValue reads what follows a member or element ending at b[i]: the
+// object's or array's closing byte (done) or a comma, and returns where
+// the next one starts.
+func afterValue(b []byte, i int, closing byte) (next int, done bool, err error) {
+	i = skipSpace(b, i)
+	switch {
+	case i >= len(b):
+		return 0, false, errJSONSyntax
+	case b[i] == closing:
+		return i + 1, true, nil
+	case b[i] == ',':
+		return i + 1, false, nil
+	}
+	return 0, false, errJSONSyntax
 }
 
 func skipSpace(b []byte, i int) int {
