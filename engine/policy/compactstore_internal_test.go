@@ -427,3 +427,36 @@ func TestLocateAgreesWithDecoding(t *testing.T) {
 		}
 	}
 }
+
+// TestWithCompactData builds sets from a CompactDataBuilder's data, large
+// (kept compact) and small (converted to AST values), and refuses data
+// given both ways.
+func TestWithCompactData(t *testing.T) {
+	for _, c := range []struct {
+		entries int
+		compact bool
+	}{{10, false}, {10000, true}} {
+		var b CompactDataBuilder
+		if err := b.AddJSON(nil, strings.NewReader(diffData(c.entries)), true, nil); err != nil {
+			t.Fatal(err)
+		}
+		s, err := FromModules(map[string]string{"a.rego": diffModule}, nil, WithCompactData(b.Build()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := s.store.(*compactStore); ok != c.compact {
+			t.Errorf("%d entries: compact store %v, want %v", c.entries, ok, c.compact)
+		}
+		if want := decodeData(t, diffData(c.entries)); !cmp.Equal(s.Data(), want) {
+			t.Errorf("%d entries: Data is not the document", c.entries)
+		}
+		res, err := s.EvalValue(context.Background(), ast.MustParseTerm(`{"user":{"tenant_id":"t00001"}}`).Value)
+		if err != nil || !res.Allow {
+			t.Errorf("%d entries: decision %+v, %v", c.entries, res, err)
+		}
+	}
+	var b CompactDataBuilder
+	if _, err := FromModules(map[string]string{"a.rego": diffModule}, map[string]any{"x": 1}, WithCompactData(b.Build())); err == nil {
+		t.Error("data given twice accepted")
+	}
+}

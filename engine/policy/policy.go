@@ -81,6 +81,9 @@ func build(files []string, sources map[string]string, data map[string]any, o opt
 		return nil, &Error{Problems: []Problem{{Code: CodeLoad, Msg: "no policy modules (*.rego) to load"}}}
 	}
 	var err error
+	if o.compact != nil && data != nil {
+		return nil, &Error{Problems: []Problem{{Code: CodeData, Msg: "data given both as a document and as compact data"}}}
+	}
 	if o.compact == nil {
 		if data, err = setData(data, o.decodedJSON); err != nil {
 			return nil, &Error{Problems: []Problem{{Code: CodeData, Msg: err.Error()}}}
