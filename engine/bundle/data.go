@@ -131,9 +131,7 @@ func addDataFile(b *policy.CompactDataBuilder, p string, body io.Reader, digest 
 		w = digest
 	}
 	if !opabundle.IsYAMLDataFile(p) {
-		// A signed file must be exactly one JSON value, as OPA's digest
-		// of it requires.
-		return b.AddJSON(dataPath(p), body, digest != nil, w)
+		return b.AddJSON(dataPath(p), body, w)
 	}
 	raw, err := io.ReadAll(body)
 	if err != nil {

@@ -386,11 +386,10 @@ type pendingTree struct {
 }
 
 // AddJSON reads one JSON document from r, as OPA's bundle reader decodes
-// a data file, and merges it at path (see merge). Only its first value is
-// read, as OPA reads it; with strict, anything but white space after it is
-// an error. With digest set, the document's canonical encoding (see
-// writeCanonical) is written to it.
-func (cb *CompactDataBuilder) AddJSON(path []string, r io.Reader, strict bool, digest io.Writer) error {
+// a data file (one value, nothing but white space after it), and merges
+// it at path (see merge). With digest set, the document's canonical
+// encoding (see writeCanonical) is written to it.
+func (cb *CompactDataBuilder) AddJSON(path []string, r io.Reader, digest io.Writer) error {
 	dec := json.NewDecoder(r)
 	dec.UseNumber()
 	p, err := cb.b.fromJSON(dec)
@@ -400,10 +399,8 @@ func (cb *CompactDataBuilder) AddJSON(path []string, r io.Reader, strict bool, d
 	if err != nil {
 		return err
 	}
-	if strict {
-		if _, err := dec.Token(); err != io.EOF {
-			return errors.New("invalid JSON: data after the top-level value")
-		}
+	if tok, err := dec.Token(); tok != nil || err != io.EOF {
+		return fmt.Errorf("invalid JSON after the top-level value: %v %v", tok, err)
 	}
 	if digest != nil {
 		if err := writeCanonical(digest, p); err != nil {

@@ -263,7 +263,7 @@ func TestCompactBuilderMergesFiles(t *testing.T) {
 		{[]string{"a", "y"}, `{"more":"yes"}`},
 		{[]string{"b", "c"}, `{"k":"v","k":"last"}`},
 	} {
-		if err := b.AddJSON(f.path, strings.NewReader(f.doc), true, nil); err != nil {
+		if err := b.AddJSON(f.path, strings.NewReader(f.doc), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -287,7 +287,7 @@ func TestCompactBuilderMergesFiles(t *testing.T) {
 		{nil, `{"q":`},
 		{nil, `{"q":1} {}`},
 	} {
-		if err := b.AddJSON(bad.path, strings.NewReader(bad.doc), true, nil); err == nil {
+		if err := b.AddJSON(bad.path, strings.NewReader(bad.doc), nil); err == nil {
 			t.Errorf("AddJSON(%v, %s) succeeded", bad.path, bad.doc)
 		}
 	}
@@ -437,7 +437,7 @@ func TestWithCompactData(t *testing.T) {
 		compact bool
 	}{{10, false}, {10000, true}} {
 		var b CompactDataBuilder
-		if err := b.AddJSON(nil, strings.NewReader(diffData(c.entries)), true, nil); err != nil {
+		if err := b.AddJSON(nil, strings.NewReader(diffData(c.entries)), nil); err != nil {
 			t.Fatal(err)
 		}
 		s, err := FromModules(map[string]string{"a.rego": diffModule}, nil, WithCompactData(b.Build()))
