@@ -91,8 +91,9 @@ func (a *arena) str(s string) string {
 
 // compactBuilder builds a compact tree.
 type compactBuilder struct {
-	arena arena
-	enc   bytes.Buffer
+	arena   arena
+	enc     bytes.Buffer
+	scratch []byte
 }
 
 // pending is a value being built: a node, or a leaf's JSON, in the arena
@@ -283,8 +284,11 @@ func (b *compactBuilder) fromJSON(dec *json.Decoder) (pending, error) {
 		return pending{}, err
 	}
 	if tok != json.Delim('{') {
-		raw, err := appendToken(nil, dec, tok)
-		return pending{raw: raw}, err
+		// Encoded into a buffer reused from leaf to leaf, then copied
+		// once at its size.
+		raw, err := appendToken(b.scratch[:0], dec, tok)
+		b.scratch = raw
+		return pending{raw: bytes.Clone(raw)}, err
 	}
 	ob := objectBuilder{b: b}
 	for dec.More() {
