@@ -21,11 +21,16 @@ import (
 // sees it. Listing it first enforces the limits on the unpacked size,
 // which OPA's reader does not bound as a whole.
 type archive struct {
-	lim        Limits
-	raw        []byte
+	lim Limits
+	// src holds the archive, size bytes, read anew for each pass.
+	src        io.ReaderAt
+	size       int64
 	files      map[string]bool // the archive's files by cleaned path, "/authz.rego"
 	manifest   []byte          // nil when absent
 	signatures []byte          // nil when absent
+	// signatureFiles are the paths of the files OPA's reader takes for
+	// signatures (any named .signatures.json), in archive order.
+	signatureFiles []string
 }
 
 // readArchive reads a gzipped tar from r within lim, and its manifest.
@@ -47,18 +52,15 @@ func readArchive(r io.Reader, lim Limits) (*archive, error) {
 
 // readTar reads the files of a gzipped tar from r within lim.
 func readTar(r io.Reader, lim Limits) (*archive, error) {
-	raw, err := io.ReadAll(io.LimitReader(r, lim.Archive+1))
+	src, size, err := source(r, lim)
 	if err != nil {
-		return nil, fmt.Errorf("read bundle: %w", err)
+		return nil, err
 	}
-	if int64(len(raw)) > lim.Archive {
-		return nil, &tooLargeError{fmt.Sprintf("bundle is larger than %d bytes", lim.Archive)}
-	}
-	gz, err := gzip.NewReader(bytes.NewReader(raw))
+	a := &archive{lim: lim, src: src, size: size, files: map[string]bool{}}
+	gz, err := gzip.NewReader(a.open())
 	if err != nil {
 		return nil, fmt.Errorf("bundle is not a gzip archive: %w", err)
 	}
-	a := &archive{lim: lim, raw: raw, files: map[string]bool{}}
 	tr := tar.NewReader(gz)
 	var total int64
 	for n := 0; ; n++ {
@@ -86,6 +88,9 @@ func readTar(r io.Reader, lim Limits) (*archive, error) {
 			return nil, fmt.Errorf("bundle holds %q twice", name)
 		}
 		a.files[name] = true
+		if opabundle.IsSignaturesFile(hdr.Name) {
+			a.signatureFiles = append(a.signatureFiles, hdr.Name)
+		}
 		// Only the manifest and the signatures are kept: OPA's reader
 		// reads the rest again from raw, and a copy of every file here
 		// would double what a large bundle takes while it loads.
@@ -114,10 +119,52 @@ func readTar(r io.Reader, lim Limits) (*archive, error) {
 	return a, nil
 }
 
+// source returns the archive r holds as a ReaderAt, without a copy when r
+// is one with a size (a *bytes.Reader: an archive in memory); unread
+// bytes of r are the archive.
+func source(r io.Reader, lim Limits) (io.ReaderAt, int64, error) {
+	type sized interface {
+		io.ReaderAt
+		io.Seeker
+		Size() int64
+	}
+	if sr, ok := r.(sized); ok {
+		off, err := sr.Seek(0, io.SeekCurrent)
+		if err == nil {
+			size := sr.Size() - off
+			if size > lim.Archive {
+				return nil, 0, &tooLargeError{fmt.Sprintf("bundle is larger than %d bytes", lim.Archive)}
+			}
+			return io.NewSectionReader(sr, off, size), size, nil
+		}
+	}
+	raw, err := io.ReadAll(io.LimitReader(r, lim.Archive+1))
+	if err != nil {
+		return nil, 0, fmt.Errorf("read bundle: %w", err)
+	}
+	if int64(len(raw)) > lim.Archive {
+		return nil, 0, &tooLargeError{fmt.Sprintf("bundle is larger than %d bytes", lim.Archive)}
+	}
+	return bytes.NewReader(raw), int64(len(raw)), nil
+}
+
+// open returns a reader of the whole archive.
+func (a *archive) open() io.Reader { return io.NewSectionReader(a.src, 0, a.size) }
+
 // reader returns OPA's bundle reader over the archive, with its per-file
-// limit set so that it never trusts a size claimed by a tar header.
+// limit set so that it never trusts a size claimed by a tar header. It
+// leaves out the data files, which loadData reads.
 func (a *archive) reader() *opabundle.Reader {
-	loader := opabundle.NewTarballLoaderWithBaseURL(bytes.NewReader(a.raw), "").WithSizeLimitBytes(a.lim.File)
+	return a.readerOf(opabundle.NewTarballLoaderWithBaseURL(a.open(), "").WithFilter(withoutData))
+}
+
+// fullReader is reader with the data files.
+func (a *archive) fullReader() *opabundle.Reader {
+	return a.readerOf(opabundle.NewTarballLoaderWithBaseURL(a.open(), ""))
+}
+
+func (a *archive) readerOf(loader opabundle.DirectoryLoader) *opabundle.Reader {
+	loader = loader.WithSizeLimitBytes(a.lim.File)
 	return opabundle.NewCustomReader(loader).
 		WithSizeLimitBytes(a.lim.File).
 		WithLazyLoadingMode(false)

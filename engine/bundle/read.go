@@ -1,6 +1,8 @@
 package bundle
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	opabundle "github.com/open-policy-agent/opa/v1/bundle"
+	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/svc-dev/svc/engine/policy"
 )
@@ -36,7 +39,7 @@ func Inspect(r io.Reader) (Info, error) {
 	if info.Signature, err = a.signature(); err != nil {
 		return Info{}, err
 	}
-	if _, err := a.reader().WithSkipBundleVerification(true).WithRegoVersion(ast.RegoV1).Read(); err != nil {
+	if _, err := a.fullReader().WithSkipBundleVerification(true).WithRegoVersion(ast.RegoV1).Read(); err != nil {
 		return Info{}, fmt.Errorf("read bundle: %w", err)
 	}
 	return info, nil
@@ -119,19 +122,15 @@ func (l Loader) Open(r io.Reader, verify *VerifyOptions, opts ...policy.Option) 
 	} else {
 		defer lowerGC()()
 	}
-	info, b, err := read(r, lim, verify)
+	info, c, err := read(r, lim, verify)
 	if err != nil {
 		return nil, info, err
 	}
-	modules := make(map[string]string, len(b.Modules))
-	for _, m := range b.Modules {
-		modules[strings.TrimPrefix(m.Path, "/")] = string(m.Raw)
-	}
-	// The reader decoded the data from the archive's files into maps of
-	// its own, and the manifest names the revision: the set need not copy
-	// the data nor digest it.
-	opts = append(slices.Clip(opts), policy.DecodedJSON(), policy.Revision(info.Revision))
-	set, err := policy.FromModules(modules, b.Data, opts...)
+	// The data was decoded from the archive's files into a compact tree
+	// as they were unpacked, and the manifest names the revision: the set
+	// need not copy the data nor digest it.
+	opts = append(slices.Clip(opts), policy.WithCompactData(c.data), policy.Revision(info.Revision))
+	set, err := policy.FromModules(c.modules, nil, opts...)
 	if err != nil {
 		return nil, info, err
 	}
@@ -176,40 +175,88 @@ func lowerGC() (restore func()) {
 	}
 }
 
-// read reads within lim and, with opts set, verifies a bundle.
-func read(r io.Reader, lim Limits, opts *VerifyOptions) (Info, opabundle.Bundle, error) {
+// contents is what a set is built from: the modules, by file name, and
+// the data.
+type contents struct {
+	modules map[string]string
+	data    *policy.CompactData
+}
+
+// read reads within lim and, with opts set, verifies a bundle. The data
+// files are read by loadData, which also checks the digests of every file
+// against the signature (verified here, by OPA's code); OPA's reader reads
+// the modules and the manifest without the data files and checks them
+// against the roots, and checkDataRoots the data.
+func read(r io.Reader, lim Limits, opts *VerifyOptions) (Info, contents, error) {
 	a, err := readArchive(r, lim)
 	if err != nil {
-		return Info{}, opabundle.Bundle{}, err
+		return Info{}, contents{}, err
 	}
 	info, err := a.info()
 	if err != nil {
-		return Info{}, opabundle.Bundle{}, err
+		return Info{}, contents{}, err
 	}
-	rd := a.reader().WithRegoVersion(ast.RegoV1)
-	if opts == nil {
-		b, err := rd.WithSkipBundleVerification(true).Read()
-		if err != nil {
-			return Info{}, opabundle.Bundle{}, fmt.Errorf("read bundle: %w", err)
+	// fail makes an error of reading the bundle: when verifying, the
+	// archive listed and parsed above, so what fails is the signature, a
+	// digest or a file the digest covers.
+	fail := func(err error) error {
+		if opts != nil {
+			return &VerificationError{Err: err}
 		}
-		return info, b, nil
+		return fmt.Errorf("read bundle: %w", err)
 	}
+	var files map[string]opabundle.FileInfo
+	if opts != nil {
+		if files, err = a.verifySignature(&info, opts); err != nil {
+			return info, contents{}, err
+		}
+	}
+	data, err := a.loadData(files)
+	if err != nil {
+		return info, contents{}, fail(err)
+	}
+	b, err := a.reader().WithSkipBundleVerification(true).WithRegoVersion(ast.RegoV1).Read()
+	if err != nil {
+		return info, contents{}, fail(err)
+	}
+	if opts != nil && b.Type() == opabundle.DeltaBundleType {
+		return info, contents{}, fail(errors.New("delta bundles do not support signature verification"))
+	}
+	if err := checkDataRoots(data, info.Roots); err != nil {
+		return info, contents{}, fail(err)
+	}
+	modules := make(map[string]string, len(b.Modules))
+	for _, m := range b.Modules {
+		modules[strings.TrimPrefix(m.Path, "/")] = string(m.Raw)
+	}
+	info.Verified = opts != nil
+	return info, contents{modules: modules, data: data}, nil
+}
+
+// verifySignature checks the signature of the bundle against the key of
+// opts and returns the digests it lists, by path.
+func (a *archive) verifySignature(info *Info, opts *VerifyOptions) (map[string]opabundle.FileInfo, error) {
+	var err error
 	if info.Signature, err = a.signature(); err != nil {
 		// A signature that cannot even be decoded fails verification.
-		return info, opabundle.Bundle{}, &VerificationError{Err: err}
+		return nil, &VerificationError{Err: err}
 	}
-	vc, err := verificationConfig(info, opts)
+	vc, err := verificationConfig(*info, opts)
 	if err != nil {
-		return info, opabundle.Bundle{}, err
+		return nil, err
 	}
-	b, err := rd.WithBundleVerificationConfig(vc).Read()
+	if len(a.signatureFiles) > 1 {
+		return nil, &VerificationError{Err: fmt.Errorf("bundle contains multiple signatures files: %q and %q", a.signatureFiles[0], a.signatureFiles[1])}
+	}
+	var sc opabundle.SignaturesConfig
+	if err := util.NewJSONDecoder(bytes.NewReader(a.signatures)).Decode(&sc); err != nil {
+		return nil, &VerificationError{Err: fmt.Errorf("bundle load failed on signatures decode: %w", err)}
+	}
+	files, err := opabundle.VerifyBundleSignature(sc, vc)
 	if err != nil {
-		// The archive listed and parsed above, so what fails now is the
-		// signature or a digest.
-		return info, opabundle.Bundle{}, &VerificationError{Err: err}
+		return nil, &VerificationError{Err: err}
 	}
-	info.Verified = true
-	return info, b, nil
+	return files, nil
 }
 
 // verificationConfig builds OPA's verification configuration for the one

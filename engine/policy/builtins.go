@@ -35,6 +35,8 @@ type options struct {
 	// decodedJSON and revision: see DecodedJSON and Revision.
 	decodedJSON bool
 	revision    string
+	// compact is the data given with WithCompactData, nil for none.
+	compact *CompactData
 	// cacheSize is DecisionCacheSize's, nil for the default.
 	cacheSize *int
 }

@@ -32,3 +32,11 @@ func setData(data map[string]any, decoded bool) (map[string]any, error) {
 	}
 	return data, nil
 }
+
+// WithCompactData gives the set data, built by a CompactDataBuilder (a
+// bundle's data files, read as they are unpacked), in place of the data
+// document given to FromModules, which must be nil. Data of at least
+// 1 MiB of JSON stays compact; smaller data is converted to AST values.
+func WithCompactData(data *CompactData) Option {
+	return func(o *options) { o.compact = data }
+}

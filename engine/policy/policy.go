@@ -80,9 +80,14 @@ func build(files []string, sources map[string]string, data map[string]any, o opt
 	if len(sources) == 0 {
 		return nil, &Error{Problems: []Problem{{Code: CodeLoad, Msg: "no policy modules (*.rego) to load"}}}
 	}
-	data, err := setData(data, o.decodedJSON)
-	if err != nil {
-		return nil, &Error{Problems: []Problem{{Code: CodeData, Msg: err.Error()}}}
+	var err error
+	if o.compact != nil && data != nil {
+		return nil, &Error{Problems: []Problem{{Code: CodeData, Msg: "data given both as a document and as compact data"}}}
+	}
+	if o.compact == nil {
+		if data, err = setData(data, o.decodedJSON); err != nil {
+			return nil, &Error{Problems: []Problem{{Code: CodeData, Msg: err.Error()}}}
+		}
 	}
 	names := slices.Sorted(maps.Keys(sources))
 	parsed := make(map[string]*ast.Module, len(sources))
@@ -112,13 +117,13 @@ func build(files []string, sources map[string]string, data map[string]any, o opt
 	ctx := context.Background()
 	revision := o.revision
 	if revision == "" {
-		revision = contentRevision(names, sources, data)
+		revision = contentRevision(names, sources, data, o.compact)
 	}
-	// The store holds the data as AST values, converted once, here,
-	// instead of on every read during evaluation. jsonData made it JSON
-	// already. The document itself is not kept: the store's values are
-	// the set's data.
-	store, err := astStore(ctx, data)
+	// Data of less than compactThreshold is held as AST values, converted
+	// once, here, instead of on every read during evaluation; larger data
+	// as a compact tree (see compactStore). The document itself is not
+	// kept: the store's values are the set's data.
+	store, err := dataStore(ctx, data, o.compact)
 	if err != nil {
 		return nil, &Error{Problems: []Problem{{Code: CodeData, Msg: err.Error()}}}
 	}
@@ -155,16 +160,29 @@ func build(files []string, sources map[string]string, data map[string]any, o opt
 	return s, nil
 }
 
-// astStore returns an in-memory store holding data as AST values. The
-// conversion consumes data: each object's members are deleted from it as
-// they are converted, so that the decoded document is given back to the
-// collector while its AST values are built, not only once they all are;
-// a large bundle's data then does not take both forms at its peak.
-func astStore(ctx context.Context, data map[string]any) (storage.Store, error) {
-	root, err := consumeValue(data, map[string]*ast.Term{})
-	if err != nil {
-		return nil, fmt.Errorf("data is not a JSON document: %w", err)
+// dataStore returns the store of a set's data: compact when it was given
+// so or data is at least compactThreshold of JSON, else an in-memory
+// store of AST values. data is consumed either way.
+func dataStore(ctx context.Context, data map[string]any, compact *CompactData) (storage.Store, error) {
+	if compact == nil {
+		var err error
+		if compact, err = compactFromGo(data); err != nil {
+			return nil, fmt.Errorf("data is not a JSON document: %w", err)
+		}
 	}
+	if compact.size >= compactThreshold {
+		return newCompactStore(compact), nil
+	}
+	root, err := compact.root.value()
+	if err != nil {
+		return nil, err
+	}
+	return astStore(ctx, root)
+}
+
+// astStore returns an in-memory store holding root, the data, as AST
+// values.
+func astStore(ctx context.Context, root ast.Value) (storage.Store, error) {
 	store := inmem.NewWithOpts(inmem.OptRoundTripOnWrite(false), inmem.OptReturnASTValuesOnRead(true))
 	txn, err := store.NewTransaction(ctx, storage.WriteParams)
 	if err != nil {
@@ -177,50 +195,17 @@ func astStore(ctx context.Context, data map[string]any) (storage.Store, error) {
 	return store, store.Commit(ctx, txn)
 }
 
-// consumeValue is ast.InterfaceToValue of v that deletes the members of
-// every object of v once they are converted. Object keys are made into
-// terms once per distinct key (keys recurs in every entry of a table: a
-// table of a million entries with five fields each has five distinct
-// keys), which OPA's values share as they share its interned terms.
-func consumeValue(v any, keys map[string]*ast.Term) (ast.Value, error) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return ast.InterfaceToValue(v)
-	}
-	kvs := make([][2]*ast.Term, 0, len(m))
-	for k, child := range m {
-		cv, err := consumeValue(child, keys)
-		if err != nil {
-			return nil, err
-		}
-		kt := keys[k]
-		if kt == nil {
-			kt = ast.InternedTerm(k)
-			if len(m) <= maxFields && len(keys) < maxSharedKeys {
-				keys[k] = kt
-			}
-		}
-		kvs = append(kvs, [2]*ast.Term{kt, ast.NewTerm(cv)})
-		delete(m, k)
-	}
-	return ast.NewObject(kvs...), nil
-}
-
-// consumeValue shares the keys of objects of at most maxFields members
-// (records, whose field names recur, not tables, whose keys do not), up
-// to maxSharedKeys of them.
-const (
-	maxFields     = 64
-	maxSharedKeys = 4096
-)
-
 // contentRevision is the default revision of a set: a digest of its
 // module sources and data, so that status, audit records and traces tell
 // which policy decided even without a bundle revision.
-func contentRevision(names []string, sources map[string]string, data map[string]any) string {
+func contentRevision(names []string, sources map[string]string, data map[string]any, compact *CompactData) string {
 	h := sha256.New()
 	for _, name := range names {
 		fmt.Fprintf(h, "%d:%s%d:%s", len(name), name, len(sources[name]), sources[name])
+	}
+	if compact != nil {
+		compact.writeTo(h)
+		return "sha256:" + hex.EncodeToString(h.Sum(nil))[:16]
 	}
 	// encoding/json sorts map keys, so equal data hashes equally.
 	if b, err := json.Marshal(data); err == nil {

@@ -115,8 +115,8 @@ func (c doneCancel) Cancelled() bool {
 }
 
 // readTxn opens the read transaction every evaluation of a set shares.
-// The set's store is an inmem store that nothing writes after build (see
-// Storage): a read transaction of it only reads the store's data, and
+// The set's store (an inmem store, or a compactStore over one) is one
+// that nothing writes after build (see Storage): a read transaction of it only reads the store's data, and
 // holds the store's read lock for as long as the set lives.
 func readTxn(store storage.Store) (storage.Transaction, error) {
 	txn, err := store.NewTransaction(context.Background())
