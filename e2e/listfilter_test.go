@@ -50,20 +50,7 @@ func TestListFilterOnRealDatabases(t *testing.T) {
 	}})
 	orders := randomOrders(400)
 
-	lite, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "orders.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lite.Close()
-	pg, err := sql.Open("pgx", pgtest.Start(t).DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pg.Close()
-	dbs := map[string]*sql.DB{"sqlite": lite, "postgres": pg}
-	for dialect, db := range dbs {
-		fillOrders(t, db, dialect, orders)
-	}
+	dbs := orderDatabases(t, orders)
 
 	user := func(sub, tenant, department string, roles ...string) string {
 		c := harness.Claims(sub, tenant, roles...)
@@ -128,20 +115,7 @@ func TestListFilterStringTests(t *testing.T) {
 		}
 		orders = append(orders, o)
 	}
-	lite, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "orders.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lite.Close()
-	pg, err := sql.Open("pgx", pgtest.Start(t).DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pg.Close()
-	dbs := map[string]*sql.DB{"sqlite": lite, "postgres": pg}
-	for dialect, db := range dbs {
-		fillOrders(t, db, dialect, orders)
-	}
+	dbs := orderDatabases(t, orders)
 	token := k.rsa.Token(t, harness.Claims("bob", "acme", "member"))
 	want := allowedOrders(t, s, token, "orders:read", orders)
 	if len(want) == 0 || len(want) == len(orders) {
@@ -317,4 +291,25 @@ func firstDiffs(got, want []string) string {
 		}
 	}
 	return "listed but denied " + strings.Join(extra, ",") + "; allowed but not listed " + strings.Join(missing, ",")
+}
+
+// orderDatabases opens a SQLite file and a real PostgreSQL server, each
+// with a table of orders, closed when t ends; keyed by dialect.
+func orderDatabases(t *testing.T, orders []order) map[string]*sql.DB {
+	t.Helper()
+	lite, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "orders.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lite.Close() })
+	pg, err := sql.Open("pgx", pgtest.Start(t).DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pg.Close() })
+	dbs := map[string]*sql.DB{"sqlite": lite, "postgres": pg}
+	for dialect, db := range dbs {
+		fillOrders(t, db, dialect, orders)
+	}
+	return dbs
 }
