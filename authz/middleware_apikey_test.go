@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/svc-dev/svc/internal/testkit"
+
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/authz/server"
 	"github.com/svc-dev/svc/authz/server/servertest"
@@ -48,7 +50,7 @@ func TestMiddlewareAPIKeys(t *testing.T) {
 			{"viewer key deletes", http.MethodDelete, map[string]string{"X-Api-Key": viewer}, 403, reason.PolicyDeny, ""},
 			{"revoked key", http.MethodGet, map[string]string{"X-Api-Key": revoked}, 401, reason.APIKeyRevoked,
 				`ApiKey error="invalid_key", error_description="api-key-revoked"`},
-			{"unknown key", http.MethodGet, map[string]string{"Authorization": "ApiKey " + viewer[:len(viewer)-2] + "AE"}, 401, reason.APIKeyUnknown,
+			{"unknown key", http.MethodGet, map[string]string{"Authorization": "ApiKey " + testkit.WrongSecret(viewer)}, 401, reason.APIKeyUnknown,
 				`ApiKey error="invalid_key", error_description="api-key-unknown"`},
 			// A bearer scheme decides: X-Api-Key beside it is not read.
 			{"bearer beside X-Api-Key", http.MethodGet, map[string]string{"Authorization": "Bearer junk", "X-Api-Key": viewer}, 401,

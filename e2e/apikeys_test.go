@@ -83,7 +83,7 @@ func TestAPIKeys(t *testing.T) {
 				t.Errorf("%s: %d %s, user %q; want 200 as reporting", name, status, rc, hdr.Get("X-Svc-User-Id"))
 			}
 		}
-		wrong := viewer[:len(viewer)-2] + "AE"
+		wrong := testkit.WrongSecret(viewer)
 		if status, rc, _ := httpCheck(t, s, "/orders/1", map[string]string{"X-Api-Key": wrong}); status != http.StatusUnauthorized || rc != "api-key-unknown" {
 			t.Errorf("wrong secret: %d %s, want 401 api-key-unknown", status, rc)
 		}

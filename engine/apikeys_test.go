@@ -67,7 +67,7 @@ func TestAPIKeyDecisions(t *testing.T) {
 		t.Fatal("api_keys.file set, yet development mode")
 	}
 	ctx := context.Background()
-	wrong := admin[:len(admin)-2] + "AE"
+	wrong := testkit.WrongSecret(admin)
 	tests := []credentialCase{
 		{"admin deletes", engine.APIKey(admin), "orders:delete", true, reason.PolicyAllow},
 		{"viewer reads", engine.APIKey(viewer), "orders:read", true, reason.PolicyAllow},

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-dev/svc/internal/testkit"
+
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -132,7 +134,7 @@ func TestVerify(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	revoked := readSet(t, "valid.toml")
 	revoked.keys["aeaqcaibaeaq"].Revoked = true
-	wrongSecret := adminKey[:len(adminKey)-2] + "AE"
+	wrongSecret := testkit.WrongSecret(adminKey)
 	unknownID := "svck_aaaaaaaaaaaa_AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE"
 	tests := []struct {
 		name    string

@@ -15,3 +15,16 @@ func SwapASCIICase(s string) string {
 	}
 	return string(b)
 }
+
+// WrongSecret is key with one character of its secret changed, in the
+// middle of it, where every bit counts (a key's last character may carry
+// bits that decoding ignores): the same id, a secret that is surely
+// another.
+func WrongSecret(key string) string {
+	i := len(key) - 8
+	c := byte('A')
+	if key[i] == 'A' {
+		c = 'B'
+	}
+	return key[:i] + string(c) + key[i+1:]
+}
