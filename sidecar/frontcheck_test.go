@@ -59,12 +59,7 @@ func caddyCheck(host, tok string) []byte {
 // answers (BenchmarkFrontCheck): it fails when an allocation the front,
 // the check or the decision no longer makes comes back.
 func TestFrontCheckAllocs(t *testing.T) {
-	testkit.SkipUnderRace(t)
-	if testing.Short() {
-		t.Skip("starts a sidecar")
-	}
-	idp := newTestIdP(t)
-	sc := startBenchSidecar(t, idp)
+	idp, sc := startAllocsSidecar(t)
 	check := frontCheck(t, sc, caddyCheck(sc.HTTPAddr().String(), idp.token(t, "alice", testTenant, "viewer")))
 	check() // the token verified and the decision cached
 	// The least of three counts leaves out what the sidecar's background

@@ -33,12 +33,7 @@ const (
 // (BenchmarkHTTPDecision/*/unwatched): it fails when one of the
 // allocations the HTTP layer no longer makes comes back.
 func TestHTTPDecisionAllocs(t *testing.T) {
-	testkit.SkipUnderRace(t)
-	if testing.Short() {
-		t.Skip("starts a sidecar")
-	}
-	idp := newTestIdP(t)
-	sc := startBenchSidecar(t, idp)
+	idp, sc := startAllocsSidecar(t)
 	tok := idp.token(t, "alice", testTenant, "viewer")
 	host := sc.HTTPAddr().String()
 	body := `{"token":"` + tok + `","action":"orders:read","resource":{"id":"o-1"}}`
@@ -107,4 +102,17 @@ func decisionAllocs(t *testing.T, handler http.Handler, req func() *http.Request
 		}
 	}
 	return got
+}
+
+// startAllocsSidecar starts the benchmarks' sidecar for a test of
+// allocation counts, which the race detector's own allocations would
+// falsify and which -short leaves out.
+func startAllocsSidecar(t *testing.T) (*testIdP, *running) {
+	t.Helper()
+	testkit.SkipUnderRace(t)
+	if testing.Short() {
+		t.Skip("starts a sidecar")
+	}
+	idp := newTestIdP(t)
+	return idp, startBenchSidecar(t, idp)
 }
