@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/svc-dev/svc/internal/jsonstr"
+
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
@@ -177,7 +179,7 @@ func (b *compactBuilder) object(members []member, node bool) pending {
 			if i > 0 {
 				raw = append(raw, ',')
 			}
-			raw = appendJSONString(raw, m.key)
+			raw = jsonstr.Append(raw, m.key, false)
 			raw = append(raw, ':')
 			raw = append(raw, m.val.raw...)
 		}
@@ -340,7 +342,7 @@ func appendToken(dst []byte, dec *json.Decoder, tok json.Token) ([]byte, error) 
 				if err != nil {
 					return nil, err
 				}
-				dst = append(appendJSONString(dst, key), ':')
+				dst = append(jsonstr.Append(dst, key, false), ':')
 			}
 			next, err := dec.Token()
 			if err != nil {
@@ -355,7 +357,7 @@ func appendToken(dst []byte, dec *json.Decoder, tok json.Token) ([]byte, error) 
 		}
 		return append(dst, byte(end)), nil
 	case string:
-		return appendJSONString(dst, t), nil
+		return jsonstr.Append(dst, t, false), nil
 	case json.Number:
 		return append(dst, t...), nil
 	case bool:
@@ -765,23 +767,6 @@ func (d *jsonDecoder) str() (string, error) {
 	return "", errJSONSyntax
 }
 
-// appendJSONString appends s as a JSON string.
-func appendJSONString(dst []byte, s string) []byte {
-	simple := utf8.ValidString(s)
-	for i := 0; simple && i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' {
-			simple = false
-		}
-	}
-	if simple {
-		dst = append(dst, '"')
-		dst = append(dst, s...)
-		return append(dst, '"')
-	}
-	b, _ := json.Marshal(s) // invalid UTF-8 becomes U+FFFD, as encoding/json decodes it
-	return append(dst, b...)
-}
-
 // writeTo writes the data's members, keys and leaves in key order, to w
 // (a digest): equal data writes equally.
 func (d *CompactData) writeTo(w io.Writer) {
@@ -789,7 +774,7 @@ func (d *CompactData) writeTo(w io.Writer) {
 	walk = func(n *compactNode) {
 		_, _ = io.WriteString(w, "{")
 		for i, k := range n.keys {
-			_, _ = w.Write(appendJSONString(nil, k))
+			_, _ = w.Write(jsonstr.Append(nil, k, false))
 			_, _ = io.WriteString(w, ":")
 			if v := n.vals[i]; v.node != nil {
 				walk(v.node)
