@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/svc-dev/svc/internal/jsonscan"
+
 	"github.com/svc-dev/svc/internal/jsonstr"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -650,16 +652,7 @@ type jsonDecoder struct {
 
 var errJSONSyntax = errors.New("invalid JSON in compact data")
 
-func (d *jsonDecoder) skipSpace() {
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
-		case ' ', '\t', '\r', '\n':
-			d.i++
-		default:
-			return
-		}
-	}
-}
+func (d *jsonDecoder) skipSpace() { d.i = jsonscan.SkipSpace(d.b, d.i) }
 
 func (d *jsonDecoder) value() (ast.Value, error) {
 	d.skipSpace()

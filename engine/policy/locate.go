@@ -1,9 +1,7 @@
 package policy
 
 import (
-	"bytes"
-	"encoding/json"
-	"unicode/utf8"
+	"github.com/svc-dev/svc/internal/jsonscan"
 
 	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/util"
@@ -28,7 +26,7 @@ func locate(raw []byte, path storage.Path) (sub []byte, ok bool, err error) {
 // child returns the text of the member or element k of the value raw,
 // nil when there is none.
 func child(raw []byte, k string) ([]byte, error) {
-	i := skipSpace(raw, 0)
+	i := jsonscan.SkipSpace(raw, 0)
 	if i >= len(raw) {
 		return nil, errJSONSyntax
 	}
@@ -37,7 +35,7 @@ func child(raw []byte, k string) ([]byte, error) {
 	switch raw[i] {
 	case '{':
 		err = members(raw[i:], func(key, val []byte) bool {
-			if keyEquals(key, k) {
+			if match, _ := jsonscan.KeyIs(key, k); match {
 				found = val
 			}
 			return true
@@ -60,42 +58,33 @@ func child(raw []byte, k string) ([]byte, error) {
 	return found, err
 }
 
-// keyEquals says whether the JSON string key (quotes included) is k.
-func keyEquals(key []byte, k string) bool {
-	body := key[1 : len(key)-1]
-	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
-		return string(body) == k
-	}
-	var s string
-	return json.Unmarshal(key, &s) == nil && s == k
-}
-
 // members calls fn with the key (quoted) and value text of each member
 // of the object at the start of b, until fn returns false.
 func members(b []byte, fn func(key, val []byte) bool) error {
-	i := skipSpace(b, 1)
+	i := jsonscan.SkipSpace(b, 1)
 	if i < len(b) && b[i] == '}' {
 		return nil
 	}
 	for {
-		i = skipSpace(b, i)
-		kend, err := skipValue(b, i)
-		if err != nil || b[i] != '"' {
+		i = jsonscan.SkipSpace(b, i)
+		kend, ok := jsonscan.SkipValue(b, i)
+		if !ok || b[i] != '"' {
 			return errJSONSyntax
 		}
-		j := skipSpace(b, kend)
+		j := jsonscan.SkipSpace(b, kend)
 		if j >= len(b) || b[j] != ':' {
 			return errJSONSyntax
 		}
-		vstart := skipSpace(b, j+1)
-		vend, err := skipValue(b, vstart)
-		if err != nil {
-			return err
+		vstart := jsonscan.SkipSpace(b, j+1)
+		vend, ok := jsonscan.SkipValue(b, vstart)
+		if !ok {
+			return errJSONSyntax
 		}
 		if !fn(b[i:kend], b[vstart:vend]) {
 			return nil
 		}
 		var done bool
+		var err error
 		if i, done, err = afterValue(b, vend, '}'); err != nil || done {
 			return err
 		}
@@ -105,20 +94,21 @@ func members(b []byte, fn func(key, val []byte) bool) error {
 // elements calls fn with the text of each element of the array at the
 // start of b, until fn returns false.
 func elements(b []byte, fn func(val []byte) bool) error {
-	i := skipSpace(b, 1)
+	i := jsonscan.SkipSpace(b, 1)
 	if i < len(b) && b[i] == ']' {
 		return nil
 	}
 	for {
-		start := skipSpace(b, i)
-		end, err := skipValue(b, start)
-		if err != nil {
-			return err
+		start := jsonscan.SkipSpace(b, i)
+		end, ok := jsonscan.SkipValue(b, start)
+		if !ok {
+			return errJSONSyntax
 		}
 		if !fn(b[start:end]) {
 			return nil
 		}
 		var done bool
+		var err error
 		if i, done, err = afterValue(b, end, ']'); err != nil || done {
 			return err
 		}
@@ -129,7 +119,7 @@ func elements(b []byte, fn func(val []byte) bool) error {
 // object's or array's closing byte (done) or a comma, and returns where
 // the next one starts.
 func afterValue(b []byte, i int, closing byte) (next int, done bool, err error) {
-	i = skipSpace(b, i)
+	i = jsonscan.SkipSpace(b, i)
 	switch {
 	case i >= len(b):
 		return 0, false, errJSONSyntax
@@ -139,58 +129,4 @@ func afterValue(b []byte, i int, closing byte) (next int, done bool, err error) 
 		return i + 1, false, nil
 	}
 	return 0, false, errJSONSyntax
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the end of the JSON value starting at b[i].
-func skipValue(b []byte, i int) (int, error) {
-	if i >= len(b) {
-		return 0, errJSONSyntax
-	}
-	switch b[i] {
-	case '"':
-		for i++; i < len(b); i++ {
-			switch b[i] {
-			case '\\':
-				i++
-			case '"':
-				return i + 1, nil
-			}
-		}
-		return 0, errJSONSyntax
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				end, err := skipValue(b, i)
-				if err != nil {
-					return 0, err
-				}
-				i = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1, nil
-				}
-			}
-		}
-		return 0, errJSONSyntax
-	default:
-		start := i
-		for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\r' && b[i] != '\n' {
-			i++
-		}
-		if i == start {
-			return 0, errJSONSyntax
-		}
-		return i, nil
-	}
 }

@@ -7,11 +7,11 @@
 package jsonmask
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/svc-dev/svc/internal/jsonscan"
 
 	"github.com/svc-dev/svc/internal/jsonstr"
 )
@@ -107,7 +107,7 @@ func (m *Mask) Apply(doc []byte) ([]byte, bool, error) {
 	if m.Empty() {
 		return doc, false, nil
 	}
-	root := skipSpace(doc, 0)
+	root := jsonscan.SkipSpace(doc, 0)
 	if root >= len(doc) || doc[root] != '{' {
 		return nil, false, errNotObject
 	}
@@ -128,7 +128,7 @@ func (m *Mask) Apply(doc []byte) ([]byte, bool, error) {
 		return doc, false, nil
 	}
 	end := len(doc) - 1
-	for end > root && isSpace(doc[end]) {
+	for end > root && jsonscan.IsSpace(doc[end]) {
 		end--
 	}
 	if doc[end] != '}' {
@@ -136,7 +136,7 @@ func (m *Mask) Apply(doc []byte) ([]byte, bool, error) {
 	}
 	tail := doc[end:]
 	out := doc[:end:end]
-	if skipSpace(doc, root+1) != end {
+	if jsonscan.SkipSpace(doc, root+1) != end {
 		out = append(out, ',')
 	}
 	out = append(out, `"`+Erased+`":[`...)
@@ -176,7 +176,7 @@ func locate(doc []byte, at int, tokens []string) (from, to int, err error) {
 			at = vs
 			continue
 		}
-		next := skipSpace(doc, ve)
+		next := jsonscan.SkipSpace(doc, ve)
 		if next >= len(doc) {
 			return -1, -1, errNotObject
 		}
@@ -195,7 +195,7 @@ func locate(doc []byte, at int, tokens []string) (from, to int, err error) {
 // the '{' or ',' before it, [vs, ve) its value.
 func member(doc []byte, at int, key string) (sep, vs, ve int, ok bool, err error) {
 	sep = at
-	i := skipSpace(doc, at+1)
+	i := jsonscan.SkipSpace(doc, at+1)
 	if i < len(doc) && doc[i] == '}' {
 		return 0, 0, 0, false, nil
 	}
@@ -211,11 +211,11 @@ func member(doc []byte, at int, key string) (sep, vs, ve int, ok bool, err error
 		if err != nil {
 			return 0, 0, 0, false, err
 		}
-		i = skipSpace(doc, i)
+		i = jsonscan.SkipSpace(doc, i)
 		if i >= len(doc) || doc[i] != ':' {
 			return 0, 0, 0, false, errNotObject
 		}
-		vs = skipSpace(doc, i+1)
+		vs = jsonscan.SkipSpace(doc, i+1)
 		if ve, err = skipValue(doc, vs); err != nil {
 			return 0, 0, 0, false, err
 		}
@@ -234,14 +234,14 @@ func member(doc []byte, at int, key string) (sep, vs, ve int, ok bool, err error
 // neither it nor ',' (errNotObject); else sep is the ',' and i the next
 // item's start.
 func nextItem(doc []byte, ve int, close byte) (sep, i int, more bool, err error) {
-	i = skipSpace(doc, ve)
+	i = jsonscan.SkipSpace(doc, ve)
 	switch {
 	case i >= len(doc):
 		return 0, 0, false, errNotObject
 	case doc[i] == close:
 		return 0, 0, false, nil
 	case doc[i] == ',':
-		return i, skipSpace(doc, i+1), true, nil
+		return i, jsonscan.SkipSpace(doc, i+1), true, nil
 	}
 	return 0, 0, false, errNotObject
 }
@@ -254,7 +254,7 @@ func element(doc []byte, at int, t string) (sep, vs, ve int, ok bool, err error)
 		return 0, 0, 0, false, nil
 	}
 	sep = at
-	i := skipSpace(doc, at+1)
+	i := jsonscan.SkipSpace(doc, at+1)
 	if i < len(doc) && doc[i] == ']' {
 		return 0, 0, 0, false, nil
 	}
@@ -275,71 +275,21 @@ func element(doc []byte, at int, t string) (sep, vs, ve int, ok bool, err error)
 
 // keyIs reports whether the quoted JSON string raw is key.
 func keyIs(raw []byte, key string) (bool, error) {
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[1:len(raw)-1]) == key, nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	match, ok := jsonscan.KeyIs(raw, key)
+	if !ok {
 		return false, errNotObject
 	}
-	return s == key, nil
+	return match, nil
 }
 
-// skipValue returns the index just past the JSON value at doc[i]. It
-// finds where the value ends, and checks no more than it needs to.
+// skipValue returns the index just past the JSON value at doc[i].
 func skipValue(doc []byte, i int) (int, error) {
-	if i >= len(doc) {
+	end, ok := jsonscan.SkipValue(doc, i)
+	if !ok {
 		return 0, errNotObject
 	}
-	switch doc[i] {
-	case '"':
-		for i++; i < len(doc); i++ {
-			switch doc[i] {
-			case '\\':
-				i++
-			case '"':
-				return i + 1, nil
-			}
-		}
-		return 0, errNotObject
-	case '{', '[':
-		depth := 0
-		for ; i < len(doc); i++ {
-			switch doc[i] {
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1, nil
-				}
-			case '"':
-				end, err := skipValue(doc, i)
-				if err != nil {
-					return 0, err
-				}
-				i = end - 1
-			}
-		}
-		return 0, errNotObject
-	}
-	start := i
-	for i < len(doc) && !isSpace(doc[i]) && doc[i] != ',' && doc[i] != '}' && doc[i] != ']' {
-		i++
-	}
-	if i == start {
-		return 0, errNotObject
-	}
-	return i, nil
+	return end, nil
 }
-
-func skipSpace(doc []byte, i int) int {
-	for i < len(doc) && isSpace(doc[i]) {
-		i++
-	}
-	return i
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // index is the array index t, when it is one: digits without a leading
 // zero.
