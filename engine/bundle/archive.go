@@ -57,35 +57,17 @@ func readTar(r io.Reader, lim Limits) (*archive, error) {
 		return nil, err
 	}
 	a := &archive{lim: lim, src: src, size: size, files: map[string]bool{}}
-	gz, err := gzip.NewReader(a.open())
-	if err != nil {
-		return nil, fmt.Errorf("bundle is not a gzip archive: %w", err)
-	}
-	tr := tar.NewReader(gz)
 	var total int64
-	for n := 0; ; n++ {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("bundle is not a tar archive: %w", err)
-		}
-		if n >= MaxFiles {
-			return nil, fmt.Errorf("bundle holds more than %d entries", MaxFiles)
-		}
-		if hdr.Typeflag != tar.TypeReg {
-			continue // OPA's reader reads regular files only
-		}
+	err = a.eachFile(func(hdr *tar.Header, body io.Reader) error {
 		if hdr.Size > lim.File {
-			return nil, &tooLargeError{fmt.Sprintf("bundle file %q is larger than %d bytes", hdr.Name, lim.File)}
+			return &tooLargeError{fmt.Sprintf("bundle file %q is larger than %d bytes", hdr.Name, lim.File)}
 		}
 		if total += hdr.Size; total > lim.Unpacked {
-			return nil, &tooLargeError{fmt.Sprintf("bundle unpacks to more than %d bytes", lim.Unpacked)}
+			return &tooLargeError{fmt.Sprintf("bundle unpacks to more than %d bytes", lim.Unpacked)}
 		}
 		name := path.Clean("/" + hdr.Name)
 		if a.files[name] {
-			return nil, fmt.Errorf("bundle holds %q twice", name)
+			return fmt.Errorf("bundle holds %q twice", name)
 		}
 		a.files[name] = true
 		if opabundle.IsSignaturesFile(hdr.Name) {
@@ -102,21 +84,54 @@ func readTar(r io.Reader, lim Limits) (*archive, error) {
 			dst = &a.signatures
 		}
 		if dst == nil {
-			if _, err := io.Copy(io.Discard, io.LimitReader(tr, lim.File)); err != nil {
-				return nil, fmt.Errorf("read bundle file %q: %w", hdr.Name, err)
+			if _, err := io.Copy(io.Discard, body); err != nil {
+				return fmt.Errorf("read bundle file %q: %w", hdr.Name, err)
 			}
-			continue
+			return nil
 		}
-		body, err := io.ReadAll(io.LimitReader(tr, lim.File))
+		b, err := io.ReadAll(body)
 		if err != nil {
-			return nil, fmt.Errorf("read bundle file %q: %w", hdr.Name, err)
+			return fmt.Errorf("read bundle file %q: %w", hdr.Name, err)
 		}
-		*dst = body
+		*dst = b
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(a.files) == 0 {
 		return nil, errors.New("bundle holds no files")
 	}
 	return a, nil
+}
+
+// eachFile unpacks the archive and calls fn with each regular file (OPA's
+// reader reads no other kind), its body read within the per-file limit,
+// until fn fails. Entries of every kind count towards MaxFiles.
+func (a *archive) eachFile(fn func(hdr *tar.Header, body io.Reader) error) error {
+	gz, err := gzip.NewReader(a.open())
+	if err != nil {
+		return fmt.Errorf("bundle is not a gzip archive: %w", err)
+	}
+	tr := tar.NewReader(gz)
+	for n := 0; ; n++ {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("bundle is not a tar archive: %w", err)
+		}
+		if n >= MaxFiles {
+			return fmt.Errorf("bundle holds more than %d entries", MaxFiles)
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			continue
+		}
+		if err := fn(hdr, io.LimitReader(tr, a.lim.File)); err != nil {
+			return err
+		}
+	}
 }
 
 // source returns the archive r holds as a ReaderAt, without a copy when r

@@ -3,13 +3,11 @@ package bundle
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"crypto/md5" //nolint:gosec // OPA's signatures may name MD5; the choice is the signer's
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -64,57 +62,49 @@ func (e *verifyError) Unwrap() error { return e.err }
 // which opabundle.VerifyBundleFile applies to the other files. Failures
 // of verification are *verifyError.
 func (a *archive) loadData(files map[string]opabundle.FileInfo) (*policy.CompactData, error) {
-	gz, err := gzip.NewReader(a.open())
-	if err != nil {
-		return nil, err
-	}
 	var b policy.CompactDataBuilder
-	tr := tar.NewReader(gz)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if hdr.Typeflag != tar.TypeReg || opabundle.IsSignaturesFile(hdr.Name) {
-			continue
+	err := a.eachFile(func(hdr *tar.Header, body io.Reader) error {
+		if opabundle.IsSignaturesFile(hdr.Name) {
+			return nil
 		}
 		p := strings.TrimPrefix(filepath.ToSlash(hdr.Name), "/")
-		body := io.LimitReader(tr, a.lim.File)
 		if !isDataFile(p) {
 			if files == nil {
-				continue
+				return nil
 			}
 			var buf bytes.Buffer
 			if _, err := io.Copy(&buf, body); err != nil {
-				return nil, err
+				return err
 			}
 			if err := opabundle.VerifyBundleFile(p, buf, files); err != nil {
-				return nil, &verifyError{err}
+				return &verifyError{err}
 			}
-			continue
+			return nil
 		}
 		var digest hash.Hash
 		var want []byte
 		if files != nil {
+			var err error
 			if digest, want, err = signedDigest(p, files); err != nil {
-				return nil, &verifyError{err}
+				return &verifyError{err}
 			}
 		}
 		if err := addDataFile(&b, p, body, digest); err != nil {
 			if files != nil {
-				return nil, &verifyError{err}
+				return &verifyError{err}
 			}
-			return nil, fmt.Errorf("bundle load failed on %v: %w", "/"+p, err)
+			return fmt.Errorf("bundle load failed on %v: %w", "/"+p, err)
 		}
 		if digest != nil {
 			if got := digest.Sum(nil); !bytes.Equal(got, want) {
-				return nil, &verifyError{fmt.Errorf("%v: digest mismatch (want: %x, got: %x)", p, want, got)}
+				return &verifyError{fmt.Errorf("%v: digest mismatch (want: %x, got: %x)", p, want, got)}
 			}
 			delete(files, p)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(files) != 0 {
 		return nil, &verifyError{fmt.Errorf("file(s) %v specified in bundle signatures but not found in the target bundle", util.Keys(files))}
