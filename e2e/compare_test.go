@@ -371,10 +371,10 @@ func (tg *compareTarget) run(b *testing.B, reqs []*authv3.CheckRequest, d time.D
 		next++
 		return next - 1, true
 	}
-	cpu0, self0 := procCPU(b, tg.pid), procCPU(b, os.Getpid())
+	cpu0, self0 := testkit.ProcessCPU(b, tg.pid), testkit.ProcessCPU(b, os.Getpid())
 	var also0 time.Duration
 	if tg.alsoPid != 0 {
-		also0 = procCPU(b, tg.alsoPid)
+		also0 = testkit.ProcessCPU(b, tg.alsoPid)
 	}
 	start := time.Now()
 	if d > 0 {
@@ -409,10 +409,10 @@ func (tg *compareTarget) run(b *testing.B, reqs []*authv3.CheckRequest, d time.D
 	}
 	wg.Wait()
 	tg.wall += time.Since(start)
-	tg.cpu += procCPU(b, tg.pid) - cpu0
-	tg.clientCPU += procCPU(b, os.Getpid()) - self0
+	tg.cpu += testkit.ProcessCPU(b, tg.pid) - cpu0
+	tg.clientCPU += testkit.ProcessCPU(b, os.Getpid()) - self0
 	if tg.alsoPid != 0 {
-		tg.alsoCPU += procCPU(b, tg.alsoPid) - also0
+		tg.alsoCPU += testkit.ProcessCPU(b, tg.alsoPid) - also0
 	}
 	if failure != nil {
 		b.Fatalf("%s: Check: %v", tg.name, failure)
@@ -462,32 +462,6 @@ func compareClients(b *testing.B, addr string) []authv3.AuthorizationClient {
 		cs[i] = authv3.NewAuthorizationClient(conn)
 	}
 	return cs
-}
-
-// procCPU is the user plus system CPU time the process has used, from
-// /proc/<pid>/stat (in clock ticks of 10 ms).
-func procCPU(b *testing.B, pid int) time.Duration {
-	b.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		b.Fatalf("process CPU time: %v", err)
-	}
-	// Fields after the command name, which is in parentheses and may hold
-	// spaces: state is field 3, utime 14 and stime 15.
-	_, rest, ok := strings.Cut(string(raw), ") ")
-	f := strings.Fields(rest)
-	if !ok || len(f) < 13 {
-		b.Fatalf("/proc/%d/stat: unexpected format %q", pid, raw)
-	}
-	var ticks int64
-	for _, s := range f[11:13] {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			b.Fatalf("/proc/%d/stat: %v", pid, err)
-		}
-		ticks += v
-	}
-	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 // noopProcess is the e2e test binary serving noopauthz.Server.

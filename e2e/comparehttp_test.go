@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // noopHTTPAddrEnv makes the e2e test binary serve a no-op HTTP check
@@ -67,7 +68,7 @@ func BenchmarkCompareHTTPNoop(b *testing.B) {
 			next    int
 			failure error
 		)
-		cpu0 := procCPU(b, tg.pid)
+		cpu0 := testkit.ProcessCPU(b, tg.pid)
 		start := time.Now()
 		deadline := start.Add(d)
 		for range compareCallers {
@@ -111,7 +112,7 @@ func BenchmarkCompareHTTPNoop(b *testing.B) {
 			b.Fatalf("%s: GET /check: %v", tg.name, failure)
 		}
 		tg.wall += time.Since(start)
-		tg.cpu += procCPU(b, tg.pid) - cpu0
+		tg.cpu += testkit.ProcessCPU(b, tg.pid) - cpu0
 		tg.checks += next - compareCallers
 	}
 	for _, tg := range targets {

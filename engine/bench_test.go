@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -162,7 +161,7 @@ func BenchmarkAuthorizeDecisionLog(b *testing.B) {
 			decide()
 			b.ReportAllocs()
 			lat := make([]time.Duration, 0, 1<<20)
-			cpu0 := processCPU(b)
+			cpu0 := testkit.ProcessCPU(b, 0)
 			for b.Loop() {
 				t0 := time.Now()
 				decide()
@@ -172,19 +171,10 @@ func BenchmarkAuthorizeDecisionLog(b *testing.B) {
 			}
 			// The process's CPU, the shipper's included; the NATS
 			// server's, on the same cores, is not.
-			b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64((testkit.ProcessCPU(b, 0)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 			slices.Sort(lat)
 			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 		})
 	}
-}
-
-// processCPU is the user plus system CPU time this process has used.
-func processCPU(tb testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
