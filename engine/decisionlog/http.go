@@ -2,7 +2,6 @@ package decisionlog
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // HTTPOptions configure the HTTP sink.
