@@ -262,7 +262,7 @@ func BenchmarkHTTPSend(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchSend(b, sink, benchRecord)
+	benchSend(b, sink, 0, benchRecord)
 }
 
 // benchRecord is a decision record of about 1.2 KB as the sidecar

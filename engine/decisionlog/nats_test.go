@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -198,9 +197,10 @@ func TestNATSStreamReplaced(t *testing.T) {
 }
 
 // BenchmarkNATSSend measures the NATS sink's Send of 500-record batches
-// of 1 KB records (its share of the sidecar's CPU: publishing and
-// waiting for every acknowledgement), per record: wall time, with the
-// NATS server on the same cores, and this process's CPU time.
+// of 100 B and 1 KB records (its share of the sidecar's CPU: publishing
+// and waiting for every acknowledgement), per record: wall time, with the
+// NATS server on the same cores, this process's CPU time and the
+// server's.
 func BenchmarkNATSSend(b *testing.B) {
 	srv := natstest.Start(b)
 	sink, err := decisionlog.NewNATS(decisionlog.NATSOptions{URL: srv.URL()})
@@ -208,17 +208,25 @@ func BenchmarkNATSSend(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = sink.Close() })
-	body := []byte(`{"decision_id":"` + strings.Repeat("x", 1000) + `"}`)
-	// This process's CPU alone: the NATS server's is not the sidecar's.
-	benchSend(b, sink, func(n int) decisionlog.Record {
-		return decisionlog.Record{DecisionID: fmt.Sprintf("dec-%09d", n), Tenant: "acme", JSON: body}
-	})
+	// The server's CPU per record is JetStream's per message more than
+	// per byte: the sizes show how much.
+	for _, size := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
+			body := []byte(`{"decision_id":"` + strings.Repeat("x", size) + `"}`)
+			benchSend(b, sink, srv.Pid(), func(n int) decisionlog.Record {
+				return decisionlog.Record{DecisionID: fmt.Sprintf("dec-%d-%09d", size, n), Tenant: "acme", JSON: body}
+			})
+		})
+	}
 }
 
 // benchSend sends batches of 500 records of record(n), n counting up,
 // to sink: a batch before timing, then b.N batches. It reports
-// ns/record and cpu-ns/record, the CPU of this process.
-func benchSend(b *testing.B, sink decisionlog.Sink, record func(n int) decisionlog.Record) {
+// ns/record and cpu-ns/record, the CPU of this process, and, when
+// serverPid is not 0, server-cpu-ns/record, the CPU of the sink's server
+// in that process (on the same cores: not the sidecar's, but the
+// machine's).
+func benchSend(b *testing.B, sink decisionlog.Sink, serverPid int, record func(n int) decisionlog.Record) {
 	batch := make([]decisionlog.Record, 500)
 	n := 0
 	next := func() {
@@ -233,30 +241,28 @@ func benchSend(b *testing.B, sink decisionlog.Sink, record func(n int) decisionl
 	}
 	b.ReportAllocs()
 	var cpu time.Duration
+	var server0 time.Duration
+	if serverPid != 0 {
+		server0 = testkit.ProcessCPU(b, serverPid)
+	}
 	for b.Loop() {
 		b.StopTimer()
 		next()
-		cpu0 := selfCPU(b)
+		cpu0 := testkit.ProcessCPU(b, 0)
 		b.StartTimer()
 		if err := sink.Send(b.Context(), batch); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
-		cpu += selfCPU(b) - cpu0
+		cpu += testkit.ProcessCPU(b, 0) - cpu0
 		b.StartTimer()
 	}
 	records := float64(b.N * len(batch))
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/records, "ns/record")
 	b.ReportMetric(float64(cpu.Nanoseconds())/records, "cpu-ns/record")
-}
-
-// selfCPU is the user plus system CPU time this process has used.
-func selfCPU(tb testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
+	if serverPid != 0 {
+		b.ReportMetric(float64((testkit.ProcessCPU(b, serverPid)-server0).Nanoseconds())/records, "server-cpu-ns/record")
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // A batch goes when it is full or at the flush interval, not before; a
