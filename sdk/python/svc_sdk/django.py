@@ -56,13 +56,14 @@ import threading
 from typing import Any, Awaitable, Callable, TypeVar, cast
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Field, Q, lookups
+from django.db.models.fields.json import KeyTransform, KeyTransformTextLookupMixin
 from django.http import HttpRequest, HttpResponse
 
 from ._web import Admission, Refusal, check_action, check_token, excluded, login_redirect
 from .client import Client
 from .identity import IdentityVerifier, check_identity
-from .plan import ALWAYS_ALLOWED, ATTRIBUTE_PREFIX, Condition, Plan
+from .plan import ALWAYS_ALLOWED, ATTRIBUTE_PREFIX, Condition, Plan, like_pattern
 from .saml import SamlConfig, login_redirect_url, session_token
 
 __all__ = ["SvcMiddleware", "require_action", "client_from_settings", "saml_from_settings",
@@ -245,12 +246,13 @@ def plan_filter(plan: Plan | Condition, fields: dict[str, str] | None = None) ->
     negation of it, ``NOT (f = v AND f IS NOT NULL)``, holds for NULL; ``ne``
     is ``~Q(f=v) & Q(f__isnull=False)``.
 
-    ``starts_with``, ``ends_with`` and ``contains`` are the lookups
-    ``__startswith``, ``__endswith`` and ``__contains``: case-sensitive on
-    PostgreSQL, MySQL and Oracle. Django's SQLite backend renders them as
-    LIKE, which ignores ASCII case unless the connection runs ``PRAGMA
-    case_sensitive_like = ON`` (a ``connection_created`` signal handler
-    can); without it such a Q may list more rows than the plan permits.
+    ``starts_with``, ``ends_with`` and ``contains`` are case-sensitive on
+    every database, as the sidecar's SQL is: the lookups
+    ``__svc_startswith``, ``__svc_endswith`` and ``__svc_contains``, which
+    this module registers on every field and on JSONField keys. They are
+    Django's ``startswith``, ``endswith`` and ``contains`` (LIKE, LIKE
+    BINARY on MySQL) except on SQLite, whose LIKE ignores ASCII case: there
+    they are GLOB. No ``PRAGMA case_sensitive_like`` is needed.
     """
     if isinstance(plan, Plan):
         if plan.kind == ALWAYS_ALLOWED:
@@ -268,7 +270,32 @@ _Q_TRUE = Q(pk__isnull=False)
 _Q_FALSE = Q(pk__in=[])
 
 _LOOKUPS = {"lt": "lt", "le": "lte", "gt": "gt", "ge": "gte"}
-_STRING_LOOKUPS = {"starts_with": "startswith", "ends_with": "endswith", "contains": "contains"}
+
+
+class _CaseSensitive:
+    """A string test that is case-sensitive on SQLite too: GLOB with the
+    sidecar's pattern there (LIKE ignores ASCII case), Django's own lookup
+    elsewhere."""
+
+    svc_op = ""
+
+    def as_sqlite(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+        rhs = getattr(self, "rhs")
+        if not isinstance(rhs, str):
+            raise TypeError(f"svc_sdk.django: {self.svc_op} takes a string, not {type(rhs).__name__}")
+        lhs_sql, params = getattr(self, "process_lhs")(compiler, connection)
+        return f"{lhs_sql} GLOB %s", [*params, like_pattern("sqlite", self.svc_op, rhs)]
+
+
+for _op, _base in (("starts_with", lookups.StartsWith), ("ends_with", lookups.EndsWith),
+                  ("contains", lookups.Contains)):
+    _name = "svc_" + _base.lookup_name
+    _lookup = type("_Svc" + _base.__name__, (_CaseSensitive, _base), {"lookup_name": _name, "svc_op": _op})
+    Field.register_lookup(_lookup)
+    # A JSONField key's text, as Django's own lookups on keys read it.
+    KeyTransform.register_lookup(type("_SvcKey" + _base.__name__, (KeyTransformTextLookupMixin, _lookup), {}))
+
+_STRING_LOOKUPS = {"starts_with": "svc_startswith", "ends_with": "svc_endswith", "contains": "svc_contains"}
 
 
 def _q(c: Condition, fields: dict[str, str]) -> Q:
@@ -289,13 +316,19 @@ def _q(c: Condition, fields: dict[str, str]) -> Q:
         if not vals:
             return Q(**{f"{path}__isnull": True}) if has_null else _Q_FALSE
         q = Q(**{f"{path}__in": vals})
-        return (q | Q(**{f"{path}__isnull": True})) if has_null else q
-    if c.op in _STRING_LOOKUPS:
-        return Q(**{f"{path}__{_STRING_LOOKUPS[c.op]}": c.value})
-    if c.value is None:
+        return (q | Q(**{f"{path}__isnull": True})) if has_null else q & Q(**{f"{path}__isnull": False})
+    if c.value is None and c.op in ("eq", "ne"):
         return Q(**{f"{path}__isnull": c.op == "eq"})
-    if c.op == "eq":
-        return Q(**{path: c.value})
+    present = Q(**{f"{path}__isnull": False})
     if c.op == "ne":
-        return ~Q(**{path: c.value}) & Q(**{f"{path}__isnull": False})
-    return Q(**{f"{path}__{_LOOKUPS[c.op]}": c.value})
+        return ~Q(**{path: c.value}) & present
+    if c.op == "eq":
+        q = Q(**{path: c.value})
+    elif c.op in _STRING_LOOKUPS:
+        q = Q(**{f"{path}__{_STRING_LOOKUPS[c.op]}": c.value})
+    else:
+        q = Q(**{f"{path}__{_LOOKUPS[c.op]}": c.value})
+    # False, not NULL, where the field is missing: Django's negation adds
+    # "IS NOT NULL" for a nullable column, but not for a JSONField's key,
+    # where NOT of a NULL comparison would leave out a row it should list.
+    return q & present

@@ -132,10 +132,6 @@ class AttributePlanTest(unittest.TestCase):
             conn.execute(cls.orders.insert(), ROWS)
         with connection.schema_editor() as editor:
             editor.create_model(Order)
-        # Django's startswith and contains are LIKE, which SQLite matches
-        # case-insensitively unless told otherwise.
-        with connection.cursor() as cur:
-            cur.execute("PRAGMA case_sensitive_like = ON")
         Order.objects.bulk_create([Order(**r) for r in ROWS])
 
     @classmethod
