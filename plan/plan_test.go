@@ -25,7 +25,7 @@ func TestSQLDialects(t *testing.T) {
 	}{
 		{Postgres, nil, `("tenant" = $1 AND ("owner" = $2 OR "status" IN ($3, $4)) AND ("level" >= $5) IS NOT TRUE AND "archived_at" IS NOT NULL)`},
 		{SQLite, Columns{"tenant": "tenant_id", "attributes.owner": "o.owner_id"}, `("tenant_id" = ? AND ("o"."owner_id" = ? OR "status" IN (?, ?)) AND ("level" >= ?) IS NOT TRUE AND "archived_at" IS NOT NULL)`},
-		{MySQL, nil, "(`tenant` = ? AND (`owner` = ? OR `status` IN (?, ?)) AND (`level` >= ?) IS NOT TRUE AND `archived_at` IS NOT NULL)"},
+		{MySQL, nil, "(`tenant` = CAST(? AS BINARY) AND (`owner` = CAST(? AS BINARY) OR `status` IN (CAST(? AS BINARY), CAST(? AS BINARY))) AND (`level` >= ?) IS NOT TRUE AND `archived_at` IS NOT NULL)"},
 	} {
 		got, err := c.SQL(tc.d, tc.cols)
 		if err != nil {

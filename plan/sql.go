@@ -181,7 +181,7 @@ func (r *renderer) cond(c *Condition) error {
 			if i > 0 {
 				r.b.WriteString(", ")
 			}
-			r.param(v)
+			r.value(v)
 		}
 		r.b.WriteByte(')')
 		if hasNull {
@@ -206,8 +206,24 @@ func (r *renderer) cond(c *Condition) error {
 		return nil
 	}
 	r.b.WriteString(col + " " + sqlOps[c.Op] + " ")
-	r.param(c.Value)
+	r.value(c.Value)
 	return nil
+}
+
+// value renders a compared value's bind parameter. In MySQL a string is
+// CAST(? AS BINARY), so that the comparison is byte for byte, as the
+// policy's is: MySQL compares strings by the column's collation, and the
+// default ones ignore case, accents and trailing spaces ('acme' =
+// 'ACME', 'acme ' and 'acmé'), which would list another tenant's rows.
+// PostgreSQL's and SQLite's default equality is byte for byte already.
+func (r *renderer) value(v any) {
+	if _, ok := v.(string); !ok || r.d != MySQL {
+		r.param(v)
+		return
+	}
+	r.b.WriteString("CAST(")
+	r.param(v)
+	r.b.WriteString(" AS BINARY)")
 }
 
 // stringTest renders starts_with, ends_with or contains as a pattern

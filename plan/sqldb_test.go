@@ -7,9 +7,11 @@ import (
 	"slices"
 	"testing"
 
+	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
+	"github.com/svc-dev/svc/internal/testkit/mysqltest"
 	"github.com/svc-dev/svc/internal/testkit/pgtest"
 )
 
@@ -54,13 +56,31 @@ func stringConditions() []*Condition {
 	return out
 }
 
-// TestStringTestsOnDatabases: the SQL of starts_with, ends_with and
-// contains selects, on a real SQLite and a real PostgreSQL table, exactly
-// the rows Match accepts — wildcards, escape characters, case and
-// multi-byte differences, a NULL name and "not" included.
-func TestStringTestsOnDatabases(t *testing.T) {
-	rows := stringRows()
-	conds := stringConditions()
+// comparisonConditions are eq, ne, in and the orderings of tricky
+// strings: equal but for case, accents or a trailing space is not equal,
+// as the policy has it.
+func comparisonConditions() []*Condition {
+	var out []*Condition
+	for _, v := range []string{"a", "abc", "Abc", "é", "naïve", "ß", "draft", "", "a ", "😀x", "/team-a/report.pdf"} {
+		for _, op := range []Op{Eq, Ne, Lt, Ge} {
+			c := &Condition{Op: op, Field: "attributes.name", Value: v}
+			out = append(out, c, &Condition{Op: Not, Arg: c})
+		}
+		in := &Condition{Op: In, Field: "attributes.name", Values: []any{v, "ABC"}}
+		out = append(out, in, &Condition{Op: Not, Arg: in}, &Condition{Op: Eq, Field: "id", Value: "R01"})
+	}
+	return out
+}
+
+// TestStringsOnDatabases: the SQL of starts_with, ends_with, contains and
+// of the comparisons of strings selects, on a real SQLite, PostgreSQL and
+// MariaDB table, exactly the rows Match accepts — wildcards, escape
+// characters, case, accent, trailing-space and multi-byte differences, a
+// NULL name and "not" included. MariaDB's table has its default,
+// case- and accent-insensitive collation.
+func TestStringsOnDatabases(t *testing.T) {
+	rows := append(stringRows(), Row{ID: "r99", Attributes: map[string]any{"name": "a "}})
+	conds := append(stringConditions(), comparisonConditions()...)
 	lite, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "rows.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -75,11 +95,23 @@ func TestStringTestsOnDatabases(t *testing.T) {
 		defer pg.Close()
 		checkOnDatabase(t, pg, Postgres, rows, conds)
 	})
+	t.Run("mysql", func(t *testing.T) {
+		my, err := sql.Open("mysql", mysqltest.Start(t).DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer my.Close()
+		checkOnDatabase(t, my, MySQL, rows, conds)
+	})
 }
 
 func checkOnDatabase(t *testing.T, db *sql.DB, d Dialect, rows []Row, conds []*Condition) {
 	t.Helper()
-	if _, err := db.Exec(`CREATE TABLE t (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, name TEXT)`); err != nil {
+	table := `CREATE TABLE t (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, name TEXT)`
+	if d == MySQL {
+		table = `CREATE TABLE t (id VARCHAR(16) PRIMARY KEY, tenant VARCHAR(64) NOT NULL, name VARCHAR(64)) CHARACTER SET utf8mb4`
+	}
+	if _, err := db.Exec(table); err != nil {
 		t.Fatal(err)
 	}
 	insert := `INSERT INTO t VALUES (?, ?, ?)`

@@ -346,6 +346,14 @@ class _Renderer:
         self.params.append(v)
         return f"${len(self.params)}" if self.dialect == "postgres" else "?"
 
+    def value(self, v: Any) -> str:
+        """A compared value's parameter: in MySQL a string is CAST(? AS
+        BINARY), compared byte for byte as the policy compares, not by the
+        column's collation (the default ones ignore case, accents and
+        trailing spaces)."""
+        p = self.param(v)
+        return f"CAST({p} AS BINARY)" if self.dialect == "mysql" and isinstance(v, str) else p
+
     def column(self, f: str) -> str:
         q = "`" if self.dialect == "mysql" else '"'
         return ".".join(q + p + q for p in column_name(f, self.columns).split("."))
@@ -364,7 +372,7 @@ class _Renderer:
             has_null = len(vals) < len(c.values)
             if not vals:
                 return f"{col} IS NULL" if has_null else WHERE_FALSE
-            s = f"{col} IN (" + ", ".join(self.param(v) for v in vals) + ")"
+            s = f"{col} IN (" + ", ".join(self.value(v) for v in vals) + ")"
             return f"({s} OR {col} IS NULL)" if has_null else s
         if c.op in STRING_TESTS:
             # Case-sensitive in every dialect: SQLite's LIKE ignores ASCII
@@ -378,4 +386,4 @@ class _Renderer:
             return f"{col} LIKE {p} ESCAPE '\\'"
         if c.value is None:
             return f"{col} IS NULL" if c.op == "eq" else f"{col} IS NOT NULL"
-        return f"{col} {_COMPARISONS[c.op]} {self.param(c.value)}"
+        return f"{col} {_COMPARISONS[c.op]} {self.value(c.value)}"

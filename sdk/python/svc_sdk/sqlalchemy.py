@@ -83,14 +83,14 @@ class _Filter:
             has_null = len(vals) < len(c.values)
             if not vals:
                 return col.is_(None) if has_null else false()
-            expr = col.in_(vals)
+            expr = col.in_([_value(v) for v in vals])
             return or_(expr, col.is_(None)) if has_null else expr
         if c.op in STRING_TESTS:
             clause = col.__clause_element__() if hasattr(col, "__clause_element__") else col
             return _StringTest(clause, c.op, str(c.value))
         if c.value is None:
             return col.is_(None) if c.op == "eq" else col.is_not(None)
-        v = c.value
+        v = _value(c.value)
         if c.op == "eq":
             return col == v
         if c.op == "ne":
@@ -144,3 +144,32 @@ def _compile_binary_like(element: _StringTest, compiler: Any, **kw: Any) -> str:
 compiles(_StringTest)(_compile_like)
 compiles(_StringTest, "sqlite")(_compile_glob)
 compiles(_StringTest, "mysql")(_compile_binary_like)
+
+
+class _Binary(ColumnElement):  # type: ignore[misc]
+    """A compared string value: its bound parameter, CAST(... AS BINARY)
+    in MySQL so that the comparison is byte for byte, as the policy's is,
+    not by the column's collation (the default ones ignore case, accents
+    and trailing spaces)."""
+
+    inherit_cache = False
+    type = String()
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+
+def _value(v: Any) -> Any:
+    return _Binary(v) if isinstance(v, str) else v
+
+
+def _compile_value(element: _Binary, compiler: Any, **kw: Any) -> str:
+    return str(compiler.process(bindparam(None, element.value, type_=String(), unique=True), **kw))
+
+
+def _compile_binary_value(element: _Binary, compiler: Any, **kw: Any) -> str:
+    return f"CAST({_compile_value(element, compiler, **kw)} AS BINARY)"
+
+
+compiles(_Binary)(_compile_value)
+compiles(_Binary, "mysql")(_compile_binary_value)

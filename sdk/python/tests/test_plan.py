@@ -211,7 +211,8 @@ class SQLTest(unittest.TestCase):
                 ("sqlite", {"tenant": "tenant_id", "attributes.owner": "o.owner_id"},
                  '("tenant_id" = ? AND ("o"."owner_id" = ? OR "status" IN (?, ?)) AND ("level" >= ?) IS NOT TRUE '
                  'AND "status" IS NOT NULL)'),
-                ("mysql", None, "(`tenant` = ? AND (`owner` = ? OR `status` IN (?, ?)) AND (`level` >= ?) IS NOT TRUE "
+                ("mysql", None, "(`tenant` = CAST(? AS BINARY) AND (`owner` = CAST(? AS BINARY) OR `status` IN "
+                                "(CAST(? AS BINARY), CAST(? AS BINARY))) AND (`level` >= ?) IS NOT TRUE "
                                 "AND `status` IS NOT NULL)")):
             with self.subTest(dialect=dialect):
                 s = to_sql(c, dialect, cols)
@@ -307,7 +308,7 @@ class SQLAlchemyTest(unittest.TestCase):
     def test_not_keeps_its_parentheses(self) -> None:
         c = Condition.from_json({"op": "not", "arg": {"op": "eq", "field": "tenant", "value": "acme"}})
         sql = str(sqlalchemy_filter(c, self.orders).compile(dialect=postgresql.dialect()))
-        self.assertEqual(sql, "(orders.tenant = %(tenant_1)s) IS NOT true")
+        self.assertEqual(sql, "(orders.tenant = %(param_1)s) IS NOT true")
 
     def test_string_tests_per_dialect(self) -> None:
         c = Condition.from_json({"op": "not", "arg": {"op": "starts_with", "field": "tenant", "value": "a_%"}})
@@ -321,6 +322,19 @@ class SQLAlchemyTest(unittest.TestCase):
         lite = f.compile(dialect=sqlite.dialect())
         self.assertEqual(str(lite), "(orders.tenant GLOB ?) IS NOT 1")
         self.assertEqual(list(lite.params.values()), ["a_%*"])
+
+    def test_mysql_compares_strings_byte_for_byte(self) -> None:
+        c = Condition.from_json({"op": "or", "args": [
+            {"op": "eq", "field": "tenant", "value": "acme"},
+            {"op": "in", "field": "attributes.status", "values": ["open", None]},
+            {"op": "ge", "field": "attributes.level", "value": 3}]})
+        f = sqlalchemy_filter(c, self.orders)
+        my = f.compile(dialect=mysql.dialect())
+        self.assertEqual(str(my), "orders.tenant = CAST(%s AS BINARY) OR orders.status IN (CAST(%s AS BINARY)) "
+                                  "OR orders.status IS NULL OR orders.level >= %s")
+        self.assertEqual(list(my.params.values()), ["acme", "open", 3])
+        pg = f.compile(dialect=postgresql.dialect())
+        self.assertNotIn("BINARY", str(pg))
 
     def test_missing_column(self) -> None:
         c = Condition.from_json({"op": "eq", "field": "attributes.owner", "value": "a"})

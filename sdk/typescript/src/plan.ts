@@ -294,6 +294,10 @@ export function toSql(plan: Plan | Condition, dialect: Dialect = "postgres", col
     params.push(v);
     return dialect === "postgres" ? `$${params.length}` : "?";
   };
+  // A compared value: in MySQL a string is CAST(? AS BINARY), compared
+  // byte for byte as the policy compares, not by the column's collation
+  // (the default ones ignore case, accents and trailing spaces).
+  const value = (v: Scalar) => (dialect === "mysql" && typeof v === "string" ? `CAST(${param(v)} AS BINARY)` : param(v));
   const q = dialect === "mysql" ? "`" : '"';
   const column = (f: string) => columnName(f, columns).split(".").map((p) => q + p + q).join(".");
   const render = (c: Condition): string => {
@@ -309,7 +313,7 @@ export function toSql(plan: Plan | Condition, dialect: Dialect = "postgres", col
         const vals = c.values.filter((v) => v !== null);
         const hasNull = vals.length < c.values.length;
         if (vals.length === 0) return hasNull ? `${col} IS NULL` : WHERE_FALSE;
-        const s = `${col} IN (${vals.map(param).join(", ")})`;
+        const s = `${col} IN (${vals.map(value).join(", ")})`;
         return hasNull ? `(${s} OR ${col} IS NULL)` : s;
       }
       case "starts_with":
@@ -327,7 +331,7 @@ export function toSql(plan: Plan | Condition, dialect: Dialect = "postgres", col
       default: {
         const col = column(c.field);
         if (c.value === null) return c.op === "eq" ? `${col} IS NULL` : `${col} IS NOT NULL`;
-        return `${col} ${SQL_OPS[c.op]} ${param(c.value)}`;
+        return `${col} ${SQL_OPS[c.op]} ${value(c.value)}`;
       }
     }
   };

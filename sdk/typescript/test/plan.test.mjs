@@ -77,7 +77,7 @@ describe("toSql", () => {
       ["postgres", {}, '("tenant" = $1 AND ("owner" = $2 OR "status" IN ($3, $4)) AND ("level" >= $5) IS NOT TRUE AND "status" IS NOT NULL)'],
       ["sqlite", { "tenant": "tenant_id", "attributes.owner": "o.owner_id" },
         '("tenant_id" = ? AND ("o"."owner_id" = ? OR "status" IN (?, ?)) AND ("level" >= ?) IS NOT TRUE AND "status" IS NOT NULL)'],
-      ["mysql", {}, "(`tenant` = ? AND (`owner` = ? OR `status` IN (?, ?)) AND (`level` >= ?) IS NOT TRUE AND `status` IS NOT NULL)"],
+      ["mysql", {}, "(`tenant` = CAST(? AS BINARY) AND (`owner` = CAST(? AS BINARY) OR `status` IN (CAST(? AS BINARY), CAST(? AS BINARY))) AND (`level` >= ?) IS NOT TRUE AND `status` IS NOT NULL)"],
     ];
     for (const [dialect, cols, want] of cases) {
       assert.deepEqual(toSql(c, dialect, cols), { where: want, params: ["acme", "alice", "open", "shared", 3] });
