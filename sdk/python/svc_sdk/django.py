@@ -57,13 +57,14 @@ from typing import Any, Awaitable, Callable, TypeVar, cast
 
 from django.conf import settings
 from django.db.models import Field, Q, lookups
-from django.db.models.fields.json import KeyTransform, KeyTransformTextLookupMixin
+from django.db.models.fields import json as djson
+from django.db.models.fields.json import KeyTransform
 from django.http import HttpRequest, HttpResponse
 
 from ._web import Admission, Refusal, check_action, check_token, excluded, login_redirect
 from .client import Client
 from .identity import IdentityVerifier, check_identity
-from .plan import ALWAYS_ALLOWED, ATTRIBUTE_PREFIX, Condition, Plan, like_pattern
+from .plan import ALWAYS_ALLOWED, ATTRIBUTE_PREFIX, STRING_TESTS, Condition, Plan, like_pattern
 from .saml import SamlConfig, login_redirect_url, session_token
 
 __all__ = ["SvcMiddleware", "require_action", "client_from_settings", "saml_from_settings",
@@ -246,13 +247,15 @@ def plan_filter(plan: Plan | Condition, fields: dict[str, str] | None = None) ->
     negation of it, ``NOT (f = v AND f IS NOT NULL)``, holds for NULL; ``ne``
     is ``~Q(f=v) & Q(f__isnull=False)``.
 
-    ``starts_with``, ``ends_with`` and ``contains`` are case-sensitive on
-    every database, as the sidecar's SQL is: the lookups
-    ``__svc_startswith``, ``__svc_endswith`` and ``__svc_contains``, which
-    this module registers on every field and on JSONField keys. They are
-    Django's ``startswith``, ``endswith`` and ``contains`` (LIKE, LIKE
-    BINARY on MySQL) except on SQLite, whose LIKE ignores ASCII case: there
-    they are GLOB. No ``PRAGMA case_sensitive_like`` is needed.
+    Comparisons are byte for byte on every database, as the policy's and
+    the sidecar's SQL are: the lookups are ``__svc_exact``, ``__svc_in``,
+    ``__svc_lt``…, ``__svc_startswith``, ``__svc_endswith`` and
+    ``__svc_contains``, which this module registers on every field and on
+    JSONField keys. They are Django's own lookups except where those follow
+    the database's collation: on SQLite, whose LIKE ignores ASCII case, the
+    string tests are GLOB; on MySQL and MariaDB, whose default collations
+    ignore case, accents and trailing spaces, a compared string is binary.
+    A number or boolean is compared by Django's own lookup.
     """
     if isinstance(plan, Plan):
         if plan.kind == ALWAYS_ALLOWED:
@@ -269,33 +272,83 @@ def plan_filter(plan: Plan | Condition, fields: dict[str, str] | None = None) ->
 _Q_TRUE = Q(pk__isnull=False)
 _Q_FALSE = Q(pk__in=[])
 
-_LOOKUPS = {"lt": "lt", "le": "lte", "gt": "gt", "ge": "gte"}
+class _Svc:
+    """A plan's comparison as the policy makes it, byte for byte: Django's
+    own lookup (its SQL, the lookup name it was registered under aside)
+    except where that follows the database's collation. On SQLite, whose
+    LIKE ignores ASCII case, a string test is GLOB with the sidecar's
+    pattern; on MySQL, whose default collations ignore case, accents and
+    trailing spaces in = and IN, a compared string is CAST(%s AS
+    BINARY)."""
 
+    svc_base = ""  # the Django lookup it is
+    svc_op = ""  # the plan's op of a string test, else ""
+    # A column's compared string is CAST(%s AS BINARY) on MySQL. A
+    # JSONField key (svc_cast False) is cast on MariaDB only, whose JSON is
+    # text in the column's collation: MySQL compares JSON strings byte for
+    # byte already.
+    svc_cast = True
 
-class _CaseSensitive:
-    """A string test that is case-sensitive on SQLite too: GLOB with the
-    sidecar's pattern there (LIKE ignores ASCII case), Django's own lookup
-    elsewhere."""
-
-    svc_op = ""
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # SQL is made by Django's lookup of that name (its operator, casts).
+        self.lookup_name = self.svc_base
 
     def as_sqlite(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
         rhs = getattr(self, "rhs")
+        if not self.svc_op:
+            return getattr(super(), "as_sql")(compiler, connection)  # type: ignore[no-any-return]
         if not isinstance(rhs, str):
             raise TypeError(f"svc_sdk.django: {self.svc_op} takes a string, not {type(rhs).__name__}")
         lhs_sql, params = getattr(self, "process_lhs")(compiler, connection)
         return f"{lhs_sql} GLOB %s", [*params, like_pattern("sqlite", self.svc_op, rhs)]
 
+    def as_mysql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+        rhs = getattr(self, "rhs")
+        values = list(rhs) if isinstance(rhs, (list, tuple, set)) else [rhs]
+        mariadb_key = not self.svc_cast and getattr(connection, "mysql_is_mariadb", False)
+        if not (self.svc_cast or mariadb_key) or self.svc_op or not values or \
+                not all(isinstance(v, str) for v in values):
+            # MySQL's string tests are LIKE BINARY already.
+            return getattr(super(), "as_sql")(compiler, connection)  # type: ignore[no-any-return]
+        # BuiltinLookup.as_sql, one side made binary: the value of a
+        # column (so that its index still serves), the key of a JSONField.
+        lhs_sql, params = getattr(self, "process_lhs")(compiler, connection)
+        rhs_sql, rhs_params = getattr(self, "process_rhs")(compiler, connection)
+        if mariadb_key:
+            lhs_sql = f"CAST({lhs_sql} AS BINARY)"
+        else:
+            rhs_sql = rhs_sql.replace("%s", "CAST(%s AS BINARY)")
+        return f"{lhs_sql} {getattr(self, 'get_rhs_op')(connection, rhs_sql)}", [*params, *rhs_params]
 
-for _op, _base in (("starts_with", lookups.StartsWith), ("ends_with", lookups.EndsWith),
-                  ("contains", lookups.Contains)):
+
+# Plan op -> the name of the lookup (svc_<Django's>) and Django's lookup.
+_SVC_LOOKUPS: dict[str, tuple[str, Any]] = {}
+for _op, _base, _key_base in (
+        ("eq", lookups.Exact, djson.KeyTransformExact), ("in", lookups.In, djson.KeyTransformIn),
+        ("lt", lookups.LessThan, djson.KeyTransformLt), ("le", lookups.LessThanOrEqual, djson.KeyTransformLte),
+        ("gt", lookups.GreaterThan, djson.KeyTransformGt), ("ge", lookups.GreaterThanOrEqual, djson.KeyTransformGte),
+        ("starts_with", lookups.StartsWith, None), ("ends_with", lookups.EndsWith, None),
+        ("contains", lookups.Contains, None)):
     _name = "svc_" + _base.lookup_name
-    _lookup = type("_Svc" + _base.__name__, (_CaseSensitive, _base), {"lookup_name": _name, "svc_op": _op})
-    Field.register_lookup(_lookup)
-    # A JSONField key's text, as Django's own lookups on keys read it.
-    KeyTransform.register_lookup(type("_SvcKey" + _base.__name__, (KeyTransformTextLookupMixin, _lookup), {}))
+    _attrs = {"lookup_name": _name, "svc_base": _base.lookup_name, "svc_op": _op if _op in STRING_TESTS else ""}
+    Field.register_lookup(type("_Svc" + _base.__name__, (_Svc, _base), _attrs))
+    # A JSONField key: Django's own lookups on keys, which compare JSON
+    # strings byte for byte on MySQL (utf8mb4_bin) and elsewhere; the
+    # string tests on the key's text.
+    _key_bases = (_key_base,) if _key_base else (djson.KeyTransformTextLookupMixin, _base)
+    KeyTransform.register_lookup(type("_SvcKey" + _base.__name__, (_Svc, *_key_bases), {**_attrs, "svc_cast": False}))
+    _SVC_LOOKUPS[_op] = (_name, _base)
 
-_STRING_LOOKUPS = {"starts_with": "svc_startswith", "ends_with": "svc_endswith", "contains": "svc_contains"}
+
+def _lookup_path(path: str, op: str, values: list[Any]) -> str:
+    """path's lookup for op of values: ours for strings (byte for byte),
+    Django's own for numbers and booleans (a JSONField key's number is
+    compared as a number, not as text)."""
+    name, base = _SVC_LOOKUPS[op]
+    if op in STRING_TESTS or all(isinstance(v, str) for v in values):
+        return f"{path}__{name}"
+    return f"{path}__{base.lookup_name}"
 
 
 def _q(c: Condition, fields: dict[str, str]) -> Q:
@@ -315,19 +368,14 @@ def _q(c: Condition, fields: dict[str, str]) -> Q:
         has_null = len(vals) < len(c.values)
         if not vals:
             return Q(**{f"{path}__isnull": True}) if has_null else _Q_FALSE
-        q = Q(**{f"{path}__in": vals})
+        q = Q(**{_lookup_path(path, "in", vals): vals})
         return (q | Q(**{f"{path}__isnull": True})) if has_null else q & Q(**{f"{path}__isnull": False})
     if c.value is None and c.op in ("eq", "ne"):
         return Q(**{f"{path}__isnull": c.op == "eq"})
     present = Q(**{f"{path}__isnull": False})
     if c.op == "ne":
-        return ~Q(**{path: c.value}) & present
-    if c.op == "eq":
-        q = Q(**{path: c.value})
-    elif c.op in _STRING_LOOKUPS:
-        q = Q(**{f"{path}__{_STRING_LOOKUPS[c.op]}": c.value})
-    else:
-        q = Q(**{f"{path}__{_LOOKUPS[c.op]}": c.value})
+        return ~Q(**{_lookup_path(path, "eq", [c.value]): c.value}) & present
+    q = Q(**{_lookup_path(path, c.op, [c.value]): c.value})
     # False, not NULL, where the field is missing: Django's negation adds
     # "IS NOT NULL" for a nullable column, but not for a JSONField's key,
     # where NOT of a NULL comparison would leave out a row it should list.

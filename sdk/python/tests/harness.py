@@ -410,3 +410,51 @@ class Relay:
     def close(self) -> None:
         self.sock.close()
         self.drop_all()
+
+
+class MariaDB:
+    """A real MariaDB server (Debian's mariadb-server) in a temporary
+    directory on a loopback port, without grant tables (user root, no
+    password), with an empty database ``test``; stop() ends it."""
+
+    def __init__(self) -> None:
+        server = shutil.which("mariadbd") or ("/usr/sbin/mariadbd" if os.path.exists("/usr/sbin/mariadbd") else None)
+        install = shutil.which("mariadb-install-db")
+        if not server or not install:
+            missing("mariadbd", "apt-get install mariadb-server")
+        try:
+            import MySQLdb  # noqa: F401
+        except ImportError:
+            missing("MySQLdb", "apt-get install python3-mysqldb")
+        self.dir = tempfile.mkdtemp(prefix="svc-mariadb-")
+        data = os.path.join(self.dir, "data")
+        subprocess.run([str(install), "--no-defaults", f"--datadir={data}", "--user=root",
+                        "--auth-root-authentication-method=normal", "--skip-test-db"],
+                       check=True, capture_output=True)
+        self.port = int(free_addr().rsplit(":", 1)[1])
+        self.log = os.path.join(self.dir, "server.log")
+        self.proc = subprocess.Popen([str(server), "--no-defaults", f"--datadir={data}",
+                                      f"--socket={os.path.join(self.dir, 'sock')}", f"--port={self.port}",
+                                      "--bind-address=127.0.0.1", "--user=root", "--skip-grant-tables",
+                                      "--skip-log-bin", "--character-set-server=utf8mb4",
+                                      "--collation-server=utf8mb4_general_ci", f"--log-error={self.log}",
+                                      f"--pid-file={os.path.join(self.dir, 'pid')}"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        import MySQLdb
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                conn = MySQLdb.connect(host="127.0.0.1", port=self.port, user="root")
+                conn.cursor().execute("CREATE DATABASE test")
+                conn.close()
+                return
+            except MySQLdb.OperationalError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise AssertionError("MariaDB did not start: " + open(self.log).read()[-2000:])
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -408,5 +408,55 @@ class DjangoTest(unittest.TestCase):
         self.assertEqual(self.select(~django_filter(Plan("always_allowed"))), set())
 
 
+class DjangoMySQLTest(unittest.TestCase):
+    """The same trees on a real MariaDB, its tables in the server's
+    default, case- and accent-insensitive collation: the Q's comparisons
+    must be byte for byte, as the policy's are."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        import harness
+        from django.db import connections
+        cls.server = harness.MariaDB()
+        cls.db = connections["mysql"]
+        cls.db.settings_dict["PORT"] = str(cls.server.port)
+        with cls.db.schema_editor() as editor:
+            editor.create_model(Order)
+            editor.create_model(OrderDoc)
+        cls.data = rows() + [{"id": "x1", "tenant": "ACME", "owner": "Alice", "status": "open ", "level": None,
+                              "name": "/TEAM-A/X.PDF"}, {"id": "x2", "tenant": "acmé", "owner": "alicé",
+                                                         "status": "Open", "level": 1, "name": "Draft"}]
+        Order.objects.using("mysql").bulk_create([
+            Order(owner_name=r["owner"], **{k: v for k, v in r.items() if k != "owner"}) for r in cls.data])
+        OrderDoc.objects.using("mysql").bulk_create([OrderDoc(id=r["id"], tenant=r["tenant"], attributes={
+            k: v for k, v in r.items() if k not in ("id", "tenant") and v is not None}) for r in cls.data])
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.db.close()
+        cls.server.stop()
+
+    def test_rows_agree_with_the_tree(self) -> None:
+        for c in trees():
+            got = set(Order.objects.using("mysql").filter(django_filter(c, {"attributes.owner": "owner_name"}))
+                      .values_list("id", flat=True))
+            self.assertEqual(got, {r["id"] for r in self.data if holds(c, r)}, c.to_json())
+
+    def test_json_keys_agree_with_the_tree(self) -> None:
+        fields = {f"attributes.{a}": f"attributes__{a}" for a in ("owner", "status", "level", "name")}
+        for c in trees():
+            got = set(OrderDoc.objects.using("mysql").filter(django_filter(c, fields)).values_list("id", flat=True))
+            self.assertEqual(got, {r["id"] for r in self.data if holds(c, r)}, c.to_json())
+
+    def test_case_accents_and_spaces_differ(self) -> None:
+        for tree, want in (({"op": "eq", "field": "tenant", "value": "acme"}, "acme"),
+                           ({"op": "in", "field": "attributes.status", "values": ["open"]}, "open")):
+            c = Condition.from_json(tree)
+            got = set(Order.objects.using("mysql").filter(django_filter(c)).values_list("id", flat=True))
+            self.assertNotIn("x1", got)
+            self.assertNotIn("x2", got)
+            self.assertTrue(got, f"no row is {want!r}")
+
+
 if __name__ == "__main__":
     unittest.main()
