@@ -40,6 +40,27 @@ func TestSQLDialects(t *testing.T) {
 	}
 }
 
+// TestSQLStringComparisons: strings are compared byte for byte, as the
+// policy compares, whatever the column's collation: binary in MySQL,
+// and in PostgreSQL an ordering in collation C. Numbers are left alone.
+func TestSQLStringComparisons(t *testing.T) {
+	c := &Condition{Op: And, Args: []*Condition{
+		{Op: Lt, Field: "attributes.name", Value: "m"},
+		{Op: Eq, Field: "attributes.name", Value: "a"},
+		{Op: Ge, Field: "attributes.level", Value: json.Number("2")},
+	}}
+	for d, want := range map[Dialect]string{
+		Postgres: `("name" < $1 COLLATE "C" AND "name" = $2 AND "level" >= $3)`,
+		SQLite:   `("name" < ? AND "name" = ? AND "level" >= ?)`,
+		MySQL:    "(`name` < CAST(? AS BINARY) AND `name` = CAST(? AS BINARY) AND `level` >= ?)",
+	} {
+		got, err := c.SQL(d, nil)
+		if err != nil || got.Where != want {
+			t.Errorf("%s: %q, %v; want %q", d, got.Where, err, want)
+		}
+	}
+}
+
 // TestSQLStringTests: starts_with, ends_with and contains are
 // case-sensitive pattern matches whose pattern is a parameter, its
 // wildcards escaped.

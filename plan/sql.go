@@ -207,6 +207,11 @@ func (r *renderer) cond(c *Condition) error {
 	}
 	r.b.WriteString(col + " " + sqlOps[c.Op] + " ")
 	r.value(c.Value)
+	if _, ok := c.Value.(string); ok && r.d == Postgres && c.Op != Eq && c.Op != Ne {
+		// PostgreSQL orders strings by the column's collation, which is
+		// rarely C: "B" < "a" in bytes, not in en_US.
+		r.b.WriteString(` COLLATE "C"`)
+	}
 	return nil
 }
 
@@ -215,7 +220,9 @@ func (r *renderer) cond(c *Condition) error {
 // policy's is: MySQL compares strings by the column's collation, and the
 // default ones ignore case, accents and trailing spaces ('acme' =
 // 'ACME', 'acme ' and 'acmé'), which would list another tenant's rows.
-// PostgreSQL's and SQLite's default equality is byte for byte already.
+// PostgreSQL's and SQLite's default equality is byte for byte already;
+// PostgreSQL's ordering of strings is by the column's collation, so an
+// ordering comparison of a string adds COLLATE "C" (see cond).
 func (r *renderer) value(v any) {
 	if _, ok := v.(string); !ok || r.d != MySQL {
 		r.param(v)

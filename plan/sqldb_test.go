@@ -108,7 +108,12 @@ func TestStringsOnDatabases(t *testing.T) {
 func checkOnDatabase(t *testing.T, db *sql.DB, d Dialect, rows []Row, conds []*Condition) {
 	t.Helper()
 	table := `CREATE TABLE t (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, name TEXT)`
-	if d == MySQL {
+	switch d {
+	case Postgres:
+		// A linguistic collation, as most databases' default is: "a" <
+		// "B" < "b", where bytes have "B" < "a" < "b".
+		table = `CREATE TABLE t (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, name TEXT COLLATE "und-x-icu")`
+	case MySQL:
 		table = `CREATE TABLE t (id VARCHAR(16) PRIMARY KEY, tenant VARCHAR(64) NOT NULL, name VARCHAR(64)) CHARACTER SET utf8mb4`
 	}
 	if _, err := db.Exec(table); err != nil {

@@ -346,13 +346,17 @@ class _Renderer:
         self.params.append(v)
         return f"${len(self.params)}" if self.dialect == "postgres" else "?"
 
-    def value(self, v: Any) -> str:
-        """A compared value's parameter: in MySQL a string is CAST(? AS
-        BINARY), compared byte for byte as the policy compares, not by the
-        column's collation (the default ones ignore case, accents and
-        trailing spaces)."""
+    def value(self, v: Any, ordering: bool = False) -> str:
+        """A compared value's parameter, a string compared byte for byte as
+        the policy compares, not by the column's collation: in MySQL (whose
+        default ones ignore case, accents and trailing spaces) CAST(? AS
+        BINARY); in PostgreSQL, for an ordering, $n COLLATE "C"."""
         p = self.param(v)
-        return f"CAST({p} AS BINARY)" if self.dialect == "mysql" and isinstance(v, str) else p
+        if isinstance(v, str) and self.dialect == "mysql":
+            return f"CAST({p} AS BINARY)"
+        if isinstance(v, str) and self.dialect == "postgres" and ordering:
+            return f'{p} COLLATE "C"'
+        return p
 
     def column(self, f: str) -> str:
         q = "`" if self.dialect == "mysql" else '"'
@@ -386,4 +390,4 @@ class _Renderer:
             return f"{col} LIKE {p} ESCAPE '\\'"
         if c.value is None:
             return f"{col} IS NULL" if c.op == "eq" else f"{col} IS NOT NULL"
-        return f"{col} {_COMPARISONS[c.op]} {self.value(c.value)}"
+        return f"{col} {_COMPARISONS[c.op]} {self.value(c.value, c.op not in ('eq', 'ne'))}"

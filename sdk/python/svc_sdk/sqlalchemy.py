@@ -90,7 +90,7 @@ class _Filter:
             return _StringTest(clause, c.op, str(c.value))
         if c.value is None:
             return col.is_(None) if c.op == "eq" else col.is_not(None)
-        v = _value(c.value)
+        v = _value(c.value, c.op not in ("eq", "ne"))
         if c.op == "eq":
             return col == v
         if c.op == "ne":
@@ -147,20 +147,21 @@ compiles(_StringTest, "mysql")(_compile_binary_like)
 
 
 class _Binary(ColumnElement):  # type: ignore[misc]
-    """A compared string value: its bound parameter, CAST(... AS BINARY)
-    in MySQL so that the comparison is byte for byte, as the policy's is,
-    not by the column's collation (the default ones ignore case, accents
-    and trailing spaces)."""
+    """A compared string value, compared byte for byte as the policy
+    compares, not by the column's collation: its bound parameter, CAST(...
+    AS BINARY) in MySQL (whose default collations ignore case, accents and
+    trailing spaces), and in PostgreSQL for an ordering, COLLATE "C"."""
 
     inherit_cache = False
     type = String()
 
-    def __init__(self, value: str) -> None:
+    def __init__(self, value: str, ordering: bool) -> None:
         self.value = value
+        self.ordering = ordering
 
 
-def _value(v: Any) -> Any:
-    return _Binary(v) if isinstance(v, str) else v
+def _value(v: Any, ordering: bool = False) -> Any:
+    return _Binary(v, ordering) if isinstance(v, str) else v
 
 
 def _compile_value(element: _Binary, compiler: Any, **kw: Any) -> str:
@@ -171,5 +172,11 @@ def _compile_binary_value(element: _Binary, compiler: Any, **kw: Any) -> str:
     return f"CAST({_compile_value(element, compiler, **kw)} AS BINARY)"
 
 
+def _compile_collate_c(element: _Binary, compiler: Any, **kw: Any) -> str:
+    p = _compile_value(element, compiler, **kw)
+    return f'{p} COLLATE "C"' if element.ordering else p
+
+
 compiles(_Binary)(_compile_value)
 compiles(_Binary, "mysql")(_compile_binary_value)
+compiles(_Binary, "postgresql")(_compile_collate_c)

@@ -305,6 +305,20 @@ class SQLAlchemyTest(unittest.TestCase):
         self.assertEqual(got, {r["id"] for r in self.data if r["owner"] != "alice"})
         self.assertTrue({r["id"] for r in self.data if r["owner"] is None} <= got, "a missing owner is not alice")
 
+    def test_strings_compare_byte_for_byte(self) -> None:
+        # The same tree and text as plan/plan_test.go's TestSQLStringComparisons.
+        c = Condition.from_json({"op": "and", "args": [
+            {"op": "lt", "field": "attributes.name", "value": "m"},
+            {"op": "eq", "field": "attributes.name", "value": "a"},
+            {"op": "ge", "field": "attributes.level", "value": 2}]})
+        for dialect, want in (("postgres", '("name" < $1 COLLATE "C" AND "name" = $2 AND "level" >= $3)'),
+                              ("sqlite", '("name" < ? AND "name" = ? AND "level" >= ?)'),
+                              ("mysql", "(`name` < CAST(? AS BINARY) AND `name` = CAST(? AS BINARY) AND `level` >= ?)")):
+            self.assertEqual(to_sql(c, dialect).where, want, dialect)
+        pg = str(sqlalchemy_filter(c, self.orders).compile(dialect=postgresql.dialect()))
+        self.assertEqual(pg, 'orders.name < %(param_1)s COLLATE "C" AND orders.name = %(param_2)s '
+                             'AND orders.level >= %(level_1)s')
+
     def test_not_keeps_its_parentheses(self) -> None:
         c = Condition.from_json({"op": "not", "arg": {"op": "eq", "field": "tenant", "value": "acme"}})
         sql = str(sqlalchemy_filter(c, self.orders).compile(dialect=postgresql.dialect()))

@@ -294,10 +294,15 @@ export function toSql(plan: Plan | Condition, dialect: Dialect = "postgres", col
     params.push(v);
     return dialect === "postgres" ? `$${params.length}` : "?";
   };
-  // A compared value: in MySQL a string is CAST(? AS BINARY), compared
-  // byte for byte as the policy compares, not by the column's collation
-  // (the default ones ignore case, accents and trailing spaces).
-  const value = (v: Scalar) => (dialect === "mysql" && typeof v === "string" ? `CAST(${param(v)} AS BINARY)` : param(v));
+  // A compared value, a string compared byte for byte as the policy
+  // compares, not by the column's collation: in MySQL (whose default ones
+  // ignore case, accents and trailing spaces) CAST(? AS BINARY); in
+  // PostgreSQL, for an ordering, $n COLLATE "C".
+  const value = (v: Scalar, ordering = false) => {
+    if (typeof v === "string" && dialect === "mysql") return `CAST(${param(v)} AS BINARY)`;
+    if (typeof v === "string" && dialect === "postgres" && ordering) return `${param(v)} COLLATE "C"`;
+    return param(v);
+  };
   const q = dialect === "mysql" ? "`" : '"';
   const column = (f: string) => columnName(f, columns).split(".").map((p) => q + p + q).join(".");
   const render = (c: Condition): string => {
@@ -313,7 +318,7 @@ export function toSql(plan: Plan | Condition, dialect: Dialect = "postgres", col
         const vals = c.values.filter((v) => v !== null);
         const hasNull = vals.length < c.values.length;
         if (vals.length === 0) return hasNull ? `${col} IS NULL` : WHERE_FALSE;
-        const s = `${col} IN (${vals.map(value).join(", ")})`;
+        const s = `${col} IN (${vals.map((v) => value(v)).join(", ")})`;
         return hasNull ? `(${s} OR ${col} IS NULL)` : s;
       }
       case "starts_with":
@@ -331,7 +336,7 @@ export function toSql(plan: Plan | Condition, dialect: Dialect = "postgres", col
       default: {
         const col = column(c.field);
         if (c.value === null) return c.op === "eq" ? `${col} IS NULL` : `${col} IS NOT NULL`;
-        return `${col} ${SQL_OPS[c.op]} ${value(c.value)}`;
+        return `${col} ${SQL_OPS[c.op]} ${value(c.value, c.op !== "eq" && c.op !== "ne")}`;
       }
     }
   };

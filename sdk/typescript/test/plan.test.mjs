@@ -109,6 +109,16 @@ describe("toSql", () => {
     for (const [dialect, where, params] of cases) assert.deepEqual(toSql(c, dialect), { where, params }, dialect);
   });
 
+  test("strings compare byte for byte, as the sidecar renders them", () => {
+    const c = parseCondition({ op: "and", args: [
+      { op: "lt", field: "attributes.name", value: "m" },
+      { op: "eq", field: "attributes.name", value: "a" },
+      { op: "ge", field: "attributes.level", value: 2 }] });
+    assert.equal(toSql(c, "postgres").where, '("name" < $1 COLLATE "C" AND "name" = $2 AND "level" >= $3)');
+    assert.equal(toSql(c, "sqlite").where, '("name" < ? AND "name" = ? AND "level" >= ?)');
+    assert.equal(toSql(c, "mysql").where, "(`name` < CAST(? AS BINARY) AND `name` = CAST(? AS BINARY) AND `level` >= ?)");
+  });
+
   test("values are never part of the text; columns are identifiers", () => {
     const evil = "x' OR '1'='1";
     const s = toSql(parseCondition({ op: "eq", field: "attributes.owner", value: evil }), "sqlite");
