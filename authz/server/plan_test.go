@@ -127,7 +127,7 @@ func TestGRPCPlanResources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.GetKind() != "conditional" || resp.GetSql().GetWhere() != "`orders`.`tenant_id` = ?" || resp.GetCondition().GetFields()["field"].GetStringValue() != "tenant" {
+	if resp.GetKind() != "conditional" || resp.GetSql().GetWhere() != "`orders`.`tenant_id` = CAST(? AS BINARY)" || resp.GetCondition().GetFields()["field"].GetStringValue() != "tenant" {
 		t.Errorf("resp = %v", resp)
 	}
 	_, err = c.PlanResources(t.Context(), &authzv1.PlanResourcesRequest{Token: admin, Action: "orders:read", Dialect: "db2"})
