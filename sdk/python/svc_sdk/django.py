@@ -254,8 +254,9 @@ def plan_filter(plan: Plan | Condition, fields: dict[str, str] | None = None) ->
     JSONField keys. They are Django's own lookups except where those follow
     the database's collation: on SQLite, whose LIKE ignores ASCII case, the
     string tests are GLOB; on MySQL and MariaDB, whose default collations
-    ignore case, accents and trailing spaces, a compared string is binary.
-    A number or boolean is compared by Django's own lookup.
+    ignore case, accents and trailing spaces, a compared string is binary;
+    on PostgreSQL an ordering of a column's string is in collation C. A
+    number or boolean is compared by Django's own lookup.
     """
     if isinstance(plan, Plan):
         if plan.kind == ALWAYS_ALLOWED:
@@ -279,7 +280,8 @@ class _Svc:
     LIKE ignores ASCII case, a string test is GLOB with the sidecar's
     pattern; on MySQL, whose default collations ignore case, accents and
     trailing spaces in = and IN, a compared string is CAST(%s AS
-    BINARY)."""
+    BINARY); on PostgreSQL, which orders strings by the column's
+    collation, an ordering is COLLATE "C"."""
 
     svc_base = ""  # the Django lookup it is
     svc_op = ""  # the plan's op of a string test, else ""
@@ -302,6 +304,16 @@ class _Svc:
             raise TypeError(f"svc_sdk.django: {self.svc_op} takes a string, not {type(rhs).__name__}")
         lhs_sql, params = getattr(self, "process_lhs")(compiler, connection)
         return f"{lhs_sql} GLOB %s", [*params, like_pattern("sqlite", self.svc_op, rhs)]
+
+    def as_postgresql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+        # PostgreSQL orders strings by the column's collation, rarely C.
+        if not self.svc_cast or self.svc_base not in ("lt", "lte", "gt", "gte") or \
+                not isinstance(getattr(self, "rhs"), str):
+            return getattr(super(), "as_sql")(compiler, connection)  # type: ignore[no-any-return]
+        lhs_sql, params = getattr(self, "process_lhs")(compiler, connection)
+        rhs_sql, rhs_params = getattr(self, "process_rhs")(compiler, connection)
+        rhs_sql = getattr(self, "get_rhs_op")(connection, f'{rhs_sql} COLLATE "C"')
+        return f"{lhs_sql} {rhs_sql}", [*params, *rhs_params]
 
     def as_mysql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
         rhs = getattr(self, "rhs")

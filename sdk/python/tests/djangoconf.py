@@ -1,7 +1,7 @@
 """The Django settings of the test run, shared by the modules that use
 Django (settings are configured once per process): test_django's URLs and
-middleware, an in-memory SQLite database for test_plan's models, and a
-MariaDB one that test_plan starts."""
+middleware, an in-memory SQLite database for test_plan's models, and
+MariaDB and PostgreSQL ones that test_plan starts."""
 
 import django
 from django.conf import settings
@@ -18,11 +18,13 @@ def setup() -> None:
         MIDDLEWARE=["svc_sdk.django.SvcMiddleware"],
         SVC_EXCLUDE=("/healthz",),
         INSTALLED_APPS=[],
-        # "mysql" is a MariaDB that test_plan starts, its port set then.
+        # "mysql" and "postgres" are servers test_plan starts, their ports set then.
         DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"},
                    "mysql": {"ENGINE": "django.db.backends.mysql", "NAME": "test", "USER": "root",
                              "HOST": "127.0.0.1", "PORT": "0", "OPTIONS": {"charset": "utf8mb4"},
-                             "TEST": {"MIGRATE": False}}},
+                             "TEST": {"MIGRATE": False}},
+                   "postgres": {"ENGINE": "django.db.backends.postgresql", "NAME": "postgres", "USER": "postgres",
+                                "HOST": "127.0.0.1", "PORT": "0", "TEST": {"MIGRATE": False}}},
         DEFAULT_AUTO_FIELD="django.db.models.AutoField",
     )
     django.setup()

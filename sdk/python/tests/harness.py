@@ -458,3 +458,40 @@ class MariaDB:
         self.proc.kill()
         self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class PostgreSQL:
+    """A real PostgreSQL server (Debian's postgresql) in a temporary
+    directory on a loopback port, run as the user postgres (it refuses
+    root), trust authentication; stop() ends it."""
+
+    def __init__(self) -> None:
+        bins = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"))
+        runuser = shutil.which("runuser")
+        if not bins or not runuser or os.geteuid() != 0:
+            missing("PostgreSQL (run as root through runuser)", "apt-get install postgresql")
+        try:
+            import psycopg2  # noqa: F401
+        except ImportError:
+            missing("psycopg2", "apt-get install python3-psycopg2")
+        bindir = bins[-1].parent
+        self.dir = tempfile.mkdtemp(prefix="svc-pg-")
+        shutil.chown(self.dir, "postgres", "postgres")
+        os.chmod(self.dir, 0o755)
+        self.data = os.path.join(self.dir, "data")
+
+        def run(name: str, *args: str) -> None:
+            subprocess.run([str(runuser), "-u", "postgres", "--", str(bindir / name), *args],
+                           check=True, capture_output=True)
+
+        self._run = run
+        run("initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale", "C")
+        self.port = int(free_addr().rsplit(":", 1)[1])
+        run("pg_ctl", "-D", self.data, "-l", os.path.join(self.dir, "log"), "-w", "-t", "60", "start", "-o",
+            f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off")
+
+    def stop(self) -> None:
+        try:
+            self._run("pg_ctl", "-D", self.data, "-m", "immediate", "-w", "stop")
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)

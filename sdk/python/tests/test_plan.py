@@ -422,27 +422,38 @@ class DjangoTest(unittest.TestCase):
         self.assertEqual(self.select(~django_filter(Plan("always_allowed"))), set())
 
 
-class DjangoMySQLTest(unittest.TestCase):
-    """The same trees on a real MariaDB, its tables in the server's
-    default, case- and accent-insensitive collation: the Q's comparisons
-    must be byte for byte, as the policy's are."""
+class _DjangoServerTest:
+    """The same trees on a real database server (the Django alias
+    ``alias``), with rows that differ from others only by case, accent or
+    a trailing space: the Q's comparisons must be byte for byte, as the
+    policy's are."""
+
+    alias = ""
+
+    @classmethod
+    def start(cls) -> Any:
+        raise NotImplementedError
+
+    @classmethod
+    def prepare(cls) -> None:
+        """Runs after the tables are made."""
 
     @classmethod
     def setUpClass(cls) -> None:
-        import harness
         from django.db import connections
-        cls.server = harness.MariaDB()
-        cls.db = connections["mysql"]
+        cls.server = cls.start()
+        cls.db = connections[cls.alias]
         cls.db.settings_dict["PORT"] = str(cls.server.port)
         with cls.db.schema_editor() as editor:
             editor.create_model(Order)
             editor.create_model(OrderDoc)
+        cls.prepare()
         cls.data = rows() + [{"id": "x1", "tenant": "ACME", "owner": "Alice", "status": "open ", "level": None,
                               "name": "/TEAM-A/X.PDF"}, {"id": "x2", "tenant": "acmé", "owner": "alicé",
                                                          "status": "Open", "level": 1, "name": "Draft"}]
-        Order.objects.using("mysql").bulk_create([
+        Order.objects.using(cls.alias).bulk_create([
             Order(owner_name=r["owner"], **{k: v for k, v in r.items() if k != "owner"}) for r in cls.data])
-        OrderDoc.objects.using("mysql").bulk_create([OrderDoc(id=r["id"], tenant=r["tenant"], attributes={
+        OrderDoc.objects.using(cls.alias).bulk_create([OrderDoc(id=r["id"], tenant=r["tenant"], attributes={
             k: v for k, v in r.items() if k not in ("id", "tenant") and v is not None}) for r in cls.data])
 
     @classmethod
@@ -452,24 +463,56 @@ class DjangoMySQLTest(unittest.TestCase):
 
     def test_rows_agree_with_the_tree(self) -> None:
         for c in trees():
-            got = set(Order.objects.using("mysql").filter(django_filter(c, {"attributes.owner": "owner_name"}))
+            got = set(Order.objects.using(self.alias).filter(django_filter(c, {"attributes.owner": "owner_name"}))
                       .values_list("id", flat=True))
             self.assertEqual(got, {r["id"] for r in self.data if holds(c, r)}, c.to_json())
 
     def test_json_keys_agree_with_the_tree(self) -> None:
         fields = {f"attributes.{a}": f"attributes__{a}" for a in ("owner", "status", "level", "name")}
         for c in trees():
-            got = set(OrderDoc.objects.using("mysql").filter(django_filter(c, fields)).values_list("id", flat=True))
+            got = set(OrderDoc.objects.using(self.alias).filter(django_filter(c, fields))
+                      .values_list("id", flat=True))
             self.assertEqual(got, {r["id"] for r in self.data if holds(c, r)}, c.to_json())
 
     def test_case_accents_and_spaces_differ(self) -> None:
         for tree, want in (({"op": "eq", "field": "tenant", "value": "acme"}, "acme"),
                            ({"op": "in", "field": "attributes.status", "values": ["open"]}, "open")):
             c = Condition.from_json(tree)
-            got = set(Order.objects.using("mysql").filter(django_filter(c)).values_list("id", flat=True))
+            got = set(Order.objects.using(self.alias).filter(django_filter(c)).values_list("id", flat=True))
             self.assertNotIn("x1", got)
             self.assertNotIn("x2", got)
             self.assertTrue(got, f"no row is {want!r}")
+
+
+class DjangoMySQLTest(_DjangoServerTest, unittest.TestCase):
+    """MariaDB, its tables in the server's default, case- and
+    accent-insensitive collation."""
+
+    alias = "mysql"
+
+    @classmethod
+    def start(cls) -> Any:
+        import harness
+        return harness.MariaDB()
+
+
+class DjangoPostgresTest(_DjangoServerTest, unittest.TestCase):
+    """PostgreSQL, the string columns in a linguistic (ICU) collation,
+    which orders "a" < "B" < "b" where bytes have "B" < "a"."""
+
+    alias = "postgres"
+
+    @classmethod
+    def start(cls) -> Any:
+        import harness
+        return harness.PostgreSQL()
+
+    @classmethod
+    def prepare(cls) -> None:
+        with cls.db.cursor() as cur:
+            for col in ("id", "tenant", "owner_name", "status", "name"):
+                cur.execute(f'ALTER TABLE {Order._meta.db_table} ALTER COLUMN {col} TYPE varchar(32) '
+                            'COLLATE "und-x-icu"')
 
 
 if __name__ == "__main__":
