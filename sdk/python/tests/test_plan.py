@@ -442,7 +442,10 @@ class _DjangoServerTest:
     def setUpClass(cls) -> None:
         from django.db import connections
         cls.server = cls.start()
+        # Run even when the rest of setUpClass fails.
+        cls.addClassCleanup(cls.server.stop)
         cls.db = connections[cls.alias]
+        cls.addClassCleanup(cls.db.close)
         cls.db.settings_dict["PORT"] = str(cls.server.port)
         with cls.db.schema_editor() as editor:
             editor.create_model(Order)
@@ -455,11 +458,6 @@ class _DjangoServerTest:
             Order(owner_name=r["owner"], **{k: v for k, v in r.items() if k != "owner"}) for r in cls.data])
         OrderDoc.objects.using(cls.alias).bulk_create([OrderDoc(id=r["id"], tenant=r["tenant"], attributes={
             k: v for k, v in r.items() if k not in ("id", "tenant") and v is not None}) for r in cls.data])
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.db.close()
-        cls.server.stop()
 
     def test_rows_agree_with_the_tree(self) -> None:
         for c in trees():
