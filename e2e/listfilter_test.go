@@ -17,6 +17,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/pgtest"
 )
 
@@ -75,7 +76,7 @@ func TestListFilterOnRealDatabases(t *testing.T) {
 				if p.Kind == "conditional" {
 					conditional++
 				}
-				got := queryIDs(t, db, p.SQL.Where, p.SQL.Params)
+				got := testkit.QueryIDs(t, db, "SELECT id FROM orders WHERE "+p.SQL.Where, p.SQL.Params...)
 				if !slices.Equal(got, want) {
 					t.Errorf("%s %s on %s: plan %s (%s %v) lists %d orders, Authorize allows %d; first differences: %v",
 						name, action, dialect, p.Kind, p.SQL.Where, p.SQL.Params, len(got), len(want), firstDiffs(got, want))
@@ -126,7 +127,7 @@ func TestListFilterStringTests(t *testing.T) {
 		if p.Kind != "conditional" || !strings.Contains(p.SQL.Where, map[string]string{"sqlite": "GLOB", "postgres": "LIKE"}[dialect]) {
 			t.Fatalf("%s: plan %s %s", dialect, p.Kind, p.SQL.Where)
 		}
-		if got := queryIDs(t, db, p.SQL.Where, p.SQL.Params); !slices.Equal(got, want) {
+		if got := testkit.QueryIDs(t, db, "SELECT id FROM orders WHERE "+p.SQL.Where, p.SQL.Params...); !slices.Equal(got, want) {
 			t.Errorf("%s: plan (%s %v) lists %d orders, Authorize allows %d; first differences: %v",
 				dialect, p.SQL.Where, p.SQL.Params, len(got), len(want), firstDiffs(got, want))
 		}
@@ -254,28 +255,6 @@ func authorizeOrder(t *testing.T, s *harness.Sidecar, header map[string]string, 
 		t.Errorf("authorize: %s", harness.Describe(status, h, answer))
 	}
 	return d.Allowed
-}
-
-func queryIDs(t *testing.T, db *sql.DB, where string, params []any) []string {
-	t.Helper()
-	rows, err := db.Query("SELECT id FROM orders WHERE "+where+" ORDER BY id", params...)
-	if err != nil {
-		t.Fatalf("WHERE %s %v: %v", where, params, err)
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(ids)
-	return ids
 }
 
 func firstDiffs(got, want []string) string {

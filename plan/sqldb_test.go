@@ -11,6 +11,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/mysqltest"
 	"github.com/svc-dev/svc/internal/testkit/pgtest"
 )
@@ -81,28 +82,24 @@ func comparisonConditions() []*Condition {
 func TestStringsOnDatabases(t *testing.T) {
 	rows := append(stringRows(), Row{ID: "r99", Attributes: map[string]any{"name": "a "}})
 	conds := append(stringConditions(), comparisonConditions()...)
-	lite, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "rows.db"))
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		d      Dialect
+		driver string
+		dsn    func(testing.TB) string
+	}{
+		{SQLite, "sqlite", func(t testing.TB) string { return filepath.Join(t.TempDir(), "rows.db") }},
+		{Postgres, "pgx", func(t testing.TB) string { return pgtest.Start(t).DSN }},
+		{MySQL, "mysql", func(t testing.TB) string { return mysqltest.Start(t).DSN }},
+	} {
+		t.Run(string(tc.d), func(t *testing.T) {
+			db, err := sql.Open(tc.driver, tc.dsn(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			checkOnDatabase(t, db, tc.d, rows, conds)
+		})
 	}
-	defer lite.Close()
-	t.Run("sqlite", func(t *testing.T) { checkOnDatabase(t, lite, SQLite, rows, conds) })
-	t.Run("postgres", func(t *testing.T) {
-		pg, err := sql.Open("pgx", pgtest.Start(t).DSN)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pg.Close()
-		checkOnDatabase(t, pg, Postgres, rows, conds)
-	})
-	t.Run("mysql", func(t *testing.T) {
-		my, err := sql.Open("mysql", mysqltest.Start(t).DSN)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer my.Close()
-		checkOnDatabase(t, my, MySQL, rows, conds)
-	})
 }
 
 func checkOnDatabase(t *testing.T, db *sql.DB, d Dialect, rows []Row, conds []*Condition) {
@@ -134,7 +131,7 @@ func checkOnDatabase(t *testing.T, db *sql.DB, d Dialect, rows []Row, conds []*C
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := selectIDs(t, db, s)
+		got := testkit.QueryIDs(t, db, "SELECT id FROM t WHERE "+s.Where, s.Params...)
 		var want []string
 		for _, r := range rows {
 			if c.Match(r) {
@@ -152,26 +149,4 @@ func checkOnDatabase(t *testing.T, db *sql.DB, d Dialect, rows []Row, conds []*C
 	if caseDiffers != 1 {
 		t.Errorf("the conditions should hold a case difference")
 	}
-}
-
-func selectIDs(t *testing.T, db *sql.DB, s SQL) []string {
-	t.Helper()
-	rs, err := db.Query("SELECT id FROM t WHERE "+s.Where, s.Params...)
-	if err != nil {
-		t.Fatalf("WHERE %s %q: %v", s.Where, s.Params, err)
-	}
-	defer rs.Close()
-	ids := []string{}
-	for rs.Next() {
-		var id string
-		if err := rs.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rs.Err(); err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(ids)
-	return ids
 }
