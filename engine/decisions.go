@@ -91,14 +91,44 @@ func readCAFile(path string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
+// decisionSinkFiles is what the files of a decision_log sink hold: the
+// CA pool of tls_ca_file, the HTTP sink's bearer token and the Kafka SASL
+// password. Errors name the setting, never a secret. Check reads them as
+// the start does.
+type decisionSinkFiles struct {
+	roots         *x509.CertPool
+	token, saslPW string
+}
+
+func readDecisionSinkFiles(d config.DecisionLog) (decisionSinkFiles, error) {
+	var f decisionSinkFiles
+	var err error
+	if f.roots, err = readCAFile(d.TLSCAFile); err != nil {
+		return f, err
+	}
+	if d.Sink == config.DecisionLogKafka && d.KafkaSASLMechanism != "" {
+		if f.saslPW, err = secretfile.Read("decision_log.kafka_sasl_password_file", d.KafkaSASLPasswordFile); err != nil {
+			return f, err
+		}
+	}
+	if d.Sink == config.DecisionLogHTTP && d.HTTPTokenFile != "" {
+		if f.token, err = secretfile.Read("decision_log.http_token_file", d.HTTPTokenFile); err != nil {
+			return f, err
+		}
+		f.token = strings.TrimSpace(f.token)
+	}
+	return f, nil
+}
+
 // newDecisionSink is the client of decision_log.sink; service is the
 // sidecar's service name (sdk.service_name), which the OTLP log records
 // carry as their resource's service.name, like the spans.
 func newDecisionSink(d config.DecisionLog, service string) (decisionlog.Sink, error) {
-	roots, err := readCAFile(d.TLSCAFile)
+	files, err := readDecisionSinkFiles(d)
 	if err != nil {
 		return nil, err
 	}
+	roots := files.roots
 	switch d.Sink {
 	case config.DecisionLogNATS:
 		return decisionlog.NewNATS(decisionlog.NATSOptions{
@@ -107,22 +137,11 @@ func newDecisionSink(d config.DecisionLog, service string) (decisionlog.Sink, er
 	case config.DecisionLogKafka:
 		opts := decisionlog.KafkaOptions{URL: d.URL, Topic: d.KafkaTopic, RootCAs: roots}
 		if d.KafkaSASLMechanism != "" {
-			pass, err := secretfile.Read("decision_log.kafka_sasl_password_file", d.KafkaSASLPasswordFile)
-			if err != nil {
-				return nil, err
-			}
-			opts.SASL = decisionlog.KafkaSASL{Mechanism: d.KafkaSASLMechanism, User: d.KafkaSASLUsername, Password: pass}
+			opts.SASL = decisionlog.KafkaSASL{Mechanism: d.KafkaSASLMechanism, User: d.KafkaSASLUsername, Password: files.saslPW}
 		}
 		return decisionlog.NewKafka(opts)
 	case config.DecisionLogHTTP:
-		var token string
-		if d.HTTPTokenFile != "" {
-			if token, err = secretfile.Read("decision_log.http_token_file", d.HTTPTokenFile); err != nil {
-				return nil, err
-			}
-			token = strings.TrimSpace(token)
-		}
-		return decisionlog.NewHTTP(decisionlog.HTTPOptions{URL: d.URL, Token: token, RootCAs: roots})
+		return decisionlog.NewHTTP(decisionlog.HTTPOptions{URL: d.URL, Token: files.token, RootCAs: roots})
 	case config.DecisionLogOTLP:
 		return decisionlog.NewOTLP(decisionlog.OTLPOptions{URL: d.URL, ServiceName: service, RootCAs: roots})
 	default:

@@ -345,8 +345,11 @@ func loadPolicies(cfg config.Config) (*policy.Set, error) {
 // Check reports what New would refuse in cfg, without starting anything:
 // the configuration's values, the policy set (it loads and compiles, from
 // policy.dir or the embedded default), the SAML gateway's token
-// signing key, the API-key file and the introspection client's secret file. New runs the same steps with the same functions; `core
-// config validate` runs Check, so that the two cannot disagree.
+// signing key, the API-key file, the introspection client's secret file,
+// the decision log sink's files and the audit log file's directory. New
+// (and, for the audit log, audit.Open) runs the same steps with the same
+// functions; `core config validate` runs Check, so that the two cannot
+// disagree.
 func Check(cfg config.Config) error {
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -368,6 +371,16 @@ func Check(cfg config.Config) error {
 	if cfg.Introspection.URL != "" {
 		if _, err := readClientSecret(cfg); err != nil {
 			return err
+		}
+	}
+	if cfg.DecisionLog.Enabled() {
+		if _, err := readDecisionSinkFiles(cfg.DecisionLog); err != nil {
+			return err
+		}
+	}
+	if cfg.Audit.Enabled() {
+		if err := audit.CheckDestination(cfg.Audit.Destination); err != nil {
+			return &SettingError{Key: "audit.destination", Origin: cfg.Origin("audit.destination"), Msg: err.Error(), Err: err}
 		}
 	}
 	return nil

@@ -107,22 +107,15 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 	if s := cfg.SDK.SAML; s != nil {
 		g.samlLogin = s.PathPrefix + "/login"
 	}
+	providers, err := newProviders(*o, deps.HTTPClient, deps.Now)
+	if err != nil {
+		return nil, err
+	}
 	secure := false
-	for i, pc := range o.All() {
-		p, err := newProvider(pc, deps.HTTPClient, deps.Now)
-		if err != nil {
-			key := "sdk.oidc"
-			if pc.Name != config.DefaultOIDCProvider {
-				key = fmt.Sprintf("sdk.oidc.providers[%d]", i)
-			}
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
+	for _, p := range providers {
 		secure = secure || signincookie.SecureFor(p.redirect)
-		g.providers = append(g.providers, p)
 	}
-	if len(g.providers) == 0 {
-		return nil, errors.New("oidcgw: no provider is configured")
-	}
+	g.providers = providers
 	g.jar = signincookie.Jar{Secure: secure, Session: g.session.CookieName, Now: deps.Now}
 	g.store = deps.Store
 	if g.store == nil {
@@ -134,6 +127,40 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 		}
 	}
 	return g, nil
+}
+
+// newProviders sets up every provider of o, reading its client secret
+// file; an error names the provider's setting.
+func newProviders(o config.OIDC, client *http.Client, now func() time.Time) ([]*provider, error) {
+	var out []*provider
+	for i, pc := range o.All() {
+		p, err := newProvider(pc, client, now)
+		if err != nil {
+			key := "sdk.oidc"
+			if pc.Name != config.DefaultOIDCProvider {
+				key = fmt.Sprintf("sdk.oidc.providers[%d]", i)
+			}
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("oidcgw: no provider is configured")
+	}
+	return out, nil
+}
+
+// CheckFiles reports what New would refuse in cfg's [sdk.oidc] from its
+// files and values alone (each provider's redirect URL and client secret
+// file), with the same functions; it fetches nothing. Nil without
+// [sdk.oidc].
+func CheckFiles(cfg config.Config) error {
+	o := cfg.SDK.OIDC
+	if o == nil {
+		return nil
+	}
+	_, err := newProviders(*o, http.DefaultClient, time.Now)
+	return err
 }
 
 // Close releases the Redis client the Gateway created, if any.

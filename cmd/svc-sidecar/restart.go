@@ -77,6 +77,9 @@ func (r *restarter) watchHUP(ctx context.Context, hup <-chan os.Signal, path str
 			// environment it inherits.
 			err = startcheck.Env(next, os.Getenv)
 		}
+		if err == nil {
+			err = startcheck.SidecarFiles(next)
+		}
 		if err != nil {
 			log.Error("SIGHUP: configuration refused; the running configuration stays", "err", err)
 			continue

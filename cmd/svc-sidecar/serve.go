@@ -67,6 +67,9 @@ func serveImage(ctx context.Context, configPath string, stderr io.Writer, set *l
 	if err := startcheck.Env(cfg, os.Getenv); err != nil {
 		return nil, err
 	}
+	if err := startcheck.SidecarFiles(cfg); err != nil {
+		return nil, err
+	}
 	log, _, err := telemetry.NewLogger(stderr, cfg.Log.Level)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Setting("log.level"), err)

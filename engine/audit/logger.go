@@ -126,6 +126,27 @@ func New(w io.Writer, opts Options) *Logger {
 	return start(w, nil, opts)
 }
 
+// CheckDestination reports what Open refuses in a destination without
+// opening it: a log file whose directory does not exist or is not a
+// directory.
+func CheckDestination(destination string) error {
+	switch destination {
+	case "", Off, Stdout, Stderr:
+		return nil
+	}
+	dir := filepath.Dir(destination)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("audit: directory %q of the log file does not exist", dir)
+	case err != nil:
+		return fmt.Errorf("audit: log file directory: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("audit: %q is not a directory", dir)
+	}
+	return nil
+}
+
 // Open returns a Logger for a destination: "stdout", "stderr", a file path
 // (opened for appending, created with mode 0600; its directory must exist),
 // or "" or "off" for a disabled Logger whose Log does nothing.
@@ -138,15 +159,8 @@ func Open(destination string, opts Options) (*Logger, error) {
 	case Stderr:
 		return start(os.Stderr, nil, opts), nil
 	}
-	dir := filepath.Dir(destination)
-	fi, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("audit: directory %q of the log file does not exist", dir)
-	case err != nil:
-		return nil, fmt.Errorf("audit: log file directory: %w", err)
-	case !fi.IsDir():
-		return nil, fmt.Errorf("audit: %q is not a directory", dir)
+	if err := CheckDestination(destination); err != nil {
+		return nil, err
 	}
 	f, err := os.OpenFile(destination, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {

@@ -149,3 +149,11 @@ func keyKind(pub crypto.PublicKey) string {
 		return fmt.Sprintf("%T", pub)
 	}
 }
+
+// CheckVerifyKey reports why pemData cannot verify bundles (see
+// policy.bundle_verify_key_file): no public key or certificate in it, or
+// a private key.
+func CheckVerifyKey(pemData []byte) error {
+	_, _, err := parsePublicKey(pemData)
+	return err
+}

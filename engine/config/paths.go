@@ -70,3 +70,15 @@ func resolvePath(p, dir string) string {
 	}
 	return filepath.Join(dir, p)
 }
+
+// PathKeys lists the dotted keys of the path settings (see resolvePaths)
+// outside lists: what a test of every file a configuration names walks.
+func PathKeys() []string {
+	var keys []string
+	walkKeys(reflect.TypeFor[Config](), "toml", nil, func(p []string) {
+		if isPathKey(p[len(p)-1]) || strings.Join(p, ".") == "audit.destination" {
+			keys = append(keys, strings.Join(p, "."))
+		}
+	})
+	return keys
+}
