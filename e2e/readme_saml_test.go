@@ -78,7 +78,18 @@ func (d *docRun) pathEnv(extra ...string) []string {
 // when it fails, and returns its combined output.
 func (d *docRun) run(what, opts string, env []string, script string) string {
 	d.t.Helper()
-	out, err := runDocBlock(d.t, d.bash, opts, d.dir, env, script, d.timeout)
+	return d.runAt(what, opts, d.dir, env, script)
+}
+
+// runIn runs script as run does with -uo pipefail, in dir.
+func (d *docRun) runIn(what, dir string, env []string, script string) string {
+	d.t.Helper()
+	return d.runAt(what, "-uo pipefail", dir, env, script)
+}
+
+func (d *docRun) runAt(what, opts, dir string, env []string, script string) string {
+	d.t.Helper()
+	out, err := runDocBlock(d.t, d.bash, opts, dir, env, script, d.timeout)
 	if err != nil {
 		d.t.Fatalf("%s failed: %v\n%s", what, err, out)
 	}
