@@ -61,7 +61,8 @@ func TestFreshCloneTour(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("make run in a fresh clone did not serve: %v", err)
 	}
-	if out := run.Stderr.String(); !strings.Contains(out, `"dev_mode":true`) || !strings.Contains(out, "DEVELOPMENT MODE") {
+	if out := run.Stderr.String(); !strings.Contains(out, `"dev_mode":true`) || !strings.Contains(out, "DEVELOPMENT MODE") ||
+		!strings.Contains(out, "except tokens of the development issuer (core dev token, iss svc-dev), which are verified") {
 		t.Fatalf("make run did not start in development mode:\n%s", out)
 	}
 	local := strings.NewReplacer("localhost:7700", httpAddr, "'[::1]:50051'", grpcAddr)
@@ -70,10 +71,10 @@ func TestFreshCloneTour(t *testing.T) {
 	answersInOrder(t, "the README tour", out,
 		`"reason":"policy-deny","deny_reasons":\["no-role"\].*"subject":"anonymous"`,
 		`"allowed":true,"reason":"policy-allow".*"subject":"dev-user","tenant_id":"dev"`,
-		`HTTP/1.1 200 OK(?s:.*)X-Svc-User-Id: dev-user`,
+		`HTTP/1.1 200 OK(?s:.*?)X-Svc-User-Id: dev-user`,
 		`HTTP/1.1 403 Forbidden`,
 		`"allowed":false,"reason":"signature-invalid"`,
-		`HTTP/1.1 401 Unauthorized(?s:.*)signature-invalid`,
+		`HTTP/1.1 401 Unauthorized(?s:.*?)signature-invalid`,
 	)
 	if _, err := os.Stat(filepath.Join(home, ".config", "svc", "dev-issuer", "key.pem")); err != nil {
 		t.Errorf("the development issuer's key is not in ~/.config/svc/dev-issuer: %v", err)
@@ -84,9 +85,9 @@ func TestFreshCloneTour(t *testing.T) {
 	answersInOrder(t, "getting started: ask it something", out,
 		`"allowed":true,"claims":null,"reason":"dev-anonymous","subject":"anonymous"`,
 		`"allowed":false,"reason":"policy-deny","deny_reasons":\["no-role"\]`,
-		`HTTP/1.1 403 Forbidden(?s:.*)"reason":"policy-deny"`,
+		`HTTP/1.1 403 Forbidden(?s:.*?)"reason":"policy-deny"`,
 		`"allowed":true,"reason":"policy-allow".*"subject":"dev-user","tenant_id":"dev"`,
-		`HTTP/1.1 403 Forbidden(?s:.*)role-forbidden: editor cannot orders:delete`,
+		`HTTP/1.1 403 Forbidden(?s:.*?)role-forbidden: editor cannot orders:delete`,
 		`svc_`,
 	)
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,39 @@ func TestDevToken(t *testing.T) {
 	} {
 		if r := run(t, "", bad...); r.code != exitUsage || r.stderr == "" {
 			t.Errorf("%v: exit %d, want %d with a message\n%s", bad, r.code, exitUsage, r.stderr)
+		}
+	}
+}
+
+// TestDevIssuerDirPrecedence: core dev token finds the key pair in --dir,
+// else in SVC_DEV_ISSUER_DIR (the sidecar reads the same variable), else
+// in ~/.config/svc/dev-issuer.
+func TestDevIssuerDirPrecedence(t *testing.T) {
+	home, fromEnv, fromFlag := t.TempDir(), t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	dirOf := func(args ...string) string {
+		t.Helper()
+		r := run(t, "", append([]string{"dev", "token", "--output", "json"}, args...)...)
+		var rep devTokenReport
+		if err := json.Unmarshal([]byte(r.stdout), &rep); r.code != 0 || err != nil {
+			t.Fatalf("exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
+		}
+		return rep.Dir
+	}
+	if got, want := dirOf(), filepath.Join(home, ".config", "svc", "dev-issuer"); got != want {
+		t.Errorf("default: key pair in %s, want %s", got, want)
+	}
+	t.Setenv(devissuer.EnvDir, fromEnv)
+	if got := dirOf(); got != fromEnv {
+		t.Errorf("%s set: key pair in %s, want %s", devissuer.EnvDir, got, fromEnv)
+	}
+	if got := dirOf("--dir", fromFlag); got != fromFlag {
+		t.Errorf("--dir and %s set: key pair in %s, want --dir %s", devissuer.EnvDir, got, fromFlag)
+	}
+	for _, dir := range []string{fromEnv, fromFlag} {
+		if _, created, err := devissuer.Open(dir); err != nil || created {
+			t.Errorf("no key pair made in %s: %v", dir, err)
 		}
 	}
 }

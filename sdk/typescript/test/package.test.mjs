@@ -76,6 +76,9 @@ describe("the npm package installed from its tarball", () => {
     const page = readFileSync(join(PKG_DIR, "..", "..", "docs", "typescript.md"), "utf8");
     assert.ok(page.includes(`(\`engines\`: \`${manifest.engines.node}\`)`),
       "docs/typescript.md names the engines range of package.json");
+    const started = readFileSync(join(PKG_DIR, "..", "..", "docs", "getting-started.md"), "utf8");
+    assert.ok(started.includes(`\`engines\`: \`${manifest.engines.node}\``),
+      "docs/getting-started.md names the engines range of package.json");
     assert.equal(manifest.repository.directory, "sdk/typescript");
     assert.ok(manifest.keywords.includes("saml"));
     assert.equal(manifest.scripts.prepack, "npm run build");
