@@ -3,6 +3,8 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -168,5 +170,42 @@ func TestNginxMethodAttackHandWrittenConfig(t *testing.T) {
 	req.Header["X_Svc_Method"] = []string{"GET"}
 	if status, h, body := harness.Do(t, req); status != http.StatusOK {
 		t.Errorf("the check with X_Svc_Method: GET: %s, want 200", harness.Describe(status, h, body))
+	}
+}
+
+// TestDocumentedChecksSendTheMethod: every documented curl to /check in
+// nginx's form (X-Original-URI) sends X_Svc_Method, without which the
+// sidecar refuses it 400 method-untrusted: the README, docs/ (the CLI
+// reference is generated from the commands' help) and the shipped
+// deploy files.
+func TestDocumentedChecksSendTheMethod(t *testing.T) {
+	root := harness.ModuleRoot(t)
+	files := []string{filepath.Join(root, "README.md")}
+	for _, glob := range []string{"docs/*.md", "deploy/*/*.md", "examples/*/*.md", "sdk/*/README.md"} {
+		m, err := filepath.Glob(filepath.Join(root, glob))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	seen := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if !strings.Contains(line, "curl") || !strings.Contains(line, "/check") || !strings.Contains(line, "X-Original-URI") {
+				continue
+			}
+			seen++
+			if !strings.Contains(line, "X_Svc_Method") {
+				t.Errorf("%s:%d: a check in nginx's form without X_Svc_Method (refused method-untrusted):\n%s",
+					strings.TrimPrefix(f, root+"/"), i+1, line)
+			}
+		}
+	}
+	if seen < 5 {
+		t.Fatalf("found only %d documented checks: has the form changed?", seen)
 	}
 }

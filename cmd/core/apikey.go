@@ -41,7 +41,7 @@ and prints the key alone on stdout, or {"id":...,"key":...} with
 A sidecar with api_keys.file set to the file re-reads it within seconds.
 
   KEY=$(core api-key create --file /etc/svc/api-keys.toml --tenant acme --subject ci --role admin)
-  curl -s localhost:7700/check -H "X-Original-URI: /orders/1" -H "X-Api-Key: $KEY"
+  curl -s localhost:7700/check -H "X-Original-URI: /orders/1" -H "X_Svc_Method: GET" -H "X-Api-Key: $KEY"
 
 Exit codes: 0 created, 2 bad flags or a file that cannot be read or
 written, or does not parse.`,
