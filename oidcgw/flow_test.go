@@ -17,12 +17,14 @@ import (
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/oidcgw"
 	"github.com/svc-dev/svc/reason"
+	"github.com/svc-dev/svc/wire"
 )
 
 type rig struct {
 	op  *testOP
 	gw  *oidcgw.Gateway
 	url string // the gateway's server
+	srv *httptest.Server
 	is  *issuer.Issuer
 }
 
@@ -34,8 +36,15 @@ func newRig(t *testing.T, edit func(*config.Config)) *rig {
 // newRigOf serves a gateway of op on loopback.
 func newRigOf(t *testing.T, op *testOP, edit func(*config.Config)) *rig {
 	t.Helper()
+	return newRigOn(t, op, httptest.NewServer, edit)
+}
+
+// newRigOn serves a gateway of op on the server that serve starts
+// (httptest.NewServer, or NewTLSServer for a public https URL).
+func newRigOn(t *testing.T, op *testOP, serve func(http.Handler) *httptest.Server, edit func(*config.Config)) *rig {
+	t.Helper()
 	var h http.Handler
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	srv := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
 	cfg := config.Config{SDK: config.SDK{OIDC: &config.OIDC{IssuerURL: op.URL, ClientID: "app", RedirectURL: srv.URL + "/auth/oidc/callback"}}}
 	if edit != nil {
@@ -55,7 +64,7 @@ func newRigOf(t *testing.T, op *testOP, edit func(*config.Config)) *rig {
 	}
 	t.Cleanup(func() { _ = gw.Close() })
 	h = gw.Handler()
-	return &rig{op: op, gw: gw, url: srv.URL, is: is}
+	return &rig{op: op, gw: gw, url: srv.URL, srv: srv, is: is}
 }
 
 // browser is a client that keeps cookies and stops at every redirect.
@@ -132,6 +141,46 @@ func TestSignIn(t *testing.T) {
 	}
 	if roles, _ := json.Marshal(claims["roles"]); string(roles) != `["viewer"]` {
 		t.Errorf("roles = %s", roles)
+	}
+}
+
+// TestSignInOverHTTPSUsesHostCookies: behind an https URL every cookie
+// the gateway sets is __Host-<name>, Secure, Path=/ and without Domain, so
+// that a sibling subdomain cannot toss in a session or a pending sign-in;
+// the unprefixed session cookie of before is cleared.
+func TestSignInOverHTTPSUsesHostCookies(t *testing.T) {
+	r := newRigOn(t, newTestOP(t, "app"), httptest.NewTLSServer, nil)
+	b := browser(t)
+	b.Transport = r.srv.Client().Transport
+	res, body := get(t, b, r.url+"/auth/oidc/login?return_to=%2Forders")
+	if res.StatusCode != http.StatusFound {
+		t.Fatalf("login: %d %s", res.StatusCode, body)
+	}
+	set := res.Cookies()
+	res, body = get(t, b, res.Header.Get("Location"))
+	if res.StatusCode != http.StatusFound {
+		t.Fatalf("authorize: %d %s", res.StatusCode, body)
+	}
+	res, body = get(t, b, res.Header.Get("Location"))
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("callback: %d %s", res.StatusCode, body)
+	}
+	set = append(set, res.Cookies()...)
+	var session, clearedPlain bool
+	for _, c := range set {
+		switch {
+		case c.Name == "svc_session" && c.MaxAge < 0:
+			clearedPlain = true
+			continue
+		case c.Name == "__Host-svc_session" && c.Value != "":
+			session = true
+		}
+		if !strings.HasPrefix(c.Name, wire.HostCookiePrefix) || !c.Secure || c.Path != "/" || c.Domain != "" {
+			t.Errorf("cookie %s: Secure=%v Path=%q Domain=%q, want __Host-, Secure, Path=/ and no Domain", c.Name, c.Secure, c.Path, c.Domain)
+		}
+	}
+	if !session || !clearedPlain {
+		t.Errorf("session cookie __Host-svc_session set: %v, unprefixed svc_session cleared: %v; cookies %v", session, clearedPlain, set)
 	}
 }
 
