@@ -36,13 +36,15 @@ demo:
 	docker compose up --build
 
 # Installs what the tests need (Debian packages, npm packages from the
-# lockfile) and runs vet plus the whole suite with the race detector, then
-# the SDK tests against the real svc-sidecar, then the tests of the
-# deployment files (deploy/, a module of its own).
+# lockfile) and runs vet plus the whole suite with the race detector; then
+# the allocation bars (Test*Allocs*, which the race detector's own
+# allocations make skip) and the codec tests without it, with the build's
+# tags; then the SDK tests against the real svc-sidecar, then the tests of
+# the deployment files (deploy/, a module of its own).
 test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 30m ./...
-	$(GO) test -tags '$(TAGS)' -count=1 -run Codec ./sidecar/
+	$(GO) test -tags '$(TAGS)' -count=1 -run 'Allocs|Codec' ./engine/... ./envoy/ ./sidecar/... ./internal/otelhist/
 	$(MAKE) test-sdk
 	$(MAKE) test-deploy
 	$(MAKE) test-rust
