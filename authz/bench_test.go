@@ -8,7 +8,7 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/authz/server"
-	"github.com/svc-dev/svc/authz/server/servertest"
+	"github.com/svc-dev/svc/internal/testkit/servertest"
 )
 
 // BenchmarkClient measures one decision through the SDK and the sidecar's

@@ -16,8 +16,8 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/authz/server"
-	"github.com/svc-dev/svc/authz/server/servertest"
 	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/internal/testkit/servertest"
 	"github.com/svc-dev/svc/reason"
 )
 

@@ -28,9 +28,9 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/svc-dev/svc/authz"
-	"github.com/svc-dev/svc/authz/server/servertest"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/servertest"
 	"github.com/svc-dev/svc/reason"
 )
 

@@ -12,9 +12,9 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/authz/server"
-	"github.com/svc-dev/svc/authz/server/servertest"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit/servertest"
 )
 
 // A protected route in-process, on an engine in development mode (no

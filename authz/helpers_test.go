@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/authz"
-	"github.com/svc-dev/svc/authz/server/servertest"
+	"github.com/svc-dev/svc/internal/testkit/servertest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

@@ -11,8 +11,8 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/authz/server"
-	"github.com/svc-dev/svc/authz/server/servertest"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit/servertest"
 )
 
 // TestMiddlewareSessionCookie: with a session cookie configured, a request

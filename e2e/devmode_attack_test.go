@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/e2e/harness"
-	"github.com/svc-dev/svc/engine/ratelimit/redistest"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/redistest"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
 

@@ -16,8 +16,8 @@ import (
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 
 	"github.com/svc-dev/svc/e2e/harness"
-	"github.com/svc-dev/svc/engine/ratelimit/redistest"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/redistest"
 )
 
 // Session lifetimes of TestOIDCRefreshAcrossReplicas: a session enters

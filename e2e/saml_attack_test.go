@@ -20,7 +20,7 @@ import (
 	"github.com/beevik/etree"
 
 	"github.com/svc-dev/svc/e2e/harness"
-	"github.com/svc-dev/svc/engine/ratelimit/redistest"
+	"github.com/svc-dev/svc/internal/testkit/redistest"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
 

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/e2e/harness"
-	"github.com/svc-dev/svc/engine/ratelimit/redistest"
+	"github.com/svc-dev/svc/internal/testkit/redistest"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
 

@@ -16,8 +16,8 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/engine/ratelimit/redistest"
 	"github.com/svc-dev/svc/internal/idptest"
+	"github.com/svc-dev/svc/internal/testkit/redistest"
 	"github.com/svc-dev/svc/reason"
 )
 

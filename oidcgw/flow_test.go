@@ -13,8 +13,8 @@ import (
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/issuer"
-	"github.com/svc-dev/svc/engine/ratelimit/redistest"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/redistest"
 	"github.com/svc-dev/svc/oidcgw"
 	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/wire"

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/engine/ratelimit/redistest"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/redistest"
 	"github.com/svc-dev/svc/oidcgw"
 	"github.com/svc-dev/svc/reason"
 )

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/engine/ratelimit/redistest"
+	"github.com/svc-dev/svc/internal/testkit/redistest"
 	"github.com/svc-dev/svc/samlgw"
 )
 

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/code"
 
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/engine/ratelimit/redistest"
+	"github.com/svc-dev/svc/internal/testkit/redistest"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
 

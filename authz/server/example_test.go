@@ -10,9 +10,9 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/authz/server"
-	"github.com/svc-dev/svc/authz/server/servertest"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit/servertest"
 )
 
 // Serving the decision API: the gRPC service and its local HTTP mirror.

@@ -3,7 +3,7 @@ package server_test
 import (
 	"flag"
 
-	"github.com/svc-dev/svc/authz/server/servertest"
+	"github.com/svc-dev/svc/internal/testkit/servertest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

@@ -15,9 +15,9 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/svc-dev/svc/authz"
-	"github.com/svc-dev/svc/authz/server/servertest"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit/servertest"
 )
 
 // Decision ids are random; messages are the engine's wording, checked

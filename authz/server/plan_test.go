@@ -13,9 +13,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/svc-dev/svc/authz"
-	"github.com/svc-dev/svc/authz/server/servertest"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit/servertest"
 	"github.com/svc-dev/svc/plan"
 )
 

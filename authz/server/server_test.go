@@ -21,11 +21,11 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/authz/server"
-	"github.com/svc-dev/svc/authz/server/servertest"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/testkit/servertest"
 	"github.com/svc-dev/svc/reason"
 )
 

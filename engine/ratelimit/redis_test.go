@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/svc-dev/svc/engine/ratelimit/redistest"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/redistest"
 )
 
 // TestRedis runs every Redis case against one redis-server; each case uses

@@ -1,0 +1,200 @@
+package e2e
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/svc-dev/svc/e2e/harness"
+)
+
+// capturePolicy lets a clerk read and delete anything of its tenant,
+// except a frozen order (id "42"), a locked item (id "ABC", captured by
+// the route /items/{id}) and the archive, on which no action is allowed:
+// deny rules keyed on an id and on a resource name, as operators write
+// them. Every update is refused with a reason that spells out the
+// mapping ("mapped <action> id=<id> format=<format>"), so a PUT shows
+// what the sidecar made of a path.
+const capturePolicy = `package svc.authz
+
+default allow := false
+
+allow if {
+	"clerk" in input.user.roles
+	input.user.tenant_id == input.resource.tenant
+	[_, verb] := split(input.action, ":")
+	verb in {"read", "delete"}
+	count(refusals) == 0
+}
+
+refusals contains "order-frozen" if {
+	input.resource.type == "orders"
+	input.resource.id == "42"
+}
+
+refusals contains "item-locked" if {
+	input.resource.type == "items"
+	input.resource.id == "ABC"
+}
+
+refusals contains "archive-closed" if input.resource.type == "archive"
+
+refusals contains reason if {
+	endswith(input.action, ":update")
+	reason := sprintf("mapped %s id=%s format=%s", [input.action, input.resource.id, input.request.format])
+}
+
+deny_reasons := set() if {
+	allow == true
+} else := refusals if {
+	count(refusals) > 0
+} else := {"not-permitted"}
+`
+
+// captureConfig routes /items/{id}; orders and the archive have no
+// route and go by the default mapping.
+const captureConfig = `
+[sdk]
+tenant_id = "acme"
+fail_mode = "closed"
+
+[[sidecar.routes]]
+path = "/items/{id}"
+resource = "items"
+`
+
+// TestCaptureAttack attacks deny rules keyed on an id or a resource name
+// (issue 28) as a client would, through Envoy's gRPC Check and the HTTP
+// check as Caddy's forward_auth sends it: a format suffix on the id
+// ("/orders/42.json", "/items/ABC.json"), in any letter case, and the
+// resource segment in another case ("/Orders/42", "/ARCHIVE/1.json") are
+// the frozen order, the locked item and the archive, as an upstream that
+// folds case and serves formats treats them. A route capture and the
+// default mapping cut the same suffixes; a captured or default id keeps
+// its case ("/items/abc" is item "abc", not the locked "ABC").
+//
+// envoy.format_suffixes replaces the list of suffixes cut: with
+// ["json", "pdf"], "/orders/42.pdf" is order 42 while "/orders/42.csv"
+// is order "42.csv".
+//
+// envoy.routes_case_sensitive = true is the operator's explicit
+// statement that every upstream routes case-sensitively, so "/Archive/1"
+// is another resource ("Archive") than "/archive/1" and the policy's
+// "archive" rule does not apply to it: that is the setting's documented
+// meaning, asserted here so that a change of it is seen. The suffix is
+// still cut, and a route's near miss in case is refused, not mapped.
+func TestCaptureAttack(t *testing.T) {
+	t.Parallel()
+	k := newKeyring(t)
+	clerk := k.token(t, "u-clerk", "acme", "clerk")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(capturePolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := func(config string) *harness.Sidecar {
+		return harness.StartSidecar(t, harness.SidecarOptions{Config: config, Env: map[string]string{
+			"SVC_JWKS_URL":   k.jwks.URL,
+			"SVC_POLICY_DIR": dir,
+		}})
+	}
+	folding := start(captureConfig)
+	pdf := start(captureConfig + `
+[envoy]
+format_suffixes = ["json", "pdf"]
+`)
+	strict := start(captureConfig + `
+[envoy]
+routes_case_sensitive = true
+`)
+
+	const (
+		frozen, locked, archived = "order-frozen", "item-locked", "archive-closed"
+		allowed                  = ""
+		pathInvalid              = "path-invalid"
+	)
+	tests := []struct {
+		name         string
+		s            *harness.Sidecar
+		method, path string
+		want         string // a deny reason, pathInvalid, or allowed
+	}{
+		// Deny keyed on an id, default mapping.
+		{"default", folding, "DELETE", "/orders/42", frozen},
+		{"default", folding, "DELETE", "/orders/42.json", frozen},
+		{"default", folding, "DELETE", "/orders/42.JSON", frozen},
+		{"default", folding, "DELETE", "/orders/42.Csv", frozen},
+		{"default", folding, "GET", "/orders/42.xml", frozen},
+		{"default", folding, "DELETE", "/Orders/42", frozen},
+		{"default", folding, "DELETE", "/ORDERS/42.Json", frozen},
+		{"default", folding, "DELETE", "//orders/x/../%34%32.json", frozen},
+		{"default", folding, "DELETE", "/orders/43.json", allowed},
+		{"default", folding, "GET", "/Orders/43.JSON", allowed},
+		{"default", folding, "PUT", "/orders/42.json", "mapped orders:update id=42 format=json"},
+		{"default", folding, "PUT", "/Orders/42.JSON", "mapped orders:update id=42 format=json"},
+		// pdf is not a default format: the suffix stays in the id.
+		{"default", folding, "PUT", "/orders/42.pdf", "mapped orders:update id=42.pdf format="},
+		// Deny keyed on a resource name, default mapping.
+		{"default", folding, "DELETE", "/archive/1", archived},
+		{"default", folding, "DELETE", "/Archive/1", archived},
+		{"default", folding, "DELETE", "/ARCHIVE/1.json", archived},
+		{"default", folding, "GET", "/Archive.JSON", archived},
+		{"default", folding, "PUT", "/ARCHIVE/1.json", "mapped archive:update id=1 format=json"},
+		// Deny keyed on a route capture; the capture keeps its case.
+		{"default", folding, "DELETE", "/items/ABC", locked},
+		{"default", folding, "DELETE", "/items/ABC.json", locked},
+		{"default", folding, "DELETE", "/Items/ABC.JSON", locked},
+		{"default", folding, "DELETE", "/items/abc", allowed},
+		{"default", folding, "DELETE", "/items/abc.json", allowed},
+		{"default", folding, "PUT", "/items/abc", "mapped items:update id=abc format="},
+		{"default", folding, "PUT", "/items/ABC.json", "mapped items:update id=ABC format=json"},
+
+		// envoy.format_suffixes = ["json", "pdf"].
+		{"formats json,pdf", pdf, "DELETE", "/orders/42.pdf", frozen},
+		{"formats json,pdf", pdf, "DELETE", "/orders/42.PDF", frozen},
+		{"formats json,pdf", pdf, "DELETE", "/orders/42.json", frozen},
+		{"formats json,pdf", pdf, "DELETE", "/items/ABC.pdf", locked},
+		{"formats json,pdf", pdf, "DELETE", "/orders/42.csv", allowed},
+		{"formats json,pdf", pdf, "PUT", "/orders/42.pdf", "mapped orders:update id=42 format=pdf"},
+		{"formats json,pdf", pdf, "PUT", "/orders/42.csv", "mapped orders:update id=42.csv format="},
+
+		// envoy.routes_case_sensitive = true: the operator's choice.
+		{"case-sensitive", strict, "PUT", "/Archive/1", "mapped Archive:update id=1 format="},
+		{"case-sensitive", strict, "DELETE", "/Archive/1", allowed},
+		{"case-sensitive", strict, "DELETE", "/archive/1", archived},
+		{"case-sensitive", strict, "DELETE", "/archive/1.JSON", archived},
+		{"case-sensitive", strict, "DELETE", "/orders/42.json", frozen},
+		{"case-sensitive", strict, "DELETE", "/items/ABC.json", locked},
+		{"case-sensitive", strict, "DELETE", "/items/abc", allowed},
+		{"case-sensitive", strict, "DELETE", "/Items/ABC", pathInvalid},
+	}
+	for _, tc := range tests {
+		name := tc.name + " " + tc.method + " " + tc.path
+		t.Run("envoy "+name, func(t *testing.T) {
+			r := envoyCheck(t, tc.s, tc.method, tc.path, clerk, nil)
+			checkCaptureOutcome(t, r.status, r.body, tc.want)
+		})
+		t.Run("check "+name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodGet, tc.s.URL("/check"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+clerk)
+			req.Header.Set("X-Forwarded-Method", tc.method)
+			req.Header.Set("X-Forwarded-Uri", tc.path)
+			status, _, body := harness.Do(t, req)
+			checkCaptureOutcome(t, status, string(body), tc.want)
+		})
+	}
+}
+
+// checkCaptureOutcome checks a proxy's answer: 400 path-invalid, 200
+// when want is "", else 403 with the reason want.
+func checkCaptureOutcome(t *testing.T, status int, body, want string) {
+	t.Helper()
+	if want == "path-invalid" {
+		checkRouteOutcome(t, status, body, want)
+		return
+	}
+	checkPlanOutcome(t, status, body, want)
+}
