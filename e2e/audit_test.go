@@ -8,7 +8,7 @@ import (
 	"time"
 
 	authzv1 "github.com/svc-dev/svc/authz/v1"
-	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/harness"
 )
 
 // TestAuditLog checks the audit file: one JSON line per decision, asked

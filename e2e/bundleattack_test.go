@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/harness"
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/wire"
 )

@@ -20,7 +20,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 
-	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/harness"
 )
 
 // A real browser (headless Chromium) through the demo's front proxy: what

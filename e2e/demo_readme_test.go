@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/harness"
 )
 
 // The walkthrough of the local mesh demo (docs/demo.md), steps 1 and 2: the

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/demo/traffic"
-	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/harness"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/harness"
 )
 
 // The "Try it" block of docs/client-certs.md works as written: openssl

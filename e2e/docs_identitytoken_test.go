@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/harness"
 )
 
 // The "Try it" block of docs/identity-token.md works as written, with the

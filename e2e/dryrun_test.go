@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/harness"
 )
 
 // candidateDir writes the default policy with viewers limited to listing

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/harness"
 	"github.com/svc-dev/svc/wire"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/harness"
 )
 
 // TestFreshCloneTour follows the front door as a newcomer does, in a fresh

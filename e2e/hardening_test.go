@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/harness"
 )
 
 // TestTokenGatesOfTheBinary attacks the token checks of a running sidecar

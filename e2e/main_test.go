@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/harness"
 )
 
 func TestMain(m *testing.M) {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/authz"
-	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/harness"
 )
 
 // sdkApp is an application protected by the Go SDK's middleware. It

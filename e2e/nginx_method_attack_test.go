@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/harness"
 )
 
 // methodAttacks are a viewer's DELETE dressed up as a read in every

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/harness"
 	"github.com/svc-dev/svc/internal/testkit"
 )
 

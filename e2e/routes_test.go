@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/harness"
 )
 
 // freePlanRoutesConfig is a tenant on the free plan behind the route of

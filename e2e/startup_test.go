@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svc-dev/svc/e2e/harness"
+	"github.com/svc-dev/svc/internal/harness"
 )
 
 // exitTimeout bounds how long a sidecar that cannot start may take to

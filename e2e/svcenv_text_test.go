@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svc-dev/svc/e2e/harness"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/harness"
 	"github.com/svc-dev/svc/internal/idptest"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )

@@ -243,3 +243,32 @@ func parseCell(c string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// deprecatedAliases are public packages kept one release as aliases of
+// what moved (see rules: nothing may import them).
+var deprecatedAliases = []string{"engine/idptest"}
+
+// TestTestHelpersAreInternal: the helpers of the tests (packages named
+// like httptest, and the end-to-end harness) are not public API: they
+// live below an internal/ folder, so no program outside the module can
+// import them and come to rely on them.
+func TestTestHelpersAreInternal(t *testing.T) {
+	out, err := exec.Command("go", "list", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	helpers := 0
+	for _, path := range strings.Fields(string(out)) {
+		name := path[strings.LastIndex(path, "/")+1:]
+		if !strings.HasSuffix(name, "test") && name != "harness" {
+			continue
+		}
+		helpers++
+		if !strings.Contains(path, "/internal/") && !matchAny(deprecatedAliases, path) {
+			t.Errorf("%s is a test helper outside an internal/ folder: move it below internal/ (internal/testkit/ holds the kit)", path)
+		}
+	}
+	if helpers < 5 {
+		t.Fatalf("found only %d test helper packages", helpers)
+	}
+}

@@ -49,7 +49,7 @@ def in_ci() -> bool:
 
 def missing(what: str, hint: str) -> None:
     """Skips the test, or fails it under CI, because ``what`` is not
-    installed (the rule of the Go suites' e2e/harness.Missing)."""
+    installed (the rule of the Go suites' internal/harness.Missing)."""
     import unittest
 
     if in_ci():
