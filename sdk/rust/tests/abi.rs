@@ -30,6 +30,20 @@ extern "C" {
         cap: usize,
         big: *mut *mut c_char,
     ) -> usize;
+    fn svc_plan_resources(
+        h: u64,
+        token: *const c_char,
+        token_len: usize,
+        action: *const c_char,
+        action_len: usize,
+        resource_type: *const c_char,
+        resource_type_len: usize,
+        dialect: *const c_char,
+        dialect_len: usize,
+        buf: *mut c_char,
+        cap: usize,
+        big: *mut *mut c_char,
+    ) -> usize;
     fn svc_free(p: *mut c_char);
 }
 
@@ -102,6 +116,51 @@ fn oversize_lengths_are_refused_not_misread() {
         )
     });
     assert!(got.contains(r#""decision":{"#), "{got}");
+
+    // svc_plan_resources: each of its three names (action, resource
+    // type, dialect), then its token, at the same lengths.
+    let names: [&[u8]; 3] = [b"orders:read", b"orders", b"sqlite"];
+    let plan = |lens: [usize; 4]| {
+        answer(|b, c, g| unsafe {
+            svc_plan_resources(
+                h,
+                padded.as_ptr().cast(),
+                lens[0],
+                names[0].as_ptr().cast(),
+                lens[1],
+                names[1].as_ptr().cast(),
+                lens[2],
+                names[2].as_ptr().cast(),
+                lens[3],
+                b,
+                c,
+                g,
+            )
+        })
+    };
+    let exact = [tok.len(), names[0].len(), names[1].len(), names[2].len()];
+    let got = plan(exact);
+    assert!(got.contains(r#""kind":"conditional""#), "{got}");
+    for (i, arg) in ["action", "resource type", "dialect"].into_iter().enumerate() {
+        for n in [FOUR_GIB + names[i].len(), TWO_GIB, 1024 + 1] {
+            let mut lens = exact;
+            lens[i + 1] = n;
+            let got = plan(lens);
+            assert!(
+                got.starts_with(r#"{"error":{"reason":"input-too-large""#),
+                "plan with {arg} of {n} bytes: {got}"
+            );
+        }
+    }
+    for n in [FOUR_GIB + tok.len(), TWO_GIB, (32 << 10) + 1] {
+        let mut lens = exact;
+        lens[0] = n;
+        let got = plan(lens);
+        assert!(
+            got.contains(r#""kind":"always_denied""#) && got.contains(r#""reason":"token-malformed""#),
+            "plan with a token of {n} bytes: {got}"
+        );
+    }
 
     let path = b"svc.toml";
     for n in [FOUR_GIB + path.len(), TWO_GIB] {
