@@ -4,9 +4,12 @@
 // change once released.
 //
 // It is a leaf package (standard library only) and the one place a code
-// is defined: the engine, the edges and the Go client of the sidecar
-// (package authz) all import it, so the client carries these codes
-// without linking the engine.
+// is defined, whichever package answers it: the engine, the edges (envoy,
+// the SAML and OIDC gateways), the sidecar's own API, the Rust crate's C
+// interface and the Go client of the sidecar (package authz) all import
+// it, so the client carries these codes without linking the engine. The
+// reference of every code (docs/api.md) is generated from this package's
+// constants and their doc comments.
 package reason
 
 import (

@@ -10,6 +10,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/samlgw"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
@@ -83,62 +84,62 @@ func TestACSRefusals(t *testing.T) {
 		code   samlgw.Code
 	}{
 		{"unsigned", func(t *testing.T) []byte { return testIdP.XML(valid(), false) },
-			401, samlgw.SignatureInvalid},
+			401, reason.SAMLSignatureInvalid},
 		{"signed by another key", func(t *testing.T) []byte {
 			other, err := testidp.Generate(idpID, ssoURL)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return xmlsecSign(t, other, other.XML(valid(), true), false)
-		}, 401, samlgw.SignatureInvalid},
+		}, 401, reason.SAMLSignatureInvalid},
 		{"tampered after signing", func(t *testing.T) []byte {
 			return bytes.Replace(signed(t, valid()), []byte("alice@example.com</saml:NameID>"), []byte("mallory@example.com</saml:NameID>"), 1)
-		}, 401, samlgw.SignatureInvalid},
+		}, 401, reason.SAMLSignatureInvalid},
 		{"sha1", signedAfter(func(r *testidp.Response) {
 			r.SignatureMethod, r.DigestMethod = "http://www.w3.org/2000/09/xmldsig#rsa-sha1", "http://www.w3.org/2000/09/xmldsig#sha1"
-		}), 401, samlgw.AlgorithmNotAllowed},
+		}), 401, reason.SAMLAlgorithmNotAllowed},
 		{"two assertions", func(t *testing.T) []byte {
 			d := readDoc(t, signed(t, valid()))
 			second := readDoc(t, signed(t, valid())).Root().SelectElement("Assertion")
 			d.Root().AddChild(second.Copy())
 			return writeDoc(t, d)
-		}, 400, samlgw.MultipleAssertions},
+		}, 400, reason.SAMLMultipleAssertions},
 		{"DTD", func(t *testing.T) []byte {
 			doc := signed(t, valid())
 			doc = bytes.Replace(doc, []byte("<?xml version=\"1.0\"?>\n"), nil, 1)
 			return append([]byte(`<?xml version="1.0"?><!DOCTYPE r [<!ENTITY e "x">]>`), doc...)
-		}, 400, samlgw.DTDForbidden},
+		}, 400, reason.SAMLDTDForbidden},
 		{"expired", signedAfter(func(r *testidp.Response) {
 			r.NotBefore, r.NotOnOrAfter, r.IssueInstant = past.Add(-time.Hour), past, past.Add(-time.Hour)
-		}), 401, samlgw.Expired},
+		}), 401, reason.SAMLExpired},
 		{"not yet valid", signedAfter(func(r *testidp.Response) {
 			r.NotBefore, r.NotOnOrAfter = future, future.Add(time.Hour)
-		}), 401, samlgw.NotYetValid},
+		}), 401, reason.SAMLNotYetValid},
 		{"audience", signedAfter(func(r *testidp.Response) {
 			r.Audience = "https://other.example.com/sp"
-		}), 401, samlgw.AudienceMismatch},
+		}), 401, reason.SAMLAudienceMismatch},
 		{"recipient", signedAfter(func(r *testidp.Response) {
 			r.Recipient = "https://evil.example.com/acs"
-		}), 401, samlgw.RecipientMismatch},
+		}), 401, reason.SAMLRecipientMismatch},
 		{"destination", signedAfter(func(r *testidp.Response) {
 			r.Destination = "https://evil.example.com/acs"
-		}), 401, samlgw.RecipientMismatch},
+		}), 401, reason.SAMLRecipientMismatch},
 		{"status", signedAfter(func(r *testidp.Response) {
 			r.Status = "urn:oasis:names:tc:SAML:2.0:status:Responder"
-		}), 401, samlgw.StatusFailure},
+		}), 401, reason.SAMLStatusFailure},
 		{"issuer", signedAfter(func(r *testidp.Response) {
 			r.Issuer = "https://evil.example.com/idp"
-		}), 401, samlgw.UntrustedIssuer},
+		}), 401, reason.SAMLUntrustedIssuer},
 		{"missing tenant", signedAfter(func(r *testidp.Response) {
 			r.Attributes = r.Attributes[:2]
-		}), 403, samlgw.TenantMissing},
+		}), 403, reason.SAMLTenantMissing},
 		{"two tenants", signedAfter(func(r *testidp.Response) {
 			r.Attributes[2].Values = []string{"AcMe", "globex"}
-		}), 403, samlgw.TenantMissing},
+		}), 403, reason.SAMLTenantMissing},
 		{"request unknown", signedAfter(func(r *testidp.Response) {
 			r.InResponseTo = "_never-sent"
-		}), 401, samlgw.RequestUnknown},
-		{"not base64", nil, 400, samlgw.Malformed},
+		}), 401, reason.SAMLRequestUnknown},
+		{"not base64", nil, 400, reason.SAMLMalformed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -236,7 +237,7 @@ func TestACSRefusesSignatureWrapping(t *testing.T) {
 			if a.status < 400 || a.status >= 500 || a.token != "" {
 				t.Fatalf("status %d code %q token %v: the wrapped document was not refused", a.status, a.code, a.token != "")
 			}
-			want := map[bool]samlgw.Code{true: samlgw.Malformed, false: samlgw.MultipleAssertions}[n <= 2]
+			want := map[bool]samlgw.Code{true: reason.SAMLMalformed, false: reason.SAMLMultipleAssertions}[n <= 2]
 			if a.code != string(want) {
 				t.Errorf("code %q (%s), want %q", a.code, a.message, want)
 			}
@@ -250,8 +251,8 @@ func TestACSReplay(t *testing.T) {
 	if a := f.post(t, doc, true); a.status != http.StatusOK {
 		t.Fatalf("first post: %d %q %s", a.status, a.code, a.message)
 	}
-	if a := f.post(t, doc, true); a.status != http.StatusUnauthorized || a.code != string(samlgw.Replayed) {
-		t.Fatalf("replay: %d %q, want 401 %q", a.status, a.code, samlgw.Replayed)
+	if a := f.post(t, doc, true); a.status != http.StatusUnauthorized || a.code != string(reason.SAMLReplayed) {
+		t.Fatalf("replay: %d %q, want 401 %q", a.status, a.code, reason.SAMLReplayed)
 	}
 }
 
@@ -280,16 +281,16 @@ func TestACSBodyLimit(t *testing.T) {
 	f := newFixture(t, withSAML(allowIDPInitiated))
 	body := "SAMLResponse=" + strings.Repeat("A", 12<<20)
 	a := f.postBody(t, body, true)
-	if a.status != http.StatusRequestEntityTooLarge || a.code != string(samlgw.TooLarge) {
-		t.Fatalf("status %d code %q, want 413 %q", a.status, a.code, samlgw.TooLarge)
+	if a.status != http.StatusRequestEntityTooLarge || a.code != string(reason.SAMLTooLarge) {
+		t.Fatalf("status %d code %q, want 413 %q", a.status, a.code, reason.SAMLTooLarge)
 	}
 }
 
 func TestACSUnsolicitedRefusedByDefault(t *testing.T) {
 	f := newFixture(t)
 	a := f.post(t, signed(t, valid()), true)
-	if a.status != http.StatusUnauthorized || a.code != string(samlgw.Unsolicited) {
-		t.Fatalf("status %d code %q, want 401 %q", a.status, a.code, samlgw.Unsolicited)
+	if a.status != http.StatusUnauthorized || a.code != string(reason.SAMLUnsolicited) {
+		t.Fatalf("status %d code %q, want 401 %q", a.status, a.code, reason.SAMLUnsolicited)
 	}
 }
 
@@ -325,8 +326,8 @@ func TestUnsignedInResponseToDoesNotSolicit(t *testing.T) {
 	d := readDoc(t, signed(t, valid())) // the assertion alone is signed
 	d.Root().CreateAttr("InResponseTo", id)
 	a := f.post(t, writeDoc(t, d), true)
-	if a.status != http.StatusUnauthorized || a.code != string(samlgw.Unsolicited) {
-		t.Fatalf("status %d code %q, want 401 %q", a.status, a.code, samlgw.Unsolicited)
+	if a.status != http.StatusUnauthorized || a.code != string(reason.SAMLUnsolicited) {
+		t.Fatalf("status %d code %q, want 401 %q", a.status, a.code, reason.SAMLUnsolicited)
 	}
 }
 
@@ -355,8 +356,8 @@ func TestDevelopmentSkipsSignatureOnly(t *testing.T) {
 	}
 	r := valid()
 	r.Audience = "https://other.example.com/"
-	if a := f.post(t, testIdP.XML(r, false), true); a.code != string(samlgw.AudienceMismatch) {
-		t.Fatalf("wrong audience in development: %d %q, want %q", a.status, a.code, samlgw.AudienceMismatch)
+	if a := f.post(t, testIdP.XML(r, false), true); a.code != string(reason.SAMLAudienceMismatch) {
+		t.Fatalf("wrong audience in development: %d %q, want %q", a.status, a.code, reason.SAMLAudienceMismatch)
 	}
 	if !f.gw.Status().SignatureCheckDisabled {
 		t.Error("status does not show that signatures are not checked")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/reason"
 )
 
 // gateUnderTest is an ACS gate on a clock of its own whose validations
@@ -68,7 +69,7 @@ func reasonOf(t *testing.T, err error) busyReason {
 		return ""
 	}
 	var be *busyError
-	if CodeOf(err) != Busy || !errors.As(err, &be) {
+	if CodeOf(err) != reason.SAMLBusy || !errors.As(err, &be) {
 		t.Fatalf("refusal %v is not saml-busy with its bound", err)
 	}
 	return be.reason

@@ -13,6 +13,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/samlgw"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
@@ -236,8 +237,8 @@ func TestACSAttributeMapping(t *testing.T) {
 	// become one through a custom claim either (tenant_id is registered).
 	r.Attributes = r.Attributes[:2]
 	r.Attributes = append(r.Attributes, testidp.Attribute{Name: "tenant_id", Values: []string{"acme"}})
-	if a := f.post(t, signed(t, r), true); a.status != http.StatusForbidden || a.code != string(samlgw.TenantMissing) {
-		t.Errorf("without the mapped tenant attribute: %d %q, want 403 %q", a.status, a.code, samlgw.TenantMissing)
+	if a := f.post(t, signed(t, r), true); a.status != http.StatusForbidden || a.code != string(reason.SAMLTenantMissing) {
+		t.Errorf("without the mapped tenant attribute: %d %q, want 403 %q", a.status, a.code, reason.SAMLTenantMissing)
 	}
 }
 
@@ -250,11 +251,11 @@ func TestUnknownRouteRefusals(t *testing.T) {
 		code         samlgw.Code
 		allow        string
 	}{
-		{http.MethodGet, "/auth/saml/acs", http.StatusMethodNotAllowed, samlgw.MethodNotAllowed, "POST"},
-		{http.MethodDelete, "/auth/saml/logout", http.StatusMethodNotAllowed, samlgw.MethodNotAllowed, "GET, HEAD, POST"},
-		{http.MethodPost, "/auth/saml/metadata", http.StatusMethodNotAllowed, samlgw.MethodNotAllowed, "GET, HEAD"},
-		{http.MethodGet, "/auth/saml/nope", http.StatusNotFound, samlgw.NotFound, ""},
-		{http.MethodGet, "/", http.StatusNotFound, samlgw.NotFound, ""},
+		{http.MethodGet, "/auth/saml/acs", http.StatusMethodNotAllowed, reason.SAMLMethodNotAllowed, "POST"},
+		{http.MethodDelete, "/auth/saml/logout", http.StatusMethodNotAllowed, reason.SAMLMethodNotAllowed, "GET, HEAD, POST"},
+		{http.MethodPost, "/auth/saml/metadata", http.StatusMethodNotAllowed, reason.SAMLMethodNotAllowed, "GET, HEAD"},
+		{http.MethodGet, "/auth/saml/nope", http.StatusNotFound, reason.SAMLNotFound, ""},
+		{http.MethodGet, "/", http.StatusNotFound, reason.SAMLNotFound, ""},
 	}
 	for _, tt := range tests {
 		req, _ := http.NewRequest(tt.method, f.srv.URL+tt.path, nil)

@@ -1,6 +1,7 @@
 package samlgw
 
 import (
+	"github.com/svc-dev/svc/reason"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,7 +11,7 @@ import (
 // A sign-on the gateway started is bound to the browser that started it
 // (login CSRF): GET {prefix}/login sets the request cookie, which lists
 // the ids of the browser's pending AuthnRequests, and the ACS refuses
-// (RequestNotBound) a response to a request that the posting browser's
+// (saml-request-not-bound) a response to a request that the posting browser's
 // cookie does not list. Without it, an attacker could start a sign-on
 // with their own account, stop before posting the IdP's answer, and
 // auto-post that answer from their page to the ACS from a victim's
@@ -124,6 +125,6 @@ func (g *Gateway) checkBound(r *http.Request, id *Identity) error {
 	if id.InResponseTo == "" || slices.Contains(g.boundRequests(r), id.InResponseTo) {
 		return nil
 	}
-	return refuse(RequestNotBound, "this browser did not start the sign-on this response answers (no %s cookie listing it); "+
+	return refuse(reason.SAMLRequestNotBound, "this browser did not start the sign-on this response answers (no %s cookie listing it); "+
 		"start again at %s%s", g.requestCookieName(), g.cfg.PathPrefix, PathLogin)
 }

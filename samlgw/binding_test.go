@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/samlgw"
+	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
@@ -58,8 +58,8 @@ func TestLoginCSRFRefused(t *testing.T) {
 			r.NameID = "mallory@example.com"
 			doc := signed(t, r)
 			a := victim.post(t, doc, tc.jsonClient)
-			if a.status != http.StatusUnauthorized || a.code != string(samlgw.RequestNotBound) {
-				t.Fatalf("attacker's response posted by the victim: %d %q %s, want 401 %q", a.status, a.code, a.message, samlgw.RequestNotBound)
+			if a.status != http.StatusUnauthorized || a.code != string(reason.SAMLRequestNotBound) {
+				t.Fatalf("attacker's response posted by the victim: %d %q %s, want 401 %q", a.status, a.code, a.message, reason.SAMLRequestNotBound)
 			}
 			if a.token != "" || requestCookie(a.header, "svc_session") != nil {
 				t.Errorf("refusal carries a token or a session cookie: %v", a.header)
@@ -68,8 +68,8 @@ func TestLoginCSRFRefused(t *testing.T) {
 				t.Errorf("message %q does not say where to start again", a.message)
 			}
 			// The response is spent: not even its own browser can use it now.
-			if a := attacker.post(t, doc, true); a.status != http.StatusUnauthorized || a.code != string(samlgw.Replayed) {
-				t.Errorf("the refused response in the attacker's browser: %d %q, want 401 %q", a.status, a.code, samlgw.Replayed)
+			if a := attacker.post(t, doc, true); a.status != http.StatusUnauthorized || a.code != string(reason.SAMLReplayed) {
+				t.Errorf("the refused response in the attacker's browser: %d %q, want 401 %q", a.status, a.code, reason.SAMLReplayed)
 			}
 		})
 	}
@@ -154,8 +154,8 @@ func TestTossedRequestCookieRefused(t *testing.T) {
 			attacker, victim := otherBrowser(t, f).answering(t), otherBrowser(t, f).answering(t)
 			attacker.NameID = "mallory@example.com"
 			a := post(t, f, attacker, fmt.Sprintf(tc.cookie, attacker.InResponseTo, victim.InResponseTo))
-			if a.status != http.StatusUnauthorized || a.code != string(samlgw.RequestNotBound) {
-				t.Fatalf("attacker's answer with Cookie %q: %d %q, want 401 %q", tc.cookie, a.status, a.code, samlgw.RequestNotBound)
+			if a.status != http.StatusUnauthorized || a.code != string(reason.SAMLRequestNotBound) {
+				t.Fatalf("attacker's answer with Cookie %q: %d %q, want 401 %q", tc.cookie, a.status, a.code, reason.SAMLRequestNotBound)
 			}
 		})
 	}
@@ -205,8 +205,8 @@ func TestSeveralPendingSignOns(t *testing.T) {
 	for range 4 {
 		last = append(last, f.answering(t).InResponseTo)
 	}
-	if a := f.post(t, signed(t, oldest), true); a.code != string(samlgw.RequestNotBound) {
-		t.Errorf("answer to the fifth newest sign-on: %d %q, want %q", a.status, a.code, samlgw.RequestNotBound)
+	if a := f.post(t, signed(t, oldest), true); a.code != string(reason.SAMLRequestNotBound) {
+		t.Errorf("answer to the fifth newest sign-on: %d %q, want %q", a.status, a.code, reason.SAMLRequestNotBound)
 	}
 	r := valid()
 	r.InResponseTo = last[0]

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/samlgw"
 )
 
@@ -71,12 +72,12 @@ func TestRefusalsNegotiate(t *testing.T) {
 		code                     samlgw.Code
 		link                     string // sign-in link of the page; "" none
 	}{
-		{"GET /acs", "GET", "/auth/saml/acs", "", 405, samlgw.MethodNotAllowed, "/auth/saml/login"},
-		{"unknown path", "GET", "/auth/saml/nope", "", 404, samlgw.NotFound, "/auth/saml/login"},
-		{"bad return_to", "GET", "/auth/saml/login?return_to=https://evil.example/", "", 400, samlgw.BadReturnTo, "/auth/saml/login"},
-		{"ACS not a form", "POST", "/auth/saml/acs", "", 400, samlgw.Malformed, ""},
-		{"ACS expired response", "POST", "/auth/saml/acs", expiredForm, 401, samlgw.Expired, ""},
-		{"ACS unknown request", "POST", "/auth/saml/acs", unknownForm, 401, samlgw.RequestUnknown, ""},
+		{"GET /acs", "GET", "/auth/saml/acs", "", 405, reason.SAMLMethodNotAllowed, "/auth/saml/login"},
+		{"unknown path", "GET", "/auth/saml/nope", "", 404, reason.SAMLNotFound, "/auth/saml/login"},
+		{"bad return_to", "GET", "/auth/saml/login?return_to=https://evil.example/", "", 400, reason.SAMLBadReturnTo, "/auth/saml/login"},
+		{"ACS not a form", "POST", "/auth/saml/acs", "", 400, reason.SAMLMalformed, ""},
+		{"ACS expired response", "POST", "/auth/saml/acs", expiredForm, 401, reason.SAMLExpired, ""},
+		{"ACS unknown request", "POST", "/auth/saml/acs", unknownForm, 401, reason.SAMLRequestUnknown, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,7 +103,7 @@ func TestRefusalsNegotiate(t *testing.T) {
 				t.Errorf("Allow %q", page.header.Get("Allow"))
 			}
 			link := tt.link
-			if rf.Error == string(samlgw.Expired) || rf.Error == string(samlgw.RequestUnknown) {
+			if rf.Error == string(reason.SAMLExpired) || rf.Error == string(reason.SAMLRequestUnknown) {
 				link = "/auth/saml/login"
 				if strings.Contains(tt.form, "RelayState") {
 					link += "?return_to=%2Forders%2F7%3Fx%3D1"

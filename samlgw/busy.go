@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/reason"
 )
 
 // acsGate bounds the ACS work. The ACS shares the process with the
@@ -216,15 +217,15 @@ type post struct {
 	priority bool // it carries a genuine request cookie
 }
 
-// busy is the saml-busy refusal of p for reason.
-func busy(p post, reason busyReason) error {
+// busy is the saml-busy refusal of p for the bound why.
+func busy(p post, why busyReason) error {
 	msg := "the service provider is validating as many responses as it takes now; try again in %d s"
-	switch reason {
+	switch why {
 	case reasonClientBudget, reasonClientBusy:
 		msg = "this client has posted more responses than the service provider validates for one client now; try again in %d s"
 	}
-	e := refuse(Busy, msg, retryAfter)
-	e.Err = &busyError{reason: reason, lane: p.lane}
+	e := refuse(reason.SAMLBusy, msg, retryAfter)
+	e.Err = &busyError{reason: why, lane: p.lane}
 	return e
 }
 
@@ -392,14 +393,14 @@ func (a *acsGate) endAdmission(p post, c *clientState) {
 func inLane(p post, err error) error {
 	var e *Error
 	var be *busyError
-	if !errors.As(err, &e) || e.Code != Busy || errors.As(err, &be) {
+	if !errors.As(err, &e) || e.Code != reason.SAMLBusy || errors.As(err, &be) {
 		return err
 	}
-	reason := reasonClientGone
+	why := reasonClientGone
 	if errors.Is(err, context.DeadlineExceeded) {
-		reason = reasonTimeout
+		why = reasonTimeout
 	}
-	return &Error{Code: Busy, Msg: e.Msg, Err: &busyError{reason: reason, lane: p.lane, err: e.Err}}
+	return &Error{Code: reason.SAMLBusy, Msg: e.Msg, Err: &busyError{reason: why, lane: p.lane, err: e.Err}}
 }
 
 // busyCause returns the bound and the lane of a saml-busy refusal.

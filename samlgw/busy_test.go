@@ -21,6 +21,7 @@ import (
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/metrictest"
+	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/samlgw"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
@@ -91,8 +92,8 @@ func TestACSBusyWhenEverySlotIsTaken(t *testing.T) {
 	waitEntered(t, st, slots)
 
 	a := f.post(t, signed(t, valid()), true)
-	if a.status != http.StatusServiceUnavailable || a.code != string(samlgw.Busy) {
-		t.Fatalf("one response over %d: %d %q %s, want 503 %q", slots, a.status, a.code, a.message, samlgw.Busy)
+	if a.status != http.StatusServiceUnavailable || a.code != string(reason.SAMLBusy) {
+		t.Fatalf("one response over %d: %d %q %s, want 503 %q", slots, a.status, a.code, a.message, reason.SAMLBusy)
 	}
 	if ra := a.header.Get("Retry-After"); ra != "1" {
 		t.Errorf("Retry-After %q, want 1", ra)
@@ -119,7 +120,7 @@ func TestACSBusyWhenEverySlotIsTaken(t *testing.T) {
 	conn.Close()
 	// A flood's refusals are not a log line each.
 	for range 5 {
-		if a := f.post(t, signed(t, valid()), true); a.code != string(samlgw.Busy) {
+		if a := f.post(t, signed(t, valid()), true); a.code != string(reason.SAMLBusy) {
 			t.Fatalf("busy again: %d %q", a.status, a.code)
 		}
 	}
@@ -185,7 +186,7 @@ func TestACSStopsWhenTheClientLeaves(t *testing.T) {
 			break
 		}
 		// The handler may still be returning from the left request.
-		if a.code != string(samlgw.Busy) || time.Now().After(deadline) {
+		if a.code != string(reason.SAMLBusy) || time.Now().After(deadline) {
 			t.Fatalf("after the client left: %d %q %s", a.status, a.code, a.message)
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -202,8 +203,8 @@ func TestACSDeadline(t *testing.T) {
 	}))
 	t.Cleanup(st.release)
 	a := f.post(t, signed(t, valid()), true)
-	if a.status != http.StatusServiceUnavailable || a.code != string(samlgw.Busy) || a.header.Get("Retry-After") == "" {
-		t.Fatalf("past acs_timeout: %d %q %s (Retry-After %q), want 503 %q", a.status, a.code, a.message, a.header.Get("Retry-After"), samlgw.Busy)
+	if a.status != http.StatusServiceUnavailable || a.code != string(reason.SAMLBusy) || a.header.Get("Retry-After") == "" {
+		t.Fatalf("past acs_timeout: %d %q %s (Retry-After %q), want 503 %q", a.status, a.code, a.message, a.header.Get("Retry-After"), reason.SAMLBusy)
 	}
 	if errs := st.endedWith(); len(errs) != 1 || !errors.Is(errs[0], context.DeadlineExceeded) {
 		t.Errorf("the store saw %v, want one context.DeadlineExceeded", errs)
@@ -220,8 +221,8 @@ func TestACSRefusesNestedBody(t *testing.T) {
 		t.Fatalf("body of %d bytes, want just under %d", len(body), samlgw.MaxBodyBytes)
 	}
 	a := f.postBody(t, body, true)
-	if a.status != http.StatusBadRequest || a.code != string(samlgw.TooComplex) {
-		t.Fatalf("nested body: %d %q %s, want 400 %q", a.status, a.code, a.message, samlgw.TooComplex)
+	if a.status != http.StatusBadRequest || a.code != string(reason.SAMLTooComplex) {
+		t.Fatalf("nested body: %d %q %s, want 400 %q", a.status, a.code, a.message, reason.SAMLTooComplex)
 	}
 }
 
@@ -303,8 +304,8 @@ func TestACSLanesAndClientsBehindAProxy(t *testing.T) {
 
 	forged := &http.Cookie{Name: f.gw.CookieName() + samlgw.RequestCookieSuffix, Value: "id-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}
 	for name, cookies := range map[string][]*http.Cookie{"no cookie": nil, "a forged request cookie": {forged}} {
-		if a := postFrom(t, f, large(), "198.51.100.3", cookies...); a.status != http.StatusServiceUnavailable || a.code != string(samlgw.Busy) {
-			t.Errorf("a large document with %s while the large slot is held: %d %q %s, want 503 %q", name, a.status, a.code, a.message, samlgw.Busy)
+		if a := postFrom(t, f, large(), "198.51.100.3", cookies...); a.status != http.StatusServiceUnavailable || a.code != string(reason.SAMLBusy) {
+			t.Errorf("a large document with %s while the large slot is held: %d %q %s, want 503 %q", name, a.status, a.code, a.message, reason.SAMLBusy)
 		}
 	}
 	waiting := signed(t, valid())

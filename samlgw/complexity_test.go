@@ -16,6 +16,7 @@ import (
 	"github.com/beevik/etree"
 
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
@@ -135,8 +136,8 @@ func TestACSRefusesComplexDocumentsCheaply(t *testing.T) {
 			}
 			var err error
 			cpu := cpuOf(t, func() { _, err = v.validate(context.Background(), doc, trusted) })
-			if CodeOf(err) != TooComplex {
-				t.Errorf("%d bytes: %v, want %s", len(doc), err, TooComplex)
+			if CodeOf(err) != reason.SAMLTooComplex {
+				t.Errorf("%d bytes: %v, want %s", len(doc), err, reason.SAMLTooComplex)
 			}
 			if cpu > cpuBudget {
 				t.Errorf("%d bytes refused after %s of CPU, over %s", len(doc), cpu, cpuBudget)
@@ -186,8 +187,8 @@ func TestACSDocumentAtTheBoundsIsRefusedForWhatItIs(t *testing.T) {
 		doc  string
 		want Code
 	}{
-		{"no assertion", respOpen + filler + "</samlp:Response>", Malformed},
-		{"forged Response signature", signedTmpl[:end] + filler + signedTmpl[end:], SignatureInvalid},
+		{"no assertion", respOpen + filler + "</samlp:Response>", reason.SAMLMalformed},
+		{"forged Response signature", signedTmpl[:end] + filler + signedTmpl[end:], reason.SAMLSignatureInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -210,19 +211,19 @@ func TestScanTokensLimits(t *testing.T) {
 		want      Code
 	}{
 		{"at every bound", `<r xmlns="u"><a x:y="1" xmlns:x="v"><b/></a><c/><d/></r>`, ""},
-		{"too deep", `<r><a><b><c/></b></a></r>`, TooComplex},
-		{"too many elements", `<r><a/><a/><a/><a/><a/></r>`, TooComplex},
-		{"too many attributes", `<r><a x="1" y="2" z="3"/></r>`, TooComplex},
-		{"too many declarations in scope", `<r xmlns="u"><a xmlns:x="v"><b xmlns:y="w"/></a></r>`, TooComplex},
+		{"too deep", `<r><a><b><c/></b></a></r>`, reason.SAMLTooComplex},
+		{"too many elements", `<r><a/><a/><a/><a/><a/></r>`, reason.SAMLTooComplex},
+		{"too many attributes", `<r><a x="1" y="2" z="3"/></r>`, reason.SAMLTooComplex},
+		{"too many declarations in scope", `<r xmlns="u"><a xmlns:x="v"><b xmlns:y="w"/></a></r>`, reason.SAMLTooComplex},
 		{"declarations out of scope again", `<r><a xmlns:x="v" xmlns:y="w"/><b xmlns:x="v" xmlns:y="w"/></r>`, ""},
-		{"too many tokens", `<r>` + strings.Repeat("<!---->", 12) + `</r>`, TooComplex},
-		{"stray end tag", `<r/></r>`, Malformed},
-		{"end tag of another element", `<r><a></b></r>`, Malformed},
-		{"end tag of another prefix", `<x:r xmlns:x="u" xmlns:y="u"></y:r>`, Malformed},
-		{"unclosed", `<r><a/>`, Malformed},
-		{"two roots", `<r/><r/>`, Malformed},
-		{"comment with --", `<r><!-- a -- b --></r>`, Malformed},
-		{"doctype", `<!DOCTYPE r><r/>`, DTDForbidden},
+		{"too many tokens", `<r>` + strings.Repeat("<!---->", 12) + `</r>`, reason.SAMLTooComplex},
+		{"stray end tag", `<r/></r>`, reason.SAMLMalformed},
+		{"end tag of another element", `<r><a></b></r>`, reason.SAMLMalformed},
+		{"end tag of another prefix", `<x:r xmlns:x="u" xmlns:y="u"></y:r>`, reason.SAMLMalformed},
+		{"unclosed", `<r><a/>`, reason.SAMLMalformed},
+		{"two roots", `<r/><r/>`, reason.SAMLMalformed},
+		{"comment with --", `<r><!-- a -- b --></r>`, reason.SAMLMalformed},
+		{"doctype", `<!DOCTYPE r><r/>`, reason.SAMLDTDForbidden},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -246,8 +247,8 @@ func TestScanTokensStopsWithItsContext(t *testing.T) {
 	cancel()
 	doc := fill(maxACSXML, "<a/>", "")
 	err := scanTokens(ctx, doc, limits{})
-	if CodeOf(err) != Busy || !errors.Is(err, context.Canceled) {
-		t.Fatalf("scanTokens with an ended context = %v, want %s wrapping context.Canceled", err, Busy)
+	if CodeOf(err) != reason.SAMLBusy || !errors.Is(err, context.Canceled) {
+		t.Fatalf("scanTokens with an ended context = %v, want %s wrapping context.Canceled", err, reason.SAMLBusy)
 	}
 }
 
@@ -263,8 +264,8 @@ func TestValidateStopsAtItsDeadline(t *testing.T) {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()
-	if _, err := v.validate(ctx, doc, trusted); CodeOf(err) != Busy || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("validate past its deadline = %v, want %s", err, Busy)
+	if _, err := v.validate(ctx, doc, trusted); CodeOf(err) != reason.SAMLBusy || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("validate past its deadline = %v, want %s", err, reason.SAMLBusy)
 	}
 	if st.adds != 0 {
 		t.Errorf("%d replay store writes for a response refused at its deadline", st.adds)
@@ -293,7 +294,7 @@ func BenchmarkACSValidateAtTheBounds(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(doc)))
 	for b.Loop() {
-		if _, err := v.validate(context.Background(), doc, trusted); CodeOf(err) != SignatureInvalid {
+		if _, err := v.validate(context.Background(), doc, trusted); CodeOf(err) != reason.SAMLSignatureInvalid {
 			b.Fatal(err)
 		}
 	}
@@ -308,7 +309,7 @@ func BenchmarkParseResponseHostile(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(doc)))
 			for b.Loop() {
-				if _, err := ParseResponse(context.Background(), doc); CodeOf(err) != TooComplex {
+				if _, err := ParseResponse(context.Background(), doc); CodeOf(err) != reason.SAMLTooComplex {
 					b.Fatal(err)
 				}
 			}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/beevik/etree"
+	"github.com/svc-dev/svc/reason"
 )
 
 // XML Encryption namespaces and the algorithms the ACS accepts: RSA-OAEP
@@ -61,7 +62,7 @@ const maxEncryptedKeys = 4
 // errDecryption is the one answer to every failure after the algorithm
 // checks: which step failed (the key transport, its length, the
 // authenticated decryption, the content) is never told.
-var errDecryption = refuse(DecryptionFailed, "the assertion cannot be decrypted with the SP key")
+var errDecryption = refuse(reason.SAMLDecryptionFailed, "the assertion cannot be decrypted with the SP key")
 
 // encryptedKey is an EncryptedKey whose algorithms passed the checks.
 type encryptedKey struct {
@@ -78,14 +79,14 @@ type encryptedKey struct {
 func (v *validator) decrypt(ctx context.Context, enc *etree.Element) (*etree.Element, error) {
 	priv, ok := v.spKey.(*rsa.PrivateKey)
 	if v.spKey == nil {
-		return nil, refuse(Malformed, "encrypted assertion, but no SP private key is configured")
+		return nil, refuse(reason.SAMLMalformed, "encrypted assertion, but no SP private key is configured")
 	}
 	if !ok {
-		return nil, refuse(Malformed, "encrypted assertion, but the SP key is not an RSA key")
+		return nil, refuse(reason.SAMLMalformed, "encrypted assertion, but the SP key is not an RSA key")
 	}
 	data := childNS(enc, nsXMLEnc, "EncryptedData")
 	if data == nil {
-		return nil, refuse(Malformed, "EncryptedAssertion without exactly one EncryptedData")
+		return nil, refuse(reason.SAMLMalformed, "EncryptedAssertion without exactly one EncryptedData")
 	}
 	keySize, ciphertext, err := dataMethod(data)
 	if err != nil {
@@ -97,7 +98,7 @@ func (v *validator) decrypt(ctx context.Context, enc *etree.Element) (*etree.Ele
 		keyEls = append(keyEls, childrenNS(ki, nsXMLEnc, "EncryptedKey")...)
 	}
 	if len(keyEls) == 0 || len(keyEls) > maxEncryptedKeys {
-		return nil, refuse(Malformed, "EncryptedAssertion with %d EncryptedKey elements; 1 to %d are accepted", len(keyEls), maxEncryptedKeys)
+		return nil, refuse(reason.SAMLMalformed, "EncryptedAssertion with %d EncryptedKey elements; 1 to %d are accepted", len(keyEls), maxEncryptedKeys)
 	}
 	keys := make([]encryptedKey, 0, len(keyEls))
 	for _, el := range keyEls {
@@ -141,7 +142,7 @@ func dataMethod(data *etree.Element) (int, []byte, error) {
 	}
 	size, ok := dataAlgorithms[alg]
 	if !ok {
-		return 0, nil, refuse(AlgorithmNotAllowed, "data encryption method %q is not accepted (AES-GCM: %saes128-gcm, aes192-gcm or aes256-gcm)", clip(alg), nsXMLEnc11)
+		return 0, nil, refuse(reason.SAMLAlgorithmNotAllowed, "data encryption method %q is not accepted (AES-GCM: %saes128-gcm, aes192-gcm or aes256-gcm)", clip(alg), nsXMLEnc11)
 	}
 	ct, err := cipherValue(data, "EncryptedData")
 	return size, ct, err
@@ -156,7 +157,7 @@ func keyMethod(el *etree.Element) (encryptedKey, error) {
 		alg = em.SelectAttrValue("Algorithm", "")
 	}
 	if alg != algRSAOAEPMGF1P && alg != algRSAOAEP {
-		return encryptedKey{}, refuse(AlgorithmNotAllowed, "key transport method %q is not accepted (RSA-OAEP: %s or %s)", clip(alg), algRSAOAEPMGF1P, algRSAOAEP)
+		return encryptedKey{}, refuse(reason.SAMLAlgorithmNotAllowed, "key transport method %q is not accepted (RSA-OAEP: %s or %s)", clip(alg), algRSAOAEPMGF1P, algRSAOAEP)
 	}
 	digest, err := methodParam(em, "DigestMethod")
 	if err != nil {
@@ -164,7 +165,7 @@ func keyMethod(el *etree.Element) (encryptedKey, error) {
 	}
 	h := oaepDigests[digest]
 	if h == 0 {
-		return encryptedKey{}, refuse(AlgorithmNotAllowed, "RSA-OAEP digest method %q is not accepted (SHA-1 or SHA-256)", clip(digest))
+		return encryptedKey{}, refuse(reason.SAMLAlgorithmNotAllowed, "RSA-OAEP digest method %q is not accepted (SHA-1 or SHA-256)", clip(digest))
 	}
 	mgf := crypto.SHA1
 	if alg == algRSAOAEP {
@@ -173,13 +174,13 @@ func keyMethod(el *etree.Element) (encryptedKey, error) {
 			return encryptedKey{}, err
 		}
 		if mgf = oaepMGFs[m]; mgf == 0 {
-			return encryptedKey{}, refuse(AlgorithmNotAllowed, "RSA-OAEP mask generation function %q is not accepted (MGF1 with SHA-1 or SHA-256)", clip(m))
+			return encryptedKey{}, refuse(reason.SAMLAlgorithmNotAllowed, "RSA-OAEP mask generation function %q is not accepted (MGF1 with SHA-1 or SHA-256)", clip(m))
 		}
 	}
 	if p, err := methodParam(em, "OAEPparams"); err != nil {
 		return encryptedKey{}, err
 	} else if p != "" {
-		return encryptedKey{}, refuse(AlgorithmNotAllowed, "RSA-OAEP parameters (a label) are not accepted")
+		return encryptedKey{}, refuse(reason.SAMLAlgorithmNotAllowed, "RSA-OAEP parameters (a label) are not accepted")
 	}
 	ct, err := cipherValue(el, "EncryptedKey")
 	if err != nil {
@@ -199,7 +200,7 @@ func methodParam(em *etree.Element, local string) (string, error) {
 			continue
 		}
 		if found != nil {
-			return "", refuse(Malformed, "EncryptionMethod with more than one %s", local)
+			return "", refuse(reason.SAMLMalformed, "EncryptionMethod with more than one %s", local)
 		}
 		found = c
 	}
@@ -221,11 +222,11 @@ func cipherValue(el *etree.Element, what string) ([]byte, error) {
 		cv = childNS(cd, nsXMLEnc, "CipherValue")
 	}
 	if cv == nil {
-		return nil, refuse(Malformed, "%s without exactly one CipherData/CipherValue", what)
+		return nil, refuse(reason.SAMLMalformed, "%s without exactly one CipherData/CipherValue", what)
 	}
 	b, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(cv.Text()), ""))
 	if err != nil || len(b) == 0 {
-		return nil, refuse(Malformed, "%s CipherValue is not base64", what)
+		return nil, refuse(reason.SAMLMalformed, "%s CipherValue is not base64", what)
 	}
 	return b, nil
 }
@@ -252,7 +253,7 @@ func openGCM(key, ct []byte) ([]byte, error) {
 // well-formed gets errDecryption, not the parser's words about it.
 func decryptedAssertion(ctx context.Context, plain []byte) (*etree.Element, error) {
 	if err := scanTokens(ctx, plain, acsLimits); err != nil {
-		if CodeOf(err) == Busy {
+		if CodeOf(err) == reason.SAMLBusy {
 			return nil, err
 		}
 		return nil, errDecryption
@@ -264,7 +265,7 @@ func decryptedAssertion(ctx context.Context, plain []byte) (*etree.Element, erro
 	}
 	root := doc.Root()
 	if root.Tag != "Assertion" || root.NamespaceURI() != nsAssertion {
-		return nil, refuse(Malformed, "decrypted content is not an Assertion")
+		return nil, refuse(reason.SAMLMalformed, "decrypted content is not an Assertion")
 	}
 	nested := 0
 	walkNS(root, nil, func(el *etree.Element, ns string) bool {
@@ -274,7 +275,7 @@ func decryptedAssertion(ctx context.Context, plain []byte) (*etree.Element, erro
 		return true
 	})
 	if nested > 0 {
-		return nil, refuse(MultipleAssertions, "the decrypted assertion nests another assertion")
+		return nil, refuse(reason.SAMLMultipleAssertions, "the decrypted assertion nests another assertion")
 	}
 	return root, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/beevik/etree"
 	dsig "github.com/russellhaering/goxmldsig"
 	"github.com/russellhaering/goxmldsig/etreeutils"
+	"github.com/svc-dev/svc/reason"
 )
 
 // Signature and digest methods accepted: SHA-256 or stronger. SHA-1 is
@@ -38,34 +39,34 @@ var (
 func checkSignedInfo(sig *etree.Element, owner *etree.Element) error {
 	si := childNS(sig, nsDSig, "SignedInfo")
 	if si == nil {
-		return refuse(SignatureInvalid, "signature without exactly one SignedInfo")
+		return refuse(reason.SAMLSignatureInvalid, "signature without exactly one SignedInfo")
 	}
 	sm := childNS(si, nsDSig, "SignatureMethod")
 	if sm == nil {
-		return refuse(SignatureInvalid, "signature without a SignatureMethod")
+		return refuse(reason.SAMLSignatureInvalid, "signature without a SignatureMethod")
 	}
 	if alg := sm.SelectAttrValue("Algorithm", ""); !allowedSignatureMethods[alg] {
-		return refuse(AlgorithmNotAllowed, "signature method %q is not accepted (RSA or ECDSA with SHA-256 or stronger)", clip(alg))
+		return refuse(reason.SAMLAlgorithmNotAllowed, "signature method %q is not accepted (RSA or ECDSA with SHA-256 or stronger)", clip(alg))
 	}
 	refs := childrenNS(si, nsDSig, "Reference")
 	if len(refs) != 1 {
-		return refuse(SignatureInvalid, "signature with %d references; exactly one is accepted", len(refs))
+		return refuse(reason.SAMLSignatureInvalid, "signature with %d references; exactly one is accepted", len(refs))
 	}
 	id := owner.SelectAttrValue("ID", "")
 	if id == "" || refs[0].SelectAttrValue("URI", "") != "#"+id {
-		return refuse(SignatureInvalid, "the signature does not reference the element that carries it")
+		return refuse(reason.SAMLSignatureInvalid, "the signature does not reference the element that carries it")
 	}
 	dm := childNS(refs[0], nsDSig, "DigestMethod")
 	if dm == nil {
-		return refuse(SignatureInvalid, "reference without a DigestMethod")
+		return refuse(reason.SAMLSignatureInvalid, "reference without a DigestMethod")
 	}
 	if alg := dm.SelectAttrValue("Algorithm", ""); !allowedDigestMethods[alg] {
-		return refuse(AlgorithmNotAllowed, "digest method %q is not accepted (SHA-256 or stronger)", clip(alg))
+		return refuse(reason.SAMLAlgorithmNotAllowed, "digest method %q is not accepted (SHA-256 or stronger)", clip(alg))
 	}
 	if ts := childNS(refs[0], nsDSig, "Transforms"); ts != nil {
 		for _, t := range ts.ChildElements() {
 			if alg := t.SelectAttrValue("Algorithm", ""); !allowedTransforms[alg] {
-				return refuse(SignatureInvalid, "transform %q is not accepted", clip(alg))
+				return refuse(reason.SAMLSignatureInvalid, "transform %q is not accepted", clip(alg))
 			}
 		}
 	}
@@ -79,21 +80,21 @@ func checkSignedInfo(sig *etree.Element, owner *etree.Element) error {
 func verifySigned(el *etree.Element, certs []*x509.Certificate, now time.Time) (*etree.Element, error) {
 	sig := childNS(el, nsDSig, "Signature")
 	if sig == nil {
-		return nil, refuse(SignatureInvalid, "not signed")
+		return nil, refuse(reason.SAMLSignatureInvalid, "not signed")
 	}
 	if err := checkSignedInfo(sig, el); err != nil {
 		return nil, err
 	}
 	ctx, err := etreeutils.NSBuildParentContext(el)
 	if err != nil {
-		return nil, refuse(Malformed, "namespace context: %s", firstLine(err.Error()))
+		return nil, refuse(reason.SAMLMalformed, "namespace context: %s", firstLine(err.Error()))
 	}
 	if ctx, err = ctx.SubContext(el); err != nil {
-		return nil, refuse(Malformed, "namespace context: %s", firstLine(err.Error()))
+		return nil, refuse(reason.SAMLMalformed, "namespace context: %s", firstLine(err.Error()))
 	}
 	detached, err := etreeutils.NSDetatch(ctx, el)
 	if err != nil {
-		return nil, refuse(Malformed, "namespace context: %s", firstLine(err.Error()))
+		return nil, refuse(reason.SAMLMalformed, "namespace context: %s", firstLine(err.Error()))
 	}
 	if s := childNS(detached, nsDSig, "Signature"); s != nil {
 		for _, ki := range childrenNS(s, nsDSig, "KeyInfo") {
@@ -101,7 +102,7 @@ func verifySigned(el *etree.Element, certs []*x509.Certificate, now time.Time) (
 		}
 	}
 	if len(certs) == 0 {
-		return nil, refuse(SignatureInvalid, "the IdP metadata has no signing certificate")
+		return nil, refuse(reason.SAMLSignatureInvalid, "the IdP metadata has no signing certificate")
 	}
 	for _, cert := range certs {
 		vc := dsig.NewDefaultValidationContext(&dsig.MemoryX509CertificateStore{Roots: []*x509.Certificate{cert}})
@@ -112,7 +113,7 @@ func verifySigned(el *etree.Element, certs []*x509.Certificate, now time.Time) (
 			return out, nil
 		}
 	}
-	return nil, refuse(SignatureInvalid, "the signature does not verify with the IdP's certificates")
+	return nil, refuse(reason.SAMLSignatureInvalid, "the signature does not verify with the IdP's certificates")
 }
 
 // safeValidate turns a panic of the signature library on hostile input
@@ -120,7 +121,7 @@ func verifySigned(el *etree.Element, certs []*x509.Certificate, now time.Time) (
 func safeValidate(vc *dsig.ValidationContext, el *etree.Element) (out *etree.Element, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			out, err = nil, refuse(SignatureInvalid, "signature could not be processed")
+			out, err = nil, refuse(reason.SAMLSignatureInvalid, "signature could not be processed")
 		}
 	}()
 	return vc.Validate(el)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
-	"github.com/svc-dev/svc/samlgw"
+	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
@@ -82,15 +82,15 @@ func TestACSEncryptedAssertion(t *testing.T) {
 	}
 	// Without an SP key it cannot be read.
 	noKey := newFixture(t, withSAML(allowIDPInitiated))
-	if a := noKey.post(t, encryptedResponse(t, spKeyPair, testidp.Encryption{}), true); a.status != http.StatusBadRequest || a.code != string(samlgw.Malformed) {
-		t.Errorf("without an SP key: %d %q, want 400 %q", a.status, a.code, samlgw.Malformed)
+	if a := noKey.post(t, encryptedResponse(t, spKeyPair, testidp.Encryption{}), true); a.status != http.StatusBadRequest || a.code != string(reason.SAMLMalformed) {
+		t.Errorf("without an SP key: %d %q, want 400 %q", a.status, a.code, reason.SAMLMalformed)
 	}
 	// Encrypted for another SP's key: refused.
 	other, err := testidp.Generate(entityID, "unused")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := f.post(t, encryptedResponse(t, other, testidp.Encryption{}), true); a.status != http.StatusBadRequest || a.code != string(samlgw.DecryptionFailed) {
+	if a := f.post(t, encryptedResponse(t, other, testidp.Encryption{}), true); a.status != http.StatusBadRequest || a.code != string(reason.SAMLDecryptionFailed) {
 		t.Errorf("encrypted for another key: %d %q", a.status, a.code)
 	}
 }
@@ -111,8 +111,8 @@ func TestACSEncryptionAlgorithmsRefusedBeforeDecryption(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, body := rawPost(t, f, encryptedResponse(t, spKeyPair, tc.enc))
-			if status != http.StatusUnauthorized || !bytes.Contains(body, []byte(samlgw.AlgorithmNotAllowed)) || !bytes.Contains(body, []byte(tc.alg)) {
-				t.Fatalf("%d %s, want 401 %q naming %s", status, body, samlgw.AlgorithmNotAllowed, tc.alg)
+			if status != http.StatusUnauthorized || !bytes.Contains(body, []byte(reason.SAMLAlgorithmNotAllowed)) || !bytes.Contains(body, []byte(tc.alg)) {
+				t.Fatalf("%d %s, want 401 %q naming %s", status, body, reason.SAMLAlgorithmNotAllowed, tc.alg)
 			}
 			// The SP key was not used: a ciphertext no key opens gets
 			// the same answer, byte for byte.
@@ -127,7 +127,7 @@ func TestACSEncryptionAlgorithmsRefusedBeforeDecryption(t *testing.T) {
 	d := readDoc(t, encryptedResponse(t, spKeyPair, testidp.Encryption{}))
 	dm := d.FindElement("//EncryptedKey/EncryptionMethod/DigestMethod")
 	dm.CreateAttr("Algorithm", "http://www.w3.org/2001/04/xmldsig-more#md5")
-	if a := f.post(t, writeDoc(t, d), true); a.code != string(samlgw.AlgorithmNotAllowed) || !strings.Contains(a.message, "md5") {
+	if a := f.post(t, writeDoc(t, d), true); a.code != string(reason.SAMLAlgorithmNotAllowed) || !strings.Contains(a.message, "md5") {
 		t.Errorf("OAEP with MD5: %d %q %q", a.status, a.code, a.message)
 	}
 }
@@ -176,8 +176,8 @@ func TestACSDecryptionFailuresLookAlike(t *testing.T) {
 	var first []byte
 	for name, doc := range cases {
 		status, body := rawPost(t, f, doc)
-		if status != http.StatusBadRequest || !bytes.Contains(body, []byte(samlgw.DecryptionFailed)) {
-			t.Errorf("%s: %d %s, want 400 %s", name, status, body, samlgw.DecryptionFailed)
+		if status != http.StatusBadRequest || !bytes.Contains(body, []byte(reason.SAMLDecryptionFailed)) {
+			t.Errorf("%s: %d %s, want 400 %s", name, status, body, reason.SAMLDecryptionFailed)
 		}
 		if first == nil {
 			first = body

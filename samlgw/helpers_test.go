@@ -22,6 +22,7 @@ import (
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/issuer"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/samlgw"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
@@ -299,7 +300,7 @@ func (f *fixture) answering(t testing.TB) testidp.Response {
 // expects it refused.
 func (f *fixture) answeredOnce(t testing.TB, r testidp.Response) {
 	t.Helper()
-	if a := f.post(t, signed(t, r), true); a.status != http.StatusUnauthorized || a.code != string(samlgw.RequestUnknown) {
-		t.Fatalf("second answer to one request: %d %q, want 401 %q", a.status, a.code, samlgw.RequestUnknown)
+	if a := f.post(t, signed(t, r), true); a.status != http.StatusUnauthorized || a.code != string(reason.SAMLRequestUnknown) {
+		t.Fatalf("second answer to one request: %d %q, want 401 %q", a.status, a.code, reason.SAMLRequestUnknown)
 	}
 }

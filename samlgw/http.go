@@ -23,6 +23,7 @@ import (
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/internal/refusalpage"
+	"github.com/svc-dev/svc/reason"
 )
 
 // Paths below the prefix.
@@ -58,10 +59,10 @@ func (g *Gateway) Handler() http.Handler {
 		}
 		if methods, ok := allow[r.URL.Path]; ok {
 			w.Header().Set("Allow", methods)
-			writeRefusal(w, refuse(MethodNotAllowed, "%s takes %s", r.URL.Path, methods))
+			writeRefusal(w, refuse(reason.SAMLMethodNotAllowed, "%s takes %s", r.URL.Path, methods))
 			return
 		}
-		writeRefusal(w, refuse(NotFound, "no SAML endpoint here; the endpoints are %s/login, /acs, /metadata, /jwks.json and /logout", p))
+		writeRefusal(w, refuse(reason.SAMLNotFound, "no SAML endpoint here; the endpoints are %s/login, /acs, /metadata, /jwks.json and /logout", p))
 	})
 }
 
@@ -84,9 +85,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func writeRefusal(w http.ResponseWriter, err error) {
 	var e *Error
 	if !errors.As(err, &e) {
-		e = &Error{Code: Malformed, Msg: "request refused"}
+		e = &Error{Code: reason.SAMLMalformed, Msg: "request refused"}
 	}
-	writeJSON(w, e.Code.status(), refusal{Error: e.Code, Message: e.Msg})
+	writeJSON(w, status(e.Code), refusal{Error: e.Code, Message: e.Msg})
 }
 
 func (g *Gateway) serviceProvider() *saml.ServiceProvider {
@@ -132,28 +133,28 @@ func SPMetadata(s config.SAML) ([]byte, error) {
 func (g *Gateway) serveLogin(w http.ResponseWriter, r *http.Request) {
 	returnTo, ok := g.returnTo(r.URL.Query().Get("return_to"))
 	if !ok {
-		writeRefusal(w, refuse(BadReturnTo, "return_to must be a relative path on this site, such as /app"))
+		writeRefusal(w, refuse(reason.SAMLBadReturnTo, "return_to must be a relative path on this site, such as /app"))
 		return
 	}
 	idp := g.meta.current()
 	if idp == nil {
-		writeRefusal(w, refuse(IDPUnavailable, "the identity provider's metadata is not loaded yet"))
+		writeRefusal(w, refuse(reason.SAMLIDPUnavailable, "the identity provider's metadata is not loaded yet"))
 		return
 	}
 	if idp.SSOURL == "" {
-		writeRefusal(w, refuse(IDPUnavailable, "the identity provider's metadata names no HTTP-Redirect sign-on service"))
+		writeRefusal(w, refuse(reason.SAMLIDPUnavailable, "the identity provider's metadata names no HTTP-Redirect sign-on service"))
 		return
 	}
 	sp := g.serviceProvider()
 	req, err := sp.MakeAuthenticationRequest(idp.SSOURL, saml.HTTPRedirectBinding, saml.HTTPPostBinding)
 	if err != nil {
 		g.log.Error("AuthnRequest could not be built", "err", err)
-		writeJSON(w, http.StatusInternalServerError, refusal{Error: Internal, Message: "the sign-on request could not be built"})
+		writeJSON(w, http.StatusInternalServerError, refusal{Error: reason.SAMLInternal, Message: "the sign-on request could not be built"})
 		return
 	}
 	if req.ID, err = g.v.requests.mint(r.Context()); err != nil {
 		g.log.Error("request id could not be minted", "err", err)
-		writeRefusal(w, &Error{Code: StoreUnavailable, Msg: "request key unavailable", Err: err})
+		writeRefusal(w, &Error{Code: reason.SAMLStoreUnavailable, Msg: "request key unavailable", Err: err})
 		return
 	}
 	// crewjam/saml appends RelayState to the query as given: escaped here,
@@ -162,7 +163,7 @@ func (g *Gateway) serveLogin(w http.ResponseWriter, r *http.Request) {
 	to, err := req.Redirect(url.QueryEscape(returnTo), sp)
 	if err != nil {
 		g.log.Error("AuthnRequest could not be encoded", "err", err)
-		writeJSON(w, http.StatusInternalServerError, refusal{Error: Internal, Message: "the sign-on request could not be built"})
+		writeJSON(w, http.StatusInternalServerError, refusal{Error: reason.SAMLInternal, Message: "the sign-on request could not be built"})
 		return
 	}
 	g.bindRequest(w, r, req.ID)
@@ -183,7 +184,7 @@ func (g *Gateway) serveACS(w http.ResponseWriter, r *http.Request) {
 	id, token, exp, err := g.consume(w, r)
 	g.record(r.Context(), start, id, err)
 	if err != nil {
-		if CodeOf(err) == Busy {
+		if CodeOf(err) == reason.SAMLBusy {
 			w.Header().Set("Retry-After", retryAfterHeader)
 		}
 		writeRefusal(w, err)
@@ -207,7 +208,7 @@ func (g *Gateway) serveACS(w http.ResponseWriter, r *http.Request) {
 
 func (g *Gateway) consume(w http.ResponseWriter, r *http.Request) (*Identity, string, time.Time, error) {
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/x-www-form-urlencoded" {
-		return nil, "", time.Time{}, refuse(Malformed, "the ACS takes a form post (application/x-www-form-urlencoded) with a SAMLResponse field")
+		return nil, "", time.Time{}, refuse(reason.SAMLMalformed, "the ACS takes a form post (application/x-www-form-urlencoded) with a SAMLResponse field")
 	}
 	// Refused before its body is read when a bound refuses it: a flood's
 	// excess costs no reading, decoding or parsing.
@@ -219,21 +220,21 @@ func (g *Gateway) consume(w http.ResponseWriter, r *http.Request) (*Identity, st
 	if err := r.ParseForm(); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, "", time.Time{}, refuse(TooLarge, "the request body is over %d bytes", MaxBodyBytes)
+			return nil, "", time.Time{}, refuse(reason.SAMLTooLarge, "the request body is over %d bytes", MaxBodyBytes)
 		}
-		return nil, "", time.Time{}, refuse(Malformed, "the form cannot be read")
+		return nil, "", time.Time{}, refuse(reason.SAMLMalformed, "the form cannot be read")
 	}
 	raw := r.PostForm.Get("SAMLResponse")
 	if raw == "" {
-		return nil, "", time.Time{}, refuse(Malformed, "no SAMLResponse field")
+		return nil, "", time.Time{}, refuse(reason.SAMLMalformed, "no SAMLResponse field")
 	}
 	data, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(raw), ""))
 	if err != nil {
-		return nil, "", time.Time{}, refuse(Malformed, "SAMLResponse is not base64")
+		return nil, "", time.Time{}, refuse(reason.SAMLMalformed, "SAMLResponse is not base64")
 	}
 	idp := g.meta.current()
 	if idp == nil {
-		return nil, "", time.Time{}, refuse(IDPUnavailable, "the identity provider's metadata is not loaded yet")
+		return nil, "", time.Time{}, refuse(reason.SAMLIDPUnavailable, "the identity provider's metadata is not loaded yet")
 	}
 	// The work a response costs is bounded in its shape (scanTokens),
 	// in time and in how many run at once: the checks share the CPU.
@@ -253,7 +254,7 @@ func (g *Gateway) consume(w http.ResponseWriter, r *http.Request) (*Identity, st
 	}
 	token, exp, err := g.issuer.Issue(g.claims(id))
 	if err != nil {
-		return id, "", time.Time{}, &Error{Code: Internal, Msg: "the token could not be issued", Err: err}
+		return id, "", time.Time{}, &Error{Code: reason.SAMLInternal, Msg: "the token could not be issued", Err: err}
 	}
 	return id, token, exp, nil
 }
@@ -292,14 +293,14 @@ func (g *Gateway) record(ctx context.Context, start time.Time, id *Identity, err
 		}
 	}
 	g.count(ctx, code)
-	if code == Busy {
+	if code == reason.SAMLBusy {
 		g.countBusy(ctx, err)
 	}
 	decisionID := policy.NewDecisionID()
 	rec := audit.Record{
 		Time: start.UTC(), DecisionID: decisionID, Action: "saml:acs",
 		Resource: audit.Resource{Type: "saml"}, Allow: err == nil, DenyReasons: []string{},
-		Reason: "saml-accepted", LatencyUS: g.now().Sub(start).Microseconds(), Source: "saml",
+		Reason: string(reason.SAMLAccepted), LatencyUS: g.now().Sub(start).Microseconds(), Source: "saml",
 	}
 	if id != nil {
 		rec.Tenant, rec.UserID = id.Tenant, id.NameID
@@ -308,7 +309,7 @@ func (g *Gateway) record(ctx context.Context, start time.Time, id *Identity, err
 		rec.Reason = string(code)
 		rec.DenyReasons = []string{string(code)}
 		lvl := g.log.Warn
-		if code == StoreUnavailable || code == Internal {
+		if code == reason.SAMLStoreUnavailable || code == reason.SAMLInternal {
 			lvl = g.log.Error
 		}
 		args := []any{"reason", string(code), "message", msg, "decision_id", decisionID}
@@ -317,7 +318,7 @@ func (g *Gateway) record(ctx context.Context, start time.Time, id *Identity, err
 		}
 		// A flood's saml-busy answers would be a line each: one a while,
 		// with how many were not logged.
-		if code != Busy {
+		if code != reason.SAMLBusy {
 			lvl("SAML response refused", args...)
 		} else if n, ok := g.acs.logTurn(start); ok {
 			lvl("SAML response refused", append(args, "busy_not_logged", n)...)
@@ -369,7 +370,7 @@ func (g *Gateway) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	out, err := g.Metadata()
 	if err != nil {
 		g.log.Error("SP metadata could not be rendered", "err", err)
-		writeJSON(w, http.StatusInternalServerError, refusal{Error: Internal, Message: "metadata could not be rendered"})
+		writeJSON(w, http.StatusInternalServerError, refusal{Error: reason.SAMLInternal, Message: "metadata could not be rendered"})
 		return
 	}
 	if refusalpage.PrefersHTML(r.Header.Get("Accept")) {
@@ -385,7 +386,7 @@ func (g *Gateway) serveMetadata(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) serveJWKS(w http.ResponseWriter, _ *http.Request) {
 	out, err := g.issuer.JWKS()
 	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, refusal{Error: Internal, Message: "keys could not be rendered"})
+		writeJSON(w, http.StatusInternalServerError, refusal{Error: reason.SAMLInternal, Message: "keys could not be rendered"})
 		return
 	}
 	w.Header().Set("Content-Type", "application/jwk-set+json")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
@@ -104,14 +105,14 @@ func FuzzACS(f *testing.F) {
 			return
 		}
 		var e *Error
-		if !errors.As(err, &e) || e.Code == "" || e.Code.status() >= 500 {
+		if !errors.As(err, &e) || e.Code == "" || status(e.Code) >= 500 {
 			t.Fatalf("refusal without a client code: %v", err)
 		}
 	})
 }
 
 func TestParseResponseSeeds(t *testing.T) {
-	tests := map[string]Code{"dtd.xml": DTDForbidden, "two-responses.xml": Malformed, "no-assertion.xml": Malformed, "failed-status.xml": StatusFailure}
+	tests := map[string]Code{"dtd.xml": reason.SAMLDTDForbidden, "two-responses.xml": reason.SAMLMalformed, "no-assertion.xml": reason.SAMLMalformed, "failed-status.xml": reason.SAMLStatusFailure}
 	for name, want := range tests {
 		t.Run(name, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join("testdata", name))

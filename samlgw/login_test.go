@@ -11,6 +11,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit/redistest"
+	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/samlgw"
 )
 
@@ -44,8 +45,8 @@ func TestLoginFloodDoesNotStopSignOn(t *testing.T) {
 	if a := f.post(t, doc, true); a.status != http.StatusOK {
 		t.Fatalf("sign-on after the flood: %d %q %s, want 200", a.status, a.code, a.message)
 	}
-	if a := f.post(t, doc, true); a.status != http.StatusUnauthorized || a.code != string(samlgw.Replayed) {
-		t.Fatalf("replay after the flood: %d %q, want 401 %q", a.status, a.code, samlgw.Replayed)
+	if a := f.post(t, doc, true); a.status != http.StatusUnauthorized || a.code != string(reason.SAMLReplayed) {
+		t.Fatalf("replay after the flood: %d %q, want 401 %q", a.status, a.code, reason.SAMLReplayed)
 	}
 	f.answeredOnce(t, r)
 }

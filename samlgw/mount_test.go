@@ -12,6 +12,7 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/samlgw"
 )
 
@@ -62,7 +63,7 @@ func TestStartAndMount(t *testing.T) {
 	if code, body := get("/sso/jwks.json"); code != 200 || !strings.Contains(body, e.Issuer().KeyID()) {
 		t.Errorf("jwks: %d %s, want the engine issuer's key %s", code, body, e.Issuer().KeyID())
 	}
-	if code, body := get("/sso/nope"); code != 404 || !strings.Contains(body, string(samlgw.NotFound)) {
+	if code, body := get("/sso/nope"); code != 404 || !strings.Contains(body, string(reason.SAMLNotFound)) {
 		t.Errorf("unknown endpoint: %d %s", code, body)
 	}
 	if code, body := get("/app"); code != 200 || body != "app" {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/refusalpage"
+	"github.com/svc-dev/svc/reason"
 )
 
 // answerWriter carries the request to the refusals written on it, so that
@@ -85,8 +86,8 @@ func (g *Gateway) defaultReturnTo() string {
 // configuration (signature, issuer, audience) nor of the user (tenant).
 func signInHelps(c Code) bool {
 	switch c {
-	case Expired, NotYetValid, RequestUnknown, Replayed, Unsolicited, StatusFailure,
-		NotFound, MethodNotAllowed, BadReturnTo, IDPUnavailable, StoreUnavailable, Internal:
+	case reason.SAMLExpired, reason.SAMLNotYetValid, reason.SAMLRequestUnknown, reason.SAMLReplayed, reason.SAMLUnsolicited, reason.SAMLStatusFailure,
+		reason.SAMLNotFound, reason.SAMLMethodNotAllowed, reason.SAMLBadReturnTo, reason.SAMLIDPUnavailable, reason.SAMLStoreUnavailable, reason.SAMLInternal:
 		return true
 	}
 	return false
@@ -95,31 +96,31 @@ func signInHelps(c Code) bool {
 // refusalMessage says what happened, in one sentence for a person.
 func refusalMessage(c Code) string {
 	switch c {
-	case Expired:
+	case reason.SAMLExpired:
 		return "This sign-in took too long and has expired."
-	case NotYetValid:
+	case reason.SAMLNotYetValid:
 		return "This sign-in is not valid yet; the clocks may disagree."
-	case RequestUnknown:
+	case reason.SAMLRequestUnknown:
 		return "This sign-in was not started here, has expired or was already used."
-	case Replayed:
+	case reason.SAMLReplayed:
 		return "This sign-in was already used."
-	case Unsolicited:
+	case reason.SAMLUnsolicited:
 		return "This site accepts only sign-ins it started."
-	case StatusFailure:
+	case reason.SAMLStatusFailure:
 		return "The identity provider did not sign you in."
-	case TenantMissing:
+	case reason.SAMLTenantMissing:
 		return "Your account names no organization for this site."
-	case NotFound:
+	case reason.SAMLNotFound:
 		return "There is no sign-in page at this address."
-	case MethodNotAllowed:
+	case reason.SAMLMethodNotAllowed:
 		return "This sign-in address is not meant to be opened directly."
-	case BadReturnTo:
+	case reason.SAMLBadReturnTo:
 		return "The page to return to after sign-in is not on this site."
-	case IDPUnavailable:
+	case reason.SAMLIDPUnavailable:
 		return "The identity provider cannot be reached right now; try again shortly."
-	case StoreUnavailable, Internal:
+	case reason.SAMLStoreUnavailable, reason.SAMLInternal:
 		return "Sign-in failed on our side; try again shortly."
-	case TooLarge:
+	case reason.SAMLTooLarge:
 		return "The sign-in response is too large."
 	}
 	return "The identity provider's answer could not be accepted."

@@ -5,6 +5,7 @@ import (
 	"context"
 
 	"github.com/beevik/etree"
+	"github.com/svc-dev/svc/reason"
 )
 
 // XML namespaces of the elements the gateway reads.
@@ -42,14 +43,14 @@ func ParseResponse(ctx context.Context, data []byte) (*document, error) {
 	doc := etree.NewDocument()
 	doc.ReadSettings.Permissive = false
 	if err := doc.ReadFromBytes(data); err != nil {
-		return nil, refuse(Malformed, "not well-formed XML")
+		return nil, refuse(reason.SAMLMalformed, "not well-formed XML")
 	}
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
 	root := doc.Root()
 	if root == nil || root.Tag != "Response" || root.NamespaceURI() != nsProtocol {
-		return nil, refuse(Malformed, "root element is not a SAML 2.0 protocol Response")
+		return nil, refuse(reason.SAMLMalformed, "root element is not a SAML 2.0 protocol Response")
 	}
 	d := &document{doc: doc, response: root}
 
@@ -67,7 +68,7 @@ func ParseResponse(ctx context.Context, data []byte) (*document, error) {
 		}
 		if a := el.SelectAttr("ID"); a != nil && a.Space == "" {
 			if ids[a.Value] {
-				walkErr = refuse(Malformed, "duplicate ID attribute")
+				walkErr = refuse(reason.SAMLMalformed, "duplicate ID attribute")
 				return false
 			}
 			ids[a.Value] = true
@@ -78,17 +79,17 @@ func ParseResponse(ctx context.Context, data []byte) (*document, error) {
 		return nil, walkErr
 	}
 	if responses != 1 {
-		return nil, refuse(Malformed, "the document holds %d Response elements", responses)
+		return nil, refuse(reason.SAMLMalformed, "the document holds %d Response elements", responses)
 	}
 	if assertions > 1 {
-		return nil, refuse(MultipleAssertions, "the response holds %d assertions; exactly one is accepted", assertions)
+		return nil, refuse(reason.SAMLMultipleAssertions, "the response holds %d assertions; exactly one is accepted", assertions)
 	}
 	if assertions == 0 {
 		// A failed login carries no assertion: say why it failed.
 		if c := statusCode(root); c != "" && c != statusSuccess {
-			return nil, refuse(StatusFailure, "the identity provider answered %s", c)
+			return nil, refuse(reason.SAMLStatusFailure, "the identity provider answered %s", c)
 		}
-		return nil, refuse(Malformed, "the response holds no assertion")
+		return nil, refuse(reason.SAMLMalformed, "the response holds no assertion")
 	}
 	var placed int
 	for _, c := range root.ChildElements() {
@@ -99,24 +100,24 @@ func ParseResponse(ctx context.Context, data []byte) (*document, error) {
 			d.encrypted = c
 		case ns == nsDSig && c.Tag == "Signature":
 			if d.respSig != nil {
-				return nil, refuse(Malformed, "the Response carries more than one Signature")
+				return nil, refuse(reason.SAMLMalformed, "the Response carries more than one Signature")
 			}
 			d.respSig = c
 			placed++
 		}
 	}
 	if d.assertion == nil && d.encrypted == nil {
-		return nil, refuse(Malformed, "the assertion is not a direct child of the Response")
+		return nil, refuse(reason.SAMLMalformed, "the assertion is not a direct child of the Response")
 	}
 	if d.assertion != nil {
 		n := len(childrenNS(d.assertion, nsDSig, "Signature"))
 		if n > 1 {
-			return nil, refuse(Malformed, "the Assertion carries more than one Signature")
+			return nil, refuse(reason.SAMLMalformed, "the Assertion carries more than one Signature")
 		}
 		placed += n
 	}
 	if d.encrypted == nil && signatures != placed {
-		return nil, refuse(Malformed, "an XML signature is out of place")
+		return nil, refuse(reason.SAMLMalformed, "an XML signature is out of place")
 	}
 	return d, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/beevik/etree"
 	xrv "github.com/mattermost/xml-roundtrip-validator"
+	"github.com/svc-dev/svc/reason"
 )
 
 // limits bound the shape of a document before any tree is built: what
@@ -66,18 +67,18 @@ func scanTokens(ctx context.Context, data []byte, lim limits) error {
 		if errors.Is(err, io.EOF) {
 			switch {
 			case !seenRoot:
-				return refuse(Malformed, "empty document")
+				return refuse(reason.SAMLMalformed, "empty document")
 			case len(open) > 0:
-				return refuse(Malformed, "not well-formed XML: the document ends inside an element")
+				return refuse(reason.SAMLMalformed, "not well-formed XML: the document ends inside an element")
 			}
 			return nil
 		}
 		if err != nil {
-			return refuse(Malformed, "not well-formed XML: %s", firstLine(err.Error()))
+			return refuse(reason.SAMLMalformed, "not well-formed XML: %s", firstLine(err.Error()))
 		}
 		tokens++
 		if lim.Tokens > 0 && tokens > lim.Tokens {
-			return refuse(TooComplex, "the document holds over %d XML tokens", lim.Tokens)
+			return refuse(reason.SAMLTooComplex, "the document holds over %d XML tokens", lim.Tokens)
 		}
 		if tokens%ctxCheckEvery == 0 {
 			if err := ctxErr(ctx); err != nil {
@@ -86,21 +87,21 @@ func scanTokens(ctx context.Context, data []byte, lim limits) error {
 		}
 		switch t := tok.(type) {
 		case xml.Directive:
-			return refuse(DTDForbidden, "a DOCTYPE or other directive is not accepted")
+			return refuse(reason.SAMLDTDForbidden, "a DOCTYPE or other directive is not accepted")
 		case xml.StartElement:
 			if seenRoot && len(open) == 0 {
-				return refuse(Malformed, "not well-formed XML: more than one root element")
+				return refuse(reason.SAMLMalformed, "not well-formed XML: more than one root element")
 			}
 			seenRoot = true
 			elements++
 			if lim.Depth > 0 && len(open) >= lim.Depth {
-				return refuse(TooComplex, "elements nest over %d deep", lim.Depth)
+				return refuse(reason.SAMLTooComplex, "elements nest over %d deep", lim.Depth)
 			}
 			if lim.Elements > 0 && elements > lim.Elements {
-				return refuse(TooComplex, "the document holds over %d elements", lim.Elements)
+				return refuse(reason.SAMLTooComplex, "the document holds over %d elements", lim.Elements)
 			}
 			if lim.Attrs > 0 && len(t.Attr) > lim.Attrs {
-				return refuse(TooComplex, "an element carries over %d attributes", lim.Attrs)
+				return refuse(reason.SAMLTooComplex, "an element carries over %d attributes", lim.Attrs)
 			}
 			n := 0
 			if len(scope) > 0 {
@@ -112,13 +113,13 @@ func scanTokens(ctx context.Context, data []byte, lim limits) error {
 				}
 			}
 			if lim.NSScope > 0 && n > lim.NSScope {
-				return refuse(TooComplex, "over %d namespace declarations are in scope", lim.NSScope)
+				return refuse(reason.SAMLTooComplex, "over %d namespace declarations are in scope", lim.NSScope)
 			}
 			// After the bounds: the check's cost grows with the cube of
 			// the prefixed attributes of an element.
 			if lim.RoundTrip {
 				if err := xrv.CheckToken(t); err != nil {
-					return refuse(Malformed, "XML does not round-trip: %s", firstLine(err.Error()))
+					return refuse(reason.SAMLMalformed, "XML does not round-trip: %s", firstLine(err.Error()))
 				}
 			}
 			open = append(open, t.Name)
@@ -129,7 +130,7 @@ func scanTokens(ctx context.Context, data []byte, lim limits) error {
 			// name as written (so the end tag needs no round-trip check
 			// of its own).
 			if len(open) == 0 || open[len(open)-1] != t.Name {
-				return refuse(Malformed, "not well-formed XML: an end tag does not match its start tag")
+				return refuse(reason.SAMLMalformed, "not well-formed XML: an end tag does not match its start tag")
 			}
 			open = open[:len(open)-1]
 			scope = scope[:len(scope)-1]
@@ -137,15 +138,15 @@ func scanTokens(ctx context.Context, data []byte, lim limits) error {
 			// XML forbids "--" in a comment and a final "-"; without
 			// them a comment survives any round trip as written.
 			if bytes.Contains(t, []byte("--")) || bytes.HasSuffix(t, []byte("-")) {
-				return refuse(Malformed, "not well-formed XML: a comment holds \"--\" or ends with \"-\"")
+				return refuse(reason.SAMLMalformed, "not well-formed XML: a comment holds \"--\" or ends with \"-\"")
 			}
 		case xml.ProcInst:
 			if t.Target != "xml" {
-				return refuse(Malformed, "processing instructions are not accepted")
+				return refuse(reason.SAMLMalformed, "processing instructions are not accepted")
 			}
 			if lim.RoundTrip {
 				if err := xrv.CheckToken(t); err != nil {
-					return refuse(Malformed, "XML does not round-trip: %s", firstLine(err.Error()))
+					return refuse(reason.SAMLMalformed, "XML does not round-trip: %s", firstLine(err.Error()))
 				}
 			}
 		}
@@ -163,9 +164,9 @@ func ctxErr(ctx context.Context) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, context.DeadlineExceeded):
-		return &Error{Code: Busy, Msg: "the response could not be validated in time; try again", Err: err}
+		return &Error{Code: reason.SAMLBusy, Msg: "the response could not be validated in time; try again", Err: err}
 	default:
-		return &Error{Code: Busy, Msg: "the request ended before its response was validated", Err: err}
+		return &Error{Code: reason.SAMLBusy, Msg: "the request ended before its response was validated", Err: err}
 	}
 }
 

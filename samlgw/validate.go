@@ -15,6 +15,7 @@ import (
 	"github.com/russellhaering/goxmldsig/etreeutils"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/reason"
 )
 
 // IDP is what the gateway trusts of the identity provider, from its
@@ -97,7 +98,7 @@ func (v *validator) validate(ctx context.Context, data []byte, idp *IDP) (*Ident
 		}
 	}
 	if assertionEl == nil {
-		return nil, refuse(Malformed, "the response holds no assertion")
+		return nil, refuse(reason.SAMLMalformed, "the response holds no assertion")
 	}
 	if !v.skipSignature {
 		if childNS(assertionEl, nsDSig, "Signature") != nil {
@@ -108,13 +109,13 @@ func (v *validator) validate(ctx context.Context, data []byte, idp *IDP) (*Ident
 				return nil, err
 			}
 		} else if d.respSig == nil {
-			return nil, refuse(SignatureInvalid, "neither the Response nor the Assertion is signed")
+			return nil, refuse(reason.SAMLSignatureInvalid, "neither the Response nor the Assertion is signed")
 		}
 	}
 
 	var a saml.Assertion
 	if err := unmarshalElement(assertionEl, &a); err != nil {
-		return nil, refuse(Malformed, "assertion: %s", firstLine(err.Error()))
+		return nil, refuse(reason.SAMLMalformed, "assertion: %s", firstLine(err.Error()))
 	}
 	id, err := v.check(respEl, d.respSig != nil, &a, idp, now)
 	if err != nil {
@@ -134,10 +135,10 @@ func (v *validator) validate(ctx context.Context, data []byte, idp *IDP) (*Ident
 			if e := ctxErr(ctx); e != nil {
 				return nil, e
 			}
-			return nil, &Error{Code: StoreUnavailable, Msg: "request key unavailable", Err: err}
+			return nil, &Error{Code: reason.SAMLStoreUnavailable, Msg: "request key unavailable", Err: err}
 		}
 		if !ok {
-			return nil, refuse(RequestUnknown, "InResponseTo names no request of this service provider, or one over %s old", RequestTTL)
+			return nil, refuse(reason.SAMLRequestUnknown, "InResponseTo names no request of this service provider, or one over %s old", RequestTTL)
 		}
 		reqExp = exp
 	}
@@ -152,7 +153,7 @@ func (v *validator) validate(ctx context.Context, data []byte, idp *IDP) (*Ident
 		return nil, storeErr(ctx, err)
 	}
 	if !fresh {
-		return nil, refuse(Replayed, "assertion already used")
+		return nil, refuse(reason.SAMLReplayed, "assertion already used")
 	}
 	if id.InResponseTo != "" {
 		fresh, err := v.store.Add(ctx, keyRequest+id.InResponseTo, max(reqExp.Add(v.skew).Sub(now), time.Second))
@@ -160,7 +161,7 @@ func (v *validator) validate(ctx context.Context, data []byte, idp *IDP) (*Ident
 			return nil, storeErr(ctx, err)
 		}
 		if !fresh {
-			return nil, refuse(RequestUnknown, "the request InResponseTo names was already answered")
+			return nil, refuse(reason.SAMLRequestUnknown, "the request InResponseTo names was already answered")
 		}
 	}
 	return id, nil
@@ -172,53 +173,53 @@ func storeErr(ctx context.Context, err error) error {
 	if e := ctxErr(ctx); e != nil {
 		return e
 	}
-	return &Error{Code: StoreUnavailable, Msg: "replay cache unavailable", Err: err}
+	return &Error{Code: reason.SAMLStoreUnavailable, Msg: "replay cache unavailable", Err: err}
 }
 
 // check applies issuer, status, destination, audience, recipient, time
 // and request rules.
 func (v *validator) check(resp *etree.Element, respSigned bool, a *saml.Assertion, idp *IDP, now time.Time) (*Identity, error) {
 	if c := statusCode(resp); c != statusSuccess {
-		return nil, refuse(StatusFailure, "the identity provider answered %s", clip(c))
+		return nil, refuse(reason.SAMLStatusFailure, "the identity provider answered %s", clip(c))
 	}
 	if iss := childNS(resp, nsAssertion, "Issuer"); iss != nil && strings.TrimSpace(iss.Text()) != idp.EntityID {
-		return nil, refuse(UntrustedIssuer, "the response Issuer is not the identity provider %s", idp.EntityID)
+		return nil, refuse(reason.SAMLUntrustedIssuer, "the response Issuer is not the identity provider %s", idp.EntityID)
 	}
 	if strings.TrimSpace(a.Issuer.Value) != idp.EntityID {
-		return nil, refuse(UntrustedIssuer, "the assertion Issuer is not the identity provider %s", idp.EntityID)
+		return nil, refuse(reason.SAMLUntrustedIssuer, "the assertion Issuer is not the identity provider %s", idp.EntityID)
 	}
 	if dst := resp.SelectAttrValue("Destination", ""); dst != v.acsURL && (dst != "" || respSigned) {
-		return nil, refuse(RecipientMismatch, "Destination is not %s", v.acsURL)
+		return nil, refuse(reason.SAMLRecipientMismatch, "Destination is not %s", v.acsURL)
 	}
 	if a.ID == "" {
-		return nil, refuse(Malformed, "assertion without an ID")
+		return nil, refuse(reason.SAMLMalformed, "assertion without an ID")
 	}
 	if a.Subject == nil || a.Subject.NameID == nil || strings.TrimSpace(a.Subject.NameID.Value) == "" {
-		return nil, refuse(Malformed, "assertion without a Subject NameID")
+		return nil, refuse(reason.SAMLMalformed, "assertion without a Subject NameID")
 	}
 	if !a.IssueInstant.IsZero() && a.IssueInstant.After(now.Add(v.skew)) {
-		return nil, refuse(NotYetValid, "assertion issued in the future")
+		return nil, refuse(reason.SAMLNotYetValid, "assertion issued in the future")
 	}
 	id := &Identity{AssertionID: a.ID, NameID: strings.TrimSpace(a.Subject.NameID.Value)}
 
 	// Conditions: required, with the audience and the validity window.
 	c := a.Conditions
 	if c == nil {
-		return nil, refuse(AudienceMismatch, "assertion without Conditions (no audience restriction)")
+		return nil, refuse(reason.SAMLAudienceMismatch, "assertion without Conditions (no audience restriction)")
 	}
 	if !c.NotBefore.IsZero() && c.NotBefore.After(now.Add(v.skew)) {
-		return nil, refuse(NotYetValid, "Conditions NotBefore is in the future")
+		return nil, refuse(reason.SAMLNotYetValid, "Conditions NotBefore is in the future")
 	}
 	if !c.NotOnOrAfter.IsZero() && !now.Before(c.NotOnOrAfter.Add(v.skew)) {
-		return nil, refuse(Expired, "Conditions NotOnOrAfter has passed")
+		return nil, refuse(reason.SAMLExpired, "Conditions NotOnOrAfter has passed")
 	}
 	if len(c.AudienceRestrictions) == 0 {
-		return nil, refuse(AudienceMismatch, "no AudienceRestriction")
+		return nil, refuse(reason.SAMLAudienceMismatch, "no AudienceRestriction")
 	}
 	for _, ar := range c.AudienceRestrictions {
 		// Every restriction must admit us (SAML core 2.5.1.4).
 		if strings.TrimSpace(ar.Audience.Value) != v.entityID {
-			return nil, refuse(AudienceMismatch, "the audience is not %s", v.entityID)
+			return nil, refuse(reason.SAMLAudienceMismatch, "the audience is not %s", v.entityID)
 		}
 	}
 
@@ -232,19 +233,19 @@ func (v *validator) check(resp *etree.Element, respSigned bool, a *saml.Assertio
 		}
 	}
 	if scd == nil {
-		return nil, refuse(Malformed, "no bearer SubjectConfirmation")
+		return nil, refuse(reason.SAMLMalformed, "no bearer SubjectConfirmation")
 	}
 	if scd.Recipient != v.acsURL {
-		return nil, refuse(RecipientMismatch, "the bearer Recipient is not %s", v.acsURL)
+		return nil, refuse(reason.SAMLRecipientMismatch, "the bearer Recipient is not %s", v.acsURL)
 	}
 	if scd.NotOnOrAfter.IsZero() {
-		return nil, refuse(Malformed, "SubjectConfirmationData without NotOnOrAfter")
+		return nil, refuse(reason.SAMLMalformed, "SubjectConfirmationData without NotOnOrAfter")
 	}
 	if !now.Before(scd.NotOnOrAfter.Add(v.skew)) {
-		return nil, refuse(Expired, "SubjectConfirmationData NotOnOrAfter has passed")
+		return nil, refuse(reason.SAMLExpired, "SubjectConfirmationData NotOnOrAfter has passed")
 	}
 	if !scd.NotBefore.IsZero() && scd.NotBefore.After(now.Add(v.skew)) {
-		return nil, refuse(NotYetValid, "SubjectConfirmationData NotBefore is in the future")
+		return nil, refuse(reason.SAMLNotYetValid, "SubjectConfirmationData NotBefore is in the future")
 	}
 	id.NotOnOrAfter = scd.NotOnOrAfter
 	if !c.NotOnOrAfter.IsZero() && c.NotOnOrAfter.After(id.NotOnOrAfter) {
@@ -262,13 +263,13 @@ func (v *validator) check(resp *etree.Element, respSigned bool, a *saml.Assertio
 	}
 	irt := scd.InResponseTo
 	if respIRT != "" && irt != "" && respIRT != irt {
-		return nil, refuse(RequestUnknown, "the Response and the assertion answer different requests")
+		return nil, refuse(reason.SAMLRequestUnknown, "the Response and the assertion answer different requests")
 	}
 	if irt == "" {
 		irt = respIRT
 	}
 	if irt == "" && !v.allowIDPInitiated {
-		return nil, refuse(Unsolicited, "unsolicited response (no InResponseTo) and allow_idp_initiated is false")
+		return nil, refuse(reason.SAMLUnsolicited, "unsolicited response (no InResponseTo) and allow_idp_initiated is false")
 	}
 	id.InResponseTo = irt
 	return id, nil
@@ -325,7 +326,7 @@ func (v *validator) mapAttributes(a *saml.Assertion, id *Identity) error {
 	slices.Sort(tenants)
 	tenants = slices.Compact(tenants)
 	if len(tenants) != 1 {
-		return refuse(TenantMissing, "the assertion must carry exactly one %q attribute value, got %d", v.mapping.Tenant, len(tenants))
+		return refuse(reason.SAMLTenantMissing, "the assertion must carry exactly one %q attribute value, got %d", v.mapping.Tenant, len(tenants))
 	}
 	id.Tenant = tenants[0]
 	if id.Email == "" && a.Subject.NameID.Format == string(saml.EmailAddressNameIDFormat) {

@@ -61,16 +61,6 @@ func (s *Server) registerAdmin(mux *http.ServeMux) {
 // Status is the body of GET /v1/status (package wire).
 type Status = wire.Status
 
-// CodeSAMLSignatureCheckDisabled marks a status degraded while the SAML
-// gateway does not verify signatures (SVC_ENV=development in a local
-// trial), so that a sidecar left that way never reads healthy.
-const CodeSAMLSignatureCheckDisabled reason.Code = "saml-signature-check-disabled"
-
-// CodeAPIKeysFileRefused marks a status degraded while the latest change
-// of api_keys.file is refused: the previous keys stay in force, so a key
-// revoked in the file still works until the file is fixed.
-const CodeAPIKeysFileRefused reason.Code = "api-keys-file-refused"
-
 func (s *Server) status() Status {
 	es := s.deps.Engine.Status()
 	ready, why := s.readiness()
@@ -122,14 +112,14 @@ func (s *Server) status() Status {
 		st.PolicyCreatedAt = &created
 		maxAge := s.deps.Engine.Config().Policy.BundleMaxAge.Duration
 		if maxAge > 0 && time.Since(created) > maxAge && st.Status == StatusHealthy {
-			st.Status, st.Reason = StatusDegraded, string(CodeBundleStale)
+			st.Status, st.Reason = StatusDegraded, string(reason.PolicyBundleStale)
 		}
 	}
 	st.PolicyState = s.policyState()
 	if ref := s.handoverRefusal(); ref != nil {
 		st.PolicyHandoverRefused = ref
 		if st.Status == StatusHealthy {
-			st.Status, st.Reason = StatusDegraded, string(CodeHandoverRefused)
+			st.Status, st.Reason = StatusDegraded, string(reason.PolicyHandoverRefused)
 		}
 	}
 	if s.oidc != nil {
@@ -144,13 +134,13 @@ func (s *Server) status() Status {
 			st.CacheValid = true
 		}
 		if (!ss.IDPMetadata.Loaded || ss.IDPMetadata.Stale) && st.Status == StatusHealthy {
-			st.Status, st.Reason = StatusDegraded, "saml-idp-metadata-unavailable"
+			st.Status, st.Reason = StatusDegraded, string(reason.SAMLIDPMetadataUnavailable)
 		}
 		if ss.SignatureCheckDisabled && st.Status != StatusUnavailable {
 			// Ahead of every other degradation: while it lasts, whoever
 			// reaches the sign-in listener signs in as anyone, and a
 			// monitor that reads only the reason must see that first.
-			st.Status, st.Reason = StatusDegraded, string(CodeSAMLSignatureCheckDisabled)
+			st.Status, st.Reason = StatusDegraded, string(reason.SAMLSignatureCheckDisabled)
 		}
 	}
 	switch {
@@ -180,7 +170,7 @@ func (s *Server) status() Status {
 		if k.LastError != "" && st.Status == StatusHealthy {
 			// The file on disk is not the keys in force: a key revoked
 			// there still works until the file is fixed.
-			st.Status, st.Reason = StatusDegraded, string(CodeAPIKeysFileRefused)
+			st.Status, st.Reason = StatusDegraded, string(reason.APIKeysFileRefused)
 		}
 	}
 	if d := es.DecisionLog; d != nil {
@@ -193,7 +183,7 @@ func (s *Server) status() Status {
 		case st.Status != StatusHealthy:
 		case d.Dropped > 0:
 			// Records are lost: whoever relies on the log must know.
-			st.Status, st.Reason = StatusDegraded, string(CodeDecisionLogDropped)
+			st.Status, st.Reason = StatusDegraded, string(reason.DecisionLogDropped)
 		case !d.Connected && d.Unsent > 0:
 			st.Status, st.Reason = StatusDegraded, string(reason.DecisionLogUnavailable)
 		}
@@ -204,11 +194,6 @@ func (s *Server) status() Status {
 	st.IdentityToken = s.identityStatus()
 	return st
 }
-
-// CodeDecisionLogDropped marks a status degraded once a full decision
-// log spool deleted records unsent (decision_log.overflow =
-// "drop_oldest"): the log is no longer complete.
-const CodeDecisionLogDropped reason.Code = "decision-log-dropped"
 
 // Values of Status.Status.
 const (
@@ -228,7 +213,7 @@ func mergeBundleSync(st *Status, bs BundleStatus) {
 	if bs.Partitioned {
 		st.Partitioned = true
 		if st.Status == StatusHealthy {
-			st.Status, st.Reason = StatusDegraded, "bundle-server-unreachable"
+			st.Status, st.Reason = StatusDegraded, string(reason.BundleServerUnreachable)
 		}
 		if st.PartitionedSince == nil || bs.PartitionedSince.Before(*st.PartitionedSince) {
 			st.PartitionedSince = bs.PartitionedSince
@@ -254,9 +239,9 @@ func (s *Server) isReady() bool {
 func (s *Server) readiness() (bool, string) {
 	switch {
 	case s.draining.Load():
-		return false, "draining"
+		return false, string(reason.Draining)
 	case !s.ready.Load():
-		return false, "starting"
+		return false, string(reason.Starting)
 	}
 	if !KeysReady(s.deps.Engine) {
 		return false, string(reason.JWKSUnavailable)

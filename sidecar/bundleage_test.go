@@ -10,6 +10,7 @@ import (
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/bundletest"
 	"github.com/svc-dev/svc/policies"
+	"github.com/svc-dev/svc/reason"
 )
 
 // opaBuildBundle is a bundle of the default policy as `opa build
@@ -58,8 +59,8 @@ func TestBundlePollRefusesUnordered(t *testing.T) {
 		st = getStatus(t, r)
 		return st.Bundle != nil && st.Bundle.LastErrorCode != "" || st.PolicyRevision != "cp-1"
 	})
-	if st.PolicyRevision != "cp-1" || st.Bundle.LastErrorCode != string(CodeBundleUnordered) || st.Bundle.Partitioned {
-		t.Errorf("after an unordered bundle: revision %q, bundle %+v; want cp-1 kept, %s", st.PolicyRevision, *st.Bundle, CodeBundleUnordered)
+	if st.PolicyRevision != "cp-1" || st.Bundle.LastErrorCode != string(reason.BundleUnordered) || st.Bundle.Partitioned {
+		t.Errorf("after an unordered bundle: revision %q, bundle %+v; want cp-1 kept, %s", st.PolicyRevision, *st.Bundle, reason.BundleUnordered)
 	}
 
 	if code, body := post(t, r, PathReloadPolicy, unordered); code != http.StatusOK {
@@ -85,8 +86,8 @@ func TestBundleMaxAge(t *testing.T) {
 		t.Fatalf("upload = %d %s", code, body)
 	}
 	st := getStatus(t, r)
-	if st.Status != StatusDegraded || st.Reason != string(CodeBundleStale) || st.PolicyCreatedAt == nil || !st.PolicyCreatedAt.Equal(old) || !st.Ready {
-		t.Errorf("a bundle 2h old, max age 1h: status %q %q, created %v, ready %v; want degraded %s, ready", st.Status, st.Reason, st.PolicyCreatedAt, st.Ready, CodeBundleStale)
+	if st.Status != StatusDegraded || st.Reason != string(reason.PolicyBundleStale) || st.PolicyCreatedAt == nil || !st.PolicyCreatedAt.Equal(old) || !st.Ready {
+		t.Errorf("a bundle 2h old, max age 1h: status %q %q, created %v, ready %v; want degraded %s, ready", st.Status, st.Reason, st.PolicyCreatedAt, st.Ready, reason.PolicyBundleStale)
 	}
 	if code, body := post(t, r, PathReloadPolicy, buildBundleAt(t, dir, "fresh", signKey, time.Now())); code != http.StatusOK {
 		t.Fatalf("upload = %d %s", code, body)

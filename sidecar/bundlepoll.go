@@ -29,10 +29,6 @@ const sourceBundleURL = "bundle_url"
 // policy.bundle_url, so that a restarted sidecar asks with If-None-Match.
 const cachedETagFile = "active-bundle.etag"
 
-// CodeBundleRedirectRefused is the last_error_code of a poll whose
-// server redirected to plain http off loopback, or too many times.
-const CodeBundleRedirectRefused reason.Code = "bundle-redirect-refused"
-
 // bundleFetchTimeout bounds one poll of policy.bundle_url.
 const bundleFetchTimeout = 30 * time.Second
 
@@ -120,7 +116,7 @@ func (s *Server) pollOnce(ctx context.Context) {
 		}
 		p.lastErr, p.lastCode = err.Error(), ""
 		if errors.Is(err, loopback.ErrRedirectRefused) {
-			p.lastCode = CodeBundleRedirectRefused
+			p.lastCode = reason.BundleRedirectRefused
 		}
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/loopback"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/reason"
 )
 
 // TestBundleFetchRedirectTLS: an https bundle_url redirecting to plain
@@ -103,7 +104,7 @@ func TestBundlePollRedirect(t *testing.T) {
 	var st Status
 	testkit.Eventually(t, "the redirect refused", func() bool {
 		st = getStatus(t, r)
-		return st.Bundle != nil && st.Bundle.LastErrorCode == string(CodeBundleRedirectRefused)
+		return st.Bundle != nil && st.Bundle.LastErrorCode == string(reason.BundleRedirectRefused)
 	})
 	if !st.Bundle.Partitioned || !strings.Contains(st.Bundle.LastError, "redirect to http://cp.example.invalid refused") || st.PolicyRevision != "cdn-1" {
 		t.Errorf("after a redirect to plain http: %+v, revision %q", *st.Bundle, st.PolicyRevision)

@@ -22,26 +22,6 @@ import (
 	"github.com/svc-dev/svc/wire"
 )
 
-// Error codes of policy activation.
-const (
-	// CodeSignedBundleRequired refuses a directory reload while
-	// policy.bundle_verify_key_file says only signed bundles may replace
-	// the policy.
-	CodeSignedBundleRequired reason.Code = "signed-bundle-required"
-	// CodeRevisionOlder refuses a bundle older than the active one.
-	CodeRevisionOlder reason.Code = "revision-older"
-	// CodeBundleUnordered refuses a polled bundle whose signed manifest
-	// records no created_at (an opa build bundle, say): it cannot be
-	// ordered against the active one, so a replayed old bundle would be
-	// activated.
-	CodeBundleUnordered reason.Code = "bundle-unordered"
-	// CodeBundleStale marks a status degraded because the active
-	// bundle's created_at is older than policy.bundle_max_age; with
-	// policy.bundle_max_age_action = "refuse" it also refuses to activate
-	// such a bundle, so that a replayed old one never becomes the policy.
-	CodeBundleStale reason.Code = "policy-bundle-stale"
-)
-
 // cachedBundleFile is the name of the persisted active bundle inside
 // policy.bundle_cache_dir.
 const cachedBundleFile = "active-bundle.tar.gz"
@@ -80,10 +60,6 @@ type CarriedBundle struct {
 // HandoverRefusal says why the new image did not activate the bundle the
 // previous one served, and so serves the configured policy.
 type HandoverRefusal = wire.HandoverRefusal
-
-// CodeHandoverRefused marks a status degraded because the bundle served
-// before a restart was refused by the new image's configuration.
-const CodeHandoverRefused reason.Code = "policy-handover-refused"
 
 // activation is the outcome of activating a bundle.
 type activation struct {
@@ -149,7 +125,7 @@ func (s *Server) activate(data []byte, source string, allowOlder bool) (activati
 		// their signed manifest records; one without it would let
 		// whoever can answer for the server replay any older signed
 		// bundle.
-		return activation{}, &activateError{http.StatusUnprocessableEntity, CodeBundleUnordered, fmt.Sprintf(
+		return activation{}, &activateError{http.StatusUnprocessableEntity, reason.BundleUnordered, fmt.Sprintf(
 			"bundle revision %q records no created_at in its signed manifest metadata, so it cannot be ordered against the active bundle; build it with core policy bundle", info.Revision)}
 	}
 	now := time.Now()
@@ -164,7 +140,7 @@ func (s *Server) activate(data []byte, source string, allowOlder bool) (activati
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.active != nil && !allowOlder && olderBundle(info, *b.active) {
-		return activation{}, &activateError{http.StatusConflict, CodeRevisionOlder, fmt.Sprintf(
+		return activation{}, &activateError{http.StatusConflict, reason.RevisionOlder, fmt.Sprintf(
 			"bundle revision %q is older than the active revision %q; ask for it explicitly to go back", info.Revision, b.active.Revision)}
 	}
 	last, err := b.state.last(key)
@@ -172,7 +148,7 @@ func (s *Server) activate(data []byte, source string, allowOlder bool) (activati
 		s.log.Error("the record of the last accepted bundle cannot be read; bundles are not ordered against it", "err", err)
 	}
 	if last != nil && !allowOlder && olderBundle(info, last.info()) {
-		return activation{}, &activateError{http.StatusConflict, CodeBundleRollback, fmt.Sprintf(
+		return activation{}, &activateError{http.StatusConflict, reason.PolicyBundleRollback, fmt.Sprintf(
 			"bundle revision %q%s is older than revision %q%s, the last bundle accepted under this verification key (recorded in %s); upload it with allow_downgrade=true to go back on purpose",
 			info.Revision, createdNote(info.CreatedAt), last.Revision, createdNote(last.CreatedAt), b.state.path(key))}
 	}
@@ -213,12 +189,12 @@ func (s *Server) refuseStale(info bundle.Info, now time.Time) error {
 		return nil
 	}
 	if info.CreatedAt.IsZero() {
-		return &activateError{http.StatusUnprocessableEntity, CodeBundleUnordered, fmt.Sprintf(
+		return &activateError{http.StatusUnprocessableEntity, reason.BundleUnordered, fmt.Sprintf(
 			"bundle revision %q records no created_at in its signed manifest metadata, so its age cannot be checked against %s; build it with core policy bundle",
 			info.Revision, cfg.Setting("policy.bundle_max_age"))}
 	}
 	if age := now.Sub(info.CreatedAt); age > maxAge {
-		return &activateError{http.StatusUnprocessableEntity, CodeBundleStale, fmt.Sprintf(
+		return &activateError{http.StatusUnprocessableEntity, reason.PolicyBundleStale, fmt.Sprintf(
 			"bundle revision %q was created %s, %s ago, longer than %s = %s allows (%s = %q); publish a newer bundle",
 			info.Revision, info.CreatedAt.UTC().Format(time.RFC3339), age.Round(time.Second), cfg.Setting("policy.bundle_max_age"), maxAge,
 			cfg.Setting("policy.bundle_max_age_action"), config.BundleMaxAgeRefuse)}
@@ -240,7 +216,7 @@ func createdNote(t time.Time) string {
 func (s *Server) reloadDirectory(ctx context.Context) (*policy.Set, error) {
 	e := s.deps.Engine
 	if e.Config().Policy.BundleVerifyKeyFile != "" {
-		return nil, &activateError{http.StatusConflict, CodeSignedBundleRequired,
+		return nil, &activateError{http.StatusConflict, reason.SignedBundleRequired,
 			"policy.bundle_verify_key_file is set: only a signed bundle can replace the policy; upload one"}
 	}
 	b := &s.bundles

@@ -12,6 +12,7 @@ import (
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/bundletest"
+	"github.com/svc-dev/svc/reason"
 )
 
 // buildBundleAt bundles dir signed with signKey, recording created as its
@@ -70,7 +71,7 @@ func TestBundleRevisionNotBackwards(t *testing.T) {
 	}{
 		{"first bundle", buildBundleAt(t, dir, "v2", signKey, t0), "", http.StatusOK, "", "v2"},
 		{"newer bundle", buildBundleAt(t, dir, "v3", signKey, t0.Add(time.Hour)), "", http.StatusOK, "", "v3"},
-		{"older bundle", buildBundleAt(t, dir, "v2", signKey, t0), "", http.StatusConflict, string(CodeRevisionOlder), "v3"},
+		{"older bundle", buildBundleAt(t, dir, "v2", signKey, t0), "", http.StatusConflict, string(reason.RevisionOlder), "v3"},
 		{"same bundle again", buildBundleAt(t, dir, "v3", signKey, t0.Add(time.Hour)), "", http.StatusOK, "", "v3"},
 		{"older bundle asked for", buildBundleAt(t, dir, "v2", signKey, t0), "?allow_downgrade=true", http.StatusOK, "", "v2"},
 	}

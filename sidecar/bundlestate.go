@@ -21,12 +21,6 @@ import (
 	"github.com/svc-dev/svc/wire"
 )
 
-// CodeBundleRollback refuses a signed bundle older than the last one
-// accepted under the same verification key, as recorded in
-// sidecar.state_dir: without the record a process started afresh would
-// take a replayed older bundle served first.
-const CodeBundleRollback reason.Code = "policy-bundle-rollback"
-
 // bundleStatePrefix and bundleStateSuffix frame the name of a record in
 // the state directory: one file per verification key, named after the
 // start of its fingerprint, so that sidecars with other keys sharing the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/reason"
 )
 
 // TestBundleRollbackAcrossRestart: a sidecar started afresh, without
@@ -42,8 +43,8 @@ func TestBundleRollbackAcrossRestart(t *testing.T) {
 		t.Fatalf("started afresh: source %q, policy_state %+v; want the configured policy and the record of b2", st.PolicySource, st.PolicyState)
 	}
 	code, body := post(t, second, PathReloadPolicy, b1)
-	if code != http.StatusConflict || errorCode(body) != string(CodeBundleRollback) || !strings.Contains(string(body), `\"b2\"`) {
-		t.Errorf("the older b1 after a restart = %d %s, want 409 %s naming b2", code, body, CodeBundleRollback)
+	if code != http.StatusConflict || errorCode(body) != string(reason.PolicyBundleRollback) || !strings.Contains(string(body), `\"b2\"`) {
+		t.Errorf("the older b1 after a restart = %d %s, want 409 %s naming b2", code, body, reason.PolicyBundleRollback)
 	}
 	if st := getStatus(t, second); st.PolicyRevision == "b1" || st.PolicySource != sourceConfig {
 		t.Errorf("after the refusal: revision %q from %q, want the configured policy", st.PolicyRevision, st.PolicySource)
@@ -207,13 +208,13 @@ func TestBundleMaxAgeRefuse(t *testing.T) {
 	}
 	for _, q := range []string{"", "?allow_downgrade=true"} {
 		code, body := post(t, r, PathReloadPolicy+q, stale)
-		if code != http.StatusUnprocessableEntity || errorCode(body) != string(CodeBundleStale) || !strings.Contains(string(body), "policy.bundle_max_age") {
-			t.Errorf("a bundle 2h old, max age 1h%s = %d %s, want 422 %s", q, code, body, CodeBundleStale)
+		if code != http.StatusUnprocessableEntity || errorCode(body) != string(reason.PolicyBundleStale) || !strings.Contains(string(body), "policy.bundle_max_age") {
+			t.Errorf("a bundle 2h old, max age 1h%s = %d %s, want 422 %s", q, code, body, reason.PolicyBundleStale)
 		}
 	}
 	code, body := post(t, r, PathReloadPolicy, opaBuildBundle(t, "opa-1", signKey))
-	if code != http.StatusUnprocessableEntity || errorCode(body) != string(CodeBundleUnordered) {
-		t.Errorf("a bundle without created_at = %d %s, want 422 %s", code, body, CodeBundleUnordered)
+	if code != http.StatusUnprocessableEntity || errorCode(body) != string(reason.BundleUnordered) {
+		t.Errorf("a bundle without created_at = %d %s, want 422 %s", code, body, reason.BundleUnordered)
 	}
 	if st := getStatus(t, r); st.PolicyRevision != "fresh" || st.Status != StatusHealthy {
 		t.Errorf("after the refusals: revision %q, status %q %q; want fresh, healthy", st.PolicyRevision, st.Status, st.Reason)
@@ -237,7 +238,7 @@ func TestBundleMaxAgeRefuse(t *testing.T) {
 	rr := startSidecar(t, refuse)
 	st := getStatus(t, rr)
 	if st.PolicyRevision == "stale" || st.PolicySource != sourceConfig || st.Status != StatusDegraded ||
-		st.PolicyHandoverRefused == nil || st.PolicyHandoverRefused.Code != string(CodeBundleStale) {
+		st.PolicyHandoverRefused == nil || st.PolicyHandoverRefused.Code != string(reason.PolicyBundleStale) {
 		t.Errorf("a stale cached bundle under refuse: revision %q from %q, status %q %q, refused %+v; want the configured policy, degraded",
 			st.PolicyRevision, st.PolicySource, st.Status, st.Reason, st.PolicyHandoverRefused)
 	}
@@ -251,7 +252,7 @@ func TestBundleMaxAgeRefuse(t *testing.T) {
 	if code, body := post(t, s, PathReloadPolicy, buildBundleAt(t, dir, "ageing", signKey, time.Now())); code != http.StatusOK {
 		t.Fatalf("a fresh bundle = %d %s", code, body)
 	}
-	testkit.Eventually(t, "the active bundle stale", func() bool { return getStatus(t, s).Reason == string(CodeBundleStale) })
+	testkit.Eventually(t, "the active bundle stale", func() bool { return getStatus(t, s).Reason == string(reason.PolicyBundleStale) })
 	if st := getStatus(t, s); st.PolicyRevision != "ageing" || st.Status != StatusDegraded || !st.Ready {
 		t.Errorf("an active bundle past max age: revision %q, status %q, ready %v; want it serving, degraded", st.PolicyRevision, st.Status, st.Ready)
 	}

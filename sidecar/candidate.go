@@ -41,7 +41,7 @@ func (s *Server) loadCandidate(data []byte) (*policy.Set, error) {
 		tl := bundleTooLarge("candidate bundle ("+err.Error()+")", limit)
 		return nil, &dryrun.CandidateError{Status: tl.status, Code: tl.code, Msg: tl.msg}
 	case errors.Is(err, bundle.ErrUnsigned):
-		return nil, &dryrun.CandidateError{Status: http.StatusConflict, Code: CodeSignedBundleRequired,
+		return nil, &dryrun.CandidateError{Status: http.StatusConflict, Code: reason.SignedBundleRequired,
 			Msg: "policy.bundle_verify_key_file is set: a dry-run candidate must be a bundle signed by its key, as an activated one must (core policy bundle --sign-key)"}
 	case errors.As(err, &ve):
 		return nil, &dryrun.CandidateError{Status: http.StatusUnprocessableEntity, Code: reason.BundleSignatureInvalid,

@@ -12,6 +12,7 @@ import (
 	"github.com/svc-dev/svc/engine/dryrun"
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/bundletest"
+	"github.com/svc-dev/svc/reason"
 )
 
 // exfilRule posts the whole input to a listener elsewhere.
@@ -64,7 +65,7 @@ func TestDryRunCandidateRules(t *testing.T) {
 		wantCode int
 		wantErr  string
 	}{
-		{"unsigned", buildBundleWith(t, plain, nil, "c1", nil), http.StatusConflict, string(CodeSignedBundleRequired)},
+		{"unsigned", buildBundleWith(t, plain, nil, "c1", nil), http.StatusConflict, string(reason.SignedBundleRequired)},
 		{"signed by another key", buildBundleWith(t, plain, nil, "c2", otherKey), http.StatusUnprocessableEntity, "bundle-signature-invalid"},
 		{"signed, calls http.send", buildBundleWith(t, exfil, map[string]string{"exfil.rego": exfilRule}, "c3", signKey), http.StatusUnprocessableEntity, "policy-builtin-forbidden"},
 		{"signed", buildBundleWith(t, plain, nil, "c4", signKey), http.StatusCreated, ""},

@@ -15,19 +15,6 @@ import (
 	"github.com/svc-dev/svc/wire"
 )
 
-// Error codes of the guards in front of the local HTTP API.
-const (
-	// CodeCrossSite refuses a request a browser sent from another site.
-	CodeCrossSite reason.Code = "cross-site-request"
-	// CodeHostNotAllowed refuses a Host header that names neither the
-	// listener nor an allowed host (DNS rebinding).
-	CodeHostNotAllowed reason.Code = "host-not-allowed"
-	// CodeAdminTokenRequired refuses a caller that did not present the
-	// admin token: one off loopback, or any caller of the admin
-	// endpoints under sidecar.admin_require_token.
-	CodeAdminTokenRequired reason.Code = "admin-token-required"
-)
-
 // readPrefix is the prefix of the JSON API: status, config,
 // validate-token, authorize, streams. Everything under it passes the read
 // guard; mutating endpoints pass the admin guard as well.
@@ -63,7 +50,7 @@ func (s *Server) admin(next http.HandlerFunc) http.HandlerFunc {
 		}
 		if s.deps.Engine.Config().Sidecar.AdminRequireToken && !s.adminTokenOK(r) {
 			w.Header().Set("Connection", "close")
-			wire.WriteError(w, http.StatusForbidden, wire.Indented, string(CodeAdminTokenRequired),
+			wire.WriteError(w, http.StatusForbidden, wire.Indented, string(reason.AdminTokenRequired),
 				"this endpoint requires the admin token from every caller (sidecar.admin_require_token)")
 			return
 		}
@@ -86,7 +73,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, publicRead bool)
 
 func (s *Server) check(r *http.Request, publicRead bool) (reason.Code, string) {
 	if crossSite(r) {
-		return CodeCrossSite, "cross-site browser requests are refused"
+		return reason.CrossSiteRequest, "cross-site browser requests are refused"
 	}
 	if isLocalPeer(r.RemoteAddr) {
 		// A page on another origin can make a browser on this host call
@@ -95,12 +82,12 @@ func (s *Server) check(r *http.Request, publicRead bool) (reason.Code, string) {
 		if s.hostAllowed(r.Host) || s.adminTokenOK(r) {
 			return "", ""
 		}
-		return CodeHostNotAllowed, "the Host header names neither this listener nor a host in sidecar.allowed_hosts"
+		return reason.HostNotAllowed, "the Host header names neither this listener nor a host in sidecar.allowed_hosts"
 	}
 	if publicRead || s.adminTokenOK(r) {
 		return "", ""
 	}
-	return CodeAdminTokenRequired, "this endpoint accepts loopback callers or the admin token only"
+	return reason.AdminTokenRequired, "this endpoint accepts loopback callers or the admin token only"
 }
 
 // crossSite reports a request a browser sent on behalf of another site:

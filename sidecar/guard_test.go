@@ -10,6 +10,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/reason"
 )
 
 // devConfig is a development-mode configuration on free ports, where an
@@ -40,12 +41,12 @@ func TestCrossSiteRefusedBeforeBody(t *testing.T) {
 		host     string
 		wantCode string
 	}{
-		{"foreign Origin", PathReloadPolicy, map[string]string{"Origin": "https://evil.example"}, "", string(CodeCrossSite)},
-		{"null Origin", PathReloadPolicy, map[string]string{"Origin": "null"}, "", string(CodeCrossSite)},
-		{"Origin of another local port", PathReloadPolicy, map[string]string{"Origin": "http://localhost:3000"}, "", string(CodeCrossSite)},
-		{"Sec-Fetch-Site cross-site", PathReloadPolicy, map[string]string{"Sec-Fetch-Site": "cross-site"}, "", string(CodeCrossSite)},
-		{"DNS rebinding Host", PathReloadPolicy, nil, "rebind.evil.example:" + portOf(r), string(CodeHostNotAllowed)},
-		{"DNS rebinding Host reading the config", PathConfig, nil, "rebind.evil.example", string(CodeHostNotAllowed)},
+		{"foreign Origin", PathReloadPolicy, map[string]string{"Origin": "https://evil.example"}, "", string(reason.CrossSiteRequest)},
+		{"null Origin", PathReloadPolicy, map[string]string{"Origin": "null"}, "", string(reason.CrossSiteRequest)},
+		{"Origin of another local port", PathReloadPolicy, map[string]string{"Origin": "http://localhost:3000"}, "", string(reason.CrossSiteRequest)},
+		{"Sec-Fetch-Site cross-site", PathReloadPolicy, map[string]string{"Sec-Fetch-Site": "cross-site"}, "", string(reason.CrossSiteRequest)},
+		{"DNS rebinding Host", PathReloadPolicy, nil, "rebind.evil.example:" + portOf(r), string(reason.HostNotAllowed)},
+		{"DNS rebinding Host reading the config", PathConfig, nil, "rebind.evil.example", string(reason.HostNotAllowed)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -157,8 +158,8 @@ func TestDirectoryReloadRefusedWithVerifyKey(t *testing.T) {
 		t.Fatalf("signed bundle: %d %s", code, body)
 	}
 	code, body := post(t, r, PathReloadPolicy, nil)
-	if code != http.StatusConflict || errorCode(body) != string(CodeSignedBundleRequired) {
-		t.Errorf("empty reload = %d %s, want 409 %s", code, body, CodeSignedBundleRequired)
+	if code != http.StatusConflict || errorCode(body) != string(reason.SignedBundleRequired) {
+		t.Errorf("empty reload = %d %s, want 409 %s", code, body, reason.SignedBundleRequired)
 	}
 	if st := getStatus(t, r); st.PolicyRevision != "rev-signed" {
 		t.Errorf("policy_revision = %q, want the signed bundle's rev-signed", st.PolicyRevision)

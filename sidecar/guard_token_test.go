@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/reason"
 )
 
 // writeAdminToken writes token to a file of its own and returns its path.
@@ -66,8 +67,8 @@ func TestAdminRequireToken(t *testing.T) {
 			if rec.Code != tc.wantCode {
 				t.Fatalf("%s %s from %q = %d %s, want %d", tc.method, tc.path, tc.remote, rec.Code, rec.Body, tc.wantCode)
 			}
-			if rec.Code == http.StatusForbidden && errorCode(rec.Body.Bytes()) != string(CodeAdminTokenRequired) {
-				t.Errorf("refusal code = %s, want %s", rec.Body, CodeAdminTokenRequired)
+			if rec.Code == http.StatusForbidden && errorCode(rec.Body.Bytes()) != string(reason.AdminTokenRequired) {
+				t.Errorf("refusal code = %s, want %s", rec.Body, reason.AdminTokenRequired)
 			}
 			if strings.Contains(rec.Body.String(), token) {
 				t.Error("the answer shows the admin token")
@@ -105,8 +106,8 @@ func TestAdminRequireTokenOverUnixSocket(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	testkit.Eventually(t, "the socket answers", func() bool { code, _ := reload(""); return code != 0 })
-	if code, body := reload(""); code != http.StatusForbidden || errorCode([]byte(body)) != string(CodeAdminTokenRequired) {
-		t.Errorf("reload over the socket without token = %d %s, want 403 %s", code, body, CodeAdminTokenRequired)
+	if code, body := reload(""); code != http.StatusForbidden || errorCode([]byte(body)) != string(reason.AdminTokenRequired) {
+		t.Errorf("reload over the socket without token = %d %s, want 403 %s", code, body, reason.AdminTokenRequired)
 	}
 	if code, body := reload("Bearer " + token); code != http.StatusOK {
 		t.Errorf("reload over the socket with token = %d %s, want 200", code, body)

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/svc-dev/svc/engine/idtoken"
+	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/wire"
 )
 
@@ -65,14 +66,14 @@ func identityMetrics(meter metric.Meter, m *idtoken.Minter) error {
 // or 404 without [identity_token].
 func (s *Server) serveIdentityJWKS(w http.ResponseWriter, _ *http.Request) {
 	if s.identity == nil {
-		wire.WriteError(w, http.StatusNotFound, wire.Indented, string(CodeNotFound),
+		wire.WriteError(w, http.StatusNotFound, wire.Indented, string(reason.NotFound),
 			"identity tokens are off: identity_token.signing_key_file is not set")
 		return
 	}
 	doc, err := s.identity.JWKS()
 	if err != nil {
 		s.log.Error("identity token key set not rendered", "err", err)
-		wire.WriteError(w, http.StatusInternalServerError, wire.Indented, "internal", "the key set could not be rendered")
+		wire.WriteError(w, http.StatusInternalServerError, wire.Indented, string(reason.Internal), "the key set could not be rendered")
 		return
 	}
 	h := w.Header()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/svc-dev/svc/envoy"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/reason"
 )
 
 // identityCheck returns the x-svc-identity token of an allowed Check.
@@ -86,7 +87,7 @@ func TestIdentityJWKS(t *testing.T) {
 func TestIdentityJWKSOff(t *testing.T) {
 	idp := newTestIdP(t)
 	r := startSidecar(t, testConfig(idp))
-	if code, body := get(t, r, PathIdentityJWKS); code != http.StatusNotFound || errorCode(body) != string(CodeNotFound) {
+	if code, body := get(t, r, PathIdentityJWKS); code != http.StatusNotFound || errorCode(body) != string(reason.NotFound) {
 		t.Errorf("GET %s without identity_token = %d %s, want 404 not-found", PathIdentityJWKS, code, body)
 	}
 }

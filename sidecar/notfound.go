@@ -8,9 +8,6 @@ import (
 	"github.com/svc-dev/svc/wire"
 )
 
-// CodeNotFound: no endpoint of the local API has this path (under /v1/).
-const CodeNotFound reason.Code = "not-found"
-
 // apiPrefix is the root of the local API's versioned endpoints.
 const apiPrefix = "/v1/"
 
@@ -40,7 +37,7 @@ func registerNotFound(mux *http.ServeMux) {
 				"use "+strings.Join(allow, " or ")+" for "+r.URL.Path)
 			return
 		}
-		wire.WriteError(w, http.StatusNotFound, wire.Indented, string(CodeNotFound),
+		wire.WriteError(w, http.StatusNotFound, wire.Indented, string(reason.NotFound),
 			"no endpoint at "+r.URL.Path+" (the endpoints are listed in docs/api.md)")
 	})
 }

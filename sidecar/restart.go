@@ -17,10 +17,6 @@ import (
 // PathRestart asks the sidecar to restart itself.
 const PathRestart = wire.PathRestart
 
-// CodeRestartUnsupported refuses a restart of a sidecar embedded without
-// a way to start its next image.
-const CodeRestartUnsupported reason.Code = "restart-unsupported"
-
 // maxDrainTimeout bounds the drain timeout a restart may ask for.
 const maxDrainTimeout = 10 * time.Minute
 
@@ -95,7 +91,7 @@ func (s *Server) serveRestart(w http.ResponseWriter, r *http.Request) {
 		req.DrainTimeout = time.Duration(*d * float64(time.Second))
 	}
 	if s.deps.Restart == nil {
-		wire.WriteError(w, http.StatusNotImplemented, wire.Indented, string(CodeRestartUnsupported), "this sidecar cannot restart itself")
+		wire.WriteError(w, http.StatusNotImplemented, wire.Indented, string(reason.RestartUnsupported), "this sidecar cannot restart itself")
 		return
 	}
 	if err := s.prepareRestart(req); err != nil {

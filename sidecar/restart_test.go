@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/reason"
 )
 
 // TestRestartEndpoint: POST /v1/restart hands the request to the restart
@@ -15,8 +16,8 @@ func TestRestartEndpoint(t *testing.T) {
 	t.Run("no hook", func(t *testing.T) {
 		r := startSidecar(t, devConfig())
 		code, body := post(t, r, PathRestart, nil)
-		if code != http.StatusNotImplemented || errorCode(body) != string(CodeRestartUnsupported) {
-			t.Errorf("POST %s = %d %s, want 501 %s", PathRestart, code, body, CodeRestartUnsupported)
+		if code != http.StatusNotImplemented || errorCode(body) != string(reason.RestartUnsupported) {
+			t.Errorf("POST %s = %d %s, want 501 %s", PathRestart, code, body, reason.RestartUnsupported)
 		}
 	})
 	tests := []struct {

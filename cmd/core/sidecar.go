@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/wire"
 )
 
@@ -245,10 +246,6 @@ every bundle until the key is configured.`,
 	return cmd
 }
 
-// codeBundleSignatureInvalid is the sidecar's answer to a bundle whose
-// signature does not verify with its key.
-const codeBundleSignatureInvalid = "bundle-signature-invalid"
-
 func (a *app) runReloadPolicy(ctx context.Context, file string, allowDowngrade bool) error {
 	a.useJSON()
 	c, err := a.sidecarClient()
@@ -270,7 +267,7 @@ func (a *app) runReloadPolicy(ctx context.Context, file string, allowDowngrade b
 	ctx, cancel := context.WithTimeout(ctx, uploadTimeout)
 	defer cancel()
 	resp, err := c.Do(ctx, http.MethodPost, path, f, "application/gzip")
-	if ae := (*APIError)(nil); errors.As(err, &ae) && ae.Code == codeBundleSignatureInvalid {
+	if ae := (*APIError)(nil); errors.As(err, &ae) && ae.Code == string(reason.BundleSignatureInvalid) {
 		return &exitError{code: exitFailed, err: fmt.Errorf("%w\nthe bundle's signature does not verify with the sidecar's policy.bundle_verify_key_file; the active policy stays", ae)}
 	}
 	if err != nil {

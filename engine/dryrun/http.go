@@ -59,13 +59,13 @@ func (m *Manager) serveStart(w http.ResponseWriter, r *http.Request, load Loader
 	q := r.URL.Query()
 	d, err := time.ParseDuration(q.Get("duration"))
 	if err != nil {
-		wire.WriteError(w, http.StatusBadRequest, wire.Indented, "input-invalid", fmt.Sprintf("duration: want a duration such as 5m, got %q", q.Get("duration")))
+		wire.WriteError(w, http.StatusBadRequest, wire.Indented, string(reason.InputInvalid), fmt.Sprintf("duration: want a duration such as 5m, got %q", q.Get("duration")))
 		return
 	}
 	opts.Duration = d
 	if v := q.Get("queue_size"); v != "" {
 		if opts.QueueSize, err = strconv.Atoi(v); err != nil {
-			wire.WriteError(w, http.StatusBadRequest, wire.Indented, "input-invalid", fmt.Sprintf("queue_size: want an integer, got %q", v))
+			wire.WriteError(w, http.StatusBadRequest, wire.Indented, string(reason.InputInvalid), fmt.Sprintf("queue_size: want an integer, got %q", v))
 			return
 		}
 	}
@@ -75,7 +75,7 @@ func (m *Manager) serveStart(w http.ResponseWriter, r *http.Request, load Loader
 		return
 	}
 	if len(body) == 0 {
-		wire.WriteError(w, http.StatusBadRequest, wire.Indented, "input-invalid", "the body must be the candidate policy bundle (tar.gz)")
+		wire.WriteError(w, http.StatusBadRequest, wire.Indented, string(reason.InputInvalid), "the body must be the candidate policy bundle (tar.gz)")
 		return
 	}
 	set, err := load(body)
@@ -90,13 +90,13 @@ func (m *Manager) serveStart(w http.ResponseWriter, r *http.Request, load Loader
 	s, err := m.Start(set, opts)
 	switch {
 	case errors.Is(err, ErrOptions):
-		wire.WriteError(w, http.StatusBadRequest, wire.Indented, "input-invalid", err.Error())
+		wire.WriteError(w, http.StatusBadRequest, wire.Indented, string(reason.InputInvalid), err.Error())
 		return
 	case errors.Is(err, ErrTooMany):
-		wire.WriteError(w, http.StatusConflict, wire.Indented, "too-many-sessions", err.Error())
+		wire.WriteError(w, http.StatusConflict, wire.Indented, string(reason.TooManySessions), err.Error())
 		return
 	case err != nil:
-		wire.WriteError(w, http.StatusServiceUnavailable, wire.Indented, "unavailable", err.Error())
+		wire.WriteError(w, http.StatusServiceUnavailable, wire.Indented, string(reason.Unavailable), err.Error())
 		return
 	}
 	w.Header().Set("Location", PathSessions+"/"+s.ID())
@@ -115,7 +115,7 @@ func (m *Manager) serveList(w http.ResponseWriter, _ *http.Request) {
 func (m *Manager) serveGet(w http.ResponseWriter, r *http.Request) {
 	s, ok := m.Get(r.PathValue("id"))
 	if !ok {
-		wire.WriteError(w, http.StatusNotFound, wire.Indented, "session-not-found", fmt.Sprintf("no dry-run session %q", r.PathValue("id")))
+		wire.WriteError(w, http.StatusNotFound, wire.Indented, string(reason.SessionNotFound), fmt.Sprintf("no dry-run session %q", r.PathValue("id")))
 		return
 	}
 	wire.WriteJSON(w, http.StatusOK, wire.Indented, s.Report())
@@ -124,7 +124,7 @@ func (m *Manager) serveGet(w http.ResponseWriter, r *http.Request) {
 func (m *Manager) serveStop(w http.ResponseWriter, r *http.Request) {
 	s, ok := m.Stop(r.PathValue("id"))
 	if !ok {
-		wire.WriteError(w, http.StatusNotFound, wire.Indented, "session-not-found", fmt.Sprintf("no dry-run session %q", r.PathValue("id")))
+		wire.WriteError(w, http.StatusNotFound, wire.Indented, string(reason.SessionNotFound), fmt.Sprintf("no dry-run session %q", r.PathValue("id")))
 		return
 	}
 	<-s.Done()

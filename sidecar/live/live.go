@@ -140,7 +140,7 @@ func policyResult(r audit.Record) string {
 
 func decisionLevel(r audit.Record) string {
 	switch {
-	case r.Reason == "policy-error" || r.Reason == "unavailable" || reason.Unjudged(reason.Code(r.Reason)):
+	case r.Reason == string(reason.PolicyError) || r.Reason == string(reason.Unavailable) || reason.Unjudged(reason.Code(r.Reason)):
 		return "ERROR"
 	case !r.Allow:
 		return "WARN"

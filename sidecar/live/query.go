@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/sidecar/telemetry"
 	"github.com/svc-dev/svc/wire"
 	"github.com/svc-dev/svc/wire/filter"
@@ -61,11 +62,11 @@ func ParseQuery(q url.Values, accept string, now time.Time, allowed ...string) (
 	var out Query
 	for name := range q {
 		if name != ParamFormat && !contains(allowed, name) {
-			return out, &QueryError{Code: "input-invalid", Msg: fmt.Sprintf("unknown parameter %q: this stream takes %s", name, strings.Join(allowed, ", "))}
+			return out, &QueryError{Code: string(reason.InputInvalid), Msg: fmt.Sprintf("unknown parameter %q: this stream takes %s", name, strings.Join(allowed, ", "))}
 		}
 	}
 	bad := func(name, format string, args ...any) error {
-		return &QueryError{Code: "input-invalid", Msg: name + ": " + fmt.Sprintf(format, args...)}
+		return &QueryError{Code: string(reason.InputInvalid), Msg: name + ": " + fmt.Sprintf(format, args...)}
 	}
 	out.Since = now
 	if v := q.Get(ParamSince); v != "" {
@@ -105,7 +106,7 @@ func ParseQuery(q url.Values, accept string, now time.Time, allowed ...string) (
 		if err != nil {
 			var se *filter.SyntaxError
 			if errors.As(err, &se) {
-				return out, &QueryError{Code: "filter-invalid", Msg: se.Error()}
+				return out, &QueryError{Code: string(reason.FilterInvalid), Msg: se.Error()}
 			}
 			return out, bad(ParamFilter, "%v", err)
 		}

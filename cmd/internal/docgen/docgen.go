@@ -1,6 +1,6 @@
 // Package docgen generates the parts of the reference in docs/ that the
 // code already knows: the configuration keys (engine/config), the reason
-// codes (reason, the sidecar's API codes, samlgw) and the command
+// codes (package reason, their one home) and the command
 // trees of core and svc-sidecar. A generated part sits between two marker
 // lines in its page, so the prose around it stays hand-written; the tests
 // of this package and of cmd/core and cmd/svc-sidecar regenerate every

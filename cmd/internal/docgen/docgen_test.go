@@ -67,20 +67,53 @@ func TestConfigKeysKnown(t *testing.T) {
 	}
 }
 
-// TestReasonCodesKnown: codes of each source are found, once each.
+// TestReasonCodesKnown: codes of each file of package reason are found,
+// once each, with where they are met.
 func TestReasonCodesKnown(t *testing.T) {
 	codes, err := ReasonCodes(ModuleRoot())
 	if err != nil {
 		t.Fatal(err)
 	}
-	have := map[string]string{}
+	have := map[string]ReasonCode{}
 	for _, c := range codes {
-		have[c.Code] = c.Meaning
+		have[c.Code] = c
 	}
-	for _, want := range []string{"token-expired", "policy-deny", "signed-bundle-required", "admin-token-required", "saml-replayed"} {
-		if have[want] == "" {
-			t.Errorf("no reason code %s with a meaning", want)
+	for want, where := range map[string]string{
+		"token-expired":          "decisions (all APIs)",
+		"policy-deny":            "decisions (all APIs)",
+		"oidc-state-unknown":     "OIDC sign-in",
+		"signed-bundle-required": "HTTP API, status",
+		"admin-token-required":   "HTTP API, status",
+		"filter-invalid":         "HTTP API, status",
+		"saml-replayed":          "SAML gateway",
+		"engine-panic":           "Rust C ABI",
+	} {
+		if c := have[want]; c.Meaning == "" || c.Where != where {
+			t.Errorf("reason code %s = %+v, want a meaning and where %q", want, c, where)
 		}
+	}
+}
+
+// TestReasonCodesUnlistedFile: a file of package reason that declares
+// codes but is not in reasonFiles fails the walk rather than leaving its
+// codes out of the reference.
+func TestReasonCodesUnlistedFile(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "reason")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range reasonFiles {
+		if err := os.WriteFile(filepath.Join(dir, f.file), []byte("package reason\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	extra := "package reason\n\n// Extra: a code of a new file.\nconst Extra Code = \"extra\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "extra.go"), []byte(extra), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReasonCodes(root); err == nil || !strings.Contains(err.Error(), "extra.go") {
+		t.Fatalf("ReasonCodes = %v, want an error naming extra.go", err)
 	}
 }
 

@@ -22,21 +22,14 @@ import (
 	"github.com/svc-dev/svc/reason"
 )
 
-// Reason codes of the errors of this interface (beside the engine's own).
+// Reason codes of the errors of this interface (beside the engine's own),
+// by short names: package reason defines them and says what each means.
 const (
-	// ConfigInvalid: the configuration file or an SVC_* variable is wrong.
-	ConfigInvalid reason.Code = "config-invalid"
-	// EngineStartFailed: the configuration loaded but the engine, its
-	// telemetry or its audit log could not start.
-	EngineStartFailed reason.Code = "engine-start-failed"
-	// EngineClosed: the handle names no open engine.
-	EngineClosed reason.Code = "engine-closed"
-	// InputTooLarge: a length given to the interface is more than it
-	// accepts for that argument; nothing was read.
-	InputTooLarge reason.Code = "input-too-large"
-	// EnginePanic: the call failed on an internal error (a recovered
-	// panic, logged to standard error); the engine stays usable.
-	EnginePanic reason.Code = "engine-panic"
+	ConfigInvalid     = reason.ConfigInvalid
+	EngineStartFailed = reason.EngineStartFailed
+	EngineClosed      = reason.EngineClosed
+	InputTooLarge     = reason.InputTooLarge
+	EnginePanic       = reason.EnginePanic
 )
 
 // defaultConfigFile is read, when present in the working directory, by
