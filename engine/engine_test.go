@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine"
-	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/idptest"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/audittest"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -27,16 +27,7 @@ func claimsFor(tenant string, roles ...string) map[string]any {
 	return c
 }
 
-type auditSink struct {
-	mu   sync.Mutex
-	recs []audit.Record
-}
-
-func (s *auditSink) Log(r audit.Record) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.recs = append(s.recs, r)
-}
+type auditSink = audittest.Sink
 
 func newEngine(t testing.TB, cfg config.Config, deps engine.Deps) *engine.Engine {
 	t.Helper()
@@ -143,17 +134,16 @@ func TestAuthorize(t *testing.T) {
 			}
 		})
 	}
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
-	if len(sink.recs) != len(tests) {
-		t.Fatalf("%d audit records, want one per decision (%d)", len(sink.recs), len(tests))
+	recs := sink.Records()
+	if len(recs) != len(tests) {
+		t.Fatalf("%d audit records, want one per decision (%d)", len(recs), len(tests))
 	}
-	for i, r := range sink.recs {
+	for i, r := range recs {
 		if r.DecisionID == "" {
 			t.Errorf("audit record %d (%s) has no decision id: every decision needs one", i, r.Reason)
 		}
 	}
-	first := sink.recs[0]
+	first := recs[0]
 	if first.DecisionID == "" || first.Tenant != "acme" || first.UserID != "user-1" || first.Action != "orders:read" || !first.Allow || first.Source != "sdk" {
 		t.Fatalf("audit record incomplete: %+v", first)
 	}
@@ -183,12 +173,18 @@ func TestClosedWithoutJWKSIsRefused(t *testing.T) {
 	}
 }
 
-func TestRateLimit(t *testing.T) {
+// budgetOfThree is an engine that allows tenant acme 3 requests a minute,
+// and a token of an acme viewer.
+func budgetOfThree(t *testing.T) (*engine.Engine, string) {
+	t.Helper()
 	p := idptest.New(t)
 	cfg := prodConfig(p.JWKSURL())
 	cfg.RateLimit.PerTenant = map[string]int{"acme": 3}
-	e := newEngine(t, cfg, engine.Deps{})
-	tok := p.Token(t, claimsFor("acme", "viewer"))
+	return newEngine(t, cfg, engine.Deps{}), p.Token(t, claimsFor("acme", "viewer"))
+}
+
+func TestRateLimit(t *testing.T) {
+	e, tok := budgetOfThree(t)
 	for i := 0; i < 3; i++ {
 		if res, _ := e.Authorize(context.Background(), tok, engine.Input{Action: "orders:read"}); !res.Allowed() {
 			t.Fatalf("request %d within budget denied: %+v", i, res.Decision)
@@ -306,11 +302,7 @@ func TestAudiencesUnsetWarnsAtStart(t *testing.T) {
 }
 
 func TestValidateTokenCountsTowardTheRateLimit(t *testing.T) {
-	p := idptest.New(t)
-	cfg := prodConfig(p.JWKSURL())
-	cfg.RateLimit.PerTenant = map[string]int{"acme": 3}
-	e := newEngine(t, cfg, engine.Deps{})
-	tok := p.Token(t, claimsFor("acme", "viewer"))
+	e, tok := budgetOfThree(t)
 	ctx := context.Background()
 	for i := 0; i < 2; i++ {
 		if d := e.ValidateToken(ctx, tok); !d.Allowed {

@@ -128,7 +128,13 @@ func BenchmarkDecisionTelemetry(b *testing.B) {
 // benchDecisionTelemetry measures decisionTelemetry of instruments on tp
 // and mp under a server span of tp, which its sampler drops.
 func benchDecisionTelemetry(b *testing.B, tp trace.TracerProvider, mp metric.MeterProvider) {
-	tel, err := newInstruments(tp, mp, &Engine{})
+	benchInstruments(b, tp, mp, &Engine{}, decisionTelemetry)
+}
+
+// benchInstruments measures op on the instruments of e on tp and mp,
+// under a server span of tp.
+func benchInstruments(b *testing.B, tp trace.TracerProvider, mp metric.MeterProvider, e *Engine, op func(*instruments, context.Context)) {
+	tel, err := newInstruments(tp, mp, e)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -136,6 +142,6 @@ func benchDecisionTelemetry(b *testing.B, tp trace.TracerProvider, mp metric.Met
 	defer server.End()
 	b.ReportAllocs()
 	for b.Loop() {
-		decisionTelemetry(tel, ctx)
+		op(tel, ctx)
 	}
 }

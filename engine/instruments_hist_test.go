@@ -146,16 +146,9 @@ func BenchmarkDecided(b *testing.B) {
 		"otelhist": hist,
 	} {
 		b.Run(name, func(b *testing.B) {
-			tel, err := newInstruments(tp, mp, &Engine{policies: policy.NewStore(nil)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx, server := tp.Tracer("server").Start(context.Background(), "Check")
-			defer server.End()
-			b.ReportAllocs()
-			for b.Loop() {
+			benchInstruments(b, tp, mp, &Engine{policies: policy.NewStore(nil)}, func(tel *instruments, ctx context.Context) {
 				tel.decided(ctx, reason.PolicyAllow, true, 120*time.Microsecond)
-			}
+			})
 		})
 	}
 }

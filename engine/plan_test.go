@@ -40,7 +40,7 @@ func TestPlanResources(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n := len(sink.recs)
+			n := len(sink.Records())
 			res, err := e.PlanResources(ctx, tt.cred, tt.action, "", plan.Postgres)
 			if err != nil {
 				t.Fatal(err)
@@ -48,10 +48,11 @@ func TestPlanResources(t *testing.T) {
 			if res.Plan.Kind != tt.kind || res.Decision.Reason != tt.code || res.Plan.SQL.Where != tt.where || res.Decision.DecisionID == "" {
 				t.Errorf("plan %+v reason %s", res.Plan, res.Decision.Reason)
 			}
-			if len(sink.recs) != n+1 {
-				t.Fatalf("%d audit records, want one more", len(sink.recs)-n)
+			recs := sink.Records()
+			if len(recs) != n+1 {
+				t.Fatalf("%d audit records, want one more", len(recs)-n)
 			}
-			rec := sink.recs[n]
+			rec := recs[n]
 			if rec.Plan != tt.auditPlan || rec.Reason != string(res.Decision.Reason) || rec.Resource.Type != "orders" || rec.DecisionID != res.Decision.DecisionID {
 				t.Errorf("audit record %+v", rec)
 			}

@@ -60,14 +60,14 @@ func TestPolicyModeDryRunNeverDeniesOnPolicy(t *testing.T) {
 			if res.Allowed() != tt.allowed || res.Decision.Reason != tt.code {
 				t.Errorf("Authorize = allowed %v reason %s, want %v %s", res.Allowed(), res.Decision.Reason, tt.allowed, tt.code)
 			}
-			rec := sink.recs[i]
+			rec := sink.Records()[i]
 			if rec.Allow != tt.auditAll || rec.Reason != tt.auditCode || rec.Simulated != tt.simulated {
 				t.Errorf("audit record = allow %v reason %s simulated %v, want %v %s %v",
 					rec.Allow, rec.Reason, rec.Simulated, tt.auditAll, tt.auditCode, tt.simulated)
 			}
 		})
 	}
-	if got := sink.recs[0].DenyReasons; len(got) != 1 || got[0] != "role-forbidden: viewer cannot orders:delete" {
+	if got := sink.Records()[0].DenyReasons; len(got) != 1 || got[0] != "role-forbidden: viewer cannot orders:delete" {
 		t.Errorf("simulated denial's reasons = %v", got)
 	}
 }

@@ -13,10 +13,8 @@ import (
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 
-	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
-	"github.com/svc-dev/svc/reason"
 )
 
 // BenchmarkCheck measures Server.Check in process: "engine" with the real
@@ -34,19 +32,12 @@ func BenchmarkCheck(b *testing.B) {
 		"user-agent": "bench/1.0", "x-request-id": "9b1d3a4e-1c2f-4a5b-8c7d-0e1f2a3b4c5d",
 	}, nil)
 
-	trivial := authorizerFunc(func(_ context.Context, req engine.Request) (engine.Result, error) {
-		return engine.Result{
-			Token:    engine.TokenDecision{Allowed: true, Reason: reason.OK, Subject: "u-1", TenantID: testTenant},
-			Decision: engine.Decision{Allow: true, DecisionID: "0b7f4d2c-8a3e-4c1b-9f6d-2e5a7c9b1d3f", Reason: reason.PolicyAllow},
-			Input:    req.Input,
-		}, nil
-	})
 	for _, bc := range []struct {
 		name string
 		az   Authorizer
 	}{
 		{"engine", newTestEngine(b, cfg, idp)},
-		{"mapping", trivial},
+		{"mapping", allowWithoutWork},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			s := newTestServer(b, cfg, bc.az)

@@ -4,38 +4,18 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"google.golang.org/grpc"
 
 	"github.com/svc-dev/svc/engine"
-	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/audittest"
 )
 
-type recordSink struct {
-	mu   sync.Mutex
-	recs []audit.Record
-}
-
-func (s *recordSink) Log(r audit.Record) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.recs = append(s.recs, r)
-}
-
-func (s *recordSink) last(t *testing.T) audit.Record {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.recs) == 0 {
-		t.Fatal("no audit record")
-	}
-	return s.recs[len(s.recs)-1]
-}
+type recordSink = audittest.Sink
 
 // plainAuthorizer asks its Authorizer with the request's headers and
 // query built up front and its canonical path left to the engine, as an
@@ -73,7 +53,7 @@ func TestCheckAuditSource(t *testing.T) {
 			if err != nil || resp.GetOkResponse() == nil {
 				t.Fatalf("check not allowed: %v %v", resp, err)
 			}
-			if got := sink.last(t).Source; got != SourceEnvoy {
+			if got := sink.Last(t).Source; got != SourceEnvoy {
 				t.Errorf("audit source = %q, want %q", got, SourceEnvoy)
 			}
 		})
@@ -89,7 +69,7 @@ func TestCheckAuditSource(t *testing.T) {
 	if rec.Code != http.StatusOK {
 		t.Fatalf("HTTP check: status %d", rec.Code)
 	}
-	if got := sink.last(t).Source; got != SourceHTTPCheck {
+	if got := sink.Last(t).Source; got != SourceHTTPCheck {
 		t.Errorf("HTTP check audit source = %q, want %q", got, SourceHTTPCheck)
 	}
 }

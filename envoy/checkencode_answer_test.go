@@ -122,14 +122,7 @@ func TestCheckAnswerEncoderAllocs(t *testing.T) {
 // gRPC service's path, the CheckAnswer written from its verdict.
 func BenchmarkCheckEncoded(b *testing.B) {
 	cfg := testConfig(newTestIdP(b), config.FailClosed)
-	trivial := authorizerFunc(func(_ context.Context, req engine.Request) (engine.Result, error) {
-		return engine.Result{
-			Token:    engine.TokenDecision{Allowed: true, Reason: reason.OK, Subject: "u-1", TenantID: testTenant},
-			Decision: engine.Decision{Allow: true, DecisionID: "0b7f4d2c-8a3e-4c1b-9f6d-2e5a7c9b1d3f", Reason: reason.PolicyAllow},
-			Input:    req.Input,
-		}, nil
-	})
-	s := newTestServer(b, cfg, trivial)
+	s := newTestServer(b, cfg, allowWithoutWork)
 	req := checkReq("GET", "/api/orders/42", map[string]string{"authorization": "Bearer x", "accept": "application/json"}, nil)
 	ctx := context.Background()
 	buf := make([]byte, 4096)

@@ -111,13 +111,13 @@ func TestCheckDeferredRequestParts(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				wantRec := sink.last(t)
+				wantRec := sink.Last(t)
 				wantSeen := obs.set(observing)
 				got, err := deferred.Check(context.Background(), req)
 				if err != nil {
 					t.Fatal(err)
 				}
-				gotRec := sink.last(t)
+				gotRec := sink.Last(t)
 				gotSeen := obs.set(observing)
 				if got.GetStatus().GetCode() != want.GetStatus().GetCode() ||
 					got.GetDeniedResponse().GetStatus().GetCode() != want.GetDeniedResponse().GetStatus().GetCode() {

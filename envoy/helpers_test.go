@@ -13,6 +13,7 @@ import (
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/idptest"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/reason"
 )
 
 // testIdP is the loopback identity provider, serving its JWKS over TLS,
@@ -81,3 +82,13 @@ type authorizerFunc func(ctx context.Context, req engine.Request) (engine.Result
 func (f authorizerFunc) Decide(ctx context.Context, req engine.Request) (engine.Result, error) {
 	return f(ctx, req)
 }
+
+// allowWithoutWork is an Authorizer that allows without work: an allowed user u-1
+// of the test tenant, the decision of the policy, the request's input.
+var allowWithoutWork = authorizerFunc(func(_ context.Context, req engine.Request) (engine.Result, error) {
+	return engine.Result{
+		Token:    engine.TokenDecision{Allowed: true, Reason: reason.OK, Subject: "u-1", TenantID: testTenant},
+		Decision: engine.Decision{Allow: true, DecisionID: "0b7f4d2c-8a3e-4c1b-9f6d-2e5a7c9b1d3f", Reason: reason.PolicyAllow},
+		Input:    req.Input,
+	}, nil
+})

@@ -60,14 +60,8 @@ func appendDecision(b []byte, d authz.Decision) (_ []byte, ok bool) {
 	if b, ok = appendField(b, `,"tenant_id":`, d.TenantID); !ok {
 		return b, false
 	}
-	b = append(b, `,"claims":`...)
-	if d.Claims == nil {
-		b = append(b, "null"...)
-	} else {
-		nodes := 0
-		if b, ok = appendClaimObject(b, d.Claims, 0, &nodes); !ok {
-			return b, false
-		}
+	if b, ok = appendClaims(b, d.Claims); !ok {
+		return b, false
 	}
 	if b, ok = appendField(b, `,"policy_revision":`, d.PolicyRevision); !ok {
 		return b, false
@@ -89,14 +83,8 @@ func appendDecision(b []byte, d authz.Decision) (_ []byte, ok bool) {
 func appendTokenDecision(b []byte, d authz.TokenDecision) (_ []byte, ok bool) {
 	b = append(b, `{"allowed":`...)
 	b = strconv.AppendBool(b, d.Allowed)
-	b = append(b, `,"claims":`...)
-	if d.Claims == nil {
-		b = append(b, "null"...)
-	} else {
-		nodes := 0
-		if b, ok = appendClaimObject(b, d.Claims, 0, &nodes); !ok {
-			return b, false
-		}
+	if b, ok = appendClaims(b, d.Claims); !ok {
+		return b, false
 	}
 	if b, ok = appendField(b, `,"reason":`, string(d.Reason)); !ok {
 		return b, false
@@ -114,6 +102,17 @@ func appendTokenDecision(b []byte, d authz.TokenDecision) (_ []byte, ok bool) {
 		return b, false
 	}
 	return append(b, '}'), true
+}
+
+// appendClaims appends the "claims" member: null for nil claims, else
+// the claims as appendClaimObject renders them.
+func appendClaims(b []byte, claims map[string]any) ([]byte, bool) {
+	b = append(b, `,"claims":`...)
+	if claims == nil {
+		return append(b, "null"...), true
+	}
+	nodes := 0
+	return appendClaimObject(b, claims, 0, &nodes)
 }
 
 func appendField(b []byte, name, value string) ([]byte, bool) {

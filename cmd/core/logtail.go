@@ -68,11 +68,7 @@ func (a *app) runLogTail(cmd *cobra.Command, o logTailOptions) error {
 			return usageError("invalid --level %q: want error, warn, info, debug or trace", o.level)
 		}
 	}
-	since, traceID, err := windowFlags(o.since, o.traceID)
-	if err != nil {
-		return err
-	}
-	c, err := a.sidecarClient()
+	c, since, traceID, err := a.tailClient(o.since, o.traceID)
 	if err != nil {
 		return err
 	}

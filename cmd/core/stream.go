@@ -47,6 +47,19 @@ func windowFlags(since, traceID string) (string, string, error) {
 	return since, strings.ToLower(traceID), nil
 }
 
+// tailClient is the client of --sidecar for a tail command, once its
+// --since and --trace-id flags are valid; since and traceID are those
+// flags as windowFlags returns them.
+func (a *app) tailClient(rawSince, rawTraceID string) (c *sidecarClient, since, traceID string, err error) {
+	if since, traceID, err = windowFlags(rawSince, rawTraceID); err != nil {
+		return nil, "", "", err
+	}
+	if c, err = a.sidecarClient(); err != nil {
+		return nil, "", "", err
+	}
+	return c, since, traceID, nil
+}
+
 // streamPath is path with the non-empty parameters of q.
 func streamPath(path string, q map[string]string) string {
 	v := url.Values{}

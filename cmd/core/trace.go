@@ -58,11 +58,7 @@ cannot be reached or goes away.`,
 
 func (a *app) runTraceTail(cmd *cobra.Command, o traceTailOptions) error {
 	asJSON := a.useJSON()
-	since, traceID, err := windowFlags(o.since, o.traceID)
-	if err != nil {
-		return err
-	}
-	c, err := a.sidecarClient()
+	c, since, traceID, err := a.tailClient(o.since, o.traceID)
 	if err != nil {
 		return err
 	}

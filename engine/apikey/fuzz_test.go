@@ -1,22 +1,18 @@
 package apikey
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // FuzzParse checks that Parse never panics, and that a file it accepts
 // holds no key prefix and no repeated id.
 func FuzzParse(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.toml"))
-	for _, name := range files {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
+	for _, seed := range testkit.ReadGlob(f, filepath.Join("testdata", "*.toml")) {
+		f.Add(seed.Data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		set, err := Parse(data)

@@ -295,11 +295,9 @@ func (l *Logger) run() {
 	for {
 		select {
 		case r, ok := <-l.queue:
-			if !ok {
-				w.finish(false)
+			if w.received(&r, ok) {
 				return
 			}
-			w.add(&r)
 		case <-l.abort:
 			w.finish(true)
 			return
@@ -315,11 +313,9 @@ func (l *Logger) run() {
 		for more := true; more; {
 			select {
 			case r, ok := <-l.queue:
-				if !ok {
-					w.finish(false)
+				if w.received(&r, ok) {
 					return
 				}
-				w.add(&r)
 			default:
 				more = false
 			}
@@ -335,6 +331,17 @@ type writer struct {
 	pending uint64 // records in batch
 	failing bool   // the last write failed
 	lost    uint64 // records lost since failing began
+}
+
+// received takes what a receive from the queue gave: q when ok, else
+// the queue is closed and received finishes the writer and reports true.
+func (w *writer) received(q *queued, ok bool) (closed bool) {
+	if !ok {
+		w.finish(false)
+		return true
+	}
+	w.add(q)
+	return false
 }
 
 // add encodes r into the batch, and writes the batch once it reaches

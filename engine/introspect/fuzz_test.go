@@ -1,10 +1,10 @@
 package introspect
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -12,13 +12,8 @@ import (
 // introspection-invalid alone, and that an answer it accepts has the
 // shapes the engine relies on.
 func FuzzParse(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*"))
-	for _, name := range files {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
+	for _, seed := range testkit.ReadGlob(f, filepath.Join("testdata", "*")) {
+		f.Add(seed.Data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, err := parse(data, DefaultTenantClaim)

@@ -6,16 +6,14 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"net/http"
-	"net/http/httptest"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/svc-dev/svc/engine/jwks"
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/jose"
+	"github.com/svc-dev/svc/internal/testkit/jwkstest"
 )
 
 // testKeys are generated once per test binary: RSA generation is slow.
@@ -78,47 +76,9 @@ func jwksJSON(_ testing.TB, keys ...map[string]any) []byte { return jose.JWKS(ke
 
 // idp is a JWKS endpoint over real TLS that counts its requests and can
 // rotate its keys or fail.
-type idp struct {
-	srv          *httptest.Server
-	requests     atomic.Int64
-	mu           sync.Mutex
-	body         []byte
-	status       int
-	cacheControl string
-	times        []time.Time
-}
+type idp = jwkstest.Server
 
-func newIDP(t testing.TB, body []byte) *idp {
-	t.Helper()
-	p := &idp{body: body, status: http.StatusOK}
-	p.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.requests.Add(1)
-		p.mu.Lock()
-		body, status, cc := p.body, p.status, p.cacheControl
-		p.times = append(p.times, time.Now())
-		p.mu.Unlock()
-		if cc != "" {
-			w.Header().Set("Cache-Control", cc)
-		}
-		w.Header().Set("Content-Type", "application/jwk-set+json")
-		w.WriteHeader(status)
-		_, _ = w.Write(body)
-	}))
-	t.Cleanup(p.srv.Close)
-	return p
-}
-
-func (p *idp) serve(body []byte, status int, cacheControl string) {
-	p.mu.Lock()
-	p.body, p.status, p.cacheControl = body, status, cacheControl
-	p.mu.Unlock()
-}
-
-func (p *idp) requestTimes() []time.Time {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]time.Time(nil), p.times...)
-}
+func newIDP(t testing.TB, body []byte) *idp { return jwkstest.New(t, body) }
 
 // clock is the tests' settable clock.
 type clock = testkit.Clock
@@ -127,7 +87,7 @@ func newClock() *clock { return testkit.NewClock(time.Date(2026, 1, 1, 12, 0, 0,
 
 func newCache(t testing.TB, p *idp, mod func(*jwks.Options)) *jwks.Cache {
 	t.Helper()
-	opts := jwks.Options{URL: p.srv.URL + "/jwks.json", Client: p.srv.Client()}
+	opts := jwks.Options{URL: p.Srv.URL + "/jwks.json", Client: p.Srv.Client()}
 	if mod != nil {
 		mod(&opts)
 	}

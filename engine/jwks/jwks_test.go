@@ -120,7 +120,7 @@ func TestKeyValidation(t *testing.T) {
 	}
 	// Lookups of known and rejected kids are answered from memory; the one
 	// unknown kid cost one refetch.
-	if got := p.requests.Load(); got != 2 {
+	if got := p.Requests(); got != 2 {
 		t.Errorf("idp requests = %d, want 2", got)
 	}
 }
@@ -162,18 +162,18 @@ func TestKeyRotation(t *testing.T) {
 	if _, err := c.Key(ctx, "k2"); codeOf(err) != reason.UnknownKID {
 		t.Fatalf("k2 before rotation: %v, want unknown-kid", err)
 	}
-	p.serve(jwksJSON(t, rsaJWK("k2", &k.rsa2.PublicKey), rsaJWK("k1", &k.rsa.PublicKey)), http.StatusOK, "")
+	p.Serve(jwksJSON(t, rsaJWK("k2", &k.rsa2.PublicKey), rsaJWK("k1", &k.rsa.PublicKey)), http.StatusOK, "")
 	key, err := c.Key(ctx, "k2")
 	if err != nil || key.ID != "k2" {
 		t.Fatalf("k2 after rotation: %+v, %v", key, err)
 	}
 	// Old key retired at the IdP: it keeps serving until a refresh shows
 	// the new set.
-	p.serve(jwksJSON(t, rsaJWK("k2", &k.rsa2.PublicKey)), http.StatusOK, "")
+	p.Serve(jwksJSON(t, rsaJWK("k2", &k.rsa2.PublicKey)), http.StatusOK, "")
 	if _, err := c.Key(ctx, "k1"); err != nil {
 		t.Fatalf("k1 from the cached set: %v", err)
 	}
-	if got := p.requests.Load(); got != 3 {
+	if got := p.Requests(); got != 3 {
 		t.Fatalf("idp requests = %d, want 3 (first load, two unknown-kid refetches)", got)
 	}
 }
@@ -203,17 +203,17 @@ func TestKeyRandomKIDFlood(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if got := p.requests.Load(); got > burst || got < 1 {
+	if got := p.Requests(); got > burst || got < 1 {
 		t.Fatalf("idp requests = %d for 1000 random kids, want 1..%d", got, burst)
 	}
 	if _, err := c.Key(context.Background(), "good"); err != nil {
 		t.Fatalf("known kid after the flood: %v", err)
 	}
 	// The bucket refills with time.
-	before := p.requests.Load()
+	before := p.Requests()
 	clk.Advance(time.Minute)
 	_, _ = c.Key(context.Background(), "random-after")
-	if got := p.requests.Load(); got != before+1 {
+	if got := p.Requests(); got != before+1 {
 		t.Fatalf("idp requests after refill = %d, want %d", got, before+1)
 	}
 }
@@ -226,7 +226,7 @@ func TestKeyIdPDown(t *testing.T) {
 	if _, err := c.Key(ctx, "k1"); err != nil {
 		t.Fatal(err)
 	}
-	p.serve([]byte("upstream broke"), http.StatusInternalServerError, "")
+	p.Serve([]byte("upstream broke"), http.StatusInternalServerError, "")
 	clk.Advance(10 * time.Second)
 
 	if _, err := c.Key(ctx, "unknown"); codeOf(err) != reason.UnknownKID {
@@ -246,7 +246,7 @@ func TestKeyIdPDown(t *testing.T) {
 		t.Fatalf("KeyAge = %s, want 10s", st.KeyAge)
 	}
 
-	p.serve(jwksJSON(t, rsaJWK("k1", &k.rsa.PublicKey), rsaJWK("k2", &k.rsa2.PublicKey)), http.StatusOK, "")
+	p.Serve(jwksJSON(t, rsaJWK("k1", &k.rsa.PublicKey), rsaJWK("k2", &k.rsa2.PublicKey)), http.StatusOK, "")
 	clk.Advance(time.Minute)
 	if _, err := c.Key(ctx, "k2"); err != nil {
 		t.Fatalf("after recovery: %v", err)
@@ -277,7 +277,7 @@ func TestKeyNothingCached(t *testing.T) {
 				body = jwksJSON(t, rsaJWK("weak", &keys().weak.PublicKey))
 			}
 			p := newIDP(t, body)
-			p.serve(body, tt.status, "")
+			p.Serve(body, tt.status, "")
 			c := newCache(t, p, nil)
 			_, err := c.Key(context.Background(), "k1")
 			if codeOf(err) != reason.JWKSUnavailable {
@@ -311,7 +311,7 @@ func TestBadResponseKeepsGoodSet(t *testing.T) {
 			if _, err := c.Key(context.Background(), "k1"); err != nil {
 				t.Fatal(err)
 			}
-			p.serve(tt.body, tt.status, "")
+			p.Serve(tt.body, tt.status, "")
 			if _, err := c.Key(context.Background(), "k2"); codeOf(err) != reason.UnknownKID {
 				t.Fatalf("k2: %v, want unknown-kid", err)
 			}
@@ -327,9 +327,9 @@ func TestBadResponseKeepsGoodSet(t *testing.T) {
 
 func TestKeyUnreachable(t *testing.T) {
 	p := newIDP(t, nil)
-	url := p.srv.URL + "/jwks.json?token=s3cr3t"
-	client := p.srv.Client()
-	p.srv.Close()
+	url := p.Srv.URL + "/jwks.json?token=s3cr3t"
+	client := p.Srv.Client()
+	p.Srv.Close()
 	c, err := jwks.New(jwks.Options{URL: url, Client: client, FetchTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -355,7 +355,7 @@ func TestKeyContextCancelled(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(block) })
-	p := &idp{srv: srv}
+	p := &idp{Srv: srv}
 	c := newCache(t, p, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -402,8 +402,8 @@ func TestLogging(t *testing.T) {
 	var buf testkit.SyncBuffer
 	p := newIDP(t, jwksJSON(t, rsaJWK("good", &k.rsa.PublicKey), rsaJWK("weak", &k.weak.PublicKey)))
 	c, err := jwks.New(jwks.Options{
-		URL:             p.srv.URL + "/jwks.json?client_secret=s3cr3t",
-		Client:          p.srv.Client(),
+		URL:             p.Srv.URL + "/jwks.json?client_secret=s3cr3t",
+		Client:          p.Srv.Client(),
 		UnknownKIDBurst: 10,
 		Logger:          slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
@@ -414,7 +414,7 @@ func TestLogging(t *testing.T) {
 	for _, kid := range []string{"good", "other-1", "other-2"} {
 		_, _ = c.Key(ctx, kid)
 	}
-	p.serve(nil, http.StatusBadGateway, "")
+	p.Serve(nil, http.StatusBadGateway, "")
 	_, _ = c.Key(ctx, "other-3")
 
 	out := buf.String()
@@ -440,9 +440,9 @@ func TestLoggingNoCopyYetThenAvailable(t *testing.T) {
 	k := keys()
 	var buf testkit.SyncBuffer
 	p := newIDP(t, jwksJSON(t, rsaJWK("good", &k.rsa.PublicKey)))
-	p.serve(nil, http.StatusBadGateway, "")
+	p.Serve(nil, http.StatusBadGateway, "")
 	c, err := jwks.New(jwks.Options{
-		URL: p.srv.URL + "/jwks.json", Client: p.srv.Client(), UnknownKIDBurst: 10,
+		URL: p.Srv.URL + "/jwks.json", Client: p.Srv.Client(), UnknownKIDBurst: 10,
 		Logger: slog.New(slog.NewJSONHandler(&buf, nil)),
 	})
 	if err != nil {
@@ -451,7 +451,7 @@ func TestLoggingNoCopyYetThenAvailable(t *testing.T) {
 	ctx := context.Background()
 	_, _ = c.Key(ctx, "good")
 	_, _ = c.Key(ctx, "good")
-	p.serve(jwksJSON(t, rsaJWK("good", &k.rsa.PublicKey)), http.StatusOK, "")
+	p.Serve(jwksJSON(t, rsaJWK("good", &k.rsa.PublicKey)), http.StatusOK, "")
 	if _, err := c.Key(ctx, "good"); err != nil {
 		t.Fatalf("Key after recovery: %v", err)
 	}

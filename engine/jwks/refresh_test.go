@@ -35,12 +35,12 @@ func waitRequests(t *testing.T, p *idp, n int, limit time.Duration) []time.Time 
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
-		if ts := p.requestTimes(); len(ts) >= n {
+		if ts := p.RequestTimes(); len(ts) >= n {
 			return ts
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatalf("idp saw %d requests within %s, want %d", len(p.requestTimes()), limit, n)
+	t.Fatalf("idp saw %d requests within %s, want %d", len(p.RequestTimes()), limit, n)
 	return nil
 }
 
@@ -61,7 +61,7 @@ func TestRunRefreshInterval(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newIDP(t, nil)
-			p.serve(jwksJSON(t, rsaJWK("k1", &k.rsa.PublicKey)), http.StatusOK, tt.cacheControl)
+			p.Serve(jwksJSON(t, rsaJWK("k1", &k.rsa.PublicKey)), http.StatusOK, tt.cacheControl)
 			c := newCache(t, p, func(o *jwks.Options) { o.MinRefresh, o.MaxRefresh = tt.min, tt.max })
 			runCache(t, c)
 			ts := waitRequests(t, p, 4, 10*tt.wantGap+10*time.Second)
@@ -92,7 +92,7 @@ func TestRunKeepsServingWhileDown(t *testing.T) {
 	c := newCache(t, p, func(o *jwks.Options) { o.MinRefresh, o.MaxRefresh = 100*time.Millisecond, 100*time.Millisecond })
 	runCache(t, c)
 	waitRequests(t, p, 1, 5*time.Second)
-	p.serve(nil, http.StatusServiceUnavailable, "")
+	p.Serve(nil, http.StatusServiceUnavailable, "")
 	// Retries back off but never wait longer than MinRefresh.
 	// Three retries at most 100ms apart take 300ms; uncapped they would
 	// take 3.5s at least (1s doubled, the upper half jittered). The margin
@@ -108,7 +108,7 @@ func TestRunKeepsServingWhileDown(t *testing.T) {
 	if !st.Partitioned || st.PartitionedSince.IsZero() || st.FetchFailures < 3 || st.KeySets != 1 {
 		t.Fatalf("status = %+v", st)
 	}
-	p.serve(jwksJSON(t, rsaJWK("k1", &k.rsa.PublicKey)), http.StatusOK, "")
+	p.Serve(jwksJSON(t, rsaJWK("k1", &k.rsa.PublicKey)), http.StatusOK, "")
 	deadline := time.Now().Add(30 * time.Second)
 	for c.Status().Partitioned && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)

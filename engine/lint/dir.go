@@ -173,19 +173,15 @@ func compile(parsed map[string]*ast.Module) ([]Finding, *ast.Compiler) {
 
 // opaFindings turns an error of OPA's parser or compiler into findings.
 func opaFindings(file string, err error) []Finding {
-	var errs ast.Errors
-	if errors.As(err, &errs) {
-		out := make([]Finding, 0, len(errs))
-		for _, e := range errs {
-			out = append(out, opaFinding(file, e))
-		}
-		return out
+	errs, ok := policy.OPAErrors(err)
+	if !ok {
+		return []Finding{{File: file, Severity: Error, Rule: RuleCompileError, Message: err.Error()}}
 	}
-	var one *ast.Error
-	if errors.As(err, &one) {
-		return []Finding{opaFinding(file, one)}
+	out := make([]Finding, 0, len(errs))
+	for _, e := range errs {
+		out = append(out, opaFinding(file, e))
 	}
-	return []Finding{{File: file, Severity: Error, Rule: RuleCompileError, Message: err.Error()}}
+	return out
 }
 
 // opaFinding maps one OPA error to a finding with a stable rule id.

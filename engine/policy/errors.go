@@ -87,19 +87,30 @@ func (e *Error) Error() string {
 // problemsOf converts OPA's parse and compile errors into Problems; any
 // other error becomes one Problem of the given file.
 func problemsOf(file string, err error) []Problem {
-	var errs ast.Errors
-	if errors.As(err, &errs) {
-		out := make([]Problem, 0, len(errs))
-		for _, e := range errs {
-			out = append(out, problemOf(file, e))
-		}
-		return out
+	errs, ok := OPAErrors(err)
+	if !ok {
+		return []Problem{{File: file, Code: CodeLoad, Msg: err.Error()}}
+	}
+	out := make([]Problem, 0, len(errs))
+	for _, e := range errs {
+		out = append(out, problemOf(file, e))
+	}
+	return out
+}
+
+// OPAErrors is the parse or compile errors of OPA that err holds: the
+// ast.Errors in its chain, else its one *ast.Error. ok is false when err
+// holds neither.
+func OPAErrors(err error) (errs []*ast.Error, ok bool) {
+	var all ast.Errors
+	if errors.As(err, &all) {
+		return all, true
 	}
 	var one *ast.Error
 	if errors.As(err, &one) {
-		return []Problem{problemOf(file, one)}
+		return []*ast.Error{one}, true
 	}
-	return []Problem{{File: file, Code: CodeLoad, Msg: err.Error()}}
+	return nil, false
 }
 
 func problemOf(file string, e *ast.Error) Problem {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -165,23 +164,11 @@ func TestEvalMatchesRego(t *testing.T) {
 // topdown query, the reused rule cache and the constant tables), and
 // through rego on the whole input document: the decisions must agree.
 func FuzzEvalMatchesRego(f *testing.F) {
-	f.Add("orders:read", "viewer", "viewer", "acme", "acme", "acme", "team")
-	f.Add("reports:export", "billing", "", "acme", "acme", "acme", "enterprise")
-	f.Add("orders:delete", "", "admin", "acme", "globex", "acme", "free")
-	f.Add("*:*", "admin", "admin,viewer", "", "", "", "")
-	f.Add("webhooks:create", "editor", "editor,", "acme", "acme", "acme", "platinum")
+	addFieldSeeds(f)
 	set := mustDefault(f)
 	ref := regoDecision(f, set)
 	f.Fuzz(func(t *testing.T, action, role, roles, userTenant, resourceTenant, tenant, plan string) {
-		in := policy.Input{
-			Action:   action,
-			User:     policy.User{ID: "u-1", Role: role, TenantID: userTenant},
-			Resource: policy.Resource{ID: "r-1", Tenant: resourceTenant},
-			Tenant:   policy.Tenant{ID: tenant, Plan: plan},
-		}
-		if roles != "" {
-			in.User.Roles = strings.Split(roles, ",")
-		}
+		in := fieldsInput(action, role, roles, userTenant, resourceTenant, tenant, plan)
 		v, err := in.Value()
 		if err != nil {
 			t.Fatal(err)

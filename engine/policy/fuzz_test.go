@@ -73,26 +73,10 @@ func FuzzEvalValue(f *testing.F) {
 // input and EvalValue on its JSON form must agree, and the decision must be
 // coherent as in FuzzEvalValue.
 func FuzzEvalInput(f *testing.F) {
-	f.Add("orders:read", "viewer", "viewer", "acme", "acme", "acme", "team")
-	f.Add("reports:export", "billing", "", "acme", "acme", "acme", "enterprise")
-	f.Add("orders:delete", "", "admin", "acme", "globex", "acme", "free")
-	f.Add("*:*", "admin", "admin,viewer", "", "", "", "")
-	f.Add("webhooks:create", "editor", "editor", "acme", "acme", "acme", "platinum")
+	addFieldSeeds(f)
 	set := mustDefault(f)
 	f.Fuzz(func(t *testing.T, action, role, roles, userTenant, resourceTenant, tenant, plan string) {
-		in := policy.Input{
-			Action: action,
-			User: policy.User{
-				ID:       "u-1",
-				Role:     role,
-				TenantID: userTenant,
-			},
-			Resource: policy.Resource{ID: "r-1", Tenant: resourceTenant},
-			Tenant:   policy.Tenant{ID: tenant, Plan: plan},
-		}
-		if roles != "" {
-			in.User.Roles = strings.Split(roles, ",")
-		}
+		in := fieldsInput(action, role, roles, userTenant, resourceTenant, tenant, plan)
 		typed, err := set.Eval(context.Background(), in)
 		if err != nil {
 			t.Fatalf("eval %+v: %v", in, err)
@@ -112,4 +96,30 @@ func FuzzEvalInput(f *testing.F) {
 			t.Fatalf("incoherent decision %+v for %s", typed, raw)
 		}
 	})
+}
+
+// addFieldSeeds seeds a fuzz target whose arguments are those of
+// fieldsInput.
+func addFieldSeeds(f *testing.F) {
+	f.Add("orders:read", "viewer", "viewer", "acme", "acme", "acme", "team")
+	f.Add("reports:export", "billing", "", "acme", "acme", "acme", "enterprise")
+	f.Add("orders:delete", "", "admin", "acme", "globex", "acme", "free")
+	f.Add("*:*", "admin", "admin,viewer", "", "", "", "")
+	f.Add("webhooks:create", "editor", "editor", "acme", "acme", "acme", "platinum")
+	f.Add("webhooks:create", "editor", "editor,", "acme", "acme", "acme", "platinum")
+}
+
+// fieldsInput is the typed input of fuzzed fields; roles is
+// comma-separated, and "" leaves the roles out.
+func fieldsInput(action, role, roles, userTenant, resourceTenant, tenant, plan string) policy.Input {
+	in := policy.Input{
+		Action:   action,
+		User:     policy.User{ID: "u-1", Role: role, TenantID: userTenant},
+		Resource: policy.Resource{ID: "r-1", Tenant: resourceTenant},
+		Tenant:   policy.Tenant{ID: tenant, Plan: plan},
+	}
+	if roles != "" {
+		in.User.Roles = strings.Split(roles, ",")
+	}
+	return in
 }

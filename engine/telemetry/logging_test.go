@@ -67,6 +67,17 @@ func lines(t *testing.T, buf *bytes.Buffer) []map[string]any {
 	return out
 }
 
+// testLogger is a logger at level that writes to the buffer it returns.
+func testLogger(t *testing.T, level string) (*slog.Logger, *bytes.Buffer) {
+	t.Helper()
+	var buf bytes.Buffer
+	log, _, err := NewLogger(&buf, level)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return log, &buf
+}
+
 func TestNewLoggerLevelAtRunTime(t *testing.T) {
 	var buf bytes.Buffer
 	log, lv, err := NewLogger(&buf, "warn")
@@ -134,11 +145,7 @@ func TestRedaction(t *testing.T) {
 		{"log_valuer", func(l *slog.Logger) { l.Info("m", "session", tokenValuer{}) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var buf bytes.Buffer
-			log, _, err := NewLogger(&buf, "info")
-			if err != nil {
-				t.Fatal(err)
-			}
+			log, buf := testLogger(t, "info")
 			tc.log(log)
 			out := buf.String()
 			if strings.Contains(out, secret) {
@@ -160,14 +167,10 @@ func TestRedaction(t *testing.T) {
 }
 
 func TestRedactionLeavesOtherKeys(t *testing.T) {
-	var buf bytes.Buffer
-	log, _, err := NewLogger(&buf, "info")
-	if err != nil {
-		t.Fatal(err)
-	}
+	log, buf := testLogger(t, "info")
 	log.Info("m", "token_type", "Bearer", "user_id", "u1", "reason", "token-expired",
 		"headers", http.Header{"Accept": {"*/*"}})
-	m := lines(t, &buf)[0]
+	m := lines(t, buf)[0]
 	if m["token_type"] != "Bearer" || m["user_id"] != "u1" || m["reason"] != "token-expired" {
 		t.Errorf("non-sensitive attributes changed: %v", m)
 	}
@@ -195,13 +198,9 @@ func TestTraceIDs(t *testing.T) {
 		{"redacted_record", func(l *slog.Logger) { l.InfoContext(ctx, "m", "k", "v", "token", secret) }, []string{"k"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var buf bytes.Buffer
-			log, _, err := NewLogger(&buf, "info")
-			if err != nil {
-				t.Fatal(err)
-			}
+			log, buf := testLogger(t, "info")
 			tc.log(log)
-			m := lines(t, &buf)[0]
+			m := lines(t, buf)[0]
 			if m[TraceIDKey] != wantTrace || m[SpanIDKey] != wantSpan {
 				t.Errorf("line = %v, want top-level trace_id %s span_id %s", m, wantTrace, wantSpan)
 			}
@@ -220,16 +219,14 @@ func TestTraceIDs(t *testing.T) {
 	}
 
 	t.Run("no_span", func(t *testing.T) {
-		var buf bytes.Buffer
-		log, _, _ := NewLogger(&buf, "info")
+		log, buf := testLogger(t, "info")
 		log.InfoContext(context.Background(), "m")
 		if strings.Contains(buf.String(), TraceIDKey) {
 			t.Errorf("trace_id without a span: %s", buf.String())
 		}
 	})
 	t.Run("bound_trace_id_not_duplicated", func(t *testing.T) {
-		var buf bytes.Buffer
-		log, _, _ := NewLogger(&buf, "info")
+		log, buf := testLogger(t, "info")
 		log.With(TraceIDKey, wantTrace).InfoContext(ctx, "m")
 		if n := strings.Count(buf.String(), `"`+TraceIDKey+`"`); n != 1 {
 			t.Errorf("trace_id appears %d times: %s", n, buf.String())
@@ -238,11 +235,7 @@ func TestTraceIDs(t *testing.T) {
 }
 
 func TestLogFeedSubscribe(t *testing.T) {
-	var buf bytes.Buffer
-	log, _, err := NewLogger(&buf, "debug")
-	if err != nil {
-		t.Fatal(err)
-	}
+	log, _ := testLogger(t, "debug")
 	feed := LogFeedOf(log)
 	log.Info("before", "tenant", "acme")
 	ctx, cancel := context.WithCancel(context.Background())

@@ -180,7 +180,7 @@ func TestCacheDropsTokensOfWithdrawnKeys(t *testing.T) {
 			if st := f.v.CacheStats(); st.Entries != 1 || st.Hits != 1 {
 				t.Fatalf("cache stats = %+v, want the token cached", st)
 			}
-			f.idp.serve(jwksJSON(tt.next...), http.StatusOK)
+			f.idp.Serve(jwksJSON(tt.next...), http.StatusOK, "")
 			// A token naming a kid the cache does not know makes it refetch
 			// the set, as the background refresh would.
 			probe := signClaims(hdr("RS256", "new", nil), claims(), k.rotated)

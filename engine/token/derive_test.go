@@ -59,13 +59,13 @@ func TestVerifyDerived(t *testing.T) {
 	}
 
 	// The key is withdrawn: the token and what was derived from it go.
-	f.idp.serve(jwksJSON(idpKeys()[1:]...), http.StatusOK)
+	f.idp.Serve(jwksJSON(idpKeys()[1:]...), http.StatusOK, "")
 	_, _ = f.v.Verify(ctx, signClaims(hdr("RS256", "new", nil), claims(), k.rotated))
 	if d, err := verify(t); reason.Of(err, reason.OK) != reason.UnknownKID {
 		t.Fatalf("after the key was withdrawn: %v, %v; want unknown-kid", d, err)
 	}
 	// Published again: verified again, derived again.
-	f.idp.serve(jwksJSON(idpKeys()...), http.StatusOK)
+	f.idp.Serve(jwksJSON(idpKeys()...), http.StatusOK, "")
 	f.clock.Set(t0.Add(10 * time.Minute)) // past the refetch rate limit
 	_, _ = f.v.Verify(ctx, signClaims(hdr("RS256", "new2", nil), claims(), k.rotated))
 	second, err := verify(t)

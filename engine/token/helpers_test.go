@@ -8,8 +8,6 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +17,7 @@ import (
 	"github.com/svc-dev/svc/engine/token"
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/jose"
+	"github.com/svc-dev/svc/internal/testkit/jwkstest"
 )
 
 // t0 is the fixed "now" of the tests.
@@ -80,35 +79,9 @@ func idpKeys() []map[string]any {
 
 // jwksServer is a JWKS endpoint over real TLS that counts its requests and
 // can rotate keys or fail.
-type jwksServer struct {
-	srv      *httptest.Server
-	requests atomic.Int64
-	mu       sync.Mutex
-	body     []byte
-	status   int
-}
+type jwksServer = jwkstest.Server
 
-func newJWKSServer(t testing.TB, body []byte) *jwksServer {
-	t.Helper()
-	s := &jwksServer{body: body, status: http.StatusOK}
-	s.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.requests.Add(1)
-		s.mu.Lock()
-		body, status := s.body, s.status
-		s.mu.Unlock()
-		w.Header().Set("Content-Type", "application/jwk-set+json")
-		w.WriteHeader(status)
-		_, _ = w.Write(body)
-	}))
-	t.Cleanup(s.srv.Close)
-	return s
-}
-
-func (s *jwksServer) serve(body []byte, status int) {
-	s.mu.Lock()
-	s.body, s.status = body, status
-	s.mu.Unlock()
-}
+func newJWKSServer(t testing.TB, body []byte) *jwksServer { return jwkstest.New(t, body) }
 
 // clock is the fixture's settable clock.
 type clock = testkit.Clock
@@ -139,7 +112,7 @@ func newFixture(t testing.TB, mod func(*token.Options)) *fixture {
 	// As the engine wires it: a changed key set drops what withdrawn keys
 	// verified.
 	onChange := func() { f.v.Retain(f.cache.Holds) }
-	c, err := jwks.New(jwks.Options{URL: f.idp.srv.URL + "/jwks.json", Client: f.idp.srv.Client(), Now: f.clock.Now, OnChange: onChange})
+	c, err := jwks.New(jwks.Options{URL: f.idp.Srv.URL + "/jwks.json", Client: f.idp.Srv.Client(), Now: f.clock.Now, OnChange: onChange})
 	if err != nil {
 		t.Fatal(err)
 	}

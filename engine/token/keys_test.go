@@ -25,11 +25,11 @@ func TestVerifyRotation(t *testing.T) {
 	if _, err := f.v.Verify(ctx, next); reason.Of(err, reason.OK) != reason.UnknownKID {
 		t.Fatalf("new key before rotation: %v, want unknown-kid", err)
 	}
-	f.idp.serve(jwksJSON(append(idpKeys(), rsaJWK("rotated", &k.rotated.PublicKey, "RS256"))...), http.StatusOK)
+	f.idp.Serve(jwksJSON(append(idpKeys(), rsaJWK("rotated", &k.rotated.PublicKey, "RS256"))...), http.StatusOK, "")
 	if _, err := f.v.Verify(ctx, next); err != nil {
 		t.Fatalf("new key after rotation: %v", err)
 	}
-	if n := f.idp.requests.Load(); n != 3 {
+	if n := f.idp.Requests(); n != 3 {
 		t.Fatalf("idp requests = %d, want 3", n)
 	}
 }
@@ -45,7 +45,7 @@ func TestVerifyJWKSDown(t *testing.T) {
 		if _, err := f.v.Verify(ctx, tok); err != nil {
 			t.Fatal(err)
 		}
-		f.idp.serve([]byte("down"), http.StatusServiceUnavailable)
+		f.idp.Serve([]byte("down"), http.StatusServiceUnavailable, "")
 		for range 3 {
 			if _, err := f.v.Verify(ctx, tok); err != nil {
 				t.Fatalf("verify while the IdP is down: %v", err)
@@ -60,14 +60,14 @@ func TestVerifyJWKSDown(t *testing.T) {
 	})
 	t.Run("nothing cached", func(t *testing.T) {
 		f := newFixture(t, nil)
-		f.idp.serve(nil, http.StatusInternalServerError)
+		f.idp.Serve(nil, http.StatusInternalServerError, "")
 		if _, err := f.v.Verify(ctx, tok); reason.Of(err, reason.OK) != reason.JWKSUnavailable {
 			t.Fatalf("err = %v, want jwks-unavailable", err)
 		}
 	})
 	t.Run("idp unreachable", func(t *testing.T) {
 		f := newFixture(t, nil)
-		f.idp.srv.Close()
+		f.idp.Srv.Close()
 		if _, err := f.v.Verify(ctx, tok); reason.Of(err, reason.OK) != reason.JWKSUnavailable {
 			t.Fatalf("err = %v, want jwks-unavailable", err)
 		}
@@ -78,7 +78,7 @@ func TestVerifyRandomKIDFlood(t *testing.T) {
 	k := keys()
 	const burst = 3
 	f := newFixture(t, nil)
-	c, err := jwks.New(jwks.Options{URL: f.idp.srv.URL, Client: f.idp.srv.Client(), Now: f.clock.Now, UnknownKIDBurst: burst})
+	c, err := jwks.New(jwks.Options{URL: f.idp.Srv.URL, Client: f.idp.Srv.Client(), Now: f.clock.Now, UnknownKIDBurst: burst})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestVerifyRandomKIDFlood(t *testing.T) {
 	if len(bad) > 0 {
 		t.Fatalf("%d tokens not refused as unknown-kid, first: %s", len(bad), bad[0])
 	}
-	if n := f.idp.requests.Load(); n < 1 || n > burst {
+	if n := f.idp.Requests(); n < 1 || n > burst {
 		t.Fatalf("idp requests = %d for 1000 random kids, want 1..%d", n, burst)
 	}
 }

@@ -109,7 +109,7 @@ func testdataVerifier(t testing.TB) *token.Verifier {
 	}
 	idp := newJWKSServer(t, set)
 	now := func() time.Time { return t0 }
-	c, err := jwks.New(jwks.Options{URL: idp.srv.URL + "/jwks.json", Client: idp.srv.Client(), Now: now})
+	c, err := jwks.New(jwks.Options{URL: idp.Srv.URL + "/jwks.json", Client: idp.Srv.Client(), Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 func TestVerify(t *testing.T) {
 	k := keys()
 	attackerIdP := newJWKSServer(t, jwksJSON(rsaJWK("evil", &k.attacker.PublicKey, "RS256")))
-	attackerJKU := attackerIdP.srv.URL + "/jwks.json"
+	attackerJKU := attackerIdP.Srv.URL + "/jwks.json"
 	attackerJWK, err := jwk.Import(&k.attacker.PublicKey)
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +197,7 @@ func TestVerify(t *testing.T) {
 			}
 		})
 	}
-	if n := attackerIdP.requests.Load(); n != 0 {
+	if n := attackerIdP.Requests(); n != 0 {
 		t.Fatalf("attacker JWKS got %d requests, want 0", n)
 	}
 }
