@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/internal/harness"
-	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
 // TestShippedProxiesBrowserSignIn runs the sidecar binary with [sdk.saml]
@@ -25,10 +24,7 @@ import (
 func TestShippedProxiesBrowserSignIn(t *testing.T) {
 	t.Parallel()
 	k := newKeyring(t)
-	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
-	if err != nil {
-		t.Fatal(err)
-	}
+	idp := exampleIdP(t)
 	md := harness.WriteFile(t, t.TempDir(), "idp.xml", string(idp.Metadata()))
 	samlAddr := harness.FreeAddr(t)
 	s := startSidecar(t, k, map[string]string{
@@ -133,6 +129,18 @@ func startShippedNginx(t *testing.T, httpAddr, app string) string {
 		map[string]string{"127.0.0.1:7700": httpAddr, "127.0.0.1:7701": harness.FreeAddr(t), "127.0.0.1:5678": app})
 }
 
+// startBehindShippedNginx starts a sidecar verifying the keyring's tokens
+// and an upstream behind deploy/nginx/nginx.conf, as startShippedNginx
+// runs it; it returns the keyring, the sidecar, the upstream and nginx's
+// base URL.
+func startBehindShippedNginx(t *testing.T) (*keyring, *harness.Sidecar, *harness.Upstream, string) {
+	t.Helper()
+	k := newKeyring(t)
+	s := startSidecar(t, k, nil)
+	up := harness.StartUpstream(t)
+	return k, s, up, startShippedNginx(t, s.HTTPAddr, up.Addr)
+}
+
 // startShippedProxy runs a shipped proxy configuration with its loopback
 // addresses replaced as repl says, listening on a free port in place of
 // 8080; it returns the proxy's base URL once it accepts connections.
@@ -167,22 +175,8 @@ func startShippedProxyOn(t *testing.T, front, name, file string, args func(dir, 
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir)
 	p := harness.StartProcess(t, name, cmd)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", front, time.Second)
-		if err == nil {
-			c.Close()
-			return "http://" + front
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never listened on %s: %s", name, front, p.Stderr.String())
-		}
-		select {
-		case <-p.Done():
-			t.Fatalf("%s exited: %s", name, p.Stderr.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	harness.WaitListening(t, p, front, 20*time.Second)
+	return "http://" + front
 }
 
 // getBody GETs u with client c and the headers (name, value, ...), and

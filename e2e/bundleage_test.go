@@ -1,18 +1,13 @@
 package e2e
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/svc-dev/svc/engine/bundle"
-	"github.com/svc-dev/svc/internal/harness"
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/bundletest"
 	"github.com/svc-dev/svc/wire"
@@ -27,46 +22,25 @@ import (
 func TestBundleAgeAndReplay(t *testing.T) {
 	t.Parallel()
 	k := newKeyring(t)
-	keys := t.TempDir()
-	signKey, verifyKey := ecKeyPair(t, keys)
-	signPEM, err := os.ReadFile(signKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	policies := filepath.Join(harness.ModuleRoot(t), "policies")
+	b := newBundleSigner(t)
 	build := func(revision string, created time.Time) []byte {
 		t.Helper()
-		return bundletest.Build(t, policies, bundle.BuildOptions{Revision: revision, SignKeyPEM: signPEM, CreatedAt: created})
+		return b.build(t, b.shipped, revision, created)
 	}
 	// opaBuild signs as opa build --signing-key does: no created_at.
 	opaBuild := func(revision string) []byte {
 		t.Helper()
-		src, err := os.ReadFile(filepath.Join(policies, "authz.rego"))
+		src, err := os.ReadFile(filepath.Join(b.shipped, "authz.rego"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return bundletest.OPABuild(t, revision, src, signPEM)
+		return bundletest.OPABuild(t, revision, src, b.signPEM)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
-	var mu sync.Mutex
-	served := build("cp-2h", now.Add(-2*time.Hour))
-	cp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		_, _ = w.Write(served)
-	}))
-	t.Cleanup(cp.Close)
-	serve := func(b []byte) { mu.Lock(); served = b; mu.Unlock() }
+	cp := startReplayServer(t, build("cp-2h", now.Add(-2*time.Hour)))
+	serve := cp.serve
 
-	s := harness.StartSidecar(t, harness.SidecarOptions{
-		Config: pollingConfig,
-		Env: map[string]string{
-			"SVC_JWKS_URL":               k.jwks.URL,
-			"SVC_BUNDLE_URL":             cp.URL + "/svc.tar.gz",
-			"SVC_BUNDLE_VERIFY_KEY_FILE": verifyKey,
-			"SVC_BUNDLE_MAX_AGE":         "1h",
-		},
-	})
+	s := startPollingSidecar(t, k, cp.URL, b.verifyKeyFile, map[string]string{"SVC_BUNDLE_MAX_AGE": "1h"})
 	var st wire.Status
 	testkit.Eventually(t, "cp-2h active", func() bool { st = getStatus(t, s); return st.PolicyRevision == "cp-2h" })
 	if st.Status != "degraded" || st.Reason != "policy-bundle-stale" || st.PolicyCreatedAt == nil || !st.PolicyCreatedAt.Equal(now.Add(-2*time.Hour)) {

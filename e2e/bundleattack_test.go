@@ -79,15 +79,7 @@ func TestBundleRedirectAttack(t *testing.T) {
 
 	cp := testkit.StartRedirector(t, cdn.URL+"/svc.tar.gz")
 
-	s := harness.StartSidecar(t, harness.SidecarOptions{
-		Config: pollingConfig,
-		Env: map[string]string{
-			"SVC_JWKS_URL":               k.jwks.URL,
-			"SVC_BUNDLE_URL":             cp.URL + "/svc.tar.gz",
-			"SVC_BUNDLE_VERIFY_KEY_FILE": verifyKey,
-			"SVC_BUNDLE_TOKEN_FILE":      token,
-		},
-	})
+	s := startPollingSidecar(t, k, cp.URL, verifyKey, map[string]string{"SVC_BUNDLE_TOKEN_FILE": token})
 	var st wire.Status
 	testkit.Eventually(t, "the redirected bundle active", func() bool { st = controlPlane(t, s); return st.PolicyRevision == "cdn-1" })
 	for _, got := range cdnLog.List() {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -42,25 +43,42 @@ func startReplayServer(t *testing.T, first []byte) *replayServer {
 
 func (r *replayServer) serve(b []byte) { r.mu.Lock(); r.served = b; r.mu.Unlock() }
 
-// rollbackBundles builds the signed bundles of the attacks: the shipped
-// policy, and an old one under which a viewer may delete, the kind of
-// bundle an attacker would bring back.
-type rollbackBundles struct {
+// bundleSigner signs bundles with a key pair of its own; the sidecar
+// verifies them with verifyKeyFile.
+type bundleSigner struct {
 	signPEM       []byte
-	shipped, lax  string
 	verifyKeyFile string
+	shipped       string // the shipped policies
 }
 
-func newRollbackBundles(t *testing.T) *rollbackBundles {
+func newBundleSigner(t *testing.T) *bundleSigner {
 	t.Helper()
-	keys := t.TempDir()
-	signKey, verifyKey := ecKeyPair(t, keys)
+	signKey, verifyKey := ecKeyPair(t, t.TempDir())
 	signPEM, err := os.ReadFile(signKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	shipped := filepath.Join(harness.ModuleRoot(t), "policies")
-	src, err := os.ReadFile(filepath.Join(shipped, "authz.rego"))
+	return &bundleSigner{signPEM: signPEM, verifyKeyFile: verifyKey, shipped: filepath.Join(harness.ModuleRoot(t), "policies")}
+}
+
+// build signs the policies of dir as bundle revision, created at created.
+func (b *bundleSigner) build(t *testing.T, dir, revision string, created time.Time) []byte {
+	t.Helper()
+	return bundletest.Build(t, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: b.signPEM, CreatedAt: created})
+}
+
+// rollbackBundles builds the signed bundles of the attacks: the shipped
+// policy, and an old one under which a viewer may delete, the kind of
+// bundle an attacker would bring back.
+type rollbackBundles struct {
+	*bundleSigner
+	lax string
+}
+
+func newRollbackBundles(t *testing.T) *rollbackBundles {
+	t.Helper()
+	b := newBundleSigner(t)
+	src, err := os.ReadFile(filepath.Join(b.shipped, "authz.rego"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,13 +88,7 @@ func newRollbackBundles(t *testing.T) *rollbackBundles {
 	}
 	lax := t.TempDir()
 	harness.WriteFile(t, lax, "authz.rego", string(bytes.Replace(src, []byte(grant), []byte(`"viewer": {"*": {"read", "delete"}},`), 1)))
-	return &rollbackBundles{signPEM: signPEM, shipped: shipped, lax: lax, verifyKeyFile: verifyKey}
-}
-
-// build signs the policies of dir as bundle revision, created at created.
-func (b *rollbackBundles) build(t *testing.T, dir, revision string, created time.Time) []byte {
-	t.Helper()
-	return bundletest.Build(t, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: b.signPEM, CreatedAt: created})
+	return &rollbackBundles{bundleSigner: b, lax: lax}
 }
 
 // pollingConfig polls the control plane every 100–200 ms.
@@ -85,6 +97,20 @@ const pollingConfig = sidecarConfig + `
 bundle_min_poll = "100ms"
 bundle_max_poll = "200ms"
 `
+
+// startPollingSidecar starts a sidecar on pollingConfig that polls the
+// control plane at cpURL for bundles it verifies with verifyKeyFile, with
+// env added to its environment.
+func startPollingSidecar(t *testing.T, k *keyring, cpURL, verifyKeyFile string, env map[string]string) *harness.Sidecar {
+	t.Helper()
+	e := map[string]string{
+		"SVC_JWKS_URL":               k.jwks.URL,
+		"SVC_BUNDLE_URL":             cpURL + "/svc.tar.gz",
+		"SVC_BUNDLE_VERIFY_KEY_FILE": verifyKeyFile,
+	}
+	maps.Copy(e, env)
+	return harness.StartSidecar(t, harness.SidecarOptions{Config: pollingConfig, Env: e})
+}
 
 // refusedActivations matches the metric of bundles refused for reason.
 func refusedActivations(reason string) *regexp.Regexp {
@@ -108,27 +134,22 @@ func TestBundleRollbackAttack(t *testing.T) {
 	cp1 := b.build(t, b.lax, "cp-1", now.Add(-2*time.Hour))
 	cp2 := b.build(t, b.shipped, "cp-2", now.Add(-time.Hour))
 	cp := startReplayServer(t, cp2)
-	env := map[string]string{
-		"SVC_JWKS_URL":               k.jwks.URL,
-		"SVC_BUNDLE_URL":             cp.URL + "/svc.tar.gz",
-		"SVC_BUNDLE_VERIFY_KEY_FILE": b.verifyKeyFile,
-		// Only what systemd's StateDirectory= sets: no harness default.
-		"SVC_STATE_DIR":   "",
-		"STATE_DIRECTORY": t.TempDir(),
-	}
+	stateDir := t.TempDir()
+	// Only what systemd's StateDirectory= sets: no harness default.
+	env := map[string]string{"SVC_STATE_DIR": "", "STATE_DIRECTORY": stateDir}
 	viewer := k.token(t, "mallory", "acme", "viewer")
 
-	first := harness.StartSidecar(t, harness.SidecarOptions{Config: pollingConfig, Env: env})
+	first := startPollingSidecar(t, k, cp.URL, b.verifyKeyFile, env)
 	var st wire.Status
 	testkit.Eventually(t, "cp-2 active", func() bool { st = getStatus(t, first); return st.PolicyRevision == "cp-2" })
-	if st.PolicyState == nil || st.PolicyState.Revision != "cp-2" || !strings.HasPrefix(st.PolicyState.File, env["STATE_DIRECTORY"]+"/") {
-		t.Fatalf("cp-2 active: policy_state %+v, want cp-2 recorded under $STATE_DIRECTORY %s", st.PolicyState, env["STATE_DIRECTORY"])
+	if st.PolicyState == nil || st.PolicyState.Revision != "cp-2" || !strings.HasPrefix(st.PolicyState.File, stateDir+"/") {
+		t.Fatalf("cp-2 active: policy_state %+v, want cp-2 recorded under $STATE_DIRECTORY %s", st.PolicyState, stateDir)
 	}
 	first.Stop(t)
 
 	// The replay, served to a process started afresh.
 	cp.serve(cp1)
-	second := harness.StartSidecar(t, harness.SidecarOptions{Config: pollingConfig, Env: env})
+	second := startPollingSidecar(t, k, cp.URL, b.verifyKeyFile, env)
 	testkit.Eventually(t, "the replayed cp-1 refused", func() bool {
 		st = getStatus(t, second)
 		return st.Bundle.LastErrorCode != "" || st.PolicyRevision == "cp-1"
@@ -142,7 +163,7 @@ func TestBundleRollbackAttack(t *testing.T) {
 		t.Errorf("a viewer's DELETE while cp-1 is served: %d %s, want 403", r.status, r.body)
 	}
 	recorded := regexp.MustCompile(`(?m)^Last bundle accepted:\s+revision cp-2, created ` + regexp.QuoteMeta(now.Add(-time.Hour).Format(time.RFC3339)) +
-		` \(` + regexp.QuoteMeta(env["STATE_DIRECTORY"]) + `/policy-bundle-[0-9a-f]{16}\.json\)$`)
+		` \(` + regexp.QuoteMeta(stateDir) + `/policy-bundle-[0-9a-f]{16}\.json\)$`)
 	if _, stdout, stderr := runCoreAt(t, second, "sidecar", "status"); !recorded.MatchString(stdout) {
 		t.Errorf("core sidecar status does not show the record of cp-2:\n%s%s", stdout, stderr)
 	}
@@ -183,13 +204,10 @@ func TestBundleStaleRefusedAttack(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	stale := b.build(t, b.lax, "cp-old", now.Add(-2*time.Hour))
 	cp := startReplayServer(t, stale)
-	s := harness.StartSidecar(t, harness.SidecarOptions{Config: pollingConfig, Env: map[string]string{
-		"SVC_JWKS_URL":               k.jwks.URL,
-		"SVC_BUNDLE_URL":             cp.URL + "/svc.tar.gz",
-		"SVC_BUNDLE_VERIFY_KEY_FILE": b.verifyKeyFile,
-		"SVC_BUNDLE_MAX_AGE":         "1h",
-		"SVC_BUNDLE_MAX_AGE_ACTION":  "refuse",
-	}})
+	s := startPollingSidecar(t, k, cp.URL, b.verifyKeyFile, map[string]string{
+		"SVC_BUNDLE_MAX_AGE":        "1h",
+		"SVC_BUNDLE_MAX_AGE_ACTION": "refuse",
+	})
 	viewer := k.token(t, "mallory", "acme", "viewer")
 
 	var st wire.Status

@@ -507,22 +507,8 @@ func startNoopServer(b *testing.B, name, env string) (*harness.Process, string) 
 	cmd := exec.Command(self)
 	cmd.Env = append(os.Environ(), env+"="+addr)
 	p := harness.StartProcess(b, name, cmd)
-	deadline := time.Now().Add(harness.ReadyTimeout)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			_ = c.Close()
-			return p, addr
-		}
-		select {
-		case <-p.Done():
-			b.Fatalf("%s exited with code %d", name, p.ExitCode())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%s not listening on %s: %v", name, addr, err)
-		}
-	}
+	harness.WaitListening(b, p, addr, harness.ReadyTimeout)
+	return p, addr
 }
 
 // serveNoop serves noopauthz.Server on addr until SIGTERM or SIGINT.

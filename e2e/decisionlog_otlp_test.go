@@ -16,12 +16,8 @@ import (
 // that a collector can join the two.
 func TestDecisionLogOTLP(t *testing.T) {
 	t.Parallel()
-	const service = "orders-authz-e2e"
 	rcv := harness.StartOTLPReceiver(t)
-	k := newKeyring(t)
-	s := startSidecar(t, k, map[string]string{
-		"OTEL_EXPORTER_OTLP_ENDPOINT":     rcv.Endpoint,
-		"SVC_SERVICE_NAME":                service,
+	k, s := startOTLPSidecar(t, rcv, map[string]string{
 		"SVC_DECISION_LOG_SINK":           "otlp",
 		"SVC_DECISION_LOG_URL":            rcv.Endpoint,
 		"SVC_DECISION_LOG_SPOOL_DIR":      t.TempDir(),
@@ -85,9 +81,9 @@ func TestDecisionLogOTLP(t *testing.T) {
 		if l.Attrs["svc.decision"] != decision || l.Attrs["svc.reason"] == "" {
 			t.Errorf("%s: svc.decision %q, svc.reason %q; want %s and a reason", id, l.Attrs["svc.decision"], l.Attrs["svc.reason"], decision)
 		}
-		if l.Resource["service.name"] != service || l.Severity != "INFO" || l.Time.IsZero() {
+		if l.Resource["service.name"] != otlpService || l.Severity != "INFO" || l.Time.IsZero() {
 			t.Errorf("%s: service.name %q, severity %q, time %v; want %s, INFO and the decision's time",
-				id, l.Resource["service.name"], l.Severity, l.Time, service)
+				id, l.Resource["service.name"], l.Severity, l.Time, otlpService)
 		}
 		if l.TraceID == "" || l.TraceID != body.TraceID {
 			t.Errorf("%s: log record trace id %q, want the record's %q", id, l.TraceID, body.TraceID)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/svc-dev/svc/demo/traffic"
 	"github.com/svc-dev/svc/internal/harness"
-	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
 // demoMesh is the local mesh demo run as processes: the demo's OpenID
@@ -230,7 +229,7 @@ func startDemoNginx(t *testing.T, file string, addrs map[string]string) *harness
 	cmd := exec.Command(bin, "-p", dir, "-c", path, "-e", "stderr", "-g", "daemon off;")
 	p := harness.StartProcess(t, "nginx", cmd)
 	front := addrs["127.0.0.1:8080"]
-	waitListening(t, p, front)
+	harness.WaitListening(t, p, front, 30*time.Second)
 	return &harness.Proxy{Process: p, URL: "http://" + front, Dir: dir}
 }
 
@@ -248,29 +247,8 @@ func startDemoCaddy(t *testing.T, file, front string, addrs map[string]string) *
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "XDG_DATA_HOME="+filepath.Join(dir, "data"))
 	p := harness.StartProcess(t, "caddy", cmd)
-	waitListening(t, p, front)
+	harness.WaitListening(t, p, front, 30*time.Second)
 	return &harness.Proxy{Process: p, URL: "http://" + front, Dir: dir}
-}
-
-// waitListening waits until p accepts connections on addr.
-func waitListening(t *testing.T, p *harness.Process, addr string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never listened on %s: %s", p.Name, addr, p.Stderr.String())
-		}
-		select {
-		case <-p.Done():
-			t.Fatalf("%s exited: %s", p.Name, p.Stderr.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }
 
 func waitHealthy(t *testing.T, p *harness.Process, url string) {
@@ -461,10 +439,7 @@ type demoSAML struct {
 // override the SAML settings.
 func startDemoSAML(t *testing.T, opts demoOptions) demoSAML {
 	t.Helper()
-	key, err := testidp.Generate("unused", "unused")
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := keyOnlyIdP(t)
 	d := demoSAML{samlAddr: harness.FreeAddr(t), frontAddr: opts.frontAddr}
 	if d.frontAddr == "" {
 		d.frontAddr = harness.FreeAddr(t)

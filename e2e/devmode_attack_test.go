@@ -67,10 +67,7 @@ func wantRefusal(t *testing.T, last string, wants ...string) {
 // one. Without the variable the same deployment starts and refuses the
 // unsigned assertion.
 func TestDevModeAttackSAMLOnlySignatureSwitch(t *testing.T) {
-	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
-	if err != nil {
-		t.Fatal(err)
-	}
+	idp := exampleIdP(t)
 	redisAddr := redistest.Start(t)
 	samlAddr := harness.FreeAddr(t)
 	jwks := harness.StartJWKS(t, harness.NewECSigner(t, "idp"))
@@ -118,10 +115,7 @@ func TestDevModeAttackSAMLOnlySignatureSwitch(t *testing.T) {
 // healthy meanwhile: its status is degraded with reason
 // saml-signature-check-disabled.
 func TestDevModeLocalTrialIsDegraded(t *testing.T) {
-	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
-	if err != nil {
-		t.Fatal(err)
-	}
+	idp := exampleIdP(t)
 	samlAddr := harness.FreeAddr(t)
 	env := samlOnlyDeployment(t, idp, samlAddr, samlAddr, "")
 	env["SVC_ENV"] = "development"
@@ -157,10 +151,7 @@ func TestDevModeLocalTrialIsDegraded(t *testing.T) {
 // round trip of docs/saml.md) it starts and accepts a signed unsolicited
 // assertion once.
 func TestDevModeAttackIdPInitiatedWithoutRedis(t *testing.T) {
-	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
-	if err != nil {
-		t.Fatal(err)
-	}
+	idp := exampleIdP(t)
 	samlAddr := harness.FreeAddr(t)
 	env := samlOnlyDeployment(t, idp, public(t, samlAddr), samlAddr, "")
 	env["SVC_SAML_ALLOW_IDP_INITIATED"] = "true"
@@ -169,14 +160,5 @@ func TestDevModeAttackIdPInitiatedWithoutRedis(t *testing.T) {
 
 	env["SVC_SAML_ADDR"] = samlAddr
 	harness.StartSidecar(t, harness.SidecarOptions{Env: env})
-	doc, err := idp.Sign(adminAssertion(samlAddr, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if status, body := postJSON(t, newBrowser(), samlAddr, doc); status != http.StatusOK {
-		t.Fatalf("IdP-initiated on loopback: %d %v, want 200", status, body)
-	}
-	if status, body := postJSON(t, newBrowser(), samlAddr, doc); status != http.StatusUnauthorized || body["error"] != "saml-replayed" {
-		t.Errorf("the same assertion again: %d %v, want 401 saml-replayed", status, body)
-	}
+	idpInitiatedOnce(t, idp, samlAddr, "IdP-initiated on loopback")
 }

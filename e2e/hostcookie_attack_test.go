@@ -28,10 +28,7 @@ type hostCookieSite struct {
 
 func startHostCookieSite(t *testing.T) hostCookieSite {
 	t.Helper()
-	idp, err := testidp.Generate("https://idp.example.test/saml", "https://idp.example.test/saml/sso")
-	if err != nil {
-		t.Fatal(err)
-	}
+	idp := generateIdP(t, "https://idp.example.test/saml", "https://idp.example.test/saml/sso")
 	samlAddr := harness.FreeAddr(t)
 	front := httptest.NewTLSServer(httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: samlAddr}))
 	t.Cleanup(front.Close)

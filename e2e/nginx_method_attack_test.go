@@ -51,10 +51,7 @@ func sendAs(t *testing.T, base, method, path, token string, headers map[string]s
 // orders:delete. The viewer's GET passes, so the refusals are the policy's.
 func TestNginxMethodAttackShippedConfig(t *testing.T) {
 	t.Parallel()
-	k := newKeyring(t)
-	s := startSidecar(t, k, nil)
-	up := harness.StartUpstream(t)
-	front := startShippedNginx(t, s.HTTPAddr, up.Addr)
+	k, s, up, front := startBehindShippedNginx(t)
 	viewer := k.token(t, "u-viewer", "acme", "viewer")
 
 	status, h, body := sendAs(t, front, http.MethodGet, "/orders/1", viewer, nil)

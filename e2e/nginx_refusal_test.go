@@ -16,10 +16,7 @@ import (
 // as the sidecar sends them; an API client's JSON refusal gets them too.
 func TestShippedNginxRefusalHeaders(t *testing.T) {
 	t.Parallel()
-	k := newKeyring(t)
-	s := startSidecar(t, k, nil)
-	up := harness.StartUpstream(t)
-	front := startShippedNginx(t, s.HTTPAddr, up.Addr)
+	k, _, up, front := startBehindShippedNginx(t)
 
 	for _, tc := range []struct {
 		name, method, accept, token string

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,18 +11,29 @@ import (
 	"github.com/svc-dev/svc/internal/testkit"
 )
 
+// otlpService is the service name the OTLP tests give the sidecar.
+const otlpService = "orders-authz-e2e"
+
+// startOTLPSidecar starts a sidecar named otlpService that exports to rcv,
+// with env added to its environment.
+func startOTLPSidecar(t *testing.T, rcv *harness.OTLPReceiver, env map[string]string) (*keyring, *harness.Sidecar) {
+	t.Helper()
+	e := map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.Endpoint,
+		"SVC_SERVICE_NAME":            otlpService,
+	}
+	maps.Copy(e, env)
+	k := newKeyring(t)
+	return k, startSidecar(t, k, e)
+}
+
 // TestOTLPTraces starts the sidecar exporting to an in-test OTLP receiver
 // and checks the spans of a few decisions after SIGTERM, which must flush
 // the batch.
 func TestOTLPTraces(t *testing.T) {
 	t.Parallel()
-	const service = "orders-authz-e2e"
 	rcv := harness.StartOTLPReceiver(t)
-	k := newKeyring(t)
-	s := startSidecar(t, k, map[string]string{
-		"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.Endpoint,
-		"SVC_SERVICE_NAME":            service,
-	})
+	k, s := startOTLPSidecar(t, rcv, nil)
 
 	allowed := envoyCheck(t, s, "GET", "/orders/42", k.token(t, "alice", "acme", "viewer"), nil)
 	if allowed.status != http.StatusOK {
@@ -54,8 +66,8 @@ func TestOTLPTraces(t *testing.T) {
 		t.Fatalf("no span received after SIGTERM (metrics exports: %d)", rcv.MetricsExports())
 	}
 	for _, sp := range spans {
-		if got := sp.Resource["service.name"]; got != service {
-			t.Errorf("span %q: resource service.name = %q, want %q", sp.Name, got, service)
+		if got := sp.Resource["service.name"]; got != otlpService {
+			t.Errorf("span %q: resource service.name = %q, want %q", sp.Name, got, otlpService)
 		}
 	}
 

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/internal/harness"
-	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
 // TestRestartSAMLOnlyReadyAtOnce restarts a SAML-only sidecar (no
@@ -14,10 +13,7 @@ import (
 // no JWKS to wait for and takes over at once. Before, every such restart
 // held connections for the 30 s the handover waits for JWKS keys.
 func TestRestartSAMLOnlyReadyAtOnce(t *testing.T) {
-	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
-	if err != nil {
-		t.Fatal(err)
-	}
+	idp := exampleIdP(t)
 	md := harness.WriteFile(t, t.TempDir(), "idp.xml", string(idp.Metadata()))
 	samlAddr := harness.FreeAddr(t)
 	s := harness.StartSidecar(t, harness.SidecarOptions{Env: map[string]string{

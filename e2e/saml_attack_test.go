@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -37,14 +36,8 @@ func (g samlTarget) acsURL() string { return "http://" + g.samlAddr + "/auth/sam
 
 func startSAMLTarget(t testing.TB, env map[string]string) samlTarget {
 	t.Helper()
-	idp, err := testidp.Generate("https://idp.example.test/saml", "https://idp.example.test/saml/sso")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := testidp.Generate("unused", "unused")
-	if err != nil {
-		t.Fatal(err)
-	}
+	idp := generateIdP(t, "https://idp.example.test/saml", "https://idp.example.test/saml/sso")
+	sp := keyOnlyIdP(t)
 	md := filepath.Join(t.TempDir(), "idp.xml")
 	if err := os.WriteFile(md, idp.Metadata(), 0o600); err != nil {
 		t.Fatal(err)
@@ -81,14 +74,21 @@ func (g samlTarget) response() testidp.Response {
 	}
 }
 
+// signed is r signed by g's IdP.
+func (g samlTarget) signed(t testing.TB, r testidp.Response) []byte {
+	t.Helper()
+	doc, err := g.idp.Sign(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
 // encrypted is a valid response whose signed assertion is encrypted for
 // the SP as e says.
 func (g samlTarget) encrypted(t testing.TB, e testidp.Encryption) []byte {
 	t.Helper()
-	doc, err := g.idp.Sign(g.response())
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := g.signed(t, g.response())
 	d := etree.NewDocument()
 	if err := d.ReadFromBytes(doc); err != nil {
 		t.Fatal(err)
@@ -127,22 +127,27 @@ type acsAnswer struct {
 
 func (a acsAnswer) String() string { return fmt.Sprintf("%d %s", a.status, a.body) }
 
-// postRaw posts a form body to the ACS as a JSON client.
-func postRaw(client *http.Client, acs, body string) (acsAnswer, error) {
+// postAs posts a form body to the ACS from c as a JSON client, with the
+// extra headers.
+func postAs(c *http.Client, acs, body string, extra http.Header) (acsAnswer, error) {
 	req, err := http.NewRequest(http.MethodPost, acs, strings.NewReader(body))
 	if err != nil {
 		return acsAnswer{}, err
 	}
+	for k, vs := range extra {
+		req.Header[k] = vs
+	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
 	start := time.Now()
-	resp, err := client.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return acsAnswer{}, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return acsAnswer{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), body: bytes.TrimSpace(b), took: time.Since(start)}, err
+	var b bytes.Buffer
+	_, err = b.ReadFrom(resp.Body)
+	return acsAnswer{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), body: bytes.TrimSpace(b.Bytes()), took: time.Since(start)}, err
 }
 
 func formOf(doc []byte) string {
@@ -151,7 +156,7 @@ func formOf(doc []byte) string {
 
 func (g samlTarget) post(t testing.TB, doc []byte) acsAnswer {
 	t.Helper()
-	a, err := postRaw(&http.Client{Timeout: 30 * time.Second}, g.acsURL(), formOf(doc))
+	a, err := postAs(&http.Client{Timeout: 30 * time.Second}, g.acsURL(), formOf(doc), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +191,7 @@ func TestSAMLACSAttacksOfTheBinary(t *testing.T) {
 		// From an address of its own: its tens of ms of CPU are charged
 		// to its client's budget, which the other posts need not share.
 		body := nestedForm(1 << 20)
-		a, err := postRaw(clientFrom(t, "127.0.0.9"), g.acsURL(), body)
+		a, err := postAs(clientFrom(t, "127.0.0.9"), g.acsURL(), body, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -309,7 +314,7 @@ func TestSAMLACSFloodLeavesChecksAnswering(t *testing.T) {
 					return
 				default:
 				}
-				a, err := postRaw(client, g.acsURL(), body)
+				a, err := postAs(client, g.acsURL(), body, nil)
 				switch {
 				case err != nil:
 					other.Add(1)
@@ -362,14 +367,8 @@ func TestSAMLACSFloodLeavesChecksAnswering(t *testing.T) {
 // algorithm.
 func TestSAMLEncryptedAssertionFromSamlify(t *testing.T) {
 	t.Parallel()
-	key, err := testidp.Generate("unused", "unused")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := testidp.Generate("unused", "unused")
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := keyOnlyIdP(t)
+	sp := keyOnlyIdP(t)
 	for _, tc := range []struct {
 		mode, want string
 	}{

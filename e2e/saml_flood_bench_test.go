@@ -76,7 +76,7 @@ func BenchmarkCheckUnderACSFlood(b *testing.B) {
 					}
 					wg.Go(func() {
 						for n := i; ctx.Err() == nil; n++ {
-							a, err := postRaw(hcs[n%floodAddrs], g.acsURL(), bodies[n%len(bodies)])
+							a, err := postAs(hcs[n%floodAddrs], g.acsURL(), bodies[n%len(bodies)], nil)
 							mu.Lock()
 							switch {
 							case err != nil:

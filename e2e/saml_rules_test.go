@@ -84,6 +84,28 @@ func samlProduction(t *testing.T, idp *testidp.IdP, samlAddr string) map[string]
 	}
 }
 
+// generateIdP is testidp.Generate, failing the test on error.
+func generateIdP(t testing.TB, entityID, ssoURL string) *testidp.IdP {
+	t.Helper()
+	idp, err := testidp.Generate(entityID, ssoURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idp
+}
+
+// keyOnlyIdP is an IdP whose key pair alone serves.
+func keyOnlyIdP(t testing.TB) *testidp.IdP {
+	t.Helper()
+	return generateIdP(t, "unused", "unused")
+}
+
+// exampleIdP is an IdP of its own at https://idp.example.com/saml.
+func exampleIdP(t testing.TB) *testidp.IdP {
+	t.Helper()
+	return generateIdP(t, "https://idp.example.com/saml", "https://idp.example.com/saml/sso")
+}
+
 // adminAssertion is an assertion of an admin of tenant acme for the SP
 // at samlAddr, answering the request inResponseTo ("" for IdP-initiated).
 func adminAssertion(samlAddr, inResponseTo string) testidp.Response {
@@ -153,10 +175,7 @@ func failedStartWith(t *testing.T, opts harness.SidecarOptions) string {
 // without Redis the sidecar refuses to start, naming both settings; with
 // it, an unsolicited assertion is accepted once.
 func TestSAMLIdPInitiatedNeedsRedisInProduction(t *testing.T) {
-	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
-	if err != nil {
-		t.Fatal(err)
-	}
+	idp := exampleIdP(t)
 	samlAddr := harness.FreeAddr(t)
 	env := samlProduction(t, idp, samlAddr)
 	env["SVC_SAML_ADDR"] = public(t, samlAddr)
@@ -171,12 +190,21 @@ func TestSAMLIdPInitiatedNeedsRedisInProduction(t *testing.T) {
 	env["SVC_REDIS_ADDR"] = redistest.Start(t)
 	env["SVC_REDIS_TIMEOUT"] = "10s" // a first call under load (dial, handshake) may be slow
 	harness.StartSidecar(t, harness.SidecarOptions{Env: env})
+	idpInitiatedOnce(t, idp, samlAddr, "IdP-initiated with Redis")
+}
+
+// idpInitiatedOnce posts an unsolicited assertion idp signed for the admin
+// to the sign-in listener at samlAddr, twice, each from a new browser:
+// the first is taken (what names it), the second refused as
+// saml-replayed.
+func idpInitiatedOnce(t *testing.T, idp *testidp.IdP, samlAddr, what string) {
+	t.Helper()
 	doc, err := idp.Sign(adminAssertion(samlAddr, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if status, body := postJSON(t, newBrowser(), samlAddr, doc); status != http.StatusOK {
-		t.Fatalf("IdP-initiated with Redis: %d %v, want 200", status, body)
+		t.Fatalf("%s: %d %v, want 200", what, status, body)
 	}
 	if status, body := postJSON(t, newBrowser(), samlAddr, doc); status != http.StatusUnauthorized || body["error"] != "saml-replayed" {
 		t.Errorf("the same assertion again: %d %v, want 401 saml-replayed", status, body)
@@ -202,10 +230,7 @@ func inflate(t *testing.T, param string) string {
 // refused: the running local trial keeps serving instead of handing over
 // to an image that cannot start.
 func TestSAMLDevelopmentEnvSIGHUP(t *testing.T) {
-	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
-	if err != nil {
-		t.Fatal(err)
-	}
+	idp := exampleIdP(t)
 	samlAddr := harness.FreeAddr(t)
 	dir := t.TempDir()
 	md := harness.WriteFile(t, dir, "idp.xml", string(idp.Metadata()))

@@ -21,6 +21,7 @@ import (
 
 	"github.com/svc-dev/svc/internal/harness"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
 // starveDoc is the attacker's document of the ACS starvation: boundsDoc
@@ -74,45 +75,21 @@ func (g samlTarget) signIn(t *testing.T, c *http.Client, extra http.Header) (acs
 	}
 	r := g.response()
 	r.InResponseTo = requestIDOf(t, resp.Header.Get("Location"))
-	doc, err := g.idp.Sign(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return postAs(c, g.acsURL(), formOf(doc), extra)
+	return g.postSigned(t, c, r, extra)
 }
 
 // signInIdPInitiated posts an IdP-initiated response from c: no request
 // cookie.
 func (g samlTarget) signInIdPInitiated(t *testing.T, c *http.Client, extra http.Header) (acsAnswer, error) {
 	t.Helper()
-	doc, err := g.idp.Sign(g.response())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return postAs(c, g.acsURL(), formOf(doc), extra)
+	return g.postSigned(t, c, g.response(), extra)
 }
 
-// postAs posts a form body to the ACS from c as a JSON client, with the
-// extra headers.
-func postAs(c *http.Client, acs, body string, extra http.Header) (acsAnswer, error) {
-	req, err := http.NewRequest(http.MethodPost, acs, strings.NewReader(body))
-	if err != nil {
-		return acsAnswer{}, err
-	}
-	for k, vs := range extra {
-		req.Header[k] = vs
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	start := time.Now()
-	resp, err := c.Do(req)
-	if err != nil {
-		return acsAnswer{}, err
-	}
-	defer resp.Body.Close()
-	var b bytes.Buffer
-	_, err = b.ReadFrom(resp.Body)
-	return acsAnswer{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), body: bytes.TrimSpace(b.Bytes()), took: time.Since(start)}, err
+// postSigned posts r, signed by g's IdP, to g's ACS from c with the extra
+// headers.
+func (g samlTarget) postSigned(t *testing.T, c *http.Client, r testidp.Response, extra http.Header) (acsAnswer, error) {
+	t.Helper()
+	return postAs(c, g.acsURL(), formOf(g.signed(t, r)), extra)
 }
 
 // signedIn reports whether a is the ACS's token answer.
@@ -153,6 +130,21 @@ func (f *flood) run(ctx context.Context, wg *sync.WaitGroup, c *http.Client, acs
 			}
 		})
 	}
+}
+
+// startFlood runs a flood of body from c against acs in workers loops and
+// waits until it is answered saml-busy (what says so); stop ends the
+// flood and waits for its loops, as the test's end does at the latest.
+func startFlood(t *testing.T, c *http.Client, acs, body string, workers int, header func(n int) http.Header, what string) (f *flood, stop func()) {
+	t.Helper()
+	f = &flood{}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	f.run(ctx, &wg, c, acs, body, workers, header)
+	stop = func() { cancel(); wg.Wait() }
+	t.Cleanup(stop)
+	testkit.Eventually(t, what, func() bool { return f.busy.Load() > 0 })
+	return f, stop
 }
 
 // busyMetric returns svc_saml_acs_busy_total of s by "reason/lane".
@@ -200,12 +192,8 @@ func TestSAMLACSOneClientCannotStarveSignIns(t *testing.T) {
 		t.Fatalf("one flood document: %v %v, want 401 saml-signature-invalid (validated, inside the bounds)", a, err)
 	}
 
-	var f flood
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	f.run(ctx, &wg, attacker, g.acsURL(), body, 3, nil)
-	defer func() { stop(); wg.Wait() }()
-	testkit.Eventually(t, "the flooder answered saml-busy", func() bool { return f.busy.Load() > 0 })
+	f, stop := startFlood(t, attacker, g.acsURL(), body, 3, nil, "the flooder answered saml-busy")
+	defer stop()
 
 	// Browsers, each at an address of its own, sign in: at least 30
 	// SP-initiated (127.0.2.x, with the request cookie of their login)
@@ -257,7 +245,6 @@ func TestSAMLACSOneClientCannotStarveSignIns(t *testing.T) {
 	sw.Wait()
 	took := time.Since(start)
 	stop()
-	wg.Wait()
 
 	for kind, r := range results {
 		t.Logf("%s: %d of %d sign-ins completed", kind, r.ok, r.tried)
@@ -293,12 +280,8 @@ func TestSAMLACSTrustedProxiesNameTheClient(t *testing.T) {
 	attacker, proxy := clientFrom(t, "127.0.0.1"), clientFrom(t, "127.0.0.5")
 	posing := func(n int) http.Header { return http.Header{"X-Real-Ip": {fmt.Sprintf("10.9.%d.%d", n/250, n%250+1)}} }
 
-	var f flood
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	f.run(ctx, &wg, attacker, g.acsURL(), body, 1, posing)
-	defer func() { stop(); wg.Wait() }()
-	testkit.Eventually(t, "the flooder answered saml-busy", func() bool { return f.busy.Load() > 0 })
+	f, stop := startFlood(t, attacker, g.acsURL(), body, 1, posing, "the flooder answered saml-busy")
+	defer stop()
 
 	// refusedOnce signs in up to five times and reports whether one was
 	// refused saml-busy: the flooder's budget grows back now and then,
@@ -335,7 +318,6 @@ func TestSAMLACSTrustedProxiesNameTheClient(t *testing.T) {
 		}
 	}
 	stop()
-	wg.Wait()
 	m := busyMetric(t, g.s)
 	t.Logf("flood: %d validated, %d saml-busy; svc_saml_acs_busy_total %v", f.validated.Load(), f.busy.Load(), m)
 	if m["client-budget/large"] == 0 || m["lane-budget/large"] != 0 {
@@ -358,21 +340,13 @@ func TestSAMLACSBehindShippedProxies(t *testing.T) {
 		t.Run(px.name, func(t *testing.T) {
 			front := startShippedProxy(t, px.bin, filepath.Join(root, px.file), px.args, map[string]string{"127.0.0.1:7701": g.samlAddr})
 			acs := front + "/auth/saml/acs"
-			var f flood
-			ctx, stop := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			f.run(ctx, &wg, clientFrom(t, "127.0.0.1"), acs, body, 3, nil)
-			defer func() { stop(); wg.Wait() }()
-			testkit.Eventually(t, "the flooder answered saml-busy through "+px.name, func() bool { return f.busy.Load() > 0 })
+			f, stop := startFlood(t, clientFrom(t, "127.0.0.1"), acs, body, 3, nil, "the flooder answered saml-busy through "+px.name)
+			defer stop()
 
 			const attempts = 30
 			ok, last := 0, ""
 			for i := range attempts {
-				doc, err := g.idp.Sign(g.response())
-				if err != nil {
-					t.Fatal(err)
-				}
-				a, err := postAs(clientFrom(t, fmt.Sprintf("127.0.4.%d", 1+i)), acs, formOf(doc), nil)
+				a, err := postAs(clientFrom(t, fmt.Sprintf("127.0.4.%d", 1+i)), acs, formOf(g.signed(t, g.response())), nil)
 				if err == nil && signedIn(a) {
 					ok++
 				} else {
@@ -380,7 +354,6 @@ func TestSAMLACSBehindShippedProxies(t *testing.T) {
 				}
 			}
 			stop()
-			wg.Wait()
 			t.Logf("through %s: %d of %d sign-ins completed; flood %d validated, %d saml-busy", px.name, ok, attempts, f.validated.Load(), f.busy.Load())
 			if ok*10 < attempts*9 {
 				t.Errorf("through %s: %d of %d sign-ins completed during the flood, want at least 90 %%; last failure %s", px.name, ok, attempts, last)

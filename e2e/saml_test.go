@@ -16,7 +16,6 @@ import (
 	"github.com/svc-dev/svc/internal/harness"
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/redistest"
-	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
 // samlSetup is one samlify IdP and the SP identity its sidecars share.
@@ -41,10 +40,7 @@ func (s samlSetup) env(samlAddr string, allowIdPInitiated bool, extra map[string
 
 func startSAMLIdP(t *testing.T) samlSetup {
 	t.Helper()
-	key, err := testidp.Generate("unused", "unused")
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := keyOnlyIdP(t)
 	samlAddr := harness.FreeAddr(t)
 	idp := harness.StartSAMLIdP(t, key.KeyPEM, key.CertPEM, "http://"+samlAddr+"/auth/saml/metadata")
 	return samlSetup{idp: idp, samlAddr: samlAddr}

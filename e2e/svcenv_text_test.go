@@ -12,7 +12,6 @@ import (
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/harness"
 	"github.com/svc-dev/svc/internal/idptest"
-	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
 // What svc-sidecar --help and docs/configuration.md say of
@@ -75,10 +74,7 @@ func TestSVCEnvDoesWhatItsTextSays(t *testing.T) {
 		t.Errorf("the docs row no longer names the status reason or sdk.fail_mode:\n%s", row)
 	}
 
-	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
-	if err != nil {
-		t.Fatal(err)
-	}
+	idp := exampleIdP(t)
 	jwks := harness.StartJWKS(t, harness.NewECSigner(t, "idp"))
 	keysFile := filepath.Join(t.TempDir(), "api-keys.toml")
 	if err := os.WriteFile(keysFile, []byte("# no key yet\n"), 0o600); err != nil {

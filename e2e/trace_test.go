@@ -192,6 +192,21 @@ func (m *tmux) screen(want ...string) string {
 	return ""
 }
 
+// screenMatching waits until the pane, showing everything in want,
+// matches the span tree re of what.
+func (m *tmux) screenMatching(re *regexp.Regexp, what string, want ...string) {
+	m.t.Helper()
+	for deadline := time.Now().Add(outputTimeout); ; time.Sleep(50 * time.Millisecond) {
+		pane := m.screen(want...)
+		if re.MatchString(pane) {
+			return
+		}
+		if time.Now().After(deadline) {
+			m.t.Fatalf("no span tree with timings for %s:\n%s", what, pane)
+		}
+	}
+}
+
 // styled returns the pane with its colours and attributes as escape
 // sequences.
 func (m *tmux) styled() string {
@@ -229,15 +244,7 @@ func TestTraceTailTerminal(t *testing.T) {
 	}
 	m.screen("ALLOW  orders:read on orders/9")
 	httpTree := regexp.MustCompile(`(?m)^ {2}\S* ?GET /check +\d+(\.\d+)?(µs|ms)\n {4}\S* ?auth\.verify_token +\d+(\.\d+)?(µs|ms) +ALLOW\n {4}\S* ?policy\.evaluate +\d+(\.\d+)?(µs|ms) +ALLOW`)
-	for deadline := time.Now().Add(outputTimeout); ; time.Sleep(50 * time.Millisecond) {
-		pane := m.screen("GET /check")
-		if httpTree.MatchString(pane) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no span tree with timings for the HTTP check:\n%s", pane)
-		}
-	}
+	m.screenMatching(httpTree, "the HTTP check", "GET /check")
 
 	if r := envoyCheck(t, s, "GET", "/orders/1", viewer, nil); r.status != http.StatusOK {
 		t.Fatalf("viewer GET = %d", r.status)
@@ -249,15 +256,7 @@ func TestTraceTailTerminal(t *testing.T) {
 	m.screen("ALLOW  orders:read on orders/1", "DENY  orders:delete on orders/1", "reason=policy-deny")
 	// The server span ends last: the tree is whole once it has arrived.
 	tree := regexp.MustCompile(`(?m)^ {2}\S* ?envoy\.service\.auth\.v3\.Authorization/Check +\d+(\.\d+)?(µs|ms)\n {4}\S* ?auth\.verify_token +\d+(\.\d+)?(µs|ms) +ALLOW\n {4}\S* ?policy\.evaluate +\d+(\.\d+)?(µs|ms) +DENY`)
-	for deadline := time.Now().Add(outputTimeout); ; time.Sleep(50 * time.Millisecond) {
-		pane := m.screen("DENY")
-		if tree.MatchString(pane) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no span tree with timings for the denied trace:\n%s", pane)
-		}
-	}
+	m.screenMatching(tree, "the denied trace", "DENY")
 
 	// The newest span (the denied policy.evaluate) is selected; Enter
 	// expands it, Enter again collapses it.

@@ -3,7 +3,6 @@ package harness
 import (
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/jose"
 )
 
@@ -45,11 +45,7 @@ func NewRSASigner(t testing.TB, kid string, bits int, alg string) *Signer {
 // NewECSigner returns an ES256 signer with a fresh P-256 key.
 func NewECSigner(t testing.TB, kid string) *Signer {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatalf("ec key: %v", err)
-	}
-	return &Signer{Kid: kid, Alg: "ES256", key: k}
+	return &Signer{Kid: kid, Alg: "ES256", key: testkit.NewECKey(t)}
 }
 
 // WithKid returns a signer sharing this one's key under another kid.

@@ -128,7 +128,7 @@ func startNginx(t testing.TB, conf func(dir, addr string) string) *Proxy {
 			logFile(t, "nginx error.log", filepath.Join(dir, "error.log"))
 		}
 	})
-	waitListening(t, p.Process, addr)
+	WaitListening(t, p.Process, addr, 20*time.Second)
 	return p
 }
 
@@ -182,15 +182,15 @@ func StartCaddy(t testing.TB, sidecarHTTP, upstream string) *Proxy {
 		"XDG_DATA_HOME":   filepath.Join(dir, "data"),
 	})
 	p := &Proxy{Process: StartProcess(t, "caddy", cmd), URL: "http://" + addr, Dir: dir}
-	waitListening(t, p.Process, addr)
+	WaitListening(t, p.Process, addr, 20*time.Second)
 	return p
 }
 
-// waitListening waits until addr accepts TCP connections, failing the test
-// when the process exits first or 20 s pass.
-func waitListening(t testing.TB, p *Process, addr string) {
+// WaitListening waits until addr accepts TCP connections, failing the test
+// when p exits first or within passes; the failure shows p's stderr.
+func WaitListening(t testing.TB, p *Process, addr string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(within)
 	for {
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 		if err == nil {
@@ -198,11 +198,11 @@ func waitListening(t testing.TB, p *Process, addr string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s not listening on %s after 20s: %v", p.Name, addr, err)
+			t.Fatalf("%s not listening on %s after %s: %v\n%s", p.Name, addr, within, err, p.Stderr.String())
 		}
 		select {
 		case <-p.Done():
-			t.Fatalf("%s exited with code %d before listening on %s", p.Name, p.ExitCode(), addr)
+			t.Fatalf("%s exited with code %d before listening on %s: %s", p.Name, p.ExitCode(), addr, p.Stderr.String())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -243,7 +243,7 @@ func StartNginxStatic(t testing.TB, root, addr string) *Proxy {
 	cmd := exec.Command(bin, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", conf, "-g", "daemon off;")
 	cmd.Env = baseEnv()
 	p := &Proxy{Process: StartProcess(t, "nginx", cmd), URL: "http://" + addr, Dir: dir}
-	waitListening(t, p.Process, addr)
+	WaitListening(t, p.Process, addr, 20*time.Second)
 	return p
 }
 

@@ -32,7 +32,7 @@ type Issued struct {
 // NewCA makes a self-signed CA named name, valid for a day.
 func NewCA(t testing.TB, name string) *CA {
 	t.Helper()
-	key := newECKey(t)
+	key := NewECKey(t)
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
 		Subject:               pkix.Name{CommonName: name},
@@ -94,7 +94,7 @@ func (ca *CA) template(t testing.TB, cn string) *x509.Certificate {
 }
 
 func (ca *CA) issue(t testing.TB, tmpl *x509.Certificate) Issued {
-	key := newECKey(t)
+	key := NewECKey(t)
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +114,9 @@ func (ca *CA) issue(t testing.TB, tmpl *x509.Certificate) Issued {
 	}
 }
 
-func newECKey(t testing.TB) *ecdsa.PrivateKey {
+// NewECKey returns a fresh P-256 key.
+func NewECKey(t testing.TB) *ecdsa.PrivateKey {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)

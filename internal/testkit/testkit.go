@@ -15,9 +15,6 @@ package testkit
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
 	"os"
@@ -51,10 +48,7 @@ func (s *SyncBuffer) String() string {
 // verify them).
 func ECKeyPEM(t testing.TB) (private, public []byte) {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := NewECKey(t)
 	der, err := x509.MarshalECPrivateKey(k)
 	if err != nil {
 		t.Fatal(err)
@@ -72,10 +66,7 @@ func ECKeyPEM(t testing.TB) (private, public []byte) {
 // its path: a token signing key (sdk.saml.token_signing_key_file).
 func TokenKeyFile(t testing.TB) string {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := NewECKey(t)
 	der, err := x509.MarshalPKCS8PrivateKey(k)
 	if err != nil {
 		t.Fatal(err)
