@@ -71,15 +71,8 @@ func TestCanonicalPathAttack(t *testing.T) {
 			checkPlanOutcome(t, r.status, r.body, tc.want)
 		})
 		t.Run("check "+name, func(t *testing.T) {
-			req, err := http.NewRequest(http.MethodGet, s.URL("/check"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Authorization", "Bearer "+editor)
-			req.Header.Set("X-Forwarded-Method", tc.method)
-			req.Header.Set("X-Forwarded-Uri", tc.path)
-			status, _, body := harness.Do(t, req)
-			checkPlanOutcome(t, status, string(body), tc.want)
+			status, body := forwardAuthCheck(t, s, tc.method, tc.path, editor)
+			checkPlanOutcome(t, status, body, tc.want)
 		})
 		t.Run("authorize "+name, func(t *testing.T) {
 			body, err := json.Marshal(map[string]any{

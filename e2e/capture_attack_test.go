@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -175,15 +174,8 @@ routes_case_sensitive = true
 			checkCaptureOutcome(t, r.status, r.body, tc.want)
 		})
 		t.Run("check "+name, func(t *testing.T) {
-			req, err := http.NewRequest(http.MethodGet, tc.s.URL("/check"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Authorization", "Bearer "+clerk)
-			req.Header.Set("X-Forwarded-Method", tc.method)
-			req.Header.Set("X-Forwarded-Uri", tc.path)
-			status, _, body := harness.Do(t, req)
-			checkCaptureOutcome(t, status, string(body), tc.want)
+			status, body := forwardAuthCheck(t, tc.s, tc.method, tc.path, clerk)
+			checkCaptureOutcome(t, status, body, tc.want)
 		})
 	}
 }

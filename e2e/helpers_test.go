@@ -86,6 +86,22 @@ type checkResult struct {
 	metadata *structpb.Struct
 }
 
+// forwardAuthCheck sends the sidecar's HTTP /check as Caddy's
+// forward_auth sends it (X-Forwarded-Method and X-Forwarded-Uri) with a
+// bearer token, and returns the answer's status and body.
+func forwardAuthCheck(t testing.TB, s *harness.Sidecar, method, path, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, s.URL("/check"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("X-Forwarded-Method", method)
+	req.Header.Set("X-Forwarded-Uri", path)
+	status, _, body := harness.Do(t, req)
+	return status, string(body)
+}
+
 // envoyCheck sends an ext_authz Check for an HTTP request. An empty token
 // sends no Authorization header.
 func envoyCheck(t testing.TB, s *harness.Sidecar, method, path, token string, ext map[string]string) checkResult {
