@@ -36,14 +36,9 @@ func (c Chain) VerifyDerived(ctx context.Context, raw string) (Claims, any, erro
 		// only): no issuer of tokens is trusted.
 		return nil, nil, reason.New(reason.IssuerUnknown, "no identity provider of bearer tokens is configured")
 	}
-	d := digest{raw: raw}
-	if c.caching() {
-		d = digestOf(raw)
-	}
-	for _, v := range c {
-		if claims, derived, ok, err := v.cached(&d); ok {
-			return claims, derived, err
-		}
+	d, claims, derived, ok, err := c.fromCaches(raw)
+	if ok {
+		return claims, derived, err
 	}
 	for i, v := range c {
 		claims, derived, err := v.verifyDigest(ctx, &d)
@@ -64,6 +59,23 @@ func unknownKID(err error) bool {
 
 // caching reports whether any verifier of c caches: without a cache the
 // hash is of no use, and only the token is kept.
+// fromCaches hashes raw once (when any verifier caches) and asks every
+// verifier's cache for it, in order: ok reports that one answered, with
+// the token's claims and derived value or the error of a cached token no
+// longer valid. The digest is for the verification that follows a miss.
+func (c Chain) fromCaches(raw string) (d digest, claims Claims, derived any, ok bool, err error) {
+	d = digest{raw: raw}
+	if c.caching() {
+		d = digestOf(raw)
+	}
+	for _, v := range c {
+		if claims, derived, ok, err = v.cached(&d); ok {
+			return d, claims, derived, true, err
+		}
+	}
+	return d, nil, nil, false, nil
+}
+
 func (c Chain) caching() bool {
 	for _, v := range c {
 		if v.cache != nil {

@@ -50,14 +50,9 @@ func NewRouter(vs ...*Verifier) (*Router, error) {
 // its claims and what that verifier's Options.Derive computed. Every error
 // is a *reason.Error.
 func (r *Router) VerifyDerived(ctx context.Context, raw string) (Claims, any, error) {
-	d := digest{raw: raw}
-	if r.all.caching() {
-		d = digestOf(raw)
-	}
-	for _, v := range r.all {
-		if claims, derived, ok, err := v.cached(&d); ok {
-			return claims, derived, err
-		}
+	d, claims, derived, ok, err := r.all.fromCaches(raw)
+	if ok {
+		return claims, derived, err
 	}
 	iss, err := UnverifiedIssuer(raw)
 	if err != nil {
