@@ -14,6 +14,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/refusalpage"
+	"github.com/svc-dev/svc/internal/signinmux"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -31,20 +32,18 @@ const maxFormBytes = 64 << 10
 // Handler serves the endpoints under the configured path prefix.
 func (g *Gateway) Handler() http.Handler {
 	p := g.cfg.PathPrefix
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+p+PathLogin, g.serveLogin)
-	mux.HandleFunc("GET "+p+PathCallback, g.serveCallback)
-	mux.HandleFunc("GET "+p+PathLogout, g.serveLogout)
-	mux.HandleFunc("POST "+p+PathLogout, g.serveLogout)
-	mux.HandleFunc("POST "+p+PathBackchannelLogout, g.serveBackchannelLogout)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, pattern := mux.Handler(r); pattern != "" {
-			mux.ServeHTTP(w, r)
-			return
-		}
+	// Unknown paths and methods alike are not found.
+	notFound := func(w http.ResponseWriter, r *http.Request, _ string) {
 		g.writeRefusal(w, r, refuse(reason.OIDCNotFound, "no OpenID Connect endpoint for %s %s; the endpoints are %s/login, /callback, /logout and /backchannel-logout",
 			r.Method, r.URL.Path, p))
-	})
+	}
+	return signinmux.Handler(p, notFound,
+		signinmux.Route{Method: http.MethodGet, Path: PathLogin, Serve: g.serveLogin},
+		signinmux.Route{Method: http.MethodGet, Path: PathCallback, Serve: g.serveCallback},
+		signinmux.Route{Method: http.MethodGet, Path: PathLogout, Serve: g.serveLogout},
+		signinmux.Route{Method: http.MethodPost, Path: PathLogout, Serve: g.serveLogout},
+		signinmux.Route{Method: http.MethodPost, Path: PathBackchannelLogout, Serve: g.serveBackchannelLogout},
+	)
 }
 
 // serveLogin starts a sign-in: the authorization request of the code

@@ -23,6 +23,7 @@ import (
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/internal/refusalpage"
+	"github.com/svc-dev/svc/internal/signinmux"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -38,31 +39,26 @@ const (
 // Handler serves the endpoints under the configured path prefix.
 func (g *Gateway) Handler() http.Handler {
 	p := g.cfg.PathPrefix
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+p+PathLogin, g.serveLogin)
-	mux.HandleFunc("POST "+p+PathACS, g.serveACS)
-	mux.HandleFunc("GET "+p+PathMetadata, g.serveMetadata)
-	mux.HandleFunc("GET "+p+PathJWKS, g.serveJWKS)
-	mux.HandleFunc("GET "+p+PathLogout, g.serveLogout)
-	mux.HandleFunc("POST "+p+PathLogout, g.serveLogout)
-	allow := map[string]string{
-		p + PathLogin: "GET, HEAD", p + PathACS: "POST", p + PathMetadata: "GET, HEAD",
-		p + PathJWKS: "GET, HEAD", p + PathLogout: "GET, HEAD, POST",
-	}
 	// Unknown paths and methods get a refusal like every other one: JSON,
 	// or the HTML page for a browser (answerWriter).
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w = &answerWriter{ResponseWriter: w, r: r, g: g}
-		if _, pattern := mux.Handler(r); pattern != "" {
-			mux.ServeHTTP(w, r)
-			return
-		}
-		if methods, ok := allow[r.URL.Path]; ok {
-			w.Header().Set("Allow", methods)
-			writeRefusal(w, refuse(reason.SAMLMethodNotAllowed, "%s takes %s", r.URL.Path, methods))
+	miss := func(w http.ResponseWriter, r *http.Request, allow string) {
+		if allow != "" {
+			w.Header().Set("Allow", allow)
+			writeRefusal(w, refuse(reason.SAMLMethodNotAllowed, "%s takes %s", r.URL.Path, allow))
 			return
 		}
 		writeRefusal(w, refuse(reason.SAMLNotFound, "no SAML endpoint here; the endpoints are %s/login, /acs, /metadata, /jwks.json and /logout", p))
+	}
+	mux := signinmux.Handler(p, miss,
+		signinmux.Route{Method: http.MethodGet, Path: PathLogin, Serve: g.serveLogin},
+		signinmux.Route{Method: http.MethodPost, Path: PathACS, Serve: g.serveACS},
+		signinmux.Route{Method: http.MethodGet, Path: PathMetadata, Serve: g.serveMetadata},
+		signinmux.Route{Method: http.MethodGet, Path: PathJWKS, Serve: g.serveJWKS},
+		signinmux.Route{Method: http.MethodGet, Path: PathLogout, Serve: g.serveLogout},
+		signinmux.Route{Method: http.MethodPost, Path: PathLogout, Serve: g.serveLogout},
+	)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.ServeHTTP(&answerWriter{ResponseWriter: w, r: r, g: g}, r)
 	})
 }
 
