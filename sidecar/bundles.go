@@ -270,14 +270,7 @@ func (s *Server) restoreBundle() bool {
 		_, err = s.activateBundle(data, sourceCache, false)
 	}
 	if err != nil {
-		ref := &HandoverRefusal{Code: string(reason.PolicyError), Message: err.Error()}
-		var ae *activateError
-		if errors.As(err, &ae) {
-			ref.Code = string(ae.code)
-		}
-		s.bundles.mu.Lock()
-		s.bundles.refused = ref
-		s.bundles.mu.Unlock()
+		ref := s.refuseHandover(err)
 		s.log.Warn("persisted policy bundle not restored; serving the configured policy", "dir", dir, "code", ref.Code, "err", err)
 		return false
 	}
@@ -321,20 +314,28 @@ func (s *Server) activateCarried(c *CarriedBundle) bool {
 	// downgrade: nothing active here can be newer.
 	act, err := s.activateBundle(c.Data, source, true)
 	if err != nil {
-		ref := &HandoverRefusal{Code: string(reason.PolicyError), Message: err.Error()}
-		var ae *activateError
-		if errors.As(err, &ae) {
-			ref.Code = string(ae.code)
-		}
-		s.bundles.mu.Lock()
-		s.bundles.refused = ref
-		s.bundles.mu.Unlock()
+		ref := s.refuseHandover(err)
 		s.log.Error("the policy bundle served before the restart is refused by this configuration; serving the configured policy",
 			"code", ref.Code, "err", err, "revision", s.PolicyRevision())
 		return false
 	}
 	s.log.Info("policy bundle served before the restart activated", "revision", act.Info.Revision, "source", source)
 	return true
+}
+
+// refuseHandover records err, the refusal of a persisted or carried
+// bundle, as the refusal that status reports, and returns it: the code of
+// an *activateError, else policy-error.
+func (s *Server) refuseHandover(err error) *HandoverRefusal {
+	ref := &HandoverRefusal{Code: string(reason.PolicyError), Message: err.Error()}
+	var ae *activateError
+	if errors.As(err, &ae) {
+		ref.Code = string(ae.code)
+	}
+	s.bundles.mu.Lock()
+	s.bundles.refused = ref
+	s.bundles.mu.Unlock()
+	return ref
 }
 
 // handoverRefusal is the refusal of the carried bundle, nil when none.
