@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/svc-dev/svc/cmd/internal/samlcmd"
 	"github.com/svc-dev/svc/engine/version"
 )
 
@@ -315,20 +316,10 @@ func (a *app) artifactPath(cmd *cobra.Command) (string, error) {
 func (a *app) configPath() string { return a.config }
 
 // checkConfig fails with exit 2 when --config is given and cannot be read.
+// The check and its message are those of svc-sidecar's saml commands.
 func (a *app) checkConfig() error {
-	if a.config == "" {
-		return nil
-	}
-	f, err := os.Open(a.config)
-	if err == nil {
-		var st os.FileInfo
-		if st, err = f.Stat(); err == nil && st.IsDir() {
-			err = errors.New("is a directory")
-		}
-		f.Close()
-	}
-	if err != nil {
-		return inputError(fmt.Errorf("--config %s: cannot read the config file: %w", a.config, unwrapPath(err)))
+	if err := samlcmd.CheckConfig(a.config); err != nil {
+		return inputError(err)
 	}
 	return nil
 }

@@ -70,7 +70,10 @@ func Run(program string, args []string, configPath string, stdout, stderr io.Wri
 			default:
 				return usageError("invalid --output %q: want text or json (--output chooses the output format and never names a file; commands that write a file take --out <file>)", output)
 			}
-			return checkConfig(cfgFlag)
+			if err := CheckConfig(cfgFlag); err != nil {
+				return &runError{err: err}
+			}
+			return nil
 		},
 	}
 	root.SetOut(stdout)
@@ -97,9 +100,10 @@ func Run(program string, args []string, configPath string, stdout, stderr io.Wri
 	return exitUsage
 }
 
-// checkConfig fails when --config is given and cannot be read, with the
-// message of core.
-func checkConfig(path string) error {
+// CheckConfig fails when --config names a path that cannot be read (or
+// is a directory); nil when path is "". core checks its --config with it
+// too, so that both programs give one message.
+func CheckConfig(path string) error {
 	if path == "" {
 		return nil
 	}
@@ -112,7 +116,7 @@ func checkConfig(path string) error {
 		f.Close()
 	}
 	if err != nil {
-		return &runError{err: fmt.Errorf("--config %s: cannot read the config file: %w", path, unwrapPath(err))}
+		return fmt.Errorf("--config %s: cannot read the config file: %w", path, unwrapPath(err))
 	}
 	return nil
 }
