@@ -137,11 +137,7 @@ func (s *Server) pollOnce(ctx context.Context) {
 	if err != nil {
 		// The server answered, with a bundle we refuse: keep the active
 		// one, and keep asking with the old ETag until it is fixed.
-		p.lastErr, p.lastCode = "bundle refused: "+err.Error(), reason.PolicyError
-		var ae *activateError
-		if errors.As(err, &ae) {
-			p.lastCode = ae.code
-		}
+		p.lastErr, p.lastCode = "bundle refused: "+err.Error(), activateCode(err)
 		s.log.Warn("policy bundle from the control plane refused; the active policy stays", "url", config.RedactURL(p.url), "code", p.lastCode, "err", err)
 		return
 	}

@@ -78,6 +78,15 @@ type activateError struct {
 
 func (e *activateError) Error() string { return e.msg }
 
+// activateCode is the reason code of an activation's refusal: the
+// *activateError's, else policy-error.
+func activateCode(err error) reason.Code {
+	if ae, ok := errors.AsType[*activateError](err); ok {
+		return ae.code
+	}
+	return reason.PolicyError
+}
+
 // activateBundle verifies and compiles data and, unless it is older than
 // the active bundle or the last one recorded in sidecar.state_dir and
 // allowOlder is false, swaps it in, persists it to
@@ -324,14 +333,9 @@ func (s *Server) activateCarried(c *CarriedBundle) bool {
 }
 
 // refuseHandover records err, the refusal of a persisted or carried
-// bundle, as the refusal that status reports, and returns it: the code of
-// an *activateError, else policy-error.
+// bundle, as the refusal that status reports, and returns it.
 func (s *Server) refuseHandover(err error) *HandoverRefusal {
-	ref := &HandoverRefusal{Code: string(reason.PolicyError), Message: err.Error()}
-	var ae *activateError
-	if errors.As(err, &ae) {
-		ref.Code = string(ae.code)
-	}
+	ref := &HandoverRefusal{Code: string(activateCode(err)), Message: err.Error()}
 	s.bundles.mu.Lock()
 	s.bundles.refused = ref
 	s.bundles.mu.Unlock()

@@ -17,7 +17,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/svc-dev/svc/engine/bundle"
-	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/wire"
 )
 
@@ -232,11 +231,7 @@ func (s *Server) countActivation(source string, err error) {
 	}
 	result, code := "activated", ""
 	if err != nil {
-		result, code = "refused", string(reason.PolicyError)
-		var ae *activateError
-		if errors.As(err, &ae) {
-			code = string(ae.code)
-		}
+		result, code = "refused", string(activateCode(err))
 	}
 	s.activations.Add(context.Background(), 1, metric.WithAttributes(
 		attribute.String("result", result), attribute.String("source", source), attribute.String("reason", code)))
