@@ -11,7 +11,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/harness"
-	"github.com/svc-dev/svc/internal/idptest"
+	"github.com/svc-dev/svc/internal/testkit/idptest"
 )
 
 // What svc-sidecar --help and docs/configuration.md say of

@@ -10,8 +10,8 @@ import (
 
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/internal/idptest"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/idptest"
 )
 
 // TestAuditedDecisionAllocs guards the allocations of an allowed decision

@@ -12,9 +12,9 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/policy"
-	"github.com/svc-dev/svc/internal/idptest"
 	"github.com/svc-dev/svc/internal/jsonmask"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/idptest"
 	"github.com/svc-dev/svc/internal/testkit/natstest"
 )
 

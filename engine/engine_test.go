@@ -13,9 +13,9 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/internal/idptest"
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/audittest"
+	"github.com/svc-dev/svc/internal/testkit/idptest"
 	"github.com/svc-dev/svc/reason"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/internal/idptest"
+	"github.com/svc-dev/svc/internal/testkit/idptest"
 	"github.com/svc-dev/svc/internal/testkit/metrictest"
 	"github.com/svc-dev/svc/internal/testkit/redistest"
 	"github.com/svc-dev/svc/internal/testkit/tcpproxy"

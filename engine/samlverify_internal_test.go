@@ -16,8 +16,8 @@ import (
 	"github.com/svc-dev/svc/engine/issuer"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/engine/token"
-	"github.com/svc-dev/svc/internal/idptest"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/idptest"
 	"github.com/svc-dev/svc/reason"
 )
 

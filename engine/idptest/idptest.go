@@ -10,7 +10,7 @@ package idptest
 import (
 	"testing"
 
-	"github.com/svc-dev/svc/internal/idptest"
+	"github.com/svc-dev/svc/internal/testkit/idptest"
 )
 
 // KID is the key id of the IdP's key.

@@ -20,8 +20,8 @@ import (
 	"github.com/svc-dev/svc/authz/server"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/internal/idptest"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/idptest"
 )
 
 // Tenant is the deployment's tenant in these tests.

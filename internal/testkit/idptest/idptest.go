@@ -7,20 +7,18 @@
 package idptest
 
 import (
-	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/svc-dev/svc/internal/testkit/jose"
 )
 
 // KID is the key id of the IdP's key, published in its JWKS and written
@@ -75,13 +73,9 @@ func New(t testing.TB, opts ...Option) *IdP {
 	}
 	p := &IdP{key: signingKey()}
 	pub := p.key.PublicKey
-	body, err := json.Marshal(map[string]any{"keys": []map[string]any{{
-		"kty": "RSA", "kid": KID, "use": "sig", "alg": "RS256",
-		"n": b64(pub.N.Bytes()), "e": b64(big.NewInt(int64(pub.E)).Bytes()),
-	}}})
-	if err != nil {
-		t.Fatalf("idptest: encode jwks: %v", err)
-	}
+	jwk := jose.RSAJWK(KID, &pub)
+	jwk["use"], jwk["alg"] = "sig", "RS256"
+	body := jose.JWKS(jwk)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case jwksPath:
@@ -142,13 +136,7 @@ func (p *IdP) Sign(claims map[string]any) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("encode claims: %w", err)
 	}
-	signing := b64(hdr) + "." + b64(payload)
-	sum := sha256.Sum256([]byte(signing))
-	sig, err := rsa.SignPKCS1v15(rand.Reader, p.key, crypto.SHA256, sum[:])
-	if err != nil {
-		return "", fmt.Errorf("sign: %w", err)
-	}
-	return signing + "." + b64(sig), nil
+	return jose.Sign("RS256", jose.B64(hdr)+"."+jose.B64(payload), p.key)
 }
 
 // Claims returns a valid claim set for sub in tenant: sub, tenant_id,
@@ -180,5 +168,3 @@ func Override(base, over map[string]any) map[string]any {
 	}
 	return c
 }
-
-func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }

@@ -11,7 +11,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jwt"
 
-	"github.com/svc-dev/svc/internal/idptest"
+	"github.com/svc-dev/svc/internal/testkit/idptest"
 )
 
 // TestTokenVerifiesAgainstJWKS checks the hand-made tokens with an
