@@ -7,6 +7,22 @@ import socket
 import ssl
 import threading
 import time
+import urllib.parse
+
+
+def split_url(url: str, name: str, form: str, source: str = "") -> tuple[urllib.parse.SplitResult, str, int]:
+    """The parts, host and port (by default 80 or 443) of an http(s) URL to
+    make a Pool of. Raises ValueError when ``url`` is no such URL or its
+    port is invalid: "NAME 'URL' must be FORM" or "NAME 'URL' has an
+    invalid port", either followed by ``source``."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{name} {url!r} must be {form}{source}")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise ValueError(f"{name} {url!r} has an invalid port{source}") from None
+    return parts, parts.hostname, port
 
 
 class Unreachable(Exception):

@@ -19,12 +19,15 @@ from __future__ import annotations
 import json
 import logging
 import math
+import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Union
+from typing import Any, Callable, Iterable, TypeVar, Union
 
 from .client import Client, Decision, SidecarUnavailableError, SvcError, TokenDecision
 
 _log = logging.getLogger("svc_sdk")
+
+_T = TypeVar("_T")
 
 # Reasons for which the token itself was refused: the client should get a
 # new one (RFC 6750 invalid_token).
@@ -203,3 +206,20 @@ def login_redirect(r: Refusal, location: str) -> Refusal:
     if r.reason in API_KEY_FAILURES:
         return r
     return Refusal(302, r.reason, [], "", {"Location": location})
+
+
+def once(make: Callable[[], _T]) -> Callable[[], _T]:
+    """A function that calls ``make`` on its first call only, under a lock
+    (concurrent first calls wait for the one value), and returns that value
+    from then on: a framework module's default client or settings, made
+    when a request first needs them."""
+    lock = threading.Lock()
+    made: list[_T] = []
+
+    def get() -> _T:
+        with lock:
+            if not made:
+                made.append(make())
+            return made[0]
+
+    return get

@@ -9,12 +9,11 @@ import ssl
 import threading
 import time
 import tomllib
-import urllib.parse
 import weakref
 from dataclasses import dataclass
 from typing import Any, Mapping, NoReturn
 
-from ._pool import Pool, Unreachable
+from ._pool import Pool, Unreachable, split_url
 from .plan import DIALECTS, Plan, PlanError
 
 __all__ = [
@@ -151,19 +150,13 @@ class Client:
             timeout = DEFAULT_TIMEOUT
         if not isinstance(timeout, (int, float)) or timeout <= 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"sidecar URL {url!r} must be http://host:port or https://host:port ({source})")
-        try:
-            port = parts.port or (443 if parts.scheme == "https" else 80)
-        except ValueError:
-            raise ValueError(f"sidecar URL {url!r} has an invalid port ({source})") from None
+        parts, host, port = split_url(url, "sidecar URL", "http://host:port or https://host:port", f" ({source})")
         self._url = url
         self._fail_mode = mode
         self._timeout = float(timeout)
         self._base = parts.path.rstrip("/")
         self._authority = parts.netloc.rpartition("@")[2]
-        self._pool = Pool(parts.scheme, parts.hostname, port, self._timeout, pool_size, ssl_context)
+        self._pool = Pool(parts.scheme, host, port, self._timeout, pool_size, ssl_context)
         weakref.finalize(self, self._pool.close)
         self._warn_lock = threading.Lock()
         self._last_warn = 0.0

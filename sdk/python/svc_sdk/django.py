@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import threading
 from typing import Any, Awaitable, Callable, TypeVar, cast
 
 from django.conf import settings
@@ -61,7 +60,7 @@ from django.db.models.fields import json as djson
 from django.db.models.fields.json import KeyTransform
 from django.http import HttpRequest, HttpResponse
 
-from ._web import Admission, Refusal, check_action, check_token, excluded, login_redirect
+from ._web import Admission, Refusal, check_action, check_token, excluded, login_redirect, once
 from .client import Client
 from .identity import IdentityVerifier, check_identity
 from .plan import ALWAYS_ALLOWED, ATTRIBUTE_PREFIX, STRING_TESTS, Condition, Plan, like_pattern
@@ -203,27 +202,10 @@ def _admit(request: HttpRequest, out: Admission | Refusal, saml: SamlConfig, red
     return None
 
 
-_default: Client | None = None
-_default_lock = threading.Lock()
-
-
-_default_saml_config: SamlConfig | None = None
-
-
-def _default_client() -> Client:
-    global _default
-    with _default_lock:
-        if _default is None:
-            _default = client_from_settings()
-        return _default
-
-
-def _default_saml() -> SamlConfig:
-    global _default_saml_config
-    with _default_lock:
-        if _default_saml_config is None:
-            _default_saml_config = saml_from_settings()
-        return _default_saml_config
+# The client and the sign-in settings of views given none, made from the
+# settings when a request first needs them.
+_default_client = once(client_from_settings)
+_default_saml = once(saml_from_settings)
 
 
 def _response(r: Refusal) -> HttpResponse:

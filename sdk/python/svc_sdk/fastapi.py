@@ -44,13 +44,12 @@ raises :class:`SvcRefused`, which SvcMiddleware answers; an app that uses
 
 import asyncio
 import logging
-import threading
 from typing import Any, Awaitable, Callable, Iterable, MutableMapping, Optional
 
 from fastapi import HTTPException, Request
 from starlette.responses import Response
 
-from ._web import Refusal, check_action, check_token, excluded, login_redirect
+from ._web import Refusal, check_action, check_token, excluded, login_redirect, once
 from .client import Client, Decision
 from .identity import IdentityVerifier, check_identity
 from .saml import SamlConfig, login_redirect_url, session_token
@@ -211,27 +210,10 @@ def _warn_no_handler() -> None:
                      'as {"detail": ...} instead of the svc refusal body')
 
 
-_default: Optional[Client] = None
-_default_lock = threading.Lock()
-
-
-def _default_client() -> Client:
-    global _default
-    with _default_lock:
-        if _default is None:
-            _default = Client()
-        return _default
-
-
-_default_saml_config: Optional[SamlConfig] = None
-
-
-def _default_saml() -> SamlConfig:
-    global _default_saml_config
-    with _default_lock:
-        if _default_saml_config is None:
-            _default_saml_config = SamlConfig.load()
-        return _default_saml_config
+# The client and the sign-in settings of routes given none, made from the
+# environment and svc.toml when a request first needs them.
+_default_client = once(Client)
+_default_saml = once(SamlConfig.load)
 
 
 def _browser(scope: Scope, r: Refusal, saml: SamlConfig, redirect: bool) -> Refusal:

@@ -23,10 +23,9 @@ import binascii
 import json
 import threading
 import time
-import urllib.parse
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ._pool import Pool, Unreachable
+from ._pool import Pool, Unreachable, split_url
 from ._web import Admission, Refusal, refusal_of
 from .client import SvcError, TokenDecision
 
@@ -86,15 +85,9 @@ class IdentityVerifier:
                               name=e.name) from e
         if not jwks_url:
             raise ValueError("IdentityVerifier: a JWKS URL is required")
-        parts = urllib.parse.urlsplit(jwks_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"JWKS URL {jwks_url!r} must be http(s)://host[:port]/path")
         if refresh <= 0 or skew < 0 or timeout <= 0:
             raise ValueError("refresh and timeout must be positive, skew not negative")
-        try:
-            port = parts.port or (443 if parts.scheme == "https" else 80)
-        except ValueError:
-            raise ValueError(f"JWKS URL {jwks_url!r} has an invalid port") from None
+        parts, host, port = split_url(jwks_url, "JWKS URL", "http(s)://host[:port]/path")
         self.jwks_url = jwks_url
         self.audience = audience
         self.issuer = issuer
@@ -102,7 +95,7 @@ class IdentityVerifier:
         self.skew = float(skew)
         self._path = (parts.path or "/") + ("?" + parts.query if parts.query else "")
         self._authority = parts.netloc.rpartition("@")[2]
-        self._pool = Pool(parts.scheme, parts.hostname, port, float(timeout), 1, ssl_context)
+        self._pool = Pool(parts.scheme, host, port, float(timeout), 1, ssl_context)
         self._lock = threading.Lock()
         self._keys: dict[str, EllipticCurvePublicKey] | None = None
         self._fetched = 0.0

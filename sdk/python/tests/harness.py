@@ -85,42 +85,31 @@ def free_addr() -> str:
     raise RuntimeError("free port: no unused port found")
 
 
-_binary: str | None = None
+_binaries: dict[str, str] = {}
+
+
+def _go_binary(variable: str, package: str) -> str:
+    """The binary of REPO's ``package`` (./cmd/NAME): the environment
+    variable ``variable``, or built once into NAME in the run's temporary
+    directory."""
+    with _lock:
+        if package not in _binaries:
+            given = os.environ.get(variable)
+            if not given:
+                given = os.path.join(_tmp, os.path.basename(package))
+                subprocess.run(["go", "build", "-o", given, package], cwd=REPO, check=True)
+            _binaries[package] = given
+        return _binaries[package]
 
 
 def sidecar_binary() -> str:
     """The svc-sidecar binary: SVC_SIDECAR_BIN, or built once from REPO."""
-    global _binary
-    with _lock:
-        if _binary:
-            return _binary
-        given = os.environ.get("SVC_SIDECAR_BIN")
-        if given:
-            _binary = given
-            return given
-        out = os.path.join(_tmp, "svc-sidecar")
-        subprocess.run(["go", "build", "-o", out, "./cmd/svc-sidecar"], cwd=REPO, check=True)
-        _binary = out
-        return out
-
-
-_core: str | None = None
+    return _go_binary("SVC_SIDECAR_BIN", "./cmd/svc-sidecar")
 
 
 def core_binary() -> str:
     """The core binary: SVC_CORE_BIN, or built once from REPO."""
-    global _core
-    with _lock:
-        if _core:
-            return _core
-        given = os.environ.get("SVC_CORE_BIN")
-        if given:
-            _core = given
-            return given
-        out = os.path.join(_tmp, "core")
-        subprocess.run(["go", "build", "-o", out, "./cmd/core"], cwd=REPO, check=True)
-        _core = out
-        return out
+    return _go_binary("SVC_CORE_BIN", "./cmd/core")
 
 
 class IdP:

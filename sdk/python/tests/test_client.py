@@ -5,6 +5,7 @@ import os
 import tempfile
 import time
 import unittest
+from unittest import mock
 
 from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -104,17 +105,9 @@ class ConfigTest(unittest.TestCase):
         self.assertEqual((c.sidecar_url, c.fail_mode), ("http://localhost:7700", "closed"))
 
     def test_process_environment(self):
-        old = {k: os.environ.get(k) for k in ("SVC_SIDECAR_URL", "SVC_FAIL_MODE")}
-        os.environ.update({"SVC_SIDECAR_URL": "http://127.0.0.1:7799", "SVC_FAIL_MODE": "closed"})
-        try:
+        with mock.patch.dict(os.environ, {"SVC_SIDECAR_URL": "http://127.0.0.1:7799", "SVC_FAIL_MODE": "closed"}):
             c = Client()
-            self.assertEqual((c.sidecar_url, c.fail_mode), ("http://127.0.0.1:7799", "closed"))
-        finally:
-            for k, v in old.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        self.assertEqual((c.sidecar_url, c.fail_mode), ("http://127.0.0.1:7799", "closed"))
 
     def test_bad_configuration_is_refused(self):
         cases = [

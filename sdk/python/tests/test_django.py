@@ -4,6 +4,7 @@ import asyncio
 import json
 import os
 import unittest
+from unittest import mock
 
 import djangoconf
 
@@ -87,20 +88,12 @@ class DjangoTest(MiddlewareBehaviour, unittest.TestCase):
                     self.assertEqual(resp.status_code, 401, resp.content)
 
     def test_settings_then_environment(self):
-        old = {k: os.environ.get(k) for k in ("SVC_SIDECAR_URL", "SVC_FAIL_MODE")}
-        os.environ.update({"SVC_SIDECAR_URL": "http://127.0.0.1:7788", "SVC_FAIL_MODE": "closed"})
-        try:
+        with mock.patch.dict(os.environ, {"SVC_SIDECAR_URL": "http://127.0.0.1:7788", "SVC_FAIL_MODE": "closed"}):
             c = client_from_settings()
             self.assertEqual((c.sidecar_url, c.fail_mode), ("http://127.0.0.1:7788", "closed"))
             with override_settings(SVC_SIDECAR_URL="http://127.0.0.1:7799", SVC_FAIL_MODE="open"):
                 c = client_from_settings()
             self.assertEqual((c.sidecar_url, c.fail_mode), ("http://127.0.0.1:7799", "open"))
-        finally:
-            for k, v in old.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
 
 if __name__ == "__main__":

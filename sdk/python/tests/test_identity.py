@@ -7,6 +7,7 @@ The sidecars sign with EC P-256 keys made by ``openssl genpkey``.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import http.client
 import json
@@ -14,7 +15,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import threading
 import time
 import unittest
 import urllib.parse
@@ -29,6 +29,7 @@ from fastapi.testclient import TestClient
 import harness
 import test_django  # noqa: F401  (configures Django's settings for the whole run)
 from svc_sdk import TokenDecision
+from svc_sdk._web import once
 from svc_sdk.identity import IDENTITY_HEADER, IdentityError, IdentityVerifier, check_identity
 
 AUDIENCE = "orders.internal"
@@ -115,18 +116,12 @@ class Env:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-_env: Env | None = None
-_env_lock = threading.Lock()
-
-
+@once
 def env() -> Env:
-    global _env
-    with _env_lock:
-        if _env is None:
-            _env = Env()
-            import atexit
-            atexit.register(_env.close)
-        return _env
+    """The sidecars of these tests, started on first use, stopped at exit."""
+    e = Env()
+    atexit.register(e.close)
+    return e
 
 
 class VerifierTest(unittest.TestCase):
