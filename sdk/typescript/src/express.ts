@@ -15,7 +15,8 @@
  */
 
 import { type Decision, SvcClient, type TokenDecision } from "./client.js";
-import { checkAction, checkToken, isExcluded, type Outcome, REFUSAL_HEADERS, type Refusal, tokenOf } from "./web.js";
+import { type ActionOptions, checkRequiredAction, checkToken, isExcluded, type Outcome, REFUSAL_HEADERS, type Refusal,
+  tokenOf } from "./web.js";
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -80,15 +81,9 @@ export function svcExpress(opts: SvcExpressOptions = {}) {
   };
 }
 
-export interface RequireActionOptions {
+export interface RequireActionOptions extends ActionOptions {
   /** Default: the svcExpress middleware's client, else new SvcClient(). */
   client?: SvcClient;
-  /** Resource type; default the action's prefix. */
-  resource?: string;
-  /** Route parameter holding the resource id. */
-  resourceIdParam?: string;
-  /** Cookie holding the token when there is no Authorization header. */
-  sessionCookie?: string;
 }
 
 let defaultClient: SvcClient | undefined;
@@ -97,11 +92,7 @@ let defaultClient: SvcClient | undefined;
 export function requireAction(action: string, opts: RequireActionOptions = {}) {
   return function svcRequireAction(req: ExpressRequestLike, res: ExpressResponseLike, next: ExpressNext): void {
     const client = opts.client ?? req.svcClient ?? (defaultClient ??= new SvcClient());
-    const resourceId = opts.resourceIdParam ? req.params?.[opts.resourceIdParam] : undefined;
-    const authz: { resource?: string; resourceId?: string } = {};
-    if (opts.resource) authz.resource = opts.resource;
-    if (resourceId) authz.resourceId = resourceId;
-    checkAction(client, tokenOf(sources(req), opts.sessionCookie), action, authz)
+    checkRequiredAction(client, sources(req), action, opts, req.params)
       .then((out) => settle(out, req, res, next), next);
   };
 }

@@ -17,7 +17,8 @@
 
 import type {} from "fastify";
 import { type Decision, SvcClient, type TokenDecision } from "./client.js";
-import { checkAction, checkToken, isExcluded, type Outcome, REFUSAL_HEADERS, tokenOf } from "./web.js";
+import { type ActionOptions, checkRequiredAction, checkToken, isExcluded, type Outcome, REFUSAL_HEADERS,
+  tokenOf } from "./web.js";
 
 /** The parts of a Fastify request the plugin reads and writes. */
 export interface FastifyRequestLike {
@@ -79,15 +80,9 @@ Object.assign(svcFastify, {
   [Symbol.for("fastify.display-name")]: "svc",
 });
 
-export interface RequireActionOptions {
+export interface RequireActionOptions extends ActionOptions {
   /** Default: the plugin's client, else new SvcClient(). */
   client?: SvcClient;
-  /** Resource type; default the action's prefix. */
-  resource?: string;
-  /** Route parameter holding the resource id. */
-  resourceIdParam?: string;
-  /** Cookie holding the token when there is no Authorization header. */
-  sessionCookie?: string;
 }
 
 let defaultClient: SvcClient | undefined;
@@ -96,12 +91,8 @@ let defaultClient: SvcClient | undefined;
 export function requireAction(action: string, opts: RequireActionOptions = {}) {
   return async function svcRequireAction(request: FastifyRequestLike, reply: FastifyReplyLike): Promise<unknown> {
     const client = opts.client ?? request.svcClient ?? (defaultClient ??= new SvcClient());
-    const params = (request.params ?? {}) as Record<string, string | undefined>;
-    const resourceId = opts.resourceIdParam ? params[opts.resourceIdParam] : undefined;
-    const authz: { resource?: string; resourceId?: string } = {};
-    if (opts.resource) authz.resource = opts.resource;
-    if (resourceId) authz.resourceId = resourceId;
-    const out = await checkAction(client, tokenOf(sources(request), opts.sessionCookie), action, authz);
+    const params = request.params as Record<string, string | undefined> | undefined;
+    const out = await checkRequiredAction(client, sources(request), action, opts, params);
     return settle(out, request, reply);
   };
 }

@@ -181,6 +181,32 @@ export async function checkAction(client: SvcClient, token: string, action: stri
   return refused(refusalOf(d.reason, d.denyReasons, d.decisionId, d.retryAfter));
 }
 
+/** The options of requireAction in "@svc/sdk/express" and "@svc/sdk/fastify". */
+export interface ActionOptions {
+  /** Default: the framework middleware's client, else new SvcClient(). */
+  client?: SvcClient;
+  /** Resource type; default the action's prefix. */
+  resource?: string;
+  /** Route parameter holding the resource id. */
+  resourceIdParam?: string;
+  /** Cookie holding the token when there is no Authorization header. */
+  sessionCookie?: string;
+}
+
+/**
+ * The check of a framework's requireAction: the token of src (or of
+ * opts.sessionCookie) authorized for action on opts.resource and on the
+ * resource id in the route parameter opts.resourceIdParam of params.
+ */
+export function checkRequiredAction(client: SvcClient, src: TokenSource, action: string, opts: ActionOptions,
+  params: Readonly<Record<string, string | undefined>> | undefined): Promise<Outcome> {
+  const resourceId = opts.resourceIdParam ? params?.[opts.resourceIdParam] : undefined;
+  const authz: AuthorizeOptions = {};
+  if (opts.resource) authz.resource = opts.resource;
+  if (resourceId) authz.resourceId = resourceId;
+  return checkAction(client, tokenOf(src, opts.sessionCookie), action, authz);
+}
+
 /** Maps a refused decision to its answer. */
 export function refusalOf(reason: string, denyReasons: string[] = [], decisionId = "",
   retryAfter: number | null = null): Refusal {

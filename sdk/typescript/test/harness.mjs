@@ -27,22 +27,31 @@ export const CALL_TIMEOUT_MS = 30_000;
 const tmp = mkdtempSync(join(tmpdir(), "svc-sdk-ts-"));
 process.on("exit", () => rmSync(tmp, { recursive: true, force: true }));
 
-let binary;
-export function sidecarBinary() {
-  if (binary) return binary;
-  if (process.env.SVC_SIDECAR_BIN) return (binary = process.env.SVC_SIDECAR_BIN);
-  const out = join(tmp, "svc-sidecar");
-  execFileSync("go", ["build", "-o", out, "./cmd/svc-sidecar"], { cwd: REPO, stdio: "inherit" });
-  return (binary = out);
+const binaries = new Map();
+
+/**
+ * The binary of the repository's Go package (./cmd/NAME): the environment
+ * variable named variable, or built once into NAME in this file's
+ * temporary directory.
+ */
+function goBinary(variable, pkg) {
+  if (!binaries.has(pkg)) {
+    let bin = process.env[variable];
+    if (!bin) {
+      bin = join(tmp, pkg.slice(pkg.lastIndexOf("/") + 1));
+      execFileSync("go", ["build", "-o", bin, pkg], { cwd: REPO, stdio: "inherit" });
+    }
+    binaries.set(pkg, bin);
+  }
+  return binaries.get(pkg);
 }
 
-let core;
+export function sidecarBinary() {
+  return goBinary("SVC_SIDECAR_BIN", "./cmd/svc-sidecar");
+}
+
 export function coreBinary() {
-  if (core) return core;
-  if (process.env.SVC_CORE_BIN) return (core = process.env.SVC_CORE_BIN);
-  const out = join(tmp, "core");
-  execFileSync("go", ["build", "-o", out, "./cmd/core"], { cwd: REPO, stdio: "inherit" });
-  return (core = out);
+  return goBinary("SVC_CORE_BIN", "./cmd/core");
 }
 
 /** The id of an API key svck_<id>_<secret>: 12 characters. */
