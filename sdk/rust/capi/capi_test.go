@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/engine"
-	"github.com/svc-dev/svc/internal/idptest"
+	"github.com/svc-dev/svc/internal/testkit/idptest"
 	"github.com/svc-dev/svc/plan"
 )
 

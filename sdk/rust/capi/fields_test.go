@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svc-dev/svc/internal/idptest"
+	"github.com/svc-dev/svc/internal/testkit/idptest"
 )
 
 // fieldsAnswer is a decoded answer of svc_validate_token_fields, with the

@@ -16,7 +16,7 @@ import (
 	"unsafe"
 
 	svctoken "github.com/svc-dev/svc/engine/token"
-	"github.com/svc-dev/svc/internal/idptest"
+	"github.com/svc-dev/svc/internal/testkit/idptest"
 )
 
 // TestABIRefusesOversizeLengths: a length of 2 GiB or more (negative as a

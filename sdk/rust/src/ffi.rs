@@ -1,44 +1,12 @@
 //! The C ABI of sdk/rust/capi (the Go engine built as a C archive).
 
 use std::mem::MaybeUninit;
-use std::os::raw::{c_char, c_int};
+use std::os::raw::c_char;
+
+mod exports;
+pub use exports::*;
 
 extern "C" {
-    pub fn svc_engine_open(path: *const c_char, path_len: usize, from_env: c_int, err: *mut *mut c_char) -> u64;
-    pub fn svc_engine_close(handle: u64);
-    pub fn svc_validate_token_fields(
-        handle: u64,
-        token: *const c_char,
-        token_len: usize,
-        buf: *mut c_char,
-        cap: usize,
-        big: *mut *mut c_char,
-    ) -> usize;
-    pub fn svc_authorize(
-        handle: u64,
-        token: *const c_char,
-        token_len: usize,
-        input: *const c_char,
-        input_len: usize,
-        buf: *mut c_char,
-        cap: usize,
-        big: *mut *mut c_char,
-    ) -> usize;
-    pub fn svc_plan_resources(
-        handle: u64,
-        token: *const c_char,
-        token_len: usize,
-        action: *const c_char,
-        action_len: usize,
-        resource_type: *const c_char,
-        resource_type_len: usize,
-        dialect: *const c_char,
-        dialect_len: usize,
-        buf: *mut c_char,
-        cap: usize,
-        big: *mut *mut c_char,
-    ) -> usize;
-    pub fn svc_free(p: *mut c_char);
     /// C's free: releases the engine's malloc'd answers without a call
     /// into Go.
     fn free(p: *mut std::ffi::c_void);

@@ -5,47 +5,15 @@
 
 mod common;
 
-use std::os::raw::{c_char, c_int};
+use std::os::raw::c_char;
 
 use common::{config_file, idp};
 
-extern "C" {
-    fn svc_engine_open(path: *const c_char, path_len: usize, from_env: c_int, err: *mut *mut c_char) -> u64;
-    fn svc_engine_close(handle: u64);
-    fn svc_validate_token(
-        h: u64,
-        token: *const c_char,
-        len: usize,
-        buf: *mut c_char,
-        cap: usize,
-        big: *mut *mut c_char,
-    ) -> usize;
-    fn svc_authorize(
-        h: u64,
-        token: *const c_char,
-        token_len: usize,
-        input: *const c_char,
-        input_len: usize,
-        buf: *mut c_char,
-        cap: usize,
-        big: *mut *mut c_char,
-    ) -> usize;
-    fn svc_plan_resources(
-        h: u64,
-        token: *const c_char,
-        token_len: usize,
-        action: *const c_char,
-        action_len: usize,
-        resource_type: *const c_char,
-        resource_type_len: usize,
-        dialect: *const c_char,
-        dialect_len: usize,
-        buf: *mut c_char,
-        cap: usize,
-        big: *mut *mut c_char,
-    ) -> usize;
-    fn svc_free(p: *mut c_char);
-}
+// The crate's own declarations of the C ABI: this test calls the engine
+// through them as a C host program would.
+#[path = "../src/ffi/exports.rs"]
+mod exports;
+use exports::*;
 
 /// Calls f with a 64 KiB answer buffer and returns the answer as text.
 fn answer(f: impl FnOnce(*mut c_char, usize, *mut *mut c_char) -> usize) -> String {

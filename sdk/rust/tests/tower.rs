@@ -51,14 +51,34 @@ fn send<S>(svc: &mut S, auth: Option<String>, path: &str) -> (StatusCode, http::
 where
     S: Service<Request<String>, Response = Response<String>, Error = Infallible>,
 {
+    let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("authorization", a.as_str())).collect();
+    send_headers(svc, &headers, path)
+}
+
+fn send_headers<S>(svc: &mut S, headers: &[(&str, &str)], path: &str) -> (StatusCode, http::HeaderMap, Value)
+where
+    S: Service<Request<String>, Response = Response<String>, Error = Infallible>,
+{
     let mut b = Request::builder().uri(path);
-    if let Some(a) = auth {
-        b = b.header("authorization", a);
+    for (k, v) in headers {
+        b = b.header(*k, *v);
     }
     now(std::future::poll_fn(|cx| svc.poll_ready(cx))).unwrap();
     let resp = now(svc.call(b.body(String::new()).unwrap())).unwrap();
     let (parts, body) = resp.into_parts();
     (parts.status, parts.headers, serde_json::from_str(&body).unwrap())
+}
+
+/// The action of a request: orders:delete on /delete, else orders:read.
+fn read_or_delete(r: &Request<String>) -> Option<String> {
+    Some(
+        if r.uri().path() == "/delete" {
+            "orders:delete"
+        } else {
+            "orders:read"
+        }
+        .to_string(),
+    )
 }
 
 #[test]
@@ -98,18 +118,7 @@ fn validate_only() {
 #[test]
 fn with_a_policy_action() {
     let e = common::engine("tower-authorize");
-    let mut svc = AuthLayer::new(e)
-        .with_action(|r: &Request<String>| {
-            Some(
-                if r.uri().path() == "/delete" {
-                    "orders:delete"
-                } else {
-                    "orders:read"
-                }
-                .to_string(),
-            )
-        })
-        .layer(Echo);
+    let mut svc = AuthLayer::new(e).with_action(read_or_delete).layer(Echo);
     let tok = common::idp().token("user-1", "acme", &["viewer"]);
 
     let (st, _, body) = send(&mut svc, Some(format!("Bearer {tok}")), "/read");
@@ -164,18 +173,62 @@ fn rate_limited_sends_the_engines_retry_after() {
     );
 }
 
-fn send_headers<S>(svc: &mut S, headers: &[(&str, &str)], path: &str) -> (StatusCode, http::HeaderMap, Value)
-where
-    S: Service<Request<String>, Response = Response<String>, Error = Infallible>,
-{
-    let mut b = Request::builder().uri(path);
-    for (k, v) in headers {
-        b = b.header(*k, *v);
+/// A request of the api_keys table, on /read unless said, and the answer
+/// the layer must give it.
+struct Case<'a> {
+    what: &'a str,
+    path: &'a str,
+    headers: Vec<(&'a str, &'a str)>,
+    status: StatusCode,
+    reason: &'a str,
+    /// WWW-Authenticate
+    challenge: Option<String>,
+}
+
+impl<'a> Case<'a> {
+    /// Allowed by the policy.
+    fn allowed(what: &'a str, headers: Vec<(&'a str, &'a str)>) -> Self {
+        Case {
+            what,
+            path: "/read",
+            headers,
+            status: StatusCode::OK,
+            reason: "policy-allow",
+            challenge: None,
+        }
     }
-    now(std::future::poll_fn(|cx| svc.poll_ready(cx))).unwrap();
-    let resp = now(svc.call(b.body(String::new()).unwrap())).unwrap();
-    let (parts, body) = resp.into_parts();
-    (parts.status, parts.headers, serde_json::from_str(&body).unwrap())
+
+    /// Refused with 401 and this challenge.
+    fn unauthorized(what: &'a str, headers: Vec<(&'a str, &'a str)>, reason: &'a str, challenge: &str) -> Self {
+        Case {
+            status: StatusCode::UNAUTHORIZED,
+            reason,
+            challenge: Some(challenge.to_string()),
+            ..Case::allowed(what, headers)
+        }
+    }
+
+    /// A refused API key: 401, challenged in the ApiKey scheme.
+    fn bad_key(what: &'a str, headers: Vec<(&'a str, &'a str)>, reason: &'a str) -> Self {
+        let challenge = format!("ApiKey realm=\"orders\", error=\"invalid_key\", error_description=\"{reason}\"");
+        Case::unauthorized(what, headers, reason, &challenge)
+    }
+
+    /// Sends the request to svc and checks the status and the challenge
+    /// (label names the case in a failure); returns the body.
+    fn send<S>(&self, svc: &mut S, label: &str) -> Value
+    where
+        S: Service<Request<String>, Response = Response<String>, Error = Infallible>,
+    {
+        let (st, h, body) = send_headers(svc, &self.headers, self.path);
+        assert_eq!(st, self.status, "{label}: {body}");
+        assert_eq!(
+            h.get("www-authenticate").map(|v| v.to_str().unwrap().to_string()),
+            self.challenge,
+            "{label}"
+        );
+        body
+    }
 }
 
 /// API keys are read as the sidecar's checks read them ("Authorization:
@@ -185,139 +238,63 @@ where
 fn api_keys() {
     let keys = common::ApiKeys::create("tower-api-keys");
     let tok = common::idp().token("user-1", "acme", &["viewer"]);
-    let invalid = |rc: &str| format!("ApiKey realm=\"orders\", error=\"invalid_key\", error_description=\"{rc}\"");
     let viewer_scheme = format!("ApiKey {}", keys.viewer);
     let viewer_tab = format!("apikey\t{} ", keys.viewer);
     let viewer_spaced = format!(" {} ", keys.viewer);
     let revoked_scheme = format!("ApiKey {}", keys.revoked);
     let unknown_scheme = format!("ApiKey {}", keys.unknown);
     let bearer = format!("Bearer {tok}");
-    // (what, path, headers, status, reason, WWW-Authenticate)
-    let cases: Vec<(&str, &str, Vec<(&str, &str)>, StatusCode, &str, Option<String>)> = vec![
-        (
-            "X-Api-Key",
-            "/read",
-            vec![("x-api-key", &viewer_spaced)],
-            StatusCode::OK,
-            "policy-allow",
-            None,
-        ),
-        (
-            "ApiKey scheme",
-            "/read",
-            vec![("authorization", &viewer_scheme)],
-            StatusCode::OK,
-            "policy-allow",
-            None,
-        ),
-        (
+    let cases = [
+        Case::allowed("X-Api-Key", vec![("x-api-key", &viewer_spaced)]),
+        Case::allowed("ApiKey scheme", vec![("authorization", &viewer_scheme)]),
+        Case::allowed(
             "ApiKey scheme, tab",
-            "/read",
             vec![("authorization", &viewer_tab), ("x-api-key", &keys.revoked)],
-            StatusCode::OK,
-            "policy-allow",
-            None,
         ),
-        (
-            "viewer key deletes",
-            "/delete",
-            vec![("x-api-key", &keys.viewer)],
-            StatusCode::FORBIDDEN,
-            "policy-deny",
-            None,
-        ),
-        (
-            "revoked",
-            "/read",
-            vec![("x-api-key", &keys.revoked)],
-            StatusCode::UNAUTHORIZED,
-            "api-key-revoked",
-            Some(invalid("api-key-revoked")),
-        ),
-        (
+        Case {
+            path: "/delete",
+            status: StatusCode::FORBIDDEN,
+            reason: "policy-deny",
+            ..Case::allowed("viewer key deletes", vec![("x-api-key", &keys.viewer)])
+        },
+        Case::bad_key("revoked", vec![("x-api-key", &keys.revoked)], "api-key-revoked"),
+        Case::bad_key(
             "revoked, scheme",
-            "/read",
             vec![("authorization", &revoked_scheme)],
-            StatusCode::UNAUTHORIZED,
             "api-key-revoked",
-            Some(invalid("api-key-revoked")),
         ),
-        (
-            "unknown",
-            "/read",
-            vec![("authorization", &unknown_scheme)],
-            StatusCode::UNAUTHORIZED,
-            "api-key-unknown",
-            Some(invalid("api-key-unknown")),
-        ),
-        (
-            "expired",
-            "/read",
-            vec![("x-api-key", &keys.expired)],
-            StatusCode::UNAUTHORIZED,
-            "api-key-expired",
-            Some(invalid("api-key-expired")),
-        ),
-        (
-            "malformed",
-            "/read",
-            vec![("x-api-key", "svck_short")],
-            StatusCode::UNAUTHORIZED,
-            "api-key-malformed",
-            Some(invalid("api-key-malformed")),
-        ),
+        Case::bad_key("unknown", vec![("authorization", &unknown_scheme)], "api-key-unknown"),
+        Case::bad_key("expired", vec![("x-api-key", &keys.expired)], "api-key-expired"),
+        Case::bad_key("malformed", vec![("x-api-key", "svck_short")], "api-key-malformed"),
         // A bearer scheme decides: X-Api-Key beside it is not read.
-        (
+        Case::unauthorized(
             "bearer beside X-Api-Key",
-            "/read",
             vec![("authorization", "Bearer junk"), ("x-api-key", &keys.viewer)],
-            StatusCode::UNAUTHORIZED,
             "token-malformed",
-            Some("Bearer realm=\"orders\", error=\"invalid_token\", error_description=\"token-malformed\"".into()),
+            "Bearer realm=\"orders\", error=\"invalid_token\", error_description=\"token-malformed\"",
         ),
-        (
+        Case::unauthorized(
             "another scheme beside X-Api-Key",
-            "/read",
             vec![("authorization", "Basic YTpi"), ("x-api-key", &keys.viewer)],
-            StatusCode::UNAUTHORIZED,
             "token-missing",
-            Some("Bearer realm=\"orders\"".into()),
+            "Bearer realm=\"orders\"",
         ),
-        (
+        Case::allowed(
             "token beside a revoked X-Api-Key",
-            "/read",
             vec![("authorization", &bearer), ("x-api-key", &keys.revoked)],
-            StatusCode::OK,
-            "policy-allow",
-            None,
         ),
     ];
     let e = keys.engine("tower-api-keys");
-    let action = |r: &Request<String>| {
-        Some(
-            if r.uri().path() == "/delete" {
-                "orders:delete"
-            } else {
-                "orders:read"
-            }
-            .to_string(),
-        )
-    };
     let mut with_action = AuthLayer::new(e.clone())
         .with_realm("orders")
-        .with_action(action)
+        .with_action(read_or_delete)
         .layer(Echo);
     let mut validate_only = AuthLayer::new(e).with_realm("orders").layer(Echo);
-    for (what, path, headers, status, reason, challenge) in &cases {
-        let (st, h, body) = send_headers(&mut with_action, headers, path);
-        assert_eq!(st, *status, "{what}: {body}");
-        assert_eq!(
-            h.get("www-authenticate").map(|v| v.to_str().unwrap().to_string()),
-            *challenge,
-            "{what}"
-        );
-        assert_eq!(body["reason"], *reason, "{what}: {body}");
-        if st == StatusCode::OK {
+    for c in &cases {
+        let what = c.what;
+        let body = c.send(&mut with_action, what);
+        assert_eq!(body["reason"], c.reason, "{what}: {body}");
+        if c.status == StatusCode::OK {
             let sub = if what.starts_with("token") {
                 "user-1"
             } else {
@@ -325,18 +302,13 @@ fn api_keys() {
             };
             assert_eq!(body["sub"], sub, "{what}: {body}");
         }
-        if *path == "/delete" {
+        if c.path == "/delete" {
             continue;
         }
         // Without an action: the token check alone answers the same.
-        let (st, h, body) = send_headers(&mut validate_only, headers, path);
-        assert_eq!(st, *status, "{what}, validate only: {body}");
-        assert_eq!(
-            h.get("www-authenticate").map(|v| v.to_str().unwrap().to_string()),
-            *challenge,
-            "{what}, validate only"
-        );
-        let want = if *reason == "policy-allow" { "ok" } else { reason };
-        assert_eq!(body["reason"], want, "{what}, validate only: {body}");
+        let label = format!("{what}, validate only");
+        let body = c.send(&mut validate_only, &label);
+        let want = if c.reason == "policy-allow" { "ok" } else { c.reason };
+        assert_eq!(body["reason"], want, "{label}: {body}");
     }
 }

@@ -26,16 +26,7 @@ pub fn repo_root() -> PathBuf {
 pub fn idp() -> &'static Idp {
     static IDP: OnceLock<Idp> = OnceLock::new();
     IDP.get_or_init(|| {
-        let bin = Path::new(env!("CARGO_TARGET_TMPDIR")).join("testidp");
-        let go = std::env::var("SVC_GO").unwrap_or_else(|_| "go".into());
-        let st = Command::new(go)
-            .current_dir(repo_root())
-            .args(["build", "-o"])
-            .arg(&bin)
-            .arg("./sdk/rust/testidp")
-            .status()
-            .expect("go build testidp");
-        assert!(st.success(), "go build ./sdk/rust/testidp: {st}");
+        let bin = go_build("./sdk/rust/testidp");
         let mut child = Command::new(&bin)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -116,18 +107,25 @@ pub fn core() -> &'static Path {
         if let Some(bin) = std::env::var_os("SVC_CORE_BIN") {
             return bin.into();
         }
-        let bin = Path::new(env!("CARGO_TARGET_TMPDIR")).join("core");
-        let go = std::env::var("SVC_GO").unwrap_or_else(|_| "go".into());
-        let st = Command::new(go)
-            .current_dir(repo_root())
-            .args(["build", "-o"])
-            .arg(&bin)
-            .arg("./cmd/core")
-            .status()
-            .expect("go build core");
-        assert!(st.success(), "go build ./cmd/core: {st}");
-        bin
+        go_build("./cmd/core")
     })
+}
+
+/// Builds the repository's Go package (`./cmd/core`) with SVC_GO, else
+/// go, into the test binary's temporary directory under its last name;
+/// returns the binary's path.
+fn go_build(package: &str) -> PathBuf {
+    let bin = Path::new(env!("CARGO_TARGET_TMPDIR")).join(package.rsplit('/').next().unwrap());
+    let go = std::env::var("SVC_GO").unwrap_or_else(|_| "go".into());
+    let st = Command::new(go)
+        .current_dir(repo_root())
+        .args(["build", "-o"])
+        .arg(&bin)
+        .arg(package)
+        .status()
+        .unwrap_or_else(|e| panic!("go build {package}: {e}"));
+    assert!(st.success(), "go build {package}: {st}");
+    bin
 }
 
 /// API keys of tenant acme in a key file made by `core api-key create`:
