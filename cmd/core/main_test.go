@@ -68,23 +68,7 @@ func normalize(s, tmp string) string {
 // -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name+".txt")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./cmd/core -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("output differs from %s (run with -update to accept):\n--- want\n%s\n--- got\n%s", path, want, got)
-	}
+	testkit.Golden(t, *update, filepath.Join("testdata", "golden", name+".txt"), []byte(got))
 }
 
 // checkOneJSON fails unless s is exactly one JSON document.

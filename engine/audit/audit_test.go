@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/svc-dev/svc/internal/testkit"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -145,19 +146,7 @@ func TestAppendJSONGolden(t *testing.T) {
 		buf = tc.rec.AppendJSON(buf)
 		buf = append(buf, '\n')
 	}
-	path := filepath.Join("testdata", "records.golden.jsonl")
-	if *update {
-		if err := os.WriteFile(path, buf, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(buf)); diff != "" {
-		t.Errorf("encoded records differ from %s (-want +got):\n%s", path, diff)
-	}
+	testkit.Golden(t, *update, filepath.Join("testdata", "records.golden.jsonl"), buf)
 }
 
 // encodingJSON is the reference: encoding/json with HTML escaping off.

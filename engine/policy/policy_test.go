@@ -12,6 +12,8 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/svc-dev/svc/internal/testkit"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/svc-dev/svc/engine/policy"
@@ -24,23 +26,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // instead when -update is set.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got):\n%s", path, diff)
-	}
+	testkit.Golden(t, *update, filepath.Join("testdata", "golden", name), []byte(got))
 }
 
 func TestLoadErrors(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -101,23 +100,7 @@ func ServeGRPC(t testing.TB, s *server.Server) string {
 // set (the package's -update flag).
 func Golden(t *testing.T, update bool, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs from the golden file:\n got: %s\nwant: %s", name, got, want)
-	}
+	testkit.Golden(t, update, filepath.Join("testdata", name), got)
 }
 
 // Fixed times keep the claims of golden responses stable.
