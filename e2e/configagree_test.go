@@ -9,10 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-dev/svc/internal/testkit/samltest"
+
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/harness"
 	"github.com/svc-dev/svc/internal/testkit"
-	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
 // TestConfigValidateAgreesWithTheSidecar: for each configuration file,
@@ -55,10 +56,7 @@ func TestConfigValidateAgreesWithTheSidecar(t *testing.T) {
 // creates. A path setting added later without a row here fails the test.
 func TestConfigValidateAgreesOnEveryFileSetting(t *testing.T) {
 	core := harness.Binary(t, "core")
-	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
-	if err != nil {
-		t.Fatal(err)
-	}
+	idp := samltest.New(t)
 	signin := harness.FreeAddr(t)
 	saml := "[sdk.saml]\nentity_id = \"http://" + signin + "/auth/saml/metadata\"\nacs_url = \"http://" + signin +
 		"/auth/saml/acs\"\n"

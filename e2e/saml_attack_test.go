@@ -7,14 +7,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/svc-dev/svc/internal/testkit/samltest"
 
 	"github.com/beevik/etree"
 
@@ -38,10 +38,7 @@ func startSAMLTarget(t testing.TB, env map[string]string) samlTarget {
 	t.Helper()
 	idp := generateIdP(t, "https://idp.example.test/saml", "https://idp.example.test/saml/sso")
 	sp := keyOnlyIdP(t)
-	md := filepath.Join(t.TempDir(), "idp.xml")
-	if err := os.WriteFile(md, idp.Metadata(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	md := samltest.MetadataFile(t, idp)
 	g := samlTarget{k: newKeyring(t), idp: idp, sp: sp, samlAddr: harness.FreeAddr(t)}
 	e := map[string]string{
 		"SVC_SAML_ADDR":                g.samlAddr,

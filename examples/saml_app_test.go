@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-dev/svc/internal/testkit/samltest"
+
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
@@ -36,14 +38,8 @@ func TestSAMLAppSignOn(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "./saml-app").CombinedOutput(); err != nil {
 		t.Fatalf("go build ./saml-app: %v\n%s", err, out)
 	}
-	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
-	if err != nil {
-		t.Fatal(err)
-	}
-	md := filepath.Join(dir, "idp.xml")
-	if err := os.WriteFile(md, idp.Metadata(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	idp := samltest.New(t)
+	md := samltest.MetadataFile(t, idp)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

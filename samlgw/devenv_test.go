@@ -4,10 +4,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/svc-dev/svc/internal/testkit/samltest"
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/issuer"
@@ -19,10 +19,7 @@ import (
 // error.
 func newGateway(t *testing.T, getenv func(string) string, listen string, edit func(*config.Config)) (*samlgw.Gateway, error) {
 	t.Helper()
-	md := filepath.Join(t.TempDir(), "idp.xml")
-	if err := os.WriteFile(md, testIdP.Metadata(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	md := samltest.MetadataFile(t, testIdP)
 	cfg := config.Config{Source: "svc.toml", SDK: config.SDK{SAML: &config.SAML{
 		EntityID: entityID, ACSURL: acsURL, IDPMetadataFile: md,
 	}}}

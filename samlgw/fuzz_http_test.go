@@ -8,10 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/svc-dev/svc/internal/testkit/samltest"
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/issuer"
@@ -67,10 +67,7 @@ func FuzzGatewayHTTP(f *testing.F) {
 func fuzzGateway(f *testing.F, allowIDPInitiated bool) (*Gateway, *testidp.IdP) {
 	f.Helper()
 	_, _, idp := benchSetup(f)
-	md := filepath.Join(f.TempDir(), "idp.xml")
-	if err := os.WriteFile(md, idp.Metadata(), 0o600); err != nil {
-		f.Fatal(err)
-	}
+	md := samltest.MetadataFile(f, idp)
 	cfg := config.Config{SDK: config.SDK{SAML: &config.SAML{
 		EntityID: benchEntity, ACSURL: benchACS, IDPMetadataFile: md, AllowIDPInitiated: allowIDPInitiated,
 	}}}

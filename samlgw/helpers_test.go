@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svc-dev/svc/internal/testkit/samltest"
+
 	"github.com/beevik/etree"
 
 	"github.com/svc-dev/svc/engine/config"
@@ -74,11 +76,7 @@ func devMode(_ *config.Config, d *samlgw.Deps) {
 
 func newFixture(t testing.TB, opts ...option) *fixture {
 	t.Helper()
-	dir := t.TempDir()
-	md := filepath.Join(dir, "idp.xml")
-	if err := os.WriteFile(md, testIdP.Metadata(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	md := samltest.MetadataFile(t, testIdP)
 	cfg := config.Config{SDK: config.SDK{SAML: &config.SAML{
 		EntityID: entityID, ACSURL: acsURL, IDPMetadataFile: md,
 	}}}

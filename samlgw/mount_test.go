@@ -5,10 +5,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/svc-dev/svc/internal/testkit/samltest"
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
@@ -23,10 +23,7 @@ import (
 // refused.
 func TestStartAndMount(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	md := filepath.Join(t.TempDir(), "idp.xml")
-	if err := os.WriteFile(md, testIdP.Metadata(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	md := samltest.MetadataFile(t, testIdP)
 	cfg := config.Config{SDK: config.SDK{FailMode: config.FailClosed, SAML: &config.SAML{
 		EntityID: entityID, ACSURL: acsURL, IDPMetadataFile: md, PathPrefix: "/sso",
 	}}}

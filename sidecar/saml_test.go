@@ -7,12 +7,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/svc-dev/svc/internal/testkit/samltest"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"google.golang.org/genproto/googleapis/rpc/code"
@@ -26,14 +26,8 @@ import (
 // a generated test identity provider, which it returns too.
 func samlConfig(t testing.TB) (config.Config, *testidp.IdP) {
 	t.Helper()
-	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
-	if err != nil {
-		t.Fatal(err)
-	}
-	md := filepath.Join(t.TempDir(), "idp.xml")
-	if err := os.WriteFile(md, idp.Metadata(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	idp := samltest.New(t)
+	md := samltest.MetadataFile(t, idp)
 	cfg := testConfig(newTestIdP(t))
 	cfg.Sidecar.SAMLAddr = "127.0.0.1:0"
 	cfg.SDK.SAML = &config.SAML{

@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/svc-dev/svc/internal/testkit/samltest"
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
 // TestHandoverReadySAMLOnly: a new image of a SAML-only deployment (no
@@ -18,14 +17,7 @@ import (
 // that will never come (30 s before). The wait is asked with its
 // context already ended: it answers from its first look.
 func TestHandoverReadySAMLOnly(t *testing.T) {
-	idp, err := testidp.Generate("https://idp.example.com/saml", "https://idp.example.com/saml/sso")
-	if err != nil {
-		t.Fatal(err)
-	}
-	md := filepath.Join(t.TempDir(), "idp.xml")
-	if err := os.WriteFile(md, idp.Metadata(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	md := samltest.MetadataFile(t, samltest.New(t))
 	var cfg config.Config
 	cfg.SDK.TenantID = "acme"
 	cfg.SDK.FailMode = config.FailClosed
