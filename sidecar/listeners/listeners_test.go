@@ -2,10 +2,28 @@ package listeners
 
 import (
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
 )
+
+// handOver hands old's listeners over as an exec would and returns the
+// files and environment value of the next image; the files are closed
+// when t ends, if the test has not closed them before.
+func handOver(t *testing.T, old *Set) ([]*os.File, string) {
+	t.Helper()
+	files, env, err := old.Handover()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, f := range files {
+			f.Close()
+		}
+	})
+	return files, env
+}
 
 // TestHandoverKeepsSocketListening hands a listener over within one
 // process, as exec would: between the old listener's close and the new
@@ -21,10 +39,7 @@ func TestHandoverKeepsSocketListening(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
-	files, env, err := old.Handover()
-	if err != nil {
-		t.Fatal(err)
-	}
+	files, env := handOver(t, old)
 	if !strings.HasPrefix(env, "grpc=") || !strings.HasSuffix(env, "@127.0.0.1:0") {
 		t.Errorf("%s = %q, want grpc=<fd>@127.0.0.1:0", EnvVar, env)
 	}
@@ -76,15 +91,7 @@ func TestAddressChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	files, env, err := old.Handover()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}()
+	_, env := handOver(t, old)
 	next, err := New(env)
 	if err != nil {
 		t.Fatal(err)

@@ -111,15 +111,7 @@ func TestUnixSocketHandover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, env, err := old.Handover()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}()
+	_, env := handOver(t, old)
 	l.Close()
 	if _, err := os.Lstat(path); err != nil {
 		t.Fatalf("the old image's Close removed the handed-over socket: %v", err)
