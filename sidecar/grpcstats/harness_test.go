@@ -29,26 +29,34 @@ const (
 	answerMethod = "/" + testService + "/Answer"
 )
 
-var answerDesc = grpc.ServiceDesc{
-	ServiceName: testService,
-	HandlerType: (*any)(nil),
-	Methods: []grpc.MethodDesc{{
-		MethodName: "Answer",
-		// As generated code does: decode, then the interceptor.
-		Handler: func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
-			in := new(healthpb.HealthCheckRequest)
-			if err := dec(in); err != nil {
-				return nil, err
-			}
-			if interceptor == nil {
-				return answer(ctx, in)
-			}
-			info := &grpc.UnaryServerInfo{Server: srv, FullMethod: answerMethod}
-			return interceptor(ctx, in, info, func(ctx context.Context, req any) (any, error) {
-				return answer(ctx, req.(*healthpb.HealthCheckRequest))
-			})
-		},
-	}},
+var answerDesc = testServiceDesc(func(ctx context.Context, _ any, in *healthpb.HealthCheckRequest) (any, error) {
+	return answer(ctx, in)
+})
+
+// testServiceDesc is the test service whose Answer method handle
+// implements (srv is the registered implementation), decoding the
+// request and then calling the interceptor, as generated code does.
+func testServiceDesc(handle func(ctx context.Context, srv any, in *healthpb.HealthCheckRequest) (any, error)) grpc.ServiceDesc {
+	return grpc.ServiceDesc{
+		ServiceName: testService,
+		HandlerType: (*any)(nil),
+		Methods: []grpc.MethodDesc{{
+			MethodName: "Answer",
+			Handler: func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+				in := new(healthpb.HealthCheckRequest)
+				if err := dec(in); err != nil {
+					return nil, err
+				}
+				if interceptor == nil {
+					return handle(ctx, srv, in)
+				}
+				info := &grpc.UnaryServerInfo{Server: srv, FullMethod: answerMethod}
+				return interceptor(ctx, in, info, func(ctx context.Context, req any) (any, error) {
+					return handle(ctx, srv, req.(*healthpb.HealthCheckRequest))
+				})
+			},
+		}},
+	}
 }
 
 func answer(_ context.Context, in *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {

@@ -34,31 +34,17 @@ type observer struct {
 	last observedCall
 }
 
-var observeDesc = grpc.ServiceDesc{
-	ServiceName: testService,
-	HandlerType: (*any)(nil),
-	Methods: []grpc.MethodDesc{{
-		MethodName: "Answer",
-		Handler: func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
-			in := new(healthpb.HealthCheckRequest)
-			if err := dec(in); err != nil {
-				return nil, err
-			}
-			info := &grpc.UnaryServerInfo{Server: srv, FullMethod: answerMethod}
-			return interceptor(ctx, in, info, func(ctx context.Context, _ any) (any, error) {
-				o := srv.(*observer)
-				o.mu.Lock()
-				defer o.mu.Unlock()
-				span := trace.SpanFromContext(ctx)
-				o.last = observedCall{traceID: span.SpanContext().TraceID(), baggage: baggage.FromContext(ctx).String()}
-				if ro, ok := span.(sdktrace.ReadOnlySpan); ok {
-					o.last.parent = ro.Parent()
-				}
-				return &healthpb.HealthCheckResponse{}, nil
-			})
-		},
-	}},
-}
+var observeDesc = testServiceDesc(func(ctx context.Context, srv any, _ *healthpb.HealthCheckRequest) (any, error) {
+	o := srv.(*observer)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	span := trace.SpanFromContext(ctx)
+	o.last = observedCall{traceID: span.SpanContext().TraceID(), baggage: baggage.FromContext(ctx).String()}
+	if ro, ok := span.(sdktrace.ReadOnlySpan); ok {
+		o.last.parent = ro.Parent()
+	}
+	return &healthpb.HealthCheckResponse{}, nil
+})
 
 // observedServer serves observeDesc with h installed by ServerOptions
 // (tapped) or by its interceptors alone.
