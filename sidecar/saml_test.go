@@ -22,6 +22,17 @@ import (
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
+// samlStatus is r's status, which must be 200 and hold a saml section.
+func samlStatus(t *testing.T, r *running) Status {
+	t.Helper()
+	code, body := get(t, r, PathStatus)
+	var st Status
+	if code != http.StatusOK || json.Unmarshal(body, &st) != nil || st.SAML == nil {
+		t.Fatalf("status %d %s", code, body)
+	}
+	return st
+}
+
 // samlConfig is testConfig with the SAML gateway on a free port, trusting
 // a generated test identity provider, which it returns too.
 func samlConfig(t testing.TB) (config.Config, *testidp.IdP) {
@@ -149,15 +160,7 @@ func TestSAMLMetadataURLInStatus(t *testing.T) {
 	cfg.SDK.SAML.IDPMetadataFile, cfg.SDK.SAML.IDPMetadataURL = "", srv.URL
 	r := startSidecar(t, cfg)
 
-	status := func() Status {
-		t.Helper()
-		code, body := get(t, r, PathStatus)
-		var st Status
-		if code != http.StatusOK || json.Unmarshal(body, &st) != nil || st.SAML == nil {
-			t.Fatalf("status %d %s", code, body)
-		}
-		return st
-	}
+	status := func() Status { return samlStatus(t, r) }
 	waitFor := func(what string, ok func(Status) bool) Status {
 		t.Helper()
 		deadline := time.Now().Add(60 * time.Second)
@@ -202,15 +205,7 @@ func TestSAMLMetadataURLInStatus(t *testing.T) {
 func TestSAMLSignatureCheckDisabledDegrades(t *testing.T) {
 	cfg, _ := samlConfig(t)
 	cfg.SDK.JWKSURL = ""
-	statusOf := func(r *running) Status {
-		t.Helper()
-		code, body := get(t, r, PathStatus)
-		var st Status
-		if code != http.StatusOK || json.Unmarshal(body, &st) != nil || st.SAML == nil {
-			t.Fatalf("status %d %s", code, body)
-		}
-		return st
-	}
+	statusOf := func(r *running) Status { return samlStatus(t, r) }
 	if st := statusOf(startSidecar(t, cfg)); st.Status != StatusHealthy || st.Reason != "" || st.SAML.SignatureCheckDisabled {
 		t.Errorf("without SVC_ENV: status %q reason %q signature check disabled %v, want healthy", st.Status, st.Reason, st.SAML.SignatureCheckDisabled)
 	}
