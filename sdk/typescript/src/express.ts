@@ -16,7 +16,7 @@
 
 import { type Decision, SvcClient, type TokenDecision } from "./client.js";
 import { type ActionOptions, checkRequiredAction, checkToken, isExcluded, type Outcome, REFUSAL_HEADERS, type Refusal,
-  tokenOf } from "./web.js";
+  type SvcRequestLike, tokenOf } from "./web.js";
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -33,13 +33,9 @@ declare global {
 }
 
 /** The parts of an Express request the middleware reads and writes. */
-export interface ExpressRequestLike {
-  headers: Record<string, string | string[] | undefined>;
+export interface ExpressRequestLike extends SvcRequestLike {
   path: string;
   params?: Record<string, string | undefined>;
-  svcClaims?: Record<string, unknown> | null;
-  svcDecision?: TokenDecision | Decision | null;
-  svcClient?: SvcClient;
 }
 
 /** The parts of an Express response the middleware uses. */

@@ -18,16 +18,12 @@
 import type {} from "fastify";
 import { type Decision, SvcClient, type TokenDecision } from "./client.js";
 import { type ActionOptions, checkRequiredAction, checkToken, isExcluded, type Outcome, REFUSAL_HEADERS,
-  tokenOf } from "./web.js";
+  type SvcRequestLike, tokenOf } from "./web.js";
 
 /** The parts of a Fastify request the plugin reads and writes. */
-export interface FastifyRequestLike {
-  headers: Record<string, string | string[] | undefined>;
+export interface FastifyRequestLike extends SvcRequestLike {
   url: string;
   params?: unknown;
-  svcClaims?: Record<string, unknown> | null;
-  svcDecision?: TokenDecision | Decision | null;
-  svcClient?: SvcClient;
 }
 
 /** The parts of a Fastify reply the plugin uses. */

@@ -58,6 +58,14 @@ export interface Admission {
 
 export type Outcome = { admitted: true; admission: Admission } | { admitted: false; refusal: Refusal };
 
+/** The parts of a request the middleware of every framework reads and writes. */
+export interface SvcRequestLike {
+  headers: Record<string, string | string[] | undefined>;
+  svcClaims?: Record<string, unknown> | null;
+  svcDecision?: TokenDecision | Decision | null;
+  svcClient?: SvcClient;
+}
+
 /** Where middleware finds the token. */
 export interface TokenSource {
   /** The Authorization header. */

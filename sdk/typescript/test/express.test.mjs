@@ -4,6 +4,7 @@ import express from "express";
 import { requireAction, svcExpress } from "@svc/sdk/express";
 
 import { middlewareBehaviour } from "./behaviour.mjs";
+import { serve } from "./harness.mjs";
 
 export async function startExpress(client) {
   const app = express();
@@ -14,16 +15,7 @@ export async function startExpress(client) {
     (req, res) => res.json({ claims: req.svcClaims, decision_id: req.svcDecision.decisionId }));
   app.get("/orders/:id/delete", requireAction("orders:delete", { resourceIdParam: "id" }),
     (req, res) => res.json({ claims: req.svcClaims, decision_id: req.svcDecision.decisionId }));
-  const server = await new Promise((resolve) => {
-    const s = app.listen(0, "127.0.0.1", () => resolve(s));
-  });
-  return {
-    url: `http://127.0.0.1:${server.address().port}`,
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(resolve);
-    }),
-  };
+  return serve(app);
 }
 
 middlewareBehaviour("express", startExpress);

@@ -54,6 +54,24 @@ export function coreBinary() {
   return goBinary("SVC_CORE_BIN", "./cmd/core");
 }
 
+/**
+ * Serves handler (an Express application, or any request listener) on a
+ * loopback port: { server, url, close }. close() drops the connections
+ * kept alive and resolves when the server has closed.
+ */
+export async function serve(handler) {
+  const server = createServer(handler);
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    server,
+    url: `http://127.0.0.1:${server.address().port}`,
+    close: () => new Promise((r) => {
+      server.closeAllConnections();
+      server.close(r);
+    }),
+  };
+}
+
 /** The id of an API key svck_<id>_<secret>: 12 characters. */
 export const keyId = (key) => key.slice("svck_".length, "svck_".length + 12);
 

@@ -12,7 +12,7 @@ import express from "express";
 
 import { IdentityError, IdentityVerifier, svcIdentityExpress } from "@svc/sdk/identity";
 
-import { claims, IdP, Sidecar } from "./harness.mjs";
+import { claims, IdP, serve, Sidecar } from "./harness.mjs";
 
 /** The X-Svc-Identity of an allowed nginx-style check of bearer for host. */
 async function identityOf(sc, bearer, host) {
@@ -42,15 +42,12 @@ describe("identity tokens", () => {
     const a = express();
     a.use(svcIdentityExpress({ verifier }));
     a.get("/whoami", (req, res) => res.json({ claims: req.svcClaims }));
-    app = await new Promise((resolve) => {
-      const s = a.listen(0, "127.0.0.1", () => resolve(s));
-    });
-    url = `http://127.0.0.1:${app.address().port}`;
+    app = await serve(a);
+    url = app.url;
   });
 
   after(async () => {
-    app?.closeAllConnections();
-    app?.close();
+    await app?.close();
     await sc?.stop();
     await other?.stop();
     idp?.close();

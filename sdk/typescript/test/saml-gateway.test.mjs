@@ -18,7 +18,7 @@ import { SvcClient } from "@svc/sdk";
 import { svcExpress } from "@svc/sdk/express";
 import { samlAcs, samlLoginRedirect } from "@svc/sdk/saml";
 
-import { CALL_TIMEOUT_MS, freeAddr, IdP, Sidecar, TENANT } from "./harness.mjs";
+import { CALL_TIMEOUT_MS, freeAddr, IdP, serve, Sidecar, TENANT } from "./harness.mjs";
 
 const IDP_ENTITY = "https://idp.test/metadata";
 const IDP_SSO = "https://idp.test/sso";
@@ -72,10 +72,8 @@ describe("SAML browser flow against the sidecar's gateway", () => {
     app.use("/app", samlLoginRedirect({ baseUrl: gatewayUrl }));
     app.use("/app", (req, res, next) => svcExpress({ client, sessionCookie: "svc_session" })(req, res, next));
     app.get("/app/page", (req, res) => res.json({ claims: req.svcClaims }));
-    server = await new Promise((r) => {
-      const s = app.listen(0, "127.0.0.1", () => r(s));
-    });
-    appUrl = `http://127.0.0.1:${server.address().port}`;
+    server = await serve(app);
+    appUrl = server.url;
 
     idp = await IdP.start();
     sidecar = await Sidecar.start(idp, {
@@ -88,8 +86,7 @@ describe("SAML browser flow against the sidecar's gateway", () => {
   });
 
   after(async () => {
-    server?.closeAllConnections();
-    server?.close();
+    await server?.close();
     await sidecar?.stop();
     idp?.close();
   });

@@ -14,7 +14,7 @@ import { svcExpress } from "@svc/sdk/express";
 import { exchangeAssertion, loginUrl, safeReturnTo, SamlError, samlAcs, samlLoginRedirect, sessionToken }
   from "@svc/sdk/saml";
 
-import { CALL_TIMEOUT_MS, claims, IdP, Sidecar } from "./harness.mjs";
+import { CALL_TIMEOUT_MS, claims, IdP, serve, Sidecar } from "./harness.mjs";
 
 describe("helpers", () => {
   test("loginUrl", () => {
@@ -92,15 +92,12 @@ describe("browser flow through the application's origin", () => {
     a.use("/app", samlLoginRedirect());
     a.use("/app", svcExpress({ client: new SvcClient({ sidecarUrl: sidecar.url, failMode: "closed", timeoutMs: CALL_TIMEOUT_MS }), sessionCookie: "svc_session" }));
     a.get("/app/page", (req, res) => res.json({ claims: req.svcClaims }));
-    app = await new Promise((r) => {
-      const s = a.listen(0, "127.0.0.1", () => r(s));
-    });
-    appUrl = `http://127.0.0.1:${app.address().port}`;
+    app = await serve(a);
+    appUrl = app.url;
   });
 
   after(async () => {
-    app?.closeAllConnections();
-    app?.close();
+    await app?.close();
     gateway?.close();
     await sidecar?.stop();
     idp?.close();
