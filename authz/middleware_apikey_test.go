@@ -36,7 +36,7 @@ func TestMiddlewareAPIKeys(t *testing.T) {
 	eng := servertest.NewEngine(t, p, func(c *config.Config) { c.APIKeys.File = path })
 	sidecar := servertest.ServeGRPC(t, servertest.NewServer(t, eng))
 	for name, a := range map[string]authz.Authorizer{"sidecar": newClient(t, sidecar, authz.FailClosed), "in-process": server.Local(eng)} {
-		url := protect(t, a, authz.MiddlewareOptions{Action: routeAction})
+		url := servertest.Protect(t, a, authz.MiddlewareOptions{Action: routeAction}).URL
 		tests := []struct {
 			name      string
 			method    string

@@ -87,7 +87,7 @@ func TestMiddlewareSessionCookie(t *testing.T) {
 	for tr, c := range clients {
 		for _, tt := range tests {
 			t.Run(tr+"/"+tt.name, func(t *testing.T) {
-				base := protect(t, c, tt.opts)
+				base := servertest.Protect(t, c, tt.opts).URL
 				method := tt.req.method
 				if method == "" {
 					method = http.MethodGet
@@ -161,7 +161,7 @@ func TestMiddlewareSessionCookieFromConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			base := protect(t, tt.a, tt.opts)
+			base := servertest.Protect(t, tt.a, tt.opts).URL
 			got := servertest.Post(t, http.MethodGet, base+"/profile", "", map[string]string{"Cookie": tt.cookie + "=" + viewer})
 			if got.Status != tt.status {
 				t.Errorf("status %d, want %d: %s", got.Status, tt.status, got.Body)

@@ -20,26 +20,6 @@ import (
 	"github.com/svc-dev/svc/reason"
 )
 
-// echoUser answers 200 with the User the middleware stored.
-var echoUser = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-	u, ok := authz.UserFrom(r.Context())
-	if !ok {
-		http.Error(w, "no user in context", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(u)
-})
-
-// protect serves echoUser behind the middleware on loopback.
-func protect(t *testing.T, a authz.Authorizer, opts authz.MiddlewareOptions) string {
-	t.Helper()
-	opts.Logger = servertest.QuietLogger()
-	srv := httptest.NewServer(authz.Middleware(a, opts)(echoUser))
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
 // routeAction maps /orders/... to orders:<verb by method>; other paths
 // only validate the token.
 func routeAction(r *http.Request) string {
@@ -169,7 +149,7 @@ func TestMiddleware(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			base := protect(t, tt.authz, tt.opts)
+			base := servertest.Protect(t, tt.authz, tt.opts).URL
 			method := tt.method
 			if method == "" {
 				method = http.MethodGet
@@ -215,7 +195,7 @@ func TestMiddleware(t *testing.T) {
 	}
 
 	t.Run("rate limited", func(t *testing.T) {
-		base := protect(t, viaSidecarClosed, authz.MiddlewareOptions{Action: routeAction})
+		base := servertest.Protect(t, viaSidecarClosed, authz.MiddlewareOptions{Action: routeAction}).URL
 		header := map[string]string{"Authorization": "Bearer " + limited}
 		servertest.Post(t, http.MethodGet, base+"/orders", "", header)
 		got := servertest.Post(t, http.MethodGet, base+"/orders", "", header)
@@ -228,7 +208,7 @@ func TestMiddleware(t *testing.T) {
 	})
 
 	t.Run("deny body", func(t *testing.T) {
-		base := protect(t, viaSidecarClosed, authz.MiddlewareOptions{Action: routeAction})
+		base := servertest.Protect(t, viaSidecarClosed, authz.MiddlewareOptions{Action: routeAction}).URL
 		got := servertest.Post(t, http.MethodDelete, base+"/orders/o-1", "", map[string]string{"Authorization": "Bearer " + viewer})
 		servertest.Golden(t, *update, "middleware/policy-deny.json", regexp.MustCompile(`"decision_id":"[^"]+"`).ReplaceAll(got.Body, []byte(`"decision_id":"<decision-id>"`)))
 	})

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -11,33 +9,21 @@ import (
 
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/internal/harness"
+	"github.com/svc-dev/svc/internal/testkit/servertest"
 )
 
 // sdkApp is an application protected by the Go SDK's middleware. It
 // answers 200 with the authz.User the middleware stored.
 func sdkApp(t *testing.T, sidecarAddr, failMode string, opts authz.MiddlewareOptions) *httptest.Server {
 	t.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	// A timeout far above what a decision takes on a loaded machine: a
 	// slow answer must not pass for a sidecar that is down.
-	c, err := authz.NewClient(sidecarAddr, authz.ClientOptions{FailMode: failMode, Timeout: 30 * time.Second, Logger: quiet})
+	c, err := authz.NewClient(sidecarAddr, authz.ClientOptions{FailMode: failMode, Timeout: 30 * time.Second, Logger: servertest.QuietLogger()})
 	if err != nil {
 		t.Fatalf("authz.NewClient: %v", err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	opts.Logger = quiet
-	h := authz.Middleware(c, opts)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, ok := authz.UserFrom(r.Context())
-		if !ok {
-			http.Error(w, "no user in context", http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(u)
-	}))
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return srv
+	return servertest.Protect(t, c, opts)
 }
 
 type appUser struct {

@@ -1,10 +1,12 @@
 // Package servertest holds what the tests of the Go client (authz) and of
 // the server side (authz/server) share: a loopback identity provider with
-// their token defaults, users of one tenant, a real engine, and a server
-// on a loopback port. It is for tests only.
+// their token defaults, users of one tenant, a real engine, a server on a
+// loopback port, and an application behind the Go SDK's middleware. It is
+// for tests only.
 package servertest
 
 import (
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +18,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/authz/server"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
@@ -54,6 +57,29 @@ func User(sub string, roles ...string) map[string]any {
 
 // QuietLogger discards everything.
 func QuietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// EchoUser is the application behind the Go SDK's middleware in tests: it
+// answers 200 with the authz.User the middleware stored, as JSON, and 500
+// when the request's context holds none.
+var EchoUser http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	u, ok := authz.UserFrom(r.Context())
+	if !ok {
+		http.Error(w, "no user in context", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(u)
+})
+
+// Protect serves EchoUser behind authz.Middleware(a, opts), which logs to
+// QuietLogger, on a loopback server closed when t ends.
+func Protect(t testing.TB, a authz.Authorizer, opts authz.MiddlewareOptions) *httptest.Server {
+	t.Helper()
+	opts.Logger = QuietLogger()
+	srv := httptest.NewServer(authz.Middleware(a, opts)(EchoUser))
+	t.Cleanup(srv.Close)
+	return srv
+}
 
 // NewEngine builds a real engine verifying tokens against p (nil: none,
 // development mode unless mutate adds an identity source).
