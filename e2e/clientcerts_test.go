@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"net"
 	"net/http"
 	"regexp"
@@ -196,8 +195,7 @@ func TestClientCertsNginx(t *testing.T) {
 	nginx := harness.StartNginxServer(t, func(addr string) string { return nginxMTLSServer(dir, addr, s.HTTPAddr, up.Addr) })
 	base := "https://" + strings.TrimPrefix(nginx.URL, "http://")
 
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(ca.PEM)
+	roots := ca.Pool()
 	client := func(id testkit.Issued) *http.Client {
 		cfg := &tls.Config{RootCAs: roots}
 		if id.CertPEM != nil {

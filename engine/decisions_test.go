@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -181,11 +180,7 @@ func TestDecisionLogHTTPTokenFileMissing(t *testing.T) {
 // password from its file) take the decisions there. A password file
 // that cannot be read stops the engine, naming its key.
 func TestDecisionLogKafkaTLSAndSASL(t *testing.T) {
-	ca := testkit.NewCA(t, "kafka-ca")
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(ca.PEM)
-	server := ca.Server(t)
-	kc := kafkatest.StartSecure(t, kafkatest.Security{TLS: &server, RootCAs: roots, Mechanism: "SCRAM-SHA-512", User: "svc", Password: "s3cret"}, "svc-decisions")
+	kc, ca := kafkatest.StartTLS(t, "SCRAM-SHA-512", "svc", "s3cret", "svc-decisions")
 	p := idptest.New(t)
 	cfg := prodConfig(p.JWKSURL())
 	dir := t.TempDir()

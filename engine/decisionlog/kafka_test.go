@@ -2,7 +2,6 @@ package decisionlog_test
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
 	"strings"
 	"testing"
@@ -172,13 +171,10 @@ func TestKafkaBrokerGone(t *testing.T) {
 // arrive; with a wrong one, or without the brokers' authority, the batch
 // fails and nothing is written.
 func TestKafkaTLSAndSASL(t *testing.T) {
-	ca := testkit.NewCA(t, "kafka-ca")
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(ca.PEM)
-	server := ca.Server(t)
 	for _, mech := range []string{decisionlog.SASLPlain, decisionlog.SASLSCRAMSHA256, decisionlog.SASLSCRAMSHA512} {
 		t.Run(mech, func(t *testing.T) {
-			kc := kafkatest.StartSecure(t, kafkatest.Security{TLS: &server, RootCAs: roots, Mechanism: mech, User: "svc", Password: "s3cret"}, "decisions")
+			kc, ca := kafkatest.StartTLS(t, mech, "svc", "s3cret", "decisions")
+			roots := ca.Pool()
 			if !strings.HasPrefix(kc.URL(), "kafkas://") {
 				t.Fatalf("URL %s", kc.URL())
 			}

@@ -2,7 +2,6 @@ package decisionlog_test
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -295,8 +294,7 @@ func TestNATSBatchesAndStopFlush(t *testing.T) {
 // reached with that authority as RootCAs; without it, nothing is sent.
 func TestNATSPrivateAuthority(t *testing.T) {
 	ca := testkit.NewCA(t, "nats-ca")
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(ca.PEM)
+	roots := ca.Pool()
 	srv := natstest.StartTLS(t, ca.Server(t), roots)
 	batch := []decisionlog.Record{{DecisionID: "dec-000000", Tenant: "acme", JSON: []byte(`{"decision_id":"dec-000000"}`)}}
 

@@ -53,6 +53,15 @@ func NewCA(t testing.TB, name string) *CA {
 	return &CA{cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
 }
 
+// Pool is a certificate pool holding the CA alone, as clients that trust
+// it take it (tls.Config.RootCAs) and servers that verify its clients do
+// (ClientCAs).
+func (ca *CA) Pool() *x509.CertPool {
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.cert)
+	return pool
+}
+
 // Client issues a client certificate whose URI SANs are uris (SPIFFE
 // IDs such as "spiffe://acme.example/ns/x/sa/y", or any URI).
 func (ca *CA) Client(t testing.TB, uris ...string) Issued {

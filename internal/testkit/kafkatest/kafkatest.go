@@ -51,6 +51,17 @@ type Security struct {
 	Mechanism, User, Password string
 }
 
+// StartTLS is StartSecure over TLS, the broker's certificate issued by a
+// fresh authority (returned too, for clients to trust), with SASL by
+// mechanism for the superuser user of password.
+func StartTLS(tb testing.TB, mechanism, user, password string, topics ...string) (*Cluster, *testkit.CA) {
+	tb.Helper()
+	ca := testkit.NewCA(tb, "kafka-ca")
+	server := ca.Server(tb)
+	sec := Security{TLS: &server, RootCAs: ca.Pool(), Mechanism: mechanism, User: user, Password: password}
+	return StartSecure(tb, sec, topics...), ca
+}
+
 // StartSecure is Start with sec. Its URL is kafkas:// over TLS.
 func StartSecure(tb testing.TB, sec Security, topics ...string) *Cluster {
 	tb.Helper()
