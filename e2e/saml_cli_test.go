@@ -15,6 +15,7 @@ import (
 
 	"github.com/svc-dev/svc/internal/harness"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/samltest"
 )
 
 // runIn runs the binary of name in dir with HOME set to home (the default
@@ -38,14 +39,7 @@ func TestSAMLCommandsSameInBothPrograms(t *testing.T) {
 	if code, _, stderr := runIn(t, "core", tmp, tmp, "saml", "test-assertion", "--idp-dir", idpDir, "--metadata", "--out", filepath.Join(tmp, "idp.xml")); code != 0 {
 		t.Fatalf("create the test IdP: exit %d: %s", code, stderr)
 	}
-	cfg := harness.WriteFile(t, tmp, "saml.toml", `[sdk]
-tenant_id = "acme"
-[sdk.saml]
-entity_id = "http://127.0.0.1:7701/auth/saml/metadata"
-acs_url = "http://127.0.0.1:7701/auth/saml/acs"
-idp_metadata_file = "`+filepath.Join(tmp, "idp.xml")+`"
-allow_idp_initiated = true
-`)
+	cfg := harness.WriteFile(t, tmp, "saml.toml", samltest.LocalSPConfig(filepath.Join(tmp, "idp.xml")))
 	noSAML := harness.WriteFile(t, tmp, "plain.toml", "[sdk]\ntenant_id = \"acme\"\n")
 	mdOut := filepath.Join(tmp, "md.xml")
 

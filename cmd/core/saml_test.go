@@ -14,6 +14,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/issuer"
+	"github.com/svc-dev/svc/internal/testkit/samltest"
 	"github.com/svc-dev/svc/samlgw"
 )
 
@@ -28,15 +29,7 @@ func TestSAMLTestAssertionRoundTrip(t *testing.T) {
 		t.Fatalf("--metadata: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	cfgPath := filepath.Join(tmp, "svc.toml")
-	toml := `[sdk]
-tenant_id = "acme"
-[sdk.saml]
-entity_id = "http://127.0.0.1:7701/auth/saml/metadata"
-acs_url = "http://127.0.0.1:7701/auth/saml/acs"
-idp_metadata_file = "` + filepath.Join(tmp, "idp.xml") + `"
-allow_idp_initiated = true
-`
-	if err := os.WriteFile(cfgPath, []byte(toml), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(samltest.LocalSPConfig(filepath.Join(tmp, "idp.xml"))), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// --output <file> is taken as the artifact path on this command.

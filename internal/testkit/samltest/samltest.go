@@ -37,3 +37,18 @@ func MetadataFile(t testing.TB, idp *testidp.IdP) string {
 	}
 	return md
 }
+
+// LocalSPConfig is the svc.toml of docs/saml.md's local round trip: tenant
+// acme, the service provider on http://127.0.0.1:7701 trusting the IdP
+// whose metadata is in the file metadataFile, IdP-initiated sign-on
+// allowed.
+func LocalSPConfig(metadataFile string) string {
+	return `[sdk]
+tenant_id = "acme"
+[sdk.saml]
+entity_id = "http://127.0.0.1:7701/auth/saml/metadata"
+acs_url = "http://127.0.0.1:7701/auth/saml/acs"
+idp_metadata_file = "` + metadataFile + `"
+allow_idp_initiated = true
+`
+}
