@@ -112,71 +112,80 @@ routes_case_sensitive = true
 		allowed                  = ""
 		pathInvalid              = "path-invalid"
 	)
-	tests := []struct {
-		name         string
-		s            *harness.Sidecar
+	type check struct {
 		method, path string
 		want         string // a deny reason, pathInvalid, or allowed
-	}{
-		// Deny keyed on an id, default mapping.
-		{"default", folding, "DELETE", "/orders/42", frozen},
-		{"default", folding, "DELETE", "/orders/42.json", frozen},
-		{"default", folding, "DELETE", "/orders/42.JSON", frozen},
-		{"default", folding, "DELETE", "/orders/42.Csv", frozen},
-		{"default", folding, "GET", "/orders/42.xml", frozen},
-		{"default", folding, "DELETE", "/Orders/42", frozen},
-		{"default", folding, "DELETE", "/ORDERS/42.Json", frozen},
-		{"default", folding, "DELETE", "//orders/x/../%34%32.json", frozen},
-		{"default", folding, "DELETE", "/orders/43.json", allowed},
-		{"default", folding, "GET", "/Orders/43.JSON", allowed},
-		{"default", folding, "PUT", "/orders/42.json", "mapped orders:update id=42 format=json"},
-		{"default", folding, "PUT", "/Orders/42.JSON", "mapped orders:update id=42 format=json"},
-		// pdf is not a default format: the suffix stays in the id.
-		{"default", folding, "PUT", "/orders/42.pdf", "mapped orders:update id=42.pdf format="},
-		// Deny keyed on a resource name, default mapping.
-		{"default", folding, "DELETE", "/archive/1", archived},
-		{"default", folding, "DELETE", "/Archive/1", archived},
-		{"default", folding, "DELETE", "/ARCHIVE/1.json", archived},
-		{"default", folding, "GET", "/Archive.JSON", archived},
-		{"default", folding, "PUT", "/ARCHIVE/1.json", "mapped archive:update id=1 format=json"},
-		// Deny keyed on a route capture; the capture keeps its case.
-		{"default", folding, "DELETE", "/items/ABC", locked},
-		{"default", folding, "DELETE", "/items/ABC.json", locked},
-		{"default", folding, "DELETE", "/Items/ABC.JSON", locked},
-		{"default", folding, "DELETE", "/items/abc", allowed},
-		{"default", folding, "DELETE", "/items/abc.json", allowed},
-		{"default", folding, "PUT", "/items/abc", "mapped items:update id=abc format="},
-		{"default", folding, "PUT", "/items/ABC.json", "mapped items:update id=ABC format=json"},
-
-		// envoy.format_suffixes = ["json", "pdf"].
-		{"formats json,pdf", pdf, "DELETE", "/orders/42.pdf", frozen},
-		{"formats json,pdf", pdf, "DELETE", "/orders/42.PDF", frozen},
-		{"formats json,pdf", pdf, "DELETE", "/orders/42.json", frozen},
-		{"formats json,pdf", pdf, "DELETE", "/items/ABC.pdf", locked},
-		{"formats json,pdf", pdf, "DELETE", "/orders/42.csv", allowed},
-		{"formats json,pdf", pdf, "PUT", "/orders/42.pdf", "mapped orders:update id=42 format=pdf"},
-		{"formats json,pdf", pdf, "PUT", "/orders/42.csv", "mapped orders:update id=42.csv format="},
-
-		// envoy.routes_case_sensitive = true: the operator's choice.
-		{"case-sensitive", strict, "PUT", "/Archive/1", "mapped Archive:update id=1 format="},
-		{"case-sensitive", strict, "DELETE", "/Archive/1", allowed},
-		{"case-sensitive", strict, "DELETE", "/archive/1", archived},
-		{"case-sensitive", strict, "DELETE", "/archive/1.JSON", archived},
-		{"case-sensitive", strict, "DELETE", "/orders/42.json", frozen},
-		{"case-sensitive", strict, "DELETE", "/items/ABC.json", locked},
-		{"case-sensitive", strict, "DELETE", "/items/abc", allowed},
-		{"case-sensitive", strict, "DELETE", "/Items/ABC", pathInvalid},
 	}
-	for _, tc := range tests {
-		name := tc.name + " " + tc.method + " " + tc.path
-		t.Run("envoy "+name, func(t *testing.T) {
-			r := envoyCheck(t, tc.s, tc.method, tc.path, clerk, nil)
-			checkCaptureOutcome(t, r.status, r.body, tc.want)
-		})
-		t.Run("check "+name, func(t *testing.T) {
-			status, body := forwardAuthCheck(t, tc.s, tc.method, tc.path, clerk)
-			checkCaptureOutcome(t, status, body, tc.want)
-		})
+	groups := []struct {
+		name   string
+		s      *harness.Sidecar
+		checks []check
+	}{
+		{"default", folding, []check{
+			// Deny keyed on an id, default mapping.
+			{"DELETE", "/orders/42", frozen},
+			{"DELETE", "/orders/42.json", frozen},
+			{"DELETE", "/orders/42.JSON", frozen},
+			{"DELETE", "/orders/42.Csv", frozen},
+			{"GET", "/orders/42.xml", frozen},
+			{"DELETE", "/Orders/42", frozen},
+			{"DELETE", "/ORDERS/42.Json", frozen},
+			{"DELETE", "//orders/x/../%34%32.json", frozen},
+			{"DELETE", "/orders/43.json", allowed},
+			{"GET", "/Orders/43.JSON", allowed},
+			{"PUT", "/orders/42.json", "mapped orders:update id=42 format=json"},
+			{"PUT", "/Orders/42.JSON", "mapped orders:update id=42 format=json"},
+			// pdf is not a default format: the suffix stays in the id.
+			{"PUT", "/orders/42.pdf", "mapped orders:update id=42.pdf format="},
+			// Deny keyed on a resource name, default mapping.
+			{"DELETE", "/archive/1", archived},
+			{"DELETE", "/Archive/1", archived},
+			{"DELETE", "/ARCHIVE/1.json", archived},
+			{"GET", "/Archive.JSON", archived},
+			{"PUT", "/ARCHIVE/1.json", "mapped archive:update id=1 format=json"},
+			// Deny keyed on a route capture; the capture keeps its case.
+			{"DELETE", "/items/ABC", locked},
+			{"DELETE", "/items/ABC.json", locked},
+			{"DELETE", "/Items/ABC.JSON", locked},
+			{"DELETE", "/items/abc", allowed},
+			{"DELETE", "/items/abc.json", allowed},
+			{"PUT", "/items/abc", "mapped items:update id=abc format="},
+			{"PUT", "/items/ABC.json", "mapped items:update id=ABC format=json"},
+		}},
+		// envoy.format_suffixes = ["json", "pdf"].
+		{"formats json,pdf", pdf, []check{
+			{"DELETE", "/orders/42.pdf", frozen},
+			{"DELETE", "/orders/42.PDF", frozen},
+			{"DELETE", "/orders/42.json", frozen},
+			{"DELETE", "/items/ABC.pdf", locked},
+			{"DELETE", "/orders/42.csv", allowed},
+			{"PUT", "/orders/42.pdf", "mapped orders:update id=42 format=pdf"},
+			{"PUT", "/orders/42.csv", "mapped orders:update id=42.csv format="},
+		}},
+		// envoy.routes_case_sensitive = true: the operator's choice.
+		{"case-sensitive", strict, []check{
+			{"PUT", "/Archive/1", "mapped Archive:update id=1 format="},
+			{"DELETE", "/Archive/1", allowed},
+			{"DELETE", "/archive/1", archived},
+			{"DELETE", "/archive/1.JSON", archived},
+			{"DELETE", "/orders/42.json", frozen},
+			{"DELETE", "/items/ABC.json", locked},
+			{"DELETE", "/items/abc", allowed},
+			{"DELETE", "/Items/ABC", pathInvalid},
+		}},
+	}
+	for _, g := range groups {
+		for _, tc := range g.checks {
+			name := g.name + " " + tc.method + " " + tc.path
+			t.Run("envoy "+name, func(t *testing.T) {
+				r := envoyCheck(t, g.s, tc.method, tc.path, clerk, nil)
+				checkCaptureOutcome(t, r.status, r.body, tc.want)
+			})
+			t.Run("check "+name, func(t *testing.T) {
+				status, body := forwardAuthCheck(t, g.s, tc.method, tc.path, clerk)
+				checkCaptureOutcome(t, status, body, tc.want)
+			})
+		}
 	}
 }
 

@@ -43,6 +43,12 @@ func req(method, path string) *policy.Request {
 	return &policy.Request{Method: method, Path: path, Host: "shop.example"}
 }
 
+// mapped is the input the mapper makes of r for the default tenant: the
+// action, the resource type and id (empty when the path has none).
+func mapped(action, resource, id string, r *policy.Request) engine.Input {
+	return engine.Input{Action: action, Resource: policy.Resource{Type: resource, ID: id, Tenant: testTenant}, Request: r}
+}
+
 func TestFromCheckRequest(t *testing.T) {
 	m, err := NewMapper(testTenant, testRoutes)
 	if err != nil {
@@ -59,92 +65,77 @@ func TestFromCheckRequest(t *testing.T) {
 			name:      "default GET reads first segment with id",
 			req:       checkReq("GET", "/orders/42", bearer, nil),
 			wantToken: "tok",
-			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: "42", Tenant: testTenant},
-				Request: req("GET", "/orders/42")},
+			want:      mapped("orders:read", "orders", "42", req("GET", "/orders/42")),
 		},
 		{
 			name: "default HEAD is read",
 			req:  checkReq("HEAD", "/orders", nil, nil),
-			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
-				Request: req("HEAD", "/orders")},
+			want: mapped("orders:read", "orders", "", req("HEAD", "/orders")),
 		},
 		{
 			name: "default POST is create",
 			req:  checkReq("POST", "/orders", nil, nil),
-			want: engine.Input{Action: "orders:create", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
-				Request: req("POST", "/orders")},
+			want: mapped("orders:create", "orders", "", req("POST", "/orders")),
 		},
 		{
 			name: "default PUT is update",
 			req:  checkReq("PUT", "/orders/7", nil, nil),
-			want: engine.Input{Action: "orders:update", Resource: policy.Resource{Type: "orders", ID: "7", Tenant: testTenant},
-				Request: req("PUT", "/orders/7")},
+			want: mapped("orders:update", "orders", "7", req("PUT", "/orders/7")),
 		},
 		{
 			name: "default PATCH is update",
 			req:  checkReq("PATCH", "/orders/7", nil, nil),
-			want: engine.Input{Action: "orders:update", Resource: policy.Resource{Type: "orders", ID: "7", Tenant: testTenant},
-				Request: req("PATCH", "/orders/7")},
+			want: mapped("orders:update", "orders", "7", req("PATCH", "/orders/7")),
 		},
 		{
 			name: "default DELETE is delete",
 			req:  checkReq("DELETE", "/orders/7", nil, nil),
-			want: engine.Input{Action: "orders:delete", Resource: policy.Resource{Type: "orders", ID: "7", Tenant: testTenant},
-				Request: req("DELETE", "/orders/7")},
+			want: mapped("orders:delete", "orders", "7", req("DELETE", "/orders/7")),
 		},
 		{
 			name: "lower-case method is upper-cased",
 			req:  checkReq("delete", "/orders/7", nil, nil),
-			want: engine.Input{Action: "orders:delete", Resource: policy.Resource{Type: "orders", ID: "7", Tenant: testTenant},
-				Request: req("DELETE", "/orders/7")},
+			want: mapped("orders:delete", "orders", "7", req("DELETE", "/orders/7")),
 		},
 		{
 			name: "unknown word method is lower-cased",
 			req:  checkReq("OPTIONS", "/orders", nil, nil),
-			want: engine.Input{Action: "orders:options", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
-				Request: req("OPTIONS", "/orders")},
+			want: mapped("orders:options", "orders", "", req("OPTIONS", "/orders")),
 		},
 		{
 			name: "method that is not a word falls back to access",
 			req:  checkReq("M-SEARCH", "/orders", nil, nil),
-			want: engine.Input{Action: "orders:" + FallbackVerb, Resource: policy.Resource{Type: "orders", Tenant: testTenant},
-				Request: req("M-SEARCH", "/orders")},
+			want: mapped("orders:"+FallbackVerb, "orders", "", req("M-SEARCH", "/orders")),
 		},
 		{
 			name: "root path is the root resource",
 			req:  checkReq("GET", "/", nil, nil),
-			want: engine.Input{Action: RootResource + ":read", Resource: policy.Resource{Type: RootResource, Tenant: testTenant},
-				Request: req("GET", "/")},
+			want: mapped(RootResource+":read", RootResource, "", req("GET", "/")),
 		},
 		{
 			name: "deeper default path has no id",
 			req:  checkReq("GET", "/orders/42/items", nil, nil),
-			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
-				Request: req("GET", "/orders/42/items")},
+			want: mapped("orders:read", "orders", "", req("GET", "/orders/42/items")),
 		},
 		{
 			name: "route template captures resource and id",
 			req:  checkReq("GET", "/api/invoices/9", nil, nil),
-			want: engine.Input{Action: "invoices:read", Resource: policy.Resource{Type: "invoices", ID: "9", Tenant: testTenant},
-				Request: req("GET", "/api/invoices/9")},
+			want: mapped("invoices:read", "invoices", "9", req("GET", "/api/invoices/9")),
 		},
 		{
 			name: "route without id",
 			req:  checkReq("POST", "/api/invoices", nil, nil),
-			want: engine.Input{Action: "invoices:create", Resource: policy.Resource{Type: "invoices", Tenant: testTenant},
-				Request: req("POST", "/api/invoices")},
+			want: mapped("invoices:create", "invoices", "", req("POST", "/api/invoices")),
 		},
 		{
 			name: "earlier route with method and action wins",
 			req:  checkReq("POST", "/api/reports/3/export", nil, nil),
-			want: engine.Input{Action: "reports:export", Resource: policy.Resource{Type: "reports", ID: "3", Tenant: testTenant},
-				Request: req("POST", "/api/reports/3/export")},
+			want: mapped("reports:export", "reports", "3", req("POST", "/api/reports/3/export")),
 		},
 		{
 			name: "method-restricted route skipped for other methods",
 			req:  checkReq("GET", "/api/reports/3/export", nil, nil),
-			want: engine.Input{Action: "api:read", Resource: policy.Resource{Type: "api", Tenant: testTenant},
-				Request: req("GET", "/api/reports/3/export")},
+			want: mapped("api:read", "api", "", req("GET", "/api/reports/3/export")),
 		},
 		{
 			name: "route captures tenant",
@@ -155,14 +146,12 @@ func TestFromCheckRequest(t *testing.T) {
 		{
 			name: "mixed segment template with fixed resource",
 			req:  checkReq("GET", "/files/a.b.json", nil, nil),
-			want: engine.Input{Action: "files:read", Resource: policy.Resource{Type: "files", ID: "a.b", Tenant: testTenant},
-				Request: req("GET", "/files/a.b.json")},
+			want: mapped("files:read", "files", "a.b", req("GET", "/files/a.b.json")),
 		},
 		{
 			name: "wildcard route matches any depth",
 			req:  checkReq("DELETE", "/admin/users/5/sessions", nil, nil),
-			want: engine.Input{Action: "admin:access", Resource: policy.Resource{Type: "admin", Tenant: testTenant},
-				Request: req("DELETE", "/admin/users/5/sessions")},
+			want: mapped("admin:access", "admin", "", req("DELETE", "/admin/users/5/sessions")),
 		},
 		{
 			name: "context extensions win over the route",
@@ -174,36 +163,33 @@ func TestFromCheckRequest(t *testing.T) {
 		{
 			name: "extension resource alone derives the action",
 			req:  checkReq("PUT", "/api/invoices/9", nil, map[string]string{ExtResource: "ledger"}),
-			want: engine.Input{Action: "ledger:update", Resource: policy.Resource{Type: "ledger", ID: "9", Tenant: testTenant},
-				Request: req("PUT", "/api/invoices/9")},
+			want: mapped("ledger:update", "ledger", "9", req("PUT", "/api/invoices/9")),
 		},
 		{
 			name: "extension action alone keeps the route's resource",
 			req:  checkReq("GET", "/api/invoices/9", nil, map[string]string{ExtAction: "invoices:export"}),
-			want: engine.Input{Action: "invoices:export", Resource: policy.Resource{Type: "invoices", ID: "9", Tenant: testTenant},
-				Request: req("GET", "/api/invoices/9")},
+			want: mapped("invoices:export", "invoices", "9", req("GET", "/api/invoices/9")),
 		},
 		{
 			name: "extension action without route names the resource",
 			req:  checkReq("GET", "/v2/stats", nil, map[string]string{ExtAction: "reports:read"}),
-			want: engine.Input{Action: "reports:read", Resource: policy.Resource{Type: "reports", ID: "stats", Tenant: testTenant},
-				Request: req("GET", "/v2/stats")},
+			want: mapped("reports:read", "reports", "stats", req("GET", "/v2/stats")),
 		},
 		{
 			name: "upper-case header keys from a non-Envoy client",
 			req: checkReq("GET", "/orders", map[string]string{
 				"Authorization": "Bearer up", "Cookie": "sid=1", "X-Svc-Roles": "admin", "X-Trace": "t"}, nil),
 			wantToken: "up",
-			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
-				Request: &policy.Request{Method: "GET", Path: "/orders", Host: "shop.example",
-					Headers: map[string]string{"x-trace": "t"}}},
+			want: mapped("orders:read", "orders", "",
+				&policy.Request{Method: "GET", Path: "/orders", Host: "shop.example",
+					Headers: map[string]string{"x-trace": "t"}}),
 		},
 		{
 			name: "query parsed and stripped from path",
 			req:  checkReq("GET", "/orders?page=2&tag=a&tag=b&empty=", nil, nil),
-			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
-				Request: &policy.Request{Method: "GET", Path: "/orders", Host: "shop.example",
-					Query: map[string]string{"page": "2", "tag": "a,b", "empty": ""}}},
+			want: mapped("orders:read", "orders", "",
+				&policy.Request{Method: "GET", Path: "/orders", Host: "shop.example",
+					Query: map[string]string{"page": "2", "tag": "a,b", "empty": ""}}),
 		},
 		{
 			name: "credential headers and pseudo-headers stripped",
@@ -212,52 +198,46 @@ func TestFromCheckRequest(t *testing.T) {
 				":path": "/orders", ":method": "GET", "x-request-id": "r-1", "accept": "application/json",
 			}, nil),
 			wantToken: "tok",
-			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
-				Request: &policy.Request{Method: "GET", Path: "/orders", Host: "shop.example",
-					Headers: map[string]string{"x-request-id": "r-1", "accept": "application/json"}}},
+			want: mapped("orders:read", "orders", "",
+				&policy.Request{Method: "GET", Path: "/orders", Host: "shop.example",
+					Headers: map[string]string{"x-request-id": "r-1", "accept": "application/json"}}),
 		},
 		{
 			name:      "lower-case bearer scheme",
 			req:       checkReq("GET", "/orders", map[string]string{"authorization": "bearer   tok2  "}, nil),
 			wantToken: "tok2",
-			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
-				Request: req("GET", "/orders")},
+			want:      mapped("orders:read", "orders", "", req("GET", "/orders")),
 		},
 		{
 			name: "basic scheme yields no token",
 			req:  checkReq("GET", "/orders", map[string]string{"authorization": "Basic dXNlcjpwYXNz"}, nil),
-			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
-				Request: req("GET", "/orders")},
+			want: mapped("orders:read", "orders", "", req("GET", "/orders")),
 		},
 		{
 			name: "bearer without credential yields no token",
 			req:  checkReq("GET", "/orders", map[string]string{"authorization": "Bearer"}, nil),
-			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
-				Request: req("GET", "/orders")},
+			want: mapped("orders:read", "orders", "", req("GET", "/orders")),
 		},
 		{
 			name: "missing bearer",
 			req:  checkReq("GET", "/orders", map[string]string{"x-other": "1"}, nil),
-			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", Tenant: testTenant},
-				Request: &policy.Request{Method: "GET", Path: "/orders", Host: "shop.example", Headers: map[string]string{"x-other": "1"}}},
+			want: mapped("orders:read", "orders", "",
+				&policy.Request{Method: "GET", Path: "/orders", Host: "shop.example", Headers: map[string]string{"x-other": "1"}}),
 		},
 		{
 			name: "dot segments resolved before mapping",
 			req:  checkReq("GET", "/public/../admin/x", nil, nil),
-			want: engine.Input{Action: "admin:access", Resource: policy.Resource{Type: "admin", Tenant: testTenant},
-				Request: req("GET", "/admin/x")},
+			want: mapped("admin:access", "admin", "", req("GET", "/admin/x")),
 		},
 		{
 			name: "encoded dot segments resolved too",
 			req:  checkReq("GET", "/public/%2e%2e/orders/1", nil, nil),
-			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: "1", Tenant: testTenant},
-				Request: req("GET", "/orders/1")},
+			want: mapped("orders:read", "orders", "1", req("GET", "/orders/1")),
 		},
 		{
 			name: "percent-decoded segments and merged slashes",
 			req:  checkReq("GET", "//orders//caf%C3%A9%20au%25lait/", nil, nil),
-			want: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: "café au%lait", Tenant: testTenant},
-				Request: req("GET", "/orders/café au%25lait")},
+			want: mapped("orders:read", "orders", "café au%lait", req("GET", "/orders/café au%25lait")),
 		},
 	}
 	for _, tt := range tests {
@@ -296,8 +276,8 @@ func TestFromCheckRequestRawHeaderMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	token := cred.Bearer
-	want := engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: "1", Tenant: testTenant},
-		Request: &policy.Request{Method: "GET", Path: "/orders/1", Host: "raw.example", Headers: map[string]string{"x-tag": "a,b"}}}
+	want := mapped("orders:read", "orders", "1",
+		&policy.Request{Method: "GET", Path: "/orders/1", Host: "raw.example", Headers: map[string]string{"x-tag": "a,b"}})
 	if token != "raw-tok" {
 		t.Errorf("token = %q", token)
 	}

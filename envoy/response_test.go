@@ -44,6 +44,42 @@ func deniedResp(code codes.Code, status typev3.StatusCode, rc reason.Code, body 
 	}
 }
 
+// refusedCredential is the engine's result for a credential refused
+// with rc, before any policy ran.
+func refusedCredential(rc reason.Code) engine.Result {
+	return engine.Result{
+		Token:    engine.TokenDecision{Reason: rc},
+		Decision: engine.Decision{Reason: rc, DenyReasons: []string{}},
+	}
+}
+
+// challenged is the 401 answer to a request whose credential was refused
+// with rc: body, no decision or user in the metadata, and the
+// WWW-Authenticate challenge.
+func challenged(rc reason.Code, body, challenge string) *authv3.CheckResponse {
+	return deniedResp(codes.Unauthenticated, typev3.StatusCode_Unauthorized, rc, body,
+		meta("", "", "", rc), setHeader("www-authenticate", challenge))
+}
+
+// allowedResp is the OK answer to an allowed request: the identity
+// headers of userID, tenant and roles and the decision's id, the
+// fail-open header removed, and the metadata of the decision.
+func allowedResp(userID, tenant, roles, decisionID string) *authv3.CheckResponse {
+	return &authv3.CheckResponse{
+		Status: &rpcstatus.Status{Code: int32(codes.OK)},
+		HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
+			Headers: []*corev3.HeaderValueOption{
+				setHeader(HeaderUserID, userID),
+				setHeader(HeaderTenantID, tenant),
+				setHeader(HeaderRoles, roles),
+				setHeader(HeaderDecisionID, decisionID),
+			},
+			HeadersToRemove: []string{HeaderFailOpen},
+		}},
+		DynamicMetadata: meta(decisionID, userID, tenant, reason.PolicyAllow),
+	}
+}
+
 func allowedResult(sub, tenant string, roles []string, decisionID string) engine.Result {
 	return engine.Result{
 		Token:    engine.TokenDecision{Allowed: true, Reason: reason.OK, Subject: sub, TenantID: tenant},
@@ -63,19 +99,7 @@ func TestCheckResponse(t *testing.T) {
 		{
 			name: "allow sets identity headers and removes fail-open",
 			res:  allowedResult("user-1", "acme", []string{"editor", "billing"}, "dec-1"),
-			want: &authv3.CheckResponse{
-				Status: &rpcstatus.Status{Code: int32(codes.OK)},
-				HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
-					Headers: []*corev3.HeaderValueOption{
-						setHeader(HeaderUserID, "user-1"),
-						setHeader(HeaderTenantID, "acme"),
-						setHeader(HeaderRoles, "editor,billing"),
-						setHeader(HeaderDecisionID, "dec-1"),
-					},
-					HeadersToRemove: []string{HeaderFailOpen},
-				}},
-				DynamicMetadata: meta("dec-1", "user-1", "acme", reason.PolicyAllow),
-			},
+			want: allowedResp("user-1", "acme", "editor,billing", "dec-1"),
 		},
 		{
 			name: "development mode allow",
@@ -84,66 +108,30 @@ func TestCheckResponse(t *testing.T) {
 				Decision: engine.Decision{Allow: true, DecisionID: "dec-2", Reason: reason.PolicyAllow},
 				Input:    engine.Input{User: policy.User{ID: engine.AnonymousSubject, TenantID: "acme", Roles: []string{}}},
 			},
-			want: &authv3.CheckResponse{
-				Status: &rpcstatus.Status{Code: int32(codes.OK)},
-				HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
-					Headers: []*corev3.HeaderValueOption{
-						setHeader(HeaderUserID, "anonymous"),
-						setHeader(HeaderTenantID, "acme"),
-						setHeader(HeaderRoles, ""),
-						setHeader(HeaderDecisionID, "dec-2"),
-					},
-					HeadersToRemove: []string{HeaderFailOpen},
-				}},
-				DynamicMetadata: meta("dec-2", "anonymous", "acme", reason.PolicyAllow),
-			},
+			want: allowedResp("anonymous", "acme", "", "dec-2"),
 		},
 		{
 			name: "claims cannot inject header lines",
 			res:  allowedResult("evil\r\nx-admin: 1", "ac\x00me", []string{"a\nb"}, "dec-3"),
-			want: &authv3.CheckResponse{
-				Status: &rpcstatus.Status{Code: int32(codes.OK)},
-				HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
-					Headers: []*corev3.HeaderValueOption{
-						setHeader(HeaderUserID, "evilx-admin: 1"),
-						setHeader(HeaderTenantID, "acme"),
-						setHeader(HeaderRoles, "a%0Ab"),
-						setHeader(HeaderDecisionID, "dec-3"),
-					},
-					HeadersToRemove: []string{HeaderFailOpen},
-				}},
-				DynamicMetadata: meta("dec-3", "evilx-admin: 1", "acme", reason.PolicyAllow),
-			},
+			want: allowedResp("evilx-admin: 1", "acme", "a%0Ab", "dec-3"),
 		},
 		{
 			name: "expired token is 401 invalid_token",
-			res: engine.Result{
-				Token:    engine.TokenDecision{Reason: reason.TokenExpired},
-				Decision: engine.Decision{Reason: reason.TokenExpired, DenyReasons: []string{}},
-			},
-			want: deniedResp(codes.Unauthenticated, typev3.StatusCode_Unauthorized, reason.TokenExpired,
-				`{"allow":false,"deny_reasons":[],"reason":"token-expired","decision_id":""}`,
-				meta("", "", "", reason.TokenExpired),
-				setHeader("www-authenticate", `Bearer error="invalid_token", error_description="token-expired"`)),
+			res:  refusedCredential(reason.TokenExpired),
+			want: challenged(reason.TokenExpired, `{"allow":false,"deny_reasons":[],"reason":"token-expired","decision_id":""}`,
+				`Bearer error="invalid_token", error_description="token-expired"`),
 		},
 		{
 			name: "revoked API key is 401 challenged as ApiKey",
-			res: engine.Result{
-				Token:    engine.TokenDecision{Reason: reason.APIKeyRevoked},
-				Decision: engine.Decision{Reason: reason.APIKeyRevoked, DenyReasons: []string{}},
-			},
-			want: deniedResp(codes.Unauthenticated, typev3.StatusCode_Unauthorized, reason.APIKeyRevoked,
-				`{"allow":false,"deny_reasons":[],"reason":"api-key-revoked","decision_id":""}`,
-				meta("", "", "", reason.APIKeyRevoked),
-				setHeader("www-authenticate", `ApiKey error="invalid_key", error_description="api-key-revoked"`)),
+			res:  refusedCredential(reason.APIKeyRevoked),
+			want: challenged(reason.APIKeyRevoked, `{"allow":false,"deny_reasons":[],"reason":"api-key-revoked","decision_id":""}`,
+				`ApiKey error="invalid_key", error_description="api-key-revoked"`),
 		},
 		{
 			name: "missing token is a bare bearer challenge",
 			res:  engine.Result{Token: engine.TokenDecision{Reason: reason.TokenMissing}},
-			want: deniedResp(codes.Unauthenticated, typev3.StatusCode_Unauthorized, reason.TokenMissing,
-				`{"allow":false,"deny_reasons":[],"reason":"token-missing","decision_id":""}`,
-				meta("", "", "", reason.TokenMissing),
-				setHeader("www-authenticate", "Bearer")),
+			want: challenged(reason.TokenMissing, `{"allow":false,"deny_reasons":[],"reason":"token-missing","decision_id":""}`,
+				"Bearer"),
 		},
 		{
 			name: "policy deny is 403 with reasons",
