@@ -22,7 +22,7 @@ type entry struct {
 }
 
 // cache is the verified-token cache: a digestcache of entries by the
-// BLAKE2b-256 of the token (digestOf), whose epoch moves when the key set changes.
+// 256-bit digest of the token (digestOf), whose epoch moves when the key set changes.
 type cache struct {
 	m *digestcache.Cache[entry]
 }

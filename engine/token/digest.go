@@ -3,26 +3,16 @@ package token
 import (
 	"context"
 
-	"golang.org/x/crypto/blake2b"
-
 	"github.com/svc-dev/svc/internal/digestcache"
 	"github.com/svc-dev/svc/reason"
 )
 
-// digest is a token with its BLAKE2b-256, the key of the verified-token
-// cache. Chain.VerifyDerived hashes a token once with digestOf and asks
-// each verifier's cache with cached before any verification with
-// verifyDigest.
-//
-// BLAKE2b-256 rather than SHA-256: it is as collision-resistant (a
-// 256-bit output, 128-bit security against collisions, no known attack
-// better than generic), so one token's entry can no more be reached with
-// another token than before, and the cache still never holds a token. On
-// a CPU without the SHA extensions it hashes a token of a few hundred
-// bytes in less than half SHA-256's time (BenchmarkTokenDigest), and every
-// decision on a token pays it, cache hit or not. It is not keyed: like
-// SHA-256 before it, the digest of a signed token reveals nothing an
-// attacker could use, and the cache lives only in the process.
+// digest is a token with its 256-bit digest (digestHash), the key of the
+// verified-token cache. Chain.VerifyDerived hashes a token once with
+// digestOf and asks each verifier's cache with cached before any
+// verification with verifyDigest. The digest is not keyed: the digest of
+// a signed token reveals nothing an attacker could use, and the cache
+// lives only in the process.
 type digest struct {
 	raw string
 	sum digestcache.Key
@@ -35,15 +25,14 @@ type digest struct {
 }
 
 // digestOf hashes raw (the token without the "Bearer " prefix) with
-// BLAKE2b-256. An empty
-// or oversized token is not hashed: no cache holds it, and verifyDigest
-// refuses it.
+// digestHash. An empty or oversized token is not hashed: no cache holds
+// it, and verifyDigest refuses it.
 func digestOf(raw string) digest {
 	d := digest{raw: raw}
 	if raw != "" && len(raw) <= MaxTokenSize {
 		// The hash only reads the bytes; aliasing the string avoids a
 		// copy on the hot path.
-		d.sum = blake2b.Sum256(unsafeBytes(raw))
+		d.sum = digestHash().sum(unsafeBytes(raw))
 		d.hashed = true
 	}
 	return d

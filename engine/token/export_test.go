@@ -8,6 +8,9 @@ type Digest = digest
 
 var DigestOf = digestOf
 
+// DigestHashName names the hash digestOf uses on this CPU.
+func DigestHashName() string { return digestHash().name }
+
 func (v *Verifier) Cached(d *Digest) (Claims, any, bool, error) { return v.cached(d) }
 
 func (v *Verifier) VerifyDigest(ctx context.Context, d *Digest) (Claims, any, error) {

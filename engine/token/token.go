@@ -10,8 +10,8 @@
 // tenant claim is required; iss and aud are checked when configured. Every
 // failure is a *reason.Error carrying exactly one stable code.
 //
-// Verified tokens are cached by the BLAKE2b-256 of the whole token
-// string, so a repeated token skips the signature check; its time claims
+// Verified tokens are cached by a 256-bit digest of the whole token
+// string (SHA-256 or BLAKE2b-256, whichever this CPU computes faster), so a repeated token skips the signature check; its time claims
 // are checked again on every hit and an entry is never served past exp plus the skew,
 // nor longer than Options.CacheMaxAge (10 minutes by default) after it was
 // verified, however far ahead exp lies. Each entry remembers the kid and

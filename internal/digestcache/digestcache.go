@@ -1,6 +1,6 @@
 // Package digestcache is a bounded, sharded map keyed by a 256-bit
 // cryptographic digest of a credential, for caches that must never hold
-// the credential itself: the verified-token cache (BLAKE2b-256) and the
+// the credential itself: the verified-token cache (SHA-256 or BLAKE2b-256) and the
 // introspection cache (SHA-256, as its shared Redis tier names tokens).
 //
 // A full shard makes room by sampled random eviction: it looks at a few
