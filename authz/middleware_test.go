@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -210,7 +211,7 @@ func TestMiddleware(t *testing.T) {
 	t.Run("deny body", func(t *testing.T) {
 		base := servertest.Protect(t, viaSidecarClosed, authz.MiddlewareOptions{Action: routeAction}).URL
 		got := servertest.Post(t, http.MethodDelete, base+"/orders/o-1", "", map[string]string{"Authorization": "Bearer " + viewer})
-		servertest.Golden(t, *update, "middleware/policy-deny.json", regexp.MustCompile(`"decision_id":"[^"]+"`).ReplaceAll(got.Body, []byte(`"decision_id":"<decision-id>"`)))
+		testkit.Golden(t, *update, filepath.Join("testdata", "middleware", "policy-deny.json"), regexp.MustCompile(`"decision_id":"[^"]+"`).ReplaceAll(got.Body, []byte(`"decision_id":"<decision-id>"`)))
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/wire"
 )
 
@@ -105,17 +106,10 @@ func TestGolden(t *testing.T) {
 			}
 			got = append(got, '\n')
 			path := filepath.Join("testdata", name+".json")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			testkit.Golden(t, *update, path, got)
 			want, err := os.ReadFile(path)
 			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the marshaled %T (run with -update if the change is meant):\n got: %s\nwant: %s", path, v, got, want)
+				t.Fatal(err)
 			}
 			back := reflect.New(reflect.TypeOf(v))
 			dec := json.NewDecoder(bytes.NewReader(want))

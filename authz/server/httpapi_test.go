@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/svc-dev/svc/authz"
 	authzv1 "github.com/svc-dev/svc/authz/v1"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/servertest"
 )
 
@@ -103,7 +105,7 @@ func TestHTTPAPI(t *testing.T) {
 			// The default revision is a digest of the policy sources.
 			masked = revisionField.ReplaceAll(masked, []byte(`"policy_revision":"<revision>"`))
 			masked = messageField.ReplaceAll(masked, []byte(`"message":"<message>"`))
-			servertest.Golden(t, *update, "http/"+tt.golden+".json", masked)
+			testkit.Golden(t, *update, filepath.Join("testdata", "http", tt.golden+".json"), masked)
 		})
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -120,13 +119,6 @@ func NewServer(t testing.TB, d server.Decider) *server.Server {
 func ServeGRPC(t testing.TB, s *server.Server) string {
 	t.Helper()
 	return testkit.ServeGRPC(t, func(g *grpc.Server) { s.Register(g) })
-}
-
-// Golden compares got with testdata/<name>, rewriting it when update is
-// set (the package's -update flag).
-func Golden(t *testing.T, update bool, name string, got []byte) {
-	t.Helper()
-	testkit.Golden(t, update, filepath.Join("testdata", name), got)
 }
 
 // Fixed times keep the claims of golden responses stable.
