@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 
 	"github.com/svc-dev/svc/internal/harness"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // A real browser (headless Chromium) through the demo's front proxy: what
@@ -158,9 +159,9 @@ func (d browserDemo) lastDocument(t *testing.T, prefix string) harness.DocumentR
 // id of the latest such record.
 func deniedRecord(t *testing.T, s *harness.Sidecar, user, action, id, reason string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		found := ""
+	var found string
+	testkit.EventuallyWithin(t, 10*time.Second, fmt.Sprintf("an audit record of %s denied %s on %s with %s", user, action, id, reason), func() bool {
+		found = ""
 		for _, rec := range s.AuditRecords(t) {
 			res, _ := rec["resource"].(map[string]any)
 			if rec["allow"] == true || rec["user_id"] != user || rec["action"] != action || res["id"] != id {
@@ -170,14 +171,9 @@ func deniedRecord(t *testing.T, s *harness.Sidecar, user, action, id, reason str
 				found, _ = rec["decision_id"].(string)
 			}
 		}
-		if found != "" {
-			return found
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no audit record of %s denied %s on %s with %s", user, action, id, reason)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return found != ""
+	})
+	return found
 }
 
 // TestBrowserSAML follows a person through the demo behind nginx on

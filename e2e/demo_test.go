@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/svc-dev/svc/demo/traffic"
 	"github.com/svc-dev/svc/internal/harness"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // demoMesh is the local mesh demo run as processes: the demo's OpenID
@@ -253,21 +255,20 @@ func startDemoCaddy(t *testing.T, file, front string, addrs map[string]string) *
 
 func waitHealthy(t *testing.T, p *harness.Process, url string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	testkit.EventuallyWithin(t, 20*time.Second, fmt.Sprintf("%s: %s to answer 200", p.Name, url), func() bool {
 		if resp, err := http.Get(url); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return true
 			}
 		}
 		select {
 		case <-p.Done():
 			t.Fatalf("%s exited: %s", p.Name, p.Stderr.String())
-		case <-time.After(50 * time.Millisecond):
+		default:
 		}
-	}
-	t.Fatalf("%s: %s never answered 200", p.Name, url)
+		return false
+	})
 }
 
 // runTraffic runs the demo's traffic generator for rounds rounds and

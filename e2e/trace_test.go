@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/internal/harness"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 func TestTraceTailJSON(t *testing.T) {
@@ -264,12 +265,9 @@ func TestTraceTailTerminal(t *testing.T) {
 	m.screen("matched rule: data.svc.authz.deny_reasons", "deny reasons: role-forbidden: viewer cannot orders:delete",
 		"intent: orders:delete on orders/1", "reason: policy-deny")
 	m.keys("Enter")
-	for deadline := time.Now().Add(outputTimeout); strings.Contains(m.screen("DENY"), "matched rule:"); {
-		if time.Now().After(deadline) {
-			t.Fatal("Enter did not collapse the span")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.EventuallyWithin(t, outputTimeout, "Enter to collapse the span", func() bool {
+		return !strings.Contains(m.screen("DENY"), "matched rule:")
+	})
 
 	// v: the variable inspector, the policy input with claims redacted.
 	m.keys("v")

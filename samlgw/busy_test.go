@@ -170,12 +170,9 @@ func TestACSStopsWhenTheClientLeaves(t *testing.T) {
 	// The server sees the connection close, the validation's context
 	// ends and its slot frees.
 	deadline := time.Now().Add(10 * time.Second)
-	for len(st.endedWith()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the validation went on after its client left")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.EventuallyWithin(t, 10*time.Second, "the validation to end after its client left", func() bool {
+		return len(st.endedWith()) != 0
+	})
 	if errs := st.endedWith(); !errors.Is(errs[0], context.Canceled) {
 		t.Errorf("the validation ended with %v, want context.Canceled", errs[0])
 	}

@@ -253,13 +253,9 @@ func TestLoggerFlushesWhenIdle(t *testing.T) {
 	l := New(&out, Options{FlushInterval: time.Hour})
 	defer closeNow(t, l)
 	l.Log(seqRecord(0))
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(out.String(), "d00000") {
-		if time.Now().After(deadline) {
-			t.Fatal("record not written while the queue was idle")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.EventuallyWithin(t, 5*time.Second, "the record to be written while the queue is idle", func() bool {
+		return strings.Contains(out.String(), "d00000")
+	})
 }
 
 // failingWriter fails its first n writes.
