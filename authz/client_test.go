@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"net/http"
@@ -274,17 +275,10 @@ func TestClientReconnects(t *testing.T) {
 	g = serve(lis)
 	defer g.Stop()
 	// The client redials with a growing backoff (about 1s, 1.6s, 2.6s...).
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testkit.Poll(t, 30*time.Second, "a decision after the sidecar came back", func() (bool, string) {
 		d, err := c.ValidateToken(t.Context(), "t")
-		if err == nil && d.Reason == reason.DevAnonymous {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no decision 30s after the sidecar came back: %+v, %v", d, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil && d.Reason == reason.DevAnonymous, fmt.Sprintf("%+v, %v", d, err)
+	})
 }
 
 func TestClientTLS(t *testing.T) {

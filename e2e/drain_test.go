@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"syscall"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/internal/harness"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/wire"
 )
 
@@ -59,20 +61,13 @@ func TestGracefulDrain(t *testing.T) {
 	// (held until release, so the wait may be as long as a loaded
 	// machine needs). Only a refused connection shows the listener closed;
 	// a dial that merely timed out proves nothing.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testkit.Poll(t, 20*time.Second, "the HTTP listener to refuse connections after SIGTERM", func() (bool, string) {
 		c, err := net.DialTimeout("tcp", s.HTTPAddr, time.Second)
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			break
-		}
 		if err == nil {
 			_ = c.Close()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the HTTP listener still accepts connections 20s after SIGTERM (last dial: %v)", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return errors.Is(err, syscall.ECONNREFUSED), fmt.Sprintf("dial: %v", err)
+	})
 	select {
 	case <-s.Done():
 		t.Fatalf("the sidecar exited (code %d) with a request in flight", s.ExitCode())

@@ -147,22 +147,21 @@ func fetchStatus(s *harness.Sidecar) (wire.Status, error) {
 // when the time runs out, or when the sidecar exits.
 func waitStatus(t *testing.T, s *harness.Sidecar, what string, cond func(wire.Status) bool) wire.Status {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		st, err := fetchStatus(s)
+	var st wire.Status
+	testkit.Poll(t, time.Minute, what, func() (bool, string) {
+		var err error
+		st, err = fetchStatus(s)
 		if err == nil && cond(st) {
-			return st
+			return true, ""
 		}
 		select {
 		case <-s.Done():
 			t.Fatalf("svc-sidecar exited with code %d while waiting for %s", s.ExitCode(), what)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: last status %+v, error %v", what, st, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("status %+v, error %v", st, err)
+	})
+	return st
 }
 
 // runCore runs the core binary and returns its exit code and output.

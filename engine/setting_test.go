@@ -100,11 +100,8 @@ func TestJWKSFailureNamesTheSetting(t *testing.T) {
 	defer e.Close()
 	// At start there are no keys yet: the line says so.
 	const want = `msg="jwks fetch failed; no copy yet, retrying (tokens are refused with jwks-unavailable until then)" setting="sdk.jwks_url (SVC_JWKS_URL)"`
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(logs.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no log line with %s:\n%s", want, logs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Poll(t, 10*time.Second, "a log line with "+want, func() (bool, string) {
+		l := logs.String()
+		return strings.Contains(l, want), "\n" + l
+	})
 }

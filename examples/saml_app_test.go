@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"encoding/base64"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/samltest"
 
 	"github.com/svc-dev/svc/engine/config"
@@ -80,23 +82,19 @@ func TestSAMLAppSignOn(t *testing.T) {
 	}
 	browser := &http.Client{Jar: jar, Timeout: 10 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testkit.Poll(t, 30*time.Second, "saml-app to listen on "+addr, func() (bool, string) {
 		resp, err := browser.Get(base + "/auth/saml/metadata")
 		if err == nil {
 			resp.Body.Close()
-			break
+			return true, ""
 		}
 		select {
 		case err := <-exited:
 			t.Fatalf("saml-app exited: %v\n%s", err, stderr.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("saml-app not listening on %s: %v\n%s", addr, err, stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("%v\n%s", err, stderr.String())
+	})
 
 	get := func(c *http.Client, header http.Header) (int, string) {
 		t.Helper()

@@ -3,6 +3,7 @@ package samlgw_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/samlgw"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
@@ -131,18 +133,12 @@ func TestSignedMetadataFromURL(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = g.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st := g.Status().IDPMetadata
-		if st.LastError != "" {
-			if st.Loaded || !strings.Contains(st.LastError, "metadata signature") {
-				t.Fatalf("status %+v, want not loaded with a metadata signature error", st)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no fetch error within 30s: %+v", st)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var st samlgw.MetadataStatus
+	testkit.Poll(t, 30*time.Second, "a fetch error", func() (bool, string) {
+		st = g.Status().IDPMetadata
+		return st.LastError != "", fmt.Sprintf("%+v", st)
+	})
+	if st.Loaded || !strings.Contains(st.LastError, "metadata signature") {
+		t.Fatalf("status %+v, want not loaded with a metadata signature error", st)
 	}
 }

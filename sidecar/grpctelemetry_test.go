@@ -110,18 +110,10 @@ func TestGRPCUnsampledNoSpan(t *testing.T) {
 func waitMetric(t *testing.T, r *running, expr string) {
 	t.Helper()
 	re := regexp.MustCompile(expr)
-	var body []byte
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		var status int
-		if status, body = get(t, r, PathMetrics); status == http.StatusOK && re.Match(body) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/metrics does not match %s:\n%s", expr, grep(body, "rpc_server"))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Poll(t, waitTimeout, "/metrics to match "+expr, func() (bool, string) {
+		status, body := get(t, r, PathMetrics)
+		return status == http.StatusOK && re.Match(body), "\n" + grep(body, "rpc_server")
+	})
 }
 
 // grep returns the lines of b that contain s.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/samltest"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
@@ -163,17 +165,12 @@ func TestSAMLMetadataURLInStatus(t *testing.T) {
 	status := func() Status { return samlStatus(t, r) }
 	waitFor := func(what string, ok func(Status) bool) Status {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			st := status()
-			if ok(st) {
-				return st
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no %s within 60s: %+v", what, st.SAML.IDPMetadata)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		var st Status
+		testkit.Poll(t, 60*time.Second, what, func() (bool, string) {
+			st = status()
+			return ok(st), fmt.Sprintf("%+v", st.SAML.IDPMetadata)
+		})
+		return st
 	}
 	st := waitFor("fetch error", func(st Status) bool { return st.SAML.IDPMetadata.LastError != "" })
 	if st.Status != StatusDegraded || st.Reason != "saml-idp-metadata-unavailable" || st.SAML.IDPMetadata.Loaded ||

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // TestSidecarStatusNotReady runs a sidecar whose identity provider never
@@ -81,20 +82,15 @@ func TestSidecarStatusHelpExitCodes(t *testing.T) {
 // (generous deadline: the sidecar starts on a loaded machine).
 func waitStatus(t *testing.T, url string, done func(result) bool) result {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r := run(t, "", "--sidecar", url, "sidecar", "status")
+	var r result
+	testkit.Poll(t, 30*time.Second, "the expected status", func() (bool, string) {
+		r = run(t, "", "--sidecar", url, "sidecar", "status")
 		if r.code == exitUnreachable || r.code == exitUsage {
 			t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
-		if done(r) {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status never reached the expected state; last:\n%s%s", r.stdout, r.stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return done(r), "\n" + r.stdout + r.stderr
+	})
+	return r
 }
 
 // TestReloadPolicyNotPersisted: an upload to a sidecar without

@@ -2,12 +2,14 @@ package jwks_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/svc-dev/svc/engine/jwks"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // runCache starts Run in the background and stops it when the test ends.
@@ -33,15 +35,12 @@ func runCache(t *testing.T, c *jwks.Cache) {
 // arrival times.
 func waitRequests(t *testing.T, p *idp, n int, limit time.Duration) []time.Time {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		if ts := p.RequestTimes(); len(ts) >= n {
-			return ts
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("idp saw %d requests within %s, want %d", len(p.RequestTimes()), limit, n)
-	return nil
+	var ts []time.Time
+	testkit.Poll(t, limit, fmt.Sprintf("the IdP to see %d requests", n), func() (bool, string) {
+		ts = p.RequestTimes()
+		return len(ts) >= n, fmt.Sprintf("%d requests", len(ts))
+	})
+	return ts
 }
 
 func TestRunRefreshInterval(t *testing.T) {
@@ -109,13 +108,10 @@ func TestRunKeepsServingWhileDown(t *testing.T) {
 		t.Fatalf("status = %+v", st)
 	}
 	p.Serve(jwksJSON(t, rsaJWK("k1", &k.rsa.PublicKey)), http.StatusOK, "")
-	deadline := time.Now().Add(30 * time.Second)
-	for c.Status().Partitioned && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if st := c.Status(); st.Partitioned {
-		t.Fatalf("still partitioned after the IdP came back: %+v", st)
-	}
+	testkit.Poll(t, 30*time.Second, "the partition to end after the IdP came back", func() (bool, string) {
+		st := c.Status()
+		return !st.Partitioned, fmt.Sprintf("%+v", st)
+	})
 }
 
 func TestRunTwice(t *testing.T) {

@@ -156,13 +156,10 @@ func attr(s sdktrace.ReadOnlySpan, key string) string {
 // after the client may have its answer.
 func waitSpans(t *testing.T, rec *tracetest.SpanRecorder, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(rec.Ended()) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d spans ended, want %d", len(rec.Ended()), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.Poll(t, 5*time.Second, fmt.Sprintf("%d spans to end", n), func() (bool, string) {
+		ended := len(rec.Ended())
+		return ended >= n, fmt.Sprintf("%d ended", ended)
+	})
 }
 
 // blockDesc's Block waits for its caller to go, then answers as the
