@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/pelletier/go-toml/v2"
+	"github.com/svc-dev/svc/wire"
 )
 
 // DefaultConfigFile is the file NewClient reads, in the working directory,
@@ -89,22 +90,8 @@ func clientDefaults(addr, mode string, lookupEnv func(string) (string, bool), fi
 	if addr == "" {
 		addr = DefaultSidecarAddr
 	}
-	if cookie != "" && !validCookieName(cookie) {
+	if cookie != "" && !wire.ValidCookieName(cookie) {
 		return clientConfig{}, fmt.Errorf("sdk.saml.cookie_name must be a cookie name (letters, digits, '-', '_', '.'), got %q", cookie)
 	}
 	return clientConfig{addr: addr, mode: mode, cookie: cookie}, nil
-}
-
-// validCookieName is the rule of sdk.saml.cookie_name.
-func validCookieName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
-		if !ok {
-			return false
-		}
-	}
-	return true
 }

@@ -33,3 +33,20 @@ func SessionCookie(r *http.Request, name string) (string, bool) {
 	}
 	return "", false
 }
+
+// ValidCookieName reports whether name may name the session cookie
+// (sdk.saml.cookie_name, sdk.session.cookie_name): one or more ASCII
+// letters, digits, '-', '_' and '.'. The sidecar's configuration and the
+// Go client check the name by this rule.
+func ValidCookieName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/svc-dev/svc/wire"
 )
 
 // Browser sign-in: the session every sign-in issues ([sdk.session]), the
@@ -315,7 +317,7 @@ func (v *validator) signIn() {
 		if d := s.TokenTTL.Duration; d <= 0 || d > MaxSAMLTokenTTL {
 			v.fail("sdk.session.token_ttl", "must be positive and at most %s, got %q", MaxSAMLTokenTTL, s.TokenTTL.String())
 		}
-		if !validCookieName(s.CookieName) || strings.HasPrefix(strings.ToLower(s.CookieName), "__") {
+		if !wire.ValidCookieName(s.CookieName) || strings.HasPrefix(strings.ToLower(s.CookieName), "__") {
 			v.fail("sdk.session.cookie_name", "must be a cookie name (letters, digits, '-', '_', '.') without the __Host- prefix, got %q", s.CookieName)
 		}
 		if _, ok := ReturnToPath(s.DefaultReturnTo); !ok || s.DefaultReturnTo == "" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/clientcert"
 	"github.com/svc-dev/svc/engine/loopback"
+	"github.com/svc-dev/svc/wire"
 )
 
 // Log levels accepted in log.level.
@@ -189,7 +190,7 @@ func (v *validator) saml(s SAML) {
 	if d := s.TokenTTL.Duration; d <= 0 || d > MaxSAMLTokenTTL {
 		v.fail("sdk.saml.token_ttl", "must be positive and at most %s, got %q", MaxSAMLTokenTTL, s.TokenTTL.String())
 	}
-	if !validCookieName(s.CookieName) {
+	if !wire.ValidCookieName(s.CookieName) {
 		v.fail("sdk.saml.cookie_name", "must be a cookie name (letters, digits, '-', '_', '.'), got %q", s.CookieName)
 	} else if lower := strings.ToLower(s.CookieName); strings.HasPrefix(lower, "__host-") || strings.HasPrefix(lower, "__secure-") {
 		// The gateway prefixes the name itself, and the checks look for
@@ -222,19 +223,6 @@ func (v *validator) saml(s SAML) {
 	if d := s.ACSTimeout.Duration; d <= 0 || d > 5*time.Minute {
 		v.fail("sdk.saml.acs_timeout", "must be positive and at most 5m, got %q", s.ACSTimeout.String())
 	}
-}
-
-func validCookieName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
-		if !ok {
-			return false
-		}
-	}
-	return true
 }
 
 func (v *validator) jwt() {
