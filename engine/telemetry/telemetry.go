@@ -215,6 +215,10 @@ func (t *Telemetry) MeterProvider() metric.MeterProvider { return t.meters }
 // of describing one.
 func (t *Telemetry) SpansRecorded() bool { return t.exporting || t.spans.Watched() }
 
+// Exporting reports whether spans go to an OTLP endpoint. Without one,
+// only a watcher of Spans ever sees a span.
+func (t *Telemetry) Exporting() bool { return t.exporting }
+
 // Spans returns the in-process feed of finished spans.
 func (t *Telemetry) Spans() *SpanFeed { return t.spans }
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/internal/harness"
 	"github.com/svc-dev/svc/internal/testkit/idptest"
 	"github.com/svc-dev/svc/plan"
 )
@@ -247,5 +248,28 @@ func TestABIPlanResources(t *testing.T) {
 		if !strings.HasPrefix(ans, `{"error":{"reason":"input-`) {
 			t.Errorf("%s: %s", tc.name, ans)
 		}
+	}
+}
+
+// TestSpansWithEndpoint: an engine opened with an OTLP endpoint exports
+// its spans, the token verification's among them. (Without one it takes
+// a no-op tracer: no span of it could reach anyone.)
+func TestSpansWithEndpoint(t *testing.T) {
+	p := idptest.New(t)
+	path := writeConfig(t, p.JWKSURL(), "")
+	tok := p.Token(t, idptest.Claims("user-1", "acme", "viewer"))
+	otlp := harness.StartOTLPReceiver(t)
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": otlp.Endpoint}
+	h, err := openEngine(path, false, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _ := lookup(h)
+	if d := in.eng.ValidateToken(t.Context(), tok); !d.Allowed {
+		t.Fatalf("validate: %+v", d)
+	}
+	closeEngine(h) // flushes the spans
+	if len(otlp.SpansNamed(engine.SpanVerifyToken)) == 0 {
+		t.Errorf("no %s span exported; got %v", engine.SpanVerifyToken, otlp.Spans())
 	}
 }

@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
@@ -123,9 +126,18 @@ func openEngine(path string, fromEnv bool, lookupEnv func(string) (string, bool)
 		flush(log, "telemetry", tel.Shutdown)
 		return 0, &apiError{EngineStartFailed, fmt.Sprintf("%s: %v", cfg.Setting("audit.destination"), err)}
 	}
+	// Without an OTLP endpoint no span leaves the process, and nothing
+	// here watches the span feed (the C ABI has no live trace tail): a
+	// no-op tracer spares every call the spans the SDK would drop. The
+	// audit record's trace ids come from the caller's context, not from
+	// these spans.
+	var tp trace.TracerProvider = noop.NewTracerProvider()
+	if tel.Exporting() {
+		tp = tel.TracerProvider()
+	}
 	eng, err := engine.New(cfg, engine.Deps{
 		Logger:         log,
-		TracerProvider: tel.TracerProvider(),
+		TracerProvider: tp,
 		MeterProvider:  tel.MeterProvider(),
 		Audit:          auditLog,
 	})
