@@ -279,12 +279,28 @@ func TestChaosMatrix(t *testing.T) {
 		{name: "decision log sink (NATS) down", failOK: -1, budget: 1,
 			inject: f.nats.Stop, heal: f.nats.Restart,
 			during: func() string {
-				if !f.all(func(st wire.Status) bool {
-					d := st.DecisionLog
-					return d != nil && !d.Connected && d.Unsent > 0 && d.Dropped == 0 &&
-						st.Status == "degraded" && st.Reason == "decision-log-unavailable"
-				}) {
-					return "a replica does not show its decision log disconnected with records waiting (degraded, decision-log-unavailable)"
+				// Each replica asked until it shows it, for a while: a
+				// status request on a loaded machine can take longer than
+				// the fleet's client waits for one.
+				for i := range f.replicas {
+					seen := "no status"
+					shows := func() bool {
+						st, ok := f.status(i)
+						if !ok {
+							return false
+						}
+						d := st.DecisionLog
+						seen = fmt.Sprintf("status %q, reason %q, decision log %+v", st.Status, st.Reason, d)
+						return d != nil && !d.Connected && d.Unsent > 0 && d.Dropped == 0 &&
+							st.Status == "degraded" && st.Reason == "decision-log-unavailable"
+					}
+					deadline := time.Now().Add(10 * time.Second)
+					for !shows() {
+						if time.Now().After(deadline) {
+							return fmt.Sprintf("replica %d does not show its decision log disconnected with records waiting (degraded, decision-log-unavailable): %s", i, seen)
+						}
+						time.Sleep(200 * time.Millisecond)
+					}
 				}
 				return ""
 			},

@@ -59,7 +59,8 @@ func TestSAMLAppSignOn(t *testing.T) {
 	}
 	cmd.Env = append(cmd.Env, "APP_ADDR="+addr, "SVC_SAML_ENTITY_ID="+entityID, "SVC_SAML_ACS_URL="+acs,
 		"SVC_SAML_IDP_METADATA_FILE="+md, "SVC_TENANT_ID=acme", "SVC_FAIL_MODE=closed")
-	var stderr bytes.Buffer
+	// Read while the app runs: a buffer safe for that.
+	var stderr testkit.SyncBuffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
