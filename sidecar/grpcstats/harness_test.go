@@ -29,19 +29,20 @@ const (
 	answerMethod = "/" + testService + "/Answer"
 )
 
-var answerDesc = testServiceDesc(func(ctx context.Context, _ any, in *healthpb.HealthCheckRequest) (any, error) {
+var answerDesc = testServiceDesc("Answer", func(ctx context.Context, _ any, in *healthpb.HealthCheckRequest) (any, error) {
 	return answer(ctx, in)
 })
 
-// testServiceDesc is the test service whose Answer method handle
-// implements (srv is the registered implementation), decoding the
-// request and then calling the interceptor, as generated code does.
-func testServiceDesc(handle func(ctx context.Context, srv any, in *healthpb.HealthCheckRequest) (any, error)) grpc.ServiceDesc {
+// testServiceDesc is the test service with the one method named method,
+// which handle implements (srv is the registered implementation),
+// decoding the request and then calling the interceptor, as generated
+// code does.
+func testServiceDesc(method string, handle func(ctx context.Context, srv any, in *healthpb.HealthCheckRequest) (any, error)) grpc.ServiceDesc {
 	return grpc.ServiceDesc{
 		ServiceName: testService,
 		HandlerType: (*any)(nil),
 		Methods: []grpc.MethodDesc{{
-			MethodName: "Answer",
+			MethodName: method,
 			Handler: func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
 				in := new(healthpb.HealthCheckRequest)
 				if err := dec(in); err != nil {
@@ -50,7 +51,7 @@ func testServiceDesc(handle func(ctx context.Context, srv any, in *healthpb.Heal
 				if interceptor == nil {
 					return handle(ctx, srv, in)
 				}
-				info := &grpc.UnaryServerInfo{Server: srv, FullMethod: answerMethod}
+				info := &grpc.UnaryServerInfo{Server: srv, FullMethod: "/" + testService + "/" + method}
 				return interceptor(ctx, in, info, func(ctx context.Context, req any) (any, error) {
 					return handle(ctx, srv, req.(*healthpb.HealthCheckRequest))
 				})

@@ -164,27 +164,13 @@ func waitSpans(t *testing.T, rec *tracetest.SpanRecorder, n int) {
 
 // blockDesc's Block waits for its caller to go, then answers as the
 // request's service field says: "ctx" with the context's error, else OK.
-var blockDesc = grpc.ServiceDesc{
-	ServiceName: testService,
-	HandlerType: (*any)(nil),
-	Methods: []grpc.MethodDesc{{
-		MethodName: "Block",
-		Handler: func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
-			in := new(healthpb.HealthCheckRequest)
-			if err := dec(in); err != nil {
-				return nil, err
-			}
-			info := &grpc.UnaryServerInfo{Server: srv, FullMethod: "/" + testService + "/Block"}
-			return interceptor(ctx, in, info, func(ctx context.Context, req any) (any, error) {
-				<-ctx.Done()
-				if req.(*healthpb.HealthCheckRequest).GetService() == "ctx" {
-					return nil, ctx.Err()
-				}
-				return &healthpb.HealthCheckResponse{}, nil
-			})
-		},
-	}},
-}
+var blockDesc = testServiceDesc("Block", func(ctx context.Context, _ any, in *healthpb.HealthCheckRequest) (any, error) {
+	<-ctx.Done()
+	if in.GetService() == "ctx" {
+		return nil, ctx.Err()
+	}
+	return &healthpb.HealthCheckResponse{}, nil
+})
 
 // TestCanceledCall: a call its caller cancels is recorded CANCELLED,
 // whether its handler returns the context's error or answers regardless

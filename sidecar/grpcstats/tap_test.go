@@ -34,7 +34,7 @@ type observer struct {
 	last observedCall
 }
 
-var observeDesc = testServiceDesc(func(ctx context.Context, srv any, _ *healthpb.HealthCheckRequest) (any, error) {
+var observeDesc = testServiceDesc("Answer", func(ctx context.Context, srv any, _ *healthpb.HealthCheckRequest) (any, error) {
 	o := srv.(*observer)
 	o.mu.Lock()
 	defer o.mu.Unlock()
