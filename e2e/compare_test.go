@@ -54,6 +54,8 @@ var (
 		"also run a second sidecar with the decision log on, shipping to a NATS JetStream server (decision_log.sink = nats), in the same rounds")
 	compareSink = flag.String("compare.decision-log-sink", "nats",
 		"with -compare.decision-log, the sink: nats (a NATS JetStream server) or http (a service taking OPA-style uploads, in a process of its own)")
+	compareDecode = flag.String("compare.client-decode", decodeWire,
+		"how the load generator reads answers: wire (field by field against the schema, as Envoy's parser does, no Go messages built) or proto (proto.Unmarshal into Go messages)")
 	compareSinkCPUs = flag.String("compare.sink-cpus", "",
 		"with -compare.decision-log, pin the sink's process to these CPUs (taskset -c list), off the CPUs the benchmark runs on (start it under taskset -c with the others)")
 	compareRuns = flag.Int("compare.runs", 3,
@@ -84,7 +86,9 @@ const noopAddrEnv = "SVC_E2E_NOOP_AUTHZ_ADDR"
 // else runs on the machine than the throughput does; the CPU this
 // process, the load generator, spent per check on each (the two share the
 // machine's cores, so a richer answer that costs the client more to decode
-// lowers the throughput too); over the whole sitting, the sidecar's
+// lowers the throughput too: by default the load generator reads answers
+// as Envoy's parser does, -compare.client-decode proto builds Go
+// messages); over the whole sitting, the sidecar's
 // allocations per check. The log shows every run.
 //
 // With -compare.decision-log a third process, the same sidecar shipping
@@ -103,6 +107,9 @@ func BenchmarkCompareNoop(b *testing.B) {
 	}
 	if *compareRuns < 1 {
 		b.Fatalf("-compare.runs must be at least 1, got %d", *compareRuns)
+	}
+	if *compareDecode != decodeWire && *compareDecode != decodeProto {
+		b.Fatalf("-compare.client-decode %q: want %s or %s", *compareDecode, decodeWire, decodeProto)
 	}
 	signer := harness.NewRSASigner(b, "cmp-1", 2048, "RS256")
 	jwks := harness.StartJWKS(b, signer)
@@ -235,9 +242,9 @@ func BenchmarkCompareNoop(b *testing.B) {
 			i+1, s.rate, n.rate, us(s.p50), us(n.p50), us(s.p99), us(n.p99), s.cpuPerCheck, n.cpuPerCheck,
 			s.clientPerCheck, n.clientPerCheck, r.throughputRatio())
 	}
-	fmt.Fprintf(&log, "\nmedian throughput ratio %.2f over %d runs (cpu ratio %.2f); sidecar %.1f allocations per check",
+	fmt.Fprintf(&log, "\nmedian throughput ratio %.2f over %d runs (cpu ratio %.2f, client decode %s); sidecar %.1f allocations per check",
 		med(compareRun.throughputRatio), len(runs),
-		med(func(r compareRun) float64 { return r.side.cpuPerCheck / r.noop.cpuPerCheck }),
+		med(func(r compareRun) float64 { return r.side.cpuPerCheck / r.noop.cpuPerCheck }), *compareDecode,
 		(mem1.mallocs-mem0.mallocs)/float64(checks))
 	if dlSide != nil {
 		fmt.Fprintf(&log, "\n%-5s %20s %20s %20s %20s %20s %10s", "dl", "checks/s", "p50 µs", "p99 µs", "cpu µs/check", *compareSink+" µs/check", "ratio")
@@ -454,7 +461,8 @@ func compareClients(b *testing.B, addr string) []authv3.AuthorizationClient {
 	b.Helper()
 	cs := make([]authv3.AuthorizationClient, compareConns)
 	for i := range cs {
-		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.ForceCodec(answerCodec{mode: *compareDecode})))
 		if err != nil {
 			b.Fatal(err)
 		}
