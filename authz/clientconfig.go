@@ -93,5 +93,9 @@ func clientDefaults(addr, mode string, lookupEnv func(string) (string, bool), fi
 	if cookie != "" && !wire.ValidCookieName(cookie) {
 		return clientConfig{}, fmt.Errorf("sdk.saml.cookie_name must be a cookie name (letters, digits, '-', '_', '.'), got %q", cookie)
 	}
+	if cookie != "" && wire.PrefixedCookieName(cookie) {
+		return clientConfig{}, fmt.Errorf("sdk.saml.cookie_name must not start with __Host- or __Secure-: the gateway names its cookies __Host-<cookie_name> "+
+			"wherever they are Secure, got %q", cookie)
+	}
 	return clientConfig{addr: addr, mode: mode, cookie: cookie}, nil
 }

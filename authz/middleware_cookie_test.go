@@ -187,6 +187,7 @@ func TestClientSessionCookie(t *testing.T) {
 	unnamed := write("unnamed.toml", "[sdk.saml]\nentity_id = \"https://app.example.com/auth/saml/metadata\"\n")
 	plain := write("plain.toml", "[sdk]\nfail_mode = \"closed\"\n")
 	bad := write("bad.toml", "[sdk.saml]\ncookie_name = \"a b\"\n")
+	prefixed := write("prefixed.toml", "[sdk.saml]\ncookie_name = \"__Host-svc_session\"\n")
 	env := func(vars map[string]string) func(string) (string, bool) {
 		return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 	}
@@ -204,6 +205,9 @@ func TestClientSessionCookie(t *testing.T) {
 		{name: "SVC_SAML_ENTITY_ID alone", file: "-", env: map[string]string{"SVC_SAML_ENTITY_ID": "x"}, want: "svc_session"},
 		{name: "bad name in the file", file: bad, wantErr: "sdk.saml.cookie_name"},
 		{name: "bad name in the environment", file: "-", env: map[string]string{"SVC_SAML_COOKIE_NAME": "a;b"}, wantErr: "sdk.saml.cookie_name"},
+		// The sidecar refuses these names at start; the client alike.
+		{name: "__Host- prefix in the file", file: prefixed, wantErr: "must not start with __Host- or __Secure-"},
+		{name: "__Secure- prefix in the environment", file: "-", env: map[string]string{"SVC_SAML_COOKIE_NAME": "__secure-s"}, wantErr: "must not start with __Host- or __Secure-"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,9 @@
 package wire
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+)
 
 // HostCookiePrefix is the prefix the SAML gateway gives every cookie it
 // sets wherever it marks them Secure (any acs_url but plain http on a
@@ -49,4 +52,18 @@ func ValidCookieName(name string) bool {
 		}
 	}
 	return true
+}
+
+// PrefixedCookieName reports whether name starts with "__Host-" or
+// "__Secure-", in any case. sdk.saml.cookie_name must not: the gateway
+// names its cookies __Host-<cookie_name> wherever they are Secure, and
+// the checks look for "__Host-" + the name ("__Host-__Host-x" would be
+// no cookie's). The sidecar's configuration and the Go client refuse
+// such a name alike.
+func PrefixedCookieName(name string) bool {
+	return hasPrefixFold(name, HostCookiePrefix) || hasPrefixFold(name, "__Secure-")
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }

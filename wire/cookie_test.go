@@ -20,3 +20,16 @@ func TestValidCookieName(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixedCookieName: a configured session cookie name may not carry
+// the prefix the gateway adds itself, in any case.
+func TestPrefixedCookieName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"__Host-x": true, "__host-x": true, "__HOST-": true, "__Secure-x": true, "__secure-s": true,
+		"svc_session": false, "__Hos": false, "__Hostx": false, "_Host-x": false, "x__Host-": false, "": false,
+	} {
+		if got := wire.PrefixedCookieName(name); got != want {
+			t.Errorf("PrefixedCookieName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

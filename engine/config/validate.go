@@ -192,9 +192,7 @@ func (v *validator) saml(s SAML) {
 	}
 	if !wire.ValidCookieName(s.CookieName) {
 		v.fail("sdk.saml.cookie_name", "must be a cookie name (letters, digits, '-', '_', '.'), got %q", s.CookieName)
-	} else if lower := strings.ToLower(s.CookieName); strings.HasPrefix(lower, "__host-") || strings.HasPrefix(lower, "__secure-") {
-		// The gateway prefixes the name itself, and the checks look for
-		// "__Host-" + the name: "__Host-__Host-x" would be no cookie's.
+	} else if wire.PrefixedCookieName(s.CookieName) {
 		v.fail("sdk.saml.cookie_name", "must not start with __Host- or __Secure-: the gateway names its cookies __Host-<cookie_name> "+
 			"wherever they are Secure, got %q", s.CookieName)
 	}
