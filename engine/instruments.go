@@ -65,6 +65,11 @@ type instruments struct {
 	// dropped is what startVerify and startEval return in place of a
 	// span that would not be recorded.
 	dropped trace.Span
+	// untraced is true when the tracer provider is OpenTelemetry's
+	// no-op one (the C ABI's without an OTLP endpoint): no span is
+	// started, since a no-op span costs a context and ends nowhere; the
+	// caller's own span, if any, stays in the context.
+	untraced bool
 }
 
 // decisionOptions are the measurement options of one decisionKey, as
@@ -98,6 +103,7 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider, e *Engine)
 		internal: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)},
 		dropped:  noop.Span{},
 	}
+	_, t.untraced = tp.(noop.TracerProvider)
 	var err error
 	if t.decisions, err = m.Int64ObservableCounter("svc.decisions",
 		metric.WithDescription("Authorization decisions by result and reason.")); err != nil {
@@ -347,9 +353,9 @@ func observeDecisionCache(m metric.Meter, e *Engine, hit, miss metric.ObserveOpt
 }
 
 // startVerify starts the auth.verify_token span, unless its parent was
-// dropped (see parentDropped).
+// dropped (see parentDropped) or nothing is traced.
 func (t *instruments) startVerify(ctx context.Context) (context.Context, trace.Span) {
-	if parentDropped(ctx) {
+	if t.untraced || parentDropped(ctx) {
 		return ctx, t.dropped
 	}
 	return t.tracer.Start(ctx, SpanVerifyToken, t.internal...)
@@ -386,9 +392,9 @@ func (t *instruments) endVerify(_ context.Context, span trace.Span, d TokenDecis
 }
 
 // startEval starts the policy.evaluate span, unless its parent was
-// dropped (see parentDropped).
+// dropped (see parentDropped) or nothing is traced.
 func (t *instruments) startEval(ctx context.Context) (context.Context, trace.Span) {
-	if parentDropped(ctx) {
+	if t.untraced || parentDropped(ctx) {
 		return ctx, t.dropped
 	}
 	return t.tracer.Start(ctx, SpanEvaluate, t.internal...)

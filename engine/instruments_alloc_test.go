@@ -11,6 +11,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/internal/testkit"
@@ -143,5 +144,37 @@ func benchInstruments(b *testing.B, tp trace.TracerProvider, mp metric.MeterProv
 	b.ReportAllocs()
 	for b.Loop() {
 		op(tel, ctx)
+	}
+}
+
+// TestUntracedDecisionAllocs: with OpenTelemetry's no-op tracer provider
+// (the C ABI's without an OTLP endpoint) a decision's telemetry starts no
+// span, allocates nothing, and leaves the caller's context as it was, so
+// a caller's span is still the one its context carries.
+func TestUntracedDecisionAllocs(t *testing.T) {
+	testkit.SkipUnderRace(t)
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tel, err := newInstruments(noop.NewTracerProvider(), mp, &Engine{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tel.untraced {
+		t.Fatal("the no-op tracer provider is not taken as untraced")
+	}
+	caller := remote(7, trace.FlagsSampled)
+	for name, start := range map[string]func(context.Context) (context.Context, trace.Span){
+		"verify": tel.startVerify, "eval": tel.startEval,
+	} {
+		ctx, span := start(caller)
+		if ctx != caller || span.IsRecording() || span.SpanContext().IsValid() {
+			t.Errorf("%s: a span was started under the no-op provider (context changed: %v)", name, ctx != caller)
+		}
+	}
+	decisionTelemetry(tel, caller)
+	if n := testing.AllocsPerRun(200, func() { decisionTelemetry(tel, caller) }); n > 0 {
+		t.Errorf("an untraced decision's telemetry allocates %.0f times, want 0", n)
+	}
+	if sdk, _, _ := newTestInstruments(t, sdktrace.AlwaysSample()); sdk.untraced {
+		t.Error("an SDK tracer provider is taken as untraced")
 	}
 }
