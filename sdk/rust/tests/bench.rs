@@ -21,7 +21,10 @@ fn best_of_five(n: u32, mut f: impl FnMut()) -> f64 {
 #[test]
 #[ignore]
 fn cached_validate_token() {
-    let e = common::engine("bench");
+    // As the Go benchmark's engine: no audit log (engine.Deps.Audit is
+    // nil there), so both sides do the same work per call.
+    let e = svc::Engine::from_config_file(common::config_file_audit("bench", common::UNLIMITED, Some("off")))
+        .expect("engine");
     let tok = common::idp().token("user-1", "acme", &["viewer"]);
     let d = e.validate_token(&tok).unwrap();
     assert!(d.allowed);

@@ -76,15 +76,21 @@ pub fn claims(sub: &str, tenant: &str, roles: &[&str]) -> serde_json::Value {
 /// Writes a production configuration (tenant acme, fail closed, the
 /// IdP's JWKS, the audit log in audit.log beside it) into a fresh directory and returns the file's path.
 pub fn config_file(name: &str, extra: &str) -> PathBuf {
+    config_file_audit(name, extra, None)
+}
+
+/// config_file with audit.destination set to audit, when given (`"off"`:
+/// no audit log, as in the Go engine's benchmarks).
+pub fn config_file_audit(name: &str, extra: &str, audit: Option<&str>) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("svc-rs-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("svc.toml");
+    let audit = audit.map_or_else(|| dir.join("audit.log").display().to_string(), str::to_string);
     std::fs::write(
         &path,
         format!(
-            "[sdk]\ntenant_id = \"acme\"\nfail_mode = \"closed\"\njwks_url = \"{}\"\n\n[tenants.acme]\nplan = \"enterprise\"\n\n[log]\nlevel = \"error\"\n\n[audit]\ndestination = \"{}\"\n{extra}",
+            "[sdk]\ntenant_id = \"acme\"\nfail_mode = \"closed\"\njwks_url = \"{}\"\n\n[tenants.acme]\nplan = \"enterprise\"\n\n[log]\nlevel = \"error\"\n\n[audit]\ndestination = \"{audit}\"\n{extra}",
             idp().jwks_url,
-            dir.join("audit.log").display()
         ),
     )
     .unwrap();
