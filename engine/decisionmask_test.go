@@ -16,6 +16,7 @@ import (
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/idptest"
 	"github.com/svc-dev/svc/internal/testkit/natstest"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the audit writer and the test.
@@ -117,5 +118,68 @@ func TestDecisionLogMaskOnObservers(t *testing.T) {
 	}
 	if ev.Input.Resource.ID != "o-secret" || ev.Input.User.ID == "" {
 		t.Errorf("observed input %+v: dry-run sessions evaluate it whole", ev.Input)
+	}
+}
+
+// With the decision log and the audit log on, each decision record is
+// its audit line, the same members with the same names and values, plus
+// "input": for allowed, denied and refused decisions, traced or not.
+func TestDecisionRecordIsTheAuditRecord(t *testing.T) {
+	srv := natstest.Start(t)
+	p := idptest.New(t)
+	cfg := decisionLogConfig(t, p, srv.URL())
+	var auditOut lockedBuffer
+	lg := audit.New(&auditOut, audit.Options{})
+	e := newEngine(t, cfg, engine.Deps{Audit: lg})
+	sc := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36},
+		SpanID:  trace.SpanID{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7},
+		Remote:  true,
+	})
+	traced := trace.ContextWithSpanContext(context.Background(), sc)
+	viewer, admin := p.Token(t, claimsFor("acme", "viewer")), p.Token(t, claimsFor("acme", "admin"))
+	var ids []string
+	for _, ctx := range []context.Context{context.Background(), traced} {
+		for _, c := range []struct{ tok, action string }{
+			{viewer, "orders:read"}, {viewer, "orders:delete"}, {admin, "orders:delete"}, {"not-a-token", "orders:read"},
+		} {
+			res, err := e.Decide(ctx, engine.Request{Credential: engine.BearerToken(c.tok),
+				Input: engine.Input{Action: c.action, Resource: policy.Resource{Type: "orders", ID: "o-1"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, res.Decision.DecisionID)
+		}
+	}
+	testkit.Eventually(t, "every decision shipped", func() bool {
+		st := e.Status().DecisionLog
+		return st != nil && st.Shipped == int64(len(ids))
+	})
+	if err := lg.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	records := streamRecords(t, srv)
+	lines := strings.Split(strings.TrimSpace(auditOut.String()), "\n")
+	if len(lines) != len(ids) {
+		t.Fatalf("%d audit lines for %d decisions:\n%s", len(lines), len(ids), auditOut.String())
+	}
+	for i, line := range lines {
+		var got map[string]any
+		if err := json.Unmarshal([]byte(line), &got); err != nil {
+			t.Fatalf("audit line %d %q: %v", i, line, err)
+		}
+		want := records[ids[i]]
+		if want == nil || want["input"] == nil {
+			t.Fatalf("decision %s: record %v", ids[i], want)
+		}
+		delete(want, "input")
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		if string(g) != string(w) {
+			t.Errorf("decision %d: audit record\n%s\ndecision record without input\n%s", i, g, w)
+		}
+	}
+	if !strings.Contains(lines[len(lines)-1], `"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7"`) {
+		t.Errorf("traced audit record without the span's ids: %s", lines[len(lines)-1])
 	}
 }
