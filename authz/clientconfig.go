@@ -90,12 +90,10 @@ func clientDefaults(addr, mode string, lookupEnv func(string) (string, bool), fi
 	if addr == "" {
 		addr = DefaultSidecarAddr
 	}
-	if cookie != "" && !wire.ValidCookieName(cookie) {
-		return clientConfig{}, fmt.Errorf("sdk.saml.cookie_name must be a cookie name (letters, digits, '-', '_', '.'), got %q", cookie)
-	}
-	if cookie != "" && wire.PrefixedCookieName(cookie) {
-		return clientConfig{}, fmt.Errorf("sdk.saml.cookie_name must not start with __Host- or __Secure-: the gateway names its cookies __Host-<cookie_name> "+
-			"wherever they are Secure, got %q", cookie)
+	if cookie != "" {
+		if p := wire.SAMLCookieNameProblem(cookie); p != "" {
+			return clientConfig{}, fmt.Errorf("sdk.saml.cookie_name %s", p)
+		}
 	}
 	return clientConfig{addr: addr, mode: mode, cookie: cookie}, nil
 }

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 )
@@ -58,10 +59,24 @@ func ValidCookieName(name string) bool {
 // "__Secure-", in any case. sdk.saml.cookie_name must not: the gateway
 // names its cookies __Host-<cookie_name> wherever they are Secure, and
 // the checks look for "__Host-" + the name ("__Host-__Host-x" would be
-// no cookie's). The sidecar's configuration and the Go client refuse
-// such a name alike.
+// no cookie's).
 func PrefixedCookieName(name string) bool {
 	return hasPrefixFold(name, HostCookiePrefix) || hasPrefixFold(name, "__Secure-")
+}
+
+// SAMLCookieNameProblem says what is wrong with name as
+// sdk.saml.cookie_name, "" when nothing is: not a ValidCookieName, or a
+// PrefixedCookieName. The sidecar's configuration and the Go client
+// refuse a name with the same words.
+func SAMLCookieNameProblem(name string) string {
+	switch {
+	case !ValidCookieName(name):
+		return fmt.Sprintf("must be a cookie name (letters, digits, '-', '_', '.'), got %q", name)
+	case PrefixedCookieName(name):
+		return fmt.Sprintf("must not start with __Host- or __Secure-: the gateway names its cookies __Host-<cookie_name> "+
+			"wherever they are Secure, got %q", name)
+	}
+	return ""
 }
 
 func hasPrefixFold(s, prefix string) bool {

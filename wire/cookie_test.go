@@ -1,6 +1,8 @@
 package wire_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/svc-dev/svc/wire"
@@ -30,6 +32,23 @@ func TestPrefixedCookieName(t *testing.T) {
 	} {
 		if got := wire.PrefixedCookieName(name); got != want {
 			t.Errorf("PrefixedCookieName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestSAMLCookieNameProblem: a name is refused for its characters first,
+// then for a prefix the gateway adds itself; a good name has no problem.
+func TestSAMLCookieNameProblem(t *testing.T) {
+	for name, want := range map[string]string{
+		"svc_session": "",
+		"a b":         "must be a cookie name",
+		"":            "must be a cookie name",
+		"__Host-x":    "must not start with __Host- or __Secure-",
+		"__secure-s":  "must not start with __Host- or __Secure-",
+	} {
+		got := wire.SAMLCookieNameProblem(name)
+		if (want == "") != (got == "") || !strings.HasPrefix(got, want) || (got != "" && !strings.Contains(got, fmt.Sprintf("%q", name))) {
+			t.Errorf("SAMLCookieNameProblem(%q) = %q, want one starting %q and naming it", name, got, want)
 		}
 	}
 }

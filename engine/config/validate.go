@@ -190,11 +190,8 @@ func (v *validator) saml(s SAML) {
 	if d := s.TokenTTL.Duration; d <= 0 || d > MaxSAMLTokenTTL {
 		v.fail("sdk.saml.token_ttl", "must be positive and at most %s, got %q", MaxSAMLTokenTTL, s.TokenTTL.String())
 	}
-	if !wire.ValidCookieName(s.CookieName) {
-		v.fail("sdk.saml.cookie_name", "must be a cookie name (letters, digits, '-', '_', '.'), got %q", s.CookieName)
-	} else if wire.PrefixedCookieName(s.CookieName) {
-		v.fail("sdk.saml.cookie_name", "must not start with __Host- or __Secure-: the gateway names its cookies __Host-<cookie_name> "+
-			"wherever they are Secure, got %q", s.CookieName)
+	if p := wire.SAMLCookieNameProblem(s.CookieName); p != "" {
+		v.fail("sdk.saml.cookie_name", "%s", p)
 	}
 	// Without Redis the replay store is per process: an unsolicited
 	// assertion accepted by one replica, or before a restart, is accepted
