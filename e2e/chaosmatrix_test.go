@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/internal/harness"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/wire"
 )
 
@@ -283,23 +284,18 @@ func TestChaosMatrix(t *testing.T) {
 				// status request on a loaded machine can take longer than
 				// the fleet's client waits for one.
 				for i := range f.replicas {
-					seen := "no status"
-					shows := func() bool {
+					seen, ok := testkit.Await(10*time.Second, func() (bool, string) {
 						st, ok := f.status(i)
 						if !ok {
-							return false
+							return false, "no status"
 						}
 						d := st.DecisionLog
-						seen = fmt.Sprintf("status %q, reason %q, decision log %+v", st.Status, st.Reason, d)
 						return d != nil && !d.Connected && d.Unsent > 0 && d.Dropped == 0 &&
-							st.Status == "degraded" && st.Reason == "decision-log-unavailable"
-					}
-					deadline := time.Now().Add(10 * time.Second)
-					for !shows() {
-						if time.Now().After(deadline) {
-							return fmt.Sprintf("replica %d does not show its decision log disconnected with records waiting (degraded, decision-log-unavailable): %s", i, seen)
-						}
-						time.Sleep(200 * time.Millisecond)
+								st.Status == "degraded" && st.Reason == "decision-log-unavailable",
+							fmt.Sprintf("status %q, reason %q, decision log %+v", st.Status, st.Reason, d)
+					})
+					if !ok {
+						return fmt.Sprintf("replica %d does not show its decision log disconnected with records waiting (degraded, decision-log-unavailable): %s", i, seen)
 					}
 				}
 				return ""

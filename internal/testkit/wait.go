@@ -30,17 +30,29 @@ func EventuallyWithin(t testing.TB, d time.Duration, what string, cond func() bo
 // prints beside what was awaited.
 func Poll(t testing.TB, d time.Duration, what string, cond func() (ok bool, seen string)) {
 	t.Helper()
+	seen, ok := Await(d, cond)
+	if ok {
+		return
+	}
+	if seen != "" {
+		t.Fatalf("timed out after %v waiting for %s; last seen: %s", d, what, seen)
+	}
+	t.Fatalf("timed out after %v waiting for %s", d, what)
+}
+
+// Await is Poll for a caller that reports a timeout itself rather than
+// failing the test (a fault-matrix row, a helper returning an error): it
+// polls cond as Poll does, and returns the state cond last saw with
+// whether it held within d.
+func Await(d time.Duration, cond func() (ok bool, seen string)) (seen string, ok bool) {
 	deadline := time.Now().Add(d)
 	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
 		ok, seen := cond()
 		if ok {
-			return
+			return seen, true
 		}
 		if time.Now().After(deadline) {
-			if seen != "" {
-				t.Fatalf("timed out after %v waiting for %s; last seen: %s", d, what, seen)
-			}
-			t.Fatalf("timed out after %v waiting for %s", d, what)
+			return seen, false
 		}
 		time.Sleep(pause)
 	}

@@ -47,3 +47,21 @@ func TestPoll(t *testing.T) {
 		}
 	})
 }
+
+// TestAwait: Await reports, without failing anyone, whether the condition
+// held within the deadline and the state it last saw.
+func TestAwait(t *testing.T) {
+	calls := 0
+	seen, ok := Await(time.Minute, func() (bool, string) {
+		calls++
+		return calls == 3, "call " + strconv.Itoa(calls)
+	})
+	if !ok || seen != "call 3" || calls != 3 {
+		t.Errorf("Await = %q, %v after %d calls; want \"call 3\", true after 3", seen, ok, calls)
+	}
+	start := time.Now()
+	seen, ok = Await(20*time.Millisecond, func() (bool, string) { return false, "still no" })
+	if ok || seen != "still no" || time.Since(start) < 20*time.Millisecond {
+		t.Errorf("Await = %q, %v after %v; want \"still no\", false after the deadline", seen, ok, time.Since(start))
+	}
+}
