@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -278,5 +279,41 @@ func TestClientCertsNginx(t *testing.T) {
 	}
 	if status, rc := direct(http.DefaultClient, "URI="+intruderID); status != http.StatusUnauthorized || rc != "client-cert-untrusted" {
 		t.Errorf("an unmapped trust domain from the trusted peer: %d %s; want 401 client-cert-untrusted", status, rc)
+	}
+}
+
+// TestClientCertsForgedThroughShippedProxies: the shipped nginx and Caddy
+// configurations pass a client's headers to the check, and the proxy is
+// listed in sidecar.trusted_proxies (as they ask, for the sign-in
+// budgets). A client that writes its own X-Forwarded-Client-Cert must
+// still be nobody: each configuration drops that header from the check,
+// so the request is refused 401 and never reaches the application.
+func TestClientCertsForgedThroughShippedProxies(t *testing.T) {
+	t.Parallel()
+	root := harness.ModuleRoot(t)
+	s := harness.StartSidecar(t, harness.SidecarOptions{Config: clientCertConfig(`"127.0.0.1"`)})
+	for _, px := range shippedProxies {
+		t.Run(px.name, func(t *testing.T) {
+			up := harness.StartUpstream(t)
+			front := startShippedProxy(t, px.bin, filepath.Join(root, px.file), px.args, map[string]string{
+				"127.0.0.1:7700": s.HTTPAddr, "127.0.0.1:7701": harness.FreeAddr(t), "127.0.0.1:5678": up.Addr,
+			})
+			for _, xfcc := range []string{"URI=" + ordersID, `By=spiffe://acme.example/ns/shop/sa/app;URI=` + ordersID} {
+				hits := up.Hits()
+				req, err := http.NewRequest(http.MethodGet, front+"/orders/1", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("X-Forwarded-Client-Cert", xfcc)
+				status, h, body := harness.Do(t, req)
+				if status != http.StatusUnauthorized {
+					t.Errorf("a client's X-Forwarded-Client-Cert %q through the shipped %s: %s, want 401",
+						xfcc, px.name, harness.Describe(status, h, body))
+				}
+				if up.Hits() != hits {
+					t.Errorf("the request with a forged certificate header reached the application")
+				}
+			}
+		})
 	}
 }

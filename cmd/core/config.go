@@ -77,7 +77,12 @@ sidecar's /check, and counts as errors (with file:line) what lets a client
 choose the method a request is judged as, or gets every check refused:
 underscores_in_headers on and ignore_invalid_headers off (nginx then passes
 a client's X_Svc_Method on), and an auth_request in a file that sets
-X_Svc_Method nowhere (400 method-untrusted). Files it includes are not read.
+X_Svc_Method nowhere (400 method-untrusted). When the sidecar reads client
+certificates from this nginx ([client_certs] trust_domains and
+sidecar.trusted_proxies), an auth_request in a file that sets
+X-Forwarded-Client-Cert nowhere is an error too: nginx passes a client's
+own header on, and the client would be taken for the workload it names.
+Files it includes are not read.
 
 Exit codes: 0 valid, 1 invalid, 2 a file cannot be read.`,
 		Args: args("<file>"),
@@ -113,15 +118,20 @@ func startProblems(path string) []configProblem {
 	return []configProblem{p}
 }
 
-// nginxProblems reads the nginx configuration at path and returns its
-// findings as validate's errors.
-func nginxProblems(path string) ([]configProblem, error) {
+// nginxProblems reads the nginx configuration at path, in front of the
+// sidecar configured by the file at configPath, and returns its findings
+// as validate's errors.
+func nginxProblems(path, configPath string) ([]configProblem, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, inputError(fmt.Errorf("%s: cannot read: %w", path, unwrapPath(err)))
 	}
+	var sc nginxconf.Sidecar
+	if cfg, err := config.ReadFile(configPath); err == nil {
+		sc.ReadsClientCert = len(cfg.ClientCerts.TrustDomains) > 0 && len(cfg.Sidecar.TrustedProxies) > 0
+	}
 	var out []configProblem
-	for _, f := range nginxconf.Lint(data) {
+	for _, f := range nginxconf.Lint(data, sc) {
 		e := &config.Error{Source: path, Line: f.Line, Key: f.Directive, Msg: f.Msg}
 		out = append(out, configProblem{Source: path, Line: f.Line, Key: f.Directive, Message: f.Msg, Text: e.Error()})
 	}
@@ -154,7 +164,7 @@ func (a *app) runConfigValidate(path, nginxConf string) error {
 		out.Valid = len(out.Errors) == 0
 	}
 	if nginxConf != "" {
-		problems, err := nginxProblems(nginxConf)
+		problems, err := nginxProblems(nginxConf, path)
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,10 @@
 // which no client can send, because nginx drops client header names
 // holding an underscore. Two directives turn that dropping off, and a
 // configuration that checks without setting the header gets every check
-// refused; Lint finds all three.
+// refused; Lint finds all three. With client certificates, a check must
+// not carry the client's own X-Forwarded-Client-Cert either: nginx passes
+// client headers on to an auth_request, and the sidecar believes that
+// header from a proxy listed in sidecar.trusted_proxies.
 package nginxconf
 
 import (
@@ -16,6 +19,19 @@ import (
 // MethodHeader is the header that names the original method of an nginx
 // auth_request check (envoy.HeaderNginxMethod).
 const MethodHeader = "X_Svc_Method"
+
+// ClientCertHeader is the header in which a proxy hands the sidecar's
+// HTTP check the client certificate it verified.
+const ClientCertHeader = "X-Forwarded-Client-Cert"
+
+// Sidecar is what Lint needs to know of the sidecar behind the
+// configuration.
+type Sidecar struct {
+	// ReadsClientCert: the sidecar judges client certificates
+	// (client_certs.trust_domains) and believes ClientCertHeader from
+	// this nginx (listed in sidecar.trusted_proxies).
+	ReadsClientCert bool
+}
 
 // Finding is one problem of a configuration: the directive and the line
 // it starts on, and what it breaks.
@@ -39,12 +55,16 @@ type directive struct {
 //     then passes a client's X_Svc_Method on to the check, and the client
 //     picks the method a request is judged as;
 //   - an auth_request without a proxy_set_header of X_Svc_Method anywhere
-//     in the file: every check is refused (400 method-untrusted).
+//     in the file: every check is refused (400 method-untrusted);
+//   - when the sidecar reads client certificates from this nginx, an
+//     auth_request without a proxy_set_header of X-Forwarded-Client-Cert
+//     anywhere in the file: a client's own header reaches the check, and
+//     the client is taken for the workload it names.
 //
 // Files named by include are not read; lint each of them too.
-func Lint(data []byte) []Finding {
+func Lint(data []byte, sc Sidecar) []Finding {
 	var out []Finding
-	authLine, setsMethod := 0, false
+	authLine, setsMethod, setsCert := 0, false, false
 	for _, d := range directives(string(data)) {
 		name := d.words[0]
 		arg := func(i int) string {
@@ -64,12 +84,20 @@ func Lint(data []byte) []Finding {
 			authLine = d.line
 		case name == "proxy_set_header" && strings.EqualFold(arg(1), MethodHeader):
 			setsMethod = true
+		case name == "proxy_set_header" && strings.EqualFold(arg(1), ClientCertHeader):
+			setsCert = true
 		}
 	}
 	if authLine > 0 && !setsMethod {
 		out = append(out, Finding{authLine, "auth_request", "no location sets " + MethodHeader +
 			": the sidecar refuses every check (400 method-untrusted); add proxy_set_header " + MethodHeader +
 			" $request_method; to the location that proxies to /check"})
+	}
+	if authLine > 0 && sc.ReadsClientCert && !setsCert {
+		out = append(out, Finding{authLine, "auth_request", "no location sets " + ClientCertHeader +
+			": nginx passes a client's own on to the check, and the sidecar, which reads client certificates from this nginx" +
+			" (sidecar.trusted_proxies), takes the client for the workload it names; add proxy_set_header " + ClientCertHeader +
+			` ""; (or the certificate nginx verified) to the location that proxies to /check`})
 	}
 	return out
 }

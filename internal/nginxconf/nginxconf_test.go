@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -11,31 +12,44 @@ func TestLint(t *testing.T) {
 	const check = `location = /_svc_check { internal; proxy_pass http://127.0.0.1:7700/check; proxy_set_header X_Svc_Method $request_method; }
 location / { auth_request /_svc_check; proxy_pass http://app; }
 `
+	const certCheck = `location = /_svc_check { internal; proxy_pass http://127.0.0.1:7700/check; proxy_set_header X_Svc_Method $request_method; proxy_set_header X-Forwarded-Client-Cert ""; }
+location / { auth_request /_svc_check; proxy_pass http://app; }
+`
 	tests := []struct {
 		name, conf string
+		sc         Sidecar
 		want       []string // Finding.String()
 	}{
-		{"shipped shape", "http { server {\n" + check + "} }", nil},
+		{"shipped shape", "http { server {\n" + check + "} }", Sidecar{}, nil},
 		{"underscores on", "http {\n  underscores_in_headers on;\n server {\n" + check + "} }",
-			[]string{"2: underscores_in_headers"}},
+			Sidecar{}, []string{"2: underscores_in_headers"}},
 		{"underscores on in any case, in a server", "http { server {\n\n underscores_in_headers ON;\n" + check + "} }",
-			[]string{"3: underscores_in_headers"}},
-		{"underscores off", "http { underscores_in_headers off; server {\n" + check + "} }", nil},
+			Sidecar{}, []string{"3: underscores_in_headers"}},
+		{"underscores off", "http { underscores_in_headers off; server {\n" + check + "} }", Sidecar{}, nil},
 		{"invalid headers passed on", "http {\nignore_invalid_headers off;\n" + check + "}",
-			[]string{"2: ignore_invalid_headers"}},
-		{"commented out", "http { # underscores_in_headers on;\n" + check + "}", nil},
-		{"quoted", "http { add_header X \"a; underscores_in_headers on;\";\n" + check + "}", nil},
+			Sidecar{}, []string{"2: ignore_invalid_headers"}},
+		{"commented out", "http { # underscores_in_headers on;\n" + check + "}", Sidecar{}, nil},
+		{"quoted", "http { add_header X \"a; underscores_in_headers on;\";\n" + check + "}", Sidecar{}, nil},
 		{"auth_request without the method", "http {\nserver {\nlocation / {\n auth_request /_svc_check;\n proxy_pass http://app; }\n" +
 			"location = /_svc_check { proxy_set_header X-Original-URI $request_uri; proxy_set_header X-Original-Method $request_method; } } }",
-			[]string{"4: auth_request"}},
-		{"auth_request off only", "http { location / { auth_request off; } }", nil},
+			Sidecar{}, []string{"4: auth_request"}},
+		{"auth_request off only", "http { location / { auth_request off; } }", Sidecar{}, nil},
 		{"both", "underscores_in_headers on;\nlocation / { auth_request /x; }",
-			[]string{"1: underscores_in_headers", "2: auth_request"}},
+			Sidecar{}, []string{"1: underscores_in_headers", "2: auth_request"}},
+		{"client certificates: a client's header passed on", "http { server {\n" + check + "} }",
+			Sidecar{ReadsClientCert: true}, []string{"3: auth_request"}},
+		{"client certificates: the header dropped", "http { server {\n" + certCheck + "} }",
+			Sidecar{ReadsClientCert: true}, nil},
+		{"client certificates: the header set from the verified one", "http { server {\n" + strings.Replace(certCheck, `""`, `'Cert="$ssl_client_escaped_cert"'`, 1) + "} }",
+			Sidecar{ReadsClientCert: true}, nil},
+		{"client certificates: the header name in another case", "http { server {\n" + strings.Replace(certCheck, "X-Forwarded-Client-Cert", "x-forwarded-client-cert", 1) + "} }",
+			Sidecar{ReadsClientCert: true}, nil},
+		{"client certificates not read", "http { server {\n" + check + "} }", Sidecar{}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, f := range Lint([]byte(tt.conf)) {
+			for _, f := range Lint([]byte(tt.conf), tt.sc) {
 				if f.Msg == "" {
 					t.Errorf("%s: no message", f.Directive)
 				}
@@ -56,7 +70,7 @@ func TestShippedConfigsClean(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f := Lint(b); len(f) != 0 {
+		if f := Lint(b, Sidecar{ReadsClientCert: true}); len(f) != 0 {
 			t.Errorf("%s: %v", p, f)
 		}
 	}
@@ -66,7 +80,7 @@ func FuzzLint(f *testing.F) {
 	f.Add("http { underscores_in_headers on; location / { auth_request /x; } }")
 	f.Add("a 'b;c' \"d\\\"e\" # f\n g;")
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, fd := range Lint([]byte(s)) {
+		for _, fd := range Lint([]byte(s), Sidecar{ReadsClientCert: true}) {
 			if fd.Line < 1 || fd.Msg == "" {
 				t.Fatalf("finding %+v", fd)
 			}

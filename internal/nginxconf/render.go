@@ -78,7 +78,7 @@ func Render(o Options) ([]byte, error) {
 	if err := tmpl.Execute(&b, data); err != nil {
 		return nil, err
 	}
-	if f := Lint(b.Bytes()); len(f) > 0 {
+	if f := Lint(b.Bytes(), Sidecar{ReadsClientCert: true}); len(f) > 0 {
 		return nil, fmt.Errorf("rendered configuration fails its own check: %s", f[0])
 	}
 	return b.Bytes(), nil

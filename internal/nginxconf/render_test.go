@@ -54,7 +54,7 @@ func TestRenderUsesTheAddressesGiven(t *testing.T) {
 			t.Errorf("rendering still holds the default %q", gone)
 		}
 	}
-	if f := nginxconf.Lint(got); len(f) > 0 {
+	if f := nginxconf.Lint(got, nginxconf.Sidecar{ReadsClientCert: true}); len(f) > 0 {
 		t.Errorf("Lint: %v", f)
 	}
 }
