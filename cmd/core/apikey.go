@@ -19,6 +19,7 @@ func (a *app) apiKeyCommand() *cobra.Command {
 		Use:   "api-key",
 		Short: "Create, revoke and list the API keys of an api_keys.file",
 	}
+	group(cmd)
 	cmd.AddCommand(inProcess(a.apiKeyCreateCommand()), inProcess(a.apiKeyRevokeCommand()), inProcess(a.apiKeyListCommand()))
 	return cmd
 }

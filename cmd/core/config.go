@@ -28,9 +28,8 @@ func (a *app) configCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Validate svc configuration files and compare them with each other or a live sidecar",
-		Args:  args(),
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	group(cmd)
 	cmd.AddCommand(inProcess(a.configValidateCommand()), talksToSidecar(a.configDiffCommand()))
 	return cmd
 }

@@ -15,6 +15,7 @@ func (a *app) deployCommand() *cobra.Command {
 		Use:   "deploy",
 		Short: "Write the configuration of a proxy in front of the sidecar",
 	}
+	group(cmd)
 	cmd.AddCommand(inProcess(a.deployNginxCommand()))
 	return cmd
 }

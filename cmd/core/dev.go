@@ -23,6 +23,7 @@ func (a *app) devCommand() *cobra.Command {
 		Use:   "dev",
 		Short: "Development helpers: tokens a sidecar in development mode verifies",
 	}
+	group(cmd)
 	cmd.AddCommand(inProcess(a.devTokenCommand()), inProcess(a.devJWKSCommand()))
 	return cmd
 }

@@ -169,3 +169,45 @@ func TestConfigUnreadableOnEveryCommand(t *testing.T) {
 	}
 	walk(root)
 }
+
+// TestEveryGroupRefusesAMistypedCommand: a command group given a word that
+// is none of its commands exits 2 with "unknown command" and, when the
+// word is close to one, names it; it never prints its help and exits 0,
+// which a script capturing the output (TOKEN=$(core dev tokn)) would take
+// for success.
+func TestEveryGroupRefusesAMistypedCommand(t *testing.T) {
+	root := NewRootCommand(io.Discard, io.Discard)
+	groups := 0
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if c == root || !c.HasAvailableSubCommands() || c.Name() == "completion" || c.Name() == "help" {
+			return
+		}
+		// A runnable command with a subcommand (policy bundle and its
+		// inspect) takes flags and no positional word of its own.
+		var first *cobra.Command
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() {
+				first = sub
+				break
+			}
+		}
+		groups++
+		path := strings.Fields(c.CommandPath())[1:]
+		typo := first.Name()[:len(first.Name())-1] + "q"
+		r := run(t, t.TempDir(), append(path, typo)...)
+		if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "unknown command") && !strings.Contains(r.stderr, "unexpected argument") {
+			t.Errorf("core %s %s: exit %d, stdout %q, stderr %q; want exit %d and unknown command", strings.Join(path, " "), typo, r.code, r.stdout, r.stderr, exitUsage)
+		}
+		if strings.Contains(r.stderr, "unknown command") && !strings.Contains(r.stderr, "did you mean "+first.Name()) {
+			t.Errorf("core %s %s: stderr %q does not suggest %s", strings.Join(path, " "), typo, r.stderr, first.Name())
+		}
+	}
+	walk(root)
+	if groups < 8 {
+		t.Errorf("found %d command groups; has the tree changed?", groups)
+	}
+}

@@ -21,14 +21,8 @@ func (a *app) policyCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "policy",
 		Short: "Test, lint, benchmark and bundle policies",
-		Args: func(cmd *cobra.Command, argv []string) error {
-			if len(argv) > 0 {
-				return usageError("unknown command %q for %q", argv[0], cmd.CommandPath())
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	group(cmd)
 	cmd.AddCommand(inProcess(a.policyTestCommand()), inProcess(a.policyLintCommand()), inProcess(a.policyBenchCommand()), inProcess(a.bundleCommand()), a.policyDryRunCommand(),
 		inProcess(a.policyReplayCommand()), inProcess(a.policyPlanCommand()))
 	return cmd

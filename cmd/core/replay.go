@@ -74,7 +74,7 @@ func (a *app) runReplay(cmd *cobra.Command, dir string, f replayFlags) error {
 	if f.from != "-" {
 		file, err := os.Open(f.from)
 		if err != nil {
-			return inputError(fmt.Errorf("--from: %w", unwrapPath(err)))
+			return inputError(fmt.Errorf("--from %s: %w", f.from, unwrapPath(err)))
 		}
 		defer file.Close()
 		in, name = file, f.from

@@ -162,7 +162,7 @@ func TestPolicyReplayBadInput(t *testing.T) {
 		{"not a record", []string{pol, "--from", write("notrec.ndjson", rec+"\n{\"hello\":1}\n")}, "notrec.ndjson:2: not a decision record"},
 		{"input of the wrong shape", []string{pol, "--from", write("shape.ndjson", `{"allow":true,"reason":"policy-allow","input":{"action":3}}`+"\n")},
 			"shape.ndjson:1: the input is not a policy input"},
-		{"missing file", []string{pol, "--from", filepath.Join(tmp, "nope.ndjson")}, "--from:"},
+		{"missing file", []string{pol, "--from", filepath.Join(tmp, "nope.ndjson")}, "--from " + filepath.Join(tmp, "nope.ndjson") + ": no such file"},
 		{"no --from", []string{pol}, "needs --from"},
 		{"missing policy", []string{"testdata/nope", "--from", write("ok.ndjson", rec+"\n")}, "does not exist"},
 	}

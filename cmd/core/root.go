@@ -420,6 +420,16 @@ func (a *app) writeJSON(v any) error {
 	return enc.Encode(v)
 }
 
+// group makes cmd a command group: without a subcommand it prints its
+// help; an argument is a mistyped subcommand, a usage error (exit 2) with
+// the subcommands it may have meant, never the help and exit 0 that a
+// script would take for success.
+func group(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = samlcmd.GroupArgs(usageError)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	return cmd
+}
+
 // args checks the positional arguments: exactly the names given.
 func args(names ...string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, got []string) error {

@@ -87,6 +87,34 @@ func TestSAMLTestAssertionRoundTrip(t *testing.T) {
 	}
 }
 
+// TestSAMLTestAssertionWithoutConfig: without [sdk.saml], --entity-id and
+// --acs-url, test-assertion says which flags would do and exits 2, and
+// the default key pair directory is neither created nor left behind; it
+// is the user's configuration directory, resolved when the command runs.
+func TestSAMLTestAssertionWithoutConfig(t *testing.T) {
+	tmp := t.TempDir()
+	t.Chdir(tmp)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(tmp, "config"))
+	for _, v := range []string{"SVC_SAML_ENTITY_ID", "SVC_SAML_ACS_URL", "SVC_SAML_IDP_METADATA_URL", "SVC_SAML_IDP_METADATA_FILE"} {
+		t.Setenv(v, "")
+	}
+	r := run(t, tmp, "saml", "test-assertion", "--email", "alice@example.com", "--tenant", "acme")
+	if r.code != 2 || !strings.Contains(r.stderr, "--entity-id and --acs-url") {
+		t.Errorf("without [sdk.saml]: exit %d, stderr %q; want 2 naming --entity-id and --acs-url", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "config")); !os.IsNotExist(err) {
+		t.Errorf("a refused test-assertion left the configuration directory behind (%v)", err)
+	}
+	r = run(t, tmp, "saml", "test-assertion", "--email", "alice@example.com", "--tenant", "acme",
+		"--entity-id", "https://app.example.com/saml", "--acs-url", "https://app.example.com/auth/saml/acs", "--out", "$TMP/resp.b64")
+	if r.code != 0 {
+		t.Fatalf("with --entity-id and --acs-url: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "config", "svc", "saml-test-idp")); err != nil {
+		t.Errorf("the key pair is not in $XDG_CONFIG_HOME/svc/saml-test-idp: %v", err)
+	}
+}
+
 func TestSAMLMetadataCommand(t *testing.T) {
 	tmp := t.TempDir()
 	cfgPath := filepath.Join(tmp, "svc.toml")

@@ -48,9 +48,8 @@ Exit codes: 0 ok, 1 the sidecar refused (a wrong or missing bundle
 signature, an older revision) or is not healthy (status, restart), 2 usage or input error (an unreadable
 bundle file), 3 the sidecar could not be reached, 4 refused to send the admin
 token over plain http to a host that is not loopback.`,
-		Args: args(),
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	group(cmd)
 	cmd.AddCommand(talksToSidecar(a.sidecarStatusCommand()), talksToSidecar(a.reloadPolicyCommand()), talksToSidecar(a.restartCommand()))
 	return cmd
 }

@@ -87,8 +87,7 @@ func (a *app) dropNotice(line []byte, what string) bool {
 
 // liveCommand is a group command (log, trace) that only holds subcommands.
 func liveCommand(use, short string, sub ...*cobra.Command) *cobra.Command {
-	c := &cobra.Command{Use: use, Short: short, Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() }}
+	c := group(&cobra.Command{Use: use, Short: short})
 	c.AddCommand(sub...)
 	return c
 }

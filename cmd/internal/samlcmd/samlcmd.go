@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -62,11 +63,30 @@ func New(h Host) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "saml",
 		Short: "SAML service-provider metadata and signed test assertions",
-		Args:  h.args(),
+		Args:  GroupArgs(h.UsageError),
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(h.metadataCommand(), h.testAssertionCommand())
 	return cmd
+}
+
+// GroupArgs is the Args of a command group, which runs nothing itself:
+// an argument is a mistyped subcommand, refused as a usage error with the
+// subcommands it may have meant.
+func GroupArgs(usage func(format string, args ...any) error) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, got []string) error {
+		if len(got) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", got[0], cmd.CommandPath())
+		if cmd.SuggestionsMinimumDistance <= 0 {
+			cmd.SuggestionsMinimumDistance = 2 // cobra's own default
+		}
+		if s := cmd.SuggestionsFor(got[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return usage("%s", msg)
+	}
 }
 
 // args accepts no positional argument.
@@ -89,7 +109,7 @@ func (h Host) artifactFlag(cmd *cobra.Command, what string) {
 
 // samlConfig loads --config (or ./svc.toml) with the SVC_* environment, as
 // svc-sidecar does, and returns its [sdk.saml] table.
-func (h Host) samlConfig() (*config.SAML, error) {
+func (h Host) samlConfig(hint string) (*config.SAML, error) {
 	path := h.ConfigPath()
 	if path == "" {
 		if _, err := os.Stat("svc.toml"); err == nil {
@@ -105,7 +125,7 @@ func (h Host) samlConfig() (*config.SAML, error) {
 		if where == "" {
 			where = "the environment (no --config, no ./svc.toml)"
 		}
-		return nil, h.InputError(fmt.Errorf("%s has no [sdk.saml] table", where))
+		return nil, h.InputError(fmt.Errorf("%s has no [sdk.saml] table: %sgive --config a file with one", where, hint))
 	}
 	return cfg.SDK.SAML, nil
 }
@@ -150,7 +170,7 @@ configured. Give it to the identity provider. Written to --out <file>
 (--output <file> is accepted too), else to stdout.`,
 		Args: h.args(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := h.samlConfig()
+			s, err := h.samlConfig("")
 			if err != nil {
 				return err
 			}
@@ -197,7 +217,7 @@ too), else to stdout.`,
 	fl.StringVar(&f.email, "email", "", "the user's `email` (NameID)")
 	fl.StringArrayVar(&f.roles, "role", nil, "a `role` (repeat for several)")
 	fl.StringVar(&f.tenant, "tenant", "", "the user's `tenant` id")
-	fl.StringVar(&f.dir, "idp-dir", DefaultTestIdPDir(), "`directory` of the test IdP key pair")
+	fl.StringVar(&f.dir, "idp-dir", "", "`directory` of the test IdP key pair (default $XDG_CONFIG_HOME/svc/saml-test-idp, else ~/.config/svc/saml-test-idp)")
 	fl.StringVar(&f.entityID, "entity-id", "", "SP entity id (default: sdk.saml.entity_id)")
 	fl.StringVar(&f.acsURL, "acs-url", "", "ACS URL (default: sdk.saml.acs_url)")
 	fl.DurationVar(&f.ttl, "ttl", 5*time.Minute, "validity of the assertion")
@@ -216,8 +236,36 @@ func DefaultTestIdPDir() string {
 }
 
 func (h Host) runTestAssertion(cmd *cobra.Command, f testAssertionFlags) error {
+	if !cmd.Flags().Changed("idp-dir") {
+		f.dir = DefaultTestIdPDir()
+	}
 	if f.dir == "" {
 		return h.UsageError("--idp-dir is empty")
+	}
+	// What the assertion needs is checked before the key pair is made,
+	// so that a command that cannot succeed leaves nothing behind.
+	entity, acs := f.entityID, f.acsURL
+	mapping := config.AttributeMapping{Email: config.DefaultSAMLEmailAttribute, Role: config.DefaultSAMLRoleAttribute, Tenant: config.DefaultSAMLTenantAttribute}
+	if !f.metadata {
+		if f.email == "" || f.tenant == "" {
+			return h.UsageError("--email and --tenant are required (or --metadata)")
+		}
+		if f.ttl <= 0 {
+			return h.UsageError("--ttl must be positive")
+		}
+		if entity == "" || acs == "" {
+			s, err := h.samlConfig("give --entity-id and --acs-url, or ")
+			if err != nil {
+				return err
+			}
+			if entity == "" {
+				entity = s.EntityID
+			}
+			if acs == "" {
+				acs = s.ACSURL
+			}
+			mapping = s.AttributeMapping
+		}
 	}
 	idp, created, err := testidp.LoadOrCreate(f.dir, TestIdPEntityID, testIdPSSOURL)
 	if err != nil {
@@ -232,27 +280,6 @@ func (h Host) runTestAssertion(cmd *cobra.Command, f testAssertionFlags) error {
 	if f.metadata {
 		md := idp.Metadata()
 		return h.writeArtifact(cmd, md, map[string]any{"idp_entity_id": TestIdPEntityID, "idp_dir": f.dir, "metadata": string(md)})
-	}
-	if f.email == "" || f.tenant == "" {
-		return h.UsageError("--email and --tenant are required (or --metadata)")
-	}
-	if f.ttl <= 0 {
-		return h.UsageError("--ttl must be positive")
-	}
-	entity, acs := f.entityID, f.acsURL
-	mapping := config.AttributeMapping{Email: config.DefaultSAMLEmailAttribute, Role: config.DefaultSAMLRoleAttribute, Tenant: config.DefaultSAMLTenantAttribute}
-	if entity == "" || acs == "" {
-		s, err := h.samlConfig()
-		if err != nil {
-			return err
-		}
-		if entity == "" {
-			entity = s.EntityID
-		}
-		if acs == "" {
-			acs = s.ACSURL
-		}
-		mapping = s.AttributeMapping
 	}
 	now := time.Now().UTC()
 	r := testidp.Response{
