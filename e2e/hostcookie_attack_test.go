@@ -182,6 +182,12 @@ func TestHostCookieAttacks(t *testing.T) {
 				t.Errorf("victim's browser with a tossed svc_session: %d %v %s, want 200 as the victim", r.status, r.headers, r.body)
 			}
 		}
+		// Nor does it sign in a browser that has no session of its own
+		// (never signed in, signed out, expired): behind this Secure
+		// gateway an unprefixed session cookie is only ever a tossed one.
+		if r := check("svc_session=" + malloryToken); r.status != http.StatusUnauthorized || parseDeny(t, r.body).Reason != "token-missing" {
+			t.Errorf("a browser with a tossed svc_session alone: %d %v %s, want 401 token-missing", r.status, r.headers, r.body)
+		}
 		// Nor does it stand in for a victim's session that is no longer
 		// good.
 		r := check("svc_session=" + malloryToken + "; __Host-svc_session=" + victimSession.Value[:len(victimSession.Value)-4] + "AAAA")

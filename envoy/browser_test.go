@@ -20,9 +20,12 @@ const (
 	acceptFirefox = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 )
 
-// samlConfig is cfg with [sdk.saml] as far as the proxy path reads it.
+// samlConfig is cfg with [sdk.saml] as far as the proxy path reads it,
+// the gateway on plain http on loopback: its session cookie is the
+// unprefixed svc_session, and a __Host- one wins over it.
 func samlConfig(cfg config.Config, redirect *bool) config.Config {
-	cfg.SDK.SAML = &config.SAML{CookieName: "svc_session", PathPrefix: "/auth/saml", BrowserRedirect: redirect}
+	cfg.SDK.SAML = &config.SAML{CookieName: "svc_session", PathPrefix: "/auth/saml", BrowserRedirect: redirect,
+		ACSURL: "http://127.0.0.1:8080/auth/saml/acs"}
 	return cfg
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/idtoken"
+	"github.com/svc-dev/svc/internal/signincookie"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -129,9 +130,9 @@ func New(cfg config.Config, az Authorizer, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("envoy: %w", err)
 	}
 	if cfg.SDK.SAML != nil {
-		m.WithSessionCookie(cfg.SDK.SAML.CookieName)
+		m.WithSessionCookie(cfg.SDK.SAML.CookieName, signincookie.PrefixedOnly(cfg))
 	} else if cfg.SDK.OIDC != nil {
-		m.WithSessionCookie(cfg.SDK.Session.CookieName)
+		m.WithSessionCookie(cfg.SDK.Session.CookieName, signincookie.PrefixedOnly(cfg))
 	}
 	m.trustForwardedFor = cfg.Sidecar.TrustForwardedFor
 	m.WithCaseSensitiveRoutes(cfg.Envoy.RoutesCaseSensitive).WithFormatSuffixes(cfg.Envoy.Formats())

@@ -52,6 +52,9 @@ type Mapper struct {
 	// hostSessionCookie is the same name under wire.HostCookiePrefix,
 	// built once here rather than on every check.
 	sessionCookie, hostSessionCookie string
+	// prefixedOnly: the unprefixed sessionCookie is not read
+	// (WithSessionCookie).
+	prefixedOnly bool
 	// canon holds the case sensitivity of the route table
 	// (envoy.routes_case_sensitive: literal segments match
 	// case-sensitively and the default resource keeps its case) and the
@@ -82,9 +85,13 @@ func (m *Mapper) WithFormatSuffixes(formats []string) *Mapper {
 // WithSessionCookie makes the mapper take the token from the session
 // cookie when a request carries no Authorization header (browsers signed
 // in through the SAML gateway): "__Host-" + name when the request has it,
-// else name (wire.SessionCookie's rule). It returns m.
-func (m *Mapper) WithSessionCookie(name string) *Mapper {
-	m.sessionCookie, m.hostSessionCookie = name, ""
+// else name (wire.SessionCookie's rule). With prefixedOnly, for a
+// deployment whose gateways set only Secure, prefixed cookies, name alone
+// is never read: a sibling subdomain can toss an unprefixed cookie for
+// the parent domain, and a browser without a session of its own would
+// then be signed in as whoever the tossed session names. It returns m.
+func (m *Mapper) WithSessionCookie(name string, prefixedOnly bool) *Mapper {
+	m.sessionCookie, m.hostSessionCookie, m.prefixedOnly = name, "", prefixedOnly
 	if name != "" {
 		m.hostSessionCookie = wire.HostCookiePrefix + name
 	}
@@ -370,7 +377,11 @@ func (m *Mapper) credential(h map[string]string) engine.Credential {
 	}
 	tok := bearerToken(auth)
 	if tok == "" && m.sessionCookie != "" && !hasAuth {
-		tok = cookieValue(h["cookie"], m.hostSessionCookie, m.sessionCookie)
+		plain := m.sessionCookie
+		if m.prefixedOnly {
+			plain = ""
+		}
+		tok = cookieValue(h["cookie"], m.hostSessionCookie, plain)
 	}
 	return engine.BearerToken(tok)
 }
@@ -490,7 +501,7 @@ func cookieValue(header, hostName, name string) string {
 		case !ok:
 		case k == hostName:
 			return strings.Trim(v, `"`)
-		case k == name && !found:
+		case k == name && name != "" && !found:
 			plain, found = strings.Trim(v, `"`), true
 		}
 	}

@@ -476,26 +476,32 @@ func TestSessionCookie(t *testing.T) {
 		}}}
 	}
 	tests := []struct {
-		name    string
-		cookie  string // the mapper's session cookie, "" for none
-		headers map[string]string
-		want    string
+		name     string
+		cookie   string // the mapper's session cookie, "" for none
+		prefixed bool   // the gateways set only prefixed cookies
+		headers  map[string]string
+		want     string
 	}{
-		{"cookie when no authorization", "svc_session", map[string]string{"cookie": "a=1; svc_session=tok.from.cookie; b=2"}, "tok.from.cookie"},
-		{"bearer wins over cookie", "svc_session", map[string]string{"authorization": "Bearer hdr", "cookie": "svc_session=c"}, "hdr"},
-		{"another scheme is not replaced by the cookie", "svc_session", map[string]string{"authorization": "Basic x", "cookie": "svc_session=c"}, ""},
-		{"no cookie configured", "", map[string]string{"cookie": "svc_session=c"}, ""},
-		{"other cookie only", "svc_session", map[string]string{"cookie": "svc_session_x=c"}, ""},
-		{"__Host- cookie", "svc_session", map[string]string{"cookie": "a=1; __Host-svc_session=host.tok; b=2"}, "host.tok"},
+		// Behind Secure gateways, a tossed unprefixed cookie alone is no
+		// session: the browser that carries it has none of its own.
+		{"prefixed only: a tossed cookie alone", "svc_session", true, map[string]string{"cookie": "svc_session=tossed"}, ""},
+		{"prefixed only: __Host- cookie", "svc_session", true, map[string]string{"cookie": "svc_session=tossed; __Host-svc_session=host.tok"}, "host.tok"},
+		{"prefixed only: bearer", "svc_session", true, map[string]string{"authorization": "Bearer hdr", "cookie": "svc_session=c"}, "hdr"},
+		{"cookie when no authorization", "svc_session", false, map[string]string{"cookie": "a=1; svc_session=tok.from.cookie; b=2"}, "tok.from.cookie"},
+		{"bearer wins over cookie", "svc_session", false, map[string]string{"authorization": "Bearer hdr", "cookie": "svc_session=c"}, "hdr"},
+		{"another scheme is not replaced by the cookie", "svc_session", false, map[string]string{"authorization": "Basic x", "cookie": "svc_session=c"}, ""},
+		{"no cookie configured", "", false, map[string]string{"cookie": "svc_session=c"}, ""},
+		{"other cookie only", "svc_session", false, map[string]string{"cookie": "svc_session_x=c"}, ""},
+		{"__Host- cookie", "svc_session", false, map[string]string{"cookie": "a=1; __Host-svc_session=host.tok; b=2"}, "host.tok"},
 		// A sibling subdomain tosses svc_session with Domain=.example.com
 		// and a longer path, so the browser sends it first.
-		{"__Host- cookie over a tossed one before it", "svc_session", map[string]string{"cookie": "svc_session=tossed; __Host-svc_session=host.tok"}, "host.tok"},
-		{"__Host- cookie over a tossed one after it", "svc_session", map[string]string{"cookie": "__Host-svc_session=host.tok; svc_session=tossed"}, "host.tok"},
-		{"__Host- cookie in a second header", "svc_session", map[string]string{"cookie": "svc_session=tossed, __Host-svc_session=host.tok"}, "host.tok"},
-		{"empty __Host- cookie is not filled by a tossed one", "svc_session", map[string]string{"cookie": "svc_session=tossed; __Host-svc_session="}, ""},
-		{"first unprefixed cookie without a __Host- one", "svc_session", map[string]string{"cookie": "svc_session=first; svc_session=second"}, "first"},
-		{"__Host- cookie of another name", "svc_session", map[string]string{"cookie": "__Host-svc_session_req=r; __Host-other=o"}, ""},
-		{"__Host- custom name", "app_sess", map[string]string{"cookie": "app_sess=tossed; __Host-app_sess=host.tok"}, "host.tok"},
+		{"__Host- cookie over a tossed one before it", "svc_session", false, map[string]string{"cookie": "svc_session=tossed; __Host-svc_session=host.tok"}, "host.tok"},
+		{"__Host- cookie over a tossed one after it", "svc_session", false, map[string]string{"cookie": "__Host-svc_session=host.tok; svc_session=tossed"}, "host.tok"},
+		{"__Host- cookie in a second header", "svc_session", false, map[string]string{"cookie": "svc_session=tossed, __Host-svc_session=host.tok"}, "host.tok"},
+		{"empty __Host- cookie is not filled by a tossed one", "svc_session", false, map[string]string{"cookie": "svc_session=tossed; __Host-svc_session="}, ""},
+		{"first unprefixed cookie without a __Host- one", "svc_session", false, map[string]string{"cookie": "svc_session=first; svc_session=second"}, "first"},
+		{"__Host- cookie of another name", "svc_session", false, map[string]string{"cookie": "__Host-svc_session_req=r; __Host-other=o"}, ""},
+		{"__Host- custom name", "app_sess", false, map[string]string{"cookie": "app_sess=tossed; __Host-app_sess=host.tok"}, "host.tok"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -504,7 +510,7 @@ func TestSessionCookie(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tt.cookie != "" {
-				m.WithSessionCookie(tt.cookie)
+				m.WithSessionCookie(tt.cookie, tt.prefixed)
 			}
 			cred, in, err := m.FromCheckRequest(req(tt.headers))
 			if err != nil {

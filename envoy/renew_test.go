@@ -27,7 +27,8 @@ func oidcConfig(tenants ...string) config.Config {
 	cfg.SDK.TenantID = testTenant
 	cfg.Sidecar.Routes = testRoutes
 	cfg.SDK.Session.CookieName = "svc_session"
-	cfg.SDK.OIDC = &config.OIDC{IssuerURL: "https://op.example", ClientID: "app", PathPrefix: "/auth/oidc"}
+	cfg.SDK.OIDC = &config.OIDC{IssuerURL: "https://op.example", ClientID: "app", PathPrefix: "/auth/oidc",
+		RedirectURL: "http://127.0.0.1:8080/auth/oidc/callback"} // plain cookies on loopback
 	for _, t := range tenants {
 		cfg.SDK.OIDC.Providers = append(cfg.SDK.OIDC.Providers, config.OIDCProvider{Name: t, Tenant: t, IssuerURL: "https://" + t + ".example", ClientID: "app"})
 	}

@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/loopback"
 	"github.com/svc-dev/svc/wire"
 )
@@ -38,6 +39,32 @@ type Jar struct {
 // u are Secure: everywhere but plain http on a loopback host.
 func SecureFor(u *url.URL) bool {
 	return !(u.Scheme == "http" && loopback.Host(u.Hostname()))
+}
+
+// PrefixedOnly reports whether every sign-in gateway cfg configures
+// ([sdk.saml], [sdk.oidc] and its providers) sets Secure, prefixed
+// cookies, so that an unprefixed session cookie can only be one that a
+// sibling subdomain tossed in, and the checks must not read it. A gateway
+// on plain http on loopback (local development) sets unprefixed cookies,
+// and then they are read. A URL that does not parse counts as Secure: the
+// configuration refuses it before any check.
+func PrefixedOnly(cfg config.Config) bool {
+	var urls []string
+	if s := cfg.SDK.SAML; s != nil {
+		urls = append(urls, s.ACSURL)
+	}
+	for _, p := range cfg.SDK.OIDC.All() {
+		urls = append(urls, p.RedirectURL)
+	}
+	if len(urls) == 0 {
+		return false
+	}
+	for _, raw := range urls {
+		if u, err := url.Parse(raw); err == nil && !SecureFor(u) {
+			return false
+		}
+	}
+	return true
 }
 
 // Name is the name the jar gives the cookie base: base under
