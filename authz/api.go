@@ -1,9 +1,10 @@
 package authz
 
 import (
-	"github.com/svc-dev/svc/wire"
 	"net/http"
 	"strings"
+
+	"github.com/svc-dev/svc/wire"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/status"

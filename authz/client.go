@@ -73,9 +73,11 @@ type Client struct {
 	target   string
 	failMode string
 	cookie   string
-	timeout  time.Duration
-	log      *slog.Logger
-	lastWarn atomic.Int64
+	// prefixedOnly is clientConfig.prefixedOnly.
+	prefixedOnly bool
+	timeout      time.Duration
+	log          *slog.Logger
+	lastWarn     atomic.Int64
 }
 
 var _ Authorizer = (*Client)(nil)
@@ -136,12 +138,13 @@ func NewClient(addr string, opts ClientOptions) (*Client, error) {
 		t = grpcTransport{conn: conn, rpc: authzv1.NewAuthzServiceClient(conn)}
 	}
 	c := &Client{
-		t:        t,
-		target:   addr,
-		failMode: mode,
-		cookie:   cc.cookie,
-		timeout:  timeout,
-		log:      opts.Logger,
+		t:            t,
+		target:       addr,
+		failMode:     mode,
+		cookie:       cc.cookie,
+		prefixedOnly: cc.prefixedOnly,
+		timeout:      timeout,
+		log:          opts.Logger,
 	}
 	if c.log == nil {
 		c.log = slog.Default()
@@ -166,6 +169,14 @@ func (c *Client) FailMode() string { return c.failMode }
 // gateway ([sdk.saml] or SVC_SAML_ENTITY_ID); "" when it has none. The
 // Middleware takes a token from it when its options name no cookie.
 func (c *Client) SessionCookie() string { return c.cookie }
+
+// SessionCookiePrefixedOnly reports whether only "__Host-" +
+// SessionCookie() counts: the gateway's ACS URL (SVC_SAML_ACS_URL, else
+// sdk.saml.acs_url) is one on which it names every cookie with that
+// prefix, so an unprefixed session cookie can only be one a sibling
+// subdomain tossed in. Middleware follows it when its options name no
+// cookie.
+func (c *Client) SessionCookiePrefixedOnly() bool { return c.prefixedOnly }
 
 // Target returns the sidecar address or URL the client talks to.
 func (c *Client) Target() string { return c.target }

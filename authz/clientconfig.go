@@ -28,6 +28,7 @@ type clientSettings struct {
 		FailMode    string `toml:"fail_mode"`
 		SAML        *struct {
 			CookieName string `toml:"cookie_name"`
+			ACSURL     string `toml:"acs_url"`
 		} `toml:"saml"`
 	} `toml:"sdk"`
 }
@@ -39,6 +40,10 @@ type clientConfig struct {
 	// cookie is the SAML gateway's session cookie, "" when the deployment
 	// has no gateway.
 	cookie string
+	// prefixedOnly: the gateway's public URL (sdk.saml.acs_url) is known
+	// and its cookies are all prefixed, so an unprefixed session cookie
+	// is never read (wire.SessionCookieFrom).
+	prefixedOnly bool
 }
 
 // clientDefaults fills addr and mode when empty: SVC_SIDECAR_ADDR and
@@ -47,7 +52,9 @@ type clientConfig struct {
 // session cookie is SVC_SAML_COOKIE_NAME, else sdk.saml.cookie_name, else
 // DefaultSessionCookie when the deployment has a SAML gateway (an
 // [sdk.saml] table, or SVC_SAML_ENTITY_ID, which the sidecar needs for
-// one), else none.
+// one), else none. Only the prefixed session cookie is read when the
+// gateway's ACS URL, SVC_SAML_ACS_URL else sdk.saml.acs_url, is one
+// whose cookies the gateway prefixes (wire.PrefixesCookies).
 func clientDefaults(addr, mode string, lookupEnv func(string) (string, bool), file string) (clientConfig, error) {
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
@@ -62,6 +69,7 @@ func clientDefaults(addr, mode string, lookupEnv func(string) (string, bool), fi
 	if _, ok := lookupEnv("SVC_SAML_ENTITY_ID"); ok && !cookieSet {
 		cookie = DefaultSessionCookie
 	}
+	acs, _ := lookupEnv("SVC_SAML_ACS_URL")
 	if file != "" {
 		data, err := os.ReadFile(file)
 		switch {
@@ -85,6 +93,9 @@ func clientDefaults(addr, mode string, lookupEnv func(string) (string, bool), fi
 					cookie = DefaultSessionCookie
 				}
 			}
+			if s.SDK.SAML != nil && acs == "" {
+				acs = s.SDK.SAML.ACSURL
+			}
 		}
 	}
 	if addr == "" {
@@ -95,5 +106,5 @@ func clientDefaults(addr, mode string, lookupEnv func(string) (string, bool), fi
 			return clientConfig{}, fmt.Errorf("sdk.saml.cookie_name %s", p)
 		}
 	}
-	return clientConfig{addr: addr, mode: mode, cookie: cookie}, nil
+	return clientConfig{addr: addr, mode: mode, cookie: cookie, prefixedOnly: acs != "" && wire.PrefixesCookies(acs)}, nil
 }

@@ -54,6 +54,15 @@ type MiddlewareOptions struct {
 	// the cookie off. A request with an Authorization header never falls
 	// back to the cookie, whatever its scheme.
 	SessionCookie string
+	// SessionCookiePrefixedOnly reads only "__Host-" + SessionCookie,
+	// never the unprefixed cookie: right wherever the gateway's cookies
+	// are Secure (its public URL is not plain http on a loopback host),
+	// since an unprefixed session cookie there can only be one a sibling
+	// subdomain tossed in for the parent domain, which would sign a
+	// browser without a session of its own in as whoever it names. When
+	// SessionCookie is empty it is also taken from the Authorizer
+	// (SessionCookiePrefixedOnly() of a Client or a local authorizer).
+	SessionCookiePrefixedOnly bool
 	// Realm, when set, is announced in WWW-Authenticate.
 	Realm string
 	// Logger receives errors that are neither decisions nor outages;
@@ -151,6 +160,9 @@ func Middleware(c Authorizer, opts MiddlewareOptions) func(http.Handler) http.Ha
 	case "":
 		if sc, ok := c.(interface{ SessionCookie() string }); ok {
 			opts.SessionCookie = sc.SessionCookie()
+		}
+		if sc, ok := c.(interface{ SessionCookiePrefixedOnly() bool }); ok && sc.SessionCookiePrefixedOnly() {
+			opts.SessionCookiePrefixedOnly = true
 		}
 	}
 	return func(next http.Handler) http.Handler {
@@ -260,7 +272,7 @@ func (m *middleware) token(r *http.Request) string {
 	if hasAuth || m.opts.SessionCookie == "" {
 		return ""
 	}
-	v, _ := wire.SessionCookie(r, m.opts.SessionCookie)
+	v, _ := wire.SessionCookieFrom(r, m.opts.SessionCookie, m.opts.SessionCookiePrefixedOnly)
 	return strings.TrimSpace(v)
 }
 

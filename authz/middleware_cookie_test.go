@@ -123,7 +123,9 @@ func TestMiddlewareSessionCookie(t *testing.T) {
 // TestMiddlewareSessionCookieFromConfig: with no SessionCookie option the
 // middleware takes the cookie the deployment's configuration names
 // (sdk.saml.cookie_name through the Client, the engine's for
-// server.Local), none without a SAML gateway, and "-" turns it off.
+// server.Local), none without a SAML gateway, and "-" turns it off; where
+// the gateway's ACS URL is known and not plain http on loopback, only the
+// __Host- cookie counts.
 func TestMiddlewareSessionCookieFromConfig(t *testing.T) {
 	p := servertest.NewIDP(t)
 	eng := servertest.NewEngine(t, p, nil)
@@ -156,7 +158,20 @@ func TestMiddlewareSessionCookieFromConfig(t *testing.T) {
 		{"no SAML gateway: no cookie", client(nil), authz.MiddlewareOptions{}, "svc_session", 401},
 		{"turned off", client(map[string]string{"SVC_SAML_COOKIE_NAME": "app_sess"}), authz.MiddlewareOptions{SessionCookie: "-"}, "app_sess", 401},
 		{"option over the configuration", client(map[string]string{"SVC_SAML_COOKIE_NAME": "app_sess"}), authz.MiddlewareOptions{SessionCookie: "mine"}, "mine", 200},
-		{"local engine with [sdk.saml]", server.Local(samlEngine), authz.MiddlewareOptions{}, "engine_sess", 200},
+		// Behind a gateway on https every cookie it sets is prefixed: an
+		// unprefixed one was tossed in by a sibling subdomain.
+		{"local engine with [sdk.saml] on https: a tossed cookie", server.Local(samlEngine), authz.MiddlewareOptions{}, "engine_sess", 401},
+		{"local engine with [sdk.saml] on https", server.Local(samlEngine), authz.MiddlewareOptions{}, "__Host-engine_sess", 200},
+		{"SVC_SAML_ACS_URL on https: a tossed cookie", client(map[string]string{"SVC_SAML_COOKIE_NAME": "app_sess", "SVC_SAML_ACS_URL": "https://app.example.com/auth/saml/acs"}),
+			authz.MiddlewareOptions{}, "app_sess", 401},
+		{"SVC_SAML_ACS_URL on https", client(map[string]string{"SVC_SAML_COOKIE_NAME": "app_sess", "SVC_SAML_ACS_URL": "https://app.example.com/auth/saml/acs"}),
+			authz.MiddlewareOptions{}, "__Host-app_sess", 200},
+		{"SVC_SAML_ACS_URL on loopback http", client(map[string]string{"SVC_SAML_COOKIE_NAME": "app_sess", "SVC_SAML_ACS_URL": "http://127.0.0.1:8080/auth/saml/acs"}),
+			authz.MiddlewareOptions{}, "app_sess", 200},
+		{"prefixed only by option", client(map[string]string{"SVC_SAML_COOKIE_NAME": "app_sess"}),
+			authz.MiddlewareOptions{SessionCookie: "mine", SessionCookiePrefixedOnly: true}, "mine", 401},
+		{"prefixed only by option, the prefixed cookie", client(map[string]string{"SVC_SAML_COOKIE_NAME": "app_sess"}),
+			authz.MiddlewareOptions{SessionCookie: "mine", SessionCookiePrefixedOnly: true}, "__Host-mine", 200},
 		{"local engine without [sdk.saml]", server.Local(eng), authz.MiddlewareOptions{}, "svc_session", 401},
 	}
 	for _, tt := range tests {

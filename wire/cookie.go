@@ -2,7 +2,9 @@ package wire
 
 import (
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -36,6 +38,48 @@ func SessionCookie(r *http.Request, name string) (string, bool) {
 		return c.Value, true
 	}
 	return "", false
+}
+
+// SessionCookieFrom is SessionCookie, except that with prefixedOnly only
+// the cookie HostCookiePrefix+name is read. A deployment whose gateway
+// names its cookies with the prefix (PrefixesCookies of its public URL)
+// sets no unprefixed session cookie: one in a request can only have been
+// tossed in by a sibling subdomain for the parent domain, and a browser
+// without a session of its own would be signed in as whoever it names.
+func SessionCookieFrom(r *http.Request, name string, prefixedOnly bool) (string, bool) {
+	if !prefixedOnly {
+		return SessionCookie(r, name)
+	}
+	if name == "" {
+		return "", false
+	}
+	if c, err := r.Cookie(HostCookiePrefix + name); err == nil {
+		return c.Value, true
+	}
+	return "", false
+}
+
+// PrefixesCookies reports whether a sign-in gateway whose public URL
+// (sdk.saml.acs_url, an OpenID Connect redirect_url) is raw marks its
+// cookies Secure and names them with HostCookiePrefix: everywhere but on
+// plain http on a loopback host. A URL that does not parse counts as
+// Secure; the configuration refuses it before any sign-in.
+func PrefixesCookies(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return true
+	}
+	return !(u.Scheme == "http" && LoopbackHost(u.Hostname()))
+}
+
+// LoopbackHost reports whether host (without a port) is "localhost" or a
+// loopback IP address.
+func LoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // ValidCookieName reports whether name may name the session cookie

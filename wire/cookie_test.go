@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -49,6 +50,48 @@ func TestSAMLCookieNameProblem(t *testing.T) {
 		got := wire.SAMLCookieNameProblem(name)
 		if (want == "") != (got == "") || !strings.HasPrefix(got, want) || (got != "" && !strings.Contains(got, fmt.Sprintf("%q", name))) {
 			t.Errorf("SAMLCookieNameProblem(%q) = %q, want one starting %q and naming it", name, got, want)
+		}
+	}
+}
+
+func TestPrefixesCookies(t *testing.T) {
+	for raw, want := range map[string]bool{
+		"https://app.example.com/auth/saml/acs": true,
+		"https://127.0.0.1/acs":                 true,
+		"http://app.example.com/acs":            true,
+		"http://127.0.0.1:8080/acs":             false,
+		"http://127.1.2.3/acs":                  false,
+		"http://LOCALHOST:8080/acs":             false,
+		"http://[::1]:8080/acs":                 false,
+		"http://[::2]:8080/acs":                 true,
+		"::not a url":                           true,
+	} {
+		if got := wire.PrefixesCookies(raw); got != want {
+			t.Errorf("PrefixesCookies(%q) = %v, want %v", raw, got, want)
+		}
+	}
+}
+
+// TestSessionCookieFrom: with prefixedOnly, an unprefixed session cookie
+// is never the session, wherever it stands; without, it is read when no
+// prefixed one is there.
+func TestSessionCookieFrom(t *testing.T) {
+	tests := []struct {
+		cookie   string
+		prefixed bool
+		want     string
+	}{
+		{"svc_session=tossed", true, ""},
+		{"svc_session=tossed", false, "tossed"},
+		{"svc_session=tossed; __Host-svc_session=mine", true, "mine"},
+		{"__Host-svc_session=mine; svc_session=tossed", false, "mine"},
+		{"other=x", true, ""},
+	}
+	for _, tt := range tests {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("Cookie", tt.cookie)
+		if got, _ := wire.SessionCookieFrom(r, "svc_session", tt.prefixed); got != tt.want {
+			t.Errorf("SessionCookieFrom(%q, prefixedOnly %v) = %q, want %q", tt.cookie, tt.prefixed, got, tt.want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/reason"
+	"github.com/svc-dev/svc/wire"
 )
 
 // LocalAuthorizer is an authz.Authorizer that decides in-process, on an engine
@@ -16,6 +17,8 @@ type LocalAuthorizer struct {
 	d        Decider
 	failMode string
 	cookie   string
+	// prefixedOnly: only "__Host-" + cookie counts (SessionCookiePrefixedOnly).
+	prefixedOnly bool
 }
 
 var _ authz.Authorizer = (*LocalAuthorizer)(nil)
@@ -37,6 +40,7 @@ func Local(d Decider) *LocalAuthorizer {
 			if l.cookie == "" {
 				l.cookie = config.DefaultSAMLCookieName
 			}
+			l.prefixedOnly = wire.PrefixesCookies(cfg.SDK.SAML.ACSURL)
 		}
 	}
 	return l
@@ -46,6 +50,11 @@ func Local(d Decider) *LocalAuthorizer {
 // has no [sdk.saml] table; the authz middleware reads the session token
 // from it.
 func (l *LocalAuthorizer) SessionCookie() string { return l.cookie }
+
+// SessionCookiePrefixedOnly reports whether the engine's SAML gateway
+// prefixes its cookies (its acs_url is not plain http on a loopback
+// host), so that only "__Host-" + SessionCookie() counts.
+func (l *LocalAuthorizer) SessionCookiePrefixedOnly() bool { return l.prefixedOnly }
 
 // FailMode returns authz.FailOpen or authz.FailClosed.
 func (l *LocalAuthorizer) FailMode() string { return l.failMode }

@@ -12,17 +12,13 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/svc-dev/svc/wire"
 )
 
 // Host reports whether host (a name or an IP address, without a port) is
 // localhost, in 127.0.0.0/8 or ::1. Host names are case-insensitive.
-func Host(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+func Host(host string) bool { return wire.LoopbackHost(host) }
 
 // SecureURL reports whether u may carry keys or trusted documents: https,
 // or plain http to a loopback host.

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
-	"github.com/svc-dev/svc/engine/loopback"
 	"github.com/svc-dev/svc/wire"
 )
 
@@ -38,7 +37,7 @@ type Jar struct {
 // SecureFor reports whether the cookies of a gateway whose public URL is
 // u are Secure: everywhere but plain http on a loopback host.
 func SecureFor(u *url.URL) bool {
-	return !(u.Scheme == "http" && loopback.Host(u.Hostname()))
+	return wire.PrefixesCookies(u.String())
 }
 
 // PrefixedOnly reports whether every sign-in gateway cfg configures
@@ -60,7 +59,7 @@ func PrefixedOnly(cfg config.Config) bool {
 		return false
 	}
 	for _, raw := range urls {
-		if u, err := url.Parse(raw); err == nil && !SecureFor(u) {
+		if !wire.PrefixesCookies(raw) {
 			return false
 		}
 	}
