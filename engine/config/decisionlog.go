@@ -93,8 +93,9 @@ type DecisionLog struct {
 	// erased from every decision record and every audit record (the
 	// latter have no input); the pointers that erased something are
 	// listed in the record's "erased". Credentials are redacted before
-	// the mask runs, whatever it says. Env SVC_DECISION_LOG_MASK
-	// (comma-separated).
+	// the mask runs, whatever it says. No pointer may name
+	// "/decision_id", by which consumers de-duplicate records. Env
+	// SVC_DECISION_LOG_MASK (comma-separated).
 	Mask []string `toml:"mask" yaml:"mask"`
 }
 
