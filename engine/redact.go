@@ -21,7 +21,8 @@ var visibleHeaders = map[string]bool{
 // beyond the subject hidden: every claim except sub (user.id), tenant_id
 // and the roles is replaced by Redacted (user.email and each
 // user.claims and identity.claims value), and so are request header values other than a few
-// harmless ones and the query values.
+// harmless ones, the query values, and the query names that
+// QueryNameShown does not show (one member Redacted stands for them all).
 func RedactedInput(in Input) []byte {
 	return AppendRedactedInput(make([]byte, 0, 512), &in)
 }
@@ -96,7 +97,7 @@ func appendRedactedInput(b []byte, in *Input, src RequestSource) []byte {
 		}
 		if len(query) > 0 {
 			b = append(b, `,"query":`...)
-			b = appendRedactedMap(b, query, nil)
+			b = appendRedactedQuery(b, query)
 		}
 		if src != nil {
 			b = appendSourceHeaders(b, src)
@@ -192,6 +193,64 @@ func appendRedactedMap[V any](b []byte, m map[string]V, visible func(string) boo
 		e.add(k, v)
 	}
 	return e.appendRedacted(b, visible)
+}
+
+// maxQueryName is the longest query parameter name QueryNameShown shows.
+const maxQueryName = 64
+
+// QueryNameShown reports whether a redacted input shows the name k of a
+// query parameter whose value is v: a name made like a parameter's, of
+// 1 to maxQueryName ASCII letters, digits, '_', '-' and '.', and '[' and
+// ']' after the first byte ("filter[status]", "ids[]"), of a parameter
+// with a value. Any other name may be data itself: a credential sent as
+// a parameter without a value ("?eyJhbGciOi..."), or one whose "="
+// was percent-encoded ("?access_token%3Dabc" names "access_token=abc").
+// No shown name is Redacted, which starts with '['.
+func QueryNameShown(k, v string) bool {
+	if v == "" || k == "" || len(k) > maxQueryName {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		switch c := k[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-', c == '.':
+		case (c == '[' || c == ']') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// appendRedactedQuery appends the query q as appendRedactedMap writes it
+// with every value Redacted, and the names QueryNameShown hides replaced
+// by one member Redacted.
+func appendRedactedQuery(b []byte, q map[string]string) []byte {
+	if q == nil {
+		return append(b, "null"...)
+	}
+	if len(q) > smallMap {
+		keys := make([]string, 0, len(q))
+		for k, v := range q {
+			if !QueryNameShown(k, v) {
+				k = Redacted
+			}
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		return appendRedactedKeys(b, slices.Compact(keys), q, nil)
+	}
+	var e entries[string]
+	hidden := false
+	for k, v := range q {
+		if !QueryNameShown(k, v) {
+			if hidden {
+				continue
+			}
+			k, hidden = Redacted, true
+		}
+		e.add(k, v)
+	}
+	return e.appendRedacted(b, nil)
 }
 
 // appendSourceHeaders appends the member "headers" of the request whose

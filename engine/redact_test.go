@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -46,6 +47,10 @@ func TestRedactedInputKeepsOnlySubjectTenantAndRoles(t *testing.T) {
 	}
 }
 
+// queryName is what a query parameter's name shown in a redacted input
+// is made of.
+var queryName = regexp.MustCompile(`^[A-Za-z0-9_.-][][A-Za-z0-9_.-]{0,63}$`)
+
 // redactedByCopy is what RedactedInput writes, the slow way: a redacted
 // copy of in marshaled by encoding/json.
 func redactedByCopy(in engine.Input) []byte {
@@ -81,8 +86,11 @@ func redactedByCopy(in engine.Input) []byte {
 			}
 		}
 		if len(r.Query) > 0 {
-			rc.Query = maps.Clone(r.Query)
-			for k := range rc.Query {
+			rc.Query = make(map[string]string, len(r.Query))
+			for k, v := range r.Query {
+				if v == "" || !queryName.MatchString(k) {
+					k = engine.Redacted
+				}
 				rc.Query[k] = engine.Redacted
 			}
 		}
@@ -126,7 +134,58 @@ func redactInputCases() []engine.Input {
 	}
 	req.Headers["Accept"], req.Headers["user-agent"] = "*/*", "curl"
 	many.Request = &req
-	return []engine.Input{{}, full, bare, many}
+	// Query names that are data, on the stack and past it.
+	names := full
+	nreq := *full.Request
+	nreq.Query = secretQueryNames()
+	names.Request = &nreq
+	manyNames := full
+	mreq := *full.Request
+	mreq.Query = secretQueryNames()
+	for i := range 30 {
+		mreq.Query[fmt.Sprintf("tok%02d", i)] = ""
+		mreq.Query[fmt.Sprintf("q%02d", i)] = "v"
+	}
+	manyNames.Request = &mreq
+	return []engine.Input{{}, full, bare, many, names, manyNames}
+}
+
+// secretQueryNames is a query whose names hold data ("SECRET"), with
+// names a redacted input shows.
+func secretQueryNames() map[string]string {
+	return map[string]string{
+		"SECRETQUERY3cccc":                 "",
+		"access_token=SECRET":              "x",
+		"[SECRET]":                         "x",
+		"a SECRET":                         "x",
+		"SECRET" + strings.Repeat("x", 60): "x",
+		"[REDACTED]":                       "x",
+		"filter[status]":                   "open",
+		"ids[]":                            "1,2",
+		"page":                             "2",
+		"Z.z-9_":                           "y",
+	}
+}
+
+// A query parameter's name is shown only when it is made like one and
+// its parameter has a value; the other names are one member Redacted.
+func TestRedactedInputHidesQueryNamesThatAreData(t *testing.T) {
+	in := engine.Input{Request: &policy.Request{Method: "GET", Path: "/orders/1", Query: secretQueryNames()}}
+	got := engine.RedactedInput(in)
+	if strings.Contains(string(got), "SECRET") {
+		t.Errorf("redacted input shows a query name that is data: %s", got)
+	}
+	var back engine.Input
+	if err := json.Unmarshal(got, &back); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, k := range []string{"[REDACTED]", "filter[status]", "ids[]", "page", "Z.z-9_"} {
+		want[k] = engine.Redacted
+	}
+	if !maps.Equal(back.Request.Query, want) {
+		t.Errorf("query = %v, want %v", back.Request.Query, want)
+	}
 }
 
 // RedactedInput writes the bytes encoding/json writes for the redacted
