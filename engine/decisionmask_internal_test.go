@@ -92,6 +92,32 @@ func TestDecisionRecordNeverCarriesCredentials(t *testing.T) {
 	}
 }
 
+// A path sent with its query, as a caller of Authorize may, reaches the
+// record without the query's values, nor the names that are data: the
+// policy saw it whole, the record is read by people.
+func TestDecisionRecordPathWithoutQueryValues(t *testing.T) {
+	rec, in := maskRecord()
+	in.Request.Path = "/orders/o-1?access_token=" + rawBearer + "&queryname" + rawAPIKey + "&page=2"
+	b, err := maskEngine(t, true).decisionRecord(rec, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{rawBearer, rawAPIKey} {
+		if strings.Contains(string(b), secret) {
+			t.Errorf("record carries %q: %s", secret, b)
+		}
+	}
+	var m struct {
+		Input Input `json:"input"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.Input.Request.Path, "/orders/o-1?access_token=[REDACTED]&[REDACTED]&page=[REDACTED]"; got != want {
+		t.Errorf("record's path = %q, want %q", got, want)
+	}
+}
+
 func TestDecisionRecordMask(t *testing.T) {
 	rec, in := maskRecord()
 	plain, err := maskEngine(t, true).decisionRecord(rec, in)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 
@@ -23,6 +24,8 @@ var visibleHeaders = map[string]bool{
 // user.claims and identity.claims value), and so are request header values other than a few
 // harmless ones, the query values, and the query names that
 // QueryNameShown does not show (one member Redacted stands for them all).
+// The request's path is RedactedPath's: the policy saw the path a caller
+// of Authorize sent with its query, a person reads it without the values.
 func RedactedInput(in Input) []byte {
 	return AppendRedactedInput(make([]byte, 0, 512), &in)
 }
@@ -86,7 +89,7 @@ func appendRedactedInput(b []byte, in *Input, src RequestSource) []byte {
 		b = append(b, `,"request":{"method":`...)
 		b = jsonstr.Append(b, q.Method, true)
 		b = append(b, `,"path":`...)
-		b = jsonstr.Append(b, q.Path, true)
+		b = jsonstr.Append(b, RedactedPath(q.Path), true)
 		if q.Host != "" {
 			b = append(b, `,"host":`...)
 			b = jsonstr.Append(b, q.Host, true)
@@ -219,6 +222,43 @@ func QueryNameShown(k, v string) bool {
 		}
 	}
 	return true
+}
+
+// RedactedPath is the request path p as a redacted input shows it: what
+// follows its first '?' is a query, whose values are Redacted and whose
+// names are shown as the query's are (QueryNameShown, each name
+// percent-decoded; a name hidden, or without a value, is written
+// Redacted alone). A proxy's path has no query (a decoded "%3F" is read
+// as one all the same); a caller of Authorize may send one in the path,
+// with credentials in it ("/orders/1?access_token=...").
+func RedactedPath(p string) string {
+	path, query, ok := strings.Cut(p, "?")
+	if !ok {
+		return p
+	}
+	var sb strings.Builder
+	sb.Grow(len(p) + len(Redacted))
+	sb.WriteString(path)
+	sb.WriteByte('?')
+	for i := 0; ; i++ {
+		part, rest, more := strings.Cut(query, "&")
+		if i > 0 {
+			sb.WriteByte('&')
+		}
+		if part != "" {
+			name, value, _ := strings.Cut(part, "=")
+			if n, err := url.QueryUnescape(name); err == nil && QueryNameShown(n, value) {
+				sb.WriteString(n)
+				sb.WriteString("=" + Redacted)
+			} else {
+				sb.WriteString(Redacted)
+			}
+		}
+		if !more {
+			return sb.String()
+		}
+		query = rest
+	}
 }
 
 // appendRedactedQuery appends the query q as appendRedactedMap writes it

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -51,6 +52,28 @@ func TestRedactedInputKeepsOnlySubjectTenantAndRoles(t *testing.T) {
 // is made of.
 var queryName = regexp.MustCompile(`^[A-Za-z0-9_.-][][A-Za-z0-9_.-]{0,63}$`)
 
+// redactedPathByCopy is what RedactedInput writes of the path p, the
+// slow way: its query's values and hidden names replaced.
+func redactedPathByCopy(p string) string {
+	path, query, ok := strings.Cut(p, "?")
+	if !ok {
+		return p
+	}
+	parts := strings.Split(query, "&")
+	for i, part := range parts {
+		if part == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(part, "=")
+		if n, err := url.QueryUnescape(name); err == nil && value != "" && queryName.MatchString(n) {
+			parts[i] = n + "=" + engine.Redacted
+		} else {
+			parts[i] = engine.Redacted
+		}
+	}
+	return path + "?" + strings.Join(parts, "&")
+}
+
 // redactedByCopy is what RedactedInput writes, the slow way: a redacted
 // copy of in marshaled by encoding/json.
 func redactedByCopy(in engine.Input) []byte {
@@ -75,6 +98,7 @@ func redactedByCopy(in engine.Input) []byte {
 	}
 	if r := in.Request; r != nil {
 		rc := *r
+		rc.Path = redactedPathByCopy(r.Path)
 		if len(r.Headers) > 0 {
 			rc.Headers = maps.Clone(r.Headers)
 			for k := range rc.Headers {
@@ -138,6 +162,7 @@ func redactInputCases() []engine.Input {
 	names := full
 	nreq := *full.Request
 	nreq.Query = secretQueryNames()
+	nreq.Path = "/orders/1?access_token=SECRET&page=2&SECRETQUERY&%zz=x&&a%3DSECRET=1&ids[]=&x=\u2028#f"
 	names.Request = &nreq
 	manyNames := full
 	mreq := *full.Request
@@ -164,6 +189,36 @@ func secretQueryNames() map[string]string {
 		"ids[]":                            "1,2",
 		"page":                             "2",
 		"Z.z-9_":                           "y",
+	}
+}
+
+// A path sent with its query (Authorize's) is shown with the query's
+// values redacted and its names as the query map shows them.
+func TestRedactedPath(t *testing.T) {
+	for _, c := range []struct{ name, path, want string }{
+		{"no query", "/orders/1", "/orders/1"},
+		{"values", "/orders/1?access_token=SECRET&page=2", "/orders/1?access_token=[REDACTED]&page=[REDACTED]"},
+		{"name without value", "/orders/1?SECRET&page=2", "/orders/1?[REDACTED]&page=[REDACTED]"},
+		{"empty value", "/orders/1?SECRET=", "/orders/1?[REDACTED]"},
+		{"encoded '='", "/orders/1?access_token%3DSECRET", "/orders/1?[REDACTED]"},
+		{"encoded name", "/orders/1?%70age=2", "/orders/1?page=[REDACTED]"},
+		{"bad escape", "/orders/1?%zzSECRET=1", "/orders/1?[REDACTED]"},
+		{"empty query and parts", "/orders/1?&&", "/orders/1?&&"},
+		{"fragment", "/orders/1?a=1#SECRET", "/orders/1?a=[REDACTED]"},
+		{"second '?'", "/orders/1?a=1?SECRET", "/orders/1?a=[REDACTED]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := engine.RedactedPath(c.path); got != c.want {
+				t.Errorf("RedactedPath(%q) = %q, want %q", c.path, got, c.want)
+			}
+		})
+	}
+	in := engine.Input{Request: &policy.Request{Method: "GET", Path: "/orders/1?access_token=SECRET"}}
+	if got := engine.RedactedInput(in); strings.Contains(string(got), "SECRET") {
+		t.Errorf("redacted input shows the path's query: %s", got)
+	}
+	if in.Request.Path != "/orders/1?access_token=SECRET" {
+		t.Errorf("RedactedInput changed the policy input's path: %q", in.Request.Path)
 	}
 }
 
