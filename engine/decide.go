@@ -227,6 +227,22 @@ func (e *Engine) authorize(ctx context.Context, req *Request) (Result, error) {
 	return res, err
 }
 
+// refuse is the answer of ScopeAuthorize to a request its surface
+// refused (Request.Refused): denied with the refusal's code, under a
+// decision id, and recorded, so that the answer can be matched with its
+// audit and decision log records as any other can.
+func (e *Engine) refuse(ctx context.Context, req *Request) (Result, error) {
+	start := e.now()
+	code := reason.Of(req.Refused, reason.InputInvalid)
+	res := Result{Input: req.Input, Decision: Decision{
+		Reason: code, DenyReasons: []string{string(code)}, DecisionID: policy.NewDecisionID(),
+	}}
+	if err := e.record(ctx, start, res, req); err != nil {
+		return unlogged(res, err)
+	}
+	return res, nil
+}
+
 // unlogged is the answer to a decision the decision log refused (err,
 // decision-log-unavailable): denied, whatever was decided, since
 // decision_log.overflow = "deny" prefers no decision to an unlogged one.

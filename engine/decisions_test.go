@@ -113,6 +113,37 @@ func TestDecisionLogShipsEveryDecision(t *testing.T) {
 	}
 }
 
+// A request its surface refused (a proxy's path without a single
+// meaning) is answered under a decision id and shipped with its reason,
+// its credential unjudged and the query of its path redacted.
+func TestDecisionLogShipsRefusals(t *testing.T) {
+	srv := natstest.Start(t)
+	p := idptest.New(t)
+	e := newEngine(t, decisionLogConfig(t, p, srv.URL()), engine.Deps{})
+	refused := reason.New(reason.PathInvalid, "the path has an encoded slash")
+	res, err := e.Decide(context.Background(), engine.Request{
+		Credential: engine.BearerToken(p.Token(t, claimsFor("acme", "viewer"))), Source: "envoy", Refused: refused,
+		Input: engine.Input{Request: &policy.Request{Method: "GET", Path: "/orders/%2F1?access_token=SECRET"}}})
+	if err != nil || res.Allowed() || res.Decision.Reason != reason.PathInvalid || res.Decision.DecisionID == "" {
+		t.Fatalf("refusal: %+v, %v; want denied path-invalid with a decision id", res, err)
+	}
+	if res.Token.Allowed || res.Token.Reason != "" {
+		t.Errorf("the refused request's credential was judged: %+v", res.Token)
+	}
+	testkit.Eventually(t, "the refusal shipped", func() bool {
+		st := e.Status().DecisionLog
+		return st != nil && st.Shipped == 1
+	})
+	rec := streamRecords(t, srv)[res.Decision.DecisionID]
+	raw, _ := json.Marshal(rec)
+	in, _ := rec["input"].(map[string]any)
+	req, _ := in["request"].(map[string]any)
+	if rec == nil || rec["reason"] != "path-invalid" || rec["allow"] != false || rec["source"] != "envoy" ||
+		req["path"] != "/orders/%2F1?access_token=[REDACTED]" || strings.Contains(string(raw), "SECRET") {
+		t.Errorf("refusal's record: %s", raw)
+	}
+}
+
 // With overflow = "deny", a full spool (the sink down) refuses to
 // answer: decision-log-unavailable, never an unlogged allow.
 func TestDecisionLogDenyWhenFull(t *testing.T) {

@@ -50,6 +50,15 @@ type Request struct {
 	// Dialect is the SQL dialect of ScopePlan's WHERE clause; "" is
 	// plan.Postgres.
 	Dialect plan.Dialect
+	// Refused, when not nil, is the asking surface's refusal of a request
+	// it could not read into a policy input (a path without a single
+	// meaning, a method it cannot trust): an error carrying the refusal's
+	// reason code (reason.InputInvalid when it carries none). Under
+	// ScopeAuthorize no credential is judged and no policy runs: Decide
+	// denies with that code, under a decision id of its own, and records
+	// the answer like every other, with Input holding what could be read
+	// of the request.
+	Refused error
 }
 
 // Credential is what a caller presents to prove who it is: a bearer
@@ -163,16 +172,19 @@ func (e *Engine) recordSource(req *Request) RequestSource {
 // ValidateToken, Authorize and Evaluate are Decide with a Scope.
 //
 // An invalid credential, a request path without a single meaning
-// (reason.PathInvalid) or an exhausted budget is a Result with the
-// reason, not an error; an error means the engine could not decide
-// (reason.PolicyError) and the caller applies its fail mode. Under
-// ScopeToken there is never an error.
+// (reason.PathInvalid), a request its surface refused (Request.Refused)
+// or an exhausted budget is a Result with the reason, not an error; an
+// error means the engine could not decide (reason.PolicyError) and the
+// caller applies its fail mode. Under ScopeToken there is never an error.
 func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 	if req.Input.Request == nil {
 		req.Completer = nil
 	}
 	switch req.Scope {
 	case ScopeAuthorize:
+		if req.Refused != nil {
+			return e.refuse(ctx, &req)
+		}
 		return e.authorize(ctx, &req)
 	case ScopePlan:
 		return e.planScope(ctx, &req)

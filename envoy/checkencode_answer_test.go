@@ -46,7 +46,7 @@ func answerVerdicts() map[string]*CheckAnswer {
 		Decision: engine.Decision{Reason: reason.PolicyDeny, DenyReasons: []string{"not-owner"}, DecisionID: "d-5"},
 	}, nil), nil)
 	add("token missing", decide(engine.Result{Token: engine.TokenDecision{Reason: reason.TokenMissing}}, nil), nil)
-	add("invalid input", invalidInput(errors.New("bad")), nil)
+	add("invalid input", invalidInput(errors.New("bad"), ""), nil)
 	return out
 }
 

@@ -87,7 +87,7 @@ func verdictAnswers() map[string]*authv3.CheckResponse {
 		"token expired":    CheckResponse(engine.Result{Token: engine.TokenDecision{Reason: reason.TokenExpired}}, nil),
 		"jwks unavailable": CheckResponse(engine.Result{Token: engine.TokenDecision{Reason: reason.JWKSUnavailable}}, nil),
 		"no decision":      CheckResponse(engine.Result{Token: engine.TokenDecision{Allowed: true}, Decision: engine.Decision{DecisionID: "d-6"}}, errPolicy),
-		"invalid input":    func() *authv3.CheckResponse { v := invalidInput(errors.New("bad")); return v.checkResponse(nil) }(),
+		"invalid input":    func() *authv3.CheckResponse { v := invalidInput(errors.New("bad"), ""); return v.checkResponse(nil) }(),
 		"zero verdict":     (&verdict{}).checkResponse(nil),
 		"allow extra remove": func() *authv3.CheckResponse {
 			v := decide(allowedResult("alice", "acme", []string{"viewer"}, "d-7"), nil)

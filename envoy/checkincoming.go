@@ -34,21 +34,23 @@ var _ protoreflect.ProtoMessage = (*IncomingCheck)(nil)
 func (c *IncomingCheck) ProtoReflect() protoreflect.Message { return c.Request.ProtoReflect() }
 
 // undecodable answers a Check whose request did not decode: 400 with
-// reason input-invalid, through the interceptors like any other answer,
-// so that the call has its span and duration. They are handed an empty
-// request: what did decode of the refused one is not to be trusted. The
-// decoding error itself is not logged: it can quote the request's bytes.
+// reason input-invalid, recorded under a decision id (refuse), through
+// the interceptors like any other answer, so that the call has its span
+// and duration. They are handed an empty request: what did decode of the
+// refused one is not to be trusted. The decoding error itself is not
+// logged: it can quote the request's bytes.
 func (s *Server) undecodable(ctx context.Context, err error, interceptor grpc.UnaryServerInterceptor) (any, error) {
 	refused := reason.Wrap(reason.InputInvalid, err,
 		"the check request cannot be decoded (a header value that is not UTF-8?); Envoy sends such bytes as '!' unless encode_raw_headers is true, and then in header_map as raw bytes")
-	s.logInvalid(ctx, refused)
-	a := &CheckAnswer{v: s.present(invalidInput(refused), proxyRequest{}, "")}
+	answer := func(ctx context.Context, _ any) (any, error) {
+		return &CheckAnswer{v: s.present(s.refuse(ctx, SourceEnvoy, proxyRequest{}, refused), proxyRequest{}, "")}, nil
+	}
 	if interceptor == nil {
-		return a, nil
+		return answer(ctx, nil)
 	}
 	info := &s.checkInfo
 	if info.FullMethod == "" { // a Server not made by New
 		info = &grpc.UnaryServerInfo{Server: s, FullMethod: authv3.Authorization_Check_FullMethodName}
 	}
-	return interceptor(ctx, new(authv3.CheckRequest), info, func(context.Context, any) (any, error) { return a, nil })
+	return interceptor(ctx, new(authv3.CheckRequest), info, answer)
 }

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
@@ -26,6 +27,7 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/idtoken"
+	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/internal/signincookie"
 	"github.com/svc-dev/svc/reason"
 )
@@ -198,9 +200,7 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.C
 func (s *Server) answer(ctx context.Context, req *authv3.CheckRequest) *CheckAnswer {
 	pr, err := proxyRequestFromCheck(req)
 	if err != nil {
-		v := s.present(invalidInput(err), pr, "")
-		s.logInvalid(ctx, err)
-		return &CheckAnswer{v: v}
+		return &CheckAnswer{v: s.present(s.refuse(ctx, SourceEnvoy, pr, err), pr, "")}
 	}
 	blk := new(checkAnswer)
 	v, tenant, ok := s.authorize(ctx, SourceEnvoy, pr, &blk.mapped, envoyAudience(req, pr))
@@ -231,8 +231,7 @@ type checkAnswer struct {
 func (s *Server) authorize(ctx context.Context, source string, pr proxyRequest, blk *mappedRequest, aud string) (v verdict, tenant string, ok bool) {
 	cred, in, err := s.mapper.mapRequestInto(pr, blk, true)
 	if err != nil {
-		s.logInvalid(ctx, err)
-		return invalidInput(err), "", false
+		return s.refuse(ctx, source, pr, err), "", false
 	}
 	res, err := s.az.Decide(ctx, engine.Request{
 		Credential: cred,
@@ -288,9 +287,29 @@ func (s *Server) renewSession(ctx context.Context, pr proxyRequest, claims map[s
 	v.setCookie = headerSafe(s.renew.RenewSession(ctx, pr.headers["cookie"], claims))
 }
 
+// refuse is the verdict on a request asked through source that could
+// not be read into a policy input (err, carrying its reason code): the
+// engine records the refusal under a decision id, as it does every
+// answer, and the verdict is 400 with that code and id; 503
+// decision-log-unavailable when the decision log cannot take the record
+// and decision_log.overflow says deny. The record's input holds the
+// request's method and target as the proxy named them, if it did.
+func (s *Server) refuse(ctx context.Context, source string, pr proxyRequest, err error) verdict {
+	var in engine.Input
+	if pr.method != "" || pr.target != "" {
+		in.Request = &policy.Request{Method: strings.ToUpper(pr.method), Path: pr.target}
+	}
+	res, logErr := s.az.Decide(ctx, engine.Request{Input: in, Source: source, Refused: err})
+	s.logInvalid(ctx, err, res.Decision.DecisionID)
+	if logErr != nil {
+		return decide(res, logErr)
+	}
+	return invalidInput(err, res.Decision.DecisionID)
+}
+
 // logInvalid logs a refused request by its code and the reason's own
 // message, written to be safe; never the request's values.
-func (s *Server) logInvalid(ctx context.Context, err error) {
+func (s *Server) logInvalid(ctx context.Context, err error, decisionID string) {
 	if !s.log.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
@@ -302,6 +321,7 @@ func (s *Server) logInvalid(ctx context.Context, err error) {
 	s.log.LogAttrs(ctx, slog.LevelDebug, "check request refused",
 		slog.String("reason", string(reason.Of(err, reason.InputInvalid))),
 		slog.String("detail", msg),
+		slog.String("decision_id", decisionID),
 		slog.String("trace_id", traceID(ctx)))
 }
 

@@ -114,8 +114,8 @@ func (s *Server) RegisterHTTP(mux *http.ServeMux) {
 func (s *Server) serveCheck(w http.ResponseWriter, r *http.Request) {
 	pr, conv, err := forwardedRequest(r, s.checkProxy)
 	if err != nil {
-		s.logInvalid(r.Context(), err)
-		s.writeHTTP(w, s.present(invalidInput(err), proxyRequest{headers: lowerHeaders(r.Header)}, ""), conv, nil, nil)
+		v := s.refuse(r.Context(), SourceHTTPCheck, pr, err)
+		s.writeHTTP(w, s.present(v, proxyRequest{headers: lowerHeaders(r.Header)}, ""), conv, nil, nil)
 		return
 	}
 	pr.clientCert = s.forwardedClientCert(r)

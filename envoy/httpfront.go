@@ -256,8 +256,8 @@ func (s *Server) ServeFront(ctx context.Context, w http.ResponseWriter, f *Front
 	}
 	pr, conv, err := originalRequest(f.names, s.checkProxy)
 	if err != nil {
-		s.logInvalid(ctx, err)
-		s.writeHTTP(w, s.present(invalidInput(err), proxyRequest{headers: f.headers}, ""), conv, nil, nil)
+		v := s.refuse(ctx, SourceHTTPCheck, pr, err)
+		s.writeHTTP(w, s.present(v, proxyRequest{headers: f.headers}, ""), conv, nil, nil)
 		return
 	}
 	pr.host = firstNonEmpty(f.fwdHost, f.Host)

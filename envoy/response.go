@@ -155,9 +155,10 @@ func caller(res engine.Result) (subject, tenant string) {
 }
 
 // invalidInput is the verdict on a request the mapping refused: 400 with
-// the error's code (path-invalid, or input-invalid).
-func invalidInput(err error) verdict {
-	return denied(http.StatusBadRequest, codes.InvalidArgument, reason.Of(err, reason.InputInvalid), nil, "")
+// the error's code (path-invalid, method-untrusted, or input-invalid)
+// and the decision id the refusal was recorded under (Server.refuse).
+func invalidInput(err error, decisionID string) verdict {
+	return denied(http.StatusBadRequest, codes.InvalidArgument, reason.Of(err, reason.InputInvalid), nil, decisionID)
 }
 
 func denied(status int, code codes.Code, rc reason.Code, reasons []string, decisionID string) verdict {

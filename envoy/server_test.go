@@ -168,7 +168,7 @@ func TestCheckOverGRPC(t *testing.T) {
 			name: "undecodable path is 400", method: "GET", path: "/api/orders/%zz",
 			headers: map[string]string{"authorization": "Bearer " + admin},
 			want: summary{Code: codes.InvalidArgument, HTTPStatus: 400, Headers: jsonCT,
-				Body: &DenyBody{DenyReasons: []string{}, Reason: string(reason.PathInvalid)},
+				Body: &DenyBody{DenyReasons: []string{}, Reason: string(reason.PathInvalid)}, HasDecision: true,
 				Meta: map[string]string{"subject": "", "tenant_id": "", "reason": string(reason.PathInvalid)}},
 		},
 	}
