@@ -34,18 +34,37 @@ func (e *Engine) decisionRecord(rec *audit.Record, in *Input) ([]byte, error) {
 // does not have yet, and sc, when valid, the trace and span ids of a
 // record without them, written from their bytes.
 func (e *Engine) appendDecisionRecord(dst []byte, rec *audit.Record, in *Input, src RequestSource, sc trace.SpanContext) []byte {
-	var b []byte
-	if sc.IsValid() {
-		b = rec.AppendJSONTraced(dst, sc.TraceID(), sc.SpanID())
-	} else {
-		b = rec.AppendJSON(dst)
-	}
+	b := appendAuditRecord(dst, rec, sc)
 	if e.cfg.DecisionLog.IncludesInput() {
 		b = append(b[:len(b)-1], `,"input":`...)
 		b = appendRedactedInput(b, in, src)
 		b = append(b, '}')
 	}
 	return b
+}
+
+// InputOmitted is the member a decision record holds instead of "input"
+// when the record with its input is larger than the decision log's
+// spool takes; its value says why ("too-large").
+const InputOmitted = "input_omitted"
+
+// appendOversizedRecord appends the decision record of rec without its
+// input, which made the record larger than the spool takes, and with
+// InputOmitted in its place: the decision is logged, by its audit
+// fields, rather than refused for the size of what the caller sent.
+// core policy replay skips such a record as one without input.
+func (e *Engine) appendOversizedRecord(dst []byte, rec *audit.Record, sc trace.SpanContext) []byte {
+	b := appendAuditRecord(dst, rec, sc)
+	return append(b[:len(b)-1], `,"`+InputOmitted+`":"too-large"}`...)
+}
+
+// appendAuditRecord appends the audit record rec, with the trace and
+// span ids of sc when it is valid and rec has none.
+func appendAuditRecord(dst []byte, rec *audit.Record, sc trace.SpanContext) []byte {
+	if sc.IsValid() {
+		return rec.AppendJSONTraced(dst, sc.TraceID(), sc.SpanID())
+	}
+	return rec.AppendJSON(dst)
 }
 
 // maskRecord applies decision_log.mask to the record b: b itself without

@@ -161,6 +161,11 @@ var recordBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return 
 // under overflow = "deny" is an error of code decision-log-unavailable:
 // the decision must not be answered unlogged.
 //
+// A record larger than the spool takes (a segment: spool_max_bytes / 16,
+// at least 64 KiB) goes without its input, "input_omitted" saying so
+// (appendOversizedRecord): a decision is never refused for the size of
+// what the caller sent.
+//
 // The record is built once, in a buffer of its own behind the spool's
 // head (decision id, tenant), and copied once, into the spool's file.
 func (e *Engine) logDecision(rec *audit.Record, in *Input, src RequestSource, sc trace.SpanContext) error {
@@ -174,15 +179,19 @@ func (e *Engine) logDecision(rec *audit.Record, in *Input, src RequestSource, sc
 			recordBufs.Put(bp)
 		}
 	}()
-	if !e.decisionMask.Empty() {
-		masked, err := e.maskRecord(b[head:])
-		if err != nil {
-			return reason.Wrap(reason.DecisionLogUnavailable, err, "the decision record cannot be masked")
-		}
-		b = append(b[:head], masked...)
+	var err error
+	if b, err = e.maskSpooled(b, head); err != nil {
+		return err
 	}
 	// LogEncoded copies the record to the spool's file before it returns.
-	err := e.decisions.LogEncoded(b)
+	err = e.decisions.LogEncoded(b)
+	if errors.Is(err, spool.ErrTooLarge) && e.cfg.DecisionLog.IncludesInput() {
+		b = e.appendOversizedRecord(b[:head], rec, sc)
+		if b, err = e.maskSpooled(b, head); err != nil {
+			return err
+		}
+		err = e.decisions.LogEncoded(b)
+	}
 	if err == nil {
 		return nil
 	}
@@ -190,6 +199,19 @@ func (e *Engine) logDecision(rec *audit.Record, in *Input, src RequestSource, sc
 		return reason.New(reason.DecisionLogUnavailable, "the decision log's spool is full (decision_log.overflow = deny)")
 	}
 	return reason.Wrap(reason.DecisionLogUnavailable, err, "the decision log's spool cannot be written")
+}
+
+// maskSpooled applies decision_log.mask to the record that follows the
+// spool's head in b[head:].
+func (e *Engine) maskSpooled(b []byte, head int) ([]byte, error) {
+	if e.decisionMask.Empty() {
+		return b, nil
+	}
+	masked, err := e.maskRecord(b[head:])
+	if err != nil {
+		return b, reason.Wrap(reason.DecisionLogUnavailable, err, "the decision record cannot be masked")
+	}
+	return append(b[:head], masked...), nil
 }
 
 // decisionLogStatus is the state of [decision_log]; nil without a sink.

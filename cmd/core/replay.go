@@ -40,8 +40,9 @@ allow, simulated_deny, errors, timeouts, skipped, top_deny_reasons
 
 Records the policy did not decide (a refused credential, a spent budget) are
 ignored, as dry-run ignores them. Records without an input (written with
-decision_log.include_input = false, or with /input masked) cannot be
-evaluated: they are counted as skipped and a line on stderr says how many.
+decision_log.include_input = false, with /input masked, or too large for
+the spool with it: "input_omitted") cannot be evaluated: they are counted
+as skipped and a line on stderr says how many.
 The input of a record is redacted (custom claims, e-mail, most header and
 query values read "[REDACTED]"), and a masked value is absent: a candidate
 that decides on those reads them so.
@@ -112,7 +113,7 @@ func (a *app) runReplay(cmd *cobra.Command, dir string, f replayFlags) error {
 		return inputError(fmt.Errorf("%s:%d: %w", name, line+1, err))
 	}
 	if skipped > 0 {
-		fmt.Fprintf(a.stderr, "core: %s skipped: no input to evaluate (decision_log.include_input = false, or /input masked)\n",
+		fmt.Fprintf(a.stderr, "core: %s skipped: no input to evaluate (decision_log.include_input = false, /input masked, or input_omitted)\n",
 			plural(skipped, "record"))
 	}
 	if ignored > 0 {
