@@ -66,7 +66,8 @@ type Options struct {
 	CacheSize int
 	// Timeout bounds one call to the endpoint; default 5s.
 	Timeout time.Duration
-	// HTTPClient makes the calls; default http.DefaultClient.
+	// HTTPClient makes the calls; default http.DefaultClient. Its
+	// CheckRedirect is replaced: a redirect is never followed.
 	HTTPClient *http.Client
 	// Remote is the second cache tier, shared by replicas; nil for none.
 	Remote Remote
@@ -125,6 +126,13 @@ func New(opts Options) (*Client, error) {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = http.DefaultClient
 	}
+	// A call carries the client's credentials and the token: following a
+	// redirect would hand both to whatever the Location names (a 307 or
+	// 308 resends the form), and trust that host's answer. A 3xx is
+	// answered like any other status but 200.
+	hc := *opts.HTTPClient
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	opts.HTTPClient = &hc
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -285,6 +293,10 @@ func (c *Client) call(ctx context.Context, raw string) ([]byte, error) {
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerSize+1))
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// The Location is not quoted: it is the endpoint's to choose.
+		return nil, reason.New(reason.IntrospectionUnavailable, "introspection endpoint answered %d, a redirect, which is not followed", resp.StatusCode)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, reason.New(reason.IntrospectionUnavailable, "introspection endpoint answered %d", resp.StatusCode)
 	}

@@ -2,10 +2,12 @@ package introspect_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -262,6 +264,59 @@ func TestIntrospectWrongCredentials(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "wrong") {
 		t.Fatalf("error %q holds the secret", err)
+	}
+}
+
+func TestIntrospectDoesNotFollowRedirects(t *testing.T) {
+	// The host a redirect names would receive the client's credentials
+	// and the token, and its answer would be trusted.
+	var stolen atomic.Int64
+	thief := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stolen.Add(1)
+		_, _ = w.Write([]byte(`{"active":true,"sub":"mallory","tenant_id":"acme"}`))
+	}))
+	t.Cleanup(thief.Close)
+	const token = "opaque-token-value"
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		for name, target := range map[string]string{"other host": thief.URL + "/steal", "same origin": "/same-origin"} {
+			t.Run(fmt.Sprintf("%d to %s", status, name), func(t *testing.T) {
+				var sameOrigin atomic.Int64
+				srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path == "/same-origin" {
+						sameOrigin.Add(1)
+						_, _ = w.Write([]byte(`{"active":true,"sub":"mallory","tenant_id":"acme"}`))
+						return
+					}
+					http.Redirect(w, r, target, status)
+				}))
+				t.Cleanup(srv.Close)
+				stolen.Store(0)
+				c, err := introspect.New(introspect.Options{URL: srv.URL + "/introspect", ClientID: clientID,
+					ClientSecret: clientSecret, HTTPClient: srv.Client(), Now: testkit.NewClock(start).Now})
+				if err != nil {
+					t.Fatal(err)
+				}
+				a, err := c.Introspect(context.Background(), token)
+				if code(err) != reason.IntrospectionUnavailable {
+					t.Fatalf("answer %+v, err = %v, want introspection-unavailable", a, err)
+				}
+				if n := stolen.Load() + sameOrigin.Load(); n != 0 {
+					t.Fatalf("the redirect was followed (%d calls)", n)
+				}
+				last, _ := c.LastError()
+				for _, msg := range []string{err.Error(), last} {
+					if !strings.Contains(msg, strconv.Itoa(status)) {
+						t.Errorf("error %q does not name the status", msg)
+					}
+					for _, secret := range []string{clientSecret, url.QueryEscape(clientSecret), token, "steal"} {
+						if strings.Contains(msg, secret) {
+							t.Errorf("error %q holds %q", msg, secret)
+						}
+					}
+				}
+			})
+		}
 	}
 }
 
