@@ -206,11 +206,14 @@ func (g *Gateway) complete(w http.ResponseWriter, r *http.Request) (string, map[
 	if err != nil {
 		return p.cfg.Name, nil, "", nil, reason.Wrap(reason.OIDCProviderUnavailable, err, "the identity provider's discovery document could not be read")
 	}
-	ctx := oidc.ClientContext(r.Context(), p.client)
-	tok, err := p.oauth2(op).Exchange(ctx, q.Get("code"), oauth2.VerifierOption(pend.Verifier))
+	tok, err := p.oauth2(op).Exchange(oidc.ClientContext(r.Context(), p.tokenClient), q.Get("code"), oauth2.VerifierOption(pend.Verifier))
+	if status, ok := redirected(err); ok {
+		return p.cfg.Name, nil, "", nil, refuse(reason.OIDCProviderUnavailable, "the identity provider's token endpoint answered %d, a redirect, which is not followed", status)
+	}
 	if err != nil {
 		return p.cfg.Name, nil, "", nil, reason.Wrap(reason.OIDCCodeRefused, tokenError(err), "the identity provider refused the authorization code")
 	}
+	ctx := oidc.ClientContext(r.Context(), p.client)
 	raw, _ := tok.Extra("id_token").(string)
 	if raw == "" {
 		return p.cfg.Name, nil, "", nil, refuse(reason.OIDCIDTokenInvalid, "the identity provider sent no ID token")
@@ -249,6 +252,16 @@ func tokenError(err error) error {
 		return errors.New("token endpoint: " + safeToken(re.ErrorCode))
 	}
 	return err
+}
+
+// redirected reports whether err is the token endpoint's answer of a
+// redirect, which the token client does not follow, and its status.
+func redirected(err error) (int, bool) {
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode >= 300 && re.Response.StatusCode < 400 {
+		return re.Response.StatusCode, true
+	}
+	return 0, false
 }
 
 // safeToken keeps an OAuth error code printable and short.

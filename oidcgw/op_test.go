@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -42,6 +43,11 @@ type testOP struct {
 	failRefresh  atomic.Bool
 	// unavailable answers refresh_token grants 503.
 	unavailable atomic.Bool
+	// tokenRedirect, when set, is where the token endpoint redirects
+	// every post (307); discovery overrides members of the discovery
+	// document.
+	tokenRedirect string
+	discovery     map[string]any
 }
 
 type grant struct{ nonce, challenge, redirect string }
@@ -57,12 +63,16 @@ func newTestOP(t *testing.T, client string) *testOP {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
 		u := op.URL
-		_ = json.NewEncoder(w).Encode(map[string]any{
+		doc := map[string]any{
 			"issuer": u, "authorization_endpoint": u + "/authorize", "token_endpoint": u + "/token",
 			"jwks_uri": u + "/jwks", "end_session_endpoint": u + "/session/end",
 			"id_token_signing_alg_values_supported": []string{"ES256"},
 			"response_types_supported":              []string{"code"}, "subject_types_supported": []string{"public"},
-		})
+		}
+		op.mu.Lock()
+		maps.Copy(doc, op.discovery)
+		op.mu.Unlock()
+		_ = json.NewEncoder(w).Encode(doc)
 	})
 	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, _ *http.Request) {
 		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "ES256", Use: "sig"}}})
@@ -86,6 +96,13 @@ func newTestOP(t *testing.T, client string) *testOP {
 	})
 	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
 		op.tokenCalls.Add(1)
+		op.mu.Lock()
+		to := op.tokenRedirect
+		op.mu.Unlock()
+		if to != "" {
+			http.Redirect(w, r, to, http.StatusTemporaryRedirect)
+			return
+		}
 		_ = r.ParseForm()
 		if r.PostForm.Get("grant_type") == "refresh_token" {
 			op.refreshCalls.Add(1)

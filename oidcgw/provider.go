@@ -2,6 +2,7 @@ package oidcgw
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/loopback"
 	"github.com/svc-dev/svc/wire"
 )
 
@@ -26,8 +28,11 @@ type provider struct {
 	cfg      config.OIDCProvider
 	redirect *url.URL
 	secret   string
-	client   *http.Client
-	now      func() time.Time
+	// client reads the discovery document and the keys, following
+	// redirects by loopback.CheckRedirect; tokenClient posts to the token
+	// endpoint and follows none.
+	client, tokenClient *http.Client
+	now                 func() time.Time
 
 	mu         sync.Mutex
 	op         *oidc.Provider
@@ -47,7 +52,15 @@ func newProvider(pc config.OIDCProvider, client *http.Client, now func() time.Ti
 			return nil, err
 		}
 	}
-	return &provider{cfg: pc, redirect: u, secret: secret, client: client, now: now}, nil
+	// A fetch of the discovery document or the keys follows a redirect to
+	// https (or loopback) only, as the JWKS fetcher does. A post to the
+	// token endpoint carries the client's credentials with the code and
+	// its verifier, or a refresh token: a redirect, which a 307 or 308
+	// would resend it on, is answered as a failure.
+	fetch, post := *client, *client
+	fetch.CheckRedirect = loopback.CheckRedirect
+	post.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &provider{cfg: pc, redirect: u, secret: secret, client: &fetch, tokenClient: &post, now: now}, nil
 }
 
 // discover returns the provider's discovery (fetched once; a failure is
@@ -68,11 +81,57 @@ func (p *provider) discover(ctx context.Context) (*oidc.Provider, error) {
 		return nil, err
 	}
 	var extra struct {
+		JWKS       string `json:"jwks_uri"`
 		EndSession string `json:"end_session_endpoint"`
 	}
 	_ = op.Claims(&extra)
+	if err := checkEndpoints(op.Endpoint(), extra.JWKS, extra.EndSession); err != nil {
+		p.lastErr = err
+		return nil, err
+	}
 	p.op, p.endSession, p.lastErr = op, extra.EndSession, nil
 	return op, nil
+}
+
+// checkEndpoints refuses a discovery document that names an endpoint the
+// gateway uses (authorization, token, keys, and end-session when given)
+// other than by an absolute https URL without credentials, or http on a
+// loopback host: the rule of the issuer URL, and of jwks_uri in
+// engine/jwks. The document may name any URL, and a plain http one
+// would carry the client's credentials and the code, the keys that
+// verify ID tokens, or the user's password page in clear.
+func checkEndpoints(ep oauth2.Endpoint, jwks, endSession string) error {
+	for _, e := range []struct {
+		name, raw string
+		optional  bool
+	}{
+		{"authorization_endpoint", ep.AuthURL, false},
+		{"token_endpoint", ep.TokenURL, false},
+		{"jwks_uri", jwks, false},
+		{"end_session_endpoint", endSession, true},
+	} {
+		if e.raw == "" {
+			if e.optional {
+				continue
+			}
+			return fmt.Errorf("discovery document: no %s", e.name)
+		}
+		u, err := url.Parse(e.raw)
+		if err != nil {
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err
+			}
+			return fmt.Errorf("discovery document: %s: %w", e.name, err)
+		}
+		if u.Host == "" || u.User != nil || !loopback.SecureURL(u) {
+			shown := *u
+			shown.User, shown.RawQuery, shown.Fragment = nil, "", ""
+			return fmt.Errorf("discovery document: %s %q must be an absolute https URL without credentials (http only on a loopback host)",
+				e.name, shown.String())
+		}
+	}
+	return nil
 }
 
 // oauth2 is the client configuration of the code flow.

@@ -234,7 +234,11 @@ func (g *Gateway) redeem(ctx context.Context, handle string, st *refreshState) e
 	if err != nil {
 		return reason.Wrap(reason.OIDCProviderUnavailable, err, "the identity provider's discovery document could not be read")
 	}
-	tok, err := p.oauth2(op).TokenSource(oidc.ClientContext(ctx, p.client), &oauth2.Token{RefreshToken: rt, Expiry: time.Unix(1, 0)}).Token()
+	tok, err := p.oauth2(op).TokenSource(oidc.ClientContext(ctx, p.tokenClient), &oauth2.Token{RefreshToken: rt, Expiry: time.Unix(1, 0)}).Token()
+	if status, ok := redirected(err); ok {
+		// Not a refusal of the refresh token: the endpoint is misplaced.
+		return reason.New(reason.OIDCProviderUnavailable, "the identity provider's token endpoint answered %d, a redirect, which is not followed", status)
+	}
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < http.StatusInternalServerError {

@@ -36,7 +36,9 @@ const (
 	// OIDCUnknownProvider: login names a provider that is not configured.
 	OIDCUnknownProvider Code = "oidc-unknown-provider"
 	// OIDCProviderUnavailable: the provider's discovery document or keys
-	// could not be fetched (503).
+	// could not be fetched, the document names an endpoint that is not
+	// https, or the token endpoint answered a redirect or, refreshing a
+	// session, could not be reached (503).
 	OIDCProviderUnavailable Code = "oidc-provider-unavailable"
 	// OIDCLogoutTokenInvalid: a back-channel logout token that does not
 	// verify or lacks what a logout token must carry (events, sid or sub,
