@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/svc-dev/svc/internal/harness"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // introspectionEnv is the environment of a sidecar whose one identity
@@ -119,5 +121,43 @@ func TestIntrospectionBadAnswers(t *testing.T) {
 		if r.status != http.StatusServiceUnavailable || denyReason(r.body) != "introspection-invalid" {
 			t.Errorf("%s: status %d %s, want 503 introspection-invalid", tok, r.status, r.body)
 		}
+	}
+}
+
+// A bearer with the API-key prefix is an API key on every door of a
+// sidecar that also introspects: Envoy's Check, the HTTP check and the
+// API judge it against the key file, and the introspection endpoint,
+// which would vouch for anything, is never asked about it.
+func TestIntrospectionNeverSeesAPIKeys(t *testing.T) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"active":true,"sub":"mallory","tenant_id":"acme","roles":["admin"]}`))
+	}))
+	t.Cleanup(srv.Close)
+	file := filepath.Join(t.TempDir(), "api-keys.toml")
+	viewer := coreAPIKey(t, "create", "--file", file, "--tenant", "acme", "--subject", "reporting", "--role", "viewer")
+	env := introspectionEnv(t, srv.URL, "svc", "s3cret")
+	env["SVC_API_KEYS_FILE"] = file
+	s := harness.StartSidecar(t, harness.SidecarOptions{Config: sidecarConfig, Env: env})
+
+	if r := envoyCheckHeaders(t, s, "GET", "/orders/1", bearer(viewer), nil); r.status != http.StatusOK || r.headers["x-svc-user-id"] != "reporting" {
+		t.Errorf("Check with the key as bearer: status %d, headers %v, body %s; want 200 as reporting", r.status, r.headers, r.body)
+	}
+	if r := envoyCheckHeaders(t, s, "DELETE", "/orders/1", bearer(viewer), nil); r.status != http.StatusForbidden {
+		t.Errorf("Check, the viewer key deleting: status %d %s, want 403", r.status, r.body)
+	}
+	if status, rc, h := httpCheck(t, s, "/orders/1", map[string]string{"Authorization": "Bearer " + testkit.WrongSecret(viewer)}); status != http.StatusUnauthorized ||
+		rc != "api-key-unknown" || !strings.HasPrefix(h.Get("WWW-Authenticate"), "ApiKey") {
+		t.Errorf("HTTP check with a wrong key as bearer: %d %s (%q), want 401 api-key-unknown challenged as ApiKey", status, rc, h.Get("WWW-Authenticate"))
+	}
+	req, _ := http.NewRequest(http.MethodPost, s.URL("/v1/authorize"), strings.NewReader(`{"action":"orders:delete"}`))
+	req.Header.Set("Authorization", "Bearer svck_not-a-key")
+	if status, _, body := harness.Do(t, req); status != http.StatusOK || !strings.Contains(string(body), `"api-key-malformed"`) {
+		t.Errorf("POST /v1/authorize with a malformed key as bearer: %d %s, want api-key-malformed", status, body)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("the introspection endpoint was asked %d times about API keys", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/svc-dev/svc/engine/apikey"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/devissuer"
 	"github.com/svc-dev/svc/engine/introspect"
@@ -94,7 +95,8 @@ func (e *Engine) allowRate(ctx context.Context, tenant string) (bool, time.Durat
 const limiterWarnEvery = 30 * time.Second
 
 // verifyCredential verifies cred: the one place a credential is judged,
-// for ScopeToken and ScopeAuthorize alike. An API key is looked up in
+// for ScopeToken and ScopeAuthorize alike. An API key, or a bearer that
+// starts with the API-key prefix (CredentialOf's rule), is looked up in
 // api_keys.file (verifyAPIKey). With [introspection], a bearer that is
 // not a JWS is an opaque token for the introspection endpoint
 // (verifyOpaque); without a token or key, a client certificate is judged
@@ -103,6 +105,13 @@ const limiterWarnEvery = 30 * time.Second
 // policy input's user for an accepted token, built once per verification
 // (principalDeriver), or nil when userFrom must build it.
 func (e *Engine) verifyCredential(ctx context.Context, cred Credential) (TokenDecision, *principal) {
+	if cred.APIKey == "" && apikey.IsKey(cred.Bearer) {
+		// A bearer with the API-key prefix is an API key whatever door it
+		// came through (Authorization: Bearer, the session cookie): it is
+		// judged against api_keys.file, and never sent to the
+		// introspection endpoint as an opaque token.
+		cred.APIKey, cred.Bearer = cred.Bearer, ""
+	}
 	if cred.APIKey != "" && !e.devMode {
 		return e.verifyAPIKey(cred.APIKey)
 	}

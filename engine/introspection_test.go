@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/apikey"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/idptest"
 	"github.com/svc-dev/svc/internal/testkit/redistest"
 	"github.com/svc-dev/svc/reason"
@@ -270,5 +272,51 @@ func BenchmarkValidateTokenIntrospected(b *testing.B) {
 	b.StopTimer()
 	if n := ep.callCount(); n != 1 {
 		b.Fatalf("%d calls to the endpoint, want 1", n)
+	}
+}
+
+// A bearer with the API-key prefix is an API key on every door: judged
+// against api_keys.file, or refused as a key without one, and never sent
+// to the introspection endpoint as an opaque token.
+func TestIntrospectionNeverSeesAPIKeys(t *testing.T) {
+	keys := filepath.Join(t.TempDir(), "api-keys.toml")
+	_, viewer, err := apikey.Append(keys, apikey.NewEntry{Tenant: "acme", Subject: "reporting", Roles: []string{"viewer"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name    string
+		keyFile string
+		cred    engine.Credential
+		allowed bool
+		code    reason.Code
+	}{
+		{"key as bearer, keys configured", keys, engine.BearerToken(viewer), true, reason.OK},
+		{"wrong key as bearer", keys, engine.BearerToken(testkit.WrongSecret(viewer)), false, reason.APIKeyUnknown},
+		{"malformed key as bearer", keys, engine.BearerToken("svck_nope"), false, reason.APIKeyMalformed},
+		{"key as bearer, no keys configured", "", engine.BearerToken(viewer), false, reason.APIKeyUnknown},
+		{"malformed key as bearer, no keys configured", "", engine.BearerToken("svck_nope"), false, reason.APIKeyMalformed},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ep := newIntrospectionEndpoint(t, map[string]string{
+				viewer: `{"active":true,"sub":"mallory","tenant_id":"acme"}`,
+			})
+			cfg := introspectionConfig(t, ep.srv.URL)
+			cfg.APIKeys.File = tt.keyFile
+			e := newEngine(t, cfg, engine.Deps{})
+			res, err := e.Decide(t.Context(), engine.Request{Scope: engine.ScopeToken, Credential: tt.cred})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := res.Token; d.Allowed != tt.allowed || d.Reason != tt.code {
+				t.Fatalf("token decision %+v, want allowed %v %s", d, tt.allowed, tt.code)
+			}
+			if tt.allowed && (res.Token.Kind != engine.KindAPIKey || res.Token.Subject != "reporting") {
+				t.Fatalf("token decision %+v, want the key's subject, of kind %s", res.Token, engine.KindAPIKey)
+			}
+			if n := ep.callCount(); n != 0 {
+				t.Fatalf("the introspection endpoint was asked %d times", n)
+			}
+		})
 	}
 }

@@ -63,7 +63,10 @@ type Request struct {
 
 // Credential is what a caller presents to prove who it is: a bearer
 // token, an API key, or the client certificate its proxy verified. Other
-// kinds (opaque tokens) are to be further fields. When both a bearer
+// kinds (opaque tokens) are to be further fields. A Bearer that starts
+// with the API-key prefix ("svck_", which no JWT does) is judged as an
+// API key, as CredentialOf classifies it: whichever door a key comes
+// through, it is never taken for an opaque token. When both a bearer
 // token and an API key are set, the API key is judged; the client
 // certificate identifies the caller only when neither is set (a mesh
 // workload calling without a token), and only with
