@@ -43,6 +43,13 @@ func newRigOf(t *testing.T, op *testOP, edit func(*config.Config)) *rig {
 // (httptest.NewServer, or NewTLSServer for a public https URL).
 func newRigOn(t *testing.T, op *testOP, serve func(http.Handler) *httptest.Server, edit func(*config.Config)) *rig {
 	t.Helper()
+	return newRigWith(t, op, serve, edit, oidcgw.Deps{})
+}
+
+// newRigWith is newRigOn with the gateway's deps (its Issuer is set
+// here).
+func newRigWith(t *testing.T, op *testOP, serve func(http.Handler) *httptest.Server, edit func(*config.Config), deps oidcgw.Deps) *rig {
+	t.Helper()
 	var h http.Handler
 	srv := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
@@ -58,7 +65,8 @@ func newRigOn(t *testing.T, op *testOP, serve func(http.Handler) *httptest.Serve
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := oidcgw.New(cfg, oidcgw.Deps{Issuer: is})
+	deps.Issuer = is
+	gw, err := oidcgw.New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -277,7 +277,9 @@ func safeToken(s string) string {
 
 // sessionClaims are the claims of the session an ID token opens: sub,
 // tenant_id, email, roles (as SAML's), and the provider (idp) with the
-// provider's session id (idp_sid) for back-channel logout.
+// provider's session id (idp_sid) and the moment of this sign-in
+// (auth_time, kept by every refresh of the session) for back-channel
+// logout.
 func (g *Gateway) sessionClaims(p *provider, idt *oidc.IDToken) (map[string]any, error) {
 	var c map[string]any
 	if err := idt.Claims(&c); err != nil {
@@ -296,7 +298,8 @@ func (g *Gateway) sessionClaims(p *provider, idt *oidc.IDToken) (map[string]any,
 	if tenant == "" {
 		return nil, refuse(reason.OIDCTenantMissing, "the ID token has no %s claim", m.Tenant)
 	}
-	out := map[string]any{"sub": idt.Subject, "tenant_id": tenant, "roles": stringList(c[m.Roles]), "idp": p.cfg.Name}
+	out := map[string]any{"sub": idt.Subject, "tenant_id": tenant, "roles": stringList(c[m.Roles]), "idp": p.cfg.Name,
+		"auth_time": g.now().Unix()}
 	if e, ok := c[m.Email].(string); ok && e != "" {
 		out["email"] = e
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -19,11 +20,15 @@ import (
 // that makes it one (OpenID Connect Back-Channel Logout 1.0).
 const BackchannelLogoutEvent = "http://schemas.openid.net/event/backchannel-logout"
 
-// A verified logout token revokes the provider's session (sid) or user
-// (sub): the revocation is kept for the session lifetime (token_ttl, the
-// longest a session token it names can still be presented) in the store,
-// Redis when configured so that every replica sees it, else this
-// process's memory (status: logout_scope).
+// A verified logout token revokes what it names (OpenID Connect
+// Back-Channel Logout 1.0 §2.6): with a sid, that provider session alone,
+// whatever sub it also carries; with a sub alone, every session of the
+// user at that provider that was signed in by the time of the logout
+// (the session's auth_time), never a later sign-in. The revocation is
+// kept for the session lifetime (token_ttl, the longest a session token
+// it names can still be presented) in the store, Redis when configured
+// so that every replica sees it, else this process's memory (status:
+// logout_scope).
 
 // LogoutClaims are the claims of a logout token that the gateway reads.
 type LogoutClaims struct {
@@ -137,17 +142,31 @@ func (g *Gateway) backchannelLogout(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
+// revoke records the logout of c: by sid when it has one, else by sub,
+// with the moment of the logout (Unix seconds), before which the user's
+// sessions began.
 func (g *Gateway) revoke(ctx context.Context, provider string, c LogoutClaims) error {
 	ttl := g.session.TokenTTL.Duration
 	if c.SID != "" {
-		if err := g.store.Put(ctx, revokedKey("sid", provider, c.SID), []byte{1}, ttl); err != nil {
-			return err
-		}
+		return g.store.Put(ctx, revokedKey("sid", provider, c.SID), []byte{1}, ttl)
 	}
-	if c.Sub != "" {
-		return g.store.Put(ctx, revokedKey("sub", provider, c.Sub), []byte{1}, ttl)
+	at := strconv.AppendInt(nil, g.now().Unix(), 10)
+	return g.store.Put(ctx, revokedKey("sub", provider, c.Sub), at, ttl)
+}
+
+// revokedByUser reports whether a logout of the user, recorded as at
+// (revoke's value), ends a session that began at authTime (ok false:
+// the session does not say, so it is taken to have begun before). A
+// session that began in the second of the logout ends with it: the
+// record keeps whole seconds, and a session that began just before the
+// logout must not escape it.
+func revokedByUser(at []byte, authTime int64, ok bool) bool {
+	logout, err := strconv.ParseInt(string(at), 10, 64)
+	if err != nil || !ok {
+		// A record without a time ends every session of the user.
+		return true
 	}
-	return nil
+	return authTime <= logout
 }
 
 // Revoked reports whether a back-channel logout ended the session whose
@@ -172,9 +191,6 @@ func (g *Gateway) Revoked(ctx context.Context, claims map[string]any) (bool, err
 	if sid != "" {
 		keys = append(keys, revokedKey("sid", provider, sid))
 	}
-	if sub != "" {
-		keys = append(keys, revokedKey("sub", provider, sub))
-	}
 	for _, k := range keys {
 		if g.redis != nil && g.notRevoked.fresh(k, g.now()) {
 			continue
@@ -183,11 +199,35 @@ func (g *Gateway) Revoked(ctx context.Context, claims map[string]any) (bool, err
 		if ok || err != nil {
 			return ok, err
 		}
-		if g.redis != nil {
-			g.notRevoked.put(k, g.now().Add(revokedCacheTTL))
-		}
+		g.notRevokedFor(k)
 	}
-	return false, nil
+	if sub == "" {
+		return false, nil
+	}
+	k := revokedKey("sub", provider, sub)
+	if g.redis != nil && g.notRevoked.fresh(k, g.now()) {
+		return false, nil
+	}
+	at, err := g.store.Get(ctx, k)
+	if err != nil {
+		return false, err
+	}
+	if at == nil {
+		g.notRevokedFor(k)
+		return false, nil
+	}
+	// Only the absence of a record is remembered: whether one ends a
+	// session depends on when the session began.
+	authTime, ok := numericClaim(claims, "auth_time")
+	return revokedByUser(at, authTime, ok), nil
+}
+
+// notRevokedFor remembers, with Redis, that no revocation is recorded
+// under k, for revokedCacheTTL.
+func (g *Gateway) notRevokedFor(k string) {
+	if g.redis != nil {
+		g.notRevoked.put(k, g.now().Add(revokedCacheTTL))
+	}
 }
 
 // revokedCacheTTL is how long a replica trusts a "not revoked" answer of

@@ -265,20 +265,30 @@ func (g *Gateway) logRefreshError(msg string, err error) {
 	g.log.Warn(msg, args...)
 }
 
-// expiryOf reads a verified token's exp claim (a json.Number, or a
-// number from a token issued in this process).
+// expiryOf reads a verified token's exp claim.
 func expiryOf(claims map[string]any) (time.Time, bool) {
-	switch v := claims["exp"].(type) {
+	n, ok := numericClaim(claims, "exp")
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.Unix(n, 0), true
+}
+
+// numericClaim reads a verified token's NumericDate claim name (a
+// json.Number, or a number from a token issued in this process), in
+// whole seconds.
+func numericClaim(claims map[string]any, name string) (int64, bool) {
+	switch v := claims[name].(type) {
 	case json.Number:
 		if n, err := v.Int64(); err == nil {
-			return time.Unix(n, 0), true
+			return n, true
 		}
 	case int64:
-		return time.Unix(v, 0), true
+		return v, true
 	case float64:
-		return time.Unix(int64(v), 0), true
+		return int64(v), true
 	}
-	return time.Time{}, false
+	return 0, false
 }
 
 // cookieIn is the value of the cookie name in a Cookie header (several

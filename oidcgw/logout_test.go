@@ -1,0 +1,140 @@
+package oidcgw_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/redistest"
+	"github.com/svc-dev/svc/oidcgw"
+)
+
+// signInClaims signs a browser in on r and returns its session token's
+// claims as the checks hand them to Revoked (numbers as json.Number).
+func signInClaims(t *testing.T, r *rig) map[string]any {
+	t.Helper()
+	b := browser(t)
+	res, body := get(t, b, r.toCallback(t, b, "/"))
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("callback: %d %s", res.StatusCode, body)
+	}
+	for _, c := range res.Cookies() {
+		if c.Name != "svc_session" || c.Value == "" {
+			continue
+		}
+		parts := strings.Split(c.Value, ".")
+		payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(payload))
+		dec.UseNumber()
+		var claims map[string]any
+		if err := dec.Decode(&claims); err != nil {
+			t.Fatal(err)
+		}
+		return claims
+	}
+	t.Fatalf("no session cookie in %v", res.Header["Set-Cookie"])
+	return nil
+}
+
+// OpenID Connect Back-Channel Logout 1.0 §2.6: a logout token with a sid
+// ends that session of the provider alone, whatever sub it carries; one
+// with a sub alone ends the sessions of that user that began before it,
+// never a later sign-in.
+func TestBackchannelLogoutScope(t *testing.T) {
+	stores := map[string]func(*config.Config){"memory": nil}
+	if addr := redistest.Start(t); addr != "" {
+		stores["redis"] = func(c *config.Config) { c.RateLimit.RedisAddr = addr }
+	}
+	events := map[string]any{oidcgw.BackchannelLogoutEvent: map[string]any{}}
+	for name, store := range stores {
+		t.Run(name, func(t *testing.T) {
+			// The gateway's clock also checks the provider's tokens, which
+			// are valid for 5 minutes from now: it moves by seconds.
+			clk := testkit.NewClock(time.Now())
+			op := newTestOP(t, "app")
+			r := newRigWith(t, op, httptest.NewServer, store, oidcgw.Deps{Now: clk.Now})
+			logout := func(t *testing.T, claims map[string]any) {
+				t.Helper()
+				claims["events"] = events
+				res, err := http.PostForm(r.url+"/auth/oidc/backchannel-logout", url.Values{"logout_token": {op.sign(t, "app", "ann", claims)}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				res.Body.Close()
+				if res.StatusCode != http.StatusOK {
+					t.Fatalf("logout: %d", res.StatusCode)
+				}
+				// A replica trusts a "not revoked" answer of Redis for
+				// 500 ms.
+				clk.Advance(time.Second)
+			}
+			revoked := func(t *testing.T, claims map[string]any) bool {
+				t.Helper()
+				got, err := r.gw.Revoked(t.Context(), claims)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+
+			signedIn := signInClaims(t, r) // ann, sid-1 (the test provider's)
+			if _, ok := signedIn["auth_time"].(json.Number); !ok {
+				t.Fatalf("session claims %v: no auth_time", signedIn)
+			}
+			otherSID := map[string]any{"idp": "default", "idp_sid": "sid-2", "sub": "ann", "auth_time": signedIn["auth_time"]}
+			noSID := map[string]any{"idp": "default", "sub": "ann", "auth_time": signedIn["auth_time"]}
+
+			// sid and sub: the session of that sid alone.
+			clk.Advance(10 * time.Second)
+			logout(t, map[string]any{"sid": "sid-1", "jti": "l1"})
+			if !revoked(t, signedIn) {
+				t.Error("sid and sub: the session of that sid is not revoked")
+			}
+			for name, s := range map[string]map[string]any{"another sid": otherSID, "no sid": noSID} {
+				if revoked(t, s) {
+					t.Errorf("sid and sub: the user's session with %s is revoked", name)
+				}
+			}
+			// A new sign-in after it is not locked out.
+			clk.Advance(10 * time.Second)
+			op.mu.Lock()
+			op.claims["sid"] = "sid-3"
+			op.mu.Unlock()
+			if again := signInClaims(t, r); revoked(t, again) {
+				t.Error("sid and sub: a sign-in after the logout is revoked")
+			}
+
+			// sub alone: every session of the user that began by then.
+			clk.Advance(10 * time.Second)
+			before := signInClaims(t, r)
+			legacy := map[string]any{"idp": "default", "idp_sid": "sid-4", "sub": "ann"}
+			bob := map[string]any{"idp": "default", "idp_sid": "sid-5", "sub": "bob", "auth_time": signedIn["auth_time"]}
+			clk.Advance(10 * time.Second)
+			logout(t, map[string]any{"jti": "l2"})
+			for name, s := range map[string]map[string]any{"signed in before": before, "another sid": otherSID,
+				"no sid": noSID, "no auth_time": legacy} {
+				if !revoked(t, s) {
+					t.Errorf("sub alone: the user's session (%s) is not revoked", name)
+				}
+			}
+			if revoked(t, bob) {
+				t.Error("sub alone: another user's session is revoked")
+			}
+			clk.Advance(10 * time.Second)
+			if after := signInClaims(t, r); revoked(t, after) {
+				t.Error("sub alone: a sign-in after the logout is revoked (locked out for token_ttl)")
+			}
+		})
+	}
+}
