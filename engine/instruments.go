@@ -282,7 +282,8 @@ func observeDecisionLog(m metric.Meter, e *Engine) error {
 // observeIntrospection reports the calls to the introspection endpoint
 // by outcome (active, inactive, unavailable, invalid), the answers served
 // by each cache tier (memory, redis; stale: past cache_ttl because the
-// endpoint failed) and the size of the in-process cache.
+// endpoint failed), the size of the in-process cache, and the values of
+// the shared tier refused by their MAC.
 func observeIntrospection(m metric.Meter, e *Engine) error {
 	if e.introspector == nil {
 		return nil
@@ -302,6 +303,11 @@ func observeIntrospection(m metric.Meter, e *Engine) error {
 	if err != nil {
 		return err
 	}
+	rejected, err := m.Int64ObservableCounter("svc.introspection.cache_rejected",
+		metric.WithDescription("Values of the shared introspection cache ignored because their MAC did not verify."))
+	if err != nil {
+		return err
+	}
 	attr := func(k, v string) metric.ObserveOption { return metric.WithAttributes(attribute.String(k, v)) }
 	active, inactive, unavailable, invalid := attr("outcome", "active"), attr("outcome", "inactive"),
 		attr("outcome", "unavailable"), attr("outcome", "invalid")
@@ -316,8 +322,9 @@ func observeIntrospection(m metric.Meter, e *Engine) error {
 		o.ObserveInt64(hits, int64(s.RemoteHits), remote)
 		o.ObserveInt64(hits, int64(s.StaleHits), stale)
 		o.ObserveInt64(cached, int64(s.Entries))
+		o.ObserveInt64(rejected, int64(s.RemoteRejected))
 		return nil
-	}, calls, hits, cached)
+	}, calls, hits, cached, rejected)
 	return err
 }
 

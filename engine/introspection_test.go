@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -14,11 +16,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/apikey"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/introspect"
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/idptest"
+	"github.com/svc-dev/svc/internal/testkit/metrictest"
 	"github.com/svc-dev/svc/internal/testkit/redistest"
 	"github.com/svc-dev/svc/reason"
 )
@@ -318,5 +325,35 @@ func TestIntrospectionNeverSeesAPIKeys(t *testing.T) {
 				t.Fatalf("the introspection endpoint was asked %d times", n)
 			}
 		})
+	}
+}
+
+// A value written straight into the shared Redis, without the MAC only
+// replicas that know the client secret can make, is not an answer: the
+// endpoint decides, and the rejection is counted.
+func TestIntrospectionSharedTierRefusesForgedValues(t *testing.T) {
+	ep := newIntrospectionEndpoint(t, nil)
+	cfg := introspectionConfig(t, ep.srv.URL)
+	cfg.RateLimit.RedisAddr = redistest.Start(t)
+	cfg.RateLimit.RedisTimeout = config.Duration{Duration: 10 * time.Second}
+	rc := redis.NewClient(&redis.Options{Addr: cfg.RateLimit.RedisAddr})
+	t.Cleanup(func() { rc.Close() })
+	const forged = "never-issued-opaque-token"
+	sum := sha256.Sum256([]byte(forged))
+	fresh := time.Now().Add(time.Hour).UnixNano()
+	if err := rc.Set(t.Context(), introspect.RemoteKeyPrefix+hex.EncodeToString(sum[:]),
+		itoa(fresh)+"\n"+`{"active":true,"sub":"mallory","tenant_id":"acme","roles":["admin"]}`, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	reader := sdkmetric.NewManualReader()
+	e := newEngine(t, cfg, engine.Deps{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	if d := e.ValidateToken(t.Context(), forged); d.Allowed || d.Reason != reason.TokenInactive {
+		t.Fatalf("forged shared answer: %+v, want the endpoint's token-inactive", d)
+	}
+	if n := ep.callCount(); n != 1 {
+		t.Fatalf("%d calls, want the endpoint asked once", n)
+	}
+	if got := metrictest.Values(metrictest.Collect(t, reader), "svc.introspection.cache_rejected")[""]; got != 1 {
+		t.Fatalf("svc.introspection.cache_rejected = %d, want 1", got)
 	}
 }

@@ -6,6 +6,11 @@
 // MaxAnswerSize bytes of the answer, and keeps what it learns in two
 // tiers: a bounded in-process cache, then (Options.Remote) a store the
 // replicas share, both keyed by the SHA-256 of the token, never the token.
+// A value of the shared tier carries an HMAC-SHA256 over its key and
+// content, under a key derived (HKDF) from the client secret: a value
+// that fails it is ignored as a miss (Stats.RemoteRejected), so one who
+// can write to the store without knowing the secret cannot make an
+// answer.
 // An active answer is kept Options.CacheTTL and never past the token's
 // exp, an inactive one Options.NegativeTTL. Concurrent lookups of one
 // token make one call. When the endpoint cannot be asked, an active
@@ -83,6 +88,7 @@ type Options struct {
 type Client struct {
 	opts   Options
 	auth   string // the Authorization header
+	macKey []byte // of the shared tier's values (remoteMACKey)
 	mem    *cache
 	group  singleflight.Group
 	inact  *reason.Error
@@ -100,6 +106,7 @@ type Client struct {
 type counts struct {
 	active, inactive, unavailable, invalid atomic.Uint64
 	memoryHits, remoteHits, staleHits      atomic.Uint64
+	remoteRejected                         atomic.Uint64
 }
 
 // New returns a Client for opts.
@@ -137,9 +144,10 @@ func New(opts Options) (*Client, error) {
 		opts.Now = time.Now
 	}
 	c := &Client{
-		opts:  opts,
-		mem:   newCache(opts.CacheSize),
-		inact: reason.New(reason.TokenInactive, "the token is not active"),
+		opts:   opts,
+		macKey: remoteMACKey(opts.ClientSecret),
+		mem:    newCache(opts.CacheSize),
+		inact:  reason.New(reason.TokenInactive, "the token is not active"),
 	}
 	if opts.Remote != nil {
 		c.remote.Store(&remoteBox{opts.Remote})
@@ -225,7 +233,7 @@ func (c *Client) lookup(ctx context.Context, key *[sha256.Size]byte, raw string)
 	if remote != nil && e.fresh > now.UnixNano() {
 		// A failing shared tier costs the replicas a call each, nothing
 		// more: the answer is in hand.
-		_ = remote.Set(ctx, id, encodeRemote(e.fresh, body), time.Duration(e.fresh-now.UnixNano()))
+		_ = remote.Set(ctx, id, encodeRemote(c.macKey, id, e.fresh, body), time.Duration(e.fresh-now.UnixNano()))
 	}
 	if e.answer == nil {
 		return nil, c.inact
@@ -256,15 +264,19 @@ func (c *Client) entry(a *Answer, now int64) entry {
 }
 
 // fromRemote reads the shared tier: ok when it holds a fresh answer that
-// parses.
+// this deployment's replicas wrote (its MAC verifies) and that parses.
 func (c *Client) fromRemote(ctx context.Context, remote Remote, id string) (entry, bool) {
 	v, found, err := remote.Get(ctx, id)
 	if err != nil || !found {
 		return entry{}, false
 	}
-	fresh, body, ok := decodeRemote(v)
+	fresh, body, ok := decodeRemote(c.macKey, id, v)
+	if !ok {
+		c.counts.remoteRejected.Add(1)
+		return entry{}, false
+	}
 	now := c.opts.Now().UnixNano()
-	if !ok || now >= fresh {
+	if now >= fresh {
 		return entry{}, false
 	}
 	a, err := parse(body, c.opts.TenantClaim)
@@ -341,6 +353,11 @@ type Stats struct {
 	// tier without a call; StaleHits the active answers served past
 	// CacheTTL because the endpoint failed.
 	MemoryHits, RemoteHits, StaleHits uint64
+	// RemoteRejected counts the values of the shared tier ignored because
+	// their MAC did not verify: written by one who does not know the
+	// client secret, by a replica with another secret, or in another
+	// format.
+	RemoteRejected uint64
 	// Entries is the size of the in-process cache.
 	Entries int
 }
@@ -351,7 +368,8 @@ func (c *Client) Stats() Stats {
 		Active: c.counts.active.Load(), Inactive: c.counts.inactive.Load(),
 		Unavailable: c.counts.unavailable.Load(), Invalid: c.counts.invalid.Load(),
 		MemoryHits: c.counts.memoryHits.Load(), RemoteHits: c.counts.remoteHits.Load(),
-		StaleHits: c.counts.staleHits.Load(), Entries: c.mem.size(),
+		StaleHits: c.counts.staleHits.Load(), RemoteRejected: c.counts.remoteRejected.Load(),
+		Entries: c.mem.size(),
 	}
 }
 

@@ -1,7 +1,10 @@
 package introspect_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -430,5 +433,73 @@ func TestLooksLikeJWS(t *testing.T) {
 		if got := introspect.LooksLikeJWS(tok); got != want {
 			t.Errorf("LooksLikeJWS(%q) = %v, want %v", tok, got, want)
 		}
+	}
+}
+
+// remoteKeyOf is the shared tier's key of token.
+func remoteKeyOf(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return introspect.RemoteKeyPrefix + hex.EncodeToString(sum[:])
+}
+
+// One who can write to the shared store but does not know the client
+// secret cannot make an answer: a value written in the plain format, a
+// genuine value moved under another token's key, or one whose answer was
+// edited, is ignored as a miss and counted, and the endpoint decides.
+func TestIntrospectSharedTierRefusesForgedValues(t *testing.T) {
+	addr := redistest.Start(t)
+	ep := newEndpoint(t, map[string]string{"victim": `{"active":true,"sub":"alice","tenant_id":"acme","roles":["admin"]}`})
+	clk := testkit.NewClock(start)
+	rc := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { rc.Close() })
+	remote := introspect.Redis{Client: rc, Timeout: 5 * time.Second}
+	writer := newClient(t, ep, clk, func(o *introspect.Options) { o.Remote = remote })
+	ctx := context.Background()
+	if _, err := writer.Introspect(ctx, "victim"); err != nil {
+		t.Fatal(err)
+	}
+	genuine, err := rc.Get(ctx, remoteKeyOf("victim")).Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := strconv.FormatInt(start.Add(time.Minute).UnixNano(), 10)
+	forged := `{"active":true,"sub":"mallory","tenant_id":"acme","roles":["admin"]}`
+	for _, tt := range []struct {
+		name, token string
+		value       []byte
+	}{
+		{"plain value", "forged-1", []byte(fresh + "\n" + forged)},
+		{"genuine value of another token", "forged-2", genuine},
+		{"edited answer", "forged-3", bytes.Replace(genuine, []byte(`"alice"`), []byte(`"mallo"`), 1)},
+		{"MAC of another key", "forged-4", append([]byte(strings.Repeat("0", 64)+"\n"+fresh+"\n"), forged...)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := rc.Set(ctx, remoteKeyOf(tt.token), tt.value, time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			reader := newClient(t, ep, clk, func(o *introspect.Options) { o.Remote = remote })
+			calls := ep.calls.Load()
+			a, err := reader.Introspect(ctx, tt.token)
+			if code(err) != reason.TokenInactive {
+				t.Fatalf("answer %+v, err %v: want the endpoint's token-inactive", a, err)
+			}
+			if s := reader.Stats(); s.RemoteRejected != 1 || s.RemoteHits != 0 || ep.calls.Load() != calls+1 {
+				t.Fatalf("stats %+v, %d calls: want one rejected value and a call", s, ep.calls.Load()-calls)
+			}
+		})
+	}
+	reader := newClient(t, ep, clk, func(o *introspect.Options) { o.Remote = remote })
+	if a, err := reader.Introspect(ctx, "victim"); err != nil || a.Subject != "alice" {
+		t.Fatalf("genuine shared answer: %+v %v", a, err)
+	}
+	if s := reader.Stats(); s.RemoteHits != 1 || s.RemoteRejected != 0 {
+		t.Fatalf("stats %+v, want the genuine value served from the shared tier", s)
+	}
+	other := newClient(t, ep, clk, func(o *introspect.Options) { o.Remote = remote; o.ClientSecret = "another secret" })
+	if _, err := other.Introspect(ctx, "victim"); code(err) != reason.IntrospectionUnavailable {
+		t.Fatalf("replica with another secret: %v, want its own call (refused by the endpoint)", err)
+	}
+	if s := other.Stats(); s.RemoteRejected != 1 {
+		t.Fatalf("replica with another secret: stats %+v, want the value rejected", s)
 	}
 }
