@@ -225,6 +225,46 @@ func TestDecisionLogDenyWhenFull(t *testing.T) {
 	}
 }
 
+// refuseDecisions makes decisions with a deny-overflow spool of 1 MiB
+// and a sink that is down until one is refused, and returns how many
+// were answered before it. Each record is about 8 KB.
+func refuseDecisions(t *testing.T, reader sdkmetric.Reader) (*engine.Engine, int) {
+	t.Helper()
+	p := idptest.New(t)
+	cfg := prodConfig(p.JWKSURL())
+	cfg.DecisionLog = config.DecisionLog{Sink: config.DecisionLogHTTP, URL: "http://127.0.0.1:1/v1", SpoolDir: t.TempDir(),
+		Overflow: config.DecisionLogDeny, SpoolMaxBytes: 1 << 20, FlushInterval: config.Duration{Duration: time.Hour}}
+	cfg.RateLimit.Disabled = true
+	e := newEngine(t, cfg, engine.Deps{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	good := p.Token(t, claimsFor("acme", "viewer"))
+	for n := 0; n < 2000; n++ {
+		res, err := e.Decide(context.Background(), engine.Request{Credential: engine.BearerToken(good),
+			Input: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: strings.Repeat("x", 4000)}}})
+		if err != nil {
+			if res.Decision.Reason != reason.DecisionLogUnavailable {
+				t.Fatalf("decision %d: %v, reason %s; want decision-log-unavailable", n, err, res.Decision.Reason)
+			}
+			return e, n
+		}
+	}
+	t.Fatal("2000 decisions of 8 KB records answered with a spool of 1 MiB")
+	return nil, 0
+}
+
+// A decision the decision log refused is counted in
+// svc.decision_log.refused and in the status.
+func TestDecisionLogRefusalsCounted(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	e, _ := refuseDecisions(t, reader)
+	if st := e.Status().DecisionLog; st.Refused != 1 || !st.Refusing {
+		t.Errorf("status after a refusal: %+v, want refused 1, refusing", st)
+	}
+	rm := metrictest.Collect(t, reader)
+	if got := metrictest.Values(rm, "svc.decision_log.refused")[""]; got != 1 {
+		t.Errorf("svc.decision_log.refused = %d, want 1", got)
+	}
+}
+
 // An unreadable decision_log.http_token_file stops the engine, the
 // error naming that key.
 func TestDecisionLogHTTPTokenFileMissing(t *testing.T) {

@@ -231,7 +231,9 @@ func observeAPIKeys(m metric.Meter, e *Engine) error {
 
 // observeDecisionLog reports the decision log's shipping: records the
 // sink acknowledged, failed sends, records a full spool dropped unsent,
-// and the backlog (records, bytes, age of the oldest).
+// records the spool refused (their decisions answered
+// decision-log-unavailable), and the backlog (records, bytes, age of the
+// oldest).
 func observeDecisionLog(m metric.Meter, e *Engine) error {
 	if e.decisions == nil {
 		return nil
@@ -248,6 +250,11 @@ func observeDecisionLog(m metric.Meter, e *Engine) error {
 	}
 	dropped, err := m.Int64ObservableCounter("svc.decision_log.dropped",
 		metric.WithDescription("Decision records a full spool deleted unsent (decision_log.overflow = drop_oldest)."))
+	if err != nil {
+		return err
+	}
+	refused, err := m.Int64ObservableCounter("svc.decision_log.refused",
+		metric.WithDescription("Decisions answered decision-log-unavailable because the spool could not take their records (full under decision_log.overflow = deny, or not writable)."))
 	if err != nil {
 		return err
 	}
@@ -271,11 +278,12 @@ func observeDecisionLog(m metric.Meter, e *Engine) error {
 		o.ObserveInt64(shipped, st.Shipped)
 		o.ObserveInt64(retries, st.Retries)
 		o.ObserveInt64(dropped, st.Dropped)
+		o.ObserveInt64(refused, st.Refused)
 		o.ObserveInt64(unsent, st.Unsent)
 		o.ObserveInt64(spoolBytes, st.SpoolBytes)
 		o.ObserveFloat64(age, st.OldestUnsentAge.Seconds())
 		return nil
-	}, shipped, retries, dropped, unsent, spoolBytes, age)
+	}, shipped, retries, dropped, refused, unsent, spoolBytes, age)
 	return err
 }
 

@@ -175,12 +175,15 @@ func (s *Server) status() Status {
 	}
 	if d := es.DecisionLog; d != nil {
 		st.DecisionLog = &wire.DecisionLogStatus{Sink: d.Sink, Connected: d.Connected, SpoolBytes: d.SpoolBytes, Unsent: d.Unsent,
-			Shipped: d.Shipped, Retries: d.Retries, Dropped: d.Dropped, LastError: d.LastError}
+			Shipped: d.Shipped, Retries: d.Retries, Dropped: d.Dropped, Refused: d.Refused, LastError: d.LastError}
 		if d.OldestUnsentAge > 0 {
 			st.DecisionLog.OldestUnsentAge = d.OldestUnsentAge.Round(time.Millisecond).String()
 		}
 		switch {
 		case st.Status != StatusHealthy:
+		case d.Refusing:
+			// Decisions are refused (503): worse than records lost.
+			st.Status, st.Reason = StatusDegraded, string(reason.DecisionLogUnavailable)
 		case d.Dropped > 0:
 			// Records are lost: whoever relies on the log must know.
 			st.Status, st.Reason = StatusDegraded, string(reason.DecisionLogDropped)

@@ -1,15 +1,25 @@
 package sidecar
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/reason"
 )
 
 // TestStatusAgreesWithReadiness starts a sidecar whose identity provider
@@ -71,5 +81,57 @@ func TestReloadFailuresAreLogged(t *testing.T) {
 	code, body = post(t, r, PathReloadPolicy, []byte("garbage"))
 	if code != http.StatusBadRequest || errorCode(body) != "bundle-malformed" || !strings.Contains(string(body), "not a gzip") {
 		t.Errorf("reload of garbage = %d %s, want 400 bundle-malformed", code, body)
+	}
+}
+
+// TestStatusWhileDecisionLogRefuses: a sidecar whose decision log
+// refuses decisions (overflow = "deny", the spool full behind a sink
+// that took a batch and hangs on the next) is degraded with
+// decision-log-unavailable, the refusals counted, although its sink has
+// not failed.
+func TestStatusWhileDecisionLogRefuses(t *testing.T) {
+	release := make(chan struct{})
+	var uploads atomic.Int32
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if uploads.Add(1) > 1 {
+			<-release
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(sink.Close)
+	t.Cleanup(func() { close(release) })
+	idp := newTestIdP(t)
+	cfg := testConfig(idp)
+	cfg.DecisionLog = config.DecisionLog{Sink: config.DecisionLogHTTP, URL: sink.URL, SpoolDir: t.TempDir(),
+		Overflow: config.DecisionLogDeny, SpoolMaxBytes: 1 << 20, FlushInterval: config.Duration{Duration: 20 * time.Millisecond}}
+	e := newTestEngine(t, cfg)
+	r := startServer(t, Deps{Engine: e})
+	testkit.Eventually(t, "serving", r.ready.Load)
+
+	// Without a credential: refused, and logged like every answer.
+	decide := func() error {
+		_, err := e.Decide(context.Background(), engine.Request{Input: engine.Input{Action: "orders:read",
+			Resource: policy.Resource{Type: "orders", ID: strings.Repeat("x", 4000)}}})
+		return err
+	}
+	if err := decide(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, "the first record shipped", func() bool {
+		d := getStatus(t, r).DecisionLog
+		return d != nil && d.Shipped == 1 && d.Connected
+	})
+	var err error
+	for n := 0; n < 2000 && err == nil; n++ {
+		err = decide()
+	}
+	if !errors.Is(err, &reason.Error{Code: reason.DecisionLogUnavailable}) {
+		t.Fatalf("with the spool full: %v, want decision-log-unavailable", err)
+	}
+	st := getStatus(t, r)
+	if st.Status != StatusDegraded || st.Reason != string(reason.DecisionLogUnavailable) || st.DecisionLog.Refused != 1 {
+		t.Fatalf("status %q reason %q decision log %+v; want degraded, decision-log-unavailable, 1 refused",
+			st.Status, st.Reason, st.DecisionLog)
 	}
 }

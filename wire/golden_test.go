@@ -40,7 +40,7 @@ func goldenValues() map[string]any {
 			APIKeys: &wire.APIKeysStatus{Path: "/etc/svc/api-keys.toml", Keys: 3, Loaded: t0, Refusals: 1,
 				LastError: "api key file /etc/svc/api-keys.toml: line 7: holds a plaintext API key"},
 			DecisionLog: &wire.DecisionLogStatus{Sink: "nats", SpoolBytes: 48213, Unsent: 52, OldestUnsentAge: "2.4s",
-				Shipped: 91822, Retries: 3, LastError: "decision log nats: not connected"},
+				Shipped: 91822, Retries: 3, Refused: 4, LastError: "decision log nats: not connected"},
 			ClientCerts: &wire.ClientCertsStatus{TrustDomains: 2, Roles: 5, Accepted: 120, Invalid: 3, Untrusted: 1},
 			IdentityToken: &wire.IdentityTokenStatus{KeyFile: "/etc/svc/identity-token-key.pem", KeyID: "kid-1", Published: 2, TTL: "5m0s",
 				Loaded: t0, Minted: 10, Reused: 90, Failures: 0, Refusals: 1, LastError: "identity token key file refused"},

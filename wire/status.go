@@ -295,6 +295,10 @@ type DecisionLogStatus struct {
 	// Dropped counts the records a full spool deleted unsent
 	// (decision_log.overflow = "drop_oldest").
 	Dropped int64 `json:"dropped"`
+	// Refused counts the decisions answered 503 decision-log-unavailable
+	// since the start because the spool could not take their records
+	// (full under decision_log.overflow = "deny", or not writable).
+	Refused int64 `json:"refused"`
 	// LastError is why the latest send failed; absent once one succeeds.
 	LastError string `json:"last_error,omitempty"`
 }

@@ -180,7 +180,8 @@ func (a *app) printStatus(st wire.Status, status string) error {
 }
 
 // decisionLogLine summarises the decision log's state: the sink, whether
-// it is reachable, the backlog and what was shipped, retried and lost.
+// it is reachable, the backlog and what was shipped, retried, lost and
+// refused.
 func decisionLogLine(d *wire.DecisionLogStatus) string {
 	conn := "connected"
 	if !d.Connected {
@@ -190,7 +191,7 @@ func decisionLogLine(d *wire.DecisionLogStatus) string {
 	if d.OldestUnsentAge != "" {
 		line += " (oldest " + d.OldestUnsentAge + ")"
 	}
-	line += fmt.Sprintf(", %d shipped, %d retries, %d dropped", d.Shipped, d.Retries, d.Dropped)
+	line += fmt.Sprintf(", %d shipped, %d retries, %d dropped, %d refused", d.Shipped, d.Retries, d.Dropped, d.Refused)
 	if d.LastError != "" {
 		line += "; last error: " + d.LastError
 	}

@@ -127,8 +127,8 @@ func TestSidecarStatusWarnsEphemeralSAMLKey(t *testing.T) {
 // sink, backlog and losses on one line; without, no line.
 func TestSidecarStatusDecisionLog(t *testing.T) {
 	for _, tt := range []struct{ log, want string }{
-		{`,"decision_log":{"sink":"nats","connected":false,"spool_bytes":4096,"unsent":3,"oldest_unsent_age":"2.5s","shipped":90,"retries":4,"dropped":0,"last_error":"decision log nats: not connected"}`,
-			`(?m)^Decision log:\s+nats, not connected, 3 unsent \(oldest 2\.5s\), 90 shipped, 4 retries, 0 dropped; last error: decision log nats: not connected$`},
+		{`,"decision_log":{"sink":"nats","connected":false,"spool_bytes":4096,"unsent":3,"oldest_unsent_age":"2.5s","shipped":90,"retries":4,"dropped":0,"refused":7,"last_error":"decision log nats: not connected"}`,
+			`(?m)^Decision log:\s+nats, not connected, 3 unsent \(oldest 2\.5s\), 90 shipped, 4 retries, 0 dropped, 7 refused; last error: decision log nats: not connected$`},
 		{``, ``},
 	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

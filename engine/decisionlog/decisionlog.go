@@ -74,7 +74,11 @@ type Logger struct {
 	wake    chan struct{}
 
 	shipped, retries atomic.Int64
-	connected        atomic.Bool
+	// refused counts the records the spool refused; lastRefused is when
+	// the latest was (Unix nanoseconds), refusalWarned when the latest
+	// warning about them was logged.
+	refused, lastRefused, refusalWarned atomic.Int64
+	connected                           atomic.Bool
 	// failing: the last batch failed other than by the Logger's stop.
 	failing atomic.Bool
 	mu      sync.Mutex
@@ -91,8 +95,23 @@ type Stats struct {
 	Shipped         int64
 	Retries         int64
 	Dropped         int64
-	LastError       string
+	// Refused counts the records the spool refused since the start
+	// (full under the deny overflow, or not writable): their decisions
+	// were answered decision-log-unavailable instead.
+	Refused int64
+	// Refusing: a record was refused within the last RefusalHold.
+	Refusing  bool
+	LastError string
 }
+
+// RefusalHold is how long Stats says Refusing after the latest refusal:
+// a sidecar refusing now and then is reported as refusing throughout,
+// not only in the instant of each refusal.
+const RefusalHold = time.Minute
+
+// refusalWarnEvery spaces the warnings about refused records, so that a
+// full spool does not write one line per decision.
+const refusalWarnEvery = 30 * time.Second
 
 // New opens the spool in opts.Spool.Dir: records a previous process left
 // unsent are shipped first.
@@ -168,6 +187,7 @@ func (l *Logger) Log(r Record) error {
 // spool copies before LogEncoded returns.
 func (l *Logger) LogEncoded(rec []byte) error {
 	if err := l.spool.Append(rec); err != nil {
+		l.refuse(err)
 		return err
 	}
 	// Unsent, not Stats: Log runs once per decision, and Stats may read
@@ -179,6 +199,21 @@ func (l *Logger) LogEncoded(rec []byte) error {
 		}
 	}
 	return nil
+}
+
+// refuse counts a record the spool refused (err), and says so in a
+// warning at most every refusalWarnEvery: every decision is refused
+// meanwhile, which must not go unnoticed.
+func (l *Logger) refuse(err error) {
+	n := l.refused.Add(1)
+	now := time.Now().UnixNano()
+	l.lastRefused.Store(now)
+	last := l.refusalWarned.Load()
+	if last != 0 && now-last < int64(refusalWarnEvery) || !l.refusalWarned.CompareAndSwap(last, now) {
+		return
+	}
+	l.log.Warn("decision log spool refuses records; their decisions are answered decision-log-unavailable",
+		"err", err, "refused", n, "next_warning_in", refusalWarnEvery.String())
 }
 
 // Run ships records and syncs the spool until ctx ends, then syncs and
@@ -337,6 +372,10 @@ func (l *Logger) Stats() Stats {
 	s := Stats{
 		Sink: l.sink.Name(), Connected: l.connected.Load(), SpoolBytes: st.Bytes, Unsent: st.Unsent,
 		Shipped: l.shipped.Load(), Retries: l.retries.Load(), Dropped: st.Dropped, LastError: lastErr,
+		Refused: l.refused.Load(),
+	}
+	if last := l.lastRefused.Load(); last != 0 && time.Since(time.Unix(0, last)) < RefusalHold {
+		s.Refusing = true
 	}
 	if !st.OldestUnsent.IsZero() {
 		s.OldestUnsentAge = time.Since(st.OldestUnsent)

@@ -1,0 +1,48 @@
+package decisionlog_test
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/svc-dev/svc/engine/decisionlog"
+	"github.com/svc-dev/svc/engine/decisionlog/spool"
+)
+
+// startHTTPLogger runs a Logger whose sink is svc, with opts (its sink's
+// timeout 1s).
+func startHTTPLogger(t *testing.T, svc *logService, opts decisionlog.Options) (*decisionlog.Logger, func()) {
+	t.Helper()
+	sink, err := decisionlog.NewHTTP(decisionlog.HTTPOptions{URL: svc.URL + "/v1", Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runLoggerWith(t, sink, opts)
+}
+
+// A record the spool refuses (full under the deny overflow) is counted,
+// and the Logger says it is refusing: its decision was not answered.
+func TestRefusalsCounted(t *testing.T) {
+	svc := startLogService(t, "")
+	svc.status.Store(http.StatusServiceUnavailable)
+	l, _ := startHTTPLogger(t, svc, decisionlog.Options{
+		Spool:         spool.Options{Dir: t.TempDir(), SegmentBytes: 64 << 10, MaxBytes: 128 << 10, Overflow: spool.Deny},
+		FlushInterval: time.Hour, BatchMaxRecords: 1 << 20,
+	})
+	if st := l.Stats(); st.Refused != 0 || st.Refusing {
+		t.Fatalf("before any record: %+v, want nothing refused", st)
+	}
+	var err error
+	n := 0
+	for ; n < 100000 && err == nil; n++ {
+		err = l.Log(decisionlog.Record{DecisionID: "dec", Tenant: "acme", JSON: []byte(`{"decision_id":"dec"}`)})
+	}
+	if !errors.Is(err, decisionlog.ErrFull) {
+		t.Fatalf("after %d records: %v, want ErrFull", n, err)
+	}
+	_ = l.Log(decisionlog.Record{DecisionID: "dec", JSON: []byte(`{}`)})
+	if st := l.Stats(); st.Refused != 2 || !st.Refusing || st.Dropped != 0 {
+		t.Fatalf("after two refusals: %+v, want refused 2, refusing, nothing dropped", st)
+	}
+}
