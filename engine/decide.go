@@ -314,19 +314,31 @@ func (e *Engine) recordEvaluated(ctx context.Context, start time.Time, res Resul
 // not enforced. The error is the decision log's refusal
 // (decision-log-unavailable): the decision must not be answered.
 func (e *Engine) finish(ctx context.Context, start time.Time, res Result, req *Request, evaluated, simulated bool) error {
-	in := &req.Input
 	latency := e.now().Sub(start)
-	allowed := res.Allowed()
-	code := res.Decision.Reason
-	if simulated && !res.Decision.Allow {
-		// Counted as what the caller saw: let through.
-		code = reason.PolicyDryRun
-		allowed = true
-	}
-	if req.Scope != ScopeToken {
+	logErr := e.writeRecords(ctx, start, latency, res, req, evaluated, simulated)
+	if req.Scope == ScopeToken {
 		// Token validations are counted by the verification metrics.
-		e.tel.decided(ctx, code, allowed, latency)
+		return logErr
 	}
+	// Counted as what the caller saw.
+	allowed, code := res.Allowed(), res.Decision.Reason
+	switch {
+	case logErr != nil:
+		// Refused by the decision log, whatever was decided.
+		allowed, code = false, reason.DecisionLogUnavailable
+	case simulated && !res.Decision.Allow:
+		// Let through.
+		allowed, code = true, reason.PolicyDryRun
+	}
+	e.tel.decided(ctx, code, allowed, latency)
+	return logErr
+}
+
+// writeRecords writes the decision's audit record, appends it to the decision
+// log and shows it to the observer; the error is the decision log's
+// refusal.
+func (e *Engine) writeRecords(ctx context.Context, start time.Time, latency time.Duration, res Result, req *Request, evaluated, simulated bool) error {
+	in := &req.Input
 	observing := e.observer != nil && e.observer.Observing()
 	if e.audit == nil && !observing && e.decisions == nil {
 		return nil

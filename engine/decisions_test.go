@@ -265,6 +265,19 @@ func TestDecisionLogRefusalsCounted(t *testing.T) {
 	}
 }
 
+// svc.decisions counts a decision the decision log refused as what was
+// answered: denied, decision-log-unavailable, not the policy's outcome.
+func TestDecisionLogRefusalsCountedAsAnswered(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	_, n := refuseDecisions(t, reader)
+	got := metrictest.Values(metrictest.Collect(t, reader), "svc.decisions", "result", "reason")
+	want := map[string]int64{"allow/policy-allow": int64(n), "deny/decision-log-unavailable": 1}
+	if len(got) != len(want) || got["allow/policy-allow"] != want["allow/policy-allow"] ||
+		got["deny/decision-log-unavailable"] != 1 {
+		t.Errorf("svc.decisions = %v, want %v", got, want)
+	}
+}
+
 // An unreadable decision_log.http_token_file stops the engine, the
 // error naming that key.
 func TestDecisionLogHTTPTokenFileMissing(t *testing.T) {
