@@ -19,8 +19,10 @@ import (
 
 // validate is Decide under ScopeToken: the token decision, with a
 // decision id, audited and written to the decision log like every other
-// answer. Under decision_log.overflow = "deny" a full spool refuses the
-// token (decision-log-unavailable) rather than answer unlogged.
+// answer. A decision log that cannot take the record (a full spool under
+// decision_log.overflow = "deny", a spool that cannot be written)
+// refuses the token (decision-log-unavailable) rather than answer
+// unlogged, with the decision log's reason.
 func (e *Engine) validate(ctx context.Context, req *Request) Result {
 	start := e.now()
 	d := e.validateToken(ctx, req.Credential)
@@ -29,10 +31,12 @@ func (e *Engine) validate(ctx context.Context, req *Request) Result {
 		Allow: d.Allowed, Reason: d.Reason, DenyReasons: []string{}, DecisionID: d.DecisionID,
 	}}
 	if err := e.record(ctx, start, rec, req); err != nil {
-		d = TokenDecision{
-			Reason: reason.DecisionLogUnavailable, DecisionID: d.DecisionID,
-			Message: "the decision log cannot take the decision (decision_log.overflow = deny)",
+		msg := "the decision log cannot take the decision"
+		var re *reason.Error
+		if errors.As(err, &re) && re.Msg != "" {
+			msg = re.Msg
 		}
+		d = TokenDecision{Reason: reason.DecisionLogUnavailable, DecisionID: d.DecisionID, Message: msg}
 	}
 	return Result{Token: d}
 }

@@ -195,8 +195,15 @@ func (e *Engine) logDecision(rec *audit.Record, in *Input, src RequestSource, sc
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, decisionlog.ErrFull) {
+	switch {
+	case errors.Is(err, decisionlog.ErrFull) && e.cfg.DecisionLog.Overflow == config.DecisionLogDeny:
 		return reason.New(reason.DecisionLogUnavailable, "the decision log's spool is full (decision_log.overflow = deny)")
+	case errors.Is(err, decisionlog.ErrFull):
+		// drop_oldest with nothing older to drop: the segment written
+		// to holds the whole spool_max_bytes.
+		return reason.New(reason.DecisionLogUnavailable, "the decision log's spool is full")
+	case errors.Is(err, spool.ErrTooLarge):
+		return reason.New(reason.DecisionLogUnavailable, "the decision record is larger than a segment of the decision log's spool")
 	}
 	return reason.Wrap(reason.DecisionLogUnavailable, err, "the decision log's spool cannot be written")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -275,6 +276,38 @@ func TestDecisionLogRefusalsCountedAsAnswered(t *testing.T) {
 	if len(got) != len(want) || got["allow/policy-allow"] != want["allow/policy-allow"] ||
 		got["deny/decision-log-unavailable"] != 1 {
 		t.Errorf("svc.decisions = %v, want %v", got, want)
+	}
+}
+
+// A refusal says why the decision log refused: a spool that cannot be
+// written under overflow = "drop_oldest" is no full spool under "deny".
+func TestDecisionLogRefusalSaysWhy(t *testing.T) {
+	p := idptest.New(t)
+	cfg := prodConfig(p.JWKSURL())
+	spoolDir := t.TempDir()
+	cfg.DecisionLog = config.DecisionLog{Sink: config.DecisionLogHTTP, URL: "http://127.0.0.1:1/v1", SpoolDir: spoolDir,
+		FlushInterval: config.Duration{Duration: time.Hour}}
+	e := newEngine(t, cfg, engine.Deps{})
+	// The process's spool directory gone: its first segment file cannot
+	// be created.
+	procs, _ := filepath.Glob(filepath.Join(spoolDir, "p-*"))
+	for _, d := range procs {
+		if err := os.RemoveAll(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	good := p.Token(t, claimsFor("acme", "viewer"))
+	d := e.ValidateToken(ctx, good)
+	if d.Allowed || d.Reason != reason.DecisionLogUnavailable || strings.Contains(d.Message, "deny") ||
+		!strings.Contains(d.Message, "cannot be written") {
+		t.Errorf("validation with the spool unwritable: %+v, want decision-log-unavailable saying the spool cannot be written", d)
+	}
+	_, err := e.Decide(ctx, engine.Request{Credential: engine.BearerToken(good), Input: engine.Input{Action: "orders:read"}})
+	var re *reason.Error
+	if !errors.As(err, &re) || re.Code != reason.DecisionLogUnavailable || strings.Contains(re.Msg, "deny") ||
+		!strings.Contains(re.Msg, "cannot be written") {
+		t.Errorf("decision with the spool unwritable: %v, want decision-log-unavailable saying the spool cannot be written", err)
 	}
 }
 
