@@ -78,7 +78,9 @@ type Logger struct {
 	// the latest was (Unix nanoseconds), refusalWarned when the latest
 	// warning about them was logged.
 	refused, lastRefused, refusalWarned atomic.Int64
-	connected                           atomic.Bool
+	// connected is false from a failed send until one succeeds: a sink
+	// that has not failed yet is not disconnected.
+	connected atomic.Bool
 	// failing: the last batch failed other than by the Logger's stop.
 	failing atomic.Bool
 	mu      sync.Mutex
@@ -136,6 +138,7 @@ func New(opts Options, sink Sink) (*Logger, error) {
 		return nil, fmt.Errorf("decisionlog: %w", err)
 	}
 	l := &Logger{opts: opts, own: own, sink: sink, log: opts.Logger, wake: make(chan struct{}, 1)}
+	l.connected.Store(true)
 	so := opts.Spool
 	so.Dir = own.path
 	if l.spool, err = spool.Open(so); err != nil {

@@ -46,3 +46,17 @@ func TestRefusalsCounted(t *testing.T) {
 		t.Fatalf("after two refusals: %+v, want refused 2, refusing, nothing dropped", st)
 	}
 }
+
+// A sink that has not failed is connected: before the first batch goes
+// out (a long flush interval), the Logger does not say otherwise.
+func TestConnectedBeforeTheFirstBatch(t *testing.T) {
+	svc := startLogService(t, "")
+	l, _ := startHTTPLogger(t, svc, decisionlog.Options{
+		Spool:         spool.Options{Dir: t.TempDir(), SegmentBytes: 64 << 10},
+		FlushInterval: time.Hour,
+	})
+	logN(t, l, 0, 3)
+	if st := l.Stats(); !st.Connected || st.Unsent != 3 || st.Shipped != 0 {
+		t.Fatalf("before the first batch: %+v, want connected with 3 unsent", st)
+	}
+}
