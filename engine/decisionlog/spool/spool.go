@@ -156,6 +156,10 @@ type Spool struct {
 	warmed   int64
 	warm     chan struct{}
 	stopWarm chan struct{}
+
+	// put copies a frame into the mapping: putFrame, which the tests
+	// replace to fault as a disk full under the file does.
+	put func(dst []byte, t int64, sum uint32, data []byte) error
 }
 
 const (
@@ -188,7 +192,7 @@ func Open(opts Options) (*Spool, error) {
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	s := &Spool{opts: opts, warm: make(chan struct{}, 1), stopWarm: make(chan struct{})}
+	s := &Spool{opts: opts, warm: make(chan struct{}, 1), stopWarm: make(chan struct{}), put: putFrame}
 	if err := s.load(); err != nil {
 		return nil, err
 	}
@@ -378,14 +382,22 @@ func (s *Spool) mapFile(seq uint64, flag int) (*os.File, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("spool: %w", err)
 	}
-	if err := f.Truncate(s.opts.SegmentBytes); err != nil {
+	// A file created here and not usable is removed: left, it would
+	// refuse the next attempt to create it (O_EXCL) once the disk has
+	// room again.
+	fail := func(err error) (*os.File, []byte, error) {
 		_ = f.Close()
-		return nil, nil, fmt.Errorf("spool: %w", err)
+		if flag&os.O_CREATE != 0 {
+			_ = os.Remove(f.Name())
+		}
+		return nil, nil, err
+	}
+	if err := f.Truncate(s.opts.SegmentBytes); err != nil {
+		return fail(fmt.Errorf("spool: %w", err))
 	}
 	m, err := unix.Mmap(int(f.Fd()), 0, int(s.opts.SegmentBytes), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
-		_ = f.Close()
-		return nil, nil, fmt.Errorf("spool: mapping %s: %w", filepath.Base(f.Name()), err)
+		return fail(fmt.Errorf("spool: mapping %s: %w", filepath.Base(f.Name()), err))
 	}
 	return f, m, nil
 }
@@ -444,10 +456,12 @@ func (s *Spool) Append(rec []byte) error {
 		s.dropOldest()
 	}
 	last := s.segs[len(s.segs)-1]
-	if err := putFrame(s.m[last.size:], now, sum, rec); err != nil {
-		// The page could not be written (a disk full under the file):
-		// the frame may be torn, and the segment is done with.
-		_ = s.startSegment(last.seq + 1)
+	if err := s.put(s.m[last.size:], now, sum, rec); err != nil {
+		// The page could not be written (a disk full under the file).
+		// The frame may be torn, past the segment's records: the next
+		// Append writes over it, in the same segment, once the disk has
+		// room again. Starting a new segment instead would make a file
+		// per refused record, on a disk with no room for any.
 		return err
 	}
 	if last.records == 0 {
