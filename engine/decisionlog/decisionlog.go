@@ -166,6 +166,9 @@ const finalFlush = 2 * time.Second
 type orphan struct {
 	dir   *lockedDir
 	spool *spool.Spool
+	// removed: shipped, and its directory removed. Only what it lost
+	// still counts in Stats; its bytes are no longer on disk.
+	removed atomic.Bool
 }
 
 // ErrFull is Log's refusal when the spool is full under the deny
@@ -239,6 +242,7 @@ func (l *Logger) Run(ctx context.Context) error {
 		_ = o.spool.Close()
 		if empty {
 			o.dir.remove()
+			o.removed.Store(true)
 		} else {
 			o.dir.release()
 		}
@@ -362,9 +366,12 @@ func (l *Logger) Stats() Stats {
 	for _, o := range l.orphans {
 		// Closed once shipped: its last stats stay.
 		os := o.spool.Stats()
+		st.Dropped += os.Dropped
+		if o.removed.Load() {
+			continue
+		}
 		st.Bytes += os.Bytes
 		st.Unsent += os.Unsent
-		st.Dropped += os.Dropped
 		if !os.OldestUnsent.IsZero() && (st.OldestUnsent.IsZero() || os.OldestUnsent.Before(st.OldestUnsent)) {
 			st.OldestUnsent = os.OldestUnsent
 		}

@@ -3,11 +3,13 @@ package decisionlog_test
 import (
 	"errors"
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/svc-dev/svc/engine/decisionlog"
 	"github.com/svc-dev/svc/engine/decisionlog/spool"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // startHTTPLogger runs a Logger whose sink is svc, with opts (its sink's
@@ -58,5 +60,32 @@ func TestConnectedBeforeTheFirstBatch(t *testing.T) {
 	logN(t, l, 0, 3)
 	if st := l.Stats(); !st.Connected || st.Unsent != 3 || st.Shipped != 0 {
 		t.Fatalf("before the first batch: %+v, want connected with 3 unsent", st)
+	}
+}
+
+// Once the spool a previous process left is shipped and its directory
+// removed, its bytes are no longer counted: SpoolBytes is what is on
+// disk.
+func TestSpoolBytesAfterAdoptedSpoolShipped(t *testing.T) {
+	root := t.TempDir()
+	svc := startLogService(t, "")
+	svc.status.Store(http.StatusServiceUnavailable)
+	opts := decisionlog.Options{Spool: spool.Options{Dir: root, SegmentBytes: 64 << 10}, FlushInterval: 20 * time.Millisecond}
+	l, stop := startHTTPLogger(t, svc, opts)
+	logN(t, l, 0, 50)
+	testkit.Eventually(t, "the sink's refusal seen", func() bool { return l.Stats().Retries > 0 })
+	stop()
+	if st := l.Stats(); st.SpoolBytes == 0 || st.Unsent != 50 {
+		t.Fatalf("stopped with the sink refusing: %+v, want 50 records left", st)
+	}
+
+	svc.status.Store(0)
+	l, _ = startHTTPLogger(t, svc, opts)
+	testkit.Eventually(t, "the records left shipped and their directory removed", func() bool {
+		dirs, _ := filepath.Glob(filepath.Join(root, "p-*"))
+		return l.Stats().Shipped == 50 && len(dirs) == 1
+	})
+	if st := l.Stats(); st.SpoolBytes != 0 || st.Unsent != 0 {
+		t.Fatalf("after shipping what was left: %+v, want 0 spool bytes and nothing unsent", st)
 	}
 }
