@@ -97,6 +97,8 @@ type Stats struct {
 	// appended; zero when none waits.
 	OldestUnsent time.Time
 	// Dropped counts the records deleted unsent by DropOldest since Open.
+	// A record Read returned before its segment was deleted counts once
+	// the reader rewinds; acknowledged, it reached the sink and does not.
 	Dropped int64
 	// Cut counts the bytes of torn or corrupt tails cut off at Open.
 	Cut int64
@@ -140,6 +142,10 @@ type Spool struct {
 	// everything read needs no count from the disk.
 	readSince int64
 	readExact bool
+	// inflight are the positions after the records Read returned, not
+	// acknowledged, whose segment dropOldest deleted: acknowledged, they
+	// reached the sink; rewound, they are counted as dropped.
+	inflight []Position
 
 	// cmu orders the writes of the cursor file and the syncs, which run
 	// without mu: Append never waits for the cursor, nor for an fsync.
@@ -514,24 +520,49 @@ const readChunk = 64 << 10
 
 // dropOldest deletes the oldest segment, which is not the one written to,
 // counting its unsent records; the cursor moves past it.
+//
+// Its unsent records that Read returned are in flight: they are not
+// counted as dropped yet, but once the reader rewinds (the send failed);
+// acknowledged, they reached the sink.
 func (s *Spool) dropOldest() {
 	// Records Read returned may go with it: Ack counts from the disk.
 	s.readExact = false
 	old := s.segs[0]
-	lost := old.records
-	if s.acked.Segment == old.seq && s.acked.Offset > 0 {
-		// The cursor is a frame boundary: acknowledgements set it.
-		if n, _, err := s.recordsFrom(old, s.acked.Offset); err == nil {
-			lost = n
+	var lost int64
+	var inflight []Position
+	if s.acked.Segment <= old.seq {
+		from := int64(0)
+		if s.acked.Segment == old.seq {
+			// The cursor is a frame boundary: acknowledgements set it.
+			from = s.acked.Offset
 		}
-	} else if s.acked.Segment > old.seq {
-		lost = 0
+		to := from
+		switch {
+		case s.read.Segment > old.seq:
+			to = old.size
+		case s.read.Segment == old.seq:
+			to = max(s.read.Offset, from)
+		}
+		inflight = s.frameEnds(old, from, to)
+		lost = old.records
+		switch {
+		case from > 0 && to == old.size:
+			lost = int64(len(inflight))
+		case from > 0:
+			if n, _, err := s.recordsFrom(old, from); err == nil {
+				lost = n
+			}
+		}
+		if int64(len(inflight)) > lost {
+			inflight = inflight[:lost]
+		}
 	}
 	_ = os.Remove(s.path(old.seq))
 	s.segs = s.segs[1:]
 	s.bytes -= old.size
 	s.unsent -= lost
-	s.dropped += lost
+	s.dropped += lost - int64(len(inflight))
+	s.inflight = append(s.inflight, inflight...)
 	next := Position{Segment: s.segs[0].seq}
 	if s.acked.Less(next) {
 		s.acked = next
@@ -540,6 +571,28 @@ func (s *Spool) dropOldest() {
 	if s.read.Less(next) {
 		s.read = next
 	}
+}
+
+// frameEnds are the positions after each of seg's frames between the
+// offsets from and to, both frame boundaries.
+func (s *Spool) frameEnds(seg *segment, from, to int64) []Position {
+	if to <= from {
+		return nil
+	}
+	buf, err := s.readAt(seg, from, make([]byte, to-from))
+	if err != nil {
+		return nil
+	}
+	var ends []Position
+	for off := 0; off < len(buf); {
+		_, n, ok := decodeFrame(buf[off:])
+		if !ok {
+			break
+		}
+		off += n
+		ends = append(ends, Position{Segment: seg.seq, Offset: from + int64(off)})
+	}
+	return ends
 }
 
 // Batch is a reader's memory for Read: the entries of the last Read and
@@ -672,6 +725,10 @@ func (s *Spool) readAt(seg *segment, off int64, buf []byte) ([]byte, error) {
 // record: what a reader does after a send failed.
 func (s *Spool) Rewind() {
 	s.mu.Lock()
+	// What was read from segments dropped meanwhile cannot be read
+	// again: lost.
+	s.dropped += int64(len(s.inflight))
+	s.inflight = nil
 	s.read = s.acked
 	s.readSince, s.readExact = 0, true
 	s.mu.Unlock()
@@ -702,6 +759,12 @@ func (s *Spool) Ack(p Position) {
 func (s *Spool) ack(p Position) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Records read before their segment was dropped, delivered.
+	k := 0
+	for k < len(s.inflight) && !p.Less(s.inflight[k]) {
+		k++
+	}
+	s.inflight = s.inflight[k:]
 	if !s.acked.Less(p) {
 		return false
 	}

@@ -184,6 +184,40 @@ func TestOverflow(t *testing.T) {
 	})
 }
 
+// Records a reader holds when their segment is dropped for room are
+// counted once: shipped when the reader acknowledges them, dropped when
+// it rewinds; never both.
+func TestDroppedWhileInFlight(t *testing.T) {
+	for name, acknowledged := range map[string]bool{"acknowledged": true, "rewound": false} {
+		t.Run(name, func(t *testing.T) {
+			s := open(t, spool.Options{Dir: t.TempDir(), SegmentBytes: 64 << 10, MaxBytes: 256 << 10})
+			appendN(t, s, 0, 100)
+			inflight, err := s.Read(nil, 100, 1<<20)
+			if err != nil || len(inflight) != 100 {
+				t.Fatalf("read %d records, %v", len(inflight), err)
+			}
+			appendN(t, s, 100, 20000)
+			if st := s.Stats(); st.Dropped == 0 {
+				t.Fatalf("stats %+v: want the first segment dropped", st)
+			}
+			var shipped int64
+			if acknowledged {
+				s.Ack(inflight[len(inflight)-1].Next)
+				shipped += int64(len(inflight))
+			} else {
+				s.Rewind()
+			}
+			rest := readAll(t, s, 1000)
+			s.Ack(rest[len(rest)-1].Next)
+			shipped += int64(len(rest))
+			if st := s.Stats(); st.Unsent != 0 || shipped+st.Dropped != 20100 {
+				t.Fatalf("shipped %d, dropped %d, unsent %d: want shipped + dropped = the 20100 appended",
+					shipped, st.Dropped, st.Unsent)
+			}
+		})
+	}
+}
+
 // Stats say how old the oldest unacknowledged record is.
 func TestOldestUnsent(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
