@@ -292,8 +292,9 @@ type DecisionLogStatus struct {
 	Shipped int64 `json:"shipped"`
 	// Retries counts the failed sends.
 	Retries int64 `json:"retries"`
-	// Dropped counts the records a full spool deleted unsent
-	// (decision_log.overflow = "drop_oldest").
+	// Dropped counts the records lost unsent: deleted by a full spool
+	// (decision_log.overflow = "drop_oldest"), or found corrupt in the
+	// spool at the start and skipped.
 	Dropped int64 `json:"dropped"`
 	// Refused counts the decisions answered 503 decision-log-unavailable
 	// since the start because the spool could not take their records

@@ -96,7 +96,10 @@ type Stats struct {
 	OldestUnsentAge time.Duration
 	Shipped         int64
 	Retries         int64
-	Dropped         int64
+	// Dropped counts the records lost unsent: deleted by a full spool
+	// (the drop_oldest overflow), or skipped as corrupt when a spool was
+	// opened.
+	Dropped int64
 	// Refused counts the records the spool refused since the start
 	// (full under the deny overflow, or not writable): their decisions
 	// were answered decision-log-unavailable instead.
@@ -141,6 +144,9 @@ func New(opts Options, sink Sink) (*Logger, error) {
 	l.connected.Store(true)
 	so := opts.Spool
 	so.Dir = own.path
+	if so.Logger == nil {
+		so.Logger = l.log
+	}
 	if l.spool, err = spool.Open(so); err != nil {
 		own.release()
 		releaseAll(orphans)
@@ -362,11 +368,14 @@ func (l *Logger) setErr(err error) {
 
 // Stats returns the Logger's state.
 func (l *Logger) Stats() Stats {
+	// Records skipped as corrupt at Open were lost unsent, as dropped
+	// ones are.
 	st := l.spool.Stats()
+	st.Dropped += st.Skipped
 	for _, o := range l.orphans {
 		// Closed once shipped: its last stats stay.
 		os := o.spool.Stats()
-		st.Dropped += os.Dropped
+		st.Dropped += os.Dropped + os.Skipped
 		if o.removed.Load() {
 			continue
 		}

@@ -1,9 +1,15 @@
 package decisionlog_test
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,5 +93,68 @@ func TestSpoolBytesAfterAdoptedSpoolShipped(t *testing.T) {
 	})
 	if st := l.Stats(); st.SpoolBytes != 0 || st.Unsent != 0 {
 		t.Fatalf("after shipping what was left: %+v, want 0 spool bytes and nothing unsent", st)
+	}
+}
+
+// lockedBuffer is a log destination the test reads while the Logger
+// writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// A corrupt record in the middle of the spool a previous process left
+// is skipped with a warning naming its segment and counted as dropped;
+// the records after it are shipped.
+func TestCorruptRecordOfAdoptedSpool(t *testing.T) {
+	root := t.TempDir()
+	svc := startLogService(t, "")
+	svc.status.Store(http.StatusServiceUnavailable)
+	opts := decisionlog.Options{Spool: spool.Options{Dir: root, SegmentBytes: 64 << 10}, FlushInterval: 20 * time.Millisecond}
+	l, stop := startHTTPLogger(t, svc, opts)
+	logN(t, l, 0, 20)
+	testkit.Eventually(t, "the sink's refusal seen", func() bool { return l.Stats().Retries > 0 })
+	stop()
+	segs, _ := filepath.Glob(filepath.Join(root, "p-*", "seg-*.log"))
+	if len(segs) != 1 {
+		t.Fatalf("segments left: %v", segs)
+	}
+	b, err := os.ReadFile(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[bytes.LastIndex(b, []byte("dec-000010"))+2] ^= 0x01
+	if err := os.WriteFile(segs[0], b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	svc.status.Store(0)
+	var logs lockedBuffer
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	l, _ = startHTTPLogger(t, svc, opts)
+	testkit.Eventually(t, "the records after the corrupt one shipped", func() bool { return l.Stats().Shipped == 19 })
+	if st := l.Stats(); st.Dropped != 1 {
+		t.Errorf("stats %+v, want the corrupt record counted as dropped", st)
+	}
+	got := svc.received()
+	for i := range 20 {
+		if id := fmt.Sprintf("dec-%06d", i); (got[id] == 0) != (i == 10) {
+			t.Errorf("decision %s received %d times", id, got[id])
+		}
+	}
+	if out := logs.String(); !strings.Contains(out, "corrupt records skipped") || !strings.Contains(out, filepath.Base(segs[0])) {
+		t.Errorf("no warning naming the segment:\n%s", out)
 	}
 }

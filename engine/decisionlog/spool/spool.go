@@ -15,7 +15,9 @@
 // appended and not acknowledged is read again, so delivery is at least
 // once. A torn or corrupt tail (a crash mid-copy) is cut off, not fatal;
 // the zeros after the records of a segment that was being written to when
-// the process died are its unwritten room, not a tail to count.
+// the process died are its unwritten room, not a tail to count. A corrupt
+// frame followed by good ones (a damaged disk block) is skipped, counted
+// and logged, and the frames after it are kept.
 //
 // When appending would pass MaxBytes, the spool either drops its oldest
 // segment (DropOldest, counting the records lost) or refuses the record
@@ -25,6 +27,7 @@ package spool
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -66,6 +69,9 @@ type Options struct {
 	Overflow Overflow
 	// Now is the clock of the records' append times (default time.Now).
 	Now func() time.Time
+	// Logger receives the warnings of Open about damaged segments
+	// (default discards).
+	Logger *slog.Logger
 }
 
 // Position is a place in the spool: a segment and an offset in it.
@@ -102,6 +108,10 @@ type Stats struct {
 	Dropped int64
 	// Cut counts the bytes of torn or corrupt tails cut off at Open.
 	Cut int64
+	// Skipped counts the records of corrupt frames skipped at Open, at
+	// or after the cursor, each followed by frames that were kept: lost
+	// unsent. SkippedBytes counts their bytes.
+	Skipped, SkippedBytes int64
 }
 
 // segment is one file of the spool.
@@ -137,6 +147,9 @@ type Spool struct {
 	dirty    bool // written since the last Sync
 	closed   bool
 	ackDirty bool
+	// skipped and skippedBytes count the corrupt records Open skipped
+	// unsent, and their bytes.
+	skipped, skippedBytes int64
 	// readSince counts the records Read returned from acked on; exact
 	// until a segment holding some of them is dropped, so that Ack of
 	// everything read needs no count from the disk.
@@ -175,7 +188,8 @@ const (
 )
 
 // Open opens (or creates) the spool in opts.Dir, checking every segment:
-// a torn or corrupt tail is cut off and counted in Stats.Cut.
+// a torn or corrupt tail is cut off and counted in Stats.Cut; corrupt
+// frames followed by good ones are skipped and counted in Stats.Skipped.
 func Open(opts Options) (*Spool, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("spool: no directory")
@@ -195,6 +209,9 @@ func Open(opts Options) (*Spool, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
@@ -211,6 +228,11 @@ func (s *Spool) load() error {
 	names, err := filepath.Glob(filepath.Join(s.opts.Dir, segPrefix+"*"+segSuffix))
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
+	}
+	// A repair a crash interrupted: the segment it was for is whole.
+	leftovers, _ := filepath.Glob(filepath.Join(s.opts.Dir, segPrefix+"*"+segSuffix+repairSuffix))
+	for _, n := range leftovers {
+		_ = os.Remove(n)
 	}
 	var seqs []uint64
 	for _, n := range names {
@@ -256,44 +278,6 @@ func (s *Spool) load() error {
 	s.read = s.acked
 	s.readExact = true
 	return nil
-}
-
-// check reads segment seq's frames, cutting the file at the first frame
-// that is torn or fails its checksum.
-func (s *Spool) check(seq uint64) (*segment, error) {
-	path := s.path(seq)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("spool: %w", err)
-	}
-	seg := &segment{seq: seq}
-	off := 0
-	for off < len(data) {
-		f, n, ok := decodeFrame(data[off:])
-		if !ok {
-			break
-		}
-		if seg.records == 0 {
-			seg.first = f.appended
-		}
-		seg.records++
-		off += n
-	}
-	if off < len(data) {
-		// The segment written to is as long as a whole segment: past
-		// its records, zeros never written. Only what a write left
-		// (a torn or corrupt frame) is counted as cut.
-		if err := os.Truncate(path, int64(off)); err != nil {
-			return nil, fmt.Errorf("spool: cutting the torn tail of %s: %w", filepath.Base(path), err)
-		}
-		end := len(data)
-		for end > off && data[end-1] == 0 {
-			end--
-		}
-		s.cut += int64(end - off)
-	}
-	seg.size = int64(off)
-	return seg, nil
 }
 
 // countUnsent counts the records at or after the cursor.
@@ -948,7 +932,7 @@ func (s *Spool) Unsent() int64 {
 func (s *Spool) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{Bytes: s.bytes, Unsent: s.unsent, Dropped: s.dropped, Cut: s.cut}
+	st := Stats{Bytes: s.bytes, Unsent: s.unsent, Dropped: s.dropped, Cut: s.cut, Skipped: s.skipped, SkippedBytes: s.skippedBytes}
 	if s.unsent > 0 {
 		st.OldestUnsent = s.oldestUnsent()
 	}
