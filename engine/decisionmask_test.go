@@ -1,12 +1,10 @@
 package engine_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/svc-dev/svc/engine"
@@ -18,24 +16,6 @@ import (
 	"github.com/svc-dev/svc/internal/testkit/natstest"
 	"go.opentelemetry.io/otel/trace"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the audit writer and the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // decision_log.mask erases its pointers from the records shipped to
 // NATS and from the audit log alike, and lists them in "erased"; the
@@ -49,7 +29,7 @@ func TestDecisionLogMask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var auditOut lockedBuffer
+	var auditOut testkit.SyncBuffer
 	lg := audit.New(&auditOut, audit.Options{Mask: mask})
 	e := newEngine(t, cfg, engine.Deps{Audit: lg})
 	tok := p.Token(t, claimsFor("acme", "viewer"))
@@ -128,7 +108,7 @@ func TestDecisionRecordIsTheAuditRecord(t *testing.T) {
 	srv := natstest.Start(t)
 	p := idptest.New(t)
 	cfg := decisionLogConfig(t, p, srv.URL())
-	var auditOut lockedBuffer
+	var auditOut testkit.SyncBuffer
 	lg := audit.New(&auditOut, audit.Options{})
 	e := newEngine(t, cfg, engine.Deps{Audit: lg})
 	sc := trace.NewSpanContext(trace.SpanContextConfig{

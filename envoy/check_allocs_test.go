@@ -17,6 +17,20 @@ import (
 
 type recordSink = audittest.Sink
 
+// auditedEngine is the engine of cfg, its audit records kept in the sink
+// it returns; deps adds to the engine's dependencies (an observer).
+func auditedEngine(t *testing.T, idp *testIdP, cfg config.Config, deps engine.Deps) (*engine.Engine, *recordSink) {
+	t.Helper()
+	sink := &recordSink{}
+	deps.Logger, deps.HTTPClient, deps.Audit = quietLogger(), idp.Client(), sink
+	e, err := engine.New(cfg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	return e, sink
+}
+
 // plainAuthorizer asks its Authorizer with the request's headers and
 // query built up front and its canonical path left to the engine, as an
 // Authorizer that honours neither engine.Request.Completer nor
@@ -39,12 +53,7 @@ func (p plainAuthorizer) Decide(ctx context.Context, req engine.Request) (engine
 func TestCheckAuditSource(t *testing.T) {
 	idp := newTestIdP(t)
 	cfg := testConfig(idp, config.FailClosed)
-	sink := &recordSink{}
-	e, err := engine.New(cfg, engine.Deps{Logger: quietLogger(), HTTPClient: idp.Client(), Audit: sink})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Close() })
+	e, sink := auditedEngine(t, idp, cfg, engine.Deps{})
 	tok := idp.token(t, map[string]any{"sub": "u-1", "tenant_id": testTenant, "roles": []string{"viewer"}})
 	req := checkReq("GET", "/api/orders/42", map[string]string{"authorization": "Bearer " + tok}, nil)
 	for name, az := range map[string]Authorizer{"engine": e, "plain authorizer": plainAuthorizer{e}} {

@@ -71,13 +71,8 @@ func TestCheckDeferredRequestParts(t *testing.T) {
 	idp := newTestIdP(t)
 	cfg := testConfig(idp, config.FailClosed)
 	cfg.RateLimit.Disabled = true
-	sink := &recordSink{}
 	obs := &inputObserver{}
-	e, err := engine.New(cfg, engine.Deps{Logger: quietLogger(), HTTPClient: idp.Client(), Audit: sink, Observer: obs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Close() })
+	e, sink := auditedEngine(t, idp, cfg, engine.Deps{Observer: obs})
 	deferred := newTestServer(t, cfg, e)
 	upfront := newTestServer(t, cfg, plainAuthorizer{e})
 	tok := idp.token(t, map[string]any{"sub": "u-1", "tenant_id": testTenant, "roles": []string{"viewer"}})

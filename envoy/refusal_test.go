@@ -23,12 +23,7 @@ import (
 func TestRefusalsAreRecorded(t *testing.T) {
 	idp := newTestIdP(t)
 	cfg := testConfig(idp, config.FailClosed)
-	sink := &recordSink{}
-	e, err := engine.New(cfg, engine.Deps{Logger: quietLogger(), HTTPClient: idp.Client(), Audit: sink})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Close() })
+	e, sink := auditedEngine(t, idp, cfg, engine.Deps{})
 	s := newTestServer(t, cfg, e)
 	mux := http.NewServeMux()
 	s.RegisterHTTP(mux)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -69,18 +68,27 @@ func TestConnectedBeforeTheFirstBatch(t *testing.T) {
 	}
 }
 
+// leaveSpool is a process that stops with n records unsent in a spool
+// under root, its HTTP sink refusing them: the sink, the options a
+// successor opens the spool with, and the stopped logger.
+func leaveSpool(t *testing.T, root string, n int) (*logService, decisionlog.Options, *decisionlog.Logger) {
+	t.Helper()
+	svc := startLogService(t, "")
+	svc.status.Store(http.StatusServiceUnavailable)
+	opts := decisionlog.Options{Spool: spool.Options{Dir: root, SegmentBytes: 64 << 10}, FlushInterval: 20 * time.Millisecond}
+	l, stop := startHTTPLogger(t, svc, opts)
+	logN(t, l, 0, n)
+	testkit.Eventually(t, "the sink's refusal seen", func() bool { return l.Stats().Retries > 0 })
+	stop()
+	return svc, opts, l
+}
+
 // Once the spool a previous process left is shipped and its directory
 // removed, its bytes are no longer counted: SpoolBytes is what is on
 // disk.
 func TestSpoolBytesAfterAdoptedSpoolShipped(t *testing.T) {
 	root := t.TempDir()
-	svc := startLogService(t, "")
-	svc.status.Store(http.StatusServiceUnavailable)
-	opts := decisionlog.Options{Spool: spool.Options{Dir: root, SegmentBytes: 64 << 10}, FlushInterval: 20 * time.Millisecond}
-	l, stop := startHTTPLogger(t, svc, opts)
-	logN(t, l, 0, 50)
-	testkit.Eventually(t, "the sink's refusal seen", func() bool { return l.Stats().Retries > 0 })
-	stop()
+	svc, opts, l := leaveSpool(t, root, 50)
 	if st := l.Stats(); st.SpoolBytes == 0 || st.Unsent != 50 {
 		t.Fatalf("stopped with the sink refusing: %+v, want 50 records left", st)
 	}
@@ -96,37 +104,12 @@ func TestSpoolBytesAfterAdoptedSpoolShipped(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log destination the test reads while the Logger
-// writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 // A corrupt record in the middle of the spool a previous process left
 // is skipped with a warning naming its segment and counted as dropped;
 // the records after it are shipped.
 func TestCorruptRecordOfAdoptedSpool(t *testing.T) {
 	root := t.TempDir()
-	svc := startLogService(t, "")
-	svc.status.Store(http.StatusServiceUnavailable)
-	opts := decisionlog.Options{Spool: spool.Options{Dir: root, SegmentBytes: 64 << 10}, FlushInterval: 20 * time.Millisecond}
-	l, stop := startHTTPLogger(t, svc, opts)
-	logN(t, l, 0, 20)
-	testkit.Eventually(t, "the sink's refusal seen", func() bool { return l.Stats().Retries > 0 })
-	stop()
+	svc, opts, _ := leaveSpool(t, root, 20)
 	segs, _ := filepath.Glob(filepath.Join(root, "p-*", "seg-*.log"))
 	if len(segs) != 1 {
 		t.Fatalf("segments left: %v", segs)
@@ -141,9 +124,9 @@ func TestCorruptRecordOfAdoptedSpool(t *testing.T) {
 	}
 
 	svc.status.Store(0)
-	var logs lockedBuffer
+	var logs testkit.SyncBuffer
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	l, _ = startHTTPLogger(t, svc, opts)
+	l, _ := startHTTPLogger(t, svc, opts)
 	testkit.Eventually(t, "the records after the corrupt one shipped", func() bool { return l.Stats().Shipped == 19 })
 	if st := l.Stats(); st.Dropped != 1 {
 		t.Errorf("stats %+v, want the corrupt record counted as dropped", st)
