@@ -8,6 +8,7 @@ settings.py::
     SVC_EXCLUDE = ("/healthz",)                 # optional: exact paths, or prefixes ending with "*"
     SVC_LOGIN_REDIRECT = True                   # optional: send browsers without a session to sign in
     SVC_SAML = SamlConfig(...)                  # optional: else SamlConfig.load() (SVC_SAML_*, svc.toml)
+    SVC_SESSION_PREFIXED_ONLY = True            # optional: read only __Host-<cookie_name>; else by SVC_SAML
     SVC_IDENTITY = IdentityVerifier(...)        # optional: admit on X-Svc-Identity alone (svc_sdk.identity)
 
 views.py::
@@ -25,7 +26,9 @@ An API key is read as the sidecar's checks read it: ``Authorization: ApiKey
 <key>``, or ``X-Api-Key`` when the request has no Authorization header.
 A request with neither an Authorization header nor an API key is
 authenticated by the SAML gateway's session cookie (``cookie_name`` of the
-SamlConfig, default ``svc_session``). With ``SVC_LOGIN_REDIRECT``, a browser refused for its
+SamlConfig, default ``svc_session``): ``__Host-<cookie_name>``, else, unless
+``SVC_SESSION_PREFIXED_ONLY`` (by default the SamlConfig's ``prefixed_only``:
+on behind a Secure ``acs_url``), ``<cookie_name>``. With ``SVC_LOGIN_REDIRECT``, a browser refused for its
 token (401; a GET or HEAD preferring text/html, see :mod:`svc_sdk.saml`) is
 redirected (302) to the gateway's login with its path as ``return_to``.
 
@@ -67,7 +70,7 @@ from .plan import ALWAYS_ALLOWED, ATTRIBUTE_PREFIX, STRING_TESTS, Condition, Pla
 from .saml import SamlConfig, login_redirect_url, session_token
 
 __all__ = ["SvcMiddleware", "require_action", "client_from_settings", "saml_from_settings",
-           "identity_from_settings", "plan_filter"]
+           "prefixed_only_from_settings", "identity_from_settings", "plan_filter"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -91,6 +94,18 @@ def saml_from_settings() -> SamlConfig:
     return s
 
 
+def prefixed_only_from_settings(saml: SamlConfig) -> bool:
+    """Whether the session cookie is read only as ``__Host-<cookie_name>``:
+    the setting SVC_SESSION_PREFIXED_ONLY (a bool), else
+    ``saml.prefixed_only`` (on behind a Secure ``acs_url``)."""
+    v = getattr(settings, "SVC_SESSION_PREFIXED_ONLY", None)
+    if v is None:
+        return saml.prefixed_only
+    if not isinstance(v, bool):
+        raise TypeError("the SVC_SESSION_PREFIXED_ONLY setting must be a bool")
+    return v
+
+
 def identity_from_settings() -> IdentityVerifier | None:
     """The setting SVC_IDENTITY (an IdentityVerifier), else None."""
     v = getattr(settings, "SVC_IDENTITY", None)
@@ -109,6 +124,7 @@ class SvcMiddleware:
         self.identity = identity_from_settings()
         self.client: Client | None = client_from_settings() if self.identity is None else None
         self.saml = saml_from_settings()
+        self.prefixed_only = prefixed_only_from_settings(self.saml)
         self.login_redirect = bool(getattr(settings, "SVC_LOGIN_REDIRECT", False))
         self.exclude = tuple(getattr(settings, "SVC_EXCLUDE", ()) or ())
 
@@ -118,6 +134,7 @@ class SvcMiddleware:
         r.svc_decision = None
         r.svc_client = self.client
         r.svc_saml = self.saml
+        r.svc_prefixed_only = self.prefixed_only
         r.svc_login_redirect = self.login_redirect
         if excluded(request.path, self.exclude):
             return self.get_response(request)
@@ -129,7 +146,7 @@ class SvcMiddleware:
             return self.get_response(request)
         assert self.client is not None  # made unless identity is set
         out = check_token(self.client, request.META.get("HTTP_AUTHORIZATION"),
-                          session_token(request.META.get("HTTP_COOKIE"), self.saml.cookie_name),
+                          session_token(request.META.get("HTTP_COOKIE"), self.saml.cookie_name, self.prefixed_only),
                           request.META.get("HTTP_X_API_KEY"))
         refused = _admit(request, out, self.saml, self.login_redirect)
         if refused is not None:
@@ -149,13 +166,16 @@ def require_action(action: str, resource: str | None = None, resource_id_kwarg: 
         r: Any = request
         c = client or getattr(r, "svc_client", None) or _default_client()
         saml = getattr(r, "svc_saml", None) or _default_saml()
+        prefixed_only = getattr(r, "svc_prefixed_only", None)
+        if prefixed_only is None:
+            prefixed_only = prefixed_only_from_settings(saml)
         redirect = getattr(r, "svc_login_redirect", None)
         if redirect is None:
             redirect = bool(getattr(settings, "SVC_LOGIN_REDIRECT", False))
         rid = kwargs.get(resource_id_kwarg) if resource_id_kwarg else None
         out = check_action(c, request.META.get("HTTP_AUTHORIZATION"), action, resource,
                            None if rid is None else str(rid),
-                           session=session_token(request.META.get("HTTP_COOKIE"), saml.cookie_name),
+                           session=session_token(request.META.get("HTTP_COOKIE"), saml.cookie_name, prefixed_only),
                            x_api_key=request.META.get("HTTP_X_API_KEY"))
         return _admit(request, out, saml, redirect)
 

@@ -16,7 +16,9 @@ An API key is read as the sidecar's checks read it: ``Authorization: ApiKey
 <key>``, or ``X-Api-Key`` when the request has no Authorization header.
 A request with neither an Authorization header nor an API key is
 authenticated by the SAML gateway's session cookie (``saml.cookie_name``,
-default ``svc_session``).
+default ``svc_session``): ``__Host-<cookie_name>``, else, unless
+``prefixed_only`` (by default on behind a Secure ``acs_url``, see
+:attr:`svc_sdk.saml.SamlConfig.prefixed_only`), ``<cookie_name>``.
 With ``login_redirect=True``, a browser refused for its token (401; a GET or
 HEAD preferring text/html, see :mod:`svc_sdk.saml`) is redirected (302) to
 the gateway's login with its path as ``return_to``.
@@ -94,17 +96,24 @@ class SvcMiddleware:
     token alone (401 without one or with one that does not verify, 503
     ``jwks-unavailable`` while the verifier has no keys); the sidecar is
     not called, and ``require_action`` uses ``client`` if given, else a
-    default Client()."""
+    default Client().
+
+    ``prefixed_only=True`` reads the session cookie only as
+    ``__Host-<cookie_name>``, ``False`` also as ``<cookie_name>`` when the
+    request has no prefixed one; None (the default) takes
+    ``saml.prefixed_only``: prefixed only behind a Secure ``acs_url``.
+    ``require_action`` reads it as the middleware does."""
 
     def __init__(self, app: ASGIApp, client: Optional[Client] = None, exclude: Iterable[str] = (),
                  saml: Optional[SamlConfig] = None, login_redirect: bool = False,
-                 identity: Optional[IdentityVerifier] = None):
+                 identity: Optional[IdentityVerifier] = None, prefixed_only: Optional[bool] = None):
         self.app = app
         self.identity = identity
         self.client = client if client is not None or identity is not None else Client()
         self.exclude = tuple(exclude)
         self.saml = saml or SamlConfig.load()
         self.login_redirect = login_redirect
+        self.prefixed_only = self.saml.prefixed_only if prefixed_only is None else prefixed_only
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -113,6 +122,7 @@ class SvcMiddleware:
         state = scope.setdefault("state", {})
         state["svc_client"] = self.client  # None with identity: require_action makes its own
         state["svc_saml"] = self.saml
+        state["svc_prefixed_only"] = self.prefixed_only
         state["svc_login_redirect"] = self.login_redirect
         state["svc_user"] = None
         state["svc_decision"] = None
@@ -130,7 +140,8 @@ class SvcMiddleware:
             return
         assert self.client is not None  # made unless identity is set
         out = await asyncio.to_thread(check_token, self.client, _header(scope, b"authorization"),
-                                      session_token(_header(scope, b"cookie"), self.saml.cookie_name),
+                                      session_token(_header(scope, b"cookie"), self.saml.cookie_name,
+                                                    self.prefixed_only),
                                       _header(scope, b"x-api-key"))
         if isinstance(out, Refusal):
             await _send_refusal(send, _browser(scope, out, self.saml, self.login_redirect))
@@ -171,10 +182,13 @@ def require_action(action: str, resource: Optional[str] = None, resource_id_para
     async def dependency(request: Request) -> Decision:
         c = client or getattr(request.state, "svc_client", None) or _default_client()
         saml: SamlConfig = getattr(request.state, "svc_saml", None) or _default_saml()
+        prefixed_only = getattr(request.state, "svc_prefixed_only", None)
+        if prefixed_only is None:
+            prefixed_only = saml.prefixed_only
         rid = request.path_params.get(resource_id_param) if resource_id_param else None
         out = await asyncio.to_thread(check_action, c, request.headers.get("authorization"), action,
                                       resource, None if rid is None else str(rid), None,
-                                      session_token(request.headers.get("cookie"), saml.cookie_name),
+                                      session_token(request.headers.get("cookie"), saml.cookie_name, prefixed_only),
                                       request.headers.get("x-api-key"))
         if isinstance(out, Refusal):
             out = _browser(request.scope, out, saml, bool(getattr(request.state, "svc_login_redirect", False)))

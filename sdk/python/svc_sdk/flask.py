@@ -12,7 +12,9 @@ An API key is read as the sidecar's checks read it: ``Authorization: ApiKey
 <key>``, or ``X-Api-Key`` when the request has no Authorization header.
 A request with neither an Authorization header nor an API key is
 authenticated by the SAML gateway's session cookie (``saml.cookie_name``,
-default ``svc_session``).
+default ``svc_session``): ``__Host-<cookie_name>``, else, unless
+``prefixed_only`` (by default on behind a Secure ``acs_url``, see
+:attr:`svc_sdk.saml.SamlConfig.prefixed_only`), ``<cookie_name>``.
 With ``login_redirect=True`` (or the app config key ``SVC_LOGIN_REDIRECT``),
 a browser refused for its token (401; a GET or HEAD preferring text/html,
 see :mod:`svc_sdk.saml`) is redirected (302) to the gateway's login with its
@@ -62,16 +64,22 @@ class SvcAuth:
     token alone (401 without one or with one that does not verify, 503
     ``jwks-unavailable`` while the verifier has no keys); the sidecar is
     not called, and no client is made unless given.
+
+    ``prefixed_only=True`` reads the session cookie only as
+    ``__Host-<cookie_name>``, ``False`` also as ``<cookie_name>`` when the
+    request has no prefixed one; None (the default) takes
+    ``saml.prefixed_only``: prefixed only behind a Secure ``acs_url``.
     """
 
     def __init__(self, app: Flask | None = None, client: Client | None = None, exclude: Iterable[str] = (),
                  saml: SamlConfig | None = None, login_redirect: bool | None = None,
-                 identity: IdentityVerifier | None = None):
+                 identity: IdentityVerifier | None = None, prefixed_only: bool | None = None):
         self.identity = identity
         self.client = client
         self.exclude = tuple(exclude)
         self.saml = saml
         self.login_redirect = login_redirect
+        self.prefixed_only = prefixed_only
         if app is not None:
             self.init_app(app)
 
@@ -95,11 +103,16 @@ class SvcAuth:
             if isinstance(out, Refusal):
                 return _response(out)
             return self._admit(out)
-        assert self.client is not None and self.saml is not None  # set by init_app
-        out = check_token(self.client, request.headers.get("Authorization"),
-                          session_token(request.headers.get("Cookie"), self.saml.cookie_name),
+        assert self.client is not None  # set by init_app
+        out = check_token(self.client, request.headers.get("Authorization"), self._session(),
                           request.headers.get("X-Api-Key"))
         return self._admit(out)
+
+    def _session(self) -> str:
+        """The request's session token (:func:`svc_sdk.saml.session_token`)."""
+        assert self.saml is not None  # set by init_app
+        prefixed_only = self.saml.prefixed_only if self.prefixed_only is None else self.prefixed_only
+        return session_token(request.headers.get("Cookie"), self.saml.cookie_name, prefixed_only)
 
     def _admit(self, out: Admission | Refusal) -> Response | None:
         if isinstance(out, Refusal):
@@ -129,11 +142,10 @@ def require_action(action: str, resource: str | None = None, resource_id_arg: st
         @functools.wraps(view)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             ext = _app_ext()
-            assert ext.client is not None and ext.saml is not None
+            assert ext.client is not None
             rid = kwargs.get(resource_id_arg) if resource_id_arg else None
             out = check_action(client or ext.client, request.headers.get("Authorization"), action, resource,
-                               None if rid is None else str(rid),
-                               session=session_token(request.headers.get("Cookie"), ext.saml.cookie_name),
+                               None if rid is None else str(rid), session=ext._session(),
                                x_api_key=request.headers.get("X-Api-Key"))
             refused = ext._admit(out)
             if refused is not None:

@@ -5,9 +5,11 @@ under ``/auth/saml``) signs a browser in at the identity provider and sets
 the session cookie (``sdk.saml.cookie_name``, default ``svc_session``;
 ``__Host-svc_session`` wherever the gateway's cookies are Secure)
 holding a short-lived token that the sidecar verifies. The Flask, FastAPI
-and Django middleware read that cookie, the prefixed name first, when a
-request has no ``Authorization`` header, and, with ``login_redirect`` on, send a browser
-without a valid session to ``/auth/saml/login?return_to=<its path>``::
+and Django middleware read that cookie when a request has no
+``Authorization`` header (only ``__Host-<cookie_name>`` behind a Secure
+``acs_url``, see :attr:`SamlConfig.prefixed_only`), and, with
+``login_redirect`` on, send a browser without a valid session to
+``/auth/saml/login?return_to=<its path>``::
 
     from svc_sdk.saml import SamlConfig, login_url, wants_login_redirect
     saml = SamlConfig.load()          # SVC_SAML_*, then svc.toml [sdk.saml], then the defaults
@@ -20,6 +22,7 @@ Only browsers are redirected: a GET or HEAD whose Accept prefers
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import urllib.parse
@@ -31,7 +34,7 @@ from .client import DEFAULT_CONFIG_FILE, load_toml
 __all__ = [
     "SamlConfig", "AttributeMapping", "DEFAULT_COOKIE", "HOST_COOKIE_PREFIX", "DEFAULT_PREFIX", "DEFAULT_GATEWAY_URL",
     "DEFAULT_CLOCK_SKEW_SECONDS", "DEFAULT_EMAIL_ATTRIBUTE", "login_url", "safe_return_to",
-    "session_token", "cookie_value", "prefers_html", "wants_login_redirect", "login_redirect_url",
+    "session_token", "cookie_value", "secure_cookies", "prefers_html", "wants_login_redirect", "login_redirect_url",
 ]
 
 #: The gateway's default session cookie.
@@ -91,6 +94,17 @@ class SamlConfig:
     login_base_url: str = ""
     #: The gateway's URL for server-side calls (``SVC_SAML_URL``).
     gateway_url: str = DEFAULT_GATEWAY_URL
+
+    @property
+    def prefixed_only(self) -> bool:
+        """Whether the middleware reads only ``__Host-<cookie_name>``:
+        ``acs_url`` is set and the gateway's cookies are Secure
+        (:func:`secure_cookies`). The gateway then sets no other session
+        cookie, so an unprefixed one can only be one that a sibling
+        subdomain tossed in for the parent domain (session fixation). On
+        plain http on loopback, or without ``acs_url`` (the settings of the
+        gateway are not known), the unprefixed cookie is read too."""
+        return bool(self.acs_url) and secure_cookies(self.acs_url)
 
     @classmethod
     def load(cls, env: Mapping[str, str] | None = None, config_file: str | None = DEFAULT_CONFIG_FILE,
@@ -215,19 +229,52 @@ def cookie_value(cookie_header: str | None, name: str) -> str:
     return ""
 
 
-def session_token(cookie_header: str | None, name: str = DEFAULT_COOKIE) -> str:
+def secure_cookies(url: str) -> bool:
+    """Whether the cookies of a gateway whose public URL is ``url`` (its
+    ``acs_url``) are Secure, and so named ``__Host-<name>``: everywhere
+    but plain http on a loopback host (localhost, 127.0.0.0/8, ::1), the
+    sidecar's rule. A URL that does not parse counts as Secure: the
+    sidecar refuses it."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        return True
+    return not (parts.scheme == "http" and _loopback(host))
+
+
+def _loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.scope_id is not None:  # the sidecar reads no zone: not an address
+            return False
+        if ip.ipv4_mapped is not None:
+            return ip.ipv4_mapped.is_loopback
+    return ip.is_loopback
+
+
+def session_token(cookie_header: str | None, name: str = DEFAULT_COOKIE, prefixed_only: bool = False) -> str:
     """The gateway's session token in a Cookie header, or "": the cookie
-    ``__Host-<name>`` when the header has it, else ``<name>``.
+    ``__Host-<name>`` when the header has it, else, unless
+    ``prefixed_only``, ``<name>``.
 
     Wherever its cookies are Secure the gateway names the session cookie
     ``__Host-<name>``, which only the host itself can set; an unprefixed
     cookie of the same name, which a sibling subdomain can toss in,
-    never displaces it, wherever it stands in the header. ``name`` is
-    ``sdk.saml.cookie_name``, unprefixed."""
+    never displaces it, wherever it stands in the header. Alone it would
+    still sign a browser without a session of its own in as whoever it
+    names: ``prefixed_only`` (:attr:`SamlConfig.prefixed_only` behind a
+    Secure gateway) leaves it unread. ``name`` is ``sdk.saml.cookie_name``,
+    unprefixed."""
     if not cookie_header or not name:
         return ""
     prefixed = HOST_COOKIE_PREFIX + name
-    if any(part.strip().partition("=")[0].strip() == prefixed for part in cookie_header.split(";")):
+    if prefixed_only or any(part.strip().partition("=")[0].strip() == prefixed for part in cookie_header.split(";")):
         return cookie_value(cookie_header, prefixed)
     return cookie_value(cookie_header, name)
 

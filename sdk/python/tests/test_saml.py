@@ -11,6 +11,7 @@ middleware then accept in place of an Authorization header.
 from __future__ import annotations
 
 import http.client
+import dataclasses
 import json
 import os
 import re
@@ -44,7 +45,7 @@ from svc_sdk.django import require_action as django_action  # noqa: E402
 from svc_sdk.fastapi import SvcMiddleware as FastAPIMiddleware, require_action as fastapi_action  # noqa: E402
 from svc_sdk.flask import SvcAuth, require_action as flask_action  # noqa: E402
 from svc_sdk.saml import (AttributeMapping, SamlConfig, cookie_value, login_url, login_redirect_url,  # noqa: E402
-                          prefers_html, safe_return_to, session_token, wants_login_redirect)
+                          prefers_html, safe_return_to, secure_cookies, session_token, wants_login_redirect)
 
 EMAIL = "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress"
 BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
@@ -81,6 +82,7 @@ class ConfigTest(unittest.TestCase):
         self.assertEqual(c.attribute_mapping, AttributeMapping(EMAIL, "groups", "org"))
         self.assertEqual((c.cookie_name, c.path_prefix), ("app_session", "/sso"))
         self.assertIsNone(c.sp_private_key_pem)
+        self.assertTrue(c.prefixed_only, "an https acs_url: the gateway's cookies are Secure")
 
         secret = "-----BEGIN PRIVATE KEY-----\nc2VjcmV0\n-----END PRIVATE KEY-----\n"
         env = {"SVC_SAML_COOKIE_NAME": "env_session", "SVC_SAML_CLOCK_SKEW_SECONDS": "10",
@@ -188,6 +190,44 @@ class BrowserRuleTest(unittest.TestCase):
                 self.assertEqual(session_token(header, "svc_session"), want)
         self.assertEqual(session_token("app=tossed; __Host-app=host", "app"), "host")
         self.assertEqual(session_token(None), "")
+
+    def test_session_token_prefixed_only(self):
+        # Behind a Secure gateway an unprefixed cookie can only be one a
+        # sibling subdomain tossed in: alone it is no session.
+        for header, want in (
+            ("svc_session=tossed", ""),
+            ("__Host-svc_session=host", "host"),
+            ("svc_session=tossed; __Host-svc_session=host", "host"),
+            ("__Host-svc_session=host; svc_session=tossed", "host"),
+            ("svc_session=tossed; __Host-svc_session=", ""),
+            ("", ""),
+        ):
+            with self.subTest(header=header):
+                self.assertEqual(session_token(header, "svc_session", prefixed_only=True), want)
+        self.assertEqual(session_token(None, prefixed_only=True), "")
+
+    def test_prefixed_only_follows_the_acs_url(self):
+        # The sidecar's rule (internal/signincookie): Secure, so prefixed,
+        # everywhere but plain http on a loopback host; without an
+        # acs_url nothing is known and the unprefixed cookie stays read.
+        for acs_url, want in (
+            ("", False),
+            ("https://app.example/auth/saml/acs", True),
+            ("https://127.0.0.1:8443/auth/saml/acs", True),
+            ("http://app.example/auth/saml/acs", True),
+            ("http://127.0.0.1:7701/auth/saml/acs", False),
+            ("http://127.8.9.10/auth/saml/acs", False),
+            ("HTTP://LocalHost:8000/auth/saml/acs", False),
+            ("http://[::1]:7701/auth/saml/acs", False),
+            ("http://[::ffff:127.0.0.1]/auth/saml/acs", False),
+            ("http://localhost.example/auth/saml/acs", True),
+            ("http://128.0.0.1/auth/saml/acs", True),
+            ("http://[::1/auth/saml/acs", True),
+        ):
+            with self.subTest(acs_url=acs_url):
+                self.assertIs(SamlConfig(acs_url=acs_url).prefixed_only, want)
+                if acs_url:
+                    self.assertIs(secure_cookies(acs_url), want)
 
 
 def _http(method: str, url: str, headers: dict[str, str] | None = None, body: str | None = None):
@@ -328,9 +368,11 @@ class SignOnTest(unittest.TestCase):
         shutil.rmtree(cls.dir, True)
 
     # Each framework answers call(path, headers) -> (status, headers, body).
-    def flask_call(self, method, target, headers):
+    # saml replaces the test's SamlConfig; prefixed_only is the
+    # middleware's option (Django: SVC_SESSION_PREFIXED_ONLY).
+    def flask_call(self, method, target, headers, saml=None, prefixed_only=None):
         app = flask.Flask(__name__)
-        SvcAuth(app, client=self.client, saml=self.saml, login_redirect=True)
+        SvcAuth(app, client=self.client, saml=saml or self.saml, login_redirect=True, prefixed_only=prefixed_only)
 
         @app.route("/whoami", methods=["GET", "POST", "HEAD"])
         def whoami():
@@ -345,9 +387,10 @@ class SignOnTest(unittest.TestCase):
         r = app.test_client(use_cookies=False).open(target, method=method, headers=headers)
         return r.status_code, {k.lower(): v for k, v in r.headers.items()}, r.data
 
-    def fastapi_call(self, method, target, headers):
+    def fastapi_call(self, method, target, headers, saml=None, prefixed_only=None):
         app = FastAPI()
-        app.add_middleware(FastAPIMiddleware, client=self.client, saml=self.saml, login_redirect=True)
+        app.add_middleware(FastAPIMiddleware, client=self.client, saml=saml or self.saml, login_redirect=True,
+                           prefixed_only=prefixed_only)
 
         @app.api_route("/whoami", methods=["GET", "POST", "HEAD"])
         async def whoami(request: Request):
@@ -362,12 +405,12 @@ class SignOnTest(unittest.TestCase):
             r = tc.request(method, target, headers=headers, follow_redirects=False)
         return r.status_code, {k.lower(): v for k, v in r.headers.items()}, r.content
 
-    def django_call(self, method, target, headers):
+    def django_call(self, method, target, headers, saml=None, prefixed_only=None):
         extra = {"HTTP_" + k.upper().replace("-", "_"): v for k, v in headers.items()}
         with override_settings(ROOT_URLCONF=__name__, MIDDLEWARE=["svc_sdk.django.SvcMiddleware"],
                                SVC_SIDECAR_URL=self.client.sidecar_url, SVC_FAIL_MODE="closed",
-                               SVC_TIMEOUT=self.client.timeout, SVC_SAML=self.saml, SVC_LOGIN_REDIRECT=True,
-                               SVC_EXCLUDE=()):
+                               SVC_TIMEOUT=self.client.timeout, SVC_SAML=saml or self.saml, SVC_LOGIN_REDIRECT=True,
+                               SVC_EXCLUDE=(), SVC_SESSION_PREFIXED_ONLY=prefixed_only):
             r = DjangoClient().generic(method, target, **extra)
         return r.status_code, {k.lower(): v for k, v in r.items()}, r.content
 
@@ -401,6 +444,59 @@ class SignOnTest(unittest.TestCase):
                                                           "Accept": "application/json"})
                 self.assertEqual(status, 401, body)
                 self.assertEqual(json.loads(body)["reason"], "token-malformed")
+
+    def test_tossed_cookie_is_no_session_behind_a_secure_gateway(self):
+        # The gateway sets only __Host-svc_session behind an https
+        # acs_url: an unprefixed svc_session there was tossed in by a
+        # sibling subdomain for the parent domain, and a browser without a
+        # session of its own must not be signed in as whoever it names.
+        secure = dataclasses.replace(self.saml, acs_url="https://app.example/auth/saml/acs")
+        for name, call in self.frameworks():
+            with self.subTest(framework=name):
+                for target in ("/whoami", "/orders/1"):
+                    status, h, body = call("GET", target, {"Cookie": f"svc_session={self.token}",
+                                                           "Accept": "application/json"}, saml=secure)
+                    self.assertEqual(status, 401, (target, body))
+                    self.assertEqual(json.loads(body)["reason"], "token-missing")
+                    status, h, _ = call("GET", target, {"Cookie": f"svc_session={self.token}", "Accept": BROWSER},
+                                        saml=secure)
+                    self.assertEqual(status, 302, target)
+                    self.assertTrue(h.get("location", "").startswith(f"{self.gateway}/auth/saml/login?"), h)
+                    for cookie in (f"__Host-svc_session={self.token}",
+                                   f"svc_session=a.b.c; __Host-svc_session={self.token}"):
+                        status, _, body = call("GET", target, {"Cookie": cookie, "Accept": "application/json"},
+                                               saml=secure)
+                        self.assertEqual(status, 200, (target, cookie, body))
+                        self.assertEqual(json.loads(body)["claims"]["email"], "alice@example.com")
+
+    def test_loopback_gateway_reads_the_unprefixed_cookie(self):
+        # On plain http on loopback (local development) the gateway's
+        # cookies are unprefixed: they are read.
+        local = dataclasses.replace(self.saml, acs_url=f"{self.gateway}/auth/saml/acs")
+        for name, call in self.frameworks():
+            with self.subTest(framework=name):
+                for target in ("/whoami", "/orders/1"):
+                    status, _, body = call("GET", target, {"Cookie": f"svc_session={self.token}",
+                                                           "Accept": "application/json"}, saml=local)
+                    self.assertEqual(status, 200, (target, body))
+                    self.assertEqual(json.loads(body)["claims"]["email"], "alice@example.com")
+
+    def test_prefixed_only_option_overrides_the_rule(self):
+        secure = dataclasses.replace(self.saml, acs_url="https://app.example/auth/saml/acs")
+        for name, call in self.frameworks():
+            with self.subTest(framework=name):
+                for target in ("/whoami", "/orders/1"):
+                    status, _, body = call("GET", target, {"Cookie": f"svc_session={self.token}",
+                                                           "Accept": "application/json"}, prefixed_only=True)
+                    self.assertEqual(status, 401, (target, body))
+                    self.assertEqual(json.loads(body)["reason"], "token-missing")
+                    status, _, body = call("GET", target, {"Cookie": f"__Host-svc_session={self.token}",
+                                                           "Accept": "application/json"}, prefixed_only=True)
+                    self.assertEqual(status, 200, (target, body))
+                    status, _, body = call("GET", target, {"Cookie": f"svc_session={self.token}",
+                                                           "Accept": "application/json"},
+                                           saml=secure, prefixed_only=False)
+                    self.assertEqual(status, 200, (target, body))
 
     def test_authorization_header_wins_over_the_cookie(self):
         # As at the sidecar: the cookie is read only without an
