@@ -17,12 +17,15 @@ app.get("/healthz", (req, res) => res.send("ok\n"));
 
 // Browser pages signed in through the SAML gateway (sidecar.saml_addr): the
 // IdP posts to this origin's ACS, which trades the assertion for a token in
-// the svc_session cookie; browsers (GET/HEAD preferring text/html) without
-// it go to the gateway's login, API clients get the 401.
+// the Secure __Host-svc_session cookie; browsers (GET/HEAD preferring
+// text/html) without it go to the gateway's login, API clients get the 401.
+// Only that name is read: an unprefixed svc_session can only be one a
+// sibling subdomain tossed in.
 app.post("/auth/saml/acs", samlAcs({ gatewayUrl: process.env.SVC_SAML_URL ?? "http://127.0.0.1:7701" }));
-app.use("/app", samlLoginRedirect());
+app.use("/app", samlLoginRedirect({ sessionCookiePrefixedOnly: true }));
 
-app.use(svcExpress({ client, exclude: ["/healthz", "/auth/saml/*"], sessionCookie: "svc_session" }));
+app.use(svcExpress({ client, exclude: ["/healthz", "/auth/saml/*"], sessionCookie: "svc_session",
+  sessionCookiePrefixedOnly: true }));
 
 // req.svcClaims: the verified claims, or null (development mode, fail-open).
 app.get("/whoami", (req, res) =>

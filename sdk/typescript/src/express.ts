@@ -16,7 +16,7 @@
 
 import { type Decision, SvcClient, type TokenDecision } from "./client.js";
 import { type ActionOptions, checkRequiredAction, checkToken, isExcluded, type Outcome, REFUSAL_HEADERS, type Refusal,
-  type SvcRequestLike, tokenOf } from "./web.js";
+  type SessionCookieOptions, sessionCookieOf, type SvcRequestLike, tokenOf } from "./web.js";
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -47,13 +47,17 @@ export interface ExpressResponseLike {
 
 export type ExpressNext = (err?: unknown) => void;
 
-export interface SvcExpressOptions {
+/**
+ * The options of svcExpress. The session cookie (SessionCookieOptions:
+ * sessionCookie, sessionCookiePrefixedOnly, saml) is read when a request has
+ * no Authorization header; with saml = resolveSamlConfig(), behind a Secure
+ * acsUrl, only as `__Host-<cookieName>`.
+ */
+export interface SvcExpressOptions extends SessionCookieOptions {
   /** Default: new SvcClient() (SVC_SIDECAR_URL, SVC_FAIL_MODE, svc.toml). */
   client?: SvcClient;
   /** Exempt paths: exact, or prefixes ending with "*". */
   exclude?: string[];
-  /** Cookie holding the token when there is no Authorization header, e.g. "svc_session" (the SAML gateway's). */
-  sessionCookie?: string;
 }
 
 /**
@@ -64,6 +68,7 @@ export interface SvcExpressOptions {
 export function svcExpress(opts: SvcExpressOptions = {}) {
   const client = opts.client ?? new SvcClient();
   const exclude = [...(opts.exclude ?? [])];
+  const session = sessionCookieOf(opts);
   return function svcAuth(req: ExpressRequestLike, res: ExpressResponseLike, next: ExpressNext): void {
     req.svcClient = client;
     req.svcClaims = null;
@@ -72,7 +77,7 @@ export function svcExpress(opts: SvcExpressOptions = {}) {
       next();
       return;
     }
-    checkToken(client, tokenOf(sources(req), opts.sessionCookie))
+    checkToken(client, tokenOf(sources(req), session.name, session.prefixedOnly))
       .then((out) => settle(out, req, res, next), next);
   };
 }

@@ -18,7 +18,7 @@
 import type {} from "fastify";
 import { type Decision, SvcClient, type TokenDecision } from "./client.js";
 import { type ActionOptions, checkRequiredAction, checkToken, isExcluded, type Outcome, REFUSAL_HEADERS,
-  type SvcRequestLike, tokenOf } from "./web.js";
+  type SessionCookieOptions, sessionCookieOf, type SvcRequestLike, tokenOf } from "./web.js";
 
 /** The parts of a Fastify request the plugin reads and writes. */
 export interface FastifyRequestLike extends SvcRequestLike {
@@ -39,13 +39,17 @@ export interface FastifyInstanceLike {
   addHook(name: "onRequest", hook: (request: FastifyRequestLike, reply: FastifyReplyLike) => Promise<unknown>): unknown;
 }
 
-export interface SvcFastifyOptions {
+/**
+ * The options of svcFastify. The session cookie (SessionCookieOptions:
+ * sessionCookie, sessionCookiePrefixedOnly, saml) is read when a request has
+ * no Authorization header; with saml = resolveSamlConfig(), behind a Secure
+ * acsUrl, only as `__Host-<cookieName>`.
+ */
+export interface SvcFastifyOptions extends SessionCookieOptions {
   /** Default: new SvcClient() (SVC_SIDECAR_URL, SVC_FAIL_MODE, svc.toml). */
   client?: SvcClient;
   /** Exempt paths: exact, or prefixes ending with "*". */
   exclude?: string[];
-  /** Cookie holding the token when there is no Authorization header, e.g. "svc_session". */
-  sessionCookie?: string;
 }
 
 /**
@@ -56,6 +60,7 @@ export interface SvcFastifyOptions {
 export async function svcFastify(app: FastifyInstanceLike, opts: SvcFastifyOptions = {}): Promise<void> {
   const client = opts.client ?? new SvcClient();
   const exclude = [...(opts.exclude ?? [])];
+  const session = sessionCookieOf(opts);
   app.decorateRequest("svcClaims", null);
   app.decorateRequest("svcDecision", null);
   app.decorateRequest("svcClient", null);
@@ -64,7 +69,7 @@ export async function svcFastify(app: FastifyInstanceLike, opts: SvcFastifyOptio
     request.svcClaims = null;
     request.svcDecision = null;
     if (isExcluded(pathOf(request.url), exclude)) return;
-    const out = await checkToken(client, tokenOf(sources(request), opts.sessionCookie));
+    const out = await checkToken(client, tokenOf(sources(request), session.name, session.prefixedOnly));
     return settle(out, request, reply);
   });
 }

@@ -17,9 +17,9 @@
 import { readFileSync } from "node:fs";
 
 import { DEFAULT_CONFIG_FILE, tomlKeysOf, type TomlKind } from "./config.js";
-import { apiKey, cookieValue, HOST_COOKIE_PREFIX, sessionCookieValue } from "./web.js";
+import { apiKey, cookieValue, HOST_COOKIE_PREFIX, loopbackHost, sessionCookieValue } from "./web.js";
 
-export { HOST_COOKIE_PREFIX } from "./web.js";
+export { HOST_COOKIE_PREFIX, loopbackHost, secureCookies, type SessionCookieSettings, sessionPrefixedOnly } from "./web.js";
 
 /** The gateway's default path prefix. */
 export const DEFAULT_PREFIX = "/auth/saml";
@@ -208,12 +208,15 @@ export function loginUrl(returnTo: string = "/", opts: LoginUrlOptions = {}): st
 
 /**
  * The session token in a Cookie header (default cookie svc_session), or "":
- * the cookie `__Host-<name>` when the header has one, else `<name>`. The
- * gateway names its cookies `__Host-` wherever they are Secure; an
- * unprefixed one a sibling subdomain tossed in never displaces it.
+ * the cookie `__Host-<name>` when the header has one, else, unless
+ * prefixedOnly, `<name>`. The gateway names its cookies `__Host-` wherever
+ * they are Secure; an unprefixed one a sibling subdomain tossed in never
+ * displaces it, and with prefixedOnly (sessionPrefixedOnly(saml): behind a
+ * Secure acsUrl) it is not read at all.
  */
-export function sessionToken(cookieHeader: string | undefined | null, name: string = DEFAULT_COOKIE): string {
-  return sessionCookieValue(cookieHeader, name);
+export function sessionToken(cookieHeader: string | undefined | null, name: string = DEFAULT_COOKIE,
+  prefixedOnly = false): string {
+  return sessionCookieValue(cookieHeader, name, prefixedOnly);
 }
 
 /**
@@ -452,9 +455,14 @@ export function samlAcs(opts: SamlAcsOptions = {}) {
  * API key or session cookie is redirected (302) to loginUrl with its own
  * URL as the return path. Every other request goes on to the
  * authentication middleware, which answers an API client 401 in JSON.
+ * The session cookie is read as sessionToken reads it, with
+ * sessionCookiePrefixedOnly as the middleware's option of that name: give
+ * both the same, or a tossed unprefixed cookie keeps a browser from being
+ * sent to sign in.
  */
-export function samlLoginRedirect(opts: LoginUrlOptions & { cookieName?: string } = {}) {
+export function samlLoginRedirect(opts: LoginUrlOptions & { cookieName?: string; sessionCookiePrefixedOnly?: boolean } = {}) {
   const cookieName = opts.cookieName ?? DEFAULT_COOKIE;
+  const prefixedOnly = opts.sessionCookiePrefixedOnly ?? false;
   return function svcSamlLoginRedirect(req: { method?: string; headers: Record<string, string | string[] | undefined>;
     originalUrl?: string; url?: string }, res: { redirect(status: number, url: string): unknown }, next: () => void): void {
     const auth = req.headers.authorization;
@@ -463,7 +471,7 @@ export function samlLoginRedirect(opts: LoginUrlOptions & { cookieName?: string 
     const xApiKey = req.headers["x-api-key"];
     if ((typeof auth === "string" && /^\s*bearer\s+\S/i.test(auth)) ||
       apiKey(Array.isArray(auth) ? auth.join(",") : auth, Array.isArray(xApiKey) ? xApiKey.join(", ") : xApiKey) ||
-      sessionToken(Array.isArray(cookie) ? cookie.join("; ") : cookie, cookieName) ||
+      sessionToken(Array.isArray(cookie) ? cookie.join("; ") : cookie, cookieName, prefixedOnly) ||
       !wantsLoginRedirect(req.method ?? "GET", Array.isArray(accept) ? accept.join(",") : accept,
         Array.isArray(auth) ? auth.join(",") : auth)) {
       next();
@@ -487,26 +495,6 @@ async function readBody(req: AsyncIterable<unknown>, limit: number): Promise<str
 
 function gatewayOf(opts: ExchangeOptions): string {
   return trimSlash(opts.gatewayUrl || process.env.SVC_SAML_URL || DEFAULT_GATEWAY_URL);
-}
-
-/**
- * Whether a Host header names a loopback host: localhost, 127.0.0.0/8 or
- * ::1 (the rule of the sidecar's engine/loopback).
- */
-export function loopbackHost(host: string | string[] | undefined): boolean {
-  if (typeof host !== "string") return false;
-  let name = host.trim();
-  if (name.startsWith("[")) {
-    const end = name.indexOf("]");
-    if (end < 0) return false;
-    name = name.slice(1, end);
-  } else if (name.indexOf(":") === name.lastIndexOf(":")) {
-    name = name.split(":")[0] ?? "";
-  }
-  name = name.toLowerCase();
-  if (name === "localhost" || name === "::1" || name === "0:0:0:0:0:0:0:1") return true;
-  const m = /^127\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(name);
-  return m !== null && m.slice(1).every((o) => Number(o) <= 255);
 }
 
 function trimSlash(s: string): string {

@@ -66,6 +66,35 @@ export interface SvcRequestLike {
   svcClient?: SvcClient;
 }
 
+/**
+ * The parts of the SAML gateway's settings (SamlConfig, from
+ * resolveSamlConfig) that say which session cookie to read.
+ */
+export interface SessionCookieSettings {
+  /** The session cookie, unprefixed (sdk.saml.cookie_name). */
+  cookieName: string;
+  /** The gateway's public ACS URL (sdk.saml.acs_url): whether its cookies are Secure, and so prefixed. */
+  acsUrl: string;
+}
+
+/** How a middleware finds the session cookie. */
+export interface SessionCookieOptions {
+  /**
+   * Cookie holding the token when there is no Authorization header, unprefixed, e.g. "svc_session"
+   * (the SAML gateway's); default saml.cookieName, else none.
+   */
+  sessionCookie?: string;
+  /**
+   * Read the session cookie only as `__Host-<sessionCookie>`: an unprefixed one, which a sibling
+   * subdomain can toss in for the parent domain, is no session. `false` reads `__Host-<sessionCookie>`
+   * when the request has it, else `<sessionCookie>`. Default: sessionPrefixedOnly(saml) with saml
+   * (prefixed only behind a Secure acsUrl), else false.
+   */
+  sessionCookiePrefixedOnly?: boolean;
+  /** The SAML gateway's settings (resolveSamlConfig()): the default of the two options above. */
+  saml?: SessionCookieSettings;
+}
+
 /** Where middleware finds the token. */
 export interface TokenSource {
   /** The Authorization header. */
@@ -123,15 +152,17 @@ export const HOST_COOKIE_PREFIX = "__Host-";
 
 /**
  * The session token in a Cookie header: the cookie `__Host-<name>` when the
- * header has one, else `<name>`, else "". An unprefixed cookie that a
- * sibling subdomain tossed in never displaces the prefixed one the gateway
- * set, wherever it stands in the header. `name` is sdk.saml.cookie_name,
- * unprefixed.
+ * header has one, else, unless prefixedOnly, `<name>`, else "". An
+ * unprefixed cookie that a sibling subdomain tossed in never displaces the
+ * prefixed one the gateway set, wherever it stands in the header; alone it
+ * would still sign a browser without a session of its own in as whoever it
+ * names, which prefixedOnly (behind a Secure gateway, sessionPrefixedOnly)
+ * prevents. `name` is sdk.saml.cookie_name, unprefixed.
  */
-export function sessionCookieValue(cookieHeader: string | undefined | null, name: string): string {
+export function sessionCookieValue(cookieHeader: string | undefined | null, name: string, prefixedOnly = false): string {
   if (!cookieHeader || !name) return "";
   const prefixed = HOST_COOKIE_PREFIX + name;
-  const hasPrefixed = cookieHeader.split(";").some((part) => {
+  const hasPrefixed = prefixedOnly || cookieHeader.split(";").some((part) => {
     const eq = part.indexOf("=");
     return eq >= 0 && part.slice(0, eq).trim() === prefixed;
   });
@@ -139,19 +170,76 @@ export function sessionCookieValue(cookieHeader: string | undefined | null, name
 }
 
 /**
+ * Whether a Host header names a loopback host: localhost, 127.0.0.0/8 or
+ * ::1 (the rule of the sidecar's engine/loopback).
+ */
+export function loopbackHost(host: string | string[] | undefined): boolean {
+  if (typeof host !== "string") return false;
+  let name = host.trim();
+  if (name.startsWith("[")) {
+    const end = name.indexOf("]");
+    if (end < 0) return false;
+    name = name.slice(1, end);
+  } else if (name.indexOf(":") === name.lastIndexOf(":")) {
+    name = name.split(":")[0] ?? "";
+  }
+  name = name.toLowerCase();
+  if (name === "localhost" || name === "::1" || name === "0:0:0:0:0:0:0:1") return true;
+  const m = /^127\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(name);
+  return m !== null && m.slice(1).every((o) => Number(o) <= 255);
+}
+
+/**
+ * Whether the cookies of a gateway whose public URL is url (its acs_url)
+ * are Secure, and so named `__Host-<name>`: everywhere but plain http on a
+ * loopback host, the sidecar's rule. A URL that does not parse counts as
+ * Secure: the sidecar refuses it.
+ */
+export function secureCookies(url: string): boolean {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return true;
+  }
+  return !(u.protocol === "http:" && loopbackHost(u.host));
+}
+
+/**
+ * Whether the session cookie is read only as `__Host-<cookieName>`: the
+ * gateway's acsUrl is set and its cookies are Secure (secureCookies). The
+ * gateway then sets no other session cookie, so an unprefixed one can only
+ * be one a sibling subdomain tossed in (session fixation). Without acsUrl
+ * (how the gateway names its cookies is not known) or on plain http on
+ * loopback, the unprefixed cookie is read too.
+ */
+export function sessionPrefixedOnly(saml: Pick<SessionCookieSettings, "acsUrl">): boolean {
+  return Boolean(saml.acsUrl) && secureCookies(saml.acsUrl);
+}
+
+/** The session cookie a middleware reads by its options, and whether only under its prefixed name. */
+export function sessionCookieOf(opts: SessionCookieOptions): { name: string | undefined; prefixedOnly: boolean } {
+  return {
+    name: opts.sessionCookie ?? opts.saml?.cookieName,
+    prefixedOnly: opts.sessionCookiePrefixedOnly ?? (opts.saml ? sessionPrefixedOnly(opts.saml) : false),
+  };
+}
+
+/**
  * The request's credential: the bearer header, else its API key (apiKey:
  * "Authorization: ApiKey", or X-Api-Key without an Authorization header),
  * sent to the sidecar as the token (a key starts svck_, which no token
  * does); without either nor any Authorization header, the session cookie
- * when one is named (sessionCookieValue). A request that carries another
+ * when one is named (sessionCookieValue; only `__Host-<sessionCookie>` with
+ * prefixedOnly). A request that carries another
  * Authorization scheme (Basic, ...) is judged by that header alone, as the
  * sidecar, the Go and the Python middlewares do: a cookie never stands in
  * for credentials the client chose to send.
  */
-export function tokenOf(src: TokenSource, sessionCookie?: string): string {
+export function tokenOf(src: TokenSource, sessionCookie?: string, prefixedOnly = false): string {
   const tok = bearerToken(src.authorization) || apiKey(src.authorization, src.xApiKey);
   if (tok || src.authorization || !sessionCookie) return tok;
-  return sessionCookieValue(src.cookie, sessionCookie);
+  return sessionCookieValue(src.cookie, sessionCookie, prefixedOnly);
 }
 
 /** Whether path is exempt: an entry matches exactly, or as a prefix when it ends with "*". */
@@ -190,21 +278,20 @@ export async function checkAction(client: SvcClient, token: string, action: stri
 }
 
 /** The options of requireAction in "@svc/sdk/express" and "@svc/sdk/fastify". */
-export interface ActionOptions {
+export interface ActionOptions extends SessionCookieOptions {
   /** Default: the framework middleware's client, else new SvcClient(). */
   client?: SvcClient;
   /** Resource type; default the action's prefix. */
   resource?: string;
   /** Route parameter holding the resource id. */
   resourceIdParam?: string;
-  /** Cookie holding the token when there is no Authorization header. */
-  sessionCookie?: string;
 }
 
 /**
- * The check of a framework's requireAction: the token of src (or of
- * opts.sessionCookie) authorized for action on opts.resource and on the
- * resource id in the route parameter opts.resourceIdParam of params.
+ * The check of a framework's requireAction: the token of src (or of the
+ * session cookie of opts, sessionCookieOf) authorized for action on
+ * opts.resource and on the resource id in the route parameter
+ * opts.resourceIdParam of params.
  */
 export function checkRequiredAction(client: SvcClient, src: TokenSource, action: string, opts: ActionOptions,
   params: Readonly<Record<string, string | undefined>> | undefined): Promise<Outcome> {
@@ -212,7 +299,8 @@ export function checkRequiredAction(client: SvcClient, src: TokenSource, action:
   const authz: AuthorizeOptions = {};
   if (opts.resource) authz.resource = opts.resource;
   if (resourceId) authz.resourceId = resourceId;
-  return checkAction(client, tokenOf(src, opts.sessionCookie), action, authz);
+  const session = sessionCookieOf(opts);
+  return checkAction(client, tokenOf(src, session.name, session.prefixedOnly), action, authz);
 }
 
 /** Maps a refused decision to its answer. */

@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { inspect } from "node:util";
 import { describe, test } from "node:test";
 
-import { prefersHtml, resolveSamlConfig, wantsLoginRedirect } from "@svc/sdk/saml";
+import { prefersHtml, resolveSamlConfig, sessionPrefixedOnly, wantsLoginRedirect } from "@svc/sdk/saml";
 
 const EMAIL = "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress";
 // The svc.toml both SDKs' configuration tests read.
@@ -40,6 +40,7 @@ describe("resolveSamlConfig", () => {
     assert.equal(fromFile.cookieName, "app_session");
     assert.equal(fromFile.pathPrefix, "/sso");
     assert.equal(fromFile.spPrivateKeyPem, undefined);
+    assert.equal(sessionPrefixedOnly(fromFile), true, "an https acsUrl: the gateway's cookies are Secure");
 
     const env = { SVC_SAML_COOKIE_NAME: "env_session", SVC_SAML_CLOCK_SKEW_SECONDS: "10", SVC_SAML_URL: "http://gw:7701/",
       SVC_SAML_SP_PRIVATE_KEY_PEM: "-----BEGIN PRIVATE KEY-----\nsecret\n-----END PRIVATE KEY-----\n" };

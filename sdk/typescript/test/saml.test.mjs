@@ -8,13 +8,15 @@ import { createServer } from "node:http";
 import { after, before, describe, test } from "node:test";
 
 import express from "express";
+import Fastify from "fastify";
 
 import { SvcClient } from "@svc/sdk";
-import { svcExpress } from "@svc/sdk/express";
-import { exchangeAssertion, loginUrl, safeReturnTo, SamlError, samlAcs, samlLoginRedirect, sessionToken }
-  from "@svc/sdk/saml";
+import { requireAction as expressAction, svcExpress } from "@svc/sdk/express";
+import { requireAction as fastifyAction, svcFastify } from "@svc/sdk/fastify";
+import { exchangeAssertion, loginUrl, safeReturnTo, SamlError, samlAcs, samlLoginRedirect, secureCookies,
+  sessionPrefixedOnly, sessionToken } from "@svc/sdk/saml";
 
-import { CALL_TIMEOUT_MS, claims, IdP, serve, Sidecar } from "./harness.mjs";
+import { CALL_TIMEOUT_MS, claims, IdP, serve, Sidecar, startSidecar } from "./harness.mjs";
 
 describe("helpers", () => {
   test("loginUrl", () => {
@@ -43,6 +45,124 @@ describe("helpers", () => {
       ["__Host-svc_session=host; svc_session=tossed", undefined, "host"], ["svc_session=tossed; __Host-svc_session=", undefined, ""],
       ["sid=tossed; __Host-sid=host", "sid", "host"], ["__Host-svc_session_req=r", undefined, ""]];
     for (const [header, name, want] of cases) assert.equal(sessionToken(header, name), want, String(header));
+  });
+
+  test("sessionToken, prefixed only", () => {
+    // Behind a Secure gateway an unprefixed cookie can only be one a
+    // sibling subdomain tossed in: alone it is no session.
+    const cases = [["svc_session=tossed", ""], ["__Host-svc_session=host", "host"],
+      ["svc_session=tossed; __Host-svc_session=host", "host"], ["__Host-svc_session=host; svc_session=tossed", "host"],
+      ["svc_session=tossed; __Host-svc_session=", ""], ["", ""], [undefined, ""]];
+    for (const [header, want] of cases) assert.equal(sessionToken(header, "svc_session", true), want, String(header));
+  });
+
+  test("sessionPrefixedOnly follows the acsUrl", () => {
+    // The sidecar's rule (internal/signincookie): Secure, so prefixed,
+    // everywhere but plain http on a loopback host; without an acsUrl
+    // nothing is known and the unprefixed cookie stays read.
+    const cases = [
+      ["", false],
+      ["https://app.example/auth/saml/acs", true],
+      ["https://127.0.0.1:8443/auth/saml/acs", true],
+      ["http://app.example/auth/saml/acs", true],
+      ["http://127.0.0.1:7701/auth/saml/acs", false],
+      ["http://127.8.9.10/auth/saml/acs", false],
+      ["HTTP://LocalHost:8000/auth/saml/acs", false],
+      ["http://[::1]:7701/auth/saml/acs", false],
+      ["http://localhost.example/auth/saml/acs", true],
+      ["http://128.0.0.1/auth/saml/acs", true],
+      ["http://[::1/auth/saml/acs", true],
+    ];
+    for (const [acsUrl, want] of cases) {
+      assert.equal(sessionPrefixedOnly({ acsUrl }), want, acsUrl);
+      if (acsUrl) assert.equal(secureCookies(acsUrl), want, acsUrl);
+    }
+  });
+});
+
+describe("the session cookie behind a Secure gateway", () => {
+  const SECURE = { cookieName: "svc_session", acsUrl: "https://app.example/auth/saml/acs" };
+  const LOCAL = { cookieName: "svc_session", acsUrl: "http://127.0.0.1:7701/auth/saml/acs" };
+  let idp, client, stop;
+  before(async () => ({ idp, client, stop } = await startSidecar()));
+  after(() => stop?.());
+
+  // Each framework serves GET /whoami (the middleware) and GET /orders/:id
+  // (requireAction alone) with the session options opts.
+  async function startExpress(opts) {
+    const a = express();
+    a.get("/orders/:id", expressAction("orders:read", { client, resourceIdParam: "id", ...opts }),
+      (req, res) => res.json({ claims: req.svcClaims }));
+    a.use(svcExpress({ client, ...opts }));
+    a.get("/whoami", (req, res) => res.json({ claims: req.svcClaims }));
+    return serve(a);
+  }
+  async function startFastify(opts) {
+    const a = Fastify();
+    a.get("/orders/:id", { preHandler: fastifyAction("orders:read", { client, resourceIdParam: "id", ...opts }) },
+      async (request) => ({ claims: request.svcClaims }));
+    await a.register(async (child) => {
+      await child.register(svcFastify, { client, ...opts });
+      child.get("/whoami", async (request) => ({ claims: request.svcClaims }));
+    });
+    const url = await a.listen({ port: 0, host: "127.0.0.1" });
+    return { url, close: () => a.close() };
+  }
+  const frameworks = [["express", startExpress], ["fastify", startFastify]];
+
+  // { path: [status, reason or email] } for each cookie header.
+  async function answers(start, opts, cookie) {
+    const app = await start(opts);
+    try {
+      const got = {};
+      for (const path of ["/whoami", "/orders/1"]) {
+        const r = await fetch(app.url + path, { headers: { cookie, accept: "application/json" } });
+        const body = await r.json();
+        got[path] = [r.status, r.status === 200 ? body.claims.email : body.reason];
+      }
+      return got;
+    } finally {
+      await app.close();
+    }
+  }
+  const tok = () => idp.token(claims({ email: "alice@example.com" }));
+  const admitted = { "/whoami": [200, "alice@example.com"], "/orders/1": [200, "alice@example.com"] };
+  const missing = { "/whoami": [401, "token-missing"], "/orders/1": [401, "token-missing"] };
+
+  test("a tossed unprefixed cookie alone is no session", async () => {
+    for (const [name, start] of frameworks) {
+      for (const opts of [{ saml: SECURE }, { sessionCookie: "svc_session", sessionCookiePrefixedOnly: true }]) {
+        const what = `${name} ${JSON.stringify(opts)}`;
+        assert.deepEqual(await answers(start, opts, `svc_session=${tok()}`), missing, what);
+        assert.deepEqual(await answers(start, opts, `__Host-svc_session=${tok()}`), admitted, what);
+        assert.deepEqual(await answers(start, opts, `svc_session=a.b.c; __Host-svc_session=${tok()}`), admitted, what);
+      }
+    }
+  });
+
+  test("the unprefixed cookie is read on plain http on loopback, or when asked", async () => {
+    for (const [name, start] of frameworks) {
+      for (const opts of [{ saml: LOCAL }, { sessionCookie: "svc_session" },
+        { saml: SECURE, sessionCookiePrefixedOnly: false }]) {
+        assert.deepEqual(await answers(start, opts, `svc_session=${tok()}`), admitted, `${name} ${JSON.stringify(opts)}`);
+      }
+    }
+  });
+
+  test("samlLoginRedirect sends a browser with only a tossed cookie to sign in", async () => {
+    const a = express();
+    a.use("/app", samlLoginRedirect({ sessionCookiePrefixedOnly: sessionPrefixedOnly(SECURE) }));
+    a.get("/app/page", (req, res) => res.json({}));
+    const app = await serve(a);
+    try {
+      let r = await fetch(`${app.url}/app/page`, { headers: { accept: "text/html", cookie: "svc_session=a.b.c" }, redirect: "manual" });
+      assert.equal(r.status, 302);
+      assert.equal(r.headers.get("location"), "/auth/saml/login?return_to=%2Fapp%2Fpage");
+      r = await fetch(`${app.url}/app/page`, { headers: { accept: "text/html", cookie: "__Host-svc_session=a.b.c" }, redirect: "manual" });
+      assert.equal(r.status, 200);
+    } finally {
+      await app.close();
+    }
   });
 });
 

@@ -8,7 +8,8 @@ import { type Decision, type Plan, prismaWhere, type PrismaWhere, SidecarUnavail
   toSql } from "@svc/sdk";
 import { requireAction as expressAction, svcExpress } from "@svc/sdk/express";
 import { requireAction as fastifyAction, svcFastify } from "@svc/sdk/fastify";
-import { exchangeAssertion, loginUrl, samlAcs, samlLoginRedirect, sessionToken } from "@svc/sdk/saml";
+import { exchangeAssertion, loginUrl, resolveSamlConfig, samlAcs, samlLoginRedirect, sessionPrefixedOnly,
+  sessionToken } from "@svc/sdk/saml";
 
 const client = new SvcClient({ sidecarUrl: "http://localhost:7700", failMode: "closed", timeoutMs: 500 });
 
@@ -26,8 +27,10 @@ export async function direct(token: string): Promise<string> {
 export function expressApp(): express.Express {
   const app = express();
   app.post("/auth/saml/acs", samlAcs({ gatewayUrl: "http://127.0.0.1:7701" }));
-  app.use("/app", samlLoginRedirect());
-  app.use(svcExpress({ client, exclude: ["/healthz"], sessionCookie: "svc_session" }));
+  const saml = resolveSamlConfig();
+  app.use("/app", samlLoginRedirect({ cookieName: saml.cookieName, sessionCookiePrefixedOnly: sessionPrefixedOnly(saml) }));
+  app.use("/app", svcExpress({ client, saml }));
+  app.use(svcExpress({ client, exclude: ["/healthz"], sessionCookie: "svc_session", sessionCookiePrefixedOnly: true }));
   app.get("/orders/:id", expressAction("orders:read", { resourceIdParam: "id" }), (req, res) => {
     const claims: Record<string, unknown> | null | undefined = req.svcClaims;
     res.json({ claims, decision: req.svcDecision?.reason });
@@ -37,7 +40,7 @@ export function expressApp(): express.Express {
 
 export async function fastifyApp() {
   const app = Fastify();
-  await app.register(svcFastify, { client, exclude: ["/healthz"] });
+  await app.register(svcFastify, { client, exclude: ["/healthz"], saml: resolveSamlConfig() });
   app.get("/orders/:id", { preHandler: fastifyAction("orders:read", { resourceIdParam: "id" }) }, async (request) => {
     const claims: Record<string, unknown> | null = request.svcClaims;
     return { claims, reason: request.svcDecision?.reason };
@@ -47,7 +50,7 @@ export async function fastifyApp() {
 
 export async function saml(cookie: string): Promise<string> {
   const t = await exchangeAssertion("PHNhbWw+", { gatewayUrl: "http://127.0.0.1:7701" });
-  return loginUrl("/app") + sessionToken(cookie) + t.token + t.expiresAt.toISOString();
+  return loginUrl("/app") + sessionToken(cookie) + sessionToken(cookie, "svc_session", true) + t.token + t.expiresAt.toISOString();
 }
 
 export async function listFilter(token: string): Promise<[string, unknown[], PrismaWhere]> {
