@@ -30,19 +30,29 @@ func damageFrame(t testing.TB, dir string, n, k, pos int, bit byte) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	segs, _ := filepath.Glob(filepath.Join(dir, "seg-*.log"))
-	b, err := os.ReadFile(segs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
 	off := 0
 	for i := range k {
 		off += 16 + len(corruptRecord(i))
 	}
-	b[off+pos%(16+len(corruptRecord(k)))] ^= 1 << (bit % 8)
+	closeAndFlip(t, s, dir, int64(off+pos%(16+len(corruptRecord(k)))), 1<<(bit%8))
+}
+
+// closeAndFlip closes s, the spool in dir, and flips the bits of mask in
+// the byte at off of its one segment file.
+func closeAndFlip(t testing.TB, s *spool.Spool, dir string, off int64, mask byte) {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := filepath.Glob(filepath.Join(dir, "seg-*.log"))
+	if len(segs) != 1 {
+		t.Fatalf("segments %v, want one", segs)
+	}
+	b, err := os.ReadFile(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[off] ^= mask
 	if err := os.WriteFile(segs[0], b, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -113,18 +123,7 @@ func TestCorruptFrameBeforeTheCursor(t *testing.T) {
 	}
 	es := readAll(t, s, 100)
 	s.Ack(es[k+3].Next)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	segs, _ := filepath.Glob(filepath.Join(dir, "seg-*.log"))
-	b, err := os.ReadFile(segs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[es[k].Next.Offset-3] ^= 0x20 // in record k's data
-	if err := os.WriteFile(segs[0], b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	closeAndFlip(t, s, dir, es[k].Next.Offset-3, 0x20) // in record k's data
 	s = open(t, spool.Options{Dir: dir})
 	if st := s.Stats(); st.Skipped != 0 || st.Unsent != n-k-4 {
 		t.Fatalf("stats %+v: want nothing counted as skipped (acknowledged), %d unsent", st, n-k-4)
