@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"math/big"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -362,6 +364,12 @@ func (t *translator) call(e *ast.Expr) (*plan.Condition, error) {
 	if v == nil && op != plan.Eq && op != plan.Ne {
 		return nil, t.unsupported(e, "an ordering against null")
 	}
+	if v == nil && op == plan.Eq {
+		// A row's NULL column is an attribute left out of the input, and
+		// a missing attribute makes "== null" undefined: no row meets
+		// it. ("!= null" holds for a present value: IS NOT NULL.)
+		return &plan.Condition{Op: plan.Or}, nil
+	}
 	return &plan.Condition{Op: op, Field: field, Value: v}, nil
 }
 
@@ -427,6 +435,11 @@ func (t *translator) member(e *ast.Expr, x, coll *ast.Term) (*plan.Condition, er
 		if err != nil {
 			return nil, err
 		}
+		if v == nil {
+			// No row holds a present null: a NULL column is a missing
+			// attribute, which is in no collection.
+			continue
+		}
 		vals = append(vals, v)
 	}
 	return &plan.Condition{Op: plan.In, Field: field, Values: vals}, nil
@@ -470,6 +483,10 @@ func (t *translator) scalar(e *ast.Expr, x *ast.Term) (any, error) {
 	case ast.String:
 		return string(v), nil
 	case ast.Number:
+		if !exactAsDouble(string(v)) {
+			return nil, t.unsupported(e, "the number "+string(v)+", which a double cannot carry exactly "+
+				"(SQL parameters and the API's JSON numbers are doubles, and the rows compared with a rounded bound would differ from the policy's answer)")
+		}
 		return json.Number(v), nil
 	case ast.Boolean:
 		return bool(v), nil
@@ -483,6 +500,23 @@ func (t *translator) scalar(e *ast.Expr, x *ast.Term) (any, error) {
 		return nil, t.unsupported(e, "a value bound elsewhere in the rule")
 	}
 	return nil, t.unsupported(e, "a comparison with a value that is not a string, number, boolean or null")
+}
+
+// exactAsDouble reports whether the decimal number s is the one that its
+// nearest double reads back as: 0.1 and 9007199254740992 are, while
+// 9007199254740993 and 9007199254740993.5 are not, and a bound rounded
+// to its double would let a plan list rows the policy denies.
+func exactAsDouble(s string) bool {
+	want, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return false
+	}
+	got, ok := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
+	return ok && got.Cmp(want) == 0
 }
 
 // unsupported is the plan-unsupported error of e: what the plan cannot
@@ -588,7 +622,9 @@ func pruneImplied(args []*plan.Condition) []*plan.Condition {
 		}
 		eqs[a.Field] = a.Value
 	}
-	out := args[:0:0]
+	// Not nil, even when empty: an and whose arguments were all true is
+	// true, and nil says false.
+	out := make([]*plan.Condition, 0, len(args))
 	for _, a := range args {
 		if v, ok := eqs[a.Field]; ok && a.Op == plan.Ne && plainValue(a.Value) {
 			if v == a.Value {

@@ -172,3 +172,78 @@ func TestPlanStringBuiltinsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanNullComparisons: a row's NULL column is an attribute left out
+// of the input, for which "== null" is undefined and "!= null" too; no
+// row holds a present null. So a plan of "== null" lists no row, "in"
+// ignores a null member, and their negations list every row, as the
+// policy answers row by row.
+func TestPlanNullComparisons(t *testing.T) {
+	rows := []plan.Row{
+		{ID: "missing", Tenant: "acme", Attributes: map[string]any{}},
+		{ID: "t", Tenant: "acme", Attributes: map[string]any{"tag": "t", "deleted_at": "2026-01-01"}},
+		{ID: "u", Tenant: "acme", Attributes: map[string]any{"tag": "u", "deleted_at": 0}},
+	}
+	for _, body := range []string{
+		`input.resource.attributes.deleted_at == null`,
+		`null == input.resource.attributes.deleted_at`,
+		`input.resource.attributes.deleted_at != null`,
+		`input.resource.attributes.tag in {null, "t"}`,
+		`input.resource.attributes.tag in [null]`,
+		`not input.resource.attributes.deleted_at == null`,
+		`not input.resource.attributes.tag in {null, "t"}`,
+	} {
+		set, err := policy.FromModules(map[string]string{"p.rego": "package svc.authz\n\ndefault allow := false\n\nallow if {\n\t" + body + "\n}\n"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := map[string]any{"action": "orders:read", "user": map[string]any{"id": "u1"}}
+		p, err := set.PlanValue(context.Background(), in, "orders")
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		for _, r := range rows {
+			withRes := maps.Clone(in)
+			withRes["resource"] = map[string]any{"type": "orders", "id": r.ID, "tenant": r.Tenant, "attributes": r.Attributes}
+			d, err := set.EvalValue(context.Background(), withRes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inPlan := p.Kind == plan.AlwaysAllowed || (p.Kind == plan.Conditional && p.Condition.Match(r))
+			if inPlan != d.Allow {
+				t.Errorf("%s: plan %s %s: row %s allowed=%v in_plan=%v", body, p.Kind, p.Condition, r.ID, d.Allow, inPlan)
+			}
+		}
+	}
+}
+
+// TestPlanInexactNumbers: a bound that a double cannot carry exactly is
+// plan-unsupported: as a SQL parameter or in the API's JSON it would be
+// rounded, and the rows on either side of it would be listed against the
+// policy's answer. Numbers a double reads back exactly plan as before.
+func TestPlanInexactNumbers(t *testing.T) {
+	for _, tc := range []struct {
+		n  string
+		ok bool
+	}{
+		{"9007199254740993", false},
+		{"9007199254740993.5", false},
+		{"18446744073709551615", false},
+		{"9007199254740992", true},
+		{"0.1", true},
+		{"-12.75", true},
+		{"100", true},
+	} {
+		set, err := policy.FromModules(map[string]string{"p.rego": "package svc.authz\n\ndefault allow := false\n\nallow if {\n\tinput.resource.attributes.amount <= " + tc.n + "\n}\n"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = set.PlanValue(context.Background(), map[string]any{"action": "orders:read"}, "orders")
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("%s: %v", tc.n, err)
+		case !tc.ok && (reason.Of(err, "") != reason.PlanUnsupported || !strings.Contains(err.Error(), tc.n)):
+			t.Errorf("%s: err = %v, want plan-unsupported naming the number", tc.n, err)
+		}
+	}
+}
