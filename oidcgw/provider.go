@@ -59,7 +59,7 @@ func newProvider(pc config.OIDCProvider, client *http.Client, now func() time.Ti
 	// would resend it on, is answered as a failure.
 	fetch, post := *client, *client
 	fetch.CheckRedirect = loopback.CheckRedirect
-	post.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	post.CheckRedirect = loopback.NoRedirect
 	return &provider{cfg: pc, redirect: u, secret: secret, client: &fetch, tokenClient: &post, now: now}, nil
 }
 
@@ -124,7 +124,7 @@ func checkEndpoints(ep oauth2.Endpoint, jwks, endSession string) error {
 			}
 			return fmt.Errorf("discovery document: %s: %w", e.name, err)
 		}
-		if u.Host == "" || u.User != nil || !loopback.SecureURL(u) {
+		if !loopback.EndpointURL(u) {
 			shown := *u
 			shown.User, shown.RawQuery, shown.Fragment = nil, "", ""
 			return fmt.Errorf("discovery document: %s %q must be an absolute https URL without credentials (http only on a loopback host)",

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/svc-dev/svc/engine/loopback"
 )
 
 // HTTPOptions configure the HTTP sink.
@@ -66,7 +67,7 @@ func NewHTTP(opts HTTPOptions) (*HTTP, error) {
 		}
 		opts.Client = &http.Client{
 			Transport:     tr,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+			CheckRedirect: loopback.NoRedirect,
 		}
 	}
 	req, err := http.NewRequest(http.MethodPost, opts.URL, nil)

@@ -36,6 +36,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/svc-dev/svc/engine/loopback"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -138,7 +139,7 @@ func New(opts Options) (*Client, error) {
 	// 308 resends the form), and trust that host's answer. A 3xx is
 	// answered like any other status but 200.
 	hc := *opts.HTTPClient
-	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	hc.CheckRedirect = loopback.NoRedirect
 	opts.HTTPClient = &hc
 	if opts.Now == nil {
 		opts.Now = time.Now

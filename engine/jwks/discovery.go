@@ -53,7 +53,7 @@ func ParseDiscovery(body []byte, issuer string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("discovery document: jwks_uri: %w", withoutURL(err))
 	}
-	if u.Host == "" || !loopback.SecureURL(u) || u.User != nil {
+	if !loopback.EndpointURL(u) {
 		return "", fmt.Errorf("discovery document: jwks_uri %q must be an absolute https URL without credentials (http only on a loopback host)", redactURL(u))
 	}
 	return u.String(), nil

@@ -37,6 +37,18 @@ var ErrRedirectRefused = errors.New("redirect refused")
 // to another origin.
 var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie"}
 
+// NoRedirect is the http.Client CheckRedirect of every request that
+// carries credentials to one configured endpoint (token introspection,
+// an OpenID Connect token request, a decision-log upload): a redirect is
+// never followed, since a 307 or 308 would resend the credentials to
+// whatever the Location names; the 3xx is the answer.
+func NoRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// EndpointURL reports whether u, an endpoint a fetched document names
+// (an OpenID Connect discovery document's jwks_uri or token_endpoint),
+// may be used: absolute, without credentials, and SecureURL.
+func EndpointURL(u *url.URL) bool { return u.Host != "" && u.User == nil && SecureURL(u) }
+
 // CheckRedirect is the http.Client CheckRedirect of every fetch of keys,
 // trusted documents or policy (JWKS, SAML metadata, policy bundles): it
 // follows at most MaxRedirects redirects, each to a URL SecureURL accepts,

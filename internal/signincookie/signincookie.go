@@ -37,7 +37,7 @@ type Jar struct {
 // SecureFor reports whether the cookies of a gateway whose public URL is
 // u are Secure: everywhere but plain http on a loopback host.
 func SecureFor(u *url.URL) bool {
-	return wire.PrefixesCookies(u.String())
+	return !(u.Scheme == "http" && wire.LoopbackHost(u.Hostname()))
 }
 
 // PrefixedOnly reports whether every sign-in gateway cfg configures
