@@ -79,9 +79,7 @@ func (e *Engine) allowRate(ctx context.Context, tenant string) (bool, time.Durat
 		ok, wait = true, 0
 	}
 	n := e.uncounted.Add(1)
-	now := e.now().UnixNano()
-	last := e.limiterWarned.Load()
-	if (last == 0 || now-last >= int64(limiterWarnEvery)) && e.limiterWarned.CompareAndSwap(last, now) {
+	if e.limiterWarned.Allow(e.now(), limiterWarnEvery) {
 		e.uncounted.Add(-n)
 		if fallback && fe.Mode != ratelimit.FallbackAllow {
 			e.log.WarnContext(ctx, "rate limiter's Redis unavailable; requests limited by the fallback mode",

@@ -40,6 +40,7 @@ import (
 	"github.com/svc-dev/svc/engine/token"
 	"github.com/svc-dev/svc/engine/version"
 	"github.com/svc-dev/svc/internal/jsonmask"
+	"github.com/svc-dev/svc/internal/warnevery"
 	"github.com/svc-dev/svc/policies"
 	"github.com/svc-dev/svc/reason"
 )
@@ -136,13 +137,13 @@ type Engine struct {
 	tel      *instruments
 	started  time.Time
 
-	// limiterWarned is when a failing limiter was last logged (Unix
-	// nanoseconds); uncounted counts the requests passed since.
-	limiterWarned atomic.Int64
+	// limiterWarned spaces the warnings of a failing limiter; uncounted
+	// counts the requests passed since the latest.
+	limiterWarned warnevery.Gate
 	uncounted     atomic.Int64
-	// introspectWarned is when a failing introspection endpoint was last
-	// logged (Unix nanoseconds).
-	introspectWarned atomic.Int64
+	// introspectWarned spaces the warnings of a failing introspection
+	// endpoint.
+	introspectWarned warnevery.Gate
 
 	reloadMu sync.Mutex
 	stop     context.CancelFunc

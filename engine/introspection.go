@@ -113,9 +113,7 @@ func (e *Engine) verifyOpaque(ctx context.Context, raw string) (TokenDecision, *
 // limiterWarnEvery, so that an outage does not write a line per request.
 // The error names the endpoint and the failure, never the token.
 func (e *Engine) warnIntrospection(ctx context.Context, err error) {
-	now := e.now().UnixNano()
-	last := e.introspectWarned.Load()
-	if (last == 0 || now-last >= int64(limiterWarnEvery)) && e.introspectWarned.CompareAndSwap(last, now) {
+	if e.introspectWarned.Allow(e.now(), limiterWarnEvery) {
 		e.log.WarnContext(ctx, "introspection endpoint failing; tokens without a still-valid cached answer are refused",
 			"url", e.cfg.Introspection.URL, "err", err, "next_warning_in", limiterWarnEvery.String())
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/decisionlog/spool"
 	"github.com/svc-dev/svc/internal/periodic"
+	"github.com/svc-dev/svc/internal/warnevery"
 )
 
 // Record is one decision record as the sinks carry it: the decision id
@@ -75,9 +76,10 @@ type Logger struct {
 
 	shipped, retries atomic.Int64
 	// refused counts the records the spool refused; lastRefused is when
-	// the latest was (Unix nanoseconds), refusalWarned when the latest
-	// warning about them was logged.
-	refused, lastRefused, refusalWarned atomic.Int64
+	// the latest was (Unix nanoseconds).
+	refused, lastRefused atomic.Int64
+	// refusalWarned spaces the warnings about refused records.
+	refusalWarned warnevery.Gate
 	// connected is false from a failed send until one succeeds: a sink
 	// that has not failed yet is not disconnected.
 	connected atomic.Bool
@@ -218,10 +220,9 @@ func (l *Logger) LogEncoded(rec []byte) error {
 // meanwhile, which must not go unnoticed.
 func (l *Logger) refuse(err error) {
 	n := l.refused.Add(1)
-	now := time.Now().UnixNano()
-	l.lastRefused.Store(now)
-	last := l.refusalWarned.Load()
-	if last != 0 && now-last < int64(refusalWarnEvery) || !l.refusalWarned.CompareAndSwap(last, now) {
+	now := time.Now()
+	l.lastRefused.Store(now.UnixNano())
+	if !l.refusalWarned.Allow(now, refusalWarnEvery) {
 		return
 	}
 	l.log.Warn("decision log spool refuses records; their decisions are answered decision-log-unavailable",
