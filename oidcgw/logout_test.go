@@ -21,11 +21,7 @@ import (
 // claims as the checks hand them to Revoked (numbers as json.Number).
 func signInClaims(t *testing.T, r *rig) map[string]any {
 	t.Helper()
-	b := browser(t)
-	res, body := get(t, b, r.toCallback(t, b, "/"))
-	if res.StatusCode != http.StatusSeeOther {
-		t.Fatalf("callback: %d %s", res.StatusCode, body)
-	}
+	res := signedIn(t, r)
 	for _, c := range res.Cookies() {
 		if c.Name != "svc_session" || c.Value == "" {
 			continue

@@ -91,14 +91,22 @@ func loginWithRefresh(t *testing.T, r *rig, handle string) *http.Response {
 	return res
 }
 
-// signInForRefresh signs in at r and returns the refresh cookie's handle.
-func signInForRefresh(t *testing.T, r *rig) string {
+// signedIn signs a new browser in at r and returns the callback's
+// answer, a 303 with the session's cookies.
+func signedIn(t *testing.T, r *rig) *http.Response {
 	t.Helper()
 	b := browser(t)
 	res, body := get(t, b, r.toCallback(t, b, "/"))
 	if res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign-in: %d %s", res.StatusCode, body)
 	}
+	return res
+}
+
+// signInForRefresh signs in at r and returns the refresh cookie's handle.
+func signInForRefresh(t *testing.T, r *rig) string {
+	t.Helper()
+	res := signedIn(t, r)
 	for _, c := range res.Cookies() {
 		if c.Name == "svc_session_rt" && c.Value != "" {
 			if !c.HttpOnly || c.Path != "/" {
