@@ -248,8 +248,10 @@ func (l *Logger) Run(ctx context.Context) error {
 		empty := o.spool.Stats().Unsent == 0
 		_ = o.spool.Close()
 		if empty {
-			o.dir.remove()
+			// Counted out before the directory goes, so that whoever
+			// sees it gone sees its bytes gone from Stats too.
 			o.removed.Store(true)
+			o.dir.remove()
 		} else {
 			o.dir.release()
 		}
