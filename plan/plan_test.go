@@ -24,7 +24,7 @@ func TestSQLDialects(t *testing.T) {
 		want string
 	}{
 		{Postgres, nil, `("tenant" = $1 AND ("owner" = $2 OR "status" IN ($3, $4)) AND ("level" >= $5) IS NOT TRUE AND "archived_at" IS NOT NULL)`},
-		{SQLite, Columns{"tenant": "tenant_id", "attributes.owner": "o.owner_id"}, `("tenant_id" = ? AND ("o"."owner_id" = ? OR "status" IN (?, ?)) AND ("level" >= ?) IS NOT TRUE AND "archived_at" IS NOT NULL)`},
+		{SQLite, Columns{"tenant": "tenant_id", "attributes.owner": "o.owner_id"}, "(`tenant_id` = ? AND (`o`.`owner_id` = ? OR `status` IN (?, ?)) AND (`level` >= ?) IS NOT TRUE AND `archived_at` IS NOT NULL)"},
 		{MySQL, nil, "(`tenant` = CAST(? AS BINARY) AND (`owner` = CAST(? AS BINARY) OR `status` IN (CAST(? AS BINARY), CAST(? AS BINARY))) AND (`level` >= ?) IS NOT TRUE AND `archived_at` IS NOT NULL)"},
 	} {
 		got, err := c.SQL(tc.d, tc.cols)
@@ -51,7 +51,7 @@ func TestSQLStringComparisons(t *testing.T) {
 	}}
 	for d, want := range map[Dialect]string{
 		Postgres: `("name" < $1 COLLATE "C" AND "name" = $2 AND "level" >= $3)`,
-		SQLite:   `("name" < ? AND "name" = ? AND "level" >= ?)`,
+		SQLite:   "(`name` < ? AND `name` = ? AND `level` >= ?)",
 		MySQL:    "(`name` < CAST(? AS BINARY) AND `name` = CAST(? AS BINARY) AND `level` >= ?)",
 	} {
 		got, err := c.SQL(d, nil)
@@ -77,7 +77,7 @@ func TestSQLStringTests(t *testing.T) {
 	}{
 		{Postgres, `("path" LIKE $1 ESCAPE '\' AND ("name" LIKE $2 ESCAPE '\') IS NOT TRUE AND "title" LIKE $3 ESCAPE '\')`,
 			[]any{`/a\_b\%\\!*?[%`, "%.pdf", "%draft%"}},
-		{SQLite, `("path" GLOB ? AND ("name" GLOB ?) IS NOT TRUE AND "title" GLOB ?)`,
+		{SQLite, "(`path` GLOB ? AND (`name` GLOB ?) IS NOT TRUE AND `title` GLOB ?)",
 			[]any{`/a_b%\![*][?][[]*`, "*.pdf", "*draft*"}},
 		{MySQL, "(`path` LIKE CAST(? AS BINARY) ESCAPE '!' AND (`name` LIKE CAST(? AS BINARY) ESCAPE '!') IS NOT TRUE AND `title` LIKE CAST(? AS BINARY) ESCAPE '!')",
 			[]any{`/a!_b!%\!!*?[%`, "%.pdf", "%draft%"}},

@@ -15,7 +15,11 @@ type Dialect string
 const (
 	// Postgres numbers its parameters ($1, $2…) and quotes with "".
 	Postgres Dialect = "postgres"
-	// SQLite uses ? and quotes with "".
+	// SQLite uses ? and quotes with backticks: a column named in double
+	// quotes that the table lacks is read by SQLite as a string literal
+	// (its "double-quoted string" compatibility), which would turn a
+	// misnamed column into a constant that lists rows the policy denies;
+	// in backticks it is an error ("no such column").
 	SQLite Dialect = "sqlite"
 	// MySQL uses ? and quotes with backticks.
 	MySQL Dialect = "mysql"
@@ -333,7 +337,7 @@ func (r *renderer) column(f string) (string, error) {
 		return "", errorf("column %q for %s is not an identifier", name, f)
 	}
 	q := `"`
-	if r.d == MySQL {
+	if r.d == MySQL || r.d == SQLite {
 		q = "`"
 	}
 	parts := strings.Split(name, ".")

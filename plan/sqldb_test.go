@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	_ "github.com/go-sql-driver/mysql"
@@ -148,5 +149,51 @@ func checkOnDatabase(t *testing.T, db *sql.DB, d Dialect, rows []Row, conds []*C
 	}
 	if caseDiffers != 1 {
 		t.Errorf("the conditions should hold a case difference")
+	}
+}
+
+// TestMisnamedColumnOnSQLite: a column mapping that names a column the
+// table lacks (a typo, a column dropped by a migration) makes the query
+// fail on SQLite. Quoted in double quotes, SQLite would read the name as
+// a string literal instead, and `"tenant_idx" <> ?` would list every
+// tenant's rows.
+func TestMisnamedColumnOnSQLite(t *testing.T) {
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "rows.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE t (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO t VALUES ('r1', 'acme'), ('r2', 'globex')`); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*Condition{
+		{Op: Ne, Field: "tenant", Value: "acme"},
+		{Op: Not, Arg: &Condition{Op: Eq, Field: "tenant", Value: "acme"}},
+		{Op: Ne, Field: "tenant", Value: nil},
+	} {
+		s, err := c.SQL(SQLite, Columns{"tenant": "tenant_idx"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := db.Query("SELECT id FROM t WHERE "+s.Where, s.Params...)
+		if err == nil {
+			var ids []string
+			for rows.Next() {
+				var id string
+				_ = rows.Scan(&id)
+				ids = append(ids, id)
+			}
+			rows.Close()
+			if err = rows.Err(); err == nil {
+				t.Errorf("%s with a misnamed column: %s selects %v, want no such column", c, s.Where, ids)
+				continue
+			}
+		}
+		if !strings.Contains(err.Error(), "no such column") {
+			t.Errorf("%s: %v, want no such column", c, err)
+		}
 	}
 }

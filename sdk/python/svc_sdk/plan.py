@@ -47,7 +47,9 @@ CONDITIONAL = "conditional"
 KINDS = (ALWAYS_ALLOWED, ALWAYS_DENIED, CONDITIONAL)
 
 #: The SQL dialects: postgres numbers its parameters ($1, $2…), sqlite and
-#: mysql use ?; mysql quotes identifiers with backticks, the others with "".
+#: mysql use ?; sqlite and mysql quote identifiers with backticks, postgres
+#: with "" (SQLite reads a double-quoted name that is not a column as a
+#: string literal; a backticked one is "no such column").
 DIALECTS = ("postgres", "sqlite", "mysql")
 
 WHERE_TRUE = "1 = 1"
@@ -359,7 +361,7 @@ class _Renderer:
         return p
 
     def column(self, f: str) -> str:
-        q = "`" if self.dialect == "mysql" else '"'
+        q = '"' if self.dialect == "postgres" else "`"
         return ".".join(q + p + q for p in column_name(f, self.columns).split("."))
 
     def cond(self, c: Condition) -> str:

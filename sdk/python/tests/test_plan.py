@@ -209,8 +209,8 @@ class SQLTest(unittest.TestCase):
                 ("postgres", None, '("tenant" = $1 AND ("owner" = $2 OR "status" IN ($3, $4)) AND ("level" >= $5) '
                                    'IS NOT TRUE AND "status" IS NOT NULL)'),
                 ("sqlite", {"tenant": "tenant_id", "attributes.owner": "o.owner_id"},
-                 '("tenant_id" = ? AND ("o"."owner_id" = ? OR "status" IN (?, ?)) AND ("level" >= ?) IS NOT TRUE '
-                 'AND "status" IS NOT NULL)'),
+                 "(`tenant_id` = ? AND (`o`.`owner_id` = ? OR `status` IN (?, ?)) AND (`level` >= ?) IS NOT TRUE "
+                 "AND `status` IS NOT NULL)"),
                 ("mysql", None, "(`tenant` = CAST(? AS BINARY) AND (`owner` = CAST(? AS BINARY) OR `status` IN "
                                 "(CAST(? AS BINARY), CAST(? AS BINARY))) AND (`level` >= ?) IS NOT TRUE "
                                 "AND `status` IS NOT NULL)")):
@@ -236,7 +236,7 @@ class SQLTest(unittest.TestCase):
         for dialect, want, params in (
                 ("postgres", '("path" LIKE $1 ESCAPE \'\\\' AND ("name" LIKE $2 ESCAPE \'\\\') IS NOT TRUE AND '
                              '"title" LIKE $3 ESCAPE \'\\\')', ["/a\\_b\\%\\\\!*?[%", "%.pdf", "%draft%"]),
-                ("sqlite", '("path" GLOB ? AND ("name" GLOB ?) IS NOT TRUE AND "title" GLOB ?)',
+                ("sqlite", "(`path` GLOB ? AND (`name` GLOB ?) IS NOT TRUE AND `title` GLOB ?)",
                  ["/a_b%\\![*][?][[]*", "*.pdf", "*draft*"]),
                 ("mysql", "(`path` LIKE CAST(? AS BINARY) ESCAPE '!' AND (`name` LIKE CAST(? AS BINARY) ESCAPE '!') "
                           "IS NOT TRUE AND `title` LIKE CAST(? AS BINARY) ESCAPE '!')",
@@ -312,7 +312,7 @@ class SQLAlchemyTest(unittest.TestCase):
             {"op": "eq", "field": "attributes.name", "value": "a"},
             {"op": "ge", "field": "attributes.level", "value": 2}]})
         for dialect, want in (("postgres", '("name" < $1 COLLATE "C" AND "name" = $2 AND "level" >= $3)'),
-                              ("sqlite", '("name" < ? AND "name" = ? AND "level" >= ?)'),
+                              ("sqlite", "(`name` < ? AND `name` = ? AND `level` >= ?)"),
                               ("mysql", "(`name` < CAST(? AS BINARY) AND `name` = CAST(? AS BINARY) AND `level` >= ?)")):
             self.assertEqual(to_sql(c, dialect).where, want, dialect)
         pg = str(sqlalchemy_filter(c, self.orders).compile(dialect=postgresql.dialect()))

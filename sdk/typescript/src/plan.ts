@@ -303,7 +303,9 @@ export function toSql(plan: Plan | Condition, dialect: Dialect = "postgres", col
     if (typeof v === "string" && dialect === "postgres" && ordering) return `${param(v)} COLLATE "C"`;
     return param(v);
   };
-  const q = dialect === "mysql" ? "`" : '"';
+  // SQLite reads a double-quoted name that is not a column as a string
+  // literal; a backticked one is "no such column".
+  const q = dialect === "postgres" ? '"' : "`";
   const column = (f: string) => columnName(f, columns).split(".").map((p) => q + p + q).join(".");
   const render = (c: Condition): string => {
     switch (c.op) {

@@ -76,7 +76,7 @@ describe("toSql", () => {
     const cases = [
       ["postgres", {}, '("tenant" = $1 AND ("owner" = $2 OR "status" IN ($3, $4)) AND ("level" >= $5) IS NOT TRUE AND "status" IS NOT NULL)'],
       ["sqlite", { "tenant": "tenant_id", "attributes.owner": "o.owner_id" },
-        '("tenant_id" = ? AND ("o"."owner_id" = ? OR "status" IN (?, ?)) AND ("level" >= ?) IS NOT TRUE AND "status" IS NOT NULL)'],
+        "(`tenant_id` = ? AND (`o`.`owner_id` = ? OR `status` IN (?, ?)) AND (`level` >= ?) IS NOT TRUE AND `status` IS NOT NULL)"],
       ["mysql", {}, "(`tenant` = CAST(? AS BINARY) AND (`owner` = CAST(? AS BINARY) OR `status` IN (CAST(? AS BINARY), CAST(? AS BINARY))) AND (`level` >= ?) IS NOT TRUE AND `status` IS NOT NULL)"],
     ];
     for (const [dialect, cols, want] of cases) {
@@ -102,7 +102,7 @@ describe("toSql", () => {
     const cases = [
       ["postgres", `("path" LIKE $1 ESCAPE '\\' AND ("name" LIKE $2 ESCAPE '\\') IS NOT TRUE AND "title" LIKE $3 ESCAPE '\\')`,
         ["/a\\_b\\%\\\\!*?[%", "%.pdf", "%draft%"]],
-      ["sqlite", '("path" GLOB ? AND ("name" GLOB ?) IS NOT TRUE AND "title" GLOB ?)', ["/a_b%\\![*][?][[]*", "*.pdf", "*draft*"]],
+      ["sqlite", "(`path` GLOB ? AND (`name` GLOB ?) IS NOT TRUE AND `title` GLOB ?)", ["/a_b%\\![*][?][[]*", "*.pdf", "*draft*"]],
       ["mysql", "(`path` LIKE CAST(? AS BINARY) ESCAPE '!' AND (`name` LIKE CAST(? AS BINARY) ESCAPE '!') IS NOT TRUE AND " +
         "`title` LIKE CAST(? AS BINARY) ESCAPE '!')", ["/a!_b!%\\!!*?[%", "%.pdf", "%draft%"]],
     ];
@@ -115,7 +115,7 @@ describe("toSql", () => {
       { op: "eq", field: "attributes.name", value: "a" },
       { op: "ge", field: "attributes.level", value: 2 }] });
     assert.equal(toSql(c, "postgres").where, '("name" < $1 COLLATE "C" AND "name" = $2 AND "level" >= $3)');
-    assert.equal(toSql(c, "sqlite").where, '("name" < ? AND "name" = ? AND "level" >= ?)');
+    assert.equal(toSql(c, "sqlite").where, "(`name` < ? AND `name` = ? AND `level` >= ?)");
     assert.equal(toSql(c, "mysql").where, "(`name` < CAST(? AS BINARY) AND `name` = CAST(? AS BINARY) AND `level` >= ?)");
   });
 
