@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/svc-dev/svc/engine/audit"
+	"github.com/svc-dev/svc/engine/decisionlog"
 	"github.com/svc-dev/svc/internal/jsonmask"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -46,7 +47,7 @@ func (e *Engine) appendDecisionRecord(dst []byte, rec *audit.Record, in *Input, 
 // InputOmitted is the member a decision record holds instead of "input"
 // when the record with its input is larger than the decision log's
 // spool takes; its value says why ("too-large").
-const InputOmitted = "input_omitted"
+const InputOmitted = decisionlog.InputOmitted
 
 // appendOversizedRecord appends the decision record of rec without its
 // input, which made the record larger than the spool takes, and with

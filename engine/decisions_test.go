@@ -146,35 +146,54 @@ func TestDecisionLogShipsRefusals(t *testing.T) {
 }
 
 // A record larger than a spool segment (64 KiB with spool_max_bytes of
-// 1 MiB) is logged without its input, "input_omitted" saying so, and
-// its decision answered: never refused for its size.
+// 1 MiB), or than the sink takes in one message (NATS's max_payload, 1
+// MiB, with segments of 64 MiB), is logged without its input,
+// "input_omitted" saying so, and its decision answered: never refused
+// for its size, nor counted as refused. The decisions after it ship: a
+// record NATS refuses each time would hold them up for good.
 func TestDecisionLogOversizedRecord(t *testing.T) {
-	srv := natstest.Start(t)
-	p := idptest.New(t)
-	cfg := decisionLogConfig(t, p, srv.URL())
-	cfg.DecisionLog.SpoolMaxBytes = 1 << 20
-	e := newEngine(t, cfg, engine.Deps{})
-	tok := p.Token(t, claimsFor("acme", "viewer"))
-	var ids []string
-	for _, path := range []string{"/orders/" + strings.Repeat("a", 80<<10), "/orders/o-1"} {
-		res, err := e.Decide(context.Background(), engine.Request{Credential: engine.BearerToken(tok), Source: "http",
-			Input: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: "o-1"},
-				Request: &policy.Request{Method: "GET", Path: path}}})
-		if err != nil || !res.Allowed() {
-			t.Fatalf("decision on a %d-byte path: %+v, %v", len(path), res.Decision, err)
-		}
-		ids = append(ids, res.Decision.DecisionID)
-	}
-	testkit.Eventually(t, "both decisions shipped", func() bool {
-		st := e.Status().DecisionLog
-		return st != nil && st.Shipped == 2
-	})
-	recs := streamRecords(t, srv)
-	if r := recs[ids[0]]; r == nil || r["input"] != nil || r[engine.InputOmitted] != "too-large" || r["allow"] != true || r["action"] != "orders:read" {
-		t.Errorf("oversized decision's record: %v", r)
-	}
-	if r := recs[ids[1]]; r == nil || r["input"] == nil || r[engine.InputOmitted] != nil {
-		t.Errorf("small decision's record: %v", r)
+	for _, tc := range []struct {
+		name       string
+		spoolBytes int64
+		pathBytes  int
+	}{
+		{"larger than a segment", 1 << 20, 80 << 10},
+		{"larger than max_payload", 0, 1200 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := natstest.Start(t)
+			p := idptest.New(t)
+			cfg := decisionLogConfig(t, p, srv.URL())
+			if tc.spoolBytes != 0 {
+				cfg.DecisionLog.SpoolMaxBytes = tc.spoolBytes
+			}
+			e := newEngine(t, cfg, engine.Deps{})
+			tok := p.Token(t, claimsFor("acme", "viewer"))
+			var ids []string
+			for _, path := range []string{"/orders/" + strings.Repeat("a", tc.pathBytes), "/orders/o-1"} {
+				res, err := e.Decide(context.Background(), engine.Request{Credential: engine.BearerToken(tok), Source: "http",
+					Input: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: "o-1"},
+						Request: &policy.Request{Method: "GET", Path: path}}})
+				if err != nil || !res.Allowed() {
+					t.Fatalf("decision on a %d-byte path: %+v, %v", len(path), res.Decision, err)
+				}
+				ids = append(ids, res.Decision.DecisionID)
+			}
+			testkit.Eventually(t, "both decisions shipped", func() bool {
+				st := e.Status().DecisionLog
+				return st != nil && st.Shipped == 2
+			})
+			if st := e.Status().DecisionLog; st.Refused != 0 || st.Dropped != 0 {
+				t.Errorf("status: %d refused, %d dropped; want none", st.Refused, st.Dropped)
+			}
+			recs := streamRecords(t, srv)
+			if r := recs[ids[0]]; r == nil || r["input"] != nil || r[engine.InputOmitted] != "too-large" || r["allow"] != true || r["action"] != "orders:read" {
+				t.Errorf("oversized decision's record: %.300v", r)
+			}
+			if r := recs[ids[1]]; r == nil || r["input"] == nil || r[engine.InputOmitted] != nil {
+				t.Errorf("small decision's record: %v", r)
+			}
+		})
 	}
 }
 

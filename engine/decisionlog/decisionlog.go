@@ -71,10 +71,15 @@ type Logger struct {
 	// orphans are the spools of processes gone, shipped then removed.
 	orphans []*orphan
 	sink    Sink
+	// limiter is sink's bound on a record, when it has one.
+	limiter RecordLimiter
 	log     *slog.Logger
 	wake    chan struct{}
 
 	shipped, retries atomic.Int64
+	// oversized counts the spooled records dropped unsent because the
+	// sink takes none so large, even without its input.
+	oversized atomic.Int64
 	// refused counts the records the spool refused; lastRefused is when
 	// the latest was (Unix nanoseconds).
 	refused, lastRefused atomic.Int64
@@ -99,8 +104,8 @@ type Stats struct {
 	Shipped         int64
 	Retries         int64
 	// Dropped counts the records lost unsent: deleted by a full spool
-	// (the drop_oldest overflow), or skipped as corrupt when a spool was
-	// opened.
+	// (the drop_oldest overflow), skipped as corrupt when a spool was
+	// opened, or larger than the sink takes even without their input.
 	Dropped int64
 	// Refused counts the records the spool refused since the start
 	// (full under the deny overflow, or not writable): their decisions
@@ -143,6 +148,7 @@ func New(opts Options, sink Sink) (*Logger, error) {
 		return nil, fmt.Errorf("decisionlog: %w", err)
 	}
 	l := &Logger{opts: opts, own: own, sink: sink, log: opts.Logger, wake: make(chan struct{}, 1)}
+	l.limiter, _ = sink.(RecordLimiter)
 	l.connected.Store(true)
 	so := opts.Spool
 	so.Dir = own.path
@@ -183,6 +189,12 @@ type orphan struct {
 // overflow: the decision must not be answered unlogged.
 var ErrFull = spool.ErrFull
 
+// ErrTooLarge is Log's refusal of a record larger than a spool segment
+// or than the sink takes (RecordLimiter). It is not counted as refused:
+// its caller logs the decision again without its input, and counts a
+// refusal (CountRefusal) only if that fails too.
+var ErrTooLarge = spool.ErrTooLarge
+
 // Log appends r to the spool; when Log returns nil the record is on disk
 // and will be shipped. Under the deny overflow a full spool refuses it
 // (ErrFull).
@@ -200,8 +212,17 @@ func (l *Logger) Log(r Record) error {
 // bytes followed by the record's JSON, built in one buffer, which the
 // spool copies before LogEncoded returns.
 func (l *Logger) LogEncoded(rec []byte) error {
+	if l.limiter != nil {
+		// rec's head (decision id and tenant) counts too: the sink's
+		// message carries them beside the JSON.
+		if n := l.limiter.MaxRecordBytes(); n > 0 && len(rec) > n {
+			return ErrTooLarge
+		}
+	}
 	if err := l.spool.Append(rec); err != nil {
-		l.refuse(err)
+		if !errors.Is(err, ErrTooLarge) {
+			l.refuse(err)
+		}
 		return err
 	}
 	// Unsent, not Stats: Log runs once per decision, and Stats may read
@@ -214,6 +235,11 @@ func (l *Logger) LogEncoded(rec []byte) error {
 	}
 	return nil
 }
+
+// CountRefusal counts a record that could not be logged in any form
+// (err; see ErrTooLarge): its decision was answered
+// decision-log-unavailable.
+func (l *Logger) CountRefusal(err error) { l.refuse(err) }
 
 // refuse counts a record the spool refused (err), and says so in a
 // warning at most every refusalWarnEvery: every decision is refused
@@ -310,11 +336,11 @@ func (l *Logger) ship(ctx context.Context, sp *spool.Spool, drain bool) {
 		}
 		batch = batch[:0]
 		for _, e := range es {
-			if r, ok := decode(e.Data); ok {
+			if r, ok := l.fit(decode(e.Data)); ok {
 				batch = append(batch, r)
 			}
 		}
-		if err := l.sink.Send(ctx, batch); err != nil {
+		if err := l.send(ctx, batch); err != nil {
 			// The sink's client may still hold the records (a Kafka
 			// produce timed out): their memory is left to it.
 			read, batch = new(spool.Batch), nil
@@ -343,6 +369,41 @@ func (l *Logger) ship(ctx context.Context, sp *spool.Spool, drain bool) {
 		l.shipped.Add(int64(len(batch)))
 		sp.Ack(es[len(es)-1].Next)
 	}
+}
+
+// send sends batch to the sink; a batch of records all dropped
+// (Logger.fit) is done at once.
+func (l *Logger) send(ctx context.Context, batch []Record) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	return l.sink.Send(ctx, batch)
+}
+
+// fit is r as the sink takes it: a record larger than the sink's bound
+// (spooled before the bound was known, or by a process whose sink took
+// larger ones) goes without its input, or is dropped, counted and
+// logged, when even that is too large; either way the records behind it
+// are not held up.
+func (l *Logger) fit(r Record, ok bool) (Record, bool) {
+	if !ok || l.limiter == nil {
+		return r, ok
+	}
+	n := l.limiter.MaxRecordBytes()
+	if n <= 0 || len(r.JSON) <= n {
+		return r, true
+	}
+	size := len(r.JSON)
+	if small, ok := withoutInput(r.JSON); ok && len(small) <= n {
+		l.log.Warn("decision record larger than the sink takes; it is sent without its input",
+			"decision_id", r.DecisionID, "bytes", size, "sink_max_bytes", n)
+		r.JSON = small
+		return r, true
+	}
+	l.oversized.Add(1)
+	l.log.Error("decision record larger than the sink takes, even without its input; it is dropped",
+		"decision_id", r.DecisionID, "bytes", size, "sink_max_bytes", n)
+	return Record{}, false
 }
 
 // waitBatch returns once sp holds a full batch, at the next flush tick,
@@ -374,7 +435,7 @@ func (l *Logger) Stats() Stats {
 	// Records skipped as corrupt at Open were lost unsent, as dropped
 	// ones are.
 	st := l.spool.Stats()
-	st.Dropped += st.Skipped
+	st.Dropped += st.Skipped + l.oversized.Load()
 	for _, o := range l.orphans {
 		// Closed once shipped: its last stats stay.
 		os := o.spool.Stats()

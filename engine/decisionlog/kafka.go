@@ -110,6 +110,7 @@ func NewKafka(opts KafkaOptions) (*Kafka, error) {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordDeliveryTimeout(opts.Timeout),
 		kgo.AllowIdempotentProduceCancellation(),
+		kgo.ProducerBatchMaxBytes(kafkaBatchMaxBytes),
 	}
 	if secure {
 		clOpts = append(clOpts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: opts.RootCAs}))
@@ -123,6 +124,20 @@ func NewKafka(opts KafkaOptions) (*Kafka, error) {
 	}
 	return &Kafka{opts: opts, cl: cl}, nil
 }
+
+// kafkaBatchMaxBytes bounds a record batch, as the producer's default
+// and the brokers' default max.message.bytes do.
+const kafkaBatchMaxBytes = 1_000_012
+
+// kafkaRecordRoom is what a record's batch framing, key (the tenant) and
+// decision-id header may take of kafkaBatchMaxBytes.
+const kafkaRecordRoom = 4 << 10
+
+// MaxRecordBytes is the largest record one produce takes: a larger one
+// is failed by the producer each time. A topic whose brokers take less
+// (a lower max.message.bytes) refuses records this lets through; set it
+// to at least 1 MB.
+func (s *Kafka) MaxRecordBytes() int { return kafkaBatchMaxBytes - kafkaRecordRoom }
 
 // kafkaSeeds are the host:port seed brokers of a kafka:// URL, or of a
 // kafkas:// URL, whose brokers are reached over TLS (secure).

@@ -68,6 +68,8 @@ type NATS struct {
 	// an acknowledgement, "stream":"NAME".
 	ready  atomic.Bool
 	stream []byte
+	// maxRecord is MaxRecordBytes, from the server's max_payload.
+	maxRecord atomic.Int64
 	// inbox is the prefix of the batches' reply subjects; acks is its
 	// subscription.
 	inbox string
@@ -116,6 +118,10 @@ func NewNATS(opts NATSOptions) (*NATS, error) {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(500 * time.Millisecond),
 		nats.DisconnectErrHandler(func(*nats.Conn, error) { s.ready.Store(false) }),
+		// The server's max_payload, learnt on each connection: another
+		// server of the cluster may have another.
+		nats.ConnectHandler(s.learnMaxPayload),
+		nats.ReconnectHandler(s.learnMaxPayload),
 	}
 	if opts.RootCAs != nil {
 		connOpts = append(connOpts, nats.Secure(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: opts.RootCAs}))
@@ -130,6 +136,9 @@ func NewNATS(opts NATSOptions) (*NATS, error) {
 		return nil, fmt.Errorf("decision log nats: %w", err)
 	}
 	s.nc, s.js = nc, js
+	if nc.IsConnected() {
+		s.learnMaxPayload(nc)
+	}
 	s.inbox = nc.NewRespInbox() + "."
 	// Acknowledgements of a whole batch may arrive before Send waits.
 	if s.acks, err = nc.Subscribe(s.inbox+"*", s.onAck); err != nil {
@@ -143,6 +152,19 @@ func NewNATS(opts NATSOptions) (*NATS, error) {
 
 // Name is "nats".
 func (s *NATS) Name() string { return "nats" }
+
+// natsHeaderRoom is what a message's headers may take of the server's
+// max_payload: "NATS/1.0", the Nats-Msg-Id header and the decision id.
+const natsHeaderRoom = 1 << 10
+
+func (s *NATS) learnMaxPayload(nc *nats.Conn) {
+	s.maxRecord.Store(max(nc.MaxPayload()-natsHeaderRoom, 0))
+}
+
+// MaxRecordBytes is the largest record the server takes in one message
+// (its max_payload, 1 MiB by default, less room for the headers); 0
+// before the first connection.
+func (s *NATS) MaxRecordBytes() int { return int(s.maxRecord.Load()) }
 
 // Send publishes the batch and waits for every acknowledgement.
 func (s *NATS) Send(ctx context.Context, batch []Record) error {

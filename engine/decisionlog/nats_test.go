@@ -3,8 +3,12 @@ package decisionlog_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -398,5 +402,61 @@ func BenchmarkJetStreamServer(b *testing.B) {
 			time.Sleep(200 * time.Millisecond)
 			b.ReportMetric(float64((testkit.ProcessCPU(b, srv.Pid())-cpu0).Nanoseconds())/float64(b.N*500), "server-cpu-ns/msg")
 		})
+	}
+}
+
+// Records spooled by a process whose sink took larger ones than the NATS
+// server does (its max_payload, 1 MiB) do not hold up the records behind
+// them: one is sent without its input, "input_omitted" saying so; one
+// too large even without it is dropped, counted and logged.
+func TestNATSRecordsOverMaxPayload(t *testing.T) {
+	root := t.TempDir()
+	svc := startLogService(t, "")
+	svc.status.Store(http.StatusServiceUnavailable)
+	opts := decisionlog.Options{Spool: spool.Options{Dir: root, SegmentBytes: 8 << 20}, FlushInterval: 20 * time.Millisecond}
+	prev, stop := startHTTPLogger(t, svc, opts)
+	big := strings.Repeat("a", 1200<<10)
+	for _, r := range []decisionlog.Record{
+		{DecisionID: "dec-000000", JSON: []byte(`{"decision_id":"dec-000000"}`)},
+		{DecisionID: "dec-000001", JSON: []byte(`{"decision_id":"dec-000001","allow":true,"input":{"path":"` + big + `"},"tenant":"acme"}`)},
+		{DecisionID: "dec-000002", JSON: []byte(`{"decision_id":"dec-000002","deny_reasons":["` + big + `"],"input":{}}`)},
+		{DecisionID: "dec-000003", JSON: []byte(`{"decision_id":"dec-000003"}`)},
+	} {
+		if err := prev.Log(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.Eventually(t, "the sink's refusal seen", func() bool { return prev.Stats().Retries > 0 })
+	stop()
+
+	srv := natstest.Start(t)
+	sink, err := decisionlog.NewNATS(decisionlog.NATSOptions{URL: srv.URL(), Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sink.MaxRecordBytes(); n <= 900<<10 || n > 1<<20 {
+		t.Fatalf("MaxRecordBytes %d, want under the server's 1 MiB max_payload", n)
+	}
+	var logs testkit.SyncBuffer
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	l, _ := runLoggerWith(t, sink, opts)
+	testkit.Eventually(t, "the records shipped", func() bool { return l.Stats().Shipped == 3 })
+	if st := l.Stats(); st.Dropped != 1 || st.Unsent != 0 {
+		t.Errorf("stats %+v, want 1 dropped, none unsent", st)
+	}
+	msgs := srv.Messages(t, "SVC_DECISIONS")
+	got := map[string]string{}
+	for _, m := range msgs {
+		got[m.Header.Get(jetstream.MsgIDHeader)] = string(m.Data)
+	}
+	if len(msgs) != 3 || got["dec-000000"] == "" || got["dec-000003"] == "" || got["dec-000002"] != "" {
+		t.Errorf("stream holds %d messages: %v", len(msgs), slices.Sorted(maps.Keys(got)))
+	}
+	if want := `{"decision_id":"dec-000001","allow":true,"tenant":"acme","input_omitted":"too-large"}`; got["dec-000001"] != want {
+		t.Errorf("oversized record sent as %.200s, want %s", got["dec-000001"], want)
+	}
+	if out := logs.String(); !strings.Contains(out, "dec-000001") || !strings.Contains(out, "without its input") ||
+		!strings.Contains(out, "dec-000002") || !strings.Contains(out, "dropped") {
+		t.Errorf("no warning naming the oversized records:\n%s", out)
 	}
 }

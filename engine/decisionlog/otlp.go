@@ -41,6 +41,11 @@ type OTLPOptions struct {
 // larger batch is sent in several requests.
 const otlpRequestBytes = 2 << 20
 
+// MaxRecordBytes is the largest record one export request takes
+// (otlpRequestBytes): a single larger one could pass the collector's
+// limit on a request and be refused each time.
+func (s *OTLP) MaxRecordBytes() int { return otlpRequestBytes }
+
 // otlpScope is the instrumentation scope of the log records.
 const otlpScope = "github.com/svc-dev/svc/engine/decisionlog"
 
