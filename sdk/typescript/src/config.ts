@@ -9,6 +9,27 @@ import { readFileSync } from "node:fs";
 /** Read in the working directory when the options and the environment leave something unset. */
 export const DEFAULT_CONFIG_FILE = "svc.toml";
 
+/**
+ * The SAML gateway's public ACS URL (sdk.saml.acs_url) where the options
+ * leave it out, as the Go and Python middlewares find it: SVC_SAML_ACS_URL,
+ * else the key in configFile (a missing file is none), else "". It says
+ * whether the gateway's cookies are Secure, and so `__Host-` prefixed.
+ */
+export function gatewayAcsUrl(env: Record<string, string | undefined> = process.env,
+  configFile: string | null = DEFAULT_CONFIG_FILE): string {
+  if (env.SVC_SAML_ACS_URL) return env.SVC_SAML_ACS_URL;
+  if (!configFile) return "";
+  let text: string;
+  try {
+    text = readFileSync(configFile, "utf8");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return "";
+    throw new TypeError(`${configFile}: ${(e as Error).message}`);
+  }
+  const v = tomlKeysOf(text, { "sdk.saml.acs_url": "string" }, configFile)["sdk.saml.acs_url"];
+  return typeof v === "string" ? v : "";
+}
+
 /** The [sdk] keys a client uses. */
 export interface SdkKeys {
   sidecar_addr?: string;

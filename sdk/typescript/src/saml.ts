@@ -16,8 +16,8 @@
 
 import { readFileSync } from "node:fs";
 
-import { DEFAULT_CONFIG_FILE, tomlKeysOf, type TomlKind } from "./config.js";
-import { apiKey, cookieValue, HOST_COOKIE_PREFIX, loopbackHost, sessionCookieValue } from "./web.js";
+import { DEFAULT_CONFIG_FILE, gatewayAcsUrl, tomlKeysOf, type TomlKind } from "./config.js";
+import { apiKey, cookieValue, HOST_COOKIE_PREFIX, loopbackHost, sessionCookieValue, sessionPrefixedOnly } from "./web.js";
 
 export { HOST_COOKIE_PREFIX, loopbackHost, secureCookies, type SessionCookieSettings, sessionPrefixedOnly } from "./web.js";
 
@@ -456,13 +456,14 @@ export function samlAcs(opts: SamlAcsOptions = {}) {
  * URL as the return path. Every other request goes on to the
  * authentication middleware, which answers an API client 401 in JSON.
  * The session cookie is read as sessionToken reads it, with
- * sessionCookiePrefixedOnly as the middleware's option of that name: give
+ * sessionCookiePrefixedOnly as the middleware's option of that name (by
+ * default, as there, prefixed only behind a Secure gatewayAcsUrl()): give
  * both the same, or a tossed unprefixed cookie keeps a browser from being
  * sent to sign in.
  */
 export function samlLoginRedirect(opts: LoginUrlOptions & { cookieName?: string; sessionCookiePrefixedOnly?: boolean } = {}) {
   const cookieName = opts.cookieName ?? DEFAULT_COOKIE;
-  const prefixedOnly = opts.sessionCookiePrefixedOnly ?? false;
+  const prefixedOnly = opts.sessionCookiePrefixedOnly ?? sessionPrefixedOnly({ acsUrl: gatewayAcsUrl() });
   return function svcSamlLoginRedirect(req: { method?: string; headers: Record<string, string | string[] | undefined>;
     originalUrl?: string; url?: string }, res: { redirect(status: number, url: string): unknown }, next: () => void): void {
     const auth = req.headers.authorization;

@@ -13,6 +13,7 @@
 
 import { type AuthorizeOptions, type Decision, SidecarUnavailableError, type SvcClient, SvcError,
   type TokenDecision } from "./client.js";
+import { gatewayAcsUrl } from "./config.js";
 
 /** Reasons for which the token itself was refused (RFC 6750 invalid_token). */
 const TOKEN_FAILURES = new Set([
@@ -88,7 +89,8 @@ export interface SessionCookieOptions {
    * Read the session cookie only as `__Host-<sessionCookie>`: an unprefixed one, which a sibling
    * subdomain can toss in for the parent domain, is no session. `false` reads `__Host-<sessionCookie>`
    * when the request has it, else `<sessionCookie>`. Default: sessionPrefixedOnly(saml) with saml
-   * (prefixed only behind a Secure acsUrl), else false.
+   * (prefixed only behind a Secure acsUrl), else the same of gatewayAcsUrl() (SVC_SAML_ACS_URL, or
+   * sdk.saml.acs_url of svc.toml).
    */
   sessionCookiePrefixedOnly?: boolean;
   /** The SAML gateway's settings (resolveSamlConfig()): the default of the two options above. */
@@ -217,13 +219,24 @@ export function sessionPrefixedOnly(saml: Pick<SessionCookieSettings, "acsUrl">)
   return Boolean(saml.acsUrl) && secureCookies(saml.acsUrl);
 }
 
-/** The session cookie a middleware reads by its options, and whether only under its prefixed name. */
+/**
+ * The session cookie a middleware reads by its options, and whether only
+ * under its prefixed name. Without sessionCookiePrefixedOnly nor saml, the
+ * gateway's acsUrl is that of the environment or svc.toml (gatewayAcsUrl),
+ * as the Go and Python middlewares read it: a Secure gateway's session is
+ * read prefixed only, even when only the cookie's name was given.
+ */
 export function sessionCookieOf(opts: SessionCookieOptions): { name: string | undefined; prefixedOnly: boolean } {
-  return {
-    name: opts.sessionCookie ?? opts.saml?.cookieName,
-    prefixedOnly: opts.sessionCookiePrefixedOnly ?? (opts.saml ? sessionPrefixedOnly(opts.saml) : false),
-  };
+  const name = opts.sessionCookie ?? opts.saml?.cookieName;
+  let prefixedOnly = opts.sessionCookiePrefixedOnly;
+  if (prefixedOnly === undefined) {
+    prefixedOnly = name !== undefined && sessionPrefixedOnly(opts.saml ?? { acsUrl: gatewayAcsUrl() });
+  }
+  return { name, prefixedOnly };
 }
+
+/** sessionCookieOf of the options of a route's check, worked out once per options. */
+const routeSessions = new WeakMap<ActionOptions, { name: string | undefined; prefixedOnly: boolean }>();
 
 /**
  * The request's credential: the bearer header, else its API key (apiKey:
@@ -299,7 +312,8 @@ export function checkRequiredAction(client: SvcClient, src: TokenSource, action:
   const authz: AuthorizeOptions = {};
   if (opts.resource) authz.resource = opts.resource;
   if (resourceId) authz.resourceId = resourceId;
-  const session = sessionCookieOf(opts);
+  let session = routeSessions.get(opts);
+  if (!session) routeSessions.set(opts, session = sessionCookieOf(opts));
   return checkAction(client, tokenOf(src, session.name, session.prefixedOnly), action, authz);
 }
 

@@ -149,6 +149,31 @@ describe("the session cookie behind a Secure gateway", () => {
     }
   });
 
+  test("a bare sessionCookie follows the gateway's acsUrl of the environment", async () => {
+    // As the Go and Python middlewares: the cookie's name alone, and
+    // SVC_SAML_ACS_URL saying the gateway is Secure, is prefixed only.
+    process.env.SVC_SAML_ACS_URL = SECURE.acsUrl;
+    try {
+      for (const [name, start] of frameworks) {
+        const opts = { sessionCookie: "svc_session" };
+        assert.deepEqual(await answers(start, opts, `svc_session=${tok()}`), missing, name);
+        assert.deepEqual(await answers(start, opts, `__Host-svc_session=${tok()}`), admitted, name);
+      }
+      const a = express();
+      a.use("/app", samlLoginRedirect());
+      a.get("/app/page", (req, res) => res.json({}));
+      const app = await serve(a);
+      try {
+        const r = await fetch(`${app.url}/app/page`, { headers: { accept: "text/html", cookie: "svc_session=a.b.c" }, redirect: "manual" });
+        assert.equal(r.status, 302, "a tossed cookie is no session: sign in");
+      } finally {
+        await app.close();
+      }
+    } finally {
+      delete process.env.SVC_SAML_ACS_URL;
+    }
+  });
+
   test("samlLoginRedirect sends a browser with only a tossed cookie to sign in", async () => {
     const a = express();
     a.use("/app", samlLoginRedirect({ sessionCookiePrefixedOnly: sessionPrefixedOnly(SECURE) }));
