@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -50,7 +51,16 @@ type HTTP struct {
 	mu       sync.Mutex
 	zw       *gzip.Writer
 	lastSize int
+
+	// maxRecord is MaxRecordBytes: 0 until the service refused a record
+	// for its size (413).
+	maxRecord atomic.Int64
 }
+
+// MaxRecordBytes is 0 (no bound) until the service answered 413 Content
+// Too Large to an upload of one record: then one byte less than that
+// record, so that the Logger sends it without its input, or drops it.
+func (s *HTTP) MaxRecordBytes() int { return int(s.maxRecord.Load()) }
 
 // NewHTTP makes the sink of opts.URL; nothing is sent before the first
 // batch.
@@ -84,9 +94,43 @@ func NewHTTP(opts HTTPOptions) (*HTTP, error) {
 func (s *HTTP) Name() string { return "http" }
 
 // Send uploads the batch and returns nil once the service answered 2xx.
+// A batch the service refuses for its size (413) is uploaded in halves,
+// each halved again while refused; a record refused alone sets the bound
+// of MaxRecordBytes, and the batch fails, to be sent again within it. A
+// half taken before another was refused is sent again with the batch.
 func (s *HTTP) Send(ctx context.Context, batch []Record) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
+	return s.upload(ctx, batch)
+}
+
+// errTooLarge is upload's error of a 413.
+var errTooLarge = errors.New("too large for the service")
+
+func (s *HTTP) upload(ctx context.Context, batch []Record) error {
+	err := s.post(ctx, batch)
+	if !errors.Is(err, errTooLarge) {
+		return err
+	}
+	if len(batch) == 1 {
+		n := int64(max(len(batch[0].JSON)-1, 1))
+		for {
+			cur := s.maxRecord.Load()
+			if (cur != 0 && cur <= n) || s.maxRecord.CompareAndSwap(cur, n) {
+				break
+			}
+		}
+		return err
+	}
+	half := len(batch) / 2
+	if err := s.upload(ctx, batch[:half]); err != nil {
+		return err
+	}
+	return s.upload(ctx, batch[half:])
+}
+
+// post sends batch in one request.
+func (s *HTTP) post(ctx context.Context, batch []Record) error {
 	body, err := s.compress(batch)
 	if err != nil {
 		return err
@@ -115,7 +159,11 @@ func (s *HTTP) Send(ctx context.Context, batch []Record) error {
 	// Drain a little more so that the connection can be reused.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("decision log http: POST %s: %s%s", redact(s.endpoint), resp.Status, quoteSnippet(snippet))
+		err := fmt.Errorf("decision log http: POST %s: %s%s", redact(s.endpoint), resp.Status, quoteSnippet(snippet))
+		if resp.StatusCode == http.StatusRequestEntityTooLarge {
+			err = fmt.Errorf("%w (%w: %d records)", err, errTooLarge, len(batch))
+		}
+		return err
 	}
 	return nil
 }

@@ -1,14 +1,19 @@
 package decisionlog_test
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/rand"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +21,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/decisionlog"
+	"github.com/svc-dev/svc/engine/decisionlog/spool"
 	"github.com/svc-dev/svc/internal/testkit"
 )
 
@@ -25,9 +31,12 @@ import (
 type logService struct {
 	*httptest.Server
 	status atomic.Int32
-	mu     sync.Mutex
-	ids    map[string]int
-	errs   []string
+	// maxBody, when not 0, bounds an upload's (gzipped) body: a larger
+	// one is answered 413, as a proxy's body limit does.
+	maxBody atomic.Int64
+	mu      sync.Mutex
+	ids     map[string]int
+	errs    []string
 }
 
 func startLogService(t *testing.T, token string) *logService {
@@ -45,6 +54,14 @@ func startLogService(t *testing.T, token string) *logService {
 			return
 		}
 		var recs []map[string]any
+		if limit := s.maxBody.Load(); limit != 0 && problem == "" {
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		if problem == "" {
 			zr, err := gzip.NewReader(r.Body)
 			if err == nil {
@@ -279,4 +296,57 @@ func benchRecord(n int) decisionlog.Record {
 		`"source":{"address":"10.0.%d.%d","principal":"spiffe://cluster.local/ns/shop/sa/frontend"},"tenant":"acme","token":{"kid":"k-2026-11","alg":"RS256"}}}`,
 		id, n%60, n%60, n%1000000, n%1000, n, id, id[:16], 100+n%900, n%256, n%200, n%1000, n, n, id, n%256, n%256, n%200)
 	return decisionlog.Record{DecisionID: "dec-" + id, Tenant: "acme", JSON: []byte(body)}
+}
+
+// Behind a body limit (a proxy's, 64 KiB here), an upload refused with
+// 413 is sent again in halves; a record refused alone goes without its
+// input, or is dropped when even that is refused: the records behind it
+// ship.
+func TestHTTPRecordsOverTheServiceLimit(t *testing.T) {
+	svc := startLogService(t, "")
+	svc.maxBody.Store(64 << 10)
+	sink, err := decisionlog.NewHTTP(decisionlog.HTTPOptions{URL: svc.URL + "/v1", Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := runLoggerWith(t, sink, decisionlog.Options{
+		Spool:         spool.Options{Dir: t.TempDir(), SegmentBytes: 4 << 20},
+		FlushInterval: 20 * time.Millisecond, BatchMaxRecords: 100,
+	})
+	noise := make([]byte, 200<<10) // incompressible
+	if _, err := rand.Read(noise); err != nil {
+		t.Fatal(err)
+	}
+	big := base64.StdEncoding.EncodeToString(noise)
+	for i := range 300 {
+		id := fmt.Sprintf("dec-%06d", i)
+		rec := `{"decision_id":"` + id + `","input":{"n":` + strconv.Itoa(i) + `}}`
+		switch i {
+		case 100:
+			rec = `{"decision_id":"` + id + `","input":{"blob":"` + big + `"}}`
+		case 200:
+			rec = `{"decision_id":"` + id + `","deny_reasons":["` + big + `"]}`
+		}
+		if err := l.Log(decisionlog.Record{DecisionID: id, Tenant: "acme", JSON: []byte(rec)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.Eventually(t, "every record shipped or dropped", func() bool {
+		st := l.Stats()
+		return st.Unsent == 0 && st.Dropped == 1
+	})
+	got := svc.received()
+	for i := range 300 {
+		if id := fmt.Sprintf("dec-%06d", i); (got[id] == 0) != (i == 200) {
+			t.Errorf("decision %s received %d times", id, got[id])
+		}
+	}
+	if n := sink.MaxRecordBytes(); n < len(big) || n > len(big)+100 {
+		t.Errorf("MaxRecordBytes %d after the refused records of %d bytes and a little", n, len(big))
+	}
+	// Later records over the bound are refused at once: the engine logs
+	// them without their input.
+	if err := l.Log(decisionlog.Record{DecisionID: "dec-late", JSON: []byte(`{"input":"` + big + big + `"}`)}); !errors.Is(err, decisionlog.ErrTooLarge) {
+		t.Errorf("Log of a record over the bound: %v, want ErrTooLarge", err)
+	}
 }
