@@ -95,6 +95,29 @@ func TestKafkaMissingTopic(t *testing.T) {
 	}
 }
 
+// MaxRecordBytes is a record the producer takes, with its key and
+// header; a record past the batch bound is failed by it each time.
+func TestKafkaRecordBound(t *testing.T) {
+	kc := kafkatest.Start(t, "decisions")
+	sink, err := decisionlog.NewKafka(decisionlog.KafkaOptions{URL: kc.URL(), Topic: "decisions", Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	n := sink.MaxRecordBytes()
+	record := func(size int) []decisionlog.Record {
+		id := strings.Repeat("d", 64)
+		return []decisionlog.Record{{DecisionID: id, Tenant: strings.Repeat("t", 256),
+			JSON: []byte(`{"decision_id":"` + id + `","x":"` + strings.Repeat("a", size-len(id)-25) + `"}`)}}
+	}
+	if err := sink.Send(context.Background(), record(n)); err != nil {
+		t.Fatalf("Send of a %d-byte record: %v", n, err)
+	}
+	if err := sink.Send(context.Background(), record(n+5<<10)); err == nil || !strings.Contains(err.Error(), "MESSAGE_TOO_LARGE") {
+		t.Fatalf("Send of a record past the bound: %v, want MESSAGE_TOO_LARGE", err)
+	}
+}
+
 func TestKafkaBadURL(t *testing.T) {
 	for _, u := range []string{"", "nats://127.0.0.1:4222", "kafka://", "kafka://,"} {
 		if _, err := decisionlog.NewKafka(decisionlog.KafkaOptions{URL: u}); err == nil || !strings.HasPrefix(err.Error(), "decision log kafka:") {
