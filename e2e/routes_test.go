@@ -67,15 +67,8 @@ func TestRouteSpellingsOfTheBinary(t *testing.T) {
 			checkRouteOutcome(t, r.status, r.body, tc.want)
 		})
 		t.Run("check "+tc.name, func(t *testing.T) {
-			req, err := http.NewRequest(http.MethodGet, tc.s.URL("/check"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Authorization", "Bearer "+editor)
-			req.Header.Set("X-Forwarded-Uri", tc.path)
-			req.Header.Set("X-Forwarded-Method", "POST")
-			status, _, body := harness.Do(t, req)
-			checkRouteOutcome(t, status, string(body), tc.want)
+			status, body := forwardAuthCheck(t, tc.s, "POST", tc.path, editor)
+			checkRouteOutcome(t, status, body, tc.want)
 		})
 	}
 }
