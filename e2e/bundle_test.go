@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/svc-dev/svc/internal/harness"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/bundletest"
 	"github.com/svc-dev/svc/wire"
 )
 
@@ -200,4 +204,136 @@ bundle_max_poll = "300ms"
 	}
 	partition("restarted during the outage", true)
 	decides("restarted during the outage")
+}
+
+// TestBundleAgeAndReplay runs a sidecar polling a control plane with
+// policy.bundle_max_age = 1h. A bundle created 2 h ago serves but turns
+// the status degraded (policy-bundle-stale), which core sidecar status
+// shows with the bundle's creation time; a replayed older signed bundle
+// is refused (revision-older), and so is a signed bundle without
+// created_at (bundle-unordered), which could not be told from a replay.
+func TestBundleAgeAndReplay(t *testing.T) {
+	t.Parallel()
+	k := newKeyring(t)
+	b := newBundleSigner(t)
+	build := func(revision string, created time.Time) []byte {
+		t.Helper()
+		return b.build(t, b.shipped, revision, created)
+	}
+	// opaBuild signs as opa build --signing-key does: no created_at.
+	opaBuild := func(revision string) []byte {
+		t.Helper()
+		src, err := os.ReadFile(filepath.Join(b.shipped, "authz.rego"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bundletest.OPABuild(t, revision, src, b.signPEM)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	cp := startReplayServer(t, build("cp-2h", now.Add(-2*time.Hour)))
+	serve := cp.serve
+
+	s := startPollingSidecar(t, k, cp.URL, b.verifyKeyFile, map[string]string{"SVC_BUNDLE_MAX_AGE": "1h"})
+	var st wire.Status
+	testkit.Eventually(t, "cp-2h active", func() bool { st = getStatus(t, s); return st.PolicyRevision == "cp-2h" })
+	if st.Status != "degraded" || st.Reason != "policy-bundle-stale" || st.PolicyCreatedAt == nil || !st.PolicyCreatedAt.Equal(now.Add(-2*time.Hour)) {
+		t.Errorf("a bundle 2h old with max age 1h: status %q (%s), created %v", st.Status, st.Reason, st.PolicyCreatedAt)
+	}
+	code, stdout, stderr := runCoreAt(t, s, "sidecar", "status")
+	if code != 1 || !regexp.MustCompile(`(?m)^Status:\s+degraded \(policy-bundle-stale\)$`).MatchString(stdout) ||
+		!strings.Contains(stdout, "created "+now.Add(-2*time.Hour).Format(time.RFC3339)) {
+		t.Errorf("core sidecar status: exit %d\n%s%s", code, stdout, stderr)
+	}
+
+	// A replay of an older signed bundle: refused.
+	serve(build("cp-3h", now.Add(-3*time.Hour)))
+	testkit.Eventually(t, "the replay refused", func() bool { st = getStatus(t, s); return st.Bundle.LastErrorCode != "" })
+	if st.Bundle.LastErrorCode != "revision-older" || st.PolicyRevision != "cp-2h" {
+		t.Errorf("replayed older bundle: %q (%s), revision %q", st.Bundle.LastErrorCode, st.Bundle.LastError, st.PolicyRevision)
+	}
+	// A bundle that cannot be ordered: refused as well.
+	serve(opaBuild("opa-1"))
+	testkit.Eventually(t, "the unordered bundle refused", func() bool {
+		st = getStatus(t, s)
+		return st.Bundle.LastErrorCode == "bundle-unordered" || st.PolicyRevision != "cp-2h"
+	})
+	if st.PolicyRevision != "cp-2h" || !strings.Contains(st.Bundle.LastError, "created_at") {
+		t.Errorf("unordered bundle: revision %q, %+v", st.PolicyRevision, *st.Bundle)
+	}
+
+	// A fresh bundle: healthy again.
+	serve(build("cp-now", time.Now()))
+	testkit.Eventually(t, "cp-now active", func() bool { st = getStatus(t, s); return st.PolicyRevision == "cp-now" })
+	if st.Status != "healthy" || st.Reason != "" {
+		t.Errorf("a fresh bundle: status %q (%s)", st.Status, st.Reason)
+	}
+}
+
+// TestBundleMaxBytes builds, with core policy bundle, a signed bundle of
+// 50 MB (its 68 MB of data split into files of at most 32 MiB) and
+// uploads it with core sidecar reload-policy: a sidecar with the default
+// policy.bundle_max_bytes (32 MiB) refuses it as bundle-too-large and
+// keeps its policy; one with SVC_POLICY_BUNDLE_MAX_BYTES = 64 MiB
+// activates it.
+func TestBundleMaxBytes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and loads a 50 MB bundle")
+	}
+	t.Parallel()
+	k := newKeyring(t)
+	dir := t.TempDir()
+	signKey, verifyKey := ecKeyPair(t, dir)
+	policyDir := t.TempDir()
+	harness.WriteFile(t, policyDir, "authz.rego", readPolicy(t))
+	// Random bytes in base64 compress to 3/4 of their size: four strings
+	// of 17 MB make a bundle of 50 MB.
+	var data strings.Builder
+	data.WriteString(`{"svc":{"blobs":{`)
+	for i := range 4 {
+		b := make([]byte, 12_750_000)
+		if _, err := rand.Read(b); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&data, `%s"b%d":{"v":"%s"}`, map[bool]string{true: ",", false: ""}[i > 0], i, base64.StdEncoding.EncodeToString(b))
+	}
+	data.WriteString(`}}}`)
+	harness.WriteFile(t, policyDir, "data.json", data.String())
+	data.Reset()
+	out := filepath.Join(dir, "big.tar.gz")
+	if code, _, stderr := runCore(t, "policy", "bundle", "--dir", policyDir, "--sign-key", signKey, "--revision", "rev-50mb", "--out", out); code != 0 {
+		t.Fatalf("core policy bundle: exit %d: %s", code, stderr)
+	}
+	if fi, err := os.Stat(out); err != nil || fi.Size() < 50_000_000 || fi.Size() > 64<<20 {
+		t.Fatalf("the bundle: %v, %v; want 50 MB", fi, err)
+	}
+
+	config := sidecarConfig + fmt.Sprintf("\n[policy]\nbundle_verify_key_file = %q\n", verifyKey)
+	for _, tc := range []struct {
+		name, maxBytes string
+		wantExit       int
+		wantOut        string
+	}{
+		{name: "default limit", wantExit: 1, wantOut: "bundle-too-large"},
+		{name: "raised to 64 MiB", maxBytes: fmt.Sprint(64 << 20), wantOut: "rev-50mb"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{"SVC_JWKS_URL": k.jwks.URL}
+			if tc.maxBytes != "" {
+				env["SVC_POLICY_BUNDLE_MAX_BYTES"] = tc.maxBytes
+			}
+			s := harness.StartSidecar(t, harness.SidecarOptions{Config: config, Env: env})
+			before := statusOf(t, s).PolicyRevision
+			code, stdout, stderr := runCoreAt(t, s, "sidecar", "reload-policy", "--bundle", out)
+			if code != tc.wantExit || !strings.Contains(stdout+stderr, tc.wantOut) {
+				t.Fatalf("core sidecar reload-policy: exit %d, stdout %q, stderr %q; want exit %d and %q", code, stdout, stderr, tc.wantExit, tc.wantOut)
+			}
+			want := before
+			if tc.wantExit == 0 {
+				want = "rev-50mb"
+			}
+			if got := statusOf(t, s).PolicyRevision; got != want {
+				t.Errorf("policy_revision = %q, want %q", got, want)
+			}
+		})
+	}
 }
