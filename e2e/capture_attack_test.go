@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -88,9 +87,7 @@ func TestCaptureAttack(t *testing.T) {
 	k := newKeyring(t)
 	clerk := k.token(t, "u-clerk", "acme", "clerk")
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(capturePolicy), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writePrivate(t, filepath.Join(dir, "authz.rego"), []byte(capturePolicy))
 	start := func(config string) *harness.Sidecar {
 		return harness.StartSidecar(t, harness.SidecarOptions{Config: config, Env: map[string]string{
 			"SVC_JWKS_URL":   k.jwks.URL,

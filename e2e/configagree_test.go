@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"maps"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -23,10 +22,7 @@ import (
 // both.
 func TestConfigValidateAgreesWithTheSidecar(t *testing.T) {
 	core := harness.Binary(t, "core")
-	policy, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "policies", "authz.rego"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	policy := repoFile(t, "policies", "authz.rego")
 	tests := []struct {
 		name, config string
 		files        map[string]string

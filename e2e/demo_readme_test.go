@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -34,10 +32,7 @@ func readmeWalkthrough(t *testing.T) string {
 // with from up to the one starting with to.
 func demoDocSteps(t *testing.T, from, to string) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "docs", "demo.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := repoFile(t, "docs", "demo.md")
 	s := string(raw)
 	start := strings.Index(s, from)
 	end := strings.Index(s, to)

@@ -21,10 +21,7 @@ import (
 // with marker in the page docs/<page>.
 func docsBlock(t *testing.T, page, marker string) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "docs", page))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := repoFile(t, "docs", page)
 	return shBlockAfter(t, string(raw), marker)
 }
 

@@ -3,8 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -19,10 +17,7 @@ import (
 // orders: as a candidate it would newly deny every viewer's orders:read.
 func candidateDir(t *testing.T) string {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "policies", "authz.rego"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := repoFile(t, "policies", "authz.rego")
 	mod := strings.Replace(string(src), `"viewer": {"*": {"read"}}`, `"viewer": {"orders": {"list"}}`, 1)
 	if mod == string(src) {
 		t.Fatal("the default policy no longer has the viewer line the candidate changes")

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,6 +104,26 @@ func forwardAuthCheck(t testing.TB, s *harness.Sidecar, method, path, token stri
 	req.Header.Set("X-Forwarded-Uri", path)
 	status, _, body := harness.Do(t, req)
 	return status, string(body)
+}
+
+// repoFile returns the content of a file of the repository, named by its
+// path from the module root.
+func repoFile(t testing.TB, elem ...string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(append([]string{harness.ModuleRoot(t)}, elem...)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// writePrivate writes content to path, readable by its owner only (mode
+// 0600, as key and secret files must be).
+func writePrivate(t testing.TB, path string, content []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, content, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // proxyCheck sends the sidecar's HTTP /check with a bearer token and the

@@ -186,9 +186,7 @@ func TestIdentityToken(t *testing.T) {
 		// A new file in place, the way a secret is updated: the old
 		// content until the rename.
 		tmp := keyFile + ".new"
-		if err := os.WriteFile(tmp, next, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writePrivate(t, tmp, next)
 		if err := os.Rename(tmp, keyFile); err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -21,9 +20,7 @@ import (
 func introspectionEnv(t *testing.T, url, id, secret string) map[string]string {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "introspection-secret")
-	if err := os.WriteFile(file, []byte(secret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writePrivate(t, file, []byte(secret+"\n"))
 	return map[string]string{
 		"SVC_INTROSPECTION_URL": url, "SVC_INTROSPECTION_CLIENT_ID": id, "SVC_INTROSPECTION_CLIENT_SECRET_FILE": file,
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -309,10 +308,7 @@ func TestSIGHUP(t *testing.T) {
 
 func readPolicy(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "policies", "authz.rego"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := repoFile(t, "policies", "authz.rego")
 	return string(b)
 }
 

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -31,10 +30,7 @@ func TestSVCEnvDoesWhatItsTextSays(t *testing.T) {
 		t.Fatalf("svc-sidecar --help: %v\n%s", err, out)
 	}
 	help := paragraphAfter(t, string(out), "  SVC_ENV=development\n")
-	docs, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "docs", "configuration.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	docs := repoFile(t, "docs", "configuration.md")
 	row := ""
 	for line := range strings.Lines(string(docs)) {
 		if strings.HasPrefix(line, "| `SVC_ENV` |") {
@@ -77,9 +73,7 @@ func TestSVCEnvDoesWhatItsTextSays(t *testing.T) {
 	idp := exampleIdP(t)
 	jwks := harness.StartJWKS(t, harness.NewECSigner(t, "idp"))
 	keysFile := filepath.Join(t.TempDir(), "api-keys.toml")
-	if err := os.WriteFile(keysFile, []byte("# no key yet\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writePrivate(t, keysFile, []byte("# no key yet\n"))
 	oidc := idptest.New(t)
 	sourceEnv := map[string][2]string{
 		"sdk.jwks_url":   {"SVC_JWKS_URL", jwks.URL},
@@ -92,9 +86,7 @@ func TestSVCEnvDoesWhatItsTextSays(t *testing.T) {
 	}
 	// What a source needs besides its own variable to start.
 	secretFile := filepath.Join(t.TempDir(), "introspection-secret")
-	if err := os.WriteFile(secretFile, []byte("s3cret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writePrivate(t, secretFile, []byte("s3cret\n"))
 	sourceNeeds := map[string]map[string]string{
 		"introspection.url": {"SVC_INTROSPECTION_CLIENT_ID": "svc", "SVC_INTROSPECTION_CLIENT_SECRET_FILE": secretFile},
 		"sdk.oidc":          {"SVC_OIDC_CLIENT_ID": "svc", "SVC_OIDC_REDIRECT_URL": "http://127.0.0.1:7701/auth/oidc/callback"},
