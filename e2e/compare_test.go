@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -267,9 +266,8 @@ func BenchmarkCompareNoop(b *testing.B) {
 		// Every check was spooled before its answer; all reach the sink.
 		var dl *wire.DecisionLogStatus
 		testkit.Eventually(b, "the decision log's spool emptied", func() bool {
-			var st wire.Status
-			_, _, body := harness.Get(b, dlSide.URL("/v1/status"))
-			if json.Unmarshal(body, &st) != nil || st.DecisionLog == nil {
+			st, err := fetchStatus(dlSide)
+			if err != nil || st.DecisionLog == nil {
 				return false
 			}
 			dl = st.DecisionLog

@@ -54,14 +54,8 @@ func decideSome(t *testing.T, k *keyring, s *harness.Sidecar) []string {
 func waitShipped(t *testing.T, s *harness.Sidecar, n int) {
 	t.Helper()
 	testkit.Eventually(t, "the decisions shipped", func() bool {
-		_, _, body := harness.Get(t, s.URL("/v1/status"))
-		var st struct {
-			DecisionLog struct {
-				Unsent  int64 `json:"unsent"`
-				Shipped int64 `json:"shipped"`
-			} `json:"decision_log"`
-		}
-		return json.Unmarshal(body, &st) == nil && st.DecisionLog.Unsent == 0 && st.DecisionLog.Shipped >= int64(n)
+		st, err := fetchStatus(s)
+		return err == nil && st.DecisionLog != nil && st.DecisionLog.Unsent == 0 && st.DecisionLog.Shipped >= int64(n)
 	})
 	s.Stop(t)
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/svc-dev/svc/internal/harness"
 	"github.com/svc-dev/svc/internal/testkit"
-	"github.com/svc-dev/svc/wire"
 )
 
 // TestGracefulDrain checks that SIGTERM lets a request in flight finish:
@@ -102,19 +100,7 @@ func TestIdentityProviderOutage(t *testing.T) {
 	k := newKeyring(t)
 	s := startSidecar(t, k, nil)
 
-	getStatus := func(t *testing.T) wire.Status {
-		t.Helper()
-		code, h, body := harness.Get(t, s.URL("/v1/status"))
-		if code != http.StatusOK {
-			t.Fatalf("GET /v1/status: %s", harness.Describe(code, h, body))
-		}
-		var st wire.Status
-		if err := json.Unmarshal(body, &st); err != nil {
-			t.Fatalf("status: %v: %s", err, body)
-		}
-		return st
-	}
-	if st := getStatus(t); st.Partitioned {
+	if st := getStatus(t, s); st.Partitioned {
 		t.Fatalf("partitioned before any outage: %+v", st)
 	}
 
@@ -127,7 +113,7 @@ func TestIdentityProviderOutage(t *testing.T) {
 	if r := envoyCheck(t, s, "GET", "/orders/1", k.token(t, "outage-user", "acme", "viewer"), nil); r.status != http.StatusOK {
 		t.Errorf("cached key during the outage: status %d, want 200; body %s", r.status, r.body)
 	}
-	st := getStatus(t)
+	st := getStatus(t, s)
 	if !st.Partitioned || st.PartitionedSince == nil || st.Status != "degraded" {
 		t.Errorf("status during the outage = %+v, want degraded, partitioned with a since-time", st)
 	}
@@ -138,7 +124,7 @@ func TestIdentityProviderOutage(t *testing.T) {
 	if r := envoyCheck(t, s, "GET", "/orders/1", rotated.Token(t, harness.Claims("alice", "acme", "viewer")), nil); r.status != http.StatusOK {
 		t.Errorf("rotated key after the outage: status %d, want 200; body %s", r.status, r.body)
 	}
-	if st := getStatus(t); st.Partitioned || st.Status != "healthy" {
+	if st := getStatus(t, s); st.Partitioned || st.Status != "healthy" {
 		t.Errorf("status after recovery = %+v, want healthy, not partitioned", st)
 	}
 }

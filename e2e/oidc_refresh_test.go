@@ -265,10 +265,7 @@ redirect_url = "` + callback + `"
 				if status != http.StatusOK {
 					continue
 				}
-				var echo harness.Echo
-				if err := json.Unmarshal([]byte(body), &echo); err != nil {
-					t.Fatalf("upstream answer %q: %v", body, err)
-				}
+				echo := harness.ParseEcho(t, []byte(body))
 				if got := strings.Join(echo.Headers["X-Svc-Tenant-Id"], ","); got != tenant {
 					t.Errorf("the upstream saw tenant %q, want %s", got, tenant)
 				}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -41,10 +40,7 @@ func TestOIDCSignInThroughShippedProxies(t *testing.T) {
 		if len(seen) < 4 || !strings.HasPrefix(seen[1], base+"/auth/oidc/login?return_to=") || !strings.HasPrefix(seen[2], idp.Issuer) {
 			t.Errorf("the sign-in went %v, want the login, then the provider", seen)
 		}
-		var echo harness.Echo
-		if err := json.Unmarshal([]byte(body), &echo); err != nil {
-			t.Fatalf("upstream answer %q: %v", body, err)
-		}
+		echo := harness.ParseEcho(t, []byte(body))
 		if got := strings.Join(echo.Headers["X-Svc-User-Id"], ","); got != client.ID {
 			t.Errorf("the upstream saw user %q, want %q (headers %v)", got, client.ID, echo.Headers)
 		}

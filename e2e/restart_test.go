@@ -120,27 +120,6 @@ func statusOf(t *testing.T, s *harness.Sidecar) wire.Status {
 	return getStatus(t, s)
 }
 
-// fetchStatus reads /v1/status without failing the test, for polls that
-// span a restart: the draining image closes idle keep-alive connections,
-// and a poll that meets one closing, or waits longer than a loaded
-// machine lets the next image take over, is no failure by itself.
-func fetchStatus(s *harness.Sidecar) (wire.Status, error) {
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := client.Get(s.URL("/v1/status"))
-	if err != nil {
-		return wire.Status{}, err
-	}
-	defer resp.Body.Close()
-	var st wire.Status
-	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("GET /v1/status = %s", resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return st, fmt.Errorf("GET /v1/status: %w", err)
-	}
-	return st, nil
-}
-
 // waitStatus polls /v1/status until cond holds, for at most a minute, and
 // returns that status. It fails the test with the last answer or error
 // when the time runs out, or when the sidecar exits.
