@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"maps"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -255,23 +254,6 @@ func grepLines(text, s string) string {
 	return strings.Join(out, "\n")
 }
 
-// nonLoopbackIP is an address of this host outside loopback, where a
-// test server stands for a host elsewhere on the network.
-func nonLoopbackIP(t *testing.T) net.IP {
-	t.Helper()
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil && !n.IP.IsLinkLocalUnicast() {
-			return n.IP
-		}
-	}
-	t.Skip("no non-loopback IPv4 address on this host")
-	return nil
-}
-
 // TestBundleRedirectAttack: the control plane at policy.bundle_url (plain
 // http on loopback, as the rule allows) redirects the running sidecar's
 // polls. To another origin on this host, the bundle comes without the
@@ -307,16 +289,17 @@ func TestBundleRedirectAttack(t *testing.T) {
 	}))
 	t.Cleanup(cdn.Close)
 	// A bundle server elsewhere on the network, reached over plain http.
-	ln, err := net.Listen("tcp", net.JoinHostPort(nonLoopbackIP(t).String(), "0"))
-	if err != nil {
-		t.Fatal(err)
+	ip := testkit.NonLoopbackIPv4()
+	if ip == "" {
+		t.Skip("no non-loopback IPv4 address on this host")
 	}
-	evil := &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	evil := testkit.ServeOn(t, ip, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		evilLog.Add(r)
 		_, _ = w.Write(evilBundle)
-	})}}
-	evil.Start()
-	t.Cleanup(evil.Close)
+	}))
+	if evil == nil {
+		t.Fatalf("cannot listen on %s", ip)
+	}
 
 	cp := testkit.StartRedirector(t, cdn.URL+"/svc.tar.gz")
 

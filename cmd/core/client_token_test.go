@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -9,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // adminTokenEnv writes token to a file and points SVC_ADMIN_TOKEN_FILE
@@ -22,31 +23,12 @@ func adminTokenEnv(t *testing.T, token string) {
 	t.Setenv(envAdminTokenFile, f)
 }
 
-// nonLoopbackIPv4 is an address of this host that is not loopback, "" if
-// it has none.
-func nonLoopbackIPv4(t *testing.T) string {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return ""
-	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
-			return n.IP.String()
-		}
-	}
-	return ""
-}
-
 // farStatusServer answers a healthy status on a port of ip, counting in
 // hits the requests and in leaked (when not nil) those that carried token;
 // it returns the server's host:port, or "" when ip cannot be listened on.
 func farStatusServer(t *testing.T, ip, token string, hits, leaked *atomic.Int32) string {
 	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		return ""
-	}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := testkit.ServeOn(t, ip, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
 		if leaked != nil && strings.Contains(r.Header.Get("Authorization"), token) {
 			leaked.Add(1)
@@ -54,10 +36,9 @@ func farStatusServer(t *testing.T, ip, token string, hits, leaked *atomic.Int32)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"healthy","ready":true}`))
 	}))
-	srv.Listener.Close()
-	srv.Listener = l
-	srv.Start()
-	t.Cleanup(srv.Close)
+	if srv == nil {
+		return ""
+	}
 	return strings.TrimPrefix(srv.URL, "http://")
 }
 
@@ -70,7 +51,7 @@ func TestAdminTokenNotSentInTheClear(t *testing.T) {
 	adminTokenEnv(t, token)
 	target := "http://192.0.2.1:7700" // TEST-NET-1: never answers
 	var hits, leaked atomic.Int32
-	if ip := nonLoopbackIPv4(t); ip != "" {
+	if ip := testkit.NonLoopbackIPv4(); ip != "" {
 		if addr := farStatusServer(t, ip, token, &hits, &leaked); addr != "" {
 			target = "http://" + addr
 		}
@@ -150,7 +131,7 @@ func TestAdminTokenURLRule(t *testing.T) {
 func TestAdminTokenNotSentOnInsecureRedirect(t *testing.T) {
 	const token = "admin-token-9d0c"
 	adminTokenEnv(t, token)
-	ip := nonLoopbackIPv4(t)
+	ip := testkit.NonLoopbackIPv4()
 	if ip == "" {
 		ip = "192.0.2.1" // TEST-NET-1: the refusal comes before any dial
 	}
