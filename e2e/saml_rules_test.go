@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bytes"
-	"compress/flate"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/svc-dev/svc/internal/harness"
 	"github.com/svc-dev/svc/internal/testkit/redistest"
+	"github.com/svc-dev/svc/internal/testkit/samltest"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
 
@@ -141,7 +139,7 @@ func requestIDOf(t *testing.T, location string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	xml := inflate(t, u.Query().Get("SAMLRequest"))
+	xml := string(samltest.RedirectRequest(t, u.Query().Get("SAMLRequest")))
 	_, rest, ok := strings.Cut(xml, ` ID="`)
 	id, _, ok2 := strings.Cut(rest, `"`)
 	if !ok || !ok2 {
@@ -209,20 +207,6 @@ func idpInitiatedOnce(t *testing.T, idp *testidp.IdP, samlAddr, what string) {
 	if status, body := postJSON(t, newBrowser(), samlAddr, doc); status != http.StatusUnauthorized || body["error"] != "saml-replayed" {
 		t.Errorf("the same assertion again: %d %v, want 401 saml-replayed", status, body)
 	}
-}
-
-// inflate decodes an HTTP-Redirect binding's SAMLRequest parameter.
-func inflate(t *testing.T, param string) string {
-	t.Helper()
-	raw, err := base64.StdEncoding.DecodeString(param)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := io.ReadAll(flate.NewReader(bytes.NewReader(raw)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(out)
 }
 
 // A configuration read again on SIGHUP that would make SVC_ENV=development

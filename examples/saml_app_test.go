@@ -1,8 +1,6 @@
 package examples
 
 import (
-	"bytes"
-	"compress/flate"
 	"encoding/base64"
 	"encoding/xml"
 	"fmt"
@@ -106,12 +104,7 @@ func TestSAMLAppSignOn(t *testing.T) {
 		for k, v := range header {
 			req.Header[k] = v
 		}
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
+		resp, b := testkit.Do(t, c, req)
 		return resp.StatusCode, string(b)
 	}
 	if code, body := get(browser, nil); code != http.StatusUnauthorized || !strings.Contains(body, `"token-missing"`) {
@@ -188,14 +181,7 @@ func TestSAMLAppSignOn(t *testing.T) {
 // authnRequestID returns the ID of an HTTP-Redirect AuthnRequest.
 func authnRequestID(t *testing.T, param string) string {
 	t.Helper()
-	raw, err := base64.StdEncoding.DecodeString(param)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := io.ReadAll(flate.NewReader(bytes.NewReader(raw)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := samltest.RedirectRequest(t, param)
 	var req struct {
 		ID string `xml:"ID,attr"`
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/issuer"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/samltest"
 	"github.com/svc-dev/svc/samlgw"
 )
@@ -67,12 +67,7 @@ func TestSAMLTestAssertionRoundTrip(t *testing.T) {
 		strings.NewReader(url.Values{"SAMLResponse": {strings.TrimSpace(string(resp))}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	res, body := testkit.Do(t, nil, req)
 	var ans struct {
 		Token     string `json:"token"`
 		TokenType string `json:"token_type"`
