@@ -172,7 +172,7 @@ func TestBundleRollbackAttack(t *testing.T) {
 	}
 	_, _, metrics := harness.Get(t, second.URL("/metrics"))
 	if !refusedActivations("policy-bundle-rollback").Match(metrics) {
-		t.Errorf("no refused policy-bundle-rollback activation in /metrics:\n%s", grepLines(string(metrics), "svc_policy_bundle"))
+		t.Errorf("no refused policy-bundle-rollback activation in /metrics:\n%s", testkit.GrepLines(string(metrics), "svc_policy_bundle"))
 	}
 	logged := false
 	for _, rec := range second.LogRecords(t) {
@@ -233,7 +233,7 @@ func TestBundleStaleRefusedAttack(t *testing.T) {
 	}
 	_, _, metrics := harness.Get(t, s.URL("/metrics"))
 	if !refusedActivations("policy-bundle-stale").Match(metrics) {
-		t.Errorf("no refused policy-bundle-stale activation in /metrics:\n%s", grepLines(string(metrics), "svc_policy_bundle"))
+		t.Errorf("no refused policy-bundle-stale activation in /metrics:\n%s", testkit.GrepLines(string(metrics), "svc_policy_bundle"))
 	}
 
 	cp.serve(b.build(t, b.shipped, "cp-fresh", time.Now()))
@@ -241,17 +241,6 @@ func TestBundleStaleRefusedAttack(t *testing.T) {
 	if st.Status != "healthy" || st.Bundle.LastErrorCode != "" {
 		t.Errorf("a fresh bundle: status %q (%s), bundle %+v", st.Status, st.Reason, *st.Bundle)
 	}
-}
-
-// grepLines returns the lines of text that contain s.
-func grepLines(text, s string) string {
-	var out []string
-	for _, l := range strings.Split(text, "\n") {
-		if strings.Contains(l, s) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 // TestBundleRedirectAttack: the control plane at policy.bundle_url (plain

@@ -284,12 +284,8 @@ func followBrowser(t *testing.T, b *http.Client, u string) (*http.Response, stri
 		seen = append(seen, u)
 		req, _ := http.NewRequest(http.MethodGet, u, nil)
 		req.Header.Set("Accept", browserAccept)
-		resp, err := b.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := readBody(resp)
-		resp.Body.Close()
+		resp, raw := testkit.Do(t, b, req)
+		body := string(raw)
 		if resp.StatusCode < 300 || resp.StatusCode > 399 {
 			return resp, body, seen
 		}

@@ -60,12 +60,8 @@ func TestOIDCSignInThroughShippedProxies(t *testing.T) {
 			t.Helper()
 			req, _ := http.NewRequest(http.MethodGet, u, nil)
 			req.Header.Set("Accept", "application/json")
-			resp, err := b.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := readBody(resp)
-			resp.Body.Close()
+			resp, raw := testkit.Do(t, b, req)
+			body := string(raw)
 			if !strings.Contains(body, `"error":"`+want+`"`) {
 				t.Errorf("%s: %s, want %s", name, harness.Describe(resp.StatusCode, resp.Header, []byte(body)), want)
 			}
@@ -262,12 +258,8 @@ func TestShippedProxiesBrowserSignIn(t *testing.T) {
 			req.Header.Set("Accept", browserAccept)
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			req.Header.Set("Cookie", "svc_session=garbage")
-			presp, err := browser.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pbody, _ := readBody(presp)
-			presp.Body.Close()
+			presp, raw := testkit.Do(t, browser, req)
+			pbody := string(raw)
 			if presp.StatusCode != http.StatusUnauthorized || presp.Header.Get("Content-Type") != "text/html; charset=utf-8" ||
 				!strings.Contains(pbody, "<code>token-malformed</code>") || !strings.Contains(pbody, `href="/auth/saml/login"`) {
 				t.Errorf("browser POST with a bad session: %s, want the HTML 401 with a sign-in link", harness.Describe(presp.StatusCode, presp.Header, []byte(pbody)))
@@ -364,13 +356,8 @@ func getBody(t *testing.T, c *http.Client, u string, headers ...string) (*http.R
 	for i := 0; i < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := readBody(resp)
-	return resp, b
+	resp, b := testkit.Do(t, c, req)
+	return resp, string(b)
 }
 
 func readBody(resp *http.Response) (string, error) {
