@@ -3,7 +3,6 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -17,9 +16,7 @@ import (
 func adminTokenEnv(t *testing.T, token string) {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "admin-token")
-	if err := os.WriteFile(f, []byte(token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, f, []byte(token+"\n"), 0o600)
 	t.Setenv(envAdminTokenFile, f)
 }
 

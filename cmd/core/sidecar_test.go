@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/sidecar"
 )
 
@@ -309,9 +309,7 @@ func TestConfigDiffLive(t *testing.T) {
 	}
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, p, b, 0o600)
 		return p
 	}
 	sameFile := write("same.toml", same)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated parts of docs/")
@@ -104,14 +106,10 @@ func TestReasonCodesUnlistedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range reasonFiles {
-		if err := os.WriteFile(filepath.Join(dir, f.file), []byte("package reason\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, filepath.Join(dir, f.file), []byte("package reason\n"), 0o644)
 	}
 	extra := "package reason\n\n// Extra: a code of a new file.\nconst Extra Code = \"extra\"\n"
-	if err := os.WriteFile(filepath.Join(dir, "extra.go"), []byte(extra), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, filepath.Join(dir, "extra.go"), []byte(extra), 0o644)
 	if _, err := ReasonCodes(root); err == nil || !strings.Contains(err.Error(), "extra.go") {
 		t.Fatalf("ReasonCodes = %v, want an error naming extra.go", err)
 	}
