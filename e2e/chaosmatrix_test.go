@@ -608,7 +608,5 @@ host, not of the sidecar alone).
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(harness.ModuleRoot(t), path)
 	}
-	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, path, []byte(page), 0o644)
 }

@@ -117,15 +117,6 @@ func repoFile(t testing.TB, elem ...string) []byte {
 	return b
 }
 
-// writePrivate writes content to path, readable by its owner only (mode
-// 0600, as key and secret files must be).
-func writePrivate(t testing.TB, path string, content []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, content, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // proxyCheck sends the sidecar's HTTP /check with a bearer token and the
 // headers a proxy sets, and returns the answer's status and body. To the
 // nginx convention a 400 travels as 403 with the real status in

@@ -186,7 +186,7 @@ func TestIdentityToken(t *testing.T) {
 		// A new file in place, the way a secret is updated: the old
 		// content until the rename.
 		tmp := keyFile + ".new"
-		writePrivate(t, tmp, next)
+		testkit.WriteFile(t, tmp, next, 0o600)
 		if err := os.Rename(tmp, keyFile); err != nil {
 			t.Fatal(err)
 		}

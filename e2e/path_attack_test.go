@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/internal/harness"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // capturePolicy lets a clerk read and delete anything of its tenant,
@@ -89,7 +90,7 @@ func TestCaptureAttack(t *testing.T) {
 	k := newKeyring(t)
 	clerk := k.token(t, "u-clerk", "acme", "clerk")
 	dir := t.TempDir()
-	writePrivate(t, filepath.Join(dir, "authz.rego"), []byte(capturePolicy))
+	testkit.WriteFile(t, filepath.Join(dir, "authz.rego"), []byte(capturePolicy), 0o600)
 	start := func(config string) *harness.Sidecar {
 		return harness.StartSidecar(t, harness.SidecarOptions{Config: config, Env: map[string]string{
 			"SVC_JWKS_URL":   k.jwks.URL,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/harness"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/idptest"
 )
 
@@ -73,7 +74,7 @@ func TestSVCEnvDoesWhatItsTextSays(t *testing.T) {
 	idp := exampleIdP(t)
 	jwks := harness.StartJWKS(t, harness.NewECSigner(t, "idp"))
 	keysFile := filepath.Join(t.TempDir(), "api-keys.toml")
-	writePrivate(t, keysFile, []byte("# no key yet\n"))
+	testkit.WriteFile(t, keysFile, []byte("# no key yet\n"), 0o600)
 	oidc := idptest.New(t)
 	sourceEnv := map[string][2]string{
 		"sdk.jwks_url":   {"SVC_JWKS_URL", jwks.URL},
@@ -86,7 +87,7 @@ func TestSVCEnvDoesWhatItsTextSays(t *testing.T) {
 	}
 	// What a source needs besides its own variable to start.
 	secretFile := filepath.Join(t.TempDir(), "introspection-secret")
-	writePrivate(t, secretFile, []byte("s3cret\n"))
+	testkit.WriteFile(t, secretFile, []byte("s3cret\n"), 0o600)
 	sourceNeeds := map[string]map[string]string{
 		"introspection.url": {"SVC_INTROSPECTION_CLIENT_ID": "svc", "SVC_INTROSPECTION_CLIENT_SECRET_FILE": secretFile},
 		"sdk.oidc":          {"SVC_OIDC_CLIENT_ID": "svc", "SVC_OIDC_REDIRECT_URL": "http://127.0.0.1:7701/auth/oidc/callback"},
