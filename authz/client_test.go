@@ -2,16 +2,10 @@ package authz_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -282,17 +276,12 @@ func TestClientReconnects(t *testing.T) {
 }
 
 func TestClientTLS(t *testing.T) {
-	cert, pool := selfSigned(t)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer(grpc.Creds(credentials.NewServerTLSFromCert(&cert)))
-	servertest.NewServer(t, servertest.NewEngine(t, nil, nil)).Register(g)
-	go func() { _ = g.Serve(lis) }()
-	t.Cleanup(g.Stop)
+	ca := testkit.NewCA(t, "svc-sidecar test")
+	cert := ca.Server(t).KeyPair(t)
+	srv := servertest.NewServer(t, servertest.NewEngine(t, nil, nil))
+	addr := testkit.ServeGRPC(t, func(g *grpc.Server) { srv.Register(g) }, grpc.Creds(credentials.NewServerTLSFromCert(&cert)))
 
-	secure, err := authz.NewClient(lis.Addr().String(), authz.ClientOptions{FailMode: authz.FailClosed, TLS: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}})
+	secure, err := authz.NewClient(addr, authz.ClientOptions{FailMode: authz.FailClosed, TLS: &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS13}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,38 +290,10 @@ func TestClientTLS(t *testing.T) {
 		t.Errorf("over TLS: %+v, %v", d, err)
 	}
 
-	plain := newClient(t, lis.Addr().String(), authz.FailClosed)
+	plain := newClient(t, addr, authz.FailClosed)
 	if _, err := plain.ValidateToken(t.Context(), "t"); !errors.Is(err, authz.ErrUnavailable) {
 		t.Errorf("plaintext client to a TLS sidecar: err %v, want ErrUnavailable", err)
 	}
-}
-
-func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "svc-sidecar test"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
 }
 
 func TestNewClientOptions(t *testing.T) {

@@ -2,15 +2,7 @@ package sidecar
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -26,63 +18,6 @@ import (
 
 	"github.com/svc-dev/svc/internal/testkit"
 )
-
-// testCA issues certificates for the TLS tests.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newTestCA(t testing.TB, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue returns a certificate for name (a server on 127.0.0.1, or a
-// client) as PEM certificate and key.
-func (ca *testCA) issue(t testing.TB, name string, server bool) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-		tmpl.DNSNames = []string{"localhost"}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-}
 
 func writeTemp(t testing.TB, dir, name string, data []byte) string {
 	t.Helper()
@@ -122,27 +57,18 @@ func tlsCheck(t testing.TB, addr net.Addr, cfg *tls.Config, token string) error 
 func TestTLSAndMutualTLS(t *testing.T) {
 	idp := newTestIdP(t)
 	dir := t.TempDir()
-	ca, otherCA := newTestCA(t, "svc test CA"), newTestCA(t, "another CA")
-	srvCert, srvKey := ca.issue(t, "sidecar", true)
-	cliCert, cliKey := ca.issue(t, "envoy", false)
-	wrongCert, wrongKey := otherCA.issue(t, "intruder", false)
+	ca, otherCA := testkit.NewCA(t, "svc test CA"), testkit.NewCA(t, "another CA")
+	srv := ca.Server(t)
+	cli, wrong := ca.Client(t), otherCA.Client(t)
 
 	cfg := testConfig(idp)
-	cfg.Sidecar.TLSCertFile = writeTemp(t, dir, "tls.crt", srvCert)
-	cfg.Sidecar.TLSKeyFile = writeTemp(t, dir, "tls.key", srvKey)
-	cfg.Sidecar.TLSClientCAFile = writeTemp(t, dir, "client-ca.pem", ca.pem)
+	cfg.Sidecar.TLSCertFile = writeTemp(t, dir, "tls.crt", srv.CertPEM)
+	cfg.Sidecar.TLSKeyFile = writeTemp(t, dir, "tls.key", srv.KeyPEM)
+	cfg.Sidecar.TLSClientCAFile = writeTemp(t, dir, "client-ca.pem", ca.PEM)
 	r := startServer(t, Deps{Engine: newTestEngine(t, cfg)})
 
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(ca.pem)
-	pair := func(c, k []byte) []tls.Certificate {
-		kp, err := tls.X509KeyPair(c, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return []tls.Certificate{kp}
-	}
-	good := &tls.Config{RootCAs: roots, Certificates: pair(cliCert, cliKey)}
+	roots := ca.Pool()
+	good := &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cli.KeyPair(t)}}
 	token := idp.token(t, "alice", testTenant, "viewer")
 
 	tests := []struct {
@@ -152,7 +78,7 @@ func TestTLSAndMutualTLS(t *testing.T) {
 	}{
 		{"client certificate of the CA", good, false},
 		{"no client certificate", &tls.Config{RootCAs: roots}, true},
-		{"client certificate of another CA", &tls.Config{RootCAs: roots, Certificates: pair(wrongCert, wrongKey)}, true},
+		{"client certificate of another CA", &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{wrong.KeyPair(t)}}, true},
 		{"plaintext", nil, true},
 	}
 	for _, tc := range tests {
@@ -178,16 +104,16 @@ func TestTLSAndMutualTLS(t *testing.T) {
 	}
 
 	// Renew the server certificate: new handshakes present it.
-	renewed, renewedKey := ca.issue(t, "sidecar-renewed", true)
-	writeTemp(t, dir, "tls.key", renewedKey)
-	writeTemp(t, dir, "tls.crt", renewed)
+	renewed := ca.Server(t)
+	writeTemp(t, dir, "tls.key", renewed.KeyPEM)
+	writeTemp(t, dir, "tls.crt", renewed.CertPEM)
 	testkit.Eventually(t, "the renewed certificate is served", func() bool {
 		c, err := tls.Dial("tcp", r.HTTPAddr().String(), good)
 		if err != nil {
 			return false
 		}
 		defer c.Close()
-		return c.ConnectionState().PeerCertificates[0].Subject.CommonName == "sidecar-renewed"
+		return c.ConnectionState().PeerCertificates[0].Equal(renewed.Cert)
 	})
 	if err := tlsCheck(t, r.GRPCAddr(), good, token); err != nil {
 		t.Errorf("Check after the renewal: %v", err)
@@ -195,8 +121,8 @@ func TestTLSAndMutualTLS(t *testing.T) {
 
 	// Rotate the client CA: certificates of the new CA are accepted, those
 	// of the old one refused, without a restart.
-	writeTemp(t, dir, "client-ca.pem", otherCA.pem)
-	rotated := &tls.Config{RootCAs: roots, Certificates: pair(wrongCert, wrongKey)}
+	writeTemp(t, dir, "client-ca.pem", otherCA.PEM)
+	rotated := &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{wrong.KeyPair(t)}}
 	testkit.Eventually(t, "a client certificate of the new CA is accepted", func() bool {
 		return tlsCheck(t, r.GRPCAddr(), rotated, token) == nil
 	})
@@ -234,20 +160,11 @@ func TestUnixSockets(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	resp, err := c.Get("http://localhost" + PathStatus)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, body := testkit.Get(t, c, "http://localhost"+PathStatus)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"status"`) {
 		t.Errorf("GET %s over the socket = %d %s", PathStatus, resp.StatusCode, body)
 	}
-	conn, err := grpc.NewClient("unix://"+grpcSock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := testkit.DialGRPC(t, "unix://"+grpcSock)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := authv3.NewAuthorizationClient(conn).Check(ctx, checkRequest("dev", "GET", "/orders/1")); err != nil {

@@ -10,12 +10,10 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"io"
-	"math/big"
 	"os"
 	"path/filepath"
 	"testing"
@@ -181,30 +179,4 @@ func eval(tb testing.TB, set *policy.Set, input any) policy.Result {
 		tb.Fatal(err)
 	}
 	return res
-}
-
-// selfSigned returns an EC private key and a self-signed certificate for
-// it, both as PEM.
-func selfSigned(tb testing.TB) (keyPEM, certPEM []byte) {
-	tb.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "bundle signer"},
-		NotBefore:    created,
-		NotAfter:     created.Add(24 * time.Hour),
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}),
-		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

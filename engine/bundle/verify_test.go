@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/engine/bundle"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 func TestVerifyRejects(t *testing.T) {
@@ -160,11 +161,11 @@ func TestUnsignedIsErrUnsigned(t *testing.T) {
 }
 
 func TestVerifyCertificate(t *testing.T) {
-	// A certificate is accepted in place of a public key; build one
-	// around the signing key.
-	key, certPEM := selfSigned(t)
-	raw := build(t, defaultPolicyDir, bundle.BuildOptions{SignKeyPEM: key})
-	if _, err := bundle.Verify(bytes.NewReader(raw), certPEM); err != nil {
+	// A certificate is accepted in place of a public key; issue one
+	// for the signing key.
+	signer := testkit.NewCA(t, "bundle CA").Server(t)
+	raw := build(t, defaultPolicyDir, bundle.BuildOptions{SignKeyPEM: signer.KeyPEM})
+	if _, err := bundle.Verify(bytes.NewReader(raw), signer.CertPEM); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -27,6 +28,17 @@ type CA struct {
 type Issued struct {
 	CertPEM, KeyPEM []byte
 	Cert            *x509.Certificate
+}
+
+// KeyPair is the certificate and its key as a TLS server or client
+// presents them.
+func (i Issued) KeyPair(t testing.TB) tls.Certificate {
+	t.Helper()
+	kp, err := tls.X509KeyPair(i.CertPEM, i.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kp
 }
 
 // NewCA makes a self-signed CA named name, valid for a day.
