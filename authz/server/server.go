@@ -163,30 +163,35 @@ func apiErrorOf(err error, def reason.Code) *apiError {
 
 func (e *apiError) Error() string { return string(e.code) + ": " + e.msg }
 
-// grpcCode is InvalidArgument for a malformed request and Internal for an
-// engine that answered but could not decide (policy-error: an evaluation
-// error or timeout). Unavailable is left to what it means to clients, a
-// sidecar that cannot be reached, the one case a fail-open client lets
-// through: an evaluation error must be a denial in every fail mode.
+// edgeStatus is the gRPC code and HTTP status of an apiError of each code
+// but the engine's own failures: InvalidArgument and 400 for a malformed
+// request; FailedPrecondition and 422 for a well-formed one the policy
+// cannot answer.
+var edgeStatus = map[reason.Code]struct {
+	grpc codes.Code
+	http int
+}{
+	reason.InputInvalid:    {codes.InvalidArgument, http.StatusBadRequest},
+	reason.PlanUnsupported: {codes.FailedPrecondition, http.StatusUnprocessableEntity},
+}
+
+// grpcCode is Internal for an engine that answered but could not decide
+// (policy-error: an evaluation error or timeout). Unavailable is left to
+// what it means to clients, a sidecar that cannot be reached, the one
+// case a fail-open client lets through: an evaluation error must be a
+// denial in every fail mode.
 func (e *apiError) grpcCode() codes.Code {
-	switch e.code {
-	case reason.InputInvalid:
-		return codes.InvalidArgument
-	case reason.PlanUnsupported:
-		return codes.FailedPrecondition
+	if s, ok := edgeStatus[e.code]; ok {
+		return s.grpc
 	}
 	return codes.Internal
 }
 
-// httpStatus is 400 for a malformed request and 500 when the engine could
-// not decide, never 503 (unreachable), for the same reason.
+// httpStatus is 500 when the engine could not decide, never 503
+// (unreachable), for the same reason.
 func (e *apiError) httpStatus() int {
-	switch e.code {
-	case reason.InputInvalid:
-		return http.StatusBadRequest
-	case reason.PlanUnsupported:
-		// The request is well formed; the policy cannot answer it.
-		return http.StatusUnprocessableEntity
+	if s, ok := edgeStatus[e.code]; ok {
+		return s.http
 	}
 	return http.StatusInternalServerError
 }
