@@ -15,18 +15,6 @@ import (
 	"github.com/svc-dev/svc/wire/filter"
 )
 
-// Query parameters of the stream endpoints (package wire).
-const (
-	ParamSince      = wire.ParamSince
-	ParamTenant     = wire.ParamTenant
-	ParamService    = wire.ParamService
-	ParamTraceID    = wire.ParamTraceID
-	ParamErrorsOnly = wire.ParamErrorsOnly
-	ParamLevel      = wire.ParamLevel
-	ParamFilter     = wire.ParamFilter
-	ParamFormat     = wire.ParamFormat
-)
-
 // maxSince bounds how far back a replay may ask; the ring buffers hold
 // far less than that anyway.
 const maxSince = 24 * time.Hour
@@ -61,7 +49,7 @@ func (e *QueryError) Error() string { return e.Msg }
 func ParseQuery(q url.Values, accept string, now time.Time, allowed ...string) (Query, error) {
 	var out Query
 	for name := range q {
-		if name != ParamFormat && !contains(allowed, name) {
+		if name != wire.ParamFormat && !contains(allowed, name) {
 			return out, &QueryError{Code: string(reason.InputInvalid), Msg: fmt.Sprintf("unknown parameter %q: this stream takes %s", name, strings.Join(allowed, ", "))}
 		}
 	}
@@ -69,56 +57,56 @@ func ParseQuery(q url.Values, accept string, now time.Time, allowed ...string) (
 		return &QueryError{Code: string(reason.InputInvalid), Msg: name + ": " + fmt.Sprintf(format, args...)}
 	}
 	out.Since = now
-	if v := q.Get(ParamSince); v != "" {
+	if v := q.Get(wire.ParamSince); v != "" {
 		if d, err := time.ParseDuration(v); err == nil {
 			if d < 0 || d > maxSince {
-				return out, bad(ParamSince, "must be between 0 and %s, got %s", maxSince, v)
+				return out, bad(wire.ParamSince, "must be between 0 and %s, got %s", maxSince, v)
 			}
 			out.Since = now.Add(-d)
 		} else if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 			out.Since = t
 		} else {
-			return out, bad(ParamSince, "want a duration such as 5m or an RFC 3339 time, got %q", v)
+			return out, bad(wire.ParamSince, "want a duration such as 5m or an RFC 3339 time, got %q", v)
 		}
 	}
-	out.Tenant = q.Get(ParamTenant)
-	out.Service = q.Get(ParamService)
-	out.TraceID = strings.ToLower(q.Get(ParamTraceID))
+	out.Tenant = q.Get(wire.ParamTenant)
+	out.Service = q.Get(wire.ParamService)
+	out.TraceID = strings.ToLower(q.Get(wire.ParamTraceID))
 	if v := out.TraceID; v != "" && !isHex(v, 32) {
-		return out, bad(ParamTraceID, "want 32 hex digits, got %q", v)
+		return out, bad(wire.ParamTraceID, "want 32 hex digits, got %q", v)
 	}
-	if v := q.Get(ParamErrorsOnly); v != "" {
+	if v := q.Get(wire.ParamErrorsOnly); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return out, bad(ParamErrorsOnly, "want true or false, got %q", v)
+			return out, bad(wire.ParamErrorsOnly, "want true or false, got %q", v)
 		}
 		out.ErrorsOnly = b
 	}
-	if v := q.Get(ParamLevel); v != "" {
+	if v := q.Get(wire.ParamLevel); v != "" {
 		l, err := telemetry.ParseLevel(v)
 		if err != nil {
-			return out, bad(ParamLevel, "want trace, debug, info, warn or error, got %q", v)
+			return out, bad(wire.ParamLevel, "want trace, debug, info, warn or error, got %q", v)
 		}
 		out.Level, out.HasLevel = l, true
 	}
-	if v := q.Get(ParamFilter); v != "" {
+	if v := q.Get(wire.ParamFilter); v != "" {
 		e, err := filter.Parse(v)
 		if err != nil {
 			var se *filter.SyntaxError
 			if errors.As(err, &se) {
 				return out, &QueryError{Code: string(reason.FilterInvalid), Msg: se.Error()}
 			}
-			return out, bad(ParamFilter, "%v", err)
+			return out, bad(wire.ParamFilter, "%v", err)
 		}
 		out.Filter = e
 	}
-	switch q.Get(ParamFormat) {
+	switch q.Get(wire.ParamFormat) {
 	case "", "ndjson":
-		out.SSE = q.Get(ParamFormat) == "" && strings.Contains(accept, "text/event-stream")
+		out.SSE = q.Get(wire.ParamFormat) == "" && strings.Contains(accept, "text/event-stream")
 	case "sse":
 		out.SSE = true
 	default:
-		return out, bad(ParamFormat, "want ndjson or sse, got %q", q.Get(ParamFormat))
+		return out, bad(wire.ParamFormat, "want ndjson or sse, got %q", q.Get(wire.ParamFormat))
 	}
 	return out, nil
 }

@@ -70,7 +70,7 @@ func (s *Streams) query(w http.ResponseWriter, r *http.Request, allowed ...strin
 }
 
 func (s *Streams) serveSpans(w http.ResponseWriter, r *http.Request) {
-	q, ok := s.query(w, r, ParamSince, ParamTenant, ParamService, ParamTraceID, ParamErrorsOnly)
+	q, ok := s.query(w, r, wire.ParamSince, wire.ParamTenant, wire.ParamService, wire.ParamTraceID, wire.ParamErrorsOnly)
 	if !ok {
 		return
 	}
@@ -83,7 +83,7 @@ func (s *Streams) serveSpans(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Streams) serveLogs(w http.ResponseWriter, r *http.Request) {
-	q, ok := s.query(w, r, ParamSince, ParamTenant, ParamTraceID, ParamErrorsOnly, ParamLevel, ParamFilter)
+	q, ok := s.query(w, r, wire.ParamSince, wire.ParamTenant, wire.ParamTraceID, wire.ParamErrorsOnly, wire.ParamLevel, wire.ParamFilter)
 	if !ok {
 		return
 	}
@@ -105,7 +105,7 @@ func (s *Streams) serveLogs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Streams) serveDecisions(w http.ResponseWriter, r *http.Request) {
-	q, ok := s.query(w, r, ParamSince, ParamTenant, ParamTraceID, ParamErrorsOnly, ParamFilter)
+	q, ok := s.query(w, r, wire.ParamSince, wire.ParamTenant, wire.ParamTraceID, wire.ParamErrorsOnly, wire.ParamFilter)
 	if !ok {
 		return
 	}
