@@ -21,6 +21,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/bundle"
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/bundletest"
 )
 
@@ -49,7 +50,7 @@ func ecKey(tb testing.TB, curve elliptic.Curve) keyPair {
 	}
 	return keyPair{
 		private: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}),
-		public:  publicPEM(tb, &k.PublicKey),
+		public:  testkit.PublicKeyPEM(tb, &k.PublicKey),
 	}
 }
 
@@ -65,17 +66,8 @@ func rsaKey(tb testing.TB, bits int) keyPair {
 	}
 	return keyPair{
 		private: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}),
-		public:  publicPEM(tb, &k.PublicKey),
+		public:  testkit.PublicKeyPEM(tb, &k.PublicKey),
 	}
-}
-
-func publicPEM(tb testing.TB, pub any) []byte {
-	tb.Helper()
-	der, err := x509.MarshalPKIXPublicKey(pub)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 }
 
 // build builds dir into a bundle in memory.

@@ -2,9 +2,7 @@ package token_test
 
 import (
 	"context"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"flag"
 	"os"
 	"path/filepath"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/jwks"
 	"github.com/svc-dev/svc/engine/token"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -33,11 +32,7 @@ func testdataCases(t *testing.T) map[string]struct {
 	want  reason.Code
 } {
 	k := keys()
-	pubDER, err := x509.MarshalPKIXPublicKey(&k.rsa.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER})
+	pubPEM := testkit.PublicKeyPEM(t, &k.rsa.PublicKey)
 	valid := signClaims(hdr("RS256", "rs", nil), claims(), k.rsaRS)
 	p := strings.Split(valid, ".")
 	type tc = struct {

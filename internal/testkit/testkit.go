@@ -53,12 +53,18 @@ func ECKeyPEM(t testing.TB) (private, public []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), PublicKeyPEM(t, &k.PublicKey)
+}
+
+// PublicKeyPEM is pub (an *ecdsa.PublicKey, *rsa.PublicKey or
+// ed25519.PublicKey) as a "PUBLIC KEY" PEM block (PKIX).
+func PublicKeyPEM(t testing.TB, pub any) []byte {
+	t.Helper()
+	der, err := x509.MarshalPKIXPublicKey(pub)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 }
 
 // TokenKeyFile writes a fresh P-256 private key, PKCS #8 in a "PRIVATE
