@@ -175,3 +175,12 @@ func (op *testOP) sign(t *testing.T, aud, sub string, extra map[string]any) stri
 	}
 	return raw
 }
+
+// wantRefreshes fails t unless want refresh_token grants reached the
+// provider.
+func (op *testOP) wantRefreshes(t *testing.T, want int64) {
+	t.Helper()
+	if n := op.refreshCalls.Load(); n != want {
+		t.Errorf("%d refresh requests reached the provider, want %d", n, want)
+	}
+}

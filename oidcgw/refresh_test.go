@@ -51,9 +51,7 @@ func TestRefreshOnceAcrossReplicas(t *testing.T) {
 	if n := len(sessions); n != 50 {
 		t.Errorf("%d of 50 requests got a session", n)
 	}
-	if n := op.refreshCalls.Load(); n != 1 {
-		t.Errorf("%d refresh requests reached the provider, want exactly 1", n)
-	}
+	op.wantRefreshes(t, 1)
 }
 
 // A refresh the provider refuses ends the session: the browser is sent

@@ -136,9 +136,7 @@ func TestRenewSessionOnceAcrossReplicas(t *testing.T) {
 	if !verified {
 		t.Error("the renewed session does not verify")
 	}
-	if n := op.refreshCalls.Load(); n != 1 {
-		t.Errorf("%d refresh requests, want 1", n)
-	}
+	op.wantRefreshes(t, 1)
 }
 
 // A provider slower than RenewWait does not hold the check up: it
@@ -159,9 +157,7 @@ func TestRenewSessionSlowProvider(t *testing.T) {
 	testkit.EventuallyWithin(t, 3*time.Second, "a check to get the renewed session", func() bool {
 		return sessionOf(t, r.gw.RenewSession(t.Context(), cookies, claims)) != ""
 	})
-	if n := op.refreshCalls.Load(); n != 1 {
-		t.Errorf("%d refresh requests, want 1", n)
-	}
+	op.wantRefreshes(t, 1)
 }
 
 // A refresh the provider refuses ends the session: the check gets the
@@ -182,9 +178,7 @@ func TestRenewSessionRefused(t *testing.T) {
 			t.Fatalf("check %d: %q, want the session cookie cleared", i, c)
 		}
 	}
-	if n := op.refreshCalls.Load(); n != 1 {
-		t.Errorf("%d refresh requests, want 1", n)
-	}
+	op.wantRefreshes(t, 1)
 	// The token is refused where checks decide; another token of the
 	// same user (a new sign-in) is not.
 	if revoked, err := r.gw.Revoked(t.Context(), token); !revoked || err != nil {
@@ -199,9 +193,7 @@ func TestRenewSessionRefused(t *testing.T) {
 	if to, _ := url.Parse(res.Header.Get("Location")); res.StatusCode != http.StatusFound || to.Host != mustHost(t, op.URL) {
 		t.Fatalf("login after a refused refresh: %d to %s, want a new sign-in", res.StatusCode, res.Header.Get("Location"))
 	}
-	if n := op.refreshCalls.Load(); n != 1 {
-		t.Errorf("%d refresh requests, want 1", n)
-	}
+	op.wantRefreshes(t, 1)
 }
 
 // A provider that cannot be reached does not end the session: the check
@@ -237,9 +229,7 @@ func TestRenewSessionWithoutRefreshCookie(t *testing.T) {
 			t.Errorf("cookies %q: %q", cookies, c)
 		}
 	}
-	if n := op.refreshCalls.Load(); n != 0 {
-		t.Errorf("%d refresh requests", n)
-	}
+	op.wantRefreshes(t, 0)
 }
 
 // ?tenant= narrows the login to the tenant's providers; it never picks
