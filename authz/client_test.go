@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -340,13 +339,9 @@ func noEnv(string) (string, bool) { return "", false }
 func TestNewClientDefaults(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "svc.toml")
-	if err := os.WriteFile(file, []byte("[sdk]\nsidecar_addr = \"http://127.0.0.1:7700\"\nfail_mode = \"closed\"\ntenant_id = \"acme\"\n\n[policy]\ndir = \"/etc/svc\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, file, []byte("[sdk]\nsidecar_addr = \"http://127.0.0.1:7700\"\nfail_mode = \"closed\"\ntenant_id = \"acme\"\n\n[policy]\ndir = \"/etc/svc\"\n"))
 	broken := filepath.Join(dir, "broken.toml")
-	if err := os.WriteFile(broken, []byte("[sdk\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, broken, []byte("[sdk\n"))
 	env := func(vars map[string]string) func(string) (string, bool) {
 		return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 	}

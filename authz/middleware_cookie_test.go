@@ -3,7 +3,6 @@ package authz_test
 import (
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/authz/server"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/servertest"
 )
 
@@ -193,9 +193,7 @@ func TestClientSessionCookie(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) string {
 		f := filepath.Join(dir, name)
-		if err := os.WriteFile(f, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, f, []byte(text))
 		return f
 	}
 	named := write("named.toml", "[sdk]\nfail_mode = \"closed\"\n\n[sdk.saml]\nentity_id = \"https://app.example.com/auth/saml/metadata\"\ncookie_name = \"file_sess\"\n")

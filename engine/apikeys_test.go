@@ -114,9 +114,7 @@ func TestAPIKeyReload(t *testing.T) {
 
 	good, _ := os.ReadFile(path)
 	bad := append(append([]byte{}, good...), []byte("# "+viewer+"\n")...)
-	if err := os.WriteFile(path, bad, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, path, bad)
 	// The watch notices the change on its own.
 	testkit.Eventually(t, "the refusal of the plaintext key file", func() bool {
 		st := e.Status().APIKeys
@@ -132,10 +130,7 @@ func TestAPIKeyReload(t *testing.T) {
 }
 
 func TestAPIKeyFileRefusesStart(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "api-keys.toml")
-	if err := os.WriteFile(path, []byte("[[keys]]\nid = \"aeaqcaibaeaq\"\nkey = \"x\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := testkit.TempFile(t, "api-keys.toml", []byte("[[keys]]\nid = \"aeaqcaibaeaq\"\nkey = \"x\"\n"))
 	cfg := prodConfig("")
 	cfg.APIKeys.File = path
 	for name, err := range map[string]error{"New": func() error { _, err := engine.New(cfg, engine.Deps{}); return err }(), "Check": engine.Check(cfg)} {

@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -19,9 +19,7 @@ import (
 func TestPolicyDirNetworkBuiltins(t *testing.T) {
 	dir := t.TempDir()
 	src := "package svc.authz\n\nallow if http.send({\"method\": \"GET\", \"url\": concat(\"\", [\"http://127.0.0.1:1/?t=\", input.user.id])}).status_code == 200\n"
-	if err := os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, filepath.Join(dir, "authz.rego"), []byte(src))
 	var cfg config.Config
 	cfg.Policy.Dir = dir
 	cfg.SetDefaults()

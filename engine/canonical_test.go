@@ -2,12 +2,12 @@ package engine_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/idptest"
 	"github.com/svc-dev/svc/reason"
 )
@@ -31,9 +31,7 @@ deny_reasons contains "export-gated" if not allow
 func TestAuthorizeCanonicalPath(t *testing.T) {
 	p := idptest.New(t)
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(exportGate), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, filepath.Join(dir, "authz.rego"), []byte(exportGate))
 	tok := p.Token(t, claimsFor("acme", "viewer"))
 	for _, caseSensitive := range []bool{false, true} {
 		cfg := prodConfig(p.JWKSURL())

@@ -354,8 +354,8 @@ func TestDecisionLogKafkaTLSAndSASL(t *testing.T) {
 	cfg := prodConfig(p.JWKSURL())
 	dir := t.TempDir()
 	cfg.DecisionLog = config.DecisionLog{Sink: config.DecisionLogKafka, URL: kc.URL(), SpoolDir: t.TempDir(),
-		FlushInterval: config.Duration{Duration: 20 * time.Millisecond}, TLSCAFile: writeFile(t, "ca.pem", string(ca.PEM)),
-		KafkaSASLMechanism: "SCRAM-SHA-512", KafkaSASLUsername: "svc", KafkaSASLPasswordFile: writeFile(t, "kafka-password", "s3cret\n")}
+		FlushInterval: config.Duration{Duration: 20 * time.Millisecond}, TLSCAFile: testkit.TempFile(t, "ca.pem", ca.PEM),
+		KafkaSASLMechanism: "SCRAM-SHA-512", KafkaSASLUsername: "svc", KafkaSASLPasswordFile: testkit.TempFile(t, "kafka-password", []byte("s3cret\n"))}
 	e := newEngine(t, cfg, engine.Deps{})
 	res, err := e.Decide(context.Background(), engine.Request{Credential: engine.BearerToken(p.Token(t, claimsFor("acme", "viewer"))),
 		Input: engine.Input{Action: "orders:read"}})
@@ -377,8 +377,8 @@ func TestDecisionLogKafkaTLSAndSASL(t *testing.T) {
 	if !errors.As(err, &se) || se.Key != "decision_log.kafka_sasl_password_file" {
 		t.Fatalf("engine.New with a missing password file: %v, want a setting error of decision_log.kafka_sasl_password_file", err)
 	}
-	cfg.DecisionLog.KafkaSASLPasswordFile = writeFile(t, "kafka-password", "s3cret\n")
-	cfg.DecisionLog.TLSCAFile = writeFile(t, "not-a-ca", "no certificate here")
+	cfg.DecisionLog.KafkaSASLPasswordFile = testkit.TempFile(t, "kafka-password", []byte("s3cret\n"))
+	cfg.DecisionLog.TLSCAFile = testkit.TempFile(t, "not-a-ca", []byte("no certificate here"))
 	if _, err = engine.New(cfg, engine.Deps{}); !errors.As(err, &se) || se.Key != "decision_log.tls_ca_file" {
 		t.Fatalf("engine.New with a CA file without certificates: %v, want a setting error of decision_log.tls_ca_file", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -199,9 +198,7 @@ func TestRateLimit(t *testing.T) {
 func TestReloadPolicies(t *testing.T) {
 	dir := t.TempDir()
 	write := func(body string) {
-		if err := os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, filepath.Join(dir, "authz.rego"), []byte(body))
 	}
 	write("package svc.authz\n\ndefault allow := false\n\ndeny_reasons contains \"closed\" if not allow\n")
 	var cfg config.Config

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -84,7 +83,7 @@ func introspectionConfig(t testing.TB, url string) config.Config {
 	cfg.SDK.TenantID = "acme"
 	cfg.SDK.FailMode = config.FailClosed
 	cfg.Introspection = config.Introspection{URL: url, ClientID: "svc-gateway",
-		ClientSecretFile: writeFile(t, "secret", "s3cret\n")}
+		ClientSecretFile: testkit.TempFile(t, "secret", []byte("s3cret\n"))}
 	return cfg
 }
 
@@ -230,7 +229,7 @@ func TestIntrospectionSecretFile(t *testing.T) {
 			t.Errorf("%s: %v, want a setting error of introspection.client_secret_file", name, err)
 		}
 	}
-	cfg.Introspection.ClientSecretFile = writeFile(t, "empty", "\n")
+	cfg.Introspection.ClientSecretFile = testkit.TempFile(t, "empty", []byte("\n"))
 	if err := newErr(cfg); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Errorf("empty secret file: %v", err)
 	}
@@ -245,15 +244,6 @@ func newErr(cfg config.Config) error {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
-func writeFile(t testing.TB, name, content string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // BenchmarkValidateTokenIntrospected is ValidateToken of an opaque token
 // whose answer the in-process cache holds: the whole engine path of a

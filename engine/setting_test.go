@@ -24,13 +24,9 @@ func TestPolicyDirErrorNamesTheSetting(t *testing.T) {
 	if err := os.Mkdir(broken, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(broken, "authz.rego"), []byte("package svc.authz\n\nallow if {\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, filepath.Join(broken, "authz.rego"), []byte("package svc.authz\n\nallow if {\n"))
 	file := filepath.Join(dir, "svc.toml")
-	if err := os.WriteFile(file, []byte("[sdk]\ntenant_id = \"acme\"\n\n[policy]\ndir = \"/nonexistent/policies\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, file, []byte("[sdk]\ntenant_id = \"acme\"\n\n[policy]\ndir = \"/nonexistent/policies\"\n"))
 	fromFile, err := config.Load(file, func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -63,9 +62,7 @@ func golden(t *testing.T, name, got string) {
 func httpCheckServers(t *testing.T, idp *testIdP) map[string]*httptest.Server {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(conflictPolicy), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, filepath.Join(dir, "authz.rego"), []byte(conflictPolicy))
 	cfgs := map[string]config.Config{}
 	cfgs["main"] = testConfig(idp, config.FailClosed)
 	limited := testConfig(idp, config.FailClosed)

@@ -147,9 +147,7 @@ func xmlsecSignID(t testing.TB, idp *testidp.IdP, doc []byte, idAttr string) []b
 	dir := t.TempDir()
 	key, cert, in, out := filepath.Join(dir, "k.pem"), filepath.Join(dir, "c.pem"), filepath.Join(dir, "in.xml"), filepath.Join(dir, "out.xml")
 	for p, b := range map[string][]byte{key: idp.KeyPEM, cert: idp.CertPEM, in: doc} {
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, p, b)
 	}
 	cmd := exec.Command(bin, "--sign", "--privkey-pem", key+","+cert, "--id-attr:ID", idAttr, "--output", out, in)
 	if b, err := cmd.CombinedOutput(); err != nil {

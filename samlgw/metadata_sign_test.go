@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -54,14 +53,10 @@ func withMetadata(t *testing.T, md, certPEM []byte) option {
 	dir := t.TempDir()
 	return func(c *config.Config, _ *samlgw.Deps) {
 		c.SDK.SAML.IDPMetadataFile = filepath.Join(dir, "idp.xml")
-		if err := os.WriteFile(c.SDK.SAML.IDPMetadataFile, md, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, c.SDK.SAML.IDPMetadataFile, md)
 		if certPEM != nil {
 			c.SDK.SAML.IDPMetadataSigningCertificateFile = filepath.Join(dir, "signer.pem")
-			if err := os.WriteFile(c.SDK.SAML.IDPMetadataSigningCertificateFile, certPEM, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			testkit.WriteFile(t, c.SDK.SAML.IDPMetadataSigningCertificateFile, certPEM)
 		}
 	}
 }
@@ -116,9 +111,7 @@ func TestSignedMetadataFromURL(t *testing.T) {
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
 	certFile := filepath.Join(dir, "signer.pem")
-	if err := os.WriteFile(certFile, federationSigner().CertPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, certFile, federationSigner().CertPEM)
 	f := newFixture(t)
 	cfg := config.Config{SDK: config.SDK{SAML: &config.SAML{
 		EntityID: entityID, ACSURL: acsURL, IDPMetadataURL: srv.URL, IDPMetadataSigningCertificateFile: certFile,

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -48,9 +47,7 @@ func writePolicy(t testing.TB, dir string, restricted bool) {
 	if restricted {
 		src = bytes.Replace(src, []byte(viewerGrant), []byte(viewerRestricted), 1)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "authz.rego"), src, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, filepath.Join(dir, "authz.rego"), src)
 }
 
 // buildBundle bundles the policy directory dir, signed with signKey
@@ -250,9 +247,7 @@ func TestConfigEndpoint(t *testing.T) {
 	cfg := testConfig(newTestIdP(t))
 	const secret = "admin-secret-7f3c9b"
 	cfg.Sidecar.AdminTokenFile = filepath.Join(t.TempDir(), "admin-token")
-	if err := os.WriteFile(cfg.Sidecar.AdminTokenFile, []byte(secret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, cfg.Sidecar.AdminTokenFile, []byte(secret+"\n"))
 	cfg.Sidecar.Routes = []config.Route{{Path: "/api/{resource}/{id}", Methods: []string{"GET"}}}
 	r := startSidecar(t, cfg)
 
@@ -302,9 +297,7 @@ func TestReloadDirectory(t *testing.T) {
 	}{
 		{"restricted policy", func(t *testing.T) { writePolicy(t, cfg.Policy.Dir, true) }, http.StatusOK, "", false},
 		{"broken policy keeps the active set", func(t *testing.T) {
-			if err := os.WriteFile(filepath.Join(cfg.Policy.Dir, "authz.rego"), []byte("package svc.authz\n\nallow if {"), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			testkit.WriteFile(t, filepath.Join(cfg.Policy.Dir, "authz.rego"), []byte("package svc.authz\n\nallow if {"))
 		}, http.StatusUnprocessableEntity, "policy-error", false},
 		{"permissive policy again", func(t *testing.T) { writePolicy(t, cfg.Policy.Dir, false) }, http.StatusOK, "", true},
 	}
@@ -418,10 +411,7 @@ func TestReloadBundleWithoutKey(t *testing.T) {
 func TestAdminGuard(t *testing.T) {
 	cfg := testConfig(newTestIdP(t))
 	const token = "admin-token-2b8e"
-	tokenFile := filepath.Join(t.TempDir(), "admin-token")
-	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tokenFile := testkit.TempFile(t, "admin-token", []byte(token+"\n"))
 	withToken := cfg
 	withToken.Sidecar.AdminTokenFile = tokenFile
 

@@ -201,10 +201,7 @@ func TestBundleFetchRedirectTLS(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte("cp-s3cret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tokenFile := testkit.TempFile(t, "token", []byte("cp-s3cret\n"))
 	poller := func(path string) *bundlePoller {
 		p := newBundlePoller(config.Policy{BundleURL: srv.URL + path, BundleTokenFile: tokenFile})
 		p.client.Transport = srv.Client().Transport // trusts httptest's certificate
@@ -248,9 +245,7 @@ func TestBundlePollRedirect(t *testing.T) {
 	cfg := signedConfig(t, idp, verifyKey)
 	cfg.Policy.BundleURL = cp.URL + "/svc.tar.gz"
 	cfg.Policy.BundleTokenFile = filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(cfg.Policy.BundleTokenFile, []byte("cp-s3cret"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, cfg.Policy.BundleTokenFile, []byte("cp-s3cret"))
 	cfg.Policy.BundleMinPoll = config.Duration{Duration: 20 * time.Millisecond}
 	cfg.Policy.BundleMaxPoll = config.Duration{Duration: 20 * time.Millisecond}
 	r := startSidecar(t, cfg)

@@ -2,7 +2,6 @@ package sidecar
 
 import (
 	"net/http"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -28,9 +27,7 @@ func verifyingConfig(t testing.TB, idp *testIdP, verifyKey []byte) config.Config
 	t.Helper()
 	cfg := testConfig(idp)
 	cfg.Policy.BundleVerifyKeyFile = filepath.Join(t.TempDir(), "bundle.pub.pem")
-	if err := os.WriteFile(cfg.Policy.BundleVerifyKeyFile, verifyKey, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, cfg.Policy.BundleVerifyKeyFile, verifyKey)
 	return cfg
 }
 
@@ -139,9 +136,7 @@ func TestBundlePersistedAcrossRestart(t *testing.T) {
 	// A persisted bundle that no longer verifies (the key was rotated)
 	// is not served: the configured policy is.
 	_, rotated := testkit.ECKeyPEM(t)
-	if err := os.WriteFile(cfg.Policy.BundleVerifyKeyFile, rotated, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, cfg.Policy.BundleVerifyKeyFile, rotated)
 	third := startSidecar(t, cfg)
 	if st := getStatus(t, third); st.PolicyRevision == "rev-persisted" || st.PolicySource != sourceConfig {
 		t.Errorf("with a rotated key: policy_revision=%q source=%q, want the configured policy", st.PolicyRevision, st.PolicySource)

@@ -139,9 +139,7 @@ func TestBundleStateFile(t *testing.T) {
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, []byte("{not json"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, path, []byte("{not json"))
 	r = startSidecar(t, cfg)
 	if st := getStatus(t, r); st.PolicyState == nil || st.PolicyState.LastError == "" {
 		t.Errorf("a corrupt record: policy_state %+v, want last_error", st.PolicyState)
@@ -161,9 +159,7 @@ func TestBundleStateWriteFailure(t *testing.T) {
 	idp, signKey, verifyKey, dir := signedSetup(t)
 	cfg := signedConfig(t, idp, verifyKey)
 	// A file where the directory should be: nothing can be created in it.
-	if err := os.WriteFile(cfg.Sidecar.StateDir, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, cfg.Sidecar.StateDir, nil)
 	r := startSidecar(t, cfg)
 	b := buildBundleAt(t, dir, "unrecorded", signKey, time.Now())
 	if code, body := post(t, r, PathReloadPolicy, b); code != http.StatusOK {

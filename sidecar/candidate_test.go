@@ -3,7 +3,6 @@ package sidecar
 import (
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,9 +29,7 @@ allow if {
 func buildBundleWith(t testing.TB, dir string, extra map[string]string, revision string, signKey []byte) []byte {
 	t.Helper()
 	for name, src := range extra {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, filepath.Join(dir, name), []byte(src))
 	}
 	return bundletest.Build(t, dir, bundle.BuildOptions{Revision: revision, SignKeyPEM: signKey, AllowNetworkBuiltins: true})
 }

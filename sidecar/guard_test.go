@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -175,16 +174,6 @@ func TestDirectoryReloadRefusedWithVerifyKey(t *testing.T) {
 	}
 }
 
-// writeAdminToken writes token to a file of its own and returns its path.
-func writeAdminToken(t *testing.T, token string) string {
-	t.Helper()
-	f := filepath.Join(t.TempDir(), "admin-token")
-	if err := os.WriteFile(f, []byte(token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
 // TestAdminRequireToken: with sidecar.admin_require_token, loopback and
 // Unix socket callers of the admin endpoints need the token like remote
 // ones; the read endpoints still serve loopback callers (the SDKs call
@@ -192,7 +181,7 @@ func writeAdminToken(t *testing.T, token string) string {
 func TestAdminRequireToken(t *testing.T) {
 	const token = "admin-token-7c41"
 	cfg := devConfig()
-	cfg.Sidecar.AdminTokenFile = writeAdminToken(t, token)
+	cfg.Sidecar.AdminTokenFile = testkit.TempFile(t, "admin-token", []byte(token+"\n"))
 	cfg.Sidecar.AdminRequireToken = true
 	s, err := New(Deps{Engine: newTestEngine(t, cfg), Logger: quietLogger()})
 	if err != nil {
@@ -243,7 +232,7 @@ func TestAdminRequireTokenOverUnixSocket(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "http.sock")
 	cfg := devConfig()
 	cfg.Sidecar.HTTPAddr = "unix://" + sock
-	cfg.Sidecar.AdminTokenFile = writeAdminToken(t, token)
+	cfg.Sidecar.AdminTokenFile = testkit.TempFile(t, "admin-token", []byte(token+"\n"))
 	cfg.Sidecar.AdminRequireToken = true
 	startServer(t, Deps{Engine: newTestEngine(t, cfg)})
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{

@@ -62,9 +62,7 @@ func TestIdentityJWKS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(keyFile, next, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, keyFile, next)
 	if err := r.ReloadPolicies(context.Background()); err != nil {
 		t.Fatal(err)
 	}

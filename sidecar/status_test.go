@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -66,9 +65,7 @@ func TestReloadFailuresAreLogged(t *testing.T) {
 	r := startServer(t, Deps{Engine: newTestEngine(t, cfg), Logger: logger})
 	testkit.Eventually(t, "ready", r.isReady)
 
-	if err := os.WriteFile(filepath.Join(cfg.Policy.Dir, "authz.rego"), []byte("package svc.authz\n\nallow if {"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, filepath.Join(cfg.Policy.Dir, "authz.rego"), []byte("package svc.authz\n\nallow if {"))
 	code, body := post(t, r, PathReloadPolicy, nil)
 	if code != http.StatusUnprocessableEntity || errorCode(body) != "policy-error" {
 		t.Fatalf("reload of a broken policy = %d %s, want 422 policy-error", code, body)

@@ -19,15 +19,6 @@ import (
 	"github.com/svc-dev/svc/internal/testkit"
 )
 
-func writeTemp(t testing.TB, dir, name string, data []byte) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // tlsCheck dials the gRPC listener with the client TLS configuration and
 // sends one Check; it returns the error of the call.
 func tlsCheck(t testing.TB, addr net.Addr, cfg *tls.Config, token string) error {
@@ -62,9 +53,12 @@ func TestTLSAndMutualTLS(t *testing.T) {
 	cli, wrong := ca.Client(t), otherCA.Client(t)
 
 	cfg := testConfig(idp)
-	cfg.Sidecar.TLSCertFile = writeTemp(t, dir, "tls.crt", srv.CertPEM)
-	cfg.Sidecar.TLSKeyFile = writeTemp(t, dir, "tls.key", srv.KeyPEM)
-	cfg.Sidecar.TLSClientCAFile = writeTemp(t, dir, "client-ca.pem", ca.PEM)
+	cfg.Sidecar.TLSCertFile = filepath.Join(dir, "tls.crt")
+	cfg.Sidecar.TLSKeyFile = filepath.Join(dir, "tls.key")
+	cfg.Sidecar.TLSClientCAFile = filepath.Join(dir, "client-ca.pem")
+	testkit.WriteFile(t, cfg.Sidecar.TLSCertFile, srv.CertPEM)
+	testkit.WriteFile(t, cfg.Sidecar.TLSKeyFile, srv.KeyPEM)
+	testkit.WriteFile(t, cfg.Sidecar.TLSClientCAFile, ca.PEM)
 	r := startServer(t, Deps{Engine: newTestEngine(t, cfg)})
 
 	roots := ca.Pool()
@@ -105,8 +99,8 @@ func TestTLSAndMutualTLS(t *testing.T) {
 
 	// Renew the server certificate: new handshakes present it.
 	renewed := ca.Server(t)
-	writeTemp(t, dir, "tls.key", renewed.KeyPEM)
-	writeTemp(t, dir, "tls.crt", renewed.CertPEM)
+	testkit.WriteFile(t, cfg.Sidecar.TLSKeyFile, renewed.KeyPEM)
+	testkit.WriteFile(t, cfg.Sidecar.TLSCertFile, renewed.CertPEM)
 	testkit.Eventually(t, "the renewed certificate is served", func() bool {
 		c, err := tls.Dial("tcp", r.HTTPAddr().String(), good)
 		if err != nil {
@@ -121,7 +115,7 @@ func TestTLSAndMutualTLS(t *testing.T) {
 
 	// Rotate the client CA: certificates of the new CA are accepted, those
 	// of the old one refused, without a restart.
-	writeTemp(t, dir, "client-ca.pem", otherCA.PEM)
+	testkit.WriteFile(t, cfg.Sidecar.TLSClientCAFile, otherCA.PEM)
 	rotated := &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{wrong.KeyPair(t)}}
 	testkit.Eventually(t, "a client certificate of the new CA is accepted", func() bool {
 		return tlsCheck(t, r.GRPCAddr(), rotated, token) == nil

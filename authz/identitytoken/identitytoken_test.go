@@ -110,9 +110,7 @@ func TestMiddlewareVerifiesIdentity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(keyFile, next, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, keyFile, next)
 		if _, err := m.Reload(); err != nil {
 			t.Fatal(err)
 		}

@@ -245,9 +245,7 @@ func TestRevokeExistingField(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "keys.toml")
 	src, _ := os.ReadFile(filepath.Join("testdata", "valid.toml"))
 	src = bytes.Replace(src, []byte(`roles = ["viewer"]`), []byte("revoked = false\nroles = [\"viewer\"]"), 1)
-	if err := os.WriteFile(path, src, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, path, src)
 	if _, err := Revoke(path, "aibaeaqcaiba"); err != nil {
 		t.Fatal(err)
 	}
@@ -273,9 +271,7 @@ func mustParse(t *testing.T, data []byte) *Set {
 func TestFileReload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "keys.toml")
 	good, _ := os.ReadFile(filepath.Join("testdata", "valid.toml"))
-	if err := os.WriteFile(path, good, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, path, good)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	f, err := Open(path, now)
 	if err != nil {
@@ -285,9 +281,7 @@ func TestFileReload(t *testing.T) {
 		t.Fatalf("Reload of an unchanged file = %v, %v", changed, err)
 	}
 	bad, _ := os.ReadFile(filepath.Join("testdata", "plaintext.toml"))
-	if err := os.WriteFile(path, bad, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, path, bad)
 	if changed, err := f.Reload(now); changed || err == nil || !strings.Contains(err.Error(), "line 6") {
 		t.Fatalf("Reload of a plaintext file = %v, %v; want a refusal naming line 6", changed, err)
 	}
@@ -301,9 +295,7 @@ func TestFileReload(t *testing.T) {
 		t.Fatalf("the previous keys are not in force: %v", code)
 	}
 	one := bytes.SplitN(good, []byte("\n[[keys]]"), 3)
-	if err := os.WriteFile(path, append(one[0], '\n'), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, path, append(one[0], '\n'))
 	if changed, err := f.Reload(now); !changed || err != nil {
 		t.Fatalf("Reload of a good file = %v, %v", changed, err)
 	}
@@ -313,9 +305,7 @@ func TestFileReload(t *testing.T) {
 	if _, err := Open(filepath.Join(t.TempDir(), "missing.toml"), now); err == nil {
 		t.Fatal("Open of a missing file: no error")
 	}
-	if err := os.WriteFile(path, bad, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, path, bad)
 	if _, err := Open(path, now); err == nil {
 		t.Fatal("Open of a bad file: no error")
 	}

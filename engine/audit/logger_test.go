@@ -299,9 +299,7 @@ func TestLoggerWriteErrors(t *testing.T) {
 func TestOpen(t *testing.T) {
 	dir := t.TempDir()
 	notDir := filepath.Join(dir, "plain")
-	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, notDir, nil)
 	for _, tc := range []struct {
 		name        string
 		dest        string

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/svc-dev/svc/engine/bundle"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // splitDir writes a policy directory: the default policy and data.json
@@ -30,9 +31,7 @@ func splitDir(t *testing.T, data any) string {
 		t.Fatal(err)
 	}
 	for name, body := range map[string][]byte{"authz.rego": src, "data.json": raw} {
-		if err := os.WriteFile(filepath.Join(dir, name), body, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, filepath.Join(dir, name), body)
 	}
 	return dir
 }

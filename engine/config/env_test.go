@@ -1,12 +1,12 @@
 package config
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 func TestEnvVarsTable(t *testing.T) {
@@ -71,10 +71,7 @@ func TestEnvOnlyKeyInFile(t *testing.T) {
 			if format == "yaml" {
 				line = "    " + name + ": \"-----BEGIN X-----\"\n"
 			}
-			path := filepath.Join(t.TempDir(), "svc."+format)
-			if err := os.WriteFile(path, []byte(doc+line), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			path := testkit.TempFile(t, "svc."+format, []byte(doc+line))
 			_, err := Load(path, envOf(nil))
 			if err == nil {
 				t.Fatalf("%s: a file that sets %s loaded", format, ev.Key)

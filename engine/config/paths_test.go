@@ -1,9 +1,10 @@
 package config
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // TestRelativePathsResolveAgainstTheFile: relative paths in a config file
@@ -23,9 +24,7 @@ admin_token_file = "/etc/svc/admin-token"
 [audit]
 destination = "log/audit.jsonl"
 `
-	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, path, []byte(data))
 	noEnv := func(string) (string, bool) { return "", false }
 	for name, load := range map[string]func() (Config, error){
 		"Load":     func() (Config, error) { return Load(path, noEnv) },

@@ -119,9 +119,7 @@ func TestCorruptRecordOfAdoptedSpool(t *testing.T) {
 		t.Fatal(err)
 	}
 	b[bytes.LastIndex(b, []byte("dec-000010"))+2] ^= 0x01
-	if err := os.WriteFile(segs[0], b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, segs[0], b)
 
 	svc.status.Store(0)
 	var logs testkit.SyncBuffer

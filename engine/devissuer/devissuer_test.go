@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // TestOpenCreatesOneKey: programs opening an empty directory at once
@@ -68,9 +70,7 @@ func TestOpenRefusesBadKeys(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, KeyFile), []byte(data), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			testkit.WriteFile(t, filepath.Join(dir, KeyFile), []byte(data))
 			if _, _, err := Open(dir); err == nil || !strings.Contains(err.Error(), KeyFile) {
 				t.Errorf("Open = %v; want an error naming %s", err, KeyFile)
 			}

@@ -146,9 +146,7 @@ func TestRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, next, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, path, next)
 	if changed, err := m.Reload(); !changed || err != nil {
 		t.Fatalf("Reload = %v, %v", changed, err)
 	}
@@ -175,9 +173,7 @@ func TestRotation(t *testing.T) {
 	}
 
 	// A file that does not parse is refused; the keys stay.
-	if err := os.WriteFile(path, []byte("not a key"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, path, []byte("not a key"))
 	if _, err := m.Reload(); err == nil {
 		t.Fatal("a bad key file was accepted")
 	}
@@ -192,9 +188,7 @@ func TestRotation(t *testing.T) {
 
 func TestNewRefusesBadFile(t *testing.T) {
 	p := t.TempDir() + "/k.pem"
-	if err := os.WriteFile(p, []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, p, []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"))
 	for _, f := range []string{p, p + ".missing"} {
 		if _, err := idtoken.New(idtoken.Options{KeyFile: f, TTL: time.Minute}); err == nil {
 			t.Errorf("New(%s) accepted", f)

@@ -9,13 +9,12 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/svc-dev/svc/engine/issuer"
 	"github.com/svc-dev/svc/engine/token"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 func pemKey(t *testing.T, k any) []byte {
@@ -27,22 +26,13 @@ func pemKey(t *testing.T, k any) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
 }
 
-func write(t *testing.T, b []byte) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "keys.pem")
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // Rotation: the new key first signs; tokens of the old key, kept second in
 // the file, still verify; the JWKS publishes both.
 func TestRotation(t *testing.T) {
 	oldKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	newKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	const iss = "https://app.example.com/sp"
-	before, err := issuer.New(issuer.Options{KeyFile: write(t, pemKey(t, oldKey)), Issuer: iss, TTL: time.Minute})
+	before, err := issuer.New(issuer.Options{KeyFile: testkit.TempFile(t, "keys.pem", pemKey(t, oldKey)), Issuer: iss, TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +40,7 @@ func TestRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := issuer.New(issuer.Options{KeyFile: write(t, append(pemKey(t, newKey), pemKey(t, oldKey)...)), Issuer: iss, TTL: time.Minute})
+	after, err := issuer.New(issuer.Options{KeyFile: testkit.TempFile(t, "keys.pem", append(pemKey(t, newKey), pemKey(t, oldKey)...)), Issuer: iss, TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +83,7 @@ func TestBadKeyFiles(t *testing.T) {
 	for name, content := range map[string][]byte{
 		"empty": nil, "rsa": pemKey(t, rsaKey), "p384": pemKey(t, p384), "garbage": []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"),
 	} {
-		if _, err := issuer.New(issuer.Options{KeyFile: write(t, content), Issuer: "x", TTL: time.Minute}); err == nil {
+		if _, err := issuer.New(issuer.Options{KeyFile: testkit.TempFile(t, "keys.pem", content), Issuer: "x", TTL: time.Minute}); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}

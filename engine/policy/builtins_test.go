@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"testing/fstest"
 
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/policies"
 	"github.com/svc-dev/svc/reason"
 )
@@ -39,9 +39,7 @@ func TestNetworkBuiltinsForbidden(t *testing.T) {
 				},
 				"Load": func(o ...policy.Option) (*policy.Set, error) {
 					dir := t.TempDir()
-					if err := os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(src), 0o600); err != nil {
-						t.Fatal(err)
-					}
+					testkit.WriteFile(t, filepath.Join(dir, "authz.rego"), []byte(src))
 					return policy.Load(dir, o...)
 				},
 			}

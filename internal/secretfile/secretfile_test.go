@@ -3,10 +3,11 @@ package secretfile
 import (
 	"errors"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 func TestRead(t *testing.T) {
@@ -25,9 +26,7 @@ func TestRead(t *testing.T) {
 		{"s3cret\rother", "", errLines},
 	} {
 		path := filepath.Join(dir, "secret")
-		if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, path, []byte(tc.content))
 		got, err := Read("x.token_file", path)
 		if got != tc.want || !errors.Is(err, tc.err) {
 			t.Errorf("Read(%q) = %q, %v; want %q, %v", tc.content, got, err, tc.want, tc.err)

@@ -1,12 +1,12 @@
 package startcheck
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // TestRun: each step refuses what the sidecar's start refuses, naming
@@ -15,9 +15,7 @@ func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, p, []byte(body))
 		return p
 	}
 	notPEM := write("not.pem", "not PEM")

@@ -35,3 +35,21 @@ func ReadGlob(t testing.TB, pattern string) []File {
 	}
 	return files
 }
+
+// WriteFile writes data to path, readable by the owner alone (0600, as
+// keys, tokens and configurations are kept); a failure fails t.
+func WriteFile(t testing.TB, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TempFile writes data to a file named name in a new temporary directory
+// of t, as WriteFile does, and returns its path.
+func TempFile(t testing.TB, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	WriteFile(t, p, data)
+	return p
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/engine/decisionlog/spool"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // FuzzOpen: whatever a segment file holds (a crash, a disk fault, another
@@ -32,9 +33,7 @@ func FuzzOpen(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, seg []byte) {
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "seg-00000000000000000001.log"), seg, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, filepath.Join(dir, "seg-00000000000000000001.log"), seg)
 		s, err := spool.Open(spool.Options{Dir: dir})
 		if err != nil {
 			t.Fatalf("open: %v", err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/engine/decisionlog/spool"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // corruptRecord is record i of a spool damaged by damageFrame: of
@@ -53,9 +54,7 @@ func closeAndFlip(t testing.TB, s *spool.Spool, dir string, off int64, mask byte
 		t.Fatal(err)
 	}
 	b[off] ^= mask
-	if err := os.WriteFile(segs[0], b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, segs[0], b)
 }
 
 // wantAllBut checks that es are records from, from+1 ... n-1, but k.

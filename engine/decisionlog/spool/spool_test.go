@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/decisionlog/spool"
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 func open(t testing.TB, opts spool.Options) *spool.Spool {
@@ -129,9 +130,7 @@ func TestTornTailIsCut(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(segs[len(segs)-1], damage(b), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			testkit.WriteFile(t, segs[len(segs)-1], damage(b))
 			s = open(t, spool.Options{Dir: dir})
 			if s.Stats().Cut == 0 {
 				t.Error("nothing cut")
@@ -340,9 +339,7 @@ func TestCursorWrittenInPlace(t *testing.T) {
 
 	// As an earlier version wrote it.
 	old := fmt.Sprintf("%d %d\n", es[i+5].Next.Segment, es[i+5].Next.Offset)
-	if err := os.WriteFile(cursor, []byte(old), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, cursor, []byte(old))
 	s = open(t, spool.Options{Dir: dir, SegmentBytes: 64 << 10})
 	rest := readAll(t, s, 10000)
 	wantRecords(t, rest, i+6, 6000-i-6)
@@ -572,9 +569,7 @@ func TestDeadProcessSegment(t *testing.T) {
 			dir := t.TempDir()
 			end := bytes.LastIndex(b, []byte("record-000009")) + len("record-000009")
 			copy(b[end:], torn)
-			if err := os.WriteFile(filepath.Join(dir, filepath.Base(segs[0])), b, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			testkit.WriteFile(t, filepath.Join(dir, filepath.Base(segs[0])), b)
 			s := open(t, spool.Options{Dir: dir, SegmentBytes: 64 << 10})
 			if cut := s.Stats().Cut; cut != int64(len(torn)) {
 				t.Fatalf("cut %d bytes, want %d", cut, len(torn))
