@@ -2,8 +2,11 @@ package samlgw_test
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -361,5 +364,91 @@ func TestDevelopmentSkipsSignatureOnly(t *testing.T) {
 	}
 	if !f.gw.Status().SignatureCheckDisabled {
 		t.Error("status does not show that signatures are not checked")
+	}
+}
+
+// A client accepting JSON gets exactly {token, token_type, expires_at},
+// expires_at being the token's exp, and no cookie.
+func TestACSJSONAnswer(t *testing.T) {
+	f := newFixture(t, withSAML(allowIDPInitiated))
+	form := url.Values{"SAMLResponse": {b64(signed(t, valid()))}}
+	resp, raw := testkit.Do(t, nil, f.acsRequest(t, form.Encode(), "text/html;q=0.5, application/json"))
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("Set-Cookie") != "" {
+		t.Fatalf("%d %q Set-Cookie %q: %s", resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Set-Cookie"), raw)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Fatal(err)
+	}
+	if len(body) != 3 || body["token_type"] != "Bearer" {
+		t.Fatalf("body %s, want token, token_type Bearer, expires_at", raw)
+	}
+	tok, _ := body["token"].(string)
+	exp, err := time.Parse(time.RFC3339, body["expires_at"].(string))
+	if err != nil {
+		t.Fatalf("expires_at: %v", err)
+	}
+	if claimExp, _ := claimsOf(t, tok)["exp"].(float64); int64(claimExp) != exp.Unix() {
+		t.Errorf("expires_at %s, token exp %v", exp, claimExp)
+	}
+	if d := time.Until(exp); d <= 0 || d > 15*time.Minute {
+		t.Errorf("expires in %s, want within the default token_ttl of 15m", d)
+	}
+	// ES256 with the issuer's kid; iat = nbf, exp = iat + token_ttl.
+	hdr, err := base64.RawURLEncoding.DecodeString(strings.Split(tok, ".")[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h map[string]any
+	if err := json.Unmarshal(hdr, &h); err != nil || h["alg"] != "ES256" || h["kid"] != f.issuer.KeyID() || h["kid"] == "" {
+		t.Errorf("JWS header %s, want alg ES256 and kid %q", hdr, f.issuer.KeyID())
+	}
+	c := claimsOf(t, tok)
+	iat, _ := c["iat"].(float64)
+	if nbf, _ := c["nbf"].(float64); iat == 0 || nbf != iat || int64(iat)+int64((15*time.Minute).Seconds()) != exp.Unix() {
+		t.Errorf("iat %v nbf %v exp %v, want iat = nbf and exp = iat + 15m", c["iat"], c["nbf"], c["exp"])
+	}
+}
+
+// Each refusal is logged with its code, and no log line carries the
+// assertion or who it names.
+func TestACSRefusalLogged(t *testing.T) {
+	var buf testkit.SyncBuffer
+	f := newFixture(t, withSAML(allowIDPInitiated), func(_ *config.Config, d *samlgw.Deps) {
+		d.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
+	})
+	r := valid()
+	r.NameID = "zed@example.com"
+	r.Attributes = r.Attributes[1:]
+	doc := signed(t, r)
+	f.post(t, doc, true)
+	f.post(t, doc, true)
+	f.post(t, bytes.Replace(doc, []byte("zed@example.com"), []byte("mallory@example.com"), 1), true)
+	logs := buf.String()
+	for _, want := range []string{`"reason":"saml-replayed"`, `"reason":"saml-signature-invalid"`, `"msg":"SAML response refused"`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log lacks %s:\n%s", want, logs)
+		}
+	}
+	for _, leak := range []string{"zed@example.com", "mallory@example.com", "finance", "SignatureValue", b64(doc)[:40]} {
+		if strings.Contains(logs, leak) {
+			t.Errorf("log carries %q:\n%s", leak, logs)
+		}
+	}
+}
+
+// Within clock_skew_seconds of its window an assertion is accepted.
+func TestACSClockSkewTolerated(t *testing.T) {
+	f := newFixture(t, withSAML(allowIDPInitiated))
+	now := time.Now()
+	for name, window := range map[string][2]time.Time{
+		"ended 10s ago": {now.Add(-5 * time.Minute), now.Add(-10 * time.Second)},
+		"starts in 10s": {now.Add(10 * time.Second), now.Add(5 * time.Minute)},
+	} {
+		r := valid()
+		r.NotBefore, r.NotOnOrAfter, r.IssueInstant = window[0], window[1], window[0]
+		if a := f.post(t, signed(t, r), true); a.status != http.StatusOK {
+			t.Errorf("%s: %d %q %s, want 200 within the default 30s skew", name, a.status, a.code, a.message)
+		}
 	}
 }

@@ -182,3 +182,33 @@ func TestTokenKeyEphemeral(t *testing.T) {
 		t.Errorf("development mode: %+v, want generated, not flagged", st)
 	}
 }
+
+// Unknown paths and methods under the prefix are JSON refusals too.
+func TestUnknownRouteRefusals(t *testing.T) {
+	f := newFixture(t)
+	tests := []struct {
+		method, path string
+		status       int
+		code         samlgw.Code
+		allow        string
+	}{
+		{http.MethodGet, "/auth/saml/acs", http.StatusMethodNotAllowed, reason.SAMLMethodNotAllowed, "POST"},
+		{http.MethodDelete, "/auth/saml/logout", http.StatusMethodNotAllowed, reason.SAMLMethodNotAllowed, "GET, HEAD, POST"},
+		{http.MethodPost, "/auth/saml/metadata", http.StatusMethodNotAllowed, reason.SAMLMethodNotAllowed, "GET, HEAD"},
+		{http.MethodGet, "/auth/saml/nope", http.StatusNotFound, reason.SAMLNotFound, ""},
+		{http.MethodGet, "/", http.StatusNotFound, reason.SAMLNotFound, ""},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest(tt.method, f.srv.URL+tt.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]string
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status || err != nil || body["error"] != string(tt.code) || body["message"] == "" || resp.Header.Get("Allow") != tt.allow {
+			t.Errorf("%s %s: %d %v Allow %q, want %d %q Allow %q", tt.method, tt.path, resp.StatusCode, body, resp.Header.Get("Allow"), tt.status, tt.code, tt.allow)
+		}
+	}
+}

@@ -300,3 +300,5 @@ func (f *fixture) answeredOnce(t testing.TB, r testidp.Response) {
 		t.Fatalf("second answer to one request: %d %q, want 401 %q", a.status, a.code, reason.SAMLRequestUnknown)
 	}
 }
+
+func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
