@@ -2,19 +2,16 @@ package oidcgw_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/issuer"
 	"github.com/svc-dev/svc/internal/testkit"
-	"github.com/svc-dev/svc/internal/testkit/redistest"
 	"github.com/svc-dev/svc/oidcgw"
 	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/wire"
@@ -294,46 +291,6 @@ func TestSignInAttacks(t *testing.T) {
 	})
 }
 
-func TestBackchannelLogout(t *testing.T) {
-	r := newRig(t, nil)
-	post := func(token string) (*http.Response, string) {
-		res, err := http.PostForm(r.url+"/auth/oidc/backchannel-logout", url.Values{"logout_token": {token}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res, string(b)
-	}
-	session := map[string]any{"idp": "default", "idp_sid": "sid-9", "sub": "bob"}
-	if revoked, err := r.gw.Revoked(t.Context(), session); err != nil || revoked {
-		t.Fatalf("before logout: %v %v", revoked, err)
-	}
-	events := map[string]any{oidcgw.BackchannelLogoutEvent: map[string]any{}}
-	for name, tok := range map[string]string{
-		"no events":      r.op.sign(t, "app", "bob", map[string]any{"sid": "sid-9", "jti": "1"}),
-		"a nonce":        r.op.sign(t, "app", "bob", map[string]any{"sid": "sid-9", "events": events, "nonce": "n"}),
-		"other audience": r.op.sign(t, "other", "bob", map[string]any{"sid": "sid-9", "events": events}),
-		"not a JWT":      "x.y.z",
-	} {
-		if res, body := post(tok); res.StatusCode != http.StatusBadRequest || refusal(t, body) != reason.OIDCLogoutTokenInvalid {
-			t.Errorf("%s: %d %s", name, res.StatusCode, body)
-		}
-	}
-	if revoked, _ := r.gw.Revoked(t.Context(), session); revoked {
-		t.Fatal("a refused logout token revoked the session")
-	}
-	if res, body := post(r.op.sign(t, "app", "bob", map[string]any{"sid": "sid-9", "events": events, "jti": "2"})); res.StatusCode != http.StatusOK {
-		t.Fatalf("logout: %d %s", res.StatusCode, body)
-	}
-	if revoked, err := r.gw.Revoked(t.Context(), session); err != nil || !revoked {
-		t.Fatalf("after logout: revoked %v %v", revoked, err)
-	}
-	if revoked, _ := r.gw.Revoked(t.Context(), map[string]any{"idp": "default", "idp_sid": "sid-10", "sub": "carl"}); revoked {
-		t.Error("another session was revoked")
-	}
-}
-
 func TestLoginPageOffersProviders(t *testing.T) {
 	r := newRig(t, func(c *config.Config) {
 		c.SDK.OIDC.Providers = []config.OIDCProvider{{Name: "globex", Tenant: "globex", IssuerURL: "https://login.globex.example", ClientID: "g"}}
@@ -357,46 +314,5 @@ func TestLoginPageOffersProviders(t *testing.T) {
 	}
 	if res, body := get(t, browser(t), r.url+"/auth/oidc/login?provider=nope"); refusal(t, body) != reason.OIDCUnknownProvider {
 		t.Fatalf("unknown provider: %d %s", res.StatusCode, body)
-	}
-}
-
-// With Redis, a logout taken by one replica is enforced by every other
-// within a second, even one that checked the session just before.
-func TestBackchannelLogoutReachesReplicas(t *testing.T) {
-	addr := redistest.Start(t)
-	op := newTestOP(t, "app")
-	var gws []*oidcgw.Gateway
-	var urls []string
-	for range 3 {
-		r := newRigOf(t, op, func(c *config.Config) { c.RateLimit.RedisAddr = addr })
-		gws, urls = append(gws, r.gw), append(urls, r.url)
-	}
-	if st := gws[1].Status(); !st.SharedState || st.LogoutScope != "replicas" {
-		t.Fatalf("status %+v, want shared state and logout scope replicas", st)
-	}
-	session := map[string]any{"idp": "default", "idp_sid": "sid-r", "sub": "ann"}
-	for _, gw := range gws[1:] {
-		if revoked, err := gw.Revoked(t.Context(), session); err != nil || revoked {
-			t.Fatalf("before: %v %v", revoked, err)
-		}
-	}
-	events := map[string]any{oidcgw.BackchannelLogoutEvent: map[string]any{}}
-	res, err := http.PostForm(urls[0]+"/auth/oidc/backchannel-logout", url.Values{"logout_token": {op.sign(t, "app", "ann", map[string]any{"sid": "sid-r", "events": events})}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("logout: %d", res.StatusCode)
-	}
-	start := time.Now()
-	for _, gw := range gws[1:] {
-		testkit.EventuallyWithin(t, time.Second, "the logout reaches the replica", func() bool {
-			revoked, _ := gw.Revoked(t.Context(), session)
-			return revoked
-		})
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("the logout took %s to reach every replica", d)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/redistest"
 	"github.com/svc-dev/svc/oidcgw"
+	"github.com/svc-dev/svc/reason"
 )
 
 // signInClaims signs a browser in on r and returns its session token's
@@ -132,5 +134,86 @@ func TestBackchannelLogoutScope(t *testing.T) {
 				t.Error("sub alone: a sign-in after the logout is revoked (locked out for token_ttl)")
 			}
 		})
+	}
+}
+
+func TestBackchannelLogout(t *testing.T) {
+	r := newRig(t, nil)
+	post := func(token string) (*http.Response, string) {
+		res, err := http.PostForm(r.url+"/auth/oidc/backchannel-logout", url.Values{"logout_token": {token}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res, string(b)
+	}
+	session := map[string]any{"idp": "default", "idp_sid": "sid-9", "sub": "bob"}
+	if revoked, err := r.gw.Revoked(t.Context(), session); err != nil || revoked {
+		t.Fatalf("before logout: %v %v", revoked, err)
+	}
+	events := map[string]any{oidcgw.BackchannelLogoutEvent: map[string]any{}}
+	for name, tok := range map[string]string{
+		"no events":      r.op.sign(t, "app", "bob", map[string]any{"sid": "sid-9", "jti": "1"}),
+		"a nonce":        r.op.sign(t, "app", "bob", map[string]any{"sid": "sid-9", "events": events, "nonce": "n"}),
+		"other audience": r.op.sign(t, "other", "bob", map[string]any{"sid": "sid-9", "events": events}),
+		"not a JWT":      "x.y.z",
+	} {
+		if res, body := post(tok); res.StatusCode != http.StatusBadRequest || refusal(t, body) != reason.OIDCLogoutTokenInvalid {
+			t.Errorf("%s: %d %s", name, res.StatusCode, body)
+		}
+	}
+	if revoked, _ := r.gw.Revoked(t.Context(), session); revoked {
+		t.Fatal("a refused logout token revoked the session")
+	}
+	if res, body := post(r.op.sign(t, "app", "bob", map[string]any{"sid": "sid-9", "events": events, "jti": "2"})); res.StatusCode != http.StatusOK {
+		t.Fatalf("logout: %d %s", res.StatusCode, body)
+	}
+	if revoked, err := r.gw.Revoked(t.Context(), session); err != nil || !revoked {
+		t.Fatalf("after logout: revoked %v %v", revoked, err)
+	}
+	if revoked, _ := r.gw.Revoked(t.Context(), map[string]any{"idp": "default", "idp_sid": "sid-10", "sub": "carl"}); revoked {
+		t.Error("another session was revoked")
+	}
+}
+
+// With Redis, a logout taken by one replica is enforced by every other
+// within a second, even one that checked the session just before.
+func TestBackchannelLogoutReachesReplicas(t *testing.T) {
+	addr := redistest.Start(t)
+	op := newTestOP(t, "app")
+	var gws []*oidcgw.Gateway
+	var urls []string
+	for range 3 {
+		r := newRigOf(t, op, func(c *config.Config) { c.RateLimit.RedisAddr = addr })
+		gws, urls = append(gws, r.gw), append(urls, r.url)
+	}
+	if st := gws[1].Status(); !st.SharedState || st.LogoutScope != "replicas" {
+		t.Fatalf("status %+v, want shared state and logout scope replicas", st)
+	}
+	session := map[string]any{"idp": "default", "idp_sid": "sid-r", "sub": "ann"}
+	for _, gw := range gws[1:] {
+		if revoked, err := gw.Revoked(t.Context(), session); err != nil || revoked {
+			t.Fatalf("before: %v %v", revoked, err)
+		}
+	}
+	events := map[string]any{oidcgw.BackchannelLogoutEvent: map[string]any{}}
+	res, err := http.PostForm(urls[0]+"/auth/oidc/backchannel-logout", url.Values{"logout_token": {op.sign(t, "app", "ann", map[string]any{"sid": "sid-r", "events": events})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("logout: %d", res.StatusCode)
+	}
+	start := time.Now()
+	for _, gw := range gws[1:] {
+		testkit.EventuallyWithin(t, time.Second, "the logout reaches the replica", func() bool {
+			revoked, _ := gw.Revoked(t.Context(), session)
+			return revoked
+		})
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("the logout took %s to reach every replica", d)
 	}
 }
