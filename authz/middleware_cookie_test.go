@@ -225,14 +225,8 @@ func TestClientSessionCookie(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := authz.NewClient("[::1]:1", authz.ClientOptions{FailMode: authz.FailClosed, ConfigFile: tt.file, LookupEnv: env(tt.env)})
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err %v, want one naming %s", err, tt.wantErr)
-				}
+			if testkit.ExpectErr(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			defer c.Close()
 			if got := c.SessionCookie(); got != tt.want {

@@ -317,14 +317,8 @@ func TestOpen(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, err := Open(tc.dest, Options{})
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("Open(%q) error = %v, want one containing %q", tc.dest, err, tc.wantErr)
-				}
+			if testkit.ExpectErr(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if l.Enabled() != tc.wantEnabled {
 				t.Errorf("Enabled() = %v, want %v", l.Enabled(), tc.wantEnabled)

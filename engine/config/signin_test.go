@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // The keys of [sdk.session] and sidecar.signin_addr have older names;
@@ -51,14 +53,8 @@ func TestSignInOlderNames(t *testing.T) {
 					err = cfg.Validate()
 				}
 			}
-			if tt.want != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.want) {
-					t.Fatalf("err = %v, want %q", err, tt.want)
-				}
+			if testkit.ExpectErr(t, err, tt.want) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got := tt.get(cfg); got != tt.val {
 				t.Errorf("got %q, want %q", got, tt.val)

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 func TestParseEndpoint(t *testing.T) {
@@ -84,14 +86,8 @@ func TestApplyEnv(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.start
 			err := o.ApplyEnv(func(k string) string { return tc.env[k] })
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("ApplyEnv error = %v, want one naming %s", err, tc.wantErr)
-				}
+			if testkit.ExpectErr(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, o); diff != "" {
 				t.Errorf("options (-want +got):\n%s", diff)
