@@ -11,6 +11,7 @@ import (
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/testkit/policytest"
 	"github.com/svc-dev/svc/policies"
 )
 
@@ -55,17 +56,8 @@ func event(t testing.TB, enforced *policy.Set, tenant, role, action string) engi
 		Allow: res.Allow, Reason: "policy-allow", PolicyRevision: "enforced-1", DenyReasons: res.DenyReasons}}
 }
 
-func enforcedSet(t testing.TB) *policy.Set {
-	t.Helper()
-	set, err := policy.LoadFS(policies.Default, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return set
-}
-
 func TestSessionCountsAndAudits(t *testing.T) {
-	enf := enforcedSet(t)
+	enf := policytest.Default(t)
 	s := &sink{}
 	m := NewManager(Deps{Audit: s, EvalTimeout: testEvalTimeout})
 	if m.Active() {
@@ -115,7 +107,7 @@ func TestSessionCountsAndAudits(t *testing.T) {
 }
 
 func TestSessionSkipsWhatItCannotKeepUpWith(t *testing.T) {
-	enf := enforcedSet(t)
+	enf := policytest.Default(t)
 	m := NewManager(Deps{EvalTimeout: testEvalTimeout})
 	sess, err := m.Start(candidate(t), Options{Duration: time.Minute, QueueSize: 1})
 	if err != nil {

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine"
+	"github.com/svc-dev/svc/internal/testkit/policytest"
 	"github.com/svc-dev/svc/wire"
 )
 
 // A replay counts as a session does, never skips for want of room, and
 // ignores what the policy did not decide.
 func TestReplayCounts(t *testing.T) {
-	enf := enforcedSet(t)
+	enf := policytest.Default(t)
 	clock := time.Date(2026, 11, 27, 21, 0, 0, 0, time.UTC)
 	now := func() time.Time { clock = clock.Add(time.Millisecond); return clock }
 	r := NewReplay(candidate(t), time.Second, now)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/testkit/policytest"
 )
 
 // slowRule never holds, after 25 million iterations: seconds of work for
@@ -29,7 +30,7 @@ func TestSlowCandidateIsCutOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enf := enforcedSet(t)
+	enf := policytest.Default(t)
 	s := &sink{}
 	m := NewManager(Deps{Audit: s, EvalTimeout: 20 * time.Millisecond})
 	sess, err := m.Start(slow.WithRevision("slow-1"), Options{Duration: time.Minute})

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/policytest"
 )
 
 // TestEvalAllocs guards the allocations of one evaluation of the default
@@ -14,7 +15,7 @@ import (
 // leave a little room; an old cost coming back fails.
 func TestEvalAllocs(t *testing.T) {
 	testkit.SkipUnderRace(t)
-	set := mustDefault(t)
+	set := policytest.Default(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	allowed := benchInput()

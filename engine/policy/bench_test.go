@@ -11,6 +11,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/testkit/policytest"
 )
 
 // benchInput is a typical allowed request of an editor.
@@ -33,7 +34,7 @@ func benchInput() policy.Input {
 // BenchmarkEvaluate measures one decision of the default policy and
 // reports its latency distribution: p50 and p99 over every operation.
 func BenchmarkEvaluate(b *testing.B) {
-	set := mustDefault(b)
+	set := policytest.Default(b)
 	in := benchInput()
 	raw, err := json.Marshal(in)
 	if err != nil {
@@ -126,7 +127,7 @@ func BenchmarkDecide(b *testing.B) {
 		{"miss", func(i int) policy.Input { return distinct[i%len(distinct)] }, 0},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			set := mustDefault(b)
+			set := policytest.Default(b)
 			for i := range max(c.warm, 1) {
 				if _, err := set.Decide(ctx, c.input(int(i))); err != nil {
 					b.Fatal(err)

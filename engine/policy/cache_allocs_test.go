@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/policytest"
 )
 
 // TestDecideHitAllocs guards the cost of a decision cache hit on the
@@ -15,7 +16,7 @@ import (
 func TestDecideHitAllocs(t *testing.T) {
 	testkit.SkipUnderRace(t)
 	ctx := context.Background()
-	set := mustDefault(t)
+	set := policytest.Default(t)
 	in := benchInput()
 	if _, err := set.Decide(ctx, in); err != nil {
 		t.Fatal(err)
@@ -40,7 +41,7 @@ func TestDecideHitAllocs(t *testing.T) {
 // and the entry would answer neither input rightly.
 func TestDecideCacheOwnsItsKey(t *testing.T) {
 	ctx := context.Background()
-	set := mustDefault(t)
+	set := policytest.Default(t)
 	buf := []byte("acme")
 	shared := unsafe.String(&buf[0], len(buf))
 	in := benchInput()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/policytest"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -46,7 +47,7 @@ func FuzzDecideMatchesEval(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	sets := []*policy.Set{mustDefault(f), mustNested(f), attrs}
+	sets := []*policy.Set{policytest.Default(f), mustNested(f), attrs}
 	f.Fuzz(func(t *testing.T, raw []byte, field uint8, val string, field2 uint8, val2 string) {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/policytest"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -95,7 +96,7 @@ func decideLikeEval(t testing.TB, set *policy.Set, in policy.Input) policy.Resul
 // earlier fixture had the same key), with a fresh decision id, and both
 // times exactly as evaluation decides.
 func TestDecideFixtures(t *testing.T) {
-	set := mustDefault(t)
+	set := policytest.Default(t)
 	inputs := fixtureInputs(t)
 	ids := map[string]bool{}
 	for name, in := range inputs {
@@ -152,7 +153,7 @@ func TestDecideKeyChanges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			set := mustDefault(t)
+			set := policytest.Default(t)
 			decideLikeEval(t, set, base)
 			in := base
 			in.User.Roles = slices.Clone(base.User.Roles)
@@ -330,7 +331,7 @@ allow if input.resource == {"id": "ord-1", "tenant": "acme", "attributes": {"own
 // asked (a copy made by WithRevision shares the cache) and errors exactly
 // as evaluation gives them.
 func TestDecideResultIsOwn(t *testing.T) {
-	set := mustDefault(t)
+	set := policytest.Default(t)
 	in := benchInput()
 	in.Action = "orders:delete"
 	first := decideLikeEval(t, set, in)
@@ -475,7 +476,7 @@ func TestDecideBounded(t *testing.T) {
 // decide differently: every result must be exactly what the set named by
 // its revision evaluates for that input.
 func TestDecideConcurrentSwap(t *testing.T) {
-	sets := []*policy.Set{mustDefault(t).WithRevision("default"), mustNested(t).WithRevision("nested")}
+	sets := []*policy.Set{policytest.Default(t).WithRevision("default"), mustNested(t).WithRevision("nested")}
 	inputs := slices.Collect(maps.Values(fixtureInputs(t)))
 	type decision struct {
 		allow   bool

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/testkit/policytest"
 )
 
 // mustModule builds a set from one module of package svc.authz.
@@ -49,7 +50,7 @@ func TestCacheKeys(t *testing.T) {
 	}{
 		{
 			name: "default policy",
-			set:  mustDefault,
+			set:  policytest.Default,
 			keys: []string{"input.action", "input.resource.tenant", "input.tenant.id", "input.tenant.plan",
 				"input.user.role", "input.user.roles", "input.user.tenant_id"},
 		},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/policytest"
 )
 
 // regoDecision evaluates the decision query of set through rego, as Eval
@@ -165,7 +166,7 @@ func TestEvalMatchesRego(t *testing.T) {
 // through rego on the whole input document: the decisions must agree.
 func FuzzEvalMatchesRego(f *testing.F) {
 	addFieldSeeds(f)
-	set := mustDefault(f)
+	set := policytest.Default(f)
 	ref := regoDecision(f, set)
 	f.Fuzz(func(t *testing.T, action, role, roles, userTenant, resourceTenant, tenant, plan string) {
 		in := fieldsInput(action, role, roles, userTenant, resourceTenant, tenant, plan)

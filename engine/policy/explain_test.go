@@ -6,10 +6,11 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/testkit/policytest"
 )
 
 func TestExplain(t *testing.T) {
-	set := mustDefault(t)
+	set := policytest.Default(t)
 	denied := benchInput()
 	denied.Action = "reports:export"
 	denied.User.Role, denied.User.Roles = "viewer", []string{"viewer"}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/policytest"
 )
 
 // FuzzEvalValue feeds arbitrary JSON documents to the default policy as
@@ -27,7 +28,7 @@ func FuzzEvalValue(f *testing.F) {
 	for _, s := range []string{`null`, `"orders:read"`, `[]`, `{"action":{"a":1},"user":[]}`, `{"user":{"roles":"admin"}}`} {
 		f.Add([]byte(s))
 	}
-	set := mustDefault(f)
+	set := policytest.Default(f)
 	explained, err := rego.New(
 		rego.Query("x := data.svc.authz.explained"),
 		rego.Compiler(set.Compiler()),
@@ -74,7 +75,7 @@ func FuzzEvalValue(f *testing.F) {
 // coherent as in FuzzEvalValue.
 func FuzzEvalInput(f *testing.F) {
 	addFieldSeeds(f)
-	set := mustDefault(f)
+	set := policytest.Default(f)
 	f.Fuzz(func(t *testing.T, action, role, roles, userTenant, resourceTenant, tenant, plan string) {
 		in := fieldsInput(action, role, roles, userTenant, resourceTenant, tenant, plan)
 		typed, err := set.Eval(context.Background(), in)

@@ -13,6 +13,7 @@ import (
 	"testing/fstest"
 
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/policytest"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -273,7 +274,7 @@ func TestEvalOutcomes(t *testing.T) {
 }
 
 func TestEvalCanceledContext(t *testing.T) {
-	set := mustDefault(t)
+	set := policytest.Default(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := set.Eval(ctx, benchInput())
@@ -283,7 +284,7 @@ func TestEvalCanceledContext(t *testing.T) {
 }
 
 func TestEvalInvalidInput(t *testing.T) {
-	set := mustDefault(t)
+	set := policytest.Default(t)
 	tests := []struct {
 		name  string
 		input any
@@ -303,7 +304,7 @@ func TestEvalInvalidInput(t *testing.T) {
 }
 
 func TestRevisionAndDecisionID(t *testing.T) {
-	base := mustDefault(t)
+	base := policytest.Default(t)
 	set := base.WithRevision("rev-42")
 	if !regexp.MustCompile(`^sha256:[0-9a-f]{16}$`).MatchString(base.Revision()) || set.Revision() != "rev-42" {
 		t.Fatalf("revisions: base %q (want a content digest), copy %q", base.Revision(), set.Revision())

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/testkit/policytest"
 	"github.com/svc-dev/svc/plan"
 )
 
@@ -13,7 +14,7 @@ import (
 // (every caller a new user, so the plan cache never answers); "cached" a
 // repeated caller. The bar is under 1 ms for a planned one.
 func BenchmarkPlanResources(b *testing.B) {
-	set := mustDefault(b)
+	set := policytest.Default(b)
 	in := benchInput()
 	in.Resource = policy.Resource{Type: "orders"}
 	b.Run("planned", func(b *testing.B) {

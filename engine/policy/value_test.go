@@ -10,6 +10,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/svc-dev/svc/engine/policy"
+	"github.com/svc-dev/svc/internal/testkit/policytest"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -85,7 +86,7 @@ func TestInputValueMatchesJSON(t *testing.T) {
 		{"empty request", emptyRequest},
 		{"invalid UTF-8", badUTF8},
 	}
-	set := mustDefault(t)
+	set := policytest.Default(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			raw := viaJSON(t, tt.in)
@@ -137,7 +138,7 @@ func TestInputValueMatchesJSON(t *testing.T) {
 }
 
 func TestInvalidNumbersAreInputErrors(t *testing.T) {
-	set := mustDefault(t)
+	set := policytest.Default(t)
 	for _, n := range []json.Number{"", "x", "1..2", "true"} {
 		t.Run(string(n), func(t *testing.T) {
 			in := benchInput()

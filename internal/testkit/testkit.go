@@ -4,13 +4,15 @@
 // to the end, outside programs run to their exit code, waits on a
 // condition instead of fixed sleeps, the race-detector skip, the
 // skip-or-fail rule for outside programs (a missing one fails the test
-// under CI), testdata globs, a log buffer safe for concurrent writers,
-// bundle and token signing keys, the live-heap check of a bounded cache.
+// under CI), testdata globs and the files tests write, the error check
+// of a table case, a log buffer safe for concurrent writers, bundle and
+// token signing keys, certificates, the live-heap check of a bounded
+// cache.
 // It imports nothing of this module, so any package's tests can use it.
 // Its sub-packages hold larger pieces: jose (JWKs and signed JWTs),
 // metrictest (recorded metrics), histtest (the otelhist tests'
-// histogram), bundletest (policy bundles), tcpproxy, rawcodec and
-// noopauthz.
+// histogram), bundletest (policy bundles), policytest (the default
+// policy set), tcpproxy, rawcodec and noopauthz.
 package testkit
 
 import (
