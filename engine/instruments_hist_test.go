@@ -19,6 +19,7 @@ import (
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/histtest"
+	"github.com/svc-dev/svc/internal/testkit/metrictest"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -72,12 +73,8 @@ func TestDecisionLatencyHistograms(t *testing.T) {
 // when it was collected).
 func collectMetrics(t *testing.T, reader *sdkmetric.ManualReader) metricdata.ScopeMetrics {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
 	var out metricdata.ScopeMetrics
-	for _, sm := range rm.ScopeMetrics {
+	for _, sm := range metrictest.Collect(t, reader).ScopeMetrics {
 		out.Scope = sm.Scope
 		out.Metrics = append(out.Metrics, sm.Metrics...)
 	}

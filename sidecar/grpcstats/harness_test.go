@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svc-dev/svc/internal/testkit/metrictest"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -170,11 +171,7 @@ func runScenario(t *testing.T, sampler sdktrace.Sampler, newHandler func(trace.T
 	}
 	sort.Slice(o.Spans, func(i, j int) bool { return spanKey(o.Spans[i]) < spanKey(o.Spans[j]) })
 
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	for _, sm := range rm.ScopeMetrics {
+	for _, sm := range metrictest.Collect(t, reader).ScopeMetrics {
 		for _, m := range sm.Metrics {
 			if m.Name != MetricCallDuration {
 				t.Errorf("metric %q recorded, want only %s", m.Name, MetricCallDuration)
