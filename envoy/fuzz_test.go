@@ -5,18 +5,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
-	"github.com/svc-dev/svc/internal/testkit"
-
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -24,21 +22,13 @@ import (
 // Envoy sends them, in protojson.
 func loadCheckRequests(t testing.TB) map[string]*authv3.CheckRequest {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("testdata", "checkrequests", "*.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no check requests in testdata: %v", err)
-	}
 	out := map[string]*authv3.CheckRequest{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range testkit.ReadGlob(t, filepath.Join("testdata", "checkrequests", "*.json")) {
 		var r authv3.CheckRequest
-		if err := protojson.Unmarshal(b, &r); err != nil {
-			t.Fatalf("%s: %v", f, err)
+		if err := protojson.Unmarshal(f.Data, &r); err != nil {
+			t.Fatalf("%s: %v", f.Path, err)
 		}
-		out[strings.TrimSuffix(filepath.Base(f), ".json")] = &r
+		out[strings.TrimSuffix(filepath.Base(f.Path), ".json")] = &r
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/samlgw/testidp"
 )
@@ -91,13 +92,8 @@ func FuzzACS(f *testing.F) {
 	f.Add(fill(1000, "<a>", "</a>"))
 	f.Add(fill(1000, `<p:a xmlns:p="urn:x">`, "</p:a>"))
 	f.Add(fill(1000, "<a/>", ""))
-	seeds, _ := filepath.Glob(filepath.Join("testdata", "*.xml"))
-	for _, p := range seeds {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+	for _, seed := range testkit.ReadGlob(f, filepath.Join("testdata", "*.xml")) {
+		f.Add(seed.Data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, err := v.validate(context.Background(), data, trusted)

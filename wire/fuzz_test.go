@@ -2,11 +2,11 @@ package wire_test
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/wire"
 )
 
@@ -14,11 +14,8 @@ import (
 // is a drop notice or not without a panic, and a notice read is one the
 // sidecar could have written.
 func FuzzParseDropped(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.json"))
-	for _, p := range files {
-		if b, err := os.ReadFile(p); err == nil {
-			f.Add(b)
-		}
+	for _, seed := range testkit.ReadGlob(f, filepath.Join("testdata", "*.json")) {
+		f.Add(seed.Data)
 	}
 	f.Add([]byte(`{"dropped":3,"type":"dropped"}`))
 	f.Add([]byte(`{"type":"dropped","dropped":-1}`))

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/svc-dev/svc/engine/jwks"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -244,16 +243,8 @@ func TestParseDiscovery(t *testing.T) {
 // with testdata/discovery: it never panics, and a jwks_uri it returns is
 // one a cache may fetch, from a document whose issuer is the one asked.
 func FuzzParseDiscovery(f *testing.F) {
-	files, err := filepath.Glob("testdata/discovery/*.json")
-	if err != nil || len(files) == 0 {
-		f.Fatalf("no seeds in testdata/discovery: %v", err)
-	}
-	for _, name := range files {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+	for _, seed := range testkit.ReadGlob(f, "testdata/discovery/*.json") {
+		f.Add(seed.Data)
 	}
 	const iss = "https://idp.example.com"
 	f.Fuzz(func(t *testing.T, doc []byte) {
