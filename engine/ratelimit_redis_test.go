@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/idptest"
 	"github.com/svc-dev/svc/internal/testkit/metrictest"
 	"github.com/svc-dev/svc/internal/testkit/redistest"
@@ -48,13 +48,7 @@ func TestRateLimitSharedThroughRedis(t *testing.T) {
 }
 
 func TestRateLimitRedisUnreachablePassesUncounted(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-
+	addr := testkit.DeadAddr(t)
 	p := idptest.New(t)
 	cfg := prodConfig(p.JWKSURL())
 	cfg.RateLimit.PerTenant = map[string]int{"acme": 1}
@@ -83,37 +77,11 @@ func TestRateLimitRedisUnreachablePassesUncounted(t *testing.T) {
 // answers, a request waits the configured timeout (not the 50 ms default),
 // then passes uncounted.
 func TestRateLimitRedisTimeoutConfigured(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conns := make(chan net.Conn, 16)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			conns <- c
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		for {
-			select {
-			case c := <-conns:
-				c.Close()
-			default:
-				return
-			}
-		}
-	})
-
 	const timeout = 400 * time.Millisecond
 	p := idptest.New(t)
 	cfg := prodConfig(p.JWKSURL())
 	cfg.RateLimit.PerTenant = map[string]int{"acme": 1}
-	cfg.RateLimit.RedisAddr = l.Addr().String()
+	cfg.RateLimit.RedisAddr = testkit.BlackHole(t)
 	cfg.RateLimit.RedisTimeout = config.Duration{Duration: timeout}
 	cfg.RateLimit.RedisFallback = "allow"
 	e := newEngine(t, cfg, engine.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

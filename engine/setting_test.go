@@ -3,7 +3,6 @@ package engine_test
 import (
 	"errors"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,12 +72,7 @@ func TestPolicyDirErrorNamesTheSetting(t *testing.T) {
 // TestJWKSFailureNamesTheSetting: a JWKS that cannot be fetched is logged
 // with the setting that points at it and where it was set.
 func TestJWKSFailureNamesTheSetting(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + l.Addr().String() + "/jwks.json"
-	l.Close()
+	url := "http://" + testkit.DeadAddr(t) + "/jwks.json"
 	cfg, err := config.Load("", func(k string) (string, bool) {
 		if k == "SVC_JWKS_URL" {
 			return url, true

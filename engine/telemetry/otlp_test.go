@@ -20,6 +20,8 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/svc-dev/svc/internal/testkit"
 )
 
 // collector is an OTLP/gRPC receiver for traces and metrics on loopback.
@@ -260,12 +262,7 @@ func TestSetupRejectsBadEndpoint(t *testing.T) {
 func TestShutdownBoundedByContext(t *testing.T) {
 	// A collector that never answers: nothing listens behind the port
 	// once the listener is closed, so export keeps failing until ctx ends.
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := lis.Addr().String()
-	lis.Close()
+	addr := testkit.DeadAddr(t)
 	tel, err := Setup(context.Background(), Options{OTLPEndpoint: "http://" + addr, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
