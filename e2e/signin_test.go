@@ -81,8 +81,13 @@ func TestOIDCSignInThroughShippedProxies(t *testing.T) {
 		}
 		refused("forged state", base+"/auth/oidc/callback?code=x&state="+url.QueryEscape(startLogin(newBrowser())), "oidc-state-not-bound")
 		// The code of the completed sign-in, on a fresh sign-in of this
-		// browser: the provider spends a code once.
-		refused("replayed code", base+"/auth/oidc/callback?code="+url.QueryEscape(code)+"&state="+url.QueryEscape(startLogin(b)), "oidc-code-refused")
+		// browser, as the provider answers (with its iss): the provider
+		// spends a code once.
+		refused("replayed code", base+"/auth/oidc/callback?code="+url.QueryEscape(code)+"&state="+url.QueryEscape(startLogin(b))+
+			"&iss="+url.QueryEscape(idp.Issuer), "oidc-code-refused")
+		// The same without iss, which this provider always sends: no
+		// answer of its own.
+		refused("answer without iss", base+"/auth/oidc/callback?code="+url.QueryEscape(code)+"&state="+url.QueryEscape(startLogin(b)), "oidc-issuer-mismatch")
 		refused("return_to another origin", base+"/auth/oidc/login?return_to="+url.QueryEscape("//evil.example/x"), "oidc-bad-return-to")
 
 		// Logout at the provider (RP-initiated) reaches the sidecar by

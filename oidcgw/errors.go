@@ -41,7 +41,7 @@ func status(c reason.Code) int {
 // signInHelps reports whether signing in again can end a refusal.
 func signInHelps(c reason.Code) bool {
 	switch c {
-	case reason.OIDCStateNotBound, reason.OIDCStateUnknown, reason.OIDCProviderError, reason.OIDCCodeRefused,
+	case reason.OIDCStateNotBound, reason.OIDCStateUnknown, reason.OIDCProviderError, reason.OIDCCodeRefused, reason.OIDCIssuerMismatch,
 		reason.OIDCNonceMismatch, reason.OIDCBadReturnTo, reason.OIDCProviderUnavailable, reason.OIDCStoreUnavailable,
 		reason.OIDCRefreshFailed, reason.OIDCSessionRevoked, reason.OIDCInternal:
 		return true

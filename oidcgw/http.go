@@ -199,12 +199,16 @@ func (g *Gateway) complete(w http.ResponseWriter, r *http.Request) (string, map[
 	if p == nil {
 		return pend.Provider, nil, "", nil, refuse(reason.OIDCUnknownProvider, "the sign-in's provider is no longer configured")
 	}
-	if e := q.Get("error"); e != "" {
-		return p.cfg.Name, nil, "", nil, refuse(reason.OIDCProviderError, "the identity provider answered %q", safeToken(e))
-	}
 	op, err := p.discover(r.Context())
 	if err != nil {
 		return p.cfg.Name, nil, "", nil, reason.Wrap(reason.OIDCProviderUnavailable, err, "the identity provider's discovery document could not be read")
+	}
+	// Before anything of the answer is used, the code least of all.
+	if err := p.checkResponseIssuer(q.Get("iss"), q.Has("iss")); err != nil {
+		return p.cfg.Name, nil, "", nil, err
+	}
+	if e := q.Get("error"); e != "" {
+		return p.cfg.Name, nil, "", nil, refuse(reason.OIDCProviderError, "the identity provider answered %q", safeToken(e))
 	}
 	tok, err := p.oauth2(op).Exchange(oidc.ClientContext(r.Context(), p.tokenClient), q.Get("code"), oauth2.VerifierOption(pend.Verifier))
 	if status, ok := redirected(err); ok {

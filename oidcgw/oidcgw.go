@@ -7,10 +7,11 @@
 //
 // The flow keeps to the rules an RP must keep and some common proxies
 // skip: the state is bound to the browser that started the sign-in by a
-// cookie (login CSRF) and used once; the nonce is checked; the ID token
-// is verified through the provider's discovery document and JWKS
-// (signature, issuer, audience, expiry); return_to is a relative path
-// on this site (no open redirect). Pending sign-ins are kept in Redis
+// cookie (login CSRF) and used once; the answer's iss (RFC 9207) must
+// name the sign-in's provider (no mix-up of providers); the nonce is
+// checked; the ID token is verified through the provider's discovery
+// document and JWKS (signature, issuer, audience, expiry); return_to is
+// a relative path on this site (no open redirect). Pending sign-ins are kept in Redis
 // when rate_limit.redis_addr is set, so a sign-in started on one replica
 // completes on another, else in memory.
 //

@@ -48,6 +48,9 @@ type testOP struct {
 	// document.
 	tokenRedirect string
 	discovery     map[string]any
+	// issParam: the provider names itself in its authorization responses
+	// (iss, RFC 9207) and says so in its discovery document.
+	issParam bool
 }
 
 type grant struct{ nonce, challenge, redirect string }
@@ -70,6 +73,9 @@ func newTestOP(t *testing.T, client string) *testOP {
 			"response_types_supported":              []string{"code"}, "subject_types_supported": []string{"public"},
 		}
 		op.mu.Lock()
+		if op.issParam {
+			doc["authorization_response_iss_parameter_supported"] = true
+		}
 		maps.Copy(doc, op.discovery)
 		op.mu.Unlock()
 		_ = json.NewEncoder(w).Encode(doc)
@@ -91,6 +97,11 @@ func newTestOP(t *testing.T, client string) *testOP {
 		v := to.Query()
 		v.Set("code", code)
 		v.Set("state", q.Get("state"))
+		op.mu.Lock()
+		if op.issParam {
+			v.Set("iss", op.URL)
+		}
+		op.mu.Unlock()
 		to.RawQuery = v.Encode()
 		http.Redirect(w, r, to.String(), http.StatusFound)
 	})

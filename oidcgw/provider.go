@@ -16,6 +16,7 @@ import (
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/loopback"
+	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/wire"
 )
 
@@ -36,6 +37,8 @@ type provider struct {
 
 	mu         sync.Mutex
 	op         *oidc.Provider
+	issuer     string // the discovery document's issuer
+	issParam   bool   // authorization_response_iss_parameter_supported
 	endSession string
 	at         time.Time // of the last attempt
 	lastErr    error
@@ -81,8 +84,10 @@ func (p *provider) discover(ctx context.Context) (*oidc.Provider, error) {
 		return nil, err
 	}
 	var extra struct {
+		Issuer     string `json:"issuer"`
 		JWKS       string `json:"jwks_uri"`
 		EndSession string `json:"end_session_endpoint"`
+		IssParam   bool   `json:"authorization_response_iss_parameter_supported"`
 	}
 	_ = op.Claims(&extra)
 	if err := checkEndpoints(op.Endpoint(), extra.JWKS, extra.EndSession); err != nil {
@@ -90,7 +95,29 @@ func (p *provider) discover(ctx context.Context) (*oidc.Provider, error) {
 		return nil, err
 	}
 	p.op, p.endSession, p.lastErr = op, extra.EndSession, nil
+	p.issuer, p.issParam = extra.Issuer, extra.IssParam
 	return op, nil
+}
+
+// checkResponseIssuer checks the iss of an authorization response (RFC
+// 9207) against the provider the sign-in was started with, discovered.
+// Several providers share one redirect URL, so the state alone does not
+// say which provider answered: without this check, a provider that sends
+// the browser on to another (a mix-up) would be handed the other's code
+// and the PKCE verifier, enough to sign in as the user elsewhere. A
+// response without iss passes only when the provider does not say it
+// sends one.
+func (p *provider) checkResponseIssuer(iss string, present bool) error {
+	p.mu.Lock()
+	want, required := p.issuer, p.issParam
+	p.mu.Unlock()
+	switch {
+	case present && iss != want:
+		return reason.New(reason.OIDCIssuerMismatch, "the authorization response names another identity provider (iss) than this sign-in's")
+	case !present && required:
+		return reason.New(reason.OIDCIssuerMismatch, "the authorization response names no issuer (iss), which this identity provider says it sends")
+	}
+	return nil
 }
 
 // checkEndpoints refuses a discovery document that names an endpoint the

@@ -18,6 +18,11 @@ const (
 	// OIDCCodeRefused: the provider's token endpoint refused the code
 	// (used before, expired, or a PKCE verifier that does not match).
 	OIDCCodeRefused Code = "oidc-code-refused"
+	// OIDCIssuerMismatch: the callback's iss (RFC 9207) names another
+	// provider than the one the sign-in was started with (a mix-up of
+	// two providers), or is missing where the provider's discovery
+	// document says it sends one.
+	OIDCIssuerMismatch Code = "oidc-issuer-mismatch"
 	// OIDCIDTokenInvalid: no ID token, or one that does not verify
 	// (signature through the provider's JWKS, issuer, expiry).
 	OIDCIDTokenInvalid Code = "oidc-id-token-invalid"
