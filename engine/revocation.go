@@ -9,10 +9,11 @@ import (
 )
 
 // SessionRevocation reports whether a verified session token's claims
-// name a session that its identity provider ended (OpenID Connect
-// back-channel logout). An error means it could not be known; the token
-// is then accepted, as the revocation store is an addition to the
-// token's own short lifetime, not its only limit.
+// name a session that was ended: by a logout at the gateway, or by its
+// identity provider (OpenID Connect back-channel logout). An error means
+// it could not be known; the token is then accepted, as the revocation
+// store is an addition to the token's own short lifetime, not its only
+// limit.
 type SessionRevocation func(ctx context.Context, claims map[string]any) (bool, error)
 
 // revocable refuses the session tokens a SessionRevocation names; every
@@ -31,7 +32,7 @@ func (r *revocable) VerifyDerived(ctx context.Context, raw string) (token.Claims
 	if f := r.revoked.Load(); f != nil {
 		if _, session := claims["idp"]; session {
 			if gone, ferr := (*f)(ctx, claims); ferr == nil && gone {
-				return nil, nil, reason.New(reason.OIDCSessionRevoked, "the identity provider ended this session (back-channel logout)")
+				return nil, nil, reason.New(reason.OIDCSessionRevoked, "the session was ended (a logout, or its identity provider ended it)")
 			}
 		}
 	}

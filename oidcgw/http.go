@@ -330,11 +330,13 @@ func stringList(v any) []string {
 	return []string{}
 }
 
-// serveLogout ends the session: the cookie goes, and the browser goes to
-// the provider's end_session_endpoint when it has one (RP-initiated
-// logout: with ?provider= or when there is one provider), else to
-// return_to (default_return_to). A JSON client gets 204.
+// serveLogout ends the session: its token is revoked (endSession), the
+// cookie goes, and the browser goes to the provider's
+// end_session_endpoint when it has one (RP-initiated logout: with
+// ?provider= or when there is one provider), else to return_to
+// (default_return_to). A JSON client gets 204.
 func (g *Gateway) serveLogout(w http.ResponseWriter, r *http.Request) {
+	g.endSession(r)
 	g.jar.ClearSession(w)
 	if c, err := r.Cookie(g.refreshCookieName()); err == nil {
 		// The refresh token goes with the session.

@@ -142,6 +142,36 @@ func (g *Gateway) backchannelLogout(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
+// endSession revokes the session token of the request's session cookie,
+// when it is one of this gateway's, as a refused refresh revokes one
+// (its jti, for as long as it could be presented): clearing the cookie
+// only asks the browser to forget it, and a copy of the token (another
+// tab's request in flight, a stolen cookie) would otherwise still pass
+// every check until it expires. Only a token that verifies is recorded,
+// so that a logout cannot be used to fill the store.
+func (g *Gateway) endSession(r *http.Request) {
+	c, err := r.Cookie(g.jar.SessionName())
+	if err != nil || c.Value == "" {
+		return
+	}
+	claims, err := g.sessions.Verify(r.Context(), c.Value)
+	if err != nil {
+		return
+	}
+	provider, _ := claims["idp"].(string)
+	jti, _ := claims["jti"].(string)
+	if g.byName(provider) == nil || jti == "" {
+		return
+	}
+	ctx := context.WithoutCancel(r.Context())
+	if err := g.store.Put(ctx, revokedKey("jti", provider, jti), []byte{1}, g.session.TokenTTL.Duration); err != nil {
+		g.log.Warn("OpenID Connect session could not be revoked at logout", "reason", string(reason.Of(err, reason.OIDCStoreUnavailable)), "err", err.Error())
+		return
+	}
+	g.notRevoked.forget(revokedKey("jti", provider, jti))
+	g.log.Info("OpenID Connect logout", "provider", provider)
+}
+
 // revoke records the logout of c: by sid when it has one, else by sub,
 // with the moment of the logout (Unix seconds), before which the user's
 // sessions began.
@@ -248,6 +278,13 @@ func (c *expiryCache) fresh(k string, now time.Time) bool {
 	defer c.mu.Unlock()
 	exp, ok := c.m[k]
 	return ok && now.Before(exp)
+}
+
+// forget drops k, so that this replica asks the store again at once.
+func (c *expiryCache) forget(k string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, k)
 }
 
 func (c *expiryCache) put(k string, exp time.Time) {

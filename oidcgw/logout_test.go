@@ -23,6 +23,14 @@ import (
 // claims as the checks hand them to Revoked (numbers as json.Number).
 func signInClaims(t *testing.T, r *rig) map[string]any {
 	t.Helper()
+	_, claims := signInSession(t, r)
+	return claims
+}
+
+// signInSession signs a browser in on r and returns its session cookie
+// (name=value) and the token's claims.
+func signInSession(t *testing.T, r *rig) (string, map[string]any) {
+	t.Helper()
 	res := signedIn(t, r)
 	for _, c := range res.Cookies() {
 		if c.Name != "svc_session" || c.Value == "" {
@@ -39,10 +47,10 @@ func signInClaims(t *testing.T, r *rig) map[string]any {
 		if err := dec.Decode(&claims); err != nil {
 			t.Fatal(err)
 		}
-		return claims
+		return c.Name + "=" + c.Value, claims
 	}
 	t.Fatalf("no session cookie in %v", res.Header["Set-Cookie"])
-	return nil
+	return "", nil
 }
 
 // OpenID Connect Back-Channel Logout 1.0 §2.6: a logout token with a sid
@@ -215,5 +223,51 @@ func TestBackchannelLogoutReachesReplicas(t *testing.T) {
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("the logout took %s to reach every replica", d)
+	}
+}
+
+// A logout at the gateway ends the session, not only its cookie: the
+// token the cookie carried is refused by every check from then on, even
+// presented again (a request in flight, a copied cookie). Another
+// session of the user goes on, and a cookie that is not a token of the
+// gateway's revokes nothing.
+func TestLogoutRevokesSession(t *testing.T) {
+	r := newRig(t, nil)
+	logout := func(t *testing.T, method, cookie string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, r.url+"/auth/oidc/logout", nil)
+		req.Header.Set("Cookie", cookie)
+		if res, body := testkit.Do(t, browser(t), req); res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("logout: %d %s", res.StatusCode, body)
+		}
+	}
+	revoked := func(t *testing.T, claims map[string]any) bool {
+		t.Helper()
+		got, err := r.gw.Revoked(t.Context(), claims)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	_, other := signInSession(t, r)
+	forged := base64.RawURLEncoding.EncodeToString([]byte(`{"idp":"default","jti":"x"}`))
+	logout(t, http.MethodGet, "svc_session=eyJhbGciOiJub25lIn0."+forged+".")
+	if revoked(t, map[string]any{"idp": "default", "jti": "x", "sub": "ann"}) {
+		t.Error("an unsigned cookie revoked the token it names")
+	}
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		t.Run(method, func(t *testing.T) {
+			cookie, claims := signInSession(t, r)
+			if revoked(t, claims) {
+				t.Fatal("revoked before the logout")
+			}
+			logout(t, method, cookie)
+			if !revoked(t, claims) {
+				t.Error("the session token still passes after the logout")
+			}
+		})
+	}
+	if revoked(t, other) {
+		t.Error("the logout of one session ended another")
 	}
 }

@@ -42,6 +42,7 @@ import (
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/issuer"
 	"github.com/svc-dev/svc/engine/ratelimit"
+	"github.com/svc-dev/svc/engine/token"
 	"github.com/svc-dev/svc/internal/signincookie"
 	"github.com/svc-dev/svc/wire"
 )
@@ -79,6 +80,7 @@ type Gateway struct {
 	providers []*provider
 	samlLogin string // the SAML login path, offered on the login page; "" without SAML
 	issuer    *issuer.Issuer
+	sessions  *token.Verifier // the gateway's own session tokens, for logout
 	log       *slog.Logger
 	store     Store
 	redis     *redis.Client
@@ -111,6 +113,13 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 	providers, err := newProviders(*o, deps.HTTPClient, deps.Now)
 	if err != nil {
 		return nil, err
+	}
+	// The session tokens, as the checks verify them (iss and aud are the
+	// issuer's); uncached, as logout is their only use here.
+	g.sessions, err = token.New(token.Options{Keys: deps.Issuer, Issuer: deps.Issuer.Issuer(),
+		Audiences: []string{deps.Issuer.Issuer()}, TenantOptional: true, CacheSize: -1, Now: deps.Now})
+	if err != nil {
+		return nil, fmt.Errorf("oidcgw: %w", err)
 	}
 	secure := false
 	for _, p := range providers {

@@ -49,8 +49,9 @@ const (
 	// verify or lacks what a logout token must carry (events, sid or sub,
 	// no nonce).
 	OIDCLogoutTokenInvalid Code = "oidc-logout-token-invalid"
-	// OIDCSessionRevoked: the session was ended by a back-channel logout
-	// of its provider, or by its provider's refusal to refresh it.
+	// OIDCSessionRevoked: the session was ended by a logout at the
+	// gateway, a back-channel logout of its provider, or its provider's
+	// refusal to refresh it.
 	OIDCSessionRevoked Code = "oidc-session-revoked"
 	// OIDCRefreshFailed: the provider refused to refresh the session; the
 	// browser signs in again.
