@@ -61,8 +61,9 @@ type Deps struct {
 	Issuer *issuer.Issuer
 	// Logger; default slog.Default().
 	Logger *slog.Logger
-	// Store keeps pending sign-ins; default Redis when
-	// rate_limit.redis_addr is set, else memory.
+	// Store keeps pending sign-ins, revocations and refresh tokens;
+	// default Redis when rate_limit.redis_addr is set, else memory (the
+	// pending sign-ins apart, at most MaxPendingSignIns).
 	Store Store
 	// HTTPClient talks to the providers; default a client with a 10 s
 	// timeout.
@@ -83,6 +84,7 @@ type Gateway struct {
 	sessions  *token.Verifier // the gateway's own session tokens, for logout
 	log       *slog.Logger
 	store     Store
+	pending   Store // the pending sign-ins: store, but for memory (MaxPendingSignIns)
 	redis     *redis.Client
 	jar       signincookie.Jar
 	now       func() time.Time
@@ -127,13 +129,15 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 	}
 	g.providers = providers
 	g.jar = signincookie.Jar{Secure: secure, Session: g.session.CookieName, Now: deps.Now}
-	g.store = deps.Store
+	g.store, g.pending = deps.Store, deps.Store
 	if g.store == nil {
 		if cfg.RateLimit.RedisAddr != "" {
 			g.redis = redis.NewClient(ratelimit.RedisClientOptions(cfg.RateLimit.RedisAddr, cfg.RateLimit.RedisTimeout.Duration))
 			g.store = NewRedisStore(g.redis)
+			g.pending = g.store
 		} else {
 			g.store = NewMemoryStore(deps.Now)
+			g.pending = newEvictingStore(deps.Now, MaxPendingSignIns)
 		}
 	}
 	return g, nil

@@ -71,13 +71,13 @@ func (g *Gateway) savePending(ctx context.Context, state string, p pending) erro
 	if err != nil {
 		return err
 	}
-	return g.store.Put(ctx, stateKey(state), b, StateTTL)
+	return g.pending.Put(ctx, stateKey(state), b, StateTTL)
 }
 
 // takePending returns the sign-in of state and forgets it; nil when
 // there is none (expired, used, never minted).
 func (g *Gateway) takePending(ctx context.Context, state string) (*pending, error) {
-	b, err := g.store.Take(ctx, stateKey(state))
+	b, err := g.pending.Take(ctx, stateKey(state))
 	if err != nil || b == nil {
 		return nil, err
 	}
