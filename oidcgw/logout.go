@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coreos/go-oidc/v3/oidc"
+
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -108,24 +110,9 @@ func (g *Gateway) backchannelLogout(w http.ResponseWriter, r *http.Request) erro
 		return refuse(reason.OIDCLogoutTokenInvalid, "the body is not a form of at most %d bytes", maxFormBytes)
 	}
 	raw := r.PostForm.Get("logout_token")
-	iss := tokenIssuer(raw)
-	var p *provider
-	for _, c := range g.providers {
-		if c.cfg.IssuerURL == iss || strings.TrimSuffix(c.cfg.IssuerURL, "/") == strings.TrimSuffix(iss, "/") {
-			p = c
-			break
-		}
-	}
-	if p == nil {
-		return refuse(reason.OIDCLogoutTokenInvalid, "the logout token is not from a configured provider")
-	}
-	op, err := p.discover(r.Context())
+	p, tok, err := g.verifyLogoutToken(r.Context(), raw)
 	if err != nil {
-		return reason.Wrap(reason.OIDCProviderUnavailable, err, "the identity provider's discovery document could not be read")
-	}
-	tok, err := p.verifier(op).Verify(r.Context(), raw)
-	if err != nil {
-		return reason.Wrap(reason.OIDCLogoutTokenInvalid, err, "the logout token does not verify")
+		return err
 	}
 	var payload json.RawMessage
 	if err := tok.Claims(&payload); err != nil {
@@ -170,6 +157,35 @@ func (g *Gateway) endSession(r *http.Request) {
 	}
 	g.notRevoked.forget(revokedKey("jti", provider, jti))
 	g.log.Info("OpenID Connect logout", "provider", provider)
+}
+
+// verifyLogoutToken finds the provider of a logout token and verifies
+// the token with it. Several providers may be clients of one identity
+// provider (one per tenant, at one issuer): the token is for the one its
+// aud names, so each provider of its iss is tried in turn.
+func (g *Gateway) verifyLogoutToken(ctx context.Context, raw string) (*provider, *oidc.IDToken, error) {
+	iss := tokenIssuer(raw)
+	var last error
+	for _, p := range g.providers {
+		if p.cfg.IssuerURL != iss && strings.TrimSuffix(p.cfg.IssuerURL, "/") != strings.TrimSuffix(iss, "/") {
+			continue
+		}
+		op, err := p.discover(ctx)
+		if err != nil {
+			last = reason.Wrap(reason.OIDCProviderUnavailable, err, "the identity provider's discovery document could not be read")
+			continue
+		}
+		tok, err := p.verifier(op).Verify(ctx, raw)
+		if err != nil {
+			last = reason.Wrap(reason.OIDCLogoutTokenInvalid, err, "the logout token does not verify")
+			continue
+		}
+		return p, tok, nil
+	}
+	if last == nil {
+		last = refuse(reason.OIDCLogoutTokenInvalid, "the logout token is not from a configured provider")
+	}
+	return nil, nil, last
 }
 
 // revoke records the logout of c: by sid when it has one, else by sub,

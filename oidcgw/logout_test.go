@@ -271,3 +271,39 @@ func TestLogoutRevokesSession(t *testing.T) {
 		t.Error("the logout of one session ended another")
 	}
 }
+
+// Two providers may be two clients of one identity provider (one per
+// tenant, at one issuer): a logout token names its client in aud, and
+// ends the sessions of that provider, whichever comes first in the
+// configuration.
+func TestBackchannelLogoutSharedIssuer(t *testing.T) {
+	r := newRig(t, func(c *config.Config) {
+		c.SDK.OIDC.Providers = []config.OIDCProvider{{Name: "globex", Tenant: "globex", IssuerURL: c.SDK.OIDC.IssuerURL, ClientID: "globex-app"}}
+	})
+	events := map[string]any{oidcgw.BackchannelLogoutEvent: map[string]any{}}
+	for _, tc := range []struct{ provider, client string }{{"globex", "globex-app"}, {"default", "app"}} {
+		t.Run(tc.provider, func(t *testing.T) {
+			sid := "sid-of-" + tc.provider
+			res, err := http.PostForm(r.url+"/auth/oidc/backchannel-logout", url.Values{"logout_token": {r.op.sign(t, tc.client, "ann", map[string]any{"sid": sid, "events": events})}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("logout token for %s: %d, want 200", tc.client, res.StatusCode)
+			}
+			session := map[string]any{"idp": tc.provider, "idp_sid": sid, "sub": "ann"}
+			if revoked, err := r.gw.Revoked(t.Context(), session); err != nil || !revoked {
+				t.Errorf("the %s session: revoked %v %v", tc.provider, revoked, err)
+			}
+		})
+	}
+	res, err := http.PostForm(r.url+"/auth/oidc/backchannel-logout", url.Values{"logout_token": {r.op.sign(t, "another-app", "ann", map[string]any{"sid": "x", "events": events})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest {
+		t.Errorf("logout token for a client of no provider: %d, want 400", res.StatusCode)
+	}
+}
