@@ -226,6 +226,9 @@ func (g *Gateway) complete(w http.ResponseWriter, r *http.Request) (string, map[
 	if err != nil {
 		return p.cfg.Name, nil, "", nil, verifyError(err)
 	}
+	if err := p.checkAuthorizedParty(idt); err != nil {
+		return p.cfg.Name, nil, "", nil, err
+	}
 	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(pend.Nonce)) != 1 {
 		return p.cfg.Name, nil, "", nil, refuse(reason.OIDCNonceMismatch, "the ID token's nonce is not this sign-in's")
 	}
@@ -234,6 +237,27 @@ func (g *Gateway) complete(w http.ResponseWriter, r *http.Request) (string, map[
 		return p.cfg.Name, nil, "", nil, err
 	}
 	return p.cfg.Name, claims, pend.ReturnTo, tok, nil
+}
+
+// checkAuthorizedParty keeps to OpenID Connect Core 3.1.3.7, which the
+// verifier leaves to its caller: an ID token of several audiences must
+// name this client as its authorized party (azp), and an azp, when
+// there is one, must be this client. Otherwise the token was issued to
+// another client, beside which this one merely appears in aud.
+func (p *provider) checkAuthorizedParty(idt *oidc.IDToken) error {
+	var c struct {
+		AZP *string `json:"azp"`
+	}
+	if err := idt.Claims(&c); err != nil {
+		return reason.Wrap(reason.OIDCIDTokenInvalid, err, "the ID token's claims cannot be read")
+	}
+	switch {
+	case c.AZP != nil && *c.AZP != p.cfg.ClientID:
+		return refuse(reason.OIDCAudienceMismatch, "the ID token was issued to another client (azp)")
+	case c.AZP == nil && len(idt.Audience) > 1:
+		return refuse(reason.OIDCAudienceMismatch, "the ID token has several audiences and names no authorized party (azp)")
+	}
+	return nil
 }
 
 // verifyError maps a failed ID token verification to its code.

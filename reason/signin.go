@@ -27,7 +27,8 @@ const (
 	// (signature through the provider's JWKS, issuer, expiry).
 	OIDCIDTokenInvalid Code = "oidc-id-token-invalid"
 	// OIDCAudienceMismatch: the ID token is for another client (aud does
-	// not name client_id).
+	// not name client_id, or its azp, required with several audiences,
+	// names another client).
 	OIDCAudienceMismatch Code = "oidc-audience-mismatch"
 	// OIDCNonceMismatch: the ID token's nonce is not the one login sent
 	// (a token from another sign-in).
