@@ -257,6 +257,7 @@ func TestSignInAttacks(t *testing.T) {
 		{"wrong nonce", func(op *testOP) { op.wrongNonce = true }, http.StatusUnauthorized, reason.OIDCNonceMismatch},
 		{"ID token for another audience", func(op *testOP) { op.audience = "another-app" }, http.StatusUnauthorized, reason.OIDCAudienceMismatch},
 		{"tenant missing", func(op *testOP) { delete(op.claims, "tenant_id") }, http.StatusForbidden, reason.OIDCTenantMissing},
+		{"no subject", func(op *testOP) { op.claims["sub"] = "" }, http.StatusUnauthorized, reason.OIDCIDTokenInvalid},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, nil)

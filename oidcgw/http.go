@@ -309,6 +309,11 @@ func safeToken(s string) string {
 // (auth_time, kept by every refresh of the session) for back-channel
 // logout.
 func (g *Gateway) sessionClaims(p *provider, idt *oidc.IDToken) (map[string]any, error) {
+	if idt.Subject == "" {
+		// Required (OpenID Connect Core 2): the session's user, by which
+		// the checks, the policies and a back-channel logout know it.
+		return nil, refuse(reason.OIDCIDTokenInvalid, "the ID token names no subject (sub)")
+	}
 	var c map[string]any
 	if err := idt.Claims(&c); err != nil {
 		return nil, reason.Wrap(reason.OIDCIDTokenInvalid, err, "the ID token's claims cannot be read")

@@ -24,7 +24,8 @@ const (
 	// document says it sends one.
 	OIDCIssuerMismatch Code = "oidc-issuer-mismatch"
 	// OIDCIDTokenInvalid: no ID token, or one that does not verify
-	// (signature through the provider's JWKS, issuer, expiry).
+	// (signature through the provider's JWKS, issuer, expiry) or names
+	// no subject.
 	OIDCIDTokenInvalid Code = "oidc-id-token-invalid"
 	// OIDCAudienceMismatch: the ID token is for another client (aud does
 	// not name client_id, or its azp, required with several audiences,
