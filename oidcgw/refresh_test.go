@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/oidcgw"
 )
 
 // 50 concurrent requests of one expired session, spread over 3 replicas
@@ -148,5 +149,45 @@ func TestLogoutEndsRefresh(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusFound || op.refreshCalls.Load() != 0 {
 		t.Fatalf("login after logout: %d, %d refreshes; want a new sign-in", res.StatusCode, op.refreshCalls.Load())
+	}
+}
+
+// A session the provider ended (back-channel logout) is not brought back
+// by its refresh token, which a provider may keep valid past the logout
+// (offline access): a refreshed session would carry the ended session's
+// sid and be refused by every check, which sends the browser to the
+// login, which would refresh again, in a loop. The login starts a new
+// sign-in instead, without asking the provider, and drops the refresh
+// cookie; so does the renewal before expiry.
+func TestNoRefreshAfterBackchannelLogout(t *testing.T) {
+	op := newTestOP(t, "app")
+	r := newRigOf(t, op, func(c *config.Config) { c.SDK.OIDC.Scopes = []string{"openid", "offline_access"} })
+	handle := signInForRefresh(t, r)
+	events := map[string]any{oidcgw.BackchannelLogoutEvent: map[string]any{}}
+	res, err := http.PostForm(r.url+"/auth/oidc/backchannel-logout", url.Values{"logout_token": {op.sign(t, "app", "ann", map[string]any{"sid": "sid-1", "events": events})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("back-channel logout: %d", res.StatusCode)
+	}
+	if c := r.gw.RenewSession(t.Context(), "svc_session_rt="+handle, expiring(time.Minute)); c != "" && !clearsSession(c) {
+		t.Errorf("renewal after the logout: %q, want no session", c)
+	}
+	res = loginWithRefresh(t, r, handle)
+	to, _ := url.Parse(res.Header.Get("Location"))
+	if res.StatusCode != http.StatusFound || to == nil || to.Host != mustHost(t, op.URL) {
+		t.Fatalf("login after the logout: %d to %s, want 302 to the provider", res.StatusCode, res.Header.Get("Location"))
+	}
+	cleared := false
+	for _, c := range res.Cookies() {
+		cleared = cleared || c.Name == "svc_session_rt" && c.MaxAge < 0
+	}
+	if !cleared {
+		t.Errorf("the refresh cookie was not cleared: %v", res.Header["Set-Cookie"])
+	}
+	if n := op.refreshCalls.Load(); n != 0 {
+		t.Errorf("%d refresh requests reached the provider for an ended session, want none", n)
 	}
 }

@@ -230,6 +230,17 @@ func (g *Gateway) redeem(ctx context.Context, handle string, st *refreshState) e
 	if p == nil || uerr != nil {
 		return reason.New(reason.OIDCRefreshFailed, "the session cannot be refreshed")
 	}
+	// A session the provider ended (back-channel logout) stays ended,
+	// though a provider may keep an offline refresh token valid past the
+	// logout: its refreshed session would be refused by every check, which
+	// sends the browser back to the login, to refresh again.
+	ended, err := g.Revoked(ctx, st.Claims)
+	if err != nil {
+		return reason.Wrap(reason.OIDCStoreUnavailable, err, "the session's logout could not be looked up")
+	}
+	if ended {
+		return reason.New(reason.OIDCRefreshFailed, "the identity provider ended the session (back-channel logout)")
+	}
 	op, err := p.discover(ctx)
 	if err != nil {
 		return reason.Wrap(reason.OIDCProviderUnavailable, err, "the identity provider's discovery document could not be read")
