@@ -222,7 +222,7 @@ func (g *Gateway) complete(w http.ResponseWriter, r *http.Request) (string, map[
 	if raw == "" {
 		return p.cfg.Name, nil, "", nil, refuse(reason.OIDCIDTokenInvalid, "the identity provider sent no ID token")
 	}
-	idt, err := p.verifier(op).Verify(ctx, raw)
+	idt, err := p.verifier().Verify(ctx, raw)
 	if err != nil {
 		return p.cfg.Name, nil, "", nil, verifyError(err)
 	}

@@ -170,12 +170,11 @@ func (g *Gateway) verifyLogoutToken(ctx context.Context, raw string) (*provider,
 		if p.cfg.IssuerURL != iss && strings.TrimSuffix(p.cfg.IssuerURL, "/") != strings.TrimSuffix(iss, "/") {
 			continue
 		}
-		op, err := p.discover(ctx)
-		if err != nil {
+		if _, err := p.discover(ctx); err != nil {
 			last = reason.Wrap(reason.OIDCProviderUnavailable, err, "the identity provider's discovery document could not be read")
 			continue
 		}
-		tok, err := p.verifier(op).Verify(ctx, raw)
+		tok, err := p.verifier().Verify(ctx, raw)
 		if err != nil {
 			last = reason.Wrap(reason.OIDCLogoutTokenInvalid, err, "the logout token does not verify")
 			continue

@@ -36,6 +36,7 @@ type testOP struct {
 	audience   string
 	claims     map[string]any
 	tokenCalls atomic.Int64
+	jwksCalls  atomic.Int64
 	// refreshCalls counts refresh_token grants; refreshDelay makes them
 	// slow, failRefresh refuses them.
 	refreshCalls atomic.Int64
@@ -81,6 +82,7 @@ func newTestOP(t *testing.T, client string) *testOP {
 		_ = json.NewEncoder(w).Encode(doc)
 	})
 	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, _ *http.Request) {
+		op.jwksCalls.Add(1)
 		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "ES256", Use: "sig"}}})
 	})
 	mux.HandleFunc("GET /authorize", func(w http.ResponseWriter, r *http.Request) {

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/svc-dev/svc/internal/secretfile"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	jose "github.com/go-jose/go-jose/v4"
 	"golang.org/x/oauth2"
 
 	"github.com/svc-dev/svc/engine/config"
@@ -39,6 +41,8 @@ type provider struct {
 	op         *oidc.Provider
 	issuer     string // the discovery document's issuer
 	issParam   bool   // authorization_response_iss_parameter_supported
+	keys       *keySet
+	algs       []string // id_token_signing_alg_values_supported, of signingAlgs
 	endSession string
 	at         time.Time // of the last attempt
 	lastErr    error
@@ -84,10 +88,11 @@ func (p *provider) discover(ctx context.Context) (*oidc.Provider, error) {
 		return nil, err
 	}
 	var extra struct {
-		Issuer     string `json:"issuer"`
-		JWKS       string `json:"jwks_uri"`
-		EndSession string `json:"end_session_endpoint"`
-		IssParam   bool   `json:"authorization_response_iss_parameter_supported"`
+		Issuer     string   `json:"issuer"`
+		JWKS       string   `json:"jwks_uri"`
+		EndSession string   `json:"end_session_endpoint"`
+		IssParam   bool     `json:"authorization_response_iss_parameter_supported"`
+		Algs       []string `json:"id_token_signing_alg_values_supported"`
 	}
 	_ = op.Claims(&extra)
 	if err := checkEndpoints(op.Endpoint(), extra.JWKS, extra.EndSession); err != nil {
@@ -96,6 +101,8 @@ func (p *provider) discover(ctx context.Context) (*oidc.Provider, error) {
 	}
 	p.op, p.endSession, p.lastErr = op, extra.EndSession, nil
 	p.issuer, p.issParam = extra.Issuer, extra.IssParam
+	p.keys = &keySet{url: extra.JWKS, client: p.client, now: p.now}
+	p.algs = slices.DeleteFunc(extra.Algs, func(a string) bool { return !slices.Contains(signingAlgs, jose.SignatureAlgorithm(a)) })
 	return op, nil
 }
 
@@ -177,9 +184,14 @@ func (p *provider) oauth2(op *oidc.Provider) *oauth2.Config {
 }
 
 // verifier verifies ID tokens and logout tokens of the provider: the
-// signature through its JWKS, iss, aud = client_id, exp.
-func (p *provider) verifier(op *oidc.Provider) *oidc.IDTokenVerifier {
-	return op.Verifier(&oidc.Config{ClientID: p.cfg.ClientID, Now: p.now})
+// signature through its JWKS (keySet, which bounds the fetches a forged
+// token causes), iss, aud = client_id, exp. The provider must have been
+// discovered.
+func (p *provider) verifier() *oidc.IDTokenVerifier {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// No algs advertised: go-oidc's default, RS256.
+	return oidc.NewVerifier(p.issuer, p.keys, &oidc.Config{ClientID: p.cfg.ClientID, Now: p.now, SupportedSigningAlgs: p.algs})
 }
 
 func (p *provider) status() wire.OIDCProviderStatus {
