@@ -115,7 +115,7 @@ func TestAPIKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testkit.WriteFile(t, file, append(data, []byte("\n[[keys]]\nid = \"aaaaaaaaaaaa\"\nkey = \""+viewer+"\"\n")...), 0o600)
+	testkit.WriteFile(t, file, append(data, []byte("\n[[keys]]\nid = \"aaaaaaaaaaaa\"\nkey = \""+viewer+"\"\n")...))
 	testkit.Eventually(t, "the refusal of the file holding a plaintext key in /v1/status", func() bool {
 		st := getStatus(t, s)
 		return st.APIKeys != nil && st.APIKeys.Refusals == 1
@@ -135,7 +135,7 @@ func TestAPIKeys(t *testing.T) {
 		t.Errorf("revoked key after the refused file: %d %s, want still revoked", status, rc)
 	}
 	// Fixed, the file is accepted and the status healthy again.
-	testkit.WriteFile(t, file, data, 0o600)
+	testkit.WriteFile(t, file, data)
 	testkit.Eventually(t, "a healthy status once the key file is fixed", func() bool {
 		st := getStatus(t, s)
 		return st.Status == "healthy" && st.APIKeys.LastError == ""
@@ -157,7 +157,7 @@ func TestAPIKeys(t *testing.T) {
 // A key file that does not parse refuses the start, naming the line.
 func TestAPIKeysBadFileRefusesStart(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "api-keys.toml")
-	testkit.WriteFile(t, file, []byte("[[keys]]\nid = \"aeaqcaibaeaq\"\nkey = \"secret\"\n"), 0o600)
+	testkit.WriteFile(t, file, []byte("[[keys]]\nid = \"aeaqcaibaeaq\"\nkey = \"secret\"\n"))
 	last := failedStart(t, map[string]string{"SVC_API_KEYS_FILE": file})
 	wantRefusal(t, last, "api_keys.file", "line 3", "plaintext")
 }

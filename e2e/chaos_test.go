@@ -102,7 +102,7 @@ func (f *chaosFleet) serve(path string) {
 		t.Fatal(err)
 	}
 	tmp := filepath.Join(f.served, ".next.tar.gz")
-	testkit.WriteFile(t, tmp, b, 0o644)
+	testkit.WriteFileMode(t, tmp, b, 0o644)
 	if now := time.Now().Truncate(time.Second); now.After(f.modified) {
 		f.modified = now
 	} else {

@@ -608,5 +608,5 @@ host, not of the sidecar alone).
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(harness.ModuleRoot(t), path)
 	}
-	testkit.WriteFile(t, path, []byte(page), 0o644)
+	testkit.WriteFileMode(t, path, []byte(page), 0o644)
 }

@@ -186,7 +186,7 @@ func TestIdentityToken(t *testing.T) {
 		// A new file in place, the way a secret is updated: the old
 		// content until the rename.
 		tmp := keyFile + ".new"
-		testkit.WriteFile(t, tmp, next, 0o600)
+		testkit.WriteFile(t, tmp, next)
 		if err := os.Rename(tmp, keyFile); err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ import (
 func introspectionEnv(t *testing.T, url, id, secret string) map[string]string {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "introspection-secret")
-	testkit.WriteFile(t, file, []byte(secret+"\n"), 0o600)
+	testkit.WriteFile(t, file, []byte(secret+"\n"))
 	return map[string]string{
 		"SVC_INTROSPECTION_URL": url, "SVC_INTROSPECTION_CLIENT_ID": id, "SVC_INTROSPECTION_CLIENT_SECRET_FILE": file,
 	}

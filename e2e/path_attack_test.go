@@ -90,7 +90,7 @@ func TestCaptureAttack(t *testing.T) {
 	k := newKeyring(t)
 	clerk := k.token(t, "u-clerk", "acme", "clerk")
 	dir := t.TempDir()
-	testkit.WriteFile(t, filepath.Join(dir, "authz.rego"), []byte(capturePolicy), 0o600)
+	testkit.WriteFile(t, filepath.Join(dir, "authz.rego"), []byte(capturePolicy))
 	start := func(config string) *harness.Sidecar {
 		return harness.StartSidecar(t, harness.SidecarOptions{Config: config, Env: map[string]string{
 			"SVC_JWKS_URL":   k.jwks.URL,

@@ -74,7 +74,7 @@ func TestSVCEnvDoesWhatItsTextSays(t *testing.T) {
 	idp := exampleIdP(t)
 	jwks := harness.StartJWKS(t, harness.NewECSigner(t, "idp"))
 	keysFile := filepath.Join(t.TempDir(), "api-keys.toml")
-	testkit.WriteFile(t, keysFile, []byte("# no key yet\n"), 0o600)
+	testkit.WriteFile(t, keysFile, []byte("# no key yet\n"))
 	oidc := idptest.New(t)
 	sourceEnv := map[string][2]string{
 		"sdk.jwks_url":   {"SVC_JWKS_URL", jwks.URL},
@@ -87,7 +87,7 @@ func TestSVCEnvDoesWhatItsTextSays(t *testing.T) {
 	}
 	// What a source needs besides its own variable to start.
 	secretFile := filepath.Join(t.TempDir(), "introspection-secret")
-	testkit.WriteFile(t, secretFile, []byte("s3cret\n"), 0o600)
+	testkit.WriteFile(t, secretFile, []byte("s3cret\n"))
 	sourceNeeds := map[string]map[string]string{
 		"introspection.url": {"SVC_INTROSPECTION_CLIENT_ID": "svc", "SVC_INTROSPECTION_CLIENT_SECRET_FILE": secretFile},
 		"sdk.oidc":          {"SVC_OIDC_CLIENT_ID": "svc", "SVC_OIDC_REDIRECT_URL": "http://127.0.0.1:7701/auth/oidc/callback"},

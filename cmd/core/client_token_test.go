@@ -16,7 +16,7 @@ import (
 func adminTokenEnv(t *testing.T, token string) {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "admin-token")
-	testkit.WriteFile(t, f, []byte(token+"\n"), 0o600)
+	testkit.WriteFile(t, f, []byte(token+"\n"))
 	t.Setenv(envAdminTokenFile, f)
 }
 

@@ -89,7 +89,7 @@ func checkOneJSON(t *testing.T, s string) {
 func keyFiles(t *testing.T, dir string) {
 	t.Helper()
 	write := func(name string, b []byte) {
-		testkit.WriteFile(t, filepath.Join(dir, name), b, 0o600)
+		testkit.WriteFile(t, filepath.Join(dir, name), b)
 	}
 	for _, name := range []string{"ec", "other"} {
 		private, public := testkit.ECKeyPEM(t)
@@ -153,7 +153,7 @@ func tamper(t *testing.T, src, dst, name string, edit func([]byte) []byte) {
 	if err := gw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	testkit.WriteFile(t, dst, out.Bytes(), 0o644)
+	testkit.WriteFileMode(t, dst, out.Bytes(), 0o644)
 }
 
 // workspace sets up a temporary directory with keys and bundles: signed
@@ -175,6 +175,6 @@ func workspace(t *testing.T) string {
 	tamper(t, filepath.Join(tmp, "signed.tar.gz"), filepath.Join(tmp, "tampered.tar.gz"), "/authz.rego", func(b []byte) []byte {
 		return bytes.Replace(b, []byte("default allow := false"), []byte("default allow := true"), 1)
 	})
-	testkit.WriteFile(t, filepath.Join(tmp, "garbage.tar.gz"), []byte("not a bundle"), 0o644)
+	testkit.WriteFileMode(t, filepath.Join(tmp, "garbage.tar.gz"), []byte("not a bundle"), 0o644)
 	return tmp
 }

@@ -77,7 +77,7 @@ func candidatePolicy(t *testing.T) string {
 		t.Fatal("testdata/policy/authz.rego no longer grants viewers orders:read")
 	}
 	dir := t.TempDir()
-	testkit.WriteFile(t, filepath.Join(dir, "authz.rego"), []byte(changed), 0o644)
+	testkit.WriteFileMode(t, filepath.Join(dir, "authz.rego"), []byte(changed), 0o644)
 	return dir
 }
 
@@ -99,7 +99,7 @@ func TestPolicyReplay(t *testing.T) {
 	b, _ := json.Marshal(noInput)
 	tmp := t.TempDir()
 	from := filepath.Join(tmp, "records.ndjson")
-	testkit.WriteFile(t, from, append(append(records, b...), '\n', '\n'), 0o644)
+	testkit.WriteFileMode(t, from, append(append(records, b...), '\n', '\n'), 0o644)
 	cand := candidatePolicy(t)
 
 	r := run(t, tmp, "--output", "json", "policy", "replay", cand, "--from", from)
@@ -144,7 +144,7 @@ func TestPolicyReplayBadInput(t *testing.T) {
 	rec := `{"decision_id":"d-1","tenant":"acme","action":"orders:read","allow":true,"reason":"policy-allow","input":{"action":"orders:read"}}`
 	write := func(name, data string) string {
 		p := filepath.Join(tmp, name)
-		testkit.WriteFile(t, p, []byte(data), 0o644)
+		testkit.WriteFileMode(t, p, []byte(data), 0o644)
 		return p
 	}
 	tests := []struct {

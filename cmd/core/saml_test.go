@@ -29,7 +29,7 @@ func TestSAMLTestAssertionRoundTrip(t *testing.T) {
 		t.Fatalf("--metadata: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	cfgPath := filepath.Join(tmp, "svc.toml")
-	testkit.WriteFile(t, cfgPath, []byte(samltest.LocalSPConfig(filepath.Join(tmp, "idp.xml"))), 0o600)
+	testkit.WriteFile(t, cfgPath, []byte(samltest.LocalSPConfig(filepath.Join(tmp, "idp.xml"))))
 	// --output <file> is taken as the artifact path on this command.
 	r = run(t, tmp, "--config", cfgPath, "saml", "test-assertion", "--idp-dir", idpDir,
 		"--email", "dana@example.com", "--role", "admin", "--role", "billing", "--tenant", "acme", "--output", "$TMP/resp.b64")
@@ -116,7 +116,7 @@ entity_id = "https://app.example.com/auth/saml/metadata"
 acs_url = "https://app.example.com/auth/saml/acs"
 idp_metadata_url = "https://idp.example.com/metadata"
 `
-	testkit.WriteFile(t, cfgPath, []byte(toml), 0o600)
+	testkit.WriteFile(t, cfgPath, []byte(toml))
 	r := run(t, tmp, "--config", cfgPath, "saml", "metadata")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
@@ -138,7 +138,7 @@ idp_metadata_url = "https://idp.example.com/metadata"
 		t.Errorf("md.xml: %v %s", err, b)
 	}
 	noSAML := filepath.Join(tmp, "plain.toml")
-	testkit.WriteFile(t, noSAML, []byte("[sdk]\ntenant_id = \"a\"\n"), 0o600)
+	testkit.WriteFile(t, noSAML, []byte("[sdk]\ntenant_id = \"a\"\n"))
 	if r := run(t, tmp, "--config", noSAML, "saml", "metadata"); r.code != 2 || !strings.Contains(r.stderr, "[sdk.saml]") {
 		t.Errorf("no [sdk.saml]: exit %d %s, want 2 naming the table", r.code, r.stderr)
 	}

@@ -309,7 +309,7 @@ func TestConfigDiffLive(t *testing.T) {
 	}
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)
-		testkit.WriteFile(t, p, b, 0o600)
+		testkit.WriteFile(t, p, b)
 		return p
 	}
 	sameFile := write("same.toml", same)

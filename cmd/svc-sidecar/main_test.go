@@ -99,7 +99,7 @@ func TestBadConfig(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)
-		testkit.WriteFile(t, p, []byte(content), 0o600)
+		testkit.WriteFile(t, p, []byte(content))
 		return p
 	}
 	// Listeners of a configuration that gets as far as binding: free
@@ -151,7 +151,7 @@ func TestBadConfig(t *testing.T) {
 // one is reported by name.
 func TestBadDefaultConfig(t *testing.T) {
 	dir := t.TempDir()
-	testkit.WriteFile(t, filepath.Join(dir, "svc.toml"), []byte("[sdk]\nfail_mode = \"maybe\"\n"), 0o600)
+	testkit.WriteFile(t, filepath.Join(dir, "svc.toml"), []byte("[sdk]\nfail_mode = \"maybe\"\n"))
 	t.Chdir(dir)
 	var stdout, stderr bytes.Buffer
 	if code := run(nil, &stdout, &stderr); code != 1 {
@@ -199,7 +199,7 @@ func TestBadEnvironment(t *testing.T) {
 // own, and every line names the program.
 func TestSeveralProblems(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "svc.toml")
-	testkit.WriteFile(t, path, []byte("[sdk]\nfail_mode = \"x\"\nsidecar_addr = \"nope\"\n"), 0o600)
+	testkit.WriteFile(t, path, []byte("[sdk]\nfail_mode = \"x\"\nsidecar_addr = \"nope\"\n"))
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"--config", path}, &stdout, &stderr); code != 1 {
 		t.Fatalf("exit code %d, want 1; stderr:\n%s", code, stderr.String())
@@ -235,7 +235,7 @@ saml_addr = "127.0.0.1:0"
 [audit]
 destination = "off"
 `
-	testkit.WriteFile(t, cfg, []byte(toml), 0o600)
+	testkit.WriteFile(t, cfg, []byte(toml))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // serve starts, sees the ended context and shuts down
 	var stderr bytes.Buffer
@@ -261,7 +261,7 @@ func TestSAMLSubcommands(t *testing.T) {
 		t.Errorf("stdout is not IdP metadata: %.200s", stdout.String())
 	}
 	cfg := filepath.Join(dir, "svc.toml")
-	testkit.WriteFile(t, cfg, []byte("[sdk]\ntenant_id = \"acme\"\n[sdk.saml]\nentity_id = \"urn:sp\"\nacs_url = \"https://sp.example/acs\"\nidp_metadata_file = \"/nonexistent\"\n"), 0o600)
+	testkit.WriteFile(t, cfg, []byte("[sdk]\ntenant_id = \"acme\"\n[sdk.saml]\nentity_id = \"urn:sp\"\nacs_url = \"https://sp.example/acs\"\nidp_metadata_file = \"/nonexistent\"\n"))
 	stdout.Reset()
 	stderr.Reset()
 	if code := run([]string{"--config", cfg, "saml", "metadata"}, &stdout, &stderr); code != 0 {

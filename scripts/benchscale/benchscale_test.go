@@ -39,7 +39,7 @@ func TestTablesSplitIntoFiles(t *testing.T) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		testkit.WriteFile(t, p, b, 0o644)
+		testkit.WriteFileMode(t, p, b, 0o644)
 	}
 	fromDir, err := policy.Load(dir)
 	if err != nil {
@@ -112,7 +112,7 @@ func TestPolicySizeRules(t *testing.T) {
 // the page kept, and a second write leaves one section.
 func TestWriteDoc(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "b.md")
-	testkit.WriteFile(t, p, []byte("# Benchmarks\n\nbefore\n\n"+docBegin+"\nold\n"+docEnd+"\n\nafter\n"), 0o644)
+	testkit.WriteFileMode(t, p, []byte("# Benchmarks\n\nbefore\n\n"+docBegin+"\nold\n"+docEnd+"\n\nafter\n"), 0o644)
 	res := []result{{Row: "data", What: "w", Figures: "f | g", Bound: "b", Met: true, CurveUnit: "µs", Curve: []plotPoint{{"100", 10}, {"1M", 20}}}}
 	for range 2 {
 		if err := writeDoc(p, res, options{}); err != nil {
@@ -135,7 +135,7 @@ func TestWriteDoc(t *testing.T) {
 // in the section, and leaves the other rows as they were.
 func TestWriteDocRow(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bench.md")
-	testkit.WriteFile(t, path, []byte("# Benchmarks\n\nbefore\n"), 0o644)
+	testkit.WriteFileMode(t, path, []byte("# Benchmarks\n\nbefore\n"), 0o644)
 	old := []result{
 		{Row: "data", What: "data row", Figures: "old data", Bound: "b", Met: true, Curve: []plotPoint{{"x", 1}}, CurveUnit: "u"},
 		{Row: "bundles", What: "bundles row", Figures: "old bundles", Bound: "b", Curve: []plotPoint{{"1 MB", 12}, {"10 MB", 14}}, CurveUnit: "u"},

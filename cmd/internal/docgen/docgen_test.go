@@ -106,10 +106,10 @@ func TestReasonCodesUnlistedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range reasonFiles {
-		testkit.WriteFile(t, filepath.Join(dir, f.file), []byte("package reason\n"), 0o644)
+		testkit.WriteFileMode(t, filepath.Join(dir, f.file), []byte("package reason\n"), 0o644)
 	}
 	extra := "package reason\n\n// Extra: a code of a new file.\nconst Extra Code = \"extra\"\n"
-	testkit.WriteFile(t, filepath.Join(dir, "extra.go"), []byte(extra), 0o644)
+	testkit.WriteFileMode(t, filepath.Join(dir, "extra.go"), []byte(extra), 0o644)
 	if _, err := ReasonCodes(root); err == nil || !strings.Contains(err.Error(), "extra.go") {
 		t.Fatalf("ReasonCodes = %v, want an error naming extra.go", err)
 	}

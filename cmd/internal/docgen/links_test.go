@@ -44,7 +44,7 @@ func TestCheckLinksFindsBroken(t *testing.T) {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		testkit.WriteFile(t, filepath.Join(root, name), []byte(text), 0o644)
+		testkit.WriteFileMode(t, filepath.Join(root, name), []byte(text), 0o644)
 	}
 	write("docs/b.md", "# B page\n## Part two\n")
 	write("README.md", "[ok](docs/b.md#part-two) [self](#top) [gone](docs/c.md) [bad](docs/b.md#part-three)\n"+
