@@ -60,12 +60,8 @@ func rsaKey(tb testing.TB, bits int) keyPair {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	return keyPair{
-		private: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}),
+		private: testkit.PrivateKeyPEM(tb, k),
 		public:  testkit.PublicKeyPEM(tb, &k.PublicKey),
 	}
 }

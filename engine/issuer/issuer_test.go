@@ -6,9 +6,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"testing"
 	"time"
 
@@ -17,22 +15,13 @@ import (
 	"github.com/svc-dev/svc/internal/testkit"
 )
 
-func pemKey(t *testing.T, k any) []byte {
-	t.Helper()
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
-}
-
 // Rotation: the new key first signs; tokens of the old key, kept second in
 // the file, still verify; the JWKS publishes both.
 func TestRotation(t *testing.T) {
 	oldKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	newKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	const iss = "https://app.example.com/sp"
-	before, err := issuer.New(issuer.Options{KeyFile: testkit.TempFile(t, "keys.pem", pemKey(t, oldKey)), Issuer: iss, TTL: time.Minute})
+	before, err := issuer.New(issuer.Options{KeyFile: testkit.TempFile(t, "keys.pem", testkit.PrivateKeyPEM(t, oldKey)), Issuer: iss, TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +29,7 @@ func TestRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := issuer.New(issuer.Options{KeyFile: testkit.TempFile(t, "keys.pem", append(pemKey(t, newKey), pemKey(t, oldKey)...)), Issuer: iss, TTL: time.Minute})
+	after, err := issuer.New(issuer.Options{KeyFile: testkit.TempFile(t, "keys.pem", append(testkit.PrivateKeyPEM(t, newKey), testkit.PrivateKeyPEM(t, oldKey)...)), Issuer: iss, TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +70,7 @@ func TestBadKeyFiles(t *testing.T) {
 	rsaKey, _ := rsa.GenerateKey(rand.Reader, 2048)
 	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
 	for name, content := range map[string][]byte{
-		"empty": nil, "rsa": pemKey(t, rsaKey), "p384": pemKey(t, p384), "garbage": []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"),
+		"empty": nil, "rsa": testkit.PrivateKeyPEM(t, rsaKey), "p384": testkit.PrivateKeyPEM(t, p384), "garbage": []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"),
 	} {
 		if _, err := issuer.New(issuer.Options{KeyFile: testkit.TempFile(t, "keys.pem", content), Issuer: "x", TTL: time.Minute}); err == nil {
 			t.Errorf("%s: accepted", name)

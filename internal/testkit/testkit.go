@@ -19,8 +19,6 @@ import (
 	"bytes"
 	"crypto/x509"
 	"encoding/pem"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 )
@@ -52,10 +50,7 @@ func ECKeyPEM(t testing.TB) (private, public []byte) {
 	t.Helper()
 	k := NewECKey(t)
 	der, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), PublicKeyPEM(t, &k.PublicKey)
+	return pemBlock(t, "EC PRIVATE KEY", der, err), PublicKeyPEM(t, &k.PublicKey)
 }
 
 // PublicKeyPEM is pub (an *ecdsa.PublicKey, *rsa.PublicKey or
@@ -63,10 +58,25 @@ func ECKeyPEM(t testing.TB) (private, public []byte) {
 func PublicKeyPEM(t testing.TB, pub any) []byte {
 	t.Helper()
 	der, err := x509.MarshalPKIXPublicKey(pub)
+	return pemBlock(t, "PUBLIC KEY", der, err)
+}
+
+// PrivateKeyPEM is key (an *ecdsa.PrivateKey, *rsa.PrivateKey or
+// ed25519.PrivateKey) as a "PRIVATE KEY" PEM block (PKCS #8).
+func PrivateKeyPEM(t testing.TB, key any) []byte {
+	t.Helper()
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	return pemBlock(t, "PRIVATE KEY", der, err)
+}
+
+// pemBlock is der, as the marshalling that returned err made it, in a
+// PEM block of type typ; the marshalling's error fails t.
+func pemBlock(t testing.TB, typ string, der []byte, err error) []byte {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
 }
 
 // TokenKeyFile writes a fresh P-256 private key, PKCS #8 in a "PRIVATE
@@ -74,14 +84,5 @@ func PublicKeyPEM(t testing.TB, pub any) []byte {
 // its path: a token signing key (sdk.saml.token_signing_key_file).
 func TokenKeyFile(t testing.TB) string {
 	t.Helper()
-	k := NewECKey(t)
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "token-key.pem")
-	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return TempFile(t, "token-key.pem", PrivateKeyPEM(t, NewECKey(t)))
 }
