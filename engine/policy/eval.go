@@ -31,11 +31,13 @@ type Result struct {
 // reason.InputInvalid when the input cannot be converted, reason.PolicyError
 // when the policy fails or yields something that is not a decision.
 func (s *Set) Eval(ctx context.Context, in Input) (Result, error) {
-	v, err := s.input(&in)
+	st := s.states.get(true)
+	defer s.states.put(st)
+	v, err := s.input(&in, &st.doc)
 	if err != nil {
 		return Result{}, reason.Wrap(reason.InputInvalid, err, "convert policy input")
 	}
-	return s.eval(ctx, v)
+	return s.evalWith(ctx, st, v, nil)
 }
 
 // EvalValue evaluates the policy on an input given as a JSON-like Go value
@@ -93,13 +95,19 @@ func (s *Set) eval(ctx context.Context, input ast.Value) (Result, error) {
 // evalTraced evaluates the policy on input, reporting to tracer when it
 // is not nil.
 func (s *Set) evalTraced(ctx context.Context, input ast.Value, tracer topdown.QueryTracer) (Result, error) {
-	if err := ctx.Err(); err != nil {
-		return Result{}, reason.Wrap(reason.PolicyError, err, "evaluate policy")
-	}
 	// The state goes back for reuse once the decision is decoded: nothing
 	// of the evaluation is needed after that.
 	st := s.states.get(tracer == nil)
 	defer s.states.put(st)
+	return s.evalWith(ctx, st, input, tracer)
+}
+
+// evalWith is evalTraced in the state st, which the caller got from
+// s.states and puts back once the result is returned.
+func (s *Set) evalWith(ctx context.Context, st *evalState, input ast.Value, tracer topdown.QueryTracer) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, reason.Wrap(reason.PolicyError, err, "evaluate policy")
+	}
 	st.input.Value = input
 	args := evalArgs{store: s.store, txn: s.txn, tracer: tracer, rules: &st.rules, st: st}
 	allow, reasons, err := s.decide(ctx, &args)

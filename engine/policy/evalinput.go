@@ -13,8 +13,9 @@ import "github.com/open-policy-agent/opa/v1/ast"
 // input: only the parts at the cache's key paths when the set caches,
 // else the whole document. It is the document decisionCache.document
 // builds from the input's key parts, built without hashing the parts and
-// with each object made in one piece.
-func (s *Set) input(in *Input) (ast.Value, error) {
+// with each object made in one piece. d is the builder's scratch, which
+// an evaluation state keeps between evaluations (see evalState).
+func (s *Set) input(in *Input, d *docBuilder) (ast.Value, error) {
 	c := s.cache
 	if c == nil {
 		return in.Value()
@@ -25,9 +26,8 @@ func (s *Set) input(in *Input) (ast.Value, error) {
 	if err != nil {
 		return in.Value()
 	}
-	d := docBuilder{b: termBuf{terms: make([]ast.Term, 0, 2*len(c.paths)+len(in.User.Roles))}}
-	d.nodes = d.buf[:1]
-	d.nodes[0] = docNode{first: noNode, last: noNode, next: noNode}
+	d.b = termBuf{terms: make([]ast.Term, 0, 2*len(c.paths)+len(in.User.Roles))}
+	d.nodes = append(d.nodes[:0], docNode{first: noNode, last: noNode, next: noNode})
 	for i, path := range c.paths {
 		if len(path) == 0 {
 			// The whole input is a key part: the document is the input.
@@ -69,11 +69,28 @@ type docNode struct {
 // docBuilder builds the document of some key parts as a tree of nodes,
 // then turns each object node into an ast.Object with all its keys at
 // once: inserting keys one by one into objects costs several times the
-// allocations.
+// allocations. Its nodes are scratch that outlives the evaluation in the
+// pooled evalState: on the stack they would move to the heap, a kilobyte
+// per evaluation, since the keys they hold end up in the document.
 type docBuilder struct {
 	b     termBuf
 	nodes []docNode
-	buf   [16]docNode
+}
+
+// docNodes is the room a builder starts with: enough for the documents of
+// most policies.
+const docNodes = 16
+
+// maxPooledDocNodes bounds the nodes a builder keeps between evaluations.
+const maxPooledDocNodes = 256
+
+// reset drops what the builder refers to, so that a pooled state keeps
+// no input alive, and reports whether its room is worth keeping.
+func (d *docBuilder) reset() bool {
+	clear(d.nodes)
+	d.nodes = d.nodes[:0]
+	d.b = termBuf{}
+	return cap(d.nodes) <= maxPooledDocNodes
 }
 
 // add places v at path, creating the objects on the way, as

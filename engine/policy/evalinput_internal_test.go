@@ -53,7 +53,7 @@ func TestInputMatchesDocument(t *testing.T) {
 			if want == nil {
 				want = s.cache.document(k.parts)
 			}
-			got, err := s.input(&in)
+			got, err := s.input(&in, &docBuilder{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,11 +70,11 @@ func TestInputClaimsError(t *testing.T) {
 	plan := cachePlan{paths: [][]*ast.Term{{keyAction}}}
 	s := &Set{plan: plan, cache: newDecisionCache(plan, 16)}
 	in := Input{User: User{Claims: map[string]any{"n": json.Number("x")}}}
-	if _, err := s.input(&in); err == nil {
+	if _, err := s.input(&in, &docBuilder{}); err == nil {
 		t.Fatal("claims holding an invalid number converted")
 	}
 	in = Input{Identity: &Identity{Claims: map[string]any{"n": json.Number("x")}}}
-	if _, err := s.input(&in); err == nil {
+	if _, err := s.input(&in, &docBuilder{}); err == nil {
 		t.Fatal("identity claims holding an invalid number converted")
 	}
 	if _, _, err := s.cache.key(&in, nil, new(keyEnc)); err == nil {

@@ -15,6 +15,8 @@ import (
 type evalState struct {
 	rules ruleCache
 	input ast.Term
+	// doc builds the input document of a typed input (Set.input).
+	doc docBuilder
 	// The results of the running query: how many, and the first one's
 	// outputs at the variables allow and reasons.
 	allowVar, reasonsVar ast.Var
@@ -24,7 +26,7 @@ type evalState struct {
 }
 
 func newEvalState() *evalState {
-	st := &evalState{rules: *newRuleCache()}
+	st := &evalState{rules: *newRuleCache(), doc: docBuilder{nodes: make([]docNode, 0, docNodes)}}
 	st.collect = st.result
 	return st
 }
@@ -71,6 +73,9 @@ func (p *evalStates) get(withConsts bool) *evalState {
 func (p *evalStates) put(st *evalState) {
 	st.input = ast.Term{}
 	st.allow, st.reasons = nil, nil
+	if !st.doc.reset() {
+		st.doc.nodes = make([]docNode, 0, docNodes)
+	}
 	if st.rules.reset() {
 		p.pool.Put(st)
 	}
