@@ -26,7 +26,10 @@ func (s *Set) input(in *Input, d *docBuilder) (ast.Value, error) {
 	if err != nil {
 		return in.Value()
 	}
-	d.b = termBuf{terms: make([]ast.Term, 0, 2*len(c.paths)+len(in.User.Roles))}
+	if n := 2*len(c.paths) + len(in.User.Roles); cap(d.terms) < n {
+		d.terms = make([]ast.Term, 0, n)
+	}
+	d.b = termBuf{terms: d.terms[:0]}
 	d.nodes = append(d.nodes[:0], docNode{first: noNode, last: noNode, next: noNode})
 	for i, path := range c.paths {
 		if len(path) == 0 {
@@ -72,16 +75,23 @@ type docNode struct {
 // allocations. Its nodes are scratch that outlives the evaluation in the
 // pooled evalState: on the stack they would move to the heap, a kilobyte
 // per evaluation, since the keys they hold end up in the document.
+//
+// The document's terms come from terms, which the state keeps as well:
+// nothing refers to the document once its evaluation has returned (the
+// result holds Go values, the rule cache is emptied), so the next
+// evaluation may write its own terms there.
 type docBuilder struct {
 	b     termBuf
 	nodes []docNode
+	terms []ast.Term
 }
 
 // docNodes is the room a builder starts with: enough for the documents of
 // most policies.
 const docNodes = 16
 
-// maxPooledDocNodes bounds the nodes a builder keeps between evaluations.
+// maxPooledDocNodes bounds the nodes, and the terms, a builder keeps
+// between evaluations.
 const maxPooledDocNodes = 256
 
 // reset drops what the builder refers to, so that a pooled state keeps
@@ -89,8 +99,9 @@ const maxPooledDocNodes = 256
 func (d *docBuilder) reset() bool {
 	clear(d.nodes)
 	d.nodes = d.nodes[:0]
+	clear(d.terms[:cap(d.terms)])
 	d.b = termBuf{}
-	return cap(d.nodes) <= maxPooledDocNodes
+	return cap(d.nodes) <= maxPooledDocNodes && cap(d.terms) <= maxPooledDocNodes
 }
 
 // add places v at path, creating the objects on the way, as

@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"context"
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -44,6 +46,8 @@ func TestInputMatchesDocument(t *testing.T) {
 		keyPaths := termPaths(set)
 		plan := cachePlan{paths: minimalPaths(keyPaths)}
 		s := &Set{plan: plan, cache: newDecisionCache(plan, 16)}
+		// One builder for every input, as a pooled state has.
+		d := &docBuilder{}
 		for name, in := range inputs {
 			k, whole, err := s.cache.key(&in, nil, new(keyEnc))
 			if err != nil {
@@ -53,12 +57,49 @@ func TestInputMatchesDocument(t *testing.T) {
 			if want == nil {
 				want = s.cache.document(k.parts)
 			}
-			got, err := s.input(&in, &docBuilder{})
+			got, err := s.input(&in, d)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !sameValue(got, want) {
 				t.Errorf("paths %q, input %s:\n got %v\nwant %v", set, name, got, want)
+			}
+			d.reset()
+		}
+	}
+}
+
+// TestEvalKeepsEarlierResults checks that a result holds nothing of the
+// evaluation state, whose input document the next evaluation rebuilds in
+// place: reasons taken straight from the input stay as they were.
+func TestEvalKeepsEarlierResults(t *testing.T) {
+	s, err := FromModules(map[string]string{"echo.rego": `package svc.authz
+default allow := false
+deny_reasons contains input.action
+deny_reasons contains input.user.tenant_id
+deny_reasons contains input.user.roles[_]
+`}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.cache == nil {
+		t.Fatal("the policy's decisions are not cacheable: Eval would not build its document")
+	}
+	ctx := context.Background()
+	tenants := []string{"acme", "globex", "initech", "umbrella"}
+	var held [][]string
+	for i, tenant := range tenants {
+		in := Input{Action: "orders:" + tenant, User: User{TenantID: tenant, Roles: []string{"r-" + tenant}}}
+		res, err := s.Eval(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, res.DenyReasons)
+		for j, reasons := range held {
+			want := []string{tenants[j], "orders:" + tenants[j], "r-" + tenants[j]}
+			slices.Sort(want)
+			if !slices.Equal(reasons, want) {
+				t.Fatalf("after evaluation %d, the reasons of evaluation %d are %q, want %q", i, j, reasons, want)
 			}
 		}
 	}

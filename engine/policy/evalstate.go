@@ -74,7 +74,7 @@ func (p *evalStates) put(st *evalState) {
 	st.input = ast.Term{}
 	st.allow, st.reasons = nil, nil
 	if !st.doc.reset() {
-		st.doc.nodes = make([]docNode, 0, docNodes)
+		st.doc = docBuilder{nodes: make([]docNode, 0, docNodes)}
 	}
 	if st.rules.reset() {
 		p.pool.Put(st)
