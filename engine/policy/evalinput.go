@@ -49,7 +49,7 @@ func (s *Set) input(in *Input, d *docBuilder) (ast.Value, error) {
 		if p.depth != undefinedDepth {
 			// A string part carries its Go string; the document needs
 			// the value.
-			p.materialize()
+			d.materialize(&p)
 			d.add(path[:p.depth], p.v)
 		}
 	}
@@ -84,6 +84,47 @@ type docBuilder struct {
 	b     termBuf
 	nodes []docNode
 	terms []ast.Term
+	// strs are the strings of the document's string parts with their
+	// values, so that equal strings share one value: an allowed request
+	// names its tenant three times and its role twice.
+	strs []docString
+}
+
+type docString struct {
+	s string
+	v ast.Value
+}
+
+// maxDocStrings bounds the strings a builder looks through for an equal
+// one.
+const maxDocStrings = 8
+
+// materialize is p.materialize with the strings' values shared within
+// the document and the roles' terms taken from the builder's terms.
+func (d *docBuilder) materialize(p *keyPart) {
+	switch p.kind {
+	case partString:
+		p.v = d.str(p.s)
+	case partStrings:
+		terms := make([]*ast.Term, len(p.ss))
+		for i, s := range p.ss {
+			terms[i] = d.b.term(d.str(s))
+		}
+		p.v = ast.NewArray(terms...)
+	}
+}
+
+func (d *docBuilder) str(s string) ast.Value {
+	for _, x := range d.strs {
+		if x.s == s {
+			return x.v
+		}
+	}
+	v := ast.Value(ast.String(s))
+	if len(d.strs) < maxDocStrings {
+		d.strs = append(d.strs, docString{s: s, v: v})
+	}
+	return v
 }
 
 // docNodes is the room a builder starts with: enough for the documents of
@@ -100,6 +141,8 @@ func (d *docBuilder) reset() bool {
 	clear(d.nodes)
 	d.nodes = d.nodes[:0]
 	clear(d.terms[:cap(d.terms)])
+	clear(d.strs)
+	d.strs = d.strs[:0]
 	d.b = termBuf{}
 	return cap(d.nodes) <= maxPooledDocNodes && cap(d.terms) <= maxPooledDocNodes
 }

@@ -26,7 +26,7 @@ type evalState struct {
 }
 
 func newEvalState() *evalState {
-	st := &evalState{rules: *newRuleCache(), doc: docBuilder{nodes: make([]docNode, 0, docNodes)}}
+	st := &evalState{rules: *newRuleCache(), doc: docBuilder{nodes: make([]docNode, 0, docNodes), strs: make([]docString, 0, maxDocStrings)}}
 	st.collect = st.result
 	return st
 }
@@ -74,7 +74,7 @@ func (p *evalStates) put(st *evalState) {
 	st.input = ast.Term{}
 	st.allow, st.reasons = nil, nil
 	if !st.doc.reset() {
-		st.doc = docBuilder{nodes: make([]docNode, 0, docNodes)}
+		st.doc = docBuilder{nodes: make([]docNode, 0, docNodes), strs: make([]docString, 0, maxDocStrings)}
 	}
 	if st.rules.reset() {
 		p.pool.Put(st)
