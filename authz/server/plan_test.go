@@ -61,7 +61,7 @@ func TestHTTPPlanResources(t *testing.T) {
 		if code != 200 || got.Kind != plan.Conditional || got.Reason != "plan-conditional" || got.DecisionID == "" || got.Subject != "alice" || got.Revision == "" {
 			t.Fatalf("%d %s", code, body)
 		}
-		if got.SQL.Where != `"tenant" = ?` || len(got.SQL.Params) != 1 || got.SQL.Params[0] != servertest.Tenant {
+		if got.SQL.Where != "`tenant` = ?" || len(got.SQL.Params) != 1 || got.SQL.Params[0] != servertest.Tenant {
 			t.Errorf("sql = %+v", got.SQL)
 		}
 		if !got.Condition.Match(plan.Row{Tenant: servertest.Tenant}) || got.Condition.Match(plan.Row{Tenant: "globex"}) {
