@@ -62,17 +62,23 @@ func TestRefreshFailureSignsInAgain(t *testing.T) {
 	r := newRigOf(t, op, func(c *config.Config) { c.SDK.OIDC.Scopes = []string{"openid", "offline_access"} })
 	handle := signInForRefresh(t, r)
 	op.failRefresh.Store(true)
-	res := loginWithRefresh(t, r, handle)
+	wantSignInAgain(t, loginWithRefresh(t, r, handle), op, "failed refresh")
+}
+
+// wantSignInAgain: res, a login's answer, sends the browser to sign in
+// at op and clears the refresh cookie.
+func wantSignInAgain(t *testing.T, res *http.Response, op *testOP, what string) {
+	t.Helper()
 	to, _ := url.Parse(res.Header.Get("Location"))
 	if res.StatusCode != http.StatusFound || to == nil || to.Host != mustHost(t, op.URL) {
-		t.Fatalf("failed refresh: %d to %s, want 302 to the provider", res.StatusCode, res.Header.Get("Location"))
+		t.Fatalf("%s: %d to %s, want 302 to the provider", what, res.StatusCode, res.Header.Get("Location"))
 	}
 	cleared := false
 	for _, c := range res.Cookies() {
 		cleared = cleared || c.Name == "svc_session_rt" && c.MaxAge < 0
 	}
 	if !cleared {
-		t.Errorf("the refresh cookie was not cleared: %v", res.Header["Set-Cookie"])
+		t.Errorf("%s: the refresh cookie was not cleared: %v", what, res.Header["Set-Cookie"])
 	}
 }
 
@@ -175,18 +181,7 @@ func TestNoRefreshAfterBackchannelLogout(t *testing.T) {
 	if c := r.gw.RenewSession(t.Context(), "svc_session_rt="+handle, expiring(time.Minute)); c != "" && !clearsSession(c) {
 		t.Errorf("renewal after the logout: %q, want no session", c)
 	}
-	res = loginWithRefresh(t, r, handle)
-	to, _ := url.Parse(res.Header.Get("Location"))
-	if res.StatusCode != http.StatusFound || to == nil || to.Host != mustHost(t, op.URL) {
-		t.Fatalf("login after the logout: %d to %s, want 302 to the provider", res.StatusCode, res.Header.Get("Location"))
-	}
-	cleared := false
-	for _, c := range res.Cookies() {
-		cleared = cleared || c.Name == "svc_session_rt" && c.MaxAge < 0
-	}
-	if !cleared {
-		t.Errorf("the refresh cookie was not cleared: %v", res.Header["Set-Cookie"])
-	}
+	wantSignInAgain(t, loginWithRefresh(t, r, handle), op, "login after the logout")
 	if n := op.refreshCalls.Load(); n != 0 {
 		t.Errorf("%d refresh requests reached the provider for an ended session, want none", n)
 	}
