@@ -55,8 +55,9 @@ type ClientOptions struct {
 	Logger *slog.Logger
 	// ConfigFile is read for the [sdk] keys sidecar_addr and fail_mode
 	// when the address or FailMode is left empty and the SVC_SIDECAR_ADDR
-	// or SVC_FAIL_MODE variable is unset, and for sdk.saml.cookie_name
-	// (SessionCookie); default DefaultConfigFile ("svc.toml" in the working
+	// or SVC_FAIL_MODE variable is unset, and for the session cookie and
+	// the sign-in gateways' URLs ([sdk.session], [sdk.saml], [sdk.oidc]:
+	// SessionCookie, SessionCookiePrefixedOnly); default DefaultConfigFile ("svc.toml" in the working
 	// directory). A missing file is no error; "-" reads none.
 	ConfigFile string
 	// LookupEnv reads the environment; default os.LookupEnv.
@@ -163,19 +164,24 @@ const FailOpenNotice = "authz: fail_mode=open: requests are allowed when the sid
 // FailMode returns the client's fail mode, FailOpen or FailClosed.
 func (c *Client) FailMode() string { return c.failMode }
 
-// SessionCookie returns the name of the SAML gateway's session cookie in
-// this deployment: SVC_SAML_COOKIE_NAME, else sdk.saml.cookie_name of the
-// configuration file, else DefaultSessionCookie when the deployment has a
-// gateway ([sdk.saml] or SVC_SAML_ENTITY_ID); "" when it has none. The
-// Middleware takes a token from it when its options name no cookie.
+// SessionCookie returns the name of the sign-in gateways' session cookie
+// in this deployment: SVC_SESSION_COOKIE_NAME, else SVC_SAML_COOKIE_NAME,
+// else sdk.session.cookie_name of the configuration file, else
+// sdk.saml.cookie_name, else DefaultSessionCookie when the deployment has
+// a gateway (SAML: [sdk.saml] or SVC_SAML_ENTITY_ID; OpenID Connect:
+// SVC_OIDC_ISSUER_URL, sdk.oidc.issuer_url or [[sdk.oidc.providers]]);
+// "" when it has none. The Middleware takes a token from it when its
+// options name no cookie.
 func (c *Client) SessionCookie() string { return c.cookie }
 
 // SessionCookiePrefixedOnly reports whether only "__Host-" +
-// SessionCookie() counts: the gateway's ACS URL (SVC_SAML_ACS_URL, else
-// sdk.saml.acs_url) is one on which it names every cookie with that
-// prefix, so an unprefixed session cookie can only be one a sibling
-// subdomain tossed in. Middleware follows it when its options name no
-// cookie.
+// SessionCookie() counts: the gateways' public URLs are known and on each
+// the gateway names every cookie with that prefix (the SAML ACS URL,
+// SVC_SAML_ACS_URL else sdk.saml.acs_url; each OpenID Connect provider's
+// redirect_url, SVC_OIDC_REDIRECT_URL else sdk.oidc.redirect_url, the
+// default of every [[sdk.oidc.providers]] entry), so an unprefixed
+// session cookie can only be one a sibling subdomain tossed in.
+// Middleware follows it when its options name no cookie.
 func (c *Client) SessionCookiePrefixedOnly() bool { return c.prefixedOnly }
 
 // Target returns the sidecar address or URL the client talks to.

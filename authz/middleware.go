@@ -40,8 +40,8 @@ type MiddlewareOptions struct {
 	// IncludeRequest sends the HTTP request (method, path, host, query,
 	// headers without credentials) to the policy as input.request.
 	IncludeRequest bool
-	// SessionCookie names the SAML gateway's session cookie
-	// (sdk.saml.cookie_name, default "svc_session"): a request with no
+	// SessionCookie names the sign-in gateways' session cookie
+	// (sdk.session.cookie_name, default "svc_session"): a request with no
 	// Authorization header is authenticated by the token in it, checked
 	// by the decision service exactly as a bearer token. The cookie
 	// "__Host-" + SessionCookie, which the gateway sets wherever its
@@ -50,18 +50,21 @@ type MiddlewareOptions struct {
 	// Name it unprefixed, as in the configuration. Empty means the
 	// Authorizer's own (SessionCookie() of a Client, read from the
 	// deployment's configuration; of a local authorizer, its engine's),
-	// which is none when the deployment has no SAML gateway; "-" turns
-	// the cookie off. A request with an Authorization header never falls
-	// back to the cookie, whatever its scheme.
+	// which is none when the deployment has no sign-in gateway (SAML or
+	// OpenID Connect); "-" turns the cookie off. A request with an
+	// Authorization header never falls back to the cookie, whatever its
+	// scheme.
 	SessionCookie string
 	// SessionCookiePrefixedOnly reads only "__Host-" + SessionCookie,
-	// never the unprefixed cookie: right wherever the gateway's cookies
-	// are Secure (its public URL is not plain http on a loopback host),
-	// since an unprefixed session cookie there can only be one a sibling
-	// subdomain tossed in for the parent domain, which would sign a
-	// browser without a session of its own in as whoever it names. When
-	// SessionCookie is empty it is also taken from the Authorizer
-	// (SessionCookiePrefixedOnly() of a Client or a local authorizer).
+	// never the unprefixed cookie: right wherever the gateways' cookies
+	// are Secure (their public URLs are not plain http on a loopback
+	// host), since an unprefixed session cookie there can only be one a
+	// sibling subdomain tossed in for the parent domain, which would sign
+	// a browser without a session of its own in as whoever it names. It
+	// is also on when the Authorizer says so (SessionCookiePrefixedOnly()
+	// of a Client, from the gateways' URLs in the deployment's
+	// configuration, or of a local authorizer), whether SessionCookie is
+	// named here or taken from it.
 	SessionCookiePrefixedOnly bool
 	// Realm, when set, is announced in WWW-Authenticate.
 	Realm string
@@ -129,7 +132,7 @@ func UserFrom(ctx context.Context) (User, bool) {
 type DenyBody = wire.DenyBody
 
 // Middleware protects an http.Handler with bearer-token authentication
-// (or the SAML gateway's session cookie, see
+// (or the sign-in gateways' session cookie, see
 // MiddlewareOptions.SessionCookie) and, when opts.Action is set, policy
 // authorization:
 //
@@ -161,9 +164,11 @@ func Middleware(c Authorizer, opts MiddlewareOptions) func(http.Handler) http.Ha
 		if sc, ok := c.(interface{ SessionCookie() string }); ok {
 			opts.SessionCookie = sc.SessionCookie()
 		}
-		if sc, ok := c.(interface{ SessionCookiePrefixedOnly() bool }); ok && sc.SessionCookiePrefixedOnly() {
-			opts.SessionCookiePrefixedOnly = true
-		}
+	}
+	// Behind gateways that prefix every cookie an unprefixed one was
+	// tossed in, whoever named the cookie.
+	if sc, ok := c.(interface{ SessionCookiePrefixedOnly() bool }); ok && opts.SessionCookie != "" && sc.SessionCookiePrefixedOnly() {
+		opts.SessionCookiePrefixedOnly = true
 	}
 	return func(next http.Handler) http.Handler {
 		return &middleware{c: c, opts: opts, next: next}

@@ -122,10 +122,11 @@ func TestMiddlewareSessionCookie(t *testing.T) {
 
 // TestMiddlewareSessionCookieFromConfig: with no SessionCookie option the
 // middleware takes the cookie the deployment's configuration names
-// (sdk.saml.cookie_name through the Client, the engine's for
-// server.Local), none without a SAML gateway, and "-" turns it off; where
-// the gateway's ACS URL is known and not plain http on loopback, only the
-// __Host- cookie counts.
+// (sdk.session.cookie_name or its older names through the Client, the
+// engine's for server.Local), none without a sign-in gateway, and "-"
+// turns it off; where the gateways' URLs (SAML acs_url, OpenID Connect
+// redirect_url) are known and none is plain http on loopback, only the
+// __Host- cookie counts, whoever named it.
 func TestMiddlewareSessionCookieFromConfig(t *testing.T) {
 	p := servertest.NewIDP(t)
 	eng := servertest.NewEngine(t, p, nil)
@@ -144,6 +145,34 @@ func TestMiddlewareSessionCookieFromConfig(t *testing.T) {
 	samlEngine := servertest.NewEngine(t, p, func(c *config.Config) {
 		c.SDK.SAML = &config.SAML{EntityID: "https://app.example.com/auth/saml/metadata", ACSURL: "https://app.example.com/auth/saml/acs",
 			IDPMetadataFile: filepath.Join(t.TempDir(), "idp.xml"), CookieName: "engine_sess"}
+	})
+
+	oidcEnv := map[string]string{"SVC_OIDC_ISSUER_URL": "https://idp.example.com", "SVC_OIDC_REDIRECT_URL": "https://app.example.com/auth/oidc/callback"}
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	oidcFile := write("oidc.toml", "[sdk.oidc]\nissuer_url = \"https://idp.example.com\"\nredirect_url = \"https://app.example.com/auth/oidc/callback\"\n")
+	// One provider signs in on loopback http (local development): its
+	// cookies are unprefixed, so the unprefixed cookie is read.
+	mixedFile := write("mixed.toml", "[sdk.oidc]\nissuer_url = \"https://idp.example.com\"\nredirect_url = \"https://app.example.com/auth/oidc/callback\"\n\n"+
+		"[[sdk.oidc.providers]]\nname = \"dev\"\ntenant = \"t2\"\nissuer_url = \"http://127.0.0.1:9000\"\nredirect_url = \"http://127.0.0.1:8080/auth/oidc/callback\"\n")
+	fileClient := func(file string) *authz.Client {
+		c, err := authz.NewClient(addr, authz.ClientOptions{FailMode: authz.FailClosed, Timeout: 30 * time.Second, Logger: servertest.QuietLogger(),
+			ConfigFile: file, LookupEnv: func(string) (string, bool) { return "", false }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	oidcEngine := servertest.NewEngine(t, p, func(c *config.Config) {
+		c.SDK.OIDC = &config.OIDC{IssuerURL: "https://idp.example.com", ClientID: "app", RedirectURL: "https://app.example.com/auth/oidc/callback"}
+		c.SDK.Session.CookieName = "oidc_sess"
 	})
 
 	tests := []struct {
@@ -166,6 +195,8 @@ func TestMiddlewareSessionCookieFromConfig(t *testing.T) {
 			authz.MiddlewareOptions{}, "app_sess", 401},
 		{"SVC_SAML_ACS_URL on https", client(map[string]string{"SVC_SAML_COOKIE_NAME": "app_sess", "SVC_SAML_ACS_URL": "https://app.example.com/auth/saml/acs"}),
 			authz.MiddlewareOptions{}, "__Host-app_sess", 200},
+		{"SVC_SAML_ACS_URL on https, the cookie named by the option: a tossed cookie", client(map[string]string{"SVC_SAML_ACS_URL": "https://app.example.com/auth/saml/acs"}),
+			authz.MiddlewareOptions{SessionCookie: "mine"}, "mine", 401},
 		{"SVC_SAML_ACS_URL on loopback http", client(map[string]string{"SVC_SAML_COOKIE_NAME": "app_sess", "SVC_SAML_ACS_URL": "http://127.0.0.1:8080/auth/saml/acs"}),
 			authz.MiddlewareOptions{}, "app_sess", 200},
 		{"prefixed only by option", client(map[string]string{"SVC_SAML_COOKIE_NAME": "app_sess"}),
@@ -173,6 +204,22 @@ func TestMiddlewareSessionCookieFromConfig(t *testing.T) {
 		{"prefixed only by option, the prefixed cookie", client(map[string]string{"SVC_SAML_COOKIE_NAME": "app_sess"}),
 			authz.MiddlewareOptions{SessionCookie: "mine", SessionCookiePrefixedOnly: true}, "__Host-mine", 200},
 		{"local engine without [sdk.saml]", server.Local(eng), authz.MiddlewareOptions{}, "svc_session", 401},
+		// Behind an OpenID Connect gateway alone, on https, likewise:
+		// the session cookie is there, and only prefixed.
+		{"SVC_OIDC_ISSUER_URL: the default name", client(oidcEnv), authz.MiddlewareOptions{}, "__Host-svc_session", 200},
+		{"SVC_OIDC_REDIRECT_URL on https: a tossed cookie", client(oidcEnv), authz.MiddlewareOptions{}, "svc_session", 401},
+		{"SVC_OIDC_REDIRECT_URL on https, the cookie named by the option: a tossed cookie", client(oidcEnv),
+			authz.MiddlewareOptions{SessionCookie: "svc_session"}, "svc_session", 401},
+		{"SVC_SESSION_COOKIE_NAME", client(map[string]string{"SVC_OIDC_ISSUER_URL": "https://idp.example.com", "SVC_SESSION_COOKIE_NAME": "app_sess",
+			"SVC_OIDC_REDIRECT_URL": "https://app.example.com/auth/oidc/callback"}), authz.MiddlewareOptions{}, "__Host-app_sess", 200},
+		{"svc.toml with [sdk.oidc] on https: a tossed cookie", fileClient(oidcFile), authz.MiddlewareOptions{SessionCookie: "svc_session"}, "svc_session", 401},
+		{"svc.toml with [sdk.oidc] on https", fileClient(oidcFile), authz.MiddlewareOptions{}, "__Host-svc_session", 200},
+		{"svc.toml with a provider on loopback http", fileClient(mixedFile), authz.MiddlewareOptions{SessionCookie: "svc_session"}, "svc_session", 200},
+		{"SAML on https, OpenID Connect on loopback http", client(map[string]string{"SVC_SAML_ACS_URL": "https://app.example.com/auth/saml/acs",
+			"SVC_OIDC_ISSUER_URL": "http://127.0.0.1:9000", "SVC_OIDC_REDIRECT_URL": "http://127.0.0.1:8080/auth/oidc/callback"}),
+			authz.MiddlewareOptions{SessionCookie: "svc_session"}, "svc_session", 200},
+		{"local engine with [sdk.oidc] on https: a tossed cookie", server.Local(oidcEngine), authz.MiddlewareOptions{}, "oidc_sess", 401},
+		{"local engine with [sdk.oidc] on https", server.Local(oidcEngine), authz.MiddlewareOptions{}, "__Host-oidc_sess", 200},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -186,9 +233,11 @@ func TestMiddlewareSessionCookieFromConfig(t *testing.T) {
 }
 
 // TestClientSessionCookie: where a Client finds the session cookie's
-// name: SVC_SAML_COOKIE_NAME, then sdk.saml.cookie_name of svc.toml, then
-// svc_session when the deployment has a SAML gateway, else none; a name
-// that is not a cookie name is a configuration error.
+// name: SVC_SESSION_COOKIE_NAME, SVC_SAML_COOKIE_NAME, then
+// sdk.session.cookie_name and sdk.saml.cookie_name of svc.toml, then
+// svc_session when the deployment has a sign-in gateway (SAML or OpenID
+// Connect), else none; a name that is not a cookie name is a
+// configuration error naming its key.
 func TestClientSessionCookie(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) string {
@@ -201,6 +250,12 @@ func TestClientSessionCookie(t *testing.T) {
 	plain := write("plain.toml", "[sdk]\nfail_mode = \"closed\"\n")
 	bad := write("bad.toml", "[sdk.saml]\ncookie_name = \"a b\"\n")
 	prefixed := write("prefixed.toml", "[sdk.saml]\ncookie_name = \"__Host-svc_session\"\n")
+	session := write("session.toml", "[sdk.session]\ncookie_name = \"session_sess\"\n\n[sdk.oidc]\nissuer_url = \"https://idp.example.com\"\n")
+	both := write("both.toml", "[sdk.session]\ncookie_name = \"session_sess\"\n\n[sdk.saml]\nentity_id = \"x\"\ncookie_name = \"file_sess\"\n")
+	sessionOnly := write("session-only.toml", "[sdk.session]\ncookie_name = \"session_sess\"\n")
+	oidc := write("oidc.toml", "[sdk.oidc]\nissuer_url = \"https://idp.example.com\"\n")
+	providers := write("providers.toml", "[[sdk.oidc.providers]]\nname = \"a\"\ntenant = \"t\"\nissuer_url = \"https://idp.example.com\"\n")
+	badSession := write("bad-session.toml", "[sdk.session]\ncookie_name = \"a b\"\n\n[sdk.oidc]\nissuer_url = \"https://idp.example.com\"\n")
 	env := func(vars map[string]string) func(string) (string, bool) {
 		return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 	}
@@ -216,7 +271,18 @@ func TestClientSessionCookie(t *testing.T) {
 		{name: "no file", file: "-", want: ""},
 		{name: "environment over the file", file: named, env: map[string]string{"SVC_SAML_COOKIE_NAME": "env_sess"}, want: "env_sess"},
 		{name: "SVC_SAML_ENTITY_ID alone", file: "-", env: map[string]string{"SVC_SAML_ENTITY_ID": "x"}, want: "svc_session"},
+		{name: "[sdk.session] names it", file: session, want: "session_sess"},
+		{name: "[sdk.session] over [sdk.saml]", file: both, want: "session_sess"},
+		{name: "[sdk.session] without a gateway", file: sessionOnly, want: ""},
+		{name: "[sdk.oidc]: the default", file: oidc, want: "svc_session"},
+		{name: "[[sdk.oidc.providers]]: the default", file: providers, want: "svc_session"},
+		{name: "SVC_OIDC_ISSUER_URL: the default", file: "-", env: map[string]string{"SVC_OIDC_ISSUER_URL": "https://idp.example.com"}, want: "svc_session"},
+		{name: "SVC_SESSION_COOKIE_NAME over SVC_SAML_COOKIE_NAME", file: named,
+			env: map[string]string{"SVC_SESSION_COOKIE_NAME": "new_sess", "SVC_SAML_COOKIE_NAME": "old_sess"}, want: "new_sess"},
+		{name: "SVC_SAML_COOKIE_NAME over [sdk.session]", file: session, env: map[string]string{"SVC_SAML_COOKIE_NAME": "env_sess"}, want: "env_sess"},
 		{name: "bad name in the file", file: bad, wantErr: "sdk.saml.cookie_name"},
+		{name: "bad name in [sdk.session]", file: badSession, wantErr: "sdk.session.cookie_name"},
+		{name: "bad name in SVC_SESSION_COOKIE_NAME", file: "-", env: map[string]string{"SVC_SESSION_COOKIE_NAME": "a b"}, wantErr: "sdk.session.cookie_name"},
 		{name: "bad name in the environment", file: "-", env: map[string]string{"SVC_SAML_COOKIE_NAME": "a;b"}, wantErr: "sdk.saml.cookie_name"},
 		// The sidecar refuses these names at start; the client alike.
 		{name: "__Host- prefix in the file", file: prefixed, wantErr: "must not start with __Host- or __Secure-"},

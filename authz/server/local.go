@@ -6,8 +6,8 @@ import (
 	"github.com/svc-dev/svc/authz"
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/signincookie"
 	"github.com/svc-dev/svc/reason"
-	"github.com/svc-dev/svc/wire"
 )
 
 // LocalAuthorizer is an authz.Authorizer that decides in-process, on an engine
@@ -27,7 +27,9 @@ var _ authz.Authorizer = (*LocalAuthorizer)(nil)
 // *engine.Engine. Its fail mode, applied when the engine cannot decide, is
 // the engine's configured sdk.fail_mode when d reports its configuration
 // (as *engine.Engine does), authz.FailOpen otherwise; its session cookie,
-// sdk.saml.cookie_name when that configuration has an [sdk.saml] table.
+// sdk.session.cookie_name when that configuration has a sign-in gateway
+// ([sdk.saml] or [sdk.oidc]), read only prefixed where every gateway's
+// cookies are (signincookie.PrefixedOnly, as the sidecar's checks).
 func Local(d Decider) *LocalAuthorizer {
 	l := &LocalAuthorizer{d: d, failMode: authz.FailOpen}
 	if c, ok := d.(interface{ Config() config.Config }); ok {
@@ -35,25 +37,26 @@ func Local(d Decider) *LocalAuthorizer {
 		if cfg.SDK.FailMode == config.FailClosed {
 			l.failMode = authz.FailClosed
 		}
-		if cfg.SDK.SAML != nil {
-			l.cookie = cfg.SDK.SAML.CookieName
+		if cfg.SignIn() {
+			l.cookie = cfg.SDK.Session.CookieName
 			if l.cookie == "" {
 				l.cookie = config.DefaultSAMLCookieName
 			}
-			l.prefixedOnly = wire.PrefixesCookies(cfg.SDK.SAML.ACSURL)
+			l.prefixedOnly = signincookie.PrefixedOnly(cfg)
 		}
 	}
 	return l
 }
 
-// SessionCookie returns the engine's sdk.saml.cookie_name, or "" when it
-// has no [sdk.saml] table; the authz middleware reads the session token
-// from it.
+// SessionCookie returns the engine's sdk.session.cookie_name, or "" when
+// it has no sign-in gateway ([sdk.saml] or [sdk.oidc]); the authz
+// middleware reads the session token from it.
 func (l *LocalAuthorizer) SessionCookie() string { return l.cookie }
 
-// SessionCookiePrefixedOnly reports whether the engine's SAML gateway
-// prefixes its cookies (its acs_url is not plain http on a loopback
-// host), so that only "__Host-" + SessionCookie() counts.
+// SessionCookiePrefixedOnly reports whether every sign-in gateway of the
+// engine's configuration prefixes its cookies (its acs_url or
+// redirect_url is not plain http on a loopback host), so that only
+// "__Host-" + SessionCookie() counts.
 func (l *LocalAuthorizer) SessionCookiePrefixedOnly() bool { return l.prefixedOnly }
 
 // FailMode returns authz.FailOpen or authz.FailClosed.
