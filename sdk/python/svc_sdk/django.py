@@ -25,10 +25,10 @@ view gets an async wrapper; the sidecar is called on a worker thread).
 An API key is read as the sidecar's checks read it: ``Authorization: ApiKey
 <key>``, or ``X-Api-Key`` when the request has no Authorization header.
 A request with neither an Authorization header nor an API key is
-authenticated by the SAML gateway's session cookie (``cookie_name`` of the
+authenticated by the sign-in gateways' session cookie (``cookie_name`` of the
 SamlConfig, default ``svc_session``): ``__Host-<cookie_name>``, else, unless
 ``SVC_SESSION_PREFIXED_ONLY`` (by default the SamlConfig's ``prefixed_only``:
-on behind a Secure ``acs_url``), ``<cookie_name>``. With ``SVC_LOGIN_REDIRECT``, a browser refused for its
+on behind Secure gateways, SAML or OpenID Connect), ``<cookie_name>``. With ``SVC_LOGIN_REDIRECT``, a browser refused for its
 token (401; a GET or HEAD preferring text/html, see :mod:`svc_sdk.saml`) is
 redirected (302) to the gateway's login with its path as ``return_to``.
 
@@ -97,7 +97,7 @@ def saml_from_settings() -> SamlConfig:
 def prefixed_only_from_settings(saml: SamlConfig) -> bool:
     """Whether the session cookie is read only as ``__Host-<cookie_name>``:
     the setting SVC_SESSION_PREFIXED_ONLY (a bool), else
-    ``saml.prefixed_only`` (on behind a Secure ``acs_url``)."""
+    ``saml.prefixed_only`` (on behind Secure gateways)."""
     v = getattr(settings, "SVC_SESSION_PREFIXED_ONLY", None)
     if v is None:
         return saml.prefixed_only

@@ -15,9 +15,10 @@
 An API key is read as the sidecar's checks read it: ``Authorization: ApiKey
 <key>``, or ``X-Api-Key`` when the request has no Authorization header.
 A request with neither an Authorization header nor an API key is
-authenticated by the SAML gateway's session cookie (``saml.cookie_name``,
+authenticated by the sign-in gateways' session cookie (``saml.cookie_name``,
 default ``svc_session``): ``__Host-<cookie_name>``, else, unless
-``prefixed_only`` (by default on behind a Secure ``acs_url``, see
+``prefixed_only`` (by default on behind Secure gateways, SAML ``acs_url``
+and OpenID Connect ``oidc_redirect_urls``, see
 :attr:`svc_sdk.saml.SamlConfig.prefixed_only`), ``<cookie_name>``.
 With ``login_redirect=True``, a browser refused for its token (401; a GET or
 HEAD preferring text/html, see :mod:`svc_sdk.saml`) is redirected (302) to
@@ -101,7 +102,7 @@ class SvcMiddleware:
     ``prefixed_only=True`` reads the session cookie only as
     ``__Host-<cookie_name>``, ``False`` also as ``<cookie_name>`` when the
     request has no prefixed one; None (the default) takes
-    ``saml.prefixed_only``: prefixed only behind a Secure ``acs_url``.
+    ``saml.prefixed_only``: prefixed only behind Secure gateways.
     ``require_action`` reads it as the middleware does."""
 
     def __init__(self, app: ASGIApp, client: Optional[Client] = None, exclude: Iterable[str] = (),

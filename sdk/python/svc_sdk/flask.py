@@ -11,9 +11,10 @@
 An API key is read as the sidecar's checks read it: ``Authorization: ApiKey
 <key>``, or ``X-Api-Key`` when the request has no Authorization header.
 A request with neither an Authorization header nor an API key is
-authenticated by the SAML gateway's session cookie (``saml.cookie_name``,
+authenticated by the sign-in gateways' session cookie (``saml.cookie_name``,
 default ``svc_session``): ``__Host-<cookie_name>``, else, unless
-``prefixed_only`` (by default on behind a Secure ``acs_url``, see
+``prefixed_only`` (by default on behind Secure gateways, SAML ``acs_url``
+and OpenID Connect ``oidc_redirect_urls``, see
 :attr:`svc_sdk.saml.SamlConfig.prefixed_only`), ``<cookie_name>``.
 With ``login_redirect=True`` (or the app config key ``SVC_LOGIN_REDIRECT``),
 a browser refused for its token (401; a GET or HEAD preferring text/html,
@@ -68,7 +69,7 @@ class SvcAuth:
     ``prefixed_only=True`` reads the session cookie only as
     ``__Host-<cookie_name>``, ``False`` also as ``<cookie_name>`` when the
     request has no prefixed one; None (the default) takes
-    ``saml.prefixed_only``: prefixed only behind a Secure ``acs_url``.
+    ``saml.prefixed_only``: prefixed only behind Secure gateways.
     """
 
     def __init__(self, app: Flask | None = None, client: Client | None = None, exclude: Iterable[str] = (),

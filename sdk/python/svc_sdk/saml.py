@@ -2,17 +2,18 @@
 
 The gateway (its own listener, default ``http://127.0.0.1:7701``, endpoints
 under ``/auth/saml``) signs a browser in at the identity provider and sets
-the session cookie (``sdk.saml.cookie_name``, default ``svc_session``;
-``__Host-svc_session`` wherever the gateway's cookies are Secure)
-holding a short-lived token that the sidecar verifies. The Flask, FastAPI
-and Django middleware read that cookie when a request has no
-``Authorization`` header (only ``__Host-<cookie_name>`` behind a Secure
-``acs_url``, see :attr:`SamlConfig.prefixed_only`), and, with
+the session cookie (``sdk.session.cookie_name``, older name
+``sdk.saml.cookie_name``, default ``svc_session``; ``__Host-svc_session``
+wherever the gateway's cookies are Secure) holding a short-lived token that
+the sidecar verifies; its OpenID Connect gateway (``[sdk.oidc]``) sets the
+same cookie. The Flask, FastAPI and Django middleware read that cookie when
+a request has no ``Authorization`` header (only ``__Host-<cookie_name>``
+behind Secure gateways, see :attr:`SamlConfig.prefixed_only`), and, with
 ``login_redirect`` on, send a browser without a valid session to
 ``/auth/saml/login?return_to=<its path>``::
 
     from svc_sdk.saml import SamlConfig, login_url, wants_login_redirect
-    saml = SamlConfig.load()          # SVC_SAML_*, then svc.toml [sdk.saml], then the defaults
+    saml = SamlConfig.load()          # SVC_*, then svc.toml [sdk.saml], [sdk.session], [sdk.oidc], then the defaults
     login_url("/orders?page=2", saml) # "/auth/saml/login?return_to=%2Forders%3Fpage%3D2"
 
 Only browsers are redirected: a GET or HEAD whose Accept prefers
@@ -84,7 +85,9 @@ class SamlConfig:
     sp_private_key_pem: str | None = field(default=None, repr=False)
     #: SP certificate (PEM).
     sp_certificate_pem: str | None = None
-    #: The gateway's session cookie, read by the middleware.
+    #: The session cookie the sign-in gateways set, read by the middleware
+    #: (``sdk.session.cookie_name``, or its older name
+    #: ``sdk.saml.cookie_name``).
     cookie_name: str = DEFAULT_COOKIE
     #: Path prefix of the gateway's endpoints.
     path_prefix: str = DEFAULT_PREFIX
@@ -94,17 +97,25 @@ class SamlConfig:
     login_base_url: str = ""
     #: The gateway's URL for server-side calls (``SVC_SAML_URL``).
     gateway_url: str = DEFAULT_GATEWAY_URL
+    #: The public URL (``redirect_url``) of each OpenID Connect provider
+    #: the sidecar signs browsers in with, beside the SAML gateway: its
+    #: OpenID Connect gateway sets the same session cookie, named as the
+    #: SAML gateway names it. Empty when there is none.
+    oidc_redirect_urls: tuple[str, ...] = ()
 
     @property
     def prefixed_only(self) -> bool:
-        """Whether the middleware reads only ``__Host-<cookie_name>``:
-        ``acs_url`` is set and the gateway's cookies are Secure
-        (:func:`secure_cookies`). The gateway then sets no other session
-        cookie, so an unprefixed one can only be one that a sibling
-        subdomain tossed in for the parent domain (session fixation). On
-        plain http on loopback, or without ``acs_url`` (the settings of the
-        gateway are not known), the unprefixed cookie is read too."""
-        return bool(self.acs_url) and secure_cookies(self.acs_url)
+        """Whether the middleware reads only ``__Host-<cookie_name>``: the
+        sign-in gateways' public URLs (``acs_url`` and
+        ``oidc_redirect_urls``, those that are set) are known and on every
+        one the gateway's cookies are Secure (:func:`secure_cookies`), the
+        sidecar's rule. The gateways then set no other session cookie, so
+        an unprefixed one can only be one that a sibling subdomain tossed
+        in for the parent domain (session fixation). When one is on plain
+        http on loopback, or none is known (the gateways' settings are
+        not), the unprefixed cookie is read too."""
+        urls = [u for u in (self.acs_url, *self.oidc_redirect_urls) if u]
+        return bool(urls) and all(secure_cookies(u) for u in urls)
 
     @classmethod
     def load(cls, env: Mapping[str, str] | None = None, config_file: str | None = DEFAULT_CONFIG_FILE,
@@ -113,35 +124,43 @@ class SamlConfig:
         variable (``SVC_SAML_ENTITY_ID``, ``SVC_SAML_ACS_URL``,
         ``SVC_SAML_IDP_METADATA_URL``, ``SVC_SAML_CLOCK_SKEW_SECONDS``,
         ``SVC_SAML_ATTRIBUTE_EMAIL``/``_ROLE``/``_TENANT``,
-        ``SVC_SAML_COOKIE_NAME``, ``SVC_SAML_PATH_PREFIX``,
-        ``SVC_SAML_LOGIN_BASE_URL``, ``SVC_SAML_URL``), else the key of
-        ``[sdk.saml]`` in ``config_file`` (None: no file; a missing file is
-        no error), else the sidecar's default. A value of the wrong type is
-        a ValueError naming the key."""
+        ``SVC_SAML_PATH_PREFIX``, ``SVC_SAML_LOGIN_BASE_URL``,
+        ``SVC_SAML_URL``), else the key of ``[sdk.saml]`` in
+        ``config_file`` (None: no file; a missing file is no error), else
+        the sidecar's default. A value of the wrong type is a ValueError
+        naming the key.
+
+        ``cookie_name`` is the sidecar's session cookie, whichever gateway
+        signs in: ``SVC_SESSION_COOKIE_NAME``, else
+        ``SVC_SAML_COOKIE_NAME``, else ``cookie_name`` of
+        ``[sdk.session]``, else that of ``[sdk.saml]`` (its older name),
+        else ``svc_session``. ``oidc_redirect_urls`` are those of the
+        OpenID Connect gateway: ``SVC_OIDC_REDIRECT_URL``, else
+        ``[sdk.oidc] redirect_url``, when ``SVC_OIDC_ISSUER_URL`` or
+        ``[sdk.oidc] issuer_url`` is set, and ``redirect_url`` of each
+        ``[[sdk.oidc.providers]]`` entry, whose default is the former."""
         unknown = set(given) - {f.name for f in fields(cls)}
         if unknown:
             raise TypeError(f"SamlConfig has no field {', '.join(sorted(unknown))}")
         env_: Mapping[str, str] = os.environ if env is None else env
         table: dict[str, Any] = {}
+        session: dict[str, Any] = {}
+        oidc: dict[str, Any] = {}
         if config_file:
             sdk = load_toml(config_file).get("sdk", {})
-            saml = sdk.get("saml", {}) if isinstance(sdk, dict) else None
-            if not isinstance(saml, dict):
-                raise ValueError(f"{config_file}: sdk.saml must be a table")
-            table = saml
+            if not isinstance(sdk, dict):
+                raise ValueError(f"{config_file}: sdk must be a table")
+            for name in ("saml", "session", "oidc"):
+                if not isinstance(sdk.get(name, {}), dict):
+                    raise ValueError(f"{config_file}: sdk.{name} must be a table")
+            table, session, oidc = sdk.get("saml", {}), sdk.get("session", {}), sdk.get("oidc", {})
 
         def pick(name: str, var: str, default: str, tbl: Mapping[str, Any] = table, key: str = "") -> str:
             if given.get(name):
                 return str(given[name])
             if env_.get(var):
                 return env_[var]
-            v = tbl.get(key or name)
-            if v is not None:
-                if not isinstance(v, str):
-                    raise ValueError(f"{config_file}: sdk.saml.{key or name} must be a string")
-                if v:
-                    return v
-            return default
+            return _string(tbl, "sdk.saml", key or name, config_file) or default
 
         mapping = table.get("attribute_mapping", {})
         if not isinstance(mapping, dict):
@@ -175,11 +194,43 @@ class SamlConfig:
             # Key material never comes from the file.
             sp_private_key_pem=given.get("sp_private_key_pem") or env_.get("SVC_SAML_SP_PRIVATE_KEY_PEM") or None,
             sp_certificate_pem=given.get("sp_certificate_pem") or env_.get("SVC_SAML_SP_CERTIFICATE_PEM") or None,
-            cookie_name=pick("cookie_name", "SVC_SAML_COOKIE_NAME", DEFAULT_COOKIE),
+            cookie_name=(str(given.get("cookie_name") or "") or env_.get("SVC_SESSION_COOKIE_NAME")
+                         or env_.get("SVC_SAML_COOKIE_NAME") or _string(session, "sdk.session", "cookie_name", config_file)
+                         or _string(table, "sdk.saml", "cookie_name", config_file) or DEFAULT_COOKIE),
             path_prefix=pick("path_prefix", "SVC_SAML_PATH_PREFIX", DEFAULT_PREFIX).rstrip("/"),
             login_base_url=pick("login_base_url", "SVC_SAML_LOGIN_BASE_URL", "", {}).rstrip("/"),
             gateway_url=pick("gateway_url", "SVC_SAML_URL", DEFAULT_GATEWAY_URL, {}).rstrip("/"),
+            oidc_redirect_urls=(tuple(given["oidc_redirect_urls"]) if "oidc_redirect_urls" in given
+                                else _oidc_redirect_urls(env_, oidc, config_file)),
         )
+
+
+def _string(table: Mapping[str, Any], where: str, key: str, config_file: str | None) -> str:
+    """The string ``key`` of ``table`` (``where`` in ``config_file``), or
+    "" when it is missing; another type is a ValueError naming it."""
+    v = table.get(key)
+    if v is None:
+        return ""
+    if not isinstance(v, str):
+        raise ValueError(f"{config_file}: {where}.{key} must be a string")
+    return v
+
+
+def _oidc_redirect_urls(env: Mapping[str, str], oidc: Mapping[str, Any], config_file: str | None) -> tuple[str, ...]:
+    """The redirect_url of each OpenID Connect provider, as the sidecar
+    lists them ([sdk.oidc]'s own when it has an issuer_url, then each
+    [[sdk.oidc.providers]] entry, which defaults to the former); those not
+    set are left out."""
+    redirect = env.get("SVC_OIDC_REDIRECT_URL") or _string(oidc, "sdk.oidc", "redirect_url", config_file)
+    urls = []
+    if env.get("SVC_OIDC_ISSUER_URL") or _string(oidc, "sdk.oidc", "issuer_url", config_file):
+        urls.append(redirect)
+    providers = oidc.get("providers", [])
+    if not isinstance(providers, list) or not all(isinstance(p, dict) for p in providers):
+        raise ValueError(f"{config_file}: sdk.oidc.providers must be an array of tables")
+    for p in providers:
+        urls.append(_string(p, "sdk.oidc.providers", "redirect_url", config_file) or redirect)
+    return tuple(u for u in urls if u)
 
 
 def _pick_map(mapping: Mapping[str, Any], key: str, env_value: str | None, default: str,

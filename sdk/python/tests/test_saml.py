@@ -114,6 +114,60 @@ class ConfigTest(unittest.TestCase):
         self.assertEqual(SamlConfig.load(env={}, config_file="/nonexistent/svc.toml"), SamlConfig())
 
 
+class SessionCookieConfigTest(unittest.TestCase):
+    """The session cookie as the sidecar names and reads it, whichever
+    gateway (SAML or OpenID Connect) signs browsers in."""
+
+    write = ConfigTest.write
+
+    OIDC_ENV = {"SVC_OIDC_ISSUER_URL": "https://idp.example", "SVC_OIDC_REDIRECT_URL": "https://app.example/auth/oidc/callback"}
+
+    def test_cookie_name_from_the_session_table(self):
+        p = self.write("[sdk.session]\ncookie_name = \"sess\"\n\n[sdk.saml]\ncookie_name = \"old\"\n")
+        self.assertEqual(SamlConfig.load(env={}, config_file=p).cookie_name, "sess")
+        self.assertEqual(SamlConfig.load(env={}, config_file=self.write("[sdk.saml]\ncookie_name = \"old\"\n")).cookie_name,
+                         "old")
+        for env, want in (
+            ({"SVC_SAML_COOKIE_NAME": "env_old"}, "env_old"),
+            ({"SVC_SESSION_COOKIE_NAME": "env_new", "SVC_SAML_COOKIE_NAME": "env_old"}, "env_new"),
+        ):
+            with self.subTest(env=env):
+                self.assertEqual(SamlConfig.load(env=env, config_file=p).cookie_name, want)
+        self.assertEqual(SamlConfig.load(env={}, config_file=p, cookie_name="arg").cookie_name, "arg")
+        with self.assertRaisesRegex(ValueError, re.escape("sdk.session.cookie_name must be a string")):
+            SamlConfig.load(env={}, config_file=self.write("[sdk.session]\ncookie_name = 1\n"))
+
+    def test_oidc_gateway_alone_reads_prefixed_only(self):
+        c = SamlConfig.load(env=self.OIDC_ENV, config_file=None)
+        self.assertEqual((c.acs_url, c.oidc_redirect_urls), ("", ("https://app.example/auth/oidc/callback",)))
+        self.assertTrue(c.prefixed_only, "an https redirect_url: the OpenID Connect gateway's cookies are Secure")
+        p = self.write("[sdk.oidc]\nissuer_url = \"https://idp.example\"\nredirect_url = \"https://app.example/auth/oidc/callback\"\n\n"
+                       "[[sdk.oidc.providers]]\nname = \"b\"\ntenant = \"t\"\nissuer_url = \"https://idp-b.example\"\n")
+        c = SamlConfig.load(env={}, config_file=p)
+        # The provider's redirect_url defaults to [sdk.oidc]'s.
+        self.assertEqual(c.oidc_redirect_urls, ("https://app.example/auth/oidc/callback",) * 2)
+        self.assertTrue(c.prefixed_only)
+        # Without an issuer_url [sdk.oidc]'s own keys are no provider.
+        p = self.write("[sdk.oidc]\nredirect_url = \"https://app.example/auth/oidc/callback\"\n")
+        self.assertFalse(SamlConfig.load(env={}, config_file=p).prefixed_only)
+
+    def test_one_gateway_on_loopback_http_keeps_the_fallback(self):
+        # Local development: a gateway on plain http on loopback sets
+        # unprefixed cookies, so the unprefixed cookie stays read.
+        for env, text in (
+            ({"SVC_SAML_ACS_URL": "https://app.example/auth/saml/acs", "SVC_OIDC_ISSUER_URL": "http://127.0.0.1:9000",
+              "SVC_OIDC_REDIRECT_URL": "http://127.0.0.1:8080/auth/oidc/callback"}, None),
+            ({}, "[sdk.oidc]\nissuer_url = \"https://idp.example\"\nredirect_url = \"https://app.example/auth/oidc/callback\"\n\n"
+                 "[[sdk.oidc.providers]]\nname = \"dev\"\ntenant = \"t\"\nissuer_url = \"http://127.0.0.1:9000\"\n"
+                 "redirect_url = \"http://localhost:8080/auth/oidc/callback\"\n"),
+        ):
+            with self.subTest(env=env, text=text):
+                c = SamlConfig.load(env=env, config_file=self.write(text) if text else None)
+                self.assertFalse(c.prefixed_only)
+        c = SamlConfig(acs_url="https://app.example/auth/saml/acs", oidc_redirect_urls=("http://[::1]:8080/cb",))
+        self.assertFalse(c.prefixed_only)
+
+
 class UntrustedInputTest(unittest.TestCase):
     def test_headers_never_raise(self):
         import random
@@ -480,6 +534,37 @@ class SignOnTest(unittest.TestCase):
                                                            "Accept": "application/json"}, saml=local)
                     self.assertEqual(status, 200, (target, body))
                     self.assertEqual(json.loads(body)["claims"]["email"], "alice@example.com")
+
+    def test_tossed_cookie_is_no_session_behind_a_secure_oidc_gateway(self):
+        # The same behind an OpenID Connect gateway alone: its redirect_url
+        # is https, so it sets only __Host-svc_session.
+        for env, text in (
+            (SessionCookieConfigTest.OIDC_ENV, None),
+            ({}, "[sdk.oidc]\nissuer_url = \"https://idp.example\"\nredirect_url = \"https://app.example/auth/oidc/callback\"\n"),
+        ):
+            d = tempfile.mkdtemp(prefix="oidccfg-")
+            self.addCleanup(shutil.rmtree, d, True)
+            p = os.path.join(d, "svc.toml")
+            with open(p, "w") as f:
+                f.write(text or "")
+            oidc = SamlConfig.load(env=env, config_file=p, login_base_url=self.gateway)
+            for name, call in self.frameworks():
+                with self.subTest(framework=name, env=env, text=text):
+                    status, _, body = call("GET", "/whoami", {"Cookie": f"svc_session={self.token}",
+                                                              "Accept": "application/json"}, saml=oidc)
+                    self.assertEqual(status, 401, body)
+                    self.assertEqual(json.loads(body)["reason"], "token-missing")
+                    status, _, body = call("GET", "/whoami", {"Cookie": f"__Host-svc_session={self.token}",
+                                                              "Accept": "application/json"}, saml=oidc)
+                    self.assertEqual(status, 200, body)
+                    self.assertEqual(json.loads(body)["claims"]["email"], "alice@example.com")
+        mixed = dataclasses.replace(self.saml, acs_url="https://app.example/auth/saml/acs",
+                                    oidc_redirect_urls=("http://127.0.0.1:8080/auth/oidc/callback",))
+        for name, call in self.frameworks():
+            with self.subTest(framework=name, config="mixed"):
+                status, _, body = call("GET", "/whoami", {"Cookie": f"svc_session={self.token}",
+                                                          "Accept": "application/json"}, saml=mixed)
+                self.assertEqual(status, 200, body)
 
     def test_prefixed_only_option_overrides_the_rule(self):
         secure = dataclasses.replace(self.saml, acs_url="https://app.example/auth/saml/acs")
