@@ -1,7 +1,7 @@
 /**
- * Where a client's sidecar URL and fail mode come from when the options
- * leave them out: the environment, then the [sdk] table of svc.toml, as the
- * Go client and the sidecar read them.
+ * Where a client's sidecar URL and fail mode, and the sign-in gateways'
+ * public URLs, come from when the options leave them out: the
+ * environment, then svc.toml, as the Go client and the sidecar read them.
  */
 
 import { readFileSync } from "node:fs";
@@ -18,16 +18,63 @@ export const DEFAULT_CONFIG_FILE = "svc.toml";
 export function gatewayAcsUrl(env: Record<string, string | undefined> = process.env,
   configFile: string | null = DEFAULT_CONFIG_FILE): string {
   if (env.SVC_SAML_ACS_URL) return env.SVC_SAML_ACS_URL;
-  if (!configFile) return "";
-  let text: string;
+  const text = configText(configFile);
+  if (text === undefined) return "";
+  const v = tomlKeysOf(text, { "sdk.saml.acs_url": "string" }, configFile ?? undefined)["sdk.saml.acs_url"];
+  return typeof v === "string" ? v : "";
+}
+
+/**
+ * The public URL (redirect_url) of each OpenID Connect provider the
+ * sidecar's OpenID Connect gateway signs browsers in with, as the sidecar
+ * lists them: [sdk.oidc]'s own, SVC_OIDC_REDIRECT_URL else
+ * sdk.oidc.redirect_url, when SVC_OIDC_ISSUER_URL or sdk.oidc.issuer_url is
+ * set; then that of each [[sdk.oidc.providers]] entry, whose default is
+ * the former. URLs not set are left out; a missing file is none. Like
+ * gatewayAcsUrl they say whether the gateway's cookies are Secure.
+ */
+export function oidcRedirectUrls(env: Record<string, string | undefined> = process.env,
+  configFile: string | null = DEFAULT_CONFIG_FILE): string[] {
+  return oidcRedirectUrlsOf(configText(configFile), env, configFile ?? undefined);
+}
+
+/** oidcRedirectUrls of a TOML document (undefined: no file). */
+export function oidcRedirectUrlsOf(text: string | undefined, env: Record<string, string | undefined>,
+  path = DEFAULT_CONFIG_FILE): string[] {
+  let issuer = env.SVC_OIDC_ISSUER_URL ?? "";
+  let redirect = env.SVC_OIDC_REDIRECT_URL ?? "";
+  const providers: string[] = [];
+  if (text !== undefined) {
+    const top: Record<string, string> = {};
+    scanToml(text, OIDC_KEYS, path, (name, v) => {
+      if (name !== "sdk.oidc.providers.redirect_url") top[name] = String(v);
+      else if (providers.length > 0) providers[providers.length - 1] = String(v);
+    }, (table) => {
+      if (table === "sdk.oidc.providers") providers.push("");
+    });
+    issuer ||= top["sdk.oidc.issuer_url"] ?? "";
+    redirect ||= top["sdk.oidc.redirect_url"] ?? "";
+  }
+  const urls = issuer ? [redirect] : [];
+  for (const p of providers) urls.push(p || redirect);
+  return urls.filter(Boolean);
+}
+
+const OIDC_KEYS: Record<string, TomlKind> = {
+  "sdk.oidc.issuer_url": "string",
+  "sdk.oidc.redirect_url": "string",
+  "sdk.oidc.providers.redirect_url": "string",
+};
+
+/** The text of configFile; undefined when it is null or does not exist. */
+export function configText(configFile: string | null): string | undefined {
+  if (!configFile) return undefined;
   try {
-    text = readFileSync(configFile, "utf8");
+    return readFileSync(configFile, "utf8");
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return "";
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw new TypeError(`${configFile}: ${(e as Error).message}`);
   }
-  const v = tomlKeysOf(text, { "sdk.saml.acs_url": "string" }, configFile)["sdk.saml.acs_url"];
-  return typeof v === "string" ? v : "";
 }
 
 /** The [sdk] keys a client uses. */
@@ -120,6 +167,19 @@ export type TomlKind = "string" | "integer" | "boolean";
 export function tomlKeysOf(text: string, wanted: Record<string, TomlKind>,
   path = DEFAULT_CONFIG_FILE): Record<string, string | number | boolean> {
   const out: Record<string, string | number | boolean> = {};
+  scanToml(text, wanted, path, (name, v) => {
+    out[name] = v;
+  });
+  return out;
+}
+
+/**
+ * Reads a TOML document as tomlKeysOf does, handing each wanted key's
+ * value to visit and the path of each [[array of tables]] header, as it
+ * opens a new entry, to arrayTable.
+ */
+function scanToml(text: string, wanted: Record<string, TomlKind>, path: string,
+  visit: (name: string, value: string | number | boolean) => void, arrayTable?: (table: string) => void): void {
   const sc = new Scanner(text.startsWith("\uFEFF") ? text.slice(1) : text, path);
   const tables = new Set(Object.keys(wanted).flatMap((k) => {
     const parts = k.split(".");
@@ -128,13 +188,14 @@ export function tomlKeysOf(text: string, wanted: Record<string, TomlKind>,
   let table: string[] = [];
   for (;;) {
     sc.skipBlank();
-    if (sc.done()) return out;
+    if (sc.done()) return;
     if (sc.peek() === "[") {
       const array = sc.text.startsWith("[[", sc.pos);
       sc.pos += array ? 2 : 1;
       table = sc.keyPath();
       sc.expect(array ? "]]" : "]");
       sc.endOfLine();
+      if (array) arrayTable?.(table.join("."));
       continue;
     }
     const key = [...table, ...sc.keyPath()];
@@ -148,7 +209,7 @@ export function tomlKeysOf(text: string, wanted: Record<string, TomlKind>,
       const line = sc.line();
       const v = kind === "string" ? sc.singleLineString() : kind === "integer" ? sc.integer() : sc.boolean();
       if (v === undefined) throw sc.error(`${name} must be ${kind === "integer" ? "an integer" : `a ${kind}`}`, line);
-      out[name] = v;
+      visit(name, v);
     } else {
       sc.skipValue();
     }

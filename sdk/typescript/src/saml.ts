@@ -14,10 +14,9 @@
  * own origin: mount it at the ACS URL the IdP posts to.
  */
 
-import { readFileSync } from "node:fs";
-
-import { DEFAULT_CONFIG_FILE, gatewayAcsUrl, tomlKeysOf, type TomlKind } from "./config.js";
-import { apiKey, cookieValue, HOST_COOKIE_PREFIX, loopbackHost, sessionCookieValue, sessionPrefixedOnly } from "./web.js";
+import { configText, DEFAULT_CONFIG_FILE, oidcRedirectUrlsOf, tomlKeysOf, type TomlKind } from "./config.js";
+import { apiKey, cookieValue, gatewaySettings, HOST_COOKIE_PREFIX, loopbackHost, sessionCookieValue,
+  sessionPrefixedOnly } from "./web.js";
 
 export { HOST_COOKIE_PREFIX, loopbackHost, secureCookies, type SessionCookieSettings, sessionPrefixedOnly } from "./web.js";
 
@@ -66,12 +65,21 @@ export interface SamlConfig {
   spPrivateKeyPem?: string;
   /** SP certificate, PEM, from SVC_SAML_SP_CERTIFICATE_PEM. */
   spCertificatePem?: string;
-  /** Session cookie of the gateway (sdk.saml.cookie_name); default "svc_session". */
+  /**
+   * The session cookie the sign-in gateways set, SAML or OpenID Connect (sdk.session.cookie_name,
+   * older name sdk.saml.cookie_name); default "svc_session".
+   */
   cookieName: string;
   /** Path prefix of the gateway's endpoints (sdk.saml.path_prefix); default "/auth/saml". */
   pathPrefix: string;
   /** The gateway's URL for server-side calls: SVC_SAML_URL, default http://127.0.0.1:7701. */
   gatewayUrl: string;
+  /**
+   * The OpenID Connect gateway's public URLs beside this one, the redirect_url of each provider
+   * (oidcRedirectUrls: SVC_OIDC_REDIRECT_URL, [sdk.oidc], [[sdk.oidc.providers]]); absent when
+   * there is none. With acsUrl they say whether the session cookie is read prefixed only.
+   */
+  oidcRedirectUrls?: string[];
 }
 
 const SAML_KEYS: Record<string, TomlKind> = {
@@ -84,6 +92,7 @@ const SAML_KEYS: Record<string, TomlKind> = {
   "sdk.saml.attribute_mapping.tenant": "string",
   "sdk.saml.cookie_name": "string",
   "sdk.saml.path_prefix": "string",
+  "sdk.session.cookie_name": "string",
 };
 
 /**
@@ -95,22 +104,19 @@ const SAML_KEYS: Record<string, TomlKind> = {
  * error), else the sidecar's default. The PEM fields come from
  * SVC_SAML_SP_PRIVATE_KEY_PEM / SVC_SAML_SP_CERTIFICATE_PEM only. A
  * clock skew that is not a non-negative integer throws a TypeError.
+ * cookieName is the session cookie whichever gateway signs in, as the
+ * sidecar reads it: SVC_SESSION_COOKIE_NAME, SVC_SAML_COOKIE_NAME,
+ * sdk.session.cookie_name, sdk.saml.cookie_name, "svc_session".
+ * oidcRedirectUrls, when there are any, are those of oidcRedirectUrls.
  */
 export function resolveSamlConfig(given: Partial<SamlConfig> = {},
   env: Record<string, string | undefined> = process.env,
   configFile: string | null = DEFAULT_CONFIG_FILE): SamlConfig {
-  let file: Record<string, string | number | boolean> = {};
-  if (configFile) {
-    let text: string | undefined;
-    try {
-      text = readFileSync(configFile, "utf8");
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw new TypeError(`${configFile}: ${(e as Error).message}`);
-    }
-    if (text !== undefined) file = tomlKeysOf(text, SAML_KEYS, configFile);
-  }
+  const text = configText(configFile);
+  const file = text === undefined ? {} : tomlKeysOf(text, SAML_KEYS, configFile ?? undefined);
+  const str = (key: string): string => (typeof file[key] === "string" ? (file[key] as string) : "");
   const pick = (g: string | undefined, envName: string, key: string, dflt: string): string =>
-    g || env[envName] || (typeof file[key] === "string" ? (file[key] as string) : "") || dflt;
+    g || env[envName] || str(key) || dflt;
   let skew = given.clockSkewSeconds;
   if (skew === undefined) {
     const raw = env.SVC_SAML_CLOCK_SKEW_SECONDS;
@@ -135,10 +141,13 @@ export function resolveSamlConfig(given: Partial<SamlConfig> = {},
       role: pick(am.role, "SVC_SAML_ATTRIBUTE_ROLE", "sdk.saml.attribute_mapping.role", "role"),
       tenant: pick(am.tenant, "SVC_SAML_ATTRIBUTE_TENANT", "sdk.saml.attribute_mapping.tenant", "tenant_id"),
     },
-    cookieName: pick(given.cookieName, "SVC_SAML_COOKIE_NAME", "sdk.saml.cookie_name", DEFAULT_COOKIE),
+    cookieName: given.cookieName || env.SVC_SESSION_COOKIE_NAME || env.SVC_SAML_COOKIE_NAME ||
+      str("sdk.session.cookie_name") || str("sdk.saml.cookie_name") || DEFAULT_COOKIE,
     pathPrefix: trimSlash(pick(given.pathPrefix, "SVC_SAML_PATH_PREFIX", "sdk.saml.path_prefix", DEFAULT_PREFIX)),
     gatewayUrl: trimSlash(given.gatewayUrl || env.SVC_SAML_URL || DEFAULT_GATEWAY_URL),
   };
+  const oidc = given.oidcRedirectUrls ?? oidcRedirectUrlsOf(text, env, configFile ?? undefined);
+  if (oidc.length > 0) cfg.oidcRedirectUrls = oidc;
   const key = given.spPrivateKeyPem || env.SVC_SAML_SP_PRIVATE_KEY_PEM;
   const cert = given.spCertificatePem || env.SVC_SAML_SP_CERTIFICATE_PEM;
   // Not enumerable: JSON.stringify, console.log and util.inspect of the
@@ -457,13 +466,13 @@ export function samlAcs(opts: SamlAcsOptions = {}) {
  * authentication middleware, which answers an API client 401 in JSON.
  * The session cookie is read as sessionToken reads it, with
  * sessionCookiePrefixedOnly as the middleware's option of that name (by
- * default, as there, prefixed only behind a Secure gatewayAcsUrl()): give
+ * default, as there, prefixed only behind Secure gateways, gatewaySettings()): give
  * both the same, or a tossed unprefixed cookie keeps a browser from being
  * sent to sign in.
  */
 export function samlLoginRedirect(opts: LoginUrlOptions & { cookieName?: string; sessionCookiePrefixedOnly?: boolean } = {}) {
   const cookieName = opts.cookieName ?? DEFAULT_COOKIE;
-  const prefixedOnly = opts.sessionCookiePrefixedOnly ?? sessionPrefixedOnly({ acsUrl: gatewayAcsUrl() });
+  const prefixedOnly = opts.sessionCookiePrefixedOnly ?? sessionPrefixedOnly(gatewaySettings());
   return function svcSamlLoginRedirect(req: { method?: string; headers: Record<string, string | string[] | undefined>;
     originalUrl?: string; url?: string }, res: { redirect(status: number, url: string): unknown }, next: () => void): void {
     const auth = req.headers.authorization;

@@ -13,7 +13,7 @@
 
 import { type AuthorizeOptions, type Decision, SidecarUnavailableError, type SvcClient, SvcError,
   type TokenDecision } from "./client.js";
-import { gatewayAcsUrl } from "./config.js";
+import { gatewayAcsUrl, oidcRedirectUrls } from "./config.js";
 
 /** Reasons for which the token itself was refused (RFC 6750 invalid_token). */
 const TOKEN_FAILURES = new Set([
@@ -68,29 +68,35 @@ export interface SvcRequestLike {
 }
 
 /**
- * The parts of the SAML gateway's settings (SamlConfig, from
+ * The parts of the sign-in gateways' settings (SamlConfig, from
  * resolveSamlConfig) that say which session cookie to read.
  */
 export interface SessionCookieSettings {
-  /** The session cookie, unprefixed (sdk.saml.cookie_name). */
+  /** The session cookie, unprefixed (sdk.session.cookie_name, older name sdk.saml.cookie_name). */
   cookieName: string;
-  /** The gateway's public ACS URL (sdk.saml.acs_url): whether its cookies are Secure, and so prefixed. */
+  /** The SAML gateway's public ACS URL (sdk.saml.acs_url): whether its cookies are Secure, and so prefixed. */
   acsUrl: string;
+  /**
+   * The OpenID Connect gateway's public URLs, the redirect_url of each provider (oidcRedirectUrls):
+   * the session cookie it sets is prefixed likewise wherever they are Secure.
+   */
+  oidcRedirectUrls?: string[];
 }
 
 /** How a middleware finds the session cookie. */
 export interface SessionCookieOptions {
   /**
    * Cookie holding the token when there is no Authorization header, unprefixed, e.g. "svc_session"
-   * (the SAML gateway's); default saml.cookieName, else none.
+   * (the sign-in gateways'); default saml.cookieName, else none.
    */
   sessionCookie?: string;
   /**
    * Read the session cookie only as `__Host-<sessionCookie>`: an unprefixed one, which a sibling
    * subdomain can toss in for the parent domain, is no session. `false` reads `__Host-<sessionCookie>`
    * when the request has it, else `<sessionCookie>`. Default: sessionPrefixedOnly(saml) with saml
-   * (prefixed only behind a Secure acsUrl), else the same of gatewayAcsUrl() (SVC_SAML_ACS_URL, or
-   * sdk.saml.acs_url of svc.toml).
+   * (prefixed only behind Secure gateways), else the same of the gateways' URLs in the environment
+   * or svc.toml: gatewayAcsUrl() (SVC_SAML_ACS_URL, or sdk.saml.acs_url) and oidcRedirectUrls()
+   * (SVC_OIDC_REDIRECT_URL, or the redirect_url of [sdk.oidc] and [[sdk.oidc.providers]]).
    */
   sessionCookiePrefixedOnly?: boolean;
   /** The SAML gateway's settings (resolveSamlConfig()): the default of the two options above. */
@@ -208,29 +214,42 @@ export function secureCookies(url: string): boolean {
 }
 
 /**
- * Whether the session cookie is read only as `__Host-<cookieName>`: the
- * gateway's acsUrl is set and its cookies are Secure (secureCookies). The
- * gateway then sets no other session cookie, so an unprefixed one can only
- * be one a sibling subdomain tossed in (session fixation). Without acsUrl
- * (how the gateway names its cookies is not known) or on plain http on
- * loopback, the unprefixed cookie is read too.
+ * Whether the session cookie is read only as `__Host-<cookieName>`: of the
+ * gateways' public URLs (acsUrl, oidcRedirectUrls) at least one is set and
+ * on every one their cookies are Secure (secureCookies), the sidecar's
+ * rule. The gateways then set no other session cookie, so an unprefixed
+ * one can only be one a sibling subdomain tossed in (session fixation).
+ * Without a URL (how the gateways name their cookies is not known) or
+ * with one on plain http on loopback, the unprefixed cookie is read too.
  */
-export function sessionPrefixedOnly(saml: Pick<SessionCookieSettings, "acsUrl">): boolean {
-  return Boolean(saml.acsUrl) && secureCookies(saml.acsUrl);
+export function sessionPrefixedOnly(saml: Pick<SessionCookieSettings, "acsUrl" | "oidcRedirectUrls">): boolean {
+  const urls = [saml.acsUrl, ...(saml.oidcRedirectUrls ?? [])].filter(Boolean);
+  return urls.length > 0 && urls.every(secureCookies);
+}
+
+/**
+ * The gateways' public URLs of the environment, else of configFile:
+ * gatewayAcsUrl and oidcRedirectUrls, as the Go and Python middlewares
+ * read them.
+ */
+export function gatewaySettings(env: Record<string, string | undefined> = process.env,
+  configFile?: string | null): Pick<SessionCookieSettings, "acsUrl" | "oidcRedirectUrls"> {
+  return { acsUrl: gatewayAcsUrl(env, configFile), oidcRedirectUrls: oidcRedirectUrls(env, configFile) };
 }
 
 /**
  * The session cookie a middleware reads by its options, and whether only
  * under its prefixed name. Without sessionCookiePrefixedOnly nor saml, the
- * gateway's acsUrl is that of the environment or svc.toml (gatewayAcsUrl),
- * as the Go and Python middlewares read it: a Secure gateway's session is
- * read prefixed only, even when only the cookie's name was given.
+ * gateways' URLs are those of the environment or svc.toml
+ * (gatewaySettings), as the Go and Python middlewares read them: behind
+ * Secure gateways, SAML or OpenID Connect, the session is read prefixed
+ * only, even when only the cookie's name was given.
  */
 export function sessionCookieOf(opts: SessionCookieOptions): { name: string | undefined; prefixedOnly: boolean } {
   const name = opts.sessionCookie ?? opts.saml?.cookieName;
   let prefixedOnly = opts.sessionCookiePrefixedOnly;
   if (prefixedOnly === undefined) {
-    prefixedOnly = name !== undefined && sessionPrefixedOnly(opts.saml ?? { acsUrl: gatewayAcsUrl() });
+    prefixedOnly = name !== undefined && sessionPrefixedOnly(opts.saml ?? gatewaySettings());
   }
   return { name, prefixedOnly };
 }

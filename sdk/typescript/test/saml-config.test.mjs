@@ -58,6 +58,36 @@ describe("resolveSamlConfig", () => {
     assert.deepEqual(given.attributeMapping, { email: EMAIL, role: "r", tenant: "org" });
   });
 
+  test("the session cookie's name: [sdk.session] first, as the sidecar reads it", () => {
+    const p = file('[sdk.session]\ncookie_name = "sess"\n\n[sdk.saml]\ncookie_name = "old"\n');
+    assert.equal(resolveSamlConfig({}, {}, p).cookieName, "sess");
+    assert.equal(resolveSamlConfig({}, {}, file('[sdk.saml]\ncookie_name = "old"\n')).cookieName, "old");
+    assert.equal(resolveSamlConfig({}, { SVC_SAML_COOKIE_NAME: "env_old" }, p).cookieName, "env_old");
+    assert.equal(resolveSamlConfig({}, { SVC_SESSION_COOKIE_NAME: "env_new", SVC_SAML_COOKIE_NAME: "env_old" }, p).cookieName,
+      "env_new");
+    assert.equal(resolveSamlConfig({ cookieName: "opt" }, { SVC_SESSION_COOKIE_NAME: "env_new" }, p).cookieName, "opt");
+  });
+
+  test("the OpenID Connect gateway's redirect URLs decide with acsUrl", () => {
+    const env = { SVC_OIDC_ISSUER_URL: "https://idp.example", SVC_OIDC_REDIRECT_URL: "https://app.example/auth/oidc/callback" };
+    let c = resolveSamlConfig({}, env, null);
+    assert.deepEqual([c.acsUrl, c.oidcRedirectUrls], ["", ["https://app.example/auth/oidc/callback"]]);
+    assert.equal(sessionPrefixedOnly(c), true, "an https redirect_url: the gateway's cookies are Secure");
+    // Each [[sdk.oidc.providers]] entry's redirect_url defaults to [sdk.oidc]'s.
+    c = resolveSamlConfig({}, {}, file('[sdk.oidc]\nissuer_url = "https://idp.example"\n' +
+      'redirect_url = "https://app.example/auth/oidc/callback"\n\n[[sdk.oidc.providers]]\nname = "b"\ntenant = "t"\n' +
+      'issuer_url = "https://idp-b.example"\n\n[[sdk.oidc.providers]]\nname = "dev"\ntenant = "t2"\n' +
+      'redirect_url = "http://127.0.0.1:8080/auth/oidc/callback"\n'));
+    assert.deepEqual(c.oidcRedirectUrls, ["https://app.example/auth/oidc/callback", "https://app.example/auth/oidc/callback",
+      "http://127.0.0.1:8080/auth/oidc/callback"]);
+    assert.equal(sessionPrefixedOnly(c), false, "one gateway on loopback http sets unprefixed cookies");
+    // Without an issuer_url [sdk.oidc]'s own keys are no provider.
+    c = resolveSamlConfig({}, {}, file('[sdk.oidc]\nredirect_url = "https://app.example/auth/oidc/callback"\n'));
+    assert.equal(c.oidcRedirectUrls, undefined);
+    assert.equal(sessionPrefixedOnly(c), false);
+    assert.equal(sessionPrefixedOnly({ acsUrl: "https://app.example/auth/saml/acs", oidcRedirectUrls: ["http://[::1]:8080/cb"] }), false);
+  });
+
   test("bad values are errors naming the key", () => {
     assert.throws(() => resolveSamlConfig({}, {}, file("[sdk.saml]\nclock_skew_seconds = \"30\"\n")),
       /svc\.toml:2: sdk\.saml\.clock_skew_seconds must be an integer/);

@@ -4,7 +4,10 @@
 // for Accept: application/json), with the issued token verified by the
 // real sidecar.
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import express from "express";
@@ -13,8 +16,8 @@ import Fastify from "fastify";
 import { SvcClient } from "@svc/sdk";
 import { requireAction as expressAction, svcExpress } from "@svc/sdk/express";
 import { requireAction as fastifyAction, svcFastify } from "@svc/sdk/fastify";
-import { exchangeAssertion, loginUrl, safeReturnTo, SamlError, samlAcs, samlLoginRedirect, secureCookies,
-  sessionPrefixedOnly, sessionToken } from "@svc/sdk/saml";
+import { exchangeAssertion, loginUrl, resolveSamlConfig, safeReturnTo, SamlError, samlAcs, samlLoginRedirect,
+  secureCookies, sessionPrefixedOnly, sessionToken } from "@svc/sdk/saml";
 
 import { CALL_TIMEOUT_MS, claims, IdP, serve, Sidecar, startSidecar } from "./harness.mjs";
 
@@ -171,6 +174,66 @@ describe("the session cookie behind a Secure gateway", () => {
       }
     } finally {
       delete process.env.SVC_SAML_ACS_URL;
+    }
+  });
+
+  // Sets the variables of vars and runs f in a directory holding svc.toml
+  // (none when toml is undefined), then restores both.
+  async function withDeployment(vars, toml, f) {
+    const cwd = process.cwd();
+    const dir = mkdtempSync(join(tmpdir(), "svc-gateways-"));
+    if (toml !== undefined) writeFileSync(join(dir, "svc.toml"), toml);
+    Object.assign(process.env, vars);
+    process.chdir(dir);
+    try {
+      await f();
+    } finally {
+      process.chdir(cwd);
+      for (const k of Object.keys(vars)) delete process.env[k];
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  const OIDC_ENV = { SVC_OIDC_ISSUER_URL: "https://idp.example", SVC_OIDC_REDIRECT_URL: "https://app.example/auth/oidc/callback" };
+  const OIDC_TOML = '[sdk.oidc]\nissuer_url = "https://idp.example"\nredirect_url = "https://app.example/auth/oidc/callback"\n';
+
+  test("behind an OpenID Connect gateway alone a tossed cookie is no session", async () => {
+    // Its redirect_url is https: it sets only __Host-svc_session, whether
+    // the environment or svc.toml says so, and whoever names the cookie.
+    for (const [vars, toml] of [[OIDC_ENV, undefined], [{}, OIDC_TOML]]) {
+      await withDeployment(vars, toml, async () => {
+        for (const [name, start] of frameworks) {
+          for (const opts of [{ sessionCookie: "svc_session" }, { saml: resolveSamlConfig() }]) {
+            const what = `${name} ${JSON.stringify(vars)} ${toml} ${JSON.stringify(opts)}`;
+            assert.deepEqual(await answers(start, opts, `svc_session=${tok()}`), missing, what);
+            assert.deepEqual(await answers(start, opts, `__Host-svc_session=${tok()}`), admitted, what);
+          }
+        }
+        const a = express();
+        a.use("/app", samlLoginRedirect());
+        a.get("/app/page", (req, res) => res.json({}));
+        const app = await serve(a);
+        try {
+          const r = await fetch(`${app.url}/app/page`, { headers: { accept: "text/html", cookie: "svc_session=a.b.c" }, redirect: "manual" });
+          assert.equal(r.status, 302, "a tossed cookie is no session: sign in");
+        } finally {
+          await app.close();
+        }
+      });
+    }
+  });
+
+  test("a gateway on loopback http beside a Secure one keeps the unprefixed cookie", async () => {
+    // Local development: that gateway sets unprefixed cookies.
+    const toml = OIDC_TOML + '\n[[sdk.oidc.providers]]\nname = "dev"\ntenant = "t2"\nissuer_url = "http://127.0.0.1:9000"\n' +
+      'redirect_url = "http://127.0.0.1:8080/auth/oidc/callback"\n';
+    const mixedEnv = { SVC_SAML_ACS_URL: SECURE.acsUrl, SVC_OIDC_ISSUER_URL: "http://127.0.0.1:9000",
+      SVC_OIDC_REDIRECT_URL: "http://localhost:8080/auth/oidc/callback" };
+    for (const [vars, file] of [[mixedEnv, undefined], [{}, toml]]) {
+      await withDeployment(vars, file, async () => {
+        for (const [name, start] of frameworks) {
+          assert.deepEqual(await answers(start, { sessionCookie: "svc_session" }, `svc_session=${tok()}`), admitted, name);
+        }
+      });
     }
   });
 
