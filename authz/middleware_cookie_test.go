@@ -151,9 +151,7 @@ func TestMiddlewareSessionCookieFromConfig(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) string {
 		f := filepath.Join(dir, name)
-		if err := os.WriteFile(f, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, f, []byte(text))
 		return f
 	}
 	oidcFile := write("oidc.toml", "[sdk.oidc]\nissuer_url = \"https://idp.example.com\"\nredirect_url = \"https://app.example.com/auth/oidc/callback\"\n")
