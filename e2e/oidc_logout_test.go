@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -33,15 +32,7 @@ func TestOIDCLogoutEndsSession(t *testing.T) {
 	})
 	b := newBrowser()
 	followBrowser(t, b, base+"/auth/oidc/login?return_to=/orders/1")
-	var session string
-	for _, c := range b.Jar.Cookies(&url.URL{Scheme: "http", Host: signin, Path: "/"}) {
-		if c.Name == "svc_session" {
-			session = c.Value
-		}
-	}
-	if session == "" {
-		t.Fatal("no session cookie after the sign-in")
-	}
+	session := jarSession(t, b, signin)
 
 	// checks asks each check path about the session; it returns what
 	// each answered: "allowed", or the refusal's reason.

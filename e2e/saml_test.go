@@ -83,6 +83,19 @@ func newBrowser() *http.Client {
 	}
 }
 
+// jarSession is the session token the browser b holds for the http
+// site at host; t fails when it holds none.
+func jarSession(t *testing.T, b *http.Client, host string) string {
+	t.Helper()
+	for _, c := range b.Jar.Cookies(&url.URL{Scheme: "http", Host: host, Path: "/"}) {
+		if c.Name == "svc_session" && c.Value != "" {
+			return c.Value
+		}
+	}
+	t.Fatal("no session cookie after the sign-in")
+	return ""
+}
+
 // idpAnswer is what the samlify IdP answers a JSON client.
 type idpAnswer struct {
 	ACSURL       string `json:"acs_url"`

@@ -92,15 +92,7 @@ func TestOIDCSignInThroughShippedProxies(t *testing.T) {
 
 		// Logout at the provider (RP-initiated) reaches the sidecar by
 		// back-channel: the session, even replayed, is refused.
-		var session string
-		for _, c := range b.Jar.Cookies(&url.URL{Scheme: "http", Host: front, Path: "/"}) {
-			if c.Name == "svc_session" {
-				session = c.Value
-			}
-		}
-		if session == "" {
-			t.Fatal("no session cookie after the sign-in")
-		}
+		session := jarSession(t, b, front)
 		resp, body, seen = follow(base + "/auth/oidc/logout")
 		xsrf := regexp.MustCompile(`name="xsrf" value="([^"]+)"`).FindStringSubmatch(body)
 		if resp.StatusCode != http.StatusOK || xsrf == nil || !strings.HasPrefix(seen[len(seen)-1], idp.Issuer+"/session/end") {

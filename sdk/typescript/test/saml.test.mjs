@@ -152,6 +152,21 @@ describe("the session cookie behind a Secure gateway", () => {
     }
   });
 
+  // samlLoginRedirect with its defaults sends a browser whose only
+  // session cookie is an unprefixed (tossed) one to sign in.
+  async function wantTossedCookieSentToSignIn() {
+    const a = express();
+    a.use("/app", samlLoginRedirect());
+    a.get("/app/page", (req, res) => res.json({}));
+    const app = await serve(a);
+    try {
+      const r = await fetch(`${app.url}/app/page`, { headers: { accept: "text/html", cookie: "svc_session=a.b.c" }, redirect: "manual" });
+      assert.equal(r.status, 302, "a tossed cookie is no session: sign in");
+    } finally {
+      await app.close();
+    }
+  }
+
   test("a bare sessionCookie follows the gateway's acsUrl of the environment", async () => {
     // As the Go and Python middlewares: the cookie's name alone, and
     // SVC_SAML_ACS_URL saying the gateway is Secure, is prefixed only.
@@ -162,16 +177,7 @@ describe("the session cookie behind a Secure gateway", () => {
         assert.deepEqual(await answers(start, opts, `svc_session=${tok()}`), missing, name);
         assert.deepEqual(await answers(start, opts, `__Host-svc_session=${tok()}`), admitted, name);
       }
-      const a = express();
-      a.use("/app", samlLoginRedirect());
-      a.get("/app/page", (req, res) => res.json({}));
-      const app = await serve(a);
-      try {
-        const r = await fetch(`${app.url}/app/page`, { headers: { accept: "text/html", cookie: "svc_session=a.b.c" }, redirect: "manual" });
-        assert.equal(r.status, 302, "a tossed cookie is no session: sign in");
-      } finally {
-        await app.close();
-      }
+      await wantTossedCookieSentToSignIn();
     } finally {
       delete process.env.SVC_SAML_ACS_URL;
     }
@@ -208,16 +214,7 @@ describe("the session cookie behind a Secure gateway", () => {
             assert.deepEqual(await answers(start, opts, `__Host-svc_session=${tok()}`), admitted, what);
           }
         }
-        const a = express();
-        a.use("/app", samlLoginRedirect());
-        a.get("/app/page", (req, res) => res.json({}));
-        const app = await serve(a);
-        try {
-          const r = await fetch(`${app.url}/app/page`, { headers: { accept: "text/html", cookie: "svc_session=a.b.c" }, redirect: "manual" });
-          assert.equal(r.status, 302, "a tossed cookie is no session: sign in");
-        } finally {
-          await app.close();
-        }
+        await wantTossedCookieSentToSignIn();
       });
     }
   });
