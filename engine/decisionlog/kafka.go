@@ -4,13 +4,18 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -73,8 +78,15 @@ const DecisionIDHeader = "decision-id"
 // header, produced by an idempotent producer with acks from all in-sync
 // replicas.
 type Kafka struct {
-	opts KafkaOptions
-	cl   *kgo.Client
+	opts   KafkaOptions
+	clOpts []kgo.Opt
+	cl     *kgo.Client
+	// batchBytes is the topic's max.message.bytes as the brokers last
+	// said (at most kafkaBatchMaxBytes), 0 until they did; known says
+	// whether they answered at all (a refusal to describe the topic
+	// leaves the default). Send reads them before it produces.
+	batchBytes atomic.Int32
+	known      bool
 }
 
 // NewKafka makes the producer of opts.URL; it connects on the first
@@ -103,41 +115,93 @@ func NewKafka(opts KafkaOptions) (*Kafka, error) {
 	// behind them. A batch so failed is sent again by the logger and
 	// may be written twice, as the spool's re-sending after a crash may
 	// anyway: consumers drop duplicates by the decision-id header.
-	clOpts := []kgo.Opt{
+	s := &Kafka{opts: opts}
+	s.clOpts = []kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.ClientID("svc-sidecar-decision-log"),
 		kgo.DefaultProduceTopic(opts.Topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordDeliveryTimeout(opts.Timeout),
 		kgo.AllowIdempotentProduceCancellation(),
-		kgo.ProducerBatchMaxBytes(kafkaBatchMaxBytes),
+		// Batches as large as the topic takes: franz-go reads this
+		// once per partition, when it first produces to it, which
+		// Send does only once the topic's bound was asked for.
+		kgo.ProducerBatchMaxBytesFn(func(string) int32 { return s.batchMax() }),
 	}
 	if secure {
-		clOpts = append(clOpts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: opts.RootCAs}))
+		s.clOpts = append(s.clOpts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: opts.RootCAs}))
 	}
 	if mech != nil {
-		clOpts = append(clOpts, kgo.SASL(mech))
+		s.clOpts = append(s.clOpts, kgo.SASL(mech))
 	}
-	cl, err := kgo.NewClient(clOpts...)
-	if err != nil {
+	if s.cl, err = kgo.NewClient(s.clOpts...); err != nil {
 		return nil, fmt.Errorf("decision log kafka: %w", err)
 	}
-	return &Kafka{opts: opts, cl: cl}, nil
+	return s, nil
+}
+
+// batchMax is the largest record batch the topic takes, as far as known.
+func (s *Kafka) batchMax() int32 {
+	if n := s.batchBytes.Load(); n > 0 {
+		return n
+	}
+	return kafkaBatchMaxBytes
+}
+
+// readBound asks the brokers for the topic's max.message.bytes, the
+// bound of a record batch: a topic that takes less than the producer's
+// default batch refuses larger batches (MESSAGE_TOO_LARGE) each time they
+// are sent, and every record behind them would wait. A broker's refusal
+// to describe the topic (no DescribeConfigs right, a topic created on
+// first use) leaves the default; an unreachable one is an error, and
+// Send produces nothing until it has an answer.
+func (s *Kafka) readBound(ctx context.Context) error {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, s.opts.Topic
+	res.ConfigNames = []string{"max.message.bytes"}
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, s.cl)
+	if err != nil {
+		return fmt.Errorf("decision log kafka: topic %s: reading its max.message.bytes: %w", s.opts.Topic, err)
+	}
+	s.known = true
+	for _, r := range resp.Resources {
+		if kerr.ErrorForCode(r.ErrorCode) != nil {
+			continue
+		}
+		for _, c := range r.Configs {
+			if c.Name != "max.message.bytes" || c.Value == nil {
+				continue
+			}
+			if n, err := strconv.ParseInt(*c.Value, 10, 32); err == nil && n >= kafkaMinBatchBytes {
+				s.batchBytes.Store(int32(min(n, kafkaBatchMaxBytes)))
+			}
+		}
+	}
+	return nil
 }
 
 // kafkaBatchMaxBytes bounds a record batch, as the producer's default
 // and the brokers' default max.message.bytes do.
 const kafkaBatchMaxBytes = 1_000_012
 
+// kafkaMinBatchBytes is the smallest batch bound franz-go takes.
+const kafkaMinBatchBytes = 512
+
 // kafkaRecordRoom is what a record's batch framing, key (the tenant) and
-// decision-id header may take of kafkaBatchMaxBytes.
-const kafkaRecordRoom = 4 << 10
+// decision-id header may take of a batch: 4 KiB, or a quarter of a
+// smaller batch.
+func kafkaRecordRoom(batch int) int { return min(4<<10, batch/4) }
 
 // MaxRecordBytes is the largest record one produce takes: a larger one
-// is failed by the producer each time. A topic whose brokers take less
-// (a lower max.message.bytes) refuses records this lets through; set it
-// to at least 1 MB.
-func (s *Kafka) MaxRecordBytes() int { return kafkaBatchMaxBytes - kafkaRecordRoom }
+// is failed each time, by the producer or by the brokers. It is the
+// topic's max.message.bytes once read (at most the producer's default
+// batch of 1,000,012 bytes), less room for the record's framing.
+func (s *Kafka) MaxRecordBytes() int {
+	n := int(s.batchMax())
+	return n - kafkaRecordRoom(n)
+}
 
 // kafkaSeeds are the host:port seed brokers of a kafka:// URL, or of a
 // kafkas:// URL, whose brokers are reached over TLS (secure).
@@ -174,9 +238,43 @@ func (s *Kafka) Name() string { return "kafka" }
 // any record failed fails the batch, and so does the timeout: records
 // then still buffered fail on their own soon after, their contexts
 // done.
+//
+// A batch the brokers refuse for its size (the topic's max.message.bytes
+// lowered since it was read) has the bound read again and, when it
+// changed, the producer made anew, since franz-go keeps a partition's
+// batch bound for good.
 func (s *Kafka) Send(ctx context.Context, batch []Record) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
+	if !s.known {
+		if err := s.readBound(ctx); err != nil {
+			return err
+		}
+	}
+	err := s.produce(ctx, batch)
+	if errors.Is(err, kerr.MessageTooLarge) {
+		s.renew(ctx)
+	}
+	return err
+}
+
+// renew reads the topic's bound again and, when it changed, replaces
+// the producer; nothing is in flight (Send waits for every record).
+func (s *Kafka) renew(ctx context.Context) {
+	before := s.batchMax()
+	if s.readBound(ctx) != nil || s.batchMax() == before {
+		return
+	}
+	cl, err := kgo.NewClient(s.clOpts...)
+	if err != nil {
+		return
+	}
+	s.cl.Close()
+	s.cl = cl
+}
+
+// produce produces the batch and waits for every acknowledgement.
+func (s *Kafka) produce(ctx context.Context, batch []Record) error {
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex

@@ -2,6 +2,8 @@ package decisionlog_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
@@ -233,5 +235,75 @@ func TestKafkaUnknownSASLMechanism(t *testing.T) {
 	_, err := decisionlog.NewKafka(decisionlog.KafkaOptions{URL: "kafka://127.0.0.1:9092", SASL: decisionlog.KafkaSASL{Mechanism: "GSSAPI"}})
 	if err == nil || !strings.Contains(err.Error(), "GSSAPI") {
 		t.Fatalf("NewKafka with GSSAPI: %v, want an error naming it", err)
+	}
+}
+
+// A topic whose max.message.bytes is below the producer's default batch
+// bound: batches are sized to the topic's bound, read from the brokers,
+// so they are not refused (MESSAGE_TOO_LARGE) each time they are sent
+// with every record behind them waiting; a record over it goes without
+// its input.
+func TestKafkaTopicMaxMessageBytes(t *testing.T) {
+	const topic, bound = "decisions", 32 << 10
+	kc := kafkatest.Start(t, topic)
+	kc.SetTopicConfig(t, topic, "max.message.bytes", fmt.Sprint(bound))
+	sink, err := decisionlog.NewKafka(decisionlog.KafkaOptions{URL: kc.URL(), Topic: topic, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, stop := runLoggerWith(t, sink, decisionlog.Options{
+		Spool:         spool.Options{Dir: t.TempDir(), SegmentBytes: 1 << 20},
+		FlushInterval: 20 * time.Millisecond, FsyncInterval: 20 * time.Millisecond, BatchMaxRecords: 100,
+	})
+	// Random hex: the producer's compression does not bring a batch
+	// under the bound.
+	noise := func(n int) string {
+		b := make([]byte, n/2)
+		_, _ = rand.Read(b)
+		return hex.EncodeToString(b)
+	}
+	big := decisionlog.Record{DecisionID: "dec-big", Tenant: "acme",
+		JSON: []byte(`{"decision_id":"dec-big","input":{"x":"` + noise(2*bound) + `"}}`)}
+	if err := l.Log(big); err != nil {
+		t.Fatalf("Log of a record over the topic's bound before it is known: %v", err)
+	}
+	const n = 300
+	for i := range n {
+		id := fmt.Sprintf("dec-%06d", i)
+		if err := l.Log(decisionlog.Record{DecisionID: id, Tenant: "acme",
+			JSON: []byte(`{"decision_id":"` + id + `","x":"` + noise(1500) + `"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.Eventually(t, "every record shipped", func() bool { return l.Stats().Unsent == 0 })
+	if got := sink.MaxRecordBytes(); got <= 0 || got >= bound {
+		t.Errorf("MaxRecordBytes = %d, want under the topic's %d", got, bound)
+	}
+	// The topic's bound lowered while the sidecar runs: the batch
+	// refused for it is sent again in batches of the new bound.
+	kc.SetTopicConfig(t, topic, "max.message.bytes", fmt.Sprint(bound/2))
+	const more = 100
+	for i := n; i < n+more; i++ {
+		id := fmt.Sprintf("dec-%06d", i)
+		if err := l.Log(decisionlog.Record{DecisionID: id, Tenant: "acme",
+			JSON: []byte(`{"decision_id":"` + id + `","x":"` + noise(1500) + `"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.Eventually(t, "the records after the change shipped", func() bool { return l.Stats().Unsent == 0 })
+	if got := sink.MaxRecordBytes(); got >= bound/2 {
+		t.Errorf("MaxRecordBytes = %d after the change, want under %d", got, bound/2)
+	}
+	stop()
+	ids := map[string]bool{}
+	for _, r := range kc.Records(t, topic) {
+		id := kafkatest.Header(r, decisionlog.DecisionIDHeader)
+		ids[id] = true
+		if id == big.DecisionID && strings.Contains(string(r.Value), `"input"`) {
+			t.Errorf("the record over the bound was produced with its input (%d bytes)", len(r.Value))
+		}
+	}
+	if len(ids) != n+more+1 || !ids[big.DecisionID] {
+		t.Fatalf("topic holds %d decision ids (dec-big: %v), want %d", len(ids), ids[big.DecisionID], n+more+1)
 	}
 }

@@ -200,3 +200,32 @@ func Header(r *kgo.Record, key string) string {
 	}
 	return ""
 }
+
+// SetTopicConfig sets the topic's configuration name to value, as
+// kafka-configs.sh --alter does (for instance max.message.bytes).
+func (c *Cluster) SetTopicConfig(tb testing.TB, topic, name, value string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, c.client...)...)
+	if err != nil {
+		tb.Fatalf("kafkatest: %v", err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	cfg.Name, cfg.Value, cfg.Op = name, &value, kmsg.IncrementalAlterConfigOpSet
+	res.Configs = append(res.Configs, cfg)
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		tb.Fatalf("kafkatest: set %s of %s: %v", name, topic, err)
+	}
+	for _, r := range resp.Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			tb.Fatalf("kafkatest: set %s of %s: %v", name, topic, err)
+		}
+	}
+}
