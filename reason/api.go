@@ -100,4 +100,11 @@ const (
 	// log spool deleted records unsent (decision_log.overflow =
 	// "drop_oldest"): the log is no longer complete.
 	DecisionLogDropped Code = "decision-log-dropped"
+	// RedisEvictsKeys marks a status degraded while the Redis of
+	// rate_limit.redis_addr has a maxmemory and a maxmemory-policy other
+	// than noeviction: when full it deletes keys the sidecar relies on
+	// (logouts, revoked sessions, the SAML replay store, used sign-in
+	// states, rate-limit budgets), so a logged-out session could work
+	// again and an answered assertion be taken twice.
+	RedisEvictsKeys Code = "redis-evicts-keys"
 )

@@ -153,6 +153,13 @@ func (s *Server) status() Status {
 		st.RateLimit = &wire.RateLimitStatus{Mode: string(rl.Mode), Active: rl.Active, Since: rl.Since,
 			Replicas: rl.Replicas, Fallbacks: rl.Fallbacks}
 	}
+	if s.redis != nil {
+		rs := s.redis.status()
+		st.Redis = &rs
+		if rs.Evicts && st.Status == StatusHealthy {
+			st.Status, st.Reason = StatusDegraded, string(reason.RedisEvictsKeys)
+		}
+	}
 	if s.deps.Audit != nil {
 		a := wire.AuditStats(s.deps.Audit.Stats())
 		st.Audit = &a

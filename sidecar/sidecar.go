@@ -124,6 +124,7 @@ type Server struct {
 	bundles  bundles
 	restart  atomic.Pointer[RestartRequest]
 	poller   *bundlePoller   // nil without policy.bundle_url
+	redis    *redisCheck     // nil without rate_limit.redis_addr
 	certs    *certs          // nil without sidecar.tls_cert_file
 	identity *idtoken.Minter // nil without [identity_token]
 	stop     atomic.Pointer[context.CancelFunc]
@@ -229,6 +230,7 @@ func New(deps Deps) (*Server, error) {
 		}
 	}
 	s.poller = newBundlePoller(cfg.Policy)
+	s.redis = newRedisCheck(cfg.RateLimit, s.log)
 	if t := deps.Telemetry; t != nil {
 		if s.activations, err = t.MeterProvider().Meter("github.com/svc-dev/svc/sidecar").Int64Counter("svc.policy.bundle.activations",
 			metric.WithDescription("Policy bundles activated or refused, by result, source and reason.")); err != nil {
@@ -363,6 +365,12 @@ func (s *Server) Serve(ctx context.Context) error {
 	if s.poller != nil {
 		g.Go(func() error {
 			s.pollBundles(gctx)
+			return nil
+		})
+	}
+	if s.redis != nil {
+		g.Go(func() error {
+			s.redis.run(gctx)
 			return nil
 		})
 	}

@@ -14,10 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/svc-dev/svc/engine"
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/policy"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/redistest"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -130,5 +133,40 @@ func TestStatusWhileDecisionLogRefuses(t *testing.T) {
 	if st.Status != StatusDegraded || st.Reason != string(reason.DecisionLogUnavailable) || st.DecisionLog.Refused != 1 {
 		t.Fatalf("status %q reason %q decision log %+v; want degraded, decision-log-unavailable, 1 refused",
 			st.Status, st.Reason, st.DecisionLog)
+	}
+}
+
+// A Redis that may evict keys when full (a maxmemory and an evicting
+// policy, as managed Redis services set by default) makes the status
+// degraded: the logouts, replay store and budgets kept there can vanish
+// without an error. Set to noeviction, the status is healthy again at
+// the next check.
+func TestStatusRedisEviction(t *testing.T) {
+	idp := newTestIdP(t)
+	cfg := testConfig(idp)
+	cfg.RateLimit.RedisAddr = redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: cfg.RateLimit.RedisAddr})
+	defer c.Close()
+	ctx := context.Background()
+	for k, v := range map[string]string{"maxmemory": "64mb", "maxmemory-policy": "volatile-lru"} {
+		if err := c.ConfigSet(ctx, k, v).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := startServer(t, Deps{Engine: newTestEngine(t, cfg)})
+	testkit.Eventually(t, "serving", r.ready.Load)
+	testkit.Eventually(t, "Redis checked", func() bool { return r.redis.status().CheckedAt != nil })
+	st := getStatus(t, r)
+	if st.Status != StatusDegraded || st.Reason != string(reason.RedisEvictsKeys) || st.Redis == nil ||
+		!st.Redis.Evicts || st.Redis.MaxMemoryPolicy != "volatile-lru" || st.Redis.MaxMemory != 64<<20 {
+		t.Fatalf("status %q reason %q redis %+v; want degraded, %s, volatile-lru of 64 MiB", st.Status, st.Reason, st.Redis, reason.RedisEvictsKeys)
+	}
+
+	if err := c.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	r.redis.check(ctx)
+	if st := getStatus(t, r); st.Status != StatusHealthy || st.Redis == nil || st.Redis.Evicts || st.Redis.MaxMemoryPolicy != "noeviction" {
+		t.Fatalf("after noeviction: status %q reason %q redis %+v; want healthy", st.Status, st.Reason, st.Redis)
 	}
 }

@@ -68,6 +68,8 @@ func goldenValues() map[string]any {
 			PolicyState: &wire.PolicyState{File: "/var/lib/svc/policy-bundle-4f2a9c1b0d3e5f67.json", Revision: "sha256:4f2a", CreatedAt: &t0,
 				LastError: "no space left on device"},
 			RateLimit: &wire.RateLimitStatus{Mode: "local", Active: true, Since: &t1, Replicas: 3, Fallbacks: 12},
+			Redis: &wire.RedisStatus{Addr: "redis.svc.internal:6379", MaxMemoryPolicy: "volatile-lru", MaxMemory: 268435456, Evicts: true, CheckedAt: &t1,
+				LastError: "dial tcp 10.0.0.7:6379: i/o timeout"},
 		},
 		"log-record": wire.LogRecord{
 			Time: t0, Level: "WARN", Message: "decision",

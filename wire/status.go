@@ -101,6 +101,27 @@ type Status struct {
 	// rate_limit.redis_fallback, whether it is in force now (Redis
 	// unreachable) and since when; absent without rate_limit.redis_addr.
 	RateLimit *RateLimitStatus `json:"rate_limit,omitempty"`
+	// Redis is what the Redis of rate_limit.redis_addr says of its
+	// memory bound; absent without it.
+	Redis *RedisStatus `json:"redis,omitempty"`
+}
+
+// RedisStatus is whether the Redis of rate_limit.redis_addr may evict
+// the keys the sidecar keeps there (logouts, the SAML replay store,
+// used sign-in states, rate-limit budgets) when it is full.
+type RedisStatus struct {
+	Addr string `json:"addr"`
+	// MaxMemoryPolicy and MaxMemory (bytes, 0 for no bound) are the
+	// server's maxmemory-policy and maxmemory at CheckedAt.
+	MaxMemoryPolicy string `json:"maxmemory_policy,omitempty"`
+	MaxMemory       int64  `json:"maxmemory_bytes"`
+	// Evicts is true when a bound is set and the policy is not
+	// noeviction: the status is then degraded (redis-evicts-keys).
+	Evicts    bool       `json:"evicts"`
+	CheckedAt *time.Time `json:"checked_at,omitempty"`
+	// LastError is the last failed check's error; the answer before it
+	// stands.
+	LastError string `json:"last_error,omitempty"`
 }
 
 // JWKSIssuer is one identity provider's JWKS in Status.

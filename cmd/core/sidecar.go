@@ -173,6 +173,10 @@ func (a *app) printStatus(st wire.Status, status string) error {
 	if st.SAML != nil && st.SAML.SignatureCheckDisabled {
 		fmt.Fprintf(w, "Warning:\tSAML signatures are NOT verified (SVC_ENV=development): anyone who reaches the sign-in listener signs in as anyone\n")
 	}
+	if r := st.Redis; r != nil && r.Evicts {
+		fmt.Fprintf(w, "Warning:\tRedis at %s may evict keys when full (maxmemory-policy %s, maxmemory %d bytes): logouts, the SAML replay store and rate-limit budgets kept there can be lost; set maxmemory-policy noeviction\n",
+			r.Addr, r.MaxMemoryPolicy, r.MaxMemory)
+	}
 	if st.SAML != nil && st.SAML.TokenKeyEphemeral {
 		fmt.Fprintf(w, "Warning:\tSAML sessions are ephemeral: no sdk.saml.token_signing_key_file, so every restart or replica signs everyone out\n")
 	}

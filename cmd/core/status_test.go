@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"regexp"
@@ -8,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/internal/testkit"
+	"github.com/svc-dev/svc/internal/testkit/redistest"
 )
 
 // TestSidecarStatusNotReady runs a sidecar whose identity provider never
@@ -63,6 +67,30 @@ func TestSidecarStatusDegraded(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^Partitioned:\s+true, since `).MatchString(r.stdout) {
 		t.Errorf("the report is not printed whole:\n%s", r.stdout)
+	}
+}
+
+// TestSidecarStatusRedisEvicts: a sidecar whose Redis may evict keys
+// when full is degraded, and the report says what to set.
+func TestSidecarStatusRedisEvicts(t *testing.T) {
+	cfg := devConfig()
+	cfg.RateLimit.RedisAddr = redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: cfg.RateLimit.RedisAddr})
+	defer c.Close()
+	for k, v := range map[string]string{"maxmemory": "64mb", "maxmemory-policy": "allkeys-lru"} {
+		if err := c.ConfigSet(context.Background(), k, v).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	url := startSidecarWith(t, cfg)
+
+	want := regexp.MustCompile(`(?m)^Status:\s+degraded \(redis-evicts-keys\)$`)
+	r := waitStatus(t, url, func(r result) bool { return want.MatchString(r.stdout) })
+	if r.code != exitFailed {
+		t.Errorf("exit %d for a degraded sidecar, want 1", r.code)
+	}
+	if !regexp.MustCompile(`(?m)^Warning:\s+Redis at \S+ may evict keys when full \(maxmemory-policy allkeys-lru, maxmemory 67108864 bytes\).*set maxmemory-policy noeviction$`).MatchString(r.stdout) {
+		t.Errorf("the report does not warn of the eviction policy:\n%s", r.stdout)
 	}
 }
 

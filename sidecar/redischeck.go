@@ -1,0 +1,99 @@
+package sidecar
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/ratelimit"
+	"github.com/svc-dev/svc/internal/redismem"
+	"github.com/svc-dev/svc/wire"
+)
+
+// redisCheckEvery is how often the Redis of rate_limit.redis_addr is
+// asked about its memory bound.
+const redisCheckEvery = time.Minute
+
+// redisCheck watches whether the Redis of rate_limit.redis_addr may
+// evict keys when full (package redismem): logouts, the SAML replay
+// store, used sign-in states and rate-limit budgets are kept there, and
+// one evicted is a guarantee lost without an error. It is asked at the
+// start and every redisCheckEvery; GET /v1/status shows the answer, and
+// an evicting Redis makes the status degraded (redis-evicts-keys). A
+// warning is logged when the answer changes.
+type redisCheck struct {
+	addr   string
+	client *redis.Client
+	log    *slog.Logger
+	now    func() time.Time
+
+	mu sync.Mutex
+	st wire.RedisStatus
+}
+
+// newRedisCheck makes the check of cfg's Redis; nil without one.
+func newRedisCheck(cfg config.RateLimit, log *slog.Logger) *redisCheck {
+	if cfg.RedisAddr == "" {
+		return nil
+	}
+	return &redisCheck{
+		addr:   cfg.RedisAddr,
+		client: redis.NewClient(ratelimit.RedisClientOptions(cfg.RedisAddr, cfg.RedisTimeout.Duration)),
+		log:    log,
+		now:    time.Now,
+		st:     wire.RedisStatus{Addr: cfg.RedisAddr},
+	}
+}
+
+// run checks now and every redisCheckEvery until ctx ends, then closes
+// the client.
+func (r *redisCheck) run(ctx context.Context) {
+	defer r.client.Close()
+	t := time.NewTicker(redisCheckEvery)
+	defer t.Stop()
+	for {
+		r.check(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// check asks the server once.
+func (r *redisCheck) check(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	m, err := redismem.Read(ctx, r.client)
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		// An unreachable Redis is shown where its users show it (the
+		// rate limiter's fallback, the gateways' errors); the last
+		// answer stands.
+		r.st.LastError = err.Error()
+		return
+	}
+	was := r.st
+	r.st = wire.RedisStatus{Addr: r.addr, MaxMemoryPolicy: m.Policy, MaxMemory: m.MaxMemory, Evicts: m.Evicts(), CheckedAt: &now}
+	switch {
+	case r.st.Evicts && (!was.Evicts || was.MaxMemoryPolicy != m.Policy):
+		r.log.Warn("Redis may evict keys when full: logouts, revoked sessions, the SAML replay store and rate-limit budgets kept there can be lost; set maxmemory-policy noeviction",
+			"redis_addr", r.addr, "maxmemory_policy", m.Policy, "maxmemory", m.MaxMemory)
+	case !r.st.Evicts && was.Evicts:
+		r.log.Info("Redis no longer evicts keys", "redis_addr", r.addr, "maxmemory_policy", m.Policy, "maxmemory", m.MaxMemory)
+	}
+}
+
+// status is the last answer.
+func (r *redisCheck) status() wire.RedisStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.st
+}
