@@ -131,10 +131,7 @@ func (c *Cluster) Records(tb testing.TB, topic string) []*kgo.Record {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, c.client...)...)
-	if err != nil {
-		tb.Fatalf("kafkatest: %v", err)
-	}
+	cl := c.newClient(tb)
 	defer cl.Close()
 
 	// The end of each partition, then everything before it.
@@ -207,10 +204,7 @@ func (c *Cluster) SetTopicConfig(tb testing.TB, topic, name, value string) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, c.client...)...)
-	if err != nil {
-		tb.Fatalf("kafkatest: %v", err)
-	}
+	cl := c.newClient(tb)
 	defer cl.Close()
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
@@ -228,4 +222,14 @@ func (c *Cluster) SetTopicConfig(tb testing.TB, topic, name, value string) {
 			tb.Fatalf("kafkatest: set %s of %s: %v", name, topic, err)
 		}
 	}
+}
+
+// newClient is a client of the cluster, connecting as its clients do.
+func (c *Cluster) newClient(tb testing.TB) *kgo.Client {
+	tb.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, c.client...)...)
+	if err != nil {
+		tb.Fatalf("kafkatest: %v", err)
+	}
+	return cl
 }
