@@ -40,6 +40,8 @@ import (
 	"github.com/svc-dev/svc/engine/token"
 	"github.com/svc-dev/svc/engine/version"
 	"github.com/svc-dev/svc/internal/jsonmask"
+	"github.com/svc-dev/svc/internal/secretfile"
+	"github.com/svc-dev/svc/internal/tlsfiles"
 	"github.com/svc-dev/svc/internal/warnevery"
 	"github.com/svc-dev/svc/policies"
 	"github.com/svc-dev/svc/reason"
@@ -184,9 +186,50 @@ func New(cfg config.Config, deps Deps) (*Engine, error) {
 		return nil, err
 	}
 	// Last, so that no earlier failure leaves a client open.
+	if err := e.openRedis(); err != nil {
+		cancel()
+		return nil, err
+	}
 	e.newSharedLimiter()
 	e.shareIntrospection()
 	return e, nil
+}
+
+// openRedis makes the client of rate_limit.redis_addr when the shared
+// limiter or the introspection cache will use it (ratelimit.RedisClient:
+// TLS, the ACL user and the password of [rate_limit]).
+func (e *Engine) openRedis() error {
+	cfg := e.cfg
+	limits := e.limiter == nil && !cfg.RateLimit.Disabled
+	if cfg.RateLimit.RedisAddr == "" || (!limits && e.introspector == nil) {
+		return nil
+	}
+	opts, err := redisOptions(cfg)
+	if err != nil {
+		return err
+	}
+	e.redis = redis.NewClient(opts)
+	return nil
+}
+
+// redisOptions are the options of the client of rate_limit.redis_addr
+// (ratelimit.RedisOptionsFor, which reads the password and CA files);
+// an error names the setting of the file.
+func redisOptions(cfg config.Config) (*redis.Options, error) {
+	opts, err := ratelimit.RedisOptionsFor(cfg.RateLimit)
+	if err != nil {
+		key, inner := "rate_limit.redis_addr", err
+		var se *secretfile.Error
+		var fe *tlsfiles.FileError
+		switch {
+		case errors.As(err, &se):
+			key, inner = se.Key, se.Err
+		case errors.As(err, &fe):
+			key, inner = fe.Key, fe.Err
+		}
+		return nil, &SettingError{Key: key, Origin: cfg.Origin(key), Msg: inner.Error(), Err: err}
+	}
+	return opts, nil
 }
 
 // newEngine is an Engine with cfg's settings and deps' collaborators, or
@@ -300,7 +343,6 @@ func (e *Engine) newSharedLimiter() {
 		return
 	}
 	timeout := cfg.RateLimit.RedisTimeout.Duration
-	e.redis = redis.NewClient(ratelimit.RedisClientOptions(cfg.RateLimit.RedisAddr, timeout))
 	shared := ratelimit.NewRedis(e.redis, cfg.RateLimitFor, ratelimit.RedisOptions{Now: e.now, Timeout: timeout})
 	// Validate accepted the mode; Parse maps "" to the default.
 	mode, _ := ratelimit.ParseFallbackMode(cfg.RateLimit.RedisFallback)
@@ -376,6 +418,11 @@ func Check(cfg config.Config) error {
 	}
 	if cfg.DecisionLog.Enabled() {
 		if _, err := readDecisionSinkFiles(cfg.DecisionLog); err != nil {
+			return err
+		}
+	}
+	if cfg.RateLimit.RedisAddr != "" {
+		if _, err := redisOptions(cfg); err != nil {
 			return err
 		}
 	}

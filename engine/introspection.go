@@ -10,11 +10,8 @@ import (
 
 	"github.com/svc-dev/svc/internal/secretfile"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/introspect"
-	"github.com/svc-dev/svc/engine/ratelimit"
 	"github.com/svc-dev/svc/reason"
 )
 
@@ -65,19 +62,14 @@ func (e *Engine) newIntrospector(client *http.Client) error {
 	return nil
 }
 
-// shareIntrospection makes the Redis of rate_limit.redis_addr the second
-// cache tier of introspection answers, which the replicas share: the
-// limiter's client when New made one, else a client of its own.
+// shareIntrospection makes the Redis of rate_limit.redis_addr (the
+// client openRedis made) the second cache tier of introspection answers,
+// which the replicas share.
 func (e *Engine) shareIntrospection() {
-	addr := e.cfg.RateLimit.RedisAddr
-	if e.introspector == nil || addr == "" {
+	if e.introspector == nil || e.redis == nil {
 		return
 	}
-	timeout := e.cfg.RateLimit.RedisTimeout.Duration
-	if e.redis == nil {
-		e.redis = redis.NewClient(ratelimit.RedisClientOptions(addr, timeout))
-	}
-	e.introspector.UseRemote(introspect.Redis{Client: e.redis, Timeout: timeout})
+	e.introspector.UseRemote(introspect.Redis{Client: e.redis, Timeout: e.cfg.RateLimit.RedisTimeout.Duration})
 }
 
 // verifyOpaque judges a bearer that is not a JWS by what the

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -21,28 +22,72 @@ import (
 	"github.com/svc-dev/svc/reason"
 )
 
+// Two replicas share one budget through Redis: a plain one, and one as
+// managed services run it (TLS from a private CA, an ACL user with a
+// password, as rate_limit.redis_tls, redis_tls_ca_file, redis_username
+// and redis_password_file say).
 func TestRateLimitSharedThroughRedis(t *testing.T) {
+	ca := testkit.NewCA(t, "redis-ca")
+	server := ca.Server(t)
+	for _, tc := range []struct {
+		name   string
+		secure func(*config.RateLimit)
+	}{
+		{"plain", func(r *config.RateLimit) { r.RedisAddr = redistest.Start(t) }},
+		{"TLS and ACL user", func(r *config.RateLimit) {
+			r.RedisAddr = redistest.StartWith(t, redistest.Options{User: "svc", Password: "pw-1", TLS: &server, Roots: ca.Pool()})
+			r.RedisTLS, r.RedisTLSCAFile = true, testkit.TempFile(t, "ca.pem", ca.PEM)
+			r.RedisUsername, r.RedisPasswordFile = "svc", testkit.TempFile(t, "pw", []byte("pw-1\n"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := idptest.New(t)
+			cfg := prodConfig(p.JWKSURL())
+			cfg.RateLimit.PerTenant = map[string]int{"acme": 3}
+			tc.secure(&cfg.RateLimit)
+			// Generous: this tests sharing, not latency. Under the race
+			// detector on a loaded machine the first call (dial, script
+			// load) can take far longer than the 50 ms default, and
+			// would then pass uncounted.
+			cfg.RateLimit.RedisTimeout = config.Duration{Duration: 10 * time.Second}
+			cfg.RateLimit.RedisFallback = "deny"
+			if err := engine.Check(cfg); err != nil {
+				t.Fatal(err)
+			}
+			replicas := []*engine.Engine{newEngine(t, cfg, engine.Deps{}), newEngine(t, cfg, engine.Deps{})}
+			tok := p.Token(t, claimsFor("acme", "viewer"))
+			ctx := context.Background()
+			for i := 0; i < 3; i++ {
+				res, err := replicas[i%2].Authorize(ctx, tok, engine.Input{Action: "orders:read"})
+				if err != nil || !res.Allowed() {
+					t.Fatalf("request %d within the shared budget denied: %+v err=%v", i, res.Decision, err)
+				}
+			}
+			for i, e := range replicas {
+				res, err := e.Authorize(ctx, tok, engine.Input{Action: "orders:read"})
+				if err != nil || res.Allowed() || res.Decision.Reason != reason.RateLimited || res.Decision.RetryAfter <= 0 {
+					t.Fatalf("replica %d past the shared budget: %+v err=%v, want rate-limited with retry-after", i, res.Decision, err)
+				}
+				if st := e.Status(); st.RateLimit == nil || st.RateLimit.Active || st.RateLimit.Fallbacks != 0 {
+					t.Fatalf("replica %d decided by the fallback: %+v", i, st.RateLimit)
+				}
+			}
+		})
+	}
+}
+
+// A password file that cannot be read stops the engine (and `core
+// config validate`, which runs Check) with the setting named.
+func TestRateLimitRedisPasswordFileMissing(t *testing.T) {
 	p := idptest.New(t)
 	cfg := prodConfig(p.JWKSURL())
-	cfg.RateLimit.PerTenant = map[string]int{"acme": 3}
-	cfg.RateLimit.RedisAddr = redistest.Start(t)
-	// Generous: this tests sharing, not latency. Under the race detector
-	// on a loaded machine the first call (dial, script load) can take far
-	// longer than the 50 ms default, and would then pass uncounted.
-	cfg.RateLimit.RedisTimeout = config.Duration{Duration: 10 * time.Second}
-	replicas := []*engine.Engine{newEngine(t, cfg, engine.Deps{}), newEngine(t, cfg, engine.Deps{})}
-	tok := p.Token(t, claimsFor("acme", "viewer"))
-	ctx := context.Background()
-	for i := 0; i < 3; i++ {
-		res, err := replicas[i%2].Authorize(ctx, tok, engine.Input{Action: "orders:read"})
-		if err != nil || !res.Allowed() {
-			t.Fatalf("request %d within the shared budget denied: %+v err=%v", i, res.Decision, err)
-		}
-	}
-	for i, e := range replicas {
-		res, err := e.Authorize(ctx, tok, engine.Input{Action: "orders:read"})
-		if err != nil || res.Allowed() || res.Decision.Reason != reason.RateLimited || res.Decision.RetryAfter <= 0 {
-			t.Fatalf("replica %d past the shared budget: %+v err=%v, want rate-limited with retry-after", i, res.Decision, err)
+	cfg.RateLimit.RedisAddr = "127.0.0.1:6379"
+	cfg.RateLimit.RedisPasswordFile = "/nonexistent/redis-password"
+	_, errNew := engine.New(cfg, engine.Deps{})
+	for name, err := range map[string]error{"Check": engine.Check(cfg), "New": errNew} {
+		var se *engine.SettingError
+		if !errors.As(err, &se) || se.Key != "rate_limit.redis_password_file" {
+			t.Errorf("%s: %v, want an error of rate_limit.redis_password_file", name, err)
 		}
 	}
 }

@@ -132,7 +132,9 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 	g.store, g.pending = deps.Store, deps.Store
 	if g.store == nil {
 		if cfg.RateLimit.RedisAddr != "" {
-			g.redis = redis.NewClient(ratelimit.RedisClientOptions(cfg.RateLimit.RedisAddr, cfg.RateLimit.RedisTimeout.Duration))
+			if g.redis, err = ratelimit.RedisClient(cfg.RateLimit); err != nil {
+				return nil, fmt.Errorf("oidcgw: %w", err)
+			}
 			g.store = NewRedisStore(g.redis)
 			g.pending = g.store
 		} else {

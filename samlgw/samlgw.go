@@ -184,7 +184,9 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 	store := deps.Store
 	if store == nil {
 		if cfg.RateLimit.RedisAddr != "" {
-			g.redis = redis.NewClient(ratelimit.RedisClientOptions(cfg.RateLimit.RedisAddr, cfg.RateLimit.RedisTimeout.Duration))
+			if g.redis, err = ratelimit.RedisClient(cfg.RateLimit); err != nil {
+				return nil, fmt.Errorf("samlgw: %w", err)
+			}
 			store = NewRedisStore(g.redis)
 		} else {
 			store = NewMemoryStore(deps.Now)

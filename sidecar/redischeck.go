@@ -3,12 +3,14 @@ package sidecar
 import (
 	"context"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/engine/loopback"
 	"github.com/svc-dev/svc/engine/ratelimit"
 	"github.com/svc-dev/svc/internal/redismem"
 	"github.com/svc-dev/svc/wire"
@@ -36,17 +38,25 @@ type redisCheck struct {
 }
 
 // newRedisCheck makes the check of cfg's Redis; nil without one.
-func newRedisCheck(cfg config.RateLimit, log *slog.Logger) *redisCheck {
+func newRedisCheck(cfg config.RateLimit, log *slog.Logger) (*redisCheck, error) {
 	if cfg.RedisAddr == "" {
-		return nil
+		return nil, nil
+	}
+	client, err := ratelimit.RedisClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if host, _, _ := net.SplitHostPort(cfg.RedisAddr); cfg.RedisPasswordFile != "" && !cfg.RedisTLS && !loopback.Host(host) {
+		log.Warn("the Redis password crosses the network in clear: set rate_limit.redis_tls, unless a mesh encrypts the connection",
+			"redis_addr", cfg.RedisAddr)
 	}
 	return &redisCheck{
 		addr:   cfg.RedisAddr,
-		client: redis.NewClient(ratelimit.RedisClientOptions(cfg.RedisAddr, cfg.RedisTimeout.Duration)),
+		client: client,
 		log:    log,
 		now:    time.Now,
 		st:     wire.RedisStatus{Addr: cfg.RedisAddr},
-	}
+	}, nil
 }
 
 // run checks now and every redisCheckEvery until ctx ends, then closes

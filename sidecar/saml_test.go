@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/samltest"
+	"github.com/svc-dev/svc/reason"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"google.golang.org/genproto/googleapis/rpc/code"
@@ -52,13 +54,20 @@ func samlConfig(t testing.TB) (config.Config, *testidp.IdP) {
 
 // A SAML sign-on on the gateway's own listener yields a session cookie
 // that an Envoy Check through the sidecar accepts, with the SAML user's
-// claims in the upstream headers; status shows the gateway.
+// claims in the upstream headers; status shows the gateway. The replay
+// cache is in a Redis as managed services run it (TLS from a private
+// CA, an ACL user with a password): the same assertion posted again is
+// refused through it.
 func TestSAMLSignOnThenCheck(t *testing.T) {
 	cfg, idp := samlConfig(t)
 	// IdP-initiated, which a production configuration allows only with
 	// a replay cache that replicas and restarts share.
 	cfg.SDK.SAML.AllowIDPInitiated = true
-	cfg.RateLimit.RedisAddr = redistest.Start(t)
+	ca := testkit.NewCA(t, "redis-ca")
+	server := ca.Server(t)
+	cfg.RateLimit.RedisAddr = redistest.StartWith(t, redistest.Options{User: "svc", Password: "pw-2", TLS: &server, Roots: ca.Pool()})
+	cfg.RateLimit.RedisTLS, cfg.RateLimit.RedisTLSCAFile = true, testkit.TempFile(t, "ca.pem", ca.PEM)
+	cfg.RateLimit.RedisUsername, cfg.RateLimit.RedisPasswordFile = "svc", testkit.TempFile(t, "pw", []byte("pw-2\n"))
 	r := startSidecar(t, cfg)
 	if r.SAMLAddr() == nil {
 		t.Fatal("no SAML listener")
@@ -83,6 +92,15 @@ func TestSAMLSignOnThenCheck(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("ACS status %d, want 303", resp.StatusCode)
+	}
+	replay, err := client.PostForm(base+"/acs", url.Values{"SAMLResponse": {base64.StdEncoding.EncodeToString(doc)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayBody, _ := io.ReadAll(replay.Body)
+	replay.Body.Close()
+	if replay.StatusCode == http.StatusSeeOther || !strings.Contains(string(replayBody), string(reason.SAMLReplayed)) {
+		t.Fatalf("the assertion posted again: %d %s, want %s", replay.StatusCode, replayBody, reason.SAMLReplayed)
 	}
 	var session string
 	for _, c := range resp.Cookies() {
@@ -142,6 +160,10 @@ func TestSAMLSignOnThenCheck(t *testing.T) {
 	var st Status
 	if status != http.StatusOK || json.Unmarshal(body, &st) != nil || st.SAML == nil || !st.SAML.IDPMetadata.Loaded {
 		t.Errorf("status %d %s: want the SAML gateway with its metadata loaded", status, body)
+	}
+	testkit.Eventually(t, "Redis checked", func() bool { return r.redis.status().CheckedAt != nil })
+	if rs := r.redis.status(); rs.Evicts || rs.MaxMemoryPolicy != "noeviction" || rs.LastError != "" {
+		t.Errorf("redis status %+v: want noeviction read over TLS as the ACL user", rs)
 	}
 }
 

@@ -230,7 +230,10 @@ func New(deps Deps) (*Server, error) {
 		}
 	}
 	s.poller = newBundlePoller(cfg.Policy)
-	s.redis = newRedisCheck(cfg.RateLimit, s.log)
+	if s.redis, err = newRedisCheck(cfg.RateLimit, s.log); err != nil {
+		s.closeListeners()
+		return nil, err
+	}
 	if t := deps.Telemetry; t != nil {
 		if s.activations, err = t.MeterProvider().Meter("github.com/svc-dev/svc/sidecar").Int64Counter("svc.policy.bundle.activations",
 			metric.WithDescription("Policy bundles activated or refused, by result, source and reason.")); err != nil {

@@ -469,6 +469,22 @@ type RateLimit struct {
 	// budgets; in local fallback each replica allows 1/Replicas of a
 	// tenant's budget. Default 1. Env SVC_RATE_LIMIT_REPLICAS.
 	Replicas int `toml:"replicas" yaml:"replicas"`
+	// RedisTLS connects to Redis over TLS (1.2 or later), the server's
+	// certificate verified against the system's authorities or those of
+	// RedisTLSCAFile, for the name of RedisAddr's host. Env
+	// SVC_REDIS_TLS.
+	RedisTLS bool `toml:"redis_tls" yaml:"redis_tls"`
+	// RedisTLSCAFile holds PEM certificates of the authorities Redis's
+	// certificate is verified against instead of the system's (a
+	// private CA); it needs RedisTLS. Env SVC_REDIS_TLS_CA_FILE.
+	RedisTLSCAFile string `toml:"redis_tls_ca_file" yaml:"redis_tls_ca_file"`
+	// RedisUsername is the Redis ACL user (Redis 6 and later); empty for
+	// the default user. Env SVC_REDIS_USERNAME.
+	RedisUsername string `toml:"redis_username" yaml:"redis_username"`
+	// RedisPasswordFile holds the password of RedisUsername (or of the
+	// default user: requirepass), read at startup, one trailing newline
+	// ignored; never inline. Env SVC_REDIS_PASSWORD_FILE.
+	RedisPasswordFile string `toml:"redis_password_file" yaml:"redis_password_file"`
 }
 
 // Sidecar is the [sidecar] table.

@@ -338,6 +338,25 @@ var coreEnv = []EnvVar{
 			c.RateLimit.Replicas = n
 			return ""
 		}},
+	{Name: "SVC_REDIS_TLS", Key: "rate_limit.redis_tls",
+		Help: "true connects to Redis over TLS, its certificate verified against the system's authorities or rate_limit.redis_tls_ca_file.",
+		apply: func(c *Config, v string) string {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return "must be true or false, got " + strconv.Quote(v)
+			}
+			c.RateLimit.RedisTLS = b
+			return ""
+		}},
+	{Name: "SVC_REDIS_TLS_CA_FILE", Key: "rate_limit.redis_tls_ca_file",
+		Help:  "PEM file of the authorities Redis's TLS certificate is verified against, instead of the system's.",
+		apply: func(c *Config, v string) string { c.RateLimit.RedisTLSCAFile = v; return "" }},
+	{Name: "SVC_REDIS_USERNAME", Key: "rate_limit.redis_username",
+		Help:  "Redis ACL user the sidecar authenticates as (Redis 6 and later); empty for the default user.",
+		apply: func(c *Config, v string) string { c.RateLimit.RedisUsername = v; return "" }},
+	{Name: "SVC_REDIS_PASSWORD_FILE", Key: "rate_limit.redis_password_file",
+		Help:  "File holding the password of rate_limit.redis_username, or of the default user (requirepass).",
+		apply: func(c *Config, v string) string { c.RateLimit.RedisPasswordFile = v; return "" }},
 	{Name: "SVC_SAML_ADDR", Key: "sidecar.saml_addr",
 		Help:  `Listen address (host:port) of the SAML gateway. Default "127.0.0.1:7701".`,
 		apply: func(c *Config, v string) string { c.Sidecar.SAMLAddr = v; return "" }},

@@ -94,6 +94,10 @@ func ExampleEnvVars() {
 	// SVC_REDIS_TIMEOUT overrides rate_limit.redis_timeout
 	// SVC_RATE_LIMIT_REDIS_FALLBACK overrides rate_limit.redis_fallback
 	// SVC_RATE_LIMIT_REPLICAS overrides rate_limit.replicas
+	// SVC_REDIS_TLS overrides rate_limit.redis_tls
+	// SVC_REDIS_TLS_CA_FILE overrides rate_limit.redis_tls_ca_file
+	// SVC_REDIS_USERNAME overrides rate_limit.redis_username
+	// SVC_REDIS_PASSWORD_FILE overrides rate_limit.redis_password_file
 	// SVC_SAML_ADDR overrides sidecar.saml_addr
 	// SVC_SAML_ENTITY_ID overrides sdk.saml.entity_id
 	// SVC_SAML_ACS_URL overrides sdk.saml.acs_url

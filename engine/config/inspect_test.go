@@ -15,8 +15,8 @@ func TestInspect(t *testing.T) {
 		warnings           []string
 		wantErr            bool
 	}{
-		{name: "full toml", format: FormatTOML, data: string(readFile(t, "testdata/full.toml")), keys: 116},
-		{name: "full yaml", format: FormatYAML, data: string(readFile(t, "testdata/full.yaml")), keys: 116},
+		{name: "full toml", format: FormatTOML, data: string(readFile(t, "testdata/full.toml")), keys: 119},
+		{name: "full yaml", format: FormatYAML, data: string(readFile(t, "testdata/full.yaml")), keys: 119},
 		{name: "empty", format: FormatTOML, data: "", keys: 0, warnings: []string{defaultUnset}},
 		{name: "tenant without budget", format: FormatTOML,
 			data: "[tenants.AcMe]\nplan = \"pro\"\n[tenants.globex]\nplan = \"free\"\n[rate_limit.per_tenant]\nglobex = 10\n",

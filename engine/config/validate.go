@@ -394,6 +394,24 @@ func (v *validator) rateLimit() {
 			v.fail("rate_limit.redis_addr", "%s", msg)
 		}
 	}
+	for _, k := range []struct{ key, value string }{
+		{"rate_limit.redis_username", r.RedisUsername},
+		{"rate_limit.redis_password_file", r.RedisPasswordFile},
+		{"rate_limit.redis_tls_ca_file", r.RedisTLSCAFile},
+	} {
+		if k.value != "" && r.RedisAddr == "" {
+			v.fail(k.key, "is set without rate_limit.redis_addr (SVC_REDIS_ADDR)")
+		}
+	}
+	if r.RedisTLS && r.RedisAddr == "" {
+		v.fail("rate_limit.redis_tls", "is true without rate_limit.redis_addr (SVC_REDIS_ADDR)")
+	}
+	if r.RedisTLSCAFile != "" && !r.RedisTLS {
+		v.fail("rate_limit.redis_tls_ca_file", "needs rate_limit.redis_tls = true (SVC_REDIS_TLS): the authorities verify a TLS connection")
+	}
+	if r.RedisUsername != "" && r.RedisPasswordFile == "" {
+		v.fail("rate_limit.redis_password_file", "rate_limit.redis_username = %q needs a password file", r.RedisUsername)
+	}
 	if r.RedisTimeout.Duration <= 0 {
 		v.fail("rate_limit.redis_timeout", "must be positive, got %q", r.RedisTimeout.String())
 	}

@@ -201,6 +201,14 @@ func TestValidateNamesKeyAndSource(t *testing.T) {
 			"rate_limit.redis_timeout", `SVC_REDIS_TIMEOUT: must be positive, got "-1s"`},
 		{"redis_fallback unknown", func(c *Config) { c.RateLimit.RedisFallback = "open" }, "SVC_RATE_LIMIT_REDIS_FALLBACK",
 			"rate_limit.redis_fallback", `SVC_RATE_LIMIT_REDIS_FALLBACK: must be "local", "allow" or "deny", got "open"`},
+		{"redis_tls_ca_file without redis_tls", func(c *Config) { c.RateLimit.RedisTLSCAFile = "/etc/ca.pem" }, "SVC_REDIS_TLS_CA_FILE",
+			"rate_limit.redis_tls_ca_file", `SVC_REDIS_TLS_CA_FILE: needs rate_limit.redis_tls = true (SVC_REDIS_TLS): the authorities verify a TLS connection`},
+		{"redis_username without a password", func(c *Config) { c.RateLimit.RedisUsername = "svc" }, "",
+			"rate_limit.redis_password_file", `svc.toml: rate_limit.redis_password_file: rate_limit.redis_username = "svc" needs a password file`},
+		{"redis_password_file without redis_addr", func(c *Config) {
+			c.RateLimit.RedisAddr, c.RateLimit.RedisPasswordFile = "", "/run/secrets/redis"
+		}, "SVC_REDIS_PASSWORD_FILE",
+			"rate_limit.redis_password_file", `SVC_REDIS_PASSWORD_FILE: is set without rate_limit.redis_addr (SVC_REDIS_ADDR)`},
 		{"replicas zero", func(c *Config) { c.RateLimit.Replicas = -2 }, "",
 			"rate_limit.replicas", "svc.toml: rate_limit.replicas: must be at least 1, got -2"},
 		{"cache_size", func(c *Config) { c.JWT.CacheSize = -3 }, "",

@@ -7,7 +7,6 @@ package tlsfiles
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"os"
 )
@@ -21,14 +20,33 @@ func Load(certFile, keyFile, caFile string) (*tls.Certificate, *x509.CertPool, e
 	}
 	var pool *x509.CertPool
 	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, nil, fmt.Errorf("sidecar.tls_client_ca_file: %w", err)
-		}
-		pool = x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, nil, errors.New("sidecar.tls_client_ca_file: no PEM certificate in it")
+		if pool, err = CAPool("sidecar.tls_client_ca_file", caFile); err != nil {
+			return nil, nil, err
 		}
 	}
 	return &cert, pool, nil
+}
+
+// FileError is the error of a file that cannot be used; it names the
+// setting that names the file.
+type FileError struct {
+	Key string
+	Err error
+}
+
+func (e *FileError) Error() string { return e.Key + ": " + e.Err.Error() }
+func (e *FileError) Unwrap() error { return e.Err }
+
+// CAPool is the pool of the PEM certificates in the file at path, which
+// setting key names; errors are *FileError.
+func CAPool(key, path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &FileError{key, err}
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, &FileError{key, fmt.Errorf("%s holds no PEM certificate", path)}
+	}
+	return pool, nil
 }

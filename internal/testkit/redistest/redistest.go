@@ -9,10 +9,15 @@ package redistest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,13 +35,32 @@ const startTimeout = 10 * time.Second
 // a temporary directory, stops it when tb ends, and returns its address.
 func Start(tb testing.TB) string {
 	tb.Helper()
+	return StartWith(tb, Options{})
+}
+
+// Options secure a server as a managed Redis is: a password (of the
+// default user, requirepass, or of an ACL user) and TLS.
+type Options struct {
+	// Password is required of every client; with User, the ACL user's
+	// (the default user then takes a random one nobody knows).
+	User, Password string
+	// TLS, when set, is the server's certificate: the server then takes
+	// TLS connections only (no client certificate asked for), and
+	// Roots verify it for the readiness check.
+	TLS   *testkit.Issued
+	Roots *x509.CertPool
+}
+
+// StartWith is Start with opts.
+func StartWith(tb testing.TB, opts Options) string {
+	tb.Helper()
 	bin := testkit.LookPath(tb, "redis-server", "redis-server")
 	dir := tb.TempDir()
 	var lastErr error
 	// The free port is found by binding and releasing it, so another
 	// process may take it first; a few attempts absorb that race.
 	for attempt := 0; attempt < 3; attempt++ {
-		addr, err := startOnce(tb, bin, dir)
+		addr, err := startOnce(tb, bin, dir, opts)
 		if err == nil {
 			return addr
 		}
@@ -44,6 +68,42 @@ func Start(tb testing.TB) string {
 	}
 	tb.Fatalf("redistest: %v", lastErr)
 	return ""
+}
+
+// args are the command-line settings of opts, writing what TLS needs
+// into dir.
+func (o Options) args(port int, dir string) ([]string, error) {
+	var args []string
+	if o.TLS != nil {
+		cert, key := filepath.Join(dir, "redis.crt"), filepath.Join(dir, "redis.key")
+		if err := os.WriteFile(cert, o.TLS.CertPEM, 0o600); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(key, o.TLS.KeyPEM, 0o600); err != nil {
+			return nil, err
+		}
+		args = append(args, "--port", "0", "--tls-port", strconv.Itoa(port),
+			"--tls-cert-file", cert, "--tls-key-file", key, "--tls-auth-clients", "no")
+	} else {
+		args = append(args, "--port", strconv.Itoa(port))
+	}
+	switch {
+	case o.User != "":
+		args = append(args, "--requirepass", rand.Text(),
+			"--user", o.User, "on", ">"+o.Password, "~*", "&*", "+@all")
+	case o.Password != "":
+		args = append(args, "--requirepass", o.Password)
+	}
+	return args, nil
+}
+
+// client is a client of the server at addr as opts secure it.
+func (o Options) client(addr string) *redis.Client {
+	c := &redis.Options{Addr: addr, MaxRetries: -1, Username: o.User, Password: o.Password}
+	if o.TLS != nil {
+		c.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: o.Roots}
+	}
+	return redis.NewClient(c)
 }
 
 func freePort() (int, error) {
@@ -55,20 +115,23 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func startOnce(tb testing.TB, bin, dir string) (string, error) {
+func startOnce(tb testing.TB, bin, dir string, opts Options) (string, error) {
 	port, err := freePort()
 	if err != nil {
 		return "", fmt.Errorf("free port: %w", err)
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	cmd := exec.Command(bin,
-		"--port", strconv.Itoa(port),
+	secure, err := opts.args(port, dir)
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command(bin, append([]string{
 		"--bind", "127.0.0.1",
 		"--save", "",
 		"--appendonly", "no",
 		"--dir", dir,
 		"--daemonize", "no",
-	)
+	}, secure...)...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
@@ -82,7 +145,7 @@ func startOnce(tb testing.TB, bin, dir string) (string, error) {
 		<-exited
 	}
 
-	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	client := opts.client(addr)
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
