@@ -154,6 +154,9 @@ func (g *Gateway) byName(name string) *provider {
 func (g *Gateway) serveCallback(w http.ResponseWriter, r *http.Request) {
 	p, claims, returnTo, tok, err := g.complete(w, r)
 	if err == nil {
+		// The sign-in's own id, which the refresh keeps with the claims
+		// and every renewal mints again: a logout ends every token of it.
+		claims[SessionIDClaim] = randomToken()
 		token, exp, ierr := g.issuer.Issue(claims)
 		if ierr == nil {
 			ierr = g.keepRefresh(r.Context(), w, p, tok, claims)

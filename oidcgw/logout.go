@@ -31,6 +31,19 @@ const BackchannelLogoutEvent = "http://schemas.openid.net/event/backchannel-logo
 // it names can still be presented) in the store, Redis when configured
 // so that every replica sees it, else this process's memory (status:
 // logout_scope).
+//
+// A logout at the gateway, or a refresh its provider refuses, ends the
+// session of the token it holds: every token minted for one sign-in
+// carries the same random session id (SessionIDClaim), kept by every
+// renewal, and that id is revoked, so that a copy of a token renewed
+// away is refused as the last one is. A token minted before session ids
+// has none: its own jti is revoked.
+
+// SessionIDClaim names the claim of a session token that says which
+// sign-in it belongs to: random at sign-in, the same in every token a
+// renewal mints for it. Apart from the provider's session (idp_sid),
+// which several sign-ins may share.
+const SessionIDClaim = "session_id"
 
 // LogoutClaims are the claims of a logout token that the gateway reads.
 type LogoutClaims struct {
@@ -129,13 +142,13 @@ func (g *Gateway) backchannelLogout(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
-// endSession revokes the session token of the request's session cookie,
-// when it is one of this gateway's, as a refused refresh revokes one
-// (its jti, for as long as it could be presented): clearing the cookie
-// only asks the browser to forget it, and a copy of the token (another
-// tab's request in flight, a stolen cookie) would otherwise still pass
-// every check until it expires. Only a token that verifies is recorded,
-// so that a logout cannot be used to fill the store.
+// endSession ends the session of the request's session cookie, when it
+// is one of this gateway's, as a refused refresh ends one
+// (revokeSession): clearing the cookie only asks the browser to forget
+// it, and a copy of one of its tokens (another tab's request in flight,
+// a stolen cookie, a cookie from before a renewal) would otherwise still
+// pass every check until it expires. Only a token that verifies is
+// recorded, so that a logout cannot be used to fill the store.
 func (g *Gateway) endSession(r *http.Request) {
 	c, err := r.Cookie(g.jar.SessionName())
 	if err != nil || c.Value == "" {
@@ -145,18 +158,47 @@ func (g *Gateway) endSession(r *http.Request) {
 	if err != nil {
 		return
 	}
-	provider, _ := claims["idp"].(string)
-	jti, _ := claims["jti"].(string)
-	if g.byName(provider) == nil || jti == "" {
-		return
-	}
-	ctx := context.WithoutCancel(r.Context())
-	if err := g.store.Put(ctx, revokedKey("jti", provider, jti), []byte{1}, g.session.TokenTTL.Duration); err != nil {
+	ended, err := g.revokeSession(context.WithoutCancel(r.Context()), claims)
+	if err != nil {
 		g.log.Warn("OpenID Connect session could not be revoked at logout", "reason", string(reason.Of(err, reason.OIDCStoreUnavailable)), "err", err.Error())
 		return
 	}
-	g.notRevoked.forget(revokedKey("jti", provider, jti))
-	g.log.Info("OpenID Connect logout", "provider", provider)
+	if ended {
+		g.log.Info("OpenID Connect logout", "provider", claims["idp"])
+	}
+}
+
+// sessionKey is the revocation key of the session that a token of
+// provider with claims belongs to: its session id (SessionIDClaim),
+// else, for a token minted before session ids, its own jti; "" when it
+// carries neither.
+func sessionKey(provider string, claims map[string]any) string {
+	if id, _ := claims[SessionIDClaim].(string); id != "" {
+		return revokedKey("session", provider, id)
+	}
+	if jti, _ := claims["jti"].(string); jti != "" {
+		return revokedKey("jti", provider, jti)
+	}
+	return ""
+}
+
+// revokeSession ends the session of the token with claims (sessionKey),
+// on every replica through Redis; false when the claims name no session
+// of this gateway. The record is kept for token_ttl, the longest a token
+// of the session can be presented, and RefreshLockTTL more: a refresh
+// already under way when the session ends mints one up to that much
+// later.
+func (g *Gateway) revokeSession(ctx context.Context, claims map[string]any) (bool, error) {
+	provider, _ := claims["idp"].(string)
+	k := sessionKey(provider, claims)
+	if k == "" || g.byName(provider) == nil {
+		return false, nil
+	}
+	if err := g.store.Put(ctx, k, []byte{1}, g.session.TokenTTL.Duration+RefreshLockTTL); err != nil {
+		return true, err
+	}
+	g.notRevoked.forget(k)
+	return true, nil
 }
 
 // verifyLogoutToken finds the provider of a logout token and verifies
@@ -215,12 +257,14 @@ func revokedByUser(at []byte, authTime int64, ok bool) bool {
 }
 
 // Revoked reports whether a back-channel logout ended the session whose
-// token carries claims (its idp, idp_sid and sub), or a refused refresh
-// ended the token itself (its jti); false for a session
-// of another sign-in. It is asked on every check of such a session
-// (engine.Engine.SetSessionRevocation): with Redis a "not revoked"
-// answer is reused for revokedCacheTTL, so a logout reaches every
-// replica within that time and a session costs Redis one lookup a while.
+// token carries claims (its idp, idp_sid and sub), or a logout at the
+// gateway or a refused refresh ended the sign-in it belongs to (its
+// session id, or the token itself, by its jti, for a token minted before
+// session ids); false for a session of another sign-in. It is asked on
+// every check of such a session (engine.Engine.SetSessionRevocation):
+// with Redis a "not revoked" answer is reused for revokedCacheTTL, so a
+// logout reaches every replica within that time and a session costs
+// Redis one lookup a while.
 func (g *Gateway) Revoked(ctx context.Context, claims map[string]any) (bool, error) {
 	provider, _ := claims["idp"].(string)
 	if provider == "" || g.byName(provider) == nil {
@@ -228,10 +272,9 @@ func (g *Gateway) Revoked(ctx context.Context, claims map[string]any) (bool, err
 	}
 	sid, _ := claims["idp_sid"].(string)
 	sub, _ := claims["sub"].(string)
-	jti, _ := claims["jti"].(string)
 	var keys []string
-	if jti != "" {
-		keys = append(keys, revokedKey("jti", provider, jti))
+	if k := sessionKey(provider, claims); k != "" {
+		keys = append(keys, k)
 	}
 	if sid != "" {
 		keys = append(keys, revokedKey("sid", provider, sid))

@@ -5,9 +5,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -36,21 +38,31 @@ func signInSession(t *testing.T, r *rig) (string, map[string]any) {
 		if c.Name != "svc_session" || c.Value == "" {
 			continue
 		}
-		parts := strings.Split(c.Value, ".")
-		payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		dec := json.NewDecoder(bytes.NewReader(payload))
-		dec.UseNumber()
-		var claims map[string]any
-		if err := dec.Decode(&claims); err != nil {
-			t.Fatal(err)
-		}
-		return c.Name + "=" + c.Value, claims
+		return c.Name + "=" + c.Value, tokenClaims(t, c.Value)
 	}
 	t.Fatalf("no session cookie in %v", res.Header["Set-Cookie"])
 	return "", nil
+}
+
+// tokenClaims are the claims of a session token as the checks hand them
+// to Revoked (numbers as json.Number).
+func tokenClaims(t *testing.T, token string) map[string]any {
+	t.Helper()
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		t.Fatalf("session token %q is not a JWS", token)
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	var claims map[string]any
+	if err := dec.Decode(&claims); err != nil {
+		t.Fatal(err)
+	}
+	return claims
 }
 
 // OpenID Connect Back-Channel Logout 1.0 §2.6: a logout token with a sid
@@ -267,8 +279,101 @@ func TestLogoutRevokesSession(t *testing.T) {
 			}
 		})
 	}
+	// A token minted before session ids has none: its own jti is
+	// revoked, and another such token of the user goes on.
+	t.Run("no session id", func(t *testing.T) {
+		mint := func() (string, map[string]any) {
+			tok, _, err := r.is.Issue(map[string]any{"idp": "default", "sub": "ann", "tenant_id": "acme"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tok, tokenClaims(t, tok)
+		}
+		tok, claims := mint()
+		_, another := mint()
+		if _, ok := claims[oidcgw.SessionIDClaim]; ok {
+			t.Fatalf("claims %v", claims)
+		}
+		logout(t, http.MethodPost, "svc_session="+tok)
+		if !revoked(t, claims) {
+			t.Error("the token without a session id still passes after the logout")
+		}
+		if revoked(t, another) {
+			t.Error("the logout of a token without a session id ended another")
+		}
+	})
 	if revoked(t, other) {
 		t.Error("the logout of one session ended another")
+	}
+}
+
+// A session is renewed before it expires, and a copy of a token from
+// before a renewal (a request in flight, a copied cookie) would pass
+// every check until its own expiry. A logout with the latest token ends
+// the sign-in, every token of it; the user's other sign-in goes on.
+func TestLogoutEndsRenewedAwayTokens(t *testing.T) {
+	stores := map[string]func(*config.Config){"memory": refreshScopes}
+	if addr := redistest.Start(t); addr != "" {
+		stores["redis"] = func(c *config.Config) { c.RateLimit.RedisAddr = addr; refreshScopes(c) }
+	}
+	for name, edit := range stores {
+		t.Run(name, func(t *testing.T) {
+			r := newRigOf(t, newTestOP(t, "app"), edit)
+			revoked := func(t *testing.T, claims map[string]any) bool {
+				t.Helper()
+				got, err := r.gw.Revoked(t.Context(), claims)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+			var session, handle string
+			for _, c := range signedIn(t, r).Cookies() {
+				switch c.Name {
+				case "svc_session":
+					session = c.Value
+				case "svc_session_rt":
+					handle = c.Value
+				}
+			}
+			copied := tokenClaims(t, session)
+			id, _ := copied[oidcgw.SessionIDClaim].(string)
+			if id == "" || handle == "" {
+				t.Fatalf("sign-in: claims %v, refresh handle %q; want a session id and a handle", copied, handle)
+			}
+			_, other := signInSession(t, r)
+
+			// A check within the refresh window renews the session.
+			inWindow := maps.Clone(copied)
+			inWindow["exp"] = json.Number(strconv.FormatInt(time.Now().Add(time.Minute).Unix(), 10))
+			cookies := "svc_session=" + session + "; svc_session_rt=" + handle
+			var renewed string
+			testkit.EventuallyWithin(t, 3*time.Second, "a check to get the renewed session", func() bool {
+				renewed = sessionOf(t, r.gw.RenewSession(t.Context(), cookies, inWindow))
+				return renewed != ""
+			})
+			latest := tokenClaims(t, renewed)
+			if latest[oidcgw.SessionIDClaim] != id || latest["jti"] == copied["jti"] {
+				t.Fatalf("renewed claims %v, want the session id %s and a new jti", latest, id)
+			}
+			if revoked(t, copied) || revoked(t, latest) {
+				t.Fatal("revoked before the logout")
+			}
+
+			req, _ := http.NewRequest(http.MethodPost, r.url+"/auth/oidc/logout", nil)
+			req.Header.Set("Cookie", "svc_session="+renewed+"; svc_session_rt="+handle)
+			if res, body := testkit.Do(t, browser(t), req); res.StatusCode != http.StatusSeeOther {
+				t.Fatalf("logout: %d %s", res.StatusCode, body)
+			}
+			for what, claims := range map[string]map[string]any{"the renewed token": latest, "a copy from before the renewal": copied} {
+				if !revoked(t, claims) {
+					t.Errorf("%s still passes after the logout", what)
+				}
+			}
+			if revoked(t, other) {
+				t.Error("the logout ended the user's other sign-in")
+			}
+		})
 	}
 }
 

@@ -58,10 +58,11 @@ type renewed struct {
 // renewed session, "" when there is none (yet), or the one that clears
 // the session, whose provider refused to refresh it. The request asking
 // was decided while its session was valid and keeps its answer; the
-// session token (its jti) is then revoked as a back-channel logout
-// would, so that its later requests, on every replica, are refused
-// (oidc-session-revoked) where they are decided and audited. Only that
-// token: a new sign-in, even within the same provider session, is not.
+// session is then revoked as a logout at the gateway would (its session
+// id: every token of the sign-in, renewed away or not), so that its
+// later requests, on every replica, are refused (oidc-session-revoked)
+// where they are decided and audited. Only that sign-in: a new one,
+// even within the same provider session, is not.
 //
 // A session without a refresh cookie costs nothing; one with costs a
 // store read, and the request that takes the lock waits at most
@@ -110,18 +111,14 @@ func (g *Gateway) RenewSession(ctx context.Context, cookies string, claims map[s
 	return ""
 }
 
-// ended revokes, when end, the session token with claims, whose refresh
-// the provider refused.
+// ended ends, when end, the session of the token with claims, whose
+// refresh the provider refused (revokeSession).
 func (g *Gateway) ended(ctx context.Context, end bool, claims map[string]any) {
 	if !end {
 		return
 	}
-	provider, _ := claims["idp"].(string)
-	jti, _ := claims["jti"].(string)
-	if provider != "" && jti != "" {
-		if err := g.store.Put(context.WithoutCancel(ctx), revokedKey("jti", provider, jti), []byte{1}, g.session.TokenTTL.Duration); err != nil {
-			g.log.Warn("OpenID Connect session whose refresh was refused could not be revoked", "reason", string(reason.Of(err, reason.OIDCStoreUnavailable)))
-		}
+	if _, err := g.revokeSession(context.WithoutCancel(ctx), claims); err != nil {
+		g.log.Warn("OpenID Connect session whose refresh was refused could not be revoked", "reason", string(reason.Of(err, reason.OIDCStoreUnavailable)))
 	}
 }
 

@@ -2,6 +2,7 @@ package oidcgw_test
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -161,39 +162,65 @@ func TestRenewSessionSlowProvider(t *testing.T) {
 }
 
 // A refresh the provider refuses ends the session: the check gets the
-// cleared session cookie, and the token is revoked; every later
-// check of it gets the same,
-// without asking the provider again; the login then signs in anew.
+// cleared session cookie, and the sign-in is revoked: every token of it
+// (its session id), a copy from before a renewal too, or, for a token
+// minted before session ids, that token (its jti). Every later check of
+// it gets the same, without asking the provider again; the login then
+// signs in anew.
 func TestRenewSessionRefused(t *testing.T) {
-	op := newTestOP(t, "app")
-	r, handle := refreshRig(t, op)
-	op.failRefresh.Store(true)
-	cookies := "svc_session=old; svc_session_rt=" + handle
-	token := expiring(time.Minute)
-	token["jti"] = "token-1"
-	for i := range 2 {
-		c := r.gw.RenewSession(t.Context(), cookies, token)
-		sc, err := http.ParseSetCookie(c)
-		if err != nil || sc.Name != "svc_session" || sc.MaxAge >= 0 || sc.Value != "" {
-			t.Fatalf("check %d: %q, want the session cookie cleared", i, c)
-		}
+	for _, tc := range []struct {
+		name string
+		// token, an earlier token of its sign-in, and a token of
+		// another sign-in of the user.
+		token, earlier, other map[string]any
+	}{
+		{"session id",
+			map[string]any{"jti": "token-1", oidcgw.SessionIDClaim: "s1"},
+			map[string]any{"jti": "token-0", oidcgw.SessionIDClaim: "s1"},
+			map[string]any{"jti": "token-2", oidcgw.SessionIDClaim: "s2"}},
+		{"no session id",
+			map[string]any{"jti": "token-1"}, nil,
+			map[string]any{"jti": "token-2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			op := newTestOP(t, "app")
+			r, handle := refreshRig(t, op)
+			op.failRefresh.Store(true)
+			cookies := "svc_session=old; svc_session_rt=" + handle
+			claims := func(c map[string]any) map[string]any {
+				out := expiring(time.Minute)
+				maps.Copy(out, c)
+				return out
+			}
+			token := claims(tc.token)
+			for i := range 2 {
+				c := r.gw.RenewSession(t.Context(), cookies, token)
+				sc, err := http.ParseSetCookie(c)
+				if err != nil || sc.Name != "svc_session" || sc.MaxAge >= 0 || sc.Value != "" {
+					t.Fatalf("check %d: %q, want the session cookie cleared", i, c)
+				}
+			}
+			op.wantRefreshes(t, 1)
+			// The sign-in is refused where checks decide; another sign-in
+			// of the same user is not.
+			if revoked, err := r.gw.Revoked(t.Context(), token); !revoked || err != nil {
+				t.Errorf("Revoked(the refused token) = %v, %v; want true", revoked, err)
+			}
+			if tc.earlier != nil {
+				if revoked, err := r.gw.Revoked(t.Context(), claims(tc.earlier)); !revoked || err != nil {
+					t.Errorf("Revoked(an earlier token of the sign-in) = %v, %v; want true", revoked, err)
+				}
+			}
+			if revoked, err := r.gw.Revoked(t.Context(), claims(tc.other)); revoked || err != nil {
+				t.Errorf("Revoked(another sign-in of the user) = %v, %v; want false", revoked, err)
+			}
+			res := loginWithRefresh(t, r, handle)
+			if to, _ := url.Parse(res.Header.Get("Location")); res.StatusCode != http.StatusFound || to.Host != mustHost(t, op.URL) {
+				t.Fatalf("login after a refused refresh: %d to %s, want a new sign-in", res.StatusCode, res.Header.Get("Location"))
+			}
+			op.wantRefreshes(t, 1)
+		})
 	}
-	op.wantRefreshes(t, 1)
-	// The token is refused where checks decide; another token of the
-	// same user (a new sign-in) is not.
-	if revoked, err := r.gw.Revoked(t.Context(), token); !revoked || err != nil {
-		t.Errorf("Revoked(the refused token) = %v, %v; want true", revoked, err)
-	}
-	other := expiring(time.Minute)
-	other["jti"] = "token-2"
-	if revoked, err := r.gw.Revoked(t.Context(), other); revoked || err != nil {
-		t.Errorf("Revoked(another token of the user) = %v, %v; want false", revoked, err)
-	}
-	res := loginWithRefresh(t, r, handle)
-	if to, _ := url.Parse(res.Header.Get("Location")); res.StatusCode != http.StatusFound || to.Host != mustHost(t, op.URL) {
-		t.Fatalf("login after a refused refresh: %d to %s, want a new sign-in", res.StatusCode, res.Header.Get("Location"))
-	}
-	op.wantRefreshes(t, 1)
 }
 
 // A provider that cannot be reached does not end the session: the check
