@@ -32,6 +32,17 @@ const BackchannelLogoutEvent = "http://schemas.openid.net/event/backchannel-logo
 // so that every replica sees it, else this process's memory (status:
 // logout_scope).
 //
+// A logout token is taken once. It must have been issued (iat) within
+// LogoutTokenMaxAge, give or take jwt.clock_skew, and its jti (or, for a
+// provider that sends none, its claims) is remembered for as long as it
+// could be taken, so that a captured token posted again does nothing:
+// its logout is done, and the answer is 200 as for the first post, since
+// a provider may resend a token it did not see answered. The time a
+// logout by sub records is the token's iat (at most jwt.clock_skew
+// later), not the moment it arrived: a token resent after a failure, or
+// replayed where its jti is not remembered (another process's memory, a
+// restart), never ends a session signed in after the logout.
+//
 // A logout at the gateway, or a refresh its provider refuses, ends the
 // session of the token it holds: every token minted for one sign-in
 // carries the same random session id (SessionIDClaim), kept by every
@@ -45,11 +56,18 @@ const BackchannelLogoutEvent = "http://schemas.openid.net/event/backchannel-logo
 // which several sign-ins may share.
 const SessionIDClaim = "session_id"
 
+// LogoutTokenMaxAge is how long after it was issued (its iat, give or
+// take jwt.clock_skew) a logout token is taken. A provider sends it at
+// once; the bound leaves room for a few resends after a failure, and
+// bounds how long its jti must be remembered.
+const LogoutTokenMaxAge = 5 * time.Minute
+
 // LogoutClaims are the claims of a logout token that the gateway reads.
 type LogoutClaims struct {
 	Issuer string         `json:"iss"`
 	Sub    string         `json:"sub"`
 	SID    string         `json:"sid"`
+	JTI    string         `json:"jti"`
 	Nonce  *string        `json:"nonce"`
 	Events map[string]any `json:"events"`
 }
@@ -100,8 +118,9 @@ func revokedKey(kind, iss, v string) string {
 }
 
 // serveBackchannelLogout takes a logout token from a provider (a form
-// post with logout_token) and revokes what it names. 200 when done, 400
-// oidc-logout-token-invalid when it does not verify.
+// post with logout_token) and revokes what it names. 200 when done, or
+// done already (a token taken before); 400 oidc-logout-token-invalid
+// when it does not verify or is not fresh.
 func (g *Gateway) serveBackchannelLogout(w http.ResponseWriter, r *http.Request) {
 	err := g.backchannelLogout(w, r)
 	w.Header().Set("Cache-Control", "no-store")
@@ -135,11 +154,70 @@ func (g *Gateway) backchannelLogout(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return reason.Wrap(reason.OIDCLogoutTokenInvalid, err, "this is not a logout token")
 	}
-	if err := g.revoke(r.Context(), p.cfg.Name, c); err != nil {
+	if err := g.checkIssuedAt(tok.IssuedAt); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	taken := logoutTokenKey(p.cfg.Name, c.JTI, payload)
+	first, err := g.store.Lock(ctx, taken, g.takenFor(tok))
+	if err != nil {
+		return reason.Wrap(reason.OIDCStoreUnavailable, err, "the logout could not be recorded")
+	}
+	if !first {
+		// Its logout is done: nothing is recorded again, least of all a
+		// later time for a logout by sub.
+		g.log.Warn("OpenID Connect back-channel logout token already taken; nothing done again",
+			"reason", string(reason.OIDCLogoutTokenReplayed), "provider", p.cfg.Name)
+		return nil
+	}
+	if err := g.revoke(ctx, p.cfg.Name, c, tok.IssuedAt); err != nil {
+		// Forgotten, so that the provider's resend of the token is taken.
+		_, _ = g.store.Take(context.WithoutCancel(ctx), taken)
 		return reason.Wrap(reason.OIDCStoreUnavailable, err, "the logout could not be recorded")
 	}
 	g.log.Info("OpenID Connect back-channel logout", "provider", p.cfg.Name, "by_sid", c.SID != "")
 	return nil
+}
+
+// checkIssuedAt refuses a logout token without an iat (required, §2.4),
+// or one issued more than LogoutTokenMaxAge ago or in the future, give
+// or take jwt.clock_skew.
+func (g *Gateway) checkIssuedAt(iat time.Time) error {
+	now := g.now()
+	switch {
+	case iat.IsZero():
+		return refuse(reason.OIDCLogoutTokenInvalid, "the logout token has no iat")
+	case iat.After(now.Add(g.skew)):
+		return refuse(reason.OIDCLogoutTokenInvalid, "the logout token was issued in the future (iat), beyond jwt.clock_skew (%s)", g.skew)
+	case iat.Before(now.Add(-LogoutTokenMaxAge - g.skew)):
+		return refuse(reason.OIDCLogoutTokenInvalid, "the logout token was issued more than %s ago (iat)", LogoutTokenMaxAge)
+	}
+	return nil
+}
+
+// takenFor is how long a logout token that passed checkIssuedAt must be
+// remembered: as long as it could be taken again, until its exp or the
+// end of its LogoutTokenMaxAge, whichever comes first.
+func (g *Gateway) takenFor(tok *oidc.IDToken) time.Duration {
+	until := tok.IssuedAt.Add(LogoutTokenMaxAge + g.skew)
+	if tok.Expiry.Before(until) {
+		until = tok.Expiry
+	}
+	// The verifier takes a token in the second of its exp.
+	return max(until.Sub(g.now())+time.Second, time.Second)
+}
+
+// logoutTokenKey is the store key that remembers a logout token of
+// provider: by its jti, else by a hash of its claims (its payload, as
+// signed: another signature of the same claims is the same token).
+func logoutTokenKey(provider, jti string, payload []byte) string {
+	v := "jti\x00" + jti
+	if jti == "" {
+		h := sha256.Sum256(payload)
+		v = "claims\x00" + string(h[:])
+	}
+	h := sha256.Sum256([]byte(provider + "\x00" + v))
+	return "svc:oidc:logout-token:" + hex.EncodeToString(h[:])
 }
 
 // endSession ends the session of the request's session cookie, when it
@@ -229,16 +307,27 @@ func (g *Gateway) verifyLogoutToken(ctx context.Context, raw string) (*provider,
 	return nil, nil, last
 }
 
-// revoke records the logout of c: by sid when it has one, else by sub,
-// with the moment of the logout (Unix seconds), before which the user's
-// sessions began.
-func (g *Gateway) revoke(ctx context.Context, provider string, c LogoutClaims) error {
+// revoke records the logout of c, a token issued at iat: by sid when it
+// has one, else by sub, with the moment of the logout (Unix seconds),
+// before which the user's sessions began. That moment is iat, allowing
+// for jwt.clock_skew, or now if sooner: a token taken late (a resend,
+// a replay) ends no session signed in after it was issued. A later
+// logout already on record is kept (tokens may arrive out of order).
+func (g *Gateway) revoke(ctx context.Context, provider string, c LogoutClaims, iat time.Time) error {
 	ttl := g.session.TokenTTL.Duration
 	if c.SID != "" {
 		return g.store.Put(ctx, revokedKey("sid", provider, c.SID), []byte{1}, ttl)
 	}
-	at := strconv.AppendInt(nil, g.now().Unix(), 10)
-	return g.store.Put(ctx, revokedKey("sub", provider, c.Sub), at, ttl)
+	k := revokedKey("sub", provider, c.Sub)
+	at := min(g.now().Unix(), iat.Add(g.skew).Unix())
+	prev, err := g.store.Get(ctx, k)
+	if err != nil {
+		return err
+	}
+	if n, err := strconv.ParseInt(string(prev), 10, 64); err == nil && n >= at {
+		return nil
+	}
+	return g.store.Put(ctx, k, strconv.AppendInt(nil, at, 10), ttl)
 }
 
 // revokedByUser reports whether a logout of the user, recorded as at

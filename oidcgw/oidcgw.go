@@ -88,6 +88,7 @@ type Gateway struct {
 	redis     *redis.Client
 	jar       signincookie.Jar
 	now       func() time.Time
+	skew      time.Duration // jwt.clock_skew, for the iat of logout tokens
 	// notRevoked caches Redis's "not revoked" answers (Revoked).
 	notRevoked expiryCache
 }
@@ -108,7 +109,8 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	g := &Gateway{cfg: *o, session: cfg.SDK.Session, tenant: cfg.SDK.TenantID, issuer: deps.Issuer, log: deps.Logger, now: deps.Now}
+	g := &Gateway{cfg: *o, session: cfg.SDK.Session, tenant: cfg.SDK.TenantID, issuer: deps.Issuer, log: deps.Logger, now: deps.Now,
+		skew: cfg.JWT.ClockSkew.Duration}
 	if s := cfg.SDK.SAML; s != nil {
 		g.samlLogin = s.PathPrefix + "/login"
 	}

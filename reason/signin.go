@@ -48,9 +48,16 @@ const (
 	// session, could not be reached (503).
 	OIDCProviderUnavailable Code = "oidc-provider-unavailable"
 	// OIDCLogoutTokenInvalid: a back-channel logout token that does not
-	// verify or lacks what a logout token must carry (events, sid or sub,
-	// no nonce).
+	// verify, lacks what a logout token must carry (events, sid or sub,
+	// iat, no nonce), or was issued more than 5 minutes ago or in the
+	// future (iat, give or take jwt.clock_skew).
 	OIDCLogoutTokenInvalid Code = "oidc-logout-token-invalid"
+	// OIDCLogoutTokenReplayed: a back-channel logout token taken before
+	// (its jti, or its claims when it has no jti) was posted again. Its
+	// logout is done and nothing is recorded again; the answer is 200,
+	// as for the first post (a provider may resend a token), and the
+	// code is that of the gateway's log line.
+	OIDCLogoutTokenReplayed Code = "oidc-logout-token-replayed"
 	// OIDCSessionRevoked: the session was ended by a logout at the
 	// gateway, a back-channel logout of its provider, or its provider's
 	// refusal to refresh it.
