@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svc-dev/svc/engine/config"
+	"github.com/svc-dev/svc/internal/sharedkey"
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/reason"
 	"github.com/svc-dev/svc/samlgw/testidp"
@@ -41,7 +42,7 @@ func benchSetup(tb testing.TB) (*validator, *IDP, *testidp.IdP) {
 		entityID: benchEntity, acsURL: benchACS, skew: 30 * time.Second, allowIDPInitiated: true,
 		mapping: config.AttributeMapping{Email: config.DefaultSAMLEmailAttribute, Role: "role", Tenant: "tenant_id"},
 		store:   acceptAll{}, now: time.Now,
-		requests: &requestIDs{keys: staticKey(make([]byte, 32)), now: time.Now, ttl: RequestTTL},
+		requests: &requestIDs{keys: sharedkey.Static(make([]byte, 32)), now: time.Now, ttl: RequestTTL},
 	}
 	return v, trusted, idp
 }

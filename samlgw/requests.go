@@ -7,13 +7,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/hex"
-	"errors"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/svc-dev/svc/internal/sharedkey"
 )
 
 // AuthnRequest ids carry their own proof of origin, so that an anonymous
@@ -36,78 +33,9 @@ const (
 // replicas (created by the first replica that needs it).
 const requestKeyName = "svc:saml:request-key"
 
-// requestKeyRefresh is how often a replica re-reads the shared request
-// key, so replicas agree again soon after Redis lost it.
-const requestKeyRefresh = 30 * time.Second
-
-// keySource gives the current request key.
-type keySource interface {
-	requestKey(ctx context.Context) ([]byte, error)
-}
-
-// staticKey is a request key of this process only.
-type staticKey []byte
-
-func (k staticKey) requestKey(context.Context) ([]byte, error) { return k, nil }
-
-func newStaticKey() (staticKey, error) {
-	k := make([]byte, 32)
-	if _, err := rand.Read(k); err != nil {
-		return nil, err
-	}
-	return k, nil
-}
-
-// redisKey is a request key kept in Redis, shared by every replica that
-// uses the same server, so a login started on one replica can be
-// answered at another.
-type redisKey struct {
-	c   *redis.Client
-	now func() time.Time
-
-	mu  sync.Mutex
-	key []byte
-	at  time.Time
-}
-
-func (k *redisKey) requestKey(ctx context.Context) ([]byte, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.key != nil && k.now().Sub(k.at) < requestKeyRefresh {
-		return k.key, nil
-	}
-	key, err := k.load(ctx)
-	if err != nil {
-		if k.key != nil {
-			return k.key, nil // keep serving with the key this replica knows
-		}
-		return nil, err
-	}
-	k.key, k.at = key, k.now()
-	return key, nil
-}
-
-func (k *redisKey) load(ctx context.Context) ([]byte, error) {
-	fresh := make([]byte, 32)
-	if _, err := rand.Read(fresh); err != nil {
-		return nil, err
-	}
-	if err := k.c.SetNX(ctx, requestKeyName, hex.EncodeToString(fresh), 0).Err(); err != nil {
-		return nil, err
-	}
-	v, err := k.c.Get(ctx, requestKeyName).Result()
-	if err != nil {
-		return nil, err
-	}
-	if len(v) < 32 {
-		return nil, errors.New("samlgw: the shared request key in Redis is too short")
-	}
-	return []byte(v), nil
-}
-
 // requestIDs mints and checks AuthnRequest ids.
 type requestIDs struct {
-	keys keySource
+	keys sharedkey.Source
 	now  func() time.Time
 	ttl  time.Duration
 }
@@ -121,7 +49,7 @@ func requestMAC(key, nonceAndExp []byte) []byte {
 
 // mint returns a new request id valid for ttl.
 func (r *requestIDs) mint(ctx context.Context) (string, error) {
-	key, err := r.keys.requestKey(ctx)
+	key, err := r.keys.Key(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -146,7 +74,7 @@ func (r *requestIDs) verify(ctx context.Context, id string, skew time.Duration) 
 	if err != nil || len(b) != requestIDLen {
 		return time.Time{}, false, nil
 	}
-	key, err := r.keys.requestKey(ctx)
+	key, err := r.keys.Key(ctx)
 	if err != nil {
 		return time.Time{}, false, err
 	}

@@ -6,13 +6,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/svc-dev/svc/internal/sharedkey"
 )
 
 func TestRequestIDs(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	ids := &requestIDs{keys: staticKey([]byte(strings.Repeat("k", 32))), now: clock, ttl: RequestTTL}
-	other := &requestIDs{keys: staticKey([]byte(strings.Repeat("o", 32))), now: clock, ttl: RequestTTL}
+	ids := &requestIDs{keys: sharedkey.Static([]byte(strings.Repeat("k", 32))), now: clock, ttl: RequestTTL}
+	other := &requestIDs{keys: sharedkey.Static([]byte(strings.Repeat("o", 32))), now: clock, ttl: RequestTTL}
 	ctx := context.Background()
 	id, err := ids.mint(ctx)
 	if err != nil {

@@ -45,6 +45,7 @@ import (
 	"github.com/svc-dev/svc/engine/issuer"
 	"github.com/svc-dev/svc/engine/loopback"
 	"github.com/svc-dev/svc/engine/ratelimit"
+	"github.com/svc-dev/svc/internal/sharedkey"
 	"github.com/svc-dev/svc/internal/signincookie"
 	"github.com/svc-dev/svc/wire"
 )
@@ -192,10 +193,10 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 			store = NewMemoryStore(deps.Now)
 		}
 	}
-	var keys keySource
+	var keys sharedkey.Source
 	if g.redis != nil {
-		keys = &redisKey{c: g.redis, now: deps.Now}
-	} else if keys, err = newStaticKey(); err != nil {
+		keys = sharedkey.NewRedis(g.redis, requestKeyName, deps.Now)
+	} else if keys, err = sharedkey.NewStatic(); err != nil {
 		g.Close()
 		return nil, err
 	}
