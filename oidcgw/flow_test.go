@@ -236,12 +236,13 @@ func TestSignInAttacks(t *testing.T) {
 		b := browser(t)
 		cb := r.toCallback(t, b, "/")
 		_ = r.toCallback(t, b, "/") // a second pending sign-in keeps the cookie
+		kept := stateCookieOf(t, b, r)
 		if res, body := get(t, b, cb); res.StatusCode != http.StatusSeeOther {
 			t.Fatalf("first use: %d %s", res.StatusCode, body)
 		}
-		// Put the state back in the cookie, as an attacker who kept it would.
-		u, _ := url.Parse(cb)
-		b.Jar.SetCookies(u, []*http.Cookie{{Name: "svc_session_oidc", Value: u.Query().Get("state"), Path: "/auth/oidc"}})
+		// Put the cookie back, its sealed sign-in and all, as an attacker
+		// who kept it would.
+		setStateCookieOf(t, b, r, kept)
 		res, body := get(t, b, cb)
 		if res.StatusCode != http.StatusUnauthorized || refusal(t, body) != reason.OIDCStateUnknown {
 			t.Fatalf("replayed callback: %d %s, want %s", res.StatusCode, body, reason.OIDCStateUnknown)

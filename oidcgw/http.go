@@ -95,13 +95,14 @@ func (g *Gateway) serveLogin(w http.ResponseWriter, r *http.Request) {
 		g.writeRefusal(w, r, reason.Wrap(reason.OIDCProviderUnavailable, err, "the identity provider's discovery document could not be read"))
 		return
 	}
-	state, nonce, verifier := randomToken(), randomToken(), oauth2.GenerateVerifier()
-	if err := g.savePending(r.Context(), state, pending{Provider: p.cfg.Name, Verifier: verifier, Nonce: nonce, ReturnTo: returnTo}); err != nil {
-		g.log.Error("pending sign-in could not be stored", "err", err)
+	state, pend := randomToken(), newPending(p.cfg.Name, returnTo, g.now().Add(StateTTL))
+	sealed, err := g.sealer.seal(r.Context(), state, pend)
+	if err != nil {
+		g.log.Error("pending sign-in could not be sealed", "err", err)
 		g.writeRefusal(w, r, reason.Wrap(reason.OIDCStoreUnavailable, err, "the sign-in could not be started"))
 		return
 	}
-	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier), oidc.Nonce(nonce)}
+	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(pend.verifier()), oidc.Nonce(pend.nonce())}
 	if slices.Contains(p.cfg.Scopes, oidc.ScopeOfflineAccess) {
 		// OpenID Connect Core 11: offline access is asked with consent;
 		// providers that keep to it (oidc-provider among them) drop
@@ -109,7 +110,7 @@ func (g *Gateway) serveLogin(w http.ResponseWriter, r *http.Request) {
 		opts = append(opts, oauth2.SetAuthURLParam("prompt", "consent"))
 	}
 	to := p.oauth2(op).AuthCodeURL(state, opts...)
-	g.bindState(w, r, state)
+	g.bindState(w, r, state, sealed)
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, to, http.StatusFound)
 }
@@ -184,19 +185,18 @@ func (g *Gateway) serveCallback(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) complete(w http.ResponseWriter, r *http.Request) (string, map[string]any, string, *oauth2.Token, error) {
 	q := r.URL.Query()
 	state := q.Get("state")
-	// Checked before the store is read: a forged callback spends nothing
-	// of the victim's pending sign-in.
-	if !validState(state) || !slices.Contains(g.boundStates(r), state) {
+	// Checked before anything else: a forged callback spends nothing of
+	// the victim's pending sign-in.
+	states := g.boundStates(r)
+	i := boundIndex(states, state)
+	if !validState(state) || i < 0 {
 		return "", nil, "", nil, refuse(reason.OIDCStateNotBound, "this browser did not start the sign-in this callback answers (no %s cookie listing its state); start again at %s",
 			g.stateCookieName(), g.loginURL(""))
 	}
 	g.unbindState(w, r, state)
-	pend, err := g.takePending(r.Context(), state)
+	pend, err := g.openPending(r.Context(), state, states[i].sealed)
 	if err != nil {
-		return "", nil, "", nil, reason.Wrap(reason.OIDCStoreUnavailable, err, "the pending sign-in could not be read")
-	}
-	if pend == nil {
-		return "", nil, "", nil, refuse(reason.OIDCStateUnknown, "the sign-in has expired or was already completed; start again at %s", g.loginURL(""))
+		return "", nil, "", nil, err
 	}
 	p := g.byName(pend.Provider)
 	if p == nil {
@@ -213,7 +213,7 @@ func (g *Gateway) complete(w http.ResponseWriter, r *http.Request) (string, map[
 	if e := q.Get("error"); e != "" {
 		return p.cfg.Name, nil, "", nil, refuse(reason.OIDCProviderError, "the identity provider answered %q", safeToken(e))
 	}
-	tok, err := p.oauth2(op).Exchange(oidc.ClientContext(r.Context(), p.tokenClient), q.Get("code"), oauth2.VerifierOption(pend.Verifier))
+	tok, err := p.oauth2(op).Exchange(oidc.ClientContext(r.Context(), p.tokenClient), q.Get("code"), oauth2.VerifierOption(pend.verifier()))
 	if status, ok := redirected(err); ok {
 		return p.cfg.Name, nil, "", nil, refuse(reason.OIDCProviderUnavailable, "the identity provider's token endpoint answered %d, a redirect, which is not followed", status)
 	}
@@ -232,11 +232,14 @@ func (g *Gateway) complete(w http.ResponseWriter, r *http.Request) (string, map[
 	if err := p.checkAuthorizedParty(idt); err != nil {
 		return p.cfg.Name, nil, "", nil, err
 	}
-	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(pend.Nonce)) != 1 {
+	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(pend.nonce())) != 1 {
 		return p.cfg.Name, nil, "", nil, refuse(reason.OIDCNonceMismatch, "the ID token's nonce is not this sign-in's")
 	}
 	claims, err := g.sessionClaims(p, idt)
 	if err != nil {
+		return p.cfg.Name, nil, "", nil, err
+	}
+	if err := g.useState(r.Context(), state, pend.Expires); err != nil {
 		return p.cfg.Name, nil, "", nil, err
 	}
 	return p.cfg.Name, claims, pend.ReturnTo, tok, nil

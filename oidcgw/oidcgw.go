@@ -11,9 +11,11 @@
 // name the sign-in's provider (no mix-up of providers); the nonce is
 // checked; the ID token is verified through the provider's discovery
 // document and JWKS (signature, issuer, audience, expiry); return_to is
-// a relative path on this site (no open redirect). Pending sign-ins are kept in Redis
-// when rate_limit.redis_addr is set, so a sign-in started on one replica
-// completes on another, else in memory.
+// a relative path on this site (no open redirect). A pending sign-in
+// travels sealed in the browser's state cookie, so an anonymous login
+// keeps nothing on the server; with rate_limit.redis_addr the replicas
+// share the key that seals it, so a sign-in started on one replica
+// completes on another.
 //
 // Several providers ([[sdk.oidc.providers]]) each sign in one tenant; the
 // login page offers a tenant's providers (and SAML) when there is more
@@ -43,6 +45,7 @@ import (
 	"github.com/svc-dev/svc/engine/issuer"
 	"github.com/svc-dev/svc/engine/ratelimit"
 	"github.com/svc-dev/svc/engine/token"
+	"github.com/svc-dev/svc/internal/sharedkey"
 	"github.com/svc-dev/svc/internal/signincookie"
 	"github.com/svc-dev/svc/wire"
 )
@@ -61,10 +64,15 @@ type Deps struct {
 	Issuer *issuer.Issuer
 	// Logger; default slog.Default().
 	Logger *slog.Logger
-	// Store keeps pending sign-ins, revocations and refresh tokens;
-	// default Redis when rate_limit.redis_addr is set, else memory (the
-	// pending sign-ins apart, at most MaxPendingSignIns).
+	// Store keeps the answered states, revocations and refresh tokens;
+	// default Redis when rate_limit.redis_addr is set, else memory.
 	Store Store
+	// StateKey seals the pending sign-ins; default the key Redis holds
+	// under svc:oidc:state-key when the gateway keeps its store in Redis
+	// (rate_limit.redis_addr set, Store not), else a random key of this
+	// gateway. Replicas that share a Store of their own share a StateKey
+	// too.
+	StateKey sharedkey.Source
 	// HTTPClient talks to the providers; default a client with a 10 s
 	// timeout.
 	HTTPClient *http.Client
@@ -84,7 +92,7 @@ type Gateway struct {
 	sessions  *token.Verifier // the gateway's own session tokens, for logout
 	log       *slog.Logger
 	store     Store
-	pending   Store // the pending sign-ins: store, but for memory (MaxPendingSignIns)
+	sealer    *pendingSealer // the pending sign-ins, in the state cookie
 	redis     *redis.Client
 	jar       signincookie.Jar
 	now       func() time.Time
@@ -131,19 +139,29 @@ func New(cfg config.Config, deps Deps) (*Gateway, error) {
 	}
 	g.providers = providers
 	g.jar = signincookie.Jar{Secure: secure, Session: g.session.CookieName, Now: deps.Now}
-	g.store, g.pending = deps.Store, deps.Store
+	g.store = deps.Store
 	if g.store == nil {
 		if cfg.RateLimit.RedisAddr != "" {
 			if g.redis, err = ratelimit.RedisClient(cfg.RateLimit); err != nil {
 				return nil, fmt.Errorf("oidcgw: %w", err)
 			}
 			g.store = NewRedisStore(g.redis)
-			g.pending = g.store
 		} else {
 			g.store = NewMemoryStore(deps.Now)
-			g.pending = newEvictingStore(deps.Now, MaxPendingSignIns)
 		}
 	}
+	keys := deps.StateKey
+	switch {
+	case keys != nil:
+	case g.redis != nil:
+		keys = sharedkey.NewRedis(g.redis, stateKeyName, deps.Now)
+	default:
+		if keys, err = sharedkey.NewStatic(); err != nil {
+			_ = g.Close()
+			return nil, err
+		}
+	}
+	g.sealer = &pendingSealer{keys: keys}
 	return g, nil
 }
 

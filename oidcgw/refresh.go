@@ -2,7 +2,6 @@ package oidcgw
 
 import (
 	"context"
-	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
@@ -63,11 +62,7 @@ func refreshKey(kind, handle string) string {
 
 func sealer(handle string) (cipher.AEAD, error) {
 	k := sha256.Sum256([]byte("svc oidc refresh key\x00" + handle))
-	b, err := aes.NewCipher(k[:])
-	if err != nil {
-		return nil, err
-	}
-	return cipher.NewGCM(b)
+	return newGCM(k[:])
 }
 
 func seal(handle, token string) ([]byte, error) {

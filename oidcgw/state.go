@@ -1,12 +1,10 @@
 package oidcgw
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -23,24 +21,33 @@ import (
 // gateway's cookies are Secure it is "__Host-" prefixed (Path=/, as the
 // prefix requires); on plain http on loopback it keeps Path=<prefix>.
 //
-// What the callback needs (provider, PKCE verifier, nonce, return_to) is
-// kept server-side under a hash of the state and taken from the store
-// once (GETDEL in Redis): a state, and the code that answers it, are
-// used once whatever the provider does.
+// Beside each state the cookie holds its pending sign-in, sealed
+// (pending.go): "state:sealed", newest first, joined by ".".
 
 // maxBoundStates is how many pending sign-ins one browser keeps (several
 // tabs, a login clicked twice); the oldest goes first.
 const maxBoundStates = 4
 
-// stateLen is the random bytes of a state, nonce and verifier seed.
+// maxStateCookieLen bounds the state cookie's name and value together,
+// below the 4096 bytes browsers keep of a cookie. Four pending sign-ins
+// always fit when each return_to is at most maxReturnToFitsFour bytes;
+// with longer ones the cookie keeps fewer of them (the newest, which
+// always fits), and the callbacks of those pushed out answer
+// oidc-state-not-bound.
+const maxStateCookieLen = 4000
+
+// maxReturnToFitsFour is the longest return_to of which maxBoundStates
+// pending sign-ins fit in the state cookie (with a provider name of up
+// to 64 bytes and a cookie name of up to 64).
+const maxReturnToFitsFour = 512
+
+// stateLen is the random bytes of a state, nonce and verifier.
 const stateLen = 32
 
-// pending is a sign-in started by login and awaiting its callback.
-type pending struct {
-	Provider string `json:"p"`
-	Verifier string `json:"v"`
-	Nonce    string `json:"n"`
-	ReturnTo string `json:"r"`
+// boundState is a state the state cookie lists, with its pending
+// sign-in sealed ("" when the entry has none).
+type boundState struct {
+	state, sealed string
 }
 
 func randomToken() string {
@@ -49,11 +56,12 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// stateKey is the store key of a state: a hash, so that the store (or
-// whoever reads Redis) does not hold usable states.
-func stateKey(state string) string {
+// usedStateKey is the store key that records a state as answered: a
+// hash, so that the store (or whoever reads Redis) holds no usable
+// state.
+func usedStateKey(state string) string {
 	h := sha256.Sum256([]byte(state))
-	return "svc:oidc:state:" + hex.EncodeToString(h[:])
+	return "svc:oidc:state-used:" + hex.EncodeToString(h[:])
 }
 
 // validState: the shape of a state this gateway mints (base64url of
@@ -64,28 +72,6 @@ func validState(s string) bool {
 	}
 	_, err := base64.RawURLEncoding.DecodeString(s)
 	return err == nil
-}
-
-func (g *Gateway) savePending(ctx context.Context, state string, p pending) error {
-	b, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	return g.pending.Put(ctx, stateKey(state), b, StateTTL)
-}
-
-// takePending returns the sign-in of state and forgets it; nil when
-// there is none (expired, used, never minted).
-func (g *Gateway) takePending(ctx context.Context, state string) (*pending, error) {
-	b, err := g.pending.Take(ctx, stateKey(state))
-	if err != nil || b == nil {
-		return nil, err
-	}
-	var p pending
-	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
 }
 
 func (g *Gateway) stateCookieName() string {
@@ -99,50 +85,72 @@ func (g *Gateway) stateCookiePath() string {
 	return g.cfg.PathPrefix
 }
 
-// ParseStateCookie returns the states a state cookie value lists: at most
-// maxBoundStates, each of the shape the gateway mints; others are
-// dropped.
-func ParseStateCookie(v string) []string {
-	var out []string
-	for s := range strings.SplitSeq(v, ".") {
+// parseStateCookie returns the entries a state cookie value lists: at
+// most maxBoundStates, each with a state of the shape the gateway mints;
+// others are dropped. What an entry holds beside its state is left to
+// the opener.
+func parseStateCookie(v string) []boundState {
+	var out []boundState
+	for e := range strings.SplitSeq(v, ".") {
 		if len(out) == maxBoundStates {
 			break
 		}
-		if validState(s) && !slices.Contains(out, s) {
-			out = append(out, s)
+		state, sealed, _ := strings.Cut(e, ":")
+		if validState(state) && boundIndex(out, state) < 0 {
+			out = append(out, boundState{state: state, sealed: sealed})
 		}
 	}
 	return out
 }
 
-// boundStates returns the states the request's state cookie lists.
-// Where the cookie is prefixed, an unprefixed one proves nothing.
-func (g *Gateway) boundStates(r *http.Request) []string {
+// boundIndex returns the index of state in states, -1 when it is not
+// there.
+func boundIndex(states []boundState, state string) int {
+	return slices.IndexFunc(states, func(b boundState) bool { return b.state == state })
+}
+
+// boundStates returns the entries of the request's state cookie. Where
+// the cookie is prefixed, an unprefixed one proves nothing.
+func (g *Gateway) boundStates(r *http.Request) []boundState {
 	c, err := r.Cookie(g.stateCookieName())
 	if err != nil {
 		return nil
 	}
-	return ParseStateCookie(c.Value)
+	return parseStateCookie(c.Value)
 }
 
-// bindState adds state to the browser's state cookie, first.
-func (g *Gateway) bindState(w http.ResponseWriter, r *http.Request, state string) {
-	states := append([]string{state}, g.boundStates(r)...)
-	g.setStateCookie(w, states[:min(len(states), maxBoundStates)])
+// bindState adds state and its sealed sign-in to the browser's state
+// cookie, first.
+func (g *Gateway) bindState(w http.ResponseWriter, r *http.Request, state, sealed string) {
+	g.setStateCookie(w, append([]boundState{{state: state, sealed: sealed}}, g.boundStates(r)...))
 }
 
 // unbindState removes an answered state from the cookie.
 func (g *Gateway) unbindState(w http.ResponseWriter, r *http.Request, state string) {
-	g.setStateCookie(w, slices.DeleteFunc(g.boundStates(r), func(s string) bool { return s == state }))
+	g.setStateCookie(w, slices.DeleteFunc(g.boundStates(r), func(b boundState) bool { return b.state == state }))
 }
 
-func (g *Gateway) setStateCookie(w http.ResponseWriter, states []string) {
+// setStateCookie sets the cookie to the first of states that fit: at most
+// maxBoundStates, within maxStateCookieLen (the first always).
+func (g *Gateway) setStateCookie(w http.ResponseWriter, states []boundState) {
 	if len(states) == 0 {
 		g.jar.Clear(w, g.stateCookieName(), g.stateCookiePath(), http.SameSiteLaxMode)
 		return
 	}
+	name := g.stateCookieName()
+	var v strings.Builder
+	for i, s := range states[:min(len(states), maxBoundStates)] {
+		entry := s.state + ":" + s.sealed
+		if i > 0 && len(name)+v.Len()+1+len(entry) > maxStateCookieLen {
+			break
+		}
+		if i > 0 {
+			v.WriteByte('.')
+		}
+		v.WriteString(entry)
+	}
 	http.SetCookie(w, &http.Cookie{
-		Name: g.stateCookieName(), Value: strings.Join(states, "."), Path: g.stateCookiePath(),
+		Name: name, Value: v.String(), Path: g.stateCookiePath(),
 		MaxAge: int(StateTTL.Seconds()), HttpOnly: true, Secure: g.jar.Secure, SameSite: http.SameSiteLaxMode,
 	})
 }

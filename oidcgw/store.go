@@ -9,8 +9,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Store keeps short-lived values: pending sign-ins (by state). The
-// memory store serves one process; the Redis store is shared by replicas.
+// Store keeps short-lived values: answered states, revocations, refresh
+// tokens. The memory store serves one process; the Redis store is shared
+// by replicas. A login adds nothing to it; a callback adds its state
+// only once its ID token verified.
 type Store interface {
 	// Put records value under key for ttl.
 	Put(ctx context.Context, key string, value []byte, ttl time.Duration) error
@@ -29,13 +31,6 @@ type Store interface {
 // entries and refuses when none could be freed.
 const maxMemoryEntries = 100_000
 
-// MaxPendingSignIns bounds the pending sign-ins a gateway without Redis
-// keeps in memory. They are kept apart from what the gateway must not
-// lose (revocations, refresh tokens), since anyone can start a sign-in:
-// a flood of logins pushes out the oldest pending sign-ins, never a
-// logout.
-const MaxPendingSignIns = 100_000
-
 // errStoreFull is returned by the memory store at maxMemoryEntries.
 var errStoreFull = errors.New("oidcgw: memory store full")
 
@@ -45,23 +40,11 @@ type MemoryStore struct {
 	m   map[string]memoryEntry
 	now func() time.Time
 	max int
-	// evict: at max, Put pushes out the oldest entry instead of
-	// refusing; order holds the keys in the order they were put.
-	evict bool
-	order []queued
-	seq   uint64
-}
-
-// queued is a key of an evicting store, as of its put numbered seq.
-type queued struct {
-	key string
-	seq uint64
 }
 
 type memoryEntry struct {
 	v   []byte
 	exp time.Time
-	seq uint64 // of its put, in an evicting store
 }
 
 // NewMemoryStore returns an empty MemoryStore; now defaults to time.Now.
@@ -72,25 +55,11 @@ func NewMemoryStore(now func() time.Time) *MemoryStore {
 	return &MemoryStore{m: map[string]memoryEntry{}, now: now, max: maxMemoryEntries}
 }
 
-// newEvictingStore returns an empty MemoryStore of at most max entries
-// that pushes out the oldest to take a new one: for values of one
-// lifetime (the pending sign-ins), where the oldest is also the first to
-// expire.
-func newEvictingStore(now func() time.Time, max int) *MemoryStore {
-	s := NewMemoryStore(now)
-	s.max, s.evict = max, true
-	return s
-}
-
 // Put implements Store.
 func (s *MemoryStore) Put(_ context.Context, key string, value []byte, ttl time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	if s.evict {
-		s.putEvicting(key, memoryEntry{v: value, exp: now.Add(ttl)})
-		return nil
-	}
 	if len(s.m) >= s.max {
 		for k, e := range s.m {
 			if !now.Before(e.exp) {
@@ -103,35 +72,6 @@ func (s *MemoryStore) Put(_ context.Context, key string, value []byte, ttl time.
 	}
 	s.m[key] = memoryEntry{v: value, exp: now.Add(ttl)}
 	return nil
-}
-
-// putEvicting stores e under key, pushing out the oldest entries while
-// the store is full. An entry taken or put again since stays in order,
-// stale, until it reaches the front or order, grown to twice the
-// entries, is rebuilt: a put costs O(1) amortized, whatever the load.
-func (s *MemoryStore) putEvicting(key string, e memoryEntry) {
-	if _, ok := s.m[key]; !ok {
-		for len(s.m) >= s.max && len(s.order) > 0 {
-			old := s.order[0]
-			s.order = s.order[1:]
-			if s.m[old.key].seq == old.seq {
-				delete(s.m, old.key)
-			}
-		}
-	}
-	s.seq++
-	e.seq = s.seq
-	s.m[key] = e
-	s.order = append(s.order, queued{key, e.seq})
-	if len(s.order) > 2*max(len(s.m), 1024) {
-		live := make([]queued, 0, len(s.m))
-		for _, q := range s.order {
-			if s.m[q.key].seq == q.seq {
-				live = append(live, q)
-			}
-		}
-		s.order = live
-	}
 }
 
 // Take implements Store.

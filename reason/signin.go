@@ -9,8 +9,11 @@ const (
 	// wherever the gateway's cookies are Secure, set by login) does not
 	// list it (login CSRF, a forged or foreign state).
 	OIDCStateNotBound Code = "oidc-state-not-bound"
-	// OIDCStateUnknown: the state names no pending sign-in: it expired
-	// (10 minutes) or was already used (a replayed callback or code).
+	// OIDCStateUnknown: the state names no pending sign-in: the one its
+	// state cookie entry holds sealed does not open (altered, another
+	// state's, sealed under a key the gateway no longer has), it expired
+	// (10 minutes), or its state was already answered (a replayed
+	// callback).
 	OIDCStateUnknown Code = "oidc-state-unknown"
 	// OIDCProviderError: the provider answered the callback with an error
 	// (the user refused, the provider failed).
@@ -65,8 +68,9 @@ const (
 	// OIDCRefreshFailed: the provider refused to refresh the session; the
 	// browser signs in again.
 	OIDCRefreshFailed Code = "oidc-refresh-failed"
-	// OIDCStoreUnavailable: the sign-in state store (Redis) could not be
-	// reached (503).
+	// OIDCStoreUnavailable: the store of answered states, revocations and
+	// refresh tokens, or the shared key that seals pending sign-ins
+	// (Redis), could not be reached (503).
 	OIDCStoreUnavailable Code = "oidc-store-unavailable"
 	// OIDCNotFound: no endpoint at this path (404) or method (405).
 	OIDCNotFound Code = "oidc-not-found"

@@ -7,8 +7,9 @@ import "time"
 type OIDCStatus struct {
 	// PathPrefix is where the endpoints are (sdk.oidc.path_prefix).
 	PathPrefix string `json:"path_prefix"`
-	// SharedState is true when pending sign-ins, refresh tokens and
-	// back-channel logouts are kept in Redis, which every replica shares.
+	// SharedState is true when the key that seals pending sign-ins, the
+	// answered states, refresh tokens and back-channel logouts are kept
+	// in Redis, which every replica shares.
 	SharedState bool `json:"shared_state"`
 	// LogoutScope is how far a back-channel logout reaches: "replicas"
 	// (through Redis) or "process" (this process only, without Redis).
