@@ -19,7 +19,8 @@ import (
 func TestACSAttributeCannotShadowClaimInAnotherCase(t *testing.T) {
 	f := newFixture(t, withSAML(allowIDPInitiated))
 	r := valid()
-	shadows := []string{"Tenant_ID", "TENANT_ID", "SUB", "\u017fub", "Roles", "EMAIL", "Exp", "Iss", "aUD", "Role", "JTI", "nbF", "IAT"}
+	shadows := []string{"Tenant_ID", "TENANT_ID", "SUB", "\u017fub", "Roles", "EMAIL", "Exp", "Iss", "aUD", "Role", "JTI", "nbF", "IAT",
+		"idp", "IDP_SID", "session_id", "Auth_Time"}
 	for _, name := range shadows {
 		r.Attributes = append(r.Attributes, testidp.Attribute{Name: name, Values: []string{"mallory"}})
 	}

@@ -276,10 +276,15 @@ func (v *validator) check(resp *etree.Element, respSigned bool, a *saml.Assertio
 }
 
 // registeredClaims are claims an attribute can never set, in any case:
-// see registeredClaim.
+// see registeredClaim. The last four are those of the OpenID Connect
+// gateway's session tokens, signed by the same issuer: the checks look
+// a token that names a provider (idp) up among that provider's logouts,
+// by idp_sid, session_id and auth_time, so a SAML attribute of those
+// names would make a SAML session answer for another's logout.
 var registeredClaims = []string{
 	"iss", "sub", "aud", "exp", "nbf", "iat", "jti",
 	"tenant_id", "role", "roles", "email",
+	"idp", "idp_sid", "session_id", "auth_time",
 }
 
 // registeredClaim reports whether an attribute named name would shadow a
