@@ -5,11 +5,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 
 	"github.com/svc-dev/svc/internal/secretfile"
+	"github.com/svc-dev/svc/internal/tlsfiles"
 
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/config"
@@ -30,14 +30,7 @@ func (e *Engine) openDecisionLog(ctx context.Context) error {
 	}
 	sink, err := newDecisionSink(d, e.cfg.SDK.ServiceName)
 	if err != nil {
-		key := "decision_log.url"
-		var fe *decisionFileError
-		var se *secretfile.Error
-		if errors.As(err, &fe) {
-			key = fe.key
-		} else if errors.As(err, &se) {
-			key = se.Key
-		}
+		key, _ := fileSetting(err, "decision_log.url")
 		return &SettingError{Key: key, Origin: e.cfg.Origin(key), Msg: err.Error(), Err: err}
 	}
 	overflow := spool.DropOldest
@@ -63,15 +56,20 @@ func (e *Engine) openDecisionLog(ctx context.Context) error {
 	return nil
 }
 
-// decisionFileError is the error of a decision_log file setting (key)
-// whose file cannot be used.
-type decisionFileError struct {
-	key string
-	err error
+// fileSetting is the setting of the file that err is about (a secret
+// file, a CA file) and the error without that setting's name, or
+// fallback and err when it is about none.
+func fileSetting(err error, fallback string) (key string, inner error) {
+	var se *secretfile.Error
+	var fe *tlsfiles.FileError
+	switch {
+	case errors.As(err, &se):
+		return se.Key, se.Err
+	case errors.As(err, &fe):
+		return fe.Key, fe.Err
+	}
+	return fallback, err
 }
-
-func (e *decisionFileError) Error() string { return e.key + ": " + e.err.Error() }
-func (e *decisionFileError) Unwrap() error { return e.err }
 
 // readCAFile is the pool of the PEM certificates in the file of
 // decision_log.tls_ca_file, nil when it is not set.
@@ -79,16 +77,7 @@ func readCAFile(path string) (*x509.CertPool, error) {
 	if path == "" {
 		return nil, nil
 	}
-	const key = "decision_log.tls_ca_file"
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, &decisionFileError{key, err}
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(b) {
-		return nil, &decisionFileError{key, fmt.Errorf("%s holds no PEM certificate", path)}
-	}
-	return pool, nil
+	return tlsfiles.CAPool("decision_log.tls_ca_file", path)
 }
 
 // decisionSinkFiles is what the files of a decision_log sink hold: the

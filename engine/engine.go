@@ -40,8 +40,6 @@ import (
 	"github.com/svc-dev/svc/engine/token"
 	"github.com/svc-dev/svc/engine/version"
 	"github.com/svc-dev/svc/internal/jsonmask"
-	"github.com/svc-dev/svc/internal/secretfile"
-	"github.com/svc-dev/svc/internal/tlsfiles"
 	"github.com/svc-dev/svc/internal/warnevery"
 	"github.com/svc-dev/svc/policies"
 	"github.com/svc-dev/svc/reason"
@@ -218,15 +216,7 @@ func (e *Engine) openRedis() error {
 func redisOptions(cfg config.Config) (*redis.Options, error) {
 	opts, err := ratelimit.RedisOptionsFor(cfg.RateLimit)
 	if err != nil {
-		key, inner := "rate_limit.redis_addr", err
-		var se *secretfile.Error
-		var fe *tlsfiles.FileError
-		switch {
-		case errors.As(err, &se):
-			key, inner = se.Key, se.Err
-		case errors.As(err, &fe):
-			key, inner = fe.Key, fe.Err
-		}
+		key, inner := fileSetting(err, "rate_limit.redis_addr")
 		return nil, &SettingError{Key: key, Origin: cfg.Origin(key), Msg: inner.Error(), Err: err}
 	}
 	return opts, nil

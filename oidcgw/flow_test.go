@@ -25,6 +25,17 @@ type rig struct {
 	is  *issuer.Issuer
 }
 
+// revoked is the gateway's answer of whether the session of claims
+// was ended (Gateway.Revoked); an error fails the test.
+func (r *rig) revoked(t *testing.T, claims map[string]any) bool {
+	t.Helper()
+	got, err := r.gw.Revoked(t.Context(), claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 func newRig(t *testing.T, edit func(*config.Config)) *rig {
 	t.Helper()
 	return newRigOf(t, newTestOP(t, "app"), edit)

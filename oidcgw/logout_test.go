@@ -100,14 +100,7 @@ func TestBackchannelLogoutScope(t *testing.T) {
 				// 500 ms.
 				clk.Advance(time.Second)
 			}
-			revoked := func(t *testing.T, claims map[string]any) bool {
-				t.Helper()
-				got, err := r.gw.Revoked(t.Context(), claims)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return got
-			}
+			revoked := r.revoked
 
 			signedIn := signInClaims(t, r) // ann, sid-1 (the test provider's)
 			if _, ok := signedIn["auth_time"].(json.Number); !ok {
@@ -256,14 +249,7 @@ func TestLogoutRevokesSession(t *testing.T) {
 			t.Fatalf("logout: %d %s", res.StatusCode, body)
 		}
 	}
-	revoked := func(t *testing.T, claims map[string]any) bool {
-		t.Helper()
-		got, err := r.gw.Revoked(t.Context(), claims)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
+	revoked := r.revoked
 	_, other := signInSession(t, r)
 	forged := base64.RawURLEncoding.EncodeToString([]byte(`{"idp":"default","jti":"x"}`))
 	logout(t, http.MethodGet, "svc_session=eyJhbGciOiJub25lIn0."+forged+".")
@@ -322,14 +308,7 @@ func TestLogoutEndsRenewedAwayTokens(t *testing.T) {
 	for name, edit := range stores {
 		t.Run(name, func(t *testing.T) {
 			r := newRigOf(t, newTestOP(t, "app"), edit)
-			revoked := func(t *testing.T, claims map[string]any) bool {
-				t.Helper()
-				got, err := r.gw.Revoked(t.Context(), claims)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return got
-			}
+			revoked := r.revoked
 			var session, handle string
 			for _, c := range signedIn(t, r).Cookies() {
 				switch c.Name {

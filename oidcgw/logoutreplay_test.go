@@ -54,14 +54,6 @@ func TestBackchannelLogoutReplay(t *testing.T) {
 				r := newRigWith(t, op, httptest.NewServer, store, oidcgw.Deps{Now: clk.Now})
 				// Another process, without Redis: it never saw the token.
 				elsewhere := newRigWith(t, op, httptest.NewServer, nil, oidcgw.Deps{Now: clk.Now})
-				revoked := func(t *testing.T, r *rig, claims map[string]any) bool {
-					t.Helper()
-					got, err := r.gw.Revoked(t.Context(), claims)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return got
-				}
 
 				before := signInClaims(t, r)
 				clk.Advance(10 * time.Second)
@@ -73,7 +65,7 @@ func TestBackchannelLogoutReplay(t *testing.T) {
 				if status, body := postLogout(t, r.url, token); status != http.StatusOK {
 					t.Fatalf("logout: %d %s", status, body)
 				}
-				if !revoked(t, r, before) {
+				if !r.revoked(t, before) {
 					t.Fatal("the session signed in before the logout is not revoked")
 				}
 
@@ -91,21 +83,21 @@ func TestBackchannelLogoutReplay(t *testing.T) {
 					}
 				}
 				for what, s := range map[string]map[string]any{"soon": soon, "later": later} {
-					if revoked(t, r, s) {
+					if r.revoked(t, s) {
 						t.Errorf("the replayed logout token ended a session signed in %s after the logout", what)
 					}
 				}
-				if !revoked(t, r, before) {
+				if !r.revoked(t, before) {
 					t.Error("the replay undid the logout")
 				}
 
 				if status, body := postLogout(t, elsewhere.url, token); status != http.StatusOK {
 					t.Fatalf("the token where it was never taken: %d %s", status, body)
 				}
-				if revoked(t, elsewhere, later) {
+				if elsewhere.revoked(t, later) {
 					t.Error("where the token was never taken, it ended a session signed in past the clock skew after the logout")
 				}
-				if !revoked(t, elsewhere, before) {
+				if !elsewhere.revoked(t, before) {
 					t.Error("where the token was never taken, it did not end the session signed in before it")
 				}
 			})
