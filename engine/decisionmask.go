@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"unicode/utf8"
 
 	"github.com/svc-dev/svc/engine/audit"
 	"github.com/svc-dev/svc/engine/decisionlog"
@@ -57,6 +58,54 @@ const InputOmitted = decisionlog.InputOmitted
 func (e *Engine) appendOversizedRecord(dst []byte, rec *audit.Record, sc trace.SpanContext) []byte {
 	b := appendAuditRecord(dst, rec, sc)
 	return append(b[:len(b)-1], `,"`+InputOmitted+`":"too-large"}`...)
+}
+
+// Truncated is the member, true, of a decision record whose audit
+// fields were clipped: even without its input the record was larger than
+// the decision log takes (a resource id or an action of megabytes).
+const Truncated = "truncated"
+
+// A truncated record keeps at most maxClippedReasons deny reasons and
+// maxClippedBytes of each string, and no resource attributes.
+const (
+	maxClippedBytes   = 1 << 10
+	maxClippedReasons = 16
+)
+
+// appendTruncatedRecord appends the decision record of rec with each of
+// its strings cut to maxClippedBytes, its deny reasons to
+// maxClippedReasons and without resource attributes, Truncated saying
+// so (and InputOmitted when omitted, its input): the last resort before
+// refusing a decision for the size of what the caller sent.
+func (e *Engine) appendTruncatedRecord(dst []byte, rec *audit.Record, sc trace.SpanContext, omitted bool) []byte {
+	c := *rec
+	for _, s := range []*string{&c.DecisionID, &c.TraceID, &c.SpanID, &c.Tenant, &c.UserID, &c.Action, &c.Reason,
+		&c.PolicyRevision, &c.Source, &c.IdentityKind, &c.Plan, &c.Resource.Type, &c.Resource.ID, &c.Resource.Tenant} {
+		*s = clipString(*s)
+	}
+	c.Resource.Attributes = nil
+	c.DenyReasons = make([]string, 0, min(len(rec.DenyReasons), maxClippedReasons))
+	for _, r := range rec.DenyReasons[:min(len(rec.DenyReasons), maxClippedReasons)] {
+		c.DenyReasons = append(c.DenyReasons, clipString(r))
+	}
+	b := appendAuditRecord(dst, &c, sc)
+	b = b[:len(b)-1]
+	if omitted {
+		b = append(b, `,"`+InputOmitted+`":"too-large"`...)
+	}
+	return append(b, `,"`+Truncated+`":true}`...)
+}
+
+// clipString is s cut to at most maxClippedBytes, at a character's start.
+func clipString(s string) string {
+	if len(s) <= maxClippedBytes {
+		return s
+	}
+	i := maxClippedBytes
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
 }
 
 // appendAuditRecord appends the audit record rec, with the trace and

@@ -153,9 +153,11 @@ var recordBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return 
 // A record larger than the spool takes (a segment: spool_max_bytes / 16,
 // at least 64 KiB) or than the sink takes in one message (NATS's
 // max_payload, Kafka's batch bound, an OTLP request) goes without its
-// input, "input_omitted" saying so (appendOversizedRecord): a decision is
-// never refused for the size of what the caller sent, and no record the
-// sink would refuse each time holds up the records behind it.
+// input, "input_omitted" saying so (appendOversizedRecord), and one still
+// too large (a resource id of megabytes) with its strings clipped,
+// "truncated" saying so (appendTruncatedRecord): a decision is never
+// refused for the size of what the caller sent, and no record the sink
+// would refuse each time holds up the records behind it.
 //
 // The record is built once, in a buffer of its own behind the spool's
 // head (decision id, tenant), and copied once, into the spool's file.
@@ -176,8 +178,16 @@ func (e *Engine) logDecision(rec *audit.Record, in *Input, src RequestSource, sc
 	}
 	// LogEncoded copies the record to the spool's file before it returns.
 	err = e.decisions.LogEncoded(b)
+	omitted := false
 	if errors.Is(err, decisionlog.ErrTooLarge) && e.cfg.DecisionLog.IncludesInput() {
 		b = e.appendOversizedRecord(b[:head], rec, sc)
+		if b, err = e.maskSpooled(b, head); err != nil {
+			return err
+		}
+		err, omitted = e.decisions.LogEncoded(b), true
+	}
+	if errors.Is(err, decisionlog.ErrTooLarge) {
+		b = e.appendTruncatedRecord(b[:head], rec, sc, omitted)
 		if b, err = e.maskSpooled(b, head); err != nil {
 			return err
 		}
@@ -195,7 +205,7 @@ func (e *Engine) logDecision(rec *audit.Record, in *Input, src RequestSource, sc
 		return reason.New(reason.DecisionLogUnavailable, "the decision log's spool is full")
 	case errors.Is(err, decisionlog.ErrTooLarge):
 		e.decisions.CountRefusal(err)
-		return reason.New(reason.DecisionLogUnavailable, "the decision record is larger than the decision log takes, even without its input")
+		return reason.New(reason.DecisionLogUnavailable, "the decision record is larger than the decision log takes, even truncated")
 	}
 	return reason.Wrap(reason.DecisionLogUnavailable, err, "the decision log's spool cannot be written")
 }

@@ -151,14 +151,20 @@ func TestDecisionLogShipsRefusals(t *testing.T) {
 // "input_omitted" saying so, and its decision answered: never refused
 // for its size, nor counted as refused. The decisions after it ship: a
 // record NATS refuses each time would hold them up for good.
+//
+// A record too large even without its input (a resource id of more than
+// max_payload, in its audit fields) is logged with its strings clipped,
+// "truncated" saying so, and its decision answered all the same.
 func TestDecisionLogOversizedRecord(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		spoolBytes int64
 		pathBytes  int
+		idBytes    int
 	}{
-		{"larger than a segment", 1 << 20, 80 << 10},
-		{"larger than max_payload", 0, 1200 << 10},
+		{"larger than a segment", 1 << 20, 80 << 10, 0},
+		{"larger than max_payload", 0, 1200 << 10, 0},
+		{"larger than max_payload without its input", 0, 0, 1200 << 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := natstest.Start(t)
@@ -170,12 +176,13 @@ func TestDecisionLogOversizedRecord(t *testing.T) {
 			e := newEngine(t, cfg, engine.Deps{})
 			tok := p.Token(t, claimsFor("acme", "viewer"))
 			var ids []string
-			for _, path := range []string{"/orders/" + strings.Repeat("a", tc.pathBytes), "/orders/o-1"} {
+			bigID := "o-1" + strings.Repeat("1", tc.idBytes)
+			for _, q := range []struct{ path, id string }{{"/orders/" + strings.Repeat("a", tc.pathBytes), bigID}, {"/orders/o-1", "o-1"}} {
 				res, err := e.Decide(context.Background(), engine.Request{Credential: engine.BearerToken(tok), Source: "http",
-					Input: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: "o-1"},
-						Request: &policy.Request{Method: "GET", Path: path}}})
+					Input: engine.Input{Action: "orders:read", Resource: policy.Resource{Type: "orders", ID: q.id},
+						Request: &policy.Request{Method: "GET", Path: q.path}}})
 				if err != nil || !res.Allowed() {
-					t.Fatalf("decision on a %d-byte path: %+v, %v", len(path), res.Decision, err)
+					t.Fatalf("decision on a %d-byte path, a %d-byte id: %+v, %v", len(q.path), len(q.id), res.Decision, err)
 				}
 				ids = append(ids, res.Decision.DecisionID)
 			}
@@ -189,6 +196,12 @@ func TestDecisionLogOversizedRecord(t *testing.T) {
 			recs := streamRecords(t, srv)
 			if r := recs[ids[0]]; r == nil || r["input"] != nil || r[engine.InputOmitted] != "too-large" || r["allow"] != true || r["action"] != "orders:read" {
 				t.Errorf("oversized decision's record: %.300v", r)
+			}
+			res, _ := recs[ids[0]]["resource"].(map[string]any)
+			if id, _ := res["id"].(string); tc.idBytes > 0 && (recs[ids[0]][engine.Truncated] != true || len(id) >= tc.idBytes || !strings.HasPrefix(bigID, id)) {
+				t.Errorf("record of the decision on a %d-byte id: truncated %v, resource id of %d bytes", len(bigID), recs[ids[0]][engine.Truncated], len(id))
+			} else if tc.idBytes == 0 && recs[ids[0]][engine.Truncated] != nil {
+				t.Errorf("record truncated although its audit fields fit: %.300v", recs[ids[0]])
 			}
 			if r := recs[ids[1]]; r == nil || r["input"] == nil || r[engine.InputOmitted] != nil {
 				t.Errorf("small decision's record: %v", r)
