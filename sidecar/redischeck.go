@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/svc-dev/svc/engine/config"
 	"github.com/svc-dev/svc/engine/loopback"
@@ -106,4 +107,26 @@ func (r *redisCheck) status() wire.RedisStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.st
+}
+
+// observe reports, as svc.redis.evicts, 1 while the Redis may evict keys
+// and 0 while it may not, once it has answered; nothing without Redis.
+func (r *redisCheck) observe(m metric.Meter) error {
+	if r == nil {
+		return nil
+	}
+	_, err := m.Int64ObservableGauge("svc.redis.evicts",
+		metric.WithDescription("1 while the Redis of rate_limit.redis_addr may evict keys when full (a maxmemory and a policy other than noeviction), 0 while it may not."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			st := r.status()
+			switch {
+			case st.CheckedAt == nil:
+			case st.Evicts:
+				o.Observe(1)
+			default:
+				o.Observe(0)
+			}
+			return nil
+		}))
+	return err
 }

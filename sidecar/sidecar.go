@@ -235,10 +235,15 @@ func New(deps Deps) (*Server, error) {
 		return nil, err
 	}
 	if t := deps.Telemetry; t != nil {
-		if s.activations, err = t.MeterProvider().Meter("github.com/svc-dev/svc/sidecar").Int64Counter("svc.policy.bundle.activations",
+		m := t.MeterProvider().Meter("github.com/svc-dev/svc/sidecar")
+		if s.activations, err = m.Int64Counter("svc.policy.bundle.activations",
 			metric.WithDescription("Policy bundles activated or refused, by result, source and reason.")); err != nil {
 			s.closeListeners()
 			return nil, fmt.Errorf("bundle metrics: %w", err)
+		}
+		if err := s.redis.observe(m); err != nil {
+			s.closeListeners()
+			return nil, fmt.Errorf("redis metrics: %w", err)
 		}
 	}
 	s.initBundleState()

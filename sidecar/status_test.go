@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/svc-dev/svc/internal/testkit"
 	"github.com/svc-dev/svc/internal/testkit/redistest"
 	"github.com/svc-dev/svc/reason"
+	"github.com/svc-dev/svc/sidecar/telemetry"
 )
 
 // TestStatusAgreesWithReadiness starts a sidecar whose identity provider
@@ -153,7 +155,12 @@ func TestStatusRedisEviction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := startServer(t, Deps{Engine: newTestEngine(t, cfg)})
+	tel, err := telemetry.Setup(ctx, telemetry.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	r := startServer(t, Deps{Engine: newTestEngine(t, cfg), Telemetry: tel})
 	testkit.Eventually(t, "serving", r.ready.Load)
 	testkit.Eventually(t, "Redis checked", func() bool { return r.redis.status().CheckedAt != nil })
 	st := getStatus(t, r)
@@ -161,6 +168,14 @@ func TestStatusRedisEviction(t *testing.T) {
 		!st.Redis.Evicts || st.Redis.MaxMemoryPolicy != "volatile-lru" || st.Redis.MaxMemory != 64<<20 {
 		t.Fatalf("status %q reason %q redis %+v; want degraded, %s, volatile-lru of 64 MiB", st.Status, st.Reason, st.Redis, reason.RedisEvictsKeys)
 	}
+	gauge := func(want string) {
+		t.Helper()
+		_, body := get(t, r, PathMetrics)
+		if !regexp.MustCompile(`(?m)^svc_redis_evicts(\{[^}]*\})? ` + want + `$`).Match(body) {
+			t.Errorf("metrics: no svc_redis_evicts %s in\n%s", want, testkit.GrepLines(string(body), "redis"))
+		}
+	}
+	gauge("1")
 
 	if err := c.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
 		t.Fatal(err)
@@ -169,4 +184,5 @@ func TestStatusRedisEviction(t *testing.T) {
 	if st := getStatus(t, r); st.Status != StatusHealthy || st.Redis == nil || st.Redis.Evicts || st.Redis.MaxMemoryPolicy != "noeviction" {
 		t.Fatalf("after noeviction: status %q reason %q redis %+v; want healthy", st.Status, st.Reason, st.Redis)
 	}
+	gauge("0")
 }
