@@ -63,7 +63,8 @@ when not healthy; unavailable or draining exactly when GET /readyz says not
 ready), Partitioned (with the time it began), Last sync, Cache valid, Cache age, Policies loaded (with the active
 revision, where it came from and, for a bundle, when it was created), Last bundle accepted (the record
 in sidecar.state_dir that a new process orders bundles against), Policy mode (enforce, or dry-run when
-policy.mode never denies), JWKS key sets cached, Uptime and Version. With
+policy.mode never denies), JWKS key sets cached, the decision log and Redis
+(its eviction policy) when configured, Uptime and Version. With
 --output json it prints GET /v1/status as the sidecar answers it, with the
 same field names (policy_revision, partitioned_since, last_sync, cache_valid,
 cache_age, policy_mode, ...).
@@ -162,6 +163,9 @@ func (a *app) printStatus(st wire.Status, status string) error {
 	if d := st.DecisionLog; d != nil {
 		fmt.Fprintf(w, "Decision log:\t%s\n", decisionLogLine(d))
 	}
+	if r := st.Redis; r != nil {
+		fmt.Fprintf(w, "Redis:\t%s\n", redisLine(r))
+	}
 	fmt.Fprintf(w, "Uptime:\t%s\n", st.Uptime)
 	fmt.Fprintf(w, "Version:\t%s\n", st.Version)
 	if ps := st.PolicyState; ps != nil && ps.File == "" {
@@ -198,6 +202,26 @@ func decisionLogLine(d *wire.DecisionLogStatus) string {
 	line += fmt.Sprintf(", %d shipped, %d retries, %d dropped, %d refused", d.Shipped, d.Retries, d.Dropped, d.Refused)
 	if d.LastError != "" {
 		line += "; last error: " + d.LastError
+	}
+	return line
+}
+
+// redisLine summarises what the Redis of rate_limit.redis_addr said of
+// its memory bound.
+func redisLine(r *wire.RedisStatus) string {
+	line := r.Addr
+	switch {
+	case r.CheckedAt == nil:
+		line += ", not checked yet"
+	case r.MaxMemory == 0:
+		line += fmt.Sprintf(", maxmemory-policy %s, no maxmemory: never evicts", r.MaxMemoryPolicy)
+	case r.Evicts:
+		line += fmt.Sprintf(", maxmemory-policy %s, maxmemory %d bytes: evicts keys when full", r.MaxMemoryPolicy, r.MaxMemory)
+	default:
+		line += fmt.Sprintf(", maxmemory-policy %s, maxmemory %d bytes", r.MaxMemoryPolicy, r.MaxMemory)
+	}
+	if r.LastError != "" {
+		line += "; last error: " + r.LastError
 	}
 	return line
 }

@@ -89,6 +89,9 @@ func TestSidecarStatusRedisEvicts(t *testing.T) {
 	if r.code != exitFailed {
 		t.Errorf("exit %d for a degraded sidecar, want 1", r.code)
 	}
+	if !regexp.MustCompile(`(?m)^Redis:\s+127\.0\.0\.1:\d+, maxmemory-policy allkeys-lru, maxmemory 67108864 bytes: evicts keys when full$`).MatchString(r.stdout) {
+		t.Errorf("the report has no Redis line:\n%s", r.stdout)
+	}
 	if !regexp.MustCompile(`(?m)^Warning:\s+Redis at \S+ may evict keys when full \(maxmemory-policy allkeys-lru, maxmemory 67108864 bytes\).*set maxmemory-policy noeviction$`).MatchString(r.stdout) {
 		t.Errorf("the report does not warn of the eviction policy:\n%s", r.stdout)
 	}
