@@ -102,6 +102,8 @@ func TestConfigValidateAgreesOnEveryFileSetting(t *testing.T) {
 			"kafka_sasl_mechanism = \"PLAIN\"\nkafka_sasl_username = \"svc\"\nkafka_sasl_password_file = \"nope\"\n", nil, false, nil},
 		{"decision_log.tls_ca_file", sink("http", "https://127.0.0.1:1/decisions") + "tls_ca_file = \"nope.pem\"\n", nil, false, nil},
 		{"decision_log.http_token_file", sink("http", "http://127.0.0.1:1/decisions") + "http_token_file = \"nope\"\n", nil, false, nil},
+		{"rate_limit.redis_password_file", "[rate_limit]\nredis_addr = \"127.0.0.1:1\"\nredis_password_file = \"nope\"\n", nil, false, nil},
+		{"rate_limit.redis_tls_ca_file", "[rate_limit]\nredis_addr = \"127.0.0.1:1\"\nredis_tls = true\nredis_tls_ca_file = \"nope.pem\"\n", nil, false, nil},
 	}
 	covered := map[string]bool{}
 	for _, tc := range tests {
