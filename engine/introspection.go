@@ -49,6 +49,7 @@ func (e *Engine) newIntrospector(client *http.Client) error {
 		TenantClaim:  in.TenantClaim,
 		CacheTTL:     in.CacheTTL.Duration,
 		NegativeTTL:  in.NegativeCacheTTL.Duration,
+		Skew:         e.cfg.JWT.ClockSkew.Duration,
 		CacheSize:    e.cfg.JWT.CacheSize,
 		Timeout:      introspectionTimeout,
 		HTTPClient:   client,

@@ -347,3 +347,27 @@ func TestIntrospectionSharedTierRefusesForgedValues(t *testing.T) {
 		t.Fatalf("svc.introspection.cache_rejected = %d, want 1", got)
 	}
 }
+
+// TestIntrospectionNotBefore: an active answer whose nbf is ahead of the
+// clock by more than jwt.clock_skew names a token that may not be used
+// yet, as a JWT's nbf does: token-inactive, on every surface.
+func TestIntrospectionNotBefore(t *testing.T) {
+	now := time.Now()
+	ep := newIntrospectionEndpoint(t, map[string]string{
+		"later":  `{"active":true,"sub":"alice","tenant_id":"acme","roles":["viewer"],"nbf":` + itoa(now.Add(10*time.Minute).Unix()) + `}`,
+		"inskew": `{"active":true,"sub":"bob","tenant_id":"acme","roles":["viewer"],"nbf":` + itoa(now.Add(2*time.Second).Unix()) + `}`,
+	})
+	cfg := introspectionConfig(t, ep.srv.URL)
+	cfg.JWT.ClockSkew = config.Duration{Duration: 10 * time.Second}
+	e := newEngine(t, cfg, engine.Deps{})
+	ctx := context.Background()
+	if d := e.ValidateToken(ctx, "later"); d.Allowed || d.Reason != reason.TokenInactive {
+		t.Fatalf("nbf ten minutes ahead: %+v, want token-inactive", d)
+	}
+	if res, err := e.Authorize(ctx, "later", engine.Input{Action: "orders:read"}); err != nil || res.Allowed() || res.Token.Reason != reason.TokenInactive {
+		t.Fatalf("nbf ten minutes ahead: %+v err=%v, want token-inactive", res, err)
+	}
+	if d := e.ValidateToken(ctx, "inskew"); !d.Allowed {
+		t.Fatalf("nbf within jwt.clock_skew: %+v", d)
+	}
+}

@@ -24,6 +24,8 @@ type Answer struct {
 	Roles []string
 	// Exp is the exp member (Unix seconds), 0 when absent.
 	Exp int64
+	// NotBefore is the nbf member (Unix seconds), 0 when absent.
+	NotBefore int64
 	// Audiences is the aud member (one string or an array of strings),
 	// nil when absent.
 	Audiences []string
@@ -69,6 +71,9 @@ func parse(body []byte, tenantClaim string) (*Answer, error) {
 		return nil, err
 	}
 	if a.Exp, err = numericDate(claims, "exp"); err != nil {
+		return nil, err
+	}
+	if a.NotBefore, err = numericDate(claims, "nbf"); err != nil {
 		return nil, err
 	}
 	if a.Roles, err = roles(claims); err != nil {

@@ -47,6 +47,7 @@ const (
 	DefaultCacheSize   = 10000
 	DefaultTimeout     = 5 * time.Second
 	DefaultTenantClaim = "tenant_id"
+	DefaultSkew        = 30 * time.Second
 )
 
 // MaxTokenSize is the longest token sent to the endpoint; a longer one is
@@ -68,6 +69,10 @@ type Options struct {
 	CacheTTL time.Duration
 	// NegativeTTL is how long an inactive answer is served; default 10s.
 	NegativeTTL time.Duration
+	// Skew is the clock difference tolerated for an answer's nbf: a
+	// token whose nbf is further ahead than Skew counts as inactive
+	// until then. Default 30s, as a JWT's (jwt.clock_skew).
+	Skew time.Duration
 	// CacheSize bounds the in-process cache (answers); default 10000.
 	CacheSize int
 	// Timeout bounds one call to the endpoint; default 5s.
@@ -124,6 +129,9 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.NegativeTTL <= 0 {
 		opts.NegativeTTL = DefaultNegativeTTL
+	}
+	if opts.Skew <= 0 {
+		opts.Skew = DefaultSkew
 	}
 	if opts.CacheSize <= 0 {
 		opts.CacheSize = DefaultCacheSize
@@ -243,10 +251,18 @@ func (c *Client) lookup(ctx context.Context, key *[sha256.Size]byte, raw string)
 }
 
 // entry is the cache entry of answer a (nil: inactive) received at now.
-// An active answer whose exp has passed is taken for an inactive one.
+// An active answer whose exp has passed is taken for an inactive one,
+// and so is one whose nbf is more than Options.Skew ahead, until then:
+// the token may not be used yet.
 func (c *Client) entry(a *Answer, now int64) entry {
 	if a != nil && a.Exp > 0 && a.Exp*int64(time.Second) <= now {
 		a = nil
+	}
+	if a != nil && a.NotBefore > 0 {
+		if valid := a.NotBefore*int64(time.Second) - int64(c.opts.Skew); valid > now {
+			until := min(now+int64(c.opts.NegativeTTL), valid)
+			return entry{fresh: until, usable: until}
+		}
 	}
 	if a == nil {
 		until := now + int64(c.opts.NegativeTTL)

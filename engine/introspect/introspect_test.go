@@ -503,3 +503,40 @@ func TestIntrospectSharedTierRefusesForgedValues(t *testing.T) {
 		t.Fatalf("replica with another secret: stats %+v, want the value rejected", s)
 	}
 }
+
+// An answer whose nbf is still ahead names a token that may not be used
+// yet: it counts as inactive until then, as a JWT's nbf refuses it, with
+// the clock skew tolerated.
+func TestIntrospectNotBefore(t *testing.T) {
+	ep := newEndpoint(t, map[string]string{
+		"later": `{"active":true,"sub":"alice","tenant_id":"acme","nbf":1800000600,"exp":1800003600}`,
+		"skew":  `{"active":true,"sub":"bob","tenant_id":"acme","nbf":1800000010,"exp":1800003600}`,
+		"past":  `{"active":true,"sub":"carol","tenant_id":"acme","nbf":1799999000}`,
+		"bad":   `{"active":true,"sub":"dave","tenant_id":"acme","nbf":"soon"}`,
+	})
+	clk := testkit.NewClock(start)
+	c := newClient(t, ep, clk, func(o *introspect.Options) {
+		o.NegativeTTL = time.Hour // the nbf, not the negative TTL, ends the refusal
+		o.Skew = 30 * time.Second
+	})
+	ctx := context.Background()
+	if _, err := c.Introspect(ctx, "later"); code(err) != reason.TokenInactive {
+		t.Fatalf("a token whose nbf is ten minutes ahead: err = %v, want token-inactive", err)
+	}
+	for _, tok := range []string{"skew", "past"} {
+		if _, err := c.Introspect(ctx, tok); err != nil {
+			t.Fatalf("%s: %v", tok, err)
+		}
+	}
+	if _, err := c.Introspect(ctx, "bad"); code(err) != reason.IntrospectionInvalid {
+		t.Fatalf("nbf not a number: err = %v, want introspection-invalid", err)
+	}
+	clk.Advance(9 * time.Minute)
+	if _, err := c.Introspect(ctx, "later"); code(err) != reason.TokenInactive {
+		t.Fatalf("still before nbf: err = %v, want token-inactive", err)
+	}
+	clk.Advance(time.Minute)
+	if a, err := c.Introspect(ctx, "later"); err != nil || a.Subject != "alice" {
+		t.Fatalf("nbf reached: answer %+v, err %v", a, err)
+	}
+}
