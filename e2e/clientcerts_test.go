@@ -16,6 +16,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/code"
 
 	"github.com/svc-dev/svc/internal/harness"
+	"github.com/svc-dev/svc/internal/nginxconf"
 	"github.com/svc-dev/svc/internal/testkit"
 )
 
@@ -315,5 +316,74 @@ func TestClientCertsForgedThroughShippedProxies(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestClientCertsNginxOptionalNoCA: with ssl_verify_client optional_no_ca
+// Debian's nginx lets a certificate that no trusted CA signed through;
+// passed on unconditionally, it names whatever workload its maker chose,
+// and core config validate counts that configuration as an error. Passed
+// on only when $ssl_client_verify is SUCCESS, as docs/client-certs.md
+// shows, a forged certificate authenticates nobody while the mesh's own
+// still does.
+func TestClientCertsNginxOptionalNoCA(t *testing.T) {
+	ca, rogue := testkit.NewCA(t, "mesh CA"), testkit.NewCA(t, "rogue CA")
+	server := ca.Server(t)
+	orders, forged := ca.Client(t, ordersID), rogue.Client(t, ordersID)
+	up := harness.StartUpstream(t)
+	s := harness.StartSidecar(t, harness.SidecarOptions{Config: clientCertConfig(`"127.0.0.1"`)})
+	dir := t.TempDir()
+	harness.WriteFile(t, dir, "ca.pem", string(ca.PEM))
+	harness.WriteFile(t, dir, "server.pem", string(server.CertPEM))
+	harness.WriteFile(t, dir, "server.key", string(server.KeyPEM))
+	const passOn = `proxy_set_header X-Forwarded-Client-Cert 'Cert="$ssl_client_escaped_cert"';`
+	noCA := func(addr string) string {
+		return strings.Replace(nginxMTLSServer(dir, addr, s.HTTPAddr, up.Addr), "ssl_verify_client on;", "ssl_verify_client optional_no_ca;", 1)
+	}
+	verifiedOnly := func(addr string) string {
+		return `
+    map $ssl_client_verify $svc_client_cert {
+        SUCCESS 'Cert="$ssl_client_escaped_cert"';
+        default "";
+    }` + strings.Replace(noCA(addr), passOn, `proxy_set_header X-Forwarded-Client-Cert $svc_client_cert;`, 1)
+	}
+	// The client sends its certificate whatever CAs nginx names.
+	client := func(id testkit.Issued) *http.Client {
+		pair, err := tls.X509KeyPair(id.CertPEM, id.KeyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := &tls.Config{RootCAs: ca.Pool(), GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &pair, nil }}
+		return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+	}
+	get := func(base string, id testkit.Issued) (int, http.Header, []byte) {
+		t.Helper()
+		req, err := http.NewRequest("GET", base+"/orders/1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, body := testkit.Do(t, client(id), req)
+		return resp.StatusCode, resp.Header, body
+	}
+	sc := nginxconf.Sidecar{ReadsClientCert: true}
+
+	unchecked := harness.StartNginxServer(t, noCA)
+	if status, h, body := get("https://"+strings.TrimPrefix(unchecked.URL, "http://"), forged); status != http.StatusOK {
+		t.Fatalf("a forged certificate through optional_no_ca, passed on unchecked: %s; want 200, the forgery the lint refuses this configuration for", harness.Describe(status, h, body))
+	}
+	if fs := nginxconf.Lint([]byte(noCA("127.0.0.1:8443")), sc); len(fs) != 1 || fs[0].Directive != "ssl_verify_client" {
+		t.Errorf("lint of optional_no_ca passing the certificate on unchecked: %v, want one ssl_verify_client finding", fs)
+	}
+
+	checked := harness.StartNginxServer(t, verifiedOnly)
+	base := "https://" + strings.TrimPrefix(checked.URL, "http://")
+	if status, h, body := get(base, forged); status != http.StatusUnauthorized {
+		t.Errorf("a forged certificate through optional_no_ca, passed on when verified: %s; want 401", harness.Describe(status, h, body))
+	}
+	if status, h, body := get(base, orders); status != http.StatusOK {
+		t.Errorf("orders through optional_no_ca, passed on when verified: %s; want 200", harness.Describe(status, h, body))
+	}
+	if fs := nginxconf.Lint([]byte(verifiedOnly("127.0.0.1:8443")), sc); len(fs) != 0 {
+		t.Errorf("lint of optional_no_ca passing only a verified certificate on: %v, want none", fs)
 	}
 }

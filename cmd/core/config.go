@@ -81,6 +81,9 @@ certificates from this nginx ([client_certs] trust_domains and
 sidecar.trusted_proxies), an auth_request in a file that sets
 X-Forwarded-Client-Cert nowhere is an error too: nginx passes a client's
 own header on, and the client would be taken for the workload it names.
+So is ssl_verify_client optional_no_ca in a file that passes the client's
+certificate on in X-Forwarded-Client-Cert and reads $ssl_client_verify
+nowhere: nginx lets a self-signed certificate through, naming any workload.
 Files it includes are not read.
 
 Exit codes: 0 valid, 1 invalid, 2 a file cannot be read.`,

@@ -129,6 +129,7 @@ var goldenCases = []goldenCase{
 	{"config-validate-nginx-underscores", []string{"config", "validate", "testdata/config/svc.toml", "--nginx-config", "testdata/config/nginx-underscores.conf"}, 1},
 	{"config-validate-nginx-underscores-json", []string{"--output", "json", "config", "validate", "testdata/config/svc.toml", "--nginx-config", "testdata/config/nginx-underscores.conf"}, 1},
 	{"config-validate-nginx-client-cert", []string{"config", "validate", "testdata/config/clientcerts.toml", "--nginx-config", "testdata/config/nginx-client-cert.conf"}, 1},
+	{"config-validate-nginx-client-cert-no-ca", []string{"config", "validate", "testdata/config/clientcerts.toml", "--nginx-config", "testdata/config/nginx-client-cert-no-ca.conf"}, 1},
 	{"config-validate-nginx-client-cert-shipped", []string{"config", "validate", "testdata/config/clientcerts.toml", "--nginx-config", "../../deploy/nginx/nginx.conf"}, 0},
 	{"config-validate-nginx-client-cert-unread", []string{"config", "validate", "testdata/config/svc.toml", "--nginx-config", "testdata/config/nginx-client-cert.conf"}, 0},
 	{"config-validate-nginx-missing", []string{"config", "validate", "testdata/config/svc.toml", "--nginx-config", "testdata/config/nope.conf"}, 2},

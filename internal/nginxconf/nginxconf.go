@@ -59,13 +59,28 @@ type directive struct {
 //   - when the sidecar reads client certificates from this nginx, an
 //     auth_request without a proxy_set_header of X-Forwarded-Client-Cert
 //     anywhere in the file: a client's own header reaches the check, and
-//     the client is taken for the workload it names.
+//     the client is taken for the workload it names;
+//   - when the sidecar reads client certificates from this nginx,
+//     ssl_verify_client optional_no_ca in a file that passes the client's
+//     certificate on in X-Forwarded-Client-Cert and reads
+//     $ssl_client_verify nowhere: nginx lets a certificate no trusted CA
+//     signed through, and a client with a self-signed one is taken for
+//     the workload it names.
 //
 // Files named by include are not read; lint each of them too.
 func Lint(data []byte, sc Sidecar) []Finding {
 	var out []Finding
 	authLine, setsMethod, setsCert := 0, false, false
+	// noCALine is the line of ssl_verify_client optional_no_ca; passesCert
+	// says some proxy_set_header gives X-Forwarded-Client-Cert a value,
+	// readsVerify that $ssl_client_verify is read anywhere.
+	noCALine, passesCert, readsVerify := 0, false, false
 	for _, d := range directives(string(data)) {
+		for _, w := range d.words {
+			if strings.Contains(w, verifyVariable) {
+				readsVerify = true
+			}
+		}
 		name := d.words[0]
 		arg := func(i int) string {
 			if i < len(d.words) {
@@ -86,6 +101,9 @@ func Lint(data []byte, sc Sidecar) []Finding {
 			setsMethod = true
 		case name == "proxy_set_header" && strings.EqualFold(arg(1), ClientCertHeader):
 			setsCert = true
+			passesCert = passesCert || arg(2) != ""
+		case name == "ssl_verify_client" && strings.EqualFold(arg(1), "optional_no_ca") && noCALine == 0:
+			noCALine = d.line
 		}
 	}
 	if authLine > 0 && !setsMethod {
@@ -99,8 +117,19 @@ func Lint(data []byte, sc Sidecar) []Finding {
 			" (sidecar.trusted_proxies), takes the client for the workload it names; add proxy_set_header " + ClientCertHeader +
 			` ""; (or the certificate nginx verified) to the location that proxies to /check`})
 	}
+	if noCALine > 0 && sc.ReadsClientCert && passesCert && !readsVerify {
+		out = append(out, Finding{noCALine, "ssl_verify_client", "optional_no_ca lets a certificate that no trusted CA signed through " +
+			"($ssl_client_verify FAILED:...), and this file passes the client's certificate to the check in " + ClientCertHeader +
+			" without reading " + verifyVariable + ": the sidecar, which judges only the SPIFFE ID a certificate names, takes a client with a" +
+			" self-signed certificate for the workload it names; use ssl_verify_client on, or pass the certificate only when " +
+			verifyVariable + " is SUCCESS"})
+	}
 	return out
 }
+
+// verifyVariable is nginx's outcome of the client certificate's
+// verification: SUCCESS, FAILED:reason or NONE.
+const verifyVariable = "$ssl_client_verify"
 
 // directives splits an nginx configuration into its simple directives
 // (block openings count as directives too), without comments. Quoted

@@ -45,6 +45,23 @@ location / { auth_request /_svc_check; proxy_pass http://app; }
 		{"client certificates: the header name in another case", "http { server {\n" + strings.Replace(certCheck, "X-Forwarded-Client-Cert", "x-forwarded-client-cert", 1) + "} }",
 			Sidecar{ReadsClientCert: true}, nil},
 		{"client certificates not read", "http { server {\n" + check + "} }", Sidecar{}, nil},
+		// optional_no_ca lets a self-signed certificate through, with
+		// $ssl_client_verify "FAILED:...": passed on unconditionally, any
+		// client names the workload it likes.
+		{"client certificates: optional_no_ca passed on unchecked", "http { server {\nssl_verify_client optional_no_ca;\n" +
+			strings.Replace(certCheck, `""`, `'Cert="$ssl_client_escaped_cert"'`, 1) + "} }",
+			Sidecar{ReadsClientCert: true}, []string{"2: ssl_verify_client"}},
+		{"client certificates: optional_no_ca, only a verified one passed on", "http {\nmap $ssl_client_verify $svc_xfcc { SUCCESS 'Cert=\"$ssl_client_escaped_cert\"'; default \"\"; }\n" +
+			"server {\nssl_verify_client optional_no_ca;\n" + strings.Replace(certCheck, `""`, `$svc_xfcc`, 1) + "} }",
+			Sidecar{ReadsClientCert: true}, nil},
+		{"client certificates: optional_no_ca, the header dropped", "http { server {\nssl_verify_client optional_no_ca;\n" + certCheck + "} }",
+			Sidecar{ReadsClientCert: true}, nil},
+		{"client certificates: optional refuses a failed certificate itself", "http { server {\nssl_verify_client optional;\n" +
+			strings.Replace(certCheck, `""`, `'Cert="$ssl_client_escaped_cert"'`, 1) + "} }",
+			Sidecar{ReadsClientCert: true}, nil},
+		{"client certificates not read: optional_no_ca", "http { server {\nssl_verify_client optional_no_ca;\n" +
+			strings.Replace(certCheck, `""`, `'Cert="$ssl_client_escaped_cert"'`, 1) + "} }",
+			Sidecar{}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
