@@ -14,7 +14,11 @@ an always allowed plan, ``false()`` for an always denied one, else the
 condition over the columns. A field's column is ``columns[field]`` (a
 mapping of fields such as ``"attributes.owner"`` to columns or mapped
 attributes), else the attribute of ``source`` (a ``Table`` or a mapped
-class) named ``id``, ``tenant`` or the attribute's own name.
+class) named ``id``, ``tenant`` or the attribute's own name. It must be a
+column (or a mapped column attribute, a hybrid's expression): a name that
+``source`` answers with anything else, a Python property or method of the
+class, a relationship, is :class:`~svc_sdk.plan.PlanError`, as a missing
+one is, never a comparison of a Python object that holds for every row.
 
 A missing field (NULL) makes every comparison false and ``not`` true:
 ``not`` renders as ``(x) IS NOT true``, as the sidecar's SQL has it.
@@ -33,6 +37,7 @@ from typing import Any, Mapping
 
 from sqlalchemy import Boolean, String, and_, bindparam, false, or_, true
 from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.orm import ColumnProperty
 from sqlalchemy.sql.elements import ColumnElement, Grouping
 
 from .plan import ALWAYS_ALLOWED, ATTRIBUTE_PREFIX, STRING_TESTS, Condition, Plan, PlanError, like_pattern
@@ -60,11 +65,22 @@ class _Filter:
 
     def column(self, f: str) -> Any:
         if f in self.columns:
-            return self.columns[f]
+            col = self.columns[f]
+            if not _is_column(col):
+                raise PlanError(f"plan: columns[{f!r}] is not a column, but {type(col).__name__}")
+            return col
         name = f[len(ATTRIBUTE_PREFIX):] if f.startswith(ATTRIBUTE_PREFIX) else f
-        holder = getattr(self.source, "c", self.source)
-        col = getattr(holder, name, None) if holder is not None else None
-        if col is None:
+        cols = getattr(self.source, "c", None)
+        if cols is not None and hasattr(cols, "get"):
+            # A Table's (or alias's) columns by key: getattr would also
+            # find the collection's own methods (keys, items, update...).
+            col = cols.get(name)
+        else:
+            col = getattr(self.source, name, None) if self.source is not None else None
+        # A mapped class answers for its Python properties, methods and
+        # relationships too: compared with a value, such an attribute is a
+        # Python bool, and "ne" of it would hold for every row.
+        if not _is_column(col):
             raise PlanError(f"plan: no column for {f}: name one in columns")
         return col
 
@@ -102,6 +118,25 @@ class _Filter:
         if c.op == "gt":
             return col > v
         return col >= v
+
+
+def _is_column(col: Any) -> bool:
+    """Whether col is a SQL column expression: a Column, a mapped
+    class's column attribute, a hybrid's expression."""
+    if isinstance(col, ColumnElement):
+        return True
+    clause = getattr(col, "__clause_element__", None)
+    if not callable(clause):
+        return False
+    # A relationship's clause element is its join condition, a boolean
+    # expression: compared with a value it is no column either.
+    prop = getattr(col, "property", None)
+    if prop is not None and not isinstance(prop, ColumnProperty):
+        return False
+    try:
+        return isinstance(clause(), ColumnElement)
+    except Exception:  # an attribute that names no column
+        return False
 
 
 class _StringTest(ColumnElement):  # type: ignore[misc]

@@ -16,8 +16,9 @@ import djangoconf
 djangoconf.setup()
 
 from django.db import connection, models  # noqa: E402
-from sqlalchemy import Column, Integer, MetaData, String, Table, create_engine, select  # noqa: E402
+from sqlalchemy import Column, ForeignKey, Integer, MetaData, String, Table, create_engine, select  # noqa: E402
 from sqlalchemy.dialects import mysql, postgresql, sqlite  # noqa: E402
+from sqlalchemy.orm import declarative_base, relationship  # noqa: E402
 
 from svc_sdk.django import plan_filter as django_filter  # noqa: E402
 from svc_sdk.plan import Condition, Plan, PlanError, to_sql  # noqa: E402
@@ -354,6 +355,61 @@ class SQLAlchemyTest(unittest.TestCase):
         c = Condition.from_json({"op": "eq", "field": "attributes.owner", "value": "a"})
         with self.assertRaisesRegex(PlanError, "no column for attributes.owner"):
             sqlalchemy_filter(c, self.orders)
+
+    def test_attribute_that_is_no_column(self) -> None:
+        # A mapped class answers for its Python properties, methods and
+        # relationships, a Table's .c for its own methods: compared with a
+        # number, such an attribute was a Python bool, and "ne" of it, True,
+        # dropped out of the filter, which listed rows the plan excludes.
+        base = declarative_base()
+
+        class Person(base):  # type: ignore[misc,valid-type]
+            __tablename__ = "people"
+            id = Column(Integer, primary_key=True)
+
+        class Doc(base):  # type: ignore[misc,valid-type]
+            __tablename__ = "docs"
+            id = Column(String, primary_key=True)
+            tenant = Column(String)
+            archived_at = Column(String)
+            author_id = Column(Integer, ForeignKey("people.id"))
+            author = relationship(Person)
+
+            @property
+            def status(self) -> str:
+                return "archived" if self.archived_at else "open"
+
+        base.metadata.create_all(self.engine)
+        with self.engine.begin() as conn:
+            conn.execute(Doc.__table__.insert(), [{"id": "d1", "tenant": "acme", "archived_at": "2026-01-01"},
+                                                  {"id": "d2", "tenant": "acme", "archived_at": None}])
+        for source, field in ((Doc, "attributes.status"), (Doc, "attributes.metadata"), (Doc, "attributes.author"),
+                              (Doc, "attributes.registry"), (self.orders, "attributes.keys"),
+                              (self.orders, "attributes.items")):
+            for tree in ({"op": "ne", "field": field, "value": "archived"},
+                         {"op": "ne", "field": field, "value": 5},
+                         {"op": "ne", "field": field, "value": True},
+                         {"op": "eq", "field": field, "value": "archived"},
+                         {"op": "in", "field": field, "values": ["open"]},
+                         {"op": "not", "arg": {"op": "eq", "field": field, "value": "archived"}},
+                         {"op": "starts_with", "field": field, "value": "a"}):
+                with self.subTest(source=getattr(source, "__name__", "orders"), tree=tree):
+                    with self.assertRaisesRegex(PlanError, f"no column for {field}"):
+                        sqlalchemy_filter(Condition.from_json(tree), source)
+        with self.assertRaisesRegex(PlanError, "not a column"):
+            sqlalchemy_filter(Condition.from_json({"op": "ne", "field": "attributes.status", "value": "x"}),
+                              Doc, {"attributes.status": Doc.status})
+        # The mapped class's columns still serve, and a column named like
+        # a method of Table.c is found by its key.
+        c = Condition.from_json({"op": "and", "args": [{"op": "eq", "field": "tenant", "value": "acme"},
+                                                       {"op": "ne", "field": "attributes.archived_at", "value": None}]})
+        with self.engine.connect() as conn:
+            got = {r[0] for r in conn.execute(select(Doc.id).where(sqlalchemy_filter(c, Doc)))}
+        self.assertEqual(got, {"d1"})
+        keyed = Table("keyed", MetaData(), Column("id", String, primary_key=True), Column("keys", String))
+        sql = str(sqlalchemy_filter(Condition.from_json({"op": "eq", "field": "attributes.keys", "value": "k"}), keyed)
+                  .compile(dialect=postgresql.dialect()))
+        self.assertEqual(sql, "keyed.keys = %(param_1)s")
 
 
 class Order(models.Model):
