@@ -83,7 +83,9 @@ func (e *Engine) verifyOpaque(ctx context.Context, raw string) (TokenDecision, *
 		if re, ok := err.(*reason.Error); ok {
 			msg = re.Msg
 		}
-		if reason.Unjudged(code) {
+		if reason.Unjudged(code) && ctx.Err() == nil {
+			// A request that ended while it waited says nothing of the
+			// endpoint.
 			e.warnIntrospection(ctx, err)
 		}
 		return TokenDecision{Reason: code, Message: msg}, nil

@@ -173,7 +173,10 @@ func New(opts Options) (*Client, error) {
 // "Bearer " prefix), from a cache when one holds it, else from the
 // endpoint. Every error is a *reason.Error: token-inactive,
 // introspection-unavailable, introspection-invalid or token-malformed.
-// The Answer and its Claims are shared: treat them as read-only.
+// A call to the endpoint lasts at most Options.Timeout whoever waits for
+// it; a caller whose ctx ends first stops waiting, with
+// introspection-unavailable. The Answer and its Claims are shared: treat
+// them as read-only.
 func (c *Client) Introspect(ctx context.Context, raw string) (*Answer, error) {
 	if raw == "" || len(raw) > MaxTokenSize {
 		return nil, reason.New(reason.TokenMalformed, "token empty or over %d bytes", MaxTokenSize)
@@ -186,17 +189,32 @@ func (c *Client) Introspect(ctx context.Context, raw string) (*Answer, error) {
 		}
 		return e.answer, nil
 	}
-	v, err, _ := c.group.Do(string(key[:]), func() (any, error) {
+	return c.await(ctx, key, raw)
+}
+
+// await answers a token the in-process cache holds no fresh answer for,
+// from the one lookup of it in flight (started when none is), for as
+// long as ctx lasts. key is a copy: the lookup's goroutine keeps it, and
+// the cache hits of Introspect do not allocate.
+func (c *Client) await(ctx context.Context, key [sha256.Size]byte, raw string) (*Answer, error) {
+	ch := c.group.DoChan(string(key[:]), func() (any, error) {
 		// One call serves every waiter: one caller's cancellation must
 		// not fail the others.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.Timeout)
 		defer cancel()
 		return c.lookup(cctx, &key, raw)
 	})
-	if err != nil {
-		return nil, err
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*Answer), nil
+	case <-ctx.Done():
+		// The request is over (the proxy's timeout, a client gone): it
+		// stops waiting, and the call goes on for the others.
+		return nil, reason.Wrap(reason.IntrospectionUnavailable, ctx.Err(), "the request ended before the introspection endpoint answered")
 	}
-	return v.(*Answer), nil
 }
 
 // lookup answers a token the in-process cache holds no fresh answer for:

@@ -540,3 +540,41 @@ func TestIntrospectNotBefore(t *testing.T) {
 		t.Fatalf("nbf reached: answer %+v, err %v", a, err)
 	}
 }
+
+// A slow endpoint holds a request no longer than the request lasts: a
+// caller whose context ends (Envoy's ext_authz timeout, a client gone)
+// gets introspection-unavailable at once, while the call goes on for the
+// other requests with the token, which get its answer.
+func TestIntrospectStopsWaitingWhenTheRequestEnds(t *testing.T) {
+	ep := newEndpoint(t, map[string]string{"tok": `{"active":true,"sub":"alice","tenant_id":"acme"}`})
+	ep.gate = make(chan struct{})
+	c := newClient(t, ep, testkit.NewClock(start), func(o *introspect.Options) { o.Timeout = time.Minute })
+	patient := make(chan error, 1)
+	go func() {
+		_, err := c.Introspect(context.Background(), "tok")
+		patient <- err
+	}()
+	testkit.Eventually(t, "the first call to reach the endpoint", func() bool { return ep.calls.Load() == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	hurried := make(chan error, 1)
+	go func() {
+		_, err := c.Introspect(ctx, "tok")
+		hurried <- err
+	}()
+	select {
+	case err := <-hurried:
+		if code(err) != reason.IntrospectionUnavailable {
+			t.Errorf("err = %v, want introspection-unavailable", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Errorf("a request whose deadline passed still waits for the endpoint after 5s")
+	}
+	close(ep.gate)
+	if err := <-patient; err != nil {
+		t.Fatalf("the request without a deadline: %v", err)
+	}
+	if _, err := c.Introspect(context.Background(), "tok"); err != nil || ep.calls.Load() != 1 {
+		t.Fatalf("after the call: err %v, %d calls, want the cached answer", err, ep.calls.Load())
+	}
+}
