@@ -96,6 +96,9 @@ func TestIntrospectionDecides(t *testing.T) {
 			itoa(exp) + `,"department":"sales"}`,
 		"no-tenant": `{"active":true,"sub":"bob"}`,
 		"bad":       `not json`,
+		"dpop-bound": `{"active":true,"sub":"alice","tenant_id":"acme","scope":"admin","token_type":"DPoP","cnf":{"jkt":"0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"},"exp":` +
+			itoa(exp) + `}`,
+		"refresh": `{"active":true,"sub":"alice","tenant_id":"acme","scope":"admin","token_type":"refresh_token","exp":` + itoa(exp) + `}`,
 	})
 	e := newEngine(t, introspectionConfig(t, ep.srv.URL), engine.Deps{})
 	if e.DevMode() {
@@ -123,6 +126,10 @@ func TestIntrospectionDecides(t *testing.T) {
 		{"revoked-token", reason.TokenInactive},
 		{"no-tenant", reason.TenantMissing},
 		{"bad", reason.IntrospectionInvalid},
+		// Bound to its client's DPoP key, which a bearer request does not
+		// prove; a refresh token is for the authorization server only.
+		{"dpop-bound", reason.TokenInactive},
+		{"refresh", reason.TokenInactive},
 	} {
 		if d := e.ValidateToken(ctx, tc.tok); d.Allowed || d.Reason != tc.want {
 			t.Errorf("%s: %+v, want %s", tc.tok, d, tc.want)

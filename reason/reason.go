@@ -119,7 +119,10 @@ const (
 // (RFC 7662).
 const (
 	// TokenInactive: the introspection endpoint answered active: false
-	// (revoked, expired, or never issued).
+	// (revoked, expired, or never issued), or an answer about a token no
+	// bearer request may present yet or at all: an nbf still ahead, a
+	// token bound to its client's key (cnf, token_type DPoP), a refresh
+	// token.
 	TokenInactive Code = "token-inactive"
 	// IntrospectionUnavailable: the introspection endpoint could not be
 	// reached or did not answer 200, and no still-valid answer about the

@@ -37,8 +37,9 @@ type Answer struct {
 	Derived any
 }
 
-// parse reads an introspection answer: (nil, nil) for active: false, the
-// active token's Answer, or an introspection-invalid error for anything
+// parse reads an introspection answer: (nil, nil) for active: false and
+// for a token that is no bearer token (usableAsBearer), the active
+// token's Answer, or an introspection-invalid error for anything
 // that is not an RFC 7662 answer. tenantClaim names the tenant member.
 // Only the shapes are checked here; what the claims grant is the
 // policy's business.
@@ -62,8 +63,14 @@ func parse(body []byte, tenantClaim string) (*Answer, error) {
 	if !active {
 		return nil, nil
 	}
+	bearer, err := usableAsBearer(claims)
+	if err != nil {
+		return nil, err
+	}
+	if !bearer {
+		return nil, nil
+	}
 	a := &Answer{Claims: claims, Roles: []string{}}
-	var err error
 	if a.Subject, err = optionalString(claims, "sub"); err != nil {
 		return nil, err
 	}
@@ -88,6 +95,23 @@ func parse(body []byte, tenantClaim string) (*Answer, error) {
 		claims[k] = plain(v)
 	}
 	return a, nil
+}
+
+// usableAsBearer reports whether an active answer is about a token that
+// a bearer request may present: not one bound to a key of its client
+// (a cnf member, RFC 8705 §3.2 and RFC 9449 §6.2, or token_type DPoP),
+// whose proof of possession a bearer request cannot give, and not a
+// refresh token (token_type refresh_token), which is for the
+// authorization server only. token_type must be a string when present.
+func usableAsBearer(claims map[string]any) (bool, error) {
+	if cnf, ok := claims["cnf"]; ok && cnf != nil {
+		return false, nil
+	}
+	typ, err := optionalString(claims, "token_type")
+	if err != nil {
+		return false, err
+	}
+	return !strings.EqualFold(typ, "DPoP") && !strings.EqualFold(typ, "refresh_token"), nil
 }
 
 func optionalString(claims map[string]any, name string) (string, error) {

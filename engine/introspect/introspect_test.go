@@ -122,6 +122,7 @@ func TestIntrospectActive(t *testing.T) {
 		{"roles string", `{"active":true,"sub":"bob","tenant_id":"acme","roles":"viewer","aud":"orders"}`, "", "bob", "acme", []string{"viewer"}, []string{"orders"}},
 		{"scope", `{"active":true,"sub":"svc-ci","tenant_id":"acme","scope":"orders:read  orders:write"}`, "", "svc-ci", "acme", []string{"orders:read", "orders:write"}, nil},
 		{"custom tenant claim", `{"active":true,"sub":"carol","org":"globex"}`, "org", "carol", "globex", []string{}, nil},
+		{"bearer token_type", `{"active":true,"sub":"dave","tenant_id":"acme","token_type":"Bearer","cnf":null}`, "", "dave", "acme", []string{}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -159,6 +160,14 @@ func TestIntrospectBadAnswers(t *testing.T) {
 		{"too large", `{"active":true,"pad":"` + strings.Repeat("x", introspect.MaxAnswerSize) + `"}`, reason.IntrospectionInvalid},
 		{"inactive", `{"active":false}`, reason.TokenInactive},
 		{"expired", `{"active":true,"sub":"a","exp":1700000000}`, reason.TokenInactive},
+		// A token bound to its client's key (RFC 8705, RFC 9449) needs a
+		// proof of possession a bearer request cannot give; a refresh
+		// token is for the authorization server only.
+		{"bound to a DPoP key", `{"active":true,"sub":"a","tenant_id":"acme","token_type":"DPoP","cnf":{"jkt":"0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}}`, reason.TokenInactive},
+		{"bound to a certificate", `{"active":true,"sub":"a","tenant_id":"acme","token_type":"Bearer","cnf":{"x5t#S256":"bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"}}`, reason.TokenInactive},
+		{"DPoP without cnf", `{"active":true,"sub":"a","tenant_id":"acme","token_type":"dpop"}`, reason.TokenInactive},
+		{"refresh token", `{"active":true,"sub":"a","tenant_id":"acme","token_type":"refresh_token"}`, reason.TokenInactive},
+		{"token_type number", `{"active":true,"sub":"a","token_type":7}`, reason.IntrospectionInvalid},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
