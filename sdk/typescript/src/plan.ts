@@ -380,6 +380,11 @@ const PRISMA_OPS: Record<ComparisonOp | StringTestOp, keyof PrismaFieldFilter> =
  * paired with `{field: {not: null}}`, so that a missing field makes "not"
  * true, as the sidecar's SQL has it.
  *
+ * An ordering (lt, le, gt, ge) of a string throws PlanError: Prisma
+ * compares strings by the column's collation on PostgreSQL and MySQL,
+ * rarely byte for byte as the policy does, so its lt and gt would list
+ * rows the plan does not permit; toSql orders them in collation C.
+ *
  * starts_with, ends_with and contains are Prisma's startsWith, endsWith
  * and contains filters, whose case sensitivity is the database's: on
  * PostgreSQL they are case-sensitive (Prisma's default mode), on MySQL
@@ -411,6 +416,13 @@ export function prismaWhere(plan: Plan | Condition, fields: Record<string, strin
         return { OR: c.args.map((a) => build(a, negated)) };
       case "not":
         return { NOT: build(c.arg, !negated) };
+    }
+    if ((c.op === "lt" || c.op === "le" || c.op === "gt" || c.op === "ge") && typeof c.value === "string") {
+      // Prisma orders strings by the column's collation on PostgreSQL and
+      // MySQL ("B" < "a" in bytes, not in en_US): such a where object
+      // would list rows on the other side of the policy's bound.
+      throw new PlanError(`plan: ${c.field} ${c.op} ${JSON.stringify(c.value)}: prismaWhere cannot order strings ` +
+        "byte for byte, as the policy does; use toSql");
     }
     let w: PrismaWhere;
     if (c.op === "in") {

@@ -149,11 +149,26 @@ describe("prismaWhere", () => {
     assert.deepEqual(prismaWhere(parsePlan({ kind: "always_denied" })), { OR: [] });
   });
 
+  test("refuses to order a string, which Prisma orders by the column's collation", () => {
+    for (const op of ["lt", "le", "gt", "ge"]) {
+      const c = parseCondition({ op: "not", arg: { op, field: "attributes.name", value: "a" } });
+      assert.throws(() => prismaWhere(c), (e) => e instanceof PlanError && /cannot order strings/.test(e.message), op);
+      assert.deepEqual(prismaWhere(parseCondition({ op, field: "attributes.level", value: 3 })),
+        { level: { [{ lt: "lt", le: "lte", gt: "gt", ge: "gte" }[op]]: 3 } });
+    }
+  });
+
   test("selects the rows the tree means, NULLs included", () => {
     const data = rows();
     const fields = { "attributes.owner": "ownerName" };
     const prismaRows = data.map(({ owner, ...r }) => ({ ...r, ownerName: owner }));
+    const ordersString = (c) => c.op === "and" || c.op === "or" ? c.args.some(ordersString)
+      : c.op === "not" ? ordersString(c.arg) : ["lt", "le", "gt", "ge"].includes(c.op) && typeof c.value === "string";
     for (const c of trees()) {
+      if (ordersString(c)) {
+        assert.throws(() => prismaWhere(c, fields), PlanError, JSON.stringify(c));
+        continue;
+      }
       const w = prismaWhere(c, fields);
       const got = prismaRows.filter((r) => prismaEval(w, r) === true).map((r) => r.id);
       const want = data.filter((r) => holds(c, r)).map((r) => r.id);
