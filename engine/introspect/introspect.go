@@ -26,6 +26,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -273,11 +274,11 @@ func (c *Client) lookup(ctx context.Context, key *[sha256.Size]byte, raw string)
 // and so is one whose nbf is more than Options.Skew ahead, until then:
 // the token may not be used yet.
 func (c *Client) entry(a *Answer, now int64) entry {
-	if a != nil && a.Exp > 0 && a.Exp*int64(time.Second) <= now {
+	if a != nil && a.Exp > 0 && unixNanos(a.Exp) <= now {
 		a = nil
 	}
 	if a != nil && a.NotBefore > 0 {
-		if valid := a.NotBefore*int64(time.Second) - int64(c.opts.Skew); valid > now {
+		if valid := unixNanos(a.NotBefore) - int64(c.opts.Skew); valid > now {
 			until := min(now+int64(c.opts.NegativeTTL), valid)
 			return entry{fresh: until, usable: until}
 		}
@@ -292,10 +293,20 @@ func (c *Client) entry(a *Answer, now int64) entry {
 	fresh := now + int64(c.opts.CacheTTL)
 	usable := fresh
 	if a.Exp > 0 {
-		usable = a.Exp * int64(time.Second)
+		usable = unixNanos(a.Exp)
 		fresh = min(fresh, usable)
 	}
 	return entry{answer: a, fresh: fresh, usable: usable}
+}
+
+// unixNanos is the NumericDate sec (positive) in Unix nanoseconds, the
+// largest int64 for a date past 2262, which nanoseconds cannot hold: a
+// product that wrapped would put a far exp or nbf in the past.
+func unixNanos(sec int64) int64 {
+	if sec > math.MaxInt64/int64(time.Second) {
+		return math.MaxInt64
+	}
+	return sec * int64(time.Second)
 }
 
 // fromRemote reads the shared tier: ok when it holds a fresh answer that

@@ -587,3 +587,34 @@ func TestIntrospectStopsWaitingWhenTheRequestEnds(t *testing.T) {
 		t.Fatalf("after the call: err %v, %d calls, want the cached answer", err, ep.calls.Load())
 	}
 }
+
+// NumericDates past 2262 do not fit Unix nanoseconds: an exp that far
+// (a token meant never to expire) is not taken for a past one, nor an
+// nbf that far for a past one.
+func TestIntrospectFarDates(t *testing.T) {
+	ep := newEndpoint(t, map[string]string{
+		"far-exp": `{"active":true,"sub":"alice","tenant_id":"acme","exp":9999999999}`,
+		"max-exp": `{"active":true,"sub":"bob","tenant_id":"acme","exp":253402300799}`,
+		"far-nbf": `{"active":true,"sub":"carol","tenant_id":"acme","nbf":9999999999}`,
+		"max-nbf": `{"active":true,"sub":"dave","tenant_id":"acme","nbf":253402300799}`,
+	})
+	clk := testkit.NewClock(start)
+	c := newClient(t, ep, clk, nil)
+	ctx := context.Background()
+	for _, tok := range []string{"far-exp", "max-exp"} {
+		if _, err := c.Introspect(ctx, tok); err != nil {
+			t.Errorf("%s: %v, want the active answer", tok, err)
+		}
+	}
+	for _, tok := range []string{"far-nbf", "max-nbf"} {
+		if _, err := c.Introspect(ctx, tok); code(err) != reason.TokenInactive {
+			t.Errorf("%s: err = %v, want token-inactive", tok, err)
+		}
+	}
+	// The endpoint failing, the far exp still bounds the stale answer.
+	clk.Advance(time.Hour)
+	ep.setStatus(http.StatusServiceUnavailable)
+	if _, err := c.Introspect(ctx, "far-exp"); err != nil {
+		t.Errorf("far-exp, endpoint down: %v, want the cached answer", err)
+	}
+}
