@@ -38,7 +38,9 @@ pub enum Dialect {
     /// `$1`, `$2`…; identifiers quoted with `"`.
     #[default]
     Postgres,
-    /// `?`; identifiers quoted with `"`.
+    /// `?`; identifiers quoted with backticks: SQLite reads a
+    /// double-quoted name that is no column as a string literal, and a
+    /// backticked one as the error `no such column`.
     Sqlite,
     /// `?`; identifiers quoted with backticks.
     Mysql,
