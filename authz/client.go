@@ -209,8 +209,10 @@ func (c *Client) ValidateToken(ctx context.Context, token string) (TokenDecision
 // Authorize asks the sidecar whether the bearer of req.Token may perform
 // req.Action on req.Resource. Denials and invalid tokens are decisions
 // with Allowed=false, in both fail modes. When the sidecar is unreachable
-// or cannot decide it returns, in FailOpen mode, Allowed=true with reason
-// "fail-open"; in FailClosed mode an *UnavailableError. A request the
+// it returns, in FailOpen mode, Allowed=true with reason "fail-open"; in
+// FailClosed mode an *UnavailableError. A sidecar that answers but cannot
+// or will not decide (policy-error, decision-log-unavailable) is an
+// *UnavailableError with its reason in both modes. A request the
 // sidecar rejects as malformed, or resource attributes out of bounds or
 // not JSON (not sent at all), is a *reason.Error with code
 // reason.InputInvalid.

@@ -18,7 +18,10 @@ type UnavailableError struct {
 	Op string
 	// Reason is reason.Unavailable when the decision service could not be
 	// reached in time, or the code it answered with (reason.PolicyError
-	// when the engine could not decide).
+	// when the engine could not decide, reason.DecisionLogUnavailable when
+	// its decision log refused to take the decision). The middleware
+	// applies the fail mode to reason.Unavailable only: any other code is
+	// an answer, refused 503 in both modes.
 	Reason reason.Code
 	// Err is the underlying transport or engine error.
 	Err error

@@ -145,6 +145,7 @@ type DenyBody = wire.DenyBody
 //	decision service unreachable open: let through as "anonymous", claims nil
 //	                             closed: 503
 //	engine cannot decide         503 policy-error in both fail modes
+//	decision log refuses         503 decision-log-unavailable in both fail modes
 //	keys unavailable (IdP down)  503
 //
 // Denials carry a DenyBody. Admitted requests carry the User in their
@@ -291,10 +292,12 @@ func (m *middleware) admit(w http.ResponseWriter, r *http.Request, u User) {
 func (m *middleware) failed(w http.ResponseWriter, r *http.Request, err error) {
 	var ue *UnavailableError
 	if errors.As(err, &ue) {
-		if ue.Reason == reason.PolicyError {
-			// The decision service answered: it could not decide. Fail
-			// open is for a service that cannot be reached, never this.
-			m.refuse(w, http.StatusServiceUnavailable, DenyBody{Reason: string(reason.PolicyError)})
+		if !unreachable(ue.Reason) {
+			// The decision service answered: it could not or would not
+			// decide (policy-error, or decision-log-unavailable from a
+			// decision log that refuses to decide unlogged). Fail open is
+			// for a service that cannot be reached, never this.
+			m.refuse(w, http.StatusServiceUnavailable, DenyBody{Reason: string(ue.Reason)})
 			return
 		}
 		m.unavailable(w, r, ue.Reason)
@@ -313,6 +316,14 @@ func (m *middleware) failed(w http.ResponseWriter, r *http.Request, err error) {
 	m.opts.Logger.ErrorContext(r.Context(), "authorization failed", "reason", rc, "err", err,
 		"method", r.Method, "path", r.URL.Path)
 	m.refuse(w, http.StatusInternalServerError, DenyBody{Reason: string(rc)})
+}
+
+// unreachable reports whether an *UnavailableError's reason says that the
+// decision service could not be reached in time (reason.Unavailable, as a
+// Client sets it for a refused connection or a timeout), the one case the
+// fail mode applies to. Any other code is the service's own answer.
+func unreachable(rc reason.Code) bool {
+	return rc == "" || rc == reason.Unavailable || rc == reason.FailOpen
 }
 
 // unavailable applies the request's fail mode when no decision could be

@@ -277,3 +277,59 @@ func TestMiddlewareNilAuthorizerPanics(t *testing.T) {
 	}()
 	authz.Middleware(nil, authz.MiddlewareOptions{})
 }
+
+// A decision service that answers but will not decide (a decision log
+// with overflow = "deny" whose spool is full refuses every decision with
+// decision-log-unavailable) has not gone away: the middleware refuses
+// the request 503 in both fail modes, through gRPC, the HTTP API and
+// in-process, and never lets it through as a fail-open anonymous user.
+func TestMiddlewareRefusedDecisionIsNoOutage(t *testing.T) {
+	p := servertest.NewIDP(t)
+	eng := servertest.NewEngine(t, p, func(c *config.Config) {
+		c.SDK.FailMode = config.FailOpen
+		c.DecisionLog = config.DecisionLog{Sink: config.DecisionLogHTTP, URL: "http://" + testkit.DeadAddr(t) + "/v1",
+			SpoolDir: t.TempDir(), Overflow: config.DecisionLogDeny, SpoolMaxBytes: 1 << 20,
+			FlushInterval: config.Duration{Duration: time.Hour}}
+	})
+	srv := servertest.NewServer(t, eng)
+	viewer := p.TokenFor(t, servertest.FixedUser("alice", "viewer"))
+	// Each record holds the 12 KB attribute: fewer than 100 fill the spool.
+	opts := authz.MiddlewareOptions{Action: routeAction, Resource: func(*http.Request) authz.Resource {
+		return authz.Resource{Attributes: map[string]any{"pad": strings.Repeat("x", 12000)}}
+	}}
+	header := map[string]string{"Authorization": "Bearer " + viewer}
+	grpcOpen := servertest.Protect(t, newClient(t, servertest.ServeGRPC(t, srv), authz.FailOpen), opts).URL
+	filled := false
+	for n := 0; n < 2000 && !filled; n++ {
+		got := servertest.Post(t, http.MethodGet, grpcOpen+"/orders/o-1", "", header)
+		if got.Status != http.StatusOK || !strings.Contains(string(got.Body), string(reason.PolicyAllow)) {
+			filled = true
+		}
+	}
+	if !filled {
+		t.Fatal("2000 decisions of 12 KB records answered with a spool of 1 MiB")
+	}
+	for _, tc := range []struct {
+		name string
+		a    authz.Authorizer
+	}{
+		{"gRPC, fail open", newClient(t, servertest.ServeGRPC(t, srv), authz.FailOpen)},
+		{"gRPC, fail closed", newClient(t, servertest.ServeGRPC(t, srv), authz.FailClosed)},
+		{"HTTP API, fail open", newClient(t, servertest.ServeHTTP(t, srv), authz.FailOpen)},
+		{"HTTP API, fail closed", newClient(t, servertest.ServeHTTP(t, srv), authz.FailClosed)},
+		{"in-process, engine fail open", server.Local(eng)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, mode := range []string{"", authz.FailOpen} {
+				o := opts
+				o.FailMode = mode
+				got := servertest.Post(t, http.MethodGet, servertest.Protect(t, tc.a, o).URL+"/orders/o-1", "", header)
+				var d authz.DenyBody
+				if err := json.Unmarshal(got.Body, &d); err != nil || got.Status != http.StatusServiceUnavailable ||
+					d.Reason != string(reason.DecisionLogUnavailable) {
+					t.Errorf("middleware fail mode %q: status %d, body %s; want 503 decision-log-unavailable", mode, got.Status, got.Body)
+				}
+			}
+		})
+	}
+}
