@@ -33,6 +33,9 @@ then a TokenDecision with reason ``ok``.
 ``request.state.svc_user`` holds the verified claims (a dict), or None in
 development mode, on fail-open and on excluded paths;
 ``request.state.svc_decision`` holds the whole TokenDecision or Decision.
+WebSocket routes are checked as HTTP ones are, by their handshake's
+headers (``websocket.state.svc_user``): a refused handshake is closed with
+code 1008 before the route runs, which the server answers 403.
 The sidecar is called on a worker thread (``asyncio.to_thread``) so the event
 loop keeps serving other requests while a call is in flight.
 
@@ -88,8 +91,9 @@ async def refusal_handler(request: Request, exc: SvcRefused) -> Response:
 
 class SvcMiddleware:
     """ASGI middleware validating the bearer token or API key of every HTTP
-    request but those whose path is in ``exclude`` (exact paths, or prefixes ending with
-    ``*``). Use it as ``app.add_middleware(SvcMiddleware, client=...)``;
+    request and WebSocket handshake but those whose path is in ``exclude``
+    (exact paths, or prefixes ending with ``*``). A refused handshake is
+    closed before the route runs (code 1008; the server answers it 403). Use it as ``app.add_middleware(SvcMiddleware, client=...)``;
     without ``client`` one is made from the environment and svc.toml (see
     :class:`~svc_sdk.Client`).
 
@@ -117,7 +121,8 @@ class SvcMiddleware:
         self.prefixed_only = self.saml.prefixed_only if prefixed_only is None else prefixed_only
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
+            # lifespan: no request to check.
             await self.app(scope, receive, send)
             return
         state = scope.setdefault("state", {})
@@ -133,7 +138,7 @@ class SvcMiddleware:
         if self.identity is not None:
             out = await asyncio.to_thread(check_identity, self.identity, _header(scope, b"x-svc-identity"))
             if isinstance(out, Refusal):
-                await _send_refusal(send, out)
+                await _send_refusal(scope, send, out)
                 return
             state["svc_user"] = out.claims
             state["svc_decision"] = out.decision
@@ -145,7 +150,9 @@ class SvcMiddleware:
                                                     self.prefixed_only),
                                       _header(scope, b"x-api-key"))
         if isinstance(out, Refusal):
-            await _send_refusal(send, _browser(scope, out, self.saml, self.login_redirect))
+            if scope["type"] == "http":
+                out = _browser(scope, out, self.saml, self.login_redirect)
+            await _send_refusal(scope, send, out)
             return
         state["svc_user"] = out.claims
         state["svc_decision"] = out.decision
@@ -167,7 +174,7 @@ class SvcMiddleware:
         except SvcRefused as e:
             if started:
                 raise
-            await _send_refusal(send, e.refusal)
+            await _send_refusal(scope, send, e.refusal)
 
 
 def require_action(action: str, resource: Optional[str] = None, resource_id_param: Optional[str] = None,
@@ -249,9 +256,20 @@ def _header(scope: Scope, name: bytes) -> Optional[str]:
     return None
 
 
-async def _send_refusal(send: Send, r: Refusal) -> None:
+async def _send_refusal(scope: Scope, send: Send, r: Refusal) -> None:
     body = r.body()
     headers: list[Any] = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in r.all_headers().items()]
     headers.append((b"content-length", str(len(body)).encode()))
+    if scope["type"] == "websocket":
+        # A refused handshake: the refusal itself where the server takes an
+        # HTTP answer to a WebSocket (the websocket.http.response
+        # extension), else a close before accept, which the server answers
+        # 403 (ASGI), with 1008, policy violation.
+        if "websocket.http.response" in (scope.get("extensions") or {}):
+            await send({"type": "websocket.http.response.start", "status": r.status, "headers": headers})
+            await send({"type": "websocket.http.response.body", "body": body})
+        else:
+            await send({"type": "websocket.close", "code": 1008, "reason": r.reason})
+        return
     await send({"type": "http.response.start", "status": r.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -5,8 +5,9 @@ import time
 import unittest
 
 import httpx
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Request, WebSocket
 from fastapi.testclient import TestClient
+from starlette.websockets import WebSocketDisconnect
 
 import harness
 import svc_sdk.fastapi
@@ -82,6 +83,67 @@ class FastAPITest(MiddlewareBehaviour, unittest.TestCase):
         self.assertEqual(denied.status_code, 403)
         self.assertEqual(denied.json()["detail"]["deny_reasons"], ["role-forbidden: viewer cannot orders:delete"])
         self.assertIn("refusal_handler", "".join(logs.output))
+
+    def test_websocket_handshakes_are_checked(self):
+        # A WebSocket route is served by the same app: its handshake is
+        # checked as an HTTP request is, and a refused one never reaches
+        # the route.
+        def app_of(client):
+            app = FastAPI()
+            app.add_middleware(SvcMiddleware, client=client, exclude=("/healthz",))
+            reached = []
+
+            @app.websocket("/ws")
+            async def ws(websocket: WebSocket):
+                reached.append(True)
+                await websocket.accept()
+                await websocket.send_json({"claims": websocket.state.svc_user})
+                await websocket.close()
+
+            @app.websocket("/healthz")
+            async def health(websocket: WebSocket):
+                await websocket.accept()
+                await websocket.send_json({"claims": websocket.state.svc_user})
+                await websocket.close()
+
+            return app, reached
+
+        def connect(client, path, headers):
+            app, reached = app_of(client)
+            with TestClient(app) as tc:
+                try:
+                    with tc.websocket_connect(path, headers=headers) as w:
+                        return w.receive_json(), None, reached
+                except WebSocketDisconnect as e:
+                    return None, (e.code, e.reason), reached
+
+        now = int(time.time())
+        refused = [
+            ("no token", {}, "token-missing"),
+            ("expired token", {"Authorization": f"Bearer {self.token(iat=now - 600, exp=now - 300)}"}, "token-expired"),
+            ("forged token", {"Authorization": "Bearer abc"}, "token-malformed"),
+            ("token of another tenant", {"Authorization": f"Bearer {self.token(tenant='globex')}"}, "tenant-mismatch"),
+        ]
+        for name, headers, reason in refused:
+            with self.subTest(name):
+                got, closed, reached = connect(self.client, "/ws", headers)
+                self.assertIsNone(got)
+                self.assertEqual(closed, (1008, reason))
+                self.assertEqual(reached, [])
+        with self.subTest("valid token"):
+            got, closed, reached = connect(self.client, "/ws", {"Authorization": f"Bearer {self.token()}"})
+            self.assertIsNone(closed)
+            self.assertEqual(got["claims"]["sub"], "alice")
+        with self.subTest("session cookie"):
+            got, closed, _ = connect(self.client, "/ws", {"Cookie": f"svc_session={self.token()}"})
+            self.assertEqual((closed, got["claims"]["sub"]), (None, "alice"))
+        with self.subTest("excluded path"):
+            got, closed, _ = connect(self.client, "/healthz", {})
+            self.assertEqual((got, closed), ({"claims": None}, None))
+        with self.subTest("sidecar down, closed"):
+            got, closed, reached = connect(Client(harness.down_url(), "closed", 1.0), "/ws",
+                                           {"Authorization": f"Bearer {self.token()}"})
+            self.assertEqual((got, closed, reached), (None, (1008, "unavailable"), []))
 
     def test_refusal_body_matches_the_middleware(self):
         # The dependency and the middleware answer the same refusal with
