@@ -189,7 +189,7 @@ class Client:
             return TokenDecision(True, None, FAIL_OPEN_REASON, subject=ANONYMOUS,
                                  message="sidecar unavailable; allowed by fail_mode=open")
         return TokenDecision(
-            allowed=bool(body.get("allowed")),
+            allowed=body.get("allowed") is True,
             claims=_claims(body.get("claims")),
             reason=str(body.get("reason") or ""),
             subject=str(body.get("subject") or ""),
@@ -226,7 +226,7 @@ class Client:
             return Decision(True, [], FAIL_OPEN_REASON, subject=ANONYMOUS,
                             message="sidecar unavailable; allowed by fail_mode=open")
         return Decision(
-            allow=bool(body.get("allowed")),
+            allow=body.get("allowed") is True,
             deny_reasons=[str(r) for r in body.get("deny_reasons") or []],
             reason=str(body.get("reason") or ""),
             decision_id=str(body.get("decision_id") or ""),

@@ -3,6 +3,7 @@ that never answers."""
 
 import os
 import tempfile
+import threading
 import time
 import unittest
 from unittest import mock
@@ -11,6 +12,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 import harness
 from svc_sdk import Client, Decision, SidecarRequestError, SidecarUnavailableError, TokenDecision
+from svc_sdk._web import Admission
 
 
 TOML_URL_CLOSED = """# the application's svc.toml
@@ -246,6 +248,45 @@ class UnavailableTest(unittest.TestCase):
         self.assertIn(url, str(cm.exception))
         with self.assertRaises(SidecarUnavailableError):
             closed.authorize("any", "orders:read")
+
+    def test_an_answer_that_is_not_a_decision_allows_nothing(self):
+        # Something else answering 200 at the sidecar's URL (a wrong port,
+        # a proxy's page): only a JSON true is an allowed decision, as
+        # protojson writes it and the Go and TypeScript clients read it.
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        from svc_sdk._web import check_action, check_token
+
+        bodies = [b'{"allowed":"false"}', b'{"allowed":"true"}', b'{"allowed":1}', b'{"allowed":[false]}',
+                  b'{"allowed":{"value":false}}', b'{"status":"ok"}']
+        answer = [b""]
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer[0])))
+                self.end_headers()
+                self.wfile.write(answer[0])
+
+            def log_message(self, *args):
+                pass
+
+        srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.server_close)
+        self.addCleanup(srv.shutdown)
+        url = f"http://127.0.0.1:{srv.server_address[1]}"
+        for mode in ("open", "closed"):
+            client = Client(url, mode, harness.CALL_TIMEOUT)
+            for body in bodies:
+                answer[0] = body
+                with self.subTest(f"{body.decode()}, {mode}"):
+                    self.assertFalse(client.validate_token("tok").allowed)
+                    self.assertFalse(client.authorize("tok", "orders:read").allow)
+                    self.assertNotIsInstance(check_token(client, "Bearer tok"), Admission)
+                    self.assertNotIsInstance(check_action(client, "Bearer tok", "orders:read"), Admission)
 
     def test_sidecar_cannot_decide(self):
         # A policy whose evaluation fails at run time: the sidecar answers
