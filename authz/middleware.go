@@ -38,8 +38,18 @@ type MiddlewareOptions struct {
 	// type is the action's prefix, its tenant the deployment's.
 	Resource func(*http.Request) Resource
 	// IncludeRequest sends the HTTP request (method, path, host, query,
-	// headers without credentials) to the policy as input.request.
+	// headers) to the policy as input.request, with the headers the
+	// sidecar's proxy check gives a policy: without credentials, without
+	// the x-svc-* headers the sidecar owns (a client's copy is forged;
+	// input.user is the identity) and, unless TrustForwardedFor, without
+	// X-Forwarded-For, Forwarded and X-Real-IP, which any client can send.
 	IncludeRequest bool
+	// TrustForwardedFor lets the policy see X-Forwarded-For, Forwarded and
+	// X-Real-IP in input.request.headers (with IncludeRequest), as
+	// sidecar.trust_forwarded_for does for the proxy check. Set it only
+	// when every path to the application goes through a proxy that
+	// overwrites them.
+	TrustForwardedFor bool
 	// SessionCookie names the sign-in gateways' session cookie
 	// (sdk.session.cookie_name, default "svc_session"): a request with no
 	// Authorization header is authenticated by the token in it, checked
@@ -220,7 +230,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		req.Resource = m.opts.Resource(r)
 	}
 	if m.opts.IncludeRequest {
-		info := requestInfoOf(r)
+		info := requestInfoOf(r, m.opts.TrustForwardedFor)
 		if _, err := requestOf(info); err != nil {
 			// The request itself is out of bounds (e.g. a huge path).
 			m.refuse(w, http.StatusBadRequest, DenyBody{Reason: string(reason.InputInvalid)})
@@ -420,10 +430,11 @@ func (m *middleware) refuse(w http.ResponseWriter, code int, body DenyBody) {
 }
 
 // requestInfoOf describes r for input.request: the first value of each
-// query parameter, headers joined with ", ", credentials left out. Entries
+// query parameter, headers joined with ", ", credentials left out, and
+// the headers the proxy check never gives a policy (policyHeader). Entries
 // a policy could not be given (not UTF-8, oversized) are left out, and at
 // most maxRequestMap of each kept, sorted by name so the cut is stable.
-func requestInfoOf(r *http.Request) *RequestInfo {
+func requestInfoOf(r *http.Request, trustForwardedFor bool) *RequestInfo {
 	info := &RequestInfo{Method: r.Method, Path: r.URL.Path, Host: r.Host}
 	q := make(map[string][]string)
 	for k, v := range r.URL.Query() {
@@ -440,7 +451,7 @@ func requestInfoOf(r *http.Request) *RequestInfo {
 	hs := make(map[string][]string, len(r.Header))
 	for k, v := range r.Header {
 		name := strings.ToLower(k)
-		if !droppedHeaders[name] && validHeaderName(name) && usableEntry(name, strings.Join(v, ", ")) {
+		if policyHeader(name, trustForwardedFor) && validHeaderName(name) && usableEntry(name, strings.Join(v, ", ")) {
 			hs[name] = v
 		}
 	}
@@ -451,6 +462,19 @@ func requestInfoOf(r *http.Request) *RequestInfo {
 		}
 	}
 	return info
+}
+
+// forwardingHeaders name the client's address: any client can send them.
+var forwardingHeaders = map[string]bool{"x-forwarded-for": true, "forwarded": true, "x-real-ip": true}
+
+// policyHeader reports whether the header name (lower-case) of a request
+// reaches the policy, by the rule of the sidecar's proxy check: never a
+// credential, never one of the x-svc-* headers the sidecar sets for the
+// upstream (in a request to the application a client sent it), and a
+// forwarding header only when trusted.
+func policyHeader(name string, trustForwardedFor bool) bool {
+	return !droppedHeaders[name] && !strings.HasPrefix(name, "x-svc-") &&
+		(trustForwardedFor || !forwardingHeaders[name])
 }
 
 func usableEntry(k, v string) bool {

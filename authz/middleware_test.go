@@ -333,3 +333,61 @@ func TestMiddlewareRefusedDecisionIsNoOutage(t *testing.T) {
 		})
 	}
 }
+
+// The headers of a request reach the policy (IncludeRequest) as the
+// sidecar's proxy check gives them: never the x-svc-* headers the
+// sidecar owns, which a client's request can only have forged, and the
+// forwarding headers (X-Forwarded-For, Forwarded, X-Real-IP), which any
+// client can send, only with TrustForwardedFor. A policy that reads them
+// behind the proxy is not fooled through the middleware.
+func TestMiddlewareRequestHeadersAsTheProxyCheckGivesThem(t *testing.T) {
+	p := servertest.NewIDP(t)
+	eng := servertest.NewEngine(t, p, func(c *config.Config) { c.Policy.Dir = "testdata/request-headers" })
+	viewer := p.TokenFor(t, servertest.FixedUser("alice", "viewer"))
+	authorizers := []struct {
+		name string
+		a    authz.Authorizer
+	}{
+		{"gRPC", newClient(t, servertest.ServeGRPC(t, servertest.NewServer(t, eng)), authz.FailClosed)},
+		{"HTTP API", newClient(t, servertest.ServeHTTP(t, servertest.NewServer(t, eng)), authz.FailClosed)},
+		{"in-process", server.Local(eng)},
+	}
+	forged := []map[string]string{
+		{"X-Svc-User-Id": "root"},
+		{"X-Svc-Roles": "admin"},
+		{"X-Forwarded-For": "10.0.0.7"},
+		{"X-Real-Ip": "10.0.0.7"},
+		{"Forwarded": "for=10.0.0.7"},
+	}
+	action := func(*http.Request) string { return "orders:read" }
+	for _, az := range authorizers {
+		t.Run(az.name, func(t *testing.T) {
+			plain := servertest.Protect(t, az.a, authz.MiddlewareOptions{Action: action, IncludeRequest: true}).URL
+			trusting := servertest.Protect(t, az.a, authz.MiddlewareOptions{Action: action, IncludeRequest: true, TrustForwardedFor: true}).URL
+			call := func(base string, h map[string]string) int {
+				header := map[string]string{"Authorization": "Bearer " + viewer}
+				for k, v := range h {
+					header[k] = v
+				}
+				return servertest.Post(t, http.MethodGet, base+"/orders/1", "", header).Status
+			}
+			if got := call(plain, map[string]string{"X-Team": "ops"}); got != http.StatusOK {
+				t.Fatalf("a header of the application's own: status %d, want 200", got)
+			}
+			for _, h := range forged {
+				if got := call(plain, h); got != http.StatusForbidden {
+					t.Errorf("%v: status %d, want 403: the policy saw a header the proxy check never gives it", h, got)
+				}
+			}
+			for i, h := range forged {
+				want := http.StatusOK
+				if i < 2 {
+					want = http.StatusForbidden // x-svc-*: never
+				}
+				if got := call(trusting, h); got != want {
+					t.Errorf("TrustForwardedFor, %v: status %d, want %d", h, got, want)
+				}
+			}
+		})
+	}
+}
