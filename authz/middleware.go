@@ -151,6 +151,8 @@ type DenyBody = wire.DenyBody
 //	invalid API key              401, WWW-Authenticate: ApiKey error="invalid_key"
 //	token of another tenant      403 tenant-mismatch (validate-only mode)
 //	policy denies                403 with the deny reasons and decision id
+//	method override header       400 input-invalid (route with an action)
+//	naming another method
 //	tenant rate-limited          429 with Retry-After
 //	decision service unreachable open: let through as "anonymous", claims nil
 //	                             closed: 503
@@ -223,6 +225,11 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		default:
 			m.admit(w, r, User{Subject: td.Subject, TenantID: td.TenantID, Claims: td.Claims, Reason: td.Reason})
 		}
+		return
+	}
+	if methodOverridden(r) {
+		// The handler may serve another method than the one judged.
+		m.refuse(w, http.StatusBadRequest, DenyBody{Reason: string(reason.InputInvalid)})
 		return
 	}
 	req := AuthorizeRequest{Token: tok, Action: action}
@@ -462,6 +469,28 @@ func requestInfoOf(r *http.Request, trustForwardedFor bool) *RequestInfo {
 		}
 	}
 	return info
+}
+
+// methodOverrideHeaders make Rails, Express (method-override), Spring,
+// gorilla's HTTPMethodOverrideHandler and others serve a request as the
+// method they name.
+var methodOverrideHeaders = [...]string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"}
+
+// methodOverridden reports whether a method override header of r names
+// another method than r's own, which the sidecar's proxy check refuses
+// too: a handler honoring it would serve "GET /orders/1" with
+// "X-HTTP-Method-Override: DELETE" as the DELETE while the policy judged
+// the read. An override applied before the middleware (r.Method already
+// the one named) passes.
+func methodOverridden(r *http.Request) bool {
+	for _, h := range methodOverrideHeaders {
+		for _, v := range r.Header.Values(h) {
+			if !strings.EqualFold(strings.TrimSpace(v), r.Method) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // forwardingHeaders name the client's address: any client can send them.

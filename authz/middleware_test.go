@@ -391,3 +391,65 @@ func TestMiddlewareRequestHeadersAsTheProxyCheckGivesThem(t *testing.T) {
 		})
 	}
 }
+
+// A method override header that names another method than the request's
+// is refused (400 input-invalid), as the sidecar's proxy check refuses
+// it: a handler that honors it (Rails-, Express- or Spring-style) would
+// serve "GET /orders/1" with "X-HTTP-Method-Override: DELETE" as the
+// DELETE while the policy judged the read.
+func TestMiddlewareMethodOverrideNamesTheMethod(t *testing.T) {
+	p := servertest.NewIDP(t)
+	eng := servertest.NewEngine(t, p, nil)
+	viewer := p.TokenFor(t, servertest.FixedUser("alice", "viewer"))
+	// The application behind the middleware serves the overriding method.
+	served := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, h := range []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"} {
+			if v := r.Header.Get(h); v != "" {
+				r.Method = strings.ToUpper(v)
+			}
+		}
+		_, _ = w.Write([]byte(r.Method))
+	})
+	for _, az := range []struct {
+		name string
+		a    authz.Authorizer
+	}{
+		{"gRPC", newClient(t, servertest.ServeGRPC(t, servertest.NewServer(t, eng)), authz.FailClosed)},
+		{"in-process", server.Local(eng)},
+	} {
+		t.Run(az.name, func(t *testing.T) {
+			h := authz.Middleware(az.a, authz.MiddlewareOptions{Action: routeAction, Logger: servertest.QuietLogger()})(served)
+			srv := httptest.NewServer(h)
+			t.Cleanup(srv.Close)
+			for _, tc := range []struct {
+				method, header, value string
+				status                int
+			}{
+				{http.MethodGet, "", "", 200},
+				{http.MethodGet, "X-HTTP-Method-Override", "GET", 200},
+				{http.MethodGet, "X-HTTP-Method-Override", " get ", 200},
+				{http.MethodGet, "X-HTTP-Method-Override", "DELETE", 400},
+				{http.MethodGet, "X-HTTP-Method", "DELETE", 400},
+				{http.MethodGet, "X-Method-Override", "delete", 400},
+				{http.MethodDelete, "", "", 403},
+				{http.MethodDelete, "X-HTTP-Method-Override", "GET", 400},
+			} {
+				header := map[string]string{"Authorization": "Bearer " + viewer}
+				if tc.header != "" {
+					header[tc.header] = tc.value
+				}
+				got := servertest.Post(t, tc.method, srv.URL+"/orders/1", "", header)
+				if got.Status != tc.status {
+					t.Errorf("%s with %s %q: status %d (%s), want %d", tc.method, tc.header, tc.value, got.Status, got.Body, tc.status)
+					continue
+				}
+				if tc.status == 400 {
+					var d authz.DenyBody
+					if err := json.Unmarshal(got.Body, &d); err != nil || d.Reason != string(reason.InputInvalid) {
+						t.Errorf("%s with %s %q: body %s, want input-invalid", tc.method, tc.header, tc.value, got.Body)
+					}
+				}
+			}
+		})
+	}
+}
