@@ -116,7 +116,8 @@ def identity_from_settings() -> IdentityVerifier | None:
 
 class SvcMiddleware:
     """Validates the bearer token, API key or session cookie of every
-    request but those whose path is in the setting ``SVC_EXCLUDE``, or,
+    request but those whose path (``path_info``, the path the URLconf
+    routes, without the script prefix) is in the setting ``SVC_EXCLUDE``, or,
     with the setting ``SVC_IDENTITY``, its identity token."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
@@ -136,7 +137,10 @@ class SvcMiddleware:
         r.svc_saml = self.saml
         r.svc_prefixed_only = self.prefixed_only
         r.svc_login_redirect = self.login_redirect
-        if excluded(request.path, self.exclude):
+        # The path the URLconf routes: without the script prefix, which
+        # is no part of the route (and which a WSGI server may take from
+        # the request itself).
+        if excluded(request.path_info, self.exclude):
             return self.get_response(request)
         if self.identity is not None:
             got = check_identity(self.identity, request.META.get("HTTP_X_SVC_IDENTITY"))

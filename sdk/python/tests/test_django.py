@@ -87,6 +87,29 @@ class DjangoTest(MiddlewareBehaviour, unittest.TestCase):
                     resp = get("/async/orders/7")
                     self.assertEqual(resp.status_code, 401, resp.content)
 
+    def test_excluded_paths_are_the_urlconfs(self):
+        # Django routes a request by its path_info; the script prefix
+        # (SCRIPT_NAME, which a WSGI server may take from the request
+        # itself) is not part of the route. An excluded prefix must not
+        # open every view to a request whose prefix spells it.
+        tok = self.token()
+        with override_settings(SVC_SIDECAR_URL=self.client.sidecar_url, SVC_FAIL_MODE="closed",
+                               SVC_TIMEOUT=self.client.timeout, SVC_EXCLUDE=("/healthz", "/static/*")):
+            for name, path, extra in [
+                ("prefix spelling an excluded prefix", "/whoami", {"SCRIPT_NAME": "/static/x"}),
+                ("prefix spelling an excluded path", "/whoami", {"SCRIPT_NAME": "/healthz"}),
+                ("action, prefix spelling an excluded prefix", "/orders/7", {"SCRIPT_NAME": "/static"}),
+            ]:
+                with self.subTest(name):
+                    resp = DjangoClient().get(path, **extra)
+                    self.assertEqual(resp.status_code, 401, resp.content)
+                    self.assertEqual(self.body(json.loads(resp.content))["reason"], "token-missing")
+                    resp = DjangoClient().get(path, HTTP_AUTHORIZATION=f"Bearer {tok}", **extra)
+                    self.assertEqual((resp.status_code, json.loads(resp.content)["claims"]["sub"]), (200, "alice"))
+            with self.subTest("excluded path under a script prefix"):
+                resp = DjangoClient().get("/healthz", SCRIPT_NAME="/app")
+                self.assertEqual((resp.status_code, json.loads(resp.content)), (200, {"claims": None}))
+
     def test_settings_then_environment(self):
         with mock.patch.dict(os.environ, {"SVC_SIDECAR_URL": "http://127.0.0.1:7788", "SVC_FAIL_MODE": "closed"}):
             c = client_from_settings()
