@@ -9,6 +9,7 @@
 //! | token of another tenant              | 403 `tenant-mismatch`                          |
 //! | policy denies (with an action)       | 403 with the deny reasons and decision id      |
 //! | tenant rate-limited                  | 429 `rate-limited`, `Retry-After`              |
+//! | method override, another method      | 400 `input-invalid` (with an action)           |
 //! | keys unavailable, policy error       | 503                                            |
 //!
 //! An API key is read as the sidecar's checks read it: the credential of
@@ -200,6 +201,19 @@ impl<S, B> AuthService<S, B> {
             .as_ref()
             .and_then(|f| f(req))
             .filter(|a| !a.is_empty());
+        if action.is_some() && method_overridden(req) {
+            // The inner service may serve another method than the one
+            // the action was chosen by: refused, as the sidecar's proxy
+            // check and the Go middleware refuse it.
+            return Err(self.refuse(Refusal {
+                status: StatusCode::BAD_REQUEST,
+                reason: "input-invalid".into(),
+                deny_reasons: vec![],
+                decision_id: String::new(),
+                challenge: None,
+                retry_after: None,
+            }));
+        }
         let engine = &self.layer.engine;
         match action {
             None => match engine.validate_token(token) {
@@ -370,6 +384,24 @@ fn api_key<B>(req: &Request<B>) -> Option<&str> {
         }
     };
     (!key.is_empty()).then_some(key)
+}
+
+/// The headers that make Rails, Express (method-override), Spring and
+/// other frameworks serve a request as the method they name.
+const METHOD_OVERRIDE_HEADERS: &[&str] = &["x-http-method-override", "x-http-method", "x-method-override"];
+
+/// Whether a method override header of the request names another method
+/// than its own (or is not text): a service honoring it would serve
+/// `GET /orders/1` with `X-HTTP-Method-Override: DELETE` as the DELETE
+/// while the action was chosen by the GET. An override applied before the
+/// layer, which leaves the request's method the one served, passes.
+fn method_overridden<B>(req: &Request<B>) -> bool {
+    METHOD_OVERRIDE_HEADERS.iter().any(|h| {
+        req.headers().get_all(*h).iter().any(|v| match v.to_str() {
+            Ok(v) => !v.trim().eq_ignore_ascii_case(req.method().as_str()),
+            Err(_) => true,
+        })
+    })
 }
 
 /// A quoted-string as Go's strconv.Quote writes one for ASCII.

@@ -312,3 +312,85 @@ fn api_keys() {
         assert_eq!(body["reason"], want, "{label}: {body}");
     }
 }
+
+/// Serves the method an override header names, as Rails-, Express- or
+/// Spring-style method override does, and answers with the method served.
+#[derive(Clone)]
+struct Overriding;
+
+impl Service<Request<String>> for Overriding {
+    type Response = Response<String>;
+    type Error = Infallible;
+    type Future = Ready<Result<Response<String>, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<String>) -> Self::Future {
+        let served = req
+            .headers()
+            .get("x-http-method-override")
+            .map_or(req.method().to_string(), |v| v.to_str().unwrap().trim().to_uppercase());
+        ready(Ok(Response::new(json!({ "served": served }).to_string())))
+    }
+}
+
+/// A method override header naming another method than the request's is
+/// refused: the action was chosen by the request's method, and the
+/// service behind would serve the other one.
+#[test]
+fn method_override_names_the_method() {
+    let e = common::engine("tower-override");
+    let by_method = |r: &Request<String>| {
+        Some(
+            if r.method() == http::Method::DELETE {
+                "orders:delete"
+            } else {
+                "orders:read"
+            }
+            .to_string(),
+        )
+    };
+    let mut svc = AuthLayer::new(e).with_action(by_method).layer(Overriding);
+    let tok = common::idp().token("user-1", "acme", &["viewer"]);
+    let auth = format!("Bearer {tok}");
+    let call = |svc: &mut _, method: &str, header: Option<(&str, &str)>| {
+        let mut b = Request::builder()
+            .method(method)
+            .uri("/orders/1")
+            .header("authorization", auth.as_str());
+        if let Some((k, v)) = header {
+            b = b.header(k, v);
+        }
+        let svc: &mut svc::tower::AuthService<Overriding, String> = svc;
+        now(std::future::poll_fn(|cx| svc.poll_ready(cx))).unwrap();
+        let resp = now(svc.call(b.body(String::new()).unwrap())).unwrap();
+        let (parts, body) = resp.into_parts();
+        (parts.status, serde_json::from_str::<Value>(&body).unwrap())
+    };
+    let (st, body) = call(&mut svc, "GET", None);
+    assert_eq!((st, &body["served"]), (StatusCode::OK, &json!("GET")), "{body}");
+    let (st, body) = call(&mut svc, "GET", Some(("x-http-method-override", " get ")));
+    assert_eq!(st, StatusCode::OK, "{body}");
+    for (k, v) in [
+        ("x-http-method-override", "DELETE"),
+        ("x-http-method", "DELETE"),
+        ("x-method-override", "delete"),
+    ] {
+        let (st, body) = call(&mut svc, "GET", Some((k, v)));
+        assert_eq!(st, StatusCode::BAD_REQUEST, "{k}: {v}: {body}");
+        assert_eq!(
+            body,
+            json!({"allow": false, "deny_reasons": [], "reason": "input-invalid"})
+        );
+    }
+    let (st, body) = call(&mut svc, "DELETE", Some(("x-http-method-override", "GET")));
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{body}");
+    let (st, body) = call(&mut svc, "DELETE", None);
+    assert_eq!(
+        (st, &body["reason"]),
+        (StatusCode::FORBIDDEN, &json!("policy-deny")),
+        "{body}"
+    );
+}
