@@ -279,6 +279,10 @@ export class SvcClient {
           headers: { "content-type": "application/json", accept: "application/json" },
           body: payload,
           signal,
+          // The decision is the sidecar's own: a redirect is not followed
+          // (fetch would send the token, and take the decision, from
+          // wherever it points), it is an answer that is not the API's.
+          redirect: "manual",
         });
         text = await res.text();
         break;

@@ -10,7 +10,7 @@ import { SidecarRequestError, SidecarUnavailableError, SvcClient } from "@svc/sd
 
 import { checkAction } from "../dist/web.js";
 
-import { blackHole, CALL_TIMEOUT_MS, claims, downUrl, newKey, relay, Sidecar, startSidecar, TENANT } from "./harness.mjs";
+import { blackHole, CALL_TIMEOUT_MS, claims, downUrl, newKey, relay, serve, Sidecar, startSidecar, TENANT } from "./harness.mjs";
 
 const quiet = { warn: () => {} };
 
@@ -197,6 +197,35 @@ describe("against the sidecar", () => {
       }
     } finally {
       await sc.stop();
+    }
+  });
+});
+
+describe("an answer that is not the sidecar's", () => {
+  test("a redirect is not followed: the token never leaves, the decision is never another server's", async () => {
+    const seen = [];
+    const other = await serve((req, res) => {
+      seen.push(req.url);
+      req.resume();
+      req.on("end", () => res.writeHead(200, { "content-type": "application/json" })
+        .end('{"allowed":true,"reason":"ok","subject":"root","claims":{"sub":"root"}}'));
+    });
+    const redirecting = await serve((req, res) => {
+      req.resume();
+      req.on("end", () => res.writeHead(307, { location: other.url + req.url }).end());
+    });
+    try {
+      for (const failMode of ["open", "closed"]) {
+        const c = new SvcClient({ sidecarUrl: redirecting.url, failMode, timeoutMs: CALL_TIMEOUT_MS, ...quiet });
+        await assert.rejects(c.validateToken("tok"), SidecarRequestError, failMode);
+        await assert.rejects(c.authorize("tok", "orders:read"), SidecarRequestError, failMode);
+        const out = await checkAction(c, "tok", "orders:read");
+        assert.deepEqual([out.admitted, out.refusal?.status], [false, 500], failMode);
+      }
+      assert.deepEqual(seen, [], "the redirect's target was asked");
+    } finally {
+      await other.close();
+      await redirecting.close();
     }
   });
 });
