@@ -406,7 +406,7 @@ var tokenFailures = map[reason.Code]bool{
 	reason.AlgNotAllowed: true, reason.KeyTooWeak: true, reason.TenantMissing: true,
 	reason.IssuerMismatch: true, reason.IssuerUnknown: true, reason.AudienceMismatch: true, reason.TypNotAllowed: true,
 	reason.APIKeyMalformed: true, reason.APIKeyUnknown: true, reason.APIKeyRevoked: true, reason.APIKeyExpired: true,
-	reason.TokenInactive: true,
+	reason.TokenInactive: true, reason.TokenBound: true,
 }
 
 // challenge sets WWW-Authenticate (RFC 6750 §3): no error attribute when

@@ -37,6 +37,12 @@ const (
 	TokenNotYetValid Code = "token-not-yet-valid"
 	// TokenIssuedInFuture: iat is in the future.
 	TokenIssuedInFuture Code = "token-issued-in-future"
+	// TokenBound: the token is bound to a key of its client (a cnf
+	// claim: RFC 8705 certificate-bound, RFC 9449 DPoP-bound), and only
+	// the client's proof of possession of that key makes it usable,
+	// which a bearer request does not give: a stolen bound token must not
+	// work as a bearer token.
+	TokenBound Code = "token-bound"
 	// SignatureInvalid: the signature does not verify with the key its
 	// kid names.
 	SignatureInvalid Code = "signature-invalid"

@@ -168,6 +168,10 @@ func TestVerify(t *testing.T) {
 		{"audience array matches", signClaims(hdr("RS256", "rsa", nil), with(map[string]any{"aud": []any{"x", "svc"}}), k.rsa), func(o *token.Options) { o.Audiences = []string{"svc"} }, reason.OK},
 		{"audience differs", valid, func(o *token.Options) { o.Audiences = []string{"billing"} }, reason.AudienceMismatch},
 		{"audience missing", signClaims(hdr("RS256", "rsa", nil), with(map[string]any{"aud": nil}), k.rsa), func(o *token.Options) { o.Audiences = []string{"svc"} }, reason.AudienceMismatch},
+		// Bound to its client's key (RFC 8705 §3.1, RFC 9449 §6.1): no
+		// bearer request proves possession of it.
+		{"certificate-bound", signClaims(hdr("RS256", "rsa", nil), with(map[string]any{"cnf": map[string]any{"x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"}}), k.rsa), nil, reason.TokenBound},
+		{"DPoP-bound", signClaims(hdr("RS256", "rsa", nil), with(map[string]any{"cnf": map[string]any{"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}}), k.rsa), nil, reason.TokenBound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

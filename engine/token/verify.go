@@ -265,6 +265,9 @@ func (v *Verifier) checkClaims(c Claims) error {
 	if v.audiences != nil && !v.audienceMatches(c["aud"]) {
 		return reason.New(reason.AudienceMismatch, "no audience matches")
 	}
+	if cnf, ok := c["cnf"]; ok && cnf != nil {
+		return reason.New(reason.TokenBound, "token bound to a key of its client (cnf): it needs a proof of possession a bearer request does not give")
+	}
 	if v.tenantOptional {
 		return nil
 	}
