@@ -399,15 +399,15 @@ func (m *middleware) denied(w http.ResponseWriter, d Decision) {
 	}
 }
 
-// tokenFailures are the reasons for which a token itself was refused.
-var tokenFailures = map[reason.Code]bool{
-	reason.TokenMalformed: true, reason.TokenExpired: true, reason.TokenNotYetValid: true,
-	reason.TokenIssuedInFuture: true, reason.SignatureInvalid: true, reason.UnknownKID: true,
-	reason.AlgNotAllowed: true, reason.KeyTooWeak: true, reason.TenantMissing: true,
-	reason.IssuerMismatch: true, reason.IssuerUnknown: true, reason.AudienceMismatch: true, reason.TypNotAllowed: true,
-	reason.APIKeyMalformed: true, reason.APIKeyUnknown: true, reason.APIKeyRevoked: true, reason.APIKeyExpired: true,
-	reason.TokenInactive: true, reason.TokenBound: true,
-}
+// tokenFailures are the reasons for which a credential itself was
+// refused (reason.TokenFailures, reason.APIKeyFailures).
+var tokenFailures = func() map[reason.Code]bool {
+	m := map[reason.Code]bool{}
+	for _, c := range append(append([]reason.Code(nil), reason.TokenFailures...), reason.APIKeyFailures...) {
+		m[c] = true
+	}
+	return m
+}()
 
 // challenge sets WWW-Authenticate (RFC 6750 §3): no error attribute when
 // the request had no token, invalid_token with the reason code otherwise;

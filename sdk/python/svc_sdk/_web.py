@@ -30,11 +30,12 @@ _log = logging.getLogger("svc_sdk")
 _T = TypeVar("_T")
 
 # Reasons for which the token itself was refused: the client should get a
-# new one (RFC 6750 invalid_token).
+# new one (RFC 6750 invalid_token). The same as the sidecar's
+# (reason/testdata/failures.json, which the tests compare).
 TOKEN_FAILURES = frozenset({
-    "token-malformed", "token-expired", "token-not-yet-valid", "token-issued-in-future",
+    "token-malformed", "token-expired", "token-not-yet-valid", "token-issued-in-future", "token-bound",
     "signature-invalid", "unknown-kid", "alg-not-allowed", "key-too-weak", "tenant-missing",
-    "issuer-mismatch", "issuer-unknown", "audience-mismatch", "token-inactive",
+    "issuer-mismatch", "issuer-unknown", "audience-mismatch", "typ-not-allowed", "token-inactive",
 })
 
 # Reasons for which an API key was refused: challenged in the key's own

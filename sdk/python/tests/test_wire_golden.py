@@ -10,7 +10,7 @@ import json
 import pathlib
 import unittest
 
-from svc_sdk._web import Refusal, refusal_of
+from svc_sdk._web import API_KEY_FAILURES, TOKEN_FAILURES, Refusal, refusal_of
 from svc_sdk.client import Decision, _error_of
 
 GOLDEN = pathlib.Path(__file__).resolve().parents[3] / "wire" / "testdata"
@@ -47,3 +47,13 @@ class ErrorEnvelopeGoldenTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class FailuresGoldenTest(unittest.TestCase):
+    """The credential failures are the sidecar's (reason/testdata/failures.json)."""
+
+    def test_lists_are_the_sidecars(self):
+        with open(GOLDEN.parent.parent / "reason" / "testdata" / "failures.json", encoding="utf-8") as f:
+            g = json.load(f)
+        self.assertEqual(TOKEN_FAILURES, frozenset(g["token_failures"]))
+        self.assertEqual(API_KEY_FAILURES, frozenset(g["api_key_failures"]))

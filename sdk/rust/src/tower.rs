@@ -286,11 +286,13 @@ impl<S, B> AuthService<S, B> {
 }
 
 /// The reasons for which a token itself was refused: 401 with a challenge.
+/// The sidecar's (reason/testdata/failures.json, which the tests compare).
 const TOKEN_FAILURES: &[&str] = &[
     "token-malformed",
     "token-expired",
     "token-not-yet-valid",
     "token-issued-in-future",
+    "token-bound",
     "signature-invalid",
     "unknown-kid",
     "alg-not-allowed",
@@ -300,6 +302,7 @@ const TOKEN_FAILURES: &[&str] = &[
     "issuer-unknown",
     "audience-mismatch",
     "typ-not-allowed",
+    "token-inactive",
 ];
 
 /// The reasons for which an API key was refused: 401, challenged as ApiKey.
@@ -438,6 +441,26 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lists of credential failures are the sidecar's, as the Go
+    /// reason package writes them.
+    #[test]
+    fn failures_are_the_sidecars() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../reason/testdata/failures.json");
+        let golden: std::collections::BTreeMap<String, Vec<String>> =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let sorted = |l: &[&str]| {
+            let mut v: Vec<String> = l.iter().map(|s| s.to_string()).collect();
+            v.sort();
+            v
+        };
+        let mut want = golden["token_failures"].clone();
+        want.sort();
+        assert_eq!(sorted(TOKEN_FAILURES), want);
+        let mut want = golden["api_key_failures"].clone();
+        want.sort();
+        assert_eq!(sorted(API_KEY_FAILURES), want);
+    }
 
     #[test]
     fn bearer_tokens() {

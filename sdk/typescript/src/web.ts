@@ -15,15 +15,18 @@ import { type AuthorizeOptions, type Decision, SidecarUnavailableError, type Svc
   type TokenDecision } from "./client.js";
 import { gatewayAcsUrl, oidcRedirectUrls } from "./config.js";
 
-/** Reasons for which the token itself was refused (RFC 6750 invalid_token). */
-const TOKEN_FAILURES = new Set([
-  "token-malformed", "token-expired", "token-not-yet-valid", "token-issued-in-future",
+/**
+ * Reasons for which the token itself was refused (RFC 6750 invalid_token): the
+ * sidecar's (reason/testdata/failures.json, which the tests compare).
+ */
+export const TOKEN_FAILURES = new Set([
+  "token-malformed", "token-expired", "token-not-yet-valid", "token-issued-in-future", "token-bound",
   "signature-invalid", "unknown-kid", "alg-not-allowed", "key-too-weak", "tenant-missing",
-  "issuer-mismatch", "issuer-unknown", "audience-mismatch", "token-inactive",
+  "issuer-mismatch", "issuer-unknown", "audience-mismatch", "typ-not-allowed", "token-inactive",
 ]);
 
 /** Reasons for which an API key was refused: challenged in its own scheme (ApiKey error="invalid_key"). */
-const API_KEY_FAILURES = new Set(["api-key-malformed", "api-key-unknown", "api-key-revoked", "api-key-expired"]);
+export const API_KEY_FAILURES = new Set(["api-key-malformed", "api-key-unknown", "api-key-revoked", "api-key-expired"]);
 
 /** Reasons for which nothing could be said about the token. */
 const UNDECIDED = new Set([

@@ -10,7 +10,7 @@ import { test } from "node:test";
 
 import { SidecarRequestError, SvcClient } from "@svc/sdk";
 
-import { refusalOf } from "../dist/web.js";
+import { API_KEY_FAILURES, TOKEN_FAILURES, refusalOf } from "../dist/web.js";
 
 import { REPO } from "./harness.mjs";
 
@@ -56,4 +56,10 @@ test("the client reads the error envelope's code and message", async () => {
   } finally {
     server.close();
   }
+});
+
+test("the credential failures are the sidecar's (reason/testdata/failures.json)", () => {
+  const g = JSON.parse(readFileSync(join(REPO, "reason", "testdata", "failures.json"), "utf8"));
+  assert.deepEqual([...TOKEN_FAILURES].sort(), [...g.token_failures].sort());
+  assert.deepEqual([...API_KEY_FAILURES].sort(), [...g.api_key_failures].sort());
 });
