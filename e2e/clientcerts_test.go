@@ -146,6 +146,19 @@ func TestClientCertsEnvoyCheck(t *testing.T) {
 // certificate signed by the CA (ssl_verify_client on) and passes it to the
 // sidecar's check in X-Forwarded-Client-Cert, as docs/client-certs.md
 // shows.
+// mtlsFiles writes, into a directory of its own, what nginxMTLSServer
+// reads: the CA of ca (ca.pem) and a server certificate it issued
+// (server.pem, server.key).
+func mtlsFiles(t *testing.T, ca *testkit.CA) string {
+	t.Helper()
+	server := ca.Server(t)
+	dir := t.TempDir()
+	harness.WriteFile(t, dir, "ca.pem", string(ca.PEM))
+	harness.WriteFile(t, dir, "server.pem", string(server.CertPEM))
+	harness.WriteFile(t, dir, "server.key", string(server.KeyPEM))
+	return dir
+}
+
 func nginxMTLSServer(dir, addr, sidecarHTTP, upstream string) string {
 	return `
     server {
@@ -186,14 +199,10 @@ func nginxMTLSServer(dir, addr, sidecarHTTP, upstream string) string {
 // a trusted peer is refused with client-cert-invalid.
 func TestClientCertsNginx(t *testing.T) {
 	ca := testkit.NewCA(t, "mesh CA")
-	server := ca.Server(t)
 	orders, intruder := ca.Client(t, ordersID), ca.Client(t, intruderID)
 	up := harness.StartUpstream(t)
 	s := harness.StartSidecar(t, harness.SidecarOptions{Config: clientCertConfig(`"127.0.0.1"`)})
-	dir := t.TempDir()
-	harness.WriteFile(t, dir, "ca.pem", string(ca.PEM))
-	harness.WriteFile(t, dir, "server.pem", string(server.CertPEM))
-	harness.WriteFile(t, dir, "server.key", string(server.KeyPEM))
+	dir := mtlsFiles(t, ca)
 	nginx := harness.StartNginxServer(t, func(addr string) string { return nginxMTLSServer(dir, addr, s.HTTPAddr, up.Addr) })
 	base := "https://" + strings.TrimPrefix(nginx.URL, "http://")
 
@@ -328,14 +337,10 @@ func TestClientCertsForgedThroughShippedProxies(t *testing.T) {
 // still does.
 func TestClientCertsNginxOptionalNoCA(t *testing.T) {
 	ca, rogue := testkit.NewCA(t, "mesh CA"), testkit.NewCA(t, "rogue CA")
-	server := ca.Server(t)
 	orders, forged := ca.Client(t, ordersID), rogue.Client(t, ordersID)
 	up := harness.StartUpstream(t)
 	s := harness.StartSidecar(t, harness.SidecarOptions{Config: clientCertConfig(`"127.0.0.1"`)})
-	dir := t.TempDir()
-	harness.WriteFile(t, dir, "ca.pem", string(ca.PEM))
-	harness.WriteFile(t, dir, "server.pem", string(server.CertPEM))
-	harness.WriteFile(t, dir, "server.key", string(server.KeyPEM))
+	dir := mtlsFiles(t, ca)
 	const passOn = `proxy_set_header X-Forwarded-Client-Cert 'Cert="$ssl_client_escaped_cert"';`
 	noCA := func(addr string) string {
 		return strings.Replace(nginxMTLSServer(dir, addr, s.HTTPAddr, up.Addr), "ssl_verify_client on;", "ssl_verify_client optional_no_ca;", 1)

@@ -36,9 +36,7 @@ func TestIDTokenAuthorizedParty(t *testing.T) {
 				}
 				return
 			}
-			if res.StatusCode != http.StatusUnauthorized || refusal(t, body) != tt.want {
-				t.Fatalf("%d %s, want 401 %s", res.StatusCode, body, tt.want)
-			}
+			wantRefused(t, "callback", res, body, tt.want)
 		})
 	}
 }

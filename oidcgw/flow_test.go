@@ -115,6 +115,15 @@ func (r *rig) toCallback(t *testing.T, b *http.Client, returnTo string) string {
 	return res.Header.Get("Location")
 }
 
+// wantRefused fails the test unless what (a callback) was answered 401
+// with code.
+func wantRefused(t *testing.T, what string, res *http.Response, body string, code reason.Code) {
+	t.Helper()
+	if res.StatusCode != http.StatusUnauthorized || refusal(t, body) != code {
+		t.Fatalf("%s: %d %s, want 401 %s", what, res.StatusCode, body, code)
+	}
+}
+
 func refusal(t *testing.T, body string) reason.Code {
 	t.Helper()
 	var r struct {
@@ -206,9 +215,7 @@ func TestSignInAttacks(t *testing.T) {
 		r := newRig(t, nil)
 		cb := r.toCallback(t, browser(t), "/") // the attacker's own sign-in
 		res, body := get(t, browser(t), cb)    // followed by the victim
-		if res.StatusCode != http.StatusUnauthorized || refusal(t, body) != reason.OIDCStateNotBound {
-			t.Fatalf("%d %s, want 401 %s", res.StatusCode, body, reason.OIDCStateNotBound)
-		}
+		wantRefused(t, "callback", res, body, reason.OIDCStateNotBound)
 		b := browser(t)
 		cb = r.toCallback(t, b, "/")
 		u, _ := url.Parse(cb)
@@ -235,9 +242,7 @@ func TestSignInAttacks(t *testing.T) {
 		q.Set("code", u.Query().Get("code")) // the used code, on a fresh state of this browser
 		u2.RawQuery = q.Encode()
 		res, body := get(t, b2, u2.String())
-		if res.StatusCode != http.StatusUnauthorized || refusal(t, body) != reason.OIDCCodeRefused {
-			t.Fatalf("replayed code: %d %s, want %s", res.StatusCode, body, reason.OIDCCodeRefused)
-		}
+		wantRefused(t, "replayed code", res, body, reason.OIDCCodeRefused)
 		if _, body := get(t, b2, cb2); refusal(t, body) != reason.OIDCStateNotBound && refusal(t, body) != reason.OIDCStateUnknown {
 			t.Fatalf("replayed state: %s", body)
 		}
@@ -255,9 +260,7 @@ func TestSignInAttacks(t *testing.T) {
 		// who kept it would.
 		setStateCookieOf(t, b, r, kept)
 		res, body := get(t, b, cb)
-		if res.StatusCode != http.StatusUnauthorized || refusal(t, body) != reason.OIDCStateUnknown {
-			t.Fatalf("replayed callback: %d %s, want %s", res.StatusCode, body, reason.OIDCStateUnknown)
-		}
+		wantRefused(t, "replayed callback", res, body, reason.OIDCStateUnknown)
 	})
 	// A provider that answers with what a real one never sends.
 	for _, tt := range []struct {

@@ -54,9 +54,7 @@ func TestMixUpRefused(t *testing.T) {
 			honest.issParam, evil.issParam = tc.honestSends, !tc.honestSends
 			r := rigOf(t, honest, evil)
 			res, body := mixUp(t, r, honest)
-			if res.StatusCode != http.StatusUnauthorized || refusal(t, body) != reason.OIDCIssuerMismatch {
-				t.Fatalf("callback: %d %s, want 401 %s", res.StatusCode, body, reason.OIDCIssuerMismatch)
-			}
+			wantRefused(t, "callback", res, body, reason.OIDCIssuerMismatch)
 			if n := evil.tokenCalls.Load(); n != 0 {
 				t.Fatalf("a code went to the other provider's token endpoint (%d posts)", n)
 			}

@@ -13,11 +13,11 @@ use serde_json::{json, Value};
 use svc::tower::{AuthLayer, User};
 use tower::{Layer, Service};
 
-/// Answers with the admitted user's subject and department claim.
+/// A service that answers each request with its function's response.
 #[derive(Clone)]
-struct Echo;
+struct Handler<F>(F);
 
-impl Service<Request<String>> for Echo {
+impl<F: Fn(Request<String>) -> Response<String>> Service<Request<String>> for Handler<F> {
     type Response = Response<String>;
     type Error = Infallible;
     type Future = Ready<Result<Response<String>, Infallible>>;
@@ -27,18 +27,23 @@ impl Service<Request<String>> for Echo {
     }
 
     fn call(&mut self, req: Request<String>) -> Self::Future {
-        let u = req
-            .extensions()
-            .get::<User>()
-            .expect("the layer stores the user")
-            .clone();
-        ready(Ok(Response::new(
-            json!({"sub": u.subject, "dept": u.claims["department"], "reason": u.reason}).to_string(),
-        )))
+        ready(Ok((self.0)(req)))
     }
 }
 
-/// Runs a future that never waits (the layer and Echo answer at once).
+type Answer = fn(Request<String>) -> Response<String>;
+
+/// Answers with the admitted user's subject and department claim.
+const ECHO: Handler<Answer> = Handler(|req| {
+    let u = req
+        .extensions()
+        .get::<User>()
+        .expect("the layer stores the user")
+        .clone();
+    Response::new(json!({"sub": u.subject, "dept": u.claims["department"], "reason": u.reason}).to_string())
+});
+
+/// Runs a future that never waits (the layer and ECHO answer at once).
 fn now<F: Future>(f: F) -> F::Output {
     let mut f = pin!(f);
     match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
@@ -84,7 +89,7 @@ fn read_or_delete(r: &Request<String>) -> Option<String> {
 #[test]
 fn validate_only() {
     let e = common::engine("tower-validate");
-    let mut svc = AuthLayer::new(e).with_realm("orders").layer(Echo);
+    let mut svc = AuthLayer::new(e).with_realm("orders").layer(ECHO);
     let idp = common::idp();
 
     let (st, h, body) = send(&mut svc, None, "/orders");
@@ -118,7 +123,7 @@ fn validate_only() {
 #[test]
 fn with_a_policy_action() {
     let e = common::engine("tower-authorize");
-    let mut svc = AuthLayer::new(e).with_action(read_or_delete).layer(Echo);
+    let mut svc = AuthLayer::new(e).with_action(read_or_delete).layer(ECHO);
     let tok = common::idp().token("user-1", "acme", &["viewer"]);
 
     let (st, _, body) = send(&mut svc, Some(format!("Bearer {tok}")), "/read");
@@ -145,7 +150,7 @@ fn one_a_minute(name: &str) -> svc::Engine {
 
 #[test]
 fn rate_limited_is_429() {
-    let mut svc = AuthLayer::new(one_a_minute("tower-rl")).layer(Echo);
+    let mut svc = AuthLayer::new(one_a_minute("tower-rl")).layer(ECHO);
     let tok = common::idp().token("user-1", "acme", &["viewer"]);
     assert_eq!(send(&mut svc, Some(format!("Bearer {tok}")), "/").0, StatusCode::OK);
     let (st, h, body) = send(&mut svc, Some(format!("Bearer {tok}")), "/");
@@ -159,7 +164,7 @@ fn rate_limited_is_429() {
 fn rate_limited_sends_the_engines_retry_after() {
     let mut svc = AuthLayer::new(one_a_minute("tower-rl-policy"))
         .with_action(|_: &Request<String>| Some("orders:read".to_string()))
-        .layer(Echo);
+        .layer(ECHO);
     let tok = common::idp().token("user-1", "acme", &["viewer"]);
     assert_eq!(send(&mut svc, Some(format!("Bearer {tok}")), "/").0, StatusCode::OK);
     let (st, h, body) = send(&mut svc, Some(format!("Bearer {tok}")), "/");
@@ -288,8 +293,8 @@ fn api_keys() {
     let mut with_action = AuthLayer::new(e.clone())
         .with_realm("orders")
         .with_action(read_or_delete)
-        .layer(Echo);
-    let mut validate_only = AuthLayer::new(e).with_realm("orders").layer(Echo);
+        .layer(ECHO);
+    let mut validate_only = AuthLayer::new(e).with_realm("orders").layer(ECHO);
     for c in &cases {
         let what = c.what;
         let body = c.send(&mut with_action, what);
@@ -315,26 +320,13 @@ fn api_keys() {
 
 /// Serves the method an override header names, as Rails-, Express- or
 /// Spring-style method override does, and answers with the method served.
-#[derive(Clone)]
-struct Overriding;
-
-impl Service<Request<String>> for Overriding {
-    type Response = Response<String>;
-    type Error = Infallible;
-    type Future = Ready<Result<Response<String>, Infallible>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request<String>) -> Self::Future {
-        let served = req
-            .headers()
-            .get("x-http-method-override")
-            .map_or(req.method().to_string(), |v| v.to_str().unwrap().trim().to_uppercase());
-        ready(Ok(Response::new(json!({ "served": served }).to_string())))
-    }
-}
+const OVERRIDING: Handler<Answer> = Handler(|req| {
+    let served = req
+        .headers()
+        .get("x-http-method-override")
+        .map_or(req.method().to_string(), |v| v.to_str().unwrap().trim().to_uppercase());
+    Response::new(json!({ "served": served }).to_string())
+});
 
 /// A method override header naming another method than the request's is
 /// refused: the action was chosen by the request's method, and the
@@ -352,7 +344,7 @@ fn method_override_names_the_method() {
             .to_string(),
         )
     };
-    let mut svc = AuthLayer::new(e).with_action(by_method).layer(Overriding);
+    let mut svc = AuthLayer::new(e).with_action(by_method).layer(OVERRIDING);
     let tok = common::idp().token("user-1", "acme", &["viewer"]);
     let auth = format!("Bearer {tok}");
     let call = |svc: &mut _, method: &str, header: Option<(&str, &str)>| {
@@ -363,7 +355,7 @@ fn method_override_names_the_method() {
         if let Some((k, v)) = header {
             b = b.header(k, v);
         }
-        let svc: &mut svc::tower::AuthService<Overriding, String> = svc;
+        let svc: &mut svc::tower::AuthService<Handler<Answer>, String> = svc;
         now(std::future::poll_fn(|cx| svc.poll_ready(cx))).unwrap();
         let resp = now(svc.call(b.body(String::new()).unwrap())).unwrap();
         let (parts, body) = resp.into_parts();
