@@ -124,6 +124,14 @@ func wantRefused(t *testing.T, what string, res *http.Response, body string, cod
 	}
 }
 
+// wantNoTokenCalls fails the test if a code reached op's token endpoint.
+func (op *testOP) wantNoTokenCalls(t *testing.T) {
+	t.Helper()
+	if n := op.tokenCalls.Load(); n != 0 {
+		t.Fatalf("a code went to the token endpoint of %s (%d posts)", op.URL, n)
+	}
+}
+
 func refusal(t *testing.T, body string) reason.Code {
 	t.Helper()
 	var r struct {

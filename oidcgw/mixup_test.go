@@ -55,9 +55,7 @@ func TestMixUpRefused(t *testing.T) {
 			r := rigOf(t, honest, evil)
 			res, body := mixUp(t, r, honest)
 			wantRefused(t, "callback", res, body, reason.OIDCIssuerMismatch)
-			if n := evil.tokenCalls.Load(); n != 0 {
-				t.Fatalf("a code went to the other provider's token endpoint (%d posts)", n)
-			}
+			evil.wantNoTokenCalls(t)
 		})
 	}
 	t.Run("iss of its own provider", func(t *testing.T) {

@@ -109,9 +109,7 @@ func TestSealedSignInRefused(t *testing.T) {
 			setStateCookieOf(t, b, r, tt.spoil(t, states, sealed, clk))
 			res, body := get(t, b, cb)
 			wantRefused(t, "callback", res, body, reason.OIDCStateUnknown)
-			if n := op.tokenCalls.Load(); n != 0 {
-				t.Fatalf("the code went to the token endpoint (%d posts)", n)
-			}
+			op.wantNoTokenCalls(t)
 		})
 	}
 	t.Run("sealed under another gateway's key", func(t *testing.T) {
